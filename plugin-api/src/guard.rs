@@ -1,0 +1,111 @@
+//! Panic containment at the boundary: every piece of plugin code the host calls runs inside
+//! `catch_unwind`, and a panic becomes a [`PluginError`] of kind `Panic` instead of crossing the
+//! FFI edge (where abi_stable would end the process).
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use abi_stable::std_types::{RNone, RString};
+
+use crate::abi::{ErrorKind, PluginError};
+
+impl PluginError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: RString::from(message.into()), path: RNone }
+    }
+
+    /// An error returned by plugin logic.
+    pub fn plugin(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Plugin, message)
+    }
+
+    pub(crate) fn from_panic(payload: &(dyn Any + Send)) -> Self {
+        Self::new(ErrorKind::Panic, format!("panicked: {}", panic_message(payload)))
+    }
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.path.as_ref().into_option() {
+            Some(path) => write!(f, "{} (at {path})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for PluginError {}
+
+/// The text of a panic payload (`&str` or `String`; anything else is named as such).
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// Runs `body`, turning a panic into a `Panic` error.
+pub fn contain<T>(body: impl FnOnce() -> Result<T, PluginError>) -> Result<T, PluginError> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => Err(PluginError::from_panic(payload.as_ref())),
+    }
+}
+
+/// A future that turns a panic while polling `F` into a `Panic` error.
+pub struct Contained<F> {
+    inner: Pin<Box<F>>,
+}
+
+impl<F> Contained<F> {
+    pub fn new(inner: F) -> Self {
+        Self { inner: Box::pin(inner) }
+    }
+}
+
+impl<T, F: Future<Output = Result<T, PluginError>>> Future for Contained<F> {
+    type Output = Result<T, PluginError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let inner = self.inner.as_mut();
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(poll) => poll,
+            Err(payload) => Poll::Ready(Err(PluginError::from_panic(payload.as_ref()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contain_turns_panic_into_error() {
+        let result: Result<(), PluginError> = contain(|| panic!("boom"));
+        let error = result.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Panic);
+        assert_eq!(error.message.as_str(), "panicked: boom");
+    }
+
+    #[test]
+    fn contained_future_turns_panic_into_error() {
+        let fut = Contained::new(async {
+            if true {
+                panic!("async boom {}", 7);
+            }
+            Ok::<(), PluginError>(())
+        });
+        let waker = std::task::Waker::noop();
+        let mut cx = TaskContext::from_waker(waker);
+        let mut fut = Box::pin(fut);
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(Err(error)) => assert_eq!(error.message.as_str(), "panicked: async boom 7"),
+            other => panic!("unexpected {:?}", other.is_ready()),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `dsh-plugin-api`: the stable ABI between `dsh-host` and its plugin libraries, and the SDK that
+//! plugin authors write against.
+//!
+//! It owns the root module every plugin library exports ([`PluginLib`]), the erased objects that
+//! cross the boundary (host context, listeners, disposers, services), and the typed layer on top:
+//! [`Plugin`] to declare a plugin with its config schema and its required and provided services,
+//! [`Context`] to register effects, services and listeners, five event descriptor types that fix
+//! each event's dispatch mode, and [`export_plugins!`] to build the root module. It does not own
+//! any runtime: time, spawning and blocking work come from the host through the context, and the
+//! lifecycle rules (fibers, epochs, reload) live in `dsh-host`.
+//!
+//! Plugin code never unwinds across the boundary: every exported function, listener, disposer
+//! and task body runs inside `catch_unwind`, and a panic becomes a [`PluginError`].
+
+pub mod abi;
+mod context;
+mod events;
+mod guard;
+mod logging;
+mod plugin;
+
+pub use abi::{
+    DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl, PluginError,
+    PluginLib, PluginLibRef,
+};
+pub use context::{Channel, Context, Descriptor, Service};
+pub use events::{BailEvent, EmitEvent, Next, ParallelEvent, SerialEvent, WaterfallEvent, next_step};
+pub use guard::{Contained, contain, panic_message};
+pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
+
+#[doc(hidden)]
+pub use plugin::__private;
+
+/// Re-exports a plugin crate needs without depending on them directly.
+pub use abi_stable::{
+    self, StableAbi,
+    std_types::{RArc, RBox, ROption, RResult, RStr, RString, RVec},
+};
+pub use async_ffi;
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json;
+pub use tracing;
+
+/// The version of this crate; libraries built against an incompatible version are refused.
+pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything a plugin author usually needs.
+pub mod prelude {
+    pub use crate::{
+        BailEvent, Context, EmitEvent, JsonSchema, Next, NoConfig, ParallelEvent, Plugin, PluginError,
+        RArc, RString, SerialEvent, Service, StableAbi, WaterfallEvent,
+    };
+    pub use serde::Deserialize;
+}
