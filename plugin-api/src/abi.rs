@@ -213,7 +213,6 @@ pub type WaterfallInnerBox = WaterfallInner_TO<'static, RBox<()>>;
 /// A host-side event channel, resolved once and dispatched many times.
 #[sabi_trait]
 pub trait EventChannel: Send + Sync {
-    fn decl(&self) -> EventDecl;
     fn emit(&self, payload: *const ()) -> RResult<(), PluginError>;
     fn bail(&self, payload: *const ()) -> RResult<ROption<ErasedBox>, PluginError>;
     fn parallel(&self, payload: RArc<()>) -> FfiFuture<RResult<(), PluginError>>;

@@ -1,0 +1,255 @@
+//! Plugin libraries: finding `lib<name>.so` in the plugin directories, loading and checking it
+//! (abi_stable layout and version checks), and keeping every loaded copy alive.
+//!
+//! Libraries are never unloaded (ARCHITECTURE §4): `dlclose` crashes when anything still points
+//! into the library. A changed library is copied to a unique path and loaded from there, because
+//! `dlopen` caches by path; the old copy stays mapped and is counted in diagnostics.
+
+mod load;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use dsh_plugin_api::PluginDecl;
+
+pub use load::{LoadError, load_library};
+
+use crate::runtime::{Resolver, Source};
+
+/// A loaded copy of a plugin library.
+pub struct LoadedLibrary {
+    /// The library name (`greeter` for `libgreeter.so`).
+    pub name: String,
+    /// The path rows resolve to (the file in a plugin directory).
+    pub path: PathBuf,
+    /// Where this copy was loaded from (`path` itself, or a unique copy after a reload).
+    pub loaded_from: PathBuf,
+    /// The file's identity when it was loaded, to notice changes.
+    pub identity: FileIdentity,
+    /// The `plugin-api` version the library was built against.
+    pub api_version: String,
+    pub decls: Vec<PluginDecl>,
+}
+
+/// One plugin of a loaded library.
+#[derive(Clone)]
+pub struct PluginRef {
+    pub library: Arc<LoadedLibrary>,
+    pub index: usize,
+}
+
+impl PluginRef {
+    pub fn decl(&self) -> &PluginDecl {
+        &self.library.decls[self.index]
+    }
+
+    /// The services the plugin declares as required.
+    pub fn inject(&self) -> Vec<String> {
+        self.decl().inject.iter().map(|name| name.to_string()).collect()
+    }
+}
+
+/// Size, modification time and inode: enough to tell that a file was replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    pub len: u64,
+    pub modified_ns: i128,
+    pub inode: u64,
+}
+
+impl FileIdentity {
+    pub fn of(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = std::fs::metadata(path)?;
+        Ok(Self {
+            len: metadata.len(),
+            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+            inode: metadata.ino(),
+        })
+    }
+}
+
+/// The file name of library `name`: `lib<name>.so`, with `-` read as `_`.
+pub fn library_file_name(name: &str) -> String {
+    format!("lib{}.so", name.replace('-', "_"))
+}
+
+/// Splits a row's `name` into library and export.
+pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
+    match spec.split_once('/') {
+        Some((library, export)) => (library, Some(export)),
+        None => (spec, None),
+    }
+}
+
+/// The plugin directories, in lookup order, and every library loaded from them.
+pub struct Libraries {
+    dirs: Vec<PathBuf>,
+    copies_dir: PathBuf,
+    loaded: Mutex<HashMap<PathBuf, Arc<LoadedLibrary>>>,
+    copies_held: AtomicUsize,
+    copy_counter: AtomicUsize,
+    debug_dir: PathBuf,
+}
+
+impl Libraries {
+    /// `dirs` in lookup order; reload copies go to `copies_dir`, ABI dumps to `debug_dir`.
+    pub fn new(dirs: Vec<PathBuf>, copies_dir: PathBuf, debug_dir: PathBuf) -> Self {
+        Self {
+            dirs,
+            copies_dir,
+            loaded: Mutex::new(HashMap::new()),
+            copies_held: AtomicUsize::new(0),
+            copy_counter: AtomicUsize::new(0),
+            debug_dir,
+        }
+    }
+
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Library copies loaded so far (never unloaded).
+    pub fn copies_held(&self) -> usize {
+        self.copies_held.load(Ordering::Relaxed)
+    }
+
+    /// The first `lib<name>.so` in the directories; a later duplicate is logged as a warning.
+    pub fn find(&self, name: &str) -> Result<PathBuf, String> {
+        let file = library_file_name(name);
+        let mut found = self.dirs.iter().map(|dir| dir.join(&file)).filter(|path| path.is_file());
+        let Some(first) = found.next() else {
+            let dirs: Vec<String> = self.dirs.iter().map(|dir| dir.display().to_string()).collect();
+            return Err(format!("{file} not found in {}", dirs.join(", ")));
+        };
+        for shadowed in found {
+            tracing::warn!("{} is shadowed by {} (first match wins)", shadowed.display(), first.display());
+        }
+        Ok(first)
+    }
+
+    /// The loaded library at `path`, loading it (from its own path) on first use.
+    pub fn get_or_load(&self, path: &Path) -> Result<Arc<LoadedLibrary>, LoadError> {
+        if let Some(library) = self.lock().get(path).cloned() {
+            return Ok(library);
+        }
+        let library = Arc::new(load_library(path, path, &self.debug_dir)?);
+        self.copies_held.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(path.to_owned(), library.clone());
+        Ok(library)
+    }
+
+    /// The loaded library at `path`, if any.
+    pub fn loaded(&self, path: &Path) -> Option<Arc<LoadedLibrary>> {
+        self.lock().get(path).cloned()
+    }
+
+    /// Loads the current file at `path` from a unique copy. On success it becomes the library
+    /// rows resolve to; on failure the previous copy stays in use.
+    pub fn reload(&self, path: &Path) -> Result<Arc<LoadedLibrary>, LoadError> {
+        std::fs::create_dir_all(&self.copies_dir).map_err(|error| LoadError::Io {
+            path: self.copies_dir.clone(),
+            message: error.to_string(),
+        })?;
+        let serial = self.copy_counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let stem = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("plugin");
+        let copy = self.copies_dir.join(format!("{stem}-{}-{serial}.so", std::process::id()));
+        std::fs::copy(path, &copy)
+            .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+        let loaded = load_library(path, &copy, &self.debug_dir);
+        let library = match loaded {
+            Ok(library) => Arc::new(library),
+            Err(error) => {
+                let _ = std::fs::remove_file(&copy);
+                return Err(error);
+            }
+        };
+        self.copies_held.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(path.to_owned(), library.clone());
+        Ok(library)
+    }
+
+    /// Resolves a row's plugin spec against the directories and loaded libraries.
+    pub fn resolve_spec(&self, spec: &str) -> Source {
+        let (name, export) = split_spec(spec);
+        let path = match self.find(name) {
+            Ok(path) => path,
+            Err(reason) => return Source::Missing(reason),
+        };
+        let library = match self.get_or_load(&path) {
+            Ok(library) => library,
+            Err(error) => return Source::Broken(error.to_string()),
+        };
+        select_export(&library, export)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<LoadedLibrary>>> {
+        match self.loaded.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+/// Picks the plugin a row names: the export given, else the only one, else the one named like
+/// the library.
+pub fn select_export(library: &Arc<LoadedLibrary>, export: Option<&str>) -> Source {
+    let names: Vec<&str> = library.decls.iter().map(|decl| decl.name.as_str()).collect();
+    let index = match export {
+        Some(export) => names.iter().position(|name| *name == export),
+        None if names.len() == 1 => Some(0),
+        None => names.iter().position(|name| name.replace('-', "_") == library.name.replace('-', "_")),
+    };
+    match index {
+        Some(index) => Source::Plugin(PluginRef { library: library.clone(), index }),
+        None => Source::Broken(match export {
+            Some(export) => format!(
+                "{} exports no plugin `{export}` (it exports: {})",
+                library.path.display(),
+                names.join(", ")
+            ),
+            None => format!(
+                "{} exports several plugins ({}); name one as `{}/<export>`",
+                library.path.display(),
+                names.join(", "),
+                library.name
+            ),
+        }),
+    }
+}
+
+impl Resolver for Libraries {
+    fn resolve(&self, spec: &str) -> Source {
+        self.resolve_spec(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_names_map_to_files() {
+        assert_eq!(library_file_name("greeter"), "libgreeter.so");
+        assert_eq!(library_file_name("greeter-alt"), "libgreeter_alt.so");
+        assert_eq!(split_spec("tool-subagent-control/list-agents"), ("tool-subagent-control", Some("list-agents")));
+        assert_eq!(split_spec("greeter"), ("greeter", None));
+    }
+
+    #[test]
+    fn missing_library_names_file_and_dirs() {
+        let libraries = Libraries::new(
+            vec![PathBuf::from("/nonexistent/a"), PathBuf::from("/nonexistent/b")],
+            PathBuf::from("/tmp"),
+            PathBuf::from("/tmp"),
+        );
+        match libraries.resolve_spec("ghost") {
+            Source::Missing(reason) => {
+                assert_eq!(reason, "libghost.so not found in /nonexistent/a, /nonexistent/b")
+            }
+            _ => panic!("expected Missing"),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Fiber transitions: decide the next step from the facts, then load or unload.
+//!
+//! `reconcile` runs under the fiber's transition lock and loops until the fiber is where its
+//! facts say it should be: applied for the current epoch, PENDING without one, FAILED for the
+//! epoch it failed with, or fully unloaded once disposed.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::{RErr, RString};
+use dsh_plugin_api::PluginError;
+
+use super::Inner;
+use super::context::FiberContext;
+use super::effects::{BoxFuture, Effect, JoinAll};
+use super::fiber::{Epoch, Fiber, Phase, Source};
+
+enum Step {
+    Done,
+    Unload,
+    Load(Epoch),
+}
+
+impl Inner {
+    pub(super) async fn reconcile(self: &Arc<Self>, fiber: &Arc<Fiber>) {
+        let _turn = fiber.transition.lock().await;
+        loop {
+            match self.next_step(fiber) {
+                Step::Done => break,
+                Step::Unload => self.unload(fiber).await,
+                Step::Load(epoch) => self.load(fiber, epoch).await,
+            }
+        }
+        if fiber.inner().disposed {
+            self.state().fibers.remove(&fiber.id);
+        }
+    }
+
+    fn next_step(&self, fiber: &Fiber) -> Step {
+        let (disposed, applied, source, deps, error, failed_epoch) = {
+            let inner = fiber.inner();
+            (
+                inner.disposed,
+                inner.applied.clone(),
+                inner.source.clone(),
+                inner.deps.clone(),
+                inner.error.is_some(),
+                inner.failed_epoch.clone(),
+            )
+        };
+        if disposed {
+            let has_effects = !fiber.inner().effects.is_empty();
+            return if applied.is_some() || has_effects { Step::Unload } else { Step::Done };
+        }
+        let target = match source {
+            Source::Plugin(_) | Source::Group | Source::Host => self.epoch(&fiber.scope, &deps),
+            Source::Missing(_) | Source::Broken(_) => None,
+        };
+        match (applied, target) {
+            (Some(applied), target) if Some(&applied) == target.as_ref() => Step::Done,
+            (Some(_), _) => Step::Unload,
+            (None, None) => Step::Done,
+            (None, Some(epoch)) if error && failed_epoch.as_ref() == Some(&epoch) => Step::Done,
+            (None, Some(epoch)) => Step::Load(epoch),
+        }
+    }
+
+    async fn load(self: &Arc<Self>, fiber: &Arc<Fiber>, epoch: Epoch) {
+        let (source, config, generation) = {
+            let mut inner = fiber.inner();
+            inner.phase = Phase::Loading;
+            inner.error = None;
+            inner.failed_epoch = None;
+            inner.registration_error = None;
+            inner.generation += 1;
+            (inner.source.clone(), inner.config.clone(), inner.generation)
+        };
+        let result = match source {
+            Source::Plugin(plugin) => {
+                let ctx = FiberContext::new(self.clone(), fiber.clone(), generation).boxed();
+                (plugin.decl().apply)(ctx, RString::from(config)).await.into_result()
+            }
+            Source::Group | Source::Host | Source::Missing(_) | Source::Broken(_) => Ok(()),
+        };
+        let staged = {
+            let mut inner = fiber.inner();
+            let result = result.and_then(|()| match inner.registration_error.take() {
+                Some(message) => Err(PluginError::new(dsh_plugin_api::ErrorKind::Registration, message)),
+                None => Ok(()),
+            });
+            match result {
+                Ok(()) => Ok(std::mem::take(&mut inner.staged)),
+                Err(error) => Err(error),
+            }
+        };
+        let published = staged.and_then(|staged| {
+            for (name, service) in staged {
+                let realm = fiber.scope.realm_of(&name);
+                self.publish(fiber.id, realm, &name, service)?;
+                fiber.inner().effects.push(Effect::Service { realm, name });
+            }
+            Ok(())
+        });
+        match published {
+            Ok(()) => {
+                let mut inner = fiber.inner();
+                inner.applied = Some(epoch);
+                inner.phase = Phase::Idle;
+            }
+            Err(error) => {
+                tracing::error!(row = %fiber.row_id, plugin = %fiber.label, "plugin failed: {error}");
+                {
+                    let mut inner = fiber.inner();
+                    inner.error = Some(error.to_string());
+                    inner.failed_epoch = Some(epoch);
+                    inner.phase = Phase::Idle;
+                }
+                // Undo whatever the failed apply registered before it failed.
+                self.unload(fiber).await;
+            }
+        }
+    }
+
+    pub(super) async fn unload(self: &Arc<Self>, fiber: &Arc<Fiber>) {
+        let effects = {
+            let mut inner = fiber.inner();
+            inner.phase = Phase::Unloading;
+            inner.applied = None;
+            inner.generation += 1;
+            inner.staged.clear();
+            std::mem::take(&mut inner.effects)
+        };
+        let mut waits: Vec<BoxFuture> = Vec::new();
+        for effect in effects.into_iter().rev() {
+            match effect {
+                Effect::Listener { event, id } => self.bus.remove(&event, id),
+                Effect::Service { realm, name } => self.unpublish(fiber.id, realm, &name),
+                Effect::Task(task) => {
+                    task.abort();
+                    waits.push(Box::pin(async move {
+                        let _ = task.await;
+                    }));
+                }
+                Effect::Disposer(mut disposer) => {
+                    let disposing = disposer.dispose();
+                    let owner = Inner::owner_label(fiber);
+                    waits.push(Box::pin(async move {
+                        if let RErr(error) = disposing.await {
+                            tracing::error!("disposer of {owner} failed: {error}");
+                        }
+                        drop(disposer);
+                    }));
+                }
+                Effect::Child(child) => {
+                    let inner = self.clone();
+                    waits.push(Box::pin(async move { inner.dispose_boxed(child).await }));
+                }
+            }
+        }
+        JoinAll::new(waits).await;
+        fiber.inner().phase = Phase::Idle;
+    }
+
+    /// `dispose` behind a box, for the recursion through child fibers.
+    fn dispose_boxed(self: &Arc<Self>, id: super::FiberId) -> BoxFuture {
+        let inner = self.clone();
+        Box::pin(async move { inner.dispose(id).await })
+    }
+}

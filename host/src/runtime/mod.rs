@@ -1,0 +1,393 @@
+//! The plugin runtime: the Rust counterpart of Cordis.
+//!
+//! It owns fibers (mounted plugin instances) and their derived states, the realm service tables,
+//! the event bus, and the reactive rule that ties them together: a fiber is applied for one
+//! *epoch* (the fiber ids of the providers of the services it injects); when that changes it
+//! unloads, and when the services are back it applies again. Every transition of one fiber is
+//! serialized; different fibers progress concurrently on the host's runtime.
+
+mod bus;
+mod context;
+mod dispatch;
+mod effects;
+mod fiber;
+mod lifecycle;
+mod scope;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use dsh_plugin_api::abi::ErasedService;
+use dsh_plugin_api::{EventDecl, PluginError};
+use serde::Serialize;
+
+pub use bus::{Bus, BusError, first_error_line};
+pub use dispatch::Channel;
+pub use fiber::{FiberId, FiberState, MountSpec, Source};
+pub use scope::{ROOT_REALM, RealmId, Scope};
+
+use fiber::Fiber;
+
+/// Turns a plugin spec (`library` or `library/export`) into something to run, for children
+/// mounted by plugins at run time.
+pub trait Resolver: Send + Sync {
+    fn resolve(&self, spec: &str) -> Source;
+}
+
+/// A published service.
+struct ServiceEntry {
+    fiber: FiberId,
+    service: ErasedService,
+}
+
+#[derive(Default)]
+struct State {
+    fibers: BTreeMap<FiberId, Arc<Fiber>>,
+    services: HashMap<(RealmId, String), ServiceEntry>,
+    named_realms: HashMap<String, RealmId>,
+    next_realm: RealmId,
+}
+
+struct Inner {
+    handle: tokio::runtime::Handle,
+    state: Mutex<State>,
+    bus: Bus,
+    next_fiber: AtomicU64,
+    /// Reconciles spawned and not yet finished: the tree is settled when this stays at zero.
+    in_flight: AtomicUsize,
+    resolver: Mutex<Option<Arc<dyn Resolver>>>,
+}
+
+/// Handle on the runtime; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+/// One row of the diagnostics table.
+#[derive(Debug, Clone, Serialize)]
+pub struct FiberReport {
+    pub fiber: FiberId,
+    pub row: String,
+    pub plugin: String,
+    pub parent: Option<FiberId>,
+    pub state: FiberState,
+    /// For PENDING: the missing services, or why the library is not there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Runtime {
+    /// A runtime driven by the current tokio runtime.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                handle: tokio::runtime::Handle::current(),
+                state: Mutex::new(State { next_realm: ROOT_REALM + 1, ..State::default() }),
+                bus: Bus::default(),
+                next_fiber: AtomicU64::new(0),
+                in_flight: AtomicUsize::new(0),
+                resolver: Mutex::new(None),
+            }),
+        }
+    }
+
+    pub fn set_resolver(&self, resolver: Arc<dyn Resolver>) {
+        *lock(&self.inner.resolver) = Some(resolver);
+    }
+
+    /// Mounts a fiber and starts its lifecycle; returns its id at once.
+    pub fn mount(&self, parent: Option<FiberId>, scope: Arc<Scope>, spec: MountSpec) -> FiberId {
+        self.inner.mount(parent, scope, spec)
+    }
+
+    /// Disposes a fiber (recursively) and waits until it is fully unloaded.
+    pub async fn dispose(&self, id: FiberId) {
+        self.inner.dispose(id).await;
+    }
+
+    /// Disposes every root fiber, waiting at most `grace` for each one's disposers; fibers still
+    /// unloading after that are named in the log (their registrations are already dropped).
+    pub async fn dispose_all(&self, grace: Duration) {
+        let roots: Vec<Arc<Fiber>> =
+            self.inner.state().fibers.values().filter(|fiber| fiber.parent.is_none()).cloned().collect();
+        let waits = roots.into_iter().rev().map(|fiber| {
+            let inner = self.inner.clone();
+            Box::pin(async move {
+                let id = fiber.id;
+                if tokio::time::timeout(grace, inner.dispose(id)).await.is_err() {
+                    tracing::error!(
+                        row = %fiber.row_id,
+                        plugin = %fiber.label,
+                        "fiber {id} did not finish its disposers within {grace:?}; its registrations were dropped"
+                    );
+                }
+            }) as effects::BoxFuture
+        });
+        effects::JoinAll::new(waits.collect()).await;
+    }
+
+    /// Publishes a service owned by the host itself (fiber 0, row `host`).
+    pub fn provide_host(&self, name: &str, service: ErasedService) -> Result<(), PluginError> {
+        self.inner.publish(0, ROOT_REALM, name, service)
+    }
+
+    /// A fresh realm, or the realm shared by every group isolating under `label`.
+    pub fn realm(&self, label: Option<&str>) -> RealmId {
+        let mut state = self.inner.state();
+        let fresh = state.next_realm;
+        match label {
+            Some(label) => {
+                let realm = *state.named_realms.entry(label.to_owned()).or_insert(fresh);
+                if realm == fresh {
+                    state.next_realm += 1;
+                }
+                realm
+            }
+            None => {
+                state.next_realm += 1;
+                fresh
+            }
+        }
+    }
+
+    /// A channel for the host's own dispatches.
+    pub fn channel(&self, decl: &EventDecl) -> Result<Channel, BusError> {
+        self.inner.bus.slot(decl, "host").map(Channel::new)
+    }
+
+    pub fn bus(&self) -> &Bus {
+        &self.inner.bus
+    }
+
+    pub fn state_of(&self, id: FiberId) -> Option<FiberState> {
+        self.inner.fiber(id).map(|fiber| fiber.state())
+    }
+
+    /// The diagnostics table, in mount order.
+    pub fn report(&self) -> Vec<FiberReport> {
+        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
+        fibers.iter().map(|fiber| self.inner.report(fiber)).collect()
+    }
+
+    /// Fibers currently running code from the library at `path`.
+    pub fn fibers_of_library(&self, path: &std::path::Path) -> Vec<FiberId> {
+        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
+        fibers
+            .iter()
+            .filter(|fiber| matches!(&fiber.inner().source, Source::Plugin(plugin) if plugin.library.path == path))
+            .map(|fiber| fiber.id)
+            .collect()
+    }
+
+    /// Unfinished tasks spawned by plugins.
+    pub fn live_tasks(&self) -> usize {
+        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
+        fibers
+            .iter()
+            .map(|fiber| {
+                fiber
+                    .inner()
+                    .effects
+                    .iter()
+                    .filter(|effect| matches!(effect, effects::Effect::Task(task) if !task.is_finished()))
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Waits until no transition has run for `quiet`, at most `max`. True when settled.
+    pub async fn settle(&self, quiet: Duration, max: Duration) -> bool {
+        let deadline = Instant::now() + max;
+        let mut quiet_since = Instant::now();
+        loop {
+            let busy = self.inner.in_flight.load(Ordering::Acquire) > 0
+                || self.report().iter().any(|row| matches!(row.state, FiberState::Loading | FiberState::Unloading));
+            let now = Instant::now();
+            if busy {
+                quiet_since = now;
+            } else if now.duration_since(quiet_since) >= quiet {
+                return true;
+            }
+            if now >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn fiber(&self, id: FiberId) -> Option<Arc<Fiber>> {
+        self.state().fibers.get(&id).cloned()
+    }
+
+    fn mount(self: &Arc<Self>, parent: Option<FiberId>, scope: Arc<Scope>, spec: MountSpec) -> FiberId {
+        let id = self.next_fiber.fetch_add(1, Ordering::Relaxed) + 1;
+        let fiber = Arc::new(Fiber::new(id, parent, scope, spec));
+        self.state().fibers.insert(id, fiber.clone());
+        if let Some(parent) = parent.and_then(|parent| self.fiber(parent)) {
+            parent.inner().effects.push(effects::Effect::Child(id));
+        }
+        self.schedule(fiber);
+        id
+    }
+
+    /// Starts a reconcile of `fiber` on the runtime.
+    fn schedule(self: &Arc<Self>, fiber: Arc<Fiber>) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let inner = self.clone();
+        self.handle.spawn(async move {
+            inner.reconcile(&fiber).await;
+            inner.in_flight.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+
+    async fn dispose(self: &Arc<Self>, id: FiberId) {
+        let Some(fiber) = self.fiber(id) else {
+            return;
+        };
+        fiber.inner().disposed = true;
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.reconcile(&fiber).await;
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The providers of `deps` as seen from `scope`, or None when one is missing.
+    fn epoch(&self, scope: &Scope, deps: &[String]) -> Option<fiber::Epoch> {
+        let state = self.state();
+        deps.iter()
+            .map(|name| state.services.get(&(scope.realm_of(name), name.clone())).map(|entry| entry.fiber))
+            .collect()
+    }
+
+    fn missing(&self, scope: &Scope, deps: &[String]) -> Vec<String> {
+        let state = self.state();
+        deps.iter()
+            .filter(|name| !state.services.contains_key(&(scope.realm_of(name), (*name).clone())))
+            .cloned()
+            .collect()
+    }
+
+    fn report(&self, fiber: &Fiber) -> FiberReport {
+        let inner = fiber.inner();
+        let state = inner.state();
+        let waiting_for = match (state, &inner.source) {
+            (FiberState::Pending, Source::Missing(reason)) => vec![reason.clone()],
+            (FiberState::Pending, _) => {
+                let deps = inner.deps.clone();
+                drop(inner);
+                let missing = self.missing(&fiber.scope, &deps);
+                return FiberReport {
+                    fiber: fiber.id,
+                    row: fiber.row_id.clone(),
+                    plugin: fiber.label.clone(),
+                    parent: fiber.parent,
+                    state,
+                    waiting_for: missing.into_iter().map(|name| format!("service `{name}`")).collect(),
+                    error: None,
+                };
+            }
+            _ => Vec::new(),
+        };
+        FiberReport {
+            fiber: fiber.id,
+            row: fiber.row_id.clone(),
+            plugin: fiber.label.clone(),
+            parent: fiber.parent,
+            state,
+            waiting_for,
+            error: inner.error.clone(),
+        }
+    }
+
+    /// Makes `service` visible under `name` in `realm`, owned by `fiber`, and wakes dependents.
+    fn publish(self: &Arc<Self>, fiber: FiberId, realm: RealmId, name: &str, service: ErasedService) -> Result<(), PluginError> {
+        {
+            let mut state = self.state();
+            let key = (realm, name.to_owned());
+            if state.services.contains_key(&key) {
+                drop(state);
+                let owner = self.lookup_owner(realm, name).unwrap_or_default();
+                return Err(PluginError::new(
+                    dsh_plugin_api::ErrorKind::Registration,
+                    format!("service `{name}` is already provided by {owner}"),
+                ));
+            }
+            state.services.insert(key, ServiceEntry { fiber, service });
+        }
+        self.wake_dependents(realm, name);
+        Ok(())
+    }
+
+    fn unpublish(self: &Arc<Self>, fiber: FiberId, realm: RealmId, name: &str) {
+        let removed = {
+            let mut state = self.state();
+            let key = (realm, name.to_owned());
+            match state.services.get(&key) {
+                Some(entry) if entry.fiber == fiber => state.services.remove(&key).is_some(),
+                _ => false,
+            }
+        };
+        if removed {
+            self.wake_dependents(realm, name);
+        }
+    }
+
+    /// Who provides `name` in `realm`, for messages.
+    fn lookup_owner(&self, realm: RealmId, name: &str) -> Option<String> {
+        let state = self.state();
+        let entry = state.services.get(&(realm, name.to_owned()))?;
+        Some(match state.fibers.get(&entry.fiber) {
+            Some(owner) => Self::owner_label(owner),
+            None => "the host".to_owned(),
+        })
+    }
+
+    fn lookup(&self, realm: RealmId, name: &str) -> Option<ErasedService> {
+        self.state().services.get(&(realm, name.to_owned())).map(|entry| entry.service.clone())
+    }
+
+    fn wake_dependents(self: &Arc<Self>, realm: RealmId, name: &str) {
+        let fibers: Vec<Arc<Fiber>> = self.state().fibers.values().cloned().collect();
+        for fiber in fibers {
+            let depends = {
+                let inner = fiber.inner();
+                !inner.disposed && inner.deps.iter().any(|dep| dep == name)
+            };
+            if depends && fiber.scope.realm_of(name) == realm {
+                self.schedule(fiber);
+            }
+        }
+    }
+
+    fn owner_label(fiber: &Fiber) -> String {
+        format!("row `{}` ({})", fiber.row_id, fiber.label)
+    }
+
+    fn resolver(&self) -> Option<Arc<dyn Resolver>> {
+        lock(&self.resolver).clone()
+    }
+}
+
