@@ -7,6 +7,52 @@
 //! libraries and config, and the `dsh-host` command line. It owns no agent capability: the
 //! session log, the model seam, tools and the loop are plugins mounted from rows.
 
+pub mod app;
+pub mod boot;
+pub mod cli;
+pub mod commands;
+pub mod diagnostics;
 pub mod library;
 pub mod logging;
+pub mod reload;
 pub mod runtime;
+pub mod signals;
+pub mod status;
+
+use std::ffi::OsString;
+
+/// Runs the command line and returns the process exit code.
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    let invocation = match cli::parse(args) {
+        Ok(invocation) => invocation,
+        Err(error) => {
+            let code = if error.use_stderr() { 2 } else { 0 };
+            let _ = error.print();
+            return code;
+        }
+    };
+    logging::init();
+    // One thread drives every plugin: transitions and dispatches interleave only at await
+    // points, as in Cordis; blocking work goes to the blocking pool.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(async move {
+        match invocation {
+            cli::Invocation::Run { host, app_args } => commands::run(host, app_args).await,
+            cli::Invocation::Sub(cli::Command::Check { tree, json }) => commands::check(tree, json).await,
+            cli::Invocation::Sub(cli::Command::Status { json }) => status::status(&boot::home_dir(), json).await,
+            cli::Invocation::Sub(cli::Command::Session { .. }) => {
+                eprintln!("error: `dsh-host session` is not built yet: it arrives with the session store");
+                2
+            }
+        }
+    });
+    // Plugin tasks may still be parked on the runtime; do not wait for them.
+    runtime.shutdown_background();
+    code
+}

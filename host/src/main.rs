@@ -1,5 +1,6 @@
-//! The `dsh-host` binary: a thin shell over `dsh_host::cli`.
+//! The `dsh-host` binary: a thin shell over the `dsh_host` library.
 
 fn main() {
-    std::process::exit(0);
+    let code = dsh_host::main_with_args(std::env::args_os().collect());
+    std::process::exit(code);
 }

@@ -293,3 +293,11 @@ pub trait HostContext: Send + Sync {
     fn mount(&self, plugin: RStr<'_>, config_json: RString) -> RResult<u64, PluginError>;
 }
 pub type HostCtx = HostContext_TO<'static, RBox<()>>;
+
+/// The value of the host's `cmdline` service: the application arguments that followed the host
+/// options (or `--`), unchanged, for the profile's entry plugin to parse.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct CmdlineArgs {
+    pub args: RVec<RString>,
+}

@@ -33,6 +33,13 @@ pub struct Context {
     prepend: bool,
 }
 
+impl ErasedService {
+    /// Wraps `value` for registration with the host (used by host-provided services).
+    pub fn new<S: StableAbi + Send + Sync + 'static>(value: S) -> Self {
+        Self { layout: LayoutRef::of::<S>(), value: erase_arc(RArc::new(value)) }
+    }
+}
+
 /// A service handle: shared, read-only access to the provider's value.
 pub struct Service<S> {
     value: RArc<S>,
@@ -164,8 +171,7 @@ impl Context {
     where
         S: StableAbi + Send + Sync + 'static,
     {
-        let service = ErasedService { layout: LayoutRef::of::<S>(), value: erase_arc(RArc::new(value)) };
-        into_result(self.host.provide(RStr::from_str(name), service))
+        into_result(self.host.provide(RStr::from_str(name), ErasedService::new(value)))
     }
 
     /// Optional probe: the service if someone provides it now, checked against `S`.

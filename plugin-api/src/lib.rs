@@ -20,7 +20,7 @@ mod logging;
 mod plugin;
 
 pub use abi::{
-    DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl, PluginError,
+    CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl, PluginError,
     PluginLib, PluginLibRef,
 };
 pub use context::{Channel, Context, Descriptor, Service};

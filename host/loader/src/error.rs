@@ -74,7 +74,7 @@ pub enum ComposeError {
         /// The id.
         id: String,
         /// The first definition.
-        first: SourcePos,
+        first: Box<SourcePos>,
     },
 }
 

@@ -1,0 +1,46 @@
+//! Example plugin `greeter-alt`: the same `greeter` plugin and service from a second crate, so a
+//! reload test can swap one library for the other. Default greeting `Howdy`; the configured word
+//! wins otherwise.
+
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::RStr;
+use greeter_api::{Greeter, Greeter_TO, TD_Opaque};
+
+/// Row config of `greeter`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct Config {
+    /// The word used to greet.
+    pub greeting: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { greeting: "Howdy".to_owned() }
+    }
+}
+
+struct Greeting(String);
+
+impl Greeter for Greeting {
+    fn greet(&self, who: RStr<'_>) -> RString {
+        format!("{}, {who}!", self.0).into()
+    }
+}
+
+pub struct GreeterPlugin;
+
+impl Plugin for GreeterPlugin {
+    const NAME: &'static str = "greeter";
+    const PROVIDES: &'static [&'static str] = &["greeter"];
+    type Config = Config;
+
+    fn apply(ctx: Context, config: Config) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            ctx.provide("greeter", Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque))
+        }
+    }
+}
+
+dsh_plugin_api::export_plugins!(GreeterPlugin);

@@ -1,0 +1,285 @@
+//! The mounted application: a config tree (rows from `dsh-loader`) turned into fibers, kept in
+//! step with later versions of the tree and with changed plugin libraries.
+//!
+//! Rows map to fibers by id. A config edit remounts only the rows whose fields changed; a changed
+//! library remounts the rows that run it once the new copy loaded and checked; a library that
+//! appears activates the rows that were waiting for it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use dsh_loader::{IsolateTarget, ResolvedRow, RowDiff};
+
+use crate::library::{Libraries, library_file_name, select_export, split_spec};
+use crate::runtime::{FiberId, MountSpec, Runtime, Scope, Source};
+
+/// A row that has a fiber.
+#[derive(Clone)]
+struct Mounted {
+    fiber: FiberId,
+    parent: Option<FiberId>,
+    /// The scope the row was mounted in.
+    scope: Arc<Scope>,
+    /// The scope its children see (the group's isolation applied).
+    children_scope: Arc<Scope>,
+    row: ResolvedRow,
+}
+
+pub struct App {
+    runtime: Runtime,
+    libraries: Arc<Libraries>,
+    /// The last tree that was mounted (the "last good" one).
+    tree: Mutex<Vec<ResolvedRow>>,
+    mounted: Mutex<HashMap<String, Mounted>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl App {
+    pub fn new(runtime: Runtime, libraries: Arc<Libraries>) -> Self {
+        runtime.set_resolver(libraries.clone());
+        Self { runtime, libraries, tree: Mutex::new(Vec::new()), mounted: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    pub fn libraries(&self) -> &Arc<Libraries> {
+        &self.libraries
+    }
+
+    /// Mounts every row of `rows` (the first tree).
+    pub fn mount_tree(&self, rows: Vec<ResolvedRow>) {
+        let root = Scope::root();
+        for row in &rows {
+            self.mount_row(row, None, &root);
+        }
+        *lock(&self.tree) = rows;
+    }
+
+    fn mount_row(&self, row: &ResolvedRow, parent: Option<FiberId>, scope: &Arc<Scope>) {
+        if row.disabled {
+            return;
+        }
+        let (source, label, row_scope) = match &row.children {
+            Some(_) => {
+                let isolated = row
+                    .isolate
+                    .iter()
+                    .map(|(name, target)| {
+                        let realm = match target {
+                            IsolateTarget::Private => self.runtime.realm(None),
+                            IsolateTarget::Named(label) => self.runtime.realm(Some(label)),
+                        };
+                        (name.clone(), realm)
+                    })
+                    .collect();
+                (Source::Group, "group".to_owned(), Scope::isolate(scope, isolated))
+            }
+            None => (self.libraries.resolve_spec(&row.name), row.name.clone(), scope.clone()),
+        };
+        match &source {
+            Source::Missing(reason) => tracing::warn!("row `{}` waits (PENDING): {reason}", row.id),
+            Source::Broken(reason) => tracing::error!("row `{}` cannot load its plugin: {reason}", row.id),
+            _ => {}
+        }
+        let config = if row.config.is_null() { "{}".to_owned() } else { row.config.to_string() };
+        let spec = MountSpec { row_id: row.id.clone(), label, source, config, inject: row.inject.clone() };
+        let fiber = self.runtime.mount(parent, scope.clone(), spec);
+        lock(&self.mounted).insert(
+            row.id.clone(),
+            Mounted { fiber, parent, scope: scope.clone(), children_scope: row_scope.clone(), row: row.clone() },
+        );
+        if let Some(children) = &row.children {
+            for child in children {
+                self.mount_row(child, Some(fiber), &row_scope);
+            }
+        }
+    }
+
+    /// Disposes the fiber of row `id` (and, for a group, its children).
+    async fn unmount_row(&self, id: &str) -> Option<Mounted> {
+        let mounted = lock(&self.mounted).remove(id)?;
+        if let Some(children) = &mounted.row.children {
+            let mut stack: Vec<&ResolvedRow> = children.iter().collect();
+            while let Some(child) = stack.pop() {
+                lock(&self.mounted).remove(&child.id);
+                if let Some(grand) = &child.children {
+                    stack.extend(grand.iter());
+                }
+            }
+        }
+        self.runtime.dispose(mounted.fiber).await;
+        Some(mounted)
+    }
+
+    /// Disposes and mounts row `id` again from `row` (with a freshly resolved plugin).
+    async fn remount_row(&self, id: &str, row: &ResolvedRow) {
+        let Some(old) = self.unmount_row(id).await else {
+            return;
+        };
+        self.mount_row(row, old.parent, &old.scope);
+    }
+
+    /// Moves the running tree to `rows`: removed rows are disposed, changed rows remounted, added
+    /// rows mounted; rows that did not change are left alone.
+    pub async fn apply_tree(&self, rows: Vec<ResolvedRow>) -> RowDiff {
+        let old = lock(&self.tree).clone();
+        let diff = dsh_loader::diff(&old, &rows);
+        let by_id = index(&rows);
+        for id in &diff.removed {
+            self.unmount_row(id).await;
+        }
+        // A remounted group brings its current children with it.
+        let mut done = std::collections::HashSet::new();
+        for id in &diff.changed {
+            if done.contains(id.as_str()) {
+                continue;
+            }
+            let Some((row, _)) = by_id.get(id.as_str()) else { continue };
+            if lock(&self.mounted).contains_key(id) {
+                self.remount_row(id, row).await;
+            } else {
+                self.mount_in_place(id, row, &by_id);
+            }
+            descendants(row, &mut done);
+        }
+        for id in &diff.added {
+            if done.contains(id.as_str()) || lock(&self.mounted).contains_key(id) {
+                continue;
+            }
+            if let Some((row, _)) = by_id.get(id.as_str()) {
+                self.mount_in_place(id, row, &by_id);
+                descendants(row, &mut done);
+            }
+        }
+        *lock(&self.tree) = rows;
+        diff
+    }
+
+    /// Mounts a row under its group (when the group is mounted) or at the root.
+    fn mount_in_place(&self, id: &str, row: &ResolvedRow, by_id: &HashMap<&str, (&ResolvedRow, Option<&str>)>) {
+        let parent_group = by_id.get(id).and_then(|(_, parent)| *parent);
+        let placement = match parent_group {
+            Some(group) => {
+                let mounted = lock(&self.mounted);
+                match mounted.get(group) {
+                    Some(group_row) => Some((Some(group_row.fiber), group_row.children_scope.clone())),
+                    None => None,
+                }
+            }
+            None => Some((None, Scope::root())),
+        };
+        if let Some((parent, scope)) = placement {
+            self.mount_row(row, parent, &scope);
+        }
+    }
+
+    /// Handles a changed or new library file: loads it (a unique copy when a version is already
+    /// loaded), and only if that succeeds remounts the rows that name it.
+    pub async fn library_changed(&self, path: &Path) -> Result<usize, String> {
+        let Some(file) = path.file_name().and_then(|name| name.to_str()) else {
+            return Ok(0);
+        };
+        let rows = self.rows_naming(file);
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        // Only the first match in lookup order counts for those rows.
+        let library_name = rows.first().map(|(_, row)| split_spec(&row.name).0.to_owned()).unwrap_or_default();
+        match self.libraries.find(&library_name) {
+            Ok(first) if first == path => {}
+            _ => return Ok(0),
+        }
+        let loaded = match self.libraries.loaded(path) {
+            Some(previous) => {
+                let current = crate::library::FileIdentity::of(path).map_err(|error| error.to_string())?;
+                if current == previous.identity {
+                    return Ok(0);
+                }
+                self.libraries.reload(path).map_err(|error| error.to_string())?
+            }
+            None => self.libraries.get_or_load(path).map_err(|error| error.to_string())?,
+        };
+        tracing::info!("loaded {} (plugin-api {})", loaded.loaded_from.display(), loaded.api_version);
+        let mut count = 0;
+        for (id, row) in rows {
+            let (_, export) = split_spec(&row.name);
+            if let Source::Broken(reason) = select_export(&loaded, export) {
+                tracing::error!("row `{id}` keeps its previous version: {reason}");
+                continue;
+            }
+            self.remount_row(&id, &row).await;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Mounted plugin rows whose library file is `file`.
+    fn rows_naming(&self, file: &str) -> Vec<(String, ResolvedRow)> {
+        let mounted = lock(&self.mounted);
+        let mut rows: Vec<(String, ResolvedRow)> = mounted
+            .iter()
+            .filter(|(_, mounted)| mounted.row.children.is_none())
+            .filter(|(_, mounted)| library_file_name(split_spec(&mounted.row.name).0) == file)
+            .map(|(id, mounted)| (id.clone(), mounted.row.clone()))
+            .collect();
+        rows.sort_by_key(|(_, row)| row.id.clone());
+        rows
+    }
+
+    /// Row ids with their fibers, for diagnostics.
+    pub fn row_fibers(&self) -> BTreeMap<String, FiberId> {
+        lock(&self.mounted).iter().map(|(id, mounted)| (id.clone(), mounted.fiber)).collect()
+    }
+
+    /// Rows that are disabled in the current tree (not mounted).
+    pub fn disabled_rows(&self) -> Vec<String> {
+        let tree = lock(&self.tree);
+        let mut out = Vec::new();
+        collect_disabled(&tree, &mut out);
+        out
+    }
+
+    /// The plugin directories the host watches, in lookup order.
+    pub fn plugin_dirs(&self) -> Vec<PathBuf> {
+        self.libraries.dirs().to_vec()
+    }
+}
+
+fn descendants<'a>(row: &'a ResolvedRow, out: &mut std::collections::HashSet<&'a str>) {
+    for child in row.children.iter().flatten() {
+        out.insert(child.id.as_str());
+        descendants(child, out);
+    }
+}
+
+fn collect_disabled(rows: &[ResolvedRow], out: &mut Vec<String>) {
+    for row in rows {
+        if row.disabled {
+            out.push(row.id.clone());
+        } else if let Some(children) = &row.children {
+            collect_disabled(children, out);
+        }
+    }
+}
+
+/// Every row of the tree by id, with the id of the group holding it.
+fn index(rows: &[ResolvedRow]) -> HashMap<&str, (&ResolvedRow, Option<&str>)> {
+    let mut out = HashMap::new();
+    let mut stack: Vec<(&ResolvedRow, Option<&str>)> = rows.iter().map(|row| (row, None)).collect();
+    while let Some((row, parent)) = stack.pop() {
+        out.insert(row.id.as_str(), (row, parent));
+        if let Some(children) = &row.children {
+            stack.extend(children.iter().map(|child| (child, Some(row.id.as_str()))));
+        }
+    }
+    out
+}

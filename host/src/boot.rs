@@ -1,0 +1,121 @@
+//! Where things are: `$DSH_HOME`, the plugin directories, the built-in bundles, and how the tree
+//! of a `--config` file or a profile is composed and resolved.
+
+use std::path::{Path, PathBuf};
+
+use dsh_loader::{Composed, Home, Layer, ResolvedRow};
+
+use crate::cli::TreeArgs;
+use crate::library::Libraries;
+
+/// The bundles compiled into the binary (overridable from `$DSH_HOME/bundles/<name>.yml`).
+const BUILTIN_BUNDLES: [(&str, &str); 4] = [
+    ("base", include_str!("../../bundles/base.yml")),
+    ("headless", include_str!("../../bundles/headless.yml")),
+    ("web", include_str!("../../bundles/web.yml")),
+    ("examples", include_str!("../../bundles/examples.yml")),
+];
+
+/// Profiles created from a template on first use, with their bundles.
+const PROFILE_TEMPLATES: [(&str, &[&str]); 3] =
+    [("web", &["base", "web"]), ("headless", &["base", "headless"]), ("demo", &["examples"])];
+
+fn builtin_bundle(name: &str) -> Option<&'static str> {
+    BUILTIN_BUNDLES.iter().find(|(bundle, _)| *bundle == name).map(|(_, text)| *text)
+}
+
+/// `$DSH_HOME`, default `~/.dsh-host`.
+pub fn home_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("DSH_HOME").filter(|home| !home.is_empty()) {
+        return PathBuf::from(home);
+    }
+    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    user_home.join(".dsh-host")
+}
+
+/// The inputs of one boot: home, tree arguments, plugin directories.
+pub struct Boot {
+    pub home: PathBuf,
+    pub tree: TreeArgs,
+}
+
+impl Boot {
+    pub fn new(tree: TreeArgs) -> Self {
+        Self { home: home_dir(), tree }
+    }
+
+    /// Lookup order: each `--plugin-dir`, `$DSH_HOME/plugins`, the directory of `dsh-host`.
+    pub fn plugin_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.tree.plugin_dirs.iter().map(|dir| absolute(dir)).collect();
+        dirs.push(self.home.join("plugins"));
+        if let Some(exe_dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+            dirs.push(exe_dir);
+        }
+        dirs.dedup();
+        dirs
+    }
+
+    pub fn libraries(&self) -> Libraries {
+        let _ = std::fs::create_dir_all(self.home.join("plugins"));
+        Libraries::new(self.plugin_dirs(), self.home.join(".loaded"), self.home.join("logs"))
+    }
+
+    /// The layers of the tree, in application order.
+    pub fn layers(&self) -> Result<Vec<Layer>, String> {
+        if let Some(config) = &self.tree.config {
+            let text = std::fs::read_to_string(config)
+                .map_err(|error| format!("{}: {error}", config.display()))?;
+            return Ok(vec![Layer::row_list(format!("--config {}", config.display()), text, config.clone())]);
+        }
+        let Some(profile) = &self.tree.profile else {
+            return Err("give a tree to run: --config FILE or --profile NAME".to_owned());
+        };
+        let home = Home { root: self.home.clone() };
+        if let Some((_, bundles)) = PROFILE_TEMPLATES.iter().find(|(name, _)| name == profile) {
+            let created = home
+                .ensure_profile(profile, bundles)
+                .map_err(|error| format!("cannot create profile `{profile}` under {}: {error}", self.home.display()))?;
+            if created {
+                tracing::info!("created profile `{profile}` from its template (bundles: {})", bundles.join(", "));
+            }
+        }
+        home.profile_layers(profile, &builtin_bundle, &self.tree.patches).map_err(|error| error.to_string())
+    }
+
+    /// Composes the layers; warnings go to the log.
+    pub fn compose(&self) -> Result<Composed, String> {
+        let layers = self.layers()?;
+        let composed = dsh_loader::compose(&layers).map_err(|error| error.to_string())?;
+        for warning in &composed.warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(composed)
+    }
+
+    /// The files whose edits change the tree (watched for reload).
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        match self.layers() {
+            Ok(layers) => layers.iter().map(|layer| absolute(layer.path())).collect(),
+            Err(_) => self.tree.config.iter().map(|path| absolute(path)).collect(),
+        }
+    }
+
+    /// Composes and resolves the tree against the process environment.
+    pub fn load(&self) -> Result<Vec<ResolvedRow>, String> {
+        let composed = self.compose()?;
+        composed.resolve(&env_lookup, &self.home).map_err(|error| error.to_string())
+    }
+
+    /// The composed tree as YAML with provenance comments.
+    pub fn dump(&self) -> Result<String, String> {
+        Ok(self.compose()?.dump(&env_lookup, &self.home))
+    }
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}

@@ -1,0 +1,111 @@
+//! The commands: run a tree until a signal, `check` a tree, print the composed config.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_plugin_api::abi::ErasedService;
+use dsh_plugin_api::{CmdlineArgs, RString, RVec};
+
+use crate::app::App;
+use crate::boot::Boot;
+use crate::cli::{HostArgs, TreeArgs};
+use crate::diagnostics::{FiberRow, Snapshot, check_exit_code, render_table};
+use crate::runtime::Runtime;
+
+/// How long disposers may run at shutdown before their fiber is named and abandoned.
+const DISPOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Builds the app for `tree` and mounts it. Errors name the file, row or field.
+fn boot_app(boot: &Boot, app_args: Vec<String>) -> Result<Arc<App>, String> {
+    let rows = boot.load()?;
+    let runtime = Runtime::new();
+    let cmdline = CmdlineArgs { args: app_args.into_iter().map(RString::from).collect::<RVec<_>>() };
+    runtime
+        .provide_host("cmdline", ErasedService::new(cmdline))
+        .map_err(|error| error.to_string())?;
+    let app = Arc::new(App::new(runtime, Arc::new(boot.libraries())));
+    app.mount_tree(rows);
+    Ok(app)
+}
+
+pub fn snapshot(app: &App) -> Snapshot {
+    let runtime = app.runtime();
+    Snapshot {
+        pid: std::process::id(),
+        fibers: runtime.report().iter().map(FiberRow::from).collect(),
+        disabled: app.disabled_rows(),
+        library_copies: app.libraries().copies_held(),
+        live_tasks: runtime.live_tasks(),
+        listeners: runtime.bus().listener_count(),
+    }
+}
+
+/// `dsh-host [--config FILE | --profile NAME] ...`: runs until SIGTERM (exit 0) or SIGINT
+/// (exit 130); a second signal exits at once.
+pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
+    let boot = Boot::new(host.tree);
+    if host.dump_config {
+        if !app_args.is_empty() {
+            eprintln!("error: --dump-config takes no app arguments (got: {})", app_args.join(" "));
+            return 2;
+        }
+        return match boot.dump() {
+            Ok(text) => {
+                print!("{text}");
+                0
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                1
+            }
+        };
+    }
+    let app = match boot_app(&boot, app_args) {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return 1;
+        }
+    };
+    let status = crate::status::serve(&boot.home, app.clone());
+    let watcher = if host.no_watch { None } else { crate::reload::watch(&boot, app.clone()) };
+    let code = crate::signals::wait_for_shutdown().await;
+    tracing::info!("shutting down");
+    let shutdown = app.runtime().dispose_all(DISPOSE_GRACE);
+    tokio::select! {
+        () = shutdown => {}
+        second = crate::signals::wait_for_shutdown() => {
+            tracing::warn!("second signal: exiting at once");
+            return second;
+        }
+    }
+    drop(watcher);
+    drop(status);
+    code
+}
+
+/// `dsh-host check`: boot, settle, print, dispose, exit 0/1/2.
+pub async fn check(tree: TreeArgs, json: bool) -> i32 {
+    let boot = Boot::new(tree);
+    let app = match boot_app(&boot, Vec::new()) {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return 1;
+        }
+    };
+    let settled = app.runtime().settle(Duration::from_millis(200), Duration::from_secs(30)).await;
+    let reports = app.runtime().report();
+    let snapshot = snapshot(&app);
+    if json {
+        let value = serde_json::json!({ "settled": settled, "snapshot": snapshot });
+        println!("{value}");
+    } else {
+        print!("{}", render_table(&snapshot));
+        if !settled {
+            println!("(the tree did not settle within 30 s)");
+        }
+    }
+    app.runtime().dispose_all(DISPOSE_GRACE).await;
+    check_exit_code(&reports)
+}

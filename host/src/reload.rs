@@ -1,0 +1,125 @@
+//! Hot reload: one watcher over the plugin directories and the config layers, debounced, feeding
+//! one reload task that serializes all load and unload work.
+//!
+//! A changed library is loaded from a unique copy and checked before the rows running the old
+//! version are touched; a library that fails to load leaves the old version running. A config
+//! edit is recomposed and diffed by row id; a broken edit keeps the last good tree.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+use tokio::sync::mpsc;
+
+use crate::app::App;
+use crate::boot::Boot;
+
+/// How long a burst of file events is collected before the reload task acts on it.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// Keeps the watcher and the reload task alive; dropping it stops both.
+pub struct Watcher {
+    _debouncer: Box<dyn Send>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts watching; `None` (with a warning) when no watcher can be made.
+pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
+    let (sender, mut receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
+    let mut debouncer = match new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| match result {
+        Ok(events) => {
+            let paths: Vec<PathBuf> = events.into_iter().flat_map(|event| event.event.paths).collect();
+            let _ = sender.send(paths);
+        }
+        Err(errors) => {
+            for error in errors {
+                tracing::warn!("file watcher: {error}");
+            }
+        }
+    }) {
+        Ok(debouncer) => debouncer,
+        Err(error) => {
+            tracing::warn!("hot reload disabled: cannot watch files: {error}");
+            return None;
+        }
+    };
+    let plugin_dirs = app.plugin_dirs();
+    let config_files = boot.config_files();
+    let mut watched = BTreeSet::new();
+    for dir in plugin_dirs.iter().chain(config_files.iter().filter_map(|file| file.parent().map(|p| p.to_path_buf())).collect::<Vec<_>>().iter()) {
+        if watched.insert(dir.clone()) {
+            if let Err(error) = debouncer.watch(dir, RecursiveMode::NonRecursive) {
+                tracing::debug!("not watching {}: {error}", dir.display());
+            }
+        }
+    }
+    let reloader = Reloader { app, boot: Boot::new(boot.tree.clone()), plugin_dirs, config_files };
+    let task = tokio::spawn(async move {
+        while let Some(mut paths) = receiver.recv().await {
+            // Take everything that queued up meanwhile: one pass per burst.
+            while let Ok(more) = receiver.try_recv() {
+                paths.extend(more);
+            }
+            reloader.handle(paths).await;
+        }
+    });
+    Some(Watcher { _debouncer: Box::new(debouncer), task })
+}
+
+struct Reloader {
+    app: Arc<App>,
+    boot: Boot,
+    plugin_dirs: Vec<PathBuf>,
+    config_files: Vec<PathBuf>,
+}
+
+impl Reloader {
+    async fn handle(&self, paths: Vec<PathBuf>) {
+        let paths: BTreeSet<PathBuf> = paths.into_iter().collect();
+        let config_changed = paths.iter().any(|path| self.config_files.contains(path));
+        if config_changed {
+            self.reload_config().await;
+        }
+        for path in paths.iter().filter(|path| self.is_library(path)) {
+            if !path.is_file() {
+                continue;
+            }
+            match self.app.library_changed(path).await {
+                Ok(0) => {}
+                Ok(count) => tracing::info!("reloaded {} ({count} row(s) remounted)", path.display()),
+                Err(error) => tracing::error!("keeping the running version: {error}"),
+            }
+        }
+    }
+
+    fn is_library(&self, path: &std::path::Path) -> bool {
+        path.extension().is_some_and(|ext| ext == "so")
+            && path.parent().is_some_and(|dir| self.plugin_dirs.iter().any(|plugin_dir| plugin_dir == dir))
+    }
+
+    async fn reload_config(&self) {
+        match self.boot.load() {
+            Ok(rows) => {
+                let diff = self.app.apply_tree(rows).await;
+                if !diff.is_empty() {
+                    tracing::info!(
+                        "config reloaded: {} added, {} removed, {} changed",
+                        diff.added.len(),
+                        diff.removed.len(),
+                        diff.changed.len()
+                    );
+                }
+            }
+            Err(error) => tracing::error!("config edit rejected, keeping the last good tree: {error}"),
+        }
+    }
+}
