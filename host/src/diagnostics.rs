@@ -61,7 +61,7 @@ pub fn render_table(snapshot: &Snapshot) -> String {
     for row in &snapshot.fibers {
         let detail = match (&row.error, row.waiting_for.is_empty()) {
             (Some(error), _) => error.clone(),
-            (None, false) => format!("waiting for {}", row.waiting_for.join(", ")),
+            (None, false) => format!("waiting for: {}", row.waiting_for.join("; ")),
             (None, true) => String::new(),
         };
         out.push_str(&format!("{:<row_width$}  {:<plugin_width$}  {:<9}  {detail}", row.row, row.plugin, row.state));

@@ -1,6 +1,8 @@
 //! The host's log: a `tracing` subscriber on stderr, and the entry point for records that
 //! plugins forward across the boundary.
 
+use std::io::IsTerminal;
+
 use dsh_plugin_api::LogLevel;
 use tracing_subscriber::EnvFilter;
 
@@ -14,6 +16,7 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
 }

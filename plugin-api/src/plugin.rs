@@ -48,10 +48,19 @@ pub fn parse_config<C: DeserializeOwned>(json: &str) -> Result<C, PluginError> {
         let path = if path == "." { "$".to_owned() } else { format!("$.{path}") };
         PluginError {
             kind: ErrorKind::Config,
-            message: RString::from(format!("invalid config: {}", error.inner())),
+            message: RString::from(format!("invalid config: {}", without_position(&error.inner().to_string()))),
             path: abi_stable::std_types::RSome(RString::from(path)),
         }
     })
+}
+
+/// serde_json appends the position in the JSON text the host built, which means nothing to the
+/// person who wrote the YAML row; the JSON path says where the problem is.
+fn without_position(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(index) => &message[..index],
+        None => message,
+    }
 }
 
 fn strings(items: &[&str]) -> RVec<RString> {
@@ -191,6 +200,7 @@ mod tests {
         assert_eq!(error.kind, ErrorKind::Config);
         assert_eq!(error.path.as_ref().map(|p| p.as_str()).into_option(), Some("$.targets"));
         assert!(error.message.contains("expected a sequence"), "{}", error.message);
+        assert!(!error.message.contains(" at line "), "{}", error.message);
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl Emitter<'_, '_> {
                 self.indent(indent);
             }
             let key_text = match key {
-                Value::String(s) => scalar_str(s, false),
+                Value::String(s) => scalar_str(s, true),
                 other => flow(other),
             };
             let sub = match key {

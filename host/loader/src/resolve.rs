@@ -102,3 +102,7 @@ fn resolve_row(
         layer: row.layer.clone(),
     })
 }
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

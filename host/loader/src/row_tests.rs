@@ -51,7 +51,7 @@ fn unknown_field_names_file_line_column_and_field() {
         "hello.yml:4:3: unknown row field `nmae` (expected one of id, name, config, disabled, \
          inject, group, isolate)"
     );
-    let nested = "- id: a\n  name: x\n  config:\n    -  id: b\n       nmae: y\n";
+    let nested = "- id: a\n  group: true\n  config:\n    -  id: b\n       nmae: y\n";
     assert!(error("hello.yml", nested).starts_with("hello.yml:5:8: unknown row field `nmae`"));
 }
 
@@ -110,7 +110,7 @@ fn field_types_are_checked_with_positions() {
         ("- id: a\n  name: a/b/c\n", "t.yml:2:9: `name: a/b/c`: expected a library name, optionally `library/export`"),
         ("- id: a\n  name: x\n  inject: llm\n", "t.yml:3:11: `inject` must be a list of service names"),
         ("- id: a\n  name: x\n  group: yes\n", "t.yml:3:10: `group` must be true or false"),
-        ("- id: a\n  name: x\n  isolate: {llm: false}\n", "t.yml:3:19: `isolate.llm` must be `true` or a realm label"),
+        ("- id: a\n  name: x\n  isolate: {llm: false}\n", "t.yml:3:18: `isolate.llm` must be `true` or a realm label"),
         ("- id: a\n  name: x\n  disabled: 3\n", "t.yml:3:13: `disabled` must be a boolean, `!platform NAME` or `!env ...`"),
         ("- id: a\n  name: x\n  disabled: !home x\n", "t.yml:3:13: `disabled` cannot be a `!home` path"),
         ("- just a string\n", "t.yml:1:3: a row must be a mapping (`id: ...`, `name: ...`)"),

@@ -201,8 +201,9 @@ impl HostContext for FiberContext {
             Some(resolver) => resolver.resolve(plugin.as_str()),
             None => Source::Missing(format!("no library resolver to find `{plugin}`")),
         };
+        let ordinal = self.fiber.inner().effects.iter().filter(|effect| matches!(effect, Effect::Child(_))).count() + 1;
         let spec = MountSpec {
-            row_id: format!("{}/{}", self.fiber.row_id, plugin),
+            row_id: format!("{}/{ordinal}", self.fiber.row_id),
             label: plugin.as_str().to_owned(),
             source,
             config: config_json.into_string(),

@@ -141,13 +141,13 @@ impl Inner {
                     }));
                 }
                 Effect::Disposer(mut disposer) => {
-                    let disposing = disposer.dispose();
                     let owner = Inner::owner_label(fiber);
+                    // Called inside the future, so a synchronous disposer starts in the same
+                    // reverse order as the asynchronous ones and the child fibers.
                     waits.push(Box::pin(async move {
-                        if let RErr(error) = disposing.await {
+                        if let RErr(error) = disposer.dispose().await {
                             tracing::error!("disposer of {owner} failed: {error}");
                         }
-                        drop(disposer);
                     }));
                 }
                 Effect::Child(child) => {

@@ -1,0 +1,350 @@
+//! Test plugins that make the runtime's rules visible on stdout, one export per rule:
+//! disposer order and concurrency, recursive dispose, contained panics (apply, listener,
+//! disposer), the five dispatch modes, a mode clash, and a stale context after a reload.
+//! The integration tests run them through the real `dsh-host` and read what they print.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::serde_json;
+
+fn say(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+/// `probe/ping`: an emit event with a string payload.
+pub const PING: EmitEvent<RString> = EmitEvent::new("probe/ping");
+/// The same name declared as a waterfall, to clash with `PING`.
+pub const PING_AS_WATERFALL: WaterfallEvent<RString, RString> = WaterfallEvent::new("probe/ping");
+
+/// Disposers A, B (async) and C (sync), registered in that order. At unload C starts first,
+/// then B, then A; B can only finish after A has started, so a sequential unload would hang.
+pub struct Disposers;
+
+impl Plugin for Disposers {
+    const NAME: &'static str = "disposers";
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let a_started = Arc::new(Rendezvous::default());
+            let signal = a_started.clone();
+            ctx.effect(move || async move {
+                say("A start");
+                signal.open();
+                say("A done");
+            })?;
+            let wait = a_started.clone();
+            ctx.effect(move || async move {
+                say("B start");
+                wait.wait().await;
+                say("B done");
+            })?;
+            ctx.on_dispose(|| say("C sync"))?;
+            say("disposers registered");
+            Ok(())
+        }
+    }
+}
+
+/// A one-shot gate built on a waker only (no reactor needed in the plugin).
+#[derive(Default)]
+pub struct Rendezvous {
+    state: Mutex<(bool, Vec<std::task::Waker>)>,
+}
+
+impl Rendezvous {
+    pub fn open(&self) {
+        let wakers = match self.state.lock() {
+            Ok(mut state) => {
+                state.0 = true;
+                std::mem::take(&mut state.1)
+            }
+            Err(_) => Vec::new(),
+        };
+        wakers.into_iter().for_each(std::task::Waker::wake);
+    }
+
+    pub async fn wait(&self) {
+        std::future::poll_fn(|cx| match self.state.lock() {
+            Ok(state) if state.0 => std::task::Poll::Ready(()),
+            Ok(mut state) => {
+                state.1.push(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+            Err(_) => std::task::Poll::Ready(()),
+        })
+        .await
+    }
+}
+
+/// Config of `tree`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct TreeConfig {
+    /// Levels of children below this one.
+    pub depth: u32,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        Self { depth: 2 }
+    }
+}
+
+/// Mounts a child `tree` with `depth - 1`; each level's disposer prints `disposed level N`.
+pub struct Tree;
+
+impl Plugin for Tree {
+    const NAME: &'static str = "tree";
+    type Config = TreeConfig;
+
+    fn apply(ctx: Context, config: TreeConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let depth = config.depth;
+            ctx.on_dispose(move || say(&format!("disposed level {depth}")))?;
+            if depth > 0 {
+                ctx.mount("lifecycle-probe/tree", &serde_json::json!({ "depth": depth - 1 }))?;
+            }
+            say(&format!("applied level {depth}"));
+            Ok(())
+        }
+    }
+}
+
+/// Panics in `apply`: the fiber is FAILED, the host lives on.
+pub struct PanicApply;
+
+impl Plugin for PanicApply {
+    const NAME: &'static str = "panic-apply";
+    type Config = NoConfig;
+
+    fn apply(_ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let reason = "apply exploded on purpose";
+            if !reason.is_empty() {
+                panic!("{reason}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Two `probe/ping` listeners, the first panics; dispatching still reaches the second.
+pub struct PanicListener;
+
+impl Plugin for PanicListener {
+    const NAME: &'static str = "panic-listener";
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            ctx.on_emit(&PING, |payload: &RString| {
+                if payload.as_str() == "ping" {
+                    panic!("listener exploded on purpose");
+                }
+            })?;
+            ctx.on_emit(&PING, |payload: &RString| say(&format!("second listener got {payload}")))?;
+            ctx.emit(&PING, &RString::from("ping"))?;
+            Ok(())
+        }
+    }
+}
+
+/// A disposer that panics next to one that does not: the unload completes, both are started.
+pub struct PanicDispose;
+
+impl Plugin for PanicDispose {
+    const NAME: &'static str = "panic-dispose";
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            ctx.on_dispose(|| say("other disposer ran"))?;
+            ctx.on_dispose(|| panic!("disposer exploded on purpose"))?;
+            Ok(())
+        }
+    }
+}
+
+/// Declares `probe/ping` as a waterfall: refused when it is already an emit event.
+pub struct ModeClash;
+
+impl Plugin for ModeClash {
+    const NAME: &'static str = "mode-clash";
+    const INJECT: &'static [&'static str] = &["probe-ready"];
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            ctx.on_waterfall(&PING_AS_WATERFALL, |payload: RArc<RString>, _next: Next<RString>| async move {
+                Ok((*payload).clone())
+            })
+        }
+    }
+}
+
+/// Provides `probe-ready` after registering a `probe/ping` emit listener, so `mode-clash` runs
+/// strictly after the event is declared.
+pub struct PingDeclarer;
+
+impl Plugin for PingDeclarer {
+    const NAME: &'static str = "ping-declarer";
+    const PROVIDES: &'static [&'static str] = &["probe-ready"];
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            ctx.on_emit(&PING, |_payload: &RString| {})?;
+            ctx.provide("probe-ready", RString::from("yes"))
+        }
+    }
+}
+
+/// Events of the `modes` plugin.
+pub const MODE_EMIT: EmitEvent<RString> = EmitEvent::new("probe/emit");
+pub const MODE_BAIL: BailEvent<u32, u32> = BailEvent::new("probe/bail");
+pub const MODE_PARALLEL: ParallelEvent<RString> = ParallelEvent::new("probe/parallel");
+pub const MODE_SERIAL: SerialEvent<u32, RString> = SerialEvent::new("probe/serial");
+pub const MODE_WATERFALL: WaterfallEvent<RString, RString> = WaterfallEvent::new("probe/waterfall");
+
+/// Exercises the five dispatch modes and prints each result.
+pub struct Modes;
+
+impl Plugin for Modes {
+    const NAME: &'static str = "modes";
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+            for name in ["a", "b"] {
+                let seen = seen.clone();
+                ctx.on_emit(&MODE_EMIT, move |payload: &RString| {
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.push(format!("{name}:{payload}"));
+                    }
+                })?;
+            }
+            ctx.emit(&MODE_EMIT, &RString::from("x"))?;
+            say(&format!("emit: {}", seen.lock().map(|seen| seen.join(" ")).unwrap_or_default()));
+
+            ctx.on_bail(&MODE_BAIL, |_n: &u32| None)?;
+            ctx.on_bail(&MODE_BAIL, |n: &u32| Some(n * 2))?;
+            ctx.on_bail(&MODE_BAIL, |_n: &u32| Some(999))?;
+            say(&format!("bail: {:?}", ctx.bail(&MODE_BAIL, &21)?));
+
+            // Every parallel listener waits until all three have started.
+            let gate = Arc::new(Rendezvous::default());
+            let started = Arc::new(Mutex::new(0_u32));
+            for _ in 0..3 {
+                let (gate, started) = (gate.clone(), started.clone());
+                ctx.on_parallel(&MODE_PARALLEL, move |_payload: RArc<RString>| {
+                    let (gate, started) = (gate.clone(), started.clone());
+                    async move {
+                        let all = started.lock().map(|mut count| {
+                            *count += 1;
+                            *count == 3
+                        });
+                        if all.unwrap_or(false) {
+                            gate.open();
+                        }
+                        gate.wait().await;
+                    }
+                })?;
+            }
+            ctx.parallel(&MODE_PARALLEL, RArc::new(RString::from("go"))).await?;
+            say(&format!("parallel: {} started, all done", started.lock().map(|count| *count).unwrap_or(0)));
+
+            let third_called = Arc::new(Mutex::new(false));
+            ctx.on_serial(&MODE_SERIAL, |_n: RArc<u32>| async move { None })?;
+            ctx.on_serial(&MODE_SERIAL, |n: RArc<u32>| async move { Some(RString::from(format!("first answer {n}"))) })?;
+            let flag = third_called.clone();
+            ctx.on_serial(&MODE_SERIAL, move |_n: RArc<u32>| {
+                let flag = flag.clone();
+                async move {
+                    if let Ok(mut flag) = flag.lock() {
+                        *flag = true;
+                    }
+                    Some(RString::from("second answer"))
+                }
+            })?;
+            let answer = ctx.serial(&MODE_SERIAL, RArc::new(7)).await?;
+            say(&format!(
+                "serial: {} (third called: {})",
+                answer.map(|s| s.to_string()).unwrap_or_default(),
+                third_called.lock().map(|flag| *flag).unwrap_or(true)
+            ));
+
+            ctx.on_waterfall(&MODE_WATERFALL, |_p: RArc<RString>, next: Next<RString>| async move {
+                Ok(RString::from(format!("inner({})", next.run().await?)))
+            })?;
+            ctx.prepend().on_waterfall(&MODE_WATERFALL, |_p: RArc<RString>, next: Next<RString>| async move {
+                Ok(RString::from(format!("outer({})", next.run().await?)))
+            })?;
+            let result = ctx
+                .waterfall(&MODE_WATERFALL, RArc::new(RString::from("default")), |p: RArc<RString>| async move {
+                    Ok((*p).clone())
+                })
+                .await?;
+            say(&format!("waterfall: {result}"));
+            Ok(())
+        }
+    }
+}
+
+static STALE: Mutex<Option<Context>> = Mutex::new(None);
+
+/// Injects `greeter` and keeps its context; when applied again (after its provider was
+/// replaced) it tries to register through the old one and prints the refusal.
+pub struct Stale;
+
+impl Plugin for Stale {
+    const NAME: &'static str = "stale";
+    const INJECT: &'static [&'static str] = &["greeter"];
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let previous = STALE.lock().ok().and_then(|mut slot| slot.replace(ctx.clone()));
+            match previous {
+                Some(old) => match old.on_emit(&PING, |_payload: &RString| {}) {
+                    Ok(()) => say("stale context accepted a registration"),
+                    Err(error) => say(&format!("stale context refused: {error}")),
+                },
+                None => say("stale: first apply"),
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Requires a service nobody provides; shows PENDING with the missing name.
+pub struct NeedsNothingThere;
+
+impl Plugin for NeedsNothingThere {
+    const NAME: &'static str = "needs-missing";
+    const INJECT: &'static [&'static str] = &["no-such-service"];
+    type Config = NoConfig;
+
+    fn apply(_ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move { Ok(()) }
+    }
+}
+
+dsh_plugin_api::export_plugins!(
+    Disposers,
+    Tree,
+    PanicApply,
+    PanicListener,
+    PanicDispose,
+    ModeClash,
+    PingDeclarer,
+    Modes,
+    Stale,
+    NeedsNothingThere,
+);
