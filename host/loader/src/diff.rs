@@ -31,8 +31,10 @@ impl RowDiff {
 pub fn diff(old: &[ResolvedRow], new: &[ResolvedRow]) -> RowDiff {
     let old_rows = flatten(old);
     let new_rows = flatten(new);
-    let old_by_id: HashMap<&str, &Entry<'_>> = old_rows.iter().map(|e| (e.row.id.as_str(), e)).collect();
-    let new_by_id: HashMap<&str, &Entry<'_>> = new_rows.iter().map(|e| (e.row.id.as_str(), e)).collect();
+    let old_by_id: HashMap<&str, &Entry<'_>> =
+        old_rows.iter().map(|e| (e.row.id.as_str(), e)).collect();
+    let new_by_id: HashMap<&str, &Entry<'_>> =
+        new_rows.iter().map(|e| (e.row.id.as_str(), e)).collect();
     let mut out = RowDiff::default();
     for entry in &new_rows {
         match old_by_id.get(entry.row.id.as_str()) {
@@ -98,20 +100,35 @@ mod tests {
     }
 
     fn group(id: &str, children: Vec<ResolvedRow>) -> ResolvedRow {
-        ResolvedRow { name: "group".into(), children: Some(children), ..row(id, json!(null)) }
+        ResolvedRow {
+            name: "group".into(),
+            children: Some(children),
+            ..row(id, json!(null))
+        }
     }
 
     #[test]
     fn identical_trees_have_empty_diff() {
-        let tree = vec![row("a", json!({"k": 1})), group("g", vec![row("b", json!(null))])];
+        let tree = vec![
+            row("a", json!({"k": 1})),
+            group("g", vec![row("b", json!(null))]),
+        ];
         let d = diff(&tree, &tree.clone());
         assert!(d.is_empty(), "{d:?}");
     }
 
     #[test]
     fn added_removed_and_changed_by_id() {
-        let old = vec![row("a", json!({"k": 1})), row("b", json!(null)), row("c", json!(2))];
-        let new = vec![row("c", json!(2)), row("a", json!({"k": 2})), row("d", json!(null))];
+        let old = vec![
+            row("a", json!({"k": 1})),
+            row("b", json!(null)),
+            row("c", json!(2)),
+        ];
+        let new = vec![
+            row("c", json!(2)),
+            row("a", json!({"k": 2})),
+            row("d", json!(null)),
+        ];
         let d = diff(&old, &new);
         assert_eq!(d.added, vec!["d"]);
         assert_eq!(d.removed, vec!["b"]);
@@ -122,19 +139,38 @@ mod tests {
     fn every_own_field_counts_but_layer_does_not() {
         let base = row("a", json!(null));
         let variants = [
-            ResolvedRow { name: "other".into(), ..base.clone() },
-            ResolvedRow { disabled: true, ..base.clone() },
-            ResolvedRow { inject: vec!["llm".into()], ..base.clone() },
+            ResolvedRow {
+                name: "other".into(),
+                ..base.clone()
+            },
+            ResolvedRow {
+                disabled: true,
+                ..base.clone()
+            },
+            ResolvedRow {
+                inject: vec!["llm".into()],
+                ..base.clone()
+            },
             ResolvedRow {
                 isolate: [("llm".to_owned(), crate::IsolateTarget::Private)].into(),
                 ..base.clone()
             },
-            ResolvedRow { children: Some(vec![]), ..base.clone() },
+            ResolvedRow {
+                children: Some(vec![]),
+                ..base.clone()
+            },
         ];
         for v in variants {
-            assert_eq!(diff(std::slice::from_ref(&base), &[v.clone()]).changed, vec!["a"], "{v:?}");
+            assert_eq!(
+                diff(std::slice::from_ref(&base), std::slice::from_ref(&v)).changed,
+                vec!["a"],
+                "{v:?}"
+            );
         }
-        let relabeled = ResolvedRow { layer: "home patch".into(), ..base.clone() };
+        let relabeled = ResolvedRow {
+            layer: "home patch".into(),
+            ..base.clone()
+        };
         assert!(diff(std::slice::from_ref(&base), &[relabeled]).is_empty());
     }
 

@@ -20,10 +20,15 @@ impl Composed {
 
     /// [`Composed::dump`] with an explicit context.
     pub fn dump_with(&self, ctx: &TagContext<'_>) -> String {
-        let mut out = Emitter { buf: String::new(), ctx };
-        out.buf.push_str("# dsh composed config: each row follows the layer that last touched it\n");
+        let mut out = Emitter {
+            buf: String::new(),
+            ctx,
+        };
+        out.buf
+            .push_str("# dsh composed config: each row follows the layer that last touched it\n");
         for warning in &self.warnings {
-            out.buf.push_str(&format!("# warning: {}\n", one_line(warning)));
+            out.buf
+                .push_str(&format!("# warning: {}\n", one_line(warning)));
         }
         if self.rows.is_empty() {
             out.buf.push_str("[]\n");
@@ -46,7 +51,8 @@ impl Emitter<'_, '_> {
     fn rows(&mut self, rows: &[ComposedRow], indent: usize) {
         for row in rows {
             self.indent(indent);
-            self.buf.push_str(&format!("# == {}\n", one_line(&row.layer)));
+            self.buf
+                .push_str(&format!("# == {}\n", one_line(&row.layer)));
             self.indent(indent);
             self.buf.push_str("- ");
             self.row(row, indent + 2);
@@ -54,10 +60,12 @@ impl Emitter<'_, '_> {
     }
 
     fn row(&mut self, row: &ComposedRow, indent: usize) {
-        self.buf.push_str(&format!("id: {}\n", scalar_str(&row.id, false)));
+        self.buf
+            .push_str(&format!("id: {}\n", scalar_str(&row.id, false)));
         if let Some(name) = &row.name {
             self.key(indent, "name");
-            self.buf.push_str(&format!(" {}\n", scalar_str(name, false)));
+            self.buf
+                .push_str(&format!(" {}\n", scalar_str(name, false)));
         }
         if row.group {
             self.key(indent, "group");
@@ -144,7 +152,9 @@ impl Emitter<'_, '_> {
     fn in_sequence(&mut self, value: &Value, indent: usize, field: &str) {
         match value {
             Value::Mapping(map) if !map.is_empty() => self.mapping(map, indent, true, field),
-            Value::Sequence(items) if !items.is_empty() => self.sequence(items, indent, true, field),
+            Value::Sequence(items) if !items.is_empty() => {
+                self.sequence(items, indent, true, field)
+            }
             Value::String(s) if literal_ok(s) => self.literal(s, indent),
             _ => self.inline(value, field),
         }
@@ -220,7 +230,8 @@ impl Emitter<'_, '_> {
 fn literal_ok(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with([' ', '\t', '\n'])
-        && s.chars().all(|c| c == '\n' || c == '\t' || (printable(c) && c != '\r'))
+        && s.chars()
+            .all(|c| c == '\n' || c == '\t' || (printable(c) && c != '\r'))
 }
 
 /// A value on one line (flow style); tags are written before their content.
@@ -231,11 +242,16 @@ pub(crate) fn flow(value: &Value) -> String {
         Value::Number(n) => n.to_string(),
         Value::String(s) => scalar_str(s, true),
         Value::Sequence(items) => {
-            format!("[{}]", items.iter().map(flow).collect::<Vec<_>>().join(", "))
+            format!(
+                "[{}]",
+                items.iter().map(flow).collect::<Vec<_>>().join(", ")
+            )
         }
         Value::Mapping(map) => {
-            let entries: Vec<String> =
-                map.iter().map(|(k, v)| format!("{}: {}", flow(k), flow(v))).collect();
+            let entries: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", flow(k), flow(v)))
+                .collect();
             format!("{{{}}}", entries.join(", "))
         }
         Value::Tagged(tagged) => format!("!{} {}", tag_name(tagged), flow(&tagged.value)),
@@ -244,11 +260,17 @@ pub(crate) fn flow(value: &Value) -> String {
 
 /// A string scalar: plain when that reads back as the same string, else double-quoted.
 pub(crate) fn scalar_str(s: &str, in_flow: bool) -> String {
-    if plain_ok(s, in_flow) { s.to_owned() } else { double_quoted(s) }
+    if plain_ok(s, in_flow) {
+        s.to_owned()
+    } else {
+        double_quoted(s)
+    }
 }
 
 fn plain_ok(s: &str, in_flow: bool) -> bool {
-    let Some(first) = s.chars().next() else { return false };
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
     if "-?:,[]{}#&*!|>'\"%@`".contains(first)
         || s.trim() != s
         || s.contains(": ")

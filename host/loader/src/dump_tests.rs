@@ -28,17 +28,25 @@ fn dump_of(c: &Composed, env: &dyn Fn(&str) -> Option<String>) -> String {
 }
 
 /// Everything but provenance, for comparing a re-read dump with the original.
-fn content(rows: &[ComposedRow]) -> Vec<(String, Option<String>, Option<Value>, Option<Value>, bool)> {
+fn content(rows: &[ComposedRow]) -> Vec<ComposedRow> {
     rows.iter()
         .flat_map(ComposedRow::walk)
-        .map(|r| (r.id.clone(), r.name.clone(), r.config.clone(), r.disabled.clone(), r.group))
+        .map(|r| ComposedRow {
+            children: vec![],
+            layer: String::new(),
+            file: String::new(),
+            ..r.clone()
+        })
         .collect()
 }
 
 #[test]
 fn dump_shows_layers_tag_sources_and_values() {
     let p = "- id: tool-bash\n  disabled: true\n";
-    let c = compose_patches(&[("bundle base", "base.yml", BASE), ("home patch", "p.yml", p)]);
+    let c = compose_patches(&[
+        ("bundle base", "base.yml", BASE),
+        ("home patch", "p.yml", p),
+    ]);
     let env = env_of(&[("API_KEY", "sk-1")]);
     let text = dump_of(&c, &env);
     let expected = "\
@@ -76,7 +84,9 @@ fn dump_reports_unresolvable_tags_in_a_comment() {
     let c = compose_patches(&[("bundle base", "base.yml", BASE)]);
     let text = dump_of(&c, &no_env);
     assert!(
-        text.contains("    key: !env API_KEY  # ! `config.key`: environment variable `API_KEY` is not set"),
+        text.contains(
+            "    key: !env API_KEY  # ! `config.key`: environment variable `API_KEY` is not set"
+        ),
         "{text}"
     );
 }
@@ -111,18 +121,32 @@ fn dump_is_valid_yaml_and_reads_back_as_the_same_rows() {
     let warn_text = "- name: unnamed\n  config: {a: 1}\n";
     let c = crate::compose(&[
         crate::Layer::patch_list("bundle base", tricky, "base.yml"),
-        crate::Layer::patch_list("home patch", format!("- insert:\n{}", indent(warn_text)), "p.yml"),
+        crate::Layer::patch_list(
+            "home patch",
+            format!("- insert:\n{}", indent(warn_text)),
+            "p.yml",
+        ),
     ])
     .unwrap();
     assert_eq!(c.warnings.len(), 1);
     let text = dump_of(&c, &no_env);
     let value: Value = serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    assert!(matches!(value, Value::Sequence(ref rows) if rows.len() == 3), "{text}");
+    assert!(
+        matches!(value, Value::Sequence(ref rows) if rows.len() == 3),
+        "{text}"
+    );
     let again = compose_row_list("dump", &text, std::path::Path::new("dump.yml"))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(content(&again.rows), content(&c.rows), "{text}");
-    assert!(again.warnings.is_empty(), "generated ids are written out: {:?}", again.warnings);
-    assert!(text.contains("    multi: |\n      line one\n      line two\n"), "{text}");
+    assert!(
+        again.warnings.is_empty(),
+        "generated ids are written out: {:?}",
+        again.warnings
+    );
+    assert!(
+        text.contains("    multi: |\n      line one\n      line two\n"),
+        "{text}"
+    );
     assert!(text.contains("      \"k:1\":\n"), "{text}");
 }
 
@@ -130,11 +154,22 @@ fn dump_is_valid_yaml_and_reads_back_as_the_same_rows() {
 fn empty_tree_dumps_an_empty_list() {
     let c = compose_patches(&[("home patch", "p.yml", "[]")]);
     let text = dump_of(&c, &no_env);
-    assert_eq!(serde_norway::from_str::<Value>(&text).unwrap(), Value::Sequence(vec![]));
+    assert_eq!(
+        serde_norway::from_str::<Value>(&text).unwrap(),
+        Value::Sequence(vec![])
+    );
 }
 
 fn indent(text: &str) -> String {
-    text.lines().map(|l| if l.is_empty() { "\n".to_owned() } else { format!("    {l}\n") }).collect()
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                "\n".to_owned()
+            } else {
+                format!("    {l}\n")
+            }
+        })
+        .collect()
 }
 
 #[test]

@@ -19,12 +19,20 @@ pub struct SourcePos {
 impl SourcePos {
     /// A position naming only a file.
     pub fn file(file: impl Into<String>) -> Self {
-        Self { file: file.into(), line: None, column: None }
+        Self {
+            file: file.into(),
+            line: None,
+            column: None,
+        }
     }
 
     /// A position with line and column.
     pub fn at(file: impl Into<String>, line: usize, column: usize) -> Self {
-        Self { file: file.into(), line: Some(line), column: Some(column) }
+        Self {
+            file: file.into(),
+            line: Some(line),
+            column: Some(column),
+        }
     }
 }
 
@@ -154,7 +162,10 @@ pub enum ProfileError {
         message: String,
     },
     /// The profile directory or its `profile.yml` does not exist.
-    #[error("profile `{name}` does not exist (available: {})", list_or_none(available))]
+    #[error(
+        "profile `{name}` does not exist (available: {})",
+        list_or_none(available)
+    )]
     MissingProfile {
         /// The requested profile.
         name: String,
@@ -187,5 +198,9 @@ pub enum ProfileError {
 }
 
 pub(crate) fn list_or_none(items: &[String]) -> String {
-    if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
 }

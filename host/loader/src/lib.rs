@@ -20,7 +20,11 @@
 
 #![cfg_attr(
     test,
-    allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly on purpose")
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "tests fail loudly on purpose"
+    )
 )]
 
 mod diff;

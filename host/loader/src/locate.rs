@@ -7,7 +7,10 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, VariantAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess,
+    VariantAccess, Visitor,
+};
 
 const PROBE: &str = "\u{1}dsh-loader-probe";
 
@@ -57,7 +60,11 @@ impl<'de> DeserializeSeed<'de> for Probe<'_> {
 
 impl Probe<'_> {
     fn leaf<E: de::Error>(&self) -> Result<(), E> {
-        if self.0.is_empty() { Err(E::custom(PROBE)) } else { Ok(()) }
+        if self.0.is_empty() {
+            Err(E::custom(PROBE))
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -236,15 +243,29 @@ mod tests {
         assert_eq!(locate(TEXT, &[]), Some((1, 1)));
         assert_eq!(locate(TEXT, &[Step::Index(0)]), Some((1, 3)));
         assert_eq!(locate(TEXT, &[Step::Index(1)]), Some((3, 3)));
-        assert_eq!(locate(TEXT, &[Step::Index(0), Step::Key("name".into())]), Some((2, 3)));
-        assert_eq!(locate(TEXT, &[Step::Index(0), Step::Value("name".into())]), Some((2, 9)));
-        let list = [Step::Index(1), Step::Value("config".into()), Step::Value("list".into())];
+        assert_eq!(
+            locate(TEXT, &[Step::Index(0), Step::Key("name".into())]),
+            Some((2, 3))
+        );
+        assert_eq!(
+            locate(TEXT, &[Step::Index(0), Step::Value("name".into())]),
+            Some((2, 9))
+        );
+        let list = [
+            Step::Index(1),
+            Step::Value("config".into()),
+            Step::Value("list".into()),
+        ];
         assert_eq!(locate(TEXT, &join(&list, Step::Index(1))), Some((8, 9)));
     }
 
     #[test]
     fn locates_tagged_nodes_and_their_content() {
-        let tagged = [Step::Index(1), Step::Value("config".into()), Step::Value("k".into())];
+        let tagged = [
+            Step::Index(1),
+            Step::Value("config".into()),
+            Step::Value("k".into()),
+        ];
         assert_eq!(locate(TEXT, &tagged), Some((5, 8)));
         let inner = join(&join(&tagged, Step::Tagged), Step::Index(1));
         assert_eq!(locate(TEXT, &inner), Some((5, 17)));
@@ -253,6 +274,9 @@ mod tests {
     #[test]
     fn missing_paths_have_no_position() {
         assert_eq!(locate(TEXT, &[Step::Index(7)]), None);
-        assert_eq!(locate(TEXT, &[Step::Index(0), Step::Key("nope".into())]), None);
+        assert_eq!(
+            locate(TEXT, &[Step::Index(0), Step::Key("nope".into())]),
+            None
+        );
     }
 }

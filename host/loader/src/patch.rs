@@ -31,13 +31,27 @@ pub enum LayerSource {
 
 impl Layer {
     /// A patch-list layer.
-    pub fn patch_list(label: impl Into<String>, text: impl Into<String>, path: impl Into<PathBuf>) -> Self {
-        Self { label: label.into(), source: LayerSource::PatchList(text.into(), path.into()) }
+    pub fn patch_list(
+        label: impl Into<String>,
+        text: impl Into<String>,
+        path: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            label: label.into(),
+            source: LayerSource::PatchList(text.into(), path.into()),
+        }
     }
 
     /// A row-list layer.
-    pub fn row_list(label: impl Into<String>, text: impl Into<String>, path: impl Into<PathBuf>) -> Self {
-        Self { label: label.into(), source: LayerSource::RowList(text.into(), path.into()) }
+    pub fn row_list(
+        label: impl Into<String>,
+        text: impl Into<String>,
+        path: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            label: label.into(),
+            source: LayerSource::RowList(text.into(), path.into()),
+        }
     }
 
     /// The file the layer came from.
@@ -96,7 +110,12 @@ pub fn apply_layer(composed: &mut Composed, layer: &Layer) -> Result<(), Compose
             let items = src.parse_list("rows (`- id: ...`)")?;
             let mut rows = Vec::new();
             let mut warnings = Vec::new();
-            let mut builder = RowBuilder { src: &src, layer: &layer.label, defined: &mut defined, warnings: &mut warnings };
+            let mut builder = RowBuilder {
+                src: &src,
+                layer: &layer.label,
+                defined: &mut defined,
+                warnings: &mut warnings,
+            };
             for (i, item) in items.iter().enumerate() {
                 rows.push(builder.row(item, &[Step::Index(i)])?);
             }
@@ -109,7 +128,14 @@ pub fn apply_layer(composed: &mut Composed, layer: &Layer) -> Result<(), Compose
             let src = Source::new(text, path.display().to_string());
             let items = src.parse_list("patch entries (`- insert: [...]` or `- id: ...`)")?;
             for (i, item) in items.iter().enumerate() {
-                apply_entry(composed, &src, &layer.label, &mut defined, item, &[Step::Index(i)])?;
+                apply_entry(
+                    composed,
+                    &src,
+                    &layer.label,
+                    &mut defined,
+                    item,
+                    &[Step::Index(i)],
+                )?;
             }
         }
     }
@@ -126,7 +152,10 @@ fn drop_existing(
     let mut kept = Vec::new();
     for mut row in rows {
         if existing.contains(&row.id) {
-            let from = composed.find(&row.id).map(|r| r.layer.clone()).unwrap_or_default();
+            let from = composed
+                .find(&row.id)
+                .map(|r| r.layer.clone())
+                .unwrap_or_default();
             composed.warnings.push(format!(
                 "{}: row `{}` already exists (from layer `{from}`); the row inserted by layer `{label}` is skipped",
                 row.file, row.id
@@ -148,7 +177,10 @@ fn apply_entry(
     path: &[Step],
 ) -> Result<(), ComposeError> {
     let Value::Mapping(map) = item else {
-        return Err(src.invalid(path, "a patch entry must be a mapping (`- insert: [...]` or `- id: ...`)"));
+        return Err(src.invalid(
+            path,
+            "a patch entry must be a mapping (`- insert: [...]` or `- id: ...`)",
+        ));
     };
     if map.contains_key("insert") {
         return apply_insert(composed, src, label, defined, map, path);
@@ -156,12 +188,16 @@ fn apply_entry(
     let fields = parse_fields(src, item, path)?;
     let Some(id) = fields.id.clone() else {
         let pos = src.pos(path);
-        composed.warnings.push(format!("{pos}: patch entry without `id`; skipped"));
+        composed
+            .warnings
+            .push(format!("{pos}: patch entry without `id`; skipped"));
         return Ok(());
     };
     let pos = src.pos(&join(path, Step::Value("id".into())));
     let warn = |composed: &mut Composed, msg: String| {
-        composed.warnings.push(format!("{pos}: row `{id}`: {msg}; patch skipped"));
+        composed
+            .warnings
+            .push(format!("{pos}: row `{id}`: {msg}; patch skipped"));
     };
     let Some(target) = composed.find(&id) else {
         warn(composed, "no row has this id".into());
@@ -170,7 +206,10 @@ fn apply_entry(
     if let Some(name) = &fields.name
         && name != target.effective_name()
     {
-        let msg = format!("`name: {name}` differs from the row's `{}`", target.effective_name());
+        let msg = format!(
+            "`name: {name}` differs from the row's `{}`",
+            target.effective_name()
+        );
         warn(composed, msg);
         return Ok(());
     }
@@ -185,8 +224,13 @@ fn apply_entry(
     if let Some(config) = &fields.config {
         if group {
             let mut warnings = Vec::new();
-            let rows = RowBuilder { src, layer: label, defined, warnings: &mut warnings }
-                .children(config, &config_path)?;
+            let rows = RowBuilder {
+                src,
+                layer: label,
+                defined,
+                warnings: &mut warnings,
+            }
+            .children(config, &config_path)?;
             composed.warnings.append(&mut warnings);
             let outside: HashSet<String> = composed.ids().difference(&subtree).cloned().collect();
             children = Some(drop_existing(rows, &outside, composed, label));
@@ -194,9 +238,15 @@ fn apply_entry(
             tags::check_config(config).map_err(|p| crate::row::tag_error(src, &config_path, p))?;
         }
     }
-    let Some(target) = find_mut(&mut composed.rows, &id) else { return Ok(()) };
+    let Some(target) = find_mut(&mut composed.rows, &id) else {
+        return Ok(());
+    };
     if let Some(config) = fields.config {
-        target.config = if group { None } else { Some(config).filter(|v| !v.is_null()) };
+        target.config = if group {
+            None
+        } else {
+            Some(config).filter(|v| !v.is_null())
+        };
         target.children = children.unwrap_or_default();
     }
     if let Some(disabled) = fields.disabled {
@@ -228,7 +278,12 @@ fn apply_insert(
             Some("insert") => {}
             Some("id") => match value {
                 Value::String(id) if !id.is_empty() => into = Some(id.clone()),
-                _ => return Err(src.invalid(&join(path, Step::Value("id".into())), "`id` must be a non-empty string")),
+                _ => {
+                    return Err(src.invalid(
+                        &join(path, Step::Value("id".into())),
+                        "`id` must be a non-empty string",
+                    ));
+                }
             },
             Some(other) => {
                 return Err(src.invalid(
@@ -245,8 +300,13 @@ fn apply_insert(
             let list = map.get("insert").cloned().unwrap_or(Value::Null);
             let mut warnings = Vec::new();
             // `children` reads a list of rows exactly as a group's config.
-            let rows = RowBuilder { src, layer: label, defined, warnings: &mut warnings }
-                .children(&list, &rows_path)?;
+            let rows = RowBuilder {
+                src,
+                layer: label,
+                defined,
+                warnings: &mut warnings,
+            }
+            .children(&list, &rows_path)?;
             composed.warnings.append(&mut warnings);
             rows
         }

@@ -46,7 +46,9 @@ impl Home {
 
     /// Names of the profiles that have a `profile.yml`, sorted.
     pub fn profiles(&self) -> Vec<String> {
-        let Ok(entries) = fs::read_dir(self.root.join("profiles")) else { return Vec::new() };
+        let Ok(entries) = fs::read_dir(self.root.join("profiles")) else {
+            return Vec::new();
+        };
         let mut names: Vec<String> = entries
             .filter_map(Result::ok)
             .filter(|e| e.path().join(PROFILE_FILE).is_file())
@@ -112,9 +114,17 @@ impl Home {
             let label = format!("bundle {bundle}");
             let override_path = self.root.join("bundles").join(format!("{bundle}.yml"));
             if override_path.is_file() {
-                layers.push(Layer::patch_list(label, read(&override_path)?, override_path));
+                layers.push(Layer::patch_list(
+                    label,
+                    read(&override_path)?,
+                    override_path,
+                ));
             } else if let Some(text) = builtin_bundles(&bundle) {
-                layers.push(Layer::patch_list(label, text, format!("builtin:{bundle}.yml")));
+                layers.push(Layer::patch_list(
+                    label,
+                    text,
+                    format!("builtin:{bundle}.yml"),
+                ));
             } else {
                 return Err(ProfileError::MissingBundle {
                     profile_file: self.profile_dir(name).join(PROFILE_FILE),
@@ -126,11 +136,19 @@ impl Home {
         let profile_patch = self.profile_dir(name).join(PATCH_FILE);
         if profile_patch.is_file() {
             let text = read(&profile_patch)?;
-            layers.push(Layer::patch_list(format!("profile {name} patch"), text, profile_patch));
+            layers.push(Layer::patch_list(
+                format!("profile {name} patch"),
+                text,
+                profile_patch,
+            ));
         }
         let home_patch = self.root.join(PATCH_FILE);
         if home_patch.is_file() {
-            layers.push(Layer::patch_list("home patch", read(&home_patch)?, home_patch));
+            layers.push(Layer::patch_list(
+                "home patch",
+                read(&home_patch)?,
+                home_patch,
+            ));
         }
         for path in patch_files {
             if !path.is_file() {
@@ -143,9 +161,18 @@ impl Home {
     }
 
     /// The files whose change means the profile must be recomposed (existing or not).
-    pub fn watched_files(&self, name: &str, bundles: &[String], patch_files: &[PathBuf]) -> Vec<PathBuf> {
+    pub fn watched_files(
+        &self,
+        name: &str,
+        bundles: &[String],
+        patch_files: &[PathBuf],
+    ) -> Vec<PathBuf> {
         let mut files = vec![self.profile_dir(name).join(PROFILE_FILE)];
-        files.extend(bundles.iter().map(|b| self.root.join("bundles").join(format!("{b}.yml"))));
+        files.extend(
+            bundles
+                .iter()
+                .map(|b| self.root.join("bundles").join(format!("{b}.yml"))),
+        );
         files.push(self.profile_dir(name).join(PATCH_FILE));
         files.push(self.root.join(PATCH_FILE));
         files.extend(patch_files.iter().cloned());
@@ -174,7 +201,8 @@ impl Home {
             check_name(bundle)?;
         }
         fs::create_dir_all(self.profile_dir(name))?;
-        let mut text = format!("# profile `{name}`: bundles applied in order, then patch layers\nbundles:\n");
+        let mut text =
+            format!("# profile `{name}`: bundles applied in order, then patch layers\nbundles:\n");
         for bundle in template_bundles {
             text.push_str(&format!("  - {bundle}\n"));
         }
@@ -184,18 +212,26 @@ impl Home {
 }
 
 fn read(path: &Path) -> Result<String, ProfileError> {
-    fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.to_path_buf(), source })
+    fs::read_to_string(path).map_err(|source| ProfileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Profile and bundle names are plain directory/file names.
 fn check_name(name: &str) -> io::Result<()> {
     let ok = !name.is_empty()
         && !name.starts_with('.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok {
         Ok(())
     } else {
-        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid name `{name}`")))
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("invalid name `{name}`"),
+        ))
     }
 }
 

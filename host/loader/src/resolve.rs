@@ -43,7 +43,11 @@ impl ResolvedRow {
 /// Finds a resolved row anywhere in a tree.
 pub fn find_resolved<'r>(rows: &'r [ResolvedRow], id: &str) -> Option<&'r ResolvedRow> {
     rows.iter().find_map(|row| {
-        if row.id == id { Some(row) } else { find_resolved(row.children.as_deref()?, id) }
+        if row.id == id {
+            Some(row)
+        } else {
+            find_resolved(row.children.as_deref()?, id)
+        }
     })
 }
 
@@ -62,7 +66,10 @@ impl Composed {
 
     /// [`Composed::resolve`] with an explicit context (e.g. another platform).
     pub fn resolve_with(&self, ctx: &TagContext<'_>) -> Result<Vec<ResolvedRow>, ResolveError> {
-        self.rows.iter().map(|row| resolve_row(row, ctx, false)).collect()
+        self.rows
+            .iter()
+            .map(|row| resolve_row(row, ctx, false))
+            .collect()
     }
 }
 
@@ -71,7 +78,10 @@ fn resolve_row(
     ctx: &TagContext<'_>,
     parent_disabled: bool,
 ) -> Result<ResolvedRow, ResolveError> {
-    let wrap = |error| ResolveError { row: row.id.clone(), error };
+    let wrap = |error| ResolveError {
+        row: row.id.clone(),
+        error,
+    };
     let disabled = parent_disabled || resolve_disabled(row.disabled.as_ref(), ctx).map_err(wrap)?;
     let config = match &row.config {
         None => serde_json::Value::Null,

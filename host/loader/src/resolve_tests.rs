@@ -39,7 +39,10 @@ fn resolves_rows_to_json_with_every_field() {
     assert!(!greeter.disabled);
     assert_eq!(greeter.inject, ["llm"]);
     assert_eq!(greeter.isolate["tools"], IsolateTarget::Private);
-    assert_eq!(greeter.isolate["llm"], IsolateTarget::Named("shared".into()));
+    assert_eq!(
+        greeter.isolate["llm"],
+        IsolateTarget::Named("shared".into())
+    );
     assert_eq!(greeter.children, None);
     assert_eq!(greeter.layer, "bundle base");
 }
@@ -58,7 +61,11 @@ fn disabled_rows_are_kept_and_groups_disable_their_rows() {
     let rows = c.resolve(&no_env, home()).unwrap();
     let off = find_resolved(&rows, "off").unwrap();
     assert!(off.disabled);
-    assert_eq!(off.config, serde_json::Value::Null, "unresolvable config of a disabled row");
+    assert_eq!(
+        off.config,
+        serde_json::Value::Null,
+        "unresolvable config of a disabled row"
+    );
     let grp = find_resolved(&rows, "grp").unwrap();
     assert_eq!(grp.name, "group");
     assert!(grp.disabled);
@@ -71,12 +78,18 @@ fn disabled_rows_are_kept_and_groups_disable_their_rows() {
 #[test]
 fn missing_env_of_an_enabled_row_names_row_field_and_variable() {
     let p = "- id: off\n  disabled: false\n";
-    let c = compose_patches(&[("bundle base", "base.yml", TREE), ("home patch", "p.yml", p)]);
+    let c = compose_patches(&[
+        ("bundle base", "base.yml", TREE),
+        ("home patch", "p.yml", p),
+    ]);
     let err = c.resolve(&no_env, home()).unwrap_err();
     assert_eq!(err.row, "off");
     assert_eq!(
         err.error,
-        crate::TagError::MissingEnv { field: "config.key".into(), var: "MISSING_KEY".into() }
+        crate::TagError::MissingEnv {
+            field: "config.key".into(),
+            var: "MISSING_KEY".into()
+        }
     );
     assert_eq!(
         err.to_string(),
@@ -91,7 +104,11 @@ fn platform_in_disabled_uses_the_context_platform() {
     let c = compose_patches(&[("bundle base", "base.yml", text)]);
     for (platform, disabled) in [("linux", true), ("windows", false), ("darwin", false)] {
         let ctx = TagContext::new(&no_env, home()).with_platform(platform);
-        assert_eq!(c.resolve_with(&ctx).unwrap()[0].disabled, disabled, "{platform}");
+        assert_eq!(
+            c.resolve_with(&ctx).unwrap()[0].disabled,
+            disabled,
+            "{platform}"
+        );
     }
     let here = c.resolve(&no_env, home()).unwrap()[0].disabled;
     assert_eq!(here, std::env::consts::OS == "linux");

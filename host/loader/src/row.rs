@@ -10,7 +10,9 @@ use crate::source::{Defined, Source};
 use crate::tags::{self, TagProblem};
 
 /// The fields a row may have.
-pub const ROW_FIELDS: [&str; 7] = ["id", "name", "config", "disabled", "inject", "group", "isolate"];
+pub const ROW_FIELDS: [&str; 7] = [
+    "id", "name", "config", "disabled", "inject", "group", "isolate",
+];
 
 /// Where a service of an `isolate` map lives for this row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,9 +97,12 @@ pub(crate) fn parse_fields(
             "name" => {
                 let name = text_field(src, item, &at, "name")?;
                 if name.split('/').count() > 2 || name.split('/').any(str::is_empty) {
-                    return Err(src.invalid(&at, format!(
-                        "`name: {name}`: expected a library name, optionally `library/export`"
-                    )));
+                    return Err(src.invalid(
+                        &at,
+                        format!(
+                            "`name: {name}`: expected a library name, optionally `library/export`"
+                        ),
+                    ));
                 }
                 fields.name = Some(name);
             }
@@ -118,7 +123,10 @@ pub(crate) fn parse_fields(
             other => {
                 return Err(src.invalid(
                     &join(path, Step::Key(other.to_owned())),
-                    format!("unknown row field `{other}` (expected one of {})", ROW_FIELDS.join(", ")),
+                    format!(
+                        "unknown row field `{other}` (expected one of {})",
+                        ROW_FIELDS.join(", ")
+                    ),
                 ));
             }
         }
@@ -134,7 +142,10 @@ fn text_field(
 ) -> Result<String, ComposeError> {
     match item {
         Value::String(s) if !s.is_empty() && !s.chars().any(char::is_whitespace) => Ok(s.clone()),
-        _ => Err(src.invalid(at, format!("`{field}` must be a non-empty string without spaces"))),
+        _ => Err(src.invalid(
+            at,
+            format!("`{field}` must be a non-empty string without spaces"),
+        )),
     }
 }
 
@@ -191,7 +202,10 @@ pub(crate) fn tag_error(src: &Source<'_>, at: &[Step], problem: TagProblem) -> C
     let mut path = at.to_vec();
     path.extend(problem.path);
     let message = if problem.unknown {
-        format!("unknown tag `{}` (known tags: !env, !home, !platform)", problem.message)
+        format!(
+            "unknown tag `{}` (known tags: !env, !home, !platform)",
+            problem.message
+        )
     } else {
         problem.message
     };
@@ -208,16 +222,28 @@ pub(crate) struct RowBuilder<'s, 'a> {
 
 impl RowBuilder<'_, '_> {
     /// Reads a complete row (and, for a group, its children) at `path`.
-    pub(crate) fn row(&mut self, value: &Value, path: &[Step]) -> Result<ComposedRow, ComposeError> {
+    pub(crate) fn row(
+        &mut self,
+        value: &Value,
+        path: &[Step],
+    ) -> Result<ComposedRow, ComposeError> {
         let fields = parse_fields(self.src, value, path)?;
         let group = fields.group.unwrap_or(false);
         if fields.name.is_none() && !group {
-            let which = fields.id.as_deref().map(|id| format!("row `{id}`")).unwrap_or("row".into());
-            return Err(self.src.invalid(path, format!("{which} has no `name` (the plugin library to mount)")));
+            let which = fields
+                .id
+                .as_deref()
+                .map(|id| format!("row `{id}`"))
+                .unwrap_or("row".into());
+            return Err(self.src.invalid(
+                path,
+                format!("{which} has no `name` (the plugin library to mount)"),
+            ));
         }
         let id = match fields.id {
             Some(id) => {
-                self.defined.define(self.src, &id, &join(path, Step::Value("id".into())))?;
+                self.defined
+                    .define(self.src, &id, &join(path, Step::Value("id".into())))?;
                 id
             }
             None => {
@@ -262,7 +288,9 @@ impl RowBuilder<'_, '_> {
                 .enumerate()
                 .map(|(i, item)| self.row(item, &join(path, Step::Index(i))))
                 .collect(),
-            _ => Err(self.src.invalid(path, "the `config` of a group row must be a list of rows")),
+            _ => Err(self
+                .src
+                .invalid(path, "the `config` of a group row must be a list of rows")),
         }
     }
 
@@ -273,14 +301,22 @@ impl RowBuilder<'_, '_> {
         if self.defined.contains(&id) {
             id = format!("{id}.{}", pos.column.unwrap_or(0));
         }
-        self.warnings.push(format!("{pos}: row without `id`; using the generated id `{id}`"));
+        self.warnings.push(format!(
+            "{pos}: row without `id`; using the generated id `{id}`"
+        ));
         id
     }
 }
 
 /// Finds a row anywhere in the tree.
 pub(crate) fn find<'r>(rows: &'r [ComposedRow], id: &str) -> Option<&'r ComposedRow> {
-    rows.iter().find_map(|row| if row.id == id { Some(row) } else { find(&row.children, id) })
+    rows.iter().find_map(|row| {
+        if row.id == id {
+            Some(row)
+        } else {
+            find(&row.children, id)
+        }
+    })
 }
 
 /// Finds a row anywhere in the tree, mutably.

@@ -8,8 +8,18 @@ use crate::error::{ComposeError, SourcePos};
 use crate::locate::{self, Step, locate};
 
 /// Core-schema tags (`!!str`, ...) that `serde_norway` understands; other `!!` tags are errors.
-const CORE_TAGS: &[&str] =
-    &["str", "int", "float", "bool", "null", "seq", "map", "binary", "timestamp", "merge"];
+const CORE_TAGS: &[&str] = &[
+    "str",
+    "int",
+    "float",
+    "bool",
+    "null",
+    "seq",
+    "map",
+    "binary",
+    "timestamp",
+    "merge",
+];
 
 /// Prefix a secondary tag is rewritten to when checking whether it is a real tag.
 const SECONDARY_MARK: &str = "dsh-secondary-tag-";
@@ -22,7 +32,10 @@ pub(crate) struct Source<'a> {
 
 impl<'a> Source<'a> {
     pub(crate) fn new(text: &'a str, file: impl Into<String>) -> Self {
-        Self { text, file: file.into() }
+        Self {
+            text,
+            file: file.into(),
+        }
     }
 
     /// The position of the node at `path` (just the file when it cannot be found).
@@ -34,21 +47,38 @@ impl<'a> Source<'a> {
     }
 
     pub(crate) fn invalid(&self, path: &[Step], message: impl Into<String>) -> ComposeError {
-        ComposeError::Invalid { at: self.pos(path), message: message.into() }
+        ComposeError::Invalid {
+            at: self.pos(path),
+            message: message.into(),
+        }
     }
 
     /// The file name without directories and extension, used in generated ids.
     pub(crate) fn stem(&self) -> String {
-        let base = self.file.rsplit(['/', '\\', ':']).next().unwrap_or(&self.file);
+        let base = self
+            .file
+            .rsplit(['/', '\\', ':'])
+            .next()
+            .unwrap_or(&self.file);
         let stem = base.split('.').next().unwrap_or(base);
-        if stem.is_empty() { base.to_owned() } else { stem.to_owned() }
+        if stem.is_empty() {
+            base.to_owned()
+        } else {
+            stem.to_owned()
+        }
     }
 
-    /// Parses the text as one YAML document holding a sequence.
+    /// Parses the text as one YAML document holding a sequence; `<<` merge keys are applied.
     pub(crate) fn parse_list(&self, what: &str) -> Result<Vec<Value>, ComposeError> {
-        let value = parse_yaml(self.text, &self.file)?;
+        let mut value = parse_yaml(self.text, &self.file)?;
+        value.apply_merge().map_err(|err| {
+            let (at, message) = yaml_error(&self.file, &err);
+            ComposeError::Syntax { at, message }
+        })?;
         match value {
-            Value::Null => Err(ComposeError::Empty { file: self.file.clone() }),
+            Value::Null => Err(ComposeError::Empty {
+                file: self.file.clone(),
+            }),
             Value::Sequence(items) => {
                 self.check_secondary_tags()?;
                 Ok(items)
@@ -66,7 +96,8 @@ impl<'a> Source<'a> {
         while let Some(found) = text[from..].find("!!") {
             let at = from + found;
             from = at + 2;
-            let before_ok = at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'[' | b'{' | b',');
+            let before_ok =
+                at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'[' | b'{' | b',');
             let name: String = text[at + 2..]
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -75,7 +106,9 @@ impl<'a> Source<'a> {
                 continue;
             }
             let probe = format!("{}!{SECONDARY_MARK}{}", &text[..at], &text[at + 2..]);
-            let Ok(value) = serde_norway::from_str::<Value>(&probe) else { continue };
+            let Ok(value) = serde_norway::from_str::<Value>(&probe) else {
+                continue;
+            };
             if has_marked_tag(&value) {
                 let line = text[..at].matches('\n').count() + 1;
                 let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
@@ -98,7 +131,9 @@ fn has_marked_tag(value: &Value) -> bool {
             crate::tags::tag_name(t).starts_with(SECONDARY_MARK) || has_marked_tag(&t.value)
         }
         Value::Sequence(items) => items.iter().any(has_marked_tag),
-        Value::Mapping(map) => map.iter().any(|(k, v)| has_marked_tag(k) || has_marked_tag(v)),
+        Value::Mapping(map) => map
+            .iter()
+            .any(|(k, v)| has_marked_tag(k) || has_marked_tag(v)),
         _ => false,
     }
 }

@@ -30,7 +30,11 @@ pub struct TagContext<'a> {
 impl<'a> TagContext<'a> {
     /// A context for the platform this process runs on.
     pub fn new(env: &'a dyn Fn(&str) -> Option<String>, home: &'a Path) -> Self {
-        Self { env, home, platform: current_platform().to_owned() }
+        Self {
+            env,
+            home,
+            platform: current_platform().to_owned(),
+        }
     }
 
     /// The same context pretending to run on `platform` (normalised like `!platform` names).
@@ -46,8 +50,17 @@ pub fn current_platform() -> &'static str {
 }
 
 const PLATFORMS: &[&str] = &[
-    "linux", "macos", "windows", "android", "ios", "freebsd", "netbsd", "openbsd", "dragonfly",
-    "solaris", "illumos",
+    "linux",
+    "macos",
+    "windows",
+    "android",
+    "ios",
+    "freebsd",
+    "netbsd",
+    "openbsd",
+    "dragonfly",
+    "solaris",
+    "illumos",
 ];
 
 fn normalize_platform(name: &str) -> Option<&'static str> {
@@ -64,7 +77,10 @@ pub(crate) fn tag_name(tagged: &TaggedValue) -> String {
 }
 
 enum Tag<'v> {
-    Env { var: &'v str, default: Option<&'v Value> },
+    Env {
+        var: &'v str,
+        default: Option<&'v Value>,
+    },
     Home(&'v str),
     Platform(&'static str),
 }
@@ -77,7 +93,11 @@ pub(crate) struct TagProblem {
 }
 
 fn problem(path: locate::Path, message: String) -> TagProblem {
-    TagProblem { path, unknown: false, message }
+    TagProblem {
+        path,
+        unknown: false,
+        message,
+    }
 }
 
 fn classify(tagged: &TaggedValue) -> Result<Tag<'_>, TagProblem> {
@@ -99,7 +119,10 @@ fn classify(tagged: &TaggedValue) -> Result<Tag<'_>, TagProblem> {
                         vec![Step::Tagged, Step::Index(1)],
                         format!("`!env [{var}, default]`: the default must be a plain scalar"),
                     )),
-                    default => Ok(Tag::Env { var, default: Some(default) }),
+                    default => Ok(Tag::Env {
+                        var,
+                        default: Some(default),
+                    }),
                 }
             }
             _ => Err(problem(
@@ -112,9 +135,18 @@ fn classify(tagged: &TaggedValue) -> Result<Tag<'_>, TagProblem> {
             Value::String(sub) => {
                 let path = Path::new(sub);
                 if path.is_absolute() || sub.starts_with('/') || sub.starts_with('\\') {
-                    Err(problem(vec![], format!("`!home {sub}`: the path must be relative")))
-                } else if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-                    Err(problem(vec![], format!("`!home {sub}`: the path must stay under $DSH_HOME")))
+                    Err(problem(
+                        vec![],
+                        format!("`!home {sub}`: the path must be relative"),
+                    ))
+                } else if path
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+                {
+                    Err(problem(
+                        vec![],
+                        format!("`!home {sub}`: the path must stay under $DSH_HOME"),
+                    ))
                 } else {
                     Ok(Tag::Home(sub))
                 }
@@ -132,9 +164,16 @@ fn classify(tagged: &TaggedValue) -> Result<Tag<'_>, TagProblem> {
                     ),
                 )),
             },
-            _ => Err(problem(vec![], "`!platform` takes a platform name".to_owned())),
+            _ => Err(problem(
+                vec![],
+                "`!platform` takes a platform name".to_owned(),
+            )),
         },
-        _ => Err(TagProblem { path: vec![], unknown: true, message: format!("!{name}") }),
+        _ => Err(TagProblem {
+            path: vec![],
+            unknown: true,
+            message: format!("!{name}"),
+        }),
     }
 }
 
@@ -142,13 +181,17 @@ fn classify(tagged: &TaggedValue) -> Result<Tag<'_>, TagProblem> {
 pub(crate) fn check_config(value: &Value) -> Result<(), TagProblem> {
     match value {
         Value::Tagged(tagged) => classify(tagged).map(|_| ()),
-        Value::Sequence(items) => items.iter().enumerate().try_for_each(|(i, item)| {
-            check_config(item).map_err(|p| prefix(Step::Index(i), p))
-        }),
+        Value::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| check_config(item).map_err(|p| prefix(Step::Index(i), p))),
         Value::Mapping(map) => map.iter().try_for_each(|(key, item)| match key {
             Value::String(k) => check_config(item).map_err(|p| prefix(Step::Value(k.clone()), p)),
             Value::Null | Value::Bool(_) | Value::Number(_) => check_config(item),
-            _ => Err(problem(vec![], "mapping keys must be plain scalars".to_owned())),
+            _ => Err(problem(
+                vec![],
+                "mapping keys must be plain scalars".to_owned(),
+            )),
         }),
         _ => Ok(()),
     }
@@ -159,7 +202,10 @@ pub(crate) fn check_disabled(value: &Value) -> Result<(), TagProblem> {
     match value {
         Value::Null | Value::Bool(_) => Ok(()),
         Value::Tagged(tagged) => match classify(tagged)? {
-            Tag::Home(_) => Err(problem(vec![], "`disabled` cannot be a `!home` path".to_owned())),
+            Tag::Home(_) => Err(problem(
+                vec![],
+                "`disabled` cannot be a `!home` path".to_owned(),
+            )),
             _ => Ok(()),
         },
         _ => Err(problem(
@@ -220,7 +266,10 @@ pub fn resolve_config(
 /// Resolves a `disabled` value (absent, null, boolean, `!platform`, `!env`) to a boolean.
 pub fn resolve_disabled(value: Option<&Value>, ctx: &TagContext<'_>) -> Result<bool, TagError> {
     let field = "disabled";
-    let invalid = |message: String| TagError::Invalid { field: field.to_owned(), message };
+    let invalid = |message: String| TagError::Invalid {
+        field: field.to_owned(),
+        message,
+    };
     let Some(value) = value else { return Ok(false) };
     if let Value::Tagged(tagged) = value
         && matches!(classify(tagged), Ok(Tag::Home(_)))
@@ -244,15 +293,25 @@ fn resolve_tag(
 ) -> Result<serde_json::Value, TagError> {
     let tag = classify(tagged).map_err(|p| {
         if p.unknown {
-            TagError::UnknownTag { field: field.to_owned(), tag: p.message }
+            TagError::UnknownTag {
+                field: field.to_owned(),
+                tag: p.message,
+            }
         } else {
-            TagError::Invalid { field: field.to_owned(), message: p.message }
+            TagError::Invalid {
+                field: field.to_owned(),
+                message: p.message,
+            }
         }
     })?;
     match tag {
         Tag::Platform(p) => Ok(serde_json::Value::Bool(p == ctx.platform)),
         Tag::Home(sub) => {
-            let path = if sub.is_empty() { ctx.home.to_path_buf() } else { ctx.home.join(sub) };
+            let path = if sub.is_empty() {
+                ctx.home.to_path_buf()
+            } else {
+                ctx.home.join(sub)
+            };
             match path.to_str() {
                 Some(s) => Ok(serde_json::Value::String(s.to_owned())),
                 None => Err(TagError::Invalid {
@@ -265,9 +324,10 @@ fn resolve_tag(
             (Some(text), Some(default)) => coerce_env(var, &text, default, field),
             (Some(text), None) => Ok(serde_json::Value::String(text)),
             (None, Some(default)) => resolve_config(default, ctx, field),
-            (None, None) => {
-                Err(TagError::MissingEnv { field: field.to_owned(), var: var.to_owned() })
-            }
+            (None, None) => Err(TagError::MissingEnv {
+                field: field.to_owned(),
+                var: var.to_owned(),
+            }),
         },
     }
 }
@@ -284,7 +344,9 @@ fn coerce_env(
         message: format!("environment variable `{var}`=`{text}` is not {kind} like its default"),
     };
     match default {
-        Value::Bool(_) => parse_bool(text).map(serde_json::Value::Bool).ok_or_else(|| invalid("a boolean")),
+        Value::Bool(_) => parse_bool(text)
+            .map(serde_json::Value::Bool)
+            .ok_or_else(|| invalid("a boolean")),
         Value::Number(n) => {
             let t = text.trim();
             let number = if n.is_f64() {
@@ -294,7 +356,9 @@ fn coerce_env(
             } else {
                 t.parse::<u64>().ok().map(Into::into)
             };
-            number.map(serde_json::Value::Number).ok_or_else(|| invalid("a number"))
+            number
+                .map(serde_json::Value::Number)
+                .ok_or_else(|| invalid("a number"))
         }
         _ => Ok(serde_json::Value::String(text.to_owned())),
     }
@@ -306,10 +370,12 @@ fn json_number(n: &serde_norway::Number, field: &str) -> Result<serde_json::Numb
     } else if let Some(u) = n.as_u64() {
         Ok(u.into())
     } else {
-        n.as_f64().and_then(serde_json::Number::from_f64).ok_or_else(|| TagError::Invalid {
-            field: field.to_owned(),
-            message: format!("the number {n} has no JSON form"),
-        })
+        n.as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .ok_or_else(|| TagError::Invalid {
+                field: field.to_owned(),
+                message: format!("the number {n} has no JSON form"),
+            })
     }
 }
 

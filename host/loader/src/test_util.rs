@@ -21,8 +21,10 @@ pub(crate) fn compose_patches(layers: &[(&str, &str, &str)]) -> Composed {
 
 /// An environment lookup over fixed pairs.
 pub(crate) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-    let map: HashMap<String, String> =
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     move |name: &str| map.get(name).cloned()
 }
 

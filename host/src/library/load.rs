@@ -50,14 +50,25 @@ impl LogSink for HostLogSink {
 pub fn load_library(path: &Path, load_from: &Path, debug_dir: &Path) -> Result<LoadedLibrary, LoadError> {
     let identity = FileIdentity::of(load_from)
         .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+    let bytes = std::fs::read(load_from)
+        .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+    super::elf::check(&bytes).map_err(|message| LoadError::Open { path: path.to_owned(), message })?;
+    drop(bytes);
     let header = lib_header_from_path(load_from).map_err(|error| match error {
         LibraryError::GetSymbolError { err, .. } => {
-            LoadError::NotAPlugin { path: path.to_owned(), message: err.to_string() }
+            let message = err.to_string();
+            // dlsym repeats the file name; the error already starts with it.
+            let prefix = format!("{}: ", load_from.display());
+            let message = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
+            LoadError::NotAPlugin { path: path.to_owned(), message }
         }
         other => LoadError::Open { path: path.to_owned(), message: short_open_error(&other.to_string()) },
     })?;
     let found = header.version_strings().version.to_string();
     let expected = PluginLibRef::VERSION_STRINGS.version.to_string();
+    if !semver_compatible(&expected, &found) {
+        return Err(LoadError::IncompatibleVersion { path: path.to_owned(), expected, found });
+    }
     let module = header.init_root_module::<PluginLibRef>().map_err(|error| match error {
         LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
             LoadError::IncompatibleVersion {
@@ -105,19 +116,58 @@ fn short_open_error(text: &str) -> String {
     text.lines().map(str::trim).filter(|line| !line.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
-/// The lines of abi_stable's report that say what differs (the report runs to 1,400+ lines).
-pub(crate) fn summarize_abi_report(text: &str) -> String {
-    let mut lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| line.starts_with("Error:") || line.starts_with("Expected:") || line.starts_with("Found:"))
-        .collect();
-    lines.dedup();
-    lines.truncate(6);
-    if lines.is_empty() {
-        return crate::runtime::first_error_line(text);
+/// Our compatibility rule for plugin-api versions (semver; below 1.0 the minor version is the
+/// breaking one).
+fn semver_compatible(expected: &str, found: &str) -> bool {
+    let parse = |text: &str| -> Option<(u64, u64)> {
+        let mut parts = text.split('.');
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    };
+    match (parse(expected), parse(found)) {
+        (Some((0, minor)), Some((0, found_minor))) => minor == found_minor,
+        (Some((major, _)), Some((found_major, _))) => major == found_major,
+        _ => false,
     }
-    lines.join(" ")
+}
+
+/// What abi_stable's report (hundreds of lines) says differs: the first mismatching type and
+/// up to three of its errors with their expected and found values.
+pub(crate) fn summarize_abi_report(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(first_error) = lines.iter().position(|line| line.starts_with("Error:")) else {
+        return crate::runtime::first_error_line(text);
+    };
+    let type_name = lines[..first_error]
+        .iter()
+        .rposition(|line| line.starts_with("Layout of expected type:"))
+        .and_then(|start| lines[start..].iter().find_map(|line| line.trim().strip_prefix("type:")))
+        .unwrap_or("?");
+    let value_after = |from: usize, label: &str| -> String {
+        lines[from..]
+            .iter()
+            .skip_while(|line| line.trim() != label)
+            .nth(1)
+            .map(|line| line.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let mut errors = Vec::new();
+    for (index, line) in lines.iter().enumerate().skip(first_error) {
+        if let Some(kind) = line.strip_prefix("Error:") {
+            let entry = format!(
+                "{} (expected {}, found {})",
+                kind.trim(),
+                value_after(index, "Expected:"),
+                value_after(index, "Found:")
+            );
+            if !errors.contains(&entry) {
+                errors.push(entry);
+            }
+        }
+        if errors.len() == 3 {
+            break;
+        }
+    }
+    format!("type `{type_name}`: {}", errors.join("; "))
 }
 
 fn write_dump(debug_dir: &Path, path: &Path, text: &str) -> PathBuf {

@@ -5,6 +5,7 @@
 //! into the library. A changed library is copied to a unique path and loaded from there, because
 //! `dlopen` caches by path; the old copy stays mapped and is counted in diagnostics.
 
+mod elf;
 mod load;
 
 use std::collections::HashMap;

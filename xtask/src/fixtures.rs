@@ -1,0 +1,172 @@
+//! Test fixtures that must live outside the workspace, built into `target/fixtures/out/`:
+//!
+//! - `libthird_party_plugin.so`: a plugin made by the `new-plugin` template, depending on
+//!   `plugin-api` only, as a third-party author would build it;
+//! - `libincompatible_layout.so`: built against a copy of `plugin-api` whose `PluginDecl` has an
+//!   extra field (same version), so the host's layout check must refuse it;
+//! - `libincompatible_version.so`: built against a copy of `plugin-api` versioned 0.2.0;
+//! - `libnot_a_plugin.so`: a shared library without the plugin root module.
+//!
+//! They share the workspace's target directory so their dependencies are not compiled twice;
+//! their libraries are moved out of `target/debug`, which `dsh-host` searches for plugins.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::plugin_template;
+use crate::process::cargo;
+
+/// The profile settings of the workspace, so fixture builds reuse its compiled dependencies.
+const PROFILE_FLAGS: [&str; 4] =
+    ["--config", "profile.dev.debug=\"line-tables-only\"", "--config", "profile.dev.package.\"*\".debug=false"];
+
+pub(crate) fn build(root: &Path) -> Result<()> {
+    crate::timed("build fixtures", || {
+        let base = root.join("target/fixtures");
+        let out = base.join("out");
+        std::fs::create_dir_all(&out)?;
+
+        let third_party = base.join("third-party-plugin");
+        refresh_template(root, "third-party-plugin", &third_party, &root.join("plugin-api"))?;
+        build_crate(root, &third_party, "third_party_plugin", &out)?;
+
+        let not_plugin = base.join("not-a-plugin");
+        write_if_changed(&not_plugin.join("Cargo.toml"), NOT_A_PLUGIN_TOML)?;
+        write_if_changed(&not_plugin.join("src/lib.rs"), NOT_A_PLUGIN_RS)?;
+        build_crate(root, &not_plugin, "not_a_plugin", &out)?;
+
+        let layout_api = base.join("api-layout/plugin-api");
+        copy_api(root, &layout_api, "0.1.0", true)?;
+        let layout_plugin = base.join("api-layout/incompatible-layout");
+        refresh_template(root, "incompatible-layout", &layout_plugin, &layout_api)?;
+        build_crate(root, &layout_plugin, "incompatible_layout", &out)?;
+
+        let version_api = base.join("api-version/plugin-api");
+        copy_api(root, &version_api, "0.2.0", false)?;
+        let version_plugin = base.join("api-version/incompatible-version");
+        refresh_template(root, "incompatible-version", &version_plugin, &version_api)?;
+        build_crate(root, &version_plugin, "incompatible_version", &out)?;
+        Ok(())
+    })
+}
+
+const NOT_A_PLUGIN_TOML: &str = "[package]\nname = \"not-a-plugin\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[workspace]\n";
+const NOT_A_PLUGIN_RS: &str = "//! A shared library that is not a dsh plugin.\n\n#[unsafe(no_mangle)]\npub extern \"C\" fn answer() -> u32 {\n    42\n}\n";
+
+/// Writes the template crate, keeping unchanged files untouched (cargo's fingerprints).
+fn refresh_template(root: &Path, name: &str, dir: &Path, api: &Path) -> Result<()> {
+    let scratch = dir.with_extension("new");
+    let _ = std::fs::remove_dir_all(&scratch);
+    plugin_template::create(root, name, &scratch)?;
+    for file in ["Cargo.toml", "src/lib.rs"] {
+        let text = std::fs::read_to_string(scratch.join(file))?;
+        let text = text.replace(&root.join("plugin-api").display().to_string(), &api.display().to_string());
+        write_if_changed(&dir.join(file), &text)?;
+    }
+    std::fs::remove_dir_all(&scratch)?;
+    Ok(())
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<()> {
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Copies `plugin-api` as a standalone crate at `version`, optionally with a changed layout.
+fn copy_api(root: &Path, dir: &Path, version: &str, change_layout: bool) -> Result<()> {
+    let source = root.join("plugin-api");
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).ok();
+    let manifest = std::fs::read_to_string(source.join("Cargo.toml"))?;
+    let manifest = standalone_manifest(root, &manifest, version)?;
+    write_if_changed(&dir.join("Cargo.toml"), &manifest)?;
+    for entry in std::fs::read_dir(source.join("src"))? {
+        let path = entry?.path();
+        let Some(file) = path.file_name().map(PathBuf::from) else { continue };
+        let mut text = std::fs::read_to_string(&path)?;
+        if change_layout {
+            text = change_decl_layout(&file, text)?;
+        }
+        write_if_changed(&dir.join("src").join(file), &text)?;
+    }
+    if let Some(lock) = lock {
+        write_if_changed(&dir.join("Cargo.lock"), &lock)?;
+    }
+    Ok(())
+}
+
+/// Adds a field to `PluginDecl`: what a plugin-api edited without a version bump looks like.
+fn change_decl_layout(file: &Path, text: String) -> Result<String> {
+    let patches: &[(&str, &str)] = match file.to_str() {
+        Some("abi.rs") => &[(
+            "    pub provides: RVec<RString>,\n",
+            "    pub provides: RVec<RString>,\n    /// Added without a version bump.\n    pub priority: u32,\n",
+        )],
+        Some("plugin.rs") => &[("        apply: apply_shim::<P>,\n", "        priority: 0,\n        apply: apply_shim::<P>,\n")],
+        _ => &[],
+    };
+    let mut text = text;
+    for (from, to) in patches {
+        if !text.contains(from) {
+            bail!("plugin-api/src/{} changed: cannot find `{}` to build the layout fixture", file.display(), from.trim());
+        }
+        text = text.replacen(from, to, 1);
+    }
+    Ok(text)
+}
+
+/// `plugin-api/Cargo.toml` with the workspace inheritance replaced by literal values.
+fn standalone_manifest(root: &Path, manifest: &str, version: &str) -> Result<String> {
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    let mut out = String::new();
+    for line in manifest.lines() {
+        let trimmed = line.trim();
+        if let Some(dep) = trimmed.strip_suffix(".workspace = true") {
+            if ["version", "edition", "license", "rust-version"].contains(&dep) {
+                match dep {
+                    "version" => out.push_str(&format!("version = \"{version}\"\n")),
+                    "edition" => out.push_str("edition = \"2024\"\n"),
+                    _ => {}
+                }
+                continue;
+            }
+            let spec = workspace
+                .lines()
+                .find(|line| line.starts_with(&format!("{dep} = ")))
+                .with_context(|| format!("workspace dependency `{dep}` not found"))?;
+            out.push_str(spec);
+            out.push('\n');
+        } else if trimmed == "[lints]" || trimmed == "workspace = true" {
+            continue;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("\n[workspace]\n");
+    Ok(out)
+}
+
+/// Builds the crate in `dir` and moves `lib<lib>.so` to `out`.
+fn build_crate(root: &Path, dir: &Path, lib: &str, out: &Path) -> Result<()> {
+    let lock = root.join("Cargo.lock");
+    if lock.exists() && !dir.join("Cargo.lock").exists() {
+        std::fs::copy(&lock, dir.join("Cargo.lock"))?;
+    }
+    let manifest = dir.join("Cargo.toml").display().to_string();
+    let target = root.join("target").display().to_string();
+    let mut args = vec!["build", "--quiet", "--manifest-path", manifest.as_str(), "--target-dir", target.as_str()];
+    args.extend(PROFILE_FLAGS);
+    cargo(root, &args)?;
+    let file = format!("lib{lib}.so");
+    let built = root.join("target/debug").join(&file);
+    std::fs::copy(&built, out.join(&file)).with_context(|| format!("cannot copy {}", built.display()))?;
+    // dsh-host searches its own directory for plugins: fixtures must not be found there.
+    std::fs::remove_file(&built)?;
+    Ok(())
+}

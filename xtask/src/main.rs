@@ -1,0 +1,116 @@
+//! `cargo xtask`: the project's tasks. It owns how the workspace is built and tested (one
+//! workspace build, then the fixture crates that must live outside the workspace, then the
+//! tests), the plugin template (`new-plugin`) and the benchmark runner (`bench`).
+
+mod bench;
+mod fixtures;
+mod plugin_template;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use process::cargo;
+
+fn main() {
+    if let Err(error) = run(std::env::args().skip(1).collect()) {
+        eprintln!("xtask: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <command>
+  build [--release]        build the workspace and the test fixtures
+  run [DSH-HOST ARGS..]    build, then run dsh-host (default: the example composition)
+  test [CARGO TEST ARGS..] build everything once, then run every test
+  bench [runtime]          measure ours against the peer and write BENCHMARKS.md
+  new-plugin NAME [--dir DIR]  create a plugin crate that builds and loads";
+
+fn run(args: Vec<String>) -> Result<()> {
+    let root = workspace_root()?;
+    let (command, rest) = args.split_first().map(|(c, r)| (c.as_str(), r.to_vec())).unwrap_or(("", Vec::new()));
+    match command {
+        "build" => {
+            let release = rest.iter().any(|arg| arg == "--release");
+            build_workspace(&root, release)?;
+            fixtures::build(&root)
+        }
+        "run" => run_host(&root, rest),
+        "test" => test(&root, rest),
+        "bench" => bench::run(&root, rest),
+        "new-plugin" => {
+            let Some(name) = rest.first() else { bail!("new-plugin needs a NAME\n{USAGE}") };
+            let dir = match rest.iter().position(|arg| arg == "--dir") {
+                Some(index) => PathBuf::from(rest.get(index + 1).context("--dir needs a path")?),
+                None => PathBuf::from(name),
+            };
+            let created = plugin_template::create(&root, name, &dir)?;
+            println!("created plugin `{name}` in {}", created.display());
+            println!("build it: cargo build --manifest-path {}/Cargo.toml", created.display());
+            Ok(())
+        }
+        _ => bail!("{USAGE}"),
+    }
+}
+
+/// The directory of the workspace `Cargo.toml` (xtask lives one level below it).
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(Path::to_path_buf).context("xtask has no parent directory")
+}
+
+fn timed<T>(stage: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let started = Instant::now();
+    println!("xtask: {stage} ...");
+    let result = work();
+    println!("xtask: {stage}: {:.1} s", started.elapsed().as_secs_f64());
+    result
+}
+
+fn build_workspace(root: &Path, release: bool) -> Result<()> {
+    timed("build workspace", || {
+        let mut args = vec!["build", "--workspace", "--all-targets"];
+        if release {
+            args.push("--release");
+        }
+        cargo(root, &args)
+    })
+}
+
+fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
+    build_workspace(root, false)?;
+    let args = if args.is_empty() {
+        println!(
+            "xtask: running the example composition (examples/hello.yml). No model and no API key \
+             are involved; press Ctrl-C to stop."
+        );
+        vec!["--config".to_owned(), root.join("examples/hello.yml").display().to_string()]
+    } else {
+        args
+    };
+    let status = std::process::Command::new(root.join("target/debug/dsh-host"))
+        .args(&args)
+        .status()
+        .context("cannot start target/debug/dsh-host")?;
+    match status.code() {
+        Some(0) | Some(130) => Ok(()),
+        code => bail!("dsh-host exited with {code:?}"),
+    }
+}
+
+/// The test command: one workspace build, the fixtures, then the tests (no rebuild).
+fn test(root: &Path, extra: Vec<String>) -> Result<()> {
+    let started = Instant::now();
+    build_workspace(root, false)?;
+    fixtures::build(root)?;
+    timed("run tests", || {
+        let mut args = vec!["test".to_owned(), "--workspace".to_owned(), "--no-fail-fast".to_owned()];
+        args.extend(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cargo(root, &args)
+    })?;
+    println!("xtask: test total: {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
