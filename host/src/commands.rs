@@ -51,7 +51,7 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
         }
         return match boot.dump() {
             Ok(text) => {
-                print!("{text}");
+                if text.ends_with('\n') { print!("{text}") } else { println!("{text}") }
                 0
             }
             Err(error) => {

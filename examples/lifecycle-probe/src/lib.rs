@@ -336,7 +336,62 @@ impl Plugin for NeedsNothingThere {
     }
 }
 
+/// Prints the application arguments the host passed through the `cmdline` service.
+pub struct CmdlineEcho;
+
+impl Plugin for CmdlineEcho {
+    const NAME: &'static str = "cmdline-echo";
+    const INJECT: &'static [&'static str] = &["cmdline"];
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let cmdline = ctx.inject::<dsh_plugin_api::CmdlineArgs>("cmdline")?;
+            let args: Vec<String> = cmdline.args.iter().map(|arg| format!("[{arg}]")).collect();
+            say(&format!("app args: {}", args.join(" ")));
+            Ok(())
+        }
+    }
+}
+
+static ECHO_APPLIES: Mutex<u32> = Mutex::new(0);
+
+/// Injects `greeter`; each apply registers a `probe/ping` listener, spawns a task, mounts a
+/// child, then pings once. A listener left behind by an earlier apply would answer a later
+/// ping with an older number: the line `echo N got ping M` with N != M is a double delivery.
+pub struct EchoListener;
+
+impl Plugin for EchoListener {
+    const NAME: &'static str = "echo-listener";
+    const INJECT: &'static [&'static str] = &["greeter"];
+    type Config = NoConfig;
+
+    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
+        async move {
+            let round = ECHO_APPLIES
+                .lock()
+                .map(|mut count| {
+                    *count += 1;
+                    *count
+                })
+                .unwrap_or(0);
+            ctx.on_emit(&PING, move |payload: &RString| say(&format!("echo {round} got ping {payload}")))?;
+            let sleeper = ctx.clone();
+            ctx.spawn(async move {
+                loop {
+                    sleeper.sleep(std::time::Duration::from_secs(3600)).await;
+                }
+            })?;
+            ctx.mount("lifecycle-probe/tree", &serde_json::json!({ "depth": 0 }))?;
+            ctx.emit(&PING, &RString::from(round.to_string()))?;
+            Ok(())
+        }
+    }
+}
+
 dsh_plugin_api::export_plugins!(
+    CmdlineEcho,
+    EchoListener,
     Disposers,
     Tree,
     PanicApply,

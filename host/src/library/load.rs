@@ -46,10 +46,14 @@ impl LogSink for HostLogSink {
     }
 }
 
-/// Loads the library file `load_from` as the library found at `path`.
-pub fn load_library(path: &Path, load_from: &Path, debug_dir: &Path) -> Result<LoadedLibrary, LoadError> {
-    let identity = FileIdentity::of(load_from)
-        .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+/// Loads the library file `load_from` as the library found at `path`, whose file had
+/// `identity` when `load_from` was taken from it.
+pub fn load_library(
+    path: &Path,
+    load_from: &Path,
+    identity: FileIdentity,
+    debug_dir: &Path,
+) -> Result<LoadedLibrary, LoadError> {
     let bytes = std::fs::read(load_from)
         .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
     super::elf::check(&bytes).map_err(|message| LoadError::Open { path: path.to_owned(), message })?;

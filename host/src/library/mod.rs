@@ -136,7 +136,9 @@ impl Libraries {
         if let Some(library) = self.lock().get(path).cloned() {
             return Ok(library);
         }
-        let library = Arc::new(load_library(path, path, &self.debug_dir)?);
+        let identity = FileIdentity::of(path)
+            .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+        let library = Arc::new(load_library(path, path, identity, &self.debug_dir)?);
         self.copies_held.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(path.to_owned(), library.clone());
         Ok(library)
@@ -157,9 +159,13 @@ impl Libraries {
         let serial = self.copy_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let stem = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("plugin");
         let copy = self.copies_dir.join(format!("{stem}-{}-{serial}.so", std::process::id()));
+        // The identity is taken before the copy: a replacement arriving meanwhile shows up as a
+        // further change and is loaded in its turn.
+        let identity = FileIdentity::of(path)
+            .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
         std::fs::copy(path, &copy)
             .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
-        let loaded = load_library(path, &copy, &self.debug_dir);
+        let loaded = load_library(path, &copy, identity, &self.debug_dir);
         let library = match loaded {
             Ok(library) => Arc::new(library),
             Err(error) => {

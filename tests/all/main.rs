@@ -1,0 +1,7 @@
+//! One integration binary: every test boots the real `dsh-host` with real plugin libraries.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod bad_input;
+mod cli;
+mod reload;
+mod runtime;

@@ -1,0 +1,153 @@
+//! Hot reload through the real binary: libraries replaced while the host runs, config edits,
+//! libraries that appear, and many reloads in a row.
+
+use std::path::Path;
+use std::time::Duration;
+
+use dsh_tests::{HostProcess, TestDir, WAIT, fixture_lib, install_library, plugin_lib, run_host};
+
+/// A host running `yaml` with `plugins/` (holding a copy of `libgreeter.so`) first in lookup.
+fn start_with_greeter_copy(dir: &TestDir, yaml: &str) -> HostProcess {
+    let plugins = dir.join("plugins");
+    install_library(&plugin_lib("greeter"), &plugins.join("libgreeter.so"));
+    let config = dir.write("tree.yml", yaml);
+    HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap(), "--plugin-dir", plugins.to_str().unwrap()])
+}
+
+fn status_json(home: &Path) -> serde_json::Value {
+    let out = run_host(home, &["status", "--json"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    serde_json::from_str(out.stdout.lines().next().unwrap_or("")).unwrap()
+}
+
+const PAIR: &str = "- id: greeter\n  name: greeter\n- id: consumer\n  name: consumer\n";
+
+#[test]
+fn replacing_a_library_reloads_the_consumer_exactly_once() {
+    let dir = TestDir::new("reload-lib");
+    let mut host = start_with_greeter_copy(&dir, PAIR);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    install_library(&plugin_lib("greeter_alt"), &dir.join("plugins/libgreeter.so"));
+    host.wait_stdout("consumer says: Howdy, world!", WAIT);
+    host.wait_stderr("libgreeter.so (1 row(s) remounted)", WAIT);
+    let status = status_json(&dir.home());
+    assert_eq!(host.count_stdout("consumer says: Howdy, world!"), 1, "{:?}", host.stdout());
+    assert_eq!(host.count_stdout("consumer says"), 2, "{:?}", host.stdout());
+    let fibers = status["fibers"].as_array().unwrap();
+    assert!(fibers.iter().all(|fiber| fiber["state"] == "ACTIVE"), "{status}");
+    // The first copy of libgreeter.so is never unloaded: it is still counted.
+    assert_eq!(status["library_copies"], 3, "{status}");
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_library_that_fails_to_load_leaves_the_old_version_running() {
+    let dir = TestDir::new("reload-broken");
+    let mut host = start_with_greeter_copy(&dir, PAIR);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    let alt = std::fs::read(plugin_lib("greeter_alt")).unwrap();
+    let truncated = dir.write("truncated.so", "");
+    std::fs::write(&truncated, &alt[..alt.len() / 2]).unwrap();
+    install_library(&truncated, &dir.join("plugins/libgreeter.so"));
+    host.wait_stderr("keeping the running version", WAIT);
+    assert_eq!(host.count_stdout("consumer says"), 1, "{:?}", host.stdout());
+    let status = status_json(&dir.home());
+    assert!(status["fibers"].as_array().unwrap().iter().all(|fiber| fiber["state"] == "ACTIVE"), "{status}");
+    install_library(&plugin_lib("greeter_alt"), &dir.join("plugins/libgreeter.so"));
+    host.wait_stdout("consumer says: Howdy, world!", WAIT);
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn config_edit_remounts_only_the_changed_row() {
+    plugin_lib("lifecycle_probe");
+    let dir = TestDir::new("reload-config");
+    let yaml = "- id: greeter\n  name: greeter\n  config:\n    greeting: Hello\n- id: consumer\n  name: consumer\n- id: bystander\n  name: lifecycle-probe/tree\n  config:\n    depth: 0\n";
+    let config = dir.write("tree.yml", yaml);
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    host.wait_stdout("applied level 0", WAIT);
+    dir.write("tree.yml", &yaml.replace("greeting: Hello", "greeting: Bonjour"));
+    host.wait_stdout("consumer says: Bonjour, world!", WAIT);
+    host.wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
+    assert_eq!(host.count_stdout("disposed level 0"), 0, "bystander remounted: {:?}", host.stdout());
+    assert_eq!(host.count_stdout("applied level 0"), 1, "{:?}", host.stdout());
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_broken_config_edit_keeps_the_last_good_tree() {
+    let dir = TestDir::new("reload-bad-config");
+    let config = dir.write("tree.yml", PAIR);
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    dir.write("tree.yml", "- id: greeter\n  name: greeter\n  bogus: 1\n");
+    let line = host.wait_stderr("config edit rejected, keeping the last good tree", WAIT);
+    assert!(line.contains("tree.yml:3:"), "{line}");
+    let status = status_json(&dir.home());
+    assert_eq!(status["fibers"].as_array().unwrap().len(), 2, "{status}");
+    dir.write("tree.yml", &PAIR.replace("- id: greeter\n  name: greeter\n", "- id: greeter\n  name: greeter\n  config: {greeting: Hey}\n"));
+    host.wait_stdout("consumer says: Hey, world!", WAIT);
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn twenty_reloads_deliver_once_and_leak_nothing() {
+    plugin_lib("lifecycle_probe");
+    let dir = TestDir::new("reload-twenty");
+    let yaml = format!("{PAIR}- id: echo\n  name: lifecycle-probe/echo-listener\n");
+    let mut host = start_with_greeter_copy(&dir, &yaml);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    host.wait_stdout("echo 1 got ping 1", WAIT);
+    let before = status_json(&dir.home());
+    let libraries = [plugin_lib("greeter_alt"), plugin_lib("greeter")];
+    for round in 1..=20 {
+        install_library(&libraries[(round - 1) % 2], &dir.join("plugins/libgreeter.so"));
+        host.wait_stdout_count("consumer says", round + 1, WAIT);
+        host.wait_stdout(&format!("got ping {}", round + 1), WAIT);
+    }
+    // Give a stray duplicate the chance to show up before counting.
+    std::thread::sleep(Duration::from_millis(300));
+    let after = status_json(&dir.home());
+    let stdout = host.stdout();
+    assert_eq!(stdout.iter().filter(|line| line.starts_with("consumer says")).count(), 21, "{stdout:?}");
+    for line in stdout.iter().filter(|line| line.starts_with("echo ")) {
+        let words: Vec<&str> = line.split(' ').collect();
+        assert_eq!(words[1], words[4], "an old listener answered: {line}");
+    }
+    assert_eq!(stdout.iter().filter(|line| line.starts_with("echo ")).count(), 21, "{stdout:?}");
+    assert_eq!(after["listeners"], before["listeners"], "before {before}\nafter {after}");
+    assert_eq!(after["live_tasks"], before["live_tasks"], "before {before}\nafter {after}");
+    assert_eq!(after["fibers"].as_array().unwrap().len(), before["fibers"].as_array().unwrap().len());
+    let copies = |status: &serde_json::Value| status["library_copies"].as_u64().unwrap();
+    assert_eq!(copies(&after), copies(&before) + 20, "every reload holds one more copy");
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_third_party_plugin_dropped_into_the_plugins_folder_loads() {
+    let dir = TestDir::new("third-party");
+    let config = dir.write("tree.yml", "- id: third\n  name: third-party-plugin\n  config:\n    message: dropped in and running\n");
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stderr("row `third` waits (PENDING): libthird_party_plugin.so not found in", WAIT);
+    let status = status_json(&dir.home());
+    assert_eq!(status["fibers"][0]["state"], "PENDING", "{status}");
+    install_library(&fixture_lib("third_party_plugin"), &dir.home().join("plugins/libthird_party_plugin.so"));
+    host.wait_stdout("dropped in and running", WAIT);
+    let status = status_json(&dir.home());
+    assert_eq!(status["fibers"][0]["state"], "ACTIVE", "{status}");
+    assert_eq!(host.stop(), Some(0));
+    assert!(host.stdout().iter().any(|line| line == "third-party-plugin disposed"), "{:?}", host.stdout());
+}
+
+#[test]
+fn a_context_kept_past_its_reload_is_refused() {
+    plugin_lib("lifecycle_probe");
+    let dir = TestDir::new("stale");
+    let mut host = start_with_greeter_copy(&dir, "- id: greeter\n  name: greeter\n- id: stale\n  name: lifecycle-probe/stale\n");
+    host.wait_stdout("stale: first apply", WAIT);
+    install_library(&plugin_lib("greeter_alt"), &dir.join("plugins/libgreeter.so"));
+    let line = host.wait_stdout("stale context refused", WAIT);
+    assert!(line.contains("cannot register on an inactive context"), "{line}");
+    assert_eq!(host.stop(), Some(0));
+}

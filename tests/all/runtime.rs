@@ -1,0 +1,157 @@
+//! The seed's experiments and the runtime rules, through the real binary.
+
+use dsh_tests::{HostProcess, TestDir, WAIT, plugin_lib, run_host};
+
+const HELLO: &str = "- id: greeter\n  name: greeter\n  config:\n    greeting: Hello\n- id: consumer\n  name: consumer\n";
+const SWAPPED: &str = "- id: consumer\n  name: consumer\n- id: greeter\n  name: greeter\n  config:\n    greeting: Hello\n";
+
+fn check(dir: &TestDir, yaml: &str) -> dsh_tests::Output {
+    let config = dir.write("tree.yml", yaml);
+    run_host(&dir.home(), &["check", "--config", config.to_str().unwrap()])
+}
+
+#[test]
+fn hello_prints_once_and_every_fiber_is_active() {
+    plugin_lib("greeter");
+    plugin_lib("consumer");
+    let dir = TestDir::new("hello");
+    let out = check(&dir, HELLO);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.matches("consumer says: Hello, world!").count(), 1, "{out:?}");
+    let table = dsh_tests::squash(&out.stdout);
+    assert!(table.contains("greeter greeter ACTIVE"), "{table}");
+    assert!(table.contains("consumer consumer ACTIVE"), "{table}");
+}
+
+#[test]
+fn swapped_row_order_gives_the_same_output() {
+    let dir = TestDir::new("swap");
+    let first = check(&dir, HELLO);
+    let second = check(&dir, SWAPPED);
+    assert_eq!(second.code, Some(0), "{second:?}");
+    let line = |out: &dsh_tests::Output| out.stdout.lines().find(|line| line.starts_with("consumer says")).map(str::to_owned);
+    assert_eq!(line(&first), line(&second));
+    assert_eq!(line(&second).as_deref(), Some("consumer says: Hello, world!"));
+}
+
+#[test]
+fn consumer_without_provider_is_pending_and_silent() {
+    let dir = TestDir::new("pending");
+    let out = check(&dir, "- id: consumer\n  name: consumer\n");
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(!out.stdout.contains("consumer says"), "{}", out.stdout);
+    assert!(dsh_tests::squash(&out.stdout).contains("PENDING waiting for: service `greeter`"), "{}", out.stdout);
+}
+
+#[test]
+fn second_provider_of_a_service_fails_naming_it() {
+    plugin_lib("greeter_alt");
+    let dir = TestDir::new("duplicate");
+    let out = check(&dir, "- id: greeter\n  name: greeter\n- id: greeter2\n  name: greeter-alt\n- id: consumer\n  name: consumer\n");
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        dsh_tests::squash(&out.stdout).contains("FAILED service `greeter` is already provided by row `greeter` (greeter)"),
+        "{}",
+        out.stdout
+    );
+    // The first provider keeps serving its consumer.
+    assert!(out.stdout.contains("consumer says: Hello, world!"), "{}", out.stdout);
+}
+
+#[test]
+fn disposers_start_in_reverse_order_and_run_concurrently() {
+    plugin_lib("lifecycle_probe");
+    let dir = TestDir::new("disposers");
+    let config = dir.write("tree.yml", "- id: disposers\n  name: lifecycle-probe/disposers\n");
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("disposers registered", WAIT);
+    assert_eq!(host.stop(), Some(0));
+    let lines: Vec<String> = host.stdout().into_iter().filter(|line| line.len() <= 8).collect();
+    // C (registered last) starts first; B cannot finish before A started, so a sequential
+    // unload would hang here instead of printing this order.
+    assert_eq!(lines, ["C sync", "B start", "A start", "A done", "B done"], "{:?}", host.stdout());
+}
+
+#[test]
+fn dispose_is_recursive_over_child_plugins() {
+    let dir = TestDir::new("tree");
+    let config = dir.write("tree.yml", "- id: tree\n  name: lifecycle-probe/tree\n  config:\n    depth: 2\n");
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("applied level 0", WAIT);
+    assert_eq!(host.stop(), Some(0));
+    let disposed: Vec<String> = host.stdout().into_iter().filter(|line| line.starts_with("disposed level")).collect();
+    assert_eq!(disposed, ["disposed level 0", "disposed level 1", "disposed level 2"]);
+}
+
+#[test]
+fn the_five_dispatch_modes() {
+    let dir = TestDir::new("modes");
+    let out = check(&dir, "- id: modes\n  name: lifecycle-probe/modes\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    for expected in [
+        "emit: a:x b:x",
+        "bail: Some(42)",
+        "parallel: 3 started, all done",
+        "serial: first answer 7 (third called: false)",
+        "waterfall: outer(inner(default))",
+    ] {
+        assert!(out.stdout.lines().any(|line| line == expected), "missing `{expected}` in:\n{}", out.stdout);
+    }
+}
+
+#[test]
+fn waterfall_demo_upper_cases_and_short_circuits() {
+    plugin_lib("waterfall_demo");
+    let dir = TestDir::new("waterfall");
+    let out = check(&dir, "- id: demo\n  name: waterfall-demo\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().take(2).collect();
+    assert_eq!(lines, ["HELLO", "** BLOCKED **"]);
+}
+
+#[test]
+fn heartbeat_ticks_until_sigint_then_cleans_up_and_exits_130() {
+    plugin_lib("heartbeat");
+    let dir = TestDir::new("heartbeat");
+    let config = dir.write("tree.yml", "- id: beat\n  name: heartbeat\n  config:\n    interval_ms: 20\n");
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout_count("tick", 3, WAIT);
+    host.signal(libc::SIGINT);
+    assert_eq!(host.wait_exit(WAIT), Some(130));
+    let stdout = host.stdout();
+    let cleaned = stdout.iter().position(|line| line == "heartbeat cleaned up").expect("disposer ran");
+    assert!(stdout[cleaned + 1..].iter().all(|line| line != "tick"), "ticked after dispose: {stdout:?}");
+}
+
+#[test]
+fn panics_in_apply_listener_and_disposer_are_contained() {
+    let dir = TestDir::new("panics");
+    let config = dir.write(
+        "tree.yml",
+        "- id: panic-apply\n  name: lifecycle-probe/panic-apply\n- id: panic-listener\n  name: lifecycle-probe/panic-listener\n- id: panic-dispose\n  name: lifecycle-probe/panic-dispose\n- id: greeter\n  name: greeter\n- id: consumer\n  name: consumer\n",
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    host.wait_stdout("second listener got ping", WAIT);
+    host.wait_stderr("panicked: apply exploded on purpose", WAIT);
+    host.wait_stderr("listener failed: panicked: listener exploded on purpose", WAIT);
+    assert_eq!(host.stop(), Some(0));
+    assert!(host.stdout().iter().any(|line| line == "other disposer ran"), "{:?}", host.stdout());
+    assert!(
+        host.stderr().iter().any(|line| line.contains("disposer of row `panic-dispose`") && line.contains("disposer exploded on purpose")),
+        "{:?}",
+        host.stderr()
+    );
+}
+
+#[test]
+fn event_declared_with_another_mode_is_refused() {
+    let dir = TestDir::new("mode-clash");
+    let out = check(
+        &dir,
+        "- id: declarer\n  name: lifecycle-probe/ping-declarer\n- id: clash\n  name: lifecycle-probe/mode-clash\n",
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stdout.contains("event `probe/ping` is declared as emit"), "{}", out.stdout);
+    assert!(out.stdout.contains("but used as waterfall"), "{}", out.stdout);
+}

@@ -1,0 +1,271 @@
+//! The integration kit: locate the binaries and libraries `cargo xtask test` built, make
+//! throwaway `$DSH_HOME`s, and drive the real `dsh-host` process (one-shot commands, or a
+//! running host whose output is read line by line and which is stopped with signals).
+//!
+//! Tests never start cargo: a missing binary or library fails with a message saying to run the
+//! README's test command. Every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test support: a failed step is a failed test")]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// `target/debug`, found from the running test executable (`target/debug/deps/all-*`).
+pub fn target_debug() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("target/debug").to_path_buf()
+}
+
+pub fn workspace_root() -> PathBuf {
+    target_debug().parent().and_then(Path::parent).expect("workspace root").to_path_buf()
+}
+
+fn require(path: PathBuf) -> PathBuf {
+    assert!(
+        path.is_file(),
+        "{} is missing: build everything with the README's test command (`cargo xtask test`)",
+        path.display()
+    );
+    path
+}
+
+pub fn host_bin() -> PathBuf {
+    require(target_debug().join("dsh-host"))
+}
+
+/// A plugin library the workspace builds (`lib<name>.so` next to `dsh-host`).
+pub fn plugin_lib(name: &str) -> PathBuf {
+    require(target_debug().join(format!("lib{}.so", name.replace('-', "_"))))
+}
+
+/// A library built outside the workspace by `cargo xtask test` into `target/fixtures/out`.
+pub fn fixture_lib(name: &str) -> PathBuf {
+    require(workspace_root().join("target/fixtures/out").join(format!("lib{}.so", name.replace('-', "_"))))
+}
+
+/// A directory under `target/test-tmp`, removed when dropped.
+pub struct TestDir {
+    pub path: PathBuf,
+}
+
+static DIRS: AtomicUsize = AtomicUsize::new(0);
+
+impl TestDir {
+    pub fn new(name: &str) -> Self {
+        let serial = DIRS.fetch_add(1, Ordering::Relaxed);
+        let path = workspace_root().join("target/test-tmp").join(format!("{name}-{}-{serial}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self { path }
+    }
+
+    /// Writes `text` to `relative` (creating directories) and returns the full path.
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.path.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    pub fn join(&self, relative: &str) -> PathBuf {
+        self.path.join(relative)
+    }
+
+    /// The `$DSH_HOME` of this test.
+    pub fn home(&self) -> PathBuf {
+        self.path.join("home")
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Replaces `to` with a copy of `from` atomically (write aside, then rename), as an installer
+/// or a build would.
+pub fn install_library(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let aside = to.with_extension("so.part");
+    std::fs::copy(from, &aside).unwrap();
+    std::fs::rename(&aside, to).unwrap();
+}
+
+/// The result of a finished `dsh-host` run.
+#[derive(Debug)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+fn command(home: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(host_bin());
+    command
+        .args(args)
+        .env("DSH_HOME", home)
+        .env_remove("RUST_LOG")
+        .env("DSH_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `dsh-host ARGS` to completion (at most 60 s).
+pub fn run_host(home: &Path, args: &[&str]) -> Output {
+    let mut process = HostProcess::start(home, args);
+    let code = process.wait_exit(Duration::from_secs(60));
+    Output { code, stdout: process.stdout().join("\n"), stderr: process.stderr().join("\n") }
+}
+
+type Lines = Arc<(Mutex<Vec<String>>, Condvar)>;
+
+/// A running `dsh-host`, its output collected line by line.
+pub struct HostProcess {
+    child: Child,
+    stdout: Lines,
+    stderr: Lines,
+    exit: Option<Option<i32>>,
+}
+
+fn collect(stream: impl std::io::Read + Send + 'static) -> Lines {
+    let lines: Lines = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let (store, ready) = &*sink;
+            store.lock().unwrap().push(line);
+            ready.notify_all();
+        }
+    });
+    lines
+}
+
+fn wait_line(lines: &Lines, what: &str, timeout: Duration, matches: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + timeout;
+    let (store, ready) = &**lines;
+    let mut guard = store.lock().unwrap();
+    loop {
+        if let Some(line) = guard.iter().find(|line| matches(line)) {
+            return line.clone();
+        }
+        let now = Instant::now();
+        assert!(now < deadline, "timed out after {timeout:?} waiting for {what}; got:\n{}", guard.join("\n"));
+        guard = ready.wait_timeout(guard, deadline - now).unwrap().0;
+    }
+}
+
+impl HostProcess {
+    pub fn start(home: &Path, args: &[&str]) -> Self {
+        let mut child = command(home, args).spawn().expect("start dsh-host");
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        Self { child, stdout, stderr, exit: None }
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap()
+    }
+
+    /// Waits for a stdout line containing `needle` and returns it.
+    pub fn wait_stdout(&self, needle: &str, timeout: Duration) -> String {
+        wait_line(&self.stdout, &format!("stdout `{needle}`"), timeout, |line| line.contains(needle))
+    }
+
+    /// Waits until `count` stdout lines contain `needle`.
+    pub fn wait_stdout_count(&self, needle: &str, count: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let seen = self.count_stdout(needle);
+            if seen >= count {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {count} lines with `{needle}` (saw {seen}); stdout:\n{}\nstderr:\n{}",
+                self.stdout().join("\n"),
+                self.stderr().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn wait_stderr(&self, needle: &str, timeout: Duration) -> String {
+        wait_line(&self.stderr, &format!("stderr `{needle}`"), timeout, |line| line.contains(needle))
+    }
+
+    pub fn count_stdout(&self, needle: &str) -> usize {
+        self.stdout().iter().filter(|line| line.contains(needle)).count()
+    }
+
+    pub fn stdout(&self) -> Vec<String> {
+        self.stdout.0.lock().unwrap().clone()
+    }
+
+    pub fn stderr(&self) -> Vec<String> {
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: sending a signal to our own child process.
+        #[allow(unsafe_code, reason = "libc::kill on the child we started")]
+        let result = unsafe { libc::kill(self.pid(), signal) };
+        assert_eq!(result, 0, "kill({}, {signal}) failed", self.pid());
+    }
+
+    /// Waits for the process to end (at most `timeout`, then it is killed and the test fails).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        if let Some(code) = self.exit {
+            return code;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the reader threads drain the pipes.
+                std::thread::sleep(Duration::from_millis(50));
+                self.exit = Some(status.code());
+                return status.code();
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "dsh-host did not exit within {timeout:?}; stdout:\n{}\nstderr:\n{}",
+                    self.stdout().join("\n"),
+                    self.stderr().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGTERM, then wait for the exit code.
+    pub fn stop(&mut self) -> Option<i32> {
+        self.signal(libc::SIGTERM);
+        self.wait_exit(Duration::from_secs(30))
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Collapses runs of whitespace, so table rows can be matched whatever the column widths.
+pub fn squash(text: &str) -> String {
+    text.lines().map(|line| line.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n")
+}
+
+/// A generous bound for things that normally take milliseconds.
+pub const WAIT: Duration = Duration::from_secs(30);
