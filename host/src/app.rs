@@ -44,7 +44,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl App {
     pub fn new(runtime: Runtime, libraries: Arc<Libraries>) -> Self {
         runtime.set_resolver(libraries.clone());
-        Self { runtime, libraries, tree: Mutex::new(Vec::new()), mounted: Mutex::new(HashMap::new()) }
+        Self {
+            runtime,
+            libraries,
+            tree: Mutex::new(Vec::new()),
+            mounted: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn runtime(&self) -> &Runtime {
@@ -81,21 +86,47 @@ impl App {
                         (name.clone(), realm)
                     })
                     .collect();
-                (Source::Group, "group".to_owned(), Scope::isolate(scope, isolated))
+                (
+                    Source::Group,
+                    "group".to_owned(),
+                    Scope::isolate(scope, isolated),
+                )
             }
-            None => (self.libraries.resolve_spec(&row.name), row.name.clone(), scope.clone()),
+            None => (
+                self.libraries.resolve_spec(&row.name),
+                row.name.clone(),
+                scope.clone(),
+            ),
         };
         match &source {
             Source::Missing(reason) => tracing::warn!("row `{}` waits (PENDING): {reason}", row.id),
-            Source::Broken(reason) => tracing::error!("row `{}` cannot load its plugin: {reason}", row.id),
+            Source::Broken(reason) => {
+                tracing::error!("row `{}` cannot load its plugin: {reason}", row.id)
+            }
             _ => {}
         }
-        let config = if row.config.is_null() { "{}".to_owned() } else { row.config.to_string() };
-        let spec = MountSpec { row_id: row.id.clone(), label, source, config, inject: row.inject.clone() };
+        let config = if row.config.is_null() {
+            "{}".to_owned()
+        } else {
+            row.config.to_string()
+        };
+        let spec = MountSpec {
+            row_id: row.id.clone(),
+            label,
+            source,
+            config,
+            inject: row.inject.clone(),
+        };
         let fiber = self.runtime.mount(parent, scope.clone(), spec);
         lock(&self.mounted).insert(
             row.id.clone(),
-            Mounted { fiber, parent, scope: scope.clone(), children_scope: row_scope.clone(), row: row.clone() },
+            Mounted {
+                fiber,
+                parent,
+                scope: scope.clone(),
+                children_scope: row_scope.clone(),
+                row: row.clone(),
+            },
         );
         if let Some(children) = &row.children {
             for child in children {
@@ -143,7 +174,9 @@ impl App {
             if done.contains(id.as_str()) {
                 continue;
             }
-            let Some((row, _)) = by_id.get(id.as_str()) else { continue };
+            let Some((row, _)) = by_id.get(id.as_str()) else {
+                continue;
+            };
             if lock(&self.mounted).contains_key(id) {
                 self.remount_row(id, row).await;
             } else {
@@ -165,15 +198,19 @@ impl App {
     }
 
     /// Mounts a row under its group (when the group is mounted) or at the root.
-    fn mount_in_place(&self, id: &str, row: &ResolvedRow, by_id: &HashMap<&str, (&ResolvedRow, Option<&str>)>) {
+    fn mount_in_place(
+        &self,
+        id: &str,
+        row: &ResolvedRow,
+        by_id: &HashMap<&str, (&ResolvedRow, Option<&str>)>,
+    ) {
         let parent_group = by_id.get(id).and_then(|(_, parent)| *parent);
         let placement = match parent_group {
             Some(group) => {
                 let mounted = lock(&self.mounted);
-                match mounted.get(group) {
-                    Some(group_row) => Some((Some(group_row.fiber), group_row.children_scope.clone())),
-                    None => None,
-                }
+                mounted
+                    .get(group)
+                    .map(|group_row| (Some(group_row.fiber), group_row.children_scope.clone()))
             }
             None => Some((None, Scope::root())),
         };
@@ -193,22 +230,35 @@ impl App {
             return Ok(0);
         }
         // Only the first match in lookup order counts for those rows.
-        let library_name = rows.first().map(|(_, row)| split_spec(&row.name).0.to_owned()).unwrap_or_default();
+        let library_name = rows
+            .first()
+            .map(|(_, row)| split_spec(&row.name).0.to_owned())
+            .unwrap_or_default();
         match self.libraries.find(&library_name) {
             Ok(first) if first == path => {}
             _ => return Ok(0),
         }
         let loaded = match self.libraries.loaded(path) {
             Some(previous) => {
-                let current = crate::library::FileIdentity::of(path).map_err(|error| error.to_string())?;
+                let current =
+                    crate::library::FileIdentity::of(path).map_err(|error| error.to_string())?;
                 if current == previous.identity {
                     return Ok(0);
                 }
-                self.libraries.reload(path).map_err(|error| error.to_string())?
+                self.libraries
+                    .reload(path)
+                    .map_err(|error| error.to_string())?
             }
-            None => self.libraries.get_or_load(path).map_err(|error| error.to_string())?,
+            None => self
+                .libraries
+                .get_or_load(path)
+                .map_err(|error| error.to_string())?,
         };
-        tracing::info!("loaded {} (plugin-api {})", loaded.loaded_from.display(), loaded.api_version);
+        tracing::info!(
+            "loaded {} (plugin-api {})",
+            loaded.loaded_from.display(),
+            loaded.api_version
+        );
         let mut count = 0;
         for (id, row) in rows {
             let (_, export) = split_spec(&row.name);
@@ -237,7 +287,10 @@ impl App {
 
     /// Row ids with their fibers, for diagnostics.
     pub fn row_fibers(&self) -> BTreeMap<String, FiberId> {
-        lock(&self.mounted).iter().map(|(id, mounted)| (id.clone(), mounted.fiber)).collect()
+        lock(&self.mounted)
+            .iter()
+            .map(|(id, mounted)| (id.clone(), mounted.fiber))
+            .collect()
     }
 
     /// Rows that are disabled in the current tree (not mounted).

@@ -17,11 +17,17 @@ const BUILTIN_BUNDLES: [(&str, &str); 4] = [
 ];
 
 /// Profiles created from a template on first use, with their bundles.
-const PROFILE_TEMPLATES: [(&str, &[&str]); 3] =
-    [("web", &["base", "web"]), ("headless", &["base", "headless"]), ("demo", &["examples"])];
+const PROFILE_TEMPLATES: [(&str, &[&str]); 3] = [
+    ("web", &["base", "web"]),
+    ("headless", &["base", "headless"]),
+    ("demo", &["examples"]),
+];
 
 fn builtin_bundle(name: &str) -> Option<&'static str> {
-    BUILTIN_BUNDLES.iter().find(|(bundle, _)| *bundle == name).map(|(_, text)| *text)
+    BUILTIN_BUNDLES
+        .iter()
+        .find(|(bundle, _)| *bundle == name)
+        .map(|(_, text)| *text)
 }
 
 /// `$DSH_HOME`, default `~/.dsh-host`.
@@ -29,7 +35,9 @@ pub fn home_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("DSH_HOME").filter(|home| !home.is_empty()) {
         return PathBuf::from(home);
     }
-    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let user_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
     user_home.join(".dsh-host")
 }
 
@@ -41,14 +49,25 @@ pub struct Boot {
 
 impl Boot {
     pub fn new(tree: TreeArgs) -> Self {
-        Self { home: home_dir(), tree }
+        Self {
+            home: home_dir(),
+            tree,
+        }
     }
 
     /// Lookup order: each `--plugin-dir`, `$DSH_HOME/plugins`, the directory of `dsh-host`.
     pub fn plugin_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs: Vec<PathBuf> = self.tree.plugin_dirs.iter().map(|dir| absolute(dir)).collect();
+        let mut dirs: Vec<PathBuf> = self
+            .tree
+            .plugin_dirs
+            .iter()
+            .map(|dir| absolute(dir))
+            .collect();
         dirs.push(self.home.join("plugins"));
-        if let Some(exe_dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+        if let Some(exe_dir) = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        {
             dirs.push(exe_dir);
         }
         dirs.dedup();
@@ -57,7 +76,11 @@ impl Boot {
 
     pub fn libraries(&self) -> Libraries {
         let _ = std::fs::create_dir_all(self.home.join("plugins"));
-        Libraries::new(self.plugin_dirs(), self.home.join(".loaded"), self.home.join("logs"))
+        Libraries::new(
+            self.plugin_dirs(),
+            self.home.join(".loaded"),
+            self.home.join("logs"),
+        )
     }
 
     /// The layers of the tree, in application order.
@@ -65,21 +88,34 @@ impl Boot {
         if let Some(config) = &self.tree.config {
             let text = std::fs::read_to_string(config)
                 .map_err(|error| format!("{}: {error}", config.display()))?;
-            return Ok(vec![Layer::row_list(format!("--config {}", config.display()), text, config.clone())]);
+            return Ok(vec![Layer::row_list(
+                format!("--config {}", config.display()),
+                text,
+                config.clone(),
+            )]);
         }
         let Some(profile) = &self.tree.profile else {
             return Err("give a tree to run: --config FILE or --profile NAME".to_owned());
         };
-        let home = Home { root: self.home.clone() };
+        let home = Home {
+            root: self.home.clone(),
+        };
         if let Some((_, bundles)) = PROFILE_TEMPLATES.iter().find(|(name, _)| name == profile) {
-            let created = home
-                .ensure_profile(profile, bundles)
-                .map_err(|error| format!("cannot create profile `{profile}` under {}: {error}", self.home.display()))?;
+            let created = home.ensure_profile(profile, bundles).map_err(|error| {
+                format!(
+                    "cannot create profile `{profile}` under {}: {error}",
+                    self.home.display()
+                )
+            })?;
             if created {
-                tracing::info!("created profile `{profile}` from its template (bundles: {})", bundles.join(", "));
+                tracing::info!(
+                    "created profile `{profile}` from its template (bundles: {})",
+                    bundles.join(", ")
+                );
             }
         }
-        home.profile_layers(profile, &builtin_bundle, &self.tree.patches).map_err(|error| error.to_string())
+        home.profile_layers(profile, &builtin_bundle, &self.tree.patches)
+            .map_err(|error| error.to_string())
     }
 
     /// Composes the layers; warnings go to the log.
@@ -103,7 +139,9 @@ impl Boot {
     /// Composes and resolves the tree against the process environment.
     pub fn load(&self) -> Result<Vec<ResolvedRow>, String> {
         let composed = self.compose()?;
-        composed.resolve(&env_lookup, &self.home).map_err(|error| error.to_string())
+        composed
+            .resolve(&env_lookup, &self.home)
+            .map_err(|error| error.to_string())
     }
 
     /// The composed tree as YAML with provenance comments.

@@ -30,7 +30,12 @@ pub struct TreeArgs {
 
 /// `dsh-host [HOST OPTIONS] [--] [APP ARGS..]`
 #[derive(Debug, Parser)]
-#[command(name = "dsh-host", version, about = "Runs a dsh plugin tree", disable_help_subcommand = true)]
+#[command(
+    name = "dsh-host",
+    version,
+    about = "Runs a dsh plugin tree",
+    disable_help_subcommand = true
+)]
 pub struct HostArgs {
     #[command(flatten)]
     pub tree: TreeArgs,
@@ -76,22 +81,38 @@ pub enum Command {
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Invocation {
-    Run { host: HostArgs, app_args: Vec<String> },
+    Run {
+        host: HostArgs,
+        app_args: Vec<String>,
+    },
     Sub(Command),
 }
 
 const SUBCOMMANDS: [&str; 3] = ["check", "status", "session"];
 const VALUE_OPTIONS: [&str; 4] = ["--config", "--profile", "--patch", "--plugin-dir"];
-const FLAG_OPTIONS: [&str; 6] = ["--dump-config", "--no-watch", "--help", "-h", "--version", "-V"];
+const FLAG_OPTIONS: [&str; 6] = [
+    "--dump-config",
+    "--no-watch",
+    "--help",
+    "-h",
+    "--version",
+    "-V",
+];
 
 /// Splits host options from app args and parses them.
 pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
-    let args: Vec<String> = args.into_iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
-    let program = args.first().cloned().unwrap_or_else(|| "dsh-host".to_owned());
-    if let Some(first) = args.get(1) {
-        if SUBCOMMANDS.contains(&first.as_str()) {
-            return SubcommandArgs::try_parse_from(args).map(|parsed| Invocation::Sub(parsed.command));
-        }
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let program = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "dsh-host".to_owned());
+    if let Some(first) = args.get(1)
+        && SUBCOMMANDS.contains(&first.as_str())
+    {
+        return SubcommandArgs::try_parse_from(args).map(|parsed| Invocation::Sub(parsed.command));
     }
     let (host, app_args) = split_host_args(&args[1.min(args.len())..]);
     let mut host_argv = vec![program];
@@ -112,11 +133,11 @@ fn split_host_args(args: &[String]) -> (Vec<String>, Vec<String>) {
         let option = arg.split_once('=').map(|(name, _)| name).unwrap_or(arg);
         if VALUE_OPTIONS.contains(&option) {
             host.push(arg.clone());
-            if !arg.contains('=') {
-                if let Some(value) = args.get(index + 1) {
-                    host.push(value.clone());
-                    index += 1;
-                }
+            if !arg.contains('=')
+                && let Some(value) = args.get(index + 1)
+            {
+                host.push(value.clone());
+                index += 1;
             }
         } else if FLAG_OPTIONS.contains(&arg.as_str()) {
             host.push(arg.clone());
@@ -133,14 +154,25 @@ mod tests {
     use super::*;
 
     fn argv(items: &[&str]) -> Vec<OsString> {
-        std::iter::once("dsh-host").chain(items.iter().copied()).map(OsString::from).collect()
+        std::iter::once("dsh-host")
+            .chain(items.iter().copied())
+            .map(OsString::from)
+            .collect()
     }
 
     #[test]
     fn app_args_start_at_first_unknown_token() {
-        let Invocation::Run { host, app_args } =
-            parse(argv(&["--profile", "web", "--patch", "a.yml", "--port", "3000", "--config", "x"])).unwrap()
-        else {
+        let Invocation::Run { host, app_args } = parse(argv(&[
+            "--profile",
+            "web",
+            "--patch",
+            "a.yml",
+            "--port",
+            "3000",
+            "--config",
+            "x",
+        ]))
+        .unwrap() else {
             panic!("expected run");
         };
         assert_eq!(host.tree.profile.as_deref(), Some("web"));
@@ -160,9 +192,13 @@ mod tests {
 
     #[test]
     fn subcommands_only_as_first_argument() {
-        assert!(matches!(parse(argv(&["check", "--config", "a.yml", "--json"])).unwrap(),
-            Invocation::Sub(Command::Check { json: true, .. })));
-        let Invocation::Run { app_args, .. } = parse(argv(&["--profile", "headless", "check"])).unwrap() else {
+        assert!(matches!(
+            parse(argv(&["check", "--config", "a.yml", "--json"])).unwrap(),
+            Invocation::Sub(Command::Check { json: true, .. })
+        ));
+        let Invocation::Run { app_args, .. } =
+            parse(argv(&["--profile", "headless", "check"])).unwrap()
+        else {
             panic!("expected run");
         };
         assert_eq!(app_args, vec!["check"]);

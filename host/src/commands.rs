@@ -19,7 +19,9 @@ const DISPOSE_GRACE: Duration = Duration::from_secs(5);
 fn boot_app(boot: &Boot, app_args: Vec<String>) -> Result<Arc<App>, String> {
     let rows = boot.load()?;
     let runtime = Runtime::new();
-    let cmdline = CmdlineArgs { args: app_args.into_iter().map(RString::from).collect::<RVec<_>>() };
+    let cmdline = CmdlineArgs {
+        args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
+    };
     runtime
         .provide_host("cmdline", ErasedService::new(cmdline))
         .map_err(|error| error.to_string())?;
@@ -46,12 +48,19 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
     let boot = Boot::new(host.tree);
     if host.dump_config {
         if !app_args.is_empty() {
-            eprintln!("error: --dump-config takes no app arguments (got: {})", app_args.join(" "));
+            eprintln!(
+                "error: --dump-config takes no app arguments (got: {})",
+                app_args.join(" ")
+            );
             return 2;
         }
         return match boot.dump() {
             Ok(text) => {
-                if text.ends_with('\n') { print!("{text}") } else { println!("{text}") }
+                if text.ends_with('\n') {
+                    print!("{text}")
+                } else {
+                    println!("{text}")
+                }
                 0
             }
             Err(error) => {
@@ -68,7 +77,11 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
         }
     };
     let status = crate::status::serve(&boot.home, app.clone());
-    let watcher = if host.no_watch { None } else { crate::reload::watch(&boot, app.clone()) };
+    let watcher = if host.no_watch {
+        None
+    } else {
+        crate::reload::watch(&boot, app.clone())
+    };
     let code = crate::signals::wait_for_shutdown().await;
     tracing::info!("shutting down");
     let shutdown = app.runtime().dispose_all(DISPOSE_GRACE);
@@ -94,7 +107,10 @@ pub async fn check(tree: TreeArgs, json: bool) -> i32 {
             return 1;
         }
     };
-    let settled = app.runtime().settle(Duration::from_millis(200), Duration::from_secs(30)).await;
+    let settled = app
+        .runtime()
+        .settle(Duration::from_millis(200), Duration::from_secs(30))
+        .await;
     let reports = app.runtime().report();
     let snapshot = snapshot(&app);
     if json {

@@ -44,9 +44,15 @@ impl From<&FiberReport> for FiberRow {
 
 /// The exit code of `check`: 0 all ACTIVE, 1 any FAILED, 2 otherwise (some PENDING or stuck).
 pub fn check_exit_code(reports: &[FiberReport]) -> i32 {
-    if reports.iter().any(|report| report.state == FiberState::Failed) {
+    if reports
+        .iter()
+        .any(|report| report.state == FiberState::Failed)
+    {
         1
-    } else if reports.iter().all(|report| report.state == FiberState::Active) {
+    } else if reports
+        .iter()
+        .all(|report| report.state == FiberState::Active)
+    {
         0
     } else {
         2
@@ -55,21 +61,42 @@ pub fn check_exit_code(reports: &[FiberReport]) -> i32 {
 
 /// The table: ROW, PLUGIN, STATE, DETAIL.
 pub fn render_table(snapshot: &Snapshot) -> String {
-    let row_width = snapshot.fibers.iter().map(|row| row.row.len()).max().unwrap_or(3).max(3);
-    let plugin_width = snapshot.fibers.iter().map(|row| row.plugin.len()).max().unwrap_or(6).max(6);
-    let mut out = format!("{:<row_width$}  {:<plugin_width$}  {:<9}  DETAIL\n", "ROW", "PLUGIN", "STATE");
+    let row_width = snapshot
+        .fibers
+        .iter()
+        .map(|row| row.row.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let plugin_width = snapshot
+        .fibers
+        .iter()
+        .map(|row| row.plugin.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut out = format!(
+        "{:<row_width$}  {:<plugin_width$}  {:<9}  DETAIL\n",
+        "ROW", "PLUGIN", "STATE"
+    );
     for row in &snapshot.fibers {
         let detail = match (&row.error, row.waiting_for.is_empty()) {
             (Some(error), _) => error.clone(),
             (None, false) => format!("waiting for: {}", row.waiting_for.join("; ")),
             (None, true) => String::new(),
         };
-        out.push_str(&format!("{:<row_width$}  {:<plugin_width$}  {:<9}  {detail}", row.row, row.plugin, row.state));
+        out.push_str(&format!(
+            "{:<row_width$}  {:<plugin_width$}  {:<9}  {detail}",
+            row.row, row.plugin, row.state
+        ));
         out = out.trim_end().to_owned();
         out.push('\n');
     }
     if !snapshot.disabled.is_empty() {
-        out.push_str(&format!("disabled rows: {}\n", snapshot.disabled.join(", ")));
+        out.push_str(&format!(
+            "disabled rows: {}\n",
+            snapshot.disabled.join(", ")
+        ));
     }
     out
 }

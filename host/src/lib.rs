@@ -34,7 +34,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     logging::init();
     // One thread drives every plugin: transitions and dispatches interleave only at await
     // points, as in Cordis; blocking work goes to the blocking pool.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
@@ -44,10 +47,16 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let code = runtime.block_on(async move {
         match invocation {
             cli::Invocation::Run { host, app_args } => commands::run(host, app_args).await,
-            cli::Invocation::Sub(cli::Command::Check { tree, json }) => commands::check(tree, json).await,
-            cli::Invocation::Sub(cli::Command::Status { json }) => status::status(&boot::home_dir(), json).await,
+            cli::Invocation::Sub(cli::Command::Check { tree, json }) => {
+                commands::check(tree, json).await
+            }
+            cli::Invocation::Sub(cli::Command::Status { json }) => {
+                status::status(&boot::home_dir(), json).await
+            }
             cli::Invocation::Sub(cli::Command::Session { .. }) => {
-                eprintln!("error: `dsh-host session` is not built yet: it arrives with the session store");
+                eprintln!(
+                    "error: `dsh-host session` is not built yet: it arrives with the session store"
+                );
                 2
             }
         }

@@ -35,34 +35,53 @@ impl Drop for Watcher {
 /// Starts watching; `None` (with a warning) when no watcher can be made.
 pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-    let mut debouncer = match new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| match result {
-        Ok(events) => {
-            let paths: Vec<PathBuf> = events.into_iter().flat_map(|event| event.event.paths).collect();
-            let _ = sender.send(paths);
-        }
-        Err(errors) => {
-            for error in errors {
-                tracing::warn!("file watcher: {error}");
+    let mut debouncer =
+        match new_debouncer(
+            DEBOUNCE,
+            None,
+            move |result: DebounceEventResult| match result {
+                Ok(events) => {
+                    let paths: Vec<PathBuf> = events
+                        .into_iter()
+                        .flat_map(|event| event.event.paths)
+                        .collect();
+                    let _ = sender.send(paths);
+                }
+                Err(errors) => {
+                    for error in errors {
+                        tracing::warn!("file watcher: {error}");
+                    }
+                }
+            },
+        ) {
+            Ok(debouncer) => debouncer,
+            Err(error) => {
+                tracing::warn!("hot reload disabled: cannot watch files: {error}");
+                return None;
             }
-        }
-    }) {
-        Ok(debouncer) => debouncer,
-        Err(error) => {
-            tracing::warn!("hot reload disabled: cannot watch files: {error}");
-            return None;
-        }
-    };
+        };
     let plugin_dirs = app.plugin_dirs();
     let config_files = boot.config_files();
     let mut watched = BTreeSet::new();
-    for dir in plugin_dirs.iter().chain(config_files.iter().filter_map(|file| file.parent().map(|p| p.to_path_buf())).collect::<Vec<_>>().iter()) {
-        if watched.insert(dir.clone()) {
-            if let Err(error) = debouncer.watch(dir, RecursiveMode::NonRecursive) {
-                tracing::debug!("not watching {}: {error}", dir.display());
-            }
+    for dir in plugin_dirs.iter().chain(
+        config_files
+            .iter()
+            .filter_map(|file| file.parent().map(|p| p.to_path_buf()))
+            .collect::<Vec<_>>()
+            .iter(),
+    ) {
+        if watched.insert(dir.clone())
+            && let Err(error) = debouncer.watch(dir, RecursiveMode::NonRecursive)
+        {
+            tracing::debug!("not watching {}: {error}", dir.display());
         }
     }
-    let reloader = Reloader { app, boot: Boot::new(boot.tree.clone()), plugin_dirs, config_files };
+    let reloader = Reloader {
+        app,
+        boot: Boot::new(boot.tree.clone()),
+        plugin_dirs,
+        config_files,
+    };
     let task = tokio::spawn(async move {
         while let Some(mut paths) = receiver.recv().await {
             // Take everything that queued up meanwhile: one pass per burst.
@@ -72,7 +91,10 @@ pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
             reloader.handle(paths).await;
         }
     });
-    Some(Watcher { _debouncer: Box::new(debouncer), task })
+    Some(Watcher {
+        _debouncer: Box::new(debouncer),
+        task,
+    })
 }
 
 struct Reloader {
@@ -95,7 +117,9 @@ impl Reloader {
             }
             match self.app.library_changed(path).await {
                 Ok(0) => {}
-                Ok(count) => tracing::info!("reloaded {} ({count} row(s) remounted)", path.display()),
+                Ok(count) => {
+                    tracing::info!("reloaded {} ({count} row(s) remounted)", path.display())
+                }
                 Err(error) => tracing::error!("keeping the running version: {error}"),
             }
         }
@@ -103,7 +127,9 @@ impl Reloader {
 
     fn is_library(&self, path: &std::path::Path) -> bool {
         path.extension().is_some_and(|ext| ext == "so")
-            && path.parent().is_some_and(|dir| self.plugin_dirs.iter().any(|plugin_dir| plugin_dir == dir))
+            && path
+                .parent()
+                .is_some_and(|dir| self.plugin_dirs.iter().any(|plugin_dir| plugin_dir == dir))
     }
 
     async fn reload_config(&self) {
@@ -119,7 +145,9 @@ impl Reloader {
                     );
                 }
             }
-            Err(error) => tracing::error!("config edit rejected, keeping the last good tree: {error}"),
+            Err(error) => {
+                tracing::error!("config edit rejected, keeping the last good tree: {error}")
+            }
         }
     }
 }

@@ -53,10 +53,10 @@ async fn answer(stream: UnixStream, snapshot: Snapshot) {
     let (read, mut write) = stream.into_split();
     let mut request = String::new();
     let _ = BufReader::new(read).read_line(&mut request).await;
-    if request.trim() == "status" {
-        if let Ok(body) = serde_json::to_string(&snapshot) {
-            let _ = write.write_all(body.as_bytes()).await;
-        }
+    if request.trim() == "status"
+        && let Ok(body) = serde_json::to_string(&snapshot)
+    {
+        let _ = write.write_all(body.as_bytes()).await;
     }
     let _ = write.shutdown().await;
 }
@@ -66,7 +66,8 @@ async fn ask(path: &Path) -> std::io::Result<Snapshot> {
     stream.write_all(b"status\n").await?;
     let mut body = String::new();
     stream.read_to_string(&mut body).await?;
-    serde_json::from_str(&body).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+    serde_json::from_str(&body)
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 /// Prints the table of every host running under `home`. Exit 1 when none answers.

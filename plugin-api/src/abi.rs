@@ -4,10 +4,20 @@
 //! whole surface (reachable from [`PluginLib`]) when it loads a library. Extending the root module
 //! means adding fields after the `last_prefix_field`; changing anything else is a semver-major
 //! change of this crate.
-#![allow(unsafe_code, reason = "StableAbi derives and sabi_trait emit unsafe impls")]
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
 #![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
 #![allow(unreachable_pub, reason = "sabi_trait generates public helper items")]
-#![allow(non_local_definitions, reason = "sabi_trait expands impls inside consts")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
+#![allow(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "erased payload pointers are built only by the typed SDK and the host dispatcher, which check the layout first"
+)]
 
 use abi_stable::{
     StableAbi, declare_root_module_statics,

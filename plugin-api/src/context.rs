@@ -36,7 +36,10 @@ pub struct Context {
 impl ErasedService {
     /// Wraps `value` for registration with the host (used by host-provided services).
     pub fn new<S: StableAbi + Send + Sync + 'static>(value: S) -> Self {
-        Self { layout: LayoutRef::of::<S>(), value: erase_arc(RArc::new(value)) }
+        Self {
+            layout: LayoutRef::of::<S>(),
+            value: erase_arc(RArc::new(value)),
+        }
     }
 }
 
@@ -47,7 +50,9 @@ pub struct Service<S> {
 
 impl<S> Clone for Service<S> {
     fn clone(&self) -> Self {
-        Self { value: self.value.clone() }
+        Self {
+            value: self.value.clone(),
+        }
     }
 }
 
@@ -86,7 +91,10 @@ pub struct Channel<D> {
 
 impl<D> Clone for Channel<D> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), _descriptor: PhantomData }
+        Self {
+            inner: self.inner.clone(),
+            _descriptor: PhantomData,
+        }
     }
 }
 
@@ -112,7 +120,9 @@ impl<P: StableAbi + Send + Sync + 'static> Channel<ParallelEvent<P>> {
     }
 }
 
-impl<P: StableAbi + Send + Sync + 'static, R: StableAbi + Send + 'static> Channel<SerialEvent<P, R>> {
+impl<P: StableAbi + Send + Sync + 'static, R: StableAbi + Send + 'static>
+    Channel<SerialEvent<P, R>>
+{
     pub async fn serial(&self, payload: RArc<P>) -> Result<Option<R>, PluginError> {
         into_result(self.inner.serial(erase_arc(payload)).await).map(unerase_option::<R>)
     }
@@ -138,7 +148,10 @@ where
 impl Context {
     #[doc(hidden)]
     pub fn from_host(host: HostCtx) -> Self {
-        Self { host: Arc::new(host), prepend: false }
+        Self {
+            host: Arc::new(host),
+            prepend: false,
+        }
     }
 
     /// The fiber's id, unique for the life of the host process.
@@ -163,7 +176,10 @@ impl Context {
 
     /// A context whose listener registrations go first instead of last.
     pub fn prepend(&self) -> Self {
-        Self { host: self.host.clone(), prepend: true }
+        Self {
+            host: self.host.clone(),
+            prepend: true,
+        }
     }
 
     /// Provides `value` as service `name`. A second provider of a name in one realm fails.
@@ -171,26 +187,43 @@ impl Context {
     where
         S: StableAbi + Send + Sync + 'static,
     {
-        into_result(self.host.provide(RStr::from_str(name), ErasedService::new(value)))
+        into_result(
+            self.host
+                .provide(RStr::from_str(name), ErasedService::new(value)),
+        )
     }
 
     /// Optional probe: the service if someone provides it now, checked against `S`.
-    pub fn get<S: StableAbi + 'static>(&self, name: &str) -> Result<Option<Service<S>>, PluginError> {
-        let found = into_result(self.host.service(RStr::from_str(name), LayoutRef::of::<S>()))?;
-        Ok(found.into_option().map(|service| Service { value: unerase_arc::<S>(service.value) }))
+    pub fn get<S: StableAbi + 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Option<Service<S>>, PluginError> {
+        let found = into_result(
+            self.host
+                .service(RStr::from_str(name), LayoutRef::of::<S>()),
+        )?;
+        Ok(found.into_option().map(|service| Service {
+            value: unerase_arc::<S>(service.value),
+        }))
     }
 
     /// A service the plugin injects: present whenever `apply` runs.
     pub fn inject<S: StableAbi + 'static>(&self, name: &str) -> Result<Service<S>, PluginError> {
         self.get::<S>(name)?.ok_or_else(|| {
-            PluginError::new(ErrorKind::Registration, format!("service `{name}` is not available"))
+            PluginError::new(
+                ErrorKind::Registration,
+                format!("service `{name}` is not available"),
+            )
         })
     }
 
     /// Resolves an event's channel once, for repeated dispatch.
     pub fn channel<D: Descriptor>(&self, event: &D) -> Result<Channel<D>, PluginError> {
         let inner = into_result(self.host.event(event.decl()))?;
-        Ok(Channel { inner: Arc::new(inner), _descriptor: PhantomData })
+        Ok(Channel {
+            inner: Arc::new(inner),
+            _descriptor: PhantomData,
+        })
     }
 
     pub fn on_emit<P, F>(&self, event: &EmitEvent<P>, listener: F) -> Result<(), PluginError>
@@ -211,10 +244,17 @@ impl Context {
         R: StableAbi + 'static,
         F: Fn(&P) -> Option<R> + Send + Sync + 'static,
     {
-        into_result(self.host.on_sync(event.decl(), sync_listener(listener), self.prepend))
+        into_result(
+            self.host
+                .on_sync(event.decl(), sync_listener(listener), self.prepend),
+        )
     }
 
-    pub fn on_parallel<P, F, Fut>(&self, event: &ParallelEvent<P>, listener: F) -> Result<(), PluginError>
+    pub fn on_parallel<P, F, Fut>(
+        &self,
+        event: &ParallelEvent<P>,
+        listener: F,
+    ) -> Result<(), PluginError>
     where
         P: StableAbi + Send + Sync + 'static,
         F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
@@ -230,14 +270,21 @@ impl Context {
         into_result(self.host.on_async(event.decl(), erased, self.prepend))
     }
 
-    pub fn on_serial<P, R, F, Fut>(&self, event: &SerialEvent<P, R>, listener: F) -> Result<(), PluginError>
+    pub fn on_serial<P, R, F, Fut>(
+        &self,
+        event: &SerialEvent<P, R>,
+        listener: F,
+    ) -> Result<(), PluginError>
     where
         P: StableAbi + Send + Sync + 'static,
         R: StableAbi + Send + 'static,
         F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Option<R>> + Send + 'static,
     {
-        into_result(self.host.on_async(event.decl(), async_listener(listener), self.prepend))
+        into_result(
+            self.host
+                .on_async(event.decl(), async_listener(listener), self.prepend),
+        )
     }
 
     pub fn on_waterfall<P, R, F, Fut>(
@@ -251,7 +298,11 @@ impl Context {
         F: Fn(RArc<P>, Next<R>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
     {
-        into_result(self.host.on_waterfall(event.decl(), waterfall_listener(listener), self.prepend))
+        into_result(self.host.on_waterfall(
+            event.decl(),
+            waterfall_listener(listener),
+            self.prepend,
+        ))
     }
 
     pub fn emit<P: StableAbi>(&self, event: &EmitEvent<P>, payload: &P) -> Result<(), PluginError> {
@@ -274,7 +325,11 @@ impl Context {
         self.channel(event)?.parallel(payload).await
     }
 
-    pub async fn serial<P, R>(&self, event: &SerialEvent<P, R>, payload: RArc<P>) -> Result<Option<R>, PluginError>
+    pub async fn serial<P, R>(
+        &self,
+        event: &SerialEvent<P, R>,
+        payload: RArc<P>,
+    ) -> Result<Option<R>, PluginError>
     where
         P: StableAbi + Send + Sync + 'static,
         R: StableAbi + Send + 'static,
@@ -304,7 +359,12 @@ impl Context {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let disposer = Disposer_TO::from_value(AsyncDisposer { dispose: Some(dispose) }, TD_Opaque);
+        let disposer = Disposer_TO::from_value(
+            AsyncDisposer {
+                dispose: Some(dispose),
+            },
+            TD_Opaque,
+        );
         into_result(self.host.effect(disposer))
     }
 
@@ -331,7 +391,11 @@ impl Context {
             })
             .await
             {
-                crate::logging::forward(LogLevel::Error, "task", &format!("spawned task failed: {error}"));
+                crate::logging::forward(
+                    LogLevel::Error,
+                    "task",
+                    &format!("spawned task failed: {error}"),
+                );
             }
         };
         into_result(self.host.spawn(task.into_ffi()))
@@ -350,7 +414,13 @@ impl Context {
         F: FnOnce() -> T + Send + 'static,
     {
         let slot = Arc::new(std::sync::Mutex::new(None));
-        let job = BlockingJob_TO::from_value(Job { work: Some(work), slot: slot.clone() }, TD_Opaque);
+        let job = BlockingJob_TO::from_value(
+            Job {
+                work: Some(work),
+                slot: slot.clone(),
+            },
+            TD_Opaque,
+        );
         into_result(self.host.spawn_blocking(job).await)?;
         let value = slot.lock().ok().and_then(|mut slot| slot.take());
         value.ok_or_else(|| PluginError::new(ErrorKind::Plugin, "blocking job produced no value"))
@@ -360,7 +430,10 @@ impl Context {
     pub fn mount(&self, plugin: &str, config: &impl Serialize) -> Result<u64, PluginError> {
         let config = serde_json::to_string(config)
             .map_err(|error| PluginError::plugin(format!("config of child `{plugin}`: {error}")))?;
-        into_result(self.host.mount(RStr::from_str(plugin), RString::from(config)))
+        into_result(
+            self.host
+                .mount(RStr::from_str(plugin), RString::from(config)),
+        )
     }
 }
 

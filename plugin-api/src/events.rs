@@ -115,7 +115,13 @@ where
     R: 'static,
     F: Fn(&P) -> Option<R> + Send + Sync + 'static,
 {
-    SyncListener_TO::from_value(SyncFn { f, _types: PhantomData }, TD_Opaque)
+    SyncListener_TO::from_value(
+        SyncFn {
+            f,
+            _types: PhantomData,
+        },
+        TD_Opaque,
+    )
 }
 
 impl<P, R, F> SyncListener for SyncFn<P, R, F>
@@ -123,7 +129,10 @@ where
     F: Fn(&P) -> Option<R> + Send + Sync,
 {
     fn call(&self, payload: *const ()) -> ListenerResult {
-        #[allow(unsafe_code, reason = "the host passes a pointer to a layout-checked P")]
+        #[allow(
+            unsafe_code,
+            reason = "the host passes a pointer to a layout-checked P"
+        )]
         // SAFETY: the dispatcher borrows a live `P` for the duration of this call.
         let payload = unsafe { &*(payload as *const P) };
         match contain(|| Ok((self.f)(payload))) {
@@ -147,7 +156,13 @@ where
     F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Option<R>> + Send + 'static,
 {
-    AsyncListener_TO::from_value(AsyncFn { f, _types: PhantomData }, TD_Opaque)
+    AsyncListener_TO::from_value(
+        AsyncFn {
+            f,
+            _types: PhantomData,
+        },
+        TD_Opaque,
+    )
 }
 
 impl<P, R, F, Fut> AsyncListener for AsyncFn<P, R, F>
@@ -205,7 +220,13 @@ where
     F: Fn(RArc<P>, Next<R>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
 {
-    WaterfallListener_TO::from_value(WaterfallFn { f, _types: PhantomData }, TD_Opaque)
+    WaterfallListener_TO::from_value(
+        WaterfallFn {
+            f,
+            _types: PhantomData,
+        },
+        TD_Opaque,
+    )
 }
 
 impl<P, R, F, Fut> WaterfallListener for WaterfallFn<P, R, F>
@@ -217,7 +238,10 @@ where
 {
     fn call(&self, payload: RArc<()>, next: NextBox) -> FfiFuture<RResult<ErasedBox, PluginError>> {
         let payload = unerase_arc::<P>(payload);
-        let next = Next { inner: next, _types: PhantomData };
+        let next = Next {
+            inner: next,
+            _types: PhantomData,
+        };
         let started = contain(|| Ok((self.f)(payload, next)));
         async move {
             let result = match started {
@@ -244,7 +268,10 @@ where
     Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
 {
     WaterfallInner_TO::from_value(
-        InnerFn { f: std::sync::Mutex::new(Some(f)), _types: PhantomData },
+        InnerFn {
+            f: std::sync::Mutex::new(Some(f)),
+            _types: PhantomData,
+        },
         TD_Opaque,
     )
 }

@@ -14,7 +14,11 @@ use crate::abi::{ErrorKind, PluginError};
 
 impl PluginError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: RString::from(message.into()), path: RNone }
+        Self {
+            kind,
+            message: RString::from(message.into()),
+            path: RNone,
+        }
     }
 
     /// An error returned by plugin logic.
@@ -23,7 +27,10 @@ impl PluginError {
     }
 
     pub(crate) fn from_panic(payload: &(dyn Any + Send)) -> Self {
-        Self::new(ErrorKind::Panic, format!("panicked: {}", panic_message(payload)))
+        Self::new(
+            ErrorKind::Panic,
+            format!("panicked: {}", panic_message(payload)),
+        )
     }
 }
 
@@ -64,7 +71,9 @@ pub struct Contained<F> {
 
 impl<F> Contained<F> {
     pub fn new(inner: F) -> Self {
-        Self { inner: Box::pin(inner) }
+        Self {
+            inner: Box::pin(inner),
+        }
     }
 }
 

@@ -20,11 +20,13 @@ mod logging;
 mod plugin;
 
 pub use abi::{
-    CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl, PluginError,
-    PluginLib, PluginLibRef,
+    CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl,
+    PluginError, PluginLib, PluginLibRef,
 };
 pub use context::{Channel, Context, Descriptor, Service};
-pub use events::{BailEvent, EmitEvent, Next, ParallelEvent, SerialEvent, WaterfallEvent, next_step};
+pub use events::{
+    BailEvent, EmitEvent, Next, ParallelEvent, SerialEvent, WaterfallEvent, next_step,
+};
 pub use guard::{Contained, contain, panic_message};
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
 
@@ -48,8 +50,8 @@ pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Everything a plugin author usually needs.
 pub mod prelude {
     pub use crate::{
-        BailEvent, Context, EmitEvent, JsonSchema, Next, NoConfig, ParallelEvent, Plugin, PluginError,
-        RArc, RString, SerialEvent, Service, StableAbi, WaterfallEvent,
+        BailEvent, Context, EmitEvent, JsonSchema, Next, NoConfig, ParallelEvent, Plugin,
+        PluginError, RArc, RString, SerialEvent, Service, StableAbi, WaterfallEvent,
     };
     pub use serde::Deserialize;
 }

@@ -29,7 +29,11 @@ pub(crate) fn init(sink: LogSinkBox) {
             .map(|at| format!(" at {}:{}", at.file(), at.line()))
             .unwrap_or_default();
         let message = crate::guard::panic_message(info.payload());
-        forward(LogLevel::Error, "panic", &format!("plugin panicked{location}: {message}"));
+        forward(
+            LogLevel::Error,
+            "panic",
+            &format!("plugin panicked{location}: {message}"),
+        );
     }));
 }
 

@@ -7,10 +7,12 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RErr, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
-use crate::abi::{ErrorKind, HostCtx, LogSinkBox, PluginDecl, PluginError, PluginLib, PluginLibRef};
+use crate::abi::{
+    ErrorKind, HostCtx, LogSinkBox, PluginDecl, PluginError, PluginLib, PluginLibRef,
+};
 use crate::context::Context;
 use crate::guard::{Contained, contain};
 
@@ -41,14 +43,25 @@ pub struct NoConfig {}
 
 /// Parses a row's config, reporting the JSON path of the first problem.
 pub fn parse_config<C: DeserializeOwned>(json: &str) -> Result<C, PluginError> {
-    let json = if json.trim().is_empty() || json.trim() == "null" { "{}" } else { json };
+    let json = if json.trim().is_empty() || json.trim() == "null" {
+        "{}"
+    } else {
+        json
+    };
     let mut deserializer = serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize::<_, C>(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
-        let path = if path == "." { "$".to_owned() } else { format!("$.{path}") };
+        let path = if path == "." {
+            "$".to_owned()
+        } else {
+            format!("$.{path}")
+        };
         PluginError {
             kind: ErrorKind::Config,
-            message: RString::from(format!("invalid config: {}", without_position(&error.inner().to_string()))),
+            message: RString::from(format!(
+                "invalid config: {}",
+                without_position(&error.inner().to_string())
+            )),
             path: abi_stable::std_types::RSome(RString::from(path)),
         }
     })
@@ -80,7 +93,10 @@ pub fn declare<P: Plugin>() -> PluginDecl {
     }
 }
 
-extern "C" fn apply_shim<P: Plugin>(ctx: HostCtx, config: RString) -> FfiFuture<RResult<(), PluginError>> {
+extern "C" fn apply_shim<P: Plugin>(
+    ctx: HostCtx,
+    config: RString,
+) -> FfiFuture<RResult<(), PluginError>> {
     let started = contain(|| {
         let config = parse_config::<P::Config>(config.as_str())?;
         Ok(P::apply(Context::from_host(ctx), config))
@@ -100,8 +116,7 @@ pub mod __private {
 
     pub use abi_stable::library::{LibHeader, RootModuleResult};
 
-    pub 
-    extern "C" fn init_library(sink: LogSinkBox) {
+    pub extern "C" fn init_library(sink: LogSinkBox) {
         let _ = contain(|| {
             crate::logging::init(sink);
             Ok(())
@@ -109,8 +124,14 @@ pub mod __private {
     }
 
     /// Builds the root module from a list of declarations (run inside `catch_unwind`).
-    pub fn root_module(plugins: extern "C" fn() -> RResult<RVec<PluginDecl>, PluginError>) -> PluginLibRef {
-        PluginLib { init: init_library, plugins }.leak_into_prefix()
+    pub fn root_module(
+        plugins: extern "C" fn() -> RResult<RVec<PluginDecl>, PluginError>,
+    ) -> PluginLibRef {
+        PluginLib {
+            init: init_library,
+            plugins,
+        }
+        .leak_into_prefix()
     }
 
     pub fn collect(build: fn() -> Vec<PluginDecl>) -> RResult<RVec<PluginDecl>, PluginError> {
@@ -126,7 +147,10 @@ pub mod __private {
         #[allow(unsafe_code, reason = "building the abi_stable library header")]
         // SAFETY: `loader` returns the erased `PluginLibRef` built by `root_module`.
         unsafe {
-            LibHeader::from_constructor::<PluginLibRef>(loader, abi_stable::library::CheckTypeLayout::Yes)
+            LibHeader::from_constructor::<PluginLibRef>(
+                loader,
+                abi_stable::library::CheckTypeLayout::Yes,
+            )
         }
     }
 }
@@ -137,7 +161,7 @@ pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
 
 /// Exports the listed plugins as this library's root module.
 ///
-/// ```ignore
+/// ```text
 /// dsh_plugin_api::export_plugins!(Greeter);
 /// ```
 #[macro_export]
@@ -168,7 +192,6 @@ macro_rules! export_plugins {
 mod tests {
     use super::*;
 
-
     #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
     struct Demo {
@@ -184,7 +207,10 @@ mod tests {
 
     #[test]
     fn symbol_matches_abi_stable() {
-        assert_eq!(ROOT_MODULE_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+        assert_eq!(
+            ROOT_MODULE_SYMBOL,
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
     }
 
     #[test]
@@ -198,14 +224,25 @@ mod tests {
     fn invalid_config_names_the_path() {
         let error = parse_config::<Demo>(r#"{"targets": "not-an-array"}"#).unwrap_err();
         assert_eq!(error.kind, ErrorKind::Config);
-        assert_eq!(error.path.as_ref().map(|p| p.as_str()).into_option(), Some("$.targets"));
-        assert!(error.message.contains("expected a sequence"), "{}", error.message);
+        assert_eq!(
+            error.path.as_ref().map(|p| p.as_str()).into_option(),
+            Some("$.targets")
+        );
+        assert!(
+            error.message.contains("expected a sequence"),
+            "{}",
+            error.message
+        );
         assert!(!error.message.contains(" at line "), "{}", error.message);
     }
 
     #[test]
     fn unknown_config_field_is_refused() {
         let error = parse_config::<Demo>(r#"{"greetin": "x"}"#).unwrap_err();
-        assert!(error.message.contains("unknown field `greetin`"), "{}", error.message);
+        assert!(
+            error.message.contains("unknown field `greetin`"),
+            "{}",
+            error.message
+        );
     }
 }

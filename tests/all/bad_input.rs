@@ -13,9 +13,17 @@ fn check_config(dir: &TestDir, yaml: &str, extra: &[&str]) -> dsh_tests::Output 
 #[test]
 fn malformed_yaml_names_file_line_and_column() {
     let dir = TestDir::new("malformed");
-    let out = check_config(&dir, "- id: greeter\n  name: greeter\n- id: [unclosed\n", &[]);
+    let out = check_config(
+        &dir,
+        "- id: greeter\n  name: greeter\n- id: [unclosed\n",
+        &[],
+    );
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stderr.contains("tree.yml:4:1: malformed YAML"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("tree.yml:4:1: malformed YAML"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -30,10 +38,18 @@ fn unknown_row_field_is_named_with_its_position() {
 #[test]
 fn duplicate_id_in_one_layer_is_an_error() {
     let dir = TestDir::new("duplicate-id");
-    let out = check_config(&dir, "- id: greeter\n  name: greeter\n- id: greeter\n  name: consumer\n", &[]);
+    let out = check_config(
+        &dir,
+        "- id: greeter\n  name: greeter\n- id: greeter\n  name: consumer\n",
+        &[],
+    );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("greeter"), "{}", out.stderr);
-    assert!(out.stderr.to_lowercase().contains("duplicate"), "{}", out.stderr);
+    assert!(
+        out.stderr.to_lowercase().contains("duplicate"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -44,17 +60,33 @@ fn patch_for_an_unknown_id_warns_and_the_rest_runs() {
     let out = run_host(&dir.home(), &["check", "--profile", "demo"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(out.stderr.contains("no-such-row"), "{}", out.stderr);
-    assert!(out.stdout.contains("consumer says: Hello, world!"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("consumer says: Hello, world!"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn missing_library_is_pending_with_the_reason_and_a_warning() {
     let dir = TestDir::new("missing-lib");
-    let out = check_config(&dir, "- id: ghost\n  name: ghost-plugin\n- id: greeter\n  name: greeter\n", &[]);
+    let out = check_config(
+        &dir,
+        "- id: ghost\n  name: ghost-plugin\n- id: greeter\n  name: greeter\n",
+        &[],
+    );
     assert_eq!(out.code, Some(2), "{out:?}");
     let table = dsh_tests::squash(&out.stdout);
-    assert!(table.contains("ghost ghost-plugin PENDING waiting for: libghost_plugin.so not found in"), "{table}");
-    assert!(out.stderr.contains("row `ghost` waits (PENDING): libghost_plugin.so not found in"), "{}", out.stderr);
+    assert!(
+        table.contains("ghost ghost-plugin PENDING waiting for: libghost_plugin.so not found in"),
+        "{table}"
+    );
+    assert!(
+        out.stderr
+            .contains("row `ghost` waits (PENDING): libghost_plugin.so not found in"),
+        "{}",
+        out.stderr
+    );
     assert!(table.contains("greeter greeter ACTIVE"), "{table}");
 }
 
@@ -62,53 +94,123 @@ fn missing_library_is_pending_with_the_reason_and_a_warning() {
 fn unusable_libraries_fail_their_row_only() {
     let dir = TestDir::new("bad-libs");
     let plugins = dir.join("plugins");
-    for name in ["not_a_plugin", "incompatible_layout", "incompatible_version"] {
+    for name in [
+        "not_a_plugin",
+        "incompatible_layout",
+        "incompatible_version",
+    ] {
         install_library(&fixture_lib(name), &plugins.join(format!("lib{name}.so")));
     }
     let greeter = std::fs::read(plugin_lib("greeter")).unwrap();
-    std::fs::write(plugins.join("libtruncated.so"), &greeter[..greeter.len() / 3]).unwrap();
+    std::fs::write(
+        plugins.join("libtruncated.so"),
+        &greeter[..greeter.len() / 3],
+    )
+    .unwrap();
     let yaml = "- id: notplugin\n  name: not-a-plugin\n- id: layout\n  name: incompatible-layout\n- id: version\n  name: incompatible-version\n- id: truncated\n  name: truncated\n- id: greeter\n  name: greeter\n- id: consumer\n  name: consumer\n";
     let out = check_config(&dir, yaml, &["--plugin-dir", plugins.to_str().unwrap()]);
     assert_eq!(out.code, Some(1), "{out:?}");
-    let row = |id: &str| out.stdout.lines().find(|line| line.starts_with(&format!("{id} "))).unwrap_or("").to_owned();
-    assert!(row("notplugin").contains("FAILED") && row("notplugin").contains("not a dsh plugin library"), "{}", out.stdout);
+    let row = |id: &str| {
+        out.stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{id} ")))
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(
+        row("notplugin").contains("FAILED")
+            && row("notplugin").contains("not a dsh plugin library"),
+        "{}",
+        out.stdout
+    );
     let layout = row("layout");
     assert!(layout.contains("FAILED"), "{layout}");
-    assert!(layout.contains("built against an incompatible plugin-api (host 0.1.0, library 0.1.0)"), "{layout}");
+    assert!(
+        layout.contains("built against an incompatible plugin-api (host 0.1.0, library 0.1.0)"),
+        "{layout}"
+    );
     assert!(layout.contains("type `PluginDecl`"), "{layout}");
-    assert!(layout.contains("too many fields (expected 6, found 7)"), "{layout}");
-    let dump = layout.split("full report in ").nth(1).expect("dump path").trim();
-    assert!(std::fs::read_to_string(dump).unwrap().lines().count() > 100, "dump {dump}");
-    assert!(row("version").contains("built against plugin-api 0.2.0, but this host needs a version compatible with 0.1.0"), "{}", out.stdout);
-    assert!(row("truncated").contains("truncated file"), "{}", out.stdout);
-    assert!(out.stdout.contains("consumer says: Hello, world!"), "{}", out.stdout);
+    assert!(
+        layout.contains("too many fields (expected 6, found 7)"),
+        "{layout}"
+    );
+    let dump = layout
+        .split("full report in ")
+        .nth(1)
+        .expect("dump path")
+        .trim();
+    assert!(
+        std::fs::read_to_string(dump).unwrap().lines().count() > 100,
+        "dump {dump}"
+    );
+    assert!(
+        row("version").contains(
+            "built against plugin-api 0.2.0, but this host needs a version compatible with 0.1.0"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("truncated").contains("truncated file"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("consumer says: Hello, world!"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn config_failing_its_schema_fails_with_the_path_and_apply_is_not_called() {
     let dir = TestDir::new("bad-config");
-    let out = check_config(&dir, "- id: beat\n  name: heartbeat\n  config:\n    interval_ms: soon\n", &[]);
+    let out = check_config(
+        &dir,
+        "- id: beat\n  name: heartbeat\n  config:\n    interval_ms: soon\n",
+        &[],
+    );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stdout.contains("invalid config"), "{}", out.stdout);
     assert!(out.stdout.contains("(at $.interval_ms)"), "{}", out.stdout);
-    assert!(!out.stdout.contains("heartbeat plugin loading"), "apply ran: {}", out.stdout);
+    assert!(
+        !out.stdout.contains("heartbeat plugin loading"),
+        "apply ran: {}",
+        out.stdout
+    );
 }
 
 #[test]
 fn missing_env_variable_in_a_tag_names_row_and_variable() {
     let dir = TestDir::new("env-tag");
-    let out = check_config(&dir, "- id: greeter\n  name: greeter\n  config:\n    greeting: !env DSH_TEST_SURELY_UNSET\n", &[]);
+    let out = check_config(
+        &dir,
+        "- id: greeter\n  name: greeter\n  config:\n    greeting: !env DSH_TEST_SURELY_UNSET\n",
+        &[],
+    );
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stderr.contains("DSH_TEST_SURELY_UNSET"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("DSH_TEST_SURELY_UNSET"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("greeter"), "{}", out.stderr);
 }
 
 #[test]
 fn env_tag_with_default_reaches_the_plugin() {
     let dir = TestDir::new("env-default");
-    let out = check_config(&dir, "- id: greeter\n  name: greeter\n  config:\n    greeting: !env [DSH_TEST_SURELY_UNSET, Salut]\n- id: consumer\n  name: consumer\n", &[]);
+    let out = check_config(
+        &dir,
+        "- id: greeter\n  name: greeter\n  config:\n    greeting: !env [DSH_TEST_SURELY_UNSET, Salut]\n- id: consumer\n  name: consumer\n",
+        &[],
+    );
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(out.stdout.contains("consumer says: Salut, world!"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("consumer says: Salut, world!"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

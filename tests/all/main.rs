@@ -3,5 +3,6 @@
 
 mod bad_input;
 mod cli;
+mod examples;
 mod reload;
 mod runtime;

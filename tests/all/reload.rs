@@ -11,7 +11,15 @@ fn start_with_greeter_copy(dir: &TestDir, yaml: &str) -> HostProcess {
     let plugins = dir.join("plugins");
     install_library(&plugin_lib("greeter"), &plugins.join("libgreeter.so"));
     let config = dir.write("tree.yml", yaml);
-    HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap(), "--plugin-dir", plugins.to_str().unwrap()])
+    HostProcess::start(
+        &dir.home(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+        ],
+    )
 }
 
 fn status_json(home: &Path) -> serde_json::Value {
@@ -27,14 +35,25 @@ fn replacing_a_library_reloads_the_consumer_exactly_once() {
     let dir = TestDir::new("reload-lib");
     let mut host = start_with_greeter_copy(&dir, PAIR);
     host.wait_stdout("consumer says: Hello, world!", WAIT);
-    install_library(&plugin_lib("greeter_alt"), &dir.join("plugins/libgreeter.so"));
+    install_library(
+        &plugin_lib("greeter_alt"),
+        &dir.join("plugins/libgreeter.so"),
+    );
     host.wait_stdout("consumer says: Howdy, world!", WAIT);
     host.wait_stderr("libgreeter.so (1 row(s) remounted)", WAIT);
     let status = status_json(&dir.home());
-    assert_eq!(host.count_stdout("consumer says: Howdy, world!"), 1, "{:?}", host.stdout());
+    assert_eq!(
+        host.count_stdout("consumer says: Howdy, world!"),
+        1,
+        "{:?}",
+        host.stdout()
+    );
     assert_eq!(host.count_stdout("consumer says"), 2, "{:?}", host.stdout());
     let fibers = status["fibers"].as_array().unwrap();
-    assert!(fibers.iter().all(|fiber| fiber["state"] == "ACTIVE"), "{status}");
+    assert!(
+        fibers.iter().all(|fiber| fiber["state"] == "ACTIVE"),
+        "{status}"
+    );
     // The first copy of libgreeter.so is never unloaded: it is still counted.
     assert_eq!(status["library_copies"], 3, "{status}");
     assert_eq!(host.stop(), Some(0));
@@ -52,8 +71,18 @@ fn a_library_that_fails_to_load_leaves_the_old_version_running() {
     host.wait_stderr("keeping the running version", WAIT);
     assert_eq!(host.count_stdout("consumer says"), 1, "{:?}", host.stdout());
     let status = status_json(&dir.home());
-    assert!(status["fibers"].as_array().unwrap().iter().all(|fiber| fiber["state"] == "ACTIVE"), "{status}");
-    install_library(&plugin_lib("greeter_alt"), &dir.join("plugins/libgreeter.so"));
+    assert!(
+        status["fibers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|fiber| fiber["state"] == "ACTIVE"),
+        "{status}"
+    );
+    install_library(
+        &plugin_lib("greeter_alt"),
+        &dir.join("plugins/libgreeter.so"),
+    );
     host.wait_stdout("consumer says: Howdy, world!", WAIT);
     assert_eq!(host.stop(), Some(0));
 }
@@ -67,11 +96,24 @@ fn config_edit_remounts_only_the_changed_row() {
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
     host.wait_stdout("consumer says: Hello, world!", WAIT);
     host.wait_stdout("applied level 0", WAIT);
-    dir.write("tree.yml", &yaml.replace("greeting: Hello", "greeting: Bonjour"));
+    dir.write(
+        "tree.yml",
+        &yaml.replace("greeting: Hello", "greeting: Bonjour"),
+    );
     host.wait_stdout("consumer says: Bonjour, world!", WAIT);
     host.wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
-    assert_eq!(host.count_stdout("disposed level 0"), 0, "bystander remounted: {:?}", host.stdout());
-    assert_eq!(host.count_stdout("applied level 0"), 1, "{:?}", host.stdout());
+    assert_eq!(
+        host.count_stdout("disposed level 0"),
+        0,
+        "bystander remounted: {:?}",
+        host.stdout()
+    );
+    assert_eq!(
+        host.count_stdout("applied level 0"),
+        1,
+        "{:?}",
+        host.stdout()
+    );
     assert_eq!(host.stop(), Some(0));
 }
 
@@ -86,7 +128,13 @@ fn a_broken_config_edit_keeps_the_last_good_tree() {
     assert!(line.contains("tree.yml:3:"), "{line}");
     let status = status_json(&dir.home());
     assert_eq!(status["fibers"].as_array().unwrap().len(), 2, "{status}");
-    dir.write("tree.yml", &PAIR.replace("- id: greeter\n  name: greeter\n", "- id: greeter\n  name: greeter\n  config: {greeting: Hey}\n"));
+    dir.write(
+        "tree.yml",
+        &PAIR.replace(
+            "- id: greeter\n  name: greeter\n",
+            "- id: greeter\n  name: greeter\n  config: {greeting: Hey}\n",
+        ),
+    );
     host.wait_stdout("consumer says: Hey, world!", WAIT);
     assert_eq!(host.stop(), Some(0));
 }
@@ -102,7 +150,10 @@ fn twenty_reloads_deliver_once_and_leak_nothing() {
     let before = status_json(&dir.home());
     let libraries = [plugin_lib("greeter_alt"), plugin_lib("greeter")];
     for round in 1..=20 {
-        install_library(&libraries[(round - 1) % 2], &dir.join("plugins/libgreeter.so"));
+        install_library(
+            &libraries[(round - 1) % 2],
+            &dir.join("plugins/libgreeter.so"),
+        );
         host.wait_stdout_count("consumer says", round + 1, WAIT);
         host.wait_stdout(&format!("got ping {}", round + 1), WAIT);
     }
@@ -110,44 +161,117 @@ fn twenty_reloads_deliver_once_and_leak_nothing() {
     std::thread::sleep(Duration::from_millis(300));
     let after = status_json(&dir.home());
     let stdout = host.stdout();
-    assert_eq!(stdout.iter().filter(|line| line.starts_with("consumer says")).count(), 21, "{stdout:?}");
+    assert_eq!(
+        stdout
+            .iter()
+            .filter(|line| line.starts_with("consumer says"))
+            .count(),
+        21,
+        "{stdout:?}"
+    );
     for line in stdout.iter().filter(|line| line.starts_with("echo ")) {
         let words: Vec<&str> = line.split(' ').collect();
         assert_eq!(words[1], words[4], "an old listener answered: {line}");
     }
-    assert_eq!(stdout.iter().filter(|line| line.starts_with("echo ")).count(), 21, "{stdout:?}");
-    assert_eq!(after["listeners"], before["listeners"], "before {before}\nafter {after}");
-    assert_eq!(after["live_tasks"], before["live_tasks"], "before {before}\nafter {after}");
-    assert_eq!(after["fibers"].as_array().unwrap().len(), before["fibers"].as_array().unwrap().len());
+    assert_eq!(
+        stdout
+            .iter()
+            .filter(|line| line.starts_with("echo "))
+            .count(),
+        21,
+        "{stdout:?}"
+    );
+    assert_eq!(
+        after["listeners"], before["listeners"],
+        "before {before}\nafter {after}"
+    );
+    assert_eq!(
+        after["live_tasks"], before["live_tasks"],
+        "before {before}\nafter {after}"
+    );
+    assert_eq!(
+        after["fibers"].as_array().unwrap().len(),
+        before["fibers"].as_array().unwrap().len()
+    );
     let copies = |status: &serde_json::Value| status["library_copies"].as_u64().unwrap();
-    assert_eq!(copies(&after), copies(&before) + 20, "every reload holds one more copy");
+    assert_eq!(
+        copies(&after),
+        copies(&before) + 20,
+        "every reload holds one more copy"
+    );
     assert_eq!(host.stop(), Some(0));
 }
 
 #[test]
 fn a_third_party_plugin_dropped_into_the_plugins_folder_loads() {
     let dir = TestDir::new("third-party");
-    let config = dir.write("tree.yml", "- id: third\n  name: third-party-plugin\n  config:\n    message: dropped in and running\n");
+    let config = dir.write(
+        "tree.yml",
+        "- id: third\n  name: third-party-plugin\n  config:\n    message: dropped in and running\n",
+    );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
-    host.wait_stderr("row `third` waits (PENDING): libthird_party_plugin.so not found in", WAIT);
+    host.wait_stderr(
+        "row `third` waits (PENDING): libthird_party_plugin.so not found in",
+        WAIT,
+    );
     let status = status_json(&dir.home());
     assert_eq!(status["fibers"][0]["state"], "PENDING", "{status}");
-    install_library(&fixture_lib("third_party_plugin"), &dir.home().join("plugins/libthird_party_plugin.so"));
+    install_library(
+        &fixture_lib("third_party_plugin"),
+        &dir.home().join("plugins/libthird_party_plugin.so"),
+    );
     host.wait_stdout("dropped in and running", WAIT);
     let status = status_json(&dir.home());
     assert_eq!(status["fibers"][0]["state"], "ACTIVE", "{status}");
     assert_eq!(host.stop(), Some(0));
-    assert!(host.stdout().iter().any(|line| line == "third-party-plugin disposed"), "{:?}", host.stdout());
+    assert!(
+        host.stdout()
+            .iter()
+            .any(|line| line == "third-party-plugin disposed"),
+        "{:?}",
+        host.stdout()
+    );
 }
 
 #[test]
 fn a_context_kept_past_its_reload_is_refused() {
     plugin_lib("lifecycle_probe");
     let dir = TestDir::new("stale");
-    let mut host = start_with_greeter_copy(&dir, "- id: greeter\n  name: greeter\n- id: stale\n  name: lifecycle-probe/stale\n");
+    let mut host = start_with_greeter_copy(
+        &dir,
+        "- id: greeter\n  name: greeter\n- id: stale\n  name: lifecycle-probe/stale\n",
+    );
     host.wait_stdout("stale: first apply", WAIT);
-    install_library(&plugin_lib("greeter_alt"), &dir.join("plugins/libgreeter.so"));
+    install_library(
+        &plugin_lib("greeter_alt"),
+        &dir.join("plugins/libgreeter.so"),
+    );
     let line = host.wait_stdout("stale context refused", WAIT);
-    assert!(line.contains("cannot register on an inactive context"), "{line}");
+    assert!(
+        line.contains("cannot register on an inactive context"),
+        "{line}"
+    );
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn disabling_a_provider_row_sends_its_consumer_back_to_pending() {
+    let dir = TestDir::new("reload-disable");
+    let config = dir.write("tree.yml", PAIR);
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    dir.write(
+        "tree.yml",
+        &PAIR.replace("  name: greeter\n", "  name: greeter\n  disabled: true\n"),
+    );
+    host.wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
+    let status = status_json(&dir.home());
+    let fibers = status["fibers"].as_array().unwrap();
+    assert_eq!(fibers.len(), 1, "{status}");
+    assert_eq!(fibers[0]["row"], "consumer");
+    assert_eq!(fibers[0]["state"], "PENDING", "{status}");
+    assert_eq!(status["disabled"][0], "greeter", "{status}");
+    dir.write("tree.yml", PAIR);
+    host.wait_stdout_count("consumer says: Hello, world!", 2, WAIT);
     assert_eq!(host.stop(), Some(0));
 }

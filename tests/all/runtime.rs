@@ -7,7 +7,10 @@ const SWAPPED: &str = "- id: consumer\n  name: consumer\n- id: greeter\n  name: 
 
 fn check(dir: &TestDir, yaml: &str) -> dsh_tests::Output {
     let config = dir.write("tree.yml", yaml);
-    run_host(&dir.home(), &["check", "--config", config.to_str().unwrap()])
+    run_host(
+        &dir.home(),
+        &["check", "--config", config.to_str().unwrap()],
+    )
 }
 
 #[test]
@@ -17,7 +20,11 @@ fn hello_prints_once_and_every_fiber_is_active() {
     let dir = TestDir::new("hello");
     let out = check(&dir, HELLO);
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert_eq!(out.stdout.matches("consumer says: Hello, world!").count(), 1, "{out:?}");
+    assert_eq!(
+        out.stdout.matches("consumer says: Hello, world!").count(),
+        1,
+        "{out:?}"
+    );
     let table = dsh_tests::squash(&out.stdout);
     assert!(table.contains("greeter greeter ACTIVE"), "{table}");
     assert!(table.contains("consumer consumer ACTIVE"), "{table}");
@@ -29,9 +36,17 @@ fn swapped_row_order_gives_the_same_output() {
     let first = check(&dir, HELLO);
     let second = check(&dir, SWAPPED);
     assert_eq!(second.code, Some(0), "{second:?}");
-    let line = |out: &dsh_tests::Output| out.stdout.lines().find(|line| line.starts_with("consumer says")).map(str::to_owned);
+    let line = |out: &dsh_tests::Output| {
+        out.stdout
+            .lines()
+            .find(|line| line.starts_with("consumer says"))
+            .map(str::to_owned)
+    };
     assert_eq!(line(&first), line(&second));
-    assert_eq!(line(&second).as_deref(), Some("consumer says: Hello, world!"));
+    assert_eq!(
+        line(&second).as_deref(),
+        Some("consumer says: Hello, world!")
+    );
 }
 
 #[test]
@@ -40,47 +55,81 @@ fn consumer_without_provider_is_pending_and_silent() {
     let out = check(&dir, "- id: consumer\n  name: consumer\n");
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(!out.stdout.contains("consumer says"), "{}", out.stdout);
-    assert!(dsh_tests::squash(&out.stdout).contains("PENDING waiting for: service `greeter`"), "{}", out.stdout);
+    assert!(
+        dsh_tests::squash(&out.stdout).contains("PENDING waiting for: service `greeter`"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn second_provider_of_a_service_fails_naming_it() {
     plugin_lib("greeter_alt");
     let dir = TestDir::new("duplicate");
-    let out = check(&dir, "- id: greeter\n  name: greeter\n- id: greeter2\n  name: greeter-alt\n- id: consumer\n  name: consumer\n");
+    let out = check(
+        &dir,
+        "- id: greeter\n  name: greeter\n- id: greeter2\n  name: greeter-alt\n- id: consumer\n  name: consumer\n",
+    );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
-        dsh_tests::squash(&out.stdout).contains("FAILED service `greeter` is already provided by row `greeter` (greeter)"),
+        dsh_tests::squash(&out.stdout)
+            .contains("FAILED service `greeter` is already provided by row `greeter` (greeter)"),
         "{}",
         out.stdout
     );
     // The first provider keeps serving its consumer.
-    assert!(out.stdout.contains("consumer says: Hello, world!"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("consumer says: Hello, world!"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn disposers_start_in_reverse_order_and_run_concurrently() {
     plugin_lib("lifecycle_probe");
     let dir = TestDir::new("disposers");
-    let config = dir.write("tree.yml", "- id: disposers\n  name: lifecycle-probe/disposers\n");
+    let config = dir.write(
+        "tree.yml",
+        "- id: disposers\n  name: lifecycle-probe/disposers\n",
+    );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
     host.wait_stdout("disposers registered", WAIT);
     assert_eq!(host.stop(), Some(0));
-    let lines: Vec<String> = host.stdout().into_iter().filter(|line| line.len() <= 8).collect();
+    let lines: Vec<String> = host
+        .stdout()
+        .into_iter()
+        .filter(|line| line.len() <= 8)
+        .collect();
     // C (registered last) starts first; B cannot finish before A started, so a sequential
     // unload would hang here instead of printing this order.
-    assert_eq!(lines, ["C sync", "B start", "A start", "A done", "B done"], "{:?}", host.stdout());
+    assert_eq!(
+        lines,
+        ["C sync", "B start", "A start", "A done", "B done"],
+        "{:?}",
+        host.stdout()
+    );
 }
 
 #[test]
 fn dispose_is_recursive_over_child_plugins() {
     let dir = TestDir::new("tree");
-    let config = dir.write("tree.yml", "- id: tree\n  name: lifecycle-probe/tree\n  config:\n    depth: 2\n");
+    let config = dir.write(
+        "tree.yml",
+        "- id: tree\n  name: lifecycle-probe/tree\n  config:\n    depth: 2\n",
+    );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
     host.wait_stdout("applied level 0", WAIT);
     assert_eq!(host.stop(), Some(0));
-    let disposed: Vec<String> = host.stdout().into_iter().filter(|line| line.starts_with("disposed level")).collect();
-    assert_eq!(disposed, ["disposed level 0", "disposed level 1", "disposed level 2"]);
+    let disposed: Vec<String> = host
+        .stdout()
+        .into_iter()
+        .filter(|line| line.starts_with("disposed level"))
+        .collect();
+    assert_eq!(
+        disposed,
+        ["disposed level 0", "disposed level 1", "disposed level 2"]
+    );
 }
 
 #[test]
@@ -95,7 +144,11 @@ fn the_five_dispatch_modes() {
         "serial: first answer 7 (third called: false)",
         "waterfall: outer(inner(default))",
     ] {
-        assert!(out.stdout.lines().any(|line| line == expected), "missing `{expected}` in:\n{}", out.stdout);
+        assert!(
+            out.stdout.lines().any(|line| line == expected),
+            "missing `{expected}` in:\n{}",
+            out.stdout
+        );
     }
 }
 
@@ -113,14 +166,23 @@ fn waterfall_demo_upper_cases_and_short_circuits() {
 fn heartbeat_ticks_until_sigint_then_cleans_up_and_exits_130() {
     plugin_lib("heartbeat");
     let dir = TestDir::new("heartbeat");
-    let config = dir.write("tree.yml", "- id: beat\n  name: heartbeat\n  config:\n    interval_ms: 20\n");
+    let config = dir.write(
+        "tree.yml",
+        "- id: beat\n  name: heartbeat\n  config:\n    interval_ms: 20\n",
+    );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
     host.wait_stdout_count("tick", 3, WAIT);
     host.signal(libc::SIGINT);
     assert_eq!(host.wait_exit(WAIT), Some(130));
     let stdout = host.stdout();
-    let cleaned = stdout.iter().position(|line| line == "heartbeat cleaned up").expect("disposer ran");
-    assert!(stdout[cleaned + 1..].iter().all(|line| line != "tick"), "ticked after dispose: {stdout:?}");
+    let cleaned = stdout
+        .iter()
+        .position(|line| line == "heartbeat cleaned up")
+        .expect("disposer ran");
+    assert!(
+        stdout[cleaned + 1..].iter().all(|line| line != "tick"),
+        "ticked after dispose: {stdout:?}"
+    );
 }
 
 #[test]
@@ -134,11 +196,23 @@ fn panics_in_apply_listener_and_disposer_are_contained() {
     host.wait_stdout("consumer says: Hello, world!", WAIT);
     host.wait_stdout("second listener got ping", WAIT);
     host.wait_stderr("panicked: apply exploded on purpose", WAIT);
-    host.wait_stderr("listener failed: panicked: listener exploded on purpose", WAIT);
+    host.wait_stderr(
+        "listener failed: panicked: listener exploded on purpose",
+        WAIT,
+    );
     assert_eq!(host.stop(), Some(0));
-    assert!(host.stdout().iter().any(|line| line == "other disposer ran"), "{:?}", host.stdout());
     assert!(
-        host.stderr().iter().any(|line| line.contains("disposer of row `panic-dispose`") && line.contains("disposer exploded on purpose")),
+        host.stdout()
+            .iter()
+            .any(|line| line == "other disposer ran"),
+        "{:?}",
+        host.stdout()
+    );
+    assert!(
+        host.stderr()
+            .iter()
+            .any(|line| line.contains("disposer of row `panic-dispose`")
+                && line.contains("disposer exploded on purpose")),
         "{:?}",
         host.stderr()
     );
@@ -152,6 +226,15 @@ fn event_declared_with_another_mode_is_refused() {
         "- id: declarer\n  name: lifecycle-probe/ping-declarer\n- id: clash\n  name: lifecycle-probe/mode-clash\n",
     );
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stdout.contains("event `probe/ping` is declared as emit"), "{}", out.stdout);
-    assert!(out.stdout.contains("but used as waterfall"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("event `probe/ping` is declared as emit"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("but used as waterfall"),
+        "{}",
+        out.stdout
+    );
 }

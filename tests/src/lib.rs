@@ -4,7 +4,11 @@
 //!
 //! Tests never start cargo: a missing binary or library fails with a message saying to run the
 //! README's test command. Every wait is bounded.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test support: a failed step is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed step is a failed test"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -21,7 +25,11 @@ pub fn target_debug() -> PathBuf {
 }
 
 pub fn workspace_root() -> PathBuf {
-    target_debug().parent().and_then(Path::parent).expect("workspace root").to_path_buf()
+    target_debug()
+        .parent()
+        .and_then(Path::parent)
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 fn require(path: PathBuf) -> PathBuf {
@@ -44,7 +52,11 @@ pub fn plugin_lib(name: &str) -> PathBuf {
 
 /// A library built outside the workspace by `cargo xtask test` into `target/fixtures/out`.
 pub fn fixture_lib(name: &str) -> PathBuf {
-    require(workspace_root().join("target/fixtures/out").join(format!("lib{}.so", name.replace('-', "_"))))
+    require(
+        workspace_root()
+            .join("target/fixtures/out")
+            .join(format!("lib{}.so", name.replace('-', "_"))),
+    )
 }
 
 /// A directory under `target/test-tmp`, removed when dropped.
@@ -57,7 +69,9 @@ static DIRS: AtomicUsize = AtomicUsize::new(0);
 impl TestDir {
     pub fn new(name: &str) -> Self {
         let serial = DIRS.fetch_add(1, Ordering::Relaxed);
-        let path = workspace_root().join("target/test-tmp").join(format!("{name}-{}-{serial}", std::process::id()));
+        let path = workspace_root()
+            .join("target/test-tmp")
+            .join(format!("{name}-{}-{serial}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         Self { path }
@@ -121,7 +135,11 @@ fn command(home: &Path, args: &[&str]) -> Command {
 pub fn run_host(home: &Path, args: &[&str]) -> Output {
     let mut process = HostProcess::start(home, args);
     let code = process.wait_exit(Duration::from_secs(60));
-    Output { code, stdout: process.stdout().join("\n"), stderr: process.stderr().join("\n") }
+    Output {
+        code,
+        stdout: process.stdout().join("\n"),
+        stderr: process.stderr().join("\n"),
+    }
 }
 
 type Lines = Arc<(Mutex<Vec<String>>, Condvar)>;
@@ -148,7 +166,12 @@ fn collect(stream: impl std::io::Read + Send + 'static) -> Lines {
     lines
 }
 
-fn wait_line(lines: &Lines, what: &str, timeout: Duration, matches: impl Fn(&str) -> bool) -> String {
+fn wait_line(
+    lines: &Lines,
+    what: &str,
+    timeout: Duration,
+    matches: impl Fn(&str) -> bool,
+) -> String {
     let deadline = Instant::now() + timeout;
     let (store, ready) = &**lines;
     let mut guard = store.lock().unwrap();
@@ -157,7 +180,11 @@ fn wait_line(lines: &Lines, what: &str, timeout: Duration, matches: impl Fn(&str
             return line.clone();
         }
         let now = Instant::now();
-        assert!(now < deadline, "timed out after {timeout:?} waiting for {what}; got:\n{}", guard.join("\n"));
+        assert!(
+            now < deadline,
+            "timed out after {timeout:?} waiting for {what}; got:\n{}",
+            guard.join("\n")
+        );
         guard = ready.wait_timeout(guard, deadline - now).unwrap().0;
     }
 }
@@ -167,7 +194,12 @@ impl HostProcess {
         let mut child = command(home, args).spawn().expect("start dsh-host");
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
-        Self { child, stdout, stderr, exit: None }
+        Self {
+            child,
+            stdout,
+            stderr,
+            exit: None,
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -176,7 +208,12 @@ impl HostProcess {
 
     /// Waits for a stdout line containing `needle` and returns it.
     pub fn wait_stdout(&self, needle: &str, timeout: Duration) -> String {
-        wait_line(&self.stdout, &format!("stdout `{needle}`"), timeout, |line| line.contains(needle))
+        wait_line(
+            &self.stdout,
+            &format!("stdout `{needle}`"),
+            timeout,
+            |line| line.contains(needle),
+        )
     }
 
     /// Waits until `count` stdout lines contain `needle`.
@@ -198,11 +235,19 @@ impl HostProcess {
     }
 
     pub fn wait_stderr(&self, needle: &str, timeout: Duration) -> String {
-        wait_line(&self.stderr, &format!("stderr `{needle}`"), timeout, |line| line.contains(needle))
+        wait_line(
+            &self.stderr,
+            &format!("stderr `{needle}`"),
+            timeout,
+            |line| line.contains(needle),
+        )
     }
 
     pub fn count_stdout(&self, needle: &str) -> usize {
-        self.stdout().iter().filter(|line| line.contains(needle)).count()
+        self.stdout()
+            .iter()
+            .filter(|line| line.contains(needle))
+            .count()
     }
 
     pub fn stdout(&self) -> Vec<String> {
@@ -264,7 +309,10 @@ impl Drop for HostProcess {
 
 /// Collapses runs of whitespace, so table rows can be matched whatever the column widths.
 pub fn squash(text: &str) -> String {
-    text.lines().map(|line| line.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A generous bound for things that normally take milliseconds.

@@ -18,8 +18,12 @@ use crate::plugin_template;
 use crate::process::cargo;
 
 /// The profile settings of the workspace, so fixture builds reuse its compiled dependencies.
-const PROFILE_FLAGS: [&str; 4] =
-    ["--config", "profile.dev.debug=\"line-tables-only\"", "--config", "profile.dev.package.\"*\".debug=false"];
+const PROFILE_FLAGS: [&str; 4] = [
+    "--config",
+    "profile.dev.debug=\"line-tables-only\"",
+    "--config",
+    "profile.dev.package.\"*\".debug=false",
+];
 
 pub(crate) fn build(root: &Path) -> Result<()> {
     crate::timed("build fixtures", || {
@@ -28,7 +32,12 @@ pub(crate) fn build(root: &Path) -> Result<()> {
         std::fs::create_dir_all(&out)?;
 
         let third_party = base.join("third-party-plugin");
-        refresh_template(root, "third-party-plugin", &third_party, &root.join("plugin-api"))?;
+        refresh_template(
+            root,
+            "third-party-plugin",
+            &third_party,
+            &root.join("plugin-api"),
+        )?;
         build_crate(root, &third_party, "third_party_plugin", &out)?;
 
         let not_plugin = base.join("not-a-plugin");
@@ -61,7 +70,10 @@ fn refresh_template(root: &Path, name: &str, dir: &Path, api: &Path) -> Result<(
     plugin_template::create(root, name, &scratch)?;
     for file in ["Cargo.toml", "src/lib.rs"] {
         let text = std::fs::read_to_string(scratch.join(file))?;
-        let text = text.replace(&root.join("plugin-api").display().to_string(), &api.display().to_string());
+        let text = text.replace(
+            &root.join("plugin-api").display().to_string(),
+            &api.display().to_string(),
+        );
         write_if_changed(&dir.join(file), &text)?;
     }
     std::fs::remove_dir_all(&scratch)?;
@@ -87,7 +99,9 @@ fn copy_api(root: &Path, dir: &Path, version: &str, change_layout: bool) -> Resu
     write_if_changed(&dir.join("Cargo.toml"), &manifest)?;
     for entry in std::fs::read_dir(source.join("src"))? {
         let path = entry?.path();
-        let Some(file) = path.file_name().map(PathBuf::from) else { continue };
+        let Some(file) = path.file_name().map(PathBuf::from) else {
+            continue;
+        };
         let mut text = std::fs::read_to_string(&path)?;
         if change_layout {
             text = change_decl_layout(&file, text)?;
@@ -107,13 +121,20 @@ fn change_decl_layout(file: &Path, text: String) -> Result<String> {
             "    pub provides: RVec<RString>,\n",
             "    pub provides: RVec<RString>,\n    /// Added without a version bump.\n    pub priority: u32,\n",
         )],
-        Some("plugin.rs") => &[("        apply: apply_shim::<P>,\n", "        priority: 0,\n        apply: apply_shim::<P>,\n")],
+        Some("plugin.rs") => &[(
+            "        apply: apply_shim::<P>,\n",
+            "        priority: 0,\n        apply: apply_shim::<P>,\n",
+        )],
         _ => &[],
     };
     let mut text = text;
     for (from, to) in patches {
         if !text.contains(from) {
-            bail!("plugin-api/src/{} changed: cannot find `{}` to build the layout fixture", file.display(), from.trim());
+            bail!(
+                "plugin-api/src/{} changed: cannot find `{}` to build the layout fixture",
+                file.display(),
+                from.trim()
+            );
         }
         text = text.replacen(from, to, 1);
     }
@@ -160,12 +181,20 @@ fn build_crate(root: &Path, dir: &Path, lib: &str, out: &Path) -> Result<()> {
     }
     let manifest = dir.join("Cargo.toml").display().to_string();
     let target = root.join("target").display().to_string();
-    let mut args = vec!["build", "--quiet", "--manifest-path", manifest.as_str(), "--target-dir", target.as_str()];
+    let mut args = vec![
+        "build",
+        "--quiet",
+        "--manifest-path",
+        manifest.as_str(),
+        "--target-dir",
+        target.as_str(),
+    ];
     args.extend(PROFILE_FLAGS);
     cargo(root, &args)?;
     let file = format!("lib{lib}.so");
     let built = root.join("target/debug").join(&file);
-    std::fs::copy(&built, out.join(&file)).with_context(|| format!("cannot copy {}", built.display()))?;
+    std::fs::copy(&built, out.join(&file))
+        .with_context(|| format!("cannot copy {}", built.display()))?;
     // dsh-host searches its own directory for plugins: fixtures must not be found there.
     std::fs::remove_file(&built)?;
     Ok(())

@@ -30,7 +30,10 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 fn run(args: Vec<String>) -> Result<()> {
     let root = workspace_root()?;
-    let (command, rest) = args.split_first().map(|(c, r)| (c.as_str(), r.to_vec())).unwrap_or(("", Vec::new()));
+    let (command, rest) = args
+        .split_first()
+        .map(|(c, r)| (c.as_str(), r.to_vec()))
+        .unwrap_or(("", Vec::new()));
     match command {
         "build" => {
             let release = rest.iter().any(|arg| arg == "--release");
@@ -41,14 +44,19 @@ fn run(args: Vec<String>) -> Result<()> {
         "test" => test(&root, rest),
         "bench" => bench::run(&root, rest),
         "new-plugin" => {
-            let Some(name) = rest.first() else { bail!("new-plugin needs a NAME\n{USAGE}") };
+            let Some(name) = rest.first() else {
+                bail!("new-plugin needs a NAME\n{USAGE}")
+            };
             let dir = match rest.iter().position(|arg| arg == "--dir") {
                 Some(index) => PathBuf::from(rest.get(index + 1).context("--dir needs a path")?),
                 None => PathBuf::from(name),
             };
             let created = plugin_template::create(&root, name, &dir)?;
             println!("created plugin `{name}` in {}", created.display());
-            println!("build it: cargo build --manifest-path {}/Cargo.toml", created.display());
+            println!(
+                "build it: cargo build --manifest-path {}/Cargo.toml",
+                created.display()
+            );
             Ok(())
         }
         _ => bail!("{USAGE}"),
@@ -58,7 +66,10 @@ fn run(args: Vec<String>) -> Result<()> {
 /// The directory of the workspace `Cargo.toml` (xtask lives one level below it).
 fn workspace_root() -> Result<PathBuf> {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().map(Path::to_path_buf).context("xtask has no parent directory")
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .context("xtask has no parent directory")
 }
 
 fn timed<T>(stage: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -86,7 +97,10 @@ fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
             "xtask: running the example composition (examples/hello.yml). No model and no API key \
              are involved; press Ctrl-C to stop."
         );
-        vec!["--config".to_owned(), root.join("examples/hello.yml").display().to_string()]
+        vec![
+            "--config".to_owned(),
+            root.join("examples/hello.yml").display().to_string(),
+        ]
     } else {
         args
     };
@@ -105,12 +119,26 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     let started = Instant::now();
     build_workspace(root, false)?;
     fixtures::build(root)?;
-    timed("run tests", || {
-        let mut args = vec!["test".to_owned(), "--workspace".to_owned(), "--no-fail-fast".to_owned()];
+    let (success, totals) = timed("run tests", || {
+        let mut args = vec![
+            "test".to_owned(),
+            "--workspace".to_owned(),
+            "--no-fail-fast".to_owned(),
+        ];
         args.extend(extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        cargo(root, &args)
+        process::cargo_test(root, &args)
     })?;
-    println!("xtask: test total: {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "xtask: test total: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        totals.passed, totals.failed, totals.ignored
+    );
+    if !success || totals.failed > 0 {
+        bail!("tests failed");
+    }
     Ok(())
 }

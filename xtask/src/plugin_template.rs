@@ -24,14 +24,18 @@ fn type_name(name: &str) -> String {
 
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
         && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
 }
 
 /// Writes the crate into `dir`; refuses to overwrite an existing crate.
 pub(crate) fn create(root: &Path, name: &str, dir: &Path) -> Result<PathBuf> {
     if !valid_name(name) {
-        bail!("plugin name `{name}`: use lowercase letters, digits, `-` or `_`, starting with a letter");
+        bail!(
+            "plugin name `{name}`: use lowercase letters, digits, `-` or `_`, starting with a letter"
+        );
     }
     if dir.join("Cargo.toml").exists() {
         bail!("{} already holds a Cargo.toml", dir.display());
@@ -43,7 +47,8 @@ pub(crate) fn create(root: &Path, name: &str, dir: &Path) -> Result<PathBuf> {
             .replace("{{type_name}}", &type_name(name))
             .replace("{{api_path}}", &api_path.display().to_string())
     };
-    std::fs::create_dir_all(dir.join("src")).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir.join("src"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
     std::fs::write(dir.join("Cargo.toml"), fill(CARGO_TOML))?;
     std::fs::write(dir.join("src/lib.rs"), fill(LIB_RS))?;
     Ok(std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()))

@@ -13,14 +13,15 @@ impl Plugin for ConsumerPlugin {
     const INJECT: &'static [&'static str] = &["greeter"];
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let greeter = ctx.inject::<GreeterService>("greeter")?;
-            let line = greeter.greet("world".into());
-            let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "consumer says: {line}").map_err(|error| PluginError::plugin(error.to_string()))?;
-            stdout.flush().map_err(|error| PluginError::plugin(error.to_string()))
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let greeter = ctx.inject::<GreeterService>("greeter")?;
+        let line = greeter.greet("world".into());
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "consumer says: {line}")
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
+        stdout
+            .flush()
+            .map_err(|error| PluginError::plugin(error.to_string()))
     }
 }
 

@@ -2,8 +2,8 @@
 //! reload test can swap one library for the other. Default greeting `Howdy`; the configured word
 //! wins otherwise.
 
-use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::RStr;
+use dsh_plugin_api::prelude::*;
 use greeter_api::{Greeter, Greeter_TO, TD_Opaque};
 
 /// Row config of `greeter`.
@@ -17,7 +17,9 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { greeting: "Howdy".to_owned() }
+        Self {
+            greeting: "Howdy".to_owned(),
+        }
     }
 }
 
@@ -36,10 +38,11 @@ impl Plugin for GreeterPlugin {
     const PROVIDES: &'static [&'static str] = &["greeter"];
     type Config = Config;
 
-    fn apply(ctx: Context, config: Config) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.provide("greeter", Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque))
-        }
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        ctx.provide(
+            "greeter",
+            Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque),
+        )
     }
 }
 

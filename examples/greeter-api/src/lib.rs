@@ -2,7 +2,10 @@
 //! injects. Provider and consumers depend on this crate, never on each other; the host checks
 //! at inject time that both sides agree on its layout.
 #![allow(unsafe_code, reason = "sabi_trait emits unsafe impls")]
-#![allow(non_local_definitions, reason = "sabi_trait expands impls inside consts")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
 #![allow(non_camel_case_types, reason = "sabi_trait generates `Greeter_TO`")]
 
 use abi_stable::sabi_trait;

@@ -1,8 +1,8 @@
 //! Example plugin `greeter`: provides the `greeter` service, greeting with the configured word
 //! (default `Hello`).
 
-use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::RStr;
+use dsh_plugin_api::prelude::*;
 use greeter_api::{Greeter, Greeter_TO, TD_Opaque};
 
 /// Row config of `greeter`.
@@ -16,7 +16,9 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { greeting: "Hello".to_owned() }
+        Self {
+            greeting: "Hello".to_owned(),
+        }
     }
 }
 
@@ -35,10 +37,11 @@ impl Plugin for GreeterPlugin {
     const PROVIDES: &'static [&'static str] = &["greeter"];
     type Config = Config;
 
-    fn apply(ctx: Context, config: Config) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.provide("greeter", Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque))
-        }
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        ctx.provide(
+            "greeter",
+            Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque),
+        )
     }
 }
 

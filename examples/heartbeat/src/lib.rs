@@ -33,21 +33,19 @@ impl Plugin for Heartbeat {
     const NAME: &'static str = "heartbeat";
     type Config = Config;
 
-    fn apply(ctx: Context, config: Config) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            say("heartbeat plugin loading");
-            // Registered first so it runs last: the timer task is already stopped when the
-            // disposer reports.
-            ctx.on_dispose(|| say("heartbeat cleaned up"))?;
-            let timer = ctx.clone();
-            let interval = Duration::from_millis(config.interval_ms.max(1));
-            ctx.spawn(async move {
-                loop {
-                    timer.sleep(interval).await;
-                    say("tick");
-                }
-            })
-        }
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        say("heartbeat plugin loading");
+        // Registered first so it runs last: the timer task is already stopped when the
+        // disposer reports.
+        ctx.on_dispose(|| say("heartbeat cleaned up"))?;
+        let timer = ctx.clone();
+        let interval = Duration::from_millis(config.interval_ms.max(1));
+        ctx.spawn(async move {
+            loop {
+                timer.sleep(interval).await;
+                say("tick");
+            }
+        })
     }
 }
 

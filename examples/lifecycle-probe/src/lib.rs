@@ -28,25 +28,23 @@ impl Plugin for Disposers {
     const NAME: &'static str = "disposers";
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let a_started = Arc::new(Rendezvous::default());
-            let signal = a_started.clone();
-            ctx.effect(move || async move {
-                say("A start");
-                signal.open();
-                say("A done");
-            })?;
-            let wait = a_started.clone();
-            ctx.effect(move || async move {
-                say("B start");
-                wait.wait().await;
-                say("B done");
-            })?;
-            ctx.on_dispose(|| say("C sync"))?;
-            say("disposers registered");
-            Ok(())
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let a_started = Arc::new(Rendezvous::default());
+        let signal = a_started.clone();
+        ctx.effect(move || async move {
+            say("A start");
+            signal.open();
+            say("A done");
+        })?;
+        let wait = a_started.clone();
+        ctx.effect(move || async move {
+            say("B start");
+            wait.wait().await;
+            say("B done");
+        })?;
+        ctx.on_dispose(|| say("C sync"))?;
+        say("disposers registered");
+        Ok(())
     }
 }
 
@@ -103,16 +101,17 @@ impl Plugin for Tree {
     const NAME: &'static str = "tree";
     type Config = TreeConfig;
 
-    fn apply(ctx: Context, config: TreeConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let depth = config.depth;
-            ctx.on_dispose(move || say(&format!("disposed level {depth}")))?;
-            if depth > 0 {
-                ctx.mount("lifecycle-probe/tree", &serde_json::json!({ "depth": depth - 1 }))?;
-            }
-            say(&format!("applied level {depth}"));
-            Ok(())
+    async fn apply(ctx: Context, config: TreeConfig) -> Result<(), PluginError> {
+        let depth = config.depth;
+        ctx.on_dispose(move || say(&format!("disposed level {depth}")))?;
+        if depth > 0 {
+            ctx.mount(
+                "lifecycle-probe/tree",
+                &serde_json::json!({ "depth": depth - 1 }),
+            )?;
         }
+        say(&format!("applied level {depth}"));
+        Ok(())
     }
 }
 
@@ -123,14 +122,11 @@ impl Plugin for PanicApply {
     const NAME: &'static str = "panic-apply";
     type Config = NoConfig;
 
-    fn apply(_ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let reason = "apply exploded on purpose";
-            if !reason.is_empty() {
-                panic!("{reason}");
-            }
-            Ok(())
+    async fn apply(_ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        if std::hint::black_box(true) {
+            panic!("apply exploded on purpose");
         }
+        Ok(())
     }
 }
 
@@ -141,17 +137,17 @@ impl Plugin for PanicListener {
     const NAME: &'static str = "panic-listener";
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.on_emit(&PING, |payload: &RString| {
-                if payload.as_str() == "ping" {
-                    panic!("listener exploded on purpose");
-                }
-            })?;
-            ctx.on_emit(&PING, |payload: &RString| say(&format!("second listener got {payload}")))?;
-            ctx.emit(&PING, &RString::from("ping"))?;
-            Ok(())
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_emit(&PING, |payload: &RString| {
+            if payload.as_str() == "ping" {
+                panic!("listener exploded on purpose");
+            }
+        })?;
+        ctx.on_emit(&PING, |payload: &RString| {
+            say(&format!("second listener got {payload}"))
+        })?;
+        ctx.emit(&PING, &RString::from("ping"))?;
+        Ok(())
     }
 }
 
@@ -162,12 +158,10 @@ impl Plugin for PanicDispose {
     const NAME: &'static str = "panic-dispose";
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.on_dispose(|| say("other disposer ran"))?;
-            ctx.on_dispose(|| panic!("disposer exploded on purpose"))?;
-            Ok(())
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_dispose(|| say("other disposer ran"))?;
+        ctx.on_dispose(|| panic!("disposer exploded on purpose"))?;
+        Ok(())
     }
 }
 
@@ -179,12 +173,11 @@ impl Plugin for ModeClash {
     const INJECT: &'static [&'static str] = &["probe-ready"];
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.on_waterfall(&PING_AS_WATERFALL, |payload: RArc<RString>, _next: Next<RString>| async move {
-                Ok((*payload).clone())
-            })
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_waterfall(
+            &PING_AS_WATERFALL,
+            |payload: RArc<RString>, _next: Next<RString>| async move { Ok((*payload).clone()) },
+        )
     }
 }
 
@@ -197,11 +190,9 @@ impl Plugin for PingDeclarer {
     const PROVIDES: &'static [&'static str] = &["probe-ready"];
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.on_emit(&PING, |_payload: &RString| {})?;
-            ctx.provide("probe-ready", RString::from("yes"))
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_emit(&PING, |_payload: &RString| {})?;
+        ctx.provide("probe-ready", RString::from("yes"))
     }
 }
 
@@ -219,81 +210,96 @@ impl Plugin for Modes {
     const NAME: &'static str = "modes";
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let seen = Arc::new(Mutex::new(Vec::<String>::new()));
-            for name in ["a", "b"] {
-                let seen = seen.clone();
-                ctx.on_emit(&MODE_EMIT, move |payload: &RString| {
-                    if let Ok(mut seen) = seen.lock() {
-                        seen.push(format!("{name}:{payload}"));
-                    }
-                })?;
-            }
-            ctx.emit(&MODE_EMIT, &RString::from("x"))?;
-            say(&format!("emit: {}", seen.lock().map(|seen| seen.join(" ")).unwrap_or_default()));
-
-            ctx.on_bail(&MODE_BAIL, |_n: &u32| None)?;
-            ctx.on_bail(&MODE_BAIL, |n: &u32| Some(n * 2))?;
-            ctx.on_bail(&MODE_BAIL, |_n: &u32| Some(999))?;
-            say(&format!("bail: {:?}", ctx.bail(&MODE_BAIL, &21)?));
-
-            // Every parallel listener waits until all three have started.
-            let gate = Arc::new(Rendezvous::default());
-            let started = Arc::new(Mutex::new(0_u32));
-            for _ in 0..3 {
-                let (gate, started) = (gate.clone(), started.clone());
-                ctx.on_parallel(&MODE_PARALLEL, move |_payload: RArc<RString>| {
-                    let (gate, started) = (gate.clone(), started.clone());
-                    async move {
-                        let all = started.lock().map(|mut count| {
-                            *count += 1;
-                            *count == 3
-                        });
-                        if all.unwrap_or(false) {
-                            gate.open();
-                        }
-                        gate.wait().await;
-                    }
-                })?;
-            }
-            ctx.parallel(&MODE_PARALLEL, RArc::new(RString::from("go"))).await?;
-            say(&format!("parallel: {} started, all done", started.lock().map(|count| *count).unwrap_or(0)));
-
-            let third_called = Arc::new(Mutex::new(false));
-            ctx.on_serial(&MODE_SERIAL, |_n: RArc<u32>| async move { None })?;
-            ctx.on_serial(&MODE_SERIAL, |n: RArc<u32>| async move { Some(RString::from(format!("first answer {n}"))) })?;
-            let flag = third_called.clone();
-            ctx.on_serial(&MODE_SERIAL, move |_n: RArc<u32>| {
-                let flag = flag.clone();
-                async move {
-                    if let Ok(mut flag) = flag.lock() {
-                        *flag = true;
-                    }
-                    Some(RString::from("second answer"))
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        for name in ["a", "b"] {
+            let seen = seen.clone();
+            ctx.on_emit(&MODE_EMIT, move |payload: &RString| {
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push(format!("{name}:{payload}"));
                 }
             })?;
-            let answer = ctx.serial(&MODE_SERIAL, RArc::new(7)).await?;
-            say(&format!(
-                "serial: {} (third called: {})",
-                answer.map(|s| s.to_string()).unwrap_or_default(),
-                third_called.lock().map(|flag| *flag).unwrap_or(true)
-            ));
-
-            ctx.on_waterfall(&MODE_WATERFALL, |_p: RArc<RString>, next: Next<RString>| async move {
-                Ok(RString::from(format!("inner({})", next.run().await?)))
-            })?;
-            ctx.prepend().on_waterfall(&MODE_WATERFALL, |_p: RArc<RString>, next: Next<RString>| async move {
-                Ok(RString::from(format!("outer({})", next.run().await?)))
-            })?;
-            let result = ctx
-                .waterfall(&MODE_WATERFALL, RArc::new(RString::from("default")), |p: RArc<RString>| async move {
-                    Ok((*p).clone())
-                })
-                .await?;
-            say(&format!("waterfall: {result}"));
-            Ok(())
         }
+        ctx.emit(&MODE_EMIT, &RString::from("x"))?;
+        say(&format!(
+            "emit: {}",
+            seen.lock().map(|seen| seen.join(" ")).unwrap_or_default()
+        ));
+
+        ctx.on_bail(&MODE_BAIL, |_n: &u32| None)?;
+        ctx.on_bail(&MODE_BAIL, |n: &u32| Some(n * 2))?;
+        ctx.on_bail(&MODE_BAIL, |_n: &u32| Some(999))?;
+        say(&format!("bail: {:?}", ctx.bail(&MODE_BAIL, &21)?));
+
+        // Every parallel listener waits until all three have started.
+        let gate = Arc::new(Rendezvous::default());
+        let started = Arc::new(Mutex::new(0_u32));
+        for _ in 0..3 {
+            let (gate, started) = (gate.clone(), started.clone());
+            ctx.on_parallel(&MODE_PARALLEL, move |_payload: RArc<RString>| {
+                let (gate, started) = (gate.clone(), started.clone());
+                async move {
+                    let all = started.lock().map(|mut count| {
+                        *count += 1;
+                        *count == 3
+                    });
+                    if all.unwrap_or(false) {
+                        gate.open();
+                    }
+                    gate.wait().await;
+                }
+            })?;
+        }
+        ctx.parallel(&MODE_PARALLEL, RArc::new(RString::from("go")))
+            .await?;
+        say(&format!(
+            "parallel: {} started, all done",
+            started.lock().map(|count| *count).unwrap_or(0)
+        ));
+
+        let third_called = Arc::new(Mutex::new(false));
+        ctx.on_serial(&MODE_SERIAL, |_n: RArc<u32>| async move { None })?;
+        ctx.on_serial(&MODE_SERIAL, |n: RArc<u32>| async move {
+            Some(RString::from(format!("first answer {n}")))
+        })?;
+        let flag = third_called.clone();
+        ctx.on_serial(&MODE_SERIAL, move |_n: RArc<u32>| {
+            let flag = flag.clone();
+            async move {
+                if let Ok(mut flag) = flag.lock() {
+                    *flag = true;
+                }
+                Some(RString::from("second answer"))
+            }
+        })?;
+        let answer = ctx.serial(&MODE_SERIAL, RArc::new(7)).await?;
+        say(&format!(
+            "serial: {} (third called: {})",
+            answer.map(|s| s.to_string()).unwrap_or_default(),
+            third_called.lock().map(|flag| *flag).unwrap_or(true)
+        ));
+
+        ctx.on_waterfall(
+            &MODE_WATERFALL,
+            |_p: RArc<RString>, next: Next<RString>| async move {
+                Ok(RString::from(format!("inner({})", next.run().await?)))
+            },
+        )?;
+        ctx.prepend().on_waterfall(
+            &MODE_WATERFALL,
+            |_p: RArc<RString>, next: Next<RString>| async move {
+                Ok(RString::from(format!("outer({})", next.run().await?)))
+            },
+        )?;
+        let result = ctx
+            .waterfall(
+                &MODE_WATERFALL,
+                RArc::new(RString::from("default")),
+                |p: RArc<RString>| async move { Ok((*p).clone()) },
+            )
+            .await?;
+        say(&format!("waterfall: {result}"));
+        Ok(())
     }
 }
 
@@ -308,18 +314,19 @@ impl Plugin for Stale {
     const INJECT: &'static [&'static str] = &["greeter"];
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let previous = STALE.lock().ok().and_then(|mut slot| slot.replace(ctx.clone()));
-            match previous {
-                Some(old) => match old.on_emit(&PING, |_payload: &RString| {}) {
-                    Ok(()) => say("stale context accepted a registration"),
-                    Err(error) => say(&format!("stale context refused: {error}")),
-                },
-                None => say("stale: first apply"),
-            }
-            Ok(())
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let previous = STALE
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.replace(ctx.clone()));
+        match previous {
+            Some(old) => match old.on_emit(&PING, |_payload: &RString| {}) {
+                Ok(()) => say("stale context accepted a registration"),
+                Err(error) => say(&format!("stale context refused: {error}")),
+            },
+            None => say("stale: first apply"),
         }
+        Ok(())
     }
 }
 
@@ -331,8 +338,8 @@ impl Plugin for NeedsNothingThere {
     const INJECT: &'static [&'static str] = &["no-such-service"];
     type Config = NoConfig;
 
-    fn apply(_ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move { Ok(()) }
+    async fn apply(_ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        Ok(())
     }
 }
 
@@ -344,13 +351,11 @@ impl Plugin for CmdlineEcho {
     const INJECT: &'static [&'static str] = &["cmdline"];
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let cmdline = ctx.inject::<dsh_plugin_api::CmdlineArgs>("cmdline")?;
-            let args: Vec<String> = cmdline.args.iter().map(|arg| format!("[{arg}]")).collect();
-            say(&format!("app args: {}", args.join(" ")));
-            Ok(())
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let cmdline = ctx.inject::<dsh_plugin_api::CmdlineArgs>("cmdline")?;
+        let args: Vec<String> = cmdline.args.iter().map(|arg| format!("[{arg}]")).collect();
+        say(&format!("app args: {}", args.join(" ")));
+        Ok(())
     }
 }
 
@@ -366,26 +371,26 @@ impl Plugin for EchoListener {
     const INJECT: &'static [&'static str] = &["greeter"];
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            let round = ECHO_APPLIES
-                .lock()
-                .map(|mut count| {
-                    *count += 1;
-                    *count
-                })
-                .unwrap_or(0);
-            ctx.on_emit(&PING, move |payload: &RString| say(&format!("echo {round} got ping {payload}")))?;
-            let sleeper = ctx.clone();
-            ctx.spawn(async move {
-                loop {
-                    sleeper.sleep(std::time::Duration::from_secs(3600)).await;
-                }
-            })?;
-            ctx.mount("lifecycle-probe/tree", &serde_json::json!({ "depth": 0 }))?;
-            ctx.emit(&PING, &RString::from(round.to_string()))?;
-            Ok(())
-        }
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let round = ECHO_APPLIES
+            .lock()
+            .map(|mut count| {
+                *count += 1;
+                *count
+            })
+            .unwrap_or(0);
+        ctx.on_emit(&PING, move |payload: &RString| {
+            say(&format!("echo {round} got ping {payload}"))
+        })?;
+        let sleeper = ctx.clone();
+        ctx.spawn(async move {
+            loop {
+                sleeper.sleep(std::time::Duration::from_secs(3600)).await;
+            }
+        })?;
+        ctx.mount("lifecycle-probe/tree", &serde_json::json!({ "depth": 0 }))?;
+        ctx.emit(&PING, &RString::from(round.to_string()))?;
+        Ok(())
     }
 }
 

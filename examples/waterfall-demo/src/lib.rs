@@ -15,31 +15,36 @@ impl Plugin for WaterfallDemo {
     const NAME: &'static str = "waterfall-demo";
     type Config = NoConfig;
 
-    fn apply(ctx: Context, _config: NoConfig) -> impl Future<Output = Result<(), PluginError>> + Send + 'static {
-        async move {
-            ctx.on_waterfall(&TRANSFORM, |_input: RArc<RString>, next: Next<RString>| async move {
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_waterfall(
+            &TRANSFORM,
+            |_input: RArc<RString>, next: Next<RString>| async move {
                 let downstream = next.run().await?;
                 Ok(RString::from(downstream.to_uppercase()))
-            })?;
-            ctx.on_waterfall(&TRANSFORM, |input: RArc<RString>, next: Next<RString>| async move {
+            },
+        )?;
+        ctx.on_waterfall(
+            &TRANSFORM,
+            |input: RArc<RString>, next: Next<RString>| async move {
                 if input.contains("blocked") {
                     return Ok(RString::from("** blocked **"));
                 }
                 next.run().await
-            })?;
-            let channel = ctx.channel(&TRANSFORM)?;
-            for input in ["hello", "blocked"] {
-                let output = channel
-                    .waterfall(RArc::new(RString::from(input)), |input: RArc<RString>| async move {
-                        Ok((*input).clone())
-                    })
-                    .await?;
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "{output}");
-                let _ = stdout.flush();
-            }
-            Ok(())
+            },
+        )?;
+        let channel = ctx.channel(&TRANSFORM)?;
+        for input in ["hello", "blocked"] {
+            let output = channel
+                .waterfall(
+                    RArc::new(RString::from(input)),
+                    |input: RArc<RString>| async move { Ok((*input).clone()) },
+                )
+                .await?;
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{output}");
+            let _ = stdout.flush();
         }
+        Ok(())
     }
 }
 

@@ -11,11 +11,15 @@ const LITTLE_ENDIAN: u8 = 1;
 const PT_LOAD: u64 = 1;
 
 fn read_u16(bytes: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?)))
+    Some(u64::from(u16::from_le_bytes(
+        bytes.get(at..at + 2)?.try_into().ok()?,
+    )))
 }
 
 fn read_u32(bytes: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?)))
+    Some(u64::from(u32::from_le_bytes(
+        bytes.get(at..at + 4)?.try_into().ok()?,
+    )))
 }
 
 fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
@@ -31,7 +35,11 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
     if bytes.get(4) != Some(&CLASS_64) || bytes.get(5) != Some(&LITTLE_ENDIAN) {
         return Err("not a 64-bit little-endian ELF file".to_owned());
     }
-    let truncated = |what: &str| Err(format!("truncated file ({len} bytes): its {what} lies past the end"));
+    let truncated = |what: &str| {
+        Err(format!(
+            "truncated file ({len} bytes): its {what} lies past the end"
+        ))
+    };
     let (Some(phoff), Some(shoff), Some(phentsize), Some(phnum), Some(shentsize), Some(shnum)) = (
         read_u64(bytes, 0x20),
         read_u64(bytes, 0x28),
@@ -49,10 +57,13 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
         return truncated("section header table");
     }
     for index in 0..phnum {
-        let header = usize::try_from(phoff + index * phentsize).map_err(|error| error.to_string())?;
-        let (Some(kind), Some(offset), Some(filesz)) =
-            (read_u32(bytes, header), read_u64(bytes, header + 8), read_u64(bytes, header + 32))
-        else {
+        let header =
+            usize::try_from(phoff + index * phentsize).map_err(|error| error.to_string())?;
+        let (Some(kind), Some(offset), Some(filesz)) = (
+            read_u32(bytes, header),
+            read_u64(bytes, header + 8),
+            read_u64(bytes, header + 32),
+        ) else {
             return truncated("program header table");
         };
         if kind == PT_LOAD && offset.saturating_add(filesz) > len {
@@ -73,6 +84,9 @@ mod tests {
         assert_eq!(check(&bytes), Ok(()));
         let error = check(&bytes[..bytes.len() / 2]).unwrap_err();
         assert!(error.starts_with("truncated file"), "{error}");
-        assert_eq!(check(b"hello world, not elf").unwrap_err(), "not an ELF shared library");
+        assert_eq!(
+            check(b"hello world, not elf").unwrap_err(),
+            "not an ELF shared library"
+        );
     }
 }

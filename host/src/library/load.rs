@@ -21,13 +21,23 @@ pub enum LoadError {
         "{path}: built against plugin-api {found}, but this host needs a version compatible with {expected}",
         path = .path.display()
     )]
-    IncompatibleVersion { path: PathBuf, expected: String, found: String },
+    IncompatibleVersion {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
     #[error(
         "{path}: built against an incompatible plugin-api (host {expected}, library {found}): {mismatch}; full report in {dump}",
         path = .path.display(),
         dump = .dump.display()
     )]
-    AbiMismatch { path: PathBuf, expected: String, found: String, mismatch: String, dump: PathBuf },
+    AbiMismatch {
+        path: PathBuf,
+        expected: String,
+        found: String,
+        mismatch: String,
+        dump: PathBuf,
+    },
     #[error("{path}: plugin library failed to initialise: {message}", path = .path.display())]
     Init { path: PathBuf, message: String },
     #[error("{path}: {message}", path = .path.display())]
@@ -54,9 +64,14 @@ pub fn load_library(
     identity: FileIdentity,
     debug_dir: &Path,
 ) -> Result<LoadedLibrary, LoadError> {
-    let bytes = std::fs::read(load_from)
-        .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
-    super::elf::check(&bytes).map_err(|message| LoadError::Open { path: path.to_owned(), message })?;
+    let bytes = std::fs::read(load_from).map_err(|error| LoadError::Io {
+        path: path.to_owned(),
+        message: error.to_string(),
+    })?;
+    super::elf::check(&bytes).map_err(|message| LoadError::Open {
+        path: path.to_owned(),
+        message,
+    })?;
     drop(bytes);
     let header = lib_header_from_path(load_from).map_err(|error| match error {
         LibraryError::GetSymbolError { err, .. } => {
@@ -64,41 +79,66 @@ pub fn load_library(
             // dlsym repeats the file name; the error already starts with it.
             let prefix = format!("{}: ", load_from.display());
             let message = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
-            LoadError::NotAPlugin { path: path.to_owned(), message }
+            LoadError::NotAPlugin {
+                path: path.to_owned(),
+                message,
+            }
         }
-        other => LoadError::Open { path: path.to_owned(), message: short_open_error(&other.to_string()) },
+        other => LoadError::Open {
+            path: path.to_owned(),
+            message: short_open_error(&other.to_string()),
+        },
     })?;
     let found = header.version_strings().version.to_string();
     let expected = PluginLibRef::VERSION_STRINGS.version.to_string();
     if !semver_compatible(&expected, &found) {
-        return Err(LoadError::IncompatibleVersion { path: path.to_owned(), expected, found });
+        return Err(LoadError::IncompatibleVersion {
+            path: path.to_owned(),
+            expected,
+            found,
+        });
     }
-    let module = header.init_root_module::<PluginLibRef>().map_err(|error| match error {
-        LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
-            LoadError::IncompatibleVersion {
+    let module = header
+        .init_root_module::<PluginLibRef>()
+        .map_err(|error| match error {
+            LibraryError::IncompatibleVersionNumber {
+                expected_version,
+                actual_version,
+                ..
+            } => LoadError::IncompatibleVersion {
                 path: path.to_owned(),
                 expected: expected_version.to_string(),
                 found: actual_version.to_string(),
+            },
+            LibraryError::AbiInstability(report) => {
+                let text = report.to_string();
+                let dump = write_dump(debug_dir, path, &text);
+                LoadError::AbiMismatch {
+                    path: path.to_owned(),
+                    expected: expected.clone(),
+                    found: found.clone(),
+                    mismatch: summarize_abi_report(&text),
+                    dump,
+                }
             }
-        }
-        LibraryError::AbiInstability(report) => {
-            let text = report.to_string();
-            let dump = write_dump(debug_dir, path, &text);
-            LoadError::AbiMismatch {
+            other => LoadError::Init {
                 path: path.to_owned(),
-                expected: expected.clone(),
-                found: found.clone(),
-                mismatch: summarize_abi_report(&text),
-                dump,
-            }
-        }
-        other => LoadError::Init { path: path.to_owned(), message: other.to_string() },
-    })?;
+                message: other.to_string(),
+            },
+        })?;
     let name = library_name(path);
-    (module.init())(LogSink_TO::from_value(HostLogSink { library: name.clone() }, TD_Opaque));
+    (module.init())(LogSink_TO::from_value(
+        HostLogSink {
+            library: name.clone(),
+        },
+        TD_Opaque,
+    ));
     let decls = (module.plugins())()
         .into_result()
-        .map_err(|error| LoadError::Init { path: path.to_owned(), message: error.to_string() })?;
+        .map_err(|error| LoadError::Init {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })?;
     Ok(LoadedLibrary {
         name,
         path: path.to_owned(),
@@ -111,13 +151,20 @@ pub fn load_library(
 
 /// `libgreeter_alt.so` -> `greeter_alt`.
 fn library_name(path: &Path) -> String {
-    let stem = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("plugin");
+    let stem = path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or("plugin");
     stem.strip_prefix("lib").unwrap_or(stem).to_owned()
 }
 
 /// dlopen's message, without abi_stable's wrapping.
 fn short_open_error(text: &str) -> String {
-    text.lines().map(str::trim).filter(|line| !line.is_empty()).collect::<Vec<_>>().join(" ")
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Our compatibility rule for plugin-api versions (semver; below 1.0 the minor version is the
@@ -144,7 +191,11 @@ pub(crate) fn summarize_abi_report(text: &str) -> String {
     let type_name = lines[..first_error]
         .iter()
         .rposition(|line| line.starts_with("Layout of expected type:"))
-        .and_then(|start| lines[start..].iter().find_map(|line| line.trim().strip_prefix("type:")))
+        .and_then(|start| {
+            lines[start..]
+                .iter()
+                .find_map(|line| line.trim().strip_prefix("type:"))
+        })
         .unwrap_or("?");
     let value_after = |from: usize, label: &str| -> String {
         lines[from..]
@@ -182,7 +233,10 @@ fn write_dump(debug_dir: &Path, path: &Path, text: &str) -> PathBuf {
     ));
     let written = std::fs::create_dir_all(debug_dir).and_then(|()| std::fs::write(&file, text));
     if let Err(error) = written {
-        tracing::warn!("could not write the ABI report to {}: {error}", file.display());
+        tracing::warn!(
+            "could not write the ABI report to {}: {error}",
+            file.display()
+        );
     }
     file
 }

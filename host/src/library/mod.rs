@@ -48,7 +48,11 @@ impl PluginRef {
 
     /// The services the plugin declares as required.
     pub fn inject(&self) -> Vec<String> {
-        self.decl().inject.iter().map(|name| name.to_string()).collect()
+        self.decl()
+            .inject
+            .iter()
+            .map(|name| name.to_string())
+            .collect()
     }
 }
 
@@ -66,7 +70,8 @@ impl FileIdentity {
         let metadata = std::fs::metadata(path)?;
         Ok(Self {
             len: metadata.len(),
-            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000
+                + i128::from(metadata.mtime_nsec()),
             inode: metadata.ino(),
         })
     }
@@ -120,13 +125,25 @@ impl Libraries {
     /// The first `lib<name>.so` in the directories; a later duplicate is logged as a warning.
     pub fn find(&self, name: &str) -> Result<PathBuf, String> {
         let file = library_file_name(name);
-        let mut found = self.dirs.iter().map(|dir| dir.join(&file)).filter(|path| path.is_file());
+        let mut found = self
+            .dirs
+            .iter()
+            .map(|dir| dir.join(&file))
+            .filter(|path| path.is_file());
         let Some(first) = found.next() else {
-            let dirs: Vec<String> = self.dirs.iter().map(|dir| dir.display().to_string()).collect();
+            let dirs: Vec<String> = self
+                .dirs
+                .iter()
+                .map(|dir| dir.display().to_string())
+                .collect();
             return Err(format!("{file} not found in {}", dirs.join(", ")));
         };
         for shadowed in found {
-            tracing::warn!("{} is shadowed by {} (first match wins)", shadowed.display(), first.display());
+            tracing::warn!(
+                "{} is shadowed by {} (first match wins)",
+                shadowed.display(),
+                first.display()
+            );
         }
         Ok(first)
     }
@@ -136,8 +153,10 @@ impl Libraries {
         if let Some(library) = self.lock().get(path).cloned() {
             return Ok(library);
         }
-        let identity = FileIdentity::of(path)
-            .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+        let identity = FileIdentity::of(path).map_err(|error| LoadError::Io {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })?;
         let library = Arc::new(load_library(path, path, identity, &self.debug_dir)?);
         self.copies_held.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(path.to_owned(), library.clone());
@@ -157,14 +176,23 @@ impl Libraries {
             message: error.to_string(),
         })?;
         let serial = self.copy_counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let stem = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("plugin");
-        let copy = self.copies_dir.join(format!("{stem}-{}-{serial}.so", std::process::id()));
+        let stem = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or("plugin");
+        let copy = self
+            .copies_dir
+            .join(format!("{stem}-{}-{serial}.so", std::process::id()));
         // The identity is taken before the copy: a replacement arriving meanwhile shows up as a
         // further change and is loaded in its turn.
-        let identity = FileIdentity::of(path)
-            .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
-        std::fs::copy(path, &copy)
-            .map_err(|error| LoadError::Io { path: path.to_owned(), message: error.to_string() })?;
+        let identity = FileIdentity::of(path).map_err(|error| LoadError::Io {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })?;
+        std::fs::copy(path, &copy).map_err(|error| LoadError::Io {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })?;
         let loaded = load_library(path, &copy, identity, &self.debug_dir);
         let library = match loaded {
             Ok(library) => Arc::new(library),
@@ -203,14 +231,23 @@ impl Libraries {
 /// Picks the plugin a row names: the export given, else the only one, else the one named like
 /// the library.
 pub fn select_export(library: &Arc<LoadedLibrary>, export: Option<&str>) -> Source {
-    let names: Vec<&str> = library.decls.iter().map(|decl| decl.name.as_str()).collect();
+    let names: Vec<&str> = library
+        .decls
+        .iter()
+        .map(|decl| decl.name.as_str())
+        .collect();
     let index = match export {
         Some(export) => names.iter().position(|name| *name == export),
         None if names.len() == 1 => Some(0),
-        None => names.iter().position(|name| name.replace('-', "_") == library.name.replace('-', "_")),
+        None => names
+            .iter()
+            .position(|name| name.replace('-', "_") == library.name.replace('-', "_")),
     };
     match index {
-        Some(index) => Source::Plugin(PluginRef { library: library.clone(), index }),
+        Some(index) => Source::Plugin(PluginRef {
+            library: library.clone(),
+            index,
+        }),
         None => Source::Broken(match export {
             Some(export) => format!(
                 "{} exports no plugin `{export}` (it exports: {})",
@@ -241,20 +278,29 @@ mod tests {
     fn library_names_map_to_files() {
         assert_eq!(library_file_name("greeter"), "libgreeter.so");
         assert_eq!(library_file_name("greeter-alt"), "libgreeter_alt.so");
-        assert_eq!(split_spec("tool-subagent-control/list-agents"), ("tool-subagent-control", Some("list-agents")));
+        assert_eq!(
+            split_spec("tool-subagent-control/list-agents"),
+            ("tool-subagent-control", Some("list-agents"))
+        );
         assert_eq!(split_spec("greeter"), ("greeter", None));
     }
 
     #[test]
     fn missing_library_names_file_and_dirs() {
         let libraries = Libraries::new(
-            vec![PathBuf::from("/nonexistent/a"), PathBuf::from("/nonexistent/b")],
+            vec![
+                PathBuf::from("/nonexistent/a"),
+                PathBuf::from("/nonexistent/b"),
+            ],
             PathBuf::from("/tmp"),
             PathBuf::from("/tmp"),
         );
         match libraries.resolve_spec("ghost") {
             Source::Missing(reason) => {
-                assert_eq!(reason, "libghost.so not found in /nonexistent/a, /nonexistent/b")
+                assert_eq!(
+                    reason,
+                    "libghost.so not found in /nonexistent/a, /nonexistent/b"
+                )
             }
             _ => panic!("expected Missing"),
         }

@@ -86,16 +86,28 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BusError {
     #[error("event `{event}` is declared as {declared} (by {by}) but used as {used}")]
-    ModeMismatch { event: String, declared: &'static str, by: String, used: &'static str },
-    #[error("event `{event}`: {what} type `{found}` does not match the declared `{declared}` (by {by}): {detail}")]
-    LayoutMismatch {
+    ModeMismatch {
         event: String,
-        what: &'static str,
-        found: String,
-        declared: String,
+        declared: &'static str,
         by: String,
-        detail: String,
+        used: &'static str,
     },
+    #[error("{0}")]
+    LayoutMismatch(Box<LayoutMismatch>),
+}
+
+/// A payload or result type that differs from the event's declaration.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "event `{event}`: {what} type `{found}` does not match the declared `{declared}` (by {by}): {detail}"
+)]
+pub struct LayoutMismatch {
+    pub event: String,
+    pub what: &'static str,
+    pub found: String,
+    pub declared: String,
+    pub by: String,
+    pub detail: String,
 }
 
 #[derive(Default)]
@@ -110,7 +122,11 @@ impl Bus {
     /// Resolves (declaring on first use) the slot of `decl`, checking it against the declaration.
     pub fn slot(&self, decl: &EventDecl, by: &str) -> Result<Arc<Slot>, BusError> {
         let name = decl.name.as_str();
-        let wanted = Declaration { mode: decl.mode, payload: decl.payload.get(), output: decl.output.get() };
+        let wanted = Declaration {
+            mode: decl.mode,
+            payload: decl.payload.get(),
+            output: decl.output.get(),
+        };
         if let Some(slot) = self.read_slots().get(name).cloned() {
             self.check(&slot, wanted, by)?;
             return Ok(slot);
@@ -158,36 +174,60 @@ impl Bus {
                 used: wanted.mode.as_str(),
             });
         }
-        for (what, expected, found) in
-            [("payload", declared.payload, wanted.payload), ("result", declared.output, wanted.output)]
-        {
-            self.check_layout(expected, found).map_err(|detail| BusError::LayoutMismatch {
-                event: slot.name.clone(),
-                what,
-                found: found.full_type().to_string(),
-                declared: expected.full_type().to_string(),
-                by: declared_by.clone(),
-                detail,
+        for (what, expected, found) in [
+            ("payload", declared.payload, wanted.payload),
+            ("result", declared.output, wanted.output),
+        ] {
+            self.check_layout(expected, found).map_err(|detail| {
+                BusError::LayoutMismatch(Box::new(LayoutMismatch {
+                    event: slot.name.clone(),
+                    what,
+                    found: found.full_type().to_string(),
+                    declared: expected.full_type().to_string(),
+                    by: declared_by.clone(),
+                    detail,
+                }))
             })?;
         }
         Ok(())
     }
 
     /// Checks that `found` can be used where `expected` is declared (cached per address pair).
-    pub fn check_layout(&self, expected: &'static TypeLayout, found: &'static TypeLayout) -> Result<(), String> {
-        let key = (expected as *const TypeLayout as usize, found as *const TypeLayout as usize);
+    pub fn check_layout(
+        &self,
+        expected: &'static TypeLayout,
+        found: &'static TypeLayout,
+    ) -> Result<(), String> {
+        let key = (
+            expected as *const TypeLayout as usize,
+            found as *const TypeLayout as usize,
+        );
         if key.0 == key.1 || lock(&self.compatible).contains(&key) {
             return Ok(());
         }
-        check_layout_compatibility(expected, found).map_err(|errors| first_error_line(&errors.to_string()))?;
+        check_layout_compatibility(expected, found)
+            .map_err(|errors| first_error_line(&errors.to_string()))?;
         lock(&self.compatible).push(key);
         Ok(())
     }
 
     /// Adds a listener, first or last.
-    pub fn add(&self, slot: &Arc<Slot>, fiber: FiberId, owner: String, kind: ListenerKind, prepend: bool) -> u64 {
+    pub fn add(
+        &self,
+        slot: &Arc<Slot>,
+        fiber: FiberId,
+        owner: String,
+        kind: ListenerKind,
+        prepend: bool,
+    ) -> u64 {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed) + 1;
-        let entry = Arc::new(ListenerEntry { id, fiber, owner, alive: AtomicBool::new(true), kind });
+        let entry = Arc::new(ListenerEntry {
+            id,
+            fiber,
+            owner,
+            alive: AtomicBool::new(true),
+            kind,
+        });
         slot.update(|list| {
             if prepend {
                 list.insert(0, entry);
@@ -217,7 +257,10 @@ impl Bus {
 
     /// Number of listeners registered on all events (diagnostics, leak tests).
     pub fn listener_count(&self) -> usize {
-        self.read_slots().values().map(|slot| slot.snapshot().len()).sum()
+        self.read_slots()
+            .values()
+            .map(|slot| slot.snapshot().len())
+            .sum()
     }
 }
 
@@ -250,22 +293,39 @@ mod tests {
     #[test]
     fn first_user_declares_and_mode_mismatch_is_refused() {
         let bus = Bus::default();
-        let slot = bus.slot(&decl::<RString, ()>(DispatchMode::Emit), "a").unwrap();
+        let slot = bus
+            .slot(&decl::<RString, ()>(DispatchMode::Emit), "a")
+            .unwrap();
         // Keep a channel alive so the declaration is in use.
-        let error = bus.slot(&decl::<RString, ()>(DispatchMode::Waterfall), "b").err().unwrap();
-        assert!(matches!(error, BusError::ModeMismatch { declared: "emit", used: "waterfall", .. }));
+        let error = bus
+            .slot(&decl::<RString, ()>(DispatchMode::Waterfall), "b")
+            .err()
+            .unwrap();
+        assert!(matches!(
+            error,
+            BusError::ModeMismatch {
+                declared: "emit",
+                used: "waterfall",
+                ..
+            }
+        ));
         drop(slot);
     }
 
     #[test]
     fn payload_layout_mismatch_is_refused() {
         let bus = Bus::default();
-        let _slot = bus.slot(&decl::<RString, ()>(DispatchMode::Emit), "a").unwrap();
-        let error = bus.slot(&decl::<u64, ()>(DispatchMode::Emit), "b").err().unwrap();
+        let _slot = bus
+            .slot(&decl::<RString, ()>(DispatchMode::Emit), "a")
+            .unwrap();
+        let error = bus
+            .slot(&decl::<u64, ()>(DispatchMode::Emit), "b")
+            .err()
+            .unwrap();
         match error {
-            BusError::LayoutMismatch { what, by, .. } => {
-                assert_eq!(what, "payload");
-                assert_eq!(by, "a");
+            BusError::LayoutMismatch(mismatch) => {
+                assert_eq!(mismatch.what, "payload");
+                assert_eq!(mismatch.by, "a");
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -274,7 +334,10 @@ mod tests {
     #[test]
     fn unused_slot_can_be_redeclared() {
         let bus = Bus::default();
-        drop(bus.slot(&decl::<RString, ()>(DispatchMode::Emit), "a").unwrap());
+        drop(
+            bus.slot(&decl::<RString, ()>(DispatchMode::Emit), "a")
+                .unwrap(),
+        );
         assert!(bus.slot(&decl::<u64, ()>(DispatchMode::Bail), "b").is_ok());
     }
 }

@@ -13,11 +13,11 @@ use dsh_plugin_api::abi::{
 };
 use dsh_plugin_api::{ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginError};
 
+use super::Inner;
 use super::bus::ListenerKind;
 use super::dispatch::Channel;
 use super::effects::Effect;
 use super::fiber::{Fiber, MountSpec, Phase, Source};
-use super::Inner;
 
 #[derive(Clone)]
 pub(super) struct FiberContext {
@@ -32,7 +32,11 @@ fn registration(message: String) -> PluginError {
 
 impl FiberContext {
     pub(super) fn new(runtime: Arc<Inner>, fiber: Arc<Fiber>, generation: u64) -> Self {
-        Self { runtime, fiber, generation }
+        Self {
+            runtime,
+            fiber,
+            generation,
+        }
     }
 
     pub(super) fn boxed(self) -> HostCtx {
@@ -64,11 +68,26 @@ impl FiberContext {
         Ok(())
     }
 
-    fn listen(&self, decl: EventDecl, kind: ListenerKind, prepend: bool) -> Result<(), PluginError> {
+    fn listen(
+        &self,
+        decl: EventDecl,
+        kind: ListenerKind,
+        prepend: bool,
+    ) -> Result<(), PluginError> {
         self.check_active()?;
-        let slot = self.runtime.bus.slot(&decl, &self.owner()).map_err(|error| registration(error.to_string()))?;
-        let id = self.runtime.bus.add(&slot, self.fiber.id, self.owner(), kind, prepend);
-        self.fiber.inner().effects.push(Effect::Listener { event: slot.name.clone(), id });
+        let slot = self
+            .runtime
+            .bus
+            .slot(&decl, &self.owner())
+            .map_err(|error| registration(error.to_string()))?;
+        let id = self
+            .runtime
+            .bus
+            .add(&slot, self.fiber.id, self.owner(), kind, prepend);
+        self.fiber.inner().effects.push(Effect::Listener {
+            event: slot.name.clone(),
+            id,
+        });
         Ok(())
     }
 
@@ -111,7 +130,9 @@ impl HostContext for FiberContext {
         let realm = self.fiber.scope.realm_of(&name);
         if loading {
             if let Some(existing) = self.runtime.lookup_owner(realm, &name) {
-                let error = registration(format!("service `{name}` is already provided by {existing}"));
+                let error = registration(format!(
+                    "service `{name}` is already provided by {existing}"
+                ));
                 return RErr(self.fail_registration(error));
             }
             self.fiber.inner().staged.push((name, service));
@@ -119,19 +140,30 @@ impl HostContext for FiberContext {
         }
         match self.runtime.publish(self.fiber.id, realm, &name, service) {
             Ok(()) => {
-                self.fiber.inner().effects.push(Effect::Service { realm, name });
+                self.fiber
+                    .inner()
+                    .effects
+                    .push(Effect::Service { realm, name });
                 ROk(())
             }
             Err(error) => RErr(error),
         }
     }
 
-    fn service(&self, name: RStr<'_>, expected: LayoutRef) -> RResult<ROption<ErasedService>, PluginError> {
+    fn service(
+        &self,
+        name: RStr<'_>,
+        expected: LayoutRef,
+    ) -> RResult<ROption<ErasedService>, PluginError> {
         let realm = self.fiber.scope.realm_of(name.as_str());
         let Some(service) = self.runtime.lookup(realm, name.as_str()) else {
             return ROk(RNone);
         };
-        match self.runtime.bus.check_layout(service.layout.get(), expected.get()) {
+        match self
+            .runtime
+            .bus
+            .check_layout(service.layout.get(), expected.get())
+        {
             Ok(()) => ROk(RSome(service)),
             Err(detail) => RErr(registration(format!(
                 "service `{name}` has type `{}`, but {} expects `{}`: {detail}",
@@ -149,16 +181,34 @@ impl HostContext for FiberContext {
         }
     }
 
-    fn on_sync(&self, decl: EventDecl, listener: SyncListenerBox, prepend: bool) -> RResult<(), PluginError> {
-        self.listen(decl, ListenerKind::Sync(listener), prepend).into()
+    fn on_sync(
+        &self,
+        decl: EventDecl,
+        listener: SyncListenerBox,
+        prepend: bool,
+    ) -> RResult<(), PluginError> {
+        self.listen(decl, ListenerKind::Sync(listener), prepend)
+            .into()
     }
 
-    fn on_async(&self, decl: EventDecl, listener: AsyncListenerBox, prepend: bool) -> RResult<(), PluginError> {
-        self.listen(decl, ListenerKind::Async(listener), prepend).into()
+    fn on_async(
+        &self,
+        decl: EventDecl,
+        listener: AsyncListenerBox,
+        prepend: bool,
+    ) -> RResult<(), PluginError> {
+        self.listen(decl, ListenerKind::Async(listener), prepend)
+            .into()
     }
 
-    fn on_waterfall(&self, decl: EventDecl, listener: WaterfallListenerBox, prepend: bool) -> RResult<(), PluginError> {
-        self.listen(decl, ListenerKind::Waterfall(listener), prepend).into()
+    fn on_waterfall(
+        &self,
+        decl: EventDecl,
+        listener: WaterfallListenerBox,
+        prepend: bool,
+    ) -> RResult<(), PluginError> {
+        self.listen(decl, ListenerKind::Waterfall(listener), prepend)
+            .into()
     }
 
     fn effect(&self, disposer: DisposerBox) -> RResult<(), PluginError> {
@@ -173,7 +223,9 @@ impl HostContext for FiberContext {
         let mut inner = self.fiber.inner();
         // Forget tasks that already ended so a plugin spawning many short tasks does not grow
         // its effect list without bound.
-        inner.effects.retain(|effect| !matches!(effect, Effect::Task(task) if task.is_finished()));
+        inner
+            .effects
+            .retain(|effect| !matches!(effect, Effect::Task(task) if task.is_finished()));
         inner.effects.push(Effect::Task(handle));
         ROk(())
     }
@@ -187,7 +239,10 @@ impl HostContext for FiberContext {
         async move {
             match running.await {
                 Ok(result) => result,
-                Err(error) => RErr(PluginError::new(ErrorKind::Plugin, format!("blocking job ended: {error}"))),
+                Err(error) => RErr(PluginError::new(
+                    ErrorKind::Plugin,
+                    format!("blocking job ended: {error}"),
+                )),
             }
         }
         .into_ffi()
@@ -201,7 +256,14 @@ impl HostContext for FiberContext {
             Some(resolver) => resolver.resolve(plugin.as_str()),
             None => Source::Missing(format!("no library resolver to find `{plugin}`")),
         };
-        let ordinal = self.fiber.inner().effects.iter().filter(|effect| matches!(effect, Effect::Child(_))).count() + 1;
+        let ordinal = self
+            .fiber
+            .inner()
+            .effects
+            .iter()
+            .filter(|effect| matches!(effect, Effect::Child(_)))
+            .count()
+            + 1;
         let spec = MountSpec {
             row_id: format!("{}/{ordinal}", self.fiber.row_id),
             label: plugin.as_str().to_owned(),
@@ -209,6 +271,8 @@ impl HostContext for FiberContext {
             config: config_json.into_string(),
             inject: Vec::new(),
         };
-        ROk(self.runtime.mount(Some(self.fiber.id), self.fiber.scope.clone(), spec))
+        ROk(self
+            .runtime
+            .mount(Some(self.fiber.id), self.fiber.scope.clone(), spec))
     }
 }

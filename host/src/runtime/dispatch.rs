@@ -56,7 +56,10 @@ fn report(event: &str, entry: &ListenerEntry, error: &PluginError) {
 }
 
 fn wrong_kind(event: &str) -> PluginError {
-    PluginError::new(ErrorKind::Dispatch, format!("listener of `{event}` has the wrong kind"))
+    PluginError::new(
+        ErrorKind::Dispatch,
+        format!("listener of `{event}` has the wrong kind"),
+    )
 }
 
 impl EventChannel for Channel {
@@ -68,10 +71,10 @@ impl EventChannel for Channel {
             if !entry.is_alive() {
                 continue;
             }
-            if let ListenerKind::Sync(listener) = &entry.kind {
-                if let RErr(error) = listener.call(payload) {
-                    report(&self.slot.name, entry, &error);
-                }
+            if let ListenerKind::Sync(listener) = &entry.kind
+                && let RErr(error) = listener.call(payload)
+            {
+                report(&self.slot.name, entry, &error);
             }
         }
         ROk(())
@@ -124,7 +127,12 @@ impl EventChannel for Channel {
             } else {
                 RErr(PluginError::new(
                     ErrorKind::Dispatch,
-                    format!("{} listener(s) of `{}` failed: {}", failures.len(), slot.name, failures.join("; ")),
+                    format!(
+                        "{} listener(s) of `{}` failed: {}",
+                        failures.len(),
+                        slot.name,
+                        failures.join("; ")
+                    ),
                 ))
             }
         }
@@ -155,11 +163,20 @@ impl EventChannel for Channel {
         .into_ffi()
     }
 
-    fn waterfall(&self, payload: RArc<()>, inner: WaterfallInnerBox) -> FfiFuture<RResult<ErasedBox, PluginError>> {
+    fn waterfall(
+        &self,
+        payload: RArc<()>,
+        inner: WaterfallInnerBox,
+    ) -> FfiFuture<RResult<ErasedBox, PluginError>> {
         if let Err(error) = self.expect_mode(DispatchMode::Waterfall) {
             return async move { RErr(error) }.into_ffi();
         }
-        let chain = Arc::new(Chain { slot: self.slot.clone(), listeners: self.slot.snapshot(), inner, payload });
+        let chain = Arc::new(Chain {
+            slot: self.slot.clone(),
+            listeners: self.slot.snapshot(),
+            inner,
+            payload,
+        });
         run_from(chain, 0)
     }
 }
@@ -195,7 +212,10 @@ fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, Plu
                     if used.swap(true, Ordering::AcqRel) {
                         let error = PluginError::new(
                             ErrorKind::Dispatch,
-                            format!("`next` called twice by the `{}` listener of {owner}", chain.slot.name),
+                            format!(
+                                "`next` called twice by the `{}` listener of {owner}",
+                                chain.slot.name
+                            ),
                         );
                         return async move { RErr(error) }.into_ffi();
                     }
@@ -236,7 +256,11 @@ async fn join_all<T>(futures: Vec<FfiFuture<T>>) -> Vec<T> {
                 }
             }
         }
-        if done { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
     })
     .await;
     slots.into_iter().flatten().collect()

@@ -38,7 +38,9 @@ pub(super) struct JoinAll {
 
 impl JoinAll {
     pub(super) fn new(futures: Vec<BoxFuture>) -> Self {
-        Self { pending: futures.into_iter().map(Some).collect() }
+        Self {
+            pending: futures.into_iter().map(Some).collect(),
+        }
     }
 }
 
@@ -56,7 +58,11 @@ impl Future for JoinAll {
                 }
             }
         }
-        if all_done { Poll::Ready(()) } else { Poll::Pending }
+        if all_done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 
@@ -87,6 +93,9 @@ mod tests {
             }) as BoxFuture
         };
         JoinAll::new(vec![first, second]).await;
-        assert_eq!(*log.lock().unwrap(), vec!["a start", "b start", "b done", "a done"]);
+        assert_eq!(
+            *log.lock().unwrap(),
+            vec!["a start", "b start", "b done", "a done"]
+        );
     }
 }

@@ -112,8 +112,19 @@ pub struct MountSpec {
 }
 
 impl Fiber {
-    pub(super) fn new(id: FiberId, parent: Option<FiberId>, scope: Arc<Scope>, spec: MountSpec) -> Self {
-        let MountSpec { row_id, label, source, config, inject } = spec;
+    pub(super) fn new(
+        id: FiberId,
+        parent: Option<FiberId>,
+        scope: Arc<Scope>,
+        spec: MountSpec,
+    ) -> Self {
+        let MountSpec {
+            row_id,
+            label,
+            source,
+            config,
+            inject,
+        } = spec;
         let mut deps = match &source {
             Source::Plugin(plugin) => plugin.inject(),
             _ => Vec::new(),
@@ -223,7 +234,12 @@ mod tests {
 
     #[test]
     fn broken_source_starts_failed() {
-        let fiber = Fiber::new(2, None, Scope::root(), spec(Source::Broken("not a plugin".into())));
+        let fiber = Fiber::new(
+            2,
+            None,
+            Scope::root(),
+            spec(Source::Broken("not a plugin".into())),
+        );
         assert_eq!(fiber.state(), FiberState::Failed);
     }
 }

@@ -49,7 +49,11 @@ impl Inner {
         };
         if disposed {
             let has_effects = !fiber.inner().effects.is_empty();
-            return if applied.is_some() || has_effects { Step::Unload } else { Step::Done };
+            return if applied.is_some() || has_effects {
+                Step::Unload
+            } else {
+                Step::Done
+            };
         }
         let target = match source {
             Source::Plugin(_) | Source::Group | Source::Host => self.epoch(&fiber.scope, &deps),
@@ -77,14 +81,19 @@ impl Inner {
         let result = match source {
             Source::Plugin(plugin) => {
                 let ctx = FiberContext::new(self.clone(), fiber.clone(), generation).boxed();
-                (plugin.decl().apply)(ctx, RString::from(config)).await.into_result()
+                (plugin.decl().apply)(ctx, RString::from(config))
+                    .await
+                    .into_result()
             }
             Source::Group | Source::Host | Source::Missing(_) | Source::Broken(_) => Ok(()),
         };
         let staged = {
             let mut inner = fiber.inner();
             let result = result.and_then(|()| match inner.registration_error.take() {
-                Some(message) => Err(PluginError::new(dsh_plugin_api::ErrorKind::Registration, message)),
+                Some(message) => Err(PluginError::new(
+                    dsh_plugin_api::ErrorKind::Registration,
+                    message,
+                )),
                 None => Ok(()),
             });
             match result {

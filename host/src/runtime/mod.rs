@@ -87,7 +87,10 @@ impl Runtime {
         Self {
             inner: Arc::new(Inner {
                 handle: tokio::runtime::Handle::current(),
-                state: Mutex::new(State { next_realm: ROOT_REALM + 1, ..State::default() }),
+                state: Mutex::new(State {
+                    next_realm: ROOT_REALM + 1,
+                    ..State::default()
+                }),
                 bus: Bus::default(),
                 next_fiber: AtomicU64::new(0),
                 in_flight: AtomicUsize::new(0),
@@ -113,8 +116,14 @@ impl Runtime {
     /// Disposes every root fiber, waiting at most `grace` for each one's disposers; fibers still
     /// unloading after that are named in the log (their registrations are already dropped).
     pub async fn dispose_all(&self, grace: Duration) {
-        let roots: Vec<Arc<Fiber>> =
-            self.inner.state().fibers.values().filter(|fiber| fiber.parent.is_none()).cloned().collect();
+        let roots: Vec<Arc<Fiber>> = self
+            .inner
+            .state()
+            .fibers
+            .values()
+            .filter(|fiber| fiber.parent.is_none())
+            .cloned()
+            .collect();
         let waits = roots.into_iter().rev().map(|fiber| {
             let inner = self.inner.clone();
             Box::pin(async move {
@@ -171,7 +180,10 @@ impl Runtime {
     /// The diagnostics table, in mount order.
     pub fn report(&self) -> Vec<FiberReport> {
         let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
-        fibers.iter().map(|fiber| self.inner.report(fiber)).collect()
+        fibers
+            .iter()
+            .map(|fiber| self.inner.report(fiber))
+            .collect()
     }
 
     /// Fibers currently running code from the library at `path`.
@@ -206,7 +218,10 @@ impl Runtime {
         let mut quiet_since = Instant::now();
         loop {
             let busy = self.inner.in_flight.load(Ordering::Acquire) > 0
-                || self.report().iter().any(|row| matches!(row.state, FiberState::Loading | FiberState::Unloading));
+                || self
+                    .report()
+                    .iter()
+                    .any(|row| matches!(row.state, FiberState::Loading | FiberState::Unloading));
             let now = Instant::now();
             if busy {
                 quiet_since = now;
@@ -243,7 +258,12 @@ impl Inner {
         self.state().fibers.get(&id).cloned()
     }
 
-    fn mount(self: &Arc<Self>, parent: Option<FiberId>, scope: Arc<Scope>, spec: MountSpec) -> FiberId {
+    fn mount(
+        self: &Arc<Self>,
+        parent: Option<FiberId>,
+        scope: Arc<Scope>,
+        spec: MountSpec,
+    ) -> FiberId {
         let id = self.next_fiber.fetch_add(1, Ordering::Relaxed) + 1;
         let fiber = Arc::new(Fiber::new(id, parent, scope, spec));
         self.state().fibers.insert(id, fiber.clone());
@@ -278,14 +298,23 @@ impl Inner {
     fn epoch(&self, scope: &Scope, deps: &[String]) -> Option<fiber::Epoch> {
         let state = self.state();
         deps.iter()
-            .map(|name| state.services.get(&(scope.realm_of(name), name.clone())).map(|entry| entry.fiber))
+            .map(|name| {
+                state
+                    .services
+                    .get(&(scope.realm_of(name), name.clone()))
+                    .map(|entry| entry.fiber)
+            })
             .collect()
     }
 
     fn missing(&self, scope: &Scope, deps: &[String]) -> Vec<String> {
         let state = self.state();
         deps.iter()
-            .filter(|name| !state.services.contains_key(&(scope.realm_of(name), (*name).clone())))
+            .filter(|name| {
+                !state
+                    .services
+                    .contains_key(&(scope.realm_of(name), (*name).clone()))
+            })
             .cloned()
             .collect()
     }
@@ -305,7 +334,10 @@ impl Inner {
                     plugin: fiber.label.clone(),
                     parent: fiber.parent,
                     state,
-                    waiting_for: missing.into_iter().map(|name| format!("service `{name}`")).collect(),
+                    waiting_for: missing
+                        .into_iter()
+                        .map(|name| format!("service `{name}`"))
+                        .collect(),
                     error: None,
                 };
             }
@@ -323,7 +355,13 @@ impl Inner {
     }
 
     /// Makes `service` visible under `name` in `realm`, owned by `fiber`, and wakes dependents.
-    fn publish(self: &Arc<Self>, fiber: FiberId, realm: RealmId, name: &str, service: ErasedService) -> Result<(), PluginError> {
+    fn publish(
+        self: &Arc<Self>,
+        fiber: FiberId,
+        realm: RealmId,
+        name: &str,
+        service: ErasedService,
+    ) -> Result<(), PluginError> {
         {
             let mut state = self.state();
             let key = (realm, name.to_owned());
@@ -366,7 +404,10 @@ impl Inner {
     }
 
     fn lookup(&self, realm: RealmId, name: &str) -> Option<ErasedService> {
-        self.state().services.get(&(realm, name.to_owned())).map(|entry| entry.service.clone())
+        self.state()
+            .services
+            .get(&(realm, name.to_owned()))
+            .map(|entry| entry.service.clone())
     }
 
     fn wake_dependents(self: &Arc<Self>, realm: RealmId, name: &str) {
@@ -390,4 +431,3 @@ impl Inner {
         lock(&self.resolver).clone()
     }
 }
-

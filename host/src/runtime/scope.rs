@@ -28,7 +28,10 @@ impl Scope {
         if isolated.is_empty() {
             return parent.clone();
         }
-        Arc::new(Self { parent: Some(parent.clone()), isolated })
+        Arc::new(Self {
+            parent: Some(parent.clone()),
+            isolated,
+        })
     }
 
     pub fn realm_of(&self, service: &str) -> RealmId {
