@@ -107,6 +107,9 @@ struct Reloader {
 impl Reloader {
     async fn handle(&self, paths: Vec<PathBuf>) {
         let paths: BTreeSet<PathBuf> = paths.into_iter().collect();
+        if paths.iter().any(|path| self.is_library(path)) {
+            self.app.libraries().forget_locations();
+        }
         let config_changed = paths.iter().any(|path| self.config_files.contains(path));
         if config_changed {
             self.reload_config().await;

@@ -102,6 +102,15 @@ fn into_result<T>(value: RResult<T, PluginError>) -> Result<T, PluginError> {
     value.into_result()
 }
 
+/// A typed channel over an erased one, for code that dispatches from outside a plugin (the
+/// host's own events, benchmarks). The host checks the declaration when resolving `inner`.
+pub fn typed_channel<D: Descriptor>(inner: EventChannelBox) -> Channel<D> {
+    Channel {
+        inner: Arc::new(inner),
+        _descriptor: PhantomData,
+    }
+}
+
 impl<P: StableAbi> Channel<EmitEvent<P>> {
     pub fn emit(&self, payload: &P) -> Result<(), PluginError> {
         into_result(self.inner.emit(payload as *const P as *const ()))

@@ -13,6 +13,7 @@
 //! and task body runs inside `catch_unwind`, and a panic becomes a [`PluginError`].
 
 pub mod abi;
+pub mod bench;
 mod context;
 mod events;
 mod guard;
@@ -23,7 +24,7 @@ pub use abi::{
     CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl,
     PluginError, PluginLib, PluginLibRef,
 };
-pub use context::{Channel, Context, Descriptor, Service};
+pub use context::{Channel, Context, Descriptor, Service, typed_channel};
 pub use events::{
     BailEvent, EmitEvent, Next, ParallelEvent, SerialEvent, WaterfallEvent, next_step,
 };

@@ -238,3 +238,70 @@ fn event_declared_with_another_mode_is_refused() {
         out.stdout
     );
 }
+
+#[test]
+fn event_registered_with_another_payload_type_is_refused() {
+    let dir = TestDir::new("layout-clash");
+    let out = check(
+        &dir,
+        "- id: declarer\n  name: lifecycle-probe/ping-declarer\n- id: clash\n  name: lifecycle-probe/layout-clash\n",
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let table = dsh_tests::squash(&out.stdout);
+    assert!(
+        table.contains(
+            "event `probe/ping`: payload type `u64` does not match the declared `RString`"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_disposer_that_never_finishes_is_named_after_the_grace_period() {
+    let dir = TestDir::new("stuck");
+    let config = dir.write(
+        "tree.yml",
+        "- id: stuck\n  name: lifecycle-probe/stuck-disposer\n- id: beat\n  name: heartbeat\n",
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("stuck disposer registered", WAIT);
+    let started = std::time::Instant::now();
+    assert_eq!(host.stop(), Some(0));
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(5),
+        "exited before the grace period"
+    );
+    let named = host
+        .stderr()
+        .iter()
+        .any(|line| line.contains("row=stuck") && line.contains("did not finish its disposers"));
+    assert!(named, "{:?}", host.stderr());
+    // The other rows were disposed normally meanwhile.
+    assert!(
+        host.stdout()
+            .iter()
+            .any(|line| line == "heartbeat cleaned up"),
+        "{:?}",
+        host.stdout()
+    );
+}
+
+#[test]
+fn a_second_signal_exits_at_once() {
+    let dir = TestDir::new("second-signal");
+    let config = dir.write(
+        "tree.yml",
+        "- id: stuck\n  name: lifecycle-probe/stuck-disposer\n",
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("stuck disposer registered", WAIT);
+    host.signal(libc::SIGTERM);
+    host.wait_stderr("shutting down", WAIT);
+    let started = std::time::Instant::now();
+    host.signal(libc::SIGINT);
+    assert_eq!(host.wait_exit(WAIT), Some(130));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "waited for the grace period"
+    );
+}

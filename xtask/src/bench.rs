@@ -1,11 +1,240 @@
-//! `cargo xtask bench`: measures our runtime and the peer in one run and writes BENCHMARKS.md.
+//! `cargo xtask bench [runtime]`: builds in release, runs our `dsh-bench` and the Cordis peer
+//! script (`../shared/peers/cordis-bench`) three times each, one after the other (never at once:
+//! two cores), and writes BENCHMARKS.md with our median, the peer's median and the ratio.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
+use std::process::Command;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
-pub(crate) fn run(_root: &Path, _args: Vec<String>) -> Result<()> {
-    bail!(
-        "`cargo xtask bench` is not built yet: the runtime benchmarks are the next step of issue 2"
-    )
+use crate::process::cargo;
+
+const RUNS: usize = 3;
+
+/// One figure: our name, the peer's name (if it measures the same thing), the unit and what it is.
+struct Figure {
+    ours: &'static str,
+    peer: Option<&'static str>,
+    what: &'static str,
+}
+
+const FIGURES: &[Figure] = &[
+    Figure {
+        ours: "emit_1_listeners",
+        peer: Some("emit_1_listeners"),
+        what: "emit to 1 listener in a plugin library (ns/emit)",
+    },
+    Figure {
+        ours: "emit_10_listeners",
+        peer: Some("emit_10_listeners"),
+        what: "emit to 10 listeners (ns/emit)",
+    },
+    Figure {
+        ours: "emit_100_listeners",
+        peer: Some("emit_100_listeners"),
+        what: "emit to 100 listeners (ns/emit)",
+    },
+    Figure {
+        ours: "bail_10_sync_listeners",
+        peer: Some("bail_10_sync_listeners"),
+        what: "bail over 10 sync listeners (ns/call)",
+    },
+    Figure {
+        ours: "serial_10_async_listeners",
+        peer: Some("serial_10_async_listeners"),
+        what: "serial over 10 async listeners (ns/call)",
+    },
+    Figure {
+        ours: "parallel_10_async_listeners",
+        peer: Some("parallel_10_async_listeners"),
+        what: "parallel over 10 async listeners (ns/call)",
+    },
+    Figure {
+        ours: "waterfall_10_async_listeners",
+        peer: Some("next_chain_10_async_listeners"),
+        what: "waterfall of 10 listeners (peer: a `next` chain over `ctx.on`, Cordis has no waterfall) (ns/call)",
+    },
+    Figure {
+        ours: "mount_100_plugins",
+        peer: Some("mount_100_plugins"),
+        what: "mount 100 plugin rows until all consumers applied (ours: 50 isolate groups of provider + consumer, two libraries) (ms)",
+    },
+    Figure {
+        ours: "dispose_100_plugins",
+        peer: Some("dispose_100_plugins"),
+        what: "dispose those 100 rows (ms)",
+    },
+    Figure {
+        ours: "reactive_reload_replace_provider",
+        peer: Some("reactive_reload_replace_provider"),
+        what: "provider replaced until the consumer re-applied (µs)",
+    },
+    Figure {
+        ours: "startup_spawn_to_100_active_wall",
+        peer: Some("startup_spawn_to_100_active_wall"),
+        what: "process start to 100 rows active (ms; target under 60 ms)",
+    },
+    Figure {
+        ours: "startup_rss_100_active",
+        peer: Some("startup_rss_100_active"),
+        what: "peak RSS with 100 rows active (MiB; target under 25 MiB)",
+    },
+    Figure {
+        ours: "hot_reload_file_to_active",
+        peer: None,
+        what: "library replaced until the new version is active, debounce included (ms)",
+    },
+    Figure {
+        ours: "hot_reload_after_debounce",
+        peer: None,
+        what: "the same after the 150 ms debounce (ms; target under 150 ms)",
+    },
+    Figure {
+        ours: "hot_reload_rss_growth_per_reload",
+        peer: None,
+        what: "RSS growth per library reload (MiB; old copies are never unloaded)",
+    },
+];
+
+pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
+    if let Some(group) = args.first().filter(|group| group.as_str() != "runtime") {
+        bail!("unknown benchmark group `{group}` (known: runtime)");
+    }
+    crate::timed("build release", || {
+        cargo(
+            root,
+            &["build", "--release", "--workspace", "--bins", "--lib"],
+        )
+    })?;
+    let ours = crate::timed("run dsh-bench", || median_of_runs(RUNS, || run_ours(root)))?;
+    let peer = crate::timed("run the Cordis peer", || peer_figures(root));
+    let peer = match peer {
+        Ok(figures) => Some(figures),
+        Err(error) => {
+            eprintln!("xtask: the Cordis peer could not run: {error:#}");
+            None
+        }
+    };
+    let text = render(&ours, peer.as_ref());
+    std::fs::write(root.join("BENCHMARKS.md"), &text)?;
+    println!("{text}");
+    Ok(())
+}
+
+type Figures = BTreeMap<String, f64>;
+
+fn parse_lines(text: &str) -> Figures {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let name = words.next()?;
+            let value = words.next()?.parse::<f64>().ok()?;
+            Some((name.to_owned(), value))
+        })
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
+}
+
+fn median_of_runs(runs: usize, mut once: impl FnMut() -> Result<Figures>) -> Result<Figures> {
+    let samples: Vec<Figures> = (0..runs).map(|_| once()).collect::<Result<_>>()?;
+    let mut out = Figures::new();
+    for name in samples[0].keys() {
+        let values: Vec<f64> = samples
+            .iter()
+            .filter_map(|run| run.get(name).copied())
+            .collect();
+        out.insert(name.clone(), median(values));
+    }
+    Ok(out)
+}
+
+fn run_ours(root: &Path) -> Result<Figures> {
+    let output = Command::new(root.join("target/release/dsh-bench"))
+        .output()
+        .context("cannot run target/release/dsh-bench")?;
+    if !output.status.success() {
+        bail!(
+            "dsh-bench failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(parse_lines(&String::from_utf8_lossy(&output.stdout)))
+}
+
+fn peer_figures(root: &Path) -> Result<Figures> {
+    let source = root.join("../shared/peers/cordis-bench");
+    let dir = root.join("target/cordis-bench");
+    std::fs::create_dir_all(&dir)?;
+    for file in ["package.json", "bench.mjs"] {
+        std::fs::copy(source.join(file), dir.join(file))
+            .with_context(|| format!("copy {file} from {}", source.display()))?;
+    }
+    if !dir.join("node_modules/cordis").exists() {
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent"])
+            .current_dir(&dir)
+            .status()
+            .context("cannot run npm (Node.js is needed for the peer)")?;
+        if !status.success() {
+            bail!("npm install of the Cordis peer failed");
+        }
+    }
+    median_of_runs(RUNS, || {
+        let output = Command::new("node")
+            .arg("bench.mjs")
+            .current_dir(&dir)
+            .output()
+            .context("cannot run node")?;
+        if !output.status.success() {
+            bail!(
+                "the peer script failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(parse_lines(&String::from_utf8_lossy(&output.stdout)))
+    })
+}
+
+/// ns figures of the peer are in its units already; the ratio is peer / ours (higher: we are faster).
+fn render(ours: &Figures, peer: Option<&Figures>) -> String {
+    let mut text = String::from(
+        "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of 3 runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n\n## Runtime (issue 2)\n\n| figure | ours | Cordis | ratio (Cordis / ours) |\n|---|---:|---:|---:|\n",
+    );
+    for figure in FIGURES {
+        let Some(value) = ours.get(figure.ours) else {
+            continue;
+        };
+        let peer_value = figure
+            .peer
+            .and_then(|name| peer.and_then(|peer| peer.get(name)));
+        let (peer_text, ratio) = match peer_value {
+            Some(peer_value) => (
+                format!("{peer_value:.3}"),
+                format!("{:.1}x", peer_value / value),
+            ),
+            None if figure.peer.is_none() => ("(ours only: no peer)".to_owned(), "-".to_owned()),
+            None => ("(peer did not run)".to_owned(), "-".to_owned()),
+        };
+        let _ = writeln!(
+            text,
+            "| {} | {value:.3} | {peer_text} | {ratio} |",
+            figure.what
+        );
+    }
+    text.push_str(
+        "\nTargets from the issue: emit, waterfall, serial, parallel, mount/dispose and reactive reload at least 100x faster than Cordis; start to 100 rows active under 60 ms and under 25 MiB; reload under 150 ms after the debounce.\n\nHow ours is measured: dispatches go from the host's channel to listeners living in `libbench_plugin.so` (one FFI call per listener); mount/dispose use 50 isolate groups, each a provider (`libbench_plugin.so`) and a consumer (`libbench_consumer.so`); startup spawns `dsh-host --config` on 100 rows and waits for every consumer to print; reload replaces `libbench_consumer.so` in a `--plugin-dir` 20 times and waits for the new version's line; RSS figures come from `/proc/<pid>/status` (VmHWM, VmRSS).\n",
+    );
+    text
 }

@@ -394,7 +394,40 @@ impl Plugin for EchoListener {
     }
 }
 
+/// A disposer that never finishes: shutdown names the fiber after the grace period.
+pub struct StuckDisposer;
+
+impl Plugin for StuckDisposer {
+    const NAME: &'static str = "stuck-disposer";
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_emit(&PING, |_payload: &RString| {})?;
+        ctx.effect(|| std::future::pending::<()>())?;
+        say("stuck disposer registered");
+        Ok(())
+    }
+}
+
+/// `probe/ping` with a `u64` payload: refused where it is declared with a string.
+pub const PING_AS_NUMBER: EmitEvent<u64> = EmitEvent::new("probe/ping");
+
+/// Registers `probe/ping` with the wrong payload type.
+pub struct LayoutClash;
+
+impl Plugin for LayoutClash {
+    const NAME: &'static str = "layout-clash";
+    const INJECT: &'static [&'static str] = &["probe-ready"];
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.on_emit(&PING_AS_NUMBER, |_payload: &u64| {})
+    }
+}
+
 dsh_plugin_api::export_plugins!(
+    StuckDisposer,
+    LayoutClash,
     CmdlineEcho,
     EchoListener,
     Disposers,

@@ -98,6 +98,9 @@ pub struct Libraries {
     copies_held: AtomicUsize,
     copy_counter: AtomicUsize,
     debug_dir: PathBuf,
+    /// Where each library name was found; misses are not cached, so a PENDING row finds its
+    /// library as soon as it appears. Cleared whenever a plugin directory changes.
+    found: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl Libraries {
@@ -110,6 +113,7 @@ impl Libraries {
             copies_held: AtomicUsize::new(0),
             copy_counter: AtomicUsize::new(0),
             debug_dir,
+            found: Mutex::new(HashMap::new()),
         }
     }
 
@@ -124,6 +128,20 @@ impl Libraries {
 
     /// The first `lib<name>.so` in the directories; a later duplicate is logged as a warning.
     pub fn find(&self, name: &str) -> Result<PathBuf, String> {
+        if let Some(path) = lock(&self.found).get(name) {
+            return Ok(path.clone());
+        }
+        let path = self.search(name)?;
+        lock(&self.found).insert(name.to_owned(), path.clone());
+        Ok(path)
+    }
+
+    /// Forgets where libraries were found (a plugin directory changed).
+    pub fn forget_locations(&self) {
+        lock(&self.found).clear();
+    }
+
+    fn search(&self, name: &str) -> Result<PathBuf, String> {
         let file = library_file_name(name);
         let mut found = self
             .dirs
@@ -221,10 +239,14 @@ impl Libraries {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<LoadedLibrary>>> {
-        match self.loaded.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        lock(&self.loaded)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

@@ -107,21 +107,35 @@ impl EventChannel for Channel {
                 return RErr(error);
             }
             let listeners = slot.snapshot();
-            let mut running = Vec::with_capacity(listeners.len());
-            for entry in listeners.iter().filter(|entry| entry.is_alive()) {
-                if let ListenerKind::Async(listener) = &entry.kind {
-                    running.push((entry.clone(), listener.call(payload.clone())));
-                }
-            }
-            let (entries, futures): (Vec<_>, Vec<_>) = running.into_iter().unzip();
-            let results = join_all(futures).await;
+            // Every listener starts before any is awaited; one vector holds the running ones.
+            let mut running: Vec<(usize, FfiFuture<_>)> = listeners
+                .iter()
+                .enumerate()
+                .filter(|(_, entry)| entry.is_alive())
+                .filter_map(|(index, entry)| match &entry.kind {
+                    ListenerKind::Async(listener) => Some((index, listener.call(payload.clone()))),
+                    _ => None,
+                })
+                .collect();
             let mut failures = Vec::new();
-            for (entry, result) in entries.iter().zip(results) {
-                if let RErr(error) = result {
-                    report(&slot.name, entry, &error);
-                    failures.push(format!("{}: {error}", entry.owner));
+            std::future::poll_fn(|cx| {
+                running.retain_mut(|(index, fut)| match std::pin::Pin::new(fut).poll(cx) {
+                    std::task::Poll::Ready(RErr(error)) => {
+                        let entry = &listeners[*index];
+                        report(&slot.name, entry, &error);
+                        failures.push(format!("{}: {error}", entry.owner));
+                        false
+                    }
+                    std::task::Poll::Ready(ROk(_)) => false,
+                    std::task::Poll::Pending => true,
+                });
+                if running.is_empty() {
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
                 }
-            }
+            })
+            .await;
             if failures.is_empty() {
                 ROk(())
             } else {
@@ -171,9 +185,12 @@ impl EventChannel for Channel {
         if let Err(error) = self.expect_mode(DispatchMode::Waterfall) {
             return async move { RErr(error) }.into_ffi();
         }
+        let listeners = self.slot.snapshot();
+        let used = listeners.iter().map(|_| AtomicBool::new(false)).collect();
         let chain = Arc::new(Chain {
             slot: self.slot.clone(),
-            listeners: self.slot.snapshot(),
+            listeners,
+            used,
             inner,
             payload,
         });
@@ -184,6 +201,9 @@ impl EventChannel for Channel {
 struct Chain {
     slot: Arc<Slot>,
     listeners: Arc<Vec<Arc<ListenerEntry>>>,
+    /// Whether listener `i` has run the rest of the chain (its `next`): one flag per listener,
+    /// allocated once per dispatch.
+    used: Vec<AtomicBool>,
     inner: WaterfallInnerBox,
     payload: RArc<()>,
 }
@@ -193,7 +213,7 @@ fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, Plu
     async move {
         let mut index = index;
         loop {
-            let Some(entry) = chain.listeners.get(index).cloned() else {
+            let Some(entry) = chain.listeners.get(index) else {
                 return chain.inner.run(chain.payload.clone()).await;
             };
             let ListenerKind::Waterfall(listener) = &entry.kind else {
@@ -203,18 +223,15 @@ fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, Plu
                 index += 1;
                 continue;
             }
-            let used = Arc::new(AtomicBool::new(false));
             let next = {
                 let chain = chain.clone();
-                let used = used.clone();
-                let owner = entry.owner.clone();
                 next_step(move || {
-                    if used.swap(true, Ordering::AcqRel) {
+                    if chain.used[index].swap(true, Ordering::AcqRel) {
                         let error = PluginError::new(
                             ErrorKind::Dispatch,
                             format!(
-                                "`next` called twice by the `{}` listener of {owner}",
-                                chain.slot.name
+                                "`next` called twice by the `{}` listener of {}",
+                                chain.slot.name, chain.listeners[index].owner
                             ),
                         );
                         return async move { RErr(error) }.into_ffi();
@@ -225,8 +242,8 @@ fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, Plu
             match listener.call(chain.payload.clone(), next).await {
                 ROk(value) => return ROk(value),
                 RErr(error) => {
-                    report(&chain.slot.name, &entry, &error);
-                    if used.load(Ordering::Acquire) {
+                    report(&chain.slot.name, entry, &error);
+                    if chain.used[index].load(Ordering::Acquire) {
                         // The rest of the chain already ran for this listener; running it again
                         // would repeat its effects.
                         return RErr(error);
@@ -237,31 +254,4 @@ fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, Plu
         }
     }
     .into_ffi()
-}
-
-/// Awaits every future concurrently, keeping results in order.
-async fn join_all<T>(futures: Vec<FfiFuture<T>>) -> Vec<T> {
-    let mut slots: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-    let mut pending: Vec<Option<FfiFuture<T>>> = futures.into_iter().map(Some).collect();
-    std::future::poll_fn(|cx| {
-        let mut done = true;
-        for (index, slot) in pending.iter_mut().enumerate() {
-            if let Some(fut) = slot {
-                match std::pin::Pin::new(fut).poll(cx) {
-                    std::task::Poll::Ready(value) => {
-                        slots[index] = Some(value);
-                        *slot = None;
-                    }
-                    std::task::Poll::Pending => done = false,
-                }
-            }
-        }
-        if done {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
-    slots.into_iter().flatten().collect()
 }

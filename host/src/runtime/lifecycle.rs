@@ -31,7 +31,7 @@ impl Inner {
             }
         }
         if fiber.inner().disposed {
-            self.state().fibers.remove(&fiber.id);
+            self.remove(fiber);
         }
     }
 

@@ -46,6 +46,8 @@ struct ServiceEntry {
 struct State {
     fibers: BTreeMap<FiberId, Arc<Fiber>>,
     services: HashMap<(RealmId, String), ServiceEntry>,
+    /// Fibers by the service names they inject, so a service change wakes only its dependents.
+    dependents: HashMap<String, Vec<FiberId>>,
     named_realms: HashMap<String, RealmId>,
     next_realm: RealmId,
 }
@@ -57,6 +59,8 @@ struct Inner {
     next_fiber: AtomicU64,
     /// Reconciles spawned and not yet finished: the tree is settled when this stays at zero.
     in_flight: AtomicUsize,
+    /// Bumped after every finished reconcile, for waiting on the tree without polling.
+    transitions: tokio::sync::watch::Sender<u64>,
     resolver: Mutex<Option<Arc<dyn Resolver>>>,
 }
 
@@ -94,6 +98,7 @@ impl Runtime {
                 bus: Bus::default(),
                 next_fiber: AtomicU64::new(0),
                 in_flight: AtomicUsize::new(0),
+                transitions: tokio::sync::watch::Sender::new(0),
                 resolver: Mutex::new(None),
             }),
         }
@@ -212,6 +217,21 @@ impl Runtime {
             .sum()
     }
 
+    /// Resolves when `done` holds, re-checking after every transition (no polling).
+    pub async fn wait_until(&self, mut done: impl FnMut(&Runtime) -> bool) {
+        let mut transitions = self.inner.transitions.subscribe();
+        while !done(self) {
+            if transitions.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Reconciles spawned and not finished.
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Acquire)
+    }
+
     /// Waits until no transition has run for `quiet`, at most `max`. True when settled.
     pub async fn settle(&self, quiet: Duration, max: Duration) -> bool {
         let deadline = Instant::now() + max;
@@ -266,7 +286,14 @@ impl Inner {
     ) -> FiberId {
         let id = self.next_fiber.fetch_add(1, Ordering::Relaxed) + 1;
         let fiber = Arc::new(Fiber::new(id, parent, scope, spec));
-        self.state().fibers.insert(id, fiber.clone());
+        let deps = fiber.inner().deps.clone();
+        {
+            let mut state = self.state();
+            state.fibers.insert(id, fiber.clone());
+            for dep in deps {
+                state.dependents.entry(dep).or_default().push(id);
+            }
+        }
         if let Some(parent) = parent.and_then(|parent| self.fiber(parent)) {
             parent.inner().effects.push(effects::Effect::Child(id));
         }
@@ -281,6 +308,7 @@ impl Inner {
         self.handle.spawn(async move {
             inner.reconcile(&fiber).await;
             inner.in_flight.fetch_sub(1, Ordering::AcqRel);
+            inner.transitions.send_modify(|count| *count += 1);
         });
     }
 
@@ -292,6 +320,7 @@ impl Inner {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.reconcile(&fiber).await;
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.transitions.send_modify(|count| *count += 1);
     }
 
     /// The providers of `deps` as seen from `scope`, or None when one is missing.
@@ -411,14 +440,33 @@ impl Inner {
     }
 
     fn wake_dependents(self: &Arc<Self>, realm: RealmId, name: &str) {
-        let fibers: Vec<Arc<Fiber>> = self.state().fibers.values().cloned().collect();
-        for fiber in fibers {
-            let depends = {
-                let inner = fiber.inner();
-                !inner.disposed && inner.deps.iter().any(|dep| dep == name)
+        let fibers: Vec<Arc<Fiber>> = {
+            let state = self.state();
+            let Some(ids) = state.dependents.get(name) else {
+                return;
             };
-            if depends && fiber.scope.realm_of(name) == realm {
+            ids.iter()
+                .filter_map(|id| state.fibers.get(id).cloned())
+                .collect()
+        };
+        for fiber in fibers {
+            if !fiber.inner().disposed && fiber.scope.realm_of(name) == realm {
                 self.schedule(fiber);
+            }
+        }
+    }
+
+    /// Forgets a fully disposed fiber.
+    fn remove(&self, fiber: &Fiber) {
+        let deps = fiber.inner().deps.clone();
+        let mut state = self.state();
+        state.fibers.remove(&fiber.id);
+        for dep in deps {
+            if let Some(ids) = state.dependents.get_mut(&dep) {
+                ids.retain(|id| *id != fiber.id);
+                if ids.is_empty() {
+                    state.dependents.remove(&dep);
+                }
             }
         }
     }

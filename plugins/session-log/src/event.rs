@@ -17,7 +17,11 @@ pub struct SessionEvent {
     pub data: serde_json::Value,
     #[serde(rename = "surfaceOp", default, skip_serializing_if = "Option::is_none")]
     pub surface_op: Option<SurfaceOp>,
-    #[serde(rename = "sourceEventSeqs", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sourceEventSeqs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub source_event_seqs: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignorable: Option<bool>,
@@ -30,7 +34,11 @@ pub enum SurfaceOp {
     /// `"append"`.
     Append(AppendTag),
     /// `{"op":"replace","start":S,"end":E}`: replaces the inclusive surface span.
-    Replace { op: ReplaceTag, start: u64, end: u64 },
+    Replace {
+        op: ReplaceTag,
+        start: u64,
+        end: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,4 +51,49 @@ pub enum AppendTag {
 pub enum ReplaceTag {
     #[serde(rename = "replace")]
     Replace,
+}
+
+impl SurfaceOp {
+    /// The `"append"` marker.
+    pub const fn append() -> Self {
+        Self::Append(AppendTag::Append)
+    }
+
+    /// A positional replacement of the inclusive surface span from the node with seq `start` to the
+    /// node with seq `end` (both must be on the current surface; see the crate docs).
+    pub const fn replace(start: u64, end: u64) -> Self {
+        Self::Replace {
+            op: ReplaceTag::Replace,
+            start,
+            end,
+        }
+    }
+
+    /// `(start, end)` for a replacement, `None` for an append.
+    pub const fn replace_span(&self) -> Option<(u64, u64)> {
+        match self {
+            Self::Append(_) => None,
+            Self::Replace { start, end, .. } => Some((*start, *end)),
+        }
+    }
+}
+
+impl SessionEvent {
+    /// `data[key]` as an unsigned integer (turn and step numbers, mostly).
+    pub fn data_u64(&self, key: &str) -> Option<u64> {
+        self.data.get(key).and_then(serde_json::Value::as_u64)
+    }
+
+    /// Whether this event carries the envelope's `ignorable: true` marker.
+    pub fn is_ignorable(&self) -> bool {
+        self.ignorable == Some(true)
+    }
+}
+
+// Lets the read-only helpers (closers, checks, summaries) take `&[SessionEvent]` and
+// `&[Arc<SessionEvent>]` alike, so callers never copy events to call them.
+impl AsRef<SessionEvent> for SessionEvent {
+    fn as_ref(&self) -> &SessionEvent {
+        self
+    }
 }

@@ -1,0 +1,171 @@
+//! Whole-process figures: start of `dsh-host` until 100 rows are active (with peak RSS), and
+//! hot reload latency of a replaced library (with RSS growth per reload).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use crate::{exe_dir, median, report};
+
+/// The debounce of the host's watcher: reload latency is reported with and without it.
+const DEBOUNCE_MS: f64 = 150.0;
+
+fn scratch(name: &str) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("dsh-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|error| error.to_string())?;
+    Ok(dir)
+}
+
+struct Host {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Host {
+    fn start(home: &Path, args: &[&str]) -> Result<Self, String> {
+        let mut child = Command::new(exe_dir().join("dsh-host"))
+            .args(args)
+            .env("DSH_HOME", home)
+            .env("DSH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|error| format!("cannot start dsh-host: {error}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Self { child, lines })
+    }
+
+    fn wait_lines(&self, needle: &str, count: usize) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = 0;
+        while seen < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .map_err(|_| format!("timed out waiting for `{needle}`"))?;
+            if line.contains(needle) {
+                seen += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A `/proc/<pid>/status` field in KiB (`VmHWM` is the peak RSS).
+    fn status_kib(&self, field: &str) -> Result<f64, String> {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .map_err(|e| e.to_string())?;
+        text.lines()
+            .find_map(|line| {
+                line.strip_prefix(field)?
+                    .trim()
+                    .trim_start_matches(':')
+                    .trim()
+                    .strip_suffix("kB")
+            })
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .ok_or_else(|| format!("no {field} in /proc status"))
+    }
+
+    fn stop(mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            #[allow(unsafe_code, reason = "signalling the child we started")]
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn hundred_rows_yaml() -> String {
+    let mut yaml = String::new();
+    for index in 0..50 {
+        yaml.push_str(&format!(
+            "- id: pair-{index}\n  group: true\n  isolate:\n    svc: true\n  config:\n    - id: provider-{index}\n      name: bench-plugin/provider\n    - id: consumer-{index}\n      name: bench-consumer\n      inject: [svc]\n      config:\n        announce: true\n"
+        ));
+    }
+    yaml
+}
+
+pub(crate) fn run() -> Result<(), String> {
+    let dir = scratch("startup")?;
+    let config = dir.join("hundred.yml");
+    std::fs::write(&config, hundred_rows_yaml()).map_err(|error| error.to_string())?;
+    let config = config.display().to_string();
+    let (mut walls, mut peaks) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let started = Instant::now();
+        let host = Host::start(&dir, &["--config", &config, "--no-watch"])?;
+        host.wait_lines("ready", 50)?;
+        walls.push(started.elapsed().as_secs_f64() * 1e3);
+        peaks.push(host.status_kib("VmHWM")? / 1024.0);
+        host.stop();
+    }
+    report("startup_spawn_to_100_active_wall", median(walls), "ms");
+    report("startup_rss_100_active", median(peaks), "MiB");
+
+    let dir = scratch("reload")?;
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).map_err(|error| error.to_string())?;
+    let library = exe_dir().join("libbench_consumer.so");
+    let installed = plugins.join("libbench_consumer.so");
+    let install = || -> Result<(), String> {
+        let aside = plugins.join("incoming.part");
+        std::fs::copy(&library, &aside).map_err(|error| error.to_string())?;
+        std::fs::rename(&aside, &installed).map_err(|error| error.to_string())
+    };
+    install()?;
+    let config = dir.join("reload.yml");
+    std::fs::write(
+        &config,
+        "- id: provider\n  name: bench-plugin/provider\n- id: consumer\n  name: bench-consumer\n  inject: [svc]\n  config:\n    announce: true\n",
+    )
+    .map_err(|error| error.to_string())?;
+    let host = Host::start(
+        &dir,
+        &[
+            "--config",
+            &config.display().to_string(),
+            "--plugin-dir",
+            &plugins.display().to_string(),
+        ],
+    )?;
+    host.wait_lines("ready", 1)?;
+    std::thread::sleep(Duration::from_millis(300));
+    let before = host.status_kib("VmRSS")?;
+    let mut latencies = Vec::new();
+    let reloads = 20;
+    for _ in 0..reloads {
+        let started = Instant::now();
+        install()?;
+        host.wait_lines("ready", 1)?;
+        latencies.push(started.elapsed().as_secs_f64() * 1e3);
+        // Let the watcher's burst end before the next replacement.
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let after = host.status_kib("VmRSS")?;
+    host.stop();
+    let latency = median(latencies);
+    report("hot_reload_file_to_active", latency, "ms");
+    report("hot_reload_after_debounce", latency - DEBOUNCE_MS, "ms");
+    report(
+        "hot_reload_rss_growth_per_reload",
+        (after - before) / 1024.0 / f64::from(reloads),
+        "MiB",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

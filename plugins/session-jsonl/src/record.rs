@@ -1,0 +1,232 @@
+//! Reading one JSONL record: a packed row expands back to its exact events; anything else must be
+//! an event envelope this crate can represent without loss.
+//!
+//! The reference passes non-row values through unvalidated. We cannot: `SessionEvent` is typed, so
+//! an extra envelope field or a `null` optional would silently vanish on the next write. Such a
+//! line is refused with the reason instead ("unknown envelope shape").
+
+use serde_json::{Map, Value};
+
+use dsh_session_log::SessionEvent;
+
+use crate::chunks::{RowKind, has_exact_keys};
+use crate::error::RecordError;
+use crate::header::MAX_SAFE_INTEGER;
+
+/// Keys a v0 event envelope may carry.
+const ENVELOPE_KEYS: [&str; 7] =
+    ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"];
+
+/// The row kind a parsed value is tagged as, if any.
+pub(crate) fn row_kind(obj: &Map<String, Value>) -> Option<RowKind> {
+    match obj.get("type")?.as_str()? {
+        "text-chunks" => Some(RowKind::Text),
+        "reasoning-chunks" => Some(RowKind::Reasoning),
+        "tool-call-chunks" => Some(RowKind::ToolCall),
+        _ => None,
+    }
+}
+
+fn safe_i64(value: &Value) -> Option<i64> {
+    value.as_i64().filter(|n| n.unsigned_abs() <= MAX_SAFE_INTEGER)
+}
+
+/// Validate a row and expand it to its member events, in order.
+pub(crate) fn expand_row(
+    kind: RowKind,
+    obj: &Map<String, Value>,
+) -> Result<Vec<SessionEvent>, RecordError> {
+    let tag = kind.tag();
+    let bad = |reason: &str| RecordError::MalformedRow { tag, reason: reason.to_owned() };
+    if !has_exact_keys(obj, &["type", "seq0", "time0", "data"]) {
+        return Err(bad("envelope must be exactly {type, seq0, time0, data}"));
+    }
+    let seq0 = obj
+        .get("seq0")
+        .and_then(Value::as_u64)
+        .filter(|n| *n <= MAX_SAFE_INTEGER)
+        .ok_or_else(|| bad("seq0 must be a non-negative safe integer"))?;
+    let time0 = obj.get("time0").and_then(safe_i64).ok_or_else(|| bad("time0 must be a safe integer"))?;
+    let data = obj.get("data").and_then(Value::as_object).ok_or_else(|| bad("data must be an object"))?;
+    let (payload_key, call) = if kind == RowKind::ToolCall {
+        let with_name = has_exact_keys(data, &["turn", "step", "index", "id", "name", "dt", "args"]);
+        if !with_name && !has_exact_keys(data, &["turn", "step", "index", "id", "dt", "args"]) {
+            return Err(bad("data must be exactly {turn, step, index, id, name?, dt, args}"));
+        }
+        let id = data.get("id").filter(|v| v.is_string());
+        let name = data.get("name");
+        if id.is_none() || name.is_some_and(|n| !n.is_string()) {
+            return Err(bad("id (and name when present) must be strings"));
+        }
+        ("args", id.map(|id| (id, name)))
+    } else {
+        if !has_exact_keys(data, &["turn", "step", "index", "dt", "texts"]) {
+            return Err(bad("data must be exactly {turn, step, index, dt, texts}"));
+        }
+        ("texts", None)
+    };
+    let number = |key: &str| data.get(key).filter(|v| v.is_number());
+    let (Some(turn), Some(step), Some(index)) = (number("turn"), number("step"), number("index"))
+    else {
+        return Err(bad("turn/step/index must be numbers"));
+    };
+    let payload: Vec<&Value> = match data.get(payload_key).and_then(Value::as_array) {
+        Some(items) if !items.is_empty() && items.iter().all(Value::is_string) => items.iter().collect(),
+        _ => return Err(bad(&format!("{payload_key} must be a non-empty string array"))),
+    };
+    let dt: Vec<i64> = data
+        .get("dt")
+        .and_then(Value::as_array)
+        .and_then(|gaps| gaps.iter().map(safe_i64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| bad("dt must be an array of safe integers"))?;
+    if dt.len() + 1 != payload.len() {
+        return Err(bad(&format!("dt length {} does not match {} members", dt.len(), payload.len())));
+    }
+    // Every member seq and time must stay where a JS reader computes them exactly.
+    if seq0 + (payload.len() as u64 - 1) > MAX_SAFE_INTEGER {
+        return Err(bad("member seqs must stay safe integers"));
+    }
+    let mut times = Vec::with_capacity(payload.len());
+    let mut time = time0;
+    times.push(time);
+    for gap in &dt {
+        time += gap;
+        if time.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(bad("member times must stay safe integers"));
+        }
+        times.push(time);
+    }
+    let mut events = Vec::with_capacity(payload.len());
+    for (k, (member, time)) in payload.into_iter().zip(times).enumerate() {
+        // Keys in the order the reference's chunks carry them.
+        let mut chunk = Map::new();
+        chunk.insert("type".into(), Value::from(kind.delta_type()));
+        chunk.insert("index".into(), index.clone());
+        match call {
+            Some((id, name)) => {
+                chunk.insert("id".into(), id.clone());
+                if let Some(name) = name {
+                    chunk.insert("name".into(), name.clone());
+                }
+                chunk.insert("argumentsDelta".into(), member.clone());
+            }
+            None => {
+                chunk.insert("text".into(), member.clone());
+            }
+        }
+        let mut event_data = Map::new();
+        event_data.insert("turn".into(), turn.clone());
+        event_data.insert("step".into(), step.clone());
+        event_data.insert("chunk".into(), Value::Object(chunk));
+        events.push(SessionEvent {
+            kind: "assistant/chunk".into(),
+            seq: seq0 + k as u64,
+            time,
+            data: Value::Object(event_data),
+            surface_op: None,
+            source_event_seqs: None,
+            ignorable: None,
+        });
+    }
+    Ok(events)
+}
+
+/// Decode an event envelope exactly, or say why it cannot be represented.
+pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEvent, RecordError> {
+    let shape = |why: String| RecordError::Envelope(why);
+    if let Some(key) = obj.keys().find(|k| !ENVELOPE_KEYS.contains(&k.as_str())) {
+        return Err(shape(format!("unknown envelope field {key:?}")));
+    }
+    let data = obj.remove("data").ok_or_else(|| shape("missing data".to_owned()))?;
+    // Decode the envelope without its (possibly large) data, then re-encode it and compare: any
+    // difference (a null optional, an extra key inside surfaceOp, ...) would be lost on write.
+    obj.insert("data".into(), Value::Null);
+    let envelope = Value::Object(obj);
+    let mut event: SessionEvent =
+        serde_json::from_value(envelope.clone()).map_err(|e| shape(e.to_string()))?;
+    let back = serde_json::to_value(&event).map_err(|e| shape(e.to_string()))?;
+    if back != envelope {
+        return Err(shape("envelope does not survive a round trip (null optional field or extra surfaceOp key)".to_owned()));
+    }
+    event.data = data;
+    Ok(event)
+}
+
+/// Decode one parsed line into the events it stores, whatever the layout (row or event).
+pub fn decode_record(value: Value) -> Result<Vec<SessionEvent>, RecordError> {
+    let Value::Object(obj) = value else {
+        return Err(RecordError::Envelope("a record must be a JSON object".to_owned()));
+    };
+    match row_kind(&obj) {
+        Some(kind) => expand_row(kind, &obj),
+        None => Ok(vec![event_from_object(obj)?]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(v: Value) -> Result<Vec<SessionEvent>, RecordError> {
+        decode_record(v)
+    }
+
+    #[test]
+    fn expands_text_rows() {
+        let row = json!({"type":"text-chunks","seq0":84,"time0":1000,"data":{"turn":1,"step":2,"index":1,"dt":[0,5,-1],"texts":["d","sh","-s","dk"]}});
+        let events = decode(row).unwrap();
+        assert_eq!(events.len(), 4);
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [84, 85, 86, 87]);
+        assert_eq!(events.iter().map(|e| e.time).collect::<Vec<_>>(), [1000, 1000, 1005, 1004]);
+        assert_eq!(
+            events[1].data,
+            json!({"turn":1,"step":2,"chunk":{"type":"text-delta","index":1,"text":"sh"}})
+        );
+    }
+
+    #[test]
+    fn expands_tool_rows_with_and_without_name() {
+        let row = json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":1,"dt":[1,1],"id":"c","name":"bash","args":["","{","}"]}});
+        let events = decode(row).unwrap();
+        assert_eq!(events[2].data["chunk"], json!({"type":"tool-call-delta","index":1,"id":"c","name":"bash","argumentsDelta":"}"}));
+        let row = json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":1,"dt":[1,1],"id":"c","args":["","{","}"]}});
+        let chunk = &decode(row).unwrap()[0].data["chunk"];
+        assert!(chunk.get("name").is_none());
+    }
+
+    #[test]
+    fn refuses_malformed_rows() {
+        for row in [
+            json!({"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a"]}}),
+            json!({"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}),
+            json!({"type":"text-chunks","seq0":-1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}),
+            json!({"type":"text-chunks","seq0":0,"time0":0,"extra":1,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}),
+            json!({"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0.5],"texts":["a","b"]}}),
+            json!({"type":"reasoning-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":"0","dt":[],"texts":["a"]}}),
+            json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}),
+            json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":"c","name":null,"dt":[],"args":["a"]}}),
+            json!({"type":"text-chunks","seq0":9007199254740991u64,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}),
+        ] {
+            assert!(matches!(decode(row.clone()), Err(RecordError::MalformedRow { .. })), "{row}");
+        }
+    }
+
+    #[test]
+    fn events_pass_exactly_or_not_at_all() {
+        let ok = json!({"type":"tool/result","seq":3,"time":5,"data":{"x":null},"surfaceOp":{"op":"replace","start":1,"end":2},"sourceEventSeqs":[],"ignorable":true});
+        let e = decode(ok.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&e[0]).unwrap(), ok);
+        for bad in [
+            json!({"type":"x","seq":0,"time":0,"data":{},"extra":1}),
+            json!({"type":"x","seq":0,"time":0,"data":{},"surfaceOp":null}),
+            json!({"type":"x","seq":0,"time":0,"data":{},"surfaceOp":{"op":"replace","start":1,"end":2,"z":0}}),
+            json!({"type":"x","seq":0,"time":0}),
+            json!({"type":"x","seq":0,"time":0.5,"data":{}}),
+            json!({"seq":0,"time":0,"data":{}}),
+            json!([1]),
+        ] {
+            assert!(matches!(decode(bad.clone()), Err(RecordError::Envelope(_))), "{bad}");
+        }
+    }
+}

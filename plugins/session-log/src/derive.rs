@@ -1,0 +1,270 @@
+//! Derived model history: the messages the surface projects, shared with the log's events.
+
+use std::sync::Arc;
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
+
+use crate::event::SessionEvent;
+use crate::frozen::FrozenList;
+use crate::hash::{Fnv64, write_canonical};
+
+/// Role of a derived message. Tool results are user-role messages (adapters turn their single
+/// tool-result block into the provider's tool role).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+/// One derived message. It is a view of its committed event (no copy of the content): it
+/// serializes as `{role, content, source}`, with `content` exactly as logged.
+#[derive(Debug, Clone)]
+pub struct Message {
+    event: Arc<SessionEvent>,
+    hash: u64,
+}
+
+static NULL: Value = Value::Null;
+
+impl Message {
+    /// Seq of the surface event this message projects.
+    pub fn seq(&self) -> u64 {
+        self.event.seq
+    }
+
+    pub fn role(&self) -> Role {
+        if self.event.kind == "assistant/message" { Role::Assistant } else { Role::User }
+    }
+
+    /// The logged message object (`data` for `user/message`, `data.message` otherwise).
+    pub fn logged(&self) -> &Value {
+        match self.event.kind.as_str() {
+            "user/message" => &self.event.data,
+            _ => self.event.data.get("message").unwrap_or(&NULL),
+        }
+    }
+
+    /// The content blocks, exactly as logged.
+    pub fn content(&self) -> &[Value] {
+        self.logged().get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
+
+    /// The message source (provenance: user, plugin, model with provider/model/replayState, tool).
+    pub fn source(&self) -> &Value {
+        self.logged().get("source").unwrap_or(&NULL)
+    }
+
+    /// The logged message id.
+    pub fn id(&self) -> Option<&str> {
+        self.logged().get("id").and_then(Value::as_str)
+    }
+
+    /// The committed event (shared, not copied).
+    pub fn event(&self) -> &Arc<SessionEvent> {
+        &self.event
+    }
+
+    /// FNV-1a of this message's canonical JSON (see the `hash` rules in the crate docs).
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// `{role, content, source}` as a JSON value (copies; prefer serializing the message).
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({
+            "role": self.role().as_str(),
+            "content": self.logged().get("content").cloned().unwrap_or(Value::Null),
+            "source": self.source().clone(),
+        })
+    }
+}
+
+impl PartialEq for Message {
+    /// Messages are equal when they would serialize identically.
+    fn eq(&self, other: &Self) -> bool {
+        self.role() == other.role()
+            && self.logged().get("content") == other.logged().get("content")
+            && self.source() == other.source()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("role", self.role().as_str())?;
+        map.serialize_entry("content", self.logged().get("content").unwrap_or(&NULL))?;
+        map.serialize_entry("source", self.source())?;
+        map.end()
+    }
+}
+
+/// Projects one event (REFERENCE §2 deriveMessages rules). `None` for non-message types and for
+/// an assistant message with empty content (it only hosts a max-tokens step's usage; an empty
+/// assistant turn would be rejected by providers).
+pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<Message> {
+    match event.kind.as_str() {
+        "user/message" | "tool/result" => {}
+        "assistant/message" => {
+            let empty = event
+                .data
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty);
+            if empty {
+                return None;
+            }
+        }
+        _ => return None,
+    }
+    let mut message = Message { event: Arc::clone(event), hash: 0 };
+    message.hash = canonical_hash(&message);
+    Some(message)
+}
+
+/// The canonical JSON of `{content, role, source}` (keys already in sorted order), hashed without
+/// building the object.
+fn canonical_hash(message: &Message) -> u64 {
+    let mut h = Fnv64::new();
+    h.feed(b"{\"content\":");
+    write_canonical(&mut h, message.logged().get("content").unwrap_or(&NULL));
+    h.feed(b",\"role\":\"");
+    h.feed(message.role().as_str().as_bytes());
+    h.feed(b"\",\"source\":");
+    write_canonical(&mut h, message.source());
+    h.feed(b"}");
+    h.finish()
+}
+
+/// A snapshot of the derived history. Cheap to take and to clone (O(log n) handles), immutable:
+/// later appends to the log never change a snapshot already handed out.
+#[derive(Debug, Clone, Default)]
+pub struct DerivedMessages {
+    list: FrozenList<Message>,
+    hash: u64,
+}
+
+impl DerivedMessages {
+    pub(crate) fn new(list: FrozenList<Message>, hash: u64) -> Self {
+        Self { list, hash }
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.len() == 0
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Message> {
+        self.list.get(index)
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + '_ {
+        self.list.iter()
+    }
+
+    /// The history hash of these messages (equals `messages_hash` over their JSON values).
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// The messages as JSON values (copies).
+    pub fn to_values(&self) -> Vec<Value> {
+        self.iter().map(Message::to_value).collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a DerivedMessages {
+    type Item = &'a Message;
+    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a Message> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl Serialize for DerivedMessages {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for m in self.iter() {
+            seq.serialize_element(m)?;
+        }
+        seq.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::message_hash;
+    use serde_json::json;
+
+    fn ev(kind: &str, data: Value) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent {
+            kind: kind.into(),
+            seq: 7,
+            time: 0,
+            data,
+            surface_op: None,
+            source_event_seqs: None,
+            ignorable: None,
+        })
+    }
+
+    #[test]
+    fn projection_rules_per_type() {
+        let user = ev(
+            "user/message",
+            json!({"id":"u","role":"user","source":{"kind":"plugin","plugin":"x"},
+                   "content":[{"type":"text","text":"<ctx>hi</ctx>"}]}),
+        );
+        let m = project(&user).unwrap();
+        assert_eq!(m.role(), Role::User);
+        assert_eq!(m.seq(), 7);
+        assert_eq!(m.id(), Some("u"));
+        // Exact content: nothing wrapped, nothing dropped.
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            json!({"role":"user","content":[{"type":"text","text":"<ctx>hi</ctx>"}],
+                   "source":{"kind":"plugin","plugin":"x"}})
+        );
+        let asst = |content: Value| {
+            ev("assistant/message", json!({"turn":1,"step":1,"message":{"id":"a","role":"assistant",
+                "source":{"kind":"model","provider":"p","model":"m","replayState":{"k":1}},
+                "content":content}}))
+        };
+        assert!(project(&asst(json!([]))).is_none(), "empty assistant content never projects");
+        let a = project(&asst(json!([{"type":"text","text":"ok"}]))).unwrap();
+        assert_eq!(a.role(), Role::Assistant);
+        assert_eq!(a.source()["replayState"], json!({"k":1}), "provenance kept");
+        let tr = ev("tool/result", json!({"turn":1,"step":1,"message":{"id":"t","role":"user",
+            "source":{"kind":"tool","callId":"c"},
+            "content":[{"type":"tool-result","toolCallId":"c","content":[]}]}}));
+        let t = project(&tr).unwrap();
+        assert_eq!(t.role(), Role::User);
+        assert_eq!(t.content().len(), 1);
+        assert!(project(&ev("assistant/chunk", json!({}))).is_none());
+        assert!(project(&ev("turn/start", json!({"turn":1}))).is_none());
+    }
+
+    #[test]
+    fn message_hash_equals_hash_of_its_serialized_value() {
+        let user = ev("user/message", json!({"id":"u","role":"user","source":{"kind":"user","z":1,"a":2},
+            "content":[{"type":"text","text":"é\"\u{1}"}]}));
+        let m = project(&user).unwrap();
+        assert_eq!(m.hash(), message_hash(&serde_json::to_value(&m).unwrap()));
+        assert_eq!(m.hash(), message_hash(&m.to_value()));
+    }
+}

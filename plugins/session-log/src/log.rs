@@ -1,0 +1,242 @@
+//! The in-memory append-only log.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::derive::DerivedMessages;
+use crate::error::{AppendError, LoadError, Violation};
+use crate::event::{SessionEvent, SurfaceOp};
+use crate::lossless::{MAX_SAFE_INTEGER, check_lossless_at};
+use crate::shape::check_message_event;
+use crate::surface::{DeriveStats, Plan, Projection};
+use crate::types::TypeRegistry;
+
+/// An event to append: everything but the seq (which the log assigns) and the `ignorable`
+/// marker (which the registry decides).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub kind: String,
+    /// Epoch milliseconds. The log has no clock: the caller stamps events.
+    pub time: i64,
+    pub data: Value,
+    pub surface_op: Option<SurfaceOp>,
+    pub source_event_seqs: Option<Vec<u64>>,
+    /// When set, the seq the caller expects this event to get; the append is refused if the log
+    /// has moved on (events computed for a position, like crash closers, must land there).
+    pub expected_seq: Option<u64>,
+}
+
+impl NewEvent {
+    /// A log-only event.
+    pub fn new(kind: impl Into<String>, data: Value, time: i64) -> Self {
+        Self {
+            kind: kind.into(),
+            time,
+            data,
+            surface_op: None,
+            source_event_seqs: None,
+            expected_seq: None,
+        }
+    }
+
+    /// A surface event (`user/message`, `assistant/message`, `tool/result`).
+    pub fn surface(kind: impl Into<String>, data: Value, op: SurfaceOp, time: i64) -> Self {
+        Self { surface_op: Some(op), ..Self::new(kind, data, time) }
+    }
+
+    /// Adds provenance: the earlier events this one derives from.
+    #[must_use]
+    pub fn with_sources(mut self, seqs: Vec<u64>) -> Self {
+        self.source_event_seqs = Some(seqs);
+        self
+    }
+
+    /// Pins the seq this event must get.
+    #[must_use]
+    pub fn at_seq(mut self, seq: u64) -> Self {
+        self.expected_seq = Some(seq);
+        self
+    }
+
+    /// The event as it would be committed at `seq` with the given `ignorable` marker, for
+    /// writers that hold events without a [`SessionLog`] (e.g. re-encoding a repaired file).
+    pub fn into_event(self, seq: u64, ignorable: Option<bool>) -> SessionEvent {
+        SessionEvent {
+            kind: self.kind,
+            seq,
+            time: self.time,
+            data: self.data,
+            surface_op: self.surface_op,
+            source_event_seqs: self.source_event_seqs,
+            ignorable,
+        }
+    }
+}
+
+/// The session log: committed events (immutable, shared as `Arc`), the surface, and the derived
+/// history kept current as events arrive.
+#[derive(Debug)]
+pub struct SessionLog {
+    registry: Arc<TypeRegistry>,
+    events: Vec<Arc<SessionEvent>>,
+    projection: Projection,
+    last_end_seed: Option<u64>,
+}
+
+impl Default for SessionLog {
+    fn default() -> Self {
+        Self::new(Arc::new(TypeRegistry::new()))
+    }
+}
+
+impl SessionLog {
+    /// An empty log accepting the types of `registry`.
+    pub fn new(registry: Arc<TypeRegistry>) -> Self {
+        Self { registry, events: Vec::new(), projection: Projection::default(), last_end_seed: None }
+    }
+
+    /// Loads committed events (from persistence, a seed, a fork), checking every rule an append
+    /// checks, with one difference: an event of a type unknown to `registry` is kept if it carries
+    /// `ignorable: true` (readers skip it) and refuses the load otherwise. Takes owned events or
+    /// already shared ones (`Arc<SessionEvent>`, which are kept, not copied).
+    pub fn from_events<I, E>(events: I, registry: Arc<TypeRegistry>) -> Result<Self, LoadError>
+    where
+        I: IntoIterator<Item = E>,
+        E: Into<Arc<SessionEvent>>,
+    {
+        let mut log = Self::new(registry);
+        for (position, event) in events.into_iter().enumerate() {
+            let event: Arc<SessionEvent> = event.into();
+            match log.validate(&event, true) {
+                Ok(plan) => log.commit(event, plan),
+                Err(violation) => {
+                    return Err(LoadError {
+                        position,
+                        seq: event.seq,
+                        kind: event.kind.clone(),
+                        violation,
+                    });
+                }
+            }
+        }
+        Ok(log)
+    }
+
+    /// Appends one event, or refuses it and leaves the log unchanged.
+    pub fn append(&mut self, new: NewEvent) -> Result<Arc<SessionEvent>, AppendError> {
+        let seq = new.expected_seq.unwrap_or(self.next_seq());
+        let ignorable = self.registry.ignorable_marker(&new.kind);
+        let event = Arc::new(new.into_event(seq, ignorable));
+        let plan = self.validate(&event, false).map_err(|violation| AppendError {
+            seq,
+            kind: event.kind.clone(),
+            violation,
+        })?;
+        self.commit(Arc::clone(&event), plan);
+        Ok(event)
+    }
+
+    /// Every rule an event must pass to enter at the end of this log.
+    fn validate(&self, event: &SessionEvent, loading: bool) -> Result<Plan, Violation> {
+        let expected = self.next_seq();
+        if event.seq != expected {
+            return Err(Violation::SeqMismatch { expected });
+        }
+        if event.ignorable == Some(false) {
+            return Err(Violation::IgnorableFalse);
+        }
+        if event.time.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(Violation::TimeOutOfRange { time: event.time });
+        }
+        // Only a load may keep an unknown type, and only when its writer marked it skippable.
+        if !self.registry.is_known(&event.kind) && !(loading && event.is_ignorable()) {
+            return Err(Violation::UnknownType { kind: event.kind.clone() });
+        }
+        check_lossless_at(&event.data, "$.data").map_err(Violation::Lossless)?;
+        let plan = self.projection.plan(event, &self.events)?;
+        check_message_event(event)?;
+        Ok(plan)
+    }
+
+    fn commit(&mut self, event: Arc<SessionEvent>, plan: Plan) {
+        self.projection.commit(&event, plan);
+        if event.kind == "session/end-seed" {
+            self.last_end_seed = Some(event.seq);
+        }
+        self.events.push(event);
+    }
+
+    /// The seq the next event gets (= the log length).
+    pub fn next_seq(&self) -> u64 {
+        self.events.len() as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// All committed events, including ignorable ones of unknown types (persistence keeps them).
+    pub fn events(&self) -> &[Arc<SessionEvent>] {
+        &self.events
+    }
+
+    pub fn get(&self, seq: u64) -> Option<&Arc<SessionEvent>> {
+        usize::try_from(seq).ok().and_then(|i| self.events.get(i))
+    }
+
+    pub fn last(&self) -> Option<&Arc<SessionEvent>> {
+        self.events.last()
+    }
+
+    /// The events a reader interprets: everything except ignorable events of types this log's
+    /// registry does not know.
+    pub fn readable_events(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
+        self.events.iter().filter(|e| self.registry.is_known(&e.kind))
+    }
+
+    pub fn registry(&self) -> &Arc<TypeRegistry> {
+        &self.registry
+    }
+
+    /// Swaps the registry (a plugin registered or removed a type). Committed events stay: they
+    /// were valid when they entered.
+    pub fn set_registry(&mut self, registry: Arc<TypeRegistry>) {
+        self.registry = registry;
+    }
+
+    /// Surface nodes: seqs of the model-visible events, in model-visible order.
+    pub fn surface_nodes(&self) -> &[u64] {
+        self.projection.seqs()
+    }
+
+    /// How many positional replaces the surface has seen.
+    pub fn replace_generation(&self) -> u64 {
+        self.projection.generation()
+    }
+
+    /// The derived model history. O(log n): the snapshot shares the log's message list.
+    pub fn derive_messages(&self) -> DerivedMessages {
+        self.projection.derived()
+    }
+
+    /// History hash of [`Self::derive_messages`], O(1).
+    pub fn derived_hash(&self) -> u64 {
+        self.projection.hash()
+    }
+
+    /// Work spent keeping derived history current.
+    pub fn derive_stats(&self) -> DeriveStats {
+        self.projection.stats()
+    }
+
+    /// Seq of the last `session/end-seed`. Brackets (e.g. a compaction lock) opened before it
+    /// belong to an ended lifetime and are stale; ones opened after it are live.
+    pub fn last_end_seed(&self) -> Option<u64> {
+        self.last_end_seed
+    }
+}
