@@ -128,12 +128,23 @@ impl Boot {
         Ok(composed)
     }
 
-    /// The files whose edits change the tree (watched for reload).
+    /// The files whose edits change the tree (watched for reload), including patch layers
+    /// that do not exist yet, so creating one takes effect too.
     pub fn config_files(&self) -> Vec<PathBuf> {
-        match self.layers() {
-            Ok(layers) => layers.iter().map(|layer| absolute(layer.path())).collect(),
-            Err(_) => self.tree.config.iter().map(|path| absolute(path)).collect(),
+        if let Some(config) = &self.tree.config {
+            return vec![absolute(config)];
         }
+        let Some(profile) = &self.tree.profile else {
+            return Vec::new();
+        };
+        let home = Home {
+            root: self.home.clone(),
+        };
+        let bundles = home.profile_bundles(profile).unwrap_or_default();
+        home.watched_files(profile, &bundles, &self.tree.patches)
+            .iter()
+            .map(|path| absolute(path))
+            .collect()
     }
 
     /// Composes and resolves the tree against the process environment.

@@ -275,3 +275,17 @@ fn disabling_a_provider_row_sends_its_consumer_back_to_pending() {
     host.wait_stdout_count("consumer says: Hello, world!", 2, WAIT);
     assert_eq!(host.stop(), Some(0));
 }
+
+#[test]
+fn creating_a_home_patch_layer_while_running_takes_effect() {
+    let dir = TestDir::new("reload-home-patch");
+    dir.write("home/profiles/demo/profile.yml", "bundles: [examples]\n");
+    let mut host = HostProcess::start(&dir.home(), &["--profile", "demo"]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: greeter\n  config:\n    greeting: Patched\n",
+    );
+    host.wait_stdout("consumer says: Patched, world!", WAIT);
+    assert_eq!(host.stop(), Some(0));
+}
