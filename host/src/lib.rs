@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod boot;
+pub mod builtin;
 pub mod cli;
 pub mod commands;
 pub mod diagnostics;
@@ -32,6 +33,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
     };
     logging::init();
+    builtin::init_tls();
     // One thread drives every plugin: transitions and dispatches interleave only at await
     // points, as in Cordis; blocking work goes to the blocking pool.
     let runtime = match tokio::runtime::Builder::new_current_thread()

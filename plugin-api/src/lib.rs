@@ -17,6 +17,7 @@ pub mod bench;
 mod context;
 mod events;
 mod guard;
+pub mod io;
 mod logging;
 mod plugin;
 

@@ -305,3 +305,47 @@ fn a_second_signal_exits_at_once() {
         "waited for the grace period"
     );
 }
+
+#[test]
+fn plugins_reach_the_network_through_the_host_http_service() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let server = std::thread::spawn(move || {
+        // One request, then the thread ends; it gives up by itself after 30 s.
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::time::Instant::now() < deadline {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    stream.set_nonblocking(false).unwrap();
+                    let mut request = [0_u8; 4096];
+                    let _ = stream.read(&mut request).unwrap();
+                    stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 13\r\nconnection: close\r\n\r\nhello, plugin")
+                        .unwrap();
+                    return true;
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+        false
+    });
+    let dir = TestDir::new("http");
+    let yaml = format!(
+        "- id: http\n  name: dsh-host/http\n- id: get\n  name: lifecycle-probe/http-get\n  config:\n    url: http://127.0.0.1:{port}/x\n"
+    );
+    let out = check(&dir, &yaml);
+    assert!(
+        server.join().unwrap(),
+        "the plugin never connected: {out:?}"
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|line| line == "http 200 hello, plugin"),
+        "{}",
+        out.stdout
+    );
+}

@@ -425,7 +425,59 @@ impl Plugin for LayoutClash {
     }
 }
 
+/// Config of `http-get`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct HttpGetConfig {
+    pub url: String,
+}
+
+/// Fetches `url` through the host's `http` service and prints the status and the body.
+pub struct HttpGet;
+
+impl Plugin for HttpGet {
+    const NAME: &'static str = "http-get";
+    const INJECT: &'static [&'static str] = &["http"];
+    type Config = HttpGetConfig;
+
+    async fn apply(ctx: Context, config: HttpGetConfig) -> Result<(), PluginError> {
+        use dsh_plugin_api::io::http::{HttpRequest, HttpService};
+        let http = ctx.inject::<HttpService>("http")?;
+        let request = HttpRequest {
+            method: "GET".into(),
+            url: config.url.as_str().into(),
+            headers: Default::default(),
+            body: Default::default(),
+            head_timeout_ms: 10_000,
+        };
+        let response = http
+            .send(request)
+            .await
+            .into_result()
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .body
+            .next_chunk(10_000)
+            .await
+            .into_result()
+            .map_err(|error| PluginError::plugin(error.to_string()))?
+            .into_option()
+        {
+            body.extend_from_slice(&chunk);
+        }
+        say(&format!(
+            "http {} {}",
+            response.status,
+            String::from_utf8_lossy(&body)
+        ));
+        Ok(())
+    }
+}
+
 dsh_plugin_api::export_plugins!(
+    HttpGet,
     StuckDisposer,
     LayoutClash,
     CmdlineEcho,

@@ -101,6 +101,8 @@ pub struct Libraries {
     /// Where each library name was found; misses are not cached, so a PENDING row finds its
     /// library as soon as it appears. Cleared whenever a plugin directory changes.
     found: Mutex<HashMap<String, PathBuf>>,
+    /// The plugins compiled into the host, as the library `dsh-host`.
+    builtin: Arc<LoadedLibrary>,
 }
 
 impl Libraries {
@@ -114,6 +116,7 @@ impl Libraries {
             copy_counter: AtomicUsize::new(0),
             debug_dir,
             found: Mutex::new(HashMap::new()),
+            builtin: Arc::new(crate::builtin::library()),
         }
     }
 
@@ -227,6 +230,9 @@ impl Libraries {
     /// Resolves a row's plugin spec against the directories and loaded libraries.
     pub fn resolve_spec(&self, spec: &str) -> Source {
         let (name, export) = split_spec(spec);
+        if name == crate::builtin::LIBRARY {
+            return select_export(&self.builtin, export);
+        }
         let path = match self.find(name) {
             Ok(path) => path,
             Err(reason) => return Source::Missing(reason),

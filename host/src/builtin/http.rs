@@ -1,0 +1,152 @@
+//! `dsh-host/http`: the `http` service, reqwest on the host runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::io::http::{
+    HTTP_SERVICE, HttpBody, HttpBody_TO, HttpClient, HttpClient_TO, HttpError, HttpErrorKind,
+    HttpHeader, HttpRequest, HttpResponse,
+};
+use dsh_plugin_api::{Context, NoConfig, Plugin, PluginError};
+
+pub(crate) struct HttpPlugin;
+
+impl Plugin for HttpPlugin {
+    const NAME: &'static str = "http";
+    const PROVIDES: &'static [&'static str] = &[HTTP_SERVICE];
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let client = reqwest::Client::builder().build().map_err(|error| {
+            PluginError::plugin(format!("cannot build the HTTP client: {error}"))
+        })?;
+        ctx.provide(
+            HTTP_SERVICE,
+            HttpClient_TO::from_value(Client { client }, TD_Opaque),
+        )
+    }
+}
+
+struct Client {
+    client: reqwest::Client,
+}
+
+fn error(kind: HttpErrorKind, message: impl std::fmt::Display) -> HttpError {
+    HttpError {
+        kind,
+        message: RString::from(message.to_string()),
+    }
+}
+
+fn transport(source: &reqwest::Error) -> HttpError {
+    let kind = if source.is_timeout() {
+        HttpErrorKind::Timeout
+    } else {
+        HttpErrorKind::Transport
+    };
+    // reqwest's Display hides the cause (connection refused, reset...): include the chain.
+    let mut message = source.to_string();
+    let mut cause = std::error::Error::source(source);
+    while let Some(inner) = cause {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    error(kind, message)
+}
+
+impl HttpClient for Client {
+    fn send(&self, request: HttpRequest) -> FfiFuture<RResult<HttpResponse, HttpError>> {
+        let client = self.client.clone();
+        async move {
+            let method = match reqwest::Method::from_bytes(request.method.as_bytes()) {
+                Ok(method) => method,
+                Err(problem) => return RErr(error(HttpErrorKind::InvalidRequest, problem)),
+            };
+            let mut builder = client
+                .request(method, request.url.as_str())
+                .body(request.body.into_vec());
+            for header in request.headers.iter() {
+                builder = builder.header(header.name.as_str(), header.value.as_str());
+            }
+            let sending = builder.send();
+            let response = if request.head_timeout_ms > 0 {
+                match tokio::time::timeout(Duration::from_millis(request.head_timeout_ms), sending)
+                    .await
+                {
+                    Ok(result) => result,
+                    Err(_) => {
+                        return RErr(error(
+                            HttpErrorKind::Timeout,
+                            "no response head within the timeout",
+                        ));
+                    }
+                }
+            } else {
+                sending.await
+            };
+            let response = match response {
+                Ok(response) => response,
+                Err(problem) if problem.is_builder() => {
+                    return RErr(error(HttpErrorKind::InvalidRequest, problem));
+                }
+                Err(problem) => return RErr(transport(&problem)),
+            };
+            let headers: RVec<HttpHeader> = response
+                .headers()
+                .iter()
+                .map(|(name, value)| HttpHeader {
+                    name: RString::from(name.as_str()),
+                    value: RString::from(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+                })
+                .collect();
+            ROk(HttpResponse {
+                status: response.status().as_u16(),
+                headers,
+                body: HttpBody_TO::from_value(
+                    Body {
+                        response: Arc::new(tokio::sync::Mutex::new(response)),
+                    },
+                    TD_Opaque,
+                ),
+            })
+        }
+        .into_ffi()
+    }
+}
+
+struct Body {
+    response: Arc<tokio::sync::Mutex<reqwest::Response>>,
+}
+
+impl HttpBody for Body {
+    fn next_chunk(&self, idle_timeout_ms: u64) -> FfiFuture<RResult<ROption<RVec<u8>>, HttpError>> {
+        let response = self.response.clone();
+        async move {
+            let mut response = response.lock().await;
+            let reading = response.chunk();
+            let chunk = if idle_timeout_ms > 0 {
+                match tokio::time::timeout(Duration::from_millis(idle_timeout_ms), reading).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        return RErr(error(
+                            HttpErrorKind::Timeout,
+                            format!("no data for {idle_timeout_ms} ms"),
+                        ));
+                    }
+                }
+            } else {
+                reading.await
+            };
+            match chunk {
+                Ok(Some(bytes)) => ROk(RSome(RVec::from(bytes.to_vec()))),
+                Ok(None) => ROk(RNone),
+                Err(problem) => RErr(transport(&problem)),
+            }
+        }
+        .into_ffi()
+    }
+}

@@ -1,0 +1,36 @@
+//! Plugins compiled into the host binary: the I/O services, which must run on the host's own
+//! runtime. They are exported as the library `dsh-host` (rows name `dsh-host/http`), mounted by
+//! rows and replaceable like any other plugin.
+
+mod http;
+
+use std::path::PathBuf;
+
+use dsh_plugin_api::declare;
+
+use crate::library::{FileIdentity, LoadedLibrary};
+
+/// The library name rows use for the host's own plugins.
+pub const LIBRARY: &str = "dsh-host";
+
+/// The host's plugins as a library.
+pub fn library() -> LoadedLibrary {
+    let path = std::env::current_exe().unwrap_or_else(|_| PathBuf::from(LIBRARY));
+    LoadedLibrary {
+        name: LIBRARY.to_owned(),
+        path: path.clone(),
+        loaded_from: path,
+        identity: FileIdentity {
+            len: 0,
+            modified_ns: 0,
+            inode: 0,
+        },
+        api_version: dsh_plugin_api::API_VERSION.to_owned(),
+        decls: vec![declare::<http::HttpPlugin>()],
+    }
+}
+
+/// Installs the process-wide TLS crypto provider (ring), once, before any HTTPS use.
+pub fn init_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
