@@ -403,7 +403,7 @@ impl Plugin for StuckDisposer {
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         ctx.on_emit(&PING, |_payload: &RString| {})?;
-        ctx.effect(|| std::future::pending::<()>())?;
+        ctx.effect(std::future::pending::<()>)?;
         say("stuck disposer registered");
         Ok(())
     }

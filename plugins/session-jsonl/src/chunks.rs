@@ -127,7 +127,13 @@ struct RowOut<'r, 'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum RowData<'r, 'a> {
-    Text { turn: &'a Value, step: &'a Value, index: &'a Value, dt: &'r [i64], texts: &'r [&'a str] },
+    Text {
+        turn: &'a Value,
+        step: &'a Value,
+        index: &'a Value,
+        dt: &'r [i64],
+        texts: &'r [&'a str],
+    },
     Tool {
         turn: &'a Value,
         step: &'a Value,
@@ -153,9 +159,21 @@ impl Serialize for ChunkRow<'_> {
                 name: call.name,
                 args: &self.payload,
             },
-            None => RowData::Text { turn, step, index, dt, texts: &self.payload },
+            None => RowData::Text {
+                turn,
+                step,
+                index,
+                dt,
+                texts: &self.payload,
+            },
         };
-        RowOut { kind: self.kind.tag(), seq0: self.seq0, time0: self.time0, data }.serialize(serializer)
+        RowOut {
+            kind: self.kind.tag(),
+            seq0: self.seq0,
+            time0: self.time0,
+            data,
+        }
+        .serialize(serializer)
     }
 }
 
@@ -180,15 +198,19 @@ fn is_safe(n: i64) -> bool {
 
 /// The delta an event is, when its whole shape (envelope, data, chunk) is whitelisted.
 fn classify(event: &SessionEvent) -> Option<Delta<'_>> {
-    let plain_envelope =
-        event.surface_op.is_none() && event.source_event_seqs.is_none() && event.ignorable.is_none();
+    let plain_envelope = event.surface_op.is_none()
+        && event.source_event_seqs.is_none()
+        && event.ignorable.is_none();
     if event.kind != "assistant/chunk" || !plain_envelope {
         return None;
     }
     if event.seq > MAX_SAFE_INTEGER || !is_safe(event.time) {
         return None;
     }
-    let data = event.data.as_object().filter(|d| has_exact_keys(d, &["turn", "step", "chunk"]))?;
+    let data = event
+        .data
+        .as_object()
+        .filter(|d| has_exact_keys(d, &["turn", "step", "chunk"]))?;
     let turn = data.get("turn").filter(|v| v.is_number())?;
     let step = data.get("step").filter(|v| v.is_number())?;
     let chunk = data.get("chunk")?.as_object()?;
@@ -209,13 +231,25 @@ fn classify(event: &SessionEvent) -> Option<Delta<'_>> {
             } else {
                 return None;
             };
-            let call = ToolCall { id: text("id")?, name };
+            let call = ToolCall {
+                id: text("id")?,
+                name,
+            };
             (RowKind::ToolCall, Some(call), text("argumentsDelta")?)
         }
         // Block boundaries, usage, finish and any future variant stay one event per line.
         _ => return None,
     };
-    Some(Delta { kind, seq: event.seq, time: event.time, turn, step, index, call, payload })
+    Some(Delta {
+        kind,
+        seq: event.seq,
+        time: event.time,
+        turn,
+        step,
+        index,
+        call,
+        payload,
+    })
 }
 
 /// Whether `next` extends a run ending in `prev`.
@@ -293,83 +327,4 @@ pub fn encode_lines(events: &[SessionEvent], pack: bool) -> Result<String, serde
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn ev(seq: u64, time: i64, data: Value) -> SessionEvent {
-        SessionEvent {
-            kind: "assistant/chunk".into(),
-            seq,
-            time,
-            data,
-            surface_op: None,
-            source_event_seqs: None,
-            ignorable: None,
-        }
-    }
-
-    fn text(seq: u64, time: i64, index: u64, t: &str) -> SessionEvent {
-        ev(seq, time, json!({"turn":1,"step":1,"chunk":{"type":"text-delta","index":index,"text":t}}))
-    }
-
-    #[test]
-    fn packs_runs_of_three_with_gaps() {
-        let events = vec![text(0, 10, 0, "a"), text(1, 11, 0, "b"), text(2, 11, 0, "c"), text(3, 9, 0, "d")];
-        let lines = encode_lines(&events, true).unwrap();
-        assert_eq!(
-            lines,
-            "{\"type\":\"text-chunks\",\"seq0\":0,\"time0\":10,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[1,0,-2],\"texts\":[\"a\",\"b\",\"c\",\"d\"]}}\n"
-        );
-    }
-
-    #[test]
-    fn short_runs_and_breaks_stay_verbatim() {
-        let two = vec![text(0, 0, 0, "a"), text(1, 0, 0, "b")];
-        assert_eq!(pack_chunk_runs(&two).len(), 2);
-        // A different block index breaks the run.
-        let mixed = vec![text(0, 0, 0, "a"), text(1, 0, 0, "b"), text(2, 0, 1, "c"), text(3, 0, 1, "d")];
-        assert!(pack_chunk_runs(&mixed).iter().all(|r| matches!(r, StorageRecord::Event(_))));
-        // A seq jump breaks the run.
-        let jump = vec![text(0, 0, 0, "a"), text(1, 0, 0, "b"), text(3, 0, 0, "c")];
-        assert_eq!(pack_chunk_runs(&jump).len(), 3);
-    }
-
-    #[test]
-    fn whitelist_is_exact() {
-        let extra = ev(1, 0, json!({"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"x","extra":1}}));
-        let mut surfaced = text(2, 0, 0, "y");
-        surfaced.ignorable = Some(true);
-        let data_extra = ev(3, 0, json!({"turn":1,"step":1,"x":null,"chunk":{"type":"text-delta","index":0,"text":"x"}}));
-        let not_number = ev(4, 0, json!({"turn":"1","step":1,"chunk":{"type":"text-delta","index":0,"text":"x"}}));
-        let usage = ev(5, 0, json!({"turn":1,"step":1,"chunk":{"type":"usage"}}));
-        for e in [extra, surfaced, data_extra, not_number, usage] {
-            assert!(classify(&e).is_none(), "{e:?}");
-        }
-    }
-
-    #[test]
-    fn tool_rows_keep_name_presence() {
-        let call = |seq, name: Option<&str>| {
-            let mut chunk = json!({"type":"tool-call-delta","index":1,"id":"c1","argumentsDelta":"{"});
-            if let Some(n) = name {
-                chunk["name"] = json!(n);
-            }
-            ev(seq, 100, json!({"turn":1,"step":2,"chunk":chunk}))
-        };
-        let named = vec![call(0, Some("bash")), call(1, Some("bash")), call(2, Some("bash"))];
-        let line = encode_lines(&named, true).unwrap();
-        assert_eq!(
-            line,
-            "{\"type\":\"tool-call-chunks\",\"seq0\":0,\"time0\":100,\"data\":{\"turn\":1,\"step\":2,\"index\":1,\"dt\":[0,0],\"id\":\"c1\",\"name\":\"bash\",\"args\":[\"{\",\"{\",\"{\"]}}\n"
-        );
-        let mixed = vec![call(0, Some("bash")), call(1, None), call(2, None), call(3, None)];
-        let records = pack_chunk_runs(&mixed);
-        assert_eq!(records.len(), 2);
-        assert!(matches!(&records[1], StorageRecord::Row(r) if r.len() == 3 && r.seq0() == 1));
-        assert!(encode_lines(&mixed[1..], true).unwrap().contains("\"id\":\"c1\",\"args\""));
-    }
 }

@@ -29,14 +29,24 @@ pub(crate) struct FrameDefect {
     pub(crate) reason: &'static str,
 }
 
-/// Locate frames. Stops after `max_frames` complete frames (listing needs only the header).
-pub(crate) fn scan_frames(buf: &[u8], max_frames: usize) -> Result<FrameScan, FrameDefect> {
+/// Locate frames from byte `from`, where frame number `first_frame` (1-based) starts. Stops
+/// after `max_frames` complete frames (listing needs only the header).
+pub(crate) fn scan_frames(
+    buf: &[u8],
+    from: usize,
+    first_frame: usize,
+    max_frames: usize,
+) -> Result<FrameScan, FrameDefect> {
     let mut scan = FrameScan::default();
-    let mut offset = 0;
+    let mut offset = from;
     while offset < buf.len() && scan.frames.len() < max_frames {
         let start = offset;
-        let frame = scan.frames.len() + 1;
-        let defect = |offset, reason| FrameDefect { frame, offset, reason };
+        let frame = first_frame + scan.frames.len();
+        let defect = |offset, reason| FrameDefect {
+            frame,
+            offset,
+            reason,
+        };
         match frame_end(buf, start) {
             Ok(Some(end)) => {
                 scan.frames.push(start..end);
@@ -56,12 +66,16 @@ pub(crate) fn scan_frames(buf: &[u8], max_frames: usize) -> Result<FrameScan, Fr
 fn frame_end(buf: &[u8], start: usize) -> Result<Option<usize>, (usize, &'static str)> {
     let byte = |at: usize| buf.get(at).copied();
     let mut offset = start;
-    let Some(magic) = buf.get(offset..offset + 4) else { return Ok(None) };
+    let Some(magic) = buf.get(offset..offset + 4) else {
+        return Ok(None);
+    };
     if u32::from_le_bytes([magic[0], magic[1], magic[2], magic[3]]) != ZSTD_MAGIC {
         return Err((offset, "invalid frame magic"));
     }
     offset += 4;
-    let Some(descriptor) = byte(offset) else { return Ok(None) };
+    let Some(descriptor) = byte(offset) else {
+        return Ok(None);
+    };
     if descriptor & 0x18 != 0 {
         return Err((offset, "reserved frame-header bit set"));
     }
@@ -82,7 +96,9 @@ fn frame_end(buf: &[u8], start: usize) -> Result<Option<usize>, (usize, &'static
         return Ok(None);
     }
     loop {
-        let Some(header) = buf.get(offset..offset + 3) else { return Ok(None) };
+        let Some(header) = buf.get(offset..offset + 3) else {
+            return Ok(None);
+        };
         let header = u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
         let last = header & 1 != 0;
         let block_type = (header >> 1) & 0x03;
@@ -91,7 +107,11 @@ fn frame_end(buf: &[u8], start: usize) -> Result<Option<usize>, (usize, &'static
         }
         offset += 3;
         // An RLE block stores its one repeated byte; the size field is the decoded length.
-        offset += if block_type == 1 { 1 } else { (header >> 3) as usize };
+        offset += if block_type == 1 {
+            1
+        } else {
+            (header >> 3) as usize
+        };
         if offset > buf.len() {
             return Ok(None);
         }
@@ -132,7 +152,10 @@ fn decode(input: &[u8]) -> io::Result<(Vec<u8>, bool)> {
         out.extend_from_slice(&chunk[..written]);
         if hint == 0 {
             if input_buf.pos() != input.len() {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "bytes after the frame end"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes after the frame end",
+                ));
             }
             return Ok((out, true));
         }
@@ -146,7 +169,10 @@ fn decode(input: &[u8]) -> io::Result<(Vec<u8>, bool)> {
 pub(crate) fn decompress_frame(frame: &[u8]) -> io::Result<Vec<u8>> {
     match decode(frame)? {
         (plain, true) => Ok(plain),
-        (_, false) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "frame ended early")),
+        (_, false) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "frame ended early",
+        )),
     }
 }
 
@@ -166,17 +192,20 @@ mod tests {
         let b = compress_frame("x\n".repeat(5000).as_bytes()).unwrap();
         let mut all = a.clone();
         all.extend_from_slice(&b);
-        let scan = scan_frames(&all, usize::MAX).unwrap();
+        let scan = scan_frames(&all, 0, 1, usize::MAX).unwrap();
         assert_eq!(scan.frames, vec![0..a.len(), a.len()..all.len()]);
         assert_eq!(scan.torn_start, None);
-        assert_eq!(decompress_frame(&all[scan.frames[1].clone()]).unwrap(), "x\n".repeat(5000).as_bytes());
+        assert_eq!(
+            decompress_frame(&all[scan.frames[1].clone()]).unwrap(),
+            "x\n".repeat(5000).as_bytes()
+        );
         // Every cut inside the second frame is a torn tail at its start.
         for cut in a.len() + 1..all.len() {
-            let scan = scan_frames(&all[..cut], usize::MAX).unwrap();
+            let scan = scan_frames(&all[..cut], 0, 1, usize::MAX).unwrap();
             assert_eq!(scan.frames.len(), 1, "cut {cut}");
             assert_eq!(scan.torn_start, Some(a.len()), "cut {cut}");
         }
-        assert_eq!(scan_frames(&all, 1).unwrap().frames.len(), 1);
+        assert_eq!(scan_frames(&all, 0, 1, 1).unwrap().frames.len(), 1);
     }
 
     #[test]
@@ -193,11 +222,21 @@ mod tests {
         let frame = compress_frame(b"hello hello hello\n").unwrap();
         let mut bad_magic = frame.clone();
         bad_magic[0] ^= 0xFF;
-        assert_eq!(scan_frames(&bad_magic, usize::MAX).unwrap_err().reason, "invalid frame magic");
+        assert_eq!(
+            scan_frames(&bad_magic, 0, 1, usize::MAX)
+                .unwrap_err()
+                .reason,
+            "invalid frame magic"
+        );
         let mut flipped = frame.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 0x01; // inside the checksum
-        assert!(scan_frames(&flipped, usize::MAX).unwrap().torn_start.is_none());
+        assert!(
+            scan_frames(&flipped, 0, 1, usize::MAX)
+                .unwrap()
+                .torn_start
+                .is_none()
+        );
         assert!(decompress_frame(&flipped).is_err());
     }
 }

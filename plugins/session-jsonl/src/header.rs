@@ -97,7 +97,9 @@ impl SessionHeader {
     /// Why this header must not be written, if it must not.
     pub(crate) fn write_problem(&self) -> Option<String> {
         if self.version != SESSION_FORMAT_VERSION {
-            return Some(format!("this writer writes only format v{SESSION_FORMAT_VERSION}"));
+            return Some(format!(
+                "this writer writes only format v{SESSION_FORMAT_VERSION}"
+            ));
         }
         if self.id.is_empty() {
             return Some("empty session id".to_owned());
@@ -122,10 +124,16 @@ fn safe_non_negative(value: &Value) -> Option<u64> {
 /// Refuse a numeric version other than ours; a missing or non-numeric one is left to the shape
 /// check (it is not a header of any version).
 fn refuse_foreign_version(path: &Path, value: &Value) -> Result<(), ReadError> {
-    let Some(obj) = value.as_object() else { return Ok(()) };
-    let Some(Value::Number(version)) = obj.get("version") else { return Ok(()) };
+    let Some(obj) = value.as_object() else {
+        return Ok(());
+    };
+    let Some(Value::Number(version)) = obj.get("version") else {
+        return Ok(());
+    };
     let ours = f64::from(SESSION_FORMAT_VERSION);
-    let Some(found) = version.as_f64() else { return Ok(()) };
+    let Some(found) = version.as_f64() else {
+        return Ok(());
+    };
     if found == ours {
         return Ok(());
     }
@@ -134,8 +142,17 @@ fn refuse_foreign_version(path: &Path, value: &Value) -> Result<(), ReadError> {
         Some(other) => other.to_string(),
         None => "undefined".to_owned(),
     };
-    let direction = if found > ours { VersionDirection::Newer } else { VersionDirection::Older };
-    Err(ReadError::UnsupportedVersion { path: path.to_owned(), id, found: version.to_string(), direction })
+    let direction = if found > ours {
+        VersionDirection::Newer
+    } else {
+        VersionDirection::Older
+    };
+    Err(ReadError::UnsupportedVersion {
+        path: path.to_owned(),
+        id,
+        found: version.to_string(),
+        direction,
+    })
 }
 
 fn optional_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
@@ -153,7 +170,10 @@ pub(crate) fn parse_header_line(
     line: &[u8],
     allow_foreign: bool,
 ) -> Result<SessionHeader, ReadError> {
-    let bad = |reason: String| ReadError::BadHeader { path: path.to_owned(), reason };
+    let bad = |reason: String| ReadError::BadHeader {
+        path: path.to_owned(),
+        reason,
+    };
     let value: Value = serde_json::from_slice(line)
         .map_err(|e| bad(format!("header line is not valid JSON: {e}")))?;
     if !allow_foreign {
@@ -162,9 +182,14 @@ pub(crate) fn parse_header_line(
     let obj = value
         .as_object()
         .filter(|o| o.get("type").and_then(Value::as_str) == Some("session"))
-        .ok_or_else(|| bad("first line is not a session header".to_owned()))?;
+        .ok_or_else(|| ReadError::MissingHeader {
+            path: path.to_owned(),
+            reason: "first record is not a session header",
+        })?;
     if obj.contains_key("sandboxMode") || obj.contains_key("approvalPolicy") {
-        return Err(ReadError::LegacyHeader { path: path.to_owned() });
+        return Err(ReadError::LegacyHeader {
+            path: path.to_owned(),
+        });
     }
     let version = match obj.get("version") {
         Some(v) if v.as_f64() == Some(f64::from(SESSION_FORMAT_VERSION)) => SESSION_FORMAT_VERSION,
@@ -235,7 +260,10 @@ mod tests {
         );
         assert_eq!(parse(&line).unwrap(), h);
         let plain = SessionHeader::new("a", 0).to_line();
-        assert_eq!(plain, r#"{"type":"session","version":0,"id":"a","createdAt":0,"delegationDepth":0}"#);
+        assert_eq!(
+            plain,
+            r#"{"type":"session","version":0,"id":"a","createdAt":0,"delegationDepth":0}"#
+        );
     }
 
     #[test]
@@ -243,7 +271,12 @@ mod tests {
         // Not even a v0 shape: the version refusal still comes first.
         let e = parse(r#"{"version":3,"id":"s"}"#).unwrap_err();
         match &e {
-            ReadError::UnsupportedVersion { direction, found, id, .. } => {
+            ReadError::UnsupportedVersion {
+                direction,
+                found,
+                id,
+                ..
+            } => {
                 assert_eq!(*direction, VersionDirection::Newer);
                 assert_eq!(found, "3");
                 assert_eq!(id, "s");
@@ -252,9 +285,16 @@ mod tests {
         }
         assert!(e.to_string().contains("upgrade dsh"), "{e}");
         assert!(e.to_string().contains("/x/session.jsonl"), "{e}");
-        let e = parse(r#"{"type":"session","version":-1,"id":"s","createdAt":0,"delegationDepth":0}"#)
-            .unwrap_err();
-        assert!(matches!(e, ReadError::UnsupportedVersion { direction: VersionDirection::Older, .. }));
+        let e =
+            parse(r#"{"type":"session","version":-1,"id":"s","createdAt":0,"delegationDepth":0}"#)
+                .unwrap_err();
+        assert!(matches!(
+            e,
+            ReadError::UnsupportedVersion {
+                direction: VersionDirection::Older,
+                ..
+            }
+        ));
         assert!(e.to_string().contains("older than this reader"), "{e}");
     }
 
@@ -272,11 +312,15 @@ mod tests {
             r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"origin":"x"}"#,
             r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"cwd":null}"#,
             r#"{"type":"session","id":"s","createdAt":0,"delegationDepth":0}"#,
-            r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
             "not json",
         ] {
-            assert!(matches!(parse(bad), Err(ReadError::BadHeader { .. })), "{bad}");
+            assert!(
+                matches!(parse(bad), Err(ReadError::BadHeader { .. })),
+                "{bad}"
+            );
         }
+        let event = r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#;
+        assert!(matches!(parse(event), Err(ReadError::MissingHeader { .. })));
     }
 
     #[test]

@@ -48,7 +48,11 @@ impl Encoding {
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.ends_with(".jsonl.zstd"));
-        if compressed { Encoding::Zstd } else { Encoding::Raw }
+        if compressed {
+            Encoding::Zstd
+        } else {
+            Encoding::Raw
+        }
     }
 }
 
@@ -117,13 +121,18 @@ pub fn encode_session_id(id: &str) -> Result<String, LayoutError> {
 /// Invert [`encode_session_id`]. Only canonical encodings decode (anything the encoder would
 /// not have produced is refused), so decode∘encode and encode∘decode are both identities.
 pub fn decode_session_id(encoded: &str) -> Result<String, LayoutError> {
-    let not_encoded = |reason| LayoutError::NotEncoded { encoded: encoded.to_owned(), reason };
+    let not_encoded = |reason| LayoutError::NotEncoded {
+        encoded: encoded.to_owned(),
+        reason,
+    };
     let bytes = encoded.as_bytes();
     let mut units: Vec<u16> = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'~' {
-            let hex = bytes.get(i + 1..i + 5).ok_or_else(|| not_encoded("truncated ~ escape"))?;
+            let hex = bytes
+                .get(i + 1..i + 5)
+                .ok_or_else(|| not_encoded("truncated ~ escape"))?;
             if !hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'A'..=b'F')) {
                 return Err(not_encoded("escape is not four upper-case hex digits"));
             }
@@ -215,7 +224,10 @@ mod tests {
     #[test]
     fn session_id_cases() {
         let enc = |id: &str| encode_session_id(id).unwrap();
-        assert_eq!(enc("00000000-0000-0000-0000-000000000000"), "00000000-0000-0000-0000-000000000000");
+        assert_eq!(
+            enc("00000000-0000-0000-0000-000000000000"),
+            "00000000-0000-0000-0000-000000000000"
+        );
         assert_eq!(enc("."), "~002E");
         assert_eq!(enc(".."), "~002E~002E");
         assert_eq!(enc("..."), "...");
@@ -232,8 +244,21 @@ mod tests {
     #[test]
     fn session_id_round_trips_and_is_injective() {
         let ids = [
-            "a", ".", "..", "...", "~002E", "~", "a/b", "a~002Fb", "😀", "é", "x y", "-", "_.-",
-            "{{sessionId}}", "😀~D83D",
+            "a",
+            ".",
+            "..",
+            "...",
+            "~002E",
+            "~",
+            "a/b",
+            "a~002Fb",
+            "😀",
+            "é",
+            "x y",
+            "-",
+            "_.-",
+            "{{sessionId}}",
+            "😀~D83D",
         ];
         let mut seen = std::collections::HashSet::new();
         for id in ids {
@@ -245,7 +270,9 @@ mod tests {
 
     #[test]
     fn decode_refuses_non_canonical() {
-        for bad in ["~0041", "~002e", "a~00", "a b", "~", "~D83D", "~GGGG", "", "a/b"] {
+        for bad in [
+            "~0041", "~002e", "a~00", "a b", "~", "~D83D", "~GGGG", "", "a/b",
+        ] {
             assert!(decode_session_id(bad).is_err(), "{bad:?} should be refused");
         }
         // `.` alone is not canonical: the encoder escapes the whole segment.
@@ -265,7 +292,13 @@ mod tests {
             Path::new("/r/_no-cwd/~002E~002E/session.jsonl")
         );
         assert_eq!(session_dir(root, Some(""), "x"), Err(LayoutError::EmptyCwd));
-        assert_eq!(Encoding::of_path(Path::new("/a/session.jsonl.zstd")), Encoding::Zstd);
-        assert_eq!(Encoding::of_path(Path::new("/a/session.1.jsonl")), Encoding::Raw);
+        assert_eq!(
+            Encoding::of_path(Path::new("/a/session.jsonl.zstd")),
+            Encoding::Zstd
+        );
+        assert_eq!(
+            Encoding::of_path(Path::new("/a/session.1.jsonl")),
+            Encoding::Raw
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use dsh_session_log::SessionEvent;
 
 use crate::error::ReadError;
-use crate::frames::{decompress_frame, decompress_prefix, scan_frames};
+use crate::frames::{FrameDefect, decompress_frame, decompress_prefix, scan_frames};
 use crate::header::{SessionHeader, parse_header_line};
 use crate::layout::Encoding;
 use crate::scan::Scanner;
@@ -37,8 +37,12 @@ pub struct Repair {
     pub reason: String,
 }
 
-fn io_error(path: &Path, op: &'static str) -> impl FnOnce(io::Error) -> ReadError + '_ {
-    move |source| ReadError::Io { path: path.to_owned(), op, source }
+fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> ReadError + 'a {
+    move |source| ReadError::Io {
+        path: path.to_owned(),
+        op,
+        source,
+    }
 }
 
 /// Read and decode a session file; the encoding follows the file name (`.jsonl.zstd` or not).
@@ -48,7 +52,7 @@ pub fn read_session(path: &Path) -> Result<ReadSession, ReadError> {
 }
 
 /// Decode a session file's bytes (`path` only names it in errors).
-pub(crate) fn decode_session(
+pub fn decode_session(
     path: &Path,
     bytes: &[u8],
     encoding: Encoding,
@@ -60,7 +64,10 @@ pub(crate) fn decode_session(
 }
 
 fn missing(path: &Path, reason: &'static str) -> ReadError {
-    ReadError::MissingHeader { path: path.to_owned(), reason }
+    ReadError::MissingHeader {
+        path: path.to_owned(),
+        reason,
+    }
 }
 
 fn decode_raw(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
@@ -76,11 +83,18 @@ fn decode_raw(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
         truncate_to: scan.committed_bytes,
         file_len,
         recovered_from: scan.events.len(),
-        reason: scan
-            .issue
-            .map_or_else(|| "last line has no newline".to_owned(), |issue| issue.to_string()),
+        reason: scan.issue.map_or_else(
+            || "last line has no newline".to_owned(),
+            |issue| issue.to_string(),
+        ),
     });
-    Ok(ReadSession { header, events: scan.events, encoding: Encoding::Raw, file_len, repair })
+    Ok(ReadSession {
+        header,
+        events: scan.events,
+        encoding: Encoding::Raw,
+        file_len,
+        repair,
+    })
 }
 
 /// Frame 1 must be exactly one newline-terminated line: the header, alone, so listing can read
@@ -99,34 +113,45 @@ fn decode_zstd(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
         offset: offset as u64,
         reason,
     };
-    let scan = scan_frames(bytes, usize::MAX)
-        .map_err(|d| frame_error(d.frame, d.offset, d.reason.to_owned()))?;
-    let Some(first) = scan.frames.first() else {
-        return Err(missing(path, "empty Zstandard session log or incomplete header frame"));
+    let defect = |d: FrameDefect| frame_error(d.frame, d.offset, d.reason.to_owned());
+    // The header frame alone first: a foreign version is refused before anything after it is
+    // even located (a future format need not frame its body like v0).
+    let Some(first) = scan_frames(bytes, 0, 1, 1).map_err(defect)?.frames.pop() else {
+        return Err(missing(
+            path,
+            "empty Zstandard session log or incomplete header frame",
+        ));
     };
-    let plain = decompress_frame(&bytes[first.clone()]).map_err(|e| frame_error(1, 0, e.to_string()))?;
+    let plain =
+        decompress_frame(&bytes[first.clone()]).map_err(|e| frame_error(1, 0, e.to_string()))?;
     let header_end = header_of_frame(path, &plain)?;
     let header = parse_header_line(path, &plain[..header_end], false)?;
+    let scan = scan_frames(bytes, first.end, 2, usize::MAX).map_err(defect)?;
     let mut scanner = Scanner::new(path, plain.len() as u64, Some(1));
-    for (i, range) in scan.frames.iter().enumerate().skip(1) {
-        let plain =
-            decompress_frame(&bytes[range.clone()]).map_err(|e| frame_error(i + 1, range.start, e.to_string()))?;
-        scanner.set_frame(i + 1);
+    for (i, range) in scan.frames.iter().enumerate() {
+        let frame = i + 2;
+        let plain = decompress_frame(&bytes[range.clone()])
+            .map_err(|e| frame_error(frame, range.start, e.to_string()))?;
+        scanner.set_frame(frame);
         scanner.write(&plain)?;
     }
+    let complete_frames = scan.frames.len() + 1;
     // Complete frames are checksummed, so a defect inside them is never a torn write.
     if !scanner.fully_committed() {
-        let last = scan.frames.len();
         let start = scan.frames.last().map_or(0, |r| r.start);
         return Err(scanner.take_issue().unwrap_or_else(|| {
-            frame_error(last, start, "complete frames end inside a JSONL record".to_owned())
+            frame_error(
+                complete_frames,
+                start,
+                "complete frames end inside a JSONL record".to_owned(),
+            )
         }));
     }
     let complete_events = scanner.event_count();
     let file_len = bytes.len() as u64;
     let mut repair = None;
     if let Some(torn) = scan.torn_start {
-        let torn_frame = scan.frames.len() + 1;
+        let torn_frame = complete_frames + 1;
         scanner.set_frame(torn_frame);
         scanner.write(&decompress_prefix(&bytes[torn..]))?;
         repair = Some(Repair {
@@ -137,7 +162,13 @@ fn decode_zstd(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
         });
     }
     let scan = scanner.finish();
-    Ok(ReadSession { header, events: scan.events, encoding: Encoding::Zstd, file_len, repair })
+    Ok(ReadSession {
+        header,
+        events: scan.events,
+        encoding: Encoding::Zstd,
+        file_len,
+        repair,
+    })
 }
 
 /// The header line's bytes (without newline), or `None` when the file holds no complete header
@@ -147,7 +178,9 @@ pub(crate) fn first_record(path: &Path, encoding: Encoding) -> Result<Option<Vec
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 8192];
     loop {
-        let n = file.read(&mut chunk).map_err(io_error(path, "read session log"))?;
+        let n = file
+            .read(&mut chunk)
+            .map_err(io_error(path, "read session log"))?;
         if n == 0 {
             return Ok(None);
         }
@@ -160,19 +193,20 @@ pub(crate) fn first_record(path: &Path, encoding: Encoding) -> Result<Option<Vec
                 }
             }
             Encoding::Zstd => {
-                let scan = scan_frames(&buf, 1).map_err(|d| ReadError::Frame {
+                let scan = scan_frames(&buf, 0, 1, 1).map_err(|d| ReadError::Frame {
                     path: path.to_owned(),
                     frame: d.frame,
                     offset: d.offset as u64,
                     reason: d.reason.to_owned(),
                 })?;
                 if let Some(range) = scan.frames.first() {
-                    let plain = decompress_frame(&buf[range.clone()]).map_err(|e| ReadError::Frame {
-                        path: path.to_owned(),
-                        frame: 1,
-                        offset: 0,
-                        reason: format!("header frame failed validation: {e}"),
-                    })?;
+                    let plain =
+                        decompress_frame(&buf[range.clone()]).map_err(|e| ReadError::Frame {
+                            path: path.to_owned(),
+                            frame: 1,
+                            offset: 0,
+                            reason: format!("header frame failed validation: {e}"),
+                        })?;
                     let end = header_of_frame(path, &plain)?;
                     return Ok(Some(plain[..end].to_vec()));
                 }

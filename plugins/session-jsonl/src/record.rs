@@ -14,8 +14,15 @@ use crate::error::RecordError;
 use crate::header::MAX_SAFE_INTEGER;
 
 /// Keys a v0 event envelope may carry.
-const ENVELOPE_KEYS: [&str; 7] =
-    ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"];
+const ENVELOPE_KEYS: [&str; 7] = [
+    "type",
+    "seq",
+    "time",
+    "data",
+    "surfaceOp",
+    "sourceEventSeqs",
+    "ignorable",
+];
 
 /// The row kind a parsed value is tagged as, if any.
 pub(crate) fn row_kind(obj: &Map<String, Value>) -> Option<RowKind> {
@@ -28,7 +35,9 @@ pub(crate) fn row_kind(obj: &Map<String, Value>) -> Option<RowKind> {
 }
 
 fn safe_i64(value: &Value) -> Option<i64> {
-    value.as_i64().filter(|n| n.unsigned_abs() <= MAX_SAFE_INTEGER)
+    value
+        .as_i64()
+        .filter(|n| n.unsigned_abs() <= MAX_SAFE_INTEGER)
 }
 
 /// Validate a row and expand it to its member events, in order.
@@ -37,7 +46,10 @@ pub(crate) fn expand_row(
     obj: &Map<String, Value>,
 ) -> Result<Vec<SessionEvent>, RecordError> {
     let tag = kind.tag();
-    let bad = |reason: &str| RecordError::MalformedRow { tag, reason: reason.to_owned() };
+    let bad = |reason: &str| RecordError::MalformedRow {
+        tag,
+        reason: reason.to_owned(),
+    };
     if !has_exact_keys(obj, &["type", "seq0", "time0", "data"]) {
         return Err(bad("envelope must be exactly {type, seq0, time0, data}"));
     }
@@ -46,12 +58,21 @@ pub(crate) fn expand_row(
         .and_then(Value::as_u64)
         .filter(|n| *n <= MAX_SAFE_INTEGER)
         .ok_or_else(|| bad("seq0 must be a non-negative safe integer"))?;
-    let time0 = obj.get("time0").and_then(safe_i64).ok_or_else(|| bad("time0 must be a safe integer"))?;
-    let data = obj.get("data").and_then(Value::as_object).ok_or_else(|| bad("data must be an object"))?;
+    let time0 = obj
+        .get("time0")
+        .and_then(safe_i64)
+        .ok_or_else(|| bad("time0 must be a safe integer"))?;
+    let data = obj
+        .get("data")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("data must be an object"))?;
     let (payload_key, call) = if kind == RowKind::ToolCall {
-        let with_name = has_exact_keys(data, &["turn", "step", "index", "id", "name", "dt", "args"]);
+        let with_name =
+            has_exact_keys(data, &["turn", "step", "index", "id", "name", "dt", "args"]);
         if !with_name && !has_exact_keys(data, &["turn", "step", "index", "id", "dt", "args"]) {
-            return Err(bad("data must be exactly {turn, step, index, id, name?, dt, args}"));
+            return Err(bad(
+                "data must be exactly {turn, step, index, id, name?, dt, args}",
+            ));
         }
         let id = data.get("id").filter(|v| v.is_string());
         let name = data.get("name");
@@ -71,8 +92,14 @@ pub(crate) fn expand_row(
         return Err(bad("turn/step/index must be numbers"));
     };
     let payload: Vec<&Value> = match data.get(payload_key).and_then(Value::as_array) {
-        Some(items) if !items.is_empty() && items.iter().all(Value::is_string) => items.iter().collect(),
-        _ => return Err(bad(&format!("{payload_key} must be a non-empty string array"))),
+        Some(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
+            items.iter().collect()
+        }
+        _ => {
+            return Err(bad(&format!(
+                "{payload_key} must be a non-empty string array"
+            )));
+        }
     };
     let dt: Vec<i64> = data
         .get("dt")
@@ -80,7 +107,11 @@ pub(crate) fn expand_row(
         .and_then(|gaps| gaps.iter().map(safe_i64).collect::<Option<Vec<_>>>())
         .ok_or_else(|| bad("dt must be an array of safe integers"))?;
     if dt.len() + 1 != payload.len() {
-        return Err(bad(&format!("dt length {} does not match {} members", dt.len(), payload.len())));
+        return Err(bad(&format!(
+            "dt length {} does not match {} members",
+            dt.len(),
+            payload.len()
+        )));
     }
     // Every member seq and time must stay where a JS reader computes them exactly.
     if seq0 + (payload.len() as u64 - 1) > MAX_SAFE_INTEGER {
@@ -137,7 +168,9 @@ pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEv
     if let Some(key) = obj.keys().find(|k| !ENVELOPE_KEYS.contains(&k.as_str())) {
         return Err(shape(format!("unknown envelope field {key:?}")));
     }
-    let data = obj.remove("data").ok_or_else(|| shape("missing data".to_owned()))?;
+    let data = obj
+        .remove("data")
+        .ok_or_else(|| shape("missing data".to_owned()))?;
     // Decode the envelope without its (possibly large) data, then re-encode it and compare: any
     // difference (a null optional, an extra key inside surfaceOp, ...) would be lost on write.
     obj.insert("data".into(), Value::Null);
@@ -146,7 +179,10 @@ pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEv
         serde_json::from_value(envelope.clone()).map_err(|e| shape(e.to_string()))?;
     let back = serde_json::to_value(&event).map_err(|e| shape(e.to_string()))?;
     if back != envelope {
-        return Err(shape("envelope does not survive a round trip (null optional field or extra surfaceOp key)".to_owned()));
+        return Err(shape(
+            "envelope does not survive a round trip (null optional field or extra surfaceOp key)"
+                .to_owned(),
+        ));
     }
     event.data = data;
     Ok(event)
@@ -155,7 +191,9 @@ pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEv
 /// Decode one parsed line into the events it stores, whatever the layout (row or event).
 pub fn decode_record(value: Value) -> Result<Vec<SessionEvent>, RecordError> {
     let Value::Object(obj) = value else {
-        return Err(RecordError::Envelope("a record must be a JSON object".to_owned()));
+        return Err(RecordError::Envelope(
+            "a record must be a JSON object".to_owned(),
+        ));
     };
     match row_kind(&obj) {
         Some(kind) => expand_row(kind, &obj),
@@ -177,8 +215,14 @@ mod tests {
         let row = json!({"type":"text-chunks","seq0":84,"time0":1000,"data":{"turn":1,"step":2,"index":1,"dt":[0,5,-1],"texts":["d","sh","-s","dk"]}});
         let events = decode(row).unwrap();
         assert_eq!(events.len(), 4);
-        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [84, 85, 86, 87]);
-        assert_eq!(events.iter().map(|e| e.time).collect::<Vec<_>>(), [1000, 1000, 1005, 1004]);
+        assert_eq!(
+            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [84, 85, 86, 87]
+        );
+        assert_eq!(
+            events.iter().map(|e| e.time).collect::<Vec<_>>(),
+            [1000, 1000, 1005, 1004]
+        );
         assert_eq!(
             events[1].data,
             json!({"turn":1,"step":2,"chunk":{"type":"text-delta","index":1,"text":"sh"}})
@@ -189,7 +233,10 @@ mod tests {
     fn expands_tool_rows_with_and_without_name() {
         let row = json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":1,"dt":[1,1],"id":"c","name":"bash","args":["","{","}"]}});
         let events = decode(row).unwrap();
-        assert_eq!(events[2].data["chunk"], json!({"type":"tool-call-delta","index":1,"id":"c","name":"bash","argumentsDelta":"}"}));
+        assert_eq!(
+            events[2].data["chunk"],
+            json!({"type":"tool-call-delta","index":1,"id":"c","name":"bash","argumentsDelta":"}"})
+        );
         let row = json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":1,"dt":[1,1],"id":"c","args":["","{","}"]}});
         let chunk = &decode(row).unwrap()[0].data["chunk"];
         assert!(chunk.get("name").is_none());
@@ -208,7 +255,10 @@ mod tests {
             json!({"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":"c","name":null,"dt":[],"args":["a"]}}),
             json!({"type":"text-chunks","seq0":9007199254740991u64,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}),
         ] {
-            assert!(matches!(decode(row.clone()), Err(RecordError::MalformedRow { .. })), "{row}");
+            assert!(
+                matches!(decode(row.clone()), Err(RecordError::MalformedRow { .. })),
+                "{row}"
+            );
         }
     }
 
@@ -226,7 +276,10 @@ mod tests {
             json!({"seq":0,"time":0,"data":{}}),
             json!([1]),
         ] {
-            assert!(matches!(decode(bad.clone()), Err(RecordError::Envelope(_))), "{bad}");
+            assert!(
+                matches!(decode(bad.clone()), Err(RecordError::Envelope(_))),
+                "{bad}"
+            );
         }
     }
 }

@@ -21,8 +21,6 @@ pub(crate) struct ScanResult {
     pub(crate) events: Vec<SessionEvent>,
     /// Plaintext bytes (header included) up to the end of the last committed record.
     pub(crate) committed_bytes: u64,
-    /// Plaintext bytes fed (header included).
-    pub(crate) input_bytes: u64,
     /// The first defect, when the prefix ends before the input does for a reason other than a
     /// final line without its newline.
     pub(crate) issue: Option<ReadError>,
@@ -113,7 +111,6 @@ impl<'p> Scanner<'p> {
         ScanResult {
             events: self.events,
             committed_bytes: self.committed_bytes,
-            input_bytes: self.input_bytes,
             issue: self.issue,
         }
     }
@@ -170,7 +167,9 @@ impl<'p> Scanner<'p> {
         let value: Value = serde_json::from_slice(line)
             .map_err(|e| Defect::Damage(self.record_error(RecordError::Json(e))))?;
         // A non-object has no seq, which is how the reference sees it: a gap.
-        let Value::Object(obj) = value else { return Err(self.seq_gap(None)) };
+        let Value::Object(obj) = value else {
+            return Err(self.seq_gap(None));
+        };
         if let Some(kind) = row_kind(&obj) {
             let events =
                 expand_row(kind, &obj).map_err(|e| Defect::Damage(self.record_error(e)))?;
@@ -234,23 +233,46 @@ mod tests {
         assert!(matches!(r.issue, Some(ReadError::Record { line: 3, .. })));
         let gap = format!("{}{}", line(0, "a"), line(5, "b"));
         let r = scan(&gap).unwrap();
-        assert!(matches!(r.issue, Some(ReadError::SeqGap { expected: 1, found: Some(5), .. })));
+        assert!(matches!(
+            r.issue,
+            Some(ReadError::SeqGap {
+                expected: 1,
+                found: Some(5),
+                ..
+            })
+        ));
     }
 
     #[test]
     fn defect_before_turn_end_is_corruption() {
         let body = format!("{}garbage\n{}", line(0, "a"), line(1, "turn/end"));
         let e = scan(&body).err().unwrap();
-        assert!(matches!(e, ReadError::Record { line: 3, expected_seq: 1, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ReadError::Record {
+                    line: 3,
+                    expected_seq: 1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let gap = format!("{}{}", line(0, "a"), line(2, "turn/end"));
         assert!(matches!(scan(&gap), Err(ReadError::SeqGap { .. })));
     }
 
     #[test]
     fn unknown_envelope_is_refused_even_at_the_end() {
-        let body = format!("{}{{\"type\":\"x\",\"seq\":1,\"time\":0,\"data\":{{}},\"new\":1}}\n", line(0, "a"));
+        let body = format!(
+            "{}{{\"type\":\"x\",\"seq\":1,\"time\":0,\"data\":{{}},\"new\":1}}\n",
+            line(0, "a")
+        );
         let e = scan(&body).err().unwrap();
         assert!(e.to_string().contains("line 3"), "{e}");
-        assert!(e.to_string().contains("unknown envelope field \"new\""), "{e}");
+        assert!(
+            e.to_string().contains("unknown envelope field \"new\""),
+            "{e}"
+        );
     }
 }

@@ -74,6 +74,13 @@ impl NewEvent {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Append,
+    Load,
+    Adopt,
+}
+
 /// The session log: committed events (immutable, shared as `Arc`), the surface, and the derived
 /// history kept current as events arrive.
 #[derive(Debug)]
@@ -105,10 +112,27 @@ impl SessionLog {
         I: IntoIterator<Item = E>,
         E: Into<Arc<SessionEvent>>,
     {
+        Self::load(events, registry, Mode::Load)
+    }
+
+    /// Takes a prefix of a log that was already validated (a fork): payload checks are not
+    /// repeated, but the surface is rebuilt, which re-checks its rules anyway.
+    pub(crate) fn adopt(
+        prefix: &[Arc<SessionEvent>],
+        registry: Arc<TypeRegistry>,
+    ) -> Result<Self, LoadError> {
+        Self::load(prefix.iter().cloned(), registry, Mode::Adopt)
+    }
+
+    fn load<I, E>(events: I, registry: Arc<TypeRegistry>, mode: Mode) -> Result<Self, LoadError>
+    where
+        I: IntoIterator<Item = E>,
+        E: Into<Arc<SessionEvent>>,
+    {
         let mut log = Self::new(registry);
         for (position, event) in events.into_iter().enumerate() {
             let event: Arc<SessionEvent> = event.into();
-            match log.validate(&event, true) {
+            match log.validate(&event, mode) {
                 Ok(plan) => log.commit(event, plan),
                 Err(violation) => {
                     return Err(LoadError {
@@ -128,7 +152,7 @@ impl SessionLog {
         let seq = new.expected_seq.unwrap_or(self.next_seq());
         let ignorable = self.registry.ignorable_marker(&new.kind);
         let event = Arc::new(new.into_event(seq, ignorable));
-        let plan = self.validate(&event, false).map_err(|violation| AppendError {
+        let plan = self.validate(&event, Mode::Append).map_err(|violation| AppendError {
             seq,
             kind: event.kind.clone(),
             violation,
@@ -138,10 +162,13 @@ impl SessionLog {
     }
 
     /// Every rule an event must pass to enter at the end of this log.
-    fn validate(&self, event: &SessionEvent, loading: bool) -> Result<Plan, Violation> {
+    fn validate(&self, event: &SessionEvent, mode: Mode) -> Result<Plan, Violation> {
         let expected = self.next_seq();
         if event.seq != expected {
             return Err(Violation::SeqMismatch { expected });
+        }
+        if mode == Mode::Adopt {
+            return self.projection.plan(event, &self.events);
         }
         if event.ignorable == Some(false) {
             return Err(Violation::IgnorableFalse);
@@ -150,13 +177,25 @@ impl SessionLog {
             return Err(Violation::TimeOutOfRange { time: event.time });
         }
         // Only a load may keep an unknown type, and only when its writer marked it skippable.
-        if !self.registry.is_known(&event.kind) && !(loading && event.is_ignorable()) {
+        let kept_unknown = mode == Mode::Load && event.is_ignorable();
+        if !self.registry.is_known(&event.kind) && !kept_unknown {
             return Err(Violation::UnknownType { kind: event.kind.clone() });
         }
         check_lossless_at(&event.data, "$.data").map_err(Violation::Lossless)?;
         let plan = self.projection.plan(event, &self.events)?;
         check_message_event(event)?;
         Ok(plan)
+    }
+
+    /// For `check_log`: validates like a load and commits a valid event; a refused one is still
+    /// kept (outside the surface) so the positions of later events stay aligned.
+    pub(crate) fn push_checked(&mut self, event: Arc<SessionEvent>) -> Result<(), Violation> {
+        let result = self.validate(&event, Mode::Load);
+        match result {
+            Ok(plan) => self.commit(event, plan),
+            Err(_) => self.events.push(event),
+        }
+        result.map(|_| ())
     }
 
     fn commit(&mut self, event: Arc<SessionEvent>, plan: Plan) {

@@ -9,7 +9,7 @@ use crate::event::SessionEvent;
 
 /// Where the message sits inside `data`, per type: `user/message` data *is* the message; the other
 /// two wrap it as `data.message`. `None` for non-message types.
-pub(crate) fn message_of(kind: &str, data: &Value) -> Option<(&'static str, Option<&Value>)> {
+fn message_of<'a>(kind: &str, data: &'a Value) -> Option<(&'static str, Option<&'a Value>)> {
     match kind {
         "user/message" => Some(("$.data", Some(data))),
         "assistant/message" | "tool/result" => Some(("$.data.message", data.get("message"))),

@@ -217,3 +217,70 @@ fn without_result_content(data: &Value) -> Value {
     }
     data
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::{NewEvent, SessionLog, SurfaceOp};
+
+    fn user(log: &mut SessionLog, i: u64) -> u64 {
+        let data = json!({"id": format!("u{i}"), "role": "user", "source": {"kind": "user"},
+            "content": [{"type": "text", "text": format!("m{i}")}]});
+        log.append(NewEvent::surface("user/message", data, SurfaceOp::append(), 0)).unwrap().seq
+    }
+
+    #[test]
+    fn derive_work_tracks_what_changed_not_the_log_length() {
+        let mut log = SessionLog::default();
+        let seqs: Vec<u64> = (0..1000).map(|i| user(&mut log, i)).collect();
+        for _ in 0..1000 {
+            log.append(NewEvent::new("todo/write", json!({"todos": []}), 0)).unwrap();
+        }
+        let before = log.derive_stats();
+        assert_eq!((before.projected, before.placed), (1000, 1000), "each message projected once");
+
+        // Reading derived history does no projection work, however often.
+        for _ in 0..10 {
+            assert_eq!(log.derive_messages().len(), 1000);
+        }
+        assert_eq!(log.derive_stats(), before);
+
+        // One more message: one projection, one placement (not 1001).
+        user(&mut log, 1000);
+        let after = log.derive_stats();
+        assert_eq!((after.projected - before.projected, after.placed - before.placed), (1, 1));
+        // Log-only events cost nothing here.
+        log.append(NewEvent::new("plan/mode", json!({"active": false}), 0)).unwrap();
+        assert_eq!(log.derive_stats(), after);
+
+        // A replace near the end re-places only what follows the cut: the summary, the two
+        // messages after the span, and the kept part of the frozen-list chunk the cut falls in
+        // (1001 = 512+256+128+64+32+8+1, so position 996 is 4 into the 8-chunk).
+        let (start, end) = (seqs[996], seqs[998]);
+        let data = json!({"id": "s", "role": "user", "source": {"kind": "plugin", "plugin": "compact"},
+            "content": [{"type": "text", "text": "summary"}]});
+        log.append(
+            NewEvent::surface("user/message", data, SurfaceOp::replace(start, end), 0)
+                .with_sources(vec![seqs[996], seqs[997], seqs[998]]),
+        )
+        .unwrap();
+        let replaced = log.derive_stats();
+        assert_eq!(replaced.projected - after.projected, 1, "only the summary is projected");
+        let placed = replaced.placed - after.placed;
+        assert_eq!(placed, 1 + 2 + 4);
+        assert_eq!(log.derive_messages().len(), 1001 - 3 + 1);
+
+        // A replace at the front rebuilds from there: proportional to the tail, as documented.
+        let data = json!({"id": "s0", "role": "user", "source": {"kind": "plugin", "plugin": "compact"},
+            "content": [{"type": "text", "text": "summary"}]});
+        log.append(
+            NewEvent::surface("user/message", data, SurfaceOp::replace(seqs[0], seqs[0]), 0)
+                .with_sources(vec![seqs[0]]),
+        )
+        .unwrap();
+        let front = log.derive_stats();
+        assert_eq!(front.projected - replaced.projected, 1);
+        assert_eq!(front.placed - replaced.placed, 999);
+    }
+}
