@@ -71,10 +71,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Inspect session logs (arrives with the session store).
+    /// Inspect session logs (read-only).
     Session {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        #[command(subcommand)]
+        command: crate::session_cli::SessionCommand,
     },
 }
 

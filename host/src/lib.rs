@@ -17,6 +17,7 @@ pub mod library;
 pub mod logging;
 pub mod reload;
 pub mod runtime;
+pub mod session_cli;
 pub mod signals;
 pub mod status;
 
@@ -55,11 +56,8 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             cli::Invocation::Sub(cli::Command::Status { json }) => {
                 status::status(&boot::home_dir(), json).await
             }
-            cli::Invocation::Sub(cli::Command::Session { .. }) => {
-                eprintln!(
-                    "error: `dsh-host session` is not built yet: it arrives with the session store"
-                );
-                2
+            cli::Invocation::Sub(cli::Command::Session { command }) => {
+                session_cli::run(&boot::home_dir(), command)
             }
         }
     });

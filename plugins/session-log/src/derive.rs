@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::event::SessionEvent;
 use crate::frozen::FrozenList;
-use crate::hash::{Fnv64, write_canonical};
+use crate::hash::{EMPTY_HISTORY_HASH, Fnv64, write_canonical};
 
 /// Role of a derived message. Tool results are user-role messages (adapters turn their single
 /// tool-result block into the provider's tool role).
@@ -43,7 +43,11 @@ impl Message {
     }
 
     pub fn role(&self) -> Role {
-        if self.event.kind == "assistant/message" { Role::Assistant } else { Role::User }
+        if self.event.kind == "assistant/message" {
+            Role::Assistant
+        } else {
+            Role::User
+        }
     }
 
     /// The logged message object (`data` for `user/message`, `data.message` otherwise).
@@ -56,7 +60,10 @@ impl Message {
 
     /// The content blocks, exactly as logged.
     pub fn content(&self) -> &[Value] {
-        self.logged().get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+        self.logged()
+            .get("content")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The message source (provenance: user, plugin, model with provider/model/replayState, tool).
@@ -127,7 +134,10 @@ pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<Message> {
         }
         _ => return None,
     }
-    let mut message = Message { event: Arc::clone(event), hash: 0 };
+    let mut message = Message {
+        event: Arc::clone(event),
+        hash: 0,
+    };
     message.hash = canonical_hash(&message);
     Some(message)
 }
@@ -148,10 +158,19 @@ fn canonical_hash(message: &Message) -> u64 {
 
 /// A snapshot of the derived history. Cheap to take and to clone (O(log n) handles), immutable:
 /// later appends to the log never change a snapshot already handed out.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DerivedMessages {
     list: FrozenList<Message>,
     hash: u64,
+}
+
+impl Default for DerivedMessages {
+    fn default() -> Self {
+        Self {
+            list: FrozenList::default(),
+            hash: EMPTY_HISTORY_HASH,
+        }
+    }
 }
 
 impl DerivedMessages {
@@ -241,17 +260,26 @@ mod tests {
                    "source":{"kind":"plugin","plugin":"x"}})
         );
         let asst = |content: Value| {
-            ev("assistant/message", json!({"turn":1,"step":1,"message":{"id":"a","role":"assistant",
+            ev(
+                "assistant/message",
+                json!({"turn":1,"step":1,"message":{"id":"a","role":"assistant",
                 "source":{"kind":"model","provider":"p","model":"m","replayState":{"k":1}},
-                "content":content}}))
+                "content":content}}),
+            )
         };
-        assert!(project(&asst(json!([]))).is_none(), "empty assistant content never projects");
+        assert!(
+            project(&asst(json!([]))).is_none(),
+            "empty assistant content never projects"
+        );
         let a = project(&asst(json!([{"type":"text","text":"ok"}]))).unwrap();
         assert_eq!(a.role(), Role::Assistant);
         assert_eq!(a.source()["replayState"], json!({"k":1}), "provenance kept");
-        let tr = ev("tool/result", json!({"turn":1,"step":1,"message":{"id":"t","role":"user",
+        let tr = ev(
+            "tool/result",
+            json!({"turn":1,"step":1,"message":{"id":"t","role":"user",
             "source":{"kind":"tool","callId":"c"},
-            "content":[{"type":"tool-result","toolCallId":"c","content":[]}]}}));
+            "content":[{"type":"tool-result","toolCallId":"c","content":[]}]}}),
+        );
         let t = project(&tr).unwrap();
         assert_eq!(t.role(), Role::User);
         assert_eq!(t.content().len(), 1);
@@ -261,8 +289,11 @@ mod tests {
 
     #[test]
     fn message_hash_equals_hash_of_its_serialized_value() {
-        let user = ev("user/message", json!({"id":"u","role":"user","source":{"kind":"user","z":1,"a":2},
-            "content":[{"type":"text","text":"é\"\u{1}"}]}));
+        let user = ev(
+            "user/message",
+            json!({"id":"u","role":"user","source":{"kind":"user","z":1,"a":2},
+            "content":[{"type":"text","text":"é\"\u{1}"}]}),
+        );
         let m = project(&user).unwrap();
         assert_eq!(m.hash(), message_hash(&serde_json::to_value(&m).unwrap()));
         assert_eq!(m.hash(), message_hash(&m.to_value()));

@@ -38,8 +38,15 @@ pub enum Violation {
     #[error("surface replace: {which} seq {seq} is not on the current surface")]
     ReplaceNotOnSurface { which: &'static str, seq: u64 },
     /// A replace whose start node comes after its end node.
-    #[error("surface replace: start seq {start} (position {start_pos}) is after end seq {end} (position {end_pos})")]
-    ReplaceReversed { start: u64, end: u64, start_pos: usize, end_pos: usize },
+    #[error(
+        "surface replace: start seq {start} (position {start_pos}) is after end seq {end} (position {end_pos})"
+    )]
+    ReplaceReversed {
+        start: u64,
+        end: u64,
+        start_pos: usize,
+        end_pos: usize,
+    },
     /// `sourceEventSeqs: []` means "known empty stream", which only an assistant message has.
     #[error("sourceEventSeqs may be empty only on assistant/message")]
     EmptySources,
@@ -49,7 +56,9 @@ pub enum Violation {
     #[error("sourceEventSeqs cites {source_seq} twice")]
     DuplicateSource { source_seq: u64 },
     /// A replace must cite every node it shadows, so provenance survives compaction.
-    #[error("surface replace: sourceEventSeqs must include every shadowed node; missing {missing:?}")]
+    #[error(
+        "surface replace: sourceEventSeqs must include every shadowed node; missing {missing:?}"
+    )]
     ReplaceMissingSources { missing: Vec<u64> },
     /// A tool result may only be rewritten in place: one current tool result, content only.
     #[error("tool/result replace: {reason}")]

@@ -16,13 +16,19 @@ pub(crate) struct FrozenList<T> {
 
 impl<T> Clone for FrozenList<T> {
     fn clone(&self) -> Self {
-        Self { chunks: self.chunks.clone(), len: self.len }
+        Self {
+            chunks: self.chunks.clone(),
+            len: self.len,
+        }
     }
 }
 
 impl<T> Default for FrozenList<T> {
     fn default() -> Self {
-        Self { chunks: Vec::new(), len: 0 }
+        Self {
+            chunks: Vec::new(),
+            len: 0,
+        }
     }
 }
 
@@ -100,7 +106,9 @@ impl<T: Clone> FrozenList<T> {
             index -= chunk.len();
         }
         let rest = self.chunks.get(first..).unwrap_or(&[]);
-        rest.iter().enumerate().flat_map(move |(i, c)| c.iter().skip(if i == 0 { index } else { 0 }))
+        rest.iter()
+            .enumerate()
+            .flat_map(move |(i, c)| c.iter().skip(if i == 0 { index } else { 0 }))
     }
 
     #[cfg(test)]
@@ -120,11 +128,18 @@ mod tests {
             l.push(i);
         }
         assert_eq!(l.chunk_sizes(), [8, 4, 1]);
-        assert_eq!(l.iter().copied().collect::<Vec<_>>(), (0..13).collect::<Vec<_>>());
+        assert_eq!(
+            l.iter().copied().collect::<Vec<_>>(),
+            (0..13).collect::<Vec<_>>()
+        );
         assert_eq!(l.get(12), Some(&12));
         for from in 0..=14 {
             let want: Vec<_> = (from..13).collect();
-            assert_eq!(l.iter_from(from).copied().collect::<Vec<_>>(), want, "from {from}");
+            assert_eq!(
+                l.iter_from(from).copied().collect::<Vec<_>>(),
+                want,
+                "from {from}"
+            );
         }
         assert_eq!(l.get(13), None);
     }
@@ -152,7 +167,11 @@ mod tests {
                 }
                 l.truncate(cut);
                 let want: Vec<_> = (0..n.min(cut)).collect();
-                assert_eq!(l.iter().copied().collect::<Vec<_>>(), want, "n={n} cut={cut}");
+                assert_eq!(
+                    l.iter().copied().collect::<Vec<_>>(),
+                    want,
+                    "n={n} cut={cut}"
+                );
                 assert_eq!(l.len(), want.len());
                 let sizes = l.chunk_sizes();
                 assert!(sizes.windows(2).all(|w| w[0] > w[1]), "{sizes:?}");

@@ -121,7 +121,9 @@ pub fn message_hash(message: &Value) -> u64 {
 /// The history hash of a message list given as JSON values; equals
 /// [`crate::SessionLog::derived_hash`] for the log's derived messages.
 pub fn messages_hash<'a>(messages: impl IntoIterator<Item = &'a Value>) -> u64 {
-    messages.into_iter().fold(EMPTY_HISTORY_HASH, |acc, m| chain(acc, message_hash(m)))
+    messages
+        .into_iter()
+        .fold(EMPTY_HISTORY_HASH, |acc, m| chain(acc, message_hash(m)))
 }
 
 #[cfg(test)]
@@ -155,6 +157,9 @@ mod tests {
         let b = json!({"role":"assistant","content":[],"source":{"kind":"model"}});
         assert_ne!(messages_hash([&a, &b]), messages_hash([&b, &a]));
         assert_eq!(messages_hash([]), EMPTY_HISTORY_HASH);
-        assert_eq!(messages_hash([&a]), chain(EMPTY_HISTORY_HASH, message_hash(&a)));
+        assert_eq!(
+            messages_hash([&a]),
+            chain(EMPTY_HISTORY_HASH, message_hash(&a))
+        );
     }
 }

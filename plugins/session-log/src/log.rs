@@ -42,7 +42,10 @@ impl NewEvent {
 
     /// A surface event (`user/message`, `assistant/message`, `tool/result`).
     pub fn surface(kind: impl Into<String>, data: Value, op: SurfaceOp, time: i64) -> Self {
-        Self { surface_op: Some(op), ..Self::new(kind, data, time) }
+        Self {
+            surface_op: Some(op),
+            ..Self::new(kind, data, time)
+        }
     }
 
     /// Adds provenance: the earlier events this one derives from.
@@ -82,8 +85,9 @@ enum Mode {
 }
 
 /// The session log: committed events (immutable, shared as `Arc`), the surface, and the derived
-/// history kept current as events arrive.
-#[derive(Debug)]
+/// history kept current as events arrive. Cloning shares the events (an in-memory repair for
+/// inspection can work on a clone).
+#[derive(Debug, Clone)]
 pub struct SessionLog {
     registry: Arc<TypeRegistry>,
     events: Vec<Arc<SessionEvent>>,
@@ -100,7 +104,12 @@ impl Default for SessionLog {
 impl SessionLog {
     /// An empty log accepting the types of `registry`.
     pub fn new(registry: Arc<TypeRegistry>) -> Self {
-        Self { registry, events: Vec::new(), projection: Projection::default(), last_end_seed: None }
+        Self {
+            registry,
+            events: Vec::new(),
+            projection: Projection::default(),
+            last_end_seed: None,
+        }
     }
 
     /// Loads committed events (from persistence, a seed, a fork), checking every rule an append
@@ -152,11 +161,13 @@ impl SessionLog {
         let seq = new.expected_seq.unwrap_or(self.next_seq());
         let ignorable = self.registry.ignorable_marker(&new.kind);
         let event = Arc::new(new.into_event(seq, ignorable));
-        let plan = self.validate(&event, Mode::Append).map_err(|violation| AppendError {
-            seq,
-            kind: event.kind.clone(),
-            violation,
-        })?;
+        let plan = self
+            .validate(&event, Mode::Append)
+            .map_err(|violation| AppendError {
+                seq,
+                kind: event.kind.clone(),
+                violation,
+            })?;
         self.commit(Arc::clone(&event), plan);
         Ok(event)
     }
@@ -179,7 +190,9 @@ impl SessionLog {
         // Only a load may keep an unknown type, and only when its writer marked it skippable.
         let kept_unknown = mode == Mode::Load && event.is_ignorable();
         if !self.registry.is_known(&event.kind) && !kept_unknown {
-            return Err(Violation::UnknownType { kind: event.kind.clone() });
+            return Err(Violation::UnknownType {
+                kind: event.kind.clone(),
+            });
         }
         check_lossless_at(&event.data, "$.data").map_err(Violation::Lossless)?;
         let plan = self.projection.plan(event, &self.events)?;
@@ -235,7 +248,9 @@ impl SessionLog {
     /// The events a reader interprets: everything except ignorable events of types this log's
     /// registry does not know.
     pub fn readable_events(&self) -> impl Iterator<Item = &Arc<SessionEvent>> + '_ {
-        self.events.iter().filter(|e| self.registry.is_known(&e.kind))
+        self.events
+            .iter()
+            .filter(|e| self.registry.is_known(&e.kind))
     }
 
     pub fn registry(&self) -> &Arc<TypeRegistry> {
@@ -277,5 +292,11 @@ impl SessionLog {
     /// belong to an ended lifetime and are stale; ones opened after it are live.
     pub fn last_end_seed(&self) -> Option<u64> {
         self.last_end_seed
+    }
+
+    /// Whether an unmatched bracket opener at `opener_seq` is stale: it precedes the last
+    /// end-seed, so whatever lifetime opened it has ended (however it ended).
+    pub fn is_stale_opener(&self, opener_seq: u64) -> bool {
+        self.last_end_seed.is_some_and(|end| opener_seq < end)
     }
 }

@@ -16,7 +16,11 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 pub enum LosslessError {
     /// The text is not JSON (whatever `serde_json` rejects).
     #[error("invalid JSON at line {line}, column {column}: {message}")]
-    Syntax { line: usize, column: usize, message: String },
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
     /// A key repeated in one object: readers disagree on which value wins.
     #[error("duplicate object key \"{key}\" at {path}")]
     DuplicateKey { path: String, key: String },
@@ -85,10 +89,16 @@ enum Segment<'a> {
     Index(usize),
 }
 
-fn render_path(root: &str, links: &[(Option<usize>, Segment<'_>)], mut link: Option<usize>) -> String {
+fn render_path(
+    root: &str,
+    links: &[(Option<usize>, Segment<'_>)],
+    mut link: Option<usize>,
+) -> String {
     let mut segments = Vec::new();
     while let Some(i) = link {
-        let Some((parent, seg)) = links.get(i) else { break };
+        let Some((parent, seg)) = links.get(i) else {
+            break;
+        };
         segments.push(*seg);
         link = *parent;
     }
@@ -105,7 +115,9 @@ fn render_path(root: &str, links: &[(Option<usize>, Segment<'_>)], mut link: Opt
 /// Appends `.key`, or `["key"]` when the key is not a plain identifier.
 pub(crate) fn push_key(path: &mut String, key: &str) {
     let mut chars = key.chars();
-    let plain = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+    let plain = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
     if plain {
         path.push('.');
@@ -139,7 +151,11 @@ impl NumberFail {
 
 fn check_number(n: &Number) -> Result<(), NumberFail> {
     if let Some(u) = n.as_u64() {
-        return if u <= MAX_SAFE_INTEGER { Ok(()) } else { Err(NumberFail::Range(u.to_string())) };
+        return if u <= MAX_SAFE_INTEGER {
+            Ok(())
+        } else {
+            Err(NumberFail::Range(u.to_string()))
+        };
     }
     if let Some(i) = n.as_i64() {
         return if i.unsigned_abs() <= MAX_SAFE_INTEGER {
@@ -148,7 +164,9 @@ fn check_number(n: &Number) -> Result<(), NumberFail> {
             Err(NumberFail::Range(i.to_string()))
         };
     }
-    let Some(f) = n.as_f64() else { return Err(NumberFail::NonFinite) };
+    let Some(f) = n.as_f64() else {
+        return Err(NumberFail::NonFinite);
+    };
     if !f.is_finite() {
         return Err(NumberFail::NonFinite);
     }
@@ -201,7 +219,10 @@ impl Raw {
                     let len = path.len();
                     push_key(path, &key);
                     if out.contains_key(&key) {
-                        return Err(LosslessError::DuplicateKey { path: path.clone(), key });
+                        return Err(LosslessError::DuplicateKey {
+                            path: path.clone(),
+                            key,
+                        });
                     }
                     let value = item.into_value(path)?;
                     path.truncate(len);
@@ -244,7 +265,9 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Raw, E> {
         // serde_json never hands a non-finite float from text; refuse one anyway.
-        Number::from_f64(v).map(Raw::Number).ok_or_else(|| E::custom("non-finite number"))
+        Number::from_f64(v)
+            .map(Raw::Number)
+            .ok_or_else(|| E::custom("non-finite number"))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Raw, E> {
         Ok(Raw::String(v.to_owned()))
@@ -275,10 +298,16 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_json_and_keeps_values() {
-        let v = parse_lossless(r#"{"a":[1,-2,0.5,"x",null,true],"b":{"c":9007199254740991}}"#)
-            .unwrap();
-        assert_eq!(v, json!({"a":[1,-2,0.5,"x",null,true],"b":{"c":9007199254740991_u64}}));
-        assert_eq!(parse_lossless("-9007199254740991").unwrap(), json!(-9007199254740991_i64));
+        let v =
+            parse_lossless(r#"{"a":[1,-2,0.5,"x",null,true],"b":{"c":9007199254740991}}"#).unwrap();
+        assert_eq!(
+            v,
+            json!({"a":[1,-2,0.5,"x",null,true],"b":{"c":9007199254740991_u64}})
+        );
+        assert_eq!(
+            parse_lossless("-9007199254740991").unwrap(),
+            json!(-9007199254740991_i64)
+        );
     }
 
     #[test]
@@ -286,10 +315,19 @@ mod tests {
         let err = parse_lossless(r#"{"data":{"items":[{},{},{},{"id":1,"id":2}]}}"#).unwrap_err();
         assert_eq!(
             err,
-            LosslessError::DuplicateKey { path: "$.data.items[3].id".into(), key: "id".into() }
+            LosslessError::DuplicateKey {
+                path: "$.data.items[3].id".into(),
+                key: "id".into()
+            }
         );
         let err = parse_lossless(r#"{"a b":1,"a b":1}"#).unwrap_err();
-        assert_eq!(err, LosslessError::DuplicateKey { path: r#"$["a b"]"#.into(), key: "a b".into() });
+        assert_eq!(
+            err,
+            LosslessError::DuplicateKey {
+                path: r#"$["a b"]"#.into(),
+                key: "a b".into()
+            }
+        );
     }
 
     #[test]
@@ -312,11 +350,27 @@ mod tests {
     fn negative_zero_and_syntax_errors_are_refused() {
         assert_eq!(
             parse_lossless("[-0]").unwrap_err(),
-            LosslessError::NegativeZero { path: "$[0]".into() }
+            LosslessError::NegativeZero {
+                path: "$[0]".into()
+            }
         );
-        assert!(matches!(parse_lossless("[-0.0]"), Err(LosslessError::NegativeZero { .. })));
-        for bad in ["{", "[1,]", "NaN", "[Infinity]", "[1e400]", r#""\ud800""#, "1 2"] {
-            assert!(matches!(parse_lossless(bad), Err(LosslessError::Syntax { .. })), "{bad}");
+        assert!(matches!(
+            parse_lossless("[-0.0]"),
+            Err(LosslessError::NegativeZero { .. })
+        ));
+        for bad in [
+            "{",
+            "[1,]",
+            "NaN",
+            "[Infinity]",
+            "[1e400]",
+            r#""\ud800""#,
+            "1 2",
+        ] {
+            assert!(
+                matches!(parse_lossless(bad), Err(LosslessError::Syntax { .. })),
+                "{bad}"
+            );
         }
     }
 
@@ -333,7 +387,9 @@ mod tests {
         );
         assert_eq!(
             check_lossless_at(&json!({"x": -0.0}), "$.data").unwrap_err(),
-            LosslessError::NegativeZero { path: "$.data.x".into() }
+            LosslessError::NegativeZero {
+                path: "$.data.x".into()
+            }
         );
         assert!(check_lossless(&json!([i64::MIN])).is_err());
     }

@@ -18,7 +18,10 @@ fn message_of<'a>(kind: &str, data: &'a Value) -> Option<(&'static str, Option<&
 }
 
 fn shape(path: impl Into<String>, problem: &'static str) -> Violation {
-    Violation::MessageShape { path: path.into(), problem }
+    Violation::MessageShape {
+        path: path.into(),
+        problem,
+    }
 }
 
 fn non_empty_str(v: Option<&Value>) -> bool {
@@ -26,23 +29,36 @@ fn non_empty_str(v: Option<&Value>) -> bool {
 }
 
 pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation> {
-    let Some((path, message)) = message_of(&event.kind, &event.data) else { return Ok(()) };
+    let Some((path, message)) = message_of(&event.kind, &event.data) else {
+        return Ok(());
+    };
     let Some(message) = message.filter(|m| m.is_object()) else {
         return Err(shape(path, "must be a message object"));
     };
     if !non_empty_str(message.get("id")) {
         return Err(shape(format!("{path}.id"), "must be a non-empty string"));
     }
-    let role = if event.kind == "assistant/message" { "assistant" } else { "user" };
+    let role = if event.kind == "assistant/message" {
+        "assistant"
+    } else {
+        "user"
+    };
     if message.get("role").and_then(Value::as_str) != Some(role) {
         return Err(shape(
             format!("{path}.role"),
-            if role == "user" { "must be \"user\"" } else { "must be \"assistant\"" },
+            if role == "user" {
+                "must be \"user\""
+            } else {
+                "must be \"assistant\""
+            },
         ));
     }
     let source = message.get("source").filter(|s| s.is_object());
     let Some(source) = source.filter(|s| non_empty_str(s.get("kind"))) else {
-        return Err(shape(format!("{path}.source"), "must be an object with a non-empty kind"));
+        return Err(shape(
+            format!("{path}.source"),
+            "must be an object with a non-empty kind",
+        ));
     };
     let Some(content) = message.get("content").and_then(Value::as_array) else {
         return Err(shape(format!("{path}.content"), "must be an array"));
@@ -60,14 +76,19 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
             }
         }
         "tool/result" => {
-            let call_id = source.get("callId").filter(|_| {
-                source.get("kind").and_then(Value::as_str) == Some("tool")
-            });
+            let call_id = source
+                .get("callId")
+                .filter(|_| source.get("kind").and_then(Value::as_str) == Some("tool"));
             if !non_empty_str(call_id) {
-                return Err(shape(format!("{path}.source"), "must be a tool source with a callId"));
+                return Err(shape(
+                    format!("{path}.source"),
+                    "must be a tool source with a callId",
+                ));
             }
             let block = match content.as_slice() {
-                [block] if block.get("type").and_then(Value::as_str) == Some("tool-result") => block,
+                [block] if block.get("type").and_then(Value::as_str) == Some("tool-result") => {
+                    block
+                }
                 _ => {
                     return Err(shape(
                         format!("{path}.content"),
@@ -76,7 +97,10 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
                 }
             };
             if !block.get("content").is_some_and(Value::is_array) {
-                return Err(shape(format!("{path}.content[0].content"), "must be an array"));
+                return Err(shape(
+                    format!("{path}.content[0].content"),
+                    "must be an array",
+                ));
             }
             if block.get("toolCallId") != call_id {
                 return Err(shape(
@@ -128,27 +152,47 @@ mod tests {
     fn shape_errors_name_the_path() {
         assert_eq!(problem("user/message", json!([])), "$.data");
         assert_eq!(
-            problem("user/message", json!({"id":"","role":"user","source":{"kind":"u"},"content":[]})),
+            problem(
+                "user/message",
+                json!({"id":"","role":"user","source":{"kind":"u"},"content":[]})
+            ),
             "$.data.id"
         );
         assert_eq!(
-            problem("user/message", json!({"id":"x","role":"assistant","source":{"kind":"u"},"content":[]})),
+            problem(
+                "user/message",
+                json!({"id":"x","role":"assistant","source":{"kind":"u"},"content":[]})
+            ),
             "$.data.role"
         );
         assert_eq!(
-            problem("assistant/message", json!({"message":{"id":"x","role":"assistant",
-                "source":{"kind":"model","provider":"p"},"content":[]}})),
+            problem(
+                "assistant/message",
+                json!({"message":{"id":"x","role":"assistant",
+                "source":{"kind":"model","provider":"p"},"content":[]}})
+            ),
             "$.data.message.source"
         );
-        let tr = |content: Value| json!({"message":{"id":"x","role":"user",
-            "source":{"kind":"tool","callId":"c"},"content":content}});
-        assert_eq!(problem("tool/result", tr(json!([]))), "$.data.message.content");
+        let tr = |content: Value| {
+            json!({"message":{"id":"x","role":"user",
+            "source":{"kind":"tool","callId":"c"},"content":content}})
+        };
         assert_eq!(
-            problem("tool/result", tr(json!([{"type":"tool-result","toolCallId":"c","content":"x"}]))),
+            problem("tool/result", tr(json!([]))),
+            "$.data.message.content"
+        );
+        assert_eq!(
+            problem(
+                "tool/result",
+                tr(json!([{"type":"tool-result","toolCallId":"c","content":"x"}]))
+            ),
             "$.data.message.content[0].content"
         );
         assert_eq!(
-            problem("tool/result", tr(json!([{"type":"tool-result","toolCallId":"d","content":[]}]))),
+            problem(
+                "tool/result",
+                tr(json!([{"type":"tool-result","toolCallId":"d","content":[]}]))
+            ),
             "$.data.message.content[0].toolCallId"
         );
         assert!(

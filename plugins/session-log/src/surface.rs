@@ -34,10 +34,13 @@ pub(crate) enum Plan {
     NotSurface,
     Append,
     /// Replace the inclusive span of surface positions.
-    Replace { start_pos: usize, end_pos: usize },
+    Replace {
+        start_pos: usize,
+        end_pos: usize,
+    },
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Projection {
     /// Surface nodes: seqs in model-visible order.
     seqs: Vec<u64>,
@@ -66,7 +69,10 @@ impl Projection {
     }
 
     pub(crate) fn hash(&self) -> u64 {
-        self.prefix_hashes.last().copied().unwrap_or(EMPTY_HISTORY_HASH)
+        self.prefix_hashes
+            .last()
+            .copied()
+            .unwrap_or(EMPTY_HISTORY_HASH)
     }
 
     pub(crate) fn derived(&self) -> DerivedMessages {
@@ -82,15 +88,21 @@ impl Projection {
     ) -> Result<Plan, Violation> {
         if !is_surface_type(&event.kind) {
             if event.surface_op.is_some() {
-                return Err(Violation::SurfaceOpNotAllowed { kind: event.kind.clone() });
+                return Err(Violation::SurfaceOpNotAllowed {
+                    kind: event.kind.clone(),
+                });
             }
             if event.source_event_seqs.is_some() {
-                return Err(Violation::SourcesNotAllowed { kind: event.kind.clone() });
+                return Err(Violation::SourcesNotAllowed {
+                    kind: event.kind.clone(),
+                });
             }
             return Ok(Plan::NotSurface);
         }
         let Some(op) = &event.surface_op else {
-            return Err(Violation::SurfaceOpMissing { kind: event.kind.clone() });
+            return Err(Violation::SurfaceOpMissing {
+                kind: event.kind.clone(),
+            });
         };
         let Some((start, end)) = op.replace_span() else {
             check_sources(event, &[])?;
@@ -99,12 +111,20 @@ impl Projection {
         // Search from the back: replaces (compaction, tool-result rewrites) usually target recent
         // nodes, and the rebuild after a replace costs as much as the scan anyway.
         let find = |seq: u64, which| {
-            self.seqs.iter().rposition(|s| *s == seq).ok_or(Violation::ReplaceNotOnSurface { which, seq })
+            self.seqs
+                .iter()
+                .rposition(|s| *s == seq)
+                .ok_or(Violation::ReplaceNotOnSurface { which, seq })
         };
         let start_pos = find(start, "start")?;
         let end_pos = find(end, "end")?;
         if start_pos > end_pos {
-            return Err(Violation::ReplaceReversed { start, end, start_pos, end_pos });
+            return Err(Violation::ReplaceReversed {
+                start,
+                end,
+                start_pos,
+                end_pos,
+            });
         }
         let shadowed = &self.seqs[start_pos..=end_pos];
         check_sources(event, shadowed)?;
@@ -143,8 +163,16 @@ impl Projection {
     }
 
     fn replace(&mut self, event: &Arc<SessionEvent>, start_pos: usize, end_pos: usize) {
-        let cut = self.msgs_before.get(start_pos).copied().unwrap_or(self.messages.len());
-        let tail_from = self.msgs_before.get(end_pos + 1).copied().unwrap_or(self.messages.len());
+        let cut = self
+            .msgs_before
+            .get(start_pos)
+            .copied()
+            .unwrap_or(self.messages.len());
+        let tail_from = self
+            .msgs_before
+            .get(end_pos + 1)
+            .copied()
+            .unwrap_or(self.messages.len());
         let tail: Vec<Message> = self.messages.iter_from(tail_from).cloned().collect();
 
         let repushed = self.messages.truncate(cut);
@@ -186,8 +214,16 @@ fn check_sources(event: &SessionEvent, shadowed: &[u64]) -> Result<(), Violation
             }
         }
     }
-    let missing: Vec<u64> = shadowed.iter().copied().filter(|s| !cited.contains(s)).collect();
-    if missing.is_empty() { Ok(()) } else { Err(Violation::ReplaceMissingSources { missing }) }
+    let missing: Vec<u64> = shadowed
+        .iter()
+        .copied()
+        .filter(|s| !cited.contains(s))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Violation::ReplaceMissingSources { missing })
+    }
 }
 
 /// A tool result may be replaced only by a rewrite of one current tool result that changes
@@ -198,21 +234,32 @@ fn check_tool_result_rewrite(
     events: &[Arc<SessionEvent>],
 ) -> Result<(), Violation> {
     let [original_seq] = shadowed else {
-        return Err(Violation::ToolResultRewrite { reason: "must rewrite exactly one surface node" });
+        return Err(Violation::ToolResultRewrite {
+            reason: "must rewrite exactly one surface node",
+        });
     };
-    let original = usize::try_from(*original_seq).ok().and_then(|i| events.get(i));
+    let original = usize::try_from(*original_seq)
+        .ok()
+        .and_then(|i| events.get(i));
     let Some(original) = original.filter(|o| o.kind == "tool/result") else {
-        return Err(Violation::ToolResultRewrite { reason: "must target a current tool/result" });
+        return Err(Violation::ToolResultRewrite {
+            reason: "must target a current tool/result",
+        });
     };
     if without_result_content(&original.data) != without_result_content(&event.data) {
-        return Err(Violation::ToolResultRewrite { reason: "may change only the result content" });
+        return Err(Violation::ToolResultRewrite {
+            reason: "may change only the result content",
+        });
     }
     Ok(())
 }
 
 fn without_result_content(data: &Value) -> Value {
     let mut data = data.clone();
-    if let Some(block) = data.pointer_mut("/message/content/0").and_then(Value::as_object_mut) {
+    if let Some(block) = data
+        .pointer_mut("/message/content/0")
+        .and_then(Value::as_object_mut)
+    {
         block.insert("content".into(), Value::Null);
     }
     data
@@ -227,7 +274,14 @@ mod tests {
     fn user(log: &mut SessionLog, i: u64) -> u64 {
         let data = json!({"id": format!("u{i}"), "role": "user", "source": {"kind": "user"},
             "content": [{"type": "text", "text": format!("m{i}")}]});
-        log.append(NewEvent::surface("user/message", data, SurfaceOp::append(), 0)).unwrap().seq
+        log.append(NewEvent::surface(
+            "user/message",
+            data,
+            SurfaceOp::append(),
+            0,
+        ))
+        .unwrap()
+        .seq
     }
 
     #[test]
@@ -235,10 +289,15 @@ mod tests {
         let mut log = SessionLog::default();
         let seqs: Vec<u64> = (0..1000).map(|i| user(&mut log, i)).collect();
         for _ in 0..1000 {
-            log.append(NewEvent::new("todo/write", json!({"todos": []}), 0)).unwrap();
+            log.append(NewEvent::new("todo/write", json!({"todos": []}), 0))
+                .unwrap();
         }
         let before = log.derive_stats();
-        assert_eq!((before.projected, before.placed), (1000, 1000), "each message projected once");
+        assert_eq!(
+            (before.projected, before.placed),
+            (1000, 1000),
+            "each message projected once"
+        );
 
         // Reading derived history does no projection work, however often.
         for _ in 0..10 {
@@ -249,9 +308,16 @@ mod tests {
         // One more message: one projection, one placement (not 1001).
         user(&mut log, 1000);
         let after = log.derive_stats();
-        assert_eq!((after.projected - before.projected, after.placed - before.placed), (1, 1));
+        assert_eq!(
+            (
+                after.projected - before.projected,
+                after.placed - before.placed
+            ),
+            (1, 1)
+        );
         // Log-only events cost nothing here.
-        log.append(NewEvent::new("plan/mode", json!({"active": false}), 0)).unwrap();
+        log.append(NewEvent::new("plan/mode", json!({"active": false}), 0))
+            .unwrap();
         assert_eq!(log.derive_stats(), after);
 
         // A replace near the end re-places only what follows the cut: the summary, the two
@@ -266,7 +332,11 @@ mod tests {
         )
         .unwrap();
         let replaced = log.derive_stats();
-        assert_eq!(replaced.projected - after.projected, 1, "only the summary is projected");
+        assert_eq!(
+            replaced.projected - after.projected,
+            1,
+            "only the summary is projected"
+        );
         let placed = replaced.placed - after.placed;
         assert_eq!(placed, 1 + 2 + 4);
         assert_eq!(log.derive_messages().len(), 1001 - 3 + 1);
@@ -275,8 +345,13 @@ mod tests {
         let data = json!({"id": "s0", "role": "user", "source": {"kind": "plugin", "plugin": "compact"},
             "content": [{"type": "text", "text": "summary"}]});
         log.append(
-            NewEvent::surface("user/message", data, SurfaceOp::replace(seqs[0], seqs[0]), 0)
-                .with_sources(vec![seqs[0]]),
+            NewEvent::surface(
+                "user/message",
+                data,
+                SurfaceOp::replace(seqs[0], seqs[0]),
+                0,
+            )
+            .with_sources(vec![seqs[0]]),
         )
         .unwrap();
         let front = log.derive_stats();

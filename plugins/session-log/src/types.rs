@@ -81,7 +81,9 @@ pub enum TypeRequirement {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RegistryError {
     /// The 48 known types belong to the core vocabulary and cannot be redeclared or removed.
-    #[error("event type \"{0}\" is a built-in type and cannot be registered or removed by a plugin")]
+    #[error(
+        "event type \"{0}\" is a built-in type and cannot be registered or removed by a plugin"
+    )]
     Builtin(String),
     /// Plugin types need a `/`: the persistence format uses bare tags (`session`, `text-chunks`,
     /// ...) for lines that are not events, and a slash keeps the two vocabularies apart.
@@ -91,7 +93,11 @@ pub enum RegistryError {
     InvalidName(String),
     /// The same type registered twice with different requirements: two plugins disagree.
     #[error("event type \"{kind}\" is already registered as {existing:?}, not {requested:?}")]
-    Conflict { kind: String, existing: TypeRequirement, requested: TypeRequirement },
+    Conflict {
+        kind: String,
+        existing: TypeRequirement,
+        requested: TypeRequirement,
+    },
 }
 
 /// The set of event types a log accepts: the built-ins plus what plugins registered.
@@ -110,7 +116,9 @@ impl Default for TypeRegistry {
 impl TypeRegistry {
     /// A registry holding the 48 built-in types, all required.
     pub fn new() -> Self {
-        Self { plugin_types: BTreeMap::new() }
+        Self {
+            plugin_types: BTreeMap::new(),
+        }
     }
 
     /// Registers a plugin type. Registering the same type again with the same requirement is a
@@ -205,7 +213,10 @@ mod tests {
 
     #[test]
     fn known_list_is_sorted_unique_and_has_the_surface_types() {
-        assert!(KNOWN_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]), "binary search needs sorted");
+        assert!(
+            KNOWN_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]),
+            "binary search needs sorted"
+        );
         for s in SURFACE_EVENT_TYPES {
             assert!(KNOWN_EVENT_TYPES.contains(&s));
         }
@@ -243,7 +254,10 @@ mod tests {
             Err(RegistryError::Builtin("turn/start".into()))
         );
         for bad in ["text-chunks", "session", "", "/x", "x/", "a b/c", "a/\nb"] {
-            assert_eq!(r.register_ignorable(bad), Err(RegistryError::InvalidName(bad.into())));
+            assert_eq!(
+                r.register_ignorable(bad),
+                Err(RegistryError::InvalidName(bad.into()))
+            );
         }
         r.register_ignorable("p/e").unwrap();
         r.register_ignorable("p/e").unwrap();

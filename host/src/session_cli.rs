@@ -1,0 +1,241 @@
+//! `dsh-host session ...`: read-only inspection of session logs, stored under
+//! `$DSH_HOME/sessions` or anywhere on disk (a `session.jsonl` or `session.jsonl.zstd` path).
+//! These commands never write: a torn tail or an open turn is repaired in memory only and
+//! reported as what a load would do.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Subcommand;
+use dsh_session_jsonl::{Encoding, ReadSession, find_session, list_sessions, read_session};
+use dsh_session_log::{
+    Severity, SessionEvent, SessionLog, TypeRegistry, check_log, interrupted_turn_closers, summarize,
+};
+use serde_json::json;
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Sessions stored under `$DSH_HOME/sessions`: id, cwd, created, turns, title.
+    List {
+        /// Only sessions of this working directory.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Header, event counts by type, turns and how they ended, token usage.
+    Show {
+        /// A session id, or the path of a session file.
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The model history the log derives, one JSON message per line.
+    Derive { target: String },
+    /// Validates format, seq contiguity, surface rules and turn bracketing: exit 0 when sound,
+    /// 1 with the exact problem.
+    Check { target: String },
+}
+
+fn sessions_root(home: &Path) -> PathBuf {
+    home.join("sessions")
+}
+
+/// Reads a session named by id (under the root, either encoding) or by file path.
+fn open(home: &Path, target: &str) -> Result<(PathBuf, ReadSession), String> {
+    let as_path = Path::new(target);
+    let path = if as_path.is_file() {
+        as_path.to_path_buf()
+    } else {
+        let root = sessions_root(home);
+        let mut found = None;
+        for encoding in [Encoding::Zstd, Encoding::Raw] {
+            if let Some(path) = find_session(&root, encoding, target).map_err(|error| error.to_string())? {
+                found = Some(path);
+                break;
+            }
+        }
+        found.ok_or_else(|| format!("no session `{target}` under {} (and no such file)", root.display()))?
+    };
+    let read = read_session(&path).map_err(|error| error.to_string())?;
+    Ok((path, read))
+}
+
+/// The events a load would end up with: the stored ones plus the crash-repair closers.
+fn repaired(read: &ReadSession) -> Result<(Vec<Arc<SessionEvent>>, usize), String> {
+    let registry = Arc::new(TypeRegistry::default());
+    let log = SessionLog::from_events(read.events.iter().cloned(), registry).map_err(|error| error.to_string())?;
+    let closers = interrupted_turn_closers(&log);
+    let added = closers.len();
+    let mut log = log;
+    for closer in closers {
+        log.append(closer).map_err(|error| error.to_string())?;
+    }
+    Ok((log.events().to_vec(), added))
+}
+
+pub fn run(home: &Path, command: SessionCommand) -> i32 {
+    let result = match command {
+        SessionCommand::List { cwd, json } => list(home, cwd.as_deref(), json),
+        SessionCommand::Show { target, json } => show(home, &target, json),
+        SessionCommand::Derive { target } => derive(home, &target),
+        SessionCommand::Check { target } => return check(home, &target),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("error: {error}");
+            1
+        }
+    }
+}
+
+fn title_of(events: &[SessionEvent]) -> Option<String> {
+    events
+        .iter()
+        .rev()
+        .find(|event| event.kind == "session/title")
+        .and_then(|event| event.data.get("title")?.as_str().map(str::to_owned))
+}
+
+fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), String> {
+    let root = sessions_root(home);
+    let wanted_cwd = cwd.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string());
+    let mut rows = Vec::new();
+    for encoding in [Encoding::Zstd, Encoding::Raw] {
+        for listed in list_sessions(&root, encoding).map_err(|error| error.to_string())? {
+            if wanted_cwd.is_some() && listed.header.cwd != wanted_cwd {
+                continue;
+            }
+            let (turns, title) = match read_session(&listed.path) {
+                Ok(read) => (summarize(&read.events).turns.len().to_string(), title_of(&read.events)),
+                Err(error) => (format!("unreadable: {error}"), None),
+            };
+            rows.push(json!({
+                "id": listed.header.id,
+                "cwd": listed.header.cwd,
+                "createdAt": listed.header.created_at,
+                "turns": turns,
+                "title": title,
+                "path": listed.path.display().to_string(),
+            }));
+        }
+    }
+    if json {
+        println!("{}", serde_json::Value::Array(rows));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("no sessions under {}", root.display());
+    }
+    for row in rows {
+        println!(
+            "{}  cwd={}  created={}  turns={}{}",
+            row["id"].as_str().unwrap_or(""),
+            row["cwd"].as_str().unwrap_or("-"),
+            row["createdAt"],
+            row["turns"].as_str().unwrap_or(""),
+            row["title"].as_str().map(|title| format!("  title={title}")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn show(home: &Path, target: &str, json: bool) -> Result<(), String> {
+    let (path, read) = open(home, target)?;
+    let summary = summarize(&read.events);
+    let repair = read.repair.as_ref().map(|repair| repair.reason.clone());
+    if json {
+        let value = json!({
+            "path": path.display().to_string(),
+            "header": serde_json::from_str::<serde_json::Value>(&read.header.to_line()).unwrap_or_default(),
+            "summary": summary,
+            "tornTail": repair,
+        });
+        println!("{value}");
+        return Ok(());
+    }
+    println!("session {}  ({})", read.header.id, path.display());
+    println!("header: {}", read.header.to_line());
+    if let Some(reason) = repair {
+        println!("torn tail (a load would truncate it): {reason}");
+    }
+    println!("events: {}", summary.events);
+    for (kind, count) in &summary.by_type {
+        println!("  {kind:<28} {count}");
+    }
+    println!("turns: {}", summary.turns.len());
+    for turn in &summary.turns {
+        let ended = match (&turn.reason, turn.end_seq) {
+            (Some(reason), Some(seq)) => format!("ended at seq {seq}: {reason}"),
+            _ => "open (a load would close it as interrupted)".to_owned(),
+        };
+        println!("  turn {} from seq {}: {} step(s), {ended}", turn.turn, turn.start_seq, turn.steps);
+    }
+    let usage = summary.usage;
+    println!(
+        "usage: input {} output {} cache read {} reasoning {}",
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.reasoning_tokens
+    );
+    Ok(())
+}
+
+fn derive(home: &Path, target: &str) -> Result<(), String> {
+    let (_, read) = open(home, target)?;
+    let (events, _) = repaired(&read)?;
+    let log = SessionLog::from_events(events.iter().map(|event| (**event).clone()), Arc::new(TypeRegistry::default()))
+        .map_err(|error| error.to_string())?;
+    let mut stdout = std::io::stdout().lock();
+    for message in log.derive_messages().iter() {
+        // Fixed key order (role, content, source), whatever the map type sorts by.
+        let line = format!(
+            "{{\"role\":\"{}\",\"content\":{},\"source\":{}}}",
+            message.role().as_str(),
+            serde_json::to_string(message.content()).map_err(|error| error.to_string())?,
+            serde_json::to_string(message.source()).map_err(|error| error.to_string())?,
+        );
+        // A closed pipe (`| head`) ends the listing quietly.
+        if writeln!(stdout, "{line}").is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn check(home: &Path, target: &str) -> i32 {
+    let (path, read) = match open(home, target) {
+        Ok(opened) => opened,
+        Err(error) => {
+            println!("corrupt: {error}");
+            return 1;
+        }
+    };
+    let problems = check_log(&read.events, &TypeRegistry::default());
+    let mut corrupt = false;
+    for problem in &problems {
+        let label = match problem.severity {
+            Severity::Repairable => "repairable",
+            _ => {
+                corrupt = true;
+                "corrupt"
+            }
+        };
+        println!(
+            "{label}: seq {} ({}): {}: {}",
+            problem.seq,
+            problem.kind,
+            problem.rule.as_str(),
+            problem.detail
+        );
+    }
+    if let Some(repair) = &read.repair {
+        println!("repairable: torn tail: {}", repair.reason);
+    }
+    if corrupt {
+        1
+    } else {
+        println!("sound: {} ({} events)", path.display(), read.events.len());
+        0
+    }
+}

@@ -1,0 +1,237 @@
+//! `session show`: what a log holds, at a glance.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::event::SessionEvent;
+use crate::log::SessionLog;
+
+/// Provider-reported token usage, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Reads a logged `TokenUsage` object; absent fields count as 0.
+    pub fn from_value(usage: &Value) -> Option<Self> {
+        let field = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        usage.is_object().then(|| Self {
+            input_tokens: field("inputTokens"),
+            output_tokens: field("outputTokens"),
+            cache_read_tokens: field("cacheReadTokens"),
+            cache_write_tokens: field("cacheWriteTokens"),
+            reasoning_tokens: field("reasoningTokens"),
+        })
+    }
+
+    fn add(self, o: Self) -> Self {
+        Self {
+            input_tokens: self.input_tokens.saturating_add(o.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(o.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_add(o.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_add(o.cache_write_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_add(o.reasoning_tokens),
+        }
+    }
+
+    fn sub(self, o: Self) -> Self {
+        Self {
+            input_tokens: self.input_tokens.saturating_sub(o.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(o.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_sub(o.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_sub(o.cache_write_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_sub(o.reasoning_tokens),
+        }
+    }
+}
+
+/// One turn: where it starts and ends, how many steps it ran, why it ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSummary {
+    pub turn: Value,
+    pub start_seq: u64,
+    /// `None` while the turn is open.
+    pub end_seq: Option<u64>,
+    pub steps: u64,
+    /// The logged `turn/end` reason, e.g. `{"kind":"aborted","reason":{"kind":"user"}}`.
+    pub reason: Option<Value>,
+}
+
+impl TurnSummary {
+    /// `reason.kind` (`completed`, `aborted`, `blocked`, `error`, `max-tokens`, `interrupted`).
+    pub fn reason_kind(&self) -> Option<&str> {
+        self.reason.as_ref()?.get("kind")?.as_str()
+    }
+}
+
+/// Counts, turns and usage of a log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogSummary {
+    pub events: usize,
+    pub by_type: BTreeMap<String, usize>,
+    pub turns: Vec<TurnSummary>,
+    /// How many turns ended with each `reason.kind`.
+    pub end_reasons: BTreeMap<String, usize>,
+    pub usage: TokenUsage,
+}
+
+/// Summarizes `events`.
+///
+/// Token accounting follows the reference's token meter: each step's usage is sampled from its
+/// `assistant/chunk {type: usage}` and from `assistant/message.usage`; a sample for the same
+/// turn/step as the previous sample replaces it (the message repeats the chunk's figures, and
+/// counting both would double the step), while a step whose request failed keeps the usage chunk
+/// it got, as the only record that those tokens were spent.
+pub fn summarize<E: AsRef<SessionEvent>>(events: &[E]) -> LogSummary {
+    let mut by_type: BTreeMap<String, usize> = BTreeMap::new();
+    let mut turns: Vec<TurnSummary> = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut usage = TokenUsage::default();
+    let mut last_sample: Option<((Value, Value), TokenUsage)> = None;
+    for event in events.iter().map(AsRef::as_ref) {
+        *by_type.entry(event.kind.clone()).or_default() += 1;
+        match event.kind.as_str() {
+            "turn/start" => {
+                turns.push(TurnSummary {
+                    turn: event.data.get("turn").cloned().unwrap_or(Value::Null),
+                    start_seq: event.seq,
+                    end_seq: None,
+                    steps: 0,
+                    reason: None,
+                });
+                open = Some(turns.len() - 1);
+            }
+            "step/start" => {
+                if let Some(t) = open.and_then(|i| turns.get_mut(i)) {
+                    t.steps += 1;
+                }
+            }
+            "turn/end" => {
+                if let Some(t) = open.take().and_then(|i| turns.get_mut(i)) {
+                    t.end_seq = Some(event.seq);
+                    t.reason = event.data.get("reason").cloned();
+                }
+            }
+            _ => {}
+        }
+        let sample = match event.kind.as_str() {
+            "assistant/chunk"
+                if event.data.pointer("/chunk/type") == Some(&Value::from("usage")) =>
+            {
+                event.data.pointer("/chunk/usage")
+            }
+            "assistant/message" => event.data.get("usage"),
+            _ => None,
+        };
+        if let Some(sample) = sample.and_then(TokenUsage::from_value) {
+            let key = (
+                event.data.get("turn").cloned().unwrap_or(Value::Null),
+                event.data.get("step").cloned().unwrap_or(Value::Null),
+            );
+            let previous = last_sample
+                .as_ref()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, u)| *u);
+            usage = usage.add(sample).sub(previous.unwrap_or_default());
+            last_sample = Some((key, sample));
+        }
+    }
+    let mut end_reasons = BTreeMap::new();
+    for kind in turns.iter().filter_map(TurnSummary::reason_kind) {
+        *end_reasons.entry(kind.to_owned()).or_default() += 1;
+    }
+    LogSummary {
+        events: events.len(),
+        by_type,
+        turns,
+        end_reasons,
+        usage,
+    }
+}
+
+impl SessionLog {
+    /// [`summarize`] over this log's events.
+    pub fn summary(&self) -> LogSummary {
+        summarize(self.events())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(seq: u64, kind: &str, data: Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.into(),
+            seq,
+            time: 0,
+            data,
+            surface_op: None,
+            source_event_seqs: None,
+            ignorable: None,
+        }
+    }
+
+    #[test]
+    fn usage_chunk_and_message_for_one_step_count_once_and_failed_steps_keep_their_chunk() {
+        let usage =
+            |i: u64, o: u64| json!({"inputTokens": i, "outputTokens": o, "cacheReadTokens": 1});
+        let events = vec![
+            ev(0, "turn/start", json!({"turn": 1})),
+            ev(1, "step/start", json!({"turn": 1, "step": 1})),
+            ev(
+                2,
+                "assistant/chunk",
+                json!({"turn":1,"step":1,"chunk":{"type":"usage","usage":usage(10,5)}}),
+            ),
+            ev(
+                3,
+                "assistant/message",
+                json!({"turn":1,"step":1,"message":{},"usage":usage(10,5)}),
+            ),
+            ev(4, "step/end", json!({"turn": 1, "step": 1})),
+            // Step 2's request failed: no message, the chunk is all there is.
+            ev(5, "step/start", json!({"turn": 1, "step": 2})),
+            ev(
+                6,
+                "assistant/chunk",
+                json!({"turn":1,"step":2,"chunk":{"type":"usage","usage":usage(7,0)}}),
+            ),
+            ev(7, "step/end", json!({"turn": 1, "step": 2})),
+            ev(
+                8,
+                "turn/end",
+                json!({"turn": 1, "reason": {"kind": "error", "error": {"message": "x", "code": "UNKNOWN"}}}),
+            ),
+            ev(9, "turn/start", json!({"turn": 2})),
+            // Message usage without a chunk is the fallback.
+            ev(
+                10,
+                "assistant/message",
+                json!({"turn":2,"step":1,"message":{},"usage":usage(1,1)}),
+            ),
+        ];
+        let s = summarize(&events);
+        assert_eq!(s.usage.input_tokens, 18);
+        assert_eq!(s.usage.output_tokens, 6);
+        assert_eq!(s.usage.cache_read_tokens, 3);
+        assert_eq!(s.events, 11);
+        assert_eq!(s.by_type["assistant/chunk"], 2);
+        assert_eq!(s.turns.len(), 2);
+        assert_eq!(s.turns[0].steps, 2);
+        assert_eq!(s.turns[0].reason_kind(), Some("error"));
+        assert_eq!(s.turns[1].end_seq, None);
+        assert_eq!(s.end_reasons, BTreeMap::from([("error".to_owned(), 1)]));
+    }
+}
