@@ -10,7 +10,8 @@ use std::sync::Arc;
 use clap::Subcommand;
 use dsh_session_jsonl::{Encoding, ReadSession, find_session, list_sessions, read_session};
 use dsh_session_log::{
-    Severity, SessionEvent, SessionLog, TypeRegistry, check_log, interrupted_turn_closers, summarize,
+    SessionEvent, SessionLog, Severity, TypeRegistry, check_log, interrupted_turn_closers,
+    summarize,
 };
 use serde_json::json;
 
@@ -49,14 +50,29 @@ fn open(home: &Path, target: &str) -> Result<(PathBuf, ReadSession), String> {
         as_path.to_path_buf()
     } else {
         let root = sessions_root(home);
+        // One encoding per root: look with the one the root holds.
+        let mut problems = Vec::new();
         let mut found = None;
         for encoding in [Encoding::Zstd, Encoding::Raw] {
-            if let Some(path) = find_session(&root, encoding, target).map_err(|error| error.to_string())? {
-                found = Some(path);
-                break;
+            match find_session(&root, encoding, target) {
+                Ok(Some(path)) => {
+                    found = Some(path);
+                    break;
+                }
+                Ok(None) => {}
+                Err(error) => problems.push(error.to_string()),
             }
         }
-        found.ok_or_else(|| format!("no session `{target}` under {} (and no such file)", root.display()))?
+        match found {
+            Some(path) => path,
+            None if problems.len() == 2 => return Err(problems.join("; ")),
+            None => {
+                return Err(format!(
+                    "no session `{target}` under {} (and no such file)",
+                    root.display()
+                ));
+            }
+        }
     };
     let read = read_session(&path).map_err(|error| error.to_string())?;
     Ok((path, read))
@@ -65,7 +81,8 @@ fn open(home: &Path, target: &str) -> Result<(PathBuf, ReadSession), String> {
 /// The events a load would end up with: the stored ones plus the crash-repair closers.
 fn repaired(read: &ReadSession) -> Result<(Vec<Arc<SessionEvent>>, usize), String> {
     let registry = Arc::new(TypeRegistry::default());
-    let log = SessionLog::from_events(read.events.iter().cloned(), registry).map_err(|error| error.to_string())?;
+    let log = SessionLog::from_events(read.events.iter().cloned(), registry)
+        .map_err(|error| error.to_string())?;
     let closers = interrupted_turn_closers(&log);
     let added = closers.len();
     let mut log = log;
@@ -101,15 +118,29 @@ fn title_of(events: &[SessionEvent]) -> Option<String> {
 
 fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), String> {
     let root = sessions_root(home);
-    let wanted_cwd = cwd.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string());
+    let wanted_cwd = cwd.map(|dir| {
+        std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
+            .to_string()
+    });
     let mut rows = Vec::new();
-    for encoding in [Encoding::Zstd, Encoding::Raw] {
-        for listed in list_sessions(&root, encoding).map_err(|error| error.to_string())? {
+    // A root holds one encoding; a root holding both is an error the store reports.
+    let listed = match list_sessions(&root, Encoding::Zstd) {
+        Ok(listed) => listed,
+        Err(zstd_error) => list_sessions(&root, Encoding::Raw)
+            .map_err(|raw_error| format!("{zstd_error}; read as uncompressed: {raw_error}"))?,
+    };
+    {
+        for listed in listed {
             if wanted_cwd.is_some() && listed.header.cwd != wanted_cwd {
                 continue;
             }
             let (turns, title) = match read_session(&listed.path) {
-                Ok(read) => (summarize(&read.events).turns.len().to_string(), title_of(&read.events)),
+                Ok(read) => (
+                    summarize(&read.events).turns.len().to_string(),
+                    title_of(&read.events),
+                ),
                 Err(error) => (format!("unreadable: {error}"), None),
             };
             rows.push(json!({
@@ -136,7 +167,10 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), String> {
             row["cwd"].as_str().unwrap_or("-"),
             row["createdAt"],
             row["turns"].as_str().unwrap_or(""),
-            row["title"].as_str().map(|title| format!("  title={title}")).unwrap_or_default()
+            row["title"]
+                .as_str()
+                .map(|title| format!("  title={title}"))
+                .unwrap_or_default()
         );
     }
     Ok(())
@@ -171,7 +205,10 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), String> {
             (Some(reason), Some(seq)) => format!("ended at seq {seq}: {reason}"),
             _ => "open (a load would close it as interrupted)".to_owned(),
         };
-        println!("  turn {} from seq {}: {} step(s), {ended}", turn.turn, turn.start_seq, turn.steps);
+        println!(
+            "  turn {} from seq {}: {} step(s), {ended}",
+            turn.turn, turn.start_seq, turn.steps
+        );
     }
     let usage = summary.usage;
     println!(
@@ -184,8 +221,11 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), String> {
 fn derive(home: &Path, target: &str) -> Result<(), String> {
     let (_, read) = open(home, target)?;
     let (events, _) = repaired(&read)?;
-    let log = SessionLog::from_events(events.iter().map(|event| (**event).clone()), Arc::new(TypeRegistry::default()))
-        .map_err(|error| error.to_string())?;
+    let log = SessionLog::from_events(
+        events.iter().map(|event| (**event).clone()),
+        Arc::new(TypeRegistry::default()),
+    )
+    .map_err(|error| error.to_string())?;
     let mut stdout = std::io::stdout().lock();
     for message in log.derive_messages().iter() {
         // Fixed key order (role, content, source), whatever the map type sorts by.

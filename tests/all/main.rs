@@ -6,3 +6,4 @@ mod cli;
 mod examples;
 mod reload;
 mod runtime;
+mod session;
