@@ -7,3 +7,4 @@ mod examples;
 mod reload;
 mod runtime;
 mod session;
+mod session_store;

@@ -76,6 +76,11 @@ impl SessionHeader {
     }
 
     /// The header line without its newline.
+    /// Parses a header line handed over by another component (`source` names it in errors).
+    pub fn parse(source: &str, line: &str) -> Result<Self, ReadError> {
+        parse_header_line(Path::new(source), line.as_bytes(), false)
+    }
+
     pub fn to_line(&self) -> String {
         let out = HeaderLineOut {
             kind: "session",

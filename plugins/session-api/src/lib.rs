@@ -1,0 +1,207 @@
+//! The seams of the session log across the plugin ABI: the `sessions` service (the log of each
+//! session, provided by the `session` plugin) and the `session_persistence` service (its store,
+//! provided by `session-persistence-jsonl`), with the events they dispatch.
+//!
+//! A committed event crosses the boundary as an [`EventRecord`]: its envelope fields plus its
+//! JSON line, serialized once at commit and shared (`RArc`) by every reader, never copied per
+//! reader. The rules of the log (seqs, surface, derive, repair) live in `dsh-session-log`; the
+//! on-disk format in `dsh-session-jsonl`; this crate only says how plugins talk about them.
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
+#![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
+
+use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
+use abi_stable::{StableAbi, sabi_trait};
+use async_ffi::FfiFuture;
+use dsh_plugin_api::{EmitEvent, ParallelEvent};
+
+/// Service key of the session log.
+pub const SESSIONS: &str = "sessions";
+/// Service key of the session store.
+pub const SESSION_PERSISTENCE: &str = "session_persistence";
+
+/// `session/event`: after every commit, once per event (emit).
+pub const SESSION_EVENT: EmitEvent<EventRecord> = EmitEvent::new("session/event");
+/// `session/flush`: an awaited durability checkpoint (parallel): stores drain what they hold.
+pub const SESSION_FLUSH: ParallelEvent<FlushRequest> = ParallelEvent::new("session/flush");
+/// `session/created`: a session entered the registry (emit).
+pub const SESSION_CREATED: EmitEvent<RString> = EmitEvent::new("session/created");
+/// `session/disposed`: a session left the registry (emit).
+pub const SESSION_DISPOSED: EmitEvent<RString> = EmitEvent::new("session/disposed");
+
+/// One committed event.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    /// The session it belongs to.
+    pub session: RString,
+    pub seq: u64,
+    pub kind: RString,
+    pub time: i64,
+    /// The whole event as its JSON line (envelope and data), as the store writes it.
+    pub json: RString,
+}
+
+/// An event to append: everything but `seq` (the log assigns it) and `time` (the log stamps it
+/// unless given).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct NewEventRecord {
+    pub kind: RString,
+    /// The event's `data` as JSON text (checked to be lossless JSON).
+    pub data: RString,
+    /// `surfaceOp` as JSON text (`"append"` or `{"op":"replace",...}`), for the 3 surface types.
+    pub surface_op: ROption<RString>,
+    pub source_event_seqs: ROption<RVec<u64>>,
+    pub time: ROption<i64>,
+}
+
+impl NewEventRecord {
+    pub fn new(kind: &str, data: &str) -> Self {
+        Self {
+            kind: kind.into(),
+            data: data.into(),
+            surface_op: ROption::RNone,
+            source_event_seqs: ROption::RNone,
+            time: ROption::RNone,
+        }
+    }
+}
+
+/// Which sessions a flush should drain (`RNone`: all).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FlushRequest {
+    pub session: ROption<RString>,
+}
+
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionErrorKind {
+    /// The append broke a rule of the log (seq, surface, lossless JSON, unknown type...).
+    Rejected,
+    NotFound,
+    /// Another process owns the session (its lock is held).
+    Locked,
+    /// The stored log cannot be read (corruption, wrong version, unknown required type).
+    Unreadable,
+    /// The store failed to write.
+    Storage,
+    /// A fork boundary inside an open turn, a duplicate id...
+    Invalid,
+}
+
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct SessionError {
+    pub kind: SessionErrorKind,
+    pub message: RString,
+}
+
+impl SessionError {
+    pub fn new(kind: SessionErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: RString::from(message.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+/// How to create a session.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq, Default)]
+pub struct CreateSession {
+    /// A fresh UUID when absent.
+    pub id: ROption<RString>,
+    pub cwd: ROption<RString>,
+    pub parent: ROption<RString>,
+    pub delegation_depth: u64,
+}
+
+/// The model history of a session at one point: shared and append-only, read by index.
+#[sabi_trait]
+pub trait DerivedView: Send + Sync {
+    fn len(&self) -> u64;
+    /// Message `index` as JSON (`{role, content, source}`).
+    fn message(&self, index: u64) -> ROption<RString>;
+    /// The rolling hash of the history, for the model-visible-means-logged check.
+    fn hash(&self) -> u64;
+}
+pub type DerivedViewBox = DerivedView_TO<'static, RBox<()>>;
+
+/// One session's log.
+#[sabi_trait]
+pub trait Session: Send + Sync {
+    fn id(&self) -> RString;
+    fn len(&self) -> u64;
+    /// Appends a batch atomically: all events commit, or none.
+    fn append(&self, batch: RVec<NewEventRecord>)
+    -> RResult<RVec<RArc<EventRecord>>, SessionError>;
+    /// Committed events with `from <= seq < to`.
+    fn events(&self, from: u64, to: u64) -> RVec<RArc<EventRecord>>;
+    fn derive_messages(&self) -> DerivedViewBox;
+    /// Awaits a durability checkpoint (`session/flush`) for this session.
+    fn flush(&self) -> FfiFuture<RResult<(), SessionError>>;
+}
+pub type SessionBox = Session_TO<'static, RBox<()>>;
+
+/// The `sessions` service.
+#[sabi_trait]
+pub trait Sessions: Send + Sync {
+    fn create(&self, request: CreateSession) -> FfiFuture<RResult<SessionBox, SessionError>>;
+    /// Opens a live session, or loads a stored one (running the crash-repair closers first).
+    fn open(&self, id: RString) -> FfiFuture<RResult<SessionBox, SessionError>>;
+    /// A child seeded from the first `prefix_len` events of `source`.
+    fn fork(
+        &self,
+        source: RString,
+        prefix_len: u64,
+        child: ROption<RString>,
+    ) -> FfiFuture<RResult<SessionBox, SessionError>>;
+    /// Ids of the live sessions.
+    fn live(&self) -> RVec<RString>;
+}
+pub type SessionsService = Sessions_TO<'static, RBox<()>>;
+
+/// A stored session as the store returns it.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct StoredSession {
+    /// The header line (JSON).
+    pub header: RString,
+    /// Every committed event as its JSON line, packed rows expanded.
+    pub events: RVec<RString>,
+    /// What a torn tail repair did, if anything.
+    pub repaired: ROption<RString>,
+}
+
+/// The `session_persistence` service: where logs are kept.
+#[sabi_trait]
+pub trait SessionStore: Send + Sync {
+    /// Registers a new session; nothing is written until its first append.
+    fn create(&self, header: RString) -> FfiFuture<RResult<(), SessionError>>;
+    /// Queues committed events; they are written within the batch window or at the next flush.
+    fn append(
+        &self,
+        session: RString,
+        events: RVec<RArc<EventRecord>>,
+    ) -> RResult<(), SessionError>;
+    /// Writes everything queued for `session` (or all) and syncs it.
+    fn flush(&self, session: ROption<RString>) -> FfiFuture<RResult<(), SessionError>>;
+    fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>>;
+}
+pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;

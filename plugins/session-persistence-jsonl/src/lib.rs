@@ -1,0 +1,90 @@
+//! Plugin `session-persistence-jsonl`: provides `session_persistence`, keeping session logs in
+//! the reference's format v0 under a root directory (`$DSH_HOME/sessions` in the base bundle).
+//!
+//! Committed events are queued per session and written in batches: a batch goes out 200 ms
+//! after its first event, or at once when a `session/flush` is dispatched, and on shutdown.
+//! Every batch is synced before it counts as written. Unlike the reference, the first write
+//! takes an exclusive `session.lock` (holding the owner's pid) so a second process cannot append
+//! to a session another process owns; a lock left by a killed process is free again. Encoding,
+//! syncing and file walks run on the host's blocking pool.
+
+mod lock;
+mod store;
+
+use dsh_plugin_api::prelude::*;
+use dsh_session_api::{SESSION_FLUSH, SESSION_PERSISTENCE, SessionStore_TO};
+
+use crate::store::Store;
+
+/// Row config of `session-persistence-jsonl`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct Config {
+    /// The sessions root, e.g. `!home sessions`.
+    pub root: String,
+    /// `zstd` (default) or `none` (plain `session.jsonl`).
+    #[serde(default = "default_compression")]
+    pub compression: String,
+    /// The batching window in milliseconds.
+    #[serde(default = "default_batch_ms")]
+    pub batch_ms: u64,
+    /// Pack runs of chunk deltas into rows, as the reference does.
+    #[serde(default = "default_true")]
+    pub pack_chunks: bool,
+}
+
+fn default_compression() -> String {
+    "zstd".to_owned()
+}
+
+fn default_batch_ms() -> u64 {
+    200
+}
+
+fn default_true() -> bool {
+    true
+}
+
+pub struct PersistencePlugin;
+
+impl Plugin for PersistencePlugin {
+    const NAME: &'static str = "session-persistence-jsonl";
+    const PROVIDES: &'static [&'static str] = &[SESSION_PERSISTENCE];
+    type Config = Config;
+
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        let store = Store::new(ctx.clone(), &config)?;
+        let on_flush = store.clone();
+        ctx.on_parallel(&SESSION_FLUSH, move |request| {
+            let store = on_flush.clone();
+            async move {
+                let session = request
+                    .session
+                    .clone()
+                    .into_option()
+                    .map(|id| id.into_string());
+                if let Err(error) = store.drain(session.as_deref()).await {
+                    dsh_plugin_api::tracing::error!("session flush failed: {error}");
+                }
+            }
+        })?;
+        let on_dispose = store.clone();
+        // Registered last, so it runs first on unload: everything queued is written and the
+        // locks are released before the fiber is gone.
+        ctx.effect(move || async move {
+            if let Err(error) = on_dispose.drain(None).await {
+                dsh_plugin_api::tracing::error!(
+                    "writing queued session events at shutdown failed: {error}"
+                );
+            }
+            on_dispose.release_all();
+        })?;
+        ctx.provide(
+            SESSION_PERSISTENCE,
+            SessionStore_TO::from_value(store, abi_stable::sabi_trait::TD_Opaque),
+        )
+    }
+}
+
+dsh_plugin_api::export_plugins!(PersistencePlugin);

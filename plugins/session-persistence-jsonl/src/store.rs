@@ -1,0 +1,358 @@
+//! The store: per-session queues, batching, writing on the blocking pool, loading with repair.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::{Context, PluginError};
+use dsh_session_api::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
+use dsh_session_jsonl::{
+    Encoding, SessionHeader, SessionWriter, WriterOptions, find_session, read_session, session_dir,
+};
+use dsh_session_log::SessionEvent;
+
+use crate::Config;
+use crate::lock::{LockError, SessionLock, acquire};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
+    SessionError::new(kind, message)
+}
+
+fn storage(message: impl std::fmt::Display) -> SessionError {
+    error(SessionErrorKind::Storage, message.to_string())
+}
+
+/// One session the store writes.
+struct Stored {
+    id: String,
+    dir: PathBuf,
+    queue: Mutex<Vec<RArc<EventRecord>>>,
+    /// A batch timer is pending.
+    armed: AtomicBool,
+    /// Serializes drains, so batches reach the file in order.
+    draining: tokio::sync::Mutex<()>,
+    /// Moved onto the blocking pool for each write and back.
+    writer: Arc<Mutex<Option<SessionWriter>>>,
+    held: Arc<Mutex<Option<SessionLock>>>,
+}
+
+struct Inner {
+    ctx: Context,
+    root: PathBuf,
+    options: WriterOptions,
+    batch: Duration,
+    sessions: Mutex<HashMap<String, Arc<Stored>>>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Store {
+    inner: Arc<Inner>,
+}
+
+impl Store {
+    pub(crate) fn new(ctx: Context, config: &Config) -> Result<Self, PluginError> {
+        let encoding = match config.compression.as_str() {
+            "zstd" => Encoding::Zstd,
+            "none" => Encoding::Raw,
+            other => {
+                return Err(PluginError {
+                    kind: dsh_plugin_api::ErrorKind::Config,
+                    message: format!(
+                        "invalid config: compression `{other}` (expected `zstd` or `none`)"
+                    )
+                    .into(),
+                    path: RSome("$.compression".into()),
+                });
+            }
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                ctx,
+                root: PathBuf::from(&config.root),
+                options: WriterOptions {
+                    encoding,
+                    pack_chunks: config.pack_chunks,
+                },
+                batch: Duration::from_millis(config.batch_ms),
+                sessions: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    fn stored(&self, id: &str) -> Result<Arc<Stored>, SessionError> {
+        lock(&self.inner.sessions).get(id).cloned().ok_or_else(|| {
+            error(
+                SessionErrorKind::NotFound,
+                format!("session `{id}` is not open in this store"),
+            )
+        })
+    }
+
+    /// Writes what is queued for `session` (or for every session), in order, and syncs it.
+    pub(crate) async fn drain(&self, session: Option<&str>) -> Result<(), SessionError> {
+        let targets: Vec<Arc<Stored>> = match session {
+            Some(id) => self
+                .stored(id)
+                .map(|stored| vec![stored])
+                .unwrap_or_default(),
+            None => lock(&self.inner.sessions).values().cloned().collect(),
+        };
+        for stored in targets {
+            self.drain_one(&stored).await?;
+        }
+        Ok(())
+    }
+
+    async fn drain_one(&self, stored: &Arc<Stored>) -> Result<(), SessionError> {
+        let _turn = stored.draining.lock().await;
+        stored.armed.store(false, Ordering::Release);
+        let batch = std::mem::take(&mut *lock(&stored.queue));
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let (writer, held, dir, id) = (
+            stored.writer.clone(),
+            stored.held.clone(),
+            stored.dir.clone(),
+            stored.id.clone(),
+        );
+        let records = batch.clone();
+        let written = self
+            .inner
+            .ctx
+            .blocking(move || -> Result<(), SessionError> {
+                let events = records
+                    .iter()
+                    .map(|record| serde_json::from_str::<SessionEvent>(&record.json))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|problem| storage(format!("session `{id}`: {problem}")))?;
+                let mut held = lock(&held);
+                if held.is_none() {
+                    *held = Some(acquire(&dir).map_err(|problem| match problem {
+                        LockError::Held { .. } => error(
+                            SessionErrorKind::Locked,
+                            format!("session `{id}`: {problem}"),
+                        ),
+                        LockError::Io(message) => storage(message),
+                    })?);
+                }
+                let mut writer = lock(&writer);
+                let Some(writer) = writer.as_mut() else {
+                    return Err(storage(format!("session `{id}` has no writer")));
+                };
+                writer.append(&events).map_err(storage)
+            })
+            .await
+            .map_err(|problem| storage(problem.to_string()))
+            .and_then(|result| result);
+        if let Err(problem) = &written {
+            // A failed write keeps its events, ahead of anything queued since; no automatic
+            // retry until the next flush asks for one.
+            let mut queue = lock(&stored.queue);
+            let later = std::mem::take(&mut *queue);
+            *queue = batch;
+            queue.extend(later);
+            dsh_plugin_api::tracing::error!("writing session `{}` failed: {problem}", stored.id);
+        }
+        written
+    }
+
+    /// Drops every lock (shutdown, after the last drain).
+    pub(crate) fn release_all(&self) {
+        for stored in lock(&self.inner.sessions).values() {
+            lock(&stored.held).take();
+        }
+    }
+
+    fn register(
+        &self,
+        header: &SessionHeader,
+        writer: SessionWriter,
+        held: Option<SessionLock>,
+    ) -> Result<(), SessionError> {
+        let dir =
+            session_dir(&self.inner.root, header.cwd.as_deref(), &header.id).map_err(storage)?;
+        let stored = Arc::new(Stored {
+            id: header.id.clone(),
+            dir,
+            queue: Mutex::new(Vec::new()),
+            armed: AtomicBool::new(false),
+            draining: tokio::sync::Mutex::new(()),
+            writer: Arc::new(Mutex::new(Some(writer))),
+            held: Arc::new(Mutex::new(held)),
+        });
+        lock(&self.inner.sessions).insert(header.id.clone(), stored);
+        Ok(())
+    }
+
+    async fn load(&self, id: String) -> Result<StoredSession, SessionError> {
+        let root = self.inner.root.clone();
+        let options = self.inner.options;
+        let loaded = self
+            .inner
+            .ctx
+            .blocking(move || -> Result<Loaded, SessionError> {
+                let path = find_session(&root, options.encoding, &id)
+                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?
+                    .ok_or_else(|| {
+                        error(
+                            SessionErrorKind::NotFound,
+                            format!("no session `{id}` under {}", root.display()),
+                        )
+                    })?;
+                let dir = path
+                    .parent()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| root.clone());
+                let held = acquire(&dir).map_err(|problem| match problem {
+                    LockError::Held { .. } => error(
+                        SessionErrorKind::Locked,
+                        format!("session `{id}`: {problem}"),
+                    ),
+                    LockError::Io(message) => storage(message),
+                })?;
+                let read = read_session(&path)
+                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
+                let repaired = match &read.repair {
+                    Some(repair) => {
+                        // Only the owner repairs: drop the torn bytes, then write back the
+                        // complete records that sat in a torn frame.
+                        dsh_session_jsonl::truncate_to(&path, repair.truncate_to)
+                            .map_err(storage)?;
+                        let mut writer = SessionWriter::open(
+                            &path,
+                            options.pack_chunks,
+                            repair.recovered_from as u64,
+                        )
+                        .map_err(storage)?;
+                        writer
+                            .append(&read.events[repair.recovered_from..])
+                            .map_err(storage)?;
+                        Some(repair.reason.clone())
+                    }
+                    None => None,
+                };
+                let writer =
+                    SessionWriter::open(&path, options.pack_chunks, read.events.len() as u64)
+                        .map_err(storage)?;
+                let lines = read
+                    .events
+                    .iter()
+                    .map(serde_json::to_string)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(storage)?;
+                Ok(Loaded {
+                    header: read.header,
+                    lines,
+                    repaired,
+                    writer,
+                    held,
+                })
+            })
+            .await
+            .map_err(|problem| storage(problem.to_string()))??;
+        let Loaded {
+            header,
+            lines,
+            repaired,
+            writer,
+            held,
+        } = loaded;
+        self.register(&header, writer, Some(held))?;
+        Ok(StoredSession {
+            header: RString::from(header.to_line()),
+            events: lines.into_iter().map(RString::from).collect(),
+            repaired: match repaired {
+                Some(reason) => RSome(RString::from(reason)),
+                None => RNone,
+            },
+        })
+    }
+}
+
+/// What loading a stored session yields, handed back from the blocking pool.
+struct Loaded {
+    header: SessionHeader,
+    lines: Vec<String>,
+    repaired: Option<String>,
+    writer: SessionWriter,
+    held: SessionLock,
+}
+
+fn done<T>(result: Result<T, SessionError>) -> RResult<T, SessionError> {
+    match result {
+        Ok(value) => ROk(value),
+        Err(problem) => RErr(problem),
+    }
+}
+
+impl SessionStore for Store {
+    fn create(&self, header: RString) -> FfiFuture<RResult<(), SessionError>> {
+        let store = self.clone();
+        async move {
+            let created = SessionHeader::parse("session header", &header)
+                .map_err(|problem| error(SessionErrorKind::Invalid, problem.to_string()))
+                .and_then(|header| {
+                    let writer = SessionWriter::create(
+                        &store.inner.root,
+                        header.clone(),
+                        store.inner.options,
+                    )
+                    .map_err(storage)?;
+                    store.register(&header, writer, None)
+                });
+            done(created)
+        }
+        .into_ffi()
+    }
+
+    fn append(
+        &self,
+        session: RString,
+        events: RVec<RArc<EventRecord>>,
+    ) -> RResult<(), SessionError> {
+        let stored = match self.stored(&session) {
+            Ok(stored) => stored,
+            Err(problem) => return RErr(problem),
+        };
+        lock(&stored.queue).extend(events);
+        if !stored.armed.swap(true, Ordering::AcqRel) {
+            let store = self.clone();
+            let timer = self.inner.ctx.clone();
+            let batch = self.inner.batch;
+            let spawned = self.inner.ctx.spawn(async move {
+                timer.sleep(batch).await;
+                let _ = store.drain_one(&stored).await;
+            });
+            if let Err(problem) = spawned {
+                return RErr(storage(problem.to_string()));
+            }
+        }
+        ROk(())
+    }
+
+    fn flush(&self, session: ROption<RString>) -> FfiFuture<RResult<(), SessionError>> {
+        let store = self.clone();
+        async move {
+            let session = session.into_option().map(RString::into_string);
+            done(store.drain(session.as_deref()).await)
+        }
+        .into_ffi()
+    }
+
+    fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
+        let store = self.clone();
+        async move { done(store.load(id.into_string()).await) }.into_ffi()
+    }
+}

@@ -1,0 +1,278 @@
+//! One live session: its log, the records shared with readers, and the commit path.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::{Channel, EmitEvent, ParallelEvent, Service};
+use dsh_session_api::{
+    DerivedView, DerivedView_TO, DerivedViewBox, EventRecord, FlushRequest, NewEventRecord,
+    Session, SessionError, SessionErrorKind, SessionStoreService,
+};
+use dsh_session_log::{
+    DerivedMessages, NewEvent, SessionEvent, SessionLog, SurfaceOp, parse_lossless,
+};
+
+use crate::ids::now_ms;
+
+/// Channels and services a live session dispatches to.
+pub(crate) struct Wiring {
+    pub(crate) on_event: Channel<EmitEvent<EventRecord>>,
+    pub(crate) on_flush: Channel<ParallelEvent<FlushRequest>>,
+    pub(crate) store: Option<Service<SessionStoreService>>,
+}
+
+pub(crate) struct LiveSession {
+    id: String,
+    log: Mutex<SessionLog>,
+    records: Mutex<Vec<RArc<EventRecord>>>,
+    wiring: Arc<Wiring>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn rejected(message: impl Into<String>) -> SessionError {
+    SessionError::new(SessionErrorKind::Rejected, message)
+}
+
+/// The record readers share: the event's JSON line, serialized once.
+pub(crate) fn record_of(
+    session: &str,
+    event: &SessionEvent,
+) -> Result<RArc<EventRecord>, SessionError> {
+    let json = serde_json::to_string(event)
+        .map_err(|error| rejected(format!("event {}: {error}", event.seq)))?;
+    Ok(RArc::new(EventRecord {
+        session: RString::from(session),
+        seq: event.seq,
+        kind: RString::from(event.kind.as_str()),
+        time: event.time,
+        json: RString::from(json),
+    }))
+}
+
+fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionError> {
+    let data = parse_lossless(&record.data)
+        .map_err(|error| rejected(format!("event {index} ({}): data: {error}", record.kind)))?;
+    let mut event = NewEvent::new(
+        record.kind.as_str(),
+        data,
+        record.time.into_option().unwrap_or_else(now_ms),
+    );
+    if let RSome(op) = &record.surface_op {
+        let op: SurfaceOp = serde_json::from_str(op).map_err(|error| {
+            rejected(format!(
+                "event {index} ({}): surfaceOp `{op}`: {error}",
+                record.kind
+            ))
+        })?;
+        event.surface_op = Some(op);
+    }
+    if let RSome(seqs) = &record.source_event_seqs {
+        event.source_event_seqs = Some(seqs.to_vec());
+    }
+    Ok(event)
+}
+
+impl LiveSession {
+    pub(crate) fn new(
+        id: String,
+        log: SessionLog,
+        wiring: Arc<Wiring>,
+    ) -> Result<Arc<Self>, SessionError> {
+        let records = log
+            .events()
+            .iter()
+            .map(|event| record_of(&id, event))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(Self {
+            id,
+            log: Mutex::new(log),
+            records: Mutex::new(records),
+            wiring,
+        }))
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The log as it stands (for forks).
+    pub(crate) fn log_snapshot(&self) -> SessionLog {
+        lock(&self.log).clone()
+    }
+
+    /// Commits `batch`, all or nothing, then publishes it.
+    pub(crate) fn commit(
+        &self,
+        batch: &[NewEventRecord],
+    ) -> Result<Vec<RArc<EventRecord>>, SessionError> {
+        let events = batch
+            .iter()
+            .enumerate()
+            .map(|(index, record)| new_event(index, record))
+            .collect::<Result<Vec<_>, _>>()?;
+        let committed = {
+            let mut log = lock(&self.log);
+            // One event commits or fails on its own; a longer batch is tried on a copy so a
+            // refused event leaves nothing of the batch behind.
+            let mut staged = if events.len() > 1 {
+                Some(log.clone())
+            } else {
+                None
+            };
+            let target = staged.as_mut().unwrap_or(&mut log);
+            let mut committed = Vec::with_capacity(events.len());
+            for (index, event) in events.into_iter().enumerate() {
+                let appended = target
+                    .append(event)
+                    .map_err(|error| rejected(format!("event {index} of the batch: {error}")))?;
+                committed.push(appended);
+            }
+            if let Some(staged) = staged {
+                *log = staged;
+            }
+            committed
+        };
+        self.publish(&committed)
+    }
+
+    /// Closes an interrupted turn (crash repair) and marks the end of the seed, then publishes
+    /// what that appended: the first thing done with a log loaded from the store.
+    pub(crate) fn seal_seed(&self) -> Result<(), SessionError> {
+        let added = {
+            let mut log = lock(&self.log);
+            let mut added = log
+                .repair_interrupted()
+                .map_err(|error| rejected(format!("crash repair: {error}")))?;
+            if let Some(marker) = log
+                .mark_end_seed(now_ms())
+                .map_err(|error| rejected(error.to_string()))?
+            {
+                added.push(marker);
+            }
+            added
+        };
+        self.publish(&added).map(|_| ())
+    }
+
+    /// Announces and stores the records of events already held (a fork's seed).
+    pub(crate) fn announce_existing(&self) -> Result<(), SessionError> {
+        let records = lock(&self.records).clone();
+        self.announce(&records)
+    }
+
+    /// Shares, announces and hands to the store events just added to the log.
+    pub(crate) fn publish(
+        &self,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<Vec<RArc<EventRecord>>, SessionError> {
+        let records = events
+            .iter()
+            .map(|event| record_of(&self.id, event))
+            .collect::<Result<Vec<_>, _>>()?;
+        lock(&self.records).extend(records.iter().cloned());
+        self.announce(&records)?;
+        Ok(records)
+    }
+
+    fn announce(&self, records: &[RArc<EventRecord>]) -> Result<(), SessionError> {
+        for record in records {
+            // A failing listener is contained and logged by the host; the commit stands.
+            let _ = self.wiring.on_event.emit(record);
+        }
+        if let Some(store) = &self.wiring.store {
+            store
+                .append(
+                    RString::from(self.id.as_str()),
+                    RVec::from(records.to_vec()),
+                )
+                .into_result()?;
+        }
+        Ok(())
+    }
+}
+
+/// A handle on a live session, as plugins hold it.
+pub(crate) struct Handle(pub(crate) Arc<LiveSession>);
+
+impl Session for Handle {
+    fn id(&self) -> RString {
+        RString::from(self.0.id.as_str())
+    }
+
+    fn len(&self) -> u64 {
+        lock(&self.0.records).len() as u64
+    }
+
+    fn append(
+        &self,
+        batch: RVec<NewEventRecord>,
+    ) -> RResult<RVec<RArc<EventRecord>>, SessionError> {
+        match self.0.commit(&batch) {
+            Ok(records) => ROk(RVec::from(records)),
+            Err(error) => RErr(error),
+        }
+    }
+
+    fn events(&self, from: u64, to: u64) -> RVec<RArc<EventRecord>> {
+        let records = lock(&self.0.records);
+        let end = usize::try_from(to).unwrap_or(usize::MAX).min(records.len());
+        let start = usize::try_from(from).unwrap_or(usize::MAX).min(end);
+        records[start..end].iter().cloned().collect()
+    }
+
+    fn derive_messages(&self) -> DerivedViewBox {
+        let derived = lock(&self.0.log).derive_messages();
+        DerivedView_TO::from_value(View(derived), TD_Opaque)
+    }
+
+    fn flush(&self) -> FfiFuture<RResult<(), SessionError>> {
+        let wiring = self.0.wiring.clone();
+        let session = RString::from(self.0.id.as_str());
+        async move {
+            let request = RArc::new(FlushRequest {
+                session: RSome(session),
+            });
+            match wiring.on_flush.parallel(request).await {
+                Ok(()) => ROk(()),
+                Err(error) => RErr(SessionError::new(
+                    SessionErrorKind::Storage,
+                    error.to_string(),
+                )),
+            }
+        }
+        .into_ffi()
+    }
+}
+
+struct View(DerivedMessages);
+
+impl DerivedView for View {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn message(&self, index: u64) -> ROption<RString> {
+        let Ok(index) = usize::try_from(index) else {
+            return RNone;
+        };
+        match self.0.get(index) {
+            Some(message) => match serde_json::to_string(&message.to_value()) {
+                Ok(json) => RSome(RString::from(json)),
+                Err(_) => RNone,
+            },
+            None => RNone,
+        }
+    }
+
+    fn hash(&self) -> u64 {
+        self.0.hash()
+    }
+}

@@ -1,0 +1,228 @@
+//! The `sessions` service: the registry of live sessions, creating, loading and forking them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::Context;
+use dsh_session_api::{
+    CreateSession, SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH, SESSION_PERSISTENCE, Session_TO,
+    SessionBox, SessionError, SessionErrorKind, SessionStoreService, Sessions,
+};
+use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, fork};
+use serde_json::json;
+
+use crate::ids::{new_session_id, now_ms};
+use crate::live::{Handle, LiveSession, Wiring};
+
+pub(crate) struct Registry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    ctx: Context,
+    live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    types: Arc<TypeRegistry>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
+    SessionError::new(kind, message)
+}
+
+fn handle(live: &Arc<LiveSession>) -> SessionBox {
+    Session_TO::from_value(Handle(live.clone()), TD_Opaque)
+}
+
+impl Registry {
+    pub(crate) fn new(ctx: Context) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                ctx,
+                live: Mutex::new(HashMap::new()),
+                types: Arc::new(TypeRegistry::new()),
+            }),
+        }
+    }
+}
+
+impl Inner {
+    /// Channels and the store as they are now (the store is optional and may come and go).
+    fn wiring(&self) -> Result<Arc<Wiring>, SessionError> {
+        let setup = |problem: dsh_plugin_api::PluginError| {
+            error(SessionErrorKind::Storage, problem.to_string())
+        };
+        Ok(Arc::new(Wiring {
+            on_event: self.ctx.channel(&SESSION_EVENT).map_err(setup)?,
+            on_flush: self.ctx.channel(&SESSION_FLUSH).map_err(setup)?,
+            store: self
+                .ctx
+                .get::<SessionStoreService>(SESSION_PERSISTENCE)
+                .map_err(setup)?,
+        }))
+    }
+
+    fn register(&self, live: Arc<LiveSession>) -> Result<SessionBox, SessionError> {
+        let id = live.id().to_owned();
+        {
+            let mut sessions = lock(&self.live);
+            if sessions.contains_key(&id) {
+                return Err(error(
+                    SessionErrorKind::Invalid,
+                    format!("session `{id}` is already live"),
+                ));
+            }
+            sessions.insert(id.clone(), live.clone());
+        }
+        let _ = self.ctx.emit(&SESSION_CREATED, &RString::from(id));
+        Ok(handle(&live))
+    }
+
+    async fn create(&self, request: CreateSession) -> Result<SessionBox, SessionError> {
+        let id = request
+            .id
+            .into_option()
+            .map(RString::into_string)
+            .unwrap_or_else(new_session_id);
+        if lock(&self.live).contains_key(&id) {
+            return Err(error(
+                SessionErrorKind::Invalid,
+                format!("session `{id}` is already live"),
+            ));
+        }
+        let wiring = self.wiring()?;
+        let mut header = json!({"type": "session", "version": 0, "id": id, "createdAt": now_ms()});
+        if let ROption::RSome(cwd) = &request.cwd {
+            header["cwd"] = json!(cwd.as_str());
+        }
+        if let ROption::RSome(parent) = &request.parent {
+            header["parentSession"] = json!(parent.as_str());
+        }
+        header["delegationDepth"] = json!(request.delegation_depth);
+        if let Some(store) = &wiring.store {
+            store
+                .create(RString::from(header.to_string()))
+                .await
+                .into_result()?;
+        }
+        let live = LiveSession::new(id, SessionLog::new(self.types.clone()), wiring)?;
+        self.register(live)
+    }
+
+    async fn open(&self, id: String) -> Result<SessionBox, SessionError> {
+        if let Some(live) = lock(&self.live).get(&id) {
+            return Ok(handle(live));
+        }
+        let wiring = self.wiring()?;
+        let Some(store) = &wiring.store else {
+            return Err(error(
+                SessionErrorKind::NotFound,
+                format!("session `{id}` is not live and no store is mounted"),
+            ));
+        };
+        let stored = store.load(RString::from(id.as_str())).await.into_result()?;
+        let events = stored
+            .events
+            .iter()
+            .map(|line| serde_json::from_str::<SessionEvent>(line))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|problem| {
+                error(
+                    SessionErrorKind::Unreadable,
+                    format!("session `{id}`: {problem}"),
+                )
+            })?;
+        let log = SessionLog::from_events(events, self.types.clone()).map_err(|problem| {
+            error(
+                SessionErrorKind::Unreadable,
+                format!("session `{id}`: {problem}"),
+            )
+        })?;
+        let live = LiveSession::new(id, log, wiring)?;
+        live.seal_seed()?;
+        self.register(live)
+    }
+
+    async fn fork(
+        &self,
+        source: String,
+        prefix_len: u64,
+        child: Option<String>,
+    ) -> Result<SessionBox, SessionError> {
+        let parent = match lock(&self.live).get(&source).cloned() {
+            Some(parent) => parent,
+            None => {
+                return Err(error(
+                    SessionErrorKind::NotFound,
+                    format!("session `{source}` is not live"),
+                ));
+            }
+        };
+        let seeded = fork(&parent.log_snapshot(), prefix_len, now_ms()).map_err(|problem| {
+            error(
+                SessionErrorKind::Invalid,
+                format!("fork of `{source}`: {problem}"),
+            )
+        })?;
+        let id = child.unwrap_or_else(new_session_id);
+        let wiring = self.wiring()?;
+        if let Some(store) = &wiring.store {
+            let header = json!({
+                "type": "session", "version": 0, "id": id, "createdAt": now_ms(),
+                "parentSession": source, "seedLength": seeded.len(), "delegationDepth": 0,
+            });
+            store
+                .create(RString::from(header.to_string()))
+                .await
+                .into_result()?;
+        }
+        let live = LiveSession::new(id, seeded, wiring)?;
+        live.announce_existing()?;
+        self.register(live)
+    }
+}
+
+fn finish(result: Result<SessionBox, SessionError>) -> RResult<SessionBox, SessionError> {
+    match result {
+        Ok(session) => ROk(session),
+        Err(problem) => RErr(problem),
+    }
+}
+
+impl Sessions for Registry {
+    fn create(&self, request: CreateSession) -> FfiFuture<RResult<SessionBox, SessionError>> {
+        let inner = self.inner.clone();
+        async move { finish(inner.create(request).await) }.into_ffi()
+    }
+
+    fn open(&self, id: RString) -> FfiFuture<RResult<SessionBox, SessionError>> {
+        let inner = self.inner.clone();
+        async move { finish(inner.open(id.into_string()).await) }.into_ffi()
+    }
+
+    fn fork(
+        &self,
+        source: RString,
+        prefix_len: u64,
+        child: ROption<RString>,
+    ) -> FfiFuture<RResult<SessionBox, SessionError>> {
+        let inner = self.inner.clone();
+        let child = child.into_option().map(RString::into_string);
+        async move { finish(inner.fork(source.into_string(), prefix_len, child).await) }.into_ffi()
+    }
+
+    fn live(&self) -> RVec<RString> {
+        lock(&self.inner.live)
+            .keys()
+            .map(|id| RString::from(id.as_str()))
+            .collect()
+    }
+}

@@ -1,0 +1,127 @@
+//! The `session` and `session-persistence-jsonl` plugins through the real host: what a plugin
+//! appends reaches the disk in the reference's format, a crash is repaired on the next load,
+//! and a session another process owns is refused.
+
+use dsh_tests::{HostProcess, TestDir, WAIT, plugin_lib, run_host};
+
+fn tree(action: &str, id: &str, compression: &str) -> String {
+    format!(
+        "- id: store\n  name: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: {compression}\n- id: session\n  name: session\n- id: probe\n  name: session-probe\n  config:\n    action: {action}\n    id: {id}\n    cwd: /work/demo\n"
+    )
+}
+
+fn libraries() {
+    for name in ["session", "session_persistence_jsonl", "session_probe"] {
+        plugin_lib(name);
+    }
+}
+
+#[test]
+fn appended_events_are_stored_in_the_reference_format() {
+    libraries();
+    for compression in ["zstd", "none"] {
+        let dir = TestDir::new(&format!("store-write-{compression}"));
+        let config = dir.write("tree.yml", &tree("write", "s-one", compression));
+        let out = run_host(
+            &dir.home(),
+            &["check", "--config", config.to_str().unwrap()],
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+        assert!(
+            out.stdout.contains("write s-one: 6 events flushed"),
+            "{}",
+            out.stdout
+        );
+        let file = if compression == "zstd" {
+            "session.jsonl.zstd"
+        } else {
+            "session.jsonl"
+        };
+        let stored = dir.home().join("sessions/--work-demo--/s-one").join(file);
+        assert!(stored.is_file(), "{} missing", stored.display());
+        let check = run_host(&dir.home(), &["session", "check", stored.to_str().unwrap()]);
+        assert_eq!(check.code, Some(0), "{check:?}");
+        let show = run_host(&dir.home(), &["session", "show", "s-one", "--json"]);
+        let value: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        assert_eq!(value["summary"]["events"], 6, "{value}");
+        assert_eq!(value["summary"]["turns"][0]["reason"]["kind"], "completed");
+        assert_eq!(value["header"]["cwd"], "/work/demo");
+        let derived = run_host(&dir.home(), &["session", "derive", "s-one"]);
+        assert_eq!(derived.stdout.lines().count(), 2, "{derived:?}");
+    }
+}
+
+#[test]
+fn a_crash_mid_tool_is_closed_on_the_next_load() {
+    libraries();
+    let dir = TestDir::new("store-crash");
+    let config = dir.write("tree.yml", &tree("crash", "s-crash", "zstd"));
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("crash s-crash: 5 events flushed", WAIT);
+    // No shutdown: the process dies as a crash would.
+    host.signal(libc::SIGKILL);
+    host.wait_exit(WAIT);
+    let before = run_host(&dir.home(), &["session", "check", "s-crash"]);
+    assert_eq!(before.code, Some(0), "{before:?}");
+    assert!(before.stdout.contains("repairable"), "{}", before.stdout);
+
+    let config = dir.write("tree.yml", &tree("reopen", "s-crash", "zstd"));
+    let out = run_host(
+        &dir.home(),
+        &["check", "--config", config.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("reopen s-crash"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        line.ends_with("turn/start user/message step/start assistant/message tool/call tool/result step/end turn/end session/end-seed"),
+        "{line}"
+    );
+    // The closers were written: the stored log is whole again.
+    let after = run_host(&dir.home(), &["session", "check", "s-crash"]);
+    assert_eq!(after.code, Some(0), "{after:?}");
+    assert!(!after.stdout.contains("repairable"), "{}", after.stdout);
+    let show = run_host(&dir.home(), &["session", "show", "s-crash", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(
+        value["summary"]["turns"][0]["reason"]["kind"], "interrupted",
+        "{value}"
+    );
+}
+
+#[test]
+fn a_session_owned_by_another_process_is_refused_and_taken_over_after_a_kill() {
+    libraries();
+    let dir = TestDir::new("store-lock");
+    let config = dir.write("tree.yml", &tree("write", "s-lock", "zstd"));
+    assert_eq!(
+        run_host(
+            &dir.home(),
+            &["check", "--config", config.to_str().unwrap()]
+        )
+        .code,
+        Some(0)
+    );
+    let hold = dir.write("hold.yml", &tree("hold", "s-lock", "zstd"));
+    let mut owner = HostProcess::start(&dir.home(), &["--config", hold.to_str().unwrap()]);
+    owner.wait_stdout("hold s-lock: 7 events", WAIT);
+    let second = run_host(&dir.home(), &["check", "--config", hold.to_str().unwrap()]);
+    let expected = format!(
+        "hold s-lock refused: session `s-lock`: session is open in process {}",
+        owner.pid()
+    );
+    assert!(second.stdout.contains(&expected), "{second:?}");
+    // Reading is still allowed while another process owns the session.
+    assert_eq!(
+        run_host(&dir.home(), &["session", "check", "s-lock"]).code,
+        Some(0)
+    );
+    owner.signal(libc::SIGKILL);
+    owner.wait_exit(WAIT);
+    let third = run_host(&dir.home(), &["check", "--config", hold.to_str().unwrap()]);
+    assert!(third.stdout.contains("hold s-lock: 7 events"), "{third:?}");
+}
