@@ -103,7 +103,7 @@ impl Plugin for SessionProbe {
                     "{} {}: {} events flushed",
                     config.action,
                     config.id,
-                    session.len()
+                    session.event_count()
                 ));
             }
             "reopen" | "hold" => match sessions.open(config.id.as_str().into()).await.into_result()
@@ -112,7 +112,7 @@ impl Plugin for SessionProbe {
                     session.flush().await.into_result().map_err(fail)?;
                     let derived = session.derive_messages();
                     let kinds: Vec<String> = session
-                        .events(0, session.len())
+                        .events(0, session.event_count())
                         .iter()
                         .map(|record| record.kind.to_string())
                         .collect();
@@ -121,7 +121,7 @@ impl Plugin for SessionProbe {
                         config.action,
                         config.id,
                         kinds.len(),
-                        derived.len(),
+                        derived.message_count(),
                         kinds.join(" ")
                     ));
                 }

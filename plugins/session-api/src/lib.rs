@@ -135,7 +135,7 @@ pub struct CreateSession {
 /// The model history of a session at one point: shared and append-only, read by index.
 #[sabi_trait]
 pub trait DerivedView: Send + Sync {
-    fn len(&self) -> u64;
+    fn message_count(&self) -> u64;
     /// Message `index` as JSON (`{role, content, source}`).
     fn message(&self, index: u64) -> ROption<RString>;
     /// The rolling hash of the history, for the model-visible-means-logged check.
@@ -147,7 +147,7 @@ pub type DerivedViewBox = DerivedView_TO<'static, RBox<()>>;
 #[sabi_trait]
 pub trait Session: Send + Sync {
     fn id(&self) -> RString;
-    fn len(&self) -> u64;
+    fn event_count(&self) -> u64;
     /// Appends a batch atomically: all events commit, or none.
     fn append(&self, batch: RVec<NewEventRecord>)
     -> RResult<RVec<RArc<EventRecord>>, SessionError>;

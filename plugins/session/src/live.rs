@@ -207,7 +207,7 @@ impl Session for Handle {
         RString::from(self.0.id.as_str())
     }
 
-    fn len(&self) -> u64 {
+    fn event_count(&self) -> u64 {
         lock(&self.0.records).len() as u64
     }
 
@@ -255,7 +255,7 @@ impl Session for Handle {
 struct View(DerivedMessages);
 
 impl DerivedView for View {
-    fn len(&self) -> u64 {
+    fn message_count(&self) -> u64 {
         self.0.len() as u64
     }
 

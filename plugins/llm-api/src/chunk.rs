@@ -1,0 +1,187 @@
+//! The raw streaming protocol adapters emit (`assistant/chunk` data), with usage and finish.
+
+use serde::{Deserialize, Serialize};
+
+use crate::content::{BlockType, ContentBlock};
+use crate::failure::LlmFailure;
+
+/// One chunk of a model response.
+///
+/// Block indexes correlate interleaved deltas; `block-end` carries the finished block and is
+/// authoritative. An adapter emits `usage` (if any) before the single terminal `finish`, and
+/// nothing after it. Tool arguments stay raw JSON strings throughout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum StreamChunk {
+    BlockStart {
+        index: u32,
+        block_type: BlockType,
+    },
+    TextDelta {
+        index: u32,
+        text: String,
+    },
+    ReasoningDelta {
+        index: u32,
+        text: String,
+    },
+    /// A fragment of a tool call's arguments. `id` is repeated on every delta (empty until the
+    /// provider has sent it); `name` appears once known.
+    ToolCallDelta {
+        index: u32,
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        arguments_delta: String,
+    },
+    BlockEnd {
+        index: u32,
+        block: ContentBlock,
+    },
+    Usage {
+        usage: TokenUsage,
+    },
+    Finish {
+        reason: FinishReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay_state: Option<ReplayEnvelope>,
+    },
+}
+
+impl StreamChunk {
+    /// A terminal finish without replay state.
+    pub fn finish(reason: FinishReason) -> Self {
+        Self::Finish {
+            reason,
+            replay_state: None,
+        }
+    }
+
+    /// The terminal error finish a runtime writes when an adapter fails: the way every failure
+    /// (thrown before or during the stream) reaches the log.
+    pub fn error_finish(failure: LlmFailure) -> Self {
+        Self::finish(FinishReason::Error { failure })
+    }
+}
+
+/// Token accounting for one call. Counts are disjoint: `input_tokens` is uncached input only,
+/// cache reads and writes are reported beside it (billed input is the sum).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// Why a response stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    /// The output cap was hit; the assembled message drops its tool calls (they may be cut).
+    MaxTokens,
+    Aborted {
+        failure: LlmFailure,
+    },
+    Error {
+        failure: LlmFailure,
+    },
+}
+
+impl FinishReason {
+    pub fn error(failure: LlmFailure) -> Self {
+        Self::Error { failure }
+    }
+
+    /// The failure of an `error` or `aborted` finish.
+    pub fn failure(&self) -> Option<&LlmFailure> {
+        match self {
+            Self::Aborted { failure } | Self::Error { failure } => Some(failure),
+            _ => None,
+        }
+    }
+}
+
+/// Adapter-private state for replaying a successful response, carried by `finish` and stored on
+/// the assistant message's model source. Both halves are opaque to the harness; only the split
+/// is shared, so assembly can keep per-block entries aligned with the blocks it keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayEnvelope {
+    /// Response-level metadata.
+    #[serde(default)]
+    pub response: serde_json::Value,
+    /// One entry per emitted block in first-seen order, when the adapter has per-block state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<Vec<serde_json::Value>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::FailureCode;
+    use serde_json::json;
+
+    #[test]
+    fn chunks_use_the_logged_field_names() {
+        let cases = [
+            (
+                StreamChunk::BlockStart {
+                    index: 0,
+                    block_type: BlockType::ToolCall,
+                },
+                json!({"type": "block-start", "index": 0, "blockType": "tool-call"}),
+            ),
+            (
+                StreamChunk::ToolCallDelta {
+                    index: 1,
+                    id: "c".into(),
+                    name: None,
+                    arguments_delta: "{".into(),
+                },
+                json!({"type": "tool-call-delta", "index": 1, "id": "c", "argumentsDelta": "{"}),
+            ),
+            (
+                StreamChunk::error_finish(
+                    LlmFailure::new(FailureCode::RateLimit, "x").with_status(429),
+                ),
+                json!({"type": "finish", "reason": {"kind": "error", "failure": {"message": "x", "code": "RATE_LIMIT", "status": 429}}}),
+            ),
+            (
+                StreamChunk::Usage {
+                    usage: TokenUsage {
+                        input_tokens: 1,
+                        output_tokens: 2,
+                        reasoning_tokens: Some(3),
+                        ..TokenUsage::default()
+                    },
+                },
+                json!({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2, "reasoningTokens": 3}}),
+            ),
+        ];
+        for (chunk, expected) in cases {
+            assert_eq!(serde_json::to_value(&chunk).unwrap(), expected);
+            assert_eq!(
+                serde_json::from_value::<StreamChunk>(expected).unwrap(),
+                chunk
+            );
+        }
+    }
+
+    #[test]
+    fn replay_state_rides_on_finish() {
+        let value = json!({"type": "finish", "reason": {"kind": "stop"}, "replayState": {"response": {"id": "r"}, "blocks": [1, 2]}});
+        let chunk: StreamChunk = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&chunk).unwrap(), value);
+    }
+}
