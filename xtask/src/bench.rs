@@ -15,10 +15,14 @@ const RUNS: usize = 3;
 
 /// One figure: our name, the peer's name (if it measures the same thing), the unit and what it is.
 struct Figure {
+    section: &'static str,
     ours: &'static str,
     peer: Option<&'static str>,
     what: &'static str,
 }
+
+const RUNTIME: &str = "Runtime (issue 2)";
+const SESSION: &str = "Session log and store (issue 3; ours only: the reference needs Node 22, which cannot run here)";
 
 const FIGURES: &[Figure] = &[
     Figure {
@@ -96,6 +100,16 @@ const FIGURES: &[Figure] = &[
         peer: None,
         what: "RSS growth per library reload (MiB; old copies are never unloaded)",
     },
+    Figure { section: SESSION, ours: "session_log_append_in_memory", peer: None, what: "appends to the in-memory log, rules checked (events/s)" },
+    Figure { section: SESSION, ours: "session_store_append_batched_zstd", peer: None, what: "appends through the store, batches of 1,000, zstd (events/s; target at least 200,000)" },
+    Figure { section: SESSION, ours: "session_store_append_batched_raw", peer: None, what: "the same, raw JSONL (events/s)" },
+    Figure { section: SESSION, ours: "session_store_fsync_per_batch", peer: None, what: "one single-event batch, i.e. the cost of its fsync (ms)" },
+    Figure { section: SESSION, ours: "session_load_100k_zstd", peer: None, what: "load a 100,000-event session and derive its history, zstd (ms; target under 300)" },
+    Figure { section: SESSION, ours: "session_load_100k_raw", peer: None, what: "the same, raw JSONL (ms)" },
+    Figure { section: SESSION, ours: "session_derive_after_step_10", peer: None, what: "derive_messages after one more step, at step 10 (µs)" },
+    Figure { section: SESSION, ours: "session_derive_after_step_10000", peer: None, what: "the same at step 10,000 (µs; should stay near the step-10 figure)" },
+    Figure { section: SESSION, ours: "session_fixture_bytes", peer: None, what: "bytes of the recorded fixture logs" },
+    Figure { section: SESSION, ours: "session_our_packed_bytes", peer: None, what: "our packed raw encoding of the same events (bytes)" },
 ];
 
 pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
@@ -162,6 +176,7 @@ fn median_of_runs(runs: usize, mut once: impl FnMut() -> Result<Figures>) -> Res
 
 fn run_ours(root: &Path) -> Result<Figures> {
     let output = Command::new(root.join("target/release/dsh-bench"))
+        .env("DSH_FIXTURES", root.join("../shared/fixtures/dsh"))
         .output()
         .context("cannot run target/release/dsh-bench")?;
     if !output.status.success() {
@@ -210,28 +225,22 @@ fn peer_figures(root: &Path) -> Result<Figures> {
 /// ns figures of the peer are in its units already; the ratio is peer / ours (higher: we are faster).
 fn render(ours: &Figures, peer: Option<&Figures>) -> String {
     let mut text = String::from(
-        "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of 3 runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n\n## Runtime (issue 2)\n\n| figure | ours | Cordis | ratio (Cordis / ours) |\n|---|---:|---:|---:|\n",
+        "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of 3 runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n",
     );
+    let mut section = "";
     for figure in FIGURES {
-        let Some(value) = ours.get(figure.ours) else {
-            continue;
-        };
-        let peer_value = figure
-            .peer
-            .and_then(|name| peer.and_then(|peer| peer.get(name)));
+        let Some(value) = ours.get(figure.ours) else { continue };
+        if figure.section != section {
+            section = figure.section;
+            let _ = write!(text, "\n## {section}\n\n| figure | ours | Cordis | ratio (Cordis / ours) |\n|---|---:|---:|---:|\n");
+        }
+        let peer_value = figure.peer.and_then(|name| peer.and_then(|peer| peer.get(name)));
         let (peer_text, ratio) = match peer_value {
-            Some(peer_value) => (
-                format!("{peer_value:.3}"),
-                format!("{:.1}x", peer_value / value),
-            ),
+            Some(peer_value) => (format!("{peer_value:.3}"), format!("{:.1}x", peer_value / value)),
             None if figure.peer.is_none() => ("(ours only: no peer)".to_owned(), "-".to_owned()),
             None => ("(peer did not run)".to_owned(), "-".to_owned()),
         };
-        let _ = writeln!(
-            text,
-            "| {} | {value:.3} | {peer_text} | {ratio} |",
-            figure.what
-        );
+        let _ = writeln!(text, "| {} | {value:.3} | {peer_text} | {ratio} |", figure.what);
     }
     text.push_str(
         "\nTargets from the issue: emit, waterfall, serial, parallel, mount/dispose and reactive reload at least 100x faster than Cordis; start to 100 rows active under 60 ms and under 25 MiB; reload under 150 ms after the debounce.\n\nHow ours is measured: dispatches go from the host's channel to listeners living in `libbench_plugin.so` (one FFI call per listener); mount/dispose use 50 isolate groups, each a provider (`libbench_plugin.so`) and a consumer (`libbench_consumer.so`); startup spawns `dsh-host --config` on 100 rows and waits for every consumer to print; reload replaces `libbench_consumer.so` in a `--plugin-dir` 20 times and waits for the new version's line; RSS figures come from `/proc/<pid>/status` (VmHWM, VmRSS).\n",

@@ -5,6 +5,7 @@
 mod dispatch;
 mod lifecycle;
 mod process;
+mod session;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,6 +60,15 @@ fn main() {
     let result = result.and_then(|()| {
         if wants("process") {
             process::run()
+        } else {
+            Ok(())
+        }
+    });
+    let result = result.and_then(|()| {
+        if wants("session") {
+            // The recorded logs, when the shared folder sits beside the project.
+            let fixtures = std::env::var_os("DSH_FIXTURES").map(PathBuf::from).filter(|path| path.is_dir());
+            session::run(fixtures.as_deref())
         } else {
             Ok(())
         }
