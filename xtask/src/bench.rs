@@ -26,90 +26,155 @@ const SESSION: &str = "Session log and store (issue 3; ours only: the reference 
 
 const FIGURES: &[Figure] = &[
     Figure {
+        section: RUNTIME,
         ours: "emit_1_listeners",
         peer: Some("emit_1_listeners"),
         what: "emit to 1 listener in a plugin library (ns/emit)",
     },
     Figure {
+        section: RUNTIME,
         ours: "emit_10_listeners",
         peer: Some("emit_10_listeners"),
         what: "emit to 10 listeners (ns/emit)",
     },
     Figure {
+        section: RUNTIME,
         ours: "emit_100_listeners",
         peer: Some("emit_100_listeners"),
         what: "emit to 100 listeners (ns/emit)",
     },
     Figure {
+        section: RUNTIME,
         ours: "bail_10_sync_listeners",
         peer: Some("bail_10_sync_listeners"),
         what: "bail over 10 sync listeners (ns/call)",
     },
     Figure {
+        section: RUNTIME,
         ours: "serial_10_async_listeners",
         peer: Some("serial_10_async_listeners"),
         what: "serial over 10 async listeners (ns/call)",
     },
     Figure {
+        section: RUNTIME,
         ours: "parallel_10_async_listeners",
         peer: Some("parallel_10_async_listeners"),
         what: "parallel over 10 async listeners (ns/call)",
     },
     Figure {
+        section: RUNTIME,
         ours: "waterfall_10_async_listeners",
         peer: Some("next_chain_10_async_listeners"),
         what: "waterfall of 10 listeners (peer: a `next` chain over `ctx.on`, Cordis has no waterfall) (ns/call)",
     },
     Figure {
+        section: RUNTIME,
         ours: "mount_100_plugins",
         peer: Some("mount_100_plugins"),
         what: "mount 100 plugin rows until all consumers applied (ours: 50 isolate groups of provider + consumer, two libraries) (ms)",
     },
     Figure {
+        section: RUNTIME,
         ours: "dispose_100_plugins",
         peer: Some("dispose_100_plugins"),
         what: "dispose those 100 rows (ms)",
     },
     Figure {
+        section: RUNTIME,
         ours: "reactive_reload_replace_provider",
         peer: Some("reactive_reload_replace_provider"),
         what: "provider replaced until the consumer re-applied (µs)",
     },
     Figure {
+        section: RUNTIME,
         ours: "startup_spawn_to_100_active_wall",
         peer: Some("startup_spawn_to_100_active_wall"),
         what: "process start to 100 rows active (ms; target under 60 ms)",
     },
     Figure {
+        section: RUNTIME,
         ours: "startup_rss_100_active",
         peer: Some("startup_rss_100_active"),
         what: "peak RSS with 100 rows active (MiB; target under 25 MiB)",
     },
     Figure {
+        section: RUNTIME,
         ours: "hot_reload_file_to_active",
         peer: None,
         what: "library replaced until the new version is active, debounce included (ms)",
     },
     Figure {
+        section: RUNTIME,
         ours: "hot_reload_after_debounce",
         peer: None,
         what: "the same after the 150 ms debounce (ms; target under 150 ms)",
     },
     Figure {
+        section: RUNTIME,
         ours: "hot_reload_rss_growth_per_reload",
         peer: None,
         what: "RSS growth per library reload (MiB; old copies are never unloaded)",
     },
-    Figure { section: SESSION, ours: "session_log_append_in_memory", peer: None, what: "appends to the in-memory log, rules checked (events/s)" },
-    Figure { section: SESSION, ours: "session_store_append_batched_zstd", peer: None, what: "appends through the store, batches of 1,000, zstd (events/s; target at least 200,000)" },
-    Figure { section: SESSION, ours: "session_store_append_batched_raw", peer: None, what: "the same, raw JSONL (events/s)" },
-    Figure { section: SESSION, ours: "session_store_fsync_per_batch", peer: None, what: "one single-event batch, i.e. the cost of its fsync (ms)" },
-    Figure { section: SESSION, ours: "session_load_100k_zstd", peer: None, what: "load a 100,000-event session and derive its history, zstd (ms; target under 300)" },
-    Figure { section: SESSION, ours: "session_load_100k_raw", peer: None, what: "the same, raw JSONL (ms)" },
-    Figure { section: SESSION, ours: "session_derive_after_step_10", peer: None, what: "derive_messages after one more step, at step 10 (µs)" },
-    Figure { section: SESSION, ours: "session_derive_after_step_10000", peer: None, what: "the same at step 10,000 (µs; should stay near the step-10 figure)" },
-    Figure { section: SESSION, ours: "session_fixture_bytes", peer: None, what: "bytes of the recorded fixture logs" },
-    Figure { section: SESSION, ours: "session_our_packed_bytes", peer: None, what: "our packed raw encoding of the same events (bytes)" },
+    Figure {
+        section: SESSION,
+        ours: "session_log_append_in_memory",
+        peer: None,
+        what: "appends to the in-memory log, rules checked (events/s)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_store_append_batched_zstd",
+        peer: None,
+        what: "appends through the store, batches of 1,000, zstd (events/s; target at least 200,000)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_store_append_batched_raw",
+        peer: None,
+        what: "the same, raw JSONL (events/s)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_store_fsync_per_batch",
+        peer: None,
+        what: "one single-event batch, i.e. the cost of its fsync (ms)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_load_100k_zstd",
+        peer: None,
+        what: "load a 100,000-event session and derive its history, zstd (ms; target under 300)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_load_100k_raw",
+        peer: None,
+        what: "the same, raw JSONL (ms)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_derive_after_step_10",
+        peer: None,
+        what: "derive_messages after one more step, at step 10 (µs)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_derive_after_step_10000",
+        peer: None,
+        what: "the same at step 10,000 (µs; should stay near the step-10 figure)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_fixture_bytes",
+        peer: None,
+        what: "bytes of the recorded fixture logs",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_our_packed_bytes",
+        peer: None,
+        what: "our packed raw encoding of the same events (bytes)",
+    },
 ];
 
 pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
@@ -229,18 +294,32 @@ fn render(ours: &Figures, peer: Option<&Figures>) -> String {
     );
     let mut section = "";
     for figure in FIGURES {
-        let Some(value) = ours.get(figure.ours) else { continue };
+        let Some(value) = ours.get(figure.ours) else {
+            continue;
+        };
         if figure.section != section {
             section = figure.section;
-            let _ = write!(text, "\n## {section}\n\n| figure | ours | Cordis | ratio (Cordis / ours) |\n|---|---:|---:|---:|\n");
+            let _ = write!(
+                text,
+                "\n## {section}\n\n| figure | ours | Cordis | ratio (Cordis / ours) |\n|---|---:|---:|---:|\n"
+            );
         }
-        let peer_value = figure.peer.and_then(|name| peer.and_then(|peer| peer.get(name)));
+        let peer_value = figure
+            .peer
+            .and_then(|name| peer.and_then(|peer| peer.get(name)));
         let (peer_text, ratio) = match peer_value {
-            Some(peer_value) => (format!("{peer_value:.3}"), format!("{:.1}x", peer_value / value)),
+            Some(peer_value) => (
+                format!("{peer_value:.3}"),
+                format!("{:.1}x", peer_value / value),
+            ),
             None if figure.peer.is_none() => ("(ours only: no peer)".to_owned(), "-".to_owned()),
             None => ("(peer did not run)".to_owned(), "-".to_owned()),
         };
-        let _ = writeln!(text, "| {} | {value:.3} | {peer_text} | {ratio} |", figure.what);
+        let _ = writeln!(
+            text,
+            "| {} | {value:.3} | {peer_text} | {ratio} |",
+            figure.what
+        );
     }
     text.push_str(
         "\nTargets from the issue: emit, waterfall, serial, parallel, mount/dispose and reactive reload at least 100x faster than Cordis; start to 100 rows active under 60 ms and under 25 MiB; reload under 150 ms after the debounce.\n\nHow ours is measured: dispatches go from the host's channel to listeners living in `libbench_plugin.so` (one FFI call per listener); mount/dispose use 50 isolate groups, each a provider (`libbench_plugin.so`) and a consumer (`libbench_consumer.so`); startup spawns `dsh-host --config` on 100 rows and waits for every consumer to print; reload replaces `libbench_consumer.so` in a `--plugin-dir` 20 times and waits for the new version's line; RSS figures come from `/proc/<pid>/status` (VmHWM, VmRSS).\n",
