@@ -10,6 +10,8 @@
     reason = "test support: a failed step is a failed test"
 )]
 
+pub mod fake_deepseek;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
