@@ -161,11 +161,21 @@ fn the_shipped_profiles_boot_with_every_row_active() {
         let dir = TestDir::new(&format!("profile-{profile}"));
         let out = run_host(&dir.home(), &["check", "--profile", profile, "--json"]);
         assert_eq!(out.code, Some(0), "{profile}: {out:?}");
-        let value: serde_json::Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
-        let rows: Vec<&str> = value["snapshot"]["fibers"].as_array().unwrap().iter().map(|fiber| fiber["row"].as_str().unwrap()).collect();
+        let value: serde_json::Value =
+            serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+        let rows: Vec<&str> = value["snapshot"]["fibers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|fiber| fiber["row"].as_str().unwrap())
+            .collect();
         for row in ["http", "session", "session-persistence-jsonl"] {
             assert!(rows.contains(&row), "{profile}: {rows:?}");
         }
-        assert!(dir.home().join(format!("profiles/{profile}/profile.yml")).is_file());
+        assert!(
+            dir.home()
+                .join(format!("profiles/{profile}/profile.yml"))
+                .is_file()
+        );
     }
 }

@@ -120,8 +120,13 @@ pub struct Output {
     pub stderr: String,
 }
 
-fn command(home: &Path, args: &[&str]) -> Command {
+fn command(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
     let mut command = Command::new(host_bin());
+    // Provider keys and endpoints of the developer's shell never leak into a test.
+    for name in ["DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"] {
+        command.env_remove(name);
+    }
+    command.envs(envs.iter().copied());
     command
         .args(args)
         .env("DSH_HOME", home)
@@ -135,7 +140,12 @@ fn command(home: &Path, args: &[&str]) -> Command {
 
 /// Runs `dsh-host ARGS` to completion (at most 60 s).
 pub fn run_host(home: &Path, args: &[&str]) -> Output {
-    let mut process = HostProcess::start(home, args);
+    run_host_with_env(home, args, &[])
+}
+
+/// Runs `dsh-host ARGS` with extra environment variables.
+pub fn run_host_with_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut process = HostProcess::start_with_env(home, args, envs);
     let code = process.wait_exit(Duration::from_secs(60));
     Output {
         code,
@@ -193,7 +203,11 @@ fn wait_line(
 
 impl HostProcess {
     pub fn start(home: &Path, args: &[&str]) -> Self {
-        let mut child = command(home, args).spawn().expect("start dsh-host");
+        Self::start_with_env(home, args, &[])
+    }
+
+    pub fn start_with_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Self {
+        let mut child = command(home, args, envs).spawn().expect("start dsh-host");
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
         Self {

@@ -16,6 +16,7 @@ mod base64;
 mod catalog;
 mod config;
 mod errors;
+mod plugin;
 mod request;
 mod serialize;
 mod settings;

@@ -4,9 +4,15 @@
 //!
 //! Requests, chunks and failures cross as the JSON of `dsh-llm-api`'s vocabulary: each chunk is
 //! logged as JSON anyway (`assistant/chunk`), so it is serialized once, where it is produced.
-#![allow(unsafe_code, reason = "StableAbi derives and sabi_trait emit unsafe impls")]
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
 #![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
-#![allow(non_local_definitions, reason = "sabi_trait expands impls inside consts")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
 
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};

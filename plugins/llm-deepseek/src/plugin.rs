@@ -1,0 +1,246 @@
+//! Plugin `llm-deepseek`: registers a DeepSeek (or any OpenAI-compatible) adapter with `llm`
+//! and sends its requests through the host's `http` service. One row per provider route: the
+//! row's config names the route, endpoint, key variable, models and `compat` preset.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_llm_api::{GenerateRequest, LlmFailure, StreamChunk};
+use dsh_llm_seam::{Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, LlmService, StreamOutcome};
+use dsh_plugin_api::io::http::{HttpBodyBox, HttpErrorKind, HttpHeader, HttpRequest, HttpService};
+use dsh_plugin_api::prelude::*;
+
+use crate::{
+    AdapterConfig, AdapterSettings, BASE_URL_ENV, HeaderIds, ResponseStream, build_request,
+    check_api_key, idle_timeout_failure, map_http_error, stream_transport_failure,
+    transport_failure,
+};
+
+/// Row config: the adapter settings (`provider`, `baseURL`, `apiKeyEnv`, `models`, `compat`...).
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", transparent)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub(crate) struct Config(
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")] AdapterSettings,
+);
+
+fn failure_json(failure: &LlmFailure) -> RString {
+    RString::from(serde_json::to_string(failure).unwrap_or_else(|_| failure.to_string()))
+}
+
+struct DeepSeek {
+    config: Arc<AdapterConfig>,
+    http: Service<HttpService>,
+}
+
+/// Reads a whole error body, within the idle timeout per read and a size cap.
+async fn read_all(body: &HttpBodyBox, idle_ms: u64) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while bytes.len() < 1 << 20 {
+        match body.next_chunk(idle_ms).await {
+            ROk(RSome(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes
+}
+
+impl DeepSeek {
+    async fn open(&self, request: &str) -> Result<Stream, LlmFailure> {
+        let request: GenerateRequest = serde_json::from_str(request).map_err(|error| {
+            LlmFailure::new(
+                dsh_llm_api::FailureCode::InvalidRequest,
+                format!("llm-deepseek: bad request: {error}"),
+            )
+        })?;
+        let key = check_api_key(
+            &self.config,
+            std::env::var(&self.config.api_key_env).ok().as_deref(),
+        )?;
+        let wire = build_request(&self.config, &request, &key, &HeaderIds::default())?;
+        let headers: RVec<HttpHeader> = wire
+            .headers
+            .iter()
+            .map(|(name, value)| HttpHeader {
+                name: name.as_str().into(),
+                value: value.as_str().into(),
+            })
+            .collect();
+        let sending = HttpRequest {
+            method: "POST".into(),
+            url: wire.url.as_str().into(),
+            headers,
+            body: RVec::from(wire.body_bytes()),
+            head_timeout_ms: self.config.stream_idle_timeout_ms,
+        };
+        let response = match self.http.send(sending).await {
+            ROk(response) => response,
+            RErr(error) if error.kind == HttpErrorKind::Timeout => {
+                return Err(idle_timeout_failure(&self.config));
+            }
+            RErr(error) => {
+                let failure = transport_failure(&self.config);
+                return Err(LlmFailure {
+                    message: format!("{}: {error}", failure.message),
+                    ..failure
+                });
+            }
+        };
+        if !(200..300).contains(&response.status) {
+            let headers: Vec<(String, String)> = response
+                .headers
+                .iter()
+                .map(|header| (header.name.to_string(), header.value.to_string()))
+                .collect();
+            let body = read_all(&response.body, self.config.stream_idle_timeout_ms).await;
+            return Err(map_http_error(response.status, &headers, &body));
+        }
+        let state = State {
+            decoder: ResponseStream::new(),
+            pending: VecDeque::new(),
+            ended: false,
+        };
+        Ok(Stream {
+            body: Arc::new(response.body),
+            state: Arc::new(tokio::sync::Mutex::new(state)),
+            config: self.config.clone(),
+        })
+    }
+}
+
+impl Adapter for DeepSeek {
+    fn provider(&self) -> RString {
+        RString::from(self.config.provider.as_str())
+    }
+
+    fn models(&self) -> RString {
+        RString::from(
+            serde_json::to_string(&self.config.models).unwrap_or_else(|_| "[]".to_owned()),
+        )
+    }
+
+    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
+        let adapter = DeepSeek {
+            config: self.config.clone(),
+            http: self.http.clone(),
+        };
+        async move {
+            match adapter.open(&request).await {
+                Ok(stream) => ROk(ChunkStream_TO::from_value(stream, TD_Opaque)),
+                Err(failure) => RErr(failure_json(&failure)),
+            }
+        }
+        .into_ffi()
+    }
+}
+
+struct State {
+    decoder: ResponseStream,
+    pending: VecDeque<StreamChunk>,
+    ended: bool,
+}
+
+/// The chunks of one response, read from the body as the caller asks for them.
+struct Stream {
+    body: Arc<HttpBodyBox>,
+    state: Arc<tokio::sync::Mutex<State>>,
+    config: Arc<AdapterConfig>,
+}
+
+impl Stream {
+    async fn next_chunk(&self) -> Result<Option<StreamChunk>, LlmFailure> {
+        let mut state = self.state.lock().await;
+        loop {
+            if let Some(chunk) = state.pending.pop_front() {
+                return Ok(Some(chunk));
+            }
+            if state.ended {
+                return Ok(None);
+            }
+            match self
+                .body
+                .next_chunk(self.config.stream_idle_timeout_ms)
+                .await
+            {
+                ROk(RSome(bytes)) => {
+                    let progress = state.decoder.push(&bytes)?;
+                    state.pending.extend(progress.chunks);
+                    // After [DONE] the rest of the body does not matter.
+                    state.ended = state.decoder.is_done();
+                }
+                ROk(RNone) => {
+                    state.ended = true;
+                    state.decoder.finish()?;
+                }
+                RErr(error) if error.kind == HttpErrorKind::Timeout => {
+                    return Err(idle_timeout_failure(&self.config));
+                }
+                RErr(error) => {
+                    let failure = stream_transport_failure(&self.config);
+                    return Err(LlmFailure {
+                        message: format!("{}: {error}", failure.message),
+                        ..failure
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl ChunkStream for Stream {
+    fn next(&self) -> FfiFuture<RResult<ROption<RString>, RString>> {
+        let stream = Stream {
+            body: self.body.clone(),
+            state: self.state.clone(),
+            config: self.config.clone(),
+        };
+        async move {
+            match stream.next_chunk().await {
+                Ok(Some(chunk)) => match serde_json::to_string(&chunk) {
+                    Ok(json) => ROk(RSome(RString::from(json))),
+                    Err(error) => RErr(RString::from(error.to_string())),
+                },
+                Ok(None) => ROk(RNone),
+                Err(failure) => RErr(failure_json(&failure)),
+            }
+        }
+        .into_ffi()
+    }
+}
+
+pub(crate) struct DeepSeekPlugin;
+
+impl Plugin for DeepSeekPlugin {
+    const NAME: &'static str = "llm-deepseek";
+    const INJECT: &'static [&'static str] = &["llm", "http"];
+    type Config = Config;
+
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        let base_from_env = std::env::var(BASE_URL_ENV).ok();
+        let config =
+            AdapterConfig::resolve(&config.0, base_from_env.as_deref()).map_err(|error| {
+                PluginError {
+                    kind: dsh_plugin_api::ErrorKind::Config,
+                    message: format!("invalid config: {error}").into(),
+                    path: RSome("$".into()),
+                }
+            })?;
+        let llm = ctx.inject::<LlmService>("llm")?;
+        let http = ctx.inject::<HttpService>("http")?;
+        let adapter = DeepSeek {
+            config: Arc::new(config),
+            http,
+        };
+        let registration = llm
+            .register(Adapter_TO::from_value(adapter, TD_Opaque))
+            .into_result()
+            .map_err(|failure| PluginError::plugin(failure.to_string()))?;
+        // The registration lives as long as this fiber: unloading drops it, which unregisters.
+        ctx.on_dispose(move || drop(registration))
+    }
+}
+
+dsh_plugin_api::export_plugins!(DeepSeekPlugin);

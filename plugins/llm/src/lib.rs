@@ -1,0 +1,179 @@
+//! Plugin `llm`: provides `llm`, the model seam. Adapters (DeepSeek, any OpenAI-compatible
+//! endpoint, replay) register under their provider route and get a registration that removes
+//! them when dropped; `stream` runs every call through the `llm/stream` waterfall, whose
+//! innermost default asks the adapter of the request's provider.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_llm_api::{FailureCode, GenerateRequest, LlmFailure};
+use dsh_llm_seam::{
+    AdapterBox, LLM, LLM_ADAPTERS_UPDATED, LLM_STREAM, Llm, Llm_TO, Registration, Registration_TO,
+    RegistrationBox, StreamCall, StreamOutcome,
+};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{Channel, EmitEvent};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// A failure as it crosses the seam.
+fn failure_json(code: FailureCode, message: impl Into<String>) -> RString {
+    let failure = LlmFailure::new(code, message.into());
+    RString::from(serde_json::to_string(&failure).unwrap_or_else(|_| failure.to_string()))
+}
+
+struct Registry {
+    adapters: Mutex<HashMap<String, Arc<AdapterBox>>>,
+    stream: Channel<WaterfallEvent<StreamCall, StreamOutcome>>,
+    updated: Channel<EmitEvent<RString>>,
+}
+
+impl Registry {
+    fn adapter(&self, provider: &str) -> Option<Arc<AdapterBox>> {
+        lock(&self.adapters).get(provider).cloned()
+    }
+}
+
+/// Removes its adapter when dropped (the registering plugin holds it until it unloads).
+struct Held {
+    registry: Weak<Registry>,
+    provider: String,
+    adapter: Weak<AdapterBox>,
+}
+
+impl Registration for Held {
+    fn provider(&self) -> RString {
+        RString::from(self.provider.as_str())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(registry) = self.registry.upgrade() else {
+            return;
+        };
+        let removed = {
+            let mut adapters = lock(&registry.adapters);
+            let ours = adapters.get(&self.provider).is_some_and(|current| {
+                self.adapter
+                    .upgrade()
+                    .is_some_and(|mine| Arc::ptr_eq(current, &mine))
+            });
+            ours && adapters.remove(&self.provider).is_some()
+        };
+        if removed {
+            let _ = registry
+                .updated
+                .emit(&RString::from(self.provider.as_str()));
+        }
+    }
+}
+
+struct Service(Arc<Registry>);
+
+impl Llm for Service {
+    fn register(&self, adapter: AdapterBox) -> RResult<RegistrationBox, RString> {
+        let provider = adapter.provider().into_string();
+        let adapter = Arc::new(adapter);
+        {
+            let mut adapters = lock(&self.0.adapters);
+            if adapters.contains_key(&provider) {
+                return RErr(failure_json(
+                    FailureCode::DuplicateAdapter,
+                    format!("an adapter for provider route `{provider}` is already registered"),
+                ));
+            }
+            adapters.insert(provider.clone(), adapter.clone());
+        }
+        let _ = self.0.updated.emit(&RString::from(provider.as_str()));
+        let held = Held {
+            registry: Arc::downgrade(&self.0),
+            provider,
+            adapter: Arc::downgrade(&adapter),
+        };
+        ROk(Registration_TO::from_value(held, TD_Opaque))
+    }
+
+    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
+        let registry = self.0.clone();
+        async move {
+            let parsed: GenerateRequest = match serde_json::from_str(&request) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    return RErr(failure_json(
+                        FailureCode::InvalidRequest,
+                        format!("llm: bad request: {error}"),
+                    ));
+                }
+            };
+            let call = RArc::new(StreamCall {
+                provider: RString::from(parsed.config.provider.as_str()),
+                request,
+            });
+            let inner_registry = registry.clone();
+            let outcome = registry
+                .stream
+                .waterfall(call, move |call: RArc<StreamCall>| async move {
+                    Ok(match inner_registry.adapter(&call.provider) {
+                        Some(adapter) => adapter.stream(call.request.clone()).await,
+                        None => RErr(failure_json(
+                            FailureCode::InvalidRequest,
+                            format!(
+                                "llm: no adapter is registered for provider route `{}`",
+                                call.provider
+                            ),
+                        )),
+                    })
+                })
+                .await;
+            match outcome {
+                Ok(outcome) => outcome,
+                Err(error) => RErr(failure_json(
+                    FailureCode::Unknown,
+                    format!("llm/stream: {error}"),
+                )),
+            }
+        }
+        .into_ffi()
+    }
+
+    fn providers(&self) -> RVec<RString> {
+        let mut providers: Vec<String> = lock(&self.0.adapters).keys().cloned().collect();
+        providers.sort();
+        providers.into_iter().map(RString::from).collect()
+    }
+
+    fn models(&self, provider: RString) -> ROption<RString> {
+        match self.0.adapter(&provider) {
+            Some(adapter) => RSome(adapter.models()),
+            None => RNone,
+        }
+    }
+}
+
+pub struct LlmPlugin;
+
+impl Plugin for LlmPlugin {
+    const NAME: &'static str = "llm";
+    const PROVIDES: &'static [&'static str] = &[LLM];
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let registry = Arc::new(Registry {
+            adapters: Mutex::new(HashMap::new()),
+            stream: ctx.channel(&LLM_STREAM)?,
+            updated: ctx.channel(&LLM_ADAPTERS_UPDATED)?,
+        });
+        ctx.provide(LLM, Llm_TO::from_value(Service(registry), TD_Opaque))
+    }
+}
+
+dsh_plugin_api::export_plugins!(LlmPlugin);

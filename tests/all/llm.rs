@@ -1,0 +1,320 @@
+//! The model seam through the real host: `llm`, the `llm-deepseek` adapter over the host's
+//! `http` service, against a fake DeepSeek server speaking the wire protocol on loopback.
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{TestDir, plugin_lib, run_host_with_env};
+use serde_json::{Value, json};
+
+const KEY: (&str, &str) = ("DEEPSEEK_API_KEY", "sk-test-key");
+
+fn request(provider: &str, messages: Value) -> Value {
+    json!({"config": {"provider": provider, "model": "deepseek-v4-flash"}, "system": "be brief", "messages": messages})
+}
+
+fn hello() -> Value {
+    json!([{"id": "u1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]}])
+}
+
+/// Rows: http, llm, one adapter row per `adapters` entry (its config), and the probe.
+fn tree(adapters: &[Value], request: &Value) -> String {
+    let mut rows = vec![
+        json!({"id": "http", "name": "dsh-host/http"}),
+        json!({"id": "llm", "name": "llm"}),
+    ];
+    for (index, config) in adapters.iter().enumerate() {
+        rows.push(
+            json!({"id": format!("adapter-{index}"), "name": "llm-deepseek", "config": config}),
+        );
+    }
+    rows.push(json!({"id": "probe", "name": "llm-probe", "config": {"request": request}}));
+    // JSON is YAML.
+    serde_json::to_string_pretty(&rows).unwrap()
+}
+
+struct Run {
+    out: dsh_tests::Output,
+    chunks: Vec<Value>,
+    failure: Option<Value>,
+}
+
+fn run(dir: &TestDir, adapters: &[Value], request: &Value, envs: &[(&str, &str)]) -> Run {
+    for name in ["llm", "llm_deepseek", "llm_probe"] {
+        plugin_lib(name);
+    }
+    let config = dir.write("tree.yml", &tree(adapters, request));
+    let out = run_host_with_env(
+        &dir.home(),
+        &["check", "--config", config.to_str().unwrap()],
+        envs,
+    );
+    let chunks = out
+        .stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("chunk "))
+        .map(|json| serde_json::from_str(json).unwrap())
+        .collect();
+    let failure = out
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("llm failed "))
+        .map(|json| serde_json::from_str(json).unwrap());
+    Run {
+        out,
+        chunks,
+        failure,
+    }
+}
+
+fn deepseek_at(server: &FakeDeepSeek) -> Value {
+    json!({"baseURL": server.url()})
+}
+
+#[test]
+fn a_text_answer_streams_as_chunks_with_usage_then_finish() {
+    let server = FakeDeepSeek::start(vec![Reply::text("Hello from the fake model")]);
+    let dir = TestDir::new("llm-text");
+    let run = run(
+        &dir,
+        &[deepseek_at(&server)],
+        &request("deepseek-official", hello()),
+        &[KEY],
+    );
+    assert_eq!(run.out.code, Some(0), "{:?}", run.out);
+    assert!(run.out.stdout.contains("llm done"), "{}", run.out.stdout);
+    let kinds: Vec<&str> = run
+        .chunks
+        .iter()
+        .map(|chunk| chunk["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"block-start"));
+    assert_eq!(&kinds[kinds.len() - 3..], ["block-end", "usage", "finish"]);
+    let text: String = run
+        .chunks
+        .iter()
+        .filter(|chunk| chunk["type"] == "text-delta")
+        .map(|chunk| chunk["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Hello from the fake model");
+    assert_eq!(run.chunks.last().unwrap()["reason"]["kind"], "stop");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0];
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/chat/completions")
+    );
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-test-key"));
+    assert_eq!(sent.header("accept"), Some("text/event-stream"));
+    assert_eq!(sent.body["stream"], true);
+    assert_eq!(sent.body["stream_options"]["include_usage"], true);
+    assert_eq!(sent.body["model"], "deepseek-v4-flash");
+    assert_eq!(
+        sent.body["messages"][0],
+        json!({"role": "system", "content": "be brief"})
+    );
+}
+
+#[test]
+fn parallel_tool_calls_split_across_chunks_assemble_with_raw_arguments() {
+    let server = FakeDeepSeek::start(vec![Reply::tool_calls(&[
+        ("call_1", "read", r#"{"file_path":"src/main.rs"}"#),
+        ("call_2", "grep", r#"{"pattern":"fn main"}"#),
+    ])]);
+    let dir = TestDir::new("llm-tools");
+    let run = run(
+        &dir,
+        &[deepseek_at(&server)],
+        &request("deepseek-official", hello()),
+        &[KEY],
+    );
+    assert_eq!(run.out.code, Some(0), "{:?}", run.out);
+    let ended: Vec<&Value> = run
+        .chunks
+        .iter()
+        .filter(|chunk| chunk["type"] == "block-end")
+        .map(|chunk| &chunk["block"])
+        .collect();
+    let calls: Vec<(&str, &str)> = ended
+        .iter()
+        .filter(|block| block["type"] == "tool-call")
+        .map(|block| {
+            (
+                block["name"].as_str().unwrap(),
+                block["arguments"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("read", r#"{"file_path":"src/main.rs"}"#),
+            ("grep", r#"{"pattern":"fn main"}"#)
+        ]
+    );
+    assert_eq!(run.chunks.last().unwrap()["reason"]["kind"], "tool-calls");
+}
+
+#[test]
+fn reasoning_is_passed_back_on_the_next_request() {
+    let server = FakeDeepSeek::start(vec![Reply::text("done")]);
+    let dir = TestDir::new("llm-passback");
+    let history = json!([
+        {"id": "u1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "read it"}]},
+        {"id": "a1", "role": "assistant", "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"},
+         "content": [{"type": "reasoning", "text": "I should read the file."},
+                     {"type": "tool-call", "id": "call_1", "name": "read", "arguments": "{\"file_path\":\"a\"}"}]},
+        {"id": "r1", "role": "user", "source": {"kind": "tool", "callId": "call_1"},
+         "content": [{"type": "tool-result", "toolCallId": "call_1", "content": [{"type": "text", "text": "contents"}], "isError": false}]}
+    ]);
+    let run = run(
+        &dir,
+        &[deepseek_at(&server)],
+        &request("deepseek-official", history),
+        &[KEY],
+    );
+    assert_eq!(run.out.code, Some(0), "{:?}", run.out);
+    let messages = server.requests()[0].body["messages"].clone();
+    let assistant = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "assistant")
+        .unwrap();
+    assert_eq!(assistant["reasoning_content"], "I should read the file.");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["arguments"],
+        "{\"file_path\":\"a\"}"
+    );
+    let tool = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool["tool_call_id"], "call_1");
+    assert_eq!(tool["content"], "contents");
+}
+
+#[test]
+fn provider_errors_map_to_the_failure_vocabulary() {
+    let cases = [
+        (Reply::unauthorized(), "AUTH", None),
+        (Reply::rate_limited(7), "RATE_LIMIT", Some(7000)),
+        (Reply::server_error(), "SERVER", None),
+        (Reply::Malformed, "MALFORMED_RESPONSE", None),
+    ];
+    for (index, (reply, code, retry_after)) in cases.into_iter().enumerate() {
+        let server = FakeDeepSeek::start(vec![reply]);
+        let dir = TestDir::new(&format!("llm-error-{index}"));
+        let run = run(
+            &dir,
+            &[deepseek_at(&server)],
+            &request("deepseek-official", hello()),
+            &[KEY],
+        );
+        let failure = run
+            .failure
+            .unwrap_or_else(|| panic!("{code}: no failure in {:?}", run.out));
+        assert_eq!(failure["code"], code, "{failure}");
+        if let Some(ms) = retry_after {
+            assert_eq!(failure["providerRetryAfterMs"], ms, "{failure}");
+        }
+    }
+}
+
+#[test]
+fn a_dropped_stream_and_a_stall_fail_instead_of_hanging() {
+    let dropped = FakeDeepSeek::start(vec![Reply::DropMidStream {
+        events: match Reply::text("a long answer that never ends") {
+            Reply::Sse(events) => events,
+            _ => unreachable!(),
+        },
+        after_events: 2,
+    }]);
+    let dir = TestDir::new("llm-dropped");
+    let run_dropped = run(
+        &dir,
+        &[deepseek_at(&dropped)],
+        &request("deepseek-official", hello()),
+        &[KEY],
+    );
+    let failure = run_dropped
+        .failure
+        .unwrap_or_else(|| panic!("{:?}", run_dropped.out));
+    assert!(
+        ["STREAM_CLOSED", "TRANSPORT"].contains(&failure["code"].as_str().unwrap()),
+        "{failure}"
+    );
+
+    let stalled = FakeDeepSeek::start(vec![Reply::Stall { ms: 5_000 }]);
+    let dir = TestDir::new("llm-stall");
+    let config = json!({"baseURL": stalled.url(), "streamIdleTimeoutMs": 300});
+    let run_stalled = run(
+        &dir,
+        &[config],
+        &request("deepseek-official", hello()),
+        &[KEY],
+    );
+    let failure = run_stalled
+        .failure
+        .unwrap_or_else(|| panic!("{:?}", run_stalled.out));
+    assert_eq!(failure["code"], "TIMEOUT", "{failure}");
+}
+
+#[test]
+fn a_missing_key_is_refused_before_any_request() {
+    let server = FakeDeepSeek::start(vec![Reply::text("never sent")]);
+    let dir = TestDir::new("llm-no-key");
+    let run = run(
+        &dir,
+        &[deepseek_at(&server)],
+        &request("deepseek-official", hello()),
+        &[],
+    );
+    let failure = run.failure.unwrap_or_else(|| panic!("{:?}", run.out));
+    assert_eq!(failure["code"], "MISSING_CREDENTIAL", "{failure}");
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn an_openai_compatible_endpoint_gets_no_deepseek_only_fields() {
+    let server = FakeDeepSeek::start(vec![Reply::text("local answer")]);
+    let dir = TestDir::new("llm-openai");
+    let adapter = json!({"provider": "local-llm", "baseURL": server.url(), "apiKeyEnv": "LOCAL_LLM_KEY", "compat": "openai"});
+    let run = run(
+        &dir,
+        &[adapter],
+        &request("local-llm", hello()),
+        &[("LOCAL_LLM_KEY", "local-key")],
+    );
+    assert_eq!(run.out.code, Some(0), "{:?}", run.out);
+    assert!(run.out.stdout.contains("llm done"), "{}", run.out.stdout);
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("authorization"), Some("Bearer local-key"));
+    assert!(sent.body.get("thinking").is_none(), "{}", sent.body);
+    assert!(sent.body.get("reasoning_effort").is_none(), "{}", sent.body);
+    assert!(
+        sent.headers
+            .iter()
+            .all(|(name, _)| !name.starts_with("x-deepseek-harness")),
+        "{:?}",
+        sent.headers
+    );
+}
+
+#[test]
+fn a_second_adapter_for_a_route_is_refused() {
+    let server = FakeDeepSeek::start(vec![Reply::text("first adapter answers")]);
+    let dir = TestDir::new("llm-duplicate");
+    let run = run(
+        &dir,
+        &[deepseek_at(&server), deepseek_at(&server)],
+        &request("deepseek-official", hello()),
+        &[KEY],
+    );
+    assert_eq!(run.out.code, Some(1), "{:?}", run.out);
+    let table = dsh_tests::squash(&run.out.stdout);
+    assert!(table.contains("adapter-1 llm-deepseek FAILED"), "{table}");
+    assert!(table.contains("DUPLICATE_ADAPTER"), "{table}");
+}
