@@ -4,6 +4,7 @@
 mod bad_input;
 mod cli;
 mod examples;
+mod fakellm;
 mod llm;
 mod reload;
 mod runtime;
