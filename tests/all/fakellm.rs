@@ -17,17 +17,31 @@ fn fakellm() -> Result<PathBuf, String> {
     if exe.is_file() {
         return Ok(exe);
     }
-    let status = Command::new("python3").args(["-m", "venv"]).arg(&venv).status();
+    let status = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status();
     if !matches!(status, Ok(status) if status.success()) {
-        return Err(format!("cannot create a virtual environment at {}", venv.display()));
+        return Err(format!(
+            "cannot create a virtual environment at {}",
+            venv.display()
+        ));
     }
     let pip = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", "fakellm==0.3.5"])
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "fakellm==0.3.5",
+        ])
         .output()
         .map_err(|error| format!("cannot run pip: {error}"))?;
     if !pip.status.success() || !exe.is_file() {
         let _ = std::fs::remove_dir_all(&venv);
-        return Err(format!("pip cannot install fakellm 0.3.5: {}", String::from_utf8_lossy(&pip.stderr).trim()));
+        return Err(format!(
+            "pip cannot install fakellm 0.3.5: {}",
+            String::from_utf8_lossy(&pip.stderr).trim()
+        ));
     }
     Ok(exe)
 }
@@ -42,12 +56,23 @@ impl Drop for Server {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn serve(exe: &Path, config: &Path, port: u16) -> Server {
     let child = Command::new(exe)
-        .args(["serve", "--host", "127.0.0.1", "--port", &port.to_string(), "--config"])
+        .args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--config",
+        ])
         .arg(config)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -56,7 +81,10 @@ fn serve(exe: &Path, config: &Path, port: u16) -> Server {
     let server = Server(child);
     let deadline = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "fakellm did not start listening on {port}");
+        assert!(
+            Instant::now() < deadline,
+            "fakellm did not start listening on {port}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     server
@@ -93,7 +121,11 @@ fn the_adapter_streams_from_fakellm_in_openai_compatible_mode() {
         {"id": "probe", "name": "llm-probe", "config": {"request": request}}
     ]);
     let tree = dir.write("tree.yml", &serde_json::to_string_pretty(&rows).unwrap());
-    let out = run_host_with_env(&dir.home(), &["check", "--config", tree.to_str().unwrap()], &[("FAKELLM_KEY", "not-used")]);
+    let out = run_host_with_env(
+        &dir.home(),
+        &["check", "--config", tree.to_str().unwrap()],
+        &[("FAKELLM_KEY", "not-used")],
+    );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(out.stdout.contains("llm done"), "{}", out.stdout);
     let chunks: Vec<serde_json::Value> = out
@@ -107,7 +139,8 @@ fn the_adapter_streams_from_fakellm_in_openai_compatible_mode() {
         .find(|chunk| chunk["type"] == "block-end" && chunk["block"]["type"] == "tool-call")
         .unwrap_or_else(|| panic!("no tool call in {chunks:?}"));
     assert_eq!(call["block"]["name"], "glob");
-    let arguments: serde_json::Value = serde_json::from_str(call["block"]["arguments"].as_str().unwrap()).unwrap();
+    let arguments: serde_json::Value =
+        serde_json::from_str(call["block"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments, json!({"pattern": "*.rs"}));
     assert_eq!(chunks.last().unwrap()["type"], "finish");
 }

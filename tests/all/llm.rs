@@ -318,3 +318,124 @@ fn a_second_adapter_for_a_route_is_refused() {
     assert!(table.contains("adapter-1 llm-deepseek FAILED"), "{table}");
     assert!(table.contains("DUPLICATE_ADAPTER"), "{table}");
 }
+
+/// The recorded chunks of every model attempt in a log, in order (packed rows expanded).
+fn recorded_attempts(log: &std::path::Path) -> Vec<Vec<Value>> {
+    let mut attempts = vec![Vec::new()];
+    for line in std::fs::read_to_string(log).unwrap().lines().skip(1) {
+        let value: Value = serde_json::from_str(line).unwrap();
+        let chunks: Vec<Value> = match value["type"].as_str().unwrap() {
+            "assistant/chunk" => vec![value["data"]["chunk"].clone()],
+            kind @ ("text-chunks" | "reasoning-chunks") => {
+                let delta = if kind == "text-chunks" { "text-delta" } else { "reasoning-delta" };
+                value["data"]["texts"].as_array().unwrap().iter().map(|text| json!({"type": delta, "index": value["data"]["index"], "text": text})).collect()
+            }
+            "tool-call-chunks" => value["data"]["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|args| {
+                    let mut chunk = json!({"type": "tool-call-delta", "index": value["data"]["index"], "id": value["data"]["id"], "argumentsDelta": args});
+                    if let Some(name) = value["data"].get("name") {
+                        chunk["name"] = name.clone();
+                    }
+                    chunk
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for chunk in chunks {
+            let finished = chunk["type"] == "finish";
+            attempts.last_mut().unwrap().push(chunk);
+            if finished {
+                attempts.push(Vec::new());
+            }
+        }
+    }
+    attempts.retain(|attempt| !attempt.is_empty());
+    attempts
+}
+
+#[test]
+fn replay_answers_each_request_with_the_next_recorded_attempt() {
+    plugin_lib("llm_replay");
+    let log = dsh_tests::workspace_root()
+        .join("../shared/fixtures/dsh/acp/snapshots/web-fetch/session.jsonl");
+    let recorded = recorded_attempts(&log);
+    assert_eq!(recorded.len(), 2);
+    let dir = TestDir::new("llm-replay");
+    let rows = json!([
+        {"id": "llm", "name": "llm"},
+        {"id": "replay", "name": "llm-replay", "config": {"log": log.to_str().unwrap()}},
+        {"id": "probe", "name": "llm-probe", "config": {"request": request("deepseek-official", hello()), "repeat": 3}}
+    ]);
+    let config = dir.write("tree.yml", &serde_json::to_string_pretty(&rows).unwrap());
+    let out = run_host_with_env(
+        &dir.home(),
+        &["check", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let mut answers: Vec<Vec<Value>> = Vec::new();
+    let mut failures = Vec::new();
+    for line in out.stdout.lines() {
+        if line.starts_with("request ") {
+            answers.push(Vec::new());
+        } else if let Some(chunk) = line.strip_prefix("chunk ") {
+            answers
+                .last_mut()
+                .unwrap()
+                .push(serde_json::from_str(chunk).unwrap());
+        } else if let Some(failure) = line.strip_prefix("llm failed ") {
+            failures.push(failure.to_owned());
+        }
+    }
+    assert_eq!(answers[0], recorded[0]);
+    assert_eq!(answers[1], recorded[1]);
+    // A third request has nothing recorded: it fails, it does not hang.
+    assert!(answers[2].is_empty());
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].contains("request 3 has no recorded answer"),
+        "{failures:?}"
+    );
+}
+
+#[test]
+fn a_replay_hang_creates_its_ready_file_and_is_cancelled_by_shutdown() {
+    plugin_lib("llm_replay");
+    let dir = TestDir::new("llm-replay-hang");
+    let ready = dir.join("ready");
+    let overrides = dir.write(
+        "replay.override.json",
+        &json!([{"kind": "hang", "readyFile": ready.to_str().unwrap()}]).to_string(),
+    );
+    let log = dir.write(
+        "session.jsonl",
+        "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":1,\"delegationDepth\":0}\n",
+    );
+    let rows = json!([
+        {"id": "llm", "name": "llm"},
+        {"id": "replay", "name": "llm-replay", "config": {"log": log.to_str().unwrap(), "overrides": overrides.to_str().unwrap()}},
+        {"id": "probe", "name": "llm-probe", "config": {"request": request("deepseek-official", hello())}}
+    ]);
+    let config = dir.write("tree.yml", &serde_json::to_string_pretty(&rows).unwrap());
+    let mut host =
+        dsh_tests::HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let deadline = std::time::Instant::now() + dsh_tests::WAIT;
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ready file never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let stopping = std::time::Instant::now();
+    assert_eq!(host.stop(), Some(0));
+    // The hanging apply was cancelled, not waited out for the grace period.
+    assert!(
+        stopping.elapsed() < std::time::Duration::from_secs(4),
+        "{:?}",
+        stopping.elapsed()
+    );
+}

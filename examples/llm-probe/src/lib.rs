@@ -15,6 +15,13 @@ use dsh_plugin_api::serde_json;
 pub struct Config {
     /// A `GenerateRequest` (`config`, `messages`, `system`, `tools`).
     pub request: serde_json::Value,
+    /// How many times to send it, one after the other (each prints `request <n>` first).
+    #[serde(default = "one")]
+    pub repeat: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn say(line: &str) {
@@ -32,27 +39,30 @@ impl Plugin for LlmProbe {
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         let llm = ctx.inject::<LlmService>("llm")?;
-        let stream = match llm
-            .stream(config.request.to_string().into())
-            .await
-            .into_result()
-        {
-            Ok(stream) => stream,
-            Err(failure) => {
-                say(&format!("llm failed {failure}"));
-                return Ok(());
-            }
-        };
-        loop {
-            match stream.next().await.into_result() {
-                Ok(dsh_plugin_api::ROption::RSome(chunk)) => say(&format!("chunk {chunk}")),
-                Ok(dsh_plugin_api::ROption::RNone) => {
-                    say("llm done");
-                    break;
-                }
+        for round in 1..=config.repeat {
+            say(&format!("request {round}"));
+            let stream = match llm
+                .stream(config.request.to_string().into())
+                .await
+                .into_result()
+            {
+                Ok(stream) => stream,
                 Err(failure) => {
                     say(&format!("llm failed {failure}"));
-                    break;
+                    continue;
+                }
+            };
+            loop {
+                match stream.next().await.into_result() {
+                    Ok(dsh_plugin_api::ROption::RSome(chunk)) => say(&format!("chunk {chunk}")),
+                    Ok(dsh_plugin_api::ROption::RNone) => {
+                        say("llm done");
+                        break;
+                    }
+                    Err(failure) => {
+                        say(&format!("llm failed {failure}"));
+                        break;
+                    }
                 }
             }
         }

@@ -97,6 +97,8 @@ pub(super) struct Fiber {
     pub scope: Arc<Scope>,
     /// Serializes the fiber's transitions: one reconcile at a time.
     pub transition: tokio::sync::Mutex<()>,
+    /// Woken when the fiber is disposed, so an `apply` still running is dropped (cancelled).
+    pub cancel: tokio::sync::Notify,
     inner: Mutex<FiberInner>,
 }
 
@@ -145,6 +147,7 @@ impl Fiber {
             parent,
             scope,
             transition: tokio::sync::Mutex::new(()),
+            cancel: tokio::sync::Notify::new(),
             inner: Mutex::new(FiberInner {
                 source,
                 config,

@@ -81,9 +81,21 @@ impl Inner {
         let result = match source {
             Source::Plugin(plugin) => {
                 let ctx = FiberContext::new(self.clone(), fiber.clone(), generation).boxed();
-                (plugin.decl().apply)(ctx, RString::from(config))
-                    .await
-                    .into_result()
+                let applying = (plugin.decl().apply)(ctx, RString::from(config));
+                // Disposing a fiber whose `apply` is still running drops (cancels) the apply.
+                let cancelled = fiber.cancel.notified();
+                tokio::pin!(cancelled);
+                cancelled.as_mut().enable();
+                if fiber.inner().disposed {
+                    Err(PluginError::plugin(
+                        "apply cancelled: the fiber was disposed",
+                    ))
+                } else {
+                    tokio::select! {
+                        result = applying => result.into_result(),
+                        () = &mut cancelled => Err(PluginError::plugin("apply cancelled: the fiber was disposed")),
+                    }
+                }
             }
             Source::Group | Source::Host | Source::Missing(_) | Source::Broken(_) => Ok(()),
         };

@@ -317,6 +317,7 @@ impl Inner {
             return;
         };
         fiber.inner().disposed = true;
+        fiber.cancel.notify_waiters();
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.reconcile(&fiber).await;
         self.in_flight.fetch_sub(1, Ordering::AcqRel);

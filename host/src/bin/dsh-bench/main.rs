@@ -67,7 +67,9 @@ fn main() {
     let result = result.and_then(|()| {
         if wants("session") {
             // The recorded logs, when the shared folder sits beside the project.
-            let fixtures = std::env::var_os("DSH_FIXTURES").map(PathBuf::from).filter(|path| path.is_dir());
+            let fixtures = std::env::var_os("DSH_FIXTURES")
+                .map(PathBuf::from)
+                .filter(|path| path.is_dir());
             session::run(fixtures.as_deref())
         } else {
             Ok(())

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use dsh_session_jsonl::{Encoding, SessionHeader, SessionWriter, WriterOptions, encode_lines, read_session};
+use dsh_session_jsonl::{
+    Encoding, SessionHeader, SessionWriter, WriterOptions, encode_lines, read_session,
+};
 use dsh_session_log::{NewEvent, SessionEvent, SessionLog, SurfaceOp, TypeRegistry};
 use serde_json::json;
 
@@ -16,15 +18,35 @@ use crate::{median, report};
 /// The events of step `step` of turn 1: a streamed answer (block, 20 deltas, usage, finish), the
 /// assistant message, a tool call and its result. About 30 events, like a real tool step.
 fn step_events(step: u64, time: i64) -> Vec<NewEvent> {
-    let chunk = |chunk: serde_json::Value| NewEvent::new("assistant/chunk", json!({"turn": 1, "step": step, "chunk": chunk}), time);
-    let mut events = vec![NewEvent::new("step/start", json!({"turn": 1, "step": step}), time)];
-    events.push(chunk(json!({"type": "block-start", "index": 0, "blockType": "text"})));
+    let chunk = |chunk: serde_json::Value| {
+        NewEvent::new(
+            "assistant/chunk",
+            json!({"turn": 1, "step": step, "chunk": chunk}),
+            time,
+        )
+    };
+    let mut events = vec![NewEvent::new(
+        "step/start",
+        json!({"turn": 1, "step": step}),
+        time,
+    )];
+    events.push(chunk(
+        json!({"type": "block-start", "index": 0, "blockType": "text"}),
+    ));
     for index in 0..20 {
-        events.push(chunk(json!({"type": "text-delta", "index": 0, "text": format!("word{index} ")})));
+        events.push(chunk(
+            json!({"type": "text-delta", "index": 0, "text": format!("word{index} ")}),
+        ));
     }
-    events.push(chunk(json!({"type": "block-end", "index": 0, "block": {"type": "text", "text": "the answer"}})));
-    events.push(chunk(json!({"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 20}})));
-    events.push(chunk(json!({"type": "finish", "reason": {"kind": "tool-calls"}})));
+    events.push(chunk(
+        json!({"type": "block-end", "index": 0, "block": {"type": "text", "text": "the answer"}}),
+    ));
+    events.push(chunk(
+        json!({"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 20}}),
+    ));
+    events.push(chunk(
+        json!({"type": "finish", "reason": {"kind": "tool-calls"}}),
+    ));
     let call_id = format!("call-{step}");
     events.push(NewEvent::surface(
         "assistant/message",
@@ -48,14 +70,25 @@ fn step_events(step: u64, time: i64) -> Vec<NewEvent> {
         SurfaceOp::append(),
         time,
     ));
-    events.push(NewEvent::new("step/end", json!({"turn": 1, "step": step}), time));
+    events.push(NewEvent::new(
+        "step/end",
+        json!({"turn": 1, "step": step}),
+        time,
+    ));
     events
 }
 
 fn opening(log: &mut SessionLog) -> Result<(), String> {
     let user = json!({"role": "user", "id": "u1", "source": {"kind": "user"}, "content": [{"type": "text", "text": "go"}]});
-    log.append(NewEvent::new("turn/start", json!({"turn": 1}), 1)).map_err(|e| e.to_string())?;
-    log.append(NewEvent::surface("user/message", user, SurfaceOp::append(), 1)).map_err(|e| e.to_string())?;
+    log.append(NewEvent::new("turn/start", json!({"turn": 1}), 1))
+        .map_err(|e| e.to_string())?;
+    log.append(NewEvent::surface(
+        "user/message",
+        user,
+        SurfaceOp::append(),
+        1,
+    ))
+    .map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -80,9 +113,19 @@ fn scratch() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-fn write_session(root: &Path, id: &str, events: &[SessionEvent], encoding: Encoding, batch: usize) -> Result<PathBuf, String> {
-    let options = WriterOptions { encoding, pack_chunks: true };
-    let mut writer = SessionWriter::create(root, SessionHeader::new(id, 1), options).map_err(|e| e.to_string())?;
+fn write_session(
+    root: &Path,
+    id: &str,
+    events: &[SessionEvent],
+    encoding: Encoding,
+    batch: usize,
+) -> Result<PathBuf, String> {
+    let options = WriterOptions {
+        encoding,
+        pack_chunks: true,
+    };
+    let mut writer = SessionWriter::create(root, SessionHeader::new(id, 1), options)
+        .map_err(|e| e.to_string())?;
     for slice in events.chunks(batch) {
         writer.append(slice).map_err(|e| e.to_string())?;
     }
@@ -103,12 +146,17 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
         let started = Instant::now();
         let path = write_session(&root, "bench", &events, encoding, 1000)?;
         let rate = events.len() as f64 / started.elapsed().as_secs_f64();
-        report(&format!("session_store_append_batched_{name}"), rate, "events/s");
+        report(
+            &format!("session_store_append_batched_{name}"),
+            rate,
+            "events/s",
+        );
         let mut loads = Vec::new();
         for _ in 0..5 {
             let started = Instant::now();
             let read = read_session(&path).map_err(|e| e.to_string())?;
-            let loaded = SessionLog::from_events(read.events, Arc::new(TypeRegistry::new())).map_err(|e| e.to_string())?;
+            let loaded = SessionLog::from_events(read.events, Arc::new(TypeRegistry::new()))
+                .map_err(|e| e.to_string())?;
             std::hint::black_box(loaded.derive_messages().len());
             loads.push(started.elapsed().as_secs_f64() * 1e3);
         }
@@ -116,12 +164,18 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
     }
     // One tiny batch per append: what the fsync of a batch costs.
     let root = dir.join("fsync");
-    let options = WriterOptions { encoding: Encoding::Raw, pack_chunks: true };
-    let mut writer = SessionWriter::create(&root, SessionHeader::new("fsync", 1), options).map_err(|e| e.to_string())?;
+    let options = WriterOptions {
+        encoding: Encoding::Raw,
+        pack_chunks: true,
+    };
+    let mut writer = SessionWriter::create(&root, SessionHeader::new("fsync", 1), options)
+        .map_err(|e| e.to_string())?;
     let mut samples = Vec::new();
     for event in events.iter().take(50) {
         let started = Instant::now();
-        writer.append(std::slice::from_ref(event)).map_err(|e| e.to_string())?;
+        writer
+            .append(std::slice::from_ref(event))
+            .map_err(|e| e.to_string())?;
         samples.push(started.elapsed().as_secs_f64() * 1e3);
     }
     report("session_store_fsync_per_batch", median(samples), "ms");
@@ -145,7 +199,11 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
             std::hint::black_box(log.derive_messages().len());
             samples.push(started.elapsed().as_secs_f64() * 1e6);
         }
-        report(&format!("session_derive_after_step_{steps}"), median(samples), "us");
+        report(
+            &format!("session_derive_after_step_{steps}"),
+            median(samples),
+            "us",
+        );
     }
 
     if let Some(fixtures) = fixtures {
@@ -164,11 +222,19 @@ fn packed_sizes(root: &Path) -> Result<(u64, u64), String> {
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
             let path = entry.map_err(|e| e.to_string())?.path();
-            let name = path.file_name().map(|name| name.to_string_lossy().to_string()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|name| name.to_string_lossy().to_string())
+                .unwrap_or_default();
             if path.is_dir() {
                 stack.push(path);
-            } else if name.starts_with("session") && name.ends_with(".jsonl") && !path.to_string_lossy().contains("/ralph-loop/") {
-                let Ok(read) = read_session(&path) else { continue };
+            } else if name.starts_with("session")
+                && name.ends_with(".jsonl")
+                && !path.to_string_lossy().contains("/ralph-loop/")
+            {
+                let Ok(read) = read_session(&path) else {
+                    continue;
+                };
                 let lines = encode_lines(&read.events, true).map_err(|e| e.to_string())?;
                 ours += (read.header.to_line().len() + 1 + lines.len()) as u64;
                 theirs += std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
