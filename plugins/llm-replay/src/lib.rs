@@ -99,13 +99,12 @@ impl Plugin for ReplayPlugin {
                             TD_Opaque,
                         )),
                         Some(Answer::Hang(ready)) => {
-                            if let Some(ready) = ready {
-                                if let Err(error) = std::fs::write(&ready, b"") {
+                            if let Some(ready) = ready
+                                && let Err(error) = std::fs::write(&ready, b"") {
                                     return Ok(RErr(failure_json(format!(
                                         "llm-replay: cannot create {ready}: {error}"
                                     ))));
                                 }
-                            }
                             ROk(ChunkStream_TO::from_value(Hang, TD_Opaque))
                         }
                         None => RErr(failure_json(format!(
