@@ -97,19 +97,29 @@ fn copy_api(root: &Path, dir: &Path, version: &str, change_layout: bool) -> Resu
     let manifest = std::fs::read_to_string(source.join("Cargo.toml"))?;
     let manifest = standalone_manifest(root, &manifest, version)?;
     write_if_changed(&dir.join("Cargo.toml"), &manifest)?;
-    for entry in std::fs::read_dir(source.join("src"))? {
+    copy_sources(&source.join("src"), &dir.join("src"), change_layout)?;
+    if let Some(lock) = lock {
+        write_if_changed(&dir.join("Cargo.lock"), &lock)?;
+    }
+    Ok(())
+}
+
+/// Copies the source tree of `plugin-api`, patching the layout when asked.
+fn copy_sources(from: &Path, to: &Path, change_layout: bool) -> Result<()> {
+    for entry in std::fs::read_dir(from)? {
         let path = entry?.path();
         let Some(file) = path.file_name().map(PathBuf::from) else {
             continue;
         };
+        if path.is_dir() {
+            copy_sources(&path, &to.join(&file), change_layout)?;
+            continue;
+        }
         let mut text = std::fs::read_to_string(&path)?;
         if change_layout {
             text = change_decl_layout(&file, text)?;
         }
-        write_if_changed(&dir.join("src").join(file), &text)?;
-    }
-    if let Some(lock) = lock {
-        write_if_changed(&dir.join("Cargo.lock"), &lock)?;
+        write_if_changed(&to.join(file), &text)?;
     }
     Ok(())
 }
