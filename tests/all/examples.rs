@@ -105,6 +105,9 @@ fn models_yml_registers_both_routes() {
     let out = check_example("models.yml");
     assert_eq!(out.code, Some(0), "{out:?}");
     let table = squash(&out.stdout);
-    assert!(table.contains("llm-deepseek llm-deepseek ACTIVE"), "{table}");
+    assert!(
+        table.contains("llm-deepseek llm-deepseek ACTIVE"),
+        "{table}"
+    );
     assert!(table.contains("llm-ollama llm-deepseek ACTIVE"), "{table}");
 }

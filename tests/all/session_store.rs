@@ -125,3 +125,47 @@ fn a_session_owned_by_another_process_is_refused_and_taken_over_after_a_kill() {
     let third = run_host(&dir.home(), &["check", "--config", hold.to_str().unwrap()]);
     assert!(third.stdout.contains("hold s-lock: 7 events"), "{third:?}");
 }
+
+#[test]
+fn plugin_event_types_are_ignorable_unless_required() {
+    libraries();
+    let dir = TestDir::new("store-types");
+    let config = dir.write("tree.yml", &tree("plugin-types", "s-types", "none"));
+    let out = run_host(
+        &dir.home(),
+        &["check", "--config", config.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains("unregistered type refused"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("probe/unregistered"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("plugin-types s-types: closed, live sessions: 0"),
+        "{}",
+        out.stdout
+    );
+    let stored = dir
+        .home()
+        .join("sessions/--work-demo--/s-types/session.jsonl");
+    let text = std::fs::read_to_string(&stored).unwrap();
+    let metric = text
+        .lines()
+        .find(|line| line.contains("probe/metric"))
+        .unwrap();
+    assert!(metric.contains("\"ignorable\":true"), "{metric}");
+    let vital = text
+        .lines()
+        .find(|line| line.contains("probe/vital"))
+        .unwrap();
+    assert!(!vital.contains("ignorable"), "{vital}");
+    // Without the plugin, the required type makes the log refuse to load, naming it; the
+    // ignorable one alone would not.
+    let check = run_host(&dir.home(), &["session", "check", stored.to_str().unwrap()]);
+    assert_eq!(check.code, Some(1), "{check:?}");
+    assert!(check.stdout.contains("probe/vital"), "{}", check.stdout);
+    assert!(!check.stdout.contains("probe/metric"), "{}", check.stdout);
+}

@@ -127,6 +127,46 @@ impl Plugin for SessionProbe {
                 }
                 Err(error) => say(&format!("{} {} refused: {error}", config.action, config.id)),
             },
+            "plugin-types" => {
+                sessions
+                    .register_type("probe/metric".into(), false)
+                    .into_result()
+                    .map_err(fail)?;
+                sessions
+                    .register_type("probe/vital".into(), true)
+                    .into_result()
+                    .map_err(fail)?;
+                let request = CreateSession {
+                    id: ROption::RSome(config.id.as_str().into()),
+                    cwd: config.cwd.as_deref().map(RString::from).into(),
+                    ..CreateSession::default()
+                };
+                let session = sessions.create(request).await.into_result().map_err(fail)?;
+                append(
+                    &session,
+                    vec![
+                        event("probe/metric", r#"{"value":1}"#),
+                        event("probe/vital", r#"{"value":2}"#),
+                    ],
+                )?;
+                match session
+                    .append(RVec::from(vec![event("probe/unregistered", "{}")]))
+                    .into_result()
+                {
+                    Ok(_) => say("unregistered type accepted"),
+                    Err(error) => say(&format!("unregistered type refused: {error}")),
+                }
+                sessions
+                    .close(config.id.as_str().into())
+                    .await
+                    .into_result()
+                    .map_err(fail)?;
+                say(&format!(
+                    "plugin-types {}: closed, live sessions: {}",
+                    config.id,
+                    sessions.live().len()
+                ));
+            }
             other => return Err(PluginError::plugin(format!("unknown action `{other}`"))),
         }
         Ok(())

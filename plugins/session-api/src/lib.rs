@@ -174,6 +174,11 @@ pub trait Sessions: Send + Sync {
     ) -> FfiFuture<RResult<SessionBox, SessionError>>;
     /// Ids of the live sessions.
     fn live(&self) -> RVec<RString>;
+    /// Makes a plugin's own event type known. Its events are written with `ignorable: true`
+    /// unless `required`, so removing the plugin never makes its sessions unreadable.
+    fn register_type(&self, kind: RString, required: bool) -> RResult<(), SessionError>;
+    /// Flushes a live session, releases it from this process and announces `session/disposed`.
+    fn close(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
 }
 pub type SessionsService = Sessions_TO<'static, RBox<()>>;
 
@@ -203,5 +208,7 @@ pub trait SessionStore: Send + Sync {
     /// Writes everything queued for `session` (or all) and syncs it.
     fn flush(&self, session: ROption<RString>) -> FfiFuture<RResult<(), SessionError>>;
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>>;
+    /// Writes what is queued for `session`, then forgets it and releases its lock.
+    fn close(&self, session: RString) -> FfiFuture<RResult<(), SessionError>>;
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;

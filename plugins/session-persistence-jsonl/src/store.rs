@@ -351,6 +351,18 @@ impl SessionStore for Store {
         .into_ffi()
     }
 
+    fn close(&self, session: RString) -> FfiFuture<RResult<(), SessionError>> {
+        let store = self.clone();
+        async move {
+            let drained = store.drain(Some(session.as_str())).await;
+            if let Some(stored) = lock(&store.inner.sessions).remove(session.as_str()) {
+                lock(&stored.held).take();
+            }
+            done(drained)
+        }
+        .into_ffi()
+    }
+
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
         let store = self.clone();
         async move { done(store.load(id.into_string()).await) }.into_ffi()

@@ -103,6 +103,11 @@ impl LiveSession {
         &self.id
     }
 
+    /// Uses `types` from now on (a plugin registered an event type).
+    pub(crate) fn set_types(&self, types: Arc<dsh_session_log::TypeRegistry>) {
+        lock(&self.log).set_registry(types);
+    }
+
     /// The log as it stands (for forks).
     pub(crate) fn log_snapshot(&self) -> SessionLog {
         lock(&self.log).clone()

@@ -8,10 +8,11 @@ use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
 use dsh_session_api::{
-    CreateSession, SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH, SESSION_PERSISTENCE, Session_TO,
-    SessionBox, SessionError, SessionErrorKind, SessionStoreService, Sessions,
+    CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
+    SESSION_PERSISTENCE, Session_TO, SessionBox, SessionError, SessionErrorKind,
+    SessionStoreService, Sessions,
 };
-use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, fork};
+use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, TypeRequirement, fork};
 use serde_json::json;
 
 use crate::ids::{new_session_id, now_ms};
@@ -24,7 +25,8 @@ pub(crate) struct Registry {
 struct Inner {
     ctx: Context,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
-    types: Arc<TypeRegistry>,
+    /// Replaced (never mutated) when a plugin registers a type, and handed to every live log.
+    types: Mutex<Arc<TypeRegistry>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -48,13 +50,54 @@ impl Registry {
             inner: Arc::new(Inner {
                 ctx,
                 live: Mutex::new(HashMap::new()),
-                types: Arc::new(TypeRegistry::new()),
+                types: Mutex::new(Arc::new(TypeRegistry::new())),
             }),
         }
     }
 }
 
 impl Inner {
+    fn types(&self) -> Arc<TypeRegistry> {
+        lock(&self.types).clone()
+    }
+
+    fn register_type(&self, kind: &str, required: bool) -> Result<(), SessionError> {
+        let requirement = if required {
+            TypeRequirement::Required
+        } else {
+            TypeRequirement::Ignorable
+        };
+        let registry = {
+            let mut types = lock(&self.types);
+            let mut next = (**types).clone();
+            next.register(kind, requirement)
+                .map_err(|problem| error(SessionErrorKind::Invalid, problem.to_string()))?;
+            *types = Arc::new(next);
+            types.clone()
+        };
+        for live in lock(&self.live).values() {
+            live.set_types(registry.clone());
+        }
+        Ok(())
+    }
+
+    async fn close(&self, id: &str) -> Result<(), SessionError> {
+        let Some(live) = lock(&self.live).remove(id) else {
+            return Err(error(
+                SessionErrorKind::NotFound,
+                format!("session `{id}` is not live"),
+            ));
+        };
+        let wiring = self.wiring()?;
+        let closed = match &wiring.store {
+            Some(store) => store.close(RString::from(id)).await.into_result(),
+            None => Ok(()),
+        };
+        drop(live);
+        let _ = self.ctx.emit(&SESSION_DISPOSED, &RString::from(id));
+        closed
+    }
+
     /// Channels and the store as they are now (the store is optional and may come and go).
     fn wiring(&self) -> Result<Arc<Wiring>, SessionError> {
         let setup = |problem: dsh_plugin_api::PluginError| {
@@ -113,7 +156,7 @@ impl Inner {
                 .await
                 .into_result()?;
         }
-        let live = LiveSession::new(id, SessionLog::new(self.types.clone()), wiring)?;
+        let live = LiveSession::new(id, SessionLog::new(self.types()), wiring)?;
         self.register(live)
     }
 
@@ -140,7 +183,7 @@ impl Inner {
                     format!("session `{id}`: {problem}"),
                 )
             })?;
-        let log = SessionLog::from_events(events, self.types.clone()).map_err(|problem| {
+        let log = SessionLog::from_events(events, self.types()).map_err(|problem| {
             error(
                 SessionErrorKind::Unreadable,
                 format!("session `{id}`: {problem}"),
@@ -224,5 +267,14 @@ impl Sessions for Registry {
             .keys()
             .map(|id| RString::from(id.as_str()))
             .collect()
+    }
+
+    fn register_type(&self, kind: RString, required: bool) -> RResult<(), SessionError> {
+        self.inner.register_type(&kind, required).into()
+    }
+
+    fn close(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
+        let inner = self.inner.clone();
+        async move { inner.close(&id).await.into() }.into_ffi()
     }
 }
