@@ -1,0 +1,17 @@
+//! A fake DeepSeek chat-completions server on loopback, speaking the real wire protocol: HTTP/1.1
+//! with SSE bodies (chunked, or delimited by closing the connection), scripted per request, and
+//! recording every request for assertions.
+//!
+//! Each `POST .../chat/completions` takes the next [`Reply`] of the script; other requests get a
+//! 404, and requests past the end of the script a 500. Every loop is bounded: the accept loop
+//! polls with a timeout and stops at a connection cap, after a quiet spell, or on drop; pauses
+//! and stalls sleep in short slices that watch the stop flag; sockets have read and write
+//! timeouts. Dropping the server stops and joins every thread.
+
+mod script;
+mod server;
+#[cfg(test)]
+mod tests;
+
+pub use script::{RecordedRequest, Reply, SseEvent, first_chunk, usage};
+pub use server::FakeDeepSeek;

@@ -1,0 +1,436 @@
+//! The fake server itself: a bounded accept loop, HTTP/1.1 parsing, SSE framing, recording.
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::script::{RecordedRequest, Reply, SseEvent};
+
+/// Longest the accept loop waits for a next connection before it stops on its own.
+const QUIET_LIMIT: Duration = Duration::from_secs(300);
+/// Most connections one server accepts.
+const MAX_CONNECTIONS: usize = 256;
+/// Most requests served on one kept-alive connection.
+const MAX_REQUESTS_PER_CONNECTION: usize = 64;
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+struct Shared {
+    script: Mutex<std::collections::VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    stop: AtomicBool,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    /// A handle on every accepted socket, so stopping can unblock a worker waiting in a read.
+    sockets: Mutex<Vec<TcpStream>>,
+}
+
+/// The running server; stops on drop.
+pub struct FakeDeepSeek {
+    url: String,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl FakeDeepSeek {
+    /// Listens on `127.0.0.1:0` and serves `script`, one reply per chat-completions request.
+    pub fn start(script: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let shared = Arc::new(Shared {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            workers: Mutex::new(Vec::new()),
+            sockets: Mutex::new(Vec::new()),
+        });
+        let accepting = shared.clone();
+        let acceptor = std::thread::spawn(move || accept_loop(&listener, &accepting));
+        Self {
+            url,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// The base URL (`http://127.0.0.1:<port>`), to use as the adapter's `baseURL`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Waits until at least `count` requests arrived; panics after `timeout`.
+    pub fn wait_requests(&self, count: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let requests = self.requests();
+            if requests.len() >= count {
+                return requests;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "fake DeepSeek saw {} of {count} requests within {timeout:?}",
+                requests.len()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Replies not yet used.
+    pub fn remaining(&self) -> usize {
+        self.shared.script.lock().unwrap().len()
+    }
+}
+
+impl Drop for FakeDeepSeek {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        for socket in self.shared.sockets.lock().unwrap().drain(..) {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+        let workers = std::mem::take(&mut *self.shared.workers.lock().unwrap());
+        for worker in workers {
+            let _ = worker.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    let mut accepted = 0;
+    let mut last = Instant::now();
+    while !shared.stop.load(Ordering::SeqCst)
+        && accepted < MAX_CONNECTIONS
+        && last.elapsed() < QUIET_LIMIT
+    {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                accepted += 1;
+                last = Instant::now();
+                if let Ok(handle) = stream.try_clone() {
+                    shared.sockets.lock().unwrap().push(handle);
+                }
+                let connection = shared.clone();
+                let worker = std::thread::spawn(move || {
+                    let _ = serve(stream, &connection);
+                });
+                shared.workers.lock().unwrap().push(worker);
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// Sleeps `total` in short slices; false when the server is stopping.
+fn pause(shared: &Shared, total: Duration) -> bool {
+    let deadline = Instant::now() + total;
+    while Instant::now() < deadline {
+        if shared.stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5).min(deadline - Instant::now()));
+    }
+    !shared.stop.load(Ordering::SeqCst)
+}
+
+/// Whether the connection may serve another request after this one.
+enum After {
+    KeepAlive,
+    Close,
+}
+
+fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(SOCKET_TIMEOUT))?;
+    stream.set_write_timeout(Some(SOCKET_TIMEOUT))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    for _ in 0..MAX_REQUESTS_PER_CONNECTION {
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let Some(request) = read_request(&mut reader, &mut writer)? else {
+            break;
+        };
+        let client_closes = request
+            .header("connection")
+            .is_some_and(|value| value.eq_ignore_ascii_case("close"));
+        let is_chat = request.method == "POST" && request.path.ends_with("/chat/completions");
+        shared.requests.lock().unwrap().push(request);
+        let reply = if is_chat {
+            shared.script.lock().unwrap().pop_front()
+        } else {
+            Some(Reply::error(
+                404,
+                "not_found",
+                "fake DeepSeek serves only POST /chat/completions",
+            ))
+        };
+        let reply = reply.unwrap_or_else(|| {
+            Reply::error(500, "script_exhausted", "fake DeepSeek script exhausted")
+        });
+        match respond(&mut writer, shared, reply)? {
+            After::KeepAlive if !client_closes => {}
+            _ => break,
+        }
+    }
+    let _ = writer.shutdown(Shutdown::Both);
+    Ok(())
+}
+
+/// Reads one request; `None` when the client closed the connection between requests.
+fn read_request(
+    reader: &mut BufReader<TcpStream>,
+    writer: &mut TcpStream,
+) -> std::io::Result<Option<RecordedRequest>> {
+    let mut head = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader
+            .by_ref()
+            .take(MAX_HEAD_BYTES as u64)
+            .read_until(b'\n', &mut line)?;
+        if read == 0 {
+            return if head.is_empty() {
+                Ok(None)
+            } else {
+                Err(ErrorKind::UnexpectedEof.into())
+            };
+        }
+        if line == b"\r\n" || line == b"\n" {
+            if head.is_empty() {
+                continue; // stray blank line between requests
+            }
+            break;
+        }
+        head.extend_from_slice(&line);
+        if head.len() > MAX_HEAD_BYTES {
+            return Err(ErrorKind::InvalidData.into());
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = head.lines();
+    let mut start = lines.next().unwrap_or_default().split_whitespace();
+    let method = start.next().unwrap_or_default().to_owned();
+    let path = start.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+    };
+    if find("expect").is_some_and(|value| value.eq_ignore_ascii_case("100-continue")) {
+        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    let body =
+        if find("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+            read_chunked(reader)?
+        } else {
+            let length: usize = find("content-length")
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(0);
+            if length > MAX_BODY_BYTES {
+                return Err(ErrorKind::InvalidData.into());
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body)?;
+            body
+        };
+    let body = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    Ok(Some(RecordedRequest {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+fn read_chunked(reader: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size_line = String::new();
+        reader.by_ref().take(1024).read_line(&mut size_line)?;
+        let size_text = size_line.trim().split(';').next().unwrap_or_default();
+        let size = usize::from_str_radix(size_text, 16).map_err(|_| ErrorKind::InvalidData)?;
+        if size == 0 {
+            // Trailers, up to the blank line.
+            loop {
+                let mut trailer = String::new();
+                if reader.by_ref().take(1024).read_line(&mut trailer)? == 0
+                    || trailer.trim().is_empty()
+                {
+                    return Ok(body);
+                }
+            }
+        }
+        if body.len() + size > MAX_BODY_BYTES {
+            return Err(ErrorKind::InvalidData.into());
+        }
+        let at = body.len();
+        body.resize(at + size, 0);
+        reader.read_exact(&mut body[at..])?;
+        let mut crlf = [0; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+fn event_bytes(event: &SseEvent) -> Option<String> {
+    match event {
+        SseEvent::Data(payload) => Some(format!("data: {payload}\n\n")),
+        SseEvent::Comment(text) => Some(format!(": {text}\n\n")),
+        SseEvent::Done => Some("data: [DONE]\n\n".to_owned()),
+        SseEvent::Raw(bytes) => Some(bytes.clone()),
+        SseEvent::Pause(_) => None,
+    }
+}
+
+/// How an SSE body is delimited.
+#[derive(Clone, Copy, PartialEq)]
+enum Framing {
+    Chunked,
+    UntilClose,
+}
+
+fn sse_head(writer: &mut TcpStream, framing: Framing) -> std::io::Result<()> {
+    let delimiting = match framing {
+        Framing::Chunked => "transfer-encoding: chunked\r\n",
+        Framing::UntilClose => "connection: close\r\n",
+    };
+    write!(
+        writer,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\nx-request-id: fake-request\r\n{delimiting}\r\n"
+    )?;
+    writer.flush()
+}
+
+/// Writes `events` (pausing where told); false when the server began stopping.
+fn write_events(
+    writer: &mut TcpStream,
+    shared: &Shared,
+    events: &[SseEvent],
+    framing: Framing,
+) -> std::io::Result<bool> {
+    for event in events {
+        if let SseEvent::Pause(duration) = event {
+            if !pause(shared, *duration) {
+                return Ok(false);
+            }
+            continue;
+        }
+        let Some(bytes) = event_bytes(event) else {
+            continue;
+        };
+        if bytes.is_empty() {
+            continue; // an empty chunk would end a chunked body
+        }
+        match framing {
+            Framing::Chunked => write!(writer, "{:x}\r\n{bytes}\r\n", bytes.len())?,
+            Framing::UntilClose => writer.write_all(bytes.as_bytes())?,
+        }
+        writer.flush()?;
+    }
+    Ok(true)
+}
+
+fn respond(writer: &mut TcpStream, shared: &Shared, reply: Reply) -> std::io::Result<After> {
+    match reply {
+        Reply::Sse(events) => {
+            sse_head(writer, Framing::Chunked)?;
+            if !write_events(writer, shared, &events, Framing::Chunked)? {
+                return Ok(After::Close);
+            }
+            writer.write_all(b"0\r\n\r\n")?;
+            writer.flush()?;
+            Ok(After::KeepAlive)
+        }
+        Reply::SseUntilClose(events) => {
+            sse_head(writer, Framing::UntilClose)?;
+            write_events(writer, shared, &events, Framing::UntilClose)?;
+            Ok(After::Close)
+        }
+        Reply::Status {
+            status,
+            headers,
+            body,
+        } => {
+            let has_type = headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+            let mut head = format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status));
+            if !has_type {
+                head.push_str("content-type: application/json\r\n");
+            }
+            for (name, value) in &headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+            writer.write_all(head.as_bytes())?;
+            writer.write_all(body.as_bytes())?;
+            writer.flush()?;
+            Ok(After::KeepAlive)
+        }
+        Reply::DropMidStream {
+            events,
+            after_events,
+        } => {
+            sse_head(writer, Framing::Chunked)?;
+            let sent = &events[..after_events.min(events.len())];
+            write_events(writer, shared, sent, Framing::Chunked)?;
+            // Abrupt end: no terminating chunk, the body is cut.
+            let _ = writer.shutdown(Shutdown::Both);
+            Ok(After::Close)
+        }
+        Reply::Malformed => {
+            sse_head(writer, Framing::Chunked)?;
+            let events = [SseEvent::Data("{not-json".into()), SseEvent::Done];
+            write_events(writer, shared, &events, Framing::Chunked)?;
+            writer.write_all(b"0\r\n\r\n")?;
+            writer.flush()?;
+            Ok(After::KeepAlive)
+        }
+        Reply::Stall { ms } => {
+            sse_head(writer, Framing::Chunked)?;
+            pause(shared, Duration::from_millis(ms));
+            let _ = writer.shutdown(Shutdown::Both);
+            Ok(After::Close)
+        }
+    }
+}
