@@ -439,3 +439,48 @@ fn a_replay_hang_creates_its_ready_file_and_is_cancelled_by_shutdown() {
         stopping.elapsed()
     );
 }
+
+#[test]
+fn a_reloaded_adapter_row_replaces_its_registration_without_a_duplicate() {
+    let first = FakeDeepSeek::start(vec![Reply::text("from the first endpoint")]);
+    let second = FakeDeepSeek::start(vec![
+        Reply::text("from the second"),
+        Reply::text("and again"),
+    ]);
+    let dir = TestDir::new("llm-reload");
+    let write = |adapter: &Value, repeat: u32| {
+        let rows = json!([
+            {"id": "http", "name": "dsh-host/http"},
+            {"id": "llm", "name": "llm"},
+            {"id": "deepseek", "name": "llm-deepseek", "config": adapter},
+            {"id": "probe", "name": "llm-probe", "config": {"request": request("deepseek-official", hello()), "repeat": repeat}}
+        ]);
+        dir.write("tree.yml", &serde_json::to_string_pretty(&rows).unwrap())
+    };
+    let config = write(&deepseek_at(&first), 1);
+    let mut host = dsh_tests::HostProcess::start_with_env(
+        &dir.home(),
+        &["--config", config.to_str().unwrap()],
+        &[KEY],
+    );
+    host.wait_stdout("llm done", dsh_tests::WAIT);
+    // The adapter row changes: its old registration goes with its fiber, the new one takes the route.
+    write(&deepseek_at(&second), 1);
+    host.wait_stderr(
+        "config reloaded: 0 added, 0 removed, 1 changed",
+        dsh_tests::WAIT,
+    );
+    // The probe row changes: it streams twice more, through the new adapter.
+    write(&deepseek_at(&second), 2);
+    host.wait_stdout_count("llm done", 3, dsh_tests::WAIT);
+    assert_eq!(first.requests().len(), 1);
+    assert_eq!(second.requests().len(), 2);
+    assert!(
+        host.stderr()
+            .iter()
+            .all(|line| !line.contains("DUPLICATE_ADAPTER")),
+        "{:?}",
+        host.stderr()
+    );
+    assert_eq!(host.stop(), Some(0));
+}
