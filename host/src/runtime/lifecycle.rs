@@ -36,34 +36,30 @@ impl Inner {
     }
 
     fn next_step(&self, fiber: &Fiber) -> Step {
-        let (disposed, applied, source, deps, error, failed_epoch) = {
-            let inner = fiber.inner();
-            (
-                inner.disposed,
-                inner.applied.clone(),
-                inner.source.clone(),
-                inner.deps.clone(),
-                inner.error.is_some(),
-                inner.failed_epoch.clone(),
-            )
-        };
-        if disposed {
-            let has_effects = !fiber.inner().effects.is_empty();
-            return if applied.is_some() || has_effects {
+        // Lock order: a fiber's facts, then the runtime state (never the other way round).
+        let inner = fiber.inner();
+        if inner.disposed {
+            return if inner.applied.is_some() || !inner.effects.is_empty() {
                 Step::Unload
             } else {
                 Step::Done
             };
         }
-        let target = match source {
-            Source::Plugin(_) | Source::Group | Source::Host => self.epoch(&fiber.scope, &deps),
+        let target = match inner.source {
+            Source::Plugin(_) | Source::Group | Source::Host => {
+                self.epoch(&fiber.scope, &inner.deps)
+            }
             Source::Missing(_) | Source::Broken(_) => None,
         };
-        match (applied, target) {
-            (Some(applied), target) if Some(&applied) == target.as_ref() => Step::Done,
+        match (&inner.applied, target) {
+            (Some(applied), Some(target)) if *applied == target => Step::Done,
             (Some(_), _) => Step::Unload,
             (None, None) => Step::Done,
-            (None, Some(epoch)) if error && failed_epoch.as_ref() == Some(&epoch) => Step::Done,
+            (None, Some(epoch))
+                if inner.error.is_some() && inner.failed_epoch.as_ref() == Some(&epoch) =>
+            {
+                Step::Done
+            }
             (None, Some(epoch)) => Step::Load(epoch),
         }
     }

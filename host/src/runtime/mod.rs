@@ -13,6 +13,7 @@ mod effects;
 mod fiber;
 mod lifecycle;
 mod scope;
+mod services;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -29,6 +30,7 @@ pub use fiber::{FiberId, FiberState, MountSpec, Source};
 pub use scope::{ROOT_REALM, RealmId, Scope};
 
 use fiber::Fiber;
+use services::{ServiceEntry, ServiceTable};
 
 /// Turns a plugin spec (`library` or `library/export`) into something to run, for children
 /// mounted by plugins at run time.
@@ -36,18 +38,13 @@ pub trait Resolver: Send + Sync {
     fn resolve(&self, spec: &str) -> Source;
 }
 
-/// A published service.
-struct ServiceEntry {
-    fiber: FiberId,
-    service: ErasedService,
-}
-
 #[derive(Default)]
 struct State {
     fibers: BTreeMap<FiberId, Arc<Fiber>>,
-    services: HashMap<(RealmId, String), ServiceEntry>,
-    /// Fibers by the service names they inject, so a service change wakes only its dependents.
-    dependents: HashMap<String, Vec<FiberId>>,
+    services: ServiceTable,
+    /// Fibers by the realm and name of each service they inject, so a service change wakes
+    /// only its dependents.
+    dependents: HashMap<RealmId, HashMap<String, Vec<FiberId>>>,
     named_realms: HashMap<String, RealmId>,
     next_realm: RealmId,
 }
@@ -60,7 +57,7 @@ struct Inner {
     /// Reconciles spawned and not yet finished: the tree is settled when this stays at zero.
     in_flight: AtomicUsize,
     /// Bumped after every finished reconcile, for waiting on the tree without polling.
-    transitions: tokio::sync::watch::Sender<u64>,
+    transitions: tokio::sync::Notify,
     resolver: Mutex<Option<Arc<dyn Resolver>>>,
 }
 
@@ -98,7 +95,7 @@ impl Runtime {
                 bus: Bus::default(),
                 next_fiber: AtomicU64::new(0),
                 in_flight: AtomicUsize::new(0),
-                transitions: tokio::sync::watch::Sender::new(0),
+                transitions: tokio::sync::Notify::new(),
                 resolver: Mutex::new(None),
             }),
         }
@@ -219,11 +216,15 @@ impl Runtime {
 
     /// Resolves when `done` holds, re-checking after every transition (no polling).
     pub async fn wait_until(&self, mut done: impl FnMut(&Runtime) -> bool) {
-        let mut transitions = self.inner.transitions.subscribe();
-        while !done(self) {
-            if transitions.changed().await.is_err() {
+        loop {
+            // Registered before the check, so a transition between the two is not missed.
+            let transition = self.inner.transitions.notified();
+            tokio::pin!(transition);
+            transition.as_mut().enable();
+            if done(self) {
                 return;
             }
+            transition.await;
         }
     }
 
@@ -291,7 +292,14 @@ impl Inner {
             let mut state = self.state();
             state.fibers.insert(id, fiber.clone());
             for dep in deps {
-                state.dependents.entry(dep).or_default().push(id);
+                let realm = fiber.scope.realm_of(&dep);
+                state
+                    .dependents
+                    .entry(realm)
+                    .or_default()
+                    .entry(dep)
+                    .or_default()
+                    .push(id);
             }
         }
         if let Some(parent) = parent.and_then(|parent| self.fiber(parent)) {
@@ -308,7 +316,7 @@ impl Inner {
         self.handle.spawn(async move {
             inner.reconcile(&fiber).await;
             inner.in_flight.fetch_sub(1, Ordering::AcqRel);
-            inner.transitions.send_modify(|count| *count += 1);
+            inner.transitions.notify_waiters();
         });
     }
 
@@ -321,7 +329,7 @@ impl Inner {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.reconcile(&fiber).await;
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        self.transitions.send_modify(|count| *count += 1);
+        self.transitions.notify_waiters();
     }
 
     /// The providers of `deps` as seen from `scope`, or None when one is missing.
@@ -331,7 +339,7 @@ impl Inner {
             .map(|name| {
                 state
                     .services
-                    .get(&(scope.realm_of(name), name.clone()))
+                    .get(scope.realm_of(name), name)
                     .map(|entry| entry.fiber)
             })
             .collect()
@@ -340,11 +348,7 @@ impl Inner {
     fn missing(&self, scope: &Scope, deps: &[String]) -> Vec<String> {
         let state = self.state();
         deps.iter()
-            .filter(|name| {
-                !state
-                    .services
-                    .contains_key(&(scope.realm_of(name), (*name).clone()))
-            })
+            .filter(|name| !state.services.contains(scope.realm_of(name), name))
             .cloned()
             .collect()
     }
@@ -394,8 +398,11 @@ impl Inner {
     ) -> Result<(), PluginError> {
         {
             let mut state = self.state();
-            let key = (realm, name.to_owned());
-            if state.services.contains_key(&key) {
+            if state
+                .services
+                .insert(realm, name, ServiceEntry { fiber, service })
+                .is_err()
+            {
                 drop(state);
                 let owner = self.lookup_owner(realm, name).unwrap_or_default();
                 return Err(PluginError::new(
@@ -403,21 +410,13 @@ impl Inner {
                     format!("service `{name}` is already provided by {owner}"),
                 ));
             }
-            state.services.insert(key, ServiceEntry { fiber, service });
         }
         self.wake_dependents(realm, name);
         Ok(())
     }
 
     fn unpublish(self: &Arc<Self>, fiber: FiberId, realm: RealmId, name: &str) {
-        let removed = {
-            let mut state = self.state();
-            let key = (realm, name.to_owned());
-            match state.services.get(&key) {
-                Some(entry) if entry.fiber == fiber => state.services.remove(&key).is_some(),
-                _ => false,
-            }
-        };
+        let removed = { self.state().services.remove_owned(realm, name, fiber) };
         if removed {
             self.wake_dependents(realm, name);
         }
@@ -426,7 +425,7 @@ impl Inner {
     /// Who provides `name` in `realm`, for messages.
     fn lookup_owner(&self, realm: RealmId, name: &str) -> Option<String> {
         let state = self.state();
-        let entry = state.services.get(&(realm, name.to_owned()))?;
+        let entry = state.services.get(realm, name)?;
         Some(match state.fibers.get(&entry.fiber) {
             Some(owner) => Self::owner_label(owner),
             None => "the host".to_owned(),
@@ -436,14 +435,18 @@ impl Inner {
     fn lookup(&self, realm: RealmId, name: &str) -> Option<ErasedService> {
         self.state()
             .services
-            .get(&(realm, name.to_owned()))
+            .get(realm, name)
             .map(|entry| entry.service.clone())
     }
 
     fn wake_dependents(self: &Arc<Self>, realm: RealmId, name: &str) {
         let fibers: Vec<Arc<Fiber>> = {
             let state = self.state();
-            let Some(ids) = state.dependents.get(name) else {
+            let Some(ids) = state
+                .dependents
+                .get(&realm)
+                .and_then(|names| names.get(name))
+            else {
                 return;
             };
             ids.iter()
@@ -451,7 +454,7 @@ impl Inner {
                 .collect()
         };
         for fiber in fibers {
-            if !fiber.inner().disposed && fiber.scope.realm_of(name) == realm {
+            if !fiber.inner().disposed {
                 self.schedule(fiber);
             }
         }
@@ -463,11 +466,18 @@ impl Inner {
         let mut state = self.state();
         state.fibers.remove(&fiber.id);
         for dep in deps {
-            if let Some(ids) = state.dependents.get_mut(&dep) {
+            let realm = fiber.scope.realm_of(&dep);
+            let Some(names) = state.dependents.get_mut(&realm) else {
+                continue;
+            };
+            if let Some(ids) = names.get_mut(&dep) {
                 ids.retain(|id| *id != fiber.id);
                 if ids.is_empty() {
-                    state.dependents.remove(&dep);
+                    names.remove(&dep);
                 }
+            }
+            if names.is_empty() {
+                state.dependents.remove(&realm);
             }
         }
     }
