@@ -2,9 +2,7 @@
 //! reload test can swap one library for the other. Default greeting `Howdy`; the configured word
 //! wins otherwise.
 
-use dsh_plugin_api::RStr;
 use dsh_plugin_api::prelude::*;
-use greeter_api::{Greeter, Greeter_TO, TD_Opaque};
 
 /// Row config of `greeter`.
 #[derive(Deserialize, JsonSchema)]
@@ -23,14 +21,6 @@ impl Default for Config {
     }
 }
 
-struct Greeting(String);
-
-impl Greeter for Greeting {
-    fn greet(&self, who: RStr<'_>) -> RString {
-        format!("{}, {who}!", self.0).into()
-    }
-}
-
 pub struct GreeterPlugin;
 
 impl Plugin for GreeterPlugin {
@@ -39,10 +29,7 @@ impl Plugin for GreeterPlugin {
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
-        ctx.provide(
-            "greeter",
-            Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque),
-        )
+        ctx.provide("greeter", greeter_api::service(config.greeting))
     }
 }
 

@@ -21,3 +21,17 @@ pub trait Greeter: Send + Sync {
 pub type GreeterService = Greeter_TO<'static, RBox<()>>;
 
 pub use abi_stable::sabi_trait::TD_Opaque;
+
+/// Greets with a fixed word: `<greeting>, <who>!`.
+struct Greeting(String);
+
+impl Greeter for Greeting {
+    fn greet(&self, who: RStr<'_>) -> RString {
+        format!("{}, {who}!", self.0).into()
+    }
+}
+
+/// The `greeter` service value both example providers register.
+pub fn service(greeting: String) -> GreeterService {
+    Greeter_TO::from_value(Greeting(greeting), TD_Opaque)
+}

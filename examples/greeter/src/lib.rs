@@ -1,9 +1,7 @@
 //! Example plugin `greeter`: provides the `greeter` service, greeting with the configured word
 //! (default `Hello`).
 
-use dsh_plugin_api::RStr;
 use dsh_plugin_api::prelude::*;
-use greeter_api::{Greeter, Greeter_TO, TD_Opaque};
 
 /// Row config of `greeter`.
 #[derive(Deserialize, JsonSchema)]
@@ -22,14 +20,6 @@ impl Default for Config {
     }
 }
 
-struct Greeting(String);
-
-impl Greeter for Greeting {
-    fn greet(&self, who: RStr<'_>) -> RString {
-        format!("{}, {who}!", self.0).into()
-    }
-}
-
 pub struct GreeterPlugin;
 
 impl Plugin for GreeterPlugin {
@@ -38,10 +28,7 @@ impl Plugin for GreeterPlugin {
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
-        ctx.provide(
-            "greeter",
-            Greeter_TO::from_value(Greeting(config.greeting), TD_Opaque),
-        )
+        ctx.provide("greeter", greeter_api::service(config.greeting))
     }
 }
 
