@@ -5,9 +5,10 @@
 //! library remounts the rows that run it once the new copy loaded and checked; a library that
 //! appears activates the rows that were waiting for it.
 
+use dsh_plugin_api::lock;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use dsh_loader::{IsolateTarget, ResolvedRow, RowDiff};
 
@@ -32,13 +33,6 @@ pub struct App {
     /// The last tree that was mounted (the "last good" one).
     tree: Mutex<Vec<ResolvedRow>>,
     mounted: Mutex<HashMap<String, Mounted>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl App {

@@ -20,6 +20,7 @@ mod guard;
 pub mod io;
 mod logging;
 mod plugin;
+mod sync;
 
 pub use abi::{
     CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl,
@@ -31,6 +32,7 @@ pub use events::{
 };
 pub use guard::{Contained, contain, panic_message};
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
+pub use sync::lock;
 
 #[doc(hidden)]
 pub use plugin::__private;

@@ -7,6 +7,7 @@
 //! a lock while calling plugin code. A listener removed during a dispatch is skipped from then
 //! on (`alive`), so a disposed plugin's code is never called after its unload.
 
+use dsh_plugin_api::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -73,13 +74,6 @@ impl Slot {
         let mut next: Vec<_> = guard.as_ref().clone();
         change(&mut next);
         *guard = Arc::new(next);
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

@@ -15,6 +15,7 @@ mod lifecycle;
 mod scope;
 mod services;
 
+use dsh_plugin_api::lock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -260,13 +261,6 @@ impl Runtime {
 impl Default for Runtime {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

@@ -3,8 +3,9 @@
 //! them when dropped; `stream` runs every call through the `llm/stream` waterfall, whose
 //! innermost default asks the adapter of the request's provider.
 
+use dsh_plugin_api::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
@@ -16,13 +17,6 @@ use dsh_llm_seam::{
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent};
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
 
 /// A failure as it crosses the seam.
 fn failure_json(code: FailureCode, message: impl Into<String>) -> RString {

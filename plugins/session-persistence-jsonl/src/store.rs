@@ -1,9 +1,10 @@
 //! The store: per-session queues, batching, writing on the blocking pool, loading with repair.
 
+use dsh_plugin_api::lock;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
@@ -17,13 +18,6 @@ use dsh_session_log::SessionEvent;
 
 use crate::Config;
 use crate::lock::{LockError, SessionLock, acquire};
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
 
 fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
     SessionError::new(kind, message)

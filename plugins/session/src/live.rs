@@ -1,6 +1,7 @@
 //! One live session: its log, the records shared with readers, and the commit path.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use dsh_plugin_api::lock;
+use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
@@ -28,13 +29,6 @@ pub(crate) struct LiveSession {
     log: Mutex<SessionLog>,
     records: Mutex<Vec<RArc<EventRecord>>>,
     wiring: Arc<Wiring>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 fn rejected(message: impl Into<String>) -> SessionError {

@@ -1,7 +1,8 @@
 //! The `sessions` service: the registry of live sessions, creating, loading and forking them.
 
+use dsh_plugin_api::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
@@ -27,13 +28,6 @@ struct Inner {
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     /// Replaced (never mutated) when a plugin registers a type, and handed to every live log.
     types: Mutex<Arc<TypeRegistry>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {

@@ -1,0 +1,301 @@
+//! The enforced JSON Schema subset, checked when a schema is declared.
+//!
+//! The subset is the reference's (`packages/core/tools/src/json-schema.ts`): one scalar `type`,
+//! object `properties` / `required` / boolean `additionalProperties`, array `items`, type-correct
+//! scalar `enum` / `const`, exact-one `oneOf`, and the annotations `description`, `title`,
+//! `default`, `examples`. Anything else (`anyOf`, `minimum`, `maxLength`, `$ref`, ...) is refused
+//! rather than accepted and silently not enforced: a schema the model reads must be a schema the
+//! registry enforces. Violation texts are the reference's, so diagnostics read the same.
+
+use serde_json::{Map, Value};
+
+/// The keywords the validator enforces.
+const CONSTRAINT_KEYWORDS: [&str; 8] = [
+    "type",
+    "oneOf",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+];
+
+/// Keywords that carry no validation meaning.
+const ANNOTATION_KEYWORDS: [&str; 4] = ["description", "title", "default", "examples"];
+
+/// Keywords that make no sense beside `oneOf` or without a `type`.
+const TYPED_KEYWORDS: [&str; 6] = [
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+];
+
+/// The single-type vocabulary, in the reference's order (it appears in a diagnostic).
+pub(crate) const SCHEMA_TYPES: [&str; 7] = [
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
+
+/// Deepest accepted schema nesting. Not a reference rule: the reference walks iteratively, we
+/// recurse, so a bound at declaration keeps both this check and argument validation (whose depth
+/// follows the schema's) far from the stack limit.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// A schema outside the enforced subset. Lists every violation, not just the first, so an
+/// author fixes a schema in one round.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported JSON schema: {}", .violations.join("; "))]
+pub struct SchemaError {
+    /// Individual violations in walk order, each naming its path (`schema.properties.x.type`).
+    pub violations: Vec<String>,
+}
+
+impl SchemaError {
+    /// The reference's structured error name for this failure.
+    pub const NAME: &'static str = "JsonSchemaError";
+    /// The reference's code for this failure.
+    pub const CODE: &'static str = "UNSUPPORTED_SCHEMA";
+}
+
+/// Check that `schema` uses only the enforced subset. Any JSON root is allowed, including the
+/// annotation-only schema `{}` meaning "any JSON value".
+pub fn check_schema(schema: &Value) -> Result<(), SchemaError> {
+    let mut violations = Vec::new();
+    check_node(schema, "schema", 0, &mut violations);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(SchemaError { violations })
+    }
+}
+
+/// [`check_schema`] plus the object root tool arguments need: the model always sends an
+/// argument object, so a tool whose parameters are not an object schema could never be called.
+pub fn check_object_schema(schema: &Value) -> Result<(), SchemaError> {
+    check_schema(schema)?;
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        Ok(())
+    } else {
+        Err(SchemaError {
+            violations: vec![
+                "schema.type must be \"object\" (tool arguments are an object)".to_owned(),
+            ],
+        })
+    }
+}
+
+/// Whether a JSON number is lossless in the reference's sense: finite (always true for a
+/// `serde_json` number) and not negative zero, which JSON cannot round-trip through JavaScript.
+pub(crate) fn is_json_number(value: &Value) -> bool {
+    match value {
+        Value::Number(number) => number.as_f64().is_none_or(|f| !(f == 0.0 && f.is_sign_negative())),
+        _ => false,
+    }
+}
+
+/// Whether a number is integral the way JavaScript's `Number.isInteger` sees it (`1.0` is).
+pub(crate) fn is_json_integer(value: &Value) -> bool {
+    let Value::Number(number) = value else {
+        return false;
+    };
+    if number.is_i64() || number.is_u64() {
+        return true;
+    }
+    is_json_number(value) && number.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
+/// Whether a literal fits one scalar schema type.
+pub(crate) fn scalar_matches(schema_type: &str, value: &Value) -> bool {
+    match schema_type {
+        "string" => value.is_string(),
+        "number" => is_json_number(value),
+        "integer" => is_json_integer(value),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        _ => false,
+    }
+}
+
+/// Equality of two scalar literals as JavaScript's `includes` / `===` see them: numbers compare
+/// by value, so `1` and `1.0` are the same literal.
+pub(crate) fn scalar_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        _ => a == b,
+    }
+}
+
+fn check_node(node: &Value, path: &str, depth: usize, violations: &mut Vec<String>) {
+    let Value::Object(node) = node else {
+        violations.push(format!("{path} must be a schema object"));
+        return;
+    };
+    if depth >= MAX_SCHEMA_DEPTH {
+        violations.push(format!(
+            "{path} nests deeper than {MAX_SCHEMA_DEPTH} schema levels"
+        ));
+        return;
+    }
+    for key in node.keys() {
+        let key = key.as_str();
+        if CONSTRAINT_KEYWORDS.contains(&key) || ANNOTATION_KEYWORDS.contains(&key) {
+            continue;
+        }
+        violations.push(format!(
+            "{path}.{key} is not a supported keyword (subset: type/oneOf/properties/required/additionalProperties/items/enum/const + annotations)"
+        ));
+    }
+    for annotation in ["description", "title"] {
+        if node.get(annotation).is_some_and(|value| !value.is_string()) {
+            violations.push(format!("{path}.{annotation} must be a string"));
+        }
+    }
+
+    let has_type = node.contains_key("type");
+    let one_of = node.get("oneOf");
+    if has_type && one_of.is_some() {
+        violations.push(format!("{path} cannot declare both type and oneOf"));
+        return;
+    }
+    if let Some(one_of) = one_of {
+        check_one_of(node, one_of, path, depth, violations);
+        return;
+    }
+    if !has_type {
+        for key in TYPED_KEYWORDS {
+            if node.contains_key(key) {
+                violations.push(format!("{path}.{key} requires type or oneOf"));
+            }
+        }
+        return;
+    }
+    check_typed(node, path, depth, violations);
+}
+
+fn check_one_of(
+    node: &Map<String, Value>,
+    one_of: &Value,
+    path: &str,
+    depth: usize,
+    violations: &mut Vec<String>,
+) {
+    match one_of {
+        Value::Array(branches) if branches.len() >= 2 => {
+            for (index, branch) in branches.iter().enumerate() {
+                check_node(branch, &format!("{path}.oneOf[{index}]"), depth + 1, violations);
+            }
+        }
+        _ => violations.push(format!(
+            "{path}.oneOf must be an array of at least two schemas"
+        )),
+    }
+    for key in TYPED_KEYWORDS {
+        if node.contains_key(key) {
+            violations.push(format!("{path}.{key} is not supported beside oneOf"));
+        }
+    }
+}
+
+fn check_typed(node: &Map<String, Value>, path: &str, depth: usize, violations: &mut Vec<String>) {
+    let schema_type = match node.get("type") {
+        Some(Value::String(name)) if SCHEMA_TYPES.contains(&name.as_str()) => name.as_str(),
+        Some(Value::Array(_)) => {
+            violations.push(format!(
+                "{path}.type must be a single type string (type arrays are not supported)"
+            ));
+            return;
+        }
+        _ => {
+            violations.push(format!("{path}.type must be one of {}", SCHEMA_TYPES.join("/")));
+            return;
+        }
+    };
+    let scalar = !matches!(schema_type, "object" | "array");
+    for key in TYPED_KEYWORDS {
+        let allowed = match key {
+            "properties" | "required" | "additionalProperties" => schema_type == "object",
+            "items" => schema_type == "array",
+            _ => scalar,
+        };
+        if node.contains_key(key) && !allowed {
+            violations.push(format!(
+                "{path}.{key} is not supported on type \"{schema_type}\""
+            ));
+        }
+    }
+    match schema_type {
+        "object" => check_object(node, path, depth, violations),
+        "array" => {
+            if let Some(items) = node.get("items") {
+                check_node(items, &format!("{path}.items"), depth + 1, violations);
+            }
+        }
+        _ => check_literals(node, schema_type, path, violations),
+    }
+}
+
+fn check_object(node: &Map<String, Value>, path: &str, depth: usize, violations: &mut Vec<String>) {
+    let properties = node.get("properties");
+    match properties {
+        None => {}
+        Some(Value::Object(properties)) => {
+            for (key, child) in properties {
+                check_node(child, &format!("{path}.properties.{key}"), depth + 1, violations);
+            }
+        }
+        Some(_) => violations.push(format!("{path}.properties must be an object of schemas")),
+    }
+    if let Some(required) = node.get("required") {
+        match required.as_array() {
+            Some(names) if names.iter().all(Value::is_string) => {
+                let declared = properties.and_then(Value::as_object);
+                for name in names.iter().filter_map(Value::as_str) {
+                    if !declared.is_some_and(|declared| declared.contains_key(name)) {
+                        violations.push(format!(
+                            "{path}.required names \"{name}\" which is not in properties"
+                        ));
+                    }
+                }
+            }
+            _ => violations.push(format!("{path}.required must be an array of strings")),
+        }
+    }
+    if node.get("additionalProperties").is_some_and(|value| !value.is_boolean()) {
+        violations.push(format!("{path}.additionalProperties must be a boolean"));
+    }
+}
+
+fn check_literals(
+    node: &Map<String, Value>,
+    schema_type: &str,
+    path: &str,
+    violations: &mut Vec<String>,
+) {
+    let allowed = node.get("enum").and_then(Value::as_array).filter(|allowed| {
+        !allowed.is_empty() && allowed.iter().all(|entry| scalar_matches(schema_type, entry))
+    });
+    if node.contains_key("enum") && allowed.is_none() {
+        violations.push(format!(
+            "{path}.enum must be a non-empty array of {schema_type} values"
+        ));
+    }
+    if let Some(constant) = node.get("const") {
+        if !scalar_matches(schema_type, constant) {
+            violations.push(format!("{path}.const must be a {schema_type} value"));
+        } else if allowed.is_some_and(|allowed| !allowed.iter().any(|entry| scalar_eq(entry, constant)))
+        {
+            violations.push(format!(
+                "{path}.const must be one of {path}.enum when both are declared"
+            ));
+        }
+    }
+}
