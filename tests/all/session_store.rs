@@ -169,3 +169,31 @@ fn plugin_event_types_are_ignorable_unless_required() {
     assert!(check.stdout.contains("probe/vital"), "{}", check.stdout);
     assert!(!check.stdout.contains("probe/metric"), "{}", check.stdout);
 }
+
+#[test]
+fn a_fork_copies_a_closed_prefix_and_refuses_an_open_turn() {
+    libraries();
+    let dir = TestDir::new("store-fork");
+    let config = dir.write("tree.yml", &tree("fork", "s-parent", "none"));
+    let out = run_host(
+        &dir.home(),
+        &["check", "--config", config.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains("fork inside an open turn refused"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "forked child: turn/start user/message step/start step/end turn/end session/end-seed"
+        ),
+        "{}",
+        out.stdout
+    );
+    let show = run_host(&dir.home(), &["session", "show", "child", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&show.stdout).unwrap_or_default();
+    assert_eq!(value["header"]["parentSession"], "s-parent", "{show:?}");
+    assert_eq!(value["summary"]["events"], 6, "{show:?}");
+}

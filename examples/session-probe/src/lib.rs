@@ -127,6 +127,51 @@ impl Plugin for SessionProbe {
                 }
                 Err(error) => say(&format!("{} {} refused: {error}", config.action, config.id)),
             },
+            "fork" => {
+                let request = CreateSession {
+                    id: ROption::RSome(config.id.as_str().into()),
+                    cwd: config.cwd.as_deref().map(RString::from).into(),
+                    ..CreateSession::default()
+                };
+                let session = sessions.create(request).await.into_result().map_err(fail)?;
+                opening_turn(&session)?;
+                // Inside the open turn: refused.
+                match sessions
+                    .fork(
+                        config.id.as_str().into(),
+                        2,
+                        ROption::RSome("child-early".into()),
+                    )
+                    .await
+                    .into_result()
+                {
+                    Ok(_) => say("fork inside an open turn accepted"),
+                    Err(error) => say(&format!("fork inside an open turn refused: {error}")),
+                }
+                append(
+                    &session,
+                    vec![
+                        event("step/end", r#"{"turn":1,"step":1}"#),
+                        event("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#),
+                    ],
+                )?;
+                let child = sessions
+                    .fork(
+                        config.id.as_str().into(),
+                        session.event_count(),
+                        ROption::RSome("child".into()),
+                    )
+                    .await
+                    .into_result()
+                    .map_err(fail)?;
+                child.flush().await.into_result().map_err(fail)?;
+                let kinds: Vec<String> = child
+                    .events(0, child.event_count())
+                    .iter()
+                    .map(|record| record.kind.to_string())
+                    .collect();
+                say(&format!("forked child: {}", kinds.join(" ")));
+            }
             "plugin-types" => {
                 sessions
                     .register_type("probe/metric".into(), false)
