@@ -197,3 +197,53 @@ fn a_fork_copies_a_closed_prefix_and_refuses_an_open_turn() {
     assert_eq!(value["header"]["parentSession"], "s-parent", "{show:?}");
     assert_eq!(value["summary"]["events"], 6, "{show:?}");
 }
+
+#[test]
+fn a_torn_tail_is_repaired_on_load_but_a_refused_log_is_left_untouched() {
+    libraries();
+    let dir = TestDir::new("store-torn");
+    let write = dir.write("tree.yml", &tree("write", "s-torn", "none"));
+    assert_eq!(
+        run_host(&dir.home(), &["check", "--config", write.to_str().unwrap()]).code,
+        Some(0)
+    );
+    let stored = dir
+        .home()
+        .join("sessions/--work-demo--/s-torn/session.jsonl");
+    let whole = std::fs::read_to_string(&stored).unwrap();
+
+    // An unknown required type, then a torn line: the load is refused, the file stays as it was.
+    let refused = format!(
+        "{whole}{{\"type\":\"plugin/mystery\",\"seq\":6,\"time\":1,\"data\":{{}}}}\n{{\"type\":\"turn/st"
+    );
+    std::fs::write(&stored, &refused).unwrap();
+    let reopen = dir.write("reopen.yml", &tree("reopen", "s-torn", "none"));
+    let out = run_host(
+        &dir.home(),
+        &["check", "--config", reopen.to_str().unwrap()],
+    );
+    assert!(out.stdout.contains("reopen s-torn refused"), "{out:?}");
+    assert!(out.stdout.contains("plugin/mystery"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&stored).unwrap(),
+        refused,
+        "a refused load wrote to the file"
+    );
+
+    // Only a torn line: the load repairs the file (and marks the seed's end).
+    std::fs::write(&stored, format!("{whole}{{\"type\":\"turn/st")).unwrap();
+    let out = run_host(
+        &dir.home(),
+        &["check", "--config", reopen.to_str().unwrap()],
+    );
+    assert!(out.stdout.contains("reopen s-torn: 7 events"), "{out:?}");
+    let check = run_host(&dir.home(), &["session", "check", "s-torn"]);
+    assert_eq!(check.code, Some(0), "{check:?}");
+    assert!(!check.stdout.contains("repairable"), "{}", check.stdout);
+    assert!(
+        std::fs::read_to_string(&stored)
+            .unwrap()
+            .ends_with("\"data\":{}}\n"),
+        "ends with the end-seed line"
+    );
+}

@@ -37,8 +37,42 @@ struct Stored {
     /// Serializes drains, so batches reach the file in order.
     draining: tokio::sync::Mutex<()>,
     /// Moved onto the blocking pool for each write and back.
-    writer: Arc<Mutex<Option<SessionWriter>>>,
+    writer: Arc<Mutex<Writer>>,
     held: Arc<Mutex<Option<SessionLock>>>,
+}
+
+/// How the next write reaches the file.
+enum Writer {
+    Ready(SessionWriter),
+    /// A loaded log with a torn tail: the first write truncates it and re-appends the complete
+    /// records of a torn frame. Until then the file stays exactly as it was, so a session that
+    /// is refused after loading (an unknown required event type) is left untouched.
+    Repair(RepairPlan),
+}
+
+struct RepairPlan {
+    path: PathBuf,
+    truncate_to: u64,
+    pack_chunks: bool,
+    recovered_from: u64,
+    recovered: Vec<SessionEvent>,
+}
+
+impl Writer {
+    /// The writer, after applying a pending repair.
+    fn ready(&mut self) -> Result<&mut SessionWriter, SessionError> {
+        if let Writer::Repair(plan) = self {
+            dsh_session_jsonl::truncate_to(&plan.path, plan.truncate_to).map_err(storage)?;
+            let mut writer = SessionWriter::open(&plan.path, plan.pack_chunks, plan.recovered_from)
+                .map_err(storage)?;
+            writer.append(&plan.recovered).map_err(storage)?;
+            *self = Writer::Ready(writer);
+        }
+        match self {
+            Writer::Ready(writer) => Ok(writer),
+            Writer::Repair(_) => Err(storage("the repair of the session log did not apply")),
+        }
+    }
 }
 
 struct Inner {
@@ -142,10 +176,7 @@ impl Store {
                     })?);
                 }
                 let mut writer = lock(&writer);
-                let Some(writer) = writer.as_mut() else {
-                    return Err(storage(format!("session `{id}` has no writer")));
-                };
-                writer.append(&events).map_err(storage)
+                writer.ready()?.append(&events).map_err(storage)
             })
             .await
             .map_err(|problem| storage(problem.to_string()))
@@ -172,7 +203,7 @@ impl Store {
     fn register(
         &self,
         header: &SessionHeader,
-        writer: SessionWriter,
+        writer: Writer,
         held: Option<SessionLock>,
     ) -> Result<(), SessionError> {
         let dir =
@@ -183,7 +214,7 @@ impl Store {
             queue: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
             draining: tokio::sync::Mutex::new(()),
-            writer: Arc::new(Mutex::new(Some(writer))),
+            writer: Arc::new(Mutex::new(writer)),
             held: Arc::new(Mutex::new(held)),
         });
         lock(&self.inner.sessions).insert(header.id.clone(), stored);
@@ -218,28 +249,27 @@ impl Store {
                 })?;
                 let read = read_session(&path)
                     .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
-                let repaired = match &read.repair {
+                let (writer, repaired) = match &read.repair {
                     Some(repair) => {
-                        // Only the owner repairs: drop the torn bytes, then write back the
-                        // complete records that sat in a torn frame.
-                        dsh_session_jsonl::truncate_to(&path, repair.truncate_to)
-                            .map_err(storage)?;
-                        let mut writer = SessionWriter::open(
+                        let plan = RepairPlan {
+                            path: path.clone(),
+                            truncate_to: repair.truncate_to,
+                            pack_chunks: options.pack_chunks,
+                            recovered_from: repair.recovered_from as u64,
+                            recovered: read.events[repair.recovered_from..].to_vec(),
+                        };
+                        (Writer::Repair(plan), Some(repair.reason.clone()))
+                    }
+                    None => {
+                        let writer = SessionWriter::open(
                             &path,
                             options.pack_chunks,
-                            repair.recovered_from as u64,
+                            read.events.len() as u64,
                         )
                         .map_err(storage)?;
-                        writer
-                            .append(&read.events[repair.recovered_from..])
-                            .map_err(storage)?;
-                        Some(repair.reason.clone())
+                        (Writer::Ready(writer), None)
                     }
-                    None => None,
                 };
-                let writer =
-                    SessionWriter::open(&path, options.pack_chunks, read.events.len() as u64)
-                        .map_err(storage)?;
                 let lines = read
                     .events
                     .iter()
@@ -280,7 +310,7 @@ struct Loaded {
     header: SessionHeader,
     lines: Vec<String>,
     repaired: Option<String>,
-    writer: SessionWriter,
+    writer: Writer,
     held: SessionLock,
 }
 
@@ -304,7 +334,7 @@ impl SessionStore for Store {
                         store.inner.options,
                     )
                     .map_err(storage)?;
-                    store.register(&header, writer, None)
+                    store.register(&header, Writer::Ready(writer), None)
                 });
             done(created)
         }

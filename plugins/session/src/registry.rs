@@ -166,24 +166,35 @@ impl Inner {
             ));
         };
         let stored = store.load(RString::from(id.as_str())).await.into_result()?;
-        let events = stored
-            .events
-            .iter()
-            .map(|line| serde_json::from_str::<SessionEvent>(line))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|problem| {
-                error(
-                    SessionErrorKind::Unreadable,
-                    format!("session `{id}`: {problem}"),
-                )
-            })?;
-        let log = SessionLog::from_events(events, self.types()).map_err(|problem| {
+        let opened = self.adopt(&id, &stored.events, wiring.clone());
+        if opened.is_err() {
+            // Refused after loading: the store lets go of the session without writing to it.
+            let _ = store.close(RString::from(id.as_str())).await;
+        }
+        opened
+    }
+
+    /// Makes a loaded log live: checks it, closes an interrupted turn, marks the seed's end.
+    fn adopt(
+        &self,
+        id: &str,
+        lines: &[RString],
+        wiring: Arc<Wiring>,
+    ) -> Result<SessionBox, SessionError> {
+        let unreadable = |problem: String| {
             error(
                 SessionErrorKind::Unreadable,
                 format!("session `{id}`: {problem}"),
             )
-        })?;
-        let live = LiveSession::new(id, log, wiring)?;
+        };
+        let events = lines
+            .iter()
+            .map(|line| serde_json::from_str::<SessionEvent>(line))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|problem| unreadable(problem.to_string()))?;
+        let log = SessionLog::from_events(events, self.types())
+            .map_err(|problem| unreadable(problem.to_string()))?;
+        let live = LiveSession::new(id.to_owned(), log, wiring)?;
         live.seal_seed()?;
         self.register(live)
     }
