@@ -484,3 +484,40 @@ fn a_reloaded_adapter_row_replaces_its_registration_without_a_duplicate() {
     );
     assert_eq!(host.stop(), Some(0));
 }
+
+#[test]
+fn every_finish_reason_maps_to_the_logged_vocabulary() {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let cases = [
+        ("stop", "stop"),
+        ("tool_calls", "tool-calls"),
+        ("length", "max-tokens"),
+        ("content_filter", "error"),
+    ];
+    for (wire, logged) in cases {
+        let events = vec![
+            first_chunk(),
+            SseEvent::content("partial answer"),
+            SseEvent::finish(wire),
+            SseEvent::Done,
+        ];
+        let server = FakeDeepSeek::start(vec![Reply::Sse(events)]);
+        let dir = TestDir::new(&format!("llm-finish-{wire}"));
+        let run = run(
+            &dir,
+            &[deepseek_at(&server)],
+            &request("deepseek-official", hello()),
+            &[KEY],
+        );
+        assert_eq!(run.out.code, Some(0), "{wire}: {:?}", run.out);
+        let finish = run
+            .chunks
+            .iter()
+            .find(|chunk| chunk["type"] == "finish")
+            .unwrap_or_else(|| panic!("{wire}: {:?}", run.out));
+        assert_eq!(finish["reason"]["kind"], logged, "{wire}: {finish}");
+        if logged == "error" {
+            assert!(finish["reason"]["failure"]["code"].is_string(), "{finish}");
+        }
+    }
+}
