@@ -521,3 +521,42 @@ fn every_finish_reason_maps_to_the_logged_vocabulary() {
         }
     }
 }
+
+#[test]
+fn reasoning_streams_as_its_own_block_before_the_answer() {
+    let server = FakeDeepSeek::start(vec![Reply::reasoning_then_text(
+        "think first",
+        "then answer",
+    )]);
+    let dir = TestDir::new("llm-reasoning");
+    let run = run(
+        &dir,
+        &[deepseek_at(&server)],
+        &request("deepseek-official", hello()),
+        &[KEY],
+    );
+    assert_eq!(run.out.code, Some(0), "{:?}", run.out);
+    let blocks: Vec<&Value> = run
+        .chunks
+        .iter()
+        .filter(|chunk| chunk["type"] == "block-end")
+        .map(|chunk| &chunk["block"])
+        .collect();
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    assert_eq!(
+        blocks[0],
+        &json!({"type": "reasoning", "text": "think first"})
+    );
+    assert_eq!(blocks[1], &json!({"type": "text", "text": "then answer"}));
+    let kinds: Vec<&str> = run
+        .chunks
+        .iter()
+        .map(|chunk| chunk["type"].as_str().unwrap())
+        .collect();
+    let usage = kinds.iter().position(|kind| *kind == "usage").unwrap();
+    assert_eq!(
+        kinds[usage + 1],
+        "finish",
+        "usage comes right before finish: {kinds:?}"
+    );
+}
