@@ -61,7 +61,7 @@ pub fn fixture_lib(name: &str) -> PathBuf {
     )
 }
 
-/// A directory under `target/test-tmp`, removed when dropped.
+/// A scratch directory, removed when dropped.
 pub struct TestDir {
     pub path: PathBuf,
 }
@@ -71,9 +71,10 @@ static DIRS: AtomicUsize = AtomicUsize::new(0);
 impl TestDir {
     pub fn new(name: &str) -> Self {
         let serial = DIRS.fetch_add(1, Ordering::Relaxed);
-        let path = workspace_root()
-            .join("target/test-tmp")
-            .join(format!("{name}-{}-{serial}", std::process::id()));
+        // Under the system temp dir, not the checkout: Unix socket paths (the status socket under
+        // `$DSH_HOME/run`) must stay under 108 bytes wherever the project is cloned.
+        let path =
+            std::env::temp_dir().join(format!("dsh-test-{name}-{}-{serial}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         Self { path }
