@@ -349,3 +349,88 @@ fn plugins_reach_the_network_through_the_host_http_service() {
         out.stdout
     );
 }
+
+#[test]
+fn plugins_run_processes_through_the_host_subprocess_service() {
+    let dir = TestDir::new("subprocess");
+    let out = check(
+        &dir,
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: run\n  name: lifecycle-probe/run\n  config:\n    program: sh\n    args: [-c, 'echo out; echo err >&2; exit 3']\n",
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.lines().any(|line| line == "run stdout: out"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.lines().any(|line| line == "run stderr: err"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("run exit code Some(3) signal None"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn terminating_a_process_ends_its_whole_group() {
+    let dir = TestDir::new("subprocess-group");
+    let out = check(
+        &dir,
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: run\n  name: lifecycle-probe/run\n  config:\n    program: sh\n    args: [-c, 'sleep 30 & sleep 30']\n    terminate_after_ms: 300\n",
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains("run exit code None signal Some(15)"),
+        "{}",
+        out.stdout
+    );
+    let pid: i32 = out
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("run pid "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The background `sleep` was in the same group: nothing of the group is left running
+    // (zombies waiting for a reaper do not count).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let living = living_members(pid);
+        if living.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "group {pid} still has {living:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Pids of processes in group `pgid` that are not zombies, from /proc.
+fn living_members(pgid: i32) -> Vec<i32> {
+    let mut living = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the `(comm)` field: state, ppid, pgrp.
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, rest)| rest) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|group| group.parse::<i32>().ok()) == Some(pgid)
+            && fields.first() != Some(&"Z")
+        {
+            living.push(pid);
+        }
+    }
+    living
+}

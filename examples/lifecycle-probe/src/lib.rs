@@ -476,7 +476,77 @@ impl Plugin for HttpGet {
     }
 }
 
+/// Config of `run`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct RunConfig {
+    pub program: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Terminate the process group this long after the start instead of waiting for the exit.
+    #[serde(default)]
+    pub terminate_after_ms: Option<u64>,
+}
+
+/// Runs a process through the host's `subprocess` service and prints its output and exit.
+pub struct Run;
+
+impl Plugin for Run {
+    const NAME: &'static str = "run";
+    const INJECT: &'static [&'static str] = &["subprocess"];
+    type Config = RunConfig;
+
+    async fn apply(ctx: Context, config: RunConfig) -> Result<(), PluginError> {
+        use dsh_plugin_api::io::subprocess::{OutputStream, SpawnRequest, SubprocessService};
+        let launcher = ctx.inject::<SubprocessService>("subprocess")?;
+        let request = SpawnRequest {
+            program: config.program.as_str().into(),
+            args: config
+                .args
+                .iter()
+                .map(|arg| RString::from(arg.as_str()))
+                .collect(),
+            ..SpawnRequest::default()
+        };
+        let process = launcher
+            .spawn(request)
+            .into_result()
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
+        say(&format!("run pid {}", process.pid()));
+        let status = match config.terminate_after_ms {
+            Some(after) => {
+                ctx.sleep(std::time::Duration::from_millis(after)).await;
+                process.terminate(500).await
+            }
+            None => {
+                while let dsh_plugin_api::ROption::RSome(chunk) = process.next_output().await {
+                    let stream = if chunk.stream == OutputStream::Stdout {
+                        "stdout"
+                    } else {
+                        "stderr"
+                    };
+                    say(&format!(
+                        "run {stream}: {}",
+                        String::from_utf8_lossy(&chunk.bytes).trim_end()
+                    ));
+                }
+                process.wait().await
+            }
+        }
+        .into_result()
+        .map_err(|error| PluginError::plugin(error.to_string()))?;
+        say(&format!(
+            "run exit code {:?} signal {:?}",
+            status.code.into_option(),
+            status.signal.into_option()
+        ));
+        Ok(())
+    }
+}
+
 dsh_plugin_api::export_plugins!(
+    Run,
     HttpGet,
     StuckDisposer,
     LayoutClash,

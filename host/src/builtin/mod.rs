@@ -1,8 +1,9 @@
-//! Plugins compiled into the host binary: the I/O services, which must run on the host's own
-//! runtime. They are exported as the library `dsh-host` (rows name `dsh-host/http`), mounted by
-//! rows and replaceable like any other plugin.
+//! Plugins compiled into the host binary: the I/O services (`http`, `subprocess`), which must
+//! run on the host's own runtime. They are exported as the library `dsh-host` (rows name
+//! `dsh-host/http`, `dsh-host/subprocess`), mounted by rows and replaceable like any other plugin.
 
 mod http;
+mod subprocess;
 
 use std::path::PathBuf;
 
@@ -26,7 +27,10 @@ pub fn library() -> LoadedLibrary {
             inode: 0,
         },
         api_version: dsh_plugin_api::API_VERSION.to_owned(),
-        decls: vec![declare::<http::HttpPlugin>()],
+        decls: vec![
+            declare::<http::HttpPlugin>(),
+            declare::<subprocess::SubprocessPlugin>(),
+        ],
     }
 }
 

@@ -3,3 +3,4 @@
 //! tokio has no reactor (ARCHITECTURE §4).
 
 pub mod http;
+pub mod subprocess;

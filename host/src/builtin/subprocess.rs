@@ -1,0 +1,222 @@
+//! `dsh-host/subprocess`: the `subprocess` service, tokio processes on the host runtime, each in
+//! a process group of its own so that terminating a tool call ends everything it started.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::io::subprocess::{
+    ExitStatus, OutputChunk, OutputStream, Process, Process_TO, ProcessBox, SUBPROCESS_SERVICE,
+    SpawnRequest, Subprocess, Subprocess_TO, SubprocessError,
+};
+use dsh_plugin_api::{Context, NoConfig, Plugin, PluginError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Mutex, mpsc};
+
+pub(crate) struct SubprocessPlugin;
+
+impl Plugin for SubprocessPlugin {
+    const NAME: &'static str = "subprocess";
+    const PROVIDES: &'static [&'static str] = &[SUBPROCESS_SERVICE];
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        ctx.provide(
+            SUBPROCESS_SERVICE,
+            Subprocess_TO::from_value(Launcher, TD_Opaque),
+        )
+    }
+}
+
+struct Launcher;
+
+fn failure(message: impl std::fmt::Display) -> SubprocessError {
+    SubprocessError {
+        message: RString::from(message.to_string()),
+    }
+}
+
+fn removed(name: &str, patterns: &RVec<RString>) -> bool {
+    patterns
+        .iter()
+        .any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern.as_str(),
+        })
+}
+
+/// Sends `signal` to every process of the group led by `pgid`.
+fn signal_group(pgid: u32, signal: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    #[allow(unsafe_code, reason = "kill(2) on a process group this host started")]
+    // SAFETY: plain syscall; a negative pid addresses the group, which exists or yields ESRCH.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+impl Subprocess for Launcher {
+    fn spawn(&self, request: SpawnRequest) -> RResult<ProcessBox, SubprocessError> {
+        let mut command = tokio::process::Command::new(request.program.as_str());
+        command.args(request.args.iter().map(RString::as_str));
+        if let RSome(cwd) = &request.cwd {
+            command.current_dir(cwd.as_str());
+        }
+        for (name, _) in std::env::vars_os() {
+            if let Some(name) = name.to_str()
+                && removed(name, &request.remove_env) {
+                    command.env_remove(name);
+                }
+        }
+        for var in request.env.iter() {
+            command.env(var.name.as_str(), var.value.as_str());
+        }
+        command
+            .stdin(if request.stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                return RErr(failure(format!(
+                    "cannot start `{}`: {error}",
+                    request.program
+                )));
+            }
+        };
+        let Some(pid) = child.id() else {
+            return RErr(failure(format!(
+                "`{}` exited before it could be tracked",
+                request.program
+            )));
+        };
+        if let (RSome(input), Some(mut stdin)) = (request.stdin, child.stdin.take()) {
+            tokio::spawn(async move {
+                let _ = stdin.write_all(&input).await;
+            });
+        }
+        let (sender, receiver) = mpsc::unbounded_channel();
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(pump(stdout, OutputStream::Stdout, sender.clone()));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(pump(stderr, OutputStream::Stderr, sender));
+        }
+        let process = Running {
+            pid,
+            child: Arc::new(Mutex::new(child)),
+            output: Arc::new(Mutex::new(receiver)),
+            exited: Arc::new(std::sync::OnceLock::new()),
+        };
+        ROk(Process_TO::from_value(process, TD_Opaque))
+    }
+}
+
+/// Forwards one output stream until it closes.
+async fn pump(
+    mut stream: impl tokio::io::AsyncRead + Unpin,
+    which: OutputStream,
+    sender: mpsc::UnboundedSender<OutputChunk>,
+) {
+    let mut buffer = vec![0_u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => {
+                let chunk = OutputChunk {
+                    stream: which,
+                    bytes: RVec::from(buffer[..read].to_vec()),
+                };
+                if sender.send(chunk).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+struct Running {
+    pid: u32,
+    child: Arc<Mutex<tokio::process::Child>>,
+    output: Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>,
+    exited: Arc<std::sync::OnceLock<ExitStatus>>,
+}
+
+fn status_of(status: std::process::ExitStatus) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus {
+        code: status.code().into(),
+        signal: status.signal().into(),
+    }
+}
+
+async fn wait_for(
+    child: &Mutex<tokio::process::Child>,
+    exited: &std::sync::OnceLock<ExitStatus>,
+) -> RResult<ExitStatus, SubprocessError> {
+    if let Some(status) = exited.get() {
+        return ROk(*status);
+    }
+    match child.lock().await.wait().await {
+        Ok(status) => {
+            let status = *exited.get_or_init(|| status_of(status));
+            ROk(status)
+        }
+        Err(error) => RErr(failure(format!("waiting for the process failed: {error}"))),
+    }
+}
+
+impl Process for Running {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn next_output(&self) -> FfiFuture<ROption<OutputChunk>> {
+        let output = self.output.clone();
+        async move {
+            match output.lock().await.recv().await {
+                Some(chunk) => RSome(chunk),
+                None => RNone,
+            }
+        }
+        .into_ffi()
+    }
+
+    fn wait(&self) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
+        let (child, exited) = (self.child.clone(), self.exited.clone());
+        async move { wait_for(&child, &exited).await }.into_ffi()
+    }
+
+    fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
+        let (pid, child, exited) = (self.pid, self.child.clone(), self.exited.clone());
+        async move {
+            signal_group(pid, libc::SIGTERM);
+            let waited =
+                tokio::time::timeout(Duration::from_millis(grace_ms), wait_for(&child, &exited))
+                    .await;
+            // The leader may be gone while others of its group live on: they get SIGKILL too.
+            signal_group(pid, libc::SIGKILL);
+            match waited {
+                Ok(status) => status,
+                Err(_) => wait_for(&child, &exited).await,
+            }
+        }
+        .into_ffi()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Whatever the caller did, nothing it started outlives its handle.
+        signal_group(self.pid, libc::SIGKILL);
+    }
+}
