@@ -169,7 +169,7 @@ fn the_shipped_profiles_boot_with_every_row_active() {
             .iter()
             .map(|fiber| fiber["row"].as_str().unwrap())
             .collect();
-        for row in ["http", "session", "session-persistence-jsonl"] {
+        for row in ["http", "subprocess", "session", "session-persistence-jsonl"] {
             assert!(rows.contains(&row), "{profile}: {rows:?}");
         }
         assert!(
