@@ -161,7 +161,10 @@ impl ToolFailure {
     /// A value that violates the tool's declared output schema.
     pub fn invalid_output(tool: &str, violations: &[String]) -> Self {
         Self::coded(
-            format!("tool \"{tool}\" returned invalid output: {}", violations.join("; ")),
+            format!(
+                "tool \"{tool}\" returned invalid output: {}",
+                violations.join("; ")
+            ),
             codes::TOOL_OUTPUT_ERROR,
             codes::INVALID_TOOL_OUTPUT,
             FailureKind::InvalidToolOutput,

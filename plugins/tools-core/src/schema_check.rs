@@ -91,7 +91,9 @@ pub fn check_object_schema(schema: &Value) -> Result<(), SchemaError> {
 /// `serde_json` number) and not negative zero, which JSON cannot round-trip through JavaScript.
 pub(crate) fn is_json_number(value: &Value) -> bool {
     match value {
-        Value::Number(number) => number.as_f64().is_none_or(|f| !(f == 0.0 && f.is_sign_negative())),
+        Value::Number(number) => number
+            .as_f64()
+            .is_none_or(|f| !(f == 0.0 && f.is_sign_negative())),
         _ => false,
     }
 }
@@ -191,7 +193,12 @@ fn check_one_of(
     match one_of {
         Value::Array(branches) if branches.len() >= 2 => {
             for (index, branch) in branches.iter().enumerate() {
-                check_node(branch, &format!("{path}.oneOf[{index}]"), depth + 1, violations);
+                check_node(
+                    branch,
+                    &format!("{path}.oneOf[{index}]"),
+                    depth + 1,
+                    violations,
+                );
             }
         }
         _ => violations.push(format!(
@@ -215,7 +222,10 @@ fn check_typed(node: &Map<String, Value>, path: &str, depth: usize, violations: 
             return;
         }
         _ => {
-            violations.push(format!("{path}.type must be one of {}", SCHEMA_TYPES.join("/")));
+            violations.push(format!(
+                "{path}.type must be one of {}",
+                SCHEMA_TYPES.join("/")
+            ));
             return;
         }
     };
@@ -249,7 +259,12 @@ fn check_object(node: &Map<String, Value>, path: &str, depth: usize, violations:
         None => {}
         Some(Value::Object(properties)) => {
             for (key, child) in properties {
-                check_node(child, &format!("{path}.properties.{key}"), depth + 1, violations);
+                check_node(
+                    child,
+                    &format!("{path}.properties.{key}"),
+                    depth + 1,
+                    violations,
+                );
             }
         }
         Some(_) => violations.push(format!("{path}.properties must be an object of schemas")),
@@ -269,7 +284,10 @@ fn check_object(node: &Map<String, Value>, path: &str, depth: usize, violations:
             _ => violations.push(format!("{path}.required must be an array of strings")),
         }
     }
-    if node.get("additionalProperties").is_some_and(|value| !value.is_boolean()) {
+    if node
+        .get("additionalProperties")
+        .is_some_and(|value| !value.is_boolean())
+    {
         violations.push(format!("{path}.additionalProperties must be a boolean"));
     }
 }
@@ -280,9 +298,15 @@ fn check_literals(
     path: &str,
     violations: &mut Vec<String>,
 ) {
-    let allowed = node.get("enum").and_then(Value::as_array).filter(|allowed| {
-        !allowed.is_empty() && allowed.iter().all(|entry| scalar_matches(schema_type, entry))
-    });
+    let allowed = node
+        .get("enum")
+        .and_then(Value::as_array)
+        .filter(|allowed| {
+            !allowed.is_empty()
+                && allowed
+                    .iter()
+                    .all(|entry| scalar_matches(schema_type, entry))
+        });
     if node.contains_key("enum") && allowed.is_none() {
         violations.push(format!(
             "{path}.enum must be a non-empty array of {schema_type} values"
@@ -291,7 +315,8 @@ fn check_literals(
     if let Some(constant) = node.get("const") {
         if !scalar_matches(schema_type, constant) {
             violations.push(format!("{path}.const must be a {schema_type} value"));
-        } else if allowed.is_some_and(|allowed| !allowed.iter().any(|entry| scalar_eq(entry, constant)))
+        } else if allowed
+            .is_some_and(|allowed| !allowed.iter().any(|entry| scalar_eq(entry, constant)))
         {
             violations.push(format!(
                 "{path}.const must be one of {path}.enum when both are declared"

@@ -76,7 +76,10 @@ fn validate_node(schema: &Value, value: &Value, path: &str, out: &mut Vec<String
             "null" => "",
             _ => "a ",
         };
-        out.push(format!("\"{}\" must be {article}{schema_type}", shown(path)));
+        out.push(format!(
+            "\"{}\" must be {article}{schema_type}",
+            shown(path)
+        ));
         return;
     }
     match (schema_type, value) {
@@ -130,21 +133,26 @@ fn validate_object(
     }
 }
 
-fn validate_literals(schema: &Map<String, Value>, value: &Value, path: &str, out: &mut Vec<String>) {
-    if let Some(Value::Array(allowed)) = schema.get("enum") {
-        if !allowed.iter().any(|entry| scalar_eq(entry, value)) {
-            out.push(format!(
-                "\"{}\" must be one of {}",
-                shown(path),
-                js_json(&Value::Array(allowed.clone()))
-            ));
-            return;
-        }
+fn validate_literals(
+    schema: &Map<String, Value>,
+    value: &Value,
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    if let Some(Value::Array(allowed)) = schema.get("enum")
+        && !allowed.iter().any(|entry| scalar_eq(entry, value))
+    {
+        out.push(format!(
+            "\"{}\" must be one of {}",
+            shown(path),
+            js_json(&Value::Array(allowed.clone()))
+        ));
+        return;
     }
-    if let Some(constant) = schema.get("const") {
-        if !scalar_eq(constant, value) {
-            out.push(format!("\"{}\" must be {}", shown(path), js_json(constant)));
-        }
+    if let Some(constant) = schema.get("const")
+        && !scalar_eq(constant, value)
+    {
+        out.push(format!("\"{}\" must be {}", shown(path), js_json(constant)));
     }
 }
 

@@ -75,7 +75,9 @@ impl Scope {
 
     /// The ancestors, farthest first, without the viewing agent.
     pub fn ancestors(&self) -> &[ScopeKey] {
-        self.chain.split_last().map_or(&[], |(_, ancestors)| ancestors)
+        self.chain
+            .split_last()
+            .map_or(&[], |(_, ancestors)| ancestors)
     }
 
     pub fn chain(&self) -> &[ScopeKey] {

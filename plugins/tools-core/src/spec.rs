@@ -52,11 +52,7 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// A tool whose parameter schema the registry enforces. Registration refuses the tool unless
     /// `parameters` is an object schema within the enforced subset.
-    pub fn new(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        parameters: Value,
-    ) -> Self {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
         Self {
             name: name.into(),
             description: description.into(),
