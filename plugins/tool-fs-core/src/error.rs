@@ -92,7 +92,11 @@ pub struct ToolError {
 impl ToolError {
     /// A new error with `code` and model-facing `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), detail: None }
+        Self {
+            code,
+            message: message.into(),
+            detail: None,
+        }
     }
 
     /// A plain argument error (no recorded code), as the reference's value checks throw.
@@ -151,8 +155,12 @@ impl ToolError {
 /// JSON-Schema validation runs before a tool body, so this is a safety net: its text is serde's,
 /// not the reference validator's.
 pub fn parse_args<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T, ToolError> {
-    T::deserialize(args)
-        .map_err(|error| ToolError::new(ErrorCode::InvalidArgs, format!("invalid arguments: {error}")))
+    T::deserialize(args).map_err(|error| {
+        ToolError::new(
+            ErrorCode::InvalidArgs,
+            format!("invalid arguments: {error}"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -162,24 +170,45 @@ mod tests {
     #[test]
     fn info_follows_the_reference_families() {
         let fs = ToolError::new(ErrorCode::FsNotFound, "x");
-        assert_eq!(fs.info_json(), Some(json!({"name": "FsError", "code": "FS_NOT_FOUND"})));
+        assert_eq!(
+            fs.info_json(),
+            Some(json!({"name": "FsError", "code": "FS_NOT_FOUND"}))
+        );
         let search = ToolError::new(ErrorCode::SearchFailed, "x");
-        assert_eq!(search.info_json(), Some(json!({"name": "SearchError", "code": "SEARCH_FAILED"})));
-        assert_eq!(ToolError::plain("offset must be a positive integer").info_json(), None);
+        assert_eq!(
+            search.info_json(),
+            Some(json!({"name": "SearchError", "code": "SEARCH_FAILED"}))
+        );
+        assert_eq!(
+            ToolError::plain("offset must be a positive integer").info_json(),
+            None
+        );
         assert_eq!(ToolError::plain("boom").model_text(), "Error: boom");
     }
 
     #[test]
     fn remedies_are_appended_only_to_guarded_mutation_codes() {
-        let stale = ToolError::new(ErrorCode::FsStaleVersion, "cannot edit \"/a\": file changed since it was read");
+        let stale = ToolError::new(
+            ErrorCode::FsStaleVersion,
+            "cannot edit \"/a\": file changed since it was read",
+        );
         assert_eq!(
             stale.remediated().message(),
             "cannot edit \"/a\": file changed since it was read — re-read the file, then retry"
         );
-        let unseen = ToolError::new(ErrorCode::FsNotObserved, "edit requires reading \"/a\" first");
-        assert_eq!(unseen.remediated().message(), "edit requires reading \"/a\" first — read the file, then retry");
+        let unseen = ToolError::new(
+            ErrorCode::FsNotObserved,
+            "edit requires reading \"/a\" first",
+        );
+        assert_eq!(
+            unseen.remediated().message(),
+            "edit requires reading \"/a\" first — read the file, then retry"
+        );
         let other = ToolError::new(ErrorCode::FsNotFound, "cannot edit \"/a\": not found");
-        assert_eq!(other.remediated().message(), "cannot edit \"/a\": not found");
+        assert_eq!(
+            other.remediated().message(),
+            "cannot edit \"/a\": not found"
+        );
     }
 
     #[test]

@@ -1,0 +1,273 @@
+//! The workspace a tool call runs against, path resolution, and the mutation fence.
+//!
+//! Resolution follows the reference's local backend: the model-facing *display* path is the
+//! lexical `resolve(cwd, path)` (symlinks kept, `.`/`..` folded, no trailing separator), while the
+//! *key* that observations are recorded under is the realpath, so two aliases of one file share
+//! one observation. For a file that does not exist yet the key is the realpath of the nearest
+//! existing ancestor plus the missing suffix, so it stays stable across creation.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{ErrorCode, ToolError};
+
+/// The sandbox mode mutations run under (the reference's vocabulary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Every mutation is refused.
+    ReadOnly,
+    /// Mutations must land under the workspace root (or an extra writable root).
+    WorkspaceWrite,
+    /// No fence: "full access".
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    /// The mode's wire name, as it appears in denial markers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+/// The model-facing denial marker the reference shares between bash and the fs tools.
+pub fn sandbox_denial_marker(mode: SandboxMode) -> String {
+    format!("[sandbox: file access denied under {} mode]", mode.as_str())
+}
+
+/// The same-turn escalation hint that rides a denial when escalation fields are advertised.
+pub fn escalation_hint_marker(subject: &str) -> String {
+    format!(
+        "[sandbox: escalation available — retry this exact {subject} once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+    )
+}
+
+/// Where a call runs: the session cwd that relative paths resolve against, and the fence that
+/// `write`/`edit` are checked against. Reads are never fenced (every mode permits reading).
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    mode: SandboxMode,
+    extra_writable_roots: Vec<PathBuf>,
+    escalation_available: bool,
+}
+
+impl Workspace {
+    /// A workspace rooted at `root` in `workspace-write` mode (the reference's default preset)
+    /// with no extra writable roots. A relative `root` is made absolute against the process cwd.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let root = std::path::absolute(&root).unwrap_or(root);
+        Self {
+            root,
+            mode: SandboxMode::WorkspaceWrite,
+            extra_writable_roots: Vec::new(),
+            escalation_available: false,
+        }
+    }
+
+    /// Set the sandbox mode (`DangerFullAccess` is "full access": no fence).
+    pub fn with_mode(mut self, mode: SandboxMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Add a root that `workspace-write` also permits.
+    pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.extra_writable_roots.push(root.into());
+        self
+    }
+
+    /// Add the platform temp areas (`/tmp` and the OS temp dir), which the reference's
+    /// `workspace-write` mode also permits.
+    pub fn with_temp_roots(self) -> Self {
+        self.with_writable_root("/tmp")
+            .with_writable_root(std::env::temp_dir())
+    }
+
+    /// Whether the tool advertises `sandbox_permissions`; a denial then carries the hint.
+    pub fn with_escalation_available(mut self, available: bool) -> Self {
+        self.escalation_available = available;
+        self
+    }
+
+    /// The session cwd.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The sandbox mode.
+    pub fn mode(&self) -> SandboxMode {
+        self.mode
+    }
+
+    /// Refuse a mutation of `target` unless the mode allows it: `read-only` refuses all,
+    /// `workspace-write` requires the target's realpath under a writable root, full access
+    /// allows everything. The model text is the reference's marker; the detail names the path
+    /// and the root.
+    pub fn check_writable(&self, target: &Target) -> Result<(), ToolError> {
+        let refuse = |why: String| {
+            let mut text = sandbox_denial_marker(self.mode);
+            if self.escalation_available {
+                text.push('\n');
+                text.push_str(&escalation_hint_marker("operation"));
+            }
+            Err(ToolError::new(ErrorCode::FsSandboxDenied, text).with_detail(why))
+        };
+        match self.mode {
+            SandboxMode::DangerFullAccess => Ok(()),
+            SandboxMode::ReadOnly => refuse(format!(
+                "cannot write \"{}\": the sandbox is read-only",
+                target.display
+            )),
+            SandboxMode::WorkspaceWrite => {
+                // Re-canonicalize now so a symlinked ancestor swapped since resolution is seen.
+                let fresh = resolve_key(Path::new(&target.display))?;
+                let contained = std::iter::once(&self.root)
+                    .chain(&self.extra_writable_roots)
+                    .any(|root| fresh.starts_with(canonical_or_self(root)));
+                if contained {
+                    Ok(())
+                } else {
+                    refuse(format!(
+                        "cannot write \"{}\": outside the workspace root \"{}\"",
+                        target.display,
+                        self.root.display()
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Resolve a model-supplied path against this workspace.
+    pub fn resolve(&self, requested: &str) -> Result<Target, ToolError> {
+        resolve_target(&self.root, requested)
+    }
+}
+
+/// A resolved path: what the model sees and the identity observations are keyed by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The absolute, lexically normalized path shown to the model.
+    pub display: String,
+    /// The realpath identity (stable across aliases and across creation).
+    pub key: PathBuf,
+}
+
+fn has_parent_segment(path: &Path) -> bool {
+    path.components().any(|c| matches!(c, Component::ParentDir))
+}
+
+fn canonical_or_self(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Node's `path.resolve(cwd, path)`: join, then fold `.` and `..` lexically.
+pub(crate) fn lexical_resolve(cwd: &Path, path: &Path) -> PathBuf {
+    let joined = cwd.join(path);
+    let mut out = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => {
+                out.push(component.as_os_str())
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                // `..` at the root stays at the root, as in Node.
+                if out.parent().is_some() {
+                    out.pop();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Resolve `requested` against `cwd` into display path and realpath key. A blank path is the
+/// reference's `FS_NOT_FOUND`; a path through a regular file cannot exist (`FS_NOT_FOUND`).
+pub fn resolve_target(cwd: &Path, requested: &str) -> Result<Target, ToolError> {
+    if requested.trim().is_empty() {
+        return Err(ToolError::new(
+            ErrorCode::FsNotFound,
+            "file_path must be a non-empty string",
+        ));
+    }
+    let requested_path = Path::new(requested);
+    // With `..` in play the filesystem identity of a symlinked cwd becomes observable, so the
+    // reference resolves against the canonical cwd in that case only.
+    let base = if has_parent_segment(cwd) || has_parent_segment(requested_path) {
+        canonical_or_self(cwd)
+    } else {
+        cwd.to_path_buf()
+    };
+    let display_path = lexical_resolve(&base, requested_path);
+    let key = resolve_key(&display_path)?;
+    Ok(Target {
+        display: display_path.to_string_lossy().into_owned(),
+        key,
+    })
+}
+
+fn resolve_key(display_path: &Path) -> Result<PathBuf, ToolError> {
+    let not_dir = || {
+        ToolError::new(
+            ErrorCode::FsNotFound,
+            format!(
+                "cannot resolve \"{}\": a parent path segment is not a directory",
+                display_path.display()
+            ),
+        )
+    };
+    match std::fs::canonicalize(display_path) {
+        Ok(real) => return Ok(real),
+        Err(error) if error.kind() == io::ErrorKind::NotADirectory => return Err(not_dir()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => return Err(io_error("resolve", &display_path.to_string_lossy(), &error)),
+    }
+    let mut missing: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut ancestor = display_path;
+    loop {
+        let Some(name) = ancestor.file_name() else {
+            return Ok(display_path.to_path_buf());
+        };
+        missing.push(name);
+        let Some(parent) = ancestor.parent() else {
+            return Ok(display_path.to_path_buf());
+        };
+        ancestor = parent;
+        match std::fs::canonicalize(ancestor) {
+            Ok(real) => {
+                if !real.is_dir() {
+                    return Err(not_dir());
+                }
+                let mut key = real;
+                key.extend(missing.iter().rev());
+                return Ok(key);
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotADirectory => return Err(not_dir()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(io_error("resolve", &display_path.to_string_lossy(), &error)),
+        }
+    }
+}
+
+/// Map an unexpected I/O failure on `display` during `verb` into the fs vocabulary.
+pub(crate) fn io_error(verb: &str, display: &str, error: &io::Error) -> ToolError {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => ToolError::new(
+            ErrorCode::FsPermissionDenied,
+            format!("cannot {verb} \"{display}\": permission denied"),
+        ),
+        io::ErrorKind::NotFound => ToolError::new(
+            ErrorCode::FsNotFound,
+            format!("cannot {verb} \"{display}\": not found"),
+        ),
+        _ => ToolError::new(
+            ErrorCode::FsIoError,
+            format!("cannot {verb} \"{display}\": {error}"),
+        ),
+    }
+}
