@@ -68,9 +68,10 @@ impl Subprocess for Launcher {
         }
         for (name, _) in std::env::vars_os() {
             if let Some(name) = name.to_str()
-                && removed(name, &request.remove_env) {
-                    command.env_remove(name);
-                }
+                && removed(name, &request.remove_env)
+            {
+                command.env_remove(name);
+            }
         }
         for var in request.env.iter() {
             command.env(var.name.as_str(), var.value.as_str());

@@ -100,11 +100,12 @@ impl Plugin for ReplayPlugin {
                         )),
                         Some(Answer::Hang(ready)) => {
                             if let Some(ready) = ready
-                                && let Err(error) = std::fs::write(&ready, b"") {
-                                    return Ok(RErr(failure_json(format!(
-                                        "llm-replay: cannot create {ready}: {error}"
-                                    ))));
-                                }
+                                && let Err(error) = std::fs::write(&ready, b"")
+                            {
+                                return Ok(RErr(failure_json(format!(
+                                    "llm-replay: cannot create {ready}: {error}"
+                                ))));
+                            }
                             ROk(ChunkStream_TO::from_value(Hang, TD_Opaque))
                         }
                         None => RErr(failure_json(format!(
