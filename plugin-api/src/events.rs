@@ -174,19 +174,53 @@ where
 {
     fn call(&self, payload: RArc<()>) -> FfiFuture<ListenerResult> {
         let payload = unerase_arc::<P>(payload);
-        let started = contain(|| Ok((self.f)(payload)));
-        async move {
-            let fut = match started {
-                Ok(fut) => fut,
-                Err(error) => return RErr(error),
-            };
-            match Contained::new(async move { Ok(fut.await) }).await {
-                Ok(Some(value)) => ROk(RSome(erase_box(value))),
-                Ok(None) => ROk(RNone),
-                Err(error) => RErr(error),
-            }
+        match contain(|| Ok((self.f)(payload))) {
+            Ok(fut) => ListenerFuture { inner: Some(fut) }.into_ffi(),
+            Err(error) => std::future::ready(RErr(error)).into_ffi(),
         }
-        .into_ffi()
+    }
+}
+
+/// An async listener's future, polled inside `catch_unwind`, its output mapped to the erased
+/// result: one state machine per call instead of three nested ones (this is the hot path of
+/// the serial and parallel modes).
+struct ListenerFuture<Fut> {
+    inner: Option<Fut>,
+}
+
+impl<R, Fut> Future for ListenerFuture<Fut>
+where
+    Fut: Future<Output = Option<R>>,
+{
+    type Output = ListenerResult;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<ListenerResult> {
+        use std::task::Poll;
+        #[allow(unsafe_code, reason = "structural pin projection to the only field")]
+        // SAFETY: `inner` is never moved out; it is only dropped in place (set to None), and
+        // `ListenerFuture` has no Drop or Unpin impl of its own.
+        let this = unsafe { self.get_unchecked_mut() };
+        let Some(fut) = this.inner.as_mut() else {
+            return Poll::Ready(RErr(PluginError::new(
+                ErrorKind::Dispatch,
+                "listener future polled after completion",
+            )));
+        };
+        #[allow(unsafe_code, reason = "structural pin projection")]
+        // SAFETY: `fut` lives inside the pinned `ListenerFuture` and is not moved.
+        let fut = unsafe { std::pin::Pin::new_unchecked(fut) };
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx)));
+        let output = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Some(value))) => ROk(RSome(erase_box(value))),
+            Ok(Poll::Ready(None)) => ROk(RNone),
+            Err(payload) => RErr(PluginError::from_panic(payload.as_ref())),
+        };
+        this.inner = None;
+        Poll::Ready(output)
     }
 }
 
@@ -242,15 +276,50 @@ where
             inner: next,
             _types: PhantomData,
         };
-        let started = contain(|| Ok((self.f)(payload, next)));
-        async move {
-            let result = match started {
-                Ok(fut) => Contained::new(fut).await.map(erase_box),
-                Err(error) => Err(error),
-            };
-            RResult::from(result)
+        match contain(|| Ok((self.f)(payload, next))) {
+            Ok(fut) => BoxingFuture { inner: Some(fut) }.into_ffi(),
+            Err(error) => std::future::ready(RErr(error)).into_ffi(),
         }
-        .into_ffi()
+    }
+}
+
+/// A waterfall step's future, polled inside `catch_unwind`, its value boxed for the host: one
+/// state machine per call instead of three nested ones.
+struct BoxingFuture<Fut> {
+    inner: Option<Fut>,
+}
+
+impl<R, Fut> Future for BoxingFuture<Fut>
+where
+    Fut: Future<Output = Result<R, PluginError>>,
+{
+    type Output = RResult<ErasedBox, PluginError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        #[allow(unsafe_code, reason = "structural pin projection to the only field")]
+        // SAFETY: as in `ListenerFuture`: never moved, only dropped in place.
+        let this = unsafe { self.get_unchecked_mut() };
+        let Some(fut) = this.inner.as_mut() else {
+            return Poll::Ready(RErr(PluginError::new(
+                ErrorKind::Dispatch,
+                "waterfall future polled after completion",
+            )));
+        };
+        #[allow(unsafe_code, reason = "structural pin projection")]
+        // SAFETY: `fut` lives inside the pinned `BoxingFuture` and is not moved.
+        let fut = unsafe { std::pin::Pin::new_unchecked(fut) };
+        let output = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(value))) => ROk(erase_box(value)),
+            Ok(Poll::Ready(Err(error))) => RErr(error),
+            Err(payload) => RErr(PluginError::from_panic(payload.as_ref())),
+        };
+        this.inner = None;
+        Poll::Ready(output)
     }
 }
 

@@ -22,11 +22,15 @@ use super::bus::{ListenerEntry, ListenerKind, Slot};
 #[derive(Clone)]
 pub struct Channel {
     slot: Arc<Slot>,
+    /// The declared mode, read once: a slot is only re-declared when nobody holds a channel on
+    /// it, so it cannot change under this one.
+    mode: DispatchMode,
 }
 
 impl Channel {
     pub fn new(slot: Arc<Slot>) -> Self {
-        Self { slot }
+        let mode = slot.declaration().mode;
+        Self { slot, mode }
     }
 
     pub fn boxed(self) -> EventChannelBox {
@@ -34,7 +38,7 @@ impl Channel {
     }
 
     fn expect_mode(&self, mode: DispatchMode) -> Result<(), PluginError> {
-        let declared = self.slot.declaration().mode;
+        let declared = self.mode;
         if declared == mode {
             Ok(())
         } else {
