@@ -289,3 +289,42 @@ fn creating_a_home_patch_layer_while_running_takes_effect() {
     host.wait_stdout("consumer says: Patched, world!", WAIT);
     assert_eq!(host.stop(), Some(0));
 }
+
+/// A provider that re-applies in place (its row is unchanged, one of its own dependencies was
+/// edited) publishes anew; its dependents must re-apply too, or they keep the old service.
+#[test]
+fn a_provider_reapplied_in_place_reapplies_its_dependents() {
+    plugin_lib("bench_plugin");
+    plugin_lib("bench_consumer");
+    let dir = TestDir::new("reload-chain");
+    let yaml = "- id: greeter\n  name: greeter\n  config:\n    greeting: Hello\n- id: relay\n  name: bench-plugin/provider\n  inject: [greeter]\n  config:\n    service: relay\n- id: tail\n  name: bench-consumer\n  inject: [relay]\n  config:\n    announce: true\n";
+    let config = dir.write("tree.yml", yaml);
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("bench consumer tail ready", WAIT);
+    dir.write(
+        "tree.yml",
+        &yaml.replace("greeting: Hello", "greeting: Bonjour"),
+    );
+    host.wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
+    let deadline = std::time::Instant::now() + WAIT;
+    while host.count_stdout("bench consumer tail ready") < 2 && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        host.count_stdout("bench consumer tail ready"),
+        2,
+        "the end of the chain did not re-apply exactly once: {:?}",
+        host.stdout()
+    );
+    let status = status_json(&dir.home());
+    assert!(
+        status["fibers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|fiber| fiber["state"] == "ACTIVE"),
+        "{status}"
+    );
+    assert_eq!(host.stop(), Some(0));
+}

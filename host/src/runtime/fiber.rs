@@ -55,9 +55,10 @@ pub enum Source {
     Broken(String),
 }
 
-/// The providers of a fiber's required services, by fiber id, in `deps` order. A fiber is
-/// ACTIVE only for the epoch it was applied with; any change of provider reloads it.
-pub(super) type Epoch = Vec<FiberId>;
+/// The publications of a fiber's required services, by publication serial, in `deps` order. A
+/// fiber is ACTIVE only for the epoch it was applied with; any change of provider, or a
+/// provider publishing again, reloads it.
+pub(super) type Epoch = Vec<u64>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {

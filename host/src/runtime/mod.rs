@@ -57,6 +57,8 @@ struct Inner {
     next_fiber: AtomicU64,
     /// Reconciles spawned and not yet finished: the tree is settled when this stays at zero.
     in_flight: AtomicUsize,
+    /// The serial of the next service publication.
+    next_publication: AtomicU64,
     /// Bumped after every finished reconcile, for waiting on the tree without polling.
     transitions: tokio::sync::Notify,
     resolver: Mutex<Option<Arc<dyn Resolver>>>,
@@ -96,6 +98,7 @@ impl Runtime {
                 bus: Bus::default(),
                 next_fiber: AtomicU64::new(0),
                 in_flight: AtomicUsize::new(0),
+                next_publication: AtomicU64::new(1),
                 transitions: tokio::sync::Notify::new(),
                 resolver: Mutex::new(None),
             }),
@@ -334,7 +337,7 @@ impl Inner {
                 state
                     .services
                     .get(scope.realm_of(name), name)
-                    .map(|entry| entry.fiber)
+                    .map(|entry| entry.serial)
             })
             .collect()
     }
@@ -391,13 +394,21 @@ impl Inner {
         service: ErasedService,
     ) -> Result<(), PluginError> {
         {
+            let serial = self.next_publication.fetch_add(1, Ordering::Relaxed);
             let mut state = self.state();
-            if state
-                .services
-                .insert(realm, name, ServiceEntry { fiber, service })
-                .is_err()
-            {
+            let refused = state.services.insert(
+                realm,
+                name,
+                ServiceEntry {
+                    fiber,
+                    serial,
+                    service,
+                },
+            );
+            if let Err(rejected) = refused {
+                // Released before the plugin's value is dropped: its destructor may call back.
                 drop(state);
+                drop(rejected);
                 let owner = self.lookup_owner(realm, name).unwrap_or_default();
                 return Err(PluginError::new(
                     dsh_plugin_api::ErrorKind::Registration,
@@ -410,8 +421,9 @@ impl Inner {
     }
 
     fn unpublish(self: &Arc<Self>, fiber: FiberId, realm: RealmId, name: &str) {
-        let removed = { self.state().services.remove_owned(realm, name, fiber) };
-        if removed {
+        let removed = self.state().services.remove_owned(realm, name, fiber);
+        if removed.is_some() {
+            drop(removed);
             self.wake_dependents(realm, name);
         }
     }

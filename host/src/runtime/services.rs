@@ -10,6 +10,9 @@ use super::scope::RealmId;
 /// A published service and the fiber that owns it (0: the host).
 pub(super) struct ServiceEntry {
     pub(super) fiber: FiberId,
+    /// Unique per publication: a provider that unloads and applies again in the same fiber
+    /// publishes under a new serial, so its dependents see the change.
+    pub(super) serial: u64,
     pub(super) service: ErasedService,
 }
 
@@ -42,18 +45,23 @@ impl ServiceTable {
         Ok(())
     }
 
-    /// Removes `name` from `realm` if `fiber` owns it.
-    pub(super) fn remove_owned(&mut self, realm: RealmId, name: &str, fiber: FiberId) -> bool {
-        let Some(table) = self.realms.get_mut(&realm) else {
-            return false;
-        };
-        if table.get(name).is_some_and(|entry| entry.fiber == fiber) {
-            table.remove(name);
-            if table.is_empty() {
-                self.realms.remove(&realm);
-            }
-            return true;
+    /// Removes `name` from `realm` if `fiber` owns it and hands the entry
+    /// back, so the caller can drop the plugin's service object after it
+    /// has released the host lock (its destructor is plugin code).
+    pub(super) fn remove_owned(
+        &mut self,
+        realm: RealmId,
+        name: &str,
+        fiber: FiberId,
+    ) -> Option<ServiceEntry> {
+        let table = self.realms.get_mut(&realm)?;
+        if !table.get(name).is_some_and(|entry| entry.fiber == fiber) {
+            return None;
         }
-        false
+        let removed = table.remove(name);
+        if table.is_empty() {
+            self.realms.remove(&realm);
+        }
+        removed
     }
 }
