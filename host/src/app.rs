@@ -67,6 +67,15 @@ impl App {
         if row.disabled {
             return;
         }
+        if row.children.is_some() && !row.inject.is_empty() {
+            // A group that waited on a service would drop its children whenever the service
+            // went away and could not bring them back on its own; the rows that need the
+            // service wait for it themselves.
+            tracing::warn!(
+                "row `{}`: `inject` on a group row is ignored; put it on the rows inside the group",
+                row.id
+            );
+        }
         let (source, label, row_scope) = match &row.children {
             Some(_) => {
                 let isolated = row
@@ -109,7 +118,11 @@ impl App {
             label,
             source,
             config,
-            inject: row.inject.clone(),
+            inject: if row.children.is_some() {
+                Vec::new()
+            } else {
+                row.inject.clone()
+            },
         };
         let fiber = self.runtime.mount(parent, scope.clone(), spec);
         lock(&self.mounted).insert(
@@ -145,7 +158,8 @@ impl App {
         Some(mounted)
     }
 
-    /// Disposes and mounts row `id` again from `row` (with a freshly resolved plugin).
+    /// Disposes and mounts row `id` again from `row` (with a freshly resolved plugin), in the
+    /// place it had; used when only its library changed, so the place is still right.
     async fn remount_row(&self, id: &str, row: &ResolvedRow) {
         let Some(old) = self.unmount_row(id).await else {
             return;
@@ -153,39 +167,32 @@ impl App {
         self.mount_row(row, old.parent, &old.scope);
     }
 
-    /// Moves the running tree to `rows`: removed rows are disposed, changed rows remounted, added
-    /// rows mounted; rows that did not change are left alone.
+    /// Moves the running tree to `rows`: removed and changed rows are disposed first, then
+    /// changed and added rows are mounted parents first at their place in the new tree (a row
+    /// may have moved to another group, or its group may have new isolation); rows that did
+    /// not change are left alone unless a remounted group holds them.
     pub async fn apply_tree(&self, rows: Vec<ResolvedRow>) -> RowDiff {
         let old = lock(&self.tree).clone();
         let diff = dsh_loader::diff(&old, &rows);
-        let by_id = index(&rows);
-        for id in &diff.removed {
+        for id in diff.removed.iter().chain(&diff.changed) {
             self.unmount_row(id).await;
         }
-        // A remounted group brings its current children with it.
+        let by_id = index(&rows);
+        let to_mount: std::collections::HashSet<&str> = diff
+            .changed
+            .iter()
+            .chain(&diff.added)
+            .map(String::as_str)
+            .collect();
+        // A mounted group brings its current children with it.
         let mut done = std::collections::HashSet::new();
-        for id in &diff.changed {
-            if done.contains(id.as_str()) {
+        for row in preorder(&rows) {
+            let id = row.id.as_str();
+            if !to_mount.contains(id) || done.contains(id) || lock(&self.mounted).contains_key(id) {
                 continue;
             }
-            let Some((row, _)) = by_id.get(id.as_str()) else {
-                continue;
-            };
-            if lock(&self.mounted).contains_key(id) {
-                self.remount_row(id, row).await;
-            } else {
-                self.mount_in_place(id, row, &by_id);
-            }
+            self.mount_in_place(id, row, &by_id);
             descendants(row, &mut done);
-        }
-        for id in &diff.added {
-            if done.contains(id.as_str()) || lock(&self.mounted).contains_key(id) {
-                continue;
-            }
-            if let Some((row, _)) = by_id.get(id.as_str()) {
-                self.mount_in_place(id, row, &by_id);
-                descendants(row, &mut done);
-            }
         }
         *lock(&self.tree) = rows;
         diff
@@ -316,6 +323,19 @@ fn collect_disabled(rows: &[ResolvedRow], out: &mut Vec<String>) {
             collect_disabled(children, out);
         }
     }
+}
+
+/// Every row of the tree, each group before its children, in file order.
+fn preorder(rows: &[ResolvedRow]) -> Vec<&ResolvedRow> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&ResolvedRow> = rows.iter().rev().collect();
+    while let Some(row) = stack.pop() {
+        out.push(row);
+        if let Some(children) = &row.children {
+            stack.extend(children.iter().rev());
+        }
+    }
+    out
 }
 
 /// Every row of the tree by id, with the id of the group holding it.

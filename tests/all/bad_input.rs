@@ -222,3 +222,16 @@ fn running_host_survives_a_bad_row_next_to_good_ones() {
     host.wait_stderr("unknown field `nope`", WAIT);
     assert_eq!(host.stop(), Some(0));
 }
+
+#[test]
+fn inject_on_a_group_row_is_named_and_ignored() {
+    let dir = TestDir::new("group-inject");
+    let config = dir.write(
+        "tree.yml",
+        "- id: greeter\n  name: greeter\n- id: box\n  group: true\n  inject: [greeter]\n  config:\n    - id: consumer\n      name: consumer\n",
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stderr("row `box`: `inject` on a group row is ignored", WAIT);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    assert_eq!(host.stop(), Some(0));
+}

@@ -328,3 +328,30 @@ fn a_provider_reapplied_in_place_reapplies_its_dependents() {
     );
     assert_eq!(host.stop(), Some(0));
 }
+
+/// A row moved into an isolating group is mounted in the group's scope, not where it was: the
+/// consumer no longer sees the root's `greeter` and waits.
+#[test]
+fn a_row_moved_into_an_isolating_group_takes_the_group_scope() {
+    let dir = TestDir::new("reload-move");
+    let config = dir.write("tree.yml", PAIR);
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    dir.write(
+        "tree.yml",
+        "- id: greeter\n  name: greeter\n- id: box\n  group: true\n  isolate:\n    greeter: true\n  config:\n    - id: consumer\n      name: consumer\n",
+    );
+    host.wait_stderr("config reloaded: 1 added, 0 removed, 1 changed", WAIT);
+    let status = status_json(&dir.home());
+    let fibers = status["fibers"].as_array().unwrap();
+    let consumer = fibers
+        .iter()
+        .find(|fiber| fiber["row"] == "consumer")
+        .unwrap_or_else(|| panic!("no consumer fiber: {status}"));
+    assert_eq!(consumer["state"], "PENDING", "{status}");
+    assert_eq!(host.count_stdout("consumer says"), 1, "{:?}", host.stdout());
+    // Moving it back out mounts it at the root again, where `greeter` is.
+    dir.write("tree.yml", PAIR);
+    host.wait_stdout_count("consumer says: Hello, world!", 2, WAIT);
+    assert_eq!(host.stop(), Some(0));
+}
