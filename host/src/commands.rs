@@ -84,6 +84,8 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
     };
     let code = crate::signals::wait_for_shutdown().await;
     tracing::info!("shutting down");
+    // No reload may mount rows while the tree is being disposed.
+    drop(watcher);
     let shutdown = app.runtime().dispose_all(DISPOSE_GRACE);
     tokio::select! {
         () = shutdown => {}
@@ -92,7 +94,6 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
             return second;
         }
     }
-    drop(watcher);
     drop(status);
     code
 }

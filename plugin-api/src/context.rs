@@ -111,13 +111,15 @@ pub fn typed_channel<D: Descriptor>(inner: EventChannelBox) -> Channel<D> {
     }
 }
 
-impl<P: StableAbi> Channel<EmitEvent<P>> {
+// `P: 'static` on the dispatching side: a listener is registered for `P` with `'static`
+// lifetimes, so dispatching a `P<'a>` (same layout) would let it keep borrowed data.
+impl<P: StableAbi + 'static> Channel<EmitEvent<P>> {
     pub fn emit(&self, payload: &P) -> Result<(), PluginError> {
         into_result(self.inner.emit(payload as *const P as *const ()))
     }
 }
 
-impl<P: StableAbi, R: StableAbi + 'static> Channel<BailEvent<P, R>> {
+impl<P: StableAbi + 'static, R: StableAbi + 'static> Channel<BailEvent<P, R>> {
     pub fn bail(&self, payload: &P) -> Result<Option<R>, PluginError> {
         into_result(self.inner.bail(payload as *const P as *const ())).map(unerase_option::<R>)
     }
@@ -314,11 +316,15 @@ impl Context {
         ))
     }
 
-    pub fn emit<P: StableAbi>(&self, event: &EmitEvent<P>, payload: &P) -> Result<(), PluginError> {
+    pub fn emit<P: StableAbi + 'static>(
+        &self,
+        event: &EmitEvent<P>,
+        payload: &P,
+    ) -> Result<(), PluginError> {
         self.channel(event)?.emit(payload)
     }
 
-    pub fn bail<P: StableAbi, R: StableAbi + 'static>(
+    pub fn bail<P: StableAbi + 'static, R: StableAbi + 'static>(
         &self,
         event: &BailEvent<P, R>,
         payload: &P,

@@ -73,7 +73,11 @@ impl Slot {
         };
         let mut next: Vec<_> = guard.as_ref().clone();
         change(&mut next);
-        *guard = Arc::new(next);
+        let previous = std::mem::replace(&mut *guard, Arc::new(next));
+        drop(guard);
+        // A removed listener's last reference may be in `previous`: its destructor is plugin
+        // code, which must not run while the slot is locked (it could touch the bus).
+        drop(previous);
     }
 }
 

@@ -17,7 +17,7 @@ use super::Inner;
 use super::bus::ListenerKind;
 use super::dispatch::Channel;
 use super::effects::Effect;
-use super::fiber::{Fiber, MountSpec, Phase, Source};
+use super::fiber::{Fiber, FiberInner, MountSpec, Phase, Source};
 
 #[derive(Clone)]
 pub(super) struct FiberContext {
@@ -49,7 +49,12 @@ impl FiberContext {
 
     /// Whether this context may still register, and whether `apply` is still running.
     fn check_active(&self) -> Result<bool, PluginError> {
-        let inner = self.fiber.inner();
+        self.check_active_in(&self.fiber.inner())
+    }
+
+    /// [`Self::check_active`] on an already locked fiber, so a check and the registration it
+    /// guards happen under one lock (contexts are also used from blocking-pool threads).
+    fn check_active_in(&self, inner: &FiberInner) -> Result<bool, PluginError> {
         let current = inner.generation == self.generation && !inner.disposed;
         match (current, inner.phase) {
             (true, Phase::Loading) => Ok(true),
@@ -63,8 +68,14 @@ impl FiberContext {
     }
 
     fn add_effect(&self, effect: Effect) -> Result<(), PluginError> {
-        self.check_active()?;
-        self.fiber.inner().effects.push(effect);
+        let mut inner = self.fiber.inner();
+        if let Err(error) = self.check_active_in(&inner) {
+            drop(inner);
+            // The disposer is plugin code: run its destructor outside the fiber lock.
+            drop(effect);
+            return Err(error);
+        }
+        inner.effects.push(effect);
         Ok(())
     }
 
@@ -75,16 +86,23 @@ impl FiberContext {
         prepend: bool,
     ) -> Result<(), PluginError> {
         self.check_active()?;
-        let slot = self
-            .runtime
-            .bus
-            .slot(&decl, &self.owner())
-            .map_err(|error| registration(error.to_string()))?;
+        let slot = match self.runtime.bus.slot(&decl, &self.owner()) {
+            Ok(slot) => slot,
+            Err(error) => return Err(self.fail_registration(registration(error.to_string()))),
+        };
         let id = self
             .runtime
             .bus
             .add(&slot, self.fiber.id, self.owner(), kind, prepend);
-        self.fiber.inner().effects.push(Effect::Listener {
+        let mut inner = self.fiber.inner();
+        // Checked again under the lock: the fiber may have been disposed while the listener
+        // was being added (from a blocking-pool thread); then the listener must not outlive it.
+        if let Err(error) = self.check_active_in(&inner) {
+            drop(inner);
+            self.runtime.bus.remove(&slot.name, id);
+            return Err(error);
+        }
+        inner.effects.push(Effect::Listener {
             event: slot.name.clone(),
             id,
         });
@@ -216,11 +234,13 @@ impl HostContext for FiberContext {
     }
 
     fn spawn(&self, task: FfiFuture<()>) -> RResult<(), PluginError> {
-        if let Err(error) = self.check_active() {
+        let mut inner = self.fiber.inner();
+        if let Err(error) = self.check_active_in(&inner) {
+            drop(inner);
+            drop(task);
             return RErr(error);
         }
         let handle = self.runtime.handle.spawn(task);
-        let mut inner = self.fiber.inner();
         // Forget tasks that already ended so a plugin spawning many short tasks does not grow
         // its effect list without bound.
         inner

@@ -247,9 +247,10 @@ fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, Plu
                 ROk(value) => return ROk(value),
                 RErr(error) => {
                     report(&chain.slot.name, entry, &error);
-                    if chain.used[index].load(Ordering::Acquire) {
-                        // The rest of the chain already ran for this listener; running it again
-                        // would repeat its effects.
+                    // Marked used either way: if the rest of the chain already ran for this
+                    // listener, running it again would repeat its effects; if not, a `next`
+                    // the failed listener kept must not start a second run later.
+                    if chain.used[index].swap(true, Ordering::AcqRel) {
                         return RErr(error);
                     }
                     index += 1;

@@ -124,7 +124,12 @@ impl Inner {
                 inner.phase = Phase::Idle;
             }
             Err(error) => {
-                tracing::error!(row = %fiber.row_id, plugin = %fiber.label, "plugin failed: {error}");
+                if fiber.inner().disposed {
+                    // Disposed while loading: the cancelled apply is expected, not a failure.
+                    tracing::debug!(row = %fiber.row_id, plugin = %fiber.label, "apply stopped: {error}");
+                } else {
+                    tracing::error!(row = %fiber.row_id, plugin = %fiber.label, "plugin failed: {error}");
+                }
                 {
                     let mut inner = fiber.inner();
                     inner.error = Some(error.to_string());
@@ -138,14 +143,18 @@ impl Inner {
     }
 
     pub(super) async fn unload(self: &Arc<Self>, fiber: &Arc<Fiber>) {
-        let effects = {
+        let (effects, staged) = {
             let mut inner = fiber.inner();
             inner.phase = Phase::Unloading;
             inner.applied = None;
             inner.generation += 1;
-            inner.staged.clear();
-            std::mem::take(&mut inner.effects)
+            (
+                std::mem::take(&mut inner.effects),
+                std::mem::take(&mut inner.staged),
+            )
         };
+        // Services staged by an apply that never published: plugin objects, dropped unlocked.
+        drop(staged);
         let mut waits: Vec<BoxFuture> = Vec::new();
         for effect in effects.into_iter().rev() {
             match effect {

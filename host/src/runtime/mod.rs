@@ -308,12 +308,11 @@ impl Inner {
 
     /// Starts a reconcile of `fiber` on the runtime.
     fn schedule(self: &Arc<Self>, fiber: Arc<Fiber>) {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let busy = InFlight::enter(self);
         let inner = self.clone();
         self.handle.spawn(async move {
+            let _busy = busy;
             inner.reconcile(&fiber).await;
-            inner.in_flight.fetch_sub(1, Ordering::AcqRel);
-            inner.transitions.notify_waiters();
         });
     }
 
@@ -323,10 +322,8 @@ impl Inner {
         };
         fiber.inner().disposed = true;
         fiber.cancel.notify_waiters();
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let _busy = InFlight::enter(self);
         self.reconcile(&fiber).await;
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        self.transitions.notify_waiters();
     }
 
     /// The providers of `deps` as seen from `scope`, or None when one is missing.
@@ -494,5 +491,23 @@ impl Inner {
 
     fn resolver(&self) -> Option<Arc<dyn Resolver>> {
         lock(&self.resolver).clone()
+    }
+}
+
+/// One reconcile under way; leaving (even by cancellation, when the runtime stops mid-way)
+/// counts it out and wakes whoever waits for the tree to settle.
+struct InFlight(Arc<Inner>);
+
+impl InFlight {
+    fn enter(inner: &Arc<Inner>) -> Self {
+        inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self(inner.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.transitions.notify_waiters();
     }
 }
