@@ -55,7 +55,7 @@ impl ServiceTable {
         fiber: FiberId,
     ) -> Option<ServiceEntry> {
         let table = self.realms.get_mut(&realm)?;
-        if !table.get(name).is_some_and(|entry| entry.fiber == fiber) {
+        if table.get(name).is_none_or(|entry| entry.fiber != fiber) {
             return None;
         }
         let removed = table.remove(name);
