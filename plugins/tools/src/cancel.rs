@@ -1,0 +1,145 @@
+//! The pipeline's cancellation signal: its own flag (fired on timeout) fused with the caller's
+//! signal, so a tool body watches one signal and sees either cause.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RArc;
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::lock;
+use dsh_tools_seam::{Cancel, Cancel_TO, CancelBox};
+
+/// A one-shot flag with wakers.
+#[derive(Default)]
+pub(crate) struct Flag {
+    fired: AtomicBool,
+    wakers: std::sync::Mutex<Vec<Waker>>,
+}
+
+impl Flag {
+    pub(crate) fn fire(&self) {
+        self.fired.store(true, Ordering::Release);
+        for waker in std::mem::take(&mut *lock(&self.wakers)) {
+            waker.wake();
+        }
+    }
+
+    pub(crate) fn is_fired(&self) -> bool {
+        self.fired.load(Ordering::Acquire)
+    }
+
+    /// Resolves once fired.
+    pub(crate) fn wait(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
+        let flag = self.clone();
+        std::future::poll_fn(move |cx| {
+            if flag.is_fired() {
+                return Poll::Ready(());
+            }
+            lock(&flag.wakers).push(cx.waker().clone());
+            // Checked again: `fire` may have run between the first check and the push.
+            if flag.is_fired() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+}
+
+/// The flag of one call fused with the caller's signal.
+#[derive(Clone)]
+pub(crate) struct Fused {
+    pub(crate) own: Arc<Flag>,
+    pub(crate) caller: Option<Arc<CancelBox>>,
+}
+
+impl Fused {
+    pub(crate) fn new(caller: Option<Arc<CancelBox>>) -> Self {
+        Self {
+            own: Arc::new(Flag::default()),
+            caller,
+        }
+    }
+
+    pub(crate) fn boxed(&self) -> CancelBox {
+        Cancel_TO::from_ptr(RArc::new(self.clone()), TD_Opaque)
+    }
+
+    /// Whether the caller (not a timeout) cancelled.
+    pub(crate) fn caller_cancelled(&self) -> bool {
+        self.caller
+            .as_ref()
+            .is_some_and(|caller| caller.is_cancelled())
+    }
+}
+
+impl Cancel for Fused {
+    fn is_cancelled(&self) -> bool {
+        self.own.is_fired() || self.caller_cancelled()
+    }
+
+    fn cancelled(&self) -> FfiFuture<()> {
+        let own = self.own.wait();
+        let caller = self.caller.as_ref().map(|caller| caller.cancelled());
+        async move {
+            match caller {
+                Some(caller) => {
+                    first_of(own, caller).await;
+                }
+                None => own.await,
+            }
+        }
+        .into_ffi()
+    }
+}
+
+/// Which of two futures finished first.
+pub(crate) enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Polls both futures and answers the first to finish, dropping the other.
+pub(crate) async fn first_of<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
+    let mut a = Box::pin(a);
+    let mut b = Box::pin(b);
+    std::future::poll_fn(move |cx: &mut Context<'_>| {
+        if let Poll::Ready(value) = Pin::new(&mut a).poll(cx) {
+            return Poll::Ready(Either::Left(value));
+        }
+        if let Poll::Ready(value) = Pin::new(&mut b).poll(cx) {
+            return Poll::Ready(Either::Right(value));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fired_flag_is_seen_by_the_fused_signal() {
+        let fused = Fused::new(None);
+        let signal = fused.boxed();
+        assert!(!signal.is_cancelled());
+        fused.own.fire();
+        assert!(signal.is_cancelled());
+        assert!(!fused.caller_cancelled());
+    }
+
+    #[test]
+    fn the_caller_signal_cancels_the_fused_one() {
+        let caller = Fused::new(None);
+        let fused = Fused::new(Some(Arc::new(caller.boxed())));
+        assert!(!fused.boxed().is_cancelled());
+        caller.own.fire();
+        assert!(fused.boxed().is_cancelled());
+        assert!(fused.caller_cancelled());
+    }
+}

@@ -1,0 +1,428 @@
+//! One step's calls through the guarded pipeline, as `dsh-tools-core` lays it out: log
+//! `tool/call`, freeze the arguments, `tools/pre-execute`, the ask answer, the guards; on allow
+//! `tools/execute` around the body (resolve again, check arguments, run with the fused
+//! cancellation signal and the tool's timeout); `tools/post-execute`; the content finalizer
+//! exactly once; `tool/result` citing the call's seq; `tools/result`. Every failure anywhere
+//! becomes an error result: this never fails.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abi_stable::std_types::{RArc, RSome, RString, RVec};
+use dsh_llm_api::{ContentBlock, Message};
+use dsh_plugin_api::lock;
+use dsh_session_api::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
+use dsh_tools_core::{
+    AskAnswer, CallStages, Concurrency, Gate, OutcomeSeal, PostDecision, PreDecision, Prepared,
+    TOOL_CALL_EVENT, TOOL_RESULT_EVENT, ToolCallEventData, ToolFailure, ToolOutcome,
+    ToolResultEventData, apply_post_decision, parse_arguments, run_staged,
+};
+use dsh_tools_seam::{CallView, CancelBox, PostView, ResultView, StepCalls, ToolBox};
+use serde_json::{Value, json};
+
+use crate::cancel::{Either, Fused, first_of};
+use crate::reply::{outcome_from_reply, outcome_summary, reply_from_outcome};
+use crate::service::{Shared, scope_of};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// One call on its way through.
+struct Call {
+    view: CallView,
+    arguments: Value,
+    /// Seq of its `tool/call` event (0 when no session logs it).
+    seq: u64,
+}
+
+/// A call that passed policy.
+struct Ticket {
+    call: Call,
+    seal: OutcomeSeal,
+}
+
+/// A call with an outcome, waiting to commit in model order.
+struct Settled {
+    call: Call,
+    seal: OutcomeSeal,
+    outcome: ToolOutcome,
+    /// Whether `tools/post-execute` still gets a say (not for failures of the pipeline itself).
+    post: bool,
+}
+
+/// What run_step reports per call.
+struct Committed {
+    call_id: String,
+    is_error: bool,
+    seq: u64,
+    concludes_turn: bool,
+}
+
+struct Stages {
+    shared: Arc<Shared>,
+    session: Option<Arc<SessionBox>>,
+    cancel: Arc<CancelBox>,
+    contexts: Arc<Mutex<Vec<Message>>>,
+}
+
+/// Runs the calls of `step`; answers the run_step report (see the seam).
+pub(crate) async fn run_step(shared: Arc<Shared>, step: StepCalls, cancel: CancelBox) -> String {
+    let session = open_session(&shared, &step.session).await;
+    let contexts = Arc::new(Mutex::new(Vec::new()));
+    let calls: Vec<Call> = step
+        .calls
+        .iter()
+        .map(|call| Call {
+            view: CallView {
+                session: step.session.clone(),
+                scope: step.scope.clone(),
+                turn: step.turn,
+                step: step.step,
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                cwd: step.cwd.clone(),
+            },
+            arguments: parse_arguments(&call.arguments),
+            seq: 0,
+        })
+        .collect();
+    let limit = shared.max_parallel;
+    let stages = Stages {
+        shared,
+        session,
+        cancel: Arc::new(cancel),
+        contexts: contexts.clone(),
+    };
+    let committed = run_staged(calls, limit, stages).await;
+    let additional: Vec<Message> = std::mem::take(&mut *lock(&contexts));
+    json!({
+        "results": committed.iter().map(|entry| json!({
+            "callId": entry.call_id,
+            "isError": entry.is_error,
+            "seq": entry.seq,
+        })).collect::<Vec<_>>(),
+        "additionalContexts": additional,
+        "concludesTurn": committed.iter().any(|entry| entry.concludes_turn),
+    })
+    .to_string()
+}
+
+async fn open_session(shared: &Shared, id: &RString) -> Option<Arc<SessionBox>> {
+    if id.is_empty() {
+        return None;
+    }
+    let sessions = match shared.ctx.get::<SessionsService>(SESSIONS) {
+        Ok(Some(sessions)) => sessions,
+        Ok(None) => {
+            shared.ctx.log(dsh_plugin_api::LogLevel::Warn, &format!(
+                "tools: no `sessions` service: the calls of session `{id}` go unlogged"
+            ));
+            return None;
+        }
+        Err(error) => {
+            shared.ctx.log(dsh_plugin_api::LogLevel::Warn, &format!("tools: {error}"));
+            return None;
+        }
+    };
+    match sessions.open(id.clone()).await.into_result() {
+        Ok(session) => Some(Arc::new(session)),
+        Err(error) => {
+            shared
+                .ctx.log(dsh_plugin_api::LogLevel::Warn, &format!("tools: session `{id}` cannot be opened: {error}"));
+            None
+        }
+    }
+}
+
+/// Appends one event; answers its seq (0 when unlogged or refused, which is reported).
+fn append(
+    shared: &Shared,
+    session: Option<&Arc<SessionBox>>,
+    kind: &str,
+    data: &str,
+    cites: Option<u64>,
+) -> u64 {
+    let Some(session) = session else {
+        return 0;
+    };
+    let mut record = NewEventRecord::new(kind, data);
+    if let Some(seq) = cites.filter(|seq| *seq > 0) {
+        record.source_event_seqs = RSome(RVec::from(vec![seq]));
+    }
+    match session.append(RVec::from(vec![record])).into_result() {
+        Ok(committed) => committed.first().map_or(0, |event| event.seq),
+        Err(error) => {
+            shared.ctx.log(dsh_plugin_api::LogLevel::Error, &format!(
+                "tools: `{kind}` could not be logged in session `{}`: {error}",
+                session.id()
+            ));
+            0
+        }
+    }
+}
+
+fn pipeline_failure(message: String) -> ToolOutcome {
+    ToolOutcome::failure(ToolFailure::pipeline(message))
+}
+
+/// The seal of the tool the call resolves now (its finalizer runs once, whatever happens).
+fn seal_for(shared: &Shared, view: &CallView) -> OutcomeSeal {
+    let tool = {
+        let registry = lock(&shared.registry);
+        registry
+            .view(&scope_of(&view.scope))
+            .get(&view.name)
+            .map(|tool| tool.payload().clone())
+    };
+    match tool {
+        Some(tool) => OutcomeSeal::new(Some(Box::new(move |outcome: &ToolOutcome| {
+            let finalized = tool.finalize_content(RString::from(outcome_summary(outcome)));
+            finalized
+                .into_option()
+                .and_then(|content| serde_json::from_str::<Vec<ContentBlock>>(&content).ok())
+        }))),
+        None => OutcomeSeal::without_finalizer(),
+    }
+}
+
+impl CallStages<Call> for Stages {
+    type Ticket = Ticket;
+    type Settled = Settled;
+    type Output = Committed;
+    type Prepare = BoxFuture<Prepared<Ticket, Settled>>;
+    type Dispatch = BoxFuture<Settled>;
+    type Commit = BoxFuture<Committed>;
+
+    fn classify(&mut self, _index: usize, call: &Call) -> Concurrency {
+        let registry = lock(&self.shared.registry);
+        registry
+            .view(&scope_of(&call.view.scope))
+            .execution_mode(&call.view.name, &call.arguments)
+    }
+
+    fn prepare(&mut self, _index: usize, mut call: Call) -> Self::Prepare {
+        let shared = self.shared.clone();
+        let session = self.session.clone();
+        let cancel = self.cancel.clone();
+        Box::pin(async move {
+            let data = ToolCallEventData::new(
+                call.view.turn,
+                call.view.step,
+                call.view.call_id.as_str(),
+                call.view.name.as_str(),
+                call.view.arguments.as_str(),
+            );
+            let data = serde_json::to_string(&data).unwrap_or_default();
+            call.seq = append(&shared, session.as_ref(), TOOL_CALL_EVENT, &data, None);
+            let seal = seal_for(&shared, &call.view);
+            if cancel.is_cancelled() {
+                let outcome = ToolOutcome::failure(ToolFailure::aborted_before_dispatch());
+                return Prepared::Settled(Settled {
+                    call,
+                    seal,
+                    outcome,
+                    post: false,
+                });
+            }
+            let decided = shared
+                .pre_execute
+                .waterfall(RArc::new(call.view.clone()), |_| async {
+                    Ok(RString::from(r#"{"kind":"allow"}"#))
+                })
+                .await;
+            let decision = match decided {
+                Ok(decision) => serde_json::from_str::<PreDecision>(&decision).map_err(|error| {
+                    format!("tools/pre-execute answered an invalid decision `{decision}`: {error}")
+                }),
+                Err(error) => Err(format!("tools/pre-execute failed: {error}")),
+            };
+            let decision = match decision {
+                Ok(decision) => decision,
+                Err(message) => {
+                    return Prepared::Settled(Settled {
+                        call,
+                        seal,
+                        outcome: pipeline_failure(message),
+                        post: false,
+                    });
+                }
+            };
+            let gate = match &decision {
+                PreDecision::Ask { reason } => {
+                    // No approval service is composed yet: an ask resolves as refused.
+                    Gate::resolve_ask(&call.view.name, reason.as_deref(), AskAnswer::NoService)
+                }
+                other => Gate::from_pre_decision(other).unwrap_or(Gate::Allow),
+            };
+            match gate.then_guards(|| shared.guard_denial(&call.view)) {
+                Gate::Allow => Prepared::Dispatch(Ticket { call, seal }),
+                Gate::Deny(failure) => Prepared::Settled(Settled {
+                    call,
+                    seal,
+                    outcome: ToolOutcome::failure(failure),
+                    post: true,
+                }),
+            }
+        })
+    }
+
+    fn dispatch(&mut self, _index: usize, ticket: Ticket) -> Self::Dispatch {
+        let shared = self.shared.clone();
+        let cancel = self.cancel.clone();
+        Box::pin(async move {
+            let Ticket { call, seal } = ticket;
+            let body_shared = shared.clone();
+            let executed = shared
+                .execute
+                .waterfall(RArc::new(call.view.clone()), move |view: RArc<CallView>| {
+                    run_body(body_shared, view, cancel)
+                })
+                .await;
+            let outcome = match executed {
+                Ok(reply) => outcome_from_reply(&call.view.name, &reply),
+                Err(error) => pipeline_failure(format!("tools/execute failed: {error}")),
+            };
+            Settled {
+                call,
+                seal,
+                outcome,
+                post: true,
+            }
+        })
+    }
+
+    fn commit(&mut self, _index: usize, settled: Settled) -> Self::Commit {
+        let shared = self.shared.clone();
+        let session = self.session.clone();
+        let contexts = self.contexts.clone();
+        Box::pin(async move {
+            let Settled {
+                call,
+                seal,
+                mut outcome,
+                post,
+            } = settled;
+            if post {
+                outcome = post_execute(&shared, &call, outcome).await;
+            }
+            let finished = seal.finish(outcome);
+            let message_id = format!("tool-result-{}-{}", call.view.call_id, call.seq);
+            let data = ToolResultEventData::new(
+                call.view.turn,
+                call.view.step,
+                message_id,
+                &call.view.call_id,
+                &finished,
+            );
+            let data = serde_json::to_string(&data).unwrap_or_default();
+            let seq = append(
+                &shared,
+                session.as_ref(),
+                TOOL_RESULT_EVENT,
+                &data,
+                Some(call.seq),
+            );
+            let view = ResultView {
+                call: call.view.clone(),
+                result: RString::from(data),
+                seq,
+            };
+            if let Err(error) = shared.result.emit(&view) {
+                shared.ctx.log(dsh_plugin_api::LogLevel::Warn, &format!("tools/result: {error}"));
+            }
+            lock(&contexts).extend(finished.additional_contexts().iter().cloned());
+            Committed {
+                call_id: call.view.call_id.to_string(),
+                is_error: finished.is_error(),
+                seq,
+                concludes_turn: finished.concludes_turn(),
+            }
+        })
+    }
+}
+
+/// The innermost step of `tools/execute`: resolve the tool again, check the arguments, run the
+/// body under the fused signal and the tool's timeout. Answers a reply.
+async fn run_body(
+    shared: Arc<Shared>,
+    view: RArc<CallView>,
+    cancel: Arc<CancelBox>,
+) -> Result<RString, dsh_plugin_api::PluginError> {
+    let arguments = parse_arguments(&view.arguments);
+    let resolved: Result<(Arc<ToolBox>, Option<u64>), ToolFailure> = {
+        let registry = lock(&shared.registry);
+        let tools = registry.view(&scope_of(&view.scope));
+        tools.resolve(&view.name).and_then(|tool| {
+            tool.spec().validate_arguments(&arguments)?;
+            Ok((tool.payload().clone(), tool.spec().timeout_ms()))
+        })
+    };
+    let (tool, timeout_ms) = match resolved {
+        Ok(found) => found,
+        Err(failure) => {
+            return Ok(RString::from(reply_from_outcome(&ToolOutcome::failure(
+                failure,
+            ))));
+        }
+    };
+    let fused = Fused::new(Some(cancel));
+    let body = tool.execute((*view).clone(), fused.boxed());
+    let limit = async {
+        match timeout_ms {
+            Some(millis) => shared.ctx.sleep(Duration::from_millis(millis)).await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    let caller = fused.clone();
+    let stopped = async move {
+        match &caller.caller {
+            Some(signal) => signal.cancelled().await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    let reply = match first_of(body, first_of(limit, stopped)).await {
+        Either::Left(reply) => reply,
+        Either::Right(Either::Left(())) => {
+            fused.own.fire();
+            RString::from(reply_from_outcome(&ToolOutcome::failure(
+                ToolFailure::timeout(timeout_ms.unwrap_or_default()),
+            )))
+        }
+        Either::Right(Either::Right(())) => RString::from(reply_from_outcome(
+            &ToolOutcome::failure(ToolFailure::aborted()),
+        )),
+    };
+    Ok(reply)
+}
+
+async fn post_execute(shared: &Shared, call: &Call, outcome: ToolOutcome) -> ToolOutcome {
+    let view = PostView {
+        call: call.view.clone(),
+        outcome: RString::from(outcome_summary(&outcome)),
+    };
+    let decided = shared
+        .post_execute
+        .waterfall(RArc::new(view), |_| async {
+            Ok(RString::from(r#"{"kind":"accept"}"#))
+        })
+        .await;
+    let decision = match decided {
+        Ok(decision) => serde_json::from_str::<PostDecision>(&decision).map_err(|error| {
+            format!("tools/post-execute answered an invalid decision `{decision}`: {error}")
+        }),
+        Err(error) => Err(format!("tools/post-execute failed: {error}")),
+    };
+    match decision {
+        Ok(decision) => {
+            let name = call.view.name.to_string();
+            apply_post_decision(outcome, decision, move |_| {
+                Err(ToolFailure::pipeline(format!(
+                    "tools/post-execute replaced the value of `{name}`, which cannot re-render it"
+                )))
+            })
+        }
+        Err(message) => pipeline_failure(message),
+    }
+}

@@ -1,0 +1,250 @@
+//! The `tools` service: registrations (tools, guards, restrictions) that undo themselves when
+//! dropped, the schemas a scope sees, and the entry into the step pipeline.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, ROk, RResult, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{Channel, EmitEvent, lock};
+use dsh_tools_core::{
+    Concurrency, ConcurrencyClass, Layer, RegistrationId, Restriction, Scope, ScopeKey, ToolOrder,
+    ToolRegistry, ToolSpec,
+};
+use dsh_tools_seam::{
+    CallView, CancelBox, GuardBox, PostView, Registration, Registration_TO, RegistrationBox,
+    ResultView, StepCalls, ToolBox, Tools,
+};
+use serde_json::Value;
+
+/// Everything the service and the pipeline share.
+pub(crate) struct Shared {
+    pub(crate) ctx: Context,
+    pub(crate) registry: Mutex<ToolRegistry<Arc<ToolBox>>>,
+    pub(crate) guards: Mutex<Vec<(u64, Arc<GuardBox>)>>,
+    next_guard: AtomicU64,
+    pub(crate) order: ToolOrder,
+    pub(crate) max_parallel: usize,
+    pub(crate) pre_execute: Channel<WaterfallEvent<CallView, RString>>,
+    pub(crate) execute: Channel<WaterfallEvent<CallView, RString>>,
+    pub(crate) post_execute: Channel<WaterfallEvent<PostView, RString>>,
+    pub(crate) result: Channel<EmitEvent<ResultView>>,
+}
+
+impl Shared {
+    pub(crate) fn new(ctx: Context, order: ToolOrder, max_parallel: usize) -> Result<Self, PluginError> {
+        Ok(Self {
+            registry: Mutex::new(ToolRegistry::new()),
+            guards: Mutex::new(Vec::new()),
+            next_guard: AtomicU64::new(1),
+            order,
+            max_parallel,
+            pre_execute: ctx.channel(&dsh_tools_seam::TOOLS_PRE_EXECUTE)?,
+            execute: ctx.channel(&dsh_tools_seam::TOOLS_EXECUTE)?,
+            post_execute: ctx.channel(&dsh_tools_seam::TOOLS_POST_EXECUTE)?,
+            result: ctx.channel(&dsh_tools_seam::TOOLS_RESULT)?,
+            ctx,
+        })
+    }
+
+    /// The first guard that denies `call`, if any.
+    pub(crate) fn guard_denial(&self, call: &CallView) -> Option<String> {
+        let guards: Vec<Arc<GuardBox>> = lock(&self.guards)
+            .iter()
+            .map(|(_, guard)| guard.clone())
+            .collect();
+        guards
+            .iter()
+            .find_map(|guard| guard.check(call).into_option().map(RString::into_string))
+    }
+}
+
+/// The viewing scope of an agent chain (empty: global).
+pub(crate) fn scope_of(chain: &[RString]) -> Scope {
+    if chain.is_empty() {
+        Scope::global()
+    } else {
+        Scope::from_chain(chain.iter().map(|key| ScopeKey::new(key.as_str())).collect())
+    }
+}
+
+/// A tool's spec from its JSON declaration; `tool` answers per-call concurrency questions.
+fn spec_of(json: &str, tool: &Arc<ToolBox>) -> Result<ToolSpec, String> {
+    let value: Value =
+        serde_json::from_str(json).map_err(|error| format!("tool spec is not JSON: {error}"))?;
+    let text = |field: &str| {
+        value
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("tool spec: \"{field}\" must be a string"))
+    };
+    let name = text("name")?;
+    let description = text("description")?;
+    let parameters = value
+        .get("parameters")
+        .cloned()
+        .ok_or_else(|| format!("tool spec of `{name}`: \"parameters\" is missing"))?;
+    let mut spec = if value.get("passthrough") == Some(&Value::Bool(true)) {
+        ToolSpec::passthrough(name.clone(), description, parameters)
+    } else {
+        ToolSpec::new(name.clone(), description, parameters)
+    };
+    spec = match value.get("concurrency").and_then(Value::as_str) {
+        None | Some("exclusive") => spec,
+        Some("parallel") => spec.with_concurrency(ConcurrencyClass::Parallel),
+        Some("per-call") => {
+            let tool = tool.clone();
+            spec.with_concurrency(ConcurrencyClass::PerCall(Arc::new(move |arguments| {
+                match tool.parallel_safe(RString::from(arguments.to_string())) {
+                    abi_stable::std_types::RSome(true) => Concurrency::Parallel,
+                    _ => Concurrency::Exclusive,
+                }
+            })))
+        }
+        Some(other) => {
+            return Err(format!(
+                "tool spec of `{name}`: \"concurrency\" must be \"exclusive\", \"parallel\" or \"per-call\", not \"{other}\""
+            ));
+        }
+    };
+    if let Some(timeout) = value.get("timeoutMs") {
+        let millis = timeout
+            .as_u64()
+            .ok_or_else(|| format!("tool spec of `{name}`: \"timeoutMs\" must be a whole number"))?;
+        spec = spec.with_timeout_ms(millis);
+    }
+    Ok(spec)
+}
+
+/// What a held registration undoes.
+enum Undo {
+    Registry(RegistrationId),
+    Guard(u64),
+}
+
+/// Removes its registration when dropped.
+struct Held {
+    shared: Weak<Shared>,
+    undo: Undo,
+    what: String,
+}
+
+impl Registration for Held {
+    fn describe(&self) -> RString {
+        RString::from(self.what.as_str())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        match self.undo {
+            Undo::Registry(id) => {
+                // The removed tool object is dropped after the lock is released: its
+                // destructor is the registering plugin's code.
+                let removed = lock(&shared.registry).remove(id);
+                drop(removed);
+            }
+            Undo::Guard(id) => {
+                let removed = {
+                    let mut guards = lock(&shared.guards);
+                    let index = guards.iter().position(|(guard_id, _)| *guard_id == id);
+                    index.map(|index| guards.remove(index))
+                };
+                drop(removed);
+            }
+        }
+    }
+}
+
+pub(crate) struct Service(pub Arc<Shared>);
+
+impl Service {
+    fn held(&self, undo: Undo, what: String) -> RegistrationBox {
+        Registration_TO::from_value(
+            Held {
+                shared: Arc::downgrade(&self.0),
+                undo,
+                what,
+            },
+            TD_Opaque,
+        )
+    }
+}
+
+impl Tools for Service {
+    fn register(
+        &self,
+        owner: RString,
+        scope: RString,
+        tool: ToolBox,
+    ) -> RResult<RegistrationBox, RString> {
+        let tool = Arc::new(tool);
+        let spec = match spec_of(&tool.spec(), &tool) {
+            Ok(spec) => spec,
+            Err(error) => return RErr(RString::from(format!("{owner}: {error}"))),
+        };
+        let name = spec.name().to_owned();
+        let layer = if scope.is_empty() {
+            Layer::Global
+        } else {
+            Layer::Scoped(ScopeKey::new(scope.as_str()))
+        };
+        let registered = lock(&self.0.registry).register(layer, owner.as_str(), spec, tool);
+        match registered {
+            Ok(id) => ROk(self.held(Undo::Registry(id), format!("tool `{name}`"))),
+            Err(error) => RErr(RString::from(error.to_string())),
+        }
+    }
+
+    fn guard(&self, owner: RString, guard: GuardBox) -> RegistrationBox {
+        let id = self.0.next_guard.fetch_add(1, Ordering::Relaxed);
+        lock(&self.0.guards).push((id, Arc::new(guard)));
+        self.held(Undo::Guard(id), format!("guard of {owner}"))
+    }
+
+    fn restrict(
+        &self,
+        owner: RString,
+        scope: RVec<RString>,
+        restriction: RString,
+    ) -> RResult<RegistrationBox, RString> {
+        let restriction: Restriction = match serde_json::from_str(&restriction) {
+            Ok(restriction) => restriction,
+            Err(error) => {
+                return RErr(RString::from(format!(
+                    "{owner}: a restriction is {{\"allow\":[..]}} or {{\"deny\":[..]}}: {error}"
+                )));
+            }
+        };
+        let scope = scope_of(&scope);
+        let restricted = lock(&self.0.registry).restrict(&scope, owner.as_str(), restriction);
+        match restricted {
+            Ok(id) => ROk(self.held(Undo::Registry(id), format!("restriction of {owner}"))),
+            Err(error) => RErr(RString::from(error.to_string())),
+        }
+    }
+
+    fn schemas(&self, scope: RVec<RString>) -> RResult<RString, RString> {
+        let scope = scope_of(&scope);
+        let registry = lock(&self.0.registry);
+        match registry.view(&scope).schemas(&self.0.order) {
+            Ok(schemas) => match serde_json::to_string(&schemas) {
+                Ok(json) => ROk(RString::from(json)),
+                Err(error) => RErr(RString::from(error.to_string())),
+            },
+            Err(error) => RErr(RString::from(error.to_string())),
+        }
+    }
+
+    fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<RString> {
+        let shared = self.0.clone();
+        async move { RString::from(crate::pipeline::run_step(shared, step, cancel).await) }
+            .into_ffi()
+    }
+}
