@@ -10,3 +10,4 @@ mod reload;
 mod runtime;
 mod session;
 mod session_store;
+mod tools;

@@ -16,7 +16,6 @@ use dsh_plugin_api::prelude::*;
 use dsh_tools_core::{DEFAULT_MAX_PARALLEL_TOOL_CALLS, ToolOrder};
 use dsh_tools_seam::{TOOLS, Tools_TO};
 
-
 /// Config of `tools`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
@@ -50,15 +49,22 @@ impl Plugin for ToolsPlugin {
         let order = if config.tool_order.is_empty() {
             ToolOrder::code_unit()
         } else {
-            ToolOrder::configured(config.tool_order)
-                .map_err(|error| PluginError::new(dsh_plugin_api::ErrorKind::Config, format!("toolOrder: {error}")))?
+            ToolOrder::configured(config.tool_order).map_err(|error| {
+                PluginError::new(
+                    dsh_plugin_api::ErrorKind::Config,
+                    format!("toolOrder: {error}"),
+                )
+            })?
         };
         let shared = Arc::new(service::Shared::new(
             ctx.clone(),
             order,
             config.max_parallel_tool_calls,
         )?);
-        ctx.provide(TOOLS, Tools_TO::from_value(service::Service(shared), TD_Opaque))
+        ctx.provide(
+            TOOLS,
+            Tools_TO::from_value(service::Service(shared), TD_Opaque),
+        )
     }
 }
 

@@ -116,21 +116,26 @@ async fn open_session(shared: &Shared, id: &RString) -> Option<Arc<SessionBox>> 
     let sessions = match shared.ctx.get::<SessionsService>(SESSIONS) {
         Ok(Some(sessions)) => sessions,
         Ok(None) => {
-            shared.ctx.log(dsh_plugin_api::LogLevel::Warn, &format!(
-                "tools: no `sessions` service: the calls of session `{id}` go unlogged"
-            ));
+            shared.ctx.log(
+                dsh_plugin_api::LogLevel::Warn,
+                &format!("tools: no `sessions` service: the calls of session `{id}` go unlogged"),
+            );
             return None;
         }
         Err(error) => {
-            shared.ctx.log(dsh_plugin_api::LogLevel::Warn, &format!("tools: {error}"));
+            shared
+                .ctx
+                .log(dsh_plugin_api::LogLevel::Warn, &format!("tools: {error}"));
             return None;
         }
     };
     match sessions.open(id.clone()).await.into_result() {
         Ok(session) => Some(Arc::new(session)),
         Err(error) => {
-            shared
-                .ctx.log(dsh_plugin_api::LogLevel::Warn, &format!("tools: session `{id}` cannot be opened: {error}"));
+            shared.ctx.log(
+                dsh_plugin_api::LogLevel::Warn,
+                &format!("tools: session `{id}` cannot be opened: {error}"),
+            );
             None
         }
     }
@@ -148,16 +153,23 @@ fn append(
         return 0;
     };
     let mut record = NewEventRecord::new(kind, data);
+    if kind == TOOL_RESULT_EVENT {
+        // A result is a surface event: it appends the tool-result message to the history.
+        record.surface_op = RSome(RString::from("\"append\""));
+    }
     if let Some(seq) = cites.filter(|seq| *seq > 0) {
         record.source_event_seqs = RSome(RVec::from(vec![seq]));
     }
     match session.append(RVec::from(vec![record])).into_result() {
         Ok(committed) => committed.first().map_or(0, |event| event.seq),
         Err(error) => {
-            shared.ctx.log(dsh_plugin_api::LogLevel::Error, &format!(
-                "tools: `{kind}` could not be logged in session `{}`: {error}",
-                session.id()
-            ));
+            shared.ctx.log(
+                dsh_plugin_api::LogLevel::Error,
+                &format!(
+                    "tools: `{kind}` could not be logged in session `{}`: {error}",
+                    session.id()
+                ),
+            );
             0
         }
     }
@@ -330,7 +342,10 @@ impl CallStages<Call> for Stages {
                 seq,
             };
             if let Err(error) = shared.result.emit(&view) {
-                shared.ctx.log(dsh_plugin_api::LogLevel::Warn, &format!("tools/result: {error}"));
+                shared.ctx.log(
+                    dsh_plugin_api::LogLevel::Warn,
+                    &format!("tools/result: {error}"),
+                );
             }
             lock(&contexts).extend(finished.additional_contexts().iter().cloned());
             Committed {

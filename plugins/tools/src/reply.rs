@@ -128,7 +128,10 @@ mod tests {
             r#"{"error":{"message":"no such file","name":"FsError","code":"FS_NOT_FOUND"}}"#,
         );
         assert!(outcome.is_error());
-        assert_eq!(outcome.error_info().map(|info| info.code.as_str()), Some("FS_NOT_FOUND"));
+        assert_eq!(
+            outcome.error_info().map(|info| info.code.as_str()),
+            Some("FS_NOT_FOUND")
+        );
         assert_eq!(
             serde_json::to_value(outcome.content()).unwrap(),
             json!([{"type":"text","text":"Error: no such file"}])

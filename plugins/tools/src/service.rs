@@ -34,7 +34,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(ctx: Context, order: ToolOrder, max_parallel: usize) -> Result<Self, PluginError> {
+    pub(crate) fn new(
+        ctx: Context,
+        order: ToolOrder,
+        max_parallel: usize,
+    ) -> Result<Self, PluginError> {
         Ok(Self {
             registry: Mutex::new(ToolRegistry::new()),
             guards: Mutex::new(Vec::new()),
@@ -66,7 +70,12 @@ pub(crate) fn scope_of(chain: &[RString]) -> Scope {
     if chain.is_empty() {
         Scope::global()
     } else {
-        Scope::from_chain(chain.iter().map(|key| ScopeKey::new(key.as_str())).collect())
+        Scope::from_chain(
+            chain
+                .iter()
+                .map(|key| ScopeKey::new(key.as_str()))
+                .collect(),
+        )
     }
 }
 
@@ -97,12 +106,12 @@ fn spec_of(json: &str, tool: &Arc<ToolBox>) -> Result<ToolSpec, String> {
         Some("parallel") => spec.with_concurrency(ConcurrencyClass::Parallel),
         Some("per-call") => {
             let tool = tool.clone();
-            spec.with_concurrency(ConcurrencyClass::PerCall(Arc::new(move |arguments| {
-                match tool.parallel_safe(RString::from(arguments.to_string())) {
+            spec.with_concurrency(ConcurrencyClass::PerCall(Arc::new(
+                move |arguments| match tool.parallel_safe(RString::from(arguments.to_string())) {
                     abi_stable::std_types::RSome(true) => Concurrency::Parallel,
                     _ => Concurrency::Exclusive,
-                }
-            })))
+                },
+            )))
         }
         Some(other) => {
             return Err(format!(
@@ -111,9 +120,9 @@ fn spec_of(json: &str, tool: &Arc<ToolBox>) -> Result<ToolSpec, String> {
         }
     };
     if let Some(timeout) = value.get("timeoutMs") {
-        let millis = timeout
-            .as_u64()
-            .ok_or_else(|| format!("tool spec of `{name}`: \"timeoutMs\" must be a whole number"))?;
+        let millis = timeout.as_u64().ok_or_else(|| {
+            format!("tool spec of `{name}`: \"timeoutMs\" must be a whole number")
+        })?;
         spec = spec.with_timeout_ms(millis);
     }
     Ok(spec)

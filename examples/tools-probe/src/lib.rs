@@ -1,0 +1,220 @@
+//! Test plugin `tools-probe`: opens a session, logs a turn whose assistant message holds the
+//! configured tool calls, runs them as one step through the `tools` service, closes the turn
+//! and prints `schemas <json>`, `report <json>` and one `event <json line>` per logged event,
+//! so integration tests see what the agent loop will see. `cancelAfterMs` fires the caller's
+//! cancellation signal that long after the step starts. With `guard`, a guard denies every
+//! call whose arguments contain that text; with `block`, a post-execute listener blocks every
+//! call of that tool.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RArc, RNone, ROption, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::serde_json::{Value, json};
+use dsh_session_api::{CreateSession, NewEventRecord, SessionBox, SessionsService};
+use dsh_tools_seam::{
+    CallView, Cancel, Cancel_TO, Guard, Guard_TO, StepCall, StepCalls, TOOLS, TOOLS_POST_EXECUTE,
+    ToolsService,
+};
+
+/// One call as the model would write it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct ProbeCall {
+    pub id: String,
+    pub name: String,
+    /// The raw argument string.
+    pub arguments: String,
+}
+
+/// Row config of `tools-probe`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(
+    crate = "dsh_plugin_api::serde",
+    deny_unknown_fields,
+    rename_all = "camelCase"
+)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct Config {
+    pub session: String,
+    pub cwd: String,
+    pub calls: Vec<ProbeCall>,
+    #[serde(default)]
+    pub cancel_after_ms: Option<u64>,
+    #[serde(default)]
+    pub guard: Option<String>,
+    #[serde(default)]
+    pub block: Option<String>,
+}
+
+fn say(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn fail(error: impl std::fmt::Display) -> PluginError {
+    PluginError::plugin(error.to_string())
+}
+
+fn append(
+    session: &SessionBox,
+    kind: &str,
+    data: &Value,
+    surface: bool,
+) -> Result<(), PluginError> {
+    let mut record = NewEventRecord::new(kind, &data.to_string());
+    if surface {
+        record.surface_op = RSome("\"append\"".into());
+    }
+    session
+        .append(RVec::from(vec![record]))
+        .into_result()
+        .map(|_| ())
+        .map_err(fail)
+}
+
+/// The caller's signal: fired by a timer.
+#[derive(Clone)]
+struct Signal {
+    fired: Arc<AtomicBool>,
+    ctx: Context,
+}
+
+impl Cancel for Signal {
+    fn is_cancelled(&self) -> bool {
+        self.fired.load(Ordering::Acquire)
+    }
+
+    fn cancelled(&self) -> FfiFuture<()> {
+        let (fired, ctx) = (self.fired.clone(), self.ctx.clone());
+        // Checked every 10 ms through the host's timer: plugins run no reactor of their own.
+        async move {
+            while !fired.load(Ordering::Acquire) {
+                ctx.sleep(Duration::from_millis(10)).await;
+            }
+        }
+        .into_ffi()
+    }
+}
+
+struct ContainsGuard(String);
+
+impl Guard for ContainsGuard {
+    fn check(&self, call: &CallView) -> ROption<RString> {
+        if call.arguments.contains(self.0.as_str()) {
+            RSome(format!("the probe's guard refuses `{}`", self.0).into())
+        } else {
+            RNone
+        }
+    }
+}
+
+pub struct ToolsProbe;
+
+impl Plugin for ToolsProbe {
+    const NAME: &'static str = "tools-probe";
+    const INJECT: &'static [&'static str] = &["sessions", TOOLS];
+    type Config = Config;
+
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        let sessions = ctx.inject::<SessionsService>("sessions")?;
+        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let _guard = config.guard.as_ref().map(|text| {
+            tools.guard(
+                RString::from(ctx.row_id()),
+                Guard_TO::from_value(ContainsGuard(text.clone()), TD_Opaque),
+            )
+        });
+        if let Some(blocked) = config.block.clone() {
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |post, next| {
+                let blocked = blocked.clone();
+                async move {
+                    if post.call.name.as_str() == blocked {
+                        let feedback = json!({"kind":"block","feedback":[{"type":"text","text":"blocked by the probe"}]});
+                        return Ok(RString::from(feedback.to_string()));
+                    }
+                    next.run().await
+                }
+            })?;
+        }
+        say(&format!(
+            "schemas {}",
+            tools.schemas(RVec::new()).into_result().map_err(fail)?
+        ));
+        let session = sessions
+            .create(CreateSession {
+                id: RSome(config.session.as_str().into()),
+                cwd: RSome(config.cwd.as_str().into()),
+                ..CreateSession::default()
+            })
+            .await
+            .into_result()
+            .map_err(fail)?;
+        append(&session, "turn/start", &json!({"turn":1}), false)?;
+        let user = json!({"role":"user","id":"u1","source":{"kind":"user"},"content":[{"type":"text","text":"run the tools"}]});
+        append(&session, "user/message", &user, true)?;
+        append(&session, "step/start", &json!({"turn":1,"step":1}), false)?;
+        let blocks: Vec<Value> = config
+            .calls
+            .iter()
+            .map(|call| json!({"type":"tool-call","id":call.id,"name":call.name,"arguments":call.arguments}))
+            .collect();
+        let message = json!({"turn":1,"step":1,"message":{"role":"assistant","id":"a1","source":{"kind":"model","provider":"p","model":"m"},"content":blocks}});
+        append(&session, "assistant/message", &message, true)?;
+        let signal = Signal {
+            fired: Arc::new(AtomicBool::new(false)),
+            ctx: ctx.clone(),
+        };
+        if let Some(millis) = config.cancel_after_ms {
+            let (flag, timer) = (
+                signal.fired.clone(),
+                ctx.sleep(Duration::from_millis(millis)),
+            );
+            ctx.spawn(async move {
+                timer.await;
+                flag.store(true, Ordering::Release);
+            })?;
+        }
+        let step = StepCalls {
+            session: config.session.as_str().into(),
+            scope: RVec::new(),
+            turn: 1,
+            step: 1,
+            cwd: config.cwd.as_str().into(),
+            calls: config
+                .calls
+                .iter()
+                .map(|call| StepCall {
+                    call_id: call.id.as_str().into(),
+                    name: call.name.as_str().into(),
+                    arguments: call.arguments.as_str().into(),
+                })
+                .collect(),
+        };
+        let report = tools
+            .run_step(step, Cancel_TO::from_ptr(RArc::new(signal), TD_Opaque))
+            .await;
+        say(&format!("report {report}"));
+        append(&session, "step/end", &json!({"turn":1,"step":1}), false)?;
+        append(
+            &session,
+            "turn/end",
+            &json!({"turn":1,"reason":{"kind":"completed"}}),
+            false,
+        )?;
+        for record in session.events(0, session.event_count()).iter() {
+            say(&format!("event {}", record.json));
+        }
+        say("probe done");
+        Ok(())
+    }
+}
+
+dsh_plugin_api::export_plugins!(ToolsProbe);

@@ -1,0 +1,296 @@
+//! Plugin `tool-bash`: registers the `bash` tool with the `tools` service. Each call runs
+//! `bash -c <command>` in a process group of its own through the host's `subprocess` service,
+//! in `workdir` (relative to the call's working directory), with the inherited `DSH_*`
+//! variables stripped and the managed ones set. Output keeps the last 64,000 bytes of each
+//! stream; a timeout or a cancellation terminates the whole group (SIGTERM, SIGKILL after the
+//! grace period). The result text follows the reference's shell rendering, `[exit code: N]`
+//! last. Not confined: there is no sandbox yet, and the README says so.
+
+mod output;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::io::subprocess::{
+    EnvVar, OutputStream, SUBPROCESS_SERVICE, SpawnRequest, SubprocessService,
+};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{Service, lock};
+use dsh_tools_core::{
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
+    clamp_timeout_ms, render_shell_result,
+};
+use dsh_tools_seam::{CallView, CancelBox, TOOLS, Tool, Tool_TO, ToolsService};
+use serde_json::{Value, json};
+
+use crate::output::Tail;
+
+/// Config of `tool-bash`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct BashConfig {
+    /// Timeout of a call that gives none (ms).
+    pub timeout_ms: u64,
+    /// Bytes kept of each stream (the tail).
+    pub max_output_bytes: usize,
+    /// How long a terminated group gets between SIGTERM and SIGKILL (ms).
+    pub kill_grace_ms: u64,
+}
+
+impl Default for BashConfig {
+    fn default() -> Self {
+        Self {
+            timeout_ms: DEFAULT_SHELL_TIMEOUT_MS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            kill_grace_ms: 3_000,
+        }
+    }
+}
+
+const DESCRIPTION: &str = "Run a shell command with bash in a fresh process (no state is kept between calls). \
+Use `workdir` instead of `cd`. Output is the tail of stdout, then stderr under a [stderr] line; \
+a non-zero exit is reported as [exit code: N]. Long commands are stopped after timeoutMs.";
+
+fn parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line, run with bash -c."},
+            "description": {"type": "string", "description": "What the command does, in 5-10 words."},
+            "timeoutMs": {"type": "number", "description": "Stop the command after this many milliseconds (default 120000, at most 600000)."},
+            "workdir": {"type": "string", "description": "Directory to run in, relative to the working directory."},
+            "run_in_background": {"type": "boolean", "description": "Not supported yet; leave unset."}
+        },
+        "required": ["command", "description"],
+        "additionalProperties": false
+    })
+}
+
+struct Bash {
+    ctx: Context,
+    subprocess: Service<SubprocessService>,
+    config: Arc<BashConfig>,
+}
+
+fn error_reply(message: &str) -> RString {
+    RString::from(json!({ "error": { "message": message } }).to_string())
+}
+
+impl Tool for Bash {
+    fn spec(&self) -> RString {
+        RString::from(
+            json!({
+                "name": "bash",
+                "description": DESCRIPTION,
+                "parameters": parameters(),
+                "concurrency": "parallel",
+            })
+            .to_string(),
+        )
+    }
+
+    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<RString> {
+        let ctx = self.ctx.clone();
+        let subprocess = self.subprocess.clone();
+        let config = self.config.clone();
+        async move {
+            match run(&ctx, &subprocess, &config, &call, cancel).await {
+                Ok(reply) => reply,
+                Err(message) => error_reply(&message),
+            }
+        }
+        .into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+        RNone
+    }
+}
+
+/// Runs one call; `Err` is a message for the model.
+async fn run(
+    ctx: &Context,
+    subprocess: &SubprocessService,
+    config: &BashConfig,
+    call: &CallView,
+    cancel: CancelBox,
+) -> Result<RString, String> {
+    let arguments: Value = serde_json::from_str(&call.arguments)
+        .map_err(|error| format!("arguments are not JSON: {error}"))?;
+    let command = arguments["command"].as_str().unwrap_or_default().to_owned();
+    if arguments["run_in_background"] == Value::Bool(true) {
+        return Err(
+            "run_in_background is not supported yet: run the command in the foreground".to_owned(),
+        );
+    }
+    let timeout_ms = clamp_timeout_ms(
+        arguments["timeoutMs"].as_f64(),
+        config.timeout_ms,
+        MAX_SHELL_TIMEOUT_MS,
+    )
+    .map_err(|error| error.to_string())?;
+    let cwd = match arguments["workdir"].as_str() {
+        Some(workdir) => Path::new(call.cwd.as_str()).join(workdir),
+        None => Path::new(call.cwd.as_str()).to_path_buf(),
+    };
+    if !cwd.is_dir() {
+        return Err(format!("workdir {} is not a directory", cwd.display()));
+    }
+    let mut env = vec![EnvVar {
+        name: "DSH_SHELL".into(),
+        value: "1".into(),
+    }];
+    if !call.session.is_empty() {
+        env.push(EnvVar {
+            name: "DSH_SESSION_ID".into(),
+            value: call.session.clone(),
+        });
+    }
+    if let Ok(home) = std::env::var("DSH_HOME") {
+        env.push(EnvVar {
+            name: "DSH_HOME".into(),
+            value: home.into(),
+        });
+    }
+    let request = SpawnRequest {
+        program: "bash".into(),
+        args: RVec::from(vec![RString::from("-c"), RString::from(command)]),
+        cwd: RSome(RString::from(cwd.to_string_lossy().as_ref())),
+        env: RVec::from(env),
+        remove_env: RVec::from(vec![RString::from("DSH_*")]),
+        stdin: RNone,
+    };
+    let process = subprocess
+        .spawn(request)
+        .into_result()
+        .map_err(|error| format!("bash could not start: {error}"))?;
+    let stdout = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
+    let stderr = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
+    let reading = {
+        let (stdout, stderr) = (stdout.clone(), stderr.clone());
+        let process = &process;
+        async move {
+            while let RSome(chunk) = process.next_output().await {
+                let tail = match chunk.stream {
+                    OutputStream::Stdout => &stdout,
+                    OutputStream::Stderr => &stderr,
+                };
+                lock(tail).push(&chunk.bytes);
+            }
+        }
+    };
+    let deadline = ctx.sleep(Duration::from_millis(timeout_ms));
+    let stopped = cancel.cancelled();
+    enum End {
+        Finished,
+        TimedOut,
+        Cancelled,
+    }
+    let end = {
+        let reading = std::pin::pin!(reading);
+        let mut deadline = deadline;
+        let mut stopped = stopped;
+        let mut reading = reading;
+        std::future::poll_fn(|cx| {
+            use std::task::Poll;
+            if reading.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(End::Finished);
+            }
+            if std::pin::Pin::new(&mut stopped).poll(cx).is_ready() {
+                return Poll::Ready(End::Cancelled);
+            }
+            if std::pin::Pin::new(&mut deadline).poll(cx).is_ready() {
+                return Poll::Ready(End::TimedOut);
+            }
+            Poll::Pending
+        })
+        .await
+    };
+    let status = match end {
+        End::Finished => process.wait().await,
+        End::TimedOut | End::Cancelled => process.terminate(config.kill_grace_ms).await,
+    }
+    .into_result()
+    .map_err(|error| format!("bash: {error}"))?;
+    if matches!(end, End::Cancelled) {
+        return Err("the command was cancelled; its process group was terminated".to_owned());
+    }
+    let exit = match (status.code.into_option(), status.signal.into_option()) {
+        (Some(code), _) => ExitStatus::Code(code),
+        (None, Some(signal)) => ExitStatus::Signal(signal_name(signal)),
+        (None, None) => ExitStatus::Code(-1),
+    };
+    let run = ShellRun {
+        stdout: lock(&stdout).collect(),
+        stderr: lock(&stderr).collect(),
+        exit: exit.clone(),
+        timed_out: matches!(end, End::TimedOut),
+        timeout_ms,
+        sandbox_denied: None,
+        escalation_available: false,
+    };
+    let text = render_shell_result(&run);
+    let exit_code = match exit {
+        ExitStatus::Code(code) => json!(code),
+        ExitStatus::Signal(_) => Value::Null,
+    };
+    Ok(RString::from(
+        json!({
+            "ok": {
+                "value": { "exitCode": exit_code, "timedOut": run.timed_out },
+                "content": [{ "type": "text", "text": text }],
+            }
+        })
+        .to_string(),
+    ))
+}
+
+fn signal_name(signal: i32) -> String {
+    match signal {
+        1 => "SIGHUP".to_owned(),
+        2 => "SIGINT".to_owned(),
+        9 => "SIGKILL".to_owned(),
+        13 => "SIGPIPE".to_owned(),
+        15 => "SIGTERM".to_owned(),
+        other => format!("signal {other}"),
+    }
+}
+
+pub struct BashPlugin;
+
+impl Plugin for BashPlugin {
+    const NAME: &'static str = "tool-bash";
+    const INJECT: &'static [&'static str] = &[TOOLS, SUBPROCESS_SERVICE];
+    type Config = BashConfig;
+
+    async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {
+        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let subprocess = ctx.inject::<SubprocessService>(SUBPROCESS_SERVICE)?;
+        let bash = Bash {
+            ctx: ctx.clone(),
+            subprocess,
+            config: Arc::new(config),
+        };
+        let registration = tools
+            .register(
+                RString::from(ctx.row_id()),
+                RString::new(),
+                Tool_TO::from_value(bash, TD_Opaque),
+            )
+            .into_result()
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
+        ctx.on_dispose(move || drop(registration))
+    }
+}
+
+dsh_plugin_api::export_plugins!(BashPlugin);
