@@ -53,13 +53,13 @@ fn yaml_string(text: &str) -> String {
 
 /// Runs the probe with `calls` (`(id, name, raw arguments)`) and `extra` probe config lines.
 fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
-    for lib in ["tools", "tool_bash", "tools_probe", "session"] {
+    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session"] {
         plugin_lib(lib);
     }
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut yaml = format!(
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: bash\n  name: tool-bash\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n{extra}    calls:\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n{extra}    calls:\n",
         yaml_string(work.to_str().unwrap())
     );
     for (id, name, arguments) in calls {
@@ -117,7 +117,20 @@ fn bash_calls_run_and_every_outcome_is_logged_in_model_order() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash"], "{}", run.schemas);
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "edit",
+            "glob",
+            "grep",
+            "read",
+            "todo_write",
+            "write"
+        ],
+        "{}",
+        run.schemas
+    );
     assert_eq!(run.result_text("c1"), ("hello\n".to_owned(), false));
     assert_eq!(
         run.result_text("c2"),
@@ -257,4 +270,64 @@ fn a_cancelled_step_kills_the_running_group_and_skips_the_rest() {
         !dir.join("work/late.txt").exists(),
         "the process group outlived the cancel"
     );
+}
+
+#[test]
+fn file_tools_read_before_edit_search_and_log_todos() {
+    let dir = TestDir::new("tools-fs");
+    dir.write("work/a.txt", "hello world\nsecond line\n");
+    let edit = r#"{"file_path":"a.txt","old_string":"hello","new_string":"bye"}"#;
+    let run = probe(
+        &dir,
+        &[
+            ("e1", "edit", edit),
+            ("r1", "read", r#"{"file_path":"a.txt"}"#),
+            ("e2", "edit", edit),
+            ("g1", "glob", r#"{"pattern":"*.txt"}"#),
+            ("s1", "grep", r#"{"pattern":"bye"}"#),
+            (
+                "t1",
+                "todo_write",
+                r#"{"todos":[{"content":"ship it","status":"in_progress"}]}"#,
+            ),
+            (
+                "w1",
+                "write",
+                r#"{"file_path":"../outside.txt","content":"x"}"#,
+            ),
+        ],
+        "",
+    );
+    let (text, is_error) = run.result_text("e1");
+    assert!(is_error, "{text}");
+    assert_eq!(run.code("e1").as_deref(), Some("FS_NOT_OBSERVED"));
+    let (text, is_error) = run.result_text("r1");
+    assert!(
+        !is_error && text.contains("hello world") && text.contains("second line"),
+        "{text}"
+    );
+    assert_eq!(
+        run.result_text("e2").1,
+        false,
+        "{:?}",
+        run.result_text("e2")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/a.txt")).unwrap(),
+        "bye world\nsecond line\n"
+    );
+    let (text, is_error) = run.result_text("g1");
+    assert!(!is_error && text.contains("a.txt"), "{text}");
+    let (text, is_error) = run.result_text("s1");
+    assert!(!is_error && text.contains("bye world"), "{text}");
+    assert_eq!(run.result_text("t1").1, false);
+    let todo = run
+        .events
+        .iter()
+        .find(|event| event["type"] == "todo/write")
+        .unwrap_or_else(|| panic!("no todo/write: {:?}", run.events));
+    assert_eq!(todo["data"]["todos"][0]["content"], "ship it");
+    let (text, is_error) = run.result_text("w1");
+    assert!(is_error, "{text}");
+    assert!(!dir.join("outside.txt").exists());
 }

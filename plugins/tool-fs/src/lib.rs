@@ -1,0 +1,276 @@
+//! Plugin `tool-fs`: registers `read`, `write`, `edit`, `glob`, `grep` and `todo_write` with
+//! the `tools` service. Bodies are `dsh-tool-fs-core`'s and block on the filesystem, so each
+//! runs on the host's blocking pool. Paths resolve against the call's working directory, which
+//! is also the workspace root that `write` and `edit` may not leave unless the session runs with
+//! full access (`DSH_PERMISSION_MODE=danger-full-access`; `read-only` refuses every mutation).
+//! Reads are remembered per session, so an `edit` of a file never read, or changed since, fails
+//! with `FS_NOT_OBSERVED` / `FS_STALE_VERSION`. `todo_write` logs `todo/write` in the session.
+
+mod specs;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RNone, ROption, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::lock;
+use dsh_plugin_api::prelude::*;
+use dsh_session_api::{NewEventRecord, SESSION_DISPOSED, SESSIONS, SessionsService};
+use dsh_tool_fs_core::{
+    EditArgs, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
+    TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
+    write,
+};
+use dsh_tools_seam::{CallView, CancelBox, TOOLS, Tool, Tool_TO, ToolsService};
+use serde_json::{Value, json};
+
+/// Which tool an object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Read,
+    Write,
+    Edit,
+    Glob,
+    Grep,
+    TodoWrite,
+}
+
+const KINDS: [Kind; 6] = [
+    Kind::Read,
+    Kind::Write,
+    Kind::Edit,
+    Kind::Glob,
+    Kind::Grep,
+    Kind::TodoWrite,
+];
+
+/// Config of `tool-fs`.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct FsConfig {
+    /// Tools not to register (by name).
+    pub disable: Vec<String>,
+}
+
+/// State shared by the six tools of one row.
+struct Shared {
+    ctx: Context,
+    mode: SandboxMode,
+    /// What each session has read, for the read-before-edit policy.
+    observations: Mutex<HashMap<String, Arc<Observations>>>,
+}
+
+impl Shared {
+    fn observations(&self, session: &str) -> Arc<Observations> {
+        lock(&self.observations)
+            .entry(session.to_owned())
+            .or_insert_with(|| Arc::new(Observations::new()))
+            .clone()
+    }
+}
+
+fn permission_mode() -> SandboxMode {
+    match std::env::var("DSH_PERMISSION_MODE").as_deref() {
+        Ok("danger-full-access" | "full-access") => SandboxMode::DangerFullAccess,
+        Ok("read-only") => SandboxMode::ReadOnly,
+        _ => SandboxMode::WorkspaceWrite,
+    }
+}
+
+struct FsTool {
+    kind: Kind,
+    shared: Arc<Shared>,
+}
+
+fn error_reply(error: &ToolError) -> Value {
+    let mut body = json!({ "message": error.message() });
+    if let Some(info) = error.info_json() {
+        body["name"] = info["name"].clone();
+        body["code"] = info["code"].clone();
+    }
+    json!({ "error": body })
+}
+
+fn ok_reply(text: String, meta: Option<Value>) -> Value {
+    let mut ok = json!({ "value": Value::Null, "content": [{ "type": "text", "text": text }] });
+    if let Some(meta) = meta {
+        ok["meta"] = meta;
+    }
+    json!({ "ok": ok })
+}
+
+/// The blocking body of one call: the reply, and for `todo_write` the event to log.
+fn run(
+    kind: Kind,
+    arguments: &Value,
+    workspace: &Workspace,
+    observations: &Observations,
+) -> Result<(Value, Option<Value>), ToolError> {
+    let options = SearchOptions::default();
+    Ok(match kind {
+        Kind::Read => {
+            let output = read(
+                &parse_args::<ReadArgs>(arguments)?,
+                workspace,
+                Some(observations),
+            )?;
+            (ok_reply(output.text, Some(output.meta)), None)
+        }
+        Kind::Write => {
+            let output = write(
+                &parse_args::<WriteArgs>(arguments)?,
+                workspace,
+                Some(observations),
+            )?;
+            (ok_reply(output.text, Some(output.meta)), None)
+        }
+        Kind::Edit => {
+            let output = edit(
+                &parse_args::<EditArgs>(arguments)?,
+                workspace,
+                Some(observations),
+            )?;
+            (ok_reply(output.text, Some(output.meta)), None)
+        }
+        Kind::Glob => {
+            let output = glob(&parse_args::<GlobArgs>(arguments)?, workspace, &options)?;
+            (ok_reply(output.text, Some(output.meta)), None)
+        }
+        Kind::Grep => {
+            let output = grep(&parse_args::<GrepArgs>(arguments)?, workspace, &options)?;
+            (ok_reply(output.text, Some(output.meta)), None)
+        }
+        Kind::TodoWrite => {
+            let output = todo_write(&parse_args::<TodoWriteArgs>(arguments)?, false)?;
+            (ok_reply(output.text, None), Some(output.event_data))
+        }
+    })
+}
+
+impl Tool for FsTool {
+    fn spec(&self) -> RString {
+        RString::from(specs::spec(self.kind))
+    }
+
+    fn execute(&self, call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
+        let (kind, shared) = (self.kind, self.shared.clone());
+        async move {
+            let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            let workspace = Workspace::new(call.cwd.as_str()).with_mode(shared.mode);
+            let observations = shared.observations(&call.session);
+            let ran = shared
+                .ctx
+                .blocking(move || run(kind, &arguments, &workspace, &observations))
+                .await;
+            let reply = match ran {
+                Ok(Ok((reply, event))) => {
+                    if let Some(event) = event {
+                        log_todo(&shared, &call, &event).await;
+                    }
+                    reply
+                }
+                Ok(Err(error)) => error_reply(&error),
+                Err(error) => json!({ "error": { "message": error.to_string() } }),
+            };
+            RString::from(reply.to_string())
+        }
+        .into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+        RNone
+    }
+}
+
+/// Appends `todo/write` to the call's session (a call outside a session logs nothing).
+async fn log_todo(shared: &Shared, call: &CallView, data: &Value) {
+    if call.session.is_empty() {
+        return;
+    }
+    let Ok(Some(sessions)) = shared.ctx.get::<SessionsService>(SESSIONS) else {
+        return;
+    };
+    let logged = match sessions.open(call.session.clone()).await.into_result() {
+        Ok(session) => session
+            .append(RVec::from(vec![NewEventRecord::new(
+                "todo/write",
+                &data.to_string(),
+            )]))
+            .into_result()
+            .map(|_| ())
+            .map_err(|error| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = logged {
+        shared.ctx.log(
+            dsh_plugin_api::LogLevel::Error,
+            &format!(
+                "tool-fs: todo/write not logged in `{}`: {error}",
+                call.session
+            ),
+        );
+    }
+}
+
+pub struct FsPlugin;
+
+impl Plugin for FsPlugin {
+    const NAME: &'static str = "tool-fs";
+    const INJECT: &'static [&'static str] = &[TOOLS];
+    type Config = FsConfig;
+
+    async fn apply(ctx: Context, config: FsConfig) -> Result<(), PluginError> {
+        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        for name in &config.disable {
+            if !KINDS.iter().any(|kind| specs::name(*kind) == name) {
+                return Err(PluginError::new(
+                    dsh_plugin_api::ErrorKind::Config,
+                    format!(
+                        "disable: `{name}` is not one of read, write, edit, glob, grep, todo_write"
+                    ),
+                ));
+            }
+        }
+        let shared = Arc::new(Shared {
+            ctx: ctx.clone(),
+            mode: permission_mode(),
+            observations: Mutex::new(HashMap::new()),
+        });
+        // A session's reads stop mattering once it is disposed.
+        let forget = Arc::downgrade(&shared);
+        ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
+            if let Some(shared) = forget.upgrade() {
+                lock(&shared.observations).remove(id.as_str());
+            }
+        })?;
+        let mut held = Vec::new();
+        for kind in KINDS {
+            if config.disable.iter().any(|name| name == specs::name(kind)) {
+                continue;
+            }
+            let tool = FsTool {
+                kind,
+                shared: shared.clone(),
+            };
+            let registration = tools
+                .register(
+                    RString::from(ctx.row_id()),
+                    RString::new(),
+                    Tool_TO::from_value(tool, TD_Opaque),
+                )
+                .into_result()
+                .map_err(|error| PluginError::plugin(error.to_string()))?;
+            held.push(registration);
+        }
+        ctx.on_dispose(move || drop(held))
+    }
+}
+
+dsh_plugin_api::export_plugins!(FsPlugin);
