@@ -331,3 +331,93 @@ fn file_tools_read_before_edit_search_and_log_todos() {
     assert!(is_error, "{text}");
     assert!(!dir.join("outside.txt").exists());
 }
+
+fn schema_names(line: &str) -> Vec<String> {
+    let list: Vec<Value> = serde_json::from_str(line.strip_prefix("schemas ").unwrap()).unwrap();
+    list.iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every registration undoes itself: a tool row edited in place re-registers what its new
+/// config says (no duplicate refused), and the registry row itself remounted brings every tool
+/// plugin back into the new registry.
+#[test]
+fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
+    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session"] {
+        plugin_lib(lib);
+    }
+    let dir = TestDir::new("tools-reload");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let tree = |tools: &str, fs: &str, session: &str, wanted: usize| {
+        format!(
+            "- id: subprocess\n  name: dsh-host/subprocess\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n  config: {fs}\n- id: probe\n  name: tools-probe\n  config:\n    session: {session}\n    cwd: {}\n    waitForTools: {wanted}\n    calls:\n      - id: c1\n        name: bash\n        arguments: {}\n",
+            yaml_string(work.to_str().unwrap()),
+            yaml_string(&bash("echo hi"))
+        )
+    };
+    let config = dir.write("tree.yml", &tree("{}", "{}", "s1", 7));
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("probe done", WAIT);
+    let schemas = |host: &HostProcess| -> Vec<Vec<String>> {
+        host.stdout()
+            .iter()
+            .filter(|line| line.starts_with("schemas "))
+            .map(|line| schema_names(line))
+            .collect()
+    };
+    assert_eq!(schemas(&host)[0].len(), 7, "{:?}", schemas(&host));
+
+    dir.write("tree.yml", &tree("{}", "{disable: [glob, grep]}", "s1", 7));
+    host.wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
+    dir.write("tree.yml", &tree("{}", "{disable: [glob, grep]}", "s2", 5));
+    host.wait_stdout_count("probe done", 2, WAIT);
+    assert_eq!(
+        schemas(&host)[1],
+        ["bash", "edit", "read", "todo_write", "write"],
+        "{:?}",
+        host.stderr()
+    );
+
+    dir.write(
+        "tree.yml",
+        &tree(
+            "{maxParallelToolCalls: 4}",
+            "{disable: [glob, grep]}",
+            "s3",
+            5,
+        ),
+    );
+    host.wait_stdout_count("probe done", 3, WAIT);
+    assert_eq!(
+        schemas(&host)[2],
+        ["bash", "edit", "read", "todo_write", "write"]
+    );
+    let refused: Vec<String> = host
+        .stderr()
+        .into_iter()
+        .filter(|line| line.contains("already registered") || line.contains("plugin failed"))
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_second_tool_of_the_same_name_fails_loud_naming_both_rows() {
+    for lib in ["tools", "tool_bash"] {
+        plugin_lib(lib);
+    }
+    let dir = TestDir::new("tools-duplicate");
+    let config = dir.write(
+        "tree.yml",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: tools\n  name: tools\n- id: bash\n  name: tool-bash\n- id: bash-again\n  name: tool-bash\n",
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let line = host.wait_stderr("is already registered", WAIT);
+    assert!(
+        line.contains("\"bash\"") && line.contains("bash-again"),
+        "{line}"
+    );
+    assert_eq!(host.stop(), Some(0));
+}

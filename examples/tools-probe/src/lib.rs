@@ -15,7 +15,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::serde_json::{Value, json};
+use dsh_plugin_api::serde_json::{self, Value, json};
 use dsh_session_api::{CreateSession, NewEventRecord, SessionBox, SessionsService};
 use dsh_tools_seam::{
     CallView, Cancel, Cancel_TO, Guard, Guard_TO, StepCall, StepCalls, TOOLS, TOOLS_POST_EXECUTE,
@@ -51,6 +51,10 @@ pub struct Config {
     pub guard: Option<String>,
     #[serde(default)]
     pub block: Option<String>,
+    /// Wait (up to 10 s) until the global view holds this many tools before starting: tool
+    /// plugins reapplied together with the probe may register a moment later.
+    #[serde(default)]
+    pub wait_for_tools: Option<usize>,
 }
 
 fn say(line: &str) {
@@ -144,10 +148,19 @@ impl Plugin for ToolsProbe {
                 }
             })?;
         }
-        say(&format!(
-            "schemas {}",
-            tools.schemas(RVec::new()).into_result().map_err(fail)?
-        ));
+        let mut schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
+        if let Some(wanted) = config.wait_for_tools {
+            for _ in 0..500 {
+                let count =
+                    serde_json::from_str::<Vec<Value>>(&schemas).map_or(0, |list| list.len());
+                if count >= wanted {
+                    break;
+                }
+                ctx.sleep(Duration::from_millis(20)).await;
+                schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
+            }
+        }
+        say(&format!("schemas {schemas}"));
         let session = sessions
             .create(CreateSession {
                 id: RSome(config.session.as_str().into()),
