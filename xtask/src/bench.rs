@@ -22,6 +22,8 @@ struct Figure {
 }
 
 const RUNTIME: &str = "Runtime (issue 2)";
+const TOOLS: &str =
+    "Tool pipeline (issue 4; ours only: the reference needs Node 22, which cannot run here)";
 const SESSION: &str = "Session log and store (issue 3; ours only: the reference needs Node 22, which cannot run here)";
 
 const FIGURES: &[Figure] = &[
@@ -174,6 +176,18 @@ const FIGURES: &[Figure] = &[
         ours: "session_our_packed_bytes",
         peer: None,
         what: "our packed raw encoding of the same events (bytes)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "tool_pipeline_noop_unlogged",
+        peer: None,
+        what: "one no-op call through the whole pipeline (pre-execute, guards, execute, post-execute waterfalls, finalize, tools/result), outside a session (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "tool_pipeline_noop_logged",
+        peer: None,
+        what: "the same inside an in-memory session, with tool/call and tool/result appended (µs)",
     },
 ];
 

@@ -18,8 +18,8 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, Value, json};
 use dsh_session_api::{CreateSession, NewEventRecord, SessionBox, SessionsService};
 use dsh_tools_seam::{
-    CallView, Cancel, Cancel_TO, Guard, Guard_TO, StepCall, StepCalls, TOOLS, TOOLS_POST_EXECUTE,
-    ToolsService,
+    CallView, Cancel, Cancel_TO, CancelBox, Guard, Guard_TO, StepCall, StepCalls, TOOLS,
+    TOOLS_POST_EXECUTE, Tool, Tool_TO, ToolsService,
 };
 
 /// One call as the model would write it.
@@ -55,6 +55,96 @@ pub struct Config {
     /// plugins reapplied together with the probe may register a moment later.
     #[serde(default)]
     pub wait_for_tools: Option<usize>,
+    /// Benchmark mode: register a no-op tool and time this many one-call steps through the
+    /// whole pipeline, outside a session and inside one; prints `bench <name> <µs>` lines.
+    #[serde(default)]
+    pub bench_calls: Option<u32>,
+}
+
+/// The benchmark's tool: answers at once.
+struct Noop;
+
+impl Tool for Noop {
+    fn spec(&self) -> RString {
+        RString::from(
+            json!({"name":"noop","description":"Does nothing.","parameters":{"type":"object","properties":{},"additionalProperties":false}})
+                .to_string(),
+        )
+    }
+
+    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
+        async { RString::from(r#"{"ok":{"value":null,"content":[{"type":"text","text":"ok"}]}}"#) }
+            .into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+        RNone
+    }
+}
+
+/// Median µs of `run_step` for one no-op call, over 7 batches of `calls / 7` steps (after a
+/// warm-up batch). In a session, each step is framed as the loop frames it (step/start, the
+/// assistant message with the call, step/end), untimed: only the pipeline is measured.
+async fn time_steps(
+    tools: &ToolsService,
+    session: Option<&SessionBox>,
+    calls: u32,
+    signal: &Signal,
+) -> Result<f64, PluginError> {
+    let batch = (calls / 7).max(1);
+    let id = session.map_or_else(String::new, |session| session.id().to_string());
+    let mut samples = Vec::new();
+    let mut step_number = 0u64;
+    for round in 0..8 {
+        let mut spent = Duration::ZERO;
+        for _ in 0..batch {
+            step_number += 1;
+            let call_id = format!("n{step_number}");
+            if let Some(session) = session {
+                append(
+                    session,
+                    "step/start",
+                    &json!({"turn":1,"step":step_number}),
+                    false,
+                )?;
+                let message = json!({"turn":1,"step":step_number,"message":{"role":"assistant","id":format!("a{step_number}"),"source":{"kind":"model","provider":"p","model":"m"},"content":[{"type":"tool-call","id":call_id,"name":"noop","arguments":"{}"}]}});
+                append(session, "assistant/message", &message, true)?;
+            }
+            let step = StepCalls {
+                session: id.as_str().into(),
+                scope: RVec::new(),
+                turn: 1,
+                step: step_number,
+                cwd: ".".into(),
+                calls: RVec::from(vec![StepCall {
+                    call_id: call_id.as_str().into(),
+                    name: "noop".into(),
+                    arguments: "{}".into(),
+                }]),
+            };
+            let cancel = Cancel_TO::from_ptr(RArc::new(signal.clone()), TD_Opaque);
+            let started = std::time::Instant::now();
+            tools.run_step(step, cancel).await;
+            spent += started.elapsed();
+            if let Some(session) = session {
+                append(
+                    session,
+                    "step/end",
+                    &json!({"turn":1,"step":step_number}),
+                    false,
+                )?;
+            }
+        }
+        if round > 0 {
+            samples.push(spent.as_secs_f64() * 1e6 / f64::from(batch));
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
 }
 
 fn say(line: &str) {
@@ -161,6 +251,39 @@ impl Plugin for ToolsProbe {
             }
         }
         say(&format!("schemas {schemas}"));
+        if let Some(calls) = config.bench_calls {
+            let registration = tools
+                .register(
+                    RString::from(ctx.row_id()),
+                    RString::new(),
+                    Tool_TO::from_value(Noop, TD_Opaque),
+                )
+                .into_result()
+                .map_err(fail)?;
+            let signal = Signal {
+                fired: Arc::new(AtomicBool::new(false)),
+                ctx: ctx.clone(),
+            };
+            let unlogged = time_steps(&tools, None, calls, &signal).await?;
+            say(&format!("bench tool_pipeline_noop_unlogged {unlogged:.3}"));
+            let session = sessions
+                .create(CreateSession {
+                    id: RSome(config.session.as_str().into()),
+                    cwd: RSome(config.cwd.as_str().into()),
+                    ..CreateSession::default()
+                })
+                .await
+                .into_result()
+                .map_err(fail)?;
+            append(&session, "turn/start", &json!({"turn":1}), false)?;
+            let user = json!({"role":"user","id":"u1","source":{"kind":"user"},"content":[{"type":"text","text":"bench"}]});
+            append(&session, "user/message", &user, true)?;
+            let logged = time_steps(&tools, Some(&session), calls, &signal).await?;
+            say(&format!("bench tool_pipeline_noop_logged {logged:.3}"));
+            drop(registration);
+            say("probe done");
+            return Ok(());
+        }
         let session = sessions
             .create(CreateSession {
                 id: RSome(config.session.as_str().into()),

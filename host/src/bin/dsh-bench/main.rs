@@ -6,6 +6,7 @@ mod dispatch;
 mod lifecycle;
 mod process;
 mod session;
+mod tools;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -64,6 +65,7 @@ fn main() {
             Ok(())
         }
     });
+    let result = result.and_then(|()| if wants("tools") { tools::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("session") {
             // The recorded logs, when the shared folder sits beside the project.

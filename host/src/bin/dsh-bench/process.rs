@@ -12,20 +12,20 @@ use crate::{exe_dir, median, report};
 /// The debounce of the host's watcher: reload latency is reported with and without it.
 const DEBOUNCE_MS: f64 = 150.0;
 
-fn scratch(name: &str) -> Result<PathBuf, String> {
+pub(crate) fn scratch(name: &str) -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(format!("dsh-bench-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|error| error.to_string())?;
     Ok(dir)
 }
 
-struct Host {
+pub(crate) struct Host {
     child: Child,
     lines: Receiver<String>,
 }
 
 impl Host {
-    fn start(home: &Path, args: &[&str]) -> Result<Self, String> {
+    pub(crate) fn start(home: &Path, args: &[&str]) -> Result<Self, String> {
         let mut child = Command::new(exe_dir().join("dsh-host"))
             .args(args)
             .env("DSH_HOME", home)
@@ -62,6 +62,21 @@ impl Host {
         Ok(())
     }
 
+    /// The rest of the next line that starts with `prefix`.
+    pub(crate) fn line_after(&self, prefix: &str) -> Result<String, String> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .map_err(|_| format!("timed out waiting for `{prefix}`"))?;
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return Ok(rest.to_owned());
+            }
+        }
+    }
+
     /// A `/proc/<pid>/status` field in KiB (`VmHWM` is the peak RSS).
     fn status_kib(&self, field: &str) -> Result<f64, String> {
         let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
@@ -78,7 +93,7 @@ impl Host {
             .ok_or_else(|| format!("no {field} in /proc status"))
     }
 
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         if let Ok(pid) = i32::try_from(self.child.id()) {
             #[allow(unsafe_code, reason = "signalling the child we started")]
             // SAFETY: kill(2) on our own child's pid.
