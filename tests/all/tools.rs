@@ -206,7 +206,7 @@ fn parallel_safe_calls_of_one_step_overlap() {
     let a = bash("s=$(date +%s%N); sleep 0.5; echo $s $(date +%s%N) > a.txt");
     let b = bash("s=$(date +%s%N); sleep 0.5; echo $s $(date +%s%N) > b.txt");
     let run = probe(&dir, &[("a", "bash", &a), ("b", "bash", &b)], "");
-    assert_eq!(run.result_text("a").1, false);
+    assert!(!run.result_text("a").1);
     let (a_start, a_end) = stamps(&dir.join("work/a.txt"));
     let (b_start, b_end) = stamps(&dir.join("work/b.txt"));
     assert!(
@@ -306,12 +306,7 @@ fn file_tools_read_before_edit_search_and_log_todos() {
         !is_error && text.contains("hello world") && text.contains("second line"),
         "{text}"
     );
-    assert_eq!(
-        run.result_text("e2").1,
-        false,
-        "{:?}",
-        run.result_text("e2")
-    );
+    assert!(!run.result_text("e2").1, "{:?}", run.result_text("e2"));
     assert_eq!(
         std::fs::read_to_string(dir.join("work/a.txt")).unwrap(),
         "bye world\nsecond line\n"
@@ -320,7 +315,7 @@ fn file_tools_read_before_edit_search_and_log_todos() {
     assert!(!is_error && text.contains("a.txt"), "{text}");
     let (text, is_error) = run.result_text("s1");
     assert!(!is_error && text.contains("bye world"), "{text}");
-    assert_eq!(run.result_text("t1").1, false);
+    assert!(!run.result_text("t1").1);
     let todo = run
         .events
         .iter()
