@@ -16,9 +16,13 @@ use crate::runtime::Runtime;
 const DISPOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// Builds the app for `tree` and mounts it. Errors name the file, row or field.
-fn boot_app(boot: &Boot, app_args: Vec<String>) -> Result<Arc<App>, String> {
+fn boot_app(
+    boot: &Boot,
+    app_args: Vec<String>,
+) -> Result<(Arc<App>, tokio::sync::mpsc::UnboundedReceiver<i32>), String> {
     let rows = boot.load()?;
     let runtime = Runtime::new();
+    let exits = crate::control::provide(&runtime)?;
     let cmdline = CmdlineArgs {
         args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
     };
@@ -27,7 +31,7 @@ fn boot_app(boot: &Boot, app_args: Vec<String>) -> Result<Arc<App>, String> {
         .map_err(|error| error.to_string())?;
     let app = Arc::new(App::new(runtime, Arc::new(boot.libraries())));
     app.mount_tree(rows);
-    Ok(app)
+    Ok((app, exits))
 }
 
 pub fn snapshot(app: &App) -> Snapshot {
@@ -69,8 +73,8 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
             }
         };
     }
-    let app = match boot_app(&boot, app_args) {
-        Ok(app) => app,
+    let (app, mut exits) = match boot_app(&boot, app_args) {
+        Ok(booted) => booted,
         Err(error) => {
             eprintln!("error: {error}");
             return 1;
@@ -82,10 +86,22 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
     } else {
         crate::reload::watch(&boot, app.clone())
     };
-    let code = crate::signals::wait_for_shutdown().await;
+    let (code, signal) = tokio::select! {
+        code = crate::signals::wait_for_shutdown() => (code, Some(if code == 130 { 2 } else { 15 })),
+        Some(code) = exits.recv() => (code, None),
+    };
     tracing::info!("shutting down");
     // No reload may mount rows while the tree is being disposed.
     drop(watcher);
+    let announce =
+        crate::control::announce_stop(app.runtime(), &mut exits, code, signal, DISPOSE_GRACE);
+    let code = tokio::select! {
+        code = announce => code,
+        second = crate::signals::wait_for_shutdown() => {
+            tracing::warn!("second signal: exiting at once");
+            return second;
+        }
+    };
     let shutdown = app.runtime().dispose_all(DISPOSE_GRACE);
     tokio::select! {
         () = shutdown => {}
@@ -102,7 +118,7 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
 pub async fn check(tree: TreeArgs, json: bool) -> i32 {
     let boot = Boot::new(tree);
     let app = match boot_app(&boot, Vec::new()) {
-        Ok(app) => app,
+        Ok((app, _exits)) => app,
         Err(error) => {
             eprintln!("error: {error}");
             return 1;

@@ -12,6 +12,7 @@ pub mod boot;
 pub mod builtin;
 pub mod cli;
 pub mod commands;
+pub mod control;
 pub mod diagnostics;
 pub mod library;
 pub mod logging;

@@ -2,5 +2,6 @@
 //! through these services, whose futures run on the host's runtime: a plugin's own copy of
 //! tokio has no reactor (ARCHITECTURE §4).
 
+pub mod control;
 pub mod http;
 pub mod subprocess;

@@ -1,0 +1,67 @@
+//! The `host` service (`exit`) and the `host/stopping` announcement that precedes disposal.
+
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use dsh_plugin_api::abi::ErasedService;
+use dsh_plugin_api::io::control::{
+    HOST_CONTROL, HOST_STOPPING, HostControl, HostControl_TO, StopRequest,
+};
+use dsh_plugin_api::{RArc, ROption, typed_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::runtime::Runtime;
+
+struct ExitRequests(UnboundedSender<i32>);
+
+impl HostControl for ExitRequests {
+    fn exit(&self, code: i32) {
+        // The receiver lives as long as the run; after it, there is nothing left to end.
+        let _ = self.0.send(code);
+    }
+}
+
+/// Registers the `host` service; the receiver yields every exit code asked for.
+pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, String> {
+    let (sender, receiver) = unbounded_channel();
+    let service = HostControl_TO::from_value(ExitRequests(sender), TD_Opaque);
+    runtime
+        .provide_host(HOST_CONTROL, ErasedService::new(service))
+        .map_err(|error| error.to_string())?;
+    Ok(receiver)
+}
+
+/// Emits `host/stopping` and waits for its listeners (at most `grace`); answers the exit code
+/// to use: the last one asked for during the announcement, else `code`.
+pub async fn announce_stop(
+    runtime: &Runtime,
+    exits: &mut UnboundedReceiver<i32>,
+    code: i32,
+    signal: Option<i32>,
+    grace: Duration,
+) -> i32 {
+    let request = StopRequest {
+        code,
+        signal: ROption::from(signal),
+    };
+    match runtime.channel(&HOST_STOPPING.decl()) {
+        Ok(channel) => {
+            let channel =
+                typed_channel::<dsh_plugin_api::ParallelEvent<StopRequest>>(channel.boxed());
+            match tokio::time::timeout(grace, channel.parallel(RArc::new(request))).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::error!("host/stopping: {error}"),
+                Err(_) => tracing::warn!(
+                    "host/stopping: listeners still busy after {} ms; disposing anyway",
+                    grace.as_millis()
+                ),
+            }
+        }
+        Err(error) => tracing::error!("host/stopping: {error}"),
+    }
+    let mut code = code;
+    while let Ok(asked) = exits.try_recv() {
+        code = asked;
+    }
+    code
+}
