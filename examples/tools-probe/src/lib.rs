@@ -8,17 +8,16 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RNone, ROption, RSome, RString, RVec};
+use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, Value, json};
 use dsh_session_api::{CreateSession, NewEventRecord, SessionBox, SessionsService};
 use dsh_tools_seam::{
-    CallView, Cancel, Cancel_TO, CancelBox, Guard, Guard_TO, StepCall, StepCalls, TOOLS,
+    CallView, CancelBox, CancelFlag, Guard, Guard_TO, StepCall, StepCalls, TOOLS,
     TOOLS_POST_EXECUTE, Tool, Tool_TO, ToolsService,
 };
 
@@ -93,7 +92,7 @@ async fn time_steps(
     tools: &ToolsService,
     session: Option<&SessionBox>,
     calls: u32,
-    signal: &Signal,
+    signal: &Arc<CancelFlag>,
 ) -> Result<f64, PluginError> {
     let batch = (calls / 7).max(1);
     let id = session.map_or_else(String::new, |session| session.id().to_string());
@@ -126,7 +125,7 @@ async fn time_steps(
                     arguments: "{}".into(),
                 }]),
             };
-            let cancel = Cancel_TO::from_ptr(RArc::new(signal.clone()), TD_Opaque);
+            let cancel = signal.signal();
             let started = std::time::Instant::now();
             tools.run_step(step, cancel).await;
             spent += started.elapsed();
@@ -172,30 +171,6 @@ fn append(
         .into_result()
         .map(|_| ())
         .map_err(fail)
-}
-
-/// The caller's signal: fired by a timer.
-#[derive(Clone)]
-struct Signal {
-    fired: Arc<AtomicBool>,
-    ctx: Context,
-}
-
-impl Cancel for Signal {
-    fn is_cancelled(&self) -> bool {
-        self.fired.load(Ordering::Acquire)
-    }
-
-    fn cancelled(&self) -> FfiFuture<()> {
-        let (fired, ctx) = (self.fired.clone(), self.ctx.clone());
-        // Checked every 10 ms through the host's timer: plugins run no reactor of their own.
-        async move {
-            while !fired.load(Ordering::Acquire) {
-                ctx.sleep(Duration::from_millis(10)).await;
-            }
-        }
-        .into_ffi()
-    }
 }
 
 struct ContainsGuard(String);
@@ -260,10 +235,7 @@ impl Plugin for ToolsProbe {
                 )
                 .into_result()
                 .map_err(fail)?;
-            let signal = Signal {
-                fired: Arc::new(AtomicBool::new(false)),
-                ctx: ctx.clone(),
-            };
+            let signal = CancelFlag::new();
             let unlogged = time_steps(&tools, None, calls, &signal).await?;
             say(&format!("bench tool_pipeline_noop_unlogged {unlogged:.3}"));
             let session = sessions
@@ -304,18 +276,12 @@ impl Plugin for ToolsProbe {
             .collect();
         let message = json!({"turn":1,"step":1,"message":{"role":"assistant","id":"a1","source":{"kind":"model","provider":"p","model":"m"},"content":blocks}});
         append(&session, "assistant/message", &message, true)?;
-        let signal = Signal {
-            fired: Arc::new(AtomicBool::new(false)),
-            ctx: ctx.clone(),
-        };
+        let signal = CancelFlag::new();
         if let Some(millis) = config.cancel_after_ms {
-            let (flag, timer) = (
-                signal.fired.clone(),
-                ctx.sleep(Duration::from_millis(millis)),
-            );
+            let (flag, timer) = (signal.clone(), ctx.sleep(Duration::from_millis(millis)));
             ctx.spawn(async move {
                 timer.await;
-                flag.store(true, Ordering::Release);
+                flag.fire();
             })?;
         }
         let step = StepCalls {
@@ -334,9 +300,7 @@ impl Plugin for ToolsProbe {
                 })
                 .collect(),
         };
-        let report = tools
-            .run_step(step, Cancel_TO::from_ptr(RArc::new(signal), TD_Opaque))
-            .await;
+        let report = tools.run_step(step, signal.signal()).await;
         say(&format!("report {report}"));
         append(&session, "step/end", &json!({"turn":1,"step":1}), false)?;
         append(

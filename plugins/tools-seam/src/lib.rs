@@ -171,3 +171,67 @@ pub trait Tools: Send + Sync {
     fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<RString>;
 }
 pub type ToolsService = Tools_TO<'static, RBox<()>>;
+
+/// A ready-made cancellation signal: a one-shot flag with wakers, for callers of `run_step`
+/// and for anything else that needs a [`CancelBox`].
+#[derive(Default)]
+pub struct CancelFlag {
+    fired: std::sync::atomic::AtomicBool,
+    wakers: std::sync::Mutex<Vec<std::task::Waker>>,
+}
+
+impl CancelFlag {
+    pub fn new() -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self::default())
+    }
+
+    pub fn fire(&self) {
+        self.fired.store(true, std::sync::atomic::Ordering::Release);
+        for waker in std::mem::take(&mut *dsh_plugin_api::lock(&self.wakers)) {
+            waker.wake();
+        }
+    }
+
+    pub fn is_fired(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Resolves once fired.
+    pub fn wait(
+        self: &std::sync::Arc<Self>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let flag = self.clone();
+        std::future::poll_fn(move |cx| {
+            if flag.is_fired() {
+                return std::task::Poll::Ready(());
+            }
+            dsh_plugin_api::lock(&flag.wakers).push(cx.waker().clone());
+            // Checked again: `fire` may have run between the first check and the push.
+            if flag.is_fired() {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+    }
+
+    /// This flag as a signal for the seam.
+    pub fn signal(self: &std::sync::Arc<Self>) -> CancelBox {
+        Cancel_TO::from_ptr(
+            RArc::new(FlagSignal(self.clone())),
+            abi_stable::sabi_trait::TD_Opaque,
+        )
+    }
+}
+
+struct FlagSignal(std::sync::Arc<CancelFlag>);
+
+impl Cancel for FlagSignal {
+    fn is_cancelled(&self) -> bool {
+        self.0.is_fired()
+    }
+
+    fn cancelled(&self) -> FfiFuture<()> {
+        async_ffi::FutureExt::into_ffi(self.0.wait())
+    }
+}

@@ -4,63 +4,24 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RArc;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_plugin_api::lock;
-use dsh_tools_seam::{Cancel, Cancel_TO, CancelBox};
-
-/// A one-shot flag with wakers.
-#[derive(Default)]
-pub(crate) struct Flag {
-    fired: AtomicBool,
-    wakers: std::sync::Mutex<Vec<Waker>>,
-}
-
-impl Flag {
-    pub(crate) fn fire(&self) {
-        self.fired.store(true, Ordering::Release);
-        for waker in std::mem::take(&mut *lock(&self.wakers)) {
-            waker.wake();
-        }
-    }
-
-    pub(crate) fn is_fired(&self) -> bool {
-        self.fired.load(Ordering::Acquire)
-    }
-
-    /// Resolves once fired.
-    pub(crate) fn wait(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
-        let flag = self.clone();
-        std::future::poll_fn(move |cx| {
-            if flag.is_fired() {
-                return Poll::Ready(());
-            }
-            lock(&flag.wakers).push(cx.waker().clone());
-            // Checked again: `fire` may have run between the first check and the push.
-            if flag.is_fired() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-    }
-}
+use dsh_tools_seam::{Cancel, Cancel_TO, CancelBox, CancelFlag};
 
 /// The flag of one call fused with the caller's signal.
 #[derive(Clone)]
 pub(crate) struct Fused {
-    pub(crate) own: Arc<Flag>,
+    pub(crate) own: Arc<CancelFlag>,
     pub(crate) caller: Option<Arc<CancelBox>>,
 }
 
 impl Fused {
     pub(crate) fn new(caller: Option<Arc<CancelBox>>) -> Self {
         Self {
-            own: Arc::new(Flag::default()),
+            own: CancelFlag::new(),
             caller,
         }
     }
