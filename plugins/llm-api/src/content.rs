@@ -19,6 +19,8 @@ pub enum Role {
 /// merge-extensible and owned by their producers, and the seam only passes them through.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// The log's message id; empty in a derived history, which providers never see ids of.
+    #[serde(default)]
     pub id: String,
     pub role: Role,
     pub content: Vec<ContentBlock>,

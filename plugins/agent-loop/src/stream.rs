@@ -1,0 +1,184 @@
+//! One model attempt of a step: the request through `llm`, every chunk logged as it arrives
+//! (`assistant/chunk`), then the assembled `assistant/message` citing those chunks. A cancel
+//! or a cut stream keeps what arrived as an interrupted message.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::{RErr, ROk, RSome, RString};
+use dsh_llm_api::{BlockAssembler, ContentBlock, FinishReason, LlmFailure, StreamChunk, TokenUsage};
+use dsh_llm_seam::LlmService;
+use dsh_tools_seam::CancelFlag;
+use serde_json::{Value, json};
+
+use crate::log::Log;
+
+/// How an attempt ended.
+pub(crate) enum Attempt {
+    /// The stream finished; the message was logged.
+    Finished {
+        blocks: Vec<ContentBlock>,
+        finish: FinishReason,
+        usage: Option<TokenUsage>,
+    },
+    /// Cancelled mid-stream; what arrived was logged as an interrupted message.
+    Cancelled,
+    /// The request failed or the stream broke.
+    Failed(LlmFailure),
+}
+
+/// Where the attempt's events go.
+pub(crate) struct StepPlace<'a> {
+    pub(crate) log: &'a Log<'a>,
+    pub(crate) turn: u64,
+    pub(crate) step: u64,
+    pub(crate) provider: &'a str,
+    pub(crate) model: &'a str,
+    pub(crate) message_id: String,
+}
+
+impl StepPlace<'_> {
+    fn chunk(&self, chunk: &Value) -> Result<u64, String> {
+        self.log.append(
+            "assistant/chunk",
+            &json!({"turn": self.turn, "step": self.step, "chunk": chunk}),
+        )
+    }
+
+    fn message(
+        &self,
+        blocks: &[ContentBlock],
+        usage: Option<&TokenUsage>,
+        interrupted: bool,
+        sources: &[u64],
+    ) -> Result<(), String> {
+        let mut data = json!({
+            "turn": self.turn,
+            "step": self.step,
+            "message": {
+                "role": "assistant",
+                "content": blocks,
+                "source": {"kind": "model", "provider": self.provider, "model": self.model},
+                "id": self.message_id,
+            },
+        });
+        if let Some(usage) = usage {
+            data["usage"] = json!(usage);
+        }
+        if interrupted {
+            data["interrupted"] = json!(true);
+        }
+        self.log
+            .append_citing("assistant/message", &data, sources)
+            .map(|_| ())
+    }
+}
+
+fn failure_of(json: &str) -> LlmFailure {
+    serde_json::from_str(json).unwrap_or_else(|_| {
+        LlmFailure::new(dsh_llm_api::FailureCode::Unknown, json.to_owned())
+    })
+}
+
+/// Runs one attempt; `Err` is a log failure (the turn ends `error`).
+pub(crate) async fn attempt(
+    llm: &LlmService,
+    request: &Value,
+    place: &StepPlace<'_>,
+    cancel: &Arc<CancelFlag>,
+) -> Result<Attempt, String> {
+    let opened = llm.stream(RString::from(request.to_string())).await;
+    let stream = match opened {
+        ROk(stream) => stream,
+        RErr(failure) => {
+            let failure = failure_of(&failure);
+            place.chunk(&json!({"type": "finish", "reason": FinishReason::error(failure.clone())}))?;
+            return Ok(Attempt::Failed(failure));
+        }
+    };
+    let mut assembler = BlockAssembler::new();
+    let mut seqs = Vec::new();
+    loop {
+        let next = stream.next();
+        let cancelled = cancel.wait();
+        let arrived = match first_of(next, cancelled).await {
+            Some(arrived) => arrived,
+            None => {
+                let blocks = assembler.interrupted_blocks();
+                if !blocks.is_empty() {
+                    place.message(&blocks, assembler.usage().as_ref(), true, &seqs)?;
+                }
+                return Ok(Attempt::Cancelled);
+            }
+        };
+        match arrived {
+            ROk(RSome(chunk)) => {
+                let value: Value = serde_json::from_str(&chunk)
+                    .map_err(|error| format!("the model stream sent a malformed chunk: {error}"))?;
+                seqs.push(place.chunk(&value)?);
+                if let Ok(parsed) = serde_json::from_value::<StreamChunk>(value) {
+                    assembler.push(&parsed);
+                }
+            }
+            ROk(_) => break,
+            RErr(failure) => {
+                let failure = failure_of(&failure);
+                seqs.push(place.chunk(
+                    &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
+                )?);
+                let blocks = assembler.interrupted_blocks();
+                if !blocks.is_empty() {
+                    place.message(&blocks, assembler.usage().as_ref(), true, &seqs)?;
+                }
+                return Ok(Attempt::Failed(failure));
+            }
+        }
+    }
+    if !assembler.finished() {
+        let failure = LlmFailure::new(
+            dsh_llm_api::FailureCode::Unknown,
+            "the model stream ended without a finish chunk".to_owned(),
+        );
+        return Ok(Attempt::Failed(failure));
+    }
+    let finish = assembler.finish();
+    let blocks = match assembler.blocks() {
+        Ok(blocks) => blocks,
+        Err(error) => {
+            return Ok(Attempt::Failed(LlmFailure::new(
+                dsh_llm_api::FailureCode::Unknown,
+                format!("the model stream could not be assembled: {error}"),
+            )));
+        }
+    };
+    let usage = assembler.usage();
+    if !blocks.is_empty() {
+        place.message(&blocks, usage.as_ref(), false, &seqs)?;
+    }
+    if let FinishReason::Error { failure } | FinishReason::Aborted { failure } = &finish {
+        return Ok(Attempt::Failed(failure.clone()));
+    }
+    Ok(Attempt::Finished {
+        blocks,
+        finish,
+        usage,
+    })
+}
+
+/// The first of `value` and `stop`: `None` when `stop` came first.
+async fn first_of<T>(
+    value: impl std::future::Future<Output = T>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Option<T> {
+    let mut value = std::pin::pin!(value);
+    let mut stop = std::pin::pin!(stop);
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(value) = value.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(value));
+        }
+        if stop.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}

@@ -1,0 +1,313 @@
+//! One turn, as ARCHITECTURE §7 draws it: `turn/start`; per step `agent/pre-step`,
+//! `step/start`, the turn's input as `user/message` (first step), a durability checkpoint,
+//! history derived from the log, `request/header` when the header changed, the model attempt,
+//! the step's tool calls through `tools`, `step/end`; another step while tools owe the model an
+//! answer; `turn/end` always, whatever happened before it.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::{RArc, RString, RVec};
+use dsh_agent_seam::{StepView, TurnRequest};
+use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, Message, TokenUsage};
+use dsh_plugin_api::Service;
+use dsh_session_api::SessionBox;
+use dsh_tools_seam::{CancelFlag, StepCall, StepCalls};
+use serde_json::{Value, json};
+
+use crate::Deps;
+use crate::log::Log;
+use crate::stream::{Attempt, StepPlace, attempt};
+
+/// How the turn ended: the logged `turn/end` reason.
+pub(crate) struct End {
+    pub(crate) reason: Value,
+}
+
+impl End {
+    fn completed() -> Self {
+        Self {
+            reason: json!({"kind": "completed"}),
+        }
+    }
+
+    fn error(message: &str, code: &str) -> Self {
+        Self {
+            reason: json!({"kind": "error", "error": {"message": message, "code": code}}),
+        }
+    }
+
+    fn failed(failure: &LlmFailure) -> Self {
+        let code = serde_json::to_value(&failure.code).unwrap_or(Value::Null);
+        Self {
+            reason: json!({"kind": "error", "error": {"message": failure.message, "code": code}}),
+        }
+    }
+
+    fn aborted(cause: &str) -> Self {
+        Self {
+            reason: json!({"kind": "aborted", "reason": {"kind": cause}}),
+        }
+    }
+}
+
+/// What the turn reports besides its end.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) output: String,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+}
+
+impl Tally {
+    fn add(&mut self, usage: Option<&TokenUsage>) {
+        if let Some(usage) = usage {
+            self.input_tokens += usage.input_tokens;
+            self.output_tokens += usage.output_tokens;
+        }
+    }
+}
+
+/// The running turn's cancellation: the flag and the cause it was fired with.
+pub(crate) struct Cancel {
+    pub(crate) flag: Arc<CancelFlag>,
+    pub(crate) cause: std::sync::Mutex<String>,
+}
+
+impl Cancel {
+    fn cause(&self) -> String {
+        dsh_plugin_api::lock(&self.cause).clone()
+    }
+}
+
+const NO_MODEL: &str = "no model is configured: pass --model PROVIDER/MODEL, configure a model row, or export DEEPSEEK_API_KEY for DeepSeek";
+
+/// Runs the steps of turn `turn`; `Err` is a log failure, which ends the turn `error`.
+pub(crate) async fn steps(
+    deps: &Deps,
+    session: &SessionBox,
+    request: &TurnRequest,
+    turn: u64,
+    cancel: &Cancel,
+    tally: &mut Tally,
+) -> Result<End, String> {
+    let log = Log { session };
+    if request.provider.is_empty() {
+        return Ok(End::error(NO_MODEL, "NO_MODEL"));
+    }
+    let mut last_header = last_logged_header(&log);
+    let id = session.id();
+    for step in 1..=deps.max_steps {
+        if cancel.flag.is_fired() {
+            return Ok(End::aborted(&cancel.cause()));
+        }
+        let view = StepView {
+            session: id.clone(),
+            turn,
+            step,
+        };
+        let decided = deps
+            .pre_step
+            .waterfall(RArc::new(view), |_| async {
+                Ok(RString::from(r#"{"kind":"enter"}"#))
+            })
+            .await;
+        let decision: Value = match decided {
+            Ok(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+            Err(error) => return Ok(End::error(&format!("agent/pre-step: {error}"), "HOOK_FAILED")),
+        };
+        match decision["kind"].as_str() {
+            Some("enter") => {}
+            Some("reject") => {
+                let reason = decision["reason"].as_str().unwrap_or("rejected by agent/pre-step");
+                return Ok(End {
+                    reason: json!({"kind": "blocked", "reason": reason}),
+                });
+            }
+            _ => {
+                return Ok(End::error(
+                    &format!("agent/pre-step answered an invalid decision: {decision}"),
+                    "HOOK_FAILED",
+                ));
+            }
+        }
+        log.append("step/start", &json!({"turn": turn, "step": step}))?;
+        if step == 1 && !request.input.is_empty() {
+            let message = json!({
+                "content": [{"type": "text", "text": request.input.as_str()}],
+                "source": {"kind": "user"},
+                "role": "user",
+                "id": format!("{id}-t{turn}-input"),
+            });
+            log.append("user/message", &message)?;
+        }
+        // Durability checkpoint: the log says truthfully what was asked before asking.
+        if let Err(error) = session.flush().await.into_result() {
+            return Err(format!("session flush failed: {error}"));
+        }
+        let messages = derived_messages(session)?;
+        let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
+        let config = json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
+        let header = json!({"config": config, "system": deps.system, "tools": tools});
+        if last_header.as_ref() != Some(&header) {
+            let reason = if last_header.is_none() { "initial" } else { "change" };
+            log.append("request/header", &json!({"header": header, "reason": reason}))?;
+            last_header = Some(header);
+        }
+        let generate = json!({
+            "config": config,
+            "system": deps.system,
+            "messages": messages,
+            "tools": tools,
+            "sessionId": id.as_str(),
+        });
+        let place = StepPlace {
+            log: &log,
+            turn,
+            step,
+            provider: request.provider.as_str(),
+            model: request.model.as_str(),
+            message_id: format!("{id}-t{turn}-s{step}"),
+        };
+        let outcome = attempt(&deps.llm, &generate, &place, &cancel.flag).await?;
+        let end = match outcome {
+            Attempt::Cancelled => Some(End::aborted(&cancel.cause())),
+            Attempt::Failed(failure) => Some(End::failed(&failure)),
+            Attempt::Finished {
+                blocks,
+                finish,
+                usage,
+            } => {
+                tally.add(usage.as_ref());
+                let text = text_of(&blocks);
+                if !text.is_empty() {
+                    tally.output = text;
+                }
+                let calls = calls_of(&blocks);
+                match finish {
+                    FinishReason::MaxTokens => Some(End {
+                        reason: json!({"kind": "max-tokens"}),
+                    }),
+                    _ if calls.is_empty() => Some(End::completed()),
+                    _ => run_tools(deps, request, &log, turn, step, calls, cancel).await?,
+                }
+            }
+        };
+        log.append("step/end", &json!({"turn": turn, "step": step}))?;
+        if let Some(end) = end {
+            return Ok(end);
+        }
+    }
+    Ok(End::error(
+        &format!(
+            "the turn reached its limit of {} steps (agent-loop `maxSteps`)",
+            deps.max_steps
+        ),
+        "MAX_STEPS",
+    ))
+}
+
+/// Runs a step's calls; `Some(end)` when the turn ends with this step.
+async fn run_tools(
+    deps: &Deps,
+    request: &TurnRequest,
+    log: &Log<'_>,
+    turn: u64,
+    step: u64,
+    calls: Vec<StepCall>,
+    cancel: &Cancel,
+) -> Result<Option<End>, String> {
+    let Some(tools) = &deps.tools else {
+        return Ok(Some(End::error(
+            "the model called tools, but no `tools` service is mounted",
+            "NO_TOOLS",
+        )));
+    };
+    let report = tools
+        .run_step(
+            StepCalls {
+                session: log.session.id(),
+                scope: request.scope.clone(),
+                turn,
+                step,
+                cwd: request.cwd.clone(),
+                calls: RVec::from(calls),
+            },
+            cancel.flag.signal(),
+        )
+        .await;
+    let report: Value = serde_json::from_str(&report).unwrap_or(Value::Null);
+    for context in report["additionalContexts"].as_array().into_iter().flatten() {
+        log.append("user/message", context)?;
+    }
+    if cancel.flag.is_fired() {
+        return Ok(Some(End::aborted(&cancel.cause())));
+    }
+    if report["concludesTurn"] == true {
+        return Ok(Some(End::completed()));
+    }
+    Ok(None)
+}
+
+fn last_logged_header(log: &Log<'_>) -> Option<Value> {
+    log.events()
+        .into_iter()
+        .rev()
+        .find(|event| event["type"] == "request/header")
+        .map(|event| event["data"]["header"].clone())
+}
+
+fn derived_messages(session: &SessionBox) -> Result<Vec<Message>, String> {
+    let view = session.derive_messages();
+    (0..view.message_count())
+        .map(|index| {
+            let json = view
+                .message(index)
+                .into_option()
+                .ok_or_else(|| format!("derived message {index} is missing"))?;
+            serde_json::from_str(&json)
+                .map_err(|error| format!("derived message {index} is not a message: {error}"))
+        })
+        .collect()
+}
+
+fn tool_schemas(
+    tools: Option<&Service<dsh_tools_seam::ToolsService>>,
+    scope: &RVec<RString>,
+) -> Result<Value, String> {
+    let Some(tools) = tools else {
+        return Ok(json!([]));
+    };
+    let schemas = tools
+        .schemas(scope.clone())
+        .into_result()
+        .map_err(|error| format!("tool schemas: {error}"))?;
+    serde_json::from_str(&schemas).map_err(|error| format!("tool schemas: {error}"))
+}
+
+fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn calls_of(blocks: &[ContentBlock]) -> Vec<StepCall> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some(StepCall {
+                call_id: id.as_str().into(),
+                name: name.as_str().into(),
+                arguments: arguments.as_str().into(),
+            }),
+            _ => None,
+        })
+        .collect()
+}

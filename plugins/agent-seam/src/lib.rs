@@ -1,0 +1,66 @@
+//! The agent loop's seam across the plugin ABI: the `agent_loop` service that runs one turn of
+//! a session (steps of model request plus tool calls, every step logged) and cancels a running
+//! turn, and the `agent/pre-step` hook that may refuse a step before it starts.
+//!
+//! Outcomes and decisions cross as JSON: a turn's outcome is
+//! `{"sessionId","turn","reason":<the logged turn/end reason>,"output":<final assistant text>,
+//! "usage":{"inputTokens","outputTokens"}}`.
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
+#![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
+
+use abi_stable::std_types::{RBox, RString, RVec};
+use abi_stable::{StableAbi, sabi_trait};
+use async_ffi::FfiFuture;
+use dsh_plugin_api::WaterfallEvent;
+
+/// Service key of the default driver.
+pub const AGENT_LOOP: &str = "agent_loop";
+
+/// `agent/pre-step`: before each step opens. Answer `{"kind":"enter"}` (or call `next`) to let
+/// it run, `{"kind":"reject","reason":..}` to end the turn `blocked` without the step.
+pub const AGENT_PRE_STEP: WaterfallEvent<StepView, RString> = WaterfallEvent::new("agent/pre-step");
+
+/// A step about to open.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct StepView {
+    pub session: RString,
+    pub turn: u64,
+    pub step: u64,
+}
+
+/// One turn to run.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Default)]
+pub struct TurnRequest {
+    /// A live or stored session (the caller creates it).
+    pub session: RString,
+    /// The user's input for this turn (logged as its `user/message`).
+    pub input: RString,
+    /// The model route; an empty provider ends the turn `error` with `NO_MODEL`.
+    pub provider: RString,
+    pub model: RString,
+    /// Working directory of the tools.
+    pub cwd: RString,
+    /// The agent scope chain the tools are seen from (empty: global).
+    pub scope: RVec<RString>,
+}
+
+/// The `agent_loop` service.
+#[sabi_trait]
+pub trait AgentLoop: Send + Sync {
+    /// Runs one turn to its end and answers the outcome (JSON, see the crate docs). Never fails:
+    /// every failure ends the turn `error` in the log and in the outcome.
+    fn run_turn(&self, request: TurnRequest) -> FfiFuture<RString>;
+    /// Cancels the running turn of `session` with `cause` (`user`, `parent`, `hook`,
+    /// `disposed`); false when no turn runs there.
+    fn cancel(&self, session: RString, cause: RString) -> bool;
+}
+pub type AgentLoopService = AgentLoop_TO<'static, RBox<()>>;

@@ -1,0 +1,129 @@
+//! The runner's command line, as the host hands it over through `cmdline`.
+
+use std::path::PathBuf;
+
+pub(crate) const USAGE: &str = "usage: dsh-host --profile headless [OPTIONS] \"TASK\"
+
+Runs one agent turn on TASK and prints the final answer.
+
+options:
+  --output text|stream-json  what stdout carries (default: text, the final answer)
+  --resume ID                continue session ID with a new task
+  --cwd DIR                  working directory of the tools (default: the current one)
+  --model PROVIDER/MODEL     the model route (split at the first '/')
+  --replay FILE              answer every model request from a recorded session log
+  -h, --help                 this text";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    Text,
+    StreamJson,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Args {
+    pub(crate) task: String,
+    pub(crate) output: Output,
+    pub(crate) resume: Option<String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) model: Option<(String, String)>,
+    pub(crate) replay: Option<PathBuf>,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Parsed {
+    Run(Args),
+    Help,
+}
+
+/// Splits `provider/model` at the first `/`, so model ids may contain slashes.
+pub(crate) fn split_route(route: &str) -> Result<(String, String), String> {
+    match route.split_once('/') {
+        Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+            Ok((provider.to_owned(), model.to_owned()))
+        }
+        _ => Err(format!("--model: `{route}` is not PROVIDER/MODEL")),
+    }
+}
+
+pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
+    let mut task = Vec::new();
+    let mut output = Output::Text;
+    let (mut resume, mut cwd, mut model, mut replay) = (None, None, None, None);
+    let mut rest = args.iter();
+    let mut literal = false;
+    while let Some(arg) = rest.next() {
+        if literal || !arg.starts_with('-') || arg == "-" {
+            task.push(arg.clone());
+            continue;
+        }
+        let mut value = |name: &str| {
+            rest.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match arg.as_str() {
+            "--" => literal = true,
+            "-h" | "--help" => return Ok(Parsed::Help),
+            "--output" => {
+                output = match value("--output")?.as_str() {
+                    "text" => Output::Text,
+                    "stream-json" => Output::StreamJson,
+                    other => return Err(format!("--output: `{other}` is not text or stream-json")),
+                }
+            }
+            "--resume" => resume = Some(value("--resume")?),
+            "--cwd" => cwd = Some(PathBuf::from(value("--cwd")?)),
+            "--model" => model = Some(split_route(&value("--model")?)?),
+            "--replay" => replay = Some(PathBuf::from(value("--replay")?)),
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    let task = task.join(" ");
+    if task.trim().is_empty() {
+        return Err("give a task: dsh-host --profile headless \"what to do\"".to_owned());
+    }
+    Ok(Parsed::Run(Args {
+        task,
+        output,
+        resume,
+        cwd,
+        model,
+        replay,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_and_the_task_are_read() {
+        let parsed = parse(&strings(&[
+            "--model", "openrouter/deepseek/deepseek-chat", "--output", "stream-json", "fix", "it",
+        ]))
+        .unwrap();
+        let Parsed::Run(args) = parsed else { panic!("{parsed:?}") };
+        assert_eq!(args.task, "fix it");
+        assert_eq!(args.output, Output::StreamJson);
+        assert_eq!(
+            args.model,
+            Some(("openrouter".to_owned(), "deepseek/deepseek-chat".to_owned()))
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        assert!(parse(&strings(&[])).unwrap_err().contains("give a task"));
+        assert!(parse(&strings(&["--output", "xml", "t"])).unwrap_err().contains("xml"));
+        assert!(parse(&strings(&["--model", "nomodel", "t"])).unwrap_err().contains("PROVIDER/MODEL"));
+        assert!(parse(&strings(&["--bogus", "t"])).unwrap_err().contains("--bogus"));
+        assert!(parse(&strings(&["t", "--cwd"])).unwrap_err().contains("needs a value"));
+        assert_eq!(parse(&strings(&["--", "--not-an-option"])).map(|p| matches!(p, Parsed::Run(_))), Ok(true));
+    }
+}

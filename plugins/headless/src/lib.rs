@@ -1,0 +1,258 @@
+//! Plugin `headless`: the one-shot terminal runner. It reads its arguments from the host's
+//! `cmdline` service, creates a persisted session (or resumes one), runs one turn through
+//! `agent_loop`, prints the final answer on stdout (or, with `--output stream-json`, one line
+//! per committed session event and a final `result` line), diagnostics on stderr, and ends the
+//! host with the turn's exit code: 0 completed, 1 error, 2 usage, 3 blocked, 4 max-tokens,
+//! 130 after SIGINT (the turn is cancelled first, with cause `user`), 143 after SIGTERM.
+//!
+//! Model choice: `--model`, then this row's `model`, then DeepSeek when `DEEPSEEK_API_KEY` is
+//! set; with none the turn ends `error` with `NO_MODEL`. `--replay FILE` mounts `llm-replay`
+//! on FILE, so a recorded case re-runs with no network and no key.
+
+mod args;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use abi_stable::std_types::{RSome, RString, RVec};
+use dsh_agent_seam::{AGENT_LOOP, AgentLoopService, TurnRequest};
+use dsh_plugin_api::io::control::{HOST_CONTROL, HOST_STOPPING, HostControlService};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{CmdlineArgs, Service, lock};
+use dsh_session_api::{CreateSession, SESSION_EVENT, SESSIONS, SessionsService};
+use dsh_tools_seam::CancelFlag;
+use serde_json::{Value, json};
+
+use crate::args::{Args, Output, Parsed, USAGE};
+
+/// Config of `headless`.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct HeadlessConfig {
+    /// The model route used when `--model` is not given (`PROVIDER/MODEL`).
+    pub model: Option<String>,
+}
+
+fn out(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn err(line: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{line}");
+}
+
+/// The run in progress, for the stop listener and the event printer.
+#[derive(Default)]
+struct Current {
+    /// The session whose events are printed (stream-json) and whose turn a signal cancels.
+    session: Option<String>,
+    stream_json: bool,
+    /// Fired when the run has printed its result.
+    done: Option<Arc<CancelFlag>>,
+}
+
+struct Runner {
+    ctx: Context,
+    agent: Service<AgentLoopService>,
+    sessions: Service<SessionsService>,
+    host: Service<HostControlService>,
+    config_model: Option<String>,
+    current: Arc<Mutex<Current>>,
+}
+
+/// The model route, in the documented order of preference.
+fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), String> {
+    if let Some(route) = &args.model {
+        return Ok(route.clone());
+    }
+    if args.replay.is_some() {
+        return Ok(("replay".to_owned(), "replay".to_owned()));
+    }
+    if let Some(route) = config {
+        return args::split_route(route).map_err(|error| format!("row config `model`: {error}"));
+    }
+    if std::env::var_os("DEEPSEEK_API_KEY").is_some_and(|key| !key.is_empty()) {
+        return Ok(("deepseek-official".to_owned(), "deepseek-v4-flash".to_owned()));
+    }
+    Ok((String::new(), String::new()))
+}
+
+/// The exit code of a turn's end reason.
+fn exit_code(reason: &Value) -> i32 {
+    match reason["kind"].as_str() {
+        Some("completed") => 0,
+        Some("blocked") => 3,
+        Some("max-tokens") => 4,
+        Some("aborted") if reason["reason"]["kind"] == "user" => 130,
+        _ => 1,
+    }
+}
+
+impl Runner {
+    async fn run(&self, args: Args) -> i32 {
+        let cwd = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        };
+        let cwd = match cwd.canonicalize() {
+            Ok(dir) if dir.is_dir() => dir,
+            _ => {
+                err(&format!("dsh: --cwd {}: not a directory", cwd.display()));
+                return 2;
+            }
+        };
+        if let Some(log) = &args.replay {
+            if !log.is_file() {
+                err(&format!("dsh: --replay {}: no such file", log.display()));
+                return 2;
+            }
+            let log = log.canonicalize().unwrap_or_else(|_| log.clone());
+            if let Err(error) = self.ctx.mount("llm-replay", &json!({"log": log})) {
+                err(&format!("dsh: --replay: {error}"));
+                return 1;
+            }
+        }
+        let (provider, model) = match choose_model(&args, self.config_model.as_deref()) {
+            Ok(route) => route,
+            Err(error) => {
+                err(&format!("dsh: {error}"));
+                return 2;
+            }
+        };
+        let session = match &args.resume {
+            Some(id) => self.sessions.open(id.as_str().into()).await,
+            None => {
+                self.sessions
+                    .create(CreateSession {
+                        cwd: RSome(cwd.to_string_lossy().as_ref().into()),
+                        ..CreateSession::default()
+                    })
+                    .await
+            }
+        };
+        let session = match session.into_result() {
+            Ok(session) => session,
+            Err(error) => {
+                err(&format!("dsh: {error}"));
+                return 1;
+            }
+        };
+        let id = session.id().to_string();
+        {
+            let mut current = lock(&self.current);
+            current.session = Some(id.clone());
+            current.stream_json = args.output == Output::StreamJson;
+        }
+        let outcome = self
+            .agent
+            .run_turn(TurnRequest {
+                session: id.as_str().into(),
+                input: args.task.as_str().into(),
+                provider: provider.as_str().into(),
+                model: model.as_str().into(),
+                cwd: cwd.to_string_lossy().as_ref().into(),
+                scope: RVec::new(),
+            })
+            .await;
+        let outcome: Value = serde_json::from_str(&outcome).unwrap_or(Value::Null);
+        lock(&self.current).stream_json = false;
+        let reason = &outcome["reason"];
+        if reason["kind"] == "error" {
+            let code = reason["error"]["code"].as_str().unwrap_or("ERROR");
+            let message = reason["error"]["message"].as_str().unwrap_or("the turn failed");
+            err(&format!("dsh: {code}: {message}"));
+        }
+        let output = outcome["output"].as_str().unwrap_or_default();
+        match args.output {
+            Output::Text => {
+                if !output.is_empty() {
+                    out(output);
+                }
+            }
+            Output::StreamJson => out(
+                &json!({"type": "result", "sessionId": id, "output": output, "usage": outcome["usage"]})
+                    .to_string(),
+            ),
+        }
+        err(&format!("dsh: session {id}"));
+        exit_code(reason)
+    }
+}
+
+pub struct HeadlessPlugin;
+
+impl Plugin for HeadlessPlugin {
+    const NAME: &'static str = "headless";
+    const INJECT: &'static [&'static str] = &["cmdline", AGENT_LOOP, SESSIONS, HOST_CONTROL];
+    type Config = HeadlessConfig;
+
+    async fn apply(ctx: Context, config: HeadlessConfig) -> Result<(), PluginError> {
+        let cmdline = ctx.inject::<CmdlineArgs>("cmdline")?;
+        let args: Vec<String> = cmdline.args.iter().map(|arg| arg.to_string()).collect();
+        let current: Arc<Mutex<Current>> = Arc::default();
+        let printer = current.clone();
+        ctx.on_emit(&SESSION_EVENT, move |record| {
+            let current = lock(&printer);
+            if current.stream_json && current.session.as_deref() == Some(record.session.as_str()) {
+                let event: Value = serde_json::from_str(&record.json).unwrap_or(Value::Null);
+                out(&json!({"type": "session_event", "sessionId": record.session.as_str(), "event": event}).to_string());
+            }
+        })?;
+        let runner = Arc::new(Runner {
+            agent: ctx.inject::<AgentLoopService>(AGENT_LOOP)?,
+            sessions: ctx.inject::<SessionsService>(SESSIONS)?,
+            host: ctx.inject::<HostControlService>(HOST_CONTROL)?,
+            config_model: config.model,
+            current: current.clone(),
+            ctx: ctx.clone(),
+        });
+        // A signal cancels the running turn first, waits for it to close its log, and only
+        // then lets the host dispose the tree.
+        let stopping = runner.clone();
+        ctx.on_parallel(&HOST_STOPPING, move |request| {
+            let runner = stopping.clone();
+            async move {
+                let Some(signal) = request.signal.into_option() else {
+                    return;
+                };
+                let (session, done) = {
+                    let current = lock(&runner.current);
+                    (current.session.clone(), current.done.clone())
+                };
+                let cause = if signal == 2 { "user" } else { "disposed" };
+                if let Some(session) = session {
+                    runner.agent.cancel(session.as_str().into(), RString::from(cause));
+                }
+                if let Some(done) = done {
+                    done.wait().await;
+                }
+                runner.host.exit(if signal == 2 { 130 } else { 143 });
+            }
+        })?;
+        let done = CancelFlag::new();
+        lock(&current).done = Some(done.clone());
+        let task = runner.clone();
+        ctx.spawn(async move {
+            let code = match args::parse(&args) {
+                Ok(Parsed::Help) => {
+                    out(USAGE);
+                    0
+                }
+                Ok(Parsed::Run(args)) => task.run(args).await,
+                Err(error) => {
+                    err(&format!("dsh: {error}\n\n{USAGE}"));
+                    2
+                }
+            };
+            done.fire();
+            task.host.exit(code);
+        })
+    }
+}
+
+dsh_plugin_api::export_plugins!(HeadlessPlugin);
