@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod examples;
 mod fakellm;
+mod headless;
 mod llm;
 mod reload;
 mod runtime;

@@ -19,9 +19,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{
-    AGENT_LOOP, AGENT_PRE_STEP, AgentLoop, AgentLoop_TO, StepView, TurnRequest,
-};
+use dsh_agent_seam::{AGENT_LOOP, AGENT_PRE_STEP, AgentLoop, AgentLoop_TO, StepView, TurnRequest};
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, Service, lock};
@@ -118,7 +116,12 @@ async fn run_turn(
         running,
         session: id.clone(),
     };
-    let session = match deps.sessions.open(request.session.clone()).await.into_result() {
+    let session = match deps
+        .sessions
+        .open(request.session.clone())
+        .await
+        .into_result()
+    {
         Ok(session) => session,
         Err(error) => {
             let reason = json!({"kind": "error", "error": {"message": error.to_string(), "code": "SESSION_UNAVAILABLE"}});
@@ -143,8 +146,12 @@ async fn run_turn(
     let flushed = session.flush().await.into_result();
     let end = match (closed, flushed) {
         (Ok(_), Ok(())) => end,
-        (Err(error), _) => json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}}),
-        (_, Err(error)) => json!({"kind": "error", "error": {"message": error.to_string(), "code": "LOG_REFUSED"}}),
+        (Err(error), _) => {
+            json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}})
+        }
+        (_, Err(error)) => {
+            json!({"kind": "error", "error": {"message": error.to_string(), "code": "LOG_REFUSED"}})
+        }
     };
     outcome(&id, turn, &end, &tally)
 }

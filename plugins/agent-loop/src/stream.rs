@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::{RErr, ROk, RSome, RString};
-use dsh_llm_api::{BlockAssembler, ContentBlock, FinishReason, LlmFailure, StreamChunk, TokenUsage};
+use dsh_llm_api::{
+    BlockAssembler, ContentBlock, FinishReason, LlmFailure, StreamChunk, TokenUsage,
+};
 use dsh_llm_seam::LlmService;
 use dsh_tools_seam::CancelFlag;
 use serde_json::{Value, json};
@@ -74,9 +76,8 @@ impl StepPlace<'_> {
 }
 
 fn failure_of(json: &str) -> LlmFailure {
-    serde_json::from_str(json).unwrap_or_else(|_| {
-        LlmFailure::new(dsh_llm_api::FailureCode::Unknown, json.to_owned())
-    })
+    serde_json::from_str(json)
+        .unwrap_or_else(|_| LlmFailure::new(dsh_llm_api::FailureCode::Unknown, json.to_owned()))
 }
 
 /// Runs one attempt; `Err` is a log failure (the turn ends `error`).
@@ -91,7 +92,9 @@ pub(crate) async fn attempt(
         ROk(stream) => stream,
         RErr(failure) => {
             let failure = failure_of(&failure);
-            place.chunk(&json!({"type": "finish", "reason": FinishReason::error(failure.clone())}))?;
+            place.chunk(
+                &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
+            )?;
             return Ok(Attempt::Failed(failure));
         }
     };

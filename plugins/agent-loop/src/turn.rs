@@ -113,12 +113,19 @@ pub(crate) async fn steps(
             .await;
         let decision: Value = match decided {
             Ok(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
-            Err(error) => return Ok(End::error(&format!("agent/pre-step: {error}"), "HOOK_FAILED")),
+            Err(error) => {
+                return Ok(End::error(
+                    &format!("agent/pre-step: {error}"),
+                    "HOOK_FAILED",
+                ));
+            }
         };
         match decision["kind"].as_str() {
             Some("enter") => {}
             Some("reject") => {
-                let reason = decision["reason"].as_str().unwrap_or("rejected by agent/pre-step");
+                let reason = decision["reason"]
+                    .as_str()
+                    .unwrap_or("rejected by agent/pre-step");
                 return Ok(End {
                     reason: json!({"kind": "blocked", "reason": reason}),
                 });
@@ -146,11 +153,19 @@ pub(crate) async fn steps(
         }
         let messages = derived_messages(session)?;
         let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
-        let config = json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
+        let config =
+            json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
         let header = json!({"config": config, "system": deps.system, "tools": tools});
         if last_header.as_ref() != Some(&header) {
-            let reason = if last_header.is_none() { "initial" } else { "change" };
-            log.append("request/header", &json!({"header": header, "reason": reason}))?;
+            let reason = if last_header.is_none() {
+                "initial"
+            } else {
+                "change"
+            };
+            log.append(
+                "request/header",
+                &json!({"header": header, "reason": reason}),
+            )?;
             last_header = Some(header);
         }
         let generate = json!({
@@ -236,7 +251,11 @@ async fn run_tools(
         )
         .await;
     let report: Value = serde_json::from_str(&report).unwrap_or(Value::Null);
-    for context in report["additionalContexts"].as_array().into_iter().flatten() {
+    for context in report["additionalContexts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         log.append("user/message", context)?;
     }
     if cancel.flag.is_fired() {

@@ -105,10 +105,17 @@ mod tests {
     #[test]
     fn options_and_the_task_are_read() {
         let parsed = parse(&strings(&[
-            "--model", "openrouter/deepseek/deepseek-chat", "--output", "stream-json", "fix", "it",
+            "--model",
+            "openrouter/deepseek/deepseek-chat",
+            "--output",
+            "stream-json",
+            "fix",
+            "it",
         ]))
         .unwrap();
-        let Parsed::Run(args) = parsed else { panic!("{parsed:?}") };
+        let Parsed::Run(args) = parsed else {
+            panic!("{parsed:?}")
+        };
         assert_eq!(args.task, "fix it");
         assert_eq!(args.output, Output::StreamJson);
         assert_eq!(
@@ -120,10 +127,29 @@ mod tests {
     #[test]
     fn mistakes_are_named() {
         assert!(parse(&strings(&[])).unwrap_err().contains("give a task"));
-        assert!(parse(&strings(&["--output", "xml", "t"])).unwrap_err().contains("xml"));
-        assert!(parse(&strings(&["--model", "nomodel", "t"])).unwrap_err().contains("PROVIDER/MODEL"));
-        assert!(parse(&strings(&["--bogus", "t"])).unwrap_err().contains("--bogus"));
-        assert!(parse(&strings(&["t", "--cwd"])).unwrap_err().contains("needs a value"));
-        assert_eq!(parse(&strings(&["--", "--not-an-option"])).map(|p| matches!(p, Parsed::Run(_))), Ok(true));
+        assert!(
+            parse(&strings(&["--output", "xml", "t"]))
+                .unwrap_err()
+                .contains("xml")
+        );
+        assert!(
+            parse(&strings(&["--model", "nomodel", "t"]))
+                .unwrap_err()
+                .contains("PROVIDER/MODEL")
+        );
+        assert!(
+            parse(&strings(&["--bogus", "t"]))
+                .unwrap_err()
+                .contains("--bogus")
+        );
+        assert!(
+            parse(&strings(&["t", "--cwd"]))
+                .unwrap_err()
+                .contains("needs a value")
+        );
+        assert_eq!(
+            parse(&strings(&["--", "--not-an-option"])).map(|p| matches!(p, Parsed::Run(_))),
+            Ok(true)
+        );
     }
 }

@@ -77,7 +77,10 @@ fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), S
         return args::split_route(route).map_err(|error| format!("row config `model`: {error}"));
     }
     if std::env::var_os("DEEPSEEK_API_KEY").is_some_and(|key| !key.is_empty()) {
-        return Ok(("deepseek-official".to_owned(), "deepseek-v4-flash".to_owned()));
+        return Ok((
+            "deepseek-official".to_owned(),
+            "deepseek-v4-flash".to_owned(),
+        ));
     }
     Ok((String::new(), String::new()))
 }
@@ -164,7 +167,9 @@ impl Runner {
         let reason = &outcome["reason"];
         if reason["kind"] == "error" {
             let code = reason["error"]["code"].as_str().unwrap_or("ERROR");
-            let message = reason["error"]["message"].as_str().unwrap_or("the turn failed");
+            let message = reason["error"]["message"]
+                .as_str()
+                .unwrap_or("the turn failed");
             err(&format!("dsh: {code}: {message}"));
         }
         let output = outcome["output"].as_str().unwrap_or_default();
@@ -226,7 +231,9 @@ impl Plugin for HeadlessPlugin {
                 };
                 let cause = if signal == 2 { "user" } else { "disposed" };
                 if let Some(session) = session {
-                    runner.agent.cancel(session.as_str().into(), RString::from(cause));
+                    runner
+                        .agent
+                        .cancel(session.as_str().into(), RString::from(cause));
                 }
                 if let Some(done) = done {
                     done.wait().await;

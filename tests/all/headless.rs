@@ -1,0 +1,299 @@
+//! `dsh-host --profile headless "task"` end to end: the real runner, loop, tools and session
+//! store, answered by a recorded log (`--replay`) or by the fake DeepSeek server over loopback.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk, usage};
+use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env, workspace_root};
+use serde_json::{Value, json};
+
+fn recorded(case: &str) -> PathBuf {
+    workspace_root().join(format!("../shared/fixtures/dsh/headless/snapshots/{case}"))
+}
+
+/// Runs the headless profile with `args` in a fresh home; the working directory is `dir/work`.
+fn headless(dir: &TestDir, args: &[&str], envs: &[(&str, &str)]) -> dsh_tests::Output {
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut all = vec![
+        "--profile",
+        "headless",
+        "--",
+        "--cwd",
+        work.to_str().unwrap(),
+    ];
+    all.extend(args);
+    // No key from the environment running the tests may leak in: runs choose their model.
+    let mut envs = envs.to_vec();
+    if !envs.iter().any(|(name, _)| *name == "DEEPSEEK_API_KEY") {
+        envs.push(("DEEPSEEK_API_KEY", ""));
+    }
+    run_host_with_env(&dir.home(), &all, &envs)
+}
+
+/// The session events of a `--output stream-json` run, and its result line.
+fn stream_json(stdout: &str) -> (Vec<Value>, Value) {
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let result = lines
+        .iter()
+        .find(|line| line["type"] == "result")
+        .cloned()
+        .unwrap_or_else(|| panic!("no result line: {stdout}"));
+    let events = lines
+        .into_iter()
+        .filter(|line| line["type"] == "session_event")
+        .map(|line| line["event"].clone())
+        .collect();
+    (events, result)
+}
+
+const DURABLE: [&str; 7] = [
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "assistant/message",
+    "tool/call",
+    "tool/result",
+];
+
+fn durable_types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .filter(|kind| DURABLE.contains(kind))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_recorded_tool_round_trip_replays_to_the_same_durable_sequence() {
+    let dir = TestDir::new("headless-replay");
+    let log = recorded("headless-profile/session.expected.jsonl");
+    let task = "Prove the product headless profile path with one real tool round trip.";
+    let out = headless(
+        &dir,
+        &[
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            task,
+        ],
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    let recorded_events: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(durable_types(&events), durable_types(&recorded_events));
+    let result_text = |events: &[Value]| {
+        events
+            .iter()
+            .find(|event| event["type"] == "tool/result")
+            .map(|event| event["data"]["message"]["content"][0]["content"].clone())
+    };
+    assert_eq!(result_text(&events), result_text(&recorded_events));
+    assert_eq!(
+        result["output"],
+        "CLI tool round trip complete: CLI_TOOL_ROUND_TRIP"
+    );
+    let first_user = events
+        .iter()
+        .find(|event| event["type"] == "user/message")
+        .unwrap();
+    assert_eq!(first_user["data"]["content"][0]["text"], task);
+    // The session is persisted and checks sound.
+    let sessions = dir.home().join("sessions");
+    assert!(
+        sessions.is_dir(),
+        "nothing persisted under {}",
+        sessions.display()
+    );
+}
+
+#[test]
+fn text_output_is_the_final_answer_alone() {
+    let dir = TestDir::new("headless-text");
+    let log = recorded("headless-profile/session.expected.jsonl");
+    let out = headless(&dir, &["--replay", log.to_str().unwrap(), "run it"], &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "CLI tool round trip complete: CLI_TOOL_ROUND_TRIP"
+    );
+}
+
+#[test]
+fn without_a_model_the_turn_ends_no_model_and_exits_1() {
+    let dir = TestDir::new("headless-no-model");
+    let out = headless(&dir, &["--output", "stream-json", "say hi"], &[]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("NO_MODEL"), "{}", out.stderr);
+    let (events, _) = stream_json(&out.stdout);
+    let end = events
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(end["data"]["reason"]["error"]["code"], "NO_MODEL", "{end}");
+}
+
+#[test]
+fn usage_mistakes_exit_2_and_say_what_is_wrong() {
+    let dir = TestDir::new("headless-usage");
+    let out = headless(&dir, &[], &[]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("give a task"), "{}", out.stderr);
+    let out = headless(&dir, &["--output", "xml", "task"], &[]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("`xml`"), "{}", out.stderr);
+}
+
+/// The headless profile pointed at a fake DeepSeek server through a patch layer.
+fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut all = vec![
+        "--patch",
+        patch.to_str().unwrap(),
+        "--profile",
+        "headless",
+        "--",
+        "--cwd",
+        work.to_str().unwrap(),
+        "--model",
+        "deepseek-official/deepseek-v4-flash",
+    ];
+    all.extend(args);
+    run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")])
+}
+
+#[test]
+fn a_bash_round_trip_through_the_deepseek_adapter() {
+    let arguments = json!({"command": "echo fake-ok", "description": "say ok"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &arguments)]),
+        Reply::text("all done"),
+    ]);
+    let dir = TestDir::new("headless-deepseek");
+    let out = against(&server, &dir, &["run echo"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "all done");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("fake-ok"),
+        "the tool result did not reach the model: {second}"
+    );
+    let tools = requests[0].body["tools"].to_string();
+    assert!(
+        tools.contains("\"bash\"") && tools.contains("\"read\""),
+        "{tools}"
+    );
+}
+
+#[test]
+fn a_server_error_ends_the_turn_error_and_max_tokens_exits_4() {
+    let server = FakeDeepSeek::start(vec![Reply::server_error()]);
+    let dir = TestDir::new("headless-500");
+    let out = against(&server, &dir, &["--output", "stream-json", "fail please"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let (events, _) = stream_json(&out.stdout);
+    let end = events
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(end["data"]["reason"]["kind"], "error", "{end}");
+
+    let cut = Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("a long answer that"),
+        SseEvent::finish_with_usage("length", &usage(10, 4096, 0, None)),
+        SseEvent::Done,
+    ]);
+    let server = FakeDeepSeek::start(vec![cut]);
+    let dir = TestDir::new("headless-length");
+    let out = against(&server, &dir, &["--output", "stream-json", "write a lot"]);
+    assert_eq!(out.code, Some(4), "{out:?}");
+    let (events, _) = stream_json(&out.stdout);
+    let end = events
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(end["data"]["reason"]["kind"], "max-tokens", "{end}");
+}
+
+#[test]
+fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
+    let dir = TestDir::new("headless-sigint");
+    let log = dir.write(
+        "replay/session.jsonl",
+        &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
+    );
+    let ready = dir.join("hanging");
+    dir.write(
+        "replay/replay.override.json",
+        &json!([{"kind": "hang", "readyFile": ready}]).to_string(),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "wait forever",
+        ],
+        &[("DEEPSEEK_API_KEY", "")],
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        ready.exists(),
+        "the replay never started: {:?}",
+        host.stderr()
+    );
+    host.signal(2);
+    assert_eq!(host.wait_exit(WAIT), Some(130), "{:?}", host.stderr());
+    let (events, _) = stream_json(&host.stdout().join("\n"));
+    let end = events
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(
+        end["data"]["reason"],
+        json!({"kind": "aborted", "reason": {"kind": "user"}})
+    );
+    let kinds = durable_types(&events);
+    assert_eq!(
+        kinds,
+        ["turn/start", "step/start", "step/end", "turn/end"],
+        "{events:?}"
+    );
+}
