@@ -297,3 +297,33 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
         "{events:?}"
     );
 }
+
+/// The README's run command replays the shipped demo: the loop and the real bash tool at work,
+/// offline and without a key.
+#[test]
+fn the_shipped_demo_replays_offline() {
+    let dir = TestDir::new("headless-demo");
+    let demo = workspace_root().join("demo/session.jsonl");
+    let out = headless(
+        &dir,
+        &[
+            "--replay",
+            demo.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "What is 6 times 7? Check it with the shell.",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    let tool_text = events
+        .iter()
+        .find(|event| event["type"] == "tool/result")
+        .map(|event| event["data"]["message"]["content"][0]["content"][0]["text"].clone());
+    assert_eq!(tool_text, Some(json!("42\n")), "{events:?}");
+    assert!(
+        result["output"].as_str().unwrap().contains("42"),
+        "{result}"
+    );
+}

@@ -19,11 +19,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// `target/debug`, found from the running test executable (`target/debug/deps/all-*`).
+/// `target/debug`, found from the running executable: a test (`target/debug/deps/all-*`) or a
+/// kit binary (`target/debug/record-demo`).
 pub fn target_debug() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let deps = exe.parent().expect("deps dir");
-    deps.parent().expect("target/debug").to_path_buf()
+    let exe = std::env::current_exe().expect("executable path");
+    let dir = exe.parent().expect("executable dir");
+    if dir.file_name().is_some_and(|name| name == "deps") {
+        dir.parent().expect("target/debug").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 pub fn workspace_root() -> PathBuf {

@@ -23,7 +23,8 @@ fn main() {
 
 const USAGE: &str = "usage: cargo xtask <command>
   build [--release]        build the workspace and the test fixtures
-  run [DSH-HOST ARGS..]    build, then run dsh-host (default: the example composition)
+  run [DSH-HOST ARGS..]    build, then run dsh-host (default: the offline headless demo)
+  record-demo              re-record demo/session.jsonl against the fake DeepSeek server
   test [CARGO TEST ARGS..] build everything once, then run every test
   bench [runtime]          measure ours against the peer and write BENCHMARKS.md
   new-plugin NAME [--dir DIR]  create a plugin crate that builds and loads";
@@ -41,6 +42,7 @@ fn run(args: Vec<String>) -> Result<()> {
             fixtures::build(&root)
         }
         "run" => run_host(&root, rest),
+        "record-demo" => record_demo(&root),
         "test" => test(&root, rest),
         "bench" => bench::run(&root, rest),
         "new-plugin" => {
@@ -90,28 +92,54 @@ fn build_workspace(root: &Path, release: bool) -> Result<()> {
     })
 }
 
+/// The task the shipped demo answers (the words `record-demo` recorded it with).
+const DEMO_TASK: &str = "What is 6 times 7? Check it with the shell.";
+
 fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
     build_workspace(root, false)?;
-    let args = if args.is_empty() {
+    let mut command = std::process::Command::new(root.join("target/debug/dsh-host"));
+    if args.is_empty() {
         println!(
-            "xtask: running the example composition (examples/hello.yml). No model and no API key \
-             are involved; press Ctrl-C to stop."
+            "xtask: offline demo: one agent turn of the headless profile. The model's answers are \
+             replayed from demo/session.jsonl (recorded with the project's fake DeepSeek server), \
+             the bash tool runs for real, and no API key or network is used. For a live model: \
+             DEEPSEEK_API_KEY=... cargo xtask run --profile headless -- \"your task\""
         );
-        vec![
-            "--config".to_owned(),
-            root.join("examples/hello.yml").display().to_string(),
-        ]
+        command.args([
+            "--profile",
+            "headless",
+            "--",
+            "--replay",
+            &root.join("demo/session.jsonl").display().to_string(),
+            DEMO_TASK,
+        ]);
     } else {
-        args
-    };
-    let status = std::process::Command::new(root.join("target/debug/dsh-host"))
-        .args(&args)
+        command.args(&args);
+    }
+    // A home inside the project unless the caller chose one, so a demo leaves ~ untouched.
+    if std::env::var_os("DSH_HOME").is_none() {
+        command.env("DSH_HOME", root.join("target/dsh-home"));
+    }
+    let status = command
         .status()
         .context("cannot start target/debug/dsh-host")?;
     match status.code() {
         Some(0) | Some(130) => Ok(()),
         code => bail!("dsh-host exited with {code:?}"),
     }
+}
+
+/// `cargo xtask record-demo`: re-records demo/session.jsonl against the fake DeepSeek server.
+fn record_demo(root: &Path) -> Result<()> {
+    build_workspace(root, false)?;
+    let status = std::process::Command::new(root.join("target/debug/record-demo"))
+        .arg(root.join("demo/session.jsonl"))
+        .status()
+        .context("cannot start target/debug/record-demo")?;
+    if !status.success() {
+        bail!("record-demo failed");
+    }
+    Ok(())
 }
 
 /// The test command: one workspace build, the fixtures, then the tests (no rebuild).
