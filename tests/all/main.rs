@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod cli;
+mod conformance;
 mod examples;
 mod fakellm;
 mod headless;

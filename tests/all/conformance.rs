@@ -1,0 +1,247 @@
+//! Replay conformance: recorded single-turn cases whose tools we have re-run through our loop
+//! with `llm-replay`, the recording's task and workspace files, and must reproduce the recorded
+//! durable sequence: the same turn, step, message, tool call and tool result events in order,
+//! the same tool names and arguments, the same turn ending, and byte-equal result texts for
+//! `bash` and `todo_write` once the workspace path reads `{{cwd}}`.
+
+use std::path::{Path, PathBuf};
+
+use dsh_tests::{TestDir, run_host_with_env, workspace_root};
+use serde_json::Value;
+
+fn snapshots() -> PathBuf {
+    workspace_root().join("../shared/fixtures/dsh")
+}
+
+/// Cases we run, by folder under the fixtures.
+const CASES: &[&str] = &[
+    "acp/snapshots/bash-tool-turn",
+    "acp/snapshots/fs-read",
+    "acp/snapshots/fs-edit",
+    "acp/snapshots/fs-write",
+    "acp/snapshots/fs-delete-recreate",
+    "acp/snapshots/fs-write-overwrite-bounded",
+    "acp/snapshots/repeat-tool-reminder",
+    "headless/snapshots/headless-profile",
+];
+
+/// Cases with our tools that we cannot run yet, and why.
+const SKIPPED: &[(&str, &str)] = &[
+    (
+        "acp/snapshots/bash-spill",
+        "the spill file of cut bash output is not built (no storage service yet)",
+    ),
+    (
+        "acp/snapshots/fs-glob-sampling",
+        "glob sampling over the cap needs the spill storage service",
+    ),
+    (
+        "acp/snapshots/fs-policy-reject",
+        "the recorded denial comes from the approval service, which is not built",
+    ),
+    (
+        "acp/snapshots/agent-instructions",
+        "AGENTS.md loading belongs to the system-prompt plugin, which is not built",
+    ),
+];
+
+const DURABLE: [&str; 7] = [
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "assistant/message",
+    "tool/call",
+    "tool/result",
+];
+
+fn read_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn durable(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .filter(|kind| DURABLE.contains(kind))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn calls(events: &[Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter(|event| event["type"] == "tool/call")
+        .map(|event| {
+            (
+                event["data"]["name"].as_str().unwrap_or_default().to_owned(),
+                event["data"]["arguments"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// `(tool name, result text)` of bash and todo_write results, in order.
+fn compared_results(events: &[Value], cwd: &str) -> Vec<(String, String)> {
+    let names: std::collections::HashMap<String, String> = events
+        .iter()
+        .filter(|event| event["type"] == "tool/call")
+        .map(|event| {
+            (
+                event["data"]["callId"].as_str().unwrap_or_default().to_owned(),
+                event["data"]["name"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    events
+        .iter()
+        .filter(|event| event["type"] == "tool/result")
+        .filter_map(|event| {
+            let block = &event["data"]["message"]["content"][0];
+            let name = names.get(block["toolCallId"].as_str()?)?.clone();
+            if name != "bash" && name != "todo_write" {
+                return None;
+            }
+            let text: String = block["content"]
+                .as_array()?
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect();
+            Some((name, text.replace(cwd, "{{cwd}}")))
+        })
+        .collect()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs one case; `Err` lists every difference.
+fn run_case(case: &str) -> Result<(), String> {
+    let folder = snapshots().join(case);
+    let log = ["session.jsonl", "session.expected.jsonl"]
+        .iter()
+        .map(|name| folder.join(name))
+        .find(|path| path.is_file())
+        .ok_or("no session log")?;
+    let recorded = read_events(&log);
+    let task = recorded
+        .iter()
+        .find(|event| event["type"] == "user/message" && event["data"]["source"]["kind"] == "user")
+        .and_then(|event| event["data"]["content"][0]["text"].as_str())
+        .ok_or("no user task in the recording")?
+        .to_owned();
+    let mode = recorded
+        .iter()
+        .find(|event| event["type"] == "sandbox/mode")
+        .and_then(|event| event["data"]["mode"].as_str())
+        .unwrap_or("workspace-write")
+        .to_owned();
+    let dir = TestDir::new(&format!("conformance-{}", case.replace('/', "-")));
+    let work = dir.join("work");
+    if folder.join("workspace").is_dir() {
+        copy_tree(&folder.join("workspace"), &work);
+    }
+    std::fs::create_dir_all(&work).unwrap();
+    // The log and its override are read beside each other.
+    let replay = dir.join("replay");
+    std::fs::create_dir_all(&replay).unwrap();
+    std::fs::copy(&log, replay.join("session.jsonl")).unwrap();
+    if folder.join("replay.override.json").is_file() {
+        std::fs::copy(
+            folder.join("replay.override.json"),
+            replay.join("replay.override.json"),
+        )
+        .unwrap();
+    }
+    let out = run_host_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--replay",
+            replay.join("session.jsonl").to_str().unwrap(),
+            "--output",
+            "stream-json",
+            &task,
+        ],
+        &[("DEEPSEEK_API_KEY", ""), ("DSH_PERMISSION_MODE", &mode)],
+    );
+    let ours: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["type"] == "session_event")
+        .map(|line| line["event"].clone())
+        .collect();
+    let mut problems = Vec::new();
+    if durable(&ours) != durable(&recorded) {
+        problems.push(format!(
+            "durable events differ:\n  ours     {:?}\n  recorded {:?}",
+            durable(&ours),
+            durable(&recorded)
+        ));
+    }
+    if calls(&ours) != calls(&recorded) {
+        problems.push(format!(
+            "tool calls differ:\n  ours     {:?}\n  recorded {:?}",
+            calls(&ours),
+            calls(&recorded)
+        ));
+    }
+    let end = |events: &[Value]| {
+        events
+            .iter()
+            .rev()
+            .find(|event| event["type"] == "turn/end")
+            .map(|event| event["data"]["reason"]["kind"].clone())
+    };
+    if end(&ours) != end(&recorded) {
+        problems.push(format!(
+            "turn end differs: ours {:?}, recorded {:?}",
+            end(&ours),
+            end(&recorded)
+        ));
+    }
+    let ours_results = compared_results(&ours, work.canonicalize().unwrap().to_str().unwrap());
+    let recorded_results = compared_results(&recorded, "{{cwd}}");
+    if ours_results != recorded_results {
+        problems.push(format!(
+            "bash/todo result texts differ:\n  ours     {ours_results:?}\n  recorded {recorded_results:?}"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{case} (exit {:?}):\n{}\nstderr: {}", out.code, problems.join("\n"), out.stderr))
+    }
+}
+
+#[test]
+fn recorded_single_turn_cases_replay_to_the_recorded_sequence() {
+    for (case, reason) in SKIPPED {
+        eprintln!("conformance: skipped {case}: {reason}");
+    }
+    let failures: Vec<String> = CASES
+        .iter()
+        .filter_map(|case| run_case(case).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
