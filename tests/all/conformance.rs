@@ -79,8 +79,14 @@ fn calls(events: &[Value]) -> Vec<(String, String)> {
         .filter(|event| event["type"] == "tool/call")
         .map(|event| {
             (
-                event["data"]["name"].as_str().unwrap_or_default().to_owned(),
-                event["data"]["arguments"].as_str().unwrap_or_default().to_owned(),
+                event["data"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                event["data"]["arguments"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             )
         })
         .collect()
@@ -93,8 +99,14 @@ fn compared_results(events: &[Value], cwd: &str) -> Vec<(String, String)> {
         .filter(|event| event["type"] == "tool/call")
         .map(|event| {
             (
-                event["data"]["callId"].as_str().unwrap_or_default().to_owned(),
-                event["data"]["name"].as_str().unwrap_or_default().to_owned(),
+                event["data"]["callId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                event["data"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             )
         })
         .collect();
@@ -230,7 +242,12 @@ fn run_case(case: &str) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{case} (exit {:?}):\n{}\nstderr: {}", out.code, problems.join("\n"), out.stderr))
+        Err(format!(
+            "{case} (exit {:?}):\n{}\nstderr: {}",
+            out.code,
+            problems.join("\n"),
+            out.stderr
+        ))
     }
 }
 

@@ -210,8 +210,13 @@ fn a_bash_round_trip_through_the_deepseek_adapter() {
 }
 
 #[test]
-fn a_server_error_ends_the_turn_error_and_max_tokens_exits_4() {
-    let server = FakeDeepSeek::start(vec![Reply::server_error()]);
+fn a_refused_request_ends_the_turn_error_and_max_tokens_exits_4() {
+    // A 400 is not transient: no retry, the turn ends `error` at once.
+    let server = FakeDeepSeek::start(vec![Reply::error(
+        400,
+        "invalid_request_error",
+        "fake refusal",
+    )]);
     let dir = TestDir::new("headless-500");
     let out = against(&server, &dir, &["--output", "stream-json", "fail please"]);
     assert_eq!(out.code, Some(1), "{out:?}");
@@ -221,6 +226,8 @@ fn a_server_error_ends_the_turn_error_and_max_tokens_exits_4() {
         .find(|event| event["type"] == "turn/end")
         .unwrap();
     assert_eq!(end["data"]["reason"]["kind"], "error", "{end}");
+    assert_eq!(server.requests().len(), 1);
+    assert!(out.stderr.contains("fake refusal"), "{}", out.stderr);
 
     let cut = Reply::Sse(vec![
         first_chunk(),
@@ -330,8 +337,16 @@ fn the_shipped_demo_replays_offline() {
 
 fn session_ids(home: &std::path::Path) -> Vec<String> {
     let mut ids = Vec::new();
-    for cwd in std::fs::read_dir(home.join("sessions")).into_iter().flatten().flatten() {
-        for session in std::fs::read_dir(cwd.path()).into_iter().flatten().flatten() {
+    for cwd in std::fs::read_dir(home.join("sessions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for session in std::fs::read_dir(cwd.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if session.path().is_dir() {
                 ids.push(session.file_name().to_string_lossy().into_owned());
             }
@@ -353,7 +368,10 @@ fn a_crash_mid_tool_resumes_with_the_outcome_marked_unknown() {
     let dir = TestDir::new("headless-crash");
     let patch = dir.write(
         "fake.patch.yml",
-        &format!("- id: llm-deepseek\n  config:\n    baseURL: {}\n", server.url()),
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
     );
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -404,5 +422,73 @@ fn a_crash_mid_tool_resumes_with_the_outcome_marked_unknown() {
     assert!(
         resumed.contains("Its outcome is unknown") && !resumed.contains("never ran"),
         "{resumed}"
+    );
+}
+
+/// The fake server's transient failures are retried in the same step: a 429 waits for its
+/// Retry-After, a 500 and a stream dropped mid-way are retried with backoff.
+#[test]
+fn transient_failures_are_retried_in_the_same_step() {
+    let dropped = Reply::DropMidStream {
+        events: vec![
+            first_chunk(),
+            SseEvent::content("partial "),
+            SseEvent::content("answer"),
+        ],
+        after_events: 2,
+    };
+    let server = FakeDeepSeek::start(vec![
+        Reply::rate_limited(1),
+        Reply::server_error(),
+        dropped,
+        Reply::text("RETRY_OK"),
+    ]);
+    let dir = TestDir::new("headless-retry");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: llm-retry\n  config:\n    baseDelayMs: 20\n",
+    );
+    let started = std::time::Instant::now();
+    let out = against(&server, &dir, &["--output", "stream-json", "retry please"]);
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    assert_eq!(result["output"], "RETRY_OK");
+    let retries: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "llm/retry")
+        .collect();
+    assert_eq!(retries.len(), 3, "{events:?}");
+    assert_eq!(
+        retries[0]["data"]["delayMs"], 1000,
+        "Retry-After not honoured"
+    );
+    assert_eq!(retries[0]["data"]["failure"]["code"], "RATE_LIMIT");
+    assert_eq!(retries[1]["data"]["failure"]["code"], "SERVER");
+    assert!(elapsed >= Duration::from_millis(1000), "{elapsed:?}");
+    let started_events = events
+        .iter()
+        .filter(|event| event["type"] == "llm/retry-started")
+        .count();
+    assert_eq!(started_events, 3);
+    // Every attempt stayed in step 1 of turn 1.
+    let steps: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "step/start")
+        .collect();
+    assert_eq!(steps.len(), 1, "{events:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    // The prefix of the dropped stream was replaced by the retry, never shown to the model.
+    assert!(
+        !requests[3].body["messages"].to_string().contains("partial"),
+        "{}",
+        requests[3].body["messages"]
+    );
+    assert!(
+        events
+            .iter()
+            .all(|event| event["data"]["interrupted"] != true),
+        "{events:?}"
     );
 }

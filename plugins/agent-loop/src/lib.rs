@@ -7,7 +7,7 @@
 //!
 //! Not built yet (issue 4 lists them): the agent registry and its inbox (`agents`), the
 //! `system-prompt` service (the system prompt is this row's `system` config for now),
-//! `agent/request` and `agent/turn-stopping`, the model-visible-means-logged check, retries.
+//! `agent/request` and `agent/turn-stopping`, the model-visible-means-logged check.
 
 mod log;
 mod stream;
@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{AGENT_LOOP, AGENT_PRE_STEP, AgentLoop, AgentLoop_TO, StepView, TurnRequest};
+use dsh_agent_seam::{
+    AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST_ERROR, AgentLoop, AgentLoop_TO, RequestError,
+    StepView, TurnRequest,
+};
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, Service, lock};
@@ -59,6 +62,7 @@ pub(crate) struct Deps {
     pub(crate) llm: Service<LlmService>,
     pub(crate) tools: Option<Service<ToolsService>>,
     pub(crate) pre_step: Channel<WaterfallEvent<StepView, RString>>,
+    pub(crate) request_error: Channel<WaterfallEvent<RequestError, RString>>,
     pub(crate) system: String,
     pub(crate) max_steps: u64,
 }
@@ -185,6 +189,7 @@ impl Plugin for AgentLoopPlugin {
             llm: ctx.inject::<LlmService>(LLM)?,
             tools: Some(ctx.inject::<ToolsService>(TOOLS)?),
             pre_step: ctx.channel(&AGENT_PRE_STEP)?,
+            request_error: ctx.channel(&AGENT_REQUEST_ERROR)?,
             system: config.system,
             max_steps: config.max_steps.max(1),
         });

@@ -24,8 +24,27 @@ pub(crate) enum Attempt {
     },
     /// Cancelled mid-stream; what arrived was logged as an interrupted message.
     Cancelled,
-    /// The request failed or the stream broke.
-    Failed(LlmFailure),
+    /// The request failed or the stream broke; what arrived is not logged yet, because a
+    /// retry replaces it (see [`Partial::keep`]).
+    Failed(LlmFailure, Partial),
+}
+
+/// What a broken stream delivered before it broke.
+#[derive(Default)]
+pub(crate) struct Partial {
+    blocks: Vec<ContentBlock>,
+    usage: Option<TokenUsage>,
+    seqs: Vec<u64>,
+}
+
+impl Partial {
+    /// Logs the delivered prefix as an interrupted message (when the turn ends on it).
+    pub(crate) fn keep(&self, place: &StepPlace<'_>) -> Result<(), String> {
+        if self.blocks.is_empty() {
+            return Ok(());
+        }
+        place.message(&self.blocks, self.usage.as_ref(), true, &self.seqs)
+    }
 }
 
 /// Where the attempt's events go.
@@ -95,7 +114,7 @@ pub(crate) async fn attempt(
             place.chunk(
                 &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
             )?;
-            return Ok(Attempt::Failed(failure));
+            return Ok(Attempt::Failed(failure, Partial::default()));
         }
     };
     let mut assembler = BlockAssembler::new();
@@ -128,11 +147,12 @@ pub(crate) async fn attempt(
                 seqs.push(place.chunk(
                     &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
                 )?);
-                let blocks = assembler.interrupted_blocks();
-                if !blocks.is_empty() {
-                    place.message(&blocks, assembler.usage().as_ref(), true, &seqs)?;
-                }
-                return Ok(Attempt::Failed(failure));
+                let partial = Partial {
+                    blocks: assembler.interrupted_blocks(),
+                    usage: assembler.usage(),
+                    seqs,
+                };
+                return Ok(Attempt::Failed(failure, partial));
             }
         }
     }
@@ -141,16 +161,19 @@ pub(crate) async fn attempt(
             dsh_llm_api::FailureCode::Unknown,
             "the model stream ended without a finish chunk".to_owned(),
         );
-        return Ok(Attempt::Failed(failure));
+        return Ok(Attempt::Failed(failure, Partial::default()));
     }
     let finish = assembler.finish();
     let blocks = match assembler.blocks() {
         Ok(blocks) => blocks,
         Err(error) => {
-            return Ok(Attempt::Failed(LlmFailure::new(
-                dsh_llm_api::FailureCode::Unknown,
-                format!("the model stream could not be assembled: {error}"),
-            )));
+            return Ok(Attempt::Failed(
+                LlmFailure::new(
+                    dsh_llm_api::FailureCode::Unknown,
+                    format!("the model stream could not be assembled: {error}"),
+                ),
+                Partial::default(),
+            ));
         }
     };
     let usage = assembler.usage();
@@ -158,7 +181,7 @@ pub(crate) async fn attempt(
         place.message(&blocks, usage.as_ref(), false, &seqs)?;
     }
     if let FinishReason::Error { failure } | FinishReason::Aborted { failure } = &finish {
-        return Ok(Attempt::Failed(failure.clone()));
+        return Ok(Attempt::Failed(failure.clone(), Partial::default()));
     }
     Ok(Attempt::Finished {
         blocks,

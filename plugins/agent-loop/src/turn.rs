@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::{RArc, RString, RVec};
-use dsh_agent_seam::{StepView, TurnRequest};
+use dsh_agent_seam::{RequestError, StepView, TurnRequest};
 use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, Message, TokenUsage};
 use dsh_plugin_api::Service;
 use dsh_session_api::SessionBox;
@@ -151,30 +151,8 @@ pub(crate) async fn steps(
         if let Err(error) = session.flush().await.into_result() {
             return Err(format!("session flush failed: {error}"));
         }
-        let messages = derived_messages(session)?;
-        let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
         let config =
             json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
-        let header = json!({"config": config, "system": deps.system, "tools": tools});
-        if last_header.as_ref() != Some(&header) {
-            let reason = if last_header.is_none() {
-                "initial"
-            } else {
-                "change"
-            };
-            log.append(
-                "request/header",
-                &json!({"header": header, "reason": reason}),
-            )?;
-            last_header = Some(header);
-        }
-        let generate = json!({
-            "config": config,
-            "system": deps.system,
-            "messages": messages,
-            "tools": tools,
-            "sessionId": id.as_str(),
-        });
         let place = StepPlace {
             log: &log,
             turn,
@@ -183,10 +161,48 @@ pub(crate) async fn steps(
             model: request.model.as_str(),
             message_id: format!("{id}-t{turn}-s{step}"),
         };
-        let outcome = attempt(&deps.llm, &generate, &place, &cancel.flag).await?;
+        let mut failures = 0u32;
+        let outcome = loop {
+            // Rebuilt from the log for every attempt: what the model sees is what was logged.
+            let messages = derived_messages(session)?;
+            let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
+            let header = json!({"config": config, "system": deps.system, "tools": tools});
+            if last_header.as_ref() != Some(&header) {
+                let reason = if last_header.is_none() {
+                    "initial"
+                } else {
+                    "change"
+                };
+                log.append(
+                    "request/header",
+                    &json!({"header": header, "reason": reason}),
+                )?;
+                last_header = Some(header);
+            }
+            let generate = json!({
+                "config": config,
+                "system": deps.system,
+                "messages": messages,
+                "tools": tools,
+                "sessionId": id.as_str(),
+            });
+            let outcome = attempt(&deps.llm, &generate, &place, &cancel.flag).await?;
+            let Attempt::Failed(failure, _) = &outcome else {
+                break outcome;
+            };
+            failures += 1;
+            if cancel.flag.is_fired()
+                || !retry_wanted(deps, &id, turn, step, request, failures, failure).await
+            {
+                break outcome;
+            }
+        };
         let end = match outcome {
             Attempt::Cancelled => Some(End::aborted(&cancel.cause())),
-            Attempt::Failed(failure) => Some(End::failed(&failure)),
+            Attempt::Failed(failure, partial) => {
+                partial.keep(&place)?;
+                Some(End::failed(&failure))
+            }
             Attempt::Finished {
                 blocks,
                 finish,
@@ -219,6 +235,36 @@ pub(crate) async fn steps(
         ),
         "MAX_STEPS",
     ))
+}
+
+/// Whether an `agent/request-error` listener asks to retry the failed attempt.
+async fn retry_wanted(
+    deps: &Deps,
+    session: &RString,
+    turn: u64,
+    step: u64,
+    request: &TurnRequest,
+    failures: u32,
+    failure: &LlmFailure,
+) -> bool {
+    let payload = RequestError {
+        session: session.clone(),
+        turn,
+        step,
+        provider: request.provider.clone(),
+        failures,
+        failure: RString::from(serde_json::to_string(failure).unwrap_or_default()),
+    };
+    let decided = deps
+        .request_error
+        .waterfall(RArc::new(payload), |_| async {
+            Ok(RString::from(r#"{"kind":"fail"}"#))
+        })
+        .await;
+    let Ok(text) = decided else {
+        return false;
+    };
+    serde_json::from_str::<Value>(text.as_str()).is_ok_and(|decision| decision["kind"] == "retry")
 }
 
 /// Runs a step's calls; `Some(end)` when the turn ends with this step.

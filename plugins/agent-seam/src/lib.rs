@@ -1,6 +1,7 @@
 //! The agent loop's seam across the plugin ABI: the `agent_loop` service that runs one turn of
 //! a session (steps of model request plus tool calls, every step logged) and cancels a running
-//! turn, and the `agent/pre-step` hook that may refuse a step before it starts.
+//! turn, the `agent/pre-step` hook that may refuse a step before it starts, and the
+//! `agent/request-error` hook that may retry a failed model attempt.
 //!
 //! Outcomes and decisions cross as JSON: a turn's outcome is
 //! `{"sessionId","turn","reason":<the logged turn/end reason>,"output":<final assistant text>,
@@ -26,6 +27,26 @@ pub const AGENT_LOOP: &str = "agent_loop";
 /// `agent/pre-step`: before each step opens. Answer `{"kind":"enter"}` (or call `next`) to let
 /// it run, `{"kind":"reject","reason":..}` to end the turn `blocked` without the step.
 pub const AGENT_PRE_STEP: WaterfallEvent<StepView, RString> = WaterfallEvent::new("agent/pre-step");
+
+/// `agent/request-error`: a model attempt failed. Answer `{"kind":"retry"}` to run the attempt
+/// again in the same step (the request is rebuilt from the log), or call `next`; the innermost
+/// default answers `{"kind":"fail"}`, which ends the turn `error`.
+pub const AGENT_REQUEST_ERROR: WaterfallEvent<RequestError, RString> =
+    WaterfallEvent::new("agent/request-error");
+
+/// A failed model attempt.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct RequestError {
+    pub session: RString,
+    pub turn: u64,
+    pub step: u64,
+    pub provider: RString,
+    /// How many attempts of this step have failed, this one included (1 for the first).
+    pub failures: u32,
+    /// The `LlmFailure` as JSON.
+    pub failure: RString,
+}
 
 /// A step about to open.
 #[repr(C)]

@@ -1,0 +1,141 @@
+//! Plugin `llm-retry`: a listener on `agent/request-error` that retries transient model failures
+//! (`EMPTY_RESPONSE`, `RATE_LIMIT`, `SERVER`, `TIMEOUT`, `TRANSPORT`) up to `maxRetries` times,
+//! waiting 500 ms doubling to 10 s with 0.1 jitter, or the provider's `Retry-After` when it is
+//! shorter than the cap. Each retry is logged in the session as `llm/retry` (before the wait)
+//! and `llm/retry-started` (after it); the retried attempt stays in the same turn and step.
+
+mod policy;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use abi_stable::std_types::{RString, RVec};
+use dsh_agent_seam::AGENT_REQUEST_ERROR;
+use dsh_llm_api::LlmFailure;
+use dsh_plugin_api::prelude::*;
+use dsh_session_api::{NewEventRecord, SESSIONS, SessionsService};
+use serde_json::{Value, json};
+
+use crate::policy::{Policy, is_transient};
+
+/// Config of `llm-retry`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct RetryConfig {
+    pub max_retries: u32,
+    pub base_delay_ms: u64,
+    pub max_delay_ms: u64,
+    /// Spread of each wait, as a fraction of it (0.1: ±10 %).
+    pub jitter: f64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_retries: 5,
+            base_delay_ms: 500,
+            max_delay_ms: 10_000,
+            jitter: 0.1,
+        }
+    }
+}
+
+/// A number in [0, 1) for the jitter; no secret depends on it, the clock's nanoseconds do.
+fn unit_noise() -> f64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    f64::from(nanos % 1_000_000) / 1_000_000.0
+}
+
+async fn log(ctx: &Context, session: &str, kind: &str, data: &Value) {
+    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
+        return;
+    };
+    let appended = match sessions.open(session.into()).await.into_result() {
+        Ok(live) => live
+            .append(RVec::from(vec![NewEventRecord::new(
+                kind,
+                &data.to_string(),
+            )]))
+            .into_result()
+            .map(|_| ())
+            .map_err(|error| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = appended {
+        ctx.log(
+            dsh_plugin_api::LogLevel::Error,
+            &format!("llm-retry: `{kind}` not logged in `{session}`: {error}"),
+        );
+    }
+}
+
+pub struct RetryPlugin;
+
+impl Plugin for RetryPlugin {
+    const NAME: &'static str = "llm-retry";
+    type Config = RetryConfig;
+
+    async fn apply(ctx: Context, config: RetryConfig) -> Result<(), PluginError> {
+        if !(0.0..=1.0).contains(&config.jitter) {
+            return Err(PluginError::new(
+                dsh_plugin_api::ErrorKind::Config,
+                format!("jitter: {} is not between 0 and 1", config.jitter),
+            ));
+        }
+        let policy = Policy {
+            max_retries: config.max_retries,
+            base_delay_ms: config.base_delay_ms,
+            max_delay_ms: config.max_delay_ms,
+            jitter: config.jitter,
+        };
+        let listener_ctx = ctx.clone();
+        ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |error, next| {
+            let (ctx, policy) = (listener_ctx.clone(), policy.clone());
+            async move {
+                let failure: Option<LlmFailure> = serde_json::from_str(&error.failure).ok();
+                let Some(failure) = failure.filter(is_transient) else {
+                    return next.run().await;
+                };
+                if error.failures > policy.max_retries {
+                    return next.run().await;
+                }
+                let retry = error.failures;
+                let delay = policy.delay_ms(retry, &failure, unit_noise());
+                let retry_id = format!("{}-t{}-s{}-r{retry}", error.session, error.turn, error.step);
+                let session = error.session.to_string();
+                log(
+                    &ctx,
+                    &session,
+                    "llm/retry",
+                    &json!({
+                        "retryId": retry_id,
+                        "turn": error.turn,
+                        "step": error.step,
+                        "provider": error.provider.as_str(),
+                        "mode": "normal",
+                        "policyKey": policy.key(),
+                        "retry": retry,
+                        "maxRetries": policy.max_retries,
+                        "delayMs": delay,
+                        "failure": failure,
+                    }),
+                )
+                .await;
+                ctx.sleep(Duration::from_millis(delay)).await;
+                log(
+                    &ctx,
+                    &session,
+                    "llm/retry-started",
+                    &json!({"retryId": retry_id, "turn": error.turn, "step": error.step, "retry": retry}),
+                )
+                .await;
+                Ok(RString::from(r#"{"kind":"retry"}"#))
+            }
+        })
+    }
+}
+
+dsh_plugin_api::export_plugins!(RetryPlugin);
