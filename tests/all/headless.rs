@@ -492,3 +492,34 @@ fn transient_failures_are_retried_in_the_same_step() {
         "{events:?}"
     );
 }
+
+/// A plugin that adds an unlogged message to the request is stopped where the request leaves:
+/// the turn ends `error` naming the session, and the replayed model never answers it.
+#[test]
+fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
+    dsh_tests::plugin_lib("smuggler");
+    let dir = TestDir::new("headless-smuggler");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- insert:\n    - id: smuggler\n      name: smuggler\n",
+    );
+    let log = recorded("headless-profile/session.expected.jsonl");
+    let out = headless(
+        &dir,
+        &["--replay", log.to_str().unwrap(), "--output", "stream-json", "go"],
+        &[],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    let end = events.iter().find(|event| event["type"] == "turn/end").unwrap();
+    let message = end["data"]["reason"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("model-visible history") && message.contains(&session),
+        "{end}"
+    );
+    assert!(
+        !events.iter().any(|event| event["type"] == "tool/call"),
+        "the doctored request was answered: {events:?}"
+    );
+}

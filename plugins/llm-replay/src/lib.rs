@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_llm_api::{FailureCode, LlmFailure};
+use dsh_llm_api::{FailureCode, GenerateRequest, LlmFailure};
 use dsh_llm_seam::{ChunkStream, ChunkStream_TO, LLM_STREAM, StreamCall, StreamOutcome};
 use dsh_plugin_api::prelude::*;
 
@@ -84,12 +84,29 @@ impl Plugin for ReplayPlugin {
             config.log
         );
         let requests = Arc::new(AtomicUsize::new(0));
+        let check_ctx = ctx.clone();
         ctx.on_waterfall(
             &LLM_STREAM,
-            move |_call: RArc<StreamCall>, _next: Next<StreamOutcome>| {
+            move |call: RArc<StreamCall>, _next: Next<StreamOutcome>| {
                 let index = requests.fetch_add(1, Ordering::AcqRel);
                 let script = script.clone();
+                let ctx = check_ctx.clone();
                 async move {
+                    // Replay answers in the model's place, so the request is checked here.
+                    match serde_json::from_str::<GenerateRequest>(&call.request) {
+                        Ok(request) => {
+                            if let Err(violation) =
+                                dsh_visible_check::check_request(&ctx, &request).await
+                            {
+                                return Ok(RErr(failure_json(violation)));
+                            }
+                        }
+                        Err(error) => {
+                            return Ok(RErr(failure_json(format!(
+                                "llm-replay: the request is not a GenerateRequest: {error}"
+                            ))));
+                        }
+                    }
                     Ok(match script.answer(index) {
                         Some(Answer::Chunks(chunks)) => ROk(ChunkStream_TO::from_value(
                             Playback {

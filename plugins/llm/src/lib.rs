@@ -25,6 +25,7 @@ fn failure_json(code: FailureCode, message: impl Into<String>) -> RString {
 }
 
 struct Registry {
+    ctx: Context,
     adapters: Mutex<HashMap<String, Arc<AdapterBox>>>,
     stream: Channel<WaterfallEvent<StreamCall, StreamOutcome>>,
     updated: Channel<EmitEvent<RString>>,
@@ -116,6 +117,10 @@ impl Llm for Service {
             let outcome = registry
                 .stream
                 .waterfall(call, move |call: RArc<StreamCall>| async move {
+                    // The innermost step: nothing can change the request after this check.
+                    if let Err(violation) = dsh_visible_check::check_request(&inner_registry.ctx, &parsed).await {
+                        return Ok(RErr(failure_json(FailureCode::InvalidRequest, violation)));
+                    }
                     Ok(match inner_registry.adapter(&call.provider) {
                         Some(adapter) => adapter.stream(call.request.clone()).await,
                         None => RErr(failure_json(
@@ -162,6 +167,7 @@ impl Plugin for LlmPlugin {
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         let registry = Arc::new(Registry {
+            ctx: ctx.clone(),
             adapters: Mutex::new(HashMap::new()),
             stream: ctx.channel(&LLM_STREAM)?,
             updated: ctx.channel(&LLM_ADAPTERS_UPDATED)?,
