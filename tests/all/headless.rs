@@ -506,13 +506,22 @@ fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
     let log = recorded("headless-profile/session.expected.jsonl");
     let out = headless(
         &dir,
-        &["--replay", log.to_str().unwrap(), "--output", "stream-json", "go"],
+        &[
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "go",
+        ],
         &[],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
     let (events, result) = stream_json(&out.stdout);
     let session = result["sessionId"].as_str().unwrap().to_owned();
-    let end = events.iter().find(|event| event["type"] == "turn/end").unwrap();
+    let end = events
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
     let message = end["data"]["reason"]["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("model-visible history") && message.contains(&session),

@@ -189,6 +189,18 @@ const FIGURES: &[Figure] = &[
         peer: None,
         what: "the same inside an in-memory session, with tool/call and tool/result appended (µs)",
     },
+    Figure {
+        section: TOOLS,
+        ours: "visible_check_request_hash_step_10",
+        peer: None,
+        what: "model-visible check, request side: hashing the history of a request at step 10 (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "visible_check_request_hash_step_10000",
+        peer: None,
+        what: "the same at step 10,000 (µs; linear in the history, like serializing the request)",
+    },
 ];
 
 pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {

@@ -118,7 +118,9 @@ impl Llm for Service {
                 .stream
                 .waterfall(call, move |call: RArc<StreamCall>| async move {
                     // The innermost step: nothing can change the request after this check.
-                    if let Err(violation) = dsh_visible_check::check_request(&inner_registry.ctx, &parsed).await {
+                    if let Err(violation) =
+                        dsh_visible_check::check_request(&inner_registry.ctx, &parsed).await
+                    {
                         return Ok(RErr(failure_json(FailureCode::InvalidRequest, violation)));
                     }
                     Ok(match inner_registry.adapter(&call.provider) {

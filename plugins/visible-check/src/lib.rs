@@ -87,7 +87,11 @@ pub async fn check_request(ctx: &Context, request: &GenerateRequest) -> Result<(
     let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
         return Ok(());
     };
-    let session = match sessions.open(RString::from(id.as_str())).await.into_result() {
+    let session = match sessions
+        .open(RString::from(id.as_str()))
+        .await
+        .into_result()
+    {
         Ok(session) => session,
         Err(error) => return Err(format!("session `{id}` of the request: {error}")),
     };

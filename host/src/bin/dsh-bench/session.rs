@@ -204,6 +204,21 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
             median(samples),
             "us",
         );
+        // The request side of the model-visible check: hashing the history a request carries
+        // (the log side is the rolling hash kept with the snapshot, read in O(1)).
+        let values = log.derive_messages().to_values();
+        let hashes: Vec<f64> = (0..9)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(dsh_session_log::messages_hash(&values));
+                started.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        report(
+            &format!("visible_check_request_hash_step_{steps}"),
+            median(hashes),
+            "us",
+        );
     }
 
     if let Some(fixtures) = fixtures {
