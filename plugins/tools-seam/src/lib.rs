@@ -235,3 +235,31 @@ impl Cancel for FlagSignal {
         async_ffi::FutureExt::into_ffi(self.0.wait())
     }
 }
+
+/// Service key of the approval service.
+pub const APPROVAL: &str = "approval";
+
+/// `approval/request`: the answerer chain (a UI, an ACP client); the first listener that
+/// answers an outcome wins. The innermost default answers `unavailable`: no one to ask.
+pub const APPROVAL_REQUEST: WaterfallEvent<ApprovalAsk, RString> =
+    WaterfallEvent::new("approval/request");
+
+/// What is put to a human.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAsk {
+    /// The approval's id (logged in `approval/asked` and `approval/decided`).
+    pub id: RString,
+    pub session: RString,
+    pub tool_name: RString,
+    pub call_id: RString,
+    pub reason: RString,
+}
+
+/// The approval service. Outcomes are `allowed-once`, `rejected`, `cancelled`, `unavailable`;
+/// only `allowed-once` lets anything through, and nothing is approved automatically.
+#[sabi_trait]
+pub trait Approval: Send + Sync {
+    fn request(&self, ask: ApprovalAsk) -> FfiFuture<RString>;
+}
+pub type ApprovalService = Approval_TO<'static, RBox<()>>;

@@ -15,11 +15,14 @@ use dsh_llm_api::{ContentBlock, Message};
 use dsh_plugin_api::lock;
 use dsh_session_api::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
 use dsh_tools_core::{
-    AskAnswer, CallStages, Concurrency, Gate, OutcomeSeal, PostDecision, PreDecision, Prepared,
-    TOOL_CALL_EVENT, TOOL_RESULT_EVENT, ToolCallEventData, ToolFailure, ToolOutcome,
-    ToolResultEventData, apply_post_decision, parse_arguments, run_staged,
+    ApprovalOutcome, AskAnswer, CallStages, Concurrency, Gate, OutcomeSeal, PostDecision,
+    PreDecision, Prepared, TOOL_CALL_EVENT, TOOL_RESULT_EVENT, ToolCallEventData, ToolFailure,
+    ToolOutcome, ToolResultEventData, apply_post_decision, parse_arguments, run_staged,
 };
-use dsh_tools_seam::{CallView, CancelBox, PostView, ResultView, StepCalls, ToolBox};
+use dsh_tools_seam::{
+    APPROVAL, ApprovalAsk, ApprovalService, CallView, CancelBox, PostView, ResultView, StepCalls,
+    ToolBox,
+};
 use serde_json::{Value, json};
 
 use crate::cancel::{Either, Fused, first_of};
@@ -263,8 +266,8 @@ impl CallStages<Call> for Stages {
             };
             let gate = match &decision {
                 PreDecision::Ask { reason } => {
-                    // No approval service is composed yet: an ask resolves as refused.
-                    Gate::resolve_ask(&call.view.name, reason.as_deref(), AskAnswer::NoService)
+                    let answer = ask_approval(&shared, &call.view, reason.as_deref()).await;
+                    Gate::resolve_ask(&call.view.name, reason.as_deref(), answer)
                 }
                 other => Gate::from_pre_decision(other).unwrap_or(Gate::Allow),
             };
@@ -367,6 +370,29 @@ impl CallStages<Call> for Stages {
             }
         })
     }
+}
+
+/// Puts an `ask` to the approval service: no service composed, no session to audit it in, or
+/// an answer outside the four outcomes all refuse (fail-closed).
+async fn ask_approval(shared: &Shared, view: &CallView, reason: Option<&str>) -> AskAnswer {
+    if view.session.is_empty() {
+        return AskAnswer::NoAgent;
+    }
+    let Ok(Some(approval)) = shared.ctx.get::<ApprovalService>(APPROVAL) else {
+        return AskAnswer::NoService;
+    };
+    let outcome = approval
+        .request(ApprovalAsk {
+            id: RString::new(),
+            session: view.session.clone(),
+            tool_name: view.name.clone(),
+            call_id: view.call_id.clone(),
+            reason: RString::from(reason.unwrap_or_default()),
+        })
+        .await;
+    let outcome = serde_json::from_value::<ApprovalOutcome>(Value::String(outcome.into_string()))
+        .unwrap_or(ApprovalOutcome::Unavailable);
+    AskAnswer::Answered(outcome)
 }
 
 /// The innermost step of `tools/execute`: resolve the tool again, check the arguments, run the
