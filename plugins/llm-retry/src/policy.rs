@@ -28,10 +28,10 @@ impl Policy {
     /// `jitter` spread (`unit` is a number in [0, 1)); the provider's `Retry-After` wins when it
     /// is shorter than the cap.
     pub(crate) fn delay_ms(&self, retry: u32, failure: &LlmFailure, unit: f64) -> u64 {
-        if let Some(after) = failure.provider_retry_after_ms {
-            if after <= self.max_delay_ms {
-                return after;
-            }
+        if let Some(after) = failure.provider_retry_after_ms
+            && after <= self.max_delay_ms
+        {
+            return after;
         }
         let exponent = retry.saturating_sub(1).min(30);
         let raw = self

@@ -291,13 +291,13 @@ impl CallStages<Call> for Stages {
             let Ticket { call, seal } = ticket;
             // Durability checkpoint: after a crash the log must say truthfully that this
             // call had started (its `tool/call` is on disk before the body runs).
-            if let Some(session) = &session {
-                if let Err(error) = session.flush().await.into_result() {
-                    shared.ctx.log(
-                        dsh_plugin_api::LogLevel::Error,
-                        &format!("tools: flush before `{}` failed: {error}", call.view.name),
-                    );
-                }
+            if let Some(session) = &session
+                && let Err(error) = session.flush().await.into_result()
+            {
+                shared.ctx.log(
+                    dsh_plugin_api::LogLevel::Error,
+                    &format!("tools: flush before `{}` failed: {error}", call.view.name),
+                );
             }
             let body_shared = shared.clone();
             let executed = shared
