@@ -23,7 +23,7 @@ struct Figure {
 
 const RUNTIME: &str = "Runtime (issue 2)";
 const TOOLS: &str =
-    "Tool pipeline (issue 4; ours only: the reference needs Node 22, which cannot run here)";
+    "Agent core (issue 4; ours only: the reference needs Node 22, which cannot run here)";
 const SESSION: &str = "Session log and store (issue 3; ours only: the reference needs Node 22, which cannot run here)";
 
 const FIGURES: &[Figure] = &[
