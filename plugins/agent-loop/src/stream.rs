@@ -38,13 +38,32 @@ pub(crate) struct Partial {
 }
 
 impl Partial {
-    /// Logs the delivered prefix as an interrupted message (when the turn ends on it).
+    fn of(assembler: &BlockAssembler, seqs: Vec<u64>) -> Self {
+        Self {
+            blocks: assembler.interrupted_blocks(),
+            usage: assembler.usage(),
+            seqs,
+        }
+    }
+
+    /// Logs the delivered prefix as an interrupted message (when the turn ends on it). Tool
+    /// calls are left out: they never ran, and a logged call without a result would make
+    /// every later request of the session invalid.
     pub(crate) fn keep(&self, place: &StepPlace<'_>) -> Result<(), String> {
-        if self.blocks.is_empty() {
+        let blocks = without_calls(&self.blocks);
+        if blocks.is_empty() {
             return Ok(());
         }
-        place.message(&self.blocks, self.usage.as_ref(), true, &self.seqs)
+        place.message(&blocks, self.usage.as_ref(), true, &self.seqs)
     }
+}
+
+fn without_calls(blocks: &[ContentBlock]) -> Vec<ContentBlock> {
+    blocks
+        .iter()
+        .filter(|block| !matches!(block, ContentBlock::ToolCall { .. }))
+        .cloned()
+        .collect()
 }
 
 /// Where the attempt's events go.
@@ -106,7 +125,10 @@ pub(crate) async fn attempt(
     place: &StepPlace<'_>,
     cancel: &Arc<CancelFlag>,
 ) -> Result<Attempt, String> {
-    let opened = llm.stream(RString::from(request.to_string())).await;
+    let opening = llm.stream(RString::from(request.to_string()));
+    let Some(opened) = first_of(opening, cancel.wait()).await else {
+        return Ok(Attempt::Cancelled);
+    };
     let stream = match opened {
         ROk(stream) => stream,
         RErr(failure) => {
@@ -125,17 +147,19 @@ pub(crate) async fn attempt(
         let arrived = match first_of(next, cancelled).await {
             Some(arrived) => arrived,
             None => {
-                let blocks = assembler.interrupted_blocks();
-                if !blocks.is_empty() {
-                    place.message(&blocks, assembler.usage().as_ref(), true, &seqs)?;
-                }
+                Partial::of(&assembler, seqs).keep(place)?;
                 return Ok(Attempt::Cancelled);
             }
         };
         match arrived {
             ROk(RSome(chunk)) => {
-                let value: Value = serde_json::from_str(&chunk)
-                    .map_err(|error| format!("the model stream sent a malformed chunk: {error}"))?;
+                let Ok(value) = serde_json::from_str::<Value>(&chunk) else {
+                    let failure = LlmFailure::new(
+                        dsh_llm_api::FailureCode::Unknown,
+                        format!("the model stream sent a malformed chunk: {chunk}"),
+                    );
+                    return Ok(Attempt::Failed(failure, Partial::of(&assembler, seqs)));
+                };
                 seqs.push(place.chunk(&value)?);
                 if let Ok(parsed) = serde_json::from_value::<StreamChunk>(value) {
                     assembler.push(&parsed);
@@ -147,12 +171,7 @@ pub(crate) async fn attempt(
                 seqs.push(place.chunk(
                     &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
                 )?);
-                let partial = Partial {
-                    blocks: assembler.interrupted_blocks(),
-                    usage: assembler.usage(),
-                    seqs,
-                };
-                return Ok(Attempt::Failed(failure, partial));
+                return Ok(Attempt::Failed(failure, Partial::of(&assembler, seqs)));
             }
         }
     }
@@ -177,11 +196,18 @@ pub(crate) async fn attempt(
         }
     };
     let usage = assembler.usage();
+    if let FinishReason::Error { failure } | FinishReason::Aborted { failure } = &finish {
+        // Logged (as interrupted, without calls) only if the turn ends on it: a retry
+        // replaces it.
+        let partial = Partial {
+            blocks,
+            usage,
+            seqs,
+        };
+        return Ok(Attempt::Failed(failure.clone(), partial));
+    }
     if !blocks.is_empty() {
         place.message(&blocks, usage.as_ref(), false, &seqs)?;
-    }
-    if let FinishReason::Error { failure } | FinishReason::Aborted { failure } = &finish {
-        return Ok(Attempt::Failed(failure.clone(), Partial::default()));
     }
     Ok(Attempt::Finished {
         blocks,
@@ -191,7 +217,7 @@ pub(crate) async fn attempt(
 }
 
 /// The first of `value` and `stop`: `None` when `stop` came first.
-async fn first_of<T>(
+pub(crate) async fn first_of<T>(
     value: impl std::future::Future<Output = T>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Option<T> {

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::Deps;
 use crate::log::Log;
-use crate::stream::{Attempt, StepPlace, attempt};
+use crate::stream::{Attempt, StepPlace, attempt, first_of};
 
 /// How the turn ended: the logged `turn/end` reason.
 pub(crate) struct End {
@@ -138,92 +138,22 @@ pub(crate) async fn steps(
             }
         }
         log.append("step/start", &json!({"turn": turn, "step": step}))?;
-        if step == 1 && !request.input.is_empty() {
-            let message = json!({
-                "content": [{"type": "text", "text": request.input.as_str()}],
-                "source": {"kind": "user"},
-                "role": "user",
-                "id": format!("{id}-t{turn}-input"),
-            });
-            log.append("user/message", &message)?;
-        }
-        // Durability checkpoint: the log says truthfully what was asked before asking.
-        if let Err(error) = session.flush().await.into_result() {
-            return Err(format!("session flush failed: {error}"));
-        }
-        let config =
-            json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
-        let place = StepPlace {
-            log: &log,
+        let ran = step_body(
+            deps,
+            session,
+            request,
             turn,
             step,
-            provider: request.provider.as_str(),
-            model: request.model.as_str(),
-            message_id: format!("{id}-t{turn}-s{step}"),
-        };
-        let mut failures = 0u32;
-        let outcome = loop {
-            // Rebuilt from the log for every attempt: what the model sees is what was logged.
-            let messages = derived_messages(session)?;
-            let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
-            let header = json!({"config": config, "system": deps.system, "tools": tools});
-            if last_header.as_ref() != Some(&header) {
-                let reason = if last_header.is_none() {
-                    "initial"
-                } else {
-                    "change"
-                };
-                log.append(
-                    "request/header",
-                    &json!({"header": header, "reason": reason}),
-                )?;
-                last_header = Some(header);
-            }
-            let generate = json!({
-                "config": config,
-                "system": deps.system,
-                "messages": messages,
-                "tools": tools,
-                "sessionId": id.as_str(),
-            });
-            let outcome = attempt(&deps.llm, &generate, &place, &cancel.flag).await?;
-            let Attempt::Failed(failure, _) = &outcome else {
-                break outcome;
-            };
-            failures += 1;
-            if cancel.flag.is_fired()
-                || !retry_wanted(deps, &id, turn, step, request, failures, failure).await
-            {
-                break outcome;
-            }
-        };
-        let end = match outcome {
-            Attempt::Cancelled => Some(End::aborted(&cancel.cause())),
-            Attempt::Failed(failure, partial) => {
-                partial.keep(&place)?;
-                Some(End::failed(&failure))
-            }
-            Attempt::Finished {
-                blocks,
-                finish,
-                usage,
-            } => {
-                tally.add(usage.as_ref());
-                let text = text_of(&blocks);
-                if !text.is_empty() {
-                    tally.output = text;
-                }
-                let calls = calls_of(&blocks);
-                match finish {
-                    FinishReason::MaxTokens => Some(End {
-                        reason: json!({"kind": "max-tokens"}),
-                    }),
-                    _ if calls.is_empty() => Some(End::completed()),
-                    _ => run_tools(deps, request, &log, turn, step, calls, cancel).await?,
-                }
-            }
-        };
-        log.append("step/end", &json!({"turn": turn, "step": step}))?;
+            cancel,
+            tally,
+            &mut last_header,
+        )
+        .await;
+        // `step/end` is written whatever happened inside the step, so the log never keeps a
+        // step open under a closed turn.
+        let closed = log.append("step/end", &json!({"turn": turn, "step": step}));
+        let end = ran?;
+        closed?;
         if let Some(end) = end {
             return Ok(end);
         }
@@ -235,6 +165,119 @@ pub(crate) async fn steps(
         ),
         "MAX_STEPS",
     ))
+}
+
+/// One step after its `step/start`: the input, the checkpoint, the model attempt (retried as
+/// `agent/request-error` says) and the tool calls. `Some(end)` when the turn ends here.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the step's whole context, passed once"
+)]
+async fn step_body(
+    deps: &Deps,
+    session: &SessionBox,
+    request: &TurnRequest,
+    turn: u64,
+    step: u64,
+    cancel: &Cancel,
+    tally: &mut Tally,
+    last_header: &mut Option<Value>,
+) -> Result<Option<End>, String> {
+    let log = Log { session };
+    let id = session.id();
+    if step == 1 && !request.input.is_empty() {
+        let message = json!({
+            "content": [{"type": "text", "text": request.input.as_str()}],
+            "source": {"kind": "user"},
+            "role": "user",
+            "id": format!("{id}-t{turn}-input"),
+        });
+        log.append("user/message", &message)?;
+    }
+    // Durability checkpoint: the log says truthfully what was asked before asking.
+    if let Err(error) = session.flush().await.into_result() {
+        return Err(format!("session flush failed: {error}"));
+    }
+    let config = json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
+    let place = StepPlace {
+        log: &log,
+        turn,
+        step,
+        provider: request.provider.as_str(),
+        model: request.model.as_str(),
+        message_id: format!("{id}-t{turn}-s{step}"),
+    };
+    let mut failures = 0u32;
+    let outcome = loop {
+        // Rebuilt from the log for every attempt: what the model sees is what was logged.
+        let messages = derived_messages(session)?;
+        let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
+        let header = json!({"config": config, "system": deps.system, "tools": tools});
+        if last_header.as_ref() != Some(&header) {
+            let reason = if last_header.is_none() {
+                "initial"
+            } else {
+                "change"
+            };
+            log.append(
+                "request/header",
+                &json!({"header": header, "reason": reason}),
+            )?;
+            *last_header = Some(header);
+        }
+        let generate = json!({
+            "config": config,
+            "system": deps.system,
+            "messages": messages,
+            "tools": tools,
+            "sessionId": id.as_str(),
+        });
+        let outcome = attempt(&deps.llm, &generate, &place, &cancel.flag).await?;
+        let Attempt::Failed(failure, _) = &outcome else {
+            break outcome;
+        };
+        failures += 1;
+        if cancel.flag.is_fired() {
+            break outcome;
+        }
+        let asked = retry_wanted(deps, &id, turn, step, request, failures, failure);
+        // A retry's wait gives way to a cancel.
+        match first_of(asked, cancel.flag.wait()).await {
+            Some(true) if !cancel.flag.is_fired() => {}
+            _ => break outcome,
+        }
+    };
+    let end = match outcome {
+        Attempt::Cancelled => Some(End::aborted(&cancel.cause())),
+        Attempt::Failed(failure, partial) => {
+            partial.keep(&place)?;
+            if cancel.flag.is_fired() {
+                Some(End::aborted(&cancel.cause()))
+            } else {
+                Some(End::failed(&failure))
+            }
+        }
+        Attempt::Finished {
+            blocks,
+            finish,
+            usage,
+        } => {
+            tally.add(usage.as_ref());
+            let text = text_of(&blocks);
+            if !text.is_empty() {
+                tally.output = text;
+            }
+            let calls = calls_of(&blocks);
+            match finish {
+                FinishReason::MaxTokens => Some(End {
+                    reason: json!({"kind": "max-tokens"}),
+                }),
+                _ if calls.is_empty() => Some(End::completed()),
+                _ => run_tools(deps, request, &log, turn, step, calls, cancel).await?,
+            }
+        }
+    };
+    Ok(end)
 }
 
 /// Whether an `agent/request-error` listener asks to retry the failed attempt.
@@ -297,12 +340,36 @@ async fn run_tools(
         )
         .await;
     let report: Value = serde_json::from_str(&report).unwrap_or(Value::Null);
-    for context in report["additionalContexts"]
+    if let Some(lost) = report["results"]
         .as_array()
         .into_iter()
         .flatten()
+        .find(|result| result["logged"] == false)
     {
-        log.append("user/message", context)?;
+        return Err(format!(
+            "the result of tool call `{}` could not be logged",
+            lost["callId"].as_str().unwrap_or("?")
+        ));
+    }
+    let id = log.session.id();
+    for (index, context) in report["additionalContexts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        // Hooks give content; the log needs a complete user message.
+        let source = match &context["source"] {
+            Value::Null => json!({"kind": "plugin"}),
+            source => source.clone(),
+        };
+        let message = json!({
+            "content": context["content"].clone(),
+            "source": source,
+            "role": "user",
+            "id": format!("{id}-t{turn}-s{step}-ctx{index}"),
+        });
+        log.append("user/message", &message)?;
     }
     if cancel.flag.is_fired() {
         return Ok(Some(End::aborted(&cancel.cause())));

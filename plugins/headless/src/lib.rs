@@ -54,6 +54,8 @@ struct Current {
     stream_json: bool,
     /// Fired when the run has printed its result.
     done: Option<Arc<CancelFlag>>,
+    /// A signal arrived: the cause its turn is (or would be) cancelled with.
+    stop: Option<&'static str>,
 }
 
 struct Runner {
@@ -119,6 +121,19 @@ impl Runner {
                 err(&format!("dsh: --replay: {error}"));
                 return 1;
             }
+            // The mount is scheduled, not done: wait until the replay listens.
+            let mut ready = false;
+            for _ in 0..500 {
+                if matches!(self.ctx.get::<RString>("llm_replay"), Ok(Some(_))) {
+                    ready = true;
+                    break;
+                }
+                self.ctx.sleep(std::time::Duration::from_millis(10)).await;
+            }
+            if !ready {
+                err("dsh: --replay: the llm-replay plugin did not start within 5 s");
+                return 1;
+            }
         }
         let (provider, model) = match choose_model(&args, self.config_model.as_deref()) {
             Ok(route) => route,
@@ -148,6 +163,13 @@ impl Runner {
         let id = session.id().to_string();
         {
             let mut current = lock(&self.current);
+            if let Some(cause) = current.stop {
+                // A signal came before the turn started: nothing to cancel, nothing to run.
+                err(&format!(
+                    "dsh: stopped before the turn started; session {id}"
+                ));
+                return if cause == "user" { 130 } else { 143 };
+            }
             current.session = Some(id.clone());
             current.stream_json = args.output == Output::StreamJson;
         }
@@ -225,15 +247,27 @@ impl Plugin for HeadlessPlugin {
                 let Some(signal) = request.signal.into_option() else {
                     return;
                 };
-                let (session, done) = {
-                    let current = lock(&runner.current);
-                    (current.session.clone(), current.done.clone())
-                };
                 let cause = if signal == 2 { "user" } else { "disposed" };
-                if let Some(session) = session {
-                    runner
-                        .agent
-                        .cancel(session.as_str().into(), RString::from(cause));
+                let done = {
+                    let mut current = lock(&runner.current);
+                    current.stop = Some(cause);
+                    current.done.clone()
+                };
+                // The turn may not be registered yet (its session is being created): ask again
+                // until it is cancelled or the run is over, within the shutdown grace.
+                for _ in 0..450 {
+                    if done.as_ref().is_some_and(|done| done.is_fired()) {
+                        break;
+                    }
+                    let session = lock(&runner.current).session.clone();
+                    if let Some(session) = session
+                        && runner
+                            .agent
+                            .cancel(session.as_str().into(), RString::from(cause))
+                    {
+                        break;
+                    }
+                    runner.ctx.sleep(std::time::Duration::from_millis(10)).await;
                 }
                 if let Some(done) = done {
                     done.wait().await;

@@ -22,6 +22,9 @@ use dsh_plugin_api::prelude::*;
 
 use crate::script::{Answer, Script};
 
+/// Service published once the replay listens: its value is the replayed log's path.
+pub const REPLAY_READY: &str = "llm_replay";
+
 /// Row config of `llm-replay`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
@@ -83,6 +86,8 @@ impl Plugin for ReplayPlugin {
             script.len(),
             config.log
         );
+        // Tells a runner that mounted this row that the replay is in place.
+        ctx.provide(REPLAY_READY, RString::from(config.log.as_str()))?;
         let requests = Arc::new(AtomicUsize::new(0));
         let check_ctx = ctx.clone();
         ctx.on_waterfall(

@@ -179,6 +179,8 @@ async fn run(
     let reading = {
         let (stdout, stderr) = (stdout.clone(), stderr.clone());
         let process = &process;
+        // Output, then the exit: both inside the deadline, since a command that closes its
+        // pipes early (`cmd > log 2>&1`) can still run for a long time.
         async move {
             while let RSome(chunk) = process.next_output().await {
                 let tail = match chunk.stream {
@@ -187,24 +189,24 @@ async fn run(
                 };
                 lock(tail).push(&chunk.bytes);
             }
+            process.wait().await
         }
     };
     let deadline = ctx.sleep(Duration::from_millis(timeout_ms));
     let stopped = cancel.cancelled();
-    enum End {
-        Finished,
+    enum End<T> {
+        Finished(T),
         TimedOut,
         Cancelled,
     }
     let end = {
-        let reading = std::pin::pin!(reading);
+        let mut reading = std::pin::pin!(reading);
         let mut deadline = deadline;
         let mut stopped = stopped;
-        let mut reading = reading;
         std::future::poll_fn(|cx| {
             use std::task::Poll;
-            if reading.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(End::Finished);
+            if let Poll::Ready(status) = reading.as_mut().poll(cx) {
+                return Poll::Ready(End::Finished(status));
             }
             if std::pin::Pin::new(&mut stopped).poll(cx).is_ready() {
                 return Poll::Ready(End::Cancelled);
@@ -216,13 +218,15 @@ async fn run(
         })
         .await
     };
-    let status = match end {
-        End::Finished => process.wait().await,
-        End::TimedOut | End::Cancelled => process.terminate(config.kill_grace_ms).await,
-    }
-    .into_result()
-    .map_err(|error| format!("bash: {error}"))?;
-    if matches!(end, End::Cancelled) {
+    let (status, timed_out, cancelled) = match end {
+        End::Finished(status) => (status, false, false),
+        End::TimedOut => (process.terminate(config.kill_grace_ms).await, true, false),
+        End::Cancelled => (process.terminate(config.kill_grace_ms).await, false, true),
+    };
+    let status = status
+        .into_result()
+        .map_err(|error| format!("bash: {error}"))?;
+    if cancelled {
         return Err("the command was cancelled; its process group was terminated".to_owned());
     }
     let exit = match (status.code.into_option(), status.signal.into_option()) {
@@ -234,7 +238,7 @@ async fn run(
         stdout: lock(&stdout).collect(),
         stderr: lock(&stderr).collect(),
         exit: exit.clone(),
-        timed_out: matches!(end, End::TimedOut),
+        timed_out,
         timeout_ms,
         sandbox_denied: None,
         escalation_available: false,

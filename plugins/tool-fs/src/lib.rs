@@ -74,7 +74,7 @@ impl Shared {
 
 fn permission_mode() -> SandboxMode {
     match std::env::var("DSH_PERMISSION_MODE").as_deref() {
-        Ok("danger-full-access" | "full-access") => SandboxMode::DangerFullAccess,
+        Ok("danger-full-access") => SandboxMode::DangerFullAccess,
         Ok("read-only") => SandboxMode::ReadOnly,
         _ => SandboxMode::WorkspaceWrite,
     }

@@ -187,7 +187,9 @@ impl CancelFlag {
 
     pub fn fire(&self) {
         self.fired.store(true, std::sync::atomic::Ordering::Release);
-        for waker in std::mem::take(&mut *dsh_plugin_api::lock(&self.wakers)) {
+        // Taken out first: wakers run after the lock is released.
+        let wakers = std::mem::take(&mut *dsh_plugin_api::lock(&self.wakers));
+        for waker in wakers {
             waker.wake();
         }
     }
@@ -205,7 +207,14 @@ impl CancelFlag {
             if flag.is_fired() {
                 return std::task::Poll::Ready(());
             }
-            dsh_plugin_api::lock(&flag.wakers).push(cx.waker().clone());
+            {
+                // One entry per task: a task that waits again (a new wait per chunk) does not
+                // grow the list.
+                let mut wakers = dsh_plugin_api::lock(&flag.wakers);
+                if !wakers.iter().any(|waker| waker.will_wake(cx.waker())) {
+                    wakers.push(cx.waker().clone());
+                }
+            }
             // Checked again: `fire` may have run between the first check and the push.
             if flag.is_fired() {
                 std::task::Poll::Ready(())

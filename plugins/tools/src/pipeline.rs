@@ -59,6 +59,8 @@ struct Committed {
     call_id: String,
     is_error: bool,
     seq: u64,
+    /// Whether its result reached the session log (always true outside a session).
+    logged: bool,
     concludes_turn: bool,
 }
 
@@ -105,6 +107,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, step: StepCalls, cancel: Cance
             "callId": entry.call_id,
             "isError": entry.is_error,
             "seq": entry.seq,
+            "logged": entry.logged,
         })).collect::<Vec<_>>(),
         "additionalContexts": additional,
         "concludesTurn": committed.iter().any(|entry| entry.concludes_turn),
@@ -211,10 +214,18 @@ impl CallStages<Call> for Stages {
     type Commit = BoxFuture<Committed>;
 
     fn classify(&mut self, _index: usize, call: &Call) -> Concurrency {
-        let registry = lock(&self.shared.registry);
-        registry
-            .view(&scope_of(&call.view.scope))
-            .execution_mode(&call.view.name, &call.arguments)
+        // The spec is cloned under the lock and asked outside it: a per-call classifier is the
+        // tool plugin's code, which may call back into this service.
+        let spec = {
+            let registry = lock(&self.shared.registry);
+            registry
+                .view(&scope_of(&call.view.scope))
+                .get(&call.view.name)
+                .map(|tool| tool.spec().clone())
+        };
+        spec.map_or(Concurrency::Exclusive, |spec| {
+            spec.concurrency_for(&call.arguments)
+        })
     }
 
     fn prepare(&mut self, _index: usize, mut call: Call) -> Self::Prepare {
@@ -232,6 +243,20 @@ impl CallStages<Call> for Stages {
             let data = serde_json::to_string(&data).unwrap_or_default();
             call.seq = append(&shared, session.as_ref(), TOOL_CALL_EVENT, &data, None);
             let seal = seal_for(&shared, &call.view);
+            if session.is_some() && call.seq == 0 {
+                // No durable record of the call: running it would be a side effect the log
+                // could never account for.
+                let message = format!(
+                    "`{}` was not run: its tool/call could not be logged",
+                    call.view.name
+                );
+                return Prepared::Settled(Settled {
+                    call,
+                    seal,
+                    outcome: pipeline_failure(message),
+                    post: false,
+                });
+            }
             if cancel.is_cancelled() {
                 let outcome = ToolOutcome::failure(ToolFailure::aborted_before_dispatch());
                 return Prepared::Settled(Settled {
@@ -289,6 +314,15 @@ impl CallStages<Call> for Stages {
         let session = self.session.clone();
         Box::pin(async move {
             let Ticket { call, seal } = ticket;
+            // Cancelled while its gates ran (an approval can take a while): it never starts.
+            if cancel.is_cancelled() {
+                return Settled {
+                    call,
+                    seal,
+                    outcome: ToolOutcome::failure(ToolFailure::aborted_before_dispatch()),
+                    post: false,
+                };
+            }
             // Durability checkpoint: after a crash the log must say truthfully that this
             // call had started (its `tool/call` is on disk before the body runs).
             if let Some(session) = &session
@@ -366,6 +400,7 @@ impl CallStages<Call> for Stages {
                 call_id: call.view.call_id.to_string(),
                 is_error: finished.is_error(),
                 seq,
+                logged: session.is_none() || seq > 0,
                 concludes_turn: finished.concludes_turn(),
             }
         })
@@ -420,7 +455,7 @@ async fn run_body(
         }
     };
     let fused = Fused::new(Some(cancel));
-    let body = tool.execute((*view).clone(), fused.boxed());
+    let mut body = std::pin::pin!(tool.execute((*view).clone(), fused.boxed()));
     let limit = async {
         match timeout_ms {
             Some(millis) => shared.ctx.sleep(Duration::from_millis(millis)).await,
@@ -434,20 +469,23 @@ async fn run_body(
             None => std::future::pending::<()>().await,
         }
     };
-    let reply = match first_of(body, first_of(limit, stopped)).await {
-        Either::Left(reply) => reply,
-        Either::Right(Either::Left(())) => {
-            fused.own.fire();
-            RString::from(reply_from_outcome(&ToolOutcome::failure(
-                ToolFailure::timeout(timeout_ms.unwrap_or_default()),
-            )))
-        }
-        Either::Right(Either::Right(())) => RString::from(reply_from_outcome(
-            &ToolOutcome::failure(ToolFailure::aborted()),
-        )),
+    let failure = match first_of(body.as_mut(), first_of(limit, stopped)).await {
+        Either::Left(reply) => return Ok(reply),
+        Either::Right(Either::Left(())) => ToolFailure::timeout(timeout_ms.unwrap_or_default()),
+        Either::Right(Either::Right(())) => ToolFailure::aborted(),
     };
-    Ok(reply)
+    // The body sees the fused signal fire and gets a bounded grace to stop cleanly (bash
+    // terminates its process group with SIGTERM first); after it, it is dropped.
+    fused.own.fire();
+    let grace = shared.ctx.sleep(Duration::from_millis(BODY_STOP_GRACE_MS));
+    let _ = first_of(body.as_mut(), grace).await;
+    Ok(RString::from(reply_from_outcome(&ToolOutcome::failure(
+        failure,
+    ))))
 }
+
+/// How long a cancelled or timed-out body may take to stop before it is dropped.
+const BODY_STOP_GRACE_MS: u64 = 5_000;
 
 async fn post_execute(shared: &Shared, call: &Call, outcome: ToolOutcome) -> ToolOutcome {
     let view = PostView {

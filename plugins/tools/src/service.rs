@@ -204,7 +204,10 @@ impl Tools for Service {
         } else {
             Layer::Scoped(ScopeKey::new(scope.as_str()))
         };
-        let registered = lock(&self.0.registry).register(layer, owner.as_str(), spec, tool);
+        // A refused registration drops its copy under the lock; ours (`tool`) is released after
+        // it, so the plugin's destructor never runs while the registry is locked.
+        let registered = lock(&self.0.registry).register(layer, owner.as_str(), spec, tool.clone());
+        drop(tool);
         match registered {
             Ok(id) => ROk(self.held(Undo::Registry(id), format!("tool `{name}`"))),
             Err(error) => RErr(RString::from(error.to_string())),
