@@ -637,3 +637,24 @@ fn a_guard_denial_reaches_the_model_as_an_error_result() {
         "{text}"
     );
 }
+
+#[test]
+fn context_added_after_a_call_is_logged_as_a_user_message_after_the_results() {
+    let (out, events) = with_hooks(
+        "headless-context",
+        "        postExecute: {kind: accept, additionalContexts: [{role: user, source: {kind: plugin, plugin: hooks-probe}, content: [{type: text, text: remember the tests}]}]}\n",
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let kinds: Vec<&str> = events.iter().filter_map(|event| event["type"].as_str()).collect();
+    let result = kinds.iter().position(|kind| *kind == "tool/result").unwrap();
+    let context = events
+        .iter()
+        .position(|event| {
+            event["type"] == "user/message"
+                && event["data"]["content"][0]["text"] == "remember the tests"
+        })
+        .unwrap_or_else(|| panic!("context not logged: {events:?}"));
+    assert!(context > result, "{kinds:?}");
+    assert_eq!(events[context]["data"]["source"]["kind"], "plugin");
+}

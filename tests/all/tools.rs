@@ -219,10 +219,16 @@ fn parallel_safe_calls_of_one_step_overlap() {
 fn timeouts_guards_and_post_execute_blocks_become_error_results() {
     let dir = TestDir::new("tools-gates");
     let slow = serde_json::json!({"command": "sleep 5; echo never", "description": "slow", "timeoutMs": 300}).to_string();
+    // Pipes closed at once, the process still running: the deadline covers its exit too.
+    let quiet = serde_json::json!({"command": "sleep 5 > /dev/null 2>&1", "description": "quiet", "timeoutMs": 300}).to_string();
     let guarded = bash("echo forbidden-word");
     let run = probe(
         &dir,
-        &[("slow", "bash", &slow), ("guarded", "bash", &guarded)],
+        &[
+            ("slow", "bash", &slow),
+            ("quiet", "bash", &quiet),
+            ("guarded", "bash", &guarded),
+        ],
         "    guard: forbidden-word\n",
     );
     let (text, is_error) = run.result_text("slow");
@@ -230,6 +236,8 @@ fn timeouts_guards_and_post_execute_blocks_become_error_results() {
         !is_error && text.ends_with("[timed out after 300ms]\n[killed by signal: SIGTERM]"),
         "{text}"
     );
+    let (text, _) = run.result_text("quiet");
+    assert!(text.contains("[timed out after 300ms]"), "{text}");
     let (text, is_error) = run.result_text("guarded");
     assert!(
         is_error && text.contains("the probe's guard refuses"),

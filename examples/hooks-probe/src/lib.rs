@@ -1,6 +1,7 @@
 //! Test plugin `hooks-probe`: answers hooks as its row says, so tests can drive the loop's and
 //! the pipeline's refusals through the real binary: `rejectStep` refuses every step on
-//! `agent/pre-step`, `preExecute` is the decision every call gets on `tools/pre-execute`, and
+//! `agent/pre-step`, `preExecute` and `postExecute` are the decisions every call gets on
+//! `tools/pre-execute` and `tools/post-execute`, and
 //! `guard` registers a guard that denies calls whose arguments contain that text.
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -8,7 +9,9 @@ use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use dsh_agent_seam::AGENT_PRE_STEP;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, Value};
-use dsh_tools_seam::{CallView, Guard, Guard_TO, TOOLS, TOOLS_PRE_EXECUTE, ToolsService};
+use dsh_tools_seam::{
+    CallView, Guard, Guard_TO, TOOLS, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, ToolsService,
+};
 
 /// Row config of `hooks-probe`.
 #[derive(Deserialize, JsonSchema, Default)]
@@ -22,6 +25,7 @@ use dsh_tools_seam::{CallView, Guard, Guard_TO, TOOLS, TOOLS_PRE_EXECUTE, ToolsS
 pub struct Config {
     pub reject_step: Option<String>,
     pub pre_execute: Option<Value>,
+    pub post_execute: Option<Value>,
     pub guard: Option<String>,
 }
 
@@ -58,6 +62,13 @@ impl Plugin for HooksProbe {
         if let Some(decision) = config.pre_execute {
             let answer = decision.to_string();
             ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |_call, _next| {
+                let answer = RString::from(answer.as_str());
+                async move { Ok(answer) }
+            })?;
+        }
+        if let Some(decision) = config.post_execute {
+            let answer = decision.to_string();
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |_post, _next| {
                 let answer = RString::from(answer.as_str());
                 async move { Ok(answer) }
             })?;
