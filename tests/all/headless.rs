@@ -8,12 +8,12 @@ use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk, usage
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env, workspace_root};
 use serde_json::{Value, json};
 
-fn recorded(case: &str) -> PathBuf {
+pub(crate) fn recorded(case: &str) -> PathBuf {
     workspace_root().join(format!("../shared/fixtures/dsh/headless/snapshots/{case}"))
 }
 
 /// Runs the headless profile with `args` in a fresh home; the working directory is `dir/work`.
-fn headless(dir: &TestDir, args: &[&str], envs: &[(&str, &str)]) -> dsh_tests::Output {
+pub(crate) fn headless(dir: &TestDir, args: &[&str], envs: &[(&str, &str)]) -> dsh_tests::Output {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut all = vec![
@@ -33,7 +33,7 @@ fn headless(dir: &TestDir, args: &[&str], envs: &[(&str, &str)]) -> dsh_tests::O
 }
 
 /// The session events of a `--output stream-json` run, and its result line.
-fn stream_json(stdout: &str) -> (Vec<Value>, Value) {
+pub(crate) fn stream_json(stdout: &str) -> (Vec<Value>, Value) {
     let lines: Vec<Value> = stdout
         .lines()
         .filter(|line| line.starts_with('{'))
@@ -62,7 +62,7 @@ const DURABLE: [&str; 7] = [
     "tool/result",
 ];
 
-fn durable_types(events: &[Value]) -> Vec<String> {
+pub(crate) fn durable_types(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .filter_map(|event| event["type"].as_str())
@@ -531,130 +531,4 @@ fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
         !events.iter().any(|event| event["type"] == "tool/call"),
         "the doctored request was answered: {events:?}"
     );
-}
-
-/// The recorded bash round trip with `hooks-probe` configured by `config` (YAML, indented).
-fn with_hooks(name: &str, config: &str, envs: &[(&str, &str)]) -> (dsh_tests::Output, Vec<Value>) {
-    dsh_tests::plugin_lib("hooks_probe");
-    let dir = TestDir::new(name);
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("- insert:\n    - id: hooks\n      name: hooks-probe\n      config:\n{config}"),
-    );
-    let log = recorded("headless-profile/session.expected.jsonl");
-    let out = headless(
-        &dir,
-        &[
-            "--replay",
-            log.to_str().unwrap(),
-            "--output",
-            "stream-json",
-            "go",
-        ],
-        envs,
-    );
-    let (events, _) = stream_json(&out.stdout);
-    (out, events)
-}
-
-fn tool_result_text(events: &[Value]) -> String {
-    events
-        .iter()
-        .find(|event| event["type"] == "tool/result")
-        .map(|event| {
-            event["data"]["message"]["content"][0]["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .unwrap_or_default()
-}
-
-#[test]
-fn a_rejected_pre_step_ends_the_turn_blocked_with_no_step() {
-    let (out, events) = with_hooks("headless-pre-step", "        rejectStep: not now\n", &[]);
-    assert_eq!(out.code, Some(3), "{out:?}");
-    assert_eq!(
-        durable_types(&events),
-        ["turn/start", "turn/end"],
-        "{events:?}"
-    );
-    let end = events
-        .iter()
-        .find(|event| event["type"] == "turn/end")
-        .unwrap();
-    assert_eq!(end["data"]["reason"]["kind"], "blocked");
-}
-
-#[test]
-fn an_ask_with_no_answerer_is_unavailable_and_audited() {
-    let (out, events) = with_hooks(
-        "headless-ask",
-        "        preExecute: {kind: ask, reason: check first}\n",
-        &[],
-    );
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let decided = events
-        .iter()
-        .find(|event| event["type"] == "approval/decided")
-        .unwrap();
-    assert_eq!(decided["data"]["outcome"], "unavailable");
-    assert!(
-        events
-            .iter()
-            .any(|event| event["type"] == "approval/asked" && event["data"]["toolName"] == "bash")
-    );
-    let text = tool_result_text(&events);
-    assert!(
-        text.starts_with("Error: ") && text.contains("no approval channel"),
-        "{text}"
-    );
-}
-
-#[test]
-fn under_full_access_an_ask_is_rejected_before_anyone_is_asked() {
-    let (out, events) = with_hooks(
-        "headless-ask-never",
-        "        preExecute: {kind: ask}\n",
-        &[("DSH_PERMISSION_MODE", "danger-full-access")],
-    );
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let decided = events
-        .iter()
-        .find(|event| event["type"] == "approval/decided")
-        .unwrap();
-    assert_eq!(decided["data"]["outcome"], "rejected");
-    assert!(tool_result_text(&events).contains("rejected"), "{events:?}");
-}
-
-#[test]
-fn a_guard_denial_reaches_the_model_as_an_error_result() {
-    let (out, events) = with_hooks("headless-guard", "        guard: CLI_TOOL\n", &[]);
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let text = tool_result_text(&events);
-    assert!(
-        text.contains("hooks-probe guards against `CLI_TOOL`"),
-        "{text}"
-    );
-}
-
-#[test]
-fn context_added_after_a_call_is_logged_as_a_user_message_after_the_results() {
-    let (out, events) = with_hooks(
-        "headless-context",
-        "        postExecute: {kind: accept, additionalContexts: [{role: user, source: {kind: plugin, plugin: hooks-probe}, content: [{type: text, text: remember the tests}]}]}\n",
-        &[],
-    );
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let kinds: Vec<&str> = events.iter().filter_map(|event| event["type"].as_str()).collect();
-    let result = kinds.iter().position(|kind| *kind == "tool/result").unwrap();
-    let context = events
-        .iter()
-        .position(|event| {
-            event["type"] == "user/message"
-                && event["data"]["content"][0]["text"] == "remember the tests"
-        })
-        .unwrap_or_else(|| panic!("context not logged: {events:?}"));
-    assert!(context > result, "{kinds:?}");
-    assert_eq!(events[context]["data"]["source"]["kind"], "plugin");
 }

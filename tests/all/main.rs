@@ -7,6 +7,7 @@ mod conformance;
 mod examples;
 mod fakellm;
 mod headless;
+mod headless_hooks;
 mod llm;
 mod reload;
 mod runtime;

@@ -5,6 +5,7 @@
 //! epoch it failed with, or fully unloaded once disposed.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use abi_stable::std_types::{RErr, RString};
 use dsh_plugin_api::PluginError;
@@ -190,5 +191,23 @@ impl Inner {
     fn dispose_boxed(self: &Arc<Self>, id: super::FiberId) -> BoxFuture {
         let inner = self.clone();
         Box::pin(async move { inner.dispose(id).await })
+    }
+}
+
+/// One reconcile under way; leaving (even by cancellation, when the runtime stops mid-way)
+/// counts it out and wakes whoever waits for the tree to settle.
+pub(super) struct InFlight(Arc<Inner>);
+
+impl InFlight {
+    pub(super) fn enter(inner: &Arc<Inner>) -> Self {
+        inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self(inner.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.transitions.notify_waiters();
     }
 }

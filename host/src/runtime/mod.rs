@@ -308,7 +308,7 @@ impl Inner {
 
     /// Starts a reconcile of `fiber` on the runtime.
     fn schedule(self: &Arc<Self>, fiber: Arc<Fiber>) {
-        let busy = InFlight::enter(self);
+        let busy = lifecycle::InFlight::enter(self);
         let inner = self.clone();
         self.handle.spawn(async move {
             let _busy = busy;
@@ -322,7 +322,7 @@ impl Inner {
         };
         fiber.inner().disposed = true;
         fiber.cancel.notify_waiters();
-        let _busy = InFlight::enter(self);
+        let _busy = lifecycle::InFlight::enter(self);
         self.reconcile(&fiber).await;
     }
 
@@ -491,23 +491,5 @@ impl Inner {
 
     fn resolver(&self) -> Option<Arc<dyn Resolver>> {
         lock(&self.resolver).clone()
-    }
-}
-
-/// One reconcile under way; leaving (even by cancellation, when the runtime stops mid-way)
-/// counts it out and wakes whoever waits for the tree to settle.
-struct InFlight(Arc<Inner>);
-
-impl InFlight {
-    fn enter(inner: &Arc<Inner>) -> Self {
-        inner.in_flight.fetch_add(1, Ordering::AcqRel);
-        Self(inner.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-        self.0.transitions.notify_waiters();
     }
 }

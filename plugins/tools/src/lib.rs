@@ -4,6 +4,7 @@
 //! logic lives in `dsh-tools-core`; this crate wires it to the events, the session log and
 //! the host.
 
+mod body;
 mod cancel;
 mod pipeline;
 mod reply;
