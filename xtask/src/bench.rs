@@ -191,6 +191,18 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         section: TOOLS,
+        ours: "agent_step_overhead_at_step_10",
+        peer: None,
+        what: "harness overhead per step of a real headless turn against an instant model with a no-op tool, session on tmpfs, around step 10 (µs; target under 200)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_overhead_at_step_1000",
+        peer: None,
+        what: "the same around step 1,000 (µs; the request crosses the llm seam as JSON, so it grows with the history; step 10,000 is not run: the turn would take quadratic time)",
+    },
+    Figure {
+        section: TOOLS,
         ours: "visible_check_request_hash_step_10",
         peer: None,
         what: "model-visible check, request side: hashing the history of a request at step 10 (µs)",

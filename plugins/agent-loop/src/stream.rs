@@ -121,11 +121,11 @@ fn failure_of(json: &str) -> LlmFailure {
 /// Runs one attempt; `Err` is a log failure (the turn ends `error`).
 pub(crate) async fn attempt(
     llm: &LlmService,
-    request: &Value,
+    request: String,
     place: &StepPlace<'_>,
     cancel: &Arc<CancelFlag>,
 ) -> Result<Attempt, String> {
-    let opening = llm.stream(RString::from(request.to_string()));
+    let opening = llm.stream(RString::from(request));
     let Some(opened) = first_of(opening, cancel.wait()).await else {
         return Ok(Attempt::Cancelled);
     };

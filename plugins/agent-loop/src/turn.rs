@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use abi_stable::std_types::{RArc, RString, RVec};
 use dsh_agent_seam::{RequestError, StepView, TurnRequest};
-use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, Message, TokenUsage};
+use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, TokenUsage};
 use dsh_plugin_api::Service;
 use dsh_session_api::SessionBox;
 use dsh_tools_seam::{CancelFlag, StepCall, StepCalls};
@@ -225,14 +225,15 @@ async fn step_body(
             )?;
             *last_header = Some(header);
         }
-        let generate = json!({
-            "config": config,
-            "system": deps.system,
-            "messages": messages,
-            "tools": tools,
-            "sessionId": id.as_str(),
-        });
-        let outcome = attempt(&deps.llm, &generate, &place, &cancel.flag).await?;
+        // The history is spliced in as the log derived it (already JSON): it is the largest
+        // part of a request and needs no parse and re-encode here.
+        let generate = format!(
+            r#"{{"config":{config},"system":{},"messages":[{}],"tools":{tools},"sessionId":{}}}"#,
+            json!(deps.system),
+            messages.join(","),
+            json!(id.as_str()),
+        );
+        let outcome = attempt(&deps.llm, generate, &place, &cancel.flag).await?;
         let Attempt::Failed(failure, _) = &outcome else {
             break outcome;
         };
@@ -388,16 +389,15 @@ fn last_logged_header(log: &Log<'_>) -> Option<Value> {
         .map(|event| event["data"]["header"].clone())
 }
 
-fn derived_messages(session: &SessionBox) -> Result<Vec<Message>, String> {
+/// The derived history, each message as the JSON the log gives (`{role, content, source}`).
+fn derived_messages(session: &SessionBox) -> Result<Vec<String>, String> {
     let view = session.derive_messages();
     (0..view.message_count())
         .map(|index| {
-            let json = view
-                .message(index)
+            view.message(index)
                 .into_option()
-                .ok_or_else(|| format!("derived message {index} is missing"))?;
-            serde_json::from_str(&json)
-                .map_err(|error| format!("derived message {index} is not a message: {error}"))
+                .map(RString::into_string)
+                .ok_or_else(|| format!("derived message {index} is missing"))
         })
         .collect()
 }

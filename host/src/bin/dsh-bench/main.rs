@@ -2,6 +2,7 @@
 //! real benchmark plugin libraries (built next to this binary). Prints `name value unit` lines,
 //! the same shape as the Cordis peer script, so the two can be put side by side.
 
+mod agent;
 mod dispatch;
 mod lifecycle;
 mod process;
@@ -66,6 +67,7 @@ fn main() {
         }
     });
     let result = result.and_then(|()| if wants("tools") { tools::run() } else { Ok(()) });
+    let result = result.and_then(|()| if wants("agent") { agent::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("session") {
             // The recorded logs, when the shared folder sits beside the project.

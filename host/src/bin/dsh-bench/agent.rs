@@ -1,0 +1,90 @@
+//! Harness overhead per step: a real `dsh-host --profile headless` turn against the instant
+//! model of `bench-model` (answers at once with a no-op tool call), the session on a tmpfs when
+//! there is one, so the figure is the harness itself: logging, derive, the model-visible check,
+//! request serialization and the tool pipeline. The gap between consecutive model requests is one
+//! step; it is taken early in the turn and after 1,000 steps.
+
+use std::path::PathBuf;
+
+use crate::process::{Host, scratch};
+use crate::{median, report};
+
+const STEPS: usize = 1_000;
+
+pub(crate) fn run() -> Result<(), String> {
+    let dir = match PathBuf::from("/dev/shm").is_dir() {
+        true => {
+            let dir =
+                PathBuf::from("/dev/shm").join(format!("dsh-bench-agent-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).map_err(|error| error.to_string())?;
+            dir
+        }
+        false => scratch("agent")?,
+    };
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).map_err(|error| error.to_string())?;
+    let early: Vec<usize> = (11..=20).collect();
+    let late: Vec<usize> = (STEPS - 9..=STEPS).collect();
+    let wanted: Vec<String> = early.iter().chain(&late).map(ToString::to_string).collect();
+    let patch = dir.join("bench.patch.yml");
+    std::fs::write(
+        &patch,
+        format!(
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        report: [{}]\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
+            wanted.join(", "),
+            STEPS + 10
+        ),
+    )
+    .map_err(|error| error.to_string())?;
+    let (mut at_early, mut at_late) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let host = Host::start(
+            &dir,
+            &[
+                "--patch",
+                &patch.display().to_string(),
+                "--profile",
+                "headless",
+                "--no-watch",
+                "--",
+                "--cwd",
+                &work.display().to_string(),
+                "--model",
+                "instant/instant",
+                "go",
+            ],
+        )?;
+        let mut gaps = Vec::new();
+        for _ in 0..wanted.len() {
+            let line = host.line_after("bench step_gap_us ")?;
+            let mut parts = line.split_whitespace();
+            let number: usize = parts
+                .next()
+                .and_then(|n| n.parse().ok())
+                .ok_or("bad line")?;
+            let micros: f64 = parts
+                .next()
+                .and_then(|v| v.parse().ok())
+                .ok_or("bad line")?;
+            gaps.push((number, micros));
+        }
+        host.stop();
+        at_early.push(median(
+            gaps.iter()
+                .filter(|(n, _)| early.contains(n))
+                .map(|(_, v)| *v)
+                .collect(),
+        ));
+        at_late.push(median(
+            gaps.iter()
+                .filter(|(n, _)| late.contains(n))
+                .map(|(_, v)| *v)
+                .collect(),
+        ));
+    }
+    report("agent_step_overhead_at_step_10", median(at_early), "us");
+    report("agent_step_overhead_at_step_1000", median(at_late), "us");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
