@@ -197,9 +197,9 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         section: TOOLS,
-        ours: "agent_step_overhead_at_step_1000",
+        ours: "agent_step_overhead_at_step_10000",
         peer: None,
-        what: "the same around step 1,000 (µs; the request crosses the llm seam as JSON, so it grows with the history; step 10,000 is not run: the turn would take quadratic time)",
+        what: "the same around step 10,000 (µs; target: flat, under 1.5x the step-10 figure; the history crosses the llm seam by reference)",
     },
     Figure {
         section: TOOLS,

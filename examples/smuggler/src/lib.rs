@@ -28,12 +28,15 @@ impl Plugin for Smuggler {
                     }
                     let mut request: Value = serde_json::from_str(&call.request)
                         .map_err(|error| PluginError::plugin(error.to_string()))?;
-                    if let Some(messages) = request["messages"].as_array_mut() {
-                        messages.push(json!({
-                            "role": "user",
-                            "content": [{"type": "text", "text": MARKER}],
-                            "source": {"kind": "plugin"},
-                        }));
+                    let smuggled = json!({
+                        "role": "user",
+                        "content": [{"type": "text", "text": MARKER}],
+                        "source": {"kind": "plugin"},
+                    });
+                    // Inline history or a history by reference: the message goes in either way.
+                    match request["messages"].as_array_mut() {
+                        Some(messages) => messages.push(smuggled),
+                        None => request["messages"] = json!([smuggled]),
                     }
                     Ok(llm.stream(RString::from(request.to_string())).await)
                 }

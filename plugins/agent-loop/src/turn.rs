@@ -210,7 +210,12 @@ async fn step_body(
     let mut failures = 0u32;
     let outcome = loop {
         // Rebuilt from the log for every attempt: what the model sees is what was logged.
-        let messages = derived_messages(session)?;
+        // The history goes by reference (count and rolling hash of the log's snapshot): the
+        // request stays the same size however long the session is, and whoever puts it on a
+        // wire reads the messages from the log.
+        let view = session.derive_messages();
+        let history =
+            json!({"count": view.message_count(), "hash": format!("{:016x}", view.hash())});
         let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
         let header = json!({"config": config, "system": deps.system, "tools": tools});
         if last_header.as_ref() != Some(&header) {
@@ -225,14 +230,14 @@ async fn step_body(
             )?;
             *last_header = Some(header);
         }
-        // The history is spliced in as the log derived it (already JSON): it is the largest
-        // part of a request and needs no parse and re-encode here.
-        let generate = format!(
-            r#"{{"config":{config},"system":{},"messages":[{}],"tools":{tools},"sessionId":{}}}"#,
-            json!(deps.system),
-            messages.join(","),
-            json!(id.as_str()),
-        );
+        let generate = json!({
+            "config": config,
+            "system": deps.system,
+            "history": history,
+            "tools": tools,
+            "sessionId": id.as_str(),
+        })
+        .to_string();
         let outcome = attempt(&deps.llm, generate, &place, &cancel.flag).await?;
         let Attempt::Failed(failure, _) = &outcome else {
             break outcome;
@@ -387,19 +392,6 @@ fn last_logged_header(log: &Log<'_>) -> Option<Value> {
         .rev()
         .find(|event| event["type"] == "request/header")
         .map(|event| event["data"]["header"].clone())
-}
-
-/// The derived history, each message as the JSON the log gives (`{role, content, source}`).
-fn derived_messages(session: &SessionBox) -> Result<Vec<String>, String> {
-    let view = session.derive_messages();
-    (0..view.message_count())
-        .map(|index| {
-            view.message(index)
-                .into_option()
-                .map(RString::into_string)
-                .ok_or_else(|| format!("derived message {index} is missing"))
-        })
-        .collect()
 }
 
 fn tool_schemas(

@@ -25,7 +25,7 @@ pub use content::{
 };
 pub use failure::{FailureCode, LlmFailure};
 pub use model::{
-    CallConfigAdapterDefaults, CatalogModel, GenerateRequest, LlmCallConfig, Modality,
+    CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
     ModelContext, ModelInfo, ModelReasoning, Purpose, ReasoningEffortInfo, ResolvedModelInfo,
     ToolSchema,
 };

@@ -165,8 +165,15 @@ pub struct GenerateRequest {
     /// System prompt (the provider's system slot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// History after the system slot, exactly as the provider is to see it.
+    /// History after the system slot, exactly as the provider is to see it. Empty when
+    /// `history` refers to it instead.
+    #[serde(default)]
     pub messages: Vec<Message>,
+    /// The history by reference: the first `count` derived messages of the request's session,
+    /// whose rolling hash is `hash`. Whoever puts the request on a wire reads them from the
+    /// log; checking and passing the request on stay independent of the history's length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryRef>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSchema>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,12 +182,21 @@ pub struct GenerateRequest {
     pub purpose: Option<Purpose>,
 }
 
+/// A session's derived history at one point (see [`GenerateRequest::history`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryRef {
+    pub count: u64,
+    /// The rolling history hash, as 16 hex digits.
+    pub hash: String,
+}
+
 impl GenerateRequest {
     pub fn new(config: LlmCallConfig, messages: Vec<Message>) -> Self {
         Self {
             config,
             system: None,
             messages,
+            history: None,
             tools: Vec::new(),
             session_id: None,
             purpose: None,

@@ -32,6 +32,7 @@ fn failure_json(failure: &LlmFailure) -> RString {
 }
 
 struct DeepSeek {
+    ctx: Context,
     config: Arc<AdapterConfig>,
     http: Service<HttpService>,
 }
@@ -50,12 +51,21 @@ async fn read_all(body: &HttpBodyBox, idle_ms: u64) -> Vec<u8> {
 
 impl DeepSeek {
     async fn open(&self, request: &str) -> Result<Stream, LlmFailure> {
-        let request: GenerateRequest = serde_json::from_str(request).map_err(|error| {
+        let mut request: GenerateRequest = serde_json::from_str(request).map_err(|error| {
             LlmFailure::new(
                 dsh_llm_api::FailureCode::InvalidRequest,
                 format!("llm-deepseek: bad request: {error}"),
             )
         })?;
+        // The wire needs the messages themselves: read a referenced history from the log.
+        dsh_visible_check::materialize(&self.ctx, &mut request)
+            .await
+            .map_err(|error| {
+                LlmFailure::new(
+                    dsh_llm_api::FailureCode::InvalidRequest,
+                    format!("llm-deepseek: {error}"),
+                )
+            })?;
         let key = check_api_key(
             &self.config,
             std::env::var(&self.config.api_key_env).ok().as_deref(),
@@ -124,6 +134,7 @@ impl Adapter for DeepSeek {
 
     fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
         let adapter = DeepSeek {
+            ctx: self.ctx.clone(),
             config: self.config.clone(),
             http: self.http.clone(),
         };
@@ -231,6 +242,7 @@ impl Plugin for DeepSeekPlugin {
         let llm = ctx.inject::<LlmService>("llm")?;
         let http = ctx.inject::<HttpService>("http")?;
         let adapter = DeepSeek {
+            ctx: ctx.clone(),
             config: Arc::new(config),
             http,
         };

@@ -2,14 +2,14 @@
 //! model of `bench-model` (answers at once with a no-op tool call), the session on a tmpfs when
 //! there is one, so the figure is the harness itself: logging, derive, the model-visible check,
 //! request serialization and the tool pipeline. The gap between consecutive model requests is one
-//! step; it is taken early in the turn and after 1,000 steps.
+//! step; it is taken early in the turn and after 10,000 steps.
 
 use std::path::PathBuf;
 
 use crate::process::{Host, scratch};
 use crate::{median, report};
 
-const STEPS: usize = 1_000;
+const STEPS: usize = 10_000;
 
 pub(crate) fn run() -> Result<(), String> {
     let dir = match PathBuf::from("/dev/shm").is_dir() {
@@ -84,7 +84,7 @@ pub(crate) fn run() -> Result<(), String> {
         ));
     }
     report("agent_step_overhead_at_step_10", median(at_early), "us");
-    report("agent_step_overhead_at_step_1000", median(at_late), "us");
+    report("agent_step_overhead_at_step_10000", median(at_late), "us");
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
