@@ -203,6 +203,18 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         section: TOOLS,
+        ours: "agent_100_sessions_steps_per_s",
+        peer: None,
+        what: "100 sessions of 20 steps each, all at once in one host, instant model (steps/s)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_100_sessions_peak_rss",
+        peer: None,
+        what: "peak RSS of that host (MiB)",
+    },
+    Figure {
+        section: TOOLS,
         ours: "visible_check_request_hash_step_10",
         peer: None,
         what: "model-visible check of a request that carries its history inline: hashing it at step 10 (µs; the loop sends the history by reference, checked in constant time)",

@@ -3,6 +3,8 @@
 //! tool. Every request is timed against the previous one, so the gap is one whole step of the
 //! harness: logging, derive, the model-visible check, request serialization, the tool pipeline.
 //! It prints `bench step_gap_us <request number> <µs>` for the requests listed in `report`.
+//! With `concurrent`, it also drives that many sessions itself, one turn each, all at once,
+//! and prints `bench concurrent_steps_per_s <n>` and `bench concurrent_done`.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,14 +12,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RVec;
 use abi_stable::std_types::{RNone, ROk, ROption, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_agent_seam::{AGENT_LOOP, AgentLoopService, TurnRequest};
 use dsh_llm_seam::{
     Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, LLM, LlmService, StreamOutcome,
 };
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{lock, serde_json::json};
-use dsh_tools_seam::{CallView, CancelBox, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_plugin_api::{lock, serde_json, serde_json::json};
+use dsh_session_api::{CreateSession, SESSIONS, SessionsService};
+use dsh_tools_seam::{CallView, CancelBox, CancelFlag, TOOLS, Tool, Tool_TO, ToolsService};
 
 /// Config of `bench-model`.
 #[derive(Deserialize, JsonSchema)]
@@ -27,7 +32,11 @@ pub struct Config {
     /// Requests answered with a tool call before the closing text.
     pub steps: usize,
     /// Request numbers whose gap to the previous request is printed.
+    #[serde(default)]
     pub report: Vec<usize>,
+    /// Sessions to run at once (each one turn of `steps` steps), driven by this plugin.
+    #[serde(default)]
+    pub concurrent: Option<usize>,
 }
 
 struct Clock {
@@ -64,7 +73,7 @@ impl Adapter for Instantly {
         r#"[{"provider":"instant","id":"instant","name":"Instant"}]"#.into()
     }
 
-    fn stream(&self, _request: RString) -> FfiFuture<StreamOutcome> {
+    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
         let clock = &self.0;
         let number = clock.requests.fetch_add(1, Ordering::Relaxed) + 1;
         let now = Instant::now();
@@ -78,7 +87,13 @@ impl Adapter for Instantly {
                 now.duration_since(last).as_secs_f64() * 1e6
             );
         }
-        let chunks: Vec<String> = if number <= clock.steps {
+        // Each session's own progress: its history holds the task and two messages per step.
+        let history = serde_json::from_str::<serde_json::Value>(&request)
+            .ok()
+            .and_then(|request| request["history"]["count"].as_u64())
+            .unwrap_or(0);
+        let steps_done = usize::try_from(history.saturating_sub(1) / 2).unwrap_or(usize::MAX);
+        let chunks: Vec<String> = if steps_done < clock.steps {
             let call = json!({"type":"tool-call","id":format!("n{number}"),"name":"noop","arguments":"{}"});
             vec![
                 json!({"type":"block-start","index":0,"blockType":"tool-call"}).to_string(),
@@ -124,6 +139,56 @@ impl Tool for Noop {
     }
 }
 
+/// Runs `count` sessions at once, one turn of `steps` steps each, and prints the throughput.
+fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
+    let sessions = ctx.inject::<SessionsService>(SESSIONS)?;
+    let agent = ctx.inject::<AgentLoopService>(AGENT_LOOP)?;
+    let left = Arc::new(AtomicUsize::new(count));
+    let all_done = CancelFlag::new();
+    let started = Instant::now();
+    for index in 0..count {
+        let (sessions, agent, left, all_done) = (
+            sessions.clone(),
+            agent.clone(),
+            left.clone(),
+            all_done.clone(),
+        );
+        ctx.spawn(async move {
+            let created = sessions
+                .create(CreateSession {
+                    id: RSome(format!("bench-{index}").as_str().into()),
+                    cwd: RSome(".".into()),
+                    ..CreateSession::default()
+                })
+                .await;
+            if created.is_ok() {
+                agent
+                    .run_turn(TurnRequest {
+                        session: format!("bench-{index}").as_str().into(),
+                        input: "go".into(),
+                        provider: "instant".into(),
+                        model: "instant".into(),
+                        cwd: ".".into(),
+                        scope: RVec::new(),
+                    })
+                    .await;
+            }
+            if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                all_done.fire();
+            }
+        })?;
+    }
+    ctx.spawn(async move {
+        all_done.wait().await;
+        #[allow(clippy::cast_precision_loss, reason = "step counts far below 2^52")]
+        let per_second = (count * steps) as f64 / started.elapsed().as_secs_f64();
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "bench concurrent_steps_per_s {per_second:.1}");
+        let _ = writeln!(stdout, "bench concurrent_done");
+        let _ = stdout.flush();
+    })
+}
+
 pub struct BenchModel;
 
 impl Plugin for BenchModel {
@@ -152,7 +217,11 @@ impl Plugin for BenchModel {
             )
             .into_result()
             .map_err(|error| PluginError::plugin(error.to_string()))?;
-        ctx.on_dispose(move || drop((adapter, tool)))
+        ctx.on_dispose(move || drop((adapter, tool)))?;
+        if let Some(count) = config.concurrent {
+            drive(&ctx, count, config.steps)?;
+        }
+        Ok(())
     }
 }
 

@@ -85,6 +85,43 @@ pub(crate) fn run() -> Result<(), String> {
     }
     report("agent_step_overhead_at_step_10", median(at_early), "us");
     report("agent_step_overhead_at_step_10000", median(at_late), "us");
+    concurrent(&dir)?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// 100 sessions of 20 steps each, all at once in one host: steps per second and peak RSS.
+fn concurrent(dir: &std::path::Path) -> Result<(), String> {
+    let patch = dir.join("concurrent.patch.yml");
+    std::fs::write(
+        &patch,
+        "- insert:\n    - id: bench-model\n      name: bench-model\n      inject: [agent_loop, sessions]\n      config:\n        steps: 20\n        concurrent: 100\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: headless\n  disabled: true\n",
+    )
+    .map_err(|error| error.to_string())?;
+    let (mut rates, mut peaks) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let _ = std::fs::remove_dir_all(dir.join("sessions"));
+        let host = Host::start(
+            dir,
+            &[
+                "--patch",
+                &patch.display().to_string(),
+                "--profile",
+                "headless",
+                "--no-watch",
+            ],
+        )?;
+        let rate = host.line_after("bench concurrent_steps_per_s ")?;
+        host.line_after("bench concurrent_done")?;
+        peaks.push(host.status_kib("VmHWM")? / 1024.0);
+        host.stop();
+        rates.push(
+            rate.trim()
+                .parse::<f64>()
+                .map_err(|error| error.to_string())?,
+        );
+    }
+    report("agent_100_sessions_steps_per_s", median(rates), "steps/s");
+    report("agent_100_sessions_peak_rss", median(peaks), "MiB");
     Ok(())
 }

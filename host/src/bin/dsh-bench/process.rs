@@ -78,7 +78,7 @@ impl Host {
     }
 
     /// A `/proc/<pid>/status` field in KiB (`VmHWM` is the peak RSS).
-    fn status_kib(&self, field: &str) -> Result<f64, String> {
+    pub(crate) fn status_kib(&self, field: &str) -> Result<f64, String> {
         let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .map_err(|e| e.to_string())?;
         text.lines()
