@@ -247,9 +247,10 @@ fn a_refused_request_ends_the_turn_error_and_max_tokens_exits_4() {
     assert_eq!(end["data"]["reason"]["kind"], "max-tokens", "{end}");
 }
 
-#[test]
-fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
-    let dir = TestDir::new("headless-sigint");
+/// Starts a headless turn whose replayed model hangs, sends `signal` once it hangs, and answers
+/// the exit code and the logged events.
+fn signal_mid_stream(name: &str, signal: i32) -> (Option<i32>, Vec<Value>) {
+    let dir = TestDir::new(name);
     let log = dir.write(
         "replay/session.jsonl",
         &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
@@ -286,9 +287,16 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
         "the replay never started: {:?}",
         host.stderr()
     );
-    host.signal(2);
-    assert_eq!(host.wait_exit(WAIT), Some(130), "{:?}", host.stderr());
+    host.signal(signal);
+    let code = host.wait_exit(WAIT);
     let (events, _) = stream_json(&host.stdout().join("\n"));
+    (code, events)
+}
+
+#[test]
+fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
+    let (code, events) = signal_mid_stream("headless-sigint", 2);
+    assert_eq!(code, Some(130), "{events:?}");
     let end = events
         .iter()
         .find(|event| event["type"] == "turn/end")
@@ -302,6 +310,20 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
         kinds,
         ["turn/start", "step/start", "step/end", "turn/end"],
         "{events:?}"
+    );
+}
+
+#[test]
+fn sigterm_mid_stream_closes_the_turn_and_exits_143() {
+    let (code, events) = signal_mid_stream("headless-sigterm", 15);
+    assert_eq!(code, Some(143), "{events:?}");
+    let end = events
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(
+        end["data"]["reason"],
+        json!({"kind": "aborted", "reason": {"kind": "disposed"}})
     );
 }
 
