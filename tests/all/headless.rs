@@ -554,3 +554,53 @@ fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
         "the doctored request was answered: {events:?}"
     );
 }
+
+/// AGENTS.md of the working directory and its parent reach the model as one logged context
+/// snapshot, the system prompt comes from the system-prompt plugin, and a second turn of the
+/// same session does not log the unchanged snapshot again.
+#[test]
+fn agents_md_reaches_the_model_as_a_logged_snapshot_once() {
+    let server = FakeDeepSeek::start(vec![Reply::text("first"), Reply::text("second")]);
+    let dir = TestDir::new("headless-agents-md");
+    dir.write("AGENTS.md", "Outer rule: run the tests.");
+    dir.write("work/AGENTS.md", "Inner rule: keep it small.");
+    let out = against(&server, &dir, &["--output", "stream-json", "hello"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    let snapshots: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["data"]["source"]["form"] == "snapshot")
+        .collect();
+    assert_eq!(snapshots.len(), 1, "{events:?}");
+    let text = snapshots[0]["data"]["content"][0]["text"].as_str().unwrap();
+    let (outer, inner) = (
+        text.find("Outer rule").unwrap(),
+        text.find("Inner rule").unwrap(),
+    );
+    assert!(outer < inner, "{text}");
+    let first = server.requests()[0].body.clone();
+    assert!(
+        first["messages"].to_string().contains("Inner rule"),
+        "{first}"
+    );
+    assert_eq!(first["messages"][0]["role"], "system", "{first}");
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You are a coding agent") && system.contains("what you could not do"),
+        "the system-prompt plugin's identity and persona sections: {system}"
+    );
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    let again = against(
+        &server,
+        &dir,
+        &["--output", "stream-json", "--resume", &session, "again"],
+    );
+    assert_eq!(again.code, Some(0), "{again:?}");
+    let (events, _) = stream_json(&again.stdout);
+    assert!(
+        !events
+            .iter()
+            .any(|event| event["data"]["source"]["form"] == "snapshot"),
+        "an unchanged snapshot was logged again: {events:?}"
+    );
+}

@@ -5,9 +5,8 @@
 //! stops the running one (a stream cut mid-way keeps what arrived, calls never dispatched get
 //! `ABORTED_BEFORE_DISPATCH`, the turn ends `aborted` with the cause).
 //!
-//! Not built yet (issue 4 lists them): the agent registry and its inbox (`agents`), the
-//! `system-prompt` service (the system prompt is this row's `system` config for now),
-//! `agent/request` and `agent/turn-stopping`, the model-visible-means-logged check.
+//! Not built yet (issue 4 lists them): the agent registry and its inbox (`agents`),
+//! `agent/request` and `agent/turn-stopping`.
 
 mod log;
 mod stream;
@@ -39,7 +38,7 @@ use crate::turn::{Cancel, Tally};
 #[schemars(crate = "dsh_plugin_api::schemars")]
 #[serde(rename_all = "camelCase")]
 pub struct LoopConfig {
-    /// The system prompt of every request.
+    /// The system prompt when no `system_prompt` service is mounted.
     pub system: String,
     /// Steps one turn may take before it ends `error` (`MAX_STEPS`).
     pub max_steps: u64,
@@ -58,6 +57,7 @@ impl Default for LoopConfig {
 
 /// What a turn needs.
 pub(crate) struct Deps {
+    pub(crate) ctx: Context,
     pub(crate) sessions: Service<SessionsService>,
     pub(crate) llm: Service<LlmService>,
     pub(crate) tools: Option<Service<ToolsService>>,
@@ -185,6 +185,7 @@ impl Plugin for AgentLoopPlugin {
 
     async fn apply(ctx: Context, config: LoopConfig) -> Result<(), PluginError> {
         let deps = Arc::new(Deps {
+            ctx: ctx.clone(),
             sessions: ctx.inject::<SessionsService>(SESSIONS)?,
             llm: ctx.inject::<LlmService>(LLM)?,
             tools: Some(ctx.inject::<ToolsService>(TOOLS)?),

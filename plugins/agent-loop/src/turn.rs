@@ -7,7 +7,11 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::{RArc, RString, RVec};
-use dsh_agent_seam::{RequestError, StepView, TurnRequest};
+use std::collections::HashMap;
+
+use dsh_agent_seam::{
+    PromptRequest, RequestError, SYSTEM_PROMPT, StepView, SystemPromptService, TurnRequest,
+};
 use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, TokenUsage};
 use dsh_plugin_api::Service;
 use dsh_session_api::SessionBox;
@@ -94,7 +98,10 @@ pub(crate) async fn steps(
     if request.provider.is_empty() {
         return Ok(End::error(NO_MODEL, "NO_MODEL"));
     }
-    let mut last_header = last_logged_header(&log);
+    let mut memory = Memory {
+        last_header: last_logged_header(&log),
+        snapshots: logged_snapshots(&log),
+    };
     let id = session.id();
     for step in 1..=deps.max_steps {
         if cancel.flag.is_fired() {
@@ -146,7 +153,7 @@ pub(crate) async fn steps(
             step,
             cancel,
             tally,
-            &mut last_header,
+            &mut memory,
         )
         .await;
         // `step/end` is written whatever happened inside the step, so the log never keeps a
@@ -181,7 +188,7 @@ async fn step_body(
     step: u64,
     cancel: &Cancel,
     tally: &mut Tally,
-    last_header: &mut Option<Value>,
+    memory: &mut Memory,
 ) -> Result<Option<End>, String> {
     let log = Log { session };
     let id = session.id();
@@ -194,6 +201,7 @@ async fn step_body(
         });
         log.append("user/message", &message)?;
     }
+    let system = assemble_prompt(deps, &log, request, turn, step, memory).await?;
     // Durability checkpoint: the log says truthfully what was asked before asking.
     if let Err(error) = session.flush().await.into_result() {
         return Err(format!("session flush failed: {error}"));
@@ -217,9 +225,9 @@ async fn step_body(
         let history =
             json!({"count": view.message_count(), "hash": format!("{:016x}", view.hash())});
         let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
-        let header = json!({"config": config, "system": deps.system, "tools": tools});
-        if last_header.as_ref() != Some(&header) {
-            let reason = if last_header.is_none() {
+        let header = json!({"config": config, "system": system, "tools": tools});
+        if memory.last_header.as_ref() != Some(&header) {
+            let reason = if memory.last_header.is_none() {
                 "initial"
             } else {
                 "change"
@@ -228,11 +236,11 @@ async fn step_body(
                 "request/header",
                 &json!({"header": header, "reason": reason}),
             )?;
-            *last_header = Some(header);
+            memory.last_header = Some(header);
         }
         let generate = json!({
             "config": config,
-            "system": deps.system,
+            "system": system,
             "history": history,
             "tools": tools,
             "sessionId": id.as_str(),
@@ -384,6 +392,77 @@ async fn run_tools(
         return Ok(Some(End::completed()));
     }
     Ok(None)
+}
+
+/// What a turn remembers of its log between steps.
+pub(crate) struct Memory {
+    last_header: Option<Value>,
+    /// The last logged text of each prompt context snapshot, by key.
+    snapshots: HashMap<String, String>,
+}
+
+const SNAPSHOT_PLUGIN: &str = "system-prompt";
+
+/// The snapshots already in the log, so a resumed session does not log them again.
+fn logged_snapshots(log: &Log<'_>) -> HashMap<String, String> {
+    let mut snapshots = HashMap::new();
+    for event in log.events() {
+        let source = &event["data"]["source"];
+        if event["type"] == "user/message"
+            && source["plugin"] == SNAPSHOT_PLUGIN
+            && let (Some(key), Some(text)) = (
+                source["key"].as_str(),
+                event["data"]["content"][0]["text"].as_str(),
+            )
+        {
+            snapshots.insert(key.to_owned(), text.to_owned());
+        }
+    }
+    snapshots
+}
+
+/// The system prompt of this step (the `system_prompt` service's, else the row's), after
+/// appending every context snapshot that changed since it was last logged.
+async fn assemble_prompt(
+    deps: &Deps,
+    log: &Log<'_>,
+    request: &TurnRequest,
+    turn: u64,
+    step: u64,
+    memory: &mut Memory,
+) -> Result<String, String> {
+    let Ok(Some(prompt)) = deps.ctx.get::<SystemPromptService>(SYSTEM_PROMPT) else {
+        return Ok(deps.system.clone());
+    };
+    let assembled = prompt
+        .assemble(PromptRequest {
+            session: log.session.id(),
+            cwd: request.cwd.clone(),
+            scope: request.scope.clone(),
+        })
+        .await;
+    let assembled: Value =
+        serde_json::from_str(&assembled).map_err(|error| format!("system prompt: {error}"))?;
+    if let Some(error) = assembled["error"].as_str() {
+        return Err(format!("system prompt: {error}"));
+    }
+    for context in assembled["contexts"].as_array().into_iter().flatten() {
+        let (Some(key), Some(text)) = (context["key"].as_str(), context["text"].as_str()) else {
+            continue;
+        };
+        if memory.snapshots.get(key).map(String::as_str) == Some(text) {
+            continue;
+        }
+        let message = json!({
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "plugin", "plugin": SNAPSHOT_PLUGIN, "form": "snapshot", "key": key},
+            "role": "user",
+            "id": format!("{}-t{turn}-s{step}-{key}", log.session.id()),
+        });
+        log.append("user/message", &message)?;
+        memory.snapshots.insert(key.to_owned(), text.to_owned());
+    }
+    Ok(assembled["system"].as_str().unwrap_or_default().to_owned())
 }
 
 fn last_logged_header(log: &Log<'_>) -> Option<Value> {

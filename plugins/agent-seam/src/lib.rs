@@ -16,7 +16,7 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
-use abi_stable::std_types::{RBox, RString, RVec};
+use abi_stable::std_types::{RBox, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::WaterfallEvent;
@@ -85,3 +85,40 @@ pub trait AgentLoop: Send + Sync {
     fn cancel(&self, session: RString, cause: RString) -> bool;
 }
 pub type AgentLoopService = AgentLoop_TO<'static, RBox<()>>;
+
+/// Service key of prompt assembly.
+pub const SYSTEM_PROMPT: &str = "system_prompt";
+
+/// `system-prompt/assemble`: the assembled system prompt on its way to the request; a listener
+/// may answer another text (or call `next` and change what it returns).
+pub const SYSTEM_PROMPT_ASSEMBLE: WaterfallEvent<PromptRequest, RString> =
+    WaterfallEvent::new("system-prompt/assemble");
+
+/// What a prompt is assembled for.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct PromptRequest {
+    pub session: RString,
+    pub cwd: RString,
+    pub scope: RVec<RString>,
+}
+
+/// Keeps a section registered; dropping it removes the section.
+#[sabi_trait]
+pub trait SectionHandle: Send + Sync {
+    fn id(&self) -> RString;
+}
+pub type SectionHandleBox = SectionHandle_TO<'static, RBox<()>>;
+
+/// The `system_prompt` service.
+#[sabi_trait]
+pub trait SystemPrompt: Send + Sync {
+    /// Adds a section: `{"id","order","text"}` (identity -100, persona 0, tool guidance
+    /// 100-199; equal orders sort by id). A second section with the same id is refused.
+    fn section(&self, owner: RString, section: RString) -> RResult<SectionHandleBox, RString>;
+    /// Assembles the prompt: `{"system": "...", "contexts": [{"key","text"}]}`. Contexts are
+    /// snapshots the loop appends to the history (as plugin-sourced user messages) when they
+    /// changed, instead of rewriting the system prompt.
+    fn assemble(&self, request: PromptRequest) -> FfiFuture<RString>;
+}
+pub type SystemPromptService = SystemPrompt_TO<'static, RBox<()>>;

@@ -1,0 +1,81 @@
+//! `AGENTS.md` files of the working directory and its parents, as one context snapshot: the
+//! nearest file last (it is the most specific), at most `cap` bytes in all (the farthest files
+//! give way first).
+
+use std::path::Path;
+
+/// The snapshot text, or `None` when there is no instruction file.
+pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
+    let mut found = Vec::new();
+    let mut dir = Some(cwd);
+    while let Some(current) = dir {
+        let file = current.join("AGENTS.md");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let shown = match file.strip_prefix(cwd) {
+                Ok(relative) => relative.display().to_string(),
+                Err(_) => file.display().to_string(),
+            };
+            found.push((shown, text));
+        }
+        dir = current.parent();
+    }
+    if found.is_empty() {
+        return None;
+    }
+    // Nearest first while budgeting, so the most specific file is the one always kept.
+    let mut kept = Vec::new();
+    let mut budget = cap;
+    for (shown, text) in found {
+        if text.len() > budget {
+            let cut = floor_char_boundary(&text, budget);
+            kept.push((shown, format!("{}\n[cut at the size cap]", &text[..cut])));
+            break;
+        }
+        budget -= text.len();
+        kept.push((shown, text));
+    }
+    kept.reverse();
+    let mut out = String::from(
+        "Project instructions from AGENTS.md files (farthest first; nearer files are more specific \
+         and win where they differ):",
+    );
+    for (shown, text) in kept {
+        out.push_str(&format!("\n\n## {shown}\n\n{}", text.trim_end()));
+    }
+    Some(out)
+}
+
+fn floor_char_boundary(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_file_comes_last_and_the_cap_drops_the_farthest() {
+        let root = std::env::temp_dir().join(format!("dsh-agents-md-{}", std::process::id()));
+        let nested = root.join("a/b");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "outer rule").unwrap();
+        std::fs::write(nested.join("AGENTS.md"), "inner rule").unwrap();
+        let text = agents_md(&nested, 1 << 16).unwrap();
+        let (outer, inner) = (
+            text.find("outer rule").unwrap(),
+            text.find("inner rule").unwrap(),
+        );
+        assert!(outer < inner, "{text}");
+        let capped = agents_md(&nested, 12).unwrap();
+        assert!(
+            capped.contains("inner rule") && capped.contains("cut at the size cap"),
+            "{capped}"
+        );
+        assert!(!capped.contains("outer rule"), "{capped}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
