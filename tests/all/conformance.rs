@@ -45,7 +45,14 @@ const SKIPPED: &[(&str, &str)] = &[
     ),
 ];
 
-const DURABLE: [&str; 7] = [
+/// Cases whose inbox splices are not compared, and why.
+const INBOX_NOT_COMPARED: &[(&str, &str)] = &[(
+    "acp/snapshots/repeat-tool-reminder",
+    "its repeated-tool reminders are queued by a plugin we do not have",
+)];
+
+const DURABLE: [&str; 8] = [
+    "agent/inbox/spliced",
     "turn/start",
     "turn/end",
     "step/start",
@@ -64,11 +71,12 @@ fn read_events(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn durable(events: &[Value]) -> Vec<String> {
+fn durable(events: &[Value], inbox: bool) -> Vec<String> {
     events
         .iter()
         .filter_map(|event| event["type"].as_str())
         .filter(|kind| DURABLE.contains(kind))
+        .filter(|kind| inbox || *kind != "agent/inbox/spliced")
         .map(str::to_owned)
         .collect()
 }
@@ -204,11 +212,12 @@ fn run_case(case: &str) -> Result<(), String> {
         .map(|line| line["event"].clone())
         .collect();
     let mut problems = Vec::new();
-    if durable(&ours) != durable(&recorded) {
+    let inbox = !INBOX_NOT_COMPARED.iter().any(|(name, _)| *name == case);
+    if durable(&ours, inbox) != durable(&recorded, inbox) {
         problems.push(format!(
             "durable events differ:\n  ours     {:?}\n  recorded {:?}",
-            durable(&ours),
-            durable(&recorded)
+            durable(&ours, inbox),
+            durable(&recorded, inbox)
         ));
     }
     if calls(&ours) != calls(&recorded) {
@@ -255,6 +264,9 @@ fn run_case(case: &str) -> Result<(), String> {
 fn recorded_single_turn_cases_replay_to_the_recorded_sequence() {
     for (case, reason) in SKIPPED {
         eprintln!("conformance: skipped {case}: {reason}");
+    }
+    for (case, reason) in INBOX_NOT_COMPARED {
+        eprintln!("conformance: inbox splices of {case} not compared: {reason}");
     }
     let failures: Vec<String> = CASES
         .iter()

@@ -52,7 +52,8 @@ pub(crate) fn stream_json(stdout: &str) -> (Vec<Value>, Value) {
     (events, result)
 }
 
-const DURABLE: [&str; 7] = [
+const DURABLE: [&str; 8] = [
+    "agent/inbox/spliced",
     "turn/start",
     "turn/end",
     "step/start",
@@ -308,7 +309,14 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
     let kinds = durable_types(&events);
     assert_eq!(
         kinds,
-        ["turn/start", "step/start", "step/end", "turn/end"],
+        [
+            "agent/inbox/spliced",
+            "turn/start",
+            "agent/inbox/spliced",
+            "step/start",
+            "step/end",
+            "turn/end"
+        ],
         "{events:?}"
     );
 }

@@ -48,9 +48,15 @@ fn tool_result_text(events: &[Value]) -> String {
 fn a_rejected_pre_step_ends_the_turn_blocked_with_no_step() {
     let (out, events) = with_hooks("headless-pre-step", "        rejectStep: not now\n", &[]);
     assert_eq!(out.code, Some(3), "{out:?}");
+    // The task was claimed at the turn's start (as the turn flow says), then the step refused.
     assert_eq!(
         durable_types(&events),
-        ["turn/start", "turn/end"],
+        [
+            "agent/inbox/spliced",
+            "turn/start",
+            "agent/inbox/spliced",
+            "turn/end"
+        ],
         "{events:?}"
     );
     let end = events

@@ -10,7 +10,8 @@ use abi_stable::std_types::{RArc, RString, RVec};
 use std::collections::HashMap;
 
 use dsh_agent_seam::{
-    PromptRequest, RequestError, SYSTEM_PROMPT, StepView, SystemPromptService, TurnRequest,
+    AGENTS, AgentsService, PromptRequest, RequestError, SYSTEM_PROMPT, StepView,
+    SystemPromptService, TurnRequest,
 };
 use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, TokenUsage};
 use dsh_plugin_api::Service;
@@ -101,7 +102,16 @@ pub(crate) async fn steps(
     let mut memory = Memory {
         last_header: last_logged_header(&log),
         snapshots: logged_snapshots(&log),
+        pending: claim(deps, session, true)?,
     };
+    if !request.input.is_empty() {
+        memory.pending.push(json!({
+            "content": [{"type": "text", "text": request.input.as_str()}],
+            "source": {"kind": "user"},
+            "role": "user",
+            "id": format!("{}-t{turn}-input", session.id()),
+        }));
+    }
     let id = session.id();
     for step in 1..=deps.max_steps {
         if cancel.flag.is_fired() {
@@ -144,6 +154,10 @@ pub(crate) async fn steps(
                 ));
             }
         }
+        if step > 1 {
+            // Steering: what arrived for the next step enters now.
+            memory.pending.extend(claim(deps, session, false)?);
+        }
         log.append("step/start", &json!({"turn": turn, "step": step}))?;
         let ran = step_body(
             deps,
@@ -161,8 +175,18 @@ pub(crate) async fn steps(
         let closed = log.append("step/end", &json!({"turn": turn, "step": step}));
         let end = ran?;
         closed?;
-        if let Some(end) = end {
-            return Ok(end);
+        match end {
+            // Input that arrived for the next step while this one ran owes the model another
+            // step, even though nothing else does.
+            Some(end) if end.reason["kind"] == "completed" => {
+                let steering = claim(deps, session, false)?;
+                if steering.is_empty() {
+                    return Ok(end);
+                }
+                memory.pending = steering;
+            }
+            Some(end) => return Ok(end),
+            None => {}
         }
     }
     Ok(End::error(
@@ -192,13 +216,7 @@ async fn step_body(
 ) -> Result<Option<End>, String> {
     let log = Log { session };
     let id = session.id();
-    if step == 1 && !request.input.is_empty() {
-        let message = json!({
-            "content": [{"type": "text", "text": request.input.as_str()}],
-            "source": {"kind": "user"},
-            "role": "user",
-            "id": format!("{id}-t{turn}-input"),
-        });
+    for message in std::mem::take(&mut memory.pending) {
         log.append("user/message", &message)?;
     }
     let system = assemble_prompt(deps, &log, request, turn, step, memory).await?;
@@ -399,6 +417,20 @@ pub(crate) struct Memory {
     last_header: Option<Value>,
     /// The last logged text of each prompt context snapshot, by key.
     snapshots: HashMap<String, String>,
+    /// Claimed input that enters at the next step.
+    pending: Vec<Value>,
+}
+
+/// Claims the session's inbox (`agents`), when the service is mounted.
+fn claim(deps: &Deps, session: &SessionBox, turn_boundary: bool) -> Result<Vec<Value>, String> {
+    let Ok(Some(agents)) = deps.ctx.get::<AgentsService>(AGENTS) else {
+        return Ok(Vec::new());
+    };
+    let claimed = agents
+        .claim(session.id(), turn_boundary)
+        .into_result()
+        .map_err(|error| format!("inbox: {error}"))?;
+    serde_json::from_str(&claimed).map_err(|error| format!("inbox: {error}"))
 }
 
 const SNAPSHOT_PLUGIN: &str = "system-prompt";

@@ -122,3 +122,20 @@ pub trait SystemPrompt: Send + Sync {
     fn assemble(&self, request: PromptRequest) -> FfiFuture<RString>;
 }
 pub type SystemPromptService = SystemPrompt_TO<'static, RBox<()>>;
+
+/// Service key of the agent registry and its inboxes.
+pub const AGENTS: &str = "agents";
+
+/// The `agents` service: each session's inbox, two lists. `next-turn` messages start turns
+/// (one per turn); `next-step` messages join the running turn at its next step boundary
+/// (steering). Every change is logged as `agent/inbox/spliced`.
+#[sabi_trait]
+pub trait Agents: Send + Sync {
+    /// Queues a user message (JSON; an id is given when it has none) on `target`
+    /// (`next-turn` or `next-step`).
+    fn enqueue(&self, session: RString, target: RString, message: RString) -> RResult<(), RString>;
+    /// Takes every `next-step` message and, at a turn boundary, one `next-turn` message, in
+    /// that order (JSON array of messages), logging the removals.
+    fn claim(&self, session: RString, turn_boundary: bool) -> RResult<RString, RString>;
+}
+pub type AgentsService = Agents_TO<'static, RBox<()>>;

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RSome, RString, RVec};
-use dsh_agent_seam::{AGENT_LOOP, AgentLoopService, TurnRequest};
+use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentLoopService, AgentsService, TurnRequest};
 use dsh_plugin_api::io::control::{HOST_CONTROL, HOST_STOPPING, HostControlService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CmdlineArgs, Service, lock};
@@ -173,11 +173,35 @@ impl Runner {
             current.session = Some(id.clone());
             current.stream_json = args.output == Output::StreamJson;
         }
+        // With an inbox, the task is queued there and the turn claims it (both logged);
+        // without one, the turn takes it directly.
+        let mut input = args.task.clone();
+        if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
+            let message = json!({
+                "content": [{"type": "text", "text": args.task}],
+                "source": {"kind": "user"},
+                "role": "user",
+            });
+            match agents
+                .enqueue(
+                    id.as_str().into(),
+                    "next-turn".into(),
+                    message.to_string().into(),
+                )
+                .into_result()
+            {
+                Ok(()) => input.clear(),
+                Err(error) => {
+                    err(&format!("dsh: {error}"));
+                    return 1;
+                }
+            }
+        }
         let outcome = self
             .agent
             .run_turn(TurnRequest {
                 session: id.as_str().into(),
-                input: args.task.as_str().into(),
+                input: input.as_str().into(),
                 provider: provider.as_str().into(),
                 model: model.as_str().into(),
                 cwd: cwd.to_string_lossy().as_ref().into(),
