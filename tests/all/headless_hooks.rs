@@ -144,3 +144,37 @@ fn context_added_after_a_call_is_logged_as_a_user_message_after_the_results() {
     assert!(context > result, "{kinds:?}");
     assert_eq!(events[context]["data"]["source"]["kind"], "plugin");
 }
+
+/// A message queued on `next-step` while a step runs enters at the next step boundary, before
+/// that step's request, with both splices logged.
+#[test]
+fn steering_input_enters_at_the_next_step() {
+    let (out, events) = with_hooks(
+        "headless-steer",
+        "        steer: also check the docs\n",
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let position = |kind: &str, step: u64| {
+        events
+            .iter()
+            .position(|event| event["type"] == kind && event["data"]["step"] == step)
+            .unwrap_or_else(|| panic!("no {kind} of step {step}: {events:?}"))
+    };
+    let steer = events
+        .iter()
+        .position(|event| {
+            event["type"] == "user/message"
+                && event["data"]["content"][0]["text"] == "also check the docs"
+        })
+        .unwrap_or_else(|| panic!("steering not logged: {events:?}"));
+    assert!(position("step/start", 2) < steer, "{events:?}");
+    assert!(steer < position("assistant/message", 2), "{events:?}");
+    let splices: Vec<&Value> = events
+        .iter()
+        .filter(|event| {
+            event["type"] == "agent/inbox/spliced" && event["data"]["target"] == "next-step"
+        })
+        .collect();
+    assert_eq!(splices.len(), 2, "inserted then claimed: {splices:?}");
+}

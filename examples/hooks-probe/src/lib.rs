@@ -2,11 +2,15 @@
 //! the pipeline's refusals through the real binary: `rejectStep` refuses every step on
 //! `agent/pre-step`, `preExecute` and `postExecute` are the decisions every call gets on
 //! `tools/pre-execute` and `tools/post-execute`, and
-//! `guard` registers a guard that denies calls whose arguments contain that text.
+//! `guard` registers a guard that denies calls whose arguments contain that text, and `steer`
+//! queues a steering message on the session's `next-step` list after the first tool call.
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
-use dsh_agent_seam::AGENT_PRE_STEP;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use dsh_agent_seam::{AGENT_PRE_STEP, AGENTS, AgentsService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, Value};
 use dsh_tools_seam::{
@@ -27,6 +31,8 @@ pub struct Config {
     pub pre_execute: Option<Value>,
     pub post_execute: Option<Value>,
     pub guard: Option<String>,
+    /// Queued on the session's `next-step` list after the first tool call: steering.
+    pub steer: Option<String>,
 }
 
 struct Contains(String);
@@ -71,6 +77,30 @@ impl Plugin for HooksProbe {
             ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |_post, _next| {
                 let answer = RString::from(answer.as_str());
                 async move { Ok(answer) }
+            })?;
+        }
+        if let Some(text) = config.steer {
+            let ctx_for_steer = ctx.clone();
+            let sent = Arc::new(AtomicBool::new(false));
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |post, next| {
+                let (ctx, text, sent) = (ctx_for_steer.clone(), text.clone(), sent.clone());
+                async move {
+                    if !sent.swap(true, Ordering::AcqRel)
+                        && let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS)
+                    {
+                        let message = serde_json::json!({
+                            "content": [{"type": "text", "text": text}],
+                            "source": {"kind": "user"},
+                            "role": "user",
+                        });
+                        let _ = agents.enqueue(
+                            post.call.session.clone(),
+                            "next-step".into(),
+                            message.to_string().into(),
+                        );
+                    }
+                    next.run().await
+                }
             })?;
         }
         if let Some(text) = config.guard {

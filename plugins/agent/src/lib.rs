@@ -95,7 +95,9 @@ impl Agents for Service {
             NEXT_TURN => &mut inbox.next_turn,
             NEXT_STEP => &mut inbox.next_step,
             other => {
-                return RErr(format!("inbox target `{other}` is not next-turn or next-step").into());
+                return RErr(
+                    format!("inbox target `{other}` is not next-turn or next-step").into(),
+                );
             }
         };
         let data = json!({"target": target.as_str(), "start": list.len(), "inserted": [message]});
