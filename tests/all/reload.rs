@@ -355,3 +355,45 @@ fn a_row_moved_into_an_isolating_group_takes_the_group_scope() {
     host.wait_stdout_count("consumer says: Hello, world!", 2, WAIT);
     assert_eq!(host.stop(), Some(0));
 }
+
+/// Prompt sections follow reloads: a section's row edited replaces its section (no duplicate
+/// refused, no stale text), and the system-prompt row remounted gets every section back.
+#[test]
+fn prompt_sections_follow_reloads_of_their_rows_and_of_the_service() {
+    for lib in ["system_prompt", "prompt_probe"] {
+        plugin_lib(lib);
+    }
+    let dir = TestDir::new("reload-prompt");
+    let tree = |identity: &str, guide: &str| {
+        format!(
+            "- id: system-prompt\n  name: system-prompt\n  config:\n    identity: {identity}\n    persona: ''\n    agentsMd: false\n- id: probe\n  name: prompt-probe\n  config:\n    section: {{id: guide, order: 100, text: {guide}}}\n"
+        )
+    };
+    let config = dir.write("tree.yml", &tree("Identity one", "Guide one"));
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let systems = |host: &HostProcess| -> Vec<String> {
+        host.stdout()
+            .iter()
+            .filter_map(|line| line.strip_prefix("prompt "))
+            .map(|json| {
+                let value: serde_json::Value = serde_json::from_str(json).unwrap();
+                value["system"].as_str().unwrap_or_default().to_owned()
+            })
+            .collect()
+    };
+    host.wait_stdout_count("prompt ", 1, WAIT);
+    assert_eq!(systems(&host), ["Identity one\n\nGuide one"]);
+    dir.write("tree.yml", &tree("Identity one", "Guide two"));
+    host.wait_stdout_count("prompt ", 2, WAIT);
+    assert_eq!(systems(&host)[1], "Identity one\n\nGuide two");
+    dir.write("tree.yml", &tree("Identity two", "Guide two"));
+    host.wait_stdout_count("prompt ", 3, WAIT);
+    assert_eq!(systems(&host)[2], "Identity two\n\nGuide two");
+    let refused: Vec<String> = host
+        .stderr()
+        .into_iter()
+        .filter(|line| line.contains("already exists") || line.contains("plugin failed"))
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(host.stop(), Some(0));
+}
