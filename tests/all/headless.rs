@@ -612,3 +612,28 @@ fn agents_md_reaches_the_model_as_a_logged_snapshot_once() {
         "an unchanged snapshot was logged again: {events:?}"
     );
 }
+
+/// `agent/turn-stopping` keeps a completed turn going: the hook's message enters as the next
+/// step's input, the model answers it, and only then does the turn end.
+#[test]
+fn a_turn_stopping_hook_keeps_the_turn_going_once() {
+    dsh_tests::plugin_lib("hooks_probe");
+    let server = FakeDeepSeek::start(vec![Reply::text("first"), Reply::text("second")]);
+    let dir = TestDir::new("headless-continue");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- insert:\n    - id: hooks\n      name: hooks-probe\n      config:\n        continueWith: now check again\n",
+    );
+    let out = against(&server, &dir, &["--output", "stream-json", "hello"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(server.requests().len(), 2);
+    let (events, result) = stream_json(&out.stdout);
+    assert_eq!(result["output"], "second");
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "turn/end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{events:?}");
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(second.contains("now check again"), "{second}");
+}

@@ -3,14 +3,15 @@
 //! `agent/pre-step`, `preExecute` and `postExecute` are the decisions every call gets on
 //! `tools/pre-execute` and `tools/post-execute`, and
 //! `guard` registers a guard that denies calls whose arguments contain that text, and `steer`
-//! queues a steering message on the session's `next-step` list after the first tool call.
+//! queues a steering message on the session's `next-step` list after the first tool call;
+//! `continueWith` keeps the first completed turn going once with that message.
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dsh_agent_seam::{AGENT_PRE_STEP, AGENTS, AgentsService};
+use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_TURN_STOPPING, AGENTS, AgentsService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, Value};
 use dsh_tools_seam::{
@@ -33,6 +34,8 @@ pub struct Config {
     pub guard: Option<String>,
     /// Queued on the session's `next-step` list after the first tool call: steering.
     pub steer: Option<String>,
+    /// Answered (once) on `agent/turn-stopping`: the turn goes on with this message.
+    pub continue_with: Option<String>,
 }
 
 struct Contains(String);
@@ -100,6 +103,22 @@ impl Plugin for HooksProbe {
                         );
                     }
                     next.run().await
+                }
+            })?;
+        }
+        if let Some(text) = config.continue_with {
+            let answered = Arc::new(AtomicBool::new(false));
+            ctx.on_serial(&AGENT_TURN_STOPPING, move |_stopping| {
+                let (text, answered) = (text.clone(), answered.clone());
+                async move {
+                    if answered.swap(true, Ordering::AcqRel) {
+                        return None;
+                    }
+                    let message = serde_json::json!({
+                        "content": [{"type": "text", "text": text}],
+                        "source": {"kind": "plugin", "plugin": "hooks-probe"},
+                    });
+                    Some(RString::from(message.to_string()))
                 }
             })?;
         }

@@ -5,8 +5,8 @@
 //! stops the running one (a stream cut mid-way keeps what arrived, calls never dispatched get
 //! `ABORTED_BEFORE_DISPATCH`, the turn ends `aborted` with the cause).
 //!
-//! Not built yet (issue 4 lists them): the agent registry and its inbox (`agents`),
-//! `agent/request` and `agent/turn-stopping`.
+//! Hooks: `agent/pre-step` (enter or reject), `agent/request` (the request before `llm`),
+//! `agent/request-error` (retry), `agent/turn-stopping` (keep a completed turn going).
 
 mod log;
 mod stream;
@@ -19,12 +19,12 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{
-    AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST_ERROR, AgentLoop, AgentLoop_TO, RequestError,
-    StepView, TurnRequest,
+    AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST, AGENT_REQUEST_ERROR, AGENT_TURN_STOPPING, AgentLoop,
+    AgentLoop_TO, AgentRequest, RequestError, StepView, TurnRequest, TurnStopping,
 };
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Channel, Service, lock};
+use dsh_plugin_api::{Channel, SerialEvent, Service, lock};
 use dsh_session_api::{SESSIONS, SessionsService};
 use dsh_tools_seam::{CancelFlag, TOOLS, ToolsService};
 use serde_json::json;
@@ -63,6 +63,8 @@ pub(crate) struct Deps {
     pub(crate) tools: Option<Service<ToolsService>>,
     pub(crate) pre_step: Channel<WaterfallEvent<StepView, RString>>,
     pub(crate) request_error: Channel<WaterfallEvent<RequestError, RString>>,
+    pub(crate) request_hook: Channel<WaterfallEvent<AgentRequest, RString>>,
+    pub(crate) turn_stopping: Channel<SerialEvent<TurnStopping, RString>>,
     pub(crate) system: String,
     pub(crate) max_steps: u64,
 }
@@ -191,6 +193,8 @@ impl Plugin for AgentLoopPlugin {
             tools: Some(ctx.inject::<ToolsService>(TOOLS)?),
             pre_step: ctx.channel(&AGENT_PRE_STEP)?,
             request_error: ctx.channel(&AGENT_REQUEST_ERROR)?,
+            request_hook: ctx.channel(&AGENT_REQUEST)?,
+            turn_stopping: ctx.channel(&AGENT_TURN_STOPPING)?,
             system: config.system,
             max_steps: config.max_steps.max(1),
         });

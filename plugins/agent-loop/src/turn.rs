@@ -10,8 +10,8 @@ use abi_stable::std_types::{RArc, RString, RVec};
 use std::collections::HashMap;
 
 use dsh_agent_seam::{
-    AGENTS, AgentsService, PromptRequest, RequestError, SYSTEM_PROMPT, StepView,
-    SystemPromptService, TurnRequest,
+    AGENTS, AgentRequest, AgentsService, PromptRequest, RequestError, SYSTEM_PROMPT, StepView,
+    SystemPromptService, TurnRequest, TurnStopping,
 };
 use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, TokenUsage};
 use dsh_plugin_api::Service;
@@ -179,11 +179,14 @@ pub(crate) async fn steps(
             // Input that arrived for the next step while this one ran owes the model another
             // step, even though nothing else does.
             Some(end) if end.reason["kind"] == "completed" => {
-                let steering = claim(deps, session, false)?;
-                if steering.is_empty() {
+                let mut more = claim(deps, session, false)?;
+                if more.is_empty() {
+                    more.extend(keep_going(deps, session, turn, &end).await?);
+                }
+                if more.is_empty() {
                     return Ok(end);
                 }
-                memory.pending = steering;
+                memory.pending = more;
             }
             Some(end) => return Ok(end),
             None => {}
@@ -264,7 +267,20 @@ async fn step_body(
             "sessionId": id.as_str(),
         })
         .to_string();
-        let outcome = attempt(&deps.llm, generate, &place, &cancel.flag).await?;
+        let hooked = deps
+            .request_hook
+            .waterfall(
+                RArc::new(AgentRequest {
+                    session: id.clone(),
+                    turn,
+                    step,
+                    request: RString::from(generate),
+                }),
+                |request: RArc<AgentRequest>| async move { Ok(request.request.clone()) },
+            )
+            .await
+            .map_err(|error| format!("agent/request: {error}"))?;
+        let outcome = attempt(&deps.llm, hooked.into_string(), &place, &cancel.flag).await?;
         let Attempt::Failed(failure, _) = &outcome else {
             break outcome;
         };
@@ -419,6 +435,39 @@ pub(crate) struct Memory {
     snapshots: HashMap<String, String>,
     /// Claimed input that enters at the next step.
     pending: Vec<Value>,
+}
+
+/// Asks `agent/turn-stopping` whether a completed turn goes on: a listener's message becomes
+/// the next step's input.
+async fn keep_going(
+    deps: &Deps,
+    session: &SessionBox,
+    turn: u64,
+    end: &End,
+) -> Result<Option<Value>, String> {
+    let stopping = TurnStopping {
+        session: session.id(),
+        turn,
+        reason: RString::from(end.reason.to_string()),
+    };
+    let answer = deps
+        .turn_stopping
+        .serial(RArc::new(stopping))
+        .await
+        .map_err(|error| format!("agent/turn-stopping: {error}"))?;
+    let Some(answer) = answer else {
+        return Ok(None);
+    };
+    let mut message: Value = serde_json::from_str(&answer)
+        .map_err(|error| format!("agent/turn-stopping answered no message: {error}"))?;
+    if message["id"].as_str().is_none_or(str::is_empty) {
+        message["id"] = json!(format!("{}-t{turn}-continue", session.id()));
+    }
+    message["role"] = json!("user");
+    if message["source"].is_null() {
+        message["source"] = json!({"kind": "plugin"});
+    }
+    Ok(Some(message))
 }
 
 /// Claims the session's inbox (`agents`), when the service is mounted.

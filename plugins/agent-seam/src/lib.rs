@@ -19,7 +19,7 @@
 use abi_stable::std_types::{RBox, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::WaterfallEvent;
+use dsh_plugin_api::{SerialEvent, WaterfallEvent};
 
 /// Service key of the default driver.
 pub const AGENT_LOOP: &str = "agent_loop";
@@ -139,3 +139,35 @@ pub trait Agents: Send + Sync {
     fn claim(&self, session: RString, turn_boundary: bool) -> RResult<RString, RString>;
 }
 pub type AgentsService = Agents_TO<'static, RBox<()>>;
+
+/// `agent/request`: the request about to go to `llm`, as JSON; a listener may answer another
+/// (say, other call options). The history cannot be changed here: it goes by reference and is
+/// checked against the log where the request leaves.
+pub const AGENT_REQUEST: WaterfallEvent<AgentRequest, RString> =
+    WaterfallEvent::new("agent/request");
+
+/// A request about to be sent.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct AgentRequest {
+    pub session: RString,
+    pub turn: u64,
+    pub step: u64,
+    /// The `GenerateRequest` as JSON.
+    pub request: RString,
+}
+
+/// `agent/turn-stopping`: a turn that completed is about to end. The first listener that
+/// answers a user message (JSON) keeps it going: the message enters as the next step's input.
+pub const AGENT_TURN_STOPPING: SerialEvent<TurnStopping, RString> =
+    SerialEvent::new("agent/turn-stopping");
+
+/// A turn about to end.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct TurnStopping {
+    pub session: RString,
+    pub turn: u64,
+    /// How it would end (`{"kind":"completed"}`).
+    pub reason: RString,
+}
