@@ -4,8 +4,11 @@
 //! claim is logged as `agent/inbox/spliced` (`target`, `start`, `inserted`, `removedCount`), so
 //! the log says when a message was queued and when the model got it.
 //!
+//! An inbox is rebuilt from the log's splices the first time a session is used, so queued
+//! messages survive a reload of this plugin and a restart.
+//!
 //! Not built yet: the agent tree (subagents, scopes), `followup`/`inject` wake rules beyond the
-//! two lists, rebuilding an inbox from the log after a restart, the `agent/*` lifecycle events.
+//! two lists, the `agent/*` lifecycle events.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,10 +25,49 @@ use serde_json::{Value, json};
 const NEXT_TURN: &str = "next-turn";
 const NEXT_STEP: &str = "next-step";
 
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Inbox {
     next_turn: Vec<Value>,
     next_step: Vec<Value>,
+}
+
+impl Inbox {
+    /// The inbox a log's splices leave behind, so an inbox survives a reload of this plugin
+    /// or a restart: every insertion and removal was logged.
+    fn rebuilt<'a>(splices: impl IntoIterator<Item = &'a Value>) -> Self {
+        let mut inbox = Self::default();
+        for splice in splices {
+            let list = match splice["target"].as_str() {
+                Some(NEXT_TURN) => &mut inbox.next_turn,
+                Some(NEXT_STEP) => &mut inbox.next_step,
+                _ => continue,
+            };
+            let start = splice["start"]
+                .as_u64()
+                .and_then(|start| usize::try_from(start).ok())
+                .unwrap_or(0)
+                .min(list.len());
+            let removed = splice["removedCount"]
+                .as_u64()
+                .and_then(|count| usize::try_from(count).ok())
+                .unwrap_or(0)
+                .min(list.len() - start);
+            let inserted: Vec<Value> = splice["inserted"].as_array().cloned().unwrap_or_default();
+            list.splice(start..start + removed, inserted);
+        }
+        inbox
+    }
+
+    fn of_log(session: &SessionBox) -> Self {
+        let splices: Vec<Value> = session
+            .events(0, session.event_count())
+            .iter()
+            .filter(|record| record.kind.as_str() == "agent/inbox/spliced")
+            .filter_map(|record| serde_json::from_str::<Value>(&record.json).ok())
+            .map(|event| event["data"].clone())
+            .collect();
+        Self::rebuilt(&splices)
+    }
 }
 
 struct Registry {
@@ -90,7 +132,9 @@ impl Agents for Service {
             Err(error) => return RErr(error.into()),
         };
         let mut inboxes = lock(&self.0.inboxes);
-        let inbox = inboxes.entry(session.to_string()).or_default();
+        let inbox = inboxes
+            .entry(session.to_string())
+            .or_insert_with(|| Inbox::of_log(&live));
         let list = match target.as_str() {
             NEXT_TURN => &mut inbox.next_turn,
             NEXT_STEP => &mut inbox.next_step,
@@ -114,7 +158,9 @@ impl Agents for Service {
             Err(error) => return RErr(error.into()),
         };
         let mut inboxes = lock(&self.0.inboxes);
-        let inbox = inboxes.entry(session.to_string()).or_default();
+        let inbox = inboxes
+            .entry(session.to_string())
+            .or_insert_with(|| Inbox::of_log(&live));
         let mut claimed = Vec::new();
         if !inbox.next_step.is_empty() {
             let data = json!({"target": NEXT_STEP, "start": 0, "removedCount": inbox.next_step.len(), "inserted": []});
@@ -158,3 +204,34 @@ impl Plugin for AgentPlugin {
 }
 
 dsh_plugin_api::export_plugins!(AgentPlugin);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inbox_is_what_its_logged_splices_leave() {
+        let a = json!({"id": "a"});
+        let b = json!({"id": "b"});
+        let c = json!({"id": "c"});
+        let splices = [
+            json!({"target": "next-turn", "start": 0, "inserted": [a]}),
+            json!({"target": "next-turn", "start": 1, "inserted": [b]}),
+            json!({"target": "next-step", "start": 0, "inserted": [c]}),
+            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+            json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": []}),
+        ];
+        let inbox = Inbox::rebuilt(&splices);
+        assert_eq!(inbox.next_turn, vec![json!({"id": "b"})]);
+        assert!(inbox.next_step.is_empty());
+    }
+
+    #[test]
+    fn a_splice_past_the_end_is_clamped_not_a_panic() {
+        let splices = [
+            json!({"target": "next-turn", "start": 5, "removedCount": 3, "inserted": [{"id": "x"}]}),
+        ];
+        let inbox = Inbox::rebuilt(&splices);
+        assert_eq!(inbox.next_turn, vec![json!({"id": "x"})]);
+    }
+}
