@@ -23,6 +23,8 @@ const CASES: &[&str] = &[
     "acp/snapshots/fs-write-overwrite-bounded",
     "acp/snapshots/repeat-tool-reminder",
     "headless/snapshots/headless-profile",
+    "acp/snapshots/fs-policy-reject",
+    "acp/snapshots/fs-glob-sampling",
 ];
 
 /// Cases with our tools that we cannot run yet, and why.
@@ -32,16 +34,8 @@ const SKIPPED: &[(&str, &str)] = &[
         "the spill file of cut bash output is not built (no storage service yet)",
     ),
     (
-        "acp/snapshots/fs-glob-sampling",
-        "glob sampling over the cap needs the spill storage service",
-    ),
-    (
-        "acp/snapshots/fs-policy-reject",
-        "the recorded denial comes from the approval service, which is not built",
-    ),
-    (
         "acp/snapshots/agent-instructions",
-        "AGENTS.md loading belongs to the system-prompt plugin, which is not built",
+        "nested AGENTS.md rules added as files are read belong to instruction tracking, which is not built",
     ),
 ];
 
