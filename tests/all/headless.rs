@@ -637,3 +637,11 @@ fn a_turn_stopping_hook_keeps_the_turn_going_once() {
     let second = server.requests()[1].body["messages"].to_string();
     assert!(second.contains("now check again"), "{second}");
 }
+
+#[test]
+fn resuming_an_unknown_session_names_it_and_exits_1() {
+    let dir = TestDir::new("headless-resume-unknown");
+    let out = headless(&dir, &["--resume", "no-such-session", "continue"], &[]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("no-such-session"), "{}", out.stderr);
+}
