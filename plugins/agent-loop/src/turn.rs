@@ -101,6 +101,7 @@ pub(crate) async fn steps(
     }
     let mut memory = Memory {
         last_header: last_logged_header(&log),
+        last_header_key: None,
         snapshots: logged_snapshots(&log),
         pending: claim(deps, session, true)?,
     };
@@ -245,28 +246,38 @@ async fn step_body(
         let view = session.derive_messages();
         let history =
             json!({"count": view.message_count(), "hash": format!("{:016x}", view.hash())});
-        let tools = tool_schemas(deps.tools.as_ref(), &request.scope)?;
-        let header = json!({"config": config, "system": system, "tools": tools});
-        if memory.last_header.as_ref() != Some(&header) {
-            let reason = if memory.last_header.is_none() {
-                "initial"
-            } else {
-                "change"
-            };
-            log.append(
-                "request/header",
-                &json!({"header": header, "reason": reason}),
-            )?;
-            memory.last_header = Some(header);
+        let tools_text = tool_schemas(deps.tools.as_ref(), &request.scope)?;
+        // The header is rebuilt only when something in it changed: the tool list is compared
+        // as the registry's text, not parsed and compared as JSON every step.
+        let header_changed = memory
+            .last_header_key
+            .as_ref()
+            .is_none_or(|(text, sys)| *text != tools_text || *sys != system);
+        if header_changed {
+            let tools: Value = serde_json::from_str(&tools_text)
+                .map_err(|error| format!("tool schemas: {error}"))?;
+            let header = json!({"config": config, "system": system, "tools": tools});
+            if memory.last_header.as_ref() != Some(&header) {
+                let reason = if memory.last_header.is_none() {
+                    "initial"
+                } else {
+                    "change"
+                };
+                log.append(
+                    "request/header",
+                    &json!({"header": header, "reason": reason}),
+                )?;
+                memory.last_header = Some(header);
+            }
+            memory.last_header_key = Some((tools_text.clone(), system.clone()));
         }
-        let generate = json!({
-            "config": config,
-            "system": system,
-            "history": history,
-            "tools": tools,
-            "sessionId": id.as_str(),
-        })
-        .to_string();
+        // Config, system prompt and history are small; the tool list goes in as the registry's
+        // text.
+        let generate = format!(
+            r#"{{"config":{config},"system":{},"history":{history},"tools":{tools_text},"sessionId":{}}}"#,
+            json!(system),
+            json!(id.as_str()),
+        );
         let hooked = deps
             .request_hook
             .waterfall(
@@ -431,6 +442,8 @@ async fn run_tools(
 /// What a turn remembers of its log between steps.
 pub(crate) struct Memory {
     last_header: Option<Value>,
+    /// The tool list text and system prompt the last header was built from.
+    last_header_key: Option<(String, String)>,
     /// The last logged text of each prompt context snapshot, by key.
     snapshots: HashMap<String, String>,
     /// Claimed input that enters at the next step.
@@ -554,18 +567,19 @@ fn last_logged_header(log: &Log<'_>) -> Option<Value> {
         .map(|event| event["data"]["header"].clone())
 }
 
+/// The tool list of the scope, as the registry's JSON text.
 fn tool_schemas(
     tools: Option<&Service<dsh_tools_seam::ToolsService>>,
     scope: &RVec<RString>,
-) -> Result<Value, String> {
+) -> Result<String, String> {
     let Some(tools) = tools else {
-        return Ok(json!([]));
+        return Ok("[]".to_owned());
     };
-    let schemas = tools
+    tools
         .schemas(scope.clone())
         .into_result()
-        .map_err(|error| format!("tool schemas: {error}"))?;
-    serde_json::from_str(&schemas).map_err(|error| format!("tool schemas: {error}"))
+        .map(RString::into_string)
+        .map_err(|error| format!("tool schemas: {error}"))
 }
 
 fn text_of(blocks: &[ContentBlock]) -> String {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use abi_stable::std_types::RString;
-use dsh_llm_api::GenerateRequest;
+use dsh_llm_api::{GenerateRequest, LlmCallConfig, ToolSchema};
 use dsh_plugin_api::{Context, lock};
 use dsh_session_api::{SESSIONS, SessionBox, SessionsService};
 use serde_json::{Value, json};
@@ -35,6 +35,14 @@ type HeaderCache = HashMap<String, (u64, Option<Value>)>;
 /// Sessions whose header cache is kept; past this the cache starts over (a long-lived process
 /// with many sessions must not grow without bound).
 const CACHED_SESSIONS: usize = 256;
+
+/// Per session: the header a request was last verified against, with that request's parts.
+type VerifiedCache = HashMap<String, (Value, LlmCallConfig, Option<String>, Vec<ToolSchema>)>;
+
+fn verified_cache() -> &'static Mutex<VerifiedCache> {
+    static CACHE: OnceLock<Mutex<VerifiedCache>> = OnceLock::new();
+    CACHE.get_or_init(Mutex::default)
+}
 
 fn header_cache() -> &'static Mutex<HeaderCache> {
     static CACHE: OnceLock<Mutex<HeaderCache>> = OnceLock::new();
@@ -119,11 +127,39 @@ fn check_header(session: &SessionBox, request: &GenerateRequest) -> Result<(), S
             "session `{id}` has no logged request/header for this request"
         ));
     };
+    // A request that matches what the same header last verified needs no new comparison: the
+    // tools, the largest part, are compared as structures, without encoding them again.
+    let key = id.to_string();
+    if lock(verified_cache())
+        .get(&key)
+        .is_some_and(|(seen, config, system, tools)| {
+            *seen == header
+                && config.provider == request.config.provider
+                && config.model == request.config.model
+                && *system == request.system
+                && *tools == request.tools
+        })
+    {
+        return Ok(());
+    }
     let config_matches = header["config"]["provider"] == json!(request.config.provider)
         && header["config"]["model"] == json!(request.config.model);
     let system_matches = header["system"] == json!(request.system);
     let tools_matches = header["tools"] == json!(request.tools);
     if config_matches && system_matches && tools_matches {
+        let mut cache = lock(verified_cache());
+        if cache.len() >= CACHED_SESSIONS && !cache.contains_key(&key) {
+            cache.clear();
+        }
+        cache.insert(
+            key,
+            (
+                header,
+                request.config.clone(),
+                request.system.clone(),
+                request.tools.clone(),
+            ),
+        );
         Ok(())
     } else {
         Err(format!(
