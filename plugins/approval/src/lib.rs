@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RString, RVec};
+use abi_stable::std_types::{RArc, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{NewEventRecord, SESSIONS, SessionsService};
+use dsh_session_api::append_or_report;
 use dsh_tools_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO, ApprovalAsk};
 use serde_json::{Value, json};
 
@@ -38,29 +38,7 @@ struct Service {
 
 impl Service {
     async fn audit(&self, session: &str, kind: &str, data: &Value) {
-        if session.is_empty() {
-            return;
-        }
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
-            return;
-        };
-        let logged = match sessions.open(session.into()).await.into_result() {
-            Ok(live) => live
-                .append(RVec::from(vec![NewEventRecord::new(
-                    kind,
-                    &data.to_string(),
-                )]))
-                .into_result()
-                .map(|_| ())
-                .map_err(|error| error.to_string()),
-            Err(error) => Err(error.to_string()),
-        };
-        if let Err(error) = logged {
-            self.ctx.log(
-                dsh_plugin_api::LogLevel::Error,
-                &format!("approval: `{kind}` not logged in `{session}`: {error}"),
-            );
-        }
+        append_or_report(&self.ctx, "approval", session, kind, &data.to_string()).await;
     }
 
     async fn decide(self: Arc<Self>, mut ask: ApprovalAsk) -> RString {

@@ -8,12 +8,12 @@ mod policy;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use abi_stable::std_types::{RString, RVec};
+use abi_stable::std_types::RString;
 use dsh_agent_seam::AGENT_REQUEST_ERROR;
 use dsh_llm_api::LlmFailure;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{NewEventRecord, SESSIONS, SessionsService};
-use serde_json::{Value, json};
+use dsh_session_api::append_or_report;
+use serde_json::json;
 
 use crate::policy::{Policy, is_transient};
 
@@ -47,29 +47,6 @@ fn unit_noise() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.subsec_nanos());
     f64::from(nanos % 1_000_000) / 1_000_000.0
-}
-
-async fn log(ctx: &Context, session: &str, kind: &str, data: &Value) {
-    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
-        return;
-    };
-    let appended = match sessions.open(session.into()).await.into_result() {
-        Ok(live) => live
-            .append(RVec::from(vec![NewEventRecord::new(
-                kind,
-                &data.to_string(),
-            )]))
-            .into_result()
-            .map(|_| ())
-            .map_err(|error| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    };
-    if let Err(error) = appended {
-        ctx.log(
-            dsh_plugin_api::LogLevel::Error,
-            &format!("llm-retry: `{kind}` not logged in `{session}`: {error}"),
-        );
-    }
 }
 
 pub struct RetryPlugin;
@@ -106,8 +83,9 @@ impl Plugin for RetryPlugin {
                 let delay = policy.delay_ms(retry, &failure, unit_noise());
                 let retry_id = format!("{}-t{}-s{}-r{retry}", error.session, error.turn, error.step);
                 let session = error.session.to_string();
-                log(
+                append_or_report(
                     &ctx,
+                    "llm-retry",
                     &session,
                     "llm/retry",
                     &json!({
@@ -121,15 +99,18 @@ impl Plugin for RetryPlugin {
                         "maxRetries": policy.max_retries,
                         "delayMs": delay,
                         "failure": failure,
-                    }),
+                    })
+                    .to_string(),
                 )
                 .await;
                 ctx.sleep(Duration::from_millis(delay)).await;
-                log(
+                append_or_report(
                     &ctx,
+                    "llm-retry",
                     &session,
                     "llm/retry-started",
-                    &json!({"retryId": retry_id, "turn": error.turn, "step": error.step, "retry": retry}),
+                    &json!({"retryId": retry_id, "turn": error.turn, "step": error.step, "retry": retry})
+                        .to_string(),
                 )
                 .await;
                 Ok(RString::from(r#"{"kind":"retry"}"#))

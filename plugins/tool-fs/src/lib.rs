@@ -12,11 +12,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RNone, ROption, RString, RVec};
+use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{NewEventRecord, SESSION_DISPOSED, SESSIONS, SessionsService};
+use dsh_session_api::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
     EditArgs, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
@@ -168,7 +168,15 @@ impl Tool for FsTool {
             let reply = match ran {
                 Ok(Ok((reply, event))) => {
                     if let Some(event) = event {
-                        log_todo(&shared, &call, &event).await;
+                        // A call outside a session logs nothing.
+                        append_or_report(
+                            &shared.ctx,
+                            "tool-fs",
+                            &call.session,
+                            "todo/write",
+                            &event.to_string(),
+                        )
+                        .await;
                     }
                     reply
                 }
@@ -186,36 +194,6 @@ impl Tool for FsTool {
 
     fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
         RNone
-    }
-}
-
-/// Appends `todo/write` to the call's session (a call outside a session logs nothing).
-async fn log_todo(shared: &Shared, call: &CallView, data: &Value) {
-    if call.session.is_empty() {
-        return;
-    }
-    let Ok(Some(sessions)) = shared.ctx.get::<SessionsService>(SESSIONS) else {
-        return;
-    };
-    let logged = match sessions.open(call.session.clone()).await.into_result() {
-        Ok(session) => session
-            .append(RVec::from(vec![NewEventRecord::new(
-                "todo/write",
-                &data.to_string(),
-            )]))
-            .into_result()
-            .map(|_| ())
-            .map_err(|error| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    };
-    if let Err(error) = logged {
-        shared.ctx.log(
-            dsh_plugin_api::LogLevel::Error,
-            &format!(
-                "tool-fs: todo/write not logged in `{}`: {error}",
-                call.session
-            ),
-        );
     }
 }
 
