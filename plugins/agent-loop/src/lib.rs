@@ -135,16 +135,13 @@ async fn run_turn(
         }
     };
     let log = Log { session: &session };
-    let turn = 1 + log
-        .events()
-        .iter()
-        .filter(|event| event["type"] == "turn/start")
-        .count() as u64;
+    let past = log.past(turn::SNAPSHOT_PLUGIN);
+    let turn = past.turns + 1;
     if let Err(error) = log.append("turn/start", &json!({"turn": turn})) {
         let reason = json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}});
         return outcome(&id, turn, &reason, &tally);
     }
-    let end = match turn::steps(&deps, &session, &request, turn, &cancel, &mut tally).await {
+    let end = match turn::steps(&deps, &session, &request, turn, past, &cancel, &mut tally).await {
         Ok(end) => end.reason,
         Err(error) => json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}}),
     };

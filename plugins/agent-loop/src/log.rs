@@ -1,6 +1,8 @@
 //! Appending the loop's events: one place that knows which types are surface events and how a
 //! refused append becomes the turn's error.
 
+use std::collections::HashMap;
+
 use abi_stable::std_types::{RSome, RString, RVec};
 use dsh_session_api::{NewEventRecord, SessionBox};
 use serde_json::Value;
@@ -39,12 +41,44 @@ impl Log<'_> {
         Ok(committed.first().map_or(0, |event| event.seq))
     }
 
-    /// The events of the log, parsed (`{"type","seq","data",..}`).
-    pub(crate) fn events(&self) -> Vec<Value> {
-        self.session
-            .events(0, self.session.event_count())
-            .iter()
-            .filter_map(|record| serde_json::from_str(&record.json).ok())
-            .collect()
+    /// What a new turn needs to know of the log, read in one pass that parses only the
+    /// events it looks into: how many turns there were, the last `request/header`, and the
+    /// last text of each context snapshot `snapshot_plugin` logged.
+    pub(crate) fn past(&self, snapshot_plugin: &str) -> Past {
+        let mut past = Past::default();
+        for record in self.session.events(0, self.session.event_count()).iter() {
+            match record.kind.as_str() {
+                "turn/start" => past.turns += 1,
+                "request/header" => {
+                    if let Ok(event) = serde_json::from_str::<Value>(&record.json) {
+                        past.last_header = Some(event["data"]["header"].clone());
+                    }
+                }
+                "user/message" => {
+                    let Ok(event) = serde_json::from_str::<Value>(&record.json) else {
+                        continue;
+                    };
+                    let source = &event["data"]["source"];
+                    if source["plugin"] == snapshot_plugin
+                        && let (Some(key), Some(text)) = (
+                            source["key"].as_str(),
+                            event["data"]["content"][0]["text"].as_str(),
+                        )
+                    {
+                        past.snapshots.insert(key.to_owned(), text.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        past
     }
+}
+
+/// See [`Log::past`].
+#[derive(Default)]
+pub(crate) struct Past {
+    pub(crate) turns: u64,
+    pub(crate) last_header: Option<Value>,
+    pub(crate) snapshots: HashMap<String, String>,
 }

@@ -126,7 +126,7 @@ pub(crate) async fn attempt(
     cancel: &Arc<CancelFlag>,
 ) -> Result<Attempt, String> {
     let opening = llm.stream(RString::from(request));
-    let Some(opened) = first_of(opening, cancel.wait()).await else {
+    let Some(opened) = cancel.until(opening).await else {
         return Ok(Attempt::Cancelled);
     };
     let stream = match opened {
@@ -142,9 +142,7 @@ pub(crate) async fn attempt(
     let mut assembler = BlockAssembler::new();
     let mut seqs = Vec::new();
     loop {
-        let next = stream.next();
-        let cancelled = cancel.wait();
-        let arrived = match first_of(next, cancelled).await {
+        let arrived = match cancel.until(stream.next()).await {
             Some(arrived) => arrived,
             None => {
                 Partial::of(&assembler, seqs).keep(place)?;
@@ -214,23 +212,4 @@ pub(crate) async fn attempt(
         finish,
         usage,
     })
-}
-
-/// The first of `value` and `stop`: `None` when `stop` came first.
-pub(crate) async fn first_of<T>(
-    value: impl std::future::Future<Output = T>,
-    stop: impl std::future::Future<Output = ()>,
-) -> Option<T> {
-    let mut value = std::pin::pin!(value);
-    let mut stop = std::pin::pin!(stop);
-    std::future::poll_fn(|cx| {
-        if let std::task::Poll::Ready(value) = value.as_mut().poll(cx) {
-            return std::task::Poll::Ready(Some(value));
-        }
-        if stop.as_mut().poll(cx).is_ready() {
-            return std::task::Poll::Ready(None);
-        }
-        std::task::Poll::Pending
-    })
-    .await
 }

@@ -20,8 +20,8 @@ use dsh_tools_seam::{CancelFlag, StepCall, StepCalls};
 use serde_json::{Value, json};
 
 use crate::Deps;
-use crate::log::Log;
-use crate::stream::{Attempt, StepPlace, attempt, first_of};
+use crate::log::{Log, Past};
+use crate::stream::{Attempt, StepPlace, attempt};
 
 /// How the turn ended: the logged `turn/end` reason.
 pub(crate) struct End {
@@ -92,6 +92,7 @@ pub(crate) async fn steps(
     session: &SessionBox,
     request: &TurnRequest,
     turn: u64,
+    past: Past,
     cancel: &Cancel,
     tally: &mut Tally,
 ) -> Result<End, String> {
@@ -100,9 +101,9 @@ pub(crate) async fn steps(
         return Ok(End::error(NO_MODEL, "NO_MODEL"));
     }
     let mut memory = Memory {
-        last_header: last_logged_header(&log),
+        last_header: past.last_header,
         last_header_key: None,
-        snapshots: logged_snapshots(&log),
+        snapshots: past.snapshots,
         pending: claim(deps, session, true)?,
     };
     if !request.input.is_empty() {
@@ -301,7 +302,7 @@ async fn step_body(
         }
         let asked = retry_wanted(deps, &id, turn, step, request, failures, failure);
         // A retry's wait gives way to a cancel.
-        match first_of(asked, cancel.flag.wait()).await {
+        match cancel.flag.until(asked).await {
             Some(true) if !cancel.flag.is_fired() => {}
             _ => break outcome,
         }
@@ -495,25 +496,8 @@ fn claim(deps: &Deps, session: &SessionBox, turn_boundary: bool) -> Result<Vec<V
     serde_json::from_str(&claimed).map_err(|error| format!("inbox: {error}"))
 }
 
-const SNAPSHOT_PLUGIN: &str = "system-prompt";
-
-/// The snapshots already in the log, so a resumed session does not log them again.
-fn logged_snapshots(log: &Log<'_>) -> HashMap<String, String> {
-    let mut snapshots = HashMap::new();
-    for event in log.events() {
-        let source = &event["data"]["source"];
-        if event["type"] == "user/message"
-            && source["plugin"] == SNAPSHOT_PLUGIN
-            && let (Some(key), Some(text)) = (
-                source["key"].as_str(),
-                event["data"]["content"][0]["text"].as_str(),
-            )
-        {
-            snapshots.insert(key.to_owned(), text.to_owned());
-        }
-    }
-    snapshots
-}
+/// The plugin whose context snapshots the loop logs (and finds again on resume).
+pub(crate) const SNAPSHOT_PLUGIN: &str = "system-prompt";
 
 /// The system prompt of this step (the `system_prompt` service's, else the row's), after
 /// appending every context snapshot that changed since it was last logged.
@@ -557,14 +541,6 @@ async fn assemble_prompt(
         memory.snapshots.insert(key.to_owned(), text.to_owned());
     }
     Ok(assembled["system"].as_str().unwrap_or_default().to_owned())
-}
-
-fn last_logged_header(log: &Log<'_>) -> Option<Value> {
-    log.events()
-        .into_iter()
-        .rev()
-        .find(|event| event["type"] == "request/header")
-        .map(|event| event["data"]["header"].clone())
 }
 
 /// The tool list of the scope, as the registry's JSON text.

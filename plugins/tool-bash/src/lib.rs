@@ -24,7 +24,7 @@ use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
     clamp_timeout_ms, render_shell_result,
 };
-use dsh_tools_seam::{CallView, CancelBox, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, CancelBox, Either, TOOLS, Tool, Tool_TO, ToolsService, first_of};
 use serde_json::{Value, json};
 
 use crate::output::Tail;
@@ -117,6 +117,13 @@ impl Tool for Bash {
     }
 }
 
+/// How a run ended: the process exited by itself, or it was stopped.
+enum End<T> {
+    Finished(T),
+    TimedOut,
+    Cancelled,
+}
+
 /// Runs one call; `Err` is a message for the model.
 async fn run(
     ctx: &Context,
@@ -193,30 +200,10 @@ async fn run(
         }
     };
     let deadline = ctx.sleep(Duration::from_millis(timeout_ms));
-    let stopped = cancel.cancelled();
-    enum End<T> {
-        Finished(T),
-        TimedOut,
-        Cancelled,
-    }
-    let end = {
-        let mut reading = std::pin::pin!(reading);
-        let mut deadline = deadline;
-        let mut stopped = stopped;
-        std::future::poll_fn(|cx| {
-            use std::task::Poll;
-            if let Poll::Ready(status) = reading.as_mut().poll(cx) {
-                return Poll::Ready(End::Finished(status));
-            }
-            if std::pin::Pin::new(&mut stopped).poll(cx).is_ready() {
-                return Poll::Ready(End::Cancelled);
-            }
-            if std::pin::Pin::new(&mut deadline).poll(cx).is_ready() {
-                return Poll::Ready(End::TimedOut);
-            }
-            Poll::Pending
-        })
-        .await
+    let end = match first_of(reading, first_of(cancel.cancelled(), deadline)).await {
+        Either::Left(status) => End::Finished(status),
+        Either::Right(Either::Left(())) => End::Cancelled,
+        Either::Right(Either::Right(())) => End::TimedOut,
     };
     let (status, timed_out, cancelled) = match end {
         End::Finished(status) => (status, false, false),

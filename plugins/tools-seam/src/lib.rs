@@ -224,6 +224,18 @@ impl CancelFlag {
         })
     }
 
+    /// Runs `future` until it finishes (`Some`) or this flag fires first (`None`, the future
+    /// is dropped).
+    pub async fn until<F: std::future::Future>(
+        self: &std::sync::Arc<Self>,
+        future: F,
+    ) -> Option<F::Output> {
+        match first_of(future, self.wait()).await {
+            Either::Left(value) => Some(value),
+            Either::Right(()) => None,
+        }
+    }
+
     /// This flag as a signal for the seam.
     pub fn signal(self: &std::sync::Arc<Self>) -> CancelBox {
         Cancel_TO::from_ptr(
@@ -272,3 +284,28 @@ pub trait Approval: Send + Sync {
     fn request(&self, ask: ApprovalAsk) -> FfiFuture<RString>;
 }
 pub type ApprovalService = Approval_TO<'static, RBox<()>>;
+
+/// Which of two futures finished first.
+pub enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Polls both futures and answers the first to finish, dropping the other (`a` wins a tie).
+pub async fn first_of<A: std::future::Future, B: std::future::Future>(
+    a: A,
+    b: B,
+) -> Either<A::Output, B::Output> {
+    let mut a = std::pin::pin!(a);
+    let mut b = std::pin::pin!(b);
+    std::future::poll_fn(move |cx| {
+        if let std::task::Poll::Ready(value) = a.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Either::Left(value));
+        }
+        if let std::task::Poll::Ready(value) = b.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Either::Right(value));
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}

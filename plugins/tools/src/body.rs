@@ -10,7 +10,9 @@ use dsh_tools_core::{ApprovalOutcome, AskAnswer, ToolFailure, ToolOutcome, parse
 use dsh_tools_seam::{APPROVAL, ApprovalAsk, ApprovalService, CallView, CancelBox, ToolBox};
 use serde_json::Value;
 
-use crate::cancel::{Either, Fused, first_of};
+use dsh_tools_seam::{Either, first_of};
+
+use crate::cancel::Fused;
 use crate::reply::reply_from_outcome;
 use crate::service::{Shared, scope_of};
 

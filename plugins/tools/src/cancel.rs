@@ -1,15 +1,12 @@
 //! The pipeline's cancellation signal: its own flag (fired on timeout) fused with the caller's
 //! signal, so a tool body watches one signal and sees either cause.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RArc;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_tools_seam::{Cancel, Cancel_TO, CancelBox, CancelFlag};
+use dsh_tools_seam::{Cancel, Cancel_TO, CancelBox, CancelFlag, first_of};
 
 /// The flag of one call fused with the caller's signal.
 #[derive(Clone)]
@@ -56,28 +53,6 @@ impl Cancel for Fused {
         }
         .into_ffi()
     }
-}
-
-/// Which of two futures finished first.
-pub(crate) enum Either<A, B> {
-    Left(A),
-    Right(B),
-}
-
-/// Polls both futures and answers the first to finish, dropping the other.
-pub(crate) async fn first_of<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
-    let mut a = Box::pin(a);
-    let mut b = Box::pin(b);
-    std::future::poll_fn(move |cx: &mut Context<'_>| {
-        if let Poll::Ready(value) = Pin::new(&mut a).poll(cx) {
-            return Poll::Ready(Either::Left(value));
-        }
-        if let Poll::Ready(value) = Pin::new(&mut b).poll(cx) {
-            return Poll::Ready(Either::Right(value));
-        }
-        Poll::Pending
-    })
-    .await
 }
 
 #[cfg(test)]
