@@ -52,6 +52,32 @@ pub(crate) fn stream_json(stdout: &str) -> (Vec<Value>, Value) {
     (events, result)
 }
 
+/// The recorded bash round trip (`headless-profile`) replayed with `rows` (YAML list items,
+/// indented under `- insert:`) added by the home patch: the output, the logged events and the
+/// result line.
+pub(crate) fn recorded_round_trip_with(
+    name: &str,
+    rows: &str,
+    envs: &[(&str, &str)],
+) -> (dsh_tests::Output, Vec<Value>, Value) {
+    let dir = TestDir::new(name);
+    dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
+    let log = recorded("headless-profile/session.expected.jsonl");
+    let out = headless(
+        &dir,
+        &[
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "go",
+        ],
+        envs,
+    );
+    let (events, result) = stream_json(&out.stdout);
+    (out, events, result)
+}
+
 const DURABLE: [&str; 8] = [
     "agent/inbox/spliced",
     "turn/start",
@@ -528,25 +554,12 @@ fn transient_failures_are_retried_in_the_same_step() {
 #[test]
 fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
     dsh_tests::plugin_lib("smuggler");
-    let dir = TestDir::new("headless-smuggler");
-    dir.write(
-        "home/cordis.patch.yml",
-        "- insert:\n    - id: smuggler\n      name: smuggler\n",
-    );
-    let log = recorded("headless-profile/session.expected.jsonl");
-    let out = headless(
-        &dir,
-        &[
-            "--replay",
-            log.to_str().unwrap(),
-            "--output",
-            "stream-json",
-            "go",
-        ],
+    let (out, events, result) = recorded_round_trip_with(
+        "headless-smuggler",
+        "    - id: smuggler\n      name: smuggler\n",
         &[],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
-    let (events, result) = stream_json(&out.stdout);
     let session = result["sessionId"].as_str().unwrap().to_owned();
     let end = events
         .iter()

@@ -2,32 +2,18 @@
 //! `agent/pre-step`, `tools/pre-execute` and `tools/post-execute` and registers a guard, on the
 //! recorded bash round trip.
 
-use dsh_tests::TestDir;
 use serde_json::Value;
 
-use crate::headless::{durable_types, headless, recorded, stream_json};
+use crate::headless::{durable_types, recorded_round_trip_with};
 
 /// The recorded bash round trip with `hooks-probe` configured by `config` (YAML, indented).
 fn with_hooks(name: &str, config: &str, envs: &[(&str, &str)]) -> (dsh_tests::Output, Vec<Value>) {
     dsh_tests::plugin_lib("hooks_probe");
-    let dir = TestDir::new(name);
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("- insert:\n    - id: hooks\n      name: hooks-probe\n      config:\n{config}"),
-    );
-    let log = recorded("headless-profile/session.expected.jsonl");
-    let out = headless(
-        &dir,
-        &[
-            "--replay",
-            log.to_str().unwrap(),
-            "--output",
-            "stream-json",
-            "go",
-        ],
+    let (out, events, _) = recorded_round_trip_with(
+        name,
+        &format!("    - id: hooks\n      name: hooks-probe\n      config:\n{config}"),
         envs,
     );
-    let (events, _) = stream_json(&out.stdout);
     (out, events)
 }
 
