@@ -193,7 +193,7 @@ const FIGURES: &[Figure] = &[
         section: TOOLS,
         ours: "agent_step_overhead_at_step_10",
         peer: None,
-        what: "harness overhead per step of a real headless turn against an instant model with a no-op tool, session on tmpfs, around step 10 (µs; target under 200)",
+        what: "harness overhead per step of a real headless turn against an instant model with a no-op tool, session on tmpfs, durability checkpoints left out, around step 10 (µs; target under 200)",
     },
     Figure {
         section: TOOLS,
@@ -203,9 +203,27 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         section: TOOLS,
+        ours: "agent_step_with_checkpoints_at_step_10",
+        peer: None,
+        what: "the same step as shipped, with the `session-checkpoints` row (two flushes per step), around step 10 (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_with_checkpoints_at_step_10000",
+        peer: None,
+        what: "the same around step 10,000 (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_checkpoints_cost",
+        peer: None,
+        what: "so the two durability checkpoints cost, per step (µs; each is a hop to the blocking pool and back, a write and an fsync, which tmpfs makes nearly free: on a disk the fsync adds the figure of the store section)",
+    },
+    Figure {
+        section: TOOLS,
         ours: "agent_100_sessions_steps_per_s",
         peer: None,
-        what: "100 sessions of 20 steps each, all at once in one host, instant model (steps/s)",
+        what: "100 sessions of 20 steps each, all at once in one host, instant model, with checkpoints (steps/s)",
     },
     Figure {
         section: TOOLS,

@@ -224,11 +224,9 @@ async fn step_body(
     for message in std::mem::take(&mut memory.pending) {
         log.append("user/message", &message)?;
     }
+    // The durability checkpoint before the request is the `session-checkpoints` row's
+    // `agent/request` listener: it flushes after every listener shaped the request.
     let system = assemble_prompt(deps, &log, request, turn, step, memory).await?;
-    // Durability checkpoint: the log says truthfully what was asked before asking.
-    if let Err(error) = session.flush().await.into_result() {
-        return Err(format!("session flush failed: {error}"));
-    }
     let config = json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
     let place = StepPlace {
         log: &log,

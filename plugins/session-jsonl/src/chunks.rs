@@ -18,6 +18,9 @@ use crate::header::MAX_SAFE_INTEGER;
 /// A format constant, not a tunable; both layouts decode to the same events.
 const MIN_RUN: usize = 3;
 
+/// The only event type that packs.
+const CHUNK_TYPE: &str = "assistant/chunk";
+
 /// Which delta a row packs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowKind {
@@ -201,7 +204,7 @@ fn classify(event: &SessionEvent) -> Option<Delta<'_>> {
     let plain_envelope = event.surface_op.is_none()
         && event.source_event_seqs.is_none()
         && event.ignorable.is_none();
-    if event.kind != "assistant/chunk" || !plain_envelope {
+    if event.kind != CHUNK_TYPE || !plain_envelope {
         return None;
     }
     if event.seq > MAX_SAFE_INTEGER || !is_safe(event.time) {
@@ -308,6 +311,51 @@ pub fn pack_chunk_runs(events: &[SessionEvent]) -> Vec<StorageRecord<'_>> {
     }
     flush_run(&mut run, &mut out);
     out
+}
+
+/// One committed event as the log already serialized it (its JSON line is exactly what
+/// `serde_json::to_string` of the event gives).
+#[derive(Debug, Clone, Copy)]
+pub struct CommittedLine<'a> {
+    pub seq: u64,
+    pub kind: &'a str,
+    pub json: &'a str,
+}
+
+/// [`encode_lines`] for events that are already serialized: lines are written as they are and
+/// only runs of `assistant/chunk` long enough to pack are parsed, so a batch without such a run
+/// costs no JSON work at all. The output is byte-equal to `encode_lines` of the parsed events,
+/// because packing only ever looks inside a run of consecutive chunk events.
+pub fn encode_committed(
+    lines: &[CommittedLine<'_>],
+    pack: bool,
+) -> Result<String, serde_json::Error> {
+    let mut out = String::with_capacity(lines.iter().map(|line| line.json.len() + 1).sum());
+    let mut rest = lines;
+    while let Some(first) = rest.first() {
+        let run = match pack && first.kind == CHUNK_TYPE {
+            true => rest
+                .iter()
+                .take_while(|line| line.kind == CHUNK_TYPE)
+                .count(),
+            false => 1,
+        };
+        let (group, after) = rest.split_at(run);
+        if run >= MIN_RUN {
+            let events = group
+                .iter()
+                .map(|line| serde_json::from_str::<SessionEvent>(line.json))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push_str(&encode_lines(&events, true)?);
+        } else {
+            for line in group {
+                out.push_str(line.json);
+                out.push('\n');
+            }
+        }
+        rest = after;
+    }
+    Ok(out)
 }
 
 /// Serialize a batch as JSONL, one record per line, each line ending in `\n`.

@@ -23,7 +23,10 @@ mod scan;
 mod size;
 mod write;
 
-pub use chunks::{ChunkRow, RowKind, StorageRecord, encode_lines, pack_chunk_runs};
+pub use chunks::{
+    ChunkRow, CommittedLine, RowKind, StorageRecord, encode_committed, encode_lines,
+    pack_chunk_runs,
+};
 pub use error::{LayoutError, ReadError, RecordError, RootError, VersionDirection, WriteError};
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader};
 pub use layout::{

@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use dsh_session_log::SessionEvent;
 
-use crate::chunks::encode_lines;
+use crate::chunks::{CommittedLine, encode_committed, encode_lines};
 use crate::error::WriteError;
 use crate::frames::compress_frame;
 use crate::header::SessionHeader;
@@ -41,8 +41,10 @@ impl Default for WriterOptions {
 enum State {
     /// Nothing on disk yet; the header waits for the first append.
     Pending(Box<SessionHeader>),
-    /// Published; `len` is the length this writer last left the file at.
-    Open { len: u64 },
+    /// Published; `len` is the length this writer last left the file at. The append handle is
+    /// opened on the first append after publication and kept, so each batch costs one write
+    /// and one fsync rather than an open, a stat and a close as well.
+    Open { len: u64, file: Option<File> },
     /// An append failed and could not be rolled back; the file needs a read and a repair.
     Poisoned,
 }
@@ -97,7 +99,7 @@ impl SessionWriter {
             path: path.to_owned(),
             options,
             next_seq,
-            state: State::Open { len },
+            state: State::Open { len, file: None },
         })
     }
 
@@ -124,36 +126,69 @@ impl SessionWriter {
         if events.is_empty() {
             return Ok(());
         }
-        for (k, event) in events.iter().enumerate() {
-            let expected = self.next_seq + k as u64;
-            if event.seq != expected {
-                return Err(WriteError::SeqMismatch {
-                    path: self.path.clone(),
-                    expected,
-                    found: event.seq,
-                });
-            }
-        }
+        self.check_seqs(events.iter().map(|event| event.seq))?;
         let body = encode_lines(events, self.options.pack_chunks).map_err(|source| {
             WriteError::Encode {
                 path: self.path.clone(),
                 source,
             }
         })?;
-        let new_len = match &self.state {
+        self.append_body(events.len(), body.as_bytes())
+    }
+
+    /// [`append`](Self::append) for events the log already serialized: the lines are written
+    /// as they are, parsing only the chunk runs that pack.
+    pub fn append_committed(&mut self, lines: &[CommittedLine<'_>]) -> Result<(), WriteError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        self.check_seqs(lines.iter().map(|line| line.seq))?;
+        let body = encode_committed(lines, self.options.pack_chunks).map_err(|source| {
+            WriteError::Encode {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
+        self.append_body(lines.len(), body.as_bytes())
+    }
+
+    fn check_seqs(&self, seqs: impl Iterator<Item = u64>) -> Result<(), WriteError> {
+        for (k, seq) in seqs.enumerate() {
+            let expected = self.next_seq + k as u64;
+            if seq != expected {
+                return Err(WriteError::SeqMismatch {
+                    path: self.path.clone(),
+                    expected,
+                    found: seq,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn append_body(&mut self, count: usize, body: &[u8]) -> Result<(), WriteError> {
+        match std::mem::replace(&mut self.state, State::Poisoned) {
             State::Poisoned => {
                 return Err(WriteError::Poisoned {
                     path: self.path.clone(),
                 });
             }
-            State::Pending(header) => self.publish(header, body.as_bytes())?,
-            State::Open { len } => {
-                let len = *len;
-                self.append_bytes(len, body.as_bytes())?
+            State::Pending(header) => match self.publish(&header, body) {
+                Ok(len) => self.state = State::Open { len, file: None },
+                Err(error) => {
+                    self.state = State::Pending(header);
+                    return Err(error);
+                }
+            },
+            State::Open { len, file } => {
+                let (new_len, file) = self.append_bytes(len, file, body)?;
+                self.state = State::Open {
+                    len: new_len,
+                    file: Some(file),
+                };
             }
-        };
-        self.state = State::Open { len: new_len };
-        self.next_seq += events.len() as u64;
+        }
+        self.next_seq += count as u64;
         Ok(())
     }
 
@@ -215,18 +250,46 @@ impl SessionWriter {
         Ok(content.len() as u64)
     }
 
-    fn append_bytes(&mut self, len: u64, body: &[u8]) -> Result<u64, WriteError> {
+    /// Append `body` at `len`, through `file` when the writer kept one open. On failure the
+    /// state is set here: back to `Open` after a rollback (the handle dropped, so the next
+    /// append reopens), `Poisoned` when the rollback failed too.
+    fn append_bytes(
+        &mut self,
+        len: u64,
+        file: Option<File>,
+        body: &[u8],
+    ) -> Result<(u64, File), WriteError> {
         let path = self.path.clone();
-        let content = self.encode_body(body)?;
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io_err(&path, "open for append"))?;
-        let before = file
-            .metadata()
-            .map_err(io_err(&path, "stat session log"))?
-            .len();
+        let reopen_state = State::Open { len, file: None };
+        let content = match self.encode_body(body) {
+            Ok(content) => content,
+            Err(error) => {
+                self.state = reopen_state;
+                return Err(error);
+            }
+        };
+        // A kept handle to a file that was since removed or replaced would write where nobody
+        // reads; such a handle is dropped and the path reopened, failing as before if it is gone.
+        let opened = match file.filter(|file| still_linked(file)) {
+            Some(file) => Ok(file),
+            None => OpenOptions::new().append(true).open(&path),
+        };
+        let mut file = match opened {
+            Ok(file) => file,
+            Err(source) => {
+                self.state = reopen_state;
+                return Err(io_err(&path, "open for append")(source));
+            }
+        };
+        let before = match file.metadata() {
+            Ok(metadata) => metadata.len(),
+            Err(source) => {
+                self.state = reopen_state;
+                return Err(io_err(&path, "stat session log")(source));
+            }
+        };
         if before != len {
+            self.state = reopen_state;
             return Err(WriteError::LengthChanged {
                 path,
                 expected: len,
@@ -234,27 +297,40 @@ impl SessionWriter {
             });
         }
         let result = file.write_all(&content).and_then(|()| file.sync_all());
-        drop(file);
         match result {
-            Ok(()) => Ok(before + content.len() as u64),
-            Err(source) => match truncate_file(&path, before) {
-                Ok(()) => Err(WriteError::Io {
-                    path,
-                    op: "append batch",
-                    source,
-                }),
-                Err(rollback) => {
-                    self.state = State::Poisoned;
-                    Err(WriteError::RollbackFailed {
+            Ok(()) => Ok((before + content.len() as u64, file)),
+            Err(source) => {
+                drop(file);
+                match truncate_file(&path, before) {
+                    Ok(()) => {
+                        self.state = reopen_state;
+                        Err(WriteError::Io {
+                            path,
+                            op: "append batch",
+                            source,
+                        })
+                    }
+                    Err(rollback) => Err(WriteError::RollbackFailed {
                         path,
                         len: before,
                         source,
                         rollback,
-                    })
+                    }),
                 }
-            },
+            }
         }
     }
+}
+
+#[cfg(unix)]
+fn still_linked(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|metadata| metadata.nlink() > 0)
+}
+
+#[cfg(not(unix))]
+fn still_linked(_file: &File) -> bool {
+    false
 }
 
 fn truncate_file(path: &Path, len: u64) -> io::Result<()> {

@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions")]
 
-use dsh_session_jsonl::{StorageRecord, decode_record, encode_lines, pack_chunk_runs};
+use dsh_session_jsonl::{
+    CommittedLine, StorageRecord, decode_record, encode_committed, encode_lines, pack_chunk_runs,
+};
 use dsh_session_log::SessionEvent;
 use serde_json::{Value, json};
 
@@ -200,4 +202,52 @@ fn tool_rows_keep_name_presence() {
     let mut other_id = named.clone();
     other_id[2].data["chunk"]["id"] = json!("c2");
     assert_eq!(rows(&other_id), 0);
+}
+
+/// The store writes the log's own JSON lines and parses only chunk runs long enough to pack;
+/// the bytes must be those of encoding the parsed events, packed or not.
+#[test]
+fn committed_lines_encode_like_the_events() {
+    let other = |seq: u64| SessionEvent {
+        kind: "step/start".into(),
+        ..ev(seq, 5, json!({"turn":1,"step":1}))
+    };
+    let events = vec![
+        other(0),
+        text(1, 10, 0, "a"),
+        text(2, 11, 0, "b"),
+        other(3),
+        text(4, 12, 0, "c"),
+        text(5, 12, 0, "d"),
+        text(6, 13, 0, "e"),
+        text(7, 13, 1, "f"),
+        text(8, 14, 1, "g"),
+        other(9),
+        text(10, 15, 0, "h"),
+    ];
+    let json: Vec<String> = events
+        .iter()
+        .map(|event| serde_json::to_string(event).unwrap())
+        .collect();
+    let lines: Vec<CommittedLine<'_>> = events
+        .iter()
+        .zip(&json)
+        .map(|(event, json)| CommittedLine {
+            seq: event.seq,
+            kind: &event.kind,
+            json,
+        })
+        .collect();
+    for pack in [true, false] {
+        let committed = encode_committed(&lines, pack).unwrap();
+        assert_eq!(
+            committed,
+            encode_lines(&events, pack).unwrap(),
+            "pack: {pack}"
+        );
+        assert_eq!(decode_lines(&committed), events);
+    }
+    // Of the five consecutive chunks, the three of block 0 pack into one row; the two of block
+    // 1 and the pair before stay verbatim: 11 events, 9 lines.
+    assert_eq!(encode_committed(&lines, true).unwrap().lines().count(), 9);
 }

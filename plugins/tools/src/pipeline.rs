@@ -307,7 +307,6 @@ impl CallStages<Call> for Stages {
     fn dispatch(&mut self, _index: usize, ticket: Ticket) -> Self::Dispatch {
         let shared = self.shared.clone();
         let cancel = self.cancel.clone();
-        let session = self.session.clone();
         Box::pin(async move {
             let Ticket { call, seal } = ticket;
             // Cancelled while its gates ran (an approval can take a while): it never starts.
@@ -319,16 +318,8 @@ impl CallStages<Call> for Stages {
                     post: false,
                 };
             }
-            // Durability checkpoint: after a crash the log must say truthfully that this
-            // call had started (its `tool/call` is on disk before the body runs).
-            if let Some(session) = &session
-                && let Err(error) = session.flush().await.into_result()
-            {
-                shared.ctx.log(
-                    dsh_plugin_api::LogLevel::Error,
-                    &format!("tools: flush before `{}` failed: {error}", call.view.name),
-                );
-            }
+            // The durability checkpoint before the body (its `tool/call` on disk) is the
+            // `session-checkpoints` row's `tools/execute` listener.
             let body_shared = shared.clone();
             let executed = shared
                 .execute

@@ -1,6 +1,7 @@
 //! The `tools` service: registrations (tools, guards, restrictions) that undo themselves when
 //! dropped, the schemas a scope sees, and the entry into the step pipeline.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -23,6 +24,9 @@ use serde_json::Value;
 pub(crate) struct Shared {
     pub(crate) ctx: Context,
     pub(crate) registry: Mutex<ToolRegistry<Arc<ToolBox>>>,
+    /// The schema text each scope chain last got, with the registry generation it was rendered
+    /// at: a loop asks every step and the list rarely changes, so it is rendered once per change.
+    schemas: Mutex<HashMap<Vec<String>, (u64, RString)>>,
     pub(crate) guards: Mutex<Vec<(u64, Arc<GuardBox>)>>,
     next_guard: AtomicU64,
     pub(crate) order: ToolOrder,
@@ -41,6 +45,7 @@ impl Shared {
     ) -> Result<Self, PluginError> {
         Ok(Self {
             registry: Mutex::new(ToolRegistry::new()),
+            schemas: Mutex::new(HashMap::new()),
             guards: Mutex::new(Vec::new()),
             next_guard: AtomicU64::new(1),
             order,
@@ -242,15 +247,27 @@ impl Tools for Service {
         }
     }
 
-    fn schemas(&self, scope: RVec<RString>) -> RResult<RString, RString> {
-        let scope = scope_of(&scope);
+    fn schemas(&self, chain: RVec<RString>) -> RResult<RString, RString> {
+        let key: Vec<String> = chain.iter().map(|key| key.to_string()).collect();
         let registry = lock(&self.0.registry);
-        match registry.view(&scope).schemas(&self.0.order) {
-            Ok(schemas) => match serde_json::to_string(&schemas) {
-                Ok(json) => ROk(RString::from(json)),
-                Err(error) => RErr(RString::from(error.to_string())),
-            },
-            Err(error) => RErr(RString::from(error.to_string())),
+        let generation = registry.generation();
+        if let Some((seen, text)) = lock(&self.0.schemas).get(&key)
+            && *seen == generation
+        {
+            return ROk(text.clone());
+        }
+        let rendered = registry
+            .view(&scope_of(&chain))
+            .schemas(&self.0.order)
+            .map_err(|error| error.to_string())
+            .and_then(|schemas| serde_json::to_string(&schemas).map_err(|error| error.to_string()));
+        match rendered {
+            Ok(json) => {
+                let text = RString::from(json);
+                lock(&self.0.schemas).insert(key, (generation, text.clone()));
+                ROk(text)
+            }
+            Err(error) => RErr(RString::from(error)),
         }
     }
 

@@ -1,10 +1,12 @@
 //! Harness overhead per step: a real `dsh-host --profile headless` turn against the instant
 //! model of `bench-model` (answers at once with a no-op tool call), the session on a tmpfs when
-//! there is one, so the figure is the harness itself: logging, derive, the model-visible check,
-//! request serialization and the tool pipeline. The gap between consecutive model requests is one
-//! step; it is taken early in the turn and after 10,000 steps.
+//! there is one, so the figure is the harness itself: logging, derive, prompt assembly, the
+//! model-visible check, the request crossing the llm seam and the tool pipeline. The gap between
+//! consecutive model requests is one step; it is taken early in the turn and after 10,000 steps,
+//! once without the `session-checkpoints` row (the harness alone) and once with it (as shipped:
+//! two flushes per step, each a hop to the blocking pool, a write and an fsync).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::process::{Host, scratch};
 use crate::{median, report};
@@ -24,14 +26,43 @@ pub(crate) fn run() -> Result<(), String> {
     };
     let work = dir.join("work");
     std::fs::create_dir_all(&work).map_err(|error| error.to_string())?;
+    // Without the durability checkpoints: the harness itself (the target).
+    let (early, late) = step_gaps(&dir, &work, false)?;
+    report("agent_step_overhead_at_step_10", early, "us");
+    report("agent_step_overhead_at_step_10000", late, "us");
+    // With them, as the headless bundle ships: the difference is their cost.
+    let (early_flushed, late_flushed) = step_gaps(&dir, &work, true)?;
+    report(
+        "agent_step_with_checkpoints_at_step_10",
+        early_flushed,
+        "us",
+    );
+    report(
+        "agent_step_with_checkpoints_at_step_10000",
+        late_flushed,
+        "us",
+    );
+    report("agent_step_checkpoints_cost", early_flushed - early, "us");
+    concurrent(&dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Median step gap around step 10 and around step 10,000 of three headless turns, with or
+/// without the `session-checkpoints` row.
+fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> Result<(f64, f64), String> {
     let early: Vec<usize> = (11..=20).collect();
     let late: Vec<usize> = (STEPS - 9..=STEPS).collect();
     let wanted: Vec<String> = early.iter().chain(&late).map(ToString::to_string).collect();
     let patch = dir.join("bench.patch.yml");
+    let without = match checkpoints {
+        true => "",
+        false => "- id: session-checkpoints\n  disabled: true\n",
+    };
     std::fs::write(
         &patch,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        report: [{}]\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        report: [{}]\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: agent-loop\n  config:\n    maxSteps: {}\n{without}",
             wanted.join(", "),
             STEPS + 10
         ),
@@ -40,7 +71,7 @@ pub(crate) fn run() -> Result<(), String> {
     let (mut at_early, mut at_late) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let host = Host::start(
-            &dir,
+            dir,
             &[
                 "--patch",
                 &patch.display().to_string(),
@@ -70,24 +101,18 @@ pub(crate) fn run() -> Result<(), String> {
             gaps.push((number, micros));
         }
         host.stop();
-        at_early.push(median(
-            gaps.iter()
-                .filter(|(n, _)| early.contains(n))
-                .map(|(_, v)| *v)
-                .collect(),
-        ));
-        at_late.push(median(
-            gaps.iter()
-                .filter(|(n, _)| late.contains(n))
-                .map(|(_, v)| *v)
-                .collect(),
-        ));
+        let around = |steps: &[usize]| {
+            median(
+                gaps.iter()
+                    .filter(|(n, _)| steps.contains(n))
+                    .map(|(_, v)| *v)
+                    .collect(),
+            )
+        };
+        at_early.push(around(&early));
+        at_late.push(around(&late));
     }
-    report("agent_step_overhead_at_step_10", median(at_early), "us");
-    report("agent_step_overhead_at_step_10000", median(at_late), "us");
-    concurrent(&dir)?;
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
+    Ok((median(at_early), median(at_late)))
 }
 
 /// 100 sessions of 20 steps each, all at once in one host: steps per second and peak RSS.

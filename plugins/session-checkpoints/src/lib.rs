@@ -1,0 +1,79 @@
+//! Plugin `session-checkpoints`: the durability checkpoints of a conversation. It flushes the
+//! session's log (a `session/flush` dispatch, which the store answers by writing and syncing
+//! what is queued) at the two points after which something leaves the process:
+//!
+//! - on `agent/request`, after every other listener has shaped the request and just before it
+//!   goes to the model, so the log holds everything the model is about to be asked (this is
+//!   also the step's pre-step checkpoint: nothing reaches outside between the two);
+//! - on `tools/execute`, before a top-level tool body runs, so that after a crash the log says
+//!   truthfully whether a tool had started (`tool/call` on disk) and recovery can tell
+//!   `TOOL_NOT_STARTED` from `TOOL_OUTCOME_UNKNOWN`.
+//!
+//! It is a row of its own, as in the reference (its session-checkpoint-policy plugin): a
+//! composition that does not want synchronous durability (a throwaway run, a benchmark that
+//! measures the harness without its fsyncs) leaves it out, and the batch timer of the store
+//! still writes everything a moment later.
+
+use abi_stable::std_types::{RArc, RSome, RString};
+use dsh_agent_seam::AGENT_REQUEST;
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{Channel, LogLevel, ParallelEvent};
+use dsh_session_api::{FlushRequest, SESSION_FLUSH};
+use dsh_tools_seam::TOOLS_EXECUTE;
+
+/// Flush one session's log; the error names the session and the checkpoint.
+async fn flush(
+    channel: &Channel<ParallelEvent<FlushRequest>>,
+    session: &RString,
+    point: &str,
+) -> Result<(), String> {
+    let request = RArc::new(FlushRequest {
+        session: RSome(session.clone()),
+    });
+    channel
+        .parallel(request)
+        .await
+        .map_err(|error| format!("session `{session}`: flush {point} failed: {error}"))
+}
+
+pub struct CheckpointsPlugin;
+
+impl Plugin for CheckpointsPlugin {
+    const NAME: &'static str = "session-checkpoints";
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let on_request = ctx.channel(&SESSION_FLUSH)?;
+        ctx.on_waterfall(&AGENT_REQUEST, move |request, next| {
+            let channel = on_request.clone();
+            async move {
+                let session = request.session.clone();
+                // Shaped by every listener first, then made durable right before it leaves.
+                let shaped = next.run().await?;
+                flush(&channel, &session, "before the model request")
+                    .await
+                    .map_err(PluginError::plugin)?;
+                Ok(shaped)
+            }
+        })?;
+        let on_body = ctx.channel(&SESSION_FLUSH)?;
+        let log = ctx.clone();
+        ctx.on_waterfall(&TOOLS_EXECUTE, move |call, next| {
+            let (channel, log) = (on_body.clone(), log.clone());
+            async move {
+                if !call.session.is_empty()
+                    && let Err(error) =
+                        flush(&channel, &call.session, &format!("before `{}`", call.name)).await
+                {
+                    // The body still runs: refusing it would turn a storage hiccup into a
+                    // failed tool, and recovery already treats an unlogged call as not started.
+                    log.log(LogLevel::Error, &error);
+                }
+                next.run().await
+            }
+        })?;
+        Ok(())
+    }
+}
+
+dsh_plugin_api::export_plugins!(CheckpointsPlugin);
