@@ -96,10 +96,12 @@ impl Plugin for HooksProbe {
                             "source": {"kind": "user"},
                             "role": "user",
                         });
-                        let _ = agents.enqueue(
+                        // Steering: next-step, waking (the agent runs already).
+                        let _ = agents.send(
                             post.call.session.clone(),
-                            "next-step".into(),
                             message.to_string().into(),
+                            "next-step".into(),
+                            true,
                         );
                     }
                     next.run().await

@@ -13,13 +13,14 @@ mod stream;
 mod turn;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{
-    AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST, AGENT_REQUEST_ERROR, AGENT_TURN_STOPPING, AgentLoop,
+    AGENT_ERROR, AGENT_LOOP, AGENT_PRE_STEP, AgentNotice, AGENT_REQUEST, AGENT_REQUEST_ERROR, AGENT_TURN_STOPPING, AgentLoop,
     AgentLoop_TO, AgentRequest, RequestError, StepView, TurnRequest, TurnStopping,
 };
 use dsh_llm_seam::{LLM, LlmService};
@@ -141,10 +142,27 @@ async fn run_turn(
         let reason = json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}});
         return outcome(&id, turn, &reason, &tally);
     }
+    let mut open = OpenTurn {
+        log: Log { session: &session },
+        turn,
+        open_step: tally.open_step.clone(),
+        closed: false,
+    };
     let end = match turn::steps(&deps, &session, &request, turn, past, &cancel, &mut tally).await {
         Ok(end) => end.reason,
         Err(error) => json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}}),
     };
+    if end["kind"] == "error" {
+        // After the last `step/end`, before `turn/end`, as the reference reports it.
+        let notice = AgentNotice {
+            agent: request.session.clone(),
+            data: RString::from(
+                json!({"turn": turn, "step": tally.last_step, "error": end["error"]}).to_string(),
+            ),
+        };
+        let _ = deps.ctx.emit(&AGENT_ERROR, &notice);
+    }
+    open.closed = true;
     let closed = log.append("turn/end", &json!({"turn": turn, "reason": end}));
     let flushed = session.flush().await.into_result();
     let end = match (closed, flushed) {
@@ -157,6 +175,36 @@ async fn run_turn(
         }
     };
     outcome(&id, turn, &end, &tally)
+}
+
+/// Closes the log of a turn whose future is dropped before it ended (its owner unloaded
+/// mid-turn): the open step gets its `step/end` and the turn `turn/end` `aborted`
+/// (`disposed`), so the log does not keep an open turn the loop could have closed. What the
+/// log refuses here (a call still unanswered) is left to the crash-repair closers.
+struct OpenTurn<'s> {
+    log: Log<'s>,
+    turn: u64,
+    open_step: Arc<AtomicU64>,
+    closed: bool,
+}
+
+impl Drop for OpenTurn<'_> {
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        let turn = self.turn;
+        let step = self.open_step.load(Ordering::Relaxed);
+        if step > 0 {
+            let _ = self
+                .log
+                .append("step/end", &json!({"turn": turn, "step": step}));
+        }
+        let reason = json!({"kind": "aborted", "reason": {"kind": "disposed"}});
+        let _ = self
+            .log
+            .append("turn/end", &json!({"turn": turn, "reason": reason}));
+    }
 }
 
 impl AgentLoop for Driver {

@@ -5,6 +5,7 @@
 //! answer; `turn/end` always, whatever happened before it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use abi_stable::std_types::{RArc, RString, RVec};
 use std::collections::HashMap;
@@ -58,6 +59,11 @@ impl End {
 /// What the turn reports besides its end.
 #[derive(Default)]
 pub(crate) struct Tally {
+    /// The step whose `step/start` is logged and `step/end` not yet (0: none); shared with
+    /// the guard that closes the log when the turn's future is dropped mid-way.
+    pub(crate) open_step: Arc<AtomicU64>,
+    /// The last step that closed (0: none), for `agent/error`.
+    pub(crate) last_step: u64,
     pub(crate) output: String,
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
@@ -104,7 +110,7 @@ pub(crate) async fn steps(
         last_header: past.last_header,
         last_header_key: None,
         snapshots: past.snapshots,
-        pending: claim(deps, session, true)?,
+        pending: claim(deps, session, turn, true)?,
     };
     if !request.input.is_empty() {
         memory.pending.push(json!({
@@ -158,9 +164,14 @@ pub(crate) async fn steps(
         }
         if step > 1 {
             // Steering: what arrived for the next step enters now.
-            memory.pending.extend(claim(deps, session, false)?);
+            memory.pending.extend(claim(deps, session, turn, false)?);
+        } else if memory.pending.is_empty() {
+            // Woken for a message that was gone before the claim: the turn has nothing to
+            // ask, so it closes without a step.
+            return Ok(End::completed());
         }
         log.append("step/start", &json!({"turn": turn, "step": step}))?;
+        tally.open_step.store(step, Ordering::Relaxed);
         let ran = step_body(
             deps,
             session,
@@ -175,13 +186,15 @@ pub(crate) async fn steps(
         // `step/end` is written whatever happened inside the step, so the log never keeps a
         // step open under a closed turn.
         let closed = log.append("step/end", &json!({"turn": turn, "step": step}));
+        tally.last_step = step;
+        tally.open_step.store(0, Ordering::Relaxed);
         let end = ran?;
         closed?;
         match end {
             // Input that arrived for the next step while this one ran owes the model another
             // step, even though nothing else does.
             Some(end) if end.reason["kind"] == "completed" => {
-                let mut more = claim(deps, session, false)?;
+                let mut more = claim(deps, session, turn, false)?;
                 if more.is_empty() {
                     more.extend(keep_going(deps, session, turn, &end).await?);
                 }
@@ -483,12 +496,17 @@ async fn keep_going(
 }
 
 /// Claims the session's inbox (`agents`), when the service is mounted.
-fn claim(deps: &Deps, session: &SessionBox, turn_boundary: bool) -> Result<Vec<Value>, String> {
+fn claim(
+    deps: &Deps,
+    session: &SessionBox,
+    turn: u64,
+    turn_boundary: bool,
+) -> Result<Vec<Value>, String> {
     let Ok(Some(agents)) = deps.ctx.get::<AgentsService>(AGENTS) else {
         return Ok(Vec::new());
     };
     let claimed = agents
-        .claim(session.id(), turn_boundary)
+        .claim(session.id(), turn, turn_boundary)
         .into_result()
         .map_err(|error| format!("inbox: {error}"))?;
     serde_json::from_str(&claimed).map_err(|error| format!("inbox: {error}"))

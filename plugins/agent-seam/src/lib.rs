@@ -1,7 +1,9 @@
-//! The agent loop's seam across the plugin ABI: the `agent_loop` service that runs one turn of
-//! a session (steps of model request plus tool calls, every step logged) and cancels a running
-//! turn, the `agent/pre-step` hook that may refuse a step before it starts, and the
-//! `agent/request-error` hook that may retry a failed model attempt.
+//! The agent seam across the plugin ABI: the `agents` registry (agents, their inboxes and wake
+//! rules, the `agent/*` notifications), the `agent_loop` service that runs one turn of a
+//! session (steps of model request plus tool calls, every step logged) and cancels a running
+//! turn, the `system_prompt` service, and the loop's hooks: `agent/pre-step` (refuse a step
+//! before it starts), `agent/request`, `agent/request-error` (retry a failed model attempt) and
+//! `agent/turn-stopping`.
 //!
 //! Outcomes and decisions cross as JSON: a turn's outcome is
 //! `{"sessionId","turn","reason":<the logged turn/end reason>,"output":<final assistant text>,
@@ -19,7 +21,7 @@
 use abi_stable::std_types::{RBox, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{SerialEvent, WaterfallEvent};
+use dsh_plugin_api::{EmitEvent, SerialEvent, WaterfallEvent};
 
 /// Service key of the default driver.
 pub const AGENT_LOOP: &str = "agent_loop";
@@ -126,19 +128,85 @@ pub type SystemPromptService = SystemPrompt_TO<'static, RBox<()>>;
 /// Service key of the agent registry and its inboxes.
 pub const AGENTS: &str = "agents";
 
-/// The `agents` service: each session's inbox, two lists. `next-turn` messages start turns
-/// (one per turn); `next-step` messages join the running turn at its next step boundary
-/// (steering). Every change is logged as `agent/inbox/spliced`.
+/// The `agents` service: the agents of this host and the inbox of each session.
+///
+/// An agent is a session with what its turns need (model route, working directory, tool scope)
+/// and a driver that runs them. Its inbox has two lists: `next-turn` messages start turns (one
+/// per turn), `next-step` messages join the running turn at its next step boundary. Every
+/// change of an inbox is logged as `agent/inbox/spliced`.
+///
+/// Wake rules (as the reference's): `send(.., "next-turn", true)` is a followup,
+/// `send(.., "next-step", true)` steers, `send(.., "next-step", false)` injects. A waking send
+/// to an idle agent starts its driver at once; while it runs, the driver picks the message up
+/// itself (a next-step message at the next step boundary, a next-turn message as the next
+/// turn, without going idle between turns). An inject only stages. A waking send while a
+/// cancel is settling goes to `next-turn` and runs once the cancelled turn closed (unless the
+/// cause is `disposed`). After a `blocked` or `error` turn the driver stops; what is queued
+/// waits for the next wake.
 #[sabi_trait]
 pub trait Agents: Send + Sync {
-    /// Queues a user message (JSON; an id is given when it has none) on `target`
-    /// (`next-turn` or `next-step`).
-    fn enqueue(&self, session: RString, target: RString, message: RString) -> RResult<(), RString>;
-    /// Takes every `next-step` message and, at a turn boundary, one `next-turn` message, in
-    /// that order (JSON array of messages), logging the removals.
-    fn claim(&self, session: RString, turn_boundary: bool) -> RResult<RString, RString>;
+    /// Creates an agent. `options` (JSON): `{"resume": id}` to continue a stored session,
+    /// else a new one in `"cwd"`; `"provider"`, `"model"` (empty: no model; its turns end
+    /// `NO_MODEL`), `"scope"` (tool scope chain). Emits `agent/created` then
+    /// `agent/session-start` (`startup` or `resume`); no turn starts. Answers the agent id (its
+    /// session id).
+    fn create(&self, options: RString) -> FfiFuture<RResult<RString, RString>>;
+    /// Queues a user message (JSON; an id is given when it has none) on `target` (`next-turn`
+    /// or `next-step`) of session `agent`, and wakes its driver when `wakeup`. Staging (no
+    /// wake) works for any live session, agent or not. Answers the message id.
+    fn send(
+        &self,
+        agent: RString,
+        message: RString,
+        target: RString,
+        wakeup: bool,
+    ) -> RResult<RString, RString>;
+    /// Cancels the running turn with `cause` (`user`, `parent`, `disposed`, ...). Unless
+    /// `keep_inbox`, the inbox is cleared first (logged with `outcome: "canceled"`), also when
+    /// the agent is idle.
+    fn cancel(&self, agent: RString, cause: RString, keep_inbox: bool) -> RResult<(), RString>;
+    /// Resolves when the agent is idle, with the outcome of its last turn (JSON, `null` when
+    /// it ran none).
+    fn when_idle(&self, agent: RString) -> FfiFuture<RResult<RString, RString>>;
+    /// The live agents, in creation order: `[{"id","status","cwd","provider","model"}]`.
+    fn list(&self) -> RString;
+    /// Cancels (`disposed`), waits for the driver, forgets the agent, emits `agent/disposed`.
+    fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>>;
+    /// For the loop: takes every `next-step` message and, at a turn boundary, one `next-turn`
+    /// message, in that order (JSON array), logging the removals and emitting
+    /// `agent/inbox/claimed` with `turn` for each.
+    fn claim(&self, session: RString, turn: u64, turn_boundary: bool) -> RResult<RString, RString>;
 }
 pub type AgentsService = Agents_TO<'static, RBox<()>>;
+
+/// The payload of every `agent/*` notification: the agent, and the reference's other fields
+/// as a JSON object (`{"status":"running"}`, `{"message":..,"turn":1}`, ...).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct AgentNotice {
+    pub agent: RString,
+    pub data: RString,
+}
+
+/// `agent/created`: an agent was published (after its session was created or loaded).
+pub const AGENT_CREATED: EmitEvent<AgentNotice> = EmitEvent::new("agent/created");
+/// `agent/disposed`: an agent was removed, after its driver went quiet.
+pub const AGENT_DISPOSED: EmitEvent<AgentNotice> = EmitEvent::new("agent/disposed");
+/// `agent/status`: `{"status":"running"}` before its first `turn/start`, `{"status":"idle"}`
+/// after its last `turn/end` (turns run back to back keep it running).
+pub const AGENT_STATUS: EmitEvent<AgentNotice> = EmitEvent::new("agent/status");
+/// `agent/session-start`: `{"source":"startup"|"resume"}`, once, right after `agent/created`.
+pub const AGENT_SESSION_START: EmitEvent<AgentNotice> = EmitEvent::new("agent/session-start");
+/// `agent/inbox/inserted`: `{"message"}`, after its splice was logged.
+pub const AGENT_INBOX_INSERTED: EmitEvent<AgentNotice> = EmitEvent::new("agent/inbox/inserted");
+/// `agent/inbox/claimed`: `{"message","turn"}`, per claimed message, inside the open turn.
+pub const AGENT_INBOX_CLAIMED: EmitEvent<AgentNotice> = EmitEvent::new("agent/inbox/claimed");
+/// `agent/inbox/discarded`: `{"message"}`, per message a cancel removed unrun.
+pub const AGENT_INBOX_DISCARDED: EmitEvent<AgentNotice> =
+    EmitEvent::new("agent/inbox/discarded");
+/// `agent/error`: `{"turn","step","error"}` for a turn that ends `error`, after its last
+/// `step/end` and before its `turn/end`. Never for a cancellation.
+pub const AGENT_ERROR: EmitEvent<AgentNotice> = EmitEvent::new("agent/error");
 
 /// `agent/request`: the request about to go to `llm`, as JSON; a listener may answer another
 /// (say, other call options). The history cannot be changed here: it goes by reference and is

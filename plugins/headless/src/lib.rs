@@ -1,6 +1,7 @@
 //! Plugin `headless`: the one-shot terminal runner. It reads its arguments from the host's
-//! `cmdline` service, creates a persisted session (or resumes one), runs one turn through
-//! `agent_loop`, prints the final answer on stdout (or, with `--output stream-json`, one line
+//! `cmdline` service, creates an agent through `agents` (a persisted session, or the resumed
+//! one), sends it the task as a followup and waits until the agent is idle (without an agent
+//! registry it runs the turn through `agent_loop` directly), prints the final answer on stdout (or, with `--output stream-json`, one line
 //! per committed session event and a final `result` line), diagnostics on stderr, and ends the
 //! host with the turn's exit code: 0 completed, 1 error, 2 usage, 3 blocked, 4 max-tokens,
 //! 130 after SIGINT (the turn is cancelled first, with cause `user`), 143 after SIGTERM.
@@ -98,7 +99,63 @@ fn exit_code(reason: &Value) -> i32 {
     }
 }
 
+/// What the turn runs with.
+struct Route {
+    cwd: String,
+    provider: String,
+    model: String,
+}
+
 impl Runner {
+    /// A new agent (or the resumed one) through the registry; answers its id.
+    async fn start_agent(
+        &self,
+        agents: &AgentsService,
+        args: &Args,
+        route: &Route,
+    ) -> Result<String, String> {
+        let mut options = json!({"cwd": route.cwd, "provider": route.provider, "model": route.model});
+        if let Some(id) = &args.resume {
+            options["resume"] = json!(id);
+        }
+        agents
+            .create(options.to_string().into())
+            .await
+            .into_result()
+            .map(RString::into_string)
+            .map_err(RString::into_string)
+    }
+
+    /// A session without an agent registry; answers its id.
+    async fn open_session(&self, args: &Args, route: &Route) -> Result<String, String> {
+        let session = match &args.resume {
+            Some(id) => self.sessions.open(id.as_str().into()).await,
+            None => {
+                self.sessions
+                    .create(CreateSession {
+                        cwd: RSome(route.cwd.as_str().into()),
+                        ..CreateSession::default()
+                    })
+                    .await
+            }
+        };
+        session
+            .into_result()
+            .map(|session| session.id().into_string())
+            .map_err(|error| error.to_string())
+    }
+
+    /// Cancels the run's turn; false when there is nothing to cancel yet.
+    fn cancel(&self, session: &str, cause: &str) -> bool {
+        match self.ctx.get::<AgentsService>(AGENTS) {
+            Ok(Some(agents)) => agents
+                .cancel(session.into(), cause.into(), false)
+                .into_result()
+                .is_ok(),
+            _ => self.agent.cancel(session.into(), RString::from(cause)),
+        }
+    }
+
     async fn run(&self, args: Args) -> i32 {
         let cwd = match &args.cwd {
             Some(dir) => dir.clone(),
@@ -142,25 +199,26 @@ impl Runner {
                 return 2;
             }
         };
-        let session = match &args.resume {
-            Some(id) => self.sessions.open(id.as_str().into()).await,
-            None => {
-                self.sessions
-                    .create(CreateSession {
-                        cwd: RSome(cwd.to_string_lossy().as_ref().into()),
-                        ..CreateSession::default()
-                    })
-                    .await
-            }
+        let route = Route {
+            cwd: cwd.to_string_lossy().into_owned(),
+            provider,
+            model,
         };
-        let session = match session.into_result() {
-            Ok(session) => session,
+        let agents = match self.ctx.get::<AgentsService>(AGENTS) {
+            Ok(Some(agents)) => Some(agents),
+            _ => None,
+        };
+        let started = match &agents {
+            Some(agents) => self.start_agent(agents, &args, &route).await,
+            None => self.open_session(&args, &route).await,
+        };
+        let id = match started {
+            Ok(id) => id,
             Err(error) => {
                 err(&format!("dsh: {error}"));
                 return 1;
             }
         };
-        let id = session.id().to_string();
         {
             let mut current = lock(&self.current);
             if let Some(cause) = current.stop {
@@ -173,41 +231,49 @@ impl Runner {
             current.session = Some(id.clone());
             current.stream_json = args.output == Output::StreamJson;
         }
-        // With an inbox, the task is queued there and the turn claims it (both logged);
-        // without one, the turn takes it directly.
-        let mut input = args.task.clone();
-        if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
-            let message = json!({
-                "content": [{"type": "text", "text": args.task}],
-                "source": {"kind": "user"},
-                "role": "user",
-            });
-            match agents
-                .enqueue(
-                    id.as_str().into(),
-                    "next-turn".into(),
-                    message.to_string().into(),
-                )
-                .into_result()
-            {
-                Ok(()) => input.clear(),
-                Err(error) => {
+        let outcome = match &agents {
+            // The task is a followup: queued on next-turn (logged), it wakes the idle agent,
+            // whose driver runs the turn that claims it.
+            Some(agents) => {
+                let message = json!({
+                    "content": [{"type": "text", "text": args.task}],
+                    "source": {"kind": "user"},
+                    "role": "user",
+                });
+                let sent = agents
+                    .send(
+                        id.as_str().into(),
+                        message.to_string().into(),
+                        "next-turn".into(),
+                        true,
+                    )
+                    .into_result();
+                if let Err(error) = sent {
                     err(&format!("dsh: {error}"));
                     return 1;
                 }
+                match agents.when_idle(id.as_str().into()).await.into_result() {
+                    Ok(outcome) => outcome,
+                    Err(error) => {
+                        err(&format!("dsh: {error}"));
+                        return 1;
+                    }
+                }
             }
-        }
-        let outcome = self
-            .agent
-            .run_turn(TurnRequest {
-                session: id.as_str().into(),
-                input: input.as_str().into(),
-                provider: provider.as_str().into(),
-                model: model.as_str().into(),
-                cwd: cwd.to_string_lossy().as_ref().into(),
-                scope: RVec::new(),
-            })
-            .await;
+            // Without an agent registry the turn takes the task directly.
+            None => {
+                self.agent
+                    .run_turn(TurnRequest {
+                        session: id.as_str().into(),
+                        input: args.task.as_str().into(),
+                        provider: route.provider.as_str().into(),
+                        model: route.model.as_str().into(),
+                        cwd: route.cwd.as_str().into(),
+                        scope: RVec::new(),
+                    })
+                    .await
+            }
+        };
         let outcome: Value = serde_json::from_str(&outcome).unwrap_or(Value::Null);
         lock(&self.current).stream_json = false;
         let reason = &outcome["reason"];
@@ -285,9 +351,7 @@ impl Plugin for HeadlessPlugin {
                     }
                     let session = lock(&runner.current).session.clone();
                     if let Some(session) = session
-                        && runner
-                            .agent
-                            .cancel(session.as_str().into(), RString::from(cause))
+                        && runner.cancel(&session, cause)
                     {
                         break;
                     }

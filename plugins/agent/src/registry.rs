@@ -1,0 +1,219 @@
+//! The registry's state: the agents (in creation order) with their route and phase, and the
+//! inbox of every session that has one. Inbox changes are logged before they apply.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use abi_stable::std_types::{RString, RVec};
+use dsh_agent_seam::{AgentNotice, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{EmitEvent, LogLevel, lock};
+use dsh_session_api::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::inbox::{Inbox, NEXT_STEP, NEXT_TURN, SPLICED};
+
+/// What an agent's turns run with.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) cwd: String,
+    pub(crate) scope: Vec<String>,
+}
+
+/// Whether the driver runs, and what a cancel left for it.
+#[derive(Default)]
+pub(crate) struct Phase {
+    pub(crate) running: bool,
+    /// The cause of a cancel whose turn is still closing (the first cause wins).
+    pub(crate) aborting: Option<String>,
+    /// A waking send arrived while a cancel settled: run again once the turn closed.
+    pub(crate) wake_latched: bool,
+    /// The outcome of the last turn (`null` before the first).
+    pub(crate) last: Value,
+    pub(crate) waiters: Vec<oneshot::Sender<String>>,
+}
+
+pub(crate) struct Agent {
+    pub(crate) id: String,
+    pub(crate) route: Route,
+    /// Held so the session stays live while the agent exists.
+    pub(crate) session: Arc<SessionBox>,
+    pub(crate) phase: Mutex<Phase>,
+}
+
+pub(crate) struct Registry {
+    pub(crate) ctx: Context,
+    inboxes: Mutex<HashMap<String, Inbox>>,
+    pub(crate) agents: Mutex<Vec<Arc<Agent>>>,
+    next_id: AtomicU64,
+}
+
+/// Polls a future once: a live session's `open` is ready at once, and the inbox must be
+/// changed and logged in one step, without yielding between the two.
+fn futures_now<F: std::future::Future>(future: F) -> Option<F::Output> {
+    let waker = std::task::Waker::noop();
+    let mut context = std::task::Context::from_waker(waker);
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(value) => Some(value),
+        std::task::Poll::Pending => None,
+    }
+}
+
+impl Registry {
+    pub(crate) fn new(ctx: Context) -> Self {
+        Self {
+            ctx,
+            inboxes: Mutex::new(HashMap::new()),
+            agents: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    pub(crate) fn agent(&self, id: &str) -> Option<Arc<Agent>> {
+        lock(&self.agents).iter().find(|agent| agent.id == id).cloned()
+    }
+
+    pub(crate) fn notify(&self, event: &EmitEvent<AgentNotice>, agent: &str, data: Value) {
+        let notice = AgentNotice {
+            agent: RString::from(agent),
+            data: RString::from(data.to_string()),
+        };
+        if let Err(error) = self.ctx.emit(event, &notice) {
+            self.ctx
+                .log(LogLevel::Warn, &format!("agent `{agent}`: {error}"));
+        }
+    }
+
+    /// The live session `id`: the agent's own, or one the `sessions` service holds live.
+    pub(crate) fn session(&self, id: &str) -> Result<Arc<SessionBox>, String> {
+        if let Some(agent) = self.agent(id) {
+            return Ok(agent.session.clone());
+        }
+        let sessions = match self.ctx.get::<SessionsService>(SESSIONS) {
+            Ok(Some(sessions)) => sessions,
+            _ => return Err("no `sessions` service".to_owned()),
+        };
+        // `open` of a live session answers at once; the store is not touched.
+        match futures_now(sessions.open(RString::from(id))) {
+            Some(result) => result
+                .into_result()
+                .map(Arc::new)
+                .map_err(|error| error.to_string()),
+            None => Err(format!("session `{id}` is not live")),
+        }
+    }
+
+    fn log(session: &SessionBox, data: &Value) -> Result<(), String> {
+        session
+            .append(RVec::from(vec![NewEventRecord::new(
+                SPLICED,
+                &data.to_string(),
+            )]))
+            .into_result()
+            .map(|_| ())
+            .map_err(|error| format!("agent/inbox/spliced not logged: {error}"))
+    }
+
+    /// Runs `change` on the inbox of `session` (rebuilt from its log on first use).
+    pub(crate) fn with_inbox<T>(
+        &self,
+        session: &SessionBox,
+        change: impl FnOnce(&mut Inbox) -> T,
+    ) -> T {
+        let mut inboxes = lock(&self.inboxes);
+        let inbox = inboxes
+            .entry(session.id().to_string())
+            .or_insert_with(|| Inbox::of_log(session));
+        change(inbox)
+    }
+
+    pub(crate) fn forget_inbox(&self, session: &str) {
+        lock(&self.inboxes).remove(session);
+    }
+
+    pub(crate) fn has_pending(&self, session: &SessionBox) -> bool {
+        self.with_inbox(session, |inbox| inbox.has_pending())
+    }
+
+    /// Appends `message` to `target`, logged; answers its id.
+    pub(crate) fn insert(
+        &self,
+        session: &SessionBox,
+        target: &str,
+        mut message: Value,
+    ) -> Result<String, String> {
+        if !message.is_object() {
+            return Err("the message is not a JSON object".to_owned());
+        }
+        if message["id"].as_str().is_none_or(str::is_empty) {
+            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+            message["id"] = json!(format!("{}-inbox-{n}", session.id()));
+        }
+        let id = message["id"].as_str().unwrap_or_default().to_owned();
+        self.with_inbox(session, |inbox| {
+            if inbox.holds(&id) {
+                return Err(format!("message `{id}` is already pending"));
+            }
+            Self::log(session, &inbox.append_splice(target, &message))?;
+            inbox.list_mut(target).push(message.clone());
+            Ok(())
+        })?;
+        self.notify(
+            &AGENT_INBOX_INSERTED,
+            session.id().as_str(),
+            json!({"message": message}),
+        );
+        Ok(id)
+    }
+
+    /// Clears both lists unrun (next-step first), logged with `outcome: "canceled"`, and
+    /// announces each dropped message.
+    pub(crate) fn clear(&self, session: &SessionBox) -> Result<(), String> {
+        let dropped = self.with_inbox(session, |inbox| -> Result<Vec<Value>, String> {
+            let mut dropped = Vec::new();
+            for target in [NEXT_STEP, NEXT_TURN] {
+                if let Some(splice) = inbox.cancel_splice(target) {
+                    Self::log(session, &splice)?;
+                    dropped.append(inbox.list_mut(target));
+                }
+            }
+            Ok(dropped)
+        })?;
+        for message in dropped {
+            self.notify(
+                &AGENT_INBOX_DISCARDED,
+                session.id().as_str(),
+                json!({"message": message}),
+            );
+        }
+        Ok(())
+    }
+
+    /// Takes every next-step message and, at a turn boundary, the head of next-turn; logged.
+    pub(crate) fn claim(
+        &self,
+        session: &SessionBox,
+        turn_boundary: bool,
+    ) -> Result<Vec<Value>, String> {
+        self.with_inbox(session, |inbox| {
+            let mut claimed = Vec::new();
+            if !inbox.next_step.is_empty() {
+                Self::log(
+                    session,
+                    &Inbox::claim_splice(NEXT_STEP, inbox.next_step.len()),
+                )?;
+                claimed.append(&mut inbox.next_step);
+            }
+            if turn_boundary && !inbox.next_turn.is_empty() {
+                Self::log(session, &Inbox::claim_splice(NEXT_TURN, 1))?;
+                claimed.push(inbox.next_turn.remove(0));
+            }
+            Ok(claimed)
+        })
+    }
+}

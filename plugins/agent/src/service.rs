@@ -1,0 +1,233 @@
+//! The `agents` service over the registry: create, send (with the wake rules), cancel,
+//! when-idle, list, dispose, and the loop's claim.
+
+use std::sync::{Arc, Mutex};
+
+use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_agent_seam::{
+    AGENT_CREATED, AGENT_DISPOSED, AGENT_INBOX_CLAIMED, AGENT_LOOP, AGENT_SESSION_START,
+    AgentLoopService, Agents,
+};
+use dsh_plugin_api::lock;
+use dsh_session_api::{CreateSession, SESSIONS, SessionsService};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::driver::wake;
+use crate::inbox::{NEXT_TURN, target_of};
+use crate::registry::{Agent, Phase, Registry, Route};
+
+pub(crate) struct Service(pub(crate) Arc<Registry>);
+
+fn done<T>(result: Result<T, String>) -> RResult<T, RString> {
+    match result {
+        Ok(value) => ROk(value),
+        Err(error) => RErr(RString::from(error)),
+    }
+}
+
+fn text(options: &Value, key: &str) -> String {
+    options[key].as_str().unwrap_or_default().to_owned()
+}
+
+impl Service {
+    async fn create(&self, options: String) -> Result<RString, String> {
+        let options: Value = serde_json::from_str(&options)
+            .map_err(|error| format!("agent options are not JSON: {error}"))?;
+        let registry = &self.0;
+        let sessions = match registry.ctx.get::<SessionsService>(SESSIONS) {
+            Ok(Some(sessions)) => sessions,
+            _ => return Err("no `sessions` service: mount the session plugin".to_owned()),
+        };
+        let cwd = text(&options, "cwd");
+        let (opened, source) = match options["resume"].as_str() {
+            Some(id) => (sessions.open(RString::from(id)).await, "resume"),
+            None => {
+                let request = CreateSession {
+                    cwd: match cwd.is_empty() {
+                        true => CreateSession::default().cwd,
+                        false => RSome(RString::from(cwd.as_str())),
+                    },
+                    ..CreateSession::default()
+                };
+                (sessions.create(request).await, "startup")
+            }
+        };
+        let session = opened.into_result().map_err(|error| error.to_string())?;
+        let id = session.id().to_string();
+        let agent = Arc::new(Agent {
+            id: id.clone(),
+            route: Route {
+                provider: text(&options, "provider"),
+                model: text(&options, "model"),
+                cwd,
+                scope: options["scope"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|key| key.as_str().map(str::to_owned))
+                    .collect(),
+            },
+            session: Arc::new(session),
+            phase: Mutex::new(Phase::default()),
+        });
+        {
+            let mut agents = lock(&registry.agents);
+            if agents.iter().any(|known| known.id == id) {
+                return Err(format!("agent `{id}` already exists"));
+            }
+            agents.push(agent);
+        }
+        registry.notify(&AGENT_CREATED, &id, json!({}));
+        registry.notify(&AGENT_SESSION_START, &id, json!({"source": source}));
+        Ok(RString::from(id))
+    }
+
+    fn send(&self, agent: &str, message: &str, target: &str, wakeup: bool) -> Result<RString, String> {
+        let registry = &self.0;
+        let message: Value = serde_json::from_str(message)
+            .map_err(|error| format!("the message is not JSON: {error}"))?;
+        let mut target = target_of(target)?;
+        let known = registry.agent(agent);
+        if wakeup && known.is_none() {
+            return Err(format!(
+                "no agent `{agent}`: a waking send needs an agent (create one first)"
+            ));
+        }
+        // A waking message cannot join a turn that is being cancelled: it opens the next one.
+        let after_abort = wakeup
+            && known.as_ref().is_some_and(|known| {
+                let phase = lock(&known.phase);
+                phase.running && phase.aborting.is_some()
+            });
+        if after_abort {
+            target = NEXT_TURN;
+        }
+        let session = registry.session(agent)?;
+        let id = registry.insert(&session, target, message)?;
+        if let Some(known) = known.filter(|_| wakeup) {
+            wake(registry, &known, after_abort);
+        }
+        Ok(RString::from(id))
+    }
+
+    fn cancel(&self, agent: &str, cause: &str, keep_inbox: bool) -> Result<(), String> {
+        let registry = &self.0;
+        let known = registry
+            .agent(agent)
+            .ok_or_else(|| format!("no agent `{agent}`"))?;
+        if !keep_inbox {
+            lock(&known.phase).wake_latched = false;
+            registry.clear(&known.session)?;
+        }
+        let running = {
+            let mut phase = lock(&known.phase);
+            if phase.running && phase.aborting.is_none() {
+                phase.aborting = Some(cause.to_owned());
+            }
+            phase.running
+        };
+        if running && let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP) {
+            // False when the turn has not registered yet: the driver sees `aborting` first.
+            driver.cancel(RString::from(agent), RString::from(cause));
+        }
+        Ok(())
+    }
+
+    async fn when_idle(&self, agent: String) -> Result<RString, String> {
+        let known = self
+            .0
+            .agent(&agent)
+            .ok_or_else(|| format!("no agent `{agent}`"))?;
+        let waiting = {
+            let mut phase = lock(&known.phase);
+            if !phase.running {
+                return Ok(RString::from(phase.last.to_string()));
+            }
+            let (tell, wait) = oneshot::channel();
+            phase.waiters.push(tell);
+            wait
+        };
+        drop(known);
+        waiting
+            .await
+            .map(RString::from)
+            .map_err(|_| format!("agent `{agent}` went away before it was idle"))
+    }
+
+    async fn dispose(&self, agent: String) -> Result<(), String> {
+        self.cancel(&agent, "disposed", false)?;
+        self.when_idle(agent.clone()).await?;
+        let registry = &self.0;
+        lock(&registry.agents).retain(|known| known.id != agent);
+        registry.forget_inbox(&agent);
+        registry.notify(&AGENT_DISPOSED, &agent, json!({}));
+        Ok(())
+    }
+}
+
+impl Agents for Service {
+    fn create(&self, options: RString) -> FfiFuture<RResult<RString, RString>> {
+        let service = Service(self.0.clone());
+        async move { done(service.create(options.into_string()).await) }.into_ffi()
+    }
+
+    fn send(
+        &self,
+        agent: RString,
+        message: RString,
+        target: RString,
+        wakeup: bool,
+    ) -> RResult<RString, RString> {
+        done(Service::send(self, &agent, &message, &target, wakeup))
+    }
+
+    fn cancel(&self, agent: RString, cause: RString, keep_inbox: bool) -> RResult<(), RString> {
+        done(Service::cancel(self, &agent, &cause, keep_inbox))
+    }
+
+    fn when_idle(&self, agent: RString) -> FfiFuture<RResult<RString, RString>> {
+        let service = Service(self.0.clone());
+        async move { done(service.when_idle(agent.into_string()).await) }.into_ffi()
+    }
+
+    fn list(&self) -> RString {
+        let agents: Vec<Value> = lock(&self.0.agents)
+            .iter()
+            .map(|agent| {
+                let status = match lock(&agent.phase).running {
+                    true => "running",
+                    false => "idle",
+                };
+                json!({"id": agent.id, "status": status, "cwd": agent.route.cwd, "provider": agent.route.provider, "model": agent.route.model})
+            })
+            .collect();
+        RString::from(Value::Array(agents).to_string())
+    }
+
+    fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>> {
+        let service = Service(self.0.clone());
+        async move { done(service.dispose(agent.into_string()).await) }.into_ffi()
+    }
+
+    fn claim(&self, session: RString, turn: u64, turn_boundary: bool) -> RResult<RString, RString> {
+        let registry = &self.0;
+        let claimed = registry
+            .session(&session)
+            .and_then(|live| registry.claim(&live, turn_boundary));
+        match claimed {
+            Ok(claimed) => {
+                for message in &claimed {
+                    registry.notify(
+                        &AGENT_INBOX_CLAIMED,
+                        &session,
+                        json!({"message": message, "turn": turn}),
+                    );
+                }
+                ROk(RString::from(Value::Array(claimed).to_string()))
+            }
+            Err(error) => RErr(RString::from(error)),
+        }
+    }
+}
