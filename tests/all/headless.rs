@@ -186,7 +186,7 @@ fn usage_mistakes_exit_2_and_say_what_is_wrong() {
 }
 
 /// The headless profile pointed at a fake DeepSeek server through a patch layer.
-fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
+pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
     let patch = dir.write(
         "fake.patch.yml",
         &format!(

@@ -1,6 +1,7 @@
 //! One integration binary: every test boots the real `dsh-host` with real plugin libraries.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod agents;
 mod bad_input;
 mod cli;
 mod conformance;

@@ -20,8 +20,9 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{
-    AGENT_ERROR, AGENT_LOOP, AGENT_PRE_STEP, AgentNotice, AGENT_REQUEST, AGENT_REQUEST_ERROR, AGENT_TURN_STOPPING, AgentLoop,
-    AgentLoop_TO, AgentRequest, RequestError, StepView, TurnRequest, TurnStopping,
+    AGENT_ERROR, AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST, AGENT_REQUEST_ERROR,
+    AGENT_TURN_STOPPING, AgentLoop, AgentLoop_TO, AgentNotice, AgentRequest, RequestError,
+    StepView, TurnRequest, TurnStopping,
 };
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;

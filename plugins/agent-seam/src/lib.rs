@@ -202,8 +202,7 @@ pub const AGENT_INBOX_INSERTED: EmitEvent<AgentNotice> = EmitEvent::new("agent/i
 /// `agent/inbox/claimed`: `{"message","turn"}`, per claimed message, inside the open turn.
 pub const AGENT_INBOX_CLAIMED: EmitEvent<AgentNotice> = EmitEvent::new("agent/inbox/claimed");
 /// `agent/inbox/discarded`: `{"message"}`, per message a cancel removed unrun.
-pub const AGENT_INBOX_DISCARDED: EmitEvent<AgentNotice> =
-    EmitEvent::new("agent/inbox/discarded");
+pub const AGENT_INBOX_DISCARDED: EmitEvent<AgentNotice> = EmitEvent::new("agent/inbox/discarded");
 /// `agent/error`: `{"turn","step","error"}` for a turn that ends `error`, after its last
 /// `step/end` and before its `turn/end`. Never for a cancellation.
 pub const AGENT_ERROR: EmitEvent<AgentNotice> = EmitEvent::new("agent/error");

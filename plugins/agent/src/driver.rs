@@ -36,7 +36,11 @@ pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bo
             LogLevel::Error,
             &format!("agent `{}`: its driver cannot start: {error}", agent.id),
         );
-        settle(registry, agent, outcome_error(&agent.id, &error.to_string(), "NO_DRIVER"));
+        settle(
+            registry,
+            agent,
+            outcome_error(&agent.id, &error.to_string(), "NO_DRIVER"),
+        );
     }
 }
 
@@ -67,7 +71,11 @@ async fn one_turn(registry: &Registry, agent: &Agent) -> Value {
             provider: RString::from(route.provider.as_str()),
             model: RString::from(route.model.as_str()),
             cwd: RString::from(route.cwd.as_str()),
-            scope: route.scope.iter().map(|key| RString::from(key.as_str())).collect::<RVec<_>>(),
+            scope: route
+                .scope
+                .iter()
+                .map(|key| RString::from(key.as_str()))
+                .collect::<RVec<_>>(),
         })
         .await;
     serde_json::from_str(&outcome).unwrap_or(Value::Null)
@@ -79,7 +87,10 @@ async fn one_turn(registry: &Registry, agent: &Agent) -> Value {
 async fn drive(registry: &Arc<Registry>, agent: &Arc<Agent>) {
     loop {
         let outcome = one_turn(registry, agent).await;
-        let kind = outcome["reason"]["kind"].as_str().unwrap_or("error").to_owned();
+        let kind = outcome["reason"]["kind"]
+            .as_str()
+            .unwrap_or("error")
+            .to_owned();
         // Decided and, when done, marked idle under one lock: a send that lands meanwhile
         // either is seen pending here or finds the agent idle and starts a new driver.
         let waiters = {

@@ -154,6 +154,9 @@ mod tests {
             splice,
         ]);
         assert!(!rebuilt.has_pending());
-        assert_eq!(target_of("later").unwrap_err(), "inbox target `later` is not next-turn or next-step");
+        assert_eq!(
+            target_of("later").unwrap_err(),
+            "inbox target `later` is not next-turn or next-step"
+        );
     }
 }

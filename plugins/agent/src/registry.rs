@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RString, RVec};
-use dsh_agent_seam::{AgentNotice, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED};
+use dsh_agent_seam::{AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AgentNotice};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{EmitEvent, LogLevel, lock};
 use dsh_session_api::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
@@ -75,7 +75,10 @@ impl Registry {
     }
 
     pub(crate) fn agent(&self, id: &str) -> Option<Arc<Agent>> {
-        lock(&self.agents).iter().find(|agent| agent.id == id).cloned()
+        lock(&self.agents)
+            .iter()
+            .find(|agent| agent.id == id)
+            .cloned()
     }
 
     pub(crate) fn notify(&self, event: &EmitEvent<AgentNotice>, agent: &str, data: Value) {

@@ -84,7 +84,13 @@ impl Service {
         Ok(RString::from(id))
     }
 
-    fn send(&self, agent: &str, message: &str, target: &str, wakeup: bool) -> Result<RString, String> {
+    fn send(
+        &self,
+        agent: &str,
+        message: &str,
+        target: &str,
+        wakeup: bool,
+    ) -> Result<RString, String> {
         let registry = &self.0;
         let message: Value = serde_json::from_str(message)
             .map_err(|error| format!("the message is not JSON: {error}"))?;

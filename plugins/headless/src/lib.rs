@@ -47,6 +47,12 @@ fn err(line: &str) {
     let _ = writeln!(stderr, "{line}");
 }
 
+/// One `session_event` line of the stream-json output.
+fn print_event(session: &str, json: &str) {
+    let event: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    out(&json!({"type": "session_event", "sessionId": session, "event": event}).to_string());
+}
+
 /// The run in progress, for the stop listener and the event printer.
 #[derive(Default)]
 struct Current {
@@ -55,6 +61,8 @@ struct Current {
     stream_json: bool,
     /// Fired when the run has printed its result.
     done: Option<Arc<CancelFlag>>,
+    /// With stream-json, the events committed before the run knew its session id.
+    early: Option<Vec<(String, String)>>,
     /// A signal arrived: the cause its turn is (or would be) cancelled with.
     stop: Option<&'static str>,
 }
@@ -114,7 +122,8 @@ impl Runner {
         args: &Args,
         route: &Route,
     ) -> Result<String, String> {
-        let mut options = json!({"cwd": route.cwd, "provider": route.provider, "model": route.model});
+        let mut options =
+            json!({"cwd": route.cwd, "provider": route.provider, "model": route.model});
         if let Some(id) = &args.resume {
             options["resume"] = json!(id);
         }
@@ -157,6 +166,9 @@ impl Runner {
     }
 
     async fn run(&self, args: Args) -> i32 {
+        if args.output == Output::StreamJson {
+            lock(&self.current).early = Some(Vec::new());
+        }
         let cwd = match &args.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
@@ -221,6 +233,14 @@ impl Runner {
         };
         {
             let mut current = lock(&self.current);
+            // What the run logged before it knew its session (a plugin may stage context when
+            // the agent's session starts) is printed first, under the printer's lock, so the
+            // stream keeps the log's order.
+            for (session, json) in current.early.take().unwrap_or_default() {
+                if session == id {
+                    print_event(&session, &json);
+                }
+            }
             if let Some(cause) = current.stop {
                 // A signal came before the turn started: nothing to cancel, nothing to run.
                 err(&format!(
@@ -314,10 +334,13 @@ impl Plugin for HeadlessPlugin {
         let current: Arc<Mutex<Current>> = Arc::default();
         let printer = current.clone();
         ctx.on_emit(&SESSION_EVENT, move |record| {
-            let current = lock(&printer);
-            if current.stream_json && current.session.as_deref() == Some(record.session.as_str()) {
-                let event: Value = serde_json::from_str(&record.json).unwrap_or(Value::Null);
-                out(&json!({"type": "session_event", "sessionId": record.session.as_str(), "event": event}).to_string());
+            let mut current = lock(&printer);
+            if let Some(early) = &mut current.early {
+                early.push((record.session.to_string(), record.json.to_string()));
+            } else if current.stream_json
+                && current.session.as_deref() == Some(record.session.as_str())
+            {
+                print_event(record.session.as_str(), &record.json);
             }
         })?;
         let runner = Arc::new(Runner {

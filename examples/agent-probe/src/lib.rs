@@ -1,0 +1,114 @@
+//! Test plugin `agent-probe`: appends every `agent/*` notification it sees to the file `record`
+//! (one JSON line: `{"event","agent","data"}`), and drives the `agents` service as configured:
+//! `injectAtStart` stages a message (next-step, no wake) when an agent's session starts;
+//! `followupAtClaim` queues a followup (next-turn, waking) when the first message is claimed;
+//! `cancelAtClaim` then cancels the agent (cause `user`, the inbox cleared).
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use abi_stable::std_types::RString;
+use dsh_agent_seam::{
+    AGENT_CREATED, AGENT_DISPOSED, AGENT_ERROR, AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED,
+    AGENT_INBOX_INSERTED, AGENT_SESSION_START, AGENT_STATUS, AGENTS, AgentNotice, AgentsService,
+};
+use dsh_plugin_api::EmitEvent;
+use dsh_plugin_api::prelude::*;
+use serde_json::{Value, json};
+
+#[derive(Deserialize, JsonSchema, Default, Clone)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeConfig {
+    pub record: Option<String>,
+    pub inject_at_start: Option<String>,
+    pub followup_at_claim: Option<String>,
+    pub cancel_at_claim: bool,
+}
+
+fn user_message(text: &str) -> RString {
+    RString::from(
+        json!({"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user"})
+            .to_string(),
+    )
+}
+
+fn record(path: &str, event: &str, notice: &AgentNotice) {
+    let data: Value = serde_json::from_str(&notice.data).unwrap_or(Value::Null);
+    let line = json!({"event": event, "agent": notice.agent.as_str(), "data": data});
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+pub struct AgentProbe;
+
+impl Plugin for AgentProbe {
+    const NAME: &'static str = "agent-probe";
+    type Config = ProbeConfig;
+
+    async fn apply(ctx: Context, config: ProbeConfig) -> Result<(), PluginError> {
+        let events: [(&str, &EmitEvent<AgentNotice>); 8] = [
+            ("agent/created", &AGENT_CREATED),
+            ("agent/disposed", &AGENT_DISPOSED),
+            ("agent/status", &AGENT_STATUS),
+            ("agent/session-start", &AGENT_SESSION_START),
+            ("agent/inbox/inserted", &AGENT_INBOX_INSERTED),
+            ("agent/inbox/claimed", &AGENT_INBOX_CLAIMED),
+            ("agent/inbox/discarded", &AGENT_INBOX_DISCARDED),
+            ("agent/error", &AGENT_ERROR),
+        ];
+        if let Some(path) = config.record.clone() {
+            for (name, event) in events {
+                let path = path.clone();
+                ctx.on_emit(event, move |notice: &AgentNotice| {
+                    record(&path, name, notice)
+                })?;
+            }
+        }
+        if let Some(text) = config.inject_at_start.clone() {
+            let agents_ctx = ctx.clone();
+            ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
+                if let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS) {
+                    let _ = agents.send(
+                        notice.agent.clone(),
+                        user_message(&text),
+                        "next-step".into(),
+                        false,
+                    );
+                }
+            })?;
+        }
+        let claimed_once = Arc::new(AtomicBool::new(false));
+        let agents_ctx = ctx.clone();
+        let probe = config.clone();
+        ctx.on_emit(&AGENT_INBOX_CLAIMED, move |notice: &AgentNotice| {
+            if claimed_once.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS) else {
+                return;
+            };
+            if let Some(text) = &probe.followup_at_claim {
+                let _ = agents.send(
+                    notice.agent.clone(),
+                    user_message(text),
+                    "next-turn".into(),
+                    true,
+                );
+            }
+            if probe.cancel_at_claim {
+                let _ = agents.cancel(notice.agent.clone(), "user".into(), false);
+            }
+        })?;
+        Ok(())
+    }
+}
+
+dsh_plugin_api::export_plugins!(AgentProbe);
