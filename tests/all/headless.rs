@@ -658,3 +658,57 @@ fn resuming_an_unknown_session_names_it_and_exits_1() {
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("no-such-session"), "{}", out.stderr);
 }
+
+/// The log-only companions of a request: `session/title` (the fallback from the first human
+/// message, once per session, kept across a resume) and `request/context` (the route, logged
+/// after the header and again only when it changes).
+#[test]
+fn a_session_is_titled_once_and_its_route_logged_once() {
+    let server = FakeDeepSeek::start(vec![Reply::text("first"), Reply::text("second")]);
+    let dir = TestDir::new("headless-title");
+    let out = against(
+        &server,
+        &dir,
+        &[
+            "--output",
+            "stream-json",
+            "Fix the \u{1b}[31mflaky\u{1b}[0m   parser test in src/parse.rs please",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let title = events
+        .iter()
+        .find(|event| event["type"] == "session/title")
+        .unwrap_or_else(|| panic!("no title: {types:?}"));
+    assert_eq!(title["data"]["title"], "Fix the flaky parser test");
+    assert_eq!(title["data"]["source"]["kind"], "fallback");
+    let task_seq = events
+        .iter()
+        .find(|event| event["type"] == "user/message")
+        .unwrap()["seq"]
+        .clone();
+    assert_eq!(title["data"]["messageSeqs"], json!([task_seq]));
+    let header = types.iter().position(|t| *t == "request/header").unwrap();
+    assert_eq!(types[header + 1], "request/context", "{types:?}");
+    let context = &events[header + 1]["data"];
+    assert_eq!(
+        *context,
+        json!({"provider": "deepseek-official", "model": "deepseek-v4-flash"})
+    );
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    let again = against(
+        &server,
+        &dir,
+        &["--output", "stream-json", "--resume", &session, "and more"],
+    );
+    assert_eq!(again.code, Some(0), "{again:?}");
+    let (events, _) = stream_json(&again.stdout);
+    for kind in ["session/title", "request/context"] {
+        assert!(
+            !events.iter().any(|event| event["type"] == kind),
+            "`{kind}` logged again on resume: {events:?}"
+        );
+    }
+}

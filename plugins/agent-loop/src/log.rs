@@ -42,13 +42,22 @@ impl Log<'_> {
     }
 
     /// What a new turn needs to know of the log, read in one pass that parses only the
-    /// events it looks into: how many turns there were, the last `request/header`, and the
-    /// last text of each context snapshot `snapshot_plugin` logged.
+    /// events it looks into: how many turns there were, the last `request/header` and
+    /// `request/context`, and the last text of each context snapshot `snapshot_plugin` logged.
     pub(crate) fn past(&self, snapshot_plugin: &str) -> Past {
         let mut past = Past::default();
         for record in self.session.events(0, self.session.event_count()).iter() {
             match record.kind.as_str() {
                 "turn/start" => past.turns += 1,
+                "request/context" => {
+                    if let Ok(event) = serde_json::from_str::<Value>(&record.json) {
+                        let data = &event["data"];
+                        past.last_context = Some((
+                            data["provider"].as_str().unwrap_or_default().to_owned(),
+                            data["model"].as_str().unwrap_or_default().to_owned(),
+                        ));
+                    }
+                }
                 "request/header" => {
                     if let Ok(event) = serde_json::from_str::<Value>(&record.json) {
                         past.last_header = Some(event["data"]["header"].clone());
@@ -80,5 +89,7 @@ impl Log<'_> {
 pub(crate) struct Past {
     pub(crate) turns: u64,
     pub(crate) last_header: Option<Value>,
+    /// The route of the last `request/context`.
+    pub(crate) last_context: Option<(String, String)>,
     pub(crate) snapshots: HashMap<String, String>,
 }

@@ -109,6 +109,7 @@ pub(crate) async fn steps(
     let mut memory = Memory {
         last_header: past.last_header,
         last_header_key: None,
+        last_context: past.last_context,
         snapshots: past.snapshots,
         pending: claim(deps, session, turn, true)?,
     };
@@ -283,6 +284,15 @@ async fn step_body(
             }
             memory.last_header_key = Some((tools_text.clone(), system.clone()));
         }
+        // `request/context` names the route a request goes to, logged when it changes.
+        let route = (request.provider.to_string(), request.model.to_string());
+        if memory.last_context.as_ref() != Some(&route) {
+            log.append(
+                "request/context",
+                &json!({"provider": route.0, "model": route.1}),
+            )?;
+            memory.last_context = Some(route);
+        }
         // Config, system prompt and history are small; the tool list goes in as the registry's
         // text.
         let generate = format!(
@@ -456,6 +466,8 @@ pub(crate) struct Memory {
     last_header: Option<Value>,
     /// The tool list text and system prompt the last header was built from.
     last_header_key: Option<(String, String)>,
+    /// The route of the last logged `request/context`.
+    last_context: Option<(String, String)>,
     /// The last logged text of each prompt context snapshot, by key.
     snapshots: HashMap<String, String>,
     /// Claimed input that enters at the next step.

@@ -1,0 +1,155 @@
+//! Plugin `session-title`: the title of a session, in its log. When the first human message
+//! (a `user/message` whose source is `user`, with visible text) of a session without a title
+//! is logged, it appends `session/title` with the deterministic fallback: the message's first
+//! `fallbackMaxWords` words within `fallbackMaxBytes` UTF-8 bytes, cleaned of escapes and
+//! controls, `messageSeqs` naming that message and `source: {"kind":"fallback"}`. The event
+//! is appended on the next turn of the runtime, after the appends that triggered it (as the
+//! reference's asynchronous fallback lands).
+//!
+//! Not built yet: titles from a model (`session/title-llm-request`) and renames.
+
+mod normalize;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use abi_stable::std_types::RString;
+use dsh_plugin_api::lock;
+use dsh_plugin_api::prelude::*;
+use dsh_session_api::{
+    EventRecord, SESSION_DISPOSED, SESSION_EVENT, SESSIONS, SessionsService, append_or_report,
+};
+use serde_json::{Value, json};
+
+/// Config of `session-title`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct TitleConfig {
+    pub fallback_max_words: usize,
+    pub fallback_max_bytes: usize,
+    pub max_title_bytes: usize,
+}
+
+impl Default for TitleConfig {
+    fn default() -> Self {
+        Self {
+            fallback_max_words: 5,
+            fallback_max_bytes: 40,
+            max_title_bytes: 80,
+        }
+    }
+}
+
+/// The text a human message would be titled from, if it is one.
+fn human_text(record: &EventRecord) -> Option<(u64, String)> {
+    if record.kind.as_str() != "user/message" {
+        return None;
+    }
+    let event: Value = serde_json::from_str(&record.json).ok()?;
+    let data = &event["data"];
+    if data["source"]["kind"] != "user" {
+        return None;
+    }
+    let text: Vec<&str> = data["content"]
+        .as_array()?
+        .iter()
+        .filter(|block| block["type"] == "text")
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    Some((record.seq, text.join("\n")))
+}
+
+pub struct TitlePlugin;
+
+impl Plugin for TitlePlugin {
+    const NAME: &'static str = "session-title";
+    type Config = TitleConfig;
+
+    async fn apply(ctx: Context, config: TitleConfig) -> Result<(), PluginError> {
+        for (field, value) in [
+            ("fallbackMaxWords", config.fallback_max_words),
+            ("fallbackMaxBytes", config.fallback_max_bytes),
+            ("maxTitleBytes", config.max_title_bytes),
+        ] {
+            if value == 0 {
+                return Err(PluginError::new(
+                    dsh_plugin_api::ErrorKind::Config,
+                    format!("invalid config: {field} must be a positive integer"),
+                ));
+            }
+        }
+        if config.fallback_max_bytes > config.max_title_bytes {
+            return Err(PluginError::new(
+                dsh_plugin_api::ErrorKind::Config,
+                "invalid config: fallbackMaxBytes must not exceed maxTitleBytes",
+            ));
+        }
+        // Per session: whether it has (or is getting) a title. Unknown sessions are looked up
+        // in their log once, so a resumed session keeps its title.
+        let titled: Arc<Mutex<HashMap<String, bool>>> = Arc::default();
+        let forget = titled.clone();
+        ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
+            lock(&forget).remove(id.as_str());
+        })?;
+        let listener_ctx = ctx.clone();
+        ctx.on_emit(&SESSION_EVENT, move |record: &EventRecord| {
+            let session = record.session.to_string();
+            if record.kind.as_str() == "session/title" {
+                lock(&titled).insert(session, true);
+                return;
+            }
+            if lock(&titled).get(&session) == Some(&true) {
+                return;
+            }
+            let Some((seq, text)) = human_text(record) else {
+                return;
+            };
+            let title =
+                normalize::fallback(&text, config.fallback_max_words, config.fallback_max_bytes);
+            if title.is_empty() {
+                return;
+            }
+            lock(&titled).insert(session.clone(), true);
+            let ctx = listener_ctx.clone();
+            let spawned = listener_ctx.spawn(async move {
+                if already_titled(&ctx, &session, seq).await {
+                    return;
+                }
+                let data =
+                    json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}});
+                append_or_report(
+                    &ctx,
+                    "session-title",
+                    &session,
+                    "session/title",
+                    &data.to_string(),
+                )
+                .await;
+            });
+            if let Err(error) = spawned {
+                listener_ctx.log(
+                    dsh_plugin_api::LogLevel::Error,
+                    &format!("session-title: {error}"),
+                );
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// Whether the log already holds a title from before `seq` (a resumed session).
+async fn already_titled(ctx: &Context, session: &str, seq: u64) -> bool {
+    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
+        return false;
+    };
+    let Ok(live) = sessions.open(RString::from(session)).await.into_result() else {
+        return false;
+    };
+    live.events(0, seq)
+        .iter()
+        .any(|record| record.kind.as_str() == "session/title")
+}
+
+dsh_plugin_api::export_plugins!(TitlePlugin);
