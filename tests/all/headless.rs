@@ -712,3 +712,59 @@ fn a_session_is_titled_once_and_its_route_logged_once() {
         );
     }
 }
+
+/// The system prompt as the model gets it: identity, the persona with `{{model}}` and `{{cwd}}`
+/// replaced, then the guidance of the visible tools in their order (read 100 .. bash 105).
+#[test]
+fn the_system_prompt_carries_variables_and_tool_guidance() {
+    let server = FakeDeepSeek::start(vec![Reply::text("ok")]);
+    let dir = TestDir::new("headless-prompt");
+    let out = against(&server, &dir, &["hi"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let body = &server.requests()[0].body;
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    let work = dir.join("work").canonicalize().unwrap();
+    let persona = format!(
+        "You run on deepseek-v4-flash and work in {}.",
+        work.display()
+    );
+    let at = |needle: &str| {
+        system
+            .find(needle)
+            .unwrap_or_else(|| panic!("`{needle}` is not in the prompt: {system}"))
+    };
+    let order = [
+        at("You are a coding agent"),
+        at(&persona),
+        at("use the read tool rather than cat"),
+        at("Use edit for changes"),
+        at("Every bash call starts a fresh shell"),
+        at("keep a task list with todo_write"),
+    ];
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{system}");
+    assert!(!system.contains("{{"), "{system}");
+}
+
+/// A section that refers to an unknown variable fails the turn before anything is asked,
+/// naming the reference and the section.
+#[test]
+fn an_unknown_prompt_variable_ends_the_turn_before_the_request() {
+    let server = FakeDeepSeek::start(vec![Reply::text("never")]);
+    let dir = TestDir::new("headless-prompt-variable");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: system-prompt\n  config:\n    persona: Work on {{projct}} now.\n",
+    );
+    let out = against(&server, &dir, &["hi"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(server.requests().is_empty());
+    assert!(
+        out.stderr
+            .contains("unknown prompt variable \"{{projct}}\" in section \"persona\"")
+            && out
+                .stderr
+                .contains("registered variables: cwd, model, provider"),
+        "{}",
+        out.stderr
+    );
+}

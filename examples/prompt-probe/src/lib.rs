@@ -39,6 +39,8 @@ impl Plugin for PromptProbe {
                 session: RString::new(),
                 cwd: RString::from("/"),
                 scope: RVec::new(),
+                provider: RString::from("probe"),
+                model: RString::from("probe-model"),
             })
             .await;
         let mut stdout = std::io::stdout().lock();

@@ -240,7 +240,12 @@ async fn step_body(
     }
     // The durability checkpoint before the request is the `session-checkpoints` row's
     // `agent/request` listener: it flushes after every listener shaped the request.
-    let system = assemble_prompt(deps, &log, request, turn, step, memory).await?;
+    let system = match assemble_prompt(deps, &log, request, turn, step, memory).await? {
+        Ok(system) => system,
+        // A prompt that cannot be rendered (an unknown variable, say) ends the turn before
+        // anything is asked, as the reference flattens non-model errors.
+        Err(problem) => return Ok(Some(End::error(&problem, "UNKNOWN"))),
+    };
     let config = json!({"provider": request.provider.as_str(), "model": request.model.as_str()});
     let place = StepPlace {
         log: &log,
@@ -528,7 +533,8 @@ fn claim(
 pub(crate) const SNAPSHOT_PLUGIN: &str = "system-prompt";
 
 /// The system prompt of this step (the `system_prompt` service's, else the row's), after
-/// appending every context snapshot that changed since it was last logged.
+/// appending every context snapshot that changed since it was last logged. The inner `Err` is
+/// a prompt that cannot be rendered; the outer one a log that refused an append.
 async fn assemble_prompt(
     deps: &Deps,
     log: &Log<'_>,
@@ -536,21 +542,23 @@ async fn assemble_prompt(
     turn: u64,
     step: u64,
     memory: &mut Memory,
-) -> Result<String, String> {
+) -> Result<Result<String, String>, String> {
     let Ok(Some(prompt)) = deps.ctx.get::<SystemPromptService>(SYSTEM_PROMPT) else {
-        return Ok(deps.system.clone());
+        return Ok(Ok(deps.system.clone()));
     };
     let assembled = prompt
         .assemble(PromptRequest {
             session: log.session.id(),
             cwd: request.cwd.clone(),
             scope: request.scope.clone(),
+            provider: request.provider.clone(),
+            model: request.model.clone(),
         })
         .await;
     let assembled: Value =
         serde_json::from_str(&assembled).map_err(|error| format!("system prompt: {error}"))?;
     if let Some(error) = assembled["error"].as_str() {
-        return Err(format!("system prompt: {error}"));
+        return Ok(Err(format!("system prompt: {error}")));
     }
     for context in assembled["contexts"].as_array().into_iter().flatten() {
         let (Some(key), Some(text)) = (context["key"].as_str(), context["text"].as_str()) else {
@@ -568,7 +576,10 @@ async fn assemble_prompt(
         log.append("user/message", &message)?;
         memory.snapshots.insert(key.to_owned(), text.to_owned());
     }
-    Ok(assembled["system"].as_str().unwrap_or_default().to_owned())
+    Ok(Ok(assembled["system"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()))
 }
 
 /// The tool list of the scope, as the registry's JSON text.

@@ -103,6 +103,10 @@ pub struct PromptRequest {
     pub session: RString,
     pub cwd: RString,
     pub scope: RVec<RString>,
+    /// The route of the request the prompt is for (the `{{provider}}` and `{{model}}`
+    /// variables).
+    pub provider: RString,
+    pub model: RString,
 }
 
 /// Keeps a section registered; dropping it removes the section.
@@ -118,7 +122,19 @@ pub trait SystemPrompt: Send + Sync {
     /// Adds a section: `{"id","order","text"}` (identity -100, persona 0, tool guidance
     /// 100-199; equal orders sort by id). A second section with the same id is refused.
     fn section(&self, owner: RString, section: RString) -> RResult<SectionHandleBox, RString>;
-    /// Assembles the prompt: `{"system": "...", "contexts": [{"key","text"}]}`. Contexts are
+    /// Adds a variable for `{{name}}` references in sections (`name` matches
+    /// `[a-z][a-z0-9_]*`; `provider`, `model` and `cwd` are built in). A second variable with
+    /// the same name is refused.
+    fn variable(
+        &self,
+        owner: RString,
+        name: RString,
+        value: RString,
+    ) -> RResult<SectionHandleBox, RString>;
+    /// Assembles the prompt: `{"system": "...", "contexts": [{"key","text"}]}`, or
+    /// `{"error": "..."}` when a section refers to a variable that is unknown, malformed or
+    /// without a value. Sections are the registered ones plus the guidance of the tools the
+    /// request's scope sees; each is interpolated, empty ones are dropped. Contexts are
     /// snapshots the loop appends to the history (as plugin-sourced user messages) when they
     /// changed, instead of rewriting the system prompt.
     fn assemble(&self, request: PromptRequest) -> FfiFuture<RString>;

@@ -1,12 +1,17 @@
 //! Plugin `system-prompt`: provides `system_prompt`. The system prompt is the row's sections
-//! (`identity` at -100, `persona` at 0) plus the sections other plugins add (tool guidance
-//! 100-199), in order (equal orders by id), joined by blank lines and passed through the
+//! (`identity` at -100, `persona` at 0), the sections other plugins add, and the guidance of
+//! the tools the agent's scope sees (`tool:<name>`, 100-199, pulled from the `tools` registry's
+//! view, so a hidden tool is never mentioned), in order (equal orders by id). Each section's
+//! `{{name}}` references are replaced (`provider`, `model`, `cwd` built in, more registered by
+//! plugins; an unknown or malformed reference fails the assembly, naming it and the section),
+//! empty sections are dropped, the rest joined by blank lines and passed through the
 //! `system-prompt/assemble` waterfall. Context that changes while a session runs, such as the
 //! `AGENTS.md` files of its working directory and their parents (64 KiB at most), is answered
 //! as snapshots the loop appends to the history when they change, so the system prompt, and
 //! with it the provider's prompt cache, stays the same.
 
 mod instructions;
+mod variables;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,6 +26,7 @@ use dsh_agent_seam::{
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, lock};
+use dsh_tools_seam::{TOOLS, ToolsService};
 use serde_json::{Value, json};
 
 /// Config of `system-prompt`.
@@ -42,8 +48,8 @@ impl Default for PromptConfig {
         Self {
             identity: "You are a coding agent working in the user's repository through tools."
                 .to_owned(),
-            persona: "Read before you change files, keep changes small, and say plainly what you \
-                      did and what you could not do."
+            persona: "You run on {{model}} and work in {{cwd}}. Read before you change files, \
+                      keep changes small, and say plainly what you did and what you could not do."
                 .to_owned(),
             agents_md: true,
             agents_md_max_bytes: 64 * 1024,
@@ -55,27 +61,88 @@ impl Default for PromptConfig {
 type Sections = BTreeMap<(i64, String), String>;
 
 struct Prompt {
+    ctx: Context,
     sections: Mutex<Sections>,
+    /// Registered variables (the built-ins are added per request).
+    variables: Mutex<BTreeMap<String, String>>,
     assemble: Channel<WaterfallEvent<PromptRequest, RString>>,
     agents_md: Option<usize>,
 }
 
+/// What a held registration undoes.
+enum Key {
+    Section((i64, String)),
+    Variable(String),
+}
+
 struct Held {
     prompt: Weak<Prompt>,
-    key: (i64, String),
+    key: Key,
 }
 
 impl SectionHandle for Held {
     fn id(&self) -> RString {
-        RString::from(self.key.1.as_str())
+        match &self.key {
+            Key::Section((_, id)) | Key::Variable(id) => RString::from(id.as_str()),
+        }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         if let Some(prompt) = self.prompt.upgrade() {
-            lock(&prompt.sections).remove(&self.key);
+            match &self.key {
+                Key::Section(key) => {
+                    lock(&prompt.sections).remove(key);
+                }
+                Key::Variable(name) => {
+                    lock(&prompt.variables).remove(name);
+                }
+            }
         }
+    }
+}
+
+const BUILT_IN: [&str; 3] = ["provider", "model", "cwd"];
+
+impl Prompt {
+    /// The sections of `request` in order: the registered ones and the guidance of the tools
+    /// its scope sees (`tool:<name>`), each interpolated; empty ones dropped.
+    fn render(&self, request: &PromptRequest) -> Result<String, String> {
+        let mut sections: Vec<(i64, String, String)> = lock(&self.sections)
+            .iter()
+            .map(|((order, id), text)| (*order, id.clone(), text.clone()))
+            .collect();
+        if let Ok(Some(tools)) = self.ctx.get::<ToolsService>(TOOLS) {
+            let guidance: Value =
+                serde_json::from_str(&tools.guidance(request.scope.clone())).unwrap_or_default();
+            for entry in guidance.as_array().into_iter().flatten() {
+                if let (Some(order), Some(name), Some(text)) = (
+                    entry["order"].as_i64(),
+                    entry["name"].as_str(),
+                    entry["text"].as_str(),
+                ) {
+                    sections.push((order, format!("tool:{name}"), text.to_owned()));
+                }
+            }
+        }
+        sections.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut variables = lock(&self.variables).clone();
+        for (name, value) in BUILT_IN.into_iter().zip([
+            request.provider.as_str(),
+            request.model.as_str(),
+            request.cwd.as_str(),
+        ]) {
+            variables.insert(name.to_owned(), value.to_owned());
+        }
+        let mut rendered = Vec::with_capacity(sections.len());
+        for (_, id, text) in sections {
+            let text = variables::interpolate(&text, &id, &variables)?;
+            if !text.trim().is_empty() {
+                rendered.push(text);
+            }
+        }
+        Ok(rendered.join("\n\n"))
     }
 }
 
@@ -105,7 +172,35 @@ impl SystemPrompt for Service {
         ROk(SectionHandle_TO::from_value(
             Held {
                 prompt: Arc::downgrade(&self.0),
-                key,
+                key: Key::Section(key),
+            },
+            TD_Opaque,
+        ))
+    }
+
+    fn variable(
+        &self,
+        owner: RString,
+        name: RString,
+        value: RString,
+    ) -> RResult<SectionHandleBox, RString> {
+        if let Err(error) = variables::check_name(&name) {
+            return RErr(format!("{owner}: {error}").into());
+        }
+        if BUILT_IN.contains(&name.as_str()) {
+            return RErr(format!("{owner}: prompt variable `{name}` is built in").into());
+        }
+        {
+            let mut variables = lock(&self.0.variables);
+            if variables.contains_key(name.as_str()) {
+                return RErr(format!("{owner}: prompt variable `{name}` already exists").into());
+            }
+            variables.insert(name.to_string(), value.into_string());
+        }
+        ROk(SectionHandle_TO::from_value(
+            Held {
+                prompt: Arc::downgrade(&self.0),
+                key: Key::Variable(name.into_string()),
             },
             TD_Opaque,
         ))
@@ -114,11 +209,10 @@ impl SystemPrompt for Service {
     fn assemble(&self, request: PromptRequest) -> FfiFuture<RString> {
         let prompt = self.0.clone();
         async move {
-            let joined = lock(&prompt.sections)
-                .values()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join("\n\n");
+            let joined = match prompt.render(&request) {
+                Ok(joined) => joined,
+                Err(error) => return RString::from(json!({"error": error}).to_string()),
+            };
             let assembled = prompt
                 .assemble
                 .waterfall(RArc::new(request.clone()), move |_| async move {
@@ -159,7 +253,9 @@ impl Plugin for SystemPromptPlugin {
             sections.insert((0, "persona".to_owned()), config.persona);
         }
         let prompt = Prompt {
+            ctx: ctx.clone(),
             sections: Mutex::new(sections),
+            variables: Mutex::new(BTreeMap::new()),
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
             agents_md: config.agents_md.then_some(config.agents_md_max_bytes),
         };

@@ -82,6 +82,9 @@ fn error_reply(message: &str) -> RString {
     RString::from(json!({ "error": { "message": message } }).to_string())
 }
 
+/// The system-prompt guidance of `bash`.
+const GUIDANCE: &str = "Every bash call starts a fresh shell, so pass workdir instead of cd and repeat any environment a command needs. A failed command ends its result with [exit code: N]: read it and find out why before you go on.";
+
 impl Tool for Bash {
     fn spec(&self) -> RString {
         RString::from(
@@ -90,6 +93,7 @@ impl Tool for Bash {
                 "description": DESCRIPTION,
                 "parameters": parameters(),
                 "concurrency": "parallel",
+                "guidance": {"order": 105, "text": GUIDANCE},
             })
             .to_string(),
         )

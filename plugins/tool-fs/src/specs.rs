@@ -38,6 +38,36 @@ fn description(kind: Kind) -> &'static str {
     }
 }
 
+/// The system-prompt guidance of `kind`: (order, text), in the tool band (100-199).
+fn guidance(kind: Kind) -> (i64, &'static str) {
+    match kind {
+        Kind::Read => (
+            100,
+            "To look at a text file, use the read tool rather than cat, head or tail in bash: its lines are numbered, and a long file is read a window at a time with offset and limit.",
+        ),
+        Kind::Write => (
+            101,
+            "Use write to create a file or replace all of it. Read an existing file first; to change part of a file, prefer edit.",
+        ),
+        Kind::Edit => (
+            102,
+            "Use edit for changes to part of a file you have read: old_string must match exactly once (include surrounding lines to make it unique) unless replace_all is set.",
+        ),
+        Kind::Glob => (
+            103,
+            "To find files by name, use glob rather than find or ls in bash; it lists at most 100 paths, newest first, so narrow the pattern when a listing is cut.",
+        ),
+        Kind::Grep => (
+            104,
+            "To search file contents, use grep rather than grep or rg in bash; narrow it with path or include when there are many matches.",
+        ),
+        Kind::TodoWrite => (
+            107,
+            "For work of several steps, keep a task list with todo_write: send the whole list each time, with exactly one task in_progress while you work on it.",
+        ),
+    }
+}
+
 fn parameters(kind: Kind) -> Value {
     let string = |text: &str| json!({"type": "string", "description": text});
     let number = |text: &str| json!({"type": "number", "description": text});
@@ -114,11 +144,13 @@ pub(crate) fn spec(kind: Kind) -> String {
         Kind::Read | Kind::Glob | Kind::Grep => "parallel",
         Kind::Write | Kind::Edit | Kind::TodoWrite => "exclusive",
     };
+    let (order, text) = guidance(kind);
     json!({
         "name": name(kind),
         "description": description(kind),
         "parameters": parameters(kind),
         "concurrency": concurrency,
+        "guidance": {"order": order, "text": text},
     })
     .to_string()
 }

@@ -67,7 +67,7 @@ pub use shell::{
     InvalidTimeout, MAX_SHELL_TIMEOUT_MS, ShellRun, clamp_timeout_ms, parse_exit_status,
     render_shell_result, tail_output,
 };
-pub use spec::{ConcurrencyClass, ConcurrencyClassifier, ToolSpec};
+pub use spec::{ConcurrencyClass, ConcurrencyClassifier, Guidance, ToolSpec};
 pub use view::ToolView;
 
 /// The output schema check for a tool's canonical value: `INVALID_TOOL_OUTPUT` naming the tool

@@ -47,6 +47,15 @@ pub struct ToolSpec {
     enforced: bool,
     concurrency: ConcurrencyClass,
     timeout_ms: Option<u64>,
+    guidance: Option<Guidance>,
+}
+
+/// How to use a tool well, as a system-prompt section (order 100-199 by convention). It is
+/// part of the prompt only where the tool is visible, so a filtered tool stays unmentioned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guidance {
+    pub order: i64,
+    pub text: String,
 }
 
 impl ToolSpec {
@@ -60,6 +69,7 @@ impl ToolSpec {
             enforced: true,
             concurrency: ConcurrencyClass::Exclusive,
             timeout_ms: None,
+            guidance: None,
         }
     }
 
@@ -91,6 +101,19 @@ impl ToolSpec {
     pub fn with_timeout_ms(mut self, timeout_ms: u64) -> Self {
         self.timeout_ms = Some(timeout_ms);
         self
+    }
+
+    /// The tool's system-prompt guidance.
+    pub fn with_guidance(mut self, order: i64, text: impl Into<String>) -> Self {
+        self.guidance = Some(Guidance {
+            order,
+            text: text.into(),
+        });
+        self
+    }
+
+    pub fn guidance(&self) -> Option<&Guidance> {
+        self.guidance.as_ref()
     }
 
     pub fn name(&self) -> &str {

@@ -114,6 +114,22 @@ impl<'a, T> ToolView<'a, T> {
         order_schemas(schemas, order, &known)
     }
 
+    /// The guidance of the visible tools, by (order, name): what the prompt says of tools comes
+    /// from the same view as the schema list, so a hidden tool is never mentioned.
+    pub fn guidance(&self) -> Vec<(i64, String, String)> {
+        let mut guidance: Vec<(i64, String, String)> = self
+            .visible
+            .values()
+            .filter_map(|tool| {
+                let spec = tool.spec();
+                spec.guidance()
+                    .map(|g| (g.order, spec.name().to_owned(), g.text.clone()))
+            })
+            .collect();
+        guidance.sort();
+        guidance
+    }
+
     /// How one call may be scheduled. Fail-closed: a name this scope cannot see is exclusive,
     /// so an unknown call never overlaps with anything.
     pub fn execution_mode(&self, name: &str, arguments: &Value) -> Concurrency {

@@ -166,6 +166,10 @@ pub trait Tools: Send + Sync {
     ) -> RResult<RegistrationBox, RString>;
     /// The tool schemas `scope` sees, in request order (`[{"name","description","parameters"}]`).
     fn schemas(&self, scope: RVec<RString>) -> RResult<RString, RString>;
+    /// The prompt guidance of the tools `scope` sees, by order then name
+    /// (`[{"order","name","text"}]`; a tool declares it as `"guidance": {"order","text"}` in its
+    /// spec).
+    fn guidance(&self, scope: RVec<RString>) -> RString;
     /// Runs one step's calls; never fails: every failure is an error result. Answers
     /// `{"results":[{"callId","isError","seq"}..],"additionalContexts":[..],"concludesTurn":bool}`.
     fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<RString>;

@@ -124,6 +124,17 @@ fn spec_of(json: &str, tool: &Arc<ToolBox>) -> Result<ToolSpec, String> {
             ));
         }
     };
+    if let Some(guidance) = value.get("guidance") {
+        let (Some(order), Some(text)) = (
+            guidance.get("order").and_then(Value::as_i64),
+            guidance.get("text").and_then(Value::as_str),
+        ) else {
+            return Err(format!(
+                "tool spec of `{name}`: \"guidance\" must be {{\"order\": <integer>, \"text\": <string>}}"
+            ));
+        };
+        spec = spec.with_guidance(order, text);
+    }
     if let Some(timeout) = value.get("timeoutMs") {
         let millis = timeout.as_u64().ok_or_else(|| {
             format!("tool spec of `{name}`: \"timeoutMs\" must be a whole number")
@@ -269,6 +280,17 @@ impl Tools for Service {
             }
             Err(error) => RErr(RString::from(error)),
         }
+    }
+
+    fn guidance(&self, chain: RVec<RString>) -> RString {
+        let registry = lock(&self.0.registry);
+        let sections: Vec<Value> = registry
+            .view(&scope_of(&chain))
+            .guidance()
+            .into_iter()
+            .map(|(order, name, text)| serde_json::json!({"order": order, "name": name, "text": text}))
+            .collect();
+        RString::from(Value::Array(sections).to_string())
     }
 
     fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<RString> {

@@ -90,3 +90,53 @@ fn only_name_description_and_parameters_reach_a_request() {
         Some(5_000)
     );
 }
+
+/// Guidance comes from the same view as the schemas: a tool a scope cannot see is never
+/// mentioned, and the rest come by order, then name.
+#[test]
+fn guidance_follows_visibility_and_order() {
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(
+            Layer::Global,
+            "shell",
+            spec("bash").with_guidance(105, "Check exit codes."),
+            (),
+        )
+        .unwrap();
+    registry
+        .register(
+            Layer::Global,
+            "fs",
+            spec("read").with_guidance(100, "Read before editing."),
+            (),
+        )
+        .unwrap();
+    registry
+        .register(Layer::Global, "fs", spec("glob"), ())
+        .unwrap();
+    let texts = |registry: &ToolRegistry<()>, scope: &Scope| -> Vec<(i64, String)> {
+        registry
+            .view(scope)
+            .guidance()
+            .into_iter()
+            .map(|(order, name, _)| (order, name))
+            .collect()
+    };
+    assert_eq!(
+        texts(&registry, &Scope::global()),
+        [(100, "read".to_owned()), (105, "bash".to_owned())]
+    );
+    let readonly = Scope::root("readonly");
+    registry
+        .restrict(
+            &readonly,
+            "preset",
+            dsh_tools_core::Restriction {
+                allow: None,
+                deny: Some(vec!["bash".to_owned()]),
+            },
+        )
+        .unwrap();
+    assert_eq!(texts(&registry, &readonly), [(100, "read".to_owned())]);
+}
