@@ -164,3 +164,32 @@ fn steering_input_enters_at_the_next_step() {
         .collect();
     assert_eq!(splices.len(), 2, "inserted then claimed: {splices:?}");
 }
+
+/// `tools/post-execute` may replace a result's value; the tool's output renderer turns the new
+/// value into the content the model gets (bash renders its value's `output`).
+#[test]
+fn a_replaced_value_is_rendered_by_the_tool() {
+    let (out, events) = with_hooks(
+        "headless-revalue",
+        "        postExecute: {kind: accept, value: {exitCode: 0, timedOut: false, output: \"[redacted by policy]\"}}\n",
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(tool_result_text(&events), "[redacted by policy]");
+}
+
+/// A value without what the renderer needs cannot be rendered: the call fails, naming why.
+#[test]
+fn a_value_the_tool_cannot_render_fails_the_call() {
+    let (out, events) = with_hooks(
+        "headless-revalue-bad",
+        "        postExecute: {kind: accept, value: {something: else}}\n",
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let text = tool_result_text(&events);
+    assert!(
+        text.starts_with("Error: ") && text.contains("output renderer cannot render"),
+        "{text}"
+    );
+}

@@ -99,6 +99,17 @@ impl Tool for Bash {
         )
     }
 
+    /// A run's value carries its rendered output: the content is that text.
+    fn render(&self, value: RString) -> ROption<RString> {
+        let value: Value = serde_json::from_str(&value).unwrap_or(Value::Null);
+        match value["output"].as_str() {
+            Some(text) => RSome(RString::from(
+                json!([{ "type": "text", "text": text }]).to_string(),
+            )),
+            None => RNone,
+        }
+    }
+
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<RString> {
         let ctx = self.ctx.clone();
         let subprocess = self.subprocess.clone();
@@ -242,7 +253,7 @@ async fn run(
     Ok(RString::from(
         json!({
             "ok": {
-                "value": { "exitCode": exit_code, "timedOut": run.timed_out },
+                "value": { "exitCode": exit_code, "timedOut": run.timed_out, "output": text },
                 "content": [{ "type": "text", "text": text }],
             }
         })

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RNone, ROption, RString};
+use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
@@ -95,7 +95,8 @@ fn error_reply(error: &ToolError) -> Value {
 }
 
 fn ok_reply(text: String, meta: Option<Value>) -> Value {
-    let mut ok = json!({ "value": Value::Null, "content": [{ "type": "text", "text": text }] });
+    let mut ok =
+        json!({ "value": { "text": text }, "content": [{ "type": "text", "text": text }] });
     if let Some(meta) = meta {
         ok["meta"] = meta;
     }
@@ -194,6 +195,17 @@ impl Tool for FsTool {
 
     fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
         RNone
+    }
+
+    /// A result's value is `{"text"}`: the content is that text.
+    fn render(&self, value: RString) -> ROption<RString> {
+        let value: Value = serde_json::from_str(&value).unwrap_or(Value::Null);
+        match value["text"].as_str() {
+            Some(text) => RSome(RString::from(
+                json!([{ "type": "text", "text": text }]).to_string(),
+            )),
+            None => RNone,
+        }
     }
 }
 

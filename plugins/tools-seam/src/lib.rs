@@ -106,6 +106,13 @@ pub trait Tool: Send + Sync {
     /// The last word on a finished outcome's content (`{"isError","content"}` in, content
     /// blocks out), run exactly once per outcome; `None` keeps the content.
     fn finalize_content(&self, outcome: RString) -> ROption<RString>;
+    /// The output renderer: content blocks (JSON) for a value (JSON) of this tool, used when
+    /// `tools/post-execute` replaces a result's value. `None`: this tool renders no values,
+    /// and such a replacement fails the call.
+    fn render(&self, value: RString) -> ROption<RString> {
+        let _ = value;
+        ROption::RNone
+    }
 }
 pub type ToolBox = Tool_TO<'static, RBox<()>>;
 

@@ -414,10 +414,28 @@ async fn post_execute(shared: &Shared, call: &Call, outcome: ToolOutcome) -> Too
     match decision {
         Ok(decision) => {
             let name = call.view.name.to_string();
-            apply_post_decision(outcome, decision, move |_| {
-                Err(ToolFailure::pipeline(format!(
-                    "tools/post-execute replaced the value of `{name}`, which cannot re-render it"
-                )))
+            let tool = {
+                let registry = lock(&shared.registry);
+                registry
+                    .view(&scope_of(&call.view.scope))
+                    .get(&name)
+                    .map(|tool| tool.payload().clone())
+            };
+            apply_post_decision(outcome, decision, move |value| {
+                let rendered = tool
+                    .and_then(|tool| tool.render(RString::from(value.to_string())).into_option());
+                let Some(rendered) = rendered else {
+                    return Err(ToolFailure::pipeline(format!(
+                        "tools/post-execute replaced the value of `{name}` with one its output renderer cannot render"
+                    )));
+                };
+                let content: Vec<ContentBlock> =
+                    serde_json::from_str(&rendered).map_err(|error| {
+                        ToolFailure::pipeline(format!(
+                            "the renderer of `{name}` answered invalid content: {error}"
+                        ))
+                    })?;
+                Ok(ToolOutcome::success(value, content))
             })
         }
         Err(message) => pipeline_failure(message),
