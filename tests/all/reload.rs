@@ -397,3 +397,58 @@ fn prompt_sections_follow_reloads_of_their_rows_and_of_the_service() {
     assert!(refused.is_empty(), "{refused:?}");
     assert_eq!(host.stop(), Some(0));
 }
+
+/// The agents registry across a reload of its row: the agents of the old registry go with it,
+/// a client that applies again gets a fresh registry, and an agent's inbox survives because
+/// every change was logged (the staged message is claimed from the new registry). Listeners of
+/// the old client are gone: each notification is recorded once.
+#[test]
+fn the_agents_registry_follows_reloads_and_keeps_inboxes_through_the_log() {
+    for lib in ["session", "agent", "agent_probe"] {
+        plugin_lib(lib);
+    }
+    let dir = TestDir::new("reload-agents");
+    let record = dir.join("agents.jsonl");
+    let tree = |disabled: bool, probe: &str| {
+        format!(
+            "- id: session\n  name: session\n- id: agent\n  name: agent\n  disabled: {disabled}\n- id: probe\n  name: agent-probe\n  config:\n    record: {}\n    agent: agent-a\n{probe}",
+            record.display()
+        )
+    };
+    let config = dir.write("tree.yml", &tree(false, "    stage: hello again\n"));
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("agents ", WAIT);
+    dir.write("tree.yml", &tree(true, "    claim: true\n"));
+    host.wait_stderr("config reloaded: 0 added, 0 removed, 2 changed", WAIT);
+    dir.write("tree.yml", &tree(false, "    claim: true\n"));
+    let claimed = host.wait_stdout("claimed ", WAIT);
+    let claimed: serde_json::Value =
+        serde_json::from_str(claimed.trim_start_matches("claimed ")).unwrap();
+    assert_eq!(
+        claimed[0]["content"][0]["text"], "hello again",
+        "the staged message did not survive the registry's reload: {claimed}"
+    );
+    let lists: Vec<String> = host
+        .stdout()
+        .into_iter()
+        .filter_map(|line| line.strip_prefix("agents ").map(str::to_owned))
+        .collect();
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    let agents: serde_json::Value = serde_json::from_str(&lists[1]).unwrap();
+    assert_eq!(agents.as_array().unwrap().len(), 1, "{agents}");
+    assert_eq!(agents[0]["id"], "agent-a");
+    let seen: Vec<String> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["event"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let count = |name: &str| seen.iter().filter(|seen| *seen == name).count();
+    assert_eq!(count("agent/created"), 2, "{seen:?}");
+    assert_eq!(count("agent/session-start"), 2, "{seen:?}");
+    assert_eq!(count("agent/inbox/inserted"), 1, "{seen:?}");
+    assert_eq!(count("agent/inbox/claimed"), 1, "{seen:?}");
+    assert_eq!(host.stop(), Some(0));
+}

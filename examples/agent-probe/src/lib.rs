@@ -2,7 +2,9 @@
 //! (one JSON line: `{"event","agent","data"}`), and drives the `agents` service as configured:
 //! `injectAtStart` stages a message (next-step, no wake) when an agent's session starts;
 //! `followupAtClaim` queues a followup (next-turn, waking) when the first message is claimed;
-//! `cancelAtClaim` then cancels the agent (cause `user`, the inbox cleared).
+//! `cancelAtClaim` then cancels the agent (cause `user`, the inbox cleared). With `agent`, it
+//! also creates (or resumes) that agent when it applies, and may stage a message and claim the
+//! inbox, printing what it sees, so a test can watch the registry across reloads.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -23,6 +25,13 @@ use serde_json::{Value, json};
 #[serde(rename_all = "camelCase")]
 pub struct ProbeConfig {
     pub record: Option<String>,
+    /// At apply: create (or resume, when its session is live or stored) the agent of this
+    /// session id, print `agents <list>`, then `stage` and `claim` as set.
+    pub agent: Option<String>,
+    /// Inject this text into the agent's inbox (next-step, no wake).
+    pub stage: Option<String>,
+    /// Claim the agent's inbox and print `claimed <messages>`.
+    pub claim: bool,
     pub inject_at_start: Option<String>,
     pub followup_at_claim: Option<String>,
     pub cancel_at_claim: bool,
@@ -51,6 +60,7 @@ pub struct AgentProbe;
 
 impl Plugin for AgentProbe {
     const NAME: &'static str = "agent-probe";
+    const INJECT: &'static [&'static str] = &[AGENTS];
     type Config = ProbeConfig;
 
     async fn apply(ctx: Context, config: ProbeConfig) -> Result<(), PluginError> {
@@ -85,6 +95,9 @@ impl Plugin for AgentProbe {
                 }
             })?;
         }
+        if let Some(id) = &config.agent {
+            drive(&ctx, id, &config).await?;
+        }
         let claimed_once = Arc::new(AtomicBool::new(false));
         let agents_ctx = ctx.clone();
         let probe = config.clone();
@@ -109,6 +122,44 @@ impl Plugin for AgentProbe {
         })?;
         Ok(())
     }
+}
+
+/// Creates (or resumes) agent `id`, prints the agents, then stages and claims as configured.
+async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), PluginError> {
+    let agents = ctx.inject::<AgentsService>(AGENTS)?;
+    let failed = |error: RString| PluginError::plugin(error.into_string());
+    let resumed = agents
+        .create(RString::from(json!({"resume": id}).to_string()))
+        .await
+        .into_result();
+    if resumed.is_err() {
+        agents
+            .create(RString::from(json!({"sessionId": id}).to_string()))
+            .await
+            .into_result()
+            .map_err(failed)?;
+    }
+    say(&format!("agents {}", agents.list()));
+    if let Some(text) = &config.stage {
+        agents
+            .send(id.into(), user_message(text), "next-step".into(), false)
+            .into_result()
+            .map_err(failed)?;
+    }
+    if config.claim {
+        let claimed = agents
+            .claim(id.into(), 0, true)
+            .into_result()
+            .map_err(failed)?;
+        say(&format!("claimed {claimed}"));
+    }
+    Ok(())
+}
+
+fn say(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
 }
 
 dsh_plugin_api::export_plugins!(AgentProbe);

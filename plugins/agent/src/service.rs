@@ -45,6 +45,10 @@ impl Service {
             Some(id) => (sessions.open(RString::from(id)).await, "resume"),
             None => {
                 let request = CreateSession {
+                    id: match options["sessionId"].as_str() {
+                        Some(id) => RSome(RString::from(id)),
+                        None => CreateSession::default().id,
+                    },
                     cwd: match cwd.is_empty() {
                         true => CreateSession::default().cwd,
                         false => RSome(RString::from(cwd.as_str())),
