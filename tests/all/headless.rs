@@ -768,3 +768,52 @@ fn an_unknown_prompt_variable_ends_the_turn_before_the_request() {
         out.stderr
     );
 }
+
+/// A result over the inline budget (50,000 bytes) is kept whole in a private file under the
+/// home and the model gets a head/tail preview with the path; a `read` is never spilled.
+#[test]
+fn a_huge_result_is_spilled_to_a_private_file_and_previewed() {
+    let command = json!({"command": "printf 'BEGIN-'; head -c 60000 /dev/zero | tr '\\0' a; printf -- '-FINISH'", "description": "print a lot"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &command)]),
+        Reply::text("seen"),
+    ]);
+    let dir = TestDir::new("headless-spill");
+    let out = against(&server, &dir, &["--output", "stream-json", "print a lot"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, _) = stream_json(&out.stdout);
+    let result = events
+        .iter()
+        .find(|event| event["type"] == "tool/result")
+        .unwrap();
+    let text = result["data"]["message"]["content"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.len() <= 50_000, "{}", text.len());
+    assert!(text.starts_with("BEGIN-aaa"), "{}", &text[..40]);
+    let (preview, notice) = text.split_once("\n\n(Omitted ").unwrap();
+    assert!(preview.ends_with("aaa-FINISH"));
+    let path = notice
+        .split_once("stored at: ")
+        .and_then(|(_, rest)| rest.split_once(". Use read"))
+        .map(|(path, _)| PathBuf::from(path))
+        .unwrap();
+    assert!(
+        path.starts_with(dir.home().join("spill")),
+        "{}",
+        path.display()
+    );
+    let full = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(full.len(), 60_000 + "BEGIN-".len() + "-FINISH".len());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // What the model got is the preview, not the whole output.
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(
+        second.contains("Full formatted result stored at"),
+        "{}",
+        second.len()
+    );
+    assert!(second.len() < 60_000, "{}", second.len());
+}

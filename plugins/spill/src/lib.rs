@@ -1,0 +1,132 @@
+//! Plugin `spill`: keeps huge tool results out of the conversation without losing them. On
+//! `tools/post-execute`, after every inner listener decided, a successful plain-text result
+//! larger than `maxInlineBytes` (UTF-8) is saved whole to a private file and replaced, for the
+//! model only, by a head and a tail of it plus a notice with the number of bytes left out and
+//! the file's path (read it with offset/limit, or grep it). The replacement never exceeds the
+//! budget. `read` results are exempt (reading a spill back must not spill again); results
+//! outside a session, errors, non-text content and anything the file could not be written for
+//! stay as they were.
+
+mod preview;
+mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abi_stable::std_types::RString;
+use dsh_plugin_api::prelude::*;
+use dsh_tools_seam::TOOLS_POST_EXECUTE;
+use serde_json::{Value, json};
+
+/// Config of `spill`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct SpillConfig {
+    /// Results longer than this many UTF-8 bytes are spilled.
+    pub max_inline_bytes: usize,
+    /// Where spilled texts are kept (default: `dsh-spill` in the system's temp directory).
+    pub root: Option<String>,
+    /// Tools whose results are never spilled.
+    pub exempt: Vec<String>,
+}
+
+impl Default for SpillConfig {
+    fn default() -> Self {
+        Self {
+            max_inline_bytes: 50_000,
+            root: None,
+            exempt: vec!["read".to_owned()],
+        }
+    }
+}
+
+/// The text of a plain-text content list, or `None` when a block is not text.
+fn plain_text(content: &Value) -> Option<String> {
+    let mut text = String::new();
+    for block in content.as_array()? {
+        if block["type"] != "text" {
+            return None;
+        }
+        text.push_str(block["text"].as_str()?);
+    }
+    Some(text)
+}
+
+pub struct SpillPlugin;
+
+impl Plugin for SpillPlugin {
+    const NAME: &'static str = "spill";
+    type Config = SpillConfig;
+
+    async fn apply(ctx: Context, config: SpillConfig) -> Result<(), PluginError> {
+        if config.max_inline_bytes == 0 {
+            return Err(PluginError::new(
+                dsh_plugin_api::ErrorKind::Config,
+                "invalid config: maxInlineBytes must be a positive integer",
+            ));
+        }
+        let root = Arc::new(match &config.root {
+            Some(root) => PathBuf::from(root),
+            None => std::env::temp_dir().join("dsh-spill"),
+        });
+        let max = config.max_inline_bytes;
+        let exempt = Arc::new(config.exempt);
+        let listener_ctx = ctx.clone();
+        ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |post, next| {
+            let (ctx, root, exempt) = (listener_ctx.clone(), root.clone(), exempt.clone());
+            async move {
+                let decided = next.run().await?;
+                let mut decision: Value = match serde_json::from_str(&decided) {
+                    Ok(decision) => decision,
+                    Err(_) => return Ok(decided),
+                };
+                let call = &post.call;
+                let outcome: Value = serde_json::from_str(&post.outcome).unwrap_or(Value::Null);
+                if decision["kind"] != "accept"
+                    || decision.get("value").is_some()
+                    || call.session.is_empty()
+                    || exempt.iter().any(|name| name == call.name.as_str())
+                    || outcome["isError"] != false
+                {
+                    return Ok(decided);
+                }
+                let content = match decision.get("content") {
+                    Some(content) => content.clone(),
+                    None => outcome["content"].clone(),
+                };
+                let Some(text) = plain_text(&content).filter(|text| text.len() > max) else {
+                    return Ok(decided);
+                };
+                let (session, tool) = (call.session.to_string(), call.name.to_string());
+                let full = text.clone();
+                let saved = ctx
+                    .blocking(move || store::save(&root, &session, &tool, &full))
+                    .await;
+                let saved = saved
+                    .map_err(|error| error.to_string())
+                    .and_then(|written| written.map_err(|error| error.to_string()));
+                let path = match saved {
+                    Ok(path) => path,
+                    Err(error) => {
+                        ctx.log(
+                            dsh_plugin_api::LogLevel::Warn,
+                            &format!("spill: the result of `{}` stays inline: {error}", call.name),
+                        );
+                        return Ok(decided);
+                    }
+                };
+                let Some(replacement) = preview::bound(&text, max, &path.display().to_string())
+                else {
+                    return Ok(decided);
+                };
+                decision["content"] = json!([{"type": "text", "text": replacement}]);
+                Ok(RString::from(decision.to_string()))
+            }
+        })?;
+        Ok(())
+    }
+}
+
+dsh_plugin_api::export_plugins!(SpillPlugin);
