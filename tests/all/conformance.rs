@@ -158,7 +158,7 @@ fn normalize_spill(text: &str) -> String {
         return text.to_owned();
     };
     let (preview, notice) = text.split_at(at);
-    let (Some(stored), Some(hint)) = (notice.find(STORED), notice.find(HINT)) else {
+    let Some(hint) = notice.find(HINT).filter(|_| notice.contains(STORED)) else {
         return text.to_owned();
     };
     let chars: Vec<char> = preview.chars().collect();

@@ -817,3 +817,50 @@ fn a_huge_result_is_spilled_to_a_private_file_and_previewed() {
     );
     assert!(second.len() < 60_000, "{}", second.len());
 }
+
+/// The file tools reach files only through the `fs` service: the `fs` row disabled and a
+/// confined implementation inserted in its place (`fs-probe`, refusing paths with `secret`)
+/// confines `read` and `write` without touching them.
+#[test]
+fn the_file_tools_go_through_the_fs_row() {
+    dsh_tests::plugin_lib("fs_probe");
+    let read = |path: &str| json!({"file_path": path}).to_string();
+    let write = json!({"file_path": "secret-out.txt", "content": "x"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[
+            ("call_1", "read", &read("notes.txt")),
+            ("call_2", "read", &read("secret.txt")),
+            ("call_3", "write", &write),
+        ]),
+        Reply::text("done"),
+    ]);
+    let dir = TestDir::new("headless-fs-row");
+    dir.write("work/notes.txt", "plain notes\n");
+    dir.write("work/secret.txt", "the secret\n");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: fs\n  disabled: true\n- insert:\n    - id: confined-fs\n      name: fs-probe\n      config:\n        deny: secret\n",
+    );
+    let out = against(&server, &dir, &["--output", "stream-json", "look around"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, _) = stream_json(&out.stdout);
+    let texts: Vec<String> = events
+        .iter()
+        .filter(|event| event["type"] == "tool/result")
+        .map(|event| {
+            event["data"]["message"]["content"][0]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(texts.len(), 3, "{events:?}");
+    assert!(texts[0].contains("plain notes"), "{}", texts[0]);
+    assert!(
+        texts[1].starts_with("Error: ") && texts[1].contains("permission denied"),
+        "{}",
+        texts[1]
+    );
+    assert!(texts[2].starts_with("Error: "), "{}", texts[2]);
+    assert!(!dir.join("work/secret-out.txt").exists());
+}

@@ -1,7 +1,9 @@
-//! Plugins compiled into the host binary: the I/O services (`http`, `subprocess`), which must
-//! run on the host's own runtime. They are exported as the library `dsh-host` (rows name
-//! `dsh-host/http`, `dsh-host/subprocess`), mounted by rows and replaceable like any other plugin.
+//! Plugins compiled into the host binary: the I/O services (`http`, `subprocess`, `fs`); the
+//! first two must run on the host's own runtime. They are exported as the library `dsh-host`
+//! (rows name `dsh-host/http`, `dsh-host/subprocess`, `dsh-host/fs`), mounted by rows and
+//! replaceable like any other plugin.
 
+mod fs;
 mod http;
 mod subprocess;
 
@@ -30,6 +32,7 @@ pub fn library() -> LoadedLibrary {
         decls: vec![
             declare::<http::HttpPlugin>(),
             declare::<subprocess::SubprocessPlugin>(),
+            declare::<fs::FsPlugin>(),
         ],
     }
 }

@@ -1,7 +1,8 @@
-//! Seams of the host's I/O services. Plugins reach the network (and later processes and files)
+//! Seams of the host's I/O services. Plugins reach the network, processes and files
 //! through these services, whose futures run on the host's runtime: a plugin's own copy of
 //! tokio has no reactor (ARCHITECTURE §4).
 
 pub mod control;
+pub mod fs;
 pub mod http;
 pub mod subprocess;

@@ -270,7 +270,7 @@ impl SessionWriter {
         };
         // A kept handle to a file that was since removed or replaced would write where nobody
         // reads; such a handle is dropped and the path reopened, failing as before if it is gone.
-        let opened = match file.filter(|file| still_linked(file)) {
+        let opened = match file.filter(still_linked) {
             Some(file) => Ok(file),
             None => OpenOptions::new().append(true).open(&path),
         };

@@ -7,8 +7,7 @@
 //! then the guard. Staleness is `FS_STALE_VERSION`; both guarded codes gain the reference's
 //! model-facing remedy.
 
-use std::fs::Metadata;
-
+use dsh_fs_local::{FileStat, FileSystem, read_all};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -101,20 +100,21 @@ fn diffs_meta(diffs: &[FileDiff]) -> Value {
 
 /// The file's bytes and the version they correspond to.
 fn read_versioned(
+    fs: &dyn FileSystem,
     target: &Target,
-    meta: &Metadata,
+    meta: &FileStat,
     verb: &str,
 ) -> Result<(Vec<u8>, FileVersion), ToolError> {
-    let bytes = std::fs::read(&target.key).map_err(|e| io_error(verb, &target.display, &e))?;
+    let bytes = read_all(fs, &target.key).map_err(|e| io_error(verb, &target.display, &e))?;
     let mut hash = ContentHash::default();
     hash.update(&bytes);
     Ok((bytes, hash.version(meta)))
 }
 
-fn version_after(target: &Target, content: &[u8]) -> FileVersion {
+fn version_after(fs: &dyn FileSystem, target: &Target, content: &[u8]) -> FileVersion {
     let mut hash = ContentHash::default();
     hash.update(content);
-    match stat(&target.key) {
+    match stat(fs, &target.key) {
         Ok(Some(meta)) => hash.version(&meta),
         // Removed right after publication: a version no later check can match.
         _ => FileVersion {
@@ -151,15 +151,22 @@ pub fn write_with(
         .as_ref()
         .map(|map| write_intent(map.get(&target.key).copied()));
     workspace.check_writable(&target)?;
-    let (operation, before) =
-        guard_write(&target, intent, args.content.len(), diff_basis_max_bytes)
-            .map_err(ToolError::remediated)?;
+    let fs = workspace.fs();
+    let (operation, before) = guard_write(
+        fs,
+        &target,
+        intent,
+        args.content.len(),
+        diff_basis_max_bytes,
+    )
+    .map_err(ToolError::remediated)?;
     let permissions = match operation {
-        WriteOperation::Update => stat(&target.key).ok().flatten().map(|m| m.permissions()),
+        WriteOperation::Update => stat(fs, &target.key).ok().flatten().map(|m| m.mode),
         WriteOperation::Create => None,
     };
     let create_only = intent == Some(WriteIntent::CreateIfAbsent);
     write_file_atomic(
+        fs,
         &target.key,
         &target.display,
         args.content.as_bytes(),
@@ -167,7 +174,7 @@ pub fn write_with(
         create_only,
     )
     .map_err(ToolError::remediated)?;
-    let version = version_after(&target, args.content.as_bytes());
+    let version = version_after(fs, &target, args.content.as_bytes());
     if let Some(map) = record.as_mut() {
         map.insert(target.key.clone(), Observation::Present(version));
     }
@@ -191,13 +198,14 @@ pub fn write_with(
 /// Check the write intent against the file as it is now; returns the operation and the
 /// optional LF-normalized diff basis of the replaced content.
 fn guard_write(
+    fs: &dyn FileSystem,
     target: &Target,
     intent: Option<WriteIntent>,
     content_len: usize,
     max: usize,
 ) -> Result<(WriteOperation, Option<String>), ToolError> {
     let display = target.display.as_str();
-    let existing = stat(&target.key).map_err(|e| io_error("write", display, &e))?;
+    let existing = stat(fs, &target.key).map_err(|e| io_error("write", display, &e))?;
     if existing.as_ref().is_some_and(|meta| !meta.is_file()) {
         return Err(ToolError::new(
             ErrorCode::FsNotRegularFile,
@@ -215,12 +223,13 @@ fn guard_write(
     }
     // The diff basis is best-effort presentation: a large, binary or non-UTF-8 side yields none,
     // and a file too large for a basis is only hashed (streamed), never held in memory.
-    let keep_basis = content_len < max && usize::try_from(meta.len()).is_ok_and(|len| len < max);
+    let keep_basis = content_len < max && usize::try_from(meta.len).is_ok_and(|len| len < max);
     let (bytes, version) = if keep_basis {
-        let (bytes, version) = read_versioned(target, &meta, "write")?;
+        let (bytes, version) = read_versioned(fs, target, &meta, "write")?;
         (Some(bytes), version)
     } else {
-        let version = hash_file(&target.key, &meta).map_err(|e| io_error("write", display, &e))?;
+        let version =
+            hash_file(fs, &target.key, &meta).map_err(|e| io_error("write", display, &e))?;
         (None, version)
     };
     if let Some(WriteIntent::ReplaceIfVersion(seen)) = intent
@@ -285,11 +294,12 @@ pub fn edit(
         Some(Some(Observation::Present(version))) => Some(version),
     };
     workspace.check_writable(&target)?;
+    let fs = workspace.fs();
     let (before, after, content) =
-        apply_edit(&target, guard, args, replace_all).map_err(ToolError::remediated)?;
-    let permissions = stat(&target.key).ok().flatten().map(|m| m.permissions());
-    write_file_atomic(&target.key, &display, &content, permissions, false)?;
-    let version = version_after(&target, &content);
+        apply_edit(fs, &target, guard, args, replace_all).map_err(ToolError::remediated)?;
+    let permissions = stat(fs, &target.key).ok().flatten().map(|m| m.mode);
+    write_file_atomic(fs, &target.key, &display, &content, permissions, false)?;
+    let version = version_after(fs, &target, &content);
     if let Some(map) = record.as_mut() {
         map.insert(target.key.clone(), Observation::Present(version));
     }
@@ -307,13 +317,14 @@ pub fn edit(
 /// Check freshness, decode, and apply the literal replacement. Returns the LF-normalized
 /// before/after texts (the diff basis) and the bytes to store (original line endings and BOM).
 fn apply_edit(
+    fs: &dyn FileSystem,
     target: &Target,
     guard: Option<FileVersion>,
     args: &EditArgs,
     replace_all: bool,
 ) -> Result<(String, String, Vec<u8>), ToolError> {
     let display = target.display.as_str();
-    let Some(meta) = stat(&target.key).map_err(|e| io_error("edit", display, &e))? else {
+    let Some(meta) = stat(fs, &target.key).map_err(|e| io_error("edit", display, &e))? else {
         return Err(stale("edit", display, "file changed since it was read"));
     };
     if !meta.is_file() {
@@ -322,7 +333,7 @@ fn apply_edit(
             format!("cannot edit \"{display}\": not a regular file"),
         ));
     }
-    let (bytes, version) = read_versioned(target, &meta, "edit")?;
+    let (bytes, version) = read_versioned(fs, target, &meta, "edit")?;
     if guard.is_some_and(|seen| seen != version) {
         return Err(stale("edit", display, "file changed since it was read"));
     }

@@ -11,12 +11,13 @@
 //! check-then-write atomic among the calls of that session.
 
 use std::collections::HashMap;
-use std::fs::{File, Metadata};
 use std::hash::{DefaultHasher, Hasher};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
+
+use dsh_fs_local::{FileStat, FileSystem, read_chunks};
 
 /// The version of a regular file at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,44 +52,38 @@ impl ContentHash {
         self.0.finish()
     }
 
-    pub(crate) fn version(&self, meta: &Metadata) -> FileVersion {
+    pub(crate) fn version(&self, meta: &FileStat) -> FileVersion {
         FileVersion {
-            mtime: meta.modified().ok(),
-            size: meta.len(),
+            mtime: meta.mtime,
+            size: meta.len,
             hash: self.0.finish(),
         }
     }
 }
 
 /// What a path is right now, following symlinks. `None` when absent.
-pub(crate) fn stat(path: &Path) -> io::Result<Option<Metadata>> {
-    match std::fs::metadata(path) {
-        Ok(meta) => Ok(Some(meta)),
-        Err(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(error) => Err(error),
-    }
+pub(crate) fn stat(fs: &dyn FileSystem, path: &Path) -> io::Result<Option<FileStat>> {
+    fs.stat(path)
 }
 
 /// The current version of the regular file at `path`, hashing it as a stream.
-pub(crate) fn hash_file(path: &Path, meta: &Metadata) -> io::Result<FileVersion> {
-    let mut file = File::open(path)?;
+pub(crate) fn hash_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    meta: &FileStat,
+) -> io::Result<FileVersion> {
     let mut hash = ContentHash::default();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => return Ok(hash.version(meta)),
-            Ok(n) => hash.update(&buf[..n]),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
+    read_chunks(
+        fs,
+        path,
+        64 * 1024,
+        |bytes| {
+            hash.update(bytes);
+            Ok(())
+        },
+        |error| error,
+    )?;
+    Ok(hash.version(meta))
 }
 
 /// The guard a mutation derives from the record.

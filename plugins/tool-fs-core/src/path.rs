@@ -8,6 +8,9 @@
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_fs_local::{FileSystem, LocalFs};
 
 use crate::error::{ErrorCode, ToolError};
 
@@ -45,14 +48,27 @@ pub fn escalation_hint_marker(subject: &str) -> String {
     )
 }
 
-/// Where a call runs: the session cwd that relative paths resolve against, and the fence that
-/// `write`/`edit` are checked against. Reads are never fenced (every mode permits reading).
-#[derive(Debug, Clone)]
+/// Where a call runs: the session cwd that relative paths resolve against, the fence that
+/// `write`/`edit` are checked against (reads are never fenced: every mode permits reading), and
+/// the filesystem every file operation goes through.
+#[derive(Clone)]
 pub struct Workspace {
     root: PathBuf,
     mode: SandboxMode,
     extra_writable_roots: Vec<PathBuf>,
     escalation_available: bool,
+    fs: Arc<dyn FileSystem>,
+}
+
+impl std::fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace")
+            .field("root", &self.root)
+            .field("mode", &self.mode)
+            .field("extra_writable_roots", &self.extra_writable_roots)
+            .field("escalation_available", &self.escalation_available)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Workspace {
@@ -66,7 +82,19 @@ impl Workspace {
             mode: SandboxMode::WorkspaceWrite,
             extra_writable_roots: Vec::new(),
             escalation_available: false,
+            fs: Arc::new(LocalFs),
         }
+    }
+
+    /// Route every file operation through `fs` (the host's `fs` service, a sandbox).
+    pub fn with_fs(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// The filesystem file operations go through.
+    pub fn fs(&self) -> &dyn FileSystem {
+        self.fs.as_ref()
     }
 
     /// Set the sandbox mode (`DangerFullAccess` is "full access": no fence).
@@ -125,10 +153,11 @@ impl Workspace {
             )),
             SandboxMode::WorkspaceWrite => {
                 // Re-canonicalize now so a symlinked ancestor swapped since resolution is seen.
-                let fresh = resolve_key(Path::new(&target.display))?;
+                let fs = self.fs();
+                let fresh = resolve_key(fs, Path::new(&target.display))?;
                 let contained = std::iter::once(&self.root)
                     .chain(&self.extra_writable_roots)
-                    .any(|root| fresh.starts_with(canonical_or_self(root)));
+                    .any(|root| fresh.starts_with(canonical_or_self(fs, root)));
                 if contained {
                     Ok(())
                 } else {
@@ -144,7 +173,7 @@ impl Workspace {
 
     /// Resolve a model-supplied path against this workspace.
     pub fn resolve(&self, requested: &str) -> Result<Target, ToolError> {
-        resolve_target(&self.root, requested)
+        resolve_target(self.fs(), &self.root, requested)
     }
 }
 
@@ -161,8 +190,8 @@ fn has_parent_segment(path: &Path) -> bool {
     path.components().any(|c| matches!(c, Component::ParentDir))
 }
 
-fn canonical_or_self(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+fn canonical_or_self(fs: &dyn FileSystem, path: &Path) -> PathBuf {
+    fs.canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Node's `path.resolve(cwd, path)`: join, then fold `.` and `..` lexically.
@@ -188,7 +217,11 @@ pub(crate) fn lexical_resolve(cwd: &Path, path: &Path) -> PathBuf {
 
 /// Resolve `requested` against `cwd` into display path and realpath key. A blank path is the
 /// reference's `FS_NOT_FOUND`; a path through a regular file cannot exist (`FS_NOT_FOUND`).
-pub fn resolve_target(cwd: &Path, requested: &str) -> Result<Target, ToolError> {
+pub fn resolve_target(
+    fs: &dyn FileSystem,
+    cwd: &Path,
+    requested: &str,
+) -> Result<Target, ToolError> {
     if requested.trim().is_empty() {
         return Err(ToolError::new(
             ErrorCode::FsNotFound,
@@ -199,19 +232,19 @@ pub fn resolve_target(cwd: &Path, requested: &str) -> Result<Target, ToolError> 
     // With `..` in play the filesystem identity of a symlinked cwd becomes observable, so the
     // reference resolves against the canonical cwd in that case only.
     let base = if has_parent_segment(cwd) || has_parent_segment(requested_path) {
-        canonical_or_self(cwd)
+        canonical_or_self(fs, cwd)
     } else {
         cwd.to_path_buf()
     };
     let display_path = lexical_resolve(&base, requested_path);
-    let key = resolve_key(&display_path)?;
+    let key = resolve_key(fs, &display_path)?;
     Ok(Target {
         display: display_path.to_string_lossy().into_owned(),
         key,
     })
 }
 
-fn resolve_key(display_path: &Path) -> Result<PathBuf, ToolError> {
+fn resolve_key(fs: &dyn FileSystem, display_path: &Path) -> Result<PathBuf, ToolError> {
     let not_dir = || {
         ToolError::new(
             ErrorCode::FsNotFound,
@@ -221,7 +254,7 @@ fn resolve_key(display_path: &Path) -> Result<PathBuf, ToolError> {
             ),
         )
     };
-    match std::fs::canonicalize(display_path) {
+    match fs.canonicalize(display_path) {
         Ok(real) => return Ok(real),
         Err(error) if error.kind() == io::ErrorKind::NotADirectory => return Err(not_dir()),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
@@ -238,9 +271,14 @@ fn resolve_key(display_path: &Path) -> Result<PathBuf, ToolError> {
             return Ok(display_path.to_path_buf());
         };
         ancestor = parent;
-        match std::fs::canonicalize(ancestor) {
+        match fs.canonicalize(ancestor) {
             Ok(real) => {
-                if !real.is_dir() {
+                if !fs
+                    .stat(&real)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|meta| meta.is_dir())
+                {
                     return Err(not_dir());
                 }
                 let mut key = real;

@@ -1,8 +1,9 @@
 //! The `read` tool: one stat, a streamed UTF-8 decode into the bounded window, and the observed
 //! version for the read-before-edit policy.
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+
+use dsh_fs_local::read_chunks;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -109,7 +110,8 @@ pub fn read_with(
     let (offset, limit) = parse_read_args(args, caps.limit)?;
     let target = workspace.resolve(&args.file_path)?;
     let display = target.display.clone();
-    let Some(meta) = stat(&target.key).map_err(|e| io_error("read", &display, &e))? else {
+    let fs = workspace.fs();
+    let Some(meta) = stat(fs, &target.key).map_err(|e| io_error("read", &display, &e))? else {
         if let Some(record) = observations {
             record.record(target.key.clone(), Observation::Absent);
         }
@@ -129,7 +131,7 @@ pub fn read_with(
         limit,
         ..caps
     };
-    let (window, hash) = scan(&target, request)?;
+    let (window, hash) = scan(fs, &target, request)?;
     let version = hash.version(&meta);
     if let Some(record) = observations {
         record.record(target.key.clone(), Observation::Present(version));
@@ -158,37 +160,34 @@ fn not_text(verb: &str, display: &str, why: &str) -> ToolError {
 /// Stream the file through the UTF-8 decoder into the window, hashing the raw bytes on the way.
 /// Streaming keeps memory bounded for any file size while the window still counts every line.
 fn scan(
+    fs: &dyn dsh_fs_local::FileSystem,
     target: &Target,
     request: ReadWindow,
 ) -> Result<(crate::window::WindowResult, ContentHash), ToolError> {
     let display = target.display.as_str();
-    let io = |e: io::Error| io_error("read", display, &e);
-    let mut file = File::open(&target.key).map_err(io)?;
     let mut hash = ContentHash::default();
     let mut builder = WindowBuilder::new(request);
     let mut decoder = Utf8Stream::default();
     let mut sampled = 0usize;
-    let mut buf = vec![0u8; CHUNK_BYTES];
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io(e)),
-        };
-        let chunk = &buf[..n];
-        hash.update(chunk);
-        if sampled < BINARY_SAMPLE_BYTES {
-            let take = chunk.len().min(BINARY_SAMPLE_BYTES - sampled);
-            if chunk[..take].contains(&0) {
-                return Err(not_text("read", display, "binary file"));
+    read_chunks(
+        fs,
+        &target.key,
+        CHUNK_BYTES,
+        |chunk| {
+            hash.update(chunk);
+            if sampled < BINARY_SAMPLE_BYTES {
+                let take = chunk.len().min(BINARY_SAMPLE_BYTES - sampled);
+                if chunk[..take].contains(&0) {
+                    return Err(not_text("read", display, "binary file"));
+                }
+                sampled += take;
             }
-            sampled += take;
-        }
-        decoder
-            .push(chunk, &mut |text| builder.push(text))
-            .map_err(|()| not_text("read", display, "invalid UTF-8 text"))?;
-    }
+            decoder
+                .push(chunk, &mut |text| builder.push(text))
+                .map_err(|()| not_text("read", display, "invalid UTF-8 text"))
+        },
+        |e: io::Error| io_error("read", display, &e),
+    )?;
     decoder
         .finish(&mut |text| builder.push(text))
         .map_err(|()| not_text("read", display, "invalid UTF-8 text"))?;

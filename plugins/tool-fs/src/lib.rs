@@ -1,6 +1,7 @@
 //! Plugin `tool-fs`: registers `read`, `write`, `edit`, `glob`, `grep` and `todo_write` with
-//! the `tools` service. Bodies are `dsh-tool-fs-core`'s and block on the filesystem, so each
-//! runs on the host's blocking pool. Paths resolve against the call's working directory, which
+//! the `tools` service. Bodies are `dsh-tool-fs-core`'s; every file operation of `read`,
+//! `write` and `edit` goes through the host's `fs` service (so a sandbox that replaces that row
+//! confines them), and each body runs on the host's blocking pool, walks and searches too. Paths resolve against the call's working directory, which
 //! is also the workspace root that `write` and `edit` may not leave unless the session runs with
 //! full access (`DSH_PERMISSION_MODE=danger-full-access`; `read-only` refuses every mutation).
 //! Reads are remembered per session, so an `edit` of a file never read, or changed since, fails
@@ -14,6 +15,8 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_fs_local::{FileSystem, Remote};
+use dsh_plugin_api::io::fs::{FS_SERVICE, FsService};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 use dsh_session_api::{SESSION_DISPOSED, append_or_report};
@@ -59,6 +62,8 @@ pub struct FsConfig {
 struct Shared {
     ctx: Context,
     mode: SandboxMode,
+    /// The host's `fs` service: every file operation goes through it.
+    fs: Arc<dyn FileSystem>,
     /// What each session has read, for the read-before-edit policy.
     observations: Mutex<HashMap<String, Arc<Observations>>>,
 }
@@ -160,7 +165,9 @@ impl Tool for FsTool {
         let (kind, shared) = (self.kind, self.shared.clone());
         async move {
             let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-            let workspace = Workspace::new(call.cwd.as_str()).with_mode(shared.mode);
+            let workspace = Workspace::new(call.cwd.as_str())
+                .with_mode(shared.mode)
+                .with_fs(shared.fs.clone());
             let observations = shared.observations(&call.session);
             let ran = shared
                 .ctx
@@ -213,7 +220,7 @@ pub struct FsPlugin;
 
 impl Plugin for FsPlugin {
     const NAME: &'static str = "tool-fs";
-    const INJECT: &'static [&'static str] = &[TOOLS];
+    const INJECT: &'static [&'static str] = &[TOOLS, FS_SERVICE];
     type Config = FsConfig;
 
     async fn apply(ctx: Context, config: FsConfig) -> Result<(), PluginError> {
@@ -228,9 +235,11 @@ impl Plugin for FsPlugin {
                 ));
             }
         }
+        let fs: Arc<dyn FileSystem> = Arc::new(Remote(ctx.inject::<FsService>(FS_SERVICE)?));
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
             mode: permission_mode(),
+            fs,
             observations: Mutex::new(HashMap::new()),
         });
         // A session's reads stop mattering once it is disposed.

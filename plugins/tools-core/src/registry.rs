@@ -88,7 +88,7 @@ impl<T> RegisteredTool<T> {
 /// What [`ToolRegistry::remove`] took out.
 #[derive(Debug)]
 pub enum Removed<T> {
-    Tool(RegisteredTool<T>),
+    Tool(Box<RegisteredTool<T>>),
     Restriction,
     Guard,
 }
@@ -326,7 +326,10 @@ impl<T> ToolRegistry<T> {
                 .find(|(_, tool)| tool.id == id)
                 .map(|(name, _)| name.clone())
             {
-                removed = layer.tools.remove(&name).map(Removed::Tool);
+                removed = layer
+                    .tools
+                    .remove(&name)
+                    .map(|tool| Removed::Tool(Box::new(tool)));
             } else if let Some(index) = layer.restrictions.iter().position(|r| r.id == id) {
                 layer.restrictions.remove(index);
                 removed = Some(Removed::Restriction);

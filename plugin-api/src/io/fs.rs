@@ -1,0 +1,95 @@
+//! The `fs` service: the file operations the file tools are built on (stat following symlinks,
+//! ranged reads, canonicalization, atomic whole-file publication), provided by the host
+//! (`dsh-host/fs`, the local filesystem). A sandbox replaces the row with a confined
+//! implementation; the tools do not change.
+//!
+//! Every method blocks: call it from a blocking job (`Context::blocking`), never on the
+//! runtime.
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
+#![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
+
+use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RString, RVec};
+use abi_stable::{StableAbi, sabi_trait};
+
+/// The service key.
+pub const FS_SERVICE: &str = "fs";
+
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsKind {
+    File,
+    Dir,
+    Other,
+}
+
+/// A path's metadata, following symlinks.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsStat {
+    pub kind: FsKind,
+    pub len: u64,
+    /// Modification time as seconds and nanoseconds since the Unix epoch, when known.
+    pub mtime_secs: ROption<u64>,
+    pub mtime_nanos: u32,
+    /// Unix permission bits.
+    pub mode: u32,
+}
+
+/// Why an operation failed; `kind` keeps what callers branch on.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsErrorKind {
+    NotFound,
+    NotADirectory,
+    PermissionDenied,
+    AlreadyExists,
+    /// A publication found something that is not a regular file at the target.
+    NotRegularFile,
+    /// The implementation refuses the path (a sandbox's confinement).
+    Denied,
+    Other,
+}
+
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FsError {
+    pub kind: FsErrorKind,
+    pub message: RString,
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FsError {}
+
+/// The file operations (see the module docs).
+#[sabi_trait]
+pub trait Fs: Send + Sync {
+    /// `RNone` when nothing is at `path` (a parent that is not a directory included).
+    fn stat(&self, path: RString) -> RResult<ROption<FsStat>, FsError>;
+    /// Up to `len` bytes from `offset` (fewer at the end, none past it).
+    fn read_at(&self, path: RString, offset: u64, len: u64) -> RResult<RVec<u8>, FsError>;
+    fn canonicalize(&self, path: RString) -> RResult<RString, FsError>;
+    /// Publishes `content` at `path` atomically, parents created; `mode` sets the permission
+    /// bits; with `create_only` an existing file is not replaced (`AlreadyExists`).
+    fn publish(
+        &self,
+        path: RString,
+        content: RSlice<'_, u8>,
+        mode: ROption<u32>,
+        create_only: bool,
+    ) -> RResult<(), FsError>;
+}
+
+/// The value registered under [`FS_SERVICE`].
+pub type FsService = Fs_TO<'static, RBox<()>>;

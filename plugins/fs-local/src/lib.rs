@@ -1,0 +1,248 @@
+//! The file operations the file tools are built on, as one trait ([`FileSystem`]): stat
+//! following symlinks, ranged reads, canonicalization and atomic whole-file publication. The
+//! file tools never touch the filesystem any other way, so whoever provides the trait decides
+//! what they can reach: the host's `fs` service implements it with [`LocalFs`] ([`Served`]),
+//! the file tools reach it through the service ([`Remote`]), and a sandbox can put a confined
+//! implementation in the service's place.
+//!
+//! Everything here blocks: callers run it on the host's blocking pool.
+
+mod publish;
+mod service;
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+pub use publish::PublishError;
+pub use service::{Remote, Served};
+
+/// What a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Dir,
+    Other,
+}
+
+/// A path's metadata, following symlinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub kind: FileKind,
+    pub len: u64,
+    pub mtime: Option<SystemTime>,
+    /// Unix permission bits (0 where the platform has none).
+    pub mode: u32,
+}
+
+impl FileStat {
+    pub fn is_file(&self) -> bool {
+        self.kind == FileKind::File
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.kind == FileKind::Dir
+    }
+}
+
+/// The operations the file tools need.
+pub trait FileSystem: Send + Sync {
+    /// The metadata of `path`, following symlinks; `None` when nothing is there (including a
+    /// parent that is not a directory).
+    fn stat(&self, path: &Path) -> io::Result<Option<FileStat>>;
+    /// Up to `len` bytes of `path` from `offset` (fewer at the end, none past it).
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>>;
+    /// The real path of an existing `path`.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Publishes `content` at `path` atomically (parents created): a reader never sees a
+    /// half-written file. `mode` sets the permission bits (kept from the replaced file on an
+    /// update); with `create_only` nothing that exists is replaced.
+    fn publish(
+        &self,
+        path: &Path,
+        content: &[u8],
+        mode: Option<u32>,
+        create_only: bool,
+    ) -> Result<(), PublishError>;
+}
+
+/// Reads a whole file through `fs`, in chunks of `chunk` bytes, handing each to `sink`; stops
+/// early when `sink` answers an error.
+pub fn read_chunks<E>(
+    fs: &dyn FileSystem,
+    path: &Path,
+    chunk: usize,
+    mut sink: impl FnMut(&[u8]) -> Result<(), E>,
+    io_error: impl Fn(io::Error) -> E,
+) -> Result<(), E> {
+    let mut offset = 0u64;
+    loop {
+        let bytes = fs.read_at(path, offset, chunk).map_err(&io_error)?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        offset += bytes.len() as u64;
+        sink(&bytes)?;
+        if bytes.len() < chunk {
+            return Ok(());
+        }
+    }
+}
+
+/// The whole content of `path` through `fs`.
+pub fn read_all(fs: &dyn FileSystem, path: &Path) -> io::Result<Vec<u8>> {
+    let mut all = Vec::new();
+    read_chunks(
+        fs,
+        path,
+        1 << 20,
+        |bytes| {
+            all.extend_from_slice(bytes);
+            Ok(())
+        },
+        |error| error,
+    )?;
+    Ok(all)
+}
+
+/// The local filesystem.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalFs;
+
+fn stat_of(meta: &std::fs::Metadata) -> FileStat {
+    let kind = if meta.is_file() {
+        FileKind::File
+    } else if meta.is_dir() {
+        FileKind::Dir
+    } else {
+        FileKind::Other
+    };
+    #[cfg(unix)]
+    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+    #[cfg(not(unix))]
+    let mode = 0;
+    FileStat {
+        kind,
+        len: meta.len(),
+        mtime: meta.modified().ok(),
+        mode,
+    }
+}
+
+impl FileSystem for LocalFs {
+    fn stat(&self, path: &Path) -> io::Result<Option<FileStat>> {
+        match std::fs::metadata(path) {
+            Ok(meta) => Ok(Some(stat_of(&meta))),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut file = std::fs::File::open(path)?;
+        if offset > 0 {
+            file.seek(SeekFrom::Start(offset))?;
+        }
+        let mut out = Vec::with_capacity(len.min(1 << 20));
+        file.take(len as u64).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
+    fn publish(
+        &self,
+        path: &Path,
+        content: &[u8],
+        mode: Option<u32>,
+        create_only: bool,
+    ) -> Result<(), PublishError> {
+        publish::publish(path, content, mode, create_only)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("dsh-fs-local-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn ranged_reads_cover_the_file_and_stop_at_its_end() {
+        let dir = scratch("ranged");
+        let file = dir.join("a.txt");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(LocalFs.read_at(&file, 3, 4).unwrap(), b"3456");
+        assert_eq!(LocalFs.read_at(&file, 8, 4).unwrap(), b"89");
+        assert!(LocalFs.read_at(&file, 20, 4).unwrap().is_empty());
+        let mut seen = Vec::new();
+        read_chunks(
+            &LocalFs,
+            &file,
+            3,
+            |c| {
+                seen.push(c.to_vec());
+                Ok::<(), io::Error>(())
+            },
+            |e| e,
+        )
+        .unwrap();
+        assert_eq!(seen.concat(), b"0123456789");
+        assert_eq!(seen.len(), 4);
+        assert_eq!(read_all(&LocalFs, &file).unwrap(), b"0123456789");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn stat_says_absent_for_a_path_through_a_file() {
+        let dir = scratch("stat");
+        let file = dir.join("f");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(LocalFs.stat(&file).unwrap().unwrap().is_file());
+        assert!(LocalFs.stat(&dir).unwrap().unwrap().is_dir());
+        assert_eq!(LocalFs.stat(&file.join("below")).unwrap(), None);
+        assert_eq!(LocalFs.stat(&dir.join("missing")).unwrap(), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn publication_creates_replaces_and_refuses_as_asked() {
+        let dir = scratch("publish");
+        let file = dir.join("deep/new.txt");
+        LocalFs.publish(&file, b"one", None, true).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"one");
+        assert!(matches!(
+            LocalFs.publish(&file, b"two", None, true),
+            Err(PublishError::Exists)
+        ));
+        LocalFs.publish(&file, b"two", Some(0o640), false).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"two");
+        #[cfg(unix)]
+        assert_eq!(LocalFs.stat(&file).unwrap().unwrap().mode & 0o777, 0o640);
+        assert!(matches!(
+            LocalFs.publish(&dir.join("deep"), b"x", None, true),
+            Err(PublishError::NotRegularFile)
+        ));
+        // No staging is left behind.
+        let names: Vec<String> = std::fs::read_dir(dir.join("deep"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["new.txt"]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
