@@ -221,6 +221,18 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         section: TOOLS,
+        ours: "deepseek_request_serialize_at_step_10",
+        peer: None,
+        what: "request serialization, kept out of the overhead above: the DeepSeek wire body of a step-10 request built from its messages (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "deepseek_request_serialize_at_step_10000",
+        peer: None,
+        what: "the same at step 10,000 (µs; linear in the history)",
+    },
+    Figure {
+        section: TOOLS,
         ours: "agent_100_sessions_steps_per_s",
         peer: None,
         what: "100 sessions of 20 steps each, all at once in one host, instant model, with checkpoints (steps/s)",
@@ -253,6 +265,17 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
         cargo(
             root,
             &["build", "--release", "--workspace", "--bins", "--lib"],
+        )?;
+        cargo(
+            root,
+            &[
+                "build",
+                "--release",
+                "-p",
+                "llm-deepseek",
+                "--example",
+                "serialize_bench",
+            ],
         )
     })?;
     let ours = crate::timed("run dsh-bench", || median_of_runs(RUNS, || run_ours(root)))?;
@@ -318,7 +341,18 @@ fn run_ours(root: &Path) -> Result<Figures> {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    Ok(parse_lines(&String::from_utf8_lossy(&output.stdout)))
+    let mut figures = parse_lines(&String::from_utf8_lossy(&output.stdout));
+    let serialize = Command::new(root.join("target/release/examples/serialize_bench"))
+        .output()
+        .context("cannot run target/release/examples/serialize_bench")?;
+    if !serialize.status.success() {
+        bail!(
+            "serialize_bench failed: {}",
+            String::from_utf8_lossy(&serialize.stderr)
+        );
+    }
+    figures.extend(parse_lines(&String::from_utf8_lossy(&serialize.stdout)));
+    Ok(figures)
 }
 
 fn peer_figures(root: &Path) -> Result<Figures> {
