@@ -15,6 +15,7 @@ mod variables;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -65,6 +66,11 @@ struct Prompt {
     sections: Mutex<Sections>,
     /// Registered variables (the built-ins are added per request).
     variables: Mutex<BTreeMap<String, String>>,
+    /// Bumped by every change of the sections or variables.
+    version: AtomicU64,
+    /// The last render and what it was rendered from: a loop assembles every step and the
+    /// inputs rarely change.
+    rendered: Mutex<Option<(RenderKey, String)>>,
     assemble: Channel<WaterfallEvent<PromptRequest, RString>>,
     agents_md: Option<usize>,
 }
@@ -99,41 +105,71 @@ impl Drop for Held {
                     lock(&prompt.variables).remove(name);
                 }
             }
+            prompt.version.fetch_add(1, Ordering::AcqRel);
         }
     }
 }
 
 const BUILT_IN: [&str; 3] = ["provider", "model", "cwd"];
 
+/// Everything a render depends on: the registrations' version, the tool guidance text, and the
+/// built-in variables' values.
+#[derive(PartialEq, Eq)]
+struct RenderKey {
+    version: u64,
+    guidance: String,
+    provider: String,
+    model: String,
+    cwd: String,
+}
+
 impl Prompt {
     /// The sections of `request` in order: the registered ones and the guidance of the tools
     /// its scope sees (`tool:<name>`), each interpolated; empty ones dropped.
     fn render(&self, request: &PromptRequest) -> Result<String, String> {
+        let guidance = match self.ctx.get::<ToolsService>(TOOLS) {
+            Ok(Some(tools)) => tools.guidance(request.scope.clone()).into_string(),
+            _ => String::new(),
+        };
+        let key = RenderKey {
+            version: self.version.load(Ordering::Acquire),
+            guidance,
+            provider: request.provider.to_string(),
+            model: request.model.to_string(),
+            cwd: request.cwd.to_string(),
+        };
+        if let Some((seen, text)) = lock(&self.rendered).as_ref()
+            && *seen == key
+        {
+            return Ok(text.clone());
+        }
+        let text = self.render_from(&key)?;
+        *lock(&self.rendered) = Some((key, text.clone()));
+        Ok(text)
+    }
+
+    fn render_from(&self, key: &RenderKey) -> Result<String, String> {
         let mut sections: Vec<(i64, String, String)> = lock(&self.sections)
             .iter()
             .map(|((order, id), text)| (*order, id.clone(), text.clone()))
             .collect();
-        if let Ok(Some(tools)) = self.ctx.get::<ToolsService>(TOOLS) {
-            let guidance: Value =
-                serde_json::from_str(&tools.guidance(request.scope.clone())).unwrap_or_default();
-            for entry in guidance.as_array().into_iter().flatten() {
-                if let (Some(order), Some(name), Some(text)) = (
-                    entry["order"].as_i64(),
-                    entry["name"].as_str(),
-                    entry["text"].as_str(),
-                ) {
-                    sections.push((order, format!("tool:{name}"), text.to_owned()));
-                }
+        let guidance: Value = serde_json::from_str(&key.guidance).unwrap_or_default();
+        for entry in guidance.as_array().into_iter().flatten() {
+            if let (Some(order), Some(name), Some(text)) = (
+                entry["order"].as_i64(),
+                entry["name"].as_str(),
+                entry["text"].as_str(),
+            ) {
+                sections.push((order, format!("tool:{name}"), text.to_owned()));
             }
         }
         sections.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         let mut variables = lock(&self.variables).clone();
-        for (name, value) in BUILT_IN.into_iter().zip([
-            request.provider.as_str(),
-            request.model.as_str(),
-            request.cwd.as_str(),
-        ]) {
-            variables.insert(name.to_owned(), value.to_owned());
+        for (name, value) in BUILT_IN
+            .into_iter()
+            .zip([&key.provider, &key.model, &key.cwd])
+        {
+            variables.insert(name.to_owned(), value.clone());
         }
         let mut rendered = Vec::with_capacity(sections.len());
         for (_, id, text) in sections {
@@ -168,6 +204,7 @@ impl SystemPrompt for Service {
                 return RErr(format!("{owner}: prompt section `{id}` already exists").into());
             }
             sections.insert(key.clone(), text.to_owned());
+            self.0.version.fetch_add(1, Ordering::AcqRel);
         }
         ROk(SectionHandle_TO::from_value(
             Held {
@@ -196,6 +233,7 @@ impl SystemPrompt for Service {
                 return RErr(format!("{owner}: prompt variable `{name}` already exists").into());
             }
             variables.insert(name.to_string(), value.into_string());
+            self.0.version.fetch_add(1, Ordering::AcqRel);
         }
         ROk(SectionHandle_TO::from_value(
             Held {
@@ -256,6 +294,8 @@ impl Plugin for SystemPromptPlugin {
             ctx: ctx.clone(),
             sections: Mutex::new(sections),
             variables: Mutex::new(BTreeMap::new()),
+            version: AtomicU64::new(0),
+            rendered: Mutex::new(None),
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
             agents_md: config.agents_md.then_some(config.agents_md_max_bytes),
         };

@@ -10,6 +10,7 @@
 mod specs;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -25,7 +26,7 @@ use dsh_tool_fs_core::{
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
     write,
 };
-use dsh_tools_seam::{CallView, CancelBox, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, CancelBox, Either, TOOLS, Tool, Tool_TO, ToolsService, first_of};
 use serde_json::{Value, json};
 
 /// Which tool an object is.
@@ -114,8 +115,12 @@ fn run(
     arguments: &Value,
     workspace: &Workspace,
     observations: &Observations,
+    stop: Arc<AtomicBool>,
 ) -> Result<(Value, Option<Value>), ToolError> {
-    let options = SearchOptions::default();
+    let options = SearchOptions {
+        cancel: Some(stop),
+        ..SearchOptions::default()
+    };
     Ok(match kind {
         Kind::Read => {
             let output = read(
@@ -161,7 +166,7 @@ impl Tool for FsTool {
         RString::from(specs::spec(self.kind))
     }
 
-    fn execute(&self, call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
+    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<RString> {
         let (kind, shared) = (self.kind, self.shared.clone());
         async move {
             let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
@@ -169,10 +174,24 @@ impl Tool for FsTool {
                 .with_mode(shared.mode)
                 .with_fs(shared.fs.clone());
             let observations = shared.observations(&call.session);
-            let ran = shared
+            let stop = Arc::new(AtomicBool::new(false));
+            let job_stop = stop.clone();
+            let job = shared
                 .ctx
-                .blocking(move || run(kind, &arguments, &workspace, &observations))
-                .await;
+                .blocking(move || run(kind, &arguments, &workspace, &observations, job_stop));
+            // A search stops at its next entry when the call is cancelled (a walk can be long);
+            // a file operation is short and always finishes, so its result stays truthful.
+            let ran = match kind {
+                Kind::Glob | Kind::Grep => match first_of(job, cancel.cancelled()).await {
+                    Either::Left(ran) => ran,
+                    Either::Right(()) => {
+                        stop.store(true, Ordering::Relaxed);
+                        let reply = json!({ "error": { "message": format!("{} was cancelled", specs::name(kind)) } });
+                        return RString::from(reply.to_string());
+                    }
+                },
+                _ => job.await,
+            };
             let reply = match ran {
                 Ok(Ok((reply, event))) => {
                     if let Some(event) = event {

@@ -20,13 +20,36 @@ use dsh_tools_seam::{
 };
 use serde_json::Value;
 
+/// Texts rendered per scope chain, with the registry generation they were rendered at: a loop
+/// asks every step and the registry rarely changes, so each is rendered once per change.
+type RenderCache = Mutex<HashMap<Vec<String>, (u64, RString)>>;
+
+/// The text `chain` gets from `cache`, rendered again only when the registry changed.
+fn cached(
+    cache: &RenderCache,
+    chain: &RVec<RString>,
+    generation: u64,
+    render: impl FnOnce() -> Result<String, String>,
+) -> Result<RString, String> {
+    let key: Vec<String> = chain.iter().map(|key| key.to_string()).collect();
+    if let Some((seen, text)) = lock(cache).get(&key)
+        && *seen == generation
+    {
+        return Ok(text.clone());
+    }
+    let text = RString::from(render()?);
+    lock(cache).insert(key, (generation, text.clone()));
+    Ok(text)
+}
+
 /// Everything the service and the pipeline share.
 pub(crate) struct Shared {
     pub(crate) ctx: Context,
     pub(crate) registry: Mutex<ToolRegistry<Arc<ToolBox>>>,
-    /// The schema text each scope chain last got, with the registry generation it was rendered
-    /// at: a loop asks every step and the list rarely changes, so it is rendered once per change.
-    schemas: Mutex<HashMap<Vec<String>, (u64, RString)>>,
+    /// The schema list each scope chain last got.
+    schemas: RenderCache,
+    /// The guidance list each scope chain last got.
+    guidance: RenderCache,
     pub(crate) guards: Mutex<Vec<(u64, Arc<GuardBox>)>>,
     next_guard: AtomicU64,
     pub(crate) order: ToolOrder,
@@ -45,7 +68,8 @@ impl Shared {
     ) -> Result<Self, PluginError> {
         Ok(Self {
             registry: Mutex::new(ToolRegistry::new()),
-            schemas: Mutex::new(HashMap::new()),
+            schemas: RenderCache::default(),
+            guidance: RenderCache::default(),
             guards: Mutex::new(Vec::new()),
             next_guard: AtomicU64::new(1),
             order,
@@ -259,38 +283,32 @@ impl Tools for Service {
     }
 
     fn schemas(&self, chain: RVec<RString>) -> RResult<RString, RString> {
-        let key: Vec<String> = chain.iter().map(|key| key.to_string()).collect();
         let registry = lock(&self.0.registry);
-        let generation = registry.generation();
-        if let Some((seen, text)) = lock(&self.0.schemas).get(&key)
-            && *seen == generation
-        {
-            return ROk(text.clone());
-        }
-        let rendered = registry
-            .view(&scope_of(&chain))
-            .schemas(&self.0.order)
-            .map_err(|error| error.to_string())
-            .and_then(|schemas| serde_json::to_string(&schemas).map_err(|error| error.to_string()));
+        let rendered = cached(&self.0.schemas, &chain, registry.generation(), || {
+            let schemas = registry
+                .view(&scope_of(&chain))
+                .schemas(&self.0.order)
+                .map_err(|error| error.to_string())?;
+            serde_json::to_string(&schemas).map_err(|error| error.to_string())
+        });
         match rendered {
-            Ok(json) => {
-                let text = RString::from(json);
-                lock(&self.0.schemas).insert(key, (generation, text.clone()));
-                ROk(text)
-            }
+            Ok(text) => ROk(text),
             Err(error) => RErr(RString::from(error)),
         }
     }
 
     fn guidance(&self, chain: RVec<RString>) -> RString {
         let registry = lock(&self.0.registry);
-        let sections: Vec<Value> = registry
-            .view(&scope_of(&chain))
-            .guidance()
-            .into_iter()
-            .map(|(order, name, text)| serde_json::json!({"order": order, "name": name, "text": text}))
-            .collect();
-        RString::from(Value::Array(sections).to_string())
+        let rendered = cached(&self.0.guidance, &chain, registry.generation(), || {
+            let sections: Vec<Value> = registry
+                .view(&scope_of(&chain))
+                .guidance()
+                .into_iter()
+                .map(|(order, name, text)| serde_json::json!({"order": order, "name": name, "text": text}))
+                .collect();
+            Ok(Value::Array(sections).to_string())
+        });
+        rendered.unwrap_or_else(|_| RString::from("[]"))
     }
 
     fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<RString> {
