@@ -193,3 +193,31 @@ fn a_value_the_tool_cannot_render_fails_the_call() {
         "{text}"
     );
 }
+
+/// The argument check is the first gate: a call whose arguments break the schema fails with
+/// `INVALID_ARGS` before any hook or approval sees it (no approval is asked for it).
+#[test]
+fn invalid_arguments_fail_before_hooks_and_approval() {
+    use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+    dsh_tests::plugin_lib("hooks_probe");
+    let missing_command = serde_json::json!({"description": "no command"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &missing_command)]),
+        Reply::text("ok"),
+    ]);
+    let dir = dsh_tests::TestDir::new("headless-invalid-args");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- insert:\n    - id: hooks\n      name: hooks-probe\n      config:\n        preExecute: {kind: ask, reason: check first}\n",
+    );
+    let out = crate::headless::against(&server, &dir, &["--output", "stream-json", "go"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, _) = crate::headless::stream_json(&out.stdout);
+    assert!(
+        !events.iter().any(|event| event["type"] == "approval/asked"),
+        "an invalid call reached approval: {events:?}"
+    );
+    let text = tool_result_text(&events);
+    assert!(text.starts_with("Error: invalid arguments"), "{text}");
+    assert!(text.contains("command"), "{text}");
+}

@@ -181,6 +181,15 @@ fn pipeline_failure(message: String) -> ToolOutcome {
     ToolOutcome::failure(ToolFailure::pipeline(message))
 }
 
+/// Resolves the call's tool in its scope and checks the arguments against its schema.
+fn check_call(shared: &Shared, call: &Call) -> Result<(), ToolFailure> {
+    let registry = lock(&shared.registry);
+    let tools = registry.view(&scope_of(&call.view.scope));
+    tools
+        .resolve(&call.view.name)
+        .and_then(|tool| tool.spec().validate_arguments(&call.arguments))
+}
+
 /// The seal of the tool the call resolves now (its finalizer runs once, whatever happens).
 fn seal_for(shared: &Shared, view: &CallView) -> OutcomeSeal {
     let tool = {
@@ -260,6 +269,17 @@ impl CallStages<Call> for Stages {
                     seal,
                     outcome,
                     post: false,
+                });
+            }
+            // The first gate: a call of a tool this scope cannot see (`UNKNOWN_TOOL`) or whose
+            // arguments break its schema (`INVALID_ARGS`) goes no further, so hooks, approval
+            // and guards only ever see calls that could run.
+            if let Err(failure) = check_call(&shared, &call) {
+                return Prepared::Settled(Settled {
+                    call,
+                    seal,
+                    outcome: ToolOutcome::failure(failure),
+                    post: true,
                 });
             }
             let decided = shared
