@@ -864,3 +864,54 @@ fn the_file_tools_go_through_the_fs_row() {
     assert!(texts[2].starts_with("Error: "), "{}", texts[2]);
     assert!(!dir.join("work/secret-out.txt").exists());
 }
+
+/// With an explicit permission preset the log starts as the recorded headless run's does:
+/// `permission/preset`, `sandbox/mode`, `approval/policy`, then the task's splice; without
+/// one nothing is logged for it.
+#[test]
+fn an_explicit_permission_preset_opens_the_log_as_recorded() {
+    let log = recorded("headless-profile/session.expected.jsonl");
+    let recorded_head: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .take(4)
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|event| json!([event["type"], event["data"]]))
+        .collect();
+    let dir = TestDir::new("headless-preset");
+    let out = headless(
+        &dir,
+        &[
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "go",
+        ],
+        &[("DSH_PERMISSION_MODE", "danger-full-access")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, _) = stream_json(&out.stdout);
+    let head: Vec<Value> = events
+        .iter()
+        .take(3)
+        .map(|event| json!([event["type"], event["data"]]))
+        .collect();
+    assert_eq!(head, recorded_head[..3], "{events:?}");
+    assert_eq!(events[3]["type"], recorded_head[3][0]);
+    let dir = TestDir::new("headless-no-preset");
+    let out = headless(
+        &dir,
+        &[
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "go",
+        ],
+        &[],
+    );
+    let (events, _) = stream_json(&out.stdout);
+    assert_eq!(events[0]["type"], "agent/inbox/spliced", "{events:?}");
+}

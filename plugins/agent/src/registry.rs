@@ -9,7 +9,7 @@ use abi_stable::std_types::{RString, RVec};
 use dsh_agent_seam::{AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AgentNotice};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{EmitEvent, LogLevel, lock};
-use dsh_session_api::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
+use dsh_session_api::{NewEventRecord, SessionBox, open_live};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -52,18 +52,6 @@ pub(crate) struct Registry {
     next_id: AtomicU64,
 }
 
-/// Polls a future once: a live session's `open` is ready at once, and the inbox must be
-/// changed and logged in one step, without yielding between the two.
-fn futures_now<F: std::future::Future>(future: F) -> Option<F::Output> {
-    let waker = std::task::Waker::noop();
-    let mut context = std::task::Context::from_waker(waker);
-    let mut future = std::pin::pin!(future);
-    match future.as_mut().poll(&mut context) {
-        std::task::Poll::Ready(value) => Some(value),
-        std::task::Poll::Pending => None,
-    }
-}
-
 impl Registry {
     pub(crate) fn new(ctx: Context) -> Self {
         Self {
@@ -97,18 +85,7 @@ impl Registry {
         if let Some(agent) = self.agent(id) {
             return Ok(agent.session.clone());
         }
-        let sessions = match self.ctx.get::<SessionsService>(SESSIONS) {
-            Ok(Some(sessions)) => sessions,
-            _ => return Err("no `sessions` service".to_owned()),
-        };
-        // `open` of a live session answers at once; the store is not touched.
-        match futures_now(sessions.open(RString::from(id))) {
-            Some(result) => result
-                .into_result()
-                .map(Arc::new)
-                .map_err(|error| error.to_string()),
-            None => Err(format!("session `{id}` is not live")),
-        }
+        open_live(&self.ctx, id).map(Arc::new)
     }
 
     fn log(session: &SessionBox, data: &Value) -> Result<(), String> {

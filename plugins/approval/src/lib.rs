@@ -3,17 +3,20 @@
 //! consulted; policy `ask` puts it to the `approval/request` chain, whose innermost default is
 //! `unavailable` (no one to ask, as in the headless runner). Anything but the four outcomes is
 //! `unavailable`, and only `allowed-once` lets a call through. Each ask is audited in its
-//! session: `approval/asked`, then `approval/decided`.
+//! session: `approval/asked`, then `approval/decided`. With an explicit `DSH_PERMISSION_MODE`,
+//! each new agent's log starts with the preset: `permission/preset`, `sandbox/mode`,
+//! `approval/policy`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RString};
+use abi_stable::std_types::{RArc, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_agent_seam::{AGENT_SESSION_START, AgentNotice};
 use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::append_or_report;
+use dsh_session_api::{NewEventRecord, append_or_report, open_live};
 use dsh_tools_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO, ApprovalAsk};
 use serde_json::{Value, json};
 
@@ -107,6 +110,9 @@ impl Plugin for ApprovalPlugin {
                 std::env::var("DSH_PERMISSION_MODE").is_ok_and(|mode| mode == "danger-full-access")
             }
         };
+        if let Ok(preset) = std::env::var("DSH_PERMISSION_MODE") {
+            log_preset_at_start(&ctx, preset, never)?;
+        }
         let service = Service {
             ctx: ctx.clone(),
             never,
@@ -118,6 +124,57 @@ impl Plugin for ApprovalPlugin {
             Approval_TO::from_value(Handle(Arc::new(service)), TD_Opaque),
         )
     }
+}
+
+/// The presets `DSH_PERMISSION_MODE` names; each is also its sandbox mode.
+const PRESETS: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
+
+/// With an explicit preset, each new agent's log starts with it, as the reference's does:
+/// `permission/preset`, `sandbox/mode`, `approval/policy`, before anything is queued.
+fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(), PluginError> {
+    if !PRESETS.contains(&preset.as_str()) {
+        ctx.log(
+            dsh_plugin_api::LogLevel::Warn,
+            &format!(
+                "DSH_PERMISSION_MODE=`{preset}` is not one of {}; workspace-write applies",
+                PRESETS.join(", ")
+            ),
+        );
+        return Ok(());
+    }
+    let listener_ctx = ctx.clone();
+    ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
+        let started: Value = serde_json::from_str(&notice.data).unwrap_or(Value::Null);
+        if started["source"] != "startup" {
+            return;
+        }
+        let policy = if never { "never" } else { "ask" };
+        let events = [
+            ("permission/preset", json!({"preset": preset})),
+            ("sandbox/mode", json!({"mode": preset})),
+            ("approval/policy", json!({"policy": policy})),
+        ];
+        let appended = open_live(&listener_ctx, &notice.agent).and_then(|session| {
+            let batch: Vec<NewEventRecord> = events
+                .iter()
+                .map(|(kind, data)| NewEventRecord::new(kind, &data.to_string()))
+                .collect();
+            session
+                .append(RVec::from(batch))
+                .into_result()
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        });
+        if let Err(error) = appended {
+            listener_ctx.log(
+                dsh_plugin_api::LogLevel::Error,
+                &format!(
+                    "approval: the permission preset of `{}` was not logged: {error}",
+                    notice.agent
+                ),
+            );
+        }
+    })
 }
 
 dsh_plugin_api::export_plugins!(ApprovalPlugin);

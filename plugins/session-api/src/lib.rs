@@ -245,3 +245,20 @@ pub async fn append_or_report(
         );
     }
 }
+
+/// The live session `id`, at once: a live session's `open` is ready on its first poll, so a
+/// caller that must change and log something in one step (inside an emit listener, or between
+/// two appends) needs no await. `Err` when there is no `sessions` service, or the session is
+/// not live (opening it would load it from the store).
+pub fn open_live(ctx: &dsh_plugin_api::Context, id: &str) -> Result<SessionBox, String> {
+    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
+        return Err("no `sessions` service".to_owned());
+    };
+    let waker = std::task::Waker::noop();
+    let mut poll = std::task::Context::from_waker(waker);
+    let mut opening = std::pin::pin!(sessions.open(RString::from(id)));
+    match opening.as_mut().poll(&mut poll) {
+        std::task::Poll::Ready(opened) => opened.into_result().map_err(|error| error.to_string()),
+        std::task::Poll::Pending => Err(format!("session `{id}` is not live")),
+    }
+}

@@ -1,10 +1,12 @@
 //! Plugin `session-checkpoints`: the durability checkpoints of a conversation. It flushes the
 //! session's log (a `session/flush` dispatch, which the store answers by writing and syncing
-//! what is queued) at the two points after which something leaves the process:
+//! what is queued; nothing queued costs nothing) at three points:
 //!
+//! - on `agent/pre-step`, before its hooks run, so the previous step's results are on disk
+//!   before anything else happens (a crash in a hook cannot turn a finished tool into one
+//!   whose outcome is unknown);
 //! - on `agent/request`, after every other listener has shaped the request and just before it
-//!   goes to the model, so the log holds everything the model is about to be asked (this is
-//!   also the step's pre-step checkpoint: nothing reaches outside between the two);
+//!   goes to the model, so the log holds everything the model is about to be asked;
 //! - on `tools/execute`, before a top-level tool body runs, so that after a crash the log says
 //!   truthfully whether a tool had started (`tool/call` on disk) and recovery can tell
 //!   `TOOL_NOT_STARTED` from `TOOL_OUTCOME_UNKNOWN`.
@@ -15,7 +17,7 @@
 //! still writes everything a moment later.
 
 use abi_stable::std_types::{RArc, RSome, RString};
-use dsh_agent_seam::AGENT_REQUEST;
+use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_REQUEST};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, LogLevel, ParallelEvent};
 use dsh_session_api::{FlushRequest, SESSION_FLUSH};
@@ -43,6 +45,16 @@ impl Plugin for CheckpointsPlugin {
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let on_pre_step = ctx.channel(&SESSION_FLUSH)?;
+        ctx.on_waterfall(&AGENT_PRE_STEP, move |step, next| {
+            let channel = on_pre_step.clone();
+            async move {
+                flush(&channel, &step.session, "at the pre-step")
+                    .await
+                    .map_err(PluginError::plugin)?;
+                next.run().await
+            }
+        })?;
         let on_request = ctx.channel(&SESSION_FLUSH)?;
         ctx.on_waterfall(&AGENT_REQUEST, move |request, next| {
             let channel = on_request.clone();
