@@ -86,12 +86,7 @@ impl Plugin for AgentProbe {
             let agents_ctx = ctx.clone();
             ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
                 if let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS) {
-                    let _ = agents.send(
-                        notice.agent.clone(),
-                        user_message(&text),
-                        "next-step".into(),
-                        false,
-                    );
+                    let _ = agents.inject(notice.agent.clone(), user_message(&text));
                 }
             })?;
         }
@@ -109,12 +104,7 @@ impl Plugin for AgentProbe {
                 return;
             };
             if let Some(text) = &probe.followup_at_claim {
-                let _ = agents.send(
-                    notice.agent.clone(),
-                    user_message(text),
-                    "next-turn".into(),
-                    true,
-                );
+                let _ = agents.followup(notice.agent.clone(), user_message(text));
             }
             if probe.cancel_at_claim {
                 let _ = agents.cancel(notice.agent.clone(), "user".into(), false);

@@ -96,13 +96,7 @@ impl Plugin for HooksProbe {
                             "source": {"kind": "user"},
                             "role": "user",
                         });
-                        // Steering: next-step, waking (the agent runs already).
-                        let _ = agents.send(
-                            post.call.session.clone(),
-                            message.to_string().into(),
-                            "next-step".into(),
-                            true,
-                        );
+                        let _ = agents.steer(post.call.session.clone(), message.to_string().into());
                     }
                     next.run().await
                 }

@@ -177,6 +177,18 @@ pub trait Agents: Send + Sync {
         target: RString,
         wakeup: bool,
     ) -> RResult<RString, RString>;
+    /// A followup: `send(.., "next-turn", true)`.
+    fn followup(&self, agent: RString, message: RString) -> RResult<RString, RString> {
+        self.send(agent, message, RString::from("next-turn"), true)
+    }
+    /// Steering: `send(.., "next-step", true)`.
+    fn steer(&self, agent: RString, message: RString) -> RResult<RString, RString> {
+        self.send(agent, message, RString::from("next-step"), true)
+    }
+    /// An inject: `send(.., "next-step", false)`.
+    fn inject(&self, agent: RString, message: RString) -> RResult<RString, RString> {
+        self.send(agent, message, RString::from("next-step"), false)
+    }
     /// Cancels the running turn with `cause` (`user`, `parent`, `disposed`, ...). Unless
     /// `keep_inbox`, the inbox is cleared first (logged with `outcome: "canceled"`), also when
     /// the agent is idle.

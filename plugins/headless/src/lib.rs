@@ -261,12 +261,7 @@ impl Runner {
                     "role": "user",
                 });
                 let sent = agents
-                    .send(
-                        id.as_str().into(),
-                        message.to_string().into(),
-                        "next-turn".into(),
-                        true,
-                    )
+                    .followup(id.as_str().into(), message.to_string().into())
                     .into_result();
                 if let Err(error) = sent {
                     err(&format!("dsh: {error}"));
