@@ -915,3 +915,79 @@ fn an_explicit_permission_preset_opens_the_log_as_recorded() {
     let (events, _) = stream_json(&out.stdout);
     assert_eq!(events[0]["type"], "agent/inbox/spliced", "{events:?}");
 }
+
+/// The agents registry unloaded while a turn streams (its row disabled by a config edit): the
+/// driver goes with it, the dropped turn closes its own log (`step/end`, then `turn/end`
+/// `aborted` by `disposed`), the log stays sound, and the runner is told and exits 1 instead
+/// of waiting forever.
+#[test]
+fn a_turn_dropped_by_an_unload_closes_its_log() {
+    let dir = TestDir::new("headless-unload-mid-turn");
+    let log = dir.write(
+        "replay/session.jsonl",
+        &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
+    );
+    let ready = dir.join("hanging");
+    dir.write(
+        "replay/replay.override.json",
+        &json!([{"kind": "hang", "readyFile": ready}]).to_string(),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--replay",
+            log.to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "wait forever",
+        ],
+        &[("DEEPSEEK_API_KEY", "")],
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        ready.exists(),
+        "the replay never started: {:?}",
+        host.stderr()
+    );
+    dir.write("home/cordis.patch.yml", "- id: agent\n  disabled: true\n");
+    let code = host.wait_exit(WAIT);
+    assert_eq!(code, Some(1), "{:?}", host.stderr());
+    assert!(
+        host.stderr().iter().any(|line| line.contains("went away")),
+        "{:?}",
+        host.stderr()
+    );
+    // The run ended without a result: only the session events are printed.
+    let events: Vec<Value> = host
+        .stdout()
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["type"] == "session_event")
+        .map(|line| line["event"].clone())
+        .collect();
+    let tail: Vec<&str> = events
+        .iter()
+        .rev()
+        .take(2)
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    assert_eq!(tail, ["turn/end", "step/end"], "{events:?}");
+    let end = events.last().unwrap();
+    assert_eq!(
+        end["data"]["reason"],
+        json!({"kind": "aborted", "reason": {"kind": "disposed"}})
+    );
+    let ids = session_ids(&dir.home());
+    let check = dsh_tests::run_host(&dir.home(), &["session", "check", &ids[0]]);
+    assert_eq!(check.code, Some(0), "{check:?}");
+}

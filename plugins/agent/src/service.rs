@@ -20,6 +20,23 @@ use crate::registry::{Agent, Phase, Registry, Route};
 
 pub(crate) struct Service(pub(crate) Arc<Registry>);
 
+/// An agent's idleness: now (its last outcome), or later.
+enum Idle {
+    Now(RString),
+    Later(oneshot::Receiver<String>),
+}
+
+impl Idle {
+    async fn wait(self, agent: &str) -> Result<RString, String> {
+        match self {
+            Idle::Now(last) => Ok(last),
+            Idle::Later(wait) => wait.await.map(RString::from).map_err(|_| {
+                format!("agent `{agent}` went away before it was idle (its registry was unloaded)")
+            }),
+        }
+    }
+}
+
 fn done<T>(result: Result<T, String>) -> RResult<T, RString> {
     match result {
         Ok(value) => ROk(value),
@@ -145,30 +162,26 @@ impl Service {
         Ok(())
     }
 
-    async fn when_idle(&self, agent: String) -> Result<RString, String> {
+    /// What waiting for `agent` to be idle takes: its last outcome now, or a receiver. Decided
+    /// before any await, so a waiter holds neither the agent nor the registry: when the
+    /// registry goes away (its row unloads) the sender goes with it and the waiter is told.
+    fn idle_wait(&self, agent: &str) -> Result<Idle, String> {
         let known = self
             .0
-            .agent(&agent)
+            .agent(agent)
             .ok_or_else(|| format!("no agent `{agent}`"))?;
-        let waiting = {
-            let mut phase = lock(&known.phase);
-            if !phase.running {
-                return Ok(RString::from(phase.last.to_string()));
-            }
-            let (tell, wait) = oneshot::channel();
-            phase.waiters.push(tell);
-            wait
-        };
-        drop(known);
-        waiting
-            .await
-            .map(RString::from)
-            .map_err(|_| format!("agent `{agent}` went away before it was idle"))
+        let mut phase = lock(&known.phase);
+        if !phase.running {
+            return Ok(Idle::Now(RString::from(phase.last.to_string())));
+        }
+        let (tell, wait) = oneshot::channel();
+        phase.waiters.push(tell);
+        Ok(Idle::Later(wait))
     }
 
     async fn dispose(&self, agent: String) -> Result<(), String> {
         self.cancel(&agent, "disposed", false)?;
-        self.when_idle(agent.clone()).await?;
+        self.idle_wait(&agent)?.wait(&agent).await?;
         let registry = &self.0;
         lock(&registry.agents).retain(|known| known.id != agent);
         registry.forget_inbox(&agent);
@@ -198,8 +211,14 @@ impl Agents for Service {
     }
 
     fn when_idle(&self, agent: RString) -> FfiFuture<RResult<RString, RString>> {
-        let service = Service(self.0.clone());
-        async move { done(service.when_idle(agent.into_string()).await) }.into_ffi()
+        let waiting = self.idle_wait(&agent);
+        async move {
+            match waiting {
+                Ok(idle) => done(idle.wait(&agent).await),
+                Err(error) => RErr(RString::from(error)),
+            }
+        }
+        .into_ffi()
     }
 
     fn list(&self) -> RString {

@@ -251,7 +251,7 @@ impl Runner {
             current.session = Some(id.clone());
             current.stream_json = args.output == Output::StreamJson;
         }
-        let outcome = match &agents {
+        let outcome = match agents {
             // The task is a followup: queued on next-turn (logged), it wakes the idle agent,
             // whose driver runs the turn that claims it.
             Some(agents) => {
@@ -267,7 +267,10 @@ impl Runner {
                     err(&format!("dsh: {error}"));
                     return 1;
                 }
-                match agents.when_idle(id.as_str().into()).await.into_result() {
+                // The registry is not held while waiting: if its row unloads, the wait ends.
+                let idle = agents.when_idle(id.as_str().into());
+                drop(agents);
+                match idle.await.into_result() {
                     Ok(outcome) => outcome,
                     Err(error) => {
                         err(&format!("dsh: {error}"));
