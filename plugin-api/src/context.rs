@@ -271,13 +271,30 @@ impl Context {
         F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let erased = async_listener::<P, (), _, _>(move |payload| {
+        let erased = async_listener::<P, _, _>(move |payload| {
             let fut = listener(payload);
             async move {
                 fut.await;
-                None
+                None::<()>
             }
         });
+        into_result(self.host.on_async(event.decl(), erased, self.prepend))
+    }
+
+    /// [`on_parallel`](Self::on_parallel) for a listener that can fail: its error reaches
+    /// whoever dispatched (`parallel` answers every failure, named by listener), besides the
+    /// host log.
+    pub fn on_parallel_fallible<P, F, Fut>(
+        &self,
+        event: &ParallelEvent<P>,
+        listener: F,
+    ) -> Result<(), PluginError>
+    where
+        P: StableAbi + Send + Sync + 'static,
+        F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), PluginError>> + Send + 'static,
+    {
+        let erased = async_listener::<P, _, _>(listener);
         into_result(self.host.on_async(event.decl(), erased, self.prepend))
     }
 

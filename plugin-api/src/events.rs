@@ -149,15 +149,39 @@ pub(crate) struct AsyncFn<P, R, F> {
     _types: PhantomData<fn(RArc<P>) -> R>,
 }
 
-pub(crate) fn async_listener<P, R, F, Fut>(f: F) -> AsyncListener_TO<'static, RBox<()>>
+/// What an async listener's future may end with: an optional answer (serial), or success or a
+/// failure to report (a fallible parallel listener).
+pub(crate) trait ListenerOutput {
+    fn into_listener_result(self) -> ListenerResult;
+}
+
+impl<R: Send + 'static> ListenerOutput for Option<R> {
+    fn into_listener_result(self) -> ListenerResult {
+        match self {
+            Some(value) => ROk(RSome(erase_box(value))),
+            None => ROk(RNone),
+        }
+    }
+}
+
+impl ListenerOutput for Result<(), PluginError> {
+    fn into_listener_result(self) -> ListenerResult {
+        match self {
+            Ok(()) => ROk(RNone),
+            Err(error) => RErr(error),
+        }
+    }
+}
+
+pub(crate) fn async_listener<P, F, Fut>(f: F) -> AsyncListener_TO<'static, RBox<()>>
 where
     P: Send + Sync + 'static,
-    R: Send + 'static,
     F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Option<R>> + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: ListenerOutput,
 {
     AsyncListener_TO::from_value(
-        AsyncFn {
+        AsyncFn::<P, (), F> {
             f,
             _types: PhantomData,
         },
@@ -165,12 +189,12 @@ where
     )
 }
 
-impl<P, R, F, Fut> AsyncListener for AsyncFn<P, R, F>
+impl<P, F, Fut> AsyncListener for AsyncFn<P, (), F>
 where
     P: Send + Sync + 'static,
-    R: Send + 'static,
     F: Fn(RArc<P>) -> Fut + Send + Sync,
-    Fut: Future<Output = Option<R>> + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: ListenerOutput,
 {
     fn call(&self, payload: RArc<()>) -> FfiFuture<ListenerResult> {
         let payload = unerase_arc::<P>(payload);
@@ -188,9 +212,10 @@ struct ListenerFuture<Fut> {
     inner: Option<Fut>,
 }
 
-impl<R, Fut> Future for ListenerFuture<Fut>
+impl<Fut> Future for ListenerFuture<Fut>
 where
-    Fut: Future<Output = Option<R>>,
+    Fut: Future,
+    Fut::Output: ListenerOutput,
 {
     type Output = ListenerResult;
 
@@ -215,8 +240,7 @@ where
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx)));
         let output = match polled {
             Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(Some(value))) => ROk(RSome(erase_box(value))),
-            Ok(Poll::Ready(None)) => ROk(RNone),
+            Ok(Poll::Ready(output)) => output.into_listener_result(),
             Err(payload) => RErr(PluginError::from_panic(payload.as_ref())),
         };
         this.inner = None;

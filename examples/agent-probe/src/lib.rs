@@ -118,13 +118,16 @@ impl Plugin for AgentProbe {
 async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), PluginError> {
     let agents = ctx.inject::<AgentsService>(AGENTS)?;
     let failed = |error: RString| PluginError::plugin(error.into_string());
+    let cwd = std::env::temp_dir().display().to_string();
     let resumed = agents
-        .create(RString::from(json!({"resume": id}).to_string()))
+        .create(RString::from(json!({"resume": id, "cwd": cwd}).to_string()))
         .await
         .into_result();
     if resumed.is_err() {
         agents
-            .create(RString::from(json!({"sessionId": id}).to_string()))
+            .create(RString::from(
+                json!({"sessionId": id, "cwd": cwd}).to_string(),
+            ))
             .await
             .into_result()
             .map_err(failed)?;

@@ -1,6 +1,7 @@
-//! `dsh-host/fs`: the `fs` service over the local filesystem. The file tools do every file
-//! operation through it, so replacing this row (a sandbox's confined filesystem) changes what
-//! they can reach without touching them.
+//! `dsh-host/fs`: the `fs` service over the local filesystem. `read`, `write` and `edit` do
+//! every file operation through it, so replacing this row (a sandbox's confined filesystem)
+//! changes what they can reach without touching them (`glob` and `grep` still walk the local
+//! tree directly).
 
 use abi_stable::sabi_trait::TD_Opaque;
 use dsh_fs_local::{LocalFs, Served};

@@ -1,7 +1,8 @@
-//! The `fs` service: the file operations the file tools are built on (stat following symlinks,
-//! ranged reads, canonicalization, atomic whole-file publication), provided by the host
-//! (`dsh-host/fs`, the local filesystem). A sandbox replaces the row with a confined
-//! implementation; the tools do not change.
+//! The `fs` service: the file operations `read`, `write` and `edit` are built on (stat
+//! following symlinks, ranged reads, canonicalization, atomic whole-file publication), provided
+//! by the host (`dsh-host/fs`, the local filesystem). A sandbox replaces the row with a
+//! confined implementation; the tools do not change. Paths cross as their raw bytes, so a
+//! name that is not UTF-8 reaches the same file.
 //!
 //! Every method blocks: call it from a blocking job (`Context::blocking`), never on the
 //! runtime.
@@ -72,19 +73,20 @@ impl std::fmt::Display for FsError {
 
 impl std::error::Error for FsError {}
 
-/// The file operations (see the module docs).
+/// The file operations (see the module docs). Paths are their raw bytes (the platform's
+/// `OsStr` encoding).
 #[sabi_trait]
 pub trait Fs: Send + Sync {
     /// `RNone` when nothing is at `path` (a parent that is not a directory included).
-    fn stat(&self, path: RString) -> RResult<ROption<FsStat>, FsError>;
+    fn stat(&self, path: RSlice<'_, u8>) -> RResult<ROption<FsStat>, FsError>;
     /// Up to `len` bytes from `offset` (fewer at the end, none past it).
-    fn read_at(&self, path: RString, offset: u64, len: u64) -> RResult<RVec<u8>, FsError>;
-    fn canonicalize(&self, path: RString) -> RResult<RString, FsError>;
+    fn read_at(&self, path: RSlice<'_, u8>, offset: u64, len: u64) -> RResult<RVec<u8>, FsError>;
+    fn canonicalize(&self, path: RSlice<'_, u8>) -> RResult<RVec<u8>, FsError>;
     /// Publishes `content` at `path` atomically, parents created; `mode` sets the permission
     /// bits; with `create_only` an existing file is not replaced (`AlreadyExists`).
     fn publish(
         &self,
-        path: RString,
+        path: RSlice<'_, u8>,
         content: RSlice<'_, u8>,
         mode: ROption<u32>,
         create_only: bool,

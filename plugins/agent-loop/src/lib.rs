@@ -217,7 +217,10 @@ impl AgentLoop for Driver {
         let Some(turn) = lock(&self.running).get(session.as_str()).cloned() else {
             return false;
         };
-        *lock(&turn.cause) = cause.to_string();
+        // The first cause wins, as the agents registry records it.
+        if !turn.flag.is_fired() {
+            *lock(&turn.cause) = cause.to_string();
+        }
         turn.flag.fire();
         true
     }

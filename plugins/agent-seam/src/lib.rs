@@ -161,8 +161,9 @@ pub const AGENTS: &str = "agents";
 /// waits for the next wake.
 #[sabi_trait]
 pub trait Agents: Send + Sync {
-    /// Creates an agent. `options` (JSON): `{"resume": id}` to continue a session (live or
-    /// stored), else a new one in `"cwd"` (with `"sessionId"` as its id when given); `"provider"`, `"model"` (empty: no model; its turns end
+    /// Creates an agent. `options` (JSON): `"cwd"`, the absolute working directory (required);
+    /// `{"resume": id}` to continue a session (live or stored), else a new one (with
+    /// `"sessionId"` as its id when given); `"provider"`, `"model"` (empty: no model; its turns end
     /// `NO_MODEL`), `"scope"` (tool scope chain). Emits `agent/created` then
     /// `agent/session-start` (`startup` or `resume`); no turn starts. Answers the agent id (its
     /// session id).

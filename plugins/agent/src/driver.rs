@@ -16,6 +16,9 @@ use crate::registry::{Agent, Registry};
 pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bool) {
     {
         let mut phase = lock(&agent.phase);
+        if phase.disposing {
+            return;
+        }
         if phase.running {
             if after_abort && phase.aborting.as_deref() != Some("disposed") {
                 phase.wake_latched = true;

@@ -2,7 +2,6 @@
 //! inbox of every session that has one. Inbox changes are logged before they apply.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RString, RVec};
@@ -34,6 +33,8 @@ pub(crate) struct Phase {
     pub(crate) wake_latched: bool,
     /// The outcome of the last turn (`null` before the first).
     pub(crate) last: Value,
+    /// Being disposed: no driver starts any more.
+    pub(crate) disposing: bool,
     pub(crate) waiters: Vec<oneshot::Sender<String>>,
 }
 
@@ -49,7 +50,6 @@ pub(crate) struct Registry {
     pub(crate) ctx: Context,
     inboxes: Mutex<HashMap<String, Inbox>>,
     pub(crate) agents: Mutex<Vec<Arc<Agent>>>,
-    next_id: AtomicU64,
 }
 
 impl Registry {
@@ -58,7 +58,6 @@ impl Registry {
             ctx,
             inboxes: Mutex::new(HashMap::new()),
             agents: Mutex::new(Vec::new()),
-            next_id: AtomicU64::new(1),
         }
     }
 
@@ -130,9 +129,15 @@ impl Registry {
         if !message.is_object() {
             return Err("the message is not a JSON object".to_owned());
         }
+        // A message's content is a list of blocks; anything else would be refused by the log
+        // only when the loop enters it, and the claimed message would be lost.
+        if !message["content"].is_array() {
+            return Err("the message has no \"content\" list of blocks".to_owned());
+        }
+        message["role"] = json!("user");
         if message["id"].as_str().is_none_or(str::is_empty) {
-            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-            message["id"] = json!(format!("{}-inbox-{n}", session.id()));
+            // The seq its splice takes: unique in the session, across reloads and restarts.
+            message["id"] = json!(format!("{}-inbox-{}", session.id(), session.event_count()));
         }
         let id = message["id"].as_str().unwrap_or_default().to_owned();
         self.with_inbox(session, |inbox| {

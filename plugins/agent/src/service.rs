@@ -57,7 +57,14 @@ impl Service {
             Ok(Some(sessions)) => sessions,
             _ => return Err("no `sessions` service: mount the session plugin".to_owned()),
         };
+        // Every turn resolves paths against it and the file tools fence writes to it: an agent
+        // without one could not be confined.
         let cwd = text(&options, "cwd");
+        if cwd.is_empty() || !std::path::Path::new(&cwd).is_absolute() {
+            return Err(format!(
+                "agent options: \"cwd\" must be an absolute directory, not `{cwd}`"
+            ));
+        }
         let (opened, source) = match options["resume"].as_str() {
             Some(id) => (sessions.open(RString::from(id)).await, "resume"),
             None => {
@@ -66,10 +73,7 @@ impl Service {
                         Some(id) => RSome(RString::from(id)),
                         None => CreateSession::default().id,
                     },
-                    cwd: match cwd.is_empty() {
-                        true => CreateSession::default().cwd,
-                        false => RSome(RString::from(cwd.as_str())),
-                    },
+                    cwd: RSome(RString::from(cwd.as_str())),
                     ..CreateSession::default()
                 };
                 (sessions.create(request).await, "startup")
@@ -117,6 +121,13 @@ impl Service {
             .map_err(|error| format!("the message is not JSON: {error}"))?;
         let mut target = target_of(target)?;
         let known = registry.agent(agent);
+        if wakeup
+            && known
+                .as_ref()
+                .is_some_and(|known| lock(&known.phase).disposing)
+        {
+            return Err(format!("agent `{agent}` is being disposed"));
+        }
         if wakeup && known.is_none() {
             return Err(format!(
                 "no agent `{agent}`: a waking send needs an agent (create one first)"
@@ -180,6 +191,10 @@ impl Service {
     }
 
     async fn dispose(&self, agent: String) -> Result<(), String> {
+        // From here no wake starts a driver, so the agent is removed idle.
+        if let Some(known) = self.0.agent(&agent) {
+            lock(&known.phase).disposing = true;
+        }
         self.cancel(&agent, "disposed", false)?;
         self.idle_wait(&agent)?.wait(&agent).await?;
         let registry = &self.0;

@@ -1,7 +1,8 @@
 //! The file operations the file tools are built on, as one trait ([`FileSystem`]): stat
-//! following symlinks, ranged reads, canonicalization and atomic whole-file publication. The
-//! file tools never touch the filesystem any other way, so whoever provides the trait decides
-//! what they can reach: the host's `fs` service implements it with [`LocalFs`] ([`Served`]),
+//! following symlinks, ranged reads, canonicalization and atomic whole-file publication.
+//! `read`, `write` and `edit` never touch the filesystem any other way, so whoever provides the
+//! trait decides what they can reach (`glob` and `grep` walk the local tree with ripgrep's
+//! libraries and are not confined by it yet): the host's `fs` service implements it with [`LocalFs`] ([`Served`]),
 //! the file tools reach it through the service ([`Remote`]), and a sandbox can put a confined
 //! implementation in the service's place.
 //!

@@ -50,12 +50,14 @@ pub(crate) fn publish(
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     let unique = STAGING_COUNTER.fetch_add(1, Ordering::Relaxed);
+    // A long target name must not make the staging name too long for the filesystem.
+    let short: String = name.chars().take(32).collect();
     let staging = directory.join(format!(
-        ".{name}.{}.{nanos}.{unique}.tmpdir",
+        ".{short}.{}.{nanos}.{unique}.tmpdir",
         std::process::id()
     ));
     create_private_dir(&staging).map_err(PublishError::Io)?;
-    let temp = staging.join(format!("{name}.tmp"));
+    let temp = staging.join(format!("{short}.tmp"));
     let result = stage_and_publish(&temp, key, content, mode, create_only);
     // The target is committed (or the publication failed); leftover staging is never a failure.
     let _ = fs::remove_dir_all(&staging);

@@ -79,36 +79,57 @@ fn done<T, U>(result: io::Result<T>, map: impl FnOnce(T) -> U) -> RResult<U, FsE
 /// A [`FileSystem`] offered as the `fs` service.
 pub struct Served<F>(pub F);
 
+/// A path as the bytes that cross the ABI.
+fn path_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        path.to_string_lossy().as_bytes().to_vec()
+    }
+}
+
+/// The path those bytes name.
+fn path_of(bytes: &[u8]) -> PathBuf {
+    #[cfg(unix)]
+    {
+        PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes))
+    }
+    #[cfg(not(unix))]
+    {
+        PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+    }
+}
+
 impl<F: FileSystem> Fs for Served<F> {
-    fn stat(&self, path: RString) -> RResult<ROption<FsStat>, FsError> {
-        done(self.0.stat(Path::new(path.as_str())), |stat| {
+    fn stat(&self, path: RSlice<'_, u8>) -> RResult<ROption<FsStat>, FsError> {
+        done(self.0.stat(&path_of(&path)), |stat| {
             stat.as_ref().map(to_abi_stat).into()
         })
     }
 
-    fn read_at(&self, path: RString, offset: u64, len: u64) -> RResult<RVec<u8>, FsError> {
+    fn read_at(&self, path: RSlice<'_, u8>, offset: u64, len: u64) -> RResult<RVec<u8>, FsError> {
         let len = usize::try_from(len).unwrap_or(usize::MAX);
-        done(
-            self.0.read_at(Path::new(path.as_str()), offset, len),
-            RVec::from,
-        )
+        done(self.0.read_at(&path_of(&path), offset, len), RVec::from)
     }
 
-    fn canonicalize(&self, path: RString) -> RResult<RString, FsError> {
-        done(self.0.canonicalize(Path::new(path.as_str())), |real| {
-            RString::from(real.to_string_lossy().as_ref())
+    fn canonicalize(&self, path: RSlice<'_, u8>) -> RResult<RVec<u8>, FsError> {
+        done(self.0.canonicalize(&path_of(&path)), |real| {
+            RVec::from(path_bytes(&real))
         })
     }
 
     fn publish(
         &self,
-        path: RString,
+        path: RSlice<'_, u8>,
         content: RSlice<'_, u8>,
         mode: ROption<u32>,
         create_only: bool,
     ) -> RResult<(), FsError> {
         match self.0.publish(
-            Path::new(path.as_str()),
+            &path_of(&path),
             content.as_slice(),
             mode.into_option(),
             create_only,
@@ -131,14 +152,10 @@ impl<F: FileSystem> Fs for Served<F> {
 /// handle, or a box in tests).
 pub struct Remote<S>(pub S);
 
-fn path_text(path: &Path) -> RString {
-    RString::from(path.to_string_lossy().as_ref())
-}
-
 impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote<S> {
     fn stat(&self, path: &Path) -> io::Result<Option<FileStat>> {
         self.0
-            .stat(path_text(path))
+            .stat(RSlice::from_slice(&path_bytes(path)))
             .into_result()
             .map(|stat| stat.into_option().as_ref().map(from_abi_stat))
             .map_err(from_abi_error)
@@ -146,7 +163,7 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
 
     fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         self.0
-            .read_at(path_text(path), offset, len as u64)
+            .read_at(RSlice::from_slice(&path_bytes(path)), offset, len as u64)
             .into_result()
             .map(RVec::into_vec)
             .map_err(from_abi_error)
@@ -154,9 +171,9 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         self.0
-            .canonicalize(path_text(path))
+            .canonicalize(RSlice::from_slice(&path_bytes(path)))
             .into_result()
-            .map(|real| PathBuf::from(real.into_string()))
+            .map(|real| path_of(&real))
             .map_err(from_abi_error)
     }
 
@@ -174,7 +191,7 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
         match self
             .0
             .publish(
-                path_text(path),
+                RSlice::from_slice(&path_bytes(path)),
                 RSlice::from_slice(content),
                 mode,
                 create_only,
@@ -222,6 +239,19 @@ mod tests {
             remote.canonicalize(&dir.join(".").join("a.txt")).unwrap(),
             std::fs::canonicalize(&file).unwrap()
         );
+        // A name that is not UTF-8 reaches the same file, not a lossy neighbour.
+        #[cfg(unix)]
+        {
+            let odd = dir.join(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"caf\xe9.txt"),
+            );
+            remote.publish(&odd, b"latin-1 name", None, true).unwrap();
+            assert_eq!(std::fs::read(&odd).unwrap(), b"latin-1 name");
+            assert_eq!(
+                remote.canonicalize(&odd).unwrap(),
+                std::fs::canonicalize(&odd).unwrap()
+            );
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -56,7 +56,8 @@ impl Plugin for PersistencePlugin {
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         let store = Store::new(ctx.clone(), &config)?;
         let on_flush = store.clone();
-        ctx.on_parallel(&SESSION_FLUSH, move |request| {
+        // A failed flush is answered to whoever asked (a durability checkpoint must know).
+        ctx.on_parallel_fallible(&SESSION_FLUSH, move |request| {
             let store = on_flush.clone();
             async move {
                 let session = request
@@ -64,9 +65,10 @@ impl Plugin for PersistencePlugin {
                     .clone()
                     .into_option()
                     .map(|id| id.into_string());
-                if let Err(error) = store.drain(session.as_deref()).await {
-                    dsh_plugin_api::tracing::error!("session flush failed: {error}");
-                }
+                store
+                    .drain(session.as_deref())
+                    .await
+                    .map_err(|error| PluginError::plugin(format!("session flush failed: {error}")))
             }
         })?;
         let on_dispose = store.clone();

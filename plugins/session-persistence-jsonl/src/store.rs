@@ -12,7 +12,8 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, PluginError};
 use dsh_session_api::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
 use dsh_session_jsonl::{
-    Encoding, SessionHeader, SessionWriter, WriterOptions, find_session, read_session, session_dir,
+    CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
+    read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
 
@@ -136,10 +137,15 @@ impl Store {
                 .unwrap_or_default(),
             None => lock(&self.inner.sessions).values().cloned().collect(),
         };
+        // Every target is tried even when one fails (a shutdown must write all it can); the
+        // first failure is the answer.
+        let mut first_failure = None;
         for stored in targets {
-            self.drain_one(&stored).await?;
+            if let Err(problem) = self.drain_one(&stored).await {
+                first_failure.get_or_insert(problem);
+            }
         }
-        Ok(())
+        first_failure.map_or(Ok(()), Err)
     }
 
     async fn drain_one(&self, stored: &Arc<Stored>) -> Result<(), SessionError> {
@@ -160,11 +166,16 @@ impl Store {
             .inner
             .ctx
             .blocking(move || -> Result<(), SessionError> {
-                let events = records
+                // The log's own JSON lines are written as they are; only chunk runs that pack
+                // are parsed.
+                let lines: Vec<CommittedLine<'_>> = records
                     .iter()
-                    .map(|record| serde_json::from_str::<SessionEvent>(&record.json))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|problem| storage(format!("session `{id}`: {problem}")))?;
+                    .map(|record| CommittedLine {
+                        seq: record.seq,
+                        kind: &record.kind,
+                        json: &record.json,
+                    })
+                    .collect();
                 let mut held = lock(&held);
                 if held.is_none() {
                     *held = Some(acquire(&dir).map_err(|problem| match problem {
@@ -176,7 +187,10 @@ impl Store {
                     })?);
                 }
                 let mut writer = lock(&writer);
-                writer.ready()?.append(&events).map_err(storage)
+                writer
+                    .ready()?
+                    .append_committed(&lines)
+                    .map_err(|problem| storage(format!("session `{id}`: {problem}")))
             })
             .await
             .map_err(|problem| storage(problem.to_string()))

@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 pub struct SpillConfig {
     /// Results longer than this many UTF-8 bytes are spilled.
     pub max_inline_bytes: usize,
-    /// Where spilled texts are kept (default: `dsh-spill` in the system's temp directory).
+    /// Where spilled texts are kept (default: `spill` in `$DSH_HOME`, else in `~/.dsh`; never a
+    /// shared temp directory another user could have prepared).
     pub root: Option<String>,
     /// Tools whose results are never spilled.
     pub exempt: Vec<String>,
@@ -54,6 +55,19 @@ fn plain_text(content: &Value) -> Option<String> {
     Some(text)
 }
 
+/// `spill` in the dsh home: `$DSH_HOME`, else `~/.dsh`.
+fn default_root() -> Option<PathBuf> {
+    std::env::var_os("DSH_HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| PathBuf::from(home).join(".dsh"))
+        })
+        .map(|home| home.join("spill"))
+}
+
 pub struct SpillPlugin;
 
 impl Plugin for SpillPlugin {
@@ -67,10 +81,21 @@ impl Plugin for SpillPlugin {
                 "invalid config: maxInlineBytes must be a positive integer",
             ));
         }
-        let root = Arc::new(match &config.root {
-            Some(root) => PathBuf::from(root),
-            None => std::env::temp_dir().join("dsh-spill"),
-        });
+        let root = match config
+            .root
+            .as_ref()
+            .map(PathBuf::from)
+            .or_else(default_root)
+        {
+            Some(root) => Arc::new(root),
+            None => {
+                ctx.log(
+                    dsh_plugin_api::LogLevel::Warn,
+                    "spill: no `root` and no home directory (DSH_HOME, HOME): results stay inline",
+                );
+                return Ok(());
+            }
+        };
         let max = config.max_inline_bytes;
         let exempt = Arc::new(config.exempt);
         let listener_ctx = ctx.clone();

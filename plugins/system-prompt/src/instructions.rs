@@ -10,7 +10,7 @@ pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
     let mut dir = Some(cwd);
     while let Some(current) = dir {
         let file = current.join("AGENTS.md");
-        if let Ok(text) = std::fs::read_to_string(&file) {
+        if let Some(text) = read_capped(&file, cap) {
             let shown = match file.strip_prefix(cwd) {
                 Ok(relative) => relative.display().to_string(),
                 Err(_) => file.display().to_string(),
@@ -43,6 +43,23 @@ pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
         out.push_str(&format!("\n\n## {shown}\n\n{}", text.trim_end()));
     }
     Some(out)
+}
+
+/// The text of a regular file, at most `cap` bytes and one more (enough to see it was cut);
+/// `None` for anything else. A FIFO or a device named `AGENTS.md` must not hang or flood the
+/// host (this runs on its runtime thread).
+fn read_capped(file: &Path, cap: usize) -> Option<String> {
+    use std::io::Read;
+    if !std::fs::metadata(file).ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(cap as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn floor_char_boundary(text: &str, index: usize) -> usize {

@@ -152,9 +152,24 @@ impl Workspace {
                 target.display
             )),
             SandboxMode::WorkspaceWrite => {
-                // Re-canonicalize now so a symlinked ancestor swapped since resolution is seen.
+                // A workspace without an absolute root would fence nothing (every path starts
+                // with the empty one).
+                if !self.root.is_absolute() {
+                    return refuse(format!(
+                        "cannot write \"{}\": the workspace has no absolute root",
+                        target.display
+                    ));
+                }
+                // Re-canonicalize now so a symlinked ancestor swapped since resolution is seen,
+                // and refuse when it now names another file than the one about to be written.
                 let fs = self.fs();
                 let fresh = resolve_key(fs, Path::new(&target.display))?;
+                if fresh != target.key {
+                    return refuse(format!(
+                        "cannot write \"{}\": the path changed while it was checked",
+                        target.display
+                    ));
+                }
                 let contained = std::iter::once(&self.root)
                     .chain(&self.extra_writable_roots)
                     .any(|root| fresh.starts_with(canonical_or_self(fs, root)));

@@ -429,6 +429,21 @@ fn the_fence_refuses_mutations_outside_the_workspace_unless_full_access() {
     );
 }
 
+/// A workspace without an absolute root fences nothing by prefix (every path starts with the
+/// empty one), so it refuses every mutation instead.
+#[test]
+fn a_workspace_without_a_root_refuses_writes() {
+    let outer = Scratch::new("fence-rootless");
+    let target = outer.display("x.txt");
+    let err = write(&write_args(&target, "x"), &Workspace::new(""), None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FsSandboxDenied);
+    assert!(
+        err.detail().unwrap().contains("no absolute root"),
+        "{err:?}"
+    );
+    assert!(!outer.root().join("x.txt").exists());
+}
+
 #[cfg(unix)]
 #[test]
 fn the_fence_follows_symlinks_out_of_the_workspace() {
