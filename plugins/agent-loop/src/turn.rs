@@ -121,6 +121,11 @@ pub(crate) async fn steps(
             "id": format!("{}-t{turn}-input", session.id()),
         }));
     }
+    if memory.pending.is_empty() {
+        // Woken for a message that was gone before the claim: the turn has nothing to ask, so
+        // it closes without a step (and without a pre-step for a step that never opens).
+        return Ok(End::completed());
+    }
     let id = session.id();
     for step in 1..=deps.max_steps {
         if cancel.flag.is_fired() {
@@ -166,10 +171,6 @@ pub(crate) async fn steps(
         if step > 1 {
             // Steering: what arrived for the next step enters now.
             memory.pending.extend(claim(deps, session, turn, false)?);
-        } else if memory.pending.is_empty() {
-            // Woken for a message that was gone before the claim: the turn has nothing to
-            // ask, so it closes without a step.
-            return Ok(End::completed());
         }
         log.append("step/start", &json!({"turn": turn, "step": step}))?;
         tally.open_step.store(step, Ordering::Relaxed);

@@ -199,7 +199,8 @@ pub trait Agents: Send + Sync {
     fn when_idle(&self, agent: RString) -> FfiFuture<RResult<RString, RString>>;
     /// The live agents, in creation order: `[{"id","status","cwd","provider","model"}]`.
     fn list(&self) -> RString;
-    /// Cancels (`disposed`), waits for the driver, forgets the agent, emits `agent/disposed`.
+    /// Cancels (`disposed`), waits for the driver, forgets the agent, emits `agent/disposed`
+    /// and closes its session.
     fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>>;
     /// For the loop: takes every `next-step` message and, at a turn boundary, one `next-turn`
     /// message, in that order (JSON array), logging the removals and emitting

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENT_DISPOSED, AGENTS, Agents_TO};
+use dsh_agent_seam::{AGENT_DISPOSED, AGENT_LOOP, AGENTS, AgentLoopService, Agents_TO};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 use dsh_session_api::SESSION_DISPOSED;
@@ -49,11 +49,21 @@ impl Plugin for AgentPlugin {
             registry.forget_inbox(id.as_str());
             let removed = {
                 let mut agents = lock(&registry.agents);
-                let before = agents.len();
-                agents.retain(|agent| agent.id != id.as_str());
-                before != agents.len()
+                let index = agents.iter().position(|agent| agent.id == id.as_str());
+                index.map(|index| agents.remove(index))
             };
-            if removed {
+            if let Some(agent) = removed {
+                // Its session is gone: no turn of it may run on.
+                let running = {
+                    let mut phase = lock(&agent.phase);
+                    phase.disposing = true;
+                    phase.running
+                };
+                if running
+                    && let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP)
+                {
+                    driver.cancel(id.clone(), RString::from("disposed"));
+                }
                 registry.notify(&AGENT_DISPOSED, id.as_str(), json!({}));
             }
         })?;

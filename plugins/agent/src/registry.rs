@@ -41,7 +41,7 @@ pub(crate) struct Phase {
 pub(crate) struct Agent {
     pub(crate) id: String,
     pub(crate) route: Route,
-    /// Held so the session stays live while the agent exists.
+    /// Its session, for logging and claims; `dispose` closes it.
     pub(crate) session: Arc<SessionBox>,
     pub(crate) phase: Mutex<Phase>,
 }
@@ -119,6 +119,11 @@ impl Registry {
         self.with_inbox(session, |inbox| inbox.has_pending())
     }
 
+    // Each change below is applied to the inbox first and logged after, with the inbox
+    // unlocked while the append (and the `session/event` listeners it runs) happens: a listener
+    // may use the inbox itself, and what it does lands after this change in the list as in the
+    // log. When the log refuses the change, it is undone.
+
     /// Appends `message` to `target`, logged; answers its id.
     pub(crate) fn insert(
         &self,
@@ -140,14 +145,22 @@ impl Registry {
             message["id"] = json!(format!("{}-inbox-{}", session.id(), session.event_count()));
         }
         let id = message["id"].as_str().unwrap_or_default().to_owned();
-        self.with_inbox(session, |inbox| {
+        let splice = self.with_inbox(session, |inbox| {
             if inbox.holds(&id) {
                 return Err(format!("message `{id}` is already pending"));
             }
-            Self::log(session, &inbox.append_splice(target, &message))?;
+            let splice = inbox.append_splice(target, &message);
             inbox.list_mut(target).push(message.clone());
-            Ok(())
+            Ok(splice)
         })?;
+        if let Err(error) = Self::log(session, &splice) {
+            self.with_inbox(session, |inbox| {
+                inbox
+                    .list_mut(target)
+                    .retain(|pending| pending["id"].as_str() != Some(id.as_str()));
+            });
+            return Err(error);
+        }
         self.notify(
             &AGENT_INBOX_INSERTED,
             session.id().as_str(),
@@ -156,19 +169,46 @@ impl Registry {
         Ok(id)
     }
 
+    /// Takes `count` messages from the head of `target` (all when `None`), logged with
+    /// `splice_of`'s splice; puts them back when the log refuses it.
+    fn take_logged(
+        &self,
+        session: &SessionBox,
+        target: &str,
+        count: Option<usize>,
+        splice_of: impl FnOnce(usize) -> Value,
+    ) -> Result<Vec<Value>, String> {
+        let (taken, splice) = self.with_inbox(session, |inbox| {
+            let list = inbox.list_mut(target);
+            let count = count.unwrap_or(list.len()).min(list.len());
+            let taken: Vec<Value> = list.drain(..count).collect();
+            let splice = (!taken.is_empty()).then(|| splice_of(taken.len()));
+            (taken, splice)
+        });
+        let Some(splice) = splice else {
+            return Ok(Vec::new());
+        };
+        if let Err(error) = Self::log(session, &splice) {
+            self.with_inbox(session, |inbox| {
+                let list = inbox.list_mut(target);
+                let later = std::mem::take(list);
+                list.extend(taken);
+                list.extend(later);
+            });
+            return Err(error);
+        }
+        Ok(taken)
+    }
+
     /// Clears both lists unrun (next-step first), logged with `outcome: "canceled"`, and
     /// announces each dropped message.
     pub(crate) fn clear(&self, session: &SessionBox) -> Result<(), String> {
-        let dropped = self.with_inbox(session, |inbox| -> Result<Vec<Value>, String> {
-            let mut dropped = Vec::new();
-            for target in [NEXT_STEP, NEXT_TURN] {
-                if let Some(splice) = inbox.cancel_splice(target) {
-                    Self::log(session, &splice)?;
-                    dropped.append(inbox.list_mut(target));
-                }
-            }
-            Ok(dropped)
-        })?;
+        let mut dropped = Vec::new();
+        for target in [NEXT_STEP, NEXT_TURN] {
+            dropped.extend(self.take_logged(session, target, None, |count| {
+                Inbox::cancel_splice(target, count)
+            })?);
+        }
         for message in dropped {
             self.notify(
                 &AGENT_INBOX_DISCARDED,
@@ -185,20 +225,14 @@ impl Registry {
         session: &SessionBox,
         turn_boundary: bool,
     ) -> Result<Vec<Value>, String> {
-        self.with_inbox(session, |inbox| {
-            let mut claimed = Vec::new();
-            if !inbox.next_step.is_empty() {
-                Self::log(
-                    session,
-                    &Inbox::claim_splice(NEXT_STEP, inbox.next_step.len()),
-                )?;
-                claimed.append(&mut inbox.next_step);
-            }
-            if turn_boundary && !inbox.next_turn.is_empty() {
-                Self::log(session, &Inbox::claim_splice(NEXT_TURN, 1))?;
-                claimed.push(inbox.next_turn.remove(0));
-            }
-            Ok(claimed)
-        })
+        let mut claimed = self.take_logged(session, NEXT_STEP, None, |count| {
+            Inbox::claim_splice(NEXT_STEP, count)
+        })?;
+        if turn_boundary {
+            claimed.extend(self.take_logged(session, NEXT_TURN, Some(1), |count| {
+                Inbox::claim_splice(NEXT_TURN, count)
+            })?);
+        }
+        Ok(claimed)
     }
 }

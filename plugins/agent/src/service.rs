@@ -201,6 +201,14 @@ impl Service {
         lock(&registry.agents).retain(|known| known.id != agent);
         registry.forget_inbox(&agent);
         registry.notify(&AGENT_DISPOSED, &agent, json!({}));
+        // The session goes with its agent: written out and its lock released.
+        if let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS) {
+            sessions
+                .close(RString::from(agent.as_str()))
+                .await
+                .into_result()
+                .map_err(|error| format!("agent `{agent}`: closing its session: {error}"))?;
+        }
         Ok(())
     }
 }

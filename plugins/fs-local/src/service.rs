@@ -36,10 +36,12 @@ fn from_abi_stat(stat: &FsStat) -> FileStat {
             FsKind::Other => FileKind::Other,
         },
         len: stat.len,
-        mtime: stat
-            .mtime_secs
-            .into_option()
-            .map(|secs| UNIX_EPOCH + Duration::new(secs, stat.mtime_nanos)),
+        // A provider's nonsense time is no time, not a panic.
+        mtime: stat.mtime_secs.into_option().and_then(|secs| {
+            UNIX_EPOCH
+                .checked_add(Duration::from_secs(secs))?
+                .checked_add(Duration::from_nanos(u64::from(stat.mtime_nanos)))
+        }),
         mode: stat.mode,
     }
 }

@@ -107,6 +107,15 @@ fn exit_code(reason: &Value) -> i32 {
     }
 }
 
+/// Ends the early buffering of a run when it is dropped.
+struct StopBuffering(Arc<Mutex<Current>>);
+
+impl Drop for StopBuffering {
+    fn drop(&mut self) {
+        lock(&self.0).early = None;
+    }
+}
+
 /// What the turn runs with.
 struct Route {
     cwd: String,
@@ -169,6 +178,8 @@ impl Runner {
         if args.output == Output::StreamJson {
             lock(&self.current).early = Some(Vec::new());
         }
+        // However the run ends, nothing is buffered after it.
+        let _stop_buffering = StopBuffering(self.current.clone());
         let cwd = match &args.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),

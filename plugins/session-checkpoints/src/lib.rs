@@ -46,15 +46,18 @@ impl Plugin for CheckpointsPlugin {
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         let on_pre_step = ctx.channel(&SESSION_FLUSH)?;
-        ctx.on_waterfall(&AGENT_PRE_STEP, move |step, next| {
-            let channel = on_pre_step.clone();
-            async move {
-                flush(&channel, &step.session, "at the pre-step")
-                    .await
-                    .map_err(PluginError::plugin)?;
-                next.run().await
-            }
-        })?;
+        // Prepended: the flush comes before every other pre-step listener, whatever order
+        // the rows applied in.
+        ctx.prepend()
+            .on_waterfall(&AGENT_PRE_STEP, move |step, next| {
+                let channel = on_pre_step.clone();
+                async move {
+                    flush(&channel, &step.session, "at the pre-step")
+                        .await
+                        .map_err(PluginError::plugin)?;
+                    next.run().await
+                }
+            })?;
         let on_request = ctx.channel(&SESSION_FLUSH)?;
         ctx.on_waterfall(&AGENT_REQUEST, move |request, next| {
             let channel = on_request.clone();

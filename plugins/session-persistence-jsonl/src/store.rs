@@ -393,7 +393,11 @@ impl SessionStore for Store {
         let store = self.clone();
         async move {
             let drained = store.drain(Some(session.as_str())).await;
-            if let Some(stored) = lock(&store.inner.sessions).remove(session.as_str()) {
+            // A session whose events could not be written stays open (and locked), so a later
+            // flush can still write them; closing it would drop them.
+            if drained.is_ok()
+                && let Some(stored) = lock(&store.inner.sessions).remove(session.as_str())
+            {
                 lock(&stored.held).take();
             }
             done(drained)

@@ -3,7 +3,8 @@
 //! the tools the agent's scope sees (`tool:<name>`, 100-199, pulled from the `tools` registry's
 //! view, so a hidden tool is never mentioned), in order (equal orders by id). Each section's
 //! `{{name}}` references are replaced (`provider`, `model`, `cwd` built in, more registered by
-//! plugins; an unknown or malformed reference fails the assembly, naming it and the section),
+//! plugins; an unknown or malformed reference fails the assembly, naming it and the section;
+//! tool guidance is shown as written),
 //! empty sections are dropped, the rest joined by blank lines and passed through the
 //! `system-prompt/assemble` waterfall. Context that changes while a session runs, such as the
 //! `AGENTS.md` files of its working directory and their parents (64 KiB at most), is answered
@@ -173,7 +174,12 @@ impl Prompt {
         }
         let mut rendered = Vec::with_capacity(sections.len());
         for (_, id, text) in sections {
-            let text = variables::interpolate(&text, &id, &variables)?;
+            // Tool guidance is a tool's own text, shown as written: a literal `{{` in it (a
+            // template example) must not fail every turn.
+            let text = match id.starts_with("tool:") {
+                true => text,
+                false => variables::interpolate(&text, &id, &variables)?,
+            };
             if !text.trim().is_empty() {
                 rendered.push(text);
             }

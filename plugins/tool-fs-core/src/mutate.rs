@@ -111,6 +111,15 @@ fn read_versioned(
     Ok((bytes, hash.version(meta)))
 }
 
+/// The permission bits of the file about to be replaced.
+fn kept_mode(fs: &dyn FileSystem, target: &Target, verb: &str) -> Result<u32, ToolError> {
+    match stat(fs, &target.key) {
+        Ok(Some(meta)) => Ok(meta.mode),
+        Ok(None) => Err(stale(verb, &target.display, "file no longer exists")),
+        Err(error) => Err(io_error(verb, &target.display, &error)),
+    }
+}
+
 fn version_after(fs: &dyn FileSystem, target: &Target, content: &[u8]) -> FileVersion {
     let mut hash = ContentHash::default();
     hash.update(content);
@@ -160,8 +169,10 @@ pub fn write_with(
         diff_basis_max_bytes,
     )
     .map_err(ToolError::remediated)?;
+    // An update keeps the replaced file's mode; one that cannot be read fails the write
+    // rather than publish a private file with the default mode.
     let permissions = match operation {
-        WriteOperation::Update => stat(fs, &target.key).ok().flatten().map(|m| m.mode),
+        WriteOperation::Update => Some(kept_mode(fs, &target, "write")?),
         WriteOperation::Create => None,
     };
     let create_only = intent == Some(WriteIntent::CreateIfAbsent);
@@ -297,8 +308,15 @@ pub fn edit(
     let fs = workspace.fs();
     let (before, after, content) =
         apply_edit(fs, &target, guard, args, replace_all).map_err(ToolError::remediated)?;
-    let permissions = stat(fs, &target.key).ok().flatten().map(|m| m.mode);
-    write_file_atomic(fs, &target.key, &display, &content, permissions, false)?;
+    let permissions = kept_mode(fs, &target, "edit")?;
+    write_file_atomic(
+        fs,
+        &target.key,
+        &display,
+        &content,
+        Some(permissions),
+        false,
+    )?;
     let version = version_after(fs, &target, &content);
     if let Some(map) = record.as_mut() {
         map.insert(target.key.clone(), Observation::Present(version));
