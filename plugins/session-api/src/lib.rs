@@ -213,9 +213,9 @@ pub trait SessionStore: Send + Sync {
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;
 
-/// Appends one event (`kind`, `data` as JSON text) to session `session` through the `sessions`
-/// service, for plugins that log beside a conversation (a todo list, a retry, an approval). No
-/// session id or no `sessions` service: nothing to log to. A refused or failed append is
+/// Appends one event (`kind`, `data` as JSON text) to the live session `session` through the
+/// `sessions` service, for plugins that log beside a conversation (a todo list, a retry, an
+/// approval). No session id or no `sessions` service: nothing to log to. A refused or failed append is
 /// reported in the host log under `owner`, since the caller's own work has already happened.
 pub async fn append_or_report(
     ctx: &dsh_plugin_api::Context,
@@ -227,17 +227,16 @@ pub async fn append_or_report(
     if session.is_empty() {
         return;
     }
-    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
+    if !matches!(ctx.get::<SessionsService>(SESSIONS), Ok(Some(_))) {
         return;
-    };
-    let appended = match sessions.open(RString::from(session)).await.into_result() {
-        Ok(live) => live
-            .append(RVec::from(vec![NewEventRecord::new(kind, data)]))
+    }
+    // Only a live session: a late write must not load a closed one back from the store.
+    let appended = open_live(ctx, session).and_then(|live| {
+        live.append(RVec::from(vec![NewEventRecord::new(kind, data)]))
             .into_result()
             .map(|_| ())
-            .map_err(|error| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    };
+            .map_err(|error| error.to_string())
+    });
     if let Err(error) = appended {
         ctx.log(
             dsh_plugin_api::LogLevel::Error,

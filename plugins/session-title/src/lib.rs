@@ -16,9 +16,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::std_types::RString;
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{
-    EventRecord, SESSION_DISPOSED, SESSION_EVENT, SESSIONS, SessionsService, append_or_report,
-};
+use dsh_session_api::{EventRecord, SESSION_DISPOSED, SESSION_EVENT, append_or_report, open_live};
 use serde_json::{Value, json};
 
 /// Config of `session-title`.
@@ -114,7 +112,7 @@ impl Plugin for TitlePlugin {
             lock(&titled).insert(session.clone(), true);
             let ctx = listener_ctx.clone();
             let spawned = listener_ctx.spawn(async move {
-                if already_titled(&ctx, &session, seq).await {
+                if already_titled(&ctx, &session, seq) {
                     return;
                 }
                 let data =
@@ -139,13 +137,11 @@ impl Plugin for TitlePlugin {
     }
 }
 
-/// Whether the log already holds a title from before `seq` (a resumed session).
-async fn already_titled(ctx: &Context, session: &str, seq: u64) -> bool {
-    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
-        return false;
-    };
-    let Ok(live) = sessions.open(RString::from(session)).await.into_result() else {
-        return false;
+/// Whether the log already holds a title from before `seq` (a resumed session). A session that
+/// is no longer live is not titled (nor loaded back).
+fn already_titled(ctx: &Context, session: &str, seq: u64) -> bool {
+    let Ok(live) = open_live(ctx, session) else {
+        return true;
     };
     live.events(0, seq)
         .iter()
