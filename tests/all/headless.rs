@@ -991,3 +991,52 @@ fn a_turn_dropped_by_an_unload_closes_its_log() {
     let check = dsh_tests::run_host(&dir.home(), &["session", "check", &ids[0]]);
     assert_eq!(check.code, Some(0), "{check:?}");
 }
+
+/// A directory below the working directory that the agent worked in brings its own
+/// `AGENTS.md` in: after a `read` of `nested/task.txt`, the next request carries
+/// `nested/AGENTS.md` as a logged snapshot (once); a file directly in the working directory
+/// adds nothing.
+#[test]
+fn nested_instructions_arrive_when_the_agent_works_in_their_directory() {
+    let read = |path: &str| json!({"file_path": path}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "read", &read("top.txt"))]),
+        Reply::tool_calls(&[("call_2", "read", &read("nested/task.txt"))]),
+        Reply::tool_calls(&[("call_3", "read", &read("nested/task.txt"))]),
+        Reply::text("done"),
+    ]);
+    let dir = TestDir::new("headless-nested-agents-md");
+    dir.write("work/top.txt", "top\n");
+    dir.write("work/nested/task.txt", "the task\n");
+    dir.write("work/nested/AGENTS.md", "Nested rule: tabs, not spaces.\n");
+    let out = against(&server, &dir, &["--output", "stream-json", "look"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let seen = |index: usize| requests[index].body["messages"].to_string();
+    assert!(
+        !seen(1).contains("Nested rule"),
+        "after top.txt: {}",
+        seen(1)
+    );
+    assert!(
+        seen(2).contains("Nested rule"),
+        "after nested/task.txt: {}",
+        seen(2)
+    );
+    let (events, _) = stream_json(&out.stdout);
+    let snapshots: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["data"]["source"]["key"] == "agents-md:nested")
+        .collect();
+    assert_eq!(
+        snapshots.len(),
+        1,
+        "logged again although unchanged: {events:?}"
+    );
+    let text = snapshots[0]["data"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("nested/AGENTS.md") && text.contains("tabs, not spaces"),
+        "{text}"
+    );
+}

@@ -1,8 +1,11 @@
-//! `AGENTS.md` files of the working directory and its parents, as one context snapshot: the
-//! nearest file last (it is the most specific), at most `cap` bytes in all (the farthest files
-//! give way first).
+//! `AGENTS.md` files as context snapshots. The working directory's and its parents' make one
+//! snapshot: the nearest file last (it is the most specific), at most `cap` bytes in all (the
+//! farthest files give way first). A directory below the working directory that the agent
+//! worked in (a successful `read`, `write` or `edit` of a file under it) adds its own
+//! `AGENTS.md`, one snapshot per directory, from the next step on.
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
 
 /// The snapshot text, or `None` when there is no instruction file.
 pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
@@ -45,6 +48,62 @@ pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
     Some(out)
 }
 
+/// The directories strictly below `cwd` down to the parent of `file` (`a`, `a/b` for
+/// `a/b/c.txt`), relative to `cwd`; none for a file outside `cwd` or directly in it.
+pub(crate) fn directories_below(cwd: &Path, file: &str) -> Vec<PathBuf> {
+    let path = Path::new(file);
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let Ok(relative) = joined.strip_prefix(cwd) else {
+        return Vec::new();
+    };
+    // `..` could climb out; such a path adds nothing.
+    if relative
+        .components()
+        .any(|component| !matches!(component, Component::Normal(_)))
+    {
+        return Vec::new();
+    }
+    let Some(parent) = relative.parent() else {
+        return Vec::new();
+    };
+    let mut dirs = Vec::new();
+    let mut current = PathBuf::new();
+    for component in parent.components() {
+        current.push(component);
+        dirs.push(current.clone());
+    }
+    dirs
+}
+
+/// One snapshot per touched directory that holds an `AGENTS.md`: `(key, text)`.
+pub(crate) fn nested(cwd: &Path, touched: &BTreeSet<PathBuf>, cap: usize) -> Vec<(String, String)> {
+    touched
+        .iter()
+        .filter_map(|dir| {
+            let text = read_capped(&cwd.join(dir).join("AGENTS.md"), cap)?;
+            let shown = dir.display();
+            let text = match text.len() > cap {
+                true => format!(
+                    "{}\n[cut at the size cap]",
+                    &text[..floor_char_boundary(&text, cap)]
+                ),
+                false => text,
+            };
+            Some((
+                format!("agents-md:{shown}"),
+                format!(
+                    "Project instructions from {shown}/AGENTS.md (they apply to work under {shown}; more specific than the files above it):\n\n{}",
+                    text.trim_end()
+                ),
+            ))
+        })
+        .collect()
+}
+
 /// The text of a regular file, at most `cap` bytes and one more (enough to see it was cut);
 /// `None` for anything else. A FIFO or a device named `AGENTS.md` must not hang or flood the
 /// host (this runs on its runtime thread).
@@ -73,6 +132,19 @@ fn floor_char_boundary(text: &str, index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_directories_strictly_below_the_cwd_count() {
+        let cwd = Path::new("/w");
+        assert_eq!(
+            directories_below(cwd, "a/b/c.txt"),
+            [PathBuf::from("a"), PathBuf::from("a/b")]
+        );
+        assert_eq!(directories_below(cwd, "/w/a/x.rs"), [PathBuf::from("a")]);
+        assert!(directories_below(cwd, "top.txt").is_empty());
+        assert!(directories_below(cwd, "/elsewhere/a/b.txt").is_empty());
+        assert!(directories_below(cwd, "a/../../b/c.txt").is_empty());
+    }
 
     #[test]
     fn nearest_file_comes_last_and_the_cap_drops_the_farthest() {

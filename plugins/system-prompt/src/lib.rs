@@ -4,18 +4,20 @@
 //! view, so a hidden tool is never mentioned), in order (equal orders by id). Each section's
 //! `{{name}}` references are replaced (`provider`, `model`, `cwd` built in, more registered by
 //! plugins; an unknown or malformed reference fails the assembly, naming it and the section;
-//! tool guidance is shown as written),
-//! empty sections are dropped, the rest joined by blank lines and passed through the
-//! `system-prompt/assemble` waterfall. Context that changes while a session runs, such as the
-//! `AGENTS.md` files of its working directory and their parents (64 KiB at most), is answered
-//! as snapshots the loop appends to the history when they change, so the system prompt, and
-//! with it the provider's prompt cache, stays the same.
+//! tool guidance is shown as written), empty sections are dropped, the rest joined by blank
+//! lines and passed through the `system-prompt/assemble` waterfall.
+//!
+//! Context that changes while a session runs is answered as snapshots the loop appends to the
+//! history when they change, so the system prompt, and with it the provider's prompt cache,
+//! stays the same: the `AGENTS.md` files of the working directory and its parents (64 KiB at
+//! most), and the `AGENTS.md` of each directory below it that the agent worked in (a successful
+//! `read`, `write` or `edit` of a file there).
 
 mod instructions;
 mod variables;
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -28,7 +30,8 @@ use dsh_agent_seam::{
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, lock};
-use dsh_tools_seam::{TOOLS, ToolsService};
+use dsh_session_api::SESSION_DISPOSED;
+use dsh_tools_seam::{ResultView, TOOLS, TOOLS_RESULT, ToolsService};
 use serde_json::{Value, json};
 
 /// Config of `system-prompt`.
@@ -74,6 +77,8 @@ struct Prompt {
     rendered: Mutex<Option<(RenderKey, String)>>,
     assemble: Channel<WaterfallEvent<PromptRequest, RString>>,
     agents_md: Option<usize>,
+    /// Per session, the directories below its working directory the agent worked in.
+    touched: Mutex<HashMap<String, BTreeSet<PathBuf>>>,
 }
 
 /// What a held registration undoes.
@@ -125,6 +130,32 @@ struct RenderKey {
 }
 
 impl Prompt {
+    /// Records the directories a successful `read`, `write` or `edit` worked in.
+    fn note_touch(&self, result: &ResultView) {
+        let call = &result.call;
+        if self.agents_md.is_none()
+            || call.session.is_empty()
+            || !matches!(call.name.as_str(), "read" | "write" | "edit")
+        {
+            return;
+        }
+        let logged: Value = serde_json::from_str(&result.result).unwrap_or(Value::Null);
+        if logged["message"]["content"][0]["isError"] == true {
+            return;
+        }
+        let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        let Some(file) = arguments["file_path"].as_str() else {
+            return;
+        };
+        let dirs = instructions::directories_below(Path::new(call.cwd.as_str()), file);
+        if !dirs.is_empty() {
+            lock(&self.touched)
+                .entry(call.session.to_string())
+                .or_default()
+                .extend(dirs);
+        }
+    }
+
     /// The sections of `request` in order: the registered ones and the guidance of the tools
     /// its scope sees (`tool:<name>`), each interpolated; empty ones dropped.
     fn render(&self, request: &PromptRequest) -> Result<String, String> {
@@ -270,10 +301,18 @@ impl SystemPrompt for Service {
                 }
             };
             let mut contexts = Vec::new();
-            if let Some(cap) = prompt.agents_md
-                && let Some(text) = instructions::agents_md(Path::new(request.cwd.as_str()), cap)
-            {
-                contexts.push(json!({"key": "agents-md", "text": text}));
+            if let Some(cap) = prompt.agents_md {
+                let cwd = Path::new(request.cwd.as_str());
+                if let Some(text) = instructions::agents_md(cwd, cap) {
+                    contexts.push(json!({"key": "agents-md", "text": text}));
+                }
+                let touched = lock(&prompt.touched)
+                    .get(request.session.as_str())
+                    .cloned()
+                    .unwrap_or_default();
+                for (key, text) in instructions::nested(cwd, &touched, cap) {
+                    contexts.push(json!({"key": key, "text": text}));
+                }
             }
             RString::from(json!({"system": system, "contexts": contexts}).to_string())
         }
@@ -304,10 +343,26 @@ impl Plugin for SystemPromptPlugin {
             rendered: Mutex::new(None),
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
             agents_md: config.agents_md.then_some(config.agents_md_max_bytes),
+            touched: Mutex::new(HashMap::new()),
         };
+        let prompt = Arc::new(prompt);
+        // A file the agent read or changed under a subdirectory brings that directory's
+        // instructions in from the next step on.
+        let watch = Arc::downgrade(&prompt);
+        ctx.on_emit(&TOOLS_RESULT, move |result: &ResultView| {
+            if let Some(prompt) = watch.upgrade() {
+                prompt.note_touch(result);
+            }
+        })?;
+        let forget = Arc::downgrade(&prompt);
+        ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
+            if let Some(prompt) = forget.upgrade() {
+                lock(&prompt.touched).remove(id.as_str());
+            }
+        })?;
         ctx.provide(
             SYSTEM_PROMPT,
-            SystemPrompt_TO::from_value(Service(Arc::new(prompt)), TD_Opaque),
+            SystemPrompt_TO::from_value(Service(prompt), TD_Opaque),
         )
     }
 }
