@@ -916,13 +916,10 @@ fn an_explicit_permission_preset_opens_the_log_as_recorded() {
     assert_eq!(events[0]["type"], "agent/inbox/spliced", "{events:?}");
 }
 
-/// The agents registry unloaded while a turn streams (its row disabled by a config edit): the
-/// driver goes with it, the dropped turn closes its own log (`step/end`, then `turn/end`
-/// `aborted` by `disposed`), the log stays sound, and the runner is told and exits 1 instead
-/// of waiting forever.
-#[test]
-fn a_turn_dropped_by_an_unload_closes_its_log() {
-    let dir = TestDir::new("headless-unload-mid-turn");
+/// A headless turn hanging in its model request, then `row` disabled by a config edit: the
+/// exit code, stderr, and the session events that were printed.
+fn unload_mid_turn(name: &str, row: &str) -> (Option<i32>, Vec<String>, Vec<Value>, TestDir) {
+    let dir = TestDir::new(name);
     let log = dir.write(
         "replay/session.jsonl",
         &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
@@ -959,15 +956,12 @@ fn a_turn_dropped_by_an_unload_closes_its_log() {
         "the replay never started: {:?}",
         host.stderr()
     );
-    dir.write("home/cordis.patch.yml", "- id: agent\n  disabled: true\n");
-    let code = host.wait_exit(WAIT);
-    assert_eq!(code, Some(1), "{:?}", host.stderr());
-    assert!(
-        host.stderr().iter().any(|line| line.contains("went away")),
-        "{:?}",
-        host.stderr()
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("- id: {row}\n  disabled: true\n"),
     );
-    // The run ended without a result: only the session events are printed.
+    let code = host.wait_exit(WAIT);
+    // Only the session events: a run that ends without an outcome prints no result.
     let events: Vec<Value> = host
         .stdout()
         .iter()
@@ -975,6 +969,12 @@ fn a_turn_dropped_by_an_unload_closes_its_log() {
         .filter(|line| line["type"] == "session_event")
         .map(|line| line["event"].clone())
         .collect();
+    (code, host.stderr(), events, dir)
+}
+
+/// The log of a turn closed by an unload: `step/end`, then `turn/end` `aborted` by `disposed`,
+/// and the stored log checks sound.
+fn closed_by_disposal(events: &[Value], dir: &TestDir) {
     let tail: Vec<&str> = events
         .iter()
         .rev()
@@ -990,6 +990,28 @@ fn a_turn_dropped_by_an_unload_closes_its_log() {
     let ids = session_ids(&dir.home());
     let check = dsh_tests::run_host(&dir.home(), &["session", "check", &ids[0]]);
     assert_eq!(check.code, Some(0), "{check:?}");
+}
+
+/// The agents registry unloaded while a turn streams: the driver goes with it, the dropped
+/// turn closes its own log, and the runner is told and exits 1 instead of waiting forever.
+#[test]
+fn a_turn_dropped_by_an_unload_closes_its_log() {
+    let (code, stderr, events, dir) = unload_mid_turn("headless-unload-agent", "agent");
+    assert_eq!(code, Some(1), "{stderr:?}");
+    assert!(
+        stderr.iter().any(|line| line.contains("went away")),
+        "{stderr:?}"
+    );
+    closed_by_disposal(&events, &dir);
+}
+
+/// The loop's row unloaded while its turn streams: the turn is cancelled (`disposed`), closes
+/// its log, the agent goes idle with that outcome, and the run exits 1.
+#[test]
+fn a_turn_of_an_unloaded_loop_ends_aborted() {
+    let (code, stderr, events, dir) = unload_mid_turn("headless-unload-loop", "agent-loop");
+    assert_eq!(code, Some(1), "{stderr:?}");
+    closed_by_disposal(&events, &dir);
 }
 
 /// A directory below the working directory that the agent worked in brings its own
@@ -1039,4 +1061,28 @@ fn nested_instructions_arrive_when_the_agent_works_in_their_directory() {
         text.contains("nested/AGENTS.md") && text.contains("tabs, not spaces"),
         "{text}"
     );
+}
+
+/// The runner's own row unloaded mid-run: the one-shot run is over, so the host exits 1
+/// saying so (instead of staying up without a runner), and the turn it left is closed in the
+/// stored log.
+#[test]
+fn an_unloaded_runner_ends_the_host() {
+    let (code, stderr, _, dir) = unload_mid_turn("headless-unload-runner", "headless");
+    assert_eq!(code, Some(1), "{stderr:?}");
+    assert!(
+        stderr
+            .iter()
+            .any(|line| line.contains("unloaded before its run ended")),
+        "{stderr:?}"
+    );
+    let ids = session_ids(&dir.home());
+    let show = dsh_tests::run_host(&dir.home(), &["session", "show", &ids[0]]);
+    assert!(
+        show.stdout
+            .contains(r#"{"kind":"aborted","reason":{"kind":"disposed"}}"#),
+        "{show:?}"
+    );
+    let check = dsh_tests::run_host(&dir.home(), &["session", "check", &ids[0]]);
+    assert_eq!(check.code, Some(0), "{check:?}");
 }

@@ -22,7 +22,7 @@ use dsh_plugin_api::io::control::{HOST_CONTROL, HOST_STOPPING, HostControlServic
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CmdlineArgs, Service, lock};
 use dsh_session_api::{CreateSession, SESSION_EVENT, SESSIONS, SessionsService};
-use dsh_tools_seam::CancelFlag;
+use dsh_tools_seam::{CancelFlag, first_of};
 use serde_json::{Value, json};
 
 use crate::args::{Args, Output, Parsed, USAGE};
@@ -69,7 +69,6 @@ struct Current {
 
 struct Runner {
     ctx: Context,
-    agent: Service<AgentLoopService>,
     sessions: Service<SessionsService>,
     host: Service<HostControlService>,
     config_model: Option<String>,
@@ -170,7 +169,10 @@ impl Runner {
                 .cancel(session.into(), cause.into(), false)
                 .into_result()
                 .is_ok(),
-            _ => self.agent.cancel(session.into(), RString::from(cause)),
+            _ => match self.ctx.get::<AgentLoopService>(AGENT_LOOP) {
+                Ok(Some(driver)) => driver.cancel(session.into(), RString::from(cause)),
+                _ => false,
+            },
         }
     }
 
@@ -291,7 +293,11 @@ impl Runner {
             }
             // Without an agent registry the turn takes the task directly.
             None => {
-                self.agent
+                let Ok(Some(driver)) = self.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
+                    err("dsh: neither an `agents` nor an `agent_loop` service is mounted");
+                    return 1;
+                };
+                driver
                     .run_turn(TurnRequest {
                         session: id.as_str().into(),
                         input: args.task.as_str().into(),
@@ -334,7 +340,10 @@ pub struct HeadlessPlugin;
 
 impl Plugin for HeadlessPlugin {
     const NAME: &'static str = "headless";
-    const INJECT: &'static [&'static str] = &["cmdline", AGENT_LOOP, SESSIONS, HOST_CONTROL];
+    // The agents registry and the loop are reached when used, so a reload of either does not
+    // take the run down with it.
+    const INJECT: &'static [&'static str] = &["cmdline", SESSIONS, HOST_CONTROL];
+    const OPTIONAL: &'static [&'static str] = &[AGENTS, AGENT_LOOP];
     type Config = HeadlessConfig;
 
     async fn apply(ctx: Context, config: HeadlessConfig) -> Result<(), PluginError> {
@@ -353,7 +362,6 @@ impl Plugin for HeadlessPlugin {
             }
         })?;
         let runner = Arc::new(Runner {
-            agent: ctx.inject::<AgentLoopService>(AGENT_LOOP)?,
             sessions: ctx.inject::<SessionsService>(SESSIONS)?,
             host: ctx.inject::<HostControlService>(HOST_CONTROL)?,
             config_model: config.model,
@@ -397,6 +405,29 @@ impl Plugin for HeadlessPlugin {
         })?;
         let done = CancelFlag::new();
         lock(&current).done = Some(done.clone());
+        // Unloaded before the run ended (a service it needs went away, its row was edited):
+        // the one-shot run is over, and the host must not stay up without it. Its turn is
+        // cancelled first and given a moment to close its log, as for a signal.
+        let (unloaded, ended) = (runner.clone(), done.clone());
+        ctx.effect(move || async move {
+            let session = {
+                let current = lock(&unloaded.current);
+                if ended.is_fired() || current.stop.is_some() {
+                    return;
+                }
+                current.session.clone()
+            };
+            err("dsh: the headless runner was unloaded before its run ended");
+            if let Some(session) = session
+                && let Ok(Some(agents)) = unloaded.ctx.get::<AgentsService>(AGENTS)
+            {
+                let _ = agents.cancel(session.as_str().into(), "disposed".into(), false);
+                let idle = agents.when_idle(session.as_str().into());
+                drop(agents);
+                let _ = first_of(idle, unloaded.ctx.sleep(std::time::Duration::from_secs(5))).await;
+            }
+            unloaded.host.exit(1);
+        })?;
         let task = runner.clone();
         ctx.spawn(async move {
             let code = match args::parse(&args) {
