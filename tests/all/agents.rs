@@ -111,8 +111,10 @@ fn an_inject_stages_until_the_wake_and_enters_before_the_task() {
         ],
         "{events:?}"
     );
+    // The human and staged messages, without the plugins' context snapshots.
     let users: Vec<String> = of_type(&events, "user/message")
         .iter()
+        .filter(|event| event["data"]["source"]["form"] != "snapshot")
         .map(|event| {
             event["data"]["content"][0]["text"]
                 .as_str()

@@ -590,7 +590,7 @@ fn agents_md_reaches_the_model_as_a_logged_snapshot_once() {
     let (events, result) = stream_json(&out.stdout);
     let snapshots: Vec<&Value> = events
         .iter()
-        .filter(|event| event["data"]["source"]["form"] == "snapshot")
+        .filter(|event| event["data"]["source"]["key"] == "agents-md")
         .collect();
     assert_eq!(snapshots.len(), 1, "{events:?}");
     let text = snapshots[0]["data"]["content"][0]["text"].as_str().unwrap();
@@ -622,7 +622,7 @@ fn agents_md_reaches_the_model_as_a_logged_snapshot_once() {
         !events
             .iter()
             .any(|event| event["data"]["source"]["form"] == "snapshot"),
-        "an unchanged snapshot was logged again: {events:?}"
+        "an unchanged snapshot (instructions or runtime context) was logged again: {events:?}"
     );
 }
 
@@ -743,6 +743,15 @@ fn the_system_prompt_carries_variables_and_tool_guidance() {
     ];
     assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{system}");
     assert!(!system.contains("{{"), "{system}");
+    // The runtime context reaches the model as a message, not in the system prompt.
+    let messages = body["messages"].to_string();
+    assert!(
+        messages.contains("File policy: workspace-write")
+            && messages.contains(&format!("\\\"{}\\\"", work.display()))
+            && messages.contains("Approval policy: ask"),
+        "{messages}"
+    );
+    assert!(!system.contains("File policy"), "{system}");
 }
 
 /// A section that refers to an unknown variable fails the turn before anything is asked,
@@ -900,6 +909,23 @@ fn an_explicit_permission_preset_opens_the_log_as_recorded() {
         .collect();
     assert_eq!(head, recorded_head[..3], "{events:?}");
     assert_eq!(events[3]["type"], recorded_head[3][0]);
+    // The model is told the same policies, as the runtime context.
+    let runtime = events
+        .iter()
+        .find(|event| event["data"]["source"]["key"] == "runtime-context")
+        .unwrap_or_else(|| panic!("no runtime context: {events:?}"));
+    let sections: Vec<&str> = runtime["data"]["source"]["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|section| section["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(sections, ["sandbox:policy", "approval:policy"]);
+    let text = runtime["data"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("danger-full-access") && text.contains("Approval policy: never"),
+        "{text}"
+    );
     let dir = TestDir::new("headless-no-preset");
     let out = headless(
         &dir,

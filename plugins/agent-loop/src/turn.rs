@@ -568,9 +568,14 @@ async fn assemble_prompt(
         if memory.snapshots.get(key).map(String::as_str) == Some(text) {
             continue;
         }
+        let mut source =
+            json!({"kind": "plugin", "plugin": SNAPSHOT_PLUGIN, "form": "snapshot", "key": key});
+        if let Some(sections) = context.get("sections") {
+            source["sections"] = sections.clone();
+        }
         let message = json!({
             "content": [{"type": "text", "text": text}],
-            "source": {"kind": "plugin", "plugin": SNAPSHOT_PLUGIN, "form": "snapshot", "key": key},
+            "source": source,
             "role": "user",
             "id": format!("{}-t{turn}-s{step}-{key}", log.session.id()),
         });

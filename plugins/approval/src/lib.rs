@@ -87,6 +87,10 @@ impl Approval for Handle {
     fn request(&self, ask: ApprovalAsk) -> FfiFuture<RString> {
         self.0.clone().decide(ask).into_ffi()
     }
+
+    fn policy(&self) -> RString {
+        RString::from(if self.0.never { "never" } else { "ask" })
+    }
 }
 
 pub struct ApprovalPlugin;

@@ -9,11 +9,13 @@
 //!
 //! Context that changes while a session runs is answered as snapshots the loop appends to the
 //! history when they change, so the system prompt, and with it the provider's prompt cache,
-//! stays the same: the `AGENTS.md` files of the working directory and its parents (64 KiB at
-//! most), and the `AGENTS.md` of each directory below it that the agent worked in (a successful
-//! `read`, `write` or `edit` of a file there).
+//! stays the same: the runtime context (the file and approval policies the session runs
+//! under), the `AGENTS.md` files of the working directory and its parents (64 KiB at most), and
+//! the `AGENTS.md` of each directory below it that the agent worked in (a successful `read`,
+//! `write` or `edit` of a file there).
 
 mod instructions;
+mod runtime;
 mod variables;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -46,6 +48,8 @@ pub struct PromptConfig {
     pub agents_md: bool,
     /// Bytes of `AGENTS.md` text at most.
     pub agents_md_max_bytes: usize,
+    /// Tell the model its file and approval policies, as a snapshot logged when they change.
+    pub runtime_context: bool,
 }
 
 impl Default for PromptConfig {
@@ -58,6 +62,7 @@ impl Default for PromptConfig {
                 .to_owned(),
             agents_md: true,
             agents_md_max_bytes: 64 * 1024,
+            runtime_context: true,
         }
     }
 }
@@ -77,6 +82,8 @@ struct Prompt {
     rendered: Mutex<Option<(RenderKey, String)>>,
     assemble: Channel<WaterfallEvent<PromptRequest, RString>>,
     agents_md: Option<usize>,
+    /// Tell the model its file and approval policies (the runtime-context snapshot).
+    runtime_context: bool,
     /// Per session, the directories below its working directory the agent worked in.
     touched: Mutex<HashMap<String, BTreeSet<PathBuf>>>,
 }
@@ -301,6 +308,9 @@ impl SystemPrompt for Service {
                 }
             };
             let mut contexts = Vec::new();
+            if prompt.runtime_context {
+                contexts.push(runtime::context(&prompt.ctx, request.cwd.as_str()));
+            }
             if let Some(cap) = prompt.agents_md {
                 let cwd = Path::new(request.cwd.as_str());
                 if let Some(text) = instructions::agents_md(cwd, cap) {
@@ -343,6 +353,7 @@ impl Plugin for SystemPromptPlugin {
             rendered: Mutex::new(None),
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
             agents_md: config.agents_md.then_some(config.agents_md_max_bytes),
+            runtime_context: config.runtime_context,
             touched: Mutex::new(HashMap::new()),
         };
         let prompt = Arc::new(prompt);

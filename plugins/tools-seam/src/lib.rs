@@ -293,6 +293,10 @@ pub struct ApprovalAsk {
 #[sabi_trait]
 pub trait Approval: Send + Sync {
     fn request(&self, ask: ApprovalAsk) -> FfiFuture<RString>;
+    /// The policy asks are decided by: `ask` (put to the answerers) or `never` (rejected).
+    fn policy(&self) -> RString {
+        RString::from("ask")
+    }
 }
 pub type ApprovalService = Approval_TO<'static, RBox<()>>;
 
