@@ -124,28 +124,26 @@ impl Plugin for SpillPlugin {
                 let Some(text) = plain_text(&content).filter(|text| text.len() > max) else {
                     return Ok(decided);
                 };
-                let (session, tool) = (call.session.to_string(), call.name.to_string());
-                let full = text.clone();
-                let saved = ctx
-                    .blocking(move || store::save(&root, &session, &tool, &full))
-                    .await;
-                let saved = saved
-                    .map_err(|error| error.to_string())
-                    .and_then(|written| written.map_err(|error| error.to_string()));
-                let path = match saved {
-                    Ok(path) => path,
-                    Err(error) => {
-                        ctx.log(
-                            dsh_plugin_api::LogLevel::Warn,
-                            &format!("spill: the result of `{}` stays inline: {error}", call.name),
-                        );
-                        return Ok(decided);
-                    }
-                };
+                // The preview is priced with the final path before anything is written, so a
+                // budget too small for the notice leaves no file behind.
+                let path = store::path_for(&root, &call.session, &call.name);
                 let Some(replacement) = preview::bound(&text, max, &path.display().to_string())
                 else {
                     return Ok(decided);
                 };
+                let (full, target) = (text.clone(), path.clone());
+                let saved = ctx
+                    .blocking(move || store::save(&target, &full))
+                    .await
+                    .map_err(|error| error.to_string())
+                    .and_then(|written| written.map_err(|error| error.to_string()));
+                if let Err(error) = saved {
+                    ctx.log(
+                        dsh_plugin_api::LogLevel::Warn,
+                        &format!("spill: the result of `{}` stays inline: {error}", call.name),
+                    );
+                    return Ok(decided);
+                }
                 decision["content"] = json!([{"type": "text", "text": replacement}]);
                 Ok(RString::from(decision.to_string()))
             }

@@ -33,10 +33,9 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-/// Saves `text` for `session`'s call of `tool`; answers the file's path.
-pub(crate) fn save(root: &Path, session: &str, tool: &str, text: &str) -> std::io::Result<PathBuf> {
+/// Where `session`'s spill of a `tool` result goes: a fresh name, nothing written yet.
+pub(crate) fn path_for(root: &Path, session: &str, tool: &str) -> PathBuf {
     let dir = root.join(format!("session-{:012x}", fnv(session) & 0xffff_ffff_ffff));
-    private_dir(&dir)?;
     let safe_tool: String = tool
         .chars()
         .map(|c| {
@@ -47,13 +46,19 @@ pub(crate) fn save(root: &Path, session: &str, tool: &str, text: &str) -> std::i
             }
         })
         .collect();
-    let path = dir.join(format!("{}-{safe_tool}.txt", unique()));
+    dir.join(format!("{}-{safe_tool}.txt", unique()))
+}
+
+/// Writes `text` at `path` (from [`path_for`]), its directory private to the user.
+pub(crate) fn save(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        private_dir(dir)?;
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&path)?;
+    let mut file = options.open(path)?;
     file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    Ok(path)
+    file.sync_all()
 }
