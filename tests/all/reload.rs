@@ -459,3 +459,62 @@ fn the_agents_registry_follows_reloads_and_keeps_inboxes_through_the_log() {
     assert_eq!(count("agent/inbox/claimed"), 2, "{seen:?}");
     assert_eq!(host.stop(), Some(0));
 }
+
+/// A shutdown disposes consumers before the providers they use: an agent whose turn hangs in
+/// its model request is disposed before the session log and its store, so the dropped turn's
+/// `turn/end` (`aborted` by `disposed`) is still written and the stored log is sound, with no
+/// runner cancelling anything first.
+#[test]
+fn a_shutdown_disposes_an_agent_before_its_session_store() {
+    for lib in [
+        "session",
+        "session_persistence_jsonl",
+        "llm",
+        "llm_replay",
+        "tools",
+        "agent",
+        "agent_loop",
+        "agent_probe",
+    ] {
+        plugin_lib(lib);
+    }
+    let dir = TestDir::new("shutdown-order");
+    let log = dir.write(
+        "replay/session.jsonl",
+        &std::fs::read_to_string(dsh_tests::workspace_root().join(
+            "../shared/fixtures/dsh/headless/snapshots/headless-profile/session.expected.jsonl",
+        ))
+        .unwrap(),
+    );
+    let ready = dir.join("hanging");
+    dir.write(
+        "replay/replay.override.json",
+        &serde_json::json!([{"kind": "hang", "readyFile": ready}]).to_string(),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let config = dir.write(
+        "tree.yml",
+        &format!(
+            "- id: session\n  name: session\n- id: persistence\n  name: session-persistence-jsonl\n  config:\n    root: {}\n- id: llm\n  name: llm\n- id: replay\n  name: llm-replay\n  config:\n    log: {}\n- id: tools\n  name: tools\n- id: agent\n  name: agent\n- id: agent-loop\n  name: agent-loop\n- id: probe\n  name: agent-probe\n  inject: [llm_replay]\n  config:\n    agent: a1\n    model: replay/replay\n    cwd: {}\n    followup: wait here\n",
+            dir.home().join("sessions").display(),
+            log.display(),
+            work.display()
+        ),
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let deadline = std::time::Instant::now() + WAIT;
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(ready.exists(), "the turn never asked: {:?}", host.stderr());
+    assert_eq!(host.stop(), Some(0), "{:?}", host.stderr());
+    let show = run_host(&dir.home(), &["session", "show", "a1"]);
+    assert!(
+        show.stdout
+            .contains(r#"{"kind":"aborted","reason":{"kind":"disposed"}}"#),
+        "{show:?}"
+    );
+    let check = run_host(&dir.home(), &["session", "check", "a1"]);
+    assert_eq!(check.code, Some(0), "{check:?}");
+}

@@ -3,8 +3,9 @@
 //! `injectAtStart` stages a message (next-step, no wake) when an agent's session starts;
 //! `followupAtClaim` queues a followup (next-turn, waking) when the first message is claimed;
 //! `cancelAtClaim` then cancels the agent (cause `user`, the inbox cleared). With `agent`, it
-//! also creates (or resumes) that agent when it applies, and may stage a message and claim the
-//! inbox, printing what it sees, so a test can watch the registry across reloads.
+//! also creates (or resumes) that agent when it applies (with `model` and `cwd`), and may stage a
+//! message, send a followup (a turn starts) and claim the inbox, printing what it sees, so a
+//! test can watch the registry across reloads and shutdowns.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -32,6 +33,11 @@ pub struct ProbeConfig {
     pub stage: Option<String>,
     /// Claim the agent's inbox and print `claimed <messages>`.
     pub claim: bool,
+    /// With `agent`: the agent's model route (`provider/model`) and working directory.
+    pub model: Option<String>,
+    pub cwd: Option<String>,
+    /// With `agent`: a followup sent once it exists (a turn starts).
+    pub followup: Option<String>,
     pub inject_at_start: Option<String>,
     pub followup_at_claim: Option<String>,
     pub cancel_at_claim: bool,
@@ -118,16 +124,29 @@ impl Plugin for AgentProbe {
 async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), PluginError> {
     let agents = ctx.inject::<AgentsService>(AGENTS)?;
     let failed = |error: RString| PluginError::plugin(error.into_string());
-    let cwd = std::env::temp_dir().display().to_string();
+    let cwd = config
+        .cwd
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().display().to_string());
+    let (provider, model) = config
+        .model
+        .as_deref()
+        .and_then(|route| route.split_once('/'))
+        .unwrap_or_default();
+    let route = json!({"cwd": cwd, "provider": provider, "model": model});
+    let mut resume = route.clone();
+    resume["resume"] = json!(id);
     let resumed = agents
-        .create(RString::from(json!({"resume": id, "cwd": cwd}).to_string()))
+        .create(RString::from(resume.to_string()))
         .await
         .into_result();
     if resumed.is_err() {
         agents
-            .create(RString::from(
-                json!({"sessionId": id, "cwd": cwd}).to_string(),
-            ))
+            .create(RString::from({
+                let mut fresh = route.clone();
+                fresh["sessionId"] = json!(id);
+                fresh.to_string()
+            }))
             .await
             .into_result()
             .map_err(failed)?;
@@ -136,6 +155,12 @@ async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), Plug
     if let Some(text) = &config.stage {
         agents
             .send(id.into(), user_message(text), "next-step".into(), false)
+            .into_result()
+            .map_err(failed)?;
+    }
+    if let Some(text) = &config.followup {
+        agents
+            .followup(id.into(), user_message(text))
             .into_result()
             .map_err(failed)?;
     }

@@ -55,6 +55,15 @@ impl PluginRef {
             .map(|name| name.to_string())
             .collect()
     }
+
+    /// The services the plugin declares it may probe.
+    pub fn optional(&self) -> Vec<String> {
+        self.decl()
+            .optional
+            .iter()
+            .map(|name| name.to_string())
+            .collect()
+    }
 }
 
 /// Size, modification time and inode: enough to tell that a file was replaced.

@@ -14,6 +14,7 @@ mod fiber;
 mod lifecycle;
 mod scope;
 mod services;
+mod shutdown;
 
 use dsh_plugin_api::lock;
 use std::collections::{BTreeMap, HashMap};
@@ -119,8 +120,10 @@ impl Runtime {
         self.inner.dispose(id).await;
     }
 
-    /// Disposes every root fiber, waiting at most `grace` for each one's disposers; fibers still
-    /// unloading after that are named in the log (their registrations are already dropped).
+    /// Disposes every root fiber, consumers before the providers they use (in waves, see
+    /// `shutdown`), waiting at most `grace` in all (and at least a second for each later wave)
+    /// for their disposers; fibers still unloading after that are named in the log (their
+    /// registrations are already dropped).
     pub async fn dispose_all(&self, grace: Duration) {
         let roots: Vec<Arc<Fiber>> = self
             .inner
@@ -130,20 +133,26 @@ impl Runtime {
             .filter(|fiber| fiber.parent.is_none())
             .cloned()
             .collect();
-        let waits = roots.into_iter().rev().map(|fiber| {
-            let inner = self.inner.clone();
-            Box::pin(async move {
-                let id = fiber.id;
-                if tokio::time::timeout(grace, inner.dispose(id)).await.is_err() {
-                    tracing::error!(
-                        row = %fiber.row_id,
-                        plugin = %fiber.label,
-                        "fiber {id} did not finish its disposers within {grace:?}; its registrations were dropped"
-                    );
-                }
-            }) as effects::BoxFuture
-        });
-        effects::JoinAll::new(waits.collect()).await;
+        let deadline = tokio::time::Instant::now() + grace;
+        for wave in self.inner.disposal_waves(roots) {
+            let left = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_secs(1).min(grace));
+            let waits = wave.into_iter().rev().map(|fiber| {
+                let inner = self.inner.clone();
+                Box::pin(async move {
+                    let id = fiber.id;
+                    if tokio::time::timeout(left, inner.dispose(id)).await.is_err() {
+                        tracing::error!(
+                            row = %fiber.row_id,
+                            plugin = %fiber.label,
+                            "fiber {id} did not finish its disposers within {grace:?}; its registrations were dropped"
+                        );
+                    }
+                }) as effects::BoxFuture
+            });
+            effects::JoinAll::new(waits.collect()).await;
+        }
     }
 
     /// Publishes a service owned by the host itself (fiber 0, row `host`).

@@ -26,7 +26,7 @@ use abi_stable::std_types::RString;
 use dsh_agent_seam::{AGENT_DISPOSED, AGENT_LOOP, AGENTS, AgentLoopService, Agents_TO};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::SESSION_DISPOSED;
+use dsh_session_api::{SESSION_DISPOSED, SESSIONS};
 use serde_json::json;
 
 use crate::registry::Registry;
@@ -36,6 +36,8 @@ pub struct AgentPlugin;
 
 impl Plugin for AgentPlugin {
     const NAME: &'static str = "agent";
+    // Reached when used; declared so that a shutdown disposes agents before them.
+    const OPTIONAL: &'static [&'static str] = &[SESSIONS, AGENT_LOOP];
     const PROVIDES: &'static [&'static str] = &[AGENTS];
     type Config = NoConfig;
 
