@@ -3,7 +3,7 @@
 //! needs. Rows are disposed in waves: a wave is every remaining root whose services no other
 //! remaining root requires or may probe; rows that depend on each other in a cycle go together.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::Inner;
@@ -52,15 +52,24 @@ impl Inner {
         let mut remaining: Vec<Needs> = roots.iter().map(|root| self.needs_of(root)).collect();
         let mut waves = Vec::new();
         while !remaining.is_empty() {
+            // How many remaining roots use each service: a root is blocked when one other than
+            // itself does.
+            let mut users: HashMap<&str, usize> = HashMap::new();
+            for row in &remaining {
+                for name in &row.uses {
+                    *users.entry(name.as_str()).or_default() += 1;
+                }
+            }
             let blocked: Vec<bool> = remaining
                 .iter()
-                .enumerate()
-                .map(|(index, row)| {
-                    remaining.iter().enumerate().any(|(other, user)| {
-                        other != index && row.provides.iter().any(|name| user.uses.contains(name))
+                .map(|row| {
+                    row.provides.iter().any(|name| {
+                        let own = usize::from(row.uses.contains(name));
+                        users.get(name.as_str()).is_some_and(|count| *count > own)
                     })
                 })
                 .collect();
+            drop(users);
             let wave: Vec<Arc<Fiber>> = if blocked.iter().all(|blocked| *blocked) {
                 remaining.drain(..).map(|row| row.fiber).collect()
             } else {
