@@ -66,18 +66,6 @@ fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
-/// The longest prefix within `max_bytes` that does not split a character.
-pub(crate) fn truncate(input: &str, max_bytes: usize) -> &str {
-    if input.len() <= max_bytes {
-        return input;
-    }
-    let mut end = max_bytes;
-    while !input.is_char_boundary(end) {
-        end -= 1;
-    }
-    &input[..end]
-}
-
 /// The deterministic fallback: the first `max_words` words, within `max_bytes`.
 pub(crate) fn fallback(input: &str, max_words: usize, max_bytes: usize) -> String {
     let cleaned = clean(input);
@@ -86,7 +74,11 @@ pub(crate) fn fallback(input: &str, max_words: usize, max_bytes: usize) -> Strin
         .filter(|w| !w.is_empty())
         .take(max_words)
         .collect();
-    truncate(&words.join(" "), max_bytes).trim_end().to_owned()
+    let joined = words.join(" ");
+    // The longest prefix within `max_bytes` that does not split a character.
+    joined[..joined.floor_char_boundary(max_bytes)]
+        .trim_end()
+        .to_owned()
 }
 
 #[cfg(test)]

@@ -9,20 +9,6 @@ pub(crate) fn notice(omitted: usize, locator: &str) -> String {
     )
 }
 
-fn floor_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-fn ceil_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
-}
-
 /// `text` bounded to `max` bytes: head and tail (half the budget each, never splitting a
 /// character), then the notice. `None` when even the notice alone does not fit: the caller
 /// then keeps the text inline.
@@ -38,8 +24,8 @@ pub(crate) fn bound(text: &str, max: usize, locator: &str) -> Option<String> {
     else {
         return Some(widest);
     };
-    let head = floor_boundary(text, budget / 2);
-    let tail = ceil_boundary(text, text.len() - (budget - budget / 2));
+    let head = text.floor_char_boundary(budget / 2);
+    let tail = text.ceil_char_boundary(text.len() - (budget - budget / 2));
     let preview = format!("{}{}", &text[..head], &text[tail..]);
     let omitted = text.len() - preview.len();
     Some(format!("{preview}\n\n{}", notice(omitted, locator)))

@@ -30,8 +30,7 @@ pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
     let mut budget = cap;
     for (shown, text) in found {
         if text.len() > budget {
-            let cut = floor_char_boundary(&text, budget);
-            kept.push((shown, format!("{}\n[cut at the size cap]", &text[..cut])));
+            kept.push((shown, capped(text, budget)));
             break;
         }
         budget -= text.len();
@@ -86,13 +85,7 @@ pub(crate) fn nested(cwd: &Path, touched: &BTreeSet<PathBuf>, cap: usize) -> Vec
         .filter_map(|dir| {
             let text = read_capped(&cwd.join(dir).join("AGENTS.md"), cap)?;
             let shown = dir.display();
-            let text = match text.len() > cap {
-                true => format!(
-                    "{}\n[cut at the size cap]",
-                    &text[..floor_char_boundary(&text, cap)]
-                ),
-                false => text,
-            };
+            let text = capped(text, cap);
             Some((
                 format!("agents-md:{shown}"),
                 format!(
@@ -121,12 +114,15 @@ fn read_capped(file: &Path, cap: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn floor_char_boundary(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index -= 1;
+/// `text` within `cap` bytes (never splitting a character), marked when it was cut.
+fn capped(text: String, cap: usize) -> String {
+    if text.len() <= cap {
+        return text;
     }
-    index
+    format!(
+        "{}\n[cut at the size cap]",
+        &text[..text.floor_char_boundary(cap)]
+    )
 }
 
 #[cfg(test)]

@@ -154,11 +154,10 @@ pub fn preview_line(line: &str, max_bytes: usize) -> String {
     if line.len() <= max_bytes {
         return line.to_owned();
     }
-    let mut end = max_bytes;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{} (line truncated)", &line[..end])
+    format!(
+        "{} (line truncated)",
+        &line[..line.floor_char_boundary(max_bytes)]
+    )
 }
 
 /// Serialized size of a `meta` value, as persisted.
