@@ -23,11 +23,10 @@ use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENT_DISPOSED, AGENT_LOOP, AGENTS, AgentLoopService, Agents_TO};
+use dsh_agent_seam::{AGENT_LOOP, AGENTS, Agents_TO};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 use dsh_session_api::{SESSION_DISPOSED, SESSIONS};
-use serde_json::json;
 
 use crate::registry::Registry;
 use crate::service::Service;
@@ -48,25 +47,16 @@ impl Plugin for AgentPlugin {
             let Some(registry) = forget.upgrade() else {
                 return;
             };
-            registry.forget_inbox(id.as_str());
-            let removed = {
-                let mut agents = lock(&registry.agents);
-                let index = agents.iter().position(|agent| agent.id == id.as_str());
-                index.map(|index| agents.remove(index))
-            };
-            if let Some(agent) = removed {
+            if let Some(agent) = registry.retire(id.as_str()) {
                 // Its session is gone: no turn of it may run on.
                 let running = {
                     let mut phase = lock(&agent.phase);
                     phase.disposing = true;
                     phase.running
                 };
-                if running
-                    && let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP)
-                {
-                    driver.cancel(id.clone(), RString::from("disposed"));
+                if running {
+                    registry.cancel_turn(id.as_str(), "disposed");
                 }
-                registry.notify(&AGENT_DISPOSED, id.as_str(), json!({}));
             }
         })?;
         ctx.provide(AGENTS, Agents_TO::from_value(Service(registry), TD_Opaque))

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RString, RVec};
-use dsh_agent_seam::{AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AgentNotice};
+use dsh_agent_seam::{
+    AGENT_DISPOSED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_LOOP, AgentLoopService,
+    AgentNotice,
+};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{EmitEvent, LogLevel, lock};
 use dsh_session_api::{NewEventRecord, SessionBox, open_live};
@@ -113,6 +116,30 @@ impl Registry {
 
     pub(crate) fn forget_inbox(&self, session: &str) {
         lock(&self.inboxes).remove(session);
+    }
+
+    /// Removes agent `id` and its inbox and announces `agent/disposed`; the agent, if it was
+    /// registered.
+    pub(crate) fn retire(&self, id: &str) -> Option<Arc<Agent>> {
+        let removed = {
+            let mut agents = lock(&self.agents);
+            let index = agents.iter().position(|agent| agent.id == id);
+            index.map(|index| agents.remove(index))
+        };
+        self.forget_inbox(id);
+        if removed.is_some() {
+            self.notify(&AGENT_DISPOSED, id, json!({}));
+        }
+        removed
+    }
+
+    /// Cancels agent `id`'s running turn in the loop with `cause`. False when the loop has no
+    /// turn registered for it yet (the driver then sees the agent's `aborting` first).
+    pub(crate) fn cancel_turn(&self, id: &str, cause: &str) -> bool {
+        match self.ctx.get::<AgentLoopService>(AGENT_LOOP) {
+            Ok(Some(driver)) => driver.cancel(RString::from(id), RString::from(cause)),
+            _ => false,
+        }
     }
 
     pub(crate) fn has_pending(&self, session: &SessionBox) -> bool {

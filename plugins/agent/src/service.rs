@@ -5,10 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{
-    AGENT_CREATED, AGENT_DISPOSED, AGENT_INBOX_CLAIMED, AGENT_LOOP, AGENT_SESSION_START,
-    AgentLoopService, Agents,
-};
+use dsh_agent_seam::{AGENT_CREATED, AGENT_INBOX_CLAIMED, AGENT_SESSION_START, Agents};
 use dsh_plugin_api::lock;
 use dsh_session_api::{CreateSession, SESSIONS, SessionsService};
 use serde_json::{Value, json};
@@ -166,9 +163,8 @@ impl Service {
             }
             phase.running
         };
-        if running && let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP) {
-            // False when the turn has not registered yet: the driver sees `aborting` first.
-            driver.cancel(RString::from(agent), RString::from(cause));
+        if running {
+            registry.cancel_turn(agent, cause);
         }
         Ok(())
     }
@@ -198,9 +194,7 @@ impl Service {
         self.cancel(&agent, "disposed", false)?;
         self.idle_wait(&agent)?.wait(&agent).await?;
         let registry = &self.0;
-        lock(&registry.agents).retain(|known| known.id != agent);
-        registry.forget_inbox(&agent);
-        registry.notify(&AGENT_DISPOSED, &agent, json!({}));
+        registry.retire(&agent);
         // The session goes with its agent: written out and its lock released.
         if let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS) {
             sessions
