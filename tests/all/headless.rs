@@ -274,10 +274,9 @@ fn a_refused_request_ends_the_turn_error_and_max_tokens_exits_4() {
     assert_eq!(end["data"]["reason"]["kind"], "max-tokens", "{end}");
 }
 
-/// Starts a headless turn whose replayed model hangs, sends `signal` once it hangs, and answers
-/// the exit code and the logged events.
-fn signal_mid_stream(name: &str, signal: i32) -> (Option<i32>, Vec<Value>) {
-    let dir = TestDir::new(name);
+/// A copy of the recorded round trip under `dir/replay` whose first answer hangs, creating the
+/// ready file first: the log to replay and the ready file.
+pub(crate) fn hanging_replay(dir: &TestDir) -> (PathBuf, PathBuf) {
     let log = dir.write(
         "replay/session.jsonl",
         &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
@@ -287,9 +286,29 @@ fn signal_mid_stream(name: &str, signal: i32) -> (Option<i32>, Vec<Value>) {
         "replay/replay.override.json",
         &json!([{"kind": "hang", "readyFile": ready}]).to_string(),
     );
+    (log, ready)
+}
+
+/// Waits until the hanging replay was reached.
+pub(crate) fn wait_until_hanging(host: &HostProcess, ready: &std::path::Path) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        ready.exists(),
+        "the replay never started: {:?}",
+        host.stderr()
+    );
+}
+
+/// A headless turn (stream-json) hanging in its model request.
+fn hanging_headless(name: &str) -> (HostProcess, TestDir) {
+    let dir = TestDir::new(name);
+    let (log, ready) = hanging_replay(&dir);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let mut host = HostProcess::start_with_env(
+    let host = HostProcess::start_with_env(
         &dir.home(),
         &[
             "--profile",
@@ -305,15 +324,14 @@ fn signal_mid_stream(name: &str, signal: i32) -> (Option<i32>, Vec<Value>) {
         ],
         &[("DEEPSEEK_API_KEY", "")],
     );
-    let deadline = std::time::Instant::now() + WAIT;
-    while !ready.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        ready.exists(),
-        "the replay never started: {:?}",
-        host.stderr()
-    );
+    wait_until_hanging(&host, &ready);
+    (host, dir)
+}
+
+/// Starts a headless turn whose replayed model hangs, sends `signal` once it hangs, and answers
+/// the exit code and the logged events.
+fn signal_mid_stream(name: &str, signal: i32) -> (Option<i32>, Vec<Value>) {
+    let (mut host, _dir) = hanging_headless(name);
     host.signal(signal);
     let code = host.wait_exit(WAIT);
     let (events, _) = stream_json(&host.stdout().join("\n"));
@@ -945,43 +963,7 @@ fn an_explicit_permission_preset_opens_the_log_as_recorded() {
 /// A headless turn hanging in its model request, then `row` disabled by a config edit: the
 /// exit code, stderr, and the session events that were printed.
 fn unload_mid_turn(name: &str, row: &str) -> (Option<i32>, Vec<String>, Vec<Value>, TestDir) {
-    let dir = TestDir::new(name);
-    let log = dir.write(
-        "replay/session.jsonl",
-        &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
-    );
-    let ready = dir.join("hanging");
-    dir.write(
-        "replay/replay.override.json",
-        &json!([{"kind": "hang", "readyFile": ready}]).to_string(),
-    );
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let mut host = HostProcess::start_with_env(
-        &dir.home(),
-        &[
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--replay",
-            log.to_str().unwrap(),
-            "--output",
-            "stream-json",
-            "wait forever",
-        ],
-        &[("DEEPSEEK_API_KEY", "")],
-    );
-    let deadline = std::time::Instant::now() + WAIT;
-    while !ready.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        ready.exists(),
-        "the replay never started: {:?}",
-        host.stderr()
-    );
+    let (mut host, dir) = hanging_headless(name);
     dir.write(
         "home/cordis.patch.yml",
         &format!("- id: {row}\n  disabled: true\n"),

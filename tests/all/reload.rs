@@ -479,18 +479,7 @@ fn a_shutdown_disposes_an_agent_before_its_session_store() {
         plugin_lib(lib);
     }
     let dir = TestDir::new("shutdown-order");
-    let log = dir.write(
-        "replay/session.jsonl",
-        &std::fs::read_to_string(dsh_tests::workspace_root().join(
-            "../shared/fixtures/dsh/headless/snapshots/headless-profile/session.expected.jsonl",
-        ))
-        .unwrap(),
-    );
-    let ready = dir.join("hanging");
-    dir.write(
-        "replay/replay.override.json",
-        &serde_json::json!([{"kind": "hang", "readyFile": ready}]).to_string(),
-    );
+    let (log, ready) = crate::headless::hanging_replay(&dir);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let config = dir.write(
@@ -503,11 +492,7 @@ fn a_shutdown_disposes_an_agent_before_its_session_store() {
         ),
     );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
-    let deadline = std::time::Instant::now() + WAIT;
-    while !ready.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(ready.exists(), "the turn never asked: {:?}", host.stderr());
+    crate::headless::wait_until_hanging(&host, &ready);
     assert_eq!(host.stop(), Some(0), "{:?}", host.stderr());
     let show = run_host(&dir.home(), &["session", "show", "a1"]);
     assert!(
