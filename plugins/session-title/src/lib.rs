@@ -10,7 +10,7 @@
 
 mod normalize;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RString;
@@ -84,23 +84,25 @@ impl Plugin for TitlePlugin {
                 "invalid config: fallbackMaxBytes must not exceed maxTitleBytes",
             ));
         }
-        // Per session: whether it has (or is getting) a title. Unknown sessions are looked up
+        // The sessions that have (or are getting) a title. Unknown sessions are looked up
         // in their log once, so a resumed session keeps its title.
-        let titled: Arc<Mutex<HashMap<String, bool>>> = Arc::default();
+        let titled: Arc<Mutex<HashSet<String>>> = Arc::default();
         let forget = titled.clone();
         ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
             lock(&forget).remove(id.as_str());
         })?;
         let listener_ctx = ctx.clone();
         ctx.on_emit(&SESSION_EVENT, move |record: &EventRecord| {
+            // Every event of every session passes here: only two kinds are looked at.
+            match record.kind.as_str() {
+                "session/title" => {
+                    lock(&titled).insert(record.session.to_string());
+                    return;
+                }
+                "user/message" if !lock(&titled).contains(record.session.as_str()) => {}
+                _ => return,
+            }
             let session = record.session.to_string();
-            if record.kind.as_str() == "session/title" {
-                lock(&titled).insert(session, true);
-                return;
-            }
-            if lock(&titled).get(&session) == Some(&true) {
-                return;
-            }
             let Some((seq, text)) = human_text(record) else {
                 return;
             };
@@ -109,7 +111,7 @@ impl Plugin for TitlePlugin {
             if title.is_empty() {
                 return;
             }
-            lock(&titled).insert(session.clone(), true);
+            lock(&titled).insert(session.clone());
             let ctx = listener_ctx.clone();
             let spawned = listener_ctx.spawn(async move {
                 if already_titled(&ctx, &session, seq) {
