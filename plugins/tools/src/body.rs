@@ -5,16 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abi_stable::std_types::{RArc, RString};
-use dsh_plugin_api::lock;
 use dsh_tools_core::{ApprovalOutcome, AskAnswer, ToolFailure, ToolOutcome, parse_arguments};
-use dsh_tools_seam::{APPROVAL, ApprovalAsk, ApprovalService, CallView, CancelBox, ToolBox};
+use dsh_tools_seam::{APPROVAL, ApprovalAsk, ApprovalService, CallView, CancelBox};
 use serde_json::Value;
 
 use dsh_tools_seam::{Either, first_of};
 
 use crate::cancel::Fused;
 use crate::reply::reply_from_outcome;
-use crate::service::{Shared, scope_of};
+use crate::service::Shared;
 
 /// Puts an `ask` to the approval service: no service composed, no session to audit it in, or
 /// an answer outside the four outcomes all refuse (fail-closed).
@@ -51,15 +50,7 @@ pub(crate) async fn run_body(
     cancel: Arc<CancelBox>,
 ) -> Result<RString, dsh_plugin_api::PluginError> {
     let arguments = parse_arguments(&view.arguments);
-    let resolved: Result<(Arc<ToolBox>, Option<u64>), ToolFailure> = {
-        let registry = lock(&shared.registry);
-        let tools = registry.view(&scope_of(&view.scope));
-        tools.resolve(&view.name).and_then(|tool| {
-            tool.spec().validate_arguments(&arguments)?;
-            Ok((tool.payload().clone(), tool.spec().timeout_ms()))
-        })
-    };
-    let (tool, timeout_ms) = match resolved {
+    let (tool, timeout_ms) = match shared.checked_tool(&view.scope, &view.name, &arguments) {
         Ok(found) => found,
         Err(failure) => {
             return Ok(RString::from(reply_from_outcome(&ToolOutcome::failure(

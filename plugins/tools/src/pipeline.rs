@@ -181,25 +181,9 @@ fn pipeline_failure(message: String) -> ToolOutcome {
     ToolOutcome::failure(ToolFailure::pipeline(message))
 }
 
-/// Resolves the call's tool in its scope and checks the arguments against its schema.
-fn check_call(shared: &Shared, call: &Call) -> Result<(), ToolFailure> {
-    let registry = lock(&shared.registry);
-    let tools = registry.view(&scope_of(&call.view.scope));
-    tools
-        .resolve(&call.view.name)
-        .and_then(|tool| tool.spec().validate_arguments(&call.arguments))
-}
-
 /// The seal of the tool the call resolves now (its finalizer runs once, whatever happens).
 fn seal_for(shared: &Shared, view: &CallView) -> OutcomeSeal {
-    let tool = {
-        let registry = lock(&shared.registry);
-        registry
-            .view(&scope_of(&view.scope))
-            .get(&view.name)
-            .map(|tool| tool.payload().clone())
-    };
-    match tool {
+    match shared.tool(&view.scope, &view.name) {
         Some(tool) => OutcomeSeal::new(Some(Box::new(move |outcome: &ToolOutcome| {
             let finalized = tool.finalize_content(RString::from(outcome_summary(outcome)));
             finalized
@@ -274,7 +258,9 @@ impl CallStages<Call> for Stages {
             // The first gate: a call of a tool this scope cannot see (`UNKNOWN_TOOL`) or whose
             // arguments break its schema (`INVALID_ARGS`) goes no further, so hooks, approval
             // and guards only ever see calls that could run.
-            if let Err(failure) = check_call(&shared, &call) {
+            if let Err(failure) =
+                shared.checked_tool(&call.view.scope, &call.view.name, &call.arguments)
+            {
                 return Prepared::Settled(Settled {
                     call,
                     seal,
@@ -434,13 +420,7 @@ async fn post_execute(shared: &Shared, call: &Call, outcome: ToolOutcome) -> Too
     match decision {
         Ok(decision) => {
             let name = call.view.name.to_string();
-            let tool = {
-                let registry = lock(&shared.registry);
-                registry
-                    .view(&scope_of(&call.view.scope))
-                    .get(&name)
-                    .map(|tool| tool.payload().clone())
-            };
+            let tool = shared.tool(&call.view.scope, &name);
             apply_post_decision(outcome, decision, move |value| {
                 let rendered = tool
                     .and_then(|tool| tool.render(RString::from(value.to_string())).into_option());

@@ -11,8 +11,8 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent, lock};
 use dsh_tools_core::{
-    Concurrency, ConcurrencyClass, Layer, RegistrationId, Restriction, Scope, ScopeKey, ToolOrder,
-    ToolRegistry, ToolSpec,
+    Concurrency, ConcurrencyClass, Layer, RegistrationId, Restriction, Scope, ScopeKey,
+    ToolFailure, ToolOrder, ToolRegistry, ToolSpec,
 };
 use dsh_tools_seam::{
     CallView, CancelBox, GuardBox, PostView, Registration, Registration_TO, RegistrationBox,
@@ -80,6 +80,31 @@ impl Shared {
             result: ctx.channel(&dsh_tools_seam::TOOLS_RESULT)?,
             ctx,
         })
+    }
+
+    /// The tool `name` resolves to in the scope chain `scope` now. Cloned under the registry
+    /// lock, so the tool's own code runs outside it.
+    pub(crate) fn tool(&self, scope: &[RString], name: &str) -> Option<Arc<ToolBox>> {
+        let registry = lock(&self.registry);
+        registry
+            .view(&scope_of(scope))
+            .get(name)
+            .map(|tool| tool.payload().clone())
+    }
+
+    /// The tool `name` resolves to in `scope`, with its timeout, once `arguments` pass its
+    /// schema: `UNKNOWN_TOOL` or `INVALID_ARGS` otherwise.
+    pub(crate) fn checked_tool(
+        &self,
+        scope: &[RString],
+        name: &str,
+        arguments: &Value,
+    ) -> Result<(Arc<ToolBox>, Option<u64>), ToolFailure> {
+        let registry = lock(&self.registry);
+        let tools = registry.view(&scope_of(scope));
+        let tool = tools.resolve(name)?;
+        tool.spec().validate_arguments(arguments)?;
+        Ok((tool.payload().clone(), tool.spec().timeout_ms()))
     }
 
     /// The first guard that denies `call`, if any.
