@@ -29,6 +29,10 @@ use abi_stable::{
 };
 use async_ffi::FfiFuture;
 
+pub use crate::scratch::{DispatchFuture, Scratch, ScratchArea};
+pub use crate::value::ErasedValue;
+pub use crate::waterfall::{ChainVTable, NextHandle, WaterfallStep};
+
 /// The root module every plugin library exports.
 #[repr(C)]
 #[derive(StableAbi)]
@@ -192,31 +196,30 @@ pub trait SyncListener: Send + Sync {
 }
 pub type SyncListenerBox = SyncListener_TO<'static, RBox<()>>;
 
-/// A listener for the asynchronous modes (parallel, serial). `payload` is an erased `RArc<P>`.
+/// A listener for the asynchronous modes (parallel, serial). `payload` is an erased `RArc<P>`;
+/// the returned future is placed in `scratch` when it fits.
 #[sabi_trait]
 pub trait AsyncListener: Send + Sync {
-    fn call(&self, payload: RArc<()>) -> FfiFuture<ListenerResult>;
+    fn call(&self, payload: RArc<()>, scratch: Scratch) -> DispatchFuture<ROption<ErasedBox>>;
 }
 pub type AsyncListenerBox = AsyncListener_TO<'static, RBox<()>>;
 
-/// The continuation a waterfall listener receives; runs the rest of the chain once.
-#[sabi_trait]
-pub trait NextStep: Send + Sync {
-    fn run(&self) -> FfiFuture<RResult<ErasedBox, PluginError>>;
-}
-pub type NextBox = NextStep_TO<'static, RBox<()>>;
-
-/// A waterfall listener: middleware around the rest of the chain.
+/// A waterfall listener: middleware around the rest of the chain, which `next` runs.
 #[sabi_trait]
 pub trait WaterfallListener: Send + Sync {
-    fn call(&self, payload: RArc<()>, next: NextBox) -> FfiFuture<RResult<ErasedBox, PluginError>>;
+    fn call(
+        &self,
+        payload: RArc<()>,
+        next: NextHandle,
+        scratch: Scratch,
+    ) -> DispatchFuture<ErasedValue>;
 }
 pub type WaterfallListenerBox = WaterfallListener_TO<'static, RBox<()>>;
 
 /// The innermost default of a waterfall dispatch, supplied by the dispatcher.
 #[sabi_trait]
 pub trait WaterfallInner: Send + Sync {
-    fn run(&self, payload: RArc<()>) -> FfiFuture<RResult<ErasedBox, PluginError>>;
+    fn run(&self, payload: RArc<()>, scratch: Scratch) -> DispatchFuture<ErasedValue>;
 }
 pub type WaterfallInnerBox = WaterfallInner_TO<'static, RBox<()>>;
 
@@ -227,11 +230,13 @@ pub trait EventChannel: Send + Sync {
     fn bail(&self, payload: *const ()) -> RResult<ROption<ErasedBox>, PluginError>;
     fn parallel(&self, payload: RArc<()>) -> FfiFuture<RResult<(), PluginError>>;
     fn serial(&self, payload: RArc<()>) -> FfiFuture<RResult<ROption<ErasedBox>, PluginError>>;
+    /// Builds the chain around `inner` and returns the reference that starts it; the caller
+    /// drives it (see the `waterfall` module).
     fn waterfall(
         &self,
         payload: RArc<()>,
         inner: WaterfallInnerBox,
-    ) -> FfiFuture<RResult<ErasedBox, PluginError>>;
+    ) -> RResult<NextHandle, PluginError>;
 }
 pub type EventChannelBox = EventChannel_TO<'static, RBox<()>>;
 

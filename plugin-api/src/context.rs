@@ -21,9 +21,10 @@ use crate::abi::{
     EventDecl, HostCtx, LayoutRef, LogLevel, PluginError,
 };
 use crate::events::{
-    BailEvent, EmitEvent, Next, ParallelEvent, SerialEvent, WaterfallEvent, async_listener,
-    erase_arc, sync_listener, unerase_arc, unerase_option, waterfall_inner, waterfall_listener,
+    BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent, async_listener, erase_arc,
+    sync_listener, unerase_arc, unerase_option,
 };
+use crate::waterfall::{Next, drive, waterfall_inner, waterfall_listener};
 use crate::guard::{Contained, contain};
 
 /// The context of one fiber. Cheap to clone; clones refer to the same fiber.
@@ -151,8 +152,8 @@ where
         Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
     {
         let inner = waterfall_inner::<P, R, F, Fut>(inner);
-        let erased = into_result(self.inner.waterfall(erase_arc(payload), inner).await)?;
-        Ok(crate::events::unerase_box::<R>(erased))
+        let chain = into_result(self.inner.waterfall(erase_arc(payload), inner))?;
+        Ok(crate::value::unerase_value::<R>(drive(chain).await?))
     }
 }
 

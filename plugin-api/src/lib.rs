@@ -20,17 +20,19 @@ mod guard;
 pub mod io;
 mod logging;
 mod plugin;
+mod scratch;
 mod sync;
+mod value;
+mod waterfall;
 
 pub use abi::{
     CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl,
     PluginError, PluginLib, PluginLibRef,
 };
 pub use context::{Channel, Context, Descriptor, Service, typed_channel};
-pub use events::{
-    BailEvent, EmitEvent, Next, ParallelEvent, SerialEvent, WaterfallEvent, next_step,
-};
+pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent};
 pub use guard::{Contained, contain, panic_message};
+pub use waterfall::Next;
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
 pub use sync::lock;
 

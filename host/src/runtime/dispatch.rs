@@ -6,17 +6,23 @@
 //! runs the rest of the chain at most once; a second call is an error, not a skip.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::abi::{
-    ErasedBox, EventChannel, EventChannel_TO, EventChannelBox, WaterfallInnerBox,
+    DispatchFuture, ErasedBox, EventChannel, EventChannel_TO, EventChannelBox, NextHandle,
+    ScratchArea, WaterfallInnerBox,
 };
-use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError, next_step};
+use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
+use super::chain::Chain;
+
+/// Scratch bytes a serial dispatch lends its listeners, one at a time.
+const SERIAL_SCRATCH: usize = 512;
+/// Scratch bytes a parallel dispatch lends its listeners, all at once.
+const PARALLEL_SCRATCH: usize = 1024;
 
 /// A resolved channel handed to plugins (and used by the host itself).
 #[derive(Clone)]
@@ -57,13 +63,6 @@ impl Channel {
 
 fn report(event: &str, entry: &ListenerEntry, error: &PluginError) {
     tracing::error!(event, listener = %entry.owner, "listener failed: {error}");
-}
-
-fn wrong_kind(event: &str) -> PluginError {
-    PluginError::new(
-        ErrorKind::Dispatch,
-        format!("listener of `{event}` has the wrong kind"),
-    )
 }
 
 impl EventChannel for Channel {
@@ -111,13 +110,21 @@ impl EventChannel for Channel {
                 return RErr(error);
             }
             let listeners = slot.snapshot();
+            // The listeners' futures are placed in this dispatch's own memory when they fit; it
+            // is never reset, and outlives them as part of the same future state.
+            let scratch = ScratchArea::<PARALLEL_SCRATCH>::new();
             // Every listener starts before any is awaited; one vector holds the running ones.
-            let mut running: Vec<(usize, FfiFuture<_>)> = listeners
+            let mut running: Vec<(usize, DispatchFuture<_>)> = listeners
                 .iter()
                 .enumerate()
                 .filter(|(_, entry)| entry.is_alive())
                 .filter_map(|(index, entry)| match &entry.kind {
-                    ListenerKind::Async(listener) => Some((index, listener.call(payload.clone()))),
+                    ListenerKind::Async(listener) => {
+                        // SAFETY: the calls are made one after another by this future.
+                        #[allow(unsafe_code, reason = "listeners started one at a time")]
+                        let lent = unsafe { scratch.lend_exclusive() };
+                        Some((index, listener.call(payload.clone(), lent)))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -164,12 +171,23 @@ impl EventChannel for Channel {
             if let Err(error) = checked {
                 return RErr(error);
             }
+            // One listener runs at a time, so each reuses the same bytes for its future.
+            let scratch = ScratchArea::<SERIAL_SCRATCH>::new();
             for entry in slot.snapshot().iter() {
                 if !entry.is_alive() {
                     continue;
                 }
                 if let ListenerKind::Async(listener) = &entry.kind {
-                    match listener.call(payload.clone()).await {
+                    // SAFETY: one listener is called at a time, by this future only.
+                    #[allow(unsafe_code, reason = "listeners started one at a time")]
+                    let lent = unsafe { scratch.lend_exclusive() };
+                    let answer = listener.call(payload.clone(), lent).await;
+                    // SAFETY: the awaited future was dropped when the await above completed.
+                    #[allow(unsafe_code, reason = "reuse of the scratch area between listeners")]
+                    unsafe {
+                        scratch.reset()
+                    };
+                    match answer {
                         ROk(RSome(value)) => return ROk(RSome(value)),
                         ROk(RNone) => {}
                         RErr(error) => report(&slot.name, entry, &error),
@@ -185,78 +203,10 @@ impl EventChannel for Channel {
         &self,
         payload: RArc<()>,
         inner: WaterfallInnerBox,
-    ) -> FfiFuture<RResult<ErasedBox, PluginError>> {
+    ) -> RResult<NextHandle, PluginError> {
         if let Err(error) = self.expect_mode(DispatchMode::Waterfall) {
-            return async move { RErr(error) }.into_ffi();
+            return RErr(error);
         }
-        let listeners = self.slot.snapshot();
-        let used = listeners.iter().map(|_| AtomicBool::new(false)).collect();
-        let chain = Arc::new(Chain {
-            slot: self.slot.clone(),
-            listeners,
-            used,
-            inner,
-            payload,
-        });
-        run_from(chain, 0)
+        ROk(Chain::start(self.slot.clone(), payload, inner))
     }
-}
-
-struct Chain {
-    slot: Arc<Slot>,
-    listeners: Arc<Vec<Arc<ListenerEntry>>>,
-    /// Whether listener `i` has run the rest of the chain (its `next`): one flag per listener,
-    /// allocated once per dispatch.
-    used: Vec<AtomicBool>,
-    inner: WaterfallInnerBox,
-    payload: RArc<()>,
-}
-
-/// Runs the chain from listener `index` inward.
-fn run_from(chain: Arc<Chain>, index: usize) -> FfiFuture<RResult<ErasedBox, PluginError>> {
-    async move {
-        let mut index = index;
-        loop {
-            let Some(entry) = chain.listeners.get(index) else {
-                return chain.inner.run(chain.payload.clone()).await;
-            };
-            let ListenerKind::Waterfall(listener) = &entry.kind else {
-                return RErr(wrong_kind(&chain.slot.name));
-            };
-            if !entry.is_alive() {
-                index += 1;
-                continue;
-            }
-            let next = {
-                let chain = chain.clone();
-                next_step(move || {
-                    if chain.used[index].swap(true, Ordering::AcqRel) {
-                        let error = PluginError::new(
-                            ErrorKind::Dispatch,
-                            format!(
-                                "`next` called twice by the `{}` listener of {}",
-                                chain.slot.name, chain.listeners[index].owner
-                            ),
-                        );
-                        return async move { RErr(error) }.into_ffi();
-                    }
-                    run_from(chain.clone(), index + 1)
-                })
-            };
-            match listener.call(chain.payload.clone(), next).await {
-                ROk(value) => return ROk(value),
-                RErr(error) => {
-                    report(&chain.slot.name, entry, &error);
-                    // Marked used either way: if the rest of the chain already ran for this
-                    // listener, running it again would repeat its effects; if not, a `next`
-                    // the failed listener kept must not start a second run later.
-                    if chain.used[index].swap(true, Ordering::AcqRel) {
-                        return RErr(error);
-                    }
-                    index += 1;
-                }
-            }
-        }
-    }
-    .into_ffi()
 }

@@ -7,6 +7,7 @@
 //! serialized; different fibers progress concurrently on the host's runtime.
 
 mod bus;
+mod chain;
 mod context;
 mod dispatch;
 mod effects;
