@@ -24,8 +24,8 @@ use crate::events::{
     BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent, async_listener, erase_arc,
     sync_listener, unerase_arc, unerase_option,
 };
-use crate::waterfall::{Next, drive, waterfall_inner, waterfall_listener};
 use crate::guard::{Contained, contain};
+use crate::waterfall::{Next, drive, waterfall_inner, waterfall_listener};
 
 /// The context of one fiber. Cheap to clone; clones refer to the same fiber.
 #[derive(Clone)]

@@ -14,8 +14,8 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RBox, RErr, RNone, ROk, ROption, RSome, RStr};
 
 use crate::abi::{
-    AsyncListener, AsyncListener_TO, DispatchMode, ErasedBox, EventDecl, LayoutRef,
-    ListenerResult, SyncListener, SyncListener_TO,
+    AsyncListener, AsyncListener_TO, DispatchMode, ErasedBox, EventDecl, LayoutRef, ListenerResult,
+    SyncListener, SyncListener_TO,
 };
 use crate::guard::contain;
 use crate::scratch::{DispatchFuture, IntoDispatch, Scratch};

@@ -32,9 +32,9 @@ pub use abi::{
 pub use context::{Channel, Context, Descriptor, Service, typed_channel};
 pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent};
 pub use guard::{Contained, contain, panic_message};
-pub use waterfall::Next;
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
 pub use sync::lock;
+pub use waterfall::Next;
 
 #[doc(hidden)]
 pub use plugin::__private;

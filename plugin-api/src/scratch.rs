@@ -359,11 +359,19 @@ mod tests {
     fn reserved_ranges_are_aligned_and_disjoint() {
         let area = ScratchArea::<256>::new();
         let scratch = area.lend();
-        let a = scratch.reserve(Layout::from_size_align(3, 1).unwrap()).unwrap();
-        let b = scratch.reserve(Layout::from_size_align(16, 16).unwrap()).unwrap();
+        let a = scratch
+            .reserve(Layout::from_size_align(3, 1).unwrap())
+            .unwrap();
+        let b = scratch
+            .reserve(Layout::from_size_align(16, 16).unwrap())
+            .unwrap();
         assert_eq!(b.as_ptr() as usize % 16, 0);
         assert!(b.as_ptr() as usize >= a.as_ptr() as usize + 3);
-        assert!(scratch.reserve(Layout::from_size_align(512, 8).unwrap()).is_none());
+        assert!(
+            scratch
+                .reserve(Layout::from_size_align(512, 8).unwrap())
+                .is_none()
+        );
         assert!(Scratch::none().reserve(Layout::new::<u8>()).is_none());
     }
 }

@@ -96,7 +96,10 @@ mod tests {
     fn small_and_large_values_round_trip() {
         assert_eq!(unerase_value::<u64>(erase_value(7_u64)), 7);
         let text = RString::from("hello");
-        assert_eq!(unerase_value::<RString>(erase_value(text)).as_str(), "hello");
+        assert_eq!(
+            unerase_value::<RString>(erase_value(text)).as_str(),
+            "hello"
+        );
         let big = [9_u64; 12];
         assert!(!fits_inline::<[u64; 12]>());
         assert_eq!(unerase_value::<[u64; 12]>(erase_value(big)), big);

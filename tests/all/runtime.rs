@@ -143,11 +143,25 @@ fn the_five_dispatch_modes() {
         "parallel: 3 started, all done",
         "serial: first answer 7 (third called: false)",
         "waterfall: outer(inner(default))",
+        "waterfall faults: outer(big7(default))",
+        "waterfall faults: outer(caught: failed after fail)",
     ] {
         assert!(
             out.stdout.lines().any(|line| line == expected),
             "missing `{expected}` in:\n{}",
             out.stdout
+        );
+    }
+    // The two listeners that failed before running `next` were skipped, and named in the log.
+    for expected in [
+        "listener failed: refused before next",
+        "listener failed: panicked: panicked before next",
+    ] {
+        assert_eq!(
+            out.stderr.matches(expected).count(),
+            2,
+            "`{expected}` once per dispatch in:\n{}",
+            out.stderr
         );
     }
 }

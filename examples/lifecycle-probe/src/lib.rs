@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json;
 
-fn say(line: &str) {
+mod modes;
+pub use modes::*;
+
+pub(crate) fn say(line: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
@@ -193,113 +196,6 @@ impl Plugin for PingDeclarer {
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         ctx.on_emit(&PING, |_payload: &RString| {})?;
         ctx.provide("probe-ready", RString::from("yes"))
-    }
-}
-
-/// Events of the `modes` plugin.
-pub const MODE_EMIT: EmitEvent<RString> = EmitEvent::new("probe/emit");
-pub const MODE_BAIL: BailEvent<u32, u32> = BailEvent::new("probe/bail");
-pub const MODE_PARALLEL: ParallelEvent<RString> = ParallelEvent::new("probe/parallel");
-pub const MODE_SERIAL: SerialEvent<u32, RString> = SerialEvent::new("probe/serial");
-pub const MODE_WATERFALL: WaterfallEvent<RString, RString> = WaterfallEvent::new("probe/waterfall");
-
-/// Exercises the five dispatch modes and prints each result.
-pub struct Modes;
-
-impl Plugin for Modes {
-    const NAME: &'static str = "modes";
-    type Config = NoConfig;
-
-    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
-        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
-        for name in ["a", "b"] {
-            let seen = seen.clone();
-            ctx.on_emit(&MODE_EMIT, move |payload: &RString| {
-                if let Ok(mut seen) = seen.lock() {
-                    seen.push(format!("{name}:{payload}"));
-                }
-            })?;
-        }
-        ctx.emit(&MODE_EMIT, &RString::from("x"))?;
-        say(&format!(
-            "emit: {}",
-            seen.lock().map(|seen| seen.join(" ")).unwrap_or_default()
-        ));
-
-        ctx.on_bail(&MODE_BAIL, |_n: &u32| None)?;
-        ctx.on_bail(&MODE_BAIL, |n: &u32| Some(n * 2))?;
-        ctx.on_bail(&MODE_BAIL, |_n: &u32| Some(999))?;
-        say(&format!("bail: {:?}", ctx.bail(&MODE_BAIL, &21)?));
-
-        // Every parallel listener waits until all three have started.
-        let gate = Arc::new(Rendezvous::default());
-        let started = Arc::new(Mutex::new(0_u32));
-        for _ in 0..3 {
-            let (gate, started) = (gate.clone(), started.clone());
-            ctx.on_parallel(&MODE_PARALLEL, move |_payload: RArc<RString>| {
-                let (gate, started) = (gate.clone(), started.clone());
-                async move {
-                    let all = started.lock().map(|mut count| {
-                        *count += 1;
-                        *count == 3
-                    });
-                    if all.unwrap_or(false) {
-                        gate.open();
-                    }
-                    gate.wait().await;
-                }
-            })?;
-        }
-        ctx.parallel(&MODE_PARALLEL, RArc::new(RString::from("go")))
-            .await?;
-        say(&format!(
-            "parallel: {} started, all done",
-            started.lock().map(|count| *count).unwrap_or(0)
-        ));
-
-        let third_called = Arc::new(Mutex::new(false));
-        ctx.on_serial(&MODE_SERIAL, |_n: RArc<u32>| async move { None })?;
-        ctx.on_serial(&MODE_SERIAL, |n: RArc<u32>| async move {
-            Some(RString::from(format!("first answer {n}")))
-        })?;
-        let flag = third_called.clone();
-        ctx.on_serial(&MODE_SERIAL, move |_n: RArc<u32>| {
-            let flag = flag.clone();
-            async move {
-                if let Ok(mut flag) = flag.lock() {
-                    *flag = true;
-                }
-                Some(RString::from("second answer"))
-            }
-        })?;
-        let answer = ctx.serial(&MODE_SERIAL, RArc::new(7)).await?;
-        say(&format!(
-            "serial: {} (third called: {})",
-            answer.map(|s| s.to_string()).unwrap_or_default(),
-            third_called.lock().map(|flag| *flag).unwrap_or(true)
-        ));
-
-        ctx.on_waterfall(
-            &MODE_WATERFALL,
-            |_p: RArc<RString>, next: Next<RString>| async move {
-                Ok(RString::from(format!("inner({})", next.run().await?)))
-            },
-        )?;
-        ctx.prepend().on_waterfall(
-            &MODE_WATERFALL,
-            |_p: RArc<RString>, next: Next<RString>| async move {
-                Ok(RString::from(format!("outer({})", next.run().await?)))
-            },
-        )?;
-        let result = ctx
-            .waterfall(
-                &MODE_WATERFALL,
-                RArc::new(RString::from("default")),
-                |p: RArc<RString>| async move { Ok((*p).clone()) },
-            )
-            .await?;
-        say(&format!("waterfall: {result}"));
-        Ok(())
     }
 }
 

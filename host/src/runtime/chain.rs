@@ -74,7 +74,11 @@ static VTABLE: ChainVTable = ChainVTable {
 impl Chain {
     /// Builds the chain over the slot's current listeners and returns the reference that starts
     /// it.
-    pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox) -> NextHandle {
+    pub(super) fn start(
+        slot: Arc<Slot>,
+        payload: RArc<()>,
+        inner: WaterfallInnerBox,
+    ) -> NextHandle {
         let listeners = slot.snapshot();
         let chain = Arc::new(Chain {
             slot,
