@@ -173,10 +173,7 @@ where
 {
     fn call(&self, payload: RArc<()>, scratch: Scratch) -> DispatchFuture<ROption<ErasedBox>> {
         let payload = unerase_arc::<P>(payload);
-        match contain(|| Ok((self.f)(payload))) {
-            Ok(fut) => DispatchFuture::new(fut, scratch),
-            Err(error) => DispatchFuture::ready(RErr(error), scratch),
-        }
+        DispatchFuture::make(scratch, || (self.f)(payload))
     }
 }
 

@@ -27,7 +27,6 @@ use crate::abi::{
     WaterfallListener_TO,
 };
 use crate::events::unerase_arc;
-use crate::guard::contain;
 use crate::scratch::{DispatchFuture, Scratch};
 use crate::value::{ErasedValue, unerase_value};
 
@@ -56,7 +55,6 @@ pub struct ChainVTable {
         index: usize,
         error: PluginError,
     ) -> RResult<WaterfallStep, PluginError>,
-    pub retain: unsafe extern "C" fn(chain: *const ()),
     pub release: unsafe extern "C" fn(chain: *const ()),
 }
 
@@ -97,18 +95,6 @@ impl NextHandle {
     fn failed(&self, index: usize, error: PluginError) -> RResult<WaterfallStep, PluginError> {
         // SAFETY: as in `next_step`.
         unsafe { (self.vtable.failed)(self.chain, index, error) }
-    }
-}
-
-impl Clone for NextHandle {
-    fn clone(&self) -> Self {
-        // SAFETY: `self` holds a reference, so the count is at least one.
-        unsafe { (self.vtable.retain)(self.chain) };
-        Self {
-            chain: self.chain,
-            after: self.after,
-            vtable: self.vtable,
-        }
     }
 }
 
@@ -196,10 +182,7 @@ where
             handle: next,
             _types: PhantomData,
         };
-        match contain(|| Ok((self.f)(payload, next))) {
-            Ok(fut) => DispatchFuture::new(fut, scratch),
-            Err(error) => DispatchFuture::ready(RErr(error), scratch),
-        }
+        DispatchFuture::make(scratch, || (self.f)(payload, next))
     }
 }
 
@@ -241,9 +224,6 @@ where
             return DispatchFuture::ready(RErr(error), scratch);
         };
         let payload = unerase_arc::<P>(payload);
-        match contain(|| Ok(f(payload))) {
-            Ok(fut) => DispatchFuture::new(fut, scratch),
-            Err(error) => DispatchFuture::ready(RErr(error), scratch),
-        }
+        DispatchFuture::make(scratch, || f(payload))
     }
 }

@@ -145,6 +145,7 @@ fn the_five_dispatch_modes() {
         "waterfall: outer(inner(default))",
         "waterfall faults: outer(big7(default))",
         "waterfall faults: outer(caught: failed after fail)",
+        "waterfall concurrent: outer(big7(one)) outer(big7(two))",
     ] {
         assert!(
             out.stdout.lines().any(|line| line == expected),
@@ -159,7 +160,7 @@ fn the_five_dispatch_modes() {
     ] {
         assert_eq!(
             out.stderr.matches(expected).count(),
-            2,
+            4,
             "`{expected}` once per dispatch in:\n{}",
             out.stderr
         );

@@ -179,5 +179,36 @@ async fn waterfall_faults(ctx: &Context) -> Result<(), PluginError> {
             .await?;
         say(&format!("waterfall faults: {result}"));
     }
+    // Two dispatches at once, both suspended in the timer listener: each runs in its own chain.
+    let dispatch = |payload: &str| {
+        ctx.waterfall(
+            &MODE_WATERFALL_FAULTS,
+            RArc::new(RString::from(payload)),
+            |p: RArc<RString>| async move { Ok((*p).clone()) },
+        )
+    };
+    let (mut first, mut second) = (Box::pin(dispatch("one")), Box::pin(dispatch("two")));
+    let (mut first_done, mut second_done) = (None, None);
+    std::future::poll_fn(|cx| {
+        if first_done.is_none()
+            && let std::task::Poll::Ready(result) = first.as_mut().poll(cx)
+        {
+            first_done = Some(result);
+        }
+        if second_done.is_none()
+            && let std::task::Poll::Ready(result) = second.as_mut().poll(cx)
+        {
+            second_done = Some(result);
+        }
+        if first_done.is_some() && second_done.is_some() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    if let (Some(first), Some(second)) = (first_done, second_done) {
+        say(&format!("waterfall concurrent: {} {}", first?, second?));
+    }
     Ok(())
 }

@@ -52,6 +52,8 @@ pub struct Slot {
     pub name: String,
     declaration: Mutex<(Declaration, String)>,
     listeners: RwLock<Arc<Vec<Arc<ListenerEntry>>>>,
+    /// The block of this event's last waterfall chain, reused by the next dispatch.
+    pub(super) spare_chain: super::chain::SpareChain,
 }
 
 impl Slot {
@@ -140,6 +142,7 @@ impl Bus {
                     name: name.to_owned(),
                     declaration: Mutex::new((wanted, by.to_owned())),
                     listeners: RwLock::new(Arc::new(Vec::new())),
+                    spare_chain: Default::default(),
                 })
             })
             .clone();

@@ -1,19 +1,25 @@
 //! The host's side of a waterfall dispatch: the chain that plugins drive through counted
 //! references ([`NextHandle`]).
 //!
-//! One allocation per dispatch holds everything: the listener snapshot, the payload, the
-//! innermost default, one claim flag per listener (so each `next` runs the rest of the chain at
-//! most once) and the scratch memory the steps' futures are placed in. The futures placed there
-//! are always owned by something that also holds a reference to the chain (the caller's driver
-//! keeps its reference until its step's future is dropped), so the memory outlives them.
+//! A chain holds the listener snapshot, the payload, the innermost default, one claim flag per
+//! listener (so each `next` runs the rest of the chain at most once) and the scratch memory the
+//! steps' futures are placed in. The futures placed there are always owned by something that also
+//! holds a reference to the chain (the caller's driver keeps its reference until its step's future
+//! is dropped), so the memory outlives them. When the last reference goes, the block is parked in
+//! its event's slot and the next dispatch of that event reuses it: a chain is a couple of
+//! kilobytes, and allocating, copying and freeing that much per dispatch was a fifth of the cost
+//! of a waterfall without listeners.
 
 #![allow(
     unsafe_code,
     reason = "the chain crosses the boundary as a counted raw pointer with an extern vtable"
 )]
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 
 use abi_stable::std_types::{RArc, RErr, ROk, RResult};
 use dsh_plugin_api::abi::{ChainVTable, NextHandle, ScratchArea, WaterfallInnerBox, WaterfallStep};
@@ -21,32 +27,69 @@ use dsh_plugin_api::{ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
 
-/// Bytes of scratch memory per chain: with the rest of the chain this stays within the size the
-/// allocator serves from its per-thread cache, and holds ten small listener futures.
-const CHAIN_SCRATCH: usize = 1536;
+/// Bytes of scratch memory per chain: holds ten listener futures of the size the typed adapters
+/// make for a small `async move` block.
+const CHAIN_SCRATCH: usize = 2048;
 
 /// Claim flags kept inline up to this many listeners.
 const INLINE_CLAIMS: usize = 16;
 
-enum Claims {
-    Inline([AtomicBool; INLINE_CLAIMS]),
-    Heap(Box<[AtomicBool]>),
+/// What one dispatch puts in a chain block.
+struct ChainState {
+    slot: Arc<Slot>,
+    listeners: Arc<Vec<Arc<ListenerEntry>>>,
+    inner: WaterfallInnerBox,
+    payload: RArc<()>,
+    /// Claim flags for chains with more than [`INLINE_CLAIMS`] listeners.
+    more_claims: Option<Box<[AtomicBool]>>,
 }
 
-impl Claims {
-    fn new(listeners: usize) -> Self {
-        if listeners <= INLINE_CLAIMS {
-            Self::Inline([const { AtomicBool::new(false) }; INLINE_CLAIMS])
-        } else {
-            Self::Heap((0..listeners).map(|_| AtomicBool::new(false)).collect())
+/// A chain's memory; every field is valid when zeroed, so a new block is one zeroed allocation.
+struct ChainBlock {
+    refs: AtomicUsize,
+    /// Initialized from `Chain::start` until the last reference is released.
+    state: UnsafeCell<MaybeUninit<ChainState>>,
+    claims: [AtomicBool; INLINE_CLAIMS],
+    scratch: ScratchArea<CHAIN_SCRATCH>,
+}
+
+// SAFETY: `state` is written only while the block has no references (before `start` hands out
+// the first, after the last is released) and read while it has some.
+unsafe impl Sync for ChainBlock {}
+unsafe impl Send for ChainBlock {}
+
+impl ChainBlock {
+    fn allocate() -> NonNull<ChainBlock> {
+        let layout = std::alloc::Layout::new::<ChainBlock>();
+        // SAFETY: the layout is not zero-sized; all-zero bytes are a valid `ChainBlock` (atomics,
+        // uninitialized cells and scratch bytes).
+        let block = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<ChainBlock>();
+        NonNull::new(block).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+    }
+
+    /// # Safety
+    /// `block` came from `allocate`, holds no state and no references.
+    unsafe fn free(block: NonNull<ChainBlock>) {
+        // SAFETY: per the contract; `ChainBlock` has no drop glue besides its state, which is
+        // not initialized.
+        unsafe {
+            std::alloc::dealloc(
+                block.as_ptr().cast(),
+                std::alloc::Layout::new::<ChainBlock>(),
+            )
         }
+    }
+
+    fn state(&self) -> &ChainState {
+        // SAFETY: called only through a live reference, while the state is initialized.
+        unsafe { (*self.state.get()).assume_init_ref() }
     }
 
     /// Marks listener `index`'s continuation as used; true when it already was.
     fn claim(&self, index: usize) -> bool {
-        let flags: &[AtomicBool] = match self {
-            Self::Inline(flags) => flags,
-            Self::Heap(flags) => flags,
+        let flags: &[AtomicBool] = match &self.state().more_claims {
+            Some(flags) => flags,
+            None => &self.claims,
         };
         // An index past the end cannot come from a handle the host made; refuse it as used.
         flags
@@ -55,48 +98,94 @@ impl Claims {
     }
 }
 
-pub(super) struct Chain {
-    slot: Arc<Slot>,
-    listeners: Arc<Vec<Arc<ListenerEntry>>>,
-    claims: Claims,
-    inner: WaterfallInnerBox,
-    payload: RArc<()>,
-    scratch: ScratchArea<CHAIN_SCRATCH>,
+/// The block an event's last chain left behind, for its next dispatch.
+#[derive(Default)]
+pub(super) struct SpareChain(AtomicPtr<ChainBlock>);
+
+impl SpareChain {
+    fn take(&self) -> Option<NonNull<ChainBlock>> {
+        NonNull::new(self.0.swap(std::ptr::null_mut(), Ordering::Acquire))
+    }
+
+    /// # Safety
+    /// `block` holds no state and no references.
+    unsafe fn park(&self, block: NonNull<ChainBlock>) {
+        let previous = self.0.swap(block.as_ptr(), Ordering::AcqRel);
+        if let Some(previous) = NonNull::new(previous) {
+            // SAFETY: a parked block holds no state and no references.
+            unsafe { ChainBlock::free(previous) }
+        }
+    }
+}
+
+impl Drop for SpareChain {
+    fn drop(&mut self) {
+        if let Some(block) = self.take() {
+            // SAFETY: as in `park`.
+            unsafe { ChainBlock::free(block) }
+        }
+    }
 }
 
 static VTABLE: ChainVTable = ChainVTable {
     next: chain_next,
     failed: chain_failed,
-    retain: chain_retain,
     release: chain_release,
 };
 
-impl Chain {
-    /// Builds the chain over the slot's current listeners and returns the reference that starts
-    /// it.
-    pub(super) fn start(
-        slot: Arc<Slot>,
-        payload: RArc<()>,
-        inner: WaterfallInnerBox,
-    ) -> NextHandle {
-        let listeners = slot.snapshot();
-        let chain = Arc::new(Chain {
+/// Builds a chain over the slot's current listeners and returns the reference that starts it.
+pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox) -> NextHandle {
+    let listeners = slot.snapshot();
+    let block = slot.spare_chain.take().unwrap_or_else(ChainBlock::allocate);
+    // SAFETY: a fresh or parked block holds no state and no references: this is the only access.
+    let this = unsafe { block.as_ref() };
+    let more_claims = if listeners.len() > INLINE_CLAIMS {
+        Some(
+            (0..listeners.len())
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+        )
+    } else {
+        for flag in &this.claims[..listeners.len()] {
+            flag.store(false, Ordering::Relaxed);
+        }
+        None
+    };
+    // SAFETY: as above; nothing is placed in the scratch memory of a block without references.
+    unsafe {
+        this.scratch.reset();
+        (*this.state.get()).write(ChainState {
             slot,
-            claims: Claims::new(listeners.len()),
             listeners,
             inner,
             payload,
-            scratch: ScratchArea::new(),
+            more_claims,
         });
-        // SAFETY: the reference made by `Arc::new` is handed over to the handle.
-        unsafe { NextHandle::adopt(Arc::into_raw(chain).cast(), NextHandle::START, &VTABLE) }
     }
+    this.refs.store(1, Ordering::Release);
+    // SAFETY: the one reference just counted is handed over to the handle.
+    unsafe {
+        NextHandle::adopt(
+            block.as_ptr().cast_const().cast(),
+            NextHandle::START,
+            &VTABLE,
+        )
+    }
+}
 
+impl ChainBlock {
     /// Starts the first live listener at or after `index`, or the innermost default.
     fn step_from(&self, me: *const (), mut index: usize) -> RResult<WaterfallStep, PluginError> {
+        let state = self.state();
+        // SAFETY: steps start one after another, each after the one before it: a step is started
+        // by the `next` or the failure of the step before it (whose start came first, and whose
+        // handle or outcome reached the starter through the executor's own synchronization), and
+        // each claim starts at most one step. So no two reservations from this area overlap in
+        // time, and the exclusive region is sound.
+        let scratch = unsafe { self.scratch.lend_exclusive() };
         loop {
-            let Some(entry) = self.listeners.get(index) else {
-                let future = self.inner.run(self.payload.clone(), self.scratch.lend());
+            let Some(entry) = state.listeners.get(index) else {
+                let future = state.inner.run(state.payload.clone(), scratch);
                 return ROk(WaterfallStep { index, future });
             };
             if !entry.is_alive() {
@@ -106,22 +195,20 @@ impl Chain {
             let ListenerKind::Waterfall(listener) = &entry.kind else {
                 return RErr(PluginError::new(
                     ErrorKind::Dispatch,
-                    format!("listener of `{}` has the wrong kind", self.slot.name),
+                    format!("listener of `{}` has the wrong kind", state.slot.name),
                 ));
             };
-            // SAFETY: `me` is this chain, kept alive by the caller's reference; the new one is
-            // handed to the listener's `next`.
-            let next = unsafe {
-                Arc::increment_strong_count(me.cast::<Chain>());
-                NextHandle::adopt(me, index, &VTABLE)
-            };
-            let future = listener.call(self.payload.clone(), next, self.scratch.lend());
+            self.refs.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the reference just counted goes to the listener's `next`.
+            let next = unsafe { NextHandle::adopt(me, index, &VTABLE) };
+            let future = listener.call(state.payload.clone(), next, scratch);
             return ROk(WaterfallStep { index, future });
         }
     }
 
     fn owner(&self, index: usize) -> &str {
-        self.listeners
+        self.state()
+            .listeners
             .get(index)
             .map_or("?", |entry| entry.owner.as_str())
     }
@@ -129,9 +216,9 @@ impl Chain {
 
 /// # Safety
 /// `chain` comes from a live `NextHandle` made by this module.
-unsafe fn chain_ref<'a>(chain: *const ()) -> &'a Chain {
+unsafe fn chain_ref<'a>(chain: *const ()) -> &'a ChainBlock {
     // SAFETY: per the function's contract.
-    unsafe { &*chain.cast::<Chain>() }
+    unsafe { &*chain.cast::<ChainBlock>() }
 }
 
 unsafe extern "C" fn chain_next(
@@ -143,12 +230,12 @@ unsafe extern "C" fn chain_next(
     if after == NextHandle::START {
         return this.step_from(chain, 0);
     }
-    if this.claims.claim(after) {
+    if this.claim(after) {
         return RErr(PluginError::new(
             ErrorKind::Dispatch,
             format!(
                 "`next` called twice by the `{}` listener of {}",
-                this.slot.name,
+                this.state().slot.name,
                 this.owner(after)
             ),
         ));
@@ -163,30 +250,46 @@ unsafe extern "C" fn chain_failed(
 ) -> RResult<WaterfallStep, PluginError> {
     // SAFETY: as in `chain_next`.
     let this = unsafe { chain_ref(chain) };
-    if index >= this.listeners.len() {
+    if index >= this.state().listeners.len() {
         // The innermost default belongs to the dispatcher: its error is the dispatch's.
         return RErr(error);
     }
     tracing::error!(
-        event = %this.slot.name,
+        event = %this.state().slot.name,
         listener = %this.owner(index),
         "listener failed: {error}"
     );
     // Claimed either way: if the rest of the chain already ran for this listener, running it
     // again would repeat its effects; if not, a `next` the failed listener kept must not start a
     // second run later.
-    if this.claims.claim(index) {
+    if this.claim(index) {
         return RErr(error);
     }
     this.step_from(chain, index + 1)
 }
 
-unsafe extern "C" fn chain_retain(chain: *const ()) {
-    // SAFETY: the caller holds a reference, so the count is at least one.
-    unsafe { Arc::increment_strong_count(chain.cast::<Chain>()) }
-}
-
 unsafe extern "C" fn chain_release(chain: *const ()) {
-    // SAFETY: gives up one reference made by `Chain::start` or `chain_retain`.
-    unsafe { Arc::decrement_strong_count(chain.cast::<Chain>()) }
+    // SAFETY: the caller gives up a reference it holds.
+    let this = unsafe { chain_ref(chain) };
+    if this.refs.fetch_sub(1, Ordering::Release) != 1 {
+        return;
+    }
+    // The last reference: every use of the block by other references happened before.
+    fence(Ordering::Acquire);
+    // SAFETY: no references are left, so nothing reads the state or uses the scratch memory
+    // (every future placed there was dropped before its owner released its reference).
+    let ChainState {
+        slot,
+        listeners,
+        inner,
+        payload,
+        more_claims,
+    } = unsafe { (*this.state.get()).assume_init_read() };
+    // Plugin code (the innermost default's destructor, the payload's) runs before the block is
+    // parked, so it cannot reach a block that is already being reused.
+    drop((listeners, inner, payload, more_claims));
+    if let Some(block) = NonNull::new(chain.cast_mut().cast::<ChainBlock>()) {
+        // SAFETY: the block holds no state and no references now.
+        unsafe { slot.spare_chain.park(block) };
+    }
 }

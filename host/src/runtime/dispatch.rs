@@ -17,7 +17,7 @@ use dsh_plugin_api::abi::{
 use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
-use super::chain::Chain;
+use super::chain;
 
 /// Scratch bytes a serial dispatch lends its listeners, one at a time.
 const SERIAL_SCRATCH: usize = 512;
@@ -207,6 +207,6 @@ impl EventChannel for Channel {
         if let Err(error) = self.expect_mode(DispatchMode::Waterfall) {
             return RErr(error);
         }
-        ROk(Chain::start(self.slot.clone(), payload, inner))
+        ROk(chain::start(self.slot.clone(), payload, inner))
     }
 }
