@@ -179,6 +179,11 @@ pub struct ErasedService {
 /// A boxed value whose type was erased (`RBox<R>` transmuted to `RBox<()>`).
 pub type ErasedBox = RBox<()>;
 
+/// A failure as it travels back through a dispatch: boxed, so the results that carry it stay two
+/// words wide on the success path (a `PluginError` is ten), which the deep chains of a waterfall
+/// copy at every level.
+pub type BoxedError = RBox<PluginError>;
+
 /// The result of a listener call: `RSome` stops a bail or serial dispatch.
 pub type ListenerResult = RResult<ROption<ErasedBox>, PluginError>;
 

@@ -24,10 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use abi_stable::StableAbi;
-use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome};
+use abi_stable::std_types::{RBox, RErr, RNone, ROk, ROption, RResult, RSome};
 use async_ffi::{ContextExt, FfiContext, FfiPoll};
 
-use crate::abi::{ErasedBox, ErrorKind, PluginError};
+use crate::abi::{BoxedError, ErasedBox, ErrorKind, PluginError};
 use crate::events::erase_box;
 use crate::value::{ErasedValue, erase_value};
 
@@ -150,18 +150,18 @@ impl<const N: usize> ScratchArea<N> {
 
 /// What a future's output becomes when it crosses the boundary as a [`DispatchFuture<V>`].
 pub(crate) trait IntoDispatch<V> {
-    fn into_dispatch(self) -> RResult<V, PluginError>;
+    fn into_dispatch(self) -> RResult<V, BoxedError>;
 }
 
-impl<V> IntoDispatch<V> for RResult<V, PluginError> {
-    fn into_dispatch(self) -> RResult<V, PluginError> {
+impl<V> IntoDispatch<V> for RResult<V, BoxedError> {
+    fn into_dispatch(self) -> RResult<V, BoxedError> {
         self
     }
 }
 
 /// A serial listener's answer: `Some` stops the dispatch.
 impl<R: Send + 'static> IntoDispatch<ROption<ErasedBox>> for Option<R> {
-    fn into_dispatch(self) -> RResult<ROption<ErasedBox>, PluginError> {
+    fn into_dispatch(self) -> RResult<ROption<ErasedBox>, BoxedError> {
         match self {
             Some(value) => ROk(RSome(erase_box(value))),
             None => ROk(RNone),
@@ -171,18 +171,21 @@ impl<R: Send + 'static> IntoDispatch<ROption<ErasedBox>> for Option<R> {
 
 /// A fallible parallel listener's outcome.
 impl IntoDispatch<ROption<ErasedBox>> for Result<(), PluginError> {
-    fn into_dispatch(self) -> RResult<ROption<ErasedBox>, PluginError> {
+    fn into_dispatch(self) -> RResult<ROption<ErasedBox>, BoxedError> {
         match self {
             Ok(()) => ROk(RNone),
-            Err(error) => RErr(error),
+            Err(error) => RErr(RBox::new(error)),
         }
     }
 }
 
 /// A waterfall step's value, erased for the host.
 impl<R: Send + 'static> IntoDispatch<ErasedValue> for Result<R, PluginError> {
-    fn into_dispatch(self) -> RResult<ErasedValue, PluginError> {
-        self.map(erase_value).into()
+    fn into_dispatch(self) -> RResult<ErasedValue, BoxedError> {
+        match self {
+            Ok(value) => ROk(erase_value(value)),
+            Err(error) => RErr(RBox::new(error)),
+        }
     }
 }
 
@@ -194,7 +197,7 @@ pub struct DispatchFuture<V> {
     fut: *mut (),
     // Spelled out rather than aliased: the StableAbi derive reads function pointer types.
     poll_fn:
-        unsafe extern "C" fn(fut: *mut (), cx: *mut FfiContext) -> FfiPoll<RResult<V, PluginError>>,
+        unsafe extern "C" fn(fut: *mut (), cx: *mut FfiContext) -> FfiPoll<RResult<V, BoxedError>>,
     drop_fn: unsafe extern "C" fn(fut: *mut ()),
 }
 
@@ -237,7 +240,10 @@ impl<V: Send + 'static> DispatchFuture<V> {
                         Box::from_raw(place.as_ptr().cast::<std::mem::MaybeUninit<F>>())
                     });
                 }
-                Self::ready(RErr(PluginError::from_panic(payload.as_ref())), scratch)
+                Self::ready(
+                    RErr(RBox::new(PluginError::from_panic(payload.as_ref()))),
+                    scratch,
+                )
             }
         }
     }
@@ -252,7 +258,7 @@ impl<V: Send + 'static> DispatchFuture<V> {
     }
 
     /// A future that is ready with `value` at once.
-    pub(crate) fn ready(value: RResult<V, PluginError>, scratch: Scratch) -> Self {
+    pub(crate) fn ready(value: RResult<V, BoxedError>, scratch: Scratch) -> Self {
         Self::new(std::future::ready(value), scratch)
     }
 }
@@ -260,7 +266,7 @@ impl<V: Send + 'static> DispatchFuture<V> {
 unsafe extern "C" fn poll_placed<F, V>(
     fut: *mut (),
     cx: *mut FfiContext<'_>,
-) -> FfiPoll<RResult<V, PluginError>>
+) -> FfiPoll<RResult<V, BoxedError>>
 where
     F: Future,
     F::Output: IntoDispatch<V>,
@@ -274,7 +280,7 @@ where
     match polled {
         Ok(Poll::Pending) => FfiPoll::Pending,
         Ok(Poll::Ready(output)) => FfiPoll::Ready(output.into_dispatch()),
-        Err(payload) => FfiPoll::Ready(RErr(PluginError::from_panic(payload.as_ref()))),
+        Err(payload) => FfiPoll::Ready(RErr(RBox::new(PluginError::from_panic(payload.as_ref())))),
     }
 }
 
@@ -294,17 +300,17 @@ unsafe extern "C" fn drop_boxed<F>(fut: *mut ()) {
 }
 
 impl<V> Future for DispatchFuture<V> {
-    type Output = RResult<V, PluginError>;
+    type Output = RResult<V, BoxedError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: `poll_fn` was built for the future behind `fut`, which is alive until drop.
         match cx.with_ffi_context(|cx| unsafe { (self.poll_fn)(self.fut, cx) }) {
             FfiPoll::Ready(output) => Poll::Ready(output),
             FfiPoll::Pending => Poll::Pending,
-            FfiPoll::Panicked => Poll::Ready(RErr(PluginError::new(
+            FfiPoll::Panicked => Poll::Ready(RErr(RBox::new(PluginError::new(
                 ErrorKind::Panic,
                 "a listener future panicked",
-            ))),
+            )))),
         }
     }
 }
@@ -320,7 +326,7 @@ impl<V> Drop for DispatchFuture<V> {
 mod tests {
     use super::*;
 
-    fn poll_once<V>(fut: &mut DispatchFuture<V>) -> Poll<RResult<V, PluginError>> {
+    fn poll_once<V>(fut: &mut DispatchFuture<V>) -> Poll<RResult<V, BoxedError>> {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         Pin::new(fut).poll(&mut cx)
     }

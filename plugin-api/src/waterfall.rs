@@ -23,7 +23,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RBox, RErr, ROk, RResult};
 
 use crate::abi::{
-    ErrorKind, PluginError, WaterfallInner, WaterfallInner_TO, WaterfallListener,
+    BoxedError, ErrorKind, PluginError, WaterfallInner, WaterfallInner_TO, WaterfallListener,
     WaterfallListener_TO,
 };
 use crate::events::unerase_arc;
@@ -47,14 +47,14 @@ pub struct ChainVTable {
     /// starts the first live listener after it, or the innermost default. A second claim of the
     /// same continuation is an error.
     pub next:
-        unsafe extern "C" fn(chain: *const (), after: usize) -> RResult<WaterfallStep, PluginError>,
+        unsafe extern "C" fn(chain: *const (), after: usize) -> RResult<WaterfallStep, BoxedError>,
     /// The step at `index` failed with `error`: the host reports it and, when that listener had
     /// not run its continuation, starts the one after it; otherwise the error ends the chain.
     pub failed: unsafe extern "C" fn(
         chain: *const (),
         index: usize,
-        error: PluginError,
-    ) -> RResult<WaterfallStep, PluginError>,
+        error: BoxedError,
+    ) -> RResult<WaterfallStep, BoxedError>,
     pub release: unsafe extern "C" fn(chain: *const ()),
 }
 
@@ -87,12 +87,12 @@ impl NextHandle {
         }
     }
 
-    fn next_step(&self) -> RResult<WaterfallStep, PluginError> {
+    fn next_step(&self) -> RResult<WaterfallStep, BoxedError> {
         // SAFETY: `self` holds a reference, so the chain is alive.
         unsafe { (self.vtable.next)(self.chain, self.after) }
     }
 
-    fn failed(&self, index: usize, error: PluginError) -> RResult<WaterfallStep, PluginError> {
+    fn failed(&self, index: usize, error: BoxedError) -> RResult<WaterfallStep, BoxedError> {
         // SAFETY: as in `next_step`.
         unsafe { (self.vtable.failed)(self.chain, index, error) }
     }
@@ -114,7 +114,7 @@ struct Running {
 
 /// Runs the chain from `chain`'s position inward and returns the erased result.
 pub(crate) async fn drive(chain: NextHandle) -> Result<ErasedValue, PluginError> {
-    let first = chain.next_step().into_result()?;
+    let first = chain.next_step().into_result().map_err(RBox::into_inner)?;
     let mut running = Running { step: first, chain };
     loop {
         match (&mut running.step.future).await {
@@ -123,7 +123,8 @@ pub(crate) async fn drive(chain: NextHandle) -> Result<ErasedValue, PluginError>
                 running.step = running
                     .chain
                     .failed(running.step.index, error)
-                    .into_result()?;
+                    .into_result()
+                    .map_err(RBox::into_inner)?;
             }
         }
     }
@@ -221,7 +222,7 @@ where
                 ErrorKind::Dispatch,
                 "the innermost default of a waterfall ran twice",
             );
-            return DispatchFuture::ready(RErr(error), scratch);
+            return DispatchFuture::ready(RErr(RBox::new(error)), scratch);
         };
         let payload = unerase_arc::<P>(payload);
         DispatchFuture::make(scratch, || f(payload))

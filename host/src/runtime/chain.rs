@@ -21,8 +21,10 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 
-use abi_stable::std_types::{RArc, RErr, ROk, RResult};
-use dsh_plugin_api::abi::{ChainVTable, NextHandle, ScratchArea, WaterfallInnerBox, WaterfallStep};
+use abi_stable::std_types::{RArc, RBox, RErr, ROk, RResult};
+use dsh_plugin_api::abi::{
+    BoxedError, ChainVTable, NextHandle, ScratchArea, WaterfallInnerBox, WaterfallStep,
+};
 use dsh_plugin_api::{ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
@@ -175,7 +177,7 @@ pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox
 
 impl ChainBlock {
     /// Starts the first live listener at or after `index`, or the innermost default.
-    fn step_from(&self, me: *const (), mut index: usize) -> RResult<WaterfallStep, PluginError> {
+    fn step_from(&self, me: *const (), mut index: usize) -> RResult<WaterfallStep, BoxedError> {
         let state = self.state();
         // SAFETY: steps start one after another, each after the one before it: a step is started
         // by the `next` or the failure of the step before it (whose start came first, and whose
@@ -193,10 +195,10 @@ impl ChainBlock {
                 continue;
             }
             let ListenerKind::Waterfall(listener) = &entry.kind else {
-                return RErr(PluginError::new(
+                return RErr(RBox::new(PluginError::new(
                     ErrorKind::Dispatch,
                     format!("listener of `{}` has the wrong kind", state.slot.name),
-                ));
+                )));
             };
             self.refs.fetch_add(1, Ordering::Relaxed);
             // SAFETY: the reference just counted goes to the listener's `next`.
@@ -224,21 +226,21 @@ unsafe fn chain_ref<'a>(chain: *const ()) -> &'a ChainBlock {
 unsafe extern "C" fn chain_next(
     chain: *const (),
     after: usize,
-) -> RResult<WaterfallStep, PluginError> {
+) -> RResult<WaterfallStep, BoxedError> {
     // SAFETY: the vtable is only reached through a live handle.
     let this = unsafe { chain_ref(chain) };
     if after == NextHandle::START {
         return this.step_from(chain, 0);
     }
     if this.claim(after) {
-        return RErr(PluginError::new(
+        return RErr(RBox::new(PluginError::new(
             ErrorKind::Dispatch,
             format!(
                 "`next` called twice by the `{}` listener of {}",
                 this.state().slot.name,
                 this.owner(after)
             ),
-        ));
+        )));
     }
     this.step_from(chain, after + 1)
 }
@@ -246,8 +248,8 @@ unsafe extern "C" fn chain_next(
 unsafe extern "C" fn chain_failed(
     chain: *const (),
     index: usize,
-    error: PluginError,
-) -> RResult<WaterfallStep, PluginError> {
+    error: BoxedError,
+) -> RResult<WaterfallStep, BoxedError> {
     // SAFETY: as in `chain_next`.
     let this = unsafe { chain_ref(chain) };
     if index >= this.state().listeners.len() {
