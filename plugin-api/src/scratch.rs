@@ -67,12 +67,15 @@ impl Scratch {
         // SAFETY: `used` points to the counter of the area this region was lent from, which
         // outlives every call it is lent to.
         let used = unsafe { &*self.used };
+        let mask = layout.align() - 1;
+        let base = self.base as usize;
         let mut current = used.load(Ordering::Relaxed);
         loop {
-            let padding = self.base.wrapping_add(current).align_offset(layout.align());
-            let start = current.checked_add(padding)?;
-            let end = start.checked_add(layout.size())?;
-            if end > self.capacity {
+            // Aligned by address: the region itself is only byte-aligned. Wrapping arithmetic
+            // cannot hand out bytes outside the region: a wrapped `end` fails the check below.
+            let start = (base.wrapping_add(current).wrapping_add(mask) & !mask).wrapping_sub(base);
+            let end = start.wrapping_add(layout.size());
+            if start < current || end < start || end > self.capacity {
                 return None;
             }
             if self.exclusive {

@@ -20,7 +20,7 @@ use super::bus::{ListenerEntry, ListenerKind, Slot};
 use super::chain;
 
 /// Scratch bytes a serial dispatch lends its listeners, one at a time.
-const SERIAL_SCRATCH: usize = 512;
+const SERIAL_SCRATCH: usize = 256;
 /// Scratch bytes a parallel dispatch lends its listeners, all at once.
 const PARALLEL_SCRATCH: usize = 1024;
 
@@ -114,20 +114,17 @@ impl EventChannel for Channel {
             // is never reset, and outlives them as part of the same future state.
             let scratch = ScratchArea::<PARALLEL_SCRATCH>::new();
             // Every listener starts before any is awaited; one vector holds the running ones.
-            let mut running: Vec<(usize, DispatchFuture<_>)> = listeners
-                .iter()
-                .enumerate()
-                .filter(|(_, entry)| entry.is_alive())
-                .filter_map(|(index, entry)| match &entry.kind {
-                    ListenerKind::Async(listener) => {
-                        // SAFETY: the calls are made one after another by this future.
-                        #[allow(unsafe_code, reason = "listeners started one at a time")]
-                        let lent = unsafe { scratch.lend_exclusive() };
-                        Some((index, listener.call(payload.clone(), lent)))
-                    }
-                    _ => None,
-                })
-                .collect();
+            let mut running: Vec<(usize, DispatchFuture<_>)> = Vec::with_capacity(listeners.len());
+            for (index, entry) in listeners.iter().enumerate() {
+                if let ListenerKind::Async(listener) = &entry.kind
+                    && entry.is_alive()
+                {
+                    // SAFETY: the calls are made one after another by this future.
+                    #[allow(unsafe_code, reason = "listeners started one at a time")]
+                    let lent = unsafe { scratch.lend_exclusive() };
+                    running.push((index, listener.call(payload.clone(), lent)));
+                }
+            }
             let mut failures = Vec::new();
             std::future::poll_fn(|cx| {
                 running.retain_mut(|(index, fut)| match std::pin::Pin::new(fut).poll(cx) {
