@@ -29,7 +29,7 @@ use abi_stable::{
 };
 use async_ffi::FfiFuture;
 
-pub use crate::scratch::{DispatchFuture, Scratch, ScratchArea};
+pub use crate::scratch::{DispatchFuture, PollContext, Scratch, ScratchArea, Started};
 pub use crate::value::ErasedValue;
 pub use crate::waterfall::{ChainVTable, NextHandle, WaterfallStep};
 
@@ -203,9 +203,18 @@ pub type SyncListenerBox = SyncListener_TO<'static, RBox<()>>;
 
 /// A listener for the asynchronous modes (parallel, serial). `payload` is an erased `RArc<P>`;
 /// the returned future is placed in `scratch` when it fits.
+///
+/// The call is made from inside the dispatcher's poll, with its context: the listener's future
+/// is polled once right away, and most finish there, sparing a crossing to poll and another to
+/// drop them.
 #[sabi_trait]
 pub trait AsyncListener: Send + Sync {
-    fn call(&self, payload: RArc<()>, scratch: Scratch) -> DispatchFuture<ROption<ErasedBox>>;
+    fn call(
+        &self,
+        payload: RArc<()>,
+        scratch: Scratch,
+        cx: PollContext,
+    ) -> Started<ROption<ErasedBox>>;
 }
 pub type AsyncListenerBox = AsyncListener_TO<'static, RBox<()>>;
 

@@ -18,7 +18,7 @@ use crate::abi::{
     SyncListener, SyncListener_TO,
 };
 use crate::guard::contain;
-use crate::scratch::{DispatchFuture, IntoDispatch, Scratch};
+use crate::scratch::{DispatchFuture, IntoDispatch, PollContext, Scratch, Started};
 
 macro_rules! descriptor {
     ($(#[$doc:meta])* $name:ident<$($param:ident),*>, $mode:expr, $out:ty) => {
@@ -171,9 +171,14 @@ where
     Fut: Future + Send + 'static,
     Fut::Output: IntoDispatch<ROption<ErasedBox>>,
 {
-    fn call(&self, payload: RArc<()>, scratch: Scratch) -> DispatchFuture<ROption<ErasedBox>> {
+    fn call(
+        &self,
+        payload: RArc<()>,
+        scratch: Scratch,
+        cx: PollContext,
+    ) -> Started<ROption<ErasedBox>> {
         let payload = unerase_arc::<P>(payload);
-        DispatchFuture::make(scratch, || (self.f)(payload))
+        DispatchFuture::start(scratch, cx, || (self.f)(payload))
     }
 }
 

@@ -264,6 +264,49 @@ impl<V: Send + 'static> DispatchFuture<V> {
     pub(crate) fn ready(value: RResult<V, BoxedError>, scratch: Scratch) -> Self {
         Self::new(std::future::ready(value), scratch)
     }
+
+    /// [`make`](Self::make)s the future and polls it once with `cx`: when it is done, it is
+    /// dropped at once and its outcome is the answer; otherwise the future is.
+    pub(crate) fn start<F, M>(scratch: Scratch, cx: PollContext, make: M) -> Started<V>
+    where
+        M: FnOnce() -> F,
+        F: Future + Send + 'static,
+        F::Output: IntoDispatch<V>,
+    {
+        let future = Self::make(scratch, make);
+        // SAFETY: `poll_fn` was built for the future behind `fut`; `cx` is the context of the
+        // poll this call is made from.
+        match unsafe { (future.poll_fn)(future.fut, cx.0) } {
+            FfiPoll::Ready(outcome) => Started::Ready(outcome),
+            FfiPoll::Pending => Started::Pending(future),
+            FfiPoll::Panicked => Started::Ready(RErr(RBox::new(PluginError::new(
+                ErrorKind::Panic,
+                "a listener future panicked",
+            )))),
+        }
+    }
+}
+
+/// The waker context of the poll a call is made from. Valid for the duration of that call only.
+#[repr(transparent)]
+#[derive(StableAbi, Clone, Copy)]
+pub struct PollContext(*mut FfiContext<'static>);
+
+impl PollContext {
+    /// Calls `call` with the context of the poll `cx` belongs to.
+    pub fn with<T>(cx: &mut Context<'_>, call: impl FnOnce(PollContext) -> T) -> T {
+        // The context outlives the call; the 'static only names a lifetime the ABI can carry.
+        cx.with_ffi_context(|ffi| call(PollContext(std::ptr::from_mut(ffi).cast())))
+    }
+}
+
+/// A listener call's answer: its outcome when its future finished on the first poll (then the
+/// future is already dropped), or the future still pending.
+#[repr(C, u8)]
+#[derive(StableAbi)]
+pub enum Started<V> {
+    Ready(RResult<V, BoxedError>),
+    Pending(DispatchFuture<V>),
 }
 
 unsafe extern "C" fn poll_placed<F, V>(
@@ -386,6 +429,66 @@ mod tests {
         }
         drop(fut);
         assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    }
+
+    fn start_now<V: Send + 'static, F>(
+        area: &ScratchArea<256>,
+        make: impl FnOnce() -> F,
+    ) -> Started<V>
+    where
+        F: Future + Send + 'static,
+        F::Output: IntoDispatch<V>,
+    {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        PollContext::with(&mut cx, |cx| DispatchFuture::start(area.lend(), cx, make))
+    }
+
+    #[test]
+    fn a_started_future_done_at_once_answers_and_is_already_dropped() {
+        struct Flag(std::sync::Arc<AtomicUsize>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let dropped = std::sync::Arc::new(AtomicUsize::new(0));
+        let area = ScratchArea::<256>::new();
+        let flag = Flag(dropped.clone());
+        let started: Started<ROption<ErasedBox>> = start_now(&area, move || async move {
+            let _flag = flag;
+            Some(5_u64)
+        });
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        match started {
+            Started::Ready(ROk(RSome(value))) => {
+                assert_eq!(crate::events::unerase_box::<u64>(value), 5)
+            }
+            _ => panic!("expected the answer at once"),
+        }
+    }
+
+    #[test]
+    fn a_started_future_that_waits_is_handed_back_and_finishes_later() {
+        let area = ScratchArea::<256>::new();
+        let mut first_poll = true;
+        let started: Started<ROption<ErasedBox>> = start_now(&area, move || {
+            std::future::poll_fn(move |_| {
+                if std::mem::replace(&mut first_poll, false) {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(Some(9_u64))
+                }
+            })
+        });
+        let Started::Pending(mut future) = started else {
+            panic!("expected the future back");
+        };
+        match poll_once(&mut future) {
+            Poll::Ready(ROk(RSome(value))) => {
+                assert_eq!(crate::events::unerase_box::<u64>(value), 9)
+            }
+            _ => panic!("expected the answer on the second poll"),
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::abi::{
     DispatchFuture, ErasedBox, EventChannel, EventChannel_TO, EventChannelBox, NextHandle,
-    ScratchArea, WaterfallInnerBox,
+    PollContext, ScratchArea, Started, WaterfallInnerBox,
 };
 use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError};
 
@@ -114,24 +114,39 @@ impl EventChannel for Channel {
             // is never reset, and outlives them as part of the same future state.
             let scratch = ScratchArea::<PARALLEL_SCRATCH>::new();
             // Every listener starts before any is awaited; one vector holds the running ones.
-            let mut running: Vec<(usize, DispatchFuture<_>)> = Vec::with_capacity(listeners.len());
-            for (index, entry) in listeners.iter().enumerate() {
-                if let ListenerKind::Async(listener) = &entry.kind
-                    && entry.is_alive()
-                {
-                    // SAFETY: the calls are made one after another by this future.
-                    #[allow(unsafe_code, reason = "listeners started one at a time")]
-                    let lent = unsafe { scratch.lend_exclusive() };
-                    running.push((index, listener.call(payload.clone(), lent)));
-                }
-            }
             let mut failures = Vec::new();
+            let mut fail = |index: usize, error: &PluginError| {
+                let entry = &listeners[index];
+                report(&slot.name, entry, error);
+                failures.push(format!("{}: {error}", entry.owner));
+            };
+            // Every listener starts, and runs until it first waits, before any is awaited; the
+            // ones still pending go into one vector (unallocated while none are).
+            let mut running: Vec<(usize, DispatchFuture<_>)> = Vec::new();
+            std::future::poll_fn(|cx| {
+                PollContext::with(cx, |cx| {
+                    for (index, entry) in listeners.iter().enumerate() {
+                        if let ListenerKind::Async(listener) = &entry.kind
+                            && entry.is_alive()
+                        {
+                            // SAFETY: the calls are made one after another by this future.
+                            #[allow(unsafe_code, reason = "listeners started one at a time")]
+                            let lent = unsafe { scratch.lend_exclusive() };
+                            match listener.call(payload.clone(), lent, cx) {
+                                Started::Ready(ROk(_)) => {}
+                                Started::Ready(RErr(error)) => fail(index, &error),
+                                Started::Pending(future) => running.push((index, future)),
+                            }
+                        }
+                    }
+                });
+                std::task::Poll::Ready(())
+            })
+            .await;
             std::future::poll_fn(|cx| {
                 running.retain_mut(|(index, fut)| match std::pin::Pin::new(fut).poll(cx) {
                     std::task::Poll::Ready(RErr(error)) => {
-                        let entry = &listeners[*index];
-                        report(&slot.name, entry, &error);
-                        failures.push(format!("{}: {error}", entry.owner));
+                        fail(*index, &error);
                         false
                     }
                     std::task::Poll::Ready(ROk(_)) => false,
@@ -175,10 +190,19 @@ impl EventChannel for Channel {
                     continue;
                 }
                 if let ListenerKind::Async(listener) = &entry.kind {
-                    // SAFETY: one listener is called at a time, by this future only.
-                    #[allow(unsafe_code, reason = "listeners started one at a time")]
-                    let lent = unsafe { scratch.lend_exclusive() };
-                    let answer = listener.call(payload.clone(), lent).await;
+                    let started = std::future::poll_fn(|cx| {
+                        // SAFETY: one listener is called at a time, by this future only.
+                        #[allow(unsafe_code, reason = "listeners started one at a time")]
+                        let lent = unsafe { scratch.lend_exclusive() };
+                        std::task::Poll::Ready(PollContext::with(cx, |cx| {
+                            listener.call(payload.clone(), lent, cx)
+                        }))
+                    })
+                    .await;
+                    let answer = match started {
+                        Started::Ready(answer) => answer,
+                        Started::Pending(mut future) => (&mut future).await,
+                    };
                     // SAFETY: the awaited future was dropped when the await above completed.
                     #[allow(unsafe_code, reason = "reuse of the scratch area between listeners")]
                     unsafe {
