@@ -4,7 +4,7 @@
 //!   `plugin-api` only, as a third-party author would build it;
 //! - `libincompatible_layout.so`: built against a copy of `plugin-api` whose `PluginDecl` has an
 //!   extra field (same version), so the host's layout check must refuse it;
-//! - `libincompatible_version.so`: built against a copy of `plugin-api` versioned 0.2.0;
+//! - `libincompatible_version.so`: built against a copy of `plugin-api` one minor version ahead;
 //! - `libnot_a_plugin.so`: a shared library without the plugin root module.
 //!
 //! They share the workspace's target directory so their dependencies are not compiled twice;
@@ -46,13 +46,20 @@ pub(crate) fn build(root: &Path) -> Result<()> {
         build_crate(root, &not_plugin, "not_a_plugin", &out)?;
 
         let layout_api = base.join("api-layout/plugin-api");
-        copy_api(root, &layout_api, "0.1.0", true)?;
+        // The same version with a changed layout, and the next minor version (incompatible
+        // under 0.x semver) with the same layout.
+        copy_api(root, &layout_api, env!("CARGO_PKG_VERSION"), true)?;
         let layout_plugin = base.join("api-layout/incompatible-layout");
         refresh_template(root, "incompatible-layout", &layout_plugin, &layout_api)?;
         build_crate(root, &layout_plugin, "incompatible_layout", &out)?;
 
         let version_api = base.join("api-version/plugin-api");
-        copy_api(root, &version_api, "0.2.0", false)?;
+        copy_api(
+            root,
+            &version_api,
+            &next_minor(env!("CARGO_PKG_VERSION")),
+            false,
+        )?;
         let version_plugin = base.join("api-version/incompatible-version");
         refresh_template(root, "incompatible-version", &version_plugin, &version_api)?;
         build_crate(root, &version_plugin, "incompatible_version", &out)?;
@@ -208,4 +215,15 @@ fn build_crate(root: &Path, dir: &Path, lib: &str, out: &Path) -> Result<()> {
     // dsh-host searches its own directory for plugins: fixtures must not be found there.
     std::fs::remove_file(&built)?;
     Ok(())
+}
+
+/// `0.2.0` -> `0.3.0`: a version a 0.x host refuses.
+fn next_minor(version: &str) -> String {
+    let mut parts = version.split('.');
+    let major = parts.next().unwrap_or("0");
+    let minor: u64 = parts
+        .next()
+        .and_then(|minor| minor.parse().ok())
+        .unwrap_or(0);
+    format!("{major}.{}.0", minor + 1)
 }
