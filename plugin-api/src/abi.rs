@@ -29,7 +29,8 @@ use abi_stable::{
 };
 use async_ffi::FfiFuture;
 
-pub use crate::scratch::{DispatchFuture, PollContext, Scratch, ScratchArea, Started};
+pub use crate::scratch::{Scratch, ScratchArea};
+pub use crate::started::{DispatchFuture, PollContext, Started};
 pub use crate::value::ErasedValue;
 pub use crate::waterfall::{ChainVTable, NextHandle, WaterfallStep};
 

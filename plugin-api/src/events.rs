@@ -18,7 +18,8 @@ use crate::abi::{
     SyncListener, SyncListener_TO,
 };
 use crate::guard::contain;
-use crate::scratch::{DispatchFuture, IntoDispatch, PollContext, Scratch, Started};
+use crate::scratch::Scratch;
+use crate::started::{DispatchFuture, IntoDispatch, PollContext, Started};
 
 macro_rules! descriptor {
     ($(#[$doc:meta])* $name:ident<$($param:ident),*>, $mode:expr, $out:ty) => {

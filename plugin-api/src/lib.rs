@@ -21,6 +21,7 @@ pub mod io;
 mod logging;
 mod plugin;
 mod scratch;
+mod started;
 mod sync;
 mod value;
 mod waterfall;

@@ -27,7 +27,8 @@ use crate::abi::{
     WaterfallListener_TO,
 };
 use crate::events::unerase_arc;
-use crate::scratch::{DispatchFuture, Scratch};
+use crate::scratch::Scratch;
+use crate::started::DispatchFuture;
 use crate::value::{ErasedValue, unerase_value};
 
 /// One step of a running chain: the listener at `index` (or, when `index` is the number of
