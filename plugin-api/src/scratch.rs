@@ -1,17 +1,14 @@
-//! Futures that cross the boundary during a dispatch, and the memory a dispatch lends them.
+//! The memory a dispatch lends the futures of its listener calls.
 //!
-//! A listener call of the serial, parallel and waterfall modes returns a future, and boxing that
-//! future was most of what such a call cost (measured: ten boxes, ten frees and the allocator's
-//! slow path once its per-size cache of seven chunks overflowed). So a dispatch lends every call a
-//! region of its own memory ([`Scratch`]): a future that fits is written into the region and, when
-//! the host is done with it, only dropped in place; one that does not fit is boxed as before. The
-//! lender ([`ScratchArea`]) keeps the region alive and does not hand the same bytes out again
-//! until every future placed in them has been dropped.
+//! Every listener call of the serial, parallel and waterfall modes used to box its future: an
+//! allocation and a free per listener, and the allocator's slow path once its per-thread cache
+//! for that size (seven chunks) overflowed in a ten-level chain. A dispatch now lends each call a
+//! region of its own memory ([`Scratch`]): a future that fits is written there and later dropped
+//! in place; one that does not is boxed as before. The lender ([`ScratchArea`]: inside a serial
+//! or parallel dispatch's own state, or a waterfall's chain) keeps the region alive, and does not
+//! hand the same bytes out again until every future placed in them has been dropped.
 
-#![allow(
-    unsafe_code,
-    reason = "placement of futures in lent memory and the extern fns that poll and drop them"
-)]
+#![allow(unsafe_code, reason = "reservations in lent memory are raw pointers")]
 
 use std::alloc::Layout;
 use std::cell::UnsafeCell;
