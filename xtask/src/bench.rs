@@ -455,7 +455,7 @@ fn render(ours: &Figures, peer: Option<&Figures>) -> String {
         );
     }
     text.push_str(
-        "\nHow ours is measured: dispatches go from the host's channel to listeners living in `libbench_plugin.so`, so every listener call crosses the library boundary (a waterfall level crosses it three times: to start the listener, to ask for its `next`, to poll the step); mount/dispose use 50 isolate groups, each a provider (`libbench_plugin.so`) and a consumer (`libbench_consumer.so`); startup spawns `dsh-host --config` on 100 rows and waits for every consumer to print; reload replaces `libbench_consumer.so` in a `--plugin-dir` 20 times and waits for the new version's line; RSS figures come from `/proc/<pid>/status` (VmHWM, VmRSS).\n",
+        "\nHow ours is measured: dispatches go from the host's channel to listeners living in `libbench_plugin.so`, so every listener call crosses the library boundary (a waterfall level crosses it to start the listener, to ask for its `next`, to poll and to drop its future, and to release its reference); mount/dispose use 50 isolate groups, each a provider (`libbench_plugin.so`) and a consumer (`libbench_consumer.so`); startup spawns `dsh-host --config` on 100 rows and waits for every consumer to print; reload replaces `libbench_consumer.so` in a `--plugin-dir` 20 times and waits for the new version's line; RSS figures come from `/proc/<pid>/status` (VmHWM, VmRSS).\n",
     );
     text
 }
