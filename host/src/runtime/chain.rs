@@ -7,8 +7,8 @@
 //! holds a reference to the chain (the caller's driver keeps its reference until its step's future
 //! is dropped), so the memory outlives them. When the last reference goes, the block is parked in
 //! its event's slot and the next dispatch of that event reuses it: a chain is a couple of
-//! kilobytes, and allocating, copying and freeing that much per dispatch was a fifth of the cost
-//! of a waterfall without listeners.
+//! kilobytes, past the allocator's per-thread cache, and allocating, copying and freeing it per
+//! dispatch cost a waterfall without listeners 188 ns instead of 175.
 
 #![allow(
     unsafe_code,
@@ -29,8 +29,8 @@ use dsh_plugin_api::{ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
 
-/// Bytes of scratch memory per chain: holds ten listener futures of the size the typed adapters
-/// make for a small `async move` block.
+/// Bytes of scratch memory per chain: ten listener futures of the size the typed adapters make
+/// for a small `async move` block that awaits `next` (184 bytes), and the innermost default.
 const CHAIN_SCRATCH: usize = 2048;
 
 /// Claim flags kept inline up to this many listeners.
