@@ -167,6 +167,35 @@ fn the_five_dispatch_modes() {
     }
 }
 
+/// Four hundred chains, interleaved, whose listeners suspend, run their `next` in another task,
+/// fail before it or drop it: every answer is the one the chain must give, and each failure is
+/// logged once.
+#[test]
+fn interleaved_waterfall_chains_give_their_own_answers() {
+    let dir = TestDir::new("waterfall-stress");
+    let out = check(
+        &dir,
+        "- id: stress\n  name: lifecycle-probe/waterfall-stress\n",
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|line| line == "stress: 400 dispatches, 0 wrong"),
+        "{}",
+        out.stdout
+    );
+    let refusals = (0..400_u64).filter(|payload| payload % 5 == 0).count();
+    assert_eq!(
+        out.stderr
+            .matches("listener failed: stress refuses")
+            .count(),
+        refusals,
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn waterfall_demo_upper_cases_and_short_circuits() {
     plugin_lib("waterfall_demo");

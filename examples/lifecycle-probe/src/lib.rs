@@ -1,6 +1,7 @@
 //! Test plugins that make the runtime's rules visible on stdout, one export per rule:
 //! disposer order and concurrency, recursive dispose, contained panics (apply, listener,
-//! disposer), the five dispatch modes, a mode clash, and a stale context after a reload.
+//! disposer), the five dispatch modes, a waterfall stress run, a mode clash, and a stale context
+//! after a reload.
 //! The integration tests run them through the real `dsh-host` and read what they print.
 
 use std::io::Write;
@@ -10,7 +11,9 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json;
 
 mod modes;
+mod stress;
 pub use modes::*;
+pub use stress::*;
 
 pub(crate) fn say(line: &str) {
     let mut stdout = std::io::stdout().lock();
@@ -456,6 +459,7 @@ dsh_plugin_api::export_plugins!(
     ModeClash,
     PingDeclarer,
     Modes,
+    WaterfallStress,
     Stale,
     NeedsNothingThere,
 );

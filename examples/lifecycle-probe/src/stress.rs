@@ -1,0 +1,123 @@
+//! `waterfall-stress`: many waterfall chains at once, interleaved on the host's runtime, whose
+//! listeners suspend, hand their `next` to another task, fail before `next`, or short-circuit.
+//! Every result is checked against the value the chain must produce; the plugin prints how many
+//! dispatches ran and how many came out wrong.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dsh_plugin_api::prelude::*;
+
+use crate::{Rendezvous, say};
+
+pub const STRESS: WaterfallEvent<u64, u64> = WaterfallEvent::new("probe/waterfall-stress");
+
+const TASKS: u64 = 8;
+const DISPATCHES_PER_TASK: u64 = 50;
+
+/// What the chain below answers for `payload`.
+fn expected(payload: u64) -> u64 {
+    let innermost = if payload % 7 == 0 { 1_000 } else { 10_000 };
+    innermost + 100 + 10 + 1
+}
+
+pub struct WaterfallStress;
+
+impl Plugin for WaterfallStress {
+    const NAME: &'static str = "waterfall-stress";
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        register(&ctx)?;
+        let mismatches = Arc::new(AtomicU64::new(0));
+        let finished = Arc::new(AtomicUsize::new(0));
+        let all_done = Arc::new(Rendezvous::default());
+        for task in 0..TASKS {
+            let (ctx2, mismatches, finished, all_done) = (
+                ctx.clone(),
+                mismatches.clone(),
+                finished.clone(),
+                all_done.clone(),
+            );
+            ctx.spawn(async move {
+                for round in 0..DISPATCHES_PER_TASK {
+                    let payload = task * DISPATCHES_PER_TASK + round;
+                    let result = ctx2
+                        .waterfall(&STRESS, RArc::new(payload), |_p: RArc<u64>| async { Ok(0) })
+                        .await;
+                    if result.ok() != Some(expected(payload)) {
+                        mismatches.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                if finished.fetch_add(1, Ordering::SeqCst) + 1 == TASKS as usize {
+                    all_done.open();
+                }
+            })?;
+        }
+        all_done.wait().await;
+        say(&format!(
+            "stress: {} dispatches, {} wrong",
+            TASKS * DISPATCHES_PER_TASK,
+            mismatches.load(Ordering::SeqCst)
+        ));
+        Ok(())
+    }
+}
+
+fn register(ctx: &Context) -> Result<(), PluginError> {
+    ctx.on_waterfall(&STRESS, |_p: RArc<u64>, next: Next<u64>| async move {
+        Ok(next.run().await? + 1)
+    })?;
+    // Runs the rest of the chain in another task and waits for it there.
+    let spawner = ctx.clone();
+    ctx.on_waterfall(&STRESS, move |_p: RArc<u64>, next: Next<u64>| {
+        let spawner = spawner.clone();
+        async move {
+            let answer = Arc::new(Mutex::new(None));
+            let done = Arc::new(Rendezvous::default());
+            let (slot, signal) = (answer.clone(), done.clone());
+            spawner.spawn(async move {
+                let result = next.run().await;
+                if let Ok(mut slot) = slot.lock() {
+                    *slot = Some(result);
+                }
+                signal.open();
+            })?;
+            done.wait().await;
+            let result = answer
+                .lock()
+                .ok()
+                .and_then(|mut slot| slot.take())
+                .unwrap_or_else(|| Err(PluginError::plugin("the spawned next never answered")));
+            Ok(result? + 10)
+        }
+    })?;
+    let sleeper = ctx.clone();
+    ctx.on_waterfall(&STRESS, move |p: RArc<u64>, next: Next<u64>| {
+        let sleeper = sleeper.clone();
+        async move {
+            if *p % 2 == 1 {
+                sleeper.sleep(Duration::from_millis(1)).await;
+            }
+            Ok(next.run().await? + 100)
+        }
+    })?;
+    ctx.on_waterfall(&STRESS, |p: RArc<u64>, next: Next<u64>| async move {
+        if *p % 5 == 0 {
+            return Err(PluginError::plugin(format!("stress refuses {}", *p)));
+        }
+        next.run().await
+    })?;
+    ctx.on_waterfall(&STRESS, |p: RArc<u64>, next: Next<u64>| async move {
+        if *p % 7 == 0 {
+            drop(next);
+            return Ok(1_000);
+        }
+        next.run().await
+    })?;
+    ctx.on_waterfall(&STRESS, |_p: RArc<u64>, next: Next<u64>| async move {
+        Ok(next.run().await? + 10_000)
+    })?;
+    Ok(())
+}
