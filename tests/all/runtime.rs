@@ -185,7 +185,7 @@ fn interleaved_waterfall_chains_give_their_own_answers() {
         "{}",
         out.stdout
     );
-    let refusals = (0..400_u64).filter(|payload| payload % 5 == 0).count();
+    let refusals = (0..400_u64).filter(|payload| payload.is_multiple_of(5)).count();
     assert_eq!(
         out.stderr
             .matches("listener failed: stress refuses")

@@ -18,7 +18,7 @@ const DISPATCHES_PER_TASK: u64 = 50;
 
 /// What the chain below answers for `payload`.
 fn expected(payload: u64) -> u64 {
-    let innermost = if payload % 7 == 0 { 1_000 } else { 10_000 };
+    let innermost = if payload.is_multiple_of(7) { 1_000 } else { 10_000 };
     innermost + 100 + 10 + 1
 }
 
@@ -97,20 +97,20 @@ fn register(ctx: &Context) -> Result<(), PluginError> {
     ctx.on_waterfall(&STRESS, move |p: RArc<u64>, next: Next<u64>| {
         let sleeper = sleeper.clone();
         async move {
-            if *p % 2 == 1 {
+            if !p.is_multiple_of(2) {
                 sleeper.sleep(Duration::from_millis(1)).await;
             }
             Ok(next.run().await? + 100)
         }
     })?;
     ctx.on_waterfall(&STRESS, |p: RArc<u64>, next: Next<u64>| async move {
-        if *p % 5 == 0 {
+        if p.is_multiple_of(5) {
             return Err(PluginError::plugin(format!("stress refuses {}", *p)));
         }
         next.run().await
     })?;
     ctx.on_waterfall(&STRESS, |p: RArc<u64>, next: Next<u64>| async move {
-        if *p % 7 == 0 {
+        if p.is_multiple_of(7) {
             drop(next);
             return Ok(1_000);
         }
