@@ -46,8 +46,11 @@ pub async fn announce_stop(
     };
     match runtime.channel(&HOST_STOPPING.decl()) {
         Ok(channel) => {
-            let channel =
-                typed_channel::<dsh_plugin_api::ParallelEvent<StopRequest>>(channel.boxed());
+            // SAFETY: resolved for HOST_STOPPING's declaration, whose type this is.
+            #[allow(unsafe_code, reason = "a typed view of a channel the host resolved")]
+            let channel = unsafe {
+                typed_channel::<dsh_plugin_api::ParallelEvent<StopRequest>>(channel.boxed())
+            };
             match tokio::time::timeout(grace, channel.parallel(RArc::new(request))).await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => tracing::error!("host/stopping: {error}"),

@@ -214,7 +214,7 @@ pub trait AsyncListener: Send + Sync {
         &self,
         payload: RArc<()>,
         scratch: Scratch,
-        cx: PollContext,
+        cx: PollContext<'_>,
     ) -> Started<ROption<ErasedBox>>;
 }
 pub type AsyncListenerBox = AsyncListener_TO<'static, RBox<()>>;

@@ -104,8 +104,13 @@ fn into_result<T>(value: RResult<T, PluginError>) -> Result<T, PluginError> {
 }
 
 /// A typed channel over an erased one, for code that dispatches from outside a plugin (the
-/// host's own events, benchmarks). The host checks the declaration when resolving `inner`.
-pub fn typed_channel<D: Descriptor>(inner: EventChannelBox) -> Channel<D> {
+/// host's own events, benchmarks).
+///
+/// # Safety
+/// `inner` was resolved for `D`'s declaration (the host checks the mode and the layouts when it
+/// resolves a channel for an [`EventDecl`]); the typed dispatch trusts them.
+#[allow(unsafe_code, reason = "the contract is the caller's")]
+pub unsafe fn typed_channel<D: Descriptor>(inner: EventChannelBox) -> Channel<D> {
     Channel {
         inner: Arc::new(inner),
         _descriptor: PhantomData,

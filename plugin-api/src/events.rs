@@ -176,7 +176,7 @@ where
         &self,
         payload: RArc<()>,
         scratch: Scratch,
-        cx: PollContext,
+        cx: PollContext<'_>,
     ) -> Started<ROption<ErasedBox>> {
         let payload = unerase_arc::<P>(payload);
         DispatchFuture::start(scratch, cx, || (self.f)(payload))

@@ -105,9 +105,13 @@ impl<const N: usize> ScratchArea<N> {
         }
     }
 
-    /// The region to lend to one call. The area must not move or be freed while a future placed
-    /// through it is alive: lend it from a pinned future's state or from shared heap memory.
-    pub fn lend(&self) -> Scratch {
+    /// The region to lend to one call.
+    ///
+    /// # Safety
+    /// The area does not move, is not freed and is not reset while a future placed through the
+    /// region is alive (lend it from a pinned future's state or from heap memory that outlives
+    /// those futures).
+    pub unsafe fn lend(&self) -> Scratch {
         Scratch {
             base: self.bytes.get().cast(),
             capacity: N,
@@ -121,11 +125,13 @@ impl<const N: usize> ScratchArea<N> {
     /// reserves without atomic read-modify-writes.
     ///
     /// # Safety
-    /// No other region of this area is reserved from while the call it is lent to runs.
+    /// As for [`lend`](Self::lend); and no other region of this area is reserved from while the
+    /// call it is lent to runs.
     pub unsafe fn lend_exclusive(&self) -> Scratch {
         Scratch {
             exclusive: true,
-            ..self.lend()
+            // SAFETY: the caller upholds `lend`'s contract as part of this one.
+            ..unsafe { self.lend() }
         }
     }
 
@@ -151,7 +157,8 @@ mod tests {
     #[test]
     fn reserved_ranges_are_aligned_and_disjoint() {
         let area = ScratchArea::<256>::new();
-        let scratch = area.lend();
+        // SAFETY: nothing is placed in the reservations.
+        let scratch = unsafe { area.lend() };
         let a = scratch
             .reserve(Layout::from_size_align(3, 1).unwrap())
             .unwrap();

@@ -16,6 +16,7 @@
 
 use std::alloc::Layout;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -122,9 +123,11 @@ impl<V: Send + 'static> DispatchFuture<V> {
                         Box::from_raw(place.as_ptr().cast::<std::mem::MaybeUninit<F>>())
                     });
                 }
+                // Boxed, not placed: the panicking code may already have handed a `next` to
+                // another thread, whose step may be reserving from the same scratch memory now.
                 Self::ready(
                     RErr(RBox::new(PluginError::from_panic(payload.as_ref()))),
-                    scratch,
+                    Scratch::none(),
                 )
             }
         }
@@ -146,7 +149,7 @@ impl<V: Send + 'static> DispatchFuture<V> {
 
     /// [`make`](Self::make)s the future and polls it once with `cx`: when it is done, it is
     /// dropped at once and its outcome is the answer; otherwise the future is.
-    pub(crate) fn start<F, M>(scratch: Scratch, cx: PollContext, make: M) -> Started<V>
+    pub(crate) fn start<F, M>(scratch: Scratch, cx: PollContext<'_>, make: M) -> Started<V>
     where
         M: FnOnce() -> F,
         F: Future + Send + 'static,
@@ -155,7 +158,7 @@ impl<V: Send + 'static> DispatchFuture<V> {
         let future = Self::make(scratch, make);
         // SAFETY: `poll_fn` was built for the future behind `fut`; `cx` is the context of the
         // poll this call is made from.
-        match unsafe { (future.poll_fn)(future.fut, cx.0) } {
+        match unsafe { (future.poll_fn)(future.fut, cx.context) } {
             FfiPoll::Ready(outcome) => Started::Ready(outcome),
             FfiPoll::Pending => Started::Pending(future),
             FfiPoll::Panicked => Started::Ready(RErr(RBox::new(PluginError::new(
@@ -166,16 +169,25 @@ impl<V: Send + 'static> DispatchFuture<V> {
     }
 }
 
-/// The waker context of the poll a call is made from. Valid for the duration of that call only.
+/// The waker context of the poll a call is made from. Its lifetime keeps it inside the call
+/// [`PollContext::with`] makes.
 #[repr(transparent)]
 #[derive(StableAbi, Clone, Copy)]
-pub struct PollContext(*mut FfiContext<'static>);
+pub struct PollContext<'a> {
+    // 'static only names a lifetime the ABI can carry; `'a` is the real one.
+    context: *mut FfiContext<'static>,
+    _call: PhantomData<&'a mut ()>,
+}
 
-impl PollContext {
-    /// Calls `call` with the context of the poll `cx` belongs to.
-    pub fn with<T>(cx: &mut Context<'_>, call: impl FnOnce(PollContext) -> T) -> T {
-        // The context outlives the call; the 'static only names a lifetime the ABI can carry.
-        cx.with_ffi_context(|ffi| call(PollContext(std::ptr::from_mut(ffi).cast())))
+impl PollContext<'_> {
+    /// Calls `call` with the context of the poll `cx` belongs to; the context cannot leave it.
+    pub fn with<T>(cx: &mut Context<'_>, call: impl for<'a> FnOnce(PollContext<'a>) -> T) -> T {
+        cx.with_ffi_context(|ffi| {
+            call(PollContext {
+                context: std::ptr::from_mut(ffi).cast(),
+                _call: PhantomData,
+            })
+        })
     }
 }
 
@@ -264,12 +276,14 @@ mod tests {
         let area = ScratchArea::<64>::new();
         let small = [7_u8; 16];
         let mut placed: DispatchFuture<ROption<ErasedBox>> =
-            DispatchFuture::new(async move { Some(u64::from(small[0])) }, area.lend());
+            // SAFETY: the area outlives the future, dropped before it.
+            DispatchFuture::new(async move { Some(u64::from(small[0])) }, unsafe { area.lend() });
         assert!(area.used() >= 16);
         let big = [1_u8; 128];
         let before = area.used();
         let mut boxed: DispatchFuture<ROption<ErasedBox>> =
-            DispatchFuture::new(async move { Some(u64::from(big[3])) }, area.lend());
+            // SAFETY: as above.
+            DispatchFuture::new(async move { Some(u64::from(big[3])) }, unsafe { area.lend() });
         assert_eq!(area.used(), before, "too big: boxed");
         for (fut, want) in [(&mut placed, 7), (&mut boxed, 1)] {
             match poll_once(fut) {
@@ -300,7 +314,8 @@ mod tests {
                 }
                 Ok::<u8, PluginError>(0)
             },
-            area.lend(),
+            // SAFETY: the area outlives the future, dropped below.
+            unsafe { area.lend() },
         );
         match poll_once(&mut fut) {
             Poll::Ready(RErr(error)) => {
@@ -322,7 +337,9 @@ mod tests {
         F::Output: IntoDispatch<V>,
     {
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        PollContext::with(&mut cx, |cx| DispatchFuture::start(area.lend(), cx, make))
+        // SAFETY: the area outlives the future, which the test drops before it.
+        let scratch = unsafe { area.lend() };
+        PollContext::with(&mut cx, |cx| DispatchFuture::start(scratch, cx, make))
     }
 
     #[test]

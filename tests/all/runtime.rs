@@ -153,6 +153,13 @@ fn the_five_dispatch_modes() {
             out.stdout
         );
     }
+    // An error from after `next` went outward to the listener that caught it, and is not logged as
+    // a listener failure at every level it crossed.
+    assert!(
+        !out.stderr.contains("listener failed: failed after"),
+        "{}",
+        out.stderr
+    );
     // The two listeners that failed before running `next` were skipped, and named in the log.
     for expected in [
         "listener failed: refused before next",
@@ -185,7 +192,9 @@ fn interleaved_waterfall_chains_give_their_own_answers() {
         "{}",
         out.stdout
     );
-    let refusals = (0..400_u64).filter(|payload| payload.is_multiple_of(5)).count();
+    let refusals = (0..400_u64)
+        .filter(|payload| payload.is_multiple_of(5))
+        .count();
     assert_eq!(
         out.stderr
             .matches("listener failed: stress refuses")

@@ -18,7 +18,11 @@ const DISPATCHES_PER_TASK: u64 = 50;
 
 /// What the chain below answers for `payload`.
 fn expected(payload: u64) -> u64 {
-    let innermost = if payload.is_multiple_of(7) { 1_000 } else { 10_000 };
+    let innermost = if payload.is_multiple_of(7) {
+        1_000
+    } else {
+        10_000
+    };
     innermost + 100 + 10 + 1
 }
 

@@ -89,9 +89,10 @@ impl ChainBlock {
 
     /// Marks listener `index`'s continuation as used; true when it already was.
     fn claim(&self, index: usize) -> bool {
-        let flags: &[AtomicBool] = match &self.state().more_claims {
+        let state = self.state();
+        let flags: &[AtomicBool] = match &state.more_claims {
             Some(flags) => flags,
-            None => &self.claims,
+            None => self.claims.get(..state.listeners.len()).unwrap_or(&[]),
         };
         // An index past the end cannot come from a handle the host made; refuse it as used.
         flags
@@ -256,17 +257,18 @@ unsafe extern "C" fn chain_failed(
         // The innermost default belongs to the dispatcher: its error is the dispatch's.
         return RErr(error);
     }
+    // Claimed either way: if the rest of the chain already ran for this listener, running it
+    // again would repeat its effects, and the error goes on outward as the chain's (logged by
+    // whoever ends up with it, not once per level it crosses); if not, a `next` the failed
+    // listener kept must not start a second run later, and the listener is skipped.
+    if this.claim(index) {
+        return RErr(error);
+    }
     tracing::error!(
         event = %this.state().slot.name,
         listener = %this.owner(index),
         "listener failed: {error}"
     );
-    // Claimed either way: if the rest of the chain already ran for this listener, running it
-    // again would repeat its effects; if not, a `next` the failed listener kept must not start a
-    // second run later.
-    if this.claim(index) {
-        return RErr(error);
-    }
     this.step_from(chain, index + 1)
 }
 

@@ -2,8 +2,10 @@
 //!
 //! A listener that fails (an error or a contained panic) is logged with its owner and the
 //! dispatch goes on: emit and parallel call the others, bail and serial ask the next one, and a
-//! waterfall listener that failed before calling `next` is skipped. In a waterfall each `next`
-//! runs the rest of the chain at most once; a second call is an error, not a skip.
+//! waterfall listener that failed before calling `next` is skipped. A waterfall listener that
+//! failed after its `next` ran passes its error outward instead, to the listener around it or to
+//! the dispatcher. In a waterfall each `next` runs the rest of the chain at most once; a second
+//! call is an error, not a skip.
 
 use std::sync::Arc;
 
@@ -113,45 +115,45 @@ impl EventChannel for Channel {
             // The listeners' futures are placed in this dispatch's own memory when they fit; it
             // is never reset, and outlives them as part of the same future state.
             let scratch = ScratchArea::<PARALLEL_SCRATCH>::new();
-            // Every listener starts before any is awaited; one vector holds the running ones.
             let mut failures = Vec::new();
             let mut fail = |index: usize, error: &PluginError| {
                 let entry = &listeners[index];
                 report(&slot.name, entry, error);
                 failures.push(format!("{}: {error}", entry.owner));
             };
-            // Every listener starts, and runs until it first waits, before any is awaited; the
-            // ones still pending go into one vector (unallocated while none are).
+            // Every listener starts, and runs until it first waits, in the first poll, before any
+            // is awaited; the ones still pending go into one vector (unallocated while none are)
+            // and are polled again when woken.
             let mut running: Vec<(usize, DispatchFuture<_>)> = Vec::new();
+            let mut started = false;
             std::future::poll_fn(|cx| {
-                PollContext::with(cx, |cx| {
-                    for (index, entry) in listeners.iter().enumerate() {
-                        if let ListenerKind::Async(listener) = &entry.kind
-                            && entry.is_alive()
-                        {
-                            // SAFETY: the calls are made one after another by this future.
-                            #[allow(unsafe_code, reason = "listeners started one at a time")]
-                            let lent = unsafe { scratch.lend_exclusive() };
-                            match listener.call(payload.clone(), lent, cx) {
-                                Started::Ready(ROk(_)) => {}
-                                Started::Ready(RErr(error)) => fail(index, &error),
-                                Started::Pending(future) => running.push((index, future)),
+                if !std::mem::replace(&mut started, true) {
+                    PollContext::with(cx, |cx| {
+                        for (index, entry) in listeners.iter().enumerate() {
+                            if let ListenerKind::Async(listener) = &entry.kind
+                                && entry.is_alive()
+                            {
+                                // SAFETY: the calls are made one after another by this future.
+                                #[allow(unsafe_code, reason = "listeners started one at a time")]
+                                let lent = unsafe { scratch.lend_exclusive() };
+                                match listener.call(payload.clone(), lent, cx) {
+                                    Started::Ready(ROk(_)) => {}
+                                    Started::Ready(RErr(error)) => fail(index, &error),
+                                    Started::Pending(future) => running.push((index, future)),
+                                }
                             }
                         }
-                    }
-                });
-                std::task::Poll::Ready(())
-            })
-            .await;
-            std::future::poll_fn(|cx| {
-                running.retain_mut(|(index, fut)| match std::pin::Pin::new(fut).poll(cx) {
-                    std::task::Poll::Ready(RErr(error)) => {
-                        fail(*index, &error);
-                        false
-                    }
-                    std::task::Poll::Ready(ROk(_)) => false,
-                    std::task::Poll::Pending => true,
-                });
+                    });
+                } else {
+                    running.retain_mut(|(index, fut)| match std::pin::Pin::new(fut).poll(cx) {
+                        std::task::Poll::Ready(RErr(error)) => {
+                            fail(*index, &error);
+                            false
+                        }
+                        std::task::Poll::Ready(ROk(_)) => false,
+                        std::task::Poll::Pending => true,
+                    });
+                }
                 if running.is_empty() {
                     std::task::Poll::Ready(())
                 } else {
@@ -203,7 +205,8 @@ impl EventChannel for Channel {
                         Started::Ready(answer) => answer,
                         Started::Pending(mut future) => (&mut future).await,
                     };
-                    // SAFETY: the awaited future was dropped when the await above completed.
+                    // SAFETY: the listener's future is gone: dropped in the call when it finished
+                    // there, or at the end of the match arm above.
                     #[allow(unsafe_code, reason = "reuse of the scratch area between listeners")]
                     unsafe {
                         scratch.reset()
