@@ -276,6 +276,21 @@ fn disabling_a_provider_row_sends_its_consumer_back_to_pending() {
     assert_eq!(host.stop(), Some(0));
 }
 
+/// A waterfall's finished chain is kept for the event's next dispatch, with its listener snapshot;
+/// disabling the row that registered a listener must still release that listener at once.
+#[test]
+fn a_disabled_rows_waterfall_listener_is_released_at_once() {
+    plugin_lib("lifecycle_probe");
+    let dir = TestDir::new("reload-keeper");
+    let row = "- id: keeper\n  name: lifecycle-probe/waterfall-keeper\n";
+    let config = dir.write("tree.yml", row);
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    host.wait_stdout("keeper dispatched: 2", WAIT);
+    dir.write("tree.yml", &format!("{row}  disabled: true\n"));
+    host.wait_stdout("keeper listener dropped", WAIT);
+    assert_eq!(host.stop(), Some(0));
+}
+
 #[test]
 fn creating_a_home_patch_layer_while_running_takes_effect() {
     let dir = TestDir::new("reload-home-patch");

@@ -460,6 +460,7 @@ dsh_plugin_api::export_plugins!(
     PingDeclarer,
     Modes,
     WaterfallStress,
+    WaterfallKeeper,
     Stale,
     NeedsNothingThere,
 );

@@ -125,3 +125,37 @@ fn register(ctx: &Context) -> Result<(), PluginError> {
     })?;
     Ok(())
 }
+
+pub const KEEP: WaterfallEvent<u64, u64> = WaterfallEvent::new("probe/keep");
+
+/// Prints when dropped: shows when a listener's closure is released.
+struct Loud;
+
+impl Drop for Loud {
+    fn drop(&mut self) {
+        say("keeper listener dropped");
+    }
+}
+
+/// Registers a waterfall listener that owns a [`Loud`] and dispatches through it once, so the
+/// event's parked chain keeps a snapshot holding that listener. Disabling the row must drop the
+/// listener right away, not at the event's next dispatch.
+pub struct WaterfallKeeper;
+
+impl Plugin for WaterfallKeeper {
+    const NAME: &'static str = "waterfall-keeper";
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        let loud = Arc::new(Loud);
+        ctx.on_waterfall(&KEEP, move |_p: RArc<u64>, next: Next<u64>| {
+            let _held = loud.clone();
+            async move { Ok(next.run().await? + 1) }
+        })?;
+        let answer = ctx
+            .waterfall(&KEEP, RArc::new(1), |p: RArc<u64>| async move { Ok(*p) })
+            .await?;
+        say(&format!("keeper dispatched: {answer}"));
+        Ok(())
+    }
+}

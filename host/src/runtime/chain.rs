@@ -39,24 +39,34 @@ const INLINE_CLAIMS: usize = 16;
 /// What one dispatch puts in a chain block.
 struct ChainState {
     slot: Arc<Slot>,
-    listeners: Arc<Vec<Arc<ListenerEntry>>>,
+    listeners: Arc<Snapshot>,
+    /// The slot generation `listeners` was filed under.
+    generation: u64,
     inner: WaterfallInnerBox,
     payload: RArc<()>,
     /// Claim flags for chains with more than [`INLINE_CLAIMS`] listeners.
     more_claims: Option<Box<[AtomicBool]>>,
 }
 
+type Snapshot = Vec<Arc<ListenerEntry>>;
+
 /// A chain's memory; every field is valid when zeroed, so a new block is one zeroed allocation.
 struct ChainBlock {
     refs: AtomicUsize,
     /// Initialized from `Chain::start` until the last reference is released.
     state: UnsafeCell<MaybeUninit<ChainState>>,
+    /// The listener snapshot a parked block keeps for the next dispatch (`Arc::into_raw`, null
+    /// when none), and the slot generation it was taken at: reusing it spares the dispatch the
+    /// slot's lock and two reference counts.
+    cached: UnsafeCell<*const Snapshot>,
+    cached_generation: UnsafeCell<u64>,
     claims: [AtomicBool; INLINE_CLAIMS],
     scratch: ScratchArea<CHAIN_SCRATCH>,
 }
 
-// SAFETY: `state` is written only while the block has no references (before `start` hands out
-// the first, after the last is released) and read while it has some.
+// SAFETY: `state` and the cache are written only while the block has no references (before
+// `start` hands out the first, after the last is released, or while parked and taken) and `state`
+// is read while it has some.
 unsafe impl Sync for ChainBlock {}
 unsafe impl Send for ChainBlock {}
 
@@ -72,13 +82,37 @@ impl ChainBlock {
     /// # Safety
     /// `block` came from `allocate`, holds no state and no references.
     unsafe fn free(block: NonNull<ChainBlock>) {
+        // SAFETY: per the contract, nobody else reaches the block.
+        drop(unsafe { block.as_ref().take_cache() });
         // SAFETY: per the contract; `ChainBlock` has no drop glue besides its state, which is
-        // not initialized.
+        // not initialized, and its cache, just emptied.
         unsafe {
             std::alloc::dealloc(
                 block.as_ptr().cast(),
                 std::alloc::Layout::new::<ChainBlock>(),
             )
+        }
+    }
+
+    /// Empties the cache, answering what it held.
+    ///
+    /// # Safety
+    /// The caller owns the block exclusively (no references, not parked).
+    unsafe fn take_cache(&self) -> Option<(u64, Arc<Snapshot>)> {
+        // SAFETY: exclusive access per the contract; a non-null pointer came from `into_raw`.
+        unsafe {
+            let raw = std::mem::replace(&mut *self.cached.get(), std::ptr::null());
+            (!raw.is_null()).then(|| (*self.cached_generation.get(), Arc::from_raw(raw)))
+        }
+    }
+
+    /// # Safety
+    /// As for [`take_cache`](Self::take_cache); the cache is empty.
+    unsafe fn put_cache(&self, generation: u64, listeners: Arc<Snapshot>) {
+        // SAFETY: exclusive access per the contract.
+        unsafe {
+            *self.cached_generation.get() = generation;
+            *self.cached.get() = Arc::into_raw(listeners);
         }
     }
 
@@ -101,23 +135,41 @@ impl ChainBlock {
     }
 }
 
-/// The block an event's last chain left behind, for its next dispatch.
+/// The block an event's last chain left behind, for its next dispatch. Its swaps are `SeqCst`,
+/// like the slot's generation: a release that parks a block and then reads the generation, and a
+/// listener change that bumps the generation and then takes the parked block, must not both miss
+/// each other.
 #[derive(Default)]
 pub(super) struct SpareChain(AtomicPtr<ChainBlock>);
 
 impl SpareChain {
     fn take(&self) -> Option<NonNull<ChainBlock>> {
-        NonNull::new(self.0.swap(std::ptr::null_mut(), Ordering::Acquire))
+        NonNull::new(self.0.swap(std::ptr::null_mut(), Ordering::SeqCst))
     }
 
     /// # Safety
     /// `block` holds no state and no references.
     unsafe fn park(&self, block: NonNull<ChainBlock>) {
-        let previous = self.0.swap(block.as_ptr(), Ordering::AcqRel);
+        let previous = self.0.swap(block.as_ptr(), Ordering::SeqCst);
         if let Some(previous) = NonNull::new(previous) {
             // SAFETY: a parked block holds no state and no references.
             unsafe { ChainBlock::free(previous) }
         }
+    }
+}
+
+impl SpareChain {
+    /// Drops the snapshot a parked block keeps: called after the slot's listeners changed, so a
+    /// removed listener is not kept alive by a block nobody dispatches with.
+    pub(super) fn forget_snapshot(&self) {
+        let Some(block) = self.take() else {
+            return;
+        };
+        // SAFETY: a taken block is owned exclusively and holds no state or references.
+        let stale = unsafe { block.as_ref().take_cache() };
+        // SAFETY: as above.
+        unsafe { self.park(block) };
+        drop(stale);
     }
 }
 
@@ -138,10 +190,17 @@ static VTABLE: ChainVTable = ChainVTable {
 
 /// Builds a chain over the slot's current listeners and returns the reference that starts it.
 pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox) -> NextHandle {
-    let listeners = slot.snapshot();
     let block = slot.spare_chain.take().unwrap_or_else(ChainBlock::allocate);
     // SAFETY: a fresh or parked block holds no state and no references: this is the only access.
     let this = unsafe { block.as_ref() };
+    // Read before the snapshot: if the listeners change in between, the snapshot is newer than
+    // the generation it is filed under, and the next dispatch merely takes a fresh one.
+    let generation = slot.generation();
+    // SAFETY: exclusive access, as above.
+    let listeners = match unsafe { this.take_cache() } {
+        Some((cached_generation, listeners)) if cached_generation == generation => listeners,
+        _ => slot.snapshot(),
+    };
     let more_claims = if listeners.len() > INLINE_CLAIMS {
         Some(
             (0..listeners.len())
@@ -160,6 +219,7 @@ pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox
         (*this.state.get()).write(ChainState {
             slot,
             listeners,
+            generation,
             inner,
             payload,
             more_claims,
@@ -285,15 +345,25 @@ unsafe extern "C" fn chain_release(chain: *const ()) {
     let ChainState {
         slot,
         listeners,
+        generation,
         inner,
         payload,
         more_claims,
     } = unsafe { (*this.state.get()).assume_init_read() };
     // Plugin code (the innermost default's destructor, the payload's) runs before the block is
     // parked, so it cannot reach a block that is already being reused.
-    drop((listeners, inner, payload, more_claims));
+    drop((inner, payload, more_claims));
+    // SAFETY: no references are left and the block is not parked: it is owned here; the cache
+    // was emptied by `start`.
+    unsafe { this.put_cache(generation, listeners) };
     if let Some(block) = NonNull::new(chain.cast_mut().cast::<ChainBlock>()) {
         // SAFETY: the block holds no state and no references now.
         unsafe { slot.spare_chain.park(block) };
+    }
+    // The listeners may have changed while this chain ran, after the change dropped the parked
+    // block's snapshot: then drop the one just parked (the generation is bumped before that drop,
+    // so one of the two sees the other).
+    if slot.generation() != generation {
+        slot.spare_chain.forget_snapshot();
     }
 }
