@@ -295,14 +295,17 @@ mod tests {
         }
     }
 
+    /// Counts its drops.
+    struct Flag(std::sync::Arc<AtomicUsize>);
+
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     #[test]
     fn a_panic_while_polling_becomes_an_error_and_drop_runs_in_place() {
-        struct Flag(std::sync::Arc<AtomicUsize>);
-        impl Drop for Flag {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let dropped = std::sync::Arc::new(AtomicUsize::new(0));
         let area = ScratchArea::<256>::new();
         let flag = Flag(dropped.clone());
@@ -344,12 +347,6 @@ mod tests {
 
     #[test]
     fn a_started_future_done_at_once_answers_and_is_already_dropped() {
-        struct Flag(std::sync::Arc<AtomicUsize>);
-        impl Drop for Flag {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let dropped = std::sync::Arc::new(AtomicUsize::new(0));
         let area = ScratchArea::<256>::new();
         let flag = Flag(dropped.clone());

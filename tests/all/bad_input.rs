@@ -1,7 +1,9 @@
 //! Bad input: each gets a clear error naming the file, row or field; everything that does not
 //! depend on the broken part keeps running.
 
-use dsh_tests::{HostProcess, TestDir, WAIT, fixture_lib, install_library, plugin_lib, run_host};
+use dsh_tests::{
+    HostProcess, TestDir, WAIT, fixture_lib, fixture_text, install_library, plugin_lib, run_host,
+};
 
 fn check_config(dir: &TestDir, yaml: &str, extra: &[&str]) -> dsh_tests::Output {
     let config = dir.write("tree.yml", yaml);
@@ -149,7 +151,7 @@ fn unusable_libraries_fail_their_row_only() {
     assert!(
         row("version").contains(&format!(
             "built against plugin-api {}, but this host needs a version compatible with {}",
-            next_minor(env!("CARGO_PKG_VERSION")),
+            fixture_text("incompatible_version.txt"),
             env!("CARGO_PKG_VERSION")
         )),
         "{}",
@@ -239,15 +241,4 @@ fn inject_on_a_group_row_is_named_and_ignored() {
     host.wait_stderr("row `box`: `inject` on a group row is ignored", WAIT);
     host.wait_stdout("consumer says: Hello, world!", WAIT);
     assert_eq!(host.stop(), Some(0));
-}
-
-/// The version the incompatible-version fixture is built as (see xtask's fixtures).
-fn next_minor(version: &str) -> String {
-    let mut parts = version.split('.');
-    let major = parts.next().unwrap_or("0");
-    let minor: u64 = parts
-        .next()
-        .and_then(|minor| minor.parse().ok())
-        .unwrap_or(0);
-    format!("{major}.{}.0", minor + 1)
 }

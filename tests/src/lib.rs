@@ -59,11 +59,18 @@ pub fn plugin_lib(name: &str) -> PathBuf {
 
 /// A library built outside the workspace by `cargo xtask test` into `target/fixtures/out`.
 pub fn fixture_lib(name: &str) -> PathBuf {
-    require(
-        workspace_root()
-            .join("target/fixtures/out")
-            .join(format!("lib{}.so", name.replace('-', "_"))),
-    )
+    require(fixture_out().join(format!("lib{}.so", name.replace('-', "_"))))
+}
+
+fn fixture_out() -> PathBuf {
+    workspace_root().join("target/fixtures/out")
+}
+
+/// A text file the fixture build writes beside its libraries.
+pub fn fixture_text(name: &str) -> String {
+    let path = require(fixture_out().join(name));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
 }
 
 /// A scratch directory, removed when dropped.

@@ -4,7 +4,8 @@
 //!   `plugin-api` only, as a third-party author would build it;
 //! - `libincompatible_layout.so`: built against a copy of `plugin-api` whose `PluginDecl` has an
 //!   extra field (same version), so the host's layout check must refuse it;
-//! - `libincompatible_version.so`: built against a copy of `plugin-api` one minor version ahead;
+//! - `libincompatible_version.so`: built against a copy of `plugin-api` one minor version ahead
+//!   (that version is written beside it, in `incompatible_version.txt`);
 //! - `libnot_a_plugin.so`: a shared library without the plugin root module.
 //!
 //! They share the workspace's target directory so their dependencies are not compiled twice;
@@ -54,12 +55,10 @@ pub(crate) fn build(root: &Path) -> Result<()> {
         build_crate(root, &layout_plugin, "incompatible_layout", &out)?;
 
         let version_api = base.join("api-version/plugin-api");
-        copy_api(
-            root,
-            &version_api,
-            &next_minor(env!("CARGO_PKG_VERSION")),
-            false,
-        )?;
+        let next = next_minor(env!("CARGO_PKG_VERSION"));
+        copy_api(root, &version_api, &next, false)?;
+        // The tests read the version the library was built as from here.
+        write_if_changed(&out.join("incompatible_version.txt"), &next)?;
         let version_plugin = base.join("api-version/incompatible-version");
         refresh_template(root, "incompatible-version", &version_plugin, &version_api)?;
         build_crate(root, &version_plugin, "incompatible_version", &out)?;

@@ -28,6 +28,7 @@ use dsh_plugin_api::abi::{
 use dsh_plugin_api::{ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
+use super::dispatch::report;
 
 /// Bytes of scratch memory per chain: ten listener futures of the size the typed adapters make
 /// for a small `async move` block that awaits `next` (184 bytes), and the innermost default.
@@ -313,10 +314,11 @@ unsafe extern "C" fn chain_failed(
 ) -> RResult<WaterfallStep, BoxedError> {
     // SAFETY: as in `chain_next`.
     let this = unsafe { chain_ref(chain) };
-    if index >= this.state().listeners.len() {
+    let state = this.state();
+    let Some(entry) = state.listeners.get(index) else {
         // The innermost default belongs to the dispatcher: its error is the dispatch's.
         return RErr(error);
-    }
+    };
     // Claimed either way: if the rest of the chain already ran for this listener, running it
     // again would repeat its effects, and the error goes on outward as the chain's (logged by
     // whoever ends up with it, not once per level it crosses); if not, a `next` the failed
@@ -324,11 +326,7 @@ unsafe extern "C" fn chain_failed(
     if this.claim(index) {
         return RErr(error);
     }
-    tracing::error!(
-        event = %this.state().slot.name,
-        listener = %this.owner(index),
-        "listener failed: {error}"
-    );
+    report(&state.slot.name, entry, &error);
     this.step_from(chain, index + 1)
 }
 

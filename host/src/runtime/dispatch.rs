@@ -63,7 +63,7 @@ impl Channel {
     }
 }
 
-fn report(event: &str, entry: &ListenerEntry, error: &PluginError) {
+pub(super) fn report(event: &str, entry: &ListenerEntry, error: &PluginError) {
     tracing::error!(event, listener = %entry.owner, "listener failed: {error}");
 }
 
