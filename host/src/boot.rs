@@ -70,7 +70,10 @@ impl Boot {
         {
             dirs.push(exe_dir);
         }
-        dirs.dedup();
+        // A directory named twice (a `--plugin-dir` that is the executable's own) is searched
+        // once, where it first appears: otherwise each of its libraries shadows itself.
+        let mut seen = std::collections::HashSet::new();
+        dirs.retain(|dir| seen.insert(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone())));
         dirs
     }
 

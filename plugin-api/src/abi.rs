@@ -31,8 +31,7 @@ use async_ffi::FfiFuture;
 
 pub use crate::scratch::{Scratch, ScratchArea};
 pub use crate::started::{DispatchFuture, PollContext, Started};
-pub use crate::value::ErasedValue;
-pub use crate::waterfall::{ChainVTable, NextHandle, WaterfallStep};
+pub use crate::waterfall::{ChainVTable, Link, NextHandle, StepFuture};
 
 /// The root module every plugin library exports.
 #[repr(C)]
@@ -181,8 +180,7 @@ pub struct ErasedService {
 pub type ErasedBox = RBox<()>;
 
 /// A failure as it travels back through a dispatch: boxed, so the results that carry it stay two
-/// words wide on the success path (a `PluginError` is ten), which the deep chains of a waterfall
-/// copy at every level.
+/// words wide on the success path (a `PluginError` is ten).
 pub type BoxedError = RBox<PluginError>;
 
 /// The result of a listener call: `RSome` stops a bail or serial dispatch.
@@ -219,22 +217,19 @@ pub trait AsyncListener: Send + Sync {
 }
 pub type AsyncListenerBox = AsyncListener_TO<'static, RBox<()>>;
 
-/// A waterfall listener: middleware around the rest of the chain, which `next` runs.
+/// A waterfall listener: middleware around the rest of the chain, which `next` runs. The call
+/// builds the listener's future in the step slot of `next`'s link (see the `waterfall` module).
 #[sabi_trait]
 pub trait WaterfallListener: Send + Sync {
-    fn call(
-        &self,
-        payload: RArc<()>,
-        next: NextHandle,
-        scratch: Scratch,
-    ) -> DispatchFuture<ErasedValue>;
+    fn call(&self, next: NextHandle);
 }
 pub type WaterfallListenerBox = WaterfallListener_TO<'static, RBox<()>>;
 
-/// The innermost default of a waterfall dispatch, supplied by the dispatcher.
+/// The innermost default of a waterfall dispatch, supplied by the dispatcher. The call builds
+/// its future in the step slot of `step`, a live link of the chain.
 #[sabi_trait]
 pub trait WaterfallInner: Send + Sync {
-    fn run(&self, payload: RArc<()>, scratch: Scratch) -> DispatchFuture<ErasedValue>;
+    fn run(&self, step: *const Link);
 }
 pub type WaterfallInnerBox = WaterfallInner_TO<'static, RBox<()>>;
 

@@ -158,7 +158,7 @@ where
     {
         let inner = waterfall_inner::<P, R, F, Fut>(inner);
         let chain = into_result(self.inner.waterfall(erase_arc(payload), inner))?;
-        Ok(crate::value::unerase_value::<R>(drive(chain).await?))
+        drive(&chain).await
     }
 }
 
@@ -329,7 +329,7 @@ impl Context {
     where
         P: StableAbi + Send + Sync + 'static,
         R: StableAbi + Send + 'static,
-        F: Fn(RArc<P>, Next<R>) -> Fut + Send + Sync + 'static,
+        F: Fn(Next<P, R>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
     {
         into_result(self.host.on_waterfall(

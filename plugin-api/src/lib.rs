@@ -23,7 +23,6 @@ mod plugin;
 mod scratch;
 mod started;
 mod sync;
-mod value;
 mod waterfall;
 
 pub use abi::{

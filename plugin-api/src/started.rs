@@ -29,7 +29,6 @@ use async_ffi::{ContextExt, FfiContext, FfiPoll};
 use crate::abi::{BoxedError, ErasedBox, ErrorKind, PluginError};
 use crate::events::erase_box;
 use crate::scratch::Scratch;
-use crate::value::{ErasedValue, erase_value};
 
 /// What a future's output becomes when it crosses the boundary as a [`DispatchFuture<V>`].
 pub(crate) trait IntoDispatch<V> {
@@ -62,16 +61,6 @@ impl IntoDispatch<ROption<ErasedBox>> for Result<(), PluginError> {
     }
 }
 
-/// A waterfall step's value, erased for the host.
-impl<R: Send + 'static> IntoDispatch<ErasedValue> for Result<R, PluginError> {
-    fn into_dispatch(self) -> RResult<ErasedValue, BoxedError> {
-        match self {
-            Ok(value) => ROk(erase_value(value)),
-            Err(error) => RErr(RBox::new(error)),
-        }
-    }
-}
-
 /// A future handed across the boundary: in lent scratch memory when it fitted, boxed otherwise.
 /// Polling it runs the future inside `catch_unwind`; a panic ends it with a `Panic` error.
 #[repr(C)]
@@ -88,48 +77,23 @@ pub struct DispatchFuture<V> {
 unsafe impl<V: Send> Send for DispatchFuture<V> {}
 
 impl<V: Send + 'static> DispatchFuture<V> {
-    /// Builds the future with `make` directly where it will live: in `scratch` when it fits, in
-    /// a box otherwise (building in place spares copying the future, a few hundred bytes for a
-    /// typical listener). A panic in `make` becomes a `Panic` error.
+    /// Builds the future with `make` where it will live (see [`place`]). A panic in `make`
+    /// becomes a `Panic` error.
     pub(crate) fn make<F, M>(scratch: Scratch, make: M) -> Self
     where
         M: FnOnce() -> F,
         F: Future + Send + 'static,
         F::Output: IntoDispatch<V>,
     {
-        let (place, boxed) = match scratch.reserve(Layout::new::<F>()) {
-            Some(place) => (place.cast::<F>(), false),
-            None => (
-                NonNull::from(Box::leak(Box::<F>::new_uninit())).cast(),
-                true,
-            ),
-        };
-        // SAFETY: `place` is sized and aligned for `F` and used by nothing else.
-        match catch_unwind(AssertUnwindSafe(|| unsafe { place.write(make()) })) {
-            Ok(()) => Self {
-                fut: place.as_ptr().cast(),
+        match place(&scratch, make) {
+            Ok(placed) => Self {
+                fut: placed.fut,
                 poll_fn: poll_placed::<F, V>,
-                drop_fn: if boxed {
-                    drop_boxed::<F>
-                } else {
-                    drop_placed::<F>
-                },
+                drop_fn: placed.drop_fn,
             },
-            Err(payload) => {
-                if boxed {
-                    // SAFETY: the box was leaked above and never initialized: free it as
-                    // uninitialized memory.
-                    drop(unsafe {
-                        Box::from_raw(place.as_ptr().cast::<std::mem::MaybeUninit<F>>())
-                    });
-                }
-                // Boxed, not placed: the panicking code may already have handed a `next` to
-                // another thread, whose step may be reserving from the same scratch memory now.
-                Self::ready(
-                    RErr(RBox::new(PluginError::from_panic(payload.as_ref()))),
-                    Scratch::none(),
-                )
-            }
+            // Boxed, not placed: the panicking code may already have handed a `next` to another
+            // thread, whose step may be reserving from the same scratch memory now.
+            Err(panic) => Self::ready(RErr(RBox::new(panic)), Scratch::none()),
         }
     }
 
@@ -165,6 +129,49 @@ impl<V: Send + 'static> DispatchFuture<V> {
                 ErrorKind::Panic,
                 "a listener future panicked",
             )))),
+        }
+    }
+}
+
+/// A future built by [`place`]: where it lives and how to drop it there.
+pub(crate) struct Placed {
+    pub(crate) fut: *mut (),
+    pub(crate) drop_fn: unsafe extern "C" fn(fut: *mut ()),
+}
+
+/// Builds `make`'s future directly where it will live: in `scratch` when it fits, in a box
+/// otherwise (building in place spares copying the future, a few hundred bytes for a typical
+/// listener). A panic in `make` is answered as the error to report instead.
+pub(crate) fn place<F, M>(scratch: &Scratch, make: M) -> Result<Placed, PluginError>
+where
+    M: FnOnce() -> F,
+{
+    let (place, boxed) = match scratch.reserve(Layout::new::<F>()) {
+        Some(place) => (place.cast::<F>(), false),
+        None => (
+            NonNull::from(Box::leak(Box::<F>::new_uninit())).cast(),
+            true,
+        ),
+    };
+    // SAFETY: `place` is sized and aligned for `F` and used by nothing else.
+    match catch_unwind(AssertUnwindSafe(|| unsafe { place.write(make()) })) {
+        Ok(()) => Ok(Placed {
+            fut: place.as_ptr().cast(),
+            drop_fn: if boxed {
+                drop_boxed::<F>
+            } else {
+                drop_placed::<F>
+            },
+        }),
+        Err(payload) => {
+            if boxed {
+                // SAFETY: the box was leaked above and never initialized: free it as
+                // uninitialized memory.
+                drop(unsafe { Box::from_raw(place.as_ptr().cast::<std::mem::MaybeUninit<F>>()) });
+            }
+            // The caller boxes the error's future rather than placing it (see `Scratch::none`
+            // in `DispatchFuture::make`).
+            Err(PluginError::from_panic(payload.as_ref()))
         }
     }
 }
@@ -229,7 +236,7 @@ unsafe extern "C" fn drop_placed<F>(fut: *mut ()) {
     }));
 }
 
-unsafe extern "C" fn drop_boxed<F>(fut: *mut ()) {
+pub(crate) unsafe extern "C" fn drop_boxed<F>(fut: *mut ()) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: called once, by `DispatchFuture::drop`, on the box made in `new`.
         drop(unsafe { Box::from_raw(fut.cast::<F>()) })
@@ -309,13 +316,13 @@ mod tests {
         let dropped = std::sync::Arc::new(AtomicUsize::new(0));
         let area = ScratchArea::<256>::new();
         let flag = Flag(dropped.clone());
-        let mut fut: DispatchFuture<ErasedValue> = DispatchFuture::new(
+        let mut fut: DispatchFuture<ROption<ErasedBox>> = DispatchFuture::new(
             async move {
                 let _flag = flag;
                 if true {
                     panic!("listener boom");
                 }
-                Ok::<u8, PluginError>(0)
+                Some(0_u8)
             },
             // SAFETY: the area outlives the future, dropped below.
             unsafe { area.lend() },

@@ -13,6 +13,30 @@ fn check(dir: &TestDir, yaml: &str) -> dsh_tests::Output {
     )
 }
 
+/// A `--plugin-dir` that is the executable's own directory (searched anyway) is searched once:
+/// its libraries are not reported as shadowed by themselves.
+#[test]
+fn a_plugin_dir_named_twice_shadows_nothing() {
+    plugin_lib("greeter");
+    plugin_lib("consumer");
+    let dir = TestDir::new("dir-twice");
+    let config = dir.write("tree.yml", HELLO);
+    let own = dsh_tests::host_bin();
+    let own = own.parent().unwrap().to_str().unwrap();
+    let out = run_host(
+        &dir.home(),
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--plugin-dir",
+            own,
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(!out.stderr.contains("shadowed"), "{}", out.stderr);
+}
+
 #[test]
 fn hello_prints_once_and_every_fiber_is_active() {
     plugin_lib("greeter");
@@ -146,6 +170,11 @@ fn the_five_dispatch_modes() {
         "waterfall faults: outer(big7(default))",
         "waterfall faults: outer(caught: failed after fail)",
         "waterfall concurrent: outer(big7(one)) outer(big7(two))",
+        "waterfall twice: default; again: refused (`next` called twice by the \
+         `probe/waterfall-twice` listener of row `modes` (lifecycle-probe/modes))",
+        // Twenty listeners, seven from the innermost default, 700 from the payload kept past
+        // `next`.
+        "waterfall deep: 727",
     ] {
         assert!(
             out.stdout.lines().any(|line| line == expected),

@@ -28,10 +28,9 @@ impl Plugin for Listeners {
             ctx.on_bail(&BAIL, |_value: &u64| None)?;
             ctx.on_serial(&SERIAL, |_value: RArc<u64>| async { None })?;
             ctx.on_parallel(&PARALLEL, |_value: RArc<u64>| async {})?;
-            ctx.on_waterfall(
-                &WATERFALL,
-                |_value: RArc<u64>, next: Next<u64>| async move { Ok(next.run().await? + 1) },
-            )?;
+            ctx.on_waterfall(&WATERFALL, |next: Next<u64, u64>| async move {
+                Ok(next.run().await? + 1)
+            })?;
         }
         Ok(())
     }

@@ -63,21 +63,21 @@ impl Plugin for HooksProbe {
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         if let Some(reason) = config.reject_step {
-            ctx.on_waterfall(&AGENT_PRE_STEP, move |_step, _next| {
+            ctx.on_waterfall(&AGENT_PRE_STEP, move |_next| {
                 let answer = serde_json::json!({"kind": "reject", "reason": reason}).to_string();
                 async move { Ok(RString::from(answer)) }
             })?;
         }
         if let Some(decision) = config.pre_execute {
             let answer = decision.to_string();
-            ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |_call, _next| {
+            ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |_next| {
                 let answer = RString::from(answer.as_str());
                 async move { Ok(answer) }
             })?;
         }
         if let Some(decision) = config.post_execute {
             let answer = decision.to_string();
-            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |_post, _next| {
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |_next| {
                 let answer = RString::from(answer.as_str());
                 async move { Ok(answer) }
             })?;
@@ -85,9 +85,10 @@ impl Plugin for HooksProbe {
         if let Some(text) = config.steer {
             let ctx_for_steer = ctx.clone();
             let sent = Arc::new(AtomicBool::new(false));
-            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |post, next| {
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |next| {
                 let (ctx, text, sent) = (ctx_for_steer.clone(), text.clone(), sent.clone());
                 async move {
+                    let post = next.payload();
                     if !sent.swap(true, Ordering::AcqRel)
                         && let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS)
                     {

@@ -182,7 +182,10 @@ impl Plugin for ModeClash {
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         ctx.on_waterfall(
             &PING_AS_WATERFALL,
-            |payload: RArc<RString>, _next: Next<RString>| async move { Ok((*payload).clone()) },
+            |next: Next<RString, RString>| async move {
+                let payload = next.payload();
+                Ok((*payload).clone())
+            },
         )
     }
 }

@@ -15,6 +15,10 @@ pub const MODE_SERIAL: SerialEvent<u32, RString> = SerialEvent::new("probe/seria
 pub const MODE_WATERFALL: WaterfallEvent<RString, RString> = WaterfallEvent::new("probe/waterfall");
 pub const MODE_WATERFALL_FAULTS: WaterfallEvent<RString, RString> =
     WaterfallEvent::new("probe/waterfall-faults");
+pub const MODE_WATERFALL_TWICE: WaterfallEvent<RString, RString> =
+    WaterfallEvent::new("probe/waterfall-twice");
+pub const MODE_WATERFALL_DEEP: WaterfallEvent<u64, u64> =
+    WaterfallEvent::new("probe/waterfall-deep");
 
 /// Exercises the five dispatch modes and prints each result.
 pub struct Modes;
@@ -92,18 +96,13 @@ impl Plugin for Modes {
             third_called.lock().map(|flag| *flag).unwrap_or(true)
         ));
 
-        ctx.on_waterfall(
-            &MODE_WATERFALL,
-            |_p: RArc<RString>, next: Next<RString>| async move {
-                Ok(RString::from(format!("inner({})", next.run().await?)))
-            },
-        )?;
-        ctx.prepend().on_waterfall(
-            &MODE_WATERFALL,
-            |_p: RArc<RString>, next: Next<RString>| async move {
+        ctx.on_waterfall(&MODE_WATERFALL, |next: Next<RString, RString>| async move {
+            Ok(RString::from(format!("inner({})", next.run().await?)))
+        })?;
+        ctx.prepend()
+            .on_waterfall(&MODE_WATERFALL, |next: Next<RString, RString>| async move {
                 Ok(RString::from(format!("outer({})", next.run().await?)))
-            },
-        )?;
+            })?;
         let result = ctx
             .waterfall(
                 &MODE_WATERFALL,
@@ -112,8 +111,54 @@ impl Plugin for Modes {
             )
             .await?;
         say(&format!("waterfall: {result}"));
-        waterfall_faults(&ctx).await
+        waterfall_faults(&ctx).await?;
+        waterfall_twice_and_deep(&ctx).await
     }
+}
+
+/// A listener that runs its `next` twice (the second run is refused, the first answer stands),
+/// and a chain of twenty listeners (more than the chain keeps inline), one of which keeps a
+/// counted reference to the payload past its `next`.
+async fn waterfall_twice_and_deep(ctx: &Context) -> Result<(), PluginError> {
+    ctx.on_waterfall(
+        &MODE_WATERFALL_TWICE,
+        |next: Next<RString, RString>| async move {
+            let first = next.run().await?;
+            let again = match next.run().await {
+                Ok(value) => format!("ran again with {value}"),
+                Err(error) => format!("refused ({error})"),
+            };
+            Ok(RString::from(format!("{first}; again: {again}")))
+        },
+    )?;
+    let answer = ctx
+        .waterfall(
+            &MODE_WATERFALL_TWICE,
+            RArc::new(RString::from("default")),
+            |p: RArc<RString>| async move { Ok((*p).clone()) },
+        )
+        .await?;
+    say(&format!("waterfall twice: {answer}"));
+    for _ in 0..19 {
+        ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
+            Ok(next.run().await? + 1)
+        })?;
+    }
+    ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
+        let kept = next.payload_arc();
+        let inner = next.run().await?;
+        drop(next);
+        Ok(inner + 1 + *kept * 100)
+    })?;
+    let answer = ctx
+        .waterfall(
+            &MODE_WATERFALL_DEEP,
+            RArc::new(7),
+            |p: RArc<u64>| async move { Ok(*p) },
+        )
+        .await?;
+    say(&format!("waterfall deep: {answer}"));
+    Ok(())
 }
 
 /// A chain with a listener that fails and one that panics before running `next` (both skipped),
@@ -123,7 +168,7 @@ impl Plugin for Modes {
 async fn waterfall_faults(ctx: &Context) -> Result<(), PluginError> {
     ctx.on_waterfall(
         &MODE_WATERFALL_FAULTS,
-        |_p: RArc<RString>, next: Next<RString>| async move {
+        |next: Next<RString, RString>| async move {
             let inner = match next.run().await {
                 Ok(value) => value.to_string(),
                 Err(error) => format!("caught: {error}"),
@@ -133,13 +178,13 @@ async fn waterfall_faults(ctx: &Context) -> Result<(), PluginError> {
     )?;
     ctx.on_waterfall(
         &MODE_WATERFALL_FAULTS,
-        |_p: RArc<RString>, _next: Next<RString>| async move {
+        |_next: Next<RString, RString>| async move {
             Err(PluginError::plugin("refused before next"))
         },
     )?;
     ctx.on_waterfall(
         &MODE_WATERFALL_FAULTS,
-        |_p: RArc<RString>, _next: Next<RString>| async move {
+        |_next: Next<RString, RString>| async move {
             if true {
                 panic!("panicked before next");
             }
@@ -149,7 +194,7 @@ async fn waterfall_faults(ctx: &Context) -> Result<(), PluginError> {
     let timer = ctx.clone();
     ctx.on_waterfall(
         &MODE_WATERFALL_FAULTS,
-        move |_p: RArc<RString>, next: Next<RString>| {
+        move |next: Next<RString, RString>| {
             let timer = timer.clone();
             async move {
                 let pad = std::hint::black_box([7_u8; 4096]);
@@ -161,7 +206,8 @@ async fn waterfall_faults(ctx: &Context) -> Result<(), PluginError> {
     )?;
     ctx.on_waterfall(
         &MODE_WATERFALL_FAULTS,
-        |p: RArc<RString>, next: Next<RString>| async move {
+        |next: Next<RString, RString>| async move {
+            let p = next.payload();
             let inner = next.run().await?;
             if p.as_str() == "fail" {
                 return Err(PluginError::plugin(format!("failed after {inner}")));

@@ -70,12 +70,12 @@ impl Plugin for WaterfallStress {
 }
 
 fn register(ctx: &Context) -> Result<(), PluginError> {
-    ctx.on_waterfall(&STRESS, |_p: RArc<u64>, next: Next<u64>| async move {
+    ctx.on_waterfall(&STRESS, |next: Next<u64, u64>| async move {
         Ok(next.run().await? + 1)
     })?;
     // Runs the rest of the chain in another task and waits for it there.
     let spawner = ctx.clone();
-    ctx.on_waterfall(&STRESS, move |_p: RArc<u64>, next: Next<u64>| {
+    ctx.on_waterfall(&STRESS, move |next: Next<u64, u64>| {
         let spawner = spawner.clone();
         async move {
             let answer = Arc::new(Mutex::new(None));
@@ -98,29 +98,32 @@ fn register(ctx: &Context) -> Result<(), PluginError> {
         }
     })?;
     let sleeper = ctx.clone();
-    ctx.on_waterfall(&STRESS, move |p: RArc<u64>, next: Next<u64>| {
+    ctx.on_waterfall(&STRESS, move |next: Next<u64, u64>| {
         let sleeper = sleeper.clone();
         async move {
+            let p = next.payload();
             if !p.is_multiple_of(2) {
                 sleeper.sleep(Duration::from_millis(1)).await;
             }
             Ok(next.run().await? + 100)
         }
     })?;
-    ctx.on_waterfall(&STRESS, |p: RArc<u64>, next: Next<u64>| async move {
+    ctx.on_waterfall(&STRESS, |next: Next<u64, u64>| async move {
+        let p = next.payload();
         if p.is_multiple_of(5) {
             return Err(PluginError::plugin(format!("stress refuses {}", *p)));
         }
         next.run().await
     })?;
-    ctx.on_waterfall(&STRESS, |p: RArc<u64>, next: Next<u64>| async move {
+    ctx.on_waterfall(&STRESS, |next: Next<u64, u64>| async move {
+        let p = next.payload();
         if p.is_multiple_of(7) {
             drop(next);
             return Ok(1_000);
         }
         next.run().await
     })?;
-    ctx.on_waterfall(&STRESS, |_p: RArc<u64>, next: Next<u64>| async move {
+    ctx.on_waterfall(&STRESS, |next: Next<u64, u64>| async move {
         Ok(next.run().await? + 10_000)
     })?;
     Ok(())
@@ -148,7 +151,7 @@ impl Plugin for WaterfallKeeper {
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         let loud = Arc::new(Loud);
-        ctx.on_waterfall(&KEEP, move |_p: RArc<u64>, next: Next<u64>| {
+        ctx.on_waterfall(&KEEP, move |next: Next<u64, u64>| {
             let _held = loud.clone();
             async move { Ok(next.run().await? + 1) }
         })?;

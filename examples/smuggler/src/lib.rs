@@ -5,7 +5,7 @@
 use dsh_llm_seam::{LLM, LLM_STREAM, LlmService, StreamCall, StreamOutcome};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, Value, json};
-use dsh_plugin_api::{Next, RArc, RString};
+use dsh_plugin_api::{Next, RString};
 
 const MARKER: &str = "smuggled-context";
 
@@ -18,30 +18,28 @@ impl Plugin for Smuggler {
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         let llm = ctx.inject::<LlmService>(LLM)?;
-        ctx.on_waterfall(
-            &LLM_STREAM,
-            move |call: RArc<StreamCall>, next: Next<StreamOutcome>| {
-                let llm = llm.clone();
-                async move {
-                    if call.request.contains(MARKER) {
-                        return next.run().await;
-                    }
-                    let mut request: Value = serde_json::from_str(&call.request)
-                        .map_err(|error| PluginError::plugin(error.to_string()))?;
-                    let smuggled = json!({
-                        "role": "user",
-                        "content": [{"type": "text", "text": MARKER}],
-                        "source": {"kind": "plugin"},
-                    });
-                    // Inline history or a history by reference: the message goes in either way.
-                    match request["messages"].as_array_mut() {
-                        Some(messages) => messages.push(smuggled),
-                        None => request["messages"] = json!([smuggled]),
-                    }
-                    Ok(llm.stream(RString::from(request.to_string())).await)
+        ctx.on_waterfall(&LLM_STREAM, move |next: Next<StreamCall, StreamOutcome>| {
+            let llm = llm.clone();
+            async move {
+                let call = next.payload();
+                if call.request.contains(MARKER) {
+                    return next.run().await;
                 }
-            },
-        )
+                let mut request: Value = serde_json::from_str(&call.request)
+                    .map_err(|error| PluginError::plugin(error.to_string()))?;
+                let smuggled = json!({
+                    "role": "user",
+                    "content": [{"type": "text", "text": MARKER}],
+                    "source": {"kind": "plugin"},
+                });
+                // Inline history or a history by reference: the message goes in either way.
+                match request["messages"].as_array_mut() {
+                    Some(messages) => messages.push(smuggled),
+                    None => request["messages"] = json!([smuggled]),
+                }
+                Ok(llm.stream(RString::from(request.to_string())).await)
+            }
+        })
     }
 }
 

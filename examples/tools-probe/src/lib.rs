@@ -202,9 +202,10 @@ impl Plugin for ToolsProbe {
             )
         });
         if let Some(blocked) = config.block.clone() {
-            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |post, next| {
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |next| {
                 let blocked = blocked.clone();
                 async move {
+                    let post = next.payload();
                     if post.call.name.as_str() == blocked {
                         let feedback = json!({"kind":"block","feedback":[{"type":"text","text":"blocked by the probe"}]});
                         return Ok(RString::from(feedback.to_string()));

@@ -16,22 +16,17 @@ impl Plugin for WaterfallDemo {
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
-        ctx.on_waterfall(
-            &TRANSFORM,
-            |_input: RArc<RString>, next: Next<RString>| async move {
-                let downstream = next.run().await?;
-                Ok(RString::from(downstream.to_uppercase()))
-            },
-        )?;
-        ctx.on_waterfall(
-            &TRANSFORM,
-            |input: RArc<RString>, next: Next<RString>| async move {
-                if input.contains("blocked") {
-                    return Ok(RString::from("** blocked **"));
-                }
-                next.run().await
-            },
-        )?;
+        ctx.on_waterfall(&TRANSFORM, |next: Next<RString, RString>| async move {
+            let downstream = next.run().await?;
+            Ok(RString::from(downstream.to_uppercase()))
+        })?;
+        ctx.on_waterfall(&TRANSFORM, |next: Next<RString, RString>| async move {
+            let input = next.payload();
+            if input.contains("blocked") {
+                return Ok(RString::from("** blocked **"));
+            }
+            next.run().await
+        })?;
         let channel = ctx.channel(&TRANSFORM)?;
         for input in ["hello", "blocked"] {
             let output = channel

@@ -1,14 +1,16 @@
 //! The host's side of a waterfall dispatch: the chain that plugins drive through counted
 //! references ([`NextHandle`]).
 //!
-//! A chain holds the listener snapshot, the payload, the innermost default, one claim flag per
-//! listener (so each `next` runs the rest of the chain at most once) and the scratch memory the
-//! steps' futures are placed in. The futures placed there are always owned by something that also
-//! holds a reference to the chain (the caller's driver keeps its reference until its step's future
-//! is dropped), so the memory outlives them. When the last reference goes, the block is parked in
-//! its event's slot and the next dispatch of that event reuses it: a chain is a couple of
-//! kilobytes, past the allocator's per-thread cache, and allocating, copying and freeing it per
-//! dispatch cost a waterfall without listeners 188 ns instead of 175.
+//! A chain holds the listener snapshot, the payload, the innermost default, one link per level
+//! (the start, each listener, the innermost default: what a `next` points at, the slot the level's
+//! future lives in, and a claim flag, so each `next` runs the rest of the chain at most once) and
+//! the scratch memory the steps' futures are placed in. The futures placed there are always owned
+//! by something that also holds a reference to the chain (the caller's driver keeps its reference
+//! until its step's future is dropped), so the memory outlives them. When the last reference
+//! goes, the block is parked in its event's slot and the next dispatch of that event reuses it,
+//! links included: a chain is a few kilobytes, past the allocator's per-thread cache, and
+//! allocating, copying and freeing it per dispatch cost a waterfall without listeners 188 ns
+//! instead of 175.
 
 #![allow(
     unsafe_code,
@@ -17,13 +19,13 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::ptr::NonNull;
+use std::ptr::{NonNull, addr_of_mut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 
-use abi_stable::std_types::{RArc, RBox, RErr, ROk, RResult};
+use abi_stable::std_types::{RArc, RBox};
 use dsh_plugin_api::abi::{
-    BoxedError, ChainVTable, NextHandle, ScratchArea, WaterfallInnerBox, WaterfallStep,
+    BoxedError, ChainVTable, Link, NextHandle, ScratchArea, WaterfallInnerBox,
 };
 use dsh_plugin_api::{ErrorKind, PluginError};
 
@@ -34,8 +36,11 @@ use super::dispatch::report;
 /// for a small `async move` block that awaits `next` (184 bytes), and the innermost default.
 const CHAIN_SCRATCH: usize = 2048;
 
-/// Claim flags kept inline up to this many listeners.
-const INLINE_CLAIMS: usize = 16;
+/// Links kept inline for chains of up to this many listeners.
+const INLINE_LINKS: usize = 16;
+
+/// The index of the link that starts a chain.
+const START: usize = usize::MAX;
 
 /// What one dispatch puts in a chain block.
 struct ChainState {
@@ -44,24 +49,74 @@ struct ChainState {
     /// The slot generation `listeners` was filed under.
     generation: u64,
     inner: WaterfallInnerBox,
-    payload: RArc<()>,
-    /// Claim flags for chains with more than [`INLINE_CLAIMS`] listeners.
-    more_claims: Option<Box<[AtomicBool]>>,
+    /// The links of chains with more than [`INLINE_LINKS`] listeners.
+    more_links: Option<Box<[LinkRecord]>>,
+}
+
+/// A level of a chain: the link plugins see, and what the host keeps beside it.
+#[repr(C)]
+struct LinkRecord {
+    /// First, so a `*const Link` the host handed out is a `*const LinkRecord`.
+    link: Link,
+    block: *const ChainBlock,
+    /// The listener's position in the snapshot; the snapshot's length for the innermost
+    /// default; [`START`] for the chain's start.
+    index: usize,
+    /// Whether the listener's continuation was used (run, or given up by failing).
+    claimed: AtomicBool,
+}
+
+impl LinkRecord {
+    /// # Safety
+    /// `block` points to an allocated block whose payload cell and scratch area are initialized
+    /// (zeroed is fine), and the record lives no longer than the block.
+    unsafe fn new(block: *const ChainBlock, index: usize) -> Self {
+        // SAFETY: per the contract, the fields exist; the payload is read only while a chain
+        // runs, when it is initialized.
+        let (payload, scratch) = unsafe {
+            (
+                UnsafeCell::raw_get(std::ptr::addr_of!((*block).payload))
+                    .cast_const()
+                    .cast(),
+                // The steps of a chain start one after another (see `step_from`).
+                (*block).scratch.lend_exclusive(),
+            )
+        };
+        Self {
+            // SAFETY: the payload and scratch outlive the record, per the contract.
+            link: unsafe { Link::new(&VTABLE, payload, scratch) },
+            block,
+            index,
+            claimed: AtomicBool::new(false),
+        }
+    }
+
+    /// The link, as a pointer that reaches the whole record (the host reads the record back
+    /// through the links plugins hand it).
+    fn link_ptr(&self) -> NonNull<Link> {
+        NonNull::from(self).cast()
+    }
 }
 
 type Snapshot = Vec<Arc<ListenerEntry>>;
 
-/// A chain's memory; every field is valid when zeroed, so a new block is one zeroed allocation.
+/// A chain's memory. Every field but the links is valid when zeroed; a new block is one zeroed
+/// allocation whose links are then written once, for good (they point into the block).
 struct ChainBlock {
     refs: AtomicUsize,
-    /// Initialized from `Chain::start` until the last reference is released.
+    /// Initialized from `start` until the last reference is released.
     state: UnsafeCell<MaybeUninit<ChainState>>,
+    /// The payload, initialized like `state`; in a field of its own so its address, which every
+    /// link carries, is fixed.
+    payload: UnsafeCell<MaybeUninit<RArc<()>>>,
     /// The listener snapshot a parked block keeps for the next dispatch (`Arc::into_raw`, null
     /// when none), and the slot generation it was taken at: reusing it spares the dispatch the
     /// slot's lock and two reference counts.
     cached: UnsafeCell<*const Snapshot>,
     cached_generation: UnsafeCell<u64>,
-    claims: [AtomicBool; INLINE_CLAIMS],
+    start: LinkRecord,
+    /// One per listener, then the innermost default's.
+    links: [LinkRecord; INLINE_LINKS + 1],
     scratch: ScratchArea<CHAIN_SCRATCH>,
 }
 
@@ -74,10 +129,20 @@ unsafe impl Send for ChainBlock {}
 impl ChainBlock {
     fn allocate() -> NonNull<ChainBlock> {
         let layout = std::alloc::Layout::new::<ChainBlock>();
-        // SAFETY: the layout is not zero-sized; all-zero bytes are a valid `ChainBlock` (atomics,
-        // uninitialized cells and scratch bytes).
+        // SAFETY: the layout is not zero-sized; all-zero bytes are valid for every field but the
+        // links (atomics, uninitialized cells, a null cache and scratch bytes), written next.
         let block = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<ChainBlock>();
-        NonNull::new(block).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+        let block = NonNull::new(block).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let raw = block.as_ptr();
+        // SAFETY: the links are written before anything makes a reference to the block; the
+        // fields their constructor reads are valid zeroed.
+        unsafe {
+            addr_of_mut!((*raw).start).write(LinkRecord::new(raw, START));
+            for index in 0..=INLINE_LINKS {
+                addr_of_mut!((*raw).links[index]).write(LinkRecord::new(raw, index));
+            }
+        }
+        block
     }
 
     /// # Safety
@@ -85,8 +150,8 @@ impl ChainBlock {
     unsafe fn free(block: NonNull<ChainBlock>) {
         // SAFETY: per the contract, nobody else reaches the block.
         drop(unsafe { block.as_ref().take_cache() });
-        // SAFETY: per the contract; `ChainBlock` has no drop glue besides its state, which is
-        // not initialized, and its cache, just emptied.
+        // SAFETY: per the contract; `ChainBlock` has no drop glue besides its state and payload,
+        // which are not initialized, its cache, just emptied, and its links, which own nothing.
         unsafe {
             std::alloc::dealloc(
                 block.as_ptr().cast(),
@@ -122,17 +187,12 @@ impl ChainBlock {
         unsafe { (*self.state.get()).assume_init_ref() }
     }
 
-    /// Marks listener `index`'s continuation as used; true when it already was.
-    fn claim(&self, index: usize) -> bool {
-        let state = self.state();
-        let flags: &[AtomicBool] = match &state.more_claims {
-            Some(flags) => flags,
-            None => self.claims.get(..state.listeners.len()).unwrap_or(&[]),
-        };
-        // An index past the end cannot come from a handle the host made; refuse it as used.
-        flags
-            .get(index)
-            .is_none_or(|flag| flag.swap(true, Ordering::AcqRel))
+    /// The link of listener `index`, or the innermost default's for the snapshot's length.
+    fn record(&self, index: usize) -> Option<&LinkRecord> {
+        match &self.state().more_links {
+            Some(links) => links.get(index),
+            None => self.links.get(index),
+        }
     }
 }
 
@@ -202,72 +262,101 @@ pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox
         Some((cached_generation, listeners)) if cached_generation == generation => listeners,
         _ => slot.snapshot(),
     };
-    let more_claims = if listeners.len() > INLINE_CLAIMS {
+    let more_links = if listeners.len() > INLINE_LINKS {
+        let raw = block.as_ptr().cast_const();
+        // SAFETY: the block is allocated and outlives the state these records go into.
         Some(
-            (0..listeners.len())
-                .map(|_| AtomicBool::new(false))
+            (0..=listeners.len())
+                .map(|index| unsafe { LinkRecord::new(raw, index) })
                 .collect(),
         )
     } else {
-        for flag in &this.claims[..listeners.len()] {
-            flag.store(false, Ordering::Relaxed);
+        for record in &this.links[..listeners.len()] {
+            record.claimed.store(false, Ordering::Relaxed);
         }
         None
     };
     // SAFETY: as above; nothing is placed in the scratch memory of a block without references.
     unsafe {
         this.scratch.reset();
+        (*this.payload.get()).write(payload);
         (*this.state.get()).write(ChainState {
             slot,
             listeners,
             generation,
             inner,
-            payload,
-            more_claims,
+            more_links,
         });
     }
     this.refs.store(1, Ordering::Release);
     // SAFETY: the one reference just counted is handed over to the handle.
-    unsafe {
-        NextHandle::adopt(
-            block.as_ptr().cast_const().cast(),
-            NextHandle::START,
-            &VTABLE,
-        )
-    }
+    unsafe { NextHandle::adopt(this.start.link_ptr()) }
+}
+
+/// Answers a failure through a chain function's error slot.
+///
+/// # Safety
+/// `error` is the slot the caller passed.
+unsafe fn fail(error: *mut MaybeUninit<BoxedError>, failure: BoxedError) -> *const Link {
+    // SAFETY: per the contract.
+    unsafe { (*error).write(failure) };
+    std::ptr::null()
 }
 
 impl ChainBlock {
-    /// Starts the first live listener at or after `index`, or the innermost default.
-    fn step_from(&self, me: *const (), mut index: usize) -> RResult<WaterfallStep, BoxedError> {
+    /// Starts the first live listener at or after `index`, or the innermost default, and
+    /// answers its link.
+    ///
+    /// # Safety
+    /// `error` is the slot of the chain function this is called from; `self` is reached through
+    /// a live reference.
+    unsafe fn step_from(
+        &self,
+        mut index: usize,
+        error: *mut MaybeUninit<BoxedError>,
+    ) -> *const Link {
         let state = self.state();
-        // SAFETY: steps start one after another, each after the one before it: a step is started
-        // by the `next` or the failure of the step before it (whose start came first, and whose
-        // handle or outcome reached the starter through the executor's own synchronization), and
-        // each claim starts at most one step. So no two reservations from this area overlap in
-        // time, and the exclusive region is sound.
-        let scratch = unsafe { self.scratch.lend_exclusive() };
+        // Steps start one after another, each after the one before it: a step is started by the
+        // `next` or the failure of the step before it (whose start came first, and whose handle
+        // or outcome reached the starter through the executor's own synchronization), and each
+        // claim starts at most one step. So the links' exclusive scratch regions never reserve
+        // at the same time.
         loop {
             let Some(entry) = state.listeners.get(index) else {
-                let future = state.inner.run(state.payload.clone(), scratch);
-                return ROk(WaterfallStep { index, future });
+                let Some(record) = self.record(index) else {
+                    // SAFETY: per the contract.
+                    return unsafe { fail(error, self.broken(index)) };
+                };
+                let link = record.link_ptr().as_ptr().cast_const();
+                state.inner.run(link);
+                return link;
             };
             if !entry.is_alive() {
                 index += 1;
                 continue;
             }
-            let ListenerKind::Waterfall(listener) = &entry.kind else {
-                return RErr(RBox::new(PluginError::new(
-                    ErrorKind::Dispatch,
-                    format!("listener of `{}` has the wrong kind", state.slot.name),
-                )));
+            let (ListenerKind::Waterfall(listener), Some(record)) =
+                (&entry.kind, self.record(index))
+            else {
+                // SAFETY: per the contract.
+                return unsafe { fail(error, self.broken(index)) };
             };
             self.refs.fetch_add(1, Ordering::Relaxed);
             // SAFETY: the reference just counted goes to the listener's `next`.
-            let next = unsafe { NextHandle::adopt(me, index, &VTABLE) };
-            let future = listener.call(state.payload.clone(), next, scratch);
-            return ROk(WaterfallStep { index, future });
+            listener.call(unsafe { NextHandle::adopt(record.link_ptr()) });
+            return record.link_ptr().as_ptr();
         }
+    }
+
+    /// The failure for a listener the chain cannot run: one of another kind, or past its links.
+    fn broken(&self, index: usize) -> BoxedError {
+        RBox::new(PluginError::new(
+            ErrorKind::Dispatch,
+            format!(
+                "listener {index} of `{}` cannot run in a waterfall",
+                self.state().slot.name
+            ),
+        ))
     }
 
     fn owner(&self, index: usize) -> &str {
@@ -279,82 +368,101 @@ impl ChainBlock {
 }
 
 /// # Safety
-/// `chain` comes from a live `NextHandle` made by this module.
-unsafe fn chain_ref<'a>(chain: *const ()) -> &'a ChainBlock {
-    // SAFETY: per the function's contract.
-    unsafe { &*chain.cast::<ChainBlock>() }
+/// `link` is a link of a live chain made by this module.
+unsafe fn record_of<'a>(link: *const Link) -> (&'a LinkRecord, &'a ChainBlock) {
+    // SAFETY: per the contract; every link this module hands out is the first field of a
+    // `LinkRecord`, which points to its block.
+    unsafe {
+        let record = &*link.cast::<LinkRecord>();
+        (record, &*record.block)
+    }
 }
 
 unsafe extern "C" fn chain_next(
-    chain: *const (),
-    after: usize,
-) -> RResult<WaterfallStep, BoxedError> {
+    link: *const Link,
+    error: *mut MaybeUninit<BoxedError>,
+) -> *const Link {
     // SAFETY: the vtable is only reached through a live handle.
-    let this = unsafe { chain_ref(chain) };
-    if after == NextHandle::START {
-        return this.step_from(chain, 0);
+    let (record, this) = unsafe { record_of(link) };
+    if record.index == START {
+        // SAFETY: called through a live handle with the caller's error slot.
+        return unsafe { this.step_from(0, error) };
     }
-    if this.claim(after) {
-        return RErr(RBox::new(PluginError::new(
+    if record.claimed.swap(true, Ordering::AcqRel) {
+        let failure = PluginError::new(
             ErrorKind::Dispatch,
             format!(
                 "`next` called twice by the `{}` listener of {}",
                 this.state().slot.name,
-                this.owner(after)
+                this.owner(record.index)
             ),
-        )));
+        );
+        // SAFETY: the caller's error slot.
+        return unsafe { fail(error, RBox::new(failure)) };
     }
-    this.step_from(chain, after + 1)
+    // SAFETY: as above.
+    unsafe { this.step_from(record.index + 1, error) }
 }
 
 unsafe extern "C" fn chain_failed(
-    chain: *const (),
-    index: usize,
-    error: BoxedError,
-) -> RResult<WaterfallStep, BoxedError> {
+    step: *const Link,
+    failure: BoxedError,
+    error: *mut MaybeUninit<BoxedError>,
+) -> *const Link {
     // SAFETY: as in `chain_next`.
-    let this = unsafe { chain_ref(chain) };
+    let (record, this) = unsafe { record_of(step) };
     let state = this.state();
-    let Some(entry) = state.listeners.get(index) else {
-        // The innermost default belongs to the dispatcher: its error is the dispatch's.
-        return RErr(error);
+    let Some(entry) = state.listeners.get(record.index) else {
+        // The innermost default belongs to the dispatcher: its failure is the dispatch's.
+        // SAFETY: the caller's error slot.
+        return unsafe { fail(error, failure) };
     };
     // Claimed either way: if the rest of the chain already ran for this listener, running it
-    // again would repeat its effects, and the error goes on outward as the chain's (logged by
+    // again would repeat its effects, and the failure goes on outward as the chain's (logged by
     // whoever ends up with it, not once per level it crosses); if not, a `next` the failed
     // listener kept must not start a second run later, and the listener is skipped.
-    if this.claim(index) {
-        return RErr(error);
+    if record.claimed.swap(true, Ordering::AcqRel) {
+        // SAFETY: as above.
+        return unsafe { fail(error, failure) };
     }
-    report(&state.slot.name, entry, &error);
-    this.step_from(chain, index + 1)
+    report(&state.slot.name, entry, &failure);
+    // SAFETY: as above.
+    unsafe { this.step_from(record.index + 1, error) }
 }
 
-unsafe extern "C" fn chain_release(chain: *const ()) {
+unsafe extern "C" fn chain_release(link: *const Link) {
     // SAFETY: the caller gives up a reference it holds.
-    let this = unsafe { chain_ref(chain) };
+    let (record, this) = unsafe { record_of(link) };
     if this.refs.fetch_sub(1, Ordering::Release) != 1 {
         return;
     }
     // The last reference: every use of the block by other references happened before.
     fence(Ordering::Acquire);
-    // SAFETY: no references are left, so nothing reads the state or uses the scratch memory
-    // (every future placed there was dropped before its owner released its reference).
-    let ChainState {
-        slot,
-        listeners,
-        generation,
-        inner,
+    // SAFETY: no references are left, so nothing reads the state or the payload or uses the
+    // scratch memory (every future placed there was dropped before its owner released its
+    // reference).
+    let (
+        ChainState {
+            slot,
+            listeners,
+            generation,
+            inner,
+            more_links,
+        },
         payload,
-        more_claims,
-    } = unsafe { (*this.state.get()).assume_init_read() };
+    ) = unsafe {
+        (
+            (*this.state.get()).assume_init_read(),
+            (*this.payload.get()).assume_init_read(),
+        )
+    };
     // Plugin code (the innermost default's destructor, the payload's) runs before the block is
     // parked, so it cannot reach a block that is already being reused.
-    drop((inner, payload, more_claims));
+    drop((inner, payload, more_links));
     // SAFETY: no references are left and the block is not parked: it is owned here; the cache
     // was emptied by `start`.
     unsafe { this.put_cache(generation, listeners) };
-    if let Some(block) = NonNull::new(chain.cast_mut().cast::<ChainBlock>()) {
+    if let Some(block) = NonNull::new(record.block.cast_mut()) {
         // SAFETY: the block holds no state and no references now.
         unsafe { slot.spare_chain.park(block) };
     }

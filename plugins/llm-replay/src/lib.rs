@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString};
+use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_llm_api::{FailureCode, GenerateRequest, LlmFailure};
 use dsh_llm_seam::{ChunkStream, ChunkStream_TO, LLM_STREAM, StreamCall, StreamOutcome};
@@ -90,55 +90,53 @@ impl Plugin for ReplayPlugin {
         ctx.provide(REPLAY_READY, RString::from(config.log.as_str()))?;
         let requests = Arc::new(AtomicUsize::new(0));
         let check_ctx = ctx.clone();
-        ctx.on_waterfall(
-            &LLM_STREAM,
-            move |call: RArc<StreamCall>, _next: Next<StreamOutcome>| {
-                let index = requests.fetch_add(1, Ordering::AcqRel);
-                let script = script.clone();
-                let ctx = check_ctx.clone();
-                async move {
-                    // Replay answers in the model's place, so the request is checked here.
-                    match serde_json::from_str::<GenerateRequest>(&call.request) {
-                        Ok(request) => {
-                            if let Err(violation) =
-                                dsh_visible_check::check_request(&ctx, &request).await
-                            {
-                                return Ok(RErr(failure_json(violation)));
-                            }
-                        }
-                        Err(error) => {
-                            return Ok(RErr(failure_json(format!(
-                                "llm-replay: the request is not a GenerateRequest: {error}"
-                            ))));
+        ctx.on_waterfall(&LLM_STREAM, move |next: Next<StreamCall, StreamOutcome>| {
+            let index = requests.fetch_add(1, Ordering::AcqRel);
+            let script = script.clone();
+            let ctx = check_ctx.clone();
+            async move {
+                let call = next.payload();
+                // Replay answers in the model's place, so the request is checked here.
+                match serde_json::from_str::<GenerateRequest>(&call.request) {
+                    Ok(request) => {
+                        if let Err(violation) =
+                            dsh_visible_check::check_request(&ctx, &request).await
+                        {
+                            return Ok(RErr(failure_json(violation)));
                         }
                     }
-                    Ok(match script.answer(index) {
-                        Some(Answer::Chunks(chunks)) => ROk(ChunkStream_TO::from_value(
-                            Playback {
-                                chunks,
-                                next: AtomicUsize::new(0),
-                            },
-                            TD_Opaque,
-                        )),
-                        Some(Answer::Hang(ready)) => {
-                            if let Some(ready) = ready
-                                && let Err(error) = std::fs::write(&ready, b"")
-                            {
-                                return Ok(RErr(failure_json(format!(
-                                    "llm-replay: cannot create {ready}: {error}"
-                                ))));
-                            }
-                            ROk(ChunkStream_TO::from_value(Hang, TD_Opaque))
-                        }
-                        None => RErr(failure_json(format!(
-                            "llm-replay: request {} has no recorded answer ({} recorded)",
-                            index + 1,
-                            script.len()
-                        ))),
-                    })
+                    Err(error) => {
+                        return Ok(RErr(failure_json(format!(
+                            "llm-replay: the request is not a GenerateRequest: {error}"
+                        ))));
+                    }
                 }
-            },
-        )
+                Ok(match script.answer(index) {
+                    Some(Answer::Chunks(chunks)) => ROk(ChunkStream_TO::from_value(
+                        Playback {
+                            chunks,
+                            next: AtomicUsize::new(0),
+                        },
+                        TD_Opaque,
+                    )),
+                    Some(Answer::Hang(ready)) => {
+                        if let Some(ready) = ready
+                            && let Err(error) = std::fs::write(&ready, b"")
+                        {
+                            return Ok(RErr(failure_json(format!(
+                                "llm-replay: cannot create {ready}: {error}"
+                            ))));
+                        }
+                        ROk(ChunkStream_TO::from_value(Hang, TD_Opaque))
+                    }
+                    None => RErr(failure_json(format!(
+                        "llm-replay: request {} has no recorded answer ({} recorded)",
+                        index + 1,
+                        script.len()
+                    ))),
+                })
+            }
+        })
     }
 }
 

@@ -69,9 +69,10 @@ impl Plugin for RetryPlugin {
             jitter: config.jitter,
         };
         let listener_ctx = ctx.clone();
-        ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |error, next| {
+        ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
             let (ctx, policy) = (listener_ctx.clone(), policy.clone());
             async move {
+                let error = next.payload();
                 let failure: Option<LlmFailure> = serde_json::from_str(&error.failure).ok();
                 let Some(failure) = failure.filter(is_transient) else {
                     return next.run().await;

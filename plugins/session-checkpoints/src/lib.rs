@@ -48,20 +48,21 @@ impl Plugin for CheckpointsPlugin {
         let on_pre_step = ctx.channel(&SESSION_FLUSH)?;
         // Prepended: the flush comes before every other pre-step listener, whatever order
         // the rows applied in.
-        ctx.prepend()
-            .on_waterfall(&AGENT_PRE_STEP, move |step, next| {
-                let channel = on_pre_step.clone();
-                async move {
-                    flush(&channel, &step.session, "at the pre-step")
-                        .await
-                        .map_err(PluginError::plugin)?;
-                    next.run().await
-                }
-            })?;
+        ctx.prepend().on_waterfall(&AGENT_PRE_STEP, move |next| {
+            let channel = on_pre_step.clone();
+            async move {
+                let step = next.payload();
+                flush(&channel, &step.session, "at the pre-step")
+                    .await
+                    .map_err(PluginError::plugin)?;
+                next.run().await
+            }
+        })?;
         let on_request = ctx.channel(&SESSION_FLUSH)?;
-        ctx.on_waterfall(&AGENT_REQUEST, move |request, next| {
+        ctx.on_waterfall(&AGENT_REQUEST, move |next| {
             let channel = on_request.clone();
             async move {
+                let request = next.payload();
                 let session = request.session.clone();
                 // Shaped by every listener first, then made durable right before it leaves.
                 let shaped = next.run().await?;
@@ -73,9 +74,10 @@ impl Plugin for CheckpointsPlugin {
         })?;
         let on_body = ctx.channel(&SESSION_FLUSH)?;
         let log = ctx.clone();
-        ctx.on_waterfall(&TOOLS_EXECUTE, move |call, next| {
+        ctx.on_waterfall(&TOOLS_EXECUTE, move |next| {
             let (channel, log) = (on_body.clone(), log.clone());
             async move {
+                let call = next.payload();
                 if !call.session.is_empty()
                     && let Err(error) =
                         flush(&channel, &call.session, &format!("before `{}`", call.name)).await

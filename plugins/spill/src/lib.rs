@@ -99,9 +99,10 @@ impl Plugin for SpillPlugin {
         let max = config.max_inline_bytes;
         let exempt = Arc::new(config.exempt);
         let listener_ctx = ctx.clone();
-        ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |post, next| {
+        ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |next| {
             let (ctx, root, exempt) = (listener_ctx.clone(), root.clone(), exempt.clone());
             async move {
+                let post = next.payload();
                 let decided = next.run().await?;
                 let mut decision: Value = match serde_json::from_str(&decided) {
                     Ok(decision) => decision,
