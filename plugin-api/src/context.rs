@@ -158,7 +158,7 @@ where
     {
         let inner = waterfall_inner::<P, R, F, Fut>(inner);
         let chain = into_result(self.inner.waterfall(erase_arc(payload), inner))?;
-        drive(&chain).await
+        drive(chain).await
     }
 }
 

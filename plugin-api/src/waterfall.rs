@@ -219,10 +219,10 @@ impl NextHandle {
     }
 
     fn start_next(&self) -> Result<NonNull<Link>, PluginError> {
-        let link = self.link();
         let mut error = MaybeUninit::uninit();
-        // SAFETY: `link` belongs to a live reference.
-        let step = unsafe { (link.vtable.next)(link, &mut error) };
+        // SAFETY: the link belongs to a live reference. The pointer passed is the one the host
+        // made, which reaches the whole record it keeps the link in (a `&Link` would not).
+        let step = unsafe { (self.link().vtable.next)(self.link.as_ptr(), &mut error) };
         // SAFETY: the host wrote the failure when it answered null.
         unsafe { answered(step, error) }
     }
@@ -257,13 +257,15 @@ unsafe fn answered(
 
 impl Drop for NextHandle {
     fn drop(&mut self) {
-        let link = self.link();
-        // SAFETY: gives up the reference this handle holds, exactly once.
-        unsafe { (link.vtable.release)(link) }
+        // SAFETY: gives up the reference this handle holds, exactly once, through the pointer
+        // the host made (see `start_next`).
+        unsafe { (self.link().vtable.release)(self.link.as_ptr()) }
     }
 }
 
-/// A started step whose future is alive; dropping this drops the future, in place.
+/// A started step whose future is alive; dropping this drops the future, in place. It lives in
+/// the driver beside the handle that keeps the chain alive, and is dropped first: a driver that
+/// is never dropped (forgotten) keeps the chain, and the memory the step lives in, for good.
 struct LiveStep(NonNull<Link>);
 
 // SAFETY: the step's future was built from a `Send` future, and the link it lives in is only
@@ -291,8 +293,9 @@ impl Drop for LiveStep {
     }
 }
 
-/// Runs the chain from `handle`'s position inward and returns its result.
-pub(crate) async fn drive<R: 'static>(handle: &NextHandle) -> Result<R, PluginError> {
+/// Runs the chain from `handle`'s position inward and returns its result. The handle is owned,
+/// so the chain outlives every step this driver keeps (locals drop before parameters).
+pub(crate) async fn drive<R: 'static>(handle: NextHandle) -> Result<R, PluginError> {
     let mut step = LiveStep(handle.start_next()?);
     loop {
         let mut out = MaybeUninit::<RResult<R, BoxedError>>::uninit();
@@ -308,6 +311,9 @@ pub(crate) async fn drive<R: 'static>(handle: &NextHandle) -> Result<R, PluginEr
 }
 
 /// The continuation handed to a waterfall listener: the payload, and the rest of the chain.
+/// [`run`](Self::run) consumes it, so a listener runs the rest of the chain at most once; what
+/// it needs of the payload afterwards it reads first, or keeps through
+/// [`payload_arc`](Self::payload_arc).
 pub struct Next<P, R> {
     handle: NextHandle,
     _types: PhantomData<fn() -> (P, R)>,
@@ -328,9 +334,8 @@ impl<P: Send + Sync + 'static, R: 'static> Next<P, R> {
     }
 
     /// Runs the listeners after this one and the innermost default, returning their result.
-    /// The rest of the chain runs at most once: a second call answers an error.
-    pub async fn run(&self) -> Result<R, PluginError> {
-        drive(&self.handle).await
+    pub async fn run(self) -> Result<R, PluginError> {
+        drive(self.handle).await
     }
 }
 

@@ -170,8 +170,6 @@ fn the_five_dispatch_modes() {
         "waterfall faults: outer(big7(default))",
         "waterfall faults: outer(caught: failed after fail)",
         "waterfall concurrent: outer(big7(one)) outer(big7(two))",
-        "waterfall twice: default; again: refused (`next` called twice by the \
-         `probe/waterfall-twice` listener of row `modes` (lifecycle-probe/modes))",
         // Twenty listeners, seven from the innermost default, 700 from the payload kept past
         // `next`.
         "waterfall deep: 727",

@@ -15,8 +15,6 @@ pub const MODE_SERIAL: SerialEvent<u32, RString> = SerialEvent::new("probe/seria
 pub const MODE_WATERFALL: WaterfallEvent<RString, RString> = WaterfallEvent::new("probe/waterfall");
 pub const MODE_WATERFALL_FAULTS: WaterfallEvent<RString, RString> =
     WaterfallEvent::new("probe/waterfall-faults");
-pub const MODE_WATERFALL_TWICE: WaterfallEvent<RString, RString> =
-    WaterfallEvent::new("probe/waterfall-twice");
 pub const MODE_WATERFALL_DEEP: WaterfallEvent<u64, u64> =
     WaterfallEvent::new("probe/waterfall-deep");
 
@@ -112,33 +110,13 @@ impl Plugin for Modes {
             .await?;
         say(&format!("waterfall: {result}"));
         waterfall_faults(&ctx).await?;
-        waterfall_twice_and_deep(&ctx).await
+        waterfall_deep(&ctx).await
     }
 }
 
-/// A listener that runs its `next` twice (the second run is refused, the first answer stands),
-/// and a chain of twenty listeners (more than the chain keeps inline), one of which keeps a
+/// A chain of twenty listeners (more than the chain keeps inline), one of which keeps a
 /// counted reference to the payload past its `next`.
-async fn waterfall_twice_and_deep(ctx: &Context) -> Result<(), PluginError> {
-    ctx.on_waterfall(
-        &MODE_WATERFALL_TWICE,
-        |next: Next<RString, RString>| async move {
-            let first = next.run().await?;
-            let again = match next.run().await {
-                Ok(value) => format!("ran again with {value}"),
-                Err(error) => format!("refused ({error})"),
-            };
-            Ok(RString::from(format!("{first}; again: {again}")))
-        },
-    )?;
-    let answer = ctx
-        .waterfall(
-            &MODE_WATERFALL_TWICE,
-            RArc::new(RString::from("default")),
-            |p: RArc<RString>| async move { Ok((*p).clone()) },
-        )
-        .await?;
-    say(&format!("waterfall twice: {answer}"));
+async fn waterfall_deep(ctx: &Context) -> Result<(), PluginError> {
     for _ in 0..19 {
         ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
             Ok(next.run().await? + 1)
@@ -147,7 +125,6 @@ async fn waterfall_twice_and_deep(ctx: &Context) -> Result<(), PluginError> {
     ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
         let kept = next.payload_arc();
         let inner = next.run().await?;
-        drop(next);
         Ok(inner + 1 + *kept * 100)
     })?;
     let answer = ctx
@@ -207,9 +184,9 @@ async fn waterfall_faults(ctx: &Context) -> Result<(), PluginError> {
     ctx.on_waterfall(
         &MODE_WATERFALL_FAULTS,
         |next: Next<RString, RString>| async move {
-            let p = next.payload();
+            let fail = next.payload().as_str() == "fail";
             let inner = next.run().await?;
-            if p.as_str() == "fail" {
+            if fail {
                 return Err(PluginError::plugin(format!("failed after {inner}")));
             }
             Ok(inner)

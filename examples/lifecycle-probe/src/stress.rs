@@ -1,5 +1,6 @@
 //! `waterfall-stress`: many waterfall chains at once, interleaved on the host's runtime, whose
-//! listeners suspend, hand their `next` to another task, fail before `next`, or short-circuit.
+//! listeners suspend, hand their `next` to another task, fail before `next`, short-circuit, or
+//! forget the rest of the chain half-run.
 //! Every result is checked against the value the chain must produce; the plugin prints how many
 //! dispatches ran and how many came out wrong.
 
@@ -16,8 +17,14 @@ pub const STRESS: WaterfallEvent<u64, u64> = WaterfallEvent::new("probe/waterfal
 const TASKS: u64 = 8;
 const DISPATCHES_PER_TASK: u64 = 50;
 
+/// What the second listener answers when it forgets the rest of its chain.
+const FORGOTTEN: u64 = 50_000;
+
 /// What the chain below answers for `payload`.
 fn expected(payload: u64) -> u64 {
+    if payload.is_multiple_of(11) {
+        return FORGOTTEN + 1;
+    }
     let innermost = if payload.is_multiple_of(7) {
         1_000
     } else {
@@ -72,6 +79,19 @@ impl Plugin for WaterfallStress {
 fn register(ctx: &Context) -> Result<(), PluginError> {
     ctx.on_waterfall(&STRESS, |next: Next<u64, u64>| async move {
         Ok(next.run().await? + 1)
+    })?;
+    // Starts the rest of the chain, polls it once (it suspends further in) and forgets it, as
+    // safe code may: the chain, whose memory the suspended steps live in, must then be kept and
+    // never handed to another dispatch.
+    ctx.on_waterfall(&STRESS, |next: Next<u64, u64>| async move {
+        if !next.payload().is_multiple_of(11) {
+            return next.run().await;
+        }
+        let mut run = Box::pin(next.run());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let _ = std::future::Future::poll(run.as_mut(), &mut cx);
+        std::mem::forget(run);
+        Ok(FORGOTTEN)
     })?;
     // Runs the rest of the chain in another task and waits for it there.
     let spawner = ctx.clone();

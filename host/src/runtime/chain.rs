@@ -433,6 +433,8 @@ unsafe extern "C" fn chain_failed(
 unsafe extern "C" fn chain_release(link: *const Link) {
     // SAFETY: the caller gives up a reference it holds.
     let (record, this) = unsafe { record_of(link) };
+    // Taken now: the record may live in `more_links`, dropped below.
+    let block = record.block;
     if this.refs.fetch_sub(1, Ordering::Release) != 1 {
         return;
     }
@@ -462,7 +464,7 @@ unsafe extern "C" fn chain_release(link: *const Link) {
     // SAFETY: no references are left and the block is not parked: it is owned here; the cache
     // was emptied by `start`.
     unsafe { this.put_cache(generation, listeners) };
-    if let Some(block) = NonNull::new(record.block.cast_mut()) {
+    if let Some(block) = NonNull::new(block.cast_mut()) {
         // SAFETY: the block holds no state and no references now.
         unsafe { slot.spare_chain.park(block) };
     }

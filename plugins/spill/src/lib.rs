@@ -102,7 +102,7 @@ impl Plugin for SpillPlugin {
         ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |next| {
             let (ctx, root, exempt) = (listener_ctx.clone(), root.clone(), exempt.clone());
             async move {
-                let post = next.payload();
+                let post = next.payload_arc();
                 let decided = next.run().await?;
                 let mut decision: Value = match serde_json::from_str(&decided) {
                     Ok(decision) => decision,
