@@ -114,18 +114,30 @@ impl Plugin for Modes {
     }
 }
 
-/// A chain of twenty listeners (more than the chain keeps inline), one of which keeps a
-/// counted reference to the payload past its `next`.
+/// A chain of twenty listeners (more than the chain keeps inline). The innermost keeps a counted
+/// reference to the payload and hands its `next`, unrun, to a task that drops it after the
+/// dispatch ended: that drop releases the chain's last reference, through a link that lives
+/// outside the chain's inline ones.
 async fn waterfall_deep(ctx: &Context) -> Result<(), PluginError> {
     for _ in 0..19 {
         ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
             Ok(next.run().await? + 1)
         })?;
     }
-    ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
-        let kept = next.payload_arc();
-        let inner = next.run().await?;
-        Ok(inner + 1 + *kept * 100)
+    let released = Arc::new(Rendezvous::default());
+    let (keeper, signal) = (ctx.clone(), released.clone());
+    ctx.on_waterfall(&MODE_WATERFALL_DEEP, move |next: Next<u64, u64>| {
+        let (keeper, signal) = (keeper.clone(), signal.clone());
+        async move {
+            let kept = next.payload_arc();
+            let timer = keeper.clone();
+            keeper.spawn(async move {
+                timer.sleep(std::time::Duration::from_millis(5)).await;
+                drop(next);
+                signal.open();
+            })?;
+            Ok(*kept * 100)
+        }
     })?;
     let answer = ctx
         .waterfall(
@@ -134,6 +146,7 @@ async fn waterfall_deep(ctx: &Context) -> Result<(), PluginError> {
             |p: RArc<u64>| async move { Ok(*p) },
         )
         .await?;
+    released.wait().await;
     say(&format!("waterfall deep: {answer}"));
     Ok(())
 }
