@@ -41,6 +41,10 @@ pub struct FsStat {
     pub mtime_nanos: u32,
     /// Unix permission bits.
     pub mode: u32,
+    /// The file's identity (device and inode; zero where the platform has none): a file
+    /// replaced by another, as an atomic save does, has another.
+    pub device: u64,
+    pub inode: u64,
 }
 
 /// Why an operation failed; `kind` keeps what callers branch on.

@@ -34,6 +34,10 @@ pub struct FileStat {
     pub mtime: Option<SystemTime>,
     /// Unix permission bits (0 where the platform has none).
     pub mode: u32,
+    /// The file's identity (0 where the platform has none): a file replaced by another, as an
+    /// atomic save does, has another.
+    pub device: u64,
+    pub inode: u64,
 }
 
 impl FileStat {
@@ -69,6 +73,12 @@ pub trait FileSystem: Send + Sync {
 
 /// Reads a whole file through `fs`, in chunks of `chunk` bytes, handing each to `sink`; stops
 /// early when `sink` answers an error.
+///
+/// Each chunk is a read of its own, so a file replaced or rewritten between two of them would
+/// give bytes of two versions: a read of more than one chunk compares the file's metadata
+/// (identity, length, modification time) before and after, and answers an error naming the file
+/// when they differ. (A rewrite in place that keeps the length within one tick of the clock goes
+/// unseen.)
 pub fn read_chunks<E>(
     fs: &dyn FileSystem,
     path: &Path,
@@ -76,18 +86,28 @@ pub fn read_chunks<E>(
     mut sink: impl FnMut(&[u8]) -> Result<(), E>,
     io_error: impl Fn(io::Error) -> E,
 ) -> Result<(), E> {
+    let before = fs.stat(path).map_err(&io_error)?;
     let mut offset = 0u64;
+    let mut reads = 0usize;
     loop {
         let bytes = fs.read_at(path, offset, chunk).map_err(&io_error)?;
-        if bytes.is_empty() {
-            return Ok(());
+        reads += 1;
+        let last = bytes.len() < chunk;
+        if !bytes.is_empty() {
+            offset += bytes.len() as u64;
+            sink(&bytes)?;
         }
-        offset += bytes.len() as u64;
-        sink(&bytes)?;
-        if bytes.len() < chunk {
-            return Ok(());
+        if last {
+            break;
         }
     }
+    if reads > 1 && fs.stat(path).map_err(&io_error)? != before {
+        return Err(io_error(io::Error::other(format!(
+            "{} changed while it was being read; read it again",
+            path.display()
+        ))));
+    }
+    Ok(())
 }
 
 /// The whole content of `path` through `fs`.
@@ -119,14 +139,19 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
         FileKind::Other
     };
     #[cfg(unix)]
-    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+    let (mode, device, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.mode(), meta.dev(), meta.ino())
+    };
     #[cfg(not(unix))]
-    let mode = 0;
+    let (mode, device, inode) = (0, 0, 0);
     FileStat {
         kind,
         len: meta.len(),
         mtime: meta.modified().ok(),
         mode,
+        device,
+        inode,
     }
 }
 
@@ -205,6 +230,81 @@ mod tests {
         assert_eq!(seen.concat(), b"0123456789");
         assert_eq!(seen.len(), 4);
         assert_eq!(read_all(&LocalFs, &file).unwrap(), b"0123456789");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The local filesystem, with the file replaced (as an atomic save does) right after the
+    /// first ranged read.
+    struct ReplacedMidRead {
+        reads: std::sync::atomic::AtomicUsize,
+        replacement: Vec<u8>,
+    }
+
+    impl FileSystem for ReplacedMidRead {
+        fn stat(&self, path: &Path) -> io::Result<Option<FileStat>> {
+            LocalFs.stat(path)
+        }
+        fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+            let bytes = LocalFs.read_at(path, offset, len)?;
+            if self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                let aside = path.with_extension("new");
+                std::fs::write(&aside, &self.replacement)?;
+                std::fs::rename(&aside, path)?;
+            }
+            Ok(bytes)
+        }
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            LocalFs.canonicalize(path)
+        }
+        fn publish(
+            &self,
+            path: &Path,
+            content: &[u8],
+            mode: Option<u32>,
+            create_only: bool,
+        ) -> Result<(), PublishError> {
+            LocalFs.publish(path, content, mode, create_only)
+        }
+    }
+
+    #[test]
+    fn a_file_replaced_between_chunks_is_an_error_not_a_mix_of_versions() {
+        let dir = scratch("replaced");
+        let file = dir.join("a.txt");
+        std::fs::write(&file, b"0123456789").unwrap();
+        // Same length, so only the identity tells the versions apart.
+        let fs = ReplacedMidRead {
+            reads: Default::default(),
+            replacement: b"abcdefghij".to_vec(),
+        };
+        let mut seen = Vec::new();
+        let error = read_chunks(
+            &fs,
+            &file,
+            4,
+            |c| {
+                seen.extend_from_slice(c);
+                Ok::<(), io::Error>(())
+            },
+            |e| e,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("changed while it was being read"),
+            "{error}"
+        );
+        assert_eq!(
+            seen, b"0123efghij",
+            "what a reader would have taken for the file"
+        );
+        // A read that fits one chunk is one read: nothing to mix.
+        let fs = ReplacedMidRead {
+            reads: Default::default(),
+            replacement: b"klmnopqrst".to_vec(),
+        };
+        assert_eq!(read_all(&fs, &file).unwrap(), b"abcdefghij");
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -25,6 +25,8 @@ fn to_abi_stat(stat: &FileStat) -> FsStat {
         mtime_secs: since.map(|since| since.as_secs()).into(),
         mtime_nanos: since.map_or(0, |since| since.subsec_nanos()),
         mode: stat.mode,
+        device: stat.device,
+        inode: stat.inode,
     }
 }
 
@@ -43,6 +45,8 @@ fn from_abi_stat(stat: &FsStat) -> FileStat {
                 .checked_add(Duration::from_nanos(u64::from(stat.mtime_nanos)))
         }),
         mode: stat.mode,
+        device: stat.device,
+        inode: stat.inode,
     }
 }
 
