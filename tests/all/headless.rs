@@ -847,7 +847,7 @@ fn a_huge_result_is_spilled_to_a_private_file_and_previewed() {
 
 /// The file tools reach files only through the `fs` service: the `fs` row disabled and a
 /// confined implementation inserted in its place (`fs-probe`, refusing paths with `secret`)
-/// confines `read` and `write` without touching them.
+/// confines `read`, `write`, `glob` and `grep` without touching them.
 #[test]
 fn the_file_tools_go_through_the_fs_row() {
     dsh_tests::plugin_lib("fs_probe");
@@ -858,6 +858,12 @@ fn the_file_tools_go_through_the_fs_row() {
             ("call_1", "read", &read("notes.txt")),
             ("call_2", "read", &read("secret.txt")),
             ("call_3", "write", &write),
+            ("call_4", "glob", &json!({"pattern": "*.txt"}).to_string()),
+            (
+                "call_5",
+                "grep",
+                &json!({"pattern": "secret|notes"}).to_string(),
+            ),
         ]),
         Reply::text("done"),
     ]);
@@ -881,7 +887,7 @@ fn the_file_tools_go_through_the_fs_row() {
                 .to_owned()
         })
         .collect();
-    assert_eq!(texts.len(), 3, "{events:?}");
+    assert_eq!(texts.len(), 5, "{events:?}");
     assert!(texts[0].contains("plain notes"), "{}", texts[0]);
     assert!(
         texts[1].starts_with("Error: ") && texts[1].contains("permission denied"),
@@ -890,6 +896,13 @@ fn the_file_tools_go_through_the_fs_row() {
     );
     assert!(texts[2].starts_with("Error: "), "{}", texts[2]);
     assert!(!dir.join("work/secret-out.txt").exists());
+    // The searches see the confined tree: the refused file is not there at all.
+    for text in &texts[3..] {
+        assert!(
+            text.contains("notes.txt") && !text.contains("secret"),
+            "{text}"
+        );
+    }
 }
 
 /// With an explicit permission preset the log starts as the recorded headless run's does:

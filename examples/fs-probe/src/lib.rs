@@ -1,5 +1,6 @@
 //! Test plugin `fs-probe`: provides the `fs` service over the local filesystem but refuses
-//! every path that contains `deny`, the way a sandbox's confined filesystem would. A row that
+//! every path that contains `deny` (and leaves such paths out of walks), the way a sandbox's
+//! confined filesystem would. A row that
 //! names it in place of `dsh-host/fs` shows that the file tools reach files only through the
 //! service.
 
@@ -7,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use dsh_fs_local::{FileStat, FileSystem, LocalFs, PublishError, Served};
+use dsh_fs_local::{FileStat, FileSystem, LocalFs, PublishError, Served, WalkRequest, Walked};
 use dsh_plugin_api::io::fs::{FS_SERVICE, Fs_TO};
 use dsh_plugin_api::prelude::*;
 
@@ -60,6 +61,19 @@ impl FileSystem for Confined {
     ) -> Result<(), PublishError> {
         self.check(path).map_err(PublishError::Io)?;
         LocalFs.publish(path, content, mode, create_only)
+    }
+
+    fn walk(
+        &self,
+        request: &WalkRequest<'_>,
+        visit: &mut dyn FnMut(Walked<'_>) -> bool,
+    ) -> io::Result<()> {
+        self.check(request.root)?;
+        LocalFs.walk(request, &mut |walked| match walked {
+            // Outside the confinement: not there at all.
+            Walked::Entry(entry) if self.check(entry.path).is_err() => true,
+            walked => visit(walked),
+        })
     }
 }
 

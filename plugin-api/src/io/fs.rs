@@ -1,5 +1,6 @@
-//! The `fs` service: the file operations `read`, `write` and `edit` are built on (stat
-//! following symlinks, ranged reads, canonicalization, atomic whole-file publication), provided
+//! The `fs` service: the file operations the file tools are built on (stat following symlinks,
+//! ranged reads, canonicalization, atomic whole-file publication, and the directory walks of
+//! `glob` and `grep`, with ripgrep's filters), provided
 //! by the host (`dsh-host/fs`, the local filesystem). A sandbox replaces the row with a
 //! confined implementation; the tools do not change. Paths cross as their raw bytes, so a
 //! name that is not UTF-8 reaches the same file.
@@ -16,7 +17,8 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
-use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RString, RVec};
+use abi_stable::sabi_types::RMut;
+use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 
 /// The service key.
@@ -77,6 +79,44 @@ impl std::fmt::Display for FsError {
 
 impl std::error::Error for FsError {}
 
+/// What a walk covers: everything under `root` that the filters let through.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FsWalkRequest<'a> {
+    pub root: RSlice<'a, u8>,
+    /// ripgrep's standard filters: ignore files (`.gitignore` inside a git repository,
+    /// `.ignore`), hidden entries skipped. Without them everything is walked.
+    pub standard_filters: bool,
+    /// More ignore-file names honoured like `.ignore` (`.rgignore`).
+    pub ignore_files: RSlice<'a, RStr<'a>>,
+    /// Globs in ripgrep's override syntax (`!` excludes), matched relative to `glob_base`; when
+    /// any is positive, only what one matches is listed.
+    pub globs: RSlice<'a, RStr<'a>>,
+    pub glob_base: RSlice<'a, u8>,
+    /// Whether entries carry their modification time (a stat per file).
+    pub mtimes: bool,
+}
+
+/// One entry of a walk, in name order within each directory.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FsWalkEntry<'a> {
+    pub path: RSlice<'a, u8>,
+    /// 0 for the root itself.
+    pub depth: u64,
+    /// A regular file (following a symlink only for the root, as ripgrep does).
+    pub is_file: bool,
+    pub mtime_secs: ROption<u64>,
+    pub mtime_nanos: u32,
+}
+
+/// Receives a walk's entries and the errors met on the way; answering false stops the walk.
+#[sabi_trait]
+pub trait FsWalkVisitor {
+    fn entry(&mut self, entry: FsWalkEntry<'_>) -> bool;
+    fn error(&mut self, message: RStr<'_>) -> bool;
+}
+
 /// The file operations (see the module docs). Paths are their raw bytes (the platform's
 /// `OsStr` encoding).
 #[sabi_trait]
@@ -94,6 +134,13 @@ pub trait Fs: Send + Sync {
         content: RSlice<'_, u8>,
         mode: ROption<u32>,
         create_only: bool,
+    ) -> RResult<(), FsError>;
+    /// Walks the tree the request names, handing each entry to `visitor` as it is reached; a
+    /// glob that does not parse is an `Other` error naming it, before anything is walked.
+    fn walk(
+        &self,
+        request: FsWalkRequest<'_>,
+        visitor: FsWalkVisitor_TO<'_, RMut<'_, ()>>,
     ) -> RResult<(), FsError>;
 }
 

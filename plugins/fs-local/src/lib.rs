@@ -1,15 +1,16 @@
 //! The file operations the file tools are built on, as one trait ([`FileSystem`]): stat
-//! following symlinks, ranged reads, canonicalization and atomic whole-file publication.
-//! `read`, `write` and `edit` never touch the filesystem any other way, so whoever provides the
-//! trait decides what they can reach (`glob` and `grep` walk the local tree with ripgrep's
-//! libraries and are not confined by it yet): the host's `fs` service implements it with [`LocalFs`] ([`Served`]),
-//! the file tools reach it through the service ([`Remote`]), and a sandbox can put a confined
+//! following symlinks, ranged reads, canonicalization, atomic whole-file publication and
+//! directory walks with ripgrep's filters. The file tools (`read`, `write`, `edit`, `glob`,
+//! `grep`) never touch the filesystem any other way, so whoever provides the trait decides what
+//! they can reach: the host's `fs` service implements it with [`LocalFs`] ([`Served`]), the file
+//! tools reach it through the service ([`Remote`]), and a sandbox can put a confined
 //! implementation in the service's place.
 //!
 //! Everything here blocks: callers run it on the host's blocking pool.
 
 mod publish;
 mod service;
+mod walk;
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use std::time::SystemTime;
 
 pub use publish::PublishError;
 pub use service::{Remote, Served};
+pub use walk::{WalkEntry, WalkRequest, Walked};
 
 /// What a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +71,14 @@ pub trait FileSystem: Send + Sync {
         mode: Option<u32>,
         create_only: bool,
     ) -> Result<(), PublishError>;
+    /// Walks the tree `request` names, handing each entry (and each error met on the way) to
+    /// `visit` until it answers false. A glob that does not parse is an `InvalidInput` error,
+    /// before anything is walked.
+    fn walk(
+        &self,
+        request: &WalkRequest<'_>,
+        visit: &mut dyn FnMut(Walked<'_>) -> bool,
+    ) -> io::Result<()>;
 }
 
 /// Reads a whole file through `fs`, in chunks of `chunk` bytes, handing each to `sink`; stops
@@ -108,6 +118,33 @@ pub fn read_chunks<E>(
         ))));
     }
     Ok(())
+}
+
+/// A file read through `fs` as a stream, one ranged read per call.
+pub struct FileReader<'a> {
+    fs: &'a dyn FileSystem,
+    path: &'a Path,
+    offset: u64,
+}
+
+impl<'a> FileReader<'a> {
+    pub fn new(fs: &'a dyn FileSystem, path: &'a Path) -> Self {
+        Self {
+            fs,
+            path,
+            offset: 0,
+        }
+    }
+}
+
+impl Read for FileReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let bytes = self.fs.read_at(self.path, self.offset, buf.len())?;
+        let count = bytes.len().min(buf.len());
+        buf[..count].copy_from_slice(&bytes[..count]);
+        self.offset += count as u64;
+        Ok(count)
+    }
 }
 
 /// The whole content of `path` through `fs`.
@@ -194,6 +231,14 @@ impl FileSystem for LocalFs {
     ) -> Result<(), PublishError> {
         publish::publish(path, content, mode, create_only)
     }
+
+    fn walk(
+        &self,
+        request: &WalkRequest<'_>,
+        visit: &mut dyn FnMut(Walked<'_>) -> bool,
+    ) -> io::Result<()> {
+        walk::walk_local(request, visit)
+    }
 }
 
 #[cfg(test)]
@@ -264,6 +309,13 @@ mod tests {
             create_only: bool,
         ) -> Result<(), PublishError> {
             LocalFs.publish(path, content, mode, create_only)
+        }
+        fn walk(
+            &self,
+            request: &WalkRequest<'_>,
+            visit: &mut dyn FnMut(Walked<'_>) -> bool,
+        ) -> io::Result<()> {
+            LocalFs.walk(request, visit)
         }
     }
 

@@ -4,17 +4,40 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSlice, RSome, RString, RVec};
-use dsh_plugin_api::io::fs::{Fs, FsError, FsErrorKind, FsKind, FsService, FsStat};
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::RMut;
+use abi_stable::std_types::{
+    RErr, RNone, ROk, ROption, RResult, RSlice, RSome, RStr, RString, RVec,
+};
+use dsh_plugin_api::io::fs::{
+    Fs, FsError, FsErrorKind, FsKind, FsService, FsStat, FsWalkEntry, FsWalkRequest, FsWalkVisitor,
+    FsWalkVisitor_TO,
+};
 
-use crate::{FileKind, FileStat, FileSystem, PublishError};
+use crate::{FileKind, FileStat, FileSystem, PublishError, WalkEntry, WalkRequest, Walked};
+
+/// A time as seconds and nanoseconds since the Unix epoch, as it crosses the ABI.
+fn epoch_parts(time: Option<SystemTime>) -> (ROption<u64>, u32) {
+    let since = time.and_then(|time| time.duration_since(UNIX_EPOCH).ok());
+    (
+        since.map(|since| since.as_secs()).into(),
+        since.map_or(0, |since| since.subsec_nanos()),
+    )
+}
+
+/// The time those parts name; a provider's nonsense time is no time, not a panic.
+fn time_of(secs: ROption<u64>, nanos: u32) -> Option<SystemTime> {
+    secs.into_option().and_then(|secs| {
+        UNIX_EPOCH
+            .checked_add(Duration::from_secs(secs))?
+            .checked_add(Duration::from_nanos(u64::from(nanos)))
+    })
+}
 
 fn to_abi_stat(stat: &FileStat) -> FsStat {
-    let since = stat
-        .mtime
-        .and_then(|mtime| mtime.duration_since(UNIX_EPOCH).ok());
+    let (mtime_secs, mtime_nanos) = epoch_parts(stat.mtime);
     FsStat {
         kind: match stat.kind {
             FileKind::File => FsKind::File,
@@ -22,8 +45,8 @@ fn to_abi_stat(stat: &FileStat) -> FsStat {
             FileKind::Other => FsKind::Other,
         },
         len: stat.len,
-        mtime_secs: since.map(|since| since.as_secs()).into(),
-        mtime_nanos: since.map_or(0, |since| since.subsec_nanos()),
+        mtime_secs,
+        mtime_nanos,
         mode: stat.mode,
         device: stat.device,
         inode: stat.inode,
@@ -38,12 +61,7 @@ fn from_abi_stat(stat: &FsStat) -> FileStat {
             FsKind::Other => FileKind::Other,
         },
         len: stat.len,
-        // A provider's nonsense time is no time, not a panic.
-        mtime: stat.mtime_secs.into_option().and_then(|secs| {
-            UNIX_EPOCH
-                .checked_add(Duration::from_secs(secs))?
-                .checked_add(Duration::from_nanos(u64::from(stat.mtime_nanos)))
-        }),
+        mtime: time_of(stat.mtime_secs, stat.mtime_nanos),
         mode: stat.mode,
         device: stat.device,
         inode: stat.inode,
@@ -152,6 +170,64 @@ impl<F: FileSystem> Fs for Served<F> {
             Err(PublishError::Io(error)) => RErr(to_abi_error(&error)),
         }
     }
+
+    fn walk(
+        &self,
+        request: FsWalkRequest<'_>,
+        mut visitor: FsWalkVisitor_TO<'_, RMut<'_, ()>>,
+    ) -> RResult<(), FsError> {
+        let names = |list: RSlice<'_, RStr<'_>>| -> Vec<String> {
+            list.iter().map(|name| name.as_str().to_owned()).collect()
+        };
+        let (ignore_files, globs) = (names(request.ignore_files), names(request.globs));
+        let (root, glob_base) = (path_of(&request.root), path_of(&request.glob_base));
+        let request = WalkRequest {
+            root: &root,
+            standard_filters: request.standard_filters,
+            ignore_files: &ignore_files,
+            globs: &globs,
+            glob_base: &glob_base,
+            mtimes: request.mtimes,
+        };
+        let walked = self.0.walk(&request, &mut |walked| match walked {
+            Walked::Entry(entry) => {
+                let path = path_bytes(entry.path);
+                let (mtime_secs, mtime_nanos) = epoch_parts(entry.mtime);
+                visitor.entry(FsWalkEntry {
+                    path: RSlice::from_slice(&path),
+                    depth: entry.depth as u64,
+                    is_file: entry.is_file,
+                    mtime_secs,
+                    mtime_nanos,
+                })
+            }
+            Walked::Error(message) => visitor.error(RStr::from_str(message)),
+        });
+        done(walked, |()| ())
+    }
+}
+
+fn rstrs(list: &[String]) -> Vec<RStr<'_>> {
+    list.iter().map(|name| RStr::from_str(name)).collect()
+}
+
+/// The plugin side of a walk's visitor: the tool's closure behind the ABI.
+struct Visiting<'v>(&'v mut dyn FnMut(Walked<'_>) -> bool);
+
+impl FsWalkVisitor for Visiting<'_> {
+    fn entry(&mut self, entry: FsWalkEntry<'_>) -> bool {
+        let path = path_of(&entry.path);
+        (self.0)(Walked::Entry(WalkEntry {
+            path: &path,
+            depth: usize::try_from(entry.depth).unwrap_or(usize::MAX),
+            is_file: entry.is_file,
+            mtime: time_of(entry.mtime_secs, entry.mtime_nanos),
+        }))
+    }
+
+    fn error(&mut self, message: RStr<'_>) -> bool {
+        (self.0)(Walked::Error(message.as_str()))
+    }
 }
 
 /// The `fs` service as a [`FileSystem`] (`S` holds the service: the plugin API's `Service`
@@ -212,6 +288,30 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
             }),
         }
     }
+
+    fn walk(
+        &self,
+        request: &WalkRequest<'_>,
+        visit: &mut dyn FnMut(Walked<'_>) -> bool,
+    ) -> io::Result<()> {
+        let (root, glob_base) = (path_bytes(request.root), path_bytes(request.glob_base));
+        let (ignore_files, globs) = (rstrs(request.ignore_files), rstrs(request.globs));
+        let mut visiting = Visiting(visit);
+        self.0
+            .walk(
+                FsWalkRequest {
+                    root: RSlice::from_slice(&root),
+                    standard_filters: request.standard_filters,
+                    ignore_files: RSlice::from_slice(&ignore_files),
+                    globs: RSlice::from_slice(&globs),
+                    glob_base: RSlice::from_slice(&glob_base),
+                    mtimes: request.mtimes,
+                },
+                FsWalkVisitor_TO::from_ptr(&mut visiting, TD_Opaque),
+            )
+            .into_result()
+            .map_err(from_abi_error)
+    }
 }
 
 #[cfg(test)]
@@ -258,6 +358,95 @@ mod tests {
                 std::fs::canonicalize(&odd).unwrap()
             );
         }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Every entry, error and stop of a walk, as the visitor saw them.
+    fn walk_log(fs: &dyn FileSystem, request: &WalkRequest<'_>, stop_after: usize) -> Vec<String> {
+        let mut log = Vec::new();
+        let result = fs.walk(request, &mut |walked| {
+            log.push(match walked {
+                Walked::Entry(entry) => format!(
+                    "{} depth={} file={} mtime={}",
+                    entry.path.display(),
+                    entry.depth,
+                    entry.is_file,
+                    entry.mtime.is_some()
+                ),
+                Walked::Error(message) => format!("error: {message}"),
+            });
+            log.len() < stop_after
+        });
+        if let Err(error) = result {
+            log.push(format!("failed: {:?}: {error}", error.kind()));
+        }
+        log
+    }
+
+    #[test]
+    fn a_walk_through_the_service_sees_what_the_local_walk_sees() {
+        let dir = std::env::temp_dir().join(format!("dsh-fs-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in [
+            ("b.rs", "b"),
+            ("a/c.rs", "c"),
+            (".hidden.rs", "h"),
+            ("d.md", "d"),
+        ] {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let remote = Remote(Box::new(Fs_TO::from_value(
+            Served(crate::LocalFs),
+            TD_Opaque,
+        )));
+        let globs = ["*.rs".to_owned()];
+        let bad = ["[".to_owned()];
+        let request = WalkRequest {
+            root: &dir,
+            standard_filters: true,
+            ignore_files: &[],
+            globs: &globs,
+            glob_base: &dir,
+            mtimes: true,
+        };
+        let local = walk_log(&crate::LocalFs, &request, usize::MAX);
+        // Only `*.rs` (an override glob lets a hidden file through, as in ripgrep) and the
+        // directories on the way, in name order, the root first.
+        assert_eq!(local.len(), 5, "{local:#?}");
+        assert!(
+            local[0].ends_with("depth=0 file=false mtime=false"),
+            "{local:#?}"
+        );
+        assert!(
+            local[2].ends_with("/a depth=1 file=false mtime=false"),
+            "{local:#?}"
+        );
+        assert!(
+            local[4].ends_with("b.rs depth=1 file=true mtime=true"),
+            "{local:#?}"
+        );
+        assert_eq!(walk_log(&remote, &request, usize::MAX), local);
+        // The visitor stops a walk.
+        assert_eq!(walk_log(&remote, &request, 2), local[..2]);
+        // A glob that does not parse fails the walk before it starts, with ripgrep's message.
+        let request = WalkRequest {
+            globs: &bad,
+            ..request
+        };
+        let refused = walk_log(&remote, &request, usize::MAX);
+        assert_eq!(refused.len(), 1, "{refused:#?}");
+        assert!(refused[0].contains("error parsing glob"), "{refused:#?}");
+        // A root that is not there is an error entry, and the walk ends normally.
+        let request = WalkRequest {
+            root: &dir.join("missing"),
+            globs: &[],
+            ..request
+        };
+        let missing = walk_log(&remote, &request, usize::MAX);
+        assert_eq!(missing, walk_log(&crate::LocalFs, &request, usize::MAX));
+        assert!(missing[0].starts_with("error: "), "{missing:#?}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -9,16 +9,13 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use ignore::WalkBuilder;
-use ignore::overrides::{Override, OverrideBuilder};
+use dsh_fs_local::WalkRequest;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ToolError;
 use crate::path::Workspace;
-use crate::search::{
-    SearchOptions, SearchRoot, SpillRef, WalkErrors, cap_meta_bytes, pattern_error,
-};
+use crate::search::{SearchOptions, SearchRoot, SpillRef, cap_meta_bytes, walk};
 
 /// VCS metadata directories never listed.
 pub const GLOB_VCS_EXCLUDES: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
@@ -59,23 +56,16 @@ fn parse_glob_args(args: &GlobArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-fn build_overrides(root: &SearchRoot, pattern: &str) -> Result<Override, ToolError> {
-    let mut builder = OverrideBuilder::new(&root.workdir);
-    builder
-        .add(pattern)
-        .map_err(|e| pattern_error("glob", &e.to_string()))?;
+/// The pattern, and the VCS metadata directories excluded.
+fn overrides(pattern: &str) -> Vec<String> {
+    let mut globs = vec![pattern.to_owned()];
     for name in GLOB_VCS_EXCLUDES {
         // The bare form prunes the directory during the walk; the `/**` form still excludes
         // the contents when the search root is at or inside the directory.
-        for glob in [format!("!**/{name}"), format!("!**/{name}/**")] {
-            builder
-                .add(&glob)
-                .map_err(|e| pattern_error("glob", &e.to_string()))?;
-        }
+        globs.push(format!("!**/{name}"));
+        globs.push(format!("!**/{name}/**"));
     }
-    builder
-        .build()
-        .map_err(|e| pattern_error("glob", &e.to_string()))
+    globs
 }
 
 /// List the files matching `args.pattern` under the workspace (or `args.path`).
@@ -86,33 +76,21 @@ pub fn glob(
 ) -> Result<GlobOutput, ToolError> {
     parse_glob_args(args)?;
     let root = SearchRoot::new(workspace.root(), args.path.as_deref());
-    let overrides = build_overrides(&root, &args.pattern)?;
-    let walker = WalkBuilder::new(&root.walk_root)
-        .standard_filters(false)
-        .overrides(overrides)
-        // A name-sorted walk makes equal modification times come out in a stable order.
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
+    let globs = overrides(&args.pattern);
+    let request = WalkRequest {
+        root: &root.walk_root,
+        standard_filters: false,
+        ignore_files: &[],
+        globs: &globs,
+        glob_base: &root.workdir,
+        mtimes: true,
+    };
     let mut found: Vec<(Option<SystemTime>, String)> = Vec::new();
-    let mut errors = WalkErrors::default();
-    for entry in walker {
-        options.check_cancel("glob")?;
-        match entry {
-            Ok(entry) => {
-                let is_file = if entry.depth() == 0 {
-                    entry.path().is_file()
-                } else {
-                    entry.file_type().is_some_and(|t| t.is_file())
-                };
-                if is_file {
-                    let mtime = entry.metadata().ok().and_then(|m| m.modified().ok());
-                    found.push((mtime, root.display(entry.path())));
-                }
-            }
-            Err(error) => errors.push(root.error_text(&error)),
+    walk("glob", workspace, &root, options, &request, |entry, _| {
+        if entry.is_file {
+            found.push((entry.mtime, root.display(entry.path)));
         }
-    }
-    errors.into_result("glob")?;
+    })?;
     // Stable: equal times keep walk order. `None` (no mtime) sorts first, as ripgrep does.
     found.sort_by_key(|a| a.0);
     let paths: Vec<String> = found.into_iter().map(|(_, path)| path).collect();

@@ -6,17 +6,16 @@
 //! explicitly named file always searched. Unlike the reference's parallel `rg`, files are
 //! searched in name order so the output is deterministic.
 
+use dsh_fs_local::{FileReader, WalkRequest};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
-use ignore::WalkBuilder;
-use ignore::overrides::{Override, OverrideBuilder};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::ToolError;
 use crate::path::Workspace;
 use crate::search::{
-    SearchOptions, SearchRoot, SpillRef, WalkErrors, cap_meta_bytes, pattern_error, preview_line,
+    SearchOptions, SearchRoot, SpillRef, cap_meta_bytes, pattern_error, preview_line, walk,
 };
 
 /// `grep` arguments.
@@ -95,18 +94,6 @@ fn parse_grep_args(args: &GrepArgs) -> Result<(), ToolError> {
     args.include.as_deref().map_or(Ok(()), validate_include)
 }
 
-fn build_include(root: &SearchRoot, include: Option<&str>) -> Result<Override, ToolError> {
-    let mut builder = OverrideBuilder::new(&root.workdir);
-    if let Some(include) = include {
-        builder
-            .add(include)
-            .map_err(|e| pattern_error("grep", &e.to_string()))?;
-    }
-    builder
-        .build()
-        .map_err(|e| pattern_error("grep", &e.to_string()))
-}
-
 struct Collect<'a> {
     path: &'a str,
     out: &'a mut Vec<GrepMatch>,
@@ -151,12 +138,16 @@ pub fn grep(
         .line_terminator(Some(b'\n'))
         .build(&args.pattern)
         .map_err(|e| pattern_error("grep", &e.to_string()))?;
-    let include = build_include(&root, args.include.as_deref())?;
-    let walker = WalkBuilder::new(&root.walk_root)
-        .add_custom_ignore_filename(".rgignore")
-        .overrides(include)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
+    let globs: Vec<String> = args.include.iter().cloned().collect();
+    let ignore_files = [".rgignore".to_owned()];
+    let request = WalkRequest {
+        root: &root.walk_root,
+        standard_filters: true,
+        ignore_files: &ignore_files,
+        globs: &globs,
+        glob_base: &root.workdir,
+        mtimes: false,
+    };
     // Implicit files stop at the first NUL (skipped as binary); an explicitly named file is
     // searched with NULs treated as line breaks, as ripgrep does.
     let mut implicit = SearcherBuilder::new()
@@ -168,37 +159,32 @@ pub fn grep(
         .binary_detection(BinaryDetection::convert(0))
         .build();
     let mut matches = Vec::new();
-    let mut errors = WalkErrors::default();
-    for entry in walker {
-        options.check_cancel("grep")?;
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(error) => {
-                errors.push(root.error_text(&error));
-                continue;
+    walk(
+        "grep",
+        workspace,
+        &root,
+        options,
+        &request,
+        |entry, errors| {
+            if !entry.is_file {
+                return;
             }
-        };
-        let (searcher, is_file) = if entry.depth() == 0 {
-            (&mut explicit, entry.path().is_file())
-        } else {
-            (
-                &mut implicit,
-                entry.file_type().is_some_and(|t| t.is_file()),
-            )
-        };
-        if !is_file {
-            continue;
-        }
-        let shown = root.display(entry.path());
-        let sink = Collect {
-            path: &shown,
-            out: &mut matches,
-        };
-        if let Err(error) = searcher.search_path(&matcher, entry.path(), sink) {
-            errors.push(format!("{shown}: {error}"));
-        }
-    }
-    errors.into_result("grep")?;
+            let searcher = if entry.depth == 0 {
+                &mut explicit
+            } else {
+                &mut implicit
+            };
+            let shown = root.display(entry.path);
+            let sink = Collect {
+                path: &shown,
+                out: &mut matches,
+            };
+            let file = FileReader::new(workspace.fs(), entry.path);
+            if let Err(error) = searcher.search_reader(&matcher, file, sink) {
+                errors.push(format!("{shown}: {error}"));
+            }
+        },
+    )?;
     let text = render_grep(&matches, options, None);
     let meta = grep_meta(&matches, options);
     Ok(GrepOutput {

@@ -1,7 +1,9 @@
 //! What `glob` and `grep` share: caps, the spill reference of a capped result, display paths,
 //! line previews, the bounded search-card `meta`, walk errors and cancellation.
 //!
-//! The reference runs the `rg` binary; here ripgrep's own libraries run in-process. The texts
+//! The reference runs the `rg` binary; here ripgrep's own libraries run in-process, the walk
+//! through the workspace's file system (the `fs` service, so a confined provider confines the
+//! searches too), the matching in the tool. The texts
 //! the model sees for walk failures are shaped like ripgrep's stderr (`rg: <path>: <error>`),
 //! wrapped the way the reference wraps a non-zero exit.
 
@@ -9,9 +11,11 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use dsh_fs_local::{WalkEntry, WalkRequest, Walked};
 use serde_json::Value;
 
 use crate::error::{ErrorCode, ToolError};
+use crate::path::Workspace;
 
 /// Default inline path cap of `glob`.
 pub const GLOB_MAX_RESULTS: usize = 100;
@@ -207,6 +211,35 @@ impl WalkErrors {
             format!("{tool} search failed (exit 2): {}", self.0.join("\n")),
         ))
     }
+}
+
+/// Walks `request` through the workspace's file system, handing each entry to `on_entry` with
+/// the run's error list, and stops when the search is cancelled. Walk errors are collected the
+/// way ripgrep reports them; a glob that does not parse is ripgrep's pattern error.
+pub(crate) fn walk(
+    tool: &str,
+    workspace: &Workspace,
+    root: &SearchRoot,
+    options: &SearchOptions,
+    request: &WalkRequest<'_>,
+    mut on_entry: impl FnMut(&WalkEntry<'_>, &mut WalkErrors),
+) -> Result<(), ToolError> {
+    let mut errors = WalkErrors::default();
+    let walked = workspace.fs().walk(request, &mut |walked| {
+        if options.check_cancel(tool).is_err() {
+            return false;
+        }
+        match walked {
+            Walked::Entry(entry) => on_entry(&entry, &mut errors),
+            Walked::Error(message) => errors.push(root.error_text(&message)),
+        }
+        true
+    });
+    if let Err(error) = walked {
+        return Err(pattern_error(tool, &error.to_string()));
+    }
+    options.check_cancel(tool)?;
+    errors.into_result(tool)
 }
 
 /// Classify a matcher/glob construction failure the way the reference classifies `rg` stderr.
