@@ -125,6 +125,9 @@ pub struct FileReader<'a> {
     fs: &'a dyn FileSystem,
     path: &'a Path,
     offset: u64,
+    /// A read answered short: the end is reached, and the next read need not ask (most files
+    /// fit one read, and each ranged read opens the file again).
+    at_end: bool,
 }
 
 impl<'a> FileReader<'a> {
@@ -133,16 +136,21 @@ impl<'a> FileReader<'a> {
             fs,
             path,
             offset: 0,
+            at_end: false,
         }
     }
 }
 
 impl Read for FileReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at_end || buf.is_empty() {
+            return Ok(0);
+        }
         let bytes = self.fs.read_at(self.path, self.offset, buf.len())?;
         let count = bytes.len().min(buf.len());
         buf[..count].copy_from_slice(&bytes[..count]);
         self.offset += count as u64;
+        self.at_end = count < buf.len();
         Ok(count)
     }
 }
@@ -275,6 +283,11 @@ mod tests {
         assert_eq!(seen.concat(), b"0123456789");
         assert_eq!(seen.len(), 4);
         assert_eq!(read_all(&LocalFs, &file).unwrap(), b"0123456789");
+        let mut streamed = Vec::new();
+        FileReader::new(&LocalFs, &file)
+            .read_to_end(&mut streamed)
+            .unwrap();
+        assert_eq!(streamed, b"0123456789");
         let _ = std::fs::remove_dir_all(dir);
     }
 
