@@ -211,13 +211,31 @@ fn rstrs(list: &[String]) -> Vec<RStr<'_>> {
     list.iter().map(|name| RStr::from_str(name)).collect()
 }
 
-/// The plugin side of a walk's visitor: the tool's closure behind the ABI.
-struct Visiting<'v>(&'v mut dyn FnMut(Walked<'_>) -> bool);
+/// The plugin side of a walk's visitor: the tool's closure behind the ABI. A panic in it (a
+/// search runs inside) must not unwind through the provider's frames, where abi_stable would
+/// abort the process: it stops the walk and is resumed once the walk returned.
+struct Visiting<'v> {
+    visit: &'v mut dyn FnMut(Walked<'_>) -> bool,
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl Visiting<'_> {
+    fn call(&mut self, walked: Walked<'_>) -> bool {
+        let visit = &mut self.visit;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit(walked))) {
+            Ok(go_on) => go_on,
+            Err(panic) => {
+                self.panic = Some(panic);
+                false
+            }
+        }
+    }
+}
 
 impl FsWalkVisitor for Visiting<'_> {
     fn entry(&mut self, entry: FsWalkEntry<'_>) -> bool {
         let path = path_of(&entry.path);
-        (self.0)(Walked::Entry(WalkEntry {
+        self.call(Walked::Entry(WalkEntry {
             path: &path,
             depth: usize::try_from(entry.depth).unwrap_or(usize::MAX),
             is_file: entry.is_file,
@@ -226,7 +244,7 @@ impl FsWalkVisitor for Visiting<'_> {
     }
 
     fn error(&mut self, message: RStr<'_>) -> bool {
-        (self.0)(Walked::Error(message.as_str()))
+        self.call(Walked::Error(message.as_str()))
     }
 }
 
@@ -296,8 +314,9 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
     ) -> io::Result<()> {
         let (root, glob_base) = (path_bytes(request.root), path_bytes(request.glob_base));
         let (ignore_files, globs) = (rstrs(request.ignore_files), rstrs(request.globs));
-        let mut visiting = Visiting(visit);
-        self.0
+        let mut visiting = Visiting { visit, panic: None };
+        let walked = self
+            .0
             .walk(
                 FsWalkRequest {
                     root: RSlice::from_slice(&root),
@@ -310,7 +329,11 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
                 FsWalkVisitor_TO::from_ptr(&mut visiting, TD_Opaque),
             )
             .into_result()
-            .map_err(from_abi_error)
+            .map_err(from_abi_error);
+        if let Some(panic) = visiting.panic {
+            std::panic::resume_unwind(panic);
+        }
+        walked
     }
 }
 
@@ -447,6 +470,16 @@ mod tests {
         let missing = walk_log(&remote, &request, usize::MAX);
         assert_eq!(missing, walk_log(&crate::LocalFs, &request, usize::MAX));
         assert!(missing[0].starts_with("error: "), "{missing:#?}");
+        // A visitor that panics stops the walk; the panic reaches the caller, not an abort.
+        let request = WalkRequest {
+            root: &dir,
+            ..request
+        };
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            remote.walk(&request, &mut |_| panic!("visitor boom"))
+        }));
+        let panic = caught.unwrap_err();
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"visitor boom"));
         let _ = std::fs::remove_dir_all(dir);
     }
 }
