@@ -114,12 +114,13 @@ impl Plugin for Modes {
     }
 }
 
-/// A chain of twenty listeners (more than the chain keeps inline). The innermost keeps a counted
+/// A chain of forty listeners (more than the chain keeps inline, and more than the 32 whose
+/// claims are bits of one word: the rest use their links' flags). The innermost keeps a counted
 /// reference to the payload and hands its `next`, unrun, to a task that drops it after the
 /// dispatch ended: that drop releases the chain's last reference, through a link that lives
 /// outside the chain's inline ones.
 async fn waterfall_deep(ctx: &Context) -> Result<(), PluginError> {
-    for _ in 0..19 {
+    for _ in 0..39 {
         ctx.on_waterfall(&MODE_WATERFALL_DEEP, |next: Next<u64, u64>| async move {
             Ok(next.run().await? + 1)
         })?;

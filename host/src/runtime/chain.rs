@@ -21,11 +21,11 @@ use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::{NonNull, addr_of_mut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, fence};
 
 use abi_stable::std_types::{RArc, RBox};
 use dsh_plugin_api::abi::{
-    BoxedError, ChainVTable, Link, NextHandle, ScratchArea, WaterfallInnerBox,
+    BoxedError, ChainVTable, Link, NextHandle, ScratchArea, WaterfallInnerBox, WaterfallListenerBox,
 };
 use dsh_plugin_api::{ErrorKind, PluginError};
 
@@ -41,6 +41,16 @@ const INLINE_LINKS: usize = 16;
 
 /// The index of the link that starts a chain.
 const START: usize = usize::MAX;
+
+/// The reference count's part of a chain's `counts` word (four billion live references, far
+/// past what a chain can have); the claims of its first 32 listeners are the bits above.
+const REF_MASK: u64 = u32::MAX as u64;
+
+/// The bit of `counts` that records the claim of listener `index`'s continuation, for the
+/// first 32 listeners (the others use their link's flag).
+fn claim_bit(index: usize) -> Option<u64> {
+    (index < 32).then(|| 1_u64 << (32 + index))
+}
 
 /// What one dispatch puts in a chain block.
 struct ChainState {
@@ -62,7 +72,8 @@ struct LinkRecord {
     /// The listener's position in the snapshot; the snapshot's length for the innermost
     /// default; [`START`] for the chain's start.
     index: usize,
-    /// Whether the listener's continuation was used (run, or given up by failing).
+    /// Whether the listener's continuation was used (run, or given up by failing), for
+    /// listeners past the 32 whose claims are bits of the block's `counts`.
     claimed: AtomicBool,
 }
 
@@ -103,7 +114,10 @@ type Snapshot = Vec<Arc<ListenerEntry>>;
 /// A chain's memory. Every field but the links is valid when zeroed; a new block is one zeroed
 /// allocation whose links are then written once, for good (they point into the block).
 struct ChainBlock {
-    refs: AtomicUsize,
+    /// The reference count (the low 32 bits) and the first 32 listeners' claims (the bits
+    /// above): one word, so a `next` claims its listener's continuation and counts the reference
+    /// of the step it starts in one atomic operation (a third of a level's atomics).
+    counts: AtomicU64,
     /// Initialized from `start` until the last reference is released.
     state: UnsafeCell<MaybeUninit<ChainState>>,
     /// The payload, initialized like `state`; in a field of its own so its address, which every
@@ -271,9 +285,7 @@ pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox
                 .collect(),
         )
     } else {
-        for record in &this.links[..listeners.len()] {
-            record.claimed.store(false, Ordering::Relaxed);
-        }
+        // Inline links are for chains of up to 16 listeners, whose claims are all bits.
         None
     };
     // SAFETY: as above; nothing is placed in the scratch memory of a block without references.
@@ -288,7 +300,8 @@ pub(super) fn start(slot: Arc<Slot>, payload: RArc<()>, inner: WaterfallInnerBox
             more_links,
         });
     }
-    this.refs.store(1, Ordering::Release);
+    // One reference, no claims.
+    this.counts.store(1, Ordering::Release);
     // SAFETY: the one reference just counted is handed over to the handle.
     unsafe { NextHandle::adopt(this.start.link_ptr()) }
 }
@@ -303,48 +316,101 @@ unsafe fn fail(error: *mut MaybeUninit<BoxedError>, failure: BoxedError) -> *con
     std::ptr::null()
 }
 
+/// The step a `next` or a failure leads to.
+enum Target<'a> {
+    Listener(&'a WaterfallListenerBox, &'a LinkRecord),
+    Inner(&'a LinkRecord),
+    /// A listener the chain cannot run (of another kind, or past its links).
+    Broken(usize),
+}
+
 impl ChainBlock {
-    /// Starts the first live listener at or after `index`, or the innermost default, and
-    /// answers its link.
-    ///
-    /// # Safety
-    /// `error` is the slot of the chain function this is called from; `self` is reached through
-    /// a live reference.
-    unsafe fn step_from(
-        &self,
-        mut index: usize,
-        error: *mut MaybeUninit<BoxedError>,
-    ) -> *const Link {
+    /// The first live listener at or after `index`, or the innermost default.
+    fn target(&self, mut index: usize) -> Target<'_> {
         let state = self.state();
-        // Steps start one after another, each after the one before it: a step is started by the
-        // `next` or the failure of the step before it (whose start came first, and whose handle
-        // or outcome reached the starter through the executor's own synchronization), and each
-        // claim starts at most one step. So the links' exclusive scratch regions never reserve
-        // at the same time.
         loop {
             let Some(entry) = state.listeners.get(index) else {
-                let Some(record) = self.record(index) else {
-                    // SAFETY: per the contract.
-                    return unsafe { fail(error, self.broken(index)) };
-                };
-                let link = record.link_ptr().as_ptr().cast_const();
-                state.inner.run(link);
-                return link;
+                return self
+                    .record(index)
+                    .map_or(Target::Broken(index), Target::Inner);
             };
             if !entry.is_alive() {
                 index += 1;
                 continue;
             }
-            let (ListenerKind::Waterfall(listener), Some(record)) =
-                (&entry.kind, self.record(index))
-            else {
-                // SAFETY: per the contract.
-                return unsafe { fail(error, self.broken(index)) };
+            return match (&entry.kind, self.record(index)) {
+                (ListenerKind::Waterfall(listener), Some(record)) => {
+                    Target::Listener(listener, record)
+                }
+                _ => Target::Broken(index),
             };
-            self.refs.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: the reference just counted goes to the listener's `next`.
-            listener.call(unsafe { NextHandle::adopt(record.link_ptr()) });
-            return record.link_ptr().as_ptr();
+        }
+    }
+
+    /// Claims the continuation of listener `claimer` (none for the chain's start) and, when
+    /// `target` is a listener, counts the reference its `next` will hold: in one atomic
+    /// operation for the first 32 listeners. False when the continuation was claimed already
+    /// (nothing is counted then).
+    fn claim_for(&self, claimer: Option<usize>, target: &Target<'_>) -> bool {
+        let counted = u64::from(matches!(target, Target::Listener(..)));
+        let Some(claimer) = claimer else {
+            if counted > 0 {
+                self.counts.fetch_add(counted, Ordering::Relaxed);
+            }
+            return true;
+        };
+        let Some(bit) = claim_bit(claimer) else {
+            let claimed = self
+                .record(claimer)
+                .is_none_or(|record| record.claimed.swap(true, Ordering::AcqRel));
+            if !claimed && counted > 0 {
+                self.counts.fetch_add(counted, Ordering::Relaxed);
+            }
+            return !claimed;
+        };
+        let mut current = self.counts.load(Ordering::Acquire);
+        loop {
+            if current & bit != 0 {
+                return false;
+            }
+            match self.counts.compare_exchange_weak(
+                current,
+                (current | bit) + counted,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// Starts `target`, whose reference (for a listener) was counted by the claim that chose
+    /// it, and answers its link.
+    ///
+    /// Steps start one after another, each after the one before it: a step is started by the
+    /// `next` or the failure of the step before it (whose start came first, and whose handle or
+    /// outcome reached the starter through the executor's own synchronization), and each claim
+    /// starts at most one step. So the links' exclusive scratch regions never reserve at the
+    /// same time.
+    ///
+    /// # Safety
+    /// `error` is the slot of the chain function this is called from; `self` is reached through
+    /// a live reference.
+    unsafe fn start(&self, target: Target<'_>, error: *mut MaybeUninit<BoxedError>) -> *const Link {
+        match target {
+            Target::Listener(listener, record) => {
+                // SAFETY: the reference counted by the claim goes to the listener's `next`.
+                listener.call(unsafe { NextHandle::adopt(record.link_ptr()) });
+                record.link_ptr().as_ptr()
+            }
+            Target::Inner(record) => {
+                let link = record.link_ptr().as_ptr().cast_const();
+                self.state().inner.run(link);
+                link
+            }
+            // SAFETY: per the contract.
+            Target::Broken(index) => unsafe { fail(error, self.broken(index)) },
         }
     }
 
@@ -384,11 +450,9 @@ unsafe extern "C" fn chain_next(
 ) -> *const Link {
     // SAFETY: the vtable is only reached through a live handle.
     let (record, this) = unsafe { record_of(link) };
-    if record.index == START {
-        // SAFETY: called through a live handle with the caller's error slot.
-        return unsafe { this.step_from(0, error) };
-    }
-    if record.claimed.swap(true, Ordering::AcqRel) {
+    let claimer = (record.index != START).then_some(record.index);
+    let target = this.target(claimer.map_or(0, |index| index + 1));
+    if !this.claim_for(claimer, &target) {
         let failure = PluginError::new(
             ErrorKind::Dispatch,
             format!(
@@ -400,8 +464,8 @@ unsafe extern "C" fn chain_next(
         // SAFETY: the caller's error slot.
         return unsafe { fail(error, RBox::new(failure)) };
     }
-    // SAFETY: as above.
-    unsafe { this.step_from(record.index + 1, error) }
+    // SAFETY: called through a live handle with the caller's error slot.
+    unsafe { this.start(target, error) }
 }
 
 unsafe extern "C" fn chain_failed(
@@ -421,13 +485,14 @@ unsafe extern "C" fn chain_failed(
     // again would repeat its effects, and the failure goes on outward as the chain's (logged by
     // whoever ends up with it, not once per level it crosses); if not, a `next` the failed
     // listener kept must not start a second run later, and the listener is skipped.
-    if record.claimed.swap(true, Ordering::AcqRel) {
+    let target = this.target(record.index + 1);
+    if !this.claim_for(Some(record.index), &target) {
         // SAFETY: as above.
         return unsafe { fail(error, failure) };
     }
     report(&state.slot.name, entry, &failure);
     // SAFETY: as above.
-    unsafe { this.step_from(record.index + 1, error) }
+    unsafe { this.start(target, error) }
 }
 
 unsafe extern "C" fn chain_release(link: *const Link) {
@@ -435,7 +500,7 @@ unsafe extern "C" fn chain_release(link: *const Link) {
     let (record, this) = unsafe { record_of(link) };
     // Taken now: the record may live in `more_links`, dropped below.
     let block = record.block;
-    if this.refs.fetch_sub(1, Ordering::Release) != 1 {
+    if this.counts.fetch_sub(1, Ordering::Release) & REF_MASK != 1 {
         return;
     }
     // The last reference: every use of the block by other references happened before.
