@@ -15,3 +15,4 @@ mod runtime;
 mod session;
 mod session_store;
 mod tools;
+mod waterfall;

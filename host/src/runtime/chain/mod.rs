@@ -21,7 +21,7 @@ use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::{NonNull, addr_of_mut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 use abi_stable::std_types::{RArc, RBox};
 use dsh_plugin_api::abi::{
@@ -31,6 +31,9 @@ use dsh_plugin_api::{ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
 use super::dispatch::report;
+
+mod spare;
+pub(super) use spare::SpareChain;
 
 /// Bytes of scratch memory per chain: ten listener futures of the size the typed adapters make
 /// for a small `async move` block that awaits `next` (184 bytes), and the innermost default.
@@ -206,53 +209,6 @@ impl ChainBlock {
         match &self.state().more_links {
             Some(links) => links.get(index),
             None => self.links.get(index),
-        }
-    }
-}
-
-/// The block an event's last chain left behind, for its next dispatch. Its swaps are `SeqCst`,
-/// like the slot's generation: a release that parks a block and then reads the generation, and a
-/// listener change that bumps the generation and then takes the parked block, must not both miss
-/// each other.
-#[derive(Default)]
-pub(super) struct SpareChain(AtomicPtr<ChainBlock>);
-
-impl SpareChain {
-    fn take(&self) -> Option<NonNull<ChainBlock>> {
-        NonNull::new(self.0.swap(std::ptr::null_mut(), Ordering::SeqCst))
-    }
-
-    /// # Safety
-    /// `block` holds no state and no references.
-    unsafe fn park(&self, block: NonNull<ChainBlock>) {
-        let previous = self.0.swap(block.as_ptr(), Ordering::SeqCst);
-        if let Some(previous) = NonNull::new(previous) {
-            // SAFETY: a parked block holds no state and no references.
-            unsafe { ChainBlock::free(previous) }
-        }
-    }
-}
-
-impl SpareChain {
-    /// Drops the snapshot a parked block keeps: called after the slot's listeners changed, so a
-    /// removed listener is not kept alive by a block nobody dispatches with.
-    pub(super) fn forget_snapshot(&self) {
-        let Some(block) = self.take() else {
-            return;
-        };
-        // SAFETY: a taken block is owned exclusively and holds no state or references.
-        let stale = unsafe { block.as_ref().take_cache() };
-        // SAFETY: as above.
-        unsafe { self.park(block) };
-        drop(stale);
-    }
-}
-
-impl Drop for SpareChain {
-    fn drop(&mut self) {
-        if let Some(block) = self.take() {
-            // SAFETY: as in `park`.
-            unsafe { ChainBlock::free(block) }
         }
     }
 }
