@@ -210,6 +210,28 @@ pub enum Started<V> {
     Pending(DispatchFuture<V>),
 }
 
+/// Polls the `F` at `fut` with the context behind `cx`, a panic caught and answered as its
+/// error.
+///
+/// # Safety
+/// `fut` points to a live `F` that never moves (placed or boxed); `cx` is the live context of
+/// the poll this is called from.
+pub(crate) unsafe fn poll_in_place<F: Future>(
+    fut: *mut (),
+    cx: *mut FfiContext<'_>,
+) -> Poll<Result<F::Output, PluginError>> {
+    let polled = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per the contract.
+        let fut = unsafe { Pin::new_unchecked(&mut *fut.cast::<F>()) };
+        unsafe { &mut *cx }.with_context(|cx| fut.poll(cx))
+    }));
+    match polled {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+        Err(payload) => Poll::Ready(Err(PluginError::from_panic(payload.as_ref()))),
+    }
+}
+
 unsafe extern "C" fn poll_placed<F, V>(
     fut: *mut (),
     cx: *mut FfiContext<'_>,
@@ -218,16 +240,12 @@ where
     F: Future,
     F::Output: IntoDispatch<V>,
 {
-    let polled = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `fut` points to the `F` placed by `DispatchFuture::new`, which never moves
-        // it; `cx` is the live context of the poll that called us.
-        let fut = unsafe { Pin::new_unchecked(&mut *fut.cast::<F>()) };
-        unsafe { &mut *cx }.with_context(|cx| fut.poll(cx))
-    }));
-    match polled {
-        Ok(Poll::Pending) => FfiPoll::Pending,
-        Ok(Poll::Ready(output)) => FfiPoll::Ready(output.into_dispatch()),
-        Err(payload) => FfiPoll::Ready(RErr(RBox::new(PluginError::from_panic(payload.as_ref())))),
+    // SAFETY: `fut` points to the `F` placed by `DispatchFuture::make`, which never moves it;
+    // `cx` is the live context of the poll that called us.
+    match unsafe { poll_in_place::<F>(fut, cx) } {
+        Poll::Pending => FfiPoll::Pending,
+        Poll::Ready(Ok(output)) => FfiPoll::Ready(output.into_dispatch()),
+        Poll::Ready(Err(panic)) => FfiPoll::Ready(RErr(RBox::new(panic))),
     }
 }
 

@@ -24,8 +24,6 @@ use std::cell::UnsafeCell;
 use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
@@ -39,7 +37,7 @@ use crate::abi::{
     WaterfallListener_TO,
 };
 use crate::scratch::Scratch;
-use crate::started::{Placed, drop_boxed, place};
+use crate::started::{Placed, drop_boxed, place, poll_in_place};
 
 /// A step's future, built in its link's scratch memory when it fits. Polling it writes the
 /// step's outcome, an `RResult<R, BoxedError>`, to `out` and answers true once it is done.
@@ -86,17 +84,12 @@ unsafe extern "C" fn poll_step<F, R>(fut: *mut (), cx: *mut FfiContext<'_>, out:
 where
     F: Future<Output = Result<R, PluginError>>,
 {
-    let polled = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `fut` points to the `F` built by `StepFuture::make`, which never moves; `cx`
-        // is the live context of the poll that called us.
-        let fut = unsafe { Pin::new_unchecked(&mut *fut.cast::<F>()) };
-        unsafe { &mut *cx }.with_context(|cx| fut.poll(cx))
-    }));
-    let outcome: RResult<R, BoxedError> = match polled {
-        Ok(Poll::Pending) => return false,
-        Ok(Poll::Ready(Ok(value))) => ROk(value),
-        Ok(Poll::Ready(Err(error))) => RErr(RBox::new(error)),
-        Err(payload) => RErr(RBox::new(PluginError::from_panic(payload.as_ref()))),
+    // SAFETY: `fut` points to the `F` built by `StepFuture::make`, which never moves it; `cx` is
+    // the live context of the poll that called us.
+    let outcome: RResult<R, BoxedError> = match unsafe { poll_in_place::<F>(fut, cx) } {
+        Poll::Pending => return false,
+        Poll::Ready(Ok(Ok(value))) => ROk(value),
+        Poll::Ready(Ok(Err(error)) | Err(error)) => RErr(RBox::new(error)),
     };
     // SAFETY: the driver passes room for its step's outcome, of the type the event declares.
     unsafe { out.cast::<RResult<R, BoxedError>>().write(outcome) };
