@@ -88,15 +88,20 @@ pub trait FileSystem: Send + Sync {
 /// give bytes of two versions: a read of more than one chunk compares the file's metadata
 /// (identity, length, modification time) before and after, and answers an error naming the file
 /// when they differ. (A rewrite in place that keeps the length within one tick of the clock goes
-/// unseen.)
+/// unseen.) A caller that has just taken the file's stat passes it as `known`, which spares a
+/// second one and covers the time since it was taken as well.
 pub fn read_chunks<E>(
     fs: &dyn FileSystem,
     path: &Path,
+    known: Option<&FileStat>,
     chunk: usize,
     mut sink: impl FnMut(&[u8]) -> Result<(), E>,
     io_error: impl Fn(io::Error) -> E,
 ) -> Result<(), E> {
-    let before = fs.stat(path).map_err(&io_error)?;
+    let before = match known {
+        Some(stat) => Some(*stat),
+        None => fs.stat(path).map_err(&io_error)?,
+    };
     let mut offset = 0u64;
     let mut reads = 0usize;
     loop {
@@ -161,6 +166,7 @@ pub fn read_all(fs: &dyn FileSystem, path: &Path) -> io::Result<Vec<u8>> {
     read_chunks(
         fs,
         path,
+        None,
         1 << 20,
         |bytes| {
             all.extend_from_slice(bytes);
@@ -272,6 +278,7 @@ mod tests {
         read_chunks(
             &LocalFs,
             &file,
+            None,
             3,
             |c| {
                 seen.push(c.to_vec());
@@ -346,6 +353,7 @@ mod tests {
         let error = read_chunks(
             &fs,
             &file,
+            None,
             4,
             |c| {
                 seen.extend_from_slice(c);

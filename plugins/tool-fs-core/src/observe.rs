@@ -76,6 +76,7 @@ pub(crate) fn hash_file(
     read_chunks(
         fs,
         path,
+        Some(meta),
         64 * 1024,
         |bytes| {
             hash.update(bytes);

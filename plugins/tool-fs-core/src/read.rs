@@ -3,7 +3,7 @@
 
 use std::io;
 
-use dsh_fs_local::read_chunks;
+use dsh_fs_local::{FileStat, read_chunks};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -131,7 +131,7 @@ pub fn read_with(
         limit,
         ..caps
     };
-    let (window, hash) = scan(fs, &target, request)?;
+    let (window, hash) = scan(fs, &target, &meta, request)?;
     let version = hash.version(&meta);
     if let Some(record) = observations {
         record.record(target.key.clone(), Observation::Present(version));
@@ -162,6 +162,7 @@ fn not_text(verb: &str, display: &str, why: &str) -> ToolError {
 fn scan(
     fs: &dyn dsh_fs_local::FileSystem,
     target: &Target,
+    meta: &FileStat,
     request: ReadWindow,
 ) -> Result<(crate::window::WindowResult, ContentHash), ToolError> {
     let display = target.display.as_str();
@@ -172,6 +173,7 @@ fn scan(
     read_chunks(
         fs,
         &target.key,
+        Some(meta),
         CHUNK_BYTES,
         |chunk| {
             hash.update(chunk);
