@@ -92,7 +92,7 @@ impl LinkRecord {
                 UnsafeCell::raw_get(std::ptr::addr_of!((*block).payload))
                     .cast_const()
                     .cast(),
-                // The steps of a chain start one after another (see `step_from`).
+                // The steps of a chain start one after another (see `ChainBlock::start`).
                 (*block).scratch.lend_exclusive(),
             )
         };
