@@ -213,9 +213,13 @@ pub enum Started<V> {
 /// Polls the `F` at `fut` with the context behind `cx`, a panic caught and answered as its
 /// error.
 ///
+/// Always inlined: it sits in every level's poll of a waterfall, and as a call of its own (its
+/// nested result returned through memory) it made a ten-level chain about 60 ns slower.
+///
 /// # Safety
 /// `fut` points to a live `F` that never moves (placed or boxed); `cx` is the live context of
 /// the poll this is called from.
+#[inline(always)]
 pub(crate) unsafe fn poll_in_place<F: Future>(
     fut: *mut (),
     cx: *mut FfiContext<'_>,
