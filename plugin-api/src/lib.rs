@@ -13,7 +13,6 @@
 //! and task body runs inside `catch_unwind`, and a panic becomes a [`PluginError`].
 
 pub mod abi;
-pub mod bench;
 mod context;
 mod events;
 mod guard;

@@ -23,6 +23,10 @@ pub(crate) fn init(sink: LogSinkBox) {
         return;
     }
     let _ = tracing::subscriber::set_global_default(Forwarder);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "this is the SDK's own hook, installed once per library copy"
+    )]
     std::panic::set_hook(Box::new(|info| {
         let location = info
             .location()

@@ -27,7 +27,7 @@ use dsh_agent_seam::{
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, SerialEvent, Service, lock};
-use dsh_session_api::{SESSIONS, SessionsService};
+use dsh_session_seam::{SESSIONS, SessionsService};
 use dsh_tools_seam::{CancelFlag, TOOLS, ToolsService};
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use abi_stable::std_types::{RSome, RString, RVec};
-use dsh_session_api::{NewEventRecord, SessionBox};
+use dsh_session_seam::{NewEventRecord, SessionBox};
 use serde_json::Value;
 
 /// A log the loop writes to; a refused append ends the turn with this message.

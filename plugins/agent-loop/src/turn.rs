@@ -16,7 +16,7 @@ use dsh_agent_seam::{
 };
 use dsh_llm_api::{ContentBlock, FinishReason, LlmFailure, TokenUsage};
 use dsh_plugin_api::Service;
-use dsh_session_api::SessionBox;
+use dsh_session_seam::SessionBox;
 use dsh_tools_seam::{CancelFlag, StepCall, StepCalls};
 use serde_json::{Value, json};
 

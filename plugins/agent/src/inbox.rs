@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use dsh_session_api::SessionBox;
+use dsh_session_seam::SessionBox;
 
 pub(crate) const NEXT_TURN: &str = "next-turn";
 pub(crate) const NEXT_STEP: &str = "next-step";

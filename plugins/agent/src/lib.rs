@@ -26,7 +26,7 @@ use abi_stable::std_types::RString;
 use dsh_agent_seam::{AGENT_LOOP, AGENTS, Agents_TO};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{SESSION_DISPOSED, SESSIONS};
+use dsh_session_seam::{SESSION_DISPOSED, SESSIONS};
 
 use crate::registry::Registry;
 use crate::service::Service;

@@ -11,7 +11,7 @@ use dsh_agent_seam::{
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{EmitEvent, LogLevel, lock};
-use dsh_session_api::{NewEventRecord, SessionBox, open_live};
+use dsh_session_seam::{NewEventRecord, SessionBox, open_live};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 

@@ -7,7 +7,7 @@ use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{AGENT_CREATED, AGENT_INBOX_CLAIMED, AGENT_SESSION_START, Agents};
 use dsh_plugin_api::lock;
-use dsh_session_api::{CreateSession, SESSIONS, SessionsService};
+use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 

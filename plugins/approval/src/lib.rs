@@ -16,7 +16,7 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{AGENT_SESSION_START, AgentNotice};
 use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{NewEventRecord, append_or_report, open_live};
+use dsh_session_seam::{NewEventRecord, append_or_report, open_live};
 use dsh_tools_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO, ApprovalAsk};
 use serde_json::{Value, json};
 

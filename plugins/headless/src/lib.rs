@@ -21,7 +21,7 @@ use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentLoopService, AgentsService, TurnRe
 use dsh_plugin_api::io::control::{HOST_CONTROL, HOST_STOPPING, HostControlService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CmdlineArgs, Service, lock};
-use dsh_session_api::{CreateSession, SESSION_EVENT, SESSIONS, SessionsService};
+use dsh_session_seam::{CreateSession, SESSION_EVENT, SESSIONS, SessionsService};
 use dsh_tools_seam::{CancelFlag, first_of};
 use serde_json::{Value, json};
 

@@ -12,7 +12,7 @@ use abi_stable::std_types::RString;
 use dsh_agent_seam::AGENT_REQUEST_ERROR;
 use dsh_llm_api::LlmFailure;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::append_or_report;
+use dsh_session_seam::append_or_report;
 use serde_json::json;
 
 use crate::policy::{Policy, is_transient};

@@ -20,7 +20,7 @@ use abi_stable::std_types::{RArc, RSome, RString};
 use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_REQUEST};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, LogLevel, ParallelEvent};
-use dsh_session_api::{FlushRequest, SESSION_FLUSH};
+use dsh_session_seam::{FlushRequest, SESSION_FLUSH};
 use dsh_tools_seam::TOOLS_EXECUTE;
 
 /// Flush one session's log; the error names the session and the checkpoint.

@@ -12,7 +12,7 @@ mod lock;
 mod store;
 
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{SESSION_FLUSH, SESSION_PERSISTENCE, SessionStore_TO};
+use dsh_session_seam::{SESSION_FLUSH, SESSION_PERSISTENCE, SessionStore_TO};
 
 use crate::store::Store;
 

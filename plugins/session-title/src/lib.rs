@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::std_types::RString;
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{EventRecord, SESSION_DISPOSED, SESSION_EVENT, append_or_report, open_live};
+use dsh_session_seam::{EventRecord, SESSION_DISPOSED, SESSION_EVENT, append_or_report, open_live};
 use serde_json::{Value, json};
 
 /// Config of `session-title`.

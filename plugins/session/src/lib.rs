@@ -12,7 +12,7 @@ mod live;
 mod registry;
 
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{SESSION_PERSISTENCE, SESSIONS, Sessions_TO};
+use dsh_session_seam::{SESSION_PERSISTENCE, SESSIONS, Sessions_TO};
 
 use crate::registry::Registry;
 

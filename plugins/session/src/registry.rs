@@ -8,7 +8,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
-use dsh_session_api::{
+use dsh_session_seam::{
     CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
     SESSION_PERSISTENCE, Session_TO, SessionBox, SessionError, SessionErrorKind,
     SessionStoreService, Sessions,

@@ -32,7 +32,7 @@ use dsh_agent_seam::{
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, lock};
-use dsh_session_api::SESSION_DISPOSED;
+use dsh_session_seam::SESSION_DISPOSED;
 use dsh_tools_seam::{ResultView, TOOLS, TOOLS_RESULT, ToolsService};
 use serde_json::{Value, json};
 

@@ -20,7 +20,7 @@ use dsh_fs_local::{FileSystem, Remote};
 use dsh_plugin_api::io::fs::{FS_SERVICE, FsService};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_api::{SESSION_DISPOSED, append_or_report};
+use dsh_session_seam::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
     EditArgs, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::std_types::{RArc, RSome, RString, RVec};
 use dsh_llm_api::{ContentBlock, Message};
 use dsh_plugin_api::lock;
-use dsh_session_api::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
+use dsh_session_seam::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
 use dsh_tools_core::{
     CallStages, Concurrency, Gate, OutcomeSeal, PostDecision, PreDecision, Prepared,
     TOOL_CALL_EVENT, TOOL_RESULT_EVENT, ToolCallEventData, ToolFailure, ToolOutcome,

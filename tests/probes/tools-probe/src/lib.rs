@@ -1,0 +1,321 @@
+//! Test plugin `tools-probe`: opens a session, logs a turn whose assistant message holds the
+//! configured tool calls, runs them as one step through the `tools` service, closes the turn
+//! and prints `schemas <json>`, `report <json>` and one `event <json line>` per logged event,
+//! so integration tests see what the agent loop will see. `cancelAfterMs` fires the caller's
+//! cancellation signal that long after the step starts. With `guard`, a guard denies every
+//! call whose arguments contain that text; with `block`, a post-execute listener blocks every
+//! call of that tool.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::serde_json::{self, Value, json};
+use dsh_session_seam::{CreateSession, NewEventRecord, SessionBox, SessionsService};
+use dsh_tools_seam::{
+    CallView, CancelBox, CancelFlag, Guard, Guard_TO, StepCall, StepCalls, TOOLS,
+    TOOLS_POST_EXECUTE, Tool, Tool_TO, ToolsService,
+};
+
+/// One call as the model would write it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct ProbeCall {
+    pub id: String,
+    pub name: String,
+    /// The raw argument string.
+    pub arguments: String,
+}
+
+/// Row config of `tools-probe`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(
+    crate = "dsh_plugin_api::serde",
+    deny_unknown_fields,
+    rename_all = "camelCase"
+)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct Config {
+    pub session: String,
+    pub cwd: String,
+    pub calls: Vec<ProbeCall>,
+    #[serde(default)]
+    pub cancel_after_ms: Option<u64>,
+    #[serde(default)]
+    pub guard: Option<String>,
+    #[serde(default)]
+    pub block: Option<String>,
+    /// Wait (up to 10 s) until the global view holds this many tools before starting: tool
+    /// plugins reapplied together with the probe may register a moment later.
+    #[serde(default)]
+    pub wait_for_tools: Option<usize>,
+    /// Benchmark mode: register a no-op tool and time this many one-call steps through the
+    /// whole pipeline, outside a session and inside one; prints `bench <name> <µs>` lines.
+    #[serde(default)]
+    pub bench_calls: Option<u32>,
+}
+
+/// The benchmark's tool: answers at once.
+struct Noop;
+
+impl Tool for Noop {
+    fn spec(&self) -> RString {
+        RString::from(
+            json!({"name":"noop","description":"Does nothing.","parameters":{"type":"object","properties":{},"additionalProperties":false}})
+                .to_string(),
+        )
+    }
+
+    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
+        async { RString::from(r#"{"ok":{"value":null,"content":[{"type":"text","text":"ok"}]}}"#) }
+            .into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+        RNone
+    }
+}
+
+/// Median µs of `run_step` for one no-op call, over 7 batches of `calls / 7` steps (after a
+/// warm-up batch). In a session, each step is framed as the loop frames it (step/start, the
+/// assistant message with the call, step/end), untimed: only the pipeline is measured.
+async fn time_steps(
+    tools: &ToolsService,
+    session: Option<&SessionBox>,
+    calls: u32,
+    signal: &Arc<CancelFlag>,
+) -> Result<f64, PluginError> {
+    let batch = (calls / 7).max(1);
+    let id = session.map_or_else(String::new, |session| session.id().to_string());
+    let mut samples = Vec::new();
+    let mut step_number = 0u64;
+    for round in 0..8 {
+        let mut spent = Duration::ZERO;
+        for _ in 0..batch {
+            step_number += 1;
+            let call_id = format!("n{step_number}");
+            if let Some(session) = session {
+                append(
+                    session,
+                    "step/start",
+                    &json!({"turn":1,"step":step_number}),
+                    false,
+                )?;
+                let message = json!({"turn":1,"step":step_number,"message":{"role":"assistant","id":format!("a{step_number}"),"source":{"kind":"model","provider":"p","model":"m"},"content":[{"type":"tool-call","id":call_id,"name":"noop","arguments":"{}"}]}});
+                append(session, "assistant/message", &message, true)?;
+            }
+            let step = StepCalls {
+                session: id.as_str().into(),
+                scope: RVec::new(),
+                turn: 1,
+                step: step_number,
+                cwd: ".".into(),
+                calls: RVec::from(vec![StepCall {
+                    call_id: call_id.as_str().into(),
+                    name: "noop".into(),
+                    arguments: "{}".into(),
+                }]),
+            };
+            let cancel = signal.signal();
+            let started = std::time::Instant::now();
+            tools.run_step(step, cancel).await;
+            spent += started.elapsed();
+            if let Some(session) = session {
+                append(
+                    session,
+                    "step/end",
+                    &json!({"turn":1,"step":step_number}),
+                    false,
+                )?;
+            }
+        }
+        if round > 0 {
+            samples.push(spent.as_secs_f64() * 1e6 / f64::from(batch));
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+fn say(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn fail(error: impl std::fmt::Display) -> PluginError {
+    PluginError::plugin(error.to_string())
+}
+
+fn append(
+    session: &SessionBox,
+    kind: &str,
+    data: &Value,
+    surface: bool,
+) -> Result<(), PluginError> {
+    let mut record = NewEventRecord::new(kind, &data.to_string());
+    if surface {
+        record.surface_op = RSome("\"append\"".into());
+    }
+    session
+        .append(RVec::from(vec![record]))
+        .into_result()
+        .map(|_| ())
+        .map_err(fail)
+}
+
+struct ContainsGuard(String);
+
+impl Guard for ContainsGuard {
+    fn check(&self, call: &CallView) -> ROption<RString> {
+        if call.arguments.contains(self.0.as_str()) {
+            RSome(format!("the probe's guard refuses `{}`", self.0).into())
+        } else {
+            RNone
+        }
+    }
+}
+
+pub struct ToolsProbe;
+
+impl Plugin for ToolsProbe {
+    const NAME: &'static str = "tools-probe";
+    const INJECT: &'static [&'static str] = &["sessions", TOOLS];
+    type Config = Config;
+
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        let sessions = ctx.inject::<SessionsService>("sessions")?;
+        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let _guard = config.guard.as_ref().map(|text| {
+            tools.guard(
+                RString::from(ctx.row_id()),
+                Guard_TO::from_value(ContainsGuard(text.clone()), TD_Opaque),
+            )
+        });
+        if let Some(blocked) = config.block.clone() {
+            ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |next| {
+                let blocked = blocked.clone();
+                async move {
+                    let post = next.payload();
+                    if post.call.name.as_str() == blocked {
+                        let feedback = json!({"kind":"block","feedback":[{"type":"text","text":"blocked by the probe"}]});
+                        return Ok(RString::from(feedback.to_string()));
+                    }
+                    next.run().await
+                }
+            })?;
+        }
+        let mut schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
+        if let Some(wanted) = config.wait_for_tools {
+            for _ in 0..500 {
+                let count =
+                    serde_json::from_str::<Vec<Value>>(&schemas).map_or(0, |list| list.len());
+                if count >= wanted {
+                    break;
+                }
+                ctx.sleep(Duration::from_millis(20)).await;
+                schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
+            }
+        }
+        say(&format!("schemas {schemas}"));
+        if let Some(calls) = config.bench_calls {
+            let registration = tools
+                .register(
+                    RString::from(ctx.row_id()),
+                    RString::new(),
+                    Tool_TO::from_value(Noop, TD_Opaque),
+                )
+                .into_result()
+                .map_err(fail)?;
+            let signal = CancelFlag::new();
+            let unlogged = time_steps(&tools, None, calls, &signal).await?;
+            say(&format!("bench tool_pipeline_noop_unlogged {unlogged:.3}"));
+            let session = sessions
+                .create(CreateSession {
+                    id: RSome(config.session.as_str().into()),
+                    cwd: RSome(config.cwd.as_str().into()),
+                    ..CreateSession::default()
+                })
+                .await
+                .into_result()
+                .map_err(fail)?;
+            append(&session, "turn/start", &json!({"turn":1}), false)?;
+            let user = json!({"role":"user","id":"u1","source":{"kind":"user"},"content":[{"type":"text","text":"bench"}]});
+            append(&session, "user/message", &user, true)?;
+            let logged = time_steps(&tools, Some(&session), calls, &signal).await?;
+            say(&format!("bench tool_pipeline_noop_logged {logged:.3}"));
+            drop(registration);
+            say("probe done");
+            return Ok(());
+        }
+        let session = sessions
+            .create(CreateSession {
+                id: RSome(config.session.as_str().into()),
+                cwd: RSome(config.cwd.as_str().into()),
+                ..CreateSession::default()
+            })
+            .await
+            .into_result()
+            .map_err(fail)?;
+        append(&session, "turn/start", &json!({"turn":1}), false)?;
+        let user = json!({"role":"user","id":"u1","source":{"kind":"user"},"content":[{"type":"text","text":"run the tools"}]});
+        append(&session, "user/message", &user, true)?;
+        append(&session, "step/start", &json!({"turn":1,"step":1}), false)?;
+        let blocks: Vec<Value> = config
+            .calls
+            .iter()
+            .map(|call| json!({"type":"tool-call","id":call.id,"name":call.name,"arguments":call.arguments}))
+            .collect();
+        let message = json!({"turn":1,"step":1,"message":{"role":"assistant","id":"a1","source":{"kind":"model","provider":"p","model":"m"},"content":blocks}});
+        append(&session, "assistant/message", &message, true)?;
+        let signal = CancelFlag::new();
+        if let Some(millis) = config.cancel_after_ms {
+            let (flag, timer) = (signal.clone(), ctx.sleep(Duration::from_millis(millis)));
+            ctx.spawn(async move {
+                timer.await;
+                flag.fire();
+            })?;
+        }
+        let step = StepCalls {
+            session: config.session.as_str().into(),
+            scope: RVec::new(),
+            turn: 1,
+            step: 1,
+            cwd: config.cwd.as_str().into(),
+            calls: config
+                .calls
+                .iter()
+                .map(|call| StepCall {
+                    call_id: call.id.as_str().into(),
+                    name: call.name.as_str().into(),
+                    arguments: call.arguments.as_str().into(),
+                })
+                .collect(),
+        };
+        let report = tools.run_step(step, signal.signal()).await;
+        say(&format!("report {report}"));
+        append(&session, "step/end", &json!({"turn":1,"step":1}), false)?;
+        append(
+            &session,
+            "turn/end",
+            &json!({"turn":1,"reason":{"kind":"completed"}}),
+            false,
+        )?;
+        for record in session.events(0, session.event_count()).iter() {
+            say(&format!("event {}", record.json));
+        }
+        say("probe done");
+        Ok(())
+    }
+}
+
+dsh_plugin_api::export_plugins!(ToolsProbe);

@@ -1,0 +1,238 @@
+//! Benchmark plugin `bench-model`: registers the model route `instant`, which answers at once
+//! (a `noop` tool call until `steps` requests were made, then a short text), and the `noop`
+//! tool. Every request is timed against the previous one, so the gap is one whole step of the
+//! harness: logging, derive, the model-visible check, request serialization, the tool pipeline.
+//! It prints `bench step_gap_us <request number> <µs>` for the requests listed in `report`.
+//! With `concurrent`, it also drives that many sessions itself, one turn each, all at once,
+//! and prints `bench concurrent_steps_per_s <n>` and `bench concurrent_done`.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RVec;
+use abi_stable::std_types::{RNone, ROk, ROption, RResult, RSome, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_agent_seam::{AGENT_LOOP, AgentLoopService, TurnRequest};
+use dsh_llm_seam::{
+    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, LLM, LlmService, StreamOutcome,
+};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{lock, serde_json::json};
+use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
+use dsh_tools_seam::{CallView, CancelBox, CancelFlag, TOOLS, Tool, Tool_TO, ToolsService};
+
+/// Config of `bench-model`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct Config {
+    /// Requests answered with a tool call before the closing text.
+    pub steps: usize,
+    /// Request numbers whose gap to the previous request is printed.
+    #[serde(default)]
+    pub report: Vec<usize>,
+    /// Sessions to run at once (each one turn of `steps` steps), driven by this plugin.
+    #[serde(default)]
+    pub concurrent: Option<usize>,
+}
+
+struct Clock {
+    last: Mutex<Option<Instant>>,
+    requests: AtomicUsize,
+    steps: usize,
+    report: Vec<usize>,
+}
+
+struct Instantly(Arc<Clock>);
+
+struct Chunks {
+    chunks: Vec<String>,
+    next: AtomicUsize,
+}
+
+impl ChunkStream for Chunks {
+    fn next(&self) -> FfiFuture<RResult<ROption<RString>, RString>> {
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        let chunk = self
+            .chunks
+            .get(index)
+            .map(|chunk| RString::from(chunk.as_str()));
+        async move { ROk(chunk.map_or(RNone, RSome)) }.into_ffi()
+    }
+}
+
+impl Adapter for Instantly {
+    fn provider(&self) -> RString {
+        "instant".into()
+    }
+
+    fn models(&self) -> RString {
+        r#"[{"provider":"instant","id":"instant","name":"Instant"}]"#.into()
+    }
+
+    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
+        let clock = &self.0;
+        let number = clock.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = Instant::now();
+        if let Some(last) = lock(&clock.last).replace(now)
+            && clock.report.contains(&number)
+        {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(
+                stdout,
+                "bench step_gap_us {number} {:.3}",
+                now.duration_since(last).as_secs_f64() * 1e6
+            );
+        }
+        // Each session's own progress: its history holds the task and two messages per step.
+        // Read from the text (the loop writes `"history":{"count":N`), not by parsing the whole
+        // request: an instant model should cost the measurement nothing.
+        let history = history_count(&request).unwrap_or(0);
+        let steps_done = usize::try_from(history.saturating_sub(1) / 2).unwrap_or(usize::MAX);
+        let chunks: Vec<String> = if steps_done < clock.steps {
+            let call = json!({"type":"tool-call","id":format!("n{number}"),"name":"noop","arguments":"{}"});
+            vec![
+                json!({"type":"block-start","index":0,"blockType":"tool-call"}).to_string(),
+                json!({"type":"block-end","index":0,"block":call}).to_string(),
+                json!({"type":"finish","reason":{"kind":"tool-calls"}}).to_string(),
+            ]
+        } else {
+            vec![
+                json!({"type":"block-start","index":0,"blockType":"text"}).to_string(),
+                json!({"type":"block-end","index":0,"block":{"type":"text","text":"done"}})
+                    .to_string(),
+                json!({"type":"finish","reason":{"kind":"stop"}}).to_string(),
+            ]
+        };
+        let stream = Chunks {
+            chunks,
+            next: AtomicUsize::new(0),
+        };
+        async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi()
+    }
+}
+
+/// `N` of the first `"history":{"count":N` in `request`.
+fn history_count(request: &str) -> Option<u64> {
+    const KEY: &str = "\"history\":{\"count\":";
+    let start = request.find(KEY)? + KEY.len();
+    let digits: String = request[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+struct Noop;
+
+impl Tool for Noop {
+    fn spec(&self) -> RString {
+        json!({"name":"noop","description":"Does nothing.","parameters":{"type":"object","properties":{},"additionalProperties":false}})
+            .to_string()
+            .into()
+    }
+
+    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
+        async { RString::from(r#"{"ok":{"value":null,"content":[{"type":"text","text":"ok"}]}}"#) }
+            .into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+        RNone
+    }
+}
+
+/// Runs `count` sessions at once, one turn of `steps` steps each, and prints the throughput.
+fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
+    let sessions = ctx.inject::<SessionsService>(SESSIONS)?;
+    let agent = ctx.inject::<AgentLoopService>(AGENT_LOOP)?;
+    let left = Arc::new(AtomicUsize::new(count));
+    let all_done = CancelFlag::new();
+    let started = Instant::now();
+    for index in 0..count {
+        let (sessions, agent, left, all_done) = (
+            sessions.clone(),
+            agent.clone(),
+            left.clone(),
+            all_done.clone(),
+        );
+        ctx.spawn(async move {
+            let created = sessions
+                .create(CreateSession {
+                    id: RSome(format!("bench-{index}").as_str().into()),
+                    cwd: RSome(".".into()),
+                    ..CreateSession::default()
+                })
+                .await;
+            if created.is_ok() {
+                agent
+                    .run_turn(TurnRequest {
+                        session: format!("bench-{index}").as_str().into(),
+                        input: "go".into(),
+                        provider: "instant".into(),
+                        model: "instant".into(),
+                        cwd: ".".into(),
+                        scope: RVec::new(),
+                    })
+                    .await;
+            }
+            if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                all_done.fire();
+            }
+        })?;
+    }
+    ctx.spawn(async move {
+        all_done.wait().await;
+        #[allow(clippy::cast_precision_loss, reason = "step counts far below 2^52")]
+        let per_second = (count * steps) as f64 / started.elapsed().as_secs_f64();
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "bench concurrent_steps_per_s {per_second:.1}");
+        let _ = writeln!(stdout, "bench concurrent_done");
+        let _ = stdout.flush();
+    })
+}
+
+pub struct BenchModel;
+
+impl Plugin for BenchModel {
+    const NAME: &'static str = "bench-model";
+    const INJECT: &'static [&'static str] = &[LLM, TOOLS];
+    type Config = Config;
+
+    async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
+        let llm = ctx.inject::<LlmService>(LLM)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let clock = Arc::new(Clock {
+            last: Mutex::new(None),
+            requests: AtomicUsize::new(0),
+            steps: config.steps,
+            report: config.report,
+        });
+        let adapter = llm
+            .register(Adapter_TO::from_value(Instantly(clock), TD_Opaque))
+            .into_result()
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
+        let tool = tools
+            .register(
+                RString::from(ctx.row_id()),
+                RString::new(),
+                Tool_TO::from_value(Noop, TD_Opaque),
+            )
+            .into_result()
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
+        ctx.on_dispose(move || drop((adapter, tool)))?;
+        if let Some(count) = config.concurrent {
+            drive(&ctx, count, config.steps)?;
+        }
+        Ok(())
+    }
+}
+
+dsh_plugin_api::export_plugins!(BenchModel);
