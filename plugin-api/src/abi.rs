@@ -29,9 +29,6 @@ use abi_stable::{
 };
 use async_ffi::FfiFuture;
 
-pub use crate::scratch::{Scratch, ScratchArea};
-pub use crate::started::{DispatchFuture, PollContext, Started};
-pub use crate::waterfall::{ChainVTable, Link, NextHandle, StepFuture};
 
 /// The root module every plugin library exports.
 #[repr(C)]
@@ -179,12 +176,11 @@ pub struct ErasedService {
 /// A boxed value whose type was erased (`RBox<R>` transmuted to `RBox<()>`).
 pub type ErasedBox = RBox<()>;
 
-/// A failure as it travels back through a dispatch: boxed, so the results that carry it stay two
-/// words wide on the success path (a `PluginError` is ten).
-pub type BoxedError = RBox<PluginError>;
-
 /// The result of a listener call: `RSome` stops a bail or serial dispatch.
 pub type ListenerResult = RResult<ROption<ErasedBox>, PluginError>;
+
+/// The result of one level of a waterfall: the erased `R` of the event, or its failure.
+pub type WaterfallResult = RResult<ErasedBox, PluginError>;
 
 /// Where plugin log records and panic messages go.
 #[sabi_trait]
@@ -193,7 +189,8 @@ pub trait LogSink: Send + Sync {
 }
 pub type LogSinkBox = LogSink_TO<'static, RBox<()>>;
 
-/// A listener for the synchronous modes (emit, bail). `payload` points to a `P`.
+/// A listener for the synchronous modes (emit, bail). `payload` points to a `P` the dispatcher
+/// borrows for the duration of the call.
 #[sabi_trait]
 pub trait SyncListener: Send + Sync {
     fn call(&self, payload: *const ()) -> ListenerResult;
@@ -201,35 +198,33 @@ pub trait SyncListener: Send + Sync {
 pub type SyncListenerBox = SyncListener_TO<'static, RBox<()>>;
 
 /// A listener for the asynchronous modes (parallel, serial). `payload` is an erased `RArc<P>`;
-/// the returned future is placed in `scratch` when it fits.
-///
-/// The call is made from inside the dispatcher's poll, with its context: the listener's future
-/// is polled once right away, and most finish there, sparing a crossing to poll and another to
-/// drop them.
+/// the call answers one boxed future, which the dispatcher polls and drops.
 #[sabi_trait]
 pub trait AsyncListener: Send + Sync {
-    fn call(
-        &self,
-        payload: RArc<()>,
-        scratch: Scratch,
-        cx: PollContext<'_>,
-    ) -> Started<ROption<ErasedBox>>;
+    fn call(&self, payload: RArc<()>) -> FfiFuture<ListenerResult>;
 }
 pub type AsyncListenerBox = AsyncListener_TO<'static, RBox<()>>;
 
-/// A waterfall listener: middleware around the rest of the chain, which `next` runs. The call
-/// builds the listener's future in the step slot of `next`'s link (see the `waterfall` module).
+/// The rest of a running waterfall after one listener: the host's chain and the position of
+/// the listener it was handed to. Running it a second time is an error.
+#[sabi_trait]
+pub trait WaterfallNext: Send + Sync {
+    fn run(&self) -> FfiFuture<WaterfallResult>;
+}
+pub type NextBox = WaterfallNext_TO<'static, RBox<()>>;
+
+/// A waterfall listener: middleware around the rest of the chain, which `next` runs.
+/// `payload` is an erased `RArc<P>`.
 #[sabi_trait]
 pub trait WaterfallListener: Send + Sync {
-    fn call(&self, next: NextHandle);
+    fn call(&self, payload: RArc<()>, next: NextBox) -> FfiFuture<WaterfallResult>;
 }
 pub type WaterfallListenerBox = WaterfallListener_TO<'static, RBox<()>>;
 
-/// The innermost default of a waterfall dispatch, supplied by the dispatcher. The call builds
-/// its future in the step slot of `step`, a live link of the chain.
+/// The innermost default of a waterfall dispatch, supplied by the dispatcher; run at most once.
 #[sabi_trait]
 pub trait WaterfallInner: Send + Sync {
-    fn run(&self, step: *const Link);
+    fn run(&self, payload: RArc<()>) -> FfiFuture<WaterfallResult>;
 }
 pub type WaterfallInnerBox = WaterfallInner_TO<'static, RBox<()>>;
 
@@ -237,16 +232,11 @@ pub type WaterfallInnerBox = WaterfallInner_TO<'static, RBox<()>>;
 #[sabi_trait]
 pub trait EventChannel: Send + Sync {
     fn emit(&self, payload: *const ()) -> RResult<(), PluginError>;
-    fn bail(&self, payload: *const ()) -> RResult<ROption<ErasedBox>, PluginError>;
+    fn bail(&self, payload: *const ()) -> ListenerResult;
     fn parallel(&self, payload: RArc<()>) -> FfiFuture<RResult<(), PluginError>>;
-    fn serial(&self, payload: RArc<()>) -> FfiFuture<RResult<ROption<ErasedBox>, PluginError>>;
-    /// Builds the chain around `inner` and returns the reference that starts it; the caller
-    /// drives it (see the `waterfall` module).
-    fn waterfall(
-        &self,
-        payload: RArc<()>,
-        inner: WaterfallInnerBox,
-    ) -> RResult<NextHandle, PluginError>;
+    fn serial(&self, payload: RArc<()>) -> FfiFuture<ListenerResult>;
+    /// Runs the chain of the event's listeners around `inner`.
+    fn waterfall(&self, payload: RArc<()>, inner: WaterfallInnerBox) -> FfiFuture<WaterfallResult>;
 }
 pub type EventChannelBox = EventChannel_TO<'static, RBox<()>>;
 

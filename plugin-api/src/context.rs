@@ -24,8 +24,8 @@ use crate::events::{
     BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent, async_listener, erase_arc,
     sync_listener, unerase_arc, unerase_option,
 };
-use crate::guard::{Contained, contain};
-use crate::waterfall::{Next, drive, waterfall_inner, waterfall_listener};
+use crate::guard::{contain, contained};
+use crate::waterfall::{Next, outcome, waterfall_inner, waterfall_listener};
 
 /// The context of one fiber. Cheap to clone; clones refer to the same fiber.
 #[derive(Clone)]
@@ -157,8 +157,7 @@ where
         Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
     {
         let inner = waterfall_inner::<P, R, F, Fut>(inner);
-        let chain = into_result(self.inner.waterfall(erase_arc(payload), inner))?;
-        drive(chain).await
+        outcome(self.inner.waterfall(erase_arc(payload), inner)).await
     }
 }
 
@@ -423,7 +422,7 @@ impl Context {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let task = async move {
-            if let Err(error) = Contained::new(async move {
+            if let Err(error) = contained(async move {
                 task.await;
                 Ok(())
             })
@@ -491,7 +490,7 @@ where
         let started = contain(|| Ok(dispose()));
         async move {
             match started {
-                Ok(fut) => Contained::new(async move {
+                Ok(fut) => contained(async move {
                     fut.await;
                     Ok(())
                 })

@@ -3,7 +3,14 @@
 //!
 //! An event is declared once as a constant of one of five descriptor types; the type fixes the
 //! dispatch mode, so dispatching an `EmitEvent` as a waterfall does not compile. The host checks
-//! at registration that every party agrees on the mode and the payload and result layouts.
+//! at registration that every party agrees on the mode and the payload and result layouts, which
+//! is what makes the erasure below sound: a value erased for an event is only ever recovered as
+//! the type that event declares.
+
+#![allow(
+    unsafe_code,
+    reason = "type erasure at the ABI edge: four transmutes and one payload borrow"
+)]
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -12,14 +19,13 @@ use abi_stable::StableAbi;
 use abi_stable::pointer_trait::TransmuteElement;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RBox, RErr, RNone, ROk, ROption, RSome, RStr};
+use async_ffi::{FfiFuture, FutureExt};
 
 use crate::abi::{
     AsyncListener, AsyncListener_TO, DispatchMode, ErasedBox, EventDecl, LayoutRef, ListenerResult,
-    SyncListener, SyncListener_TO,
+    PluginError, SyncListener, SyncListener_TO,
 };
-use crate::guard::contain;
-use crate::scratch::Scratch;
-use crate::started::{DispatchFuture, IntoDispatch, PollContext, Started};
+use crate::guard::{catching, contain};
 
 macro_rules! descriptor {
     ($(#[$doc:meta])* $name:ident<$($param:ident),*>, $mode:expr, $out:ty) => {
@@ -72,35 +78,26 @@ descriptor!(
 /// Erases a boxed result for the host.
 pub(crate) fn erase_box<R>(value: R) -> ErasedBox {
     // SAFETY: RBox<R> -> RBox<()> keeps the vtable built for R, so dropping the erased box still
-    // drops an R; the typed side transmutes back only after the host checked the layouts.
-    #[allow(unsafe_code, reason = "type erasure at the ABI edge")]
-    unsafe {
-        RBox::new(value).transmute_element::<()>()
-    }
+    // drops an R; the typed side transmutes back only to the type the event declares.
+    unsafe { RBox::new(value).transmute_element::<()>() }
 }
 
-/// Recovers a boxed result whose layout the host has checked against `R`.
+/// Recovers a boxed result of an event whose declared result type is `R`.
 pub(crate) fn unerase_box<R>(value: ErasedBox) -> R {
-    #[allow(unsafe_code, reason = "type erasure at the ABI edge")]
-    // SAFETY: the host only hands out results whose declared layout matched `R`.
+    // SAFETY: the host only hands out results of the event this side registered or dispatched
+    // for, whose layout it checked against `R`.
     let typed: RBox<R> = unsafe { value.transmute_element::<R>() };
     RBox::into_inner(typed)
 }
 
 pub(crate) fn erase_arc<P>(value: RArc<P>) -> RArc<()> {
-    #[allow(unsafe_code, reason = "type erasure at the ABI edge")]
-    // SAFETY: see erase_box; RArc keeps its vtable.
-    unsafe {
-        value.transmute_element::<()>()
-    }
+    // SAFETY: as in `erase_box`; RArc keeps its vtable, so the last release drops a `P`.
+    unsafe { value.transmute_element::<()>() }
 }
 
 pub(crate) fn unerase_arc<P>(value: RArc<()>) -> RArc<P> {
-    #[allow(unsafe_code, reason = "type erasure at the ABI edge")]
-    // SAFETY: the payload layout was checked at registration.
-    unsafe {
-        value.transmute_element::<P>()
-    }
+    // SAFETY: the payload layout of the event was checked against `P` at registration.
+    unsafe { value.transmute_element::<P>() }
 }
 
 /// A sync listener (`emit` or `bail`) built from a closure.
@@ -128,16 +125,42 @@ impl<P, R, F> SyncListener for SyncFn<P, R, F>
 where
     F: Fn(&P) -> Option<R> + Send + Sync,
 {
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "the pointer comes from the host's dispatcher, which borrowed a layout-checked P"
+    )]
     fn call(&self, payload: *const ()) -> ListenerResult {
-        #[allow(
-            unsafe_code,
-            reason = "the host passes a pointer to a layout-checked P"
-        )]
-        // SAFETY: the dispatcher borrows a live `P` for the duration of this call.
-        let payload = unsafe { &*(payload as *const P) };
+        // SAFETY: the dispatcher borrows a live `P` (the event's payload type, layout-checked)
+        // for the duration of this call.
+        let payload = unsafe { &*payload.cast::<P>() };
         match contain(|| Ok((self.f)(payload))) {
             Ok(Some(value)) => ROk(RSome(erase_box(value))),
             Ok(None) => ROk(RNone),
+            Err(error) => RErr(error),
+        }
+    }
+}
+
+/// What an async listener's output becomes when it crosses back.
+pub(crate) trait IntoListenerResult {
+    fn into_listener_result(self) -> ListenerResult;
+}
+
+/// A serial listener's answer: `Some` stops the dispatch.
+impl<R: Send + 'static> IntoListenerResult for Option<R> {
+    fn into_listener_result(self) -> ListenerResult {
+        match self {
+            Some(value) => ROk(RSome(erase_box(value))),
+            None => ROk(RNone),
+        }
+    }
+}
+
+/// A fallible parallel listener's outcome.
+impl IntoListenerResult for Result<(), PluginError> {
+    fn into_listener_result(self) -> ListenerResult {
+        match self {
+            Ok(()) => ROk(RNone),
             Err(error) => RErr(error),
         }
     }
@@ -154,7 +177,7 @@ where
     P: Send + Sync + 'static,
     F: Fn(RArc<P>) -> Fut + Send + Sync + 'static,
     Fut: Future + Send + 'static,
-    Fut::Output: IntoDispatch<ROption<ErasedBox>>,
+    Fut::Output: IntoListenerResult,
 {
     AsyncListener_TO::from_value(
         AsyncFn::<P, F> {
@@ -170,16 +193,23 @@ where
     P: Send + Sync + 'static,
     F: Fn(RArc<P>) -> Fut + Send + Sync,
     Fut: Future + Send + 'static,
-    Fut::Output: IntoDispatch<ROption<ErasedBox>>,
+    Fut::Output: IntoListenerResult,
 {
-    fn call(
-        &self,
-        payload: RArc<()>,
-        scratch: Scratch,
-        cx: PollContext<'_>,
-    ) -> Started<ROption<ErasedBox>> {
+    fn call(&self, payload: RArc<()>) -> FfiFuture<ListenerResult> {
         let payload = unerase_arc::<P>(payload);
-        DispatchFuture::start(scratch, cx, || (self.f)(payload))
+        match contain(|| Ok((self.f)(payload))) {
+            Ok(future) => {
+                let caught = catching(future);
+                async move {
+                    match caught.await {
+                        Ok(output) => output.into_listener_result(),
+                        Err(panic) => RErr(panic),
+                    }
+                }
+                .into_ffi()
+            }
+            Err(panic) => std::future::ready(RErr(panic)).into_ffi(),
+        }
     }
 }
 

@@ -5,8 +5,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
+use std::task::Poll;
 
 use abi_stable::std_types::{RNone, RString};
 
@@ -64,29 +63,27 @@ pub fn contain<T>(body: impl FnOnce() -> Result<T, PluginError>) -> Result<T, Pl
     }
 }
 
-/// A future that turns a panic while polling `F` into a `Panic` error.
-pub struct Contained<F> {
-    inner: Pin<Box<F>>,
-}
-
-impl<F> Contained<F> {
-    pub fn new(inner: F) -> Self {
-        Self {
-            inner: Box::pin(inner),
-        }
-    }
-}
-
-impl<T, F: Future<Output = Result<T, PluginError>>> Future for Contained<F> {
-    type Output = Result<T, PluginError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        let inner = self.inner.as_mut();
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(poll) => poll,
+/// Runs `future`, turning a panic while polling it into a `Panic` error, without a box of its
+/// own: the future is pinned inside the state of the one this answers.
+pub async fn catching<F: Future>(future: F) -> Result<F::Output, PluginError> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| {
+        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
             Err(payload) => Poll::Ready(Err(PluginError::from_panic(payload.as_ref()))),
         }
-    }
+    })
+    .await
+}
+
+/// [`catching`] for a fallible future: a panic is one more error.
+pub fn contained<T, F>(future: F) -> impl Future<Output = Result<T, PluginError>>
+where
+    F: Future<Output = Result<T, PluginError>>,
+{
+    let caught = catching(future);
+    async move { caught.await.and_then(|result| result) }
 }
 
 #[cfg(test)]
@@ -103,14 +100,14 @@ mod tests {
 
     #[test]
     fn contained_future_turns_panic_into_error() {
-        let fut = Contained::new(async {
+        let fut = contained(async {
             if true {
                 panic!("async boom {}", 7);
             }
             Ok::<(), PluginError>(())
         });
         let waker = std::task::Waker::noop();
-        let mut cx = TaskContext::from_waker(waker);
+        let mut cx = std::task::Context::from_waker(waker);
         let mut fut = Box::pin(fut);
         match fut.as_mut().poll(&mut cx) {
             Poll::Ready(Err(error)) => assert_eq!(error.message.as_str(), "panicked: async boom 7"),

@@ -19,8 +19,6 @@ mod guard;
 pub mod io;
 mod logging;
 mod plugin;
-mod scratch;
-mod started;
 mod sync;
 mod waterfall;
 
@@ -30,7 +28,7 @@ pub use abi::{
 };
 pub use context::{Channel, Context, Descriptor, Service, typed_channel};
 pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent};
-pub use guard::{Contained, contain, panic_message};
+pub use guard::{catching, contain, contained, panic_message};
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
 pub use sync::lock;
 pub use waterfall::Next;

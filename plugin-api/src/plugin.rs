@@ -14,7 +14,7 @@ use crate::abi::{
     ErrorKind, HostCtx, LogSinkBox, PluginDecl, PluginError, PluginLib, PluginLibRef,
 };
 use crate::context::Context;
-use crate::guard::{Contained, contain};
+use crate::guard::{contain, contained};
 
 /// A plugin: a name, what it needs and provides, a config type and an `apply`.
 pub trait Plugin: 'static {
@@ -103,7 +103,7 @@ extern "C" fn apply_shim<P: Plugin>(
     });
     async move {
         match started {
-            Ok(fut) => Contained::new(fut).await.into(),
+            Ok(fut) => contained(fut).await.into(),
             Err(error) => RErr(error),
         }
     }

@@ -52,20 +52,11 @@ pub struct Slot {
     pub name: String,
     declaration: Mutex<(Declaration, String)>,
     listeners: RwLock<Arc<Vec<Arc<ListenerEntry>>>>,
-    /// The block of this event's last waterfall chain, reused by the next dispatch.
-    pub(super) spare_chain: super::chain::SpareChain,
-    /// Bumped whenever the listeners change, so a cached snapshot can tell it is stale.
-    generation: AtomicU64,
 }
 
 impl Slot {
     pub fn declaration(&self) -> Declaration {
         lock(&self.declaration).0
-    }
-
-    /// How many times the listeners have changed.
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::SeqCst)
     }
 
     pub fn snapshot(&self) -> Arc<Vec<Arc<ListenerEntry>>> {
@@ -83,13 +74,10 @@ impl Slot {
         let mut next: Vec<_> = guard.as_ref().clone();
         change(&mut next);
         let previous = std::mem::replace(&mut *guard, Arc::new(next));
-        self.generation.fetch_add(1, Ordering::SeqCst);
         drop(guard);
-        // A removed listener's last reference may be in `previous` or in the parked chain's
-        // snapshot: its destructor is plugin code, which must not run while the slot is locked
-        // (it could touch the bus).
+        // A removed listener's last reference may be in `previous`: its destructor is plugin
+        // code, which must not run while the slot is locked (it could touch the bus).
         drop(previous);
-        self.spare_chain.forget_snapshot();
     }
 }
 
@@ -152,8 +140,6 @@ impl Bus {
                     name: name.to_owned(),
                     declaration: Mutex::new((wanted, by.to_owned())),
                     listeners: RwLock::new(Arc::new(Vec::new())),
-                    spare_chain: Default::default(),
-                    generation: AtomicU64::new(0),
                 })
             })
             .clone();

@@ -1,30 +1,28 @@
 //! The five dispatch modes, over a slot's listener snapshot.
 //!
 //! A listener that fails (an error or a contained panic) is logged with its owner and the
-//! dispatch goes on: emit and parallel call the others, bail and serial ask the next one, and a
-//! waterfall listener that failed before calling `next` is skipped. A waterfall listener that
-//! failed after its `next` ran passes its error outward instead, to the listener around it or to
-//! the dispatcher. In a waterfall each `next` runs the rest of the chain at most once; a second
-//! call is an error, not a skip.
+//! dispatch goes on: emit and parallel call the others, bail and serial ask the next one. The
+//! waterfall mode, whose listeners nest, lives in the `waterfall` module.
+//!
+//! Every async listener call answers one boxed FFI future. Polling one goes through
+//! [`catching`]: the SDK already turns a panic in plugin code into an error, but a library
+//! that implements the ABI traits by hand would otherwise unwind into the host.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::abi::{
-    DispatchFuture, ErasedBox, EventChannel, EventChannel_TO, EventChannelBox, NextHandle,
-    PollContext, ScratchArea, Started, WaterfallInnerBox,
+    ErasedBox, EventChannel, EventChannel_TO, EventChannelBox, ListenerResult, WaterfallInnerBox,
+    WaterfallResult,
 };
-use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError};
+use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError, catching};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
-use super::chain;
-
-/// Scratch bytes a serial dispatch lends its listeners, one at a time.
-const SERIAL_SCRATCH: usize = 256;
-/// Scratch bytes a parallel dispatch lends its listeners, all at once.
-const PARALLEL_SCRATCH: usize = 1024;
+use super::waterfall;
 
 /// A resolved channel handed to plugins (and used by the host itself).
 #[derive(Clone)]
@@ -67,6 +65,14 @@ pub(super) fn report(event: &str, entry: &ListenerEntry, error: &PluginError) {
     tracing::error!(event, listener = %entry.owner, "listener failed: {error}");
 }
 
+/// A plugin's future, awaited with a panic (of a library that bypassed the SDK) as its error.
+pub(super) async fn settle<T>(future: FfiFuture<RResult<T, PluginError>>) -> RResult<T, PluginError> {
+    match catching(future).await {
+        Ok(result) => result,
+        Err(panic) => RErr(panic),
+    }
+}
+
 impl EventChannel for Channel {
     fn emit(&self, payload: *const ()) -> RResult<(), PluginError> {
         if let Err(error) = self.expect_mode(DispatchMode::Emit) {
@@ -85,7 +91,7 @@ impl EventChannel for Channel {
         ROk(())
     }
 
-    fn bail(&self, payload: *const ()) -> RResult<ROption<ErasedBox>, PluginError> {
+    fn bail(&self, payload: *const ()) -> ListenerResult {
         if let Err(error) = self.expect_mode(DispatchMode::Bail) {
             return RErr(error);
         }
@@ -112,52 +118,42 @@ impl EventChannel for Channel {
                 return RErr(error);
             }
             let listeners = slot.snapshot();
-            // The listeners' futures are placed in this dispatch's own memory when they fit; it
-            // is never reset, and outlives them as part of the same future state.
-            let scratch = ScratchArea::<PARALLEL_SCRATCH>::new();
+            // Every live listener is called before any is awaited, then all are polled until
+            // each has answered.
+            let mut running: Vec<(usize, FfiFuture<ListenerResult>)> = listeners
+                .iter()
+                .enumerate()
+                .filter(|(_, entry)| entry.is_alive())
+                .filter_map(|(index, entry)| match &entry.kind {
+                    ListenerKind::Async(listener) => Some((index, listener.call(payload.clone()))),
+                    _ => None,
+                })
+                .collect();
             let mut failures = Vec::new();
-            let mut fail = |index: usize, error: &PluginError| {
-                let entry = &listeners[index];
-                report(&slot.name, entry, error);
-                failures.push(format!("{}: {error}", entry.owner));
-            };
-            // Every listener starts, and runs until it first waits, in the first poll, before any
-            // is awaited; the ones still pending go into one vector (unallocated while none are)
-            // and are polled again when woken.
-            let mut running: Vec<(usize, DispatchFuture<_>)> = Vec::new();
-            let mut started = false;
             std::future::poll_fn(|cx| {
-                if !std::mem::replace(&mut started, true) {
-                    PollContext::with(cx, |cx| {
-                        for (index, entry) in listeners.iter().enumerate() {
-                            if let ListenerKind::Async(listener) = &entry.kind
-                                && entry.is_alive()
-                            {
-                                // SAFETY: the calls are made one after another by this future.
-                                #[allow(unsafe_code, reason = "listeners started one at a time")]
-                                let lent = unsafe { scratch.lend_exclusive() };
-                                match listener.call(payload.clone(), lent, cx) {
-                                    Started::Ready(ROk(_)) => {}
-                                    Started::Ready(RErr(error)) => fail(index, &error),
-                                    Started::Pending(future) => running.push((index, future)),
-                                }
-                            }
-                        }
-                    });
-                } else {
-                    running.retain_mut(|(index, fut)| match std::pin::Pin::new(fut).poll(cx) {
-                        std::task::Poll::Ready(RErr(error)) => {
-                            fail(*index, &error);
-                            false
-                        }
-                        std::task::Poll::Ready(ROk(_)) => false,
-                        std::task::Poll::Pending => true,
-                    });
-                }
+                running.retain_mut(|(index, future)| {
+                    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        Pin::new(&mut *future).poll(cx)
+                    }));
+                    let answer = match polled {
+                        Ok(Poll::Pending) => return true,
+                        Ok(Poll::Ready(answer)) => answer,
+                        Err(payload) => RErr(PluginError::new(
+                            ErrorKind::Panic,
+                            format!("panicked: {}", dsh_plugin_api::panic_message(&*payload)),
+                        )),
+                    };
+                    if let RErr(error) = answer {
+                        let entry = &listeners[*index];
+                        report(&slot.name, entry, &error);
+                        failures.push(format!("{}: {error}", entry.owner));
+                    }
+                    false
+                });
                 if running.is_empty() {
-                    std::task::Poll::Ready(())
+                    Poll::Ready(())
                 } else {
-                    std::task::Poll::Pending
+                    Poll::Pending
                 }
             })
             .await;
@@ -178,59 +174,34 @@ impl EventChannel for Channel {
         .into_ffi()
     }
 
-    fn serial(&self, payload: RArc<()>) -> FfiFuture<RResult<ROption<ErasedBox>, PluginError>> {
+    fn serial(&self, payload: RArc<()>) -> FfiFuture<ListenerResult> {
         let checked = self.expect_mode(DispatchMode::Serial);
         let slot = self.slot.clone();
         async move {
             if let Err(error) = checked {
                 return RErr(error);
             }
-            // One listener runs at a time, so each reuses the same bytes for its future.
-            let scratch = ScratchArea::<SERIAL_SCRATCH>::new();
             for entry in slot.snapshot().iter() {
                 if !entry.is_alive() {
                     continue;
                 }
                 if let ListenerKind::Async(listener) = &entry.kind {
-                    let started = std::future::poll_fn(|cx| {
-                        // SAFETY: one listener is called at a time, by this future only.
-                        #[allow(unsafe_code, reason = "listeners started one at a time")]
-                        let lent = unsafe { scratch.lend_exclusive() };
-                        std::task::Poll::Ready(PollContext::with(cx, |cx| {
-                            listener.call(payload.clone(), lent, cx)
-                        }))
-                    })
-                    .await;
-                    let answer = match started {
-                        Started::Ready(answer) => answer,
-                        Started::Pending(mut future) => (&mut future).await,
-                    };
-                    // SAFETY: the listener's future is gone: dropped in the call when it finished
-                    // there, or at the end of the match arm above.
-                    #[allow(unsafe_code, reason = "reuse of the scratch area between listeners")]
-                    unsafe {
-                        scratch.reset()
-                    };
-                    match answer {
-                        ROk(RSome(value)) => return ROk(RSome(value)),
+                    match settle(listener.call(payload.clone())).await {
+                        ROk(RSome(value)) => return ROk(RSome::<ErasedBox>(value)),
                         ROk(RNone) => {}
                         RErr(error) => report(&slot.name, entry, &error),
                     }
                 }
             }
-            ROk(RNone)
+            ROk(ROption::RNone)
         }
         .into_ffi()
     }
 
-    fn waterfall(
-        &self,
-        payload: RArc<()>,
-        inner: WaterfallInnerBox,
-    ) -> RResult<NextHandle, PluginError> {
+    fn waterfall(&self, payload: RArc<()>, inner: WaterfallInnerBox) -> FfiFuture<WaterfallResult> {
         if let Err(error) = self.expect_mode(DispatchMode::Waterfall) {
-            return RErr(error);
+            return std::future::ready(RErr(error)).into_ffi();
         }
-        ROk(chain::start(self.slot.clone(), payload, inner))
+        waterfall::run(self.slot.clone(), payload, inner)
     }
 }

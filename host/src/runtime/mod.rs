@@ -7,7 +7,6 @@
 //! serialized; different fibers progress concurrently on the host's runtime.
 
 mod bus;
-mod chain;
 mod context;
 mod dispatch;
 mod effects;
@@ -15,6 +14,7 @@ mod fiber;
 mod lifecycle;
 mod scope;
 mod services;
+mod waterfall;
 mod shutdown;
 
 use dsh_plugin_api::lock;
