@@ -6,7 +6,10 @@
 //! through abi_stable, mounting the config tree composed by `dsh-loader`, hot reload of
 //! libraries and config, and the `dsh-host` command line. It owns no agent capability: the
 //! session log, the model seam, tools and the loop are plugins mounted from rows.
-#![allow(clippy::disallowed_methods, reason = "the host owns the runtime and its threads; the list is for plugin crates")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the host owns the runtime and its threads; the list is for plugin crates"
+)]
 
 pub mod app;
 pub mod boot;

@@ -29,7 +29,6 @@ use abi_stable::{
 };
 use async_ffi::FfiFuture;
 
-
 /// The root module every plugin library exports.
 #[repr(C)]
 #[derive(StableAbi)]

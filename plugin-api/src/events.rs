@@ -25,7 +25,7 @@ use crate::abi::{
     AsyncListener, AsyncListener_TO, DispatchMode, ErasedBox, EventDecl, LayoutRef, ListenerResult,
     PluginError, SyncListener, SyncListener_TO,
 };
-use crate::guard::{catching, contain};
+use crate::guard::{contain, guarded};
 
 macro_rules! descriptor {
     ($(#[$doc:meta])* $name:ident<$($param:ident),*>, $mode:expr, $out:ty) => {
@@ -198,16 +198,13 @@ where
     fn call(&self, payload: RArc<()>) -> FfiFuture<ListenerResult> {
         let payload = unerase_arc::<P>(payload);
         match contain(|| Ok((self.f)(payload))) {
-            Ok(future) => {
-                let caught = catching(future);
-                async move {
-                    match caught.await {
-                        Ok(output) => output.into_listener_result(),
-                        Err(panic) => RErr(panic),
-                    }
+            Ok(future) => async move {
+                match guarded(future, Ok).await {
+                    Ok(output) => output.into_listener_result(),
+                    Err(panic) => RErr(panic),
                 }
-                .into_ffi()
             }
+            .into_ffi(),
             Err(panic) => std::future::ready(RErr(panic)).into_ffi(),
         }
     }

@@ -66,24 +66,44 @@ pub fn contain<T>(body: impl FnOnce() -> Result<T, PluginError>) -> Result<T, Pl
 /// Runs `future`, turning a panic while polling it into a `Panic` error, without a box of its
 /// own: the future is pinned inside the state of the one this answers.
 pub async fn catching<F: Future>(future: F) -> Result<F::Output, PluginError> {
-    let mut future = std::pin::pin!(future);
-    std::future::poll_fn(|cx| {
-        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(PluginError::from_panic(payload.as_ref()))),
-        }
-    })
-    .await
+    guarded(future, Ok).await
 }
 
 /// [`catching`] for a fallible future: a panic is one more error.
-pub fn contained<T, F>(future: F) -> impl Future<Output = Result<T, PluginError>>
+pub async fn contained<T, F>(future: F) -> Result<T, PluginError>
 where
     F: Future<Output = Result<T, PluginError>>,
 {
-    let caught = catching(future);
-    async move { caught.await.and_then(|result| result) }
+    guarded(future, |result| result).await
+}
+
+/// Polls `future` inside `catch_unwind` and maps its output with `finish`: one state machine
+/// around the future, whatever shape its output has.
+pub(crate) async fn guarded<F, T>(
+    future: F,
+    finish: impl FnOnce(F::Output) -> Result<T, PluginError>,
+) -> Result<T, PluginError>
+where
+    F: Future,
+{
+    let mut future = std::pin::pin!(future);
+    let mut finish = Some(finish);
+    std::future::poll_fn(|cx| {
+        Poll::Ready(
+            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(output)) => match finish.take() {
+                    Some(finish) => finish(output),
+                    None => Err(PluginError::new(
+                        ErrorKind::Dispatch,
+                        "a future was polled after it finished",
+                    )),
+                },
+                Err(payload) => Err(PluginError::from_panic(payload.as_ref())),
+            },
+        )
+    })
+    .await
 }
 
 #[cfg(test)]

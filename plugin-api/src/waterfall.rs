@@ -11,7 +11,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RBox, RErr, ROk};
+use abi_stable::std_types::{RArc, RBox, RErr};
 use async_ffi::{FfiFuture, FutureExt};
 
 use crate::abi::{
@@ -19,7 +19,7 @@ use crate::abi::{
     WaterfallListener_TO, WaterfallResult,
 };
 use crate::events::{erase_box, unerase_arc, unerase_box};
-use crate::guard::{contain, contained};
+use crate::guard::{contain, guarded};
 
 /// The continuation handed to a waterfall listener: the payload, and the rest of the chain.
 /// [`run`](Self::run) consumes it, so a listener runs the rest of the chain at most once; what
@@ -48,28 +48,19 @@ impl<P: Send + Sync + 'static, R: 'static> Next<P, R> {
     }
 }
 
-/// The typed result of one level that crossed back.
+/// The typed result of a level the host ran. The host's futures never panic; the SDK's own
+/// run inside the guard of the level that awaits this.
 pub(crate) async fn outcome<R>(level: FfiFuture<WaterfallResult>) -> Result<R, PluginError> {
-    match contained(async move { Ok(level.await) }).await? {
-        ROk(value) => Ok(unerase_box::<R>(value)),
-        RErr(error) => Err(error),
-    }
+    level.await.into_result().map(unerase_box::<R>)
 }
 
-/// A typed level's future as the host receives it: a panic in it is its error.
+/// A typed level's future as the host receives it: one boxed future, a panic in it its error.
 fn level<R, Fut>(future: Fut) -> FfiFuture<WaterfallResult>
 where
     R: Send + 'static,
     Fut: Future<Output = Result<R, PluginError>> + Send + 'static,
 {
-    let guarded = contained(future);
-    async move {
-        match guarded.await {
-            Ok(value) => ROk(erase_box(value)),
-            Err(error) => RErr(error),
-        }
-    }
-    .into_ffi()
+    async move { guarded(future, |result| result.map(erase_box)).await.into() }.into_ffi()
 }
 
 pub(crate) struct WaterfallFn<P, R, F> {

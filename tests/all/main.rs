@@ -1,6 +1,9 @@
 //! One integration binary: every test boots the real `dsh-host` with real plugin libraries.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-#![allow(clippy::disallowed_methods, reason = "tests drive the host from their own threads and timers")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests drive the host from their own threads and timers"
+)]
 
 mod agents;
 mod bad_input;

@@ -4,7 +4,10 @@
 //!
 //! Tests never start cargo: a missing binary or library fails with a message saying to run the
 //! README's test command. Every wait is bounded.
-#![allow(clippy::disallowed_methods, reason = "the test kit drives processes from its own threads and timers")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test kit drives processes from its own threads and timers"
+)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

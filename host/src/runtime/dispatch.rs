@@ -5,7 +5,7 @@
 //! waterfall mode, whose listeners nest, lives in the `waterfall` module.
 //!
 //! Every async listener call answers one boxed FFI future. Polling one goes through
-//! [`catching`]: the SDK already turns a panic in plugin code into an error, but a library
+//! [`settle`]: the SDK already turns a panic in plugin code into an error, but a library
 //! that implements the ABI traits by hand would otherwise unwind into the host.
 
 use std::pin::Pin;
@@ -19,7 +19,7 @@ use dsh_plugin_api::abi::{
     ErasedBox, EventChannel, EventChannel_TO, EventChannelBox, ListenerResult, WaterfallInnerBox,
     WaterfallResult,
 };
-use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError, catching};
+use dsh_plugin_api::{DispatchMode, ErrorKind, PluginError};
 
 use super::bus::{ListenerEntry, ListenerKind, Slot};
 use super::waterfall;
@@ -66,10 +66,33 @@ pub(super) fn report(event: &str, entry: &ListenerEntry, error: &PluginError) {
 }
 
 /// A plugin's future, awaited with a panic (of a library that bypassed the SDK) as its error.
-pub(super) async fn settle<T>(future: FfiFuture<RResult<T, PluginError>>) -> RResult<T, PluginError> {
-    match catching(future).await {
-        Ok(result) => result,
-        Err(panic) => RErr(panic),
+pub(super) fn settle<T>(future: FfiFuture<RResult<T, PluginError>>) -> Settle<T> {
+    Settle(future)
+}
+
+/// See [`settle`]. A plain future over the FFI one (which is `Unpin`), so awaiting a listener
+/// adds no state machine of its own.
+pub(super) struct Settle<T>(FfiFuture<RResult<T, PluginError>>);
+
+impl<T> std::future::Future for Settle<T> {
+    type Output = RResult<T, PluginError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        poll_contained(&mut self.0, cx)
+    }
+}
+
+/// Polls a plugin's future once, its panic answered as an error.
+fn poll_contained<T>(
+    future: &mut FfiFuture<RResult<T, PluginError>>,
+    cx: &mut std::task::Context<'_>,
+) -> Poll<RResult<T, PluginError>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Pin::new(future).poll(cx))) {
+        Ok(poll) => poll,
+        Err(payload) => Poll::Ready(RErr(PluginError::new(
+            ErrorKind::Panic,
+            format!("panicked: {}", dsh_plugin_api::panic_message(&*payload)),
+        ))),
     }
 }
 
@@ -132,16 +155,8 @@ impl EventChannel for Channel {
             let mut failures = Vec::new();
             std::future::poll_fn(|cx| {
                 running.retain_mut(|(index, future)| {
-                    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        Pin::new(&mut *future).poll(cx)
-                    }));
-                    let answer = match polled {
-                        Ok(Poll::Pending) => return true,
-                        Ok(Poll::Ready(answer)) => answer,
-                        Err(payload) => RErr(PluginError::new(
-                            ErrorKind::Panic,
-                            format!("panicked: {}", dsh_plugin_api::panic_message(&*payload)),
-                        )),
+                    let Poll::Ready(answer) = poll_contained(future, cx) else {
+                        return true;
                     };
                     if let RErr(error) = answer {
                         let entry = &listeners[*index];

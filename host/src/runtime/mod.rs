@@ -14,8 +14,8 @@ mod fiber;
 mod lifecycle;
 mod scope;
 mod services;
-mod waterfall;
 mod shutdown;
+mod waterfall;
 
 use dsh_plugin_api::lock;
 use std::collections::{BTreeMap, HashMap};

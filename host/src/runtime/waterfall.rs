@@ -32,6 +32,8 @@ struct Chain {
     listeners: Arc<Vec<Arc<ListenerEntry>>>,
     payload: RArc<()>,
     inner: WaterfallInnerBox,
+    /// Per listener: whether its continuation was used (run, or given up when it failed).
+    claimed: Box<[AtomicBool]>,
 }
 
 /// What comes next from a position in the chain.
@@ -69,11 +71,13 @@ pub(super) fn run(
     inner: WaterfallInnerBox,
 ) -> FfiFuture<WaterfallResult> {
     let listeners = slot.snapshot();
+    let claimed = listeners.iter().map(|_| AtomicBool::new(false)).collect();
     let chain = Arc::new(Chain {
         slot,
         listeners,
         payload,
         inner,
+        claimed,
     });
     run_from(chain, 0)
 }
@@ -88,19 +92,17 @@ fn run_from(chain: Arc<Chain>, start: usize) -> FfiFuture<WaterfallResult> {
                 Ok(Level::Inner) => return settle(chain.inner.run(chain.payload.clone())).await,
                 Err(error) => return RErr(error),
             };
-            let claimed = Arc::new(AtomicBool::new(false));
             let next = WaterfallNext_TO::from_value(
                 Rest {
                     chain: chain.clone(),
                     after: position + 1,
-                    claimed: claimed.clone(),
                 },
                 TD_Opaque,
             );
             match settle(listener.call(chain.payload.clone(), next)).await {
                 ROk(value) => return ROk(value),
                 // Its `next` never ran and now never will: the chain goes on without it.
-                RErr(error) if !claimed.swap(true, Ordering::AcqRel) => {
+                RErr(error) if !chain.claim(position) => {
                     report(&chain.slot.name, entry, &error);
                     index = position + 1;
                 }
@@ -111,16 +113,24 @@ fn run_from(chain: Arc<Chain>, start: usize) -> FfiFuture<WaterfallResult> {
     .into_ffi()
 }
 
+impl Chain {
+    /// Claims the continuation of listener `position`: true when it was claimed already.
+    fn claim(&self, position: usize) -> bool {
+        self.claimed
+            .get(position)
+            .is_none_or(|flag| flag.swap(true, Ordering::AcqRel))
+    }
+}
+
 /// The `next` of the listener at `after - 1`.
 struct Rest {
     chain: Arc<Chain>,
     after: usize,
-    claimed: Arc<AtomicBool>,
 }
 
 impl WaterfallNext for Rest {
     fn run(&self) -> FfiFuture<WaterfallResult> {
-        if self.claimed.swap(true, Ordering::AcqRel) {
+        if self.chain.claim(self.after - 1) {
             let owner = self
                 .chain
                 .listeners

@@ -10,12 +10,12 @@ use std::time::Duration;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, PluginError};
-use dsh_session_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
 use dsh_session_jsonl::{
     CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
     read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
+use dsh_session_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
 
 use crate::Config;
 use crate::lock::{LockError, SessionLock, acquire};

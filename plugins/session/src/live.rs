@@ -7,12 +7,12 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Channel, EmitEvent, ParallelEvent, Service};
+use dsh_session_log::{
+    DerivedMessages, NewEvent, SessionEvent, SessionLog, SurfaceOp, parse_lossless,
+};
 use dsh_session_seam::{
     DerivedView, DerivedView_TO, DerivedViewBox, EventRecord, FlushRequest, NewEventRecord,
     Session, SessionError, SessionErrorKind, SessionStoreService,
-};
-use dsh_session_log::{
-    DerivedMessages, NewEvent, SessionEvent, SessionLog, SurfaceOp, parse_lossless,
 };
 
 use crate::ids::now_ms;

@@ -8,12 +8,12 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
+use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, TypeRequirement, fork};
 use dsh_session_seam::{
     CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
     SESSION_PERSISTENCE, Session_TO, SessionBox, SessionError, SessionErrorKind,
     SessionStoreService, Sessions,
 };
-use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, TypeRequirement, fork};
 use serde_json::json;
 
 use crate::ids::{new_session_id, now_ms};

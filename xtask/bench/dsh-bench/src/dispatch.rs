@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
+use dsh_bench_events::{BAIL, EMIT, PARALLEL, SERIAL, WATERFALL};
 use dsh_host::library::Libraries;
 use dsh_host::runtime::{MountSpec, Runtime, Scope};
-use dsh_bench_events::{BAIL, EMIT, PARALLEL, SERIAL, WATERFALL};
 use dsh_plugin_api::{Channel, Descriptor, RArc, typed_channel};
 
 use crate::{exe_dir, median, report};

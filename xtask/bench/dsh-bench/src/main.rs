@@ -1,7 +1,10 @@
 //! `dsh-bench`: the runtime benchmarks of `cargo xtask bench`, on the real runtime with the
 //! real benchmark plugin libraries (built next to this binary). Prints `name value unit` lines,
 //! the same shape as the Cordis peer script, so the two can be put side by side.
-#![allow(clippy::disallowed_methods, reason = "the benchmarks own their runtime and threads")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the benchmarks own their runtime and threads"
+)]
 
 mod agent;
 mod dispatch;
