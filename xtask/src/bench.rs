@@ -1,6 +1,10 @@
 //! `cargo xtask bench [runtime]`: builds in release, runs our `dsh-bench` and the Cordis peer
 //! script (`../shared/peers/cordis-bench`) three times each, one after the other (never at once:
-//! two cores), and writes BENCHMARKS.md with our median, the peer's median and the ratio.
+//! two cores), and writes BENCHMARKS.md with our median beside the committed baseline
+//! (`xtask/bench-baseline.tsv`: "before", this run: "now", and the change in percent), the
+//! peer's median and the ratio.
+
+mod figures;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -10,252 +14,12 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::process::cargo;
+use figures::{FIGURES, HUNDREDFOLD};
 
 const RUNS: usize = 3;
 
-/// One figure: our name, the peer's name (if it measures the same thing), the unit and what it is.
-struct Figure {
-    section: &'static str,
-    ours: &'static str,
-    peer: Option<&'static str>,
-    what: &'static str,
-}
-
-const RUNTIME: &str = "Runtime (issue 2)";
-const TOOLS: &str =
-    "Agent core (issue 4; ours only: the reference needs Node 22, which cannot run here)";
-const SESSION: &str = "Session log and store (issue 3; ours only: the reference needs Node 22, which cannot run here)";
-
-const FIGURES: &[Figure] = &[
-    Figure {
-        section: RUNTIME,
-        ours: "emit_1_listeners",
-        peer: Some("emit_1_listeners"),
-        what: "emit to 1 listener in a plugin library (ns/emit)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "emit_10_listeners",
-        peer: Some("emit_10_listeners"),
-        what: "emit to 10 listeners (ns/emit)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "emit_100_listeners",
-        peer: Some("emit_100_listeners"),
-        what: "emit to 100 listeners (ns/emit)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "bail_10_sync_listeners",
-        peer: Some("bail_10_sync_listeners"),
-        what: "bail over 10 sync listeners (ns/call)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "serial_10_async_listeners",
-        peer: Some("serial_10_async_listeners"),
-        what: "serial over 10 async listeners (ns/call)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "parallel_10_async_listeners",
-        peer: Some("parallel_10_async_listeners"),
-        what: "parallel over 10 async listeners (ns/call)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "waterfall_10_async_listeners",
-        peer: Some("next_chain_10_async_listeners"),
-        what: "waterfall of 10 listeners (peer: a `next` chain over `ctx.on`, Cordis has no waterfall) (ns/call)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "mount_100_plugins",
-        peer: Some("mount_100_plugins"),
-        what: "mount 100 plugin rows until all consumers applied (ours: 50 isolate groups of provider + consumer, two libraries) (ms)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "dispose_100_plugins",
-        peer: Some("dispose_100_plugins"),
-        what: "dispose those 100 rows (ms)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "reactive_reload_replace_provider",
-        peer: Some("reactive_reload_replace_provider"),
-        what: "provider replaced until the consumer re-applied (µs)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "startup_spawn_to_100_active_wall",
-        peer: Some("startup_spawn_to_100_active_wall"),
-        what: "process start to 100 rows active (ms; target under 60 ms)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "startup_rss_100_active",
-        peer: Some("startup_rss_100_active"),
-        what: "peak RSS with 100 rows active (MiB; target under 25 MiB)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "hot_reload_file_to_active",
-        peer: None,
-        what: "library replaced until the new version is active, debounce included (ms)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "hot_reload_after_debounce",
-        peer: None,
-        what: "the same after the 150 ms debounce (ms; target under 150 ms)",
-    },
-    Figure {
-        section: RUNTIME,
-        ours: "hot_reload_rss_growth_per_reload",
-        peer: None,
-        what: "RSS growth per library reload (MiB; old copies are never unloaded)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_log_append_in_memory",
-        peer: None,
-        what: "appends to the in-memory log, rules checked (events/s)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_store_append_batched_zstd",
-        peer: None,
-        what: "appends through the store, batches of 1,000, zstd (events/s; target at least 200,000)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_store_append_batched_raw",
-        peer: None,
-        what: "the same, raw JSONL (events/s)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_store_fsync_per_batch",
-        peer: None,
-        what: "one single-event batch, i.e. the cost of its fsync (ms)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_load_100k_zstd",
-        peer: None,
-        what: "load a 100,000-event session and derive its history, zstd (ms; target under 300)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_load_100k_raw",
-        peer: None,
-        what: "the same, raw JSONL (ms)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_derive_after_step_10",
-        peer: None,
-        what: "derive_messages after one more step, at step 10 (µs)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_derive_after_step_10000",
-        peer: None,
-        what: "the same at step 10,000 (µs; should stay near the step-10 figure)",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_fixture_bytes",
-        peer: None,
-        what: "bytes of the recorded fixture logs",
-    },
-    Figure {
-        section: SESSION,
-        ours: "session_our_packed_bytes",
-        peer: None,
-        what: "our packed raw encoding of the same events (bytes)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "tool_pipeline_noop_unlogged",
-        peer: None,
-        what: "one no-op call through the whole pipeline (pre-execute, guards, execute, post-execute waterfalls, finalize, tools/result), outside a session (µs)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "tool_pipeline_noop_logged",
-        peer: None,
-        what: "the same inside an in-memory session, with tool/call and tool/result appended (µs)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_step_overhead_at_step_10",
-        peer: None,
-        what: "harness overhead per step of a real headless turn against an instant model with a no-op tool, session on tmpfs, durability checkpoints left out, around step 10 (µs; target under 200)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_step_overhead_at_step_10000",
-        peer: None,
-        what: "the same around step 10,000 (µs; target: flat, under 1.5x the step-10 figure; the history crosses the llm seam by reference)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_step_with_checkpoints_at_step_10",
-        peer: None,
-        what: "the same step as shipped, with the `session-checkpoints` row (three flushes per step: pre-step, request, tool body), around step 10 (µs)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_step_with_checkpoints_at_step_10000",
-        peer: None,
-        what: "the same around step 10,000 (µs)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_step_checkpoints_cost",
-        peer: None,
-        what: "so the three durability checkpoints cost, per step (µs; each is a hop to the blocking pool and back, a write and an fsync, which tmpfs makes nearly free: on a disk the fsync adds the figure of the store section)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "deepseek_request_serialize_at_step_10",
-        peer: None,
-        what: "request serialization, kept out of the overhead above: the DeepSeek wire body of a step-10 request built from its messages (µs)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "deepseek_request_serialize_at_step_10000",
-        peer: None,
-        what: "the same at step 10,000 (µs; linear in the history)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_100_sessions_steps_per_s",
-        peer: None,
-        what: "100 sessions of 20 steps each, all at once in one host, instant model, with checkpoints (steps/s)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "agent_100_sessions_peak_rss",
-        peer: None,
-        what: "peak RSS of that host (MiB)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "visible_check_request_hash_step_10",
-        peer: None,
-        what: "model-visible check of a request that carries its history inline: hashing it at step 10 (µs; the loop sends the history by reference, checked in constant time)",
-    },
-    Figure {
-        section: TOOLS,
-        ours: "visible_check_request_hash_step_10000",
-        peer: None,
-        what: "the same at step 10,000 (µs; linear in the history)",
-    },
-];
+/// The committed figures this run is compared with, relative to the workspace root.
+const BASELINE: &str = "xtask/bench-baseline.tsv";
 
 pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
     if let Some(group) = args.first().filter(|group| group.as_str() != "runtime") {
@@ -287,13 +51,41 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
             None
         }
     };
-    let text = render(&ours, peer.as_ref());
+    let baseline = match std::fs::read_to_string(root.join(BASELINE)) {
+        Ok(text) => Baseline::parse(&text),
+        Err(error) => {
+            eprintln!("xtask: no baseline ({BASELINE}: {error}): the before column shows -");
+            Baseline::default()
+        }
+    };
+    let text = render(&ours, peer.as_ref(), &baseline);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");
     Ok(())
 }
 
 type Figures = BTreeMap<String, f64>;
+
+/// The baseline: `name<TAB>value` lines; `#` lines are comments, the first of which says
+/// where (commit) and when the figures were measured.
+#[derive(Debug, Default)]
+struct Baseline {
+    measured: Option<String>,
+    figures: Figures,
+}
+
+impl Baseline {
+    fn parse(text: &str) -> Self {
+        let measured = text
+            .lines()
+            .find_map(|line| line.strip_prefix('#'))
+            .map(|comment| comment.trim().to_owned());
+        Self {
+            measured,
+            figures: parse_lines(text),
+        }
+    }
+}
 
 fn parse_lines(text: &str) -> Figures {
     text.lines()
@@ -389,23 +181,26 @@ fn peer_figures(root: &Path) -> Result<Figures> {
     })
 }
 
-/// The figures the issue wants at least 100 times faster than Cordis.
-const HUNDREDFOLD: &[&str] = &[
-    "emit_1_listeners",
-    "emit_10_listeners",
-    "emit_100_listeners",
-    "serial_10_async_listeners",
-    "parallel_10_async_listeners",
-    "waterfall_10_async_listeners",
-    "mount_100_plugins",
-    "dispose_100_plugins",
-    "reactive_reload_replace_provider",
-];
+/// `now` against `before` in percent, signed.
+fn change(before: f64, now: f64) -> String {
+    if before == 0.0 {
+        return "-".to_owned();
+    }
+    format!("{:+.1}%", (now - before) / before * 100.0)
+}
 
 /// ns figures of the peer are in its units already; the ratio is peer / ours (higher: we are faster).
-fn render(ours: &Figures, peer: Option<&Figures>) -> String {
+fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline) -> String {
     let mut text = String::from(
         "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of 3 runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n",
+    );
+    let measured = match &baseline.measured {
+        Some(measured) => format!(" ({measured})"),
+        None => String::new(),
+    };
+    let _ = write!(
+        text,
+        "\n`before` is our figure from the committed baseline `{BASELINE}`{measured}, `now` is ours from this run, and `change` is now against before in percent (for times and sizes lower is better, for rates such as events/s and steps/s higher is). Both runs are medians on this noisy machine, so a change of a few percent is noise. A figure the baseline lacks shows - for before and change. To move the baseline, copy this run's figures into `{BASELINE}` and say in its first line which commit and date they were measured at.\n",
     );
     let mut section = "";
     let mut missed = Vec::new();
@@ -417,7 +212,7 @@ fn render(ours: &Figures, peer: Option<&Figures>) -> String {
             section = figure.section;
             let _ = write!(
                 text,
-                "\n## {section}\n\n| figure | ours | Cordis | ratio (Cordis / ours) |\n|---|---:|---:|---:|\n"
+                "\n## {section}\n\n| figure | before | now | change | Cordis | ratio (Cordis / now) |\n|---|---:|---:|---:|---:|---:|\n"
             );
         }
         let peer_value = figure
@@ -434,9 +229,13 @@ fn render(ours: &Figures, peer: Option<&Figures>) -> String {
             None if figure.peer.is_none() => ("(ours only: no peer)".to_owned(), "-".to_owned()),
             None => ("(peer did not run)".to_owned(), "-".to_owned()),
         };
+        let (before, change) = match baseline.figures.get(figure.ours) {
+            Some(before) => (format!("{before:.3}"), change(*before, *value)),
+            None => ("-".to_owned(), "-".to_owned()),
+        };
         let _ = writeln!(
             text,
-            "| {} | {value:.3} | {peer_text} | {ratio} |",
+            "| {} | {before} | {value:.3} | {change} | {peer_text} | {ratio} |",
             figure.what
         );
     }
@@ -481,7 +280,7 @@ mod tests {
             ("serial_10_async_listeners", 48_000.0),
             ("next_chain_10_async_listeners", 49_000.0),
         ]);
-        let text = render(&ours, Some(&peer));
+        let text = render(&ours, Some(&peer), &Baseline::default());
         assert!(text.contains("| 120.0x |"), "{text}");
         assert!(
             text.contains(
@@ -492,12 +291,64 @@ mod tests {
         let met = render(
             &figures(&[("serial_10_async_listeners", 400.0)]),
             Some(&peer),
+            &Baseline::default(),
         );
         assert!(
             met.contains("Below the 100x target in this run: none."),
             "{met}"
         );
-        let alone = render(&ours, None);
+        let alone = render(&ours, None, &Baseline::default());
         assert!(!alone.contains("Below the 100x target"), "{alone}");
+    }
+
+    #[test]
+    fn every_figure_shows_its_baseline_beside_this_run() {
+        let baseline = Baseline::parse(
+            "# measured at commit abc1234 on 2026-01-02\n# name<TAB>value\nemit_1_listeners\t20.0\nmount_100_plugins\t0.5\nsession_fixture_bytes\t0\n",
+        );
+        assert_eq!(
+            baseline.measured.as_deref(),
+            Some("measured at commit abc1234 on 2026-01-02")
+        );
+        let ours = figures(&[
+            ("emit_1_listeners", 25.0),
+            ("mount_100_plugins", 0.4),
+            ("emit_10_listeners", 30.0),
+            ("session_fixture_bytes", 10.0),
+        ]);
+        let peer = figures(&[
+            ("emit_1_listeners", 20_000.0),
+            ("emit_10_listeners", 45_000.0),
+        ]);
+        let text = render(&ours, Some(&peer), &baseline);
+        assert!(
+            text.contains("| before | now | change | Cordis | ratio (Cordis / now) |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`xtask/bench-baseline.tsv` (measured at commit abc1234 on 2026-01-02)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| emit to 1 listener in a plugin library (ns/emit) | 20.000 | 25.000 | +25.0% | 20000.000 | 800.0x |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 0.500 | 0.400 | -20.0% | (peer did not run) | - |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| emit to 10 listeners (ns/emit) | - | 30.000 | - | 45000.000 | 1500.0x |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| bytes of the recorded fixture logs | 0.000 | 10.000 | - | (ours only: no peer) | - |"),
+            "{text}"
+        );
+        assert!(!text.contains("appends to the in-memory log"), "{text}");
     }
 }

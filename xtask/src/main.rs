@@ -1,9 +1,11 @@
 //! `cargo xtask`: the project's tasks. It owns how the workspace is built and tested (one
 //! workspace build, then the fixture crates that must live outside the workspace, then the
-//! tests), the plugin template (`new-plugin`) and the benchmark runner (`bench`).
+//! tests), the source counts (`lint`), the plugin template (`new-plugin`) and the benchmark
+//! runner (`bench`).
 
 mod bench;
 mod fixtures;
+mod lint;
 mod plugin_template;
 mod process;
 
@@ -25,7 +27,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   build [--release]        build the workspace and the test fixtures
   run [DSH-HOST ARGS..]    build, then run dsh-host (default: the offline headless demo)
   record-demo              re-record demo/session.jsonl against the fake DeepSeek server
-  test [CARGO TEST ARGS..] build everything once, then run every test
+  lint                     count json!, [\"key\"] lookups, unsafe blocks, long files and functions
+  test [CARGO TEST ARGS..] lint, build everything once, then run every test
   bench [runtime]          measure ours against the peer and write BENCHMARKS.md
   new-plugin NAME [--dir DIR]  create a plugin crate that builds and loads";
 
@@ -43,6 +46,7 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         "run" => run_host(&root, rest),
         "record-demo" => record_demo(&root),
+        "lint" => lint::run(&root),
         "test" => test(&root, rest),
         "bench" => bench::run(&root, rest),
         "new-plugin" => {
@@ -142,9 +146,10 @@ fn record_demo(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The test command: one workspace build, the fixtures, then the tests (no rebuild).
+/// The test command: the lint, one workspace build, the fixtures, then the tests (no rebuild).
 fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     let started = Instant::now();
+    timed("lint", || lint::run(root))?;
     build_workspace(root, false)?;
     fixtures::build(root)?;
     let (success, totals) = timed("run tests", || {

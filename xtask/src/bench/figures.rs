@@ -1,0 +1,259 @@
+//! The figures `cargo xtask bench` reports: which of our figures, the peer's figure it is
+//! compared with, the section it is listed in and what it measures (with its unit).
+
+/// One figure: our name, the peer's name (if it measures the same thing), the unit and what it is.
+pub(super) struct Figure {
+    pub(super) section: &'static str,
+    pub(super) ours: &'static str,
+    pub(super) peer: Option<&'static str>,
+    pub(super) what: &'static str,
+}
+
+const RUNTIME: &str = "Runtime (issue 2)";
+const TOOLS: &str =
+    "Agent core (issue 4; ours only: the reference needs Node 22, which cannot run here)";
+const SESSION: &str = "Session log and store (issue 3; ours only: the reference needs Node 22, which cannot run here)";
+
+pub(super) const FIGURES: &[Figure] = &[
+    Figure {
+        section: RUNTIME,
+        ours: "emit_1_listeners",
+        peer: Some("emit_1_listeners"),
+        what: "emit to 1 listener in a plugin library (ns/emit)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "emit_10_listeners",
+        peer: Some("emit_10_listeners"),
+        what: "emit to 10 listeners (ns/emit)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "emit_100_listeners",
+        peer: Some("emit_100_listeners"),
+        what: "emit to 100 listeners (ns/emit)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "bail_10_sync_listeners",
+        peer: Some("bail_10_sync_listeners"),
+        what: "bail over 10 sync listeners (ns/call)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "serial_10_async_listeners",
+        peer: Some("serial_10_async_listeners"),
+        what: "serial over 10 async listeners (ns/call)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "parallel_10_async_listeners",
+        peer: Some("parallel_10_async_listeners"),
+        what: "parallel over 10 async listeners (ns/call)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "waterfall_10_async_listeners",
+        peer: Some("next_chain_10_async_listeners"),
+        what: "waterfall of 10 listeners (peer: a `next` chain over `ctx.on`, Cordis has no waterfall) (ns/call)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "mount_100_plugins",
+        peer: Some("mount_100_plugins"),
+        what: "mount 100 plugin rows until all consumers applied (ours: 50 isolate groups of provider + consumer, two libraries) (ms)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "dispose_100_plugins",
+        peer: Some("dispose_100_plugins"),
+        what: "dispose those 100 rows (ms)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "reactive_reload_replace_provider",
+        peer: Some("reactive_reload_replace_provider"),
+        what: "provider replaced until the consumer re-applied (µs)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "startup_spawn_to_100_active_wall",
+        peer: Some("startup_spawn_to_100_active_wall"),
+        what: "process start to 100 rows active (ms; target under 60 ms)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "startup_rss_100_active",
+        peer: Some("startup_rss_100_active"),
+        what: "peak RSS with 100 rows active (MiB; target under 25 MiB)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "hot_reload_file_to_active",
+        peer: None,
+        what: "library replaced until the new version is active, debounce included (ms)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "hot_reload_after_debounce",
+        peer: None,
+        what: "the same after the 150 ms debounce (ms; target under 150 ms)",
+    },
+    Figure {
+        section: RUNTIME,
+        ours: "hot_reload_rss_growth_per_reload",
+        peer: None,
+        what: "RSS growth per library reload (MiB; old copies are never unloaded)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_log_append_in_memory",
+        peer: None,
+        what: "appends to the in-memory log, rules checked (events/s)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_store_append_batched_zstd",
+        peer: None,
+        what: "appends through the store, batches of 1,000, zstd (events/s; target at least 200,000)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_store_append_batched_raw",
+        peer: None,
+        what: "the same, raw JSONL (events/s)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_store_fsync_per_batch",
+        peer: None,
+        what: "one single-event batch, i.e. the cost of its fsync (ms)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_load_100k_zstd",
+        peer: None,
+        what: "load a 100,000-event session and derive its history, zstd (ms; target under 300)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_load_100k_raw",
+        peer: None,
+        what: "the same, raw JSONL (ms)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_derive_after_step_10",
+        peer: None,
+        what: "derive_messages after one more step, at step 10 (µs)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_derive_after_step_10000",
+        peer: None,
+        what: "the same at step 10,000 (µs; should stay near the step-10 figure)",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_fixture_bytes",
+        peer: None,
+        what: "bytes of the recorded fixture logs",
+    },
+    Figure {
+        section: SESSION,
+        ours: "session_our_packed_bytes",
+        peer: None,
+        what: "our packed raw encoding of the same events (bytes)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "tool_pipeline_noop_unlogged",
+        peer: None,
+        what: "one no-op call through the whole pipeline (pre-execute, guards, execute, post-execute waterfalls, finalize, tools/result), outside a session (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "tool_pipeline_noop_logged",
+        peer: None,
+        what: "the same inside an in-memory session, with tool/call and tool/result appended (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_overhead_at_step_10",
+        peer: None,
+        what: "harness overhead per step of a real headless turn against an instant model with a no-op tool, session on tmpfs, durability checkpoints left out, around step 10 (µs; target under 200)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_overhead_at_step_10000",
+        peer: None,
+        what: "the same around step 10,000 (µs; target: flat, under 1.5x the step-10 figure; the history crosses the llm seam by reference)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_with_checkpoints_at_step_10",
+        peer: None,
+        what: "the same step as shipped, with the `session-checkpoints` row (three flushes per step: pre-step, request, tool body), around step 10 (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_with_checkpoints_at_step_10000",
+        peer: None,
+        what: "the same around step 10,000 (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_step_checkpoints_cost",
+        peer: None,
+        what: "so the three durability checkpoints cost, per step (µs; each is a hop to the blocking pool and back, a write and an fsync, which tmpfs makes nearly free: on a disk the fsync adds the figure of the store section)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "deepseek_request_serialize_at_step_10",
+        peer: None,
+        what: "request serialization, kept out of the overhead above: the DeepSeek wire body of a step-10 request built from its messages (µs)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "deepseek_request_serialize_at_step_10000",
+        peer: None,
+        what: "the same at step 10,000 (µs; linear in the history)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_100_sessions_steps_per_s",
+        peer: None,
+        what: "100 sessions of 20 steps each, all at once in one host, instant model, with checkpoints (steps/s)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "agent_100_sessions_peak_rss",
+        peer: None,
+        what: "peak RSS of that host (MiB)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "visible_check_request_hash_step_10",
+        peer: None,
+        what: "model-visible check of a request that carries its history inline: hashing it at step 10 (µs; the loop sends the history by reference, checked in constant time)",
+    },
+    Figure {
+        section: TOOLS,
+        ours: "visible_check_request_hash_step_10000",
+        peer: None,
+        what: "the same at step 10,000 (µs; linear in the history)",
+    },
+];
+
+/// The figures the issue wants at least 100 times faster than Cordis.
+pub(super) const HUNDREDFOLD: &[&str] = &[
+    "emit_1_listeners",
+    "emit_10_listeners",
+    "emit_100_listeners",
+    "serial_10_async_listeners",
+    "parallel_10_async_listeners",
+    "waterfall_10_async_listeners",
+    "mount_100_plugins",
+    "dispose_100_plugins",
+    "reactive_reload_replace_provider",
+];
