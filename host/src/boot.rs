@@ -98,7 +98,10 @@ impl Boot {
             )]);
         }
         let Some(profile) = &self.tree.profile else {
-            return Err("give a tree to run: --config FILE or --profile NAME".to_owned());
+            return Err(
+                "give a tree to run: --config FILE or --profile NAME (see dsh-host --help)"
+                    .to_owned(),
+            );
         };
         let home = Home {
             root: self.home.clone(),

@@ -3,12 +3,55 @@
 //! `dsh-host [HOST OPTIONS] [--] [APP ARGS..]`: host options are the runtime's own; the first
 //! token the host does not know, or everything after `--`, goes unchanged to the tree through the
 //! `cmdline` service. Subcommands (`check`, `status`, `session`) are recognised only as the first
-//! argument, so an app argument can never be mistaken for one.
+//! argument, so an app argument can never be mistaken for one; `help` is one too.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+/// `dsh-host --help`: the usage forms, the host options (rendered by clap from the fields of
+/// [`HostArgs`]), then the commands and the built-in profiles with their own arguments.
+const HELP_TEMPLATE: &str = "\
+{about}
+
+{usage-heading} {usage}
+
+Host options:
+{options}
+
+Everything after the first argument the host does not know, or after `--`, is an APP ARG:
+it goes to the profile (its entry plugin) unchanged.
+
+Commands (recognised only as the first argument; `dsh-host help COMMAND` for its options):
+  check    Boot a tree, let it settle, print every fiber; exit 0 all ACTIVE, 1 FAILED, 2 PENDING
+             dsh-host check (--config FILE | --profile NAME) [--patch FILE].. [--json]
+  status   Print the fiber table of the running hosts of this $DSH_HOME
+             dsh-host status [--json]
+  session  Inspect the stored session logs (read-only)
+             session list [--cwd DIR] [--json]   id, cwd, created, turns, title
+             session show ID|FILE [--json]       header, events by type, turns, token usage
+             session derive ID|FILE              the model history, one JSON message per line
+             session check ID|FILE               exit 0 sound, 1 corrupt (seq, type, rule)
+  help     Print this text, or a command's: dsh-host help COMMAND
+
+Profiles (--profile NAME; created under $DSH_HOME/profiles on first use):
+  headless  Run one agent turn on TASK and print the final answer on stdout
+              dsh-host --profile headless [--output text|stream-json] [--resume ID] [--cwd DIR]
+                       [--model PROVIDER/MODEL] [--replay FILE] TASK
+              its own help: dsh-host --profile headless -- --help
+  web       The browser profile (not built yet)
+  demo      The example greeter and consumer plugins
+
+Logs: a run's INFO and DEBUG records go to a file under $DSH_HOME/logs (the newest 20 are
+kept) and stderr shows only warnings and errors; -v, or RUST_LOG=FILTER, puts the full log on
+stderr instead. $DSH_HOME defaults to ~/.dsh-host.
+";
+
+const USAGE: &str = "\
+dsh-host [HOST OPTIONS] --config FILE [--] [APP ARGS]..
+       dsh-host [HOST OPTIONS] --profile NAME [--] [APP ARGS]..
+       dsh-host COMMAND [ARGS]..   (check, status, session, help)";
 
 /// Options that choose and shape the tree.
 #[derive(Debug, Clone, Default, Args)]
@@ -19,11 +62,10 @@ pub struct TreeArgs {
     /// Compose and run the profile `$DSH_HOME/profiles/NAME`.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// A patch layer applied after the profile's and the home's (repeatable, in order).
+    /// Apply a patch layer after the profile's and home's (repeatable, in order).
     #[arg(long = "patch", value_name = "FILE")]
     pub patches: Vec<PathBuf>,
-    /// A directory searched for plugin libraries before `$DSH_HOME/plugins` and the host's own
-    /// directory (repeatable, in lookup order).
+    /// Search DIR for plugins before `$DSH_HOME/plugins` (repeatable, in order).
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
 }
@@ -33,18 +75,24 @@ pub struct TreeArgs {
 #[command(
     name = "dsh-host",
     version,
-    about = "Runs a dsh plugin tree",
+    about = "dsh-host: runs a dsh plugin tree, the plugins a YAML row list or a profile names,\n\
+             until a signal or until the profile's entry plugin ends the run.",
+    override_usage = USAGE,
+    help_template = HELP_TEMPLATE,
     disable_help_subcommand = true
 )]
 pub struct HostArgs {
     #[command(flatten)]
     pub tree: TreeArgs,
-    /// Print the composed rows, each with the layer that last changed it, and exit.
+    /// Print the composed rows with the layer that last changed each, and exit.
     #[arg(long)]
     pub dump_config: bool,
     /// Do not watch plugin directories and config files for changes.
     #[arg(long)]
     pub no_watch: bool,
+    /// Log INFO and up, timestamped, to stderr instead of `$DSH_HOME/logs`.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Parser)]
@@ -52,6 +100,9 @@ pub struct HostArgs {
 pub struct SubcommandArgs {
     #[command(subcommand)]
     pub command: Command,
+    /// Log INFO and up, timestamped, to stderr.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,14 +136,38 @@ pub enum Invocation {
         host: HostArgs,
         app_args: Vec<String>,
     },
-    Sub(Command),
+    Sub {
+        command: Command,
+        verbose: bool,
+    },
+}
+
+impl Invocation {
+    /// `-v`/`--verbose` was given.
+    pub fn verbose(&self) -> bool {
+        match self {
+            Self::Run { host, .. } => host.verbose,
+            Self::Sub { verbose, .. } => *verbose,
+        }
+    }
+
+    /// Whether this invocation mounts a tree (a run or `check`), and so keeps a log file; a
+    /// dump, `status` and `session` write nothing under `$DSH_HOME`.
+    pub fn mounts_a_tree(&self) -> bool {
+        match self {
+            Self::Run { host, .. } => !host.dump_config,
+            Self::Sub { command, .. } => matches!(command, Command::Check { .. }),
+        }
+    }
 }
 
 const SUBCOMMANDS: [&str; 3] = ["check", "status", "session"];
 const VALUE_OPTIONS: [&str; 4] = ["--config", "--profile", "--patch", "--plugin-dir"];
-const FLAG_OPTIONS: [&str; 6] = [
+const FLAG_OPTIONS: [&str; 8] = [
     "--dump-config",
     "--no-watch",
+    "--verbose",
+    "-v",
     "--help",
     "-h",
     "--version",
@@ -109,16 +184,51 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
         .first()
         .cloned()
         .unwrap_or_else(|| "dsh-host".to_owned());
-    if let Some(first) = args.get(1)
-        && SUBCOMMANDS.contains(&first.as_str())
-    {
-        return SubcommandArgs::try_parse_from(args).map(|parsed| Invocation::Sub(parsed.command));
+    if let Some(first) = args.get(1) {
+        if first == "help" {
+            return Err(help(&program, &args[2..]));
+        }
+        if SUBCOMMANDS.contains(&first.as_str()) {
+            return SubcommandArgs::try_parse_from(args).map(|parsed| Invocation::Sub {
+                command: parsed.command,
+                verbose: parsed.verbose,
+            });
+        }
     }
     let (host, app_args) = split_host_args(&args[1.min(args.len())..]);
     let mut host_argv = vec![program];
     host_argv.extend(host);
     let host = HostArgs::try_parse_from(host_argv)?;
     Ok(Invocation::Run { host, app_args })
+}
+
+/// `dsh-host help [COMMAND..]`: the help of the host or of a command, as the error clap answers
+/// `--help` with (printed on stdout, exit 0); an unknown topic is a usage error.
+fn help(program: &str, topic: &[String]) -> clap::Error {
+    let Some(first) = topic.first() else {
+        return displayed_help(HostArgs::try_parse_from([program, "--help"]));
+    };
+    if !SUBCOMMANDS.contains(&first.as_str()) {
+        return HostArgs::command().error(
+            clap::error::ErrorKind::InvalidSubcommand,
+            format!(
+                "no command `{first}`; the commands are {}, help (a profile's own help: \
+                 dsh-host --profile NAME -- --help)",
+                SUBCOMMANDS.join(", ")
+            ),
+        );
+    }
+    let argv = std::iter::once(program)
+        .chain(topic.iter().map(String::as_str))
+        .chain(std::iter::once("--help"));
+    displayed_help(SubcommandArgs::try_parse_from(argv))
+}
+
+/// The error a parse that saw `--help` ends with (`--help` always ends it).
+fn displayed_help<T>(parsed: Result<T, clap::Error>) -> clap::Error {
+    parsed
+        .err()
+        .unwrap_or_else(|| clap::Error::new(clap::error::ErrorKind::DisplayHelp))
 }
 
 /// Host options up to the first unknown token or `--`; the rest are app args.
@@ -194,7 +304,10 @@ mod tests {
     fn subcommands_only_as_first_argument() {
         assert!(matches!(
             parse(argv(&["check", "--config", "a.yml", "--json"])).unwrap(),
-            Invocation::Sub(Command::Check { json: true, .. })
+            Invocation::Sub {
+                command: Command::Check { json: true, .. },
+                verbose: false
+            }
         ));
         let Invocation::Run { app_args, .. } =
             parse(argv(&["--profile", "headless", "check"])).unwrap()
@@ -207,5 +320,103 @@ mod tests {
     #[test]
     fn config_and_profile_conflict() {
         assert!(parse(argv(&["--config", "a.yml", "--profile", "web"])).is_err());
+    }
+
+    #[test]
+    fn verbose_is_a_host_option_and_a_subcommand_option() {
+        let invocation = parse(argv(&["-v", "--profile", "headless", "task", "-v"])).unwrap();
+        assert!(invocation.verbose());
+        let Invocation::Run { app_args, .. } = invocation else {
+            panic!("expected run");
+        };
+        assert_eq!(app_args, vec!["task", "-v"]);
+        let Invocation::Run { app_args, host } =
+            parse(argv(&["--profile", "headless", "--", "-v"])).unwrap()
+        else {
+            panic!("expected run");
+        };
+        assert!(!host.verbose);
+        assert_eq!(app_args, vec!["-v"]);
+        assert!(
+            parse(argv(&["check", "--config", "a.yml", "--verbose"]))
+                .unwrap()
+                .verbose()
+        );
+        assert!(!parse(argv(&["status"])).unwrap().verbose());
+    }
+
+    #[test]
+    fn help_is_displayed_not_an_error() {
+        for args in [
+            &["--help"][..],
+            &["-h"],
+            &["help"],
+            &["help", "session"],
+            &["help", "session", "list"],
+            &["--profile", "web", "--help"],
+        ] {
+            let error = parse(argv(args)).unwrap_err();
+            assert_eq!(
+                error.kind(),
+                clap::error::ErrorKind::DisplayHelp,
+                "{args:?}"
+            );
+            assert!(!error.use_stderr(), "{args:?}");
+        }
+        let text = parse(argv(&["--help"])).unwrap_err().to_string();
+        for needle in [
+            "--config FILE",
+            "--profile NAME",
+            "--patch <FILE>",
+            "--plugin-dir <DIR>",
+            "--dump-config",
+            "-v, --verbose",
+            "check ",
+            "status ",
+            "session list",
+            "headless ",
+            "[--output text|stream-json]",
+            "web ",
+            "dsh-host --profile headless -- --help",
+        ] {
+            assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
+        }
+        assert_eq!(
+            parse(argv(&["help"])).unwrap_err().to_string(),
+            text,
+            "`help` prints what `--help` does"
+        );
+        let session = parse(argv(&["help", "session"])).unwrap_err().to_string();
+        assert!(session.contains("derive"), "{session}");
+        let unknown = parse(argv(&["help", "headless"])).unwrap_err();
+        assert!(unknown.use_stderr());
+        assert!(unknown.to_string().contains("no command `headless`"));
+    }
+
+    #[test]
+    fn version_names_the_binary() {
+        let error = parse(argv(&["-V"])).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert_eq!(
+            error.to_string().trim_end(),
+            format!("dsh-host {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+
+    #[test]
+    fn what_mounts_a_tree() {
+        assert!(parse(argv(&["--config", "a.yml"])).unwrap().mounts_a_tree());
+        assert!(
+            !parse(argv(&["--config", "a.yml", "--dump-config"]))
+                .unwrap()
+                .mounts_a_tree()
+        );
+        assert!(
+            parse(argv(&["check", "--config", "a.yml"]))
+                .unwrap()
+                .mounts_a_tree()
+        );
+        assert!(!parse(argv(&["status"])).unwrap().mounts_a_tree());
+        assert!(!parse(argv(&["session", "list"])).unwrap().mounts_a_tree());
     }
 }

@@ -38,7 +38,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             return code;
         }
     };
-    logging::init();
+    // `$DSH_HOME` comes from the environment alone, so the log file's place is known before
+    // anything logs.
+    let log_dir = invocation
+        .mounts_a_tree()
+        .then(|| boot::home_dir().join("logs"));
+    logging::init(invocation.verbose(), log_dir.as_deref());
     builtin::init_tls();
     // One thread drives every plugin: transitions and dispatches interleave only at await
     // points, as in Cordis; blocking work goes to the blocking pool.
@@ -55,15 +60,11 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let code = runtime.block_on(async move {
         match invocation {
             cli::Invocation::Run { host, app_args } => commands::run(host, app_args).await,
-            cli::Invocation::Sub(cli::Command::Check { tree, json }) => {
-                commands::check(tree, json).await
-            }
-            cli::Invocation::Sub(cli::Command::Status { json }) => {
-                status::status(&boot::home_dir(), json).await
-            }
-            cli::Invocation::Sub(cli::Command::Session { command }) => {
-                session_cli::run(&boot::home_dir(), command)
-            }
+            cli::Invocation::Sub { command, .. } => match command {
+                cli::Command::Check { tree, json } => commands::check(tree, json).await,
+                cli::Command::Status { json } => status::status(&boot::home_dir(), json).await,
+                cli::Command::Session { command } => session_cli::run(&boot::home_dir(), command),
+            },
         }
     });
     // Plugin tasks may still be parked on the runtime; do not wait for them.

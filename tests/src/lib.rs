@@ -137,18 +137,39 @@ pub struct Output {
     pub stderr: String,
 }
 
-fn command(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
+/// What the stderr of a `dsh-host` the kit starts carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Log {
+    /// The full, timestamped log (`RUST_LOG=`[`FULL_LOG_FILTER`]), whose INFO lines the tests
+    /// wait for: the kit's default.
+    Full,
+    /// The host's own default (no `RUST_LOG`, no `-v`): only warnings and errors; INFO and DEBUG
+    /// go to a file under `$DSH_HOME/logs`.
+    Quiet,
+}
+
+/// The filter the host logged to stderr with by default before it had a log file.
+pub const FULL_LOG_FILTER: &str = "info";
+
+fn command(home: &Path, args: &[&str], envs: &[(&str, &str)], log: Log) -> Command {
     let mut command = Command::new(host_bin());
-    // Provider keys and endpoints of the developer's shell never leak into a test.
-    for name in ["DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"] {
+    // Provider keys and endpoints, and the log filters, of the developer's shell never leak into
+    // a test.
+    for name in [
+        "DEEPSEEK_API_KEY",
+        "DEEPSEEK_BASE_URL",
+        "RUST_LOG",
+        "DSH_LOG",
+    ] {
         command.env_remove(name);
+    }
+    if log == Log::Full {
+        command.env("RUST_LOG", FULL_LOG_FILTER);
     }
     command.envs(envs.iter().copied());
     command
         .args(args)
         .env("DSH_HOME", home)
-        .env_remove("RUST_LOG")
-        .env("DSH_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -162,7 +183,17 @@ pub fn run_host(home: &Path, args: &[&str]) -> Output {
 
 /// Runs `dsh-host ARGS` with extra environment variables.
 pub fn run_host_with_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut process = HostProcess::start_with_env(home, args, envs);
+    run_host_with_log(home, args, envs, Log::Full)
+}
+
+/// Runs `dsh-host ARGS` with the host's own logging default (see [`Log::Quiet`]).
+pub fn run_host_quiet(home: &Path, args: &[&str]) -> Output {
+    run_host_with_log(home, args, &[], Log::Quiet)
+}
+
+/// Runs `dsh-host ARGS` with extra environment variables and the given stderr.
+pub fn run_host_with_log(home: &Path, args: &[&str], envs: &[(&str, &str)], log: Log) -> Output {
+    let mut process = HostProcess::start_with_log(home, args, envs, log);
     let code = process.wait_exit(Duration::from_secs(60));
     Output {
         code,
@@ -224,7 +255,18 @@ impl HostProcess {
     }
 
     pub fn start_with_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Self {
-        let mut child = command(home, args, envs).spawn().expect("start dsh-host");
+        Self::start_with_log(home, args, envs, Log::Full)
+    }
+
+    /// Starts `dsh-host ARGS` with the host's own logging default (see [`Log::Quiet`]).
+    pub fn start_quiet(home: &Path, args: &[&str]) -> Self {
+        Self::start_with_log(home, args, &[], Log::Quiet)
+    }
+
+    pub fn start_with_log(home: &Path, args: &[&str], envs: &[(&str, &str)], log: Log) -> Self {
+        let mut child = command(home, args, envs, log)
+            .spawn()
+            .expect("start dsh-host");
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
         Self {
