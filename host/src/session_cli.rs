@@ -212,8 +212,12 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), String> {
     }
     let usage = summary.usage;
     println!(
-        "usage: input {} output {} cache read {} reasoning {}",
-        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.reasoning_tokens
+        "usage: input {} output {} cache read {} cache write {} reasoning {}",
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens.unwrap_or(0),
+        usage.cache_write_tokens.unwrap_or(0),
+        usage.reasoning_tokens.unwrap_or(0)
     );
     Ok(())
 }

@@ -305,6 +305,9 @@ pub trait HostContext: Send + Sync {
     fn spawn_blocking(&self, job: BlockingJobBox) -> FfiFuture<RResult<(), PluginError>>;
     /// Mounts a child plugin (`library` or `library/export`) owned by this fiber.
     fn mount(&self, plugin: RStr<'_>, config_json: RString) -> RResult<u64, PluginError>;
+    /// Resolves when fiber `fiber` (a child from `mount`) is ACTIVE, or with its error once
+    /// it FAILED or is gone. A PENDING fiber keeps it waiting: callers race it with a timeout.
+    fn settled(&self, fiber: u64) -> FfiFuture<RResult<(), PluginError>>;
 }
 pub type HostCtx = HostContext_TO<'static, RBox<()>>;
 

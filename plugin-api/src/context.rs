@@ -49,6 +49,16 @@ pub struct Service<S> {
     value: RArc<S>,
 }
 
+impl<S> Service<S> {
+    /// A handle on a value made in this library rather than looked up from the host: for a
+    /// plugin's unit tests, which hand its logic fakes of the services it would inject.
+    pub fn local(value: S) -> Self {
+        Self {
+            value: RArc::new(value),
+        }
+    }
+}
+
 impl<S> Clone for Service<S> {
     fn clone(&self) -> Self {
         Self {
@@ -461,6 +471,13 @@ impl Context {
         into_result(self.host.spawn_blocking(job).await)?;
         let value = slot.lock().ok().and_then(|mut slot| slot.take());
         value.ok_or_else(|| PluginError::new(ErrorKind::Plugin, "blocking job produced no value"))
+    }
+
+    /// Resolves when the child fiber `fiber` (from [`mount`](Self::mount)) is active, or with
+    /// its error once it failed. A child that waits for a service keeps this waiting: race it
+    /// with [`sleep`](Self::sleep) for a bound.
+    pub async fn settled(&self, fiber: u64) -> Result<(), PluginError> {
+        into_result(self.host.settled(fiber).await)
     }
 
     /// Mounts a child plugin (`library` or `library/export`) owned by this fiber.

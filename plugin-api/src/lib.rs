@@ -13,10 +13,12 @@
 //! and task body runs inside `catch_unwind`, and a panic becomes a [`PluginError`].
 
 pub mod abi;
+pub mod cancel;
 mod context;
 mod events;
 mod guard;
 pub mod io;
+mod json;
 mod logging;
 mod plugin;
 mod sync;
@@ -29,6 +31,7 @@ pub use abi::{
 pub use context::{Channel, Context, Descriptor, Service, typed_channel};
 pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent};
 pub use guard::{catching, contain, contained, panic_message};
+pub use json::{DecodeError, Json};
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
 pub use sync::lock;
 pub use waterfall::Next;
@@ -53,7 +56,7 @@ pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Everything a plugin author usually needs.
 pub mod prelude {
     pub use crate::{
-        BailEvent, Context, EmitEvent, JsonSchema, Next, NoConfig, ParallelEvent, Plugin,
+        BailEvent, Context, EmitEvent, Json, JsonSchema, Next, NoConfig, ParallelEvent, Plugin,
         PluginError, RArc, RString, SerialEvent, Service, StableAbi, WaterfallEvent,
     };
     pub use serde::Deserialize;

@@ -268,6 +268,11 @@ impl HostContext for FiberContext {
         .into_ffi()
     }
 
+    fn settled(&self, fiber: u64) -> FfiFuture<RResult<(), PluginError>> {
+        let runtime = self.runtime.clone();
+        async move { runtime.settled(fiber).await.into() }.into_ffi()
+    }
+
     fn mount(&self, plugin: RStr<'_>, config_json: RString) -> RResult<u64, PluginError> {
         if let Err(error) = self.check_active() {
             return RErr(error);

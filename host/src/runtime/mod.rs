@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use dsh_plugin_api::abi::ErasedService;
-use dsh_plugin_api::{EventDecl, PluginError};
+use dsh_plugin_api::{ErrorKind, EventDecl, PluginError};
 use serde::Serialize;
 
 pub use bus::{Bus, BusError, first_error_line};
@@ -284,6 +284,40 @@ impl Inner {
 
     fn fiber(&self, id: FiberId) -> Option<Arc<Fiber>> {
         self.state().fibers.get(&id).cloned()
+    }
+
+    /// Resolves when fiber `id` is ACTIVE, or with its error once it FAILED or is gone,
+    /// re-checking after every transition (no polling).
+    pub(super) async fn settled(&self, id: FiberId) -> Result<(), PluginError> {
+        loop {
+            // Registered before the check, so a transition between the two is not missed.
+            let transition = self.transitions.notified();
+            tokio::pin!(transition);
+            transition.as_mut().enable();
+            let Some(fiber) = self.fiber(id) else {
+                return Err(PluginError::new(
+                    ErrorKind::Registration,
+                    format!("fiber {id} is gone"),
+                ));
+            };
+            match fiber.state() {
+                FiberState::Active => return Ok(()),
+                FiberState::Failed | FiberState::Disposed => {
+                    let error = fiber.inner().error.clone();
+                    return Err(PluginError::new(
+                        ErrorKind::Plugin,
+                        format!(
+                            "{} ({}) did not start: {}",
+                            fiber.row_id,
+                            fiber.label,
+                            error.unwrap_or_else(|| "it was disposed".to_owned())
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            transition.await;
+        }
     }
 
     fn mount(

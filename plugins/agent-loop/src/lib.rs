@@ -5,34 +5,40 @@
 //! stops the running one (a stream cut mid-way keeps what arrived, calls never dispatched get
 //! `ABORTED_BEFORE_DISPATCH`, the turn ends `aborted` with the cause).
 //!
-//! Hooks: `agent/pre-step` (enter or reject), `agent/request` (the request before `llm`),
-//! `agent/request-error` (retry), `agent/turn-stopping` (keep a completed turn going).
+//! A turn gets its input with it: its own messages and the inbox of its session, which it
+//! claims once the turn is open and again at every step boundary. The modules follow the turn:
+//! `turn` (open, steps, keep going, close), `step` (input, prompt, attempts, tools), `prompt`
+//! (snapshots, header, the request), `stream` (one model attempt), `hooks` (what it asks around
+//! its steps), `log` (its appends).
 
+mod error;
+mod hooks;
 mod log;
+mod prompt;
+mod step;
 mod stream;
 mod turn;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{
-    AGENT_ERROR, AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST, AGENT_REQUEST_ERROR,
-    AGENT_TURN_STOPPING, AgentLoop, AgentLoop_TO, AgentNotice, AgentRequest, RequestError,
-    StepView, TurnRequest, TurnStopping,
+    AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST, AGENT_REQUEST_ERROR, AGENT_TURN_STOPPING, AgentLoop,
+    AgentLoop_TO, TurnRequest,
 };
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Channel, SerialEvent, Service, lock};
+use dsh_plugin_api::{Service, lock};
+use dsh_protocol::{AbortCause, TurnEndReason, TurnOutcome};
 use dsh_session_seam::{SESSIONS, SessionsService};
-use dsh_tools_seam::{CancelFlag, TOOLS, ToolsService};
-use serde_json::json;
+use dsh_tools_seam::{TOOLS, ToolsService};
 
+use crate::hooks::{Events, Hooks};
 use crate::log::Log;
-use crate::turn::{Cancel, Tally};
+use crate::turn::{Cancel, Input, Route, Tally};
 
 /// Config of `agent-loop`.
 #[derive(Deserialize, JsonSchema)]
@@ -59,68 +65,53 @@ impl Default for LoopConfig {
 
 /// What a turn needs.
 pub(crate) struct Deps {
-    pub(crate) ctx: Context,
     pub(crate) sessions: Service<SessionsService>,
     pub(crate) llm: Service<LlmService>,
     pub(crate) tools: Option<Service<ToolsService>>,
-    pub(crate) pre_step: Channel<WaterfallEvent<StepView, RString>>,
-    pub(crate) request_error: Channel<WaterfallEvent<RequestError, RString>>,
-    pub(crate) request_hook: Channel<WaterfallEvent<AgentRequest, RString>>,
-    pub(crate) turn_stopping: Channel<SerialEvent<TurnStopping, RString>>,
+    pub(crate) hooks: Arc<dyn Hooks>,
     pub(crate) system: String,
     pub(crate) max_steps: u64,
 }
 
+type Running = Arc<Mutex<HashMap<String, Arc<Cancel>>>>;
+
 struct Driver {
     deps: Arc<Deps>,
-    running: Arc<Mutex<HashMap<String, Arc<Cancel>>>>,
+    running: Running,
 }
 
 /// Forgets the running turn when the turn's future ends or is dropped.
-struct Running {
-    running: Arc<Mutex<HashMap<String, Arc<Cancel>>>>,
+struct Registered {
+    running: Running,
     session: String,
 }
 
-impl Drop for Running {
+impl Drop for Registered {
     fn drop(&mut self) {
         lock(&self.running).remove(&self.session);
     }
 }
 
-fn outcome(session: &str, turn: u64, reason: &serde_json::Value, tally: &Tally) -> RString {
-    RString::from(
-        json!({
-            "sessionId": session,
-            "turn": turn,
-            "reason": reason,
-            "output": tally.output,
-            "usage": {"inputTokens": tally.input_tokens, "outputTokens": tally.output_tokens},
-        })
-        .to_string(),
-    )
-}
-
-async fn run_turn(
+/// Runs one turn of `request` to its end.
+pub(crate) async fn run_turn(
     deps: Arc<Deps>,
-    running: Arc<Mutex<HashMap<String, Arc<Cancel>>>>,
+    running: Running,
     request: TurnRequest,
-) -> RString {
+) -> TurnOutcome {
     let id = request.session.to_string();
-    let mut tally = Tally::default();
-    let cancel = Arc::new(Cancel {
-        flag: CancelFlag::new(),
-        cause: Mutex::new("user".to_owned()),
-    });
+    let cancel = Arc::new(Cancel::new());
     {
         let mut turns = lock(&running);
         if turns.contains_key(&id) {
-            let reason = json!({"kind": "error", "error": {"message": format!("session `{id}` already runs a turn"), "code": "TURN_RUNNING"}});
-            return outcome(&id, 0, &reason, &tally);
+            let reason = TurnEndReason::error(
+                "TURN_RUNNING",
+                format!("session `{id}` already runs a turn"),
+            );
+            return TurnOutcome::unopened(id, reason);
         }
         turns.insert(id.clone(), cancel.clone());
     }
-    let _running = Running {
+    let _registered = Registered {
         running,
         session: id.clone(),
     };
@@ -132,96 +123,66 @@ async fn run_turn(
     {
         Ok(session) => session,
         Err(error) => {
-            let reason = json!({"kind": "error", "error": {"message": error.to_string(), "code": "SESSION_UNAVAILABLE"}});
-            return outcome(&id, 0, &reason, &tally);
+            let reason = TurnEndReason::error("SESSION_UNAVAILABLE", error.to_string());
+            return TurnOutcome::unopened(id, reason);
         }
+    };
+    let mut input = Input {
+        messages: match request.input.decode() {
+            Ok(messages) => messages,
+            Err(error) => {
+                let reason = TurnEndReason::error("INVALID_INPUT", error.to_string());
+                return TurnOutcome::unopened(id, reason);
+            }
+        },
+        inbox: request.inbox.into_option(),
+    };
+    let route = Route {
+        provider: request.provider.into_string(),
+        model: request.model.into_string(),
+        cwd: request.cwd.into_string(),
+        scope: request.scope.iter().map(|key| key.to_string()).collect(),
     };
     let log = Log { session: &session };
-    let past = log.past(turn::SNAPSHOT_PLUGIN);
+    let past = log.past(prompt::SNAPSHOT_PLUGIN);
     let turn = past.turns + 1;
-    if let Err(error) = log.append("turn/start", &json!({"turn": turn})) {
-        let reason = json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}});
-        return outcome(&id, turn, &reason, &tally);
-    }
-    let mut open = OpenTurn {
-        log: Log { session: &session },
+    let mut tally = Tally::default();
+    let open = match turn::open(&log, turn, &tally) {
+        Ok(open) => open,
+        Err(error) => return turn::outcome(&id, turn, error.reason(), tally),
+    };
+    let memory = prompt::Memory::of(past);
+    let end = turn::steps(
+        &deps,
+        &session,
+        &route,
         turn,
-        open_step: tally.open_step.clone(),
-        closed: false,
-    };
-    let end = match turn::steps(&deps, &session, &request, turn, past, &cancel, &mut tally).await {
-        Ok(end) => end.reason,
-        Err(error) => json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}}),
-    };
-    if end["kind"] == "error" {
+        &mut input,
+        memory,
+        (&cancel, &mut tally),
+    )
+    .await
+    .unwrap_or_else(|error| error.reason());
+    if let Some(failure) = end.failure() {
         // After the last `step/end`, before `turn/end`, as the reference reports it.
-        let notice = AgentNotice {
-            agent: request.session.clone(),
-            data: RString::from(
-                json!({"turn": turn, "step": tally.last_step, "error": end["error"]}).to_string(),
-            ),
-        };
-        let _ = deps.ctx.emit(&AGENT_ERROR, &notice);
+        deps.hooks.error(&id, turn, tally.last_step, failure);
     }
-    open.closed = true;
-    let closed = log.append("turn/end", &json!({"turn": turn, "reason": end}));
-    let flushed = session.flush().await.into_result();
-    let end = match (closed, flushed) {
-        (Ok(_), Ok(())) => end,
-        (Err(error), _) => {
-            json!({"kind": "error", "error": {"message": error, "code": "LOG_REFUSED"}})
-        }
-        (_, Err(error)) => {
-            json!({"kind": "error", "error": {"message": error.to_string(), "code": "LOG_REFUSED"}})
-        }
-    };
-    outcome(&id, turn, &end, &tally)
-}
-
-/// Closes the log of a turn whose future is dropped before it ended (its owner unloaded
-/// mid-turn): the open step gets its `step/end` and the turn `turn/end` `aborted`
-/// (`disposed`), so the log does not keep an open turn the loop could have closed. What the
-/// log refuses here (a call still unanswered) is left to the crash-repair closers.
-struct OpenTurn<'s> {
-    log: Log<'s>,
-    turn: u64,
-    open_step: Arc<AtomicU64>,
-    closed: bool,
-}
-
-impl Drop for OpenTurn<'_> {
-    fn drop(&mut self) {
-        if self.closed {
-            return;
-        }
-        let turn = self.turn;
-        let step = self.open_step.load(Ordering::Relaxed);
-        if step > 0 {
-            let _ = self
-                .log
-                .append("step/end", &json!({"turn": turn, "step": step}));
-        }
-        let reason = json!({"kind": "aborted", "reason": {"kind": "disposed"}});
-        let _ = self
-            .log
-            .append("turn/end", &json!({"turn": turn, "reason": reason}));
-    }
+    let end = open.close(end).await;
+    turn::outcome(&id, turn, end, tally)
 }
 
 impl AgentLoop for Driver {
-    fn run_turn(&self, request: TurnRequest) -> FfiFuture<RString> {
-        run_turn(self.deps.clone(), self.running.clone(), request).into_ffi()
+    fn run_turn(&self, request: TurnRequest) -> FfiFuture<Json<TurnOutcome>> {
+        let (deps, running) = (self.deps.clone(), self.running.clone());
+        async move { Json::encode(&run_turn(deps, running, request).await) }.into_ffi()
     }
 
-    fn cancel(&self, session: RString, cause: RString) -> bool {
+    fn cancel(&self, session: RString, cause: Json<AbortCause>) -> bool {
         let Some(turn) = lock(&self.running).get(session.as_str()).cloned() else {
             return false;
         };
-        // The first cause wins, as the agents registry records it.
-        if !turn.flag.is_fired() {
-            *lock(&turn.cause) = cause.to_string();
-        }
-        turn.flag.fire();
+        // A cause that does not read is an ordinary cancel.
+        turn.fire(cause.decode().unwrap_or(AbortCause::User));
         true
     }
 }
@@ -235,25 +196,27 @@ impl Plugin for AgentLoopPlugin {
     type Config = LoopConfig;
 
     async fn apply(ctx: Context, config: LoopConfig) -> Result<(), PluginError> {
-        let deps = Arc::new(Deps {
+        let hooks = Events {
             ctx: ctx.clone(),
+            pre_step: ctx.channel(&AGENT_PRE_STEP)?,
+            request_error: ctx.channel(&AGENT_REQUEST_ERROR)?,
+            request: ctx.channel(&AGENT_REQUEST)?,
+            turn_stopping: ctx.channel(&AGENT_TURN_STOPPING)?,
+        };
+        let deps = Arc::new(Deps {
             sessions: ctx.inject::<SessionsService>(SESSIONS)?,
             llm: ctx.inject::<LlmService>(LLM)?,
             tools: Some(ctx.inject::<ToolsService>(TOOLS)?),
-            pre_step: ctx.channel(&AGENT_PRE_STEP)?,
-            request_error: ctx.channel(&AGENT_REQUEST_ERROR)?,
-            request_hook: ctx.channel(&AGENT_REQUEST)?,
-            turn_stopping: ctx.channel(&AGENT_TURN_STOPPING)?,
+            hooks: Arc::new(hooks),
             system: config.system,
             max_steps: config.max_steps.max(1),
         });
-        let running: Arc<Mutex<HashMap<String, Arc<Cancel>>>> = Arc::default();
+        let running: Running = Arc::default();
         // A turn still running when this row unloads ends `aborted` (`disposed`).
         let draining = running.clone();
         ctx.on_dispose(move || {
             for turn in lock(&draining).values() {
-                *lock(&turn.cause) = "disposed".to_owned();
-                turn.flag.fire();
+                turn.fire(AbortCause::Disposed);
             }
         })?;
         ctx.provide(

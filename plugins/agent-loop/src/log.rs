@@ -1,83 +1,71 @@
-//! Appending the loop's events: one place that knows which types are surface events and how a
-//! refused append becomes the turn's error.
+//! Appending the loop's events, and what a new turn needs to know of the log before it.
 
 use std::collections::HashMap;
 
-use abi_stable::std_types::{RSome, RString, RVec};
-use dsh_session_seam::{NewEventRecord, SessionBox};
-use serde_json::Value;
+use dsh_plugin_api::Json;
+use dsh_protocol::{
+    EventData, MessageSource, RequestContextEvent, RequestHeader, RequestHeaderEvent, StreamChunk,
+    TurnStartEvent, UserMessageEvent,
+};
+use dsh_session_seam::{NewEventRecord, SessionBox, SessionExt};
 
-/// A log the loop writes to; a refused append ends the turn with this message.
+use crate::error::LoopError;
+
+/// A log the loop writes to; a refused append ends the turn with [`LoopError::LogRefused`].
 pub(crate) struct Log<'s> {
     pub(crate) session: &'s SessionBox,
 }
 
 impl Log<'_> {
-    /// Appends one event; answers its seq.
-    pub(crate) fn append(&self, kind: &str, data: &Value) -> Result<u64, String> {
-        self.append_citing(kind, data, &[])
+    /// Appends one core event; answers its seq.
+    pub(crate) fn append<E: EventData>(&self, data: &E) -> Result<u64, LoopError> {
+        self.record(NewEventRecord::of(data))
     }
 
-    /// Appends one event citing `sources` (`sourceEventSeqs`); surface events get
-    /// `surfaceOp: "append"`.
-    pub(crate) fn append_citing(
+    /// Appends one core event citing `sources` (`sourceEventSeqs`).
+    pub(crate) fn append_citing<E: EventData>(
         &self,
-        kind: &str,
-        data: &Value,
+        data: &E,
         sources: &[u64],
-    ) -> Result<u64, String> {
-        let mut record = NewEventRecord::new(kind, &data.to_string());
-        if matches!(kind, "user/message" | "assistant/message" | "tool/result") {
-            record.surface_op = RSome(RString::from("\"append\""));
-        }
-        if !sources.is_empty() {
-            record.source_event_seqs = RSome(RVec::from(sources.to_vec()));
-        }
-        let committed = self
-            .session
-            .append(RVec::from(vec![record]))
-            .into_result()
-            .map_err(|error| format!("`{kind}` could not be logged: {error}"))?;
-        Ok(committed.first().map_or(0, |event| event.seq))
+    ) -> Result<u64, LoopError> {
+        self.record(NewEventRecord::of(data).citing(sources))
     }
 
-    /// What a new turn needs to know of the log, read in one pass that parses only the
+    /// Appends an `assistant/chunk` whose chunk is the adapter's text, as it is.
+    pub(crate) fn chunk(
+        &self,
+        turn: u64,
+        step: u64,
+        chunk: &Json<StreamChunk>,
+    ) -> Result<u64, LoopError> {
+        self.record(NewEventRecord::chunk(turn, step, chunk))
+    }
+
+    fn record(&self, record: NewEventRecord) -> Result<u64, LoopError> {
+        let kind = record.kind.to_string();
+        self.session
+            .append_one(record)
+            .map_err(|error| LoopError::LogRefused { kind, error })
+    }
+
+    /// What a new turn needs to know of the log, read in one pass that decodes only the
     /// events it looks into: how many turns there were, the last `request/header` and
     /// `request/context`, and the last text of each context snapshot `snapshot_plugin` logged.
     pub(crate) fn past(&self, snapshot_plugin: &str) -> Past {
         let mut past = Past::default();
         for record in self.session.events(0, self.session.event_count()).iter() {
-            match record.kind.as_str() {
-                "turn/start" => past.turns += 1,
-                "request/context" => {
-                    if let Ok(event) = serde_json::from_str::<Value>(&record.json) {
-                        let data = &event["data"];
-                        past.last_context = Some((
-                            data["provider"].as_str().unwrap_or_default().to_owned(),
-                            data["model"].as_str().unwrap_or_default().to_owned(),
-                        ));
-                    }
-                }
-                "request/header" => {
-                    if let Ok(event) = serde_json::from_str::<Value>(&record.json) {
-                        past.last_header = Some(event["data"]["header"].clone());
-                    }
-                }
-                "user/message" => {
-                    let Ok(event) = serde_json::from_str::<Value>(&record.json) else {
-                        continue;
-                    };
-                    let source = &event["data"]["source"];
-                    if source["plugin"] == snapshot_plugin
-                        && let (Some(key), Some(text)) = (
-                            source["key"].as_str(),
-                            event["data"]["content"][0]["text"].as_str(),
-                        )
-                    {
-                        past.snapshots.insert(key.to_owned(), text.to_owned());
-                    }
-                }
-                _ => {}
+            if record.kind.as_str() == TurnStartEvent::KIND {
+                past.turns += 1;
+            } else if let Some(Ok(context)) = record.decode::<RequestContextEvent>() {
+                past.last_context = Some((context.provider, context.model));
+            } else if let Some(Ok(header)) = record.decode::<RequestHeaderEvent>() {
+                past.last_header = Some(header.header);
+            } else if let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>()
+                && let MessageSource::Plugin(source) = &message.source
+                && source.plugin.as_deref() == Some(snapshot_plugin)
+                && let Some(key) = &source.key
+            {
+                past.snapshots.insert(key.clone(), message.text());
             }
         }
         past
@@ -88,7 +76,7 @@ impl Log<'_> {
 #[derive(Default)]
 pub(crate) struct Past {
     pub(crate) turns: u64,
-    pub(crate) last_header: Option<Value>,
+    pub(crate) last_header: Option<RequestHeader>,
     /// The route of the last `request/context`.
     pub(crate) last_context: Option<(String, String)>,
     pub(crate) snapshots: HashMap<String, String>,

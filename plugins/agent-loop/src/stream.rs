@@ -1,17 +1,20 @@
 //! One model attempt of a step: the request through `llm`, every chunk logged as it arrives
-//! (`assistant/chunk`), then the assembled `assistant/message` citing those chunks. A cancel
-//! or a cut stream keeps what arrived as an interrupted message.
+//! (`assistant/chunk`, the adapter's own text), then the assembled `assistant/message` citing
+//! those chunks. A cancel or a cut stream keeps what arrived as an interrupted message.
 
 use std::sync::Arc;
 
-use abi_stable::std_types::{RErr, ROk, RSome, RString};
-use dsh_llm_api::{
-    BlockAssembler, ContentBlock, FinishReason, LlmFailure, StreamChunk, TokenUsage,
-};
+use abi_stable::std_types::{RErr, ROk, RSome};
+use dsh_llm_core::BlockAssembler;
 use dsh_llm_seam::LlmService;
-use dsh_tools_seam::CancelFlag;
-use serde_json::{Value, json};
+use dsh_plugin_api::Json;
+use dsh_plugin_api::cancel::CancelFlag;
+use dsh_protocol::{
+    AssistantMessageEvent, ContentBlock, FailureCode, FinishReason, GenerateRequest, LlmFailure,
+    Message, MessageSource, Role, StreamChunk, TokenUsage,
+};
 
+use crate::error::LoopError;
 use crate::log::Log;
 
 /// How an attempt ended.
@@ -24,8 +27,8 @@ pub(crate) enum Attempt {
     },
     /// Cancelled mid-stream; what arrived was logged as an interrupted message.
     Cancelled,
-    /// The request failed or the stream broke; what arrived is not logged yet, because a
-    /// retry replaces it (see [`Partial::keep`]).
+    /// The request failed or the stream broke; what arrived is not logged as a message yet,
+    /// because a retry replaces it (see [`Partial::keep`]).
     Failed(LlmFailure, Partial),
 }
 
@@ -49,21 +52,18 @@ impl Partial {
     /// Logs the delivered prefix as an interrupted message (when the turn ends on it). Tool
     /// calls are left out: they never ran, and a logged call without a result would make
     /// every later request of the session invalid.
-    pub(crate) fn keep(&self, place: &StepPlace<'_>) -> Result<(), String> {
-        let blocks = without_calls(&self.blocks);
+    pub(crate) fn keep(&self, place: &StepPlace<'_>) -> Result<(), LoopError> {
+        let blocks: Vec<ContentBlock> = self
+            .blocks
+            .iter()
+            .filter(|block| !matches!(block, ContentBlock::ToolCall { .. }))
+            .cloned()
+            .collect();
         if blocks.is_empty() {
             return Ok(());
         }
-        place.message(&blocks, self.usage.as_ref(), true, &self.seqs)
+        place.message(blocks, self.usage, true, &self.seqs)
     }
-}
-
-fn without_calls(blocks: &[ContentBlock]) -> Vec<ContentBlock> {
-    blocks
-        .iter()
-        .filter(|block| !matches!(block, ContentBlock::ToolCall { .. }))
-        .cloned()
-        .collect()
 }
 
 /// Where the attempt's events go.
@@ -77,120 +77,105 @@ pub(crate) struct StepPlace<'a> {
 }
 
 impl StepPlace<'_> {
-    fn chunk(&self, chunk: &Value) -> Result<u64, String> {
-        self.log.append(
-            "assistant/chunk",
-            &json!({"turn": self.turn, "step": self.step, "chunk": chunk}),
-        )
+    fn chunk(&self, chunk: &Json<StreamChunk>) -> Result<u64, LoopError> {
+        self.log.chunk(self.turn, self.step, chunk)
+    }
+
+    fn failure(&self, failure: &LlmFailure) -> Result<u64, LoopError> {
+        self.chunk(&Json::encode(&StreamChunk::error_finish(failure.clone())))
     }
 
     fn message(
         &self,
-        blocks: &[ContentBlock],
-        usage: Option<&TokenUsage>,
+        blocks: Vec<ContentBlock>,
+        usage: Option<TokenUsage>,
         interrupted: bool,
         sources: &[u64],
-    ) -> Result<(), String> {
-        let mut data = json!({
-            "turn": self.turn,
-            "step": self.step,
-            "message": {
-                "role": "assistant",
-                "content": blocks,
-                "source": {"kind": "model", "provider": self.provider, "model": self.model},
-                "id": self.message_id,
+    ) -> Result<(), LoopError> {
+        let data = AssistantMessageEvent {
+            turn: self.turn,
+            step: self.step,
+            message: Message {
+                id: self.message_id.clone(),
+                role: Role::Assistant,
+                content: blocks,
+                source: MessageSource::model(self.provider, self.model),
             },
-        });
-        if let Some(usage) = usage {
-            data["usage"] = json!(usage);
-        }
-        if interrupted {
-            data["interrupted"] = json!(true);
-        }
-        self.log
-            .append_citing("assistant/message", &data, sources)
-            .map(|_| ())
+            usage,
+            interrupted: interrupted.then_some(true),
+        };
+        self.log.append_citing(&data, sources).map(|_| ())
     }
 }
 
-fn failure_of(json: &str) -> LlmFailure {
-    serde_json::from_str(json)
-        .unwrap_or_else(|_| LlmFailure::new(dsh_llm_api::FailureCode::Unknown, json.to_owned()))
+fn failure(message: impl Into<String>) -> LlmFailure {
+    LlmFailure::new(FailureCode::Unknown, message.into())
 }
 
-/// Runs one attempt; `Err` is a log failure (the turn ends `error`).
+/// A failure as it crossed, or one that says it could not be read.
+fn failure_of(crossed: &Json<LlmFailure>) -> LlmFailure {
+    crossed
+        .decode()
+        .unwrap_or_else(|error| failure(format!("the model failed: {error}")))
+}
+
+/// Runs one attempt; an error is a log failure (the turn ends `error`).
 pub(crate) async fn attempt(
     llm: &LlmService,
-    request: String,
+    request: Json<GenerateRequest>,
     place: &StepPlace<'_>,
     cancel: &Arc<CancelFlag>,
-) -> Result<Attempt, String> {
-    let opening = llm.stream(RString::from(request));
+) -> Result<Attempt, LoopError> {
+    let opening = llm.stream(request);
     let Some(opened) = cancel.until(opening).await else {
         return Ok(Attempt::Cancelled);
     };
     let stream = match opened {
         ROk(stream) => stream,
-        RErr(failure) => {
-            let failure = failure_of(&failure);
-            place.chunk(
-                &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
-            )?;
+        RErr(crossed) => {
+            let failure = failure_of(&crossed);
+            place.failure(&failure)?;
             return Ok(Attempt::Failed(failure, Partial::default()));
         }
     };
     let mut assembler = BlockAssembler::new();
     let mut seqs = Vec::new();
     loop {
-        let arrived = match cancel.until(stream.next()).await {
-            Some(arrived) => arrived,
-            None => {
-                Partial::of(&assembler, seqs).keep(place)?;
-                return Ok(Attempt::Cancelled);
-            }
+        let Some(arrived) = cancel.until(stream.next()).await else {
+            Partial::of(&assembler, seqs).keep(place)?;
+            return Ok(Attempt::Cancelled);
         };
         match arrived {
             ROk(RSome(chunk)) => {
-                let Ok(value) = serde_json::from_str::<Value>(&chunk) else {
-                    let failure = LlmFailure::new(
-                        dsh_llm_api::FailureCode::Unknown,
-                        format!("the model stream sent a malformed chunk: {chunk}"),
-                    );
+                // Parsed once, to assemble the message; the log takes the adapter's text.
+                let Ok(parsed) = chunk.decode() else {
+                    let failure = failure(format!(
+                        "the model stream sent a malformed chunk: {}",
+                        chunk.text()
+                    ));
                     return Ok(Attempt::Failed(failure, Partial::of(&assembler, seqs)));
                 };
-                seqs.push(place.chunk(&value)?);
-                if let Ok(parsed) = serde_json::from_value::<StreamChunk>(value) {
-                    assembler.push(&parsed);
-                }
+                seqs.push(place.chunk(&chunk)?);
+                assembler.push(&parsed);
             }
             ROk(_) => break,
-            RErr(failure) => {
-                let failure = failure_of(&failure);
-                seqs.push(place.chunk(
-                    &json!({"type": "finish", "reason": FinishReason::error(failure.clone())}),
-                )?);
+            RErr(crossed) => {
+                let failure = failure_of(&crossed);
+                seqs.push(place.failure(&failure)?);
                 return Ok(Attempt::Failed(failure, Partial::of(&assembler, seqs)));
             }
         }
     }
     if !assembler.finished() {
-        let failure = LlmFailure::new(
-            dsh_llm_api::FailureCode::Unknown,
-            "the model stream ended without a finish chunk".to_owned(),
-        );
+        let failure = failure("the model stream ended without a finish chunk");
         return Ok(Attempt::Failed(failure, Partial::default()));
     }
     let finish = assembler.finish();
     let blocks = match assembler.blocks() {
         Ok(blocks) => blocks,
         Err(error) => {
-            return Ok(Attempt::Failed(
-                LlmFailure::new(
-                    dsh_llm_api::FailureCode::Unknown,
-                    format!("the model stream could not be assembled: {error}"),
-                ),
-                Partial::default(),
-            ));
+            let failure = failure(format!("the model stream could not be assembled: {error}"));
+            return Ok(Attempt::Failed(failure, Partial::default()));
         }
     };
     let usage = assembler.usage();
@@ -205,7 +190,7 @@ pub(crate) async fn attempt(
         return Ok(Attempt::Failed(failure.clone(), partial));
     }
     if !blocks.is_empty() {
-        place.message(&blocks, usage.as_ref(), false, &seqs)?;
+        place.message(blocks.clone(), usage, false, &seqs)?;
     }
     Ok(Attempt::Finished {
         blocks,

@@ -1,13 +1,20 @@
 //! The driver of one agent: started by a waking send to an idle agent, it runs turns through
 //! the `agent_loop` service back to back while the inbox holds work, then goes idle. The
 //! status flips `running` before its first `turn/start` and `idle` after its last `turn/end`.
+//!
+//! Each turn gets the agent's inbox with it ([`TurnInbox`]): the loop claims the turn's input
+//! once the turn is open, and steering at each step boundary, without looking the registry up.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use abi_stable::std_types::{RString, RVec};
-use dsh_agent_seam::{AGENT_LOOP, AGENT_STATUS, AgentLoopService, TurnRequest};
-use dsh_plugin_api::{LogLevel, lock};
-use serde_json::{Value, json};
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString, RVec};
+use dsh_agent_seam::{
+    AGENT_LOOP, AGENT_STATUS, AgentLoopService, TurnInbox, TurnInbox_TO, TurnRequest,
+};
+use dsh_plugin_api::{Json, LogLevel, lock};
+use dsh_protocol::{AgentNoticeData, AgentStatus, Message, TurnEndReason, TurnOutcome};
+use tokio::sync::oneshot;
 
 use crate::registry::{Agent, Registry};
 
@@ -20,7 +27,7 @@ pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bo
             return;
         }
         if phase.running {
-            if after_abort && phase.aborting.as_deref() != Some("disposed") {
+            if after_abort && !matches!(phase.aborting, Some(dsh_protocol::AbortCause::Disposed)) {
                 phase.wake_latched = true;
             }
             return;
@@ -29,7 +36,13 @@ pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bo
         phase.aborting = None;
         phase.wake_latched = false;
     }
-    registry.notify(&AGENT_STATUS, &agent.id, json!({"status": "running"}));
+    registry.notify(
+        &AGENT_STATUS,
+        &agent.id,
+        AgentNoticeData::Status {
+            status: AgentStatus::Running,
+        },
+    );
     let (task_registry, task_agent) = (registry.clone(), agent.clone());
     let spawned = registry.ctx.spawn(async move {
         drive(&task_registry, &task_agent).await;
@@ -39,38 +52,59 @@ pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bo
             LogLevel::Error,
             &format!("agent `{}`: its driver cannot start: {error}", agent.id),
         );
-        settle(
-            registry,
-            agent,
-            outcome_error(&agent.id, &error.to_string(), "NO_DRIVER"),
+        let last = TurnOutcome::unopened(
+            agent.id.as_str(),
+            TurnEndReason::error("NO_DRIVER", error.to_string()),
         );
+        settle(registry, agent, last);
     }
 }
 
-fn outcome_error(agent: &str, message: &str, code: &str) -> Value {
-    json!({"sessionId": agent, "turn": 0, "reason": {"kind": "error", "error": {"message": message, "code": code}}, "output": "", "usage": {"inputTokens": 0, "outputTokens": 0}})
+/// The inbox of one agent's session, as a turn claims it.
+struct Claims {
+    registry: Weak<Registry>,
+    agent: Arc<Agent>,
+}
+
+impl TurnInbox for Claims {
+    fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, RString> {
+        let Some(registry) = self.registry.upgrade() else {
+            return RErr(RString::from("the agents registry was unloaded"));
+        };
+        match registry.claim(&self.agent.session, turn, turn_boundary) {
+            Ok(claimed) => ROk(Json::encode(&claimed)),
+            Err(error) => RErr(RString::from(error.to_string())),
+        }
+    }
 }
 
 /// One turn through the loop; a cancel that came before it started means no turn at all.
-async fn one_turn(registry: &Registry, agent: &Agent) -> Value {
+async fn one_turn(registry: &Arc<Registry>, agent: &Arc<Agent>) -> TurnOutcome {
     if let Some(cause) = lock(&agent.phase).aborting.clone() {
-        return json!({"sessionId": agent.id, "turn": 0, "reason": {"kind": "aborted", "reason": {"kind": cause}}, "output": "", "usage": {"inputTokens": 0, "outputTokens": 0}});
+        return TurnOutcome::unopened(agent.id.as_str(), TurnEndReason::Aborted { reason: cause });
     }
-    let driver = match registry.ctx.get::<AgentLoopService>(AGENT_LOOP) {
-        Ok(Some(driver)) => driver,
-        _ => {
-            return outcome_error(
-                &agent.id,
-                "no `agent_loop` service: mount the agent-loop plugin",
+    let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
+        return TurnOutcome::unopened(
+            agent.id.as_str(),
+            TurnEndReason::error(
                 "NO_DRIVER",
-            );
-        }
+                "no `agent_loop` service: mount the agent-loop plugin",
+            ),
+        );
     };
     let route = &agent.route;
+    let inbox = TurnInbox_TO::from_value(
+        Claims {
+            registry: Arc::downgrade(registry),
+            agent: agent.clone(),
+        },
+        TD_Opaque,
+    );
     let outcome = driver
         .run_turn(TurnRequest {
             session: RString::from(agent.id.as_str()),
-            input: RString::new(),
+            input: Json::encode(&Vec::new()),
+            inbox: RSome(inbox),
             provider: RString::from(route.provider.as_str()),
             model: RString::from(route.model.as_str()),
             cwd: RString::from(route.cwd.as_str()),
@@ -81,7 +115,15 @@ async fn one_turn(registry: &Registry, agent: &Agent) -> Value {
                 .collect::<RVec<_>>(),
         })
         .await;
-    serde_json::from_str(&outcome).unwrap_or(Value::Null)
+    outcome.decode().unwrap_or_else(|error| {
+        TurnOutcome::unopened(
+            agent.id.as_str(),
+            TurnEndReason::error(
+                "UNKNOWN",
+                format!("the loop's outcome does not read: {error}"),
+            ),
+        )
+    })
 }
 
 /// Runs turns while work is owed: after a completed (or max-tokens) turn, while the inbox holds
@@ -90,21 +132,18 @@ async fn one_turn(registry: &Registry, agent: &Agent) -> Value {
 async fn drive(registry: &Arc<Registry>, agent: &Arc<Agent>) {
     loop {
         let outcome = one_turn(registry, agent).await;
-        let kind = outcome["reason"]["kind"]
-            .as_str()
-            .unwrap_or("error")
-            .to_owned();
         // Decided and, when done, marked idle under one lock: a send that lands meanwhile
         // either is seen pending here or finds the agent idle and starts a new driver.
         let waiters = {
             let mut phase = lock(&agent.phase);
             let pending = registry.has_pending(&agent.session);
-            let again = match kind.as_str() {
-                "blocked" | "error" => false,
-                "aborted" => phase.wake_latched && pending,
+            let again = match &outcome.reason {
+                TurnEndReason::Blocked { .. } | TurnEndReason::Error { .. } => false,
+                TurnEndReason::Aborted { .. } => phase.wake_latched && pending,
+                TurnEndReason::Other(_) => false,
                 _ => pending,
             };
-            phase.last = outcome.clone();
+            phase.last = Some(outcome.clone());
             phase.aborting = None;
             phase.wake_latched = false;
             if again {
@@ -119,13 +158,13 @@ async fn drive(registry: &Arc<Registry>, agent: &Arc<Agent>) {
 }
 
 /// A driver that cannot start: idle again, with `last` as its outcome.
-fn settle(registry: &Registry, agent: &Agent, last: Value) {
+fn settle(registry: &Registry, agent: &Agent, last: TurnOutcome) {
     let waiters = {
         let mut phase = lock(&agent.phase);
         phase.running = false;
         phase.aborting = None;
         phase.wake_latched = false;
-        phase.last = last.clone();
+        phase.last = Some(last.clone());
         std::mem::take(&mut phase.waiters)
     };
     announce_idle(registry, agent, &last, waiters);
@@ -135,12 +174,17 @@ fn settle(registry: &Registry, agent: &Agent, last: Value) {
 fn announce_idle(
     registry: &Registry,
     agent: &Agent,
-    last: &Value,
-    waiters: Vec<tokio::sync::oneshot::Sender<String>>,
+    last: &TurnOutcome,
+    waiters: Vec<oneshot::Sender<Option<TurnOutcome>>>,
 ) {
-    registry.notify(&AGENT_STATUS, &agent.id, json!({"status": "idle"}));
-    let text = last.to_string();
+    registry.notify(
+        &AGENT_STATUS,
+        &agent.id,
+        AgentNoticeData::Status {
+            status: AgentStatus::Idle,
+        },
+    );
     for waiter in waiters {
-        let _ = waiter.send(text.clone());
+        let _ = waiter.send(Some(last.clone()));
     }
 }

@@ -1,74 +1,52 @@
 //! One session's inbox: the two lists and the splices that change them. Each operation answers
-//! the `agent/inbox/spliced` data to log; the caller logs it and applies the change only when
+//! the `agent/inbox/spliced` event to log; the caller logs it and applies the change only when
 //! the log took it, so the list never holds what the log does not say.
 
-use serde_json::{Value, json};
-
+use dsh_protocol::{InboxSplicedEvent, InboxTarget, Message, SpliceOutcome};
 use dsh_session_seam::SessionBox;
-
-pub(crate) const NEXT_TURN: &str = "next-turn";
-pub(crate) const NEXT_STEP: &str = "next-step";
-pub(crate) const SPLICED: &str = "agent/inbox/spliced";
 
 #[derive(Default, Debug, PartialEq)]
 pub(crate) struct Inbox {
-    pub(crate) next_turn: Vec<Value>,
-    pub(crate) next_step: Vec<Value>,
-}
-
-/// Which list, by its logged name.
-pub(crate) fn target_of(name: &str) -> Result<&'static str, String> {
-    match name {
-        NEXT_TURN => Ok(NEXT_TURN),
-        NEXT_STEP => Ok(NEXT_STEP),
-        other => Err(format!(
-            "inbox target `{other}` is not next-turn or next-step"
-        )),
-    }
+    pub(crate) next_turn: Vec<Message>,
+    pub(crate) next_step: Vec<Message>,
 }
 
 impl Inbox {
     /// The inbox a log's splices leave behind, so an inbox survives a reload of this plugin
     /// or a restart: every insertion and removal was logged.
-    pub(crate) fn rebuilt<'a>(splices: impl IntoIterator<Item = &'a Value>) -> Self {
+    pub(crate) fn rebuilt(splices: impl IntoIterator<Item = InboxSplicedEvent>) -> Self {
         let mut inbox = Self::default();
         for splice in splices {
-            let list = match splice["target"].as_str() {
-                Some(NEXT_TURN) => &mut inbox.next_turn,
-                Some(NEXT_STEP) => &mut inbox.next_step,
-                _ => continue,
-            };
-            let start = splice["start"]
-                .as_u64()
-                .and_then(|start| usize::try_from(start).ok())
-                .unwrap_or(0)
+            let list = inbox.list_mut(splice.target);
+            let start = usize::try_from(splice.start)
+                .unwrap_or(usize::MAX)
                 .min(list.len());
-            let removed = splice["removedCount"]
-                .as_u64()
+            let removed = splice
+                .removed_count
                 .and_then(|count| usize::try_from(count).ok())
                 .unwrap_or(0)
                 .min(list.len() - start);
-            let inserted: Vec<Value> = splice["inserted"].as_array().cloned().unwrap_or_default();
-            list.splice(start..start + removed, inserted);
+            list.splice(start..start + removed, splice.inserted);
         }
         inbox
     }
 
+    /// The inbox of `session`'s log. A splice that does not read is skipped: it cannot say
+    /// what it changed.
     pub(crate) fn of_log(session: &SessionBox) -> Self {
-        let splices: Vec<Value> = session
+        let splices: Vec<InboxSplicedEvent> = session
             .events(0, session.event_count())
             .iter()
-            .filter(|record| record.kind.as_str() == SPLICED)
-            .filter_map(|record| serde_json::from_str::<Value>(&record.json).ok())
-            .map(|event| event["data"].clone())
+            .filter_map(|record| record.decode::<InboxSplicedEvent>())
+            .filter_map(Result::ok)
             .collect();
-        Self::rebuilt(&splices)
+        Self::rebuilt(splices)
     }
 
-    pub(crate) fn list_mut(&mut self, target: &str) -> &mut Vec<Value> {
+    pub(crate) fn list_mut(&mut self, target: InboxTarget) -> &mut Vec<Message> {
         match target {
-            NEXT_TURN => &mut self.next_turn,
-            _ => &mut self.next_step,
+            InboxTarget::NextTurn => &mut self.next_turn,
+            InboxTarget::NextStep => &mut self.next_step,
         }
     }
 
@@ -81,73 +59,98 @@ impl Inbox {
         self.next_turn
             .iter()
             .chain(&self.next_step)
-            .any(|message| message["id"].as_str() == Some(id))
+            .any(|message| message.id == id)
     }
 
     /// The splice that appends `message` to `target`.
-    pub(crate) fn append_splice(&self, target: &str, message: &Value) -> Value {
+    pub(crate) fn append_splice(
+        &self,
+        target: InboxTarget,
+        message: &Message,
+    ) -> InboxSplicedEvent {
         let start = match target {
-            NEXT_TURN => self.next_turn.len(),
-            _ => self.next_step.len(),
+            InboxTarget::NextTurn => self.next_turn.len(),
+            InboxTarget::NextStep => self.next_step.len(),
         };
-        json!({"target": target, "start": start, "inserted": [message]})
+        InboxSplicedEvent {
+            target,
+            start: start as u64,
+            removed_count: None,
+            inserted: vec![message.clone()],
+            outcome: None,
+        }
     }
 
     /// The splice that clears `count` messages of `target` unrun (a cancel).
-    pub(crate) fn cancel_splice(target: &str, count: usize) -> Value {
-        json!({"target": target, "start": 0, "removedCount": count, "inserted": [], "outcome": "canceled"})
+    pub(crate) fn cancel_splice(target: InboxTarget, count: usize) -> InboxSplicedEvent {
+        InboxSplicedEvent {
+            outcome: Some(SpliceOutcome::Canceled),
+            ..Self::claim_splice(target, count)
+        }
     }
 
     /// The splice that claims `count` messages from the head of `target`.
-    pub(crate) fn claim_splice(target: &str, count: usize) -> Value {
-        json!({"target": target, "start": 0, "removedCount": count, "inserted": []})
+    pub(crate) fn claim_splice(target: InboxTarget, count: usize) -> InboxSplicedEvent {
+        InboxSplicedEvent {
+            target,
+            start: 0,
+            removed_count: Some(count as u64),
+            inserted: Vec::new(),
+            outcome: None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_protocol::{ContentBlock, MessageSource};
+
+    fn message(id: &str) -> Message {
+        Message::user(id, vec![ContentBlock::text(id)], MessageSource::user())
+    }
+
+    fn insert(target: InboxTarget, start: u64, id: &str) -> InboxSplicedEvent {
+        InboxSplicedEvent {
+            target,
+            start,
+            removed_count: None,
+            inserted: vec![message(id)],
+            outcome: None,
+        }
+    }
 
     #[test]
     fn an_inbox_is_what_its_logged_splices_leave() {
-        let a = json!({"id": "a"});
-        let b = json!({"id": "b"});
-        let c = json!({"id": "c"});
         let splices = [
-            json!({"target": "next-turn", "start": 0, "inserted": [a]}),
-            json!({"target": "next-turn", "start": 1, "inserted": [b]}),
-            json!({"target": "next-step", "start": 0, "inserted": [c]}),
-            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
-            json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": []}),
+            insert(InboxTarget::NextTurn, 0, "a"),
+            insert(InboxTarget::NextTurn, 1, "b"),
+            insert(InboxTarget::NextStep, 0, "c"),
+            Inbox::claim_splice(InboxTarget::NextTurn, 1),
+            Inbox::claim_splice(InboxTarget::NextStep, 1),
         ];
-        let inbox = Inbox::rebuilt(&splices);
-        assert_eq!(inbox.next_turn, vec![json!({"id": "b"})]);
+        let inbox = Inbox::rebuilt(splices);
+        assert_eq!(inbox.next_turn, vec![message("b")]);
         assert!(inbox.next_step.is_empty());
     }
 
     #[test]
     fn a_splice_past_the_end_is_clamped_not_a_panic() {
-        let splices = [
-            json!({"target": "next-turn", "start": 5, "removedCount": 3, "inserted": [{"id": "x"}]}),
-        ];
-        let inbox = Inbox::rebuilt(&splices);
-        assert_eq!(inbox.next_turn, vec![json!({"id": "x"})]);
+        let mut splice = insert(InboxTarget::NextTurn, 5, "x");
+        splice.removed_count = Some(3);
+        let inbox = Inbox::rebuilt([splice]);
+        assert_eq!(inbox.next_turn, vec![message("x")]);
     }
 
     #[test]
     fn cancel_splices_name_what_they_drop() {
-        let splice = Inbox::cancel_splice(NEXT_STEP, 1);
-        assert_eq!(splice["removedCount"], 1);
-        assert_eq!(splice["outcome"], "canceled");
-        // A rebuilt inbox applies a cancel like any removal.
-        let rebuilt = Inbox::rebuilt(&[
-            json!({"target": "next-step", "start": 0, "inserted": [{"id": "s"}]}),
-            splice,
-        ]);
-        assert!(!rebuilt.has_pending());
+        let splice = Inbox::cancel_splice(InboxTarget::NextStep, 1);
         assert_eq!(
-            target_of("later").unwrap_err(),
-            "inbox target `later` is not next-turn or next-step"
+            serde_json::to_value(&splice).unwrap(),
+            serde_json::json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": [], "outcome": "canceled"})
         );
+        // A rebuilt inbox applies a cancel like any removal.
+        let rebuilt = Inbox::rebuilt([insert(InboxTarget::NextStep, 0, "s"), splice]);
+        assert!(!rebuilt.has_pending());
     }
 }

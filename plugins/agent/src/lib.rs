@@ -15,6 +15,7 @@
 //! Not built yet: the agent tree (subagents with owners and `roots`), presets.
 
 mod driver;
+mod error;
 mod inbox;
 mod registry;
 mod service;
@@ -55,7 +56,7 @@ impl Plugin for AgentPlugin {
                     phase.running
                 };
                 if running {
-                    registry.cancel_turn(id.as_str(), "disposed");
+                    registry.cancel_turn(id.as_str(), &dsh_protocol::AbortCause::Disposed);
                 }
             }
         })?;

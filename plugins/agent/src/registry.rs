@@ -4,18 +4,21 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use abi_stable::std_types::{RString, RVec};
+use abi_stable::std_types::RString;
 use dsh_agent_seam::{
-    AGENT_DISPOSED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_LOOP, AgentLoopService,
-    AgentNotice,
+    AGENT_DISPOSED, AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_LOOP,
+    AgentLoopService, AgentNotice,
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{EmitEvent, LogLevel, lock};
-use dsh_session_seam::{NewEventRecord, SessionBox, open_live};
-use serde_json::{Value, json};
+use dsh_protocol::{
+    AbortCause, AgentNoticeData, InboxSplicedEvent, InboxTarget, Message, Role, TurnOutcome,
+};
+use dsh_session_seam::{SessionBox, SessionExt, open_live};
 use tokio::sync::oneshot;
 
-use crate::inbox::{Inbox, NEXT_STEP, NEXT_TURN, SPLICED};
+use crate::error::AgentError;
+use crate::inbox::Inbox;
 
 /// What an agent's turns run with.
 #[derive(Debug, Clone)]
@@ -31,14 +34,14 @@ pub(crate) struct Route {
 pub(crate) struct Phase {
     pub(crate) running: bool,
     /// The cause of a cancel whose turn is still closing (the first cause wins).
-    pub(crate) aborting: Option<String>,
+    pub(crate) aborting: Option<AbortCause>,
     /// A waking send arrived while a cancel settled: run again once the turn closed.
     pub(crate) wake_latched: bool,
-    /// The outcome of the last turn (`null` before the first).
-    pub(crate) last: Value,
+    /// The outcome of the last turn (`None` before the first).
+    pub(crate) last: Option<TurnOutcome>,
     /// Being disposed: no driver starts any more.
     pub(crate) disposing: bool,
-    pub(crate) waiters: Vec<oneshot::Sender<String>>,
+    pub(crate) waiters: Vec<oneshot::Sender<Option<TurnOutcome>>>,
 }
 
 pub(crate) struct Agent {
@@ -71,10 +74,15 @@ impl Registry {
             .cloned()
     }
 
-    pub(crate) fn notify(&self, event: &EmitEvent<AgentNotice>, agent: &str, data: Value) {
+    pub(crate) fn notify(
+        &self,
+        event: &EmitEvent<AgentNotice>,
+        agent: &str,
+        data: AgentNoticeData,
+    ) {
         let notice = AgentNotice {
             agent: RString::from(agent),
-            data: RString::from(data.to_string()),
+            data: Json::encode(&data),
         };
         if let Err(error) = self.ctx.emit(event, &notice) {
             self.ctx
@@ -83,22 +91,20 @@ impl Registry {
     }
 
     /// The live session `id`: the agent's own, or one the `sessions` service holds live.
-    pub(crate) fn session(&self, id: &str) -> Result<Arc<SessionBox>, String> {
+    pub(crate) fn session(&self, id: &str) -> Result<Arc<SessionBox>, AgentError> {
         if let Some(agent) = self.agent(id) {
             return Ok(agent.session.clone());
         }
-        open_live(&self.ctx, id).map(Arc::new)
+        open_live(&self.ctx, id)
+            .map(Arc::new)
+            .map_err(|error| AgentError::Session {
+                id: id.to_owned(),
+                error,
+            })
     }
 
-    fn log(session: &SessionBox, data: &Value) -> Result<(), String> {
-        session
-            .append(RVec::from(vec![NewEventRecord::new(
-                SPLICED,
-                &data.to_string(),
-            )]))
-            .into_result()
-            .map(|_| ())
-            .map_err(|error| format!("agent/inbox/spliced not logged: {error}"))
+    fn log(session: &SessionBox, splice: &InboxSplicedEvent) -> Result<(), AgentError> {
+        session.log(splice).map(|_| ()).map_err(AgentError::Splice)
     }
 
     /// Runs `change` on the inbox of `session` (rebuilt from its log on first use).
@@ -128,16 +134,16 @@ impl Registry {
         };
         self.forget_inbox(id);
         if removed.is_some() {
-            self.notify(&AGENT_DISPOSED, id, json!({}));
+            self.notify(&AGENT_DISPOSED, id, AgentNoticeData::Disposed);
         }
         removed
     }
 
     /// Cancels agent `id`'s running turn in the loop with `cause`. False when the loop has no
     /// turn registered for it yet (the driver then sees the agent's `aborting` first).
-    pub(crate) fn cancel_turn(&self, id: &str, cause: &str) -> bool {
+    pub(crate) fn cancel_turn(&self, id: &str, cause: &AbortCause) -> bool {
         match self.ctx.get::<AgentLoopService>(AGENT_LOOP) {
-            Ok(Some(driver)) => driver.cancel(RString::from(id), RString::from(cause)),
+            Ok(Some(driver)) => driver.cancel(RString::from(id), Json::encode(cause)),
             _ => false,
         }
     }
@@ -155,26 +161,23 @@ impl Registry {
     pub(crate) fn insert(
         &self,
         session: &SessionBox,
-        target: &str,
-        mut message: Value,
-    ) -> Result<String, String> {
-        if !message.is_object() {
-            return Err("the message is not a JSON object".to_owned());
+        target: InboxTarget,
+        mut message: Message,
+    ) -> Result<String, AgentError> {
+        // A message without content would be refused by the log only when the loop enters
+        // it, and the claimed message would be lost.
+        if message.content.is_empty() {
+            return Err(AgentError::EmptyMessage);
         }
-        // A message's content is a list of blocks; anything else would be refused by the log
-        // only when the loop enters it, and the claimed message would be lost.
-        if !message["content"].is_array() {
-            return Err("the message has no \"content\" list of blocks".to_owned());
-        }
-        message["role"] = json!("user");
-        if message["id"].as_str().is_none_or(str::is_empty) {
+        message.role = Role::User;
+        if message.id.is_empty() {
             // The seq its splice takes: unique in the session, across reloads and restarts.
-            message["id"] = json!(format!("{}-inbox-{}", session.id(), session.event_count()));
+            message.id = format!("{}-inbox-{}", session.id(), session.event_count());
         }
-        let id = message["id"].as_str().unwrap_or_default().to_owned();
+        let id = message.id.clone();
         let splice = self.with_inbox(session, |inbox| {
             if inbox.holds(&id) {
-                return Err(format!("message `{id}` is already pending"));
+                return Err(AgentError::Pending(id.clone()));
             }
             let splice = inbox.append_splice(target, &message);
             inbox.list_mut(target).push(message.clone());
@@ -182,16 +185,14 @@ impl Registry {
         })?;
         if let Err(error) = Self::log(session, &splice) {
             self.with_inbox(session, |inbox| {
-                inbox
-                    .list_mut(target)
-                    .retain(|pending| pending["id"].as_str() != Some(id.as_str()));
+                inbox.list_mut(target).retain(|pending| pending.id != id);
             });
             return Err(error);
         }
         self.notify(
             &AGENT_INBOX_INSERTED,
             session.id().as_str(),
-            json!({"message": message}),
+            AgentNoticeData::InboxInserted { message },
         );
         Ok(id)
     }
@@ -201,14 +202,14 @@ impl Registry {
     fn take_logged(
         &self,
         session: &SessionBox,
-        target: &str,
+        target: InboxTarget,
         count: Option<usize>,
-        splice_of: impl FnOnce(usize) -> Value,
-    ) -> Result<Vec<Value>, String> {
+        splice_of: impl FnOnce(usize) -> InboxSplicedEvent,
+    ) -> Result<Vec<Message>, AgentError> {
         let (taken, splice) = self.with_inbox(session, |inbox| {
             let list = inbox.list_mut(target);
             let count = count.unwrap_or(list.len()).min(list.len());
-            let taken: Vec<Value> = list.drain(..count).collect();
+            let taken: Vec<Message> = list.drain(..count).collect();
             let splice = (!taken.is_empty()).then(|| splice_of(taken.len()));
             (taken, splice)
         });
@@ -227,11 +228,11 @@ impl Registry {
         Ok(taken)
     }
 
-    /// Clears both lists unrun (next-step first), logged with `outcome: "canceled"`, and
+    /// Clears both lists unrun (next-step first), logged with `outcome: canceled`, and
     /// announces each dropped message.
-    pub(crate) fn clear(&self, session: &SessionBox) -> Result<(), String> {
+    pub(crate) fn clear(&self, session: &SessionBox) -> Result<(), AgentError> {
         let mut dropped = Vec::new();
-        for target in [NEXT_STEP, NEXT_TURN] {
+        for target in [InboxTarget::NextStep, InboxTarget::NextTurn] {
             dropped.extend(self.take_logged(session, target, None, |count| {
                 Inbox::cancel_splice(target, count)
             })?);
@@ -240,25 +241,39 @@ impl Registry {
             self.notify(
                 &AGENT_INBOX_DISCARDED,
                 session.id().as_str(),
-                json!({"message": message}),
+                AgentNoticeData::InboxDiscarded { message },
             );
         }
         Ok(())
     }
 
-    /// Takes every next-step message and, at a turn boundary, the head of next-turn; logged.
+    /// Takes every next-step message and, at a turn boundary, the head of next-turn; logged,
+    /// and each announced as claimed by `turn`.
     pub(crate) fn claim(
         &self,
         session: &SessionBox,
+        turn: u64,
         turn_boundary: bool,
-    ) -> Result<Vec<Value>, String> {
-        let mut claimed = self.take_logged(session, NEXT_STEP, None, |count| {
-            Inbox::claim_splice(NEXT_STEP, count)
+    ) -> Result<Vec<Message>, AgentError> {
+        let mut claimed = self.take_logged(session, InboxTarget::NextStep, None, |count| {
+            Inbox::claim_splice(InboxTarget::NextStep, count)
         })?;
         if turn_boundary {
-            claimed.extend(self.take_logged(session, NEXT_TURN, Some(1), |count| {
-                Inbox::claim_splice(NEXT_TURN, count)
-            })?);
+            claimed.extend(
+                self.take_logged(session, InboxTarget::NextTurn, Some(1), |count| {
+                    Inbox::claim_splice(InboxTarget::NextTurn, count)
+                })?,
+            );
+        }
+        for message in &claimed {
+            self.notify(
+                &AGENT_INBOX_CLAIMED,
+                session.id().as_str(),
+                AgentNoticeData::InboxClaimed {
+                    message: message.clone(),
+                    turn,
+                },
+            );
         }
         Ok(claimed)
     }

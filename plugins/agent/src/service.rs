@@ -1,95 +1,87 @@
 //! The `agents` service over the registry: create, send (with the wake rules), cancel,
-//! when-idle, list, dispose, and the loop's claim.
+//! when-idle, list and dispose.
 
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{AGENT_CREATED, AGENT_INBOX_CLAIMED, AGENT_SESSION_START, Agents};
-use dsh_plugin_api::lock;
+use dsh_agent_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents};
+use dsh_plugin_api::{Json, lock};
+use dsh_protocol::{
+    AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing,
+    InboxTarget, Message, SessionStartSource, TurnOutcome,
+};
 use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
-use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::driver::wake;
-use crate::inbox::{NEXT_TURN, target_of};
+use crate::error::AgentError;
 use crate::registry::{Agent, Phase, Registry, Route};
 
 pub(crate) struct Service(pub(crate) Arc<Registry>);
 
 /// An agent's idleness: now (its last outcome), or later.
 enum Idle {
-    Now(RString),
-    Later(oneshot::Receiver<String>),
+    Now(Box<Option<TurnOutcome>>),
+    Later(oneshot::Receiver<Option<TurnOutcome>>),
 }
 
 impl Idle {
-    async fn wait(self, agent: &str) -> Result<RString, String> {
+    async fn wait(self, agent: &str) -> Result<Option<TurnOutcome>, AgentError> {
         match self {
-            Idle::Now(last) => Ok(last),
-            Idle::Later(wait) => wait.await.map(RString::from).map_err(|_| {
-                format!("agent `{agent}` went away before it was idle (its registry was unloaded)")
-            }),
+            Idle::Now(last) => Ok(*last),
+            Idle::Later(wait) => wait.await.map_err(|_| AgentError::Gone(agent.to_owned())),
         }
     }
 }
 
-fn done<T>(result: Result<T, String>) -> RResult<T, RString> {
+fn done<T>(result: Result<T, AgentError>) -> RResult<T, RString> {
     match result {
         Ok(value) => ROk(value),
-        Err(error) => RErr(RString::from(error)),
+        Err(error) => RErr(RString::from(error.to_string())),
     }
-}
-
-fn text(options: &Value, key: &str) -> String {
-    options[key].as_str().unwrap_or_default().to_owned()
 }
 
 impl Service {
-    async fn create(&self, options: String) -> Result<RString, String> {
-        let options: Value = serde_json::from_str(&options)
-            .map_err(|error| format!("agent options are not JSON: {error}"))?;
+    async fn create(&self, options: AgentOptions) -> Result<RString, AgentError> {
         let registry = &self.0;
-        let sessions = match registry.ctx.get::<SessionsService>(SESSIONS) {
-            Ok(Some(sessions)) => sessions,
-            _ => return Err("no `sessions` service: mount the session plugin".to_owned()),
+        let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS) else {
+            return Err(AgentError::NoSessions);
         };
         // Every turn resolves paths against it and the file tools fence writes to it: an agent
         // without one could not be confined.
-        let cwd = text(&options, "cwd");
-        if cwd.is_empty() || !std::path::Path::new(&cwd).is_absolute() {
-            return Err(format!(
-                "agent options: \"cwd\" must be an absolute directory, not `{cwd}`"
-            ));
+        if options.cwd.is_empty() || !std::path::Path::new(&options.cwd).is_absolute() {
+            return Err(AgentError::Cwd(options.cwd));
         }
-        let (opened, source) = match options["resume"].as_str() {
-            Some(id) => (sessions.open(RString::from(id)).await, "resume"),
+        let (opened, source) = match &options.resume {
+            Some(id) => (
+                sessions.open(RString::from(id.as_str())).await,
+                SessionStartSource::Resume,
+            ),
             None => {
                 let request = CreateSession {
-                    id: match options["sessionId"].as_str() {
-                        Some(id) => RSome(RString::from(id)),
+                    id: match &options.session_id {
+                        Some(id) => RSome(RString::from(id.as_str())),
                         None => CreateSession::default().id,
                     },
-                    cwd: RSome(RString::from(cwd.as_str())),
+                    cwd: RSome(RString::from(options.cwd.as_str())),
                     ..CreateSession::default()
                 };
-                (sessions.create(request).await, "startup")
+                (sessions.create(request).await, SessionStartSource::Startup)
             }
         };
-        let session = opened.into_result().map_err(|error| error.to_string())?;
+        let session = opened.into_result().map_err(|error| AgentError::Session {
+            id: options.resume.clone().unwrap_or_default(),
+            error,
+        })?;
         let id = session.id().to_string();
         let agent = Arc::new(Agent {
             id: id.clone(),
             route: Route {
-                provider: text(&options, "provider"),
-                model: text(&options, "model"),
-                cwd,
-                scope: options["scope"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|key| key.as_str().map(str::to_owned))
-                    .collect(),
+                provider: options.provider,
+                model: options.model,
+                cwd: options.cwd,
+                scope: options.scope,
             },
             session: Arc::new(session),
             phase: Mutex::new(Phase::default()),
@@ -97,38 +89,37 @@ impl Service {
         {
             let mut agents = lock(&registry.agents);
             if agents.iter().any(|known| known.id == id) {
-                return Err(format!("agent `{id}` already exists"));
+                return Err(AgentError::Exists(id));
             }
             agents.push(agent);
         }
-        registry.notify(&AGENT_CREATED, &id, json!({}));
-        registry.notify(&AGENT_SESSION_START, &id, json!({"source": source}));
+        registry.notify(&AGENT_CREATED, &id, AgentNoticeData::Created);
+        registry.notify(
+            &AGENT_SESSION_START,
+            &id,
+            AgentNoticeData::SessionStart { source },
+        );
         Ok(RString::from(id))
     }
 
     fn send(
         &self,
         agent: &str,
-        message: &str,
-        target: &str,
+        message: Message,
+        mut target: InboxTarget,
         wakeup: bool,
-    ) -> Result<RString, String> {
+    ) -> Result<RString, AgentError> {
         let registry = &self.0;
-        let message: Value = serde_json::from_str(message)
-            .map_err(|error| format!("the message is not JSON: {error}"))?;
-        let mut target = target_of(target)?;
         let known = registry.agent(agent);
         if wakeup
             && known
                 .as_ref()
                 .is_some_and(|known| lock(&known.phase).disposing)
         {
-            return Err(format!("agent `{agent}` is being disposed"));
+            return Err(AgentError::Disposing(agent.to_owned()));
         }
         if wakeup && known.is_none() {
-            return Err(format!(
-                "no agent `{agent}`: a waking send needs an agent (create one first)"
-            ));
+            return Err(AgentError::NoAgentToWake(agent.to_owned()));
         }
         // A waking message cannot join a turn that is being cancelled: it opens the next one.
         let after_abort = wakeup
@@ -137,7 +128,7 @@ impl Service {
                 phase.running && phase.aborting.is_some()
             });
         if after_abort {
-            target = NEXT_TURN;
+            target = InboxTarget::NextTurn;
         }
         let session = registry.session(agent)?;
         let id = registry.insert(&session, target, message)?;
@@ -147,11 +138,11 @@ impl Service {
         Ok(RString::from(id))
     }
 
-    fn cancel(&self, agent: &str, cause: &str, keep_inbox: bool) -> Result<(), String> {
+    fn cancel(&self, agent: &str, cause: AbortCause, keep_inbox: bool) -> Result<(), AgentError> {
         let registry = &self.0;
         let known = registry
             .agent(agent)
-            .ok_or_else(|| format!("no agent `{agent}`"))?;
+            .ok_or_else(|| AgentError::Unknown(agent.to_owned()))?;
         if !keep_inbox {
             lock(&known.phase).wake_latched = false;
             registry.clear(&known.session)?;
@@ -159,12 +150,12 @@ impl Service {
         let running = {
             let mut phase = lock(&known.phase);
             if phase.running && phase.aborting.is_none() {
-                phase.aborting = Some(cause.to_owned());
+                phase.aborting = Some(cause.clone());
             }
             phase.running
         };
         if running {
-            registry.cancel_turn(agent, cause);
+            registry.cancel_turn(agent, &cause);
         }
         Ok(())
     }
@@ -172,26 +163,26 @@ impl Service {
     /// What waiting for `agent` to be idle takes: its last outcome now, or a receiver. Decided
     /// before any await, so a waiter holds neither the agent nor the registry: when the
     /// registry goes away (its row unloads) the sender goes with it and the waiter is told.
-    fn idle_wait(&self, agent: &str) -> Result<Idle, String> {
+    fn idle_wait(&self, agent: &str) -> Result<Idle, AgentError> {
         let known = self
             .0
             .agent(agent)
-            .ok_or_else(|| format!("no agent `{agent}`"))?;
+            .ok_or_else(|| AgentError::Unknown(agent.to_owned()))?;
         let mut phase = lock(&known.phase);
         if !phase.running {
-            return Ok(Idle::Now(RString::from(phase.last.to_string())));
+            return Ok(Idle::Now(Box::new(phase.last.clone())));
         }
         let (tell, wait) = oneshot::channel();
         phase.waiters.push(tell);
         Ok(Idle::Later(wait))
     }
 
-    async fn dispose(&self, agent: String) -> Result<(), String> {
+    async fn dispose(&self, agent: String) -> Result<(), AgentError> {
         // From here no wake starts a driver, so the agent is removed idle.
         if let Some(known) = self.0.agent(&agent) {
             lock(&known.phase).disposing = true;
         }
-        self.cancel(&agent, "disposed", false)?;
+        self.cancel(&agent, AbortCause::Disposed, false)?;
         self.idle_wait(&agent)?.wait(&agent).await?;
         let registry = &self.0;
         registry.retire(&agent);
@@ -201,79 +192,98 @@ impl Service {
                 .close(RString::from(agent.as_str()))
                 .await
                 .into_result()
-                .map_err(|error| format!("agent `{agent}`: closing its session: {error}"))?;
+                .map_err(|error| AgentError::Close {
+                    agent: agent.clone(),
+                    error,
+                })?;
         }
         Ok(())
     }
 }
 
 impl Agents for Service {
-    fn create(&self, options: RString) -> FfiFuture<RResult<RString, RString>> {
+    fn create(&self, options: Json<AgentOptions>) -> FfiFuture<RResult<RString, RString>> {
         let service = Service(self.0.clone());
-        async move { done(service.create(options.into_string()).await) }.into_ffi()
-    }
-
-    fn send(
-        &self,
-        agent: RString,
-        message: RString,
-        target: RString,
-        wakeup: bool,
-    ) -> RResult<RString, RString> {
-        done(Service::send(self, &agent, &message, &target, wakeup))
-    }
-
-    fn cancel(&self, agent: RString, cause: RString, keep_inbox: bool) -> RResult<(), RString> {
-        done(Service::cancel(self, &agent, &cause, keep_inbox))
-    }
-
-    fn when_idle(&self, agent: RString) -> FfiFuture<RResult<RString, RString>> {
-        let waiting = self.idle_wait(&agent);
         async move {
-            match waiting {
-                Ok(idle) => done(idle.wait(&agent).await),
-                Err(error) => RErr(RString::from(error)),
+            match options.decode() {
+                Ok(options) => done(service.create(options).await),
+                Err(error) => done(Err(AgentError::Options(error))),
             }
         }
         .into_ffi()
     }
 
-    fn list(&self) -> RString {
-        let agents: Vec<Value> = lock(&self.0.agents)
+    fn send(
+        &self,
+        agent: RString,
+        message: Json<Message>,
+        target: Json<InboxTarget>,
+        wakeup: bool,
+    ) -> RResult<RString, RString> {
+        let decoded = message
+            .decode()
+            .map_err(AgentError::Message)
+            .and_then(|message| Ok((message, target.decode().map_err(AgentError::Target)?)));
+        done(
+            decoded
+                .and_then(|(message, target)| Service::send(self, &agent, message, target, wakeup)),
+        )
+    }
+
+    fn cancel(
+        &self,
+        agent: RString,
+        cause: Json<AbortCause>,
+        keep_inbox: bool,
+    ) -> RResult<(), RString> {
+        // A cause that does not read is an ordinary cancel.
+        let cause = cause.decode().unwrap_or(AbortCause::User);
+        done(Service::cancel(self, &agent, cause, keep_inbox))
+    }
+
+    fn when_idle(&self, agent: RString) -> FfiFuture<RResult<Json<Option<TurnOutcome>>, RString>> {
+        let waiting = self.idle_wait(&agent);
+        async move {
+            let idle = match waiting {
+                Ok(idle) => idle.wait(&agent).await,
+                Err(error) => Err(error),
+            };
+            done(idle.map(|last| Json::encode(&last)))
+        }
+        .into_ffi()
+    }
+
+    fn list(&self) -> Json<Vec<AgentSummary>> {
+        let agents: Vec<AgentSummary> = lock(&self.0.agents)
             .iter()
-            .map(|agent| {
-                let status = match lock(&agent.phase).running {
-                    true => "running",
-                    false => "idle",
-                };
-                json!({"id": agent.id, "status": status, "cwd": agent.route.cwd, "provider": agent.route.provider, "model": agent.route.model})
+            .map(|agent| AgentSummary {
+                id: agent.id.clone(),
+                status: match lock(&agent.phase).running {
+                    true => AgentStatus::Running,
+                    false => AgentStatus::Idle,
+                },
+                cwd: agent.route.cwd.clone(),
+                provider: agent.route.provider.clone(),
+                model: agent.route.model.clone(),
             })
             .collect();
-        RString::from(Value::Array(agents).to_string())
+        Json::encode(&agents)
+    }
+
+    fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, RString> {
+        let registry = &self.0;
+        done(registry.session(&session).map(|live| {
+            registry.with_inbox(&live, |inbox| {
+                Json::encode(&InboxListing {
+                    next_turn: inbox.next_turn.clone(),
+                    next_step: inbox.next_step.clone(),
+                })
+            })
+        }))
     }
 
     fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>> {
         let service = Service(self.0.clone());
         async move { done(service.dispose(agent.into_string()).await) }.into_ffi()
-    }
-
-    fn claim(&self, session: RString, turn: u64, turn_boundary: bool) -> RResult<RString, RString> {
-        let registry = &self.0;
-        let claimed = registry
-            .session(&session)
-            .and_then(|live| registry.claim(&live, turn_boundary));
-        match claimed {
-            Ok(claimed) => {
-                for message in &claimed {
-                    registry.notify(
-                        &AGENT_INBOX_CLAIMED,
-                        &session,
-                        json!({"message": message, "turn": turn}),
-                    );
-                }
-                ROk(RString::from(Value::Array(claimed).to_string()))
-            }
-            Err(error) => RErr(RString::from(error)),
-        }
     }
 }

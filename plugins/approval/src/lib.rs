@@ -11,16 +11,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RString, RVec};
+use abi_stable::std_types::{RArc, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{AGENT_SESSION_START, AgentNotice};
+use dsh_approval_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO};
 use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
+use dsh_protocol::{
+    AgentNoticeData, ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalOutcome, ApprovalPolicy,
+    ApprovalPolicyEvent, ApprovalRequest, PermissionPresetEvent, SandboxModeEvent,
+    SessionStartSource,
+};
 use dsh_session_seam::{NewEventRecord, append_or_report, open_live};
-use dsh_tools_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO, ApprovalAsk};
-use serde_json::{Value, json};
-
-const OUTCOMES: [&str; 4] = ["allowed-once", "rejected", "cancelled", "unavailable"];
 
 /// Config of `approval`.
 #[derive(Deserialize, JsonSchema, Default)]
@@ -35,61 +37,86 @@ pub struct ApprovalConfig {
 struct Service {
     ctx: Context,
     never: bool,
-    request: Channel<WaterfallEvent<ApprovalAsk, RString>>,
+    request: Channel<WaterfallEvent<Json<ApprovalRequest>, Json<ApprovalOutcome>>>,
     next_id: AtomicU64,
 }
 
 impl Service {
-    async fn audit(&self, session: &str, kind: &str, data: &Value) {
-        append_or_report(&self.ctx, "approval", session, kind, &data.to_string()).await;
-    }
-
-    async fn decide(self: Arc<Self>, mut ask: ApprovalAsk) -> RString {
+    async fn decide(self: Arc<Self>, request: Json<ApprovalRequest>) -> ApprovalOutcome {
+        // An ask that does not read is refused: there is nothing to put to anyone.
+        let Ok(mut ask) = request.decode() else {
+            return ApprovalOutcome::Unavailable;
+        };
         if ask.id.is_empty() {
             let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-            ask.id = format!("approval-{}-{n}", ask.call_id).as_str().into();
+            ask.id = format!(
+                "approval-{}-{n}",
+                ask.call_id.as_deref().unwrap_or_default()
+            );
         }
-        let mut asked = json!({"id": ask.id.as_str(), "toolName": ask.tool_name.as_str()});
-        if !ask.call_id.is_empty() {
-            asked["callId"] = json!(ask.call_id.as_str());
-        }
-        if !ask.reason.is_empty() {
-            asked["reason"] = json!(ask.reason.as_str());
-        }
-        self.audit(&ask.session, "approval/asked", &asked).await;
+        let asked = ApprovalAskedEvent {
+            id: ask.id.clone(),
+            tool_name: ask.tool_name.clone(),
+            call_id: ask.call_id.clone().filter(|id| !id.is_empty()),
+            reason: ask.reason.clone().filter(|reason| !reason.is_empty()),
+        };
+        append_or_report(
+            &self.ctx,
+            "approval",
+            &ask.session,
+            NewEventRecord::of(&asked),
+        )
+        .await;
         let outcome = if self.never {
-            "rejected".to_owned()
+            ApprovalOutcome::Rejected
         } else {
             let answered = self
                 .request
-                .waterfall(RArc::new(ask.clone()), |_| async {
-                    Ok(RString::from("unavailable"))
+                .waterfall(RArc::new(Json::encode(&ask)), |_| async {
+                    Ok(Json::encode(&ApprovalOutcome::Unavailable))
                 })
                 .await;
-            match answered {
-                Ok(outcome) if OUTCOMES.contains(&outcome.as_str()) => outcome.into_string(),
-                _ => "unavailable".to_owned(),
-            }
+            // Anything but one of the four outcomes is `unavailable`: fail closed.
+            answered
+                .ok()
+                .and_then(|outcome| outcome.decode().ok())
+                .unwrap_or(ApprovalOutcome::Unavailable)
         };
-        self.audit(
+        let decided = ApprovalDecidedEvent {
+            id: ask.id.clone(),
+            outcome,
+        };
+        append_or_report(
+            &self.ctx,
+            "approval",
             &ask.session,
-            "approval/decided",
-            &json!({"id": ask.id.as_str(), "outcome": outcome}),
+            NewEventRecord::of(&decided),
         )
         .await;
-        RString::from(outcome)
+        outcome
     }
 }
 
 struct Handle(Arc<Service>);
 
 impl Approval for Handle {
-    fn request(&self, ask: ApprovalAsk) -> FfiFuture<RString> {
-        self.0.clone().decide(ask).into_ffi()
+    fn request(&self, request: Json<ApprovalRequest>) -> FfiFuture<Json<ApprovalOutcome>> {
+        let service = self.0.clone();
+        async move { Json::encode(&service.decide(request).await) }.into_ffi()
     }
 
-    fn policy(&self) -> RString {
-        RString::from(if self.0.never { "never" } else { "ask" })
+    fn policy(&self) -> Json<ApprovalPolicy> {
+        Json::encode(&self.0.policy())
+    }
+}
+
+impl Service {
+    fn policy(&self) -> ApprovalPolicy {
+        if self.never {
+            ApprovalPolicy::Never
+        } else {
+            ApprovalPolicy::Ask
+        }
     }
 }
 
@@ -147,28 +174,31 @@ fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(),
         return Ok(());
     }
     let listener_ctx = ctx.clone();
+    let policy = if never {
+        ApprovalPolicy::Never
+    } else {
+        ApprovalPolicy::Ask
+    };
     ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
-        let started: Value = serde_json::from_str(&notice.data).unwrap_or(Value::Null);
-        if started["source"] != "startup" {
+        if !matches!(
+            notice.data.decode(),
+            Ok(AgentNoticeData::SessionStart {
+                source: SessionStartSource::Startup
+            })
+        ) {
             return;
         }
-        let policy = if never { "never" } else { "ask" };
-        let events = [
-            ("permission/preset", json!({"preset": preset})),
-            ("sandbox/mode", json!({"mode": preset})),
-            ("approval/policy", json!({"policy": policy})),
+        let batch = vec![
+            NewEventRecord::of(&PermissionPresetEvent {
+                preset: preset.clone(),
+            }),
+            NewEventRecord::of(&SandboxModeEvent {
+                mode: preset.clone(),
+            }),
+            NewEventRecord::of(&ApprovalPolicyEvent { policy }),
         ];
-        let appended = open_live(&listener_ctx, &notice.agent).and_then(|session| {
-            let batch: Vec<NewEventRecord> = events
-                .iter()
-                .map(|(kind, data)| NewEventRecord::new(kind, &data.to_string()))
-                .collect();
-            session
-                .append(RVec::from(batch))
-                .into_result()
-                .map(|_| ())
-                .map_err(|error| error.to_string())
-        });
+        let appended = open_live(&listener_ctx, &notice.agent)
+            .and_then(|session| session.append(RVec::from(batch)).into_result().map(|_| ()));
         if let Err(error) = appended {
             listener_ctx.log(
                 dsh_plugin_api::LogLevel::Error,

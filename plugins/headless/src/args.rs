@@ -30,6 +30,11 @@ pub(crate) struct Args {
     pub(crate) replay: Option<PathBuf>,
 }
 
+/// A command line the runner cannot run, in words for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct UsageError(pub(crate) String);
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Parsed {
@@ -38,16 +43,18 @@ pub(crate) enum Parsed {
 }
 
 /// Splits `provider/model` at the first `/`, so model ids may contain slashes.
-pub(crate) fn split_route(route: &str) -> Result<(String, String), String> {
+pub(crate) fn split_route(route: &str) -> Result<(String, String), UsageError> {
     match route.split_once('/') {
         Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
             Ok((provider.to_owned(), model.to_owned()))
         }
-        _ => Err(format!("--model: `{route}` is not PROVIDER/MODEL")),
+        _ => Err(UsageError(format!(
+            "--model: `{route}` is not PROVIDER/MODEL"
+        ))),
     }
 }
 
-pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
+pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut task = Vec::new();
     let mut output = Output::Text;
     let (mut resume, mut cwd, mut model, mut replay) = (None, None, None, None);
@@ -61,7 +68,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         let mut value = |name: &str| {
             rest.next()
                 .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
+                .ok_or_else(|| UsageError(format!("{name} needs a value")))
         };
         match arg.as_str() {
             "--" => literal = true,
@@ -70,19 +77,25 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
                 output = match value("--output")?.as_str() {
                     "text" => Output::Text,
                     "stream-json" => Output::StreamJson,
-                    other => return Err(format!("--output: `{other}` is not text or stream-json")),
+                    other => {
+                        return Err(UsageError(format!(
+                            "--output: `{other}` is not text or stream-json"
+                        )));
+                    }
                 }
             }
             "--resume" => resume = Some(value("--resume")?),
             "--cwd" => cwd = Some(PathBuf::from(value("--cwd")?)),
             "--model" => model = Some(split_route(&value("--model")?)?),
             "--replay" => replay = Some(PathBuf::from(value("--replay")?)),
-            other => return Err(format!("unknown option `{other}`")),
+            other => return Err(UsageError(format!("unknown option `{other}`"))),
         }
     }
     let task = task.join(" ");
     if task.trim().is_empty() {
-        return Err("give a task: dsh-host --profile headless \"what to do\"".to_owned());
+        return Err(UsageError(
+            "give a task: dsh-host --profile headless \"what to do\"".to_owned(),
+        ));
     }
     Ok(Parsed::Run(Args {
         task,
@@ -126,25 +139,29 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        assert!(parse(&strings(&[])).unwrap_err().contains("give a task"));
+        assert!(parse(&strings(&[])).unwrap_err().0.contains("give a task"));
         assert!(
             parse(&strings(&["--output", "xml", "t"]))
                 .unwrap_err()
+                .0
                 .contains("xml")
         );
         assert!(
             parse(&strings(&["--model", "nomodel", "t"]))
                 .unwrap_err()
+                .0
                 .contains("PROVIDER/MODEL")
         );
         assert!(
             parse(&strings(&["--bogus", "t"]))
                 .unwrap_err()
+                .0
                 .contains("--bogus")
         );
         assert!(
             parse(&strings(&["t", "--cwd"]))
                 .unwrap_err()
+                .0
                 .contains("needs a value")
         );
         assert_eq!(

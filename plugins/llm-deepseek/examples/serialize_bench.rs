@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use dsh_llm_api::GenerateRequest;
+use dsh_protocol::GenerateRequest;
 use llm_deepseek::{AdapterConfig, HeaderIds, build_request};
 use serde_json::{Value, json};
 

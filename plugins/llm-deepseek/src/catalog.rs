@@ -1,6 +1,6 @@
 //! What the adapter advertises: listed models and exact-route model metadata.
 
-use dsh_llm_api::{
+use dsh_protocol::{
     CatalogModel, Modality, ModelContext, ModelInfo, ModelReasoning, ReasoningEffortInfo,
     ResolvedModelInfo,
 };

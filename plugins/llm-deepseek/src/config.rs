@@ -1,6 +1,6 @@
 //! Adapter configuration: the settings shape, its validation, and the resolved connection facts.
 
-use dsh_llm_api::{CatalogModel, Modality};
+use dsh_protocol::{CatalogModel, Modality};
 use serde::{Deserialize, Serialize};
 
 /// The provider route this adapter registers by default.

@@ -6,12 +6,16 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
+use abi_stable::std_types::{RErr, RNone, ROk, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_llm_api::{GenerateRequest, LlmFailure, StreamChunk};
-use dsh_llm_seam::{Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, LlmService, StreamOutcome};
+use dsh_llm_seam::{
+    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, HistoryBox, LlmService, NextChunk,
+    StreamOutcome, read_history,
+};
+use dsh_plugin_api::Json;
 use dsh_plugin_api::io::http::{HttpBodyBox, HttpErrorKind, HttpHeader, HttpRequest, HttpService};
 use dsh_plugin_api::prelude::*;
+use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, StreamChunk};
 
 use crate::{
     AdapterConfig, AdapterSettings, BASE_URL_ENV, HeaderIds, ResponseStream, build_request,
@@ -27,12 +31,7 @@ pub(crate) struct Config(
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")] AdapterSettings,
 );
 
-fn failure_json(failure: &LlmFailure) -> RString {
-    RString::from(serde_json::to_string(failure).unwrap_or_else(|_| failure.to_string()))
-}
-
 struct DeepSeek {
-    ctx: Context,
     config: Arc<AdapterConfig>,
     http: Service<HttpService>,
 }
@@ -50,22 +49,19 @@ async fn read_all(body: &HttpBodyBox, idle_ms: u64) -> Vec<u8> {
 }
 
 impl DeepSeek {
-    async fn open(&self, request: &str) -> Result<Stream, LlmFailure> {
-        let mut request: GenerateRequest = serde_json::from_str(request).map_err(|error| {
+    async fn open(
+        &self,
+        request: &Json<GenerateRequest>,
+        history: &HistoryBox,
+    ) -> Result<Stream, LlmFailure> {
+        let bad = |error: dsh_plugin_api::DecodeError| {
             LlmFailure::new(
-                dsh_llm_api::FailureCode::InvalidRequest,
+                FailureCode::InvalidRequest,
                 format!("llm-deepseek: bad request: {error}"),
             )
-        })?;
-        // The wire needs the messages themselves: read a referenced history from the log.
-        dsh_visible_check::materialize(&self.ctx, &mut request)
-            .await
-            .map_err(|error| {
-                LlmFailure::new(
-                    dsh_llm_api::FailureCode::InvalidRequest,
-                    format!("llm-deepseek: {error}"),
-                )
-            })?;
+        };
+        let mut request = request.decode().map_err(bad)?;
+        request.messages = read_history(history).map_err(bad)?;
         let key = check_api_key(
             &self.config,
             std::env::var(&self.config.api_key_env).ok().as_deref(),
@@ -126,22 +122,23 @@ impl Adapter for DeepSeek {
         RString::from(self.config.provider.as_str())
     }
 
-    fn models(&self) -> RString {
-        RString::from(
-            serde_json::to_string(&self.config.models).unwrap_or_else(|_| "[]".to_owned()),
-        )
+    fn models(&self) -> Json<Vec<CatalogModel>> {
+        Json::encode(&self.config.models)
     }
 
-    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
+    fn stream(
+        &self,
+        request: Json<GenerateRequest>,
+        history: HistoryBox,
+    ) -> FfiFuture<StreamOutcome> {
         let adapter = DeepSeek {
-            ctx: self.ctx.clone(),
             config: self.config.clone(),
             http: self.http.clone(),
         };
         async move {
-            match adapter.open(&request).await {
+            match adapter.open(&request, &history).await {
                 Ok(stream) => ROk(ChunkStream_TO::from_value(stream, TD_Opaque)),
-                Err(failure) => RErr(failure_json(&failure)),
+                Err(failure) => RErr(Json::encode(&failure)),
             }
         }
         .into_ffi()
@@ -202,7 +199,7 @@ impl Stream {
 }
 
 impl ChunkStream for Stream {
-    fn next(&self) -> FfiFuture<RResult<ROption<RString>, RString>> {
+    fn next(&self) -> FfiFuture<NextChunk> {
         let stream = Stream {
             body: self.body.clone(),
             state: self.state.clone(),
@@ -210,12 +207,9 @@ impl ChunkStream for Stream {
         };
         async move {
             match stream.next_chunk().await {
-                Ok(Some(chunk)) => match serde_json::to_string(&chunk) {
-                    Ok(json) => ROk(RSome(RString::from(json))),
-                    Err(error) => RErr(RString::from(error.to_string())),
-                },
+                Ok(Some(chunk)) => ROk(RSome(Json::encode(&chunk))),
                 Ok(None) => ROk(RNone),
-                Err(failure) => RErr(failure_json(&failure)),
+                Err(failure) => RErr(Json::encode(&failure)),
             }
         }
         .into_ffi()
@@ -242,14 +236,18 @@ impl Plugin for DeepSeekPlugin {
         let llm = ctx.inject::<LlmService>("llm")?;
         let http = ctx.inject::<HttpService>("http")?;
         let adapter = DeepSeek {
-            ctx: ctx.clone(),
             config: Arc::new(config),
             http,
         };
         let registration = llm
             .register(Adapter_TO::from_value(adapter, TD_Opaque))
             .into_result()
-            .map_err(|failure| PluginError::plugin(failure.to_string()))?;
+            .map_err(|failure| {
+                let failure = failure
+                    .decode()
+                    .map_or_else(|error| error.to_string(), |failure| failure.to_string());
+                PluginError::plugin(failure)
+            })?;
         // The registration lives as long as this fiber: unloading drops it, which unregisters.
         ctx.on_dispose(move || drop(registration))
     }

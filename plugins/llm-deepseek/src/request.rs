@@ -1,8 +1,8 @@
 //! Building the HTTP request for one model call: URL, headers and body.
 
-use dsh_llm_api::{
+use dsh_llm_core::offload_request_images;
+use dsh_protocol::{
     FailureCode, GenerateRequest, LlmFailure, Modality, Purpose, content_has_image,
-    offload_request_images,
 };
 
 use crate::config::{AdapterConfig, ReasoningEffort, Thinking};
@@ -128,7 +128,7 @@ pub fn build_request(
     key: &str,
     ids: &HeaderIds,
 ) -> Result<WireRequest, LlmFailure> {
-    let no_images = |_: &dsh_llm_api::ImageAttachment| -> Result<Vec<u8>, LlmFailure> {
+    let no_images = |_: &dsh_protocol::ImageAttachment| -> Result<Vec<u8>, LlmFailure> {
         Err(unsupported(
             "DeepSeek image conversion requires the durable attachment service.",
         ))

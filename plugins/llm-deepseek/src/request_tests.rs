@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use dsh_llm_api::{
+use dsh_protocol::{
     CatalogModel, ContentBlock, FailureCode, GenerateRequest, ImageAttachment, LlmCallConfig,
     LlmFailure, Message, Modality, Purpose, Role, ToolSchema,
 };
@@ -16,7 +16,7 @@ fn message(role: Role, content: Vec<ContentBlock>) -> Message {
         id: "id".into(),
         role,
         content,
-        source: json!({"kind": "user"}),
+        source: dsh_protocol::MessageSource::user(),
     }
 }
 
@@ -382,7 +382,10 @@ fn oldest_images_are_offloaded_to_fit_the_budget() {
     config.max_request_image_bytes = 4;
     let wire = build_request_with_images(&config, &call, "sk", &ids(), &read_three).unwrap();
     let content = &serde_json::to_value(&wire.body).unwrap()["messages"][0]["content"];
-    assert_eq!(content[0]["text"], json!(dsh_llm_api::OFFLOADED_IMAGE_TEXT));
+    assert_eq!(
+        content[0]["text"],
+        json!(dsh_llm_core::OFFLOADED_IMAGE_TEXT)
+    );
     assert_eq!(content[1]["type"], "image_url");
 }
 

@@ -4,7 +4,7 @@
 //! with images resolves attachments into data-URL parts, and images inside tool results go into
 //! one user message after the tool messages (a `tool` message can only carry a string).
 
-use dsh_llm_api::{ContentBlock, FailureCode, ImageAttachment, LlmFailure, Message, Role};
+use dsh_protocol::{ContentBlock, FailureCode, ImageAttachment, LlmFailure, Message, Role};
 
 use crate::wire::{ImageUrl, UserContent, UserPart, WireFunctionCall, WireMessage, WireToolCall};
 
@@ -163,7 +163,7 @@ pub(crate) fn image_messages(
 ) -> Result<Vec<WireMessage>, LlmFailure> {
     if let Some(message) = messages
         .iter()
-        .find(|m| m.role != Role::User && dsh_llm_api::content_has_image(&m.content))
+        .find(|m| m.role != Role::User && dsh_protocol::content_has_image(&m.content))
     {
         let role = match message.role {
             Role::System => "system",

@@ -1,7 +1,7 @@
 //! The adapter's settings (YAML / settings namespace shape) and their validation into an
 //! [`AdapterConfig`].
 
-use dsh_llm_api::{CatalogModel, Modality};
+use dsh_protocol::{CatalogModel, Modality};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{

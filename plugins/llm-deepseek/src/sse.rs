@@ -5,7 +5,7 @@
 //! dispatches. An event is only complete at its blank line, so an unterminated tail at end of
 //! stream is truncation, never a payload.
 
-use dsh_llm_api::{FailureCode, LlmFailure};
+use dsh_protocol::{FailureCode, LlmFailure};
 
 /// One decoded item.
 #[derive(Debug, Clone, PartialEq, Eq)]

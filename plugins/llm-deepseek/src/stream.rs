@@ -1,6 +1,6 @@
 //! Response bytes to stream chunks: the SSE decoder and the translator, driven together.
 
-use dsh_llm_api::{LlmFailure, StreamChunk};
+use dsh_protocol::{LlmFailure, StreamChunk};
 
 use crate::sse::{SseDecoder, SseItem};
 use crate::translate::StreamTranslator;
@@ -59,7 +59,7 @@ impl ResponseStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dsh_llm_api::{FailureCode, FinishReason};
+    use dsh_protocol::{FailureCode, FinishReason};
 
     #[test]
     fn bytes_in_chunks_out_and_done_stops_reading() {

@@ -5,7 +5,7 @@
 //! ends, usage and finish all wait for `[DONE]`, which covers usage attached to the finish chunk
 //! and usage in a trailing chunk alike and guarantees nothing follows `finish`.
 
-use dsh_llm_api::{
+use dsh_protocol::{
     BlockType, ContentBlock, FailureCode, FinishReason, LlmFailure, StreamChunk, TokenUsage,
 };
 use serde_json::Value;

@@ -1,8 +1,7 @@
 //! Captured-style SSE transcripts through the decoder and translator, read at every split.
 
-use dsh_llm_api::{
-    BlockAssembler, ContentBlock, FailureCode, FinishReason, LlmFailure, StreamChunk,
-};
+use dsh_llm_core::BlockAssembler;
+use dsh_protocol::{ContentBlock, FailureCode, FinishReason, LlmFailure, StreamChunk};
 use serde_json::{Value, json};
 
 use crate::stream::ResponseStream;

@@ -1,125 +1,229 @@
-//! The replay script: recorded attempts from a session log, or the override file.
+//! The replay scripts: the model attempts recorded in a session log (REFERENCE §10), changed by
+//! an override file, and the child logs of nested agents, each bound to the live session whose
+//! first call comes in its turn.
+//!
+//! The script of a log is its `assistant/chunk` events split at every `finish` chunk (one entry
+//! per model attempt; a retried attempt is an entry of its own). A `compaction/summary` made by
+//! a model call (`llmStreamCall: true`) with its whole `rawOutput` is replayed, at its place,
+//! as the canonical stream of that output. A group of chunks without a `finish` is the trace of
+//! a stream that failed: an override must say how it failed, and until one does, its call
+//! fails naming the gap.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::Mutex;
 
+use dsh_plugin_api::lock;
+use dsh_protocol::{ContentBlock, FinishReason, StreamChunk, TokenUsage};
+use serde::Deserialize;
 use serde_json::Value;
 
-/// What request *i* gets.
-pub(crate) enum Answer {
-    /// The chunks of one attempt, as JSON.
-    Chunks(Arc<Vec<String>>),
-    /// Never answer; create this file first, if given.
-    Hang(Option<String>),
+use crate::entry::{Entry, Override, OverrideError};
+
+/// Why the scripts could not be read, or a session has none.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScriptError {
+    #[error("{file}: {error}")]
+    Read { file: String, error: std::io::Error },
+    #[error("{file}:{line}: {message}")]
+    Line {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error(transparent)]
+    Override(#[from] OverrideError),
+    #[error(
+        "{count} session(s) have replay scripts, and session `{session}` is one more: every live session binds to the next script in order of its first call"
+    )]
+    TooManySessions { count: usize, session: String },
 }
 
+/// One log's script: what its calls answer, in order.
 pub(crate) struct Script {
-    answers: Vec<Answer>,
+    /// Where it came from, for messages.
+    pub(crate) file: String,
+    entries: Vec<Option<Entry>>,
+    calls: Mutex<usize>,
 }
 
 impl Script {
+    /// The entry of the script's next call (`None` past its end or at a gap) and its index.
+    pub(crate) fn next_call(&self) -> (usize, Option<Entry>) {
+        let mut calls = lock(&self.calls);
+        let index = *calls;
+        *calls += 1;
+        (index, self.entries.get(index).cloned().flatten())
+    }
+
     pub(crate) fn len(&self) -> usize {
-        self.answers.len()
+        self.entries.len()
     }
 
-    pub(crate) fn answer(&self, index: usize) -> Option<Answer> {
-        self.answers.get(index).map(|answer| match answer {
-            Answer::Chunks(chunks) => Answer::Chunks(chunks.clone()),
-            Answer::Hang(ready) => Answer::Hang(ready.clone()),
-        })
+    /// Whether call `index` is a recorded stream that failed without an override.
+    pub(crate) fn is_gap(&self, index: usize) -> bool {
+        matches!(self.entries.get(index), Some(None))
     }
+}
 
-    /// The override file when there is one (given, or beside the log), else the log's attempts.
-    pub(crate) fn load(log: &str, overrides: Option<&str>) -> Result<Self, String> {
+/// The scripts of a replay, and which live session each is bound to.
+pub(crate) struct Scripts {
+    scripts: Vec<std::sync::Arc<Script>>,
+    bound: Mutex<HashMap<String, usize>>,
+}
+
+impl Scripts {
+    /// The log's script (changed by `overrides`, or by `replay.override.json` beside it) and
+    /// those of `children`, ordered by their headers' `createdAt`.
+    pub(crate) fn load(
+        log: &str,
+        overrides: Option<&str>,
+        children: &[String],
+    ) -> Result<Self, ScriptError> {
         let beside = Path::new(log).with_file_name("replay.override.json");
         let overrides = match overrides {
             Some(path) => Some(Path::new(path).to_path_buf()),
             None if beside.is_file() => Some(beside),
             None => None,
         };
-        match overrides {
-            Some(path) => Self::from_overrides(&path),
-            None => Self::from_log(Path::new(log)),
+        let (created, mut entries) = derive(Path::new(log))?;
+        if let Some(path) = overrides {
+            let filled = entries
+                .into_iter()
+                .map(|entry| entry.unwrap_or(Entry::Chunks(Vec::new())))
+                .collect();
+            let patched = Override::load(&path)?.apply(filled, &path)?;
+            entries = patched.into_iter().map(Some).collect();
         }
+        let mut scripts = vec![(created, log.to_owned(), entries)];
+        for child in children {
+            let (created, entries) = derive(Path::new(child))?;
+            scripts.push((created, child.clone(), entries));
+        }
+        scripts.sort_by_key(|(created, _, _)| *created);
+        Ok(Self {
+            scripts: scripts
+                .into_iter()
+                .map(|(_, file, entries)| {
+                    std::sync::Arc::new(Script {
+                        file,
+                        entries,
+                        calls: Mutex::new(0),
+                    })
+                })
+                .collect(),
+            bound: Mutex::new(HashMap::new()),
+        })
     }
 
-    fn from_overrides(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
-        let entries: Vec<Value> =
-            serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
-        let answers = entries
-            .iter()
-            .enumerate()
-            .map(
-                |(index, entry)| match entry.get("kind").and_then(Value::as_str) {
-                    Some("chunks") => {
-                        let chunks =
-                            entry
-                                .get("chunks")
-                                .and_then(Value::as_array)
-                                .ok_or_else(|| {
-                                    format!(
-                                        "{}: entry {index}: `chunks` must be an array",
-                                        path.display()
-                                    )
-                                })?;
-                        Ok(Answer::Chunks(Arc::new(
-                            chunks.iter().map(Value::to_string).collect(),
-                        )))
+    /// How many calls the scripts answer in all.
+    pub(crate) fn calls(&self) -> usize {
+        self.scripts.iter().map(|script| script.len()).sum()
+    }
+
+    /// The script of `session`, bound at its first call to the next unbound one.
+    pub(crate) fn for_session(&self, session: &str) -> Result<std::sync::Arc<Script>, ScriptError> {
+        let mut bound = lock(&self.bound);
+        let next = bound.len();
+        let index = *bound.entry(session.to_owned()).or_insert(next);
+        self.scripts
+            .get(index)
+            .cloned()
+            .ok_or_else(|| ScriptError::TooManySessions {
+                count: self.scripts.len(),
+                session: session.to_owned(),
+            })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Summary {
+    #[serde(default)]
+    llm_stream_call: bool,
+    #[serde(default)]
+    raw_output: Option<Vec<ContentBlock>>,
+    #[serde(default)]
+    usage: Option<TokenUsage>,
+}
+
+/// The header's `createdAt` (0 without one) and the entries of a log, `None` for a gap.
+fn derive(path: &Path) -> Result<(i64, Vec<Option<Entry>>), ScriptError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read {
+        file: file.clone(),
+        error,
+    })?;
+    let mut created = 0;
+    let mut entries = Vec::new();
+    let mut current = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |message: String| ScriptError::Line {
+            file: file.clone(),
+            line: number + 1,
+            message,
+        };
+        let value: Value = serde_json::from_str(line).map_err(|error| bad(error.to_string()))?;
+        if value.get("type").and_then(Value::as_str) == Some("session") {
+            created = value.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
+            continue;
+        }
+        // Replay scripts need not be durable logs (no header checks), so lines are read one
+        // by one, packed chunk rows expanded.
+        let events =
+            dsh_session_jsonl::decode_record(value).map_err(|error| bad(error.to_string()))?;
+        for event in events {
+            match event.kind.as_str() {
+                "assistant/chunk" => {
+                    let Some(chunk) = event.data.get("chunk") else {
+                        continue;
+                    };
+                    let finished = chunk.get("type").and_then(Value::as_str) == Some("finish");
+                    current.push(chunk.clone());
+                    if finished {
+                        entries.push(Some(Entry::Chunks(std::mem::take(&mut current))));
                     }
-                    Some("hang") => Ok(Answer::Hang(
-                        entry
-                            .get("readyFile")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                    )),
-                    other => Err(format!(
-                        "{}: entry {index}: unknown kind {other:?} (expected chunks or hang)",
-                        path.display()
-                    )),
-                },
-            )
-            .collect::<Result<Vec<_>, String>>()?;
-        Ok(Self { answers })
-    }
-
-    /// Every `assistant/chunk` of the log in order, cut into attempts at each `finish`. Replay
-    /// scripts need not be durable logs (no header checks), so lines are read one by one.
-    fn from_log(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
-        let mut answers = Vec::new();
-        let mut current = Vec::new();
-        for (number, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let value: Value = serde_json::from_str(line)
-                .map_err(|error| format!("{}:{}: {error}", path.display(), number + 1))?;
-            if value.get("type").and_then(Value::as_str) == Some("session") {
-                continue;
-            }
-            let events = dsh_session_jsonl::decode_record(value)
-                .map_err(|error| format!("{}:{}: {error}", path.display(), number + 1))?;
-            for event in events
-                .iter()
-                .filter(|event| event.kind == "assistant/chunk")
-            {
-                let Some(chunk) = event.data.get("chunk") else {
-                    continue;
-                };
-                let finished = chunk.get("type").and_then(Value::as_str) == Some("finish");
-                current.push(chunk.to_string());
-                if finished {
-                    answers.push(Answer::Chunks(Arc::new(std::mem::take(&mut current))));
                 }
+                "compaction/summary" => {
+                    let summary: Summary = serde_json::from_value(event.data.clone())
+                        .map_err(|error| bad(format!("compaction/summary: {error}")))?;
+                    if let (true, Some(output)) = (summary.llm_stream_call, summary.raw_output) {
+                        entries.push(Some(Entry::Chunks(canonical(&output, summary.usage))));
+                    }
+                }
+                _ => {}
             }
         }
-        if !current.is_empty() {
-            // An attempt cut off without a finish is still an answer (an interrupted stream).
-            answers.push(Answer::Chunks(Arc::new(current)));
-        }
-        Ok(Self { answers })
     }
+    if !current.is_empty() {
+        entries.push(None);
+    }
+    Ok((created, entries))
+}
+
+/// The canonical successful stream of `blocks`: one block-start/block-end pair per block, the
+/// recorded usage, finish `stop`.
+fn canonical(blocks: &[ContentBlock], usage: Option<TokenUsage>) -> Vec<Value> {
+    let mut chunks = Vec::with_capacity(blocks.len() * 2 + 2);
+    for (index, block) in (0u32..).zip(blocks) {
+        chunks.push(StreamChunk::BlockStart {
+            index,
+            block_type: block.block_type(),
+        });
+        chunks.push(StreamChunk::BlockEnd {
+            index,
+            block: block.clone(),
+        });
+    }
+    if let Some(usage) = usage {
+        chunks.push(StreamChunk::Usage { usage });
+    }
+    chunks.push(StreamChunk::finish(FinishReason::Stop));
+    chunks
+        .iter()
+        .filter_map(|chunk| serde_json::to_value(chunk).ok())
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Plugin `llm-retry`: a listener on `agent/request-error` that retries transient model failures
-//! (`EMPTY_RESPONSE`, `RATE_LIMIT`, `SERVER`, `TIMEOUT`, `TRANSPORT`) up to `maxRetries` times,
+//! (`EMPTY_RESPONSE`, `RATE_LIMIT`, `SERVER`, `TIMEOUT`, `TRANSPORT`, and `STREAM_CLOSED`: a
+//! connection that dropped mid-answer) up to `maxRetries` times,
 //! waiting 500 ms doubling to 10 s with 0.1 jitter, or the provider's `Retry-After` when it is
 //! shorter than the cap. Each retry is logged in the session as `llm/retry` (before the wait)
 //! and `llm/retry-started` (after it); the retried attempt stays in the same turn and step.
@@ -8,12 +9,10 @@ mod policy;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use abi_stable::std_types::RString;
 use dsh_agent_seam::AGENT_REQUEST_ERROR;
-use dsh_llm_api::LlmFailure;
 use dsh_plugin_api::prelude::*;
-use dsh_session_seam::append_or_report;
-use serde_json::json;
+use dsh_protocol::{LlmRetryEvent, LlmRetryStartedEvent, RequestErrorDecision, RequestFailure};
+use dsh_session_seam::{NewEventRecord, append_or_report};
 
 use crate::policy::{Policy, is_transient};
 
@@ -69,55 +68,63 @@ impl Plugin for RetryPlugin {
             jitter: config.jitter,
         };
         let listener_ctx = ctx.clone();
-        ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
-            let (ctx, policy) = (listener_ctx.clone(), policy.clone());
-            async move {
-                let error = next.payload();
-                let failure: Option<LlmFailure> = serde_json::from_str(&error.failure).ok();
-                let Some(failure) = failure.filter(is_transient) else {
-                    return next.run().await;
-                };
-                if error.failures > policy.max_retries {
-                    return next.run().await;
+        ctx.on_waterfall(
+            &AGENT_REQUEST_ERROR,
+            move |next: Next<Json<RequestFailure>, Json<RequestErrorDecision>>| {
+                let (ctx, policy) = (listener_ctx.clone(), policy.clone());
+                async move {
+                    let Ok(error) = next.payload().decode() else {
+                        return next.run().await;
+                    };
+                    if !is_transient(&error.failure) || error.failures > policy.max_retries {
+                        return next.run().await;
+                    }
+                    retry(&ctx, &policy, &error).await;
+                    Ok(Json::encode(&RequestErrorDecision::Retry))
                 }
-                let retry = error.failures;
-                let delay = policy.delay_ms(retry, &failure, unit_noise());
-                let retry_id = format!("{}-t{}-s{}-r{retry}", error.session, error.turn, error.step);
-                let session = error.session.to_string();
-                append_or_report(
-                    &ctx,
-                    "llm-retry",
-                    &session,
-                    "llm/retry",
-                    &json!({
-                        "retryId": retry_id,
-                        "turn": error.turn,
-                        "step": error.step,
-                        "provider": error.provider.as_str(),
-                        "mode": "normal",
-                        "policyKey": policy.key(),
-                        "retry": retry,
-                        "maxRetries": policy.max_retries,
-                        "delayMs": delay,
-                        "failure": failure,
-                    })
-                    .to_string(),
-                )
-                .await;
-                ctx.sleep(Duration::from_millis(delay)).await;
-                append_or_report(
-                    &ctx,
-                    "llm-retry",
-                    &session,
-                    "llm/retry-started",
-                    &json!({"retryId": retry_id, "turn": error.turn, "step": error.step, "retry": retry})
-                        .to_string(),
-                )
-                .await;
-                Ok(RString::from(r#"{"kind":"retry"}"#))
-            }
-        })
+            },
+        )
     }
+}
+
+/// Logs the retry, waits its delay, and logs that it starts.
+async fn retry(ctx: &Context, policy: &Policy, error: &RequestFailure) {
+    let retry = error.failures;
+    let delay = policy.delay_ms(retry, &error.failure, unit_noise());
+    let retry_id = format!("{}-t{}-s{}-r{retry}", error.session, error.turn, error.step);
+    let logged = LlmRetryEvent {
+        retry_id: retry_id.clone(),
+        turn: error.turn,
+        step: error.step,
+        provider: error.provider.clone(),
+        mode: "normal".to_owned(),
+        policy_key: policy.key(),
+        retry,
+        max_retries: Some(policy.max_retries),
+        delay_ms: delay,
+        failure: error.failure.clone(),
+    };
+    append_or_report(
+        ctx,
+        "llm-retry",
+        &error.session,
+        NewEventRecord::of(&logged),
+    )
+    .await;
+    ctx.sleep(Duration::from_millis(delay)).await;
+    let started = LlmRetryStartedEvent {
+        retry_id,
+        turn: error.turn,
+        step: error.step,
+        retry,
+    };
+    append_or_report(
+        ctx,
+        "llm-retry",
+        &error.session,
+        NewEventRecord::of(&started),
+    )
+    .await;
 }
 
 dsh_plugin_api::export_plugins!(RetryPlugin);

@@ -1,6 +1,6 @@
 //! The retry policy: which failures are transient, how long to wait before each retry.
 
-use dsh_llm_api::{FailureCode, LlmFailure};
+use dsh_protocol::{FailureCode, LlmFailure};
 
 /// The normal policy's numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +20,7 @@ pub(crate) fn is_transient(failure: &LlmFailure) -> bool {
             | FailureCode::Server
             | FailureCode::Timeout
             | FailureCode::Transport
+            | FailureCode::StreamClosed
     )
 }
 
@@ -48,23 +49,25 @@ impl Policy {
         jittered.min(self.max_delay_ms)
     }
 
-    /// The reference's `policyKey`: mode, retries, codes, base, cap, jitter.
+    /// The `policyKey` in the reference's shape: mode, retries, codes, base, cap, jitter.
     pub(crate) fn key(&self) -> String {
-        serde_json::json!([
+        let codes = [
+            "EMPTY_RESPONSE",
+            "RATE_LIMIT",
+            "SERVER",
+            "STREAM_CLOSED",
+            "TIMEOUT",
+            "TRANSPORT",
+        ];
+        let key = (
             "normal",
             self.max_retries,
-            [
-                "EMPTY_RESPONSE",
-                "RATE_LIMIT",
-                "SERVER",
-                "TIMEOUT",
-                "TRANSPORT"
-            ],
+            codes,
             self.base_delay_ms,
             self.max_delay_ms,
-            self.jitter
-        ])
-        .to_string()
+            self.jitter,
+        );
+        serde_json::to_string(&key).unwrap_or_default()
     }
 }
 

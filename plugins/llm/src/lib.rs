@@ -1,7 +1,9 @@
 //! Plugin `llm`: provides `llm`, the model seam. Adapters (DeepSeek, any OpenAI-compatible
 //! endpoint, replay) register under their provider route and get a registration that removes
 //! them when dropped; `stream` runs every call through the `llm/stream` waterfall, whose
-//! innermost default asks the adapter of the request's provider.
+//! innermost default checks a session's request against its log, fills in the history it
+//! refers to, and asks the adapter of the request's provider. Nothing can change the request
+//! after that check, and no adapter reads a session.
 
 use dsh_plugin_api::lock;
 use std::collections::HashMap;
@@ -10,18 +12,19 @@ use std::sync::{Arc, Mutex, Weak};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_llm_api::{FailureCode, GenerateRequest, LlmFailure};
 use dsh_llm_seam::{
-    AdapterBox, LLM, LLM_ADAPTERS_UPDATED, LLM_STREAM, Llm, Llm_TO, Registration, Registration_TO,
-    RegistrationBox, StreamCall, StreamOutcome,
+    AdapterBox, History, History_TO, HistoryBox, LLM, LLM_ADAPTERS_UPDATED, LLM_STREAM, Llm,
+    Llm_TO, Registration, Registration_TO, RegistrationBox, StreamCall, StreamOutcome,
 };
+use dsh_plugin_api::Json;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent};
+use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, Message};
+use dsh_session_seam::{DerivedViewBox, SessionBox};
 
 /// A failure as it crosses the seam.
-fn failure_json(code: FailureCode, message: impl Into<String>) -> RString {
-    let failure = LlmFailure::new(code, message.into());
-    RString::from(serde_json::to_string(&failure).unwrap_or_else(|_| failure.to_string()))
+fn failure(code: FailureCode, message: impl Into<String>) -> Json<LlmFailure> {
+    Json::encode(&LlmFailure::new(code, message.into()))
 }
 
 struct Registry {
@@ -75,13 +78,13 @@ impl Drop for Held {
 struct Service(Arc<Registry>);
 
 impl Llm for Service {
-    fn register(&self, adapter: AdapterBox) -> RResult<RegistrationBox, RString> {
+    fn register(&self, adapter: AdapterBox) -> RResult<RegistrationBox, Json<LlmFailure>> {
         let provider = adapter.provider().into_string();
         let adapter = Arc::new(adapter);
         {
             let mut adapters = lock(&self.0.adapters);
             if adapters.contains_key(&provider) {
-                return RErr(failure_json(
+                return RErr(failure(
                     FailureCode::DuplicateAdapter,
                     format!("an adapter for provider route `{provider}` is already registered"),
                 ));
@@ -97,13 +100,13 @@ impl Llm for Service {
         ROk(Registration_TO::from_value(held, TD_Opaque))
     }
 
-    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
+    fn stream(&self, request: Json<GenerateRequest>) -> FfiFuture<StreamOutcome> {
         let registry = self.0.clone();
         async move {
-            let parsed: GenerateRequest = match serde_json::from_str(&request) {
+            let parsed = match request.decode() {
                 Ok(parsed) => parsed,
                 Err(error) => {
-                    return RErr(failure_json(
+                    return RErr(failure(
                         FailureCode::InvalidRequest,
                         format!("llm: bad request: {error}"),
                     ));
@@ -117,15 +120,32 @@ impl Llm for Service {
             let outcome = registry
                 .stream
                 .waterfall(call, move |call: RArc<StreamCall>| async move {
-                    // The innermost step: nothing can change the request after this check.
-                    if let Err(violation) =
-                        dsh_visible_check::check_request(&inner_registry.ctx, &parsed).await
-                    {
-                        return Ok(RErr(failure_json(FailureCode::InvalidRequest, violation)));
-                    }
+                    // The innermost step: a listener may have answered another request, so
+                    // the one that leaves is read from the call.
+                    let mut request = match call.request.decode() {
+                        Ok(request) => request,
+                        Err(error) => {
+                            return Ok(RErr(failure(
+                                FailureCode::InvalidRequest,
+                                format!("llm: bad request: {error}"),
+                            )));
+                        }
+                    };
+                    let session =
+                        match dsh_visible_check::check_request(&inner_registry.ctx, &request).await
+                        {
+                            Ok(session) => session,
+                            Err(refusal) => {
+                                return Ok(RErr(failure(
+                                    FailureCode::InvalidRequest,
+                                    refusal.to_string(),
+                                )));
+                            }
+                        };
+                    let history = history_of(&mut request, session);
                     Ok(match inner_registry.adapter(&call.provider) {
-                        Some(adapter) => adapter.stream(call.request.clone()).await,
-                        None => RErr(failure_json(
+                        Some(adapter) => adapter.stream(Json::encode(&request), history).await,
+                        None => RErr(failure(
                             FailureCode::InvalidRequest,
                             format!(
                                 "llm: no adapter is registered for provider route `{}`",
@@ -137,7 +157,7 @@ impl Llm for Service {
                 .await;
             match outcome {
                 Ok(outcome) => outcome,
-                Err(error) => RErr(failure_json(
+                Err(error) => RErr(failure(
                     FailureCode::Unknown,
                     format!("llm/stream: {error}"),
                 )),
@@ -152,11 +172,70 @@ impl Llm for Service {
         providers.into_iter().map(RString::from).collect()
     }
 
-    fn models(&self, provider: RString) -> ROption<RString> {
+    fn models(&self, provider: RString) -> ROption<Json<Vec<CatalogModel>>> {
         match self.0.adapter(&provider) {
             Some(adapter) => RSome(adapter.models()),
             None => RNone,
         }
+    }
+}
+
+/// The history the adapter sends, taken out of the checked request: the session's derived
+/// messages for a request that refers to them (read only if the adapter reads them), else the
+/// request's own messages.
+fn history_of(request: &mut GenerateRequest, session: Option<SessionBox>) -> HistoryBox {
+    let reference = request.history.take();
+    match (reference, session) {
+        (Some(reference), Some(session)) => History_TO::from_ptr(
+            RArc::new(SessionHistory {
+                view: session.derive_messages(),
+                count: reference.count,
+            }),
+            TD_Opaque,
+        ),
+        _ => {
+            let messages = std::mem::take(&mut request.messages);
+            History_TO::from_ptr(
+                RArc::new(InlineHistory(messages.iter().map(Json::encode).collect())),
+                TD_Opaque,
+            )
+        }
+    }
+}
+
+/// The first `count` derived messages of a session, at the snapshot the request was checked on.
+struct SessionHistory {
+    view: DerivedViewBox,
+    count: u64,
+}
+
+impl History for SessionHistory {
+    fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn message(&self, index: u64) -> ROption<Json<Message>> {
+        if index < self.count {
+            self.view.message(index)
+        } else {
+            RNone
+        }
+    }
+}
+
+/// A request's own messages (a request outside any session).
+struct InlineHistory(Vec<Json<Message>>);
+
+impl History for InlineHistory {
+    fn count(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn message(&self, index: u64) -> ROption<Json<Message>> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|index| self.0.get(index).cloned())
+            .into()
     }
 }
 

@@ -23,19 +23,38 @@ use dsh_plugin_api::{Channel, LogLevel, ParallelEvent};
 use dsh_session_seam::{FlushRequest, SESSION_FLUSH};
 use dsh_tools_seam::TOOLS_EXECUTE;
 
-/// Flush one session's log; the error names the session and the checkpoint.
+/// A checkpoint that could not be made durable.
+#[derive(Debug, thiserror::Error)]
+#[error("session `{session}`: flush {point} failed: {error}")]
+struct FlushFailed {
+    session: String,
+    point: String,
+    error: PluginError,
+}
+
+impl From<FlushFailed> for PluginError {
+    fn from(failed: FlushFailed) -> Self {
+        PluginError::plugin(failed.to_string())
+    }
+}
+
+/// Flush one session's log.
 async fn flush(
     channel: &Channel<ParallelEvent<FlushRequest>>,
-    session: &RString,
+    session: &str,
     point: &str,
-) -> Result<(), String> {
+) -> Result<(), FlushFailed> {
     let request = RArc::new(FlushRequest {
-        session: RSome(session.clone()),
+        session: RSome(RString::from(session)),
     });
     channel
         .parallel(request)
         .await
-        .map_err(|error| format!("session `{session}`: flush {point} failed: {error}"))
+        .map_err(|error| FlushFailed {
+            session: session.to_owned(),
+            point: point.to_owned(),
+            error,
+        })
 }
 
 pub struct CheckpointsPlugin;
@@ -51,10 +70,11 @@ impl Plugin for CheckpointsPlugin {
         ctx.prepend().on_waterfall(&AGENT_PRE_STEP, move |next| {
             let channel = on_pre_step.clone();
             async move {
-                let step = next.payload();
-                flush(&channel, &step.session, "at the pre-step")
-                    .await
-                    .map_err(PluginError::plugin)?;
+                let step = next
+                    .payload()
+                    .decode()
+                    .map_err(|error| PluginError::plugin(error.to_string()))?;
+                flush(&channel, &step.session, "at the pre-step").await?;
                 next.run().await
             }
         })?;
@@ -66,9 +86,7 @@ impl Plugin for CheckpointsPlugin {
                 let session = request.session.clone();
                 // Shaped by every listener first, then made durable right before it leaves.
                 let shaped = next.run().await?;
-                flush(&channel, &session, "before the model request")
-                    .await
-                    .map_err(PluginError::plugin)?;
+                flush(&channel, &session, "before the model request").await?;
                 Ok(shaped)
             }
         })?;
@@ -84,7 +102,7 @@ impl Plugin for CheckpointsPlugin {
                 {
                     // The body still runs: refusing it would turn a storage hiccup into a
                     // failed tool, and recovery already treats an unlogged call as not started.
-                    log.log(LogLevel::Error, &error);
+                    log.log(LogLevel::Error, &error.to_string());
                 }
                 next.run().await
             }

@@ -16,8 +16,10 @@ use std::sync::{Arc, Mutex};
 use abi_stable::std_types::RString;
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_seam::{EventRecord, SESSION_DISPOSED, SESSION_EVENT, append_or_report, open_live};
-use serde_json::{Value, json};
+use dsh_protocol::{ContentBlock, MessageSource, SessionTitleEvent, TitleSource, UserMessageEvent};
+use dsh_session_seam::{
+    EventRecord, NewEventRecord, SESSION_DISPOSED, SESSION_EVENT, append_or_report, open_live,
+};
 
 /// Config of `session-title`.
 #[derive(Deserialize, JsonSchema)]
@@ -42,19 +44,17 @@ impl Default for TitleConfig {
 
 /// The text a human message would be titled from, if it is one.
 fn human_text(record: &EventRecord) -> Option<(u64, String)> {
-    if record.kind.as_str() != "user/message" {
+    let UserMessageEvent(message) = record.decode::<UserMessageEvent>()?.ok()?;
+    if !matches!(message.source, MessageSource::User { .. }) {
         return None;
     }
-    let event: Value = serde_json::from_str(&record.json).ok()?;
-    let data = &event["data"];
-    if data["source"]["kind"] != "user" {
-        return None;
-    }
-    let text: Vec<&str> = data["content"]
-        .as_array()?
+    let text: Vec<&str> = message
+        .content
         .iter()
-        .filter(|block| block["type"] == "text")
-        .filter_map(|block| block["text"].as_str())
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
         .collect();
     Some((record.seq, text.join("\n")))
 }
@@ -117,16 +117,12 @@ impl Plugin for TitlePlugin {
                 if already_titled(&ctx, &session, seq) {
                     return;
                 }
-                let data =
-                    json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}});
-                append_or_report(
-                    &ctx,
-                    "session-title",
-                    &session,
-                    "session/title",
-                    &data.to_string(),
-                )
-                .await;
+                let data = SessionTitleEvent {
+                    title,
+                    message_seqs: vec![seq],
+                    source: TitleSource::Fallback,
+                };
+                append_or_report(&ctx, "session-title", &session, NewEventRecord::of(&data)).await;
             });
             if let Err(error) = spawned {
                 listener_ctx.log(

@@ -1,6 +1,8 @@
 //! One live session: its log, the records shared with readers, and the commit path.
 
+use dsh_plugin_api::Json;
 use dsh_plugin_api::lock;
+use dsh_protocol::Message;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -60,10 +62,11 @@ fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionE
         record.time.into_option().unwrap_or_else(now_ms),
     );
     if let RSome(op) = &record.surface_op {
-        let op: SurfaceOp = serde_json::from_str(op).map_err(|error| {
+        let op: SurfaceOp = op.decode().map_err(|error| {
             rejected(format!(
-                "event {index} ({}): surfaceOp `{op}`: {error}",
-                record.kind
+                "event {index} ({}): surfaceOp `{}`: {error}",
+                record.kind,
+                op.text()
             ))
         })?;
         event.surface_op = Some(op);
@@ -258,13 +261,14 @@ impl DerivedView for View {
         self.0.len() as u64
     }
 
-    fn message(&self, index: u64) -> ROption<RString> {
+    fn message(&self, index: u64) -> ROption<Json<Message>> {
         let Ok(index) = usize::try_from(index) else {
             return RNone;
         };
         match self.0.get(index) {
+            // The log's message as its JSON, not re-read as a typed value on the way.
             Some(message) => match serde_json::to_string(&message.to_value()) {
-                Ok(json) => RSome(RString::from(json)),
+                Ok(json) => RSome(Json::from_text(json)),
                 Err(_) => RNone,
             },
             None => RNone,

@@ -8,13 +8,13 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
+use dsh_session_jsonl::SessionHeader;
 use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, TypeRequirement, fork};
 use dsh_session_seam::{
     CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
     SESSION_PERSISTENCE, Session_TO, SessionBox, SessionError, SessionErrorKind,
     SessionStoreService, Sessions,
 };
-use serde_json::json;
 
 use crate::ids::{new_session_id, now_ms};
 use crate::live::{Handle, LiveSession, Wiring};
@@ -136,17 +136,21 @@ impl Inner {
             ));
         }
         let wiring = self.wiring()?;
-        let mut header = json!({"type": "session", "version": 0, "id": id, "createdAt": now_ms()});
-        if let ROption::RSome(cwd) = &request.cwd {
-            header["cwd"] = json!(cwd.as_str());
-        }
-        if let ROption::RSome(parent) = &request.parent {
-            header["parentSession"] = json!(parent.as_str());
-        }
-        header["delegationDepth"] = json!(request.delegation_depth);
+        let mut header = SessionHeader::new(id.as_str(), now_ms());
+        header.cwd = request
+            .cwd
+            .as_ref()
+            .into_option()
+            .map(|cwd| cwd.to_string());
+        header.parent_session = request
+            .parent
+            .as_ref()
+            .into_option()
+            .map(|parent| parent.to_string());
+        header.delegation_depth = request.delegation_depth;
         if let Some(store) = &wiring.store {
             store
-                .create(RString::from(header.to_string()))
+                .create(RString::from(header.to_line()))
                 .await
                 .into_result()?;
         }
@@ -223,12 +227,11 @@ impl Inner {
         let id = child.unwrap_or_else(new_session_id);
         let wiring = self.wiring()?;
         if let Some(store) = &wiring.store {
-            let header = json!({
-                "type": "session", "version": 0, "id": id, "createdAt": now_ms(),
-                "parentSession": source, "seedLength": seeded.len(), "delegationDepth": 0,
-            });
+            let mut header = SessionHeader::new(id.as_str(), now_ms());
+            header.parent_session = Some(source.clone());
+            header.seed_length = Some(seeded.len() as u64);
             store
-                .create(RString::from(header.to_string()))
+                .create(RString::from(header.to_line()))
                 .await
                 .into_result()?;
         }

@@ -13,10 +13,9 @@ mod store;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use abi_stable::std_types::RString;
 use dsh_plugin_api::prelude::*;
+use dsh_protocol::{ContentBlock, PostDecision};
 use dsh_tools_seam::TOOLS_POST_EXECUTE;
-use serde_json::{Value, json};
 
 /// Config of `spill`.
 #[derive(Deserialize, JsonSchema)]
@@ -44,13 +43,13 @@ impl Default for SpillConfig {
 }
 
 /// The text of a plain-text content list, or `None` when a block is not text.
-fn plain_text(content: &Value) -> Option<String> {
+fn plain_text(content: &[ContentBlock]) -> Option<String> {
     let mut text = String::new();
-    for block in content.as_array()? {
-        if block["type"] != "text" {
+    for block in content {
+        let ContentBlock::Text { text: part } = block else {
             return None;
-        }
-        text.push_str(block["text"].as_str()?);
+        };
+        text.push_str(part);
     }
     Some(text)
 }
@@ -104,24 +103,25 @@ impl Plugin for SpillPlugin {
             async move {
                 let post = next.payload_arc();
                 let decided = next.run().await?;
-                let mut decision: Value = match serde_json::from_str(&decided) {
-                    Ok(decision) => decision,
-                    Err(_) => return Ok(decided),
-                };
                 let call = &post.call;
-                let outcome: Value = serde_json::from_str(&post.outcome).unwrap_or(Value::Null);
-                if decision["kind"] != "accept"
-                    || decision.get("value").is_some()
-                    || call.session.is_empty()
-                    || exempt.iter().any(|name| name == call.name.as_str())
-                    || outcome["isError"] != false
-                {
+                if call.session.is_empty() || exempt.iter().any(|name| name == call.name.as_str()) {
                     return Ok(decided);
                 }
-                let content = match decision.get("content") {
-                    Some(content) => content.clone(),
-                    None => outcome["content"].clone(),
+                let (Ok(decision), Ok(outcome)) = (decided.decode(), post.outcome.decode()) else {
+                    return Ok(decided);
                 };
+                let PostDecision::Accept {
+                    content,
+                    value: None,
+                    additional_contexts,
+                } = decision
+                else {
+                    return Ok(decided);
+                };
+                if outcome.is_error {
+                    return Ok(decided);
+                }
+                let content = content.unwrap_or(outcome.content);
                 let Some(text) = plain_text(&content).filter(|text| text.len() > max) else {
                     return Ok(decided);
                 };
@@ -145,8 +145,11 @@ impl Plugin for SpillPlugin {
                     );
                     return Ok(decided);
                 }
-                decision["content"] = json!([{"type": "text", "text": replacement}]);
-                Ok(RString::from(decision.to_string()))
+                Ok(Json::encode(&PostDecision::Accept {
+                    content: Some(vec![ContentBlock::text(replacement)]),
+                    value: None,
+                    additional_contexts,
+                }))
             }
         })?;
         Ok(())

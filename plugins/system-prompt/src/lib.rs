@@ -26,15 +26,19 @@ use std::sync::{Arc, Mutex, Weak};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{
-    PromptRequest, SYSTEM_PROMPT, SYSTEM_PROMPT_ASSEMBLE, SectionHandle, SectionHandle_TO,
-    SectionHandleBox, SystemPrompt, SystemPrompt_TO,
-};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, lock};
+use dsh_prompt_seam::{
+    SYSTEM_PROMPT, SYSTEM_PROMPT_ASSEMBLE, SectionHandle, SectionHandle_TO, SectionHandleBox,
+    SystemPrompt, SystemPrompt_TO,
+};
+use dsh_protocol::{
+    AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, ToolGuidance,
+};
 use dsh_session_seam::SESSION_DISPOSED;
 use dsh_tools_seam::{ResultView, TOOLS, TOOLS_RESULT, ToolsService};
-use serde_json::{Value, json};
+
+use crate::variables::VariableError;
 
 /// Config of `system-prompt`.
 #[derive(Deserialize, JsonSchema)]
@@ -80,7 +84,7 @@ struct Prompt {
     /// The last render and what it was rendered from: a loop assembles every step and the
     /// inputs rarely change.
     rendered: Mutex<Option<(RenderKey, String)>>,
-    assemble: Channel<WaterfallEvent<PromptRequest, RString>>,
+    assemble: Channel<WaterfallEvent<Json<PromptRequest>, RString>>,
     agents_md: Option<usize>,
     /// Tell the model its file and approval policies (the runtime-context snapshot).
     runtime_context: bool,
@@ -146,15 +150,31 @@ impl Prompt {
         {
             return;
         }
-        let logged: Value = serde_json::from_str(&result.result).unwrap_or(Value::Null);
-        if logged["message"]["content"][0]["isError"] == true {
+        let failed = result.result.decode().map_or(true, |logged| {
+            logged.message.content.iter().any(|block| {
+                matches!(
+                    block,
+                    ContentBlock::ToolResult {
+                        is_error: Some(true),
+                        ..
+                    }
+                )
+            })
+        });
+        if failed {
             return;
         }
-        let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-        let Some(file) = arguments["file_path"].as_str() else {
+        /// The one argument every file tool shares.
+        #[derive(Deserialize)]
+        #[serde(crate = "dsh_plugin_api::serde")]
+        struct FilePath {
+            file_path: String,
+        }
+        let Ok(arguments) = serde_json::from_str::<FilePath>(&call.arguments) else {
             return;
         };
-        let dirs = instructions::directories_below(Path::new(call.cwd.as_str()), file);
+        let dirs =
+            instructions::directories_below(Path::new(call.cwd.as_str()), &arguments.file_path);
         if !dirs.is_empty() {
             lock(&self.touched)
                 .entry(call.session.to_string())
@@ -165,9 +185,18 @@ impl Prompt {
 
     /// The sections of `request` in order: the registered ones and the guidance of the tools
     /// its scope sees (`tool:<name>`), each interpolated; empty ones dropped.
-    fn render(&self, request: &PromptRequest) -> Result<String, String> {
+    fn render(&self, request: &PromptRequest) -> Result<String, VariableError> {
         let guidance = match self.ctx.get::<ToolsService>(TOOLS) {
-            Ok(Some(tools)) => tools.guidance(request.scope.clone()).into_string(),
+            Ok(Some(tools)) => tools
+                .guidance(
+                    request
+                        .scope
+                        .iter()
+                        .map(|key| RString::from(key.as_str()))
+                        .collect(),
+                )
+                .into_text()
+                .into_string(),
             _ => String::new(),
         };
         let key = RenderKey {
@@ -187,20 +216,17 @@ impl Prompt {
         Ok(text)
     }
 
-    fn render_from(&self, key: &RenderKey) -> Result<String, String> {
+    fn render_from(&self, key: &RenderKey) -> Result<String, VariableError> {
         let mut sections: Vec<(i64, String, String)> = lock(&self.sections)
             .iter()
             .map(|((order, id), text)| (*order, id.clone(), text.clone()))
             .collect();
-        let guidance: Value = serde_json::from_str(&key.guidance).unwrap_or_default();
-        for entry in guidance.as_array().into_iter().flatten() {
-            if let (Some(order), Some(name), Some(text)) = (
-                entry["order"].as_i64(),
-                entry["name"].as_str(),
-                entry["text"].as_str(),
-            ) {
-                sections.push((order, format!("tool:{name}"), text.to_owned()));
-            }
+        let guidance: Vec<ToolGuidance> =
+            Json::<Vec<ToolGuidance>>::from_text(key.guidance.as_str())
+                .decode()
+                .unwrap_or_default();
+        for entry in guidance {
+            sections.push((entry.order, format!("tool:{}", entry.name), entry.text));
         }
         sections.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         let mut variables = lock(&self.variables).clone();
@@ -229,25 +255,22 @@ impl Prompt {
 struct Service(Arc<Prompt>);
 
 impl SystemPrompt for Service {
-    fn section(&self, owner: RString, section: RString) -> RResult<SectionHandleBox, RString> {
-        let value: Value = match serde_json::from_str(&section) {
-            Ok(value) => value,
-            Err(error) => return RErr(format!("{owner}: a section is JSON: {error}").into()),
+    fn section(
+        &self,
+        owner: RString,
+        section: Json<PromptSection>,
+    ) -> RResult<SectionHandleBox, RString> {
+        let PromptSection { id, order, text } = match section.decode() {
+            Ok(section) => section,
+            Err(error) => return RErr(format!("{owner}: {error}").into()),
         };
-        let (Some(id), Some(order), Some(text)) = (
-            value["id"].as_str(),
-            value["order"].as_i64(),
-            value["text"].as_str(),
-        ) else {
-            return RErr(format!("{owner}: a section is {{\"id\",\"order\",\"text\"}}").into());
-        };
-        let key = (order, id.to_owned());
+        let key = (order, id.clone());
         {
             let mut sections = lock(&self.0.sections);
-            if sections.keys().any(|(_, existing)| existing == id) {
+            if sections.keys().any(|(_, existing)| *existing == id) {
                 return RErr(format!("{owner}: prompt section `{id}` already exists").into());
             }
-            sections.insert(key.clone(), text.to_owned());
+            sections.insert(key.clone(), text);
             self.0.version.fetch_add(1, Ordering::AcqRel);
         }
         ROk(SectionHandle_TO::from_value(
@@ -288,45 +311,66 @@ impl SystemPrompt for Service {
         ))
     }
 
-    fn assemble(&self, request: PromptRequest) -> FfiFuture<RString> {
+    fn assemble(
+        &self,
+        request: Json<PromptRequest>,
+    ) -> FfiFuture<RResult<Json<AssembledPrompt>, RString>> {
         let prompt = self.0.clone();
         async move {
-            let joined = match prompt.render(&request) {
+            let decoded = match request.decode() {
+                Ok(decoded) => decoded,
+                Err(error) => return RErr(RString::from(error.to_string())),
+            };
+            let joined = match prompt.render(&decoded) {
                 Ok(joined) => joined,
-                Err(error) => return RString::from(json!({"error": error}).to_string()),
+                Err(error) => return RErr(RString::from(error.to_string())),
             };
             let assembled = prompt
                 .assemble
-                .waterfall(RArc::new(request.clone()), move |_| async move {
+                .waterfall(RArc::new(request), move |_| async move {
                     Ok(RString::from(joined))
                 })
                 .await;
             let system = match assembled {
                 Ok(system) => system.into_string(),
-                Err(error) => {
-                    return RString::from(json!({"error": error.to_string()}).to_string());
-                }
+                Err(error) => return RErr(RString::from(error.to_string())),
             };
-            let mut contexts = Vec::new();
-            if prompt.runtime_context {
-                contexts.push(runtime::context(&prompt.ctx, request.cwd.as_str()));
-            }
-            if let Some(cap) = prompt.agents_md {
-                let cwd = Path::new(request.cwd.as_str());
-                if let Some(text) = instructions::agents_md(cwd, cap) {
-                    contexts.push(json!({"key": "agents-md", "text": text}));
-                }
-                let touched = lock(&prompt.touched)
-                    .get(request.session.as_str())
-                    .cloned()
-                    .unwrap_or_default();
-                for (key, text) in instructions::nested(cwd, &touched, cap) {
-                    contexts.push(json!({"key": key, "text": text}));
-                }
-            }
-            RString::from(json!({"system": system, "contexts": contexts}).to_string())
+            ROk(Json::encode(&AssembledPrompt {
+                system,
+                contexts: prompt.contexts(&decoded),
+            }))
         }
         .into_ffi()
+    }
+}
+
+impl Prompt {
+    /// The snapshots of `request`: the runtime context, the `AGENTS.md` chain of its working
+    /// directory, and those of the directories below it the agent worked in.
+    fn contexts(&self, request: &PromptRequest) -> Vec<PromptContext> {
+        let mut contexts = Vec::new();
+        if self.runtime_context {
+            contexts.push(runtime::context(&self.ctx, &request.cwd));
+        }
+        if let Some(cap) = self.agents_md {
+            let cwd = Path::new(&request.cwd);
+            let snapshot = |key: String, text: String| PromptContext {
+                key,
+                text,
+                sections: None,
+            };
+            if let Some(text) = instructions::agents_md(cwd, cap) {
+                contexts.push(snapshot("agents-md".to_owned(), text));
+            }
+            let touched = lock(&self.touched)
+                .get(&request.session)
+                .cloned()
+                .unwrap_or_default();
+            for (key, text) in instructions::nested(cwd, &touched, cap) {
+                contexts.push(snapshot(key, text));
+            }
+        }
+        contexts
     }
 }
 

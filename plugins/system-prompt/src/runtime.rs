@@ -4,9 +4,9 @@
 //! (`approval:policy`, from the `approval` service). It changes rarely, so the loop logs it
 //! again only when it does.
 
+use dsh_approval_seam::{APPROVAL, ApprovalService};
 use dsh_plugin_api::Context;
-use dsh_tools_seam::{APPROVAL, ApprovalService};
-use serde_json::{Value, json};
+use dsh_protocol::{ApprovalPolicy, PromptContext, SnapshotSection};
 
 /// The file policy's text for `mode` in the working directory `cwd`.
 fn sandbox_text(mode: &str, cwd: &str) -> String {
@@ -25,39 +25,46 @@ fn sandbox_text(mode: &str, cwd: &str) -> String {
     }
 }
 
-fn approval_text(policy: &str) -> &'static str {
+fn approval_text(policy: ApprovalPolicy) -> &'static str {
     match policy {
-        "never" => {
+        ApprovalPolicy::Never => {
             "Approval policy: never. A call that needs approval is refused without asking; do \
              not ask for wider permissions."
         }
-        _ => {
+        ApprovalPolicy::Ask => {
             "Approval policy: ask. A call that needs approval is put to whoever can answer; when \
              no one can, it is refused."
         }
     }
 }
 
-/// The snapshot as a context: `{"key","text","sections":[{"name","text"}]}`.
-pub(crate) fn context(ctx: &Context, cwd: &str) -> Value {
+/// The snapshot as a context, with its named sections.
+pub(crate) fn context(ctx: &Context, cwd: &str) -> PromptContext {
     let mode = std::env::var("DSH_PERMISSION_MODE").unwrap_or_default();
     let mut sections = vec![("sandbox:policy", sandbox_text(&mode, cwd))];
     if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL) {
-        sections.push((
-            "approval:policy",
-            approval_text(&approval.policy()).to_owned(),
-        ));
+        // A policy that does not read is the stricter one.
+        let policy = approval.policy().decode().unwrap_or(ApprovalPolicy::Never);
+        sections.push(("approval:policy", approval_text(policy).to_owned()));
     }
     let mut text = String::from("Runtime context (it replaces any earlier runtime context):");
     for (_, section) in &sections {
         text.push_str("\n\n");
         text.push_str(section);
     }
-    let sections: Vec<Value> = sections
-        .iter()
-        .map(|(name, text)| json!({"name": name, "text": text}))
-        .collect();
-    json!({"key": "runtime-context", "text": text, "sections": sections})
+    PromptContext {
+        key: "runtime-context".to_owned(),
+        text,
+        sections: Some(
+            sections
+                .into_iter()
+                .map(|(name, text)| SnapshotSection {
+                    name: name.to_owned(),
+                    text,
+                })
+                .collect(),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -70,7 +77,7 @@ mod tests {
         assert!(sandbox_text("", "/w").starts_with("File policy: workspace-write."));
         assert!(sandbox_text("read-only", "/w").contains("refuse every change"));
         assert!(sandbox_text("danger-full-access", "/w").contains("not restricted"));
-        assert!(approval_text("never").contains("without asking"));
-        assert!(approval_text("ask").contains("whoever can answer"));
+        assert!(approval_text(ApprovalPolicy::Never).contains("without asking"));
+        assert!(approval_text(ApprovalPolicy::Ask).contains("whoever can answer"));
     }
 }

@@ -10,13 +10,36 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// A reference that cannot be replaced, or a name that cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum VariableError {
+    #[error(
+        "malformed prompt variable reference \"{{{{{name}}}}}\" in section \"{section}\" (variable names match [a-z][a-z0-9_]*)"
+    )]
+    Malformed { name: String, section: String },
+    #[error(
+        "unknown prompt variable \"{{{{{name}}}}}\" in section \"{section}\"; registered variables: {known}"
+    )]
+    Unknown {
+        name: String,
+        section: String,
+        known: String,
+    },
+    #[error(
+        "prompt variable \"{{{{{name}}}}}\" has no value for this assembly (section \"{section}\")"
+    )]
+    Empty { name: String, section: String },
+    #[error("prompt variable name `{0}` does not match [a-z][a-z0-9_]*")]
+    BadName(String),
+}
+
 /// `text` with every reference replaced by its value; the error names the reference and the
 /// section (`section`).
 pub(crate) fn interpolate(
     text: &str,
     section: &str,
     variables: &BTreeMap<String, String>,
-) -> Result<String, String> {
+) -> Result<String, VariableError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find("{{") {
@@ -25,9 +48,10 @@ pub(crate) fn interpolate(
         };
         let name = &rest[open + 2..open + 2 + close];
         if !valid_name(name) {
-            return Err(format!(
-                "malformed prompt variable reference \"{{{{{name}}}}}\" in section \"{section}\" (variable names match [a-z][a-z0-9_]*)"
-            ));
+            return Err(VariableError::Malformed {
+                name: name.to_owned(),
+                section: section.to_owned(),
+            });
         }
         let Some(value) = variables.get(name) else {
             let known: Vec<&str> = variables.keys().map(String::as_str).collect();
@@ -35,14 +59,17 @@ pub(crate) fn interpolate(
                 true => "(none)".to_owned(),
                 false => known.join(", "),
             };
-            return Err(format!(
-                "unknown prompt variable \"{{{{{name}}}}}\" in section \"{section}\"; registered variables: {known}"
-            ));
+            return Err(VariableError::Unknown {
+                name: name.to_owned(),
+                section: section.to_owned(),
+                known,
+            });
         };
         if value.is_empty() {
-            return Err(format!(
-                "prompt variable \"{{{{{name}}}}}\" has no value for this assembly (section \"{section}\")"
-            ));
+            return Err(VariableError::Empty {
+                name: name.to_owned(),
+                section: section.to_owned(),
+            });
         }
         out.push_str(&rest[..open]);
         out.push_str(value);
@@ -53,12 +80,10 @@ pub(crate) fn interpolate(
 }
 
 /// Whether `name` may be registered.
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), VariableError> {
     match valid_name(name) {
         true => Ok(()),
-        false => Err(format!(
-            "prompt variable name `{name}` does not match [a-z][a-z0-9_]*"
-        )),
+        false => Err(VariableError::BadName(name.to_owned())),
     }
 }
 
@@ -89,19 +114,25 @@ mod tests {
 
     #[test]
     fn unknown_malformed_and_valueless_references_fail_naming_the_section() {
-        let unknown = interpolate("{{modle}}", "persona", &vars()).unwrap_err();
+        let unknown = interpolate("{{modle}}", "persona", &vars())
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             unknown,
             "unknown prompt variable \"{{modle}}\" in section \"persona\"; registered variables: cwd, model, provider"
         );
-        let malformed = interpolate("{{ model }}", "tool:bash", &vars()).unwrap_err();
+        let malformed = interpolate("{{ model }}", "tool:bash", &vars())
+            .unwrap_err()
+            .to_string();
         assert!(
             malformed.starts_with(
                 "malformed prompt variable reference \"{{ model }}\" in section \"tool:bash\""
             ),
             "{malformed}"
         );
-        let empty = interpolate("{{provider}}", "persona", &vars()).unwrap_err();
+        let empty = interpolate("{{provider}}", "persona", &vars())
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             empty,
             "prompt variable \"{{provider}}\" has no value for this assembly (section \"persona\")"

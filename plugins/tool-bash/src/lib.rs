@@ -15,16 +15,20 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::io::subprocess::{
     EnvVar, OutputStream, SUBPROCESS_SERVICE, SpawnRequest, SubprocessService,
 };
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Service, lock};
+use dsh_plugin_api::{Serialize, Service, lock};
+use dsh_protocol::{
+    Concurrency, ContentBlock, Guidance, OutcomeSummary, ToolDecl, ToolReply, ToolSuccess,
+};
 use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
     clamp_timeout_ms, render_shell_result,
 };
-use dsh_tools_seam::{CallView, CancelBox, Either, TOOLS, Tool, Tool_TO, ToolsService, first_of};
+use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
 use serde_json::{Value, json};
 
 use crate::output::Tail;
@@ -78,47 +82,83 @@ struct Bash {
     config: Arc<BashConfig>,
 }
 
-fn error_reply(message: &str) -> RString {
-    RString::from(json!({ "error": { "message": message } }).to_string())
+/// The arguments of a call, as the parameters declare them.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Arguments {
+    command: String,
+    #[serde(default, rename = "timeoutMs")]
+    timeout_ms: Option<f64>,
+    #[serde(default)]
+    workdir: Option<String>,
+    #[serde(default)]
+    run_in_background: Option<bool>,
+}
+
+/// The canonical value of a run, which `render` turns back into content.
+#[derive(Serialize, Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
+struct RunValue {
+    exit_code: Option<i32>,
+    timed_out: bool,
+    output: String,
+}
+
+/// Why a call produced no run, in words for the model.
+#[derive(Debug, thiserror::Error)]
+enum BashError {
+    #[error("arguments are not valid: {0}")]
+    Arguments(serde_json::Error),
+    #[error("run_in_background is not supported yet: run the command in the foreground")]
+    Background,
+    #[error("{0}")]
+    Timeout(String),
+    #[error("workdir {0} is not a directory")]
+    Workdir(String),
+    #[error("bash could not start: {0}")]
+    Spawn(String),
+    #[error("bash: {0}")]
+    Wait(String),
+    #[error("the command was cancelled; its process group was terminated")]
+    Cancelled,
 }
 
 /// The system-prompt guidance of `bash`.
 const GUIDANCE: &str = "Every bash call starts a fresh shell, so pass workdir instead of cd and repeat any environment a command needs. A failed command ends its result with [exit code: N]: read it and find out why before you go on.";
 
 impl Tool for Bash {
-    fn spec(&self) -> RString {
-        RString::from(
-            json!({
-                "name": "bash",
-                "description": DESCRIPTION,
-                "parameters": parameters(),
-                "concurrency": "parallel",
-                "guidance": {"order": 105, "text": GUIDANCE},
-            })
-            .to_string(),
-        )
+    fn spec(&self) -> Json<ToolDecl> {
+        let mut decl = ToolDecl::new("bash", DESCRIPTION, parameters());
+        decl.concurrency = Concurrency::Parallel;
+        decl.guidance = Some(Guidance {
+            order: 105,
+            text: GUIDANCE.to_owned(),
+        });
+        Json::encode(&decl)
     }
 
     /// A run's value carries its rendered output: the content is that text.
-    fn render(&self, value: RString) -> ROption<RString> {
-        let value: Value = serde_json::from_str(&value).unwrap_or(Value::Null);
-        match value["output"].as_str() {
-            Some(text) => RSome(RString::from(
-                json!([{ "type": "text", "text": text }]).to_string(),
-            )),
+    fn render(&self, value: Json<Value>) -> ROption<Json<Vec<ContentBlock>>> {
+        let value = value
+            .decode()
+            .ok()
+            .and_then(|value| serde_json::from_value::<RunValue>(value).ok());
+        match value {
+            Some(run) => RSome(Json::encode(&vec![ContentBlock::text(run.output)])),
             None => RNone,
         }
     }
 
-    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<RString> {
+    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
         let ctx = self.ctx.clone();
         let subprocess = self.subprocess.clone();
         let config = self.config.clone();
         async move {
-            match run(&ctx, &subprocess, &config, &call, cancel).await {
+            let reply = match run(&ctx, &subprocess, &config, &call, cancel).await {
                 Ok(reply) => reply,
-                Err(message) => error_reply(&message),
-            }
+                Err(error) => ToolReply::error(error.to_string()),
+            };
+            Json::encode(&reply)
         }
         .into_ffi()
     }
@@ -127,7 +167,7 @@ impl Tool for Bash {
         RNone
     }
 
-    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
         RNone
     }
 }
@@ -139,35 +179,33 @@ enum End<T> {
     Cancelled,
 }
 
-/// Runs one call; `Err` is a message for the model.
+/// Runs one call; an error is a message for the model.
 async fn run(
     ctx: &Context,
     subprocess: &SubprocessService,
     config: &BashConfig,
     call: &CallView,
     cancel: CancelBox,
-) -> Result<RString, String> {
-    let arguments: Value = serde_json::from_str(&call.arguments)
-        .map_err(|error| format!("arguments are not JSON: {error}"))?;
-    let command = arguments["command"].as_str().unwrap_or_default().to_owned();
-    if arguments["run_in_background"] == Value::Bool(true) {
-        return Err(
-            "run_in_background is not supported yet: run the command in the foreground".to_owned(),
-        );
+) -> Result<ToolReply, BashError> {
+    let arguments: Arguments =
+        serde_json::from_str(&call.arguments).map_err(BashError::Arguments)?;
+    if arguments.run_in_background == Some(true) {
+        return Err(BashError::Background);
     }
     let timeout_ms = clamp_timeout_ms(
-        arguments["timeoutMs"].as_f64(),
+        arguments.timeout_ms,
         config.timeout_ms,
         MAX_SHELL_TIMEOUT_MS,
     )
-    .map_err(|error| error.to_string())?;
-    let cwd = match arguments["workdir"].as_str() {
+    .map_err(|error| BashError::Timeout(error.to_string()))?;
+    let cwd = match &arguments.workdir {
         Some(workdir) => Path::new(call.cwd.as_str()).join(workdir),
         None => Path::new(call.cwd.as_str()).to_path_buf(),
     };
     if !cwd.is_dir() {
-        return Err(format!("workdir {} is not a directory", cwd.display()));
+        return Err(BashError::Workdir(cwd.display().to_string()));
     }
+    let command = arguments.command;
     let mut env = vec![EnvVar {
         name: "DSH_SHELL".into(),
         value: "1".into(),
@@ -195,7 +233,7 @@ async fn run(
     let process = subprocess
         .spawn(request)
         .into_result()
-        .map_err(|error| format!("bash could not start: {error}"))?;
+        .map_err(|error| BashError::Spawn(error.to_string()))?;
     let stdout = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let stderr = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let reading = {
@@ -227,9 +265,9 @@ async fn run(
     };
     let status = status
         .into_result()
-        .map_err(|error| format!("bash: {error}"))?;
+        .map_err(|error| BashError::Wait(error.to_string()))?;
     if cancelled {
-        return Err("the command was cancelled; its process group was terminated".to_owned());
+        return Err(BashError::Cancelled);
     }
     let exit = match (status.code.into_option(), status.signal.into_option()) {
         (Some(code), _) => ExitStatus::Code(code),
@@ -246,19 +284,20 @@ async fn run(
         escalation_available: false,
     };
     let text = render_shell_result(&run);
-    let exit_code = match exit {
-        ExitStatus::Code(code) => json!(code),
-        ExitStatus::Signal(_) => Value::Null,
+    let value = RunValue {
+        exit_code: match exit {
+            ExitStatus::Code(code) => Some(code),
+            ExitStatus::Signal(_) => None,
+        },
+        timed_out: run.timed_out,
+        output: text.clone(),
     };
-    Ok(RString::from(
-        json!({
-            "ok": {
-                "value": { "exitCode": exit_code, "timedOut": run.timed_out, "output": text },
-                "content": [{ "type": "text", "text": text }],
-            }
-        })
-        .to_string(),
-    ))
+    Ok(ToolReply::Ok(ToolSuccess {
+        value: serde_json::to_value(&value).unwrap_or_default(),
+        content: vec![ContentBlock::text(text)],
+        meta: None,
+        concludes_turn: false,
+    }))
 }
 
 fn signal_name(signal: i32) -> String {

@@ -17,17 +17,23 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_fs_local::{FileSystem, Remote};
+use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::io::fs::{FS_SERVICE, FsService};
-use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{Serialize, lock};
+use dsh_protocol::{
+    ContentBlock, OutcomeSummary, TodoWriteEvent, ToolDecl, ToolError as ToolFailureReply,
+    ToolReply, ToolSuccess,
+};
+use dsh_session_seam::NewEventRecord;
 use dsh_session_seam::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
     EditArgs, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
     write,
 };
-use dsh_tools_seam::{CallView, CancelBox, Either, TOOLS, Tool, Tool_TO, ToolsService, first_of};
-use serde_json::{Value, json};
+use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
+use serde_json::Value;
 
 /// Which tool an object is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,13 +56,24 @@ const KINDS: [Kind; 6] = [
 ];
 
 /// Config of `tool-fs`.
-#[derive(Deserialize, JsonSchema, Default)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
 #[schemars(crate = "dsh_plugin_api::schemars")]
 #[serde(rename_all = "camelCase")]
 pub struct FsConfig {
     /// Tools not to register (by name).
     pub disable: Vec<String>,
+    /// Whether `todo_write` accepts several items `in_progress` (the reference ships it on).
+    pub allow_parallel_in_progress: bool,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        Self {
+            disable: Vec::new(),
+            allow_parallel_in_progress: true,
+        }
+    }
 }
 
 /// State shared by the six tools of one row.
@@ -67,6 +84,7 @@ struct Shared {
     fs: Arc<dyn FileSystem>,
     /// What each session has read, for the read-before-edit policy.
     observations: Mutex<HashMap<String, Arc<Observations>>>,
+    allow_parallel_in_progress: bool,
 }
 
 impl Shared {
@@ -91,22 +109,30 @@ struct FsTool {
     shared: Arc<Shared>,
 }
 
-fn error_reply(error: &ToolError) -> Value {
-    let mut body = json!({ "message": error.message() });
-    if let Some(info) = error.info_json() {
-        body["name"] = info["name"].clone();
-        body["code"] = info["code"].clone();
-    }
-    json!({ "error": body })
+fn error_reply(error: &ToolError) -> ToolReply {
+    let info = error.info();
+    ToolReply::Error(ToolFailureReply {
+        message: error.message().to_owned(),
+        name: info.as_ref().map(|info| info.name.clone()),
+        code: info.map(|info| info.code),
+        content: None,
+    })
 }
 
-fn ok_reply(text: String, meta: Option<Value>) -> Value {
-    let mut ok =
-        json!({ "value": { "text": text }, "content": [{ "type": "text", "text": text }] });
-    if let Some(meta) = meta {
-        ok["meta"] = meta;
-    }
-    json!({ "ok": ok })
+/// The value of every file tool's result: its text, which is also its content.
+#[derive(Serialize, Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct TextValue {
+    text: String,
+}
+
+fn ok_reply(text: String, meta: Option<Value>) -> ToolReply {
+    ToolReply::Ok(ToolSuccess {
+        value: serde_json::to_value(TextValue { text: text.clone() }).unwrap_or_default(),
+        content: vec![ContentBlock::text(text)],
+        meta,
+        concludes_turn: false,
+    })
 }
 
 /// The blocking body of one call: the reply, and for `todo_write` the event to log.
@@ -116,7 +142,8 @@ fn run(
     workspace: &Workspace,
     observations: &Observations,
     stop: Arc<AtomicBool>,
-) -> Result<(Value, Option<Value>), ToolError> {
+    allow_parallel_in_progress: bool,
+) -> Result<(ToolReply, Option<TodoWriteEvent>), ToolError> {
     let options = SearchOptions {
         cancel: Some(stop),
         ..SearchOptions::default()
@@ -155,18 +182,21 @@ fn run(
             (ok_reply(output.text, Some(output.meta)), None)
         }
         Kind::TodoWrite => {
-            let output = todo_write(&parse_args::<TodoWriteArgs>(arguments)?, false)?;
-            (ok_reply(output.text, None), Some(output.event_data))
+            let output = todo_write(
+                &parse_args::<TodoWriteArgs>(arguments)?,
+                allow_parallel_in_progress,
+            )?;
+            (ok_reply(output.text, None), Some(output.event))
         }
     })
 }
 
 impl Tool for FsTool {
-    fn spec(&self) -> RString {
-        RString::from(specs::spec(self.kind))
+    fn spec(&self) -> Json<ToolDecl> {
+        Json::encode(&specs::spec(self.kind))
     }
 
-    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<RString> {
+    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
         let (kind, shared) = (self.kind, self.shared.clone());
         async move {
             let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
@@ -176,9 +206,17 @@ impl Tool for FsTool {
             let observations = shared.observations(&call.session);
             let stop = Arc::new(AtomicBool::new(false));
             let job_stop = stop.clone();
-            let job = shared
-                .ctx
-                .blocking(move || run(kind, &arguments, &workspace, &observations, job_stop));
+            let parallel = shared.allow_parallel_in_progress;
+            let job = shared.ctx.blocking(move || {
+                run(
+                    kind,
+                    &arguments,
+                    &workspace,
+                    &observations,
+                    job_stop,
+                    parallel,
+                )
+            });
             // A search stops at its next entry when the call is cancelled (a walk can be long);
             // a file operation is short and always finishes, so its result stays truthful.
             let ran = match kind {
@@ -186,8 +224,9 @@ impl Tool for FsTool {
                     Either::Left(ran) => ran,
                     Either::Right(()) => {
                         stop.store(true, Ordering::Relaxed);
-                        let reply = json!({ "error": { "message": format!("{} was cancelled", specs::name(kind)) } });
-                        return RString::from(reply.to_string());
+                        let reply =
+                            ToolReply::error(format!("{} was cancelled", specs::name(kind)));
+                        return Json::encode(&reply);
                     }
                 },
                 _ => job.await,
@@ -200,17 +239,16 @@ impl Tool for FsTool {
                             &shared.ctx,
                             "tool-fs",
                             &call.session,
-                            "todo/write",
-                            &event.to_string(),
+                            NewEventRecord::of(&event),
                         )
                         .await;
                     }
                     reply
                 }
                 Ok(Err(error)) => error_reply(&error),
-                Err(error) => json!({ "error": { "message": error.to_string() } }),
+                Err(error) => ToolReply::error(error.to_string()),
             };
-            RString::from(reply.to_string())
+            Json::encode(&reply)
         }
         .into_ffi()
     }
@@ -219,17 +257,18 @@ impl Tool for FsTool {
         RNone
     }
 
-    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
         RNone
     }
 
     /// A result's value is `{"text"}`: the content is that text.
-    fn render(&self, value: RString) -> ROption<RString> {
-        let value: Value = serde_json::from_str(&value).unwrap_or(Value::Null);
-        match value["text"].as_str() {
-            Some(text) => RSome(RString::from(
-                json!([{ "type": "text", "text": text }]).to_string(),
-            )),
+    fn render(&self, value: Json<Value>) -> ROption<Json<Vec<ContentBlock>>> {
+        let value = value
+            .decode()
+            .ok()
+            .and_then(|value| serde_json::from_value::<TextValue>(value).ok());
+        match value {
+            Some(value) => RSome(Json::encode(&vec![ContentBlock::text(value.text)])),
             None => RNone,
         }
     }
@@ -260,6 +299,7 @@ impl Plugin for FsPlugin {
             mode: permission_mode(),
             fs,
             observations: Mutex::new(HashMap::new()),
+            allow_parallel_in_progress: config.allow_parallel_in_progress,
         });
         // A session's reads stop mattering once it is disposed.
         let forget = Arc::downgrade(&shared);

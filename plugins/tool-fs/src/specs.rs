@@ -1,5 +1,6 @@
 //! The model-facing declarations of the file and search tools (REFERENCE §3 parameters).
 
+use dsh_protocol::{Concurrency, Guidance, ToolDecl};
 use serde_json::{Value, json};
 
 use crate::Kind;
@@ -138,19 +139,17 @@ fn parameters(kind: Kind) -> Value {
     })
 }
 
-/// The `tools` spec JSON of `kind`. Reads and searches may overlap; mutations run alone.
-pub(crate) fn spec(kind: Kind) -> String {
-    let concurrency = match kind {
-        Kind::Read | Kind::Glob | Kind::Grep => "parallel",
-        Kind::Write | Kind::Edit | Kind::TodoWrite => "exclusive",
+/// The declaration of `kind`. Reads and searches may overlap; mutations run alone.
+pub(crate) fn spec(kind: Kind) -> ToolDecl {
+    let mut decl = ToolDecl::new(name(kind), description(kind), parameters(kind));
+    decl.concurrency = match kind {
+        Kind::Read | Kind::Glob | Kind::Grep => Concurrency::Parallel,
+        Kind::Write | Kind::Edit | Kind::TodoWrite => Concurrency::Exclusive,
     };
     let (order, text) = guidance(kind);
-    json!({
-        "name": name(kind),
-        "description": description(kind),
-        "parameters": parameters(kind),
-        "concurrency": concurrency,
-        "guidance": {"order": order, "text": text},
-    })
-    .to_string()
+    decl.guidance = Some(Guidance {
+        order,
+        text: text.to_owned(),
+    });
+    decl
 }

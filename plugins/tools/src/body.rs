@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::std_types::{RArc, RString};
-use dsh_tools_core::{ApprovalOutcome, AskAnswer, ToolFailure, ToolOutcome, parse_arguments};
-use dsh_tools_seam::{APPROVAL, ApprovalAsk, ApprovalService, CallView, CancelBox};
-use serde_json::Value;
-
-use dsh_tools_seam::{Either, first_of};
+use abi_stable::std_types::RArc;
+use dsh_approval_seam::{APPROVAL, ApprovalService};
+use dsh_plugin_api::Json;
+use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
+use dsh_protocol::{ApprovalOutcome, ApprovalRequest, ToolReply};
+use dsh_tools_core::{AskAnswer, ToolFailure, ToolOutcome, parse_arguments};
+use dsh_tools_seam::CallView;
 
 use crate::cancel::Fused;
 use crate::reply::reply_from_outcome;
@@ -28,16 +29,19 @@ pub(crate) async fn ask_approval(
     let Ok(Some(approval)) = shared.ctx.get::<ApprovalService>(APPROVAL) else {
         return AskAnswer::NoService;
     };
+    let request = ApprovalRequest {
+        id: String::new(),
+        session: view.session.to_string(),
+        tool_name: view.name.to_string(),
+        call_id: Some(view.call_id.to_string()).filter(|id| !id.is_empty()),
+        reason: reason
+            .map(str::to_owned)
+            .filter(|reason| !reason.is_empty()),
+    };
     let outcome = approval
-        .request(ApprovalAsk {
-            id: RString::new(),
-            session: view.session.clone(),
-            tool_name: view.name.clone(),
-            call_id: view.call_id.clone(),
-            reason: RString::from(reason.unwrap_or_default()),
-        })
-        .await;
-    let outcome = serde_json::from_value::<ApprovalOutcome>(Value::String(outcome.into_string()))
+        .request(Json::encode(&request))
+        .await
+        .decode()
         .unwrap_or(ApprovalOutcome::Unavailable);
     AskAnswer::Answered(outcome)
 }
@@ -48,15 +52,11 @@ pub(crate) async fn run_body(
     shared: Arc<Shared>,
     view: RArc<CallView>,
     cancel: Arc<CancelBox>,
-) -> Result<RString, dsh_plugin_api::PluginError> {
+) -> Result<Json<ToolReply>, dsh_plugin_api::PluginError> {
     let arguments = parse_arguments(&view.arguments);
     let (tool, timeout_ms) = match shared.checked_tool(&view.scope, &view.name, &arguments) {
         Ok(found) => found,
-        Err(failure) => {
-            return Ok(RString::from(reply_from_outcome(&ToolOutcome::failure(
-                failure,
-            ))));
-        }
+        Err(failure) => return Ok(reply_from_outcome(&ToolOutcome::failure(failure))),
     };
     let fused = Fused::new(Some(cancel));
     let mut body = std::pin::pin!(tool.execute((*view).clone(), fused.boxed()));
@@ -83,9 +83,7 @@ pub(crate) async fn run_body(
     fused.own.fire();
     let grace = shared.ctx.sleep(Duration::from_millis(BODY_STOP_GRACE_MS));
     let _ = first_of(body.as_mut(), grace).await;
-    Ok(RString::from(reply_from_outcome(&ToolOutcome::failure(
-        failure,
-    ))))
+    Ok(reply_from_outcome(&ToolOutcome::failure(failure)))
 }
 
 /// How long a cancelled or timed-out body may take to stop before it is dropped.

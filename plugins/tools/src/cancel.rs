@@ -6,7 +6,7 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RArc;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_tools_seam::{Cancel, Cancel_TO, CancelBox, CancelFlag, first_of};
+use dsh_plugin_api::cancel::{Cancel, Cancel_TO, CancelBox, CancelFlag, first_of};
 
 /// The flag of one call fused with the caller's signal.
 #[derive(Clone)]

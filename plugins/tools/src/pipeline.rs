@@ -9,17 +9,20 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use abi_stable::std_types::{RArc, RSome, RString, RVec};
-use dsh_llm_api::{ContentBlock, Message};
-use dsh_plugin_api::lock;
-use dsh_session_seam::{NewEventRecord, SESSIONS, SessionBox, SessionsService};
-use dsh_tools_core::{
-    CallStages, Concurrency, Gate, OutcomeSeal, PostDecision, PreDecision, Prepared,
-    TOOL_CALL_EVENT, TOOL_RESULT_EVENT, ToolCallEventData, ToolFailure, ToolOutcome,
-    ToolResultEventData, apply_post_decision, parse_arguments, run_staged,
+use abi_stable::std_types::{RArc, RString};
+use dsh_plugin_api::cancel::CancelBox;
+use dsh_plugin_api::{Json, lock};
+use dsh_protocol::{
+    AdditionalContext, CallReport, ContentBlock, Message, PostDecision, PreDecision, StepReport,
+    ToolCallEvent,
 };
-use dsh_tools_seam::{CallView, CancelBox, PostView, ResultView, StepCalls};
-use serde_json::{Value, json};
+use dsh_session_seam::{NewEventRecord, SESSIONS, SessionBox, SessionExt, SessionsService};
+use dsh_tools_core::{
+    CallStages, Concurrency, Gate, OutcomeSeal, Prepared, ToolFailure, ToolOutcome,
+    apply_post_decision, parse_arguments, result_event, run_staged,
+};
+use dsh_tools_seam::{CallView, PostView, ResultView, StepCalls};
+use serde_json::Value;
 
 use crate::body::{ask_approval, run_body};
 use crate::reply::{outcome_from_reply, outcome_summary};
@@ -67,8 +70,12 @@ struct Stages {
     contexts: Arc<Mutex<Vec<Message>>>,
 }
 
-/// Runs the calls of `step`; answers the run_step report (see the seam).
-pub(crate) async fn run_step(shared: Arc<Shared>, step: StepCalls, cancel: CancelBox) -> String {
+/// Runs the calls of `step`; answers what they came to.
+pub(crate) async fn run_step(
+    shared: Arc<Shared>,
+    step: StepCalls,
+    cancel: CancelBox,
+) -> StepReport {
     let session = open_session(&shared, &step.session).await;
     let contexts = Arc::new(Mutex::new(Vec::new()));
     let calls: Vec<Call> = step
@@ -98,17 +105,25 @@ pub(crate) async fn run_step(shared: Arc<Shared>, step: StepCalls, cancel: Cance
     };
     let committed = run_staged(calls, limit, stages).await;
     let additional: Vec<Message> = std::mem::take(&mut *lock(&contexts));
-    json!({
-        "results": committed.iter().map(|entry| json!({
-            "callId": entry.call_id,
-            "isError": entry.is_error,
-            "seq": entry.seq,
-            "logged": entry.logged,
-        })).collect::<Vec<_>>(),
-        "additionalContexts": additional,
-        "concludesTurn": committed.iter().any(|entry| entry.concludes_turn),
-    })
-    .to_string()
+    StepReport {
+        results: committed
+            .iter()
+            .map(|entry| CallReport {
+                call_id: entry.call_id.clone(),
+                is_error: entry.is_error,
+                seq: entry.seq,
+                logged: entry.logged,
+            })
+            .collect(),
+        additional_contexts: additional
+            .into_iter()
+            .map(|message| AdditionalContext {
+                content: message.content,
+                source: Some(message.source),
+            })
+            .collect(),
+        concludes_turn: committed.iter().any(|entry| entry.concludes_turn),
+    }
 }
 
 async fn open_session(shared: &Shared, id: &RString) -> Option<Arc<SessionBox>> {
@@ -144,26 +159,13 @@ async fn open_session(shared: &Shared, id: &RString) -> Option<Arc<SessionBox>> 
 }
 
 /// Appends one event; answers its seq (0 when unlogged or refused, which is reported).
-fn append(
-    shared: &Shared,
-    session: Option<&Arc<SessionBox>>,
-    kind: &str,
-    data: &str,
-    cites: Option<u64>,
-) -> u64 {
+fn append(shared: &Shared, session: Option<&Arc<SessionBox>>, record: NewEventRecord) -> u64 {
     let Some(session) = session else {
         return 0;
     };
-    let mut record = NewEventRecord::new(kind, data);
-    if kind == TOOL_RESULT_EVENT {
-        // A result is a surface event: it appends the tool-result message to the history.
-        record.surface_op = RSome(RString::from("\"append\""));
-    }
-    if let Some(seq) = cites.filter(|seq| *seq > 0) {
-        record.source_event_seqs = RSome(RVec::from(vec![seq]));
-    }
-    match session.append(RVec::from(vec![record])).into_result() {
-        Ok(committed) => committed.first().map_or(0, |event| event.seq),
+    let kind = record.kind.clone();
+    match session.append_one(record) {
+        Ok(seq) => seq,
         Err(error) => {
             shared.ctx.log(
                 dsh_plugin_api::LogLevel::Error,
@@ -185,10 +187,10 @@ fn pipeline_failure(message: String) -> ToolOutcome {
 fn seal_for(shared: &Shared, view: &CallView) -> OutcomeSeal {
     match shared.tool(&view.scope, &view.name) {
         Some(tool) => OutcomeSeal::new(Some(Box::new(move |outcome: &ToolOutcome| {
-            let finalized = tool.finalize_content(RString::from(outcome_summary(outcome)));
+            let finalized = tool.finalize_content(outcome_summary(outcome));
             finalized
                 .into_option()
-                .and_then(|content| serde_json::from_str::<Vec<ContentBlock>>(&content).ok())
+                .and_then(|content| content.decode().ok())
         }))),
         None => OutcomeSeal::without_finalizer(),
     }
@@ -222,15 +224,14 @@ impl CallStages<Call> for Stages {
         let session = self.session.clone();
         let cancel = self.cancel.clone();
         Box::pin(async move {
-            let data = ToolCallEventData::new(
-                call.view.turn,
-                call.view.step,
-                call.view.call_id.as_str(),
-                call.view.name.as_str(),
-                call.view.arguments.as_str(),
-            );
-            let data = serde_json::to_string(&data).unwrap_or_default();
-            call.seq = append(&shared, session.as_ref(), TOOL_CALL_EVENT, &data, None);
+            let data = ToolCallEvent {
+                turn: call.view.turn,
+                step: call.view.step,
+                call_id: call.view.call_id.to_string(),
+                name: call.view.name.to_string(),
+                arguments: call.view.arguments.to_string(),
+            };
+            call.seq = append(&shared, session.as_ref(), NewEventRecord::of(&data));
             let seal = seal_for(&shared, &call.view);
             if session.is_some() && call.seq == 0 {
                 // No durable record of the call: running it would be a side effect the log
@@ -271,12 +272,14 @@ impl CallStages<Call> for Stages {
             let decided = shared
                 .pre_execute
                 .waterfall(RArc::new(call.view.clone()), |_| async {
-                    Ok(RString::from(r#"{"kind":"allow"}"#))
+                    Ok(Json::encode(&PreDecision::Allow))
                 })
                 .await;
             let decision = match decided {
-                Ok(decision) => serde_json::from_str::<PreDecision>(&decision).map_err(|error| {
-                    format!("tools/pre-execute answered an invalid decision `{decision}`: {error}")
+                Ok(decision) => decision.decode().map_err(|error| {
+                    format!(
+                        "tools/pre-execute answered an invalid decision `{decision:?}`: {error}"
+                    )
                 }),
                 Err(error) => Err(format!("tools/pre-execute failed: {error}")),
             };
@@ -362,24 +365,20 @@ impl CallStages<Call> for Stages {
             }
             let finished = seal.finish(outcome);
             let message_id = format!("tool-result-{}-{}", call.view.call_id, call.seq);
-            let data = ToolResultEventData::new(
+            let data = result_event(
                 call.view.turn,
                 call.view.step,
                 message_id,
                 &call.view.call_id,
                 &finished,
             );
-            let data = serde_json::to_string(&data).unwrap_or_default();
-            let seq = append(
-                &shared,
-                session.as_ref(),
-                TOOL_RESULT_EVENT,
-                &data,
-                Some(call.seq),
-            );
+            let cites: &[u64] = if call.seq > 0 { &[call.seq] } else { &[] };
+            let record = NewEventRecord::of(&data).citing(cites);
+            let result = Json::from_text(record.data.clone());
+            let seq = append(&shared, session.as_ref(), record);
             let view = ResultView {
                 call: call.view.clone(),
-                result: RString::from(data),
+                result,
                 seq,
             };
             if let Err(error) = shared.result.emit(&view) {
@@ -403,17 +402,17 @@ impl CallStages<Call> for Stages {
 async fn post_execute(shared: &Shared, call: &Call, outcome: ToolOutcome) -> ToolOutcome {
     let view = PostView {
         call: call.view.clone(),
-        outcome: RString::from(outcome_summary(&outcome)),
+        outcome: outcome_summary(&outcome),
     };
     let decided = shared
         .post_execute
         .waterfall(RArc::new(view), |_| async {
-            Ok(RString::from(r#"{"kind":"accept"}"#))
+            Ok(Json::encode(&PostDecision::accept()))
         })
         .await;
     let decision = match decided {
-        Ok(decision) => serde_json::from_str::<PostDecision>(&decision).map_err(|error| {
-            format!("tools/post-execute answered an invalid decision `{decision}`: {error}")
+        Ok(decision) => decision.decode().map_err(|error| {
+            format!("tools/post-execute answered an invalid decision `{decision:?}`: {error}")
         }),
         Err(error) => Err(format!("tools/post-execute failed: {error}")),
     };
@@ -422,19 +421,18 @@ async fn post_execute(shared: &Shared, call: &Call, outcome: ToolOutcome) -> Too
             let name = call.view.name.to_string();
             let tool = shared.tool(&call.view.scope, &name);
             apply_post_decision(outcome, decision, move |value| {
-                let rendered = tool
-                    .and_then(|tool| tool.render(RString::from(value.to_string())).into_option());
+                let rendered =
+                    tool.and_then(|tool| tool.render(Json::encode(&value)).into_option());
                 let Some(rendered) = rendered else {
                     return Err(ToolFailure::pipeline(format!(
                         "tools/post-execute replaced the value of `{name}` with one its output renderer cannot render"
                     )));
                 };
-                let content: Vec<ContentBlock> =
-                    serde_json::from_str(&rendered).map_err(|error| {
-                        ToolFailure::pipeline(format!(
-                            "the renderer of `{name}` answered invalid content: {error}"
-                        ))
-                    })?;
+                let content: Vec<ContentBlock> = rendered.decode().map_err(|error| {
+                    ToolFailure::pipeline(format!(
+                        "the renderer of `{name}` answered invalid content: {error}"
+                    ))
+                })?;
                 Ok(ToolOutcome::success(value, content))
             })
         }

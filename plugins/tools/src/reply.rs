@@ -1,119 +1,87 @@
-//! Tool replies as they cross the seam (JSON) and the outcomes the pipeline works with.
+//! Tool replies as they cross the seam and the outcomes the pipeline works with.
 //!
-//! A reply is `{"ok":{"value","content","meta"?,"concludesTurn"?}}` or
-//! `{"error":{"message","name"?,"code"?,"content"?}}`; anything else is the tool's bug and
-//! becomes an `INVALID_TOOL_OUTPUT` failure naming the tool, never a pipeline error.
+//! A reply that does not read as a [`ToolReply`] is the tool's bug and becomes an
+//! `INVALID_TOOL_OUTPUT` failure naming the tool, never a pipeline error.
 
-use dsh_llm_api::ContentBlock;
-use dsh_tools_core::{ToolErrorInfo, ToolFailure, ToolOutcome};
-use serde_json::{Value, json};
+use dsh_plugin_api::Json;
+use dsh_protocol::{OutcomeSummary, ToolError, ToolErrorInfo, ToolReply, ToolSuccess};
+use dsh_tools_core::{ToolFailure, ToolOutcome};
 
 /// The outcome a tool's reply stands for.
-pub(crate) fn outcome_from_reply(tool: &str, reply: &str) -> ToolOutcome {
-    match parse(tool, reply) {
-        Ok(outcome) => outcome,
-        Err(problem) => ToolOutcome::failure(ToolFailure::invalid_output(tool, &[problem])),
-    }
-}
-
-fn parse(tool: &str, reply: &str) -> Result<ToolOutcome, String> {
-    let value: Value =
-        serde_json::from_str(reply).map_err(|error| format!("reply is not JSON: {error}"))?;
-    if let Some(ok) = value.get("ok") {
-        let content = content_of(ok.get("content"))?;
-        let mut outcome =
-            ToolOutcome::success(ok.get("value").cloned().unwrap_or(Value::Null), content);
-        if let Some(meta) = ok.get("meta") {
-            outcome = outcome.with_meta(meta.clone());
+pub(crate) fn outcome_from_reply(tool: &str, reply: &Json<ToolReply>) -> ToolOutcome {
+    match reply.decode() {
+        Ok(ToolReply::Ok(success)) => {
+            let mut outcome = ToolOutcome::success(success.value, success.content);
+            if let Some(meta) = success.meta {
+                outcome = outcome.with_meta(meta);
+            }
+            if success.concludes_turn {
+                outcome = outcome.concluding_turn();
+            }
+            outcome
         }
-        if ok.get("concludesTurn") == Some(&Value::Bool(true)) {
-            outcome = outcome.concluding_turn();
+        Ok(ToolReply::Error(error)) => {
+            let info = match (error.name, error.code) {
+                (Some(name), Some(code)) => Some(ToolErrorInfo::new(name, code)),
+                (None, Some(code)) => Some(ToolErrorInfo::new("Error", code)),
+                _ => None,
+            };
+            let failure = ToolFailure::tool(error.message, info);
+            match error.content {
+                Some(content) => ToolOutcome::failure_with_content(failure, content),
+                None => ToolOutcome::failure(failure),
+            }
         }
-        return Ok(outcome);
-    }
-    if let Some(error) = value.get("error") {
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .ok_or("\"error.message\" must be a string")?;
-        let info = match (
-            error.get("name").and_then(Value::as_str),
-            error.get("code").and_then(Value::as_str),
-        ) {
-            (Some(name), Some(code)) => Some(ToolErrorInfo::new(name, code)),
-            (None, Some(code)) => Some(ToolErrorInfo::new("Error", code)),
-            _ => None,
-        };
-        let failure = ToolFailure::tool(message, info);
-        let outcome = match error.get("content") {
-            Some(content) => ToolOutcome::failure_with_content(failure, content_of(Some(content))?),
-            None => ToolOutcome::failure(failure),
-        };
-        return Ok(outcome);
-    }
-    Err(format!(
-        "the reply of `{tool}` must have an \"ok\" or an \"error\" member"
-    ))
-}
-
-fn content_of(content: Option<&Value>) -> Result<Vec<ContentBlock>, String> {
-    match content {
-        None => Ok(Vec::new()),
-        Some(content) => serde_json::from_value(content.clone())
-            .map_err(|error| format!("\"content\" is not a list of content blocks: {error}")),
+        Err(problem) => ToolOutcome::failure(ToolFailure::invalid_output(
+            tool,
+            &[format!(
+                "the reply of `{tool}` is not a tool reply: {problem}"
+            )],
+        )),
     }
 }
 
 /// A reply standing for `outcome` (the value is kept, so a wrapper that passes it on loses
 /// nothing).
-pub(crate) fn reply_from_outcome(outcome: &ToolOutcome) -> String {
-    let content = serde_json::to_value(outcome.content()).unwrap_or(Value::Null);
+pub(crate) fn reply_from_outcome(outcome: &ToolOutcome) -> Json<ToolReply> {
+    let content = outcome.content().to_vec();
     let reply = match outcome.as_failure() {
-        Some(failure) => {
-            let mut error = json!({ "message": failure.message(), "content": content });
-            if let Some(info) = failure.info() {
-                error["name"] = json!(info.name);
-                error["code"] = json!(info.code);
-            }
-            json!({ "error": error })
-        }
-        None => {
-            let mut ok = json!({
-                "value": outcome.value().cloned().unwrap_or(Value::Null),
-                "content": content,
-            });
-            if let Some(meta) = outcome.meta() {
-                ok["meta"] = meta.clone();
-            }
-            if outcome.concludes_turn() {
-                ok["concludesTurn"] = json!(true);
-            }
-            json!({ "ok": ok })
-        }
+        Some(failure) => ToolReply::Error(ToolError {
+            message: failure.message().to_owned(),
+            name: failure.info().map(|info| info.name.clone()),
+            code: failure.info().map(|info| info.code.clone()),
+            content: Some(content),
+        }),
+        None => ToolReply::Ok(ToolSuccess {
+            value: outcome.value().cloned().unwrap_or_default(),
+            content,
+            meta: outcome.meta().cloned(),
+            concludes_turn: outcome.concludes_turn(),
+        }),
     };
-    reply.to_string()
+    Json::encode(&reply)
 }
 
-/// What post-execute listeners and finalizers see: `{"isError","content","code"?}`.
-pub(crate) fn outcome_summary(outcome: &ToolOutcome) -> String {
-    let mut summary = json!({
-        "isError": outcome.is_error(),
-        "content": serde_json::to_value(outcome.content()).unwrap_or(Value::Null),
-    });
-    if let Some(info) = outcome.error_info() {
-        summary["code"] = json!(info.code);
-    }
-    summary.to_string()
+/// What post-execute listeners and finalizers see.
+pub(crate) fn outcome_summary(outcome: &ToolOutcome) -> Json<OutcomeSummary> {
+    Json::encode(&OutcomeSummary {
+        is_error: outcome.is_error(),
+        content: outcome.content().to_vec(),
+        code: outcome.error_info().map(|info| info.code.clone()),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_success_reply_round_trips() {
-        let reply = r#"{"ok":{"value":{"n":1},"content":[{"type":"text","text":"done"}],"meta":{"m":true}}}"#;
-        let outcome = outcome_from_reply("t", reply);
+        let reply = Json::from_text(
+            r#"{"ok":{"value":{"n":1},"content":[{"type":"text","text":"done"}],"meta":{"m":true}}}"#,
+        );
+        let outcome = outcome_from_reply("t", &reply);
         assert!(!outcome.is_error());
         assert_eq!(outcome.value(), Some(&json!({"n": 1})));
         assert_eq!(outcome.meta(), Some(&json!({"m": true})));
@@ -125,7 +93,9 @@ mod tests {
     fn an_error_reply_keeps_its_code() {
         let outcome = outcome_from_reply(
             "read",
-            r#"{"error":{"message":"no such file","name":"FsError","code":"FS_NOT_FOUND"}}"#,
+            &Json::from_text(
+                r#"{"error":{"message":"no such file","name":"FsError","code":"FS_NOT_FOUND"}}"#,
+            ),
         );
         assert!(outcome.is_error());
         assert_eq!(
@@ -140,7 +110,7 @@ mod tests {
 
     #[test]
     fn a_malformed_reply_is_the_tools_invalid_output() {
-        let outcome = outcome_from_reply("broken", r#"{"fine":true}"#);
+        let outcome = outcome_from_reply("broken", &Json::from_text(r#"{"fine":true}"#));
         assert_eq!(
             outcome.error_info().map(|info| info.code.as_str()),
             Some("INVALID_TOOL_OUTPUT")

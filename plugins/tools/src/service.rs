@@ -8,15 +8,20 @@ use std::sync::{Arc, Mutex, Weak};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::cancel::CancelBox;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent, lock};
+use dsh_protocol::{
+    Concurrency as DeclaredConcurrency, PostDecision, PreDecision, Restriction, StepReport,
+    ToolDecl, ToolGuidance, ToolReply, ToolSchema,
+};
 use dsh_tools_core::{
-    Concurrency, ConcurrencyClass, Layer, RegistrationId, Restriction, Scope, ScopeKey,
-    ToolFailure, ToolOrder, ToolRegistry, ToolSpec,
+    Concurrency, ConcurrencyClass, Layer, RegistrationId, Scope, ScopeKey, ToolFailure, ToolOrder,
+    ToolRegistry, ToolSpec,
 };
 use dsh_tools_seam::{
-    CallView, CancelBox, GuardBox, PostView, Registration, Registration_TO, RegistrationBox,
-    ResultView, StepCalls, ToolBox, Tools,
+    CallView, GuardBox, PostView, Registration, Registration_TO, RegistrationBox, ResultView,
+    StepCalls, ToolBox, Tools,
 };
 use serde_json::Value;
 
@@ -25,19 +30,19 @@ use serde_json::Value;
 type RenderCache = Mutex<HashMap<Vec<String>, (u64, RString)>>;
 
 /// The text `chain` gets from `cache`, rendered again only when the registry changed.
-fn cached(
+fn cached<E>(
     cache: &RenderCache,
     chain: &RVec<RString>,
     generation: u64,
-    render: impl FnOnce() -> Result<String, String>,
-) -> Result<RString, String> {
+    render: impl FnOnce() -> Result<RString, E>,
+) -> Result<RString, E> {
     let key: Vec<String> = chain.iter().map(|key| key.to_string()).collect();
     if let Some((seen, text)) = lock(cache).get(&key)
         && *seen == generation
     {
         return Ok(text.clone());
     }
-    let text = RString::from(render()?);
+    let text = render()?;
     lock(cache).insert(key, (generation, text.clone()));
     Ok(text)
 }
@@ -54,10 +59,11 @@ pub(crate) struct Shared {
     next_guard: AtomicU64,
     pub(crate) order: ToolOrder,
     pub(crate) max_parallel: usize,
-    pub(crate) pre_execute: Channel<WaterfallEvent<CallView, RString>>,
-    pub(crate) execute: Channel<WaterfallEvent<CallView, RString>>,
-    pub(crate) post_execute: Channel<WaterfallEvent<PostView, RString>>,
+    pub(crate) pre_execute: Channel<WaterfallEvent<CallView, Json<PreDecision>>>,
+    pub(crate) execute: Channel<WaterfallEvent<CallView, Json<ToolReply>>>,
+    pub(crate) post_execute: Channel<WaterfallEvent<PostView, Json<PostDecision>>>,
     pub(crate) result: Channel<EmitEvent<ResultView>>,
+    change: Channel<EmitEvent<RString>>,
 }
 
 impl Shared {
@@ -78,6 +84,7 @@ impl Shared {
             execute: ctx.channel(&dsh_tools_seam::TOOLS_EXECUTE)?,
             post_execute: ctx.channel(&dsh_tools_seam::TOOLS_POST_EXECUTE)?,
             result: ctx.channel(&dsh_tools_seam::TOOLS_RESULT)?,
+            change: ctx.channel(&dsh_tools_seam::TOOLS_CHANGE)?,
             ctx,
         })
     }
@@ -107,6 +114,16 @@ impl Shared {
         Ok((tool.payload().clone(), tool.spec().timeout_ms()))
     }
 
+    /// Announces `tools/change`; the registry's locks are released by then.
+    fn changed(&self, what: &str) {
+        if let Err(error) = self.change.emit(&RString::from(what)) {
+            self.ctx.log(
+                dsh_plugin_api::LogLevel::Warn,
+                &format!("tools/change: {error}"),
+            );
+        }
+    }
+
     /// The first guard that denies `call`, if any.
     pub(crate) fn guard_denial(&self, call: &CallView) -> Option<String> {
         let guards: Vec<Arc<GuardBox>> = lock(&self.guards)
@@ -133,32 +150,29 @@ pub(crate) fn scope_of(chain: &[RString]) -> Scope {
     }
 }
 
-/// A tool's spec from its JSON declaration; `tool` answers per-call concurrency questions.
-fn spec_of(json: &str, tool: &Arc<ToolBox>) -> Result<ToolSpec, String> {
-    let value: Value =
-        serde_json::from_str(json).map_err(|error| format!("tool spec is not JSON: {error}"))?;
-    let text = |field: &str| {
-        value
-            .get(field)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("tool spec: \"{field}\" must be a string"))
-    };
-    let name = text("name")?;
-    let description = text("description")?;
-    let parameters = value
-        .get("parameters")
-        .cloned()
-        .ok_or_else(|| format!("tool spec of `{name}`: \"parameters\" is missing"))?;
-    let mut spec = if value.get("passthrough") == Some(&Value::Bool(true)) {
-        ToolSpec::passthrough(name.clone(), description, parameters)
+/// A tool declaration the registry cannot take.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeclError {
+    #[error("its declaration does not read: {0}")]
+    Unreadable(dsh_plugin_api::DecodeError),
+    #[error("tool `{0}` declares an empty name or description")]
+    Empty(String),
+}
+
+/// A tool's spec from its declaration; `tool` answers per-call concurrency questions.
+fn spec_of(decl: ToolDecl, tool: &Arc<ToolBox>) -> Result<ToolSpec, DeclError> {
+    if decl.name.is_empty() || decl.description.is_empty() {
+        return Err(DeclError::Empty(decl.name));
+    }
+    let mut spec = if decl.passthrough {
+        ToolSpec::passthrough(decl.name, decl.description, decl.parameters)
     } else {
-        ToolSpec::new(name.clone(), description, parameters)
+        ToolSpec::new(decl.name, decl.description, decl.parameters)
     };
-    spec = match value.get("concurrency").and_then(Value::as_str) {
-        None | Some("exclusive") => spec,
-        Some("parallel") => spec.with_concurrency(ConcurrencyClass::Parallel),
-        Some("per-call") => {
+    spec = match decl.concurrency {
+        DeclaredConcurrency::Exclusive => spec,
+        DeclaredConcurrency::Parallel => spec.with_concurrency(ConcurrencyClass::Parallel),
+        DeclaredConcurrency::PerCall => {
             let tool = tool.clone();
             spec.with_concurrency(ConcurrencyClass::PerCall(Arc::new(
                 move |arguments| match tool.parallel_safe(RString::from(arguments.to_string())) {
@@ -167,27 +181,11 @@ fn spec_of(json: &str, tool: &Arc<ToolBox>) -> Result<ToolSpec, String> {
                 },
             )))
         }
-        Some(other) => {
-            return Err(format!(
-                "tool spec of `{name}`: \"concurrency\" must be \"exclusive\", \"parallel\" or \"per-call\", not \"{other}\""
-            ));
-        }
     };
-    if let Some(guidance) = value.get("guidance") {
-        let (Some(order), Some(text)) = (
-            guidance.get("order").and_then(Value::as_i64),
-            guidance.get("text").and_then(Value::as_str),
-        ) else {
-            return Err(format!(
-                "tool spec of `{name}`: \"guidance\" must be {{\"order\": <integer>, \"text\": <string>}}"
-            ));
-        };
-        spec = spec.with_guidance(order, text);
+    if let Some(guidance) = decl.guidance {
+        spec = spec.with_guidance(guidance.order, guidance.text);
     }
-    if let Some(timeout) = value.get("timeoutMs") {
-        let millis = timeout.as_u64().ok_or_else(|| {
-            format!("tool spec of `{name}`: \"timeoutMs\" must be a whole number")
-        })?;
+    if let Some(millis) = decl.timeout_ms {
         spec = spec.with_timeout_ms(millis);
     }
     Ok(spec)
@@ -233,6 +231,7 @@ impl Drop for Held {
                 drop(removed);
             }
         }
+        shared.changed(&self.what);
     }
 }
 
@@ -240,6 +239,7 @@ pub(crate) struct Service(pub Arc<Shared>);
 
 impl Service {
     fn held(&self, undo: Undo, what: String) -> RegistrationBox {
+        self.0.changed(&what);
         Registration_TO::from_value(
             Held {
                 shared: Arc::downgrade(&self.0),
@@ -259,7 +259,11 @@ impl Tools for Service {
         tool: ToolBox,
     ) -> RResult<RegistrationBox, RString> {
         let tool = Arc::new(tool);
-        let spec = match spec_of(&tool.spec(), &tool) {
+        let spec = match tool.spec().decode().map_err(DeclError::Unreadable) {
+            Ok(decl) => spec_of(decl, &tool),
+            Err(error) => Err(error),
+        };
+        let spec = match spec {
             Ok(spec) => spec,
             Err(error) => return RErr(RString::from(format!("{owner}: {error}"))),
         };
@@ -289,9 +293,9 @@ impl Tools for Service {
         &self,
         owner: RString,
         scope: RVec<RString>,
-        restriction: RString,
+        restriction: Json<Restriction>,
     ) -> RResult<RegistrationBox, RString> {
-        let restriction: Restriction = match serde_json::from_str(&restriction) {
+        let restriction = match restriction.decode() {
             Ok(restriction) => restriction,
             Err(error) => {
                 return RErr(RString::from(format!(
@@ -307,38 +311,44 @@ impl Tools for Service {
         }
     }
 
-    fn schemas(&self, chain: RVec<RString>) -> RResult<RString, RString> {
+    fn schemas(&self, chain: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, RString> {
         let registry = lock(&self.0.registry);
         let rendered = cached(&self.0.schemas, &chain, registry.generation(), || {
-            let schemas = registry
+            registry
                 .view(&scope_of(&chain))
                 .schemas(&self.0.order)
-                .map_err(|error| error.to_string())?;
-            serde_json::to_string(&schemas).map_err(|error| error.to_string())
+                .map(|schemas| Json::encode(&schemas).into_text())
         });
         match rendered {
-            Ok(text) => ROk(text),
-            Err(error) => RErr(RString::from(error)),
+            Ok(text) => ROk(Json::from_text(text)),
+            Err(error) => RErr(RString::from(error.to_string())),
         }
     }
 
-    fn guidance(&self, chain: RVec<RString>) -> RString {
+    fn guidance(&self, chain: RVec<RString>) -> Json<Vec<ToolGuidance>> {
         let registry = lock(&self.0.registry);
         let rendered = cached(&self.0.guidance, &chain, registry.generation(), || {
-            let sections: Vec<Value> = registry
+            let guidance: Vec<ToolGuidance> = registry
                 .view(&scope_of(&chain))
                 .guidance()
                 .into_iter()
-                .map(|(order, name, text)| serde_json::json!({"order": order, "name": name, "text": text}))
+                .map(|(order, name, text)| ToolGuidance {
+                    order,
+                    name: name.to_owned(),
+                    text: text.to_owned(),
+                })
                 .collect();
-            Ok(Value::Array(sections).to_string())
+            Ok::<_, std::convert::Infallible>(Json::encode(&guidance).into_text())
         });
-        rendered.unwrap_or_else(|_| RString::from("[]"))
+        match rendered {
+            Ok(text) => Json::from_text(text),
+            Err(never) => match never {},
+        }
     }
 
-    fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<RString> {
+    fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<Json<StepReport>> {
         let shared = self.0.clone();
-        async move { RString::from(crate::pipeline::run_step(shared, step, cancel).await) }
+        async move { Json::encode(&crate::pipeline::run_step(shared, step, cancel).await) }
             .into_ffi()
     }
 }

@@ -2,8 +2,10 @@
 
 use std::collections::HashMap;
 
-use crate::chunk::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
-use crate::content::{BlockType, ContentBlock, Message, Role};
+use dsh_protocol::{
+    BlockType, ContentBlock, FinishReason, Message, MessageSource, ReplayEnvelope, Role,
+    StreamChunk, TokenUsage,
+};
 
 /// A block that was opened but never closed, of a type deltas cannot build (an image or a tool
 /// result): the stream is broken, and guessing its content would put an invented block into
@@ -227,7 +229,7 @@ impl BlockAssembler {
     pub fn message(
         &self,
         id: impl Into<String>,
-        source: serde_json::Value,
+        source: MessageSource,
     ) -> Result<Message, AssemblyError> {
         Ok(Message {
             id: id.into(),
@@ -399,7 +401,7 @@ mod tests {
         }]);
         assert_eq!(
             assembler
-                .message("m", json!({"kind": "model"}))
+                .message("m", MessageSource::model("p", "m"))
                 .unwrap()
                 .content,
             [ContentBlock::tool_call("call-4", "", "")]

@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_llm_api::{
-    BlockAssembler, CallConfigAdapterDefaults, ContentBlock, FinishReason, LlmCallConfig,
-    LlmFailure, Message, StreamChunk, TokenUsage, ToolSchema,
+use dsh_llm_core::BlockAssembler;
+use dsh_protocol::{
+    CallConfigAdapterDefaults, ContentBlock, FinishReason, LlmCallConfig, LlmFailure, Message,
+    StreamChunk, TokenUsage, ToolSchema,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;

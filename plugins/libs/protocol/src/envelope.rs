@@ -3,10 +3,11 @@
 //! Field order matches the reference's lines (`type`, `seq`, `time`, `data`, then the optional
 //! `surfaceOp`, `sourceEventSeqs`, `ignorable`), so our lines read like theirs.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One committed event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionEvent {
     #[serde(rename = "type")]
     pub kind: String,
@@ -28,7 +29,7 @@ pub struct SessionEvent {
 }
 
 /// How a surface event changes the model-visible surface.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum SurfaceOp {
     /// `"append"`.
@@ -41,13 +42,13 @@ pub enum SurfaceOp {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum AppendTag {
     #[serde(rename = "append")]
     Append,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ReplaceTag {
     #[serde(rename = "replace")]
     Replace,

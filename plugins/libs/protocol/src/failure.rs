@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The stable, provider-neutral machine code of a failure. Route on it, never on the message.
@@ -93,12 +94,18 @@ impl FailureCode {
         }
     }
 
-    /// Whether the default (normal-mode) retry policy retries this code: only failures that
-    /// produced nothing durable and may pass on their own.
+    /// Whether the default (normal-mode) retry policy retries this code: failures that may
+    /// pass on their own. A stream that closed mid-answer is one (the most common failure a
+    /// user meets is a dropped connection); what it delivered stays logged as a failed attempt.
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            Self::EmptyResponse | Self::RateLimit | Self::Server | Self::Timeout | Self::Transport
+            Self::EmptyResponse
+                | Self::RateLimit
+                | Self::Server
+                | Self::Timeout
+                | Self::Transport
+                | Self::StreamClosed
         )
     }
 }
@@ -132,9 +139,22 @@ impl<'de> Deserialize<'de> for FailureCode {
     }
 }
 
+impl JsonSchema for FailureCode {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("FailureCode")
+    }
+
+    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A stable failure code: AUTH, QUOTA, RATE_LIMIT, CONTEXT_WINDOW_EXCEEDED, INVALID_REQUEST, SERVER, HTTP_<status>, TRANSPORT, ABORTED, TIMEOUT, MISSING_CREDENTIAL, INVALID_CREDENTIAL, STREAM_CLOSED, MALFORMED_RESPONSE, EMPTY_RESPONSE, DUPLICATE_ADAPTER, UNKNOWN, or any other code verbatim"
+        })
+    }
+}
+
 /// Serializable facts of one failed model call, as the log writes them into error finishes,
 /// `turn/end` errors and `llm/retry` events.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, thiserror::Error)]
 #[serde(rename_all = "camelCase")]
 #[error("{message} ({code})")]
 pub struct LlmFailure {
@@ -245,7 +265,8 @@ mod tests {
                 "RATE_LIMIT",
                 "SERVER",
                 "TIMEOUT",
-                "TRANSPORT"
+                "TRANSPORT",
+                "STREAM_CLOSED"
             ]
         );
     }

@@ -1,12 +1,13 @@
 //! Call configuration, tool schemas, model catalog metadata and the assembled request.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::content::Message;
 
 /// Provider, model, reasoning effort and sampling scalars of a conversation's requests (the
 /// `config` of a `request/header`). Every field maps onto the same-named request field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmCallConfig {
     /// Registered provider route (`deepseek-official`).
@@ -39,7 +40,7 @@ impl LlmCallConfig {
 
 /// Which config fields the adapter filled in rather than the caller (`adapterDefaults` of a
 /// `request/header`); the reference only ever writes `true`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallConfigAdapterDefaults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,7 +50,7 @@ pub struct CallConfigAdapterDefaults {
 }
 
 /// A tool as described to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolSchema {
     pub name: String,
     pub description: String,
@@ -58,7 +59,7 @@ pub struct ToolSchema {
 }
 
 /// An input modality a model accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Modality {
     Text,
@@ -67,7 +68,7 @@ pub enum Modality {
 
 /// One entry of an adapter's configured model catalog. The catalog is advisory: ids not listed
 /// still pass through to the provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogModel {
     pub id: String,
@@ -96,7 +97,7 @@ impl CatalogModel {
 }
 
 /// A model as listed to selectors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelInfo {
     pub provider: String,
@@ -109,14 +110,14 @@ pub struct ModelInfo {
 }
 
 /// Context capacity of one exact provider/model route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelContext {
     pub context_window: u64,
 }
 
 /// One selectable reasoning effort.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReasoningEffortInfo {
     pub id: String,
     pub name: String,
@@ -125,7 +126,7 @@ pub struct ReasoningEffortInfo {
 }
 
 /// The efforts a route offers, in display order, and the one materialized when callers omit it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelReasoning {
     pub efforts: Vec<ReasoningEffortInfo>,
@@ -134,7 +135,7 @@ pub struct ModelReasoning {
 }
 
 /// Exact-route model metadata resolved by the owning adapter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedModelInfo {
     #[serde(flatten)]
@@ -150,7 +151,7 @@ pub struct ResolvedModelInfo {
 
 /// Why an auxiliary call is made; ordinary conversation requests have none. Adapters may map it
 /// to transport metadata (DeepSeek's compaction header) or policy (titles think less).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Purpose {
     Compaction,
@@ -158,7 +159,7 @@ pub enum Purpose {
 }
 
 /// One fully assembled model request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerateRequest {
     pub config: LlmCallConfig,
@@ -183,7 +184,7 @@ pub struct GenerateRequest {
 }
 
 /// A session's derived history at one point (see [`GenerateRequest::history`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HistoryRef {
     pub count: u64,
     /// The rolling history hash, as 16 hex digits.

@@ -1,5 +1,6 @@
 //! The raw streaming protocol adapters emit (`assistant/chunk` data), with usage and finish.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::content::{BlockType, ContentBlock};
@@ -10,7 +11,7 @@ use crate::failure::LlmFailure;
 /// Block indexes correlate interleaved deltas; `block-end` carries the finished block and is
 /// authoritative. An adapter emits `usage` (if any) before the single terminal `finish`, and
 /// nothing after it. Tool arguments stay raw JSON strings throughout.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "kebab-case",
@@ -70,10 +71,12 @@ impl StreamChunk {
 
 /// Token accounting for one call. Counts are disjoint: `input_tokens` is uncached input only,
 /// cache reads and writes are reported beside it (billed input is the sum).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenUsage {
+    #[serde(default)]
     pub input_tokens: u64,
+    #[serde(default)]
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_tokens: Option<u64>,
@@ -83,8 +86,40 @@ pub struct TokenUsage {
     pub reasoning_tokens: Option<u64>,
 }
 
+impl TokenUsage {
+    /// The two summed; an optional count stays absent only when absent in both.
+    pub fn saturating_add(self, other: Self) -> Self {
+        Self {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cache_read_tokens: add_optional(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens: add_optional(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens: add_optional(self.reasoning_tokens, other.reasoning_tokens),
+        }
+    }
+
+    /// `self` less `other`, each count floored at zero.
+    pub fn saturating_sub(self, other: Self) -> Self {
+        let sub = |a: Option<u64>, b: Option<u64>| a.map(|a| a.saturating_sub(b.unwrap_or(0)));
+        Self {
+            input_tokens: self.input_tokens.saturating_sub(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(other.output_tokens),
+            cache_read_tokens: sub(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens: sub(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens: sub(self.reasoning_tokens, other.reasoning_tokens),
+        }
+    }
+}
+
+fn add_optional(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    }
+}
+
 /// Why a response stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum FinishReason {
     Stop,
@@ -116,7 +151,7 @@ impl FinishReason {
 /// Adapter-private state for replaying a successful response, carried by `finish` and stored on
 /// the assistant message's model source. Both halves are opaque to the harness; only the split
 /// is shared, so assembly can keep per-block entries aligned with the blocks it keeps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplayEnvelope {
     /// Response-level metadata.
     #[serde(default)]

@@ -9,10 +9,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Violation;
-use crate::event::SessionEvent;
 use crate::log::SessionLog;
 use crate::repair::closers_for;
 use crate::types::TypeRegistry;
+use dsh_protocol::SessionEvent;
 
 /// Which rule a problem breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use crate::event::SessionEvent;
 use crate::frozen::FrozenList;
 use crate::hash::{EMPTY_HISTORY_HASH, Fnv64, write_canonical};
+use dsh_protocol::SessionEvent;
 
 /// Role of a derived message. Tool results are user-role messages (adapters turn their single
 /// tool-result block into the provider's tool role).

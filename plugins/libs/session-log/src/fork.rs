@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::error::{AppendError, LoadError};
-use crate::event::SessionEvent;
 use crate::log::{NewEvent, SessionLog};
 use crate::repair::open_turn_in;
 use crate::types::TypeRegistry;
+use dsh_protocol::SessionEvent;
 
 /// A seed could not become a log.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

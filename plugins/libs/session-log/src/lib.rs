@@ -19,7 +19,6 @@
 mod check;
 mod derive;
 mod error;
-mod event;
 mod fork;
 mod frozen;
 mod hash;
@@ -34,7 +33,8 @@ mod types;
 pub use check::{Problem, Rule, Severity, check_log};
 pub use derive::{DerivedMessages, Message, Role};
 pub use error::{AppendError, LoadError, Violation};
-pub use event::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
+// The envelope is the protocol's; the log's readers name it through this crate too.
+pub use dsh_protocol::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
 pub use fork::{ForkError, SeedError, fork};
 pub use hash::{message_hash, messages_hash};
 pub use log::{NewEvent, SessionLog};
@@ -43,7 +43,7 @@ pub use repair::{
     NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, closers_for,
     interrupted_turn_closers,
 };
-pub use summary::{LogSummary, TokenUsage, TurnSummary, summarize};
+pub use summary::{LogSummary, TurnSummary, summarize};
 pub use surface::DeriveStats;
 pub use types::{
     KNOWN_EVENT_TYPES, RegistryError, SURFACE_EVENT_TYPES, TypeRegistry, TypeRequirement,

@@ -6,11 +6,11 @@ use serde_json::Value;
 
 use crate::derive::DerivedMessages;
 use crate::error::{AppendError, LoadError, Violation};
-use crate::event::{SessionEvent, SurfaceOp};
 use crate::lossless::{MAX_SAFE_INTEGER, check_lossless_at};
 use crate::shape::check_message_event;
 use crate::surface::{DeriveStats, Plan, Projection};
 use crate::types::TypeRegistry;
+use dsh_protocol::{SessionEvent, SurfaceOp};
 
 /// An event to append: everything but the seq (which the log assigns) and the `ignorable`
 /// marker (which the registry decides).

@@ -8,8 +8,8 @@
 
 use serde_json::{Value, json};
 
-use crate::event::{SessionEvent, SurfaceOp};
 use crate::log::{NewEvent, SessionLog};
+use dsh_protocol::{SessionEvent, SurfaceOp};
 
 /// Error code of a synthetic result for a call the model requested but the harness never
 /// recorded as started (no `tool/call`): it did not run.

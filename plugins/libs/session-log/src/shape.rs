@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::error::Violation;
-use crate::event::SessionEvent;
+use dsh_protocol::SessionEvent;
 
 /// Where the message sits inside `data`, per type: `user/message` data *is* the message; the other
 /// two wrap it as `data.message`. `None` for non-message types.

@@ -5,53 +5,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::event::SessionEvent;
 use crate::log::SessionLog;
-
-/// Provider-reported token usage, summed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
-    pub reasoning_tokens: u64,
-}
-
-impl TokenUsage {
-    /// Reads a logged `TokenUsage` object; absent fields count as 0.
-    pub fn from_value(usage: &Value) -> Option<Self> {
-        let field = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-        usage.is_object().then(|| Self {
-            input_tokens: field("inputTokens"),
-            output_tokens: field("outputTokens"),
-            cache_read_tokens: field("cacheReadTokens"),
-            cache_write_tokens: field("cacheWriteTokens"),
-            reasoning_tokens: field("reasoningTokens"),
-        })
-    }
-
-    fn add(self, o: Self) -> Self {
-        Self {
-            input_tokens: self.input_tokens.saturating_add(o.input_tokens),
-            output_tokens: self.output_tokens.saturating_add(o.output_tokens),
-            cache_read_tokens: self.cache_read_tokens.saturating_add(o.cache_read_tokens),
-            cache_write_tokens: self.cache_write_tokens.saturating_add(o.cache_write_tokens),
-            reasoning_tokens: self.reasoning_tokens.saturating_add(o.reasoning_tokens),
-        }
-    }
-
-    fn sub(self, o: Self) -> Self {
-        Self {
-            input_tokens: self.input_tokens.saturating_sub(o.input_tokens),
-            output_tokens: self.output_tokens.saturating_sub(o.output_tokens),
-            cache_read_tokens: self.cache_read_tokens.saturating_sub(o.cache_read_tokens),
-            cache_write_tokens: self.cache_write_tokens.saturating_sub(o.cache_write_tokens),
-            reasoning_tokens: self.reasoning_tokens.saturating_sub(o.reasoning_tokens),
-        }
-    }
-}
+use dsh_protocol::{SessionEvent, TokenUsage};
 
 /// One turn: where it starts and ends, how many steps it ran, why it ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -133,7 +88,9 @@ pub fn summarize<E: AsRef<SessionEvent>>(events: &[E]) -> LogSummary {
             "assistant/message" => event.data.get("usage"),
             _ => None,
         };
-        if let Some(sample) = sample.and_then(TokenUsage::from_value) {
+        if let Some(sample) =
+            sample.and_then(|usage| serde_json::from_value::<TokenUsage>(usage.clone()).ok())
+        {
             let key = (
                 event.data.get("turn").cloned().unwrap_or(Value::Null),
                 event.data.get("step").cloned().unwrap_or(Value::Null),
@@ -142,7 +99,9 @@ pub fn summarize<E: AsRef<SessionEvent>>(events: &[E]) -> LogSummary {
                 .as_ref()
                 .filter(|(k, _)| *k == key)
                 .map(|(_, u)| *u);
-            usage = usage.add(sample).sub(previous.unwrap_or_default());
+            usage = usage
+                .saturating_add(sample)
+                .saturating_sub(previous.unwrap_or_default());
             last_sample = Some((key, sample));
         }
     }
@@ -225,7 +184,7 @@ mod tests {
         let s = summarize(&events);
         assert_eq!(s.usage.input_tokens, 18);
         assert_eq!(s.usage.output_tokens, 6);
-        assert_eq!(s.usage.cache_read_tokens, 3);
+        assert_eq!(s.usage.cache_read_tokens, Some(3));
         assert_eq!(s.events, 11);
         assert_eq!(s.by_type["assistant/chunk"], 2);
         assert_eq!(s.turns.len(), 2);

@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use crate::derive::{DerivedMessages, Message, project};
 use crate::error::Violation;
-use crate::event::SessionEvent;
 use crate::frozen::FrozenList;
 use crate::hash::{EMPTY_HISTORY_HASH, chain};
 use crate::types::is_surface_type;
+use dsh_protocol::SessionEvent;
 
 /// Work done maintaining derived history, for tests and diagnostics: the cost of keeping
 /// `derive_messages()` current must track what changed, not the log length.

@@ -5,7 +5,8 @@
 //! argument errors, which carry no structured `{name, code}` at all. Keeping that split lets the
 //! wrapper record exactly the `error` field the reference records.
 
-use serde_json::{Value, json};
+use dsh_protocol::ToolErrorInfo;
+use serde_json::Value;
 
 /// Machine-routable failure codes. [`ErrorCode::Unclassified`] is the reference's plain `Error`
 /// (value checks such as "offset must be a positive integer"): it has no recorded code.
@@ -132,10 +133,10 @@ impl ToolError {
 
     /// The `error` field of the recorded `tool/result` (`{name, code}`), or `None` when the
     /// reference records none (plain errors).
-    pub fn info_json(&self) -> Option<Value> {
+    pub fn info(&self) -> Option<ToolErrorInfo> {
         let name = self.code.error_name()?;
         let code = self.code.as_str()?;
-        Some(json!({ "name": name, "code": code }))
+        Some(ToolErrorInfo::new(name, code))
     }
 
     /// The reference appends the only correct recovery to the two guarded-mutation failures at
@@ -171,16 +172,16 @@ mod tests {
     fn info_follows_the_reference_families() {
         let fs = ToolError::new(ErrorCode::FsNotFound, "x");
         assert_eq!(
-            fs.info_json(),
-            Some(json!({"name": "FsError", "code": "FS_NOT_FOUND"}))
+            fs.info(),
+            Some(ToolErrorInfo::new("FsError", "FS_NOT_FOUND"))
         );
         let search = ToolError::new(ErrorCode::SearchFailed, "x");
         assert_eq!(
-            search.info_json(),
-            Some(json!({"name": "SearchError", "code": "SEARCH_FAILED"}))
+            search.info(),
+            Some(ToolErrorInfo::new("SearchError", "SEARCH_FAILED"))
         );
         assert_eq!(
-            ToolError::plain("offset must be a positive integer").info_json(),
+            ToolError::plain("offset must be a positive integer").info(),
             None
         );
         assert_eq!(ToolError::plain("boom").model_text(), "Error: boom");
@@ -218,7 +219,7 @@ mod tests {
             #[expect(dead_code, reason = "only deserialized")]
             x: String,
         }
-        let error = parse_args::<A>(&json!({})).err();
+        let error = parse_args::<A>(&serde_json::json!({})).err();
         assert_eq!(error.map(|e| e.code()), Some(ErrorCode::InvalidArgs));
     }
 }

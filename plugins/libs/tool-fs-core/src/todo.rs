@@ -2,8 +2,8 @@
 //! `todo/write` event data. Appending the event to the calling agent's session (and refusing a
 //! caller without one) is the wrapper's job.
 
+use dsh_protocol::TodoWriteEvent;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::error::ToolError;
 
@@ -56,8 +56,8 @@ pub struct TodoOutput {
     pub counts: TodoCounts,
     /// The model-facing text.
     pub text: String,
-    /// The `todo/write` event's `data`: `{"todos": [...]}`.
-    pub event_data: Value,
+    /// The `todo/write` event.
+    pub event: TodoWriteEvent,
 }
 
 /// Validate and canonicalize: contents are trimmed, must be non-empty and unique, and at most
@@ -102,11 +102,23 @@ pub fn todo_write(
         "Updated todo list: {} pending, {} in progress, {} completed.",
         counts.pending, counts.in_progress, counts.completed
     );
-    let event_data = json!({ "todos": todos });
+    let event = TodoWriteEvent {
+        todos: todos
+            .iter()
+            .map(|item| dsh_protocol::TodoItem {
+                content: item.content.clone(),
+                status: match item.status {
+                    TodoStatus::Pending => dsh_protocol::TodoStatus::Pending,
+                    TodoStatus::InProgress => dsh_protocol::TodoStatus::InProgress,
+                    TodoStatus::Completed => dsh_protocol::TodoStatus::Completed,
+                },
+            })
+            .collect(),
+    };
     Ok(TodoOutput {
         todos,
         counts,
         text,
-        event_data,
+        event,
     })
 }

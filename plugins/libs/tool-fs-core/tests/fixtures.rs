@@ -105,7 +105,7 @@ fn outcome_of<T>(
             text: error.model_text(),
             is_error: true,
             meta: None,
-            error: error.info_json(),
+            error: error.info().map(|info| serde_json::to_value(info).unwrap()),
         },
     }
 }
@@ -224,7 +224,7 @@ fn recorded_file_tool_results_replay_byte_for_byte() {
                             let out = todo_write(&args, true);
                             if let Ok(out) = &out {
                                 assert_eq!(
-                                    Some(&out.event_data),
+                                    Some(&serde_json::to_value(&out.event).unwrap()),
                                     last_todo_event.as_ref(),
                                     "{label}: todo/write event data"
                                 );

@@ -103,7 +103,7 @@ fn write_over_an_unread_file_is_not_observed() {
         )
     );
     assert_eq!(
-        err.info_json(),
+        err.info().map(|info| serde_json::to_value(info).unwrap()),
         Some(json!({"name": "FsError", "code": "FS_NOT_OBSERVED"}))
     );
     assert_eq!(s.read_string("a.txt"), "old\n");

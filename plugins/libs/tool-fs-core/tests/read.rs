@@ -149,7 +149,10 @@ fn at_most_2000_lines_by_default_and_limit_is_capped() {
     );
     let err = read(&window("many.txt", 1.0, 2001.0), &ws, None).unwrap_err();
     assert_eq!(err.message(), "limit must be less than or equal to 2000");
-    assert_eq!(err.info_json(), None);
+    assert_eq!(
+        err.info().map(|info| serde_json::to_value(info).unwrap()),
+        None
+    );
     let custom = ReadWindow {
         limit: 10,
         ..ReadWindow::new(1, 10)
@@ -191,7 +194,7 @@ fn missing_files_are_not_found_and_recorded_absent() {
         )
     );
     assert_eq!(
-        err.info_json(),
+        err.info().map(|info| serde_json::to_value(info).unwrap()),
         Some(json!({"name": "FsError", "code": "FS_NOT_FOUND"}))
     );
     assert_eq!(

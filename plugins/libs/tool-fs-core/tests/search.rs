@@ -132,7 +132,7 @@ fn glob_errors_follow_ripgrep_and_the_reference_classification() {
         "glob pattern rejected by ripgrep: rg: error parsing glob '[': unclosed character class; missing ']'"
     );
     assert_eq!(
-        err.info_json(),
+        err.info().map(|info| serde_json::to_value(info).unwrap()),
         Some(json!({"name": "SearchError", "code": "SEARCH_INVALID_PATTERN"}))
     );
     let err = glob(

@@ -26,7 +26,7 @@ fn counts_text_and_event_data() {
         "Updated todo list: 2 pending, 1 in progress, 1 completed."
     );
     assert_eq!(
-        out.event_data,
+        serde_json::to_value(&out.event).unwrap(),
         json!({"todos": [
             {"content": "plan", "status": "completed"},
             {"content": "build", "status": "in_progress"},
@@ -40,7 +40,10 @@ fn counts_text_and_event_data() {
         empty.text,
         "Updated todo list: 0 pending, 0 in progress, 0 completed."
     );
-    assert_eq!(empty.event_data, json!({"todos": []}));
+    assert_eq!(
+        serde_json::to_value(&empty.event).unwrap(),
+        json!({"todos": []})
+    );
 }
 
 #[test]
@@ -86,7 +89,7 @@ fn schema_violations_are_invalid_args() {
         let err = parse_args::<TodoWriteArgs>(&bad).unwrap_err();
         assert_eq!(err.code(), ErrorCode::InvalidArgs);
         assert_eq!(
-            err.info_json(),
+            err.info().map(|info| serde_json::to_value(info).unwrap()),
             Some(json!({"name": "ToolArgsError", "code": "INVALID_ARGS"}))
         );
     }

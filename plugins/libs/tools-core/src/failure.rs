@@ -7,8 +7,7 @@
 //! ours. [`FailureKind`] is the in-process classification every failure has, logged or not, so
 //! a caller can still route on "denied by a guard" versus "the tool threw".
 
-use dsh_llm_api::ContentBlock;
-use serde::{Deserialize, Serialize};
+use dsh_protocol::{ContentBlock, ToolErrorInfo};
 
 /// Stable error codes and structured error names the reference uses for tool failures.
 pub mod codes {
@@ -57,24 +56,6 @@ pub mod codes {
     pub const TOOL_OUTCOME_UNKNOWN_ERROR: &str = "ToolOutcomeUnknownError";
     /// Structured error name paired with [`TOOL_NOT_STARTED`].
     pub const TOOL_NOT_STARTED_ERROR: &str = "ToolNotStartedError";
-}
-
-/// The structured error of a failed call, logged as `tool/result.error`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ToolErrorInfo {
-    /// The error class name (`ToolNotFoundError`, `FsError`, ...).
-    pub name: String,
-    /// The stable routing code (`UNKNOWN_TOOL`, `FS_NOT_FOUND`, ...).
-    pub code: String,
-}
-
-impl ToolErrorInfo {
-    pub fn new(name: impl Into<String>, code: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            code: code.into(),
-        }
-    }
 }
 
 /// Where a denial came from. None of these are logged (the reference logs no `error` for a

@@ -2,34 +2,9 @@
 //! then the monotonic guards. Arguments are never rewritten by any gate: they were already
 //! logged and shown, and history, audit, UI and execution must agree.
 
-use serde::{Deserialize, Serialize};
+use dsh_protocol::{ApprovalOutcome, PreDecision};
 
 use crate::failure::{DenialSource, ToolFailure};
-
-/// A `tools/pre-execute` decision, in the wire shape listeners answer with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum PreDecision {
-    Allow,
-    Deny {
-        reason: String,
-    },
-    /// Put the call to a human; only an `allowed-once` answer lets it through.
-    Ask {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-}
-
-/// The approval service's closed answer vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalOutcome {
-    AllowedOnce,
-    Rejected,
-    Cancelled,
-    Unavailable,
-}
 
 /// What came of putting an `ask` to the approval service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

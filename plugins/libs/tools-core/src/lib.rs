@@ -11,7 +11,7 @@
 //! the approval service and appends the events this crate builds; tool plugins own their
 //! bodies, renderers and error texts.
 //!
-//! How the pieces compose into the reference's pipeline for one call: log [`ToolCallEventData`];
+//! How the pieces compose into the reference's pipeline for one call: log a `tool/call`;
 //! [`parse_arguments`]; take the [`OutcomeSeal`] from the definition the call's
 //! [`ToolView`] resolves (none for an unknown name); run `tools/pre-execute` and turn its
 //! [`PreDecision`] into a [`Gate`] ([`Gate::resolve_ask`] for `ask`, then
@@ -20,7 +20,7 @@
 //! [`ToolSpec::validate_arguments`] (`INVALID_ARGS`, raised here, after policy, as the reference
 //! does), the body, [`validate_tool_output`]; run `tools/post-execute` through
 //! [`apply_post_decision`] (denials and dispatch failures reach it too, failures of the pipeline
-//! itself skip it); then [`OutcomeSeal::finish`] and [`ToolResultEventData::new`]. The calls of
+//! itself skip it); then [`OutcomeSeal::finish`] and [`result_event`]. The calls of
 //! a step go through [`run_staged`]: gates in `prepare`, the body in `dispatch`, post-execute,
 //! finish and logging in `commit`; additional contexts are appended after the whole batch.
 
@@ -41,19 +41,15 @@ mod spec;
 mod view;
 
 pub use args::{parse_and_validate_arguments, parse_arguments, validate_arguments};
-pub use events::{
-    TOOL_CALL_EVENT, TOOL_RESULT_EVENT, ToolCallEventData, ToolResultEventData, tool_result_message,
-};
-pub use failure::{DenialSource, FailureKind, ToolErrorInfo, ToolFailure, codes};
-pub use gates::{ApprovalOutcome, AskAnswer, Gate, PreDecision};
+pub use events::{result_event, tool_result_message, tool_result_of};
+pub use failure::{DenialSource, FailureKind, ToolFailure, codes};
+pub use gates::{AskAnswer, Gate};
 pub use order::{OrderError, TOOL_ORDER_REST, ToolOrder, compare_code_units, order_schemas};
 pub use outcome::{
-    ContentFinalizer, FinalOutcome, OutcomeSeal, OutcomeState, PostDecision, ToolOutcome,
-    apply_post_decision,
+    ContentFinalizer, FinalOutcome, OutcomeSeal, OutcomeState, ToolOutcome, apply_post_decision,
 };
 pub use registry::{
-    GuardCall, RUN_CODE_NAME, RegisteredTool, RegistrationId, Removed, Restriction, ToolGuard,
-    ToolRegistry,
+    GuardCall, RUN_CODE_NAME, RegisteredTool, RegistrationId, Removed, ToolGuard, ToolRegistry,
 };
 pub use registry_error::RegistryError;
 pub use scheduler::{

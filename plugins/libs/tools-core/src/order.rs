@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashSet};
 
-use dsh_llm_api::ToolSchema;
+use dsh_protocol::ToolSchema;
 
 /// The marker inside a configured order saying where unlisted tools go.
 pub const TOOL_ORDER_REST: &str = "<unlisted-tools>";

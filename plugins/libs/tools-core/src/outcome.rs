@@ -1,11 +1,10 @@
 //! The normalized outcome of one call, the post-execute decisions over it, and the seal that
 //! runs a tool's `finalize_content` hook exactly once before the outcome becomes final.
 
-use dsh_llm_api::{ContentBlock, Message};
-use serde::{Deserialize, Deserializer, Serialize};
+use dsh_protocol::{ContentBlock, Message, PostDecision, ToolErrorInfo};
 use serde_json::Value;
 
-use crate::failure::{ToolErrorInfo, ToolFailure};
+use crate::failure::ToolFailure;
 
 /// Success or failure, with what only that side carries.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,59 +123,6 @@ impl ToolOutcome {
     /// The structured error the log records, if any.
     pub fn error_info(&self) -> Option<&ToolErrorInfo> {
         self.as_failure().and_then(ToolFailure::info)
-    }
-}
-
-/// Deserialize a field that distinguishes "absent" (`None`, by `#[serde(default)]`) from an
-/// explicit JSON `null` (`Some(Value::Null)`), which plain `Option<Value>` would conflate.
-pub(crate) fn present<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
-}
-
-/// A `tools/post-execute` decision, in the wire shape listeners answer with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum PostDecision {
-    /// Keep the outcome, optionally replacing the model-facing content *or* the canonical
-    /// value (re-validated and re-rendered by the tool), never both.
-    Accept {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        content: Option<Vec<ContentBlock>>,
-        #[serde(
-            default,
-            deserialize_with = "present",
-            skip_serializing_if = "Option::is_none"
-        )]
-        value: Option<Value>,
-        #[serde(
-            default,
-            rename = "additionalContexts",
-            skip_serializing_if = "Vec::is_empty"
-        )]
-        additional_contexts: Vec<Message>,
-    },
-    /// Turn the outcome into an error whose content is corrective feedback for the model.
-    Block {
-        feedback: Vec<ContentBlock>,
-        #[serde(
-            default,
-            rename = "additionalContexts",
-            skip_serializing_if = "Vec::is_empty"
-        )]
-        additional_contexts: Vec<Message>,
-    },
-}
-
-impl PostDecision {
-    /// The decision of a listener with nothing to say.
-    pub fn accept() -> Self {
-        Self::Accept {
-            content: None,
-            value: None,
-            additional_contexts: Vec::new(),
-        }
     }
 }
 

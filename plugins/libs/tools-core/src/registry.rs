@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use dsh_protocol::Restriction;
 use serde_json::Value;
 
 use crate::failure::ToolFailure;
@@ -23,18 +23,6 @@ pub const RUN_CODE_NAME: &str = "run_code";
 /// [`ToolRegistry::remove`] to undo exactly that registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RegistrationId(u64);
-
-/// A per-scope mask over inherited tools. `allow` keeps only the listed names; `deny` removes
-/// the listed names. A deny-only mask lets inherited tools registered later through; an allow
-/// list excludes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Restriction {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deny: Option<Vec<String>>,
-}
 
 /// What a guard sees of one call: its identity and its (immutable) parsed arguments.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use dsh_llm_api::ToolSchema;
+use dsh_protocol::ToolSchema;
 use serde_json::Value;
 
 use crate::args::validate_arguments;

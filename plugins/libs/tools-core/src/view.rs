@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dsh_llm_api::ToolSchema;
+use dsh_protocol::ToolSchema;
 use serde_json::Value;
 
 use crate::failure::ToolFailure;

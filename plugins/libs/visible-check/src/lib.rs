@@ -1,48 +1,107 @@
-//! "Model-visible means logged", checked where a request leaves for the model (the innermost
-//! step of `llm/stream`, and the replay adapter, which answers in its place): the request's
-//! messages must be exactly the session's derived history, compared by the log's rolling
-//! history hash (kept with the snapshot, so the log side costs nothing), and its config, system
-//! prompt and tools must be the last logged `request/header`. A request without a session is
-//! not checked: it is not part of any conversation.
+//! `dsh-visible-check`: "model-visible means logged", checked where a request leaves for the
+//! model (the innermost step of `llm/stream`, and the replay adapter, which answers in its
+//! place). The request's messages must be exactly the session's derived history, compared by
+//! the log's rolling history hash (kept with the snapshot, so the log side costs nothing), and
+//! its config, system prompt and tools must be the last logged `request/header`. A request
+//! without a session is not checked: it is not part of any conversation. A session's request
+//! that cannot be checked (no `sessions` service, a session that cannot be opened) is refused.
+//!
+//! A checked request's session is handed back, so the step that checks a request is the one
+//! that gives the adapter its history, and no adapter touches a session.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use abi_stable::std_types::RString;
-use dsh_llm_api::{GenerateRequest, LlmCallConfig, ToolSchema};
 use dsh_plugin_api::{Context, lock};
+use dsh_protocol::{
+    ContentBlock, GenerateRequest, MessageSource, RequestHeader, RequestHeaderEvent, Role,
+};
 use dsh_session_seam::{SESSIONS, SessionBox, SessionsService};
-use serde_json::{Value, json};
+use serde::Serialize;
+
+/// Why a request may not leave.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "model-visible history of session `{session}` is not its log: the request carries {extra} message(s) beside its logged history (something added them after the history was derived)"
+    )]
+    MessagesBesideReference { session: String, extra: usize },
+    #[error(
+        "model-visible history of session `{session}` is not its log: the request refers to {sent_count} message(s) hashing to {sent_hash}, the log derives {logged_count} hashing to {logged_hash:016x}"
+    )]
+    ReferenceMismatch {
+        session: String,
+        sent_count: u64,
+        sent_hash: String,
+        logged_count: u64,
+        logged_hash: u64,
+    },
+    #[error(
+        "model-visible history of session `{session}` is not its log: the request carries {sent_count} message(s) hashing to {sent_hash:016x}, the log derives {logged_count} hashing to {logged_hash:016x} (something added to or changed the request after it was derived)"
+    )]
+    HistoryMismatch {
+        session: String,
+        sent_count: usize,
+        sent_hash: u64,
+        logged_count: u64,
+        logged_hash: u64,
+    },
+    #[error("session `{0}` has no logged request/header for this request")]
+    NoHeader(String),
+    #[error(
+        "the request of session `{session}` does not match its logged request/header (config {config}, system {system}, tools {tools})"
+    )]
+    HeaderMismatch {
+        session: String,
+        config: &'static str,
+        system: &'static str,
+        tools: &'static str,
+    },
+    #[error(
+        "the request of session `{0}` cannot be checked against its log: no `sessions` service is mounted"
+    )]
+    NoSessions(String),
+    #[error("session `{session}` of the request: {message}")]
+    Session { session: String, message: String },
+    #[error("a request with a history reference names no session")]
+    ReferenceWithoutSession,
+}
 
 /// Events read per window while looking for the last `request/header`.
 const HEADER_WINDOW: u64 = 64;
 
+/// A message as the log hashes it: role, content and source.
+#[derive(Serialize)]
+struct Hashed<'a> {
+    role: &'a Role,
+    content: &'a [ContentBlock],
+    source: &'a MessageSource,
+}
+
 /// The request's history hash, computed the way the log computes its own.
 pub fn request_hash(request: &GenerateRequest) -> u64 {
-    let values: Vec<Value> = request
+    let values: Vec<serde_json::Value> = request
         .messages
         .iter()
-        .map(|message| {
-            json!({"role": message.role, "content": message.content, "source": message.source})
+        .filter_map(|message| {
+            serde_json::to_value(Hashed {
+                role: &message.role,
+                content: &message.content,
+                source: &message.source,
+            })
+            .ok()
         })
         .collect();
     dsh_session_log::messages_hash(&values)
 }
 
 /// Per session: how many events were looked at, and the last `request/header` among them.
-type HeaderCache = HashMap<String, (u64, Option<Value>)>;
+type HeaderCache = HashMap<String, (u64, Option<RequestHeader>)>;
 
 /// Sessions whose header cache is kept; past this the cache starts over (a long-lived process
 /// with many sessions must not grow without bound).
 const CACHED_SESSIONS: usize = 256;
-
-/// Per session: the header a request was last verified against, with that request's parts.
-type VerifiedCache = HashMap<String, (Value, LlmCallConfig, Option<String>, Vec<ToolSchema>)>;
-
-fn verified_cache() -> &'static Mutex<VerifiedCache> {
-    static CACHE: OnceLock<Mutex<VerifiedCache>> = OnceLock::new();
-    CACHE.get_or_init(Mutex::default)
-}
 
 fn header_cache() -> &'static Mutex<HeaderCache> {
     static CACHE: OnceLock<Mutex<HeaderCache>> = OnceLock::new();
@@ -51,7 +110,7 @@ fn header_cache() -> &'static Mutex<HeaderCache> {
 
 /// The last logged `request/header`'s header. Only the events appended since the previous
 /// check of the session are read, so a long session costs no more than a short one.
-fn last_header(session: &SessionBox) -> Option<Value> {
+fn last_header(session: &SessionBox) -> Option<RequestHeader> {
     let id = session.id().into_string();
     let count = session.event_count();
     let (seen, mut header) = lock(header_cache())
@@ -63,10 +122,8 @@ fn last_header(session: &SessionBox) -> Option<Value> {
     while start < count {
         let end = count.min(start + HEADER_WINDOW);
         for record in session.events(start, end).iter() {
-            if record.kind.as_str() == "request/header"
-                && let Ok(event) = serde_json::from_str::<Value>(&record.json)
-            {
-                header = Some(event["data"]["header"].clone());
+            if let Some(Ok(event)) = record.decode::<RequestHeaderEvent>() {
+                header = Some(event.header);
             }
         }
         start = end;
@@ -79,161 +136,102 @@ fn last_header(session: &SessionBox) -> Option<Value> {
     header
 }
 
-/// `Err` names the session and what differs. A history by reference is checked in constant
-/// time against the log's rolling hash; inline messages are hashed the way the log hashes them.
-pub fn check(session: &SessionBox, request: &GenerateRequest) -> Result<(), String> {
-    let id = session.id();
+/// Checks `request` against the log of `session`. A history by reference is checked in
+/// constant time against the log's rolling hash; inline messages are hashed the way the log
+/// hashes them.
+pub fn check(session: &SessionBox, request: &GenerateRequest) -> Result<(), Refusal> {
+    let id = session.id().into_string();
     let view = session.derive_messages();
     let logged = view.hash();
     if let Some(history) = &request.history {
         if !request.messages.is_empty() {
-            return Err(format!(
-                "model-visible history of session `{id}` is not its log: the request carries {} \
-                 message(s) beside its logged history (something added them after the history \
-                 was derived)",
-                request.messages.len()
-            ));
+            return Err(Refusal::MessagesBesideReference {
+                session: id,
+                extra: request.messages.len(),
+            });
         }
         let sent = u64::from_str_radix(&history.hash, 16).ok();
         if history.count != view.message_count() || sent != Some(logged) {
-            return Err(format!(
-                "model-visible history of session `{id}` is not its log: the request refers to \
-                 {} message(s) hashing to {}, the log derives {} hashing to {logged:016x}",
-                history.count,
-                history.hash,
-                view.message_count()
-            ));
+            return Err(Refusal::ReferenceMismatch {
+                session: id,
+                sent_count: history.count,
+                sent_hash: history.hash.clone(),
+                logged_count: view.message_count(),
+                logged_hash: logged,
+            });
         }
-        return check_header(session, request);
+        return check_header(session, &id, request);
     }
     let sent = request_hash(request);
     if logged != sent {
-        return Err(format!(
-            "model-visible history of session `{id}` is not its log: the request carries {} \
-             message(s) hashing to {sent:016x}, the log derives {} hashing to {logged:016x} \
-             (something added to or changed the request after it was derived)",
-            request.messages.len(),
-            session.derive_messages().message_count()
-        ));
+        return Err(Refusal::HistoryMismatch {
+            session: id,
+            sent_count: request.messages.len(),
+            sent_hash: sent,
+            logged_count: view.message_count(),
+            logged_hash: logged,
+        });
     }
-    check_header(session, request)
+    check_header(session, &id, request)
 }
 
 /// The request's config, system prompt and tools against the last logged `request/header`.
-fn check_header(session: &SessionBox, request: &GenerateRequest) -> Result<(), String> {
-    let id = session.id();
+fn check_header(session: &SessionBox, id: &str, request: &GenerateRequest) -> Result<(), Refusal> {
     let Some(header) = last_header(session) else {
-        return Err(format!(
-            "session `{id}` has no logged request/header for this request"
-        ));
+        return Err(Refusal::NoHeader(id.to_owned()));
     };
-    // A request that matches what the same header last verified needs no new comparison: the
-    // tools, the largest part, are compared as structures, without encoding them again.
-    let key = id.to_string();
-    if lock(verified_cache())
-        .get(&key)
-        .is_some_and(|(seen, config, system, tools)| {
-            *seen == header
-                && config.provider == request.config.provider
-                && config.model == request.config.model
-                && *system == request.system
-                && *tools == request.tools
-        })
-    {
+    let config = header.config.provider == request.config.provider
+        && header.config.model == request.config.model;
+    let system = header.system == request.system;
+    let tools = header.tools.as_deref().unwrap_or_default() == request.tools.as_slice();
+    if config && system && tools {
         return Ok(());
     }
-    let config_matches = header["config"]["provider"] == json!(request.config.provider)
-        && header["config"]["model"] == json!(request.config.model);
-    let system_matches = header["system"] == json!(request.system);
-    let tools_matches = header["tools"] == json!(request.tools);
-    if config_matches && system_matches && tools_matches {
-        let mut cache = lock(verified_cache());
-        if cache.len() >= CACHED_SESSIONS && !cache.contains_key(&key) {
-            cache.clear();
-        }
-        cache.insert(
-            key,
-            (
-                header,
-                request.config.clone(),
-                request.system.clone(),
-                request.tools.clone(),
-            ),
-        );
-        Ok(())
-    } else {
-        Err(format!(
-            "the request of session `{id}` does not match its logged request/header (config {}, system {}, tools {})",
-            if config_matches { "same" } else { "differs" },
-            if system_matches { "same" } else { "differs" },
-            if tools_matches { "same" } else { "differs" },
-        ))
-    }
-}
-
-/// [`check`] for a request about to leave, with the session looked up through `ctx`; a
-/// violation is logged loudly before it is returned.
-pub async fn check_request(ctx: &Context, request: &GenerateRequest) -> Result<(), String> {
-    let Some(id) = &request.session_id else {
-        return Ok(());
-    };
-    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
-        return Ok(());
-    };
-    let session = match sessions
-        .open(RString::from(id.as_str()))
-        .await
-        .into_result()
-    {
-        Ok(session) => session,
-        Err(error) => return Err(format!("session `{id}` of the request: {error}")),
-    };
-    check(&session, request).inspect_err(|violation| {
-        ctx.log(dsh_plugin_api::LogLevel::Error, violation);
+    let word = |same: bool| if same { "same" } else { "differs" };
+    Err(Refusal::HeaderMismatch {
+        session: id.to_owned(),
+        config: word(config),
+        system: word(system),
+        tools: word(tools),
     })
 }
 
-/// Replaces a history reference by the messages it names, read from the session's log, for an
-/// adapter that puts the request on a wire.
-pub async fn materialize(ctx: &Context, request: &mut GenerateRequest) -> Result<(), String> {
-    let Some(history) = request.history.take() else {
-        return Ok(());
+/// The session of a request, opened through `ctx`; `None` for a request without a session.
+async fn session_of(
+    ctx: &Context,
+    request: &GenerateRequest,
+) -> Result<Option<SessionBox>, Refusal> {
+    let Some(id) = &request.session_id else {
+        return Ok(None);
     };
-    let id = request
-        .session_id
-        .clone()
-        .ok_or("a request with a history reference names no session")?;
-    let sessions = match ctx.get::<SessionsService>(SESSIONS) {
-        Ok(Some(sessions)) => sessions,
-        _ => {
-            return Err(format!(
-                "no `sessions` service to read the history of `{id}`"
-            ));
-        }
+    let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
+        return Err(Refusal::NoSessions(id.clone()));
     };
-    let session = sessions
+    sessions
         .open(RString::from(id.as_str()))
         .await
         .into_result()
-        .map_err(|error| format!("session `{id}` of the request: {error}"))?;
-    let view = session.derive_messages();
-    if view.message_count() < history.count {
-        return Err(format!(
-            "session `{id}` derives {} message(s), the request refers to {}",
-            view.message_count(),
-            history.count
-        ));
-    }
-    let mut messages = Vec::new();
-    for index in 0..history.count {
-        let json = view
-            .message(index)
-            .into_option()
-            .ok_or_else(|| format!("message {index} of session `{id}` is missing"))?;
-        let message = serde_json::from_str(&json)
-            .map_err(|error| format!("message {index} of session `{id}`: {error}"))?;
-        messages.push(message);
-    }
-    request.messages = messages;
-    Ok(())
+        .map(Some)
+        .map_err(|error| Refusal::Session {
+            session: id.clone(),
+            message: error.to_string(),
+        })
+}
+
+/// [`check`] for a request about to leave, with the session looked up through `ctx`; a
+/// refusal is logged loudly before it is returned. Answers the request's session (`None` for a
+/// request without one), whose derived history is what the request refers to.
+pub async fn check_request(
+    ctx: &Context,
+    request: &GenerateRequest,
+) -> Result<Option<SessionBox>, Refusal> {
+    let checked = match session_of(ctx, request).await {
+        Ok(Some(session)) => check(&session, request).map(|()| Some(session)),
+        Ok(None) if request.history.is_some() => Err(Refusal::ReferenceWithoutSession),
+        Ok(None) => Ok(None),
+        Err(refusal) => Err(refusal),
+    };
+    checked.inspect_err(|refusal| {
+        ctx.log(dsh_plugin_api::LogLevel::Error, &refusal.to_string());
+    })
 }

@@ -1,9 +1,15 @@
-//! The model seam across the plugin ABI: the `llm` service (an adapter registry keyed by
-//! provider route, and `stream`), the adapters that plugins register with it, the chunk
-//! streams they return, and the `llm/stream` waterfall every stream call goes through.
+//! `dsh-llm-seam`: the model seam across the plugin ABI. The `llm` service (an adapter registry
+//! keyed by provider route, and `stream`), the adapters that plugins register with it, the
+//! chunk streams they return, and the `llm/stream` waterfall every stream call goes through.
 //!
-//! Requests, chunks and failures cross as the JSON of `dsh-llm-api`'s vocabulary: each chunk is
-//! logged as JSON anyway (`assistant/chunk`), so it is serialized once, where it is produced.
+//! Requests, chunks, catalogs and failures are `dsh-protocol` values crossing as [`Json`]. A
+//! chunk is serialized once, by the adapter that produced it, and that text is what the loop
+//! logs (`assistant/chunk`); the loop parses it once to assemble the message.
+//!
+//! An adapter gets the history it must send beside the request, as a [`History`] it reads by
+//! index: the `llm` service's innermost `llm/stream` step checks a session's request against
+//! its log and hands over the history the request refers to (the log's derived messages, read
+//! only if the adapter puts them on a wire), so no adapter reads a session.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -14,17 +20,20 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
+use abi_stable::std_types::RArc;
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{EmitEvent, WaterfallEvent};
+use dsh_plugin_api::DecodeError;
+use dsh_plugin_api::{EmitEvent, Json, WaterfallEvent};
+use dsh_protocol::{CatalogModel, GenerateRequest, LlmFailure, Message, StreamChunk};
 
 /// Service key of the model seam.
 pub const LLM: &str = "llm";
 
-/// `llm/stream`: wraps every stream call; the innermost default asks the adapter of the
-/// request's provider. A listener that answers without calling `next` replaces the model
-/// (the replay adapter plugs in here).
+/// `llm/stream`: wraps every stream call; the innermost default checks and completes the
+/// request and asks the adapter of its provider. A listener that answers without calling
+/// `next` replaces the model (the replay adapter plugs in here).
 pub const LLM_STREAM: WaterfallEvent<StreamCall, StreamOutcome> = WaterfallEvent::new("llm/stream");
 
 /// `llm/adapters-updated`: the set of routes changed (emit; payload: the provider name).
@@ -36,28 +45,58 @@ pub const LLM_ADAPTERS_UPDATED: EmitEvent<RString> = EmitEvent::new("llm/adapter
 pub struct StreamCall {
     /// The provider route (`deepseek-official`, ...).
     pub provider: RString,
-    /// The `GenerateRequest` as JSON.
-    pub request: RString,
+    pub request: Json<GenerateRequest>,
 }
 
-/// A stream of chunks, or the failure (an `LlmFailure` as JSON) that prevented it.
-pub type StreamOutcome = RResult<ChunkStreamBox, RString>;
+/// A stream of chunks, or the failure that prevented it.
+pub type StreamOutcome = RResult<ChunkStreamBox, Json<LlmFailure>>;
 
-/// The chunks of one model attempt, in order. `RNone` ends the stream; an `RErr` is an
-/// `LlmFailure` (as JSON) that cut it (transport, timeout, closed or malformed stream).
+/// The next chunk of a stream: `RNone` ends it; an error is the failure that cut it
+/// (transport, timeout, a stream closed early, a malformed one).
+pub type NextChunk = RResult<ROption<Json<StreamChunk>>, Json<LlmFailure>>;
+
+/// The chunks of one model attempt, in order.
 #[sabi_trait]
 pub trait ChunkStream: Send + Sync {
-    fn next(&self) -> FfiFuture<RResult<ROption<RString>, RString>>;
+    fn next(&self) -> FfiFuture<NextChunk>;
 }
 pub type ChunkStreamBox = ChunkStream_TO<'static, RBox<()>>;
+
+/// The history a request sends after its system prompt, in order.
+#[sabi_trait]
+pub trait History: Send + Sync {
+    fn count(&self) -> u64;
+    /// Message `index`, `None` past the end.
+    fn message(&self, index: u64) -> ROption<Json<Message>>;
+}
+pub type HistoryBox = History_TO<'static, RArc<()>>;
+
+/// Every message of `history`, parsed.
+pub fn read_history(history: &HistoryBox) -> Result<Vec<Message>, DecodeError> {
+    (0..history.count())
+        .map(|index| match history.message(index) {
+            ROption::RSome(message) => message.decode(),
+            ROption::RNone => Err(DecodeError {
+                what: "history",
+                message: format!("message {index} of {} is missing", history.count()),
+            }),
+        })
+        .collect()
+}
 
 /// A model provider route.
 #[sabi_trait]
 pub trait Adapter: Send + Sync {
     fn provider(&self) -> RString;
-    /// The model catalog (`[ModelInfo]` as JSON).
-    fn models(&self) -> RString;
-    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome>;
+    /// The model catalog.
+    fn models(&self) -> Json<Vec<CatalogModel>>;
+    /// Streams `request`, whose history is `history` (the request's own `messages` are empty
+    /// and it refers to no history).
+    fn stream(
+        &self,
+        request: Json<GenerateRequest>,
+        history: HistoryBox,
+    ) -> FfiFuture<StreamOutcome>;
 }
 pub type AdapterBox = Adapter_TO<'static, RBox<()>>;
 
@@ -72,12 +111,12 @@ pub type RegistrationBox = Registration_TO<'static, RBox<()>>;
 #[sabi_trait]
 pub trait Llm: Send + Sync {
     /// Registers an adapter under its provider route; a second adapter for a route is refused
-    /// (`DUPLICATE_ADAPTER`, as `LlmFailure` JSON).
-    fn register(&self, adapter: AdapterBox) -> RResult<RegistrationBox, RString>;
-    /// Streams a `GenerateRequest` (JSON) through `llm/stream`.
-    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome>;
+    /// (`DUPLICATE_ADAPTER`).
+    fn register(&self, adapter: AdapterBox) -> RResult<RegistrationBox, Json<LlmFailure>>;
+    /// Streams a request through `llm/stream`.
+    fn stream(&self, request: Json<GenerateRequest>) -> FfiFuture<StreamOutcome>;
     fn providers(&self) -> RVec<RString>;
-    /// The catalog of `provider` (JSON), if it is registered.
-    fn models(&self, provider: RString) -> ROption<RString>;
+    /// The catalog of `provider`, if it is registered.
+    fn models(&self, provider: RString) -> ROption<Json<Vec<CatalogModel>>>;
 }
 pub type LlmService = Llm_TO<'static, RBox<()>>;

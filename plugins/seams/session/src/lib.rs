@@ -1,11 +1,14 @@
-//! The seams of the session log across the plugin ABI: the `sessions` service (the log of each
-//! session, provided by the `session` plugin) and the `session_persistence` service (its store,
-//! provided by `session-persistence-jsonl`), with the events they dispatch.
+//! `dsh-session-seam`: the session log across the plugin ABI. The `sessions` service (the log
+//! of each session, provided by the `session` plugin) and the `session_persistence` service (its
+//! store, provided by `session-persistence-jsonl`), with the events they dispatch.
 //!
 //! A committed event crosses the boundary as an [`EventRecord`]: its envelope fields plus its
 //! JSON line, serialized once at commit and shared (`RArc`) by every reader, never copied per
-//! reader. The rules of the log (seqs, surface, derive, repair) live in `dsh-session-log`; the
-//! on-disk format in `dsh-session-jsonl`; this crate only says how plugins talk about them.
+//! reader. Plugins append the core events as `dsh-protocol` values ([`NewEventRecord::of`]) and
+//! read them back typed ([`EventRecord::decode`]); their own event types stay JSON
+//! ([`NewEventRecord::plugin`]). The rules of the log (seqs, surface, derive, repair) live in
+//! `dsh-session-log`; the on-disk format in `dsh-session-jsonl`; this crate only says how
+//! plugins talk about them.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -19,7 +22,9 @@
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{EmitEvent, ParallelEvent};
+use dsh_plugin_api::{DecodeError, EmitEvent, Json, ParallelEvent};
+use dsh_protocol::{EventData, Message, SessionEvent, StreamChunk, SurfaceOp};
+use serde::Serialize;
 
 /// Service key of the session log.
 pub const SESSIONS: &str = "sessions";
@@ -48,6 +53,35 @@ pub struct EventRecord {
     pub json: RString,
 }
 
+impl EventRecord {
+    /// The event's data as `E`, when the event is of `E`'s type.
+    pub fn decode<E: EventData>(&self) -> Option<Result<E, DecodeError>> {
+        #[derive(serde::Deserialize)]
+        struct Line<E> {
+            data: E,
+        }
+        if self.kind.as_str() != E::KIND {
+            return None;
+        }
+        Some(
+            serde_json::from_str::<Line<E>>(&self.json)
+                .map(|line| line.data)
+                .map_err(|error| DecodeError {
+                    what: E::KIND,
+                    message: error.to_string(),
+                }),
+        )
+    }
+
+    /// The whole event.
+    pub fn event(&self) -> Result<SessionEvent, DecodeError> {
+        serde_json::from_str(&self.json).map_err(|error| DecodeError {
+            what: "session event",
+            message: error.to_string(),
+        })
+    }
+}
+
 /// An event to append: everything but `seq` (the log assigns it) and `time` (the log stamps it
 /// unless given).
 #[repr(C)]
@@ -56,14 +90,53 @@ pub struct NewEventRecord {
     pub kind: RString,
     /// The event's `data` as JSON text (checked to be lossless JSON).
     pub data: RString,
-    /// `surfaceOp` as JSON text (`"append"` or `{"op":"replace",...}`), for the 3 surface types.
-    pub surface_op: ROption<RString>,
+    /// How a surface event changes the model-visible surface (only the 3 surface types).
+    pub surface_op: ROption<Json<SurfaceOp>>,
     pub source_event_seqs: ROption<RVec<u64>>,
     pub time: ROption<i64>,
 }
 
 impl NewEventRecord {
-    pub fn new(kind: &str, data: &str) -> Self {
+    /// A core event; a surface event appends to the surface.
+    pub fn of<E: EventData>(data: &E) -> Self {
+        let record = Self::with_text(E::KIND, serde_json::to_string(data).unwrap_or_default());
+        if E::SURFACE {
+            record.with_surface(SurfaceOp::append())
+        } else {
+            record
+        }
+    }
+
+    /// An event of a plugin's own type, whose data is open by nature.
+    pub fn plugin(kind: &str, data: &impl Serialize) -> Self {
+        Self::with_text(kind, serde_json::to_string(data).unwrap_or_default())
+    }
+
+    /// An `assistant/chunk` whose chunk is the text an adapter serialized, embedded as it is:
+    /// the chunk is not parsed and encoded again on its way to the log.
+    pub fn chunk(turn: u64, step: u64, chunk: &Json<StreamChunk>) -> Self {
+        #[derive(Serialize)]
+        struct Data<'a> {
+            turn: u64,
+            step: u64,
+            chunk: &'a serde_json::value::RawValue,
+        }
+        let data =
+            serde_json::value::RawValue::from_string(chunk.text().to_owned()).and_then(|raw| {
+                serde_json::to_string(&Data {
+                    turn,
+                    step,
+                    chunk: &raw,
+                })
+            });
+        // A chunk that is not JSON is refused by the log's lossless check, naming the type.
+        Self::with_text(
+            <dsh_protocol::AssistantChunkEvent as EventData>::KIND,
+            data.unwrap_or_default(),
+        )
+    }
+
+    fn with_text(kind: &str, data: String) -> Self {
         Self {
             kind: kind.into(),
             data: data.into(),
@@ -71,6 +144,25 @@ impl NewEventRecord {
             source_event_seqs: ROption::RNone,
             time: ROption::RNone,
         }
+    }
+
+    /// The event cites `seqs` (`sourceEventSeqs`); nothing when `seqs` is empty.
+    pub fn citing(mut self, seqs: &[u64]) -> Self {
+        if !seqs.is_empty() {
+            self.source_event_seqs = ROption::RSome(RVec::from(seqs.to_vec()));
+        }
+        self
+    }
+
+    pub fn with_surface(mut self, op: SurfaceOp) -> Self {
+        self.surface_op = ROption::RSome(Json::encode(&op));
+        self
+    }
+
+    /// Stamps the event with `time` (epoch milliseconds) instead of the log's clock.
+    pub fn at(mut self, time: i64) -> Self {
+        self.time = ROption::RSome(time);
+        self
     }
 }
 
@@ -136,8 +228,8 @@ pub struct CreateSession {
 #[sabi_trait]
 pub trait DerivedView: Send + Sync {
     fn message_count(&self) -> u64;
-    /// Message `index` as JSON (`{role, content, source}`).
-    fn message(&self, index: u64) -> ROption<RString>;
+    /// Message `index` (its id is empty: providers never see ids).
+    fn message(&self, index: u64) -> ROption<Json<Message>>;
     /// The rolling hash of the history, for the model-visible-means-logged check.
     fn hash(&self) -> u64;
 }
@@ -213,16 +305,32 @@ pub trait SessionStore: Send + Sync {
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;
 
-/// Appends one event (`kind`, `data` as JSON text) to the live session `session` through the
-/// `sessions` service, for plugins that log beside a conversation (a todo list, a retry, an
-/// approval). No session id or no `sessions` service: nothing to log to. A refused or failed append is
-/// reported in the host log under `owner`, since the caller's own work has already happened.
+/// Appending and reading typed events on a session.
+pub trait SessionExt {
+    /// Appends one event; answers its seq.
+    fn append_one(&self, record: NewEventRecord) -> Result<u64, SessionError>;
+    /// Appends one core event; answers its seq.
+    fn log<E: EventData>(&self, data: &E) -> Result<u64, SessionError> {
+        self.append_one(NewEventRecord::of(data))
+    }
+}
+
+impl SessionExt for SessionBox {
+    fn append_one(&self, record: NewEventRecord) -> Result<u64, SessionError> {
+        let committed = self.append(RVec::from(vec![record])).into_result()?;
+        Ok(committed.first().map_or(0, |event| event.seq))
+    }
+}
+
+/// Appends `record` to the live session `session` through the `sessions` service, for plugins
+/// that log beside a conversation (a todo list, a retry, an approval). No session id or no
+/// `sessions` service: nothing to log to. A refused or failed append is reported in the host
+/// log under `owner`, since the caller's own work has already happened.
 pub async fn append_or_report(
     ctx: &dsh_plugin_api::Context,
     owner: &str,
     session: &str,
-    kind: &str,
-    data: &str,
+    record: NewEventRecord,
 ) {
     if session.is_empty() {
         return;
@@ -230,13 +338,9 @@ pub async fn append_or_report(
     if !matches!(ctx.get::<SessionsService>(SESSIONS), Ok(Some(_))) {
         return;
     }
+    let kind = record.kind.clone();
     // Only a live session: a late write must not load a closed one back from the store.
-    let appended = open_live(ctx, session).and_then(|live| {
-        live.append(RVec::from(vec![NewEventRecord::new(kind, data)]))
-            .into_result()
-            .map(|_| ())
-            .map_err(|error| error.to_string())
-    });
+    let appended = open_live(ctx, session).and_then(|live| live.append_one(record));
     if let Err(error) = appended {
         ctx.log(
             dsh_plugin_api::LogLevel::Error,
@@ -247,17 +351,23 @@ pub async fn append_or_report(
 
 /// The live session `id`, at once: a live session's `open` is ready on its first poll, so a
 /// caller that must change and log something in one step (inside an emit listener, or between
-/// two appends) needs no await. `Err` when there is no `sessions` service, or the session is
-/// not live (opening it would load it from the store).
-pub fn open_live(ctx: &dsh_plugin_api::Context, id: &str) -> Result<SessionBox, String> {
+/// two appends) needs no await. An error when there is no `sessions` service, or the session
+/// is not live (opening it would load it from the store).
+pub fn open_live(ctx: &dsh_plugin_api::Context, id: &str) -> Result<SessionBox, SessionError> {
     let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS) else {
-        return Err("no `sessions` service".to_owned());
+        return Err(SessionError::new(
+            SessionErrorKind::NotFound,
+            "no `sessions` service",
+        ));
     };
     let waker = std::task::Waker::noop();
     let mut poll = std::task::Context::from_waker(waker);
     let mut opening = std::pin::pin!(sessions.open(RString::from(id)));
     match opening.as_mut().poll(&mut poll) {
-        std::task::Poll::Ready(opened) => opened.into_result().map_err(|error| error.to_string()),
-        std::task::Poll::Pending => Err(format!("session `{id}` is not live")),
+        std::task::Poll::Ready(opened) => opened.into_result(),
+        std::task::Poll::Pending => Err(SessionError::new(
+            SessionErrorKind::NotFound,
+            format!("session `{id}` is not live"),
+        )),
     }
 }

@@ -4,20 +4,21 @@
 //! `followupAtClaim` queues a followup (next-turn, waking) when the first message is claimed;
 //! `cancelAtClaim` then cancels the agent (cause `user`, the inbox cleared). With `agent`, it
 //! also creates (or resumes) that agent when it applies (with `model` and `cwd`), and may stage a
-//! message, send a followup (a turn starts) and claim the inbox, printing what it sees, so a
-//! test can watch the registry across reloads and shutdowns.
+//! message, send a followup (a turn starts) and print its inbox, so a test can watch the
+//! registry across reloads and shutdowns.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use abi_stable::std_types::RString;
 use dsh_agent_seam::{
     AGENT_CREATED, AGENT_DISPOSED, AGENT_ERROR, AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED,
-    AGENT_INBOX_INSERTED, AGENT_SESSION_START, AGENT_STATUS, AGENTS, AgentNotice, AgentsService,
+    AGENT_INBOX_INSERTED, AGENT_SESSION_START, AGENT_STATUS, AGENTS, AgentNotice, AgentsExt,
+    AgentsService,
 };
 use dsh_plugin_api::EmitEvent;
 use dsh_plugin_api::prelude::*;
+use dsh_protocol::{AbortCause, AgentOptions, ContentBlock, InboxTarget, Message, MessageSource};
 use serde_json::{Value, json};
 
 #[derive(Deserialize, JsonSchema, Default, Clone)]
@@ -31,8 +32,8 @@ pub struct ProbeConfig {
     pub agent: Option<String>,
     /// Inject this text into the agent's inbox (next-step, no wake).
     pub stage: Option<String>,
-    /// Claim the agent's inbox and print `claimed <messages>`.
-    pub claim: bool,
+    /// Print `inbox <listing>`: what the agent's inbox holds.
+    pub inbox: bool,
     /// With `agent`: the agent's model route (`provider/model`) and working directory.
     pub model: Option<String>,
     pub cwd: Option<String>,
@@ -43,15 +44,12 @@ pub struct ProbeConfig {
     pub cancel_at_claim: bool,
 }
 
-fn user_message(text: &str) -> RString {
-    RString::from(
-        json!({"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user"})
-            .to_string(),
-    )
+fn user_message(text: &str) -> Message {
+    Message::user("", vec![ContentBlock::text(text)], MessageSource::user())
 }
 
 fn record(path: &str, event: &str, notice: &AgentNotice) {
-    let data: Value = serde_json::from_str(&notice.data).unwrap_or(Value::Null);
+    let data: Value = serde_json::from_str(notice.data.text()).unwrap_or(Value::Null);
     let line = json!({"event": event, "agent": notice.agent.as_str(), "data": data});
     if let Ok(mut file) = std::fs::OpenOptions::new()
         .create(true)
@@ -92,7 +90,7 @@ impl Plugin for AgentProbe {
             let agents_ctx = ctx.clone();
             ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
                 if let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS) {
-                    let _ = agents.inject(notice.agent.clone(), user_message(&text));
+                    let _ = agents.inject(&notice.agent, &user_message(&text));
                 }
             })?;
         }
@@ -110,20 +108,19 @@ impl Plugin for AgentProbe {
                 return;
             };
             if let Some(text) = &probe.followup_at_claim {
-                let _ = agents.followup(notice.agent.clone(), user_message(text));
+                let _ = agents.followup(&notice.agent, &user_message(text));
             }
             if probe.cancel_at_claim {
-                let _ = agents.cancel(notice.agent.clone(), "user".into(), false);
+                let _ = agents.cancel(notice.agent.clone(), Json::encode(&AbortCause::User), false);
             }
         })?;
         Ok(())
     }
 }
 
-/// Creates (or resumes) agent `id`, prints the agents, then stages and claims as configured.
+/// Creates (or resumes) agent `id`, prints the agents, then stages and sends as configured.
 async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), PluginError> {
     let agents = ctx.inject::<AgentsService>(AGENTS)?;
-    let failed = |error: RString| PluginError::plugin(error.into_string());
     let cwd = config
         .cwd
         .clone()
@@ -133,43 +130,51 @@ async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), Plug
         .as_deref()
         .and_then(|route| route.split_once('/'))
         .unwrap_or_default();
-    let route = json!({"cwd": cwd, "provider": provider, "model": model});
-    let mut resume = route.clone();
-    resume["resume"] = json!(id);
-    let resumed = agents
-        .create(RString::from(resume.to_string()))
-        .await
-        .into_result();
+    let route = AgentOptions {
+        cwd,
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        ..AgentOptions::default()
+    };
+    let resume = AgentOptions {
+        resume: Some(id.to_owned()),
+        ..route.clone()
+    };
+    let resumed = agents.create(Json::encode(&resume)).await.into_result();
     if resumed.is_err() {
+        let fresh = AgentOptions {
+            session_id: Some(id.to_owned()),
+            ..route
+        };
         agents
-            .create(RString::from({
-                let mut fresh = route.clone();
-                fresh["sessionId"] = json!(id);
-                fresh.to_string()
-            }))
+            .create(Json::encode(&fresh))
             .await
             .into_result()
-            .map_err(failed)?;
+            .map_err(|error| PluginError::plugin(error.into_string()))?;
     }
-    say(&format!("agents {}", agents.list()));
+    say(&format!("agents {}", agents.list().text()));
     if let Some(text) = &config.stage {
         agents
-            .send(id.into(), user_message(text), "next-step".into(), false)
+            .send(
+                id.into(),
+                Json::encode(&user_message(text)),
+                Json::encode(&InboxTarget::NextStep),
+                false,
+            )
             .into_result()
-            .map_err(failed)?;
+            .map_err(|error| PluginError::plugin(error.into_string()))?;
     }
     if let Some(text) = &config.followup {
         agents
-            .followup(id.into(), user_message(text))
-            .into_result()
-            .map_err(failed)?;
+            .followup(id, &user_message(text))
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
     }
-    if config.claim {
-        let claimed = agents
-            .claim(id.into(), 0, true)
+    if config.inbox {
+        let listing = agents
+            .inbox(id.into())
             .into_result()
-            .map_err(failed)?;
-        say(&format!("claimed {claimed}"));
+            .map_err(|error| PluginError::plugin(error.into_string()))?;
+        say(&format!("inbox {}", listing.text()));
     }
     Ok(())
 }

@@ -11,9 +11,13 @@ use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_TURN_STOPPING, AGENTS, AgentsService};
+use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_TURN_STOPPING, AGENTS, AgentsExt, AgentsService};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::serde_json::{self, Value};
+use dsh_plugin_api::serde_json::Value;
+use dsh_protocol::{
+    ContentBlock, Continuation, Message, MessageSource, PluginSource, PostDecision, PreDecision,
+    PreStepDecision,
+};
 use dsh_tools_seam::{
     CallView, Guard, Guard_TO, TOOLS, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, ToolsService,
 };
@@ -29,8 +33,10 @@ use dsh_tools_seam::{
 #[schemars(crate = "dsh_plugin_api::schemars")]
 pub struct Config {
     pub reject_step: Option<String>,
-    pub pre_execute: Option<Value>,
-    pub post_execute: Option<Value>,
+    #[schemars(with = "Option<Value>")]
+    pub pre_execute: Option<PreDecision>,
+    #[schemars(with = "Option<Value>")]
+    pub post_execute: Option<PostDecision>,
     pub guard: Option<String>,
     /// Queued on the session's `next-step` list after the first tool call: steering.
     pub steer: Option<String>,
@@ -64,21 +70,23 @@ impl Plugin for HooksProbe {
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         if let Some(reason) = config.reject_step {
             ctx.on_waterfall(&AGENT_PRE_STEP, move |_next| {
-                let answer = serde_json::json!({"kind": "reject", "reason": reason}).to_string();
-                async move { Ok(RString::from(answer)) }
+                let answer = Json::encode(&PreStepDecision::Reject {
+                    reason: Some(reason.clone()),
+                });
+                async move { Ok(answer) }
             })?;
         }
         if let Some(decision) = config.pre_execute {
-            let answer = decision.to_string();
+            let answer = Json::encode(&decision);
             ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |_next| {
-                let answer = RString::from(answer.as_str());
+                let answer = answer.clone();
                 async move { Ok(answer) }
             })?;
         }
         if let Some(decision) = config.post_execute {
-            let answer = decision.to_string();
+            let answer = Json::encode(&decision);
             ctx.on_waterfall(&TOOLS_POST_EXECUTE, move |_next| {
-                let answer = RString::from(answer.as_str());
+                let answer = answer.clone();
                 async move { Ok(answer) }
             })?;
         }
@@ -92,12 +100,12 @@ impl Plugin for HooksProbe {
                     if !sent.swap(true, Ordering::AcqRel)
                         && let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS)
                     {
-                        let message = serde_json::json!({
-                            "content": [{"type": "text", "text": text}],
-                            "source": {"kind": "user"},
-                            "role": "user",
-                        });
-                        let _ = agents.steer(post.call.session.clone(), message.to_string().into());
+                        let message = Message::user(
+                            "",
+                            vec![ContentBlock::text(text)],
+                            MessageSource::user(),
+                        );
+                        let _ = agents.steer(&post.call.session, &message);
                     }
                     next.run().await
                 }
@@ -111,11 +119,12 @@ impl Plugin for HooksProbe {
                     if answered.swap(true, Ordering::AcqRel) {
                         return None;
                     }
-                    let message = serde_json::json!({
-                        "content": [{"type": "text", "text": text}],
-                        "source": {"kind": "plugin", "plugin": "hooks-probe"},
+                    let source = MessageSource::Plugin(PluginSource {
+                        plugin: Some("hooks-probe".to_owned()),
+                        ..PluginSource::default()
                     });
-                    Some(RString::from(message.to_string()))
+                    let message = Message::user("", vec![ContentBlock::text(text)], source);
+                    Some(Json::encode(&Continuation { message }))
                 }
             })?;
         }

@@ -42,25 +42,27 @@ impl Plugin for LlmProbe {
         for round in 1..=config.repeat {
             say(&format!("request {round}"));
             let stream = match llm
-                .stream(config.request.to_string().into())
+                .stream(Json::from_text(config.request.to_string()))
                 .await
                 .into_result()
             {
                 Ok(stream) => stream,
                 Err(failure) => {
-                    say(&format!("llm failed {failure}"));
+                    say(&format!("llm failed {}", failure.text()));
                     continue;
                 }
             };
             loop {
                 match stream.next().await.into_result() {
-                    Ok(dsh_plugin_api::ROption::RSome(chunk)) => say(&format!("chunk {chunk}")),
+                    Ok(dsh_plugin_api::ROption::RSome(chunk)) => {
+                        say(&format!("chunk {}", chunk.text()))
+                    }
                     Ok(dsh_plugin_api::ROption::RNone) => {
                         say("llm done");
                         break;
                     }
                     Err(failure) => {
-                        say(&format!("llm failed {failure}"));
+                        say(&format!("llm failed {}", failure.text()));
                         break;
                     }
                 }

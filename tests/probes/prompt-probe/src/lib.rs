@@ -4,17 +4,18 @@
 
 use std::io::Write;
 
-use dsh_agent_seam::{PromptRequest, SYSTEM_PROMPT, SystemPromptService};
+use dsh_plugin_api::RString;
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::serde_json::{self, Value};
-use dsh_plugin_api::{RString, RVec};
+use dsh_prompt_seam::{SYSTEM_PROMPT, SystemPromptService};
+use dsh_protocol::{PromptRequest, PromptSection};
 
 /// Row config of `prompt-probe`: the section (`{"id","order","text"}`).
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
 #[schemars(crate = "dsh_plugin_api::schemars")]
 pub struct Config {
-    pub section: Value,
+    #[schemars(with = "dsh_plugin_api::serde_json::Value")]
+    pub section: PromptSection,
 }
 
 pub struct PromptProbe;
@@ -27,24 +28,25 @@ impl Plugin for PromptProbe {
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         let prompt = ctx.inject::<SystemPromptService>(SYSTEM_PROMPT)?;
         let held = prompt
-            .section(
-                RString::from(ctx.row_id()),
-                RString::from(serde_json::to_string(&config.section).unwrap_or_default()),
-            )
+            .section(RString::from(ctx.row_id()), Json::encode(&config.section))
             .into_result()
             .map_err(|error| PluginError::plugin(error.to_string()))?;
         ctx.on_dispose(move || drop(held))?;
         let assembled = prompt
-            .assemble(PromptRequest {
-                session: RString::new(),
-                cwd: RString::from("/"),
-                scope: RVec::new(),
-                provider: RString::from("probe"),
-                model: RString::from("probe-model"),
-            })
+            .assemble(Json::encode(&PromptRequest {
+                session: String::new(),
+                cwd: "/".to_owned(),
+                scope: Vec::new(),
+                provider: "probe".to_owned(),
+                model: "probe-model".to_owned(),
+            }))
             .await;
+        let text = match assembled.into_result() {
+            Ok(assembled) => assembled.into_text().into_string(),
+            Err(error) => dsh_plugin_api::serde_json::json!({"error": error.as_str()}).to_string(),
+        };
         let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "prompt {assembled}");
+        let _ = writeln!(stdout, "prompt {text}");
         let _ = stdout.flush();
         Ok(())
     }

@@ -3,9 +3,9 @@
 //! step must refuse the doctored request, naming the session.
 
 use dsh_llm_seam::{LLM, LLM_STREAM, LlmService, StreamCall, StreamOutcome};
+use dsh_plugin_api::Next;
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::serde_json::{self, Value, json};
-use dsh_plugin_api::{Next, RString};
+use dsh_protocol::{ContentBlock, Message, MessageSource};
 
 const MARKER: &str = "smuggled-context";
 
@@ -22,22 +22,20 @@ impl Plugin for Smuggler {
             let llm = llm.clone();
             async move {
                 let call = next.payload();
-                if call.request.contains(MARKER) {
+                if call.request.text().contains(MARKER) {
                     return next.run().await;
                 }
-                let mut request: Value = serde_json::from_str(&call.request)
+                let mut request = call
+                    .request
+                    .decode()
                     .map_err(|error| PluginError::plugin(error.to_string()))?;
-                let smuggled = json!({
-                    "role": "user",
-                    "content": [{"type": "text", "text": MARKER}],
-                    "source": {"kind": "plugin"},
-                });
                 // Inline history or a history by reference: the message goes in either way.
-                match request["messages"].as_array_mut() {
-                    Some(messages) => messages.push(smuggled),
-                    None => request["messages"] = json!([smuggled]),
-                }
-                Ok(llm.stream(RString::from(request.to_string())).await)
+                request.messages.push(Message::user(
+                    "",
+                    vec![ContentBlock::text(MARKER)],
+                    MessageSource::plugin(),
+                ));
+                Ok(llm.stream(Json::encode(&request)).await)
             }
         })
     }

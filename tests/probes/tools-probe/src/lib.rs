@@ -13,12 +13,18 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::cancel::{CancelBox, CancelFlag, first_of};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::serde_json::{self, Value, json};
-use dsh_session_seam::{CreateSession, NewEventRecord, SessionBox, SessionsService};
+use dsh_plugin_api::serde_json;
+use dsh_protocol::{
+    AssistantMessageEvent, ContentBlock, EventData, Message, MessageSource, OutcomeSummary,
+    PostDecision, Role, StepEndEvent, StepStartEvent, ToolDecl, ToolReply, TurnEndEvent,
+    TurnEndReason, TurnStartEvent, UserMessageEvent,
+};
+use dsh_session_seam::{CreateSession, SessionBox, SessionExt, SessionsService};
 use dsh_tools_seam::{
-    CallView, CancelBox, CancelFlag, Guard, Guard_TO, StepCall, StepCalls, TOOLS,
-    TOOLS_POST_EXECUTE, Tool, Tool_TO, ToolsService,
+    CallView, Guard, Guard_TO, StepCall, StepCalls, TOOLS, TOOLS_CHANGE, TOOLS_POST_EXECUTE, Tool,
+    Tool_TO, ToolsService,
 };
 
 /// One call as the model would write it.
@@ -64,23 +70,21 @@ pub struct Config {
 struct Noop;
 
 impl Tool for Noop {
-    fn spec(&self) -> RString {
-        RString::from(
-            json!({"name":"noop","description":"Does nothing.","parameters":{"type":"object","properties":{},"additionalProperties":false}})
-                .to_string(),
-        )
+    fn spec(&self) -> Json<ToolDecl> {
+        let parameters =
+            serde_json::json!({"type":"object","properties":{},"additionalProperties":false});
+        Json::encode(&ToolDecl::new("noop", "Does nothing.", parameters))
     }
 
-    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
-        async { RString::from(r#"{"ok":{"value":null,"content":[{"type":"text","text":"ok"}]}}"#) }
-            .into_ffi()
+    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
+        async { Json::encode(&ToolReply::text("ok")) }.into_ffi()
     }
 
     fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
         RNone
     }
 
-    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
         RNone
     }
 }
@@ -106,12 +110,13 @@ async fn time_steps(
             if let Some(session) = session {
                 append(
                     session,
-                    "step/start",
-                    &json!({"turn":1,"step":step_number}),
-                    false,
+                    &StepStartEvent {
+                        turn: 1,
+                        step: step_number,
+                    },
                 )?;
-                let message = json!({"turn":1,"step":step_number,"message":{"role":"assistant","id":format!("a{step_number}"),"source":{"kind":"model","provider":"p","model":"m"},"content":[{"type":"tool-call","id":call_id,"name":"noop","arguments":"{}"}]}});
-                append(session, "assistant/message", &message, true)?;
+                let call = ContentBlock::tool_call(call_id.as_str(), "noop", "{}");
+                append(session, &assistant(step_number, vec![call]))?;
             }
             let step = StepCalls {
                 session: id.as_str().into(),
@@ -132,9 +137,10 @@ async fn time_steps(
             if let Some(session) = session {
                 append(
                     session,
-                    "step/end",
-                    &json!({"turn":1,"step":step_number}),
-                    false,
+                    &StepEndEvent {
+                        turn: 1,
+                        step: step_number,
+                    },
                 )?;
             }
         }
@@ -156,21 +162,31 @@ fn fail(error: impl std::fmt::Display) -> PluginError {
     PluginError::plugin(error.to_string())
 }
 
-fn append(
-    session: &SessionBox,
-    kind: &str,
-    data: &Value,
-    surface: bool,
-) -> Result<(), PluginError> {
-    let mut record = NewEventRecord::new(kind, &data.to_string());
-    if surface {
-        record.surface_op = RSome("\"append\"".into());
+fn append<E: EventData>(session: &SessionBox, data: &E) -> Result<(), PluginError> {
+    session.log(data).map(|_| ()).map_err(fail)
+}
+
+/// The assistant message of step `step`, holding `content`.
+fn assistant(step: u64, content: Vec<ContentBlock>) -> AssistantMessageEvent {
+    AssistantMessageEvent {
+        turn: 1,
+        step,
+        message: Message {
+            id: format!("a{step}"),
+            role: Role::Assistant,
+            content,
+            source: MessageSource::model("p", "m"),
+        },
+        usage: None,
+        interrupted: None,
     }
-    session
-        .append(RVec::from(vec![record]))
-        .into_result()
-        .map(|_| ())
-        .map_err(fail)
+}
+
+/// The opening of the probe's turn: `turn/start` and the user's message.
+fn open_turn(session: &SessionBox, text: &str) -> Result<(), PluginError> {
+    append(session, &TurnStartEvent { turn: 1 })?;
+    let user = Message::user("u1", vec![ContentBlock::text(text)], MessageSource::user());
+    append(session, &UserMessageEvent(user))
 }
 
 struct ContainsGuard(String);
@@ -181,6 +197,48 @@ impl Guard for ContainsGuard {
             RSome(format!("the probe's guard refuses `{}`", self.0).into())
         } else {
             RNone
+        }
+    }
+}
+
+/// Waits (up to 10 s) until the global view holds `wanted` tools, on `tools/change`.
+async fn wait_for_tools(
+    ctx: &Context,
+    tools: &ToolsService,
+    wanted: usize,
+) -> Result<(), PluginError> {
+    // The flag of the current wait; a change fires it, and the next wait takes a fresh one.
+    let slot = Arc::new(std::sync::Mutex::new(CancelFlag::new()));
+    let listener = slot.clone();
+    ctx.on_emit(&TOOLS_CHANGE, move |_: &RString| {
+        dsh_plugin_api::lock(&listener).fire();
+    })?;
+    let count = |tools: &ToolsService| {
+        tools
+            .schemas(RVec::new())
+            .into_result()
+            .ok()
+            .and_then(|schemas| schemas.decode().ok())
+            .map_or(0, |list| list.len())
+    };
+    let deadline = ctx.sleep(Duration::from_secs(10));
+    let mut deadline = std::pin::pin!(deadline);
+    loop {
+        // Taken before the count, so a change between the two fires the flag waited on.
+        let flag = {
+            let mut current = dsh_plugin_api::lock(&slot);
+            if current.is_fired() {
+                *current = CancelFlag::new();
+            }
+            current.clone()
+        };
+        if count(tools) >= wanted {
+            return Ok(());
+        }
+        if let dsh_plugin_api::cancel::Either::Right(()) =
+            first_of(flag.wait(), deadline.as_mut()).await
+        {
+            return Ok(());
         }
     }
 }
@@ -207,26 +265,20 @@ impl Plugin for ToolsProbe {
                 async move {
                     let post = next.payload();
                     if post.call.name.as_str() == blocked {
-                        let feedback = json!({"kind":"block","feedback":[{"type":"text","text":"blocked by the probe"}]});
-                        return Ok(RString::from(feedback.to_string()));
+                        return Ok(Json::encode(&PostDecision::Block {
+                            feedback: vec![ContentBlock::text("blocked by the probe")],
+                            additional_contexts: Vec::new(),
+                        }));
                     }
                     next.run().await
                 }
             })?;
         }
-        let mut schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
         if let Some(wanted) = config.wait_for_tools {
-            for _ in 0..500 {
-                let count =
-                    serde_json::from_str::<Vec<Value>>(&schemas).map_or(0, |list| list.len());
-                if count >= wanted {
-                    break;
-                }
-                ctx.sleep(Duration::from_millis(20)).await;
-                schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
-            }
+            wait_for_tools(&ctx, &tools, wanted).await?;
         }
-        say(&format!("schemas {schemas}"));
+        let schemas = tools.schemas(RVec::new()).into_result().map_err(fail)?;
+        say(&format!("schemas {}", schemas.text()));
         if let Some(calls) = config.bench_calls {
             let registration = tools
                 .register(
@@ -248,9 +300,7 @@ impl Plugin for ToolsProbe {
                 .await
                 .into_result()
                 .map_err(fail)?;
-            append(&session, "turn/start", &json!({"turn":1}), false)?;
-            let user = json!({"role":"user","id":"u1","source":{"kind":"user"},"content":[{"type":"text","text":"bench"}]});
-            append(&session, "user/message", &user, true)?;
+            open_turn(&session, "bench")?;
             let logged = time_steps(&tools, Some(&session), calls, &signal).await?;
             say(&format!("bench tool_pipeline_noop_logged {logged:.3}"));
             drop(registration);
@@ -266,17 +316,20 @@ impl Plugin for ToolsProbe {
             .await
             .into_result()
             .map_err(fail)?;
-        append(&session, "turn/start", &json!({"turn":1}), false)?;
-        let user = json!({"role":"user","id":"u1","source":{"kind":"user"},"content":[{"type":"text","text":"run the tools"}]});
-        append(&session, "user/message", &user, true)?;
-        append(&session, "step/start", &json!({"turn":1,"step":1}), false)?;
-        let blocks: Vec<Value> = config
+        open_turn(&session, "run the tools")?;
+        append(&session, &StepStartEvent { turn: 1, step: 1 })?;
+        let blocks: Vec<ContentBlock> = config
             .calls
             .iter()
-            .map(|call| json!({"type":"tool-call","id":call.id,"name":call.name,"arguments":call.arguments}))
+            .map(|call| {
+                ContentBlock::tool_call(
+                    call.id.as_str(),
+                    call.name.as_str(),
+                    call.arguments.as_str(),
+                )
+            })
             .collect();
-        let message = json!({"turn":1,"step":1,"message":{"role":"assistant","id":"a1","source":{"kind":"model","provider":"p","model":"m"},"content":blocks}});
-        append(&session, "assistant/message", &message, true)?;
+        append(&session, &assistant(1, blocks))?;
         let signal = CancelFlag::new();
         if let Some(millis) = config.cancel_after_ms {
             let (flag, timer) = (signal.clone(), ctx.sleep(Duration::from_millis(millis)));
@@ -302,13 +355,14 @@ impl Plugin for ToolsProbe {
                 .collect(),
         };
         let report = tools.run_step(step, signal.signal()).await;
-        say(&format!("report {report}"));
-        append(&session, "step/end", &json!({"turn":1,"step":1}), false)?;
+        say(&format!("report {}", report.text()));
+        append(&session, &StepEndEvent { turn: 1, step: 1 })?;
         append(
             &session,
-            "turn/end",
-            &json!({"turn":1,"reason":{"kind":"completed"}}),
-            false,
+            &TurnEndEvent {
+                turn: 1,
+                reason: TurnEndReason::Completed,
+            },
         )?;
         for record in session.events(0, session.event_count()).iter() {
             say(&format!("event {}", record.json));

@@ -13,16 +13,22 @@ use std::time::Instant;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RVec;
-use abi_stable::std_types::{RNone, ROk, ROption, RResult, RSome, RString};
+use abi_stable::std_types::{RNone, ROk, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{AGENT_LOOP, AgentLoopService, TurnRequest};
 use dsh_llm_seam::{
-    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, LLM, LlmService, StreamOutcome,
+    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, HistoryBox, LLM, LlmService, NextChunk,
+    StreamOutcome,
 };
+use dsh_plugin_api::cancel::{CancelBox, CancelFlag};
+use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{lock, serde_json::json};
+use dsh_protocol::{
+    CatalogModel, ContentBlock, FinishReason, GenerateRequest, Message, MessageSource,
+    OutcomeSummary, StreamChunk, ToolDecl, ToolReply,
+};
 use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
-use dsh_tools_seam::{CallView, CancelBox, CancelFlag, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
 
 /// Config of `bench-model`.
 #[derive(Deserialize, JsonSchema)]
@@ -49,19 +55,31 @@ struct Clock {
 struct Instantly(Arc<Clock>);
 
 struct Chunks {
-    chunks: Vec<String>,
+    chunks: Vec<Json<StreamChunk>>,
     next: AtomicUsize,
 }
 
 impl ChunkStream for Chunks {
-    fn next(&self) -> FfiFuture<RResult<ROption<RString>, RString>> {
+    fn next(&self) -> FfiFuture<NextChunk> {
         let index = self.next.fetch_add(1, Ordering::Relaxed);
-        let chunk = self
-            .chunks
-            .get(index)
-            .map(|chunk| RString::from(chunk.as_str()));
+        let chunk = self.chunks.get(index).cloned();
         async move { ROk(chunk.map_or(RNone, RSome)) }.into_ffi()
     }
+}
+
+/// One block, then the finish.
+fn answer(block: ContentBlock, reason: FinishReason) -> Vec<Json<StreamChunk>> {
+    [
+        StreamChunk::BlockStart {
+            index: 0,
+            block_type: block.block_type(),
+        },
+        StreamChunk::BlockEnd { index: 0, block },
+        StreamChunk::finish(reason),
+    ]
+    .iter()
+    .map(Json::encode)
+    .collect()
 }
 
 impl Adapter for Instantly {
@@ -69,11 +87,22 @@ impl Adapter for Instantly {
         "instant".into()
     }
 
-    fn models(&self) -> RString {
-        r#"[{"provider":"instant","id":"instant","name":"Instant"}]"#.into()
+    fn models(&self) -> Json<Vec<CatalogModel>> {
+        Json::encode(&vec![CatalogModel {
+            id: "instant".to_owned(),
+            name: Some("Instant".to_owned()),
+            description: None,
+            input_modalities: None,
+            context_window: None,
+            max_tokens: None,
+        }])
     }
 
-    fn stream(&self, request: RString) -> FfiFuture<StreamOutcome> {
+    fn stream(
+        &self,
+        _request: Json<GenerateRequest>,
+        history: HistoryBox,
+    ) -> FfiFuture<StreamOutcome> {
         let clock = &self.0;
         let number = clock.requests.fetch_add(1, Ordering::Relaxed) + 1;
         let now = Instant::now();
@@ -88,24 +117,14 @@ impl Adapter for Instantly {
             );
         }
         // Each session's own progress: its history holds the task and two messages per step.
-        // Read from the text (the loop writes `"history":{"count":N`), not by parsing the whole
-        // request: an instant model should cost the measurement nothing.
-        let history = history_count(&request).unwrap_or(0);
-        let steps_done = usize::try_from(history.saturating_sub(1) / 2).unwrap_or(usize::MAX);
-        let chunks: Vec<String> = if steps_done < clock.steps {
-            let call = json!({"type":"tool-call","id":format!("n{number}"),"name":"noop","arguments":"{}"});
-            vec![
-                json!({"type":"block-start","index":0,"blockType":"tool-call"}).to_string(),
-                json!({"type":"block-end","index":0,"block":call}).to_string(),
-                json!({"type":"finish","reason":{"kind":"tool-calls"}}).to_string(),
-            ]
+        // Its length is all an instant model reads: the measurement costs nothing else.
+        let steps_done =
+            usize::try_from(history.count().saturating_sub(1) / 2).unwrap_or(usize::MAX);
+        let chunks = if steps_done < clock.steps {
+            let call = ContentBlock::tool_call(format!("n{number}"), "noop", "{}");
+            answer(call, FinishReason::ToolCalls)
         } else {
-            vec![
-                json!({"type":"block-start","index":0,"blockType":"text"}).to_string(),
-                json!({"type":"block-end","index":0,"block":{"type":"text","text":"done"}})
-                    .to_string(),
-                json!({"type":"finish","reason":{"kind":"stop"}}).to_string(),
-            ]
+            answer(ContentBlock::text("done"), FinishReason::Stop)
         };
         let stream = Chunks {
             chunks,
@@ -115,36 +134,27 @@ impl Adapter for Instantly {
     }
 }
 
-/// `N` of the first `"history":{"count":N` in `request`.
-fn history_count(request: &str) -> Option<u64> {
-    const KEY: &str = "\"history\":{\"count\":";
-    let start = request.find(KEY)? + KEY.len();
-    let digits: String = request[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
-
 struct Noop;
 
 impl Tool for Noop {
-    fn spec(&self) -> RString {
-        json!({"name":"noop","description":"Does nothing.","parameters":{"type":"object","properties":{},"additionalProperties":false}})
-            .to_string()
-            .into()
+    fn spec(&self) -> Json<ToolDecl> {
+        let parameters = dsh_plugin_api::serde_json::json!({
+            "type": "object",
+            "properties": {},
+            "additionalProperties": false
+        });
+        Json::encode(&ToolDecl::new("noop", "Does nothing.", parameters))
     }
 
-    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<RString> {
-        async { RString::from(r#"{"ok":{"value":null,"content":[{"type":"text","text":"ok"}]}}"#) }
-            .into_ffi()
+    fn execute(&self, _call: CallView, _cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
+        async { Json::encode(&ToolReply::text("ok")) }.into_ffi()
     }
 
     fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
         RNone
     }
 
-    fn finalize_content(&self, _outcome: RString) -> ROption<RString> {
+    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
         RNone
     }
 }
@@ -175,7 +185,12 @@ fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
                 agent
                     .run_turn(TurnRequest {
                         session: format!("bench-{index}").as_str().into(),
-                        input: "go".into(),
+                        input: Json::encode(&vec![Message::user(
+                            "",
+                            vec![ContentBlock::text("go")],
+                            MessageSource::user(),
+                        )]),
+                        inbox: RNone,
                         provider: "instant".into(),
                         model: "instant".into(),
                         cwd: ".".into(),
@@ -218,7 +233,7 @@ impl Plugin for BenchModel {
         let adapter = llm
             .register(Adapter_TO::from_value(Instantly(clock), TD_Opaque))
             .into_result()
-            .map_err(|error| PluginError::plugin(error.to_string()))?;
+            .map_err(|error| PluginError::plugin(error.text().to_owned()))?;
         let tool = tools
             .register(
                 RString::from(ctx.row_id()),

@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_llm_api::ContentBlock;
+use dsh_protocol::{
+    ApprovalOutcome, ContentBlock, EventData, PostDecision, ToolCallEvent, ToolErrorInfo,
+    ToolResultEvent,
+};
 use dsh_tools_core::{
-    ApprovalOutcome, AskAnswer, Gate, OutcomeSeal, PostDecision, TOOL_CALL_EVENT,
-    TOOL_RESULT_EVENT, ToolCallEventData, ToolErrorInfo, ToolFailure, ToolOutcome,
-    ToolResultEventData, apply_post_decision, codes,
+    AskAnswer, Gate, OutcomeSeal, ToolFailure, ToolOutcome, apply_post_decision, codes,
+    result_event, tool_result_of,
 };
 use serde_json::{Value, json};
 
@@ -58,14 +60,14 @@ fn events(kind: &str) -> Vec<(String, Value)> {
 
 #[test]
 fn every_logged_tool_call_round_trips() {
-    let calls = events(TOOL_CALL_EVENT);
+    let calls = events(ToolCallEvent::KIND);
     assert!(
         calls.len() >= 100,
         "expected the recorded corpus, found {} tool/call events",
         calls.len()
     );
     for (at, data) in calls {
-        let parsed: ToolCallEventData =
+        let parsed: ToolCallEvent =
             serde_json::from_value(data.clone()).unwrap_or_else(|e| panic!("{at}: {e}"));
         assert_eq!(serde_json::to_value(&parsed).unwrap(), data, "{at}");
     }
@@ -73,7 +75,7 @@ fn every_logged_tool_call_round_trips() {
 
 #[test]
 fn every_logged_tool_result_round_trips() {
-    let results = events(TOOL_RESULT_EVENT);
+    let results = events(ToolResultEvent::KIND);
     assert!(
         results.len() >= 100,
         "expected the recorded corpus, found {} tool/result events",
@@ -81,14 +83,13 @@ fn every_logged_tool_result_round_trips() {
     );
     let (mut with_error, mut with_meta) = (0, 0);
     for (at, data) in results {
-        let parsed: ToolResultEventData =
+        let parsed: ToolResultEvent =
             serde_json::from_value(data.clone()).unwrap_or_else(|e| panic!("{at}: {e}"));
         assert_eq!(serde_json::to_value(&parsed).unwrap(), data, "{at}");
-        let (call_id, _, _) = parsed
-            .tool_result()
-            .unwrap_or_else(|| panic!("{at}: no tool-result block"));
+        let (call_id, _, _) =
+            tool_result_of(&parsed).unwrap_or_else(|| panic!("{at}: no tool-result block"));
         assert_eq!(
-            parsed.message.source,
+            serde_json::to_value(&parsed.message.source).unwrap(),
             json!({"kind": "tool", "callId": call_id}),
             "{at}"
         );
@@ -102,7 +103,7 @@ fn every_logged_tool_result_round_trips() {
 /// The recorded result of `call_id`, and our event for the same call from `outcome`, with the
 /// recorded message id.
 fn ours_and_theirs(call_id: &str, outcome: ToolOutcome) -> (Value, Value) {
-    let (at, recorded) = events(TOOL_RESULT_EVENT)
+    let (at, recorded) = events(ToolResultEvent::KIND)
         .into_iter()
         .find(|(_, data)| data["message"]["source"]["callId"] == call_id)
         .unwrap_or_else(|| panic!("no recorded result for {call_id}"));
@@ -110,8 +111,7 @@ fn ours_and_theirs(call_id: &str, outcome: ToolOutcome) -> (Value, Value) {
     let step = recorded["step"].as_u64().unwrap();
     let id = recorded["message"]["id"].as_str().unwrap();
     let finished = OutcomeSeal::without_finalizer().finish(outcome);
-    let ours =
-        serde_json::to_value(ToolResultEventData::new(turn, step, id, call_id, &finished)).unwrap();
+    let ours = serde_json::to_value(result_event(turn, step, id, call_id, &finished)).unwrap();
     assert!(!at.is_empty());
     (ours, recorded)
 }
@@ -132,7 +132,7 @@ fn an_approval_rejection_is_logged_as_the_reference_logs_it() {
 
 #[test]
 fn a_pre_execute_denial_is_logged_as_the_reference_logs_it() {
-    let decision = dsh_tools_core::PreDecision::Deny {
+    let decision = dsh_protocol::PreDecision::Deny {
         reason: "bash is disabled by policy in this session".into(),
     };
     let Some(Gate::Deny(failure)) = Gate::from_pre_decision(&decision) else {

@@ -1,8 +1,7 @@
 //! Pre-dispatch gates: pre-execute decision, approval, guards.
 
-use dsh_tools_core::{
-    ApprovalOutcome, AskAnswer, DenialSource, FailureKind, Gate, PreDecision, ToolOutcome,
-};
+use dsh_protocol::{ApprovalOutcome, PreDecision};
+use dsh_tools_core::{AskAnswer, DenialSource, FailureKind, Gate, ToolOutcome};
 use serde_json::json;
 
 fn denial(gate: Gate) -> (String, FailureKind) {
@@ -121,7 +120,7 @@ fn a_denial_reaches_the_model_as_error_text_without_a_logged_code() {
     let outcome = ToolOutcome::failure(failure);
     assert_eq!(
         outcome.content(),
-        [dsh_llm_api::ContentBlock::text(
+        [dsh_protocol::ContentBlock::text(
             "Error: the user rejected tool \"bash\""
         )]
     );

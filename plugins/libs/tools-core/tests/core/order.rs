@@ -3,9 +3,9 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use dsh_llm_api::ToolSchema;
+use dsh_protocol::{Restriction, ToolSchema};
 use dsh_tools_core::{
-    Layer, OrderError, Restriction, Scope, TOOL_ORDER_REST, ToolOrder, ToolRegistry, ToolSpec,
+    Layer, OrderError, Scope, TOOL_ORDER_REST, ToolOrder, ToolRegistry, ToolSpec,
     compare_code_units, order_schemas,
 };
 use serde_json::json;

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dsh_llm_api::{ContentBlock, Message, Role};
+use dsh_protocol::{ContentBlock, Message, PostDecision, Role, ToolCallEvent};
 use dsh_tools_core::{
-    FailureKind, OutcomeSeal, PostDecision, ToolCallEventData, ToolFailure, ToolOutcome,
-    ToolResultEventData, apply_post_decision, codes,
+    FailureKind, OutcomeSeal, ToolFailure, ToolOutcome, apply_post_decision, codes, result_event,
+    tool_result_of,
 };
 use serde_json::{Value, json};
 
@@ -15,7 +15,7 @@ fn context(text: &str) -> Message {
         id: format!("ctx-{text}"),
         role: Role::User,
         content: vec![ContentBlock::text(text)],
-        source: json!({"kind": "plugin", "plugin": "test"}),
+        source: serde_json::from_value(json!({"kind": "plugin", "plugin": "test"})).unwrap(),
     }
 }
 
@@ -291,7 +291,7 @@ fn the_finalizer_runs_exactly_once_for_every_outcome() {
 #[test]
 fn result_events_have_the_logged_shape() {
     let success = OutcomeSeal::without_finalizer().finish(ok());
-    let event = ToolResultEventData::new(1, 2, "m-1", "call-1", &success);
+    let event = result_event(1, 2, "m-1", "call-1", &success);
     assert_eq!(
         serde_json::to_value(&event).unwrap(),
         json!({
@@ -305,14 +305,14 @@ fn result_events_have_the_logged_shape() {
         })
     );
     assert_eq!(
-        event.tool_result().map(|(id, _, error)| (id, error)),
+        tool_result_of(&event).map(|(id, _, error)| (id, error)),
         Some(("call-1", false))
     );
 
     let failed = OutcomeSeal::without_finalizer().finish(ToolOutcome::failure(
         ToolFailure::invalid_args(&["missing required property \"path\"".to_owned()]),
     ));
-    let event = serde_json::to_value(ToolResultEventData::new(3, 1, "m-2", "c", &failed)).unwrap();
+    let event = serde_json::to_value(result_event(3, 1, "m-2", "c", &failed)).unwrap();
     assert_eq!(
         event["error"],
         json!({"name": "ToolArgsError", "code": "INVALID_ARGS"})
@@ -324,7 +324,13 @@ fn result_events_have_the_logged_shape() {
     );
     assert!(event.get("meta").is_none());
 
-    let call = ToolCallEventData::new(1, 1, "c", "bash", "{\"command\": \"ls\"}");
+    let call = ToolCallEvent {
+        turn: 1,
+        step: 1,
+        call_id: "c".into(),
+        name: "bash".into(),
+        arguments: "{\"command\": \"ls\"}".into(),
+    };
     assert_eq!(
         serde_json::to_value(&call).unwrap(),
         json!({"turn": 1, "step": 1, "callId": "c", "name": "bash", "arguments": "{\"command\": \"ls\"}"})

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use dsh_protocol::Restriction;
 use dsh_tools_core::{
-    Concurrency, FailureKind, GuardCall, Layer, RUN_CODE_NAME, RegistryError, Removed, Restriction,
-    Scope, ToolOrder, ToolRegistry, ToolSpec, codes,
+    Concurrency, FailureKind, GuardCall, Layer, RUN_CODE_NAME, RegistryError, Removed, Scope,
+    ToolOrder, ToolRegistry, ToolSpec, codes,
 };
 use serde_json::json;
 

@@ -132,7 +132,7 @@ fn guidance_follows_visibility_and_order() {
         .restrict(
             &readonly,
             "preset",
-            dsh_tools_core::Restriction {
+            dsh_protocol::Restriction {
                 allow: None,
                 deny: Some(vec!["bash".to_owned()]),
             },

@@ -1,0 +1,198 @@
+//! The step's prompt and what the log must hold before a request: the context snapshots that
+//! changed (appended, never inserted before older messages, so the prefix a provider caches
+//! stays the same), `request/header` when the header changed and `request/context` when the
+//! route did; then the request itself, its history by reference.
+
+use std::collections::HashMap;
+
+use dsh_plugin_api::Json;
+use dsh_protocol::{
+    HeaderReason, HistoryRef, LlmCallConfig, Message, MessageSource, PromptRequest,
+    RequestContextEvent, RequestHeader, RequestHeaderEvent, ToolSchema, UserMessageEvent,
+};
+use dsh_session_seam::SessionBox;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::Deps;
+use crate::error::LoopError;
+use crate::hooks::Prompt;
+use crate::log::{Log, Past};
+use crate::turn::Route;
+
+/// The plugin whose context snapshots the loop logs (and finds again on resume).
+pub(crate) const SNAPSHOT_PLUGIN: &str = "system-prompt";
+
+/// What a turn remembers of its log between steps.
+pub(crate) struct Memory {
+    last_header: Option<RequestHeader>,
+    /// The tool list text and system prompt the last header was built from.
+    last_header_key: Option<(String, String)>,
+    /// The route of the last logged `request/context`.
+    last_context: Option<(String, String)>,
+    /// The last logged text of each prompt context snapshot, by key.
+    snapshots: HashMap<String, String>,
+}
+
+impl Memory {
+    pub(crate) fn of(past: Past) -> Self {
+        Self {
+            last_header: past.last_header,
+            last_header_key: None,
+            last_context: past.last_context,
+            snapshots: past.snapshots,
+        }
+    }
+}
+
+/// The system prompt of a step.
+pub(crate) enum System {
+    Ready(String),
+    /// A section cannot be rendered (an unknown variable, say): the turn ends before anything
+    /// is asked, as the reference flattens non-model errors.
+    Unrenderable(String),
+}
+
+/// The system prompt of this step (the `system_prompt` service's, else the row's), after
+/// appending every context snapshot that changed since it was last logged.
+pub(crate) async fn system_prompt(
+    deps: &Deps,
+    log: &Log<'_>,
+    route: &Route,
+    at: (u64, u64),
+    memory: &mut Memory,
+) -> Result<System, LoopError> {
+    let request = PromptRequest {
+        session: log.session.id().into_string(),
+        cwd: route.cwd.clone(),
+        scope: route.scope.clone(),
+        provider: route.provider.clone(),
+        model: route.model.clone(),
+    };
+    let assembled = match deps.hooks.prompt(request).await? {
+        Prompt::Missing => return Ok(System::Ready(deps.system.clone())),
+        Prompt::Unrenderable(problem) => {
+            return Ok(System::Unrenderable(format!("system prompt: {problem}")));
+        }
+        Prompt::Assembled(assembled) => assembled,
+    };
+    let (turn, step) = at;
+    for context in assembled.contexts {
+        if memory.snapshots.get(&context.key) == Some(&context.text) {
+            continue;
+        }
+        let mut source = MessageSource::snapshot(SNAPSHOT_PLUGIN, context.key.as_str());
+        if let MessageSource::Plugin(plugin) = &mut source {
+            plugin.sections = context.sections.clone();
+        }
+        let message = Message::user(
+            format!("{}-t{turn}-s{step}-{}", log.session.id(), context.key),
+            vec![dsh_protocol::ContentBlock::text(context.text.as_str())],
+            source,
+        );
+        log.append(&UserMessageEvent(message))?;
+        memory.snapshots.insert(context.key, context.text);
+    }
+    Ok(System::Ready(assembled.system))
+}
+
+/// The tool list of the scope, as the registry's text.
+pub(crate) fn tool_schemas(deps: &Deps, route: &Route) -> Result<Json<Vec<ToolSchema>>, LoopError> {
+    let Some(tools) = &deps.tools else {
+        return Ok(Json::encode(&Vec::new()));
+    };
+    tools
+        .schemas(route.scope.iter().map(|key| key.as_str().into()).collect())
+        .into_result()
+        .map_err(|error| LoopError::Tools(error.into_string()))
+}
+
+/// Logs `request/header` when the header changed and `request/context` when the route did.
+pub(crate) fn log_header(
+    log: &Log<'_>,
+    route: &Route,
+    system: &str,
+    tools: &Json<Vec<ToolSchema>>,
+    memory: &mut Memory,
+) -> Result<(), LoopError> {
+    // Rebuilt only when something in it changed: the tool list is compared as the registry's
+    // text, not parsed and compared every step.
+    let changed = memory
+        .last_header_key
+        .as_ref()
+        .is_none_or(|(text, sys)| text != tools.text() || sys != system);
+    if changed {
+        let schemas = tools
+            .decode()
+            .map_err(|error| LoopError::Tools(error.to_string()))?;
+        let header = RequestHeader {
+            config: LlmCallConfig::new(route.provider.as_str(), route.model.as_str()),
+            adapter_defaults: None,
+            system: Some(system.to_owned()),
+            tools: Some(schemas),
+        };
+        if memory.last_header.as_ref() != Some(&header) {
+            let reason = match memory.last_header {
+                None => HeaderReason::Initial,
+                Some(_) => HeaderReason::Change,
+            };
+            log.append(&RequestHeaderEvent {
+                header: header.clone(),
+                reason,
+            })?;
+            memory.last_header = Some(header);
+        }
+        memory.last_header_key = Some((tools.text().to_owned(), system.to_owned()));
+    }
+    let context = (route.provider.clone(), route.model.clone());
+    if memory.last_context.as_ref() != Some(&context) {
+        log.append(&RequestContextEvent {
+            provider: context.0.clone(),
+            model: context.1.clone(),
+            context_window: None,
+        })?;
+        memory.last_context = Some(context);
+    }
+    Ok(())
+}
+
+/// A request as it is sent: a `GenerateRequest` whose history goes by reference (the count and
+/// rolling hash of the log's snapshot, so the request stays the same size however long the
+/// session is) and whose tool list is the registry's text, embedded as it is.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Outgoing<'a> {
+    config: &'a LlmCallConfig,
+    system: &'a str,
+    history: &'a HistoryRef,
+    tools: &'a RawValue,
+    session_id: &'a str,
+}
+
+/// The request of this attempt, rebuilt from the log: what the model sees is what was logged.
+pub(crate) fn request(
+    session: &SessionBox,
+    route: &Route,
+    system: &str,
+    tools: &Json<Vec<ToolSchema>>,
+) -> Result<Json<dsh_protocol::GenerateRequest>, LoopError> {
+    let view = session.derive_messages();
+    let history = HistoryRef {
+        count: view.message_count(),
+        hash: format!("{:016x}", view.hash()),
+    };
+    let tools = RawValue::from_string(tools.text().to_owned())
+        .map_err(|error| LoopError::Tools(error.to_string()))?;
+    let config = LlmCallConfig::new(route.provider.as_str(), route.model.as_str());
+    let id = session.id();
+    let outgoing = Outgoing {
+        config: &config,
+        system,
+        history: &history,
+        tools: &tools,
+        session_id: id.as_str(),
+    };
+    serde_json::to_string(&outgoing)
+        .map(Json::from_text)
+        .map_err(|error| LoopError::Tools(error.to_string()))
+}

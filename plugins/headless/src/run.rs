@@ -1,0 +1,357 @@
+//! One run: the working directory, the replay (when asked), the model route, the agent (or a
+//! bare session), the task sent as a followup, and the wait for the turn's end, which gives way
+//! to a signal by cancelling the turn and waiting for it to close its log.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abi_stable::std_types::{RSome, RString, RVec};
+use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentLoopService, AgentsExt, AgentsService, TurnRequest};
+use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
+use dsh_plugin_api::io::control::HostControlService;
+use dsh_plugin_api::{Context, Json, Service, lock};
+use dsh_protocol::{
+    AbortCause, AgentOptions, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
+};
+use dsh_session_seam::{CreateSession, SessionsService};
+
+use crate::args::{self, Args, Output, UsageError};
+use crate::output::{err, exit_code, out, print_event, print_result};
+
+/// How long `--replay` may take to start.
+const REPLAY_START: Duration = Duration::from_secs(5);
+
+/// The run in progress, for the stop listener and the event printer.
+pub(crate) struct Current {
+    /// The session whose events are printed (stream-json) and whose turn a signal cancels.
+    pub(crate) session: Option<String>,
+    pub(crate) stream_json: bool,
+    /// With stream-json, the events committed before the run knew its session id.
+    pub(crate) early: Option<Vec<(String, String)>>,
+    /// A signal arrived: the cause its turn is (or would be) cancelled with.
+    pub(crate) stop: Option<AbortCause>,
+    /// Fired with `stop`.
+    pub(crate) stopped: Arc<CancelFlag>,
+    /// Fired when the run has printed its result.
+    pub(crate) done: Arc<CancelFlag>,
+}
+
+impl Default for Current {
+    fn default() -> Self {
+        Self {
+            session: None,
+            stream_json: false,
+            early: None,
+            stop: None,
+            stopped: CancelFlag::new(),
+            done: CancelFlag::new(),
+        }
+    }
+}
+
+pub(crate) struct Runner {
+    pub(crate) ctx: Context,
+    pub(crate) sessions: Service<SessionsService>,
+    pub(crate) host: Service<HostControlService>,
+    pub(crate) config_model: Option<String>,
+    pub(crate) current: Arc<Mutex<Current>>,
+}
+
+/// Why a run could not start its turn.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    #[error("--replay: {0}")]
+    Replay(String),
+    #[error("{0}")]
+    Start(String),
+}
+
+/// The model route, in the documented order of preference.
+fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), UsageError> {
+    if let Some(route) = &args.model {
+        return Ok(route.clone());
+    }
+    if args.replay.is_some() {
+        return Ok(("replay".to_owned(), "replay".to_owned()));
+    }
+    if let Some(route) = config {
+        return args::split_route(route)
+            .map_err(|error| UsageError(format!("row config `model`: {error}")));
+    }
+    if std::env::var_os("DEEPSEEK_API_KEY").is_some_and(|key| !key.is_empty()) {
+        return Ok((
+            "deepseek-official".to_owned(),
+            "deepseek-v4-flash".to_owned(),
+        ));
+    }
+    Ok((String::new(), String::new()))
+}
+
+/// Ends the early buffering of a run when it is dropped.
+struct StopBuffering(Arc<Mutex<Current>>);
+
+impl Drop for StopBuffering {
+    fn drop(&mut self) {
+        lock(&self.0).early = None;
+    }
+}
+
+/// What the turn runs with.
+struct Route {
+    cwd: String,
+    provider: String,
+    model: String,
+}
+
+impl Runner {
+    /// A new agent (or the resumed one) through the registry; answers its id.
+    async fn start_agent(
+        &self,
+        agents: &AgentsService,
+        args: &Args,
+        route: &Route,
+    ) -> Result<String, RunError> {
+        let options = AgentOptions {
+            cwd: route.cwd.clone(),
+            resume: args.resume.clone(),
+            session_id: None,
+            provider: route.provider.clone(),
+            model: route.model.clone(),
+            scope: Vec::new(),
+        };
+        agents
+            .create(Json::encode(&options))
+            .await
+            .into_result()
+            .map(RString::into_string)
+            .map_err(|error| RunError::Start(error.into_string()))
+    }
+
+    /// A session without an agent registry; answers its id.
+    async fn open_session(&self, args: &Args, route: &Route) -> Result<String, RunError> {
+        let session = match &args.resume {
+            Some(id) => self.sessions.open(id.as_str().into()).await,
+            None => {
+                self.sessions
+                    .create(CreateSession {
+                        cwd: RSome(route.cwd.as_str().into()),
+                        ..CreateSession::default()
+                    })
+                    .await
+            }
+        };
+        session
+            .into_result()
+            .map(|session| session.id().into_string())
+            .map_err(|error| RunError::Start(error.to_string()))
+    }
+
+    /// Mounts `llm-replay` on `log` and waits until it listens.
+    async fn replay(&self, log: &std::path::Path) -> Result<(), RunError> {
+        if !log.is_file() {
+            return Err(RunError::Usage(UsageError(format!(
+                "--replay {}: no such file",
+                log.display()
+            ))));
+        }
+        let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
+        #[derive(dsh_plugin_api::Serialize)]
+        #[serde(crate = "dsh_plugin_api::serde")]
+        struct ReplayConfig {
+            log: PathBuf,
+        }
+        let fiber = self
+            .ctx
+            .mount("llm-replay", &ReplayConfig { log })
+            .map_err(|error| RunError::Replay(error.to_string()))?;
+        match first_of(self.ctx.settled(fiber), self.ctx.sleep(REPLAY_START)).await {
+            Either::Left(Ok(())) => Ok(()),
+            Either::Left(Err(error)) => Err(RunError::Replay(error.to_string())),
+            Either::Right(()) => Err(RunError::Replay(
+                "the llm-replay plugin did not start within 5 s".to_owned(),
+            )),
+        }
+    }
+
+    pub(crate) async fn run(&self, args: Args) -> i32 {
+        if args.output == Output::StreamJson {
+            lock(&self.current).early = Some(Vec::new());
+        }
+        // However the run ends, nothing is buffered after it.
+        let _stop_buffering = StopBuffering(self.current.clone());
+        match self.prepare(&args).await {
+            Ok(Some((id, agents, route))) => self.turn(args, id, agents, route).await,
+            Ok(None) => 1,
+            Err(error @ RunError::Usage(_)) => {
+                err(&format!("dsh: {error}"));
+                2
+            }
+            Err(error) => {
+                err(&format!("dsh: {error}"));
+                1
+            }
+        }
+    }
+
+    /// The working directory, the replay, the route and the session; `None` when a signal
+    /// came before the turn started (said on stderr).
+    async fn prepare(
+        &self,
+        args: &Args,
+    ) -> Result<Option<(String, Option<Service<AgentsService>>, Route)>, RunError> {
+        let cwd = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        };
+        let cwd = match cwd.canonicalize() {
+            Ok(dir) if dir.is_dir() => dir,
+            _ => {
+                return Err(RunError::Usage(UsageError(format!(
+                    "--cwd {}: not a directory",
+                    cwd.display()
+                ))));
+            }
+        };
+        if let Some(log) = &args.replay {
+            self.replay(log).await?;
+        }
+        let (provider, model) = choose_model(args, self.config_model.as_deref())?;
+        let route = Route {
+            cwd: cwd.to_string_lossy().into_owned(),
+            provider,
+            model,
+        };
+        let agents = match self.ctx.get::<AgentsService>(AGENTS) {
+            Ok(Some(agents)) => Some(agents),
+            _ => None,
+        };
+        let id = match &agents {
+            Some(agents) => self.start_agent(agents, args, &route).await?,
+            None => self.open_session(args, &route).await?,
+        };
+        let mut current = lock(&self.current);
+        // What the run logged before it knew its session (a plugin may stage context when the
+        // agent's session starts) is printed first, under the printer's lock, so the stream
+        // keeps the log's order.
+        for (session, json) in current.early.take().unwrap_or_default() {
+            if session == id {
+                print_event(&session, &json);
+            }
+        }
+        if current.stop.is_some() {
+            // A signal came before the turn started: nothing to cancel, nothing to run.
+            err(&format!(
+                "dsh: stopped before the turn started; session {id}"
+            ));
+            return Ok(None);
+        }
+        current.session = Some(id.clone());
+        current.stream_json = args.output == Output::StreamJson;
+        Ok(Some((id, agents, route)))
+    }
+
+    /// Runs the task's turn and prints what it came to; answers the exit code.
+    async fn turn(
+        &self,
+        args: Args,
+        id: String,
+        agents: Option<Service<AgentsService>>,
+        route: Route,
+    ) -> i32 {
+        let stopped = lock(&self.current).stopped.clone();
+        let task = Message::user(
+            "",
+            vec![ContentBlock::text(args.task.as_str())],
+            MessageSource::user(),
+        );
+        let outcome = match agents {
+            // The task is a followup: queued on next-turn (logged), it wakes the idle agent,
+            // whose driver runs the turn that claims it.
+            Some(agents) => {
+                if let Err(error) = agents.followup(&id, &task) {
+                    err(&format!("dsh: {error}"));
+                    return 1;
+                }
+                // The registry is not held while waiting: if its row unloads, the wait ends.
+                let idle = agents.when_idle(id.as_str().into());
+                drop(agents);
+                let mut idle = std::pin::pin!(idle);
+                let idle = match first_of(idle.as_mut(), stopped.wait()).await {
+                    Either::Left(idle) => idle,
+                    Either::Right(()) => {
+                        if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
+                            let cause = Json::encode(&self.cause());
+                            let _ = agents.cancel(id.as_str().into(), cause, false);
+                        }
+                        idle.await
+                    }
+                };
+                match idle.into_result() {
+                    Ok(outcome) => outcome.decode().ok().flatten(),
+                    Err(error) => {
+                        err(&format!("dsh: {error}"));
+                        return 1;
+                    }
+                }
+            }
+            // Without an agent registry the turn takes the task directly.
+            None => {
+                let Ok(Some(driver)) = self.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
+                    err("dsh: neither an `agents` nor an `agent_loop` service is mounted");
+                    return 1;
+                };
+                let running = driver.run_turn(TurnRequest {
+                    session: id.as_str().into(),
+                    input: Json::encode(&vec![task]),
+                    inbox: abi_stable::std_types::RNone,
+                    provider: route.provider.as_str().into(),
+                    model: route.model.as_str().into(),
+                    cwd: route.cwd.as_str().into(),
+                    scope: RVec::new(),
+                });
+                let mut running = std::pin::pin!(running);
+                let outcome = match first_of(running.as_mut(), stopped.wait()).await {
+                    Either::Left(outcome) => outcome,
+                    Either::Right(()) => {
+                        driver.cancel(id.as_str().into(), Json::encode(&self.cause()));
+                        running.await
+                    }
+                };
+                outcome.decode().ok()
+            }
+        };
+        let outcome = outcome.unwrap_or_else(|| {
+            TurnOutcome::unopened(
+                id.as_str(),
+                TurnEndReason::error("UNKNOWN", "the turn reported no outcome"),
+            )
+        });
+        lock(&self.current).stream_json = false;
+        if let Some(failure) = outcome.reason.failure() {
+            err(&format!("dsh: {}: {}", failure.code, failure.message));
+        }
+        match args.output {
+            Output::Text => {
+                if !outcome.output.is_empty() {
+                    out(&outcome.output);
+                }
+            }
+            Output::StreamJson => print_result(&id, &outcome.output, &outcome.usage),
+        }
+        err(&format!("dsh: session {id}"));
+        exit_code(&outcome.reason)
+    }
+
+    /// The cause a signal cancels the turn with.
+    fn cause(&self) -> AbortCause {
+        lock(&self.current).stop.clone().unwrap_or(AbortCause::User)
+    }
+
+    /// Ends the host with `code`.
+    pub(crate) fn exit(&self, code: i32) {
+        self.host.exit(code);
+    }
+}

@@ -1,0 +1,96 @@
+//! Agents as the registry, its drivers and its observers talk about them: how one is created,
+//! what the registry lists, and the data of the `agent/*` notifications.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::content::Message;
+use crate::failure::LlmFailure;
+
+/// How to create an agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOptions {
+    /// The absolute working directory of its tools (required).
+    pub cwd: String,
+    /// Continue this session (live or stored) instead of creating one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
+    /// The id of the new session (a fresh one when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The model route; empty: no model (its turns end `NO_MODEL`).
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub model: String,
+    /// The tool scope chain, farthest ancestor first (empty: the global view).
+    #[serde(default)]
+    pub scope: Vec<String>,
+}
+
+/// Whether an agent's driver is running turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentStatus {
+    Idle,
+    Running,
+}
+
+/// One live agent, as the registry lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentSummary {
+    /// The agent's id (its session's id).
+    pub id: String,
+    pub status: AgentStatus,
+    pub cwd: String,
+    pub provider: String,
+    pub model: String,
+}
+
+/// What a session's inbox holds, in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxListing {
+    /// Messages that start turns, one per turn.
+    pub next_turn: Vec<Message>,
+    /// Messages that join the running turn at its next step boundary.
+    pub next_step: Vec<Message>,
+}
+
+/// Why an agent's session started in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionStartSource {
+    /// A new session.
+    Startup,
+    /// A session continued.
+    Resume,
+}
+
+/// The data of an `agent/*` notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AgentNoticeData {
+    /// `agent/created`: published, after its session was created or loaded.
+    Created,
+    /// `agent/disposed`: removed, after its driver went quiet.
+    Disposed,
+    /// `agent/status`: `running` before its first `turn/start`, `idle` after its last
+    /// `turn/end`.
+    Status { status: AgentStatus },
+    /// `agent/session-start`: once, right after `agent/created`.
+    SessionStart { source: SessionStartSource },
+    /// `agent/inbox/inserted`: a message was queued (after its splice was logged).
+    InboxInserted { message: Message },
+    /// `agent/inbox/claimed`: a queued message entered turn `turn`.
+    InboxClaimed { message: Message, turn: u64 },
+    /// `agent/inbox/discarded`: a cancel removed a message unrun.
+    InboxDiscarded { message: Message },
+    /// `agent/error`: a turn ends `error` (after its last `step/end`, before its `turn/end`).
+    Error {
+        turn: u64,
+        step: u64,
+        error: LlmFailure,
+    },
+}

@@ -1,0 +1,62 @@
+//! `dsh-protocol`: the core vocabulary of dsh, as data. Messages and content blocks, the stream
+//! chunks adapters emit, token usage, failures with their stable codes, call configuration and
+//! requests, the data of every core session event, a turn's request, end and outcome, the
+//! decisions of the loop's and the pipeline's hooks, tool declarations and replies, approvals,
+//! the agents registry's options and notices, and prompt assembly.
+//!
+//! Every type is a serde value with a JSON Schema ([`schema_document`]), and serializes to
+//! exactly the JSON the reference writes into its session logs, so logs move between the two
+//! implementations unchanged. The seams carry these types (see each seam crate for how they
+//! cross the plugin boundary); plugin code builds and reads them instead of JSON.
+//!
+//! It is a leaf: no logic beyond constructors and small queries, no I/O, no plugin boundary.
+//! Types that later versions may extend take new fields as optional members, and the enums
+//! that flow from newer plugins to older ones keep an `Other` fallback, so an older plugin
+//! reads what a newer one writes.
+
+mod agent;
+mod content;
+mod envelope;
+mod events;
+mod failure;
+mod model;
+mod prompt;
+mod schema;
+mod stream;
+mod tools;
+mod turn;
+
+pub use agent::{
+    AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, SessionStartSource,
+};
+pub use content::{
+    BlockType, ContentBlock, ImageAttachment, Message, MessageSource, ModelSource, PluginSource,
+    Role, SnapshotSection, SourceExtra, content_has_image,
+};
+pub use envelope::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
+pub use events::{
+    ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy, ApprovalPolicyEvent,
+    AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData, HeaderReason,
+    InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent, PermissionPresetEvent,
+    RequestContextEvent, RequestHeader, RequestHeaderEvent, SandboxModeEvent, SessionTitleEvent,
+    SpliceOutcome, StepEndEvent, StepStartEvent, TitleSource, TodoItem, TodoStatus, TodoWriteEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
+};
+pub use failure::{FailureCode, LlmFailure};
+pub use model::{
+    CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
+    ModelContext, ModelInfo, ModelReasoning, Purpose, ReasoningEffortInfo, ResolvedModelInfo,
+    ToolSchema,
+};
+pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
+pub use schema::schema_document;
+pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
+pub use tools::{
+    AdditionalContext, ApprovalOutcome, ApprovalRequest, CallReport, Concurrency, Guidance,
+    OutcomeSummary, PostDecision, PreDecision, Restriction, StepReport, ToolDecl, ToolError,
+    ToolErrorInfo, ToolGuidance, ToolReply, ToolSuccess,
+};
+pub use turn::{
+    AbortCause, Continuation, PreStepDecision, RequestErrorDecision, RequestFailure, StepProposal,
+    TurnEndReason, TurnOutcome, TurnStopping,
+};
