@@ -19,6 +19,9 @@ mod step;
 mod stream;
 mod turn;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -73,7 +76,7 @@ pub(crate) struct Deps {
     pub(crate) max_steps: u64,
 }
 
-type Running = Arc<Mutex<HashMap<String, Arc<Cancel>>>>;
+pub(crate) type Running = Arc<Mutex<HashMap<String, Arc<Cancel>>>>;
 
 struct Driver {
     deps: Arc<Deps>,
