@@ -95,8 +95,28 @@ pub(crate) enum OverrideError {
     Entry {
         file: String,
         place: String,
-        problem: String,
+        problem: EntryProblem,
     },
+}
+
+/// What is wrong with one entry.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EntryProblem {
+    #[error("{0}")]
+    Shape(serde_json::Error),
+    #[error("chunks[{index}]: {error}")]
+    Chunk {
+        index: usize,
+        error: serde_json::Error,
+    },
+    #[error("a throw needs a non-empty `message` and `code`")]
+    ThrowWithoutCause,
+    #[error("`readyFile` must not be empty")]
+    EmptyReadyFile,
+    #[error("a second patch at {0}")]
+    SecondPatch(usize),
+    #[error("`at` {at} is past the script's end ({calls} calls)")]
+    PastTheEnd { at: usize, calls: usize },
 }
 
 /// How an override changes the derived script.
@@ -116,7 +136,7 @@ impl Override {
             file: file.clone(),
             error,
         })?;
-        let entry_error = |place: String, problem: String| OverrideError::Entry {
+        let entry_error = |place: String, problem: EntryProblem| OverrideError::Entry {
             file: file.clone(),
             place,
             problem,
@@ -141,10 +161,7 @@ impl Override {
         for (index, patch) in patches.patches.into_iter().enumerate() {
             let place = format!("patches[{index}]");
             if !seen.insert(patch.at) {
-                return Err(entry_error(
-                    place,
-                    format!("a second patch at {}", patch.at),
-                ));
+                return Err(entry_error(place, EntryProblem::SecondPatch(patch.at)));
             }
             let entry = parse(patch.entry).map_err(|problem| entry_error(place, problem))?;
             out.push((patch.at, entry));
@@ -172,10 +189,10 @@ impl Override {
                             return Err(OverrideError::Entry {
                                 file: file.display().to_string(),
                                 place: format!("patches[{index}]"),
-                                problem: format!(
-                                    "`at` {at} is past the script's end ({} calls)",
-                                    script.len()
-                                ),
+                                problem: EntryProblem::PastTheEnd {
+                                    at,
+                                    calls: script.len(),
+                                },
                             });
                         }
                     }
@@ -187,12 +204,12 @@ impl Override {
 }
 
 /// One spelled entry, checked: its chunks are stream chunks, its strings are not empty.
-fn parse(value: Value) -> Result<Entry, String> {
-    let spelled: Spelled = serde_json::from_value(value).map_err(|error| error.to_string())?;
-    let check_chunks = |chunks: &[Value]| -> Result<(), String> {
+fn parse(value: Value) -> Result<Entry, EntryProblem> {
+    let spelled: Spelled = serde_json::from_value(value).map_err(EntryProblem::Shape)?;
+    let check_chunks = |chunks: &[Value]| -> Result<(), EntryProblem> {
         for (index, chunk) in chunks.iter().enumerate() {
             serde_json::from_value::<StreamChunk>(chunk.clone())
-                .map_err(|error| format!("chunks[{index}]: {error}"))?;
+                .map_err(|error| EntryProblem::Chunk { index, error })?;
         }
         Ok(())
     };
@@ -208,7 +225,7 @@ fn parse(value: Value) -> Result<Entry, String> {
         } => {
             check_chunks(&chunks)?;
             if message.is_empty() || code.is_empty() {
-                return Err("a throw needs a non-empty `message` and `code`".to_owned());
+                return Err(EntryProblem::ThrowWithoutCause);
             }
             Ok(Entry::Throw {
                 chunks,
@@ -219,7 +236,7 @@ fn parse(value: Value) -> Result<Entry, String> {
         Spelled::Hang { chunks, ready_file } => {
             check_chunks(&chunks)?;
             if ready_file.as_deref() == Some("") {
-                return Err("`readyFile` must not be empty".to_owned());
+                return Err(EntryProblem::EmptyReadyFile);
             }
             Ok(Entry::Hang { chunks, ready_file })
         }
