@@ -7,6 +7,7 @@ use dsh_protocol::{FailureCode, LlmFailure};
 use serde_json::Value;
 
 use crate::config::AdapterConfig;
+use crate::response::WireErrorBody;
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
@@ -53,20 +54,22 @@ pub fn map_http_error_at(
 ) -> LlmFailure {
     // Only the error body is parsed leniently: a gateway's HTML or malformed JSON must not hide
     // the status, which still classifies the failure.
-    let error = serde_json::from_slice::<Value>(body)
+    let error = serde_json::from_slice::<WireErrorBody>(body)
         .ok()
-        .map(|body| body["error"].clone())
-        .unwrap_or(Value::Null);
-    let message = error["message"]
-        .as_str()
+        .and_then(|body| body.error)
+        .unwrap_or_default();
+    let message = error
+        .message
+        .as_ref()
+        .and_then(Value::as_str)
         .filter(|message| !message.is_empty())
         .map_or_else(
             || format!("DeepSeek API error (HTTP {status})"),
             str::to_owned,
         );
-    let detail: Vec<String> = [&error["code"], &error["type"], &error["message"]]
+    let detail: Vec<String> = [&error.code, &error.kind, &error.message]
         .into_iter()
-        .filter_map(scalar)
+        .filter_map(|value| value.as_ref().and_then(scalar))
         .collect();
     let mut failure =
         LlmFailure::new(http_error_code(status, &detail.join(" ")), message).with_status(status);

@@ -18,6 +18,7 @@ mod config;
 mod errors;
 mod plugin;
 mod request;
+mod response;
 mod serialize;
 mod settings;
 mod sse;
@@ -44,6 +45,7 @@ pub use errors::{
 pub use request::{
     HeaderIds, WireRequest, build_request, build_request_with_images, check_api_key,
 };
+pub use response::{WireChunk, WireErrorBody, WireUsage};
 pub use serialize::ImageReader;
 pub use settings::{AdapterSettings, CompatPreset, CompatSetting, ConfigError};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent, SseItem};

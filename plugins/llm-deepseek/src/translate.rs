@@ -8,7 +8,8 @@
 use dsh_protocol::{
     BlockType, ContentBlock, FailureCode, FinishReason, LlmFailure, StreamChunk, TokenUsage,
 };
-use serde_json::Value;
+
+use crate::response::{WireChoice, WireChunk, WireDelta, WireUsage};
 
 /// The payload that ends a successful stream.
 pub const DONE: &str = "[DONE]";
@@ -60,17 +61,22 @@ pub fn map_finish_reason(reason: &str) -> FinishReason {
 
 /// Maps wire usage. DeepSeek's `prompt_tokens` includes cache hits; harness counts are
 /// disjoint, so the hits are subtracted out of `input_tokens`.
-pub fn map_usage(usage: &Value) -> TokenUsage {
-    let count = |value: &Value| value.as_u64();
-    let prompt = count(&usage["prompt_tokens"]).unwrap_or(0);
-    let cache_read = count(&usage["prompt_tokens_details"]["cached_tokens"])
-        .or_else(|| count(&usage["prompt_cache_hit_tokens"]));
+pub fn map_usage(usage: &WireUsage) -> TokenUsage {
+    let prompt = usage.prompt_tokens.unwrap_or(0);
+    let cache_read = usage
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|details| details.cached_tokens)
+        .or(usage.prompt_cache_hit_tokens);
     TokenUsage {
         input_tokens: prompt.saturating_sub(cache_read.unwrap_or(0)),
-        output_tokens: count(&usage["completion_tokens"]).unwrap_or(0),
+        output_tokens: usage.completion_tokens.unwrap_or(0),
         cache_read_tokens: cache_read,
         cache_write_tokens: None,
-        reasoning_tokens: count(&usage["completion_tokens_details"]["reasoning_tokens"]),
+        reasoning_tokens: usage
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|details| details.reasoning_tokens),
     }
 }
 
@@ -128,26 +134,14 @@ impl StreamTranslator {
             self.done = true;
             return Ok(self.terminal());
         }
-        let chunk: Value = serde_json::from_str(payload).map_err(|_| malformed(payload))?;
-        if !chunk.is_object() {
-            return Err(malformed(payload));
-        }
+        let chunk: WireChunk = serde_json::from_str(payload).map_err(|_| malformed(payload))?;
         let mut out = Vec::new();
-        match &chunk["choices"] {
-            Value::Null => {}
-            Value::Array(choices) => {
-                for choice in choices {
-                    if !choice.is_object() {
-                        return Err(malformed(payload));
-                    }
-                    self.choice(choice, &mut out);
-                }
-            }
-            _ => return Err(malformed(payload)),
+        for choice in chunk.choices.iter().flatten() {
+            self.choice(choice, &mut out);
         }
         // Usage comes on the finish chunk and/or a trailing usage-only chunk: keep the latest.
-        if chunk["usage"].is_object() {
-            self.usage = Some(map_usage(&chunk["usage"]));
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(map_usage(usage));
         }
         Ok(out)
     }
@@ -170,14 +164,19 @@ impl StreamTranslator {
         self.blocks.len() - 1
     }
 
-    fn choice(&mut self, choice: &Value, out: &mut Vec<StreamChunk>) {
-        let delta = &choice["delta"];
+    fn choice(&mut self, choice: &WireChoice, out: &mut Vec<StreamChunk>) {
+        if let Some(delta) = &choice.delta {
+            self.delta(delta, out);
+        }
+        if let Some(reason) = &choice.finish_reason {
+            self.finish = Some(map_finish_reason(reason));
+        }
+    }
+
+    fn delta(&mut self, delta: &WireDelta, out: &mut Vec<StreamChunk>) {
         // Reasoning first: thinking mode streams it before text. The first chunk of a thinking
         // stream carries an empty reasoning string, which must not open a block.
-        if let Some(text) = delta["reasoning_content"]
-            .as_str()
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = delta.reasoning_content.as_deref().filter(|t| !t.is_empty()) {
             let at = match self.reasoning {
                 Some(at) => at,
                 None => {
@@ -191,7 +190,7 @@ impl StreamTranslator {
                 text: text.to_owned(),
             });
         }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             let at = match self.text {
                 Some(at) => at,
                 None => {
@@ -205,8 +204,8 @@ impl StreamTranslator {
                 text: text.to_owned(),
             });
         }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            let key = call["index"].as_i64();
+        for call in delta.tool_calls.iter().flatten() {
+            let key = call.index;
             let at = match self.tools.iter().find(|(k, _)| *k == key) {
                 Some(&(_, at)) => at,
                 None => {
@@ -216,14 +215,17 @@ impl StreamTranslator {
                 }
             };
             let block = &mut self.blocks[at];
-            if let Some(id) = call["id"].as_str() {
-                block.call_id = Some(id.to_owned());
+            if let Some(id) = &call.id {
+                block.call_id = Some(id.clone());
             }
-            if let Some(name) = call["function"]["name"].as_str() {
-                block.name = Some(name.to_owned());
+            let function = call.function.as_ref();
+            if let Some(name) = function.and_then(|function| function.name.as_ref()) {
+                block.name = Some(name.clone());
             }
             // Arguments stay the model's raw fragments; they are never parsed here.
-            let fragment = call["function"]["arguments"].as_str().unwrap_or_default();
+            let fragment = function
+                .and_then(|function| function.arguments.as_deref())
+                .unwrap_or_default();
             block.text.push_str(fragment);
             out.push(StreamChunk::ToolCallDelta {
                 index: block.index,
@@ -231,9 +233,6 @@ impl StreamTranslator {
                 name: block.name.clone(),
                 arguments_delta: fragment.to_owned(),
             });
-        }
-        if let Some(reason) = choice["finish_reason"].as_str() {
-            self.finish = Some(map_finish_reason(reason));
         }
     }
 

@@ -318,26 +318,30 @@ fn tool_calls_without_id_name_or_arguments_use_empty_strings() {
     );
 }
 
+fn usage(value: Value) -> crate::WireUsage {
+    serde_json::from_value(value).unwrap()
+}
+
 #[test]
 fn usage_mapping_subtracts_cache_hits() {
     assert_eq!(
-        serde_json::to_value(map_usage(
-            &json!({"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 8})
-        ))
+        serde_json::to_value(map_usage(&usage(
+            json!({"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 8})
+        )))
         .unwrap(),
         json!({"inputTokens": 2, "outputTokens": 2, "cacheReadTokens": 8})
     );
     assert_eq!(
-        serde_json::to_value(map_usage(
-            &json!({"prompt_tokens": 10, "completion_tokens": 2})
-        ))
+        serde_json::to_value(map_usage(&usage(
+            json!({"prompt_tokens": 10, "completion_tokens": 2})
+        )))
         .unwrap(),
         json!({"inputTokens": 10, "outputTokens": 2})
     );
     // The OpenAI spelling wins over DeepSeek's when both are present.
-    let both = map_usage(
-        &json!({"prompt_tokens": 10, "completion_tokens": 0, "prompt_cache_hit_tokens": 1, "prompt_tokens_details": {"cached_tokens": 4}}),
-    );
+    let both = map_usage(&usage(
+        json!({"prompt_tokens": 10, "completion_tokens": 0, "prompt_cache_hit_tokens": 1, "prompt_tokens_details": {"cached_tokens": 4}}),
+    ));
     assert_eq!((both.input_tokens, both.cache_read_tokens), (6, Some(4)));
 }
 
