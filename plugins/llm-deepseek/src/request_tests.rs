@@ -114,7 +114,7 @@ fn a_tool_turn_serializes_exactly() {
 }
 
 #[test]
-fn a_user_message_with_text_and_results_sends_text_first() {
+fn a_user_message_with_text_and_results_answers_the_calls_first() {
     let call = request(vec![message(
         Role::User,
         vec![
@@ -125,8 +125,8 @@ fn a_user_message_with_text_and_results_sends_text_first() {
     assert_eq!(
         body(&AdapterConfig::deepseek(None), &call)["messages"],
         json!([
-            {"role": "user", "content": "and also"},
             {"role": "tool", "tool_call_id": "c", "content": "out"},
+            {"role": "user", "content": "and also"},
         ])
     );
     let empty = request(vec![message(Role::User, vec![])]);
@@ -134,6 +134,23 @@ fn a_user_message_with_text_and_results_sends_text_first() {
         body(&AdapterConfig::deepseek(None), &empty)["messages"],
         json!([{"role": "user", "content": ""}])
     );
+}
+
+#[test]
+fn a_tool_call_without_reasoning_still_carries_the_field() {
+    let call = request(vec![
+        message(Role::User, vec![ContentBlock::text("go")]),
+        message(
+            Role::Assistant,
+            vec![ContentBlock::tool_call("c", "bash", "{}")],
+        ),
+        message(Role::Assistant, vec![ContentBlock::text("plain")]),
+    ]);
+    let messages = &body(&AdapterConfig::deepseek(None), &call)["messages"];
+    // Thinking mode refuses a tool-call message without `reasoning_content`; a plain answer
+    // without reasoning does not need it.
+    assert_eq!(messages[1]["reasoning_content"], "");
+    assert!(messages[2].get("reasoning_content").is_none(), "{messages}");
 }
 
 #[test]

@@ -60,9 +60,11 @@ fn assistant(message: &Message, pass_reasoning: bool) -> WireMessage {
         .collect();
     WireMessage::Assistant {
         content: Some(flatten_text(&message.content)),
-        // Passed back on every turn that reasoned: required on tool-call turns, ignored by
-        // DeepSeek elsewhere, and the only place a gateway can recover that turn's thinking.
-        reasoning_content: (pass_reasoning && !reasoning.is_empty()).then_some(reasoning),
+        // Passed back on every turn that reasoned: required on tool-call turns (as a field, even
+        // empty: thinking mode refuses a tool-call message without it), ignored by DeepSeek
+        // elsewhere, and the only place a gateway can recover that turn's thinking.
+        reasoning_content: (pass_reasoning && (!reasoning.is_empty() || !calls.is_empty()))
+            .then_some(reasoning),
         tool_calls: (!calls.is_empty()).then_some(calls),
     }
 }
@@ -78,8 +80,8 @@ fn tool_results(message: &Message) -> impl Iterator<Item = (&String, &[ContentBl
     })
 }
 
-/// Text-only history. A user message contributes its text first, then each tool result as its
-/// own `tool` message.
+/// Text-only history. A user message contributes each tool result as its own `tool` message,
+/// then its text: the provider wants a call's answers right after the call.
 pub(crate) fn text_messages(messages: &[Message], pass_reasoning: bool) -> Vec<WireMessage> {
     let mut wire = Vec::new();
     for message in messages {
@@ -89,14 +91,8 @@ pub(crate) fn text_messages(messages: &[Message], pass_reasoning: bool) -> Vec<W
             }),
             Role::Assistant => wire.push(assistant(message, pass_reasoning)),
             Role::User => {
-                let text = flatten_text(&message.content);
-                let mut results = tool_results(message).peekable();
-                if !text.is_empty() || results.peek().is_none() {
-                    wire.push(WireMessage::User {
-                        content: UserContent::Text(text),
-                    });
-                }
-                for (id, content) in results {
+                let mut answered = false;
+                for (id, content) in tool_results(message) {
                     let text = flatten_text(content);
                     wire.push(WireMessage::Tool {
                         tool_call_id: id.clone(),
@@ -105,6 +101,13 @@ pub(crate) fn text_messages(messages: &[Message], pass_reasoning: bool) -> Vec<W
                         } else {
                             text
                         },
+                    });
+                    answered = true;
+                }
+                let text = flatten_text(&message.content);
+                if !text.is_empty() || !answered {
+                    wire.push(WireMessage::User {
+                        content: UserContent::Text(text),
                     });
                 }
             }
@@ -220,12 +223,9 @@ pub(crate) fn image_messages(
                     UserContent::Text(text) => text.is_empty(),
                     UserContent::Parts(parts) => parts.is_empty(),
                 };
-                let mut results = tool_results(message).peekable();
-                if !empty || results.peek().is_none() {
-                    flush(&mut wire, &mut pending);
-                    wire.push(WireMessage::User { content });
-                }
-                for (id, content) in results {
+                let mut answered = false;
+                for (id, content) in tool_results(message) {
+                    answered = true;
                     let mut result_parts = Vec::new();
                     parts(content, read, &mut result_parts)?;
                     let text = joined_text(&result_parts);
@@ -242,6 +242,10 @@ pub(crate) fn image_messages(
                         content,
                     });
                     pending.extend(images);
+                }
+                if !empty || !answered {
+                    flush(&mut wire, &mut pending);
+                    wire.push(WireMessage::User { content });
                 }
             }
         }
