@@ -236,6 +236,49 @@ fn a_bash_round_trip_through_the_deepseek_adapter() {
     );
 }
 
+/// The fake server refuses, as the live API does, a thinking-mode request whose tool-call turn
+/// lost its reasoning or whose calls are not each answered once: this run passes only if the
+/// real loop and adapter keep both.
+#[test]
+fn a_reasoning_tool_call_turn_goes_back_whole_with_its_answers() {
+    let echo = |word: &str| {
+        json!({"command": format!("echo {word}"), "description": "say a word"}).to_string()
+    };
+    let (first, second) = (echo("one"), echo("two"));
+    let Reply::Sse(mut events) = Reply::tool_calls(&[
+        ("call_a", "bash", first.as_str()),
+        ("call_b", "bash", second.as_str()),
+    ]) else {
+        panic!("tool calls stream");
+    };
+    events.insert(1, SseEvent::reasoning("Two words, "));
+    events.insert(2, SseEvent::reasoning("two calls."));
+    let server = FakeDeepSeek::start(vec![Reply::Sse(events), Reply::text("both said")]);
+    let dir = TestDir::new("headless-reasoning-calls");
+    let out = against(&server, &dir, &["say two words"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "both said");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let at = messages
+        .iter()
+        .position(|message| message["tool_calls"].is_array())
+        .unwrap();
+    assert_eq!(
+        messages[at]["reasoning_content"], "Two words, two calls.",
+        "{}",
+        requests[1].body
+    );
+    // Answered in whatever order the calls finished, each once, right after the turn.
+    let mut answers: Vec<&str> = messages[at + 1..at + 3]
+        .iter()
+        .map(|message| message["tool_call_id"].as_str().unwrap_or_default())
+        .collect();
+    answers.sort_unstable();
+    assert_eq!(answers, ["call_a", "call_b"], "{}", requests[1].body);
+}
+
 #[test]
 fn a_refused_request_ends_the_turn_error_and_max_tokens_exits_4() {
     // A 400 is not transient: no retry, the turn ends `error` at once.

@@ -18,5 +18,6 @@ mod reload;
 mod runtime;
 mod session;
 mod session_store;
+mod snapshots;
 mod tools;
 mod waterfall;

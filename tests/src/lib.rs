@@ -153,13 +153,14 @@ pub const FULL_LOG_FILTER: &str = "info";
 
 fn command(home: &Path, args: &[&str], envs: &[(&str, &str)], log: Log) -> Command {
     let mut command = Command::new(host_bin());
-    // Provider keys and endpoints, and the log filters, of the developer's shell never leak into
-    // a test.
+    // Provider keys and endpoints, the log filters and the permission preset of the developer's
+    // shell never leak into a test (a test that needs one passes it in `envs`).
     for name in [
         "DEEPSEEK_API_KEY",
         "DEEPSEEK_BASE_URL",
         "RUST_LOG",
         "DSH_LOG",
+        "DSH_PERMISSION_MODE",
     ] {
         command.env_remove(name);
     }

@@ -7,11 +7,17 @@
 //! polls with a timeout and stops at a connection cap, after a quiet spell, or on drop; pauses
 //! and stalls sleep in short slices that watch the stop flag; sockets have read and write
 //! timeouts. Dropping the server stops and joins every thread.
+//!
+//! Every chat request is also checked against the invariants the live API enforces (tool calls
+//! answered, reasoning passed back...; see `invariants.rs`): a request that breaks one gets the
+//! live API's 400 and fails the test, naming the request and the rule.
 
+mod invariants;
 mod script;
 mod server;
 #[cfg(test)]
 mod tests;
 
+pub use invariants::{Rule, Violation};
 pub use script::{RecordedRequest, Reply, SseEvent, first_chunk, usage};
 pub use server::FakeDeepSeek;

@@ -1,4 +1,5 @@
-//! The fake server itself: a bounded accept loop, HTTP/1.1 parsing, SSE framing, recording.
+//! The fake server itself: a bounded accept loop, HTTP/1.1 parsing, SSE framing, recording,
+//! and the request invariants of `invariants.rs` checked on every chat request.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::invariants::{self, StreamedTurn, Violation};
 use super::script::{RecordedRequest, Reply, SseEvent};
 
 /// Longest the accept loop waits for a next connection before it stops on its own.
@@ -24,6 +26,10 @@ const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 struct Shared {
     script: Mutex<std::collections::VecDeque<Reply>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Every tool-call turn streamed so far, to check that its reasoning comes back.
+    streamed: Mutex<Vec<StreamedTurn>>,
+    /// Every broken request invariant, in arrival order.
+    violations: Mutex<Vec<Violation>>,
     stop: AtomicBool,
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// A handle on every accepted socket, so stopping can unblock a worker waiting in a read.
@@ -31,6 +37,12 @@ struct Shared {
 }
 
 /// The running server; stops on drop.
+///
+/// A chat request that breaks a wire invariant (see `invariants.rs`) is answered with the 400 the
+/// live API would send, without consuming the script, and recorded: [`Self::requests`],
+/// [`Self::wait_requests`] and dropping the server then panic with every violation, each naming
+/// the request and the rule. A test that breaks a rule on purpose takes the violations with
+/// [`Self::take_violations`].
 pub struct FakeDeepSeek {
     url: String,
     shared: Arc<Shared>,
@@ -46,6 +58,8 @@ impl FakeDeepSeek {
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into()),
             requests: Mutex::new(Vec::new()),
+            streamed: Mutex::new(Vec::new()),
+            violations: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
             sockets: Mutex::new(Vec::new()),
@@ -64,9 +78,26 @@ impl FakeDeepSeek {
         self.url.clone()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order; panics if one broke a wire invariant.
     pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.assert_no_violations();
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// The wire invariants broken so far (they stay recorded).
+    pub fn violations(&self) -> Vec<Violation> {
+        self.shared.violations.lock().unwrap().clone()
+    }
+
+    /// The wire invariants broken so far, forgotten: for tests that break them on purpose.
+    pub fn take_violations(&self) -> Vec<Violation> {
+        std::mem::take(&mut *self.shared.violations.lock().unwrap())
+    }
+
+    /// Panics, listing them, when requests broke wire invariants.
+    pub fn assert_no_violations(&self) {
+        let violations = self.violations();
+        assert!(violations.is_empty(), "{}", report(&violations));
     }
 
     /// Waits until at least `count` requests arrived; panics after `timeout`.
@@ -105,7 +136,28 @@ impl Drop for FakeDeepSeek {
         for worker in workers {
             let _ = worker.join();
         }
+        let violations = std::mem::take(&mut *self.shared.violations.lock().unwrap());
+        if violations.is_empty() {
+            return;
+        }
+        if std::thread::panicking() {
+            // A second panic would abort the test binary; say it instead.
+            eprintln!("{}", report(&violations));
+        } else {
+            panic!("{}", report(&violations));
+        }
     }
+}
+
+fn report(violations: &[Violation]) -> String {
+    let mut text = format!(
+        "fake DeepSeek: {} request invariant(s) broken (the live API would answer 400):",
+        violations.len()
+    );
+    for violation in violations {
+        text.push_str(&format!("\n  {violation}"));
+    }
+    text
 }
 
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
@@ -171,9 +223,34 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             .header("connection")
             .is_some_and(|value| value.eq_ignore_ascii_case("close"));
         let is_chat = request.method == "POST" && request.path.ends_with("/chat/completions");
-        shared.requests.lock().unwrap().push(request);
-        let reply = if is_chat {
-            shared.script.lock().unwrap().pop_front()
+        let broken = if is_chat {
+            invariants::check(&request.body, &shared.streamed.lock().unwrap())
+        } else {
+            Vec::new()
+        };
+        let index = {
+            let mut requests = shared.requests.lock().unwrap();
+            requests.push(request);
+            requests.len() - 1
+        };
+        let reply = if !broken.is_empty() {
+            let violations: Vec<Violation> = broken
+                .into_iter()
+                .map(|(rule, detail)| Violation {
+                    request: index,
+                    rule,
+                    detail,
+                })
+                .collect();
+            let refusal = invariants::refusal(&violations);
+            shared.violations.lock().unwrap().extend(violations);
+            Some(refusal)
+        } else if is_chat {
+            let reply = shared.script.lock().unwrap().pop_front();
+            if let Some(turn) = reply.as_ref().and_then(invariants::streamed_turn) {
+                shared.streamed.lock().unwrap().push(turn);
+            }
+            reply
         } else {
             Some(Reply::error(
                 404,

@@ -268,3 +268,351 @@ fn pauses_delay_events_and_drop_stops_an_idle_connection_promptly() {
     drop(server);
     assert!(dropping.elapsed() < Duration::from_secs(5));
 }
+
+// Request invariants.
+
+use super::invariants::{StreamedTurn, check, streamed_turn};
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+fn calls(ids: &[&str]) -> Value {
+    ids.iter()
+        .map(|id| json!({"id": id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}))
+        .collect()
+}
+
+fn assistant_calls(ids: &[&str], reasoning: Option<&str>) -> Value {
+    let mut message = json!({"role": "assistant", "content": "", "tool_calls": calls(ids)});
+    if let Some(reasoning) = reasoning {
+        message["reasoning_content"] = json!(reasoning);
+    }
+    message
+}
+
+fn tool(id: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": "ok"})
+}
+
+fn body(messages: &[Value]) -> Value {
+    json!({"model": "deepseek-v4-flash", "messages": messages, "stream": true})
+}
+
+fn turn(ids: &[&str], reasoning: &str) -> StreamedTurn {
+    StreamedTurn {
+        ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+        reasoning: reasoning.to_owned(),
+    }
+}
+
+/// The rules `messages` breaks, given what the server streamed.
+fn rules(messages: &[Value], streamed: &[StreamedTurn]) -> Vec<Rule> {
+    check(&body(messages), streamed)
+        .into_iter()
+        .map(|(rule, _)| rule)
+        .collect()
+}
+
+#[test]
+fn a_well_formed_session_breaks_no_rule() {
+    let messages = [
+        json!({"role": "system", "content": "You are dsh."}),
+        user("task"),
+        // A context snapshot appended as its own user message: legitimate.
+        user("<context>AGENTS.md</context>"),
+        assistant_calls(&["call_1", "call_2"], Some("think")),
+        tool("call_2"),
+        tool("call_1"),
+        // Images of tool results follow their tool messages in one user message.
+        json!({"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}]}),
+        json!({"role": "assistant", "content": "", "reasoning_content": "only thought"}),
+        user("again"),
+        json!({"role": "assistant", "content": "done"}),
+        user("more"),
+    ];
+    assert_eq!(
+        check(&body(&messages), &[turn(&["call_1", "call_2"], "think")]),
+        vec![]
+    );
+    // Bodies the transport tests post are not judged.
+    assert_eq!(check(&json!({}), &[]), vec![]);
+    assert_eq!(check(&json!("not json"), &[]), vec![]);
+}
+
+#[test]
+fn a_call_left_unanswered_is_reported() {
+    let before_user = [
+        user("task"),
+        assistant_calls(&["call_1", "call_2"], None),
+        tool("call_1"),
+        user("next"),
+    ];
+    let broken = check(&body(&before_user), &[]);
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert_eq!(broken[0].0, Rule::ToolCallAnswered);
+    assert!(
+        broken[0].1.contains("call_2") && broken[0].1.contains("messages[1]"),
+        "{broken:?}"
+    );
+    let at_end = [user("task"), assistant_calls(&["call_1"], None)];
+    assert_eq!(rules(&at_end, &[]), vec![Rule::ToolCallAnswered]);
+    let before_assistant = [
+        user("task"),
+        assistant_calls(&["call_1"], None),
+        json!({"role": "assistant", "content": "x"}),
+    ];
+    assert_eq!(rules(&before_assistant, &[]), vec![Rule::ToolCallAnswered]);
+    // User text between the call and its answer: the answer comes too late.
+    let text_first = [
+        user("task"),
+        assistant_calls(&["call_1"], None),
+        user("steer"),
+        tool("call_1"),
+    ];
+    assert_eq!(
+        rules(&text_first, &[]),
+        vec![Rule::ToolCallAnswered, Rule::ToolAnswersACall]
+    );
+}
+
+#[test]
+fn a_tool_message_must_answer_a_call_of_the_assistant_before_it_once() {
+    let orphan = [user("task"), tool("call_1")];
+    assert_eq!(rules(&orphan, &[]), vec![Rule::ToolAnswersACall]);
+    let twice = [
+        user("task"),
+        assistant_calls(&["call_1"], None),
+        tool("call_1"),
+        tool("call_1"),
+    ];
+    let broken = check(&body(&twice), &[]);
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert_eq!(broken[0].0, Rule::ToolAnswersACall);
+    assert!(broken[0].1.contains("second time"), "{broken:?}");
+    let wrong_id = [
+        user("task"),
+        assistant_calls(&["call_1"], None),
+        tool("call_9"),
+    ];
+    assert_eq!(
+        rules(&wrong_id, &[]),
+        vec![Rule::ToolAnswersACall, Rule::ToolCallAnswered]
+    );
+    // An earlier turn's call does not license an answer after a later message.
+    let stale = [
+        user("task"),
+        assistant_calls(&["call_1"], None),
+        tool("call_1"),
+        json!({"role": "assistant", "content": "done"}),
+        tool("call_1"),
+    ];
+    assert_eq!(rules(&stale, &[]), vec![Rule::ToolAnswersACall]);
+    let no_id = [user("task"), json!({"role": "tool", "content": "ok"})];
+    assert_eq!(rules(&no_id, &[]), vec![Rule::ToolAnswersACall]);
+}
+
+#[test]
+fn streamed_reasoning_must_come_back_on_its_tool_call_turn() {
+    let streamed = [turn(&["call_1"], "I should look.")];
+    let missing = [
+        user("task"),
+        assistant_calls(&["call_1"], None),
+        tool("call_1"),
+    ];
+    let broken = check(&body(&missing), &streamed);
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert_eq!(broken[0].0, Rule::ReasoningPassedBack);
+    assert!(broken[0].1.contains("I should look."), "{broken:?}");
+    let altered = [
+        user("task"),
+        assistant_calls(&["call_1"], Some("I should")),
+        tool("call_1"),
+    ];
+    assert_eq!(rules(&altered, &streamed), vec![Rule::ReasoningPassedBack]);
+    let passed = [
+        user("task"),
+        assistant_calls(&["call_1"], Some("I should look.")),
+        tool("call_1"),
+    ];
+    assert_eq!(rules(&passed, &streamed), vec![]);
+    // Explicitly enabled is thinking mode too.
+    let mut enabled = body(&missing);
+    enabled["thinking"] = json!({"type": "enabled"});
+    assert_eq!(check(&enabled, &streamed).len(), 1);
+    // Outside thinking mode the reasoning is not needed.
+    let mut disabled = body(&missing);
+    disabled["thinking"] = json!({"type": "disabled"});
+    assert_eq!(check(&disabled, &streamed), vec![]);
+    // Nothing to pass back when the turn streamed no reasoning, or was not streamed here.
+    assert_eq!(rules(&missing, &[turn(&["call_1"], "")]), vec![]);
+    assert_eq!(rules(&missing, &[]), vec![]);
+    // Turns that reuse ids: either streamed reasoning will do.
+    let reused = [turn(&["call_1"], "first"), turn(&["call_1"], "second")];
+    let second = [
+        user("task"),
+        assistant_calls(&["call_1"], Some("second")),
+        tool("call_1"),
+    ];
+    assert_eq!(rules(&second, &reused), vec![]);
+}
+
+#[test]
+fn message_shapes_the_live_api_refuses_are_reported() {
+    assert_eq!(rules(&[], &[]), vec![Rule::MessageShape]);
+    assert_eq!(
+        check(&json!({"messages": "hi"}), &[]),
+        vec![(Rule::MessageShape, "`messages` is not an array".to_owned())]
+    );
+    assert_eq!(
+        rules(&[json!({"role": "developer", "content": "x"})], &[]),
+        vec![Rule::MessageShape]
+    );
+    assert_eq!(
+        rules(&[json!({"content": "x"})], &[]),
+        vec![Rule::MessageShape]
+    );
+    let null_content = [user("task"), json!({"role": "assistant", "content": null})];
+    assert_eq!(rules(&null_content, &[]), vec![Rule::AssistantContent]);
+    let no_content = [user("task"), json!({"role": "assistant"})];
+    assert_eq!(rules(&no_content, &[]), vec![Rule::AssistantContent]);
+    // With tool calls a null content is allowed.
+    let mut null_with_calls = assistant_calls(&["call_1"], None);
+    null_with_calls["content"] = Value::Null;
+    assert_eq!(
+        rules(&[user("task"), null_with_calls, tool("call_1")], &[]),
+        vec![]
+    );
+}
+
+#[test]
+fn tool_calls_need_distinct_ids() {
+    let mut no_id = assistant_calls(&["call_1"], None);
+    no_id["tool_calls"][0].as_object_mut().unwrap().remove("id");
+    assert_eq!(rules(&[user("task"), no_id], &[]), vec![Rule::ToolCallId]);
+    let repeated = [
+        user("task"),
+        assistant_calls(&["call_1", "call_1"], None),
+        tool("call_1"),
+    ];
+    assert_eq!(rules(&repeated, &[]), vec![Rule::ToolCallId]);
+    let not_array = [
+        user("task"),
+        json!({"role": "assistant", "content": "", "tool_calls": {}}),
+    ];
+    assert_eq!(rules(&not_array, &[]), vec![Rule::ToolCallId]);
+}
+
+#[test]
+fn the_streamed_turn_of_a_reply_is_its_call_ids_and_reasoning() {
+    let plain = Reply::tool_calls(&[("call_0", "read", "{}"), ("call_1", "bash", "{}")]);
+    assert_eq!(streamed_turn(&plain), Some(turn(&["call_0", "call_1"], "")));
+    let Reply::Sse(mut events) = Reply::tool_calls(&[("call_2", "bash", "{}")]) else {
+        panic!("tool calls stream");
+    };
+    events.insert(1, SseEvent::reasoning("look "));
+    events.insert(2, SseEvent::reasoning("first"));
+    assert_eq!(
+        streamed_turn(&Reply::Sse(events.clone())),
+        Some(turn(&["call_2"], "look first"))
+    );
+    assert_eq!(
+        streamed_turn(&Reply::SseUntilClose(events.clone())),
+        Some(turn(&["call_2"], "look first"))
+    );
+    // A cut stream leaves no turn the adapter could log.
+    assert_eq!(
+        streamed_turn(&Reply::DropMidStream {
+            events,
+            after_events: 3
+        }),
+        None
+    );
+    assert_eq!(streamed_turn(&Reply::text("hi")), None);
+}
+
+/// A reasoning tool-call turn, then a request that drops its reasoning, then a good one.
+fn reasoning_dropped(server: &FakeDeepSeek) -> Seen {
+    let first = body(&[user("task")]).to_string();
+    assert_eq!(post(server, "/chat/completions", &first).status, 200);
+    let dropped = body(&[
+        user("task"),
+        assistant_calls(&["call_r"], None),
+        tool("call_r"),
+    ])
+    .to_string();
+    post(server, "/chat/completions", &dropped)
+}
+
+fn reasoning_turn() -> Reply {
+    let Reply::Sse(mut events) = Reply::tool_calls(&[("call_r", "bash", "{}")]) else {
+        panic!("tool calls stream");
+    };
+    events.insert(1, SseEvent::reasoning("run it"));
+    Reply::Sse(events)
+}
+
+#[test]
+fn a_broken_request_gets_the_live_400_and_fails_the_test_by_name() {
+    let server = FakeDeepSeek::start(vec![reasoning_turn(), Reply::text("done")]);
+    let refused = reasoning_dropped(&server);
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.body.contains("invalid_request_error"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body.contains("reasoning-passed-back"),
+        "{}",
+        refused.body
+    );
+    // The refusal does not consume the script.
+    assert_eq!(server.remaining(), 1);
+    let violations = server.violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(
+        (violations[0].request, violations[0].rule),
+        (1, Rule::ReasoningPassedBack)
+    );
+    let shown = violations[0].to_string();
+    assert!(
+        shown.starts_with("request #2 (requests()[1]) broke `reasoning-passed-back`"),
+        "{shown}"
+    );
+    let panic =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.requests())).unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(
+        message.contains("request #2") && message.contains("reasoning-passed-back"),
+        "{message}"
+    );
+
+    // Passed back whole, the same history is served the next reply.
+    let good = body(&[
+        user("task"),
+        assistant_calls(&["call_r"], Some("run it")),
+        tool("call_r"),
+    ]);
+    let served = post(&server, "/chat/completions", &good.to_string());
+    assert!(
+        served.body.contains(r#""content":"done""#),
+        "{}",
+        served.body
+    );
+    assert_eq!(server.take_violations().len(), 1);
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn dropping_a_server_that_saw_a_broken_request_panics() {
+    let server = FakeDeepSeek::start(vec![reasoning_turn()]);
+    assert_eq!(reasoning_dropped(&server).status, 400);
+    let panic =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(server))).unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(
+        message.contains("request #2 (requests()[1]) broke `reasoning-passed-back`"),
+        "{message}"
+    );
+}
