@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use dsh_loader::{IsolateTarget, ResolvedRow, RowDiff};
 
-use crate::library::{Libraries, library_file_name, select_export, split_spec};
+use crate::library::{
+    FileIdentity, Libraries, LoadError, library_file_name, select_export, split_spec,
+};
 use crate::runtime::{FiberId, MountSpec, Runtime, Scope, Source};
 
 /// A row that has a fiber.
@@ -25,6 +27,20 @@ struct Mounted {
     /// The scope its children see (the group's isolation applied).
     children_scope: Arc<Scope>,
     row: ResolvedRow,
+}
+
+/// Why a changed library was not taken up; the rows running it keep their version.
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryChangeError {
+    /// The file could not be looked at again (it went away or is unreadable).
+    #[error("{}: {source}", path.display())]
+    Identity {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Load(#[from] LoadError),
 }
 
 pub struct App {
@@ -222,7 +238,7 @@ impl App {
 
     /// Handles a changed or new library file: loads it (a unique copy when a version is already
     /// loaded), and only if that succeeds remounts the rows that name it.
-    pub async fn library_changed(&self, path: &Path) -> Result<usize, String> {
+    pub async fn library_changed(&self, path: &Path) -> Result<usize, LibraryChangeError> {
         let Some(file) = path.file_name().and_then(|name| name.to_str()) else {
             return Ok(0);
         };
@@ -242,18 +258,16 @@ impl App {
         let loaded = match self.libraries.loaded(path) {
             Some(previous) => {
                 let current =
-                    crate::library::FileIdentity::of(path).map_err(|error| error.to_string())?;
+                    FileIdentity::of(path).map_err(|source| LibraryChangeError::Identity {
+                        path: path.to_owned(),
+                        source,
+                    })?;
                 if current == previous.identity {
                     return Ok(0);
                 }
-                self.libraries
-                    .reload(path)
-                    .map_err(|error| error.to_string())?
+                self.libraries.reload(path)?
             }
-            None => self
-                .libraries
-                .get_or_load(path)
-                .map_err(|error| error.to_string())?,
+            None => self.libraries.get_or_load(path)?,
         };
         tracing::info!(
             "loaded {} (plugin-api {})",

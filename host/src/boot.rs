@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_loader::{Composed, Home, Layer, ResolvedRow};
+use dsh_loader::{ComposeError, Composed, Home, Layer, ProfileError, ResolveError, ResolvedRow};
 
 use crate::cli::TreeArgs;
 use crate::library::Libraries;
@@ -28,6 +28,33 @@ fn builtin_bundle(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(bundle, _)| *bundle == name)
         .map(|(_, text)| *text)
+}
+
+/// Why the tree to run could not be composed or resolved. Every message names the file, row or
+/// field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    #[error("{}: {source}", path.display())]
+    ReadConfig {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("give a tree to run: --config FILE or --profile NAME (see dsh-host --help)")]
+    NoTree,
+    #[error("cannot create profile `{profile}` under {}: {source}", home.display())]
+    CreateProfile {
+        profile: String,
+        home: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Compose(#[from] ComposeError),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
 }
 
 /// `$DSH_HOME`, default `~/.dsh-host`.
@@ -87,10 +114,12 @@ impl Boot {
     }
 
     /// The layers of the tree, in application order.
-    pub fn layers(&self) -> Result<Vec<Layer>, String> {
+    pub fn layers(&self) -> Result<Vec<Layer>, BootError> {
         if let Some(config) = &self.tree.config {
-            let text = std::fs::read_to_string(config)
-                .map_err(|error| format!("{}: {error}", config.display()))?;
+            let text = std::fs::read_to_string(config).map_err(|source| BootError::ReadConfig {
+                path: config.clone(),
+                source,
+            })?;
             return Ok(vec![Layer::row_list(
                 format!("--config {}", config.display()),
                 text,
@@ -98,20 +127,18 @@ impl Boot {
             )]);
         }
         let Some(profile) = &self.tree.profile else {
-            return Err(
-                "give a tree to run: --config FILE or --profile NAME (see dsh-host --help)"
-                    .to_owned(),
-            );
+            return Err(BootError::NoTree);
         };
         let home = Home {
             root: self.home.clone(),
         };
         if let Some((_, bundles)) = PROFILE_TEMPLATES.iter().find(|(name, _)| name == profile) {
-            let created = home.ensure_profile(profile, bundles).map_err(|error| {
-                format!(
-                    "cannot create profile `{profile}` under {}: {error}",
-                    self.home.display()
-                )
+            let created = home.ensure_profile(profile, bundles).map_err(|source| {
+                BootError::CreateProfile {
+                    profile: profile.clone(),
+                    home: self.home.clone(),
+                    source,
+                }
             })?;
             if created {
                 tracing::info!(
@@ -120,14 +147,13 @@ impl Boot {
                 );
             }
         }
-        home.profile_layers(profile, &builtin_bundle, &self.tree.patches)
-            .map_err(|error| error.to_string())
+        Ok(home.profile_layers(profile, &builtin_bundle, &self.tree.patches)?)
     }
 
     /// Composes the layers; warnings go to the log.
-    pub fn compose(&self) -> Result<Composed, String> {
+    pub fn compose(&self) -> Result<Composed, BootError> {
         let layers = self.layers()?;
-        let composed = dsh_loader::compose(&layers).map_err(|error| error.to_string())?;
+        let composed = dsh_loader::compose(&layers)?;
         for warning in &composed.warnings {
             tracing::warn!("{warning}");
         }
@@ -154,15 +180,13 @@ impl Boot {
     }
 
     /// Composes and resolves the tree against the process environment.
-    pub fn load(&self) -> Result<Vec<ResolvedRow>, String> {
+    pub fn load(&self) -> Result<Vec<ResolvedRow>, BootError> {
         let composed = self.compose()?;
-        composed
-            .resolve(&env_lookup, &self.home)
-            .map_err(|error| error.to_string())
+        Ok(composed.resolve(&env_lookup, &self.home)?)
     }
 
     /// The composed tree as YAML with provenance comments.
-    pub fn dump(&self) -> Result<String, String> {
+    pub fn dump(&self) -> Result<String, BootError> {
         Ok(self.compose()?.dump(&env_lookup, &self.home))
     }
 }

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_plugin_api::abi::ErasedService;
-use dsh_plugin_api::{CmdlineArgs, RString, RVec};
+use dsh_plugin_api::{CmdlineArgs, PluginError, RString, RVec};
 
 use crate::app::App;
-use crate::boot::Boot;
+use crate::boot::{Boot, BootError};
 use crate::cli::{HostArgs, TreeArgs};
 use crate::diagnostics::{FiberRow, Snapshot, check_exit_code, render_table};
 use crate::runtime::Runtime;
@@ -15,20 +15,28 @@ use crate::runtime::Runtime;
 /// How long disposers may run at shutdown before their fiber is named and abandoned.
 const DISPOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// Why a tree could not be started: printed as `error: ...`, exit 1.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error(transparent)]
+    Boot(#[from] BootError),
+    /// The host's own `host` or `cmdline` service was refused.
+    #[error(transparent)]
+    HostService(#[from] PluginError),
+}
+
 /// Builds the app for `tree` and mounts it. Errors name the file, row or field.
 fn boot_app(
     boot: &Boot,
     app_args: Vec<String>,
-) -> Result<(Arc<App>, tokio::sync::mpsc::UnboundedReceiver<i32>), String> {
+) -> Result<(Arc<App>, tokio::sync::mpsc::UnboundedReceiver<i32>), StartError> {
     let rows = boot.load()?;
     let runtime = Runtime::new();
     let exits = crate::control::provide(&runtime)?;
     let cmdline = CmdlineArgs {
         args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
     };
-    runtime
-        .provide_host("cmdline", ErasedService::new(cmdline))
-        .map_err(|error| error.to_string())?;
+    runtime.provide_host("cmdline", ErasedService::new(cmdline))?;
     let app = Arc::new(App::new(runtime, Arc::new(boot.libraries())));
     app.mount_tree(rows);
     Ok((app, exits))

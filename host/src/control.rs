@@ -7,7 +7,7 @@ use dsh_plugin_api::abi::ErasedService;
 use dsh_plugin_api::io::control::{
     HOST_CONTROL, HOST_STOPPING, HostControl, HostControl_TO, StopRequest,
 };
-use dsh_plugin_api::{RArc, ROption, typed_channel};
+use dsh_plugin_api::{PluginError, RArc, ROption, typed_channel};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::runtime::Runtime;
@@ -22,12 +22,10 @@ impl HostControl for ExitRequests {
 }
 
 /// Registers the `host` service; the receiver yields every exit code asked for.
-pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, String> {
+pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, PluginError> {
     let (sender, receiver) = unbounded_channel();
     let service = HostControl_TO::from_value(ExitRequests(sender), TD_Opaque);
-    runtime
-        .provide_host(HOST_CONTROL, ErasedService::new(service))
-        .map_err(|error| error.to_string())?;
+    runtime.provide_host(HOST_CONTROL, ErasedService::new(service))?;
     Ok(receiver)
 }
 

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Subcommand;
-use dsh_session_jsonl::{Encoding, ReadSession, find_session, list_sessions, read_session};
+use dsh_session_jsonl::{
+    Encoding, ReadError, ReadSession, RootError, find_session, list_sessions, read_session,
+};
 use dsh_session_log::{
-    SessionEvent, SessionLog, Severity, TypeRegistry, check_log, interrupted_turn_closers,
-    summarize,
+    AppendError, SessionEvent, SessionLog, Severity, TypeRegistry, check_log,
+    interrupted_turn_closers, summarize,
 };
 use serde_json::json;
 
@@ -39,55 +41,81 @@ pub enum SessionCommand {
     Check { target: String },
 }
 
+/// Why a session command failed: `error: ...` on stderr and exit 1, or `corrupt: ...` on stdout
+/// from `check`.
+#[derive(Debug, thiserror::Error)]
+enum SessionCliError {
+    #[error("no session `{target}` under {} (and no such file)", root.display())]
+    NotFound { target: String, root: PathBuf },
+    /// Neither encoding could be searched; both reasons are shown, since which one the root
+    /// was meant to hold is unknown. (Boxed here and in `List`: two root errors inline would
+    /// make every result of these commands large.)
+    #[error("{zstd}; {raw}")]
+    Find {
+        #[source]
+        zstd: Box<RootError>,
+        raw: Box<RootError>,
+    },
+    #[error("{zstd}; read as uncompressed: {raw}")]
+    List {
+        #[source]
+        zstd: Box<RootError>,
+        raw: Box<RootError>,
+    },
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Load(#[from] dsh_session_log::LoadError),
+    #[error(transparent)]
+    Append(#[from] AppendError),
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+}
+
 fn sessions_root(home: &Path) -> PathBuf {
     home.join("sessions")
 }
 
 /// Reads a session named by id (under the root, either encoding) or by file path.
-fn open(home: &Path, target: &str) -> Result<(PathBuf, ReadSession), String> {
+fn open(home: &Path, target: &str) -> Result<(PathBuf, ReadSession), SessionCliError> {
     let as_path = Path::new(target);
     let path = if as_path.is_file() {
         as_path.to_path_buf()
     } else {
         let root = sessions_root(home);
         // One encoding per root: look with the one the root holds.
-        let mut problems = Vec::new();
-        let mut found = None;
-        for encoding in [Encoding::Zstd, Encoding::Raw] {
-            match find_session(&root, encoding, target) {
-                Ok(Some(path)) => {
-                    found = Some(path);
-                    break;
+        match find_session(&root, Encoding::Zstd, target) {
+            Ok(Some(path)) => path,
+            zstd => match (zstd, find_session(&root, Encoding::Raw, target)) {
+                (_, Ok(Some(path))) => path,
+                (Err(zstd), Err(raw)) => {
+                    return Err(SessionCliError::Find {
+                        zstd: Box::new(zstd),
+                        raw: Box::new(raw),
+                    });
                 }
-                Ok(None) => {}
-                Err(error) => problems.push(error.to_string()),
-            }
-        }
-        match found {
-            Some(path) => path,
-            None if problems.len() == 2 => return Err(problems.join("; ")),
-            None => {
-                return Err(format!(
-                    "no session `{target}` under {} (and no such file)",
-                    root.display()
-                ));
-            }
+                _ => {
+                    return Err(SessionCliError::NotFound {
+                        target: target.to_owned(),
+                        root,
+                    });
+                }
+            },
         }
     };
-    let read = read_session(&path).map_err(|error| error.to_string())?;
+    let read = read_session(&path)?;
     Ok((path, read))
 }
 
 /// The events a load would end up with: the stored ones plus the crash-repair closers.
-fn repaired(read: &ReadSession) -> Result<(Vec<Arc<SessionEvent>>, usize), String> {
+fn repaired(read: &ReadSession) -> Result<(Vec<Arc<SessionEvent>>, usize), SessionCliError> {
     let registry = Arc::new(TypeRegistry::default());
-    let log = SessionLog::from_events(read.events.iter().cloned(), registry)
-        .map_err(|error| error.to_string())?;
+    let log = SessionLog::from_events(read.events.iter().cloned(), registry)?;
     let closers = interrupted_turn_closers(&log);
     let added = closers.len();
     let mut log = log;
     for closer in closers {
-        log.append(closer).map_err(|error| error.to_string())?;
+        log.append(closer)?;
     }
     Ok((log.events().to_vec(), added))
 }
@@ -116,7 +144,7 @@ fn title_of(events: &[SessionEvent]) -> Option<String> {
         .and_then(|event| event.data.get("title")?.as_str().map(str::to_owned))
 }
 
-fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), String> {
+fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), SessionCliError> {
     let root = sessions_root(home);
     let wanted_cwd = cwd.map(|dir| {
         std::path::absolute(dir)
@@ -128,8 +156,10 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), String> {
     // A root holds one encoding; a root holding both is an error the store reports.
     let listed = match list_sessions(&root, Encoding::Zstd) {
         Ok(listed) => listed,
-        Err(zstd_error) => list_sessions(&root, Encoding::Raw)
-            .map_err(|raw_error| format!("{zstd_error}; read as uncompressed: {raw_error}"))?,
+        Err(zstd) => list_sessions(&root, Encoding::Raw).map_err(|raw| SessionCliError::List {
+            zstd: Box::new(zstd),
+            raw: Box::new(raw),
+        })?,
     };
     {
         for listed in listed {
@@ -176,7 +206,7 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn show(home: &Path, target: &str, json: bool) -> Result<(), String> {
+fn show(home: &Path, target: &str, json: bool) -> Result<(), SessionCliError> {
     let (path, read) = open(home, target)?;
     let summary = summarize(&read.events);
     let repair = read.repair.as_ref().map(|repair| repair.reason.clone());
@@ -222,22 +252,21 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn derive(home: &Path, target: &str) -> Result<(), String> {
+fn derive(home: &Path, target: &str) -> Result<(), SessionCliError> {
     let (_, read) = open(home, target)?;
     let (events, _) = repaired(&read)?;
     let log = SessionLog::from_events(
         events.iter().map(|event| (**event).clone()),
         Arc::new(TypeRegistry::default()),
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     let mut stdout = std::io::stdout().lock();
     for message in log.derive_messages().iter() {
         // Fixed key order (role, content, source), whatever the map type sorts by.
         let line = format!(
             "{{\"role\":\"{}\",\"content\":{},\"source\":{}}}",
             message.role().as_str(),
-            serde_json::to_string(message.content()).map_err(|error| error.to_string())?,
-            serde_json::to_string(message.source()).map_err(|error| error.to_string())?,
+            serde_json::to_string(message.content())?,
+            serde_json::to_string(message.source())?,
         );
         // A closed pipe (`| head`) ends the listing quietly.
         if writeln!(stdout, "{line}").is_err() {

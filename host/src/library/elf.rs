@@ -26,20 +26,47 @@ fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
 
+/// Why a file is not a complete 64-bit little-endian ELF file.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+pub enum ElfError {
+    #[error("not an ELF shared library")]
+    NotElf,
+    #[error("not a 64-bit little-endian ELF file")]
+    UnsupportedClass,
+    #[error("truncated file ({len} bytes): its {part} lies past the end")]
+    Truncated { len: u64, part: ElfPart },
+}
+
+/// The part of an ELF file that does not fit in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElfPart {
+    Header,
+    ProgramHeaders,
+    SectionHeaders,
+    LoadableSegment(u64),
+}
+
+impl std::fmt::Display for ElfPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Header => f.write_str("ELF header"),
+            Self::ProgramHeaders => f.write_str("program header table"),
+            Self::SectionHeaders => f.write_str("section header table"),
+            Self::LoadableSegment(index) => write!(f, "loadable segment {index}"),
+        }
+    }
+}
+
 /// Checks that `bytes` is a complete 64-bit little-endian ELF file.
-pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn check(bytes: &[u8]) -> Result<(), ElfError> {
     let len = bytes.len() as u64;
     if bytes.get(..4) != Some(&ELF_MAGIC[..]) {
-        return Err("not an ELF shared library".to_owned());
+        return Err(ElfError::NotElf);
     }
     if bytes.get(4) != Some(&CLASS_64) || bytes.get(5) != Some(&LITTLE_ENDIAN) {
-        return Err("not a 64-bit little-endian ELF file".to_owned());
+        return Err(ElfError::UnsupportedClass);
     }
-    let truncated = |what: &str| {
-        Err(format!(
-            "truncated file ({len} bytes): its {what} lies past the end"
-        ))
-    };
+    let truncated = |part| Err(ElfError::Truncated { len, part });
     let (Some(phoff), Some(shoff), Some(phentsize), Some(phnum), Some(shentsize), Some(shnum)) = (
         read_u64(bytes, 0x20),
         read_u64(bytes, 0x28),
@@ -48,26 +75,29 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
         read_u16(bytes, 0x3a),
         read_u16(bytes, 0x3c),
     ) else {
-        return truncated("ELF header");
+        return truncated(ElfPart::Header);
     };
     if phoff.saturating_add(phentsize.saturating_mul(phnum)) > len {
-        return truncated("program header table");
+        return truncated(ElfPart::ProgramHeaders);
     }
     if shoff.saturating_add(shentsize.saturating_mul(shnum)) > len {
-        return truncated("section header table");
+        return truncated(ElfPart::SectionHeaders);
     }
     for index in 0..phnum {
-        let header =
-            usize::try_from(phoff + index * phentsize).map_err(|error| error.to_string())?;
+        // The table was checked to end inside the file, so an offset too large for `usize`
+        // cannot belong to it.
+        let Ok(header) = usize::try_from(phoff + index * phentsize) else {
+            return truncated(ElfPart::ProgramHeaders);
+        };
         let (Some(kind), Some(offset), Some(filesz)) = (
             read_u32(bytes, header),
             read_u64(bytes, header + 8),
             read_u64(bytes, header + 32),
         ) else {
-            return truncated("program header table");
+            return truncated(ElfPart::ProgramHeaders);
         };
         if kind == PT_LOAD && offset.saturating_add(filesz) > len {
-            return truncated(&format!("loadable segment {index}"));
+            return truncated(ElfPart::LoadableSegment(index));
         }
     }
     Ok(())
@@ -83,10 +113,9 @@ mod tests {
         let bytes = std::fs::read(exe).unwrap();
         assert_eq!(check(&bytes), Ok(()));
         let error = check(&bytes[..bytes.len() / 2]).unwrap_err();
-        assert!(error.starts_with("truncated file"), "{error}");
-        assert_eq!(
-            check(b"hello world, not elf").unwrap_err(),
-            "not an ELF shared library"
-        );
+        assert!(matches!(error, ElfError::Truncated { .. }), "{error:?}");
+        assert!(error.to_string().starts_with("truncated file"), "{error}");
+        assert_eq!(check(b"hello world, not elf"), Err(ElfError::NotElf));
+        assert_eq!(ElfError::NotElf.to_string(), "not an ELF shared library");
     }
 }

@@ -8,6 +8,7 @@ use abi_stable::std_types::RStr;
 use dsh_plugin_api::abi::{LogSink, LogSink_TO};
 use dsh_plugin_api::{LogLevel, PluginLibRef};
 
+use super::elf::ElfError;
 use super::{FileIdentity, LoadedLibrary};
 
 /// Why a library could not be used. Every message names the file.
@@ -15,6 +16,12 @@ use super::{FileIdentity, LoadedLibrary};
 pub enum LoadError {
     #[error("{path}: cannot load library: {message}", path = .path.display())]
     Open { path: PathBuf, message: String },
+    #[error("{path}: cannot load library: {source}", path = .path.display())]
+    Malformed {
+        path: PathBuf,
+        #[source]
+        source: ElfError,
+    },
     #[error("{path}: not a dsh plugin library (no plugin root module): {message}", path = .path.display())]
     NotAPlugin { path: PathBuf, message: String },
     #[error(
@@ -40,8 +47,12 @@ pub enum LoadError {
     },
     #[error("{path}: plugin library failed to initialise: {message}", path = .path.display())]
     Init { path: PathBuf, message: String },
-    #[error("{path}: {message}", path = .path.display())]
-    Io { path: PathBuf, message: String },
+    #[error("{path}: {source}", path = .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Forwards plugin log records into the host's `tracing` subscriber.
@@ -64,13 +75,13 @@ pub fn load_library(
     identity: FileIdentity,
     debug_dir: &Path,
 ) -> Result<LoadedLibrary, LoadError> {
-    let bytes = std::fs::read(load_from).map_err(|error| LoadError::Io {
+    let bytes = std::fs::read(load_from).map_err(|source| LoadError::Io {
         path: path.to_owned(),
-        message: error.to_string(),
+        source,
     })?;
-    super::elf::check(&bytes).map_err(|message| LoadError::Open {
+    super::elf::check(&bytes).map_err(|source| LoadError::Malformed {
         path: path.to_owned(),
-        message,
+        source,
     })?;
     drop(bytes);
     let header = lib_header_from_path(load_from).map_err(|error| match error {

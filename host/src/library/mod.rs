@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use dsh_plugin_api::PluginDecl;
 
+pub use elf::{ElfError, ElfPart};
 pub use load::{LoadError, load_library};
 
 use crate::runtime::{Resolver, Source};
@@ -100,6 +101,23 @@ pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// No plugin directory holds the library file.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{file} not found in {}", list_dirs(dirs))]
+pub struct NotFound {
+    /// The file looked for (`lib<name>.so`).
+    pub file: String,
+    /// The directories searched, in lookup order.
+    pub dirs: Vec<PathBuf>,
+}
+
+fn list_dirs(dirs: &[PathBuf]) -> String {
+    dirs.iter()
+        .map(|dir| dir.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The plugin directories, in lookup order, and every library loaded from them.
 pub struct Libraries {
     dirs: Vec<PathBuf>,
@@ -140,7 +158,7 @@ impl Libraries {
     }
 
     /// The first `lib<name>.so` in the directories; a later duplicate is logged as a warning.
-    pub fn find(&self, name: &str) -> Result<PathBuf, String> {
+    pub fn find(&self, name: &str) -> Result<PathBuf, NotFound> {
         if let Some(path) = lock(&self.found).get(name) {
             return Ok(path.clone());
         }
@@ -154,7 +172,7 @@ impl Libraries {
         lock(&self.found).clear();
     }
 
-    fn search(&self, name: &str) -> Result<PathBuf, String> {
+    fn search(&self, name: &str) -> Result<PathBuf, NotFound> {
         let file = library_file_name(name);
         let mut found = self
             .dirs
@@ -162,12 +180,10 @@ impl Libraries {
             .map(|dir| dir.join(&file))
             .filter(|path| path.is_file());
         let Some(first) = found.next() else {
-            let dirs: Vec<String> = self
-                .dirs
-                .iter()
-                .map(|dir| dir.display().to_string())
-                .collect();
-            return Err(format!("{file} not found in {}", dirs.join(", ")));
+            return Err(NotFound {
+                file,
+                dirs: self.dirs.clone(),
+            });
         };
         for shadowed in found {
             tracing::warn!(
@@ -184,9 +200,9 @@ impl Libraries {
         if let Some(library) = self.lock().get(path).cloned() {
             return Ok(library);
         }
-        let identity = FileIdentity::of(path).map_err(|error| LoadError::Io {
+        let identity = FileIdentity::of(path).map_err(|source| LoadError::Io {
             path: path.to_owned(),
-            message: error.to_string(),
+            source,
         })?;
         let library = Arc::new(load_library(path, path, identity, &self.debug_dir)?);
         self.copies_held.fetch_add(1, Ordering::Relaxed);
@@ -202,9 +218,9 @@ impl Libraries {
     /// Loads the current file at `path` from a unique copy. On success it becomes the library
     /// rows resolve to; on failure the previous copy stays in use.
     pub fn reload(&self, path: &Path) -> Result<Arc<LoadedLibrary>, LoadError> {
-        std::fs::create_dir_all(&self.copies_dir).map_err(|error| LoadError::Io {
+        std::fs::create_dir_all(&self.copies_dir).map_err(|source| LoadError::Io {
             path: self.copies_dir.clone(),
-            message: error.to_string(),
+            source,
         })?;
         let serial = self.copy_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let stem = path
@@ -216,13 +232,13 @@ impl Libraries {
             .join(format!("{stem}-{}-{serial}.so", std::process::id()));
         // The identity is taken before the copy: a replacement arriving meanwhile shows up as a
         // further change and is loaded in its turn.
-        let identity = FileIdentity::of(path).map_err(|error| LoadError::Io {
+        let identity = FileIdentity::of(path).map_err(|source| LoadError::Io {
             path: path.to_owned(),
-            message: error.to_string(),
+            source,
         })?;
-        std::fs::copy(path, &copy).map_err(|error| LoadError::Io {
+        std::fs::copy(path, &copy).map_err(|source| LoadError::Io {
             path: path.to_owned(),
-            message: error.to_string(),
+            source,
         })?;
         let loaded = load_library(path, &copy, identity, &self.debug_dir);
         let library = match loaded {
@@ -245,7 +261,7 @@ impl Libraries {
         }
         let path = match self.find(name) {
             Ok(path) => path,
-            Err(reason) => return Source::Missing(reason),
+            Err(missing) => return Source::Missing(missing.to_string()),
         };
         let library = match self.get_or_load(&path) {
             Ok(library) => library,

@@ -105,6 +105,17 @@ pub struct LayoutMismatch {
     pub found: String,
     pub declared: String,
     pub by: String,
+    #[source]
+    pub detail: IncompatibleLayout,
+}
+
+/// A type layout that cannot stand where another is declared.
+///
+/// abi_stable's report runs to hundreds of lines and borrows the layouts; its first
+/// meaningful line is what a reader needs, and it keeps this error cheap to clone and compare.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{detail}")]
+pub struct IncompatibleLayout {
     pub detail: String,
 }
 
@@ -195,7 +206,7 @@ impl Bus {
         &self,
         expected: &'static TypeLayout,
         found: &'static TypeLayout,
-    ) -> Result<(), String> {
+    ) -> Result<(), IncompatibleLayout> {
         let key = (
             expected as *const TypeLayout as usize,
             found as *const TypeLayout as usize,
@@ -203,8 +214,9 @@ impl Bus {
         if key.0 == key.1 || lock(&self.compatible).contains(&key) {
             return Ok(());
         }
-        check_layout_compatibility(expected, found)
-            .map_err(|errors| first_error_line(&errors.to_string()))?;
+        check_layout_compatibility(expected, found).map_err(|errors| IncompatibleLayout {
+            detail: first_error_line(&errors.to_string()),
+        })?;
         lock(&self.compatible).push(key);
         Ok(())
     }

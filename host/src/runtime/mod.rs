@@ -12,8 +12,10 @@ mod dispatch;
 mod effects;
 mod fiber;
 mod lifecycle;
+mod report;
 mod scope;
 mod services;
+mod settle;
 mod shutdown;
 mod waterfall;
 
@@ -21,15 +23,15 @@ use dsh_plugin_api::lock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dsh_plugin_api::abi::ErasedService;
-use dsh_plugin_api::{ErrorKind, EventDecl, PluginError};
-use serde::Serialize;
+use dsh_plugin_api::{EventDecl, PluginError};
 
-pub use bus::{Bus, BusError, first_error_line};
+pub use bus::{Bus, BusError, IncompatibleLayout, LayoutMismatch, first_error_line};
 pub use dispatch::Channel;
 pub use fiber::{FiberId, FiberState, MountSpec, Source};
+pub use report::FiberReport;
 pub use scope::{ROOT_REALM, RealmId, Scope};
 
 use fiber::Fiber;
@@ -70,21 +72,6 @@ struct Inner {
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
-}
-
-/// One row of the diagnostics table.
-#[derive(Debug, Clone, Serialize)]
-pub struct FiberReport {
-    pub fiber: FiberId,
-    pub row: String,
-    pub plugin: String,
-    pub parent: Option<FiberId>,
-    pub state: FiberState,
-    /// For PENDING: the missing services, or why the library is not there.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub waiting_for: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 impl Runtime {
@@ -192,83 +179,6 @@ impl Runtime {
     pub fn state_of(&self, id: FiberId) -> Option<FiberState> {
         self.inner.fiber(id).map(|fiber| fiber.state())
     }
-
-    /// The diagnostics table, in mount order.
-    pub fn report(&self) -> Vec<FiberReport> {
-        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
-        fibers
-            .iter()
-            .map(|fiber| self.inner.report(fiber))
-            .collect()
-    }
-
-    /// Fibers currently running code from the library at `path`.
-    pub fn fibers_of_library(&self, path: &std::path::Path) -> Vec<FiberId> {
-        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
-        fibers
-            .iter()
-            .filter(|fiber| matches!(&fiber.inner().source, Source::Plugin(plugin) if plugin.library.path == path))
-            .map(|fiber| fiber.id)
-            .collect()
-    }
-
-    /// Unfinished tasks spawned by plugins.
-    pub fn live_tasks(&self) -> usize {
-        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
-        fibers
-            .iter()
-            .map(|fiber| {
-                fiber
-                    .inner()
-                    .effects
-                    .iter()
-                    .filter(|effect| matches!(effect, effects::Effect::Task(task) if !task.is_finished()))
-                    .count()
-            })
-            .sum()
-    }
-
-    /// Resolves when `done` holds, re-checking after every transition (no polling).
-    pub async fn wait_until(&self, mut done: impl FnMut(&Runtime) -> bool) {
-        loop {
-            // Registered before the check, so a transition between the two is not missed.
-            let transition = self.inner.transitions.notified();
-            tokio::pin!(transition);
-            transition.as_mut().enable();
-            if done(self) {
-                return;
-            }
-            transition.await;
-        }
-    }
-
-    /// Reconciles spawned and not finished.
-    pub fn in_flight(&self) -> usize {
-        self.inner.in_flight.load(Ordering::Acquire)
-    }
-
-    /// Waits until no transition has run for `quiet`, at most `max`. True when settled.
-    pub async fn settle(&self, quiet: Duration, max: Duration) -> bool {
-        let deadline = Instant::now() + max;
-        let mut quiet_since = Instant::now();
-        loop {
-            let busy = self.inner.in_flight.load(Ordering::Acquire) > 0
-                || self
-                    .report()
-                    .iter()
-                    .any(|row| matches!(row.state, FiberState::Loading | FiberState::Unloading));
-            let now = Instant::now();
-            if busy {
-                quiet_since = now;
-            } else if now.duration_since(quiet_since) >= quiet {
-                return true;
-            }
-            if now >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
 }
 
 impl Default for Runtime {
@@ -284,40 +194,6 @@ impl Inner {
 
     fn fiber(&self, id: FiberId) -> Option<Arc<Fiber>> {
         self.state().fibers.get(&id).cloned()
-    }
-
-    /// Resolves when fiber `id` is ACTIVE, or with its error once it FAILED or is gone,
-    /// re-checking after every transition (no polling).
-    pub(super) async fn settled(&self, id: FiberId) -> Result<(), PluginError> {
-        loop {
-            // Registered before the check, so a transition between the two is not missed.
-            let transition = self.transitions.notified();
-            tokio::pin!(transition);
-            transition.as_mut().enable();
-            let Some(fiber) = self.fiber(id) else {
-                return Err(PluginError::new(
-                    ErrorKind::Registration,
-                    format!("fiber {id} is gone"),
-                ));
-            };
-            match fiber.state() {
-                FiberState::Active => return Ok(()),
-                FiberState::Failed | FiberState::Disposed => {
-                    let error = fiber.inner().error.clone();
-                    return Err(PluginError::new(
-                        ErrorKind::Plugin,
-                        format!(
-                            "{} ({}) did not start: {}",
-                            fiber.row_id,
-                            fiber.label,
-                            error.unwrap_or_else(|| "it was disposed".to_owned())
-                        ),
-                    ));
-                }
-                _ => {}
-            }
-            transition.await;
-        }
     }
 
     fn mount(
@@ -381,49 +257,6 @@ impl Inner {
                     .map(|entry| entry.serial)
             })
             .collect()
-    }
-
-    fn missing(&self, scope: &Scope, deps: &[String]) -> Vec<String> {
-        let state = self.state();
-        deps.iter()
-            .filter(|name| !state.services.contains(scope.realm_of(name), name))
-            .cloned()
-            .collect()
-    }
-
-    fn report(&self, fiber: &Fiber) -> FiberReport {
-        let inner = fiber.inner();
-        let state = inner.state();
-        let waiting_for = match (state, &inner.source) {
-            (FiberState::Pending, Source::Missing(reason)) => vec![reason.clone()],
-            (FiberState::Pending, _) => {
-                let deps = inner.deps.clone();
-                drop(inner);
-                let missing = self.missing(&fiber.scope, &deps);
-                return FiberReport {
-                    fiber: fiber.id,
-                    row: fiber.row_id.clone(),
-                    plugin: fiber.label.clone(),
-                    parent: fiber.parent,
-                    state,
-                    waiting_for: missing
-                        .into_iter()
-                        .map(|name| format!("service `{name}`"))
-                        .collect(),
-                    error: None,
-                };
-            }
-            _ => Vec::new(),
-        };
-        FiberReport {
-            fiber: fiber.id,
-            row: fiber.row_id.clone(),
-            plugin: fiber.label.clone(),
-            parent: fiber.parent,
-            state,
-            waiting_for,
-            error: inner.error.clone(),
-        }
     }
 
     /// Makes `service` visible under `name` in `realm`, owned by `fiber`, and wakes dependents.

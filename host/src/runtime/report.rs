@@ -1,0 +1,107 @@
+//! The diagnostics view of the runtime: one row per fiber with its state and what it waits
+//! for, and the counts the leak checks compare (library fibers, live plugin tasks).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::effects;
+use super::fiber::Fiber;
+use super::{FiberId, FiberState, Inner, Runtime, Scope, Source};
+
+/// One row of the diagnostics table.
+#[derive(Debug, Clone, Serialize)]
+pub struct FiberReport {
+    pub fiber: FiberId,
+    pub row: String,
+    pub plugin: String,
+    pub parent: Option<FiberId>,
+    pub state: FiberState,
+    /// For PENDING: the missing services, or why the library is not there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Runtime {
+    /// The diagnostics table, in mount order.
+    pub fn report(&self) -> Vec<FiberReport> {
+        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
+        fibers
+            .iter()
+            .map(|fiber| self.inner.report(fiber))
+            .collect()
+    }
+
+    /// Fibers currently running code from the library at `path`.
+    pub fn fibers_of_library(&self, path: &std::path::Path) -> Vec<FiberId> {
+        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
+        fibers
+            .iter()
+            .filter(|fiber| matches!(&fiber.inner().source, Source::Plugin(plugin) if plugin.library.path == path))
+            .map(|fiber| fiber.id)
+            .collect()
+    }
+
+    /// Unfinished tasks spawned by plugins.
+    pub fn live_tasks(&self) -> usize {
+        let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();
+        fibers
+            .iter()
+            .map(|fiber| {
+                fiber
+                    .inner()
+                    .effects
+                    .iter()
+                    .filter(|effect| matches!(effect, effects::Effect::Task(task) if !task.is_finished()))
+                    .count()
+            })
+            .sum()
+    }
+}
+
+impl Inner {
+    fn missing(&self, scope: &Scope, deps: &[String]) -> Vec<String> {
+        let state = self.state();
+        deps.iter()
+            .filter(|name| !state.services.contains(scope.realm_of(name), name))
+            .cloned()
+            .collect()
+    }
+
+    fn report(&self, fiber: &Fiber) -> FiberReport {
+        let inner = fiber.inner();
+        let state = inner.state();
+        let waiting_for = match (state, &inner.source) {
+            (FiberState::Pending, Source::Missing(reason)) => vec![reason.clone()],
+            (FiberState::Pending, _) => {
+                let deps = inner.deps.clone();
+                drop(inner);
+                let missing = self.missing(&fiber.scope, &deps);
+                return FiberReport {
+                    fiber: fiber.id,
+                    row: fiber.row_id.clone(),
+                    plugin: fiber.label.clone(),
+                    parent: fiber.parent,
+                    state,
+                    waiting_for: missing
+                        .into_iter()
+                        .map(|name| format!("service `{name}`"))
+                        .collect(),
+                    error: None,
+                };
+            }
+            _ => Vec::new(),
+        };
+        FiberReport {
+            fiber: fiber.id,
+            row: fiber.row_id.clone(),
+            plugin: fiber.label.clone(),
+            parent: fiber.parent,
+            state,
+            waiting_for,
+            error: inner.error.clone(),
+        }
+    }
+}
