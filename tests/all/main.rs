@@ -15,6 +15,8 @@ mod headless;
 mod headless_hooks;
 mod llm;
 mod reload;
+mod replay;
+mod retry;
 mod runtime;
 mod session;
 mod session_store;

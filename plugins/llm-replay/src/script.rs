@@ -227,3 +227,52 @@ fn canonical(blocks: &[ContentBlock], usage: Option<TokenUsage>) -> Vec<Value> {
         .filter_map(|chunk| serde_json::to_value(chunk).ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn log(dir: &Path, name: &str, created: i64, extra: &str) -> String {
+        let path = dir.join(name);
+        let header = format!(
+            "{{\"type\":\"session\",\"version\":0,\"id\":\"{name}\",\"createdAt\":{created},\"delegationDepth\":0}}\n"
+        );
+        std::fs::write(&path, header + extra).unwrap();
+        path.display().to_string()
+    }
+
+    const ONE_CALL: &str = "{\"type\":\"assistant/chunk\",\"seq\":0,\"time\":1,\"data\":{\"chunk\":{\"type\":\"finish\",\"reason\":{\"kind\":\"stop\"}}}}\n";
+
+    #[test]
+    fn scripts_go_by_created_at_and_bind_in_order_of_first_call() {
+        let dir = std::env::temp_dir().join(format!("replay-script-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let parent = log(&dir, "session.jsonl", 30, ONE_CALL);
+        let late = log(&dir, "session.1.jsonl", 20, ONE_CALL);
+        let early = log(&dir, "session.2.jsonl", 10, ONE_CALL);
+        let scripts = Scripts::load(&parent, None, &[late.clone(), early.clone()]).unwrap();
+        assert_eq!(scripts.calls(), 3);
+        // The first session to call gets the earliest recording, whatever the listing order.
+        assert_eq!(scripts.for_session("b").unwrap().file, early);
+        assert_eq!(scripts.for_session("a").unwrap().file, late);
+        assert_eq!(scripts.for_session("b").unwrap().file, early, "bound once");
+        assert_eq!(scripts.for_session("c").unwrap().file, parent);
+        let error = scripts.for_session("d").err().unwrap().to_string();
+        assert!(error.contains("`d` is one more"), "{error}");
+    }
+
+    #[test]
+    fn a_stream_without_its_finish_is_a_gap_only_an_override_fills() {
+        let dir = std::env::temp_dir().join(format!("replay-gap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cut = "{\"type\":\"assistant/chunk\",\"seq\":1,\"time\":2,\"data\":{\"chunk\":{\"type\":\"block-start\",\"index\":0,\"blockType\":\"text\"}}}\n";
+        let parent = log(&dir, "session.jsonl", 1, &format!("{ONE_CALL}{cut}"));
+        let scripts = Scripts::load(&parent, None, &[]).unwrap();
+        let script = scripts.for_session("s").unwrap();
+        assert_eq!(script.len(), 2);
+        assert!(!script.is_gap(0));
+        assert!(script.is_gap(1));
+    }
+}
