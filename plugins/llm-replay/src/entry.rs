@@ -109,6 +109,8 @@ pub(crate) enum EntryProblem {
         index: usize,
         error: serde_json::Error,
     },
+    #[error("chunks[{index}]: unknown chunk type `{tag}`")]
+    UnknownChunk { index: usize, tag: String },
     #[error("a throw needs a non-empty `message` and `code`")]
     ThrowWithoutCause,
     #[error("`readyFile` must not be empty")]
@@ -208,8 +210,15 @@ fn parse(value: Value) -> Result<Entry, EntryProblem> {
     let spelled: Spelled = serde_json::from_value(value).map_err(EntryProblem::Shape)?;
     let check_chunks = |chunks: &[Value]| -> Result<(), EntryProblem> {
         for (index, chunk) in chunks.iter().enumerate() {
-            serde_json::from_value::<StreamChunk>(chunk.clone())
+            let chunk = serde_json::from_value::<StreamChunk>(chunk.clone())
                 .map_err(|error| EntryProblem::Chunk { index, error })?;
+            // A script is written for this version: a chunk type it does not name is a typo.
+            if let StreamChunk::Other(unknown) = chunk {
+                return Err(EntryProblem::UnknownChunk {
+                    index,
+                    tag: unknown.tag().unwrap_or_default().to_owned(),
+                });
+            }
         }
         Ok(())
     };

@@ -54,7 +54,7 @@ impl Partial {
                 self.call_name.clone().unwrap_or_default(),
                 self.arguments.clone(),
             )),
-            block_type @ (BlockType::Image | BlockType::ToolResult) => {
+            block_type @ (BlockType::Image | BlockType::ToolResult | BlockType::Other) => {
                 Err(AssemblyError { index, block_type })
             }
         }
@@ -126,6 +126,8 @@ impl BlockAssembler {
                 self.finish = Some(reason.clone());
                 self.replay_state = replay_state.clone();
             }
+            // A newer adapter's chunk this assembler cannot read: it stays in the log only.
+            StreamChunk::Other(_) => {}
         }
     }
 

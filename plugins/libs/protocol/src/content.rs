@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::unknown::{OpenTags, Unknown};
+
 /// Provider-neutral conversation role. Tool results ride in `user` messages; adapters turn them
 /// into their provider's tool-role messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -201,6 +203,16 @@ pub enum ContentBlock {
         #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
         is_error: Option<bool>,
     },
+    /// A block type this vocabulary does not name (made by a newer plugin), verbatim: kept in
+    /// the log and passed on, never shown to a model that cannot read it.
+    #[serde(untagged)]
+    Other(Unknown<ContentBlock>),
+}
+
+impl OpenTags for ContentBlock {
+    const TAG: &'static str = "type";
+    const KNOWN: &'static [&'static str] =
+        &["text", "reasoning", "image", "tool-call", "tool-result"];
 }
 
 impl ContentBlock {
@@ -232,6 +244,7 @@ impl ContentBlock {
             Self::Image { .. } => BlockType::Image,
             Self::ToolCall { .. } => BlockType::ToolCall,
             Self::ToolResult { .. } => BlockType::ToolResult,
+            Self::Other(_) => BlockType::Other,
         }
     }
 }
@@ -245,6 +258,9 @@ pub enum BlockType {
     Image,
     ToolCall,
     ToolResult,
+    /// A type this vocabulary does not name (started by a newer adapter).
+    #[serde(other)]
+    Other,
 }
 
 /// Whether any block, including blocks nested in tool results, is an image. The one recursive
@@ -261,6 +277,66 @@ pub fn content_has_image(content: &[ContentBlock]) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_unnamed_block_type_is_kept_verbatim_and_a_malformed_named_one_fails() {
+        let newer = json!({"type": "document", "title": "spec", "pages": 3});
+        let block: ContentBlock = serde_json::from_value(newer.clone()).unwrap();
+        let ContentBlock::Other(unknown) = &block else {
+            panic!("expected the fallback: {block:?}");
+        };
+        assert_eq!(unknown.tag(), Some("document"));
+        assert_eq!(block.block_type(), BlockType::Other);
+        assert_eq!(serde_json::to_value(&block).unwrap(), newer);
+        // A message holding it still reads, and writes it back unchanged.
+        let message = json!({"id": "m", "role": "user", "content": [{"type": "text", "text": "see"}, newer], "source": {"kind": "user"}});
+        let read: Message = serde_json::from_value(message.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), message);
+        for malformed in [
+            json!({"type": "text"}),
+            json!({"type": "tool-call", "id": "c"}),
+            json!({"text": "no tag"}),
+        ] {
+            assert!(
+                serde_json::from_value::<ContentBlock>(malformed.clone()).is_err(),
+                "{malformed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_named_tags_are_the_variants_tags() {
+        let named = [
+            ContentBlock::text("t"),
+            ContentBlock::reasoning("r"),
+            ContentBlock::Image {
+                attachment: ImageAttachment {
+                    attachment_id: "sha256:0".into(),
+                    media_type: "image/png".into(),
+                    bytes: 1,
+                    width: 1,
+                    height: 1,
+                    name: None,
+                },
+            },
+            ContentBlock::tool_call("c", "n", "{}"),
+            ContentBlock::ToolResult {
+                tool_call_id: "c".into(),
+                content: Vec::new(),
+                is_error: None,
+            },
+        ];
+        let tags: Vec<String> = named
+            .iter()
+            .map(|block| {
+                serde_json::to_value(block).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(tags, <ContentBlock as OpenTags>::KNOWN);
+    }
 
     #[test]
     fn tool_result_serializes_with_reference_field_names() {

@@ -25,6 +25,7 @@ mod schema;
 mod stream;
 mod tools;
 mod turn;
+mod unknown;
 
 pub use agent::{
     AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, SessionStartSource,
@@ -60,3 +61,4 @@ pub use turn::{
     AbortCause, Continuation, PreStepDecision, RequestErrorDecision, RequestFailure, StepProposal,
     TurnEndReason, TurnOutcome, TurnStopping,
 };
+pub use unknown::{OpenTags, Unknown};

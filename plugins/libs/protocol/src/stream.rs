@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::unknown::{OpenTags, Unknown};
+
 use crate::content::{BlockType, ContentBlock};
 use crate::failure::LlmFailure;
 
@@ -51,6 +53,23 @@ pub enum StreamChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         replay_state: Option<ReplayEnvelope>,
     },
+    /// A chunk type this vocabulary does not name (sent by a newer adapter), verbatim: logged
+    /// with the attempt, skipped by assembly.
+    #[serde(untagged)]
+    Other(Unknown<StreamChunk>),
+}
+
+impl OpenTags for StreamChunk {
+    const TAG: &'static str = "type";
+    const KNOWN: &'static [&'static str] = &[
+        "block-start",
+        "text-delta",
+        "reasoning-delta",
+        "tool-call-delta",
+        "block-end",
+        "usage",
+        "finish",
+    ];
 }
 
 impl StreamChunk {
@@ -166,6 +185,56 @@ mod tests {
     use super::*;
     use crate::failure::FailureCode;
     use serde_json::json;
+
+    #[test]
+    fn an_unnamed_chunk_type_is_kept_and_the_named_tags_are_the_variants() {
+        let newer = json!({"type": "citation", "index": 0, "url": "u"});
+        let chunk: StreamChunk = serde_json::from_value(newer.clone()).unwrap();
+        assert!(matches!(&chunk, StreamChunk::Other(unknown) if unknown.tag() == Some("citation")));
+        assert_eq!(serde_json::to_value(&chunk).unwrap(), newer);
+        assert!(
+            serde_json::from_value::<StreamChunk>(json!({"type": "text-delta", "index": 0}))
+                .is_err()
+        );
+        let named = [
+            StreamChunk::BlockStart {
+                index: 0,
+                block_type: BlockType::Text,
+            },
+            StreamChunk::TextDelta {
+                index: 0,
+                text: String::new(),
+            },
+            StreamChunk::ReasoningDelta {
+                index: 0,
+                text: String::new(),
+            },
+            StreamChunk::ToolCallDelta {
+                index: 0,
+                id: String::new(),
+                name: None,
+                arguments_delta: String::new(),
+            },
+            StreamChunk::BlockEnd {
+                index: 0,
+                block: ContentBlock::text(""),
+            },
+            StreamChunk::Usage {
+                usage: TokenUsage::default(),
+            },
+            StreamChunk::finish(FinishReason::Stop),
+        ];
+        let tags: Vec<String> = named
+            .iter()
+            .map(|chunk| {
+                serde_json::to_value(chunk).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(tags, <StreamChunk as OpenTags>::KNOWN);
+    }
 
     #[test]
     fn chunks_use_the_logged_field_names() {

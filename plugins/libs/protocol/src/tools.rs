@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::unknown::{OpenTags, Unknown};
+
 use crate::content::{ContentBlock, Message};
 use crate::events::present;
 
@@ -193,6 +195,15 @@ pub enum PreDecision {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// A decision a newer policy made that this version cannot read: the call is denied
+    /// (fail closed).
+    #[serde(untagged)]
+    Other(Unknown<PreDecision>),
+}
+
+impl OpenTags for PreDecision {
+    const TAG: &'static str = "kind";
+    const KNOWN: &'static [&'static str] = &["allow", "deny", "ask"];
 }
 
 /// The answer of `tools/post-execute`.
@@ -227,6 +238,15 @@ pub enum PostDecision {
         )]
         additional_contexts: Vec<Message>,
     },
+    /// A decision a newer hook made that this version cannot read: the outcome becomes a
+    /// pipeline failure rather than passing unexamined.
+    #[serde(untagged)]
+    Other(Unknown<PostDecision>),
+}
+
+impl OpenTags for PostDecision {
+    const TAG: &'static str = "kind";
+    const KNOWN: &'static [&'static str] = &["accept", "block"];
 }
 
 impl PostDecision {

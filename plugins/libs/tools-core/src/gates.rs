@@ -34,6 +34,13 @@ impl Gate {
                 DenialSource::PreExecute,
             ))),
             PreDecision::Ask { .. } => None,
+            PreDecision::Other(unknown) => Some(Self::Deny(ToolFailure::denied(
+                format!(
+                    "tools/pre-execute answered a decision this version cannot read (`{}`)",
+                    unknown.tag().unwrap_or("?")
+                ),
+                DenialSource::PreExecute,
+            ))),
         }
     }
 

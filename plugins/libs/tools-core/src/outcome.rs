@@ -139,6 +139,10 @@ pub fn apply_post_decision(
     revalue: impl FnOnce(Value) -> Result<ToolOutcome, ToolFailure>,
 ) -> ToolOutcome {
     match decision {
+        PostDecision::Other(unknown) => ToolOutcome::failure(ToolFailure::pipeline(format!(
+            "tools/post-execute answered a decision this version cannot read (`{}`)",
+            unknown.tag().unwrap_or("?")
+        ))),
         PostDecision::Block {
             feedback,
             additional_contexts,

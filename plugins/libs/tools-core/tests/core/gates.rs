@@ -126,3 +126,12 @@ fn a_denial_reaches_the_model_as_error_text_without_a_logged_code() {
     );
     assert_eq!(outcome.error_info(), None);
 }
+
+#[test]
+fn a_decision_a_newer_policy_made_denies_and_a_malformed_known_one_does_not_parse() {
+    let newer: PreDecision =
+        serde_json::from_value(json!({"kind": "sandbox", "profile": "strict"})).unwrap();
+    let (message, _) = denial(Gate::from_pre_decision(&newer).unwrap());
+    assert!(message.contains("`sandbox`"), "{message}");
+    assert!(serde_json::from_value::<PreDecision>(json!({"kind": "deny"})).is_err());
+}

@@ -346,3 +346,11 @@ fn concluding_a_turn_is_a_success_only_mark() {
             .concludes_turn()
     );
 }
+
+#[test]
+fn a_post_decision_a_newer_hook_made_fails_the_outcome_instead_of_passing_it() {
+    let newer: PostDecision =
+        serde_json::from_value(json!({"kind": "redact", "spans": [[0, 3]]})).unwrap();
+    let outcome = apply_post_decision(ok(), newer, never_revalue);
+    assert!(outcome.is_error(), "{outcome:?}");
+}
