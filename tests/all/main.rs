@@ -18,6 +18,7 @@ mod reload;
 mod replay;
 mod retry;
 mod runtime;
+mod seam_compat;
 mod session;
 mod session_store;
 mod snapshots;

@@ -6,7 +6,9 @@
 //!   extra field (same version), so the host's layout check must refuse it;
 //! - `libincompatible_version.so`: built against a copy of `plugin-api` one minor version ahead
 //!   (that version is written beside it, in `incompatible_version.txt`);
-//! - `libnot_a_plugin.so`: a shared library without the plugin root module.
+//! - `libnot_a_plugin.so`: a shared library without the plugin root module;
+//! - `libseam_compat.so`: a tool plugin built against the tool seam of an earlier version
+//!   (see the `seam` module).
 //!
 //! They share the workspace's target directory so their dependencies are not compiled twice;
 //! their libraries are moved out of `target/debug`, which `dsh-host` searches for plugins.
@@ -14,6 +16,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+
+mod seam;
 
 use crate::plugin_template;
 use crate::process::cargo;
@@ -62,6 +66,8 @@ pub(crate) fn build(root: &Path) -> Result<()> {
         let version_plugin = base.join("api-version/incompatible-version");
         refresh_template(root, "incompatible-version", &version_plugin, &version_api)?;
         build_crate(root, &version_plugin, "incompatible_version", &out)?;
+
+        seam::build(root, &base, &out)?;
         Ok(())
     })
 }
@@ -101,30 +107,47 @@ fn copy_api(root: &Path, dir: &Path, version: &str, change_layout: bool) -> Resu
     let source = root.join("plugin-api");
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).ok();
     let manifest = std::fs::read_to_string(source.join("Cargo.toml"))?;
-    let manifest = standalone_manifest(root, &manifest, version)?;
+    let manifest = standalone_manifest(root, &manifest, version, &[])?;
     write_if_changed(&dir.join("Cargo.toml"), &manifest)?;
-    copy_sources(&source.join("src"), &dir.join("src"), change_layout)?;
+    copy_tree(&source.join("src"), &dir.join("src"), &|file, text| {
+        if change_layout {
+            change_decl_layout(file, text)
+        } else {
+            Ok(text)
+        }
+    })?;
     if let Some(lock) = lock {
         write_if_changed(&dir.join("Cargo.lock"), &lock)?;
     }
     Ok(())
 }
 
-/// Copies the source tree of `plugin-api`, patching the layout when asked.
-fn copy_sources(from: &Path, to: &Path, change_layout: bool) -> Result<()> {
+/// Copies a source tree, each file's text through `transform` (given its path relative to
+/// `from`); unchanged files are left untouched, so cargo does not rebuild them.
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    transform: &dyn Fn(&Path, String) -> Result<String>,
+) -> Result<()> {
+    copy_tree_at(from, to, Path::new(""), transform)
+}
+
+fn copy_tree_at(
+    from: &Path,
+    to: &Path,
+    relative: &Path,
+    transform: &dyn Fn(&Path, String) -> Result<String>,
+) -> Result<()> {
     for entry in std::fs::read_dir(from)? {
         let path = entry?.path();
         let Some(file) = path.file_name().map(PathBuf::from) else {
             continue;
         };
         if path.is_dir() {
-            copy_sources(&path, &to.join(&file), change_layout)?;
+            copy_tree_at(&path, &to.join(&file), &relative.join(&file), transform)?;
             continue;
         }
-        let mut text = std::fs::read_to_string(&path)?;
-        if change_layout {
-            text = change_decl_layout(&file, text)?;
-        }
+        let text = transform(&relative.join(&file), std::fs::read_to_string(&path)?)?;
         write_if_changed(&to.join(file), &text)?;
     }
     Ok(())
@@ -157,8 +180,14 @@ fn change_decl_layout(file: &Path, text: String) -> Result<String> {
     Ok(text)
 }
 
-/// `plugin-api/Cargo.toml` with the workspace inheritance replaced by literal values.
-fn standalone_manifest(root: &Path, manifest: &str, version: &str) -> Result<String> {
+/// A workspace crate's manifest with the workspace inheritance replaced by literal values; the
+/// crates named in `paths` are depended on at those paths.
+fn standalone_manifest(
+    root: &Path,
+    manifest: &str,
+    version: &str,
+    paths: &[(&str, PathBuf)],
+) -> Result<String> {
     let workspace = std::fs::read_to_string(root.join("Cargo.toml"))?;
     let mut out = String::new();
     for line in manifest.lines() {
@@ -170,6 +199,10 @@ fn standalone_manifest(root: &Path, manifest: &str, version: &str) -> Result<Str
                     "edition" => out.push_str("edition = \"2024\"\n"),
                     _ => {}
                 }
+                continue;
+            }
+            if let Some((_, path)) = paths.iter().find(|(name, _)| *name == dep) {
+                out.push_str(&format!("{dep} = {{ path = \"{}\" }}\n", path.display()));
                 continue;
             }
             let spec = workspace
