@@ -8,7 +8,7 @@ use abi_stable::std_types::{RString, RVec};
 use dsh_agent_seam::AgentRequest;
 use dsh_protocol::{
     ContentBlock, FinishReason, LlmFailure, Message, MessageSource, RequestErrorDecision,
-    RequestFailure, TurnEndReason, UserMessageEvent,
+    RequestFailure, TurnEndReason, UserMessageEvent, text_of,
 };
 use dsh_session_seam::SessionBox;
 use dsh_tools_seam::{StepCall, StepCalls};
@@ -184,16 +184,6 @@ async fn run_tools(
         return Ok(Some(TurnEndReason::Completed));
     }
     Ok(None)
-}
-
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn calls_of(blocks: &[ContentBlock]) -> Vec<StepCall> {

@@ -4,7 +4,9 @@
 //! with images resolves attachments into data-URL parts, and images inside tool results go into
 //! one user message after the tool messages (a `tool` message can only carry a string).
 
-use dsh_protocol::{ContentBlock, FailureCode, ImageAttachment, LlmFailure, Message, Role};
+use dsh_protocol::{
+    ContentBlock, FailureCode, ImageAttachment, LlmFailure, Message, Role, text_of,
+};
 
 use crate::wire::{ImageUrl, UserContent, UserPart, WireFunctionCall, WireMessage, WireToolCall};
 
@@ -17,17 +19,6 @@ const SEE_IMAGE: &str = "(see attached image)";
 
 pub(crate) fn unsupported(message: impl Into<String>) -> LlmFailure {
     LlmFailure::new(FailureCode::Other("UNSUPPORTED_CONTENT".into()), message)
-}
-
-/// The text blocks of `blocks`, joined (direct children only).
-fn flatten_text(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn assistant(message: &Message, pass_reasoning: bool) -> WireMessage {
@@ -59,7 +50,7 @@ fn assistant(message: &Message, pass_reasoning: bool) -> WireMessage {
         })
         .collect();
     WireMessage::Assistant {
-        content: Some(flatten_text(&message.content)),
+        content: Some(text_of(&message.content)),
         // Passed back on every turn that reasoned: required on tool-call turns (as a field, even
         // empty: thinking mode refuses a tool-call message without it), ignored by DeepSeek
         // elsewhere, and the only place a gateway can recover that turn's thinking.
@@ -87,13 +78,13 @@ pub(crate) fn text_messages(messages: &[Message], pass_reasoning: bool) -> Vec<W
     for message in messages {
         match message.role {
             Role::System => wire.push(WireMessage::System {
-                content: flatten_text(&message.content),
+                content: text_of(&message.content),
             }),
             Role::Assistant => wire.push(assistant(message, pass_reasoning)),
             Role::User => {
                 let mut answered = false;
                 for (id, content) in tool_results(message) {
-                    let text = flatten_text(content);
+                    let text = text_of(content);
                     wire.push(WireMessage::Tool {
                         tool_call_id: id.clone(),
                         content: if text.is_empty() {
@@ -104,7 +95,7 @@ pub(crate) fn text_messages(messages: &[Message], pass_reasoning: bool) -> Vec<W
                     });
                     answered = true;
                 }
-                let text = flatten_text(&message.content);
+                let text = text_of(&message.content);
                 if !text.is_empty() || !answered {
                     wire.push(WireMessage::User {
                         content: UserContent::Text(text),
@@ -197,7 +188,7 @@ pub(crate) fn image_messages(
             Role::System => {
                 flush(&mut wire, &mut pending);
                 wire.push(WireMessage::System {
-                    content: flatten_text(&message.content),
+                    content: text_of(&message.content),
                 });
             }
             Role::Assistant => {

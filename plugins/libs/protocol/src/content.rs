@@ -39,13 +39,7 @@ impl Message {
 
     /// The concatenated text blocks.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|block| match block {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        text_of(&self.content)
     }
 }
 
@@ -261,6 +255,17 @@ pub enum BlockType {
     /// A type this vocabulary does not name (started by a newer adapter).
     #[serde(other)]
     Other,
+}
+
+/// The text blocks of `blocks` (direct children only), concatenated.
+pub fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether any block, including blocks nested in tool results, is an image. The one recursive

@@ -32,7 +32,7 @@ pub use agent::{
 };
 pub use content::{
     BlockType, ContentBlock, ImageAttachment, Message, MessageSource, ModelSource, PluginSource,
-    Role, SnapshotSection, SourceExtra, content_has_image,
+    Role, SnapshotSection, SourceExtra, content_has_image, text_of,
 };
 pub use envelope::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
 pub use events::{
