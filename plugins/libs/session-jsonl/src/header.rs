@@ -160,11 +160,16 @@ fn refuse_foreign_version(path: &Path, value: &Value) -> Result<(), ReadError> {
     })
 }
 
-fn optional_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+/// A header field that must be a string when present is something else.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} must be a string when present")]
+struct NotAString(String);
+
+fn optional_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, NotAString> {
     match obj.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("{key} must be a string when present")),
+        Some(_) => Err(NotAString(key.to_owned())),
     }
 }
 
@@ -217,7 +222,7 @@ pub(crate) fn parse_header_line(
         .get("delegationDepth")
         .and_then(safe_non_negative)
         .ok_or_else(|| bad("delegationDepth must be a non-negative safe integer".to_owned()))?;
-    let origin = optional_string(obj, "origin").map_err(bad)?;
+    let origin = optional_string(obj, "origin").map_err(|e| bad(e.to_string()))?;
     if origin.as_deref().is_some_and(|o| o != "subagent") {
         return Err(bad("origin must be \"subagent\" when present".to_owned()));
     }
@@ -232,12 +237,12 @@ pub(crate) fn parse_header_line(
         version,
         id,
         created_at,
-        cwd: optional_string(obj, "cwd").map_err(bad)?,
-        parent_session: optional_string(obj, "parentSession").map_err(bad)?,
+        cwd: optional_string(obj, "cwd").map_err(|e| bad(e.to_string()))?,
+        parent_session: optional_string(obj, "parentSession").map_err(|e| bad(e.to_string()))?,
         seed_length,
         origin,
         delegation_depth,
-        agent_preset: optional_string(obj, "agentPreset").map_err(bad)?,
+        agent_preset: optional_string(obj, "agentPreset").map_err(|e| bad(e.to_string()))?,
     })
 }
 

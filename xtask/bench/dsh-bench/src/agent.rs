@@ -13,19 +13,19 @@ use crate::{median, report};
 
 const STEPS: usize = 10_000;
 
-pub(crate) fn run() -> Result<(), String> {
+pub(crate) fn run() -> anyhow::Result<()> {
     let dir = match PathBuf::from("/dev/shm").is_dir() {
         true => {
             let dir =
                 PathBuf::from("/dev/shm").join(format!("dsh-bench-agent-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).map_err(|error| error.to_string())?;
+            std::fs::create_dir_all(&dir)?;
             dir
         }
         false => scratch("agent")?,
     };
     let work = dir.join("work");
-    std::fs::create_dir_all(&work).map_err(|error| error.to_string())?;
+    std::fs::create_dir_all(&work)?;
     // Without the durability checkpoints: the harness itself (the target).
     let (early, late) = step_gaps(&dir, &work, false)?;
     report("agent_step_overhead_at_step_10", early, "us");
@@ -50,7 +50,7 @@ pub(crate) fn run() -> Result<(), String> {
 
 /// Median step gap around step 10 and around step 10,000 of three headless turns, with or
 /// without the `session-checkpoints` row.
-fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> Result<(f64, f64), String> {
+fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> anyhow::Result<(f64, f64)> {
     let early: Vec<usize> = (11..=20).collect();
     let late: Vec<usize> = (STEPS - 9..=STEPS).collect();
     let wanted: Vec<String> = early.iter().chain(&late).map(ToString::to_string).collect();
@@ -66,8 +66,7 @@ fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> Result<(f64, f64), S
             wanted.join(", "),
             STEPS + 10
         ),
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     let (mut at_early, mut at_late) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let host = Host::start(
@@ -93,11 +92,11 @@ fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> Result<(f64, f64), S
             let number: usize = parts
                 .next()
                 .and_then(|n| n.parse().ok())
-                .ok_or("bad line")?;
+                .ok_or_else(|| anyhow::anyhow!("bad line"))?;
             let micros: f64 = parts
                 .next()
                 .and_then(|v| v.parse().ok())
-                .ok_or("bad line")?;
+                .ok_or_else(|| anyhow::anyhow!("bad line"))?;
             gaps.push((number, micros));
         }
         host.stop();
@@ -116,13 +115,12 @@ fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> Result<(f64, f64), S
 }
 
 /// 100 sessions of 20 steps each, all at once in one host: steps per second and peak RSS.
-fn concurrent(dir: &std::path::Path) -> Result<(), String> {
+fn concurrent(dir: &std::path::Path) -> anyhow::Result<()> {
     let patch = dir.join("concurrent.patch.yml");
     std::fs::write(
         &patch,
         "- insert:\n    - id: bench-model\n      name: bench-model\n      inject: [agent_loop, sessions]\n      config:\n        steps: 20\n        concurrent: 100\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: headless\n  disabled: true\n",
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     let (mut rates, mut peaks) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let _ = std::fs::remove_dir_all(dir.join("sessions"));
@@ -140,11 +138,7 @@ fn concurrent(dir: &std::path::Path) -> Result<(), String> {
         host.line_after("bench concurrent_done")?;
         peaks.push(host.status_kib("VmHWM")? / 1024.0);
         host.stop();
-        rates.push(
-            rate.trim()
-                .parse::<f64>()
-                .map_err(|error| error.to_string())?,
-        );
+        rates.push(rate.trim().parse::<f64>()?);
     }
     report("agent_100_sessions_steps_per_s", median(rates), "steps/s");
     report("agent_100_sessions_peak_rss", median(peaks), "MiB");

@@ -11,7 +11,7 @@ use dsh_plugin_api::{Channel, Descriptor, RArc, typed_channel};
 use crate::{exe_dir, median, report};
 
 /// Mounts `count` listeners per event in a fresh runtime and waits until they are active.
-async fn runtime_with_listeners(count: u32) -> Result<Runtime, String> {
+async fn runtime_with_listeners(count: u32) -> anyhow::Result<Runtime> {
     let runtime = Runtime::new();
     let libraries = Libraries::new(vec![exe_dir()], std::env::temp_dir(), std::env::temp_dir());
     let source = libraries.resolve_spec("bench-plugin/listeners");
@@ -26,17 +26,15 @@ async fn runtime_with_listeners(count: u32) -> Result<Runtime, String> {
     runtime.wait_until(|runtime| runtime.in_flight() == 0).await;
     match runtime.state_of(id) {
         Some(dsh_host::runtime::FiberState::Active) => Ok(runtime),
-        state => Err(format!(
+        state => Err(anyhow::anyhow!(
             "bench listeners did not become active: {state:?} {:?}",
             runtime.report()
         )),
     }
 }
 
-fn channel<D: Descriptor>(runtime: &Runtime, event: &D) -> Result<Channel<D>, String> {
-    let channel = runtime
-        .channel(&event.decl())
-        .map_err(|error| error.to_string())?;
+fn channel<D: Descriptor>(runtime: &Runtime, event: &D) -> anyhow::Result<Channel<D>> {
+    let channel = runtime.channel(&event.decl())?;
     // SAFETY: resolved for `event`'s declaration just above.
     #[allow(unsafe_code, reason = "a typed view of a channel the host resolved")]
     Ok(unsafe { typed_channel(channel.boxed()) })
@@ -78,7 +76,7 @@ where
     median(samples)
 }
 
-pub(crate) async fn run() -> Result<(), String> {
+pub(crate) async fn run() -> anyhow::Result<()> {
     for count in [1, 10, 100] {
         let runtime = runtime_with_listeners(count).await?;
         let emit = channel(&runtime, &EMIT)?;

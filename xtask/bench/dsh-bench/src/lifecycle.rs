@@ -55,7 +55,7 @@ pub(crate) fn hundred_rows(announce: bool) -> Vec<ResolvedRow> {
         .collect()
 }
 
-pub(crate) async fn run() -> Result<(), String> {
+pub(crate) async fn run() -> anyhow::Result<()> {
     let runtime = Runtime::new();
     let libraries = Arc::new(Libraries::new(
         vec![exe_dir()],
@@ -75,7 +75,7 @@ pub(crate) async fn run() -> Result<(), String> {
             .filter(|row| row.state == FiberState::Active)
             .count();
         if active != 150 {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "mount round {round}: {active} of 150 fibers active"
             ));
         }
@@ -83,7 +83,7 @@ pub(crate) async fn run() -> Result<(), String> {
         runtime.dispose_all(Duration::from_secs(5)).await;
         let disposed = started.elapsed();
         if !runtime.report().is_empty() {
-            return Err(format!("dispose round {round}: fibers left"));
+            return Err(anyhow::anyhow!("dispose round {round}: fibers left"));
         }
         if round >= 3 {
             mounts.push(mounted.as_secs_f64() * 1e3);
@@ -121,7 +121,7 @@ pub(crate) async fn run() -> Result<(), String> {
         runtime.wait_until(|runtime| runtime.in_flight() == 0).await;
         samples.push(started.elapsed().as_secs_f64() * 1e6);
         if runtime.state_of(consumer) != Some(FiberState::Active) {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "reload round {round}: consumer is {:?}",
                 runtime.state_of(consumer)
             ));

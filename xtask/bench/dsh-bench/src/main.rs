@@ -53,7 +53,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let result: Result<(), String> = runtime.block_on(async {
+    let result: anyhow::Result<()> = runtime.block_on(async {
         if wants("dispatch") {
             dispatch::run().await?;
         }

@@ -12,10 +12,10 @@ use crate::{exe_dir, median, report};
 /// The debounce of the host's watcher: reload latency is reported with and without it.
 const DEBOUNCE_MS: f64 = 150.0;
 
-pub(crate) fn scratch(name: &str) -> Result<PathBuf, String> {
+pub(crate) fn scratch(name: &str) -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("dsh-bench-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|error| error.to_string())?;
+    std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
 
@@ -25,7 +25,7 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    pub(crate) fn start(home: &Path, args: &[&str]) -> Result<Self, String> {
+    pub(crate) fn start(home: &Path, args: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new(exe_dir().join("dsh-host"))
             .args(args)
             .env("DSH_HOME", home)
@@ -33,8 +33,11 @@ impl Host {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|error| format!("cannot start dsh-host: {error}"))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
+            .map_err(|error| anyhow::anyhow!("cannot start dsh-host: {error}"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
         let (sender, lines) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -46,7 +49,7 @@ impl Host {
         Ok(Self { child, lines })
     }
 
-    fn wait_lines(&self, needle: &str, count: usize) -> Result<(), String> {
+    fn wait_lines(&self, needle: &str, count: usize) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut seen = 0;
         while seen < count {
@@ -54,7 +57,7 @@ impl Host {
             let line = self
                 .lines
                 .recv_timeout(left)
-                .map_err(|_| format!("timed out waiting for `{needle}`"))?;
+                .map_err(|_| anyhow::anyhow!("timed out waiting for `{needle}`"))?;
             if line.contains(needle) {
                 seen += 1;
             }
@@ -63,14 +66,14 @@ impl Host {
     }
 
     /// The rest of the next line that starts with `prefix`.
-    pub(crate) fn line_after(&self, prefix: &str) -> Result<String, String> {
+    pub(crate) fn line_after(&self, prefix: &str) -> anyhow::Result<String> {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = self
                 .lines
                 .recv_timeout(left)
-                .map_err(|_| format!("timed out waiting for `{prefix}`"))?;
+                .map_err(|_| anyhow::anyhow!("timed out waiting for `{prefix}`"))?;
             if let Some(rest) = line.strip_prefix(prefix) {
                 return Ok(rest.to_owned());
             }
@@ -78,9 +81,8 @@ impl Host {
     }
 
     /// A `/proc/<pid>/status` field in KiB (`VmHWM` is the peak RSS).
-    pub(crate) fn status_kib(&self, field: &str) -> Result<f64, String> {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .map_err(|e| e.to_string())?;
+    pub(crate) fn status_kib(&self, field: &str) -> anyhow::Result<f64> {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         text.lines()
             .find_map(|line| {
                 line.strip_prefix(field)?
@@ -90,7 +92,7 @@ impl Host {
                     .strip_suffix("kB")
             })
             .and_then(|value| value.trim().parse::<f64>().ok())
-            .ok_or_else(|| format!("no {field} in /proc status"))
+            .ok_or_else(|| anyhow::anyhow!("no {field} in /proc status"))
     }
 
     pub(crate) fn stop(mut self) {
@@ -115,10 +117,10 @@ fn hundred_rows_yaml() -> String {
     yaml
 }
 
-pub(crate) fn run() -> Result<(), String> {
+pub(crate) fn run() -> anyhow::Result<()> {
     let dir = scratch("startup")?;
     let config = dir.join("hundred.yml");
-    std::fs::write(&config, hundred_rows_yaml()).map_err(|error| error.to_string())?;
+    std::fs::write(&config, hundred_rows_yaml())?;
     let config = config.display().to_string();
     let (mut walls, mut peaks) = (Vec::new(), Vec::new());
     for _ in 0..5 {
@@ -134,21 +136,20 @@ pub(crate) fn run() -> Result<(), String> {
 
     let dir = scratch("reload")?;
     let plugins = dir.join("plugins");
-    std::fs::create_dir_all(&plugins).map_err(|error| error.to_string())?;
+    std::fs::create_dir_all(&plugins)?;
     let library = exe_dir().join("libbench_consumer.so");
     let installed = plugins.join("libbench_consumer.so");
-    let install = || -> Result<(), String> {
+    let install = || -> anyhow::Result<()> {
         let aside = plugins.join("incoming.part");
-        std::fs::copy(&library, &aside).map_err(|error| error.to_string())?;
-        std::fs::rename(&aside, &installed).map_err(|error| error.to_string())
+        std::fs::copy(&library, &aside)?;
+        Ok(std::fs::rename(&aside, &installed)?)
     };
     install()?;
     let config = dir.join("reload.yml");
     std::fs::write(
         &config,
         "- id: provider\n  name: bench-plugin/provider\n- id: consumer\n  name: bench-consumer\n  inject: [svc]\n  config:\n    announce: true\n",
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     let host = Host::start(
         &dir,
         &[

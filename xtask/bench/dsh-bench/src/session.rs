@@ -78,38 +78,36 @@ fn step_events(step: u64, time: i64) -> Vec<NewEvent> {
     events
 }
 
-fn opening(log: &mut SessionLog) -> Result<(), String> {
+fn opening(log: &mut SessionLog) -> anyhow::Result<()> {
     let user = json!({"role": "user", "id": "u1", "source": {"kind": "user"}, "content": [{"type": "text", "text": "go"}]});
-    log.append(NewEvent::new("turn/start", json!({"turn": 1}), 1))
-        .map_err(|e| e.to_string())?;
+    log.append(NewEvent::new("turn/start", json!({"turn": 1}), 1))?;
     log.append(NewEvent::surface(
         "user/message",
         user,
         SurfaceOp::append(),
         1,
-    ))
-    .map_err(|e| e.to_string())?;
+    ))?;
     Ok(())
 }
 
 /// A log of at least `target` events made of whole steps.
-fn build_log(target: usize) -> Result<SessionLog, String> {
+fn build_log(target: usize) -> anyhow::Result<SessionLog> {
     let mut log = SessionLog::new(Arc::new(TypeRegistry::new()));
     opening(&mut log)?;
     let mut step = 1;
     while log.len() < target {
         for event in step_events(step, 1) {
-            log.append(event).map_err(|e| e.to_string())?;
+            log.append(event)?;
         }
         step += 1;
     }
     Ok(log)
 }
 
-fn scratch() -> Result<PathBuf, String> {
+fn scratch() -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("dsh-bench-session-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
 
@@ -119,20 +117,19 @@ fn write_session(
     events: &[SessionEvent],
     encoding: Encoding,
     batch: usize,
-) -> Result<PathBuf, String> {
+) -> anyhow::Result<PathBuf> {
     let options = WriterOptions {
         encoding,
         pack_chunks: true,
     };
-    let mut writer = SessionWriter::create(root, SessionHeader::new(id, 1), options)
-        .map_err(|e| e.to_string())?;
+    let mut writer = SessionWriter::create(root, SessionHeader::new(id, 1), options)?;
     for slice in events.chunks(batch) {
-        writer.append(slice).map_err(|e| e.to_string())?;
+        writer.append(slice)?;
     }
     Ok(writer.path().to_path_buf())
 }
 
-pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
+pub(crate) fn run(fixtures: Option<&Path>) -> anyhow::Result<()> {
     // In-memory append rate (validation, surface, derive bookkeeping included).
     let started = Instant::now();
     let log = build_log(100_000)?;
@@ -154,9 +151,8 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
         let mut loads = Vec::new();
         for _ in 0..5 {
             let started = Instant::now();
-            let read = read_session(&path).map_err(|e| e.to_string())?;
-            let loaded = SessionLog::from_events(read.events, Arc::new(TypeRegistry::new()))
-                .map_err(|e| e.to_string())?;
+            let read = read_session(&path)?;
+            let loaded = SessionLog::from_events(read.events, Arc::new(TypeRegistry::new()))?;
             std::hint::black_box(loaded.derive_messages().len());
             loads.push(started.elapsed().as_secs_f64() * 1e3);
         }
@@ -168,14 +164,11 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
         encoding: Encoding::Raw,
         pack_chunks: true,
     };
-    let mut writer = SessionWriter::create(&root, SessionHeader::new("fsync", 1), options)
-        .map_err(|e| e.to_string())?;
+    let mut writer = SessionWriter::create(&root, SessionHeader::new("fsync", 1), options)?;
     let mut samples = Vec::new();
     for event in events.iter().take(50) {
         let started = Instant::now();
-        writer
-            .append(std::slice::from_ref(event))
-            .map_err(|e| e.to_string())?;
+        writer.append(std::slice::from_ref(event))?;
         samples.push(started.elapsed().as_secs_f64() * 1e3);
     }
     report("session_store_fsync_per_batch", median(samples), "ms");
@@ -186,14 +179,14 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
         opening(&mut log)?;
         for step in 1..steps {
             for event in step_events(step, 1) {
-                log.append(event).map_err(|e| e.to_string())?;
+                log.append(event)?;
             }
         }
         std::hint::black_box(log.derive_messages().len());
         let mut samples = Vec::new();
         for round in 0..20 {
             for event in step_events(steps + round, 1) {
-                log.append(event).map_err(|e| e.to_string())?;
+                log.append(event)?;
             }
             let started = Instant::now();
             std::hint::black_box(log.derive_messages().len());
@@ -231,12 +224,14 @@ pub(crate) fn run(fixtures: Option<&Path>) -> Result<(), String> {
 }
 
 /// Our packed raw encoding of every durable fixture log against the recorded file sizes.
-fn packed_sizes(root: &Path) -> Result<(u64, u64), String> {
+fn packed_sizes(root: &Path) -> anyhow::Result<(u64, u64)> {
     let mut stack = vec![root.to_path_buf()];
     let (mut ours, mut theirs) = (0_u64, 0_u64);
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-            let path = entry.map_err(|e| e.to_string())?.path();
+        for entry in
+            std::fs::read_dir(&dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?
+        {
+            let path = entry?.path();
             let name = path
                 .file_name()
                 .map(|name| name.to_string_lossy().to_string())
@@ -250,9 +245,9 @@ fn packed_sizes(root: &Path) -> Result<(u64, u64), String> {
                 let Ok(read) = read_session(&path) else {
                     continue;
                 };
-                let lines = encode_lines(&read.events, true).map_err(|e| e.to_string())?;
+                let lines = encode_lines(&read.events, true)?;
                 ours += (read.header.to_line().len() + 1 + lines.len()) as u64;
-                theirs += std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
+                theirs += std::fs::metadata(&path)?.len();
             }
         }
     }

@@ -5,7 +5,7 @@
 use crate::process::{Host, scratch};
 use crate::{median, report};
 
-pub(crate) fn run() -> Result<(), String> {
+pub(crate) fn run() -> anyhow::Result<()> {
     let dir = scratch("tools")?;
     let config = dir.join("tools.yml");
     std::fs::write(
@@ -14,8 +14,7 @@ pub(crate) fn run() -> Result<(), String> {
             "- id: session\n  name: session\n- id: tools\n  name: tools\n- id: probe\n  name: tools-probe\n  config:\n    session: bench\n    cwd: {:?}\n    calls: []\n    benchCalls: 7000\n",
             dir.display().to_string()
         ),
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     let config = config.display().to_string();
     let (mut unlogged, mut logged) = (Vec::new(), Vec::new());
     for _ in 0..3 {
@@ -23,7 +22,7 @@ pub(crate) fn run() -> Result<(), String> {
         let parse = |text: String| {
             text.trim()
                 .parse::<f64>()
-                .map_err(|error| format!("bad figure `{text}`: {error}"))
+                .map_err(|error| anyhow::anyhow!("bad figure `{text}`: {error}"))
         };
         unlogged.push(parse(
             host.line_after("bench tool_pipeline_noop_unlogged ")?,
