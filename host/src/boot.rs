@@ -9,8 +9,9 @@ use crate::cli::TreeArgs;
 use crate::library::Libraries;
 
 /// The bundles compiled into the binary (overridable from `$DSH_HOME/bundles/<name>.yml`).
-const BUILTIN_BUNDLES: [(&str, &str); 4] = [
+const BUILTIN_BUNDLES: [(&str, &str); 5] = [
     ("base", include_str!("../../bundles/base.yml")),
+    ("agent", include_str!("../../bundles/agent.yml")),
     ("headless", include_str!("../../bundles/headless.yml")),
     ("web", include_str!("../../bundles/web.yml")),
     ("examples", include_str!("../../bundles/examples.yml")),
@@ -18,9 +19,16 @@ const BUILTIN_BUNDLES: [(&str, &str); 4] = [
 
 /// Profiles created from a template on first use, with their bundles.
 const PROFILE_TEMPLATES: [(&str, &[&str]); 3] = [
+    ("web", &["base", "agent", "web"]),
+    ("headless", &["base", "agent", "headless"]),
+    ("demo", &["examples"]),
+];
+
+/// Templates an earlier version wrote (before the agent core became a bundle of its own): a
+/// profile file still exactly as they wrote it is rewritten to the current template.
+const RETIRED_TEMPLATES: [(&str, &[&str]); 2] = [
     ("web", &["base", "web"]),
     ("headless", &["base", "headless"]),
-    ("demo", &["examples"]),
 ];
 
 fn builtin_bundle(name: &str) -> Option<&'static str> {
@@ -133,6 +141,21 @@ impl Boot {
             root: self.home.clone(),
         };
         if let Some((_, bundles)) = PROFILE_TEMPLATES.iter().find(|(name, _)| name == profile) {
+            if let Some((_, retired)) = RETIRED_TEMPLATES.iter().find(|(name, _)| name == profile) {
+                let upgraded =
+                    home.upgrade_profile(profile, retired, bundles)
+                        .map_err(|source| BootError::CreateProfile {
+                            profile: profile.clone(),
+                            home: self.home.clone(),
+                            source,
+                        })?;
+                if upgraded {
+                    tracing::warn!(
+                        "profile `{profile}` was written by an earlier template: its bundles are now {}",
+                        bundles.join(", ")
+                    );
+                }
+            }
             let created = home.ensure_profile(profile, bundles).map_err(|source| {
                 BootError::CreateProfile {
                     profile: profile.clone(),

@@ -24,3 +24,4 @@ mod session_store;
 mod snapshots;
 mod tools;
 mod waterfall;
+mod web;

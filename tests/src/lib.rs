@@ -15,6 +15,7 @@
 )]
 
 pub mod fake_deepseek;
+pub mod http;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

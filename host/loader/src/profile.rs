@@ -201,14 +201,41 @@ impl Home {
             check_name(bundle)?;
         }
         fs::create_dir_all(self.profile_dir(name))?;
-        let mut text =
-            format!("# profile `{name}`: bundles applied in order, then patch layers\nbundles:\n");
-        for bundle in template_bundles {
-            text.push_str(&format!("  - {bundle}\n"));
-        }
-        fs::write(&path, text)?;
+        fs::write(&path, template_text(name, template_bundles))?;
         Ok(true)
     }
+
+    /// Rewrites the profile file of `name` to `current` when it is still exactly what an
+    /// earlier template (`retired`) wrote, so a home keeps working when a template changes; a
+    /// file someone edited is left alone. Answers whether it was rewritten.
+    pub fn upgrade_profile(
+        &self,
+        name: &str,
+        retired: &[&str],
+        current: &[&str],
+    ) -> io::Result<bool> {
+        check_name(name)?;
+        let path = self.profile_dir(name).join(PROFILE_FILE);
+        match fs::read_to_string(&path) {
+            Ok(text) if text == template_text(name, retired) => {
+                fs::write(&path, template_text(name, current))?;
+                Ok(true)
+            }
+            Ok(_) => Ok(false),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// The profile file a template writes.
+fn template_text(name: &str, bundles: &[&str]) -> String {
+    let mut text =
+        format!("# profile `{name}`: bundles applied in order, then patch layers\nbundles:\n");
+    for bundle in bundles {
+        text.push_str(&format!("  - {bundle}\n"));
+    }
+    text
 }
 
 fn read(path: &Path) -> Result<String, ProfileError> {

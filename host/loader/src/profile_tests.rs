@@ -186,6 +186,36 @@ fn ensure_profile_creates_from_a_template_once() {
 }
 
 #[test]
+fn a_profile_file_an_earlier_template_wrote_is_upgraded_and_an_edited_one_is_not() {
+    let dir = TempDir::new("upgrade");
+    let home = Home::new(&dir.0);
+    assert!(home.ensure_profile("web", &["base"]).unwrap());
+    assert!(
+        home.upgrade_profile("web", &["base"], &["base", "web-app"])
+            .unwrap()
+    );
+    assert_eq!(home.profile_bundles("web").unwrap(), ["base", "web-app"]);
+    // Upgraded once: it is now the current template, not the retired one.
+    assert!(
+        !home
+            .upgrade_profile("web", &["base"], &["base", "web-app"])
+            .unwrap()
+    );
+    dir.write("profiles/mine/profile.yml", "bundles: [base]\n");
+    assert!(
+        !home
+            .upgrade_profile("mine", &["base"], &["base", "web-app"])
+            .unwrap()
+    );
+    assert_eq!(home.profile_bundles("mine").unwrap(), ["base"]);
+    assert!(
+        !home
+            .upgrade_profile("absent", &["base"], &["base"])
+            .unwrap()
+    );
+}
+
+#[test]
 fn watched_files_cover_every_layer_source() {
     let home = Home::new("/h");
     let files = home.watched_files("web", &["base".to_owned()], &[PathBuf::from("x.yml")]);

@@ -1,10 +1,11 @@
-//! Plugins compiled into the host binary: the I/O services (`http`, `subprocess`, `fs`); the
-//! first two must run on the host's own runtime. They are exported as the library `dsh-host`
+//! Plugins compiled into the host binary: the I/O services (`http`, `http_server`,
+//! `subprocess`, `fs`); all but `fs` must run on the host's own runtime. They are exported as the library `dsh-host`
 //! (rows name `dsh-host/http`, `dsh-host/subprocess`, `dsh-host/fs`), mounted by rows and
 //! replaceable like any other plugin.
 
 mod fs;
 mod http;
+mod http_server;
 mod subprocess;
 
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ pub fn library() -> LoadedLibrary {
         api_version: dsh_plugin_api::API_VERSION.to_owned(),
         decls: vec![
             declare::<http::HttpPlugin>(),
+            declare::<http_server::HttpServerPlugin>(),
             declare::<subprocess::SubprocessPlugin>(),
             declare::<fs::FsPlugin>(),
         ],

@@ -5,4 +5,5 @@
 pub mod control;
 pub mod fs;
 pub mod http;
+pub mod http_server;
 pub mod subprocess;

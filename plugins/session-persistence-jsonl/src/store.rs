@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_plugin_api::{Context, PluginError};
+use dsh_plugin_api::{Context, Json, PluginError};
+use dsh_protocol::SessionSummary;
 use dsh_session_jsonl::{
     CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
-    read_session, session_dir,
+    list_sessions, read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
 use dsh_session_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
@@ -235,6 +236,40 @@ impl Store {
         Ok(())
     }
 
+    async fn list(&self) -> Result<Vec<SessionSummary>, SessionError> {
+        let root = self.inner.root.clone();
+        let encoding = self.inner.options.encoding;
+        self.inner
+            .ctx
+            .blocking(move || -> Result<Vec<SessionSummary>, SessionError> {
+                let listed = list_sessions(&root, encoding)
+                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
+                let mut summaries: Vec<SessionSummary> = listed
+                    .into_iter()
+                    .map(|listed| {
+                        let updated_at = std::fs::metadata(&listed.path)
+                            .and_then(|meta| meta.modified())
+                            .ok()
+                            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                            .and_then(|since| i64::try_from(since.as_millis()).ok())
+                            .unwrap_or(listed.header.created_at);
+                        SessionSummary {
+                            id: listed.header.id,
+                            cwd: listed.header.cwd,
+                            created_at: listed.header.created_at,
+                            updated_at,
+                            title: None,
+                            live: false,
+                        }
+                    })
+                    .collect();
+                summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
+                Ok(summaries)
+            })
+            .await
+            .map_err(storage)?
+    }
+
     async fn load(&self, id: String) -> Result<StoredSession, SessionError> {
         let root = self.inner.root.clone();
         let options = self.inner.options;
@@ -408,5 +443,10 @@ impl SessionStore for Store {
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
         let store = self.clone();
         async move { done(store.load(id.into_string()).await) }.into_ffi()
+    }
+
+    fn list(&self) -> FfiFuture<RResult<Json<Vec<SessionSummary>>, SessionError>> {
+        let store = self.clone();
+        async move { done(store.list().await.map(|listed| Json::encode(&listed))) }.into_ffi()
     }
 }

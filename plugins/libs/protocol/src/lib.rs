@@ -2,7 +2,8 @@
 //! chunks adapters emit, token usage, failures with their stable codes, call configuration and
 //! requests, the data of every core session event, a turn's request, end and outcome, the
 //! decisions of the loop's and the pipeline's hooks, tool declarations and replies, approvals,
-//! the agents registry's options and notices, and prompt assembly.
+//! the agents registry's options and notices, prompt assembly, and the web API's envelope and
+//! payloads.
 //!
 //! Every type is a serde value with a JSON Schema ([`schema_document`]), and serializes to
 //! exactly the JSON the reference writes into its session logs, so logs move between the two
@@ -26,6 +27,7 @@ mod stream;
 mod tools;
 mod turn;
 mod unknown;
+mod web;
 
 pub use agent::{
     AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, SessionStartSource,
@@ -62,3 +64,7 @@ pub use turn::{
     TurnEndReason, TurnOutcome, TurnStopping,
 };
 pub use unknown::{OpenTags, Unknown};
+pub use web::{
+    HostDescription, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SessionList,
+    SessionSummary,
+};

@@ -66,6 +66,10 @@ pub fn schema_document() -> serde_json::Value {
         PromptRequest,
         PromptSection,
         AssembledPrompt,
+        RpcRequest,
+        RpcResponse,
+        HostDescription,
+        SessionList,
     );
     let definitions = generator.take_definitions(true);
     serde_json::json!({

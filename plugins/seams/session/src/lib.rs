@@ -23,7 +23,7 @@ use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::{DecodeError, EmitEvent, Json, ParallelEvent};
-use dsh_protocol::{EventData, Message, SessionEvent, StreamChunk, SurfaceOp};
+use dsh_protocol::{EventData, Message, SessionEvent, SessionSummary, StreamChunk, SurfaceOp};
 use serde::Serialize;
 
 /// Service key of the session log.
@@ -302,6 +302,9 @@ pub trait SessionStore: Send + Sync {
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>>;
     /// Writes what is queued for `session`, then forgets it and releases its lock.
     fn close(&self, session: RString) -> FfiFuture<RResult<(), SessionError>>;
+    /// Every stored session (its header and when its log last changed), newest first; `live`
+    /// and `title` are left for the caller, which knows them.
+    fn list(&self) -> FfiFuture<RResult<Json<Vec<SessionSummary>>, SessionError>>;
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;
 

@@ -1,0 +1,197 @@
+//! The web API's values: the envelope of a unary call (`POST /api/<method>`), its closed set of
+//! error codes, and the payloads of the methods. Method and field names follow the reference's
+//! web API where it has them, so its clients read ours.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The `type` of a call's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ClientRequestTag {
+    #[serde(rename = "client-request")]
+    ClientRequest,
+}
+
+/// The `type` of a call's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ServerResponseTag {
+    #[serde(rename = "server-response")]
+    ServerResponse,
+}
+
+/// The body of `POST /api/<method>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcRequest {
+    #[serde(rename = "type")]
+    pub kind: ClientRequestTag,
+    /// The client's id for the call, echoed in the response.
+    pub rpc_id: String,
+    /// The method; must equal the one in the path.
+    pub method: String,
+    #[serde(default)]
+    pub payload: serde_json::Value,
+}
+
+/// The body of every answer to a unary call; the HTTP status only says the carrier worked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcResponse {
+    #[serde(rename = "type")]
+    pub kind: ServerResponseTag,
+    pub rpc_id: String,
+    pub result: RpcResult,
+}
+
+impl RpcResponse {
+    /// The answer to call `rpc_id`.
+    pub fn new(rpc_id: impl Into<String>, result: RpcResult) -> Self {
+        Self {
+            kind: ServerResponseTag::ServerResponse,
+            rpc_id: rpc_id.into(),
+            result,
+        }
+    }
+}
+
+/// A call's result: `{ok: true, value}` or `{ok: false, error}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RpcResult {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RpcError>,
+}
+
+impl RpcResult {
+    pub fn value(value: serde_json::Value) -> Self {
+        Self {
+            ok: true,
+            value: Some(value),
+            error: None,
+        }
+    }
+
+    pub fn error(code: RpcErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            ok: false,
+            value: None,
+            error: Some(RpcError {
+                code,
+                message: message.into(),
+                details: None,
+            }),
+        }
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RpcError {
+    pub code: RpcErrorCode,
+    /// For a person: what went wrong and, where it helps, what to do.
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+/// The closed set of failure codes a method answers (the reference's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RpcErrorCode {
+    /// The envelope or the payload does not have the method's shape, or the method is unknown.
+    BadRequest,
+    Cancelled,
+    SessionNotFound,
+    /// No model route is usable (no key, no endpoint).
+    ModelUnavailable,
+    SessionConflict,
+    /// The session is running a turn and the method needs it idle.
+    AgentBusy,
+    QueueItemNotFound,
+    SteerUnavailable,
+    SettingsRejected,
+    SettingsConflict,
+    CredentialRejected,
+    TitleInvalid,
+    ForkUnavailable,
+    /// The server failed; the message says where.
+    Internal,
+}
+
+/// `host.describe`: what the page needs before anything else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostDescription {
+    /// The harness version.
+    pub version: String,
+    /// Changes with every launch: a client that sees a new one resynchronizes everything.
+    pub boot_id: String,
+    /// The profile this host runs (`web`).
+    pub profile: String,
+    /// The working directory new sessions start in.
+    pub cwd: String,
+    /// The model providers with an adapter, and the default route (`provider/model`) if one
+    /// is usable.
+    pub providers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// Whether the server listens beyond loopback (settings and credentials are then read-only
+    /// unless the launch allowed them).
+    pub remote: bool,
+}
+
+/// One row of `session.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: String,
+    /// The working directory the session runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    /// When its log last changed (milliseconds since the epoch).
+    pub updated_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Whether it is open in this host.
+    pub live: bool,
+}
+
+/// The value of `session.list`: newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionList {
+    pub sessions: Vec<SessionSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_envelope_has_the_reference_shape() {
+        let request: RpcRequest = serde_json::from_value(
+            json!({"type": "client-request", "rpcId": "r1", "method": "host.describe"}),
+        )
+        .unwrap();
+        assert_eq!(request.method, "host.describe");
+        assert!(
+            serde_json::from_value::<RpcRequest>(
+                json!({"type": "server-response", "rpcId": "r1", "method": "m"})
+            )
+            .is_err()
+        );
+        let response = RpcResponse::new(
+            "r1",
+            RpcResult::error(RpcErrorCode::SessionNotFound, "no session `x`"),
+        );
+        assert_eq!(
+            serde_json::to_value(&response).unwrap(),
+            json!({"type": "server-response", "rpcId": "r1", "result": {"ok": false, "error": {"code": "session-not-found", "message": "no session `x`"}}})
+        );
+    }
+}

@@ -1,0 +1,402 @@
+//! Who may talk to the server, decided before any route runs. Authentication is the launch's
+//! secrets alone: a 256-bit token (printed in the launch URL, or sent as `Authorization:
+//! Bearer` by scripts) that `/auth` trades for an HttpOnly, SameSite=Strict cookie. The `Host`
+//! allow-list, the WebSocket `Origin` check, the JSON content type and the CSRF header are
+//! defence in depth on top of it, never a way in: the reference's critical advisory came from
+//! trusting `Host`.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use dsh_plugin_api::io::http_server::ServerRequest;
+use dsh_plugin_api::lock;
+
+/// Failed `/auth` attempts a peer may make per window before it is refused outright.
+const MAX_FAILURES: u32 = 5;
+const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+
+/// The secrets of one launch, drawn from the OS random source.
+pub(crate) struct Secrets {
+    /// Printed once in the launch URL; also the bearer token of scripts.
+    pub(crate) token: String,
+    /// The value of the auth cookie (not the token: the URL's secret never sits in a cookie).
+    pub(crate) cookie: String,
+    /// Given to the page in its boot data; required on every state-changing call.
+    pub(crate) csrf: String,
+    /// Tells a client that the host restarted.
+    pub(crate) boot_id: String,
+}
+
+/// `bytes` random bytes as lower-case hex.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer)?;
+    Ok(buffer.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+impl Secrets {
+    pub(crate) fn generate() -> Result<Self, getrandom::Error> {
+        Ok(Self {
+            token: random_hex(32)?,
+            cookie: random_hex(32)?,
+            csrf: random_hex(16)?,
+            boot_id: random_hex(8)?,
+        })
+    }
+}
+
+/// Equality whose time does not depend on where the inputs differ.
+pub(crate) fn constant_time_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Why a request is refused before routing: its HTTP status and a message for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) status: u16,
+    pub(crate) message: &'static str,
+}
+
+const fn refuse(status: u16, message: &'static str) -> Refusal {
+    Refusal { status, message }
+}
+
+/// How a request proved it may use the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Authed {
+    /// The browser's cookie: state-changing calls also need the CSRF header.
+    Cookie,
+    /// A script's bearer token (no ambient credential, so no CSRF risk).
+    Bearer,
+}
+
+/// The guards of one server.
+pub(crate) struct Guard {
+    pub(crate) secrets: Secrets,
+    /// `host:port` values a request's `Host` may name.
+    allowed_hosts: Vec<String>,
+    /// The auth cookie's name; it carries the port, so two servers on one host keep theirs.
+    pub(crate) cookie_name: String,
+    /// The `DSH_ACCESS_SECRET` of a non-loopback launch, also accepted by `/auth`.
+    access_secret: Option<String>,
+    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+impl Guard {
+    pub(crate) fn new(
+        secrets: Secrets,
+        bound: &str,
+        trusted: &[String],
+        access_secret: Option<String>,
+    ) -> Self {
+        let port = bound.rsplit_once(':').map_or("", |(_, port)| port);
+        let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+            .iter()
+            .map(|host| format!("{host}:{port}"))
+            .collect();
+        allowed_hosts.push(bound.to_owned());
+        allowed_hosts.extend(trusted.iter().map(|host| match host.contains(':') {
+            true => host.clone(),
+            false => format!("{host}:{port}"),
+        }));
+        Self {
+            secrets,
+            allowed_hosts,
+            cookie_name: format!("dsh_auth_{port}"),
+            access_secret,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The `Host` the request names, when it is one this server answers to.
+    pub(crate) fn host<'r>(&self, request: &'r ServerRequest) -> Result<&'r str, Refusal> {
+        let host = request.header("host").unwrap_or_default();
+        match self
+            .allowed_hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(host))
+        {
+            true => Ok(host),
+            false => Err(refuse(421, "this server does not answer to that Host")),
+        }
+    }
+
+    /// Whether the request carries the launch's credentials.
+    pub(crate) fn authenticate(&self, request: &ServerRequest) -> Result<Authed, Refusal> {
+        if let Some(bearer) = request
+            .header("authorization")
+            .and_then(|value| value.strip_prefix("Bearer "))
+        {
+            return match constant_time_eq(bearer.trim(), &self.secrets.token) {
+                true => Ok(Authed::Bearer),
+                false => Err(refuse(401, "the bearer token is wrong")),
+            };
+        }
+        match self.cookie(request) {
+            Some(value) if constant_time_eq(value, &self.secrets.cookie) => Ok(Authed::Cookie),
+            _ => Err(refuse(
+                401,
+                "not signed in: open the URL the server printed when it started",
+            )),
+        }
+    }
+
+    fn cookie<'r>(&self, request: &'r ServerRequest) -> Option<&'r str> {
+        request
+            .headers
+            .iter()
+            .filter(|header| header.name.eq_ignore_ascii_case("cookie"))
+            .flat_map(|header| header.value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == self.cookie_name)
+            .map(|(_, value)| value)
+    }
+
+    /// A WebSocket's `Origin` must be the page this server served.
+    pub(crate) fn origin(&self, request: &ServerRequest, host: &str) -> Result<(), Refusal> {
+        let expected = format!("http://{host}");
+        match request.header("origin") {
+            Some(origin) if origin.eq_ignore_ascii_case(&expected) => Ok(()),
+            _ => Err(refuse(
+                403,
+                "a WebSocket must come from this server's own page",
+            )),
+        }
+    }
+
+    /// A call: JSON only, and with the page's CSRF header when the cookie authenticated it.
+    pub(crate) fn call(&self, request: &ServerRequest, authed: Authed) -> Result<(), Refusal> {
+        let json = request
+            .header("content-type")
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(refuse(415, "calls are `application/json`"));
+        }
+        let csrf = request.header("x-dsh-csrf").unwrap_or_default();
+        match authed == Authed::Bearer || constant_time_eq(csrf, &self.secrets.csrf) {
+            true => Ok(()),
+            false => Err(refuse(403, "the page's CSRF header is missing or wrong")),
+        }
+    }
+
+    /// `/auth?token=…`: the cookie for a right token; a peer that keeps failing is refused
+    /// for the rest of the window, so the token cannot be guessed at speed.
+    pub(crate) fn sign_in(&self, request: &ServerRequest, now: Instant) -> Result<(), Refusal> {
+        let peer = peer_ip(&request.peer);
+        let mut failures = lock(&self.failures);
+        if let Some((count, since)) = peer.and_then(|ip| failures.get(&ip)).copied()
+            && now.duration_since(since) < FAILURE_WINDOW
+            && count >= MAX_FAILURES
+        {
+            return Err(refuse(429, "too many wrong tokens: wait a minute"));
+        }
+        let offered = query_value(request.query(), "token").unwrap_or_default();
+        let right = constant_time_eq(&offered, &self.secrets.token)
+            || self
+                .access_secret
+                .as_deref()
+                .is_some_and(|secret| constant_time_eq(&offered, secret));
+        if right {
+            if let Some(ip) = peer {
+                failures.remove(&ip);
+            }
+            return Ok(());
+        }
+        if let Some(ip) = peer {
+            let entry = failures.entry(ip).or_insert((0, now));
+            if now.duration_since(entry.1) >= FAILURE_WINDOW {
+                *entry = (0, now);
+            }
+            entry.0 += 1;
+        }
+        Err(refuse(401, "that token is not this launch's"))
+    }
+
+    /// The `Set-Cookie` value of a signed-in browser.
+    pub(crate) fn set_cookie(&self) -> String {
+        format!(
+            "{}={}; Path=/; HttpOnly; SameSite=Strict",
+            self.cookie_name, self.secrets.cookie
+        )
+    }
+}
+
+fn peer_ip(peer: &str) -> Option<IpAddr> {
+    peer.parse::<std::net::SocketAddr>()
+        .map(|address| address.ip())
+        .ok()
+}
+
+/// The value of `name` in a URL query (percent-decoding left out: tokens are hex).
+pub(crate) fn query_value(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use abi_stable::std_types::{RString, RVec};
+    use dsh_plugin_api::io::http_server::HttpHeader;
+
+    fn guard() -> Guard {
+        let secrets = Secrets {
+            token: "t".repeat(64),
+            cookie: "c".repeat(64),
+            csrf: "x".repeat(32),
+            boot_id: "b".into(),
+        };
+        Guard::new(secrets, "127.0.0.1:3080", &["dev.box".into()], None)
+    }
+
+    fn request(target: &str, headers: &[(&str, &str)]) -> ServerRequest {
+        ServerRequest {
+            method: "GET".into(),
+            target: target.into(),
+            headers: headers
+                .iter()
+                .map(|(name, value)| HttpHeader {
+                    name: RString::from(*name),
+                    value: RString::from(*value),
+                })
+                .collect(),
+            body: RVec::new(),
+            peer: "127.0.0.1:5000".into(),
+            local: "127.0.0.1:3080".into(),
+            websocket: false,
+        }
+    }
+
+    #[test]
+    fn hosts_are_the_loopback_names_the_bind_and_the_trusted_ones() {
+        let guard = guard();
+        for host in [
+            "localhost:3080",
+            "127.0.0.1:3080",
+            "[::1]:3080",
+            "dev.box:3080",
+        ] {
+            assert!(
+                guard.host(&request("/", &[("host", host)])).is_ok(),
+                "{host}"
+            );
+        }
+        for host in ["evil.example:3080", "127.0.0.1:3081", ""] {
+            assert_eq!(
+                guard
+                    .host(&request("/", &[("host", host)]))
+                    .unwrap_err()
+                    .status,
+                421
+            );
+        }
+    }
+
+    #[test]
+    fn the_cookie_or_the_bearer_authenticates_and_nothing_else() {
+        let guard = guard();
+        let cookie = format!("a=1; dsh_auth_3080={}", "c".repeat(64));
+        assert_eq!(
+            guard.authenticate(&request("/", &[("cookie", &cookie)])),
+            Ok(Authed::Cookie)
+        );
+        let bearer = format!("Bearer {}", "t".repeat(64));
+        assert_eq!(
+            guard.authenticate(&request("/", &[("authorization", &bearer)])),
+            Ok(Authed::Bearer)
+        );
+        // The token is no cookie, and another port's cookie is not this one's.
+        let wrong = format!("dsh_auth_3080={}", "t".repeat(64));
+        let other = format!("dsh_auth_3081={}", "c".repeat(64));
+        for headers in [
+            vec![("cookie", wrong.as_str())],
+            vec![("cookie", other.as_str())],
+            vec![],
+        ] {
+            assert_eq!(
+                guard
+                    .authenticate(&request("/", &headers))
+                    .unwrap_err()
+                    .status,
+                401
+            );
+        }
+    }
+
+    #[test]
+    fn calls_need_json_and_the_csrf_header_when_a_cookie_signed_them() {
+        let guard = guard();
+        let csrf = "x".repeat(32);
+        let json = request(
+            "/",
+            &[
+                ("content-type", "application/json; charset=utf-8"),
+                ("x-dsh-csrf", &csrf),
+            ],
+        );
+        assert!(guard.call(&json, Authed::Cookie).is_ok());
+        let text = request(
+            "/",
+            &[("content-type", "text/plain"), ("x-dsh-csrf", &csrf)],
+        );
+        assert_eq!(guard.call(&text, Authed::Cookie).unwrap_err().status, 415);
+        let bare = request("/", &[("content-type", "application/json")]);
+        assert_eq!(guard.call(&bare, Authed::Cookie).unwrap_err().status, 403);
+        assert!(guard.call(&bare, Authed::Bearer).is_ok());
+    }
+
+    #[test]
+    fn wrong_tokens_are_rate_limited_per_peer_and_the_right_one_signs_in() {
+        let guard = guard();
+        let now = Instant::now();
+        for _ in 0..MAX_FAILURES {
+            assert_eq!(
+                guard
+                    .sign_in(&request("/auth?token=nope", &[]), now)
+                    .unwrap_err()
+                    .status,
+                401
+            );
+        }
+        let right = format!("/auth?token={}", "t".repeat(64));
+        assert_eq!(
+            guard
+                .sign_in(&request(&right, &[]), now)
+                .unwrap_err()
+                .status,
+            429
+        );
+        assert!(
+            guard
+                .sign_in(&request(&right, &[]), now + FAILURE_WINDOW)
+                .is_ok()
+        );
+        assert!(guard.set_cookie().contains("HttpOnly; SameSite=Strict"));
+    }
+
+    #[test]
+    fn a_websocket_must_come_from_the_served_origin() {
+        let guard = guard();
+        let ok = request("/api/events", &[("origin", "http://127.0.0.1:3080")]);
+        assert!(guard.origin(&ok, "127.0.0.1:3080").is_ok());
+        for origin in ["http://127.0.0.1:4000", "http://evil.example", ""] {
+            let bad = request("/api/events", &[("origin", origin)]);
+            assert_eq!(
+                guard.origin(&bad, "127.0.0.1:3080").unwrap_err().status,
+                403
+            );
+        }
+    }
+}

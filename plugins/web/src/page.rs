@@ -1,0 +1,58 @@
+//! The browser app's files, compiled into this library (so a new library reloads the UI with
+//! the server), and the page's boot data. The client is our own plain ES module and CSS: no
+//! third-party code is committed or fetched, and the running product needs no Node.
+
+use serde::Serialize;
+
+const INDEX: &str = include_str!("../assets/index.html");
+const APP_JS: &str = include_str!("../assets/app.js");
+const APP_CSS: &str = include_str!("../assets/app.css");
+const SIGN_IN: &str = include_str!("../assets/sign-in.html");
+
+/// What the page reads before its first call.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Boot<'a> {
+    pub(crate) csrf: &'a str,
+    pub(crate) boot_id: &'a str,
+    pub(crate) version: &'a str,
+}
+
+/// The app page with `boot` in a JSON data block (not a script: the CSP allows no inline
+/// code, and `<` is escaped so the data cannot close its element).
+pub(crate) fn index(boot: &Boot<'_>) -> String {
+    let data = serde_json::to_string(boot)
+        .unwrap_or_else(|_| "{}".to_owned())
+        .replace('<', "\\u003c");
+    INDEX.replace("{{boot}}", &data)
+}
+
+/// The page a browser without the cookie gets.
+pub(crate) fn sign_in() -> &'static str {
+    SIGN_IN
+}
+
+/// A static asset: its content type and bytes.
+pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
+    match path {
+        "/assets/app.js" => Some(("text/javascript; charset=utf-8", APP_JS)),
+        "/assets/app.css" => Some(("text/css; charset=utf-8", APP_CSS)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boot_data_cannot_close_its_element() {
+        let page = index(&Boot {
+            csrf: "</script><script>alert(1)</script>",
+            boot_id: "b",
+            version: "0",
+        });
+        assert!(!page.contains("</script><script>alert"), "{page}");
+        assert!(page.contains("\\u003c/script>"));
+    }
+}

@@ -1,0 +1,270 @@
+//! `dsh-host --profile web` over raw HTTP on loopback: the launch line, the guards in front of
+//! every route (token sign-in, cookie or bearer, Host allow-list, JSON only, CSRF, the
+//! WebSocket Origin, rate-limited wrong tokens), the security headers, and the first methods.
+
+use dsh_tests::http::{Response, envelope, send};
+use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
+use serde_json::{Value, json};
+
+/// A running web profile: the host, its address and the token of its launch line.
+struct Web {
+    host: HostProcess,
+    address: String,
+    token: String,
+}
+
+fn start_web(dir: &TestDir, extra: &[&str]) -> Web {
+    let mut args = vec!["--profile", "web", "--", "--no-open", "--port", "0"];
+    args.extend(extra);
+    let host = HostProcess::start_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "")]);
+    let line = host.wait_stdout("dsh web: open http://", WAIT);
+    let url = line.trim_start_matches("dsh web: open http://");
+    let (address, query) = url.split_once("/auth?").expect("an auth URL");
+    let token = query.trim_start_matches("token=").to_owned();
+    assert_eq!(token.len(), 64, "a 256-bit token in hex: {line}");
+    Web {
+        host,
+        address: address.to_owned(),
+        token,
+    }
+}
+
+impl Web {
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Response {
+        send(&self.address, "GET", path, headers, "")
+    }
+
+    /// Signs in with the token: answers the cookie header and the page's CSRF token.
+    fn sign_in(&self) -> (String, String) {
+        let signed = self.get(&format!("/auth?token={}", self.token), &[]);
+        assert_eq!(signed.status, 303, "{signed:?}");
+        let set = signed.header("set-cookie").expect("a cookie").to_owned();
+        let port = self.address.rsplit_once(':').unwrap().1;
+        assert!(set.starts_with(&format!("dsh_auth_{port}=")), "{set}");
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        let cookie = set.split(';').next().unwrap().to_owned();
+        let page = self.get("/", &[("Cookie", &cookie)]);
+        assert_eq!(page.status, 200, "{page:?}");
+        let csrf = page
+            .body
+            .split("\"csrf\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("boot data with a CSRF token")
+            .to_owned();
+        (cookie, csrf)
+    }
+
+    fn call(&self, method: &str, headers: &[(&str, &str)]) -> Response {
+        send(
+            &self.address,
+            "POST",
+            &format!("/api/{method}"),
+            headers,
+            &envelope(method, &json!({})),
+        )
+    }
+}
+
+#[test]
+fn the_launch_prints_one_url_and_nothing_is_served_before_sign_in() {
+    let dir = TestDir::new("web-launch");
+    let mut web = start_web(&dir, &[]);
+    let page = web.get("/", &[]);
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("/auth?token="), "{}", page.body);
+    assert!(
+        !page.body.contains(&web.token),
+        "the token leaked into a page"
+    );
+    let api = web.call("host.describe", &[("Content-Type", "application/json")]);
+    assert_eq!(api.status, 401, "{api:?}");
+    // Every response, refusals included, carries the security headers.
+    for response in [&page, &api] {
+        let csp = response
+            .header("content-security-policy")
+            .unwrap_or_default();
+        assert!(csp.contains("default-src 'self'"), "{response:?}");
+        assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(response.header("referrer-policy"), Some("no-referrer"));
+        assert!(response.header("access-control-allow-origin").is_none());
+    }
+    assert_eq!(web.host.stop(), Some(0));
+    let logged = web.host.stderr().join("\n");
+    assert!(!logged.contains(&web.token), "the token reached a log");
+}
+
+#[test]
+fn a_signed_in_page_calls_the_api_with_its_csrf_header_and_a_script_with_its_bearer() {
+    let dir = TestDir::new("web-calls");
+    let mut web = start_web(&dir, &[]);
+    let (cookie, csrf) = web.sign_in();
+    let json = ("Content-Type", "application/json");
+    let described = web.call(
+        "host.describe",
+        &[("Cookie", &cookie), json, ("X-Dsh-Csrf", &csrf)],
+    );
+    assert_eq!(described.status, 200, "{described:?}");
+    let body = described.json();
+    assert_eq!(body["type"], "server-response");
+    assert_eq!(body["rpcId"], "t1");
+    assert_eq!(body["result"]["ok"], true, "{body}");
+    assert_eq!(body["result"]["value"]["profile"], "web");
+    assert!(
+        body["result"]["value"]["providers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("deepseek-official")),
+        "{body}"
+    );
+    // The cookie alone is not enough for a call: a page on another origin could send it.
+    let no_csrf = web.call("host.describe", &[("Cookie", &cookie), json]);
+    assert_eq!(no_csrf.status, 403, "{no_csrf:?}");
+    let text = web.call(
+        "host.describe",
+        &[
+            ("Cookie", &cookie),
+            ("Content-Type", "text/plain"),
+            ("X-Dsh-Csrf", &csrf),
+        ],
+    );
+    assert_eq!(text.status, 415, "{text:?}");
+    let bearer = format!("Bearer {}", web.token);
+    let script = web.call("host.describe", &[("Authorization", &bearer), json]);
+    assert_eq!(script.status, 200, "{script:?}");
+    let wrong = web.call("host.describe", &[("Authorization", "Bearer 00"), json]);
+    assert_eq!(wrong.status, 401);
+    // A method that does not exist is a coded error inside a working carrier.
+    let unknown = web.call("session.nothing", &[("Authorization", &bearer), json]);
+    assert_eq!(unknown.status, 200);
+    assert_eq!(unknown.json()["result"]["error"]["code"], "bad-request");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_spoofed_host_a_foreign_origin_and_guessed_tokens_are_refused() {
+    let dir = TestDir::new("web-guards");
+    let mut web = start_web(&dir, &[]);
+    let (cookie, _) = web.sign_in();
+    // The advisory's attack: the right credentials are not enough under another Host.
+    let spoofed = web.get("/", &[("Host", "attacker.example"), ("Cookie", &cookie)]);
+    assert_eq!(spoofed.status, 421, "{spoofed:?}");
+    let upgrade = |origin: &str| {
+        web.get(
+            "/api/events",
+            &[
+                ("Cookie", &cookie),
+                ("Upgrade", "websocket"),
+                ("Connection", "Upgrade"),
+                ("Sec-WebSocket-Version", "13"),
+                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                ("Origin", origin),
+            ],
+        )
+    };
+    let foreign = upgrade("http://127.0.0.1:1");
+    assert_eq!(foreign.status, 403, "{foreign:?}");
+    for _ in 0..5 {
+        assert_eq!(web.get("/auth?token=guess", &[]).status, 401);
+    }
+    let limited = web.get(&format!("/auth?token={}", web.token), &[]);
+    assert_eq!(limited.status, 429, "{limited:?}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn beyond_loopback_the_server_refuses_to_start_without_an_access_secret() {
+    let dir = TestDir::new("web-remote");
+    let out = run_host_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "web",
+            "--",
+            "--no-open",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ],
+        &[("DSH_ACCESS_SECRET", "short")],
+    );
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("DSH_ACCESS_SECRET"), "{}", out.stderr);
+    assert!(!out.stdout.contains("http://"), "it served: {}", out.stdout);
+}
+
+#[test]
+fn a_taken_port_moves_to_the_next_and_says_so_unless_the_port_was_asked_for() {
+    let blocker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = blocker.local_addr().unwrap().port().to_string();
+    let dir = TestDir::new("web-port");
+    let out = run_host_with_env(
+        &dir.home(),
+        &["--profile", "web", "--", "--no-open", "--port", &taken],
+        &[],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(&format!("127.0.0.1:{taken}")) && out.stderr.contains("taken"),
+        "{}",
+        out.stderr
+    );
+    let usage = run_host_with_env(
+        &dir.home(),
+        &["--profile", "web", "--", "--port", "web"],
+        &[],
+    );
+    assert_eq!(usage.code, Some(2), "{usage:?}");
+    assert!(
+        usage.stderr.contains("--port: `web` is not a port number"),
+        "{}",
+        usage.stderr
+    );
+}
+
+#[test]
+fn sessions_recorded_headless_are_listed_newest_first() {
+    let dir = TestDir::new("web-sessions");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let demo = dsh_tests::workspace_root().join("demo/session.jsonl");
+    for _ in 0..2 {
+        let out = run_host_with_env(
+            &dir.home(),
+            &[
+                "--profile",
+                "headless",
+                "--",
+                "--cwd",
+                work.to_str().unwrap(),
+                "--replay",
+                demo.to_str().unwrap(),
+                "What is 6 times 7? Check it with the shell.",
+            ],
+            &[("DEEPSEEK_API_KEY", "")],
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+    }
+    let mut web = start_web(&dir, &[]);
+    let bearer = format!("Bearer {}", web.token);
+    let listed = web.call(
+        "session.list",
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json"),
+        ],
+    );
+    let value: Value = listed.json()["result"]["value"].clone();
+    let sessions = value["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 2, "{value}");
+    assert!(
+        sessions.iter().all(|s| s["cwd"] == work.to_str().unwrap()),
+        "{value}"
+    );
+    assert!(sessions[0]["updatedAt"].as_i64() >= sessions[1]["updatedAt"].as_i64());
+    assert_eq!(web.host.stop(), Some(0));
+}
