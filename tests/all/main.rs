@@ -25,3 +25,4 @@ mod snapshots;
 mod tools;
 mod waterfall;
 mod web;
+mod web_chat;

@@ -88,3 +88,79 @@ pub fn envelope(method: &str, payload: &serde_json::Value) -> String {
     serde_json::json!({"type": "client-request", "rpcId": "t1", "method": method, "payload": payload})
         .to_string()
 }
+
+/// A WebSocket to `address` at `path` (blocking), with `headers` on the upgrade request; reads
+/// time out after 10 s so a test waiting for a frame cannot hang.
+pub fn websocket(
+    address: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = format!("ws://{address}{path}").into_client_request()?;
+    for (name, value) in headers {
+        let name = tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(name.as_bytes())
+            .expect("a header name");
+        let value = tokio_tungstenite::tungstenite::http::HeaderValue::from_str(value)
+            .expect("a header value");
+        request.headers_mut().insert(name, value);
+    }
+    let stream = TcpStream::connect(address).expect("connect to the web server");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let (socket, _) =
+        tokio_tungstenite::tungstenite::client(request, stream).map_err(|error| match error {
+            tokio_tungstenite::tungstenite::HandshakeError::Failure(error) => error,
+            tokio_tungstenite::tungstenite::HandshakeError::Interrupted(_) => {
+                tokio_tungstenite::tungstenite::Error::ConnectionClosed
+            }
+        })?;
+    Ok(Socket(socket))
+}
+
+/// An open event socket.
+pub struct Socket(tokio_tungstenite::tungstenite::WebSocket<TcpStream>);
+
+impl Socket {
+    pub fn send(&mut self, frame: &serde_json::Value) {
+        self.0
+            .send(tokio_tungstenite::tungstenite::Message::text(
+                frame.to_string(),
+            ))
+            .expect("send a frame");
+    }
+
+    /// The next text frame as JSON; `None` when the server closed or nothing came in 10 s.
+    pub fn next_frame(&mut self) -> Option<serde_json::Value> {
+        loop {
+            match self.0.read() {
+                Ok(tokio_tungstenite::tungstenite::Message::Text(text)) => {
+                    return serde_json::from_str(text.as_str()).ok();
+                }
+                Ok(tokio_tungstenite::tungstenite::Message::Close(_)) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// Frames until one satisfies `done` (included), at most `limit` of them.
+    pub fn until(
+        &mut self,
+        limit: usize,
+        done: impl Fn(&serde_json::Value) -> bool,
+    ) -> Vec<serde_json::Value> {
+        let mut frames = Vec::new();
+        while frames.len() < limit {
+            let Some(frame) = self.next_frame() else {
+                break;
+            };
+            let finished = done(&frame);
+            frames.push(frame);
+            if finished {
+                break;
+            }
+        }
+        frames
+    }
+}

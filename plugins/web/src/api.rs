@@ -3,17 +3,13 @@
 
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::Context;
-use dsh_protocol::{
-    HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SessionList,
-    SessionTitleEvent,
-};
-use dsh_session_seam::{
-    SESSION_PERSISTENCE, SESSIONS, SessionStoreService, SessionsService, open_live,
-};
+use dsh_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
 
 /// What the methods read.
 pub(crate) struct Api {
     pub(crate) ctx: Context,
+    /// Answers of `session.prompt` by client request id, so a retried call runs once.
+    pub(crate) prompted: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
     pub(crate) boot_id: String,
     pub(crate) cwd: String,
     pub(crate) remote: bool,
@@ -21,7 +17,26 @@ pub(crate) struct Api {
 }
 
 /// A method's failure, coded.
-struct Failure(RpcErrorCode, String);
+pub(crate) struct Failure(pub(crate) RpcErrorCode, pub(crate) String);
+
+impl Failure {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self(RpcErrorCode::Internal, message.into())
+    }
+}
+
+/// A method's payload, read as `T` (a shape error is the caller's: `bad-request`).
+pub(crate) fn payload<T: serde::de::DeserializeOwned>(
+    method: &str,
+    payload: serde_json::Value,
+) -> Result<T, Failure> {
+    serde_json::from_value(payload).map_err(|error| {
+        Failure(
+            RpcErrorCode::BadRequest,
+            format!("{method}: the payload does not fit: {error}"),
+        )
+    })
+}
 
 impl Api {
     /// Answers the body of a call to `method` (the method named by the path).
@@ -57,11 +72,15 @@ impl Api {
     async fn run(
         &self,
         method: &str,
-        _payload: serde_json::Value,
+        body: serde_json::Value,
     ) -> Result<serde_json::Value, Failure> {
         let value = match method {
             "host.describe" => serde_json::to_value(self.describe()),
-            "session.list" => serde_json::to_value(self.sessions().await?),
+            "session.list" => serde_json::to_value(self.list().await?),
+            "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
+            "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
+            "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
+            "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
             other => {
                 return Err(Failure(
                     RpcErrorCode::BadRequest,
@@ -86,44 +105,6 @@ impl Api {
             default_model: self.default_model.clone(),
             remote: self.remote,
         }
-    }
-
-    /// Stored sessions, with the live ones marked and titled from their logs.
-    async fn sessions(&self) -> Result<SessionList, Failure> {
-        let internal = |message: String| Failure(RpcErrorCode::Internal, message);
-        let mut sessions = match self.ctx.get::<SessionStoreService>(SESSION_PERSISTENCE) {
-            Ok(Some(store)) => store
-                .list()
-                .await
-                .into_result()
-                .map_err(|error| internal(format!("the session store: {error}")))?
-                .decode()
-                .map_err(|error| internal(format!("the session store's listing: {error}")))?,
-            _ => Vec::new(),
-        };
-        let live: Vec<String> = match self.ctx.get::<SessionsService>(SESSIONS) {
-            Ok(Some(service)) => service.live().iter().map(|id| id.to_string()).collect(),
-            _ => Vec::new(),
-        };
-        for summary in &mut sessions {
-            if live.contains(&summary.id) {
-                summary.live = true;
-                summary.title = self.live_title(&summary.id);
-            }
-        }
-        Ok(SessionList { sessions })
-    }
-
-    /// The latest `session/title` of a live session.
-    fn live_title(&self, id: &str) -> Option<String> {
-        let session = open_live(&self.ctx, id).ok()?;
-        let events = session.events(0, session.event_count());
-        events
-            .iter()
-            .rev()
-            .filter(|record| record.kind.as_str() == "session/title")
-            .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
-            .map(|title| title.title)
     }
 }
 

@@ -10,9 +10,14 @@
 
 mod api;
 mod args;
+mod fold;
 mod guard;
+mod live;
 mod page;
 mod router;
+mod sessions;
+mod socket;
+mod views;
 
 use std::sync::Arc;
 
@@ -24,8 +29,13 @@ use dsh_plugin_api::io::http_server::{
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CmdlineArgs, LogLevel};
 
+use dsh_agent_seam::AGENT_STATUS;
+use dsh_protocol::{AgentNoticeData, AgentStatus, ServerFrame, SessionSummary};
+use dsh_session_seam::{SESSION_CREATED, SESSION_EVENT};
+
 use crate::args::{DEFAULT_PORT, Parsed, USAGE};
 use crate::guard::{Guard, Secrets};
+use crate::live::Hub;
 use crate::router::Router;
 
 /// The smallest `DSH_ACCESS_SECRET` a non-loopback launch accepts.
@@ -106,14 +116,18 @@ impl Plugin for WebPlugin {
         });
         // The router is whole, guards and all, before the port is bound; it learns the bound
         // address (for its Host allow-list and cookie name) through the slot below.
+        let hub = Arc::new(Hub::new(ctx.clone()));
+        follow_the_host(&ctx, &hub)?;
         let router = Router::new(
             api::Api {
                 ctx: ctx.clone(),
+                prompted: std::sync::Mutex::default(),
                 boot_id: secrets.boot_id.clone(),
                 cwd,
                 remote,
                 default_model,
             },
+            hub,
             remote && !args.allow_remote_settings,
         );
         let slot = router.guard_slot();
@@ -153,6 +167,41 @@ impl Plugin for WebPlugin {
         }
         ctx.on_dispose(move || drop(listening))
     }
+}
+
+/// Feeds the hub: every committed event (for the sessions clients follow), every session that
+/// appears and every agent that starts or stops running (for every client's list).
+fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
+    let events = hub.clone();
+    ctx.on_emit(&SESSION_EVENT, move |record| events.committed(record))?;
+    let created = hub.clone();
+    ctx.on_emit(&SESSION_CREATED, move |id| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
+        created.broadcast(&ServerFrame::SessionAdded {
+            session: SessionSummary {
+                id: id.to_string(),
+                cwd: None,
+                created_at: now,
+                updated_at: now,
+                title: None,
+                live: true,
+            },
+        });
+    })?;
+    let status = hub.clone();
+    ctx.on_emit(&AGENT_STATUS, move |notice| {
+        if let Ok(AgentNoticeData::Status { status: state }) = notice.data.decode() {
+            status.broadcast(&ServerFrame::SessionStatus {
+                session_id: notice.agent.to_string(),
+                running: state == AgentStatus::Running,
+            });
+        }
+    })?;
+    Ok(())
 }
 
 /// Whether this is a desktop login a browser can open on (not SSH, not a bare console).

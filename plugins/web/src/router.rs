@@ -5,12 +5,17 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use abi_stable::sabi_trait::TD_Opaque;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_plugin_api::io::http_server::{RequestHandler, ServerRequest, ServerResponse};
+use dsh_plugin_api::io::http_server::{
+    RequestHandler, ServerRequest, ServerResponse, WebSocketSession_TO,
+};
 
 use crate::api::{self, Api};
 use crate::guard::{Authed, Guard, Refusal};
+use crate::live::Hub;
 use crate::page::{self, Boot};
+use crate::socket::EventSocket;
 
 /// The guard, filled once the port is known (the allow-list and the cookie name carry it).
 /// Until then every request is refused: nothing is ever served unguarded.
@@ -34,6 +39,7 @@ fn privileged(method: &str) -> bool {
 pub(crate) struct Router {
     guard: GuardSlot,
     api: Arc<Api>,
+    hub: Arc<Hub>,
     /// A non-loopback launch without `--allow-remote-settings`.
     settings_locked: bool,
 }
@@ -57,10 +63,11 @@ fn refused(refusal: &Refusal) -> ServerResponse {
 }
 
 impl Router {
-    pub(crate) fn new(api: Api, settings_locked: bool) -> Self {
+    pub(crate) fn new(api: Api, hub: Arc<Hub>, settings_locked: bool) -> Self {
         Self {
             guard: GuardSlot::default(),
             api: Arc::new(api),
+            hub,
             settings_locked,
         }
     }
@@ -119,13 +126,26 @@ impl Router {
                     Err(refusal) => return refused(&refusal),
                 };
                 if request.websocket {
-                    return match guard.origin(&request, &host) {
-                        Ok(()) => refused(&Refusal {
-                            status: 404,
-                            message: "no event socket in this version",
-                        }),
-                        Err(refusal) => refused(&refusal),
+                    return match (guard.origin(&request, &host), api) {
+                        (Ok(()), "/api/events") => {
+                            let socket = EventSocket {
+                                ctx: self.api.ctx.clone(),
+                                hub: self.hub.clone(),
+                                boot_id: guard.secrets.boot_id.clone(),
+                            };
+                            ServerResponse::websocket(WebSocketSession_TO::from_value(
+                                socket, TD_Opaque,
+                            ))
+                        }
+                        (Ok(()), _) => not_found(),
+                        (Err(refusal), _) => refused(&refusal),
                     };
+                }
+                if api == "/api/events" {
+                    return refused(&Refusal {
+                        status: 426,
+                        message: "the event stream is a WebSocket",
+                    });
                 }
                 if method != "POST" {
                     return refused(&Refusal {

@@ -16,6 +16,7 @@
 //! reads what a newer one writes.
 
 mod agent;
+mod chat;
 mod content;
 mod envelope;
 mod events;
@@ -31,6 +32,9 @@ mod web;
 
 pub use agent::{
     AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, SessionStartSource,
+};
+pub use chat::{
+    AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus, ToolView,
 };
 pub use content::{
     BlockType, ContentBlock, ImageAttachment, Message, MessageSource, ModelSource, PluginSource,
@@ -65,6 +69,7 @@ pub use turn::{
 };
 pub use unknown::{OpenTags, Unknown};
 pub use web::{
-    HostDescription, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SessionList,
-    SessionSummary,
+    ClientFrame, CreateRequest, Created, HistoryRequest, HostDescription, PromptAccepted,
+    PromptMode, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SendPrompt,
+    ServerFrame, SessionList, SessionRef, SessionSummary,
 };

@@ -70,6 +70,9 @@ pub fn schema_document() -> serde_json::Value {
         RpcResponse,
         HostDescription,
         SessionList,
+        SessionHistory,
+        ClientFrame,
+        ServerFrame,
     );
     let definitions = generator.take_definitions(true);
     serde_json::json!({

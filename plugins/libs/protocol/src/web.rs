@@ -5,6 +5,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::chat::SessionUpdate;
+
 /// The `type` of a call's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ClientRequestTag {
@@ -165,6 +167,120 @@ pub struct SessionSummary {
 #[serde(rename_all = "camelCase")]
 pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
+}
+
+/// `session.history`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRequest {
+    pub session_id: String,
+    /// How many items of the tail (default 200).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// `session.create`'s payload: where the agent works and which model it uses (the host's
+/// directory and default model when absent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CreateRequest {
+    pub cwd: Option<String>,
+    /// `PROVIDER/MODEL`.
+    pub model: Option<String>,
+}
+
+/// `session.create`'s value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Created {
+    pub session_id: String,
+}
+
+/// How a prompt joins a session: after the running turn (`queue`, a turn of its own) or into
+/// it, at the next step boundary (`steer`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptMode {
+    #[default]
+    Queue,
+    Steer,
+}
+
+/// `session.prompt`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendPrompt {
+    pub session_id: String,
+    pub text: String,
+    #[serde(default)]
+    pub mode: PromptMode,
+    /// A retried call with the same id is sent once.
+    #[serde(default)]
+    pub client_request_id: Option<String>,
+}
+
+/// `session.prompt`'s value: the queued message's id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptAccepted {
+    pub message_id: String,
+}
+
+/// The payload of the methods that name only a session (`session.cancel`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRef {
+    pub session_id: String,
+}
+
+/// What a client sends on the event socket (`GET /api/events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ClientFrame {
+    /// Send this session's updates after `after_seq` (all of them without it), then live.
+    Subscribe {
+        session_id: String,
+        #[serde(default)]
+        after_seq: Option<u64>,
+    },
+    Unsubscribe {
+        session_id: String,
+    },
+}
+
+/// What the server sends on the event socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all_fields = "camelCase")]
+pub enum ServerFrame {
+    /// What one log event changed.
+    #[serde(rename = "session/update")]
+    Update(SessionUpdate),
+    /// The replay after a subscribe is complete up to `last_seq`; live updates follow.
+    #[serde(rename = "session/subscribed")]
+    Subscribed {
+        session_id: String,
+        last_seq: Option<u64>,
+    },
+    /// This client fell too far behind (or the session could not be followed): refetch the
+    /// history and subscribe again.
+    #[serde(rename = "session/resync")]
+    Resync { session_id: String, reason: String },
+    /// A session appeared (created here, headless, or in another tab).
+    #[serde(rename = "host/session-added")]
+    SessionAdded { session: SessionSummary },
+    /// A session started or stopped running a turn.
+    #[serde(rename = "host/session-status")]
+    SessionStatus { session_id: String, running: bool },
+    /// Every 15 s; a new `boot_id` means the host restarted.
+    #[serde(rename = "heartbeat")]
+    Heartbeat { boot_id: String },
+    /// A frame the client sent could not be read.
+    #[serde(rename = "stream/error")]
+    Error { message: String },
 }
 
 #[cfg(test)]

@@ -1,0 +1,174 @@
+//! A session as a person reads it: the items a log folds into (what was asked, what the model
+//! said and thought, each tool call as a card with a view computed by the host, turn ends and
+//! notices), and the updates that keep a client's copy current. `session.history` answers
+//! items; the event socket sends one [`SessionUpdate`] per log event, so a client that saw
+//! seq N and reconnects asks for what came after N and gets nothing twice.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::events::TodoItem;
+use crate::turn::TurnEndReason;
+
+/// One item of a conversation; `id` is stable for the item's whole life, so an update that
+/// arrives after a reload lands on the right one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ChatItem {
+    /// A person's message.
+    User { id: String, seq: u64, text: String },
+    /// One model step's answer; `streaming` while its chunks arrive.
+    Assistant {
+        id: String,
+        seq: u64,
+        turn: u64,
+        step: u64,
+        text: String,
+        reasoning: String,
+        streaming: bool,
+        /// Cut short (a cancel, a failure): what arrived is kept.
+        interrupted: bool,
+    },
+    /// A tool call and, once it came, its result.
+    Tool {
+        id: String,
+        seq: u64,
+        name: String,
+        /// The model's raw argument text.
+        arguments: String,
+        status: ToolStatus,
+        view: ToolView,
+    },
+    /// A turn ended; how.
+    TurnEnd {
+        id: String,
+        seq: u64,
+        turn: u64,
+        reason: TurnEndReason,
+    },
+    /// Something a person should know that is not a message: a retry, a failure.
+    Notice {
+        id: String,
+        seq: u64,
+        level: NoticeLevel,
+        text: String,
+    },
+}
+
+impl ChatItem {
+    pub fn id(&self) -> &str {
+        match self {
+            Self::User { id, .. }
+            | Self::Assistant { id, .. }
+            | Self::Tool { id, .. }
+            | Self::TurnEnd { id, .. }
+            | Self::Notice { id, .. } => id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolStatus {
+    Running,
+    Ok,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+/// How a tool card shows its call, computed from the arguments and the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ToolView {
+    /// A shell command: the command, its output, its exit code once known.
+    Terminal {
+        command: String,
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+    },
+    /// A file written or edited: the lines before and after.
+    Diff {
+        path: String,
+        before: String,
+        after: String,
+    },
+    /// A file read: its lines, numbered from `first_line`.
+    Read {
+        path: String,
+        first_line: u64,
+        text: String,
+    },
+    /// A search (glob, grep): what was looked for and the lines found.
+    Search { pattern: String, results: String },
+    /// The todo list as written.
+    Todo { items: Vec<TodoItem> },
+    /// Any other tool: its arguments and result as text.
+    Generic { arguments: String, result: String },
+}
+
+/// One change to a client's copy of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+pub enum ItemOp {
+    /// The item as it now is (new, or replacing the one with its id).
+    Upsert { item: ChatItem },
+    /// Text appended to a streaming assistant item.
+    Append {
+        item_id: String,
+        field: AppendField,
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppendField {
+    Text,
+    Reasoning,
+}
+
+/// What one log event changed, sent as one frame so a client applies it whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUpdate {
+    pub session_id: String,
+    pub seq: u64,
+    pub ops: Vec<ItemOp>,
+    /// Set when the event changed whether a turn is running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
+    /// Set when the event renamed the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// The value of `session.history`: the newest items (the tail page) and the seq they reach.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHistory {
+    pub session_id: String,
+    pub items: Vec<ChatItem>,
+    /// Items before the first one returned (0: this is the whole history).
+    pub earlier: u64,
+    /// The seq of the last event folded in: subscribe with `afterSeq` set to it.
+    pub last_seq: Option<u64>,
+    pub running: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}

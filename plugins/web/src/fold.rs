@@ -1,0 +1,425 @@
+//! A session log folded into chat items. The same fold serves `session.history` (the whole log,
+//! folded once) and the event socket (each new event, folded as it is committed), so an item
+//! has one id and one shape whichever way a client learned of it. Raw chunks never reach a
+//! client: their text arrives as appends to the streaming assistant item of their step.
+
+use std::collections::HashMap;
+
+use dsh_protocol::{
+    AppendField, AssistantChunkEvent, AssistantMessageEvent, ChatItem, FinishReason, ItemOp,
+    LlmRetryEvent, MessageSource, NoticeLevel, SessionTitleEvent, StreamChunk, ToolCallEvent,
+    ToolResultEvent, ToolStatus, TurnEndEvent, UserMessageEvent, text_of,
+};
+use dsh_session_seam::EventRecord;
+
+use crate::views::view;
+
+/// What one event changed.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Change {
+    pub(crate) ops: Vec<ItemOp>,
+    pub(crate) running: Option<bool>,
+    pub(crate) title: Option<String>,
+}
+
+/// The items of one session, and what the fold needs to place the next event.
+#[derive(Debug, Default)]
+pub(crate) struct Fold {
+    items: Vec<ChatItem>,
+    index: HashMap<String, usize>,
+    /// Tool cards by call id: their name and arguments, for the result's view.
+    calls: HashMap<String, (String, String)>,
+    /// Steps whose current attempt failed: the next chunk starts the item over.
+    failed_attempts: Vec<String>,
+    pub(crate) running: bool,
+    pub(crate) title: Option<String>,
+    pub(crate) last_seq: Option<u64>,
+}
+
+fn assistant_id(turn: u64, step: u64) -> String {
+    format!("t{turn}s{step}")
+}
+
+impl Fold {
+    pub(crate) fn items(&self) -> &[ChatItem] {
+        &self.items
+    }
+
+    fn upsert(&mut self, item: ChatItem, change: &mut Change) {
+        let id = item.id().to_owned();
+        match self.index.get(&id) {
+            Some(&at) => self.items[at] = item.clone(),
+            None => {
+                self.index.insert(id, self.items.len());
+                self.items.push(item.clone());
+            }
+        }
+        change.ops.push(ItemOp::Upsert { item });
+    }
+
+    /// Folds one committed event in.
+    pub(crate) fn apply(&mut self, record: &EventRecord) -> Change {
+        let mut change = Change::default();
+        let seq = record.seq;
+        self.last_seq = Some(seq);
+        match record.kind.as_str() {
+            "turn/start" => {
+                self.running = true;
+                change.running = Some(true);
+            }
+            "turn/end" => {
+                self.running = false;
+                change.running = Some(false);
+                if let Some(Ok(end)) = record.decode::<TurnEndEvent>() {
+                    self.close_streaming(&mut change);
+                    let item = ChatItem::TurnEnd {
+                        id: format!("turn-{}", end.turn),
+                        seq,
+                        turn: end.turn,
+                        reason: end.reason,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "user/message" => {
+                if let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>()
+                    && matches!(message.source, MessageSource::User { .. })
+                {
+                    let id = match message.id.is_empty() {
+                        true => format!("user-{seq}"),
+                        false => message.id.clone(),
+                    };
+                    let text = message.text();
+                    self.upsert(ChatItem::User { id, seq, text }, &mut change);
+                }
+            }
+            "assistant/chunk" => {
+                if let Some(Ok(chunk)) = record.decode::<AssistantChunkEvent>() {
+                    self.chunk(seq, chunk, &mut change);
+                }
+            }
+            "assistant/message" => {
+                if let Some(Ok(done)) = record.decode::<AssistantMessageEvent>() {
+                    let reasoning: String = done
+                        .message
+                        .content
+                        .iter()
+                        .filter_map(|block| match block {
+                            dsh_protocol::ContentBlock::Reasoning { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let id = assistant_id(done.turn, done.step);
+                    let text = text_of(&done.message.content);
+                    // A step that only called tools said nothing: no empty bubble for it.
+                    if text.is_empty() && reasoning.is_empty() && !self.index.contains_key(&id) {
+                        return change;
+                    }
+                    let item = ChatItem::Assistant {
+                        id,
+                        seq,
+                        turn: done.turn,
+                        step: done.step,
+                        text,
+                        reasoning,
+                        streaming: false,
+                        interrupted: done.interrupted.unwrap_or(false),
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "tool/call" => {
+                if let Some(Ok(call)) = record.decode::<ToolCallEvent>() {
+                    self.calls.insert(
+                        call.call_id.clone(),
+                        (call.name.clone(), call.arguments.clone()),
+                    );
+                    let item = ChatItem::Tool {
+                        view: view(&call.name, &call.arguments, None),
+                        id: call.call_id,
+                        seq,
+                        name: call.name,
+                        arguments: call.arguments,
+                        status: ToolStatus::Running,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "tool/result" => {
+                if let Some(Ok(result)) = record.decode::<ToolResultEvent>() {
+                    self.result(seq, &result, &mut change);
+                }
+            }
+            "llm/retry" => {
+                if let Some(Ok(retry)) = record.decode::<LlmRetryEvent>() {
+                    let text = format!(
+                        "{} ({}): retrying in {:.1} s, attempt {}",
+                        retry.failure.message,
+                        retry.failure.code,
+                        retry.delay_ms as f64 / 1000.0,
+                        retry.retry
+                    );
+                    let item = ChatItem::Notice {
+                        id: format!("retry-{}", retry.retry_id),
+                        seq,
+                        level: NoticeLevel::Warning,
+                        text,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "session/title" => {
+                if let Some(Ok(title)) = record.decode::<SessionTitleEvent>() {
+                    self.title = Some(title.title.clone());
+                    change.title = Some(title.title);
+                }
+            }
+            _ => {}
+        }
+        change
+    }
+
+    fn chunk(&mut self, seq: u64, event: AssistantChunkEvent, change: &mut Change) {
+        let id = assistant_id(event.turn, event.step);
+        let (field, text) = match event.chunk {
+            StreamChunk::TextDelta { text, .. } => (AppendField::Text, text),
+            StreamChunk::ReasoningDelta { text, .. } => (AppendField::Reasoning, text),
+            StreamChunk::Finish {
+                reason: FinishReason::Error { .. },
+                ..
+            } => {
+                // This attempt failed; a retry streams its own text into the same item.
+                if !self.failed_attempts.contains(&id) {
+                    self.failed_attempts.push(id);
+                }
+                return;
+            }
+            _ => return,
+        };
+        let restart = self.failed_attempts.iter().position(|failed| *failed == id);
+        if let Some(at) = restart {
+            self.failed_attempts.remove(at);
+        }
+        let open = self.index.get(&id).copied().filter(|_| restart.is_none());
+        match open {
+            Some(at) => {
+                if let ChatItem::Assistant {
+                    text: whole,
+                    reasoning,
+                    ..
+                } = &mut self.items[at]
+                {
+                    match field {
+                        AppendField::Text => whole.push_str(&text),
+                        AppendField::Reasoning => reasoning.push_str(&text),
+                    }
+                }
+                change.ops.push(ItemOp::Append {
+                    item_id: id,
+                    field,
+                    text,
+                });
+            }
+            None => {
+                let (body, reasoning) = match field {
+                    AppendField::Text => (text, String::new()),
+                    AppendField::Reasoning => (String::new(), text),
+                };
+                let item = ChatItem::Assistant {
+                    id,
+                    seq,
+                    turn: event.turn,
+                    step: event.step,
+                    text: body,
+                    reasoning,
+                    streaming: true,
+                    interrupted: false,
+                };
+                self.upsert(item, change);
+            }
+        }
+    }
+
+    fn result(&mut self, seq: u64, result: &ToolResultEvent, change: &mut Change) {
+        for block in &result.message.content {
+            let dsh_protocol::ContentBlock::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } = block
+            else {
+                continue;
+            };
+            let (name, arguments) = self
+                .calls
+                .get(tool_call_id)
+                .cloned()
+                .unwrap_or_else(|| ("tool".to_owned(), String::new()));
+            let text = text_of(content);
+            let failed = is_error.unwrap_or(false) || result.error.is_some();
+            let item = ChatItem::Tool {
+                id: tool_call_id.clone(),
+                seq,
+                view: view(&name, &arguments, Some(&text)),
+                name,
+                arguments,
+                status: if failed {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Ok
+                },
+            };
+            self.upsert(item, change);
+        }
+    }
+
+    /// A turn that ends with a step still streaming (cancelled before its message): the item
+    /// stops streaming and is marked cut short.
+    fn close_streaming(&mut self, change: &mut Change) {
+        let open: Vec<ChatItem> = self
+            .items
+            .iter()
+            .filter(|item| {
+                matches!(
+                    item,
+                    ChatItem::Assistant {
+                        streaming: true,
+                        ..
+                    }
+                )
+            })
+            .cloned()
+            .collect();
+        for mut item in open {
+            if let ChatItem::Assistant {
+                streaming,
+                interrupted,
+                ..
+            } = &mut item
+            {
+                *streaming = false;
+                *interrupted = true;
+            }
+            self.upsert(item, change);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use abi_stable::std_types::RString;
+    use dsh_protocol::ToolView;
+
+    /// The records of a stored log, packed chunk rows expanded as the store expands them.
+    fn records(path: &str) -> Vec<EventRecord> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines()
+            .skip(1)
+            .flat_map(|line| {
+                dsh_session_jsonl::decode_record(serde_json::from_str(line).unwrap()).unwrap()
+            })
+            .map(|event| EventRecord {
+                session: RString::from("s"),
+                seq: event.seq,
+                kind: RString::from(event.kind.as_str()),
+                time: event.time,
+                json: RString::from(serde_json::to_string(&event).unwrap()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_demo_folds_into_the_question_a_terminal_card_the_answer_and_the_end() {
+        let mut fold = Fold::default();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../demo/session.jsonl");
+        for record in records(path) {
+            fold.apply(&record);
+        }
+        let kinds: Vec<&str> = fold
+            .items()
+            .iter()
+            .map(|item| match item {
+                ChatItem::User { .. } => "user",
+                ChatItem::Assistant { .. } => "assistant",
+                ChatItem::Tool { .. } => "tool",
+                ChatItem::TurnEnd { .. } => "turn-end",
+                ChatItem::Notice { .. } => "notice",
+            })
+            .collect();
+        assert_eq!(kinds, ["user", "tool", "assistant", "turn-end"]);
+        let ChatItem::Tool { status, view, .. } = &fold.items()[1] else {
+            panic!("a tool card");
+        };
+        assert_eq!(*status, ToolStatus::Ok);
+        let ToolView::Terminal {
+            output, exit_code, ..
+        } = view
+        else {
+            panic!("a terminal view: {view:?}");
+        };
+        assert_eq!((output.trim(), *exit_code), ("42", Some(0)));
+        let ChatItem::Assistant {
+            text, streaming, ..
+        } = &fold.items()[2]
+        else {
+            panic!("an answer");
+        };
+        assert!(text.contains("42") && !streaming, "{text}");
+        assert!(!fold.running);
+    }
+
+    fn record(seq: u64, kind: &str, data: serde_json::Value) -> EventRecord {
+        let line = serde_json::json!({"type": kind, "seq": seq, "time": 0, "data": data});
+        EventRecord {
+            session: RString::from("s"),
+            seq,
+            kind: RString::from(kind),
+            time: 0,
+            json: RString::from(line.to_string()),
+        }
+    }
+
+    fn delta(seq: u64, text: &str) -> EventRecord {
+        record(
+            seq,
+            "assistant/chunk",
+            serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}),
+        )
+    }
+
+    #[test]
+    fn deltas_append_to_one_item_and_a_failed_attempt_starts_it_over() {
+        let mut fold = Fold::default();
+        fold.apply(&record(0, "turn/start", serde_json::json!({"turn": 1})));
+        assert!(matches!(
+            fold.apply(&delta(1, "hal")).ops[..],
+            [ItemOp::Upsert { .. }]
+        ));
+        assert!(matches!(
+            &fold.apply(&delta(2, "f")).ops[..],
+            [ItemOp::Append { item_id, .. }] if item_id == "t1s1"
+        ));
+        let failed = serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "cut", "code": "STREAM_CLOSED"}}}});
+        fold.apply(&record(3, "assistant/chunk", failed));
+        let restarted = fold.apply(&delta(4, "whole"));
+        let [ItemOp::Upsert { item }] = &restarted.ops[..] else {
+            panic!("{restarted:?}");
+        };
+        assert!(matches!(item, ChatItem::Assistant { text, .. } if text == "whole"));
+        // Cancelled before its message: the turn end closes the item, cut short.
+        let end = fold.apply(&record(
+            5,
+            "turn/end",
+            serde_json::json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
+        ));
+        assert_eq!(end.running, Some(false));
+        assert!(matches!(
+            &fold.items()[0],
+            ChatItem::Assistant { streaming: false, interrupted: true, text, .. } if text == "whole"
+        ));
+        assert_eq!(fold.items().len(), 2);
+    }
+}

@@ -1,0 +1,223 @@
+//! The live side of the event socket: which connections follow which sessions, and one fold per
+//! followed session, fed by `session/event` as events commit. Every update goes to every
+//! follower in seq order; a follower whose queue is full is dropped from the session and told to
+//! resynchronize, so one slow tab cannot hold the others back or grow the server without bound.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use abi_stable::std_types::RString;
+use dsh_plugin_api::{Context, lock};
+use dsh_protocol::{ServerFrame, SessionUpdate};
+use dsh_session_seam::{EventRecord, SESSIONS, SessionBox, SessionsService};
+use tokio::sync::mpsc;
+
+use crate::fold::{Change, Fold};
+
+/// Frames queued per connection before it counts as too slow.
+pub(crate) const QUEUE: usize = 4096;
+
+/// One socket's outgoing side.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    pub(crate) id: u64,
+    sender: mpsc::Sender<String>,
+    /// Sessions this connection must be told to resync (its queue overflowed).
+    lagged: Arc<Mutex<Vec<String>>>,
+}
+
+impl Outbox {
+    pub(crate) fn new(id: u64) -> (Self, mpsc::Receiver<String>) {
+        let (sender, receiver) = mpsc::channel(QUEUE);
+        let outbox = Self {
+            id,
+            sender,
+            lagged: Arc::default(),
+        };
+        (outbox, receiver)
+    }
+
+    /// Queues a frame; `false` when the queue is full or the connection is gone.
+    pub(crate) fn push(&self, frame: &ServerFrame) -> bool {
+        let text = serde_json::to_string(frame).unwrap_or_default();
+        self.sender.try_send(text).is_ok()
+    }
+
+    /// The resync frames owed, taken.
+    pub(crate) fn take_lagged(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.lagged))
+    }
+}
+
+struct Follower {
+    outbox: Outbox,
+    /// Updates up to this seq were sent (by the replay or live).
+    sent_through: Option<u64>,
+}
+
+struct Followed {
+    fold: Fold,
+    followers: Vec<Follower>,
+}
+
+/// Every followed session of this server.
+pub(crate) struct Hub {
+    ctx: Context,
+    followed: Mutex<HashMap<String, Followed>>,
+    connections: Mutex<Vec<Outbox>>,
+    next_connection: AtomicU64,
+}
+
+fn update(session: &str, seq: u64, change: Change) -> Option<ServerFrame> {
+    if change.ops.is_empty() && change.running.is_none() && change.title.is_none() {
+        return None;
+    }
+    Some(ServerFrame::Update(SessionUpdate {
+        session_id: session.to_owned(),
+        seq,
+        ops: change.ops,
+        running: change.running,
+        title: change.title,
+    }))
+}
+
+impl Hub {
+    pub(crate) fn new(ctx: Context) -> Self {
+        Self {
+            ctx,
+            followed: Mutex::default(),
+            connections: Mutex::default(),
+            next_connection: AtomicU64::new(1),
+        }
+    }
+
+    /// A new connection's outbox and the queue its writer drains.
+    pub(crate) fn connect(&self) -> (Outbox, mpsc::Receiver<String>) {
+        let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        let (outbox, receiver) = Outbox::new(id);
+        lock(&self.connections).push(outbox.clone());
+        (outbox, receiver)
+    }
+
+    /// Forgets a closed connection everywhere.
+    pub(crate) fn disconnect(&self, connection: u64) {
+        lock(&self.connections).retain(|outbox| outbox.id != connection);
+        let mut followed = lock(&self.followed);
+        for session in followed.values_mut() {
+            session.followers.retain(|f| f.outbox.id != connection);
+        }
+        followed.retain(|_, session| !session.followers.is_empty());
+    }
+
+    /// A frame for every connection (a session appeared, a status changed).
+    pub(crate) fn broadcast(&self, frame: &ServerFrame) {
+        for outbox in lock(&self.connections).iter() {
+            let _ = outbox.push(frame);
+        }
+    }
+
+    /// Starts sending `session`'s updates after `after_seq` to `outbox`: the replay, folded from
+    /// the log, then `session/subscribed`, then live ones. The log is read under the hub's lock,
+    /// which `session/event` also takes, so no event falls between the replay and the live feed.
+    pub(crate) async fn subscribe(
+        &self,
+        outbox: &Outbox,
+        session_id: &str,
+        after_seq: Option<u64>,
+    ) -> Result<(), String> {
+        let session = self.open(session_id).await?;
+        let mut followed = lock(&self.followed);
+        let entry = followed
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Followed {
+                fold: Fold::default(),
+                followers: Vec::new(),
+            });
+        entry.followers.retain(|f| f.outbox.id != outbox.id);
+        let records = session.events(0, session.event_count());
+        // The shared fold catches up on what it has not seen; the replay is a fold of its own,
+        // so this follower gets exactly the updates after `after_seq`.
+        let mut replay = Fold::default();
+        let mut overflowed = false;
+        for record in records.iter() {
+            if entry.fold.last_seq.is_none_or(|last| record.seq > last) {
+                entry.fold.apply(record);
+            }
+            let change = replay.apply(record);
+            if after_seq.is_some_and(|after| record.seq <= after) || overflowed {
+                continue;
+            }
+            if let Some(frame) = update(session_id, record.seq, change) {
+                overflowed = !outbox.push(&frame);
+            }
+        }
+        if overflowed {
+            drop(followed);
+            let _ = outbox.push(&ServerFrame::Resync {
+                session_id: session_id.to_owned(),
+                reason: "the replay is larger than the queue: fetch the history first".to_owned(),
+            });
+            return Ok(());
+        }
+        let last_seq = replay.last_seq;
+        let _ = outbox.push(&ServerFrame::Subscribed {
+            session_id: session_id.to_owned(),
+            last_seq,
+        });
+        entry.followers.push(Follower {
+            outbox: outbox.clone(),
+            sent_through: last_seq,
+        });
+        Ok(())
+    }
+
+    pub(crate) fn unsubscribe(&self, outbox: &Outbox, session_id: &str) {
+        let mut followed = lock(&self.followed);
+        if let Some(session) = followed.get_mut(session_id) {
+            session.followers.retain(|f| f.outbox.id != outbox.id);
+            if session.followers.is_empty() {
+                followed.remove(session_id);
+            }
+        }
+    }
+
+    /// `session/event`: folds a committed event into its session, if followed, and sends the
+    /// update to each follower that has not had it.
+    pub(crate) fn committed(&self, record: &EventRecord) {
+        let mut followed = lock(&self.followed);
+        let Some(session) = followed.get_mut(record.session.as_str()) else {
+            return;
+        };
+        if session.fold.last_seq.is_some_and(|last| record.seq <= last) {
+            return;
+        }
+        let change = session.fold.apply(record);
+        let Some(frame) = update(record.session.as_str(), record.seq, change) else {
+            return;
+        };
+        session.followers.retain_mut(|follower| {
+            if follower.sent_through.is_some_and(|sent| record.seq <= sent) {
+                return true;
+            }
+            if follower.outbox.push(&frame) {
+                follower.sent_through = Some(record.seq);
+                return true;
+            }
+            lock(&follower.outbox.lagged).push(record.session.to_string());
+            false
+        });
+    }
+
+    async fn open(&self, session_id: &str) -> Result<SessionBox, String> {
+        let sessions = match self.ctx.get::<SessionsService>(SESSIONS) {
+            Ok(Some(sessions)) => sessions,
+            _ => return Err("no `sessions` service".to_owned()),
+        };
+        sessions
+            .open(RString::from(session_id))
+            .await
+            .into_result()
+            .map_err(|error| error.to_string())
+    }
+}

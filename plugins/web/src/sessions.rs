@@ -1,0 +1,230 @@
+//! The `session.*` methods: list, history (the log folded into items, tail first), create (a
+//! new agent), prompt (queue or steer a message; a stored session is resumed first) and cancel.
+
+use abi_stable::std_types::RString;
+use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
+use dsh_plugin_api::{Json, Service, lock};
+use dsh_protocol::{
+    AbortCause, AgentOptions, AgentSummary, ContentBlock, CreateRequest, Created, HistoryRequest,
+    Message, MessageSource, PromptAccepted, PromptMode, RpcErrorCode, SendPrompt, SessionHistory,
+    SessionList, SessionRef, SessionSummary, SessionTitleEvent,
+};
+use dsh_session_seam::{
+    SESSION_PERSISTENCE, SESSIONS, SessionErrorKind, SessionStoreService, SessionsService,
+    open_live,
+};
+
+use crate::api::{Api, Failure};
+use crate::fold::Fold;
+
+/// Items a history page holds when the client does not say.
+const PAGE: u64 = 200;
+
+/// Client request ids remembered for `session.prompt`.
+const REMEMBERED_PROMPTS: usize = 256;
+
+fn not_found(session: &str) -> Failure {
+    Failure(
+        RpcErrorCode::SessionNotFound,
+        format!("no session `{session}`"),
+    )
+}
+
+impl Api {
+    fn agents(&self) -> Result<Service<AgentsService>, Failure> {
+        match self.ctx.get::<AgentsService>(AGENTS) {
+            Ok(Some(agents)) => Ok(agents),
+            _ => Err(Failure::internal("no `agents` service is running")),
+        }
+    }
+
+    /// Stored sessions, newest first, with the live ones marked and titled from their logs.
+    pub(crate) async fn list(&self) -> Result<SessionList, Failure> {
+        let mut sessions = self.stored().await?;
+        let live: Vec<String> = match self.ctx.get::<SessionsService>(SESSIONS) {
+            Ok(Some(service)) => service.live().iter().map(|id| id.to_string()).collect(),
+            _ => Vec::new(),
+        };
+        for summary in &mut sessions {
+            if live.contains(&summary.id) {
+                summary.live = true;
+                summary.title = self.live_title(&summary.id);
+            }
+        }
+        Ok(SessionList { sessions })
+    }
+
+    async fn stored(&self) -> Result<Vec<SessionSummary>, Failure> {
+        let Ok(Some(store)) = self.ctx.get::<SessionStoreService>(SESSION_PERSISTENCE) else {
+            return Ok(Vec::new());
+        };
+        store
+            .list()
+            .await
+            .into_result()
+            .map_err(|error| Failure::internal(format!("the session store: {error}")))?
+            .decode()
+            .map_err(|error| Failure::internal(format!("the session store's listing: {error}")))
+    }
+
+    /// The latest `session/title` of a live session.
+    fn live_title(&self, id: &str) -> Option<String> {
+        let session = open_live(&self.ctx, id).ok()?;
+        let events = session.events(0, session.event_count());
+        events
+            .iter()
+            .rev()
+            .filter(|record| record.kind.as_str() == "session/title")
+            .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
+            .map(|title| title.title)
+    }
+
+    pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+            return Err(Failure::internal("no `sessions` service is running"));
+        };
+        let session = sessions
+            .open(RString::from(request.session_id.as_str()))
+            .await
+            .into_result()
+            .map_err(|error| match error.kind {
+                SessionErrorKind::NotFound => not_found(&request.session_id),
+                _ => Failure::internal(error.to_string()),
+            })?;
+        let mut fold = Fold::default();
+        for record in session.events(0, session.event_count()).iter() {
+            fold.apply(record);
+        }
+        let limit = usize::try_from(request.limit.unwrap_or(PAGE).max(1)).unwrap_or(usize::MAX);
+        let items = fold.items();
+        let start = items.len().saturating_sub(limit);
+        Ok(SessionHistory {
+            session_id: request.session_id,
+            items: items[start..].to_vec(),
+            earlier: start as u64,
+            last_seq: fold.last_seq,
+            running: fold.running,
+            title: fold.title.clone(),
+        })
+    }
+
+    pub(crate) async fn create(&self, request: CreateRequest) -> Result<Created, Failure> {
+        let route = request.model.or_else(|| self.default_model.clone());
+        let (provider, model) = match route.as_deref() {
+            Some(route) => match route.split_once('/') {
+                Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+                    (provider.to_owned(), model.to_owned())
+                }
+                _ => {
+                    return Err(Failure(
+                        RpcErrorCode::BadRequest,
+                        format!("model `{route}` is not PROVIDER/MODEL"),
+                    ));
+                }
+            },
+            None => (String::new(), String::new()),
+        };
+        let options = AgentOptions {
+            cwd: request.cwd.unwrap_or_else(|| self.cwd.clone()),
+            resume: None,
+            session_id: None,
+            provider,
+            model,
+            scope: Vec::new(),
+        };
+        let id = self.start(options).await?;
+        Ok(Created { session_id: id })
+    }
+
+    async fn start(&self, options: AgentOptions) -> Result<String, Failure> {
+        self.agents()?
+            .create(Json::encode(&options))
+            .await
+            .into_result()
+            .map(|id| id.into_string())
+            .map_err(|error| Failure::internal(format!("the agent could not start: {error}")))
+    }
+
+    /// The agent of `session`: the live one, or the stored session resumed.
+    async fn agent_of(&self, session: &str) -> Result<AgentSummary, Failure> {
+        let agents = self.agents()?;
+        let find = |agents: &Service<AgentsService>| {
+            agents
+                .list()
+                .decode()
+                .ok()
+                .and_then(|list| list.into_iter().find(|agent| agent.id == session))
+        };
+        if let Some(agent) = find(&agents) {
+            return Ok(agent);
+        }
+        let stored = self.stored().await?;
+        let summary = stored
+            .into_iter()
+            .find(|summary| summary.id == session)
+            .ok_or_else(|| not_found(session))?;
+        let options = AgentOptions {
+            cwd: summary.cwd.unwrap_or_else(|| self.cwd.clone()),
+            resume: Some(session.to_owned()),
+            session_id: None,
+            provider: String::new(),
+            model: String::new(),
+            scope: Vec::new(),
+        };
+        self.start(options).await?;
+        find(&agents)
+            .ok_or_else(|| Failure::internal(format!("session `{session}` did not resume")))
+    }
+
+    pub(crate) async fn prompt(&self, request: SendPrompt) -> Result<PromptAccepted, Failure> {
+        if let Some(id) = &request.client_request_id
+            && let Some((_, message_id)) = lock(&self.prompted).iter().find(|(seen, _)| seen == id)
+        {
+            return Ok(PromptAccepted {
+                message_id: message_id.clone(),
+            });
+        }
+        if request.text.trim().is_empty() {
+            return Err(Failure(
+                RpcErrorCode::BadRequest,
+                "the prompt is empty".to_owned(),
+            ));
+        }
+        let agent = self.agent_of(&request.session_id).await?;
+        let message = Message::user(
+            "",
+            vec![ContentBlock::text(request.text)],
+            MessageSource::user(),
+        );
+        let agents = self.agents()?;
+        let sent = match request.mode {
+            PromptMode::Queue => agents.followup(&agent.id, &message),
+            PromptMode::Steer => agents.steer(&agent.id, &message),
+        };
+        let message_id = sent.map_err(|AgentsError(message)| match request.mode {
+            PromptMode::Steer => Failure(RpcErrorCode::SteerUnavailable, message),
+            PromptMode::Queue => Failure::internal(message),
+        })?;
+        if let Some(id) = request.client_request_id {
+            let mut prompted = lock(&self.prompted);
+            prompted.push_back((id, message_id.clone()));
+            if prompted.len() > REMEMBERED_PROMPTS {
+                prompted.pop_front();
+            }
+        }
+        Ok(PromptAccepted { message_id })
+    }
+
+    pub(crate) fn cancel(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
+        let agents = self.agents()?;
+        agents
+            .cancel(
+                RString::from(request.session_id.as_str()),
+                Json::encode(&AbortCause::User),
+                false,
+            )
+            .into_result()
+            .map_err(|_| not_found(&request.session_id))?;
+        Ok(serde_json::json!({}))
+    }
+}
