@@ -7,6 +7,7 @@
 
 mod agents;
 mod bad_input;
+mod browser;
 mod cli;
 mod conformance;
 mod examples;

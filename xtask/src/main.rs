@@ -4,6 +4,7 @@
 //! runner (`bench`).
 
 mod bench;
+mod browser;
 mod fixtures;
 mod lint;
 mod plugin_template;
@@ -152,6 +153,7 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     timed("lint", || lint::run(root))?;
     build_workspace(root, false)?;
     fixtures::build(root)?;
+    let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
     let (success, totals) = timed("run tests", || {
         let mut args = vec![
             "test".to_owned(),
@@ -160,7 +162,12 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         ];
         args.extend(extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        process::cargo_test(root, &args)
+        let envs: Vec<(&str, &str)> = skip_browser
+            .as_deref()
+            .map(|reason| ("DSH_BROWSER_SKIP", reason))
+            .into_iter()
+            .collect();
+        process::cargo_test(root, &args, &envs)
     })?;
     println!(
         "xtask: test total: {:.1} s",
@@ -170,6 +177,9 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         "tests: {} passed, {} failed, {} skipped",
         totals.passed, totals.failed, totals.ignored
     );
+    if let Some(reason) = skip_browser {
+        println!("xtask: the browser tests were skipped: {reason}");
+    }
     if !success || totals.failed > 0 {
         bail!("tests failed");
     }

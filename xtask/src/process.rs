@@ -51,12 +51,18 @@ impl TestTotals {
     }
 }
 
-/// Runs `cargo ARGS`, passing its output through while adding up the test results.
-pub(crate) fn cargo_test(dir: &Path, args: &[&str]) -> Result<(bool, TestTotals)> {
+/// Runs `cargo ARGS` with `envs` set, passing its output through while adding up the test
+/// results.
+pub(crate) fn cargo_test(
+    dir: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> Result<(bool, TestTotals)> {
     use std::io::{BufRead, BufReader};
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut child = Command::new(&cargo)
         .args(args)
+        .envs(envs.iter().copied())
         .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -1,10 +1,23 @@
-// The browser app. It reads the boot data the server put in the page, calls the unary API
-// (`POST /api/<method>` in the reference's envelope, with the CSRF header) and renders what
-// this version serves: the host's description and the stored sessions, grouped by directory.
+// The browser app: the session list, one conversation at a time, the composer, and the event
+// socket that keeps both current. Everything the server says arrives as typed frames
+// (dsh-protocol's ServerFrame and SessionUpdate); the page keeps a copy of the open session's
+// items and the last seq it applied, so a reconnect asks for exactly what it missed.
+
+import { element, renderItem } from "./render.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
-let rpcCount = 0;
+const state = {
+  host: null,
+  sessions: [],
+  running: new Set(),
+  open: null, // { id, items: Map, order: [], lastSeq, running, title }
+  socket: null,
+  bootId: boot.bootId,
+  dirty: new Set(),
+  retry: 0,
+};
 
+let rpcCount = 0;
 async function call(method, payload = {}) {
   const rpcId = `r${++rpcCount}`;
   const response = await fetch(`/api/${method}`, {
@@ -12,44 +25,55 @@ async function call(method, payload = {}) {
     headers: { "content-type": "application/json", "x-dsh-csrf": boot.csrf },
     body: JSON.stringify({ type: "client-request", rpcId, method, payload }),
   });
-  if (!response.ok) {
-    throw new Error(`${method}: HTTP ${response.status}: ${await response.text()}`);
-  }
+  if (!response.ok) throw new Error(`${method}: HTTP ${response.status}: ${await response.text()}`);
   const body = await response.json();
   if (!body.result.ok) {
     const { code, message } = body.result.error;
-    throw new Error(`${method}: ${code}: ${message}`);
+    throw new Error(`${code}: ${message}`);
   }
   return body.result.value;
 }
 
-function element(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === "class") node.className = value;
-    else node.setAttribute(name, value);
-  }
-  for (const child of children) {
-    node.append(typeof child === "string" ? document.createTextNode(child) : child);
-  }
-  return node;
+const $ = (id) => document.getElementById(id);
+
+function toast(message) {
+  const area = $("toasts");
+  const note = element("div", { class: "toast", role: "alert" }, message);
+  area.append(note);
+  setTimeout(() => note.remove(), 8000);
 }
+
+// ---- theme -------------------------------------------------------------------------------
+
+function applyTheme(theme) {
+  if (theme === "system") document.documentElement.removeAttribute("data-theme");
+  else document.documentElement.dataset.theme = theme;
+  $("theme").textContent = { system: "◐", light: "☀", dark: "☾" }[theme];
+  $("theme").title = `Theme: ${theme}`;
+}
+function cycleTheme() {
+  const order = ["system", "light", "dark"];
+  const next = order[(order.indexOf(localStorage.getItem("dsh-theme") || "system") + 1) % 3];
+  localStorage.setItem("dsh-theme", next);
+  applyTheme(next);
+}
+
+// ---- the session list --------------------------------------------------------------------
 
 function when(millis) {
   const date = new Date(millis);
-  const today = new Date();
-  return date.toDateString() === today.toDateString()
+  return date.toDateString() === new Date().toDateString()
     ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
     : date.toLocaleDateString([], { month: "short", day: "numeric" });
 }
 
-function renderSessions(sessions, filter) {
-  const list = document.getElementById("sessions");
-  const needle = filter.trim().toLowerCase();
-  const shown = sessions.filter((s) => !needle || (s.title || s.id).toLowerCase().includes(needle));
+function renderSessions() {
+  const list = $("sessions");
+  const needle = $("search").value.trim().toLowerCase();
+  const shown = state.sessions.filter((s) => !needle || (s.title || s.id).toLowerCase().includes(needle));
   list.replaceChildren();
   if (shown.length === 0) {
-    list.append(element("p", { class: "muted" }, sessions.length ? "No title matches." : "No sessions yet."));
+    list.append(element("p", { class: "muted pad" }, state.sessions.length ? "No title matches." : "No sessions yet."));
     return;
   }
   const groups = new Map();
@@ -61,12 +85,17 @@ function renderSessions(sessions, filter) {
   for (const [cwd, members] of groups) {
     const group = element("section", { class: "group" }, element("h2", { title: cwd }, cwd));
     for (const session of members) {
+      const running = state.running.has(session.id);
       group.append(
         element(
-          "div",
-          { class: "session", "data-session": session.id, title: session.id },
-          element("span", { class: session.live ? "dot live" : "dot", "aria-label": session.live ? "open in this host" : "" }),
-          element("span", { class: "title" }, session.title || session.id.slice(0, 8)),
+          "button",
+          {
+            class: state.open?.id === session.id ? "session current" : "session",
+            title: session.id,
+            onclick: () => openSession(session.id),
+          },
+          element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null }),
+          element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
           element("span", { class: "when" }, when(session.updatedAt)),
         ),
       );
@@ -75,38 +104,247 @@ function renderSessions(sessions, filter) {
   }
 }
 
-function renderHost(host) {
-  document.getElementById("version").textContent = `v${host.version}`;
-  const hero = document.getElementById("hero");
+async function refreshSessions() {
+  const { sessions } = await call("session.list");
+  state.sessions = sessions;
+  renderSessions();
+}
+
+// ---- the conversation --------------------------------------------------------------------
+
+function pinnedToBottom() {
+  const scroller = $("conversation");
+  return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
+}
+
+function renderDirty() {
+  const open = state.open;
+  if (!open) return;
+  const pinned = pinnedToBottom();
+  const list = $("items");
+  for (const id of state.dirty) {
+    const item = open.items.get(id);
+    if (!item) continue;
+    const fresh = renderItem(item);
+    const old = list.querySelector(`[data-item="${CSS.escape(id)}"]`);
+    if (old) {
+      // A reasoning panel a person opened stays open.
+      const wasOpen = old.querySelector("details")?.open;
+      if (wasOpen && fresh.querySelector("details")) fresh.querySelector("details").open = true;
+      if (old.tagName === "DETAILS" && old.open) fresh.open = true;
+      old.replaceWith(fresh);
+    } else list.append(fresh);
+  }
+  state.dirty.clear();
+  if (pinned) $("conversation").scrollTop = $("conversation").scrollHeight;
+}
+
+let frameRequested = false;
+function markDirty(id) {
+  state.dirty.add(id);
+  if (!frameRequested) {
+    frameRequested = true;
+    requestAnimationFrame(() => {
+      frameRequested = false;
+      renderDirty();
+    });
+  }
+}
+
+function applyOps(ops) {
+  const open = state.open;
+  for (const op of ops) {
+    if (op.op === "upsert") {
+      if (!open.items.has(op.item.id)) open.order.push(op.item.id);
+      open.items.set(op.item.id, op.item);
+      markDirty(op.item.id);
+    } else if (op.op === "append") {
+      const item = open.items.get(op.itemId);
+      if (!item) continue;
+      item[op.field] = (item[op.field] || "") + op.text;
+      markDirty(op.itemId);
+    }
+  }
+}
+
+function setRunning(running) {
+  state.open.running = running;
+  $("composer").classList.toggle("running", running);
+  $("cancel").hidden = !running;
+  $("send").textContent = running ? "Queue" : "Send";
+  $("steer").hidden = !running;
+}
+
+function renderHeader() {
+  const open = state.open;
+  $("title").textContent = open ? open.title || `Session ${open.id.slice(0, 8)}` : "";
+}
+
+async function openSession(id) {
+  const history = await call("session.history", { sessionId: id });
+  state.open = { id, items: new Map(), order: [], lastSeq: history.lastSeq, running: history.running, title: history.title };
+  for (const item of history.items) {
+    state.open.items.set(item.id, item);
+    state.open.order.push(item.id);
+  }
+  $("hero").hidden = true;
+  $("chat").hidden = false;
+  const list = $("items");
+  list.replaceChildren(...history.items.map(renderItem));
+  if (history.earlier > 0) list.prepend(element("p", { class: "muted pad" }, `${history.earlier} earlier items are not shown.`));
+  renderHeader();
+  setRunning(history.running);
+  renderSessions();
+  subscribe();
+  $("conversation").scrollTop = $("conversation").scrollHeight;
+  $("prompt").focus();
+  window.history.replaceState(null, "", `#${id}`);
+}
+
+// ---- the event socket --------------------------------------------------------------------
+
+function subscribe() {
+  const socket = state.socket;
+  if (!socket || socket.readyState !== WebSocket.OPEN || !state.open) return;
+  socket.send(JSON.stringify({ type: "subscribe", sessionId: state.open.id, afterSeq: state.open.lastSeq }));
+}
+
+function onFrame(frame) {
+  switch (frame.type) {
+    case "session/update":
+      if (!state.open || frame.sessionId !== state.open.id) return;
+      if (state.open.lastSeq !== null && state.open.lastSeq !== undefined && frame.seq <= state.open.lastSeq) return;
+      state.open.lastSeq = frame.seq;
+      applyOps(frame.ops);
+      if (frame.running !== undefined) setRunning(frame.running);
+      if (frame.title) {
+        state.open.title = frame.title;
+        renderHeader();
+        refreshSessions().catch(() => {});
+      }
+      break;
+    case "session/subscribed":
+      break;
+    case "session/resync":
+      if (state.open && frame.sessionId === state.open.id) openSession(state.open.id).catch((e) => toast(e.message));
+      break;
+    case "host/session-added":
+      refreshSessions().catch(() => {});
+      break;
+    case "host/session-status":
+      if (frame.running) state.running.add(frame.sessionId);
+      else state.running.delete(frame.sessionId);
+      renderSessions();
+      break;
+    case "heartbeat":
+      if (frame.bootId !== state.bootId) window.location.reload();
+      break;
+    case "stream/error":
+      toast(frame.message);
+      break;
+  }
+}
+
+function connect() {
+  const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/events`);
+  state.socket = socket;
+  socket.addEventListener("open", () => {
+    state.retry = 0;
+    $("connection").hidden = true;
+    subscribe();
+  });
+  socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
+  socket.addEventListener("close", () => {
+    $("connection").hidden = false;
+    const delay = Math.min(10000, 250 * 2 ** state.retry++);
+    setTimeout(connect, delay);
+  });
+}
+
+// ---- the composer ------------------------------------------------------------------------
+
+async function newSession() {
+  const { sessionId } = await call("session.create", {});
+  await refreshSessions();
+  await openSession(sessionId);
+}
+
+async function send(mode) {
+  const input = $("prompt");
+  const text = input.value;
+  if (!text.trim()) return;
+  if (!state.open) await newSession();
+  input.value = "";
+  autosize();
+  try {
+    await call("session.prompt", { sessionId: state.open.id, text, mode, clientRequestId: crypto.randomUUID() });
+  } catch (error) {
+    input.value = text;
+    toast(error.message);
+  }
+}
+
+function autosize() {
+  const input = $("prompt");
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 240)}px`;
+}
+
+function wireComposer() {
+  const input = $("prompt");
+  input.addEventListener("input", autosize);
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send("queue");
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.open?.running) call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message));
+  });
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    send("queue");
+  });
+  $("steer").addEventListener("click", () => send("steer"));
+  $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message)));
+  $("new").addEventListener("click", () => newSession().catch((e) => toast(e.message)));
+  $("search").addEventListener("input", renderSessions);
+  $("theme").addEventListener("click", cycleTheme);
+}
+
+// ---- start -------------------------------------------------------------------------------
+
+function renderHero(host) {
+  $("version").textContent = `v${host.version}`;
   const facts = element(
     "dl",
     { class: "facts" },
     element("dt", {}, "Directory"), element("dd", {}, host.cwd || "-"),
-    element("dt", {}, "Model"), element("dd", {}, host.defaultModel || "none configured"),
-    element("dt", {}, "Providers"), element("dd", {}, host.providers.join(", ") || "none"),
+    element("dt", {}, "Model"), element("dd", {}, host.defaultModel || "none"),
   );
-  const notice = element(
-    "p",
-    { class: "notice" },
-    "This version serves the session list and the host's description. The chat is not built yet: run a turn with ",
-    element("code", {}, 'dsh-host --profile headless "your task"'),
-    " and it appears here.",
-  );
-  hero.replaceChildren(element("h1", {}, "dsh"), facts, notice);
-}
-
-function fail(error) {
-  const hero = document.getElementById("hero");
-  hero.append(element("p", { class: "notice error", role: "alert" }, String(error.message || error)));
+  const next = host.defaultModel
+    ? element("p", { class: "muted" }, "Type a task below to start a session, or pick one on the left.")
+    : element(
+        "div",
+        { class: "notice warning" },
+        element("strong", {}, "No model is configured. "),
+        "Set ",
+        element("code", {}, "DEEPSEEK_API_KEY"),
+        " (or add an OpenAI-compatible row, see examples/models.yml) and start the server again. Turns started now end with NO_MODEL.",
+      );
+  $("hero").replaceChildren(element("h1", {}, "What should the agent do?"), facts, next);
 }
 
 async function start() {
-  const host = await call("host.describe");
-  renderHost(host);
-  const { sessions } = await call("session.list");
-  const search = document.getElementById("search");
-  renderSessions(sessions, search.value);
-  search.addEventListener("input", () => renderSessions(sessions, search.value));
+  applyTheme(localStorage.getItem("dsh-theme") || "system");
+  wireComposer();
+  state.host = await call("host.describe");
+  renderHero(state.host);
+  await refreshSessions();
+  connect();
+  const wanted = location.hash.slice(1);
+  if (wanted && state.sessions.some((s) => s.id === wanted)) await openSession(wanted);
 }
 
-start().catch(fail);
+start().catch((error) => toast(error.message || String(error)));

@@ -1,0 +1,135 @@
+// Chat items to DOM: one element per item, keyed by the item's id, rebuilt whole when the item
+// changes (streamed text is batched to one rebuild per animation frame by the caller).
+
+import { renderMarkdown } from "./markdown.js";
+
+export function element(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+function lines(text, firstLine) {
+  const table = element("div", { class: "numbered" });
+  text.split("\n").forEach((line, index) => {
+    table.append(
+      element("span", { class: "ln" }, String(firstLine + index)),
+      element("span", { class: "lt" }, line),
+    );
+  });
+  return table;
+}
+
+function diff(before, after) {
+  const block = element("pre", { class: "diff" });
+  if (before) for (const line of before.split("\n")) block.append(element("span", { class: "del" }, `- ${line}\n`));
+  for (const line of after.split("\n")) block.append(element("span", { class: "add" }, `+ ${line}\n`));
+  return block;
+}
+
+function toolBody(item) {
+  const view = item.view || { kind: "generic", arguments: item.arguments, result: "" };
+  switch (view.kind) {
+    case "terminal":
+      return element(
+        "div",
+        { class: "terminal" },
+        element("div", { class: "command" }, element("span", { class: "prompt" }, "$ "), view.command),
+        view.output ? element("pre", { class: "output" }, view.output) : null,
+        view.exitCode === undefined || view.exitCode === null
+          ? null
+          : element("span", { class: view.exitCode === 0 ? "pill ok" : "pill bad" }, `exit ${view.exitCode}`),
+      );
+    case "diff":
+      return element("div", {}, element("div", { class: "path" }, view.path), diff(view.before, view.after));
+    case "read":
+      return element("div", {}, element("div", { class: "path" }, view.path), view.text ? lines(view.text, view.firstLine) : null);
+    case "search":
+      return element("div", {}, element("div", { class: "path" }, view.pattern), element("pre", { class: "output" }, view.results || "(nothing found)"));
+    case "todo":
+      return element(
+        "ul",
+        { class: "todo" },
+        ...view.items.map((todo) => element("li", { class: `todo-${todo.status}` }, todo.content)),
+      );
+    default:
+      return element(
+        "div",
+        {},
+        element("pre", { class: "output" }, view.arguments || item.arguments),
+        view.result ? element("pre", { class: "output" }, view.result) : null,
+      );
+  }
+}
+
+const REASONS = {
+  aborted: "Cancelled",
+  blocked: "Blocked",
+  error: "Failed",
+  "max-tokens": "Stopped at the output limit",
+  interrupted: "Interrupted when the host stopped",
+};
+
+function turnEnd(item) {
+  const reason = item.reason || {};
+  if (reason.kind === "completed") return element("div", { class: "turn-end" });
+  const detail = reason.error ? `${reason.error.code}: ${reason.error.message}` : reason.reason?.kind || reason.reason || "";
+  return element(
+    "div",
+    { class: "notice error", role: "status" },
+    element("strong", {}, REASONS[reason.kind] || reason.kind || "Ended"),
+    detail ? ` ${detail}` : "",
+  );
+}
+
+export function renderItem(item) {
+  let node;
+  switch (item.kind) {
+    case "user":
+      node = element("div", { class: "message user" }, element("div", { class: "bubble" }, item.text));
+      break;
+    case "assistant":
+      node = element(
+        "div",
+        { class: item.streaming ? "message assistant streaming" : "message assistant" },
+        item.reasoning
+          ? element("details", { class: "reasoning" }, element("summary", {}, item.streaming && !item.text ? "Thinking…" : "Reasoning"), element("div", { class: "thought" }, item.reasoning))
+          : null,
+        item.text ? renderMarkdown(item.text) : null,
+        item.interrupted ? element("div", { class: "cut" }, "cut short") : null,
+      );
+      break;
+    case "tool":
+      node = element(
+        "details",
+        { class: `tool tool-${item.status}`, open: item.status !== "ok" || item.view?.kind === "diff" },
+        element(
+          "summary",
+          {},
+          element("span", { class: "tool-name" }, item.name),
+          element("span", { class: "tool-status" }, item.status === "running" ? "running…" : item.status === "error" ? "failed" : ""),
+        ),
+        toolBody(item),
+      );
+      break;
+    case "turn-end":
+      node = turnEnd(item);
+      break;
+    case "notice":
+      node = element("div", { class: `notice ${item.level}`, role: "status" }, item.text);
+      break;
+    default:
+      node = element("div", { class: "notice" }, `(${item.kind})`);
+  }
+  node.dataset.item = item.id;
+  return node;
+}

@@ -1,0 +1,102 @@
+//! The browser app in a real headless Chromium (Debian's `chromium`, driven by playwright-core
+//! from `tests/web`), against the real `dsh-host --profile web` and the fake DeepSeek server.
+//! Screenshots of the states a scenario reaches go to `target/screenshots/`. `cargo xtask test`
+//! installs the browser and the driver where they are missing; where it could not, it says why
+//! in `DSH_BROWSER_SKIP` and these tests are skipped with that reason.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{HostProcess, TestDir, WAIT, workspace_root};
+use serde_json::json;
+
+/// The driver and the browser, or why they are not there.
+fn browser() -> Result<(PathBuf, PathBuf), String> {
+    if let Ok(reason) = std::env::var("DSH_BROWSER_SKIP") {
+        return Err(reason);
+    }
+    let scripts = workspace_root().join("tests/web");
+    if !scripts.join("node_modules/playwright-core").is_dir() {
+        return Err("tests/web has no node_modules (cargo xtask test installs them)".to_owned());
+    }
+    let chromium = std::env::var_os("DSH_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.is_file() {
+        return Err(format!(
+            "no browser at {} (cargo xtask test installs Debian's chromium)",
+            chromium.display()
+        ));
+    }
+    Ok((scripts, chromium))
+}
+
+/// Runs scenario `name` of `tests/web/scenarios.mjs` against a web host whose model answers
+/// `replies`.
+fn scenario(name: &str, replies: Vec<Reply>) {
+    let (scripts, chromium) = match browser() {
+        Ok(found) => found,
+        Err(reason) => {
+            eprintln!("skipped: browser scenario `{name}`: {reason}");
+            return;
+        }
+    };
+    let server = FakeDeepSeek::start(replies);
+    let dir = TestDir::new(&format!("browser-{name}"));
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "web",
+            "--",
+            "--no-open",
+            "--port",
+            "0",
+        ],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    let line = host.wait_stdout("dsh web: open http://", WAIT);
+    let url = line.trim_start_matches("dsh web: open ").trim().to_owned();
+    let shots = workspace_root().join("target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = Command::new("node")
+        .arg(scripts.join("scenarios.mjs"))
+        .args([name, url.as_str(), shots.to_str().unwrap()])
+        .env("DSH_CHROMIUM", &chromium)
+        .current_dir(&work)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "scenario `{name}` failed:\n{stderr}\n{stdout}\nhost stderr:\n{}",
+        host.stderr().join("\n")
+    );
+    assert!(stdout.contains(&format!("scenario {name}: ok")), "{stdout}");
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_prompt_streams_an_answer_with_reasoning_and_a_terminal_card() {
+    let command = json!({"command": "echo from-the-shell", "description": "say it"}).to_string();
+    scenario(
+        "chat",
+        vec![
+            Reply::tool_calls(&[("call_1", "bash", &command)]),
+            Reply::reasoning_then_text("The shell answered.", "It printed `from-the-shell`."),
+        ],
+    );
+}

@@ -1,0 +1,95 @@
+// Browser scenarios of the web profile: `node scenarios.mjs SCENARIO AUTH_URL OUT_DIR`. Each
+// drives Debian's chromium (through playwright-core) against a real dsh-host, fails on the
+// first unmet expectation or on any console error in the page, and saves screenshots of the
+// states it reaches under OUT_DIR.
+
+import { chromium } from "playwright-core";
+
+const [scenario, authUrl, outDir] = process.argv.slice(2);
+const executablePath = process.env.DSH_CHROMIUM || "/usr/bin/chromium";
+const problems = [];
+
+function expect(condition, message) {
+  if (!condition) throw new Error(`expectation failed: ${message}`);
+}
+
+async function shoot(page, name) {
+  await page.screenshot({ path: `${outDir}/${scenario}-${name}.png`, fullPage: false });
+}
+
+async function themes(page, name) {
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await shoot(page, `${name}-${scheme}`);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+const scenarios = {
+  // A prompt from the composer: the answer streams with its reasoning and a terminal card, the
+  // page survives a reload with the same history, and works 390 px wide.
+  async chat(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await themes(page, "hero");
+    await page.fill("#prompt", "run the shell");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".message.user .bubble");
+    await page.waitForSelector(".tool .tool-name");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("It printed")),
+    );
+    await page.waitForSelector(".turn-end", { state: "attached" });
+    const user = await page.textContent(".message.user .bubble");
+    expect(user === "run the shell", `the user bubble says "${user}"`);
+    const command = await page.textContent(".terminal .command");
+    expect(command.includes("echo from-the-shell"), `the terminal card shows "${command}"`);
+    // A successful card is collapsed; open it to look inside.
+    await page.click(".tool summary");
+    const output = await page.textContent(".terminal .output");
+    expect(output.trim() === "from-the-shell", `the terminal output is "${output}"`);
+    const pill = await page.textContent(".terminal .pill");
+    expect(pill === "exit 0", `the exit pill says "${pill}"`);
+    expect((await page.locator(".reasoning").count()) === 1, "one reasoning panel");
+    await page.click(".reasoning summary");
+    const thought = await page.textContent(".reasoning .thought");
+    expect(thought.includes("The shell answered."), `the reasoning is "${thought}"`);
+    await themes(page, "answered");
+    const items = await page.locator("[data-item]").count();
+    await page.reload();
+    await page.waitForSelector(".message.assistant");
+    const restored = await page.locator("[data-item]").count();
+    expect(restored === items, `after a reload ${restored} items, before ${items}`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shoot(page, "narrow");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+    expect(!overflow, "the page scrolls sideways at 390 px");
+  },
+};
+
+const run = scenarios[scenario];
+if (!run) {
+  console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);
+  process.exit(2);
+}
+const browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-gpu"] });
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+page.on("console", (message) => {
+  if (message.type() === "error") problems.push(`console error: ${message.text()}`);
+});
+page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+let code = 0;
+try {
+  await run(page);
+} catch (error) {
+  await shoot(page, "failure").catch(() => {});
+  problems.push(error.message);
+}
+if (problems.length) {
+  console.error(problems.join("\n"));
+  code = 1;
+} else {
+  console.log(`scenario ${scenario}: ok`);
+}
+await browser.close();
+process.exit(code);
