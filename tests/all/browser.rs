@@ -33,8 +33,8 @@ fn browser() -> Result<(PathBuf, PathBuf), String> {
 }
 
 /// Runs scenario `name` of `tests/web/scenarios.mjs` against a web host whose model answers
-/// `replies`.
-fn scenario(name: &str, replies: Vec<Reply>) {
+/// `replies`, with `rows` (YAML list items) inserted into its tree.
+fn scenario(name: &str, replies: Vec<Reply>, rows: &str) {
     let (scripts, chromium) = match browser() {
         Ok(found) => found,
         Err(reason) => {
@@ -44,13 +44,14 @@ fn scenario(name: &str, replies: Vec<Reply>) {
     };
     let server = FakeDeepSeek::start(replies);
     let dir = TestDir::new(&format!("browser-{name}"));
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-            server.url()
-        ),
+    let mut layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+        server.url()
     );
+    if !rows.is_empty() {
+        layer.push_str(&format!("- insert:\n{rows}"));
+    }
+    let patch = dir.write("fake.patch.yml", &layer);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut host = HostProcess::start_with_env(
@@ -98,5 +99,20 @@ fn a_prompt_streams_an_answer_with_reasoning_and_a_terminal_card() {
             Reply::tool_calls(&[("call_1", "bash", &command)]),
             Reply::reasoning_then_text("The shell answered.", "It printed `from-the-shell`."),
         ],
+        "",
+    );
+}
+
+#[test]
+fn an_approval_is_answered_in_the_page_after_a_reload() {
+    dsh_tests::plugin_lib("hooks_probe");
+    let command = json!({"command": "echo approved-run", "description": "say it"}).to_string();
+    scenario(
+        "approval",
+        vec![
+            Reply::tool_calls(&[("call_1", "bash", &command)]),
+            Reply::text("done"),
+        ],
+        "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n",
     );
 }

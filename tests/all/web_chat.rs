@@ -11,20 +11,26 @@ use dsh_tests::http::{Socket, envelope, send, websocket};
 use dsh_tests::{HostProcess, TestDir, WAIT};
 use serde_json::{Value, json};
 
-struct Web {
+pub(crate) struct Web {
     host: HostProcess,
     address: String,
     bearer: String,
 }
 
 fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-            server.url()
-        ),
+    start_with(server, dir, "")
+}
+
+/// The web profile against `server`, with `rows` (YAML list items) inserted.
+pub(crate) fn start_with(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Web {
+    let mut layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+        server.url()
     );
+    if !rows.is_empty() {
+        layer.push_str(&format!("- insert:\n{rows}"));
+    }
+    let patch = dir.write("fake.patch.yml", &layer);
     std::fs::create_dir_all(dir.join("work")).unwrap();
     let host = HostProcess::start_with_env(
         &dir.home(),
@@ -265,6 +271,131 @@ fn the_event_stream_is_a_websocket_from_this_origin_only() {
             .last()
             .is_some_and(|frame| frame["sessionId"] == "no-such-session"),
         "{refused:?}"
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+/// Every call asks (a policy row answering `ask` on tools/pre-execute).
+const ASKING: &str = "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n";
+
+fn echo_turn() -> Vec<Reply> {
+    let command = json!({"command": "echo approved-run", "description": "say it"}).to_string();
+    vec![
+        Reply::tool_calls(&[("call_1", "bash", &command)]),
+        Reply::text("done"),
+    ]
+}
+
+fn approval_of(frames: &[Value]) -> Option<Value> {
+    frames
+        .iter()
+        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
+        .map(|op| op["item"].clone())
+        .find(|item| item["kind"] == "approval" && item.get("outcome").is_none())
+}
+
+/// An ask reaches the page as an answerable card; the first answer decides it, a second is
+/// not accepted, and the decision is logged, so every tab's card shows it.
+#[test]
+fn an_ask_is_answered_from_the_page_and_the_first_answer_wins() {
+    dsh_tests::plugin_lib("hooks_probe");
+    for (answer, status, outcome) in [
+        ("allowed-once", "ok", "allowed-once"),
+        ("rejected", "error", "rejected"),
+    ] {
+        let server = FakeDeepSeek::start(echo_turn());
+        let dir = TestDir::new(&format!("web-approval-{answer}"));
+        let mut web = start_with(&server, &dir, ASKING);
+        let session = web.call("session.create", &json!({}))["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut socket = web.events();
+        socket.send(&json!({"type": "subscribe", "sessionId": session}));
+        socket.until(50, |frame| frame["type"] == "session/subscribed");
+        web.call(
+            "session.prompt",
+            &json!({"sessionId": session, "text": "run it"}),
+        );
+        let frames = socket.until(300, |frame| {
+            approval_of(std::slice::from_ref(frame)).is_some()
+        });
+        let ask = approval_of(&frames).unwrap_or_else(|| panic!("no ask: {frames:?}"));
+        assert_eq!(ask["toolName"], "bash");
+        assert_eq!(ask["reason"], "the policy asks");
+        let id = ask["id"].as_str().unwrap();
+        let first = web.call(
+            "approval.respond",
+            &json!({"approvalId": id, "outcome": answer}),
+        );
+        assert_eq!(first["accepted"], true);
+        let second = web.call(
+            "approval.respond",
+            &json!({"approvalId": id, "outcome": "allowed-once"}),
+        );
+        assert_eq!(
+            second["accepted"], false,
+            "a second answer decided it again"
+        );
+        socket.until(300, turn_ended);
+        let history = web.call("session.history", &json!({"sessionId": session}));
+        let items = history["items"].as_array().unwrap();
+        let decided = items
+            .iter()
+            .find(|item| item["kind"] == "approval")
+            .unwrap();
+        assert_eq!(decided["outcome"], outcome, "{history}");
+        let tool = items.iter().find(|item| item["kind"] == "tool").unwrap();
+        assert_eq!(tool["status"], status, "{tool}");
+        assert_eq!(web.host.stop(), Some(0));
+    }
+}
+
+/// With no page connected nobody can answer: the ask is refused as unavailable, never allowed.
+#[test]
+fn an_ask_with_no_page_connected_fails_closed() {
+    dsh_tests::plugin_lib("hooks_probe");
+    let server = FakeDeepSeek::start(echo_turn());
+    let dir = TestDir::new("web-approval-nobody");
+    let mut web = start_with(&server, &dir, ASKING);
+    let session = web.call("session.create", &json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "run it"}),
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    let history = loop {
+        let history = web.call("session.history", &json!({"sessionId": session}));
+        if history["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|item| item["kind"] == "turn-end")
+        {
+            break history;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn never ended: {history}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let items = history["items"].as_array().unwrap();
+    let decided = items
+        .iter()
+        .find(|item| item["kind"] == "approval")
+        .unwrap();
+    assert_eq!(decided["outcome"], "unavailable", "{history}");
+    let tool = items.iter().find(|item| item["kind"] == "tool").unwrap();
+    assert_eq!(tool["status"], "error");
+    assert!(
+        !tool["view"]["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("approved-run")
     );
     assert_eq!(web.host.stop(), Some(0));
 }

@@ -65,6 +65,30 @@ const scenarios = {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
     expect(!overflow, "the page scrolls sideways at 390 px");
   },
+
+  // A policy asks before the shell runs: the card is answerable, survives a reload still
+  // pending, and allowing it runs the command.
+  async approval(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "run it");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".approval.pending");
+    const ask = await page.textContent(".approval.pending .approval-ask");
+    expect(ask.includes("Run bash?") && ask.includes("the policy asks"), `the card asks "${ask}"`);
+    await themes(page, "pending");
+    await page.reload();
+    await page.waitForSelector(".approval.pending button.allow");
+    await page.click(".approval.pending button.allow");
+    await page.waitForSelector(".approval.decided");
+    const outcome = await page.textContent(".approval.decided .approval-outcome");
+    expect(outcome === "Allowed once", `the card says "${outcome}"`);
+    await page.waitForSelector(".tool.tool-ok");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("done")),
+    );
+    await shoot(page, "allowed");
+  },
 };
 
 const run = scenarios[scenario];

@@ -310,6 +310,14 @@ function wireComposer() {
   $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message)));
   $("new").addEventListener("click", () => newSession().catch((e) => toast(e.message)));
   $("search").addEventListener("input", renderSessions);
+  $("items").addEventListener("dsh-answer", (event) => {
+    for (const button of event.target.closest(".approval").querySelectorAll("button")) button.disabled = true;
+    call("approval.respond", event.detail)
+      .then(({ accepted }) => {
+        if (!accepted) toast("That approval was already decided or is no longer waiting.");
+      })
+      .catch((error) => toast(error.message));
+  });
   $("theme").addEventListener("click", cycleTheme);
 }
 

@@ -124,6 +124,27 @@ export function renderItem(item) {
     case "turn-end":
       node = turnEnd(item);
       break;
+    case "approval": {
+      const answer = (outcome) => (event) =>
+        event.target.dispatchEvent(
+          new CustomEvent("dsh-answer", { bubbles: true, detail: { approvalId: item.id, outcome } }),
+        );
+      const decided = { "allowed-once": "Allowed once", rejected: "Rejected", cancelled: "Cancelled", unavailable: "No answer: refused" };
+      node = element(
+        "div",
+        { class: item.outcome ? "approval decided" : "approval pending", role: item.outcome ? null : "alertdialog", "aria-label": `Approve ${item.toolName}?` },
+        element("div", { class: "approval-ask" }, element("strong", {}, `Run ${item.toolName}?`), item.reason ? ` ${item.reason}` : ""),
+        item.outcome
+          ? element("div", { class: "approval-outcome" }, decided[item.outcome] || item.outcome)
+          : element(
+              "div",
+              { class: "approval-actions" },
+              element("button", { type: "button", class: "allow", onclick: answer("allowed-once") }, "Allow once"),
+              element("button", { type: "button", class: "reject", onclick: answer("rejected") }, "Reject"),
+            ),
+      );
+      break;
+    }
     case "notice":
       node = element("div", { class: `notice ${item.level}`, role: "status" }, item.text);
       break;

@@ -10,6 +10,8 @@ pub(crate) struct Api {
     pub(crate) ctx: Context,
     /// Answers of `session.prompt` by client request id, so a retried call runs once.
     pub(crate) prompted: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
+    /// The asks waiting for a person's answer.
+    pub(crate) pending: std::sync::Arc<crate::approvals::Pending>,
     pub(crate) boot_id: String,
     pub(crate) cwd: String,
     pub(crate) remote: bool,
@@ -81,6 +83,11 @@ impl Api {
             "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
             "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
+            "approval.respond" => serde_json::to_value(
+                self.pending
+                    .answer(payload(method, body)?)
+                    .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?,
+            ),
             other => {
                 return Err(Failure(
                     RpcErrorCode::BadRequest,

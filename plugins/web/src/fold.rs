@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 
 use dsh_protocol::{
-    AppendField, AssistantChunkEvent, AssistantMessageEvent, ChatItem, FinishReason, ItemOp,
-    LlmRetryEvent, MessageSource, NoticeLevel, SessionTitleEvent, StreamChunk, ToolCallEvent,
-    ToolResultEvent, ToolStatus, TurnEndEvent, UserMessageEvent, text_of,
+    AppendField, ApprovalAskedEvent, ApprovalDecidedEvent, AssistantChunkEvent,
+    AssistantMessageEvent, ChatItem, FinishReason, ItemOp, LlmRetryEvent, MessageSource,
+    NoticeLevel, SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus,
+    TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_session_seam::EventRecord;
 
@@ -165,6 +166,37 @@ impl Fold {
                         level: NoticeLevel::Warning,
                         text,
                     };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "approval/asked" => {
+                if let Some(Ok(asked)) = record.decode::<ApprovalAskedEvent>() {
+                    let item = ChatItem::Approval {
+                        id: asked.id,
+                        seq,
+                        tool_name: asked.tool_name,
+                        call_id: asked.call_id,
+                        reason: asked.reason,
+                        outcome: None,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "approval/decided" => {
+                if let Some(Ok(decided)) = record.decode::<ApprovalDecidedEvent>()
+                    && let Some(&at) = self.index.get(&decided.id)
+                    && let ChatItem::Approval { .. } = &self.items[at]
+                {
+                    let mut item = self.items[at].clone();
+                    if let ChatItem::Approval {
+                        outcome,
+                        seq: at_seq,
+                        ..
+                    } = &mut item
+                    {
+                        *outcome = Some(decided.outcome);
+                        *at_seq = seq;
+                    }
                     self.upsert(item, &mut change);
                 }
             }
@@ -347,6 +379,7 @@ mod tests {
                 ChatItem::Tool { .. } => "tool",
                 ChatItem::TurnEnd { .. } => "turn-end",
                 ChatItem::Notice { .. } => "notice",
+                ChatItem::Approval { .. } => "approval",
             })
             .collect();
         assert_eq!(kinds, ["user", "tool", "assistant", "turn-end"]);

@@ -9,6 +9,7 @@
 //! response carries a strict Content-Security-Policy; the guards are in `guard`.
 
 mod api;
+mod approvals;
 mod args;
 mod fold;
 mod guard;
@@ -118,10 +119,13 @@ impl Plugin for WebPlugin {
         // address (for its Host allow-list and cookie name) through the slot below.
         let hub = Arc::new(Hub::new(ctx.clone()));
         follow_the_host(&ctx, &hub)?;
+        let pending = Arc::new(approvals::Pending::default());
+        approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
         let router = Router::new(
             api::Api {
                 ctx: ctx.clone(),
                 prompted: std::sync::Mutex::default(),
+                pending,
                 boot_id: secrets.boot_id.clone(),
                 cwd,
                 remote,

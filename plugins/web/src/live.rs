@@ -100,6 +100,11 @@ impl Hub {
         (outbox, receiver)
     }
 
+    /// How many pages are connected.
+    pub(crate) fn connection_count(&self) -> usize {
+        lock(&self.connections).len()
+    }
+
     /// Forgets a closed connection everywhere.
     pub(crate) fn disconnect(&self, connection: u64) {
         lock(&self.connections).retain(|outbox| outbox.id != connection);

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::events::TodoItem;
+use crate::tools::ApprovalOutcome;
 use crate::turn::TurnEndReason;
 
 /// One item of a conversation; `id` is stable for the item's whole life, so an update that
@@ -50,6 +51,18 @@ pub enum ChatItem {
         turn: u64,
         reason: TurnEndReason,
     },
+    /// A call put to a person: answerable (`approval.respond`) while `outcome` is absent.
+    Approval {
+        id: String,
+        seq: u64,
+        tool_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<ApprovalOutcome>,
+    },
     /// Something a person should know that is not a message: a retry, a failure.
     Notice {
         id: String,
@@ -66,6 +79,7 @@ impl ChatItem {
             | Self::Assistant { id, .. }
             | Self::Tool { id, .. }
             | Self::TurnEnd { id, .. }
+            | Self::Approval { id, .. }
             | Self::Notice { id, .. } => id,
         }
     }

@@ -226,6 +226,23 @@ pub struct PromptAccepted {
     pub message_id: String,
 }
 
+/// `approval.respond`'s payload: a person's answer to a pending approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAnswer {
+    pub approval_id: String,
+    /// `allowed-once` or `rejected`.
+    pub outcome: crate::tools::ApprovalOutcome,
+}
+
+/// `approval.respond`'s value: whether this answer decided it (the first answer wins; a later
+/// one, or one for an approval no longer pending, is not accepted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerReceipt {
+    pub accepted: bool,
+}
+
 /// The payload of the methods that name only a session (`session.cancel`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
