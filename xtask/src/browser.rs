@@ -12,10 +12,10 @@ pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 /// `None` when everything is in place; otherwise why the browser tests must be skipped.
 pub(crate) fn prepare(root: &Path) -> Option<String> {
     let scripts = root.join("tests/web");
-    if !scripts.join("node_modules/playwright-core").is_dir() {
-        if let Err(reason) = run(&scripts, "npm", &["ci", "--no-audit", "--no-fund"]) {
-            return Some(format!("playwright-core could not be installed: {reason}"));
-        }
+    if !scripts.join("node_modules/playwright-core").is_dir()
+        && let Err(reason) = run(&scripts, "npm", &["ci", "--no-audit", "--no-fund"])
+    {
+        return Some(format!("playwright-core could not be installed: {reason}"));
     }
     if !Path::new(CHROMIUM).is_file() {
         if !is_root() {
