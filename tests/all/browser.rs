@@ -34,12 +34,23 @@ fn browser() -> Result<(PathBuf, PathBuf), String> {
 
 /// Runs scenario `name` of `tests/web/scenarios.mjs` against a web host whose model answers
 /// `replies`, with `rows` (YAML list items) inserted into its tree.
-fn scenario(name: &str, replies: Vec<Reply>, rows: &str) {
+fn scenario(name: &str, replies: Vec<Reply>, rows: &str) -> Option<FakeDeepSeek> {
+    scenario_with(name, replies, rows, &[("DEEPSEEK_API_KEY", "sk-test")])
+}
+
+/// [`scenario`] with the host's environment given; answers the fake server (to read what it
+/// was sent), or `None` when the scenario was skipped.
+fn scenario_with(
+    name: &str,
+    replies: Vec<Reply>,
+    rows: &str,
+    envs: &[(&str, &str)],
+) -> Option<FakeDeepSeek> {
     let (scripts, chromium) = match browser() {
         Ok(found) => found,
         Err(reason) => {
             eprintln!("skipped: browser scenario `{name}`: {reason}");
-            return;
+            return None;
         }
     };
     let server = FakeDeepSeek::start(replies);
@@ -66,7 +77,7 @@ fn scenario(name: &str, replies: Vec<Reply>, rows: &str) {
             "--port",
             "0",
         ],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
+        envs,
     );
     let line = host.wait_stdout("dsh web: open http://", WAIT);
     let url = line.trim_start_matches("dsh web: open ").trim().to_owned();
@@ -88,6 +99,7 @@ fn scenario(name: &str, replies: Vec<Reply>, rows: &str) {
     );
     assert!(stdout.contains(&format!("scenario {name}: ok")), "{stdout}");
     assert_eq!(host.stop(), Some(0));
+    Some(server)
 }
 
 #[test]
@@ -100,6 +112,24 @@ fn a_prompt_streams_an_answer_with_reasoning_and_a_terminal_card() {
             Reply::reasoning_then_text("The shell answered.", "It printed `from-the-shell`."),
         ],
         "",
+    );
+}
+
+#[test]
+fn with_no_key_the_page_asks_for_one_and_the_next_prompt_uses_it() {
+    let Some(server) = scenario_with(
+        "onboarding",
+        vec![Reply::text("hi there")],
+        "",
+        &[("DEEPSEEK_API_KEY", "")],
+    ) else {
+        return;
+    };
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-from-the-page")
     );
 }
 

@@ -268,3 +268,111 @@ fn sessions_recorded_headless_are_listed_newest_first() {
     assert!(sessions[0]["updatedAt"].as_i64() >= sessions[1]["updatedAt"].as_i64());
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A key set through the API is stored for its owner only, never answered back, and used by
+/// the next request; removing it leaves the environment (here: none).
+#[test]
+fn a_key_set_through_the_settings_is_stored_privately_and_used_at_once() {
+    use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+    let server = FakeDeepSeek::start(vec![Reply::text("with the stored key")]);
+    let dir = TestDir::new("web-credentials");
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    let host = HostProcess::start_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "web",
+            "--",
+            "--no-open",
+            "--port",
+            "0",
+        ],
+        &[("DEEPSEEK_API_KEY", "")],
+    );
+    let line = host.wait_stdout("dsh web: open http://", WAIT);
+    let url = line.trim_start_matches("dsh web: open http://");
+    let (address, query) = url.split_once("/auth?").unwrap();
+    let mut web = Web {
+        host,
+        address: address.to_owned(),
+        token: query.trim_start_matches("token=").to_owned(),
+    };
+    let bearer = format!("Bearer {}", web.token);
+    let call = |method: &str, payload: Value| {
+        let response = send(
+            &web.address,
+            "POST",
+            &format!("/api/{method}"),
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+            ],
+            &envelope(method, &payload),
+        );
+        response.json()["result"].clone()
+    };
+    let before = call("host.describe", json!({}));
+    assert!(before["value"].get("defaultModel").is_none(), "{before}");
+    let rejected = call(
+        "credentials.set",
+        json!({"name": "DEEPSEEK_API_KEY", "value": "has spaces"}),
+    );
+    assert_eq!(
+        rejected["error"]["code"], "credential-rejected",
+        "{rejected}"
+    );
+    let set = call(
+        "credentials.set",
+        json!({"name": "DEEPSEEK_API_KEY", "value": "sk-stored"}),
+    );
+    assert_eq!(set["ok"], true, "{set}");
+    let file = dir.home().join("credentials.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let described = call("credentials.describe", json!({}));
+    assert!(
+        !described.to_string().contains("sk-stored"),
+        "a value was answered: {described}"
+    );
+    assert_eq!(
+        described["value"]["credentials"][0]["stored"], true,
+        "{described}"
+    );
+    let after = call("host.describe", json!({}));
+    assert_eq!(
+        after["value"]["defaultModel"],
+        "deepseek-official/deepseek-v4-flash"
+    );
+    let session = call("session.create", json!({}))["value"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call(
+        "session.prompt",
+        json!({"sessionId": session, "text": "hello"}),
+    );
+    let requests = server.wait_requests(1, WAIT);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-stored")
+    );
+    let removed = call("credentials.unset", json!({"name": "DEEPSEEK_API_KEY"}));
+    assert_eq!(removed["value"]["removed"], true);
+    assert!(
+        !std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("sk-stored")
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}

@@ -89,6 +89,24 @@ const scenarios = {
     );
     await shoot(page, "allowed");
   },
+
+  // No key: the page asks for one; once saved, a prompt is answered by the model.
+  async onboarding(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector("#onboarding");
+    await themes(page, "no-key");
+    await page.fill("#api-key", "sk-from-the-page");
+    await page.click("#onboarding button");
+    await page.waitForSelector("#ready");
+    const model = await page.textContent(".facts dd:nth-of-type(2)");
+    expect(model.includes("deepseek"), `the model is "${model}"`);
+    await page.fill("#prompt", "hello");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("hi there")),
+    );
+    await shoot(page, "answered");
+  },
 };
 
 const run = scenarios[scenario];

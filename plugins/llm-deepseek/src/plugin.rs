@@ -17,6 +17,8 @@ use dsh_plugin_api::io::http::{HttpBodyBox, HttpErrorKind, HttpHeader, HttpReque
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, StreamChunk};
 
+use dsh_credentials_seam::{CREDENTIALS, CredentialsService};
+
 use crate::{
     AdapterConfig, AdapterSettings, BASE_URL_ENV, HeaderIds, ResponseStream, build_request,
     check_api_key, idle_timeout_failure, map_http_error, stream_transport_failure,
@@ -34,6 +36,9 @@ pub(crate) struct Config(
 struct DeepSeek {
     config: Arc<AdapterConfig>,
     http: Service<HttpService>,
+    /// For the stored key, looked up per request (so a key set in the web settings is used at
+    /// once, and a credentials row that goes away only leaves the environment).
+    ctx: Context,
 }
 
 /// Reads a whole error body, within the idle timeout per read and a size cap.
@@ -62,10 +67,15 @@ impl DeepSeek {
         };
         let mut request = request.decode().map_err(bad)?;
         request.messages = read_history(history).map_err(bad)?;
-        let key = check_api_key(
-            &self.config,
-            std::env::var(&self.config.api_key_env).ok().as_deref(),
-        )?;
+        let name = &self.config.api_key_env;
+        let stored = match self.ctx.get::<CredentialsService>(CREDENTIALS) {
+            Ok(Some(credentials)) => credentials.get(RString::from(name.as_str())).into_option(),
+            _ => None,
+        };
+        let key = match stored {
+            Some(stored) => check_api_key(&self.config, Some(stored.as_str()))?,
+            None => check_api_key(&self.config, std::env::var(name).ok().as_deref())?,
+        };
         let wire = build_request(&self.config, &request, &key, &HeaderIds::default())?;
         let headers: RVec<HttpHeader> = wire
             .headers
@@ -134,6 +144,7 @@ impl Adapter for DeepSeek {
         let adapter = DeepSeek {
             config: self.config.clone(),
             http: self.http.clone(),
+            ctx: self.ctx.clone(),
         };
         async move {
             match adapter.open(&request, &history).await {
@@ -238,6 +249,7 @@ impl Plugin for DeepSeekPlugin {
         let adapter = DeepSeek {
             config: Arc::new(config),
             http,
+            ctx: ctx.clone(),
         };
         let registration = llm
             .register(Adapter_TO::from_value(adapter, TD_Opaque))

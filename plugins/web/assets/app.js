@@ -332,16 +332,33 @@ function renderHero(host) {
     element("dt", {}, "Model"), element("dd", {}, host.defaultModel || "none"),
   );
   const next = host.defaultModel
-    ? element("p", { class: "muted" }, "Type a task below to start a session, or pick one on the left.")
-    : element(
-        "div",
-        { class: "notice warning" },
-        element("strong", {}, "No model is configured. "),
-        "Set ",
-        element("code", {}, "DEEPSEEK_API_KEY"),
-        " (or add an OpenAI-compatible row, see examples/models.yml) and start the server again. Turns started now end with NO_MODEL.",
-      );
+    ? element("p", { class: "muted", id: "ready" }, "Type a task below to start a session, or pick one on the left.")
+    : onboarding();
   $("hero").replaceChildren(element("h1", {}, "What should the agent do?"), facts, next);
+}
+
+// No usable model: a DeepSeek key entered here is stored by the host (readable by its owner
+// only) and used from the next request on.
+function onboarding() {
+  const input = element("input", { id: "api-key", type: "password", autocomplete: "off", placeholder: "sk-…", "aria-label": "DeepSeek API key" });
+  const form = element(
+    "form",
+    { class: "notice warning onboarding", id: "onboarding" },
+    element("p", {}, element("strong", {}, "No model is configured yet."), " Enter a DeepSeek API key, or start the host with ", element("code", {}, "DEEPSEEK_API_KEY"), " set (an OpenAI-compatible endpoint is one more row, see examples/models.yml)."),
+    element("div", { class: "row" }, input, element("button", { type: "submit" }, "Save key")),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await call("credentials.set", { name: "DEEPSEEK_API_KEY", value: input.value });
+      input.value = "";
+      state.host = await call("host.describe");
+      renderHero(state.host);
+    } catch (error) {
+      toast(error.message);
+    }
+  });
+  return form;
 }
 
 async function start() {

@@ -15,7 +15,10 @@ pub(crate) struct Api {
     pub(crate) boot_id: String,
     pub(crate) cwd: String,
     pub(crate) remote: bool,
-    pub(crate) default_model: Option<String>,
+    /// The row's `model`, which new sessions use over any default.
+    pub(crate) configured_model: Option<String>,
+    /// Whether credentials may be changed by this server's clients.
+    pub(crate) credentials_writable: bool,
 }
 
 /// A method's failure, coded.
@@ -83,6 +86,16 @@ impl Api {
             "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
             "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
+            "credentials.describe" => {
+                serde_json::to_value(self.describe_credentials(self.credentials_writable))
+            }
+            "credentials.set" => {
+                self.set_credential(payload(method, body)?).await?;
+                Ok(serde_json::json!({}))
+            }
+            "credentials.unset" => serde_json::to_value(serde_json::json!({
+                "removed": self.unset_credential(payload(method, body)?).await?
+            })),
             "approval.respond" => serde_json::to_value(
                 self.pending
                     .answer(payload(method, body)?)
@@ -109,7 +122,7 @@ impl Api {
             profile: "web".to_owned(),
             cwd: self.cwd.clone(),
             providers,
-            default_model: self.default_model.clone(),
+            default_model: self.default_model(),
             remote: self.remote,
         }
     }

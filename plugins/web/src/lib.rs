@@ -17,6 +17,7 @@ mod live;
 mod page;
 mod router;
 mod sessions;
+mod settings;
 mod socket;
 mod views;
 
@@ -109,12 +110,6 @@ impl Plugin for WebPlugin {
         let cwd = std::env::current_dir()
             .map(|dir| dir.display().to_string())
             .unwrap_or_default();
-        let default_model = config.model.clone().or_else(|| {
-            std::env::var("DEEPSEEK_API_KEY")
-                .ok()
-                .filter(|key| !key.trim().is_empty())
-                .map(|_| "deepseek-official/deepseek-v4-flash".to_owned())
-        });
         // The router is whole, guards and all, before the port is bound; it learns the bound
         // address (for its Host allow-list and cookie name) through the slot below.
         let hub = Arc::new(Hub::new(ctx.clone()));
@@ -129,7 +124,8 @@ impl Plugin for WebPlugin {
                 boot_id: secrets.boot_id.clone(),
                 cwd,
                 remote,
-                default_model,
+                configured_model: config.model.clone(),
+                credentials_writable: !remote || args.allow_remote_settings,
             },
             hub,
             remote && !args.allow_remote_settings,

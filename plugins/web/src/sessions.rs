@@ -109,7 +109,7 @@ impl Api {
     }
 
     pub(crate) async fn create(&self, request: CreateRequest) -> Result<Created, Failure> {
-        let route = request.model.or_else(|| self.default_model.clone());
+        let route = request.model.or_else(|| self.default_model());
         let (provider, model) = match route.as_deref() {
             Some(route) => match route.split_once('/') {
                 Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {

@@ -69,7 +69,8 @@ pub use turn::{
 };
 pub use unknown::{OpenTags, Unknown};
 pub use web::{
-    AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, HistoryRequest,
-    HostDescription, PromptAccepted, PromptMode, RpcError, RpcErrorCode, RpcRequest, RpcResponse,
-    RpcResult, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary,
+    AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
+    CredentialState, CredentialsDescription, HistoryRequest, HostDescription, PromptAccepted,
+    PromptMode, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SendPrompt,
+    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential,
 };

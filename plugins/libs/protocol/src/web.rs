@@ -243,6 +243,43 @@ pub struct AnswerReceipt {
     pub accepted: bool,
 }
 
+/// One secret the settings know of, never its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialState {
+    /// Named as the environment variable it stands in for (`DEEPSEEK_API_KEY`).
+    pub name: String,
+    /// Stored through the settings (it wins over the environment).
+    pub stored: bool,
+    /// Set in the environment the host was started in.
+    pub in_environment: bool,
+}
+
+/// `credentials.describe`'s value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialsDescription {
+    pub credentials: Vec<CredentialState>,
+    /// Whether they may be changed from this client (not over the network unless the launch
+    /// allowed it).
+    pub writable: bool,
+}
+
+/// `credentials.set`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetCredential {
+    pub name: String,
+    pub value: String,
+}
+
+/// `credentials.unset`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialName {
+    pub name: String,
+}
+
 /// The payload of the methods that name only a session (`session.cancel`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
