@@ -146,3 +146,14 @@ fn an_approval_is_answered_in_the_page_after_a_reload() {
         "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n",
     );
 }
+
+#[test]
+fn the_offline_demo_replays_the_recorded_session_with_a_real_shell() {
+    let Some(server) = scenario_with("demo", Vec::new(), "", &[("DEEPSEEK_API_KEY", "")]) else {
+        return;
+    };
+    assert!(
+        server.requests().is_empty(),
+        "the demo reached the network model"
+    );
+}

@@ -107,6 +107,21 @@ const scenarios = {
     );
     await shoot(page, "answered");
   },
+
+  // No key, no network: the offline demo replays the recorded session, its shell call for real.
+  async demo(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector("#demo");
+    await page.click("#demo");
+    await page.waitForSelector(".tool .tool-name");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("42")),
+    );
+    await page.click(".tool summary");
+    const output = await page.textContent(".terminal .output");
+    expect(output.trim() === "42", `the demo's shell printed "${output}"`);
+    await themes(page, "replayed");
+  },
 };
 
 const run = scenarios[scenario];

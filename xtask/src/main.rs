@@ -103,23 +103,35 @@ const DEMO_TASK: &str = "What is 6 times 7? Check it with the shell.";
 fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
     build_workspace(root, false)?;
     let mut command = std::process::Command::new(root.join("target/debug/dsh-host"));
-    if args.is_empty() {
-        println!(
-            "xtask: offline demo: one agent turn of the headless profile. The model's answers are \
-             replayed from demo/session.jsonl (recorded with the project's fake DeepSeek server), \
-             the bash tool runs for real, and no API key or network is used. For a live model: \
-             DEEPSEEK_API_KEY=... cargo xtask run --profile headless -- \"your task\""
-        );
-        command.args([
-            "--profile",
-            "headless",
-            "--",
-            "--replay",
-            &root.join("demo/session.jsonl").display().to_string(),
-            DEMO_TASK,
-        ]);
-    } else {
-        command.args(&args);
+    match args.first().map(String::as_str) {
+        None => {
+            println!(
+                "xtask: the web app (dsh-host --profile web): open the URL it prints. With no \
+                 DEEPSEEK_API_KEY the page offers the offline demo, a recorded session replayed in \
+                 place of the model (no key, no network); or save a key in the page. Ctrl-C stops \
+                 it. The terminal demo: cargo xtask run demo"
+            );
+            command.args(["--profile", "web"]);
+        }
+        Some("demo") => {
+            println!(
+                "xtask: offline demo: one agent turn of the headless profile. The model's answers \
+                 are replayed from demo/session.jsonl (recorded with the project's fake DeepSeek \
+                 server), the bash tool runs for real, and no API key or network is used. For a \
+                 live model: DEEPSEEK_API_KEY=... cargo xtask run --profile headless -- \"your task\""
+            );
+            command.args([
+                "--profile",
+                "headless",
+                "--",
+                "--replay",
+                &root.join("demo/session.jsonl").display().to_string(),
+                DEMO_TASK,
+            ]);
+        }
+        Some(_) => {
+            command.args(&args);
+        }
     }
     // A home inside the project unless the caller chose one, so a demo leaves ~ untouched.
     if std::env::var_os("DSH_HOME").is_none() {

@@ -49,6 +49,13 @@ pub struct Config {
     /// Milliseconds to wait before each chunk (0: none).
     #[serde(default)]
     pub pace_ms: u64,
+    /// Answer only requests that name this provider, passing every other one on (so a replay
+    /// can run beside real models, as the web's offline demo does). Default: answer all.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// Sessions past the last script start the scripts over instead of failing.
+    #[serde(default)]
+    pub repeat: bool,
 }
 
 fn failure(code: FailureCode, message: impl Into<String>) -> Json<LlmFailure> {
@@ -68,6 +75,10 @@ impl Plugin for ReplayPlugin {
             &config.child_files,
         )
         .map_err(|error| PluginError::plugin(error.to_string()))?;
+        let scripts = match config.repeat {
+            true => scripts.repeating(),
+            false => scripts,
+        };
         dsh_plugin_api::tracing::info!(
             "replaying {} recorded answer(s) from {}",
             scripts.calls(),
@@ -80,9 +91,11 @@ impl Plugin for ReplayPlugin {
             ctx: ctx.clone(),
             millis: config.pace_ms,
         };
+        let only = config.provider.map(Arc::new);
         ctx.on_waterfall(&LLM_STREAM, move |next: Next<StreamCall, StreamOutcome>| {
             let scripts = scripts.clone();
             let pace = pace.clone();
+            let only = only.clone();
             async move {
                 let request: GenerateRequest = match next.payload().request.decode() {
                     Ok(request) => request,
@@ -93,6 +106,12 @@ impl Plugin for ReplayPlugin {
                         )));
                     }
                 };
+                if only
+                    .as_deref()
+                    .is_some_and(|provider| *provider != request.config.provider)
+                {
+                    return next.run().await;
+                }
                 Ok(answer(&scripts, &pace, request).await)
             }
         })

@@ -48,6 +48,15 @@ pub(crate) struct Script {
 }
 
 impl Script {
+    /// The same script, from its first call again.
+    fn restarted(&self) -> Self {
+        Self {
+            file: self.file.clone(),
+            entries: self.entries.clone(),
+            calls: Mutex::new(0),
+        }
+    }
+
     /// The entry of the script's next call (`None` past its end or at a gap) and its index.
     pub(crate) fn next_call(&self) -> (usize, Option<Entry>) {
         let mut calls = lock(&self.calls);
@@ -69,7 +78,9 @@ impl Script {
 /// The scripts of a replay, and which live session each is bound to.
 pub(crate) struct Scripts {
     scripts: Vec<std::sync::Arc<Script>>,
-    bound: Mutex<HashMap<String, usize>>,
+    bound: Mutex<HashMap<String, std::sync::Arc<Script>>>,
+    /// Sessions past the last script start the scripts over (a demo replayed many times).
+    repeat: bool,
 }
 
 impl Scripts {
@@ -113,6 +124,7 @@ impl Scripts {
                 })
                 .collect(),
             bound: Mutex::new(HashMap::new()),
+            repeat: false,
         })
     }
 
@@ -121,18 +133,33 @@ impl Scripts {
         self.scripts.iter().map(|script| script.len()).sum()
     }
 
+    /// Sessions past the last script start the scripts over instead of failing.
+    pub(crate) fn repeating(mut self) -> Self {
+        self.repeat = true;
+        self
+    }
+
     /// The script of `session`, bound at its first call to the next unbound one.
     pub(crate) fn for_session(&self, session: &str) -> Result<std::sync::Arc<Script>, ScriptError> {
         let mut bound = lock(&self.bound);
+        if let Some(script) = bound.get(session) {
+            return Ok(script.clone());
+        }
         let next = bound.len();
-        let index = *bound.entry(session.to_owned()).or_insert(next);
-        self.scripts
-            .get(index)
-            .cloned()
-            .ok_or_else(|| ScriptError::TooManySessions {
-                count: self.scripts.len(),
-                session: session.to_owned(),
-            })
+        let script = match self.scripts.get(next) {
+            Some(script) => script.clone(),
+            None if self.repeat && !self.scripts.is_empty() => {
+                std::sync::Arc::new(self.scripts[next % self.scripts.len()].restarted())
+            }
+            None => {
+                return Err(ScriptError::TooManySessions {
+                    count: self.scripts.len(),
+                    session: session.to_owned(),
+                });
+            }
+        };
+        bound.insert(session.to_owned(), script.clone());
+        Ok(script)
     }
 }
 
@@ -261,6 +288,19 @@ mod tests {
         assert_eq!(scripts.for_session("c").unwrap().file, parent);
         let error = scripts.for_session("d").err().unwrap().to_string();
         assert!(error.contains("`d` is one more"), "{error}");
+        // Repeating, a fourth session starts the first script over, from its first call.
+        let scripts = Scripts::load(&parent, None, &[late, early.clone()])
+            .unwrap()
+            .repeating();
+        for session in ["a", "b", "c"] {
+            scripts.for_session(session).unwrap().next_call();
+        }
+        let again = scripts.for_session("d").unwrap();
+        assert_eq!(again.file, early);
+        assert!(
+            again.next_call().1.is_some(),
+            "the restarted script answers its first call"
+        );
     }
 
     #[test]

@@ -321,6 +321,16 @@ function wireComposer() {
   $("theme").addEventListener("click", cycleTheme);
 }
 
+async function startDemo() {
+  try {
+    const { sessionId } = await call("session.demo", {});
+    await refreshSessions();
+    await openSession(sessionId);
+  } catch (error) {
+    toast(error.message);
+  }
+}
+
 // ---- start -------------------------------------------------------------------------------
 
 function renderHero(host) {
@@ -346,6 +356,15 @@ function onboarding() {
     { class: "notice warning onboarding", id: "onboarding" },
     element("p", {}, element("strong", {}, "No model is configured yet."), " Enter a DeepSeek API key, or start the host with ", element("code", {}, "DEEPSEEK_API_KEY"), " set (an OpenAI-compatible endpoint is one more row, see examples/models.yml)."),
     element("div", { class: "row" }, input, element("button", { type: "submit" }, "Save key")),
+    state.host.demo
+      ? element(
+          "p",
+          { class: "demo" },
+          "Or ",
+          element("button", { type: "button", id: "demo", class: "link", onclick: startDemo }, "open the offline demo"),
+          ": a recorded session replayed in place of the model (no key, no network); its shell command runs for real.",
+        )
+      : null,
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -17,6 +17,10 @@ pub(crate) struct Api {
     pub(crate) remote: bool,
     /// The row's `model`, which new sessions use over any default.
     pub(crate) configured_model: Option<String>,
+    /// Where the offline demo keeps its log and working directory.
+    pub(crate) demo_dir: Option<std::path::PathBuf>,
+    /// Whether the demo's replay row is mounted.
+    pub(crate) demo_mounted: tokio::sync::Mutex<bool>,
     /// Whether credentials may be changed by this server's clients.
     pub(crate) credentials_writable: bool,
 }
@@ -85,6 +89,7 @@ impl Api {
             "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
             "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
             "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
+            "session.demo" => serde_json::to_value(self.demo().await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
             "credentials.describe" => {
                 serde_json::to_value(self.describe_credentials(self.credentials_writable))
@@ -124,6 +129,7 @@ impl Api {
             providers,
             default_model: self.default_model(),
             remote: self.remote,
+            demo: self.demo_dir.is_some(),
         }
     }
 }

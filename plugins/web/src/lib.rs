@@ -11,6 +11,7 @@
 mod api;
 mod approvals;
 mod args;
+mod demo;
 mod fold;
 mod guard;
 mod live;
@@ -64,6 +65,9 @@ pub struct WebConfig {
     pub trusted_hosts: Vec<String>,
     /// The model route new sessions use when none is chosen (`PROVIDER/MODEL`).
     pub model: Option<String>,
+    /// Where the offline demo writes its recorded log and runs (`!home demo` in the bundle);
+    /// without it the demo is not offered.
+    pub demo_dir: Option<String>,
 }
 
 pub struct WebPlugin;
@@ -125,6 +129,8 @@ impl Plugin for WebPlugin {
                 cwd,
                 remote,
                 configured_model: config.model.clone(),
+                demo_dir: config.demo_dir.as_ref().map(std::path::PathBuf::from),
+                demo_mounted: tokio::sync::Mutex::new(false),
                 credentials_writable: !remote || args.allow_remote_settings,
             },
             hub,

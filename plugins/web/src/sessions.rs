@@ -31,7 +31,7 @@ fn not_found(session: &str) -> Failure {
 }
 
 impl Api {
-    fn agents(&self) -> Result<Service<AgentsService>, Failure> {
+    pub(crate) fn agents(&self) -> Result<Service<AgentsService>, Failure> {
         match self.ctx.get::<AgentsService>(AGENTS) {
             Ok(Some(agents)) => Ok(agents),
             _ => Err(Failure::internal("no `agents` service is running")),
@@ -136,7 +136,7 @@ impl Api {
         Ok(Created { session_id: id })
     }
 
-    async fn start(&self, options: AgentOptions) -> Result<String, Failure> {
+    pub(crate) async fn start(&self, options: AgentOptions) -> Result<String, Failure> {
         self.agents()?
             .create(Json::encode(&options))
             .await

@@ -142,6 +142,9 @@ pub struct HostDescription {
     /// Whether the server listens beyond loopback (settings and credentials are then read-only
     /// unless the launch allowed them).
     pub remote: bool,
+    /// Whether `session.demo` (the offline demo, a recorded session replayed) is available.
+    #[serde(default)]
+    pub demo: bool,
 }
 
 /// One row of `session.list`.
