@@ -157,3 +157,8 @@ fn the_offline_demo_replays_the_recorded_session_with_a_real_shell() {
         "the demo reached the network model"
     );
 }
+
+#[test]
+fn a_session_is_forked_renamed_and_deleted_from_the_page() {
+    scenario("manage", vec![Reply::text("the first answer")], "");
+}

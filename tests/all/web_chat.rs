@@ -399,3 +399,122 @@ fn an_ask_with_no_page_connected_fails_closed() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// Rename, fork from an item, and delete (refused while a turn runs; afterwards the folder
+/// moves to the trash and the list drops it).
+#[test]
+fn a_session_is_renamed_forked_from_an_item_and_deleted_into_the_trash() {
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("the first answer"),
+        Reply::Stall { ms: 20_000 },
+    ]);
+    let dir = TestDir::new("web-manage");
+    let mut web = start(&server, &dir);
+    let session = web.call("session.create", &json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut socket = web.events();
+    socket.send(&json!({"type": "subscribe", "sessionId": session}));
+    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "first"}),
+    );
+    socket.until(300, turn_ended);
+    let renamed = web.call(
+        "session.rename",
+        &json!({"sessionId": session, "title": "Named by hand"}),
+    );
+    assert_eq!(renamed, json!({}));
+    let titled = socket.until(20, |frame| frame["title"] == "Named by hand");
+    assert!(
+        titled
+            .last()
+            .is_some_and(|frame| frame["title"] == "Named by hand"),
+        "{titled:?}"
+    );
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    assert_eq!(history["title"], "Named by hand");
+    // Fork after the answer: the child holds the question and the answer.
+    let answer = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["kind"] == "assistant")
+        .unwrap();
+    let forked = web.call(
+        "session.fork",
+        &json!({"sessionId": session, "itemId": answer["id"]}),
+    );
+    let child = forked["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(child, session);
+    let child_history = web.call("session.history", &json!({"sessionId": child}));
+    let kinds: Vec<&str> = child_history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(&kinds[..2], ["user", "assistant"], "{child_history}");
+    // The fork works where its parent did.
+    let listed = web.call("session.list", &json!({}));
+    let cwd_of = |id: &str| {
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .map(|s| s["cwd"].clone())
+    };
+    assert!(cwd_of(&child).is_some(), "the fork is not listed: {listed}");
+    assert_eq!(cwd_of(&child), cwd_of(&session), "{listed}");
+    // A running session is not deleted.
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "hang"}),
+    );
+    socket.until(50, |frame| frame["running"] == true);
+    let busy = send(
+        &web.address,
+        "POST",
+        "/api/session.delete",
+        &[
+            ("Authorization", &web.bearer),
+            ("Content-Type", "application/json"),
+        ],
+        &envelope("session.delete", &json!({"sessionId": session})),
+    );
+    assert_eq!(
+        busy.json()["result"]["error"]["code"],
+        "agent-busy",
+        "{busy:?}"
+    );
+    web.call("session.cancel", &json!({"sessionId": session}));
+    // Idle once its driver went quiet (after the turn's end).
+    socket.until(100, |frame| {
+        frame["type"] == "host/session-status"
+            && frame["sessionId"] == session
+            && frame["running"] == false
+    });
+    web.call("session.delete", &json!({"sessionId": session}));
+    let listed = web.call("session.list", &json!({}));
+    assert!(
+        !listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == session),
+        "{listed}"
+    );
+    let trash: Vec<String> = std::fs::read_dir(dir.home().join("trash"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        trash.iter().any(|name| name.starts_with(&session)),
+        "{trash:?}"
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}

@@ -122,6 +122,30 @@ const scenarios = {
     expect(output.trim() === "42", `the demo's shell printed "${output}"`);
     await themes(page, "replayed");
   },
+
+  // A finished answer is forked from, the fork renamed, and then deleted: the list follows.
+  async manage(page) {
+    page.on("dialog", (dialog) => dialog.accept(dialog.type() === "prompt" ? "The fork, renamed" : undefined));
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "first");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".turn-end", { state: "attached" });
+    await page.hover(".message.assistant");
+    await page.click(".message.assistant .fork-here");
+    await page.waitForFunction(() => document.querySelectorAll(".session").length === 2);
+    await page.waitForSelector(".message.assistant");
+    await page.click("#rename");
+    await page.waitForFunction(() => document.getElementById("title").textContent === "The fork, renamed");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".session .title")].some((node) => node.textContent === "The fork, renamed"),
+    );
+    await shoot(page, "renamed");
+    await page.click("#delete");
+    await page.waitForFunction(() => document.querySelectorAll(".session").length === 1);
+    expect(await page.isVisible("#hero"), "the hero is back after the open session was deleted");
+    await shoot(page, "deleted");
+  },
 };
 
 const run = scenarios[scenario];

@@ -32,6 +32,9 @@ pub struct Config {
     /// Pack runs of chunk deltas into rows, as the reference does.
     #[serde(default = "default_true")]
     pub pack_chunks: bool,
+    /// Where deleted sessions go (default: `<root>.trash` beside the root).
+    #[serde(default)]
+    pub trash: Option<String>,
 }
 
 fn default_compression() -> String {

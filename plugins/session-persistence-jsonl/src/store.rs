@@ -2,7 +2,7 @@
 
 use dsh_plugin_api::lock;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -80,6 +80,7 @@ impl Writer {
 struct Inner {
     ctx: Context,
     root: PathBuf,
+    trash: PathBuf,
     options: WriterOptions,
     batch: Duration,
     sessions: Mutex<HashMap<String, Arc<Stored>>>,
@@ -88,6 +89,15 @@ struct Inner {
 #[derive(Clone)]
 pub(crate) struct Store {
     inner: Arc<Inner>,
+}
+
+/// `<root>.trash` beside the root: inside it, the trash would be listed as a project.
+fn trash_beside(root: &Path) -> PathBuf {
+    let name = root.file_name().map_or_else(
+        || "sessions".into(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    root.with_file_name(format!("{name}.trash"))
 }
 
 impl Store {
@@ -110,6 +120,10 @@ impl Store {
             inner: Arc::new(Inner {
                 ctx,
                 root: PathBuf::from(&config.root),
+                trash: config
+                    .trash
+                    .as_ref()
+                    .map_or_else(|| trash_beside(Path::new(&config.root)), PathBuf::from),
                 options: WriterOptions {
                     encoding,
                     pack_chunks: config.pack_chunks,
@@ -265,6 +279,48 @@ impl Store {
                     .collect();
                 summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
                 Ok(summaries)
+            })
+            .await
+            .map_err(storage)?
+    }
+
+    async fn delete(&self, id: String) -> Result<(), SessionError> {
+        if lock(&self.inner.sessions).contains_key(&id) {
+            return Err(error(
+                SessionErrorKind::Locked,
+                format!("session `{id}` is open: close it before deleting it"),
+            ));
+        }
+        let (root, trash) = (self.inner.root.clone(), self.inner.trash.clone());
+        let encoding = self.inner.options.encoding;
+        self.inner
+            .ctx
+            .blocking(move || -> Result<(), SessionError> {
+                let path = find_session(&root, encoding, &id)
+                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?
+                    .ok_or_else(|| {
+                        error(
+                            SessionErrorKind::NotFound,
+                            format!("no session `{id}` under {}", root.display()),
+                        )
+                    })?;
+                let dir = path
+                    .parent()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| root.clone());
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_millis());
+                let target = trash.join(format!("{id}-{stamp}"));
+                std::fs::create_dir_all(&trash)
+                    .and_then(|()| std::fs::rename(&dir, &target))
+                    .map_err(|problem| {
+                        storage(format!(
+                            "cannot move {} to {}: {problem}",
+                            dir.display(),
+                            target.display()
+                        ))
+                    })
             })
             .await
             .map_err(storage)?
@@ -443,6 +499,11 @@ impl SessionStore for Store {
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
         let store = self.clone();
         async move { done(store.load(id.into_string()).await) }.into_ffi()
+    }
+
+    fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
+        let store = self.clone();
+        async move { done(store.delete(id.into_string()).await) }.into_ffi()
     }
 
     fn list(&self) -> FfiFuture<RResult<Json<Vec<SessionSummary>>, SessionError>> {

@@ -28,6 +28,8 @@ pub(crate) struct Wiring {
 
 pub(crate) struct LiveSession {
     id: String,
+    /// The working directory its header names, so a fork's header can name it too.
+    pub(crate) cwd: Option<String>,
     log: Mutex<SessionLog>,
     records: Mutex<Vec<RArc<EventRecord>>>,
     wiring: Arc<Wiring>,
@@ -80,6 +82,7 @@ fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionE
 impl LiveSession {
     pub(crate) fn new(
         id: String,
+        cwd: Option<String>,
         log: SessionLog,
         wiring: Arc<Wiring>,
     ) -> Result<Arc<Self>, SessionError> {
@@ -90,6 +93,7 @@ impl LiveSession {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Arc::new(Self {
             id,
+            cwd,
             log: Mutex::new(log),
             records: Mutex::new(records),
             wiring,

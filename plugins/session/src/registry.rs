@@ -154,7 +154,12 @@ impl Inner {
                 .await
                 .into_result()?;
         }
-        let live = LiveSession::new(id, SessionLog::new(self.types()), wiring)?;
+        let live = LiveSession::new(
+            id,
+            header.cwd.clone(),
+            SessionLog::new(self.types()),
+            wiring,
+        )?;
         self.register(live)
     }
 
@@ -170,7 +175,11 @@ impl Inner {
             ));
         };
         let stored = store.load(RString::from(id.as_str())).await.into_result()?;
-        let opened = self.adopt(&id, &stored.events, wiring.clone());
+        // The header names the working directory; a header that does not parse names none.
+        let cwd = SessionHeader::parse(&id, &stored.header)
+            .ok()
+            .and_then(|header| header.cwd);
+        let opened = self.adopt(&id, cwd, &stored.events, wiring.clone());
         if opened.is_err() {
             // Refused after loading: the store lets go of the session without writing to it.
             let _ = store.close(RString::from(id.as_str())).await;
@@ -182,6 +191,7 @@ impl Inner {
     fn adopt(
         &self,
         id: &str,
+        cwd: Option<String>,
         lines: &[RString],
         wiring: Arc<Wiring>,
     ) -> Result<SessionBox, SessionError> {
@@ -198,7 +208,7 @@ impl Inner {
             .map_err(|problem| unreadable(problem.to_string()))?;
         let log = SessionLog::from_events(events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
-        let live = LiveSession::new(id.to_owned(), log, wiring)?;
+        let live = LiveSession::new(id.to_owned(), cwd, log, wiring)?;
         live.seal_seed()?;
         self.register(live)
     }
@@ -228,6 +238,7 @@ impl Inner {
         let wiring = self.wiring()?;
         if let Some(store) = &wiring.store {
             let mut header = SessionHeader::new(id.as_str(), now_ms());
+            header.cwd = parent.cwd.clone();
             header.parent_session = Some(source.clone());
             header.seed_length = Some(seeded.len() as u64);
             store
@@ -235,7 +246,7 @@ impl Inner {
                 .await
                 .into_result()?;
         }
-        let live = LiveSession::new(id, seeded, wiring)?;
+        let live = LiveSession::new(id, parent.cwd.clone(), seeded, wiring)?;
         live.announce_existing()?;
         self.register(live)
     }

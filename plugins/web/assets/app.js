@@ -180,6 +180,20 @@ function renderHeader() {
   $("title").textContent = open ? open.title || `Session ${open.id.slice(0, 8)}` : "";
 }
 
+function closeSession() {
+  state.open = null;
+  $("chat").hidden = true;
+  $("hero").hidden = false;
+  window.history.replaceState(null, "", "#");
+  renderSessions();
+}
+
+async function fork(itemId) {
+  const { sessionId } = await call("session.fork", { sessionId: state.open.id, itemId });
+  await refreshSessions();
+  await openSession(sessionId);
+}
+
 async function openSession(id) {
   const history = await call("session.history", { sessionId: id });
   state.open = { id, items: new Map(), order: [], lastSeq: history.lastSeq, running: history.running, title: history.title };
@@ -229,6 +243,10 @@ function onFrame(frame) {
       if (state.open && frame.sessionId === state.open.id) openSession(state.open.id).catch((e) => toast(e.message));
       break;
     case "host/session-added":
+      refreshSessions().catch(() => {});
+      break;
+    case "host/session-removed":
+      if (state.open?.id === frame.sessionId) closeSession();
       refreshSessions().catch(() => {});
       break;
     case "host/session-status":
@@ -310,6 +328,17 @@ function wireComposer() {
   $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message)));
   $("new").addEventListener("click", () => newSession().catch((e) => toast(e.message)));
   $("search").addEventListener("input", renderSessions);
+  $("rename").addEventListener("click", () => {
+    const title = window.prompt("A new title for this session", state.open.title || "");
+    if (title === null) return;
+    call("session.rename", { sessionId: state.open.id, title }).catch((e) => toast(e.message));
+  });
+  $("fork").addEventListener("click", () => fork(undefined).catch((e) => toast(e.message)));
+  $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => toast(e.message)));
+  $("delete").addEventListener("click", () => {
+    if (!window.confirm("Delete this session? Its folder moves to the trash in the dsh home.")) return;
+    call("session.delete", { sessionId: state.open.id }).catch((e) => toast(e.message));
+  });
   $("items").addEventListener("dsh-answer", (event) => {
     for (const button of event.target.closest(".approval").querySelectorAll("button")) button.disabled = true;
     call("approval.respond", event.detail)

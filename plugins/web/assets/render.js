@@ -106,6 +106,18 @@ export function renderItem(item) {
           : null,
         item.text ? renderMarkdown(item.text) : null,
         item.interrupted ? element("div", { class: "cut" }, "cut short") : null,
+        item.streaming
+          ? null
+          : element(
+              "button",
+              {
+                type: "button",
+                class: "fork-here",
+                title: "A new session with the conversation up to here",
+                onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-fork", { bubbles: true, detail: { itemId: item.id } })),
+              },
+              "Fork from here",
+            ),
       );
       break;
     case "tool":

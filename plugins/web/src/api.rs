@@ -8,6 +8,8 @@ use dsh_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcRe
 /// What the methods read.
 pub(crate) struct Api {
     pub(crate) ctx: Context,
+    /// For the host frames a method causes (a deleted session).
+    pub(crate) hub: std::sync::Arc<crate::live::Hub>,
     /// Answers of `session.prompt` by client request id, so a retried call runs once.
     pub(crate) prompted: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
     /// The asks waiting for a person's answer.
@@ -89,6 +91,9 @@ impl Api {
             "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
             "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
             "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
+            "session.rename" => serde_json::to_value(self.rename(payload(method, body)?).await?),
+            "session.fork" => serde_json::to_value(self.fork(payload(method, body)?).await?),
+            "session.delete" => serde_json::to_value(self.delete(payload(method, body)?).await?),
             "session.demo" => serde_json::to_value(self.demo().await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
             "credentials.describe" => {

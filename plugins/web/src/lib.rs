@@ -15,6 +15,7 @@ mod demo;
 mod fold;
 mod guard;
 mod live;
+mod manage;
 mod page;
 mod router;
 mod sessions;
@@ -123,6 +124,7 @@ impl Plugin for WebPlugin {
         let router = Router::new(
             api::Api {
                 ctx: ctx.clone(),
+                hub: hub.clone(),
                 prompted: std::sync::Mutex::default(),
                 pending,
                 boot_id: secrets.boot_id.clone(),

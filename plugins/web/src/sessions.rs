@@ -38,7 +38,8 @@ impl Api {
         }
     }
 
-    /// Stored sessions, newest first, with the live ones marked and titled from their logs.
+    /// Stored sessions, newest first, with the live ones marked and titled from their logs; a
+    /// live session the store has not written yet (a fork, a new one) comes first.
     pub(crate) async fn list(&self) -> Result<SessionList, Failure> {
         let mut sessions = self.stored().await?;
         let live: Vec<String> = match self.ctx.get::<SessionsService>(SESSIONS) {
@@ -51,6 +52,29 @@ impl Api {
                 summary.title = self.live_title(&summary.id);
             }
         }
+        let agents: Vec<AgentSummary> = self
+            .agents()
+            .ok()
+            .and_then(|agents| agents.list().decode().ok())
+            .unwrap_or_default();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
+        let unwritten: Vec<SessionSummary> = live
+            .iter()
+            .filter(|id| !sessions.iter().any(|summary| &summary.id == *id))
+            .map(|id| SessionSummary {
+                id: id.clone(),
+                cwd: agents.iter().find(|a| &a.id == id).map(|a| a.cwd.clone()),
+                created_at: now,
+                updated_at: now,
+                title: self.live_title(id),
+                live: true,
+            })
+            .collect();
+        sessions.splice(0..0, unwritten);
         Ok(SessionList { sessions })
     }
 

@@ -70,7 +70,7 @@ pub use turn::{
 pub use unknown::{OpenTags, Unknown};
 pub use web::{
     AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
-    CredentialState, CredentialsDescription, HistoryRequest, HostDescription, PromptAccepted,
-    PromptMode, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SendPrompt,
-    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential,
+    CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
+    PromptAccepted, PromptMode, RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse,
+    RpcResult, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential,
 };

@@ -283,6 +283,24 @@ pub struct CredentialName {
     pub name: String,
 }
 
+/// `session.rename`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RenameRequest {
+    pub session_id: String,
+    pub title: String,
+}
+
+/// `session.fork`'s payload: a new session with the history up to and including `item_id`
+/// (the whole history without it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkRequest {
+    pub session_id: String,
+    #[serde(default)]
+    pub item_id: Option<String>,
+}
+
 /// The payload of the methods that name only a session (`session.cancel`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -329,6 +347,9 @@ pub enum ServerFrame {
     /// A session appeared (created here, headless, or in another tab).
     #[serde(rename = "host/session-added")]
     SessionAdded { session: SessionSummary },
+    /// A session was deleted (moved to the trash).
+    #[serde(rename = "host/session-removed")]
+    SessionRemoved { session_id: String },
     /// A session started or stopped running a turn.
     #[serde(rename = "host/session-status")]
     SessionStatus { session_id: String, running: bool },

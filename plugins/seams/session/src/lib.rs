@@ -305,6 +305,9 @@ pub trait SessionStore: Send + Sync {
     /// Every stored session (its header and when its log last changed), newest first; `live`
     /// and `title` are left for the caller, which knows them.
     fn list(&self) -> FfiFuture<RResult<Json<Vec<SessionSummary>>, SessionError>>;
+    /// Moves a stored session that is not open out of the listing, into the store's trash
+    /// (nothing is erased: a person can move it back).
+    fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;
 

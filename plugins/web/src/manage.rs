@@ -1,0 +1,171 @@
+//! Renaming, forking and deleting sessions. A rename is a `session/title` event (source
+//! `user`), so every client following the session sees it; a fork is the session log's own
+//! fork of a prefix; a delete moves the stored session to the store's trash, after its agent
+//! (if idle) is disposed, and refuses a session that is running a turn.
+
+use abi_stable::std_types::{RNone, RString};
+use dsh_protocol::{
+    AgentStatus, ChatItem, Created, ForkRequest, RenameRequest, RpcErrorCode, ServerFrame,
+    SessionRef, SessionTitleEvent, TitleSource,
+};
+use dsh_session_seam::{
+    NewEventRecord, SESSION_PERSISTENCE, SESSIONS, SessionBox, SessionErrorKind,
+    SessionStoreService, SessionsService,
+};
+
+use crate::api::{Api, Failure};
+use crate::fold::Fold;
+
+/// The longest title a person may give.
+const MAX_TITLE: usize = 200;
+
+impl Api {
+    async fn open(&self, id: &str) -> Result<SessionBox, Failure> {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+            return Err(Failure::internal("no `sessions` service is running"));
+        };
+        sessions
+            .open(RString::from(id))
+            .await
+            .into_result()
+            .map_err(|error| match error.kind {
+                SessionErrorKind::NotFound => {
+                    Failure(RpcErrorCode::SessionNotFound, format!("no session `{id}`"))
+                }
+                _ => Failure::internal(error.to_string()),
+            })
+    }
+
+    pub(crate) async fn rename(
+        &self,
+        request: RenameRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let title = request.title.trim().to_owned();
+        if title.is_empty() || title.chars().count() > MAX_TITLE || title.contains('\n') {
+            return Err(Failure(
+                RpcErrorCode::TitleInvalid,
+                format!("a title is one line of 1 to {MAX_TITLE} characters"),
+            ));
+        }
+        let session = self.open(&request.session_id).await?;
+        let event = SessionTitleEvent {
+            title,
+            message_seqs: Vec::new(),
+            source: TitleSource::User,
+        };
+        session
+            .append(vec![NewEventRecord::of(&event)].into())
+            .into_result()
+            .map_err(|error| Failure::internal(error.to_string()))?;
+        Ok(serde_json::json!({}))
+    }
+
+    pub(crate) async fn fork(&self, request: ForkRequest) -> Result<Created, Failure> {
+        let session = self.open(&request.session_id).await?;
+        let records = session.events(0, session.event_count());
+        let prefix = match &request.item_id {
+            None => session.event_count(),
+            Some(item_id) => {
+                let mut fold = Fold::default();
+                for record in records.iter() {
+                    fold.apply(record);
+                }
+                let seq = fold
+                    .items()
+                    .iter()
+                    .find(|item| item.id() == item_id)
+                    .map(item_seq)
+                    .ok_or_else(|| {
+                        Failure(
+                            RpcErrorCode::ForkUnavailable,
+                            format!("no item `{item_id}` in session `{}`", request.session_id),
+                        )
+                    })?;
+                // A fork keeps whole turns: it ends with the turn the item belongs to.
+                records
+                    .iter()
+                    .find(|record| record.seq >= seq && record.kind.as_str() == "turn/end")
+                    .map_or(seq + 1, |end| end.seq + 1)
+            }
+        };
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+            return Err(Failure::internal("no `sessions` service is running"));
+        };
+        let child = sessions
+            .fork(RString::from(request.session_id.as_str()), prefix, RNone)
+            .await
+            .into_result()
+            .map_err(|error| Failure(RpcErrorCode::ForkUnavailable, error.to_string()))?;
+        // Written at once, so the list (read from the store) shows it with its directory.
+        child
+            .flush()
+            .await
+            .into_result()
+            .map_err(|error| Failure::internal(error.to_string()))?;
+        Ok(Created {
+            session_id: child.id().into_string(),
+        })
+    }
+
+    pub(crate) async fn delete(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
+        let id = request.session_id;
+        let agents = self.agents()?;
+        let agent = agents
+            .list()
+            .decode()
+            .ok()
+            .and_then(|list| list.into_iter().find(|agent| agent.id == id));
+        if let Some(agent) = agent {
+            if agent.status == AgentStatus::Running {
+                return Err(Failure(
+                    RpcErrorCode::AgentBusy,
+                    format!("session `{id}` is running a turn: cancel it first"),
+                ));
+            }
+            agents
+                .dispose(RString::from(id.as_str()))
+                .await
+                .into_result()
+                .map_err(|error| Failure::internal(error.into_string()))?;
+        }
+        if let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS)
+            && sessions.live().iter().any(|live| live.as_str() == id)
+        {
+            sessions
+                .close(RString::from(id.as_str()))
+                .await
+                .into_result()
+                .map_err(|error| Failure::internal(error.to_string()))?;
+        }
+        let Ok(Some(store)) = self.ctx.get::<SessionStoreService>(SESSION_PERSISTENCE) else {
+            return Err(Failure::internal(
+                "no `session_persistence` service is running",
+            ));
+        };
+        store
+            .delete(RString::from(id.as_str()))
+            .await
+            .into_result()
+            .map_err(|error| match error.kind {
+                SessionErrorKind::NotFound => Failure(
+                    RpcErrorCode::SessionNotFound,
+                    format!("no stored session `{id}`"),
+                ),
+                _ => Failure::internal(error.to_string()),
+            })?;
+        self.hub
+            .broadcast(&ServerFrame::SessionRemoved { session_id: id });
+        Ok(serde_json::json!({}))
+    }
+}
+
+fn item_seq(item: &ChatItem) -> u64 {
+    match item {
+        ChatItem::User { seq, .. }
+        | ChatItem::Assistant { seq, .. }
+        | ChatItem::Tool { seq, .. }
+        | ChatItem::TurnEnd { seq, .. }
+        | ChatItem::Approval { seq, .. }
+        | ChatItem::Notice { seq, .. } => *seq,
+    }
+}
