@@ -10,7 +10,7 @@ use std::time::Duration;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
-use dsh_protocol::SessionSummary;
+use dsh_protocol::{SessionSummary, SessionTitleEvent};
 use dsh_session_jsonl::{
     CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
     list_sessions, read_session, session_dir,
@@ -89,6 +89,19 @@ struct Inner {
 #[derive(Clone)]
 pub(crate) struct Store {
     inner: Arc<Inner>,
+}
+
+/// The file beside a session's log holding its latest title.
+const TITLE_FILE: &str = "title";
+
+/// The title of the last `session/title` event of `records`.
+fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
+    records
+        .iter()
+        .rev()
+        .filter(|record| record.kind.as_str() == "session/title")
+        .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
+        .map(|event| event.title)
 }
 
 /// `<root>.trash` beside the root: inside it, the trash would be listed as a project.
@@ -205,7 +218,13 @@ impl Store {
                 writer
                     .ready()?
                     .append_committed(&lines)
-                    .map_err(|problem| storage(format!("session `{id}`: {problem}")))
+                    .map_err(|problem| storage(format!("session `{id}`: {problem}")))?;
+                // The latest title beside the log, so a listing need not read whole logs. A
+                // title that cannot be written costs only the listing's title.
+                if let Some(title) = latest_title(&records) {
+                    let _ = std::fs::write(dir.join(TITLE_FILE), title);
+                }
+                Ok(())
             })
             .await
             .map_err(|problem| storage(problem.to_string()))
@@ -267,12 +286,17 @@ impl Store {
                             .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
                             .and_then(|since| i64::try_from(since.as_millis()).ok())
                             .unwrap_or(listed.header.created_at);
+                        let title = listed
+                            .path
+                            .parent()
+                            .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
+                            .filter(|title| !title.is_empty());
                         SessionSummary {
                             id: listed.header.id,
                             cwd: listed.header.cwd,
                             created_at: listed.header.created_at,
                             updated_at,
-                            title: None,
+                            title,
                             live: false,
                         }
                     })
