@@ -162,3 +162,30 @@ fn the_offline_demo_replays_the_recorded_session_with_a_real_shell() {
 fn a_session_is_forked_renamed_and_deleted_from_the_page() {
     scenario("manage", vec![Reply::text("the first answer")], "");
 }
+
+#[test]
+fn a_long_answer_is_cancelled_mid_stream_and_keeps_what_arrived() {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let slow = Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("the beginning of a long answer"),
+        SseEvent::Pause(std::time::Duration::from_secs(20)),
+        SseEvent::content(" that never ends"),
+        SseEvent::Done,
+    ]);
+    scenario("cancel", vec![slow], "");
+}
+
+#[test]
+fn two_tabs_share_a_session_and_an_answer_given_in_one() {
+    dsh_tests::plugin_lib("hooks_probe");
+    let command = json!({"command": "echo approved-run", "description": "say it"}).to_string();
+    scenario(
+        "tabs",
+        vec![
+            Reply::tool_calls(&[("call_1", "bash", &command)]),
+            Reply::text("done"),
+        ],
+        "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n",
+    );
+}

@@ -146,6 +146,52 @@ const scenarios = {
     expect(await page.isVisible("#hero"), "the hero is back after the open session was deleted");
     await shoot(page, "deleted");
   },
+
+  // A long answer is cancelled mid-stream: what arrived stays, cut short, and the turn says so.
+  async cancel(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "talk for a long time");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("beginning")),
+    );
+    await page.waitForSelector("#cancel:not([hidden])");
+    await page.keyboard.press("Escape");
+    await page.waitForSelector(".turn-stop");
+    const notice = await page.textContent(".turn-stop");
+    expect(notice === "Cancelled by you", `the turn end says "${notice}"`);
+    const cut = await page.textContent(".message.assistant");
+    expect(cut.includes("beginning") && cut.includes("cut short"), `the answer reads "${cut}"`);
+    expect(await page.isHidden("#cancel"), "the cancel button is gone once the turn ended");
+    await shoot(page, "cancelled");
+  },
+
+  // Two tabs on one session see the same stream, and an ask answered in one is decided in both.
+  async tabs(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "run it");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".approval.pending");
+    const url = page.url();
+    const other = await page.context().newPage();
+    other.on("console", (message) => {
+      if (message.type() === "error") problems.push(`second tab: console error: ${message.text()}`);
+    });
+    await other.goto(url);
+    await other.waitForSelector(".approval.pending button.allow");
+    await other.click(".approval.pending button.allow");
+    for (const tab of [page, other]) {
+      await tab.waitForSelector(".approval.decided");
+      await tab.waitForFunction(() =>
+        [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("done")),
+      );
+    }
+    const texts = await Promise.all([page, other].map((tab) => tab.textContent("#items")));
+    expect(texts[0] === texts[1], "the two tabs show different conversations");
+    await shoot(other, "second-tab");
+  },
 };
 
 const run = scenarios[scenario];
@@ -154,7 +200,8 @@ if (!run) {
   process.exit(2);
 }
 const browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-gpu"] });
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+const page = await context.newPage();
 page.on("console", (message) => {
   if (message.type() === "error") problems.push(`console error: ${message.text()}`);
 });

@@ -79,13 +79,19 @@ const REASONS = {
   interrupted: "Interrupted when the host stopped",
 };
 
+const CAUSES = { user: "by you", parent: "by the agent that started it", hook: "by a hook", disposed: "because the host stopped it" };
+
 function turnEnd(item) {
   const reason = item.reason || {};
   if (reason.kind === "completed") return element("div", { class: "turn-end" });
-  const detail = reason.error ? `${reason.error.code}: ${reason.error.message}` : reason.reason?.kind || reason.reason || "";
+  let detail = "";
+  if (reason.error) detail = `${reason.error.code}: ${reason.error.message}`;
+  else if (reason.kind === "aborted") detail = CAUSES[reason.reason?.kind] || reason.reason?.kind || "";
+  else if (typeof reason.reason === "string") detail = reason.reason;
+  const level = reason.kind === "aborted" ? "info" : "error";
   return element(
     "div",
-    { class: "notice error", role: "status" },
+    { class: `notice ${level} turn-stop`, role: "status" },
     element("strong", {}, REASONS[reason.kind] || reason.kind || "Ended"),
     detail ? ` ${detail}` : "",
   );
