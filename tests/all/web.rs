@@ -268,7 +268,9 @@ fn sessions_recorded_headless_are_listed_newest_first() {
     assert!(sessions[0]["updatedAt"].as_i64() >= sessions[1]["updatedAt"].as_i64());
     // Titled from the store's title file, without the logs being read.
     assert!(
-        sessions.iter().all(|s| s["title"] == "What is 6 times 7?" && s["live"] == false),
+        sessions
+            .iter()
+            .all(|s| s["title"] == "What is 6 times 7?" && s["live"] == false),
         "{value}"
     );
     assert_eq!(web.host.stop(), Some(0));

@@ -69,13 +69,14 @@ pub(crate) struct Hub {
     next_connection: AtomicU64,
 }
 
-fn update(session: &str, seq: u64, change: Change) -> Option<ServerFrame> {
+fn update(session: &str, record: &EventRecord, change: Change) -> Option<ServerFrame> {
     if change.ops.is_empty() && change.running.is_none() && change.title.is_none() {
         return None;
     }
     Some(ServerFrame::Update(SessionUpdate {
         session_id: session.to_owned(),
-        seq,
+        seq: record.seq,
+        time: record.time,
         ops: change.ops,
         running: change.running,
         title: change.title,
@@ -153,7 +154,7 @@ impl Hub {
             if after_seq.is_some_and(|after| record.seq <= after) || overflowed {
                 continue;
             }
-            if let Some(frame) = update(session_id, record.seq, change) {
+            if let Some(frame) = update(session_id, record, change) {
                 overflowed = !outbox.push(&frame);
             }
         }
@@ -198,7 +199,7 @@ impl Hub {
             return;
         }
         let change = session.fold.apply(record);
-        let Some(frame) = update(record.session.as_str(), record.seq, change) else {
+        let Some(frame) = update(record.session.as_str(), record, change) else {
             return;
         };
         session.followers.retain_mut(|follower| {

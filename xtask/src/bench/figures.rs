@@ -14,6 +14,9 @@ const TOOLS: &str =
     "Agent core (issue 4; ours only: the reference needs Node 22, which cannot run here)";
 const SESSION: &str = "Session log and store (issue 3; ours only: the reference needs Node 22, which cannot run here)";
 
+const WEB: &str =
+    "Web profile (issue 11; ours only: the reference needs Node 22, which cannot run here)";
+
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
         section: RUNTIME,
@@ -242,6 +245,84 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "visible_check_request_hash_step_10000",
         peer: None,
         what: "the same at step 10,000 (µs; linear in the history)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_history_events",
+        peer: None,
+        what: "events in the session whose history is paged (a real headless session of the instant model)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_history_tail_p50",
+        peer: None,
+        what: "session.history tail page (200 items), request to last byte on loopback, p50 (ms; target under 50)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_history_tail_p95",
+        peer: None,
+        what: "the same, p95 (ms)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_history_tail_bytes",
+        peer: None,
+        what: "bytes of that tail page, assembled items (bytes)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_history_raw_bytes",
+        peer: None,
+        what: "bytes of the same session's raw events, as a raw-event history would send them (bytes)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_frames_per_client",
+        peer: None,
+        what: "updates each of 50 event sockets received during one 2,500-step turn of the instant model (frames)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_latency_p50",
+        peer: None,
+        what: "commit to frame received, over all 50 sockets, p50 (ms, millisecond clock)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_latency_p95",
+        peer: None,
+        what: "the same, p95 (ms; target under 50)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_latency_p99",
+        peer: None,
+        what: "the same, p99 (ms)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_client_p99_worst",
+        peer: None,
+        what: "the worst socket's own p99 (ms)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_clients_with_lost_or_twice",
+        peer: None,
+        what: "sockets that missed an update, got one twice or out of order (clients; must be 0)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_slow_client_intact",
+        peer: None,
+        what: "a 51st socket that did not read during the turn, reading afterwards, got every update in order or a resync, never a gap, while the others kept their latency (1 yes, 0 no)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_rss_per_connection",
+        peer: None,
+        what: "server RSS per event socket (KiB)",
     },
 ];
 

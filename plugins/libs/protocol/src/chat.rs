@@ -163,6 +163,9 @@ pub enum AppendField {
 pub struct SessionUpdate {
     pub session_id: String,
     pub seq: u64,
+    /// When the event was committed (epoch milliseconds).
+    #[serde(default)]
+    pub time: i64,
     pub ops: Vec<ItemOp>,
     /// Set when the event changed whether a turn is running.
     #[serde(default, skip_serializing_if = "Option::is_none")]

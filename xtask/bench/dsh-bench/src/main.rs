@@ -12,6 +12,7 @@ mod lifecycle;
 mod process;
 mod session;
 mod tools;
+mod web;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,6 +73,7 @@ fn main() {
     });
     let result = result.and_then(|()| if wants("tools") { tools::run() } else { Ok(()) });
     let result = result.and_then(|()| if wants("agent") { agent::run() } else { Ok(()) });
+    let result = result.and_then(|()| if wants("web") { web::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("session") {
             // The recorded logs, when the shared folder sits beside the project.

@@ -49,6 +49,21 @@ impl Host {
         Ok(Self { child, lines })
     }
 
+    /// Waits until the process exits by itself (a one-shot run).
+    pub(crate) fn wait_exit(mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                anyhow::bail!("dsh-host did not finish within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn wait_lines(&self, needle: &str, count: usize) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut seen = 0;

@@ -1,0 +1,339 @@
+//! The web profile as a client feels it, against a real `dsh-host --profile web` on loopback:
+//! the tail page of a long session's history (a real headless session of the instant model,
+//! about 10,000 events), its size against the raw events, and the live feed of a turn of the
+//! instant model to 50 event sockets at once (commit-to-frame latency, frames lost or sent
+//! twice, memory per connection), with one more socket that never reads and must be dropped
+//! with a resync rather than slow the others down.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{Message, WebSocket};
+
+use crate::process::{Host, scratch};
+use crate::report;
+
+/// Steps of the recorded session whose history is paged (about 7 events each).
+const HISTORY_STEPS: usize = 1_500;
+/// Steps of the live turn the sockets follow.
+const LIVE_STEPS: usize = 2_500;
+const CLIENTS: usize = 50;
+
+fn percentile(mut samples: Vec<f64>, at: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((samples.len() - 1) as f64 * at).round() as usize;
+    samples[rank.min(samples.len() - 1)]
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as i64)
+}
+
+struct Web {
+    host: Host,
+    address: String,
+    bearer: String,
+}
+
+impl Web {
+    fn start(home: &Path, patch: &Path) -> anyhow::Result<Self> {
+        let host = Host::start(
+            home,
+            &[
+                "--patch",
+                &patch.display().to_string(),
+                "--profile",
+                "web",
+                "--no-watch",
+                "--",
+                "--no-open",
+                "--port",
+                "0",
+            ],
+        )?;
+        let line = host.line_after("dsh web: open http://")?;
+        let (address, query) = line
+            .trim()
+            .split_once("/auth?token=")
+            .ok_or_else(|| anyhow::anyhow!("no sign-in URL in `{line}`"))?;
+        Ok(Self {
+            host,
+            address: address.to_owned(),
+            bearer: format!("Bearer {query}"),
+        })
+    }
+
+    /// One call; answers its value and the bytes of the whole response body.
+    fn call(&self, method: &str, payload: &Value) -> anyhow::Result<(Value, usize)> {
+        use std::io::{Read, Write};
+        let body =
+            json!({"type": "client-request", "rpcId": "b", "method": method, "payload": payload})
+                .to_string();
+        let mut stream = TcpStream::connect(&self.address)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        write!(
+            stream,
+            "POST /api/{method} HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.address,
+            self.bearer,
+            body.len()
+        )?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw)?;
+        let text = String::from_utf8_lossy(&raw);
+        let (_, body) = text
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| anyhow::anyhow!("no response body"))?;
+        let value: Value = serde_json::from_str(body)?;
+        if value["result"]["ok"] != true {
+            anyhow::bail!("{method} failed: {}", value["result"]);
+        }
+        Ok((value["result"]["value"].clone(), body.len()))
+    }
+
+    fn socket(&self) -> anyhow::Result<WebSocket<TcpStream>> {
+        let mut request = format!("ws://{}/api/events", self.address).into_client_request()?;
+        request
+            .headers_mut()
+            .insert("authorization", self.bearer.parse()?);
+        request
+            .headers_mut()
+            .insert("origin", format!("http://{}", self.address).parse()?);
+        let stream = TcpStream::connect(&self.address)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let (socket, _) = tokio_tungstenite::tungstenite::client(request, stream)
+            .map_err(|error| anyhow::anyhow!("event socket: {error}"))?;
+        Ok(socket)
+    }
+}
+
+fn patch(dir: &Path, steps: usize) -> anyhow::Result<std::path::PathBuf> {
+    let path = dir.join("bench.patch.yml");
+    std::fs::write(
+        &path,
+        format!(
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {steps}\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
+            steps + 10
+        ),
+    )?;
+    Ok(path)
+}
+
+pub(crate) fn run() -> anyhow::Result<()> {
+    let dir = scratch("web")?;
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work)?;
+    history(&dir, &work)?;
+    live(&dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A long session recorded headless, then paged from the tail through `session.history`.
+fn history(dir: &Path, work: &Path) -> anyhow::Result<()> {
+    let patch = patch(dir, HISTORY_STEPS)?;
+    let recorder = Host::start(
+        dir,
+        &[
+            "--patch",
+            &patch.display().to_string(),
+            "--profile",
+            "headless",
+            "--no-watch",
+            "--",
+            "--cwd",
+            &work.display().to_string(),
+            "--model",
+            "instant/instant",
+            "go",
+        ],
+    )?;
+    recorder.wait_exit(Duration::from_secs(300))?;
+    let web = Web::start(dir, &patch)?;
+    let (listed, _) = web.call("session.list", &json!({}))?;
+    let id = listed["sessions"][0]["id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no recorded session: {listed}"))?
+        .to_owned();
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    let mut events = 0;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let (page, size) = web.call("session.history", &json!({"sessionId": id}))?;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        bytes = size;
+        events = page["lastSeq"].as_u64().unwrap_or(0) + 1;
+    }
+    // The raw events of the same log, as a client paging raw events would receive them.
+    let stored = dsh_session_jsonl::find_session(
+        &dir.join("sessions"),
+        dsh_session_jsonl::Encoding::Zstd,
+        &id,
+    )?
+    .ok_or_else(|| anyhow::anyhow!("the session file is gone"))?;
+    let read = dsh_session_jsonl::read_session(&stored)?;
+    let raw: usize = read
+        .events
+        .iter()
+        .map(|event| serde_json::to_string(event.as_ref()).map_or(0, |line| line.len() + 1))
+        .sum();
+    report("web_history_events", events as f64, "events");
+    report("web_history_tail_p50", percentile(times.clone(), 0.5), "ms");
+    report("web_history_tail_p95", percentile(times, 0.95), "ms");
+    report("web_history_tail_bytes", bytes as f64, "bytes");
+    report("web_history_raw_bytes", raw as f64, "bytes");
+    web.host.stop();
+    Ok(())
+}
+
+/// What one socket saw of the live turn.
+struct Seen {
+    seqs: Vec<u64>,
+    latencies: Vec<f64>,
+}
+
+fn follow(mut socket: WebSocket<TcpStream>, session: &str) -> anyhow::Result<Seen> {
+    socket.send(Message::text(
+        json!({"type": "subscribe", "sessionId": session}).to_string(),
+    ))?;
+    let mut seen = Seen {
+        seqs: Vec::new(),
+        latencies: Vec::new(),
+    };
+    loop {
+        let Message::Text(text) = socket.read()? else {
+            continue;
+        };
+        let frame: Value = serde_json::from_str(text.as_str())?;
+        if frame["type"] != "session/update" {
+            continue;
+        }
+        let arrived = now_ms();
+        seen.seqs.push(frame["seq"].as_u64().unwrap_or(0));
+        seen.latencies
+            .push((arrived - frame["time"].as_i64().unwrap_or(arrived)) as f64);
+        let ended = frame["ops"]
+            .as_array()
+            .is_some_and(|ops| ops.iter().any(|op| op["item"]["kind"] == "turn-end"));
+        if ended {
+            return Ok(seen);
+        }
+    }
+}
+
+/// 50 sockets (and one that never reads) follow one turn of the instant model.
+fn live(dir: &Path) -> anyhow::Result<()> {
+    let patch = patch(dir, LIVE_STEPS)?;
+    let web = Web::start(dir, &patch)?;
+    let (created, _) = web.call("session.create", &json!({"model": "instant/instant"}))?;
+    let session = created["sessionId"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no session"))?
+        .to_owned();
+    let rss_before = web.host.status_kib("VmRSS")?;
+    let mut stalled = web.socket()?;
+    stalled.send(Message::text(
+        json!({"type": "subscribe", "sessionId": session}).to_string(),
+    ))?;
+    let sockets: Vec<WebSocket<TcpStream>> = (0..CLIENTS)
+        .map(|_| web.socket())
+        .collect::<Result<_, _>>()?;
+    let rss_connected = web.host.status_kib("VmRSS")?;
+    let followers: Vec<_> = sockets
+        .into_iter()
+        .map(|socket| {
+            let session = session.clone();
+            std::thread::spawn(move || follow(socket, &session))
+        })
+        .collect();
+    // Every follower subscribes before the turn starts.
+    std::thread::sleep(Duration::from_millis(500));
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "go"}),
+    )?;
+    let mut seen = Vec::new();
+    for follower in followers {
+        seen.push(
+            follower
+                .join()
+                .map_err(|_| anyhow::anyhow!("a follower panicked"))??,
+        );
+    }
+    let reference = seen[0].seqs.clone();
+    let faulty = seen
+        .iter()
+        .filter(|s| s.seqs != reference || s.seqs.windows(2).any(|pair| pair[0] >= pair[1]))
+        .count();
+    let p99s: Vec<f64> = seen
+        .iter()
+        .map(|s| percentile(s.latencies.clone(), 0.99))
+        .collect();
+    let all: Vec<f64> = seen.iter().flat_map(|s| s.latencies.clone()).collect();
+    // The socket that never read during the turn: once it reads, it must have every update in
+    // order (the kernel's buffers held them) or a resync (its queue overflowed): never a gap.
+    let mut stalled_seqs = Vec::new();
+    let mut resync = false;
+    stalled
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(5)))?;
+    while let Ok(message) = stalled.read() {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let frame: Value = serde_json::from_str(text.as_str())?;
+        match frame["type"].as_str() {
+            Some("session/resync") => {
+                resync = true;
+                break;
+            }
+            Some("session/update") => {
+                stalled_seqs.push(frame["seq"].as_u64().unwrap_or(0));
+                if stalled_seqs.len() == reference.len() {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let intact = if resync || stalled_seqs == reference {
+        1.0
+    } else {
+        0.0
+    };
+    report(
+        "web_live_frames_per_client",
+        reference.len() as f64,
+        "frames",
+    );
+    report("web_live_latency_p50", percentile(all.clone(), 0.5), "ms");
+    report("web_live_latency_p95", percentile(all.clone(), 0.95), "ms");
+    report("web_live_latency_p99", percentile(all, 0.99), "ms");
+    report(
+        "web_live_client_p99_worst",
+        p99s.iter().copied().fold(0.0, f64::max),
+        "ms",
+    );
+    report(
+        "web_live_clients_with_lost_or_twice",
+        faulty as f64,
+        "clients",
+    );
+    report("web_live_slow_client_intact", intact, "yes");
+    report(
+        "web_live_rss_per_connection",
+        (rss_connected - rss_before) / (CLIENTS + 1) as f64,
+        "KiB",
+    );
+    web.host.stop();
+    Ok(())
+}
