@@ -184,7 +184,7 @@ fn history(dir: &Path, work: &Path) -> anyhow::Result<()> {
     let raw: usize = read
         .events
         .iter()
-        .map(|event| serde_json::to_string(event.as_ref()).map_or(0, |line| line.len() + 1))
+        .map(|event| serde_json::to_string(event).map_or(0, |line| line.len() + 1))
         .sum();
     report("web_history_events", events as f64, "events");
     report("web_history_tail_p50", percentile(times.clone(), 0.5), "ms");
