@@ -132,6 +132,18 @@ fn a_signed_in_page_calls_the_api_with_its_csrf_header_and_a_script_with_its_bea
         ],
     );
     assert_eq!(text.status, 415, "{text:?}");
+    // A page served from another loopback port is another origin, even holding the cookie and
+    // the CSRF token.
+    let cross = web.call(
+        "host.describe",
+        &[
+            ("Cookie", &cookie),
+            json,
+            ("X-Dsh-Csrf", &csrf),
+            ("Origin", "http://127.0.0.1:1"),
+        ],
+    );
+    assert_eq!(cross.status, 403, "{cross:?}");
     let bearer = format!("Bearer {}", web.token);
     let script = web.call("host.describe", &[("Authorization", &bearer), json]);
     assert_eq!(script.status, 200, "{script:?}");

@@ -170,14 +170,26 @@ impl Guard {
         }
     }
 
-    /// A call: JSON only, and with the page's CSRF header when the cookie authenticated it.
-    pub(crate) fn call(&self, request: &ServerRequest, authed: Authed) -> Result<(), Refusal> {
+    /// A call: JSON only, from no other origin than the served page (a browser names the
+    /// origin of every cross-site POST), and with the page's CSRF header when the cookie
+    /// authenticated it.
+    pub(crate) fn call(
+        &self,
+        request: &ServerRequest,
+        authed: Authed,
+        host: &str,
+    ) -> Result<(), Refusal> {
         let json = request
             .header("content-type")
             .and_then(|value| value.split(';').next())
             .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"));
         if !json {
             return Err(refuse(415, "calls are `application/json`"));
+        }
+        if let Some(origin) = request.header("origin")
+            && !origin.eq_ignore_ascii_case(&format!("http://{host}"))
+        {
+            return Err(refuse(403, "a call must come from this server's own page"));
         }
         let csrf = request.header("x-dsh-csrf").unwrap_or_default();
         match authed == Authed::Bearer || constant_time_eq(csrf, &self.secrets.csrf) {
@@ -346,15 +358,46 @@ mod tests {
                 ("x-dsh-csrf", &csrf),
             ],
         );
-        assert!(guard.call(&json, Authed::Cookie).is_ok());
+        let host = "127.0.0.1:3080";
+        assert!(guard.call(&json, Authed::Cookie, host).is_ok());
         let text = request(
             "/",
             &[("content-type", "text/plain"), ("x-dsh-csrf", &csrf)],
         );
-        assert_eq!(guard.call(&text, Authed::Cookie).unwrap_err().status, 415);
+        assert_eq!(
+            guard.call(&text, Authed::Cookie, host).unwrap_err().status,
+            415
+        );
         let bare = request("/", &[("content-type", "application/json")]);
-        assert_eq!(guard.call(&bare, Authed::Cookie).unwrap_err().status, 403);
-        assert!(guard.call(&bare, Authed::Bearer).is_ok());
+        assert_eq!(
+            guard.call(&bare, Authed::Cookie, host).unwrap_err().status,
+            403
+        );
+        assert!(guard.call(&bare, Authed::Bearer, host).is_ok());
+        // Another loopback port is another origin, whatever it carries.
+        let from = |origin: &str| {
+            request(
+                "/",
+                &[
+                    ("content-type", "application/json"),
+                    ("x-dsh-csrf", &csrf),
+                    ("origin", origin),
+                ],
+            )
+        };
+        let foreign = from("http://127.0.0.1:8000");
+        assert_eq!(
+            guard
+                .call(&foreign, Authed::Cookie, host)
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert!(
+            guard
+                .call(&from("http://127.0.0.1:3080"), Authed::Cookie, host)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -153,17 +153,24 @@ impl Router {
                         message: "API calls are POST",
                     });
                 }
-                self.call(&request, authed, &api["/api/".len()..]).await
+                self.call(&request, authed, &host, &api["/api/".len()..])
+                    .await
             }
             _ => not_found(),
         }
     }
 
-    async fn call(&self, request: &ServerRequest, authed: Authed, method: &str) -> ServerResponse {
+    async fn call(
+        &self,
+        request: &ServerRequest,
+        authed: Authed,
+        host: &str,
+        method: &str,
+    ) -> ServerResponse {
         let Some(guard) = self.guard.0.get() else {
             return not_found();
         };
-        if let Err(refusal) = guard.call(request, authed) {
+        if let Err(refusal) = guard.call(request, authed, host) {
             return refused(&refusal);
         }
         if self.settings_locked && privileged(method) {
