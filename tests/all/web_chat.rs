@@ -518,3 +518,60 @@ fn a_session_is_renamed_forked_from_an_item_and_deleted_into_the_trash() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A tool's long output is cut on the wire (history and live alike) and answered whole by
+/// `session.item`.
+#[test]
+fn a_long_tool_output_is_cut_on_the_wire_and_fetched_whole_on_demand() {
+    let command =
+        json!({"command": "yes x | head -c 40000", "description": "a lot"})
+            .to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &command)]),
+        Reply::text("that was long"),
+    ]);
+    let dir = TestDir::new("web-long-output");
+    let mut web = start(&server, &dir);
+    let session = web.call("session.create", &json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut socket = web.events();
+    socket.send(&json!({"type": "subscribe", "sessionId": session}));
+    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "print a lot"}),
+    );
+    let frames = socket.until(300, turn_ended);
+    let live = frames
+        .iter()
+        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
+        .map(|op| op["item"].clone())
+        .filter(|item| item["kind"] == "tool" && item["status"] == "ok")
+        .last()
+        .expect("the finished card");
+    assert_eq!(live["truncated"], true, "{}", live["view"]["exitCode"]);
+    assert!(live["view"]["output"].as_str().unwrap().len() <= 16 * 1024);
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    let card = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["kind"] == "tool")
+        .unwrap()
+        .clone();
+    assert_eq!(card, live, "history and live cut alike");
+    let whole = web.call(
+        "session.item",
+        &json!({"sessionId": session, "itemId": card["id"]}),
+    );
+    assert!(whole.get("truncated").is_none(), "{}", whole["truncated"]);
+    let output = whole["view"]["output"].as_str().unwrap().trim();
+    assert!(
+        output.len() >= 30_000 && output.chars().all(|c| c == 'x' || c == '\n'),
+        "{}",
+        output.len()
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}

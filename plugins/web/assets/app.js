@@ -339,6 +339,14 @@ function wireComposer() {
     if (!window.confirm("Delete this session? Its folder moves to the trash in the dsh home.")) return;
     call("session.delete", { sessionId: state.open.id }).catch((e) => toast(e.message));
   });
+  $("items").addEventListener("dsh-expand", (event) => {
+    call("session.item", { sessionId: state.open.id, itemId: event.detail.itemId })
+      .then((item) => {
+        state.open.items.set(item.id, item);
+        markDirty(item.id);
+      })
+      .catch((error) => toast(error.message));
+  });
   $("items").addEventListener("dsh-answer", (event) => {
     for (const button of event.target.closest(".approval").querySelectorAll("button")) button.disabled = true;
     call("approval.respond", event.detail)

@@ -137,6 +137,17 @@ export function renderItem(item) {
           element("span", { class: "tool-status" }, item.status === "running" ? "running…" : item.status === "error" ? "failed" : ""),
         ),
         toolBody(item),
+        item.truncated
+          ? element(
+              "button",
+              {
+                type: "button",
+                class: "expand",
+                onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-expand", { bubbles: true, detail: { itemId: item.id } })),
+              },
+              "Cut at 16 KB: show all",
+            )
+          : null,
       );
       break;
     case "turn-end":

@@ -89,6 +89,7 @@ impl Api {
             "host.describe" => serde_json::to_value(self.describe()),
             "session.list" => serde_json::to_value(self.list().await?),
             "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
+            "session.item" => serde_json::to_value(self.item(payload(method, body)?).await?),
             "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
             "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
             "session.rename" => serde_json::to_value(self.rename(payload(method, body)?).await?),

@@ -42,6 +42,7 @@ fn assistant_id(turn: u64, step: u64) -> String {
 }
 
 impl Fold {
+    /// The items, whole.
     pub(crate) fn items(&self) -> &[ChatItem] {
         &self.items
     }
@@ -55,7 +56,10 @@ impl Fold {
                 self.items.push(item.clone());
             }
         }
-        change.ops.push(ItemOp::Upsert { item });
+        // The fold keeps items whole; what leaves it is cut for the wire.
+        change.ops.push(ItemOp::Upsert {
+            item: item.for_wire(),
+        });
     }
 
     /// Folds one committed event in.
@@ -142,6 +146,7 @@ impl Fold {
                         name: call.name,
                         arguments: call.arguments,
                         status: ToolStatus::Running,
+                        truncated: false,
                     };
                     self.upsert(item, &mut change);
                 }
@@ -300,6 +305,7 @@ impl Fold {
                 } else {
                     ToolStatus::Ok
                 },
+                truncated: false,
             };
             self.upsert(item, change);
         }

@@ -5,9 +5,9 @@ use abi_stable::std_types::RString;
 use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::{
-    AbortCause, AgentOptions, AgentSummary, ContentBlock, CreateRequest, Created, HistoryRequest,
-    Message, MessageSource, PromptAccepted, PromptMode, RpcErrorCode, SendPrompt, SessionHistory,
-    SessionList, SessionRef, SessionSummary, SessionTitleEvent,
+    AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
+    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode, RpcErrorCode,
+    SendPrompt, SessionHistory, SessionList, SessionRef, SessionSummary, SessionTitleEvent,
 };
 use dsh_session_seam::{
     SESSION_PERSISTENCE, SESSIONS, SessionErrorKind, SessionStoreService, SessionsService,
@@ -124,12 +124,41 @@ impl Api {
         let start = items.len().saturating_sub(limit);
         Ok(SessionHistory {
             session_id: request.session_id,
-            items: items[start..].to_vec(),
+            items: items[start..].iter().map(ChatItem::for_wire).collect(),
             earlier: start as u64,
             last_seq: fold.last_seq,
             running: fold.running,
             title: fold.title.clone(),
         })
+    }
+
+    /// One item, whole.
+    pub(crate) async fn item(&self, request: ItemRequest) -> Result<ChatItem, Failure> {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+            return Err(Failure::internal("no `sessions` service is running"));
+        };
+        let session = sessions
+            .open(RString::from(request.session_id.as_str()))
+            .await
+            .into_result()
+            .map_err(|_| not_found(&request.session_id))?;
+        let mut fold = Fold::default();
+        for record in session.events(0, session.event_count()).iter() {
+            fold.apply(record);
+        }
+        fold.items()
+            .iter()
+            .find(|item| item.id() == request.item_id)
+            .cloned()
+            .ok_or_else(|| {
+                Failure(
+                    RpcErrorCode::BadRequest,
+                    format!(
+                        "no item `{}` in session `{}`",
+                        request.item_id, request.session_id
+                    ),
+                )
+            })
     }
 
     pub(crate) async fn create(&self, request: CreateRequest) -> Result<Created, Failure> {

@@ -43,6 +43,9 @@ pub enum ChatItem {
         arguments: String,
         status: ToolStatus,
         view: ToolView,
+        /// The view's long texts were cut for the wire; `session.item` answers them whole.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     /// A turn ended; how.
     TurnEnd {
@@ -134,6 +137,54 @@ pub enum ToolView {
     Todo { items: Vec<TodoItem> },
     /// Any other tool: its arguments and result as text.
     Generic { arguments: String, result: String },
+}
+
+/// The longest text a tool card carries on the wire; a longer one is cut (at a character
+/// boundary) and the card marked `truncated`.
+pub const WIRE_TEXT_LIMIT: usize = 16 * 1024;
+
+fn cut(text: &mut String) -> bool {
+    if text.len() <= WIRE_TEXT_LIMIT {
+        return false;
+    }
+    let mut end = WIRE_TEXT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
+}
+
+impl ChatItem {
+    /// The item as the wire carries it: a tool card's long texts cut.
+    pub fn for_wire(&self) -> Self {
+        let mut item = self.clone();
+        if let Self::Tool {
+            view,
+            truncated,
+            arguments,
+            ..
+        } = &mut item
+        {
+            let mut any = cut(arguments);
+            match view {
+                ToolView::Terminal { output, .. } => any |= cut(output),
+                ToolView::Diff { before, after, .. } => {
+                    any |= cut(before);
+                    any |= cut(after);
+                }
+                ToolView::Read { text, .. } => any |= cut(text),
+                ToolView::Search { results, .. } => any |= cut(results),
+                ToolView::Todo { .. } => {}
+                ToolView::Generic { arguments, result } => {
+                    any |= cut(arguments);
+                    any |= cut(result);
+                }
+            }
+            *truncated = any;
+        }
+        item
+    }
 }
 
 /// One change to a client's copy of a session.

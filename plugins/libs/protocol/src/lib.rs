@@ -34,7 +34,8 @@ pub use agent::{
     AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, SessionStartSource,
 };
 pub use chat::{
-    AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus, ToolView,
+    AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus,
+    ToolView, WIRE_TEXT_LIMIT,
 };
 pub use content::{
     BlockType, ContentBlock, ImageAttachment, Message, MessageSource, ModelSource, PluginSource,
@@ -71,6 +72,7 @@ pub use unknown::{OpenTags, Unknown};
 pub use web::{
     AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
-    PromptAccepted, PromptMode, RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse,
-    RpcResult, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential,
+    ItemRequest, PromptAccepted, PromptMode, RenameRequest, RpcError, RpcErrorCode, RpcRequest,
+    RpcResponse, RpcResult, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary,
+    SetCredential,
 };

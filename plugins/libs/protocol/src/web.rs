@@ -283,6 +283,14 @@ pub struct CredentialName {
     pub name: String,
 }
 
+/// `session.item`'s payload: one item, whole (its texts uncut).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemRequest {
+    pub session_id: String,
+    pub item_id: String,
+}
+
 /// `session.rename`'s payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
