@@ -523,9 +523,7 @@ fn a_session_is_renamed_forked_from_an_item_and_deleted_into_the_trash() {
 /// `session.item`.
 #[test]
 fn a_long_tool_output_is_cut_on_the_wire_and_fetched_whole_on_demand() {
-    let command =
-        json!({"command": "yes x | head -c 40000", "description": "a lot"})
-            .to_string();
+    let command = json!({"command": "yes x | head -c 40000", "description": "a lot"}).to_string();
     let server = FakeDeepSeek::start(vec![
         Reply::tool_calls(&[("call_1", "bash", &command)]),
         Reply::text("that was long"),
@@ -548,8 +546,7 @@ fn a_long_tool_output_is_cut_on_the_wire_and_fetched_whole_on_demand() {
         .iter()
         .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
         .map(|op| op["item"].clone())
-        .filter(|item| item["kind"] == "tool" && item["status"] == "ok")
-        .last()
+        .rfind(|item| item["kind"] == "tool" && item["status"] == "ok")
         .expect("the finished card");
     assert_eq!(live["truncated"], true, "{}", live["view"]["exitCode"]);
     assert!(live["view"]["output"].as_str().unwrap().len() <= 16 * 1024);
