@@ -572,3 +572,68 @@ fn a_long_tool_output_is_cut_on_the_wire_and_fetched_whole_on_demand() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// The routes come from the adapters' catalogs; a session's route changes for its next turn.
+#[test]
+fn a_sessions_model_is_listed_and_changed_for_its_next_turn() {
+    let server = FakeDeepSeek::start(vec![Reply::text("from flash"), Reply::text("from pro")]);
+    let dir = TestDir::new("web-models");
+    let mut web = start(&server, &dir);
+    let listed = web.call("session.models", &json!({}));
+    let routes: Vec<&str> = listed["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|model| model["route"].as_str().unwrap())
+        .collect();
+    assert!(
+        routes.contains(&"deepseek-official/deepseek-v4-flash")
+            && routes.contains(&"deepseek-official/deepseek-v4-pro"),
+        "{listed}"
+    );
+    assert_eq!(listed["current"], "deepseek-official/deepseek-v4-flash");
+    let session = web.call("session.create", &json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut socket = web.events();
+    socket.send(&json!({"type": "subscribe", "sessionId": session}));
+    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "one"}),
+    );
+    socket.until(300, turn_ended);
+    let unknown = send(
+        &web.address,
+        "POST",
+        "/api/session.selectModel",
+        &[
+            ("Authorization", &web.bearer),
+            ("Content-Type", "application/json"),
+        ],
+        &envelope(
+            "session.selectModel",
+            &json!({"sessionId": session, "model": "nowhere/none"}),
+        ),
+    );
+    assert_eq!(
+        unknown.json()["result"]["error"]["code"],
+        "model-unavailable"
+    );
+    web.call(
+        "session.selectModel",
+        &json!({"sessionId": session, "model": "deepseek-official/deepseek-v4-pro"}),
+    );
+    let now = web.call("session.models", &json!({"sessionId": session}));
+    assert_eq!(now["current"], "deepseek-official/deepseek-v4-pro");
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "two"}),
+    );
+    socket.until(300, turn_ended);
+    let requests = server.requests();
+    assert_eq!(requests[0].body["model"], "deepseek-v4-flash");
+    assert_eq!(requests[1].body["model"], "deepseek-v4-pro");
+    assert_eq!(web.host.stop(), Some(0));
+}

@@ -92,7 +92,7 @@ async fn one_turn(registry: &Arc<Registry>, agent: &Arc<Agent>) -> TurnOutcome {
             ),
         );
     };
-    let route = &agent.route;
+    let route = lock(&agent.route).clone();
     let inbox = TurnInbox_TO::from_value(
         Claims {
             registry: Arc::downgrade(registry),

@@ -46,7 +46,8 @@ pub(crate) struct Phase {
 
 pub(crate) struct Agent {
     pub(crate) id: String,
-    pub(crate) route: Route,
+    /// Changed by `set_route`; each turn takes the route as it is when the turn starts.
+    pub(crate) route: Mutex<Route>,
     /// Its session, for logging and claims; `dispose` closes it.
     pub(crate) session: Arc<SessionBox>,
     pub(crate) phase: Mutex<Phase>,

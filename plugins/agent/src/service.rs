@@ -77,12 +77,12 @@ impl Service {
         let id = session.id().to_string();
         let agent = Arc::new(Agent {
             id: id.clone(),
-            route: Route {
+            route: Mutex::new(Route {
                 provider: options.provider,
                 model: options.model,
                 cwd: options.cwd,
                 scope: options.scope,
-            },
+            }),
             session: Arc::new(session),
             phase: Mutex::new(Phase::default()),
         });
@@ -256,18 +256,32 @@ impl Agents for Service {
     fn list(&self) -> Json<Vec<AgentSummary>> {
         let agents: Vec<AgentSummary> = lock(&self.0.agents)
             .iter()
-            .map(|agent| AgentSummary {
-                id: agent.id.clone(),
-                status: match lock(&agent.phase).running {
-                    true => AgentStatus::Running,
-                    false => AgentStatus::Idle,
-                },
-                cwd: agent.route.cwd.clone(),
-                provider: agent.route.provider.clone(),
-                model: agent.route.model.clone(),
+            .map(|agent| {
+                let route = lock(&agent.route).clone();
+                AgentSummary {
+                    id: agent.id.clone(),
+                    status: match lock(&agent.phase).running {
+                        true => AgentStatus::Running,
+                        false => AgentStatus::Idle,
+                    },
+                    cwd: route.cwd,
+                    provider: route.provider,
+                    model: route.model,
+                }
             })
             .collect();
         Json::encode(&agents)
+    }
+
+    fn set_route(&self, agent: RString, provider: RString, model: RString) -> RResult<(), RString> {
+        let agents = lock(&self.0.agents);
+        let Some(found) = agents.iter().find(|known| known.id == agent.as_str()) else {
+            return RErr(RString::from(format!("no agent `{agent}`")));
+        };
+        let mut route = lock(&found.route);
+        route.provider = provider.into_string();
+        route.model = model.into_string();
+        ROk(())
     }
 
     fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, RString> {

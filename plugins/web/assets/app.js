@@ -210,6 +210,7 @@ async function openSession(id) {
   setRunning(history.running);
   renderSessions();
   subscribe();
+  loadModels(id).catch(() => {});
   $("conversation").scrollTop = $("conversation").scrollHeight;
   $("prompt").focus();
   window.history.replaceState(null, "", `#${id}`);
@@ -281,8 +282,21 @@ function connect() {
 
 // ---- the composer ------------------------------------------------------------------------
 
+async function loadModels(sessionId) {
+  const { models, current } = await call("session.models", sessionId ? { sessionId } : {});
+  const select = $("model");
+  select.replaceChildren(
+    ...models.map((model) => element("option", { value: model.route, selected: model.route === current }, model.label)),
+  );
+  if (current && !models.some((model) => model.route === current)) {
+    select.prepend(element("option", { value: current, selected: true }, current));
+  }
+  select.hidden = select.options.length === 0;
+}
+
 async function newSession() {
-  const { sessionId } = await call("session.create", {});
+  const model = $("model").value || undefined;
+  const { sessionId } = await call("session.create", model ? { model } : {});
   await refreshSessions();
   await openSession(sessionId);
 }
@@ -356,6 +370,10 @@ function wireComposer() {
       .catch((error) => toast(error.message));
   });
   $("theme").addEventListener("click", cycleTheme);
+  $("model").addEventListener("change", () => {
+    if (!state.open) return;
+    call("session.selectModel", { sessionId: state.open.id, model: $("model").value }).catch((e) => toast(e.message));
+  });
 }
 
 async function startDemo() {
@@ -410,6 +428,7 @@ function onboarding() {
       input.value = "";
       state.host = await call("host.describe");
       renderHero(state.host);
+      await loadModels();
     } catch (error) {
       toast(error.message);
     }
@@ -423,6 +442,7 @@ async function start() {
   state.host = await call("host.describe");
   renderHero(state.host);
   await refreshSessions();
+  await loadModels().catch(() => {});
   connect();
   const wanted = location.hash.slice(1);
   if (wanted && state.sessions.some((s) => s.id === wanted)) await openSession(wanted);

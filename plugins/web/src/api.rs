@@ -90,6 +90,10 @@ impl Api {
             "session.list" => serde_json::to_value(self.list().await?),
             "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
             "session.item" => serde_json::to_value(self.item(payload(method, body)?).await?),
+            "session.models" => serde_json::to_value(self.models(payload(method, body)?)),
+            "session.selectModel" => {
+                serde_json::to_value(self.select_model(payload(method, body)?).await?)
+            }
             "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
             "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
             "session.rename" => serde_json::to_value(self.rename(payload(method, body)?).await?),

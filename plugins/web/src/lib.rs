@@ -16,6 +16,7 @@ mod fold;
 mod guard;
 mod live;
 mod manage;
+mod models;
 mod page;
 mod router;
 mod sessions;

@@ -6,8 +6,9 @@ use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
-    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode, RpcErrorCode,
-    SendPrompt, SessionHistory, SessionList, SessionRef, SessionSummary, SessionTitleEvent,
+    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode,
+    RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef,
+    SessionSummary, SessionTitleEvent,
 };
 use dsh_session_seam::{
     SESSION_PERSISTENCE, SESSIONS, SessionErrorKind, SessionStoreService, SessionsService,
@@ -199,7 +200,7 @@ impl Api {
     }
 
     /// The agent of `session`: the live one, or the stored session resumed.
-    async fn agent_of(&self, session: &str) -> Result<AgentSummary, Failure> {
+    pub(crate) async fn agent_of(&self, session: &str) -> Result<AgentSummary, Failure> {
         let agents = self.agents()?;
         let find = |agents: &Service<AgentsService>| {
             agents
@@ -216,17 +217,40 @@ impl Api {
             .into_iter()
             .find(|summary| summary.id == session)
             .ok_or_else(|| not_found(session))?;
+        // The route it last asked (its last request/context), else the default one.
+        let route = self
+            .last_route(session)
+            .await
+            .or_else(|| self.default_model())
+            .unwrap_or_default();
+        let (provider, model) = crate::models::split_route(&route).unwrap_or(("", ""));
         let options = AgentOptions {
             cwd: summary.cwd.unwrap_or_else(|| self.cwd.clone()),
             resume: Some(session.to_owned()),
             session_id: None,
-            provider: String::new(),
-            model: String::new(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
             scope: Vec::new(),
         };
         self.start(options).await?;
         find(&agents)
             .ok_or_else(|| Failure::internal(format!("session `{session}` did not resume")))
+    }
+
+    /// The route of a stored session's last model request.
+    async fn last_route(&self, session: &str) -> Option<String> {
+        let sessions = self.ctx.get::<SessionsService>(SESSIONS).ok().flatten()?;
+        let opened = sessions
+            .open(RString::from(session))
+            .await
+            .into_result()
+            .ok()?;
+        let records = opened.events(0, opened.event_count());
+        records
+            .iter()
+            .rev()
+            .find_map(|record| record.decode::<RequestContextEvent>()?.ok())
+            .map(|context| format!("{}/{}", context.provider, context.model))
     }
 
     pub(crate) async fn prompt(&self, request: SendPrompt) -> Result<PromptAccepted, Failure> {

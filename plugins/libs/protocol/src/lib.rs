@@ -72,7 +72,7 @@ pub use unknown::{OpenTags, Unknown};
 pub use web::{
     AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
-    ItemRequest, PromptAccepted, PromptMode, RenameRequest, RpcError, RpcErrorCode, RpcRequest,
-    RpcResponse, RpcResult, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary,
-    SetCredential,
+    ItemRequest, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode, RenameRequest,
+    RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel, SendPrompt,
+    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential,
 };

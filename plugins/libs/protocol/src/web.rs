@@ -291,6 +291,43 @@ pub struct ItemRequest {
     pub item_id: String,
 }
 
+/// `session.models`'s payload: the routes, and the route of `session_id` when given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelsRequest {
+    pub session_id: Option<String>,
+}
+
+/// One model route a session can use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRoute {
+    /// `PROVIDER/MODEL`, as `session.selectModel` takes it.
+    pub route: String,
+    /// For a person: the catalog's name, or the id.
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+/// `session.models`'s value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelList {
+    pub models: Vec<ModelRoute>,
+    /// The session's route (or the default one for new sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<String>,
+}
+
+/// `session.selectModel`'s payload: the route of the session's next turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectModel {
+    pub session_id: String,
+    pub model: String,
+}
+
 /// `session.rename`'s payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -148,6 +148,8 @@ pub trait Agents: Send + Sync {
     fn when_idle(&self, agent: RString) -> FfiFuture<RResult<Json<Option<TurnOutcome>>, RString>>;
     /// The live agents, in creation order.
     fn list(&self) -> Json<Vec<AgentSummary>>;
+    /// The model route of agent `agent`'s next turns (a running turn keeps its own).
+    fn set_route(&self, agent: RString, provider: RString, model: RString) -> RResult<(), RString>;
     /// What the inbox of live session `session` holds, unclaimed.
     fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, RString>;
     /// Cancels (`disposed`), waits for the driver, forgets the agent, emits `agent/disposed`

@@ -1,0 +1,89 @@
+//! `session.models` and `session.selectModel`: the routes the registered adapters offer (from
+//! their catalogs), a session's current route, and changing it for the session's next turns.
+
+use abi_stable::std_types::RString;
+use dsh_llm_seam::{LLM, LlmService};
+use dsh_protocol::{ModelList, ModelRoute, ModelsRequest, RpcErrorCode, SelectModel};
+
+use crate::api::{Api, Failure};
+
+/// Splits `PROVIDER/MODEL` at the first `/` (model ids may hold slashes).
+pub(crate) fn split_route(route: &str) -> Option<(&str, &str)> {
+    route
+        .split_once('/')
+        .filter(|(provider, model)| !provider.is_empty() && !model.is_empty())
+}
+
+impl Api {
+    fn routes(&self) -> Vec<ModelRoute> {
+        let Ok(Some(llm)) = self.ctx.get::<LlmService>(LLM) else {
+            return Vec::new();
+        };
+        let mut routes = Vec::new();
+        for provider in llm.providers().iter() {
+            let catalog = llm
+                .models(provider.clone())
+                .into_option()
+                .and_then(|models| models.decode().ok())
+                .unwrap_or_default();
+            for model in catalog {
+                routes.push(ModelRoute {
+                    route: format!("{provider}/{}", model.id),
+                    label: model.name.clone().unwrap_or_else(|| model.id.clone()),
+                    context_window: model.context_window,
+                });
+            }
+        }
+        routes
+    }
+
+    pub(crate) fn models(&self, request: ModelsRequest) -> ModelList {
+        let current = match request.session_id {
+            Some(id) => self
+                .agents()
+                .ok()
+                .and_then(|agents| agents.list().decode().ok())
+                .and_then(|list| list.into_iter().find(|agent| agent.id == id))
+                .filter(|agent| !agent.provider.is_empty())
+                .map(|agent| format!("{}/{}", agent.provider, agent.model)),
+            None => self.default_model(),
+        };
+        ModelList {
+            models: self.routes(),
+            current,
+        }
+    }
+
+    pub(crate) async fn select_model(
+        &self,
+        request: SelectModel,
+    ) -> Result<serde_json::Value, Failure> {
+        let unavailable = |message: String| Failure(RpcErrorCode::ModelUnavailable, message);
+        let Some((provider, model)) = split_route(&request.model) else {
+            return Err(Failure(
+                RpcErrorCode::BadRequest,
+                format!("model `{}` is not PROVIDER/MODEL", request.model),
+            ));
+        };
+        if !self
+            .routes()
+            .iter()
+            .any(|route| route.route == request.model)
+        {
+            return Err(unavailable(format!(
+                "no adapter offers `{}`",
+                request.model
+            )));
+        }
+        let agent = self.agent_of(&request.session_id).await?;
+        self.agents()?
+            .set_route(
+                RString::from(agent.id.as_str()),
+                RString::from(provider),
+                RString::from(model),
+            )
+            .into_result()
+            .map_err(|error| Failure::internal(error.into_string()))?;
+        Ok(serde_json::json!({}))
+    }
+}
