@@ -637,3 +637,59 @@ fn a_sessions_model_is_listed_and_changed_for_its_next_turn() {
     assert_eq!(requests[1].body["model"], "deepseek-v4-pro");
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A prompt sent while a turn runs waits in the queue, which followers see fill and empty.
+#[test]
+fn a_queued_prompt_is_shown_waiting_until_its_turn_starts() {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let slow = Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("the first answer"),
+        SseEvent::Pause(std::time::Duration::from_millis(1500)),
+        SseEvent::finish("stop"),
+        SseEvent::Done,
+    ]);
+    let server = FakeDeepSeek::start(vec![slow, Reply::text("the second answer")]);
+    let dir = TestDir::new("web-queue");
+    let mut web = start(&server, &dir);
+    let session = web.call("session.create", &json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut socket = web.events();
+    socket.send(&json!({"type": "subscribe", "sessionId": session}));
+    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "first"}),
+    );
+    socket.until(100, |frame| frame["running"] == true);
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "second, queued"}),
+    );
+    let waiting = socket.until(100, |frame| {
+        frame["type"] == "session/queue"
+            && frame["queue"]["nextTurn"]
+                .as_array()
+                .is_some_and(|queued| !queued.is_empty())
+    });
+    let queued = waiting.last().unwrap();
+    assert_eq!(
+        queued["queue"]["nextTurn"][0]["content"][0]["text"], "second, queued",
+        "{waiting:?}"
+    );
+    // Claimed when its turn opens: the queue empties.
+    let emptied = socket.until(300, |frame| {
+        frame["type"] == "session/queue"
+            && frame["queue"]["nextTurn"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+    });
+    assert!(
+        emptied.last().is_some_and(|f| f["type"] == "session/queue"),
+        "{emptied:?}"
+    );
+    socket.until(300, turn_ended);
+    assert_eq!(web.host.stop(), Some(0));
+}

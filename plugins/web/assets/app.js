@@ -167,6 +167,19 @@ function applyOps(ops) {
   }
 }
 
+// Messages waiting for the agent: queued turns, and steering for the running turn.
+function renderQueue(queue) {
+  const rows = [
+    ...queue.nextStep.map((message) => ["steering", message]),
+    ...queue.nextTurn.map((message) => ["queued", message]),
+  ];
+  const text = (message) => message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
+  $("queue").replaceChildren(
+    ...rows.map(([kind, message]) => element("div", { class: `queued ${kind}` }, element("span", { class: "queued-kind" }, kind), text(message))),
+  );
+  $("queue").hidden = rows.length === 0;
+}
+
 function setRunning(running) {
   state.open.running = running;
   $("composer").classList.toggle("running", running);
@@ -207,6 +220,7 @@ async function openSession(id) {
   list.replaceChildren(...history.items.map(renderItem));
   if (history.earlier > 0) list.prepend(element("p", { class: "muted pad" }, `${history.earlier} earlier items are not shown.`));
   renderHeader();
+  renderQueue({ nextTurn: [], nextStep: [] });
   setRunning(history.running);
   renderSessions();
   subscribe();
@@ -239,6 +253,9 @@ function onFrame(frame) {
       }
       break;
     case "session/subscribed":
+      break;
+    case "session/queue":
+      if (state.open && frame.sessionId === state.open.id) renderQueue(frame.queue);
       break;
     case "session/resync":
       if (state.open && frame.sessionId === state.open.id) openSession(state.open.id).catch((e) => toast(e.message));

@@ -34,7 +34,10 @@ use dsh_plugin_api::io::http_server::{
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CmdlineArgs, LogLevel};
 
-use dsh_agent_seam::AGENT_STATUS;
+use dsh_agent_seam::{
+    AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS,
+    AgentsService,
+};
 use dsh_protocol::{AgentNoticeData, AgentStatus, ServerFrame, SessionSummary};
 use dsh_session_seam::{SESSION_CREATED, SESSION_EVENT};
 
@@ -201,6 +204,29 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
             },
         });
     })?;
+    for event in [
+        &AGENT_INBOX_INSERTED,
+        &AGENT_INBOX_CLAIMED,
+        &AGENT_INBOX_DISCARDED,
+    ] {
+        let (queue, agents) = (hub.clone(), ctx.clone());
+        ctx.on_emit(event, move |notice| {
+            let Ok(Some(service)) = agents.get::<AgentsService>(AGENTS) else {
+                return;
+            };
+            if let Ok(listing) = service.inbox(notice.agent.clone()).into_result()
+                && let Ok(listing) = listing.decode()
+            {
+                queue.to_followers(
+                    notice.agent.as_str(),
+                    &ServerFrame::Queue {
+                        session_id: notice.agent.to_string(),
+                        queue: listing,
+                    },
+                );
+            }
+        })?;
+    }
     let status = hub.clone();
     ctx.on_emit(&AGENT_STATUS, move |notice| {
         if let Ok(AgentNoticeData::Status { status: state }) = notice.data.decode() {

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RString;
+use dsh_agent_seam::{AGENTS, AgentsService};
 use dsh_plugin_api::{Context, lock};
-use dsh_protocol::{ServerFrame, SessionUpdate};
+use dsh_protocol::{InboxListing, ServerFrame, SessionUpdate};
 use dsh_session_seam::{EventRecord, SESSIONS, SessionBox, SessionsService};
 use tokio::sync::mpsc;
 
@@ -171,11 +172,26 @@ impl Hub {
             session_id: session_id.to_owned(),
             last_seq,
         });
+        if let Some(queue) = self.queue_of(session_id) {
+            let _ = outbox.push(&ServerFrame::Queue {
+                session_id: session_id.to_owned(),
+                queue,
+            });
+        }
         entry.followers.push(Follower {
             outbox: outbox.clone(),
             sent_through: last_seq,
         });
         Ok(())
+    }
+
+    /// A frame for every follower of `session_id`.
+    pub(crate) fn to_followers(&self, session_id: &str, frame: &ServerFrame) {
+        if let Some(session) = lock(&self.followed).get(session_id) {
+            for follower in &session.followers {
+                let _ = follower.outbox.push(frame);
+            }
+        }
     }
 
     pub(crate) fn unsubscribe(&self, outbox: &Outbox, session_id: &str) {
@@ -213,6 +229,17 @@ impl Hub {
             lock(&follower.outbox.lagged).push(record.session.to_string());
             false
         });
+    }
+
+    /// What the inbox of an agent's session holds (`None` for a session without an agent).
+    fn queue_of(&self, session_id: &str) -> Option<InboxListing> {
+        let agents = self.ctx.get::<AgentsService>(AGENTS).ok().flatten()?;
+        agents
+            .inbox(RString::from(session_id))
+            .into_result()
+            .ok()?
+            .decode()
+            .ok()
     }
 
     async fn open(&self, session_id: &str) -> Result<SessionBox, String> {

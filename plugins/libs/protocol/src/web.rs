@@ -392,6 +392,13 @@ pub enum ServerFrame {
     /// A session appeared (created here, headless, or in another tab).
     #[serde(rename = "host/session-added")]
     SessionAdded { session: SessionSummary },
+    /// What a session's inbox holds, unclaimed: queued turns and steering for the running one
+    /// (sent when it changes, and on subscribe).
+    #[serde(rename = "session/queue")]
+    Queue {
+        session_id: String,
+        queue: crate::agent::InboxListing,
+    },
     /// A session was deleted (moved to the trash).
     #[serde(rename = "host/session-removed")]
     SessionRemoved { session_id: String },
