@@ -76,6 +76,8 @@ fn scenario_with(
             "--no-open",
             "--port",
             "0",
+            "--cwd",
+            work.to_str().unwrap(),
         ],
         envs,
     );
@@ -99,6 +101,10 @@ fn scenario_with(
     );
     assert!(stdout.contains(&format!("scenario {name}: ok")), "{stdout}");
     assert_eq!(host.stop(), Some(0));
+    if name == "write" {
+        let written = std::fs::read_to_string(work.join("notes.txt")).expect("the written file");
+        assert_eq!(written, "first line\nsecond line");
+    }
     Some(server)
 }
 
@@ -187,5 +193,19 @@ fn two_tabs_share_a_session_and_an_answer_given_in_one() {
             Reply::text("done"),
         ],
         "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n",
+    );
+}
+
+#[test]
+fn a_written_file_shows_as_a_diff_and_is_written_where_the_session_works() {
+    let arguments =
+        json!({"file_path": "notes.txt", "content": "first line\nsecond line"}).to_string();
+    scenario(
+        "write",
+        vec![
+            Reply::tool_calls(&[("call_1", "write", &arguments)]),
+            Reply::text("written"),
+        ],
+        "",
     );
 }

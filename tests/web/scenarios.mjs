@@ -192,6 +192,21 @@ const scenarios = {
     expect(texts[0] === texts[1], "the two tabs show different conversations");
     await shoot(other, "second-tab");
   },
+
+  // A file written by the agent shows as a diff card, open.
+  async write(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "write the notes");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".tool.tool-ok .diff");
+    const path = await page.textContent(".tool .path");
+    expect(path === "notes.txt", `the diff names "${path}"`);
+    const added = await page.locator(".diff .add").allTextContents();
+    expect(added.join("") === "+ first line\n+ second line\n", `the diff adds ${JSON.stringify(added)}`);
+    await page.waitForSelector(".turn-end", { state: "attached" });
+    await themes(page, "diff");
+  },
 };
 
 const run = scenarios[scenario];

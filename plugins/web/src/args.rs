@@ -8,6 +8,7 @@ options:
   --host H                  address to listen on (default 127.0.0.1); an address beyond
                             loopback needs DSH_ACCESS_SECRET (16 characters or more)
   --port P                  port (default 3080; the next free one when it is taken)
+  --cwd DIR                 the directory new sessions work in (default: the current one)
   --no-open                 print the URL, do not open a browser
   --allow-remote-settings   with a non-loopback --host: settings and credentials may be
                             changed over the network too
@@ -23,6 +24,7 @@ pub(crate) struct Args {
     pub(crate) port: Option<u16>,
     pub(crate) open: bool,
     pub(crate) allow_remote_settings: bool,
+    pub(crate) cwd: Option<std::path::PathBuf>,
 }
 
 /// A command line the server cannot run, in words for the user.
@@ -42,6 +44,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
         port: None,
         open: true,
         allow_remote_settings: false,
+        cwd: None,
     };
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -60,6 +63,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
                     .map_err(|_| UsageError(format!("--port: `{text}` is not a port number")))?;
                 parsed.port = Some(port);
             }
+            "--cwd" => parsed.cwd = Some(std::path::PathBuf::from(value("--cwd")?)),
             "--no-open" => parsed.open = false,
             "--allow-remote-settings" => parsed.allow_remote_settings = true,
             other => return Err(UsageError(format!("unknown argument `{other}`"))),

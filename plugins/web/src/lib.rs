@@ -116,9 +116,17 @@ impl Plugin for WebPlugin {
         }
         let secrets = Secrets::generate()
             .map_err(|error| PluginError::plugin(format!("no OS randomness: {error}")))?;
-        let cwd = std::env::current_dir()
-            .map(|dir| dir.display().to_string())
-            .unwrap_or_default();
+        let cwd = match &args.cwd {
+            Some(dir) if dir.is_dir() => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+            Some(dir) => {
+                eprintln!("dsh: --cwd {}: no such directory", dir.display());
+                host.exit(2);
+                return Ok(());
+            }
+            None => std::env::current_dir().unwrap_or_default(),
+        }
+        .display()
+        .to_string();
         // The router is whole, guards and all, before the port is bound; it learns the bound
         // address (for its Host allow-list and cookie name) through the slot below.
         let hub = Arc::new(Hub::new(ctx.clone()));
