@@ -173,10 +173,21 @@ impl Boot {
         Ok(home.profile_layers(profile, &builtin_bundle, &self.tree.patches)?)
     }
 
-    /// Composes the layers; warnings go to the log.
+    /// Composes the layers, then lays the home's settings document over a profile's tree;
+    /// warnings go to the log.
     pub fn compose(&self) -> Result<Composed, BootError> {
         let layers = self.layers()?;
-        let composed = dsh_loader::compose(&layers)?;
+        let mut composed = dsh_loader::compose(&layers)?;
+        if self.tree.profile.is_some() {
+            let path = self.home.join(dsh_loader::SETTINGS_FILE);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    dsh_loader::apply_settings(&mut composed, &text, &path)?;
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(BootError::ReadConfig { path, source }),
+            }
+        }
         for warning in &composed.warnings {
             tracing::warn!("{warning}");
         }
@@ -196,10 +207,13 @@ impl Boot {
             root: self.home.clone(),
         };
         let bundles = home.profile_bundles(profile).unwrap_or_default();
-        home.watched_files(profile, &bundles, &self.tree.patches)
+        let mut files: Vec<PathBuf> = home
+            .watched_files(profile, &bundles, &self.tree.patches)
             .iter()
             .map(|path| absolute(path))
-            .collect()
+            .collect();
+        files.push(absolute(&self.home.join(dsh_loader::SETTINGS_FILE)));
+        files
     }
 
     /// Composes and resolves the tree against the process environment.

@@ -35,7 +35,7 @@ fn browser() -> Result<(PathBuf, PathBuf), String> {
 /// Runs scenario `name` of `tests/web/scenarios.mjs` against a web host whose model answers
 /// `replies`, with `rows` (YAML list items) inserted into its tree.
 fn scenario(name: &str, replies: Vec<Reply>, rows: &str) -> Option<FakeDeepSeek> {
-    scenario_with(name, replies, rows, &[("DEEPSEEK_API_KEY", "sk-test")])
+    scenario_with(name, replies, rows, &[("DEEPSEEK_API_KEY", "sk-test")], &[])
 }
 
 /// [`scenario`] with the host's environment given; answers the fake server (to read what it
@@ -45,6 +45,7 @@ fn scenario_with(
     replies: Vec<Reply>,
     rows: &str,
     envs: &[(&str, &str)],
+    node_envs: &[(&str, &str)],
 ) -> Option<FakeDeepSeek> {
     let (scripts, chromium) = match browser() {
         Ok(found) => found,
@@ -89,6 +90,8 @@ fn scenario_with(
         .arg(scripts.join("scenarios.mjs"))
         .args([name, url.as_str(), shots.to_str().unwrap()])
         .env("DSH_CHROMIUM", &chromium)
+        .env("DSH_SERVER_URL", server.url())
+        .envs(node_envs.iter().copied())
         .current_dir(&work)
         .output()
         .expect("run node");
@@ -128,6 +131,7 @@ fn with_no_key_the_page_asks_for_one_and_the_next_prompt_uses_it() {
         vec![Reply::text("hi there")],
         "",
         &[("DEEPSEEK_API_KEY", "")],
+        &[],
     ) else {
         return;
     };
@@ -155,7 +159,8 @@ fn an_approval_is_answered_in_the_page_after_a_reload() {
 
 #[test]
 fn the_offline_demo_replays_the_recorded_session_with_a_real_shell() {
-    let Some(server) = scenario_with("demo", Vec::new(), "", &[("DEEPSEEK_API_KEY", "")]) else {
+    let Some(server) = scenario_with("demo", Vec::new(), "", &[("DEEPSEEK_API_KEY", "")], &[])
+    else {
         return;
     };
     assert!(
@@ -207,5 +212,26 @@ fn a_written_file_shows_as_a_diff_and_is_written_where_the_session_works() {
             Reply::text("written"),
         ],
         "",
+    );
+}
+
+#[test]
+fn the_settings_store_a_key_used_at_once_and_save_the_endpoint() {
+    let Some(server) = scenario_with(
+        "settings",
+        vec![Reply::text("hello back")],
+        "",
+        &[("DEEPSEEK_API_KEY", "")],
+        &[],
+    ) else {
+        return;
+    };
+    // The endpoint saved is this server's own (so the prompt reaches it whether or not the
+    // adapter has reloaded yet), and the prompt carried the key saved in the page.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-in-settings")
     );
 }

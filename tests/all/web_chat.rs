@@ -693,3 +693,46 @@ fn a_queued_prompt_is_shown_waiting_until_its_turn_starts() {
     socket.until(300, turn_ended);
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// The endpoint set in the settings lands in `$DSH_HOME/settings.yaml`, which the host lays
+/// over the profile and reloads: the next request goes to it, no restart.
+#[test]
+fn an_endpoint_set_in_the_settings_takes_effect_without_a_restart() {
+    let first = FakeDeepSeek::start(vec![Reply::text("from the first")]);
+    let second = FakeDeepSeek::start(vec![Reply::text("from the second")]);
+    let dir = TestDir::new("web-settings");
+    let mut web = start(&first, &dir);
+    let before = web.call("settings.describe", &json!({}));
+    assert!(before.get("baseUrl").is_none(), "{before}");
+    let bad = send(
+        &web.address,
+        "POST",
+        "/api/settings.update",
+        &[
+            ("Authorization", &web.bearer),
+            ("Content-Type", "application/json"),
+        ],
+        &envelope("settings.update", &json!({"baseUrl": "ftp://nowhere"})),
+    );
+    assert_eq!(bad.json()["result"]["error"]["code"], "settings-rejected");
+    web.call("settings.update", &json!({"baseUrl": second.url()}));
+    let written = std::fs::read_to_string(dir.home().join("settings.yaml")).unwrap();
+    assert!(written.contains(&second.url()), "{written}");
+    web.host
+        .wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
+    assert_eq!(
+        web.call("settings.describe", &json!({}))["baseUrl"],
+        second.url()
+    );
+    let session = web.call("session.create", &json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "where to?"}),
+    );
+    assert_eq!(second.wait_requests(1, WAIT).len(), 1);
+    assert!(first.requests().is_empty(), "the old endpoint was asked");
+    assert_eq!(web.host.stop(), Some(0));
+}

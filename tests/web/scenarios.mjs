@@ -207,6 +207,34 @@ const scenarios = {
     await page.waitForSelector(".turn-end", { state: "attached" });
     await themes(page, "diff");
   },
+
+  // The settings: a key stored (used at once: the next prompt carries it), and the endpoint
+  // saved (its reload is checked over the API, where the host's reload can be waited for).
+  async settings(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.click("#open-settings");
+    await page.waitForSelector("#settings[open]");
+    expect((await page.textContent("#key-state")) === "(not set)", "the key starts unset");
+    await page.fill("#settings-key", "sk-in-settings");
+    await page.click("#save-key");
+    await page.waitForFunction(() => document.getElementById("key-state").textContent === "(stored)");
+    await page.fill("#settings-url", process.env.DSH_SERVER_URL);
+    await page.click("#save-url");
+    await page.waitForSelector(".toast");
+    await themes(page, "dialog");
+    await page.click("#settings button[value=close]");
+    await page.click("#open-settings");
+    await page.waitForSelector("#settings[open]");
+    const saved = await page.inputValue("#settings-url");
+    expect(saved === process.env.DSH_SERVER_URL, `the endpoint reads "${saved}" after reopening`);
+    await page.click("#settings button[value=close]");
+    await page.fill("#prompt", "hello");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("hello back")),
+    );
+  },
 };
 
 const run = scenarios[scenario];

@@ -35,6 +35,7 @@ mod patch;
 mod profile;
 mod resolve;
 mod row;
+mod settings;
 mod source;
 mod tags;
 #[cfg(test)]
@@ -46,4 +47,5 @@ pub use patch::{Composed, Layer, LayerSource, apply_layer, compose, compose_row_
 pub use profile::{Home, PATCH_FILE, PROFILE_FILE};
 pub use resolve::{ResolvedRow, find_resolved};
 pub use row::{ComposedRow, IsolateTarget, ROW_FIELDS};
+pub use settings::{SETTINGS_FILE, apply_settings};
 pub use tags::{TagContext, current_platform, resolve_config, resolve_disabled};

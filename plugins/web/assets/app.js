@@ -403,6 +403,59 @@ async function startDemo() {
   }
 }
 
+// ---- settings --------------------------------------------------------------------------
+
+async function openSettings() {
+  const [credentials, settings] = await Promise.all([call("credentials.describe"), call("settings.describe")]);
+  const key = credentials.credentials.find((credential) => credential.name === "DEEPSEEK_API_KEY");
+  $("key-state").textContent = key?.stored ? "(stored)" : key?.inEnvironment ? "(from the environment)" : "(not set)";
+  $("settings-url").value = settings.baseUrl || "";
+  const writable = credentials.writable && settings.writable;
+  for (const id of ["settings-key", "save-key", "remove-key", "settings-url", "save-url"]) $(id).disabled = !writable;
+  $("settings-note").textContent = writable
+    ? "A stored key wins over the environment. An endpoint change reloads the model adapter; running turns keep theirs."
+    : "This server listens beyond this machine: settings cannot be changed from here.";
+  $("settings").showModal();
+}
+
+async function afterSettings(message) {
+  toast(message);
+  state.host = await call("host.describe");
+  if (!state.open) renderHero(state.host);
+  await loadModels(state.open?.id);
+  await openSettings();
+}
+
+function wireSettings() {
+  $("open-settings").addEventListener("click", () => openSettings().catch((e) => toast(e.message)));
+  $("save-key").addEventListener("click", async () => {
+    try {
+      await call("credentials.set", { name: "DEEPSEEK_API_KEY", value: $("settings-key").value });
+      $("settings-key").value = "";
+      await afterSettings("The key is stored.");
+    } catch (error) {
+      toast(error.message);
+    }
+  });
+  $("remove-key").addEventListener("click", async () => {
+    try {
+      await call("credentials.unset", { name: "DEEPSEEK_API_KEY" });
+      await afterSettings("The stored key is removed.");
+    } catch (error) {
+      toast(error.message);
+    }
+  });
+  $("save-url").addEventListener("click", async () => {
+    try {
+      const value = $("settings-url").value.trim();
+      await call("settings.update", value ? { baseUrl: value } : {});
+      await afterSettings(value ? "The endpoint is saved." : "Back to the default endpoint.");
+    } catch (error) {
+      toast(error.message);
+    }
+  });
+}
+
 // ---- start -------------------------------------------------------------------------------
 
 function renderHero(host) {
@@ -456,6 +509,7 @@ function onboarding() {
 async function start() {
   applyTheme(localStorage.getItem("dsh-theme") || "system");
   wireComposer();
+  wireSettings();
   state.host = await call("host.describe");
   renderHero(state.host);
   await refreshSessions();

@@ -23,6 +23,8 @@ pub(crate) struct Api {
     pub(crate) demo_dir: Option<std::path::PathBuf>,
     /// Whether the demo's replay row is mounted.
     pub(crate) demo_mounted: tokio::sync::Mutex<bool>,
+    /// The settings document the page writes (`!home settings.yaml`).
+    pub(crate) settings_file: Option<std::path::PathBuf>,
     /// Whether credentials may be changed by this server's clients.
     pub(crate) credentials_writable: bool,
 }
@@ -101,6 +103,13 @@ impl Api {
             "session.delete" => serde_json::to_value(self.delete(payload(method, body)?).await?),
             "session.demo" => serde_json::to_value(self.demo().await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
+            "settings.describe" => {
+                serde_json::to_value(self.describe_settings(self.credentials_writable).await?)
+            }
+            "settings.update" => {
+                self.update_settings(payload(method, body)?).await?;
+                Ok(serde_json::json!({}))
+            }
             "credentials.describe" => {
                 serde_json::to_value(self.describe_credentials(self.credentials_writable))
             }

@@ -73,6 +73,9 @@ pub struct WebConfig {
     /// Where the offline demo writes its recorded log and runs (`!home demo` in the bundle);
     /// without it the demo is not offered.
     pub demo_dir: Option<String>,
+    /// The settings document the page writes (`!home settings.yaml` in the bundle), which the
+    /// host lays over the profile and watches.
+    pub settings_file: Option<String>,
 }
 
 pub struct WebPlugin;
@@ -145,6 +148,7 @@ impl Plugin for WebPlugin {
                 configured_model: config.model.clone(),
                 demo_dir: config.demo_dir.as_ref().map(std::path::PathBuf::from),
                 demo_mounted: tokio::sync::Mutex::new(false),
+                settings_file: config.settings_file.as_ref().map(std::path::PathBuf::from),
                 credentials_writable: !remote || args.allow_remote_settings,
             },
             hub,

@@ -98,3 +98,103 @@ impl Api {
             .map_err(|error| Failure::internal(error.into_string()))
     }
 }
+
+/// The namespace of the default adapter in the settings document (its row id).
+const ADAPTER_ROW: &str = "llm-deepseek";
+
+fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match serde_norway::from_str::<serde_norway::Value>(&text) {
+            Ok(serde_norway::Value::Mapping(document)) => Ok(document),
+            Ok(serde_norway::Value::Null) => Ok(serde_norway::Mapping::new()),
+            Ok(_) => Err(format!("{}: not a mapping of namespaces", path.display())),
+            Err(error) => Err(format!("{}: {error}", path.display())),
+        },
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(serde_norway::Mapping::new())
+        }
+        Err(error) => Err(format!("{}: {error}", path.display())),
+    }
+}
+
+fn base_url_of(document: &serde_norway::Mapping) -> Option<String> {
+    document
+        .get(ADAPTER_ROW)?
+        .get("baseURL")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+impl Api {
+    fn settings_file(&self) -> Result<std::path::PathBuf, Failure> {
+        self.settings_file
+            .clone()
+            .ok_or_else(|| Failure::internal("this server has no settingsFile configured"))
+    }
+
+    pub(crate) async fn describe_settings(
+        &self,
+        writable: bool,
+    ) -> Result<dsh_protocol::SettingsDescription, Failure> {
+        let path = self.settings_file()?;
+        let document = self
+            .ctx
+            .blocking(move || read_document(&path))
+            .await
+            .map_err(|error| Failure::internal(error.to_string()))?
+            .map_err(Failure::internal)?;
+        Ok(dsh_protocol::SettingsDescription {
+            base_url: base_url_of(&document),
+            writable,
+        })
+    }
+
+    /// Writes the settings document (through a rename); the host's watcher applies it, which
+    /// remounts the adapter row with its new config.
+    pub(crate) async fn update_settings(
+        &self,
+        update: dsh_protocol::SettingsUpdate,
+    ) -> Result<(), Failure> {
+        let rejected = |message: String| Failure(RpcErrorCode::SettingsRejected, message);
+        if let Some(url) = &update.base_url {
+            let url = url.trim();
+            let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+            if !scheme_ok || url.contains(char::is_whitespace) {
+                return Err(rejected(format!(
+                    "base URL `{url}`: an http:// or https:// address without spaces"
+                )));
+            }
+        }
+        let path = self.settings_file()?;
+        let written = self
+            .ctx
+            .blocking(move || -> Result<(), String> {
+                let mut document = read_document(&path)?;
+                let key = serde_norway::Value::String(ADAPTER_ROW.to_owned());
+                let mut adapter = match document.remove(&key) {
+                    Some(serde_norway::Value::Mapping(adapter)) => adapter,
+                    _ => serde_norway::Mapping::new(),
+                };
+                let field = serde_norway::Value::String("baseURL".to_owned());
+                match update.base_url.as_deref().map(str::trim) {
+                    Some(url) => {
+                        adapter.insert(field, serde_norway::Value::String(url.to_owned()));
+                    }
+                    None => {
+                        adapter.remove(&field);
+                    }
+                }
+                if !adapter.is_empty() {
+                    document.insert(key, serde_norway::Value::Mapping(adapter));
+                }
+                let text = serde_norway::to_string(&document).map_err(|error| error.to_string())?;
+                let scratch = path.with_extension("yaml.part");
+                std::fs::write(&scratch, text)
+                    .and_then(|()| std::fs::rename(&scratch, &path))
+                    .map_err(|error| format!("{}: {error}", path.display()))
+            })
+            .await
+            .map_err(|error| Failure::internal(error.to_string()))?;
+        written.map_err(Failure::internal)
+    }
+}

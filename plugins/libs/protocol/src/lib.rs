@@ -74,5 +74,6 @@ pub use web::{
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
     ItemRequest, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode, RenameRequest,
     RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel, SendPrompt,
-    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential,
+    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SettingsDescription,
+    SettingsUpdate,
 };

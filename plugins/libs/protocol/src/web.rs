@@ -291,6 +291,26 @@ pub struct ItemRequest {
     pub item_id: String,
 }
 
+/// `settings.describe`'s value: the settings the page may change, as they are now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsDescription {
+    /// The DeepSeek (or OpenAI-compatible) endpoint the default adapter calls; absent: the
+    /// adapter's own default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Whether they may be changed from this client.
+    pub writable: bool,
+}
+
+/// `settings.update`'s payload: the values to change; `null` (or absent) goes back to the
+/// default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SettingsUpdate {
+    pub base_url: Option<String>,
+}
+
 /// `session.models`'s payload: the routes, and the route of `session_id` when given.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
