@@ -235,6 +235,31 @@ const scenarios = {
       [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("hello back")),
     );
   },
+
+  // For `cargo xtask bench`: open a long session (its id in DSH_BENCH_SESSION) and report, as
+  // one JSON line, the time from navigation to its last item painted, the JS heap and the DOM.
+  async "bench-history"(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    const target = new URL(page.url());
+    target.hash = process.env.DSH_BENCH_SESSION;
+    const samples = [];
+    for (let run = 0; run < 5; run++) {
+      const started = Date.now();
+      await page.goto("about:blank");
+      await page.goto(target.toString());
+      await page.waitForFunction(() => document.querySelectorAll("[data-item]").length > 0);
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      samples.push(Date.now() - started);
+    }
+    samples.sort((a, b) => a - b);
+    const figures = await page.evaluate(() => ({
+      heapBytes: performance.memory ? performance.memory.usedJSHeapSize : null,
+      domNodes: document.getElementsByTagName("*").length,
+      items: document.querySelectorAll("[data-item]").length,
+    }));
+    console.log(JSON.stringify({ paintMs: samples[2], ...figures }));
+  },
 };
 
 const run = scenarios[scenario];

@@ -278,6 +278,24 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: WEB,
+        ours: "web_page_history_paint",
+        peer: None,
+        what: "that session opened in headless Chromium: navigation to its last item painted, median of 5 (ms)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_js_heap",
+        peer: None,
+        what: "the page's JS heap after that history (MiB)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_dom_nodes",
+        peer: None,
+        what: "the page's DOM nodes after that history (nodes)",
+    },
+    Figure {
+        section: WEB,
         ours: "web_live_frames_per_client",
         peer: None,
         what: "updates each of 50 event sockets received during one 2,500-step turn of the instant model (frames)",

@@ -191,7 +191,60 @@ fn history(dir: &Path, work: &Path) -> anyhow::Result<()> {
     report("web_history_tail_p95", percentile(times, 0.95), "ms");
     report("web_history_tail_bytes", bytes as f64, "bytes");
     report("web_history_raw_bytes", raw as f64, "bytes");
+    page_figures(&web, &id)?;
     web.host.stop();
+    Ok(())
+}
+
+/// The same history in Chromium (when `cargo xtask test` installed it): navigation to the last
+/// item painted, the page's JS heap and its DOM.
+fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
+    let root = crate::exe_dir().join("../..");
+    let scripts = root.join("tests/web");
+    let chromium = Path::new("/usr/bin/chromium");
+    if !scripts.join("node_modules/playwright-core").is_dir() || !chromium.is_file() {
+        eprintln!("dsh-bench: no chromium or playwright-core: the page figures are skipped");
+        return Ok(());
+    }
+    let token = web.bearer.trim_start_matches("Bearer ");
+    let url = format!("http://{}/auth?token={token}", web.address);
+    let out_dir = root.join("target/screenshots");
+    std::fs::create_dir_all(&out_dir)?;
+    let out = std::process::Command::new("node")
+        .arg(scripts.join("scenarios.mjs"))
+        .args([
+            "bench-history",
+            url.as_str(),
+            &out_dir.display().to_string(),
+        ])
+        .env("DSH_BENCH_SESSION", session)
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with('{'))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the page bench printed nothing: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+    let figures: Value = serde_json::from_str(line)?;
+    report(
+        "web_page_history_paint",
+        figures["paintMs"].as_f64().unwrap_or(f64::NAN),
+        "ms",
+    );
+    report(
+        "web_page_js_heap",
+        figures["heapBytes"].as_f64().unwrap_or(f64::NAN) / 1_048_576.0,
+        "MiB",
+    );
+    report(
+        "web_page_dom_nodes",
+        figures["domNodes"].as_f64().unwrap_or(f64::NAN),
+        "nodes",
+    );
     Ok(())
 }
 
