@@ -74,6 +74,23 @@ impl Web {
         body["result"]["value"].clone()
     }
 
+    /// A new session of the default route.
+    fn new_session(&self) -> String {
+        self.call("session.create", &json!({}))["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A new session, and an event socket subscribed to it.
+    fn followed_session(&self) -> (String, Socket) {
+        let session = self.new_session();
+        let mut socket = self.events();
+        socket.send(&json!({"type": "subscribe", "sessionId": session}));
+        socket.until(50, |frame| frame["type"] == "session/subscribed");
+        (session, socket)
+    }
+
     fn events(&self) -> Socket {
         let origin = format!("http://{}", self.address);
         websocket(
@@ -306,13 +323,7 @@ fn an_ask_is_answered_from_the_page_and_the_first_answer_wins() {
         let server = FakeDeepSeek::start(echo_turn());
         let dir = TestDir::new(&format!("web-approval-{answer}"));
         let mut web = start_with(&server, &dir, ASKING);
-        let session = web.call("session.create", &json!({}))["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let mut socket = web.events();
-        socket.send(&json!({"type": "subscribe", "sessionId": session}));
-        socket.until(50, |frame| frame["type"] == "session/subscribed");
+        let (session, mut socket) = web.followed_session();
         web.call(
             "session.prompt",
             &json!({"sessionId": session, "text": "run it"}),
@@ -358,10 +369,7 @@ fn an_ask_with_no_page_connected_fails_closed() {
     let server = FakeDeepSeek::start(echo_turn());
     let dir = TestDir::new("web-approval-nobody");
     let mut web = start_with(&server, &dir, ASKING);
-    let session = web.call("session.create", &json!({}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let session = web.new_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "run it"}),
@@ -410,13 +418,7 @@ fn a_session_is_renamed_forked_from_an_item_and_deleted_into_the_trash() {
     ]);
     let dir = TestDir::new("web-manage");
     let mut web = start(&server, &dir);
-    let session = web.call("session.create", &json!({}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut socket = web.events();
-    socket.send(&json!({"type": "subscribe", "sessionId": session}));
-    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "first"}),
@@ -530,13 +532,7 @@ fn a_long_tool_output_is_cut_on_the_wire_and_fetched_whole_on_demand() {
     ]);
     let dir = TestDir::new("web-long-output");
     let mut web = start(&server, &dir);
-    let session = web.call("session.create", &json!({}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut socket = web.events();
-    socket.send(&json!({"type": "subscribe", "sessionId": session}));
-    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "print a lot"}),
@@ -592,13 +588,7 @@ fn a_sessions_model_is_listed_and_changed_for_its_next_turn() {
         "{listed}"
     );
     assert_eq!(listed["current"], "deepseek-official/deepseek-v4-flash");
-    let session = web.call("session.create", &json!({}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut socket = web.events();
-    socket.send(&json!({"type": "subscribe", "sessionId": session}));
-    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "one"}),
@@ -652,13 +642,7 @@ fn a_queued_prompt_is_shown_waiting_until_its_turn_starts() {
     let server = FakeDeepSeek::start(vec![slow, Reply::text("the second answer")]);
     let dir = TestDir::new("web-queue");
     let mut web = start(&server, &dir);
-    let session = web.call("session.create", &json!({}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut socket = web.events();
-    socket.send(&json!({"type": "subscribe", "sessionId": session}));
-    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "first"}),
@@ -724,10 +708,7 @@ fn an_endpoint_set_in_the_settings_takes_effect_without_a_restart() {
         web.call("settings.describe", &json!({}))["baseUrl"],
         second.url()
     );
-    let session = web.call("session.create", &json!({}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let session = web.new_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "where to?"}),
