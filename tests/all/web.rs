@@ -3,6 +3,7 @@
 //! WebSocket Origin, rate-limited wrong tokens), the security headers, and the first methods.
 
 use dsh_tests::http::{Response, envelope, send};
+use dsh_tests::web::{WebHost, fake_model_layer};
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
 use serde_json::{Value, json};
 
@@ -14,18 +15,11 @@ struct Web {
 }
 
 fn start_web(dir: &TestDir, extra: &[&str]) -> Web {
-    let mut args = vec!["--profile", "web", "--", "--no-open", "--port", "0"];
-    args.extend(extra);
-    let host = HostProcess::start_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "")]);
-    let line = host.wait_stdout("dsh web: open http://", WAIT);
-    let url = line.trim_start_matches("dsh web: open http://");
-    let (address, query) = url.split_once("/auth?").expect("an auth URL");
-    let token = query.trim_start_matches("token=").to_owned();
-    assert_eq!(token.len(), 64, "a 256-bit token in hex: {line}");
+    let web = WebHost::start(dir, "", extra, &[("DEEPSEEK_API_KEY", "")]);
     Web {
-        host,
-        address: address.to_owned(),
-        token,
+        host: web.host,
+        address: web.address,
+        token: web.token,
     }
 }
 
@@ -295,34 +289,16 @@ fn a_key_set_through_the_settings_is_stored_privately_and_used_at_once() {
     use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
     let server = FakeDeepSeek::start(vec![Reply::text("with the stored key")]);
     let dir = TestDir::new("web-credentials");
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-            server.url()
-        ),
-    );
-    let host = HostProcess::start_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "web",
-            "--",
-            "--no-open",
-            "--port",
-            "0",
-        ],
+    let started = WebHost::start(
+        &dir,
+        &fake_model_layer(&server.url(), ""),
+        &[],
         &[("DEEPSEEK_API_KEY", "")],
     );
-    let line = host.wait_stdout("dsh web: open http://", WAIT);
-    let url = line.trim_start_matches("dsh web: open http://");
-    let (address, query) = url.split_once("/auth?").unwrap();
     let mut web = Web {
-        host,
-        address: address.to_owned(),
-        token: query.trim_start_matches("token=").to_owned(),
+        host: started.host,
+        address: started.address,
+        token: started.token,
     };
     let bearer = format!("Bearer {}", web.token);
     let call = |method: &str, payload: Value| {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::http::{Socket, envelope, send, websocket};
+use dsh_tests::web::{WebHost, fake_model_layer};
 use dsh_tests::{HostProcess, TestDir, WAIT};
 use serde_json::{Value, json};
 
@@ -23,36 +24,17 @@ fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
 
 /// The web profile against `server`, with `rows` (YAML list items) inserted.
 pub(crate) fn start_with(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Web {
-    let mut layer = format!(
-        "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-        server.url()
-    );
-    if !rows.is_empty() {
-        layer.push_str(&format!("- insert:\n{rows}"));
-    }
-    let patch = dir.write("fake.patch.yml", &layer);
     std::fs::create_dir_all(dir.join("work")).unwrap();
-    let host = HostProcess::start_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "web",
-            "--",
-            "--no-open",
-            "--port",
-            "0",
-        ],
+    let web = WebHost::start(
+        dir,
+        &fake_model_layer(&server.url(), rows),
+        &[],
         &[("DEEPSEEK_API_KEY", "sk-test")],
     );
-    let line = host.wait_stdout("dsh web: open http://", WAIT);
-    let url = line.trim_start_matches("dsh web: open http://");
-    let (address, query) = url.split_once("/auth?").unwrap();
     Web {
-        host,
-        address: address.to_owned(),
-        bearer: format!("Bearer {}", query.trim_start_matches("token=")),
+        bearer: web.bearer(),
+        host: web.host,
+        address: web.address,
     }
 }
 

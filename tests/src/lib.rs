@@ -16,6 +16,7 @@
 
 pub mod fake_deepseek;
 pub mod http;
+pub mod web;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
