@@ -97,9 +97,17 @@ fn scenario_with(
         .expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let listing: Vec<String> = std::fs::read_dir(&work)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     assert!(
         out.status.success(),
-        "scenario `{name}` failed:\n{stderr}\n{stdout}\nhost stderr:\n{}",
+        "scenario `{name}` failed:\n{stderr}\n{stdout}\nwork dir: {listing:?}\nhost stderr:\n{}",
         host.stderr().join("\n")
     );
     assert!(stdout.contains(&format!("scenario {name}: ok")), "{stdout}");
@@ -153,7 +161,7 @@ fn an_approval_is_answered_in_the_page_after_a_reload() {
             Reply::tool_calls(&[("call_1", "bash", &command)]),
             Reply::text("done"),
         ],
-        "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n",
+        ASKING_POLICY,
     );
 }
 
@@ -197,7 +205,7 @@ fn two_tabs_share_a_session_and_an_answer_given_in_one() {
             Reply::tool_calls(&[("call_1", "bash", &command)]),
             Reply::text("done"),
         ],
-        "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n",
+        ASKING_POLICY,
     );
 }
 
@@ -233,5 +241,87 @@ fn the_settings_store_a_key_used_at_once_and_save_the_endpoint() {
     assert_eq!(
         requests[0].header("authorization"),
         Some("Bearer sk-in-settings")
+    );
+}
+
+/// The policy row that asks before every call.
+const ASKING_POLICY: &str = "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n";
+
+#[test]
+fn a_rejected_approval_does_not_run_and_the_model_is_told() {
+    dsh_tests::plugin_lib("hooks_probe");
+    let command = json!({"command": "touch rejected-ran", "description": "mark"}).to_string();
+    let Some(server) = scenario(
+        "reject",
+        vec![
+            Reply::tool_calls(&[("call_1", "bash", &command)]),
+            Reply::text("It was not run."),
+        ],
+        ASKING_POLICY,
+    ) else {
+        return;
+    };
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let tool = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .expect("the call is answered")
+        .clone();
+    assert!(
+        tool["content"]
+            .to_string()
+            .to_lowercase()
+            .contains("reject"),
+        "{tool}"
+    );
+    server.assert_no_violations();
+}
+
+#[test]
+fn prompts_are_steered_queued_edited_and_removed_from_the_page() {
+    // The first step runs until the page has acted on the queue (the scenario writes `go`;
+    // bounded at 60 s).
+    let wait = "for i in $(seq 600); do [ -e go ] && break; sleep 0.1; done";
+    let command = json!({"command": wait, "description": "wait for the page"}).to_string();
+    let Some(server) = scenario(
+        "queue",
+        vec![
+            Reply::tool_calls(&[("call_1", "bash", &command)]),
+            Reply::text("steered answer"),
+            Reply::text("edited answer"),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let sent = |index: usize| requests[index].body["messages"].to_string();
+    assert!(sent(1).contains("steer me"), "{}", sent(1));
+    assert!(sent(2).contains("queued, edited"), "{}", sent(2));
+    assert!((0..3).all(|index| !sent(index).contains("drop me")));
+    server.assert_no_violations();
+}
+
+#[test]
+fn a_dropped_event_socket_resumes_with_no_gap_and_no_duplicate() {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let words: Vec<String> = (1..=150).map(|n| format!("w{n:03}")).collect();
+    let mut events = vec![first_chunk()];
+    for word in &words {
+        events.push(SseEvent::content(&format!("{word} ")));
+        events.push(SseEvent::Pause(std::time::Duration::from_millis(10)));
+    }
+    events.extend([SseEvent::finish("stop"), SseEvent::Done]);
+    let expected = words.join(" ");
+    scenario_with(
+        "dropped",
+        vec![Reply::Sse(events)],
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[("DSH_EXPECTED_TEXT", &expected)],
     );
 }

@@ -27,3 +27,4 @@ mod tools;
 mod waterfall;
 mod web;
 mod web_chat;
+mod web_queue;

@@ -3,6 +3,7 @@
 // first unmet expectation or on any console error in the page, and saves screenshots of the
 // states it reaches under OUT_DIR.
 
+import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
@@ -88,6 +89,91 @@ const scenarios = {
       [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("done")),
     );
     await shoot(page, "allowed");
+  },
+
+  // The same ask, rejected: the card says so, the tool does not run, and the model is told.
+  async reject(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "run it");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".approval.pending button.reject");
+    await page.click(".approval.pending button.reject");
+    await page.waitForSelector(".approval.decided");
+    const outcome = await page.textContent(".approval.decided .approval-outcome");
+    expect(outcome === "Rejected", `the card says "${outcome}"`);
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("not run")),
+    );
+    expect((await page.locator(".tool.tool-ok").count()) === 0, "a rejected call shows as run");
+    await shoot(page, "rejected");
+  },
+
+  // Prompts sent while a turn runs: one steered into it from the composer, two queued; of the
+  // queued, one is edited in its row and one removed. The page ends with what the model got.
+  async queue(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "first");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#steer:not([hidden])");
+    await page.fill("#prompt", "steer me");
+    await page.click("#steer");
+    for (const text of ["queued later", "drop me"]) {
+      await page.fill("#prompt", text);
+      await page.keyboard.press("Enter");
+    }
+    await page.waitForFunction(() => document.querySelectorAll(".queue-row").length === 3);
+    const kinds = await page.locator(".queue-row .queued-kind").allTextContents();
+    expect(kinds.join(",") === "steering,queued,queued", `the queue rows are ${kinds}`);
+    await shoot(page, "waiting");
+    await page.locator(".queue-row", { hasText: "drop me" }).getByRole("button", { name: "Remove" }).click();
+    await page.locator(".queue-row", { hasText: "queued later" }).getByRole("button", { name: "Edit" }).click();
+    await page.fill(".queued-editor", "queued, edited");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll(".queue-row.queued .queued-text")].map((node) => node.textContent);
+      return rows.length === 1 && rows[0] === "queued, edited";
+    });
+    await themes(page, "edited");
+    // The first step's command waits for this file (the scenario runs where the session works).
+    writeFileSync("go", "");
+    await page.waitForFunction(() => document.querySelectorAll(".turn-end").length === 2);
+    const asked = await page.locator(".message.user .bubble").allTextContents();
+    expect(asked.join("|") === "first|steer me|queued, edited", `the user bubbles are ${JSON.stringify(asked)}`);
+    expect(await page.isHidden("#queue"), "the queue is shown empty");
+  },
+
+  // The server drops the event socket in the middle of a long answer: the page reconnects,
+  // resumes after the last seq it applied, and ends with every chunk once, in order.
+  async dropped(page) {
+    let connections = 0;
+    let droppedAfter = null;
+    await page.routeWebSocket(/\/api\/events$/, (ws) => {
+      connections += 1;
+      const server = ws.connectToServer();
+      if (connections !== 1) return;
+      let updates = 0;
+      server.onMessage((message) => {
+        if (droppedAfter !== null) return;
+        ws.send(message);
+        if (JSON.parse(message).type === "session/update" && ++updates === 40) {
+          droppedAfter = updates;
+          ws.close({ code: 1011, reason: "dropped by the test" });
+          server.close();
+        }
+      });
+    });
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "count");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".turn-end", { state: "attached", timeout: 60000 });
+    expect(droppedAfter !== null && connections >= 2, `dropped after ${droppedAfter}, ${connections} connections`);
+    const expected = process.env.DSH_EXPECTED_TEXT;
+    const answer = (await page.textContent(".message.assistant")).replace(/\s+/g, " ").trim();
+    expect(answer.includes(expected), `the answer reads "${answer}"`);
+    await shoot(page, "resumed");
   },
 
   // No key: the page asks for one; once saved, a prompt is answered by the model.

@@ -20,12 +20,20 @@ pub(crate) enum AgentError {
     Disposing(String),
     #[error("the message does not read: {0}")]
     Message(dsh_plugin_api::DecodeError),
+    #[error("the queue action does not read: {0}")]
+    Action(dsh_plugin_api::DecodeError),
     #[error("the inbox target does not read: {0}")]
     Target(dsh_plugin_api::DecodeError),
     #[error("the message has no content")]
     EmptyMessage,
     #[error("message `{0}` is already pending")]
     Pending(String),
+    #[error("no message `{0}` waits in the inbox (it may have started already)")]
+    NotQueued(String),
+    #[error("message `{0}` already joins the running turn")]
+    AlreadySteering(String),
+    #[error("an edited message needs content")]
+    EmptyEdit,
     #[error("agent/inbox/spliced not logged: {0}")]
     Splice(SessionError),
     #[error("session `{id}`: {error}")]

@@ -62,6 +62,14 @@ impl Inbox {
             .any(|message| message.id == id)
     }
 
+    /// Where the pending message `id` waits: its list and its place in it.
+    pub(crate) fn position(&self, id: &str) -> Option<(InboxTarget, usize)> {
+        let find = |list: &Vec<Message>| list.iter().position(|message| message.id == id);
+        find(&self.next_turn)
+            .map(|at| (InboxTarget::NextTurn, at))
+            .or_else(|| find(&self.next_step).map(|at| (InboxTarget::NextStep, at)))
+    }
+
     /// The splice that appends `message` to `target`.
     pub(crate) fn append_splice(
         &self,

@@ -17,6 +17,7 @@
 mod driver;
 mod error;
 mod inbox;
+mod queue;
 mod registry;
 mod service;
 

@@ -9,7 +9,7 @@ use dsh_agent_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents};
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing,
-    InboxTarget, Message, SessionStartSource, TurnOutcome,
+    InboxTarget, Message, QueueAction, SessionStartSource, SpliceOutcome, TurnOutcome,
 };
 use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
 use tokio::sync::oneshot;
@@ -160,6 +160,33 @@ impl Service {
         Ok(())
     }
 
+    fn update_queue(&self, session: &str, id: &str, action: QueueAction) -> Result<(), AgentError> {
+        let registry = &self.0;
+        let live = registry.session(session)?;
+        match action {
+            QueueAction::Remove => registry
+                .remove_pending(&live, id, Some(SpliceOutcome::Canceled))
+                .map(|_| ()),
+            QueueAction::Edit { content } => registry.edit_pending(&live, id, content),
+            QueueAction::Steer => {
+                let at = registry.with_inbox(&live, |inbox| inbox.position(id));
+                match at {
+                    None => Err(AgentError::NotQueued(id.to_owned())),
+                    Some((InboxTarget::NextStep, _)) => {
+                        Err(AgentError::AlreadySteering(id.to_owned()))
+                    }
+                    Some((InboxTarget::NextTurn, _)) => {
+                        // Moved, not dropped: the removal carries no cancel outcome, and the
+                        // message joins next-step under the same id.
+                        let (_, message) = registry.remove_pending(&live, id, None)?;
+                        self.send(session, message, InboxTarget::NextStep, true)
+                            .map(|_| ())
+                    }
+                }
+            }
+        }
+    }
+
     /// What waiting for `agent` to be idle takes: its last outcome now, or a receiver. Decided
     /// before any await, so a waiter holds neither the agent nor the registry: when the
     /// registry goes away (its row unloads) the sender goes with it and the waiter is told.
@@ -294,6 +321,20 @@ impl Agents for Service {
                 })
             })
         }))
+    }
+
+    fn update_queue(
+        &self,
+        session: RString,
+        message: RString,
+        action: Json<QueueAction>,
+    ) -> RResult<(), RString> {
+        done(
+            action
+                .decode()
+                .map_err(AgentError::Action)
+                .and_then(|action| Service::update_queue(self, &session, &message, action)),
+        )
     }
 
     fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>> {

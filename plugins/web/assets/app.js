@@ -167,17 +167,56 @@ function applyOps(ops) {
   }
 }
 
-// Messages waiting for the agent: queued turns, and steering for the running turn.
+// Messages waiting for the agent: queued turns, and steering for the running turn. A queued
+// turn can be moved into the running turn, edited in place or removed; a steering message can
+// be removed until the loop takes it at its next step.
 function renderQueue(queue) {
   const rows = [
     ...queue.nextStep.map((message) => ["steering", message]),
     ...queue.nextTurn.map((message) => ["queued", message]),
   ];
-  const text = (message) => message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
-  $("queue").replaceChildren(
-    ...rows.map(([kind, message]) => element("div", { class: `queued ${kind}` }, element("span", { class: "queued-kind" }, kind), text(message))),
-  );
+  $("queue").replaceChildren(...rows.map(([kind, message]) => queueRow(kind, message)));
   $("queue").hidden = rows.length === 0;
+}
+
+const messageText = (message) => message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
+
+function updateQueue(itemId, action, extra = {}) {
+  return call("session.updateQueue", { sessionId: state.open.id, itemId, action, ...extra }).catch((e) => toast(e.message));
+}
+
+function queueRow(kind, message) {
+  const button = (label, onClick) => {
+    const node = element("button", { type: "button", class: "queued-action" }, label);
+    node.addEventListener("click", onClick);
+    return node;
+  };
+  const body = element("span", { class: "queued-text" }, messageText(message));
+  const actions = element("span", { class: "queued-actions" });
+  if (kind === "queued") actions.append(button("Steer", () => updateQueue(message.id, "steer")));
+  if (kind === "queued") actions.append(button("Edit", () => editQueued(row, message)));
+  actions.append(button("Remove", () => updateQueue(message.id, "remove")));
+  const row = element("div", { class: `queue-row ${kind}`, "data-message-id": message.id }, element("span", { class: "queued-kind" }, kind), body, actions);
+  return row;
+}
+
+function editQueued(row, message) {
+  const editor = element("textarea", { class: "queued-editor", rows: "2", "aria-label": "Edit the queued message" });
+  editor.value = messageText(message);
+  const save = element("button", { type: "button", class: "queued-action" }, "Save");
+  const cancel = element("button", { type: "button", class: "queued-action" }, "Cancel");
+  save.addEventListener("click", () => {
+    const text = editor.value.trim();
+    if (!text) return;
+    updateQueue(message.id, "edit", { content: [{ type: "text", text }] });
+  });
+  cancel.addEventListener("click", () => row.replaceWith(queueRow("queued", message)));
+  editor.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); save.click(); }
+    if (event.key === "Escape") { event.stopPropagation(); cancel.click(); }
+  });
+  row.replaceChildren(element("span", { class: "queued-kind" }, "editing"), editor, element("span", { class: "queued-actions" }, save, cancel));
+  editor.focus();
 }
 
 function setRunning(running) {

@@ -102,6 +102,9 @@ impl Api {
             "session.fork" => serde_json::to_value(self.fork(payload(method, body)?).await?),
             "session.delete" => serde_json::to_value(self.delete(payload(method, body)?).await?),
             "session.demo" => serde_json::to_value(self.demo().await?),
+            "session.updateQueue" => {
+                serde_json::to_value(self.update_queue(payload(method, body)?)?)
+            }
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
             "settings.describe" => {
                 serde_json::to_value(self.describe_settings(self.credentials_writable).await?)

@@ -6,9 +6,9 @@ use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
-    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode,
+    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode, QueueAction,
     RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef,
-    SessionSummary, SessionTitleEvent,
+    SessionSummary, SessionTitleEvent, UpdateQueue,
 };
 use dsh_session_seam::{
     SESSION_PERSISTENCE, SESSIONS, SessionErrorKind, SessionStoreService, SessionsService,
@@ -302,6 +302,57 @@ impl Api {
             )
             .into_result()
             .map_err(|_| not_found(&request.session_id))?;
+        Ok(serde_json::json!({}))
+    }
+
+    /// `session.updateQueue`: a waiting message dropped, edited or moved into the running turn.
+    pub(crate) fn update_queue(&self, request: UpdateQueue) -> Result<serde_json::Value, Failure> {
+        let agents = self.agents()?;
+        let session = RString::from(request.session_id.as_str());
+        let listing = agents
+            .inbox(session.clone())
+            .into_result()
+            .map_err(|_| not_found(&request.session_id))?
+            .decode()
+            .map_err(|error| Failure::internal(format!("the inbox listing: {error}")))?;
+        let waiting = |list: &[Message]| list.iter().any(|message| message.id == request.item_id);
+        let missing = || {
+            Failure(
+                RpcErrorCode::QueueItemNotFound,
+                format!(
+                    "no message `{}` waits in session `{}` (it may have started)",
+                    request.item_id, request.session_id
+                ),
+            )
+        };
+        match (
+            &request.action,
+            waiting(&listing.next_turn),
+            waiting(&listing.next_step),
+        ) {
+            (_, false, false) => return Err(missing()),
+            (QueueAction::Steer, false, true) => {
+                return Err(Failure(
+                    RpcErrorCode::SteerUnavailable,
+                    format!(
+                        "message `{}` already joins the running turn",
+                        request.item_id
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        agents
+            .update_queue(
+                session,
+                RString::from(request.item_id.as_str()),
+                Json::encode(&request.action),
+            )
+            .into_result()
+            .map_err(|error| match error.starts_with("no message") {
+                true => missing(),
+                false => Failure(RpcErrorCode::BadRequest, error.into_string()),
+            })?;
         Ok(serde_json::json!({}))
     }
 }

@@ -58,6 +58,18 @@ pub struct InboxListing {
     pub next_step: Vec<Message>,
 }
 
+/// A change to one message waiting in a session's inbox (`session.updateQueue`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum QueueAction {
+    /// Dropped unrun (logged as a cancelled splice).
+    Remove,
+    /// Moved from the next-turn list into the running turn, at its next step boundary.
+    Steer,
+    /// Its content replaced; it keeps its id and its place.
+    Edit { content: Vec<crate::ContentBlock> },
+}
+
 /// Why an agent's session started in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

@@ -31,7 +31,8 @@ mod unknown;
 mod web;
 
 pub use agent::{
-    AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, SessionStartSource,
+    AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, QueueAction,
+    SessionStartSource,
 };
 pub use chat::{
     AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus,
@@ -75,5 +76,5 @@ pub use web::{
     ItemRequest, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode, RenameRequest,
     RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel, SendPrompt,
     ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SettingsDescription,
-    SettingsUpdate,
+    SettingsUpdate, UpdateQueue,
 };

@@ -62,6 +62,7 @@ pub fn schema_document() -> serde_json::Value {
         AgentOptions,
         AgentSummary,
         InboxListing,
+        QueueAction,
         AgentNoticeData,
         PromptRequest,
         PromptSection,

@@ -366,6 +366,17 @@ pub struct ForkRequest {
     pub item_id: Option<String>,
 }
 
+/// `session.updateQueue`'s payload: what to do with one waiting message of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateQueue {
+    pub session_id: String,
+    /// The waiting message's id, as the `session/queue` frame lists it.
+    pub item_id: String,
+    #[serde(flatten)]
+    pub action: crate::QueueAction,
+}
+
 /// The payload of the methods that name only a session (`session.cancel`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -24,8 +24,8 @@ use async_ffi::FfiFuture;
 use dsh_plugin_api::{EmitEvent, Json, SerialEvent, WaterfallEvent};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentSummary, Continuation, GenerateRequest,
-    InboxListing, InboxTarget, Message, PreStepDecision, RequestErrorDecision, RequestFailure,
-    StepProposal, TurnOutcome, TurnStopping,
+    InboxListing, InboxTarget, Message, PreStepDecision, QueueAction, RequestErrorDecision,
+    RequestFailure, StepProposal, TurnOutcome, TurnStopping,
 };
 
 /// Service key of the default driver.
@@ -152,6 +152,14 @@ pub trait Agents: Send + Sync {
     fn set_route(&self, agent: RString, provider: RString, model: RString) -> RResult<(), RString>;
     /// What the inbox of live session `session` holds, unclaimed.
     fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, RString>;
+    /// Changes the waiting message `message` of live session `session`: dropped unrun, edited
+    /// in place, or (from next-turn) moved into the running turn and the driver woken.
+    fn update_queue(
+        &self,
+        session: RString,
+        message: RString,
+        action: Json<QueueAction>,
+    ) -> RResult<(), RString>;
     /// Cancels (`disposed`), waits for the driver, forgets the agent, emits `agent/disposed`
     /// and closes its session.
     fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>>;
