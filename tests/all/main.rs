@@ -27,4 +27,5 @@ mod tools;
 mod waterfall;
 mod web;
 mod web_chat;
+mod web_live;
 mod web_queue;

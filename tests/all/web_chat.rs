@@ -73,7 +73,7 @@ impl Web {
         (session, socket)
     }
 
-    fn events(&self) -> Socket {
+    pub(crate) fn events(&self) -> Socket {
         let origin = format!("http://{}", self.address);
         websocket(
             &self.address,

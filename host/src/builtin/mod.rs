@@ -1,9 +1,10 @@
 //! Plugins compiled into the host binary: the I/O services (`http`, `http_server`,
-//! `subprocess`, `fs`); all but `fs` must run on the host's own runtime. They are exported as the library `dsh-host`
+//! `subprocess`, `fs`, `fs_watch`); all but `fs` must run on the host's own runtime. They are exported as the library `dsh-host`
 //! (rows name `dsh-host/http`, `dsh-host/subprocess`, `dsh-host/fs`), mounted by rows and
 //! replaceable like any other plugin.
 
 mod fs;
+mod fs_watch;
 mod http;
 mod http_server;
 mod subprocess;
@@ -35,6 +36,7 @@ pub fn library() -> LoadedLibrary {
             declare::<http_server::HttpServerPlugin>(),
             declare::<subprocess::SubprocessPlugin>(),
             declare::<fs::FsPlugin>(),
+            declare::<fs_watch::FsWatchPlugin>(),
         ],
     }
 }

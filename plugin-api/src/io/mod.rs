@@ -7,3 +7,4 @@ pub mod fs;
 pub mod http;
 pub mod http_server;
 pub mod subprocess;
+pub mod watch;

@@ -6,11 +6,15 @@
 //! Every batch is synced before it counts as written. Unlike the reference, the first write
 //! takes an exclusive `session.lock` (holding the owner's pid) so a second process cannot append
 //! to a session another process owns; a lock left by a killed process is free again. Encoding,
-//! syncing and file walks run on the host's blocking pool.
+//! syncing and file walks run on the host's blocking pool. Sessions another process writes
+//! under the same root are announced as `session/store-changed` (through the host's
+//! `fs_watch`).
 
 mod lock;
 mod store;
+mod watch;
 
+use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;
 use dsh_plugin_api::prelude::*;
 use dsh_session_seam::{SESSION_FLUSH, SESSION_PERSISTENCE, SessionStore_TO};
 
@@ -54,6 +58,7 @@ pub struct PersistencePlugin;
 impl Plugin for PersistencePlugin {
     const NAME: &'static str = "session-persistence-jsonl";
     const PROVIDES: &'static [&'static str] = &[SESSION_PERSISTENCE];
+    const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
@@ -74,6 +79,7 @@ impl Plugin for PersistencePlugin {
                     .map_err(|error| PluginError::plugin(format!("session flush failed: {error}")))
             }
         })?;
+        ctx.spawn(watch::follow(ctx.clone(), store.clone(), store.root()))?;
         let on_dispose = store.clone();
         // Registered last, so it runs first on unload: everything queued is written and the
         // locks are released before the fiber is gone.

@@ -147,6 +147,18 @@ impl Store {
         })
     }
 
+    /// The sessions root.
+    pub(crate) fn root(&self) -> PathBuf {
+        self.inner.root.clone()
+    }
+
+    /// Whether `dir` is the folder of a session this store writes.
+    pub(crate) fn writes(&self, dir: &Path) -> bool {
+        lock(&self.inner.sessions)
+            .values()
+            .any(|stored| stored.dir == dir)
+    }
+
     fn stored(&self, id: &str) -> Result<Arc<Stored>, SessionError> {
         lock(&self.inner.sessions).get(id).cloned().ok_or_else(|| {
             error(

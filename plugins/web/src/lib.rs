@@ -22,6 +22,7 @@ mod router;
 mod sessions;
 mod settings;
 mod socket;
+mod store_follow;
 mod views;
 
 use std::sync::Arc;
@@ -134,6 +135,7 @@ impl Plugin for WebPlugin {
         // address (for its Host allow-list and cookie name) through the slot below.
         let hub = Arc::new(Hub::new(ctx.clone()));
         follow_the_host(&ctx, &hub)?;
+        store_follow::follow_the_store(&ctx, &hub)?;
         let pending = Arc::new(approvals::Pending::default());
         approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
         let router = Router::new(

@@ -40,6 +40,11 @@ pub const SESSION_CREATED: EmitEvent<RString> = EmitEvent::new("session/created"
 /// `session/disposed`: a session left the registry (emit).
 pub const SESSION_DISPOSED: EmitEvent<RString> = EmitEvent::new("session/disposed");
 
+/// `session/store-changed`: a session folder appeared in the store or left it, written by
+/// another process (or deleted there); the payload is the folder's path. Readers list the
+/// store again (emit).
+pub const SESSION_STORE_CHANGED: EmitEvent<RString> = EmitEvent::new("session/store-changed");
+
 /// One committed event.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
