@@ -346,6 +346,41 @@ const scenarios = {
     }));
     console.log(JSON.stringify({ paintMs: samples[2], ...figures }));
   },
+
+  // For `cargo xtask bench`: the open session (DSH_BENCH_SESSION) is prompted and its answer
+  // streams at a fixed rate; for every update frame, the time from its commit on the host to
+  // the page's next frame painted (a task queued from the animation frame that renders it).
+  async "bench-live"(page) {
+    await page.addInitScript(() => {
+      const Native = window.WebSocket;
+      window.__paintMs = [];
+      window.WebSocket = class extends Native {
+        constructor(...args) {
+          super(...args);
+          this.addEventListener("message", (event) => {
+            const frame = JSON.parse(event.data);
+            if (frame.type !== "session/update" || !frame.time) return;
+            requestAnimationFrame(() => setTimeout(() => window.__paintMs.push(Date.now() - frame.time), 0));
+          });
+        }
+      };
+    });
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    const target = new URL(page.url());
+    target.hash = process.env.DSH_BENCH_SESSION;
+    await page.goto("about:blank");
+    await page.goto(target.toString());
+    await page.waitForSelector("#chat:not([hidden])");
+    await page.waitForTimeout(300);
+    await page.fill("#prompt", "go");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".turn-end", { state: "attached", timeout: 120000 });
+    await page.waitForTimeout(100);
+    const samples = await page.evaluate(() => window.__paintMs.slice().sort((a, b) => a - b));
+    const at = (q) => samples[Math.min(samples.length - 1, Math.round((samples.length - 1) * q))];
+    console.log(JSON.stringify({ frames: samples.length, p50: at(0.5), p95: at(0.95), p99: at(0.99) }));
+  },
 };
 
 const run = scenarios[scenario];

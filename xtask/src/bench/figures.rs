@@ -296,6 +296,30 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: WEB,
+        ours: "web_page_paint_frames",
+        peer: None,
+        what: "an answer streamed at 100 events/s to the page in headless Chromium: update frames painted (frames)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_commit_to_paint_p50",
+        peer: None,
+        what: "commit on the host to the page's next frame painted, p50 (ms; target p95 < 50)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_commit_to_paint_p95",
+        peer: None,
+        what: "commit to paint, p95 (ms)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_commit_to_paint_p99",
+        peer: None,
+        what: "commit to paint, p99 (ms)",
+    },
+    Figure {
+        section: WEB,
         ours: "web_live_frames_per_client",
         peer: None,
         what: "updates each of 50 event sockets received during one 2,500-step turn of the instant model (frames)",

@@ -4,7 +4,8 @@
 //! harness: logging, derive, the model-visible check, request serialization, the tool pipeline.
 //! It prints `bench step_gap_us <request number> <µs>` for the requests listed in `report`.
 //! With `concurrent`, it also drives that many sessions itself, one turn each, all at once,
-//! and prints `bench concurrent_steps_per_s <n>` and `bench concurrent_done`.
+//! and prints `bench concurrent_steps_per_s <n>` and `bench concurrent_done`. With
+//! `textDeltas` and `paceMs`, the closing text streams at a fixed rate instead.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,9 +44,18 @@ pub struct Config {
     /// Sessions to run at once (each one turn of `steps` steps), driven by this plugin.
     #[serde(default)]
     pub concurrent: Option<usize>,
+    /// The closing text streamed as this many deltas (`"w1 w2 …"`), one every `paceMs`: a
+    /// live feed at a known rate, for the page's commit-to-paint figure.
+    #[serde(default, rename = "textDeltas")]
+    pub text_deltas: usize,
+    #[serde(default, rename = "paceMs")]
+    pub pace_ms: u64,
 }
 
 struct Clock {
+    ctx: Context,
+    text_deltas: usize,
+    pace: std::time::Duration,
     last: Mutex<Option<Instant>>,
     requests: AtomicUsize,
     steps: usize,
@@ -57,14 +67,46 @@ struct Instantly(Arc<Clock>);
 struct Chunks {
     chunks: Vec<Json<StreamChunk>>,
     next: AtomicUsize,
+    /// Slept before each chunk after the first, on the host's timer (with its context).
+    pace: Option<(Context, std::time::Duration)>,
 }
 
 impl ChunkStream for Chunks {
     fn next(&self) -> FfiFuture<NextChunk> {
         let index = self.next.fetch_add(1, Ordering::Relaxed);
         let chunk = self.chunks.get(index).cloned();
-        async move { ROk(chunk.map_or(RNone, RSome)) }.into_ffi()
+        let pause = self
+            .pace
+            .as_ref()
+            .filter(|_| index > 0 && chunk.is_some())
+            .map(|(ctx, pace)| ctx.sleep(*pace));
+        async move {
+            if let Some(pause) = pause {
+                pause.await;
+            }
+            ROk(chunk.map_or(RNone, RSome))
+        }
+        .into_ffi()
     }
+}
+
+/// A text streamed as `count` deltas, then its block and the finish.
+fn streamed_text(count: usize) -> Vec<Json<StreamChunk>> {
+    let words: Vec<String> = (1..=count).map(|n| format!("w{n} ")).collect();
+    let mut chunks = vec![StreamChunk::BlockStart {
+        index: 0,
+        block_type: ContentBlock::text("").block_type(),
+    }];
+    chunks.extend(words.iter().map(|word| StreamChunk::TextDelta {
+        index: 0,
+        text: word.clone(),
+    }));
+    chunks.push(StreamChunk::BlockEnd {
+        index: 0,
+        block: ContentBlock::text(words.concat()),
+    });
+    chunks.push(StreamChunk::finish(FinishReason::Stop));
+    chunks.iter().map(Json::encode).collect()
 }
 
 /// One block, then the finish.
@@ -123,12 +165,15 @@ impl Adapter for Instantly {
         let chunks = if steps_done < clock.steps {
             let call = ContentBlock::tool_call(format!("n{number}"), "noop", "{}");
             answer(call, FinishReason::ToolCalls)
+        } else if clock.text_deltas > 0 {
+            streamed_text(clock.text_deltas)
         } else {
             answer(ContentBlock::text("done"), FinishReason::Stop)
         };
         let stream = Chunks {
             chunks,
             next: AtomicUsize::new(0),
+            pace: (!clock.pace.is_zero()).then(|| (clock.ctx.clone(), clock.pace)),
         };
         async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi()
     }
@@ -225,6 +270,9 @@ impl Plugin for BenchModel {
         let llm = ctx.inject::<LlmService>(LLM)?;
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let clock = Arc::new(Clock {
+            ctx: ctx.clone(),
+            text_deltas: config.text_deltas,
+            pace: std::time::Duration::from_millis(config.pace_ms),
             last: Mutex::new(None),
             requests: AtomicUsize::new(0),
             steps: config.steps,

@@ -133,6 +133,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     history(&dir, &work)?;
     live(&dir)?;
+    page_live(&dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -196,15 +197,17 @@ fn history(dir: &Path, work: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The same history in Chromium (when `cargo xtask test` installed it): navigation to the last
-/// item painted, the page's JS heap and its DOM.
-fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
+/// Runs page scenario `name` of `tests/web/scenarios.mjs` on session `session` in Chromium
+/// (when `cargo xtask test` installed it) and answers the JSON line it prints.
+fn page_scenario(web: &Web, name: &str, session: &str) -> anyhow::Result<Option<Value>> {
     let root = crate::exe_dir().join("../..");
     let scripts = root.join("tests/web");
     let chromium = Path::new("/usr/bin/chromium");
     if !scripts.join("node_modules/playwright-core").is_dir() || !chromium.is_file() {
-        eprintln!("dsh-bench: no chromium or playwright-core: the page figures are skipped");
-        return Ok(());
+        eprintln!(
+            "dsh-bench: no chromium or playwright-core: the page figures of `{name}` are skipped"
+        );
+        return Ok(None);
     }
     let token = web.bearer.trim_start_matches("Bearer ");
     let url = format!("http://{}/auth?token={token}", web.address);
@@ -212,11 +215,7 @@ fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(&out_dir)?;
     let out = std::process::Command::new("node")
         .arg(scripts.join("scenarios.mjs"))
-        .args([
-            "bench-history",
-            url.as_str(),
-            &out_dir.display().to_string(),
-        ])
+        .args([name, url.as_str(), &out_dir.display().to_string()])
         .env("DSH_BENCH_SESSION", session)
         .output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -225,11 +224,18 @@ fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
         .find(|line| line.starts_with('{'))
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "the page bench printed nothing: {}",
+                "the page bench `{name}` printed nothing: {}",
                 String::from_utf8_lossy(&out.stderr)
             )
         })?;
-    let figures: Value = serde_json::from_str(line)?;
+    Ok(Some(serde_json::from_str(line)?))
+}
+
+/// The long history in Chromium: navigation to the last item painted, the JS heap, the DOM.
+fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
+    let Some(figures) = page_scenario(web, "bench-history", session)? else {
+        return Ok(());
+    };
     report(
         "web_page_history_paint",
         figures["paintMs"].as_f64().unwrap_or(f64::NAN),
@@ -245,6 +251,40 @@ fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
         figures["domNodes"].as_f64().unwrap_or(f64::NAN),
         "nodes",
     );
+    Ok(())
+}
+
+/// Deltas of the paced answer, one every [`PACE_MS`]: 100 events a second for 5 s.
+const PACED_DELTAS: usize = 500;
+const PACE_MS: u64 = 10;
+
+/// An answer streamed at 100 events a second to a page in Chromium: commit-to-paint latency.
+fn page_live(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("paced.patch.yml");
+    std::fs::write(
+        &path,
+        format!(
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n        textDeltas: {PACED_DELTAS}\n        paceMs: {PACE_MS}\n"
+        ),
+    )?;
+    let web = Web::start(dir, &path)?;
+    let (created, _) = web.call("session.create", &json!({"model": "instant/instant"}))?;
+    let session = created["sessionId"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no session"))?
+        .to_owned();
+    if let Some(figures) = page_scenario(&web, "bench-live", &session)? {
+        for (name, key) in [
+            ("web_page_paint_frames", "frames"),
+            ("web_page_commit_to_paint_p50", "p50"),
+            ("web_page_commit_to_paint_p95", "p95"),
+            ("web_page_commit_to_paint_p99", "p99"),
+        ] {
+            let unit = if key == "frames" { "frames" } else { "ms" };
+            report(name, figures[key].as_f64().unwrap_or(f64::NAN), unit);
+        }
+    }
+    web.host.stop();
     Ok(())
 }
 
