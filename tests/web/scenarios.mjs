@@ -176,14 +176,16 @@ const scenarios = {
     await shoot(page, "resumed");
   },
 
-  // No key: the page asks for one; once saved, a prompt is answered by the model.
+  // No key: the page asks for one (and an endpoint); once saved, a prompt is answered.
   async onboarding(page) {
     await page.goto(authUrl);
     await page.waitForSelector("#onboarding");
     await themes(page, "no-key");
     await page.fill("#api-key", "sk-from-the-page");
-    await page.click("#onboarding button");
+    await page.fill("#onboarding-url", process.env.DSH_SERVER_URL);
+    await page.click("#onboarding button[type=submit]");
     await page.waitForSelector("#ready");
+    expect((await page.locator(".toast").count()) === 0, "saving the key and endpoint raised an error");
     const model = await page.textContent(".facts dd:nth-of-type(2)");
     expect(model.includes("deepseek"), `the model is "${model}"`);
     await page.fill("#prompt", "hello");

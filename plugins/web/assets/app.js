@@ -512,14 +512,17 @@ function renderHero(host) {
 }
 
 // No usable model: a DeepSeek key entered here is stored by the host (readable by its owner
-// only) and used from the next request on.
+// only) and used from the next request on; an OpenAI-compatible base URL given with it sends
+// the requests there instead (the same wire, written to settings.yaml).
 function onboarding() {
-  const input = element("input", { id: "api-key", type: "password", autocomplete: "off", placeholder: "sk-…", "aria-label": "DeepSeek API key" });
+  const input = element("input", { id: "api-key", type: "password", autocomplete: "off", placeholder: "sk-…", "aria-label": "API key", required: true });
+  const endpoint = element("input", { id: "onboarding-url", type: "url", autocomplete: "off", placeholder: "https://api.deepseek.com (default)", "aria-label": "OpenAI-compatible base URL (optional)" });
   const form = element(
     "form",
     { class: "notice warning onboarding", id: "onboarding" },
-    element("p", {}, element("strong", {}, "No model is configured yet."), " Enter a DeepSeek API key, or start the host with ", element("code", {}, "DEEPSEEK_API_KEY"), " set (an OpenAI-compatible endpoint is one more row, see examples/models.yml)."),
-    element("div", { class: "row" }, input, element("button", { type: "submit" }, "Save key")),
+    element("p", {}, element("strong", {}, "No model is configured yet."), " Enter a DeepSeek API key, or the key and base URL of any OpenAI-compatible endpoint; or start the host with ", element("code", {}, "DEEPSEEK_API_KEY"), " set."),
+    element("div", { class: "row" }, input, element("button", { type: "submit" }, "Save")),
+    element("div", { class: "row" }, endpoint),
     state.host.demo
       ? element(
           "p",
@@ -533,6 +536,7 @@ function onboarding() {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
+      if (endpoint.value.trim()) await call("settings.update", { baseUrl: endpoint.value.trim() });
       await call("credentials.set", { name: "DEEPSEEK_API_KEY", value: input.value });
       input.value = "";
       state.host = await call("host.describe");
