@@ -53,13 +53,13 @@ fn yaml_string(text: &str) -> String {
 
 /// Runs the probe with `calls` (`(id, name, raw arguments)`) and `extra` probe config lines.
 fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
-    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session"] {
+    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session", "sandbox"] {
         plugin_lib(lib);
     }
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut yaml = format!(
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n{extra}    calls:\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 7\n{extra}    calls:\n",
         yaml_string(work.to_str().unwrap())
     );
     for (id, name, arguments) in calls {
@@ -347,7 +347,7 @@ fn schema_names(line: &str) -> Vec<String> {
 /// plugin back into the new registry.
 #[test]
 fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
-    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session"] {
+    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session", "sandbox"] {
         plugin_lib(lib);
     }
     let dir = TestDir::new("tools-reload");
@@ -355,7 +355,7 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
     std::fs::create_dir_all(&work).unwrap();
     let tree = |tools: &str, fs: &str, session: &str, wanted: usize| {
         format!(
-            "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n  config: {fs}\n- id: probe\n  name: tools-probe\n  config:\n    session: {session}\n    cwd: {}\n    waitForTools: {wanted}\n    calls:\n      - id: c1\n        name: bash\n        arguments: {}\n",
+            "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: sandbox\n  name: sandbox\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n  config: {fs}\n- id: probe\n  name: tools-probe\n  config:\n    session: {session}\n    cwd: {}\n    waitForTools: {wanted}\n    calls:\n      - id: c1\n        name: bash\n        arguments: {}\n",
             yaml_string(work.to_str().unwrap()),
             yaml_string(&bash("echo hi"))
         )
@@ -408,13 +408,13 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
 
 #[test]
 fn a_second_tool_of_the_same_name_fails_loud_naming_both_rows() {
-    for lib in ["tools", "tool_bash"] {
+    for lib in ["tools", "tool_bash", "sandbox"] {
         plugin_lib(lib);
     }
     let dir = TestDir::new("tools-duplicate");
     let config = dir.write(
         "tree.yml",
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: tools\n  name: tools\n- id: bash\n  name: tool-bash\n- id: bash-again\n  name: tool-bash\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n- id: bash\n  name: tool-bash\n- id: bash-again\n  name: tool-bash\n",
     );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
     let line = host.wait_stderr("is already registered", WAIT);

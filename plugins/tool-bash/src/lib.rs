@@ -1,10 +1,12 @@
 //! Plugin `tool-bash`: registers the `bash` tool with the `tools` service. Each call runs
-//! `bash -c <command>` in a process group of its own through the host's `subprocess` service,
+//! `bash -c <command>` in a process group of its own through the `sandbox` service,
 //! in `workdir` (relative to the call's working directory), with the inherited `DSH_*`
 //! variables stripped and the managed ones set. Output keeps the last 64,000 bytes of each
 //! stream; a timeout or a cancellation terminates the whole group (SIGTERM, SIGKILL after the
 //! grace period). The result text follows the reference's shell rendering, `[exit code: N]`
-//! last. Not confined: there is no sandbox yet, and the README says so.
+//! last. The process starts through the `sandbox` service, confined by the session's policy
+//! (or refused when it cannot be): the tool waits for that service and is not offered without
+//! it. Running commands as the user is the sandbox's `danger-full-access` mode, not a bypass.
 
 mod output;
 
@@ -16,14 +18,13 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
-use dsh_plugin_api::io::subprocess::{
-    EnvVar, OutputStream, SUBPROCESS_SERVICE, SpawnRequest, SubprocessService,
-};
+use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Serialize, Service, lock};
 use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, OutcomeSummary, ToolDecl, ToolReply, ToolSuccess,
 };
+use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
     clamp_timeout_ms, render_shell_result,
@@ -78,7 +79,7 @@ fn parameters() -> Value {
 
 struct Bash {
     ctx: Context,
-    subprocess: Service<SubprocessService>,
+    sandbox: Service<SandboxService>,
     config: Arc<BashConfig>,
 }
 
@@ -115,8 +116,8 @@ enum BashError {
     Timeout(String),
     #[error("workdir {0} is not a directory")]
     Workdir(String),
-    #[error("bash could not start: {0}")]
-    Spawn(String),
+    #[error("{0}")]
+    Refused(String),
     #[error("bash: {0}")]
     Wait(String),
     #[error("the command was cancelled; its process group was terminated")]
@@ -151,10 +152,10 @@ impl Tool for Bash {
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
         let ctx = self.ctx.clone();
-        let subprocess = self.subprocess.clone();
+        let sandbox = self.sandbox.clone();
         let config = self.config.clone();
         async move {
-            let reply = match run(&ctx, &subprocess, &config, &call, cancel).await {
+            let reply = match run(&ctx, &sandbox, &config, &call, cancel).await {
                 Ok(reply) => reply,
                 Err(error) => ToolReply::error(error.to_string()),
             };
@@ -182,7 +183,7 @@ enum End<T> {
 /// Runs one call; an error is a message for the model.
 async fn run(
     ctx: &Context,
-    subprocess: &SubprocessService,
+    sandbox: &SandboxService,
     config: &BashConfig,
     call: &CallView,
     cancel: CancelBox,
@@ -230,10 +231,10 @@ async fn run(
         remove_env: RVec::from(vec![RString::from("DSH_*")]),
         stdin: RNone,
     };
-    let process = subprocess
-        .spawn(request)
+    let process = sandbox
+        .spawn(call.session.clone(), call.cwd.clone(), request)
         .into_result()
-        .map_err(|error| BashError::Spawn(error.to_string()))?;
+        .map_err(|refusal| BashError::Refused(refusal.into_string()))?;
     let stdout = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let stderr = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let reading = {
@@ -315,15 +316,15 @@ pub struct BashPlugin;
 
 impl Plugin for BashPlugin {
     const NAME: &'static str = "tool-bash";
-    const INJECT: &'static [&'static str] = &[TOOLS, SUBPROCESS_SERVICE];
+    const INJECT: &'static [&'static str] = &[TOOLS, SANDBOX];
     type Config = BashConfig;
 
     async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
-        let subprocess = ctx.inject::<SubprocessService>(SUBPROCESS_SERVICE)?;
+        let sandbox = ctx.inject::<SandboxService>(SANDBOX)?;
         let bash = Bash {
             ctx: ctx.clone(),
-            subprocess,
+            sandbox,
             config: Arc::new(config),
         };
         let registration = tools

@@ -2,8 +2,8 @@
 //! chunks adapters emit, token usage, failures with their stable codes, call configuration and
 //! requests, the data of every core session event, a turn's request, end and outcome, the
 //! decisions of the loop's and the pipeline's hooks, tool declarations and replies, approvals,
-//! the agents registry's options and notices, prompt assembly, and the web API's envelope and
-//! payloads.
+//! the agents registry's options and notices, prompt assembly, the sandbox's modes and
+//! policies, and the web API's envelope and payloads.
 //!
 //! Every type is a serde value with a JSON Schema ([`schema_document`]), and serializes to
 //! exactly the JSON the reference writes into its session logs, so logs move between the two
@@ -23,6 +23,7 @@ mod events;
 mod failure;
 mod model;
 mod prompt;
+mod sandbox;
 mod schema;
 mod stream;
 mod tools;
@@ -58,6 +59,7 @@ pub use model::{
     ToolSchema,
 };
 pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
+pub use sandbox::{Enforcement, SandboxMode, SandboxPolicy};
 pub use schema::schema_document;
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use tools::{

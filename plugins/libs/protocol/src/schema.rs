@@ -63,6 +63,7 @@ pub fn schema_document() -> serde_json::Value {
         AgentSummary,
         InboxListing,
         QueueAction,
+        SandboxPolicy,
         AgentNoticeData,
         PromptRequest,
         PromptSection,

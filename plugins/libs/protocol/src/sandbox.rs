@@ -1,0 +1,75 @@
+//! The sandbox's vocabulary: the three modes (the reference's names) and the policy a session's
+//! processes and file tools run under, with how fully the backend enforces it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a session's commands and file tools may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Nothing may be changed (a fresh, discarded `/tmp` for commands).
+    ReadOnly,
+    /// Changes under the working directory, the extra writable roots and the temp dir.
+    WorkspaceWrite,
+    /// Nothing is confined.
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    /// The wire name (`workspace-write`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::DangerFullAccess => "danger-full-access",
+        }
+    }
+
+    /// The mode named `name`, if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "read-only" => Some(Self::ReadOnly),
+            "workspace-write" => Some(Self::WorkspaceWrite),
+            "danger-full-access" => Some(Self::DangerFullAccess),
+            _ => None,
+        }
+    }
+
+    /// How much a mode allows: read-only < workspace-write < danger-full-access.
+    pub fn rank(self) -> u8 {
+        match self {
+            Self::ReadOnly => 0,
+            Self::WorkspaceWrite => 1,
+            Self::DangerFullAccess => 2,
+        }
+    }
+}
+
+/// How fully the confinement is enforced for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Enforcement {
+    /// Files, network and processes are confined as the mode says.
+    Full,
+    /// Some of it is (the backend names what is not).
+    Partial,
+    /// Nothing is confined (the mode asks for nothing, or no backend works and commands are
+    /// refused).
+    None,
+}
+
+/// The policy of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    /// Absolute directories writable in `workspace-write`: the working directory first, then
+    /// the configured roots and the temp dir.
+    pub writable_roots: Vec<String>,
+    /// Whether commands may use the network.
+    pub network: bool,
+    pub enforcement: Enforcement,
+    /// The backend that confines commands (`bwrap`), or why none can.
+    pub backend: String,
+}

@@ -1,0 +1,194 @@
+//! The `sandbox` service: each session's policy (its latest `sandbox/mode`, else the default)
+//! and processes started under it. In `read-only` and `workspace-write` a process runs inside
+//! bubblewrap, or not at all; in `danger-full-access` it runs as the user. Either way its
+//! environment loses the variables that look like secrets.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use abi_stable::std_types::{RResult, RString, RVec};
+use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService};
+use dsh_plugin_api::{Context, Json, Service, lock};
+use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
+use dsh_sandbox_seam::Sandbox;
+use dsh_session_seam::open_live;
+
+use crate::bwrap::{self, Mounts};
+use crate::env::secret_names;
+
+/// Which backend confines commands on this machine.
+#[derive(Debug, Clone)]
+pub(crate) enum Backend {
+    /// `bwrap` at this path works.
+    Bwrap(String),
+    /// None works, and why (commands that need confinement are refused).
+    Unavailable(String),
+}
+
+/// What the row's config settles.
+pub(crate) struct Settings {
+    pub(crate) default_mode: SandboxMode,
+    pub(crate) writable_roots: Vec<String>,
+    pub(crate) network: bool,
+    pub(crate) allow_env: Vec<String>,
+    pub(crate) protected: Vec<String>,
+    pub(crate) hidden: Vec<String>,
+    pub(crate) fresh_tmp: bool,
+}
+
+/// A session's mode as far as its log was read.
+#[derive(Default)]
+struct Seen {
+    read_up_to: u64,
+    mode: Option<SandboxMode>,
+}
+
+pub(crate) struct SandboxImpl {
+    pub(crate) ctx: Context,
+    pub(crate) settings: Settings,
+    pub(crate) backend: Backend,
+    pub(crate) subprocess: Service<SubprocessService>,
+    seen: Mutex<HashMap<String, Seen>>,
+}
+
+/// Why a process was not started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SandboxError {
+    #[error(
+        "[sandbox: refused] the {mode} sandbox cannot be enforced here, so the command was not run: {reason}. Install bubblewrap (`apt-get install bubblewrap`) or choose danger-full-access."
+    )]
+    NoBackend { mode: &'static str, reason: String },
+    #[error("could not start the process: {0}")]
+    Spawn(String),
+}
+
+impl SandboxImpl {
+    pub(crate) fn new(
+        ctx: Context,
+        settings: Settings,
+        backend: Backend,
+        subprocess: Service<SubprocessService>,
+    ) -> Self {
+        Self {
+            ctx,
+            settings,
+            backend,
+            subprocess,
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The mode of `session`: the last `sandbox/mode` its log holds, else the default. Each
+    /// call reads only what was logged since the last.
+    fn mode_of(&self, session: &str) -> SandboxMode {
+        let Ok(live) = open_live(&self.ctx, session) else {
+            return self.settings.default_mode;
+        };
+        let mut seen = lock(&self.seen);
+        let entry = seen.entry(session.to_owned()).or_default();
+        let count = live.event_count();
+        if count > entry.read_up_to {
+            let latest = live
+                .events(entry.read_up_to, count - entry.read_up_to)
+                .iter()
+                .rev()
+                .filter_map(|record| record.decode::<SandboxModeEvent>()?.ok())
+                .find_map(|event| SandboxMode::parse(&event.mode));
+            entry.mode = latest.or(entry.mode);
+            entry.read_up_to = count;
+        }
+        entry.mode.unwrap_or(self.settings.default_mode)
+    }
+
+    pub(crate) fn policy_of(&self, session: &str, cwd: &str) -> SandboxPolicy {
+        let mode = self.mode_of(session);
+        let mut writable_roots = vec![cwd.to_owned()];
+        writable_roots.extend(self.settings.writable_roots.iter().cloned());
+        for temp in [
+            "/tmp".to_owned(),
+            std::env::temp_dir().display().to_string(),
+        ] {
+            if !writable_roots.contains(&temp) {
+                writable_roots.push(temp);
+            }
+        }
+        let (enforcement, backend) = match (&self.backend, mode) {
+            (_, SandboxMode::DangerFullAccess) => (Enforcement::None, "none".to_owned()),
+            (Backend::Bwrap(_), _) => (Enforcement::Full, "bwrap".to_owned()),
+            (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
+        };
+        SandboxPolicy {
+            mode,
+            writable_roots,
+            network: self.settings.network || mode == SandboxMode::DangerFullAccess,
+            enforcement,
+            backend,
+        }
+    }
+
+    pub(crate) fn start(
+        &self,
+        session: &str,
+        cwd: &str,
+        mut request: SpawnRequest,
+    ) -> Result<ProcessBox, SandboxError> {
+        let policy = self.policy_of(session, cwd);
+        let names: Vec<(String, String)> = std::env::vars().collect();
+        let secrets = secret_names(
+            names.iter().map(|(name, _)| name.as_str()),
+            &self.settings.allow_env,
+        );
+        let mut remove: Vec<RString> = request.remove_env.to_vec();
+        remove.extend(secrets.into_iter().map(RString::from));
+        request.remove_env = RVec::from(remove);
+        if policy.mode != SandboxMode::DangerFullAccess {
+            let bwrap_path = match &self.backend {
+                Backend::Bwrap(path) => path.clone(),
+                Backend::Unavailable(reason) => {
+                    return Err(SandboxError::NoBackend {
+                        mode: policy.mode.as_str(),
+                        reason: reason.clone(),
+                    });
+                }
+            };
+            let run_in = request
+                .cwd
+                .as_ref()
+                .map_or_else(|| cwd.to_owned(), |dir| dir.to_string());
+            let args: Vec<String> = request.args.iter().map(|arg| arg.to_string()).collect();
+            let mounts = Mounts {
+                protected: &self.settings.protected,
+                hidden: &self.settings.hidden,
+                fresh_tmp: self.settings.fresh_tmp,
+            };
+            let argv = bwrap::arguments(&policy, &mounts, &run_in, request.program.as_str(), &args);
+            request.program = RString::from(bwrap_path);
+            request.args = argv.into_iter().map(RString::from).collect();
+        }
+        self.subprocess
+            .spawn(request)
+            .into_result()
+            .map_err(|error| SandboxError::Spawn(error.to_string()))
+    }
+}
+
+/// The service object: the implementation behind an `Arc`.
+pub(crate) struct Handle(pub(crate) std::sync::Arc<SandboxImpl>);
+
+impl Sandbox for Handle {
+    fn policy(&self, session: RString, cwd: RString) -> Json<SandboxPolicy> {
+        Json::encode(&self.0.policy_of(&session, &cwd))
+    }
+
+    fn spawn(
+        &self,
+        session: RString,
+        cwd: RString,
+        request: SpawnRequest,
+    ) -> RResult<ProcessBox, RString> {
+        self.0
+            .start(&session, &cwd, request)
+            .map_err(|error| RString::from(error.to_string()))
+            .into()
+    }
+}

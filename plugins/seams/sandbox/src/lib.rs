@@ -1,0 +1,43 @@
+//! `dsh-sandbox-seam`: the sandbox across the plugin ABI. The `sandbox` service knows each
+//! session's policy (its mode, writable roots and network, and how fully the backend enforces
+//! them) and starts a tool's process confined by it, with a curated environment. It fails
+//! closed: when the mode asks for confinement and no backend works, `spawn` refuses and says
+//! which backend failed and how to install one; it never runs the process unconfined.
+//!
+//! Policies cross as `dsh-protocol` values in [`Json`]; processes are the host's `subprocess`
+//! objects.
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
+#![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
+
+use abi_stable::sabi_trait;
+use abi_stable::std_types::{RBox, RResult, RString};
+use dsh_plugin_api::Json;
+use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest};
+use dsh_protocol::SandboxPolicy;
+
+/// Service key of the sandbox.
+pub const SANDBOX: &str = "sandbox";
+
+/// The sandbox service.
+#[sabi_trait]
+pub trait Sandbox: Send + Sync {
+    /// The policy of `session` working in `cwd` (its latest `sandbox/mode`, else the default).
+    fn policy(&self, session: RString, cwd: RString) -> Json<SandboxPolicy>;
+    /// Starts `request` for `session` confined by its policy (with `cwd` as the workspace
+    /// root), secrets removed from its environment. Refuses, with the reason for the model and
+    /// the user, when the policy cannot be enforced.
+    fn spawn(
+        &self,
+        session: RString,
+        cwd: RString,
+        request: SpawnRequest,
+    ) -> RResult<ProcessBox, RString>;
+}
+pub type SandboxService = Sandbox_TO<'static, RBox<()>>;
