@@ -53,7 +53,14 @@ fn yaml_string(text: &str) -> String {
 
 /// Runs the probe with `calls` (`(id, name, raw arguments)`) and `extra` probe config lines.
 fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
-    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session", "sandbox"] {
+    for lib in [
+        "tools",
+        "tool_bash",
+        "tool_fs",
+        "tools_probe",
+        "session",
+        "sandbox",
+    ] {
         plugin_lib(lib);
     }
     let work = dir.join("work");
@@ -347,7 +354,14 @@ fn schema_names(line: &str) -> Vec<String> {
 /// plugin back into the new registry.
 #[test]
 fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
-    for lib in ["tools", "tool_bash", "tool_fs", "tools_probe", "session", "sandbox"] {
+    for lib in [
+        "tools",
+        "tool_bash",
+        "tool_fs",
+        "tools_probe",
+        "session",
+        "sandbox",
+    ] {
         plugin_lib(lib);
     }
     let dir = TestDir::new("tools-reload");

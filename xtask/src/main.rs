@@ -3,6 +3,7 @@
 //! tests), the source counts (`lint`), the plugin template (`new-plugin`) and the benchmark
 //! runner (`bench`).
 
+mod apt;
 mod bench;
 mod browser;
 mod fixtures;
@@ -102,6 +103,7 @@ const DEMO_TASK: &str = "What is 6 times 7? Check it with the shell.";
 
 fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
     build_workspace(root, false)?;
+    apt::ensure_bubblewrap();
     let mut command = std::process::Command::new(root.join("target/debug/dsh-host"));
     match args.first().map(String::as_str) {
         None => {
@@ -165,6 +167,10 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     timed("lint", || lint::run(root))?;
     build_workspace(root, false)?;
     fixtures::build(root)?;
+    timed("sandbox backend", || {
+        apt::ensure_bubblewrap();
+        Ok(())
+    })?;
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
     let (success, totals) = timed("run tests", || {
         let mut args = vec![

@@ -1,0 +1,58 @@
+//! Debian packages the commands need, installed where they are missing (through apt, as root).
+//! Where that cannot be done, the answer is the reason, for the caller to print.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Installs `package` unless `binary` exists; the reason when it is still missing.
+pub(crate) fn ensure(binary: &str, package: &str) -> Result<(), String> {
+    if Path::new(binary).is_file() {
+        return Ok(());
+    }
+    if !is_root() {
+        return Err(format!(
+            "{binary} is missing and installing it needs root (apt-get install {package})"
+        ));
+    }
+    let apt = Path::new("/");
+    run(apt, "apt-get", &["update", "-q"])
+        .and_then(|()| run(apt, "apt-get", &["install", "-y", "-q", package]))
+        .map_err(|reason| format!("{package} could not be installed: {reason}"))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// Runs `program args` in `dir`, quietly; the error is the tail of what it printed.
+pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
+    println!("xtask: {program} {}", args.join(" "));
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .map_err(|error| format!("cannot run {program}: {error}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    let tail: Vec<&str> = text.lines().rev().take(3).collect();
+    Err(format!(
+        "{program} {} failed ({}): {}",
+        args.join(" "),
+        out.status,
+        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+    ))
+}
+
+/// Bubblewrap, which the sandbox confines commands with; a warning when it cannot be had
+/// (commands outside danger-full-access are then refused, and say so).
+pub(crate) fn ensure_bubblewrap() {
+    if let Err(reason) = ensure("/usr/bin/bwrap", "bubblewrap") {
+        eprintln!("xtask: warning: {reason}; the sandbox will refuse shell commands");
+    }
+}
