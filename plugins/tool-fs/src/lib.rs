@@ -1,9 +1,12 @@
 //! Plugin `tool-fs`: registers `read`, `write`, `edit`, `glob`, `grep` and `todo_write` with
 //! the `tools` service. Bodies are `dsh-tool-fs-core`'s; every file operation of `read`,
 //! `write` and `edit` goes through the host's `fs` service (so a sandbox that replaces that row
-//! confines them), and each body runs on the host's blocking pool, walks and searches too. Paths resolve against the call's working directory, which
-//! is also the workspace root that `write` and `edit` may not leave unless the session runs with
-//! full access (`DSH_PERMISSION_MODE=danger-full-access`; `read-only` refuses every mutation).
+//! confines them), and each body runs on the host's blocking pool, walks and searches too.
+//! Paths resolve against the call's working directory. `write` and `edit` obey the session's
+//! sandbox policy (the `sandbox` service's mode and writable roots, the ones the shell runs
+//! under; without that service, `DSH_PERMISSION_MODE` over the working directory and the temp
+//! dirs): `workspace-write` refuses a target whose real path (symlinks and `..` resolved) lies
+//! outside the roots, `read-only` refuses every mutation.
 //! Reads are remembered per session, so an `edit` of a file never read, or changed since, fails
 //! with `FS_NOT_OBSERVED` / `FS_STALE_VERSION`. `todo_write` logs `todo/write` in the session.
 
@@ -32,6 +35,7 @@ use dsh_tool_fs_core::{
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
     write,
 };
+use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
 use serde_json::Value;
 
@@ -88,6 +92,35 @@ struct Shared {
 }
 
 impl Shared {
+    /// The workspace of `call`: the session's sandbox policy (its mode and writable roots)
+    /// when the `sandbox` service runs, so the file tools and the shell obey one policy; else
+    /// `DSH_PERMISSION_MODE` over the working directory and the temp dirs.
+    fn workspace(&self, call: &CallView) -> Workspace {
+        let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
+        let policy = match self.ctx.get::<SandboxService>(SANDBOX) {
+            Ok(Some(sandbox)) => sandbox
+                .policy(call.session.clone(), call.cwd.clone())
+                .decode()
+                .ok(),
+            _ => None,
+        };
+        let Some(policy) = policy else {
+            return base.with_mode(self.mode).with_temp_roots();
+        };
+        let mode = match policy.mode {
+            dsh_protocol::SandboxMode::ReadOnly => SandboxMode::ReadOnly,
+            dsh_protocol::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            dsh_protocol::SandboxMode::DangerFullAccess => SandboxMode::DangerFullAccess,
+        };
+        policy
+            .writable_roots
+            .into_iter()
+            .skip(1)
+            .fold(base.with_mode(mode), |workspace, root| {
+                workspace.with_writable_root(root)
+            })
+    }
+
     fn observations(&self, session: &str) -> Arc<Observations> {
         lock(&self.observations)
             .entry(session.to_owned())
@@ -200,9 +233,7 @@ impl Tool for FsTool {
         let (kind, shared) = (self.kind, self.shared.clone());
         async move {
             let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-            let workspace = Workspace::new(call.cwd.as_str())
-                .with_mode(shared.mode)
-                .with_fs(shared.fs.clone());
+            let workspace = shared.workspace(&call);
             let observations = shared.observations(&call.session);
             let stop = Arc::new(AtomicBool::new(false));
             let job_stop = stop.clone();
@@ -279,6 +310,7 @@ pub struct FsPlugin;
 impl Plugin for FsPlugin {
     const NAME: &'static str = "tool-fs";
     const INJECT: &'static [&'static str] = &[TOOLS, FS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[SANDBOX];
     type Config = FsConfig;
 
     async fn apply(ctx: Context, config: FsConfig) -> Result<(), PluginError> {
