@@ -19,6 +19,7 @@ mod reload;
 mod replay;
 mod retry;
 mod runtime;
+mod sandbox;
 mod seam_compat;
 mod session;
 mod session_store;

@@ -126,6 +126,8 @@ mod tests {
         SandboxPolicy {
             mode,
             writable_roots: roots.iter().map(|root| (*root).to_owned()).collect(),
+            protected: Vec::new(),
+            hidden: Vec::new(),
             network: false,
             enforcement: Enforcement::Full,
             backend: "bwrap".to_owned(),

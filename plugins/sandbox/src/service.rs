@@ -120,6 +120,8 @@ impl SandboxImpl {
         SandboxPolicy {
             mode,
             writable_roots,
+            protected: self.settings.protected.clone(),
+            hidden: self.settings.hidden.clone(),
             network: self.settings.network || mode == SandboxMode::DangerFullAccess,
             enforcement,
             backend,
@@ -157,8 +159,8 @@ impl SandboxImpl {
                 .map_or_else(|| cwd.to_owned(), |dir| dir.to_string());
             let args: Vec<String> = request.args.iter().map(|arg| arg.to_string()).collect();
             let mounts = Mounts {
-                protected: &self.settings.protected,
-                hidden: &self.settings.hidden,
+                protected: &policy.protected,
+                hidden: &policy.hidden,
                 fresh_tmp: self.settings.fresh_tmp,
             };
             let argv = bwrap::arguments(&policy, &mounts, &run_in, request.program.as_str(), &args);

@@ -350,7 +350,7 @@ impl Prompt {
     fn contexts(&self, request: &PromptRequest) -> Vec<PromptContext> {
         let mut contexts = Vec::new();
         if self.runtime_context {
-            contexts.push(runtime::context(&self.ctx, &request.cwd));
+            contexts.push(runtime::context(&self.ctx, &request.session, &request.cwd));
         }
         if let Some(cap) = self.agents_md {
             let cwd = Path::new(&request.cwd);

@@ -1,27 +1,77 @@
 //! The runtime context: what the model should know of the session's standing permissions,
-//! one snapshot with a section each for the file policy (`sandbox:policy`, from
-//! `DSH_PERMISSION_MODE`, as the file tools apply it) and the approval policy
+//! one snapshot with a section each for the sandbox (`sandbox:policy`, the session's policy
+//! from the `sandbox` service, as the shell and the file tools apply it) and the approval policy
 //! (`approval:policy`, from the `approval` service). It changes rarely, so the loop logs it
 //! again only when it does.
 
 use dsh_approval_seam::{APPROVAL, ApprovalService};
 use dsh_plugin_api::Context;
-use dsh_protocol::{ApprovalPolicy, PromptContext, SnapshotSection};
+use dsh_protocol::{
+    ApprovalPolicy, Enforcement, PromptContext, SandboxMode, SandboxPolicy, SnapshotSection,
+};
+use dsh_sandbox_seam::{SANDBOX, SandboxService};
 
-/// The file policy's text for `mode` in the working directory `cwd`.
-fn sandbox_text(mode: &str, cwd: &str) -> String {
-    match mode {
-        "danger-full-access" => {
-            "File policy: danger-full-access. File changes are not restricted.".to_owned()
+/// The sandbox's text for `policy`.
+fn sandbox_text(policy: &SandboxPolicy) -> String {
+    let cwd = policy.writable_roots.first().map_or("", String::as_str);
+    let enforced = match policy.enforcement {
+        Enforcement::Full | Enforcement::Partial => format!(" (enforced by {})", policy.backend),
+        Enforcement::None => String::new(),
+    };
+    let network = match policy.network {
+        true => "Commands may use the network.",
+        false => "Commands have no network.",
+    };
+    let refused = match (policy.mode, policy.enforcement) {
+        (SandboxMode::DangerFullAccess, _) | (_, Enforcement::Full | Enforcement::Partial) => "",
+        _ => " No sandbox backend works on this machine, so `bash` refuses every command.",
+    };
+    match policy.mode {
+        SandboxMode::DangerFullAccess => {
+            "Sandbox: danger-full-access. Commands and file changes are not restricted.".to_owned()
         }
-        "read-only" => "File policy: read-only. `write` and `edit` refuse every change; when a \
-                        change is needed, try it anyway and follow the refusal it returns."
-            .to_owned(),
-        _ => format!(
-            "File policy: workspace-write. `write` and `edit` may change files under the working \
-             directory \"{cwd}\" and the system's temporary directories; changes elsewhere are \
-             refused. `bash` is not confined."
+        SandboxMode::ReadOnly => format!(
+            "Sandbox: read-only{enforced}. Commands see the file system read-only (with a \
+             private, discarded /tmp); `write` and `edit` refuse every change. {network} When a \
+             change is needed, try it anyway and follow the refusal it returns.{refused}"
         ),
+        SandboxMode::WorkspaceWrite => {
+            let others: Vec<&str> = policy
+                .writable_roots
+                .iter()
+                .skip(1)
+                .map(String::as_str)
+                .collect();
+            format!(
+                "Sandbox: workspace-write{enforced}. Commands, `write` and `edit` may change files \
+                 under the working directory \"{cwd}\" and {}; everywhere else the file system is \
+                 read-only. {network}{refused}",
+                others.join(", ")
+            )
+        }
+    }
+}
+
+/// The policy of `session` from the `sandbox` service, or the one `DSH_PERMISSION_MODE`
+/// names when no sandbox runs (its file fence is then `write`'s and `edit`'s own).
+fn policy(ctx: &Context, session: &str, cwd: &str) -> SandboxPolicy {
+    if let Ok(Some(sandbox)) = ctx.get::<SandboxService>(SANDBOX)
+        && let Ok(policy) = sandbox.policy(session.into(), cwd.into()).decode()
+    {
+        return policy;
+    }
+    let mode = std::env::var("DSH_PERMISSION_MODE")
+        .ok()
+        .and_then(|name| SandboxMode::parse(&name))
+        .unwrap_or(SandboxMode::WorkspaceWrite);
+    SandboxPolicy {
+        mode,
+        writable_roots: vec![cwd.to_owned(), "/tmp".to_owned()],
+        protected: Vec::new(),
+        hidden: Vec::new(),
+        network: mode == SandboxMode::DangerFullAccess,
+        enforcement: Enforcement::None,
+        backend: "none".to_owned(),
     }
 }
 
@@ -39,9 +89,8 @@ fn approval_text(policy: ApprovalPolicy) -> &'static str {
 }
 
 /// The snapshot as a context, with its named sections.
-pub(crate) fn context(ctx: &Context, cwd: &str) -> PromptContext {
-    let mode = std::env::var("DSH_PERMISSION_MODE").unwrap_or_default();
-    let mut sections = vec![("sandbox:policy", sandbox_text(&mode, cwd))];
+pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext {
+    let mut sections = vec![("sandbox:policy", sandbox_text(&policy(ctx, session, cwd)))];
     if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL) {
         // A policy that does not read is the stricter one.
         let policy = approval.policy().decode().unwrap_or(ApprovalPolicy::Never);
@@ -73,11 +122,31 @@ mod tests {
 
     #[test]
     fn each_mode_says_what_it_allows() {
-        assert!(sandbox_text("workspace-write", "/w").contains("\"/w\""));
-        assert!(sandbox_text("", "/w").starts_with("File policy: workspace-write."));
-        assert!(sandbox_text("read-only", "/w").contains("refuse every change"));
-        assert!(sandbox_text("danger-full-access", "/w").contains("not restricted"));
+        let policy = |mode, enforcement| SandboxPolicy {
+            mode,
+            writable_roots: vec!["/w".to_owned(), "/tmp".to_owned()],
+            protected: Vec::new(),
+            hidden: Vec::new(),
+            network: false,
+            enforcement,
+            backend: "bwrap".to_owned(),
+        };
+        let write = sandbox_text(&policy(SandboxMode::WorkspaceWrite, Enforcement::Full));
+        assert!(
+            write.contains("\"/w\" and /tmp") && write.contains("enforced by bwrap"),
+            "{write}"
+        );
+        assert!(write.contains("no network"), "{write}");
+        let refused = sandbox_text(&policy(SandboxMode::WorkspaceWrite, Enforcement::None));
+        assert!(refused.contains("refuses every command"), "{refused}");
+        assert!(
+            sandbox_text(&policy(SandboxMode::ReadOnly, Enforcement::Full))
+                .contains("refuse every change")
+        );
+        assert!(
+            sandbox_text(&policy(SandboxMode::DangerFullAccess, Enforcement::None))
+                .contains("not restricted")
+        );
         assert!(approval_text(ApprovalPolicy::Never).contains("without asking"));
-        assert!(approval_text(ApprovalPolicy::Ask).contains("whoever can answer"));
     }
 }

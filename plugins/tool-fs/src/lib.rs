@@ -28,6 +28,7 @@ use dsh_protocol::{
     ContentBlock, OutcomeSummary, TodoWriteEvent, ToolDecl, ToolError as ToolFailureReply,
     ToolReply, ToolSuccess,
 };
+use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_session_seam::NewEventRecord;
 use dsh_session_seam::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
@@ -35,7 +36,6 @@ use dsh_tool_fs_core::{
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
     write,
 };
-use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
 use serde_json::Value;
 
@@ -112,13 +112,19 @@ impl Shared {
             dsh_protocol::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
             dsh_protocol::SandboxMode::DangerFullAccess => SandboxMode::DangerFullAccess,
         };
-        policy
+        let workspace = policy
             .writable_roots
             .into_iter()
             .skip(1)
-            .fold(base.with_mode(mode), |workspace, root| {
-                workspace.with_writable_root(root)
-            })
+            .fold(base.with_mode(mode), Workspace::with_writable_root);
+        let workspace = policy
+            .protected
+            .into_iter()
+            .fold(workspace, Workspace::with_protected);
+        policy
+            .hidden
+            .into_iter()
+            .fold(workspace, Workspace::with_hidden)
     }
 
     fn observations(&self, session: &str) -> Arc<Observations> {

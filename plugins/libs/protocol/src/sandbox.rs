@@ -67,6 +67,13 @@ pub struct SandboxPolicy {
     /// Absolute directories writable in `workspace-write`: the working directory first, then
     /// the configured roots and the temp dir.
     pub writable_roots: Vec<String>,
+    /// Paths kept read-only under the writable roots (the dsh home); a writable root inside
+    /// one stays writable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<String>,
+    /// Paths neither commands nor the file tools may read (the credentials file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<String>,
     /// Whether commands may use the network.
     pub network: bool,
     pub enforcement: Enforcement,

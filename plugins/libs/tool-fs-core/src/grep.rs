@@ -169,6 +169,10 @@ pub fn grep(
             if !entry.is_file {
                 return;
             }
+            // What the sandbox hides is not searched either: a match would show its content.
+            if workspace.is_hidden(entry.path) {
+                return;
+            }
             let searcher = if entry.depth == 0 {
                 &mut explicit
             } else {

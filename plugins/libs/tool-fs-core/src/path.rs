@@ -56,6 +56,11 @@ pub struct Workspace {
     root: PathBuf,
     mode: SandboxMode,
     extra_writable_roots: Vec<PathBuf>,
+    /// Kept read-only under the writable roots (the dsh home), except for a writable root
+    /// that lies inside one.
+    protected: Vec<PathBuf>,
+    /// Not to be read at all outside full access (the credentials file).
+    hidden: Vec<PathBuf>,
     escalation_available: bool,
     fs: Arc<dyn FileSystem>,
 }
@@ -81,6 +86,8 @@ impl Workspace {
             root,
             mode: SandboxMode::WorkspaceWrite,
             extra_writable_roots: Vec::new(),
+            protected: Vec::new(),
+            hidden: Vec::new(),
             escalation_available: false,
             fs: Arc::new(LocalFs),
         }
@@ -107,6 +114,43 @@ impl Workspace {
     pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.extra_writable_roots.push(root.into());
         self
+    }
+
+    /// Keep `path` read-only in `workspace-write` (a writable root inside it stays writable).
+    pub fn with_protected(mut self, path: impl Into<PathBuf>) -> Self {
+        self.protected.push(path.into());
+        self
+    }
+
+    /// Refuse to read `path` (a file or everything below a directory) outside full access.
+    pub fn with_hidden(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hidden.push(path.into());
+        self
+    }
+
+    /// Whether `path` (symlinks resolved) is one the sandbox hides.
+    pub fn is_hidden(&self, path: &Path) -> bool {
+        if self.hidden.is_empty() || self.mode == SandboxMode::DangerFullAccess {
+            return false;
+        }
+        let key = canonical_or_self(self.fs(), path);
+        self.hidden
+            .iter()
+            .any(|hidden| key.starts_with(canonical_or_self(self.fs(), hidden)))
+    }
+
+    /// Refuse to read `target` when the sandbox hides it.
+    pub fn check_readable(&self, target: &Target) -> Result<(), ToolError> {
+        if !self.is_hidden(&target.key) {
+            return Ok(());
+        }
+        Err(
+            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode))
+                .with_detail(format!(
+                    "cannot read \"{}\": the sandbox hides it",
+                    target.display
+                )),
+        )
     }
 
     /// Add the platform temp areas (`/tmp` and the OS temp dir), which the reference's
@@ -170,10 +214,20 @@ impl Workspace {
                         target.display
                     ));
                 }
-                let contained = std::iter::once(&self.root)
+                let roots: Vec<PathBuf> = std::iter::once(&self.root)
                     .chain(&self.extra_writable_roots)
-                    .any(|root| fresh.starts_with(canonical_or_self(fs, root)));
-                if contained {
+                    .map(|root| canonical_or_self(fs, root))
+                    .filter(|root| fresh.starts_with(root))
+                    .collect();
+                // Under a protected path, only a root inside that path makes it writable.
+                let unprotected = |root: &PathBuf| {
+                    self.protected
+                        .iter()
+                        .map(|protected| canonical_or_self(fs, protected))
+                        .filter(|protected| fresh.starts_with(protected))
+                        .all(|protected| root.starts_with(&protected))
+                };
+                if roots.iter().any(unprotected) {
                     Ok(())
                 } else {
                     refuse(format!(

@@ -109,6 +109,7 @@ pub fn read_with(
 ) -> Result<ReadOutput, ToolError> {
     let (offset, limit) = parse_read_args(args, caps.limit)?;
     let target = workspace.resolve(&args.file_path)?;
+    workspace.check_readable(&target)?;
     let display = target.display.clone();
     let fs = workspace.fs();
     let Some(meta) = stat(fs, &target.key).map_err(|e| io_error("read", &display, &e))? else {

@@ -1,0 +1,365 @@
+//! The sandbox through the real host: a fake DeepSeek model tries, with the real `bash`,
+//! `write` and `edit` tools in `workspace-write`, each way out of the workspace the escape
+//! catalogue names; every attempt is refused with a named error and nothing outside the
+//! workspace changes. Also: the fail-closed refusal when no backend works, and a command that
+//! stays inside works as before. Runs against real bubblewrap (`cargo xtask test` installs it).
+
+use std::net::TcpListener;
+use std::path::Path;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{TestDir, run_host_with_env};
+use serde_json::{Value, json};
+
+/// One attempt: the tool call the model makes, and what its result must say.
+struct Attempt {
+    name: &'static str,
+    tool: &'static str,
+    arguments: Value,
+    /// A fragment the result must contain (the named refusal).
+    refusal: &'static str,
+}
+
+fn bash(command: String) -> Value {
+    json!({"command": command, "description": "try it"})
+}
+
+/// The headless profile against `server`, sandbox rows patched with `sandbox` (YAML config
+/// lines), in `dir`, with `envs`.
+fn run(
+    server: &FakeDeepSeek,
+    dir: &TestDir,
+    sandbox: &str,
+    envs: &[(&str, &str)],
+) -> dsh_tests::Output {
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: sandbox\n  config:\n{sandbox}",
+            server.url()
+        ),
+    );
+    let work = dir.join("work");
+    let mut all_envs = vec![("DEEPSEEK_API_KEY", "sk-test")];
+    all_envs.extend_from_slice(envs);
+    run_host_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+            "try to get out",
+        ],
+        &all_envs,
+    )
+}
+
+/// Each tool message of the last request, by call id.
+fn results(server: &FakeDeepSeek) -> Vec<(String, String)> {
+    let requests = server.requests();
+    let last = requests.last().expect("a request");
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| {
+            (
+                message["tool_call_id"].as_str().unwrap_or("").to_owned(),
+                message["content"]
+                    .as_str()
+                    .map_or_else(|| message["content"].to_string(), str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// Every file below `dir`, with its content, to compare before and after.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            } else {
+                files.push((
+                    path.display().to_string(),
+                    std::fs::read(&path).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn the_escape_catalogue_is_refused_and_nothing_outside_the_workspace_changes() {
+    let dir = TestDir::new("sandbox-escapes");
+    let work = dir.join("work");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("victim.txt"), "original").unwrap();
+    std::fs::create_dir_all(dir.home()).unwrap();
+    std::fs::write(
+        dir.home().join("credentials.json"),
+        "{\"DEEPSEEK_API_KEY\":\"sk-stored\"}",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("inside-link")).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let out_dir = outside.display().to_string();
+    let home = dir.home().display().to_string();
+    let attempts = vec![
+        Attempt {
+            name: "write outside by absolute path",
+            tool: "bash",
+            arguments: bash(format!("echo x > {out_dir}/a.txt")),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "write outside through ..",
+            tool: "bash",
+            arguments: bash("echo x > ../outside/b.txt".to_owned()),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "write through a symlink made inside",
+            tool: "bash",
+            arguments: bash("ln -s ../outside link && echo x > link/c.txt".to_owned()),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "write through /proc/self/cwd",
+            tool: "bash",
+            arguments: bash(format!("cd {out_dir} && echo x > /proc/self/cwd/d.txt")),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "cd / and touch",
+            tool: "bash",
+            arguments: bash("cd / && touch dsh-sandbox-escape".to_owned()),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "a hard link to a file outside",
+            tool: "bash",
+            arguments: bash(format!("ln {out_dir}/victim.txt hard && echo pwned > hard")),
+            refusal: "ln: failed to create hard link",
+        },
+        Attempt {
+            name: "rename a directory out",
+            tool: "bash",
+            arguments: bash(format!("mkdir -p moveme && mv moveme {out_dir}/moved")),
+            refusal: "mv: ",
+        },
+        Attempt {
+            name: "connect to a listener on the host's loopback",
+            tool: "bash",
+            arguments: bash(format!(
+                "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+            )),
+            refusal: "/dev/tcp/127.0.0.1",
+        },
+        Attempt {
+            name: "read a secret from the environment",
+            tool: "bash",
+            arguments: bash(
+                "echo \"secret=[$DSH_TEST_SECRET_TOKEN] key=[$DEEPSEEK_API_KEY]\"".to_owned(),
+            ),
+            refusal: "secret=[] key=[]",
+        },
+        Attempt {
+            name: "read the stored credentials",
+            tool: "bash",
+            arguments: bash(format!("echo \"creds=[$(cat {home}/credentials.json)]\"")),
+            refusal: "creds=[]",
+        },
+        Attempt {
+            name: "write into the dsh home",
+            tool: "bash",
+            arguments: bash(format!("echo x > {home}/planted.txt")),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "fill the disk outside the roots",
+            tool: "bash",
+            arguments: bash(format!("dd if=/dev/zero of={out_dir}/fill bs=1M count=8")),
+            refusal: "Read-only file system",
+        },
+        Attempt {
+            name: "a process left running after the call",
+            tool: "bash",
+            arguments: json!({"command": "setsid sh -c 'sleep 2; touch left-behind' & sleep 30", "description": "leave one behind", "timeoutMs": 500}),
+            refusal: "timed out",
+        },
+        Attempt {
+            name: "the write tool outside",
+            tool: "write",
+            arguments: json!({"file_path": format!("{out_dir}/e.txt"), "content": "x"}),
+            refusal: "[sandbox: file access denied under workspace-write mode]",
+        },
+        Attempt {
+            name: "the write tool through a symlink made inside",
+            tool: "write",
+            arguments: json!({"file_path": "inside-link/f.txt", "content": "x"}),
+            refusal: "[sandbox: file access denied under workspace-write mode]",
+        },
+        Attempt {
+            name: "the read tool on the stored credentials",
+            tool: "read",
+            arguments: json!({"file_path": format!("{home}/credentials.json")}),
+            refusal: "[sandbox: file access denied under workspace-write mode]",
+        },
+        Attempt {
+            name: "(setup) read the file outside, as an edit needs",
+            tool: "read",
+            arguments: json!({"file_path": format!("{out_dir}/victim.txt")}),
+            refusal: "original",
+        },
+        Attempt {
+            name: "the edit tool on a file outside",
+            tool: "edit",
+            arguments: json!({"file_path": format!("{out_dir}/victim.txt"), "old_string": "original", "new_string": "pwned"}),
+            refusal: "[sandbox: file access denied under workspace-write mode]",
+        },
+    ];
+    let mut script: Vec<Reply> = attempts
+        .iter()
+        .enumerate()
+        .map(|(index, attempt)| {
+            Reply::tool_calls(&[(
+                &format!("call_{index}"),
+                attempt.tool,
+                &attempt.arguments.to_string(),
+            )])
+        })
+        .collect();
+    script.push(Reply::text("I stayed inside."));
+    let server = FakeDeepSeek::start(script);
+    let before = snapshot(&outside);
+    let protect = format!(
+        "    protected: [{}, {}]\n    hidden: [{}]\n",
+        dir.join("").display(),
+        home,
+        dir.home().join("credentials.json").display()
+    );
+    let out = run(
+        &server,
+        &dir,
+        &protect,
+        &[("DSH_TEST_SECRET_TOKEN", "hunter2")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let results = results(&server);
+    assert_eq!(results.len(), attempts.len(), "{results:?}");
+    let mut refused = 0;
+    for (index, attempt) in attempts.iter().enumerate() {
+        let (id, text) = &results[index];
+        assert_eq!(id, &format!("call_{index}"));
+        assert!(
+            text.contains(attempt.refusal),
+            "{}: the result does not say `{}`: {text}",
+            attempt.name,
+            attempt.refusal
+        );
+        assert!(
+            !text.contains("pwned") && !text.contains("connected\n"),
+            "{}: {text}",
+            attempt.name
+        );
+        if !attempt.name.starts_with("(setup)") {
+            refused += 1;
+        }
+    }
+    // The listener was never reached, and nothing is left running to finish the left-behind
+    // command (it would have touched its file after 2 s).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(
+        listener.accept().is_err(),
+        "a confined command reached the host's loopback"
+    );
+    assert!(
+        !work.join("left-behind").exists(),
+        "a process outlived its call"
+    );
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "something changed outside the workspace"
+    );
+    assert!(
+        !Path::new("/dsh-sandbox-escape").exists(),
+        "a file was created in /"
+    );
+    assert!(!dir.home().join("planted.txt").exists());
+    // The commands that stay inside worked: the symlink and the directory were made there.
+    assert!(work.join("link").is_symlink() && work.join("moveme").is_dir());
+    server.assert_no_violations();
+    println!(
+        "sandbox escape catalogue: {refused} of {} attempts refused",
+        attempts.len()
+    );
+}
+
+#[test]
+fn with_no_working_backend_a_command_is_refused_and_says_how_to_install_one() {
+    let dir = TestDir::new("sandbox-no-backend");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let command = bash("touch ran".to_owned()).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &command)]),
+        Reply::text("refused"),
+    ]);
+    let out = run(&server, &dir, "    bwrap: /nonexistent/bwrap\n", &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let results = results(&server);
+    let text = &results[0].1;
+    assert!(
+        text.contains("[sandbox: refused]") && text.contains("apt-get install bubblewrap"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/nonexistent/bwrap"),
+        "the failed backend is not named: {text}"
+    );
+    assert!(!dir.join("work/ran").exists(), "the command ran unconfined");
+    // The model was told, in its runtime context, that commands are refused here.
+    let first = server.requests()[0].body.to_string();
+    assert!(first.contains("refuses every command"), "{first}");
+}
+
+#[test]
+fn inside_the_workspace_commands_write_and_the_model_is_told_the_policy() {
+    let dir = TestDir::new("sandbox-inside");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let command = bash("echo made > made.txt && cat made.txt && echo tmp > /tmp/dsh-sandbox-inside-$$ && rm /tmp/dsh-sandbox-inside-$$ && echo ok".to_owned()).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &command)]),
+        Reply::text("done"),
+    ]);
+    let out = run(&server, &dir, "    network: false\n", &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let text = &results(&server)[0].1;
+    assert!(text.contains("made") && text.contains("ok"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/made.txt")).unwrap(),
+        "made\n"
+    );
+    let first = server.requests()[0].body.to_string();
+    assert!(
+        first.contains("Sandbox: workspace-write (enforced by bwrap)"),
+        "{first}"
+    );
+}
