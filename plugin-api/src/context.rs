@@ -480,6 +480,15 @@ impl Context {
         into_result(self.host.settled(fiber).await)
     }
 
+    /// Resolves once every row of the tree that can start has started: no fiber is loading or
+    /// unloading and no reconcile is under way (a row waiting for a service no one provides
+    /// stays PENDING and does not hold it). A surface waits for it before its first turn, so
+    /// the model is offered every tool the tree registers. Race it with
+    /// [`sleep`](Self::sleep) for a bound.
+    pub async fn tree_settled(&self) -> Result<(), PluginError> {
+        into_result(self.host.settled(crate::WHOLE_TREE).await)
+    }
+
     /// Mounts a child plugin (`library` or `library/export`) owned by this fiber.
     pub fn mount(&self, plugin: &str, config: &impl Serialize) -> Result<u64, PluginError> {
         let config = serde_json::to_string(config)

@@ -12,6 +12,9 @@
 //! Plugin code never unwinds across the boundary: every exported function, listener, disposer
 //! and task body runs inside `catch_unwind`, and a panic becomes a [`PluginError`].
 
+/// The fiber id [`Context::tree_settled`] waits on: the whole tree rather than one fiber.
+pub const WHOLE_TREE: u64 = u64::MAX;
+
 pub mod abi;
 pub mod cancel;
 mod context;

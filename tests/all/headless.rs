@@ -739,7 +739,7 @@ fn the_system_prompt_carries_variables_and_tool_guidance() {
     // The runtime context reaches the model as a message, not in the system prompt.
     let messages = body["messages"].to_string();
     assert!(
-        messages.contains("File policy: workspace-write")
+        messages.contains("Sandbox: workspace-write")
             && messages.contains(&format!("\\\"{}\\\"", work.display()))
             && messages.contains("Approval policy: ask"),
         "{messages}"

@@ -66,7 +66,10 @@ fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut yaml = format!(
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 7\n{extra}    calls:\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 7\n{extra}    calls:\n",
+        // The test's own directory stays read-only (it lies under the writable /tmp); the
+        // workspace inside it stays writable.
+        yaml_string(dir.join("").to_str().unwrap()),
         yaml_string(work.to_str().unwrap())
     );
     for (id, name, arguments) in calls {

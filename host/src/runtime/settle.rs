@@ -56,6 +56,10 @@ impl Inner {
     /// Resolves when fiber `id` is ACTIVE, or with its error once it FAILED or is gone,
     /// re-checking after every transition (no polling).
     pub(super) async fn settled(&self, id: FiberId) -> Result<(), PluginError> {
+        if id == dsh_plugin_api::WHOLE_TREE {
+            self.tree_settled().await;
+            return Ok(());
+        }
         loop {
             // Registered before the check, so a transition between the two is not missed.
             let transition = self.transitions.notified();
@@ -82,6 +86,25 @@ impl Inner {
                     ));
                 }
                 _ => {}
+            }
+            transition.await;
+        }
+    }
+
+    /// Resolves once no fiber is loading or unloading and no reconcile is under way (a fiber
+    /// PENDING on a service no one provides does not hold it), re-checking after every
+    /// transition.
+    async fn tree_settled(&self) {
+        loop {
+            let transition = self.transitions.notified();
+            tokio::pin!(transition);
+            transition.as_mut().enable();
+            let busy = self.in_flight.load(Ordering::Acquire) > 0
+                || self.state().fibers.values().any(|fiber| {
+                    matches!(fiber.state(), FiberState::Loading | FiberState::Unloading)
+                });
+            if !busy {
+                return;
             }
             transition.await;
         }

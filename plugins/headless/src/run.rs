@@ -21,6 +21,8 @@ use crate::output::{err, exit_code, out, print_event, print_result};
 
 /// How long `--replay` may take to start.
 const REPLAY_START: Duration = Duration::from_secs(5);
+/// How long the first turn waits for the rest of the tree to start.
+const TREE_START: Duration = Duration::from_secs(5);
 
 /// The run in progress, for the stop listener and the event printer.
 pub(crate) struct Current {
@@ -218,6 +220,9 @@ impl Runner {
         if let Some(log) = &args.replay {
             self.replay(log).await?;
         }
+        // Every row that can start has started (the tools the first request offers, the
+        // sandbox their processes run in); a tree still busy after the bound starts anyway.
+        let _ = first_of(self.ctx.tree_settled(), self.ctx.sleep(TREE_START)).await;
         let (provider, model) = choose_model(args, self.config_model.as_deref())?;
         let route = Route {
             cwd: cwd.to_string_lossy().into_owned(),
