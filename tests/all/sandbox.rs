@@ -363,3 +363,84 @@ fn inside_the_workspace_commands_write_and_the_model_is_told_the_policy() {
         "{first}"
     );
 }
+
+/// Rules from the user's settings and the project's file, through the real pipeline: a denied
+/// command and a compound one with a denied part are refused naming the rule, an asked one is
+/// put to a person (none answers headless: refused), an allowed one runs; a project file with
+/// a broken rule refuses calls naming its file and line.
+#[test]
+fn allow_deny_and_ask_rules_decide_before_the_call() {
+    let dir = TestDir::new("permission-rules");
+    let work = dir.join("work");
+    std::fs::create_dir_all(work.join(".dsh")).unwrap();
+    std::fs::create_dir_all(dir.home()).unwrap();
+    std::fs::write(
+        dir.home().join("settings.yaml"),
+        "permissions:\n  deny: [\"bash(rm *)\"]\n  ask: [\"bash(git push*)\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join(".dsh/settings.yaml"),
+        "permissions:\n  deny: [\"write(secrets/**)\"]\n",
+    )
+    .unwrap();
+    let calls = [
+        ("bash", bash("rm -rf build".to_owned())),
+        ("bash", bash("echo fine && rm notes.txt".to_owned())),
+        ("bash", bash("git push origin main".to_owned())),
+        (
+            "write",
+            json!({"file_path": "secrets/key.pem", "content": "x"}),
+        ),
+        ("bash", bash("echo allowed-ran".to_owned())),
+    ];
+    let mut script: Vec<Reply> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (tool, arguments))| {
+            Reply::tool_calls(&[(&format!("call_{index}"), tool, &arguments.to_string())])
+        })
+        .collect();
+    script.push(Reply::text("done"));
+    let server = FakeDeepSeek::start(script);
+    std::fs::write(work.join("notes.txt"), "keep").unwrap();
+    let out = run(&server, &dir, "    network: false\n", &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let answered = results(&server);
+    let expect = [
+        "denied by the rule `bash(rm *)` (user settings)",
+        "denied by the rule `bash(rm *)` (user settings): `rm notes.txt`",
+        "requires approval",
+        "denied by the rule `write(secrets/**)` (.dsh/settings.yaml)",
+        "allowed-ran",
+    ];
+    for (index, fragment) in expect.iter().enumerate() {
+        assert!(
+            answered[index].1.contains(fragment),
+            "call {index}: {}",
+            answered[index].1
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "keep"
+    );
+    assert!(!work.join("secrets").exists());
+    // A broken project rule: every call is refused, naming the file and the line.
+    std::fs::write(
+        work.join(".dsh/settings.yaml"),
+        "permissions:\n  allow:\n    - \"bash(ls\"\n",
+    )
+    .unwrap();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_0", "bash", &bash("echo hi".to_owned()).to_string())]),
+        Reply::text("done"),
+    ]);
+    let out = run(&server, &dir, "    network: false\n", &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let text = &results(&server)[0].1;
+    assert!(
+        text.contains(".dsh/settings.yaml:3") && text.contains("bash(ls"),
+        "{text}"
+    );
+}

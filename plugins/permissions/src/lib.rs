@@ -1,0 +1,136 @@
+//! Plugin `permissions`: rules between "ask every time" and "full access". Before every tool
+//! call (`tools/pre-execute`) the call is judged against `allow`, `deny` and `ask` rules (see
+//! `rules` for their form): the row's own, which `$DSH_HOME/settings.yaml` tunes under the
+//! `permissions` namespace (hot-reloaded with it), and the project's
+//! `<workspace>/.dsh/settings.yaml`, read again when it changes. Deny wins over ask, ask over
+//! allow, whichever file a rule comes from, so nothing a project writes can lift what the user
+//! denies. A compound shell command runs unasked only when each of its parts is allowed. With
+//! `default: ask`, a call no allow rule covers is put to a person. Rules that do not read are
+//! refused loudly and fail closed: every call is denied, naming the file, line and rule, until
+//! they are fixed.
+
+mod policy;
+mod project;
+mod rules;
+mod shell;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_plugin_api::LogLevel;
+use dsh_plugin_api::prelude::*;
+use dsh_protocol::PreDecision;
+use dsh_tools_seam::{TOOLS, TOOLS_PRE_EXECUTE};
+
+use crate::policy::{Rules, Verdict, judge};
+use crate::project::{Lists, PROJECT_FILE, ProjectRules};
+
+/// Config of `permissions` (and its namespace in `$DSH_HOME/settings.yaml`).
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct PermissionsConfig {
+    /// Calls that run without asking (under `default: ask`).
+    pub allow: Vec<String>,
+    /// Calls that are refused.
+    pub deny: Vec<String>,
+    /// Calls that are put to a person.
+    pub ask: Vec<String>,
+    /// `allow` (default: a call no rule names goes on) or `ask` (it is put to a person).
+    pub default: Option<String>,
+}
+
+pub struct PermissionsPlugin;
+
+impl Plugin for PermissionsPlugin {
+    const NAME: &'static str = "permissions";
+    const INJECT: &'static [&'static str] = &[TOOLS];
+    type Config = PermissionsConfig;
+
+    async fn apply(ctx: Context, config: PermissionsConfig) -> Result<(), PluginError> {
+        let default_ask = match config.default.as_deref() {
+            None | Some("allow") => false,
+            Some("ask") => true,
+            Some(other) => {
+                return Err(PluginError {
+                    kind: dsh_plugin_api::ErrorKind::Config,
+                    message: format!("invalid config: default `{other}` (expected allow or ask)")
+                        .into(),
+                    path: abi_stable::std_types::RSome("$.default".into()),
+                });
+            }
+        };
+        let lists = Lists {
+            allow: config.allow,
+            deny: config.deny,
+            ask: config.ask,
+        };
+        let user = lists.parse(|_| {
+            format!(
+                "the `{}` rules (row config, or `permissions` in $DSH_HOME/settings.yaml)",
+                ctx.row_id()
+            )
+        });
+        if let Err(error) = &user {
+            ctx.log(
+                LogLevel::Error,
+                &format!("every tool call is refused until this is fixed: {error}"),
+            );
+        }
+        let user: Arc<Result<Rules, String>> = Arc::new(user);
+        let projects = Arc::new(ProjectRules::default());
+        ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |next| {
+            let call = next.payload();
+            let verdict = decide(
+                &user,
+                &projects,
+                call.name.as_str(),
+                call.arguments.as_str(),
+                call.cwd.as_str(),
+                default_ask,
+            );
+            async move {
+                match verdict {
+                    Verdict::Pass => next.run().await,
+                    Verdict::Deny(reason) => Ok(Json::encode(&PreDecision::Deny { reason })),
+                    Verdict::Ask(reason) => Ok(Json::encode(&PreDecision::Ask {
+                        reason: Some(reason),
+                    })),
+                }
+            }
+        })
+    }
+}
+
+fn decide(
+    user: &Result<Rules, String>,
+    projects: &ProjectRules,
+    tool: &str,
+    arguments: &str,
+    cwd: &str,
+    default_ask: bool,
+) -> Verdict {
+    let user = match user {
+        Ok(rules) => rules,
+        Err(error) => return Verdict::Deny(format!("the permission rules do not read: {error}")),
+    };
+    let cwd = Path::new(cwd);
+    let project = projects.of(cwd);
+    let project = match project.as_deref() {
+        Some(Err(error)) => {
+            return Verdict::Deny(format!(
+                "the project's permission rules do not read: {error}"
+            ));
+        }
+        Some(Ok(rules)) => Some(rules),
+        None => None,
+    };
+    let arguments = serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+    let mut sources: Vec<(&str, &Rules)> = vec![("user settings", user)];
+    if let Some(rules) = project {
+        sources.push((PROJECT_FILE, rules));
+    }
+    judge(&sources, tool, &arguments, cwd, default_ask)
+}
+
+dsh_plugin_api::export_plugins!(PermissionsPlugin);

@@ -1,0 +1,129 @@
+//! A project's rules: `permissions: {allow, deny, ask}` in `<workspace>/.dsh/settings.yaml`,
+//! read again whenever the file changes (its size or modification time). A file that does not
+//! read is an error naming the file, the line and the rule; the caller then refuses the call
+//! rather than run it without the rules the project meant to apply.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use dsh_plugin_api::lock;
+
+use crate::policy::Rules;
+use crate::rules::Rule;
+
+/// Where a project keeps its rules, under its working directory.
+pub(crate) const PROJECT_FILE: &str = ".dsh/settings.yaml";
+
+#[derive(dsh_plugin_api::Deserialize, Default)]
+#[serde(crate = "dsh_plugin_api::serde", default)]
+struct Document {
+    permissions: Lists,
+}
+
+#[derive(dsh_plugin_api::Deserialize, Default)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+pub(crate) struct Lists {
+    pub(crate) allow: Vec<String>,
+    pub(crate) deny: Vec<String>,
+    pub(crate) ask: Vec<String>,
+}
+
+impl Lists {
+    /// The parsed rules; the first that does not read, with `locate` naming where it is.
+    pub(crate) fn parse(&self, locate: impl Fn(&str) -> String) -> Result<Rules, String> {
+        let parse = |list: &[String]| -> Result<Vec<Rule>, String> {
+            list.iter()
+                .map(|text| Rule::parse(text).map_err(|error| format!("{}: {error}", locate(text))))
+                .collect()
+        };
+        Ok(Rules {
+            allow: parse(&self.allow)?,
+            deny: parse(&self.deny)?,
+            ask: parse(&self.ask)?,
+        })
+    }
+}
+
+type Stamp = (SystemTime, u64);
+
+/// A project file as last read: its rules, or why they do not read.
+type Read = Arc<Result<Rules, String>>;
+
+/// Project files read so far, by path, with the stamp they were read at.
+#[derive(Default)]
+pub(crate) struct ProjectRules {
+    read: Mutex<HashMap<PathBuf, (Stamp, Read)>>,
+}
+
+impl ProjectRules {
+    /// The rules of the project working in `cwd` (none when it has no file).
+    pub(crate) fn of(&self, cwd: &Path) -> Option<Read> {
+        let path = cwd.join(PROJECT_FILE);
+        let meta = std::fs::metadata(&path).ok()?;
+        let stamp = (
+            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            meta.len(),
+        );
+        if let Some((seen, rules)) = lock(&self.read).get(&path)
+            && *seen == stamp
+        {
+            return Some(rules.clone());
+        }
+        let rules = Arc::new(read(&path));
+        lock(&self.read).insert(path, (stamp, rules.clone()));
+        Some(rules)
+    }
+}
+
+fn read(path: &Path) -> Result<Rules, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|error| format!("{shown}: {error}"))?;
+    let document: Document =
+        serde_norway::from_str(&text).map_err(|error| match error.location() {
+            Some(at) => format!("{shown}:{}: {error}", at.line()),
+            None => format!("{shown}: {error}"),
+        })?;
+    document.permissions.parse(|rule| {
+        let line = text
+            .lines()
+            .position(|line| line.contains(rule))
+            .map_or_else(String::new, |index| format!(":{}", index + 1));
+        format!("{shown}{line}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_rule_is_named_with_its_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("dsh-permissions-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(".dsh")).unwrap();
+        std::fs::write(
+            dir.join(PROJECT_FILE),
+            "permissions:\n  allow:\n    - bash(npm test*)\n    - bash(git status\n",
+        )
+        .unwrap();
+        let rules = ProjectRules::default();
+        let read = rules.of(&dir).unwrap();
+        let error = read.as_ref().as_ref().err().unwrap().clone();
+        assert!(
+            error.contains("settings.yaml:4") && error.contains("bash(git status"),
+            "{error}"
+        );
+        std::fs::write(
+            dir.join(PROJECT_FILE),
+            "permissions:\n  deny: [bash(rm *)]\n",
+        )
+        .unwrap();
+        let again = rules.of(&dir).unwrap();
+        assert_eq!(
+            again.as_ref().as_ref().map(|rules| rules.deny.len()).ok(),
+            Some(1)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
