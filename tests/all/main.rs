@@ -10,6 +10,7 @@ mod bad_input;
 mod browser;
 mod cli;
 mod conformance;
+mod escalation;
 mod examples;
 mod fakellm;
 mod headless;

@@ -285,7 +285,7 @@ fn echo_turn() -> Vec<Reply> {
     ]
 }
 
-fn approval_of(frames: &[Value]) -> Option<Value> {
+pub(crate) fn approval_of(frames: &[Value]) -> Option<Value> {
     frames
         .iter()
         .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())

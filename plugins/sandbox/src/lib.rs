@@ -9,9 +9,12 @@
 //! does not work, every command that needs confinement is refused with the reason and how to
 //! install bubblewrap, never run unconfined. Secrets are removed from every process's
 //! environment (names holding KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL) unless allowed by name.
+//! A `bash`, `write` or `edit` call may ask for a wider mode for itself (`sandbox_permissions`
+//! + `justification`): a person approves it first (see `escalation`).
 
 mod bwrap;
 mod env;
+mod escalation;
 mod service;
 
 use std::sync::Arc;
@@ -144,11 +147,9 @@ impl Plugin for SandboxPlugin {
             hidden: config.hidden,
             fresh_tmp: config.fresh_tmp,
         };
-        let service = SandboxImpl::new(ctx.clone(), settings, backend, subprocess);
-        ctx.provide(
-            SANDBOX,
-            Sandbox_TO::from_value(Handle(Arc::new(service)), TD_Opaque),
-        )
+        let service = Arc::new(SandboxImpl::new(ctx.clone(), settings, backend, subprocess));
+        escalation::listen(&ctx, service.clone())?;
+        ctx.provide(SANDBOX, Sandbox_TO::from_value(Handle(service), TD_Opaque))
     }
 }
 

@@ -43,12 +43,18 @@ struct Seen {
     mode: Option<SandboxMode>,
 }
 
+/// Grants remembered at once; the oldest goes first (a grant is used by the call it was
+/// approved for, right after the approval).
+const GRANTS: usize = 256;
+
 pub(crate) struct SandboxImpl {
     pub(crate) ctx: Context,
     pub(crate) settings: Settings,
     pub(crate) backend: Backend,
     pub(crate) subprocess: Service<SubprocessService>,
     seen: Mutex<HashMap<String, Seen>>,
+    /// Wider modes approved for one call each: (session, call id, mode).
+    grants: Mutex<std::collections::VecDeque<(String, String, SandboxMode)>>,
 }
 
 /// Why a process was not started.
@@ -75,12 +81,35 @@ impl SandboxImpl {
             backend,
             subprocess,
             seen: Mutex::new(HashMap::new()),
+            grants: Mutex::default(),
         }
+    }
+
+    /// Grants `mode` to call `call_id` of `session` (a person approved it).
+    pub(crate) fn grant(&self, session: &str, call_id: &str, mode: SandboxMode) {
+        let mut grants = lock(&self.grants);
+        if grants.len() == GRANTS {
+            grants.pop_front();
+        }
+        grants.push_back((session.to_owned(), call_id.to_owned(), mode));
+    }
+
+    fn granted(&self, session: &str, call_id: &str) -> Option<SandboxMode> {
+        if call_id.is_empty() {
+            return None;
+        }
+        lock(&self.grants)
+            .iter()
+            .rev()
+            .find(|(granted_session, granted_call, _)| {
+                granted_session == session && granted_call == call_id
+            })
+            .map(|(_, _, mode)| *mode)
     }
 
     /// The mode of `session`: the last `sandbox/mode` its log holds, else the default. Each
     /// call reads only what was logged since the last.
-    fn mode_of(&self, session: &str) -> SandboxMode {
+    pub(crate) fn mode_of(&self, session: &str) -> SandboxMode {
         let Ok(live) = open_live(&self.ctx, session) else {
             return self.settings.default_mode;
         };
@@ -100,8 +129,10 @@ impl SandboxImpl {
         entry.mode.unwrap_or(self.settings.default_mode)
     }
 
-    pub(crate) fn policy_of(&self, session: &str, cwd: &str) -> SandboxPolicy {
-        let mode = self.mode_of(session);
+    pub(crate) fn policy_of(&self, session: &str, cwd: &str, call_id: &str) -> SandboxPolicy {
+        let mode = self
+            .granted(session, call_id)
+            .unwrap_or_else(|| self.mode_of(session));
         let mut writable_roots = vec![cwd.to_owned()];
         writable_roots.extend(self.settings.writable_roots.iter().cloned());
         for temp in [
@@ -132,9 +163,10 @@ impl SandboxImpl {
         &self,
         session: &str,
         cwd: &str,
+        call_id: &str,
         mut request: SpawnRequest,
     ) -> Result<ProcessBox, SandboxError> {
-        let policy = self.policy_of(session, cwd);
+        let policy = self.policy_of(session, cwd, call_id);
         let names: Vec<(String, String)> = std::env::vars().collect();
         let secrets = secret_names(
             names.iter().map(|(name, _)| name.as_str()),
@@ -178,18 +210,19 @@ impl SandboxImpl {
 pub(crate) struct Handle(pub(crate) std::sync::Arc<SandboxImpl>);
 
 impl Sandbox for Handle {
-    fn policy(&self, session: RString, cwd: RString) -> Json<SandboxPolicy> {
-        Json::encode(&self.0.policy_of(&session, &cwd))
+    fn policy(&self, session: RString, cwd: RString, call_id: RString) -> Json<SandboxPolicy> {
+        Json::encode(&self.0.policy_of(&session, &cwd, &call_id))
     }
 
     fn spawn(
         &self,
         session: RString,
         cwd: RString,
+        call_id: RString,
         request: SpawnRequest,
     ) -> RResult<ProcessBox, RString> {
         self.0
-            .start(&session, &cwd, request)
+            .start(&session, &cwd, &call_id, request)
             .map_err(|error| RString::from(error.to_string()))
             .into()
     }

@@ -56,7 +56,9 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
 /// names when no sandbox runs (its file fence is then `write`'s and `edit`'s own).
 fn policy(ctx: &Context, session: &str, cwd: &str) -> SandboxPolicy {
     if let Ok(Some(sandbox)) = ctx.get::<SandboxService>(SANDBOX)
-        && let Ok(policy) = sandbox.policy(session.into(), cwd.into()).decode()
+        && let Ok(policy) = sandbox
+            .policy(session.into(), cwd.into(), "".into())
+            .decode()
     {
         return policy;
     }

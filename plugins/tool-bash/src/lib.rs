@@ -22,7 +22,8 @@ use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Serialize, Service, lock};
 use dsh_protocol::{
-    Concurrency, ContentBlock, Guidance, OutcomeSummary, ToolDecl, ToolReply, ToolSuccess,
+    Concurrency, ContentBlock, Guidance, OutcomeSummary, SandboxMode, ToolDecl, ToolReply,
+    ToolSuccess,
 };
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_core::{
@@ -70,7 +71,9 @@ fn parameters() -> Value {
             "description": {"type": "string", "description": "What the command does, in 5-10 words."},
             "timeoutMs": {"type": "number", "description": "Stop the command after this many milliseconds (default 120000, at most 600000)."},
             "workdir": {"type": "string", "description": "Directory to run in, relative to the working directory."},
-            "run_in_background": {"type": "boolean", "description": "Not supported yet; leave unset."}
+            "run_in_background": {"type": "boolean", "description": "Not supported yet; leave unset."},
+            "sandbox_permissions": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Run this one command in a wider sandbox mode than the session's (the narrowest that suffices); the user is asked first."},
+            "justification": {"type": "string", "description": "Why the command needs the wider mode, for the person asked to approve it."}
         },
         "required": ["command", "description"],
         "additionalProperties": false
@@ -232,7 +235,12 @@ async fn run(
         stdin: RNone,
     };
     let process = sandbox
-        .spawn(call.session.clone(), call.cwd.clone(), request)
+        .spawn(
+            call.session.clone(),
+            call.cwd.clone(),
+            call.call_id.clone(),
+            request,
+        )
         .into_result()
         .map_err(|refusal| BashError::Refused(refusal.into_string()))?;
     let stdout = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
@@ -275,14 +283,29 @@ async fn run(
         (None, Some(signal)) => ExitStatus::Signal(signal_name(signal)),
         (None, None) => ExitStatus::Code(-1),
     };
+    let stderr = lock(&stderr).collect();
+    // A write the sandbox stopped fails with EROFS: say so, and how to ask for more.
+    let mode = sandbox
+        .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
+        .decode()
+        .map(|policy| policy.mode);
+    let sandbox_denied = match mode {
+        Ok(mode)
+            if mode != SandboxMode::DangerFullAccess
+                && stderr.rendered().contains("Read-only file system") =>
+        {
+            Some(mode.as_str().to_owned())
+        }
+        _ => None,
+    };
     let run = ShellRun {
         stdout: lock(&stdout).collect(),
-        stderr: lock(&stderr).collect(),
+        stderr,
         exit: exit.clone(),
         timed_out,
         timeout_ms,
-        sandbox_denied: None,
-        escalation_available: false,
+        escalation_available: sandbox_denied.is_some(),
+        sandbox_denied,
     };
     let text = render_shell_result(&run);
     let value = RunValue {

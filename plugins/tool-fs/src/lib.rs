@@ -99,7 +99,7 @@ impl Shared {
         let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
         let policy = match self.ctx.get::<SandboxService>(SANDBOX) {
             Ok(Some(sandbox)) => sandbox
-                .policy(call.session.clone(), call.cwd.clone())
+                .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
                 .decode()
                 .ok(),
             _ => None,
@@ -112,11 +112,15 @@ impl Shared {
             dsh_protocol::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
             dsh_protocol::SandboxMode::DangerFullAccess => SandboxMode::DangerFullAccess,
         };
+        // A refusal says the call may ask for a wider mode (`sandbox_permissions`).
+        let base = base
+            .with_mode(mode)
+            .with_escalation_available(mode != SandboxMode::DangerFullAccess);
         let workspace = policy
             .writable_roots
             .into_iter()
             .skip(1)
-            .fold(base.with_mode(mode), Workspace::with_writable_root);
+            .fold(base, Workspace::with_writable_root);
         let workspace = policy
             .protected
             .into_iter()

@@ -69,6 +69,15 @@ fn guidance(kind: Kind) -> (i64, &'static str) {
     }
 }
 
+/// The one-shot escalation parameter of `write` and `edit`.
+fn escalation() -> Value {
+    json!({
+        "type": "string",
+        "enum": ["read-only", "workspace-write", "danger-full-access"],
+        "description": "Make this one change in a wider sandbox mode than the session's (the narrowest that suffices); the user is asked first.",
+    })
+}
+
 fn parameters(kind: Kind) -> Value {
     let string = |text: &str| json!({"type": "string", "description": text});
     let number = |text: &str| json!({"type": "number", "description": text});
@@ -85,6 +94,8 @@ fn parameters(kind: Kind) -> Value {
             json!({
                 "file_path": string("The file to write."),
                 "content": string("The complete new content."),
+                "sandbox_permissions": escalation(),
+                "justification": string("Why the write needs the wider mode, for the person asked to approve it."),
             }),
             vec!["file_path", "content"],
         ),
@@ -94,6 +105,8 @@ fn parameters(kind: Kind) -> Value {
                 "old_string": string("The exact text to replace."),
                 "new_string": string("The replacement text."),
                 "replace_all": {"type": "boolean", "description": "Replace every match instead of exactly one."},
+                "sandbox_permissions": escalation(),
+                "justification": string("Why the edit needs the wider mode, for the person asked to approve it."),
             }),
             vec!["file_path", "old_string", "new_string"],
         ),

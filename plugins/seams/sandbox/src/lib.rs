@@ -4,6 +4,11 @@
 //! closed: when the mode asks for confinement and no backend works, `spawn` refuses and says
 //! which backend failed and how to install one; it never runs the process unconfined.
 //!
+//! A call may ask for a strictly wider mode for itself (`sandbox_permissions` with a
+//! `justification` in its arguments): the sandbox puts that to a person before the call runs
+//! and grants the mode to that call alone; asking for the mode the session already has needs
+//! no approval and is no error.
+//!
 //! Policies cross as `dsh-protocol` values in [`Json`]; processes are the host's `subprocess`
 //! objects.
 #![allow(
@@ -28,15 +33,18 @@ pub const SANDBOX: &str = "sandbox";
 /// The sandbox service.
 #[sabi_trait]
 pub trait Sandbox: Send + Sync {
-    /// The policy of `session` working in `cwd` (its latest `sandbox/mode`, else the default).
-    fn policy(&self, session: RString, cwd: RString) -> Json<SandboxPolicy>;
-    /// Starts `request` for `session` confined by its policy (with `cwd` as the workspace
-    /// root), secrets removed from its environment. Refuses, with the reason for the model and
-    /// the user, when the policy cannot be enforced.
+    /// The policy of call `call_id` of `session` working in `cwd`: the session's latest
+    /// `sandbox/mode` (else the default), or the wider mode a person approved for this one
+    /// call (`sandbox_permissions`). An empty `call_id` is no call: the session's policy.
+    fn policy(&self, session: RString, cwd: RString, call_id: RString) -> Json<SandboxPolicy>;
+    /// Starts `request` for call `call_id` of `session` confined by that call's policy (with
+    /// `cwd` as the workspace root), secrets removed from its environment. Refuses, with the
+    /// reason for the model and the user, when the policy cannot be enforced.
     fn spawn(
         &self,
         session: RString,
         cwd: RString,
+        call_id: RString,
         request: SpawnRequest,
     ) -> RResult<ProcessBox, RString>;
 }

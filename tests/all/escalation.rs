@@ -1,0 +1,144 @@
+//! One-shot escalation through the web profile: a `bash` call that asks for
+//! `danger-full-access` with a justification is put to the page first; allowed once, that one
+//! command runs outside the sandbox, rejected it does not run; asking for the mode the session
+//! already has runs at once, with no approval and no error.
+
+use dsh_tests::TestDir;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::web::WebHost;
+use serde_json::{Value, json};
+
+use crate::web_chat::{Web, approval_of, turn_ended};
+
+fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    // The test's directory is kept read-only, so `outside` is outside the writable roots.
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: sandbox\n  config:\n    protected: [{}]\n",
+        server.url(),
+        dir.join("").display()
+    );
+    let work = dir.join("work");
+    let web = WebHost::start(
+        dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    Web {
+        bearer: web.bearer(),
+        host: web.host,
+        address: web.address,
+    }
+}
+
+fn escalated(command: &str, mode: &str) -> String {
+    json!({
+        "command": command,
+        "description": "write outside",
+        "sandbox_permissions": mode,
+        "justification": "the test needs a file beside the workspace",
+    })
+    .to_string()
+}
+
+/// The tool messages of the model's last request.
+fn tool_texts(server: &FakeDeepSeek) -> Vec<String> {
+    let requests = server.requests();
+    requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].to_string())
+        .collect()
+}
+
+#[test]
+fn an_escalation_runs_once_when_allowed_and_not_at_all_when_rejected() {
+    for (answer, runs) in [("allowed-once", true), ("rejected", false)] {
+        let dir = TestDir::new(&format!("escalation-{answer}"));
+        let target = dir.join("outside.txt");
+        let command = format!("echo escaped > {}", target.display());
+        let server = FakeDeepSeek::start(vec![
+            Reply::tool_calls(&[("call_1", "bash", &escalated(&command, "danger-full-access"))]),
+            Reply::text("done"),
+        ]);
+        let mut web = start(&server, &dir);
+        let (session, mut socket) = web.followed_session();
+        web.call(
+            "session.prompt",
+            &json!({"sessionId": session, "text": "write it"}),
+        );
+        let frames = socket.until(300, |frame| {
+            approval_of(std::slice::from_ref(frame)).is_some()
+        });
+        let ask = approval_of(&frames).unwrap();
+        let reason = ask["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("danger-full-access instead of workspace-write")
+                && reason.contains("the test needs a file beside the workspace"),
+            "{ask}"
+        );
+        web.call(
+            "approval.respond",
+            &json!({"approvalId": ask["id"], "outcome": answer}),
+        );
+        socket.until(300, turn_ended);
+        assert_eq!(target.exists(), runs, "{answer}: {:?}", tool_texts(&server));
+        if !runs {
+            let texts = tool_texts(&server);
+            assert!(
+                texts[0].contains("was not approved (rejected)"),
+                "{texts:?}"
+            );
+        }
+        assert_eq!(web.host.stop(), Some(0));
+    }
+}
+
+#[test]
+fn asking_for_the_sessions_own_mode_needs_no_approval() {
+    let dir = TestDir::new("escalation-same-mode");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[(
+            "call_1",
+            "bash",
+            &escalated("echo inside > in.txt", "workspace-write"),
+        )]),
+        Reply::tool_calls(&[(
+            "call_2",
+            "bash",
+            &escalated(
+                &format!("echo x > {}", dir.join("outside.txt").display()),
+                "workspace-write",
+            ),
+        )]),
+        Reply::text("done"),
+    ]);
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "write it"}),
+    );
+    let frames: Vec<Value> = socket.until(400, turn_ended);
+    assert!(
+        approval_of(&frames).is_none(),
+        "an approval was asked: {frames:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/in.txt")).unwrap(),
+        "inside\n"
+    );
+    // The same mode does not widen anything: outside stays refused, and the result says how
+    // to ask for more.
+    assert!(!dir.join("outside.txt").exists());
+    let texts = tool_texts(&server);
+    assert!(
+        texts[1].contains("[sandbox: file access denied under workspace-write mode]")
+            && texts[1].contains("escalation available"),
+        "{texts:?}"
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}
