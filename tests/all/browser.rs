@@ -325,3 +325,22 @@ fn a_dropped_event_socket_resumes_with_no_gap_and_no_duplicate() {
         &[("DSH_EXPECTED_TEXT", &expected)],
     );
 }
+
+#[test]
+fn the_permission_selector_governs_the_sessions_next_calls() {
+    let write = json!({"command": "echo made > made.txt", "description": "make a file"}).to_string();
+    let Some(server) = scenario(
+        "preset",
+        vec![
+            Reply::tool_calls(&[("call_1", "bash", &write)]),
+            Reply::text("could not"),
+            Reply::tool_calls(&[("call_2", "bash", &write)]),
+            Reply::text("made it"),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    assert_eq!(server.requests().len(), 4);
+    server.assert_no_violations();
+}

@@ -142,3 +142,60 @@ fn asking_for_the_sessions_own_mode_needs_no_approval() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A preset chosen for a session (`session.setPermission`, the page's selector) is logged and
+/// governs its next calls: read-only refuses a write a workspace preset lets through.
+#[test]
+fn a_sessions_preset_governs_its_next_calls() {
+    let dir = TestDir::new("permission-preset");
+    let write =
+        json!({"command": "echo made > made.txt", "description": "make a file"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &write)]),
+        Reply::text("could not"),
+        Reply::tool_calls(&[("call_2", "bash", &write)]),
+        Reply::text("made"),
+    ]);
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.setPermission",
+        &json!({"sessionId": session, "preset": "read-only"}),
+    );
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    assert_eq!(history["preset"], "read-only", "{history}");
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "make it"}),
+    );
+    socket.until(300, turn_ended);
+    assert!(!dir.join("work/made.txt").exists());
+    let texts = tool_texts(&server);
+    assert!(
+        texts[0].contains("Read-only file system") && texts[0].contains("read-only mode"),
+        "{texts:?}"
+    );
+    let first = server.requests()[0].body.to_string();
+    assert!(
+        first.contains("Sandbox: read-only"),
+        "the model was not told: {first}"
+    );
+    web.call(
+        "session.setPermission",
+        &json!({"sessionId": session, "preset": "workspace-write"}),
+    );
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "again"}),
+    );
+    socket.until(300, turn_ended);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/made.txt"))
+            .ok()
+            .as_deref(),
+        Some("made\n"),
+        "{:?}",
+        tool_texts(&server)
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}

@@ -176,6 +176,29 @@ const scenarios = {
     await shoot(page, "resumed");
   },
 
+  // The permission selector: a session started read-only cannot write; switched to the
+  // workspace preset, its next command can.
+  async preset(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.selectOption("#preset", "read-only");
+    await page.fill("#prompt", "make the file");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelectorAll(".turn-end").length === 1);
+    const refused = await page.textContent(".tool");
+    expect(refused.includes("Read-only file system"), `the first card reads "${refused}"`);
+    await shoot(page, "read-only");
+    await page.selectOption("#preset", "workspace-write");
+    await page.waitForSelector(".toast");
+    await page.fill("#prompt", "again");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelectorAll(".turn-end").length === 2);
+    await page.reload();
+    await page.waitForSelector(".message.assistant");
+    const kept = await page.inputValue("#preset");
+    expect(kept === "workspace-write", `after a reload the preset reads "${kept}"`);
+  },
+
   // No key: the page asks for one (and an endpoint); once saved, a prompt is answered.
   async onboarding(page) {
     await page.goto(authUrl);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RVec};
+use abi_stable::std_types::{RArc, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{AGENT_SESSION_START, AgentNotice};
 use dsh_approval_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO};
@@ -19,8 +19,8 @@ use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{
     AgentNoticeData, ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalOutcome, ApprovalPolicy,
-    ApprovalPolicyEvent, ApprovalRequest, PermissionPresetEvent, SandboxModeEvent,
-    SessionStartSource,
+    ApprovalPolicyEvent, ApprovalRequest, PermissionPreset, PermissionPresetEvent,
+    SandboxModeEvent, SessionStartSource,
 };
 use dsh_session_seam::{NewEventRecord, append_or_report, open_live};
 
@@ -67,7 +67,7 @@ impl Service {
             NewEventRecord::of(&asked),
         )
         .await;
-        let outcome = if self.never {
+        let outcome = if self.session_policy(&ask.session) == ApprovalPolicy::Never {
             ApprovalOutcome::Rejected
         } else {
             let answered = self
@@ -108,6 +108,10 @@ impl Approval for Handle {
     fn policy(&self) -> Json<ApprovalPolicy> {
         Json::encode(&self.0.policy())
     }
+
+    fn session_policy(&self, session: RString) -> Json<ApprovalPolicy> {
+        Json::encode(&self.0.session_policy(&session))
+    }
 }
 
 impl Service {
@@ -117,6 +121,21 @@ impl Service {
         } else {
             ApprovalPolicy::Ask
         }
+    }
+
+    /// The policy of `session`: its latest `approval/policy` (a preset chosen for it), else
+    /// the row's.
+    fn session_policy(&self, session: &str) -> ApprovalPolicy {
+        let Ok(live) = open_live(&self.ctx, session) else {
+            return self.policy();
+        };
+        live.events(0, live.event_count())
+            .iter()
+            .rev()
+            .filter_map(|record| record.decode::<ApprovalPolicyEvent>()?.ok())
+            .map(|event| event.policy)
+            .next()
+            .unwrap_or_else(|| self.policy())
     }
 }
 
@@ -157,18 +176,14 @@ impl Plugin for ApprovalPlugin {
     }
 }
 
-/// The presets `DSH_PERMISSION_MODE` names; each is also its sandbox mode.
-const PRESETS: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
-
 /// With an explicit preset, each new agent's log starts with it, as the reference's does:
 /// `permission/preset`, `sandbox/mode`, `approval/policy`, before anything is queued.
 fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(), PluginError> {
-    if !PRESETS.contains(&preset.as_str()) {
+    if PermissionPreset::parse(&preset).is_none() {
         ctx.log(
             dsh_plugin_api::LogLevel::Warn,
             &format!(
-                "DSH_PERMISSION_MODE=`{preset}` is not one of {}; workspace-write applies",
-                PRESETS.join(", ")
+                "DSH_PERMISSION_MODE=`{preset}` is not one of read-only, workspace-write, danger-full-access; workspace-write applies"
             ),
         );
         return Ok(());

@@ -62,6 +62,17 @@ pub(crate) fn arguments(
     for root in &writable {
         bind(&mut argv, "--bind", root);
     }
+    // Read-only still sees its workspace, which the private /tmp may have covered.
+    if policy.mode == SandboxMode::ReadOnly && private_tmp {
+        for root in policy
+            .writable_roots
+            .iter()
+            .filter(|root| root.as_str() != "/tmp" && Path::new(root.as_str()).starts_with("/tmp"))
+            .filter(|root| Path::new(root.as_str()).is_dir())
+        {
+            bind(&mut argv, "--ro-bind", root);
+        }
+    }
     for protected in mounts.protected {
         if Path::new(protected).exists() {
             bind(&mut argv, "--ro-bind", protected);

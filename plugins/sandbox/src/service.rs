@@ -118,7 +118,7 @@ impl SandboxImpl {
         let count = live.event_count();
         if count > entry.read_up_to {
             let latest = live
-                .events(entry.read_up_to, count - entry.read_up_to)
+                .events(entry.read_up_to, count)
                 .iter()
                 .rev()
                 .filter_map(|record| record.decode::<SandboxModeEvent>()?.ok())

@@ -95,7 +95,10 @@ pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext 
     let mut sections = vec![("sandbox:policy", sandbox_text(&policy(ctx, session, cwd)))];
     if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL) {
         // A policy that does not read is the stricter one.
-        let policy = approval.policy().decode().unwrap_or(ApprovalPolicy::Never);
+        let policy = approval
+            .session_policy(session.into())
+            .decode()
+            .unwrap_or(ApprovalPolicy::Never);
         sections.push(("approval:policy", approval_text(policy).to_owned()));
     }
     let mut text = String::from("Runtime context (it replaces any earlier runtime context):");

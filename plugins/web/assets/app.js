@@ -260,6 +260,7 @@ async function openSession(id) {
   if (history.earlier > 0) list.prepend(element("p", { class: "muted pad" }, `${history.earlier} earlier items are not shown.`));
   renderHeader();
   renderQueue({ nextTurn: [], nextStep: [] });
+  $("preset").value = history.preset || "workspace-write";
   setRunning(history.running);
   renderSessions();
   subscribe();
@@ -352,7 +353,9 @@ async function loadModels(sessionId) {
 
 async function newSession() {
   const model = $("model").value || undefined;
+  const preset = $("preset").value;
   const { sessionId } = await call("session.create", model ? { model } : {});
+  if (preset !== "workspace-write") await call("session.setPermission", { sessionId, preset });
   await refreshSessions();
   await openSession(sessionId);
 }
@@ -395,6 +398,12 @@ function wireComposer() {
     send("queue");
   });
   $("steer").addEventListener("click", () => send("steer"));
+  $("preset").addEventListener("change", () => {
+    if (!state.open) return;
+    call("session.setPermission", { sessionId: state.open.id, preset: $("preset").value })
+      .then(() => toast(`Permissions: ${$("preset").selectedOptions[0].textContent} from the next call on`))
+      .catch((e) => toast(e.message));
+  });
   $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message)));
   $("new").addEventListener("click", () => newSession().catch((e) => toast(e.message)));
   $("search").addEventListener("input", renderSessions);

@@ -105,6 +105,9 @@ impl Api {
             "session.updateQueue" => {
                 serde_json::to_value(self.update_queue(payload(method, body)?)?)
             }
+            "session.setPermission" => {
+                serde_json::to_value(self.set_permission(payload(method, body)?).await?)
+            }
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
             "settings.describe" => {
                 serde_json::to_value(self.describe_settings(self.credentials_writable).await?)

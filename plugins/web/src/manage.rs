@@ -1,12 +1,14 @@
-//! Renaming, forking and deleting sessions. A rename is a `session/title` event (source
+//! Renaming, forking, deleting sessions and choosing their permission preset (logged as
+//! `permission/preset`, `sandbox/mode` and `approval/policy`, which the sandbox and the
+//! approval service read). A rename is a `session/title` event (source
 //! `user`), so every client following the session sees it; a fork is the session log's own
 //! fork of a prefix; a delete moves the stored session to the store's trash, after its agent
 //! (if idle) is disposed, and refuses a session that is running a turn.
 
 use abi_stable::std_types::{RNone, RString};
 use dsh_protocol::{
-    AgentStatus, ChatItem, Created, ForkRequest, RenameRequest, RpcErrorCode, ServerFrame,
-    SessionRef, SessionTitleEvent, TitleSource,
+    AgentStatus, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest, RpcErrorCode,
+    ServerFrame, SessionRef, SessionTitleEvent, SetPermission, TitleSource,
 };
 use dsh_session_seam::{
     NewEventRecord, SESSION_PERSISTENCE, SESSIONS, SessionBox, SessionErrorKind,
@@ -55,6 +57,35 @@ impl Api {
         };
         session
             .append(vec![NewEventRecord::of(&event)].into())
+            .into_result()
+            .map_err(|error| Failure::internal(error.to_string()))?;
+        Ok(serde_json::json!({}))
+    }
+
+    /// `session.setPermission`: logs the preset with the sandbox mode and approval policy it
+    /// sets; the session's next calls run under them.
+    pub(crate) async fn set_permission(
+        &self,
+        request: SetPermission,
+    ) -> Result<serde_json::Value, Failure> {
+        let preset = PermissionPreset::parse(&request.preset).ok_or_else(|| {
+            Failure(
+                RpcErrorCode::BadRequest,
+                format!(
+                    "preset `{}` is not read-only, workspace-write or danger-full-access",
+                    request.preset
+                ),
+            )
+        })?;
+        let session = self.open(&request.session_id).await?;
+        let (preset, mode, policy) = preset.events();
+        let batch = vec![
+            NewEventRecord::of(&preset),
+            NewEventRecord::of(&mode),
+            NewEventRecord::of(&policy),
+        ];
+        session
+            .append(batch.into())
             .into_result()
             .map_err(|error| Failure::internal(error.to_string()))?;
         Ok(serde_json::json!({}))

@@ -6,9 +6,9 @@ use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
-    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode, QueueAction,
-    RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef,
-    SessionSummary, SessionTitleEvent, UpdateQueue,
+    HistoryRequest, ItemRequest, Message, MessageSource, PermissionPresetEvent, PromptAccepted,
+    PromptMode, QueueAction, RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory,
+    SessionList, SessionRef, SessionSummary, SessionTitleEvent, UpdateQueue,
 };
 use dsh_session_seam::{
     SESSION_PERSISTENCE, SESSIONS, SessionErrorKind, SessionStoreService, SessionsService,
@@ -130,6 +130,12 @@ impl Api {
             last_seq: fold.last_seq,
             running: fold.running,
             title: fold.title.clone(),
+            preset: session
+                .events(0, session.event_count())
+                .iter()
+                .rev()
+                .find_map(|record| record.decode::<PermissionPresetEvent>()?.ok())
+                .map(|event| event.preset),
         })
     }
 

@@ -239,4 +239,7 @@ pub struct SessionHistory {
     pub running: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The permission preset the session chose (its latest `permission/preset`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
 }

@@ -59,7 +59,7 @@ pub use model::{
     ToolSchema,
 };
 pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
-pub use sandbox::{Enforcement, SandboxMode, SandboxPolicy};
+pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy};
 pub use schema::schema_document;
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use tools::{
@@ -77,6 +77,6 @@ pub use web::{
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
     ItemRequest, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode, RenameRequest,
     RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel, SendPrompt,
-    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SettingsDescription,
-    SettingsUpdate, UpdateQueue,
+    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
+    SettingsDescription, SettingsUpdate, UpdateQueue,
 };

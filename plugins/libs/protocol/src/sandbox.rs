@@ -46,6 +46,68 @@ impl SandboxMode {
     }
 }
 
+/// A permission preset: a sandbox mode and an approval policy chosen together (the
+/// reference's table). A session's preset is logged as `permission/preset`, with the
+/// `sandbox/mode` and `approval/policy` it sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionPreset {
+    /// Look, change nothing; wider calls are asked.
+    ReadOnly,
+    /// Work in the workspace; wider calls are asked (the default).
+    WorkspaceWrite,
+    /// Everything, and nothing is asked.
+    DangerFullAccess,
+}
+
+impl PermissionPreset {
+    pub const ALL: [Self; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::DangerFullAccess];
+
+    pub fn as_str(self) -> &'static str {
+        self.sandbox_mode().as_str()
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|preset| preset.as_str() == name)
+    }
+
+    pub fn sandbox_mode(self) -> SandboxMode {
+        match self {
+            Self::ReadOnly => SandboxMode::ReadOnly,
+            Self::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            Self::DangerFullAccess => SandboxMode::DangerFullAccess,
+        }
+    }
+
+    pub fn approval_policy(self) -> crate::ApprovalPolicy {
+        match self {
+            Self::DangerFullAccess => crate::ApprovalPolicy::Never,
+            _ => crate::ApprovalPolicy::Ask,
+        }
+    }
+
+    /// The events that set this preset in a session, in the reference's order.
+    pub fn events(
+        self,
+    ) -> (
+        crate::PermissionPresetEvent,
+        crate::SandboxModeEvent,
+        crate::ApprovalPolicyEvent,
+    ) {
+        (
+            crate::PermissionPresetEvent {
+                preset: self.as_str().to_owned(),
+            },
+            crate::SandboxModeEvent {
+                mode: self.sandbox_mode().as_str().to_owned(),
+            },
+            crate::ApprovalPolicyEvent {
+                policy: self.approval_policy(),
+            },
+        )
+    }
+}
+
 /// How fully the confinement is enforced for a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

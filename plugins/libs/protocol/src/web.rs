@@ -377,6 +377,15 @@ pub struct UpdateQueue {
     pub action: crate::QueueAction,
 }
 
+/// `session.setPermission`'s payload: the permission preset of a session's next calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetPermission {
+    pub session_id: String,
+    /// `read-only`, `workspace-write` or `danger-full-access`.
+    pub preset: String,
+}
+
 /// The payload of the methods that name only a session (`session.cancel`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -16,7 +16,7 @@
 )]
 
 use abi_stable::sabi_trait;
-use abi_stable::std_types::RBox;
+use abi_stable::std_types::{RBox, RString};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::{Json, WaterfallEvent};
 use dsh_protocol::{ApprovalOutcome, ApprovalPolicy, ApprovalRequest};
@@ -34,7 +34,9 @@ pub trait Approval: Send + Sync {
     /// Puts `request` to the answerers (or rejects it under the `never` policy), logging
     /// `approval/asked` and `approval/decided` in its session.
     fn request(&self, request: Json<ApprovalRequest>) -> FfiFuture<Json<ApprovalOutcome>>;
-    /// The policy asks are decided by.
+    /// The policy asks are decided by, where a session chose none.
     fn policy(&self) -> Json<ApprovalPolicy>;
+    /// The policy of `session`: its latest `approval/policy` (its preset's), else `policy`.
+    fn session_policy(&self, session: RString) -> Json<ApprovalPolicy>;
 }
 pub type ApprovalService = Approval_TO<'static, RBox<()>>;
