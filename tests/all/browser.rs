@@ -328,7 +328,8 @@ fn a_dropped_event_socket_resumes_with_no_gap_and_no_duplicate() {
 
 #[test]
 fn the_permission_selector_governs_the_sessions_next_calls() {
-    let write = json!({"command": "echo made > made.txt", "description": "make a file"}).to_string();
+    let write =
+        json!({"command": "echo made > made.txt", "description": "make a file"}).to_string();
     let Some(server) = scenario(
         "preset",
         vec![

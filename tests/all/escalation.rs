@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::web_chat::{Web, approval_of, turn_ended};
 
-fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
+pub(crate) fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
     std::fs::create_dir_all(dir.join("work")).unwrap();
     // The test's directory is kept read-only, so `outside` is outside the writable roots.
     let layer = format!(
@@ -43,7 +43,7 @@ fn escalated(command: &str, mode: &str) -> String {
 }
 
 /// The tool messages of the model's last request.
-fn tool_texts(server: &FakeDeepSeek) -> Vec<String> {
+pub(crate) fn tool_texts(server: &FakeDeepSeek) -> Vec<String> {
     let requests = server.requests();
     requests.last().unwrap().body["messages"]
         .as_array()

@@ -15,6 +15,7 @@ mod examples;
 mod fakellm;
 mod headless;
 mod headless_hooks;
+mod jobs;
 mod llm;
 mod reload;
 mod replay;

@@ -66,7 +66,7 @@ fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut yaml = format!(
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 7\n{extra}    calls:\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 10\n{extra}    calls:\n",
         // The test's own directory stays read-only (it lies under the writable /tmp); the
         // workspace inside it stays writable.
         yaml_string(dir.join("").to_str().unwrap()),
@@ -134,6 +134,9 @@ fn bash_calls_run_and_every_outcome_is_logged_in_model_order() {
             "edit",
             "glob",
             "grep",
+            "job_kill",
+            "job_list",
+            "job_output",
             "read",
             "todo_write",
             "write"
@@ -377,7 +380,7 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
             yaml_string(&bash("echo hi"))
         )
     };
-    let config = dir.write("tree.yml", &tree("{}", "{}", "s1", 7));
+    let config = dir.write("tree.yml", &tree("{}", "{}", "s1", 10));
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
     host.wait_stdout("probe done", WAIT);
     let schemas = |host: &HostProcess| -> Vec<Vec<String>> {
@@ -387,15 +390,24 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
             .map(|line| schema_names(line))
             .collect()
     };
-    assert_eq!(schemas(&host)[0].len(), 7, "{:?}", schemas(&host));
+    assert_eq!(schemas(&host)[0].len(), 10, "{:?}", schemas(&host));
 
-    dir.write("tree.yml", &tree("{}", "{disable: [glob, grep]}", "s1", 7));
+    dir.write("tree.yml", &tree("{}", "{disable: [glob, grep]}", "s1", 10));
     host.wait_stderr("config reloaded: 0 added, 0 removed, 1 changed", WAIT);
-    dir.write("tree.yml", &tree("{}", "{disable: [glob, grep]}", "s2", 5));
+    dir.write("tree.yml", &tree("{}", "{disable: [glob, grep]}", "s2", 8));
     host.wait_stdout_count("probe done", 2, WAIT);
     assert_eq!(
         schemas(&host)[1],
-        ["bash", "edit", "read", "todo_write", "write"],
+        [
+            "bash",
+            "edit",
+            "job_kill",
+            "job_list",
+            "job_output",
+            "read",
+            "todo_write",
+            "write"
+        ],
         "{:?}",
         host.stderr()
     );
@@ -406,13 +418,22 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
             "{maxParallelToolCalls: 4}",
             "{disable: [glob, grep]}",
             "s3",
-            5,
+            8,
         ),
     );
     host.wait_stdout_count("probe done", 3, WAIT);
     assert_eq!(
         schemas(&host)[2],
-        ["bash", "edit", "read", "todo_write", "write"]
+        [
+            "bash",
+            "edit",
+            "job_kill",
+            "job_list",
+            "job_output",
+            "read",
+            "todo_write",
+            "write"
+        ]
     );
     let refused: Vec<String> = host
         .stderr()

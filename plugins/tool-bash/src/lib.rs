@@ -1,4 +1,5 @@
-//! Plugin `tool-bash`: registers the `bash` tool with the `tools` service. Each call runs
+//! Plugin `tool-bash`: registers the `bash` tool and the background-job tools (`job_list`,
+//! `job_output`, `job_kill`, see `jobs`) with the `tools` service. Each call runs
 //! `bash -c <command>` in a process group of its own through the `sandbox` service,
 //! in `workdir` (relative to the call's working directory), with the inherited `DSH_*`
 //! variables stripped and the managed ones set. Output keeps the last 64,000 bytes of each
@@ -7,7 +8,10 @@
 //! last. The process starts through the `sandbox` service, confined by the session's policy
 //! (or refused when it cannot be): the tool waits for that service and is not offered without
 //! it. Running commands as the user is the sandbox's `danger-full-access` mode, not a bypass.
+//! With `run_in_background` the command becomes a job and the call answers at once.
 
+mod job_tools;
+mod jobs;
 mod output;
 
 use std::path::Path;
@@ -71,7 +75,7 @@ fn parameters() -> Value {
             "description": {"type": "string", "description": "What the command does, in 5-10 words."},
             "timeoutMs": {"type": "number", "description": "Stop the command after this many milliseconds (default 120000, at most 600000)."},
             "workdir": {"type": "string", "description": "Directory to run in, relative to the working directory."},
-            "run_in_background": {"type": "boolean", "description": "Not supported yet; leave unset."},
+            "run_in_background": {"type": "boolean", "description": "Start the command as a background job and answer at once with its id; read it with job_output, stop it with job_kill; you are told when it ends."},
             "sandbox_permissions": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Run this one command in a wider sandbox mode than the session's (the narrowest that suffices); the user is asked first."},
             "justification": {"type": "string", "description": "Why the command needs the wider mode, for the person asked to approve it."}
         },
@@ -82,6 +86,7 @@ fn parameters() -> Value {
 
 struct Bash {
     ctx: Context,
+    jobs: Arc<jobs::Jobs>,
     sandbox: Service<SandboxService>,
     config: Arc<BashConfig>,
 }
@@ -113,8 +118,6 @@ struct RunValue {
 enum BashError {
     #[error("arguments are not valid: {0}")]
     Arguments(serde_json::Error),
-    #[error("run_in_background is not supported yet: run the command in the foreground")]
-    Background,
     #[error("{0}")]
     Timeout(String),
     #[error("workdir {0} is not a directory")]
@@ -156,9 +159,10 @@ impl Tool for Bash {
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
         let ctx = self.ctx.clone();
         let sandbox = self.sandbox.clone();
+        let jobs = self.jobs.clone();
         let config = self.config.clone();
         async move {
-            let reply = match run(&ctx, &sandbox, &config, &call, cancel).await {
+            let reply = match run(&ctx, &jobs, &sandbox, &config, &call, cancel).await {
                 Ok(reply) => reply,
                 Err(error) => ToolReply::error(error.to_string()),
             };
@@ -186,6 +190,7 @@ enum End<T> {
 /// Runs one call; an error is a message for the model.
 async fn run(
     ctx: &Context,
+    jobs: &Arc<jobs::Jobs>,
     sandbox: &SandboxService,
     config: &BashConfig,
     call: &CallView,
@@ -193,9 +198,6 @@ async fn run(
 ) -> Result<ToolReply, BashError> {
     let arguments: Arguments =
         serde_json::from_str(&call.arguments).map_err(BashError::Arguments)?;
-    if arguments.run_in_background == Some(true) {
-        return Err(BashError::Background);
-    }
     let timeout_ms = clamp_timeout_ms(
         arguments.timeout_ms,
         config.timeout_ms,
@@ -210,6 +212,7 @@ async fn run(
         return Err(BashError::Workdir(cwd.display().to_string()));
     }
     let command = arguments.command;
+    let command_text = command.clone();
     let mut env = vec![EnvVar {
         name: "DSH_SHELL".into(),
         value: "1".into(),
@@ -228,7 +231,7 @@ async fn run(
     }
     let request = SpawnRequest {
         program: "bash".into(),
-        args: RVec::from(vec![RString::from("-c"), RString::from(command)]),
+        args: RVec::from(vec![RString::from("-c"), RString::from(command.as_str())]),
         cwd: RSome(RString::from(cwd.to_string_lossy().as_ref())),
         env: RVec::from(env),
         remove_env: RVec::from(vec![RString::from("DSH_*")]),
@@ -243,6 +246,12 @@ async fn run(
         )
         .into_result()
         .map_err(|refusal| BashError::Refused(refusal.into_string()))?;
+    if arguments.run_in_background == Some(true) {
+        let id = jobs.start(ctx, call.session.as_str(), &command_text, process);
+        return Ok(ToolReply::text(format!(
+            "Started background job {id}. Its output is kept: job_output {id} shows it, job_kill {id} stops it, and you will be told when it ends."
+        )));
+    }
     let stdout = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let stderr = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let reading = {
@@ -345,20 +354,35 @@ impl Plugin for BashPlugin {
     async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let sandbox = ctx.inject::<SandboxService>(SANDBOX)?;
+        let jobs = Arc::new(jobs::Jobs::default());
         let bash = Bash {
             ctx: ctx.clone(),
+            jobs: jobs.clone(),
             sandbox,
             config: Arc::new(config),
         };
-        let registration = tools
-            .register(
-                RString::from(ctx.row_id()),
-                RString::new(),
-                Tool_TO::from_value(bash, TD_Opaque),
-            )
-            .into_result()
-            .map_err(|error| PluginError::plugin(error.to_string()))?;
-        ctx.on_dispose(move || drop(registration))
+        let register = |tool: Tool_TO<'static, abi_stable::std_types::RBox<()>>| {
+            tools
+                .register(RString::from(ctx.row_id()), RString::new(), tool)
+                .into_result()
+                .map_err(|error| PluginError::plugin(error.to_string()))
+        };
+        let mut registrations = vec![register(Tool_TO::from_value(bash, TD_Opaque))?];
+        for kind in [
+            job_tools::JobTool::List,
+            job_tools::JobTool::Output,
+            job_tools::JobTool::Kill,
+        ] {
+            let tool = job_tools::JobToolImpl {
+                kind,
+                jobs: jobs.clone(),
+            };
+            registrations.push(register(Tool_TO::from_value(tool, TD_Opaque))?);
+        }
+        ctx.on_dispose(move || {
+            jobs::kill_all(&jobs);
+            drop(registrations);
+        })
     }
 }
 
