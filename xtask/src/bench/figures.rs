@@ -17,6 +17,8 @@ const SESSION: &str = "Session log and store (issue 3; ours only: the reference 
 const WEB: &str =
     "Web profile (issue 11; ours only: the reference needs Node 22, which cannot run here)";
 
+const SANDBOX: &str = "Sandbox (issue 12; ours only)";
+
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
         section: RUNTIME,
@@ -365,6 +367,30 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "web_live_rss_per_connection",
         peer: None,
         what: "server RSS per event socket (KiB)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_step_danger_full_access",
+        peer: None,
+        what: "one step of a 20-step headless task whose every step runs `bash true`, unconfined (danger-full-access), median (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_step_workspace_write",
+        peer: None,
+        what: "the same step in workspace-write, the command under bubblewrap (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_step_read_only",
+        peer: None,
+        what: "the same step in read-only (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_confinement_per_command",
+        peer: None,
+        what: "what confining one command costs: workspace-write minus danger-full-access (µs)",
     },
 ];
 

@@ -50,10 +50,15 @@ pub struct Config {
     pub text_deltas: usize,
     #[serde(default, rename = "paceMs")]
     pub pace_ms: u64,
+    /// Call `bash` with this command at each step instead of the no-op tool (the sandbox's
+    /// cost per command, end to end).
+    #[serde(default)]
+    pub shell: Option<String>,
 }
 
 struct Clock {
     ctx: Context,
+    shell: Option<String>,
     text_deltas: usize,
     pace: std::time::Duration,
     last: Mutex<Option<Instant>>,
@@ -163,7 +168,13 @@ impl Adapter for Instantly {
         let steps_done =
             usize::try_from(history.count().saturating_sub(1) / 2).unwrap_or(usize::MAX);
         let chunks = if steps_done < clock.steps {
-            let call = ContentBlock::tool_call(format!("n{number}"), "noop", "{}");
+            let call = match &clock.shell {
+                Some(command) => {
+                    let arguments = dsh_plugin_api::serde_json::json!({"command": command, "description": "bench"});
+                    ContentBlock::tool_call(format!("n{number}"), "bash", arguments.to_string())
+                }
+                None => ContentBlock::tool_call(format!("n{number}"), "noop", "{}"),
+            };
             answer(call, FinishReason::ToolCalls)
         } else if clock.text_deltas > 0 {
             streamed_text(clock.text_deltas)
@@ -271,6 +282,7 @@ impl Plugin for BenchModel {
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let clock = Arc::new(Clock {
             ctx: ctx.clone(),
+            shell: config.shell,
             text_deltas: config.text_deltas,
             pace: std::time::Duration::from_millis(config.pace_ms),
             last: Mutex::new(None),

@@ -10,6 +10,7 @@ mod agent;
 mod dispatch;
 mod lifecycle;
 mod process;
+mod sandbox;
 mod session;
 mod tools;
 mod web;
@@ -73,6 +74,13 @@ fn main() {
     });
     let result = result.and_then(|()| if wants("tools") { tools::run() } else { Ok(()) });
     let result = result.and_then(|()| if wants("agent") { agent::run() } else { Ok(()) });
+    let result = result.and_then(|()| {
+        if wants("sandbox") {
+            sandbox::run()
+        } else {
+            Ok(())
+        }
+    });
     let result = result.and_then(|()| if wants("web") { web::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("session") {

@@ -1,0 +1,83 @@
+//! What confinement costs a user: a 20-step headless task whose every step runs `bash true`
+//! through the real sandbox, in each mode. The gap between consecutive model requests is one
+//! whole step (the harness, the pipeline, spawning the command, waiting for it); the
+//! difference between a confined mode and `danger-full-access` is the cost of confining one
+//! command (bubblewrap's namespaces and mounts).
+
+use std::path::Path;
+
+use crate::process::{Host, scratch};
+use crate::{median, report};
+
+const STEPS: usize = 20;
+/// Headless runs per mode; the medians of their step gaps are taken.
+const RUNS: usize = 3;
+
+pub(crate) fn run() -> anyhow::Result<()> {
+    let dir = scratch("sandbox")?;
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work)?;
+    let mut figures = Vec::new();
+    for mode in ["danger-full-access", "workspace-write", "read-only"] {
+        let gap = step_gap(&dir, &work, mode)?;
+        report(
+            &format!("sandbox_step_{}", mode.replace('-', "_")),
+            gap,
+            "us",
+        );
+        figures.push(gap);
+    }
+    report(
+        "sandbox_confinement_per_command",
+        figures[1] - figures[0],
+        "us",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The median step gap (steps 3 to 20) of [`RUNS`] headless tasks in `mode`.
+fn step_gap(dir: &Path, work: &Path, mode: &str) -> anyhow::Result<f64> {
+    let wanted: Vec<String> = (3..=STEPS).map(|n| n.to_string()).collect();
+    let patch = dir.join("sandbox.patch.yml");
+    std::fs::write(
+        &patch,
+        format!(
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        shell: \"true\"\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
+            wanted.join(", "),
+            STEPS + 5
+        ),
+    )?;
+    let mut medians = Vec::new();
+    for _ in 0..RUNS {
+        let host = Host::start(
+            dir,
+            &[
+                "--patch",
+                &patch.display().to_string(),
+                "--profile",
+                "headless",
+                "--no-watch",
+                "--",
+                "--cwd",
+                &work.display().to_string(),
+                "--model",
+                "instant/instant",
+                "go",
+            ],
+        )?;
+        let mut gaps = Vec::new();
+        for _ in 0..wanted.len() {
+            let line = host.line_after("bench step_gap_us ")?;
+            let micros: f64 = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|value| value.parse().ok())
+                .ok_or_else(|| anyhow::anyhow!("bad line `{line}`"))?;
+            gaps.push(micros);
+        }
+        host.stop();
+        medians.push(median(gaps));
+    }
+    Ok(median(medians))
+}
