@@ -199,3 +199,89 @@ fn a_sessions_preset_governs_its_next_calls() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// The reach of an allowing answer, under rules that ask for every call no rule allows:
+/// `session` allows the same call again without asking; `always` writes an allow rule to the
+/// user's settings.yaml, which a new session then runs under without being asked.
+#[test]
+fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
+    let dir = TestDir::new("approval-scopes");
+    std::fs::create_dir_all(dir.home()).unwrap();
+    std::fs::write(
+        dir.home().join("settings.yaml"),
+        "permissions:\n  default: ask\n",
+    )
+    .unwrap();
+    let one = json!({"command": "echo one", "description": "one"}).to_string();
+    let two = json!({"command": "echo two", "description": "two"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("c1", "bash", &one)]),
+        Reply::tool_calls(&[("c2", "bash", &one)]),
+        Reply::tool_calls(&[("c3", "bash", &two)]),
+        Reply::text("first session done"),
+        Reply::tool_calls(&[("c4", "bash", &two)]),
+        Reply::text("second session done"),
+    ]);
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "go"}),
+    );
+    // c1 is put to the page; c2, the same call, is allowed by c1's answer; c3 is put to it.
+    for (call, scope) in [("c1", "session"), ("c3", "always")] {
+        let frames = socket.until(300, |frame| {
+            approval_of(std::slice::from_ref(frame)).is_some_and(|ask| ask["callId"] == call)
+        });
+        let ask = approval_of(&frames[frames.len() - 1..]).unwrap();
+        let receipt = web.call(
+            "approval.respond",
+            &json!({"approvalId": ask["id"], "outcome": "allowed-once", "scope": scope}),
+        );
+        assert_eq!(receipt["accepted"], true, "{call}: {receipt}");
+        if scope == "always" {
+            assert_eq!(receipt["rule"], "bash(echo two)", "{receipt}");
+        }
+    }
+    socket.until(300, turn_ended);
+    let texts = tool_texts(&server);
+    assert!(
+        texts[0].contains("one") && texts[1].contains("one") && texts[2].contains("two"),
+        "{texts:?}"
+    );
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    let scopes: Vec<Value> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["kind"] == "approval")
+        .map(|item| item["scope"].clone())
+        .collect();
+    // Two asks put to the page, one allowed by the session's answer without asking.
+    assert_eq!(
+        scopes,
+        [json!("session"), json!("session"), json!("always")],
+        "{history}"
+    );
+    let settings = std::fs::read_to_string(dir.home().join("settings.yaml")).unwrap();
+    assert!(
+        settings.contains("bash(echo two)") && settings.contains("default: ask"),
+        "{settings}"
+    );
+    web.host.wait_stderr(
+        "config reloaded: 0 added, 0 removed, 1 changed",
+        dsh_tests::WAIT,
+    );
+    let (second, mut followed) = web.followed_session();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": second, "text": "again"}),
+    );
+    let frames = followed.until(300, turn_ended);
+    assert!(
+        approval_of(&frames).is_none(),
+        "the written rule did not allow it: {frames:?}"
+    );
+    assert!(tool_texts(&server).last().unwrap().contains("two"));
+    assert_eq!(web.host.stop(), Some(0));
+}

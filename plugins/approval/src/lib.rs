@@ -19,7 +19,7 @@ use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{
     AgentNoticeData, ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalOutcome, ApprovalPolicy,
-    ApprovalPolicyEvent, ApprovalRequest, PermissionPreset, PermissionPresetEvent,
+    ApprovalPolicyEvent, ApprovalRequest, ApprovalVerdict, PermissionPreset, PermissionPresetEvent,
     SandboxModeEvent, SessionStartSource,
 };
 use dsh_session_seam::{NewEventRecord, append_or_report, open_live};
@@ -37,7 +37,7 @@ pub struct ApprovalConfig {
 struct Service {
     ctx: Context,
     never: bool,
-    request: Channel<WaterfallEvent<Json<ApprovalRequest>, Json<ApprovalOutcome>>>,
+    request: Channel<WaterfallEvent<Json<ApprovalRequest>, Json<ApprovalVerdict>>>,
     next_id: AtomicU64,
 }
 
@@ -67,24 +67,30 @@ impl Service {
             NewEventRecord::of(&asked),
         )
         .await;
-        let outcome = if self.session_policy(&ask.session) == ApprovalPolicy::Never {
-            ApprovalOutcome::Rejected
+        let verdict = if self.session_policy(&ask.session) == ApprovalPolicy::Never {
+            ApprovalVerdict::of(ApprovalOutcome::Rejected)
         } else {
             let answered = self
                 .request
                 .waterfall(RArc::new(Json::encode(&ask)), |_| async {
-                    Ok(Json::encode(&ApprovalOutcome::Unavailable))
+                    Ok(Json::encode(&ApprovalVerdict::of(
+                        ApprovalOutcome::Unavailable,
+                    )))
                 })
                 .await;
             // Anything but one of the four outcomes is `unavailable`: fail closed.
             answered
                 .ok()
-                .and_then(|outcome| outcome.decode().ok())
-                .unwrap_or(ApprovalOutcome::Unavailable)
+                .and_then(|verdict| verdict.decode().ok())
+                .unwrap_or(ApprovalVerdict::of(ApprovalOutcome::Unavailable))
         };
+        let outcome = verdict.outcome;
         let decided = ApprovalDecidedEvent {
             id: ask.id.clone(),
             outcome,
+            scope: verdict
+                .scope
+                .filter(|_| outcome == ApprovalOutcome::AllowedOnce),
         };
         append_or_report(
             &self.ctx,

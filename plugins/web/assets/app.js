@@ -429,8 +429,9 @@ function wireComposer() {
   $("items").addEventListener("dsh-answer", (event) => {
     for (const button of event.target.closest(".approval").querySelectorAll("button")) button.disabled = true;
     call("approval.respond", event.detail)
-      .then(({ accepted }) => {
+      .then(({ accepted, rule }) => {
         if (!accepted) toast("That approval was already decided or is no longer waiting.");
+        else if (rule) toast(`Always allowed: ${rule} (saved under permissions.allow in settings.yaml)`);
       })
       .catch((error) => toast(error.message));
   });

@@ -154,21 +154,28 @@ export function renderItem(item) {
       node = turnEnd(item);
       break;
     case "approval": {
-      const answer = (outcome) => (event) =>
+      const answer = (outcome, scope) => (event) =>
         event.target.dispatchEvent(
-          new CustomEvent("dsh-answer", { bubbles: true, detail: { approvalId: item.id, outcome } }),
+          new CustomEvent("dsh-answer", { bubbles: true, detail: { approvalId: item.id, outcome, scope } }),
         );
       const decided = { "allowed-once": "Allowed once", rejected: "Rejected", cancelled: "Cancelled", unavailable: "No answer: refused" };
+      const reach = { session: "Allowed for this session", always: "Always allowed" };
       node = element(
         "div",
         { class: item.outcome ? "approval decided" : "approval pending", role: item.outcome ? null : "alertdialog", "aria-label": `Approve ${item.toolName}?` },
         element("div", { class: "approval-ask" }, element("strong", {}, `Run ${item.toolName}?`), item.reason ? ` ${item.reason}` : ""),
         item.outcome
-          ? element("div", { class: "approval-outcome" }, decided[item.outcome] || item.outcome)
+          ? element("div", { class: "approval-outcome" }, reach[item.scope] || decided[item.outcome] || item.outcome)
           : element(
               "div",
               { class: "approval-actions" },
               element("button", { type: "button", class: "allow", onclick: answer("allowed-once") }, "Allow once"),
+              item.callId
+                ? element("button", { type: "button", class: "allow-session", title: "This exact call, without asking again in this session", onclick: answer("allowed-once", "session") }, "Allow for session")
+                : null,
+              item.callId
+                ? element("button", { type: "button", class: "allow-always", title: "Writes an allow rule for this exact call to your settings.yaml", onclick: answer("allowed-once", "always") }, "Always allow")
+                : null,
               element("button", { type: "button", class: "reject", onclick: answer("rejected") }, "Reject"),
             ),
       );

@@ -126,11 +126,7 @@ impl Api {
             "credentials.unset" => serde_json::to_value(serde_json::json!({
                 "removed": self.unset_credential(payload(method, body)?).await?
             })),
-            "approval.respond" => serde_json::to_value(
-                self.pending
-                    .answer(payload(method, body)?)
-                    .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?,
-            ),
+            "approval.respond" => serde_json::to_value(self.respond(payload(method, body)?).await?),
             other => {
                 return Err(Failure(
                     RpcErrorCode::BadRequest,

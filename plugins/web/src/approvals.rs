@@ -3,15 +3,23 @@
 //! wins, the card of every tab then shows it decided, through the logged `approval/decided`);
 //! with no page connected, or after a bounded wait, it defers to the rest of the chain, whose
 //! default is `unavailable`: nothing is ever approved for want of an answer.
+//!
+//! An allowing answer may reach further than its call: `session` allows the same call (tool and
+//! arguments) for the rest of the session without asking again; `always` also writes an allow
+//! rule for it to the user's settings (see `Api::respond`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_approval_seam::APPROVAL_REQUEST;
 use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::{Context, Json, Next, PluginError, lock};
-use dsh_protocol::{AnswerReceipt, ApprovalAnswer, ApprovalOutcome, ApprovalRequest};
+use dsh_protocol::{
+    AnswerReceipt, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, ApprovalScope,
+    ApprovalVerdict, ToolCallEvent,
+};
+use dsh_session_seam::open_live;
 use tokio::sync::oneshot;
 
 use crate::live::Hub;
@@ -19,13 +27,33 @@ use crate::live::Hub;
 /// How long an ask waits for a person before it is `unavailable`.
 const ANSWER_WAIT: Duration = Duration::from_secs(15 * 60);
 
-/// The asks waiting for an answer, by approval id.
+/// The call an ask is about: its session, tool and arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct AskedCall {
+    pub(crate) session: String,
+    pub(crate) tool: String,
+    pub(crate) arguments: String,
+}
+
+struct Waiting {
+    call: Option<AskedCall>,
+    answer: oneshot::Sender<ApprovalVerdict>,
+}
+
+/// The asks waiting for an answer, by approval id, and the calls allowed for their session.
 #[derive(Default)]
-pub(crate) struct Pending(Mutex<HashMap<String, oneshot::Sender<ApprovalOutcome>>>);
+pub(crate) struct Pending {
+    waiting: Mutex<HashMap<String, Waiting>>,
+    allowed: Mutex<HashSet<AskedCall>>,
+}
 
 impl Pending {
-    /// A person's answer; only `allowed-once` and `rejected` are theirs to give.
-    pub(crate) fn answer(&self, answer: ApprovalAnswer) -> Result<AnswerReceipt, String> {
+    /// A person's answer; only `allowed-once` and `rejected` are theirs to give. Answers the
+    /// receipt and, for an accepted `always`, the call to write a rule for.
+    pub(crate) fn answer(
+        &self,
+        answer: ApprovalAnswer,
+    ) -> Result<(AnswerReceipt, Option<AskedCall>), String> {
         if !matches!(
             answer.outcome,
             ApprovalOutcome::AllowedOnce | ApprovalOutcome::Rejected
@@ -35,10 +63,71 @@ impl Pending {
                 answer.outcome.as_str()
             ));
         }
-        let waiting = lock(&self.0).remove(&answer.approval_id);
-        let accepted = waiting.is_some_and(|sender| sender.send(answer.outcome).is_ok());
-        Ok(AnswerReceipt { accepted })
+        let scope = answer
+            .scope
+            .filter(|_| answer.outcome == ApprovalOutcome::AllowedOnce);
+        if scope.is_some_and(|scope| scope != ApprovalScope::Once)
+            && lock(&self.waiting)
+                .get(&answer.approval_id)
+                .is_some_and(|waiting| waiting.call.is_none())
+        {
+            return Err("this ask names no call, so it can only be answered once".to_owned());
+        }
+        let Some(waiting) = lock(&self.waiting).remove(&answer.approval_id) else {
+            return Ok((
+                AnswerReceipt {
+                    accepted: false,
+                    rule: None,
+                },
+                None,
+            ));
+        };
+        let verdict = ApprovalVerdict {
+            outcome: answer.outcome,
+            scope,
+        };
+        if waiting.answer.send(verdict).is_err() {
+            return Ok((
+                AnswerReceipt {
+                    accepted: false,
+                    rule: None,
+                },
+                None,
+            ));
+        }
+        if matches!(scope, Some(ApprovalScope::Session | ApprovalScope::Always))
+            && let Some(call) = &waiting.call
+        {
+            lock(&self.allowed).insert(call.clone());
+        }
+        let always = (scope == Some(ApprovalScope::Always))
+            .then_some(waiting.call)
+            .flatten();
+        Ok((
+            AnswerReceipt {
+                accepted: true,
+                rule: None,
+            },
+            always,
+        ))
     }
+}
+
+/// The tool call `call_id` of `session`, from its log.
+fn asked_call(ctx: &Context, ask: &ApprovalRequest) -> Option<AskedCall> {
+    let call_id = ask.call_id.as_deref().filter(|id| !id.is_empty())?;
+    let session = open_live(ctx, &ask.session).ok()?;
+    let events = session.events(0, session.event_count());
+    let call = events
+        .iter()
+        .rev()
+        .filter_map(|record| record.decode::<ToolCallEvent>()?.ok())
+        .find(|call| call.call_id == call_id)?;
+    Some(AskedCall {
+        session: ask.session.clone(),
+        tool: call.name,
+        arguments: call.arguments,
+    })
 }
 
 /// Listens on `approval/request` as the browser's answerer.
@@ -50,26 +139,58 @@ pub(crate) fn answer_asks(
     let sleeper = ctx.clone();
     ctx.on_waterfall(
         &APPROVAL_REQUEST,
-        move |next: Next<Json<ApprovalRequest>, Json<ApprovalOutcome>>| {
-            let (hub, pending, sleeper) = (hub.clone(), pending.clone(), sleeper.clone());
+        move |next: Next<Json<ApprovalRequest>, Json<ApprovalVerdict>>| {
+            let (hub, pending, ctx) = (hub.clone(), pending.clone(), sleeper.clone());
             async move {
                 let Ok(ask) = next.payload().decode() else {
                     return next.run().await;
                 };
+                let call = asked_call(&ctx, &ask);
+                if let Some(call) = &call
+                    && lock(&pending.allowed).contains(call)
+                {
+                    return Ok(Json::encode(&ApprovalVerdict {
+                        outcome: ApprovalOutcome::AllowedOnce,
+                        scope: Some(ApprovalScope::Session),
+                    }));
+                }
                 if hub.connection_count() == 0 || ask.id.is_empty() {
                     return next.run().await;
                 }
                 let (sender, receiver) = oneshot::channel();
-                lock(&pending.0).insert(ask.id.clone(), sender);
+                lock(&pending.waiting).insert(
+                    ask.id.clone(),
+                    Waiting {
+                        call,
+                        answer: sender,
+                    },
+                );
                 // The ask is already logged (approval/asked): every page following the session
                 // shows its card from the log; this only waits for the first answer.
-                let answered = first_of(receiver, sleeper.sleep(ANSWER_WAIT)).await;
-                lock(&pending.0).remove(&ask.id);
+                let answered = first_of(receiver, ctx.sleep(ANSWER_WAIT)).await;
+                lock(&pending.waiting).remove(&ask.id);
                 match answered {
-                    Either::Left(Ok(outcome)) => Ok(Json::encode(&outcome)),
+                    Either::Left(Ok(verdict)) => Ok(Json::encode(&verdict)),
                     Either::Left(Err(_)) | Either::Right(()) => next.run().await,
                 }
             }
         },
     )
+}
+
+/// The allow rule that covers `call` exactly: `bash(<command>)`, `write(<path>)`, or the
+/// tool's name for a tool whose arguments a rule cannot name.
+pub(crate) fn rule_for(call: &AskedCall) -> String {
+    let arguments: serde_json::Value =
+        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+    let field = match call.tool.as_str() {
+        "bash" => Some("command"),
+        "read" | "write" | "edit" => Some("file_path"),
+        "glob" | "grep" => Some("path"),
+        _ => None,
+    };
+    match field.and_then(|field| arguments[field].as_str()) {
+        Some(subject) => format!("{}({subject})", call.tool),
+        None => call.tool.clone(),
+    }
 }

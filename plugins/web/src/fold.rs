@@ -183,6 +183,7 @@ impl Fold {
                         call_id: asked.call_id,
                         reason: asked.reason,
                         outcome: None,
+                        scope: None,
                     };
                     self.upsert(item, &mut change);
                 }
@@ -195,11 +196,13 @@ impl Fold {
                     let mut item = self.items[at].clone();
                     if let ChatItem::Approval {
                         outcome,
+                        scope,
                         seq: at_seq,
                         ..
                     } = &mut item
                     {
                         *outcome = Some(decided.outcome);
+                        *scope = decided.scope;
                         *at_seq = seq;
                     }
                     self.upsert(item, &mut change);

@@ -187,14 +187,67 @@ impl Api {
                 if !adapter.is_empty() {
                     document.insert(key, serde_norway::Value::Mapping(adapter));
                 }
-                let text = serde_norway::to_string(&document).map_err(|error| error.to_string())?;
-                let scratch = path.with_extension("yaml.part");
-                std::fs::write(&scratch, text)
-                    .and_then(|()| std::fs::rename(&scratch, &path))
-                    .map_err(|error| format!("{}: {error}", path.display()))
+                write_document(&path, &document)
             })
             .await
             .map_err(|error| Failure::internal(error.to_string()))?;
         written.map_err(Failure::internal)
     }
+
+    /// `approval.respond`: the answer, and for an accepted `always` the allow rule written
+    /// under `permissions.allow` in the settings document (the host reloads the rules row).
+    pub(crate) async fn respond(
+        &self,
+        answer: dsh_protocol::ApprovalAnswer,
+    ) -> Result<dsh_protocol::AnswerReceipt, Failure> {
+        let (mut receipt, always) = self
+            .pending
+            .answer(answer)
+            .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?;
+        let Some(call) = always else {
+            return Ok(receipt);
+        };
+        let rule = crate::approvals::rule_for(&call);
+        let path = self.settings_file()?;
+        let added = rule.clone();
+        let written = self
+            .ctx
+            .blocking(move || -> Result<(), String> {
+                let mut document = read_document(&path)?;
+                let key = serde_norway::Value::String(PERMISSIONS_ROW.to_owned());
+                let mut permissions = match document.remove(&key) {
+                    Some(serde_norway::Value::Mapping(permissions)) => permissions,
+                    _ => serde_norway::Mapping::new(),
+                };
+                let field = serde_norway::Value::String("allow".to_owned());
+                let mut allow = match permissions.remove(&field) {
+                    Some(serde_norway::Value::Sequence(allow)) => allow,
+                    _ => Vec::new(),
+                };
+                let rule = serde_norway::Value::String(added);
+                if !allow.contains(&rule) {
+                    allow.push(rule);
+                }
+                permissions.insert(field, serde_norway::Value::Sequence(allow));
+                document.insert(key, serde_norway::Value::Mapping(permissions));
+                write_document(&path, &document)
+            })
+            .await
+            .map_err(|error| Failure::internal(error.to_string()))?;
+        written.map_err(|error| Failure(RpcErrorCode::SettingsRejected, error))?;
+        receipt.rule = Some(rule);
+        Ok(receipt)
+    }
+}
+
+/// The namespace of the permission rules in the settings document (their row id).
+const PERMISSIONS_ROW: &str = "permissions";
+
+/// Writes the settings document through a rename, so the host's watcher never reads half.
+fn write_document(path: &std::path::Path, document: &serde_norway::Mapping) -> Result<(), String> {
+    let text = serde_norway::to_string(document).map_err(|error| error.to_string())?;
+    let scratch = path.with_extension("yaml.part");
+    std::fs::write(&scratch, text)
+        .and_then(|()| std::fs::rename(&scratch, path))
+        .map_err(|error| format!("{}: {error}", path.display()))
 }

@@ -65,6 +65,9 @@ pub enum ChatItem {
         reason: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<ApprovalOutcome>,
+        /// How far an allowing answer reaches (`session`, `always`), when it said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<crate::ApprovalScope>,
     },
     /// Something a person should know that is not a message: a retry, a failure.
     Notice {

@@ -238,6 +238,40 @@ event_data!(ApprovalAskedEvent, "approval/asked");
 pub struct ApprovalDecidedEvent {
     pub id: String,
     pub outcome: ApprovalOutcome,
+    /// How far an `allowed-once` answer reaches, when the person said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ApprovalScope>,
+}
+
+/// How far a person's allowing answer reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalScope {
+    /// This call only.
+    Once,
+    /// This exact call (tool and arguments) for the rest of the session.
+    Session,
+    /// Always: an allow rule is written to the user's settings.
+    Always,
+}
+
+/// An answerer's verdict on `approval/request`: the outcome, and how far an allowing one
+/// reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalVerdict {
+    pub outcome: ApprovalOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ApprovalScope>,
+}
+
+impl ApprovalVerdict {
+    /// A verdict without a scope.
+    pub fn of(outcome: ApprovalOutcome) -> Self {
+        Self {
+            outcome,
+            scope: None,
+        }
+    }
 }
 event_data!(ApprovalDecidedEvent, "approval/decided");
 

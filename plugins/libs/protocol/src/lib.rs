@@ -45,12 +45,13 @@ pub use content::{
 };
 pub use envelope::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
 pub use events::{
-    ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy, ApprovalPolicyEvent,
-    AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData, HeaderReason,
-    InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent, PermissionPresetEvent,
-    RequestContextEvent, RequestHeader, RequestHeaderEvent, SandboxModeEvent, SessionTitleEvent,
-    SpliceOutcome, StepEndEvent, StepStartEvent, TitleSource, TodoItem, TodoStatus, TodoWriteEvent,
-    ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
+    ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy, ApprovalPolicyEvent, ApprovalScope,
+    ApprovalVerdict, AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData,
+    HeaderReason, InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent,
+    PermissionPresetEvent, RequestContextEvent, RequestHeader, RequestHeaderEvent,
+    SandboxModeEvent, SessionTitleEvent, SpliceOutcome, StepEndEvent, StepStartEvent, TitleSource,
+    TodoItem, TodoStatus, TodoWriteEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent,
+    TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
 pub use model::{

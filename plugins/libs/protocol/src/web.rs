@@ -236,6 +236,9 @@ pub struct ApprovalAnswer {
     pub approval_id: String,
     /// `allowed-once` or `rejected`.
     pub outcome: crate::tools::ApprovalOutcome,
+    /// How far an `allowed-once` reaches (default: this call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::ApprovalScope>,
 }
 
 /// `approval.respond`'s value: whether this answer decided it (the first answer wins; a later
@@ -244,6 +247,9 @@ pub struct ApprovalAnswer {
 #[serde(rename_all = "camelCase")]
 pub struct AnswerReceipt {
     pub accepted: bool,
+    /// The allow rule an `always` answer wrote to the user's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// One secret the settings know of, never its value.

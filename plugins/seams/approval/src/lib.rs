@@ -19,13 +19,13 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RString};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::{Json, WaterfallEvent};
-use dsh_protocol::{ApprovalOutcome, ApprovalPolicy, ApprovalRequest};
+use dsh_protocol::{ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalVerdict};
 
 /// Service key of the approval service.
 pub const APPROVAL: &str = "approval";
 
-/// `approval/request`: the answerer chain; the first listener that answers an outcome wins.
-pub const APPROVAL_REQUEST: WaterfallEvent<Json<ApprovalRequest>, Json<ApprovalOutcome>> =
+/// `approval/request`: the answerer chain; the first listener that answers a verdict wins.
+pub const APPROVAL_REQUEST: WaterfallEvent<Json<ApprovalRequest>, Json<ApprovalVerdict>> =
     WaterfallEvent::new("approval/request");
 
 /// The approval service.
