@@ -322,7 +322,12 @@ fn with_no_working_backend_a_command_is_refused_and_says_how_to_install_one() {
         Reply::tool_calls(&[("call_1", "bash", &command)]),
         Reply::text("refused"),
     ]);
-    let out = run(&server, &dir, "    bwrap: /nonexistent/bwrap\n", &[]);
+    let out = run(
+        &server,
+        &dir,
+        "    backend: bwrap\n    bwrap: /nonexistent/bwrap\n",
+        &[],
+    );
     assert_eq!(out.code, Some(0), "{out:?}");
     let results = results(&server);
     let text = &results[0].1;
@@ -442,5 +447,60 @@ fn allow_deny_and_ask_rules_decide_before_the_call() {
     assert!(
         text.contains(".dsh/settings.yaml:3") && text.contains("bash(ls"),
         "{text}"
+    );
+}
+
+/// Without bubblewrap, `auto` falls back to Landlock (where the kernel has it): files outside
+/// the writable roots and TCP are fenced, secrets are still removed, and the model is told the
+/// enforcement is partial.
+#[test]
+fn without_bubblewrap_landlock_fences_files_and_the_network() {
+    let dir = TestDir::new("sandbox-landlock");
+    let work = dir.join("work");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = bash(format!(
+        "echo in > inside.txt && cat inside.txt; echo x > {}/a.txt; exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected; echo \"secret=[$DSH_TEST_SECRET_TOKEN]\"",
+        outside.display()
+    ))
+    .to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &command)]),
+        Reply::text("done"),
+    ]);
+    // /tmp stays out of the writable roots here, so the test's own directory is outside.
+    let out = run(
+        &server,
+        &dir,
+        "    bwrap: /nonexistent/bwrap\n    writableRoots: []\n    tempWritable: false\n",
+        &[("DSH_TEST_SECRET_TOKEN", "hunter2")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let first = server.requests()[0].body.to_string();
+    if first.contains("No sandbox backend works") {
+        eprintln!("skipped: this kernel has no usable Landlock");
+        return;
+    }
+    assert!(
+        first.contains("Sandbox: workspace-write (enforced by landlock)"),
+        "{first}"
+    );
+    let text = &results(&server)[0].1;
+    assert!(text.contains("in\n") || text.contains("in\\n"), "{text}");
+    assert!(text.contains("a.txt: Permission denied"), "{text}");
+    assert!(
+        text.contains("connect: Permission denied") && !text.contains("connected\n"),
+        "{text}"
+    );
+    assert!(text.contains("secret=[]"), "{text}");
+    assert!(!outside.join("a.txt").exists());
+    assert!(listener.accept().is_err());
+    assert_eq!(
+        std::fs::read_to_string(work.join("inside.txt")).unwrap(),
+        "in\n"
     );
 }

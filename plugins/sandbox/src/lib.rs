@@ -7,7 +7,8 @@
 //! over them, the credentials masked, no network unless the row allows it, in fresh pid and
 //! network namespaces that die with the call. At start the backend is probed once; when it
 //! does not work, every command that needs confinement is refused with the reason and how to
-//! install bubblewrap, never run unconfined. Secrets are removed from every process's
+//! install bubblewrap, never run unconfined. Where bubblewrap does not work, Landlock (through
+//! the host's `sandbox-exec`) confines files and TCP, reported as `partial` enforcement. Secrets are removed from every process's
 //! environment (names holding KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL) unless allowed by name.
 //! A `bash`, `write` or `edit` call may ask for a wider mode for itself (`sandbox_permissions`
 //! + `justification`): a person approves it first (see `escalation`).
@@ -15,6 +16,7 @@
 mod bwrap;
 mod env;
 mod escalation;
+mod landlock;
 mod service;
 
 use std::sync::Arc;
@@ -52,29 +54,33 @@ pub struct SandboxConfig {
     pub hidden: Vec<String>,
     /// A fresh, private `/tmp` per command instead of the host's.
     pub fresh_tmp: bool,
+    /// Whether `/tmp` and the temp dir are writable in `workspace-write` (default true).
+    pub temp_writable: Option<bool>,
     /// The bubblewrap program (default `bwrap`, looked up on `PATH`).
     pub bwrap: Option<String>,
+    /// `auto` (default: bubblewrap, else Landlock), `bwrap` or `landlock`.
+    pub backend: Option<String>,
 }
 
 /// How long the probe of the backend may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether `bwrap` runs a confined `true` here; why not, when it does not.
-async fn probe(ctx: &Context, subprocess: &SubprocessService, bwrap: &str) -> Backend {
+/// Runs `program args` (a backend's probe) and answers `None` when it exits 0, else why not.
+async fn probe_with(
+    ctx: &Context,
+    subprocess: &SubprocessService,
+    program: &str,
+    args: Vec<String>,
+) -> Option<String> {
     let request = SpawnRequest {
-        program: RString::from(bwrap),
-        args: bwrap::probe_arguments()
-            .into_iter()
-            .map(RString::from)
-            .collect::<RVec<_>>(),
+        program: RString::from(program),
+        args: args.into_iter().map(RString::from).collect::<RVec<_>>(),
         cwd: RSome(RString::from("/")),
         ..SpawnRequest::default()
     };
     let process = match subprocess.spawn(request).into_result() {
         Ok(process) => process,
-        Err(error) => {
-            return Backend::Unavailable(format!("bwrap: cannot start `{bwrap}`: {error}"));
-        }
+        Err(error) => return Some(format!("cannot start `{program}`: {error}")),
     };
     let mut stderr = Vec::new();
     let reading = async {
@@ -84,20 +90,63 @@ async fn probe(ctx: &Context, subprocess: &SubprocessService, bwrap: &str) -> Ba
         process.wait().await.into_result()
     };
     match first_of(reading, ctx.sleep(PROBE_TIMEOUT)).await {
-        Either::Left(Ok(status)) if status.code.into_option() == Some(0) => {
-            Backend::Bwrap(bwrap.to_owned())
-        }
-        Either::Left(Ok(status)) => Backend::Unavailable(format!(
-            "bwrap does not work here (exit {:?}): {}",
+        Either::Left(Ok(status)) if status.code.into_option() == Some(0) => None,
+        Either::Left(Ok(status)) => Some(format!(
+            "it does not work here (exit {:?}): {}",
             status.code.into_option(),
             String::from_utf8_lossy(&stderr).trim()
         )),
-        Either::Left(Err(error)) => Backend::Unavailable(format!("bwrap: {error}")),
+        Either::Left(Err(error)) => Some(error.to_string()),
         Either::Right(()) => {
             let _ = process.terminate(500).await;
-            Backend::Unavailable("bwrap did not answer its probe within 10 s".to_owned())
+            Some("it did not answer its probe within 10 s".to_owned())
         }
     }
+}
+
+/// The backend `wanted` names (`auto` tries bubblewrap, then Landlock), probed once.
+async fn choose(
+    ctx: &Context,
+    subprocess: &SubprocessService,
+    wanted: &str,
+    bwrap: &str,
+) -> Result<Backend, PluginError> {
+    let host = std::env::current_exe()
+        .map(|path| path.display().to_string())
+        .unwrap_or_else(|_| "dsh-host".to_owned());
+    let try_bwrap = async {
+        match probe_with(ctx, subprocess, bwrap, bwrap::probe_arguments()).await {
+            None => Ok(Backend::Bwrap(bwrap.to_owned())),
+            Some(why) => Err(format!("bwrap ({bwrap}): {why}")),
+        }
+    };
+    let try_landlock = async {
+        match probe_with(ctx, subprocess, &host, landlock::probe_arguments()).await {
+            None => Ok(Backend::Landlock(host.clone())),
+            Some(why) => Err(format!("landlock: {why}")),
+        }
+    };
+    let chosen = match wanted {
+        "bwrap" => try_bwrap.await,
+        "landlock" => try_landlock.await,
+        "auto" => match try_bwrap.await {
+            Ok(backend) => Ok(backend),
+            Err(bwrap_failed) => try_landlock
+                .await
+                .map_err(|landlock_failed| format!("{bwrap_failed}; {landlock_failed}")),
+        },
+        other => {
+            return Err(PluginError {
+                kind: dsh_plugin_api::ErrorKind::Config,
+                message: format!(
+                    "invalid config: backend `{other}` (expected auto, bwrap or landlock)"
+                )
+                .into(),
+                path: RSome("$.backend".into()),
+            });
+        }
+    };
+    Ok(chosen.unwrap_or_else(Backend::Unavailable))
 }
 
 fn default_mode(config: &SandboxConfig) -> Result<SandboxMode, PluginError> {
@@ -129,7 +178,8 @@ impl Plugin for SandboxPlugin {
         let subprocess: Service<SubprocessService> = ctx.inject(SUBPROCESS_SERVICE)?;
         let default_mode = default_mode(&config)?;
         let bwrap_path = config.bwrap.clone().unwrap_or_else(|| "bwrap".to_owned());
-        let backend = probe(&ctx, &subprocess, &bwrap_path).await;
+        let wanted = config.backend.clone().unwrap_or_else(|| "auto".to_owned());
+        let backend = choose(&ctx, &subprocess, &wanted, &bwrap_path).await?;
         if let Backend::Unavailable(reason) = &backend {
             ctx.log(
                 LogLevel::Warn,
@@ -146,6 +196,7 @@ impl Plugin for SandboxPlugin {
             protected: config.protected,
             hidden: config.hidden,
             fresh_tmp: config.fresh_tmp,
+            temp_writable: config.temp_writable.unwrap_or(true),
         };
         let service = Arc::new(SandboxImpl::new(ctx.clone(), settings, backend, subprocess));
         escalation::listen(&ctx, service.clone())?;

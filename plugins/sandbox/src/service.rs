@@ -21,6 +21,9 @@ use crate::env::secret_names;
 pub(crate) enum Backend {
     /// `bwrap` at this path works.
     Bwrap(String),
+    /// Landlock, through the host's `sandbox-exec` (the host binary at this path): files and
+    /// TCP are fenced, but there is no pid or mount namespace.
+    Landlock(String),
     /// None works, and why (commands that need confinement are refused).
     Unavailable(String),
 }
@@ -34,6 +37,7 @@ pub(crate) struct Settings {
     pub(crate) protected: Vec<String>,
     pub(crate) hidden: Vec<String>,
     pub(crate) fresh_tmp: bool,
+    pub(crate) temp_writable: bool,
 }
 
 /// A session's mode as far as its log was read.
@@ -135,10 +139,11 @@ impl SandboxImpl {
             .unwrap_or_else(|| self.mode_of(session));
         let mut writable_roots = vec![cwd.to_owned()];
         writable_roots.extend(self.settings.writable_roots.iter().cloned());
-        for temp in [
+        let temps = [
             "/tmp".to_owned(),
             std::env::temp_dir().display().to_string(),
-        ] {
+        ];
+        for temp in temps.into_iter().filter(|_| self.settings.temp_writable) {
             if !writable_roots.contains(&temp) {
                 writable_roots.push(temp);
             }
@@ -146,6 +151,7 @@ impl SandboxImpl {
         let (enforcement, backend) = match (&self.backend, mode) {
             (_, SandboxMode::DangerFullAccess) => (Enforcement::None, "none".to_owned()),
             (Backend::Bwrap(_), _) => (Enforcement::Full, "bwrap".to_owned()),
+            (Backend::Landlock(_), _) => (Enforcement::Partial, "landlock".to_owned()),
             (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
         };
         SandboxPolicy {
@@ -176,8 +182,31 @@ impl SandboxImpl {
         remove.extend(secrets.into_iter().map(RString::from));
         request.remove_env = RVec::from(remove);
         if policy.mode != SandboxMode::DangerFullAccess {
-            let bwrap_path = match &self.backend {
-                Backend::Bwrap(path) => path.clone(),
+            let run_in = request
+                .cwd
+                .as_ref()
+                .map_or_else(|| cwd.to_owned(), |dir| dir.to_string());
+            let args: Vec<String> = request.args.iter().map(|arg| arg.to_string()).collect();
+            let (program, argv) = match &self.backend {
+                Backend::Bwrap(path) => {
+                    let mounts = Mounts {
+                        protected: &policy.protected,
+                        hidden: &policy.hidden,
+                        fresh_tmp: self.settings.fresh_tmp,
+                    };
+                    let argv = bwrap::arguments(
+                        &policy,
+                        &mounts,
+                        &run_in,
+                        request.program.as_str(),
+                        &args,
+                    );
+                    (path.clone(), argv)
+                }
+                Backend::Landlock(host) => (
+                    host.clone(),
+                    crate::landlock::arguments(&policy, request.program.as_str(), &args),
+                ),
                 Backend::Unavailable(reason) => {
                     return Err(SandboxError::NoBackend {
                         mode: policy.mode.as_str(),
@@ -185,18 +214,7 @@ impl SandboxImpl {
                     });
                 }
             };
-            let run_in = request
-                .cwd
-                .as_ref()
-                .map_or_else(|| cwd.to_owned(), |dir| dir.to_string());
-            let args: Vec<String> = request.args.iter().map(|arg| arg.to_string()).collect();
-            let mounts = Mounts {
-                protected: &policy.protected,
-                hidden: &policy.hidden,
-                fresh_tmp: self.settings.fresh_tmp,
-            };
-            let argv = bwrap::arguments(&policy, &mounts, &run_in, request.program.as_str(), &args);
-            request.program = RString::from(bwrap_path);
+            request.program = RString::from(program);
             request.args = argv.into_iter().map(RString::from).collect();
         }
         self.subprocess

@@ -42,11 +42,14 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
                 .skip(1)
                 .map(String::as_str)
                 .collect();
+            let also = match others.is_empty() {
+                true => String::new(),
+                false => format!(" and {}", others.join(", ")),
+            };
             format!(
                 "Sandbox: workspace-write{enforced}. Commands, `write` and `edit` may change files \
-                 under the working directory \"{cwd}\" and {}; everywhere else the file system is \
-                 read-only. {network}{refused}",
-                others.join(", ")
+                 under the working directory \"{cwd}\"{also}; everywhere else the file system is \
+                 read-only. {network}{refused}"
             )
         }
     }

@@ -1,0 +1,117 @@
+//! `dsh-host sandbox-exec [--write DIR].. [--network] -- PROGRAM [ARGS..]`: the Landlock
+//! backend of the `sandbox` plugin, for machines where bubblewrap cannot run. The process
+//! restricts itself (files: read and execute everywhere, write only under the `--write`
+//! directories and a few device files; TCP: no bind or connect unless `--network`), sets
+//! `no_new_privs`, and replaces itself with the program, which inherits the restriction with
+//! every process it starts. `--probe` only restricts and exits 0 when the kernel enforced it
+//! all. It is internal: the sandbox plugin builds these command lines. Runs before anything
+//! else of the host (no runtime, no logging), as the first argument.
+
+use std::os::unix::process::CommandExt;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    path_beneath_rules,
+};
+
+/// The subcommand's name, recognised as the first argument.
+pub const SANDBOX_EXEC: &str = "sandbox-exec";
+
+/// The newest ABI asked for; older kernels enforce what they can (said as partial).
+const WANTED: ABI = ABI::V5;
+
+/// Device files every shell writes to.
+const DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+struct Request {
+    writable: Vec<String>,
+    network: bool,
+    probe: bool,
+    command: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Request, String> {
+    let mut request = Request {
+        writable: Vec::new(),
+        network: false,
+        probe: false,
+        command: Vec::new(),
+    };
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--write" => request
+                .writable
+                .push(rest.next().ok_or("--write needs a directory")?.clone()),
+            "--network" => request.network = true,
+            "--probe" => request.probe = true,
+            "--" => {
+                request.command = rest.cloned().collect();
+                break;
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    if !request.probe && request.command.is_empty() {
+        return Err("no program after `--`".to_owned());
+    }
+    Ok(request)
+}
+
+fn restrict(request: &Request) -> Result<RulesetStatus, landlock::RulesetError> {
+    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(WANTED))?;
+    if !request.network {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+    }
+    let status = ruleset
+        .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(WANTED)))?
+        .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(WANTED)))?
+        .add_rules(path_beneath_rules(
+            &request.writable,
+            AccessFs::from_all(WANTED),
+        ))?
+        .restrict_self()?;
+    Ok(status.ruleset)
+}
+
+/// Runs the subcommand on `args` (after its name); answers the exit code when it does not exec.
+pub fn run(args: &[String]) -> i32 {
+    let request = match parse(args) {
+        Ok(request) => request,
+        Err(problem) => {
+            eprintln!("dsh-host sandbox-exec: {problem}");
+            return 2;
+        }
+    };
+    match restrict(&request) {
+        Ok(RulesetStatus::FullyEnforced) => {}
+        Ok(RulesetStatus::PartiallyEnforced) if !request.probe => {}
+        Ok(status) => {
+            eprintln!("dsh-host sandbox-exec: Landlock is not fully enforced here ({status:?})");
+            return 126;
+        }
+        Err(error) => {
+            eprintln!("dsh-host sandbox-exec: Landlock: {error}");
+            return 126;
+        }
+    }
+    if request.probe {
+        return 0;
+    }
+    let error = std::process::Command::new(&request.command[0])
+        .args(&request.command[1..])
+        .exec();
+    eprintln!(
+        "dsh-host sandbox-exec: cannot run `{}`: {error}",
+        request.command[0]
+    );
+    127
+}
