@@ -53,6 +53,11 @@ fn yaml_string(text: &str) -> String {
 
 /// Runs the probe with `calls` (`(id, name, raw arguments)`) and `extra` probe config lines.
 fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
+    probe_with_tools(dir, calls, extra, "{}")
+}
+
+/// [`probe`] with the `tools` row's config (a YAML flow mapping).
+fn probe_with_tools(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str, tools: &str) -> Run {
     for lib in [
         "tools",
         "tool_bash",
@@ -66,7 +71,7 @@ fn probe(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str) -> Run {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut yaml = format!(
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 10\n{extra}    calls:\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 10\n{extra}    calls:\n",
         // The test's own directory stays read-only (it lies under the writable /tmp); the
         // workspace inside it stays writable.
         yaml_string(dir.join("").to_str().unwrap()),
@@ -255,6 +260,24 @@ fn timeouts_guards_and_post_execute_blocks_become_error_results() {
     assert!(
         is_error && text.contains("the probe's guard refuses"),
         "{text}"
+    );
+
+    // The pipeline's one timeout policy caps every call, whatever its tool declares: a bash
+    // call with no timeoutMs of its own ends with TOOL_TIMEOUT, its group killed.
+    let dir = TestDir::new("tools-cap");
+    let endless = bash("sleep 5; touch outlived");
+    let run = probe_with_tools(
+        &dir,
+        &[("endless", "bash", &endless)],
+        "",
+        "{maxTimeoutMs: 400}",
+    );
+    let (text, is_error) = run.result_text("endless");
+    assert!(is_error && text.contains("timed out after 400ms"), "{text}");
+    std::thread::sleep(std::time::Duration::from_millis(5500));
+    assert!(
+        !dir.join("work/outlived").exists(),
+        "the timed-out command kept running"
     );
 
     let dir = TestDir::new("tools-block");

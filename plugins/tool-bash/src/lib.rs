@@ -137,6 +137,9 @@ impl Tool for Bash {
     fn spec(&self) -> Json<ToolDecl> {
         let mut decl = ToolDecl::new("bash", DESCRIPTION, parameters());
         decl.concurrency = Concurrency::Parallel;
+        // The pipeline's limit is a backstop above bash's own (`timeoutMs`, at most 600 s, then
+        // the group's kill grace), so a long command ends with bash's own report.
+        decl.timeout_ms = Some(MAX_SHELL_TIMEOUT_MS + self.config.kill_grace_ms + 5_000);
         decl.guidance = Some(Guidance {
             order: 105,
             text: GUIDANCE.to_owned(),

@@ -28,6 +28,11 @@ pub struct ToolsConfig {
     pub tool_order: Vec<String>,
     /// How many parallel-safe calls of one step run at once.
     pub max_parallel_tool_calls: usize,
+    /// The timeout of a call whose tool declares none (ms): the pipeline ends it with
+    /// `TOOL_TIMEOUT`.
+    pub default_timeout_ms: u64,
+    /// No call runs longer than this, whatever its tool declares (ms).
+    pub max_timeout_ms: u64,
 }
 
 impl Default for ToolsConfig {
@@ -35,6 +40,8 @@ impl Default for ToolsConfig {
         Self {
             tool_order: Vec::new(),
             max_parallel_tool_calls: DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+            default_timeout_ms: 600_000,
+            max_timeout_ms: 3_600_000,
         }
     }
 }
@@ -61,6 +68,10 @@ impl Plugin for ToolsPlugin {
             ctx.clone(),
             order,
             config.max_parallel_tool_calls,
+            service::Timeouts {
+                default_ms: config.default_timeout_ms,
+                max_ms: config.max_timeout_ms.max(1),
+            },
         )?);
         ctx.provide(
             TOOLS,

@@ -48,6 +48,14 @@ fn cached<E>(
 }
 
 /// Everything the service and the pipeline share.
+/// The one timeout policy of every call (`TOOL_TIMEOUT` when it fires): a tool's declared
+/// timeout, else the default, never more than the cap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub(crate) default_ms: u64,
+    pub(crate) max_ms: u64,
+}
+
 pub(crate) struct Shared {
     pub(crate) ctx: Context,
     pub(crate) registry: Mutex<ToolRegistry<Arc<ToolBox>>>,
@@ -59,6 +67,7 @@ pub(crate) struct Shared {
     next_guard: AtomicU64,
     pub(crate) order: ToolOrder,
     pub(crate) max_parallel: usize,
+    pub(crate) timeouts: Timeouts,
     pub(crate) pre_execute: Channel<WaterfallEvent<CallView, Json<PreDecision>>>,
     pub(crate) execute: Channel<WaterfallEvent<CallView, Json<ToolReply>>>,
     pub(crate) post_execute: Channel<WaterfallEvent<PostView, Json<PostDecision>>>,
@@ -71,6 +80,7 @@ impl Shared {
         ctx: Context,
         order: ToolOrder,
         max_parallel: usize,
+        timeouts: Timeouts,
     ) -> Result<Self, PluginError> {
         Ok(Self {
             registry: Mutex::new(ToolRegistry::new()),
@@ -80,6 +90,7 @@ impl Shared {
             next_guard: AtomicU64::new(1),
             order,
             max_parallel,
+            timeouts,
             pre_execute: ctx.channel(&dsh_tools_seam::TOOLS_PRE_EXECUTE)?,
             execute: ctx.channel(&dsh_tools_seam::TOOLS_EXECUTE)?,
             post_execute: ctx.channel(&dsh_tools_seam::TOOLS_POST_EXECUTE)?,
@@ -111,7 +122,12 @@ impl Shared {
         let tools = registry.view(&scope_of(scope));
         let tool = tools.resolve(name)?;
         tool.spec().validate_arguments(arguments)?;
-        Ok((tool.payload().clone(), tool.spec().timeout_ms()))
+        let limit = tool
+            .spec()
+            .timeout_ms()
+            .unwrap_or(self.timeouts.default_ms)
+            .min(self.timeouts.max_ms);
+        Ok((tool.payload().clone(), Some(limit)))
     }
 
     /// Announces `tools/change`; the registry's locks are released by then.
