@@ -448,6 +448,24 @@ fn allow_deny_and_ask_rules_decide_before_the_call() {
         text.contains(".dsh/settings.yaml:3") && text.contains("bash(ls"),
         "{text}"
     );
+    // A broken rule in the user's settings: named with that file and line.
+    std::fs::remove_file(work.join(".dsh/settings.yaml")).unwrap();
+    std::fs::write(
+        dir.home().join("settings.yaml"),
+        "permissions:\n  deny:\n    - \"bash(rm *)\"\n    - \"write(\"\n",
+    )
+    .unwrap();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_0", "bash", &bash("echo hi".to_owned()).to_string())]),
+        Reply::text("done"),
+    ]);
+    let out = run(&server, &dir, "    network: false\n", &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let text = &results(&server)[0].1;
+    assert!(
+        text.contains("home/settings.yaml:4") && text.contains("`write(`"),
+        "{text}"
+    );
 }
 
 /// Without bubblewrap, `auto` falls back to Landlock (where the kernel has it): files outside

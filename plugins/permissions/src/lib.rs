@@ -65,11 +65,9 @@ impl Plugin for PermissionsPlugin {
             deny: config.deny,
             ask: config.ask,
         };
-        let user = lists.parse(|_| {
-            format!(
-                "the `{}` rules (row config, or `permissions` in $DSH_HOME/settings.yaml)",
-                ctx.row_id()
-            )
+        let row = ctx.row_id().to_owned();
+        let user = lists.parse(|rule| {
+            locate_in_settings(rule).unwrap_or_else(|| format!("the `{row}` row's config"))
         });
         if let Err(error) = &user {
             ctx.log(
@@ -100,6 +98,16 @@ impl Plugin for PermissionsPlugin {
             }
         })
     }
+}
+
+/// `<$DSH_HOME/settings.yaml>:<line>` when the user's settings hold `rule` (the namespace the
+/// loader lays over this row), so a broken rule is named where the user wrote it.
+fn locate_in_settings(rule: &str) -> Option<String> {
+    let home = std::env::var_os("DSH_HOME").filter(|home| !home.is_empty())?;
+    let path = Path::new(&home).join("settings.yaml");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let line = text.lines().position(|line| line.contains(rule))?;
+    Some(format!("{}:{}", path.display(), line + 1))
 }
 
 fn decide(
