@@ -22,7 +22,7 @@ use dsh_protocol::{
     ApprovalPolicyEvent, ApprovalRequest, ApprovalVerdict, PermissionPreset, PermissionPresetEvent,
     SandboxModeEvent, SessionStartSource,
 };
-use dsh_session_seam::{NewEventRecord, append_or_report, open_live};
+use dsh_session_seam::{LatestOf, NewEventRecord, append_or_report, open_live};
 
 /// Config of `approval`.
 #[derive(Deserialize, JsonSchema, Default)]
@@ -36,6 +36,8 @@ pub struct ApprovalConfig {
 
 struct Service {
     ctx: Context,
+    /// Each session's latest `approval/policy`.
+    policies: LatestOf<ApprovalPolicyEvent>,
     never: bool,
     request: Channel<WaterfallEvent<Json<ApprovalRequest>, Json<ApprovalVerdict>>>,
     next_id: AtomicU64,
@@ -130,18 +132,12 @@ impl Service {
     }
 
     /// The policy of `session`: its latest `approval/policy` (a preset chosen for it), else
-    /// the row's.
+    /// the row's. Read incrementally: asked at every request, it costs what was logged since.
     fn session_policy(&self, session: &str) -> ApprovalPolicy {
-        let Ok(live) = open_live(&self.ctx, session) else {
-            return self.policy();
-        };
-        live.events(0, live.event_count())
-            .iter()
-            .rev()
-            .filter_map(|record| record.decode::<ApprovalPolicyEvent>()?.ok())
-            .map(|event| event.policy)
-            .next()
-            .unwrap_or_else(|| self.policy())
+        open_live(&self.ctx, session)
+            .ok()
+            .and_then(|live| self.policies.of(&live))
+            .map_or_else(|| self.policy(), |event| event.policy)
     }
 }
 
@@ -171,6 +167,7 @@ impl Plugin for ApprovalPlugin {
         }
         let service = Service {
             ctx: ctx.clone(),
+            policies: LatestOf::default(),
             never,
             request: ctx.channel(&APPROVAL_REQUEST)?,
             next_id: AtomicU64::new(1),

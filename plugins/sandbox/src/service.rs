@@ -3,7 +3,6 @@
 //! bubblewrap, or not at all; in `danger-full-access` it runs as the user. Either way its
 //! environment loses the variables that look like secrets.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RString, RVec};
@@ -11,7 +10,7 @@ use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
 use dsh_sandbox_seam::Sandbox;
-use dsh_session_seam::open_live;
+use dsh_session_seam::{LatestOf, open_live};
 
 use crate::bwrap::{self, Mounts};
 use crate::env::secret_names;
@@ -40,13 +39,6 @@ pub(crate) struct Settings {
     pub(crate) temp_writable: bool,
 }
 
-/// A session's mode as far as its log was read.
-#[derive(Default)]
-struct Seen {
-    read_up_to: u64,
-    mode: Option<SandboxMode>,
-}
-
 /// Grants remembered at once; the oldest goes first (a grant is used by the call it was
 /// approved for, right after the approval).
 const GRANTS: usize = 256;
@@ -56,7 +48,8 @@ pub(crate) struct SandboxImpl {
     pub(crate) settings: Settings,
     pub(crate) backend: Backend,
     pub(crate) subprocess: Service<SubprocessService>,
-    seen: Mutex<HashMap<String, Seen>>,
+    /// Each session's latest `sandbox/mode`, read incrementally.
+    modes: LatestOf<SandboxModeEvent>,
     /// Wider modes approved for one call each: (session, call id, mode).
     grants: Mutex<std::collections::VecDeque<(String, String, SandboxMode)>>,
 }
@@ -84,7 +77,7 @@ impl SandboxImpl {
             settings,
             backend,
             subprocess,
-            seen: Mutex::new(HashMap::new()),
+            modes: LatestOf::default(),
             grants: Mutex::default(),
         }
     }
@@ -114,23 +107,11 @@ impl SandboxImpl {
     /// The mode of `session`: the last `sandbox/mode` its log holds, else the default. Each
     /// call reads only what was logged since the last.
     pub(crate) fn mode_of(&self, session: &str) -> SandboxMode {
-        let Ok(live) = open_live(&self.ctx, session) else {
-            return self.settings.default_mode;
-        };
-        let mut seen = lock(&self.seen);
-        let entry = seen.entry(session.to_owned()).or_default();
-        let count = live.event_count();
-        if count > entry.read_up_to {
-            let latest = live
-                .events(entry.read_up_to, count)
-                .iter()
-                .rev()
-                .filter_map(|record| record.decode::<SandboxModeEvent>()?.ok())
-                .find_map(|event| SandboxMode::parse(&event.mode));
-            entry.mode = latest.or(entry.mode);
-            entry.read_up_to = count;
-        }
-        entry.mode.unwrap_or(self.settings.default_mode)
+        open_live(&self.ctx, session)
+            .ok()
+            .and_then(|live| self.modes.of(&live))
+            .and_then(|event| SandboxMode::parse(&event.mode))
+            .unwrap_or(self.settings.default_mode)
     }
 
     pub(crate) fn policy_of(&self, session: &str, cwd: &str, call_id: &str) -> SandboxPolicy {

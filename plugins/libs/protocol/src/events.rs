@@ -34,6 +34,7 @@ macro_rules! event_data {
         }
     };
 }
+pub(crate) use event_data;
 
 /// `turn/start`: a turn opens (before its input is claimed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -17,6 +17,7 @@
 
 mod agent;
 mod chat;
+mod compaction;
 mod content;
 mod envelope;
 mod events;
@@ -38,6 +39,10 @@ pub use agent::{
 pub use chat::{
     AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus,
     ToolView, WIRE_TEXT_LIMIT,
+};
+pub use compaction::{
+    CompactionEndEvent, CompactionStartEvent, CompactionSummaryEvent, SUMMARY_CLOSE,
+    SUMMARY_PREAMBLE, ShadowedRange,
 };
 pub use content::{
     BlockType, ContentBlock, ImageAttachment, Message, MessageSource, ModelSource, PluginSource,

@@ -19,6 +19,10 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
+mod latest;
+
+pub use latest::LatestOf;
+
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;

@@ -1,0 +1,168 @@
+//! Plugin `compaction`: keeps a session within its model's context window. Before each step
+//! (`agent/pre-step`), when the next request would carry more than `threshold` (0.8) of the
+//! window, the surface's oldest span is replaced by a summary the session's own model writes,
+//! keeping a tail of about `keep` (0.16) of the window verbatim and never separating a tool
+//! call from its result; the summary request reuses the conversation's system prompt, tools and
+//! history, so the provider serves it from the cached prefix. When the provider answers
+//! `CONTEXT_WINDOW_EXCEEDED` anyway (`agent/request-error`), the session is compacted down to
+//! its newest call and result and the step retried once. Each compaction logs the reference's `compaction/start`,
+//! `compaction/summary`, a `user/message` with a `replace` surface op and `compaction/end`, so
+//! every reader of the log sees the summary. A failed summary leaves the log as it was and ends
+//! the turn: blocked before a step, `error` after an overflow. The window is the latest
+//! `request/context`'s (the model catalog's), or the row's `contextWindow`.
+
+mod compact;
+mod plan;
+mod summarize;
+mod surface;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_REQUEST_ERROR};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{LogLevel, lock};
+use dsh_protocol::{FailureCode, PreStepDecision, RequestErrorDecision};
+
+use crate::compact::{CompactError, Keep, Settings, compact, pressure};
+
+/// Config of `compaction`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionConfig {
+    /// Compact when the next request would carry more than this share of the window.
+    pub threshold: f64,
+    /// The share of the window kept verbatim after the summary.
+    pub keep: f64,
+    /// The summary request's output cap (tokens).
+    pub max_summary_tokens: u64,
+    /// The window to assume instead of the model catalog's (tokens).
+    pub context_window: Option<u64>,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 0.8,
+            keep: 0.16,
+            max_summary_tokens: 8_192,
+            context_window: None,
+        }
+    }
+}
+
+pub struct CompactionPlugin;
+
+impl Plugin for CompactionPlugin {
+    const NAME: &'static str = "compaction";
+    type Config = CompactionConfig;
+
+    async fn apply(ctx: Context, config: CompactionConfig) -> Result<(), PluginError> {
+        let fraction = |value: f64, field: &str| {
+            if value > 0.0 && value < 1.0 {
+                Ok(value)
+            } else {
+                Err(PluginError {
+                    kind: dsh_plugin_api::ErrorKind::Config,
+                    message: format!("invalid config: {field} `{value}` must lie between 0 and 1")
+                        .into(),
+                    path: abi_stable::std_types::RSome(format!("$.{field}").as_str().into()),
+                })
+            }
+        };
+        let settings = Settings {
+            threshold: fraction(config.threshold, "threshold")?,
+            keep: fraction(config.keep, "keep")?,
+            max_summary_tokens: config.max_summary_tokens.max(1),
+            context_window: config.context_window,
+        };
+        // A session compacts once at a time; a step that comes while it does goes on.
+        let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let trackers = Arc::new(surface::Trackers::default());
+        let forget = trackers.clone();
+        ctx.on_emit(&dsh_session_seam::SESSION_DISPOSED, move |id| {
+            forget.forget(id.as_str())
+        })?;
+        let (before, busy) = (ctx.clone(), running.clone());
+        ctx.on_waterfall(&AGENT_PRE_STEP, move |next| {
+            let (ctx, busy, trackers) = (before.clone(), busy.clone(), trackers.clone());
+            let proposal = next.payload().decode();
+            async move {
+                let Ok(proposal) = proposal else {
+                    return next.run().await;
+                };
+                let over = pressure(&ctx, &settings, &trackers, &proposal.session).is_some_and(
+                    |(tokens, window)| tokens as f64 > window as f64 * settings.threshold,
+                );
+                if !over || !lock(&busy).insert(proposal.session.clone()) {
+                    return next.run().await;
+                }
+                let done = compact(
+                    &ctx,
+                    &settings,
+                    &proposal.session,
+                    Some(proposal.turn),
+                    Keep::Share,
+                )
+                .await;
+                lock(&busy).remove(&proposal.session);
+                match done {
+                    Ok(()) => next.run().await,
+                    // Over the threshold with nothing to shadow: the step goes on, and an
+                    // overflow, if it comes, is the provider's to say.
+                    Err(error @ (CompactError::NothingToCompact | CompactError::NoWindow)) => {
+                        ctx.log(
+                            LogLevel::Debug,
+                            &format!("session `{}`: {error}", proposal.session),
+                        );
+                        next.run().await
+                    }
+                    Err(error) => Ok(Json::encode(&PreStepDecision::Reject {
+                        reason: Some(error.to_string()),
+                    })),
+                }
+            }
+        })?;
+        let (after, busy) = (ctx.clone(), running);
+        ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
+            let (ctx, busy) = (after.clone(), busy.clone());
+            let failed = next.payload().decode();
+            async move {
+                let Ok(failed) = failed else {
+                    return next.run().await;
+                };
+                // Compact on the first overflow of a step only: a second one fails loud.
+                if failed.failure.code != FailureCode::ContextWindowExceeded || failed.failures > 1
+                {
+                    return next.run().await;
+                }
+                if !lock(&busy).insert(failed.session.clone()) {
+                    return next.run().await;
+                }
+                let done = compact(
+                    &ctx,
+                    &settings,
+                    &failed.session,
+                    Some(failed.turn),
+                    Keep::Least,
+                )
+                .await;
+                lock(&busy).remove(&failed.session);
+                match done {
+                    Ok(()) => Ok(Json::encode(&RequestErrorDecision::Retry)),
+                    Err(error) => {
+                        ctx.log(
+                            LogLevel::Warn,
+                            &format!("session `{}`: {error}", failed.session),
+                        );
+                        Ok(Json::encode(&RequestErrorDecision::Fail))
+                    }
+                }
+            }
+        })
+    }
+}
+
+dsh_plugin_api::export_plugins!(CompactionPlugin);

@@ -1,0 +1,180 @@
+//! The model-visible surface of a live session, rebuilt from its log: each node's seq, kind,
+//! message and estimated tokens, in order (appends add a node, a replace swaps a span of nodes
+//! for one), plus what the latest request logged (its header and the model's context window)
+//! and the provider's token count for it. [`Trackers`] keeps one per session up to date event
+//! by event, so the check before every step costs what was logged since the last one.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use dsh_plugin_api::lock;
+use dsh_protocol::{
+    AssistantChunkEvent, Message, RequestContextEvent, RequestHeader, RequestHeaderEvent,
+    StreamChunk,
+};
+use dsh_session_seam::{EventRecord, SessionBox};
+use serde_json::Value;
+
+use crate::plan::{Node, NodeKind, estimate};
+
+/// What compaction reads of a session.
+#[derive(Default)]
+pub(crate) struct Surface {
+    pub(crate) nodes: Vec<Node>,
+    /// The nodes' messages, when they are kept (a compaction needs them, the check does not).
+    pub(crate) messages: Vec<Message>,
+    keep_messages: bool,
+    /// The latest `request/header`.
+    pub(crate) header: Option<RequestHeader>,
+    header_tokens: u64,
+    /// The latest `request/context`'s window.
+    pub(crate) context_window: Option<u64>,
+    /// The sum of the nodes' estimates.
+    total: u64,
+    /// The provider's input + output tokens of the latest answered request, and the sum of
+    /// the estimates of the nodes it covered.
+    measured: Option<(u64, u64)>,
+    /// A usage chunk not yet paired with its assistant message.
+    pending_usage: Option<u64>,
+    read_up_to: u64,
+}
+
+impl Surface {
+    /// The tokens the next request would carry: the provider's count of the last one plus an
+    /// estimate of what was appended since, or an estimate of everything when no count came.
+    pub(crate) fn tokens(&self) -> u64 {
+        match self.measured {
+            Some((counted, covered)) => counted + self.total.saturating_sub(covered),
+            None => self.header_tokens + self.total,
+        }
+    }
+
+    /// Folds in the events of `session` logged since the last call.
+    fn catch_up(&mut self, session: &SessionBox) {
+        let count = session.event_count();
+        if count > self.read_up_to {
+            for record in session.events(self.read_up_to, count).iter() {
+                self.apply(record);
+            }
+            self.read_up_to = count;
+        }
+    }
+
+    fn apply(&mut self, record: &EventRecord) {
+        match record.kind.as_str() {
+            "request/header" => {
+                if let Some(Ok(event)) = record.decode::<RequestHeaderEvent>() {
+                    self.header_tokens = estimate(event.header.system.as_deref().unwrap_or(""))
+                        + estimate(&serde_json::to_string(&event.header.tools).unwrap_or_default());
+                    self.header = Some(event.header);
+                }
+                return;
+            }
+            "request/context" => {
+                if let Some(Ok(event)) = record.decode::<RequestContextEvent>() {
+                    self.context_window = event.context_window.or(self.context_window);
+                }
+                return;
+            }
+            "assistant/chunk" => {
+                if let Some(Ok(event)) = record.decode::<AssistantChunkEvent>()
+                    && let StreamChunk::Usage { usage } = event.chunk
+                {
+                    self.pending_usage = Some(usage.input_tokens + usage.output_tokens);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Some(kind) = node_kind(record.kind.as_str()) else {
+            return;
+        };
+        let Ok(line) = serde_json::from_str::<Value>(&record.json) else {
+            return;
+        };
+        let data = &line["data"];
+        let message = match kind {
+            NodeKind::User => serde_json::from_value::<Message>(data.clone()),
+            _ => serde_json::from_value::<Message>(data["message"].clone()),
+        };
+        let Ok(message) = message else {
+            return;
+        };
+        let tokens = estimate(&serde_json::to_string(&message.content).unwrap_or_default());
+        let node = Node {
+            seq: record.seq,
+            kind,
+            tokens,
+        };
+        let op = &line["surfaceOp"];
+        match (op["start"].as_u64(), op["end"].as_u64()) {
+            (Some(start), Some(end)) => {
+                let at = |seq: u64| self.nodes.iter().rposition(|node| node.seq == seq);
+                if let (Some(from), Some(to)) = (at(start), at(end))
+                    && from <= to
+                {
+                    let gone: u64 = self.nodes[from..=to].iter().map(|node| node.tokens).sum();
+                    self.total = self.total - gone + tokens;
+                    self.nodes.splice(from..=to, [node]);
+                    if self.keep_messages {
+                        self.messages.splice(from..=to, [message]);
+                    }
+                    // The provider's count was of the surface before the replace.
+                    self.measured = None;
+                }
+            }
+            _ => {
+                self.total += tokens;
+                self.nodes.push(node);
+                if self.keep_messages {
+                    self.messages.push(message);
+                }
+            }
+        }
+        if kind == NodeKind::Assistant
+            && let Some(counted) = self.pending_usage.take()
+        {
+            // The count covers the request and this answer: the surface up to here.
+            self.measured = Some((counted, self.total));
+        }
+    }
+}
+
+fn node_kind(kind: &str) -> Option<NodeKind> {
+    match kind {
+        "user/message" => Some(NodeKind::User),
+        "assistant/message" => Some(NodeKind::Assistant),
+        "tool/result" => Some(NodeKind::ToolResult),
+        _ => None,
+    }
+}
+
+/// Reads the whole surface of `session`, messages included (for a compaction).
+pub(crate) fn read(session: &SessionBox) -> Surface {
+    let mut surface = Surface {
+        keep_messages: true,
+        ..Surface::default()
+    };
+    surface.catch_up(session);
+    surface
+}
+
+/// One incrementally kept surface (without messages) per session.
+#[derive(Default)]
+pub(crate) struct Trackers(Mutex<HashMap<String, Surface>>);
+
+impl Trackers {
+    /// The estimated tokens of `session`'s next request and its window, when it is known.
+    pub(crate) fn pressure(&self, session: &SessionBox, window: Option<u64>) -> Option<(u64, u64)> {
+        let mut all = lock(&self.0);
+        let surface = all.entry(session.id().to_string()).or_default();
+        surface.catch_up(session);
+        let window = window.or(surface.context_window)?;
+        Some((surface.tokens(), window))
+    }
+
+    /// Forgets a session that left the registry.
+    pub(crate) fn forget(&self, session: &str) {
+        lock(&self.0).remove(session);
+    }
+}

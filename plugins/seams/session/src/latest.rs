@@ -1,0 +1,51 @@
+//! The latest event of one type in each session, read incrementally: a reader that asks at
+//! every step (a session's sandbox mode, its approval policy) reads only what was logged since
+//! it last asked, so its cost does not grow with the session.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use dsh_plugin_api::lock;
+use dsh_protocol::EventData;
+
+use crate::SessionBox;
+
+/// Per session: how far its log was read, and the latest `E` found so far.
+pub struct LatestOf<E> {
+    seen: Mutex<HashMap<String, (u64, Option<E>)>>,
+}
+
+impl<E> Default for LatestOf<E> {
+    fn default() -> Self {
+        Self {
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<E: EventData + Clone> LatestOf<E> {
+    /// The latest `E` of `session` (an event that does not read is skipped).
+    pub fn of(&self, session: &SessionBox) -> Option<E> {
+        let id = session.id().to_string();
+        let count = session.event_count();
+        let mut seen = lock(&self.seen);
+        let entry = seen.entry(id).or_insert((0, None));
+        if count > entry.0 {
+            let newest = session
+                .events(entry.0, count)
+                .iter()
+                .rev()
+                .find_map(|record| record.decode::<E>()?.ok());
+            if newest.is_some() {
+                entry.1 = newest;
+            }
+            entry.0 = count;
+        }
+        entry.1.clone()
+    }
+
+    /// Forgets `session` (it was closed or disposed).
+    pub fn forget(&self, session: &str) {
+        lock(&self.seen).remove(session);
+    }
+}

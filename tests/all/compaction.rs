@@ -1,0 +1,220 @@
+//! Compaction through the real host against the fake DeepSeek server, with a small context
+//! window: a long tool output crosses the threshold, a summary request that extends the
+//! conversation's own request is made, the oldest span is replaced by the summary (logged as the
+//! reference logs it) and the turn goes on; an overflow the provider reports is compacted and
+//! the step retried once, a second one fails loud; a failed summary leaves the surface as it
+//! was and ends the turn.
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{TestDir, run_host_with_env};
+use serde_json::{Value, json};
+
+use crate::headless::stream_json;
+
+/// A headless stream-json run against `server` with the compaction row configured by
+/// `config` (YAML lines under `config:`).
+fn run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests::Output {
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: compaction\n  config:\n{config}",
+            server.url()
+        ),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    run_host_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+            "--output",
+            "stream-json",
+            "Remember the codeword PELICAN, then print a long line.",
+        ],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    )
+}
+
+/// About 2,000 tokens of output.
+fn long_output() -> String {
+    json!({"command": "head -c 8000 /dev/zero | tr '\\0' a", "description": "a long line"})
+        .to_string()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn a_long_turn_is_compacted_before_its_next_step_and_goes_on() {
+    let dir = TestDir::new("compaction-auto");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &long_output())]),
+        Reply::text("The user set the codeword PELICAN and asked for a long line."),
+        Reply::text("Done: the codeword is PELICAN."),
+    ]);
+    let out = run(&server, &dir, "    contextWindow: 2000\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    assert_eq!(
+        result["output"], "Done: the codeword is PELICAN.",
+        "{result}"
+    );
+    let order = kinds(&events);
+    let start = order
+        .iter()
+        .position(|kind| kind == "compaction/start")
+        .expect("a compaction");
+    assert_eq!(
+        &order[start..start + 4],
+        [
+            "compaction/start",
+            "compaction/summary",
+            "user/message",
+            "compaction/end"
+        ],
+        "{order:?}"
+    );
+    let replaced = &events[start + 2];
+    assert_eq!(replaced["surfaceOp"]["op"], "replace", "{replaced}");
+    let summary = &events[start + 1]["data"];
+    // The task and the runtime context before the call are shadowed; the call and its
+    // result stay.
+    let shadowed: Vec<u64> = summary["shadowedSeqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|seq| seq.as_u64().unwrap())
+        .collect();
+    assert_eq!(replaced["data"]["content"][1]["text"], summary["summary"][0]["text"]);
+    let cited: Vec<u64> = replaced["sourceEventSeqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|seq| seq.as_u64().unwrap())
+        .collect();
+    assert!(shadowed.iter().all(|seq| cited.contains(seq)), "{replaced}");
+    assert_eq!(shadowed.len(), 2, "{summary}");
+    assert!(events[start + 3]["data"].get("error").is_none());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    // The summary request extends the conversation's own request: same system prompt and
+    // tools, the same messages first, then the instruction.
+    let (first, ask) = (&requests[0].body, &requests[1].body);
+    assert_eq!(first["tools"], ask["tools"]);
+    let first_messages = first["messages"].as_array().unwrap();
+    let ask_messages = ask["messages"].as_array().unwrap();
+    assert_eq!(&ask_messages[..first_messages.len()], &first_messages[..]);
+    assert!(
+        ask_messages
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("checkpoint summary")
+    );
+    // The next step sees the summary in place of the task, and the newest result verbatim.
+    let next = requests[2].body["messages"].to_string();
+    assert!(
+        next.contains("compacted-summary") && next.contains("codeword PELICAN and asked"),
+        "{next}"
+    );
+    assert!(
+        !next.contains("Remember the codeword"),
+        "the shadowed task is still sent: {next}"
+    );
+    assert!(
+        next.contains("aaaaaaaa"),
+        "the newest tool result was not kept: {next}"
+    );
+    server.assert_no_violations();
+}
+
+#[test]
+fn an_overflow_is_compacted_and_retried_once_then_fails_loud() {
+    let overflow = || {
+        Reply::error(
+            400,
+            "invalid_request_error",
+            "This model's maximum context length is 131072 tokens. However, you requested 140000 tokens.",
+        )
+    };
+    let dir = TestDir::new("compaction-overflow");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &long_output())]),
+        overflow(),
+        Reply::text("The codeword is PELICAN."),
+        Reply::text("COMPACTION RECOVERED"),
+    ]);
+    let out = run(&server, &dir, "    contextWindow: 100000\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (events, result) = stream_json(&out.stdout);
+    assert_eq!(result["output"], "COMPACTION RECOVERED");
+    assert!(kinds(&events).contains(&"compaction/summary".to_owned()));
+
+    let dir = TestDir::new("compaction-overflow-twice");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &long_output())]),
+        overflow(),
+        Reply::text("The codeword is PELICAN."),
+        overflow(),
+    ]);
+    let out = run(&server, &dir, "    contextWindow: 100000\n");
+    assert_ne!(
+        out.code,
+        Some(0),
+        "a second overflow must end the turn: {out:?}"
+    );
+    let (events, _) = stream_json(&out.stdout);
+    let end = events
+        .iter()
+        .rev()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(end["data"]["reason"]["kind"], "error", "{end}");
+    assert!(end.to_string().contains("CONTEXT_WINDOW_EXCEEDED"), "{end}");
+}
+
+#[test]
+fn a_failed_summary_leaves_the_surface_and_ends_the_turn() {
+    let dir = TestDir::new("compaction-failed");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &long_output())]),
+        Reply::error(400, "invalid_request_error", "the summary was refused"),
+    ]);
+    let out = run(&server, &dir, "    contextWindow: 2000\n");
+    assert_ne!(out.code, Some(0), "{out:?}");
+    let (events, _) = stream_json(&out.stdout);
+    let order = kinds(&events);
+    let start = order
+        .iter()
+        .position(|kind| kind == "compaction/start")
+        .unwrap();
+    assert_eq!(order[start + 1], "compaction/end", "{order:?}");
+    assert!(
+        events[start + 1]["data"]["error"]
+            .to_string()
+            .contains("summary request failed")
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|event| event["surfaceOp"]["op"] == "replace")
+    );
+    let end = events
+        .iter()
+        .rev()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap();
+    assert!(end.to_string().contains("compaction failed"), "{end}");
+}
