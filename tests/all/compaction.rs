@@ -97,7 +97,10 @@ fn a_long_turn_is_compacted_before_its_next_step_and_goes_on() {
         .iter()
         .map(|seq| seq.as_u64().unwrap())
         .collect();
-    assert_eq!(replaced["data"]["content"][1]["text"], summary["summary"][0]["text"]);
+    assert_eq!(
+        replaced["data"]["content"][1]["text"],
+        summary["summary"][0]["text"]
+    );
     let cited: Vec<u64> = replaced["sourceEventSeqs"]
         .as_array()
         .unwrap()

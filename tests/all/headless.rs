@@ -688,7 +688,8 @@ fn a_session_is_titled_once_and_its_route_logged_once() {
     let context = &events[header + 1]["data"];
     assert_eq!(
         *context,
-        json!({"provider": "deepseek-official", "model": "deepseek-v4-flash"})
+        // The window is the model catalog's, as the reference logs it.
+        json!({"provider": "deepseek-official", "model": "deepseek-v4-flash", "contextWindow": 1_000_000})
     );
     let session = result["sessionId"].as_str().unwrap().to_owned();
     let again = against(

@@ -9,6 +9,7 @@ mod agents;
 mod bad_input;
 mod browser;
 mod cli;
+mod commands;
 mod compaction;
 mod conformance;
 mod escalation;

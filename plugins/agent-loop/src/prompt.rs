@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use dsh_llm_seam::LlmService;
 use dsh_plugin_api::Json;
 use dsh_protocol::{
     HeaderReason, HistoryRef, LlmCallConfig, Message, MessageSource, PromptRequest,
@@ -110,6 +111,7 @@ pub(crate) fn tool_schemas(deps: &Deps, route: &Route) -> Result<Json<Vec<ToolSc
 /// Logs `request/header` when the header changed and `request/context` when the route did.
 pub(crate) fn log_header(
     log: &Log<'_>,
+    llm: &LlmService,
     route: &Route,
     system: &str,
     tools: &Json<Vec<ToolSchema>>,
@@ -146,10 +148,17 @@ pub(crate) fn log_header(
     }
     let context = (route.provider.clone(), route.model.clone());
     if memory.last_context.as_ref() != Some(&context) {
+        // The model's window from the catalog, for what keeps the history within it.
+        let context_window = llm
+            .models(context.0.as_str().into())
+            .into_option()
+            .and_then(|models| models.decode().ok())
+            .and_then(|models| models.into_iter().find(|model| model.id == context.1))
+            .and_then(|model| model.context_window);
         log.append(&RequestContextEvent {
             provider: context.0.clone(),
             model: context.1.clone(),
-            context_window: None,
+            context_window,
         })?;
         memory.last_context = Some(context);
     }

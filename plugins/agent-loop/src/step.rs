@@ -57,7 +57,7 @@ pub(crate) async fn run(
     let mut failures = 0u32;
     let outcome = loop {
         let tools = prompt::tool_schemas(deps, route)?;
-        prompt::log_header(&log, route, &system, &tools, memory)?;
+        prompt::log_header(&log, &deps.llm, route, &system, &tools, memory)?;
         let request = prompt::request(session, route, &system, &tools)?;
         let shaped = deps
             .hooks

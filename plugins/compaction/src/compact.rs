@@ -80,6 +80,7 @@ pub(crate) async fn compact(
     id: &str,
     turn: Option<u64>,
     how: Keep,
+    focus: Option<&str>,
 ) -> Result<(), CompactError> {
     let session = open_live(ctx, id).map_err(|_| CompactError::NotLive(id.to_owned()))?;
     let surface = read(&session);
@@ -123,6 +124,7 @@ pub(crate) async fn compact(
         &surface.messages,
         chosen.tail,
         settings.max_summary_tokens,
+        focus,
     )
     .await
     {

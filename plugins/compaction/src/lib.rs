@@ -9,8 +9,10 @@
 //! `compaction/summary`, a `user/message` with a `replace` surface op and `compaction/end`, so
 //! every reader of the log sees the summary. A failed summary leaves the log as it was and ends
 //! the turn: blocked before a step, `error` after an overflow. The window is the latest
-//! `request/context`'s (the model catalog's), or the row's `contextWindow`.
+//! `request/context`'s (the model catalog's), or the row's `contextWindow`. `/compact [focus]`
+//! compacts an idle session at once, below the threshold too.
 
+mod command;
 mod compact;
 mod plan;
 mod summarize;
@@ -105,6 +107,7 @@ impl Plugin for CompactionPlugin {
                     &proposal.session,
                     Some(proposal.turn),
                     Keep::Share,
+                    None,
                 )
                 .await;
                 lock(&busy).remove(&proposal.session);
@@ -125,6 +128,7 @@ impl Plugin for CompactionPlugin {
                 }
             }
         })?;
+        command::answer(&ctx, settings, running.clone())?;
         let (after, busy) = (ctx.clone(), running);
         ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
             let (ctx, busy) = (after.clone(), busy.clone());
@@ -147,6 +151,7 @@ impl Plugin for CompactionPlugin {
                     &failed.session,
                     Some(failed.turn),
                     Keep::Least,
+                    None,
                 )
                 .await;
                 lock(&busy).remove(&failed.session);

@@ -33,13 +33,18 @@ pub(crate) enum SummaryError {
     ToolCalls,
 }
 
-fn instruction(tail: usize) -> String {
+fn instruction(tail: usize, focus: Option<&str>) -> String {
+    let focus = focus
+        .filter(|focus| !focus.trim().is_empty())
+        .map_or_else(String::new, |focus| {
+            format!(" Above all, keep: {}.", focus.trim())
+        });
     format!(
         "Write a checkpoint summary of this conversation so far, leaving out its last {tail} \
          message(s), which stay verbatim after the summary. Keep what the task needs to go on: \
          the goal and the user's constraints, decisions made and why, the files touched and their \
          state, commands run and what they showed, errors met, open questions and the next \
-         steps. Reply with the summary only, as plain text, and call no tools."
+         steps.{focus} Reply with the summary only, as plain text, and call no tools."
     )
 }
 
@@ -50,6 +55,7 @@ pub(crate) async fn summarize(
     messages: &[Message],
     tail: usize,
     max_tokens: u64,
+    focus: Option<&str>,
 ) -> Result<Summary, SummaryError> {
     let header = header.ok_or(SummaryError::NoHeader)?;
     let Ok(Some(llm)) = ctx.get::<LlmService>(LLM) else {
@@ -60,7 +66,7 @@ pub(crate) async fn summarize(
     let mut history = messages.to_vec();
     history.push(Message::user(
         "",
-        vec![ContentBlock::text(instruction(tail))],
+        vec![ContentBlock::text(instruction(tail, focus))],
         MessageSource::plugin(),
     ));
     let request = GenerateRequest {

@@ -2,7 +2,8 @@
 //! message and estimated tokens, in order (appends add a node, a replace swaps a span of nodes
 //! for one), plus what the latest request logged (its header and the model's context window)
 //! and the provider's token count for it. [`Trackers`] keeps one per session up to date event
-//! by event, so the check before every step costs what was logged since the last one.
+//! by event, so the check before every step costs what was logged since the last one; it
+//! estimates appended nodes from their logged text without parsing them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -77,7 +78,9 @@ impl Surface {
                 return;
             }
             "assistant/chunk" => {
-                if let Some(Ok(event)) = record.decode::<AssistantChunkEvent>()
+                // Most chunks are text or call deltas: only a usage chunk is read.
+                if record.json.contains("\"usage\"")
+                    && let Some(Ok(event)) = record.decode::<AssistantChunkEvent>()
                     && let StreamChunk::Usage { usage } = event.chunk
                 {
                     self.pending_usage = Some(usage.input_tokens + usage.output_tokens);
@@ -89,6 +92,18 @@ impl Surface {
         let Some(kind) = node_kind(record.kind.as_str()) else {
             return;
         };
+        if !self.keep_messages && !record.json.contains("\"replace\"") {
+            // The check before each step: an append, estimated from its logged text, unparsed.
+            let tokens = estimate(&record.json);
+            self.total += tokens;
+            self.nodes.push(Node {
+                seq: record.seq,
+                kind,
+                tokens,
+            });
+            self.pair_usage(kind);
+            return;
+        }
         let Ok(line) = serde_json::from_str::<Value>(&record.json) else {
             return;
         };
@@ -100,7 +115,10 @@ impl Surface {
         let Ok(message) = message else {
             return;
         };
-        let tokens = estimate(&serde_json::to_string(&message.content).unwrap_or_default());
+        let tokens = match self.keep_messages {
+            true => estimate(&serde_json::to_string(&message.content).unwrap_or_default()),
+            false => estimate(&record.json),
+        };
         let node = Node {
             seq: record.seq,
             kind,
@@ -131,10 +149,14 @@ impl Surface {
                 }
             }
         }
+        self.pair_usage(kind);
+    }
+
+    /// An assistant message closes the request its usage counted: the surface up to here.
+    fn pair_usage(&mut self, kind: NodeKind) {
         if kind == NodeKind::Assistant
             && let Some(counted) = self.pending_usage.take()
         {
-            // The count covers the request and this answer: the surface up to here.
             self.measured = Some((counted, self.total));
         }
     }

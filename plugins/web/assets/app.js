@@ -367,12 +367,47 @@ async function send(mode) {
   if (!state.open) await newSession();
   input.value = "";
   autosize();
+  $("command-menu").hidden = true;
   try {
-    await call("session.prompt", { sessionId: state.open.id, text, mode, clientRequestId: crypto.randomUUID() });
+    const accepted = await call("session.prompt", { sessionId: state.open.id, text, mode, clientRequestId: crypto.randomUUID() });
+    // A command's outcome also arrives as the session's command/done notice.
+    if (accepted.command?.kind === "error") toast(accepted.command.text);
   } catch (error) {
     input.value = text;
     toast(error.message);
   }
+}
+
+// The `/` menu: the commands a prompt can run, filtered by what was typed so far.
+let commandCatalog = null;
+async function showCommands() {
+  const input = $("prompt");
+  const typed = input.value;
+  const menu = $("command-menu");
+  if (!typed.startsWith("/") || /\s/.test(typed)) {
+    menu.hidden = true;
+    return;
+  }
+  if (!commandCatalog) commandCatalog = (await call("commands.list")).commands;
+  const matching = commandCatalog.filter((command) => `/${command.name}`.startsWith(typed));
+  menu.replaceChildren(
+    ...matching.map((command) => {
+      const row = element(
+        "button",
+        { type: "button", class: "command", role: "option", "data-command": command.name },
+        element("strong", {}, `/${command.name}`),
+        command.usage ? ` ${command.usage}` : "",
+        element("span", { class: "muted" }, ` ${command.description}`),
+      );
+      row.addEventListener("click", () => {
+        input.value = `/${command.name} `;
+        menu.hidden = true;
+        input.focus();
+      });
+      return row;
+    }),
+  );
+  menu.hidden = matching.length === 0;
 }
 
 function autosize() {
@@ -384,6 +419,7 @@ function autosize() {
 function wireComposer() {
   const input = $("prompt");
   input.addEventListener("input", autosize);
+  input.addEventListener("input", () => showCommands().catch((e) => toast(e.message)));
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();

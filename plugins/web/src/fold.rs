@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use dsh_protocol::{
     AppendField, ApprovalAskedEvent, ApprovalDecidedEvent, AssistantChunkEvent,
-    AssistantMessageEvent, ChatItem, FinishReason, ItemOp, LlmRetryEvent, MessageSource,
-    NoticeLevel, SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus,
-    TurnEndEvent, UserMessageEvent, text_of,
+    AssistantMessageEvent, ChatItem, CommandDoneEvent, CommandKind, CommandRunEvent, FinishReason,
+    ItemOp, LlmRetryEvent, MessageSource, NoticeLevel, SessionTitleEvent, StreamChunk,
+    ToolCallEvent, ToolResultEvent, ToolStatus, TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_session_seam::EventRecord;
 
@@ -170,6 +170,35 @@ impl Fold {
                         seq,
                         level: NoticeLevel::Warning,
                         text,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "command/run" => {
+                if let Some(Ok(run)) = record.decode::<CommandRunEvent>() {
+                    let text = match &run.args {
+                        Some(args) => format!("/{} {args}", run.name),
+                        None => format!("/{}", run.name),
+                    };
+                    let item = ChatItem::Notice {
+                        id: run.command_id,
+                        seq,
+                        level: NoticeLevel::Info,
+                        text,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "command/done" => {
+                if let Some(Ok(done)) = record.decode::<CommandDoneEvent>() {
+                    let item = ChatItem::Notice {
+                        id: format!("{}-done", done.command_id),
+                        seq,
+                        level: match done.kind {
+                            CommandKind::Success => NoticeLevel::Info,
+                            CommandKind::Error => NoticeLevel::Error,
+                        },
+                        text: done.text.unwrap_or_default(),
                     };
                     self.upsert(item, &mut change);
                 }

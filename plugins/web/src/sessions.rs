@@ -3,6 +3,7 @@
 
 use abi_stable::std_types::RString;
 use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
+use dsh_commands_seam::{COMMANDS, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
@@ -265,6 +266,7 @@ impl Api {
         {
             return Ok(PromptAccepted {
                 message_id: message_id.clone(),
+                command: None,
             });
         }
         if request.text.trim().is_empty() {
@@ -274,6 +276,23 @@ impl Api {
             ));
         }
         let agent = self.agent_of(&request.session_id).await?;
+        // A single text starting with `/` runs a command instead of reaching the model.
+        if dsh_protocol::command_line(&request.text).is_some()
+            && let Ok(Some(commands)) = self.ctx.get::<CommandsService>(COMMANDS)
+        {
+            let outcome = commands
+                .run(
+                    RString::from(agent.id.as_str()),
+                    RString::from(request.text.as_str()),
+                )
+                .await
+                .decode()
+                .map_err(|error| Failure::internal(format!("the command's outcome: {error}")))?;
+            return Ok(PromptAccepted {
+                message_id: String::new(),
+                command: Some(outcome),
+            });
+        }
         let message = Message::user(
             "",
             vec![ContentBlock::text(request.text)],
@@ -295,7 +314,19 @@ impl Api {
                 prompted.pop_front();
             }
         }
-        Ok(PromptAccepted { message_id })
+        Ok(PromptAccepted {
+            message_id,
+            command: None,
+        })
+    }
+
+    /// `commands.list`: the commands a prompt can run, for the page's `/` menu.
+    pub(crate) async fn commands(&self) -> Result<serde_json::Value, Failure> {
+        let specs = match self.ctx.get::<CommandsService>(COMMANDS) {
+            Ok(Some(commands)) => commands.list().await.decode().unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Ok(serde_json::json!({ "commands": specs }))
     }
 
     pub(crate) fn cancel(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {

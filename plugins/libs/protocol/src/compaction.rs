@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::events::EventData;
+use crate::events::{EventData, event_data};
 use crate::{ContentBlock, TokenUsage};
 
 /// `compaction/start`.
@@ -19,7 +19,7 @@ pub struct CompactionStartEvent {
     /// The turn it runs in; `None` for a manual compaction between turns.
     pub turn: Option<u64>,
 }
-crate::events::event_data!(CompactionStartEvent, "compaction/start");
+event_data!(CompactionStartEvent, "compaction/start");
 
 /// The inclusive range of surface seqs a replace shadows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -52,7 +52,7 @@ pub struct CompactionSummaryEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
 }
-crate::events::event_data!(CompactionSummaryEvent, "compaction/summary");
+event_data!(CompactionSummaryEvent, "compaction/summary");
 
 /// `compaction/end`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -66,7 +66,7 @@ pub struct CompactionEndEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
-crate::events::event_data!(CompactionEndEvent, "compaction/end");
+event_data!(CompactionEndEvent, "compaction/end");
 
 /// The reference's framing of a summary that replaces a span: the opening text, the summary's
 /// blocks, then the closing tag.

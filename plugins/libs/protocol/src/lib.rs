@@ -17,6 +17,7 @@
 
 mod agent;
 mod chat;
+mod commands;
 mod compaction;
 mod content;
 mod envelope;
@@ -39,6 +40,10 @@ pub use agent::{
 pub use chat::{
     AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus,
     ToolView, WIRE_TEXT_LIMIT,
+};
+pub use commands::{
+    CommandDoneEvent, CommandInvocation, CommandKind, CommandOutcome, CommandRunEvent, CommandSpec,
+    command_line,
 };
 pub use compaction::{
     CompactionEndEvent, CompactionStartEvent, CompactionSummaryEvent, SUMMARY_CLOSE,

@@ -226,7 +226,11 @@ pub struct SendPrompt {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptAccepted {
+    /// The queued message's id (empty for a command, which queues nothing).
     pub message_id: String,
+    /// A prompt that was a command line ran as a command: its outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<crate::CommandOutcome>,
 }
 
 /// `approval.respond`'s payload: a person's answer to a pending approval.

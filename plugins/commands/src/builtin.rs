@@ -1,0 +1,104 @@
+//! The commands this plugin answers itself: `/help` (the catalog), `/model PROVIDER/MODEL` (the
+//! route of the session's next turns) and `/permission PRESET` (the session's sandbox mode and
+//! approval policy, logged as the page's selector logs them).
+
+use abi_stable::std_types::RVec;
+use dsh_agent_seam::{AGENTS, AgentsService};
+use dsh_llm_seam::{LLM, LlmService};
+use dsh_plugin_api::Context;
+use dsh_protocol::{CommandInvocation, CommandOutcome, CommandSpec, PermissionPreset};
+use dsh_session_seam::{NewEventRecord, open_live};
+
+/// The specs of the built-in commands.
+pub(crate) fn specs() -> Vec<CommandSpec> {
+    vec![
+        CommandSpec {
+            name: "help".to_owned(),
+            description: "List the commands.".to_owned(),
+            usage: None,
+        },
+        CommandSpec {
+            name: "model".to_owned(),
+            description: "Use another model for this session's next turns.".to_owned(),
+            usage: Some("PROVIDER/MODEL".to_owned()),
+        },
+        CommandSpec {
+            name: "permission".to_owned(),
+            description: "Choose this session's permissions: read-only, workspace-write or danger-full-access.".to_owned(),
+            usage: Some("PRESET".to_owned()),
+        },
+    ]
+}
+
+/// The catalog as `/help` shows it.
+pub(crate) fn help(all: &[CommandSpec]) -> CommandOutcome {
+    let lines: Vec<String> = all
+        .iter()
+        .map(|spec| match &spec.usage {
+            Some(usage) => format!("/{} {usage}: {}", spec.name, spec.description),
+            None => format!("/{}: {}", spec.name, spec.description),
+        })
+        .collect();
+    CommandOutcome::success(lines.join("\n"))
+}
+
+/// `/model PROVIDER/MODEL`.
+pub(crate) fn model(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
+    let Some((provider, model)) = call.args.split_once('/') else {
+        return CommandOutcome::error(
+            "usage: /model PROVIDER/MODEL (for example /model deepseek-official/deepseek-v4-pro)",
+        );
+    };
+    let known = ctx
+        .get::<LlmService>(LLM)
+        .ok()
+        .flatten()
+        .and_then(|llm| llm.models(provider.into()).into_option())
+        .and_then(|models| models.decode().ok());
+    match known {
+        None => return CommandOutcome::error(format!("no provider `{provider}` is registered")),
+        Some(models) if !models.iter().any(|known| known.id == model) => {
+            let names: Vec<&str> = models.iter().map(|known| known.id.as_str()).collect();
+            return CommandOutcome::error(format!(
+                "provider `{provider}` has no model `{model}` (it has {})",
+                names.join(", ")
+            ));
+        }
+        Some(_) => {}
+    }
+    let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS) else {
+        return CommandOutcome::error("no `agents` service is running");
+    };
+    match agents
+        .set_route(call.session.as_str().into(), provider.into(), model.into())
+        .into_result()
+    {
+        Ok(()) => CommandOutcome::success(format!("The next turns use {provider}/{model}.")),
+        Err(error) => CommandOutcome::error(error.to_string()),
+    }
+}
+
+/// `/permission PRESET`.
+pub(crate) fn permission(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
+    let Some(preset) = PermissionPreset::parse(call.args.trim()) else {
+        return CommandOutcome::error(
+            "usage: /permission read-only | workspace-write | danger-full-access",
+        );
+    };
+    let Ok(session) = open_live(ctx, &call.session) else {
+        return CommandOutcome::error(format!("session `{}` is not live here", call.session));
+    };
+    let (chosen, mode, policy) = preset.events();
+    let batch = vec![
+        NewEventRecord::of(&chosen),
+        NewEventRecord::of(&mode),
+        NewEventRecord::of(&policy),
+    ];
+    match session.append(RVec::from(batch)).into_result() {
+        Ok(_) => CommandOutcome::success(format!(
+            "Permissions: {} from the next call on.",
+            preset.as_str()
+        )),
+        Err(error) => CommandOutcome::error(error.to_string()),
+    }
+}

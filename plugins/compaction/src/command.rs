@@ -1,0 +1,77 @@
+//! `/compact [focus]`: compacts an idle session now, whatever its pressure, keeping only its
+//! newest exchange verbatim; the focus tells the summary what to keep above all. A session with a running turn is
+//! refused (its next step would race the replace); so is one compacting already.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use dsh_agent_seam::{AGENTS, AgentsService};
+use dsh_commands_seam::{COMMANDS_LIST, COMMANDS_RUN};
+use dsh_plugin_api::lock;
+use dsh_plugin_api::prelude::*;
+use dsh_protocol::{AgentStatus, AgentSummary, CommandOutcome, CommandSpec};
+
+use crate::compact::{Keep, Settings, compact};
+
+fn spec() -> CommandSpec {
+    CommandSpec {
+        name: "compact".to_owned(),
+        description: "Replace the older part of this session by a summary, now.".to_owned(),
+        usage: Some("[what to keep]".to_owned()),
+    }
+}
+
+fn running(ctx: &Context, session: &str) -> bool {
+    let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS) else {
+        return false;
+    };
+    let listed: Vec<AgentSummary> = agents.list().decode().unwrap_or_default();
+    listed
+        .iter()
+        .any(|agent| agent.id == session && agent.status == AgentStatus::Running)
+}
+
+/// Answers `/compact` on `commands/run` and declares it on `commands/list`.
+pub(crate) fn answer(
+    ctx: &Context,
+    settings: Settings,
+    busy: Arc<Mutex<HashSet<String>>>,
+) -> Result<(), PluginError> {
+    ctx.on_waterfall(&COMMANDS_LIST, |next| async move {
+        let mut specs: Vec<CommandSpec> = next.run().await?.decode().unwrap_or_default();
+        specs.push(spec());
+        Ok(Json::encode(&specs))
+    })?;
+    let owner = ctx.clone();
+    ctx.on_waterfall(&COMMANDS_RUN, move |next| {
+        let (ctx, busy) = (owner.clone(), busy.clone());
+        let call = next.payload().decode();
+        async move {
+            let call = match call {
+                Ok(call) if call.name == "compact" => call,
+                _ => return next.run().await,
+            };
+            if running(&ctx, &call.session) {
+                return Ok(Json::encode(&CommandOutcome::error(
+                    "a turn is running: /compact once it ends (cancel it first to compact now)",
+                )));
+            }
+            if !lock(&busy).insert(call.session.clone()) {
+                return Ok(Json::encode(&CommandOutcome::error(
+                    "this session is compacting already",
+                )));
+            }
+            let focus = (!call.args.is_empty()).then_some(call.args.as_str());
+            let done = compact(&ctx, &settings, &call.session, None, Keep::Least, focus).await;
+            lock(&busy).remove(&call.session);
+            let outcome = match done {
+                Ok(()) => CommandOutcome::success(
+                    "Compacted: the older part of this session is now a summary.",
+                ),
+                Err(error) => CommandOutcome::error(error.to_string()),
+            };
+            Ok(Json::encode(&outcome))
+        }
+    })?;
+    Ok(())
+}

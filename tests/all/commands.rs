@@ -1,0 +1,100 @@
+//! Human commands through the web profile: a prompt that is a command line runs the command
+//! instead of reaching the model; `command/run` and `command/done` are logged and never sent
+//! to it; `/help` lists every command the running plugins declare, `/permission` switches the
+//! session's preset, `/model` its route, and `/compact` summarizes an idle session below the
+//! compaction threshold.
+
+use dsh_tests::TestDir;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use serde_json::{Value, json};
+
+use crate::escalation::start;
+use crate::web_chat::turn_ended;
+
+fn prompt(web: &crate::web_chat::Web, session: &str, text: &str) -> Value {
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": text}),
+    )
+}
+
+#[test]
+fn commands_run_instead_of_reaching_the_model() {
+    let dir = TestDir::new("commands");
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("The codeword is PELICAN."),
+        Reply::text("Summary: the user shared the codeword PELICAN."),
+        Reply::text("Still PELICAN."),
+    ]);
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    let help = prompt(&web, &session, "/help");
+    assert_eq!(help["command"]["kind"], "success", "{help}");
+    let text = help["command"]["text"].as_str().unwrap();
+    for name in ["/compact", "/help", "/model", "/permission"] {
+        assert!(text.contains(name), "{text}");
+    }
+    let listed = web.call("commands.list", &json!({}));
+    assert!(
+        listed["commands"].as_array().unwrap().len() >= 4,
+        "{listed}"
+    );
+    let unknown = prompt(&web, &session, "/frobnicate");
+    assert_eq!(unknown["command"]["kind"], "error");
+    assert!(
+        unknown["command"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("unknown command")
+    );
+    let preset = prompt(&web, &session, "/permission read-only");
+    assert_eq!(preset["command"]["kind"], "success", "{preset}");
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    assert_eq!(history["preset"], "read-only", "{history}");
+    let bad_model = prompt(&web, &session, "/model deepseek-official/no-such-model");
+    assert_eq!(bad_model["command"]["kind"], "error", "{bad_model}");
+    // Nothing so far reached the model.
+    assert!(server.requests().is_empty());
+    prompt(&web, &session, "Remember the codeword PELICAN.");
+    socket.until(300, turn_ended);
+    // The agent is idle once its driver says so, just after the turn's end.
+    socket.until(300, |frame| {
+        frame["type"] == "host/session-status" && frame["running"] == false
+    });
+    let compacted = prompt(&web, &session, "/compact the codeword");
+    assert_eq!(compacted["command"]["kind"], "success", "{compacted}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let ask = requests[1].body["messages"].to_string();
+    assert!(ask.contains("Above all, keep: the codeword."), "{ask}");
+    prompt(&web, &session, "What was it?");
+    socket.until(300, turn_ended);
+    let last = server.requests()[2].body["messages"].to_string();
+    assert!(
+        last.contains("compacted-summary") && last.contains("shared the codeword PELICAN"),
+        "{last}"
+    );
+    assert!(
+        !last.contains("/help") && !last.contains("/permission") && !last.contains("command/"),
+        "a command reached the model: {last}"
+    );
+    // The page's history shows each command and its answer.
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    let notices: Vec<String> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["kind"] == "notice")
+        .map(|item| item["text"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(
+        notices.iter().any(|text| text == "/compact the codeword"),
+        "{notices:?}"
+    );
+    assert!(
+        notices.iter().any(|text| text.starts_with("Compacted")),
+        "{notices:?}"
+    );
+    server.assert_no_violations();
+    assert_eq!(web.host.stop(), Some(0));
+}
