@@ -249,6 +249,22 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), SessionCliError> {
         usage.cache_write_tokens.unwrap_or(0),
         usage.reasoning_tokens.unwrap_or(0)
     );
+    let share = |tokens: u64, window: u64| tokens as f64 * 100.0 / window.max(1) as f64;
+    match (summary.last_request_tokens, summary.context_window) {
+        (Some(tokens), Some(window)) => println!(
+            "context: {tokens} of {window} tokens ({:.1}%) at the latest request; compactions {}",
+            share(tokens, window),
+            summary
+                .by_type
+                .get("compaction/summary")
+                .copied()
+                .unwrap_or(0)
+        ),
+        (Some(tokens), None) => {
+            println!("context: {tokens} tokens at the latest request (window unknown)")
+        }
+        _ => println!("context: no request answered yet"),
+    }
     Ok(())
 }
 

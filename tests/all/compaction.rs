@@ -221,3 +221,48 @@ fn a_failed_summary_leaves_the_surface_and_ends_the_turn() {
         .unwrap();
     assert!(end.to_string().contains("compaction failed"), "{end}");
 }
+
+/// What the provider can cache: every request of a multi-step turn is an exact extension of
+/// the one before (same system prompt and tools, the earlier messages unchanged, new ones only
+/// appended), so each step's prefix is served from the cache.
+#[test]
+fn each_request_extends_the_one_before_byte_for_byte() {
+    let dir = TestDir::new("prefix-stable");
+    let step = |n: usize| {
+        let command =
+            json!({"command": format!("echo step {n}"), "description": "a step"}).to_string();
+        Reply::tool_calls(&[(&format!("call_{n}"), "bash", &command)])
+    };
+    let server = FakeDeepSeek::start(vec![
+        step(1),
+        step(2),
+        step(3),
+        step(4),
+        Reply::text("four steps done"),
+    ]);
+    let out = run(&server, &dir, "    threshold: 0.8\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    for pair in requests.windows(2) {
+        let (before, after) = (&pair[0].body, &pair[1].body);
+        assert_eq!(
+            before["tools"].to_string(),
+            after["tools"].to_string(),
+            "the tool list changed"
+        );
+        let (old, new) = (
+            before["messages"].as_array().unwrap(),
+            after["messages"].as_array().unwrap(),
+        );
+        assert!(new.len() > old.len());
+        for (index, message) in old.iter().enumerate() {
+            assert_eq!(
+                message.to_string(),
+                new[index].to_string(),
+                "message {index} changed between consecutive requests"
+            );
+        }
+    }
+    server.assert_no_violations();
+}

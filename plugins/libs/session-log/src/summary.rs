@@ -38,6 +38,10 @@ pub struct LogSummary {
     /// How many turns ended with each `reason.kind`.
     pub end_reasons: BTreeMap<String, usize>,
     pub usage: TokenUsage,
+    /// The token meter: the provider's input and output tokens of the latest answered request.
+    pub last_request_tokens: Option<u64>,
+    /// The model's window, from the latest `request/context` that named one.
+    pub context_window: Option<u64>,
 }
 
 /// Summarizes `events`.
@@ -53,7 +57,13 @@ pub fn summarize<E: AsRef<SessionEvent>>(events: &[E]) -> LogSummary {
     let mut open: Option<usize> = None;
     let mut usage = TokenUsage::default();
     let mut last_sample: Option<((Value, Value), TokenUsage)> = None;
+    let mut context_window = None;
     for event in events.iter().map(AsRef::as_ref) {
+        if event.kind == "request/context"
+            && let Some(window) = event.data.get("contextWindow").and_then(Value::as_u64)
+        {
+            context_window = Some(window);
+        }
         *by_type.entry(event.kind.clone()).or_default() += 1;
         match event.kind.as_str() {
             "turn/start" => {
@@ -115,6 +125,9 @@ pub fn summarize<E: AsRef<SessionEvent>>(events: &[E]) -> LogSummary {
         turns,
         end_reasons,
         usage,
+        last_request_tokens: last_sample
+            .map(|(_, sample)| sample.input_tokens + sample.output_tokens),
+        context_window,
     }
 }
 
