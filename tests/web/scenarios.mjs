@@ -55,6 +55,9 @@ const scenarios = {
     await page.click(".reasoning summary");
     const thought = await page.textContent(".reasoning .thought");
     expect(thought.includes("The shell answered."), `the reasoning is "${thought}"`);
+    await page.waitForSelector("#context-meter:not([hidden])");
+    const meter = await page.textContent("#context-text");
+    expect(meter.includes("% of 1000k"), `the context bar reads "${meter}"`);
     await themes(page, "answered");
     const items = await page.locator("[data-item]").count();
     await page.reload();

@@ -227,6 +227,21 @@ function setRunning(running) {
   $("steer").hidden = !running;
 }
 
+// The context bar: the latest request's tokens against the model's window.
+async function refreshContext() {
+  if (!state.open) return;
+  const id = state.open.id;
+  const { tokens, window } = await call("session.context", { sessionId: id });
+  if (state.open?.id !== id) return;
+  const meter = $("context-meter");
+  meter.hidden = !(tokens && window);
+  if (meter.hidden) return;
+  const share = Math.min(100, (tokens * 100) / window);
+  $("context-fill").style.width = `${share}%`;
+  meter.classList.toggle("high", share >= 80);
+  $("context-text").textContent = `${share.toFixed(share < 10 ? 1 : 0)}% of ${window >= 1000 ? `${Math.round(window / 1000)}k` : window}`;
+}
+
 function renderHeader() {
   const open = state.open;
   $("title").textContent = open ? open.title || `Session ${open.id.slice(0, 8)}` : "";
@@ -265,6 +280,7 @@ async function openSession(id) {
   renderSessions();
   subscribe();
   loadModels(id).catch(() => {});
+  refreshContext().catch(() => {});
   $("conversation").scrollTop = $("conversation").scrollHeight;
   $("prompt").focus();
   window.history.replaceState(null, "", `#${id}`);
@@ -286,6 +302,7 @@ function onFrame(frame) {
       state.open.lastSeq = frame.seq;
       applyOps(frame.ops);
       if (frame.running !== undefined) setRunning(frame.running);
+      if (frame.ops.some((op) => op.item?.kind === "turn-end")) refreshContext().catch(() => {});
       if (frame.title) {
         state.open.title = frame.title;
         renderHeader();

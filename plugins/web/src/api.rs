@@ -108,6 +108,7 @@ impl Api {
             "session.setPermission" => {
                 serde_json::to_value(self.set_permission(payload(method, body)?).await?)
             }
+            "session.context" => Ok(self.context(payload(method, body)?).await?),
             "commands.list" => Ok(self.commands().await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
             "settings.describe" => {

@@ -392,4 +392,37 @@ impl Api {
             })?;
         Ok(serde_json::json!({}))
     }
+
+    /// `session.context`: the token meter of a session: the provider's count of its latest
+    /// answered request against the model's window (the latest `request/context` that named
+    /// one), as `session show` prints it.
+    pub(crate) async fn context(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+            return Err(Failure::internal("no `sessions` service is running"));
+        };
+        let session = sessions
+            .open(RString::from(request.session_id.as_str()))
+            .await
+            .into_result()
+            .map_err(|_| not_found(&request.session_id))?;
+        let (mut tokens, mut window) = (None, None);
+        for record in session.events(0, session.event_count()).iter() {
+            match record.kind.as_str() {
+                "request/context" => {
+                    if let Some(Ok(event)) = record.decode::<RequestContextEvent>() {
+                        window = event.context_window.or(window);
+                    }
+                }
+                "assistant/chunk" if record.json.contains("\"usage\"") => {
+                    if let Some(Ok(event)) = record.decode::<dsh_protocol::AssistantChunkEvent>()
+                        && let dsh_protocol::StreamChunk::Usage { usage } = event.chunk
+                    {
+                        tokens = Some(usage.input_tokens + usage.output_tokens);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(serde_json::json!({ "tokens": tokens, "window": window }))
+    }
 }
