@@ -59,7 +59,10 @@ fn commands_run_instead_of_reaching_the_model() {
     socket.until(300, turn_ended);
     let meter = web.call("session.context", &json!({"sessionId": session}));
     assert_eq!(meter["window"], 1_000_000, "{meter}");
-    assert!(meter["tokens"].as_u64().is_some_and(|tokens| tokens > 0), "{meter}");
+    assert!(
+        meter["tokens"].as_u64().is_some_and(|tokens| tokens > 0),
+        "{meter}"
+    );
     // The agent is idle once its driver says so, just after the turn's end.
     socket.until(300, |frame| {
         frame["type"] == "host/session-status" && frame["running"] == false

@@ -266,3 +266,60 @@ fn each_request_extends_the_one_before_byte_for_byte() {
     }
     server.assert_no_violations();
 }
+
+/// An old tool result over 8,192 code points is shown as its head, a marker and its tail once
+/// two answers follow it; the log keeps it whole; later requests extend the pruned one.
+#[test]
+fn an_old_huge_result_is_pruned_in_place_and_kept_whole_in_the_log() {
+    let dir = TestDir::new("prune");
+    let huge =
+        json!({"command": "head -c 40000 /dev/zero | tr '\\0' b", "description": "a huge output"})
+            .to_string();
+    let small = |n: usize| {
+        let command =
+            json!({"command": format!("echo small {n}"), "description": "small"}).to_string();
+        Reply::tool_calls(&[(&format!("call_s{n}"), "bash", &command)])
+    };
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_huge", "bash", &huge)]),
+        small(1),
+        small(2),
+        small(3),
+        Reply::text("done"),
+    ]);
+    let out = run(&server, &dir, "    pruneBatchTokens: 1000\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let full = "b".repeat(40_000);
+    let sent = |index: usize| requests[index].body["messages"].to_string();
+    assert!(sent(2).contains(&full), "pruned too early");
+    assert!(!sent(3).contains(&full), "the old result was not pruned");
+    assert!(
+        sent(3).contains("characters of this old tool result are not shown"),
+        "{}",
+        sent(3)
+    );
+    assert!(sent(3).contains(&"b".repeat(4_096)));
+    // Pruned once: the next request extends the pruned one.
+    let (before, after) = (
+        requests[3].body["messages"].as_array().unwrap(),
+        requests[4].body["messages"].as_array().unwrap(),
+    );
+    assert!(before.iter().zip(after).all(|(a, b)| a == b));
+    let (events, _) = stream_json(&out.stdout);
+    let order = kinds(&events);
+    let prune = order
+        .iter()
+        .position(|kind| kind == "compaction/prune")
+        .expect("a prune event");
+    assert_eq!(order[prune + 1], "tool/result");
+    assert_eq!(events[prune + 1]["surfaceOp"]["op"], "replace");
+    // The original result is still in the log, whole.
+    assert!(
+        events
+            .iter()
+            .any(|event| event["type"] == "tool/result" && event.to_string().contains(&full))
+    );
+    server.assert_no_violations();
+}

@@ -10,11 +10,13 @@
 //! every reader of the log sees the summary. A failed summary leaves the log as it was and ends
 //! the turn: blocked before a step, `error` after an overflow. The window is the latest
 //! `request/context`'s (the model catalog's), or the row's `contextWindow`. `/compact [focus]`
-//! compacts an idle session at once, below the threshold too.
+//! compacts an idle session at once, below the threshold too. Old tool results over 8,192 code
+//! points are pruned to their head and tail in batches (see `prune`).
 
 mod command;
 mod compact;
 mod plan;
+mod prune;
 mod summarize;
 mod surface;
 
@@ -42,6 +44,14 @@ pub struct CompactionConfig {
     pub max_summary_tokens: u64,
     /// The window to assume instead of the model catalog's (tokens).
     pub context_window: Option<u64>,
+    /// Prune old tool results over `pruneOver` code points to `pruneHead` + a marker +
+    /// `pruneTail`, once `pruneAfter` answers follow them, in batches of `pruneBatchTokens`.
+    pub prune: bool,
+    pub prune_over: usize,
+    pub prune_head: usize,
+    pub prune_tail: usize,
+    pub prune_after: usize,
+    pub prune_batch_tokens: u64,
 }
 
 impl Default for CompactionConfig {
@@ -51,6 +61,12 @@ impl Default for CompactionConfig {
             keep: 0.16,
             max_summary_tokens: 8_192,
             context_window: None,
+            prune: true,
+            prune_over: 8_192,
+            prune_head: 4_096,
+            prune_tail: 1_024,
+            prune_after: 2,
+            prune_batch_tokens: 8_192,
         }
     }
 }
@@ -80,6 +96,20 @@ impl Plugin for CompactionPlugin {
             max_summary_tokens: config.max_summary_tokens.max(1),
             context_window: config.context_window,
         };
+        if config.prune_head + config.prune_tail >= config.prune_over {
+            return Err(PluginError {
+                kind: dsh_plugin_api::ErrorKind::Config,
+                message: "invalid config: pruneHead + pruneTail must be less than pruneOver".into(),
+                path: abi_stable::std_types::RSome("$.pruneOver".into()),
+            });
+        }
+        let pruning = config.prune.then_some(prune::Pruning {
+            over: config.prune_over,
+            head: config.prune_head,
+            tail: config.prune_tail,
+            after: config.prune_after,
+            batch: config.prune_batch_tokens,
+        });
         // A session compacts once at a time; a step that comes while it does goes on.
         let running: Arc<Mutex<HashSet<String>>> = Arc::default();
         let trackers = Arc::new(surface::Trackers::default());
@@ -95,6 +125,9 @@ impl Plugin for CompactionPlugin {
                 let Ok(proposal) = proposal else {
                     return next.run().await;
                 };
+                if let Some(rule) = &pruning {
+                    prune_due(&ctx, &trackers, &proposal.session, rule);
+                }
                 let over = pressure(&ctx, &settings, &trackers, &proposal.session).is_some_and(
                     |(tokens, window)| tokens as f64 > window as f64 * settings.threshold,
                 );
@@ -167,6 +200,24 @@ impl Plugin for CompactionPlugin {
                 }
             }
         })
+    }
+}
+
+/// Rewrites the results of `session` that are due for pruning, in one batch.
+fn prune_due(ctx: &Context, trackers: &surface::Trackers, session: &str, rule: &prune::Pruning) {
+    let Ok(live) = dsh_session_seam::open_live(ctx, session) else {
+        return;
+    };
+    let due = trackers.prunable(&live, rule);
+    if due.is_empty() {
+        return;
+    }
+    let batch = prune::batch(&live, &due, rule);
+    if let Err(error) = live.append(batch.into()).into_result() {
+        ctx.log(
+            LogLevel::Warn,
+            &format!("session `{session}`: pruning old tool results: {error}"),
+        );
     }
 }
 

@@ -199,4 +199,12 @@ impl Trackers {
     pub(crate) fn forget(&self, session: &str) {
         lock(&self.0).remove(session);
     }
+
+    /// The results of `session` the pruner should rewrite now.
+    pub(crate) fn prunable(&self, session: &SessionBox, rule: &crate::prune::Pruning) -> Vec<u64> {
+        let mut all = lock(&self.0);
+        let surface = all.entry(session.id().to_string()).or_default();
+        surface.catch_up(session);
+        crate::prune::due(&surface.nodes, rule)
+    }
 }
