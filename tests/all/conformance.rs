@@ -33,6 +33,7 @@ const CASES: &[&str] = &[
     "jsonrpc/snapshots/text-turn",
     "acp/snapshots/session-title-after-turn",
     "acp/snapshots/bash-spill",
+    "headless/snapshots/compaction-recovery",
 ];
 
 /// Per-case patch layers: the recording's own configuration where it differs from ours.

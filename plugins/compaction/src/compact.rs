@@ -84,12 +84,15 @@ pub(crate) async fn compact(
 ) -> Result<(), CompactError> {
     let session = open_live(ctx, id).map_err(|_| CompactError::NotLive(id.to_owned()))?;
     let surface = read(&session);
-    let window = settings
-        .context_window
-        .or(surface.context_window)
-        .ok_or(CompactError::NoWindow)?;
+    // After an overflow the window need not be known: the provider said it was crossed.
     let keep = match how {
-        Keep::Share => (window as f64 * settings.keep) as u64,
+        Keep::Share => {
+            let window = settings
+                .context_window
+                .or(surface.context_window)
+                .ok_or(CompactError::NoWindow)?;
+            (window as f64 * settings.keep) as u64
+        }
         Keep::Least => 1,
     };
     let chosen = span(&surface.nodes, keep).ok_or(CompactError::NothingToCompact)?;
@@ -120,6 +123,7 @@ pub(crate) async fn compact(
     };
     let summary = match summarize(
         ctx,
+        id,
         surface.header.as_ref(),
         &surface.messages,
         chosen.tail,

@@ -1,8 +1,8 @@
 //! The summary request: the conversation's own system prompt, tools and history (so the
 //! provider serves it from the prefix it already cached), then one instruction to summarize
-//! all but the last messages. It is not a request of the session (no session id: the
-//! model-visible check does not apply to it, and nothing of it enters the history); its answer
-//! is logged as `compaction/summary`.
+//! all but the last messages. It names its session, so the model-visible check holds its
+//! history to the log (the instruction after it is the one message it may add); nothing of it
+//! enters the history but its answer, logged as `compaction/summary`.
 
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::{Context, Json};
@@ -51,6 +51,7 @@ fn instruction(tail: usize, focus: Option<&str>) -> String {
 /// Asks the session's model for a summary of `messages` minus the last `tail`.
 pub(crate) async fn summarize(
     ctx: &Context,
+    session: &str,
     header: Option<&RequestHeader>,
     messages: &[Message],
     tail: usize,
@@ -75,7 +76,7 @@ pub(crate) async fn summarize(
         messages: history,
         history: None,
         tools: header.tools.clone().unwrap_or_default(),
-        session_id: None,
+        session_id: Some(session.to_owned()),
         purpose: Some(Purpose::Compaction),
     };
     let stream = llm
@@ -89,7 +90,9 @@ pub(crate) async fn summarize(
                     .map_or_else(|e| e.to_string(), |f| f.message),
             )
         })?;
-    let (mut text, mut usage, mut tool_calls) = (String::new(), None, false);
+    // A block's end carries its whole text; deltas are the fallback of a stream without ends.
+    let (mut text, mut ended, mut usage, mut tool_calls) =
+        (String::new(), String::new(), None, false);
     loop {
         let chunk = match stream.next().await.into_result() {
             Ok(abi_stable::std_types::ROption::RSome(chunk)) => chunk,
@@ -104,6 +107,12 @@ pub(crate) async fn summarize(
         };
         match chunk.decode() {
             Ok(StreamChunk::TextDelta { text: delta, .. }) => text.push_str(&delta),
+            Ok(StreamChunk::BlockEnd {
+                block: ContentBlock::Text { text: whole },
+                ..
+            }) => {
+                ended.push_str(&whole);
+            }
             Ok(StreamChunk::ToolCallDelta { .. }) => tool_calls = true,
             Ok(StreamChunk::Usage { usage: counted }) => usage = Some(counted),
             Ok(StreamChunk::Finish { reason, .. }) => match reason {
@@ -119,7 +128,10 @@ pub(crate) async fn summarize(
     if tool_calls {
         return Err(SummaryError::ToolCalls);
     }
-    let text = text.trim().to_owned();
+    let text = match ended.trim().is_empty() {
+        true => text.trim().to_owned(),
+        false => ended.trim().to_owned(),
+    };
     if text.is_empty() {
         return Err(SummaryError::Empty);
     }

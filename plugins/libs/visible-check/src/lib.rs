@@ -2,7 +2,8 @@
 //! model (the innermost step of `llm/stream`, and the replay adapter, which answers in its
 //! place). The request's messages must be exactly the session's derived history, compared by
 //! the log's rolling history hash (kept with the snapshot, so the log side costs nothing), and
-//! its config, system prompt and tools must be the last logged `request/header`. A request
+//! its config, system prompt and tools must be the last logged `request/header`. A compaction's
+//! summary request may carry one instruction of its plugin after that history. A request
 //! without a session is not checked: it is not part of any conversation. A session's request
 //! that cannot be checked (no `sessions` service, a session that cannot be opened) is refused.
 //!
@@ -81,8 +82,12 @@ struct Hashed<'a> {
 
 /// The request's history hash, computed the way the log computes its own.
 pub fn request_hash(request: &GenerateRequest) -> u64 {
-    let values: Vec<serde_json::Value> = request
-        .messages
+    messages_hash(&request.messages)
+}
+
+/// The history hash of `messages`, computed the way the log computes its own.
+fn messages_hash(messages: &[dsh_protocol::Message]) -> u64 {
+    let values: Vec<serde_json::Value> = messages
         .iter()
         .filter_map(|message| {
             serde_json::to_value(Hashed {
@@ -162,11 +167,25 @@ pub fn check(session: &SessionBox, request: &GenerateRequest) -> Result<(), Refu
         }
         return check_header(session, &id, request);
     }
-    let sent = request_hash(request);
+    // A compaction's summary request is the conversation plus one instruction of the
+    // compacting plugin: the conversation must be the log's, the instruction is logged with
+    // the summary it asks for.
+    let history = match request.purpose {
+        Some(dsh_protocol::Purpose::Compaction) => match request.messages.split_last() {
+            Some((last, rest))
+                if last.role == Role::User && matches!(last.source, MessageSource::Plugin(_)) =>
+            {
+                rest
+            }
+            _ => &request.messages[..],
+        },
+        _ => &request.messages[..],
+    };
+    let sent = messages_hash(history);
     if logged != sent {
         return Err(Refusal::HistoryMismatch {
             session: id,
-            sent_count: request.messages.len(),
+            sent_count: history.len(),
             sent_hash: sent,
             logged_count: view.message_count(),
             logged_hash: logged,
