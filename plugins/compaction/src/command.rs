@@ -12,6 +12,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_protocol::{AgentStatus, AgentSummary, CommandOutcome, CommandSpec};
 
 use crate::compact::{Keep, Settings, compact};
+use crate::surface::Trackers;
 
 fn spec() -> CommandSpec {
     CommandSpec {
@@ -36,6 +37,7 @@ pub(crate) fn answer(
     ctx: &Context,
     settings: Settings,
     busy: Arc<Mutex<HashSet<String>>>,
+    trackers: Arc<Trackers>,
 ) -> Result<(), PluginError> {
     ctx.on_waterfall(&COMMANDS_LIST, |next| async move {
         let mut specs: Vec<CommandSpec> = next.run().await?.decode().unwrap_or_default();
@@ -44,7 +46,7 @@ pub(crate) fn answer(
     })?;
     let owner = ctx.clone();
     ctx.on_waterfall(&COMMANDS_RUN, move |next| {
-        let (ctx, busy) = (owner.clone(), busy.clone());
+        let (ctx, busy, trackers) = (owner.clone(), busy.clone(), trackers.clone());
         let call = next.payload().decode();
         async move {
             let call = match call {
@@ -62,7 +64,16 @@ pub(crate) fn answer(
                 )));
             }
             let focus = (!call.args.is_empty()).then_some(call.args.as_str());
-            let done = compact(&ctx, &settings, &call.session, None, Keep::Least, focus).await;
+            let done = compact(
+                &ctx,
+                &settings,
+                &call.session,
+                None,
+                Keep::Least,
+                focus,
+                &trackers,
+            )
+            .await;
             lock(&busy).remove(&call.session);
             let outcome = match done {
                 Ok(()) => CommandOutcome::success(

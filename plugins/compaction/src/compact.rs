@@ -14,7 +14,7 @@ use dsh_session_seam::{NewEventRecord, SessionBox, open_live};
 
 use crate::plan::span;
 use crate::summarize::summarize;
-use crate::surface::{Trackers, read};
+use crate::surface::Trackers;
 
 /// What a compaction is allowed to do.
 #[derive(Debug, Clone, Copy)]
@@ -81,9 +81,10 @@ pub(crate) async fn compact(
     turn: Option<u64>,
     how: Keep,
     focus: Option<&str>,
+    trackers: &Trackers,
 ) -> Result<(), CompactError> {
     let session = open_live(ctx, id).map_err(|_| CompactError::NotLive(id.to_owned()))?;
-    let surface = read(&session);
+    let surface = trackers.for_compaction(&session);
     // After an overflow the window need not be known: the provider said it was crossed.
     let keep = match how {
         Keep::Share => {

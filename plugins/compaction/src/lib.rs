@@ -117,9 +117,9 @@ impl Plugin for CompactionPlugin {
         ctx.on_emit(&dsh_session_seam::SESSION_DISPOSED, move |id| {
             forget.forget(id.as_str())
         })?;
-        let (before, busy) = (ctx.clone(), running.clone());
+        let (before, busy, watched) = (ctx.clone(), running.clone(), trackers.clone());
         ctx.on_waterfall(&AGENT_PRE_STEP, move |next| {
-            let (ctx, busy, trackers) = (before.clone(), busy.clone(), trackers.clone());
+            let (ctx, busy, trackers) = (before.clone(), busy.clone(), watched.clone());
             let proposal = next.payload().decode();
             async move {
                 let Ok(proposal) = proposal else {
@@ -141,6 +141,7 @@ impl Plugin for CompactionPlugin {
                     Some(proposal.turn),
                     Keep::Share,
                     None,
+                    &trackers,
                 )
                 .await;
                 lock(&busy).remove(&proposal.session);
@@ -161,10 +162,10 @@ impl Plugin for CompactionPlugin {
                 }
             }
         })?;
-        command::answer(&ctx, settings, running.clone())?;
-        let (after, busy) = (ctx.clone(), running);
+        command::answer(&ctx, settings, running.clone(), trackers.clone())?;
+        let (after, busy, trackers) = (ctx.clone(), running, trackers);
         ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
-            let (ctx, busy) = (after.clone(), busy.clone());
+            let (ctx, busy, trackers) = (after.clone(), busy.clone(), trackers.clone());
             let failed = next.payload().decode();
             async move {
                 let Ok(failed) = failed else {
@@ -185,6 +186,7 @@ impl Plugin for CompactionPlugin {
                     Some(failed.turn),
                     Keep::Least,
                     None,
+                    &trackers,
                 )
                 .await;
                 lock(&busy).remove(&failed.session);

@@ -115,10 +115,9 @@ impl Surface {
         let Ok(message) = message else {
             return;
         };
-        let tokens = match self.keep_messages {
-            true => estimate(&serde_json::to_string(&message.content).unwrap_or_default()),
-            false => estimate(&record.json),
-        };
+        // One estimator for the check and the plan (the logged text), so what a compaction
+        // keeps is what the next check counts.
+        let tokens = estimate(&record.json);
         let node = Node {
             seq: record.seq,
             kind,
@@ -206,5 +205,37 @@ impl Trackers {
         let surface = all.entry(session.id().to_string()).or_default();
         surface.catch_up(session);
         crate::prune::due(&surface.nodes, rule)
+    }
+
+    /// The surface of `session` for a compaction: the kept nodes and header, with the
+    /// messages read from the session's own derived history (one per node), so a compaction
+    /// costs the size of the surface, not of the whole log. A history that does not line up
+    /// with the nodes is read again from the log.
+    pub(crate) fn for_compaction(&self, session: &SessionBox) -> Surface {
+        let (nodes, header, context_window) = {
+            let mut all = lock(&self.0);
+            let surface = all.entry(session.id().to_string()).or_default();
+            surface.catch_up(session);
+            (
+                surface.nodes.clone(),
+                surface.header.clone(),
+                surface.context_window,
+            )
+        };
+        let view = session.derive_messages();
+        let messages: Vec<Message> = (0..view.message_count())
+            .filter_map(|index| view.message(index).into_option())
+            .filter_map(|message| message.decode().ok())
+            .collect();
+        if messages.len() != nodes.len() {
+            return read(session);
+        }
+        Surface {
+            nodes,
+            messages,
+            header,
+            context_window,
+            ..Surface::default()
+        }
     }
 }

@@ -19,6 +19,8 @@ const WEB: &str =
 
 const SANDBOX: &str = "Sandbox (issue 12; ours only)";
 
+const CONTEXT: &str = "Context (issue 13; ours only)";
+
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
         section: RUNTIME,
@@ -391,6 +393,60 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "sandbox_confinement_per_command",
         peer: None,
         what: "what confining one command costs: workspace-write minus danger-full-access (µs)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "compaction_step_at_10",
+        peer: None,
+        what: "a 10,000-step turn of the instant model with a 20,000-token window, compaction on: one step's overhead around request 10, median (µs)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "compaction_request_bytes_at_10",
+        peer: None,
+        what: "the history that request carries, compaction on (bytes; must stop growing once compaction holds it)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "uncompacted_request_bytes_at_10",
+        peer: None,
+        what: "the same request with compaction off (bytes)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "compaction_step_at_1000",
+        peer: None,
+        what: "a 10,000-step turn of the instant model with a 20,000-token window, compaction on: one step's overhead around request 1,000, median (µs)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "compaction_request_bytes_at_1000",
+        peer: None,
+        what: "the history that request carries, compaction on (bytes; must stop growing once compaction holds it)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "uncompacted_request_bytes_at_1000",
+        peer: None,
+        what: "the same request with compaction off (bytes)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "compaction_step_at_10000",
+        peer: None,
+        what: "a 10,000-step turn of the instant model with a 20,000-token window, compaction on: one step's overhead around request 10,000, median (µs)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "compaction_request_bytes_at_10000",
+        peer: None,
+        what: "the history that request carries, compaction on (bytes; must stop growing once compaction holds it)",
+    },
+    Figure {
+        section: CONTEXT,
+        ours: "uncompacted_request_bytes_at_10000",
+        peer: None,
+        what: "the same request with compaction off (bytes)",
     },
 ];
 

@@ -58,6 +58,8 @@ pub struct Config {
 
 struct Clock {
     ctx: Context,
+    /// Tool-call answers given, per session.
+    steps_done: Mutex<std::collections::HashMap<String, usize>>,
     shell: Option<String>,
     text_deltas: usize,
     pace: std::time::Duration,
@@ -147,9 +149,25 @@ impl Adapter for Instantly {
 
     fn stream(
         &self,
-        _request: Json<GenerateRequest>,
+        request: Json<GenerateRequest>,
         history: HistoryBox,
     ) -> FfiFuture<StreamOutcome> {
+        let request = request.decode().ok();
+        // A compaction's summary request is answered with a summary, at once.
+        if request
+            .as_ref()
+            .is_some_and(|request| request.purpose == Some(dsh_protocol::Purpose::Compaction))
+        {
+            let stream = Chunks {
+                chunks: answer(
+                    ContentBlock::text("A summary of the work so far."),
+                    FinishReason::Stop,
+                ),
+                next: AtomicUsize::new(0),
+                pace: None,
+            };
+            return async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi();
+        }
         let clock = &self.0;
         let number = clock.requests.fetch_add(1, Ordering::Relaxed) + 1;
         let now = Instant::now();
@@ -162,11 +180,19 @@ impl Adapter for Instantly {
                 "bench step_gap_us {number} {:.3}",
                 now.duration_since(last).as_secs_f64() * 1e6
             );
+            // What the request carries: its history, as JSON bytes.
+            let bytes: usize = (0..history.count())
+                .filter_map(|index| history.message(index).into_option())
+                .map(|message| message.text().len())
+                .sum();
+            let _ = writeln!(stdout, "bench request_bytes {number} {bytes}");
         }
-        // Each session's own progress: its history holds the task and two messages per step.
-        // Its length is all an instant model reads: the measurement costs nothing else.
-        let steps_done =
-            usize::try_from(history.count().saturating_sub(1) / 2).unwrap_or(usize::MAX);
+        // Each session's own progress, counted by its requests (a compacted history is shorter
+        // than the steps it went through).
+        let session = request
+            .and_then(|request| request.session_id)
+            .unwrap_or_default();
+        let steps_done = *lock(&clock.steps_done).entry(session.clone()).or_default();
         let chunks = if steps_done < clock.steps {
             let call = match &clock.shell {
                 Some(command) => {
@@ -175,6 +201,7 @@ impl Adapter for Instantly {
                 }
                 None => ContentBlock::tool_call(format!("n{number}"), "noop", "{}"),
             };
+            *lock(&clock.steps_done).entry(session).or_default() += 1;
             answer(call, FinishReason::ToolCalls)
         } else if clock.text_deltas > 0 {
             streamed_text(clock.text_deltas)
@@ -282,6 +309,7 @@ impl Plugin for BenchModel {
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let clock = Arc::new(Clock {
             ctx: ctx.clone(),
+            steps_done: Mutex::default(),
             shell: config.shell,
             text_deltas: config.text_deltas,
             pace: std::time::Duration::from_millis(config.pace_ms),

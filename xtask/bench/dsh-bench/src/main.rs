@@ -7,6 +7,7 @@
 )]
 
 mod agent;
+mod compaction;
 mod dispatch;
 mod lifecycle;
 mod process;
@@ -77,6 +78,13 @@ fn main() {
     let result = result.and_then(|()| {
         if wants("sandbox") {
             sandbox::run()
+        } else {
+            Ok(())
+        }
+    });
+    let result = result.and_then(|()| {
+        if wants("compaction") {
+            compaction::run()
         } else {
             Ok(())
         }
