@@ -7,7 +7,7 @@
 
 use abi_stable::std_types::{ROption, RVec};
 use dsh_plugin_api::Serialize;
-use dsh_protocol::{ShadowedRange, SurfaceOp};
+use dsh_protocol::{ContentBlock, ShadowedRange, SurfaceOp};
 use dsh_session_seam::{NewEventRecord, SessionBox};
 use serde_json::Value;
 
@@ -21,6 +21,13 @@ pub(crate) struct Pruning {
     pub(crate) tail: usize,
     pub(crate) after: usize,
     pub(crate) batch: u64,
+}
+
+/// A logged event's data, untouched.
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Logged {
+    data: Value,
 }
 
 /// `compaction/prune`: the price of the replace that follows it.
@@ -79,26 +86,30 @@ pub(crate) fn batch(session: &SessionBox, seqs: &[u64], rule: &Pruning) -> Vec<N
         let Some(original) = session.events(seq, seq + 1).into_iter().next() else {
             continue;
         };
-        let Ok(line) = serde_json::from_str::<Value>(&original.json) else {
+        // The data is kept as logged, all but the result's content: the log checks that a
+        // rewrite changes nothing else.
+        let Ok(Logged { mut data }) = serde_json::from_str::<Logged>(&original.json) else {
             continue;
         };
-        let mut data = line["data"].clone();
-        let Some(blocks) = data
-            .pointer_mut("/message/content/0/content")
-            .and_then(Value::as_array_mut)
-        else {
+        let Some(slot) = data.pointer_mut("/message/content/0/content") else {
+            continue;
+        };
+        let Ok(mut blocks) = serde_json::from_value::<Vec<ContentBlock>>(slot.take()) else {
             continue;
         };
         let mut changed = false;
-        for block in blocks.iter_mut() {
-            if block["type"] == "text"
-                && let Some(text) = block["text"].as_str()
+        for block in &mut blocks {
+            if let ContentBlock::Text { text } = block
                 && let Some(shorter) = cut(text, rule)
             {
-                block["text"] = Value::String(shorter);
+                *text = shorter;
                 changed = true;
             }
         }
+        let Ok(content) = serde_json::to_value(&blocks) else {
+            continue;
+        };
+        *slot = content;
         if !changed {
             continue;
         }

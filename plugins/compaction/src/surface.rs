@@ -11,10 +11,9 @@ use std::sync::Mutex;
 use dsh_plugin_api::lock;
 use dsh_protocol::{
     AssistantChunkEvent, Message, RequestContextEvent, RequestHeader, RequestHeaderEvent,
-    StreamChunk,
+    StreamChunk, SurfaceOp,
 };
 use dsh_session_seam::{EventRecord, SessionBox};
-use serde_json::Value;
 
 use crate::plan::{Node, NodeKind, estimate};
 
@@ -104,15 +103,13 @@ impl Surface {
             self.pair_usage(kind);
             return;
         }
-        let Ok(line) = serde_json::from_str::<Value>(&record.json) else {
-            return;
+        let read = match kind {
+            NodeKind::User => serde_json::from_str::<Logged<Message>>(&record.json)
+                .map(|line| (line.data, line.surface_op)),
+            _ => serde_json::from_str::<Logged<Wrapped>>(&record.json)
+                .map(|line| (line.data.message, line.surface_op)),
         };
-        let data = &line["data"];
-        let message = match kind {
-            NodeKind::User => serde_json::from_value::<Message>(data.clone()),
-            _ => serde_json::from_value::<Message>(data["message"].clone()),
-        };
-        let Ok(message) = message else {
+        let Ok((message, op)) = read else {
             return;
         };
         // One estimator for the check and the plan (the logged text), so what a compaction
@@ -123,9 +120,8 @@ impl Surface {
             kind,
             tokens,
         };
-        let op = &line["surfaceOp"];
-        match (op["start"].as_u64(), op["end"].as_u64()) {
-            (Some(start), Some(end)) => {
+        match op.and_then(|op| op.replace_span()) {
+            Some((start, end)) => {
                 let at = |seq: u64| self.nodes.iter().rposition(|node| node.seq == seq);
                 if let (Some(from), Some(to)) = (at(start), at(end))
                     && from <= to
@@ -140,7 +136,7 @@ impl Surface {
                     self.measured = None;
                 }
             }
-            _ => {
+            None => {
                 self.total += tokens;
                 self.nodes.push(node);
                 if self.keep_messages {
@@ -159,6 +155,22 @@ impl Surface {
             self.measured = Some((counted, self.total));
         }
     }
+}
+
+/// A logged surface event, as far as the surface needs it.
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Logged<D> {
+    data: D,
+    #[serde(rename = "surfaceOp", default)]
+    surface_op: Option<SurfaceOp>,
+}
+
+/// The data of `assistant/message` and `tool/result`: the message they carry.
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Wrapped {
+    message: Message,
 }
 
 fn node_kind(kind: &str) -> Option<NodeKind> {

@@ -33,7 +33,10 @@ pub(crate) enum Verdict {
 /// The subjects of a call: its simple commands, its paths, or its arguments' text.
 fn subjects(tool: &str, arguments: &Value, cwd: &Path) -> Vec<String> {
     if tool == "bash" {
-        let command = arguments["command"].as_str().unwrap_or_default();
+        let command = arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let parts = commands(command);
         return if parts.is_empty() {
             vec![command.to_owned()]

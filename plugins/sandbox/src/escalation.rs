@@ -24,18 +24,25 @@ enum Asked {
     Mode(SandboxMode, String),
 }
 
+/// The escalation fields of a call's arguments (its other fields are the tool's).
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Escalation {
+    #[serde(default)]
+    sandbox_permissions: Option<serde_json::Value>,
+    #[serde(default)]
+    justification: Option<String>,
+}
+
 fn asked(arguments: &str) -> Asked {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) else {
+    let Ok(Escalation {
+        sandbox_permissions: Some(requested),
+        justification,
+    }) = serde_json::from_str::<Escalation>(arguments)
+    else {
         return Asked::Nothing;
     };
-    let Some(requested) = value.get("sandbox_permissions") else {
-        return Asked::Nothing;
-    };
-    let justification = value["justification"]
-        .as_str()
-        .unwrap_or("")
-        .trim()
-        .to_owned();
+    let justification = justification.unwrap_or_default().trim().to_owned();
     match requested.as_str().and_then(SandboxMode::parse) {
         Some(mode) => Asked::Mode(mode, justification),
         None => Asked::Invalid(format!(
