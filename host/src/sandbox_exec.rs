@@ -1,6 +1,7 @@
-//! `dsh-host sandbox-exec [--write DIR].. [--network] -- PROGRAM [ARGS..]`: the Landlock
+//! `dsh-host sandbox-exec [--read DIR].. [--write DIR].. [--network] -- PROGRAM [ARGS..]`: the Landlock
 //! backend of the `sandbox` plugin, for machines where bubblewrap cannot run. The process
-//! restricts itself (files: read and execute everywhere, write only under the `--write`
+//! restricts itself (files: read and execute everywhere, or only under the `--read`
+//! directories, write only under the `--write`
 //! directories and a few device files; TCP: no bind or connect unless `--network`), sets
 //! `no_new_privs`, and replaces itself with the program, which inherits the restriction with
 //! every process it starts. `--probe` only restricts and exits 0 when the kernel enforced it
@@ -31,6 +32,8 @@ const DEVICES: [&str; 6] = [
 ];
 
 struct Request {
+    /// Readable directories; empty: everything is readable.
+    readable: Vec<String>,
     writable: Vec<String>,
     network: bool,
     probe: bool,
@@ -39,6 +42,7 @@ struct Request {
 
 fn parse(args: &[String]) -> Result<Request, String> {
     let mut request = Request {
+        readable: Vec::new(),
         writable: Vec::new(),
         network: false,
         probe: false,
@@ -50,6 +54,9 @@ fn parse(args: &[String]) -> Result<Request, String> {
             "--write" => request
                 .writable
                 .push(rest.next().ok_or("--write needs a directory")?.clone()),
+            "--read" => request
+                .readable
+                .push(rest.next().ok_or("--read needs a directory")?.clone()),
             "--network" => request.network = true,
             "--probe" => request.probe = true,
             "--" => {
@@ -72,7 +79,10 @@ fn restrict(request: &Request) -> Result<RulesetStatus, landlock::RulesetError> 
     }
     let status = ruleset
         .create()?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(WANTED)))?
+        .add_rules(path_beneath_rules(
+            readable_or_all(&request.readable),
+            AccessFs::from_read(WANTED),
+        ))?
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(WANTED)))?
         .add_rules(path_beneath_rules(
             &request.writable,
@@ -80,6 +90,14 @@ fn restrict(request: &Request) -> Result<RulesetStatus, landlock::RulesetError> 
         ))?
         .restrict_self()?;
     Ok(status.ruleset)
+}
+
+/// The readable directories: those given, or `/`.
+fn readable_or_all(readable: &[String]) -> Vec<String> {
+    match readable.is_empty() {
+        true => vec!["/".to_owned()],
+        false => readable.to_vec(),
+    }
 }
 
 /// Runs the subcommand on `args` (after its name); answers the exit code when it does not exec.

@@ -522,3 +522,69 @@ fn without_bubblewrap_landlock_fences_files_and_the_network() {
         "in\n"
     );
 }
+
+/// With `readableRoots`, reads are fenced too: a command sees only the system's program
+/// directories, the readable roots and the workspace, and the file tools refuse the rest.
+#[test]
+fn readable_roots_fence_reads_for_commands_and_file_tools() {
+    let dir = TestDir::new("sandbox-readable");
+    let work = dir.join("work");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("private.txt"), "not for the agent").unwrap();
+    std::fs::write(work.join("mine.txt"), "for the agent").unwrap();
+    let out_dir = outside.display().to_string();
+    let calls = [
+        (
+            "bash",
+            bash(format!(
+                "cat mine.txt; cat {out_dir}/private.txt; ls /usr/bin/env"
+            )),
+        ),
+        (
+            "read",
+            json!({"file_path": format!("{out_dir}/private.txt")}),
+        ),
+        ("grep", json!({"pattern": "agent", "path": out_dir})),
+        ("read", json!({"file_path": "mine.txt"})),
+    ];
+    let mut script: Vec<Reply> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (tool, arguments))| {
+            Reply::tool_calls(&[(&format!("call_{index}"), tool, &arguments.to_string())])
+        })
+        .collect();
+    script.push(Reply::text("done"));
+    let server = FakeDeepSeek::start(script);
+    // The temp dir stays out of the roots: the test's own directory lies in it.
+    let out = run(
+        &server,
+        &dir,
+        "    readableRoots: []\n    tempWritable: false\n",
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let answered = results(&server);
+    let shell = &answered[0].1;
+    assert!(
+        shell.contains("for the agent") && shell.contains("/usr/bin/env"),
+        "{shell}"
+    );
+    assert!(
+        !shell.contains("not for the agent") && shell.contains("No such file"),
+        "{shell}"
+    );
+    assert!(
+        answered[1].1.contains("[sandbox: file access denied"),
+        "{}",
+        answered[1].1
+    );
+    assert!(
+        answered[2].1.contains("[sandbox: file access denied"),
+        "{}",
+        answered[2].1
+    );
+    assert!(answered[3].1.contains("for the agent"), "{}", answered[3].1);
+}

@@ -8,6 +8,11 @@ use std::path::Path;
 
 use dsh_protocol::{SandboxMode, SandboxPolicy};
 
+/// What a program needs to run when reads are fenced: its binaries, libraries and the system's
+/// configuration.
+pub(crate) const SYSTEM_DIRS: [&str; 7] =
+    ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/opt"];
+
 /// What confines one process, besides its policy.
 pub(crate) struct Mounts<'a> {
     /// Bound read-only over the writable roots (the dsh home), unless a writable root lies
@@ -32,13 +37,6 @@ pub(crate) fn arguments(
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
     ]
     .iter()
     .map(|arg| (*arg).to_owned())
@@ -46,6 +44,27 @@ pub(crate) fn arguments(
     let bind = |argv: &mut Vec<String>, kind: &str, path: &str| {
         argv.extend([kind.to_owned(), path.to_owned(), path.to_owned()]);
     };
+    match &policy.readable_roots {
+        // Everything readable: `/` read-only.
+        None => bind(&mut argv, "--ro-bind", "/"),
+        // Reads fenced: the system's program directories and the readable roots, nothing else.
+        Some(roots) => {
+            for dir in SYSTEM_DIRS
+                .iter()
+                .copied()
+                .chain(roots.iter().map(String::as_str))
+            {
+                if Path::new(dir).exists() {
+                    bind(&mut argv, "--ro-bind", dir);
+                }
+            }
+        }
+    }
+    argv.extend(
+        ["--dev", "/dev", "--proc", "/proc"]
+            .iter()
+            .map(|arg| (*arg).to_owned()),
+    );
     let private_tmp = mounts.fresh_tmp || policy.mode == SandboxMode::ReadOnly;
     if private_tmp {
         argv.extend(["--tmpfs".to_owned(), "/tmp".to_owned()]);
@@ -139,6 +158,7 @@ mod tests {
             writable_roots: roots.iter().map(|root| (*root).to_owned()).collect(),
             protected: Vec::new(),
             hidden: Vec::new(),
+            readable_roots: None,
             network: false,
             enforcement: Enforcement::Full,
             backend: "bwrap".to_owned(),
@@ -206,6 +226,18 @@ mod tests {
         // Bound writable, read-only on top, and writable again since the root lies inside.
         assert!(
             text.contains("--bind /tmp /tmp --ro-bind /tmp /tmp --bind /tmp /tmp"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn fenced_reads_bind_the_program_directories_and_not_the_root() {
+        let mut fenced = policy(SandboxMode::WorkspaceWrite, &["/tmp"]);
+        fenced.readable_roots = Some(Vec::new());
+        let text = arguments(&fenced, &none(), "/tmp", "true", &[]).join(" ");
+        assert!(!text.contains("--ro-bind / /"), "{text}");
+        assert!(
+            text.contains("--ro-bind /usr /usr") && text.contains("--bind /tmp /tmp"),
             "{text}"
         );
     }

@@ -10,6 +10,15 @@ use dsh_protocol::{SandboxMode, SandboxPolicy};
 /// The `sandbox-exec` arguments that run `program args` under `policy`.
 pub(crate) fn arguments(policy: &SandboxPolicy, program: &str, args: &[String]) -> Vec<String> {
     let mut argv = vec!["sandbox-exec".to_owned()];
+    if let Some(roots) = &policy.readable_roots {
+        for dir in crate::bwrap::SYSTEM_DIRS
+            .iter()
+            .map(|dir| (*dir).to_owned())
+            .chain(roots.iter().cloned())
+        {
+            argv.extend(["--read".to_owned(), dir]);
+        }
+    }
     if policy.mode == SandboxMode::WorkspaceWrite {
         for root in &policy.writable_roots {
             argv.extend(["--write".to_owned(), root.clone()]);

@@ -60,6 +60,10 @@ pub struct SandboxConfig {
     pub bwrap: Option<String>,
     /// `auto` (default: bubblewrap, else Landlock), `bwrap` or `landlock`.
     pub backend: Option<String>,
+    /// Fence reads too: commands and the file tools read only these directories, the writable
+    /// roots and (for commands) the system's program directories. Unset: everything but the
+    /// hidden paths is readable.
+    pub readable_roots: Option<Vec<String>>,
 }
 
 /// How long the probe of the backend may take.
@@ -197,6 +201,7 @@ impl Plugin for SandboxPlugin {
             hidden: config.hidden,
             fresh_tmp: config.fresh_tmp,
             temp_writable: config.temp_writable.unwrap_or(true),
+            readable_roots: config.readable_roots,
         };
         let service = Arc::new(SandboxImpl::new(ctx.clone(), settings, backend, subprocess));
         escalation::listen(&ctx, service.clone())?;

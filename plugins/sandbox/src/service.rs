@@ -37,6 +37,8 @@ pub(crate) struct Settings {
     pub(crate) hidden: Vec<String>,
     pub(crate) fresh_tmp: bool,
     pub(crate) temp_writable: bool,
+    /// When set, what commands and file tools may read besides the writable roots.
+    pub(crate) readable_roots: Option<Vec<String>>,
 }
 
 /// Grants remembered at once; the oldest goes first (a grant is used by the call it was
@@ -139,6 +141,7 @@ impl SandboxImpl {
             mode,
             writable_roots,
             protected: self.settings.protected.clone(),
+            readable_roots: self.settings.readable_roots.clone(),
             hidden: self.settings.hidden.clone(),
             network: self.settings.network || mode == SandboxMode::DangerFullAccess,
             enforcement,

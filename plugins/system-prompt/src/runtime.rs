@@ -18,6 +18,17 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
         Enforcement::Full | Enforcement::Partial => format!(" (enforced by {})", policy.backend),
         Enforcement::None => String::new(),
     };
+    let reads = match &policy.readable_roots {
+        Some(roots) if policy.mode != SandboxMode::DangerFullAccess => {
+            let mut all: Vec<&str> = policy.writable_roots.iter().map(String::as_str).collect();
+            all.extend(roots.iter().map(String::as_str));
+            format!(
+                " Reads are limited to {} and the system's program directories.",
+                all.join(", ")
+            )
+        }
+        _ => String::new(),
+    };
     let network = match policy.network {
         true => "Commands may use the network.",
         false => "Commands have no network.",
@@ -33,7 +44,7 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
         SandboxMode::ReadOnly => format!(
             "Sandbox: read-only{enforced}. Commands see the file system read-only (with a \
              private, discarded /tmp); `write` and `edit` refuse every change. {network} When a \
-             change is needed, try it anyway and follow the refusal it returns.{refused}"
+             change is needed, try it anyway and follow the refusal it returns.{reads}{refused}"
         ),
         SandboxMode::WorkspaceWrite => {
             let others: Vec<&str> = policy
@@ -49,7 +60,7 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
             format!(
                 "Sandbox: workspace-write{enforced}. Commands, `write` and `edit` may change files \
                  under the working directory \"{cwd}\"{also}; everywhere else the file system is \
-                 read-only. {network}{refused}"
+                 read-only. {network}{reads}{refused}"
             )
         }
     }
@@ -74,6 +85,7 @@ fn policy(ctx: &Context, session: &str, cwd: &str) -> SandboxPolicy {
         writable_roots: vec![cwd.to_owned(), "/tmp".to_owned()],
         protected: Vec::new(),
         hidden: Vec::new(),
+        readable_roots: None,
         network: mode == SandboxMode::DangerFullAccess,
         enforcement: Enforcement::None,
         backend: "none".to_owned(),
@@ -135,6 +147,7 @@ mod tests {
             writable_roots: vec!["/w".to_owned(), "/tmp".to_owned()],
             protected: Vec::new(),
             hidden: Vec::new(),
+            readable_roots: None,
             network: false,
             enforcement,
             backend: "bwrap".to_owned(),

@@ -125,10 +125,16 @@ impl Shared {
             .protected
             .into_iter()
             .fold(workspace, Workspace::with_protected);
-        policy
+        let workspace = policy
             .hidden
             .into_iter()
-            .fold(workspace, Workspace::with_hidden)
+            .fold(workspace, Workspace::with_hidden);
+        match policy.readable_roots {
+            Some(roots) => {
+                workspace.with_readable_roots(roots.into_iter().map(Into::into).collect())
+            }
+            None => workspace,
+        }
     }
 
     fn observations(&self, session: &str) -> Arc<Observations> {

@@ -136,6 +136,10 @@ pub struct SandboxPolicy {
     /// Paths neither commands nor the file tools may read (the credentials file).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<String>,
+    /// When set, reads are fenced too: commands and the file tools read only these, the
+    /// writable roots and (for commands) the system's program directories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readable_roots: Option<Vec<String>>,
     /// Whether commands may use the network.
     pub network: bool,
     pub enforcement: Enforcement,

@@ -76,6 +76,7 @@ pub fn glob(
 ) -> Result<GlobOutput, ToolError> {
     parse_glob_args(args)?;
     let root = SearchRoot::new(workspace.root(), args.path.as_deref());
+    workspace.check_path_readable(&root.walk_root)?;
     let globs = overrides(&args.pattern);
     let request = WalkRequest {
         root: &root.walk_root,

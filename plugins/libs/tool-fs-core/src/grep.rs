@@ -134,6 +134,7 @@ pub fn grep(
 ) -> Result<GrepOutput, ToolError> {
     parse_grep_args(args)?;
     let root = SearchRoot::new(workspace.root(), args.path.as_deref());
+    workspace.check_path_readable(&root.walk_root)?;
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(&args.pattern)

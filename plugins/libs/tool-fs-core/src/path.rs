@@ -61,6 +61,8 @@ pub struct Workspace {
     protected: Vec<PathBuf>,
     /// Not to be read at all outside full access (the credentials file).
     hidden: Vec<PathBuf>,
+    /// When set, reads are fenced too: only under these, the writable roots and the workspace.
+    readable_roots: Option<Vec<PathBuf>>,
     escalation_available: bool,
     fs: Arc<dyn FileSystem>,
 }
@@ -88,6 +90,7 @@ impl Workspace {
             extra_writable_roots: Vec::new(),
             protected: Vec::new(),
             hidden: Vec::new(),
+            readable_roots: None,
             escalation_available: false,
             fs: Arc::new(LocalFs),
         }
@@ -128,6 +131,46 @@ impl Workspace {
         self
     }
 
+    /// Fence reads to `roots` (with the writable roots and the workspace) outside full access.
+    pub fn with_readable_roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.readable_roots = Some(roots);
+        self
+    }
+
+    /// Whether `path` (symlinks resolved) may be read: not hidden, and under a readable root
+    /// when reads are fenced.
+    pub fn may_read(&self, path: &Path) -> bool {
+        if self.mode == SandboxMode::DangerFullAccess {
+            return true;
+        }
+        if self.is_hidden(path) {
+            return false;
+        }
+        let Some(readable) = &self.readable_roots else {
+            return true;
+        };
+        let key = canonical_or_self(self.fs(), path);
+        readable
+            .iter()
+            .chain(std::iter::once(&self.root))
+            .chain(&self.extra_writable_roots)
+            .any(|root| key.starts_with(canonical_or_self(self.fs(), root)))
+    }
+
+    /// Refuse to read under `path` (a search's directory) when the sandbox does not let it.
+    pub fn check_path_readable(&self, path: &Path) -> Result<(), ToolError> {
+        if self.may_read(path) {
+            return Ok(());
+        }
+        Err(
+            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode))
+                .with_detail(format!(
+                    "cannot read \"{}\": outside what the sandbox lets this session read",
+                    path.display()
+                )),
+        )
+    }
+
     /// Whether `path` (symlinks resolved) is one the sandbox hides.
     pub fn is_hidden(&self, path: &Path) -> bool {
         if self.hidden.is_empty() || self.mode == SandboxMode::DangerFullAccess {
@@ -141,13 +184,13 @@ impl Workspace {
 
     /// Refuse to read `target` when the sandbox hides it.
     pub fn check_readable(&self, target: &Target) -> Result<(), ToolError> {
-        if !self.is_hidden(&target.key) {
+        if self.may_read(&target.key) {
             return Ok(());
         }
         Err(
             ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode))
                 .with_detail(format!(
-                    "cannot read \"{}\": the sandbox hides it",
+                    "cannot read \"{}\": the sandbox hides it or fences it out",
                     target.display
                 )),
         )

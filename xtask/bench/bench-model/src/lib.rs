@@ -54,6 +54,10 @@ pub struct Config {
     /// cost per command, end to end).
     #[serde(default)]
     pub shell: Option<String>,
+    /// Request numbers whose history size is printed (`bench request_bytes`). Reading the
+    /// history takes time the next request's gap would show: keep these apart from `report`.
+    #[serde(default, rename = "reportBytes")]
+    pub report_bytes: Vec<usize>,
 }
 
 struct Clock {
@@ -67,6 +71,7 @@ struct Clock {
     requests: AtomicUsize,
     steps: usize,
     report: Vec<usize>,
+    report_bytes: Vec<usize>,
 }
 
 struct Instantly(Arc<Clock>);
@@ -180,12 +185,17 @@ impl Adapter for Instantly {
                 "bench step_gap_us {number} {:.3}",
                 now.duration_since(last).as_secs_f64() * 1e6
             );
+        }
+        if clock.report_bytes.contains(&number) {
             // What the request carries: its history, as JSON bytes.
             let bytes: usize = (0..history.count())
                 .filter_map(|index| history.message(index).into_option())
                 .map(|message| message.text().len())
                 .sum();
-            let _ = writeln!(stdout, "bench request_bytes {number} {bytes}");
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "bench request_bytes {number} {bytes}"
+            );
         }
         // Each session's own progress, counted by its requests (a compacted history is shorter
         // than the steps it went through).
@@ -317,6 +327,7 @@ impl Plugin for BenchModel {
             requests: AtomicUsize::new(0),
             steps: config.steps,
             report: config.report,
+            report_bytes: config.report_bytes,
         });
         let adapter = llm
             .register(Adapter_TO::from_value(Instantly(clock), TD_Opaque))

@@ -37,11 +37,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
 
 /// The median gap and request bytes around each of [`AROUND`], compaction on or off.
 fn turn(dir: &Path, work: &Path, compaction: bool) -> anyhow::Result<Vec<(f64, f64)>> {
+    // Gaps just before each point, the history size at it (reading it slows the next step).
     let wanted: Vec<usize> = AROUND
         .iter()
-        .flat_map(|at| at.saturating_sub(4)..=*at)
+        .flat_map(|at| at.saturating_sub(5)..*at)
         .collect();
     let listed: Vec<String> = wanted.iter().map(ToString::to_string).collect();
+    let sized: Vec<String> = AROUND.iter().map(ToString::to_string).collect();
     let row = match compaction {
         true => format!("- id: compaction\n  config:\n    contextWindow: {WINDOW}\n"),
         false => "- id: compaction\n  disabled: true\n".to_owned(),
@@ -50,8 +52,9 @@ fn turn(dir: &Path, work: &Path, compaction: bool) -> anyhow::Result<Vec<(f64, f
     std::fs::write(
         &patch,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        report: [{}]\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: session-checkpoints\n  disabled: true\n- id: agent-loop\n  config:\n    maxSteps: {}\n{row}",
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        report: [{}]\n        reportBytes: [{}]\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: session-checkpoints\n  disabled: true\n- id: agent-loop\n  config:\n    maxSteps: {}\n{row}",
             listed.join(", "),
+            sized.join(", "),
             STEPS + 100
         ),
     )?;
