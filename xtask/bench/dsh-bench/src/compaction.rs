@@ -74,33 +74,30 @@ fn turn(dir: &Path, work: &Path, compaction: bool) -> anyhow::Result<Vec<(f64, f
             "go",
         ],
     )?;
-    let (mut gaps, mut bytes) = (Vec::new(), Vec::new());
-    for _ in 0..wanted.len() {
-        let gap = host.line_after("bench step_gap_us ")?;
-        let size = host.line_after("bench request_bytes ")?;
-        let parse = |line: &str| -> anyhow::Result<(usize, f64)> {
-            let mut parts = line.split_whitespace();
-            let number = parts.next().and_then(|n| n.parse().ok());
-            let value = parts.next().and_then(|v| v.parse().ok());
-            number
-                .zip(value)
-                .ok_or_else(|| anyhow::anyhow!("bad line `{line}`"))
+    let parse = |line: &str| -> anyhow::Result<f64> {
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|value| value.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("bad line `{line}`"))
+    };
+    let mut figures = Vec::new();
+    for at in AROUND {
+        let which = |what: &str| {
+            let state = if compaction { "on" } else { "off" };
+            format!("compaction {state}: {what} around request {at}")
         };
-        gaps.push(parse(&gap)?);
-        bytes.push(parse(&size)?);
+        let mut gaps = Vec::new();
+        for _ in at.saturating_sub(5)..at {
+            let line = host
+                .line_after("bench step_gap_us ")
+                .map_err(|error| anyhow::anyhow!("{}: {error}", which("a step gap")))?;
+            gaps.push(parse(&line)?);
+        }
+        let line = host
+            .line_after("bench request_bytes ")
+            .map_err(|error| anyhow::anyhow!("{}: {error}", which("the request size")))?;
+        figures.push((median(gaps), parse(&line)?));
     }
     host.stop();
-    let around = |values: &[(usize, f64)], at: usize| {
-        median(
-            values
-                .iter()
-                .filter(|(number, _)| (at.saturating_sub(4)..=at).contains(number))
-                .map(|(_, value)| *value)
-                .collect(),
-        )
-    };
-    Ok(AROUND
-        .iter()
-        .map(|at| (around(&gaps, *at), around(&bytes, *at)))
-        .collect())
+    Ok(figures)
 }
