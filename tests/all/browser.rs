@@ -328,6 +328,7 @@ fn a_dropped_event_socket_resumes_with_no_gap_and_no_duplicate() {
 
 #[test]
 fn the_permission_selector_governs_the_sessions_next_calls() {
+    dsh_tests::needs_bubblewrap!("the permission selector (its read-only preset needs bubblewrap)");
     let write =
         json!({"command": "echo made > made.txt", "description": "make a file"}).to_string();
     let Some(server) = scenario(

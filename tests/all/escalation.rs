@@ -99,6 +99,7 @@ fn an_escalation_runs_once_when_allowed_and_not_at_all_when_rejected() {
 
 #[test]
 fn asking_for_the_sessions_own_mode_needs_no_approval() {
+    dsh_tests::needs_bubblewrap!("escalation to the same mode (protected paths need bubblewrap)");
     let dir = TestDir::new("escalation-same-mode");
     let server = FakeDeepSeek::start(vec![
         Reply::tool_calls(&[(
@@ -147,6 +148,7 @@ fn asking_for_the_sessions_own_mode_needs_no_approval() {
 /// governs its next calls: read-only refuses a write a workspace preset lets through.
 #[test]
 fn a_sessions_preset_governs_its_next_calls() {
+    dsh_tests::needs_bubblewrap!("a session preset (protected paths need bubblewrap)");
     let dir = TestDir::new("permission-preset");
     let write =
         json!({"command": "echo made > made.txt", "description": "make a file"}).to_string();

@@ -103,6 +103,7 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn the_escape_catalogue_is_refused_and_nothing_outside_the_workspace_changes() {
+    dsh_tests::needs_bubblewrap!("the escape catalogue (bubblewrap namespaces)");
     let dir = TestDir::new("sandbox-escapes");
     let work = dir.join("work");
     let outside = dir.join("outside");
@@ -347,6 +348,7 @@ fn with_no_working_backend_a_command_is_refused_and_says_how_to_install_one() {
 
 #[test]
 fn inside_the_workspace_commands_write_and_the_model_is_told_the_policy() {
+    dsh_tests::needs_bubblewrap!("the bubblewrap policy text");
     let dir = TestDir::new("sandbox-inside");
     std::fs::create_dir_all(dir.join("work")).unwrap();
     let command = bash("echo made > made.txt && cat made.txt && echo tmp > /tmp/dsh-sandbox-inside-$$ && rm /tmp/dsh-sandbox-inside-$$ && echo ok".to_owned()).to_string();
@@ -527,6 +529,7 @@ fn without_bubblewrap_landlock_fences_files_and_the_network() {
 /// directories, the readable roots and the workspace, and the file tools refuse the rest.
 #[test]
 fn readable_roots_fence_reads_for_commands_and_file_tools() {
+    dsh_tests::needs_bubblewrap!("fenced reads under bubblewrap");
     let dir = TestDir::new("sandbox-readable");
     let work = dir.join("work");
     let outside = dir.join("outside");

@@ -29,6 +29,13 @@ fn machine_paths(dir: &TestDir) -> Vec<(String, &'static str)> {
         .map(|(path, placeholder)| (path.display().to_string(), placeholder))
         .collect();
     paths.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+    // Not a path, but as much the machine's: which sandbox backend works here.
+    for backend in ["bwrap", "landlock"] {
+        paths.push((
+            format!("(enforced by {backend})"),
+            "(enforced by [BACKEND])",
+        ));
+    }
     paths
 }
 

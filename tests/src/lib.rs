@@ -395,3 +395,37 @@ pub fn squash(text: &str) -> String {
 
 /// A generous bound for things that normally take milliseconds.
 pub const WAIT: Duration = Duration::from_secs(30);
+
+/// Whether bubblewrap confines commands on this machine (`cargo xtask test` installs it where
+/// it can); the reason when it does not, for the tests that need its namespaces to skip with.
+pub fn bubblewrap() -> Result<(), String> {
+    let ran = std::process::Command::new("bwrap")
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-net",
+            "--unshare-pid",
+            "--",
+            "true",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match ran {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("bubblewrap does not work here ({status})")),
+        Err(error) => Err(format!("no bubblewrap (`bwrap`): {error}")),
+    }
+}
+
+/// Skips the calling test, saying why, when bubblewrap cannot run here.
+#[macro_export]
+macro_rules! needs_bubblewrap {
+    ($test:literal) => {
+        if let Err(reason) = $crate::bubblewrap() {
+            eprintln!("skipped: {}: {reason}", $test);
+            return;
+        }
+    };
+}
