@@ -140,6 +140,11 @@ fn a_long_turn_is_compacted_before_its_next_step_and_goes_on() {
         next.contains("aaaaaaaa"),
         "the newest tool result was not kept: {next}"
     );
+    // The runtime context the summary shadowed is logged again after it.
+    assert!(
+        next.contains("Runtime context"),
+        "the runtime context was summarized away: {next}"
+    );
     server.assert_no_violations();
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct Memory {
     last_context: Option<(String, String)>,
     /// The last logged text of each prompt context snapshot, by key.
     snapshots: HashMap<String, String>,
+    /// How far the log was looked at for compactions (a compaction can shadow a snapshot).
+    seen: Option<u64>,
 }
 
 impl Memory {
@@ -42,6 +44,7 @@ impl Memory {
             last_header_key: None,
             last_context: past.last_context,
             snapshots: past.snapshots,
+            seen: None,
         }
     }
 }
@@ -78,6 +81,19 @@ pub(crate) async fn system_prompt(
         Prompt::Assembled(assembled) => assembled,
     };
     let (turn, step) = at;
+    // A compaction since the last step may have summarized a snapshot away: log them all again.
+    let count = log.session.event_count();
+    let from = memory.seen.unwrap_or(count);
+    if from < count
+        && log
+            .session
+            .events(from, count)
+            .iter()
+            .any(|record| record.kind.as_str() == "compaction/summary")
+    {
+        memory.snapshots.clear();
+    }
+    memory.seen = Some(count);
     for context in assembled.contexts {
         if memory.snapshots.get(&context.key) == Some(&context.text) {
             continue;
