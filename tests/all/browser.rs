@@ -346,3 +346,11 @@ fn the_permission_selector_governs_the_sessions_next_calls() {
     assert_eq!(server.requests().len(), 4);
     server.assert_no_violations();
 }
+
+#[test]
+fn the_command_menu_lists_commands_and_runs_one_without_the_model() {
+    let Some(server) = scenario("commands", Vec::new(), "") else {
+        return;
+    };
+    assert!(server.requests().is_empty(), "a command reached the model");
+}

@@ -202,6 +202,27 @@ const scenarios = {
     expect(kept === "workspace-write", `after a reload the preset reads "${kept}"`);
   },
 
+  // The `/` menu lists the commands; one picked from it runs instead of reaching the model,
+  // and its answer shows in the conversation.
+  async commands(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "/");
+    await page.waitForSelector("#command-menu:not([hidden]) .command");
+    const listed = await page.locator("#command-menu .command").allTextContents();
+    expect(["/compact", "/help", "/model", "/permission"].every((name) => listed.some((row) => row.startsWith(name))), `the menu lists ${JSON.stringify(listed)}`);
+    await page.fill("#prompt", "/he");
+    await page.waitForFunction(() => document.querySelectorAll("#command-menu .command").length === 1);
+    await shoot(page, "menu");
+    await page.click("#command-menu .command");
+    expect((await page.inputValue("#prompt")) === "/help ", "picking a command fills the composer");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => [...document.querySelectorAll(".notice")].some((node) => node.textContent.includes("/permission PRESET")));
+    expect(await page.isHidden("#command-menu"), "the menu is still shown after the command ran");
+    expect(await page.isHidden("#context-meter"), "an empty context bar is shown before any request");
+    await themes(page, "help");
+  },
+
   // No key: the page asks for one (and an endpoint); once saved, a prompt is answered.
   async onboarding(page) {
     await page.goto(authUrl);

@@ -406,6 +406,8 @@ async function showCommands() {
     return;
   }
   if (!commandCatalog) commandCatalog = (await call("commands.list")).commands;
+  // What is typed now: the catalog may have arrived after more keys (or a send).
+  if (input.value !== typed) return;
   const matching = commandCatalog.filter((command) => `/${command.name}`.startsWith(typed));
   menu.replaceChildren(
     ...matching.map((command) => {
