@@ -236,18 +236,12 @@ fn the_escape_catalogue_is_refused_and_nothing_outside_the_workspace_changes() {
             refusal: "[sandbox: file access denied under workspace-write mode]",
         },
     ];
-    let mut script: Vec<Reply> = attempts
-        .iter()
-        .enumerate()
-        .map(|(index, attempt)| {
-            Reply::tool_calls(&[(
-                &format!("call_{index}"),
-                attempt.tool,
-                &attempt.arguments.to_string(),
-            )])
-        })
-        .collect();
-    script.push(Reply::text("I stayed inside."));
+    let script = Reply::one_call_per_step(
+        attempts
+            .iter()
+            .map(|attempt| (attempt.tool, &attempt.arguments)),
+        "I stayed inside.",
+    );
     let server = FakeDeepSeek::start(script);
     let before = snapshot(&outside);
     let protect = format!(
@@ -401,14 +395,10 @@ fn allow_deny_and_ask_rules_decide_before_the_call() {
         ),
         ("bash", bash("echo allowed-ran".to_owned())),
     ];
-    let mut script: Vec<Reply> = calls
-        .iter()
-        .enumerate()
-        .map(|(index, (tool, arguments))| {
-            Reply::tool_calls(&[(&format!("call_{index}"), tool, &arguments.to_string())])
-        })
-        .collect();
-    script.push(Reply::text("done"));
+    let script = Reply::one_call_per_step(
+        calls.iter().map(|(tool, arguments)| (*tool, arguments)),
+        "done",
+    );
     let server = FakeDeepSeek::start(script);
     std::fs::write(work.join("notes.txt"), "keep").unwrap();
     let out = run(&server, &dir, "    network: false\n", &[]);
@@ -552,14 +542,10 @@ fn readable_roots_fence_reads_for_commands_and_file_tools() {
         ("grep", json!({"pattern": "agent", "path": out_dir})),
         ("read", json!({"file_path": "mine.txt"})),
     ];
-    let mut script: Vec<Reply> = calls
-        .iter()
-        .enumerate()
-        .map(|(index, (tool, arguments))| {
-            Reply::tool_calls(&[(&format!("call_{index}"), tool, &arguments.to_string())])
-        })
-        .collect();
-    script.push(Reply::text("done"));
+    let script = Reply::one_call_per_step(
+        calls.iter().map(|(tool, arguments)| (*tool, arguments)),
+        "done",
+    );
     let server = FakeDeepSeek::start(script);
     // The temp dir stays out of the roots: the test's own directory lies in it.
     let out = run(

@@ -45,17 +45,6 @@ pub(crate) enum CompactError {
     Summary(String),
 }
 
-/// The session's window and its estimated next request, when it has both.
-pub(crate) fn pressure(
-    ctx: &Context,
-    settings: &Settings,
-    trackers: &Trackers,
-    session: &str,
-) -> Option<(u64, u64)> {
-    let live = open_live(ctx, session).ok()?;
-    trackers.pressure(&live, settings.context_window)
-}
-
 fn append(session: &SessionBox, batch: Vec<NewEventRecord>) -> Result<Vec<u64>, CompactError> {
     session
         .append(RVec::from(batch))

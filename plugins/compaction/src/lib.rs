@@ -28,7 +28,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, lock};
 use dsh_protocol::{FailureCode, PreStepDecision, RequestErrorDecision};
 
-use crate::compact::{CompactError, Keep, Settings, compact, pressure};
+use crate::compact::{CompactError, Keep, Settings, compact};
 
 /// Config of `compaction`.
 #[derive(Deserialize, JsonSchema)]
@@ -125,12 +125,17 @@ impl Plugin for CompactionPlugin {
                 let Ok(proposal) = proposal else {
                     return next.run().await;
                 };
+                let Ok(live) = dsh_session_seam::open_live(&ctx, &proposal.session) else {
+                    return next.run().await;
+                };
                 if let Some(rule) = &pruning {
-                    prune_due(&ctx, &trackers, &proposal.session, rule);
+                    prune_due(&ctx, &trackers, &live, rule);
                 }
-                let over = pressure(&ctx, &settings, &trackers, &proposal.session).is_some_and(
-                    |(tokens, window)| tokens as f64 > window as f64 * settings.threshold,
-                );
+                let over = trackers
+                    .pressure(&live, settings.context_window)
+                    .is_some_and(|(tokens, window)| {
+                        tokens as f64 > window as f64 * settings.threshold
+                    });
                 if !over || !lock(&busy).insert(proposal.session.clone()) {
                     return next.run().await;
                 }
@@ -206,19 +211,21 @@ impl Plugin for CompactionPlugin {
 }
 
 /// Rewrites the results of `session` that are due for pruning, in one batch.
-fn prune_due(ctx: &Context, trackers: &surface::Trackers, session: &str, rule: &prune::Pruning) {
-    let Ok(live) = dsh_session_seam::open_live(ctx, session) else {
-        return;
-    };
-    let due = trackers.prunable(&live, rule);
+fn prune_due(
+    ctx: &Context,
+    trackers: &surface::Trackers,
+    live: &dsh_session_seam::SessionBox,
+    rule: &prune::Pruning,
+) {
+    let due = trackers.prunable(live, rule);
     if due.is_empty() {
         return;
     }
-    let batch = prune::batch(&live, &due, rule);
+    let batch = prune::batch(live, &due, rule);
     if let Err(error) = live.append(batch.into()).into_result() {
         ctx.log(
             LogLevel::Warn,
-            &format!("session `{session}`: pruning old tool results: {error}"),
+            &format!("session `{}`: pruning old tool results: {error}", live.id()),
         );
     }
 }

@@ -296,20 +296,21 @@ async fn run(
         (None, None) => ExitStatus::Code(-1),
     };
     let stderr = lock(&stderr).collect();
-    // A write the sandbox stopped fails with EROFS: say so, and how to ask for more.
-    let mode = sandbox
-        .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
-        .decode()
-        .map(|policy| policy.mode);
-    let sandbox_denied = match mode {
-        Ok(mode)
-            if mode != SandboxMode::DangerFullAccess
-                && stderr.rendered().contains("Read-only file system") =>
-        {
-            Some(mode.as_str().to_owned())
-        }
-        _ => None,
-    };
+    // A write the sandbox stopped fails with EROFS: say so, and how to ask for more. The
+    // policy is asked for only then.
+    let sandbox_denied = stderr
+        .rendered()
+        .contains("Read-only file system")
+        .then(|| {
+            sandbox
+                .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
+                .decode()
+                .ok()
+        })
+        .flatten()
+        .map(|policy| policy.mode)
+        .filter(|mode| *mode != SandboxMode::DangerFullAccess)
+        .map(|mode| mode.as_str().to_owned());
     let run = ShellRun {
         stdout: lock(&stdout).collect(),
         stderr,

@@ -200,6 +200,23 @@ impl Reply {
         Self::Sse(events)
     }
 
+    /// One step per call, each a single tool call (ids `call_0`, `call_1`, …), then the
+    /// closing text.
+    pub fn one_call_per_step<'a>(
+        calls: impl IntoIterator<Item = (&'a str, &'a Value)>,
+        closing: &str,
+    ) -> Vec<Self> {
+        let mut script: Vec<Self> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, (tool, arguments))| {
+                Self::tool_calls(&[(&format!("call_{index}"), tool, &arguments.to_string())])
+            })
+            .collect();
+        script.push(Self::text(closing));
+        script
+    }
+
     /// A JSON error body in the provider's shape.
     pub fn error(status: u16, code: &str, message: &str) -> Self {
         Self::Status {

@@ -10,15 +10,14 @@
 //! A checked request's session is handed back, so the step that checks a request is the one
 //! that gives the adapter its history, and no adapter touches a session.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use abi_stable::std_types::RString;
-use dsh_plugin_api::{Context, lock};
+use dsh_plugin_api::Context;
 use dsh_protocol::{
     ContentBlock, GenerateRequest, MessageSource, RequestHeader, RequestHeaderEvent, Role,
 };
-use dsh_session_seam::{SESSIONS, SessionBox, SessionsService};
+use dsh_session_seam::{LatestOf, SESSIONS, SessionBox, SessionsService};
 use serde::Serialize;
 
 /// Why a request may not leave.
@@ -69,9 +68,6 @@ pub enum Refusal {
     ReferenceWithoutSession,
 }
 
-/// Events read per window while looking for the last `request/header`.
-const HEADER_WINDOW: u64 = 64;
-
 /// A message as the log hashes it: role, content and source.
 #[derive(Serialize)]
 struct Hashed<'a> {
@@ -101,44 +97,14 @@ fn messages_hash(messages: &[dsh_protocol::Message]) -> u64 {
     dsh_session_log::messages_hash(&values)
 }
 
-/// Per session: how many events were looked at, and the last `request/header` among them.
-type HeaderCache = HashMap<String, (u64, Option<RequestHeader>)>;
-
-/// Sessions whose header cache is kept; past this the cache starts over (a long-lived process
-/// with many sessions must not grow without bound).
-const CACHED_SESSIONS: usize = 256;
-
-fn header_cache() -> &'static Mutex<HeaderCache> {
-    static CACHE: OnceLock<Mutex<HeaderCache>> = OnceLock::new();
-    CACHE.get_or_init(Mutex::default)
-}
-
 /// The last logged `request/header`'s header. Only the events appended since the previous
 /// check of the session are read, so a long session costs no more than a short one.
 fn last_header(session: &SessionBox) -> Option<RequestHeader> {
-    let id = session.id().into_string();
-    let count = session.event_count();
-    let (seen, mut header) = lock(header_cache())
-        .get(&id)
-        .cloned()
-        .filter(|(seen, _)| *seen <= count)
-        .unwrap_or((0, None));
-    let mut start = seen;
-    while start < count {
-        let end = count.min(start + HEADER_WINDOW);
-        for record in session.events(start, end).iter() {
-            if let Some(Ok(event)) = record.decode::<RequestHeaderEvent>() {
-                header = Some(event.header);
-            }
-        }
-        start = end;
-    }
-    let mut cache = lock(header_cache());
-    if cache.len() >= CACHED_SESSIONS && !cache.contains_key(&id) {
-        cache.clear();
-    }
-    cache.insert(id, (count, header.clone()));
-    header
+    static HEADERS: OnceLock<LatestOf<RequestHeaderEvent>> = OnceLock::new();
+    HEADERS
+        .get_or_init(LatestOf::default)
+        .of(session)
+        .map(|event| event.header)
 }
 
 /// Checks `request` against the log of `session`. A history by reference is checked in

@@ -1,6 +1,8 @@
 //! The latest event of one type in each session, read incrementally: a reader that asks at
 //! every step (a session's sandbox mode, its approval policy) reads only what was logged since
-//! it last asked, so its cost does not grow with the session.
+//! it last asked, so its cost does not grow with the session. At most [`KEPT_SESSIONS`] are
+//! remembered: past that the memory starts over, so a long-lived host does not grow with
+//! every session it ever saw.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -9,6 +11,9 @@ use dsh_plugin_api::lock;
 use dsh_protocol::EventData;
 
 use crate::SessionBox;
+
+/// Sessions remembered at once.
+const KEPT_SESSIONS: usize = 256;
 
 /// Per session: how far its log was read, and the latest `E` found so far.
 pub struct LatestOf<E> {
@@ -29,7 +34,14 @@ impl<E: EventData + Clone> LatestOf<E> {
         let id = session.id().to_string();
         let count = session.event_count();
         let mut seen = lock(&self.seen);
+        if seen.len() >= KEPT_SESSIONS && !seen.contains_key(&id) {
+            seen.clear();
+        }
         let entry = seen.entry(id).or_insert((0, None));
+        // A log shorter than what was read is another log under the same id: read it anew.
+        if count < entry.0 {
+            *entry = (0, None);
+        }
         if count > entry.0 {
             let newest = session
                 .events(entry.0, count)

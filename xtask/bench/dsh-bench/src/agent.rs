@@ -69,35 +69,10 @@ fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> anyhow::Result<(f64,
     )?;
     let (mut at_early, mut at_late) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        let host = Host::start(
-            dir,
-            &[
-                "--patch",
-                &patch.display().to_string(),
-                "--profile",
-                "headless",
-                "--no-watch",
-                "--",
-                "--cwd",
-                &work.display().to_string(),
-                "--model",
-                "instant/instant",
-                "go",
-            ],
-        )?;
+        let host = Host::instant_turn(dir, &patch, work)?;
         let mut gaps = Vec::new();
         for _ in 0..wanted.len() {
-            let line = host.line_after("bench step_gap_us ")?;
-            let mut parts = line.split_whitespace();
-            let number: usize = parts
-                .next()
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| anyhow::anyhow!("bad line"))?;
-            let micros: f64 = parts
-                .next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow::anyhow!("bad line"))?;
-            gaps.push((number, micros));
+            gaps.push(host.figure("step_gap_us")?);
         }
         host.stop();
         let around = |steps: &[usize]| {

@@ -58,28 +58,7 @@ fn turn(dir: &Path, work: &Path, compaction: bool) -> anyhow::Result<Vec<(f64, f
             STEPS + 100
         ),
     )?;
-    let host = Host::start(
-        dir,
-        &[
-            "--patch",
-            &patch.display().to_string(),
-            "--profile",
-            "headless",
-            "--no-watch",
-            "--",
-            "--cwd",
-            &work.display().to_string(),
-            "--model",
-            "instant/instant",
-            "go",
-        ],
-    )?;
-    let parse = |line: &str| -> anyhow::Result<f64> {
-        line.split_whitespace()
-            .nth(1)
-            .and_then(|value| value.parse().ok())
-            .ok_or_else(|| anyhow::anyhow!("bad line `{line}`"))
-    };
+    let host = Host::instant_turn(dir, &patch, work)?;
     let mut figures = Vec::new();
     for at in AROUND {
         let which = |what: &str| {
@@ -88,15 +67,15 @@ fn turn(dir: &Path, work: &Path, compaction: bool) -> anyhow::Result<Vec<(f64, f
         };
         let mut gaps = Vec::new();
         for _ in at.saturating_sub(5)..at {
-            let line = host
-                .line_after("bench step_gap_us ")
+            let (_, gap) = host
+                .figure("step_gap_us")
                 .map_err(|error| anyhow::anyhow!("{}: {error}", which("a step gap")))?;
-            gaps.push(parse(&line)?);
+            gaps.push(gap);
         }
-        let line = host
-            .line_after("bench request_bytes ")
+        let (_, bytes) = host
+            .figure("request_bytes")
             .map_err(|error| anyhow::anyhow!("{}: {error}", which("the request size")))?;
-        figures.push((median(gaps), parse(&line)?));
+        figures.push((median(gaps), bytes));
     }
     host.stop();
     Ok(figures)

@@ -49,6 +49,39 @@ impl Host {
         Ok(Self { child, lines })
     }
 
+    /// One headless turn of the instant model (`bench-model`, tuned by `patch`) in `work`,
+    /// with `home` as its dsh home: the run every step figure is read from.
+    pub(crate) fn instant_turn(home: &Path, patch: &Path, work: &Path) -> anyhow::Result<Self> {
+        Self::start(
+            home,
+            &[
+                "--patch",
+                &patch.display().to_string(),
+                "--profile",
+                "headless",
+                "--no-watch",
+                "--",
+                "--cwd",
+                &work.display().to_string(),
+                "--model",
+                "instant/instant",
+                "go",
+            ],
+        )
+    }
+
+    /// The next `bench <name> <number> <value>` line `bench-model` prints, as its request
+    /// number and value.
+    pub(crate) fn figure(&self, name: &str) -> anyhow::Result<(usize, f64)> {
+        let line = self.line_after(&format!("bench {name} "))?;
+        let mut parts = line.split_whitespace();
+        let number = parts.next().and_then(|n| n.parse().ok());
+        let value = parts.next().and_then(|v| v.parse().ok());
+        number
+            .zip(value)
+            .ok_or_else(|| anyhow::anyhow!("bad `bench {name}` line `{line}`"))
+    }
+
     /// Waits until the process exits by itself (a one-shot run).
     pub(crate) fn wait_exit(mut self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;

@@ -50,31 +50,10 @@ fn step_gap(dir: &Path, work: &Path, mode: &str) -> anyhow::Result<f64> {
     )?;
     let mut medians = Vec::new();
     for _ in 0..RUNS {
-        let host = Host::start(
-            dir,
-            &[
-                "--patch",
-                &patch.display().to_string(),
-                "--profile",
-                "headless",
-                "--no-watch",
-                "--",
-                "--cwd",
-                &work.display().to_string(),
-                "--model",
-                "instant/instant",
-                "go",
-            ],
-        )?;
+        let host = Host::instant_turn(dir, &patch, work)?;
         let mut gaps = Vec::new();
         for _ in 0..wanted.len() {
-            let line = host.line_after("bench step_gap_us ")?;
-            let micros: f64 = line
-                .split_whitespace()
-                .nth(1)
-                .and_then(|value| value.parse().ok())
-                .ok_or_else(|| anyhow::anyhow!("bad line `{line}`"))?;
-            gaps.push(micros);
+            gaps.push(host.figure("step_gap_us")?.1);
         }
         host.stop();
         medians.push(median(gaps));

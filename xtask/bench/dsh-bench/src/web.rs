@@ -141,22 +141,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
 /// A long session recorded headless, then paged from the tail through `session.history`.
 fn history(dir: &Path, work: &Path) -> anyhow::Result<()> {
     let patch = patch(dir, HISTORY_STEPS)?;
-    let recorder = Host::start(
-        dir,
-        &[
-            "--patch",
-            &patch.display().to_string(),
-            "--profile",
-            "headless",
-            "--no-watch",
-            "--",
-            "--cwd",
-            &work.display().to_string(),
-            "--model",
-            "instant/instant",
-            "go",
-        ],
-    )?;
+    let recorder = Host::instant_turn(dir, &patch, work)?;
     recorder.wait_exit(Duration::from_secs(300))?;
     let web = Web::start(dir, &patch)?;
     let (listed, _) = web.call("session.list", &json!({}))?;
