@@ -266,9 +266,13 @@ const scenarios = {
     await page.fill("#prompt", "first");
     await page.keyboard.press("Enter");
     await page.waitForSelector(".turn-end", { state: "attached" });
+    const original = await page.evaluate(() => window.location.hash);
     await page.hover(".message.assistant");
     await page.click(".message.assistant .fork-here");
     await page.waitForFunction(() => document.querySelectorAll(".session").length === 2);
+    // The list can show the fork (the store's watcher) before the page has opened it: rename
+    // only once the fork is the open session, or the original would be renamed instead.
+    await page.waitForFunction((before) => window.location.hash !== before, original);
     await page.waitForSelector(".message.assistant");
     await page.click("#rename");
     await page.waitForFunction(() => document.getElementById("title").textContent === "The fork, renamed");
