@@ -172,7 +172,7 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         Ok(())
     })?;
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
-    let (success, totals) = timed("run tests", || {
+    let (success, totals, failures) = timed("run tests", || {
         let mut args = vec![
             "test".to_owned(),
             "--workspace".to_owned(),
@@ -191,6 +191,11 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         "xtask: test total: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    let mut reports = failures.lines().peekable();
+    if reports.peek().is_some() {
+        println!("xtask: why the failed tests failed:");
+        reports.for_each(|line| println!("  {line}"));
+    }
     println!(
         "tests: {} passed, {} failed, {} skipped",
         totals.passed, totals.failed, totals.ignored

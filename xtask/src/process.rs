@@ -27,6 +27,39 @@ pub(crate) struct TestTotals {
     pub(crate) ignored: u64,
 }
 
+/// The `---- name stdout ----` sections cargo prints for failed tests, kept so the closing
+/// lines can repeat why each test failed (a CI log is often read from its tail only).
+#[derive(Debug, Default)]
+pub(crate) struct FailureReports {
+    reports: Vec<Vec<String>>,
+    capturing: bool,
+}
+
+impl FailureReports {
+    /// Lines kept per failed test: enough for a panic message and an assertion's context.
+    const LINES_PER_FAILURE: usize = 40;
+
+    /// Reads one line of cargo's output.
+    pub(crate) fn add_line(&mut self, line: &str) {
+        if line.starts_with("---- ") && line.ends_with(" stdout ----") {
+            self.reports.push(vec![line.to_owned()]);
+            self.capturing = true;
+        } else if line == "failures:" || line.starts_with("test result: ") {
+            self.capturing = false;
+        } else if self.capturing
+            && let Some(report) = self.reports.last_mut()
+            && report.len() < Self::LINES_PER_FAILURE
+        {
+            report.push(line.to_owned());
+        }
+    }
+
+    /// Each failed test's report, one after the other.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = &str> {
+        self.reports.iter().flatten().map(String::as_str)
+    }
+}
+
 impl TestTotals {
     /// Adds one `test result: ok. 3 passed; 0 failed; 1 ignored; ...` line.
     pub(crate) fn add_line(&mut self, line: &str) {
@@ -52,12 +85,12 @@ impl TestTotals {
 }
 
 /// Runs `cargo ARGS` with `envs` set, passing its output through while adding up the test
-/// results.
+/// results and keeping the failed tests' reports.
 pub(crate) fn cargo_test(
     dir: &Path,
     args: &[&str],
     envs: &[(&str, &str)],
-) -> Result<(bool, TestTotals)> {
+) -> Result<(bool, TestTotals, FailureReports)> {
     use std::io::{BufRead, BufReader};
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut child = Command::new(&cargo)
@@ -68,15 +101,17 @@ pub(crate) fn cargo_test(
         .spawn()
         .with_context(|| format!("cannot run {cargo}"))?;
     let mut totals = TestTotals::default();
+    let mut failures = FailureReports::default();
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines() {
             let line = line?;
             println!("{line}");
             totals.add_line(&line);
+            failures.add_line(&line);
         }
     }
     let status = child.wait()?;
-    Ok((status.success(), totals))
+    Ok((status.success(), totals, failures))
 }
 
 #[cfg(test)]
@@ -98,6 +133,35 @@ mod tests {
                 failed: 2,
                 ignored: 1
             }
+        );
+    }
+
+    #[test]
+    fn failure_reports_keep_each_failed_tests_section() {
+        let mut failures = FailureReports::default();
+        for line in [
+            "test a ... FAILED",
+            "failures:",
+            "",
+            "---- a stdout ----",
+            "thread 'a' panicked at tests/a.rs:3:5:",
+            "the reason",
+            "",
+            "failures:",
+            "    a",
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored",
+        ] {
+            failures.add_line(line);
+        }
+        let lines: Vec<&str> = failures.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "---- a stdout ----",
+                "thread 'a' panicked at tests/a.rs:3:5:",
+                "the reason",
+                ""
+            ]
         );
     }
 }
