@@ -11,7 +11,7 @@ use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing,
     InboxTarget, Message, QueueAction, SessionStartSource, SpliceOutcome, TurnOutcome,
 };
-use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
+use dsh_session_seam::{CreateSession, SESSIONS, SessionSeed, SessionsService};
 use tokio::sync::oneshot;
 
 use crate::driver::wake;
@@ -65,6 +65,16 @@ impl Service {
                         None => CreateSession::default().id,
                     },
                     cwd: RSome(RString::from(options.cwd.as_str())),
+                    parent: options.parent.as_deref().map(RString::from).into(),
+                    delegation_depth: options.delegation_depth,
+                    seed: options
+                        .seed
+                        .as_ref()
+                        .map(|seed| SessionSeed {
+                            source: RString::from(seed.session.as_str()),
+                            prefix_len: seed.prefix_len,
+                        })
+                        .into(),
                     ..CreateSession::default()
                 };
                 (sessions.create(request).await, SessionStartSource::Startup)

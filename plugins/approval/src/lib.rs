@@ -213,7 +213,10 @@ fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(),
             NewEventRecord::of(&SandboxModeEvent {
                 mode: preset.clone(),
             }),
-            NewEventRecord::of(&ApprovalPolicyEvent { policy }),
+            NewEventRecord::of(&ApprovalPolicyEvent {
+                policy,
+                source: None,
+            }),
         ];
         let appended = open_live(&listener_ctx, &notice.agent)
             .and_then(|session| session.append(RVec::from(batch)).into_result().map(|_| ()));

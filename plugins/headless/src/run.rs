@@ -123,6 +123,7 @@ impl Runner {
             provider: route.provider.clone(),
             model: route.model.clone(),
             scope: Vec::new(),
+            ..AgentOptions::default()
         };
         agents
             .create(Json::encode(&options))

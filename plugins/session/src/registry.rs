@@ -135,32 +135,65 @@ impl Inner {
                 format!("session `{id}` is already live"),
             ));
         }
+        let seed = match request.seed.into_option() {
+            Some(seed) => Some(self.seed(&seed.source, seed.prefix_len)?),
+            None => None,
+        };
         let wiring = self.wiring()?;
         let mut header = SessionHeader::new(id.as_str(), now_ms());
-        header.cwd = request
-            .cwd
-            .as_ref()
-            .into_option()
-            .map(|cwd| cwd.to_string());
+        header.cwd = match request.cwd.into_option() {
+            Some(cwd) => Some(cwd.into_string()),
+            None => seed.as_ref().and_then(|(parent, _)| parent.cwd.clone()),
+        };
         header.parent_session = request
             .parent
-            .as_ref()
             .into_option()
-            .map(|parent| parent.to_string());
+            .map(RString::into_string)
+            .or_else(|| seed.as_ref().map(|(parent, _)| parent.id().to_owned()));
+        header.seed_length = seed.as_ref().map(|(_, log)| log.len() as u64);
         header.delegation_depth = request.delegation_depth;
+        if header.delegation_depth > 0 {
+            header.origin = Some("subagent".to_owned());
+        }
         if let Some(store) = &wiring.store {
             store
                 .create(RString::from(header.to_line()))
                 .await
                 .into_result()?;
         }
-        let live = LiveSession::new(
-            id,
-            header.cwd.clone(),
-            SessionLog::new(self.types()),
-            wiring,
-        )?;
-        self.register(live)
+        let cwd = header.cwd.clone();
+        match seed {
+            Some((_, log)) => {
+                let live = LiveSession::new(id, cwd, log, wiring)?;
+                live.announce_existing()?;
+                self.register(live)
+            }
+            None => {
+                let live = LiveSession::new(id, cwd, SessionLog::new(self.types()), wiring)?;
+                self.register(live)
+            }
+        }
+    }
+
+    /// The live session `source` and the log of its first `prefix_len` events.
+    fn seed(
+        &self,
+        source: &str,
+        prefix_len: u64,
+    ) -> Result<(Arc<LiveSession>, SessionLog), SessionError> {
+        let Some(parent) = lock(&self.live).get(source).cloned() else {
+            return Err(error(
+                SessionErrorKind::NotFound,
+                format!("session `{source}` is not live"),
+            ));
+        };
+        let seeded = fork(&parent.log_snapshot(), prefix_len, now_ms()).map_err(|problem| {
+            error(
+                SessionErrorKind::Invalid,
+                format!("fork of `{source}`: {problem}"),
+            )
+        })?;
+        Ok((parent, seeded))
     }
 
     async fn open(&self, id: String) -> Result<SessionBox, SessionError> {
@@ -219,36 +252,15 @@ impl Inner {
         prefix_len: u64,
         child: Option<String>,
     ) -> Result<SessionBox, SessionError> {
-        let parent = match lock(&self.live).get(&source).cloned() {
-            Some(parent) => parent,
-            None => {
-                return Err(error(
-                    SessionErrorKind::NotFound,
-                    format!("session `{source}` is not live"),
-                ));
-            }
-        };
-        let seeded = fork(&parent.log_snapshot(), prefix_len, now_ms()).map_err(|problem| {
-            error(
-                SessionErrorKind::Invalid,
-                format!("fork of `{source}`: {problem}"),
-            )
-        })?;
-        let id = child.unwrap_or_else(new_session_id);
-        let wiring = self.wiring()?;
-        if let Some(store) = &wiring.store {
-            let mut header = SessionHeader::new(id.as_str(), now_ms());
-            header.cwd = parent.cwd.clone();
-            header.parent_session = Some(source.clone());
-            header.seed_length = Some(seeded.len() as u64);
-            store
-                .create(RString::from(header.to_line()))
-                .await
-                .into_result()?;
-        }
-        let live = LiveSession::new(id, parent.cwd.clone(), seeded, wiring)?;
-        live.announce_existing()?;
-        self.register(live)
+        self.create(CreateSession {
+            id: child.map(RString::from).into(),
+            seed: abi_stable::std_types::RSome(dsh_session_seam::SessionSeed {
+                source: RString::from(source),
+                prefix_len,
+            }),
+            ..CreateSession::default()
+        })
+        .await
     }
 }
 

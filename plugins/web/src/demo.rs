@@ -54,6 +54,7 @@ impl Api {
             provider: "replay".to_owned(),
             model: "replay".to_owned(),
             scope: Vec::new(),
+            ..AgentOptions::default()
         };
         let session_id = self.start(options).await?;
         let task = Message::user(

@@ -192,6 +192,7 @@ impl Api {
             provider,
             model,
             scope: Vec::new(),
+            ..AgentOptions::default()
         };
         let id = self.start(options).await?;
         Ok(Created { session_id: id })
@@ -238,6 +239,7 @@ impl Api {
             provider: provider.to_owned(),
             model: model.to_owned(),
             scope: Vec::new(),
+            ..AgentOptions::default()
         };
         self.start(options).await?;
         find(&agents)

@@ -27,6 +27,25 @@ pub struct AgentOptions {
     /// The tool scope chain, farthest ancestor first (empty: the global view).
     #[serde(default)]
     pub scope: Vec<String>,
+    /// A child agent's parent session (written in the child's header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// 0 for a top-level agent; a child is one deeper than its parent.
+    #[serde(default)]
+    pub delegation_depth: u64,
+    /// Seeds a new session with the first events of a live one (a forked child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<AgentSeed>,
+}
+
+/// The events a new agent's session starts from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSeed {
+    /// The live session copied from.
+    pub session: String,
+    /// How many of its first events are copied.
+    pub prefix_len: u64,
 }
 
 /// Whether an agent's driver is running turns.

@@ -290,6 +290,9 @@ pub enum ApprovalPolicy {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalPolicyEvent {
     pub policy: ApprovalPolicy,
+    /// Who set it, when not the person (`delegation`: a child's policy, fixed by its parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 event_data!(ApprovalPolicyEvent, "approval/policy");
 

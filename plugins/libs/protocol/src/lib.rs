@@ -28,13 +28,14 @@ mod prompt;
 mod sandbox;
 mod schema;
 mod stream;
+mod subagent;
 mod tools;
 mod turn;
 mod unknown;
 mod web;
 
 pub use agent::{
-    AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing, QueueAction,
+    AgentNoticeData, AgentOptions, AgentSeed, AgentStatus, AgentSummary, InboxListing, QueueAction,
     SessionStartSource,
 };
 pub use chat::{
@@ -73,6 +74,10 @@ pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
 pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy};
 pub use schema::schema_document;
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
+pub use subagent::{
+    ChildStatus, ChildSummary, DelegateArgs, InterruptArgs, ListAgentsArgs, ListScope, ReportArgs,
+    SendMessageArgs, SubagentDescriptorEvent, SubagentMode, SubagentNotice,
+};
 pub use tools::{
     AdditionalContext, ApprovalOutcome, ApprovalRequest, CallReport, Concurrency, Guidance,
     OutcomeSummary, PostDecision, PreDecision, Restriction, StepReport, ToolDecl, ToolError,

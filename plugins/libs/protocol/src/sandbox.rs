@@ -103,6 +103,7 @@ impl PermissionPreset {
             },
             crate::ApprovalPolicyEvent {
                 policy: self.approval_policy(),
+                source: None,
             },
         )
     }

@@ -230,7 +230,20 @@ pub struct CreateSession {
     pub id: ROption<RString>,
     pub cwd: ROption<RString>,
     pub parent: ROption<RString>,
+    /// 0 for a top-level session; a child agent's session is one deeper than its parent's
+    /// (and is written with `origin: subagent`).
     pub delegation_depth: u64,
+    /// Seeds the new session with the first events of a live one (a forked child), its cwd
+    /// taken from the source when `cwd` is absent.
+    pub seed: ROption<SessionSeed>,
+}
+
+/// The events a new session starts from: the first `prefix_len` of live session `source`.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct SessionSeed {
+    pub source: RString,
+    pub prefix_len: u64,
 }
 
 /// The model history of a session at one point: shared and append-only, read by index.
