@@ -12,9 +12,10 @@ use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::control::HostControlService;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{
-    AbortCause, AgentOptions, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
+    AbortCause, AgentOptions, ChildStatus, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
 };
 use dsh_session_seam::{CreateSession, SessionsService};
+use dsh_subagent_seam::{SUBAGENTS, SubagentsService};
 
 use crate::args::{self, Args, Output, UsageError};
 use crate::output::{err, exit_code, out, print_event, print_result};
@@ -162,13 +163,19 @@ impl Runner {
         }
         let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
         #[derive(dsh_plugin_api::Serialize)]
-        #[serde(crate = "dsh_plugin_api::serde")]
+        #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
         struct ReplayConfig {
             log: PathBuf,
+            child_files: Vec<PathBuf>,
         }
+        // The logs of nested agents lie beside the parent's: session.1.jsonl, session.2.jsonl...
+        let child_files: Vec<PathBuf> = (1..)
+            .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
+            .take_while(|child| child.is_file())
+            .collect();
         let fiber = self
             .ctx
-            .mount("llm-replay", &ReplayConfig { log })
+            .mount("llm-replay", &ReplayConfig { log, child_files })
             .map_err(|error| RunError::Replay(error.to_string()))?;
         match first_of(self.ctx.settled(fiber), self.ctx.sleep(REPLAY_START)).await {
             Either::Left(Ok(())) => Ok(()),
@@ -281,22 +288,9 @@ impl Runner {
                     err(&format!("dsh: {error}"));
                     return 1;
                 }
-                // The registry is not held while waiting: if its row unloads, the wait ends.
-                let idle = agents.when_idle(id.as_str().into());
                 drop(agents);
-                let mut idle = std::pin::pin!(idle);
-                let idle = match first_of(idle.as_mut(), stopped.wait()).await {
-                    Either::Left(idle) => idle,
-                    Either::Right(()) => {
-                        if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
-                            let cause = Json::encode(&self.cause());
-                            let _ = agents.cancel(id.as_str().into(), cause, false);
-                        }
-                        idle.await
-                    }
-                };
-                match idle.into_result() {
-                    Ok(outcome) => outcome.decode().ok().flatten(),
+                match self.until_settled(&id, &stopped).await {
+                    Ok(outcome) => outcome,
                     Err(error) => {
                         err(&format!("dsh: {error}"));
                         return 1;
@@ -349,6 +343,57 @@ impl Runner {
         }
         err(&format!("dsh: session {id}"));
         exit_code(&outcome.reason)
+    }
+
+    /// The outcome of the agent's last turn once it is idle and nothing it delegated still
+    /// runs: a background child that settles wakes its parent for another turn, and the run
+    /// ends only after that turn. A signal cancels the agent's turn (its children follow).
+    async fn until_settled(
+        &self,
+        id: &str,
+        stopped: &Arc<CancelFlag>,
+    ) -> Result<Option<TurnOutcome>, String> {
+        loop {
+            let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+                return Err("the `agents` registry went away".to_owned());
+            };
+            // The registry is not held while waiting: if its row unloads, the wait ends.
+            let idle = agents.when_idle(id.into());
+            drop(agents);
+            let mut idle = std::pin::pin!(idle);
+            let idle = match first_of(idle.as_mut(), stopped.wait()).await {
+                Either::Left(idle) => idle,
+                Either::Right(()) => {
+                    if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
+                        let cause = Json::encode(&self.cause());
+                        let _ = agents.cancel(id.into(), cause, false);
+                    }
+                    idle.await
+                }
+            };
+            let outcome = idle
+                .into_result()
+                .map_err(|error| error.to_string())?
+                .decode()
+                .ok()
+                .flatten();
+            let Ok(Some(tree)) = self.ctx.get::<SubagentsService>(SUBAGENTS) else {
+                return Ok(outcome);
+            };
+            let running = tree
+                .children(id.into(), true)
+                .decode()
+                .unwrap_or_default()
+                .iter()
+                .any(|child| child.status == ChildStatus::Running);
+            if !running || stopped.is_fired() {
+                return Ok(outcome);
+            }
+            let settled = tree.settled(id.into());
+            drop(tree);
+            // Settled (its parent may have been woken) or stopped: look again either way.
+            let _ = first_of(settled, stopped.wait()).await;
+        }
     }
 
     /// The cause a signal cancels the turn with.

@@ -1,0 +1,325 @@
+//! Starting a child and seeing it through: the child's agent (its own session, linked to its
+//! parent, one level deeper, the parent's route and working directory, the parent's scope
+//! plus the children's own layer), what the child's log says about it (`approval/policy` fixed
+//! by delegation, `subagent/descriptor`), its task as its first turn, and then either the
+//! parent's tool call waiting for the result (one-shot) or a watcher that tells the parent
+//! when the child's run settles (continuable).
+
+use std::sync::Arc;
+
+use abi_stable::std_types::RString;
+use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
+use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
+use dsh_plugin_api::{Context, Json, LogLevel, Service};
+use dsh_protocol::{
+    AbortCause, AgentOptions, AgentSeed, AgentStatus, ApprovalPolicy, ApprovalPolicyEvent,
+    ChildStatus, ContentBlock, Message, MessageSource, SubagentDescriptorEvent, SubagentMode,
+    SubagentNotice, ToolReply, TurnOutcome,
+};
+use dsh_session_seam::{NewEventRecord, open_live};
+use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
+
+use crate::text;
+use crate::tree::{Node, Tree};
+
+/// The tool layer only children see (`report` lives there).
+pub(crate) const CHILD_SCOPE: &str = "subagent";
+
+/// How a child starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Provider {
+    /// A fresh conversation holding only the task.
+    Spawn,
+    /// Seeded with the parent's completed turns.
+    Fork,
+}
+
+impl Provider {
+    fn name(self) -> &'static str {
+        match self {
+            Provider::Spawn => "spawn",
+            Provider::Fork => "fork",
+        }
+    }
+}
+
+/// A delegation a tool call asks for.
+pub(crate) struct Start {
+    pub(crate) parent: String,
+    pub(crate) scope: Vec<String>,
+    pub(crate) cwd: String,
+    pub(crate) mode: SubagentMode,
+    pub(crate) provider: Provider,
+    pub(crate) label: String,
+    pub(crate) prompt: String,
+}
+
+/// What starts and follows children.
+pub(crate) struct Delegation {
+    pub(crate) ctx: Context,
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) max_depth: u64,
+}
+
+pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {
+    match ctx.get::<AgentsService>(AGENTS) {
+        Ok(Some(agents)) => Ok(agents),
+        _ => Err("no `agents` registry is running".to_owned()),
+    }
+}
+
+impl Delegation {
+    /// Starts the child; answers its id once its task is queued.
+    pub(crate) fn start(&self, start: Start) -> Result<AgentStarting, String> {
+        let depth = self.tree.depth(&start.parent) + 1;
+        if depth > self.max_depth {
+            return Err(format!(
+                "subagent depth {depth} exceeds maxDepth {}",
+                self.max_depth
+            ));
+        }
+        let agents = agents(&self.ctx)?;
+        let route = agents
+            .list()
+            .decode()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|agent| agent.id == start.parent)
+            .ok_or_else(|| format!("the calling session `{}` is not an agent", start.parent))?;
+        let seed = match start.provider {
+            Provider::Spawn => None,
+            Provider::Fork => Some(AgentSeed {
+                session: start.parent.clone(),
+                prefix_len: completed_prefix(&self.ctx, &start.parent)?,
+            }),
+        };
+        let mut scope = start.scope.clone();
+        scope.push(CHILD_SCOPE.to_owned());
+        let options = AgentOptions {
+            cwd: start.cwd.clone(),
+            provider: route.provider.clone(),
+            model: route.model.clone(),
+            scope,
+            parent: Some(start.parent.clone()),
+            delegation_depth: depth,
+            seed,
+            ..AgentOptions::default()
+        };
+        let continuable = start.mode == SubagentMode::Continuable;
+        let descriptor = SubagentDescriptorEvent {
+            version: 2,
+            mode: start.mode,
+            provider: start.provider.name().to_owned(),
+            label: Some(start.label.clone()),
+            agent_provider: continuable.then(|| route.provider.clone()),
+            agent_model: continuable.then(|| route.model.clone()),
+        };
+        Ok(AgentStarting {
+            agents,
+            options,
+            descriptor,
+            start,
+            depth,
+        })
+    }
+
+    /// Creates the child's agent, logs what it is, queues its task and announces it.
+    pub(crate) async fn launch(&self, starting: AgentStarting) -> Result<String, String> {
+        let AgentStarting {
+            agents,
+            options,
+            descriptor,
+            start,
+            depth,
+        } = starting;
+        let child = agents
+            .create(Json::encode(&options))
+            .await
+            .into_result()
+            .map(RString::into_string)
+            .map_err(|error| format!("the child agent did not start: {error}"))?;
+        let session = open_live(&self.ctx, &child).map_err(|error| error.to_string())?;
+        let batch = vec![
+            // A child cannot ask anyone: its scope was fixed by the agent that started it.
+            NewEventRecord::of(&ApprovalPolicyEvent {
+                policy: ApprovalPolicy::Never,
+                source: Some("delegation".to_owned()),
+            }),
+            NewEventRecord::of(&descriptor),
+        ];
+        session
+            .append(batch.into())
+            .into_result()
+            .map_err(|error| format!("the child's session refused its descriptor: {error}"))?;
+        self.tree.insert(Node {
+            id: child.clone(),
+            parent: start.parent.clone(),
+            depth,
+            mode: start.mode,
+            provider: descriptor.provider.clone(),
+            label: start.label.clone(),
+            status: ChildStatus::Running,
+        });
+        self.announce(&SUBAGENT_START, &child, None);
+        let task = Message::user(
+            "",
+            vec![ContentBlock::text(start.prompt)],
+            MessageSource::user(),
+        );
+        if let Err(error) = agents.followup(&child, &task) {
+            self.tree.set_status(&child, ChildStatus::Ready);
+            return Err(format!("the child's task was not queued: {error}"));
+        }
+        Ok(child)
+    }
+
+    /// Waits for a one-shot child's run (cancelling it when the parent's call is cancelled),
+    /// then lets it go; answers the parent's tool result.
+    pub(crate) async fn result_of(&self, child: &str, cancel: &CancelBox) -> ToolReply {
+        let outcome = self.until_idle(child, Some(cancel)).await;
+        self.announce(&SUBAGENT_END, child, outcome.as_ref());
+        for gone in std::iter::once(child.to_owned()).chain(self.tree.remove_subtree(child)) {
+            if let Ok(agents) = agents(&self.ctx) {
+                let _ = agents.dispose(RString::from(gone)).await;
+            }
+        }
+        text::one_shot_reply(outcome.as_ref())
+    }
+
+    /// Follows a continuable child until its run settles, then tells its parent.
+    pub(crate) fn watch(self: &Arc<Self>, child: String) {
+        let this = self.clone();
+        let spawned = self.ctx.spawn(async move {
+            let outcome = this.until_idle(&child, None).await;
+            let Some(node) = this.tree.get(&child) else {
+                return;
+            };
+            this.notify_parent(&node, outcome.as_ref());
+            this.tree.set_status(&child, ChildStatus::Ready);
+            this.announce(&SUBAGENT_END, &child, outcome.as_ref());
+        });
+        if let Err(error) = spawned {
+            self.ctx.log(
+                LogLevel::Warn,
+                &format!("the watcher of a background subagent did not start: {error}"),
+            );
+        }
+    }
+
+    /// The child's last outcome once its driver is idle and stays idle (a message sent while
+    /// it finished keeps it going).
+    async fn until_idle(&self, child: &str, cancel: Option<&CancelBox>) -> Option<TurnOutcome> {
+        let mut cancelled = false;
+        loop {
+            let Ok(registry) = agents(&self.ctx) else {
+                return None;
+            };
+            let idle = registry.when_idle(RString::from(child));
+            // The registry is not held while waiting: if its row unloads, the wait ends.
+            drop(registry);
+            let idle = match cancel.filter(|_| !cancelled) {
+                Some(cancel) => match first_of(idle, cancel.cancelled()).await {
+                    Either::Left(idle) => idle,
+                    Either::Right(()) => {
+                        cancelled = true;
+                        if let Ok(agents) = agents(&self.ctx) {
+                            let _ = agents.cancel(
+                                RString::from(child),
+                                Json::encode(&AbortCause::Parent),
+                                false,
+                            );
+                        }
+                        continue;
+                    }
+                },
+                None => idle.await,
+            };
+            let outcome = idle.into_result().ok()?.decode().ok().flatten();
+            let running = agents(&self.ctx).is_ok_and(|agents| {
+                agents
+                    .list()
+                    .decode()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|agent| agent.id == child && agent.status == AgentStatus::Running)
+            });
+            if !running {
+                return outcome;
+            }
+        }
+    }
+
+    /// The settled notice in the parent's inbox: into its running turn, or as its next turn.
+    fn notify_parent(&self, node: &Node, outcome: Option<&TurnOutcome>) {
+        let Ok(agents) = agents(&self.ctx) else {
+            return;
+        };
+        let (summary, content) = text::settled_notice(&node.id, outcome);
+        let notice = Message::user(
+            "",
+            content,
+            MessageSource::subagent_settled(&summary, &node.id),
+        );
+        let parent_running = agents
+            .list()
+            .decode()
+            .unwrap_or_default()
+            .iter()
+            .any(|agent| agent.id == node.parent && agent.status == AgentStatus::Running);
+        let sent = match parent_running {
+            true => agents.steer(&node.parent, &notice),
+            false => agents.followup(&node.parent, &notice),
+        };
+        if let Err(error) = sent {
+            self.ctx.log(
+                LogLevel::Warn,
+                &format!(
+                    "the settled notice of subagent `{}` did not reach `{}`: {error}",
+                    node.id, node.parent
+                ),
+            );
+        }
+    }
+
+    fn announce(
+        &self,
+        event: &dsh_plugin_api::EmitEvent<Json<SubagentNotice>>,
+        child: &str,
+        outcome: Option<&TurnOutcome>,
+    ) {
+        let Some(node) = self.tree.get(child) else {
+            return;
+        };
+        let notice = SubagentNotice {
+            parent: node.parent,
+            child: node.id,
+            mode: node.mode,
+            label: node.label,
+            output: outcome.map(|outcome| outcome.output.clone()),
+            end: outcome.map(|outcome| outcome.reason.kind().to_owned()),
+        };
+        let _ = self.ctx.emit(event, &Json::encode(&notice));
+    }
+}
+
+/// A child whose options are settled, before its agent exists.
+pub(crate) struct AgentStarting {
+    agents: Service<AgentsService>,
+    options: AgentOptions,
+    descriptor: SubagentDescriptorEvent,
+    start: Start,
+    depth: u64,
+}
+
+/// How many events of `parent` a fork copies: everything up to its last closed turn (the turn
+/// in flight, whose call is asking, is not the child's).
+fn completed_prefix(ctx: &Context, parent: &str) -> Result<u64, String> {
+    let session = open_live(ctx, parent).map_err(|error| error.to_string())?;
+    let events = session.events(0, session.event_count());
+    let end = events
+        .iter()
+        .rev()
+        .find(|record| record.kind.as_str() == "turn/end")
+        .map_or(0, |record| record.seq + 1);
+    Ok(end)
+}

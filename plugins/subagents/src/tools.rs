@@ -1,0 +1,306 @@
+//! The delegation tools: `subagent` (a fresh child, in the background by default),
+//! `subagent_fork` (a child seeded with this conversation's completed turns, waited for),
+//! `send_message`, `interrupt_agent`, `list_agents`, and `report` (children only). Each sees
+//! the tree from the calling session.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::{RNone, ROption, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_agent_seam::AgentsExt;
+use dsh_plugin_api::Json;
+use dsh_plugin_api::cancel::CancelBox;
+use dsh_protocol::{
+    AbortCause, AgentStatus, ChildStatus, Concurrency, ContentBlock, DelegateArgs, InterruptArgs,
+    ListAgentsArgs, ListScope, Message, MessageSource, OutcomeSummary, ReportArgs,
+    SendMessageArgs, SubagentMode, ToolDecl, ToolReply,
+};
+use dsh_tools_seam::{CallView, Tool};
+use serde_json::json;
+
+use crate::child::{Delegation, Provider, Start, agents};
+
+/// A child's run may take as long as the pipeline's longest allowance.
+const DELEGATION_TIMEOUT_MS: u64 = 3_600_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Subagent,
+    Fork,
+    SendMessage,
+    Interrupt,
+    List,
+    Report,
+}
+
+impl Kind {
+    pub(crate) const ALL: [Kind; 6] = [
+        Kind::Subagent,
+        Kind::Fork,
+        Kind::SendMessage,
+        Kind::Interrupt,
+        Kind::List,
+        Kind::Report,
+    ];
+}
+
+pub(crate) struct DelegationTool {
+    pub(crate) kind: Kind,
+    pub(crate) delegation: Arc<Delegation>,
+}
+
+fn string(description: &str) -> serde_json::Value {
+    json!({"type": "string", "description": description})
+}
+
+fn declaration(kind: Kind) -> ToolDecl {
+    let task = |prompt: &str| {
+        json!({
+            "type": "object",
+            "properties": {
+                "description": string("A short label for the task (3-5 words), shown to people."),
+                "prompt": string(prompt),
+            },
+            "required": ["description", "prompt"]
+        })
+    };
+    let mut decl = match kind {
+        Kind::Subagent => {
+            let mut parameters = task(
+                "The whole task, self-contained: the child does not see this conversation.",
+            );
+            parameters["properties"]["run_in_background"] = json!({
+                "type": "boolean",
+                "description": "true (the default): answer the child's id at once; you are told when its run settles and can send it more with send_message. false: wait for its result."
+            });
+            ToolDecl::new(
+                "subagent",
+                "Hand a focused, independent task to a child agent that works in its own context and answers only its result. In the background by default; set run_in_background to false when your next step needs the result.",
+                parameters,
+            )
+        }
+        Kind::Fork => ToolDecl::new(
+            "subagent_fork",
+            "Hand a task to a child agent that starts from this conversation's completed turns (not the turn in progress), and wait for its result.",
+            task("What the child should do; it already knows the conversation so far."),
+        ),
+        Kind::SendMessage => ToolDecl::new(
+            "send_message",
+            "Give a background subagent you started more work: the message becomes its next turn, after the one it is on. Answers only whether it was delivered.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "subagent_id": string("The id `subagent` answered when the child started."),
+                    "message": string("The message for the child."),
+                },
+                "required": ["subagent_id", "message"]
+            }),
+        ),
+        Kind::Interrupt => ToolDecl::new(
+            "interrupt_agent",
+            "Stop the current turn of an agent you started (or one started below it). Its queued messages wait and it stays available; stopping an idle agent does nothing.",
+            json!({
+                "type": "object",
+                "properties": {"agent_id": string("The id of the agent to interrupt.")},
+                "required": ["agent_id"]
+            }),
+        ),
+        Kind::List => ToolDecl::new(
+            "list_agents",
+            "List the background subagents you started, with their ids, labels and whether they are running, idle or settled (ready for more work). You are told when one settles: do not poll.",
+            json!({
+                "type": "object",
+                "properties": {"scope": {
+                    "type": "string",
+                    "description": "children (the default): your direct children; descendants: the whole tree below you.",
+                    "enum": ["children", "descendants"]
+                }}
+            }),
+        ),
+        Kind::Report => ToolDecl::new(
+            "report",
+            "Send a result or a finding to the agent that started you; it does not see your conversation otherwise. Reporting does not end your turn.",
+            json!({
+                "type": "object",
+                "properties": {"output": string("Self-contained content for the agent that started you.")},
+                "required": ["output"]
+            }),
+        ),
+    };
+    if matches!(kind, Kind::Subagent | Kind::Fork) {
+        decl.concurrency = Concurrency::Parallel;
+        decl.timeout_ms = Some(DELEGATION_TIMEOUT_MS);
+    }
+    decl
+}
+
+fn args<T: dsh_plugin_api::serde::de::DeserializeOwned>(call: &CallView) -> Result<T, String> {
+    serde_json::from_str(&call.arguments).map_err(|error| format!("arguments are not valid: {error}"))
+}
+
+impl DelegationTool {
+    async fn run(&self, call: CallView, cancel: CancelBox) -> Result<ToolReply, String> {
+        let caller = call.session.to_string();
+        let delegation = &self.delegation;
+        match self.kind {
+            Kind::Subagent | Kind::Fork => {
+                let task: DelegateArgs = args(&call)?;
+                let background = self.kind == Kind::Subagent && task.run_in_background != Some(false);
+                let start = Start {
+                    parent: caller,
+                    scope: call.scope.iter().map(RString::to_string).collect(),
+                    cwd: call.cwd.to_string(),
+                    mode: match background {
+                        true => SubagentMode::Continuable,
+                        false => SubagentMode::OneShot,
+                    },
+                    provider: match self.kind {
+                        Kind::Fork => Provider::Fork,
+                        _ => Provider::Spawn,
+                    },
+                    label: task.description,
+                    prompt: task.prompt,
+                };
+                let starting = delegation.start(start)?;
+                let child = delegation.launch(starting).await?;
+                if background {
+                    delegation.watch(child.clone());
+                    return Ok(ToolReply::text(format!("started subagent {child}")));
+                }
+                Ok(delegation.result_of(&child, &cancel).await)
+            }
+            Kind::SendMessage => {
+                let send: SendMessageArgs = args(&call)?;
+                let unavailable = || format!("subagent \"{}\" is unavailable", send.subagent_id);
+                let child = delegation.tree.get(&send.subagent_id).ok_or_else(unavailable)?;
+                if child.parent != caller || child.mode != SubagentMode::Continuable {
+                    return Err(unavailable());
+                }
+                let message = Message::user(
+                    "",
+                    vec![ContentBlock::text(send.message)],
+                    MessageSource::user(),
+                );
+                agents(&delegation.ctx)?
+                    .followup(&child.id, &message)
+                    .map_err(|error| format!("{}: {error}", unavailable()))?;
+                if delegation.tree.wake_if_ready(&child.id) {
+                    delegation.watch(child.id.clone());
+                }
+                Ok(ToolReply::text(format!(
+                    "message queued as the next turn for subagent {}",
+                    child.id
+                )))
+            }
+            Kind::Interrupt => {
+                let target: InterruptArgs = args(&call)?;
+                if !delegation.tree.is_below(&target.agent_id, &caller) {
+                    return Err(format!(
+                        "agent \"{}\" is not one you started",
+                        target.agent_id
+                    ));
+                }
+                let agents = agents(&delegation.ctx)?;
+                let running = agents.list().decode().unwrap_or_default().iter().any(|agent| {
+                    agent.id == target.agent_id && agent.status == AgentStatus::Running
+                });
+                if !running {
+                    return Ok(ToolReply::text(format!(
+                        "agent {} is not running; nothing to interrupt",
+                        target.agent_id
+                    )));
+                }
+                agents
+                    .cancel(
+                        RString::from(target.agent_id.as_str()),
+                        Json::encode(&AbortCause::Parent),
+                        true,
+                    )
+                    .into_result()
+                    .map_err(|error| error.to_string())?;
+                Ok(ToolReply::text(format!(
+                    "interrupt requested for agent {}",
+                    target.agent_id
+                )))
+            }
+            Kind::List => {
+                let list: ListAgentsArgs = args(&call)?;
+                let descendants = list.scope == ListScope::Descendants;
+                let lines: Vec<String> = delegation
+                    .tree
+                    .walk(&caller, descendants)
+                    .into_iter()
+                    .filter(|node| node.mode == SubagentMode::Continuable)
+                    .map(|node| {
+                        let status = match node.status {
+                            ChildStatus::Running => "running",
+                            ChildStatus::Idle => "idle",
+                            ChildStatus::Ready => "ready",
+                        };
+                        let mut line = format!("{} [{status}] — {}", node.id, node.label);
+                        if descendants {
+                            line.push_str(&format!(" (parent {}, depth {})", node.parent, node.depth));
+                        }
+                        line
+                    })
+                    .collect();
+                Ok(ToolReply::text(match lines.is_empty() {
+                    true => "no subagents".to_owned(),
+                    false => lines.join("\n"),
+                }))
+            }
+            Kind::Report => {
+                let report: ReportArgs = args(&call)?;
+                let node = delegation
+                    .tree
+                    .get(&caller)
+                    .ok_or("report is for subagents: no agent started this one")?;
+                let message = Message::user(
+                    "",
+                    vec![
+                        ContentBlock::text(format!("Background subagent {caller} reported:")),
+                        ContentBlock::text(report.output),
+                    ],
+                    MessageSource::subagent_report(&caller),
+                );
+                // Staged without waking: a running parent reads it at its next step, an idle
+                // one with the notice that wakes it.
+                let id = agents(&delegation.ctx)?
+                    .inject(&node.parent, &message)
+                    .map_err(|error| format!("the report was not delivered: {error}"))?;
+                Ok(ToolReply::text(format!(
+                    "report accepted by the agent that started you as message {id}"
+                )))
+            }
+        }
+    }
+}
+
+impl Tool for DelegationTool {
+    fn spec(&self) -> Json<ToolDecl> {
+        Json::encode(&declaration(self.kind))
+    }
+
+    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
+        let tool = DelegationTool {
+            kind: self.kind,
+            delegation: self.delegation.clone(),
+        };
+        async move {
+            let reply = tool
+                .run(call, cancel)
+                .await
+                .unwrap_or_else(ToolReply::error);
+            Json::encode(&reply)
+        }
+        .into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
+        RNone
+    }
+}
