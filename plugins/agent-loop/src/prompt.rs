@@ -98,10 +98,17 @@ pub(crate) async fn system_prompt(
         if memory.snapshots.get(&context.key) == Some(&context.text) {
             continue;
         }
-        let mut source = MessageSource::snapshot(SNAPSHOT_PLUGIN, context.key.as_str());
-        if let MessageSource::Plugin(plugin) = &mut source {
-            plugin.sections = context.sections.clone();
-        }
+        // A contributor with a source of its own (a skill catalog) is logged under it.
+        let source = match context.source.clone() {
+            Some(source) => source,
+            None => {
+                let mut source = MessageSource::snapshot(SNAPSHOT_PLUGIN, context.key.as_str());
+                if let MessageSource::Plugin(plugin) = &mut source {
+                    plugin.sections = context.sections.clone();
+                }
+                source
+            }
+        };
         let message = Message::user(
             format!("{}-t{turn}-s{step}-{}", log.session.id(), context.key),
             vec![dsh_protocol::ContentBlock::text(context.text.as_str())],

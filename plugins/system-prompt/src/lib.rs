@@ -12,7 +12,7 @@
 //! stays the same: the runtime context (the file and approval policies the session runs
 //! under), the `AGENTS.md` files of the working directory and its parents (64 KiB at most), and
 //! the `AGENTS.md` of each directory below it that the agent worked in (a successful `read`,
-//! `write` or `edit` of a file there).
+//! `write` or `edit` of a file there); then what the `system-prompt/contexts` listeners add.
 
 mod instructions;
 mod runtime;
@@ -27,10 +27,10 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Channel, lock};
+use dsh_plugin_api::{Channel, LogLevel, lock};
 use dsh_prompt_seam::{
-    SYSTEM_PROMPT, SYSTEM_PROMPT_ASSEMBLE, SectionHandle, SectionHandle_TO, SectionHandleBox,
-    SystemPrompt, SystemPrompt_TO,
+    SYSTEM_PROMPT, SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CONTEXTS, SectionHandle, SectionHandle_TO,
+    SectionHandleBox, SystemPrompt, SystemPrompt_TO,
 };
 use dsh_protocol::{
     AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, ToolGuidance,
@@ -85,6 +85,8 @@ struct Prompt {
     /// inputs rarely change.
     rendered: Mutex<Option<(RenderKey, String)>>,
     assemble: Channel<WaterfallEvent<Json<PromptRequest>, RString>>,
+    /// Other plugins' snapshots, after this one's.
+    contexts: Channel<WaterfallEvent<Json<PromptRequest>, Json<Vec<PromptContext>>>>,
     agents_md: Option<usize>,
     /// Tell the model its file and approval policies (the runtime-context snapshot).
     runtime_context: bool,
@@ -325,9 +327,10 @@ impl SystemPrompt for Service {
                 Ok(joined) => joined,
                 Err(error) => return RErr(RString::from(error.to_string())),
             };
+            let request = RArc::new(request);
             let assembled = prompt
                 .assemble
-                .waterfall(RArc::new(request), move |_| async move {
+                .waterfall(request.clone(), move |_| async move {
                     Ok(RString::from(joined))
                 })
                 .await;
@@ -335,10 +338,23 @@ impl SystemPrompt for Service {
                 Ok(system) => system.into_string(),
                 Err(error) => return RErr(RString::from(error.to_string())),
             };
-            ROk(Json::encode(&AssembledPrompt {
-                system,
-                contexts: prompt.contexts(&decoded),
-            }))
+            let own = prompt.contexts(&decoded);
+            let encoded = Json::encode(&own);
+            let added = prompt
+                .contexts
+                .waterfall(request, move |_| async move { Ok(encoded) })
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|contexts| contexts.decode().map_err(|error| error.to_string()));
+            // A contributor that fails costs its own snapshot, not the step.
+            let contexts = added.unwrap_or_else(|error| {
+                prompt.ctx.log(
+                    LogLevel::Warn,
+                    &format!("system-prompt/contexts: {error}; only the system prompt's own snapshots this step"),
+                );
+                own
+            });
+            ROk(Json::encode(&AssembledPrompt { system, contexts }))
         }
         .into_ffi()
     }
@@ -355,6 +371,7 @@ impl Prompt {
         if let Some(cap) = self.agents_md {
             let cwd = Path::new(&request.cwd);
             let snapshot = |key: String, text: String| PromptContext {
+                source: None,
                 key,
                 text,
                 sections: None,
@@ -396,6 +413,7 @@ impl Plugin for SystemPromptPlugin {
             version: AtomicU64::new(0),
             rendered: Mutex::new(None),
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
+            contexts: ctx.channel(&SYSTEM_PROMPT_CONTEXTS)?,
             agents_md: config.agents_md.then_some(config.agents_md_max_bytes),
             runtime_context: config.runtime_context,
             touched: Mutex::new(HashMap::new()),

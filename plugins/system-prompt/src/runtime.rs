@@ -122,6 +122,7 @@ pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext 
         text.push_str(section);
     }
     PromptContext {
+        source: None,
         key: "runtime-context".to_owned(),
         text,
         sections: Some(

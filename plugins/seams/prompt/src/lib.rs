@@ -1,7 +1,8 @@
 //! `dsh-prompt-seam`: prompt assembly across the plugin ABI. The `system_prompt` service keeps
 //! the sections and variables plugins contribute and assembles, for one request, the system
 //! prompt and the context snapshots the loop appends to the history when they change; the
-//! `system-prompt/assemble` waterfall lets a listener rewrite the assembled text.
+//! `system-prompt/assemble` waterfall lets a listener rewrite the assembled text, and the
+//! `system-prompt/contexts` waterfall lets other plugins add snapshots of their own.
 //!
 //! Requests, sections and assemblies are `dsh-protocol` values crossing as [`Json`].
 #![allow(
@@ -18,7 +19,7 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::{Json, WaterfallEvent};
-use dsh_protocol::{AssembledPrompt, PromptRequest, PromptSection};
+use dsh_protocol::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
 
 /// Service key of prompt assembly.
 pub const SYSTEM_PROMPT: &str = "system_prompt";
@@ -27,6 +28,12 @@ pub const SYSTEM_PROMPT: &str = "system_prompt";
 /// listener may answer another text (or call `next` and change what it returns).
 pub const SYSTEM_PROMPT_ASSEMBLE: WaterfallEvent<Json<PromptRequest>, RString> =
     WaterfallEvent::new("system-prompt/assemble");
+
+/// `system-prompt/contexts`: the context snapshots of a request; each listener answers `next`'s
+/// contexts with its own appended (the innermost default is the system prompt's own), so a
+/// contribution always follows the older ones in the history.
+pub const SYSTEM_PROMPT_CONTEXTS: WaterfallEvent<Json<PromptRequest>, Json<Vec<PromptContext>>> =
+    WaterfallEvent::new("system-prompt/contexts");
 
 /// Keeps a section or a variable registered; dropping it removes it.
 #[sabi_trait]
