@@ -10,7 +10,8 @@ use dsh_plugin_api::{Channel, Context, Json, SerialEvent, WaterfallEvent};
 use dsh_prompt_seam::{SYSTEM_PROMPT, SystemPromptService};
 use dsh_protocol::{
     AgentNoticeData, AssembledPrompt, Continuation, GenerateRequest, LlmFailure, PreStepDecision,
-    PromptRequest, RequestErrorDecision, RequestFailure, StepProposal, TurnStopping,
+    PromptDecision, PromptRequest, PromptSubmit, RequestErrorDecision, RequestFailure,
+    StepProposal, TurnStopping,
 };
 
 use crate::error::LoopError;
@@ -29,6 +30,15 @@ pub(crate) enum Prompt {
 
 /// What the loop asks around its steps.
 pub(crate) trait Hooks: Send + Sync {
+    /// `agent/prompt-submit`: may the turn's input enter, and with what context after it?
+    /// (Without listeners, as in the loop's unit tests: it enters as it is.)
+    fn prompt_submit(
+        &self,
+        submit: PromptSubmit,
+    ) -> BoxFuture<'_, Result<PromptDecision, LoopError>> {
+        let _ = submit;
+        Box::pin(async { Ok(PromptDecision::accept()) })
+    }
     /// `agent/pre-step`: may this step open?
     fn pre_step(&self, step: StepProposal) -> BoxFuture<'_, Result<PreStepDecision, LoopError>>;
     /// `agent/request`: the request as the listeners shaped it (passed on as it is: the
@@ -58,9 +68,28 @@ pub(crate) struct Events {
         Channel<WaterfallEvent<Json<RequestFailure>, Json<RequestErrorDecision>>>,
     pub(crate) request: Channel<WaterfallEvent<AgentRequest, Json<GenerateRequest>>>,
     pub(crate) turn_stopping: Channel<SerialEvent<Json<TurnStopping>, Json<Continuation>>>,
+    pub(crate) prompt_submit: Channel<WaterfallEvent<Json<PromptSubmit>, Json<PromptDecision>>>,
 }
 
 impl Hooks for Events {
+    fn prompt_submit(
+        &self,
+        submit: PromptSubmit,
+    ) -> BoxFuture<'_, Result<PromptDecision, LoopError>> {
+        Box::pin(async move {
+            let decided = self
+                .prompt_submit
+                .waterfall(RArc::new(Json::encode(&submit)), |_| async {
+                    Ok(Json::encode(&PromptDecision::accept()))
+                })
+                .await
+                .map_err(|error| LoopError::plugin("agent/prompt-submit", error))?;
+            decided
+                .decode()
+                .map_err(|error| LoopError::decode("agent/prompt-submit", error))
+        })
+    }
+
     fn pre_step(&self, step: StepProposal) -> BoxFuture<'_, Result<PreStepDecision, LoopError>> {
         Box::pin(async move {
             let decided = self

@@ -29,8 +29,8 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agent_seam::{
-    AGENT_LOOP, AGENT_PRE_STEP, AGENT_REQUEST, AGENT_REQUEST_ERROR, AGENT_TURN_STOPPING, AgentLoop,
-    AgentLoop_TO, TurnRequest,
+    AGENT_LOOP, AGENT_PRE_STEP, AGENT_PROMPT_SUBMIT, AGENT_REQUEST, AGENT_REQUEST_ERROR,
+    AGENT_TURN_STOPPING, AgentLoop, AgentLoop_TO, TurnRequest,
 };
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::prelude::*;
@@ -205,6 +205,7 @@ impl Plugin for AgentLoopPlugin {
             request_error: ctx.channel(&AGENT_REQUEST_ERROR)?,
             request: ctx.channel(&AGENT_REQUEST)?,
             turn_stopping: ctx.channel(&AGENT_TURN_STOPPING)?,
+            prompt_submit: ctx.channel(&AGENT_PROMPT_SUBMIT)?,
         };
         let deps = Arc::new(Deps {
             sessions: ctx.inject::<SessionsService>(SESSIONS)?,

@@ -10,8 +10,9 @@ use dsh_agent_seam::TurnInboxBox;
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::lock;
 use dsh_protocol::{
-    AbortCause, MessageSource, PreStepDecision, StepEndEvent, StepProposal, StepStartEvent,
-    TokenUsage, TurnEndEvent, TurnEndReason, TurnOutcome, TurnStartEvent, TurnStopping,
+    AbortCause, MessageSource, PreStepDecision, PromptDecision, PromptSubmit, StepEndEvent,
+    StepProposal, StepStartEvent, TokenUsage, TurnEndEvent, TurnEndReason, TurnOutcome,
+    TurnStartEvent, TurnStopping,
 };
 use dsh_protocol::{Message, Role};
 use dsh_session_seam::SessionBox;
@@ -125,6 +126,32 @@ pub(crate) async fn steps(
         // it closes without a step (and without a pre-step for a step that never opens).
         return Ok(TurnEndReason::Completed);
     }
+    let submit = PromptSubmit {
+        session: id.clone(),
+        turn,
+        cwd: route.cwd.clone(),
+        messages: pending.clone(),
+    };
+    match deps.hooks.prompt_submit(submit).await? {
+        PromptDecision::Reject { reason } => {
+            let reason = reason.unwrap_or_else(|| "rejected by agent/prompt-submit".to_owned());
+            return Ok(TurnEndReason::Blocked {
+                reason: Some(reason),
+            });
+        }
+        PromptDecision::Accept { contexts } => {
+            for (index, mut context) in contexts.into_iter().enumerate() {
+                if context.id.is_empty() {
+                    context.id = format!("{id}-t{turn}-prompt-ctx{index}");
+                }
+                context.role = Role::User;
+                if matches!(&context.source, MessageSource::Other(value) if value.is_null()) {
+                    context.source = MessageSource::plugin();
+                }
+                pending.push(context);
+            }
+        }
+    }
     for step in 1..=deps.max_steps {
         if cancel.flag.is_fired() {
             return Ok(cancel.aborted());
@@ -171,6 +198,11 @@ pub(crate) async fn steps(
                 let mut more = input.claim(turn, false)?;
                 if more.is_empty() {
                     more.extend(keep_going(deps, session, turn).await?);
+                }
+                if more.is_empty() {
+                    // A turn-stopping listener may steer instead of answering (the reference's
+                    // hooks do): what it queued keeps the turn going, claimed as steering is.
+                    more = input.claim(turn, false)?;
                 }
                 if more.is_empty() {
                     return Ok(TurnEndReason::Completed);

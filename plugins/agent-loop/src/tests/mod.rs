@@ -330,8 +330,9 @@ fn the_turn_claims_its_inbox_once_open_and_at_every_step_boundary() {
     request.inbox = RSome(TurnInbox_TO::from_value(inbox, TD_Opaque));
     let outcome = runtime().block_on(crate::run_turn(deps, Running::default(), request));
     assert_eq!(outcome.reason, TurnEndReason::Completed);
-    // Once open (with the next-turn message), before step 2, and after the last step.
-    assert_eq!(*lock(&claims), [(1, true), (1, false), (1, false)]);
+    // Once open (with the next-turn message), before step 2, after the last step, and after
+    // `agent/turn-stopping` (whose listeners may steer).
+    assert_eq!(*lock(&claims), [(1, true), (1, false), (1, false), (1, false)]);
     let inputs = session.data_of("user/message");
     assert_eq!(inputs[0]["content"][0]["text"], "from the inbox");
     // The claim came after `turn/start`, as the turn flow says.

@@ -84,8 +84,8 @@ pub use tools::{
     ToolErrorInfo, ToolGuidance, ToolReply, ToolSuccess,
 };
 pub use turn::{
-    AbortCause, Continuation, PreStepDecision, RequestErrorDecision, RequestFailure, StepProposal,
-    TurnEndReason, TurnOutcome, TurnStopping,
+    AbortCause, Continuation, PreStepDecision, PromptDecision, PromptSubmit, RequestErrorDecision,
+    RequestFailure, StepProposal, TurnEndReason, TurnOutcome, TurnStopping,
 };
 pub use unknown::{OpenTags, Unknown};
 pub use web::{

@@ -51,6 +51,8 @@ pub fn schema_document() -> serde_json::Value {
         RequestErrorDecision,
         TurnStopping,
         Continuation,
+        PromptSubmit,
+        PromptDecision,
         ToolDecl,
         ToolReply,
         OutcomeSummary,

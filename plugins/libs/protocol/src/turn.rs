@@ -196,3 +196,41 @@ pub struct TurnStopping {
 pub struct Continuation {
     pub message: Message,
 }
+
+/// A turn's opening input, as `agent/prompt-submit` sees it: what the turn claimed and was
+/// given, before its first step opens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PromptSubmit {
+    pub session: String,
+    pub turn: u64,
+    /// The working directory of the turn's tools.
+    pub cwd: String,
+    /// The input in the order it enters the history.
+    pub messages: Vec<Message>,
+}
+
+/// The answer of `agent/prompt-submit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum PromptDecision {
+    /// Let the input enter, followed by these context messages (an id and the plugin source
+    /// are given when they have none).
+    Accept {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        contexts: Vec<Message>,
+    },
+    /// End the turn `blocked` before any step: the input never reaches the model.
+    Reject {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+impl PromptDecision {
+    /// The decision of a listener with nothing to add.
+    pub fn accept() -> Self {
+        Self::Accept {
+            contexts: Vec::new(),
+        }
+    }
+}

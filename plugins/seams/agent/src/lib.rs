@@ -1,7 +1,8 @@
 //! `dsh-agent-seam`: the agent seam across the plugin ABI. The `agents` registry (agents, their
 //! inboxes and wake rules, the `agent/*` notifications), the `agent_loop` service that runs one
 //! turn of a session (steps of model request plus tool calls, every step logged) and cancels a
-//! running one, and the loop's hooks: `agent/pre-step` (refuse a step before it starts),
+//! running one, and the loop's hooks: `agent/prompt-submit` (refuse a turn's input or add
+//! context to it), `agent/pre-step` (refuse a step before it starts),
 //! `agent/request`, `agent/request-error` (retry a failed model attempt) and
 //! `agent/turn-stopping`.
 //!
@@ -24,8 +25,8 @@ use async_ffi::FfiFuture;
 use dsh_plugin_api::{EmitEvent, Json, SerialEvent, WaterfallEvent};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentSummary, Continuation, GenerateRequest,
-    InboxListing, InboxTarget, Message, PreStepDecision, QueueAction, RequestErrorDecision,
-    RequestFailure, StepProposal, TurnOutcome, TurnStopping,
+    InboxListing, InboxTarget, Message, PreStepDecision, PromptDecision, PromptSubmit, QueueAction,
+    RequestErrorDecision, RequestFailure, StepProposal, TurnOutcome, TurnStopping,
 };
 
 /// Service key of the default driver.
@@ -52,6 +53,14 @@ pub const AGENT_REQUEST: WaterfallEvent<AgentRequest, Json<GenerateRequest>> =
 /// answers a continuation keeps it going: its message enters as the next step's input.
 pub const AGENT_TURN_STOPPING: SerialEvent<Json<TurnStopping>, Json<Continuation>> =
     SerialEvent::new("agent/turn-stopping");
+
+/// `agent/prompt-submit`: a turn claimed its opening input and is about to open its first step.
+/// Answer `accept` (or call `next`) to let the input in, followed by context messages, or
+/// `reject` to end the turn `blocked` before any step; the innermost default accepts. Fired
+/// once per turn that has input, inside the open turn (after its claim), so what a listener
+/// logs belongs to the turn.
+pub const AGENT_PROMPT_SUBMIT: WaterfallEvent<Json<PromptSubmit>, Json<PromptDecision>> =
+    WaterfallEvent::new("agent/prompt-submit");
 
 /// A request about to be sent.
 #[repr(C)]
