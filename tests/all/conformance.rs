@@ -2,7 +2,8 @@
 //! with `llm-replay`, the recording's task and workspace files, and must reproduce the recorded
 //! durable sequence: the same turn, step, message, tool call and tool result events in order,
 //! the same tool names and arguments, the same turn ending, and byte-equal result texts for
-//! `bash` and `todo_write` once the workspace path reads `{{cwd}}`.
+//! `bash` and `todo_write` once the workspace path reads `{{cwd}}`, and the same skill catalogs
+//! and loaded skill instructions.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,7 @@ const CASES: &[&str] = &[
     "acp/snapshots/session-title-after-turn",
     "acp/snapshots/bash-spill",
     "headless/snapshots/compaction-recovery",
+    "acp/snapshots/skill-load",
 ];
 
 /// Per-case patch layers: the recording's own configuration where it differs from ours.
@@ -41,6 +43,10 @@ const PATCHES: &[(&str, &str)] = &[(
     "acp/snapshots/bash-spill",
     "- id: spill\n  config:\n    maxInlineBytes: 800\n",
 )];
+
+/// Per-case setup of the workspace from the recording, where its files are not in the fixture.
+const SETUP: &[(&str, fn(&[Value], &Path))] =
+    &[("acp/snapshots/skill-load", crate::skills::recorded_skills)];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
 const REQUIRES: &[(&str, &str)] = &[("acp/snapshots/bash-spill", "node")];
@@ -220,6 +226,9 @@ fn run_case(case: &str) -> Result<(), String> {
         copy_tree(&folder.join("workspace"), &work);
     }
     std::fs::create_dir_all(&work).unwrap();
+    if let Some((_, setup)) = SETUP.iter().find(|(name, _)| *name == case) {
+        setup(&recorded, &work);
+    }
     // The log and its override are read beside each other.
     let replay = dir.join("replay");
     std::fs::create_dir_all(&replay).unwrap();
@@ -245,7 +254,12 @@ fn run_case(case: &str) -> Result<(), String> {
             "stream-json",
             &task,
         ],
-        &[("DEEPSEEK_API_KEY", ""), ("DSH_PERMISSION_MODE", &mode)],
+        &[
+            ("DEEPSEEK_API_KEY", ""),
+            ("DSH_PERMISSION_MODE", &mode),
+            // The user's own ~/.agents/skills stay out of the catalog.
+            ("DSH_AGENTS_HOME", dir.join("agents").to_str().unwrap()),
+        ],
     );
     let ours: Vec<Value> = out
         .stdout
@@ -289,6 +303,15 @@ fn run_case(case: &str) -> Result<(), String> {
     if ours_results != recorded_results {
         problems.push(format!(
             "bash/todo result texts differ:\n  ours     {ours_results:?}\n  recorded {recorded_results:?}"
+        ));
+    }
+    let (ours_skills, recorded_skills) = (
+        crate::skills::skills_seen(&ours),
+        crate::skills::skills_seen(&recorded),
+    );
+    if ours_skills != recorded_skills {
+        problems.push(format!(
+            "skill catalogs or loaded instructions differ:\n  ours     {ours_skills:?}\n  recorded {recorded_skills:?}"
         ));
     }
     if problems.is_empty() {

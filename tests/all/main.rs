@@ -27,6 +27,7 @@ mod sandbox;
 mod seam_compat;
 mod session;
 mod session_store;
+mod skills;
 mod snapshots;
 mod tools;
 mod waterfall;

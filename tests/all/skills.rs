@@ -1,0 +1,445 @@
+//! Skills through the real host: a skill in each root reaches the model's first request as one
+//! catalog message (the hidden and the broken ones not; the broken one named in the log with
+//! its field), the `skill` tool loads one and refuses a hidden one, the next request extends the
+//! first one's messages (the prefix stays the same); a skill added while the web profile runs
+//! shows in an appended replacement catalog; `/name` runs a user-invocable skill as a command
+//! whose line never reaches the model. Also the helpers the `skill-load` conformance case uses.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::web::{WebHost, fake_model_layer};
+use dsh_tests::{TestDir, run_host_with_env};
+use serde_json::{Value, json};
+
+use crate::headless::stream_json;
+use crate::web_chat::{Web, turn_ended};
+
+/// Writes skill `name` into `root` as `<root>/<name>/SKILL.md`.
+fn write_skill(root: &Path, name: &str, front: &str, body: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\n{front}---\n\n{body}\n"),
+    )
+    .unwrap();
+}
+
+/// The user-role messages of a recorded request, as text.
+fn user_texts(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "user")
+        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn catalogs(request: &Value) -> Vec<String> {
+    user_texts(request)
+        .into_iter()
+        .filter(|text| text.contains("<available_skills>") || text.contains("No skills are"))
+        .collect()
+}
+
+/// `later`'s messages begin with all of `earlier`'s: the cached prefix holds.
+fn extends(earlier: &Value, later: &Value) -> bool {
+    let (earlier, later) = (
+        earlier["messages"].as_array().unwrap(),
+        later["messages"].as_array().unwrap(),
+    );
+    later.len() > earlier.len() && later[..earlier.len()] == earlier[..]
+}
+
+#[test]
+fn skills_in_every_root_reach_the_model_as_one_catalog_and_the_tool_loads_one() {
+    let dir = TestDir::new("skills-roots");
+    let work = dir.join("work");
+    write_skill(
+        &work.join(".dsh/skills"),
+        "from-project-dsh",
+        "description: Project dsh skill.\n",
+        "Body D.",
+    );
+    write_skill(
+        &work.join(".agents/skills"),
+        "from-project-agents",
+        "description: Project agents skill.\n",
+        "Body A.",
+    );
+    write_skill(
+        &dir.join("custom"),
+        "from-custom",
+        "description: Configured skill.\n",
+        "Body C.",
+    );
+    write_skill(
+        &dir.home().join("skills"),
+        "from-home",
+        "description: |\n  Home skill,\n  on two lines.\n",
+        "Follow the home steps: say HERON.",
+    );
+    write_skill(
+        &dir.join("agents/skills"),
+        "from-agents-home",
+        "description: Agents home skill.\n",
+        "Body H.",
+    );
+    write_skill(
+        &work.join(".dsh/skills"),
+        "hidden-one",
+        "description: Not for the model.\ndisable-model-invocation: true\n",
+        "Secret body.",
+    );
+    write_skill(
+        &work.join(".dsh/skills"),
+        "broken-one",
+        "",
+        "No description.",
+    );
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[
+            ("call_1", "skill", r#"{"name":"from-home"}"#),
+            ("call_2", "skill", r#"{"name":"hidden-one"}"#),
+        ]),
+        Reply::text("HERON"),
+    ]);
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: skills\n  config:\n    dshHome: {}\n    customSkillDirs: [{}]\n",
+            server.url(),
+            dir.home().display(),
+            dir.join("custom").display(),
+        ),
+    );
+    let agents = dir.join("agents");
+    let out = run_host_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+            "--output",
+            "stream-json",
+            "Use the home skill.",
+        ],
+        &[
+            ("DEEPSEEK_API_KEY", "sk-test"),
+            ("DSH_AGENTS_HOME", agents.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    // The broken file is named with its field; the others loaded.
+    assert!(
+        out.stderr.contains("broken-one/SKILL.md")
+            && out.stderr.contains("field `description` is missing"),
+        "{}",
+        out.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = catalogs(&requests[0].body);
+    assert_eq!(first.len(), 1, "one catalog: {first:?}");
+    for listed in [
+        "- `from-agents-home`: Agents home skill.",
+        "- `from-custom`: Configured skill.",
+        "- `from-home`: Home skill, on two lines.",
+        "- `from-project-agents`: Project agents skill.",
+        "- `from-project-dsh`: Project dsh skill.",
+    ] {
+        assert!(first[0].contains(listed), "{listed} in {}", first[0]);
+    }
+    assert!(
+        !first[0].contains("hidden-one") && !first[0].contains("broken-one"),
+        "{}",
+        first[0]
+    );
+    // The catalog follows the task, and nothing is inserted before older messages.
+    let texts = user_texts(&requests[0].body);
+    assert_eq!(texts.last(), Some(&first[0]), "{texts:?}");
+    assert!(extends(&requests[0].body, &requests[1].body));
+    assert_eq!(
+        catalogs(&requests[1].body).len(),
+        1,
+        "the catalog is not repeated"
+    );
+    let tools: Vec<String> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert!(
+        tools[0].starts_with("<skill_content name=\"from-home\">"),
+        "{}",
+        tools[0]
+    );
+    assert!(
+        tools[0].contains(
+            "\n<skill_instructions>\nFollow the home steps: say HERON.\n</skill_instructions>\n"
+        ),
+        "{}",
+        tools[0]
+    );
+    assert!(
+        tools[0].contains(&dir.home().join("skills/from-home").display().to_string()),
+        "{}",
+        tools[0]
+    );
+    assert!(
+        tools[1].contains("not available to the model") && !tools[1].contains("Secret"),
+        "{}",
+        tools[1]
+    );
+    // The catalog is logged under its own source, with the entries it lists.
+    let (events, _) = stream_json(&out.stdout);
+    let logged: Vec<&Value> = events
+        .iter()
+        .filter(|event| {
+            event["type"] == "user/message" && event["data"]["source"]["kind"] == "skill-catalog"
+        })
+        .collect();
+    assert_eq!(logged.len(), 1);
+    assert_eq!(logged[0]["data"]["source"]["form"], "catalog");
+    assert_eq!(
+        logged[0]["data"]["source"]["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    assert_eq!(
+        logged[0]["data"]["source"]["entries"][2],
+        json!({"name": "from-home", "description": "Home skill, on two lines."})
+    );
+    server.assert_no_violations();
+}
+
+/// The web profile in `dir/work` against `server`, with the user's agents home in the test.
+fn web(server: &FakeDeepSeek, dir: &TestDir) -> Web {
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let agents = dir.join("agents");
+    let web = WebHost::start(
+        dir,
+        &fake_model_layer(&server.url(), ""),
+        &["--cwd", work.to_str().unwrap()],
+        &[
+            ("DEEPSEEK_API_KEY", "sk-test"),
+            ("DSH_AGENTS_HOME", agents.to_str().unwrap()),
+        ],
+    );
+    Web {
+        bearer: web.bearer(),
+        host: web.host,
+        address: web.address,
+    }
+}
+
+fn prompt(web: &Web, session: &str, text: &str) -> Value {
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": text}),
+    )
+}
+
+fn listed(web: &Web) -> Vec<Value> {
+    web.call("commands.list", &json!({}))["commands"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
+    let dir = TestDir::new("skills-added");
+    let server = FakeDeepSeek::start(vec![Reply::text("First."), Reply::text("Second.")]);
+    let work = dir.join("work");
+    write_skill(
+        &work.join(".dsh/skills"),
+        "first-skill",
+        "description: There from the start.\n",
+        "One.",
+    );
+    let mut web = web(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    prompt(&web, &session, "Hello.");
+    socket.until(300, turn_ended);
+    // `.agents/skills` does not exist yet: its watch waits for it from the workspace.
+    write_skill(
+        &work.join(".agents/skills"),
+        "late-skill",
+        "description: Added while running.\n",
+        "Two.",
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !listed(&web).iter().any(|spec| spec["name"] == "late-skill") {
+        assert!(
+            Instant::now() < deadline,
+            "the new skill never showed: {:?}",
+            listed(&web)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    prompt(&web, &session, "Again.");
+    socket.until(300, turn_ended);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let (first, second) = (catalogs(&requests[0].body), catalogs(&requests[1].body));
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(first[0].contains("`first-skill`") && !first[0].contains("late-skill"));
+    assert_eq!(
+        second.len(),
+        2,
+        "the first catalog stays, a replacement follows: {second:?}"
+    );
+    assert!(
+        second[1].contains("replaces every earlier one"),
+        "{}",
+        second[1]
+    );
+    assert!(
+        second[1].contains("`first-skill`")
+            && second[1].contains("`late-skill`: Added while running.")
+    );
+    assert!(
+        extends(&requests[0].body, &requests[1].body),
+        "the prefix changed"
+    );
+    server.assert_no_violations();
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_user_invocable_skill_runs_as_a_command_whose_line_never_reaches_the_model() {
+    let dir = TestDir::new("skills-command");
+    let server = FakeDeepSeek::start(vec![Reply::text("OSPREY, en français.")]);
+    let skills = dir.join("work/.dsh/skills");
+    write_skill(
+        &skills,
+        "say-codeword",
+        "description: Say the codeword.\n",
+        "Say the codeword OSPREY.",
+    );
+    write_skill(
+        &skills,
+        "model-only",
+        "description: Only the model loads it.\nuser-invocable: false\n",
+        "Model body.",
+    );
+    let mut web = web(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    let specs = listed(&web);
+    let spec = specs
+        .iter()
+        .find(|spec| spec["name"] == "say-codeword")
+        .expect("listed");
+    assert!(
+        spec["description"]
+            .as_str()
+            .unwrap()
+            .contains("Say the codeword."),
+        "{spec}"
+    );
+    assert!(
+        !specs.iter().any(|spec| spec["name"] == "model-only"),
+        "{specs:?}"
+    );
+    let refused = prompt(&web, &session, "/model-only");
+    assert_eq!(refused["command"]["kind"], "error", "{refused}");
+    let ran = prompt(&web, &session, "/say-codeword in French");
+    assert_eq!(ran["command"]["kind"], "success", "{ran}");
+    socket.until(300, turn_ended);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let texts = user_texts(&requests[0].body);
+    let skill = texts
+        .iter()
+        .position(|text| text.starts_with("<skill_content name=\"say-codeword\">"))
+        .unwrap_or_else(|| panic!("no skill content: {texts:?}"));
+    assert!(
+        texts[skill].contains("Say the codeword OSPREY."),
+        "{}",
+        texts[skill]
+    );
+    assert_eq!(
+        texts.get(skill + 1).map(String::as_str),
+        Some("in French"),
+        "{texts:?}"
+    );
+    assert!(
+        !texts
+            .iter()
+            .any(|text| text.starts_with('/') || text.contains("/say-codeword in")),
+        "a command line reached the model: {texts:?}"
+    );
+    server.assert_no_violations();
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+/// The skill catalogs (their entries) and loaded skills (name, instructions) of a log, in order.
+pub(crate) fn skills_seen(events: &[Value]) -> (Vec<Value>, Vec<(String, String)>) {
+    let catalogs = events
+        .iter()
+        .filter(|event| {
+            event["type"] == "user/message" && event["data"]["source"]["kind"] == "skill-catalog"
+        })
+        .map(|event| event["data"]["source"]["entries"].clone())
+        .collect();
+    let loaded = events
+        .iter()
+        .filter(|event| event["type"] == "tool/result")
+        .filter_map(|event| {
+            let text = event["data"]["message"]["content"][0]["content"][0]["text"].as_str()?;
+            let rest = text.strip_prefix("<skill_content name=\"")?;
+            let (name, rest) = rest.split_once('"')?;
+            let (_, body) = rest.split_once("<skill_instructions>\n")?;
+            let (body, _) = body.rsplit_once("\n</skill_instructions>")?;
+            Some((name.to_owned(), body.to_owned()))
+        })
+        .collect();
+    (catalogs, loaded)
+}
+
+/// Writes the skills a recording's catalog lists into `work/.dsh/skills` (the fixture has no
+/// workspace files), each with the instructions the recording loaded, where it loaded them.
+pub(crate) fn recorded_skills(recorded: &[Value], work: &Path) {
+    let (catalogs, loaded) = skills_seen(recorded);
+    for entry in catalogs
+        .first()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = entry["name"].as_str().unwrap();
+        let body = loaded
+            .iter()
+            .find(|(loaded, _)| loaded == name)
+            .map_or("Instructions the recording never loaded.", |(_, body)| body);
+        // `model-only-skill` is the recording's user-disabled skill (its description says so).
+        let flags = if name == "model-only-skill" {
+            "user-invocable: false\n"
+        } else {
+            ""
+        };
+        let description = serde_json::to_string(&entry["description"]).unwrap();
+        write_skill(
+            &work.join(".dsh/skills"),
+            name,
+            &format!("description: {description}\n{flags}"),
+            body,
+        );
+    }
+}
