@@ -35,6 +35,21 @@ const CASES: &[&str] = &[
     "acp/snapshots/session-title-after-turn",
     "acp/snapshots/bash-spill",
     "headless/snapshots/compaction-recovery",
+    "acp/snapshots/hook-cc-invalid-matcher",
+    "acp/snapshots/hook-cc-posttool-block",
+    "acp/snapshots/hook-cc-posttool-context",
+    "acp/snapshots/hook-cc-pretool-ask",
+    "acp/snapshots/hook-cc-pretool-deny",
+    "acp/snapshots/hook-cc-promptsubmit-block",
+    "acp/snapshots/hook-cc-promptsubmit-context",
+    "acp/snapshots/hook-cc-stop-continue",
+    "acp/snapshots/hook-codex-invalid-matcher",
+    "acp/snapshots/hook-codex-posttool-block",
+    "acp/snapshots/hook-codex-posttool-context",
+    "acp/snapshots/hook-codex-pretool-block",
+    "acp/snapshots/hook-codex-promptsubmit-block",
+    "acp/snapshots/hook-codex-promptsubmit-context",
+    "acp/snapshots/hook-codex-stop-continue",
     "acp/snapshots/skill-load",
 ];
 
@@ -53,10 +68,6 @@ const REQUIRES: &[(&str, &str)] = &[("acp/snapshots/bash-spill", "node")];
 
 /// Cases with our tools that we cannot run yet, and why.
 const SKIPPED: &[(&str, &str)] = &[
-    (
-        "acp/snapshots/hook-cc-stop-continue",
-        "Claude-Code-style hook scripts (the stop hook that continues the turn) are not built",
-    ),
     (
         "acp/snapshots/agent-instructions",
         "its instruction messages are the reference's agent-instructions plugin (baseline and change records with digests, re-entered through the inbox), and its log needs the fixture's test-only compaction plugin; ours reaches the model as system-prompt snapshots instead",
@@ -209,8 +220,9 @@ fn run_case(case: &str) -> Result<(), String> {
         .iter()
         .find(|event| event["type"] == "user/message" && event["data"]["source"]["kind"] == "user")
         .and_then(|event| event["data"]["content"][0]["text"].as_str())
-        .ok_or("no user task in the recording")?
-        .to_owned();
+        .map(str::to_owned)
+        .or_else(|| crate::hook_scripts::prompt_of_input(&folder))
+        .ok_or("no user task in the recording")?;
     let mode = recorded
         .iter()
         .find(|event| event["type"] == "sandbox/mode")
@@ -218,14 +230,21 @@ fn run_case(case: &str) -> Result<(), String> {
         .unwrap_or("workspace-write")
         .to_owned();
     let dir = TestDir::new(&format!("conformance-{}", case.replace('/', "-")));
-    if let Some((_, patch)) = PATCHES.iter().find(|(name, _)| *name == case) {
-        dir.write("home/cordis.patch.yml", patch);
+    let patch: String = PATCHES
+        .iter()
+        .filter(|(name, _)| *name == case)
+        .map(|(_, patch)| (*patch).to_owned())
+        .chain(crate::hook_scripts::recorded_rows(case))
+        .collect();
+    if !patch.is_empty() {
+        dir.write("home/cordis.patch.yml", &patch);
     }
     let work = dir.join("work");
     if folder.join("workspace").is_dir() {
         copy_tree(&folder.join("workspace"), &work);
     }
     std::fs::create_dir_all(&work).unwrap();
+    crate::hook_scripts::recorded_workspace(case, &work);
     if let Some((_, setup)) = SETUP.iter().find(|(name, _)| *name == case) {
         setup(&recorded, &work);
     }
@@ -268,6 +287,9 @@ fn run_case(case: &str) -> Result<(), String> {
         .filter(|line| line["type"] == "session_event")
         .map(|line| line["event"].clone())
         .collect();
+    if recorded.is_empty() {
+        return crate::hook_scripts::refused_before_any_step(case, &ours, &out);
+    }
     let mut problems = Vec::new();
     let inbox = !INBOX_NOT_COMPARED.iter().any(|(name, _)| *name == case);
     if durable(&ours, inbox) != durable(&recorded, inbox) {

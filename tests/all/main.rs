@@ -17,6 +17,7 @@ mod examples;
 mod fakellm;
 mod headless;
 mod headless_hooks;
+mod hook_scripts;
 mod jobs;
 mod llm;
 mod reload;

@@ -1,0 +1,436 @@
+//! The hook files of Claude Code and Codex through the real headless runner (`hook-scripts`,
+//! on by default): a hook that exits 2 blocks with its stderr, JSON decisions deny and ask,
+//! additional context reaches the model's request, a timeout, an invalid matcher and a hook
+//! that is not executable each say what happened and block nothing, and the host stays up.
+//! Also the helpers the conformance cases `hook-cc-*` and `hook-codex-*` run with.
+
+use std::path::Path;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{Output, TestDir, run_host_with_env};
+use serde_json::Value;
+
+use crate::headless::stream_json;
+
+/// The recording's hook rows: the reference's example read `hooks.json` (Claude Code) and
+/// `codex-hooks.json` (Codex) from its launch directory, which was the workspace; the
+/// `pretool-ask` session refused every approval (its runtime context says so).
+pub(crate) fn recorded_rows(case: &str) -> Option<String> {
+    let name = case.rsplit('/').next()?;
+    if !name.starts_with("hook-cc-") && !name.starts_with("hook-codex-") {
+        return None;
+    }
+    let mut rows = String::from(
+        "- id: hooks-claude-code\n  config:\n    format: claude-code\n    files: [hooks.json]\n\
+         - id: hooks-codex\n  config:\n    format: codex\n    files: [codex-hooks.json]\n",
+    );
+    if name == "hook-cc-pretool-ask" {
+        rows.push_str("- id: approval\n  config:\n    policy: never\n");
+    }
+    Some(rows)
+}
+
+/// Files a case's hooks run that the fixture does not hold: `hook-cc-posttool-block` runs a
+/// script that blocks the first result it sees with the recorded reason and passes the rest.
+pub(crate) fn recorded_workspace(case: &str, work: &Path) {
+    if case.ends_with("/hook-cc-posttool-block") {
+        std::fs::write(
+            work.join("posttool-once.sh"),
+            "# Blocks the first result, then lets results through.\n\
+             [ -e .posttool-seen ] && exit 0\n\
+             touch .posttool-seen\n\
+             echo 'tool output rejected by policy: retry once' >&2\n\
+             exit 2\n",
+        )
+        .unwrap();
+    }
+}
+
+/// The prompt of a case's `input.json`, for recordings that logged none.
+pub(crate) fn prompt_of_input(folder: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(folder.join("input.json")).ok()?;
+    let input: Value = serde_json::from_str(&text).ok()?;
+    input["steps"]
+        .as_array()?
+        .iter()
+        .find(|step| step["op"] == "prompt")
+        .and_then(|step| step["text"].as_str())
+        .map(str::to_owned)
+}
+
+/// A recording with no events: the reference refused the prompt before its turn opened and
+/// harvested no log. Ours must refuse it too: one turn, no step, ended `blocked`.
+pub(crate) fn refused_before_any_step(
+    case: &str,
+    ours: &[Value],
+    out: &Output,
+) -> Result<(), String> {
+    let kinds: Vec<&str> = ours.iter().filter_map(|e| e["type"].as_str()).collect();
+    let end = ours
+        .iter()
+        .find(|event| event["type"] == "turn/end")
+        .map(|event| event["data"]["reason"]["kind"].clone());
+    if kinds.contains(&"step/start") || end != Some(Value::from("blocked")) {
+        return Err(format!(
+            "{case}: the recording refused the prompt before any step; ours ran {kinds:?} (exit {:?})\nstderr: {}",
+            out.code, out.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// One headless run against a fake DeepSeek with `files` written under the working directory
+/// (`~/` ones under the user's home), a home of the test's own (so the machine's own hook files never apply) and `script` as the
+/// model's replies.
+fn headless_run(
+    name: &str,
+    files: &[(&str, &str)],
+    script: Vec<Reply>,
+) -> (Output, Vec<Value>, Run) {
+    let server = FakeDeepSeek::start(script);
+    let dir = TestDir::new(name);
+    let work = dir.join("work");
+    let user = dir.join("user");
+    for (path, text) in files {
+        let path = match path.strip_prefix("~/") {
+            Some(under_home) => user.join(under_home),
+            None => work.join(path),
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&user).unwrap();
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    let out = run_host_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+            "--output",
+            "stream-json",
+            "run the check",
+        ],
+        &[
+            ("DEEPSEEK_API_KEY", "sk-test"),
+            ("HOME", user.to_str().unwrap()),
+        ],
+    );
+    let events = stream_json(&out.stdout).0;
+    (out, events, Run { server, dir })
+}
+
+struct Run {
+    server: FakeDeepSeek,
+    dir: TestDir,
+}
+
+impl Run {
+    fn work(&self, path: &str) -> std::path::PathBuf {
+        self.dir.join("work").join(path)
+    }
+
+    /// The messages of model request `index`, as JSON text.
+    fn request(&self, index: usize) -> String {
+        self.server.requests()[index].body["messages"].to_string()
+    }
+}
+
+/// A Claude Code project settings file with `hooks` for `event`.
+fn claude(event: &str, matcher: &str, hook: &str) -> String {
+    format!(
+        r#"{{"permissions": {{}}, "hooks": {{"{event}": [{{"matcher": "{matcher}", "hooks": [{hook}]}}]}}}}"#
+    )
+}
+
+fn command(text: &str) -> String {
+    format!(r#"{{"type": "command", "command": {}}}"#, Value::from(text))
+}
+
+fn bash_call(command: &str) -> Reply {
+    let arguments = serde_json::json!({"command": command, "description": "run it"}).to_string();
+    Reply::tool_calls(&[("call_1", "bash", &arguments)])
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
+}
+
+fn result_text(events: &[Value]) -> String {
+    of_type(events, "tool/result")
+        .first()
+        .and_then(|event| event["data"]["message"]["content"][0]["content"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_pre_tool_hook_that_exits_2_blocks_the_call_with_its_stderr() {
+    let hook = command("cat > pre.json; echo 'no shell here' >&2; exit 2");
+    let (out, events, run) = headless_run(
+        "hooks-exit-2",
+        &[(
+            ".claude/settings.json",
+            &claude("PreToolUse", "bash", &hook),
+        )],
+        vec![bash_call("touch ran.txt"), Reply::text("understood")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(result_text(&events), "Error: no shell here");
+    assert!(!run.work("ran.txt").exists(), "the blocked command ran");
+    let result = of_type(&events, "hook/result")[0]["data"].clone();
+    assert_eq!(result["decision"], "block");
+    assert_eq!(result["exitCode"], 2);
+    assert_eq!(result["stderrSummary"], "no shell here");
+    let invoked = &of_type(&events, "hook/invoked")[0]["data"];
+    assert_eq!(invoked["dialect"], "claude-code");
+    assert_eq!(invoked["matcher"], "bash");
+    assert!(
+        run.request(1).contains("no shell here"),
+        "{}",
+        run.request(1)
+    );
+    // The hook read Claude Code's input on stdin.
+    let input: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.work("pre.json")).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "bash");
+    assert_eq!(input["tool_input"]["command"], "touch ran.txt");
+    assert_eq!(input["tool_use_id"], "call_1");
+    assert!(
+        input["session_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+    assert_eq!(
+        Path::new(input["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        run.work("").canonicalize().unwrap()
+    );
+}
+
+#[test]
+fn json_decisions_deny_and_ask_reach_the_pipeline() {
+    let deny = command(
+        r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"not on Fridays"}}'"#,
+    );
+    let (out, events, run) = headless_run(
+        "hooks-json-deny",
+        &[(".claude/settings.json", &claude("PreToolUse", "*", &deny))],
+        vec![bash_call("touch ran.txt"), Reply::text("ok")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(result_text(&events), "Error: not on Fridays");
+    assert!(!run.work("ran.txt").exists());
+    assert_eq!(
+        of_type(&events, "hook/result")[0]["data"]["decision"],
+        "deny"
+    );
+
+    let ask = command(
+        r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a person decides"}}'"#,
+    );
+    let (out, events, run) = headless_run(
+        "hooks-json-ask",
+        &[(".claude/settings.json", &claude("PreToolUse", "ba.*", &ask))],
+        vec![bash_call("touch ran.txt"), Reply::text("ok")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    // Headless has no one to ask: the approval is unavailable, and the call does not run.
+    let asked = &of_type(&events, "approval/asked")[0]["data"];
+    assert_eq!(asked["reason"], "a person decides");
+    assert_eq!(
+        of_type(&events, "approval/decided")[0]["data"]["outcome"],
+        "unavailable"
+    );
+    assert!(!run.work("ran.txt").exists());
+}
+
+#[test]
+fn additional_context_reaches_the_models_requests() {
+    let prompt = command(
+        r#"echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"PROMPT-CONTEXT"}}'"#,
+    );
+    let post = command(
+        r#"echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"POST-CONTEXT"}}'"#,
+    );
+    let settings = format!(
+        r#"{{"hooks": {{"UserPromptSubmit": [{{"hooks": [{prompt}]}}], "PostToolUse": [{{"matcher": "bash", "hooks": [{post}]}}]}}}}"#
+    );
+    // Codex's plain stdout is context too.
+    let codex = r#"{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo CODEX-CONTEXT"}]}]}}"#;
+    let (out, events, run) = headless_run(
+        "hooks-context",
+        &[
+            (".claude/settings.local.json", &settings),
+            (".codex/hooks.json", codex),
+        ],
+        vec![bash_call("echo hi"), Reply::text("done")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let first = run.request(0);
+    assert!(
+        first.contains("PROMPT-CONTEXT") && first.contains("CODEX-CONTEXT"),
+        "{first}"
+    );
+    assert!(!first.contains("POST-CONTEXT"), "{first}");
+    assert!(
+        run.request(1).contains("POST-CONTEXT"),
+        "{}",
+        run.request(1)
+    );
+    // Each reached the model as a logged message from its format's plugin.
+    let sources: Vec<&Value> = of_type(&events, "user/message")
+        .into_iter()
+        .map(|event| &event["data"]["source"]["plugin"])
+        .filter(|plugin| plugin.is_string())
+        .collect();
+    assert!(
+        sources.contains(&&Value::from("hooks-claude-code")),
+        "{sources:?}"
+    );
+    assert!(
+        sources.contains(&&Value::from("hooks-codex")),
+        "{sources:?}"
+    );
+}
+
+#[test]
+fn a_hook_past_its_timeout_is_stopped_and_blocks_nothing() {
+    let hook = r#"{"type": "command", "command": "sleep 30; exit 2", "timeout": 1}"#;
+    let (out, events, run) = headless_run(
+        "hooks-timeout",
+        &[(".claude/settings.json", &claude("PreToolUse", "bash", hook))],
+        vec![bash_call("touch ran.txt"), Reply::text("done")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        run.work("ran.txt").exists(),
+        "a timed-out hook blocked the call"
+    );
+    let result = &of_type(&events, "hook/result")[0]["data"];
+    assert_eq!(result["decision"], "pass");
+    assert!(result["exitCode"].is_null(), "{result}");
+    assert!(
+        result["stderrSummary"]
+            .as_str()
+            .is_some_and(|text| text.contains("timed out after 1000 ms")),
+        "{result}"
+    );
+    assert!(
+        out.stderr.contains("did not finish") && out.stderr.contains("sleep 30"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_invalid_matcher_refuses_its_whole_file_and_names_it() {
+    let settings = r#"{"hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo must not run >&2; exit 2"}]}],
+        "PreToolUse": [{"matcher": "(", "hooks": [{"type": "command", "command": "exit 2"}]}]}}"#;
+    let (out, events, run) = headless_run(
+        "hooks-bad-matcher",
+        &[(".claude/settings.json", settings)],
+        vec![Reply::text("PONG")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(of_type(&events, "hook/invoked").is_empty(), "{events:?}");
+    let file = run.work(".claude/settings.json");
+    assert!(
+        out.stderr.contains(file.to_str().unwrap())
+            && out
+                .stderr
+                .contains("invalid claude-code regex matcher \"(\"")
+            && out.stderr.contains("\"PreToolUse\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(run.server.requests().len(), 1);
+}
+
+#[test]
+fn a_hook_that_is_not_executable_fails_and_blocks_nothing() {
+    let hook = command("./check.sh");
+    let (out, events, run) = headless_run(
+        "hooks-not-executable",
+        &[
+            (
+                ".codex/hooks.json",
+                &format!(
+                    r#"{{"hooks": {{"PreToolUse": [{{"matcher": "bash", "hooks": [{hook}]}}]}}}}"#
+                ),
+            ),
+            ("check.sh", "#!/bin/sh\nexit 2\n"),
+        ],
+        vec![bash_call("touch ran.txt"), Reply::text("done")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(run.work("ran.txt").exists(), "the call did not run");
+    let result = &of_type(&events, "hook/result")[0]["data"];
+    assert_eq!(result["exitCode"], 126, "{result}");
+    assert_eq!(result["decision"], "pass");
+    assert!(
+        out.stderr.contains("exit code 126") && out.stderr.contains("./check.sh"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        of_type(&events, "hook/invoked")[0]["data"]["dialect"],
+        "codex"
+    );
+}
+
+#[test]
+fn a_blocking_prompt_hook_ends_the_turn_before_any_request() {
+    let settings = claude(
+        "UserPromptSubmit",
+        "[",
+        &command("echo 'not that' >&2; exit 2"),
+    );
+    let (out, events, run) = headless_run(
+        "hooks-prompt-block",
+        &[(".claude/settings.json", &settings)],
+        vec![Reply::text("never")],
+    );
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(run.server.requests().is_empty());
+    let end = &of_type(&events, "turn/end")[0]["data"]["reason"];
+    assert_eq!(end["kind"], "blocked");
+    assert_eq!(end["reason"], "not that");
+    assert!(of_type(&events, "step/start").is_empty());
+}
+
+#[test]
+fn the_users_session_start_hook_gives_context_to_the_first_request() {
+    // A slow hook still reaches the first request: the prompt waits for it.
+    let settings = r#"{"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "sleep 1; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":\"START-CONTEXT\"}}'"}]}]}}"#;
+    let (out, _, run) = headless_run(
+        "hooks-session-start",
+        &[("~/.claude/settings.json", settings)],
+        vec![Reply::text("done")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        run.request(0).contains("START-CONTEXT"),
+        "{}",
+        run.request(0)
+    );
+}
