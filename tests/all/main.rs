@@ -20,6 +20,7 @@ mod headless_hooks;
 mod hook_scripts;
 mod jobs;
 mod llm;
+mod mcp;
 mod reload;
 mod replay;
 mod retry;

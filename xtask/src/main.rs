@@ -8,6 +8,7 @@ mod bench;
 mod browser;
 mod fixtures;
 mod lint;
+mod mcp;
 mod plugin_template;
 mod process;
 
@@ -172,6 +173,7 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         Ok(())
     })?;
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
+    let skip_mcp = timed("MCP reference servers", || Ok(mcp::prepare(root)))?;
     let (success, totals, failures) = timed("run tests", || {
         let mut args = vec![
             "test".to_owned(),
@@ -184,6 +186,7 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
             .as_deref()
             .map(|reason| ("DSH_BROWSER_SKIP", reason))
             .into_iter()
+            .chain(skip_mcp.as_deref().map(|reason| ("DSH_MCP_SKIP", reason)))
             .collect();
         process::cargo_test(root, &args, &envs)
     })?;
@@ -202,6 +205,9 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     );
     if let Some(reason) = skip_browser {
         println!("xtask: the browser tests were skipped: {reason}");
+    }
+    if let Some(reason) = skip_mcp {
+        println!("xtask: the MCP tests were skipped: {reason}");
     }
     if !success || totals.failed > 0 {
         bail!("tests failed");

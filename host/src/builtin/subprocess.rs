@@ -1,5 +1,7 @@
 //! `dsh-host/subprocess`: the `subprocess` service, tokio processes on the host runtime, each in
-//! a process group of its own so that terminating a tool call ends everything it started.
+//! a process group of its own so that terminating a tool call ends everything it started. The
+//! same row provides `subprocess_piped` (processes whose stdin stays open, see
+//! `dsh_plugin_api::io::piped`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,6 +9,10 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::io::piped::{
+    PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocess, PipedSubprocess_TO, ProcessStdin,
+    ProcessStdin_TO,
+};
 use dsh_plugin_api::io::subprocess::{
     ExitStatus, OutputChunk, OutputStream, Process, Process_TO, ProcessBox, SUBPROCESS_SERVICE,
     SpawnRequest, Subprocess, Subprocess_TO, SubprocessError,
@@ -19,13 +25,17 @@ pub(crate) struct SubprocessPlugin;
 
 impl Plugin for SubprocessPlugin {
     const NAME: &'static str = "subprocess";
-    const PROVIDES: &'static [&'static str] = &[SUBPROCESS_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[SUBPROCESS_SERVICE, PIPED_SUBPROCESS_SERVICE];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         ctx.provide(
             SUBPROCESS_SERVICE,
             Subprocess_TO::from_value(Launcher, TD_Opaque),
+        )?;
+        ctx.provide(
+            PIPED_SUBPROCESS_SERVICE,
+            PipedSubprocess_TO::from_value(Launcher, TD_Opaque),
         )
     }
 }
@@ -61,64 +71,146 @@ fn signal_group(pgid: u32, signal: libc::c_int) {
 
 impl Subprocess for Launcher {
     fn spawn(&self, request: SpawnRequest) -> RResult<ProcessBox, SubprocessError> {
-        let mut command = tokio::process::Command::new(request.program.as_str());
-        command.args(request.args.iter().map(RString::as_str));
-        if let RSome(cwd) = &request.cwd {
-            command.current_dir(cwd.as_str());
+        start(request, false).map(|(process, _)| Process_TO::from_value(process, TD_Opaque))
+    }
+}
+
+impl PipedSubprocess for Launcher {
+    fn spawn_piped(&self, request: SpawnRequest) -> RResult<PipedProcess, SubprocessError> {
+        start(request, true).map(|(process, pipe)| PipedProcess {
+            process: Process_TO::from_value(process, TD_Opaque),
+            stdin: ProcessStdin_TO::from_value(
+                Stdin {
+                    pipe: pipe.unwrap_or_default(),
+                },
+                TD_Opaque,
+            ),
+        })
+    }
+}
+
+/// Starts `request`; with `keep_stdin` its stdin is piped and handed back open (after the
+/// request's own bytes), otherwise it gets those bytes and is closed, or is empty.
+fn start(
+    request: SpawnRequest,
+    keep_stdin: bool,
+) -> RResult<(Running, Option<Pipe>), SubprocessError> {
+    let mut command = tokio::process::Command::new(request.program.as_str());
+    command.args(request.args.iter().map(RString::as_str));
+    if let RSome(cwd) = &request.cwd {
+        command.current_dir(cwd.as_str());
+    }
+    for (name, _) in std::env::vars_os() {
+        if let Some(name) = name.to_str()
+            && removed(name, &request.remove_env)
+        {
+            command.env_remove(name);
         }
-        for (name, _) in std::env::vars_os() {
-            if let Some(name) = name.to_str()
-                && removed(name, &request.remove_env)
-            {
-                command.env_remove(name);
-            }
-        }
-        for var in request.env.iter() {
-            command.env(var.name.as_str(), var.value.as_str());
-        }
-        command
-            .stdin(if request.stdin.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0);
-        let mut child = match command.spawn() {
-            Ok(child) => child,
-            Err(error) => {
-                return RErr(failure(format!(
-                    "cannot start `{}`: {error}",
-                    request.program
-                )));
-            }
-        };
-        let Some(pid) = child.id() else {
+    }
+    for var in request.env.iter() {
+        command.env(var.name.as_str(), var.value.as_str());
+    }
+    command
+        .stdin(if keep_stdin || request.stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(error) => {
             return RErr(failure(format!(
-                "`{}` exited before it could be tracked",
+                "cannot start `{}`: {error}",
                 request.program
             )));
-        };
-        if let (RSome(input), Some(mut stdin)) = (request.stdin, child.stdin.take()) {
+        }
+    };
+    let Some(pid) = child.id() else {
+        return RErr(failure(format!(
+            "`{}` exited before it could be tracked",
+            request.program
+        )));
+    };
+    let mut kept = None;
+    match (request.stdin, child.stdin.take()) {
+        (RSome(input), Some(mut stdin)) if keep_stdin => {
+            // Written before anything the caller writes: the pipe is locked here, before
+            // the caller has it, and this task releases it once the bytes are written.
+            let pipe: Pipe = Arc::new(Mutex::new(None));
+            kept = Some(pipe.clone());
+            if let Ok(mut held) = pipe.try_lock_owned() {
+                tokio::spawn(async move {
+                    if stdin.write_all(&input).await.is_ok() {
+                        *held = Some(stdin);
+                    }
+                });
+            }
+        }
+        (RSome(input), Some(mut stdin)) => {
             tokio::spawn(async move {
                 let _ = stdin.write_all(&input).await;
             });
         }
-        let (sender, receiver) = mpsc::unbounded_channel();
-        if let Some(stdout) = child.stdout.take() {
-            tokio::spawn(pump(stdout, OutputStream::Stdout, sender.clone()));
+        (RNone, Some(stdin)) if keep_stdin => {
+            kept = Some(Arc::new(Mutex::new(Some(stdin))));
         }
-        if let Some(stderr) = child.stderr.take() {
-            tokio::spawn(pump(stderr, OutputStream::Stderr, sender));
+        _ => {}
+    }
+    let (sender, receiver) = mpsc::unbounded_channel();
+    if let Some(stdout) = child.stdout.take() {
+        tokio::spawn(pump(stdout, OutputStream::Stdout, sender.clone()));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(pump(stderr, OutputStream::Stderr, sender));
+    }
+    let process = Running {
+        pid,
+        child: Arc::new(Mutex::new(child)),
+        output: Arc::new(Mutex::new(receiver)),
+        exited: Arc::new(std::sync::OnceLock::new()),
+    };
+    ROk((process, kept))
+}
+
+/// A kept stdin; `None` once closed (or when the request's own bytes could not be written).
+type Pipe = Arc<Mutex<Option<tokio::process::ChildStdin>>>;
+
+struct Stdin {
+    pipe: Pipe,
+}
+
+impl ProcessStdin for Stdin {
+    fn write(&self, bytes: RVec<u8>) -> FfiFuture<RResult<(), SubprocessError>> {
+        let pipe = self.pipe.clone();
+        async move {
+            let mut pipe = pipe.lock().await;
+            let Some(stdin) = pipe.as_mut() else {
+                return RErr(failure("stdin is closed"));
+            };
+            let written = async {
+                stdin.write_all(&bytes).await?;
+                stdin.flush().await
+            };
+            match written.await {
+                Ok(()) => ROk(()),
+                Err(error) => {
+                    *pipe = None;
+                    RErr(failure(format!("writing to stdin failed: {error}")))
+                }
+            }
         }
-        let process = Running {
-            pid,
-            child: Arc::new(Mutex::new(child)),
-            output: Arc::new(Mutex::new(receiver)),
-            exited: Arc::new(std::sync::OnceLock::new()),
-        };
-        ROk(Process_TO::from_value(process, TD_Opaque))
+        .into_ffi()
+    }
+
+    fn close(&self) -> FfiFuture<()> {
+        let pipe = self.pipe.clone();
+        async move {
+            pipe.lock().await.take();
+        }
+        .into_ffi()
     }
 }
 

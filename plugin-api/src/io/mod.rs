@@ -6,5 +6,6 @@ pub mod control;
 pub mod fs;
 pub mod http;
 pub mod http_server;
+pub mod piped;
 pub mod subprocess;
 pub mod watch;

@@ -29,7 +29,7 @@ use dsh_plugin_api::io::subprocess::{SUBPROCESS_SERVICE, SpawnRequest, Subproces
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, Service};
 use dsh_protocol::SandboxMode;
-use dsh_sandbox_seam::{SANDBOX, Sandbox_TO};
+use dsh_sandbox_seam::{SANDBOX, SANDBOX_PIPED, Sandbox_TO, SandboxPiped_TO};
 
 use crate::service::{Backend, Handle, SandboxImpl, Settings};
 
@@ -175,7 +175,7 @@ pub struct SandboxPlugin;
 impl Plugin for SandboxPlugin {
     const NAME: &'static str = "sandbox";
     const INJECT: &'static [&'static str] = &[SUBPROCESS_SERVICE];
-    const PROVIDES: &'static [&'static str] = &[SANDBOX];
+    const PROVIDES: &'static [&'static str] = &[SANDBOX, SANDBOX_PIPED];
     type Config = SandboxConfig;
 
     async fn apply(ctx: Context, config: SandboxConfig) -> Result<(), PluginError> {
@@ -205,7 +205,15 @@ impl Plugin for SandboxPlugin {
         };
         let service = Arc::new(SandboxImpl::new(ctx.clone(), settings, backend, subprocess));
         escalation::listen(&ctx, service.clone())?;
-        ctx.provide(SANDBOX, Sandbox_TO::from_value(Handle(service), TD_Opaque))
+        ctx.provide(
+            SANDBOX,
+            Sandbox_TO::from_value(Handle(service.clone()), TD_Opaque),
+        )?;
+        // Long-lived stdio peers (MCP servers): the same policy, stdin kept open.
+        ctx.provide(
+            SANDBOX_PIPED,
+            SandboxPiped_TO::from_value(Handle(service), TD_Opaque),
+        )
     }
 }
 

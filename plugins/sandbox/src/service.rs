@@ -6,10 +6,11 @@
 use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RString, RVec};
+use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocessService};
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService};
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
-use dsh_sandbox_seam::Sandbox;
+use dsh_sandbox_seam::{Sandbox, SandboxPiped};
 use dsh_session_seam::{LatestOf, open_live};
 
 use crate::bwrap::{self, Mounts};
@@ -120,6 +121,11 @@ impl SandboxImpl {
         let mode = self
             .granted(session, call_id)
             .unwrap_or_else(|| self.mode_of(session));
+        self.policy_in(mode, cwd)
+    }
+
+    /// The policy of `mode` for a process working in `cwd`.
+    fn policy_in(&self, mode: SandboxMode, cwd: &str) -> SandboxPolicy {
         let mut writable_roots = vec![cwd.to_owned()];
         writable_roots.extend(self.settings.writable_roots.iter().cloned());
         let temps = [
@@ -154,9 +160,60 @@ impl SandboxImpl {
         session: &str,
         cwd: &str,
         call_id: &str,
-        mut request: SpawnRequest,
+        request: SpawnRequest,
     ) -> Result<ProcessBox, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
+        let request = self.confine(&policy, cwd, request)?;
+        self.subprocess
+            .spawn(request)
+            .into_result()
+            .map_err(|error| SandboxError::Spawn(error.to_string()))
+    }
+
+    /// Starts `request` with its stdin kept open, under the policy of the call, or under
+    /// `mode` when the caller's configuration chose one.
+    pub(crate) fn start_piped(
+        &self,
+        session: &str,
+        cwd: &str,
+        call_id: &str,
+        mode: &str,
+        request: SpawnRequest,
+    ) -> Result<PipedProcess, SandboxError> {
+        let mut policy = self.policy_of(session, cwd, call_id);
+        if !mode.is_empty() {
+            let chosen = SandboxMode::parse(mode).ok_or_else(|| {
+                SandboxError::Spawn(format!(
+                    "unknown sandbox mode `{mode}` (expected read-only, workspace-write or danger-full-access)"
+                ))
+            })?;
+            policy = self.policy_in(chosen, cwd);
+        }
+        let request = self.confine(&policy, cwd, request)?;
+        let launcher = self
+            .ctx
+            .get::<PipedSubprocessService>(PIPED_SUBPROCESS_SERVICE)
+            .ok()
+            .flatten()
+            .ok_or_else(|| {
+                SandboxError::Spawn(format!(
+                    "no `{PIPED_SUBPROCESS_SERVICE}` service (the host's subprocess row provides it)"
+                ))
+            })?;
+        launcher
+            .spawn_piped(request)
+            .into_result()
+            .map_err(|error| SandboxError::Spawn(error.to_string()))
+    }
+
+    /// `request` rewritten to run under `policy`: secrets removed from its environment, and
+    /// wrapped in the backend unless the policy is full access.
+    fn confine(
+        &self,
+        policy: &SandboxPolicy,
+        cwd: &str,
+        mut request: SpawnRequest,
+    ) -> Result<SpawnRequest, SandboxError> {
         let names: Vec<(String, String)> = std::env::vars().collect();
         let secrets = secret_names(
             names.iter().map(|(name, _)| name.as_str()),
@@ -178,18 +235,13 @@ impl SandboxImpl {
                         hidden: &policy.hidden,
                         fresh_tmp: self.settings.fresh_tmp,
                     };
-                    let argv = bwrap::arguments(
-                        &policy,
-                        &mounts,
-                        &run_in,
-                        request.program.as_str(),
-                        &args,
-                    );
+                    let argv =
+                        bwrap::arguments(policy, &mounts, &run_in, request.program.as_str(), &args);
                     (path.clone(), argv)
                 }
                 Backend::Landlock(host) => (
                     host.clone(),
-                    crate::landlock::arguments(&policy, request.program.as_str(), &args),
+                    crate::landlock::arguments(policy, request.program.as_str(), &args),
                 ),
                 Backend::Unavailable(reason) => {
                     return Err(SandboxError::NoBackend {
@@ -201,10 +253,7 @@ impl SandboxImpl {
             request.program = RString::from(program);
             request.args = argv.into_iter().map(RString::from).collect();
         }
-        self.subprocess
-            .spawn(request)
-            .into_result()
-            .map_err(|error| SandboxError::Spawn(error.to_string()))
+        Ok(request)
     }
 }
 
@@ -225,6 +274,22 @@ impl Sandbox for Handle {
     ) -> RResult<ProcessBox, RString> {
         self.0
             .start(&session, &cwd, &call_id, request)
+            .map_err(|error| RString::from(error.to_string()))
+            .into()
+    }
+}
+
+impl SandboxPiped for Handle {
+    fn spawn_piped(
+        &self,
+        session: RString,
+        cwd: RString,
+        call_id: RString,
+        mode: RString,
+        request: SpawnRequest,
+    ) -> RResult<PipedProcess, RString> {
+        self.0
+            .start_piped(&session, &cwd, &call_id, &mode, request)
             .map_err(|error| RString::from(error.to_string()))
             .into()
     }

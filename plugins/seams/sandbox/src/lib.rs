@@ -10,7 +10,9 @@
 //! no approval and is no error.
 //!
 //! Policies cross as `dsh-protocol` values in [`Json`]; processes are the host's `subprocess`
-//! objects.
+//! objects. A long-lived process that talks over stdio (an MCP server) starts through
+//! [`SANDBOX_PIPED`], a second service of the same provider, so the `sandbox` object's layout
+//! stays what plugins built against the earlier seam expect.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -24,6 +26,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use dsh_plugin_api::Json;
+use dsh_plugin_api::io::piped::PipedProcess;
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest};
 use dsh_protocol::SandboxPolicy;
 
@@ -49,3 +52,24 @@ pub trait Sandbox: Send + Sync {
     ) -> RResult<ProcessBox, RString>;
 }
 pub type SandboxService = Sandbox_TO<'static, RBox<()>>;
+
+/// Service key of the launcher of piped processes (provided by the `sandbox` row too).
+pub const SANDBOX_PIPED: &str = "sandbox_piped";
+
+/// Confined processes whose stdin stays open.
+#[sabi_trait]
+pub trait SandboxPiped: Send + Sync {
+    /// Starts `request` as [`Sandbox::spawn`] does (same policy, same refusals), with its
+    /// stdin kept open for the caller. `mode` is a mode the caller's own configuration chose
+    /// for this process (a user's server entry); empty: the policy of call `call_id` of
+    /// `session`, as for `spawn`.
+    fn spawn_piped(
+        &self,
+        session: RString,
+        cwd: RString,
+        call_id: RString,
+        mode: RString,
+        request: SpawnRequest,
+    ) -> RResult<PipedProcess, RString>;
+}
+pub type SandboxPipedService = SandboxPiped_TO<'static, RBox<()>>;

@@ -1,0 +1,321 @@
+//! Which servers to run: the row's own `servers`, then each `mcpServers` file the row lists
+//! (the user's, `$DSH_HOME/mcp.json` in the bundles), then the workspace's `.mcp.json`; a
+//! later source replaces a server of the same name. Entries have the shape Claude Code and the
+//! other agents read (`{"command", "args", "env", "cwd"}` or `{"url", "headers"}`, an optional
+//! `type`); keys other clients add are ignored. A bad entry is an error naming its file and its
+//! server, and only that server is left out. A workspace file is the project's, not the
+//! user's: it cannot choose a sandbox mode for its servers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dsh_plugin_api::serde_json::Value;
+use dsh_plugin_api::{Deserialize, JsonSchema};
+
+/// One server as a row or a file describes it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(crate = "dsh_plugin_api::serde", default)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct ServerEntry {
+    /// `stdio`, `http` or `streamable-http` (inferred from `command` or `url` when absent).
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The program of a stdio server.
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Variables set for a stdio server (after the sandbox removed the secret-looking ones).
+    pub env: BTreeMap<String, String>,
+    /// The working directory of a stdio server (default: the workspace).
+    pub cwd: Option<String>,
+    /// The endpoint of a Streamable HTTP server.
+    pub url: Option<String>,
+    /// Headers sent with every request to an HTTP server.
+    pub headers: BTreeMap<String, String>,
+    /// The sandbox mode a stdio server runs in (default: the sandbox's default mode). Honoured
+    /// from the row and the user's files only.
+    pub sandbox: Option<String>,
+    /// Leaves the server out.
+    pub disabled: bool,
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+        /// Empty: the sandbox's default mode.
+        sandbox: String,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// A server ready to start: its name, where it came from and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerSpec {
+    pub(crate) name: String,
+    /// The file that defined it, or `the row` for the row's own entries.
+    pub(crate) source: String,
+    pub(crate) transport: Transport,
+}
+
+/// A problem with one source or one entry, named by file and server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ConfigError {
+    #[error("{file}: cannot read it: {reason}")]
+    Unreadable { file: String, reason: String },
+    #[error("{file}: not an mcpServers file: {reason}")]
+    Malformed { file: String, reason: String },
+    #[error("{file}: server `{server}`: {reason}")]
+    Entry {
+        file: String,
+        server: String,
+        reason: String,
+    },
+}
+
+/// Where servers are read from, in order.
+#[derive(Debug, Clone)]
+pub(crate) struct Sources {
+    pub(crate) row: BTreeMap<String, ServerEntry>,
+    /// Files of the user (trusted).
+    pub(crate) files: Vec<PathBuf>,
+    /// The workspace's file (the project's; cannot choose a sandbox mode).
+    pub(crate) project: Option<PathBuf>,
+}
+
+/// What reading every source gave: the servers, and the problems found on the way.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    pub(crate) servers: BTreeMap<String, ServerSpec>,
+    pub(crate) errors: Vec<ConfigError>,
+    pub(crate) warnings: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct McpFile {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, Value>,
+}
+
+impl Sources {
+    /// The files whose changes matter, for the watcher.
+    pub(crate) fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().chain(&self.project).cloned().collect()
+    }
+
+    /// Reads every source; a missing file is no servers, not an error.
+    pub(crate) fn load(&self) -> Loaded {
+        let mut loaded = Loaded::default();
+        for (name, entry) in &self.row {
+            loaded.add(name, entry.clone(), "the row", true);
+        }
+        for file in &self.files {
+            loaded.read_file(file, true);
+        }
+        if let Some(project) = &self.project {
+            loaded.read_file(project, false);
+        }
+        loaded
+    }
+}
+
+impl Loaded {
+    fn read_file(&mut self, path: &Path, trusted: bool) {
+        let file = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
+            Err(error) => {
+                self.errors.push(ConfigError::Unreadable {
+                    file,
+                    reason: error.to_string(),
+                });
+                return;
+            }
+        };
+        let parsed: McpFile = match serde_json::from_str(&text) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                self.errors.push(ConfigError::Malformed {
+                    file,
+                    reason: error.to_string(),
+                });
+                return;
+            }
+        };
+        for (name, value) in parsed.mcp_servers {
+            match serde_json::from_value::<ServerEntry>(value) {
+                Ok(entry) => self.add(&name, entry, &file, trusted),
+                Err(error) => self.errors.push(ConfigError::Entry {
+                    file: file.clone(),
+                    server: name,
+                    reason: error.to_string(),
+                }),
+            }
+        }
+    }
+
+    fn add(&mut self, name: &str, entry: ServerEntry, source: &str, trusted: bool) {
+        if entry.disabled {
+            self.servers.remove(name);
+            return;
+        }
+        if !trusted && entry.sandbox.is_some() {
+            self.warnings.push(format!(
+                "{source}: server `{name}`: `sandbox` is ignored in a project's file (only the row and the user's files choose a server's sandbox mode)"
+            ));
+        }
+        match spec(name, entry, source, trusted) {
+            Ok(spec) => {
+                if let Some(earlier) = self.servers.get(name) {
+                    self.warnings.push(format!(
+                        "{source}: server `{name}` replaces the one from {}",
+                        earlier.source
+                    ));
+                }
+                self.servers.insert(name.to_owned(), spec);
+            }
+            Err(reason) => self.errors.push(ConfigError::Entry {
+                file: source.to_owned(),
+                server: name.to_owned(),
+                reason,
+            }),
+        }
+    }
+}
+
+/// The spec of one entry, or what is wrong with it.
+fn spec(name: &str, entry: ServerEntry, source: &str, trusted: bool) -> Result<ServerSpec, String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err("a server name must be letters, digits, `_`, `-` or `.`".to_owned());
+    }
+    let kind = entry.kind.as_deref().map(str::to_ascii_lowercase);
+    let transport = match (kind.as_deref(), entry.command, entry.url) {
+        (Some("sse"), _, _) => {
+            return Err(
+                "the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint (`type: http`)".to_owned(),
+            );
+        }
+        (Some("stdio") | None, Some(command), None) if !command.trim().is_empty() => {
+            Transport::Stdio {
+                command,
+                args: entry.args,
+                env: entry.env.into_iter().collect(),
+                cwd: entry.cwd,
+                sandbox: match (trusted, entry.sandbox) {
+                    (true, Some(mode)) => mode,
+                    _ => String::new(),
+                },
+            }
+        }
+        (Some("http" | "streamable-http" | "streamablehttp") | None, None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "`url` must be an http:// or https:// URL, not `{url}`"
+                ));
+            }
+            Transport::Http {
+                url,
+                headers: entry.headers.into_iter().collect(),
+            }
+        }
+        (_, Some(_), Some(_)) => return Err("give either `command` or `url`, not both".to_owned()),
+        (Some(other), _, _)
+            if !matches!(
+                other,
+                "stdio" | "http" | "streamable-http" | "streamablehttp"
+            ) =>
+        {
+            return Err(format!("unknown `type` `{other}` (expected stdio or http)"));
+        }
+        (Some("stdio"), _, _) => return Err("a stdio server needs a `command`".to_owned()),
+        (Some(_), _, _) => return Err("an http server needs a `url`".to_owned()),
+        (None, _, _) => return Err("needs a `command` (stdio) or a `url` (http)".to_owned()),
+    };
+    Ok(ServerSpec {
+        name: name.to_owned(),
+        source: source.to_owned(),
+        transport,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Loaded {
+        let dir = std::env::temp_dir().join(format!("mcp-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(format!("{}.json", text.len()));
+        std::fs::write(&file, text).unwrap();
+        let sources = Sources {
+            row: BTreeMap::new(),
+            files: vec![file.clone()],
+            project: None,
+        };
+        let loaded = sources.load();
+        let _ = std::fs::remove_file(file);
+        loaded
+    }
+
+    #[test]
+    fn entries_of_both_kinds_read_and_a_bad_one_is_named_alone() {
+        let loaded = load_text(
+            r#"{"mcpServers": {
+                "fs": {"command": "node", "args": ["x.js"], "env": {"A": "1"}, "alwaysAllow": []},
+                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"X": "y"}},
+                "broken": {"args": ["no command"]},
+                "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"}
+            }}"#,
+        );
+        assert_eq!(
+            loaded.servers.keys().collect::<Vec<_>>(),
+            ["fs", "web"],
+            "{loaded:?}"
+        );
+        assert_eq!(loaded.errors.len(), 2, "{loaded:?}");
+        let text = loaded.errors[0].to_string();
+        assert!(
+            text.contains("server `broken`") && text.contains(".json"),
+            "{text}"
+        );
+        assert!(loaded.errors[1].to_string().contains("legacy HTTP+SSE"));
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_one_error_naming_it() {
+        let loaded = load_text("{\"mcpServers\": {");
+        assert!(loaded.servers.is_empty());
+        assert!(matches!(loaded.errors[..], [ConfigError::Malformed { .. }]));
+    }
+
+    #[test]
+    fn a_project_cannot_choose_a_sandbox_mode() {
+        let entry = ServerEntry {
+            command: Some("srv".into()),
+            sandbox: Some("danger-full-access".into()),
+            ..ServerEntry::default()
+        };
+        let mut loaded = Loaded::default();
+        loaded.add("s", entry.clone(), ".mcp.json", false);
+        loaded.add("t", entry, "mcp.json", true);
+        let mode = |name: &str| match &loaded.servers[name].transport {
+            Transport::Stdio { sandbox, .. } => sandbox.clone(),
+            Transport::Http { .. } => unreachable!(),
+        };
+        assert_eq!(mode("s"), "");
+        assert_eq!(mode("t"), "danger-full-access");
+        assert_eq!(loaded.warnings.len(), 1);
+    }
+}

@@ -1,0 +1,232 @@
+//! The Streamable HTTP transport, through the host's `http` service (plugins own no sockets).
+//! Every message is a POST to the endpoint; the answer is JSON or an event stream, read to its
+//! end into the inbox. The session id the server gives at `initialize` and the negotiated
+//! revision go with every later request. After the handshake a GET stream, when the server
+//! offers one, carries what the server says unprompted (list changes). An expired session
+//! (404) closes the connection, and the supervisor starts a new one.
+
+use std::sync::{Arc, Mutex};
+
+use abi_stable::std_types::{RString, RVec};
+use dsh_plugin_api::cancel::CancelFlag;
+use dsh_plugin_api::io::http::{HttpHeader, HttpRequest, HttpResponse, HttpService};
+use dsh_plugin_api::{Context, Service, lock};
+
+use crate::sse::Events;
+use crate::transport::{BoxFuture, Event, Inbox, Transport, TransportError};
+
+/// Time allowed for a response head.
+const HEAD_TIMEOUT_MS: u64 = 30_000;
+
+/// How many times the GET stream is opened again after it ended.
+const STREAM_REOPENS: u32 = 5;
+
+pub(crate) struct Http {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    ctx: Context,
+    client: Service<HttpService>,
+    url: String,
+    headers: Vec<(String, String)>,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    inbox: Inbox,
+    /// Fired when the connection closes: the GET stream stops with it.
+    stop: Arc<CancelFlag>,
+}
+
+pub(crate) fn start(
+    ctx: &Context,
+    client: Service<HttpService>,
+    url: &str,
+    headers: &[(String, String)],
+    inbox: Inbox,
+) -> Http {
+    Http {
+        shared: Arc::new(Shared {
+            ctx: ctx.clone(),
+            client,
+            url: url.to_owned(),
+            headers: headers.to_vec(),
+            session: Mutex::default(),
+            version: Mutex::default(),
+            inbox,
+            stop: CancelFlag::new(),
+        }),
+    }
+}
+
+fn header(name: &str, value: &str) -> HttpHeader {
+    HttpHeader {
+        name: RString::from(name),
+        value: RString::from(value),
+    }
+}
+
+impl Shared {
+    fn request(&self, method: &str, accept: &str, body: Vec<u8>) -> HttpRequest {
+        let mut headers: Vec<HttpHeader> = self
+            .headers
+            .iter()
+            .map(|(name, value)| header(name, value))
+            .collect();
+        headers.push(header("accept", accept));
+        if !body.is_empty() {
+            headers.push(header("content-type", "application/json"));
+        }
+        if let Some(session) = lock(&self.session).as_deref() {
+            headers.push(header("mcp-session-id", session));
+        }
+        if let Some(version) = lock(&self.version).as_deref() {
+            headers.push(header("mcp-protocol-version", version));
+        }
+        HttpRequest {
+            method: RString::from(method),
+            url: RString::from(self.url.as_str()),
+            headers: RVec::from(headers),
+            body: RVec::from(body),
+            head_timeout_ms: HEAD_TIMEOUT_MS,
+        }
+    }
+
+    /// Reads an event stream to its end, each event's data into the inbox.
+    async fn read_events(&self, response: &HttpResponse) -> Result<(), TransportError> {
+        let mut events = Events::default();
+        loop {
+            let chunk = response
+                .body
+                .next_chunk(0)
+                .await
+                .into_result()
+                .map_err(|error| TransportError(format!("the event stream broke: {error}")))?;
+            let Some(bytes) = chunk.into_option() else {
+                return Ok(());
+            };
+            for data in events.push(&bytes) {
+                if self.inbox.send(Event::Message(data)).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    async fn read_body(&self, response: &HttpResponse) -> Result<String, TransportError> {
+        let mut body = Vec::new();
+        while let Some(bytes) = response
+            .body
+            .next_chunk(HEAD_TIMEOUT_MS)
+            .await
+            .into_result()
+            .map_err(|error| TransportError(format!("the answer broke off: {error}")))?
+            .into_option()
+        {
+            body.extend_from_slice(&bytes);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    async fn post(&self, message: String) -> Result<(), TransportError> {
+        let request = self.request(
+            "POST",
+            "application/json, text/event-stream",
+            message.into_bytes(),
+        );
+        let response = self
+            .client
+            .send(request)
+            .await
+            .into_result()
+            .map_err(|error| TransportError(format!("POST {}: {error}", self.url)))?;
+        if let Some(session) = response.header("mcp-session-id") {
+            lock(&self.session).get_or_insert_with(|| session.to_owned());
+        }
+        match response.status {
+            200..=299 => {}
+            404 if lock(&self.session).is_some() => {
+                let why = "the server ended the session (404)".to_owned();
+                let _ = self.inbox.send(Event::Closed(why.clone()));
+                return Err(TransportError(why));
+            }
+            status => {
+                let body = self.read_body(&response).await.unwrap_or_default();
+                return Err(TransportError(format!(
+                    "POST {} answered {status}: {}",
+                    self.url,
+                    body.trim()
+                )));
+            }
+        }
+        let kind = response
+            .header("content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if kind.starts_with("text/event-stream") {
+            self.read_events(&response).await
+        } else if kind.starts_with("application/json") {
+            let body = self.read_body(&response).await?;
+            if !body.trim().is_empty() {
+                let _ = self.inbox.send(Event::Message(body));
+            }
+            Ok(())
+        } else {
+            // 202 Accepted for a notification or an answer: nothing to read.
+            Ok(())
+        }
+    }
+
+    /// The server's own stream (GET), reopened a few times when it ends; a server that offers
+    /// none answers 405, and that is fine.
+    async fn listen(self: Arc<Self>) {
+        for _ in 0..=STREAM_REOPENS {
+            let request = self.request("GET", "text/event-stream", Vec::new());
+            let Ok(response) = self.client.send(request).await.into_result() else {
+                return;
+            };
+            match response.status {
+                200..=299 => {}
+                404 if lock(&self.session).is_some() => {
+                    let _ = self.inbox.send(Event::Closed(
+                        "the server ended the session (404)".to_owned(),
+                    ));
+                    return;
+                }
+                _ => return,
+            }
+            if self.read_events(&response).await.is_err() || self.inbox.is_closed() {
+                return;
+            }
+        }
+    }
+}
+
+impl Transport for Http {
+    fn send(&self, message: String) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(self.shared.post(message))
+    }
+
+    fn negotiated(&self, version: &str) {
+        *lock(&self.shared.version) = Some(version.to_owned());
+    }
+
+    fn ready(&self) {
+        let shared = self.shared.clone();
+        let stop = self.shared.stop.clone();
+        let _ = self.shared.ctx.spawn(async move {
+            stop.until(shared.listen()).await;
+        });
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.shared.stop.fire();
+            if lock(&self.shared.session).is_some() {
+                let request = self
+                    .shared
+                    .request("DELETE", "application/json", Vec::new());
+                let _ = self.shared.client.send(request).await;
+            }
+        })
+    }
+}

@@ -1,0 +1,403 @@
+//! One configured server, supervised: connect (start the process or reach the URL, the
+//! handshake, the catalog), register its tools, follow its list changes, and when it dies,
+//! start it again after a delay that doubles up to a ceiling (and starts over once a
+//! connection lasted a minute). Its tools stay registered while it is down and answer why;
+//! they go only when the server is removed from the configuration or the plugin unloads.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RString;
+use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
+use dsh_plugin_api::io::http::{HTTP_SERVICE, HttpService};
+use dsh_plugin_api::{Context, LogLevel, Service, lock};
+use dsh_sandbox_seam::SandboxPipedService;
+use dsh_tools_seam::{RegistrationBox, Tool_TO, ToolsService};
+use tokio::sync::mpsc;
+
+use crate::client::{self, Catalog};
+use crate::config::{ServerSpec, Transport as Reach};
+use crate::protocol::{PromptInfo, ResourceInfo, Root, ToolInfo};
+use crate::rpc::{self, Answers, Connection, Note};
+use crate::tool::{McpTool, tool_name};
+use crate::transport::Transport;
+use crate::{http, stdio};
+
+/// A connection that lasted this long resets the restart delay.
+const STABLE: Duration = Duration::from_secs(60);
+
+/// What every server shares: the services and the row's settings.
+pub(crate) struct Shared {
+    pub(crate) ctx: Context,
+    pub(crate) tools: Service<ToolsService>,
+    pub(crate) sandbox: Service<SandboxPipedService>,
+    pub(crate) workspace: String,
+    pub(crate) roots: bool,
+    pub(crate) startup_timeout_ms: u64,
+    pub(crate) tool_timeout_ms: Option<u64>,
+    pub(crate) restart_delay_ms: u64,
+    pub(crate) max_restart_delay_ms: u64,
+}
+
+/// Where a server stands.
+enum Live {
+    Starting,
+    Up(Arc<Connection>),
+    Down { reason: String, retry: Instant },
+    Stopped,
+}
+
+pub(crate) struct Server {
+    pub(crate) name: String,
+    live: Mutex<Live>,
+    /// Fired to stop the supervisor (the server was removed, or the plugin unloads).
+    pub(crate) stop: Arc<CancelFlag>,
+    /// Fired once the first attempt to connect ended, either way.
+    pub(crate) first: Arc<CancelFlag>,
+    registered: Mutex<BTreeMap<String, (ToolInfo, RegistrationBox)>>,
+    /// Kept for later use (a resource or prompt picker); logged when they change.
+    resources: Mutex<Vec<ResourceInfo>>,
+    prompts: Mutex<Vec<PromptInfo>>,
+}
+
+impl Server {
+    pub(crate) fn new(name: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            live: Mutex::new(Live::Starting),
+            stop: CancelFlag::new(),
+            first: CancelFlag::new(),
+            registered: Mutex::default(),
+            resources: Mutex::default(),
+            prompts: Mutex::default(),
+        })
+    }
+
+    /// The live connection, or why there is none, for the model.
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, String> {
+        let name = &self.name;
+        match &*lock(&self.live) {
+            Live::Up(connection) => match connection.closed() {
+                None => Ok(connection.clone()),
+                Some(why) => Err(format!(
+                    "MCP server `{name}` is not running ({why}); it is being restarted: try again shortly"
+                )),
+            },
+            Live::Starting => Err(format!(
+                "MCP server `{name}` is still starting: try again shortly"
+            )),
+            Live::Down { reason, retry } => {
+                let wait = retry
+                    .saturating_duration_since(Instant::now())
+                    .as_secs_f64();
+                Err(format!(
+                    "MCP server `{name}` is not running ({reason}); it will be restarted in {wait:.0} s, its tools are unavailable until then"
+                ))
+            }
+            Live::Stopped => Err(format!("MCP server `{name}` was stopped")),
+        }
+    }
+
+    /// Makes the registry hold exactly `tools`: unchanged tools keep their registration.
+    fn sync_tools(self: &Arc<Self>, shared: &Shared, tools: Vec<ToolInfo>) -> (usize, usize) {
+        let mut registered = lock(&self.registered);
+        let wanted: BTreeMap<String, ToolInfo> = tools
+            .into_iter()
+            .map(|info| (tool_name(&self.name, &info.name), info))
+            .collect();
+        let before = registered.len();
+        registered.retain(|name, (info, _)| wanted.get(name) == Some(info));
+        let kept = registered.len();
+        for (name, info) in wanted {
+            if registered.contains_key(&name) {
+                continue;
+            }
+            let tool = McpTool {
+                server: self.clone(),
+                info: info.clone(),
+                timeout_ms: shared.tool_timeout_ms,
+            };
+            let registration = shared.tools.register(
+                RString::from(shared.ctx.row_id()),
+                RString::new(),
+                Tool_TO::from_value(tool, TD_Opaque),
+            );
+            match registration.into_result() {
+                Ok(registration) => {
+                    registered.insert(name, (info, registration));
+                }
+                Err(error) => shared.ctx.log(
+                    LogLevel::Warn,
+                    &format!("mcp `{}`: tool `{name}` not registered: {error}", self.name),
+                ),
+            }
+        }
+        (registered.len() - kept, before - kept)
+    }
+
+    /// The names of the registered tools.
+    fn tool_names(&self) -> Vec<String> {
+        lock(&self.registered).keys().cloned().collect()
+    }
+
+    /// Closes the live connection now (the plugin unloads; its tasks may not run again).
+    pub(crate) async fn shutdown(&self) {
+        let live = std::mem::replace(&mut *lock(&self.live), Live::Stopped);
+        if let Live::Up(connection) = live {
+            connection.close().await;
+        }
+        lock(&self.registered).clear();
+    }
+
+    fn set(&self, live: Live) {
+        *lock(&self.live) = live;
+    }
+}
+
+/// Runs `server` until it is stopped; then its tools go and its connection closes.
+pub(crate) async fn supervise(shared: Arc<Shared>, spec: ServerSpec, server: Arc<Server>) {
+    let mut delay = shared.restart_delay_ms;
+    let mut current: Option<Arc<Connection>> = None;
+    while !server.stop.is_fired() {
+        let started = Instant::now();
+        let reason = match connect(&shared, &spec, &server).await {
+            Ok((connection, notes)) => {
+                current = Some(connection.clone());
+                server.first.fire();
+                serve(&shared, &server, &connection, notes).await;
+                if started.elapsed() >= STABLE {
+                    delay = shared.restart_delay_ms;
+                }
+                connection
+                    .closed()
+                    .unwrap_or_else(|| "the connection ended".to_owned())
+            }
+            Err(reason) => reason,
+        };
+        server.first.fire();
+        if server.stop.is_fired() {
+            break;
+        }
+        let retry = Instant::now() + Duration::from_millis(delay);
+        shared.ctx.log(
+            LogLevel::Warn,
+            &format!(
+                "mcp `{}` ({}): {reason}; restarting in {} ms",
+                spec.name, spec.source, delay
+            ),
+        );
+        server.set(Live::Down { reason, retry });
+        server
+            .stop
+            .until(shared.ctx.sleep(Duration::from_millis(delay)))
+            .await;
+        delay = delay.saturating_mul(2).min(shared.max_restart_delay_ms);
+    }
+    server.set(Live::Stopped);
+    if let Some(connection) = current {
+        connection.close().await;
+    }
+    lock(&server.registered).clear();
+}
+
+/// One attempt: the transport, the handshake and the catalog, within the startup timeout.
+async fn connect(
+    shared: &Arc<Shared>,
+    spec: &ServerSpec,
+    server: &Arc<Server>,
+) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Note>), String> {
+    let ctx = &shared.ctx;
+    let (inbox, events) = mpsc::unbounded_channel();
+    let transport: Box<dyn Transport> = match &spec.transport {
+        Reach::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+            sandbox,
+        } => {
+            let cwd = match cwd {
+                Some(dir) => std::path::Path::new(&shared.workspace)
+                    .join(dir)
+                    .display()
+                    .to_string(),
+                None => shared.workspace.clone(),
+            };
+            let launch = stdio::Launch {
+                server: &spec.name,
+                command,
+                args,
+                env,
+                cwd: &cwd,
+                workspace: &shared.workspace,
+                sandbox_mode: sandbox,
+            };
+            let (stdio, pid) = stdio::start(ctx, &shared.sandbox, &launch, inbox)
+                .map_err(|why| format!("cannot start `{command}`: {why}"))?;
+            ctx.log(
+                LogLevel::Info,
+                &format!("mcp `{}`: started `{command}` (pid {pid})", spec.name),
+            );
+            Box::new(stdio)
+        }
+        Reach::Http { url, headers } => {
+            let client = ctx
+                .get::<HttpService>(HTTP_SERVICE)
+                .ok()
+                .flatten()
+                .ok_or_else(|| "no `http` service to reach the server with".to_owned())?;
+            Box::new(http::start(ctx, client, url, headers, inbox))
+        }
+    };
+    let connection = Connection::new(transport);
+    let (notes_in, notes) = mpsc::unbounded_channel();
+    let answers = Answers {
+        root: shared.roots.then(|| Root {
+            uri: format!("file://{}", shared.workspace),
+            name: "workspace".to_owned(),
+        }),
+    };
+    ctx.spawn(rpc::run(
+        ctx.clone(),
+        connection.clone(),
+        events,
+        notes_in,
+        answers,
+    ))
+    .map_err(|error| error.to_string())?;
+    let setup = async {
+        let init = client::initialize(&connection, shared.roots).await?;
+        let catalog = client::catalog(&connection, &init).await?;
+        Ok::<_, client::ClientError>((init, catalog))
+    };
+    let timeout = shared
+        .ctx
+        .sleep(Duration::from_millis(shared.startup_timeout_ms));
+    let (init, catalog) = match first_of(setup, timeout).await {
+        Either::Left(Ok(done)) => done,
+        Either::Left(Err(error)) => {
+            connection.close().await;
+            return Err(error.to_string());
+        }
+        Either::Right(()) => {
+            connection.close().await;
+            return Err(format!(
+                "no answer to the handshake within {} ms",
+                shared.startup_timeout_ms
+            ));
+        }
+    };
+    let Catalog {
+        tools,
+        resources,
+        prompts,
+    } = catalog;
+    let count = tools.len();
+    server.sync_tools(shared, tools);
+    let peer = init
+        .server_info
+        .map(|info| format!("{} {}", info.name, info.version))
+        .unwrap_or_else(|| "a server".to_owned());
+    ctx.log(
+        LogLevel::Info,
+        &format!(
+            "mcp `{}`: connected to {peer} (MCP {}): {count} tools [{}], {} resources, {} prompts",
+            spec.name,
+            init.protocol_version,
+            server.tool_names().join(", "),
+            resources.len(),
+            prompts.len()
+        ),
+    );
+    log_catalog(ctx, &spec.name, &resources, &prompts);
+    *lock(&server.resources) = resources;
+    *lock(&server.prompts) = prompts;
+    server.set(Live::Up(connection.clone()));
+    Ok((connection, notes))
+}
+
+/// What a server offers besides tools, kept for later use: said at debug level.
+fn log_catalog(ctx: &Context, name: &str, resources: &[ResourceInfo], prompts: &[PromptInfo]) {
+    let resources: Vec<String> = resources
+        .iter()
+        .map(|resource| match &resource.mime_type {
+            Some(kind) => format!("{} <{}> ({kind})", resource.name, resource.uri),
+            None => format!("{} <{}>", resource.name, resource.uri),
+        })
+        .collect();
+    let prompts: Vec<String> = prompts
+        .iter()
+        .map(|prompt| match &prompt.description {
+            Some(about) => format!("{}: {about}", prompt.name),
+            None => prompt.name.clone(),
+        })
+        .collect();
+    ctx.log(
+        LogLevel::Debug,
+        &format!(
+            "mcp `{name}`: resources [{}]; prompts [{}]",
+            resources.join("; "),
+            prompts.join("; ")
+        ),
+    );
+}
+
+/// Follows the server's list changes until the connection closes or the server is stopped.
+async fn serve(
+    shared: &Arc<Shared>,
+    server: &Arc<Server>,
+    connection: &Arc<Connection>,
+    mut notes: mpsc::UnboundedReceiver<Note>,
+) {
+    let ctx = &shared.ctx;
+    let name = &server.name;
+    loop {
+        let note = match first_of(notes.recv(), server.stop.wait()).await {
+            Either::Left(Some(note)) => note,
+            Either::Left(None) | Either::Right(()) => return,
+        };
+        let outcome = match note {
+            Note::ToolsChanged => client::list::<ToolInfo>(connection, "tools/list")
+                .await
+                .map(|tools| {
+                    let (added, removed) = server.sync_tools(shared, tools);
+                    format!(
+                        "tools changed: {} now [{}] ({added} added, {removed} removed)",
+                        server.tool_names().len(),
+                        server.tool_names().join(", ")
+                    )
+                }),
+            Note::ResourcesChanged => client::list::<ResourceInfo>(connection, "resources/list")
+                .await
+                .map(|resources| {
+                    let names: Vec<String> = resources.iter().map(|r| r.name.clone()).collect();
+                    *lock(&server.resources) = resources;
+                    format!(
+                        "resources changed: {} now [{}]",
+                        names.len(),
+                        names.join(", ")
+                    )
+                }),
+            Note::PromptsChanged => client::list::<PromptInfo>(connection, "prompts/list")
+                .await
+                .map(|prompts| {
+                    let names: Vec<String> = prompts.iter().map(|p| p.name.clone()).collect();
+                    *lock(&server.prompts) = prompts;
+                    format!(
+                        "prompts changed: {} now [{}]",
+                        names.len(),
+                        names.join(", ")
+                    )
+                }),
+        };
+        match outcome {
+            Ok(said) => ctx.log(LogLevel::Info, &format!("mcp `{name}`: {said}")),
+            Err(error) => ctx.log(
+                LogLevel::Warn,
+                &format!("mcp `{name}`: re-reading a changed list failed: {error}"),
+            ),
+        }
+    }
+}

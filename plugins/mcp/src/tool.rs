@@ -1,0 +1,186 @@
+//! One MCP tool as a registered tool: `mcp__<server>__<tool>`, the server's input schema sent
+//! as given (the server checks its own arguments), parallel-safe when the server marks it
+//! read-only. A call goes to the server's current connection; while the server is down the
+//! call answers at once with why, and when it comes back.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::{RNone, ROption, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::Json;
+use dsh_plugin_api::cancel::CancelBox;
+use dsh_protocol::{Concurrency, ContentBlock, OutcomeSummary, ToolDecl, ToolError, ToolReply};
+use dsh_tools_seam::{CallView, Tool};
+use serde_json::Value;
+
+use crate::protocol::{CallParams, CallResult, ToolInfo};
+use crate::results;
+use crate::rpc::CallError;
+use crate::server::Server;
+
+/// Tool names models accept: letters, digits, `_` and `-`, at most 64 characters.
+const MAX_NAME: usize = 64;
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect()
+}
+
+/// The registered name of `tool` of `server`.
+pub(crate) fn tool_name(server: &str, tool: &str) -> String {
+    let mut name = format!("mcp__{}__{}", sanitize(server), sanitize(tool));
+    name.truncate(MAX_NAME);
+    name
+}
+
+pub(crate) struct McpTool {
+    pub(crate) server: Arc<Server>,
+    pub(crate) info: ToolInfo,
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+fn failure(message: String, name: &str, code: &str) -> ToolReply {
+    ToolReply::Error(ToolError::new(message).coded(name, code))
+}
+
+impl McpTool {
+    async fn call(&self, arguments: &str, cancel: CancelBox) -> ToolReply {
+        let server = &self.server.name;
+        let tool = &self.info.name;
+        let arguments: Value = match arguments.trim() {
+            "" => Value::Object(serde_json::Map::new()),
+            text => match serde_json::from_str(text) {
+                Ok(value @ Value::Object(_)) => value,
+                Ok(_) | Err(_) => {
+                    return failure(
+                        format!("the arguments of `{tool}` must be a JSON object"),
+                        "InvalidArgsError",
+                        "INVALID_ARGS",
+                    );
+                }
+            },
+        };
+        let connection = match self.server.connection() {
+            Ok(connection) => connection,
+            Err(why) => {
+                return failure(why, "McpUnavailableError", "MCP_SERVER_UNAVAILABLE");
+            }
+        };
+        let params = CallParams {
+            name: tool,
+            arguments,
+        };
+        let answer: Result<CallResult, CallError> = connection
+            .request("tools/call", params, cancel.cancelled())
+            .await;
+        match answer {
+            Ok(result) => results::reply(server, tool, result),
+            Err(CallError::Rpc(error)) => failure(
+                format!("MCP server `{server}` refused the call of `{tool}`: {error}"),
+                "McpError",
+                "MCP_ERROR",
+            ),
+            Err(CallError::Closed(why)) => failure(
+                format!(
+                    "MCP server `{server}` went away during the call of `{tool}` ({why}); it is being restarted, and the call may or may not have taken effect"
+                ),
+                "McpUnavailableError",
+                "MCP_SERVER_UNAVAILABLE",
+            ),
+            Err(CallError::Malformed(why)) => failure(
+                format!(
+                    "MCP server `{server}` answered the call of `{tool}` with something unreadable: {why}"
+                ),
+                "McpError",
+                "MCP_ERROR",
+            ),
+            Err(CallError::Cancelled) => failure(
+                format!("the call of `{tool}` was cancelled (the server was told)"),
+                "AbortError",
+                "ABORTED",
+            ),
+        }
+    }
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> Json<ToolDecl> {
+        let description = self
+            .info
+            .description
+            .clone()
+            .or_else(|| self.info.title.clone())
+            .unwrap_or_else(|| {
+                format!(
+                    "The tool `{}` of MCP server `{}`.",
+                    self.info.name, self.server.name
+                )
+            });
+        let mut parameters = self.info.input_schema.clone();
+        if !parameters.is_object() {
+            parameters = Value::Object(
+                [("type".to_owned(), Value::String("object".to_owned()))]
+                    .into_iter()
+                    .collect(),
+            );
+        }
+        let mut decl = ToolDecl::new(
+            tool_name(&self.server.name, &self.info.name),
+            description,
+            parameters,
+        );
+        decl.passthrough = true;
+        decl.timeout_ms = self.timeout_ms;
+        let read_only = self
+            .info
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.read_only_hint)
+            == Some(true);
+        if read_only {
+            decl.concurrency = Concurrency::Parallel;
+        }
+        Json::encode(&decl)
+    }
+
+    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
+        let tool = Self {
+            server: self.server.clone(),
+            info: self.info.clone(),
+            timeout_ms: self.timeout_ms,
+        };
+        async move { Json::encode(&tool.call(&call.arguments, cancel).await) }.into_ffi()
+    }
+
+    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
+        RNone
+    }
+
+    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
+        RNone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_name;
+
+    #[test]
+    fn names_keep_to_what_models_accept() {
+        assert_eq!(
+            tool_name("everything", "get-sum"),
+            "mcp__everything__get-sum"
+        );
+        assert_eq!(
+            tool_name("my.server", "read file"),
+            "mcp__my_server__read_file"
+        );
+        assert_eq!(tool_name("s", &"x".repeat(100)).len(), 64);
+    }
+}

@@ -1,0 +1,178 @@
+//! The `mcp` plugin through the real `dsh-host` against the reference MCP servers from npm
+//! (`@modelcontextprotocol/server-everything` over stdio and Streamable HTTP,
+//! `@modelcontextprotocol/server-filesystem` over stdio), installed into `tests/mcp` by
+//! `cargo xtask test`; where it could not, the reason is in `DSH_MCP_SKIP` and these tests are
+//! skipped with it. The model is the fake DeepSeek server; every server talks only to this
+//! machine (stdio, or loopback HTTP).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::web::{WebHost, fake_model_layer};
+use dsh_tests::{TestDir, WAIT, run_host_with_env, workspace_root};
+use serde_json::{Value, json};
+
+use crate::web_chat::{Web, turn_ended};
+
+/// The reference servers' entry scripts, or why they are not there.
+struct Servers {
+    everything: PathBuf,
+    filesystem: PathBuf,
+    loopback: PathBuf,
+}
+
+fn servers() -> Result<Servers, String> {
+    if let Ok(reason) = std::env::var("DSH_MCP_SKIP") {
+        return Err(reason);
+    }
+    let dir = workspace_root().join("tests/mcp");
+    let modules = dir.join("node_modules/@modelcontextprotocol");
+    let found = Servers {
+        everything: modules.join("server-everything/dist/index.js"),
+        filesystem: modules.join("server-filesystem/dist/index.js"),
+        loopback: dir.join("loopback.cjs"),
+    };
+    if !found.everything.is_file() || !found.filesystem.is_file() {
+        return Err(
+            "tests/mcp has no node_modules (cargo xtask test installs the reference servers)"
+                .to_owned(),
+        );
+    }
+    let node = Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|out| out.status.success()) {
+        return Err("no `node` to run the reference servers with".to_owned());
+    }
+    Ok(found)
+}
+
+macro_rules! needs_servers {
+    ($test:literal) => {
+        match servers() {
+            Ok(found) => found,
+            Err(reason) => {
+                eprintln!("skipped: {}: {reason}", $test);
+                return;
+            }
+        }
+    };
+}
+
+fn stdio_entry(script: &PathBuf, args: &[&str]) -> Value {
+    let mut all = vec![script.display().to_string()];
+    all.extend(args.iter().map(|arg| (*arg).to_owned()));
+    json!({"command": "node", "args": all})
+}
+
+/// The `mcp` row's config: `files` and the workspace, with `extra` (YAML lines) added.
+fn mcp_row(dir: &TestDir, extra: &str) -> String {
+    format!(
+        "- id: mcp\n  config:\n    files: [{}]\n    workspace: {}\n{extra}",
+        dir.home().join("mcp.json").display(),
+        dir.join("work").display()
+    )
+}
+
+/// The tool messages of the model's last request, as text.
+fn tool_texts(server: &FakeDeepSeek) -> Vec<String> {
+    let requests = server.requests();
+    requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].to_string())
+        .collect()
+}
+
+/// The headless profile, its model the fake server, one turn on `task`.
+fn headless(server: &FakeDeepSeek, dir: &TestDir, rows: &str, task: &str) -> dsh_tests::Output {
+    let layer = dir.write("fake.patch.yml", &fake_model_layer(&server.url(), ""));
+    let mcp = dir.write("mcp.patch.yml", rows);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let args = [
+        "--patch",
+        layer.to_str().unwrap(),
+        "--patch",
+        mcp.to_str().unwrap(),
+        "--profile",
+        "headless",
+        "--",
+        "--cwd",
+        work.to_str().unwrap(),
+        "--model",
+        "deepseek-official/deepseek-v4-flash",
+        task,
+    ];
+    run_host_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "sk-test")])
+}
+
+#[test]
+fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
+    let found = needs_servers!("stdio_servers_tools_are_listed_and_called_through_the_pipeline");
+    let dir = TestDir::new("mcp-stdio");
+    let work = dir.join("work");
+    dir.write("work/note.txt", "the note says PELICAN\n");
+    let config = json!({"mcpServers": {
+        "everything": stdio_entry(&found.everything, &["stdio"]),
+        "files": stdio_entry(&found.filesystem, &[work.to_str().unwrap()]),
+    }});
+    dir.write("home/mcp.json", &config.to_string());
+    let note = work.join("note.txt").display().to_string();
+    let calls = [
+        ("c1", "mcp__everything__echo", json!({"message": "hello mcp"})),
+        ("c2", "mcp__everything__get-sum", json!({"a": 2, "b": 3})),
+        ("c3", "mcp__everything__get-tiny-image", json!({})),
+        ("c4", "mcp__files__read_text_file", json!({"path": note})),
+        ("c5", "mcp__files__read_text_file", json!({"path": "/etc/hostname"})),
+        ("c6", "mcp__everything__get-sum", json!({"a": "two"})),
+    ];
+    let calls: Vec<(&str, &str, String)> = calls
+        .iter()
+        .map(|(id, name, args)| (*id, *name, args.to_string()))
+        .collect();
+    let borrowed: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, name, args)| (*id, *name, args.as_str()))
+        .collect();
+    let server = FakeDeepSeek::start(vec![Reply::tool_calls(&borrowed), Reply::text("done")]);
+    let out = headless(&server, &dir, &mcp_row(&dir, ""), "use the servers");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{out:?}");
+    // Listed: the servers' tools with their own schemas.
+    let tools = requests[0].body["tools"].as_array().unwrap();
+    let echo = tools
+        .iter()
+        .find(|tool| tool["function"]["name"] == "mcp__everything__echo")
+        .unwrap_or_else(|| panic!("no echo tool in {tools:?}"));
+    assert_eq!(
+        echo["function"]["parameters"]["properties"]["message"]["type"], "string",
+        "{echo}"
+    );
+    assert!(
+        tools
+            .iter()
+            .any(|tool| tool["function"]["name"] == "mcp__files__read_text_file"),
+        "{tools:?}"
+    );
+    // Called: text, a structured sum, an image described, a file read, and two errors.
+    let texts = tool_texts(&server);
+    assert_eq!(texts.len(), 6, "{texts:?}");
+    assert!(texts[0].contains("Echo: hello mcp"), "{texts:?}");
+    assert!(texts[1].contains('5'), "{texts:?}");
+    assert!(texts[2].contains("[image: image/png"), "{texts:?}");
+    assert!(texts[3].contains("the note says PELICAN"), "{texts:?}");
+    assert!(
+        texts[4].contains("Error") && texts[4].contains("denied"),
+        "a path outside the server's root is an error result: {texts:?}"
+    );
+    assert!(
+        texts[5].contains("Error") && !texts[5].contains("Echo"),
+        "invalid arguments are an error result: {texts:?}"
+    );
+    server.assert_no_violations();
+}
