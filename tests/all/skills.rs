@@ -265,7 +265,11 @@ fn listed(web: &Web) -> Vec<Value> {
 #[test]
 fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
     let dir = TestDir::new("skills-added");
-    let server = FakeDeepSeek::start(vec![Reply::text("First."), Reply::text("Second.")]);
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("First."),
+        Reply::text("Second."),
+        Reply::text("Third."),
+    ]);
     let work = dir.join("work");
     write_skill(
         &work.join(".dsh/skills"),
@@ -296,7 +300,6 @@ fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
     prompt(&web, &session, "Again.");
     socket.until(300, turn_ended);
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
     let (first, second) = (catalogs(&requests[0].body), catalogs(&requests[1].body));
     assert_eq!(first.len(), 1, "{first:?}");
     assert!(first[0].contains("`first-skill`") && !first[0].contains("late-skill"));
@@ -318,6 +321,12 @@ fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
         extends(&requests[0].body, &requests[1].body),
         "the prefix changed"
     );
+    // Nothing changed since: the next turn is told nothing new.
+    prompt(&web, &session, "Once more.");
+    socket.until(300, turn_ended);
+    let third = server.requests()[2].body.clone();
+    assert_eq!(catalogs(&third), second, "a catalog was repeated");
+    assert!(extends(&requests[1].body, &third));
     server.assert_no_violations();
     assert_eq!(web.host.stop(), Some(0));
 }
