@@ -176,3 +176,83 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     );
     server.assert_no_violations();
 }
+
+/// A reference server the test starts itself: server-everything's Streamable HTTP mode,
+/// bound to loopback on a port the system chose. Killed (by its pid) when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(found: &Servers) -> Self {
+        let mut child = Command::new("node")
+            .arg("--require")
+            .arg(&found.loopback)
+            .arg(&found.everything)
+            .arg("streamableHttp")
+            .env("PORT", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server-everything");
+        let stderr = child.stderr.take().unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        // Reads until the port line, then drains what the server logs, until it exits.
+        std::thread::spawn(move || {
+            let mut sender = Some(sender);
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(port) = line.strip_prefix("dsh-test-port=")
+                    && let Some(sender) = sender.take()
+                {
+                    let _ = sender.send(port.trim().to_owned());
+                }
+            }
+        });
+        let port = receiver
+            .recv_timeout(WAIT)
+            .expect("server-everything did not say its port");
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_is_listed_and_called() {
+    let found = needs_servers!("a_streamable_http_server_is_listed_and_called");
+    let http = HttpServer::start(&found);
+    let dir = TestDir::new("mcp-http");
+    let config = json!({"mcpServers": {"remote": {"type": "http", "url": http.url}}});
+    dir.write("home/mcp.json", &config.to_string());
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[
+            ("c1", "mcp__remote__echo", r#"{"message": "over http"}"#),
+            ("c2", "mcp__remote__get-structured-content", r#"{"location": "New York"}"#),
+        ]),
+        Reply::text("done"),
+    ]);
+    let out = headless(&server, &dir, &mcp_row(&dir, ""), "use the remote server");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__remote__echo"), "{tools}");
+    let texts = tool_texts(&server);
+    assert!(texts[0].contains("Echo: over http"), "{texts:?}");
+    assert!(texts[1].contains("temperature"), "{texts:?}");
+    assert!(
+        out.stderr.contains("mcp `remote`: connected") && out.stderr.contains("(MCP 2025-11-25)"),
+        "{}",
+        out.stderr
+    );
+    server.assert_no_violations();
+}
