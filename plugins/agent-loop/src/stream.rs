@@ -189,7 +189,10 @@ pub(crate) async fn attempt(
         };
         return Ok(Attempt::Failed(failure.clone(), partial));
     }
-    if !blocks.is_empty() {
+    // A step cut off by the output cap is logged even when nothing whole arrived (a call
+    // whose arguments were cut is dropped): its message carries the usage, as the
+    // reference's does.
+    if !blocks.is_empty() || finish == FinishReason::MaxTokens {
         place.message(blocks.clone(), usage, false, &seqs)?;
     }
     Ok(Attempt::Finished {

@@ -85,6 +85,10 @@ impl Plugin for ReplayPlugin {
             config.log
         );
         let scripts = Arc::new(scripts);
+        let creations = scripts.clone();
+        ctx.on_emit(&dsh_session_seam::SESSION_CREATED, move |id| {
+            creations.session_created(id.as_str())
+        })?;
         // Tells a runner that mounted this row that the replay is in place.
         ctx.provide(REPLAY_READY, RString::from(config.log.as_str()))?;
         let pace = Pace {

@@ -83,7 +83,7 @@ pub(crate) async fn answer(
     let playback = Playback {
         chunks: chunks
             .iter()
-            .map(|chunk| Json::<StreamChunk>::from_text(chunk.to_string()))
+            .map(|chunk| Json::<StreamChunk>::from_text(scripts.live_ids(chunk.to_string())))
             .collect(),
         pace: pace.clone(),
         state: Arc::new(Mutex::new(State {

@@ -81,6 +81,10 @@ pub(crate) struct Scripts {
     bound: Mutex<HashMap<String, std::sync::Arc<Script>>>,
     /// Sessions past the last script start the scripts over (a demo replayed many times).
     repeat: bool,
+    /// The session id each script's header names, in script order.
+    recorded_ids: Vec<Option<String>>,
+    /// The live sessions created since the replay began, in creation order.
+    created: Mutex<Vec<String>>,
 }
 
 impl Scripts {
@@ -97,7 +101,7 @@ impl Scripts {
             None if beside.is_file() => Some(beside),
             None => None,
         };
-        let (created, mut entries) = derive(Path::new(log))?;
+        let (created, id, mut entries) = derive(Path::new(log))?;
         if let Some(path) = overrides {
             let filled = entries
                 .into_iter()
@@ -106,16 +110,18 @@ impl Scripts {
             let patched = Override::load(&path)?.apply(filled, &path)?;
             entries = patched.into_iter().map(Some).collect();
         }
-        let mut scripts = vec![(created, log.to_owned(), entries)];
+        let mut scripts = vec![(created, id, log.to_owned(), entries)];
         for child in children {
-            let (created, entries) = derive(Path::new(child))?;
-            scripts.push((created, child.clone(), entries));
+            let (created, id, entries) = derive(Path::new(child))?;
+            scripts.push((created, id, child.clone(), entries));
         }
-        scripts.sort_by_key(|(created, _, _)| *created);
+        scripts.sort_by_key(|(created, _, _, _)| *created);
         Ok(Self {
+            recorded_ids: scripts.iter().map(|(_, id, _, _)| id.clone()).collect(),
+            created: Mutex::new(Vec::new()),
             scripts: scripts
                 .into_iter()
-                .map(|(_, file, entries)| {
+                .map(|(_, _, file, entries)| {
                     std::sync::Arc::new(Script {
                         file,
                         entries,
@@ -126,6 +132,28 @@ impl Scripts {
             bound: Mutex::new(HashMap::new()),
             repeat: false,
         })
+    }
+
+    /// A session created while the replay runs: the k-th one stands for the k-th script.
+    pub(crate) fn session_created(&self, id: &str) {
+        lock(&self.created).push(id.to_owned());
+    }
+
+    /// `text` with each recorded session id replaced by the id of the live session created in
+    /// its place: a recorded call that names a child (`send_message` to `3333…`) names the
+    /// child this run created. Scripts are ordered by creation as sessions are, so the k-th
+    /// script's id maps to the k-th session created.
+    pub(crate) fn live_ids(&self, text: String) -> String {
+        let created = lock(&self.created);
+        let mut text = text;
+        for (recorded, live) in self.recorded_ids.iter().zip(created.iter()) {
+            if let Some(recorded) = recorded.as_deref().filter(|recorded| *recorded != live) {
+                if text.contains(recorded) {
+                    text = text.replace(recorded, live);
+                }
+            }
+        }
+        text
     }
 
     /// How many calls the scripts answer in all.
@@ -174,14 +202,18 @@ struct Summary {
     usage: Option<TokenUsage>,
 }
 
-/// The header's `createdAt` (0 without one) and the entries of a log, `None` for a gap.
-fn derive(path: &Path) -> Result<(i64, Vec<Option<Entry>>), ScriptError> {
+/// A log's header `createdAt` (0 without one) and session id, and its entries (`None` for a
+/// gap).
+type Derived = (i64, Option<String>, Vec<Option<Entry>>);
+
+fn derive(path: &Path) -> Result<Derived, ScriptError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read {
         file: file.clone(),
         error,
     })?;
     let mut created = 0;
+    let mut id = None;
     let mut entries = Vec::new();
     let mut current = Vec::new();
     for (number, line) in text.lines().enumerate() {
@@ -196,6 +228,7 @@ fn derive(path: &Path) -> Result<(i64, Vec<Option<Entry>>), ScriptError> {
         let value: Value = serde_json::from_str(line).map_err(|error| bad(error.to_string()))?;
         if value.get("type").and_then(Value::as_str) == Some("session") {
             created = value.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
+            id = value.get("id").and_then(Value::as_str).map(str::to_owned);
             continue;
         }
         // Replay scripts need not be durable logs (no header checks), so lines are read one
@@ -228,7 +261,7 @@ fn derive(path: &Path) -> Result<(i64, Vec<Option<Entry>>), ScriptError> {
     if !current.is_empty() {
         entries.push(None);
     }
-    Ok((created, entries))
+    Ok((created, id, entries))
 }
 
 /// The canonical successful stream of `blocks`: one block-start/block-end pair per block, the
