@@ -59,9 +59,11 @@ const PATCHES: &[(&str, &str)] = &[(
     "- id: spill\n  config:\n    maxInlineBytes: 800\n",
 )];
 
+/// Writes a case's workspace files from its recording (its events, the workspace).
+type Setup = fn(&[Value], &Path);
+
 /// Per-case setup of the workspace from the recording, where its files are not in the fixture.
-const SETUP: &[(&str, fn(&[Value], &Path))] =
-    &[("acp/snapshots/skill-load", crate::skills::recorded_skills)];
+const SETUP: &[(&str, Setup)] = &[("acp/snapshots/skill-load", crate::skills::recorded_skills)];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
 const REQUIRES: &[(&str, &str)] = &[("acp/snapshots/bash-spill", "node")];
