@@ -123,11 +123,19 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     dir.write("home/mcp.json", &config.to_string());
     let note = work.join("note.txt").display().to_string();
     let calls = [
-        ("c1", "mcp__everything__echo", json!({"message": "hello mcp"})),
+        (
+            "c1",
+            "mcp__everything__echo",
+            json!({"message": "hello mcp"}),
+        ),
         ("c2", "mcp__everything__get-sum", json!({"a": 2, "b": 3})),
         ("c3", "mcp__everything__get-tiny-image", json!({})),
         ("c4", "mcp__files__read_text_file", json!({"path": note})),
-        ("c5", "mcp__files__read_text_file", json!({"path": "/etc/hostname"})),
+        (
+            "c5",
+            "mcp__files__read_text_file",
+            json!({"path": "/etc/hostname"}),
+        ),
         ("c6", "mcp__everything__get-sum", json!({"a": "two"})),
     ];
     let calls: Vec<(&str, &str, String)> = calls
@@ -238,7 +246,11 @@ fn a_streamable_http_server_is_listed_and_called() {
     let server = FakeDeepSeek::start(vec![
         Reply::tool_calls(&[
             ("c1", "mcp__remote__echo", r#"{"message": "over http"}"#),
-            ("c2", "mcp__remote__get-structured-content", r#"{"location": "New York"}"#),
+            (
+                "c2",
+                "mcp__remote__get-structured-content",
+                r#"{"location": "New York"}"#,
+            ),
         ]),
         Reply::text("done"),
     ]);
@@ -255,4 +267,176 @@ fn a_streamable_http_server_is_listed_and_called() {
         out.stderr
     );
     server.assert_no_violations();
+}
+
+/// Waits until `count` stderr lines of `host` contain `needle`.
+fn wait_stderr_count(host: &dsh_tests::HostProcess, needle: &str, count: usize) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let lines = host.stderr();
+        if lines.iter().filter(|line| line.contains(needle)).count() >= count {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {count} stderr lines with `{needle}`:\n{}",
+            lines.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The tool message of the model's last request that answered the latest call.
+fn last_tool_text(server: &FakeDeepSeek) -> String {
+    tool_texts(server).pop().unwrap_or_default()
+}
+
+fn count_stderr(host: &dsh_tests::HostProcess, needle: &str) -> usize {
+    host.stderr()
+        .iter()
+        .filter(|line| line.contains(needle))
+        .count()
+}
+
+/// One model call of `tool` with `arguments`, then a closing text.
+fn call_then_text(tool: &str, arguments: Value, closing: &str) -> Vec<Reply> {
+    vec![
+        Reply::tool_calls(&[("c1", tool, &arguments.to_string())]),
+        Reply::text(closing),
+    ]
+}
+
+/// Prompts a session of `web` and waits for its turn to end.
+fn turn(web: &Web, socket: &mut dsh_tests::http::Socket, session: &str, text: &str) {
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": text}),
+    );
+    socket.until(300, turn_ended);
+}
+
+#[test]
+fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() {
+    let found = needs_servers!(
+        "a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file"
+    );
+    let dir = TestDir::new("mcp-live");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let everything = stdio_entry(&found.everything, &["stdio"]);
+    let first = json!({"mcpServers": {
+        "everything": everything,
+        "broken": {"args": ["no command"]},
+    }});
+    let file = dir.write("home/mcp.json", &first.to_string());
+    let mut script = call_then_text("mcp__everything__echo", json!({"message": "first"}), "one");
+    script.extend(call_then_text(
+        "mcp__everything__gzip-file-as-resource",
+        json!({"name": "note.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}),
+        "two",
+    ));
+    script.extend(call_then_text(
+        "mcp__everything__echo",
+        json!({"message": "while down"}),
+        "three",
+    ));
+    script.extend(call_then_text(
+        "mcp__everything__echo",
+        json!({"message": "after restart"}),
+        "four",
+    ));
+    script.extend(call_then_text(
+        "mcp__second__echo",
+        json!({"message": "from second"}),
+        "five",
+    ));
+    let server = FakeDeepSeek::start(script);
+    let layer = format!(
+        "{}{}",
+        fake_model_layer(&server.url(), ""),
+        mcp_row(&dir, "    restartDelayMs: 5000\n")
+    );
+    let work = dir.join("work");
+    let started = WebHost::start(
+        &dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    let web = Web {
+        bearer: started.bearer(),
+        host: started.host,
+        address: started.address,
+    };
+    // The bad entry is named with its file, and the good one runs.
+    let bad = web.host.wait_stderr("server `broken`", WAIT);
+    assert!(bad.contains(&file.display().to_string()), "{bad}");
+    web.host.wait_stderr("mcp `everything`: connected", WAIT);
+    // server-everything adds tools once it knows the client's capabilities and says so.
+    let changed = web
+        .host
+        .wait_stderr("mcp `everything`: tools changed", WAIT);
+    assert!(
+        changed.contains("mcp__everything__get-roots-list"),
+        "{changed}"
+    );
+    let (session, mut socket) = web.followed_session();
+    turn(&web, &mut socket, &session, "echo");
+    assert!(
+        last_tool_text(&server).contains("Echo: first"),
+        "{:?}",
+        tool_texts(&server)
+    );
+    // A resource the server makes during a call: its list change is followed too.
+    turn(&web, &mut socket, &session, "gzip");
+    let resources = web
+        .host
+        .wait_stderr("mcp `everything`: resources changed", WAIT);
+    assert!(resources.contains("note.gz"), "{resources}");
+
+    // The server dies: its tools answer why, and it is started again.
+    let line = web
+        .host
+        .wait_stderr("mcp `everything`: started `node` (pid ", WAIT);
+    let pid: i32 = line
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {line}"));
+    // SAFETY: SIGKILL to the process group the host started for this server.
+    #[allow(unsafe_code, reason = "kill(2) on the server's process group")]
+    let killed = unsafe { libc::kill(-pid, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill the server's group {pid}");
+    web.host.wait_stderr("restarting in 5000 ms", WAIT);
+    turn(&web, &mut socket, &session, "echo again");
+    let down = last_tool_text(&server);
+    assert!(
+        down.contains("MCP server `everything` is not running") && down.contains("restarted"),
+        "{down:?}"
+    );
+    wait_stderr_count(&web.host, "mcp `everything`: connected", 2);
+    turn(&web, &mut socket, &session, "echo once more");
+    assert!(
+        last_tool_text(&server).contains("Echo: after restart"),
+        "{:?}",
+        tool_texts(&server)
+    );
+
+    // The file changes: the new server starts, the unchanged one is left alone.
+    let second = json!({"mcpServers": {
+        "everything": stdio_entry(&found.everything, &["stdio"]),
+        "second": stdio_entry(&found.everything, &["stdio"]),
+    }});
+    std::fs::write(&file, second.to_string()).unwrap();
+    web.host.wait_stderr("mcp `second`: connected", WAIT);
+    assert_eq!(count_stderr(&web.host, "mcp `everything`: started"), 2);
+    turn(&web, &mut socket, &session, "the second server");
+    assert!(
+        last_tool_text(&server).contains("Echo: from second"),
+        "{:?}",
+        tool_texts(&server)
+    );
+    server.assert_no_violations();
+    let mut host = web.host;
+    assert_eq!(host.stop(), Some(0));
 }

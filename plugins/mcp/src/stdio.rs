@@ -125,7 +125,7 @@ async fn read(ctx: Context, server: String, process: Arc<PipedProcess>, inbox: I
     };
     let stderr = String::from_utf8_lossy(&lock(&tail)).trim().to_owned();
     let why = match stderr.lines().last() {
-        Some(last) => format!("the server process {status} (its last words: {last})"),
+        Some(last) => format!("the server process {status} (its stderr last said: {last})"),
         None => format!("the server process {status}"),
     };
     let _ = inbox.send(Event::Closed(why));
