@@ -2,8 +2,9 @@
 //! catalog message (the hidden and the broken ones not; the broken one named in the log with
 //! its field), the `skill` tool loads one and refuses a hidden one, the next request extends the
 //! first one's messages (the prefix stays the same); a skill added while the web profile runs
-//! shows in an appended replacement catalog; `/name` runs a user-invocable skill as a command
-//! whose line never reaches the model. Also the helpers the `skill-load` conformance case uses.
+//! shows in an appended replacement catalog, and a turn with nothing changed appends none, nor
+//! does a resumed session (it reads its last catalog from the log); `/name` runs a
+//! user-invocable skill as a command whose line never reaches the model. Also the helpers the `skill-load` conformance case uses.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -451,4 +452,90 @@ pub(crate) fn recorded_skills(recorded: &[Value], work: &Path) {
             body,
         );
     }
+}
+
+/// The ids of the sessions stored under `home`.
+fn stored_sessions(home: &Path) -> Vec<String> {
+    let dirs = |dir: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir())
+            .collect()
+    };
+    dirs(&home.join("sessions"))
+        .iter()
+        .flat_map(|project| dirs(project))
+        .map(|session| session.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_resumed_session_reads_its_last_catalog_from_the_log() {
+    let dir = TestDir::new("skills-resume");
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("One."),
+        Reply::text("Two."),
+        Reply::text("Three."),
+    ]);
+    let work = dir.join("work");
+    let skills = work.join(".agents/skills");
+    write_skill(&skills, "kept-skill", "description: Kept.\n", "Body.");
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    let agents = dir.join("agents");
+    let run = |task: &str, resume: Option<&str>| {
+        let mut args = vec![
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+        ];
+        if let Some(id) = resume {
+            args.extend(["--resume", id]);
+        }
+        args.push(task);
+        let out = run_host_with_env(
+            &dir.home(),
+            &args,
+            &[
+                ("DEEPSEEK_API_KEY", "sk-test"),
+                ("DSH_AGENTS_HOME", agents.to_str().unwrap()),
+            ],
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+    };
+    run("First.", None);
+    let ids = stored_sessions(&dir.home());
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    run("Second.", Some(&ids[0]));
+    write_skill(&skills, "new-skill", "description: New.\n", "Body.");
+    run("Third.", Some(&ids[0]));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(catalogs(&requests[0].body).len(), 1);
+    // Nothing changed: the resumed session is told nothing new, and its prefix holds.
+    assert_eq!(
+        catalogs(&requests[1].body),
+        catalogs(&requests[0].body),
+        "the catalog was repeated on resume"
+    );
+    assert!(extends(&requests[0].body, &requests[1].body));
+    let third = catalogs(&requests[2].body);
+    assert_eq!(third.len(), 2, "{third:?}");
+    assert!(third[1].contains("replaces every earlier one") && third[1].contains("`new-skill`"));
+    assert!(extends(&requests[1].body, &requests[2].body));
+    server.assert_no_violations();
 }
