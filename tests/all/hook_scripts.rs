@@ -434,3 +434,35 @@ fn the_users_session_start_hook_gives_context_to_the_first_request() {
         run.request(0)
     );
 }
+
+#[test]
+fn a_subagent_start_hook_gives_the_child_context() {
+    let start = command(
+        r#"echo '{"hookSpecificOutput":{"hookEventName":"SubagentStart","additionalContext":"CHILD-CONTEXT"}}'"#,
+    );
+    let settings = format!(
+        r#"{{"hooks": {{"SubagentStart": [{{"matcher": "general-purpose", "hooks": [{start}]}}], "SubagentStop": [{{"matcher": "code-reviewer", "hooks": [{start}]}}]}}}}"#
+    );
+    let call = serde_json::json!({"description": "check", "prompt": "say CHILD", "run_in_background": false})
+        .to_string();
+    let (out, _, run) = headless_run(
+        "hooks-subagent-start",
+        &[(".claude/settings.json", &settings)],
+        vec![
+            Reply::tool_calls(&[("call_1", "subagent", &call)]),
+            Reply::text("CHILD"),
+            Reply::text("done"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        !run.request(0).contains("CHILD-CONTEXT"),
+        "{}",
+        run.request(0)
+    );
+    let child = run.request(1);
+    assert!(
+        child.contains("say CHILD") && child.contains("CHILD-CONTEXT"),
+        "{child}"
+    );
+}

@@ -38,6 +38,9 @@ pub(crate) struct At<'a> {
     pub(crate) turn: Option<u64>,
 }
 
+/// A start hook's run, whose contexts a session's first prompt waits for.
+pub(crate) type StartRun = watch::Receiver<Option<Vec<String>>>;
+
 /// The state of one row.
 pub(crate) struct Bridge {
     pub(crate) ctx: Context,
@@ -48,8 +51,9 @@ pub(crate) struct Bridge {
     handlers: AtomicU64,
     /// PostToolUse contexts by (session, call id), delivered once the call's result is logged.
     pub(crate) post_contexts: Mutex<HashMap<(String, String), Vec<String>>>,
-    /// The contexts of each session's SessionStart run, for its first prompt.
-    pub(crate) starts: Mutex<HashMap<String, watch::Receiver<Option<Vec<String>>>>>,
+    /// The contexts of each session's SessionStart (and, for a child, SubagentStart) runs, for
+    /// its first prompt.
+    pub(crate) starts: Mutex<HashMap<String, Vec<StartRun>>>,
     /// The turns a Stop hook kept going, by (session, turn).
     pub(crate) continued: Mutex<HashSet<(String, u64)>>,
 }

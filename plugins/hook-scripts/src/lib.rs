@@ -5,7 +5,8 @@
 //! directory) and runs their hooks on our points: SessionStart on `agent/session-start`,
 //! UserPromptSubmit on `agent/prompt-submit`, PreToolUse and PostToolUse on the tool
 //! pipeline's `tools/pre-execute` and `tools/post-execute`, Stop on `agent/turn-stopping`
-//! (see `points`). Each command gets the format's JSON input on stdin and answers by its exit
+//! (see `points`), and Claude Code's SubagentStart and SubagentStop on `subagent/start` and
+//! `subagent/end`. Each command gets the format's JSON input on stdin and answers by its exit
 //! code (2 blocks, with stderr as the reason) or its JSON output (see `output`); each run inside
 //! a turn is logged as `hook/invoked` and `hook/result`. Commands run confined like any tool
 //! process, through the `sandbox` service.
@@ -14,8 +15,8 @@
 //! own the points (the loop's, the pipeline's) or process confinement (the sandbox's). Not
 //! supported, as the reference: hooks that are not commands (`prompt`, `http`, `agent`...),
 //! rewriting a tool's input (`updatedInput` is logged and ignored), `systemMessage`,
-//! `continue: false` outside a prompt, and SubagentStart / SubagentStop, which wait for the
-//! agent tree's events.
+//! `continue: false` outside a prompt; a subagent hook's record in the log (it runs outside a
+//! turn, as SessionStart's).
 
 mod bridge;
 mod config;
@@ -33,6 +34,7 @@ use dsh_agent_seam::{
 };
 use dsh_plugin_api::prelude::*;
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
+use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
 use dsh_tools_seam::{ResultView, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT};
 
 pub use config::Format;
@@ -120,6 +122,10 @@ impl Plugin for HookScripts {
         ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
             on.session_start(notice);
         })?;
+        let on = bridge.clone();
+        ctx.on_emit(&SUBAGENT_START, move |notice| on.subagent(notice, true))?;
+        let on = bridge.clone();
+        ctx.on_emit(&SUBAGENT_END, move |notice| on.subagent(notice, false))?;
         let on = bridge.clone();
         ctx.on_emit(&AGENT_DISPOSED, move |notice: &AgentNotice| {
             on.forget(&notice.agent);

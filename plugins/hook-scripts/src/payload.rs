@@ -43,6 +43,14 @@ pub(crate) enum EventFields<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         tool_response: Option<String>,
     },
+    /// Claude Code's SubagentStart and SubagentStop: the child's id and kind (ours have none:
+    /// Claude Code's default kind), and for a stop whether a hook continued it.
+    Subagent {
+        agent_id: &'a str,
+        agent_type: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop_hook_active: Option<bool>,
+    },
     Stop {
         stop_hook_active: bool,
         /// Codex sends `null`; Claude Code leaves it out.

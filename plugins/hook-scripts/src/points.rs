@@ -10,13 +10,15 @@
 //! - `PostToolUse` on `tools/post-execute`: a block turns the result into feedback; context is
 //!   queued on the session's inbox once the result is logged, and enters at the next step.
 //! - `Stop` on `agent/turn-stopping`: a block steers the reason into the turn, which goes on.
+//! - `SubagentStart` on `subagent/start` (context for the child's first prompt, as for
+//!   SessionStart) and `SubagentStop` on `subagent/end` (observed only), Claude Code's.
 
 use dsh_agent_seam::{AGENTS, AgentNotice, AgentsExt, AgentsService};
 use dsh_plugin_api::{Json, Next, RArc};
 use dsh_plugin_api::{PluginError, lock};
 use dsh_protocol::{
     AgentNoticeData, ContentBlock, Continuation, MessageSource, PostDecision, PreDecision,
-    PromptDecision, PromptSubmit, TurnStopping, text_of,
+    PromptDecision, PromptSubmit, SubagentNotice, TurnStopping, text_of,
 };
 use dsh_tools_seam::{CallView, PostView, ResultView};
 use std::sync::Arc;
@@ -28,6 +30,10 @@ use crate::output::Merge;
 use crate::payload::{EventFields, Payload, ToolInput};
 
 type Answer<T> = Result<Json<T>, PluginError>;
+
+/// The kind Claude Code reports for a subagent of its default kind; ours have no kinds, so a
+/// matcher naming another kind does not select them.
+const SUBAGENT_TYPE: &str = "general-purpose";
 
 impl Bridge {
     fn payload<'a>(
@@ -71,41 +77,81 @@ impl Bridge {
         if !self.has(Point::SessionStart, &cwd) {
             return;
         }
-        let (done, waiting) = watch::channel(None);
-        lock(&self.starts).insert(session.clone(), waiting);
-        let bridge = self.clone();
         let source = match source {
             dsh_protocol::SessionStartSource::Startup => "startup",
             dsh_protocol::SessionStartSource::Resume => "resume",
         };
+        self.detached(Point::SessionStart, session, cwd, source.to_owned(), true);
+    }
+
+    /// `subagent/start` and `subagent/end`: a child's run began or settled.
+    pub(crate) fn subagent(self: &Arc<Self>, notice: &Json<SubagentNotice>, start: bool) {
+        let Ok(notice) = notice.decode() else {
+            return;
+        };
+        let point = match start {
+            true => Point::SubagentStart,
+            false => Point::SubagentStop,
+        };
+        let Some(cwd) = self.cwd_of(&notice.child) else {
+            return;
+        };
+        if self.has(point, &cwd) {
+            self.detached(point, notice.child, cwd, SUBAGENT_TYPE.to_owned(), start);
+        }
+    }
+
+    /// Runs `point` for `session` outside any turn (nothing is recorded in the log: a record
+    /// belongs to a turn); when `gates`, the session's first prompt waits for its contexts.
+    fn detached(
+        self: &Arc<Self>,
+        point: Point,
+        session: String,
+        cwd: String,
+        subject: String,
+        gates: bool,
+    ) {
+        let (done, waiting) = watch::channel(None);
+        if gates {
+            lock(&self.starts)
+                .entry(session.clone())
+                .or_default()
+                .push(waiting);
+        }
+        let bridge = self.clone();
         let spawned = self.ctx.spawn(async move {
-            let fields = EventFields::SessionStart { source };
-            let payload = bridge.payload((&session, &cwd), Point::SessionStart, None, fields);
-            // Outside a turn: nothing is recorded in the log (a record belongs to a turn).
+            let fields = match point {
+                Point::SessionStart => EventFields::SessionStart { source: &subject },
+                _ => EventFields::Subagent {
+                    agent_id: &session,
+                    agent_type: SUBAGENT_TYPE,
+                    stop_hook_active: (point == Point::SubagentStop).then_some(false),
+                },
+            };
+            let payload = bridge.payload((&session, &cwd), point, None, fields);
             let at = At {
                 session: &session,
                 cwd: &cwd,
                 turn: None,
             };
-            let merged = bridge
-                .run_point(Point::SessionStart, source, at, &payload)
-                .await;
+            let merged = bridge.run_point(point, &subject, at, &payload).await;
             let _ = done.send(Some(merged.contexts));
         });
         if let Err(error) = spawned {
-            self.warn(&format!("SessionStart hooks did not start: {error}"));
+            self.warn(&format!("{} hooks did not start: {error}", point.name()));
         }
     }
 
-    /// The contexts of `session`'s SessionStart run, once it finished (none when it has none).
+    /// The contexts of `session`'s start runs, once they finished (none when it has none).
     async fn start_contexts(&self, session: &str) -> Vec<String> {
-        let Some(mut waiting) = lock(&self.starts).remove(session) else {
-            return Vec::new();
-        };
-        match waiting.wait_for(Option::is_some).await {
-            Ok(contexts) => contexts.clone().unwrap_or_default(),
-            Err(_) => Vec::new(),
+        let waiting = lock(&self.starts).remove(session).unwrap_or_default();
+        let mut contexts = Vec::new();
+        for mut run in waiting {
+            if let Ok(done) = run.wait_for(Option::is_some).await {
+                contexts.extend(done.clone().unwrap_or_default());
+            }
         }
+        contexts
     }
 
     pub(crate) async fn prompt_submit(
