@@ -4,7 +4,8 @@
 //! first one's messages (the prefix stays the same); a skill added while the web profile runs
 //! shows in an appended replacement catalog, and a turn with nothing changed appends none, nor
 //! does a resumed session (it reads its last catalog from the log); `/name` runs a
-//! user-invocable skill as a command whose line never reaches the model. Also the helpers the `skill-load` conformance case uses.
+//! user-invocable skill as a command whose line never reaches the model. Also the helpers the
+//! `skill-load` conformance case uses.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
