@@ -116,11 +116,17 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     let dir = TestDir::new("mcp-stdio");
     let work = dir.join("work");
     dir.write("work/note.txt", "the note says PELICAN\n");
-    let config = json!({"mcpServers": {
-        "everything": stdio_entry(&found.everything, &["stdio"]),
-        "files": stdio_entry(&found.filesystem, &[work.to_str().unwrap()]),
-    }});
-    dir.write("home/mcp.json", &config.to_string());
+    // The user's file names one server, the workspace's `.mcp.json` the other.
+    let user = json!({"mcpServers": {"everything": stdio_entry(&found.everything, &["stdio"])}});
+    dir.write("home/mcp.json", &user.to_string());
+    let project =
+        json!({"mcpServers": {"files": stdio_entry(&found.filesystem, &[work.to_str().unwrap()])}});
+    dir.write("work/.mcp.json", &project.to_string());
+    // Rules name MCP tools like any other.
+    dir.write(
+        "home/settings.yaml",
+        "permissions:\n  deny: [\"mcp__files__write_*\"]\n",
+    );
     let note = work.join("note.txt").display().to_string();
     let calls = [
         (
@@ -137,6 +143,11 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
             json!({"path": "/etc/hostname"}),
         ),
         ("c6", "mcp__everything__get-sum", json!({"a": "two"})),
+        (
+            "c7",
+            "mcp__files__write_file",
+            json!({"path": work.join("new.txt"), "content": "x"}),
+        ),
     ];
     let calls: Vec<(&str, &str, String)> = calls
         .iter()
@@ -169,7 +180,7 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     );
     // Called: text, a structured sum, an image described, a file read, and two errors.
     let texts = tool_texts(&server);
-    assert_eq!(texts.len(), 6, "{texts:?}");
+    assert_eq!(texts.len(), 7, "{texts:?}");
     assert!(texts[0].contains("Echo: hello mcp"), "{texts:?}");
     assert!(texts[1].contains('5'), "{texts:?}");
     assert!(texts[2].contains("[image: image/png"), "{texts:?}");
@@ -181,6 +192,10 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     assert!(
         texts[5].contains("Error") && !texts[5].contains("Echo"),
         "invalid arguments are an error result: {texts:?}"
+    );
+    assert!(
+        texts[6].contains("Error") && !work.join("new.txt").exists(),
+        "a deny rule stops an MCP tool: {texts:?}"
     );
     server.assert_no_violations();
 }
@@ -315,6 +330,42 @@ fn turn(web: &Web, socket: &mut dsh_tests::http::Socket, session: &str, text: &s
     socket.until(300, turn_ended);
 }
 
+/// Kills `everything`'s process group: its tools answer why, and it is started again.
+fn crash_and_come_back(
+    web: &Web,
+    socket: &mut dsh_tests::http::Socket,
+    session: &str,
+    server: &FakeDeepSeek,
+) {
+    let line = web
+        .host
+        .wait_stderr("mcp `everything`: started `node` (pid ", WAIT);
+    let pid: i32 = line
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {line}"));
+    // SAFETY: SIGKILL to the process group the host started for this server.
+    #[allow(unsafe_code, reason = "kill(2) on the server's process group")]
+    let killed = unsafe { libc::kill(-pid, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill the server's group {pid}");
+    web.host.wait_stderr("restarting in 5000 ms", WAIT);
+    turn(web, socket, session, "echo again");
+    let down = last_tool_text(server);
+    assert!(
+        down.contains("MCP server `everything` is not running") && down.contains("restarted"),
+        "{down:?}"
+    );
+    wait_stderr_count(&web.host, "mcp `everything`: connected", 2);
+    turn(web, socket, session, "echo once more");
+    assert!(
+        last_tool_text(server).contains("Echo: after restart"),
+        "{:?}",
+        tool_texts(server)
+    );
+}
+
 #[test]
 fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() {
     let found = needs_servers!(
@@ -393,35 +444,7 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
         .wait_stderr("mcp `everything`: resources changed", WAIT);
     assert!(resources.contains("note.gz"), "{resources}");
 
-    // The server dies: its tools answer why, and it is started again.
-    let line = web
-        .host
-        .wait_stderr("mcp `everything`: started `node` (pid ", WAIT);
-    let pid: i32 = line
-        .split("(pid ")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|pid| pid.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {line}"));
-    // SAFETY: SIGKILL to the process group the host started for this server.
-    #[allow(unsafe_code, reason = "kill(2) on the server's process group")]
-    let killed = unsafe { libc::kill(-pid, libc::SIGKILL) };
-    assert_eq!(killed, 0, "kill the server's group {pid}");
-    web.host.wait_stderr("restarting in 5000 ms", WAIT);
-    turn(&web, &mut socket, &session, "echo again");
-    let down = last_tool_text(&server);
-    assert!(
-        down.contains("MCP server `everything` is not running") && down.contains("restarted"),
-        "{down:?}"
-    );
-    wait_stderr_count(&web.host, "mcp `everything`: connected", 2);
-    turn(&web, &mut socket, &session, "echo once more");
-    assert!(
-        last_tool_text(&server).contains("Echo: after restart"),
-        "{:?}",
-        tool_texts(&server)
-    );
-
+    crash_and_come_back(&web, &mut socket, &session, &server);
     // The file changes: the new server starts, the unchanged one is left alone.
     let second = json!({"mcpServers": {
         "everything": stdio_entry(&found.everything, &["stdio"]),

@@ -36,12 +36,12 @@ pub(crate) enum CallError {
 
 type Waiter = oneshot::Sender<Result<Value, CallError>>;
 
-/// A notification from the server, as the supervisor acts on it.
+/// A list the server says changed (its `notifications/*/list_changed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Note {
-    ToolsChanged,
-    ResourcesChanged,
-    PromptsChanged,
+pub(crate) enum Changed {
+    Tools,
+    Resources,
+    Prompts,
 }
 
 pub(crate) struct Connection {
@@ -180,7 +180,7 @@ pub(crate) async fn run(
     ctx: Context,
     connection: Arc<Connection>,
     mut events: mpsc::UnboundedReceiver<Event>,
-    notes: mpsc::UnboundedSender<Note>,
+    notes: mpsc::UnboundedSender<Changed>,
     answers: Answers,
 ) {
     let why = loop {
@@ -216,7 +216,7 @@ pub(crate) async fn run(
 async fn handle(
     connection: &Connection,
     message: Incoming,
-    notes: &mpsc::UnboundedSender<Note>,
+    notes: &mpsc::UnboundedSender<Changed>,
     answers: &Answers,
 ) {
     match (message.id, message.method) {
@@ -261,9 +261,9 @@ async fn handle(
         }
         (None, Some(method)) => {
             let note = match method.as_str() {
-                "notifications/tools/list_changed" => Some(Note::ToolsChanged),
-                "notifications/resources/list_changed" => Some(Note::ResourcesChanged),
-                "notifications/prompts/list_changed" => Some(Note::PromptsChanged),
+                "notifications/tools/list_changed" => Some(Changed::Tools),
+                "notifications/resources/list_changed" => Some(Changed::Resources),
+                "notifications/prompts/list_changed" => Some(Changed::Prompts),
                 _ => None,
             };
             if let Some(note) = note {

@@ -20,9 +20,9 @@ use tokio::sync::mpsc;
 use crate::client::{self, Catalog};
 use crate::config::{ServerSpec, Transport as Reach};
 use crate::protocol::{PromptInfo, ResourceInfo, Root, ToolInfo};
-use crate::rpc::{self, Answers, Connection, Note};
+use crate::rpc::{self, Answers, Changed, Connection};
 use crate::tool::{McpTool, tool_name};
-use crate::transport::Transport;
+use crate::transport::{Inbox, Transport};
 use crate::{http, stdio};
 
 /// A connection that lasted this long resets the restart delay.
@@ -202,15 +202,10 @@ pub(crate) async fn supervise(shared: Arc<Shared>, spec: ServerSpec, server: Arc
     lock(&server.registered).clear();
 }
 
-/// One attempt: the transport, the handshake and the catalog, within the startup timeout.
-async fn connect(
-    shared: &Arc<Shared>,
-    spec: &ServerSpec,
-    server: &Arc<Server>,
-) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Note>), String> {
+/// The transport of `spec`: its process started, or its endpoint's client made.
+fn open(shared: &Shared, spec: &ServerSpec, inbox: Inbox) -> Result<Box<dyn Transport>, String> {
     let ctx = &shared.ctx;
-    let (inbox, events) = mpsc::unbounded_channel();
-    let transport: Box<dyn Transport> = match &spec.transport {
+    Ok(match &spec.transport {
         Reach::Stdio {
             command,
             args,
@@ -250,7 +245,18 @@ async fn connect(
                 .ok_or_else(|| "no `http` service to reach the server with".to_owned())?;
             Box::new(http::start(ctx, client, url, headers, inbox))
         }
-    };
+    })
+}
+
+/// One attempt: the transport, the handshake and the catalog, within the startup timeout.
+async fn connect(
+    shared: &Arc<Shared>,
+    spec: &ServerSpec,
+    server: &Arc<Server>,
+) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Changed>), String> {
+    let ctx = &shared.ctx;
+    let (inbox, events) = mpsc::unbounded_channel();
+    let transport = open(shared, spec, inbox)?;
     let connection = Connection::new(transport);
     let (notes_in, notes) = mpsc::unbounded_channel();
     let answers = Answers {
@@ -349,7 +355,7 @@ async fn serve(
     shared: &Arc<Shared>,
     server: &Arc<Server>,
     connection: &Arc<Connection>,
-    mut notes: mpsc::UnboundedReceiver<Note>,
+    mut notes: mpsc::UnboundedReceiver<Changed>,
 ) {
     let ctx = &shared.ctx;
     let name = &server.name;
@@ -359,7 +365,7 @@ async fn serve(
             Either::Left(None) | Either::Right(()) => return,
         };
         let outcome = match note {
-            Note::ToolsChanged => client::list::<ToolInfo>(connection, "tools/list")
+            Changed::Tools => client::list::<ToolInfo>(connection, "tools/list")
                 .await
                 .map(|tools| {
                     let (added, removed) = server.sync_tools(shared, tools);
@@ -369,7 +375,7 @@ async fn serve(
                         server.tool_names().join(", ")
                     )
                 }),
-            Note::ResourcesChanged => client::list::<ResourceInfo>(connection, "resources/list")
+            Changed::Resources => client::list::<ResourceInfo>(connection, "resources/list")
                 .await
                 .map(|resources| {
                     let names: Vec<String> = resources.iter().map(|r| r.name.clone()).collect();
@@ -380,7 +386,7 @@ async fn serve(
                         names.join(", ")
                     )
                 }),
-            Note::PromptsChanged => client::list::<PromptInfo>(connection, "prompts/list")
+            Changed::Prompts => client::list::<PromptInfo>(connection, "prompts/list")
                 .await
                 .map(|prompts| {
                     let names: Vec<String> = prompts.iter().map(|p| p.name.clone()).collect();
