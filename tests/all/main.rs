@@ -31,6 +31,7 @@ mod session;
 mod session_store;
 mod skills;
 mod snapshots;
+mod subagent_tree;
 mod subagents;
 mod tools;
 mod waterfall;

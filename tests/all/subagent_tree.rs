@@ -1,0 +1,445 @@
+//! The agent tree's behaviour through the real `dsh-host`: ten children at once against the
+//! fake DeepSeek server, a fork that inherits the completed turns of a resumed session, a
+//! parent's cancel that stops the child it waits for, and a background child that reports, is
+//! sent more work, is listed and is interrupted (scripted replays whose later calls name the
+//! child the run created, through the replay adapter's `{{fromRequest:…}}`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
+use dsh_tests::{HostProcess, TestDir, run_host_with_env};
+use serde_json::{Value, json};
+
+use crate::headless::stream_json;
+
+/// What Ctrl-C sends.
+const SIGINT: i32 = 2;
+
+/// The store writes plain JSONL, so the test reads every child's log.
+const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
+
+/// The logs the run stored (header, events), by header `createdAt`.
+fn stored_logs(home: &Path) -> Vec<(Value, Vec<Value>)> {
+    let mut logs = Vec::new();
+    let mut stack = vec![home.join("sessions")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|name| name == "session.jsonl") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let mut lines = text
+                    .lines()
+                    .map(|line| serde_json::from_str::<Value>(line).unwrap());
+                let header = lines.next().unwrap();
+                logs.push((header, lines.collect()));
+            }
+        }
+    }
+    logs.sort_by_key(|(header, _)| header["createdAt"].as_i64());
+    logs
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
+}
+
+/// The text of each tool result in `events`, in order.
+fn results(events: &[Value]) -> Vec<String> {
+    of_type(events, "tool/result")
+        .iter()
+        .map(|event| {
+            event["data"]["message"]["content"][0]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+fn fake_patch(dir: &TestDir, server: &FakeDeepSeek) -> String {
+    dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+fn headless_args<'a>(patch: &'a str, work: &'a str, task: &'a str) -> Vec<&'a str> {
+    vec![
+        "--patch",
+        patch,
+        "--profile",
+        "headless",
+        "--",
+        "--cwd",
+        work,
+        "--model",
+        "deepseek-official/deepseek-v4-flash",
+        "--output",
+        "stream-json",
+        task,
+    ]
+}
+
+fn slow_child(text: &str, pause: Duration) -> Reply {
+    Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::Pause(pause),
+        SseEvent::content(text),
+        SseEvent::Done,
+    ])
+}
+
+#[test]
+fn ten_children_run_at_once_and_each_answers_its_own_call() {
+    let dir = TestDir::new("subagents-ten");
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    let calls: Vec<(String, String)> = (0..10)
+        .map(|n| {
+            let arguments = json!({
+                "description": format!("Child {n}"),
+                "prompt": format!("Say child {n}."),
+                "run_in_background": false
+            });
+            (format!("call_{n}"), arguments.to_string())
+        })
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, arguments)| (id.as_str(), "subagent", arguments.as_str()))
+        .collect();
+    // Each child's answer pauses: run one after the other, the ten would need ten pauses.
+    let pause = Duration::from_secs(5);
+    let mut script = vec![Reply::tool_calls(&refs)];
+    script.extend((0..10).map(|_| slow_child("a child's answer", pause)));
+    script.push(Reply::text("all ten answered"));
+    let server = FakeDeepSeek::start(script);
+    let patch = fake_patch(&dir, &server);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &headless_args(&patch, work.to_str().unwrap(), "Delegate ten tasks."),
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    // All ten children asked the model before the first pause ended: they run concurrently.
+    let seen = server.wait_requests(11, pause - Duration::from_millis(500));
+    assert_eq!(seen.len(), 11, "children asked one after the other");
+    assert_eq!(host.wait_exit(Duration::from_secs(60)), Some(0));
+    let logs = stored_logs(&dir.home());
+    let (parent, children) = logs.split_first().unwrap();
+    assert_eq!(children.len(), 10);
+    let parent_events = &parent.1;
+    assert_eq!(results(parent_events), vec!["a child's answer"; 10]);
+    for (header, events) in children {
+        assert_eq!(header["parentSession"], parent.0["id"]);
+        assert_eq!(header["origin"], "subagent");
+        assert_eq!(header["delegationDepth"], 1);
+        let descriptor = of_type(events, "subagent/descriptor");
+        assert_eq!(descriptor[0]["data"]["mode"], "one-shot");
+        let policy = of_type(events, "approval/policy");
+        assert_eq!(policy.last().unwrap()["data"]["source"], "delegation");
+    }
+    server.assert_no_violations();
+}
+
+#[test]
+fn a_fork_sees_the_completed_turns_and_not_the_one_asking() {
+    let dir = TestDir::new("subagents-fork");
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let first = FakeDeepSeek::start(vec![Reply::text("OK")]);
+    let patch = fake_patch(&dir, &first);
+    let out = run_host_with_env(
+        &dir.home(),
+        &headless_args(
+            &patch,
+            work.to_str().unwrap(),
+            "The codeword is MARMALADE. Say OK.",
+        ),
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (_, result) = stream_json(&out.stdout);
+    let parent = result["sessionId"].as_str().unwrap().to_owned();
+    let fork = json!({"description": "Recall the codeword", "prompt": "What is the codeword?"});
+    let second = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_fork", "subagent_fork", &fork.to_string())]),
+        Reply::text("MARMALADE"),
+        Reply::text("It is MARMALADE."),
+    ]);
+    let patch = fake_patch(&dir, &second);
+    let mut args = headless_args(
+        &patch,
+        work.to_str().unwrap(),
+        "Ask a fork for the codeword.",
+    );
+    args.splice(5..5, ["--resume", parent.as_str()]);
+    let out = run_host_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (_, result) = stream_json(&out.stdout);
+    assert_eq!(result["output"], "It is MARMALADE.");
+    let requests = second.requests();
+    let child_request = requests[1].body.to_string();
+    assert!(child_request.contains("MARMALADE"), "{child_request}");
+    assert!(child_request.contains("What is the codeword?"));
+    assert!(
+        !child_request.contains("Ask a fork for the codeword."),
+        "the fork saw the turn in flight: {child_request}"
+    );
+    let logs = stored_logs(&dir.home());
+    let child = logs
+        .iter()
+        .find(|(header, _)| header["parentSession"] == parent.as_str())
+        .expect("the fork's log");
+    assert!(child.0["seedLength"].as_u64().is_some_and(|n| n > 0));
+    assert_eq!(
+        of_type(&child.1, "subagent/descriptor")[0]["data"]["provider"],
+        "fork"
+    );
+}
+
+#[test]
+fn cancelling_the_parent_cancels_the_child_it_waits_for() {
+    let dir = TestDir::new("subagents-cancel");
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    let task =
+        json!({"description": "Wait long", "prompt": "Talk slowly.", "run_in_background": false});
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "subagent", &task.to_string())]),
+        slow_child("never finished", Duration::from_secs(30)),
+    ]);
+    let patch = fake_patch(&dir, &server);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &headless_args(&patch, work.to_str().unwrap(), "Delegate a slow task."),
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    assert_eq!(server.wait_requests(2, Duration::from_secs(20)).len(), 2);
+    host.signal(SIGINT);
+    assert!(host.wait_exit(Duration::from_secs(20)).is_some());
+    let logs = stored_logs(&dir.home());
+    let (parent, children) = logs.split_first().unwrap();
+    let end = |events: &[Value]| {
+        of_type(events, "turn/end")
+            .last()
+            .map(|end| end["data"]["reason"].clone())
+    };
+    assert_eq!(end(&parent.1).unwrap()["kind"], "aborted");
+    assert_eq!(
+        end(&children[0].1).unwrap(),
+        json!({"kind": "aborted", "reason": {"kind": "parent"}})
+    );
+}
+
+/// One replay script entry: a text answer.
+fn text_entry(text: &str) -> Value {
+    json!({"kind": "chunks", "chunks": [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": text},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
+        {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 2}},
+        {"type": "finish", "reason": {"kind": "stop"}}
+    ]})
+}
+
+/// One replay script entry: a single tool call.
+fn call_entry(id: &str, name: &str, arguments: &Value) -> Value {
+    let arguments = arguments.to_string();
+    json!({"kind": "chunks", "chunks": [
+        {"type": "block-start", "index": 0, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 0, "id": id, "name": name, "argumentsDelta": arguments},
+        {"type": "block-end", "index": 0, "block": {"type": "tool-call", "id": id, "name": name, "arguments": arguments}},
+        {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 2}},
+        {"type": "finish", "reason": {"kind": "tool-calls"}}
+    ]})
+}
+
+/// A replay script as a log: a header, then each entry's chunks as `assistant/chunk` events.
+fn script_log(created: i64, entries: &[Value]) -> String {
+    let mut lines = vec![json!({"type": "session", "version": 0, "id": format!("script-{created}"), "createdAt": created, "delegationDepth": 0}).to_string()];
+    let mut seq = 0;
+    for (step, entry) in entries.iter().enumerate() {
+        for chunk in entry["chunks"].as_array().unwrap() {
+            lines.push(
+                json!({"type": "assistant/chunk", "seq": seq, "time": 0, "data": {"turn": 1, "step": step + 1, "chunk": chunk}})
+                    .to_string(),
+            );
+            seq += 1;
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+/// Runs a replayed headless task with the parent's script `parent` and one child's `child`.
+fn replayed(dir: &TestDir, parent: &[Value], child: &[Value], task: &str) -> dsh_tests::Output {
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    dir.write("replay/session.jsonl", &script_log(1, &[]));
+    dir.write(
+        "replay/replay.override.json",
+        &Value::from(parent.to_vec()).to_string(),
+    );
+    dir.write("replay/session.1.jsonl", &script_log(2, child));
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    run_host_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--replay",
+            dir.join("replay/session.jsonl").to_str().unwrap(),
+            "--output",
+            "stream-json",
+            task,
+        ],
+        &[
+            ("DEEPSEEK_API_KEY", ""),
+            ("DSH_PERMISSION_MODE", "danger-full-access"),
+        ],
+    )
+}
+
+/// The child the run started, as the parent's later calls name it.
+const STARTED_CHILD: &str = "{{fromRequest:started subagent ([0-9a-f-]{36})}}";
+
+#[test]
+fn a_background_child_reports_is_sent_more_work_and_is_listed() {
+    let dir = TestDir::new("subagents-report");
+    let parent = [
+        call_entry(
+            "c1",
+            "subagent",
+            &json!({"description": "Report a finding", "prompt": "Report, then stop."}),
+        ),
+        call_entry(
+            "c2",
+            "send_message",
+            &json!({"subagent_id": STARTED_CHILD, "message": "Now say SECOND."}),
+        ),
+        call_entry("c3", "list_agents", &json!({})),
+        call_entry(
+            "c4",
+            "send_message",
+            &json!({"subagent_id": "00000000-0000-4000-8000-000000000000", "message": "Anyone?"}),
+        ),
+        text_entry("STARTED"),
+        text_entry("NOTED"),
+        text_entry("NOTED AGAIN"),
+    ];
+    let child = [
+        call_entry("r1", "report", &json!({"output": "CHILD_REPORT_OK"})),
+        text_entry("Reported."),
+        text_entry("SECOND"),
+    ];
+    let out = replayed(&dir, &parent, &child, "Start a reporting child.");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let logs = stored_logs(&dir.home());
+    let (parent_log, children) = logs.split_first().unwrap();
+    let texts = results(&parent_log.1);
+    let child_id = texts[0]
+        .strip_prefix("started subagent ")
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        texts[1],
+        format!("message queued as the next turn for subagent {child_id}")
+    );
+    assert!(
+        texts[2].starts_with(&format!("{child_id} [")) && texts[2].ends_with("— Report a finding"),
+        "{}",
+        texts[2]
+    );
+    assert_eq!(
+        texts[3],
+        "Error: subagent \"00000000-0000-4000-8000-000000000000\" is unavailable"
+    );
+    let sources: Vec<&str> = of_type(&parent_log.1, "user/message")
+        .iter()
+        .filter_map(|event| event["data"]["source"]["kind"].as_str())
+        .collect();
+    assert!(sources.contains(&"subagent-report"), "{sources:?}");
+    assert!(sources.contains(&"subagent-settled"), "{sources:?}");
+    let (child_header, child_events) = &children[0];
+    assert_eq!(child_header["id"], child_id.as_str());
+    assert!(
+        results(child_events)[0]
+            .starts_with("report accepted by the agent that started you as message ")
+    );
+    assert_eq!(
+        of_type(child_events, "turn/end").len(),
+        2,
+        "the child ran the message as a second turn"
+    );
+}
+
+#[test]
+fn an_interrupted_background_child_settles_and_its_parent_is_told() {
+    let dir = TestDir::new("subagents-interrupt");
+    let parent = [
+        call_entry(
+            "c1",
+            "subagent",
+            &json!({"description": "Sleep long", "prompt": "Sleep."}),
+        ),
+        call_entry("c2", "interrupt_agent", &json!({"agent_id": STARTED_CHILD})),
+        call_entry(
+            "c3",
+            "interrupt_agent",
+            &json!({"agent_id": "00000000-0000-4000-8000-000000000000"}),
+        ),
+        text_entry("DONE"),
+        text_entry("NOTED"),
+    ];
+    let child = [
+        call_entry(
+            "b1",
+            "bash",
+            &json!({"command": "sleep 30", "description": "sleep"}),
+        ),
+        text_entry("slept"),
+    ];
+    let out = replayed(&dir, &parent, &child, "Start a sleeping child and stop it.");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let logs = stored_logs(&dir.home());
+    let (parent_log, children) = logs.split_first().unwrap();
+    let texts = results(&parent_log.1);
+    assert!(
+        texts[1].starts_with("interrupt requested for agent "),
+        "{}",
+        texts[1]
+    );
+    assert!(texts[2].contains("is not one you started"), "{}", texts[2]);
+    let child_end = of_type(&children[0].1, "turn/end")[0]["data"]["reason"].clone();
+    assert_eq!(
+        child_end,
+        json!({"kind": "aborted", "reason": {"kind": "parent"}})
+    );
+    let notice = of_type(&parent_log.1, "user/message")
+        .into_iter()
+        .find(|event| event["data"]["source"]["kind"] == "subagent-settled")
+        .expect("the settled notice");
+    assert!(
+        notice["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("was interrupted")
+    );
+}
