@@ -21,6 +21,8 @@ const SANDBOX: &str = "Sandbox (issue 12; ours only)";
 
 const CONTEXT: &str = "Context (issue 13; ours only)";
 
+const MCP: &str = "MCP (issue 14; ours only)";
+
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
         section: RUNTIME,
@@ -447,6 +449,24 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "uncompacted_request_bytes_at_10000",
         peer: None,
         what: "the same request with compaction off (bytes)",
+    },
+    Figure {
+        section: MCP,
+        ours: "mcp_step_direct_noop",
+        peer: None,
+        what: "one step of a 20-step headless task whose every step calls the in-process no-op tool, median (µs)",
+    },
+    Figure {
+        section: MCP,
+        ours: "mcp_step_stdio_echo",
+        peer: None,
+        what: "the same step calling server-everything's `echo` over stdio (the server confined by the sandbox, started once) (µs)",
+    },
+    Figure {
+        section: MCP,
+        ours: "mcp_call_overhead_stdio",
+        peer: None,
+        what: "what one MCP call over stdio costs against a direct tool call: the two steps' difference, the reference server's own work included (µs)",
     },
 ];
 

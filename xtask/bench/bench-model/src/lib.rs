@@ -54,6 +54,12 @@ pub struct Config {
     /// cost per command, end to end).
     #[serde(default)]
     pub shell: Option<String>,
+    /// Call this tool with these raw JSON arguments at each step instead of the no-op tool
+    /// (an MCP server's tool: the cost of a call over MCP).
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
     /// Request numbers whose history size is printed (`bench request_bytes`). Reading the
     /// history takes time the next request's gap would show: keep these apart from `report`.
     #[serde(default, rename = "reportBytes")]
@@ -65,6 +71,8 @@ struct Clock {
     /// Tool-call answers given, per session.
     steps_done: Mutex<std::collections::HashMap<String, usize>>,
     shell: Option<String>,
+    /// The tool and the arguments each step calls instead of `noop`.
+    tool: Option<(String, String)>,
     text_deltas: usize,
     pace: std::time::Duration,
     last: Mutex<Option<Instant>>,
@@ -214,7 +222,12 @@ impl Adapter for Instantly {
                     let arguments = dsh_plugin_api::serde_json::json!({"command": command, "description": "bench"});
                     ContentBlock::tool_call(format!("n{number}"), "bash", arguments.to_string())
                 }
-                None => ContentBlock::tool_call(format!("n{number}"), "noop", "{}"),
+                None => match &clock.tool {
+                    Some((tool, arguments)) => {
+                        ContentBlock::tool_call(format!("n{number}"), tool, arguments)
+                    }
+                    None => ContentBlock::tool_call(format!("n{number}"), "noop", "{}"),
+                },
             };
             *lock(&clock.steps_done).entry(session).or_default() += 1;
             answer(call, FinishReason::ToolCalls)
@@ -326,6 +339,9 @@ impl Plugin for BenchModel {
             ctx: ctx.clone(),
             steps_done: Mutex::default(),
             shell: config.shell,
+            tool: config
+                .tool
+                .map(|tool| (tool, config.arguments.unwrap_or_else(|| "{}".to_owned()))),
             text_deltas: config.text_deltas,
             pace: std::time::Duration::from_millis(config.pace_ms),
             last: Mutex::new(None),

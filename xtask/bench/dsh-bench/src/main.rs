@@ -10,6 +10,7 @@ mod agent;
 mod compaction;
 mod dispatch;
 mod lifecycle;
+mod mcp;
 mod process;
 mod sandbox;
 mod session;
@@ -89,6 +90,7 @@ fn main() {
             Ok(())
         }
     });
+    let result = result.and_then(|()| if wants("mcp") { mcp::run() } else { Ok(()) });
     let result = result.and_then(|()| if wants("web") { web::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("session") {
