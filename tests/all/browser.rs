@@ -354,3 +354,17 @@ fn the_command_menu_lists_commands_and_runs_one_without_the_model() {
     };
     assert!(server.requests().is_empty(), "a command reached the model");
 }
+
+#[test]
+fn a_subagents_conversation_opens_under_its_card() {
+    let task = json!({"description": "Say the word", "prompt": "Reply with CHILD_OK.", "run_in_background": false});
+    scenario(
+        "delegate",
+        vec![
+            Reply::tool_calls(&[("call_1", "subagent", &task.to_string())]),
+            Reply::text("CHILD_OK"),
+            Reply::text("PARENT_DONE"),
+        ],
+        "",
+    );
+}

@@ -320,3 +320,84 @@ fn recorded_delegation_cases_replay_parent_and_children() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The recorded headless settlement: the run does not end at the parent's first idle moment
+/// but once its background child settled and the parent answered from the child's notice.
+#[test]
+fn headless_waits_for_a_background_child_and_answers_from_its_notice() {
+    let folder = dsh_tests::workspace_root()
+        .join("../shared/fixtures/dsh/headless/snapshots/subagent-settlement");
+    let dir = TestDir::new("subagents-settlement");
+    let work = dir.join("work");
+    let replay = dir.join("replay");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&replay).unwrap();
+    for (from, to) in [
+        ("parent.replay.jsonl", "session.jsonl"),
+        ("child.replay.jsonl", "session.1.jsonl"),
+        ("parent.override.json", "replay.override.json"),
+    ] {
+        std::fs::copy(folder.join(from), replay.join(to)).unwrap();
+    }
+    let expected: Vec<Value> = std::fs::read_to_string(folder.join("stream-json.expected.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let task = expected[0]["event"]["data"]["inserted"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = run_host_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--replay",
+            replay.join("session.jsonl").to_str().unwrap(),
+            "--output",
+            "stream-json",
+            &task,
+        ],
+        &[
+            ("DEEPSEEK_API_KEY", ""),
+            ("DSH_PERMISSION_MODE", "danger-full-access"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["output"], expected.last().unwrap()["output"]);
+    let events: Vec<Value> = lines
+        .iter()
+        .filter(|line| line["type"] == "session_event")
+        .map(|line| line["event"].clone())
+        .collect();
+    let recorded: Vec<Value> = expected
+        .iter()
+        .filter(|line| line["type"] == "session_event")
+        .map(|line| line["event"].clone())
+        .collect();
+    assert_eq!(
+        without_ids(calls_and_results(&events)),
+        without_ids(calls_and_results(&recorded))
+            .into_iter()
+            .map(|line| line.replace("{{sessionId}}", "<id>"))
+            .collect::<Vec<_>>()
+    );
+    let notice = events
+        .iter()
+        .find(|event| {
+            event["type"] == "user/message" && event["data"]["source"]["kind"] == "subagent-settled"
+        })
+        .expect("the child's settled notice reached the model");
+    assert_eq!(notice["data"]["content"][2]["text"], "CHILD_RESULT");
+}

@@ -347,6 +347,28 @@ const scenarios = {
     await themes(page, "diff");
   },
 
+  // A delegation: the subagent's card names its task and result, and opens the child's own
+  // conversation (its prompt and answer) read-only beneath it.
+  async delegate(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "delegate it");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("PARENT_DONE")),
+    );
+    const card = page.locator(".tool", { has: page.locator(".subagent") });
+    await card.evaluate((node) => (node.open = true));
+    expect((await card.locator(".subagent .path").textContent()) === "Say the word", "the card names the task");
+    await card.locator(".show-child").click();
+    await page.waitForSelector(".child-conversation:not([hidden]) .message.assistant");
+    const child = await card.locator(".child-conversation").textContent();
+    expect(child.includes("Reply with CHILD_OK.") && child.includes("CHILD_OK"), `the child's conversation reads "${child}"`);
+    expect((await card.locator(".child-conversation .fork-here").count()) === 0, "the child's conversation is read-only");
+    expect((await page.locator(".session").count()) === 1, "the subagent's session is not listed as a conversation");
+    await themes(page, "subagent");
+  },
+
   // The settings: a key stored (used at once: the next prompt carries it), and the endpoint
   // saved (its reload is checked over the API, where the host's reload can be waited for).
   async settings(page) {

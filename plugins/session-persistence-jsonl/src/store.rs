@@ -303,6 +303,10 @@ impl Store {
                             .parent()
                             .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
                             .filter(|title| !title.is_empty());
+                        let subagent_of = listed
+                            .header
+                            .parent_session
+                            .filter(|_| listed.header.origin.as_deref() == Some("subagent"));
                         SessionSummary {
                             id: listed.header.id,
                             cwd: listed.header.cwd,
@@ -310,6 +314,7 @@ impl Store {
                             updated_at,
                             title,
                             live: false,
+                            subagent_of,
                         }
                     })
                     .collect();

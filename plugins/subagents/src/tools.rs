@@ -163,11 +163,14 @@ impl DelegationTool {
                 };
                 let starting = delegation.start(start)?;
                 let child = delegation.launch(starting).await?;
+                // Readers of the log (the web page's card) find the child's conversation.
+                let meta = json!({ "subagentId": child });
                 if background {
                     delegation.watch(child.clone());
-                    return Ok(ToolReply::text(format!("started subagent {child}")));
+                    let started = ToolReply::text(format!("started subagent {child}"));
+                    return Ok(started.with_meta(meta));
                 }
-                Ok(delegation.result_of(&child, &cancel).await)
+                Ok(delegation.result_of(&child, &cancel).await.with_meta(meta))
             }
             Kind::SendMessage => {
                 let send: SendMessageArgs = args(&call)?;

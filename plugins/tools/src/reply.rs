@@ -27,9 +27,13 @@ pub(crate) fn outcome_from_reply(tool: &str, reply: &Json<ToolReply>) -> ToolOut
                 _ => None,
             };
             let failure = ToolFailure::tool(error.message, info);
-            match error.content {
+            let outcome = match error.content {
                 Some(content) => ToolOutcome::failure_with_content(failure, content),
                 None => ToolOutcome::failure(failure),
+            };
+            match error.meta {
+                Some(meta) => outcome.with_meta(meta),
+                None => outcome,
             }
         }
         Err(problem) => ToolOutcome::failure(ToolFailure::invalid_output(
@@ -51,6 +55,7 @@ pub(crate) fn reply_from_outcome(outcome: &ToolOutcome) -> Json<ToolReply> {
             name: failure.info().map(|info| info.name.clone()),
             code: failure.info().map(|info| info.code.clone()),
             content: Some(content),
+            meta: outcome.meta().cloned(),
         }),
         None => ToolReply::Ok(ToolSuccess {
             value: outcome.value().cloned().unwrap_or_default(),

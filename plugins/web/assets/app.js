@@ -70,7 +70,8 @@ function when(millis) {
 function renderSessions() {
   const list = $("sessions");
   const needle = $("search").value.trim().toLowerCase();
-  const shown = state.sessions.filter((s) => !needle || (s.title || s.id).toLowerCase().includes(needle));
+  // A subagent's session is read under its parent's tool card, not listed as a conversation.
+  const shown = state.sessions.filter((s) => !s.subagentOf && (!needle || (s.title || s.id).toLowerCase().includes(needle)));
   list.replaceChildren();
   if (shown.length === 0) {
     list.append(element("p", { class: "muted pad" }, state.sessions.length ? "No title matches." : "No sessions yet."));
@@ -478,6 +479,24 @@ function wireComposer() {
       .then((item) => {
         state.open.items.set(item.id, item);
         markDirty(item.id);
+      })
+      .catch((error) => toast(error.message));
+  });
+  // A subagent's conversation, read-only, under its parent's tool card (read again on each
+  // opening, so a running child shows how far it got).
+  $("items").addEventListener("dsh-child", (event) => {
+    const box = event.target.closest(".subagent").querySelector(".child-conversation");
+    if (!box.hidden) {
+      box.hidden = true;
+      event.target.textContent = "Show the subagent's conversation";
+      return;
+    }
+    call("session.history", { sessionId: event.detail.sessionId })
+      .then((history) => {
+        box.replaceChildren(...history.items.map(renderItem));
+        for (const button of box.querySelectorAll(".fork-here, .approval-actions button")) button.remove();
+        box.hidden = false;
+        event.target.textContent = "Hide the subagent's conversation";
       })
       .catch((error) => toast(error.message));
   });

@@ -61,6 +61,26 @@ function toolBody(item) {
         { class: "todo" },
         ...view.items.map((todo) => element("li", { class: `todo-${todo.status}` }, todo.content)),
       );
+    case "subagent":
+      return element(
+        "div",
+        { class: "subagent" },
+        element("div", { class: "path" }, view.label || "Delegated task"),
+        element("details", { class: "subagent-task" }, element("summary", {}, "Task"), element("pre", { class: "output" }, view.prompt)),
+        view.result ? element("pre", { class: "output" }, view.result) : null,
+        view.child
+          ? element(
+              "button",
+              {
+                type: "button",
+                class: "show-child",
+                onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-child", { bubbles: true, detail: { sessionId: view.child } })),
+              },
+              "Show the subagent's conversation",
+            )
+          : null,
+        element("div", { class: "child-conversation", hidden: true }),
+      );
     default:
       return element(
         "div",

@@ -9,7 +9,7 @@ use dsh_protocol::{
     AppendField, ApprovalAskedEvent, ApprovalDecidedEvent, AssistantChunkEvent,
     AssistantMessageEvent, ChatItem, CommandDoneEvent, CommandKind, CommandRunEvent, FinishReason,
     ItemOp, LlmRetryEvent, MessageSource, NoticeLevel, SessionTitleEvent, StreamChunk,
-    ToolCallEvent, ToolResultEvent, ToolStatus, TurnEndEvent, UserMessageEvent, text_of,
+    ToolCallEvent, ToolResultEvent, ToolStatus, ToolView, TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_session_seam::EventRecord;
 
@@ -326,10 +326,20 @@ impl Fold {
                 .unwrap_or_else(|| ("tool".to_owned(), String::new()));
             let text = text_of(content);
             let failed = is_error.unwrap_or(false) || result.error.is_some();
+            let mut card = view(&name, &arguments, Some(&text));
+            if let ToolView::Subagent { child, .. } = &mut card {
+                // The delegation tools name the child's session in the result's meta.
+                *child = result
+                    .meta
+                    .as_ref()
+                    .and_then(|meta| meta.get("subagentId"))
+                    .and_then(|id| id.as_str())
+                    .map(str::to_owned);
+            }
             let item = ChatItem::Tool {
                 id: tool_call_id.clone(),
                 seq,
-                view: view(&name, &arguments, Some(&text)),
+                view: card,
                 name,
                 arguments,
                 status: if failed {

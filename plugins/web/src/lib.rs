@@ -215,6 +215,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
                 updated_at: now,
                 title: None,
                 live: true,
+                subagent_of: None,
             },
         });
     })?;

@@ -74,6 +74,7 @@ impl Api {
                 updated_at: now,
                 title: self.live_title(id),
                 live: true,
+                subagent_of: None,
             })
             .collect();
         sessions.splice(0..0, unwritten);

@@ -16,6 +16,8 @@ struct Arguments {
     offset: Option<u64>,
     pattern: String,
     todos: Vec<TodoItem>,
+    description: String,
+    prompt: String,
 }
 
 /// The card of a call to `name` with `arguments`, and `result` once it came.
@@ -51,6 +53,14 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
             results: result_text.to_owned(),
         },
         ("todo_write", Some(args)) => ToolView::Todo { items: args.todos },
+        ("subagent" | "subagent_fork", Some(args)) if !args.prompt.is_empty() => {
+            ToolView::Subagent {
+                label: args.description,
+                prompt: args.prompt,
+                child: None,
+                result: result_text.to_owned(),
+            }
+        }
         _ => ToolView::Generic {
             arguments: arguments.to_owned(),
             result: result_text.to_owned(),

@@ -138,6 +138,15 @@ pub enum ToolView {
     Search { pattern: String, results: String },
     /// The todo list as written.
     Todo { items: Vec<TodoItem> },
+    /// A delegation (`subagent`, `subagent_fork`): the task, the child's session once it
+    /// started (its conversation is read with `session.history`), and its result.
+    Subagent {
+        label: String,
+        prompt: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        child: Option<String>,
+        result: String,
+    },
     /// Any other tool: its arguments and result as text.
     Generic { arguments: String, result: String },
 }
@@ -179,6 +188,10 @@ impl ChatItem {
                 ToolView::Read { text, .. } => any |= cut(text),
                 ToolView::Search { results, .. } => any |= cut(results),
                 ToolView::Todo { .. } => {}
+                ToolView::Subagent { prompt, result, .. } => {
+                    any |= cut(prompt);
+                    any |= cut(result);
+                }
                 ToolView::Generic { arguments, result } => {
                     any |= cut(arguments);
                     any |= cut(result);

@@ -121,6 +121,9 @@ pub struct ToolError {
     /// What the model sees instead of the message, when the tool has more to say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<ContentBlock>>,
+    /// Tool-private data for readers of the log, as on a success; never model input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
 }
 
 impl ToolError {
@@ -130,6 +133,7 @@ impl ToolError {
             name: None,
             code: None,
             content: None,
+            meta: None,
         }
     }
 
@@ -150,6 +154,15 @@ pub enum ToolReply {
 }
 
 impl ToolReply {
+    /// The same reply carrying `meta` for readers of the log.
+    pub fn with_meta(mut self, meta: serde_json::Value) -> Self {
+        match &mut self {
+            Self::Ok(success) => success.meta = Some(meta),
+            Self::Error(error) => error.meta = Some(meta),
+        }
+        self
+    }
+
     /// A success whose value is `{"text": text}` and whose content is that text.
     pub fn text(text: impl Into<String>) -> Self {
         let text = text.into();

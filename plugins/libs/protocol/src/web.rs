@@ -163,6 +163,10 @@ pub struct SessionSummary {
     pub title: Option<String>,
     /// Whether it is open in this host.
     pub live: bool,
+    /// The parent session of a subagent's session (a child shown under its parent's card,
+    /// not in the list of conversations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_of: Option<String>,
 }
 
 /// The value of `session.list`: newest first.
