@@ -69,12 +69,10 @@ const SETUP: &[(&str, Setup)] = &[("acp/snapshots/skill-load", crate::skills::re
 const REQUIRES: &[(&str, &str)] = &[("acp/snapshots/bash-spill", "node")];
 
 /// Cases with our tools that we cannot run yet, and why.
-const SKIPPED: &[(&str, &str)] = &[
-    (
-        "acp/snapshots/agent-instructions",
-        "its instruction messages are the reference's agent-instructions plugin (baseline and change records with digests, re-entered through the inbox), and its log needs the fixture's test-only compaction plugin; ours reaches the model as system-prompt snapshots instead",
-    ),
-];
+const SKIPPED: &[(&str, &str)] = &[(
+    "acp/snapshots/agent-instructions",
+    "its instruction messages are the reference's agent-instructions plugin (baseline and change records with digests, re-entered through the inbox), and its log needs the fixture's test-only compaction plugin; ours reaches the model as system-prompt snapshots instead",
+)];
 
 /// Cases whose inbox splices are not compared, and why.
 const INBOX_NOT_COMPARED: &[(&str, &str)] = &[(

@@ -13,7 +13,9 @@ pub(crate) fn prepare(root: &Path) -> Option<String> {
     if (!everything.is_dir() || !filesystem.is_dir())
         && let Err(reason) = crate::apt::run(&dir, "npm", &["ci", "--no-audit", "--no-fund"])
     {
-        return Some(format!("the reference MCP servers could not be installed: {reason}"));
+        return Some(format!(
+            "the reference MCP servers could not be installed: {reason}"
+        ));
     }
     None
 }

@@ -12,7 +12,8 @@ use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::control::HostControlService;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{
-    AbortCause, AgentOptions, ChildStatus, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
+    AbortCause, AgentOptions, ChildStatus, ContentBlock, Message, MessageSource, TurnEndReason,
+    TurnOutcome,
 };
 use dsh_session_seam::{CreateSession, SessionsService};
 use dsh_subagent_seam::{SUBAGENTS, SubagentsService};

@@ -12,8 +12,8 @@ use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::CancelBox;
 use dsh_protocol::{
     AbortCause, AgentStatus, ChildStatus, Concurrency, ContentBlock, DelegateArgs, InterruptArgs,
-    ListAgentsArgs, ListScope, Message, MessageSource, OutcomeSummary, ReportArgs,
-    SendMessageArgs, SubagentMode, ToolDecl, ToolReply,
+    ListAgentsArgs, ListScope, Message, MessageSource, OutcomeSummary, ReportArgs, SendMessageArgs,
+    SubagentMode, ToolDecl, ToolReply,
 };
 use dsh_tools_seam::{CallView, Tool};
 use serde_json::json;
@@ -65,20 +65,22 @@ fn declaration(kind: Kind) -> ToolDecl {
         })
     };
     let mut decl = match kind {
-        Kind::Subagent => {
-            let mut parameters = task(
-                "The whole task, self-contained: the child does not see this conversation.",
-            );
-            parameters["properties"]["run_in_background"] = json!({
-                "type": "boolean",
-                "description": "true (the default): answer the child's id at once; you are told when its run settles and can send it more with send_message. false: wait for its result."
-            });
-            ToolDecl::new(
-                "subagent",
-                "Hand a focused, independent task to a child agent that works in its own context and answers only its result. In the background by default; set run_in_background to false when your next step needs the result.",
-                parameters,
-            )
-        }
+        Kind::Subagent => ToolDecl::new(
+            "subagent",
+            "Hand a focused, independent task to a child agent that works in its own context and answers only its result. In the background by default; set run_in_background to false when your next step needs the result.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": string("A short label for the task (3-5 words), shown to people."),
+                    "prompt": string("The whole task, self-contained: the child does not see this conversation."),
+                    "run_in_background": {
+                        "type": "boolean",
+                        "description": "true (the default): answer the child's id at once; you are told when its run settles and can send it more with send_message. false: wait for its result."
+                    }
+                },
+                "required": ["description", "prompt"]
+            }),
+        ),
         Kind::Fork => ToolDecl::new(
             "subagent_fork",
             "Hand a task to a child agent that starts from this conversation's completed turns (not the turn in progress), and wait for its result.",
@@ -135,147 +137,168 @@ fn declaration(kind: Kind) -> ToolDecl {
 }
 
 fn args<T: dsh_plugin_api::serde::de::DeserializeOwned>(call: &CallView) -> Result<T, String> {
-    serde_json::from_str(&call.arguments).map_err(|error| format!("arguments are not valid: {error}"))
+    serde_json::from_str(&call.arguments)
+        .map_err(|error| format!("arguments are not valid: {error}"))
 }
 
 impl DelegationTool {
     async fn run(&self, call: CallView, cancel: CancelBox) -> Result<ToolReply, String> {
         let caller = call.session.to_string();
-        let delegation = &self.delegation;
         match self.kind {
-            Kind::Subagent | Kind::Fork => {
-                let task: DelegateArgs = args(&call)?;
-                let background = self.kind == Kind::Subagent && task.run_in_background != Some(false);
-                let start = Start {
-                    parent: caller,
-                    scope: call.scope.iter().map(RString::to_string).collect(),
-                    cwd: call.cwd.to_string(),
-                    mode: match background {
-                        true => SubagentMode::Continuable,
-                        false => SubagentMode::OneShot,
-                    },
-                    provider: match self.kind {
-                        Kind::Fork => Provider::Fork,
-                        _ => Provider::Spawn,
-                    },
-                    label: task.description,
-                    prompt: task.prompt,
-                };
-                let starting = delegation.start(start)?;
-                let child = delegation.launch(starting).await?;
-                // Readers of the log (the web page's card) find the child's conversation.
-                let meta = json!({ "subagentId": child });
-                if background {
-                    delegation.watch(child.clone());
-                    let started = ToolReply::text(format!("started subagent {child}"));
-                    return Ok(started.with_meta(meta));
-                }
-                Ok(delegation.result_of(&child, &cancel).await.with_meta(meta))
-            }
-            Kind::SendMessage => {
-                let send: SendMessageArgs = args(&call)?;
-                let unavailable = || format!("subagent \"{}\" is unavailable", send.subagent_id);
-                let child = delegation.tree.get(&send.subagent_id).ok_or_else(unavailable)?;
-                if child.parent != caller || child.mode != SubagentMode::Continuable {
-                    return Err(unavailable());
-                }
-                let message = Message::user(
-                    "",
-                    vec![ContentBlock::text(send.message)],
-                    MessageSource::user(),
-                );
-                agents(&delegation.ctx)?
-                    .followup(&child.id, &message)
-                    .map_err(|error| format!("{}: {error}", unavailable()))?;
-                if delegation.tree.wake_if_ready(&child.id) {
-                    delegation.watch(child.id.clone());
-                }
-                Ok(ToolReply::text(format!(
-                    "message queued as the next turn for subagent {}",
-                    child.id
-                )))
-            }
-            Kind::Interrupt => {
-                let target: InterruptArgs = args(&call)?;
-                if !delegation.tree.is_below(&target.agent_id, &caller) {
-                    return Err(format!(
-                        "agent \"{}\" is not one you started",
-                        target.agent_id
-                    ));
-                }
-                let agents = agents(&delegation.ctx)?;
-                let running = agents.list().decode().unwrap_or_default().iter().any(|agent| {
-                    agent.id == target.agent_id && agent.status == AgentStatus::Running
-                });
-                if !running {
-                    return Ok(ToolReply::text(format!(
-                        "agent {} is not running; nothing to interrupt",
-                        target.agent_id
-                    )));
-                }
-                agents
-                    .cancel(
-                        RString::from(target.agent_id.as_str()),
-                        Json::encode(&AbortCause::Parent),
-                        true,
-                    )
-                    .into_result()
-                    .map_err(|error| error.to_string())?;
-                Ok(ToolReply::text(format!(
-                    "interrupt requested for agent {}",
-                    target.agent_id
-                )))
-            }
-            Kind::List => {
-                let list: ListAgentsArgs = args(&call)?;
-                let descendants = list.scope == ListScope::Descendants;
-                let lines: Vec<String> = delegation
-                    .tree
-                    .walk(&caller, descendants)
-                    .into_iter()
-                    .filter(|node| node.mode == SubagentMode::Continuable)
-                    .map(|node| {
-                        let status = match node.status {
-                            ChildStatus::Running => "running",
-                            ChildStatus::Idle => "idle",
-                            ChildStatus::Ready => "ready",
-                        };
-                        let mut line = format!("{} [{status}] — {}", node.id, node.label);
-                        if descendants {
-                            line.push_str(&format!(" (parent {}, depth {})", node.parent, node.depth));
-                        }
-                        line
-                    })
-                    .collect();
-                Ok(ToolReply::text(match lines.is_empty() {
-                    true => "no subagents".to_owned(),
-                    false => lines.join("\n"),
-                }))
-            }
-            Kind::Report => {
-                let report: ReportArgs = args(&call)?;
-                let node = delegation
-                    .tree
-                    .get(&caller)
-                    .ok_or("report is for subagents: no agent started this one")?;
-                let message = Message::user(
-                    "",
-                    vec![
-                        ContentBlock::text(format!("Background subagent {caller} reported:")),
-                        ContentBlock::text(report.output),
-                    ],
-                    MessageSource::subagent_report(&caller),
-                );
-                // Staged without waking: a running parent reads it at its next step, an idle
-                // one with the notice that wakes it.
-                let id = agents(&delegation.ctx)?
-                    .inject(&node.parent, &message)
-                    .map_err(|error| format!("the report was not delivered: {error}"))?;
-                Ok(ToolReply::text(format!(
-                    "report accepted by the agent that started you as message {id}"
-                )))
-            }
+            Kind::Subagent | Kind::Fork => self.delegate(&call, &cancel).await,
+            Kind::SendMessage => self.send_message(&caller, args(&call)?),
+            Kind::Interrupt => self.interrupt(&caller, args(&call)?),
+            Kind::List => Ok(self.list(&caller, args(&call)?)),
+            Kind::Report => self.report(&caller, args(&call)?),
         }
+    }
+
+    /// `subagent` and `subagent_fork`: start the child, then answer its id (background) or
+    /// its result.
+    async fn delegate(&self, call: &CallView, cancel: &CancelBox) -> Result<ToolReply, String> {
+        let task: DelegateArgs = args(call)?;
+        let background = self.kind == Kind::Subagent && task.run_in_background != Some(false);
+        let start = Start {
+            parent: call.session.to_string(),
+            scope: call.scope.iter().map(RString::to_string).collect(),
+            cwd: call.cwd.to_string(),
+            mode: match background {
+                true => SubagentMode::Continuable,
+                false => SubagentMode::OneShot,
+            },
+            provider: match self.kind {
+                Kind::Fork => Provider::Fork,
+                _ => Provider::Spawn,
+            },
+            label: task.description,
+            prompt: task.prompt,
+        };
+        let delegation = &self.delegation;
+        let starting = delegation.start(start)?;
+        let child = delegation.launch(starting).await?;
+        // Readers of the log (the web page's card) find the child's conversation.
+        let meta = json!({ "subagentId": child });
+        if background {
+            delegation.watch(child.clone());
+            let started = ToolReply::text(format!("started subagent {child}"));
+            return Ok(started.with_meta(meta));
+        }
+        Ok(delegation.result_of(&child, cancel).await.with_meta(meta))
+    }
+
+    /// More work for a background child of the caller: its next turn.
+    fn send_message(&self, caller: &str, send: SendMessageArgs) -> Result<ToolReply, String> {
+        let delegation = &self.delegation;
+        let unavailable = || format!("subagent \"{}\" is unavailable", send.subagent_id);
+        let child = delegation
+            .tree
+            .get(&send.subagent_id)
+            .filter(|child| child.parent == caller && child.mode == SubagentMode::Continuable)
+            .ok_or_else(unavailable)?;
+        let message = Message::user(
+            "",
+            vec![ContentBlock::text(send.message)],
+            MessageSource::user(),
+        );
+        agents(&delegation.ctx)?
+            .followup(&child.id, &message)
+            .map_err(|error| format!("{}: {error}", unavailable()))?;
+        // A child that had settled runs again: follow it until it settles again.
+        if delegation.tree.wake_if_ready(&child.id) {
+            delegation.watch(child.id.clone());
+        }
+        Ok(ToolReply::text(format!(
+            "message queued as the next turn for subagent {}",
+            child.id
+        )))
+    }
+
+    /// Cancels the running turn of an agent below the caller, keeping its queue.
+    fn interrupt(&self, caller: &str, target: InterruptArgs) -> Result<ToolReply, String> {
+        let delegation = &self.delegation;
+        if !delegation.tree.is_below(&target.agent_id, caller) {
+            return Err(format!(
+                "agent \"{}\" is not one you started",
+                target.agent_id
+            ));
+        }
+        let agents = agents(&delegation.ctx)?;
+        let running = agents
+            .list()
+            .decode()
+            .unwrap_or_default()
+            .iter()
+            .any(|agent| agent.id == target.agent_id && agent.status == AgentStatus::Running);
+        if !running {
+            return Ok(ToolReply::text(format!(
+                "agent {} is not running; nothing to interrupt",
+                target.agent_id
+            )));
+        }
+        agents
+            .cancel(
+                RString::from(target.agent_id.as_str()),
+                Json::encode(&AbortCause::Parent),
+                true,
+            )
+            .into_result()
+            .map_err(|error| error.to_string())?;
+        Ok(ToolReply::text(format!(
+            "interrupt requested for agent {}",
+            target.agent_id
+        )))
+    }
+
+    /// The caller's background children (or its whole tree), one line each.
+    fn list(&self, caller: &str, list: ListAgentsArgs) -> ToolReply {
+        let descendants = list.scope == ListScope::Descendants;
+        let lines: Vec<String> = self
+            .delegation
+            .tree
+            .walk(caller, descendants)
+            .into_iter()
+            .filter(|node| node.mode == SubagentMode::Continuable)
+            .map(|node| {
+                let status = match node.status {
+                    ChildStatus::Running => "running",
+                    ChildStatus::Idle => "idle",
+                    ChildStatus::Ready => "ready",
+                };
+                let line = format!("{} [{status}] — {}", node.id, node.label);
+                match descendants {
+                    true => format!("{line} (parent {}, depth {})", node.parent, node.depth),
+                    false => line,
+                }
+            })
+            .collect();
+        ToolReply::text(match lines.is_empty() {
+            true => "no subagents".to_owned(),
+            false => lines.join("\n"),
+        })
+    }
+
+    /// A child's result or finding, staged in its parent's inbox without waking it: a running
+    /// parent reads it at its next step, an idle one with the notice that wakes it.
+    fn report(&self, caller: &str, report: ReportArgs) -> Result<ToolReply, String> {
+        let delegation = &self.delegation;
+        let node = delegation
+            .tree
+            .get(caller)
+            .ok_or("report is for subagents: no agent started this one")?;
+        let message = Message::user(
+            "",
+            vec![
+                ContentBlock::text(format!("Background subagent {caller} reported:")),
+                ContentBlock::text(report.output),
+            ],
+            MessageSource::subagent_report(caller),
+        );
+        let id = agents(&delegation.ctx)?
+            .inject(&node.parent, &message)
+            .map_err(|error| format!("the report was not delivered: {error}"))?;
+        Ok(ToolReply::text(format!(
+            "report accepted by the agent that started you as message {id}"
+        )))
     }
 }
 

@@ -165,6 +165,7 @@ fn error_reply(error: &ToolError) -> ToolReply {
         name: info.as_ref().map(|info| info.name.clone()),
         code: info.map(|info| info.code),
         content: None,
+        meta: None,
     })
 }
 

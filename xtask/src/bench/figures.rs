@@ -23,6 +23,8 @@ const CONTEXT: &str = "Context (issue 13; ours only)";
 
 const MCP: &str = "MCP (issue 14; ours only)";
 
+const SUBAGENTS: &str = "Subagents (issue 14; ours only)";
+
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
         section: RUNTIME,
@@ -467,6 +469,30 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "mcp_call_overhead_stdio",
         peer: None,
         what: "what one MCP call over stdio costs against a direct tool call: the two steps' difference, the reference server's own work included (µs)",
+    },
+    Figure {
+        section: SUBAGENTS,
+        ours: "subagents_one_child_wall",
+        peer: None,
+        what: "one waited-for `subagent` call of the instant model: from the call to its result (the child's session, agent, turn and model call), median (µs)",
+    },
+    Figure {
+        section: SUBAGENTS,
+        ours: "subagents_ten_children_wall",
+        peer: None,
+        what: "ten such calls in one step, the children running at once: from the calls to the ten results (µs)",
+    },
+    Figure {
+        section: SUBAGENTS,
+        ours: "subagents_ten_over_one",
+        peer: None,
+        what: "ten children's wall time over one child's (10 would be no overlap at all)",
+    },
+    Figure {
+        section: SUBAGENTS,
+        ours: "subagents_rss_per_child",
+        peer: None,
+        what: "the host's peak RSS with ten live children minus with one, per child (KiB)",
     },
 ];
 

@@ -332,7 +332,10 @@ fn the_turn_claims_its_inbox_once_open_and_at_every_step_boundary() {
     assert_eq!(outcome.reason, TurnEndReason::Completed);
     // Once open (with the next-turn message), before step 2, after the last step, and after
     // `agent/turn-stopping` (whose listeners may steer).
-    assert_eq!(*lock(&claims), [(1, true), (1, false), (1, false), (1, false)]);
+    assert_eq!(
+        *lock(&claims),
+        [(1, true), (1, false), (1, false), (1, false)]
+    );
     let inputs = session.data_of("user/message");
     assert_eq!(inputs[0]["content"][0]["text"], "from the inbox");
     // The claim came after `turn/start`, as the turn flow says.

@@ -64,6 +64,14 @@ pub struct Config {
     /// history takes time the next request's gap would show: keep these apart from `report`.
     #[serde(default, rename = "reportBytes")]
     pub report_bytes: Vec<usize>,
+    /// The first session's first request answers this many `subagent` calls (waited for, run
+    /// at once); every child answers at once; the first session's next request prints
+    /// `bench delegation_wall_us <n> <µs>` (from the calls to the results) and its answer is
+    /// held `holdMs`, so the host's memory can be read with every child still in it.
+    #[serde(default)]
+    pub delegate: Option<usize>,
+    #[serde(default, rename = "holdMs")]
+    pub hold_ms: u64,
 }
 
 struct Clock {
@@ -80,6 +88,65 @@ struct Clock {
     steps: usize,
     report: Vec<usize>,
     report_bytes: Vec<usize>,
+    delegation: Option<Delegation>,
+}
+
+/// The `delegate` mode's state: how many children, the parent, when it delegated.
+struct Delegation {
+    children: usize,
+    hold: std::time::Duration,
+    parent: Mutex<Option<String>>,
+    delegated_at: Mutex<Option<Instant>>,
+}
+
+impl Delegation {
+    /// The answer to a request of `session` in the `delegate` mode.
+    fn answer(&self, ctx: &Context, session: &str) -> Chunks {
+        let is_parent = lock(&self.parent).get_or_insert_with(|| session.to_owned()) == session;
+        let mut pace = None;
+        let chunks = if !is_parent {
+            answer(ContentBlock::text("child done"), FinishReason::Stop)
+        } else if let Some(at) = *lock(&self.delegated_at) {
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "bench delegation_wall_us {} {:.3}",
+                self.children,
+                at.elapsed().as_secs_f64() * 1e6
+            );
+            pace = Some((ctx.clone(), self.hold));
+            answer(ContentBlock::text("all answered"), FinishReason::Stop)
+        } else {
+            *lock(&self.delegated_at) = Some(Instant::now());
+            calls(self.children)
+        };
+        Chunks {
+            chunks,
+            next: AtomicUsize::new(0),
+            pace,
+        }
+    }
+}
+
+/// `count` waited-for `subagent` calls in one answer.
+fn calls(count: usize) -> Vec<Json<StreamChunk>> {
+    let mut chunks = Vec::with_capacity(count * 2 + 1);
+    for index in 0..count {
+        let arguments = dsh_plugin_api::serde_json::json!({
+            "description": format!("child {index}"),
+            "prompt": "Answer at once.",
+            "run_in_background": false
+        });
+        let block = ContentBlock::tool_call(format!("d{index}"), "subagent", arguments.to_string());
+        #[allow(clippy::cast_possible_truncation, reason = "a handful of children")]
+        let index = index as u32;
+        chunks.push(StreamChunk::BlockStart {
+            index,
+            block_type: block.block_type(),
+        });
+        chunks.push(StreamChunk::BlockEnd { index, block });
+    }
+    chunks.push(StreamChunk::finish(FinishReason::ToolCalls));
+    chunks.iter().map(Json::encode).collect()
 }
 
 struct Instantly(Arc<Clock>);
@@ -189,6 +256,10 @@ impl Adapter for Instantly {
             return async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi();
         }
         let clock = &self.0;
+        if let Some(delegation) = &clock.delegation {
+            let stream = delegation.answer(&clock.ctx, session_of(text));
+            return async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi();
+        }
         let number = clock.requests.fetch_add(1, Ordering::Relaxed) + 1;
         let now = Instant::now();
         if let Some(last) = lock(&clock.last).replace(now)
@@ -349,6 +420,12 @@ impl Plugin for BenchModel {
             steps: config.steps,
             report: config.report,
             report_bytes: config.report_bytes,
+            delegation: config.delegate.map(|children| Delegation {
+                children,
+                hold: std::time::Duration::from_millis(config.hold_ms),
+                parent: Mutex::default(),
+                delegated_at: Mutex::default(),
+            }),
         });
         let adapter = llm
             .register(Adapter_TO::from_value(Instantly(clock), TD_Opaque))

@@ -14,6 +14,7 @@ mod mcp;
 mod process;
 mod sandbox;
 mod session;
+mod subagents;
 mod tools;
 mod web;
 
@@ -91,6 +92,13 @@ fn main() {
         }
     });
     let result = result.and_then(|()| if wants("mcp") { mcp::run() } else { Ok(()) });
+    let result = result.and_then(|()| {
+        if wants("subagents") {
+            subagents::run()
+        } else {
+            Ok(())
+        }
+    });
     let result = result.and_then(|()| if wants("web") { web::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("session") {
