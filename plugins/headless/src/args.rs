@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 pub(crate) const USAGE: &str = "usage: dsh-host --profile headless [OPTIONS] \"TASK\"
 
-Runs one agent turn on TASK and prints the final answer.
+Runs an agent on TASK (and each --then task after it) and prints the final answer.
 
 options:
   --output text|stream-json  what stdout carries (default: text, the final answer)
@@ -12,6 +12,8 @@ options:
   --cwd DIR                  working directory of the tools (default: the current one)
   --model PROVIDER/MODEL     the model route (split at the first '/')
   --replay FILE              answer every model request from a recorded session log
+  --then TASK                another task, run once the one before completed and everything
+                             it delegated settled (repeatable)
   -h, --help                 this text";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +30,8 @@ pub(crate) struct Args {
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) model: Option<(String, String)>,
     pub(crate) replay: Option<PathBuf>,
+    /// Tasks run after `task`, in order.
+    pub(crate) then: Vec<String>,
 }
 
 /// A command line the runner cannot run, in words for the user.
@@ -58,6 +62,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut task = Vec::new();
     let mut output = Output::Text;
     let (mut resume, mut cwd, mut model, mut replay) = (None, None, None, None);
+    let mut then = Vec::new();
     let mut rest = args.iter();
     let mut literal = false;
     while let Some(arg) = rest.next() {
@@ -88,6 +93,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
             "--cwd" => cwd = Some(PathBuf::from(value("--cwd")?)),
             "--model" => model = Some(split_route(&value("--model")?)?),
             "--replay" => replay = Some(PathBuf::from(value("--replay")?)),
+            "--then" => then.push(value("--then")?),
             other => return Err(UsageError(format!("unknown option `{other}`"))),
         }
     }
@@ -104,6 +110,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
         cwd,
         model,
         replay,
+        then,
     }))
 }
 
@@ -130,6 +137,7 @@ mod tests {
             panic!("{parsed:?}")
         };
         assert_eq!(args.task, "fix it");
+        assert!(args.then.is_empty());
         assert_eq!(args.output, Output::StreamJson);
         assert_eq!(
             args.model,

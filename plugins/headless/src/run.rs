@@ -276,54 +276,31 @@ impl Runner {
         route: Route,
     ) -> i32 {
         let stopped = lock(&self.current).stopped.clone();
-        let task = Message::user(
-            "",
-            vec![ContentBlock::text(args.task.as_str())],
-            MessageSource::user(),
-        );
-        let outcome = match agents {
-            // The task is a followup: queued on next-turn (logged), it wakes the idle agent,
-            // whose driver runs the turn that claims it.
-            Some(agents) => {
-                if let Err(error) = agents.followup(&id, &task) {
-                    err(&format!("dsh: {error}"));
-                    return 1;
-                }
-                drop(agents);
-                match self.until_settled(&id, &stopped).await {
-                    Ok(outcome) => outcome,
-                    Err(error) => {
-                        err(&format!("dsh: {error}"));
-                        return 1;
-                    }
-                }
+        let tasks: Vec<&str> = std::iter::once(args.task.as_str())
+            .chain(args.then.iter().map(String::as_str))
+            .collect();
+        // The registry is not held across the tasks: if its row unloads, a wait ends.
+        let registry = agents.is_some();
+        drop(agents);
+        let mut outcome = None;
+        let mut usage = dsh_protocol::TokenUsage::default();
+        for (index, text) in tasks.iter().enumerate() {
+            // A later task runs only after the one before it completed.
+            let completed = outcome
+                .as_ref()
+                .is_none_or(|last: &TurnOutcome| last.reason == TurnEndReason::Completed);
+            if index > 0 && (!completed || stopped.is_fired()) {
+                break;
             }
-            // Without an agent registry the turn takes the task directly.
-            None => {
-                let Ok(Some(driver)) = self.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
-                    err("dsh: neither an `agents` nor an `agent_loop` service is mounted");
-                    return 1;
-                };
-                let running = driver.run_turn(TurnRequest {
-                    session: id.as_str().into(),
-                    input: Json::encode(&vec![task]),
-                    inbox: abi_stable::std_types::RNone,
-                    provider: route.provider.as_str().into(),
-                    model: route.model.as_str().into(),
-                    cwd: route.cwd.as_str().into(),
-                    scope: RVec::new(),
-                });
-                let mut running = std::pin::pin!(running);
-                let outcome = match first_of(running.as_mut(), stopped.wait()).await {
-                    Either::Left(outcome) => outcome,
-                    Either::Right(()) => {
-                        driver.cancel(id.as_str().into(), Json::encode(&self.cause()));
-                        running.await
-                    }
-                };
-                outcome.decode().ok()
+            outcome = match self.task(registry, &id, &route, text, &stopped).await {
+                Ok(outcome) => outcome,
+                Err(code) => return code,
+            };
+            if let Some(last) = &outcome {
+                usage = usage.saturating_add(last.usage);
             }
-        };
+        }
+        let outcome = outcome.map(|last| TurnOutcome { usage, ..last });
         let outcome = outcome.unwrap_or_else(|| {
             TurnOutcome::unopened(
                 id.as_str(),
@@ -344,6 +321,64 @@ impl Runner {
         }
         err(&format!("dsh: session {id}"));
         exit_code(&outcome.reason)
+    }
+
+    /// Runs one task on session `id`: through the agents registry (a followup, then the
+    /// wait for everything it started to settle), or straight on the driver without one.
+    async fn task(
+        &self,
+        registry: bool,
+        id: &str,
+        route: &Route,
+        text: &str,
+        stopped: &Arc<CancelFlag>,
+    ) -> Result<Option<TurnOutcome>, i32> {
+        let task = Message::user("", vec![ContentBlock::text(text)], MessageSource::user());
+        match registry {
+            // The task is a followup: queued on next-turn (logged), it wakes the idle agent,
+            // whose driver runs the turn that claims it.
+            true => {
+                let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+                    err("dsh: the `agents` registry went away");
+                    return Err(1);
+                };
+                let queued = agents.followup(id, &task);
+                drop(agents);
+                if let Err(error) = queued {
+                    err(&format!("dsh: {error}"));
+                    return Err(1);
+                }
+                self.until_settled(id, stopped).await.map_err(|error| {
+                    err(&format!("dsh: {error}"));
+                    1
+                })
+            }
+            // Without an agent registry the turn takes the task directly.
+            false => {
+                let Ok(Some(driver)) = self.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
+                    err("dsh: neither an `agents` nor an `agent_loop` service is mounted");
+                    return Err(1);
+                };
+                let running = driver.run_turn(TurnRequest {
+                    session: id.into(),
+                    input: Json::encode(&vec![task]),
+                    inbox: abi_stable::std_types::RNone,
+                    provider: route.provider.as_str().into(),
+                    model: route.model.as_str().into(),
+                    cwd: route.cwd.as_str().into(),
+                    scope: RVec::new(),
+                });
+                let mut running = std::pin::pin!(running);
+                let outcome = match first_of(running.as_mut(), stopped.wait()).await {
+                    Either::Left(outcome) => outcome,
+                    Either::Right(()) => {
+                        driver.cancel(id.into(), Json::encode(&self.cause()));
+                        running.await
+                    }
+                };
+                Ok(outcome.decode().ok())
+            }
+        }
     }
 
     /// The outcome of the agent's last turn once it is idle and nothing it delegated still

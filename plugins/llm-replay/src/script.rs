@@ -214,6 +214,8 @@ fn derive(path: &Path) -> Result<Derived, ScriptError> {
     })?;
     let mut created = 0;
     let mut id = None;
+    // A forked log starts with the events it was seeded with: answers its parent got.
+    let mut seed_length = 0;
     let mut entries = Vec::new();
     let mut current = Vec::new();
     for (number, line) in text.lines().enumerate() {
@@ -229,13 +231,14 @@ fn derive(path: &Path) -> Result<Derived, ScriptError> {
         if value.get("type").and_then(Value::as_str) == Some("session") {
             created = value.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
             id = value.get("id").and_then(Value::as_str).map(str::to_owned);
+            seed_length = value.get("seedLength").and_then(Value::as_u64).unwrap_or(0);
             continue;
         }
         // Replay scripts need not be durable logs (no header checks), so lines are read one
         // by one, packed chunk rows expanded.
         let events =
             dsh_session_jsonl::decode_record(value).map_err(|error| bad(error.to_string()))?;
-        for event in events {
+        for event in events.into_iter().filter(|event| event.seq >= seed_length) {
             match event.kind.as_str() {
                 "assistant/chunk" => {
                     let Some(chunk) = event.data.get("chunk") else {
