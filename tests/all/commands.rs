@@ -57,10 +57,19 @@ fn commands_run_instead_of_reaching_the_model() {
     assert!(server.requests().is_empty());
     prompt(&web, &session, "Remember the codeword PELICAN.");
     socket.until(300, turn_ended);
+    // The page is sent the meter as it moves: the provider's count of the answered request
+    // plus an estimate of what came since, against the model's window.
+    let is_meter =
+        |frame: &Value| frame["type"] == "session/projection" && frame["key"] == "context";
+    let pushed = socket.until(300, is_meter).pop().filter(is_meter).expect("a meter frame");
     let meter = web.call("session.context", &json!({"sessionId": session}));
+    assert_eq!(meter, pushed["value"], "{pushed}");
     assert_eq!(meter["window"], 1_000_000, "{meter}");
-    assert!(
-        meter["tokens"].as_u64().is_some_and(|tokens| tokens > 0),
+    let measured = meter["measured"].as_u64().expect("the provider's count");
+    assert!(measured > 0, "{meter}");
+    assert_eq!(
+        meter["tokens"].as_u64(),
+        Some(measured + meter["estimatedSince"].as_u64().unwrap()),
         "{meter}"
     );
     // The agent is idle once its driver says so, just after the turn's end.

@@ -32,6 +32,29 @@ fn running(ctx: &Context, session: &str) -> bool {
         .any(|agent| agent.id == session && agent.status == AgentStatus::Running)
 }
 
+/// Compacts idle session `session` now (the command's and the service's way); fails naming
+/// why.
+pub(crate) async fn compact_now(
+    ctx: &Context,
+    settings: Settings,
+    busy: &Mutex<HashSet<String>>,
+    trackers: &Trackers,
+    session: &str,
+    focus: Option<&str>,
+) -> Result<(), String> {
+    if running(ctx, session) {
+        return Err(
+            "a turn is running: /compact once it ends (cancel it first to compact now)".to_owned(),
+        );
+    }
+    if !lock(busy).insert(session.to_owned()) {
+        return Err("this session is compacting already".to_owned());
+    }
+    let done = compact(ctx, &settings, session, None, Keep::Least, focus, trackers).await;
+    lock(busy).remove(session);
+    done.map_err(|error| error.to_string())
+}
+
 /// Answers `/compact` on `commands/run` and declares it on `commands/list`.
 pub(crate) fn answer(
     ctx: &Context,
@@ -53,33 +76,13 @@ pub(crate) fn answer(
                 Ok(call) if call.name == "compact" => call,
                 _ => return next.run().await,
             };
-            if running(&ctx, &call.session) {
-                return Ok(Json::encode(&CommandOutcome::error(
-                    "a turn is running: /compact once it ends (cancel it first to compact now)",
-                )));
-            }
-            if !lock(&busy).insert(call.session.clone()) {
-                return Ok(Json::encode(&CommandOutcome::error(
-                    "this session is compacting already",
-                )));
-            }
             let focus = (!call.args.is_empty()).then_some(call.args.as_str());
-            let done = compact(
-                &ctx,
-                &settings,
-                &call.session,
-                None,
-                Keep::Least,
-                focus,
-                &trackers,
-            )
-            .await;
-            lock(&busy).remove(&call.session);
-            let outcome = match done {
+            let outcome = match compact_now(&ctx, settings, &busy, &trackers, &call.session, focus).await
+            {
                 Ok(()) => CommandOutcome::success(
                     "Compacted: the older part of this session is now a summary.",
                 ),
-                Err(error) => CommandOutcome::error(error.to_string()),
+                Err(error) => CommandOutcome::error(error),
             };
             Ok(Json::encode(&outcome))
         }

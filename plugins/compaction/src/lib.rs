@@ -11,12 +11,14 @@
 //! the turn: blocked before a step, `error` after an overflow. The window is the latest
 //! `request/context`'s (the model catalog's), or the row's `contextWindow`. `/compact [focus]`
 //! compacts an idle session at once, below the threshold too. Old tool results over 8,192 code
-//! points are pruned to their head and tail in batches (see `prune`).
+//! points are pruned to their head and tail in batches (see `prune`). The service
+//! `compaction` answers a session's token meter and compacts on demand.
 
 mod command;
 mod compact;
 mod plan;
 mod prune;
+mod service;
 mod summarize;
 mod surface;
 
@@ -75,6 +77,7 @@ pub struct CompactionPlugin;
 
 impl Plugin for CompactionPlugin {
     const NAME: &'static str = "compaction";
+    const PROVIDES: &'static [&'static str] = &[dsh_context_seam::COMPACTION];
     type Config = CompactionConfig;
 
     async fn apply(ctx: Context, config: CompactionConfig) -> Result<(), PluginError> {
@@ -168,6 +171,16 @@ impl Plugin for CompactionPlugin {
             }
         })?;
         command::answer(&ctx, settings, running.clone(), trackers.clone())?;
+        let service = service::Service {
+            ctx: ctx.clone(),
+            settings,
+            busy: running.clone(),
+            trackers: trackers.clone(),
+        };
+        ctx.provide(
+            dsh_context_seam::COMPACTION,
+            dsh_context_seam::Compaction_TO::from_value(service, abi_stable::sabi_trait::TD_Opaque),
+        )?;
         let (after, busy, trackers) = (ctx.clone(), running, trackers);
         ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
             let (ctx, busy, trackers) = (after.clone(), busy.clone(), trackers.clone());

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use dsh_plugin_api::lock;
 use dsh_protocol::{
     AssistantChunkEvent, Message, RequestContextEvent, RequestHeader, RequestHeaderEvent,
-    StreamChunk, SurfaceOp,
+    StreamChunk, SurfaceOp, TokenMeter,
 };
 use dsh_session_seam::{EventRecord, SessionBox};
 
@@ -36,6 +36,8 @@ pub(crate) struct Surface {
     measured: Option<(u64, u64)>,
     /// A usage chunk not yet paired with its assistant message.
     pending_usage: Option<u64>,
+    /// The cache hits the latest usage chunk reported.
+    cache_hits: Option<u64>,
     read_up_to: u64,
 }
 
@@ -46,6 +48,19 @@ impl Surface {
         match self.measured {
             Some((counted, covered)) => counted + self.total.saturating_sub(covered),
             None => self.header_tokens + self.total,
+        }
+    }
+
+    /// The meter: what the next request carries, of which what the provider counted.
+    fn meter(&self, window: Option<u64>) -> TokenMeter {
+        let tokens = self.tokens();
+        let measured = self.measured.map(|(counted, _)| counted);
+        TokenMeter {
+            tokens,
+            measured,
+            estimated_since: tokens.saturating_sub(measured.unwrap_or(0)),
+            window: window.or(self.context_window),
+            cache_hit_tokens: self.cache_hits,
         }
     }
 
@@ -83,6 +98,7 @@ impl Surface {
                     && let StreamChunk::Usage { usage } = event.chunk
                 {
                     self.pending_usage = Some(usage.input_tokens + usage.output_tokens);
+                    self.cache_hits = usage.cache_read_tokens;
                 }
                 return;
             }
@@ -204,6 +220,14 @@ impl Trackers {
         surface.catch_up(session);
         let window = window.or(surface.context_window)?;
         Some((surface.tokens(), window))
+    }
+
+    /// The token meter of `session`.
+    pub(crate) fn meter(&self, session: &SessionBox, window: Option<u64>) -> TokenMeter {
+        let mut all = lock(&self.0);
+        let surface = all.entry(session.id().to_string()).or_default();
+        surface.catch_up(session);
+        surface.meter(window)
     }
 
     /// Forgets a session that left the registry.

@@ -232,8 +232,12 @@ function setRunning(running) {
 async function refreshContext() {
   if (!state.open) return;
   const id = state.open.id;
-  const { tokens, window } = await call("session.context", { sessionId: id });
+  const meter = await call("session.context", { sessionId: id });
   if (state.open?.id !== id) return;
+  renderContext(meter);
+}
+
+function renderContext({ tokens, window, cacheHitTokens }) {
   const meter = $("context-meter");
   meter.hidden = !(tokens && window);
   if (meter.hidden) return;
@@ -241,6 +245,7 @@ async function refreshContext() {
   $("context-fill").style.width = `${share}%`;
   meter.classList.toggle("high", share >= 80);
   $("context-text").textContent = `${share.toFixed(share < 10 ? 1 : 0)}% of ${window >= 1000 ? `${Math.round(window / 1000)}k` : window}`;
+  meter.title = `${tokens} of ${window} tokens${cacheHitTokens ? `; ${cacheHitTokens} of the latest request's served from the provider's cache` : ""}`;
 }
 
 function renderHeader() {
@@ -303,7 +308,6 @@ function onFrame(frame) {
       state.open.lastSeq = frame.seq;
       applyOps(frame.ops);
       if (frame.running !== undefined) setRunning(frame.running);
-      if (frame.ops.some((op) => op.item?.kind === "turn-end")) refreshContext().catch(() => {});
       if (frame.title) {
         state.open.title = frame.title;
         renderHeader();
@@ -311,6 +315,9 @@ function onFrame(frame) {
       }
       break;
     case "session/subscribed":
+      break;
+    case "session/projection":
+      if (state.open && frame.sessionId === state.open.id && frame.key === "context") renderContext(frame.value);
       break;
     case "session/queue":
       if (state.open && frame.sessionId === state.open.id) renderQueue(frame.queue);

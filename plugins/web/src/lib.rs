@@ -39,6 +39,7 @@ use dsh_agent_seam::{
     AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS,
     AgentsService,
 };
+use dsh_context_seam::{COMPACTION, CompactionService};
 use dsh_protocol::{AgentNoticeData, AgentStatus, ServerFrame, SessionSummary};
 use dsh_session_seam::{SESSION_CREATED, SESSION_EVENT};
 
@@ -197,9 +198,41 @@ impl Plugin for WebPlugin {
 
 /// Feeds the hub: every committed event (for the sessions clients follow), every session that
 /// appears and every agent that starts or stops running (for every client's list).
+/// Sends `session`'s token meter to the pages that follow it, as a `session/projection`.
+fn push_meter(ctx: &Context, hub: &Arc<Hub>, session: &str) {
+    let (ctx, hub, session) = (ctx.clone(), hub.clone(), session.to_owned());
+    // Off the event's own dispatch: the meter reads the session's log.
+    let _ = ctx.clone().spawn(async move {
+        let Ok(Some(compaction)) = ctx.get::<CompactionService>(COMPACTION) else {
+            return;
+        };
+        let Ok(Some(meter)) = compaction.meter(RString::from(session.as_str())).decode() else {
+            return;
+        };
+        let value = serde_json::to_value(meter).unwrap_or_default();
+        hub.to_followers(
+            &session,
+            &ServerFrame::Projection {
+                session_id: session.clone(),
+                key: "context".to_owned(),
+                value,
+            },
+        );
+    });
+}
+
 fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
-    let events = hub.clone();
-    ctx.on_emit(&SESSION_EVENT, move |record| events.committed(record))?;
+    let (events, meters) = (hub.clone(), ctx.clone());
+    ctx.on_emit(&SESSION_EVENT, move |record| {
+        events.committed(record);
+        // The meter moves with each answer (the provider's count) and each compaction.
+        if matches!(
+            record.kind.as_str(),
+            "assistant/message" | "compaction/end" | "turn/end"
+        ) {
+            push_meter(&meters, &events, record.session.as_str());
+        }
+    })?;
     let created = hub.clone();
     ctx.on_emit(&SESSION_CREATED, move |id| {
         let now = std::time::SystemTime::now()

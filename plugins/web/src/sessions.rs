@@ -396,10 +396,22 @@ impl Api {
         Ok(serde_json::json!({}))
     }
 
-    /// `session.context`: the token meter of a session: the provider's count of its latest
-    /// answered request against the model's window (the latest `request/context` that named
-    /// one), as `session show` prints it.
+    /// `session.context`: the token meter of a session: the compaction service's (the
+    /// provider's count of the latest request plus an estimate of what came since), or,
+    /// without that row, the provider's count of its latest answered request against the
+    /// model's window (the latest `request/context` that named one), as `session show` prints
+    /// it.
     pub(crate) async fn context(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
+        // The compaction row keeps each live session's meter up to date: ask it first.
+        if let Ok(Some(compaction)) = self
+            .ctx
+            .get::<dsh_context_seam::CompactionService>(dsh_context_seam::COMPACTION)
+            && let Ok(Some(meter)) = compaction
+                .meter(RString::from(request.session_id.as_str()))
+                .decode()
+        {
+            return Ok(serde_json::to_value(meter).unwrap_or_default());
+        }
         let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };

@@ -72,3 +72,22 @@ event_data!(CompactionEndEvent, "compaction/end");
 /// blocks, then the closing tag.
 pub const SUMMARY_PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.\n\n<compacted-summary>";
 pub const SUMMARY_CLOSE: &str = "</compacted-summary>";
+
+/// The token meter of a session: what its next request would carry against its model's
+/// window. `tokens` is the provider's count of the latest answered request (`measured`) plus
+/// an estimate of what was appended since (`estimatedSince`), or an estimate of everything
+/// before the provider counted anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenMeter {
+    pub tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<u64>,
+    pub estimated_since: u64,
+    /// The model's context window, when the catalog or the row names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// Of the latest request's input, the tokens the provider served from its cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit_tokens: Option<u64>,
+}

@@ -48,7 +48,7 @@ pub use commands::{
 };
 pub use compaction::{
     CompactionEndEvent, CompactionStartEvent, CompactionSummaryEvent, SUMMARY_CLOSE,
-    SUMMARY_PREAMBLE, ShadowedRange,
+    SUMMARY_PREAMBLE, ShadowedRange, TokenMeter,
 };
 pub use content::{
     BlockType, ContentBlock, ImageAttachment, Message, MessageSource, ModelSource, PluginSource,

@@ -454,6 +454,14 @@ pub enum ServerFrame {
         queue: crate::agent::InboxListing,
     },
     /// A session was deleted (moved to the trash).
+    /// A per-session value the page shows beside the conversation (`key: "context"`: the
+    /// token meter), pushed when it changes.
+    #[serde(rename = "session/projection")]
+    Projection {
+        session_id: String,
+        key: String,
+        value: serde_json::Value,
+    },
     #[serde(rename = "host/session-removed")]
     SessionRemoved { session_id: String },
     /// A session started or stopped running a turn.
