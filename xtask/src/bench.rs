@@ -2,8 +2,10 @@
 //! script (`../shared/peers/cordis-bench`) three times each, one after the other (never at once:
 //! two cores), and writes BENCHMARKS.md with our median beside the committed baseline
 //! (`xtask/bench-baseline.tsv`: "before", this run: "now", and the change in percent), the
-//! peer's median and the ratio.
+//! peer's median and the ratio; then the whole-agent table of `../shared/peers/agents-bench`
+//! (ours against the peer agents installed here).
 
+mod agents;
 mod figures;
 
 use std::collections::BTreeMap;
@@ -58,7 +60,8 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
             Baseline::default()
         }
     };
-    let text = render(&ours, peer.as_ref(), &baseline);
+    let mut text = render(&ours, peer.as_ref(), &baseline);
+    text.push_str(&crate::timed("run agents-bench", || Ok(agents::section(root)))?);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");
     Ok(())
