@@ -76,11 +76,11 @@ fn a_tool_turn_serializes_exactly() {
         ),
     ]);
     call.system = Some("You are dsh.".into());
-    call.tools = vec![ToolSchema {
-        name: "bash".into(),
-        description: "Run a command".into(),
-        parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-    }];
+    call.tools = vec![ToolSchema::new(
+        "bash",
+        "Run a command",
+        &json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+    )];
     call.config.reasoning_effort = Some("high".into());
     call.config.temperature = Some(0.5);
     call.config.max_tokens = Some(1000);

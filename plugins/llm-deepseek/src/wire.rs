@@ -116,6 +116,6 @@ pub struct WireTool {
 pub struct WireFunction {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: serde_json::Value,
+    /// JSON Schema of the arguments, as the tool registry wrote it.
+    pub parameters: dsh_protocol::RawJson,
 }

@@ -103,7 +103,8 @@ impl Llm for Service {
     fn stream(&self, request: Json<GenerateRequest>) -> FfiFuture<StreamOutcome> {
         let registry = self.0.clone();
         async move {
-            let parsed = match request.decode() {
+            // Only the route is read here; the request is read whole once, innermost.
+            let parsed = match serde_json::from_str::<RouteOnly>(request.text()) {
                 Ok(parsed) => parsed,
                 Err(error) => {
                     return RErr(failure(
@@ -178,6 +179,19 @@ impl Llm for Service {
             None => RNone,
         }
     }
+}
+
+/// The part of a request the waterfall needs: whose provider it goes to.
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct RouteOnly {
+    config: ProviderOnly,
+}
+
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct ProviderOnly {
+    provider: String,
 }
 
 /// The history the adapter sends, taken out of the checked request: the session's derived

@@ -381,11 +381,7 @@ impl Tools for FakeTools {
     }
 
     fn schemas(&self, _scope: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, RString> {
-        let noop = ToolSchema {
-            name: "noop".to_owned(),
-            description: "Does nothing.".to_owned(),
-            parameters: serde_json::json!({"type": "object"}),
-        };
+        let noop = ToolSchema::new("noop", "Does nothing.", &serde_json::json!({"type": "object"}));
         ROk(Json::encode(&vec![noop]))
     }
 

@@ -67,8 +67,8 @@ pub use events::{
 pub use failure::{FailureCode, LlmFailure};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
-    ModelContext, ModelInfo, ModelReasoning, Purpose, ReasoningEffortInfo, ResolvedModelInfo,
-    ToolSchema,
+    ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,
+    ResolvedModelInfo, ToolSchema,
 };
 pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
 pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy};

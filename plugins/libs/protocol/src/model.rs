@@ -54,8 +54,57 @@ pub struct CallConfigAdapterDefaults {
 pub struct ToolSchema {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
+    /// JSON Schema of the arguments object, kept as its text: a request crosses several
+    /// plugins on its way to a provider, and each would otherwise rebuild every tool's schema
+    /// as a tree (a long tool list made that a large part of a step).
+    pub parameters: RawJson,
+}
+
+impl ToolSchema {
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: &serde_json::Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters: RawJson::from_value(parameters),
+        }
+    }
+}
+
+/// A JSON value carried as its text: read and written without being rebuilt, compared by its
+/// text (two spellings of one value differ).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct RawJson(#[schemars(with = "serde_json::Value")] Box<serde_json::value::RawValue>);
+
+impl RawJson {
+    /// The compact text of `value`.
+    pub fn from_value(value: &serde_json::Value) -> Self {
+        // A Value always serializes, and its text is always valid JSON.
+        Self(
+            serde_json::value::to_raw_value(value)
+                .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned()),
+        )
+    }
+
+    /// The value, rebuilt as a tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+
+    /// The text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
 }
 
 /// An input modality a model accepts.

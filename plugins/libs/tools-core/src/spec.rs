@@ -144,11 +144,7 @@ impl ToolSpec {
     /// The model-facing projection: an allowlist of three fields, built fresh, so no registry
     /// metadata can leak into a request by accident.
     pub fn schema(&self) -> ToolSchema {
-        ToolSchema {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            parameters: self.parameters.clone(),
-        }
+        ToolSchema::new(&self.name, &self.description, &self.parameters)
     }
 
     /// Validate parsed arguments against the enforced schema; always `Ok` for a passthrough tool.

@@ -13,11 +13,7 @@ use serde_json::json;
 fn schemas(names: &[&str]) -> Vec<ToolSchema> {
     names
         .iter()
-        .map(|name| ToolSchema {
-            name: (*name).to_owned(),
-            description: String::new(),
-            parameters: json!({}),
-        })
+        .map(|name| ToolSchema::new(*name, "", &json!({})))
         .collect()
 }
 
