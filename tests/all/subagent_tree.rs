@@ -4,7 +4,6 @@
 //! sent more work, is listed and is interrupted (scripted replays whose later calls name the
 //! child the run created, through the replay adapter's `{{fromRequest:…}}`).
 
-use std::path::Path;
 use std::time::Duration;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
@@ -12,35 +11,10 @@ use dsh_tests::{HostProcess, TestDir, run_host_with_env};
 use serde_json::{Value, json};
 
 use crate::headless::stream_json;
+use crate::subagents::{PLAIN_STORE, replayed_run, stored_logs};
 
 /// What Ctrl-C sends.
 const SIGINT: i32 = 2;
-
-/// The store writes plain JSONL, so the test reads every child's log.
-const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
-
-/// The logs the run stored (header, events), by header `createdAt`.
-fn stored_logs(home: &Path) -> Vec<(Value, Vec<Value>)> {
-    let mut logs = Vec::new();
-    let mut stack = vec![home.join("sessions")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.file_name().is_some_and(|name| name == "session.jsonl") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                let mut lines = text
-                    .lines()
-                    .map(|line| serde_json::from_str::<Value>(line).unwrap());
-                let header = lines.next().unwrap();
-                logs.push((header, lines.collect()));
-            }
-        }
-    }
-    logs.sort_by_key(|(header, _)| header["createdAt"].as_i64());
-    logs
-}
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events
@@ -296,24 +270,11 @@ fn replayed(dir: &TestDir, parent: &[Value], child: &[Value], task: &str) -> dsh
     dir.write("replay/session.1.jsonl", &script_log(2, child));
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    run_host_with_env(
+    replayed_run(
         &dir.home(),
-        &[
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--replay",
-            dir.join("replay/session.jsonl").to_str().unwrap(),
-            "--output",
-            "stream-json",
-            task,
-        ],
-        &[
-            ("DEEPSEEK_API_KEY", ""),
-            ("DSH_PERMISSION_MODE", "danger-full-access"),
-        ],
+        &work,
+        &dir.join("replay/session.jsonl"),
+        &[task],
     )
 }
 

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::Value;
 
-fn snapshots() -> PathBuf {
-    dsh_tests::workspace_root().join("../shared/fixtures/dsh/acp/snapshots")
+/// The recorded cases, by their path under the reference's fixtures.
+fn fixtures() -> PathBuf {
+    dsh_tests::workspace_root().join("../shared/fixtures/dsh")
 }
 
 /// The durable events compared, as the conformance suite compares them.
@@ -27,28 +28,47 @@ const DURABLE: [&str; 8] = [
 
 /// Recorded cases, replayed whole (a recording's later prompts follow with `--then`).
 const CASES: &[&str] = &[
-    "subagent-spawn-in-process",
-    "subagent-multi",
-    "subagent-parallel",
-    "subagent-depth-two-rejection",
-    "subagent-max-tokens-partial",
-    "subagent-continuable-inheritance",
-    "subagent-continuable",
-    "subagent-fork-in-process",
-    "subagent-mixed",
-    "subagent-report",
-    "subagent-list-agents",
+    "acp/snapshots/subagent-spawn-in-process",
+    "acp/snapshots/subagent-multi",
+    "acp/snapshots/subagent-parallel",
+    "acp/snapshots/subagent-depth-two-rejection",
+    "acp/snapshots/subagent-max-tokens-partial",
+    "acp/snapshots/subagent-continuable-inheritance",
+    "acp/snapshots/subagent-continuable",
+    "acp/snapshots/subagent-fork-in-process",
+    "acp/snapshots/subagent-mixed",
+    "acp/snapshots/subagent-report",
+    "acp/snapshots/subagent-list-agents",
+    "jsonrpc/snapshots/subagent-spawn-in-process",
 ];
+
+/// Per-case patch layers: the recording's own configuration where it differs from ours.
+const PATCHES: &[(&str, &str)] = &[(
+    "jsonrpc/snapshots/subagent-spawn-in-process",
+    "- id: subagents\n  config:\n    backgroundByDefault: false\n",
+)];
 
 /// Recorded cases not replayed, and why.
 const SKIPPED: &[(&str, &str)] = &[
     (
-        "subagent-child-question-rejection",
+        "acp/snapshots/subagent-child-question-rejection",
         "the child calls ask_user_question, a tool we do not have",
     ),
     (
-        "subagent-published-run-failure",
+        "acp/snapshots/subagent-published-run-failure",
         "it injects a failure into the reference's snapshot publisher, which we do not have",
+    ),
+    (
+        "acp/snapshots/product-subagent-both",
+        "product subagents (Codex and Claude Code run as children through their own command lines: tools subagent_codex_*, subagent_claude_*) are not built",
+    ),
+    (
+        "acp/snapshots/product-subagent-codex",
+        "product subagents (Codex run as a child through its own command line) are not built",
+    ),
+    (
+        "acp/snapshots/product-subagent-result-diagnostic",
+        "product subagents and their failure diagnostics are not built",
     ),
 ];
 
@@ -58,16 +78,19 @@ const SKIPPED: &[(&str, &str)] = &[
 /// compared, not the order of turns and splices.
 const TIMING_DEPENDENT: &[(&str, &str)] = &[
     (
-        "subagent-continuable",
+        "acp/snapshots/subagent-continuable",
         "besides the timing, the child's third turn fails inside the reference's snapshot store (a fault injected there)",
     ),
-    ("subagent-continuable-inheritance", "timing only"),
-    ("subagent-report", "timing only"),
-    ("subagent-list-agents", "timing only"),
+    (
+        "acp/snapshots/subagent-continuable-inheritance",
+        "timing only",
+    ),
+    ("acp/snapshots/subagent-report", "timing only"),
+    ("acp/snapshots/subagent-list-agents", "timing only"),
 ];
 
 /// The store writes plain JSONL, so the test reads every child's log.
-const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
+pub(crate) const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
 
 fn read_log(path: &Path) -> (Value, Vec<Value>) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -131,8 +154,41 @@ fn without_ids(lines: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// Every log the run stored, by header `createdAt`.
-fn stored_logs(home: &Path) -> Vec<(Value, Vec<Value>)> {
+/// A headless stream-json run in `work` whose model is the replay of `log` (child scripts
+/// beside it), with the prompts `tasks` (the first the task, the others `--then`), in
+/// danger-full-access.
+pub(crate) fn replayed_run(
+    home: &Path,
+    work: &Path,
+    log: &Path,
+    tasks: &[&str],
+) -> dsh_tests::Output {
+    let (task, later) = tasks.split_first().expect("a task");
+    let mut args = vec![
+        "--profile",
+        "headless",
+        "--",
+        "--cwd",
+        work.to_str().unwrap(),
+        "--replay",
+        log.to_str().unwrap(),
+        "--output",
+        "stream-json",
+    ];
+    args.extend(later.iter().flat_map(|prompt| ["--then", *prompt]));
+    args.push(task);
+    run_host_with_env(
+        home,
+        &args,
+        &[
+            ("DEEPSEEK_API_KEY", ""),
+            ("DSH_PERMISSION_MODE", "danger-full-access"),
+        ],
+    )
+}
+
+/// The logs the run stored (header, events), by header `createdAt`.
+pub(crate) fn stored_logs(home: &Path) -> Vec<(Value, Vec<Value>)> {
     let mut logs = Vec::new();
     let mut stack = vec![home.join("sessions")];
     while let Some(dir) = stack.pop() {
@@ -177,7 +233,7 @@ fn compare(
 }
 
 fn run_case(case: &str) -> Result<(), String> {
-    let folder = snapshots().join(case);
+    let folder = fixtures().join(case);
     let (_, recorded) = read_log(&folder.join("session.jsonl"));
     let recorded_children: Vec<(Value, Vec<Value>)> = (1..)
         .map(|n| folder.join(format!("session.{n}.jsonl")))
@@ -197,8 +253,12 @@ fn run_case(case: &str) -> Result<(), String> {
     let (task, later) = prompts
         .split_first()
         .ok_or("no user task in the recording")?;
-    let dir = TestDir::new(&format!("subagents-{case}"));
-    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    let dir = TestDir::new(&format!("subagents-{}", case.replace('/', "-")));
+    let patch = PATCHES
+        .iter()
+        .find(|(name, _)| *name == case)
+        .map_or("", |(_, patch)| patch);
+    dir.write("home/cordis.patch.yml", &format!("{PLAIN_STORE}{patch}"));
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let replay = dir.join("replay");
@@ -209,28 +269,11 @@ fn run_case(case: &str) -> Result<(), String> {
             std::fs::copy(entry.path(), replay.join(&name)).unwrap();
         }
     }
-    let out = run_host_with_env(
-        &dir.home(),
-        &[
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--replay",
-            replay.join("session.jsonl").to_str().unwrap(),
-            "--output",
-            "stream-json",
-        ]
-        .into_iter()
-        .chain(later.iter().flat_map(|prompt| ["--then", prompt.as_str()]))
-        .chain([task.as_str()])
-        .collect::<Vec<_>>(),
-        &[
-            ("DEEPSEEK_API_KEY", ""),
-            ("DSH_PERMISSION_MODE", "danger-full-access"),
-        ],
-    );
+    let tasks: Vec<&str> = std::iter::once(task)
+        .chain(later)
+        .map(String::as_str)
+        .collect();
+    let out = replayed_run(&dir.home(), &work, &replay.join("session.jsonl"), &tasks);
     let logs = stored_logs(&dir.home());
     let Some(((parent_header, ours), children)) = logs.split_first() else {
         return Err(format!(
@@ -353,25 +396,7 @@ fn headless_waits_for_a_background_child_and_answers_from_its_notice() {
         .as_str()
         .unwrap()
         .to_owned();
-    let out = run_host_with_env(
-        &dir.home(),
-        &[
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--replay",
-            replay.join("session.jsonl").to_str().unwrap(),
-            "--output",
-            "stream-json",
-            &task,
-        ],
-        &[
-            ("DEEPSEEK_API_KEY", ""),
-            ("DSH_PERMISSION_MODE", "danger-full-access"),
-        ],
-    );
+    let out = replayed_run(&dir.home(), &work, &replay.join("session.jsonl"), &[&task]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let lines: Vec<Value> = out
         .stdout

@@ -59,6 +59,8 @@ pub(crate) struct Delegation {
     pub(crate) ctx: Context,
     pub(crate) tree: Arc<Tree>,
     pub(crate) max_depth: u64,
+    /// `subagent`'s mode when a call does not say.
+    pub(crate) background_by_default: bool,
 }
 
 pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {

@@ -41,11 +41,17 @@ use crate::tree::Tree;
 pub struct SubagentsConfig {
     /// The deepest a child may be (1: children of a top-level agent only).
     pub max_depth: u64,
+    /// Whether `subagent` runs in the background when the call does not say (false: it waits
+    /// for the child's result, as the reference's SDK profile does).
+    pub background_by_default: bool,
 }
 
 impl Default for SubagentsConfig {
     fn default() -> Self {
-        Self { max_depth: 2 }
+        Self {
+            max_depth: 2,
+            background_by_default: true,
+        }
     }
 }
 
@@ -77,6 +83,7 @@ impl Plugin for SubagentsPlugin {
             ctx: ctx.clone(),
             tree: tree.clone(),
             max_depth: config.max_depth,
+            background_by_default: config.background_by_default,
         });
         let mut registrations = Vec::new();
         for kind in Kind::ALL {

@@ -53,7 +53,7 @@ fn string(description: &str) -> serde_json::Value {
     json!({"type": "string", "description": description})
 }
 
-fn declaration(kind: Kind) -> ToolDecl {
+fn declaration(kind: Kind, background_by_default: bool) -> ToolDecl {
     let task = |prompt: &str| {
         json!({
             "type": "object",
@@ -67,7 +67,14 @@ fn declaration(kind: Kind) -> ToolDecl {
     let mut decl = match kind {
         Kind::Subagent => ToolDecl::new(
             "subagent",
-            "Hand a focused, independent task to a child agent that works in its own context and answers only its result. In the background by default; set run_in_background to false when your next step needs the result.",
+            match background_by_default {
+                true => {
+                    "Hand a focused, independent task to a child agent that works in its own context and answers only its result. In the background by default; set run_in_background to false when your next step needs the result."
+                }
+                false => {
+                    "Hand a focused, independent task to a child agent that works in its own context and answers only its result. Waits for the result by default; set run_in_background to true to get the child's id at once and be told when it settles."
+                }
+            },
             json!({
                 "type": "object",
                 "properties": {
@@ -75,7 +82,10 @@ fn declaration(kind: Kind) -> ToolDecl {
                     "prompt": string("The whole task, self-contained: the child does not see this conversation."),
                     "run_in_background": {
                         "type": "boolean",
-                        "description": "true (the default): answer the child's id at once; you are told when its run settles and can send it more with send_message. false: wait for its result."
+                        "description": match background_by_default {
+                            true => "true (the default): answer the child's id at once; you are told when its run settles and can send it more with send_message. false: wait for its result.",
+                            false => "true: answer the child's id at once; you are told when its run settles and can send it more with send_message. false (the default): wait for its result.",
+                        }
                     }
                 },
                 "required": ["description", "prompt"]
@@ -157,7 +167,10 @@ impl DelegationTool {
     /// its result.
     async fn delegate(&self, call: &CallView, cancel: &CancelBox) -> Result<ToolReply, String> {
         let task: DelegateArgs = args(call)?;
-        let background = self.kind == Kind::Subagent && task.run_in_background != Some(false);
+        let background = self.kind == Kind::Subagent
+            && task
+                .run_in_background
+                .unwrap_or(self.delegation.background_by_default);
         let start = Start {
             parent: call.session.to_string(),
             scope: call.scope.iter().map(RString::to_string).collect(),
@@ -304,7 +317,10 @@ impl DelegationTool {
 
 impl Tool for DelegationTool {
     fn spec(&self) -> Json<ToolDecl> {
-        Json::encode(&declaration(self.kind))
+        Json::encode(&declaration(
+            self.kind,
+            self.delegation.background_by_default,
+        ))
     }
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
