@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent};
 use dsh_tests::{Output, TestDir, run_host_with_env};
 use serde_json::Value;
 
@@ -464,5 +464,111 @@ fn a_subagent_start_hook_gives_the_child_context() {
     assert!(
         child.contains("say CHILD") && child.contains("CHILD-CONTEXT"),
         "{child}"
+    );
+}
+
+/// A run whose first call (`first`) writes a PreToolUse hook for `bash` into the project's
+/// settings; the second call, at the very next step, must meet it.
+fn hook_written_by(name: &str, first: Reply) {
+    let (out, events, run) = headless_run(
+        name,
+        &[],
+        vec![first, bash_call("touch ran.txt"), Reply::text("understood")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        !run.work("ran.txt").exists(),
+        "the hook written first did not run"
+    );
+    let results = of_type(&events, "hook/result");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(
+        results[0]["data"]["stderrSummary"],
+        "written in the session"
+    );
+}
+
+fn blocking_settings() -> String {
+    claude(
+        "PreToolUse",
+        "bash",
+        &command("echo 'written in the session' >&2; exit 2"),
+    )
+}
+
+#[test]
+fn a_hook_file_the_agent_writes_applies_from_its_next_call() {
+    let write = serde_json::json!({
+        "file_path": ".claude/settings.json",
+        "content": blocking_settings(),
+    })
+    .to_string();
+    hook_written_by(
+        "hooks-written",
+        Reply::tool_calls(&[("call_0", "write", &write)]),
+    );
+}
+
+#[test]
+fn a_hook_file_a_command_writes_applies_from_its_next_call() {
+    let script = format!(
+        "mkdir -p .claude && printf '%s' {} > .claude/settings.json",
+        shell_quote(&blocking_settings())
+    );
+    let arguments = serde_json::json!({"command": script, "description": "set up"}).to_string();
+    hook_written_by(
+        "hooks-written-by-bash",
+        Reply::tool_calls(&[("call_0", "bash", &arguments)]),
+    );
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[test]
+fn a_hook_file_changed_outside_the_agents_calls_applies_once_the_watch_saw_it() {
+    // The first call tells where the work is; the test then writes the hook file itself (as
+    // an editor would) while the second reply waits, so only the watch can make it known.
+    let marks = TestDir::new("hooks-watch-marks");
+    let mark = marks.join("cwd");
+    let pwd = format!("pwd > {}", shell_quote(mark.to_str().unwrap()));
+    let writer = {
+        let mark = mark.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !mark.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            // Past the first call's own look at the files.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let cwd = std::fs::read_to_string(&mark).unwrap_or_default();
+            let settings = Path::new(cwd.trim()).join(".claude/settings.json");
+            std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+            std::fs::write(settings, blocking_settings()).unwrap();
+        })
+    };
+    let Reply::Sse(mut later) = bash_call("touch ran.txt") else {
+        panic!("a tool call is an SSE reply");
+    };
+    later.insert(0, SseEvent::Pause(std::time::Duration::from_secs(2)));
+    let (out, events, run) = headless_run(
+        "hooks-watched",
+        &[],
+        vec![
+            bash_call(&pwd),
+            Reply::Sse(later),
+            Reply::text("understood"),
+        ],
+    );
+    writer.join().unwrap();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        !run.work("ran.txt").exists(),
+        "the hook written meanwhile did not run"
+    );
+    assert_eq!(
+        of_type(&events, "hook/result")[0]["data"]["stderrSummary"],
+        "written in the session"
     );
 }

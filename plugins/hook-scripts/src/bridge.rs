@@ -5,9 +5,8 @@
 //! nothing, said in the host log with the command and its stderr.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use dsh_plugin_api::{Context, LogLevel, Service};
 use dsh_protocol::{ContentBlock, Message, MessageSource, PluginSource};
@@ -15,7 +14,8 @@ use dsh_sandbox_seam::SandboxService;
 use dsh_session_seam::{NewEventRecord, append_or_report};
 use tokio::sync::watch;
 
-use crate::config::{Format, HookFiles, Point};
+use crate::config::{Format, Point};
+use crate::files::{HookFiles, Tables};
 use crate::output::{HookOutput, Merged, decode, merge};
 use crate::payload::Payload;
 use crate::record::{HookInvokedEvent, HookResultEvent, summary};
@@ -45,7 +45,7 @@ pub(crate) type StartRun = watch::Receiver<Option<Vec<String>>>;
 pub(crate) struct Bridge {
     pub(crate) ctx: Context,
     pub(crate) format: Format,
-    pub(crate) files: HookFiles,
+    pub(crate) files: Arc<HookFiles>,
     pub(crate) sandbox: Service<SandboxService>,
     pub(crate) settings: Settings,
     handlers: AtomicU64,
@@ -62,7 +62,7 @@ impl Bridge {
     pub(crate) fn new(
         ctx: Context,
         format: Format,
-        files: HookFiles,
+        files: Arc<HookFiles>,
         sandbox: Service<SandboxService>,
         settings: Settings,
     ) -> Self {
@@ -86,32 +86,29 @@ impl Bridge {
         );
     }
 
-    /// Whether any hook file of a session in `cwd` has hooks for `point`.
-    pub(crate) fn has(&self, point: Point, cwd: &str) -> bool {
-        self.files
-            .tables(Path::new(cwd), &|problem| self.warn(&problem))
-            .iter()
-            .filter_map(|table| table.as_ref().as_ref().ok())
-            .any(|table| table.groups.iter().any(|(at, _)| *at == point))
+    /// The hook files of a session in `cwd`.
+    pub(crate) fn tables(&self, cwd: &str) -> Arc<Tables> {
+        self.files.tables(cwd, &|problem| self.warn(&problem))
     }
 
-    /// Runs every hook of `point` that selects `subject` (matcherless points pass `""`).
+    /// Whether any hook file of a session in `cwd` has hooks for `point`.
+    pub(crate) fn has(&self, point: Point, cwd: &str) -> bool {
+        self.tables(cwd).has(point)
+    }
+
+    /// Runs every hook of `point` in `tables` that selects `subject` (matcherless points pass
+    /// `""`).
     pub(crate) async fn run_point(
         &self,
         point: Point,
         subject: &str,
         at: At<'_>,
+        tables: &Tables,
         payload: &Payload<'_>,
     ) -> Merged {
-        let tables = self
-            .files
-            .tables(Path::new(at.cwd), &|problem| self.warn(&problem));
         let stdin = payload.encode(self.format);
         let mut outputs = Vec::new();
-        for table in tables
-            .iter()
-            .filter_map(|table| table.as_ref().as_ref().ok())
-        {
+        for table in tables.readable() {
             let groups = table.groups.iter().filter(|(p, _)| *p == point);
             for (_, group) in groups.filter(|(_, group)| group.matcher.selects(subject)) {
                 for hook in &group.hooks {

@@ -4,16 +4,11 @@
 //! that is not a command, a Codex `async` hook), with a note for the host log; a matcher that
 //! does not compile refuses the whole file, so a file never runs only part of what it meant.
 //!
-//! Files are found again at every hook point (a relative path under the session's working
-//! directory, `~/` under the user's home) and read again when their size or modification time
-//! changed, so an edit applies from the next hook on and a broken edit is reported once.
+//! Where the files are, and when they are read again, is the `files` module's.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::collections::BTreeMap;
 
-use dsh_plugin_api::{JsonSchema, lock};
+use dsh_plugin_api::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -278,94 +273,6 @@ fn commands(
     hooks
 }
 
-type Stamp = (SystemTime, u64);
-
-/// A file as last read.
-type Read = Arc<Result<HookTable, ConfigError>>;
-
-/// The hook files of one row, found per working directory and read again when they change.
-pub(crate) struct HookFiles {
-    format: Format,
-    files: Vec<String>,
-    read: Mutex<HashMap<PathBuf, (Stamp, Read)>>,
-}
-
-impl HookFiles {
-    pub(crate) fn new(format: Format, files: Vec<String>) -> Self {
-        Self {
-            format,
-            files,
-            read: Mutex::default(),
-        }
-    }
-
-    /// The tables of the files that exist for a session working in `cwd`, in the configured
-    /// order; `report` hears once about each version of a file that does not read or skips
-    /// something.
-    pub(crate) fn tables(&self, cwd: &Path, report: &dyn Fn(String)) -> Vec<Read> {
-        let mut seen: Vec<PathBuf> = Vec::new();
-        let mut tables = Vec::new();
-        for file in &self.files {
-            let Some(path) = resolve(file, cwd) else {
-                continue;
-            };
-            if seen.contains(&path) {
-                continue;
-            }
-            seen.push(path.clone());
-            if let Some(table) = self.table(&path, report) {
-                tables.push(table);
-            }
-        }
-        tables
-    }
-
-    fn table(&self, path: &Path, report: &dyn Fn(String)) -> Option<Read> {
-        let meta = std::fs::metadata(path).ok().filter(|meta| meta.is_file())?;
-        let stamp = (
-            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            meta.len(),
-        );
-        if let Some((seen, table)) = lock(&self.read).get(path)
-            && *seen == stamp
-        {
-            return Some(table.clone());
-        }
-        let shown = path.display().to_string();
-        let table = std::fs::read_to_string(path)
-            .map_err(|error| ConfigError::Read {
-                path: shown.clone(),
-                error,
-            })
-            .and_then(|text| parse(self.format, &shown, &text));
-        match &table {
-            Err(error) => report(format!("{error}")),
-            Ok(table) => {
-                for skipped in &table.skipped {
-                    report(format!("{shown}: skipping {skipped}"));
-                }
-            }
-        }
-        let table = Arc::new(table);
-        lock(&self.read).insert(path.to_path_buf(), (stamp, table.clone()));
-        Some(table)
-    }
-}
-
-/// `~/x` under the user's home, a relative path under `cwd`.
-fn resolve(file: &str, cwd: &Path) -> Option<PathBuf> {
-    if let Some(rest) = file.strip_prefix("~/") {
-        let home = std::env::var_os("HOME").filter(|home| !home.is_empty())?;
-        return Some(Path::new(&home).join(rest));
-    }
-    let path = Path::new(file);
-    Some(if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,18 +324,5 @@ mod tests {
             }]
         );
         assert_eq!(table.skipped.len(), 1);
-    }
-
-    #[test]
-    fn relative_files_are_the_projects_and_tilde_the_users() {
-        let cwd = Path::new("/work/project");
-        assert_eq!(
-            resolve(".claude/settings.json", cwd),
-            Some(cwd.join(".claude/settings.json"))
-        );
-        assert_eq!(
-            resolve("/etc/hooks.json", cwd),
-            Some("/etc/hooks.json".into())
-        );
     }
 }

@@ -9,7 +9,8 @@
 //! `subagent/end`. Each command gets the format's JSON input on stdin and answers by its exit
 //! code (2 blocks, with stderr as the reason) or its JSON output (see `output`); each run inside
 //! a turn is logged as `hook/invoked` and `hook/result`. Commands run confined like any tool
-//! process, through the `sandbox` service.
+//! process, through the `sandbox` service. The files are followed through the host's
+//! `fs_watch` (see `files`), so a point with nothing to run costs a lookup, not a stat of each.
 //!
 //! It owns the formats' files, their contracts and the mapping onto our points; it does not
 //! own the points (the loop's, the pipeline's) or process confinement (the sandbox's). Not
@@ -20,18 +21,21 @@
 
 mod bridge;
 mod config;
+mod files;
 mod matcher;
 mod output;
 mod payload;
 mod points;
 mod record;
 mod run;
+mod watch;
 
 use std::sync::Arc;
 
 use dsh_agent_seam::{
     AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AGENT_SESSION_START, AGENT_TURN_STOPPING, AgentNotice,
 };
+use dsh_plugin_api::io::watch::{FS_WATCH_SERVICE, FsWatchService};
 use dsh_plugin_api::prelude::*;
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
@@ -40,7 +44,7 @@ use dsh_tools_seam::{ResultView, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RE
 pub use config::Format;
 
 use crate::bridge::{Bridge, Settings};
-use crate::config::HookFiles;
+use crate::files::HookFiles;
 
 /// The reference's limit of a hook that sets none (Claude Code's and Codex's: 10 minutes).
 const DEFAULT_TIMEOUT_MS: u64 = 600_000;
@@ -92,6 +96,7 @@ pub struct HookScripts;
 impl Plugin for HookScripts {
     const NAME: &'static str = "hook-scripts";
     const INJECT: &'static [&'static str] = &[SANDBOX];
+    const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
     type Config = HookScriptsConfig;
 
     async fn apply(ctx: Context, config: HookScriptsConfig) -> Result<(), PluginError> {
@@ -105,10 +110,12 @@ impl Plugin for HookScripts {
         let files = config
             .files
             .unwrap_or_else(|| config.format.default_files());
+        // Without the watch service, every hook point looks at the files again.
+        let followed = matches!(ctx.get::<FsWatchService>(FS_WATCH_SERVICE), Ok(Some(_)));
         let bridge = Arc::new(Bridge::new(
             ctx.clone(),
             config.format,
-            HookFiles::new(config.format, files),
+            Arc::new(HookFiles::new(ctx.clone(), config.format, files, followed)),
             sandbox,
             Settings {
                 default_timeout_ms: config.default_timeout_ms,

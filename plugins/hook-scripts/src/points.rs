@@ -21,11 +21,13 @@ use dsh_protocol::{
     PromptDecision, PromptSubmit, SubagentNotice, TurnStopping, text_of,
 };
 use dsh_tools_seam::{CallView, PostView, ResultView};
+use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::bridge::{At, Bridge};
 use crate::config::{Format, Point};
+use crate::files::HookFiles;
 use crate::output::Merge;
 use crate::payload::{EventFields, Payload, ToolInput};
 
@@ -134,7 +136,10 @@ impl Bridge {
                 cwd: &cwd,
                 turn: None,
             };
-            let merged = bridge.run_point(point, &subject, at, &payload).await;
+            let tables = bridge.tables(&cwd);
+            let merged = bridge
+                .run_point(point, &subject, at, &tables, &payload)
+                .await;
             let _ = done.send(Some(merged.contexts));
         });
         if let Err(error) = spawned {
@@ -158,6 +163,14 @@ impl Bridge {
         self: Arc<Self>,
         next: Next<Json<PromptSubmit>, Json<PromptDecision>>,
     ) -> Answer<PromptDecision> {
+        // Most turns have nothing to run: only the head is read to tell (not the messages).
+        let Ok(head) = serde_json::from_str::<SubmitHead>(next.payload().text()) else {
+            return next.run().await;
+        };
+        let tables = self.tables(&head.cwd);
+        if !tables.has(Point::UserPromptSubmit) && !lock(&self.starts).contains_key(&head.session) {
+            return next.run().await;
+        }
         let Ok(submit) = next.payload().decode() else {
             return next.run().await;
         };
@@ -185,7 +198,7 @@ impl Bridge {
                 turn: Some(submit.turn),
             };
             let merged = self
-                .run_point(Point::UserPromptSubmit, "", at, &payload)
+                .run_point(Point::UserPromptSubmit, "", at, &tables, &payload)
                 .await;
             if merged.decision == Some(Merge::Deny) {
                 let reason = merged
@@ -223,6 +236,10 @@ impl Bridge {
         self: Arc<Self>,
         next: Next<CallView, Json<PreDecision>>,
     ) -> Answer<PreDecision> {
+        let tables = self.tables(&next.payload().cwd);
+        if !tables.has(Point::PreToolUse) {
+            return next.run().await;
+        }
         let call = next.payload().clone();
         let fields = EventFields::Tool {
             tool_name: &call.name,
@@ -233,7 +250,7 @@ impl Bridge {
         let place = (call.session.as_str(), call.cwd.as_str());
         let payload = self.payload(place, Point::PreToolUse, Some(call.turn), fields);
         let merged = self
-            .run_point(Point::PreToolUse, &call.name, at(&call), &payload)
+            .run_point(Point::PreToolUse, &call.name, at(&call), &tables, &payload)
             .await;
         let reason = merged.reason;
         match merged.decision {
@@ -252,6 +269,15 @@ impl Bridge {
         self: Arc<Self>,
         next: Next<PostView, Json<PostDecision>>,
     ) -> Answer<PostDecision> {
+        // What the agent itself may have written applies from this call's PostToolUse on,
+        // without waiting for the watch to report it.
+        if may_write_hooks(&next.payload().call, &self.files) {
+            self.files.invalidate();
+        }
+        let tables = self.tables(&next.payload().call.cwd);
+        if !tables.has(Point::PostToolUse) {
+            return next.run().await;
+        }
         let post = next.payload().clone();
         let call = &post.call;
         let response = post
@@ -268,7 +294,7 @@ impl Bridge {
         let place = (call.session.as_str(), call.cwd.as_str());
         let payload = self.payload(place, Point::PostToolUse, Some(call.turn), fields);
         let merged = self
-            .run_point(Point::PostToolUse, &call.name, at(call), &payload)
+            .run_point(Point::PostToolUse, &call.name, at(call), &tables, &payload)
             .await;
         let decision = if merged.decision == Some(Merge::Deny) {
             let feedback = merged
@@ -299,6 +325,10 @@ impl Bridge {
     /// A call's result is logged: its PostToolUse contexts are queued for the next step, as the
     /// reference's loop queues a hook's contexts after the results.
     pub(crate) fn result_logged(&self, view: &ResultView) {
+        // Most calls queued nothing: no key is built for them.
+        if lock(&self.post_contexts).is_empty() {
+            return;
+        }
         let key = (view.call.session.to_string(), view.call.call_id.to_string());
         let Some(contexts) = lock(&self.post_contexts).remove(&key) else {
             return;
@@ -325,6 +355,10 @@ impl Bridge {
         let stopping = stopping.decode().ok()?;
         let session = stopping.session.as_str();
         let cwd = self.cwd_of(session)?;
+        let tables = self.tables(&cwd);
+        if !tables.has(Point::Stop) {
+            return None;
+        }
         let key = (session.to_owned(), stopping.turn);
         let fields = EventFields::Stop {
             stop_hook_active: lock(&self.continued).contains(&key),
@@ -336,7 +370,7 @@ impl Bridge {
             cwd: &cwd,
             turn: Some(stopping.turn),
         };
-        let merged = self.run_point(Point::Stop, "", at, &payload).await;
+        let merged = self.run_point(Point::Stop, "", at, &tables, &payload).await;
         if merged.decision != Some(Merge::Deny) {
             return None;
         }
@@ -357,6 +391,30 @@ impl Bridge {
         lock(&self.starts).remove(session);
         lock(&self.continued).retain(|(held, _)| held != session);
         lock(&self.post_contexts).retain(|(held, _), _| held != session);
+    }
+}
+
+/// The part of a prompt's submission that tells whether a hook runs.
+#[derive(serde::Deserialize)]
+struct SubmitHead {
+    session: String,
+    cwd: String,
+}
+
+/// The part of a `write`/`edit` call that names its file.
+#[derive(serde::Deserialize)]
+struct FileArgs {
+    file_path: String,
+}
+
+/// Whether `call` may have written a hook file: a `write` or `edit` of one, or any command
+/// (a shell writes anything; looking again costs a stat of each file).
+fn may_write_hooks(call: &CallView, files: &HookFiles) -> bool {
+    match call.name.as_str() {
+        "bash" => true,
+        "write" | "edit" => serde_json::from_str::<FileArgs>(&call.arguments)
+            .is_ok_and(|args| files.concerns(&Path::new(call.cwd.as_str()).join(args.file_path))),
+        _ => false,
     }
 }
 

@@ -20,13 +20,13 @@ mod error;
 mod library;
 mod skill;
 mod tool;
+mod view;
 mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::RVec;
 use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;
 use dsh_plugin_api::prelude::*;
 use dsh_prompt_seam::SYSTEM_PROMPT_CONTEXTS;
@@ -37,6 +37,7 @@ use dsh_tools_seam::{ResultView, TOOLS, TOOLS_RESULT, Tool_TO, ToolsService};
 use crate::catalog::{Catalogs, entries};
 use crate::discover::SharedRoots;
 use crate::library::Library;
+use crate::view::ToolView;
 
 /// Config of `skills`.
 #[derive(Deserialize, JsonSchema)]
@@ -112,42 +113,31 @@ fn changed_file(result: &ResultView) -> Option<PathBuf> {
     Some(Path::new(result.call.cwd.as_str()).join(args.file_path))
 }
 
-/// The catalog `request`'s session needs now, if any.
-async fn catalog_due(
-    ctx: &Context,
-    tools: &ToolsService,
-    library: &Arc<Library>,
-    catalogs: &Catalogs,
+/// What the catalog of a request is made from.
+struct Sources {
+    ctx: Context,
+    tools: Service<ToolsService>,
+    library: Arc<Library>,
+    catalogs: Arc<Catalogs>,
+    view: ToolView,
     max: usize,
-    request: &PromptRequest,
-) -> Option<PromptContext> {
-    let session = open_live(ctx, &request.session).ok()?;
-    #[derive(dsh_plugin_api::serde::Deserialize)]
-    #[serde(crate = "dsh_plugin_api::serde")]
-    struct Named {
-        name: String,
+}
+
+impl Sources {
+    /// The catalog `request`'s session needs now, if any.
+    async fn catalog_due(&self, request: &PromptRequest) -> Option<PromptContext> {
+        let session = open_live(&self.ctx, &request.session).ok()?;
+        // The catalog is for a model that can load: without the tool in its view, it lists none.
+        let current = match self.view.sees_skill(&self.tools, &request.scope) {
+            false => Some(Vec::new()),
+            true => match self.library.for_cwd(&request.cwd).await {
+                Ok(found) if found.complete => Some(entries(&found, self.max)),
+                // An incomplete look keeps the last catalog rather than retire what it missed.
+                _ => None,
+            },
+        };
+        self.catalogs.due(request, &session, current)
     }
-    // The catalog is for a model that can load: without the tool in its view, it lists none.
-    let scope: RVec<RString> = request
-        .scope
-        .iter()
-        .map(|key| key.as_str().into())
-        .collect();
-    let visible = tools
-        .schemas(scope)
-        .into_result()
-        .ok()
-        .and_then(|schemas| serde_json::from_str::<Vec<Named>>(schemas.text()).ok())
-        .is_some_and(|schemas| schemas.iter().any(|schema| schema.name == tool::NAME));
-    let current = match visible {
-        false => Some(Vec::new()),
-        true => match library.for_cwd(&request.cwd).await {
-            Ok(found) if found.complete => Some(entries(&found, max)),
-            // An incomplete look keeps the last catalog rather than retire what it missed.
-            _ => None,
-        },
-    };
-    catalogs.due(request, &session, current)
 }
 
 pub struct SkillsPlugin;
@@ -191,32 +181,30 @@ impl Plugin for SkillsPlugin {
                 library.invalidate();
             }
         })?;
-        let (owner, shared, listing, max) = (
-            ctx.clone(),
-            tools.clone(),
-            library.clone(),
-            config.catalog_description_max_length,
-        );
+        let sources = Arc::new(Sources {
+            ctx: ctx.clone(),
+            tools: tools.clone(),
+            library: library.clone(),
+            catalogs,
+            view: ToolView::default(),
+            max: config.catalog_description_max_length,
+        });
         ctx.on_waterfall(&SYSTEM_PROMPT_CONTEXTS, move |next| {
-            let (ctx, tools, library, catalogs) = (
-                owner.clone(),
-                shared.clone(),
-                listing.clone(),
-                catalogs.clone(),
-            );
+            let sources = sources.clone();
             let request = next.payload().decode();
             async move {
-                let mut contexts: Vec<PromptContext> = next
-                    .run()
-                    .await?
+                let downstream = next.run().await?;
+                let Ok(request) = request else {
+                    return Ok(downstream);
+                };
+                let Some(catalog) = sources.catalog_due(&request).await else {
+                    // Nothing to add: the contexts pass on as they came, never decoded.
+                    return Ok(downstream);
+                };
+                let mut contexts: Vec<PromptContext> = downstream
                     .decode()
                     .map_err(|error| PluginError::plugin(error.to_string()))?;
-                if let Ok(request) = request
-                    && let Some(catalog) =
-                        catalog_due(&ctx, &tools, &library, &catalogs, max, &request).await
-                {
-                    contexts.push(catalog);
-                }
+                contexts.push(catalog);
                 Ok(Json::encode(&contexts))
             }
         })?;
