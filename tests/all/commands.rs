@@ -61,7 +61,11 @@ fn commands_run_instead_of_reaching_the_model() {
     // plus an estimate of what came since, against the model's window.
     let is_meter =
         |frame: &Value| frame["type"] == "session/projection" && frame["key"] == "context";
-    let pushed = socket.until(300, is_meter).pop().filter(is_meter).expect("a meter frame");
+    let pushed = socket
+        .until(300, is_meter)
+        .pop()
+        .filter(is_meter)
+        .expect("a meter frame");
     let meter = web.call("session.context", &json!({"sessionId": session}));
     assert_eq!(meter, pushed["value"], "{pushed}");
     assert_eq!(meter["window"], 1_000_000, "{meter}");

@@ -6,7 +6,7 @@
 //! machine (stdio, or loopback HTTP).
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -60,7 +60,7 @@ macro_rules! needs_servers {
     };
 }
 
-fn stdio_entry(script: &PathBuf, args: &[&str]) -> Value {
+fn stdio_entry(script: &Path, args: &[&str]) -> Value {
     let mut all = vec![script.display().to_string()];
     all.extend(args.iter().map(|arg| (*arg).to_owned()));
     json!({"command": "node", "args": all})

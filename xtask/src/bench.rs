@@ -61,7 +61,9 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
         }
     };
     let mut text = render(&ours, peer.as_ref(), &baseline);
-    text.push_str(&crate::timed("run agents-bench", || Ok(agents::section(root)))?);
+    text.push_str(&crate::timed("run agents-bench", || {
+        Ok(agents::section(root))
+    })?);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");
     Ok(())

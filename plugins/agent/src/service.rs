@@ -75,7 +75,6 @@ impl Service {
                             prefix_len: seed.prefix_len,
                         })
                         .into(),
-                    ..CreateSession::default()
                 };
                 (sessions.create(request).await, SessionStartSource::Startup)
             }

@@ -77,13 +77,13 @@ pub(crate) fn answer(
                 _ => return next.run().await,
             };
             let focus = (!call.args.is_empty()).then_some(call.args.as_str());
-            let outcome = match compact_now(&ctx, settings, &busy, &trackers, &call.session, focus).await
-            {
-                Ok(()) => CommandOutcome::success(
-                    "Compacted: the older part of this session is now a summary.",
-                ),
-                Err(error) => CommandOutcome::error(error),
-            };
+            let outcome =
+                match compact_now(&ctx, settings, &busy, &trackers, &call.session, focus).await {
+                    Ok(()) => CommandOutcome::success(
+                        "Compacted: the older part of this session is now a summary.",
+                    ),
+                    Err(error) => CommandOutcome::error(error),
+                };
             Ok(Json::encode(&outcome))
         }
     })?;

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{ROption, RResult, RString};
-use dsh_plugin_api::async_ffi::{FfiFuture, FutureExt};
 use dsh_context_seam::Compaction;
+use dsh_plugin_api::async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json};
 use dsh_protocol::TokenMeter;
 use dsh_session_seam::open_live;
@@ -30,7 +30,11 @@ impl Compaction for Service {
         Json::encode(&meter)
     }
 
-    fn compact(&self, session: RString, focus: ROption<RString>) -> FfiFuture<RResult<(), RString>> {
+    fn compact(
+        &self,
+        session: RString,
+        focus: ROption<RString>,
+    ) -> FfiFuture<RResult<(), RString>> {
         let (ctx, settings, busy, trackers) = (
             self.ctx.clone(),
             self.settings,

@@ -147,10 +147,10 @@ impl Scripts {
         let created = lock(&self.created);
         let mut text = text;
         for (recorded, live) in self.recorded_ids.iter().zip(created.iter()) {
-            if let Some(recorded) = recorded.as_deref().filter(|recorded| *recorded != live) {
-                if text.contains(recorded) {
-                    text = text.replace(recorded, live);
-                }
+            if let Some(recorded) = recorded.as_deref().filter(|recorded| *recorded != live)
+                && text.contains(recorded)
+            {
+                text = text.replace(recorded, live);
             }
         }
         text

@@ -77,7 +77,9 @@ pub(super) fn section(root: &Path) -> String {
                 .map(|line| format!("{line}\n"))
                 .collect();
             let left_out = match agents.len() < PEERS.len() + 1 {
-                true => "; peers not installed here are left out (`sh ../shared/peers/agents-bench/install.sh` installs them)",
+                true => {
+                    "; peers not installed here are left out (`sh ../shared/peers/agents-bench/install.sh` installs them)"
+                }
                 false => "",
             };
             format!(
@@ -85,7 +87,11 @@ pub(super) fn section(root: &Path) -> String {
                 agents.join(", ")
             )
         }
-        (Ok(status), _) => format!("{heading}Not measured in this run: the script failed ({status}).\n"),
-        (Err(error), _) => format!("{heading}Not measured in this run: python3 did not start: {error}.\n"),
+        (Ok(status), _) => {
+            format!("{heading}Not measured in this run: the script failed ({status}).\n")
+        }
+        (Err(error), _) => {
+            format!("{heading}Not measured in this run: python3 did not start: {error}.\n")
+        }
     }
 }

@@ -381,7 +381,11 @@ impl Tools for FakeTools {
     }
 
     fn schemas(&self, _scope: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, RString> {
-        let noop = ToolSchema::new("noop", "Does nothing.", &serde_json::json!({"type": "object"}));
+        let noop = ToolSchema::new(
+            "noop",
+            "Does nothing.",
+            &serde_json::json!({"type": "object"}),
+        );
         ROk(Json::encode(&vec![noop]))
     }
 

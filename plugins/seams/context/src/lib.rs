@@ -28,6 +28,7 @@ pub trait Compaction: Send + Sync {
     fn meter(&self, session: RString) -> Json<Option<TokenMeter>>;
     /// Compacts idle session `session` now, below the threshold too, with `focus` for the
     /// summary; fails naming why (a turn runs, nothing to compact, the summary failed).
-    fn compact(&self, session: RString, focus: ROption<RString>) -> FfiFuture<RResult<(), RString>>;
+    fn compact(&self, session: RString, focus: ROption<RString>)
+    -> FfiFuture<RResult<(), RString>>;
 }
 pub type CompactionService = Compaction_TO<'static, RBox<()>>;
