@@ -404,3 +404,115 @@ fn an_interrupted_background_child_settles_and_its_parent_is_told() {
             .contains("was interrupted")
     );
 }
+
+/// A child runs under its parent's preset: a session switched to read-only cannot write
+/// through the subagent it starts.
+#[test]
+fn a_child_is_never_wider_than_its_parent() {
+    dsh_tests::needs_bubblewrap!("a read-only session (protected paths need bubblewrap)");
+    let dir = TestDir::new("subagents-preset");
+    let task = json!({"description": "Make a file", "prompt": "Create made.txt.", "run_in_background": false});
+    let write = json!({"command": "echo made > made.txt", "description": "make a file"});
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "subagent", &task.to_string())]),
+        Reply::tool_calls(&[("call_2", "bash", &write.to_string())]),
+        Reply::text("I could not write it."),
+        Reply::text("The child could not write."),
+    ]);
+    let mut web = crate::escalation::start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.setPermission",
+        &json!({"sessionId": session, "preset": "read-only"}),
+    );
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "delegate a write"}),
+    );
+    socket.until(300, crate::web_chat::turn_ended);
+    assert!(
+        !dir.join("work/made.txt").exists(),
+        "the child wrote in a read-only session"
+    );
+    // The child's own request said so: it was told the read-only policy.
+    let child_request = server.requests()[1].body["messages"].to_string();
+    assert!(child_request.contains("read-only"), "{child_request}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+/// Ctrl-C while the agent waits for its background child: the child is cancelled, the run
+/// ends aborted (exit 130), and the parent is not woken for another turn by the child's end.
+#[test]
+fn a_signal_while_a_background_child_runs_stops_it_and_nothing_restarts() {
+    let dir = TestDir::new("subagents-signal");
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    let parent = [
+        call_entry(
+            "c1",
+            "subagent",
+            &json!({"description": "Sleep long", "prompt": "Sleep."}),
+        ),
+        text_entry("STARTED"),
+        text_entry("NOT AGAIN"),
+    ];
+    let child = [
+        call_entry(
+            "b1",
+            "bash",
+            &json!({"command": "sleep 30", "description": "sleep"}),
+        ),
+        text_entry("slept"),
+    ];
+    dir.write("replay/session.jsonl", &script_log(1, &[]));
+    dir.write(
+        "replay/replay.override.json",
+        &Value::from(parent.to_vec()).to_string(),
+    );
+    dir.write("replay/session.1.jsonl", &script_log(2, &child));
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &[
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--replay",
+            dir.join("replay/session.jsonl").to_str().unwrap(),
+            "--output",
+            "stream-json",
+            "Start a sleeping child.",
+        ],
+        &[
+            ("DEEPSEEK_API_KEY", ""),
+            ("DSH_PERMISSION_MODE", "danger-full-access"),
+        ],
+    );
+    // The child's sleep has started once its call is logged.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !stored_logs(&dir.home()).iter().any(|(header, events)| {
+        header["origin"] == "subagent" && !of_type(events, "tool/call").is_empty()
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child's call never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    host.signal(SIGINT);
+    assert_eq!(host.wait_exit(Duration::from_secs(20)), Some(130));
+    let logs = stored_logs(&dir.home());
+    let (parent_log, children) = logs.split_first().unwrap();
+    assert_eq!(
+        of_type(&parent_log.1, "turn/start").len(),
+        1,
+        "the parent ran again"
+    );
+    let child_end = of_type(&children[0].1, "turn/end")[0]["data"]["reason"].clone();
+    assert_eq!(
+        child_end,
+        json!({"kind": "aborted", "reason": {"kind": "parent"}})
+    );
+}

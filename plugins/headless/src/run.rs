@@ -103,6 +103,9 @@ impl Drop for StopBuffering {
     }
 }
 
+/// How long cancelled children are given to close their turns before the run ends.
+const CHILDREN_STOP: Duration = Duration::from_secs(5);
+
 /// What the turn runs with.
 struct Route {
     cwd: String,
@@ -422,13 +425,45 @@ impl Runner {
                 .unwrap_or_default()
                 .iter()
                 .any(|child| child.status == ChildStatus::Running);
-            if !running || stopped.is_fired() {
+            if !running {
                 return Ok(outcome);
+            }
+            if stopped.is_fired() {
+                return Ok(Some(self.stop_delegated(id, &tree, outcome).await));
             }
             let settled = tree.settled(id.into());
             drop(tree);
             // Settled (its parent may have been woken) or stopped: look again either way.
             let _ = first_of(settled, stopped.wait()).await;
+        }
+    }
+
+    /// A signal came while the agent was idle but what it delegated still ran: the children
+    /// are cancelled (they close their turns `aborted`), given a moment to settle, and the run
+    /// ends `aborted` with the signal's cause.
+    async fn stop_delegated(
+        &self,
+        id: &str,
+        tree: &SubagentsService,
+        last: Option<TurnOutcome>,
+    ) -> TurnOutcome {
+        let cause = self.cause();
+        if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
+            for child in tree.children(id.into(), true).decode().unwrap_or_default() {
+                if child.status == ChildStatus::Running {
+                    let _ = agents.cancel(
+                        child.id.as_str().into(),
+                        Json::encode(&AbortCause::Parent),
+                        false,
+                    );
+                }
+            }
+        }
+        let _ = first_of(tree.settled(id.into()), self.ctx.sleep(CHILDREN_STOP)).await;
+        let last = last.unwrap_or_else(|| TurnOutcome::unopened(id, TurnEndReason::Completed));
+        TurnOutcome {
+            reason: TurnEndReason::Aborted { reason: cause },
+            ..last
         }
     }
 

@@ -13,8 +13,8 @@ use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::{Context, Json, LogLevel, Service};
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSeed, AgentStatus, ApprovalPolicy, ApprovalPolicyEvent,
-    ChildStatus, ContentBlock, Message, MessageSource, SubagentDescriptorEvent, SubagentMode,
-    SubagentNotice, ToolReply, TurnOutcome,
+    ChildStatus, ContentBlock, Message, MessageSource, PermissionPresetEvent, SandboxModeEvent,
+    SubagentDescriptorEvent, SubagentMode, SubagentNotice, ToolReply, TurnEndReason, TurnOutcome,
 };
 use dsh_session_seam::{NewEventRecord, open_live};
 use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
@@ -140,19 +140,14 @@ impl Delegation {
             .into_result()
             .map(RString::into_string)
             .map_err(|error| format!("the child agent did not start: {error}"))?;
-        let session = open_live(&self.ctx, &child).map_err(|error| error.to_string())?;
-        let batch = vec![
-            // A child cannot ask anyone: its scope was fixed by the agent that started it.
-            NewEventRecord::of(&ApprovalPolicyEvent {
-                policy: ApprovalPolicy::Never,
-                source: Some("delegation".to_owned()),
-            }),
-            NewEventRecord::of(&descriptor),
-        ];
-        session
-            .append(batch.into())
-            .into_result()
-            .map_err(|error| format!("the child's session refused its descriptor: {error}"))?;
+        match self.prepare(&child, &start, &descriptor) {
+            Ok(()) => {}
+            Err(error) => {
+                // Nothing of it runs: the agent just made goes away with its session.
+                let _ = agents.dispose(RString::from(child.as_str())).await;
+                return Err(error);
+            }
+        }
         self.tree.insert(Node {
             id: child.clone(),
             parent: start.parent.clone(),
@@ -161,6 +156,8 @@ impl Delegation {
             provider: descriptor.provider.clone(),
             label: start.label.clone(),
             status: ChildStatus::Running,
+            generation: 0,
+            interrupted: false,
         });
         self.announce(&SUBAGENT_START, &child, None);
         let task = Message::user(
@@ -169,10 +166,35 @@ impl Delegation {
             MessageSource::user(),
         );
         if let Err(error) = agents.followup(&child, &task) {
-            self.tree.set_status(&child, ChildStatus::Ready);
+            self.tree.remove_subtree(&child);
+            let _ = agents.dispose(RString::from(child.as_str())).await;
             return Err(format!("the child's task was not queued: {error}"));
         }
         Ok(child)
+    }
+
+    /// Logs in the child's session what it is and what it may do: the parent's permission
+    /// preset and sandbox mode (a child is never wider than the agent that started it), its
+    /// approvals refused (its scope was fixed when it started: nobody is there to ask), and its
+    /// descriptor.
+    fn prepare(
+        &self,
+        child: &str,
+        start: &Start,
+        descriptor: &SubagentDescriptorEvent,
+    ) -> Result<(), String> {
+        let session = open_live(&self.ctx, child).map_err(|error| error.to_string())?;
+        let mut batch = inherited_policy(&self.ctx, &start.parent);
+        batch.push(NewEventRecord::of(&ApprovalPolicyEvent {
+            policy: ApprovalPolicy::Never,
+            source: Some("delegation".to_owned()),
+        }));
+        batch.push(NewEventRecord::of(descriptor));
+        session
+            .append(batch.into())
+            .into_result()
+            .map(|_| ())
+            .map_err(|error| format!("the child's session refused its descriptor: {error}"))
     }
 
     /// Waits for a one-shot child's run (cancelling it when the parent's call is cancelled),
@@ -188,24 +210,44 @@ impl Delegation {
         text::one_shot_reply(outcome.as_ref())
     }
 
-    /// Follows a continuable child until its run settles, then tells its parent.
+    /// Follows a continuable child until its run settles, then tells its parent. Work sent to
+    /// the child while it went idle keeps the watcher on it.
     pub(crate) fn watch(self: &Arc<Self>, child: String) {
         let this = self.clone();
+        let watched = child.clone();
         let spawned = self.ctx.spawn(async move {
-            let outcome = this.until_idle(&child, None).await;
-            let Some(node) = this.tree.get(&child) else {
-                return;
-            };
-            this.notify_parent(&node, outcome.as_ref());
-            this.tree.set_status(&child, ChildStatus::Ready);
-            this.announce(&SUBAGENT_END, &child, outcome.as_ref());
+            loop {
+                let Some(generation) = this.tree.generation(&watched) else {
+                    return;
+                };
+                let outcome = this.until_idle(&watched, None).await;
+                if this.tree.settle_if(&watched, generation) {
+                    this.settled(&watched, outcome.as_ref());
+                    return;
+                }
+            }
         });
         if let Err(error) = spawned {
+            // Unwatched, the child would count as running for ever: say so and let it go.
             self.ctx.log(
                 LogLevel::Warn,
-                &format!("the watcher of a background subagent did not start: {error}"),
+                &format!("the watcher of background subagent `{child}` did not start: {error}"),
             );
+            if let Some(generation) = self.tree.generation(&child)
+                && self.tree.settle_if(&child, generation)
+            {
+                self.settled(&child, None);
+            }
         }
+    }
+
+    /// A settled child's notice to its parent and its `subagent/end`.
+    fn settled(&self, child: &str, outcome: Option<&TurnOutcome>) {
+        if let Some(node) = self.tree.get(child) {
+            self.notify_parent(&node, outcome);
+        }
+        self.tree.notice_delivered();
+        self.announce(&SUBAGENT_END, child, outcome);
     }
 
     /// The child's last outcome once its driver is idle and stays idle (a message sent while
@@ -268,9 +310,20 @@ impl Delegation {
             .unwrap_or_default()
             .iter()
             .any(|agent| agent.id == node.parent && agent.status == AgentStatus::Running);
-        let sent = match parent_running {
-            true => agents.steer(&node.parent, &notice),
-            false => agents.followup(&node.parent, &notice),
+        // A child stopped because its parent's own turn was cancelled (or its run stopped)
+        // must not wake the parent again: its notice waits for the parent's next turn. One
+        // the parent interrupted itself is news the parent asked for.
+        let stopped_by_parent = !node.interrupted
+            && matches!(
+                outcome.map(|outcome| &outcome.reason),
+                Some(TurnEndReason::Aborted {
+                    reason: AbortCause::Parent
+                })
+            );
+        let sent = match (stopped_by_parent, parent_running) {
+            (true, _) => agents.inject(&node.parent, &notice),
+            (false, true) => agents.steer(&node.parent, &notice),
+            (false, false) => agents.followup(&node.parent, &notice),
         };
         if let Err(error) = sent {
             self.ctx.log(
@@ -311,6 +364,34 @@ pub(crate) struct AgentStarting {
     descriptor: SubagentDescriptorEvent,
     start: Start,
     depth: u64,
+}
+
+/// The parent's latest permission preset and sandbox mode, as events for its child's log
+/// (none when the parent runs on the row's defaults, which the child shares).
+fn inherited_policy(ctx: &Context, parent: &str) -> Vec<NewEventRecord> {
+    let Ok(session) = open_live(ctx, parent) else {
+        return Vec::new();
+    };
+    let events = session.events(0, session.event_count());
+    let latest = |kind: &str| {
+        events
+            .iter()
+            .rev()
+            .find(|record| record.kind.as_str() == kind)
+            .cloned()
+    };
+    let mut batch = Vec::new();
+    if let Some(Some(Ok(preset))) =
+        latest("permission/preset").map(|record| record.decode::<PermissionPresetEvent>())
+    {
+        batch.push(NewEventRecord::of(&preset));
+    }
+    if let Some(Some(Ok(mode))) =
+        latest("sandbox/mode").map(|record| record.decode::<SandboxModeEvent>())
+    {
+        batch.push(NewEventRecord::of(&mode));
+    }
+    batch
 }
 
 /// How many events of `parent` a fork copies: everything up to its last closed turn (the turn

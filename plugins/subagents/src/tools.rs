@@ -216,8 +216,9 @@ impl DelegationTool {
         agents(&delegation.ctx)?
             .followup(&child.id, &message)
             .map_err(|error| format!("{}: {error}", unavailable()))?;
-        // A child that had settled runs again: follow it until it settles again.
-        if delegation.tree.wake_if_ready(&child.id) {
+        // A child that had settled runs again: follow it until it settles again. One still
+        // being watched keeps its watcher, which now waits for this message's turn too.
+        if delegation.tree.sent_more(&child.id) == Some(true) {
             delegation.watch(child.id.clone());
         }
         Ok(ToolReply::text(format!(
@@ -248,6 +249,7 @@ impl DelegationTool {
                 target.agent_id
             )));
         }
+        delegation.tree.mark_interrupted(&target.agent_id);
         agents
             .cancel(
                 RString::from(target.agent_id.as_str()),

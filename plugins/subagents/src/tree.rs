@@ -1,8 +1,11 @@
 //! The agent tree of this process: every child started here, its parent, depth, mode and
 //! status, in start order (so a walk from a parent is a stable pre-order). Waiters for a
-//! subtree to settle are woken on every status change.
+//! subtree to settle are woken on every status change. Each child counts the work it was sent
+//! (its generation), so a watcher that saw it go idle settles it only if nothing was sent
+//! meanwhile, and notices on their way to a parent are counted until they arrive.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dsh_plugin_api::lock;
 use dsh_protocol::{ChildStatus, ChildSummary, SubagentMode};
@@ -18,6 +21,10 @@ pub(crate) struct Node {
     pub(crate) provider: String,
     pub(crate) label: String,
     pub(crate) status: ChildStatus,
+    /// Bumped by every message sent to the child after its task.
+    pub(crate) generation: u64,
+    /// Its current turn was stopped by `interrupt_agent`: the parent asked, and is told.
+    pub(crate) interrupted: bool,
 }
 
 impl Node {
@@ -38,6 +45,8 @@ impl Node {
 pub(crate) struct Tree {
     nodes: Mutex<Vec<Node>>,
     changed: Notify,
+    /// Settled notices not yet in their parent's inbox.
+    notices_in_flight: AtomicUsize,
 }
 
 impl Tree {
@@ -55,28 +64,57 @@ impl Tree {
         self.changed.notify_waiters();
     }
 
-    /// Sets the status of `id`; answers the status it had.
-    pub(crate) fn set_status(&self, id: &str, status: ChildStatus) -> Option<ChildStatus> {
-        let before = lock(&self.nodes)
-            .iter_mut()
-            .find(|node| node.id == id)
-            .map(|node| std::mem::replace(&mut node.status, status));
-        self.changed.notify_waiters();
-        before
+    /// Marks `id` as interrupted by `interrupt_agent`.
+    pub(crate) fn mark_interrupted(&self, id: &str) {
+        if let Some(node) = lock(&self.nodes).iter_mut().find(|node| node.id == id) {
+            node.interrupted = true;
+        }
     }
 
-    /// Moves a settled child back to running; false when it was not settled (its watcher is
-    /// still on it, or it is unknown).
-    pub(crate) fn wake_if_ready(&self, id: &str) -> bool {
+    /// Records that `id` was sent more work; answers true when it had settled (it runs again
+    /// and needs a watcher), false when its watcher is still on it, `None` when unknown.
+    pub(crate) fn sent_more(&self, id: &str) -> Option<bool> {
         let woke = lock(&self.nodes)
             .iter_mut()
-            .find(|node| node.id == id && node.status == ChildStatus::Ready)
-            .map(|node| node.status = ChildStatus::Running)
-            .is_some();
-        if woke {
-            self.changed.notify_waiters();
-        }
+            .find(|node| node.id == id)
+            .map(|node| {
+                node.generation += 1;
+                node.interrupted = false;
+                let settled = node.status == ChildStatus::Ready;
+                node.status = ChildStatus::Running;
+                settled
+            });
+        self.changed.notify_waiters();
         woke
+    }
+
+    /// The work count of `id`, read before waiting for it to go idle.
+    pub(crate) fn generation(&self, id: &str) -> Option<u64> {
+        lock(&self.nodes)
+            .iter()
+            .find(|node| node.id == id)
+            .map(|node| node.generation)
+    }
+
+    /// Settles `id` if it was sent nothing since `generation` (else its watcher waits again);
+    /// a settled child's notice counts as in flight until [`Tree::notice_delivered`].
+    pub(crate) fn settle_if(&self, id: &str, generation: u64) -> bool {
+        let settled = lock(&self.nodes)
+            .iter_mut()
+            .find(|node| node.id == id && node.generation == generation)
+            .map(|node| {
+                node.status = ChildStatus::Ready;
+                self.notices_in_flight.fetch_add(1, Ordering::AcqRel);
+            })
+            .is_some();
+        self.changed.notify_waiters();
+        settled
+    }
+
+    /// A settled notice reached its parent (or could not).
+    pub(crate) fn notice_delivered(&self) {
+        self.notices_in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.changed.notify_waiters();
     }
 
     /// Forgets `id` and everything below it; answers the ids forgotten.
@@ -115,15 +153,17 @@ impl Tree {
             .collect()
     }
 
-    /// Resolves once no descendant of `session` is running.
+    /// Resolves once no descendant of `session` is running and no settled notice is on its
+    /// way.
     pub(crate) async fn settled(&self, session: &str) {
         loop {
             // Registered before the check, so a change between the check and the wait wakes it.
             let changed = self.changed.notified();
-            if self
-                .walk(session, true)
-                .iter()
-                .all(|node| node.status != ChildStatus::Running)
+            if self.notices_in_flight.load(Ordering::Acquire) == 0
+                && self
+                    .walk(session, true)
+                    .iter()
+                    .all(|node| node.status != ChildStatus::Running)
             {
                 return;
             }
@@ -154,6 +194,8 @@ mod tests {
             provider: "spawn".to_owned(),
             label: id.to_owned(),
             status: ChildStatus::Running,
+            generation: 0,
+            interrupted: false,
         }
     }
 
@@ -174,12 +216,19 @@ mod tests {
     }
 
     #[test]
-    fn a_ready_child_wakes_once() {
+    fn work_sent_while_a_child_settles_keeps_it_running() {
         let tree = Tree::default();
         tree.insert(node("a", "root", 1));
-        assert!(!tree.wake_if_ready("a"));
-        tree.set_status("a", ChildStatus::Ready);
-        assert!(tree.wake_if_ready("a"));
-        assert!(!tree.wake_if_ready("a"));
+        let seen = tree.generation("a").unwrap();
+        // Sent more after its watcher saw it idle: the watcher must not settle it.
+        assert_eq!(tree.sent_more("a"), Some(false));
+        assert!(!tree.settle_if("a", seen));
+        assert_eq!(tree.get("a").unwrap().status, ChildStatus::Running);
+        let seen = tree.generation("a").unwrap();
+        assert!(tree.settle_if("a", seen));
+        tree.notice_delivered();
+        // Sent more once settled: it runs again and needs a watcher.
+        assert_eq!(tree.sent_more("a"), Some(true));
+        assert_eq!(tree.sent_more("nobody"), None);
     }
 }
