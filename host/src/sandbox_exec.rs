@@ -1,10 +1,11 @@
-//! `dsh-host sandbox-exec [--read DIR].. [--write DIR].. [--network] -- PROGRAM [ARGS..]`: the Landlock
+//! `dsh-host sandbox-exec [--env NAME VALUE].. [--read DIR].. [--write DIR].. [--network] -- PROGRAM [ARGS..]`: the Landlock
 //! backend of the `sandbox` plugin, for machines where bubblewrap cannot run. The process
 //! restricts itself (files: read and execute everywhere, or only under the `--read`
 //! directories, write only under the `--write`
 //! directories and a few device files; TCP: no bind or connect unless `--network`), sets
 //! `no_new_privs`, and replaces itself with the program, which inherits the restriction with
-//! every process it starts. `--probe` only restricts and exits 0 when the kernel enforced it
+//! every process it starts; the `--env` variables are set for the program only then, so that
+//! a requested `LD_PRELOAD` never acts on this process before it is confined. `--probe` only restricts and exits 0 when the kernel enforced it
 //! all. It is internal: the sandbox plugin builds these command lines. Runs before anything
 //! else of the host (no runtime, no logging), as the first argument.
 
@@ -35,6 +36,8 @@ struct Request {
     /// Readable directories; empty: everything is readable.
     readable: Vec<String>,
     writable: Vec<String>,
+    /// Set for the program after the restriction, in order (a later one wins).
+    env: Vec<(String, String)>,
     network: bool,
     probe: bool,
     command: Vec<String>,
@@ -44,6 +47,7 @@ fn parse(args: &[String]) -> Result<Request, String> {
     let mut request = Request {
         readable: Vec::new(),
         writable: Vec::new(),
+        env: Vec::new(),
         network: false,
         probe: false,
         command: Vec::new(),
@@ -57,6 +61,14 @@ fn parse(args: &[String]) -> Result<Request, String> {
             "--read" => request
                 .readable
                 .push(rest.next().ok_or("--read needs a directory")?.clone()),
+            "--env" => {
+                let name = rest.next().ok_or("--env needs a name and a value")?;
+                let value = rest.next().ok_or("--env needs a name and a value")?;
+                if name.is_empty() || name.contains('=') {
+                    return Err(format!("`{name}` is not a variable's name"));
+                }
+                request.env.push((name.clone(), value.clone()));
+            }
             "--network" => request.network = true,
             "--probe" => request.probe = true,
             "--" => {
@@ -126,10 +138,45 @@ pub fn run(args: &[String]) -> i32 {
     }
     let error = std::process::Command::new(&request.command[0])
         .args(&request.command[1..])
+        .envs(request.env.iter().map(|(name, value)| (name, value)))
         .exec();
     eprintln!(
         "dsh-host sandbox-exec: cannot run `{}`: {error}",
         request.command[0]
     );
     127
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn variables_are_read_for_the_program_in_order() {
+        let request = parse(&strings(&[
+            "--env",
+            "A",
+            "1",
+            "--env",
+            "LD_PRELOAD",
+            "x.so",
+            "--",
+            "true",
+        ]))
+        .unwrap();
+        assert_eq!(
+            request.env,
+            [
+                ("A".to_owned(), "1".to_owned()),
+                ("LD_PRELOAD".to_owned(), "x.so".to_owned())
+            ]
+        );
+        assert_eq!(request.command, ["true"]);
+        assert!(parse(&strings(&["--env", "A"])).is_err());
+        assert!(parse(&strings(&["--env", "A=B", "1", "--", "true"])).is_err());
+    }
 }

@@ -463,3 +463,82 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
     let mut host = web.host;
     assert_eq!(host.stop(), Some(0));
 }
+
+/// Runs a project's server that prints what it got and dies, its entry carrying loader
+/// variables, with `sandbox` (YAML config lines of the sandbox row, empty: the default); answers
+/// the host's stderr and the loader's debug files found in the dsh home. The witness is the
+/// loader's own debug output, asked of whichever process starts with the entry's variables,
+/// into the dsh home, which no confined process can write (bubblewrap binds it read-only; under
+/// Landlock it is outside the writable roots): only an unconfined wrapper could write there.
+fn loader_variables_probe(dir: &TestDir, sandbox: &str) -> (String, String, Vec<String>) {
+    std::fs::create_dir_all(dir.home()).unwrap();
+    let witness = dir.home().join("loader-debug");
+    let preload = dir.join("work/missing-preload.so").display().to_string();
+    // Killed by itself, so no exit-time loader output follows its line on stderr.
+    let script = "echo \"inner preload=[$LD_PRELOAD] probe=[$MCP_PROBE]\" >&2; kill -9 $$";
+    let project = json!({"mcpServers": {"probe": {
+        "command": "sh",
+        "args": ["-c", script],
+        "env": {
+            "LD_PRELOAD": preload,
+            "LD_DEBUG": "files",
+            "LD_DEBUG_OUTPUT": witness.display().to_string(),
+            "MCP_PROBE": "seen",
+        },
+    }}});
+    dir.write("work/.mcp.json", &project.to_string());
+    let server = FakeDeepSeek::start(vec![Reply::text("done")]);
+    let mut rows = mcp_row(
+        dir,
+        "    startupTimeoutMs: 5000\n    restartDelayMs: 60000\n",
+    );
+    if !sandbox.is_empty() {
+        rows.push_str(&format!("- id: sandbox\n  config:\n{sandbox}"));
+    }
+    let out = headless(&server, dir, &rows, "hello");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let written: Vec<String> = std::fs::read_dir(dir.home())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("loader-debug"))
+        .collect();
+    let inner = format!("inner preload=[{preload}] probe=[seen]");
+    (out.stderr, inner, written)
+}
+
+/// A stdio entry's `env` is set inside the sandbox, not on the wrapper that confines the
+/// server: a project's `LD_PRELOAD` reaches the confined process but never runs in bubblewrap.
+#[test]
+fn an_entrys_loader_variables_reach_the_server_and_not_the_sandbox_wrapper() {
+    dsh_tests::needs_bubblewrap!(
+        "an_entrys_loader_variables_reach_the_server_and_not_the_sandbox_wrapper"
+    );
+    let dir = TestDir::new("mcp-env");
+    let (stderr, inner, written) = loader_variables_probe(&dir, "");
+    assert!(stderr.contains(&inner), "{stderr}");
+    assert!(
+        written.is_empty(),
+        "bwrap started with the entry's loader variables: {written:?}"
+    );
+}
+
+/// The same under Landlock: `sandbox-exec` sets the entry's variables only once it is
+/// restricted.
+#[test]
+fn under_landlock_an_entrys_loader_variables_are_set_after_the_restriction() {
+    let dir = TestDir::new("mcp-env-landlock");
+    let (stderr, inner, written) = loader_variables_probe(
+        &dir,
+        "    bwrap: /nonexistent/bwrap\n    writableRoots: []\n    tempWritable: false\n",
+    );
+    if stderr.contains("no sandbox backend") {
+        eprintln!("skipped: this kernel has no usable Landlock");
+        return;
+    }
+    assert!(stderr.contains(&inner), "{stderr}");
+    assert!(
+        written.is_empty(),
+        "sandbox-exec started with the entry's loader variables: {written:?}"
+    );
+}

@@ -24,13 +24,21 @@ pub(crate) struct Mounts<'a> {
     pub(crate) fresh_tmp: bool,
 }
 
-/// The `bwrap` arguments that run `program args` in `cwd` under `policy`.
+/// What runs inside.
+pub(crate) struct Command<'a> {
+    pub(crate) cwd: &'a str,
+    /// Set by bwrap inside the sandbox (`--setenv`), after its own start: bwrap's environment
+    /// is not where a requested variable belongs.
+    pub(crate) env: &'a [(String, String)],
+    pub(crate) program: &'a str,
+    pub(crate) args: &'a [String],
+}
+
+/// The `bwrap` arguments that run `command` under `policy`.
 pub(crate) fn arguments(
     policy: &SandboxPolicy,
     mounts: &Mounts<'_>,
-    cwd: &str,
-    program: &str,
-    args: &[String],
+    command: &Command<'_>,
 ) -> Vec<String> {
     let mut argv: Vec<String> = [
         "--die-with-parent",
@@ -120,9 +128,16 @@ pub(crate) fn arguments(
     if !policy.network {
         argv.push("--unshare-net".to_owned());
     }
-    argv.extend(["--chdir".to_owned(), cwd.to_owned(), "--".to_owned()]);
-    argv.push(program.to_owned());
-    argv.extend(args.iter().cloned());
+    for (name, value) in command.env {
+        argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
+    }
+    argv.extend([
+        "--chdir".to_owned(),
+        command.cwd.to_owned(),
+        "--".to_owned(),
+    ]);
+    argv.push(command.program.to_owned());
+    argv.extend(command.args.iter().cloned());
     argv
 }
 
@@ -165,6 +180,15 @@ mod tests {
         }
     }
 
+    fn run<'a>(cwd: &'a str, program: &'a str, args: &'a [String]) -> Command<'a> {
+        Command {
+            cwd,
+            env: &[],
+            program,
+            args,
+        }
+    }
+
     fn none<'a>() -> Mounts<'a> {
         Mounts {
             protected: &[],
@@ -178,9 +202,7 @@ mod tests {
         let argv = arguments(
             &policy(SandboxMode::WorkspaceWrite, &["/tmp"]),
             &none(),
-            "/tmp",
-            "bash",
-            &["-c".to_owned(), "true".to_owned()],
+            &run("/tmp", "bash", &["-c".to_owned(), "true".to_owned()]),
         );
         let text = argv.join(" ");
         assert!(
@@ -198,9 +220,7 @@ mod tests {
         let argv = arguments(
             &policy(SandboxMode::ReadOnly, &["/tmp"]),
             &none(),
-            "/",
-            "true",
-            &[],
+            &run("/", "true", &[]),
         );
         let text = argv.join(" ");
         assert!(!text.contains("--bind "), "{text}");
@@ -218,9 +238,7 @@ mod tests {
         let argv = arguments(
             &policy(SandboxMode::WorkspaceWrite, &["/tmp"]),
             &mounts,
-            "/tmp",
-            "true",
-            &[],
+            &run("/tmp", "true", &[]),
         );
         let text = argv.join(" ");
         // Bound writable, read-only on top, and writable again since the root lies inside.
@@ -231,10 +249,25 @@ mod tests {
     }
 
     #[test]
+    fn requested_variables_are_set_inside_not_on_bwrap() {
+        let env = [("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
+        let command = Command {
+            env: &env,
+            ..run("/tmp", "true", &[])
+        };
+        let text =
+            arguments(&policy(SandboxMode::WorkspaceWrite, &[]), &none(), &command).join(" ");
+        assert!(
+            text.ends_with("--setenv LD_PRELOAD ./x.so --chdir /tmp -- true"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn fenced_reads_bind_the_program_directories_and_not_the_root() {
         let mut fenced = policy(SandboxMode::WorkspaceWrite, &["/tmp"]);
         fenced.readable_roots = Some(Vec::new());
-        let text = arguments(&fenced, &none(), "/tmp", "true", &[]).join(" ");
+        let text = arguments(&fenced, &none(), &run("/tmp", "true", &[])).join(" ");
         assert!(!text.contains("--ro-bind / /"), "{text}");
         assert!(
             text.contains("--ro-bind /usr /usr") && text.contains("--bind /tmp /tmp"),

@@ -2,6 +2,32 @@
 //! confined (and unconfined) tool process unless the config allows them by name, so a model
 //! cannot print an API key the host was started with.
 
+/// What the dynamic loader and the C library act on while a program starts, before it can
+/// confine anything: a sandbox wrapper (bwrap, or the host's `sandbox-exec`) whose own
+/// environment held one would run code or change behaviour outside the sandbox. A trailing
+/// `*` matches any rest of the name, as in a spawn request's `remove_env`.
+pub(crate) const LOADER_VARS: [&str; 6] = [
+    "LD_*",
+    "GCONV_PATH",
+    "GLIBC_TUNABLES",
+    "MALLOC_*",
+    "LOCPATH",
+    "NLSPATH",
+];
+
+/// Whether `name` is matched by `pattern` (exact, or a prefix when it ends in `*`).
+pub(crate) fn matches(name: &str, pattern: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+/// Whether the loader acts on `name`.
+pub(crate) fn is_loader_var(name: &str) -> bool {
+    LOADER_VARS.iter().any(|pattern| matches(name, pattern))
+}
+
 /// Name fragments that mark a secret (matched case-insensitively).
 const SECRET_MARKS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
 
@@ -25,6 +51,22 @@ pub(crate) fn secret_names<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loaders_variables_are_known_and_others_are_not() {
+        for name in [
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "LD_AUDIT",
+            "GCONV_PATH",
+            "MALLOC_CHECK_",
+        ] {
+            assert!(is_loader_var(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "OLD_PWD", "XLD_PRELOAD"] {
+            assert!(!is_loader_var(name), "{name}");
+        }
+    }
 
     #[test]
     fn keys_tokens_and_passwords_go_unless_allowed_by_name() {

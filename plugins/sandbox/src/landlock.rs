@@ -7,9 +7,18 @@
 
 use dsh_protocol::{SandboxMode, SandboxPolicy};
 
-/// The `sandbox-exec` arguments that run `program args` under `policy`.
-pub(crate) fn arguments(policy: &SandboxPolicy, program: &str, args: &[String]) -> Vec<String> {
+/// The `sandbox-exec` arguments that run `program args` under `policy`, with `env` set by
+/// `sandbox-exec` once it is restricted (`--env NAME VALUE`), not on its own start.
+pub(crate) fn arguments(
+    policy: &SandboxPolicy,
+    env: &[(String, String)],
+    program: &str,
+    args: &[String],
+) -> Vec<String> {
     let mut argv = vec!["sandbox-exec".to_owned()];
+    for (name, value) in env {
+        argv.extend(["--env".to_owned(), name.clone(), value.clone()]);
+    }
     if let Some(roots) = &policy.readable_roots {
         for dir in crate::bwrap::SYSTEM_DIRS
             .iter()

@@ -14,7 +14,7 @@ use dsh_sandbox_seam::{Sandbox, SandboxPiped};
 use dsh_session_seam::{LatestOf, open_live};
 
 use crate::bwrap::{self, Mounts};
-use crate::env::secret_names;
+use crate::env::{LOADER_VARS, is_loader_var, matches, secret_names};
 
 /// Which backend confines commands on this machine.
 #[derive(Debug, Clone)]
@@ -207,7 +207,10 @@ impl SandboxImpl {
     }
 
     /// `request` rewritten to run under `policy`: secrets removed from its environment, and
-    /// wrapped in the backend unless the policy is full access.
+    /// wrapped in the backend unless the policy is full access. A wrapped request's own
+    /// variables are set inside the sandbox, never on the wrapper, and the wrapper starts
+    /// without the loader's variables: otherwise an entry's `LD_PRELOAD` would run code in the
+    /// wrapper before it confines anything.
     fn confine(
         &self,
         policy: &SandboxPolicy,
@@ -221,8 +224,10 @@ impl SandboxImpl {
         );
         let mut remove: Vec<RString> = request.remove_env.to_vec();
         remove.extend(secrets.into_iter().map(RString::from));
-        request.remove_env = RVec::from(remove);
         if policy.mode != SandboxMode::DangerFullAccess {
+            let inner = inner_env(&names, &remove, &request);
+            remove.extend(LOADER_VARS.iter().map(|pattern| RString::from(*pattern)));
+            request.env = RVec::new();
             let run_in = request
                 .cwd
                 .as_ref()
@@ -235,13 +240,17 @@ impl SandboxImpl {
                         hidden: &policy.hidden,
                         fresh_tmp: self.settings.fresh_tmp,
                     };
-                    let argv =
-                        bwrap::arguments(policy, &mounts, &run_in, request.program.as_str(), &args);
-                    (path.clone(), argv)
+                    let command = bwrap::Command {
+                        cwd: &run_in,
+                        env: &inner,
+                        program: request.program.as_str(),
+                        args: &args,
+                    };
+                    (path.clone(), bwrap::arguments(policy, &mounts, &command))
                 }
                 Backend::Landlock(host) => (
                     host.clone(),
-                    crate::landlock::arguments(policy, request.program.as_str(), &args),
+                    crate::landlock::arguments(policy, &inner, request.program.as_str(), &args),
                 ),
                 Backend::Unavailable(reason) => {
                     return Err(SandboxError::NoBackend {
@@ -253,8 +262,31 @@ impl SandboxImpl {
             request.program = RString::from(program);
             request.args = argv.into_iter().map(RString::from).collect();
         }
+        request.remove_env = RVec::from(remove);
         Ok(request)
     }
+}
+
+/// What a wrapped process must be given inside the sandbox so that its environment is the one
+/// it would have had unwrapped: the host's own loader variables (taken from the wrapper, but
+/// the host runs with them anyway) unless removed, then the request's variables, later ones
+/// winning.
+fn inner_env(
+    host: &[(String, String)],
+    removed: &[RString],
+    request: &SpawnRequest,
+) -> Vec<(String, String)> {
+    let kept = |name: &str| !removed.iter().any(|pattern| matches(name, pattern));
+    host.iter()
+        .filter(|(name, _)| is_loader_var(name) && kept(name))
+        .cloned()
+        .chain(
+            request
+                .env
+                .iter()
+                .map(|var| (var.name.to_string(), var.value.to_string())),
+        )
+        .collect()
 }
 
 /// The service object: the implementation behind an `Arc`.
