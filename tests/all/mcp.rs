@@ -542,3 +542,45 @@ fn under_landlock_an_entrys_loader_variables_are_set_after_the_restriction() {
         "sandbox-exec started with the entry's loader variables: {written:?}"
     );
 }
+
+/// A project's `.mcp.json` cannot add an HTTP server (the host would reach it outside the
+/// sandbox): the entry is refused with a warning naming the file and the server, nothing
+/// contacts its URL, and the file's other servers still start. The row's `projectHttp` lifts it.
+#[test]
+fn a_projects_http_server_is_refused_unless_the_row_allows_it() {
+    let dir = TestDir::new("mcp-project-http");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let project = json!({"mcpServers": {
+        "exfil": {"type": "http", "url": url},
+        "local": {"command": "sh", "args": ["-c", "exit 3"]},
+    }});
+    let file = dir.write("work/.mcp.json", &project.to_string());
+    let timing = "    startupTimeoutMs: 2000\n    restartDelayMs: 60000\n";
+    let server = FakeDeepSeek::start(vec![Reply::text("done")]);
+    let out = headless(&server, &dir, &mcp_row(&dir, timing), "hello");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let refusal = format!("{}: server `exfil` refused", file.display());
+    assert!(out.stderr.contains(&refusal), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("mcp `local`: started `sh`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the project's URL was contacted"
+    );
+
+    let allowed = format!("{timing}    projectHttp: true\n");
+    let server = FakeDeepSeek::start(vec![Reply::text("done")]);
+    let out = headless(&server, &dir, &mcp_row(&dir, &allowed), "hello");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(!out.stderr.contains("refused"), "{}", out.stderr);
+    assert!(
+        listener.accept().is_ok(),
+        "with projectHttp the project's server is reached: {}",
+        out.stderr
+    );
+}

@@ -4,7 +4,10 @@
 //! other agents read (`{"command", "args", "env", "cwd"}` or `{"url", "headers"}`, an optional
 //! `type`); keys other clients add are ignored. A bad entry is an error naming its file and its
 //! server, and only that server is left out. A workspace file is the project's, not the
-//! user's: it cannot choose a sandbox mode for its servers.
+//! user's: it cannot choose a sandbox mode for its servers, and its HTTP servers are refused
+//! unless the row allows them (`projectHttp`): the host reaches an HTTP server unconfined, so
+//! a project's entry would otherwise be a way out of a no-network sandbox for whatever can
+//! write the workspace (a prompt-injected agent).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -87,6 +90,8 @@ pub(crate) struct Sources {
     pub(crate) files: Vec<PathBuf>,
     /// The workspace's file (the project's; cannot choose a sandbox mode).
     pub(crate) project: Option<PathBuf>,
+    /// Whether the workspace's file may name HTTP servers (the row's `projectHttp`).
+    pub(crate) project_http: bool,
 }
 
 /// What reading every source gave: the servers, and the problems found on the way.
@@ -113,21 +118,34 @@ impl Sources {
     /// Reads every source; a missing file is no servers, not an error.
     pub(crate) fn load(&self) -> Loaded {
         let mut loaded = Loaded::default();
+        let user = Trust::User;
         for (name, entry) in &self.row {
-            loaded.add(name, entry.clone(), "the row", true);
+            loaded.add(name, entry.clone(), "the row", user);
         }
         for file in &self.files {
-            loaded.read_file(file, true);
+            loaded.read_file(file, user);
         }
         if let Some(project) = &self.project {
-            loaded.read_file(project, false);
+            let trust = Trust::Project {
+                http: self.project_http,
+            };
+            loaded.read_file(project, trust);
         }
         loaded
     }
 }
 
+/// Whose source an entry comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// The row or the user's own files: everything an entry says is honoured.
+    User,
+    /// The workspace's file: no sandbox mode, and HTTP servers only when `http`.
+    Project { http: bool },
+}
+
 impl Loaded {
-    fn read_file(&mut self, path: &Path, trusted: bool) {
+    fn read_file(&mut self, path: &Path, trust: Trust) {
         let file = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
@@ -152,7 +170,7 @@ impl Loaded {
         };
         for (name, value) in parsed.mcp_servers {
             match serde_json::from_value::<ServerEntry>(value) {
-                Ok(entry) => self.add(&name, entry, &file, trusted),
+                Ok(entry) => self.add(&name, entry, &file, trust),
                 Err(error) => self.errors.push(ConfigError::Entry {
                     file: file.clone(),
                     server: name,
@@ -162,17 +180,26 @@ impl Loaded {
         }
     }
 
-    fn add(&mut self, name: &str, entry: ServerEntry, source: &str, trusted: bool) {
+    fn add(&mut self, name: &str, entry: ServerEntry, source: &str, trust: Trust) {
         if entry.disabled {
             self.servers.remove(name);
             return;
         }
+        let trusted = trust == Trust::User;
         if !trusted && entry.sandbox.is_some() {
             self.warnings.push(format!(
                 "{source}: server `{name}`: `sandbox` is ignored in a project's file (only the row and the user's files choose a server's sandbox mode)"
             ));
         }
         match spec(name, entry, source, trusted) {
+            Ok(spec)
+                if matches!(spec.transport, Transport::Http { .. })
+                    && trust == (Trust::Project { http: false }) =>
+            {
+                self.warnings.push(format!(
+                    "{source}: server `{name}` refused: a project's file cannot add an HTTP server (the host reaches it outside the sandbox); name it in $DSH_HOME/mcp.json, or set `projectHttp: true` in the mcp row's config to allow the project's"
+                ));
+            }
             Ok(spec) => {
                 if let Some(earlier) = self.servers.get(name) {
                     self.warnings.push(format!(
@@ -263,6 +290,7 @@ mod tests {
             row: BTreeMap::new(),
             files: vec![file.clone()],
             project: None,
+            project_http: false,
         };
         let loaded = sources.load();
         let _ = std::fs::remove_file(file);
@@ -308,8 +336,13 @@ mod tests {
             ..ServerEntry::default()
         };
         let mut loaded = Loaded::default();
-        loaded.add("s", entry.clone(), ".mcp.json", false);
-        loaded.add("t", entry, "mcp.json", true);
+        loaded.add(
+            "s",
+            entry.clone(),
+            ".mcp.json",
+            Trust::Project { http: false },
+        );
+        loaded.add("t", entry, "mcp.json", Trust::User);
         let mode = |name: &str| match &loaded.servers[name].transport {
             Transport::Stdio { sandbox, .. } => sandbox.clone(),
             Transport::Http { .. } => unreachable!(),
@@ -317,5 +350,35 @@ mod tests {
         assert_eq!(mode("s"), "");
         assert_eq!(mode("t"), "danger-full-access");
         assert_eq!(loaded.warnings.len(), 1);
+    }
+
+    #[test]
+    fn a_project_adds_http_servers_only_when_the_row_allows_it() {
+        let remote = ServerEntry {
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            ..ServerEntry::default()
+        };
+        let local = ServerEntry {
+            command: Some("srv".into()),
+            ..ServerEntry::default()
+        };
+        let mut loaded = Loaded::default();
+        let project = Trust::Project { http: false };
+        loaded.add("remote", remote.clone(), ".mcp.json", project);
+        loaded.add("local", local, ".mcp.json", project);
+        loaded.add("mine", remote.clone(), "mcp.json", Trust::User);
+        assert_eq!(
+            loaded.servers.keys().collect::<Vec<_>>(),
+            ["local", "mine"],
+            "{loaded:?}"
+        );
+        assert_eq!(loaded.warnings.len(), 1, "{loaded:?}");
+        let warning = &loaded.warnings[0];
+        assert!(
+            warning.contains(".mcp.json") && warning.contains("server `remote`"),
+            "{warning}"
+        );
+        loaded.add("remote", remote, ".mcp.json", Trust::Project { http: true });
+        assert!(loaded.servers.contains_key("remote"));
     }
 }

@@ -57,6 +57,9 @@ pub struct McpConfig {
     /// The workspace's file, relative to the workspace (empty: none). Its entries cannot
     /// choose a sandbox mode.
     pub project_file: String,
+    /// Let the workspace's file add HTTP servers too (off: its `url` entries are refused, since
+    /// the host reaches them outside the sandbox).
+    pub project_http: bool,
     /// The directory stdio servers work in and the root they are offered (default: the
     /// host's working directory).
     pub workspace: Option<String>,
@@ -77,6 +80,7 @@ impl Default for McpConfig {
             servers: BTreeMap::new(),
             files: Vec::new(),
             project_file: ".mcp.json".to_owned(),
+            project_http: false,
             workspace: None,
             roots: true,
             startup_timeout_ms: 30_000,
@@ -191,6 +195,7 @@ impl Plugin for McpPlugin {
             row: config.servers,
             files: config.files.iter().map(PathBuf::from).collect(),
             project,
+            project_http: config.project_http,
         };
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
