@@ -21,6 +21,7 @@ mod hook_scripts;
 mod jobs;
 mod llm;
 mod mcp;
+mod questions;
 mod reload;
 mod replay;
 mod retry;

@@ -39,6 +39,7 @@ const CASES: &[&str] = &[
     "acp/snapshots/subagent-mixed",
     "acp/snapshots/subagent-report",
     "acp/snapshots/subagent-list-agents",
+    "acp/snapshots/subagent-child-question-rejection",
     "jsonrpc/snapshots/subagent-spawn-in-process",
 ];
 
@@ -50,10 +51,6 @@ const PATCHES: &[(&str, &str)] = &[(
 
 /// Recorded cases not replayed, and why.
 const SKIPPED: &[(&str, &str)] = &[
-    (
-        "acp/snapshots/subagent-child-question-rejection",
-        "the child calls ask_user_question, a tool we do not have",
-    ),
     (
         "acp/snapshots/subagent-published-run-failure",
         "it injects a failure into the reference's snapshot publisher, which we do not have",

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use dsh_protocol::{
     AppendField, ApprovalAskedEvent, ApprovalDecidedEvent, AssistantChunkEvent,
     AssistantMessageEvent, ChatItem, CommandDoneEvent, CommandKind, CommandRunEvent, FinishReason,
-    ItemOp, LlmRetryEvent, MessageSource, NoticeLevel, SessionTitleEvent, StreamChunk,
+    ItemOp, LlmRetryEvent, MessageSource, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
+    SessionTitleEvent, StreamChunk,
     ToolCallEvent, ToolResultEvent, ToolStatus, ToolView, TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_session_seam::EventRecord;
@@ -237,6 +238,35 @@ impl Fold {
                     self.upsert(item, &mut change);
                 }
             }
+            "question/asked" => {
+                if let Some(Ok(asked)) = record.decode::<QuestionAskedEvent>() {
+                    let item = ChatItem::Question {
+                        id: asked.id,
+                        seq,
+                        questions: asked.questions,
+                        outcome: None,
+                    };
+                    self.upsert(item, &mut change);
+                }
+            }
+            "question/answered" => {
+                if let Some(Ok(answered)) = record.decode::<QuestionAnsweredEvent>()
+                    && let Some(&at) = self.index.get(&answered.id)
+                    && let ChatItem::Question { .. } = &self.items[at]
+                {
+                    let mut item = self.items[at].clone();
+                    if let ChatItem::Question {
+                        outcome,
+                        seq: at_seq,
+                        ..
+                    } = &mut item
+                    {
+                        *outcome = Some(answered.verdict);
+                        *at_seq = seq;
+                    }
+                    self.upsert(item, &mut change);
+                }
+            }
             "session/title" => {
                 if let Some(Ok(title)) = record.decode::<SessionTitleEvent>() {
                     self.title = Some(title.title.clone());
@@ -428,6 +458,7 @@ mod tests {
                 ChatItem::TurnEnd { .. } => "turn-end",
                 ChatItem::Notice { .. } => "notice",
                 ChatItem::Approval { .. } => "approval",
+                ChatItem::Question { .. } => "question",
             })
             .collect();
         assert_eq!(kinds, ["user", "tool", "assistant", "turn-end"]);

@@ -197,6 +197,7 @@ fn item_seq(item: &ChatItem) -> u64 {
         | ChatItem::Tool { seq, .. }
         | ChatItem::TurnEnd { seq, .. }
         | ChatItem::Approval { seq, .. }
+        | ChatItem::Question { seq, .. }
         | ChatItem::Notice { seq, .. } => *seq,
     }
 }

@@ -69,6 +69,15 @@ pub enum ChatItem {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scope: Option<crate::ApprovalScope>,
     },
+    /// Questions put to a person (`ask_user_question`): answerable (`question.respond`) while
+    /// `outcome` is absent.
+    Question {
+        id: String,
+        seq: u64,
+        questions: Vec<crate::UserQuestion>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<crate::QuestionVerdict>,
+    },
     /// Something a person should know that is not a message: a retry, a failure.
     Notice {
         id: String,
@@ -86,6 +95,7 @@ impl ChatItem {
             | Self::Tool { id, .. }
             | Self::TurnEnd { id, .. }
             | Self::Approval { id, .. }
+            | Self::Question { id, .. }
             | Self::Notice { id, .. } => id,
         }
     }

@@ -25,6 +25,7 @@ mod events;
 mod failure;
 mod model;
 mod prompt;
+mod questions;
 mod sandbox;
 mod schema;
 mod stream;
@@ -71,6 +72,10 @@ pub use model::{
     ResolvedModelInfo, ToolSchema,
 };
 pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
+pub use questions::{
+    QuestionAnswer, QuestionAnsweredEvent, QuestionAskedEvent, QuestionOption, QuestionRequest,
+    QuestionResponse, QuestionVerdict, UserQuestion,
+};
 pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy};
 pub use schema::schema_document;
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
