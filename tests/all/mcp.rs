@@ -400,6 +400,11 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
         json!({"message": "from second"}),
         "five",
     ));
+    script.extend(call_then_text(
+        "mcp__second__echo",
+        json!({"message": "from the edited second"}),
+        "six",
+    ));
     let server = FakeDeepSeek::start(script);
     let layer = format!(
         "{}{}",
@@ -446,9 +451,16 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
 
     crash_and_come_back(&web, &mut socket, &session, &server);
     // The file changes: the new server starts, the unchanged one is left alone.
+    // `second` takes the whole kill grace to go (unconfined, so that no wrapper dies at once
+    // for it: it ignores SIGTERM and lingers after its input ends), so its replacement below
+    // is up while it is still stopping.
+    let lingering = json!({"command": "sh", "sandbox": "danger-full-access", "args": ["-c", format!(
+        "trap '' TERM; node {} stdio; sleep 5",
+        found.everything.display()
+    )]});
     let second = json!({"mcpServers": {
         "everything": stdio_entry(&found.everything, &["stdio"]),
-        "second": stdio_entry(&found.everything, &["stdio"]),
+        "second": lingering,
     }});
     std::fs::write(&file, second.to_string()).unwrap();
     web.host.wait_stderr("mcp `second`: connected", WAIT);
@@ -459,6 +471,23 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
         "{:?}",
         tool_texts(&server)
     );
+    // An edited entry restarts its server, whose tools (the same names the old one held until
+    // it was stopped) are registered again.
+    let mut edited = lingering.clone();
+    edited["env"] = json!({"EDITED": "1"});
+    let third = json!({"mcpServers": {
+        "everything": stdio_entry(&found.everything, &["stdio"]),
+        "second": edited,
+    }});
+    std::fs::write(&file, third.to_string()).unwrap();
+    wait_stderr_count(&web.host, "mcp `second`: connected", 2);
+    turn(&web, &mut socket, &session, "the edited second server");
+    assert!(
+        last_tool_text(&server).contains("Echo: from the edited second"),
+        "{:?}",
+        tool_texts(&server)
+    );
+    assert_eq!(count_stderr(&web.host, "not registered"), 0);
     server.assert_no_violations();
     let mut host = web.host;
     assert_eq!(host.stop(), Some(0));

@@ -131,6 +131,7 @@ impl Sources {
             };
             loaded.read_file(project, trust);
         }
+        loaded.refuse_clashing_names();
         loaded
     }
 }
@@ -145,6 +146,39 @@ pub(crate) enum Trust {
 }
 
 impl Loaded {
+    /// Servers whose names differ but whose tools' names would not (`my.server` and
+    /// `my_server` both give `mcp__my_server__…`) are all refused, each error naming the others:
+    /// which one the user meant cannot be told.
+    fn refuse_clashing_names(&mut self) {
+        let mut by_tool_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for name in self.servers.keys() {
+            by_tool_name
+                .entry(crate::tool::sanitize(name))
+                .or_default()
+                .push(name.clone());
+        }
+        for names in by_tool_name.into_values().filter(|names| names.len() > 1) {
+            for name in &names {
+                let Some(spec) = self.servers.remove(name) else {
+                    continue;
+                };
+                let others: Vec<String> = names
+                    .iter()
+                    .filter(|other| *other != name)
+                    .map(|other| format!("`{other}`"))
+                    .collect();
+                self.errors.push(ConfigError::Entry {
+                    file: spec.source,
+                    server: name.clone(),
+                    reason: format!(
+                        "refused: its tools' names would be those of server {} (`.` becomes `_` in a tool's name); rename one",
+                        others.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+
     fn read_file(&mut self, path: &Path, trust: Trust) {
         let file = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
@@ -380,5 +414,30 @@ mod tests {
         );
         loaded.add("remote", remote, ".mcp.json", Trust::Project { http: true });
         assert!(loaded.servers.contains_key("remote"));
+    }
+
+    #[test]
+    fn servers_equal_once_sanitized_are_refused_naming_each_other() {
+        let entry = ServerEntry {
+            command: Some("srv".into()),
+            ..ServerEntry::default()
+        };
+        let mut loaded = Loaded::default();
+        loaded.add("my.server", entry.clone(), "mcp.json", Trust::User);
+        loaded.add(
+            "my_server",
+            entry.clone(),
+            ".mcp.json",
+            Trust::Project { http: false },
+        );
+        loaded.add("other", entry, "mcp.json", Trust::User);
+        loaded.refuse_clashing_names();
+        assert_eq!(loaded.servers.keys().collect::<Vec<_>>(), ["other"]);
+        assert_eq!(loaded.errors.len(), 2, "{loaded:?}");
+        let text = loaded.errors[0].to_string();
+        assert!(
+            text.contains("server `my.server`") && text.contains("`my_server`"),
+            "{text}"
+        );
     }
 }

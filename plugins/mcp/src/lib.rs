@@ -137,7 +137,20 @@ impl Manager {
                     LogLevel::Info,
                     &format!("mcp `{name}`: stopped (its entry changed or went)"),
                 );
-                server.stop.fire();
+                server.retire();
+            }
+        }
+        // A tool refused earlier because a stopped server still held its name gets it now.
+        for (_, server) in running.values() {
+            let added = server.resync(&self.shared);
+            if added > 0 {
+                ctx.log(
+                    LogLevel::Info,
+                    &format!(
+                        "mcp `{}`: {added} tools registered that were refused before",
+                        server.name
+                    ),
+                );
             }
         }
         let mut started = Vec::new();

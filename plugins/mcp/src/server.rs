@@ -21,7 +21,7 @@ use crate::client::{self, Catalog};
 use crate::config::{ServerSpec, Transport as Reach};
 use crate::protocol::{PromptInfo, ResourceInfo, Root, ToolInfo};
 use crate::rpc::{self, Answers, Changed, Connection};
-use crate::tool::{McpTool, tool_name};
+use crate::tool::{McpTool, tool_names};
 use crate::transport::{Inbox, Transport};
 use crate::{http, stdio};
 
@@ -57,6 +57,9 @@ pub(crate) struct Server {
     /// Fired once the first attempt to connect ended, either way.
     pub(crate) first: Arc<CancelFlag>,
     registered: Mutex<BTreeMap<String, (ToolInfo, RegistrationBox)>>,
+    /// The server's latest tool list, kept so that a tool the registry refused (its name still
+    /// held by the server this one replaces) is registered on the next sync.
+    catalog: Mutex<Vec<ToolInfo>>,
     /// Kept for later use (a resource or prompt picker); logged when they change.
     resources: Mutex<Vec<ResourceInfo>>,
     prompts: Mutex<Vec<PromptInfo>>,
@@ -70,6 +73,7 @@ impl Server {
             stop: CancelFlag::new(),
             first: CancelFlag::new(),
             registered: Mutex::default(),
+            catalog: Mutex::default(),
             resources: Mutex::default(),
             prompts: Mutex::default(),
         })
@@ -100,13 +104,54 @@ impl Server {
         }
     }
 
-    /// Makes the registry hold exactly `tools`: unchanged tools keep their registration.
+    /// Stops the supervisor and drops the tools at once, not when the connection has closed
+    /// (which may take the kill grace): a replacement started right after registers the same
+    /// names, which the registry would refuse while these hold them.
+    pub(crate) fn retire(&self) {
+        self.stop.fire();
+        // Under the lock `sync_tools` registers in, so that one running now either finishes
+        // before this clears or sees the stop and registers nothing.
+        lock(&self.registered).clear();
+    }
+
+    /// Registers what the latest list names and the registry refused before (a name another
+    /// server held then); answers how many it registered.
+    pub(crate) fn resync(self: &Arc<Self>, shared: &Shared) -> usize {
+        let tools = lock(&self.catalog).clone();
+        let (wanted, _) = tool_names(&self.name, tools.clone());
+        let missing = {
+            let registered = lock(&self.registered);
+            wanted.keys().any(|name| !registered.contains_key(name))
+        };
+        if !missing {
+            return 0;
+        }
+        self.register(shared, wanted).0
+    }
+
+    /// Makes the registry hold exactly `tools` (a list the server just sent): unchanged tools
+    /// keep their registration.
     fn sync_tools(self: &Arc<Self>, shared: &Shared, tools: Vec<ToolInfo>) -> (usize, usize) {
+        *lock(&self.catalog) = tools.clone();
+        let (wanted, clashes) = tool_names(&self.name, tools);
+        for clash in clashes {
+            shared.ctx.log(LogLevel::Warn, &clash);
+        }
+        self.register(shared, wanted)
+    }
+
+    /// Makes the registry hold exactly `wanted`, by registered name; answers how many were
+    /// added and removed.
+    fn register(
+        self: &Arc<Self>,
+        shared: &Shared,
+        wanted: BTreeMap<String, ToolInfo>,
+    ) -> (usize, usize) {
         let mut registered = lock(&self.registered);
-        let wanted: BTreeMap<String, ToolInfo> = tools
-            .into_iter()
-            .map(|info| (tool_name(&self.name, &info.name), info))
-            .collect();
+        if self.stop.is_fired() {
+            registered.clear();
+            return (0, 0);
+        }
         let before = registered.len();
         registered.retain(|name, (info, _)| wanted.get(name) == Some(info));
         let kept = registered.len();
@@ -115,6 +160,7 @@ impl Server {
                 continue;
             }
             let tool = McpTool {
+                name: name.clone(),
                 server: self.clone(),
                 info: info.clone(),
                 timeout_ms: shared.tool_timeout_ms,

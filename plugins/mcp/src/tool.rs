@@ -21,7 +21,7 @@ use crate::server::Server;
 /// Tool names models accept: letters, digits, `_` and `-`, at most 64 characters.
 const MAX_NAME: usize = 64;
 
-fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     name.chars()
         .map(
             |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -39,7 +39,62 @@ pub(crate) fn tool_name(server: &str, tool: &str) -> String {
     name
 }
 
+/// A short tag of `text` (FNV-1a, four hex digits): the same for the same tool every time, so
+/// a rule naming a suffixed tool keeps naming it across restarts.
+fn tag(text: &str) -> String {
+    let hash = text.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    });
+    format!("{:04x}", hash & 0xffff)
+}
+
+/// The registered names of a server's `tools`, each unique: where two become the same name
+/// once sanitized (`read.file` and `read_file`) or truncated, the first in the server's order
+/// keeps it and the others get a short suffix of their own name. Answers the names and a
+/// warning for each clash, naming the originals.
+pub(crate) fn tool_names(
+    server: &str,
+    tools: Vec<ToolInfo>,
+) -> (std::collections::BTreeMap<String, ToolInfo>, Vec<String>) {
+    let mut named = std::collections::BTreeMap::<String, ToolInfo>::new();
+    let mut warnings = Vec::new();
+    for info in tools {
+        let plain = tool_name(server, &info.name);
+        let Some(holder) = named.get(&plain).map(|held| held.name.clone()) else {
+            named.insert(plain, info);
+            continue;
+        };
+        if holder == info.name {
+            warnings.push(format!(
+                "mcp `{server}`: the server lists tool `{holder}` twice; the first is kept"
+            ));
+            continue;
+        }
+        let mut name = suffixed(&plain, &tag(&info.name));
+        let mut extra = 1_u32;
+        while named.contains_key(&name) {
+            name = suffixed(&plain, &format!("{}{extra}", tag(&info.name)));
+            extra += 1;
+        }
+        warnings.push(format!(
+            "mcp `{server}`: tools `{holder}` and `{}` both become `{plain}`; the second is `{name}`",
+            info.name
+        ));
+        named.insert(name, info);
+    }
+    (named, warnings)
+}
+
+/// `name` with `_<suffix>`, kept within the length models accept.
+fn suffixed(name: &str, suffix: &str) -> String {
+    let mut base = name.to_owned();
+    base.truncate(MAX_NAME.saturating_sub(suffix.len() + 1));
+    format!("{base}_{suffix}")
+}
+
 pub(crate) struct McpTool {
+    /// The registered name (see `tool_names`).
+    pub(crate) name: String,
     pub(crate) server: Arc<Server>,
     pub(crate) info: ToolInfo,
     pub(crate) timeout_ms: Option<u64>,
@@ -130,11 +185,7 @@ impl Tool for McpTool {
                     .collect(),
             );
         }
-        let mut decl = ToolDecl::new(
-            tool_name(&self.server.name, &self.info.name),
-            description,
-            parameters,
-        );
+        let mut decl = ToolDecl::new(self.name.clone(), description, parameters);
         decl.passthrough = true;
         decl.timeout_ms = self.timeout_ms;
         let read_only = self
@@ -151,6 +202,7 @@ impl Tool for McpTool {
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
         let tool = Self {
+            name: self.name.clone(),
             server: self.server.clone(),
             info: self.info.clone(),
             timeout_ms: self.timeout_ms,
@@ -169,7 +221,44 @@ impl Tool for McpTool {
 
 #[cfg(test)]
 mod tests {
-    use super::tool_name;
+    use super::{tool_name, tool_names};
+    use crate::protocol::ToolInfo;
+
+    fn info(name: &str) -> ToolInfo {
+        serde_json::from_value(serde_json::json!({"name": name, "inputSchema": {"type": "object"}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn names_equal_once_sanitized_get_a_suffix_and_a_warning() {
+        let (names, warnings) = tool_names(
+            "s",
+            vec![info("read.file"), info("read_file"), info("other")],
+        );
+        let keys: Vec<&String> = names.keys().collect();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        assert_eq!(names["mcp__s__read_file"].name, "read.file");
+        let suffixed = keys
+            .iter()
+            .find(|key| key.starts_with("mcp__s__read_file_"))
+            .unwrap();
+        assert_eq!(names[*suffixed].name, "read_file");
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("`read.file`") && warnings[0].contains("`read_file`"),
+            "{warnings:?}"
+        );
+        // The same every time.
+        let (again, _) = tool_names("s", vec![info("read.file"), info("read_file")]);
+        assert!(again.contains_key(suffixed.as_str()));
+        let long = "x".repeat(100);
+        let (long_names, _) = tool_names("s", vec![info(&long), info(&format!("{long}y"))]);
+        assert!(
+            long_names.keys().all(|name| name.len() <= 64),
+            "{long_names:?}"
+        );
+        assert_eq!(long_names.len(), 2);
+    }
 
     #[test]
     fn names_keep_to_what_models_accept() {
