@@ -4,10 +4,11 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::escalation::tool_texts;
 use crate::headless::against;
+use crate::web_chat::turn_ended;
 
 fn questions() -> String {
     json!({"questions": [
@@ -44,4 +45,67 @@ fn headless_refuses_at_once_and_tells_the_model_to_go_on() {
             && texts[0].contains("state the open question in your answer"),
         "{texts:?}"
     );
+}
+
+/// The unanswered question card among `frames`, if one came.
+pub(crate) fn question_of(frames: &[Value]) -> Option<Value> {
+    frames
+        .iter()
+        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
+        .map(|op| op["item"].clone())
+        .find(|item| item["kind"] == "question" && item.get("outcome").is_none())
+}
+
+#[test]
+fn a_person_answers_over_the_api_and_the_history_keeps_it_decided() {
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_q", "ask_user_question", &questions())]),
+        Reply::text("SQLite it is"),
+    ]);
+    let dir = TestDir::new("questions-web");
+    let mut web = crate::web_chat::start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "plan the service"}),
+    );
+    let frames = socket.until(300, |frame| {
+        question_of(std::slice::from_ref(frame)).is_some()
+    });
+    let card = question_of(&frames).unwrap();
+    assert_eq!(card["questions"][0]["header"], "Storage");
+    assert_eq!(card["questions"][1]["multi_select"], true);
+    let answers = json!([
+        {"id": "db", "selected": ["SQLite"]},
+        {"id": "extras", "selected": ["Metrics", "Backups"]},
+        {"id": "name", "text": "ledger"}
+    ]);
+    let receipt = web.call(
+        "question.respond",
+        &json!({"questionId": card["id"], "answers": answers}),
+    );
+    assert_eq!(receipt["accepted"], true, "{receipt}");
+    socket.until(300, turn_ended);
+    let late = web.call(
+        "question.respond",
+        &json!({"questionId": card["id"], "cancelled": true}),
+    );
+    assert_eq!(late["accepted"], false, "the first answer wins: {late}");
+    let texts = tool_texts(&server);
+    assert_eq!(
+        serde_json::from_str::<String>(&texts[0]).unwrap(),
+        "The person answered:\n\n[db] Which database should the service use?\nAnswer: SQLite\n\n[extras] Which extras are wanted?\nAnswer: Metrics, Backups\n\n[name] What should the service be called?\nAnswer: ledger"
+    );
+    // A reload shows the card decided, with what was answered.
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    let item = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["kind"] == "question")
+        .cloned()
+        .unwrap_or_else(|| panic!("no question card: {history}"));
+    assert_eq!(item["outcome"]["outcome"], "answered", "{item}");
+    assert_eq!(item["outcome"]["answers"], answers, "{item}");
+    assert_eq!(web.host.stop(), Some(0));
 }

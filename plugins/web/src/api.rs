@@ -14,6 +14,8 @@ pub(crate) struct Api {
     pub(crate) prompted: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
     /// The asks waiting for a person's answer.
     pub(crate) pending: std::sync::Arc<crate::approvals::Pending>,
+    /// The questions waiting for a person's answers.
+    pub(crate) questions: std::sync::Arc<crate::questions::Pending>,
     pub(crate) boot_id: String,
     pub(crate) cwd: String,
     pub(crate) remote: bool,
@@ -129,6 +131,11 @@ impl Api {
                 "removed": self.unset_credential(payload(method, body)?).await?
             })),
             "approval.respond" => serde_json::to_value(self.respond(payload(method, body)?).await?),
+            "question.respond" => serde_json::to_value(
+                self.questions
+                    .answer(payload(method, body)?)
+                    .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?,
+            ),
             other => {
                 return Err(Failure(
                     RpcErrorCode::BadRequest,

@@ -9,8 +9,8 @@ use dsh_protocol::{
     AppendField, ApprovalAskedEvent, ApprovalDecidedEvent, AssistantChunkEvent,
     AssistantMessageEvent, ChatItem, CommandDoneEvent, CommandKind, CommandRunEvent, FinishReason,
     ItemOp, LlmRetryEvent, MessageSource, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
-    SessionTitleEvent, StreamChunk,
-    ToolCallEvent, ToolResultEvent, ToolStatus, ToolView, TurnEndEvent, UserMessageEvent, text_of,
+    SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus, ToolView,
+    TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_session_seam::EventRecord;
 

@@ -18,6 +18,7 @@ mod live;
 mod manage;
 mod models;
 mod page;
+mod questions;
 mod router;
 mod sessions;
 mod settings;
@@ -139,12 +140,15 @@ impl Plugin for WebPlugin {
         store_follow::follow_the_store(&ctx, &hub)?;
         let pending = Arc::new(approvals::Pending::default());
         approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
+        let questions = Arc::new(questions::Pending::default());
+        questions::answer_questions(&ctx, hub.clone(), questions.clone())?;
         let router = Router::new(
             api::Api {
                 ctx: ctx.clone(),
                 hub: hub.clone(),
                 prompted: std::sync::Mutex::default(),
                 pending,
+                questions,
                 boot_id: secrets.boot_id.clone(),
                 cwd,
                 remote,

@@ -1,0 +1,216 @@
+//! Questions answered in the browser. The web plugin is an answerer on `questions/request`:
+//! while a page is connected, an ask waits for a person's answers (`question.respond`; the
+//! first answer wins, and every tab's card then shows it decided, through the logged
+//! `question/answered`); with no page connected, or after a bounded wait, it defers to the rest
+//! of the chain, whose default is `unavailable`. The card itself is drawn from the logged
+//! `question/asked`, so a reload or a reconnect shows a waiting question again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dsh_plugin_api::cancel::{Either, first_of};
+use dsh_plugin_api::{Context, Json, Next, PluginError, lock};
+use dsh_protocol::{
+    AnswerReceipt, QuestionAnswer, QuestionRequest, QuestionResponse, QuestionVerdict, UserQuestion,
+};
+use dsh_user_questions_seam::QUESTIONS_REQUEST;
+use tokio::sync::oneshot;
+
+use crate::live::Hub;
+
+/// How long an ask waits for a person before it is `unavailable`.
+const ANSWER_WAIT: Duration = Duration::from_secs(30 * 60);
+
+struct Waiting {
+    questions: Vec<UserQuestion>,
+    answer: oneshot::Sender<QuestionVerdict>,
+}
+
+/// The asks waiting for answers, by ask id.
+#[derive(Default)]
+pub(crate) struct Pending {
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+impl Pending {
+    /// A person's answers (or their dismissal). Answers that do not fit the questions are the
+    /// caller's mistake; an ask no longer waiting is not accepted.
+    pub(crate) fn answer(&self, response: QuestionResponse) -> Result<AnswerReceipt, String> {
+        let mut waiting = lock(&self.waiting);
+        let Some(entry) = waiting.get(&response.question_id) else {
+            return Ok(refused());
+        };
+        let verdict = if response.cancelled {
+            QuestionVerdict::Cancelled
+        } else {
+            check(&entry.questions, &response.answers)?;
+            QuestionVerdict::Answered {
+                answers: response.answers,
+            }
+        };
+        let Some(entry) = waiting.remove(&response.question_id) else {
+            return Ok(refused());
+        };
+        Ok(AnswerReceipt {
+            accepted: entry.answer.send(verdict).is_ok(),
+            rule: None,
+        })
+    }
+}
+
+fn refused() -> AnswerReceipt {
+    AnswerReceipt {
+        accepted: false,
+        rule: None,
+    }
+}
+
+/// Each answer names a question once, picks only offered labels (one, unless the question
+/// allows several), and the whole says something.
+fn check(questions: &[UserQuestion], answers: &[QuestionAnswer]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for answer in answers {
+        let Some(question) = questions.iter().find(|question| question.id == answer.id) else {
+            return Err(format!("no question `{}` in this ask", answer.id));
+        };
+        if !seen.insert(answer.id.as_str()) {
+            return Err(format!("question `{}` is answered twice", answer.id));
+        }
+        if !question.multi_select && answer.selected.len() > 1 {
+            return Err(format!("question `{}` takes one choice", answer.id));
+        }
+        if let Some(label) = answer.selected.iter().find(|label| {
+            !question
+                .options
+                .iter()
+                .any(|option| &option.label == *label)
+        }) {
+            return Err(format!(
+                "`{label}` is not a choice of question `{}`",
+                answer.id
+            ));
+        }
+    }
+    let said = answers.iter().any(|answer| {
+        !answer.selected.is_empty() || answer.text.as_deref().is_some_and(|t| !t.trim().is_empty())
+    });
+    if !said {
+        return Err("the answers are empty: answer at least one question, or dismiss".to_owned());
+    }
+    Ok(())
+}
+
+/// Listens on `questions/request` as the browser's answerer.
+pub(crate) fn answer_questions(
+    ctx: &Context,
+    hub: Arc<Hub>,
+    pending: Arc<Pending>,
+) -> Result<(), PluginError> {
+    let sleeper = ctx.clone();
+    ctx.on_waterfall(
+        &QUESTIONS_REQUEST,
+        move |next: Next<Json<QuestionRequest>, Json<QuestionVerdict>>| {
+            let (hub, pending, ctx) = (hub.clone(), pending.clone(), sleeper.clone());
+            async move {
+                let Ok(ask) = next.payload().decode() else {
+                    return next.run().await;
+                };
+                if hub.connection_count() == 0 || ask.id.is_empty() {
+                    return next.run().await;
+                }
+                let (sender, receiver) = oneshot::channel();
+                lock(&pending.waiting).insert(
+                    ask.id.clone(),
+                    Waiting {
+                        questions: ask.questions,
+                        answer: sender,
+                    },
+                );
+                // Removed whatever ends the wait: an answer, the time limit, or the call
+                // cancelled (this future dropped).
+                let _forget = Forget(pending.clone(), ask.id);
+                match first_of(receiver, ctx.sleep(ANSWER_WAIT)).await {
+                    Either::Left(Ok(verdict)) => Ok(Json::encode(&verdict)),
+                    Either::Left(Err(_)) | Either::Right(()) => next.run().await,
+                }
+            }
+        },
+    )
+}
+
+struct Forget(Arc<Pending>, String);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        lock(&self.0.waiting).remove(&self.1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_protocol::QuestionOption;
+
+    fn question(id: &str, multi: bool) -> UserQuestion {
+        UserQuestion {
+            id: id.into(),
+            question: "?".into(),
+            header: None,
+            options: vec![
+                QuestionOption {
+                    label: "A".into(),
+                    description: None,
+                },
+                QuestionOption {
+                    label: "B".into(),
+                    description: None,
+                },
+            ],
+            multi_select: multi,
+        }
+    }
+
+    fn answer(id: &str, picked: &[&str], text: Option<&str>) -> QuestionAnswer {
+        QuestionAnswer {
+            id: id.into(),
+            selected: picked.iter().map(|label| (*label).to_owned()).collect(),
+            text: text.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn answers_must_fit_their_questions() {
+        let questions = [question("one", false), question("many", true)];
+        assert!(check(&questions, &[answer("many", &["A", "B"], None)]).is_ok());
+        assert!(check(&questions, &[answer("one", &[], Some("my own"))]).is_ok());
+        assert!(check(&questions, &[answer("one", &["A", "B"], None)]).is_err());
+        assert!(check(&questions, &[answer("one", &["C"], None)]).is_err());
+        assert!(check(&questions, &[answer("nope", &["A"], None)]).is_err());
+        assert!(check(&questions, &[answer("one", &[], Some(" "))]).is_err());
+    }
+
+    #[test]
+    fn the_first_answer_wins_and_a_late_one_is_not_accepted() {
+        let pending = Pending::default();
+        let (sender, mut receiver) = oneshot::channel();
+        lock(&pending.waiting).insert(
+            "q".into(),
+            Waiting {
+                questions: vec![question("one", false)],
+                answer: sender,
+            },
+        );
+        let response = |cancelled| QuestionResponse {
+            question_id: "q".into(),
+            answers: vec![answer("one", &["A"], None)],
+            cancelled,
+        };
+        assert!(pending.answer(response(false)).unwrap().accepted);
+        assert!(!pending.answer(response(true)).unwrap().accepted);
+        assert!(matches!(
+            receiver.try_recv(),
+            Ok(QuestionVerdict::Answered { .. })
+        ));
+    }
+}
