@@ -166,6 +166,33 @@ fn an_approval_is_answered_in_the_page_after_a_reload() {
 }
 
 #[test]
+fn a_question_is_answered_in_the_page_and_the_model_gets_the_answers() {
+    let questions = json!({"questions": [
+        {"id": "db", "header": "Storage", "question": "Which database should the service use?",
+         "options": [{"label": "SQLite", "description": "one file, no server"}, {"label": "Postgres", "description": "a server to run"}]},
+        {"id": "extras", "question": "Which extras are wanted?", "multi_select": true,
+         "options": [{"label": "Metrics"}, {"label": "Tracing"}, {"label": "Backups"}]},
+        {"id": "name", "question": "What should the service be called?"}
+    ]})
+    .to_string();
+    let Some(server) = scenario(
+        "question",
+        vec![
+            Reply::tool_calls(&[("call_q", "ask_user_question", &questions)]),
+            Reply::text("SQLite it is."),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    let texts = crate::escalation::tool_texts(&server);
+    assert!(
+        texts[0].contains("Answer: Metrics, Backups") && texts[0].contains("Answer: ledger"),
+        "{texts:?}"
+    );
+}
+
+#[test]
 fn the_offline_demo_replays_the_recorded_session_with_a_real_shell() {
     let Some(server) = scenario_with("demo", Vec::new(), "", &[("DEEPSEEK_API_KEY", "")], &[])
     else {

@@ -94,6 +94,42 @@ const scenarios = {
     await shoot(page, "allowed");
   },
 
+  // The model asks three questions (one choice, several, free text): the card waits through
+  // a reload, an empty answer is refused, the answers reach the model, and the card then shows
+  // them decided.
+  async question(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "plan the service");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".question.pending");
+    const legends = await page.locator(".question.pending legend").allTextContents();
+    expect(legends.length === 3 && legends[0].includes("Storage"), `the card asks ${JSON.stringify(legends)}`);
+    expect((await page.locator(".question.pending [data-question=db] input[type=radio]").count()) === 2, "one choice: radios");
+    expect((await page.locator(".question.pending [data-question=extras] input[type=checkbox]").count()) === 3, "several: checkboxes");
+    await page.reload();
+    await page.waitForSelector(".question.pending button.submit");
+    await page.click(".question.pending button.submit");
+    await page.waitForSelector(".toast");
+    await page.waitForSelector(".question.pending button.submit:not([disabled])");
+    await page.check(".question.pending [data-question=db] input[value=SQLite]");
+    await page.check(".question.pending [data-question=extras] input[value=Metrics]");
+    await page.check(".question.pending [data-question=extras] input[value=Backups]");
+    await page.fill(".question.pending [data-question=name] .own-answer", "ledger");
+    await themes(page, "pending");
+    await page.click(".question.pending button.submit");
+    await page.waitForSelector(".question.decided");
+    const said = await page.locator(".question.decided .question-answer").allTextContents();
+    expect(
+      JSON.stringify(said) === JSON.stringify(["SQLite", "Metrics, Backups", "ledger"]),
+      `the decided card shows ${JSON.stringify(said)}`,
+    );
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("SQLite it is")),
+    );
+    await themes(page, "answered");
+  },
+
   // The same ask, rejected: the card says so, the tool does not run, and the model is told.
   async reject(page) {
     await page.goto(authUrl);

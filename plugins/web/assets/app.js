@@ -501,7 +501,7 @@ function wireComposer() {
     call("session.history", { sessionId: event.detail.sessionId })
       .then((history) => {
         box.replaceChildren(...history.items.map(renderItem));
-        for (const button of box.querySelectorAll(".fork-here, .approval-actions button")) button.remove();
+        for (const button of box.querySelectorAll(".fork-here, .approval-actions button, .question-actions button")) button.remove();
         box.hidden = false;
         event.target.textContent = "Hide the subagent's conversation";
       })
@@ -515,6 +515,19 @@ function wireComposer() {
         else if (rule) toast(`Always allowed: ${rule} (saved under permissions.allow in settings.yaml)`);
       })
       .catch((error) => toast(error.message));
+  });
+  $("items").addEventListener("dsh-question", (event) => {
+    const buttons = event.target.closest(".question").querySelectorAll("button");
+    for (const button of buttons) button.disabled = true;
+    call("question.respond", event.detail)
+      .then(({ accepted }) => {
+        if (!accepted) toast("Those questions were already answered or are no longer waiting.");
+      })
+      .catch((error) => {
+        // A refused answer (nothing picked or written) can be corrected and sent again.
+        for (const button of buttons) button.disabled = false;
+        toast(error.message);
+      });
   });
   $("theme").addEventListener("click", cycleTheme);
   $("model").addEventListener("change", () => {

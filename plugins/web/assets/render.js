@@ -201,6 +201,9 @@ export function renderItem(item) {
       );
       break;
     }
+    case "question":
+      node = questionCard(item);
+      break;
     case "notice":
       node = element("div", { class: `notice ${item.level}`, role: "status" }, item.text);
       break;
@@ -209,4 +212,80 @@ export function renderItem(item) {
   }
   node.dataset.item = item.id;
   return node;
+}
+
+// Questions the model put to the person: one fieldset each (radio buttons for one choice,
+// checkboxes for several, a text field for an answer of their own); once decided, the answers.
+function questionCard(item) {
+  const card = element("div", {
+    class: item.outcome ? "question decided" : "question pending",
+    role: item.outcome ? null : "group",
+    "aria-label": "Questions from the agent",
+  });
+  const answers = item.outcome?.outcome === "answered" ? item.outcome.answers : [];
+  for (const question of item.questions) {
+    const box = element(
+      "fieldset",
+      { class: "question-item", "data-question": question.id },
+      element(
+        "legend",
+        {},
+        question.header ? element("span", { class: "question-header" }, question.header) : null,
+        element("span", { class: "question-text" }, question.question),
+      ),
+    );
+    if (item.outcome) {
+      const answer = answers.find((answer) => answer.id === question.id);
+      const said = [...(answer?.selected || []), ...(answer?.text ? [answer.text] : [])];
+      box.append(element("div", { class: "question-answer" }, said.length ? said.join(", ") : "(not answered)"));
+    } else {
+      const name = `${item.id}:${question.id}`;
+      for (const option of question.options || []) {
+        box.append(
+          element(
+            "label",
+            { class: "choice" },
+            element("input", { type: question.multi_select ? "checkbox" : "radio", name, value: option.label }),
+            element("span", { class: "choice-label" }, option.label),
+            option.description ? element("span", { class: "choice-description" }, option.description) : null,
+          ),
+        );
+      }
+      box.append(
+        element("input", {
+          type: "text",
+          class: "own-answer",
+          "aria-label": `Your answer to: ${question.question}`,
+          placeholder: question.options?.length ? "Or write your own answer" : "Your answer",
+        }),
+      );
+    }
+    card.append(box);
+  }
+  if (item.outcome) {
+    const ended = { cancelled: "Dismissed without an answer", unavailable: "No one answered" };
+    if (ended[item.outcome.outcome]) card.append(element("div", { class: "question-outcome" }, ended[item.outcome.outcome]));
+    return card;
+  }
+  const send = (cancelled) => (event) => {
+    const answers = cancelled
+      ? []
+      : [...card.querySelectorAll(".question-item")].map((box) => ({
+          id: box.dataset.question,
+          selected: [...box.querySelectorAll("input:checked")].map((input) => input.value),
+          text: box.querySelector(".own-answer").value.trim() || undefined,
+        })).filter((answer) => answer.selected.length || answer.text);
+    event.target.dispatchEvent(
+      new CustomEvent("dsh-question", { bubbles: true, detail: { questionId: item.id, answers, cancelled } }),
+    );
+  };
+  card.append(
+    element(
+      "div",
+      { class: "question-actions" },
+      element("button", { type: "button", class: "submit", onclick: send(false) }, "Answer"),
+      element("button", { type: "button", class: "dismiss", onclick: send(true) }, "Dismiss"),
+    ),
+  );
+  return card;
 }
