@@ -3,8 +3,11 @@
 //! end into the inbox. The session id the server gives at `initialize` and the negotiated
 //! revision go with every later request. After the handshake a GET stream, when the server
 //! offers one, carries what the server says unprompted (list changes). An expired session
-//! (404) closes the connection, and the supervisor starts a new one.
+//! (404) closes the connection, and the supervisor starts a new one; so do a few transport
+//! failures in a row (refused connections, 5xx answers): the server went down, and only a new
+//! connection (with the supervisor's backoff) finds it again.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RString, RVec};
@@ -21,6 +24,9 @@ const HEAD_TIMEOUT_MS: u64 = 30_000;
 /// How many times the GET stream is opened again after it ended.
 const STREAM_REOPENS: u32 = 5;
 
+/// Transport failures in a row (no answer, or a 5xx) after which the connection is closed.
+const FAILURES_BEFORE_CLOSE: u32 = 3;
+
 pub(crate) struct Http {
     shared: Arc<Shared>,
 }
@@ -35,6 +41,8 @@ struct Shared {
     inbox: Inbox,
     /// Fired when the connection closes: the GET stream stops with it.
     stop: Arc<CancelFlag>,
+    /// Transport failures since the last answer.
+    failures: AtomicU32,
 }
 
 pub(crate) fn start(
@@ -54,6 +62,7 @@ pub(crate) fn start(
             version: Mutex::default(),
             inbox,
             stop: CancelFlag::new(),
+            failures: AtomicU32::new(0),
         }),
     }
 }
@@ -66,6 +75,16 @@ fn header(name: &str, value: &str) -> HttpHeader {
 }
 
 impl Shared {
+    /// Counts a transport failure; the last one allowed closes the connection, saying `why`.
+    fn failed(&self, why: &str) {
+        let count = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if count == FAILURES_BEFORE_CLOSE {
+            let _ = self.inbox.send(Event::Closed(format!(
+                "{count} requests in a row failed, the last: {why}"
+            )));
+        }
+    }
+
     fn request(&self, method: &str, accept: &str, body: Vec<u8>) -> HttpRequest {
         let mut headers: Vec<HttpHeader> = self
             .headers
@@ -133,17 +152,19 @@ impl Shared {
             "application/json, text/event-stream",
             message.into_bytes(),
         );
-        let response = self
-            .client
-            .send(request)
-            .await
-            .into_result()
-            .map_err(|error| TransportError(format!("POST {}: {error}", self.url)))?;
+        let response = match self.client.send(request).await.into_result() {
+            Ok(response) => response,
+            Err(error) => {
+                let why = format!("POST {}: {error}", self.url);
+                self.failed(&why);
+                return Err(TransportError(why));
+            }
+        };
         if let Some(session) = response.header("mcp-session-id") {
             lock(&self.session).get_or_insert_with(|| session.to_owned());
         }
         match response.status {
-            200..=299 => {}
+            200..=299 => self.failures.store(0, Ordering::Relaxed),
             404 if lock(&self.session).is_some() => {
                 let why = "the server ended the session (404)".to_owned();
                 let _ = self.inbox.send(Event::Closed(why.clone()));
@@ -151,11 +172,11 @@ impl Shared {
             }
             status => {
                 let body = self.read_body(&response).await.unwrap_or_default();
-                return Err(TransportError(format!(
-                    "POST {} answered {status}: {}",
-                    self.url,
-                    body.trim()
-                )));
+                let why = format!("POST {} answered {status}: {}", self.url, body.trim());
+                if status >= 500 {
+                    self.failed(&why);
+                }
+                return Err(TransportError(why));
             }
         }
         let kind = response
@@ -177,12 +198,22 @@ impl Shared {
     }
 
     /// The server's own stream (GET), reopened a few times when it ends; a server that offers
-    /// none answers 405, and that is fine.
+    /// none answers 405, and that is fine. One that gave a stream and then does not answer the
+    /// reopening went down: the connection is closed at once.
     async fn listen(self: Arc<Self>) {
-        for _ in 0..=STREAM_REOPENS {
+        for attempt in 0..=STREAM_REOPENS {
             let request = self.request("GET", "text/event-stream", Vec::new());
-            let Ok(response) = self.client.send(request).await.into_result() else {
-                return;
+            let response = match self.client.send(request).await.into_result() {
+                Ok(response) => response,
+                Err(error) => {
+                    if attempt > 0 {
+                        let _ = self.inbox.send(Event::Closed(format!(
+                            "the server's event stream ended and GET {} failed: {error}",
+                            self.url
+                        )));
+                    }
+                    return;
+                }
             };
             match response.status {
                 200..=299 => {}
@@ -194,7 +225,10 @@ impl Shared {
                 }
                 _ => return,
             }
-            if self.read_events(&response).await.is_err() || self.inbox.is_closed() {
+            // A stream that broke is reopened like one that ended: the reopening tells whether
+            // the server is still there.
+            let _ = self.read_events(&response).await;
+            if self.inbox.is_closed() {
                 return;
             }
         }
