@@ -207,10 +207,9 @@ impl SandboxImpl {
     }
 
     /// `request` rewritten to run under `policy`: secrets removed from its environment, and
-    /// wrapped in the backend unless the policy is full access. A wrapped request's own
-    /// variables are set inside the sandbox, never on the wrapper, and the wrapper starts
-    /// without the loader's variables: otherwise an entry's `LD_PRELOAD` would run code in the
-    /// wrapper before it confines anything.
+    /// wrapped in the backend unless the policy is full access. The wrapper starts without the
+    /// loader's variables, which are set inside the sandbox instead: otherwise an entry's
+    /// `LD_PRELOAD` would run code in the wrapper before it confines anything.
     fn confine(
         &self,
         policy: &SandboxPolicy,
@@ -227,7 +226,14 @@ impl SandboxImpl {
         if policy.mode != SandboxMode::DangerFullAccess {
             let inner = inner_env(&names, &remove, &request);
             remove.extend(LOADER_VARS.iter().map(|pattern| RString::from(*pattern)));
-            request.env = RVec::new();
+            // The other variables stay on the wrapper, which passes them on: as arguments
+            // they would show in the process list (an MCP entry's token, say).
+            request.env = request
+                .env
+                .iter()
+                .filter(|var| !is_loader_var(&var.name))
+                .cloned()
+                .collect();
             let run_in = request
                 .cwd
                 .as_ref()
@@ -267,10 +273,10 @@ impl SandboxImpl {
     }
 }
 
-/// What a wrapped process must be given inside the sandbox so that its environment is the one
-/// it would have had unwrapped: the host's own loader variables (taken from the wrapper, but
-/// the host runs with them anyway) unless removed, then the request's variables, later ones
-/// winning.
+/// The loader's variables a wrapped process must be given inside the sandbox so that its
+/// environment is the one it would have had unwrapped: the host's own (taken from the wrapper,
+/// but the host runs with them anyway) unless removed, then the request's, later ones winning.
+/// The wrapper keeps every other variable and passes it on.
 fn inner_env(
     host: &[(String, String)],
     removed: &[RString],
@@ -284,6 +290,7 @@ fn inner_env(
             request
                 .env
                 .iter()
+                .filter(|var| is_loader_var(&var.name))
                 .map(|var| (var.name.to_string(), var.value.to_string())),
         )
         .collect()
