@@ -6,15 +6,15 @@
 use std::collections::HashMap;
 
 use dsh_protocol::{
-    AppendField, ApprovalAskedEvent, ApprovalDecidedEvent, AssistantChunkEvent,
-    AssistantMessageEvent, ChatItem, CommandDoneEvent, CommandKind, CommandRunEvent, FinishReason,
-    ItemOp, LlmRetryEvent, MessageSource, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
-    SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus, ToolView,
-    TurnEndEvent, UserMessageEvent, text_of,
+    AppendField, AssistantChunkEvent, AssistantMessageEvent, ChatItem, FinishReason, ItemOp,
+    MessageSource, SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus,
+    ToolView, TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_session_seam::EventRecord;
 
 use crate::views::view;
+
+mod asks;
 
 /// What one event changed.
 #[derive(Debug, Default, PartialEq)]
@@ -157,115 +157,11 @@ impl Fold {
                     self.result(seq, &result, &mut change);
                 }
             }
-            "llm/retry" => {
-                if let Some(Ok(retry)) = record.decode::<LlmRetryEvent>() {
-                    let text = format!(
-                        "{} ({}): retrying in {:.1} s, attempt {}",
-                        retry.failure.message,
-                        retry.failure.code,
-                        retry.delay_ms as f64 / 1000.0,
-                        retry.retry
-                    );
-                    let item = ChatItem::Notice {
-                        id: format!("retry-{}", retry.retry_id),
-                        seq,
-                        level: NoticeLevel::Warning,
-                        text,
-                    };
-                    self.upsert(item, &mut change);
-                }
+            "llm/retry" | "command/run" | "command/done" => {
+                self.notice(record, &mut change);
             }
-            "command/run" => {
-                if let Some(Ok(run)) = record.decode::<CommandRunEvent>() {
-                    let text = match &run.args {
-                        Some(args) => format!("/{} {args}", run.name),
-                        None => format!("/{}", run.name),
-                    };
-                    let item = ChatItem::Notice {
-                        id: run.command_id,
-                        seq,
-                        level: NoticeLevel::Info,
-                        text,
-                    };
-                    self.upsert(item, &mut change);
-                }
-            }
-            "command/done" => {
-                if let Some(Ok(done)) = record.decode::<CommandDoneEvent>() {
-                    let item = ChatItem::Notice {
-                        id: format!("{}-done", done.command_id),
-                        seq,
-                        level: match done.kind {
-                            CommandKind::Success => NoticeLevel::Info,
-                            CommandKind::Error => NoticeLevel::Error,
-                        },
-                        text: done.text.unwrap_or_default(),
-                    };
-                    self.upsert(item, &mut change);
-                }
-            }
-            "approval/asked" => {
-                if let Some(Ok(asked)) = record.decode::<ApprovalAskedEvent>() {
-                    let item = ChatItem::Approval {
-                        id: asked.id,
-                        seq,
-                        tool_name: asked.tool_name,
-                        call_id: asked.call_id,
-                        reason: asked.reason,
-                        outcome: None,
-                        scope: None,
-                    };
-                    self.upsert(item, &mut change);
-                }
-            }
-            "approval/decided" => {
-                if let Some(Ok(decided)) = record.decode::<ApprovalDecidedEvent>()
-                    && let Some(&at) = self.index.get(&decided.id)
-                    && let ChatItem::Approval { .. } = &self.items[at]
-                {
-                    let mut item = self.items[at].clone();
-                    if let ChatItem::Approval {
-                        outcome,
-                        scope,
-                        seq: at_seq,
-                        ..
-                    } = &mut item
-                    {
-                        *outcome = Some(decided.outcome);
-                        *scope = decided.scope;
-                        *at_seq = seq;
-                    }
-                    self.upsert(item, &mut change);
-                }
-            }
-            "question/asked" => {
-                if let Some(Ok(asked)) = record.decode::<QuestionAskedEvent>() {
-                    let item = ChatItem::Question {
-                        id: asked.id,
-                        seq,
-                        questions: asked.questions,
-                        outcome: None,
-                    };
-                    self.upsert(item, &mut change);
-                }
-            }
-            "question/answered" => {
-                if let Some(Ok(answered)) = record.decode::<QuestionAnsweredEvent>()
-                    && let Some(&at) = self.index.get(&answered.id)
-                    && let ChatItem::Question { .. } = &self.items[at]
-                {
-                    let mut item = self.items[at].clone();
-                    if let ChatItem::Question {
-                        outcome,
-                        seq: at_seq,
-                        ..
-                    } = &mut item
-                    {
-                        *outcome = Some(answered.verdict);
-                        *at_seq = seq;
-                    }
-                    self.upsert(item, &mut change);
-                }
+            "approval/asked" | "approval/decided" | "question/asked" | "question/answered" => {
+                self.ask(record, &mut change);
             }
             "session/title" => {
                 if let Some(Ok(title)) = record.decode::<SessionTitleEvent>() {

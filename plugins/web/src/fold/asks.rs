@@ -1,0 +1,139 @@
+//! The fold's notices and asks: model retries and human commands as notices, approvals and
+//! questions as items answered in the page (an ask's decision updates its item in place).
+
+use dsh_protocol::{
+    ApprovalAskedEvent, ApprovalDecidedEvent, ChatItem, CommandDoneEvent, CommandKind,
+    CommandRunEvent, LlmRetryEvent, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
+};
+use dsh_session_seam::EventRecord;
+
+use super::{Change, Fold};
+
+impl Fold {
+    /// `llm/retry`, `command/run` and `command/done`: a notice each.
+    pub(super) fn notice(&mut self, record: &EventRecord, change: &mut Change) {
+        let seq = record.seq;
+        match record.kind.as_str() {
+            "llm/retry" => {
+                if let Some(Ok(retry)) = record.decode::<LlmRetryEvent>() {
+                    let text = format!(
+                        "{} ({}): retrying in {:.1} s, attempt {}",
+                        retry.failure.message,
+                        retry.failure.code,
+                        retry.delay_ms as f64 / 1000.0,
+                        retry.retry
+                    );
+                    let item = ChatItem::Notice {
+                        id: format!("retry-{}", retry.retry_id),
+                        seq,
+                        level: NoticeLevel::Warning,
+                        text,
+                    };
+                    self.upsert(item, change);
+                }
+            }
+            "command/run" => {
+                if let Some(Ok(run)) = record.decode::<CommandRunEvent>() {
+                    let text = match &run.args {
+                        Some(args) => format!("/{} {args}", run.name),
+                        None => format!("/{}", run.name),
+                    };
+                    let item = ChatItem::Notice {
+                        id: run.command_id,
+                        seq,
+                        level: NoticeLevel::Info,
+                        text,
+                    };
+                    self.upsert(item, change);
+                }
+            }
+            "command/done" => {
+                if let Some(Ok(done)) = record.decode::<CommandDoneEvent>() {
+                    let item = ChatItem::Notice {
+                        id: format!("{}-done", done.command_id),
+                        seq,
+                        level: match done.kind {
+                            CommandKind::Success => NoticeLevel::Info,
+                            CommandKind::Error => NoticeLevel::Error,
+                        },
+                        text: done.text.unwrap_or_default(),
+                    };
+                    self.upsert(item, change);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `approval/asked`, `approval/decided`, `question/asked` and `question/answered`: an
+    /// answerable item, and its decision.
+    pub(super) fn ask(&mut self, record: &EventRecord, change: &mut Change) {
+        let seq = record.seq;
+        match record.kind.as_str() {
+            "approval/asked" => {
+                if let Some(Ok(asked)) = record.decode::<ApprovalAskedEvent>() {
+                    let item = ChatItem::Approval {
+                        id: asked.id,
+                        seq,
+                        tool_name: asked.tool_name,
+                        call_id: asked.call_id,
+                        reason: asked.reason,
+                        outcome: None,
+                        scope: None,
+                    };
+                    self.upsert(item, change);
+                }
+            }
+            "approval/decided" => {
+                if let Some(Ok(decided)) = record.decode::<ApprovalDecidedEvent>()
+                    && let Some(&at) = self.index.get(&decided.id)
+                    && let ChatItem::Approval { .. } = &self.items[at]
+                {
+                    let mut item = self.items[at].clone();
+                    if let ChatItem::Approval {
+                        outcome,
+                        scope,
+                        seq: at_seq,
+                        ..
+                    } = &mut item
+                    {
+                        *outcome = Some(decided.outcome);
+                        *scope = decided.scope;
+                        *at_seq = seq;
+                    }
+                    self.upsert(item, change);
+                }
+            }
+            "question/asked" => {
+                if let Some(Ok(asked)) = record.decode::<QuestionAskedEvent>() {
+                    let item = ChatItem::Question {
+                        id: asked.id,
+                        seq,
+                        questions: asked.questions,
+                        outcome: None,
+                    };
+                    self.upsert(item, change);
+                }
+            }
+            "question/answered" => {
+                if let Some(Ok(answered)) = record.decode::<QuestionAnsweredEvent>()
+                    && let Some(&at) = self.index.get(&answered.id)
+                    && let ChatItem::Question { .. } = &self.items[at]
+                {
+                    let mut item = self.items[at].clone();
+                    if let ChatItem::Question {
+                        outcome,
+                        seq: at_seq,
+                        ..
+                    } = &mut item
+                    {
+                        *outcome = Some(answered.verdict);
+                        *at_seq = seq;
+                    }
+                    self.upsert(item, change);
+                }
+            }
+            _ => {}
+        }
+    }
+}
