@@ -77,6 +77,19 @@ pub fn schema_document() -> serde_json::Value {
         SessionHistory,
         ClientFrame,
         ServerFrame,
+        SubagentDescriptorEvent,
+        ChildSummary,
+        SubagentNotice,
+        TokenMeter,
+        CompactionStartEvent,
+        CompactionSummaryEvent,
+        CompactionEndEvent,
+        CommandRunEvent,
+        CommandDoneEvent,
+        QuestionRequest,
+        QuestionAskedEvent,
+        QuestionAnsweredEvent,
+        QuestionResponse,
     );
     let definitions = generator.take_definitions(true);
     serde_json::json!({
@@ -104,6 +117,9 @@ mod tests {
             "PreDecision",
             "ToolReply",
             "FailureCode",
+            "SubagentDescriptorEvent",
+            "TokenMeter",
+            "QuestionAskedEvent",
         ] {
             assert!(
                 defs.contains_key(name),
