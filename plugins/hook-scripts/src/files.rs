@@ -19,7 +19,6 @@ use std::time::SystemTime;
 use dsh_plugin_api::{Context, lock};
 
 use crate::config::{ConfigError, Format, HookTable, Point, parse};
-use crate::watch;
 
 type Stamp = (SystemTime, u64);
 
@@ -90,10 +89,6 @@ impl HookFiles {
             tracked: Mutex::default(),
             watched: Mutex::default(),
         }
-    }
-
-    pub(crate) fn context(&self) -> &Context {
-        &self.ctx
     }
 
     /// Something that could be a hook file changed: the next point looks again.
@@ -174,7 +169,7 @@ impl HookFiles {
             }
             watched.insert(folder.to_path_buf());
             drop(watched);
-            watch::follow(self, folder.to_path_buf());
+            dsh_path_follow::follow(self, folder.to_path_buf(), false, "hook-scripts");
         }
         true
     }
@@ -223,6 +218,25 @@ fn resolve(file: &str, cwd: &Path) -> Option<PathBuf> {
     } else {
         cwd.join(path)
     })
+}
+
+impl dsh_path_follow::Followed for HookFiles {
+    fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// A hook file looked at, or a folder on the way to one.
+    fn concerns(&self, _folder: &Path, changed: &Path) -> bool {
+        HookFiles::concerns(self, changed)
+    }
+
+    fn invalidate(&self) {
+        HookFiles::invalidate(self);
+    }
+
+    fn unfollowed(&self) {
+        HookFiles::unfollowed(self);
+    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,6 @@ mod payload;
 mod points;
 mod record;
 mod run;
-mod watch;
 
 use std::sync::Arc;
 

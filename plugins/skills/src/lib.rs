@@ -21,7 +21,6 @@ mod library;
 mod skill;
 mod tool;
 mod view;
-mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -13,7 +13,6 @@ use dsh_plugin_api::{Context, LogLevel, lock};
 
 use crate::discover::{Discovery, Root, SharedRoots, discover, project_of};
 use crate::error::LoadError;
-use crate::watch;
 
 struct Cached {
     generation: u64,
@@ -69,7 +68,7 @@ impl Library {
     pub(crate) fn follow(self: &Arc<Self>, roots: &[Root]) {
         for root in roots {
             if lock(&self.watched).insert(root.path.clone()) {
-                watch::follow(self, root.path.clone());
+                dsh_path_follow::follow(self, root.path.clone(), true, "skills");
             }
         }
     }
@@ -134,5 +133,24 @@ impl Library {
                     .log(LogLevel::Warn, &format!("{problem}; the other skills load"));
             }
         }
+    }
+}
+
+impl dsh_path_follow::Followed for Library {
+    fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// A change below a root, or of a folder on the way to one.
+    fn concerns(&self, root: &Path, changed: &Path) -> bool {
+        changed.starts_with(root) || root.starts_with(changed)
+    }
+
+    fn invalidate(&self) {
+        Library::invalidate(self);
+    }
+
+    fn unfollowed(&self) {
+        Library::unfollowed(self);
     }
 }
