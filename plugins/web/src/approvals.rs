@@ -8,21 +8,20 @@
 //! arguments) for the rest of the session without asking again; `always` also writes an allow
 //! rule for it to the user's settings (see `Api::respond`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_approval_seam::APPROVAL_REQUEST;
-use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::{Context, Json, Next, PluginError, lock};
 use dsh_protocol::{
     AnswerReceipt, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, ApprovalScope,
     ApprovalVerdict, ToolCallEvent,
 };
 use dsh_session_seam::open_live;
-use tokio::sync::oneshot;
 
 use crate::live::Hub;
+use crate::waiting::Board;
 
 /// How long an ask waits for a person before it is `unavailable`.
 const ANSWER_WAIT: Duration = Duration::from_secs(15 * 60);
@@ -35,15 +34,11 @@ pub(crate) struct AskedCall {
     pub(crate) arguments: String,
 }
 
-struct Waiting {
-    call: Option<AskedCall>,
-    answer: oneshot::Sender<ApprovalVerdict>,
-}
-
-/// The asks waiting for an answer, by approval id, and the calls allowed for their session.
+/// The asks waiting for an answer, by approval id (each with the call it is about, when it
+/// names one), and the calls allowed for their session.
 #[derive(Default)]
 pub(crate) struct Pending {
-    waiting: Mutex<HashMap<String, Waiting>>,
+    waiting: Arc<Board<Option<AskedCall>, ApprovalVerdict>>,
     allowed: Mutex<HashSet<AskedCall>>,
 }
 
@@ -67,41 +62,31 @@ impl Pending {
             .scope
             .filter(|_| answer.outcome == ApprovalOutcome::AllowedOnce);
         if scope.is_some_and(|scope| scope != ApprovalScope::Once)
-            && lock(&self.waiting)
-                .get(&answer.approval_id)
-                .is_some_and(|waiting| waiting.call.is_none())
+            && self
+                .waiting
+                .look(&answer.approval_id, Option::is_none)
+                .unwrap_or(false)
         {
             return Err("this ask names no call, so it can only be answered once".to_owned());
         }
-        let Some(waiting) = lock(&self.waiting).remove(&answer.approval_id) else {
-            return Ok((
-                AnswerReceipt {
-                    accepted: false,
-                    rule: None,
-                },
-                None,
-            ));
-        };
         let verdict = ApprovalVerdict {
             outcome: answer.outcome,
             scope,
         };
-        if waiting.answer.send(verdict).is_err() {
-            return Ok((
-                AnswerReceipt {
-                    accepted: false,
-                    rule: None,
-                },
-                None,
-            ));
-        }
+        let refused = AnswerReceipt {
+            accepted: false,
+            rule: None,
+        };
+        let Some((call, true)) = self.waiting.settle(&answer.approval_id, verdict) else {
+            return Ok((refused, None));
+        };
         if matches!(scope, Some(ApprovalScope::Session | ApprovalScope::Always))
-            && let Some(call) = &waiting.call
+            && let Some(call) = &call
         {
             lock(&self.allowed).insert(call.clone());
         }
         let always = (scope == Some(ApprovalScope::Always))
-            .then_some(waiting.call)
+            .then_some(call)
             .flatten();
         Ok((
             AnswerReceipt {
@@ -157,21 +142,12 @@ pub(crate) fn answer_asks(
                 if hub.connection_count() == 0 || ask.id.is_empty() {
                     return next.run().await;
                 }
-                let (sender, receiver) = oneshot::channel();
-                lock(&pending.waiting).insert(
-                    ask.id.clone(),
-                    Waiting {
-                        call,
-                        answer: sender,
-                    },
-                );
                 // The ask is already logged (approval/asked): every page following the session
                 // shows its card from the log; this only waits for the first answer.
-                let answered = first_of(receiver, ctx.sleep(ANSWER_WAIT)).await;
-                lock(&pending.waiting).remove(&ask.id);
-                match answered {
-                    Either::Left(Ok(verdict)) => Ok(Json::encode(&verdict)),
-                    Either::Left(Err(_)) | Either::Right(()) => next.run().await,
+                let waiting = pending.waiting.clone();
+                match waiting.wait(&ctx, ask.id.clone(), call, ANSWER_WAIT).await {
+                    Some(verdict) => Ok(Json::encode(&verdict)),
+                    None => next.run().await,
                 }
             }
         },

@@ -25,6 +25,7 @@ mod settings;
 mod socket;
 mod store_follow;
 mod views;
+mod waiting;
 
 use std::sync::Arc;
 

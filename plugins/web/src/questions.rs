@@ -5,57 +5,52 @@
 //! of the chain, whose default is `unavailable`. The card itself is drawn from the logged
 //! `question/asked`, so a reload or a reconnect shows a waiting question again.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_plugin_api::cancel::{Either, first_of};
-use dsh_plugin_api::{Context, Json, Next, PluginError, lock};
+use dsh_plugin_api::{Context, Json, Next, PluginError};
 use dsh_protocol::{
     AnswerReceipt, QuestionAnswer, QuestionRequest, QuestionResponse, QuestionVerdict, UserQuestion,
 };
 use dsh_user_questions_seam::QUESTIONS_REQUEST;
-use tokio::sync::oneshot;
 
 use crate::live::Hub;
+use crate::waiting::Board;
 
 /// How long an ask waits for a person before it is `unavailable`.
 const ANSWER_WAIT: Duration = Duration::from_secs(30 * 60);
 
-struct Waiting {
-    questions: Vec<UserQuestion>,
-    answer: oneshot::Sender<QuestionVerdict>,
-}
-
-/// The asks waiting for answers, by ask id.
+/// The asks waiting for answers, by ask id, each with its questions.
 #[derive(Default)]
 pub(crate) struct Pending {
-    waiting: Mutex<HashMap<String, Waiting>>,
+    waiting: Arc<Board<Vec<UserQuestion>, QuestionVerdict>>,
 }
 
 impl Pending {
     /// A person's answers (or their dismissal). Answers that do not fit the questions are the
     /// caller's mistake; an ask no longer waiting is not accepted.
     pub(crate) fn answer(&self, response: QuestionResponse) -> Result<AnswerReceipt, String> {
-        let mut waiting = lock(&self.waiting);
-        let Some(entry) = waiting.get(&response.question_id) else {
-            return Ok(refused());
-        };
         let verdict = if response.cancelled {
             QuestionVerdict::Cancelled
         } else {
-            check(&entry.questions, &response.answers)?;
+            let checked = self.waiting.look(&response.question_id, |questions| {
+                check(questions, &response.answers)
+            });
+            match checked {
+                None => return Ok(refused()),
+                Some(checked) => checked?,
+            }
             QuestionVerdict::Answered {
                 answers: response.answers,
             }
         };
-        let Some(entry) = waiting.remove(&response.question_id) else {
-            return Ok(refused());
-        };
-        Ok(AnswerReceipt {
-            accepted: entry.answer.send(verdict).is_ok(),
-            rule: None,
-        })
+        match self.waiting.settle(&response.question_id, verdict) {
+            Some((_, taken)) => Ok(AnswerReceipt {
+                accepted: taken,
+                rule: None,
+            }),
+            None => Ok(refused()),
+        }
     }
 }
 
@@ -119,32 +114,17 @@ pub(crate) fn answer_questions(
                 if hub.connection_count() == 0 || ask.id.is_empty() {
                     return next.run().await;
                 }
-                let (sender, receiver) = oneshot::channel();
-                lock(&pending.waiting).insert(
-                    ask.id.clone(),
-                    Waiting {
-                        questions: ask.questions,
-                        answer: sender,
-                    },
-                );
-                // Removed whatever ends the wait: an answer, the time limit, or the call
-                // cancelled (this future dropped).
-                let _forget = Forget(pending.clone(), ask.id);
-                match first_of(receiver, ctx.sleep(ANSWER_WAIT)).await {
-                    Either::Left(Ok(verdict)) => Ok(Json::encode(&verdict)),
-                    Either::Left(Err(_)) | Either::Right(()) => next.run().await,
+                let waiting = pending.waiting.clone();
+                match waiting
+                    .wait(&ctx, ask.id.clone(), ask.questions, ANSWER_WAIT)
+                    .await
+                {
+                    Some(verdict) => Ok(Json::encode(&verdict)),
+                    None => next.run().await,
                 }
             }
         },
     )
-}
-
-struct Forget(Arc<Pending>, String);
-
-impl Drop for Forget {
-    fn drop(&mut self) {
-        lock(&self.0.waiting).remove(&self.1);
-    }
 }
 
 #[cfg(test)]
@@ -193,14 +173,9 @@ mod tests {
     #[test]
     fn the_first_answer_wins_and_a_late_one_is_not_accepted() {
         let pending = Pending::default();
-        let (sender, mut receiver) = oneshot::channel();
-        lock(&pending.waiting).insert(
-            "q".into(),
-            Waiting {
-                questions: vec![question("one", false)],
-                answer: sender,
-            },
-        );
+        let mut receiver = pending
+            .waiting
+            .park("q".into(), vec![question("one", false)]);
         let response = |cancelled| QuestionResponse {
             question_id: "q".into(),
             answers: vec![answer("one", &["A"], None)],
