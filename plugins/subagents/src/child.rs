@@ -16,7 +16,7 @@ use dsh_protocol::{
     ChildStatus, ContentBlock, Message, MessageSource, PermissionPresetEvent, SandboxModeEvent,
     SubagentDescriptorEvent, SubagentMode, SubagentNotice, ToolReply, TurnEndReason, TurnOutcome,
 };
-use dsh_session_seam::{NewEventRecord, open_live};
+use dsh_session_seam::{LatestOf, NewEventRecord, open_live};
 use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
 
 use crate::text;
@@ -61,6 +61,9 @@ pub(crate) struct Delegation {
     pub(crate) max_depth: u64,
     /// `subagent`'s mode when a call does not say.
     pub(crate) background_by_default: bool,
+    /// Each parent's latest preset and sandbox mode, read from its log incrementally.
+    pub(crate) presets: LatestOf<PermissionPresetEvent>,
+    pub(crate) modes: LatestOf<SandboxModeEvent>,
 }
 
 pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {
@@ -184,7 +187,7 @@ impl Delegation {
         descriptor: &SubagentDescriptorEvent,
     ) -> Result<(), String> {
         let session = open_live(&self.ctx, child).map_err(|error| error.to_string())?;
-        let mut batch = inherited_policy(&self.ctx, &start.parent);
+        let mut batch = self.inherited_policy(&start.parent);
         batch.push(NewEventRecord::of(&ApprovalPolicyEvent {
             policy: ApprovalPolicy::Never,
             source: Some("delegation".to_owned()),
@@ -195,6 +198,23 @@ impl Delegation {
             .into_result()
             .map(|_| ())
             .map_err(|error| format!("the child's session refused its descriptor: {error}"))
+    }
+
+    /// The parent's latest permission preset and sandbox mode, as events for its child's log
+    /// (none when the parent runs on the row's defaults, which the child shares).
+    fn inherited_policy(&self, parent: &str) -> Vec<NewEventRecord> {
+        let Ok(session) = open_live(&self.ctx, parent) else {
+            return Vec::new();
+        };
+        let preset = self
+            .presets
+            .of(&session)
+            .map(|preset| NewEventRecord::of(&preset));
+        let mode = self
+            .modes
+            .of(&session)
+            .map(|mode| NewEventRecord::of(&mode));
+        preset.into_iter().chain(mode).collect()
     }
 
     /// Waits for a one-shot child's run (cancelling it when the parent's call is cancelled),
@@ -364,34 +384,6 @@ pub(crate) struct AgentStarting {
     descriptor: SubagentDescriptorEvent,
     start: Start,
     depth: u64,
-}
-
-/// The parent's latest permission preset and sandbox mode, as events for its child's log
-/// (none when the parent runs on the row's defaults, which the child shares).
-fn inherited_policy(ctx: &Context, parent: &str) -> Vec<NewEventRecord> {
-    let Ok(session) = open_live(ctx, parent) else {
-        return Vec::new();
-    };
-    let events = session.events(0, session.event_count());
-    let latest = |kind: &str| {
-        events
-            .iter()
-            .rev()
-            .find(|record| record.kind.as_str() == kind)
-            .cloned()
-    };
-    let mut batch = Vec::new();
-    if let Some(Some(Ok(preset))) =
-        latest("permission/preset").map(|record| record.decode::<PermissionPresetEvent>())
-    {
-        batch.push(NewEventRecord::of(&preset));
-    }
-    if let Some(Some(Ok(mode))) =
-        latest("sandbox/mode").map(|record| record.decode::<SandboxModeEvent>())
-    {
-        batch.push(NewEventRecord::of(&mode));
-    }
-    batch
 }
 
 /// How many events of `parent` a fork copies: everything up to its last closed turn (the turn

@@ -84,6 +84,8 @@ impl Plugin for SubagentsPlugin {
             tree: tree.clone(),
             max_depth: config.max_depth,
             background_by_default: config.background_by_default,
+            presets: dsh_session_seam::LatestOf::default(),
+            modes: dsh_session_seam::LatestOf::default(),
         });
         let mut registrations = Vec::new();
         for kind in Kind::ALL {
