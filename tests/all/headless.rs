@@ -187,6 +187,15 @@ fn usage_mistakes_exit_2_and_say_what_is_wrong() {
 
 /// The headless profile pointed at a fake DeepSeek server through a patch layer.
 pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
+    let mut all = against_args(server, dir);
+    all.extend(args.iter().map(|arg| (*arg).to_owned()));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")])
+}
+
+/// The arguments of [`against`] before the runner's own: the patch layer (written), the
+/// profile, the working directory `dir/work` (made) and the fake server's model.
+pub(crate) fn against_args(server: &FakeDeepSeek, dir: &TestDir) -> Vec<String> {
     let patch = dir.write(
         "fake.patch.yml",
         &format!(
@@ -196,7 +205,7 @@ pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> ds
     );
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let mut all = vec![
+    [
         "--patch",
         patch.to_str().unwrap(),
         "--profile",
@@ -206,9 +215,9 @@ pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> ds
         work.to_str().unwrap(),
         "--model",
         "deepseek-official/deepseek-v4-flash",
-    ];
-    all.extend(args);
-    run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")])
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 #[test]

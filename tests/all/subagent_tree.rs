@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
-use dsh_tests::{HostProcess, TestDir, run_host_with_env};
+use dsh_tests::{HostProcess, TestDir};
 use serde_json::{Value, json};
 
-use crate::headless::stream_json;
+use crate::headless::{against, against_args, stream_json};
 use crate::subagents::{PLAIN_STORE, replayed_run, stored_logs};
 
 /// What Ctrl-C sends.
@@ -36,34 +36,12 @@ fn results(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
-fn fake_patch(dir: &TestDir, server: &FakeDeepSeek) -> String {
-    dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-            server.url()
-        ),
-    )
-    .to_str()
-    .unwrap()
-    .to_owned()
-}
-
-fn headless_args<'a>(patch: &'a str, work: &'a str, task: &'a str) -> Vec<&'a str> {
-    vec![
-        "--patch",
-        patch,
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work,
-        "--model",
-        "deepseek-official/deepseek-v4-flash",
-        "--output",
-        "stream-json",
-        task,
-    ]
+/// A headless stream-json run of `task` against `server`, started in the background.
+fn start_against(server: &FakeDeepSeek, dir: &TestDir, task: &str) -> HostProcess {
+    let mut args = against_args(server, dir);
+    args.extend(["--output", "stream-json", task].map(str::to_owned));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    HostProcess::start_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "sk-test")])
 }
 
 fn slow_child(text: &str, pause: Duration) -> Reply {
@@ -99,14 +77,7 @@ fn ten_children_run_at_once_and_each_answers_its_own_call() {
     script.extend((0..10).map(|_| slow_child("a child's answer", pause)));
     script.push(Reply::text("all ten answered"));
     let server = FakeDeepSeek::start(script);
-    let patch = fake_patch(&dir, &server);
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let mut host = HostProcess::start_with_env(
-        &dir.home(),
-        &headless_args(&patch, work.to_str().unwrap(), "Delegate ten tasks."),
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    );
+    let mut host = start_against(&server, &dir, "Delegate ten tasks.");
     // All ten children asked the model before the first pause ended: they run concurrently.
     let seen = server.wait_requests(11, pause - Duration::from_millis(500));
     assert_eq!(seen.len(), 11, "children asked one after the other");
@@ -132,18 +103,15 @@ fn ten_children_run_at_once_and_each_answers_its_own_call() {
 fn a_fork_sees_the_completed_turns_and_not_the_one_asking() {
     let dir = TestDir::new("subagents-fork");
     dir.write("home/cordis.patch.yml", PLAIN_STORE);
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
     let first = FakeDeepSeek::start(vec![Reply::text("OK")]);
-    let patch = fake_patch(&dir, &first);
-    let out = run_host_with_env(
-        &dir.home(),
-        &headless_args(
-            &patch,
-            work.to_str().unwrap(),
+    let out = against(
+        &first,
+        &dir,
+        &[
+            "--output",
+            "stream-json",
             "The codeword is MARMALADE. Say OK.",
-        ),
-        &[("DEEPSEEK_API_KEY", "sk-test")],
+        ],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     let (_, result) = stream_json(&out.stdout);
@@ -154,14 +122,17 @@ fn a_fork_sees_the_completed_turns_and_not_the_one_asking() {
         Reply::text("MARMALADE"),
         Reply::text("It is MARMALADE."),
     ]);
-    let patch = fake_patch(&dir, &second);
-    let mut args = headless_args(
-        &patch,
-        work.to_str().unwrap(),
-        "Ask a fork for the codeword.",
+    let out = against(
+        &second,
+        &dir,
+        &[
+            "--resume",
+            &parent,
+            "--output",
+            "stream-json",
+            "Ask a fork for the codeword.",
+        ],
     );
-    args.splice(5..5, ["--resume", parent.as_str()]);
-    let out = run_host_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "sk-test")]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let (_, result) = stream_json(&out.stdout);
     assert_eq!(result["output"], "It is MARMALADE.");
@@ -195,14 +166,7 @@ fn cancelling_the_parent_cancels_the_child_it_waits_for() {
         Reply::tool_calls(&[("call_1", "subagent", &task.to_string())]),
         slow_child("never finished", Duration::from_secs(30)),
     ]);
-    let patch = fake_patch(&dir, &server);
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let mut host = HostProcess::start_with_env(
-        &dir.home(),
-        &headless_args(&patch, work.to_str().unwrap(), "Delegate a slow task."),
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    );
+    let mut host = start_against(&server, &dir, "Delegate a slow task.");
     assert_eq!(server.wait_requests(2, Duration::from_secs(20)).len(), 2);
     host.signal(SIGINT);
     assert!(host.wait_exit(Duration::from_secs(20)).is_some());
@@ -259,23 +223,22 @@ fn script_log(created: i64, entries: &[Value]) -> String {
     lines.join("\n") + "\n"
 }
 
-/// Runs a replayed headless task with the parent's script `parent` and one child's `child`.
-fn replayed(dir: &TestDir, parent: &[Value], child: &[Value], task: &str) -> dsh_tests::Output {
+/// Writes the replay scripts of one parent (`parent`, as the override of an empty log) and
+/// one child, and the plain store; answers the parent's log.
+fn write_scripts(dir: &TestDir, parent: &[Value], child: &[Value]) -> std::path::PathBuf {
     dir.write("home/cordis.patch.yml", PLAIN_STORE);
-    dir.write("replay/session.jsonl", &script_log(1, &[]));
     dir.write(
         "replay/replay.override.json",
         &Value::from(parent.to_vec()).to_string(),
     );
     dir.write("replay/session.1.jsonl", &script_log(2, child));
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    replayed_run(
-        &dir.home(),
-        &work,
-        &dir.join("replay/session.jsonl"),
-        &[task],
-    )
+    dir.write("replay/session.jsonl", &script_log(1, &[]))
+}
+
+/// Runs a replayed headless task with the parent's script `parent` and one child's `child`.
+fn replayed(dir: &TestDir, parent: &[Value], child: &[Value], task: &str) -> dsh_tests::Output {
+    let log = write_scripts(dir, parent, child);
+    replayed_run(dir, &log, &[task])
 }
 
 /// The child the run started, as the parent's later calls name it.
@@ -445,7 +408,6 @@ fn a_child_is_never_wider_than_its_parent() {
 #[test]
 fn a_signal_while_a_background_child_runs_stops_it_and_nothing_restarts() {
     let dir = TestDir::new("subagents-signal");
-    dir.write("home/cordis.patch.yml", PLAIN_STORE);
     let parent = [
         call_entry(
             "c1",
@@ -463,12 +425,7 @@ fn a_signal_while_a_background_child_runs_stops_it_and_nothing_restarts() {
         ),
         text_entry("slept"),
     ];
-    dir.write("replay/session.jsonl", &script_log(1, &[]));
-    dir.write(
-        "replay/replay.override.json",
-        &Value::from(parent.to_vec()).to_string(),
-    );
-    dir.write("replay/session.1.jsonl", &script_log(2, &child));
+    let log = write_scripts(&dir, &parent, &child);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut host = HostProcess::start_with_env(
@@ -480,7 +437,7 @@ fn a_signal_while_a_background_child_runs_stops_it_and_nothing_restarts() {
             "--cwd",
             work.to_str().unwrap(),
             "--replay",
-            dir.join("replay/session.jsonl").to_str().unwrap(),
+            log.to_str().unwrap(),
             "--output",
             "stream-json",
             "Start a sleeping child.",

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_tests::{TestDir, run_host_with_env};
+use dsh_tests::TestDir;
 use serde_json::Value;
 
 /// The recorded cases, by their path under the reference's fixtures.
@@ -151,37 +151,15 @@ fn without_ids(lines: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// A headless stream-json run in `work` whose model is the replay of `log` (child scripts
+/// A headless stream-json run in `dir/work` whose model is the replay of `log` (child scripts
 /// beside it), with the prompts `tasks` (the first the task, the others `--then`), in
 /// danger-full-access.
-pub(crate) fn replayed_run(
-    home: &Path,
-    work: &Path,
-    log: &Path,
-    tasks: &[&str],
-) -> dsh_tests::Output {
+pub(crate) fn replayed_run(dir: &TestDir, log: &Path, tasks: &[&str]) -> dsh_tests::Output {
     let (task, later) = tasks.split_first().expect("a task");
-    let mut args = vec![
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work.to_str().unwrap(),
-        "--replay",
-        log.to_str().unwrap(),
-        "--output",
-        "stream-json",
-    ];
+    let mut args = vec!["--replay", log.to_str().unwrap(), "--output", "stream-json"];
     args.extend(later.iter().flat_map(|prompt| ["--then", *prompt]));
     args.push(task);
-    run_host_with_env(
-        home,
-        &args,
-        &[
-            ("DEEPSEEK_API_KEY", ""),
-            ("DSH_PERMISSION_MODE", "danger-full-access"),
-        ],
-    )
+    crate::headless::headless(dir, &args, &[("DSH_PERMISSION_MODE", "danger-full-access")])
 }
 
 /// The logs the run stored (header, events), by header `createdAt`.
@@ -270,7 +248,7 @@ fn run_case(case: &str) -> Result<(), String> {
         .chain(later)
         .map(String::as_str)
         .collect();
-    let out = replayed_run(&dir.home(), &work, &replay.join("session.jsonl"), &tasks);
+    let out = replayed_run(&dir, &replay.join("session.jsonl"), &tasks);
     let logs = stored_logs(&dir.home());
     let Some(((parent_header, ours), children)) = logs.split_first() else {
         return Err(format!(
@@ -393,7 +371,7 @@ fn headless_waits_for_a_background_child_and_answers_from_its_notice() {
         .as_str()
         .unwrap()
         .to_owned();
-    let out = replayed_run(&dir.home(), &work, &replay.join("session.jsonl"), &[&task]);
+    let out = replayed_run(&dir, &replay.join("session.jsonl"), &[&task]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let lines: Vec<Value> = out
         .stdout
