@@ -230,11 +230,13 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
     let (events, meters) = (hub.clone(), ctx.clone());
     ctx.on_emit(&SESSION_EVENT, move |record| {
         events.committed(record);
-        // The meter moves with each answer (the provider's count) and each compaction.
+        // The meter moves with each answer (the provider's count) and each compaction; it is
+        // worked out only for a session some page follows.
         if matches!(
             record.kind.as_str(),
             "assistant/message" | "compaction/end" | "turn/end"
-        ) {
+        ) && events.is_followed(record.session.as_str())
+        {
             push_meter(&meters, &events, record.session.as_str());
         }
     })?;

@@ -185,6 +185,13 @@ impl Hub {
         Ok(())
     }
 
+    /// Whether a page follows `session_id`.
+    pub(crate) fn is_followed(&self, session_id: &str) -> bool {
+        lock(&self.followed)
+            .get(session_id)
+            .is_some_and(|session| !session.followers.is_empty())
+    }
+
     /// A frame for every follower of `session_id`.
     pub(crate) fn to_followers(&self, session_id: &str, frame: &ServerFrame) {
         if let Some(session) = lock(&self.followed).get(session_id) {
