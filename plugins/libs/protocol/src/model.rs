@@ -90,11 +90,6 @@ impl RawJson {
         )
     }
 
-    /// The value, rebuilt as a tree.
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.0.get()).unwrap_or_default()
-    }
-
     /// The text.
     pub fn get(&self) -> &str {
         self.0.get()
