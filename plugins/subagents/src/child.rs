@@ -73,6 +73,16 @@ pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {
     }
 }
 
+/// Whether agent `id`'s driver is running turns now.
+pub(crate) fn is_running(agents: &AgentsService, id: &str) -> bool {
+    agents
+        .list()
+        .decode()
+        .unwrap_or_default()
+        .iter()
+        .any(|agent| agent.id == id && agent.status == AgentStatus::Running)
+}
+
 impl Delegation {
     /// Starts the child; answers its id once its task is queued.
     pub(crate) fn start(&self, start: Start) -> Result<AgentStarting, String> {
@@ -299,14 +309,7 @@ impl Delegation {
                 None => idle.await,
             };
             let outcome = idle.into_result().ok()?.decode().ok().flatten();
-            let running = agents(&self.ctx).is_ok_and(|agents| {
-                agents
-                    .list()
-                    .decode()
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|agent| agent.id == child && agent.status == AgentStatus::Running)
-            });
+            let running = agents(&self.ctx).is_ok_and(|agents| is_running(&agents, child));
             if !running {
                 return outcome;
             }
@@ -324,12 +327,7 @@ impl Delegation {
             content,
             MessageSource::subagent_settled(&summary, &node.id),
         );
-        let parent_running = agents
-            .list()
-            .decode()
-            .unwrap_or_default()
-            .iter()
-            .any(|agent| agent.id == node.parent && agent.status == AgentStatus::Running);
+        let parent_running = is_running(&agents, &node.parent);
         // A child stopped because its parent's own turn was cancelled (or its run stopped)
         // must not wake the parent again: its notice waits for the parent's next turn. One
         // the parent interrupted itself is news the parent asked for.

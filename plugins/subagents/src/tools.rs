@@ -11,14 +11,14 @@ use dsh_agent_seam::AgentsExt;
 use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::CancelBox;
 use dsh_protocol::{
-    AbortCause, AgentStatus, ChildStatus, Concurrency, ContentBlock, DelegateArgs, InterruptArgs,
+    AbortCause, ChildStatus, Concurrency, ContentBlock, DelegateArgs, InterruptArgs,
     ListAgentsArgs, ListScope, Message, MessageSource, OutcomeSummary, ReportArgs, SendMessageArgs,
     SubagentMode, ToolDecl, ToolReply,
 };
 use dsh_tools_seam::{CallView, Tool};
 use serde_json::json;
 
-use crate::child::{Delegation, Provider, Start, agents};
+use crate::child::{Delegation, Provider, Start, agents, is_running};
 
 /// A child's run may take as long as the pipeline's longest allowance.
 const DELEGATION_TIMEOUT_MS: u64 = 3_600_000;
@@ -237,13 +237,7 @@ impl DelegationTool {
             ));
         }
         let agents = agents(&delegation.ctx)?;
-        let running = agents
-            .list()
-            .decode()
-            .unwrap_or_default()
-            .iter()
-            .any(|agent| agent.id == target.agent_id && agent.status == AgentStatus::Running);
-        if !running {
+        if !is_running(&agents, &target.agent_id) {
             return Ok(ToolReply::text(format!(
                 "agent {} is not running; nothing to interrupt",
                 target.agent_id
