@@ -65,13 +65,14 @@ fn probe_with_tools(dir: &TestDir, calls: &[(&str, &str, &str)], extra: &str, to
         "tools_probe",
         "session",
         "sandbox",
+        "jobs",
     ] {
         plugin_lib(lib);
     }
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut yaml = format!(
-        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 10\n{extra}    calls:\n",
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: sandbox\n  name: sandbox\n  config:\n    protected: [{}]\n- id: bash\n  name: tool-bash\n- id: jobs\n  name: jobs\n- id: fs\n  name: tool-fs\n- id: probe\n  name: tools-probe\n  config:\n    session: s1\n    cwd: {}\n    waitForTools: 10\n{extra}    calls:\n",
         // The test's own directory stays read-only (it lies under the writable /tmp); the
         // workspace inside it stays writable.
         yaml_string(dir.join("").to_str().unwrap()),
@@ -390,6 +391,7 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
         "tools_probe",
         "session",
         "sandbox",
+        "jobs",
     ] {
         plugin_lib(lib);
     }
@@ -398,7 +400,7 @@ fn tool_registrations_follow_reloads_of_tool_rows_and_of_the_registry() {
     std::fs::create_dir_all(&work).unwrap();
     let tree = |tools: &str, fs: &str, session: &str, wanted: usize| {
         format!(
-            "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: sandbox\n  name: sandbox\n- id: bash\n  name: tool-bash\n- id: fs\n  name: tool-fs\n  config: {fs}\n- id: probe\n  name: tools-probe\n  config:\n    session: {session}\n    cwd: {}\n    waitForTools: {wanted}\n    calls:\n      - id: c1\n        name: bash\n        arguments: {}\n",
+            "- id: subprocess\n  name: dsh-host/subprocess\n- id: host-fs\n  name: dsh-host/fs\n- id: session\n  name: session\n- id: tools\n  name: tools\n  config: {tools}\n- id: sandbox\n  name: sandbox\n- id: bash\n  name: tool-bash\n- id: jobs\n  name: jobs\n- id: fs\n  name: tool-fs\n  config: {fs}\n- id: probe\n  name: tools-probe\n  config:\n    session: {session}\n    cwd: {}\n    waitForTools: {wanted}\n    calls:\n      - id: c1\n        name: bash\n        arguments: {}\n",
             yaml_string(work.to_str().unwrap()),
             yaml_string(&bash("echo hi"))
         )

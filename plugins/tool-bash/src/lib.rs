@@ -1,5 +1,4 @@
-//! Plugin `tool-bash`: registers the `bash` tool and the background-job tools (`job_list`,
-//! `job_output`, `job_kill`, see `jobs`) with the `tools` service. Each call runs
+//! Plugin `tool-bash`: registers the `bash` tool with the `tools` service. Each call runs
 //! `bash -c <command>` in a process group of its own through the `sandbox` service,
 //! in `workdir` (relative to the call's working directory), with the inherited `DSH_*`
 //! variables stripped and the managed ones set. Output keeps the last 64,000 bytes of each
@@ -8,10 +7,10 @@
 //! last. The process starts through the `sandbox` service, confined by the session's policy
 //! (or refused when it cannot be): the tool waits for that service and is not offered without
 //! it. Running commands as the user is the sandbox's `danger-full-access` mode, not a bypass.
-//! With `run_in_background` the command becomes a job and the call answers at once.
+//! With `run_in_background` the command becomes a job of the `jobs` registry (see
+//! `background`) and the call answers at once; without that registry the call says so.
 
-mod job_tools;
-mod jobs;
+mod background;
 mod output;
 
 use std::path::Path;
@@ -29,6 +28,7 @@ use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, OutcomeSummary, SandboxMode, ToolDecl, ToolReply,
     ToolSuccess,
 };
+use dsh_jobs_seam::{JOBS, JobsService};
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
@@ -86,7 +86,7 @@ fn parameters() -> Value {
 
 struct Bash {
     ctx: Context,
-    jobs: Arc<jobs::Jobs>,
+    jobs: Arc<background::Running>,
     sandbox: Service<SandboxService>,
     config: Arc<BashConfig>,
 }
@@ -128,6 +128,10 @@ enum BashError {
     Wait(String),
     #[error("the command was cancelled; its process group was terminated")]
     Cancelled,
+    #[error("run_in_background needs the background job registry (a `jobs` row), and none is loaded; run the command in the foreground")]
+    NoJobs,
+    #[error("the background job did not start: {0}")]
+    Job(String),
 }
 
 /// The system-prompt guidance of `bash`.
@@ -193,7 +197,7 @@ enum End<T> {
 /// Runs one call; an error is a message for the model.
 async fn run(
     ctx: &Context,
-    jobs: &Arc<jobs::Jobs>,
+    jobs: &Arc<background::Running>,
     sandbox: &SandboxService,
     config: &BashConfig,
     call: &CallView,
@@ -240,6 +244,15 @@ async fn run(
         remove_env: RVec::from(vec![RString::from("DSH_*")]),
         stdin: RNone,
     };
+    let registry = match arguments.run_in_background {
+        Some(true) => Some(
+            ctx.get::<JobsService>(JOBS)
+                .ok()
+                .flatten()
+                .ok_or(BashError::NoJobs)?,
+        ),
+        _ => None,
+    };
     let process = sandbox
         .spawn(
             call.session.clone(),
@@ -249,11 +262,17 @@ async fn run(
         )
         .into_result()
         .map_err(|refusal| BashError::Refused(refusal.into_string()))?;
-    if arguments.run_in_background == Some(true) {
-        let id = jobs.start(ctx, call.session.as_str(), &command_text, process);
-        return Ok(ToolReply::text(format!(
-            "Started background job {id}. Its output is kept: job_output {id} shows it, job_kill {id} stops it, and you will be told when it ends."
-        )));
+    if let Some(registry) = registry {
+        let id = background::start(
+            ctx,
+            registry,
+            jobs,
+            call.session.as_str(),
+            &command_text,
+            process,
+        )
+        .map_err(BashError::Job)?;
+        return Ok(ToolReply::text(format!("started background job {id}")));
     }
     let stdout = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
     let stderr = Arc::new(std::sync::Mutex::new(Tail::new(config.max_output_bytes)));
@@ -358,7 +377,7 @@ impl Plugin for BashPlugin {
     async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let sandbox = ctx.inject::<SandboxService>(SANDBOX)?;
-        let jobs = Arc::new(jobs::Jobs::default());
+        let jobs = Arc::new(background::Running::default());
         let bash = Bash {
             ctx: ctx.clone(),
             jobs: jobs.clone(),
@@ -371,21 +390,10 @@ impl Plugin for BashPlugin {
                 .into_result()
                 .map_err(|error| PluginError::plugin(error.to_string()))
         };
-        let mut registrations = vec![register(Tool_TO::from_value(bash, TD_Opaque))?];
-        for kind in [
-            job_tools::JobTool::List,
-            job_tools::JobTool::Output,
-            job_tools::JobTool::Kill,
-        ] {
-            let tool = job_tools::JobToolImpl {
-                kind,
-                jobs: jobs.clone(),
-            };
-            registrations.push(register(Tool_TO::from_value(tool, TD_Opaque))?);
-        }
+        let registration = register(Tool_TO::from_value(bash, TD_Opaque))?;
         ctx.on_dispose(move || {
-            jobs::kill_all(&jobs);
-            drop(registrations);
+            background::kill_all(&jobs);
+            drop(registration);
         })
     }
 }

@@ -23,6 +23,7 @@ mod content;
 mod envelope;
 mod events;
 mod failure;
+mod jobs;
 mod model;
 mod prompt;
 mod questions;
@@ -66,6 +67,7 @@ pub use events::{
     TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
+pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, job_status_line};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
     ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,

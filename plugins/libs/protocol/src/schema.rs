@@ -90,6 +90,8 @@ pub fn schema_document() -> serde_json::Value {
         QuestionAskedEvent,
         QuestionAnsweredEvent,
         QuestionResponse,
+        JobStart,
+        JobEnd,
     );
     let definitions = generator.take_definitions(true);
     serde_json::json!({

@@ -1,0 +1,120 @@
+//! Plugin `jobs`: the background job registry. It provides the `jobs` service, where a
+//! producer (`bash` with `run_in_background`, a product subagent run in the background) starts
+//! its work as a job owned by the calling session, and registers the tools the model reaches
+//! them with: `job_output` (what is new, or a final result, then `[status: ...]`; `wait: true`
+//! blocks up to a cap), `job_list` and `job_kill` (asks the producer to stop; it settles as
+//! killed once the work has stopped). When a job the model has neither read to its end nor
+//! killed settles, its session is told: into the running turn's next step, or as a turn of
+//! its own when the agent is idle. Unloading the row asks every running job to stop.
+
+mod registry;
+mod tools;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RBox, RResult, RString};
+use dsh_jobs_seam::{JOBS, JobControlBox, Jobs, Jobs_TO};
+use dsh_plugin_api::ErrorKind;
+use dsh_plugin_api::prelude::*;
+use dsh_protocol::{JobEnd, JobStart};
+use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
+
+use crate::registry::Registry;
+use crate::tools::{JobTool, JobToolImpl, Waits};
+
+/// Config of `jobs`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(
+    crate = "dsh_plugin_api::serde",
+    default,
+    deny_unknown_fields,
+    rename_all = "camelCase"
+)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct JobsConfig {
+    /// How long `job_output` with `wait: true` waits when the call names no `timeout_ms`.
+    pub wait_timeout_ms: u64,
+    /// The longest wait a call may ask for.
+    pub max_wait_timeout_ms: u64,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self {
+            wait_timeout_ms: 30_000,
+            max_wait_timeout_ms: 600_000,
+        }
+    }
+}
+
+struct Service(Arc<Registry>);
+
+impl Jobs for Service {
+    fn start(&self, start: Json<JobStart>, control: JobControlBox) -> RResult<RString, RString> {
+        let started = start
+            .decode()
+            .map_err(|error| format!("the job does not read: {error}"))
+            .and_then(|start| self.0.start(start, control));
+        started.map(RString::from).map_err(RString::from).into()
+    }
+
+    fn append(&self, id: RString, output: RString) {
+        self.0.append(&id, &output);
+    }
+
+    fn settle(&self, id: RString, end: Json<JobEnd>) {
+        if let Ok(end) = end.decode() {
+            self.0.settle(&id, end);
+        }
+    }
+}
+
+pub struct JobsPlugin;
+
+impl Plugin for JobsPlugin {
+    const NAME: &'static str = "jobs";
+    const INJECT: &'static [&'static str] = &[TOOLS];
+    const PROVIDES: &'static [&'static str] = &[JOBS];
+    type Config = JobsConfig;
+
+    async fn apply(ctx: Context, config: JobsConfig) -> Result<(), PluginError> {
+        if config.wait_timeout_ms > config.max_wait_timeout_ms {
+            return Err(PluginError::new(
+                ErrorKind::Config,
+                format!(
+                    "`waitTimeoutMs` ({}) is above `maxWaitTimeoutMs` ({})",
+                    config.wait_timeout_ms, config.max_wait_timeout_ms
+                ),
+            ));
+        }
+        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let registry = Arc::new(Registry::new(ctx.clone()));
+        ctx.provide(JOBS, Jobs_TO::from_value(Service(registry.clone()), TD_Opaque))?;
+        let waits = Waits {
+            default: Duration::from_millis(config.wait_timeout_ms),
+            max: Duration::from_millis(config.max_wait_timeout_ms),
+        };
+        let mut registrations = Vec::new();
+        for kind in [JobTool::Output, JobTool::List, JobTool::Kill] {
+            let tool = JobToolImpl {
+                kind,
+                registry: registry.clone(),
+                waits,
+            };
+            let tool: Tool_TO<'static, RBox<()>> = Tool_TO::from_value(tool, TD_Opaque);
+            let registration = tools
+                .register(RString::from(ctx.row_id()), RString::new(), tool)
+                .into_result()
+                .map_err(|error| PluginError::plugin(error.to_string()))?;
+            registrations.push(registration);
+        }
+        ctx.on_dispose(move || {
+            registry.cancel_all("the jobs row unloaded");
+            drop(registrations);
+        })
+    }
+}
+
+dsh_plugin_api::export_plugins!(JobsPlugin);

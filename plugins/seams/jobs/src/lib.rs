@@ -1,0 +1,45 @@
+//! `dsh-jobs-seam`: background jobs across the plugin ABI. A producer (`bash` with
+//! `run_in_background`, a product subagent run in the background) starts its work as a job of
+//! the `jobs` registry, feeds it output and settles it; the registry owns the ids, what each
+//! session may see, the reads, the waits, the cancellation and the notice its agent gets when
+//! a job ends. The producer keeps the work; the registry only asks it to stop, through the
+//! [`JobControl`] it was given.
+#![allow(
+    unsafe_code,
+    reason = "StableAbi derives and sabi_trait emit unsafe impls"
+)]
+#![allow(non_camel_case_types, reason = "sabi_trait generates `Trait_TO` names")]
+#![allow(
+    non_local_definitions,
+    reason = "sabi_trait expands impls inside consts"
+)]
+
+use abi_stable::sabi_trait;
+use abi_stable::std_types::{RBox, RResult, RString};
+use dsh_plugin_api::Json;
+use dsh_protocol::{JobEnd, JobStart};
+
+/// Service key of the job registry.
+pub const JOBS: &str = "jobs";
+
+/// How the registry asks a producer to stop a job.
+#[sabi_trait]
+pub trait JobControl: Send + Sync {
+    /// Stop the work (`reason` is the model's, or why the registry goes away). The producer
+    /// settles the job as `killed` once the work has actually stopped.
+    fn cancel(&self, reason: RString);
+}
+pub type JobControlBox = JobControl_TO<'static, RBox<()>>;
+
+/// The `jobs` service.
+#[sabi_trait]
+pub trait Jobs: Send + Sync {
+    /// Registers a running job and answers its id (`<kind>-<n>`).
+    fn start(&self, start: Json<JobStart>, control: JobControlBox) -> RResult<RString, RString>;
+    /// Adds output a stream job printed.
+    fn append(&self, id: RString, output: RString);
+    /// The job ended (first settlement wins): waiters wake and, unless the model already
+    /// collected or killed it, the owning agent is told.
+    fn settle(&self, id: RString, end: Json<JobEnd>);
+}
+pub type JobsService = Jobs_TO<'static, RBox<()>>;
