@@ -2,6 +2,8 @@
 //! confined (and unconfined) tool process unless the config allows them by name, so a model
 //! cannot print an API key the host was started with.
 
+use dsh_protocol::looks_secret;
+
 /// What the dynamic loader and the C library act on while a program starts, before it can
 /// confine anything: a sandbox wrapper (bwrap, or the host's `sandbox-exec`) whose own
 /// environment held one would run code or change behaviour outside the sandbox. A trailing
@@ -26,15 +28,6 @@ pub(crate) fn matches(name: &str, pattern: &str) -> bool {
 /// Whether the loader acts on `name`.
 pub(crate) fn is_loader_var(name: &str) -> bool {
     LOADER_VARS.iter().any(|pattern| matches(name, pattern))
-}
-
-/// Name fragments that mark a secret (matched case-insensitively).
-const SECRET_MARKS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
-
-/// Whether `name` looks like it holds a secret.
-pub(crate) fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_MARKS.iter().any(|mark| upper.contains(mark))
 }
 
 /// The names of `vars` to remove: those that look secret and are not in `allowed`.

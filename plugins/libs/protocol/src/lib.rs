@@ -78,7 +78,7 @@ pub use questions::{
     QuestionAnswer, QuestionAnsweredEvent, QuestionAskedEvent, QuestionOption, QuestionRequest,
     QuestionResponse, QuestionVerdict, UserQuestion,
 };
-pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy};
+pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy, looks_secret};
 pub use schema::schema_document;
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use subagent::{

@@ -147,3 +147,13 @@ pub struct SandboxPolicy {
     /// The backend that confines commands (`bwrap`), or why none can.
     pub backend: String,
 }
+
+/// Name fragments that mark an environment variable as a secret (matched case-insensitively).
+const SECRET_MARKS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
+
+/// Whether environment variable `name` looks like it holds a secret: such variables are kept
+/// from the processes the harness starts unless a configuration passes them on by name.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_MARKS.iter().any(|mark| upper.contains(mark))
+}

@@ -1,0 +1,209 @@
+//! Claude Code as a child: `claude -p` with its stream-json wire on stdin and stdout, as the
+//! Agent SDK drives it. One run sends the task as one user message and reads until the
+//! `result` message: a `success` that is not an error and not blank is the answer; anything
+//! else fails with the result's subtype as its category. Permission prompts come over the
+//! control protocol (`--permission-prompt-tool stdio`) and are denied at once: nobody is
+//! there to answer them. The product keeps no session (`--no-session-persistence`), may not
+//! ask the user questions, and in planning mode may not leave it.
+
+use std::sync::Arc;
+
+use dsh_plugin_api::cancel::CancelFlag;
+use serde_json::{Value, json};
+
+use crate::outcome::{Failure, Outcome, Stop};
+use crate::run::Task;
+use crate::wire::{Line, Wire};
+
+pub(crate) const PRODUCT: &str = "Claude Code";
+
+/// The result subtypes that name a category of their own.
+const ERROR_SUBTYPES: [&str; 4] = [
+    "error_during_execution",
+    "error_max_turns",
+    "error_max_budget_usd",
+    "error_max_structured_output_retries",
+];
+
+/// The command line after the executable, for `permission_mode`.
+pub(crate) fn arguments(permission_mode: &str) -> Vec<String> {
+    let mut disallowed = vec!["AskUserQuestion"];
+    if permission_mode == "plan" {
+        disallowed.push("ExitPlanMode");
+    }
+    let mut args: Vec<String> = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--no-session-persistence",
+        "--permission-prompt-tool",
+        "stdio",
+        "--permission-mode",
+        permission_mode,
+        "--disallowedTools",
+    ]
+    .iter()
+    .map(|arg| (*arg).to_owned())
+    .collect();
+    args.push(disallowed.join(","));
+    if permission_mode == "bypassPermissions" {
+        args.push("--allow-dangerously-skip-permissions".to_owned());
+    }
+    args
+}
+
+struct Client<'a> {
+    wire: &'a Wire,
+    mode: String,
+    /// The latest assistant text: the partial answer of a run that fails.
+    partial: String,
+    unattended: Option<String>,
+}
+
+/// Runs `task` through a started `claude -p`.
+pub(crate) async fn run(wire: &Wire, task: &Task, permission_mode: &str, cancel: &Arc<CancelFlag>) -> Outcome {
+    let mut client = Client {
+        wire,
+        mode: permission_mode.to_owned(),
+        partial: String::new(),
+        unattended: None,
+    };
+    let mut outcome = match cancel.until(client.drive(task)).await {
+        Some(outcome) => outcome,
+        None => Outcome {
+            stop: Stop::Aborted,
+            output: client.partial.clone(),
+            failure: None,
+            unattended: None,
+        },
+    };
+    if outcome.stop == Stop::Error {
+        outcome.unattended = client.unattended.clone();
+    }
+    outcome
+}
+
+impl Client<'_> {
+    async fn drive(&mut self, task: &Task) -> Outcome {
+        let message = json!({
+            "type": "user",
+            "session_id": "",
+            "parent_tool_use_id": null,
+            "message": {"role": "user", "content": [{"type": "text", "text": task.prompt}]},
+        });
+        if self.wire.send(&message).await.is_err() {
+            return self.ended(Failure::new("query-start", "unknown")).await;
+        }
+        loop {
+            let message = match self.wire.next().await {
+                Line::Message(message) => message,
+                Line::Closed(exit) => {
+                    let failure = match exit.code {
+                        Some(0) => Failure::new("query-run", "missing-result"),
+                        _ => Failure::new("process", "process-exit").with_exit(exit),
+                    };
+                    return Outcome::failed(failure, self.partial.clone());
+                }
+            };
+            match message["type"].as_str() {
+                Some("assistant") => self.follow_assistant(&message),
+                Some("control_request") => self.answer_control(&message).await,
+                Some("result") => {
+                    // The product exits once its input ends.
+                    self.wire.close_stdin().await;
+                    return self.settle(&message);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The process ended before the run could start: its exit is the fact to report.
+    async fn ended(&self, failure: Failure) -> Outcome {
+        loop {
+            if let Line::Closed(exit) = self.wire.next().await {
+                return Outcome::failed(failure.with_exit(exit), String::new());
+            }
+        }
+    }
+
+    fn follow_assistant(&mut self, message: &Value) {
+        let text: String = message["message"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|block| block["type"] == "text")
+            .filter_map(|block| block["text"].as_str())
+            .collect();
+        if !text.trim().is_empty() {
+            self.partial = text;
+        }
+    }
+
+    /// Answers a control request without a person: tool permissions denied, MCP
+    /// elicitation declined, anything else refused.
+    async fn answer_control(&mut self, message: &Value) {
+        let id = message["request_id"].clone();
+        let request = &message["request"];
+        let response = match request["subtype"].as_str() {
+            Some("can_use_tool") => {
+                self.decide("tool permission", "denied", "the provider does not grant interactive approval");
+                json!({"subtype": "success", "request_id": id, "response": {
+                    "behavior": "deny",
+                    "message": "Nobody can approve this here: the task runs unattended. Do without it, or say in your answer what you would need.",
+                }})
+            }
+            Some("elicitation") | Some("mcp_elicitation") => {
+                self.decide("MCP elicitation", "declined", "the provider does not collect interactive MCP input");
+                json!({"subtype": "success", "request_id": id, "response": {"action": "decline"}})
+            }
+            other => json!({"subtype": "error", "request_id": id, "error": format!(
+                "dsh cannot answer the control request `{}` without a person",
+                other.unwrap_or("?")
+            )}),
+        };
+        let _ = self
+            .wire
+            .send(&json!({"type": "control_response", "response": response}))
+            .await;
+    }
+
+    fn decide(&mut self, request: &str, decision: &str, reason: &str) {
+        self.unattended = Some(format!(
+            "Claude Code unattended decision (mode: {}; request: {request}; decision: {decision}): {reason}",
+            self.mode
+        ));
+    }
+
+    fn settle(&self, result: &Value) -> Outcome {
+        let subtype = result["subtype"].as_str().unwrap_or_default();
+        let text = result["result"].as_str().unwrap_or_default();
+        let is_error = result["is_error"].as_bool().unwrap_or(false);
+        if subtype == "success" && !is_error && !text.trim().is_empty() {
+            return Outcome::completed(text.to_owned());
+        }
+        let category = match subtype {
+            "success" => "invalid-success",
+            other if ERROR_SUBTYPES.contains(&other) => other,
+            _ => "unknown",
+        };
+        Outcome::failed(Failure::new("query-run", category), self.partial.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planning_children_cannot_leave_the_plan_and_nobody_asks_the_user() {
+        let args = arguments("plan");
+        let at = args.iter().position(|arg| arg == "--disallowedTools").unwrap_or(0);
+        assert_eq!(args[at + 1], "AskUserQuestion,ExitPlanMode");
+        assert!(arguments("dontAsk").contains(&"--no-session-persistence".to_owned()));
+        assert!(arguments("bypassPermissions").contains(&"--allow-dangerously-skip-permissions".to_owned()));
+    }
+}
