@@ -21,6 +21,7 @@ mod hook_scripts;
 mod jobs;
 mod llm;
 mod mcp;
+mod products;
 mod questions;
 mod reload;
 mod replay;

@@ -11,6 +11,7 @@ mod lint;
 mod mcp;
 mod plugin_template;
 mod process;
+mod products;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -174,6 +175,7 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     })?;
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
     let skip_mcp = timed("MCP reference servers", || Ok(mcp::prepare(root)))?;
+    let skip_products = timed("agent products", || Ok(products::prepare(root)))?;
     let (success, totals, failures) = timed("run tests", || {
         let mut args = vec![
             "test".to_owned(),
@@ -187,6 +189,11 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
             .map(|reason| ("DSH_BROWSER_SKIP", reason))
             .into_iter()
             .chain(skip_mcp.as_deref().map(|reason| ("DSH_MCP_SKIP", reason)))
+            .chain(
+                skip_products
+                    .as_deref()
+                    .map(|reason| ("DSH_PRODUCTS_SKIP", reason)),
+            )
             .collect();
         process::cargo_test(root, &args, &envs)
     })?;
@@ -208,6 +215,9 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     }
     if let Some(reason) = skip_mcp {
         println!("xtask: the MCP tests were skipped: {reason}");
+    }
+    if let Some(reason) = skip_products {
+        println!("xtask: the real-product subagent tests were skipped: {reason}");
     }
     if !success || totals.failed > 0 {
         bail!("tests failed");

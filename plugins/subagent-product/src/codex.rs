@@ -8,8 +8,9 @@
 //! declined; any other request fails the run.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use dsh_plugin_api::cancel::CancelFlag;
+use dsh_plugin_api::cancel::{CancelFlag, first_of};
 use serde_json::{Value, json};
 
 use crate::outcome::{Failure, Outcome, Stop};
@@ -17,6 +18,9 @@ use crate::run::Task;
 use crate::wire::{Exit, Line, Wire};
 
 pub(crate) const PRODUCT: &str = "Codex";
+
+/// How long an interrupted turn gets to report that it stopped.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 
 /// Stderr lines by which Codex says it refused something on its own (printed, not sent).
 const STDERR_SIGNATURES: [(&str, &str, &str, &str); 2] = [
@@ -48,6 +52,8 @@ pub(crate) struct ThreadPolicy {
 struct Answer {
     final_answer: Option<String>,
     unphased: Option<String>,
+    /// `partial_answer`: only what a run that stopped early had said.
+    partial: Option<String>,
 }
 
 impl Answer {
@@ -55,6 +61,7 @@ impl Answer {
         self.final_answer
             .clone()
             .or_else(|| self.unphased.clone())
+            .or_else(|| self.partial.clone())
             .filter(|text| !text.trim().is_empty())
             .unwrap_or_default()
     }
@@ -218,7 +225,7 @@ impl Client<'_> {
             let method = message["method"].as_str().map(str::to_owned);
             match (message.get("id"), method) {
                 (Some(id), Some(method)) => {
-                    let answer = self.answer_request(&method, &message["params"]);
+                    let answer = self.answer_request(&method);
                     let reply = match answer {
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                         Err(error) => {
@@ -264,6 +271,7 @@ impl Client<'_> {
                         match item["phase"].as_str() {
                             Some("final_answer") => self.answer.final_answer = Some(text),
                             None => self.answer.unphased = Some(text),
+                            Some("partial_answer") => self.answer.partial = Some(text),
                             Some(_) => {}
                         }
                     }
@@ -290,20 +298,17 @@ impl Client<'_> {
     }
 
     /// The answer to a request Codex makes of a person, given without one.
-    fn answer_request(&mut self, method: &str, params: &Value) -> Result<Value, String> {
+    fn answer_request(&mut self, method: &str) -> Result<Value, String> {
         match method {
+            // `decline` lets the turn go on without the action; `cancel`, even where it is
+            // offered, would end Codex's whole turn as interrupted.
             "item/commandExecution/requestApproval" | "item/fileChange/requestApproval" => {
-                let decision = decision(params)?;
                 let request = match method.contains("command") {
                     true => "command approval",
                     false => "file approval",
                 };
-                let word = match decision {
-                    "cancel" => "cancelled",
-                    _ => "declined",
-                };
-                self.decide(request, word, "the provider does not grant interactive approval");
-                Ok(json!({"decision": decision}))
+                self.decide(request, "declined", "the provider does not grant interactive approval");
+                Ok(json!({"decision": "decline"}))
             }
             "item/permissions/requestApproval" => {
                 self.decide("permission grant", "denied", "the provider grants no additional turn permissions");
@@ -348,35 +353,47 @@ impl Client<'_> {
         }
     }
 
-    /// Asks Codex to stop the turn (best effort: the process is ended afterwards anyway).
+    /// Asks Codex to stop the turn and gives it [`INTERRUPT_GRACE`] to say it did, so what
+    /// it runs can wind down (best effort: the process is ended afterwards anyway).
     async fn interrupt(&mut self) {
-        if let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone()) {
-            self.next_id += 1;
-            let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "turn/interrupt", "params": {"threadId": thread, "turnId": turn}});
-            let _ = self.wire.send(&message).await;
+        let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone()) else {
+            return;
+        };
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "turn/interrupt", "params": {"threadId": thread, "turnId": turn}});
+        if self.wire.send(&message).await.is_err() {
+            return;
         }
-    }
-}
-
-/// The unattended decision a request offers: `cancel` first, else `decline`.
-fn decision(params: &Value) -> Result<&'static str, String> {
-    match params.get("availableDecisions").and_then(Value::as_array) {
-        None => Ok("decline"),
-        Some(offered) if offered.iter().any(|d| d == "cancel") => Ok("cancel"),
-        Some(offered) if offered.iter().any(|d| d == "decline") => Ok("decline"),
-        Some(_) => Err("the approval request offered no decision that needs no person".to_owned()),
+        let wire = self.wire;
+        let settled = async {
+            loop {
+                if let Step::Completed(_) | Step::Closed(_) = self.step(None).await {
+                    return;
+                }
+            }
+        };
+        let _ = first_of(settled, wire.sleep(INTERRUPT_GRACE)).await;
     }
 }
 
 /// The failure category (and HTTP status) of a failed turn: the `codexErrorInfo` variant's
 /// name; anything unrecognised is `unknown`.
 fn failure_info(turn: &Value) -> Failure {
-    const NAMED: [&str; 11] = [
+    // The string variants of 0.171's `codexErrorInfo`.
+    const NAMED: [&str; 19] = [
         "contextWindowExceeded",
         "sessionBudgetExceeded",
         "usageLimitExceeded",
+        "rateLimitExceeded",
+        "flexUnavailable",
         "serverOverloaded",
+        "modelNotFound",
+        "policyCapacityUnavailable",
+        "inferenceHookDenied",
         "cyberPolicy",
+        "bioPolicy",
+        "misalignmentPolicyViolation",
+        "tooManyDenials",
         "internalServerError",
         "unauthorized",
         "badRequest",
@@ -429,11 +446,4 @@ mod tests {
         assert_eq!(failure_info(&turn).category, "unknown");
     }
 
-    #[test]
-    fn approvals_take_the_decision_that_needs_nobody() {
-        assert_eq!(decision(&json!({})), Ok("decline"));
-        assert_eq!(decision(&json!({"availableDecisions": ["accept", "decline", "cancel"]})), Ok("cancel"));
-        assert_eq!(decision(&json!({"availableDecisions": ["accept", "decline"]})), Ok("decline"));
-        assert!(decision(&json!({"availableDecisions": ["accept"]})).is_err());
-    }
 }

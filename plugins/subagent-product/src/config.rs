@@ -53,7 +53,8 @@ pub struct ProductConfig {
     /// Milliseconds between SIGTERM and SIGKILL when a run's process group is ended.
     #[serde(default = "default_grace")]
     pub dispose_grace_ms: u64,
-    /// The longest a foreground run may take, in milliseconds.
+    /// The longest a run may take, in milliseconds; past it the run is stopped and fails
+    /// with category `timeout`.
     #[serde(default = "default_timeout")]
     pub timeout_ms: u64,
 }

@@ -2,15 +2,18 @@
 //! session's sandbox mode, the process started, the product's own protocol spoken, and the
 //! process ended (with everything it started) whatever the run came to.
 
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use dsh_plugin_api::cancel::CancelFlag;
+use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::piped::PipedSubprocessService;
 use dsh_plugin_api::{Context, LogLevel, Service};
 use dsh_protocol::{SandboxMode, looks_secret};
 
 use crate::config::{Permissions, Product, ProductConfig};
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::{Failure, Outcome, Stop};
 use crate::wire::{Launch, Wire};
 use crate::{claude, codex};
 
@@ -65,10 +68,34 @@ impl Runner {
                 return Outcome::failed(Failure::new(stage, "spawn-failed"), String::new());
             }
         };
-        let outcome = match self.config.product {
-            Product::Codex => codex::run(&wire, task, &self.permissions.codex(parent_mode), stop).await,
-            Product::ClaudeCode => claude::run(&wire, task, &self.permissions.claude(parent_mode), stop).await,
+        let speaking = async {
+            match self.config.product {
+                Product::Codex => codex::run(&wire, task, &self.permissions.codex(parent_mode), stop).await,
+                Product::ClaudeCode => {
+                    claude::run(&wire, task, &self.permissions.claude(parent_mode), stop).await
+                }
+            }
         };
+        // A product can wait on its provider for ever (Codex retries a refused connection
+        // without end): past `timeoutMs` the run is stopped as if cancelled, and fails.
+        let timed_out = AtomicBool::new(false);
+        let timer = async {
+            self.ctx.sleep(Duration::from_millis(self.config.timeout_ms)).await;
+            timed_out.store(true, Ordering::Release);
+            stop.fire();
+            std::future::pending::<Infallible>().await
+        };
+        let mut outcome = match first_of(speaking, timer).await {
+            Either::Left(outcome) => outcome,
+            Either::Right(never) => match never {},
+        };
+        if timed_out.load(Ordering::Acquire) && outcome.stop == Stop::Aborted {
+            let stage = match self.config.product {
+                Product::Codex => "turn",
+                Product::ClaudeCode => "query-run",
+            };
+            outcome = Outcome::failed(Failure::new(stage, "timeout"), outcome.output);
+        }
         wire.shutdown(self.config.dispose_grace_ms).await;
         outcome
     }

@@ -39,6 +39,7 @@ pub(crate) struct Launch {
 }
 
 pub(crate) struct Wire {
+    ctx: Context,
     process: Arc<PipedProcess>,
     lines: tokio::sync::Mutex<UnboundedReceiver<Line>>,
     stderr: Arc<Mutex<String>>,
@@ -76,6 +77,7 @@ impl Wire {
         let reader = read(ctx.clone(), product, process.clone(), stderr.clone(), sender);
         ctx.spawn(reader).map_err(|error| error.to_string())?;
         Ok(Self {
+            ctx: ctx.clone(),
             process,
             lines: tokio::sync::Mutex::new(lines),
             stderr,
@@ -100,6 +102,11 @@ impl Wire {
             Some(line) => line,
             None => Line::Closed(Exit::default()),
         }
+    }
+
+    /// Waits `duration` (for a product's bounded goodbyes).
+    pub(crate) async fn sleep(&self, duration: std::time::Duration) {
+        self.ctx.sleep(duration).await;
     }
 
     /// The stderr seen so far (its last [`STDERR_TAIL`] characters).

@@ -1,0 +1,201 @@
+//! Product subagents through the real `dsh-host`: Codex and Claude Code run as child agents
+//! behind their delegation tools. Against the test doubles in `tests/fixtures/products`
+//! (which speak the products' own wires: Codex's app-server JSON-RPC, Claude Code's
+//! stream-json) for what a real product cannot be made to do on cue (fail with a given
+//! category, ask for approval, hang); against the real Codex CLI and Claude Code (installed
+//! into `tests/products` by `cargo xtask test`) with the agents-bench fake model server on
+//! loopback for the real thing; and the reference's recorded product cases.
+
+use std::path::{Path, PathBuf};
+
+use dsh_tests::TestDir;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use serde_json::{Value, json};
+
+/// A test double of `tests/fixtures/products`.
+pub(crate) fn double(name: &str) -> PathBuf {
+    dsh_tests::workspace_root().join("tests/fixtures/products").join(name)
+}
+
+/// A YAML string.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+/// A row of plugin `subagent-product`, indented to go under `- insert:`.
+pub(crate) fn product_row(id: &str, product: &str, tool: &str, command: &Path, env: &[(&str, &str)]) -> String {
+    let mut row = format!(
+        "    - id: {id}\n      name: subagent-product\n      config:\n        product: {product}\n        toolName: {tool}\n        command: {}\n        timeoutMs: 60000\n",
+        quoted(command.to_str().unwrap())
+    );
+    if !env.is_empty() {
+        row.push_str("        env:\n");
+        for (name, value) in env {
+            row.push_str(&format!("          {name}: {}\n", quoted(value)));
+        }
+    }
+    row
+}
+
+fn call(id: &str, tool: &str, arguments: Value) -> Reply {
+    Reply::tool_calls(&[(id, tool, &arguments.to_string())])
+}
+
+/// The tool results the model read in its last request, as text.
+pub(crate) fn results(server: &FakeDeepSeek) -> Vec<String> {
+    let requests = server.requests();
+    requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// A headless run of `task` against `server` with `rows` inserted, in sandbox mode `mode`.
+fn run(server: &FakeDeepSeek, dir: &TestDir, rows: &str, task: &str, mode: &str) -> dsh_tests::Output {
+    dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
+    let mut all = crate::headless::against_args(server, dir);
+    all.push(task.to_owned());
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    dsh_tests::run_host_with_env(
+        &dir.home(),
+        &all,
+        &[("DEEPSEEK_API_KEY", "sk-test"), ("DSH_PERMISSION_MODE", mode)],
+    )
+}
+
+/// The messages the Codex double received, one `<method> <params>` per line.
+fn codex_log(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn thread_start(log: &[String]) -> Value {
+    let line = log
+        .iter()
+        .find_map(|line| line.strip_prefix("thread/start "))
+        .expect("thread/start was sent");
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn a_codex_child_answers_and_is_never_wider_than_its_parent() {
+    for (mode, sandbox) in [("workspace-write", "workspace-write"), ("read-only", "read-only")] {
+        let dir = TestDir::new(&format!("products-codex-{mode}"));
+        let log = dir.join("codex.log");
+        let server = FakeDeepSeek::start(vec![
+            call("c1", "subagent_codex", json!({"description": "count files", "prompt": "Count the files."})),
+            Reply::text("the child answered"),
+        ]);
+        let rows = product_row(
+            "codex",
+            "codex",
+            "subagent_codex",
+            &double("fake-codex"),
+            &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
+        );
+        let out = run(&server, &dir, &rows, "delegate it", mode);
+        assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+        assert_eq!(results(&server), ["ANSWER: Count the files."]);
+        let log = codex_log(&log);
+        let methods: Vec<&str> = log.iter().map(|line| line.split(' ').next().unwrap_or("")).collect();
+        assert_eq!(&methods[..4], ["initialize", "initialized", "thread/start", "turn/start"], "{log:?}");
+        let thread = thread_start(&log);
+        assert_eq!(thread["approvalPolicy"], "never");
+        assert_eq!(thread["sandbox"], sandbox, "{thread}");
+        assert_eq!(thread["ephemeral"], true);
+        assert_eq!(thread["cwd"], dir.join("work").to_str().unwrap());
+        server.assert_no_violations();
+    }
+}
+
+#[test]
+fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
+    let dir = TestDir::new("products-codex-failures");
+    let log = dir.join("codex.log");
+    let server = FakeDeepSeek::start(vec![
+        call("c1", "subagent_codex", json!({"description": "503", "prompt": "FAKE_FAIL_HTTP=503"})),
+        call("c2", "subagent_codex", json!({"description": "exit", "prompt": "FAKE_EXIT=3"})),
+        call("c3", "subagent_codex", json!({"description": "approval", "prompt": "FAKE_ASK_APPROVAL"})),
+        call("c4", "subagent_codex", json!({"description": "usage", "prompt": "FAKE_FAIL=usageLimitExceeded FAKE_NO_PARTIAL"})),
+        Reply::text("seen"),
+    ]);
+    let rows = product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &double("fake-codex"),
+        &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
+    );
+    let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let texts = results(&server);
+    assert_eq!(
+        texts[0],
+        "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed; HTTP status: 503)\nPartial output before the run ended:\npartial assistant text"
+    );
+    assert_eq!(
+        texts[1],
+        "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Codex; stage: process; category: unknown; exit code: 3)"
+    );
+    // The approval was declined without anyone asked; the turn went on and answered.
+    assert_eq!(texts[2], "DECISION: decline");
+    assert!(
+        codex_log(&log).iter().any(|line| line.starts_with("response {\"decision\":\"decline\"}")),
+        "{:?}",
+        codex_log(&log)
+    );
+    assert_eq!(
+        texts[3],
+        "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Codex; stage: turn; category: usageLimitExceeded)"
+    );
+}
+
+#[test]
+fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
+    let dir = TestDir::new("products-codex-jobs");
+    let log = dir.join("codex.log");
+    let server = FakeDeepSeek::start(vec![
+        call("c1", "subagent_codex", json!({"description": "quick one", "prompt": "Be quick.", "run_in_background": true})),
+        call("c2", "subagent_codex", json!({"description": "endless one", "prompt": "FAKE_HANG", "run_in_background": true})),
+        call("c3", "job_output", json!({"job_id": "subagent-1", "wait": true, "timeout_ms": 20000})),
+        call("c4", "job_list", json!({})),
+        call("c5", "job_kill", json!({"job_id": "subagent-2", "reason": "not needed"})),
+        call("c6", "job_output", json!({"job_id": "subagent-2", "wait": true, "timeout_ms": 20000})),
+        Reply::text("collected"),
+    ]);
+    let rows = product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &double("fake-codex"),
+        &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
+    );
+    let out = run(&server, &dir, &rows, "delegate them", "workspace-write");
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let texts = results(&server);
+    assert_eq!(texts[0], "started background subagent job subagent-1");
+    assert_eq!(texts[1], "started background subagent job subagent-2");
+    assert_eq!(texts[2], "ANSWER: Be quick.\n[status: completed]");
+    assert!(
+        texts[3].contains("subagent-1 [subagent] completed — quick one")
+            && texts[3].contains("subagent-2 [subagent] running — endless one"),
+        "{texts:?}"
+    );
+    assert_eq!(texts[4], "requested cancellation of job subagent-2");
+    assert_eq!(texts[5], "(no new output)\n[status: killed]");
+    // The kill reached the product as an interrupt of its turn, before its process ended.
+    assert!(
+        codex_log(&log).iter().any(|line| line.starts_with("turn/interrupt")),
+        "{:?}",
+        codex_log(&log)
+    );
+}
