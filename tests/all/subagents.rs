@@ -89,7 +89,7 @@ const TIMING_DEPENDENT: &[(&str, &str)] = &[
 /// The store writes plain JSONL, so the test reads every child's log.
 pub(crate) const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
 
-fn read_log(path: &Path) -> (Value, Vec<Value>) {
+pub(crate) fn read_log(path: &Path) -> (Value, Vec<Value>) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text
         .lines()
@@ -108,7 +108,7 @@ fn durable(events: &[Value]) -> Vec<String> {
 }
 
 /// `(name, arguments)` of each call and `(text, isError)` of each result, in order.
-fn calls_and_results(events: &[Value]) -> Vec<String> {
+pub(crate) fn calls_and_results(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .filter_map(|event| match event["type"].as_str() {
