@@ -29,7 +29,11 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
             json!({"command": "sleep 60; touch survived", "description": "endless job", "run_in_background": true}),
         ),
         call("c3", "job_output", json!({"job_id": "bash-1"})),
-        call("c4", "job_kill", json!({"job_id": "bash-2", "reason": "not needed"})),
+        call(
+            "c4",
+            "job_kill",
+            json!({"job_id": "bash-2", "reason": "not needed"}),
+        ),
         call("c5", "job_list", json!({})),
         call("c6", "job_output", json!({"job_id": "bash-1"})),
         Reply::text("both started"),
@@ -54,7 +58,10 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
         texts[2].starts_with("first-line") && texts[2].ends_with("[status: running]"),
         "{texts:?}"
     );
-    assert_eq!(texts[3], "requested cancellation of job bash-2", "{texts:?}");
+    assert_eq!(
+        texts[3], "requested cancellation of job bash-2",
+        "{texts:?}"
+    );
     // The kill is asked for at once; the job settles once its group is gone.
     let listed = &texts[4];
     assert!(
@@ -72,7 +79,9 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     let woken = requests[7].body["messages"].to_string();
     assert!(
         woken.contains("background job bash-1 (bash: echo first-line")
-            && woken.contains("finished [status: completed, exit code: 0]. Read its output with job_output."),
+            && woken.contains(
+                "finished [status: completed, exit code: 0]. Read its output with job_output."
+            ),
         "{woken}"
     );
     // bash-2 was killed: no notice of its end.

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 /// A test double of `tests/fixtures/products`.
 pub(crate) fn double(name: &str) -> PathBuf {
-    dsh_tests::workspace_root().join("tests/fixtures/products").join(name)
+    dsh_tests::workspace_root()
+        .join("tests/fixtures/products")
+        .join(name)
 }
 
 /// A YAML string.
@@ -23,7 +25,13 @@ fn quoted(text: &str) -> String {
 }
 
 /// A row of plugin `subagent-product`, indented to go under `- insert:`.
-pub(crate) fn product_row(id: &str, product: &str, tool: &str, command: &Path, env: &[(&str, &str)]) -> String {
+pub(crate) fn product_row(
+    id: &str,
+    product: &str,
+    tool: &str,
+    command: &Path,
+    env: &[(&str, &str)],
+) -> String {
     let mut row = format!(
         "    - id: {id}\n      name: subagent-product\n      config:\n        product: {product}\n        toolName: {tool}\n        command: {}\n        timeoutMs: 60000\n",
         quoted(command.to_str().unwrap())
@@ -57,7 +65,13 @@ pub(crate) fn results(server: &FakeDeepSeek) -> Vec<String> {
 }
 
 /// A headless run of `task` against `server` with `rows` inserted, in sandbox mode `mode`.
-fn run(server: &FakeDeepSeek, dir: &TestDir, rows: &str, task: &str, mode: &str) -> dsh_tests::Output {
+fn run(
+    server: &FakeDeepSeek,
+    dir: &TestDir,
+    rows: &str,
+    task: &str,
+    mode: &str,
+) -> dsh_tests::Output {
     dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
     let mut all = crate::headless::against_args(server, dir);
     all.push(task.to_owned());
@@ -65,7 +79,10 @@ fn run(server: &FakeDeepSeek, dir: &TestDir, rows: &str, task: &str, mode: &str)
     dsh_tests::run_host_with_env(
         &dir.home(),
         &all,
-        &[("DEEPSEEK_API_KEY", "sk-test"), ("DSH_PERMISSION_MODE", mode)],
+        &[
+            ("DEEPSEEK_API_KEY", "sk-test"),
+            ("DSH_PERMISSION_MODE", mode),
+        ],
     )
 }
 
@@ -88,11 +105,18 @@ fn thread_start(log: &[String]) -> Value {
 
 #[test]
 fn a_codex_child_answers_and_is_never_wider_than_its_parent() {
-    for (mode, sandbox) in [("workspace-write", "workspace-write"), ("read-only", "read-only")] {
+    for (mode, sandbox) in [
+        ("workspace-write", "workspace-write"),
+        ("read-only", "read-only"),
+    ] {
         let dir = TestDir::new(&format!("products-codex-{mode}"));
         let log = dir.join("codex.log");
         let server = FakeDeepSeek::start(vec![
-            call("c1", "subagent_codex", json!({"description": "count files", "prompt": "Count the files."})),
+            call(
+                "c1",
+                "subagent_codex",
+                json!({"description": "count files", "prompt": "Count the files."}),
+            ),
             Reply::text("the child answered"),
         ]);
         let rows = product_row(
@@ -106,8 +130,15 @@ fn a_codex_child_answers_and_is_never_wider_than_its_parent() {
         assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
         assert_eq!(results(&server), ["ANSWER: Count the files."]);
         let log = codex_log(&log);
-        let methods: Vec<&str> = log.iter().map(|line| line.split(' ').next().unwrap_or("")).collect();
-        assert_eq!(&methods[..4], ["initialize", "initialized", "thread/start", "turn/start"], "{log:?}");
+        let methods: Vec<&str> = log
+            .iter()
+            .map(|line| line.split(' ').next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            &methods[..4],
+            ["initialize", "initialized", "thread/start", "turn/start"],
+            "{log:?}"
+        );
         let thread = thread_start(&log);
         assert_eq!(thread["approvalPolicy"], "never");
         assert_eq!(thread["sandbox"], sandbox, "{thread}");
@@ -122,10 +153,26 @@ fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
     let dir = TestDir::new("products-codex-failures");
     let log = dir.join("codex.log");
     let server = FakeDeepSeek::start(vec![
-        call("c1", "subagent_codex", json!({"description": "503", "prompt": "FAKE_FAIL_HTTP=503"})),
-        call("c2", "subagent_codex", json!({"description": "exit", "prompt": "FAKE_EXIT=3"})),
-        call("c3", "subagent_codex", json!({"description": "approval", "prompt": "FAKE_ASK_APPROVAL"})),
-        call("c4", "subagent_codex", json!({"description": "usage", "prompt": "FAKE_FAIL=usageLimitExceeded FAKE_NO_PARTIAL"})),
+        call(
+            "c1",
+            "subagent_codex",
+            json!({"description": "503", "prompt": "FAKE_FAIL_HTTP=503"}),
+        ),
+        call(
+            "c2",
+            "subagent_codex",
+            json!({"description": "exit", "prompt": "FAKE_EXIT=3"}),
+        ),
+        call(
+            "c3",
+            "subagent_codex",
+            json!({"description": "approval", "prompt": "FAKE_ASK_APPROVAL"}),
+        ),
+        call(
+            "c4",
+            "subagent_codex",
+            json!({"description": "usage", "prompt": "FAKE_FAIL=usageLimitExceeded FAKE_NO_PARTIAL"}),
+        ),
         Reply::text("seen"),
     ]);
     let rows = product_row(
@@ -149,7 +196,9 @@ fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
     // The approval was declined without anyone asked; the turn went on and answered.
     assert_eq!(texts[2], "DECISION: decline");
     assert!(
-        codex_log(&log).iter().any(|line| line.starts_with("response {\"decision\":\"decline\"}")),
+        codex_log(&log)
+            .iter()
+            .any(|line| line.starts_with("response {\"decision\":\"decline\"}")),
         "{:?}",
         codex_log(&log)
     );
@@ -164,12 +213,32 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
     let dir = TestDir::new("products-codex-jobs");
     let log = dir.join("codex.log");
     let server = FakeDeepSeek::start(vec![
-        call("c1", "subagent_codex", json!({"description": "quick one", "prompt": "Be quick.", "run_in_background": true})),
-        call("c2", "subagent_codex", json!({"description": "endless one", "prompt": "FAKE_HANG", "run_in_background": true})),
-        call("c3", "job_output", json!({"job_id": "subagent-1", "wait": true, "timeout_ms": 20000})),
+        call(
+            "c1",
+            "subagent_codex",
+            json!({"description": "quick one", "prompt": "Be quick.", "run_in_background": true}),
+        ),
+        call(
+            "c2",
+            "subagent_codex",
+            json!({"description": "endless one", "prompt": "FAKE_HANG", "run_in_background": true}),
+        ),
+        call(
+            "c3",
+            "job_output",
+            json!({"job_id": "subagent-1", "wait": true, "timeout_ms": 20000}),
+        ),
         call("c4", "job_list", json!({})),
-        call("c5", "job_kill", json!({"job_id": "subagent-2", "reason": "not needed"})),
-        call("c6", "job_output", json!({"job_id": "subagent-2", "wait": true, "timeout_ms": 20000})),
+        call(
+            "c5",
+            "job_kill",
+            json!({"job_id": "subagent-2", "reason": "not needed"}),
+        ),
+        call(
+            "c6",
+            "job_output",
+            json!({"job_id": "subagent-2", "wait": true, "timeout_ms": 20000}),
+        ),
         Reply::text("collected"),
     ]);
     let rows = product_row(
@@ -194,7 +263,9 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
     assert_eq!(texts[5], "(no new output)\n[status: killed]");
     // The kill reached the product as an interrupt of its turn, before its process ended.
     assert!(
-        codex_log(&log).iter().any(|line| line.starts_with("turn/interrupt")),
+        codex_log(&log)
+            .iter()
+            .any(|line| line.starts_with("turn/interrupt")),
         "{:?}",
         codex_log(&log)
     );
@@ -236,7 +307,8 @@ pub(crate) struct BenchModel {
 
 impl BenchModel {
     pub(crate) fn start(dir: &TestDir) -> Self {
-        let script = dsh_tests::workspace_root().join("../shared/peers/agents-bench/fake_server.py");
+        let script =
+            dsh_tests::workspace_root().join("../shared/peers/agents-bench/fake_server.py");
         let port_file = dir.join("model.port");
         let child = std::process::Command::new("python3")
             .arg(script)
@@ -360,7 +432,10 @@ fn expected_tools(case: &str, keep: impl Fn(&str) -> bool) -> Vec<Value> {
 fn recorded_product_compositions_offer_the_recorded_tools() {
     let is_ours = |name: &str| name.starts_with("subagent_c") || name.starts_with("job_");
     let instances = [
-        ("product-subagent-codex", vec![("codex-primary", "codex"), ("codex-secondary", "codex")]),
+        (
+            "product-subagent-codex",
+            vec![("codex-primary", "codex"), ("codex-secondary", "codex")],
+        ),
         (
             "product-subagent-both",
             vec![
@@ -378,11 +453,21 @@ fn recorded_product_compositions_offer_the_recorded_tools() {
             .iter()
             .map(|(id, product)| {
                 let tool = format!("subagent_{}", id.replace('-', "_"));
-                let command = double(if *product == "codex" { "fake-codex" } else { "fake-claude" });
+                let command = double(if *product == "codex" {
+                    "fake-codex"
+                } else {
+                    "fake-claude"
+                });
                 product_row(&format!("subagent-{id}"), product, &tool, &command, &[])
             })
             .collect();
-        let out = run(&server, &dir, &rows, "Reply with exactly the word: PONG. Do not use any tools.", "danger-full-access");
+        let out = run(
+            &server,
+            &dir,
+            &rows,
+            "Reply with exactly the word: PONG. Do not use any tools.",
+            "danger-full-access",
+        );
         assert_eq!(out.code, Some(0), "{case}: stderr: {}", out.stderr);
         assert_eq!(
             offered_tools(&server, is_ours),
@@ -401,13 +486,29 @@ fn the_recorded_product_diagnostics_replay() {
     let case = "product-subagent-result-diagnostic";
     let (_, recorded_events) = crate::subagents::read_log(&recorded(case).join("session.jsonl"));
     let halves = [
-        ("claude-code", "fake-claude", ("FAKE_CLAUDE_TOKENS", "FAKE_RESULT=error_max_budget_usd"), "call_claude_"),
-        ("codex", "fake-codex", ("FAKE_CODEX_TOKENS", "FAKE_FAIL_HTTP=503"), "call_codex_"),
+        (
+            "claude-code",
+            "fake-claude",
+            ("FAKE_CLAUDE_TOKENS", "FAKE_RESULT=error_max_budget_usd"),
+            "call_claude_",
+        ),
+        (
+            "codex",
+            "fake-codex",
+            ("FAKE_CODEX_TOKENS", "FAKE_FAIL_HTTP=503"),
+            "call_codex_",
+        ),
     ];
     let mut problems = Vec::new();
     for (product, command, tokens, calls) in halves {
         let dir = TestDir::new(&format!("products-diagnostic-{product}"));
-        let rows = product_row("subagent-diagnostic", product, "subagent_codex", &double(command), &[tokens]);
+        let rows = product_row(
+            "subagent-diagnostic",
+            product,
+            "subagent_codex",
+            &double(command),
+            &[tokens],
+        );
         dir.write(
             "home/cordis.patch.yml",
             &format!("{}- insert:\n{rows}", crate::subagents::PLAIN_STORE),
@@ -419,7 +520,9 @@ fn the_recorded_product_diagnostics_replay() {
         }
         let task = recorded_events
             .iter()
-            .find(|event| event["type"] == "user/message" && event["data"]["source"]["kind"] == "user")
+            .find(|event| {
+                event["type"] == "user/message" && event["data"]["source"]["kind"] == "user"
+            })
             .and_then(|event| event["data"]["content"][0]["text"].as_str())
             .unwrap()
             .to_owned();
@@ -433,15 +536,27 @@ fn the_recorded_product_diagnostics_replay() {
             let results = crate::subagents::calls_and_results(&half_events(events, calls));
             let notices = events
                 .iter()
-                .filter(|event| event["type"] == "user/message" && event["data"]["source"]["plugin"] == "tool-jobs")
+                .filter(|event| {
+                    event["type"] == "user/message"
+                        && event["data"]["source"]["plugin"] == "tool-jobs"
+                })
                 .filter_map(|event| event["data"]["content"][0]["text"].as_str())
-                .filter(|text| text.contains(if calls == "call_codex_" { "(subagent: Observe Codex" } else { "(subagent: Observe Claude" }))
+                .filter(|text| {
+                    text.contains(if calls == "call_codex_" {
+                        "(subagent: Observe Codex"
+                    } else {
+                        "(subagent: Observe Claude"
+                    })
+                })
                 .map(|text| format!("notice {text}"));
             results.into_iter().chain(notices).collect()
         };
         let (mine, theirs) = (half(ours), half(&recorded_events));
         if mine != theirs {
-            problems.push(format!("{product}:\n  ours     {mine:?}\n  recorded {theirs:?}\nstderr: {}", out.stderr));
+            problems.push(format!(
+                "{product}:\n  ours     {mine:?}\n  recorded {theirs:?}\nstderr: {}",
+                out.stderr
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));

@@ -91,7 +91,10 @@ impl Plugin for JobsPlugin {
         }
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let registry = Arc::new(Registry::new(ctx.clone()));
-        ctx.provide(JOBS, Jobs_TO::from_value(Service(registry.clone()), TD_Opaque))?;
+        ctx.provide(
+            JOBS,
+            Jobs_TO::from_value(Service(registry.clone()), TD_Opaque),
+        )?;
         let waits = Waits {
             default: Duration::from_millis(config.wait_timeout_ms),
             max: Duration::from_millis(config.max_wait_timeout_ms),

@@ -119,7 +119,9 @@ impl Registry {
     pub(crate) fn owned(&self, session: &str, id: &str) -> Result<Arc<Job>, String> {
         self.job(id.trim())
             .filter(|job| job.start.session == session)
-            .ok_or_else(|| format!("no background job `{id}` in this session (job_list lists them)"))
+            .ok_or_else(|| {
+                format!("no background job `{id}` in this session (job_list lists them)")
+            })
     }
 
     pub(crate) fn append(&self, id: &str, output: &str) {
@@ -288,7 +290,10 @@ impl Registry {
         if let Err(error) = sent {
             self.ctx.log(
                 LogLevel::Warn,
-                &format!("the end of background job {} did not reach its session: {error}", job.id),
+                &format!(
+                    "the end of background job {} did not reach its session: {error}",
+                    job.id
+                ),
             );
         }
     }

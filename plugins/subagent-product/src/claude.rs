@@ -64,7 +64,12 @@ struct Client<'a> {
 }
 
 /// Runs `task` through a started `claude -p`.
-pub(crate) async fn run(wire: &Wire, task: &Task, permission_mode: &str, cancel: &Arc<CancelFlag>) -> Outcome {
+pub(crate) async fn run(
+    wire: &Wire,
+    task: &Task,
+    permission_mode: &str,
+    cancel: &Arc<CancelFlag>,
+) -> Outcome {
     let mut client = Client {
         wire,
         mode: permission_mode.to_owned(),
@@ -150,14 +155,22 @@ impl Client<'_> {
         let request = &message["request"];
         let response = match request["subtype"].as_str() {
             Some("can_use_tool") => {
-                self.decide("tool permission", "denied", "the provider does not grant interactive approval");
+                self.decide(
+                    "tool permission",
+                    "denied",
+                    "the provider does not grant interactive approval",
+                );
                 json!({"subtype": "success", "request_id": id, "response": {
                     "behavior": "deny",
                     "message": "Nobody can approve this here: the task runs unattended. Do without it, or say in your answer what you would need.",
                 }})
             }
             Some("elicitation") | Some("mcp_elicitation") => {
-                self.decide("MCP elicitation", "declined", "the provider does not collect interactive MCP input");
+                self.decide(
+                    "MCP elicitation",
+                    "declined",
+                    "the provider does not collect interactive MCP input",
+                );
                 json!({"subtype": "success", "request_id": id, "response": {"action": "decline"}})
             }
             other => json!({"subtype": "error", "request_id": id, "error": format!(
@@ -201,9 +214,15 @@ mod tests {
     #[test]
     fn planning_children_cannot_leave_the_plan_and_nobody_asks_the_user() {
         let args = arguments("plan");
-        let at = args.iter().position(|arg| arg == "--disallowedTools").unwrap_or(0);
+        let at = args
+            .iter()
+            .position(|arg| arg == "--disallowedTools")
+            .unwrap_or(0);
         assert_eq!(args[at + 1], "AskUserQuestion,ExitPlanMode");
         assert!(arguments("dontAsk").contains(&"--no-session-persistence".to_owned()));
-        assert!(arguments("bypassPermissions").contains(&"--allow-dangerously-skip-permissions".to_owned()));
+        assert!(
+            arguments("bypassPermissions")
+                .contains(&"--allow-dangerously-skip-permissions".to_owned())
+        );
     }
 }

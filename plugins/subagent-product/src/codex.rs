@@ -84,7 +84,12 @@ enum Step {
 }
 
 /// Runs `task` through a started app-server.
-pub(crate) async fn run(wire: &Wire, task: &Task, policy: &ThreadPolicy, cancel: &Arc<CancelFlag>) -> Outcome {
+pub(crate) async fn run(
+    wire: &Wire,
+    task: &Task,
+    policy: &ThreadPolicy,
+    cancel: &Arc<CancelFlag>,
+) -> Outcome {
     let mut client = Client {
         wire,
         next_id: 0,
@@ -108,7 +113,10 @@ pub(crate) async fn run(wire: &Wire, task: &Task, policy: &ThreadPolicy, cancel:
     };
     let mut outcome = outcome;
     if outcome.stop == Stop::Error {
-        outcome.unattended = client.unattended.clone().or_else(|| stderr_decision(wire, &client.mode));
+        outcome.unattended = client
+            .unattended
+            .clone()
+            .or_else(|| stderr_decision(wire, &client.mode));
     }
     outcome
 }
@@ -125,7 +133,9 @@ fn stderr_decision(wire: &Wire, mode: &str) -> Option<String> {
 }
 
 fn unattended(mode: &str, request: &str, decision: &str, reason: &str) -> String {
-    format!("Codex unattended decision (mode: {mode}; request: {request}; decision: {decision}): {reason}")
+    format!(
+        "Codex unattended decision (mode: {mode}; request: {request}; decision: {decision}): {reason}"
+    )
 }
 
 impl Client<'_> {
@@ -189,7 +199,12 @@ impl Client<'_> {
     }
 
     /// Sends request `method` and waits for its answer, handling what arrives meanwhile.
-    async fn request(&mut self, method: &str, params: Value, stage: &'static str) -> Result<Value, Failure> {
+    async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        stage: &'static str,
+    ) -> Result<Value, Failure> {
         self.next_id += 1;
         let id = self.next_id;
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -276,10 +291,18 @@ impl Client<'_> {
                         }
                     }
                     Some("commandExecution") if item["status"] == "declined" => {
-                        self.decide("command execution", "declined", "Codex declined the command under the selected permission mode");
+                        self.decide(
+                            "command execution",
+                            "declined",
+                            "Codex declined the command under the selected permission mode",
+                        );
                     }
                     Some("fileChange") if item["status"] == "declined" => {
-                        self.decide("file change", "declined", "Codex declined the file change under the selected permission mode");
+                        self.decide(
+                            "file change",
+                            "declined",
+                            "Codex declined the file change under the selected permission mode",
+                        );
                     }
                     _ => {}
                 }
@@ -307,22 +330,40 @@ impl Client<'_> {
                     true => "command approval",
                     false => "file approval",
                 };
-                self.decide(request, "declined", "the provider does not grant interactive approval");
+                self.decide(
+                    request,
+                    "declined",
+                    "the provider does not grant interactive approval",
+                );
                 Ok(json!({"decision": "decline"}))
             }
             "item/permissions/requestApproval" => {
-                self.decide("permission grant", "denied", "the provider grants no additional turn permissions");
+                self.decide(
+                    "permission grant",
+                    "denied",
+                    "the provider grants no additional turn permissions",
+                );
                 Ok(json!({"permissions": {}, "scope": "turn"}))
             }
             "item/tool/requestUserInput" => {
-                self.decide("user input", "empty response", "the provider does not collect interactive answers");
+                self.decide(
+                    "user input",
+                    "empty response",
+                    "the provider does not collect interactive answers",
+                );
                 Ok(json!({"answers": {}}))
             }
             "mcpServer/elicitation/request" => {
-                self.decide("MCP elicitation", "declined", "the provider does not collect interactive MCP input");
+                self.decide(
+                    "MCP elicitation",
+                    "declined",
+                    "the provider does not collect interactive MCP input",
+                );
                 Ok(json!({"action": "decline", "content": null, "_meta": null}))
             }
-            other => Err(format!("dsh cannot answer the app-server request `{other}` without a person")),
+            other => Err(format!(
+                "dsh cannot answer the app-server request `{other}` without a person"
+            )),
         }
     }
 
@@ -409,7 +450,11 @@ fn failure_info(turn: &Value) -> Failure {
     ];
     let info = &turn["error"]["codexErrorInfo"];
     if let Some(name) = info.as_str() {
-        let category = if NAMED.contains(&name) { name } else { "unknown" };
+        let category = if NAMED.contains(&name) {
+            name
+        } else {
+            "unknown"
+        };
         return Failure::new("turn", category);
     }
     let Some(object) = info.as_object().filter(|object| object.len() == 1) else {
@@ -420,7 +465,9 @@ fn failure_info(turn: &Value) -> Failure {
     };
     if WITH_STATUS.contains(&name.as_str()) {
         let mut failure = Failure::new("turn", name.as_str());
-        failure.http_status = detail["httpStatusCode"].as_u64().filter(|code| *code <= 65_535);
+        failure.http_status = detail["httpStatusCode"]
+            .as_u64()
+            .filter(|code| *code <= 65_535);
         return failure;
     }
     match name.as_str() {
@@ -437,7 +484,10 @@ mod tests {
     fn failed_turns_name_their_variant_and_status() {
         let turn = json!({"status": "failed", "error": {"message": "x", "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 503}}}});
         let failure = failure_info(&turn);
-        assert_eq!((failure.category.as_str(), failure.http_status), ("httpConnectionFailed", Some(503)));
+        assert_eq!(
+            (failure.category.as_str(), failure.http_status),
+            ("httpConnectionFailed", Some(503))
+        );
         let turn = json!({"status": "failed", "error": {"codexErrorInfo": "usageLimitExceeded"}});
         assert_eq!(failure_info(&turn).category, "usageLimitExceeded");
         let turn = json!({"status": "failed", "error": {"codexErrorInfo": "somethingNew"}});
@@ -445,5 +495,4 @@ mod tests {
         let turn = json!({"status": "failed", "error": {"codexErrorInfo": {"a": {}, "b": {}}}});
         assert_eq!(failure_info(&turn).category, "unknown");
     }
-
 }

@@ -90,7 +90,13 @@ const CODEX_MODES: [&str; 3] = [
     "approve-for-me",
     "dangerously-bypass-approvals-and-sandbox",
 ];
-const CLAUDE_MODES: [&str; 5] = ["dontAsk", "acceptEdits", "auto", "plan", "bypassPermissions"];
+const CLAUDE_MODES: [&str; 5] = [
+    "dontAsk",
+    "acceptEdits",
+    "auto",
+    "plan",
+    "bypassPermissions",
+];
 
 /// The row's mode, checked against its product.
 #[derive(Debug, Clone)]
@@ -127,8 +133,14 @@ impl Permissions {
     pub(crate) fn codex(&self, parent: SandboxMode) -> ThreadPolicy {
         debug_assert_eq!(self.product, Product::Codex);
         let (approval_policy, approvals_reviewer, sandbox) = match self.mode.as_str() {
-            "approve-for-me" => ("on-request", Some("auto_review"), SandboxMode::WorkspaceWrite),
-            "dangerously-bypass-approvals-and-sandbox" => ("never", None, SandboxMode::DangerFullAccess),
+            "approve-for-me" => (
+                "on-request",
+                Some("auto_review"),
+                SandboxMode::WorkspaceWrite,
+            ),
+            "dangerously-bypass-approvals-and-sandbox" => {
+                ("never", None, SandboxMode::DangerFullAccess)
+            }
             _ => ("never", None, SandboxMode::WorkspaceWrite),
         };
         ThreadPolicy {
@@ -178,15 +190,33 @@ mod tests {
 
     #[test]
     fn a_child_is_never_wider_than_its_parent() -> Result<(), String> {
-        let bypass = Permissions::of(&config(Product::Codex, Some("dangerously-bypass-approvals-and-sandbox")))?;
-        assert_eq!(bypass.codex(SandboxMode::DangerFullAccess).sandbox, "danger-full-access");
-        assert_eq!(bypass.codex(SandboxMode::WorkspaceWrite).sandbox, "workspace-write");
+        let bypass = Permissions::of(&config(
+            Product::Codex,
+            Some("dangerously-bypass-approvals-and-sandbox"),
+        ))?;
+        assert_eq!(
+            bypass.codex(SandboxMode::DangerFullAccess).sandbox,
+            "danger-full-access"
+        );
+        assert_eq!(
+            bypass.codex(SandboxMode::WorkspaceWrite).sandbox,
+            "workspace-write"
+        );
         assert_eq!(bypass.codex(SandboxMode::ReadOnly).sandbox, "read-only");
         let never = Permissions::of(&config(Product::Codex, None))?;
-        assert_eq!(never.codex(SandboxMode::DangerFullAccess).sandbox, "workspace-write");
-        assert_eq!(never.codex(SandboxMode::DangerFullAccess).approval_policy, "never");
+        assert_eq!(
+            never.codex(SandboxMode::DangerFullAccess).sandbox,
+            "workspace-write"
+        );
+        assert_eq!(
+            never.codex(SandboxMode::DangerFullAccess).approval_policy,
+            "never"
+        );
         let claude = Permissions::of(&config(Product::ClaudeCode, Some("bypassPermissions")))?;
-        assert_eq!(claude.claude(SandboxMode::DangerFullAccess), "bypassPermissions");
+        assert_eq!(
+            claude.claude(SandboxMode::DangerFullAccess),
+            "bypassPermissions"
+        );
         assert_eq!(claude.claude(SandboxMode::WorkspaceWrite), "acceptEdits");
         assert_eq!(claude.claude(SandboxMode::ReadOnly), "plan");
         Ok(())
@@ -194,7 +224,12 @@ mod tests {
 
     #[test]
     fn a_mode_of_the_other_product_is_refused_by_name() {
-        let error = Permissions::of(&config(Product::Codex, Some("dontAsk"))).err().unwrap_or_default();
-        assert!(error.contains("`permissionMode` `dontAsk`") && error.contains("codex"), "{error}");
+        let error = Permissions::of(&config(Product::Codex, Some("dontAsk")))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            error.contains("`permissionMode` `dontAsk`") && error.contains("codex"),
+            "{error}"
+        );
     }
 }

@@ -31,8 +31,8 @@ use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedSubprocessService
 use dsh_plugin_api::prelude::*;
 use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
 
-pub use crate::config::{Product, ProductConfig};
 use crate::config::Permissions;
+pub use crate::config::{Product, ProductConfig};
 use crate::run::Runner;
 use crate::tool::ProductTool;
 

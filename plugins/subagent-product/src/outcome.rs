@@ -198,6 +198,8 @@ mod tests {
             ..outcome
         };
         let diagnostic = long.diagnostic("Claude Code").unwrap_or_default();
-        assert!(diagnostic.len() <= MAX_DIAGNOSTIC && diagnostic.ends_with("[diagnostic truncated]"));
+        assert!(
+            diagnostic.len() <= MAX_DIAGNOSTIC && diagnostic.ends_with("[diagnostic truncated]")
+        );
     }
 }

@@ -41,7 +41,12 @@ impl Runner {
     }
 
     /// Runs `task` for a parent working under `parent_mode`; `stop` cancels it.
-    pub(crate) async fn run(&self, task: &Task, parent_mode: SandboxMode, stop: &Arc<CancelFlag>) -> Outcome {
+    pub(crate) async fn run(
+        &self,
+        task: &Task,
+        parent_mode: SandboxMode,
+        stop: &Arc<CancelFlag>,
+    ) -> Outcome {
         let (stage, args) = match self.config.product {
             Product::Codex => ("initialize", vec!["app-server".to_owned()]),
             Product::ClaudeCode => (
@@ -55,7 +60,12 @@ impl Runner {
             program: self.config.command().to_owned(),
             args: all_args,
             cwd: task.cwd.clone(),
-            env: self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            env: self
+                .config
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             remove_env: self.removed_env(),
         };
         let wire = match Wire::start(&self.ctx, &self.launcher, launch, self.product_name()) {
@@ -63,14 +73,19 @@ impl Runner {
             Err(error) => {
                 self.ctx.log(
                     LogLevel::Warn,
-                    &format!("row `{}`: {error} (set `command` to the product's executable)", self.row),
+                    &format!(
+                        "row `{}`: {error} (set `command` to the product's executable)",
+                        self.row
+                    ),
                 );
                 return Outcome::failed(Failure::new(stage, "spawn-failed"), String::new());
             }
         };
         let speaking = async {
             match self.config.product {
-                Product::Codex => codex::run(&wire, task, &self.permissions.codex(parent_mode), stop).await,
+                Product::Codex => {
+                    codex::run(&wire, task, &self.permissions.codex(parent_mode), stop).await
+                }
                 Product::ClaudeCode => {
                     claude::run(&wire, task, &self.permissions.claude(parent_mode), stop).await
                 }
@@ -80,7 +95,9 @@ impl Runner {
         // without end): past `timeoutMs` the run is stopped as if cancelled, and fails.
         let timed_out = AtomicBool::new(false);
         let timer = async {
-            self.ctx.sleep(Duration::from_millis(self.config.timeout_ms)).await;
+            self.ctx
+                .sleep(Duration::from_millis(self.config.timeout_ms))
+                .await;
             timed_out.store(true, Ordering::Release);
             stop.fire();
             std::future::pending::<Infallible>().await

@@ -61,8 +61,12 @@ impl ProductTool {
         // Without a sandbox row nothing tells the parent's mode: the child gets the default.
         match self.0.ctx.get::<SandboxService>(SANDBOX) {
             Ok(Some(sandbox)) => {
-                let policy = sandbox.policy(call.session.clone(), call.cwd.clone(), call.call_id.clone());
-                policy.decode().map(|policy| policy.mode).unwrap_or(SandboxMode::ReadOnly)
+                let policy =
+                    sandbox.policy(call.session.clone(), call.cwd.clone(), call.call_id.clone());
+                policy
+                    .decode()
+                    .map(|policy| policy.mode)
+                    .unwrap_or(SandboxMode::ReadOnly)
             }
             _ => SandboxMode::WorkspaceWrite,
         }
@@ -74,7 +78,9 @@ impl ProductTool {
             Err(error) => return ToolReply::error(format!("arguments are not valid: {error}")),
         };
         if args.prompt.trim().is_empty() {
-            return ToolReply::error("`prompt` is empty: give the subagent its whole task".to_owned());
+            return ToolReply::error(
+                "`prompt` is empty: give the subagent its whole task".to_owned(),
+            );
         }
         let task = Task {
             cwd: call.cwd.to_string(),
@@ -103,7 +109,13 @@ impl ProductTool {
         }
     }
 
-    fn background(&self, call: &CallView, label: String, task: Task, mode: SandboxMode) -> ToolReply {
+    fn background(
+        &self,
+        call: &CallView,
+        label: String,
+        task: Task,
+        mode: SandboxMode,
+    ) -> ToolReply {
         let runner = self.0.clone();
         let Ok(Some(jobs)) = runner.ctx.get::<JobsService>(JOBS) else {
             return ToolReply::error(
@@ -120,7 +132,9 @@ impl ProductTool {
         let control = JobControl_TO::from_value(Stopper(stop.clone()), TD_Opaque);
         let id = match jobs.start(Json::encode(&start), control).into_result() {
             Ok(id) => id.into_string(),
-            Err(error) => return ToolReply::error(format!("the background job did not start: {error}")),
+            Err(error) => {
+                return ToolReply::error(format!("the background job did not start: {error}"));
+            }
         };
         let job = id.clone();
         let spawned = runner.ctx.clone().spawn(async move {
@@ -159,7 +173,10 @@ fn job_end(outcome: &Outcome, product: &str) -> JobEnd {
 
 impl Tool for ProductTool {
     fn spec(&self) -> Json<ToolDecl> {
-        Json::encode(&declaration(self.0.config.tool_name(), self.0.config.timeout_ms))
+        Json::encode(&declaration(
+            self.0.config.tool_name(),
+            self.0.config.timeout_ms,
+        ))
     }
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {

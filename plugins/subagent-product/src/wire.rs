@@ -54,7 +54,11 @@ impl Wire {
     ) -> Result<Self, String> {
         let request = SpawnRequest {
             program: RString::from(launch.program.as_str()),
-            args: launch.args.iter().map(|arg| RString::from(arg.as_str())).collect(),
+            args: launch
+                .args
+                .iter()
+                .map(|arg| RString::from(arg.as_str()))
+                .collect(),
             cwd: RSome(RString::from(launch.cwd.as_str())),
             env: launch
                 .env
@@ -64,7 +68,11 @@ impl Wire {
                     value: RString::from(value.as_str()),
                 })
                 .collect::<RVec<_>>(),
-            remove_env: launch.remove_env.iter().map(|name| RString::from(name.as_str())).collect(),
+            remove_env: launch
+                .remove_env
+                .iter()
+                .map(|name| RString::from(name.as_str()))
+                .collect(),
             stdin: RNone,
         };
         let process = launcher
@@ -74,7 +82,13 @@ impl Wire {
         let process = Arc::new(process);
         let stderr = Arc::new(Mutex::new(String::new()));
         let (sender, lines) = unbounded_channel();
-        let reader = read(ctx.clone(), product, process.clone(), stderr.clone(), sender);
+        let reader = read(
+            ctx.clone(),
+            product,
+            process.clone(),
+            stderr.clone(),
+            sender,
+        );
         ctx.spawn(reader).map_err(|error| error.to_string())?;
         Ok(Self {
             ctx: ctx.clone(),

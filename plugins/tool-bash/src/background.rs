@@ -21,7 +21,14 @@ const KILL_GRACE_MS: u64 = 2_000;
 /// The jobs this row runs, so unloading it can stop them.
 #[derive(Default)]
 pub(crate) struct Running {
-    jobs: Mutex<BTreeMap<String, (Service<JobsService>, Arc<ProcessBox>)>>,
+    jobs: Mutex<BTreeMap<String, Entry>>,
+}
+
+/// A running job: the registry it settles in, and its process (dropped with the entry, which
+/// ends the process group once its reader is gone too).
+struct Entry {
+    registry: Service<JobsService>,
+    _process: Arc<ProcessBox>,
 }
 
 struct Control {
@@ -70,7 +77,11 @@ pub(crate) fn start(
         .into_result()
         .map_err(RString::into_string)?
         .into_string();
-    lock(&running.jobs).insert(id.clone(), (jobs.clone(), process.clone()));
+    let entry = Entry {
+        registry: jobs.clone(),
+        _process: process.clone(),
+    };
+    lock(&running.jobs).insert(id.clone(), entry);
     let (running, job) = (running.clone(), id.clone());
     let _ = ctx.spawn(async move {
         while let RSome(chunk) = process.next_output().await {
@@ -115,12 +126,12 @@ pub(crate) fn start(
 /// dropping the processes terminates their groups.
 pub(crate) fn kill_all(running: &Running) {
     let jobs = std::mem::take(&mut *lock(&running.jobs));
-    for (id, (jobs, _process)) in jobs {
+    for (id, entry) in jobs {
         let end = JobEnd {
             status: JobStatus::Killed,
             detail: Some("the tool-bash row unloaded".to_owned()),
             output: None,
         };
-        jobs.settle(RString::from(id), Json::encode(&end));
+        entry.registry.settle(RString::from(id), Json::encode(&end));
     }
 }

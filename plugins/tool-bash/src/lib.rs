@@ -20,6 +20,7 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_jobs_seam::{JOBS, JobsService};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
 use dsh_plugin_api::prelude::*;
@@ -28,7 +29,6 @@ use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, OutcomeSummary, SandboxMode, ToolDecl, ToolReply,
     ToolSuccess,
 };
-use dsh_jobs_seam::{JOBS, JobsService};
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
@@ -128,7 +128,9 @@ enum BashError {
     Wait(String),
     #[error("the command was cancelled; its process group was terminated")]
     Cancelled,
-    #[error("run_in_background needs the background job registry (a `jobs` row), and none is loaded; run the command in the foreground")]
+    #[error(
+        "run_in_background needs the background job registry (a `jobs` row), and none is loaded; run the command in the foreground"
+    )]
     NoJobs,
     #[error("the background job did not start: {0}")]
     Job(String),
