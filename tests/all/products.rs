@@ -577,3 +577,200 @@ fn half_events(events: &[Value], prefix: &str) -> Vec<Value> {
         .cloned()
         .collect()
 }
+
+/// The `argv` and environment the Claude Code double was started with, then what it read.
+fn claude_log(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn flag_value<'a>(argv: &'a Value, name: &str) -> Option<&'a str> {
+    argv.as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|arg| arg.strip_prefix(&format!("{name}=")))
+}
+
+#[test]
+fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_its_parent() {
+    for (mode, permission) in [("workspace-write", "acceptEdits"), ("read-only", "plan")] {
+        let dir = TestDir::new(&format!("products-claude-{mode}"));
+        let log = dir.join("claude.log");
+        let server = FakeDeepSeek::start(vec![
+            call(
+                "c1",
+                "subagent_claude_code",
+                json!({"description": "review", "prompt": "Review the change."}),
+            ),
+            Reply::text("the child answered"),
+        ]);
+        let mut rows = product_row(
+            "claude",
+            "claude-code",
+            "subagent_claude_code",
+            &double("fake-claude"),
+            &[
+                ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
+                ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+            ],
+        );
+        rows.push_str("        permissionMode: acceptEdits\n");
+        dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
+        let mut all = crate::headless::against_args(&server, &dir);
+        all.push("delegate it".to_owned());
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        // A key in the host's environment is not the child's unless its row passes it on.
+        let out = dsh_tests::run_host_with_env(
+            &dir.home(),
+            &all,
+            &[
+                ("DEEPSEEK_API_KEY", "sk-test"),
+                ("DSH_PERMISSION_MODE", mode),
+                ("ANTHROPIC_API_KEY", "sk-ant-host"),
+            ],
+        );
+        assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+        assert_eq!(results(&server), ["ANSWER: Review the change."]);
+        let log = claude_log(&log);
+        let argv = &log[0]["argv"];
+        assert_eq!(
+            flag_value(argv, "--permission-mode"),
+            Some(permission),
+            "{argv}"
+        );
+        assert_eq!(flag_value(argv, "--permission-prompt-tool"), Some("stdio"));
+        assert!(
+            argv.to_string().contains("--no-session-persistence"),
+            "{argv}"
+        );
+        assert_eq!(log[0]["cwd"], dir.join("work").to_str().unwrap());
+        let env = &log[0]["env"];
+        assert!(env.get("ANTHROPIC_API_KEY").is_none(), "{env}");
+        assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9");
+        assert_eq!(
+            log[1]["stdin"]["message"]["content"][0]["text"],
+            "Review the change."
+        );
+    }
+}
+
+#[test]
+fn claude_code_failures_and_denied_prompts_reach_the_parent_with_their_category() {
+    let dir = TestDir::new("products-claude-failures");
+    let log = dir.join("claude.log");
+    let prompts = [
+        "FAKE_RESULT=error_max_budget_usd",
+        "FAKE_EXIT=3",
+        "FAKE_NO_RESULT",
+        "FAKE_BLANK_SUCCESS",
+        "FAKE_ASK_PERMISSION",
+        "FAKE_RESULT=success FAKE_NO_PARTIAL",
+    ];
+    let mut script: Vec<Reply> = prompts
+        .iter()
+        .enumerate()
+        .map(|(n, prompt)| {
+            call(
+                &format!("c{n}"),
+                "subagent_claude_code",
+                json!({"description": "case", "prompt": prompt}),
+            )
+        })
+        .collect();
+    script.push(Reply::text("seen"));
+    let server = FakeDeepSeek::start(script);
+    let rows = product_row(
+        "claude",
+        "claude-code",
+        "subagent_claude_code",
+        &double("fake-claude"),
+        &[("FAKE_CLAUDE_LOG", log.to_str().unwrap())],
+    );
+    let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let texts = results(&server);
+    let failure = |facts: &str| {
+        format!(
+            "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Claude Code; {facts})"
+        )
+    };
+    assert_eq!(
+        texts[0],
+        format!(
+            "{}\nPartial output before the run ended:\npartial assistant text",
+            failure("stage: query-run; category: error_max_budget_usd")
+        )
+    );
+    assert!(
+        texts[1].starts_with(&failure(
+            "stage: process; category: process-exit; exit code: 3"
+        )),
+        "{texts:?}"
+    );
+    assert!(
+        texts[2].starts_with(&failure("stage: query-run; category: missing-result")),
+        "{texts:?}"
+    );
+    assert!(
+        texts[3].starts_with(&failure("stage: query-run; category: invalid-success")),
+        "{texts:?}"
+    );
+    // The prompt was denied at once, with no one asked, and the child went on to answer.
+    assert_eq!(texts[4], "PERMISSION: deny");
+    let answered = claude_log(&log)
+        .iter()
+        .any(|entry| entry["stdin"]["response"]["response"]["behavior"] == "deny");
+    assert!(answered, "{:?}", claude_log(&log));
+    // An error-marked success (an API error) is a failure too.
+    assert_eq!(
+        texts[5],
+        failure("stage: query-run; category: invalid-success")
+    );
+}
+
+#[test]
+fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
+    let claude = match installed("claude") {
+        Ok(path) => path,
+        Err(reason) => {
+            eprintln!("products: skipped the real Claude Code: {reason}");
+            return;
+        }
+    };
+    let dir = TestDir::new("products-real-claude");
+    let model = BenchModel::start(&dir);
+    let config = dir.join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let server = FakeDeepSeek::start(vec![
+        call(
+            "c1",
+            "subagent_claude_code",
+            json!({"description": "run the check", "prompt": "BENCH_STEPS=1 Run the check and say DONE."}),
+        ),
+        Reply::text("Claude Code said it"),
+    ]);
+    let base = format!("http://127.0.0.1:{}", model.port);
+    let rows = product_row(
+        "claude",
+        "claude-code",
+        "subagent_claude_code",
+        &claude,
+        &[
+            ("ANTHROPIC_BASE_URL", &base),
+            ("ANTHROPIC_API_KEY", "sk-ant-fake"),
+            ("CLAUDE_CONFIG_DIR", config.to_str().unwrap()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
+            ("NO_PROXY", "127.0.0.1,localhost"),
+        ],
+    );
+    let out = run(&server, &dir, &rows, "ask claude", "workspace-write");
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(results(&server), ["DONE"], "stderr: {}", out.stderr);
+}

@@ -49,25 +49,11 @@ const PATCHES: &[(&str, &str)] = &[(
     "- id: subagents\n  config:\n    backgroundByDefault: false\n",
 )];
 
-/// Recorded cases not replayed, and why.
-const SKIPPED: &[(&str, &str)] = &[
-    (
-        "acp/snapshots/subagent-published-run-failure",
-        "it injects a failure into the reference's snapshot publisher, which we do not have",
-    ),
-    (
-        "acp/snapshots/product-subagent-both",
-        "product subagents (Codex and Claude Code run as children through their own command lines: tools subagent_codex_*, subagent_claude_*) are not built",
-    ),
-    (
-        "acp/snapshots/product-subagent-codex",
-        "product subagents (Codex run as a child through its own command line) are not built",
-    ),
-    (
-        "acp/snapshots/product-subagent-result-diagnostic",
-        "product subagents and their failure diagnostics are not built",
-    ),
-];
+/// Recorded cases not replayed, and why. (The `product-subagent-*` cases are in `products`.)
+const SKIPPED: &[(&str, &str)] = &[(
+    "acp/snapshots/subagent-published-run-failure",
+    "it injects a failure into the reference's snapshot publisher, which we do not have",
+)];
 
 /// Cases where a background child settles while its parent may still be running: when its
 /// notice lands (in the running turn, or as the next) and when the parent's messages reach the

@@ -1,8 +1,8 @@
-//! Claude Code as a child: `claude -p` with its stream-json wire on stdin and stdout, as the
-//! Agent SDK drives it. One run sends the task as one user message and reads until the
+//! Claude Code as a child: `claude` with its stream-json wire on stdin and stdout, driven as
+//! the Agent SDK drives it. One run sends the task as one user message and reads until the
 //! `result` message: a `success` that is not an error and not blank is the answer; anything
 //! else fails with the result's subtype as its category. Permission prompts come over the
-//! control protocol (`--permission-prompt-tool stdio`) and are denied at once: nobody is
+//! control protocol (`--permission-prompt-tool=stdio`) and are denied at once: nobody is
 //! there to answer them. The product keeps no session (`--no-session-persistence`), may not
 //! ask the user questions, and in planning mode may not leave it.
 
@@ -25,33 +25,35 @@ const ERROR_SUBTYPES: [&str; 4] = [
     "error_max_structured_output_retries",
 ];
 
-/// The command line after the executable, for `permission_mode`.
+/// The command line after the executable, for `permission_mode`: what the Agent SDK passes
+/// for one unattended query (no initialize request is sent, so Claude Code keeps its own
+/// system prompt).
 pub(crate) fn arguments(permission_mode: &str) -> Vec<String> {
     let mut disallowed = vec!["AskUserQuestion"];
     if permission_mode == "plan" {
         disallowed.push("ExitPlanMode");
     }
     let mut args: Vec<String> = [
-        "-p",
         "--output-format",
         "stream-json",
+        "--verbose",
         "--input-format",
         "stream-json",
-        "--verbose",
-        "--no-session-persistence",
-        "--permission-prompt-tool",
-        "stdio",
-        "--permission-mode",
-        permission_mode,
-        "--disallowedTools",
     ]
     .iter()
     .map(|arg| (*arg).to_owned())
     .collect();
-    args.push(disallowed.join(","));
+    // In bypass mode nothing is asked; otherwise what would be asked comes to us, and is
+    // denied.
+    if permission_mode != "bypassPermissions" {
+        args.push("--permission-prompt-tool=stdio".to_owned());
+    }
+    args.push(format!("--disallowedTools={}", disallowed.join(",")));
+    args.push(format!("--permission-mode={permission_mode}"));
     if permission_mode == "bypassPermissions" {
         args.push("--allow-dangerously-skip-permissions".to_owned());
     }
+    args.push("--no-session-persistence".to_owned());
     args
 }
 
@@ -163,6 +165,7 @@ impl Client<'_> {
                 json!({"subtype": "success", "request_id": id, "response": {
                     "behavior": "deny",
                     "message": "Nobody can approve this here: the task runs unattended. Do without it, or say in your answer what you would need.",
+                    "toolUseID": request["tool_use_id"],
                 }})
             }
             Some("elicitation") | Some("mcp_elicitation") => {
