@@ -774,3 +774,60 @@ fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     assert_eq!(results(&server), ["DONE"], "stderr: {}", out.stderr);
 }
+
+/// Headless runs end once what was delegated is done: a background product run is waited
+/// for (its notice opens the turn that answers), a command left running in the background
+/// is not (it is ended with the run).
+#[test]
+fn headless_waits_for_a_background_product_run_but_not_for_a_background_command() {
+    let dir = TestDir::new("products-headless-settles");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[
+            (
+                "c1",
+                "subagent_codex",
+                &json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=800 Take your time.", "run_in_background": true}).to_string(),
+            ),
+            (
+                "c2",
+                "bash",
+                &json!({"command": "sleep 30", "description": "endless", "run_in_background": true}).to_string(),
+            ),
+        ]),
+        Reply::text("started both"),
+        // The turn the child's notice opens.
+        Reply::text("the child is done"),
+    ]);
+    let rows = product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &double("fake-codex"),
+        &[],
+    );
+    dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
+    let started = std::time::Instant::now();
+    let mut all = crate::headless::against_args(&server, &dir);
+    all.extend([
+        "--output".to_owned(),
+        "stream-json".to_owned(),
+        "delegate".to_owned(),
+    ]);
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = dsh_tests::run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let (_, result) = crate::headless::stream_json(&out.stdout);
+    assert_eq!(result["output"], "the child is done", "{}", out.stdout);
+    let requests = server.requests();
+    let woken = requests[2].body["messages"].to_string();
+    assert!(
+        woken.contains(
+            "background job subagent-1 (subagent: slow child) finished [status: completed]"
+        ),
+        "{woken}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the run waited for the background command"
+    );
+}

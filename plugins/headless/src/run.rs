@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use abi_stable::std_types::{RSome, RString, RVec};
 use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentLoopService, AgentsExt, AgentsService, TurnRequest};
+use dsh_jobs_seam::{JOBS, JobsService};
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::control::HostControlService;
 use dsh_plugin_api::{Context, Json, Service, lock};
@@ -385,8 +386,10 @@ impl Runner {
     }
 
     /// The outcome of the agent's last turn once it is idle and nothing it delegated still
-    /// runs: a background child that settles wakes its parent for another turn, and the run
-    /// ends only after that turn. A signal cancels the agent's turn (its children follow).
+    /// runs (no child agent, no background job whose result it awaits: a product subagent
+    /// run in the background; a command left running in the background does not hold the
+    /// run): what settles wakes the agent for another turn, and the run ends only after that
+    /// turn. A signal cancels the agent's turn (its children and those jobs follow).
     async fn until_settled(
         &self,
         id: &str,
@@ -416,24 +419,38 @@ impl Runner {
                 .decode()
                 .ok()
                 .flatten();
-            let Ok(Some(tree)) = self.ctx.get::<SubagentsService>(SUBAGENTS) else {
-                return Ok(outcome);
-            };
-            let running = tree
-                .children(id.into(), true)
-                .decode()
-                .unwrap_or_default()
-                .iter()
-                .any(|child| child.status == ChildStatus::Running);
-            if !running {
+            let tree = self.ctx.get::<SubagentsService>(SUBAGENTS).ok().flatten();
+            let jobs = self.ctx.get::<JobsService>(JOBS).ok().flatten();
+            let children = tree.as_ref().is_some_and(|tree| {
+                tree.children(id.into(), true)
+                    .decode()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|child| child.status == ChildStatus::Running)
+            });
+            let results = jobs
+                .as_ref()
+                .is_some_and(|jobs| jobs.pending_results(id.into()) > 0);
+            if !children && !results {
                 return Ok(outcome);
             }
             if stopped.is_fired() {
-                return Ok(Some(self.stop_delegated(id, &tree, outcome).await));
+                return Ok(Some(self.stop_delegated(id, tree, jobs, outcome).await));
             }
-            let settled = tree.settled(id.into());
-            drop(tree);
             // Settled (its parent may have been woken) or stopped: look again either way.
+            let children_settled = async {
+                match &tree {
+                    Some(tree) if children => tree.settled(id.into()).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            let results_settled = async {
+                match &jobs {
+                    Some(jobs) if results => jobs.results_settled(id.into()).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            let settled = first_of(children_settled, results_settled);
             let _ = first_of(settled, stopped.wait()).await;
         }
     }
@@ -444,11 +461,12 @@ impl Runner {
     async fn stop_delegated(
         &self,
         id: &str,
-        tree: &SubagentsService,
+        tree: Option<Service<SubagentsService>>,
+        jobs: Option<Service<JobsService>>,
         last: Option<TurnOutcome>,
     ) -> TurnOutcome {
         let cause = self.cause();
-        if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
+        if let (Some(tree), Ok(Some(agents))) = (&tree, self.ctx.get::<AgentsService>(AGENTS)) {
             for child in tree.children(id.into(), true).decode().unwrap_or_default() {
                 if child.status == ChildStatus::Running {
                     let _ = agents.cancel(
@@ -459,7 +477,24 @@ impl Runner {
                 }
             }
         }
-        let _ = first_of(tree.settled(id.into()), self.ctx.sleep(CHILDREN_STOP)).await;
+        if let Some(jobs) = &jobs {
+            jobs.cancel_session(id.into(), "the run was stopped".into());
+        }
+        let children = async {
+            if let Some(tree) = &tree {
+                tree.settled(id.into()).await;
+            }
+        };
+        let results = async {
+            if let Some(jobs) = &jobs {
+                jobs.results_settled(id.into()).await;
+            }
+        };
+        let both = async {
+            children.await;
+            results.await;
+        };
+        let _ = first_of(both, self.ctx.sleep(CHILDREN_STOP)).await;
         let last = last.unwrap_or_else(|| TurnOutcome::unopened(id, TurnEndReason::Completed));
         TurnOutcome {
             reason: TurnEndReason::Aborted { reason: cause },

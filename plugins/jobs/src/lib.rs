@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RBox, RResult, RString};
+use async_ffi::{FfiFuture, FutureExt};
 use dsh_jobs_seam::{JOBS, JobControlBox, Jobs, Jobs_TO};
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::prelude::*;
@@ -68,6 +69,19 @@ impl Jobs for Service {
         if let Ok(end) = end.decode() {
             self.0.settle(&id, end);
         }
+    }
+
+    fn pending_results(&self, session: RString) -> u32 {
+        u32::try_from(self.0.pending_results(&session)).unwrap_or(u32::MAX)
+    }
+
+    fn results_settled(&self, session: RString) -> FfiFuture<()> {
+        let registry = self.0.clone();
+        async move { registry.results_settled(&session).await }.into_ffi()
+    }
+
+    fn cancel_session(&self, session: RString, reason: RString) {
+        self.0.cancel_session(&session, &reason);
     }
 }
 

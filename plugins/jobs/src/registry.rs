@@ -66,6 +66,8 @@ pub(crate) struct Registry {
     ctx: Context,
     jobs: Mutex<BTreeMap<String, Arc<Job>>>,
     counters: Mutex<HashMap<String, u64>>,
+    /// Told after every settlement (its notice already sent).
+    settled: Notify,
 }
 
 impl Registry {
@@ -74,6 +76,7 @@ impl Registry {
             ctx,
             jobs: Mutex::default(),
             counters: Mutex::default(),
+            settled: Notify::new(),
         }
     }
 
@@ -165,6 +168,50 @@ impl Registry {
         job.done.notify_waiters();
         if notify {
             self.tell_owner(&job);
+        }
+        self.settled.notify_waiters();
+    }
+
+    /// The final-output jobs of `session` still running.
+    pub(crate) fn pending_results(&self, session: &str) -> usize {
+        lock(&self.jobs)
+            .values()
+            .filter(|job| job.start.session == session && job.start.output == JobOutputMode::Final)
+            .filter(|job| !lock(&job.state).status.is_terminal())
+            .count()
+    }
+
+    pub(crate) async fn results_settled(&self, session: &str) {
+        loop {
+            // Registered before the check, so a settlement in between wakes it.
+            let settled = self.settled.notified();
+            if self.pending_results(session) == 0 {
+                return;
+            }
+            settled.await;
+        }
+    }
+
+    /// Asks every running job of `session` to stop (its run is being ended): no notices follow.
+    pub(crate) fn cancel_session(&self, session: &str, reason: &str) {
+        let jobs: Vec<Arc<Job>> = lock(&self.jobs)
+            .values()
+            .filter(|job| job.start.session == session)
+            .cloned()
+            .collect();
+        for job in jobs {
+            let running = {
+                let mut state = lock(&job.state);
+                let running = !state.status.is_terminal();
+                if running {
+                    state.status = JobStatus::Stopping;
+                    state.reported = true;
+                }
+                running
+            };
+            if running {
+                job.control.cancel(reason.into());
+            }
         }
     }
 

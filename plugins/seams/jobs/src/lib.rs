@@ -16,6 +16,7 @@
 
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
+use async_ffi::FfiFuture;
 use dsh_plugin_api::Json;
 use dsh_protocol::{JobEnd, JobStart};
 
@@ -41,5 +42,13 @@ pub trait Jobs: Send + Sync {
     /// The job ended (first settlement wins): waiters wake and, unless the model already
     /// collected or killed it, the owning agent is told.
     fn settle(&self, id: RString, end: Json<JobEnd>);
+    /// How many final-output jobs (delegated results the agent is waiting to be told of) of
+    /// `session` still run. Stream jobs (a server a command left running) are not counted.
+    fn pending_results(&self, session: RString) -> u32;
+    /// Resolves once no final-output job of `session` runs and each one's notice has reached
+    /// its agent: a runner that ends when the work is done waits for this too.
+    fn results_settled(&self, session: RString) -> FfiFuture<()>;
+    /// Asks every running job of `session` to stop (the run is being ended).
+    fn cancel_session(&self, session: RString, reason: RString);
 }
 pub type JobsService = Jobs_TO<'static, RBox<()>>;
