@@ -217,11 +217,8 @@ mod tests {
     #[test]
     fn planning_children_cannot_leave_the_plan_and_nobody_asks_the_user() {
         let args = arguments("plan");
-        let at = args
-            .iter()
-            .position(|arg| arg == "--disallowedTools")
-            .unwrap_or(0);
-        assert_eq!(args[at + 1], "AskUserQuestion,ExitPlanMode");
+        assert!(args.contains(&"--disallowedTools=AskUserQuestion,ExitPlanMode".to_owned()));
+        assert!(args.contains(&"--permission-prompt-tool=stdio".to_owned()));
         assert!(arguments("dontAsk").contains(&"--no-session-persistence".to_owned()));
         assert!(
             arguments("bypassPermissions")

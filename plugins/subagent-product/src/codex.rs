@@ -10,9 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_plugin_api::Serialize;
 use dsh_plugin_api::cancel::{CancelFlag, first_of};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::codex_wire::{
+    Capabilities, ClientInfo, ErrorInfo, Incoming, Initialize, Notification, Outgoing, Reply,
+    ReplyError, Started, TextInput, ThreadStart, Turn, TurnInterrupt, TurnStart,
+};
 use crate::outcome::{Failure, Outcome, Stop};
 use crate::run::Task;
 use crate::wire::{Exit, Line, Wire};
@@ -79,7 +84,7 @@ struct Client<'a> {
 
 enum Step {
     Response(Result<Value, String>),
-    Completed(Value),
+    Completed(Turn),
     Closed(Exit),
 }
 
@@ -99,7 +104,7 @@ pub(crate) async fn run(
         unattended: None,
         mode: policy.mode.clone(),
     };
-    let outcome = match cancel.until(client.drive(task, policy)).await {
+    let mut outcome = match cancel.until(client.drive(task, policy)).await {
         Some(outcome) => outcome,
         None => {
             client.interrupt().await;
@@ -111,7 +116,6 @@ pub(crate) async fn run(
             }
         }
     };
-    let mut outcome = outcome;
     if outcome.stop == Stop::Error {
         outcome.unattended = client
             .unattended
@@ -138,50 +142,80 @@ fn unattended(mode: &str, request: &str, decision: &str, reason: &str) -> String
     )
 }
 
+/// The answers to the requests Codex makes of a person.
+#[derive(Serialize)]
+#[serde(crate = "dsh_plugin_api::serde", untagged)]
+enum Answered {
+    Decision {
+        decision: &'static str,
+    },
+    Permissions {
+        permissions: Empty,
+        scope: &'static str,
+    },
+    Answers {
+        answers: Empty,
+    },
+    Elicitation {
+        action: &'static str,
+        content: Option<Empty>,
+        #[serde(rename = "_meta")]
+        meta: Option<Empty>,
+    },
+}
+
+/// `{}`.
+#[derive(Serialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Empty {}
+
 impl Client<'_> {
     async fn drive(&mut self, task: &Task, policy: &ThreadPolicy) -> Outcome {
-        let initialize = json!({
-            "clientInfo": {"name": "dsh", "title": "dsh", "version": env!("CARGO_PKG_VERSION")},
-            "capabilities": {"experimentalApi": false},
-        });
+        let initialize = Initialize {
+            client_info: ClientInfo {
+                name: "dsh",
+                title: "dsh",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            capabilities: Capabilities {
+                experimental_api: false,
+            },
+        };
         if let Err(failure) = self.request("initialize", initialize, "initialize").await {
             return Outcome::failed(failure, String::new());
         }
-        if self
-            .wire
-            .send(&json!({"jsonrpc": "2.0", "method": "initialized"}))
-            .await
-            .is_err()
-        {
+        if self.send(None, "initialized", None::<Empty>).await.is_err() {
             return Outcome::failed(Failure::new("initialize", "unknown"), String::new());
         }
-        let mut thread = json!({
-            "cwd": task.cwd,
-            "ephemeral": true,
-            "approvalPolicy": policy.approval_policy,
-            "sandbox": policy.sandbox,
-        });
-        if let Some(reviewer) = policy.approvals_reviewer {
-            thread["approvalsReviewer"] = json!(reviewer);
-        }
+        let thread = ThreadStart {
+            cwd: &task.cwd,
+            ephemeral: true,
+            approval_policy: policy.approval_policy,
+            sandbox: policy.sandbox,
+            approvals_reviewer: policy.approvals_reviewer,
+        };
         let started = match self.request("thread/start", thread, "thread-start").await {
             Ok(started) => started,
             Err(failure) => return Outcome::failed(failure, String::new()),
         };
-        let Some(thread) = started["thread"]["id"].as_str() else {
+        let Some(thread) = started.thread else {
             return Outcome::failed(Failure::new("thread-start", "unknown"), String::new());
         };
-        self.thread = Some(thread.to_owned());
-        let input = json!({
-            "threadId": thread,
-            "input": [{"type": "text", "text": task.prompt, "text_elements": []}],
-        });
+        self.thread = Some(thread.id.clone());
+        let input = TurnStart {
+            thread_id: &thread.id,
+            input: vec![TextInput {
+                kind: "text",
+                text: &task.prompt,
+                text_elements: Vec::new(),
+            }],
+        };
         let turn = match self.request("turn/start", input, "turn-start").await {
             Ok(turn) => turn,
             Err(failure) => return Outcome::failed(failure, self.answer.best()),
         };
-        match turn["turn"]["id"].as_str() {
-            Some(id) => self.turn = Some(id.to_owned()),
+        match turn.turn {
+            Some(turn) => self.turn = Some(turn.id),
             None => return Outcome::failed(Failure::new("turn-start", "unknown"), String::new()),
         }
         loop {
@@ -198,22 +232,39 @@ impl Client<'_> {
         }
     }
 
+    async fn send<P: Serialize>(
+        &self,
+        id: Option<u64>,
+        method: &str,
+        params: Option<P>,
+    ) -> Result<(), String> {
+        let message = Outgoing {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
+        self.wire.send(&message).await
+    }
+
     /// Sends request `method` and waits for its answer, handling what arrives meanwhile.
-    async fn request(
+    async fn request<P: Serialize>(
         &mut self,
         method: &str,
-        params: Value,
+        params: P,
         stage: &'static str,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Started, Failure> {
         self.next_id += 1;
         let id = self.next_id;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if self.wire.send(&message).await.is_err() {
+        if self.send(Some(id), method, Some(params)).await.is_err() {
             return Err(self.closed_failure(stage).await);
         }
         loop {
             match self.step(Some(id)).await {
-                Step::Response(Ok(result)) => return Ok(result),
+                Step::Response(Ok(result)) => {
+                    return serde_json::from_value(result)
+                        .map_err(|_| Failure::new(stage, "unknown"));
+                }
                 Step::Response(Err(_)) => return Err(Failure::new(stage, "unknown")),
                 Step::Closed(exit) => return Err(Failure::new(stage, "unknown").with_exit(exit)),
                 // A turn cannot complete before it was started; ignore a stray one.
@@ -237,30 +288,42 @@ impl Client<'_> {
                 Line::Message(message) => message,
                 Line::Closed(exit) => return Step::Closed(exit),
             };
-            let method = message["method"].as_str().map(str::to_owned);
-            match (message.get("id"), method) {
+            let Ok(message) = serde_json::from_value::<Incoming>(message) else {
+                continue;
+            };
+            match (&message.id, message.method.as_deref()) {
                 (Some(id), Some(method)) => {
-                    let answer = self.answer_request(&method);
-                    let reply = match answer {
-                        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                        Err(error) => {
-                            let reply = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": error}});
-                            let _ = self.wire.send(&reply).await;
-                            return Step::Response(Err(error));
-                        }
+                    let answer = self.answer_request(method);
+                    let failed = answer.as_ref().err().cloned();
+                    let reply = Reply {
+                        jsonrpc: "2.0",
+                        id,
+                        result: answer
+                            .ok()
+                            .and_then(|answer| serde_json::to_value(answer).ok()),
+                        error: failed.clone().map(|message| ReplyError {
+                            code: -32601,
+                            message,
+                        }),
                     };
                     let _ = self.wire.send(&reply).await;
+                    if let Some(error) = failed {
+                        return Step::Response(Err(error));
+                    }
                 }
                 (Some(id), None) => {
                     if waiting.is_some() && id.as_u64() == waiting {
-                        return Step::Response(match message.get("error") {
+                        return Step::Response(match message.error {
                             Some(error) => Err(error.to_string()),
-                            None => Ok(message["result"].clone()),
+                            None => Ok(message.result.unwrap_or_default()),
                         });
                     }
                 }
                 (None, Some(method)) => {
-                    if let Some(turn) = self.notification(&method, &message["params"]) {
+                    let method = method.to_owned();
+                    if let Ok(params) = serde_json::from_value::<Notification>(message.params)
+                        && let Some(turn) = self.notification(&method, params)
+                    {
                         return Step::Completed(turn);
                     }
                 }
@@ -270,48 +333,43 @@ impl Client<'_> {
     }
 
     /// Follows a notification; answers the turn when it is our turn's completion.
-    fn notification(&mut self, method: &str, params: &Value) -> Option<Value> {
-        if params["threadId"].as_str() != self.thread.as_deref() || self.thread.is_none() {
+    fn notification(&mut self, method: &str, params: Notification) -> Option<Turn> {
+        if self.thread.is_none() || params.thread_id != self.thread {
             return None;
         }
         match method {
             "item/completed" => {
-                if params["turnId"].as_str() != self.turn.as_deref() {
+                if params.turn_id != self.turn {
                     return None;
                 }
-                let item = &params["item"];
-                match item["type"].as_str() {
-                    Some("agentMessage") => {
-                        let text = item["text"].as_str().unwrap_or_default().to_owned();
-                        match item["phase"].as_str() {
+                let item = params.item?;
+                match (item.kind.as_str(), item.status.as_deref()) {
+                    ("agentMessage", _) => {
+                        let text = item.text.unwrap_or_default();
+                        match item.phase.as_deref() {
                             Some("final_answer") => self.answer.final_answer = Some(text),
                             None => self.answer.unphased = Some(text),
                             Some("partial_answer") => self.answer.partial = Some(text),
                             Some(_) => {}
                         }
                     }
-                    Some("commandExecution") if item["status"] == "declined" => {
-                        self.decide(
-                            "command execution",
-                            "declined",
-                            "Codex declined the command under the selected permission mode",
-                        );
-                    }
-                    Some("fileChange") if item["status"] == "declined" => {
-                        self.decide(
-                            "file change",
-                            "declined",
-                            "Codex declined the file change under the selected permission mode",
-                        );
-                    }
+                    ("commandExecution", Some("declined")) => self.decide(
+                        "command execution",
+                        "declined",
+                        "Codex declined the command under the selected permission mode",
+                    ),
+                    ("fileChange", Some("declined")) => self.decide(
+                        "file change",
+                        "declined",
+                        "Codex declined the file change under the selected permission mode",
+                    ),
                     _ => {}
                 }
                 None
             }
-            "turn/completed" => {
-                let turn = &params["turn"];
-                (turn["id"].as_str() == self.turn.as_deref()).then(|| turn.clone())
-            }
+            "turn/completed" => params
+                .turn
+                .filter(|turn| Some(&turn.id) == self.turn.as_ref()),
             _ => None,
         }
     }
@@ -321,7 +379,7 @@ impl Client<'_> {
     }
 
     /// The answer to a request Codex makes of a person, given without one.
-    fn answer_request(&mut self, method: &str) -> Result<Value, String> {
+    fn answer_request(&mut self, method: &str) -> Result<Answered, String> {
         match method {
             // `decline` lets the turn go on without the action; `cancel`, even where it is
             // offered, would end Codex's whole turn as interrupted.
@@ -335,7 +393,9 @@ impl Client<'_> {
                     "declined",
                     "the provider does not grant interactive approval",
                 );
-                Ok(json!({"decision": "decline"}))
+                Ok(Answered::Decision {
+                    decision: "decline",
+                })
             }
             "item/permissions/requestApproval" => {
                 self.decide(
@@ -343,7 +403,10 @@ impl Client<'_> {
                     "denied",
                     "the provider grants no additional turn permissions",
                 );
-                Ok(json!({"permissions": {}, "scope": "turn"}))
+                Ok(Answered::Permissions {
+                    permissions: Empty {},
+                    scope: "turn",
+                })
             }
             "item/tool/requestUserInput" => {
                 self.decide(
@@ -351,7 +414,7 @@ impl Client<'_> {
                     "empty response",
                     "the provider does not collect interactive answers",
                 );
-                Ok(json!({"answers": {}}))
+                Ok(Answered::Answers { answers: Empty {} })
             }
             "mcpServer/elicitation/request" => {
                 self.decide(
@@ -359,7 +422,11 @@ impl Client<'_> {
                     "declined",
                     "the provider does not collect interactive MCP input",
                 );
-                Ok(json!({"action": "decline", "content": null, "_meta": null}))
+                Ok(Answered::Elicitation {
+                    action: "decline",
+                    content: None,
+                    meta: None,
+                })
             }
             other => Err(format!(
                 "dsh cannot answer the app-server request `{other}` without a person"
@@ -368,26 +435,22 @@ impl Client<'_> {
     }
 
     /// How the completed turn reads.
-    fn settle(&self, turn: &Value) -> Outcome {
+    fn settle(&self, turn: &Turn) -> Outcome {
         let output = self.answer.best();
-        match turn["status"].as_str() {
+        let stopped = |stop| Outcome {
+            stop,
+            output: output.clone(),
+            failure: None,
+            unattended: None,
+        };
+        match turn.status.as_deref() {
             Some("completed") if !output.is_empty() => Outcome::completed(output),
             Some("completed") => Outcome::failed(Failure::new("turn", "unknown"), output),
-            Some("interrupted") => Outcome {
-                stop: Stop::Aborted,
-                output,
-                failure: None,
-                unattended: None,
-            },
+            Some("interrupted") => stopped(Stop::Aborted),
             _ => {
                 let failure = failure_info(turn);
                 if failure.category == "contextWindowExceeded" {
-                    return Outcome {
-                        stop: Stop::MaxTokens,
-                        output,
-                        failure: None,
-                        unattended: None,
-                    };
+                    return stopped(Stop::MaxTokens);
                 }
                 Outcome::failed(failure, output)
             }
@@ -401,8 +464,15 @@ impl Client<'_> {
             return;
         };
         self.next_id += 1;
-        let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "turn/interrupt", "params": {"threadId": thread, "turnId": turn}});
-        if self.wire.send(&message).await.is_err() {
+        let params = TurnInterrupt {
+            thread_id: &thread,
+            turn_id: &turn,
+        };
+        if self
+            .send(Some(self.next_id), "turn/interrupt", Some(params))
+            .await
+            .is_err()
+        {
             return;
         }
         let wire = self.wire;
@@ -419,7 +489,7 @@ impl Client<'_> {
 
 /// The failure category (and HTTP status) of a failed turn: the `codexErrorInfo` variant's
 /// name; anything unrecognised is `unknown`.
-fn failure_info(turn: &Value) -> Failure {
+fn failure_info(turn: &Turn) -> Failure {
     // The string variants of 0.171's `codexErrorInfo`.
     const NAMED: [&str; 19] = [
         "contextWindowExceeded",
@@ -442,36 +512,35 @@ fn failure_info(turn: &Value) -> Failure {
         "sandboxError",
         "other",
     ];
+    // The object variants that carry an HTTP status.
     const WITH_STATUS: [&str; 4] = [
         "httpConnectionFailed",
         "responseStreamConnectionFailed",
         "responseStreamDisconnected",
         "responseTooManyFailedAttempts",
     ];
-    let info = &turn["error"]["codexErrorInfo"];
-    if let Some(name) = info.as_str() {
-        let category = if NAMED.contains(&name) {
-            name
-        } else {
-            "unknown"
-        };
-        return Failure::new("turn", category);
-    }
-    let Some(object) = info.as_object().filter(|object| object.len() == 1) else {
-        return Failure::new("turn", "unknown");
-    };
-    let Some((name, detail)) = object.iter().next() else {
-        return Failure::new("turn", "unknown");
-    };
-    if WITH_STATUS.contains(&name.as_str()) {
-        let mut failure = Failure::new("turn", name.as_str());
-        failure.http_status = detail["httpStatusCode"]
-            .as_u64()
-            .filter(|code| *code <= 65_535);
-        return failure;
-    }
-    match name.as_str() {
-        "activeTurnNotSteerable" => Failure::new("turn", "activeTurnNotSteerable"),
+    let info = turn
+        .error
+        .as_ref()
+        .and_then(|error| error.codex_error_info.as_ref());
+    match info {
+        Some(ErrorInfo::Named(name)) if NAMED.contains(&name.as_str()) => {
+            Failure::new("turn", name.as_str())
+        }
+        Some(ErrorInfo::Detailed(variants)) if variants.len() == 1 => {
+            let Some((name, detail)) = variants.iter().next() else {
+                return Failure::new("turn", "unknown");
+            };
+            if WITH_STATUS.contains(&name.as_str()) {
+                let mut failure = Failure::new("turn", name.as_str());
+                failure.http_status = detail.http_status_code.filter(|code| *code <= 65_535);
+                return failure;
+            }
+            match name.as_str() {
+                "activeTurnNotSteerable" => Failure::new("turn", "activeTurnNotSteerable"),
+                _ => Failure::new("turn", "unknown"),
+            }
+        }
         _ => Failure::new("turn", "unknown"),
     }
 }
@@ -479,20 +548,41 @@ fn failure_info(turn: &Value) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn category(error: Value) -> (String, Option<u64>) {
+        let turn: Turn =
+            serde_json::from_value(json!({"id": "t", "status": "failed", "error": error}))
+                .unwrap_or_else(|error| panic!("{error}"));
+        let failure = failure_info(&turn);
+        (failure.category, failure.http_status)
+    }
 
     #[test]
     fn failed_turns_name_their_variant_and_status() {
-        let turn = json!({"status": "failed", "error": {"message": "x", "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 503}}}});
-        let failure = failure_info(&turn);
         assert_eq!(
-            (failure.category.as_str(), failure.http_status),
-            ("httpConnectionFailed", Some(503))
+            category(
+                json!({"message": "x", "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 503}}})
+            ),
+            ("httpConnectionFailed".to_owned(), Some(503))
         );
-        let turn = json!({"status": "failed", "error": {"codexErrorInfo": "usageLimitExceeded"}});
-        assert_eq!(failure_info(&turn).category, "usageLimitExceeded");
-        let turn = json!({"status": "failed", "error": {"codexErrorInfo": "somethingNew"}});
-        assert_eq!(failure_info(&turn).category, "unknown");
-        let turn = json!({"status": "failed", "error": {"codexErrorInfo": {"a": {}, "b": {}}}});
-        assert_eq!(failure_info(&turn).category, "unknown");
+        assert_eq!(
+            category(json!({"codexErrorInfo": "usageLimitExceeded"})).0,
+            "usageLimitExceeded"
+        );
+        assert_eq!(
+            category(json!({"codexErrorInfo": "somethingNew"})).0,
+            "unknown"
+        );
+        assert_eq!(
+            category(json!({"codexErrorInfo": {"a": {}, "b": {}}})).0,
+            "unknown"
+        );
+        assert_eq!(
+            category(json!({"codexErrorInfo": {"activeTurnNotSteerable": {"turnKind": "review"}}}))
+                .0,
+            "activeTurnNotSteerable"
+        );
+        assert_eq!(category(json!({"codexErrorInfo": null})).0, "unknown");
     }
 }

@@ -16,6 +16,7 @@
 
 mod claude;
 mod codex;
+mod codex_wire;
 mod config;
 mod outcome;
 mod run;

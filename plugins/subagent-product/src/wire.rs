@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::std_types::{RNone, RSome, RString, RVec};
 use dsh_plugin_api::io::piped::{PipedProcess, PipedSubprocessService};
 use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
-use dsh_plugin_api::{Context, LogLevel, Service, lock};
+use dsh_plugin_api::{Context, LogLevel, Serialize, Service, lock};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -98,8 +98,8 @@ impl Wire {
         })
     }
 
-    pub(crate) async fn send(&self, message: &Value) -> Result<(), String> {
-        let mut bytes = message.to_string().into_bytes();
+    pub(crate) async fn send<M: Serialize>(&self, message: &M) -> Result<(), String> {
+        let mut bytes = serde_json::to_vec(message).map_err(|error| error.to_string())?;
         bytes.push(b'\n');
         self.process
             .stdin
