@@ -9,8 +9,12 @@
 use std::sync::Arc;
 
 use dsh_plugin_api::cancel::CancelFlag;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::claude_wire::{
+    Answer, AssistantMessage, ControlRequest, ControlResponse, Decision, Printed, TextBlock,
+    UserBody, UserMessage,
+};
 use crate::outcome::{Failure, Outcome, Stop};
 use crate::run::Task;
 use crate::wire::{Line, Wire};
@@ -65,7 +69,7 @@ struct Client<'a> {
     unattended: Option<String>,
 }
 
-/// Runs `task` through a started `claude -p`.
+/// Runs `task` through a started `claude`.
 pub(crate) async fn run(
     wire: &Wire,
     task: &Task,
@@ -93,14 +97,23 @@ pub(crate) async fn run(
     outcome
 }
 
+/// What a denied permission prompt tells the product.
+const DENIED: &str = "Nobody can approve this here: the task runs unattended. Do without it, or say in your answer what you would need.";
+
 impl Client<'_> {
     async fn drive(&mut self, task: &Task) -> Outcome {
-        let message = json!({
-            "type": "user",
-            "session_id": "",
-            "parent_tool_use_id": null,
-            "message": {"role": "user", "content": [{"type": "text", "text": task.prompt}]},
-        });
+        let message = UserMessage {
+            kind: "user",
+            session_id: "",
+            parent_tool_use_id: None,
+            message: UserBody {
+                role: "user",
+                content: vec![TextBlock {
+                    kind: "text",
+                    text: &task.prompt,
+                }],
+            },
+        };
         if self.wire.send(&message).await.is_err() {
             return self.ended(Failure::new("query-start", "unknown")).await;
         }
@@ -115,15 +128,22 @@ impl Client<'_> {
                     return Outcome::failed(failure, self.partial.clone());
                 }
             };
-            match message["type"].as_str() {
-                Some("assistant") => self.follow_assistant(&message),
-                Some("control_request") => self.answer_control(&message).await,
-                Some("result") => {
+            match serde_json::from_value::<Printed>(message) {
+                Ok(Printed::Assistant { message }) => self.follow_assistant(message),
+                Ok(Printed::ControlRequest {
+                    request_id,
+                    request,
+                }) => self.answer_control(&request_id, request).await,
+                Ok(Printed::Result {
+                    subtype,
+                    is_error,
+                    result,
+                }) => {
                     // The product exits once its input ends.
                     self.wire.close_stdin().await;
-                    return self.settle(&message);
+                    return self.settle(&subtype, is_error, result.as_deref());
                 }
-                _ => {}
+                Ok(Printed::Other) | Err(_) => {}
             }
         }
     }
@@ -137,13 +157,12 @@ impl Client<'_> {
         }
     }
 
-    fn follow_assistant(&mut self, message: &Value) {
-        let text: String = message["message"]["content"]
-            .as_array()
+    fn follow_assistant(&mut self, message: AssistantMessage) {
+        let text: String = message
+            .content
             .into_iter()
-            .flatten()
-            .filter(|block| block["type"] == "text")
-            .filter_map(|block| block["text"].as_str())
+            .filter(|block| block.kind == "text")
+            .filter_map(|block| block.text)
             .collect();
         if !text.trim().is_empty() {
             self.partial = text;
@@ -152,39 +171,52 @@ impl Client<'_> {
 
     /// Answers a control request without a person: tool permissions denied, MCP
     /// elicitation declined, anything else refused.
-    async fn answer_control(&mut self, message: &Value) {
-        let id = message["request_id"].clone();
-        let request = &message["request"];
-        let response = match request["subtype"].as_str() {
-            Some("can_use_tool") => {
+    async fn answer_control(&mut self, id: &Value, request: ControlRequest) {
+        let answer = match request.subtype.as_str() {
+            "can_use_tool" => {
                 self.decide(
                     "tool permission",
                     "denied",
                     "the provider does not grant interactive approval",
                 );
-                json!({"subtype": "success", "request_id": id, "response": {
-                    "behavior": "deny",
-                    "message": "Nobody can approve this here: the task runs unattended. Do without it, or say in your answer what you would need.",
-                    "toolUseID": request["tool_use_id"],
-                }})
+                Answer {
+                    subtype: "success",
+                    request_id: id,
+                    response: Some(Decision::Deny {
+                        behavior: "deny",
+                        message: DENIED,
+                        tool_use_id: request.tool_use_id,
+                    }),
+                    error: None,
+                }
             }
-            Some("elicitation") | Some("mcp_elicitation") => {
+            "elicitation" | "mcp_elicitation" => {
                 self.decide(
                     "MCP elicitation",
                     "declined",
                     "the provider does not collect interactive MCP input",
                 );
-                json!({"subtype": "success", "request_id": id, "response": {"action": "decline"}})
+                Answer {
+                    subtype: "success",
+                    request_id: id,
+                    response: Some(Decision::Decline { action: "decline" }),
+                    error: None,
+                }
             }
-            other => json!({"subtype": "error", "request_id": id, "error": format!(
-                "dsh cannot answer the control request `{}` without a person",
-                other.unwrap_or("?")
-            )}),
+            other => Answer {
+                subtype: "error",
+                request_id: id,
+                response: None,
+                error: Some(format!(
+                    "dsh cannot answer the control request `{other}` without a person"
+                )),
+            },
         };
-        let _ = self
-            .wire
-            .send(&json!({"type": "control_response", "response": response}))
-            .await;
+        let response = ControlResponse {
+            kind: "control_response",
+            response: answer,
+        };
+        let _ = self.wire.send(&response).await;
     }
 
     fn decide(&mut self, request: &str, decision: &str, reason: &str) {
@@ -194,10 +226,8 @@ impl Client<'_> {
         ));
     }
 
-    fn settle(&self, result: &Value) -> Outcome {
-        let subtype = result["subtype"].as_str().unwrap_or_default();
-        let text = result["result"].as_str().unwrap_or_default();
-        let is_error = result["is_error"].as_bool().unwrap_or(false);
+    fn settle(&self, subtype: &str, is_error: bool, text: Option<&str>) -> Outcome {
+        let text = text.unwrap_or_default();
         if subtype == "success" && !is_error && !text.trim().is_empty() {
             return Outcome::completed(text.to_owned());
         }

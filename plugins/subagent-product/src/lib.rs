@@ -1,5 +1,5 @@
 //! Plugin `subagent-product`: another agent product as a child agent. A row runs one product,
-//! Codex (through `codex app-server`) or Claude Code (through `claude -p` and its stream-json
+//! Codex (through `codex app-server`) or Claude Code (through `claude` and its stream-json
 //! wire), in the parent session's working directory, and registers one tool for it
 //! (`subagent_codex`, `subagent_claude_code`, or the row's `toolName`) with the reference's
 //! one-shot parameters: the call waits for the child's final answer, or with
@@ -15,6 +15,7 @@
 //! only while a call runs, and ends with its whole group when the call ends or is stopped.
 
 mod claude;
+mod claude_wire;
 mod codex;
 mod codex_wire;
 mod config;
