@@ -53,7 +53,11 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
             results: result_text.to_owned(),
         },
         ("todo_write", Some(args)) => ToolView::Todo { items: args.todos },
-        ("subagent" | "subagent_fork", Some(args)) if !args.prompt.is_empty() => {
+        // `subagent`, `subagent_fork`, and the product children (`subagent_codex`, ...): a
+        // delegated task with its answer.
+        (name, Some(args))
+            if (name == "subagent" || name.starts_with("subagent_")) && !args.prompt.is_empty() =>
+        {
             ToolView::Subagent {
                 label: args.description,
                 prompt: args.prompt,
@@ -84,6 +88,20 @@ fn split_exit_code(text: &str) -> (&str, Option<i32>) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_product_child_is_shown_as_a_delegated_task() {
+        let arguments = json!({"description": "review", "prompt": "Review it."}).to_string();
+        assert_eq!(
+            view("subagent_codex", &arguments, Some("looks fine")),
+            ToolView::Subagent {
+                label: "review".into(),
+                prompt: "Review it.".into(),
+                child: None,
+                result: "looks fine".into()
+            }
+        );
+    }
 
     #[test]
     fn a_shell_call_shows_its_command_output_and_exit_code() {
