@@ -383,6 +383,27 @@ fn the_command_menu_lists_commands_and_runs_one_without_the_model() {
 }
 
 #[test]
+fn a_product_childs_card_shows_its_task_and_answer() {
+    let task =
+        json!({"description": "Review the change", "prompt": "Review the change in src/lib.rs."});
+    let rows = crate::products::product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &crate::products::double("fake-codex"),
+        &[],
+    );
+    scenario(
+        "product",
+        vec![
+            Reply::tool_calls(&[("call_1", "subagent_codex", &task.to_string())]),
+            Reply::text("PARENT_DONE"),
+        ],
+        &rows,
+    );
+}
+
+#[test]
 fn a_subagents_conversation_opens_under_its_card() {
     let task = json!({"description": "Say the word", "prompt": "Reply with CHILD_OK.", "run_in_background": false});
     scenario(

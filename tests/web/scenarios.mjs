@@ -405,6 +405,25 @@ const scenarios = {
     await themes(page, "subagent");
   },
 
+  // A product child (Codex, behind subagent_codex): its card names the task and shows the
+  // child's answer; there is no conversation of ours to open (the product keeps its own).
+  async product(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "ask codex");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("PARENT_DONE")),
+    );
+    const card = page.locator(".tool", { has: page.locator(".subagent") });
+    await card.evaluate((node) => (node.open = true));
+    expect((await card.locator(".subagent .path").textContent()) === "Review the change", "the card names the task");
+    const answer = await card.locator(".subagent > pre.output").textContent();
+    expect(answer === "ANSWER: Review the change in src/lib.rs.", `the card shows the child's answer, not "${answer}"`);
+    expect((await card.locator(".show-child").count()) === 0, "there is no child conversation of ours to open");
+    await themes(page, "product");
+  },
+
   // The settings: a key stored (used at once: the next prompt carries it), and the endpoint
   // saved (its reload is checked over the API, where the host's reload can be waited for).
   async settings(page) {
