@@ -90,3 +90,58 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     server.assert_no_violations();
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A job's end opens a turn on an idle agent only so many times (`maxConsecutiveWakes`, here
+/// 1) until a person writes again: a woken turn that starts the next job is not woken by its
+/// end; that notice waits and reaches the model with the person's next message.
+#[test]
+fn waking_an_idle_agent_is_bounded_until_a_person_writes() {
+    let dir = TestDir::new("jobs-wakes");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: jobs\n  config:\n    maxConsecutiveWakes: 1\n",
+    );
+    // Each ends after its turn did (one that ends during a turn joins that turn instead).
+    let later =
+        json!({"command": "sleep 0.5", "description": "later job", "run_in_background": true});
+    let server = FakeDeepSeek::start(vec![
+        call("c1", "bash", later.clone()),
+        Reply::text("first"),
+        // Woken by bash-1's end: it starts bash-2.
+        call("c2", "bash", later),
+        Reply::text("second"),
+        // The person's next message, with bash-2's notice.
+        Reply::text("third"),
+    ]);
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "start one"}),
+    );
+    socket.until(400, turn_ended);
+    socket.until(600, turn_ended);
+    // bash-2 ends half a second later; no third turn opens.
+    std::thread::sleep(std::time::Duration::from_millis(2_000));
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "bash-2's end woke the agent again"
+    );
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "anything new?"}),
+    );
+    socket.until(400, turn_ended);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let last = requests[4].body["messages"].to_string();
+    assert!(
+        last.contains(
+            "background job bash-2 (bash: sleep 0.5) finished [status: completed, exit code: 0]"
+        ) && last.contains("anything new?"),
+        "{last}"
+    );
+    server.assert_no_violations();
+    assert_eq!(web.host.stop(), Some(0));
+}

@@ -5,7 +5,8 @@
 //! blocks up to a cap), `job_list` and `job_kill` (asks the producer to stop; it settles as
 //! killed once the work has stopped). When a job the model has neither read to its end nor
 //! killed settles, its session is told: into the running turn's next step, or as a turn of
-//! its own when the agent is idle. Unloading the row asks every running job to stop.
+//! its own when the agent is idle (at most `maxConsecutiveWakes` such turns until a person
+//! writes again). Unloading the row asks every running job to stop.
 
 mod registry;
 mod tools;
@@ -16,10 +17,11 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_agent_seam::AGENT_PROMPT_SUBMIT;
 use dsh_jobs_seam::{JOBS, JobControlBox, Jobs, Jobs_TO};
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::prelude::*;
-use dsh_protocol::{JobEnd, JobStart};
+use dsh_protocol::{JobEnd, JobStart, MessageSource};
 use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
 
 use crate::registry::Registry;
@@ -39,6 +41,9 @@ pub struct JobsConfig {
     pub wait_timeout_ms: u64,
     /// The longest wait a call may ask for.
     pub max_wait_timeout_ms: u64,
+    /// Turns a job's end may open on an idle agent before a person writes to it again;
+    /// beyond that its notices wait for the next turn.
+    pub max_consecutive_wakes: u32,
 }
 
 impl Default for JobsConfig {
@@ -46,6 +51,7 @@ impl Default for JobsConfig {
         Self {
             wait_timeout_ms: 30_000,
             max_wait_timeout_ms: 600_000,
+            max_consecutive_wakes: 3,
         }
     }
 }
@@ -104,7 +110,22 @@ impl Plugin for JobsPlugin {
             ));
         }
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
-        let registry = Arc::new(Registry::new(ctx.clone()));
+        let registry = Arc::new(Registry::new(ctx.clone(), config.max_consecutive_wakes));
+        let reset = registry.clone();
+        ctx.on_waterfall(&AGENT_PROMPT_SUBMIT, move |next| {
+            let registry = reset.clone();
+            async move {
+                if let Ok(submit) = next.payload().decode()
+                    && submit
+                        .messages
+                        .iter()
+                        .any(|message| matches!(message.source, MessageSource::User { .. }))
+                {
+                    registry.person_wrote(&submit.session);
+                }
+                next.run().await
+            }
+        })?;
         ctx.provide(
             JOBS,
             Jobs_TO::from_value(Service(registry.clone()), TD_Opaque),

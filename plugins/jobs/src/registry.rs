@@ -68,16 +68,38 @@ pub(crate) struct Registry {
     counters: Mutex<HashMap<String, u64>>,
     /// Told after every settlement (its notice already sent).
     settled: Notify,
+    /// Turns each idle session was woken for since a person last wrote to it: a woken turn
+    /// may start the job whose end wakes it again, so waking is bounded.
+    wakes: Mutex<HashMap<String, u32>>,
+    max_wakes: u32,
 }
 
 impl Registry {
-    pub(crate) fn new(ctx: Context) -> Self {
+    pub(crate) fn new(ctx: Context, max_wakes: u32) -> Self {
         Self {
             ctx,
             jobs: Mutex::default(),
             counters: Mutex::default(),
             settled: Notify::new(),
+            wakes: Mutex::default(),
+            max_wakes,
         }
+    }
+
+    /// A person wrote to `session`: it may be woken again.
+    pub(crate) fn person_wrote(&self, session: &str) {
+        lock(&self.wakes).remove(session);
+    }
+
+    /// Whether an idle `session` may be woken once more (and counts it).
+    fn may_wake(&self, session: &str) -> bool {
+        let mut wakes = lock(&self.wakes);
+        let spent = wakes.entry(session.to_owned()).or_insert(0);
+        let may = *spent < self.max_wakes;
+        if may {
+            *spent += 1;
+        }
+        may
     }
 
     pub(crate) fn start(&self, start: JobStart, control: JobControlBox) -> Result<String, String> {
@@ -301,7 +323,8 @@ impl Registry {
     }
 
     /// The owner learns the job ended: into its running turn's next step, or, idle, as a
-    /// turn of its own.
+    /// turn of its own (unless it was woken `max_wakes` times since a person last wrote: then
+    /// the notice waits for its next turn).
     fn tell_owner(&self, job: &Job) {
         let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
             return;
@@ -330,7 +353,7 @@ impl Registry {
             MessageSource::Plugin(source),
         );
         let owner = &job.start.session;
-        let sent = match running(&agents, owner) {
+        let sent = match running(&agents, owner) || !self.may_wake(owner) {
             true => agents.inject(owner, &message),
             false => agents.followup(owner, &message),
         };
