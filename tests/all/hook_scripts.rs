@@ -467,6 +467,47 @@ fn a_subagent_start_hook_gives_the_child_context() {
     );
 }
 
+/// SubagentStop runs when a child's run settles, with Claude Code's input (the child's id and
+/// kind, `stop_hook_active` false); a matcher naming another kind does not select it.
+#[test]
+fn a_subagent_stop_hook_runs_with_the_childs_id_when_it_settles() {
+    let record = command("cat > subagent-stop.json");
+    let other = command("touch other-kind-ran");
+    let settings = format!(
+        r#"{{"hooks": {{"SubagentStop": [{{"matcher": "general-purpose", "hooks": [{record}]}}, {{"matcher": "code-reviewer", "hooks": [{other}]}}]}}}}"#
+    );
+    let call = serde_json::json!({"description": "check", "prompt": "say CHILD", "run_in_background": false})
+        .to_string();
+    let (out, events, run) = headless_run(
+        "hooks-subagent-stop",
+        &[(".claude/settings.json", &settings)],
+        vec![
+            Reply::tool_calls(&[("call_1", "subagent", &call)]),
+            Reply::text("CHILD"),
+            Reply::text("done"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    // The hook runs detached once the child settles; give it a moment to have written.
+    let path = run.work("subagent-stop.json");
+    for _ in 0..100 {
+        if std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "SubagentStop", "{input}");
+    assert_eq!(input["agent_type"], "general-purpose");
+    assert_eq!(input["stop_hook_active"], false);
+    // The child's id is its session's: the session the hook's input names is the child's.
+    let child = input["agent_id"].as_str().unwrap_or_default();
+    assert_eq!(input["session_id"], child, "{input}");
+    assert_eq!(child.len(), 36, "{input}");
+    assert!(!of_type(&events, "tool/result").is_empty());
+    assert!(!run.work("other-kind-ran").exists());
+}
+
 /// A run whose first call (`first`) writes a PreToolUse hook for `bash` into the project's
 /// settings; the second call, at the very next step, must meet it.
 fn hook_written_by(name: &str, first: Reply) {
