@@ -613,3 +613,48 @@ fn a_projects_http_server_is_refused_unless_the_row_allows_it() {
         out.stderr
     );
 }
+
+/// A server that speaks an older revision (`tests/fixtures/mcp/revision-server`): the client
+/// asks for 2025-11-25, takes any revision it speaks in the answer and calls the server's
+/// tools; a revision it does not speak is refused, naming the server and what it speaks.
+#[test]
+fn servers_of_older_revisions_are_spoken_to_and_unknown_ones_refused() {
+    let script = workspace_root().join("tests/fixtures/mcp/revision-server");
+    for revision in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let dir = TestDir::new(&format!("mcp-revision-{revision}"));
+        let log = dir.join("server.log");
+        let entry = json!({"command": script, "args": [revision, log]});
+        dir.write("home/mcp.json", &json!({"mcpServers": {"old": entry}}).to_string());
+        let server = FakeDeepSeek::start(vec![
+            Reply::tool_calls(&[("c1", "mcp__old__add", r#"{"a": 2, "b": 3}"#)]),
+            Reply::text("done"),
+        ]);
+        let out = headless(&server, &dir, &mcp_row(&dir, ""), "add them");
+        assert_eq!(out.code, Some(0), "{out:?}");
+        assert!(
+            out.stderr.contains(&format!("(MCP {revision})")),
+            "{revision}: {}",
+            out.stderr
+        );
+        assert_eq!(tool_texts(&server), ["\"sum 5\""], "{revision}");
+        let first: Value = serde_json::from_str(
+            std::fs::read_to_string(&log).unwrap().lines().next().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(first["method"], "initialize");
+        assert_eq!(first["params"]["protocolVersion"], "2025-11-25");
+    }
+    let dir = TestDir::new("mcp-revision-unknown");
+    let entry = json!({"command": script, "args": ["2023-01-01"]});
+    dir.write("home/mcp.json", &json!({"mcpServers": {"ancient": entry}}).to_string());
+    let server = FakeDeepSeek::start(vec![Reply::text("no tools")]);
+    let out = headless(&server, &dir, &mcp_row(&dir, ""), "anything");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains("mcp `ancient`") && out.stderr.contains("2023-01-01") && out.stderr.contains("2024-11-05"),
+        "{}",
+        out.stderr
+    );
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(!tools.contains("mcp__ancient__"), "{tools}");
+}
