@@ -209,12 +209,17 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(found: &Servers) -> Self {
+        Self::start_on(found, 0)
+    }
+
+    /// On `port` (0: one the system chooses).
+    fn start_on(found: &Servers, port: u16) -> Self {
         let mut child = Command::new("node")
             .arg("--require")
             .arg(&found.loopback)
             .arg(&found.everything)
             .arg("streamableHttp")
-            .env("PORT", "0")
+            .env("PORT", port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -624,7 +629,10 @@ fn servers_of_older_revisions_are_spoken_to_and_unknown_ones_refused() {
         let dir = TestDir::new(&format!("mcp-revision-{revision}"));
         let log = dir.join("server.log");
         let entry = json!({"command": script, "args": [revision, log]});
-        dir.write("home/mcp.json", &json!({"mcpServers": {"old": entry}}).to_string());
+        dir.write(
+            "home/mcp.json",
+            &json!({"mcpServers": {"old": entry}}).to_string(),
+        );
         let server = FakeDeepSeek::start(vec![
             Reply::tool_calls(&[("c1", "mcp__old__add", r#"{"a": 2, "b": 3}"#)]),
             Reply::text("done"),
@@ -638,7 +646,11 @@ fn servers_of_older_revisions_are_spoken_to_and_unknown_ones_refused() {
         );
         assert_eq!(tool_texts(&server), ["\"sum 5\""], "{revision}");
         let first: Value = serde_json::from_str(
-            std::fs::read_to_string(&log).unwrap().lines().next().unwrap(),
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
         )
         .unwrap();
         assert_eq!(first["method"], "initialize");
@@ -646,15 +658,98 @@ fn servers_of_older_revisions_are_spoken_to_and_unknown_ones_refused() {
     }
     let dir = TestDir::new("mcp-revision-unknown");
     let entry = json!({"command": script, "args": ["2023-01-01"]});
-    dir.write("home/mcp.json", &json!({"mcpServers": {"ancient": entry}}).to_string());
+    dir.write(
+        "home/mcp.json",
+        &json!({"mcpServers": {"ancient": entry}}).to_string(),
+    );
     let server = FakeDeepSeek::start(vec![Reply::text("no tools")]);
     let out = headless(&server, &dir, &mcp_row(&dir, ""), "anything");
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
-        out.stderr.contains("mcp `ancient`") && out.stderr.contains("2023-01-01") && out.stderr.contains("2024-11-05"),
+        out.stderr.contains("mcp `ancient`")
+            && out.stderr.contains("2023-01-01")
+            && out.stderr.contains("2024-11-05"),
         "{}",
         out.stderr
     );
     let tools = server.requests()[0].body["tools"].to_string();
     assert!(!tools.contains("mcp__ancient__"), "{tools}");
+}
+
+/// A Streamable HTTP server that goes away is noticed (its event stream ends and cannot be
+/// reopened), its tools answer why while the client tries again with backoff, and once a
+/// server listens at the URL again the client reconnects and its tools work.
+#[test]
+fn an_http_server_that_goes_away_is_reconnected_once_it_is_back() {
+    let found = needs_servers!("an_http_server_that_goes_away_is_reconnected_once_it_is_back");
+    let http = HttpServer::start(&found);
+    let url = http.url.clone();
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let dir = TestDir::new("mcp-http-reconnect");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let config = json!({"mcpServers": {"remote": {"type": "http", "url": url}}});
+    dir.write("home/mcp.json", &config.to_string());
+    let mut script = call_then_text("mcp__remote__echo", json!({"message": "first"}), "one");
+    script.extend(call_then_text(
+        "mcp__remote__echo",
+        json!({"message": "while away"}),
+        "two",
+    ));
+    script.extend(call_then_text(
+        "mcp__remote__echo",
+        json!({"message": "back again"}),
+        "three",
+    ));
+    let server = FakeDeepSeek::start(script);
+    let layer = format!(
+        "{}{}",
+        fake_model_layer(&server.url(), ""),
+        mcp_row(
+            &dir,
+            "    restartDelayMs: 500\n    maxRestartDelayMs: 1000\n"
+        )
+    );
+    let work = dir.join("work");
+    let started = WebHost::start(
+        &dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    let web = Web {
+        bearer: started.bearer(),
+        host: started.host,
+        address: started.address,
+    };
+    web.host.wait_stderr("mcp `remote`: connected", WAIT);
+    let (session, mut socket) = web.followed_session();
+    turn(&web, &mut socket, &session, "echo");
+    assert!(
+        last_tool_text(&server).contains("Echo: first"),
+        "{:?}",
+        tool_texts(&server)
+    );
+    drop(http);
+    web.host.wait_stderr("mcp `remote` (", WAIT);
+    turn(&web, &mut socket, &session, "echo while away");
+    let away = last_tool_text(&server);
+    assert!(
+        away.contains("MCP server `remote` is not running"),
+        "{away:?}"
+    );
+    let _back = HttpServer::start_on(&found, port);
+    wait_stderr_count(&web.host, "mcp `remote`: connected", 2);
+    turn(&web, &mut socket, &session, "echo once it is back");
+    assert!(
+        last_tool_text(&server).contains("Echo: back again"),
+        "{:?}",
+        tool_texts(&server)
+    );
+    server.assert_no_violations();
+    let mut host = web.host;
+    assert_eq!(host.stop(), Some(0));
 }
