@@ -26,7 +26,7 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
         call(
             "c2",
             "bash",
-            json!({"command": "sleep 60; touch survived", "description": "endless job", "run_in_background": true}),
+            json!({"command": "sleep 2; touch survived", "description": "endless job", "run_in_background": true}),
         ),
         call("c3", "job_output", json!({"job_id": "bash-1"})),
         call(
@@ -66,8 +66,8 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     let listed = &texts[4];
     assert!(
         listed.contains("bash-1 [bash] running — echo first-line")
-            && (listed.contains("bash-2 [bash] stopping — sleep 60")
-                || listed.contains("bash-2 [bash] killed — sleep 60")),
+            && (listed.contains("bash-2 [bash] stopping — sleep 2")
+                || listed.contains("bash-2 [bash] killed — sleep 2")),
         "{texts:?}"
     );
     // A stream read returns only what came since the previous one.
@@ -86,14 +86,16 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     );
     // bash-2 was killed: no notice of its end.
     assert!(!woken.contains("background job bash-2 ("), "{woken}");
+    // Had the kill not reached it, bash-2 would have touched its file two seconds in.
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
     assert!(!dir.join("work/survived").exists());
     server.assert_no_violations();
     assert_eq!(web.host.stop(), Some(0));
 }
 
 /// A job's end opens a turn on an idle agent only so many times (`maxConsecutiveWakes`, here
-/// 1) until a person writes again: a woken turn that starts the next job is not woken by its
-/// end; that notice waits and reaches the model with the person's next message.
+/// one) until a person writes again: a woken turn that starts the next job is not woken by
+/// its end; that notice waits and reaches the model with the person's next message.
 #[test]
 fn waking_an_idle_agent_is_bounded_until_a_person_writes() {
     let dir = TestDir::new("jobs-wakes");

@@ -22,6 +22,8 @@ mod jobs;
 mod llm;
 mod mcp;
 mod products;
+mod products_real;
+mod products_recorded;
 mod questions;
 mod reload;
 mod replay;

@@ -1,10 +1,9 @@
 //! Product subagents through the real `dsh-host`: Codex and Claude Code run as child agents
-//! behind their delegation tools. Against the test doubles in `tests/fixtures/products`
+//! behind their delegation tools, against the test doubles in `tests/fixtures/products`
 //! (which speak the products' own wires: Codex's app-server JSON-RPC, Claude Code's
 //! stream-json) for what a real product cannot be made to do on cue (fail with a given
-//! category, ask for approval, hang); against the real Codex CLI and Claude Code (installed
-//! into `tests/products` by `cargo xtask test`) with the agents-bench fake model server on
-//! loopback for the real thing; and the reference's recorded product cases.
+//! category, ask for approval, hang). The real products are in `products_real`, the
+//! reference's recorded cases in `products_recorded`.
 
 use std::path::{Path, PathBuf};
 
@@ -45,7 +44,7 @@ pub(crate) fn product_row(
     row
 }
 
-fn call(id: &str, tool: &str, arguments: Value) -> Reply {
+pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> Reply {
     Reply::tool_calls(&[(id, tool, &arguments.to_string())])
 }
 
@@ -65,7 +64,7 @@ pub(crate) fn results(server: &FakeDeepSeek) -> Vec<String> {
 }
 
 /// A headless run of `task` against `server` with `rows` inserted, in sandbox mode `mode`.
-fn run(
+pub(crate) fn run(
     server: &FakeDeepSeek,
     dir: &TestDir,
     rows: &str,
@@ -271,313 +270,6 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
     );
 }
 
-/// The real products, installed by `cargo xtask test`, or why their tests are skipped.
-fn installed(product: &str) -> Result<PathBuf, String> {
-    if let Ok(reason) = std::env::var("DSH_PRODUCTS_SKIP") {
-        return Err(reason);
-    }
-    let modules = dsh_tests::workspace_root().join("tests/products/node_modules");
-    // The native binary of the platform package: no install script has to have run.
-    let path = match product {
-        "codex" => modules.join(".bin/codex"),
-        _ => modules.join(format!("@anthropic-ai/claude-code-{}/claude", platform())),
-    };
-    match path.is_file() {
-        true => Ok(path),
-        false => Err(format!(
-            "{} is not installed (cargo xtask test installs the products into tests/products)",
-            path.display()
-        )),
-    }
-}
-
-fn platform() -> &'static str {
-    match std::env::consts::ARCH {
-        "aarch64" => "linux-arm64",
-        _ => "linux-x64",
-    }
-}
-
-/// The agents-bench fake model server on a loopback port of its own choosing; it stops by
-/// itself after two minutes, and when dropped.
-pub(crate) struct BenchModel {
-    child: std::process::Child,
-    pub(crate) port: u16,
-}
-
-impl BenchModel {
-    pub(crate) fn start(dir: &TestDir) -> Self {
-        let script =
-            dsh_tests::workspace_root().join("../shared/peers/agents-bench/fake_server.py");
-        let port_file = dir.join("model.port");
-        let child = std::process::Command::new("python3")
-            .arg(script)
-            .args(["--port", "0", "--max-seconds", "120", "--port-file"])
-            .arg(&port_file)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("python3 runs the fake model server");
-        for _ in 0..200 {
-            if let Some(port) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|text| text.trim().parse().ok())
-            {
-                return Self { child, port };
-            }
-            std::thread::sleep(std::time::Duration::from_millis(25));
-        }
-        panic!("the fake model server did not say its port");
-    }
-}
-
-impl Drop for BenchModel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Codex's home for a run against `model`: its provider is the fake server's Responses wire.
-fn codex_home(dir: &TestDir, model: &BenchModel) -> PathBuf {
-    let home = dir.join("codex-home");
-    dir.write(
-        "codex-home/config.toml",
-        &format!(
-            "model = \"fake-model\"\nmodel_provider = \"fake\"\ncheck_for_update_on_startup = false\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"FAKE_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n[analytics]\nenabled = false\n\n[otel]\nexporter = \"none\"\n",
-            model.port
-        ),
-    );
-    home
-}
-
-#[test]
-fn the_real_codex_runs_as_a_child_and_its_answer_reaches_the_parent() {
-    let codex = match installed("codex") {
-        Ok(path) => path,
-        Err(reason) => {
-            eprintln!("products: skipped the real Codex: {reason}");
-            return;
-        }
-    };
-    let dir = TestDir::new("products-real-codex");
-    let model = BenchModel::start(&dir);
-    let home = codex_home(&dir, &model);
-    // Codex will not make its helper links under the temp dir: its temp dir is elsewhere.
-    let tmp = dir.join("codex-tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let server = FakeDeepSeek::start(vec![
-        call(
-            "c1",
-            "subagent_codex",
-            json!({"description": "run the check", "prompt": "BENCH_STEPS=1 Run the check and say DONE."}),
-        ),
-        Reply::text("Codex said it"),
-    ]);
-    let rows = product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &codex,
-        &[
-            ("CODEX_HOME", home.to_str().unwrap()),
-            ("FAKE_API_KEY", "bench"),
-            ("TMPDIR", tmp.to_str().unwrap()),
-        ],
-    );
-    let out = run(&server, &dir, &rows, "ask codex", "workspace-write");
-    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    assert_eq!(results(&server), ["DONE"], "stderr: {}", out.stderr);
-}
-
-/// The recorded product cases, by their path under the reference's fixtures.
-fn recorded(case: &str) -> PathBuf {
-    dsh_tests::workspace_root()
-        .join("../shared/fixtures/dsh/acp/snapshots")
-        .join(case)
-}
-
-/// `(name, description, parameters)` of each tool of the first request whose name `keep`s.
-fn offered_tools(server: &FakeDeepSeek, keep: impl Fn(&str) -> bool) -> Vec<Value> {
-    let requests = server.requests();
-    let mut tools: Vec<Value> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| &tool["function"])
-        .filter(|tool| keep(tool["name"].as_str().unwrap_or_default()))
-        .map(|tool| json!({"name": tool["name"], "description": tool["description"], "parameters": tool["parameters"]}))
-        .collect();
-    tools.sort_by_key(|tool| tool["name"].to_string());
-    tools
-}
-
-fn expected_tools(case: &str, keep: impl Fn(&str) -> bool) -> Vec<Value> {
-    let text = std::fs::read_to_string(recorded(case).join("tool-schemas.expected.json")).unwrap();
-    let expected: Value = serde_json::from_str(&text).unwrap();
-    let mut tools: Vec<Value> = expected["initial"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|tool| keep(tool["name"].as_str().unwrap_or_default()))
-        .cloned()
-        .collect();
-    tools.sort_by_key(|tool| tool["name"].to_string());
-    tools
-}
-
-/// The product tools and the job tools the model is offered are the recording's, word for
-/// word, for every named instance (the rest of the recorded catalog is other issues' tools).
-#[test]
-fn recorded_product_compositions_offer_the_recorded_tools() {
-    let is_ours = |name: &str| name.starts_with("subagent_c") || name.starts_with("job_");
-    let instances = [
-        (
-            "product-subagent-codex",
-            vec![("codex-primary", "codex"), ("codex-secondary", "codex")],
-        ),
-        (
-            "product-subagent-both",
-            vec![
-                ("codex-primary", "codex"),
-                ("codex-secondary", "codex"),
-                ("claude-primary", "claude-code"),
-                ("claude-secondary", "claude-code"),
-            ],
-        ),
-    ];
-    for (case, rows) in instances {
-        let dir = TestDir::new(&format!("products-{case}"));
-        let server = FakeDeepSeek::start(vec![Reply::text("PONG")]);
-        let rows: String = rows
-            .iter()
-            .map(|(id, product)| {
-                let tool = format!("subagent_{}", id.replace('-', "_"));
-                let command = double(if *product == "codex" {
-                    "fake-codex"
-                } else {
-                    "fake-claude"
-                });
-                product_row(&format!("subagent-{id}"), product, &tool, &command, &[])
-            })
-            .collect();
-        let out = run(
-            &server,
-            &dir,
-            &rows,
-            "Reply with exactly the word: PONG. Do not use any tools.",
-            "danger-full-access",
-        );
-        assert_eq!(out.code, Some(0), "{case}: stderr: {}", out.stderr);
-        assert_eq!(
-            offered_tools(&server, is_ours),
-            expected_tools(case, is_ours),
-            "{case}"
-        );
-    }
-}
-
-/// The recorded foreground and background diagnostics: one tool `subagent_codex` whose first
-/// three calls meet a Claude Code failure and whose last three a Codex one. Replayed once with
-/// each product behind the tool (its double failing that way); each run's half is compared
-/// with the recording: results, the job's notice, and job_output's status.
-#[test]
-fn the_recorded_product_diagnostics_replay() {
-    let case = "product-subagent-result-diagnostic";
-    let (_, recorded_events) = crate::subagents::read_log(&recorded(case).join("session.jsonl"));
-    let halves = [
-        (
-            "claude-code",
-            "fake-claude",
-            ("FAKE_CLAUDE_TOKENS", "FAKE_RESULT=error_max_budget_usd"),
-            "call_claude_",
-        ),
-        (
-            "codex",
-            "fake-codex",
-            ("FAKE_CODEX_TOKENS", "FAKE_FAIL_HTTP=503"),
-            "call_codex_",
-        ),
-    ];
-    let mut problems = Vec::new();
-    for (product, command, tokens, calls) in halves {
-        let dir = TestDir::new(&format!("products-diagnostic-{product}"));
-        let rows = product_row(
-            "subagent-diagnostic",
-            product,
-            "subagent_codex",
-            &double(command),
-            &[tokens],
-        );
-        dir.write(
-            "home/cordis.patch.yml",
-            &format!("{}- insert:\n{rows}", crate::subagents::PLAIN_STORE),
-        );
-        let replay = dir.join("replay");
-        std::fs::create_dir_all(&replay).unwrap();
-        for name in ["session.jsonl", "replay.override.json"] {
-            std::fs::copy(recorded(case).join(name), replay.join(name)).unwrap();
-        }
-        let task = recorded_events
-            .iter()
-            .find(|event| {
-                event["type"] == "user/message" && event["data"]["source"]["kind"] == "user"
-            })
-            .and_then(|event| event["data"]["content"][0]["text"].as_str())
-            .unwrap()
-            .to_owned();
-        let out = crate::subagents::replayed_run(&dir, &replay.join("session.jsonl"), &[&task]);
-        let logs = crate::subagents::stored_logs(&dir.home());
-        let Some((_, ours)) = logs.first() else {
-            problems.push(format!("{product}: nothing stored; stderr: {}", out.stderr));
-            continue;
-        };
-        let half = |events: &[Value]| -> Vec<String> {
-            let results = crate::subagents::calls_and_results(&half_events(events, calls));
-            let notices = events
-                .iter()
-                .filter(|event| {
-                    event["type"] == "user/message"
-                        && event["data"]["source"]["plugin"] == "tool-jobs"
-                })
-                .filter_map(|event| event["data"]["content"][0]["text"].as_str())
-                .filter(|text| {
-                    text.contains(if calls == "call_codex_" {
-                        "(subagent: Observe Codex"
-                    } else {
-                        "(subagent: Observe Claude"
-                    })
-                })
-                .map(|text| format!("notice {text}"));
-            results.into_iter().chain(notices).collect()
-        };
-        let (mine, theirs) = (half(ours), half(&recorded_events));
-        if mine != theirs {
-            problems.push(format!(
-                "{product}:\n  ours     {mine:?}\n  recorded {theirs:?}\nstderr: {}",
-                out.stderr
-            ));
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-}
-
-/// The `tool/call` and `tool/result` events of the calls whose id starts with `prefix`.
-fn half_events(events: &[Value], prefix: &str) -> Vec<Value> {
-    events
-        .iter()
-        .filter(|event| {
-            let call = match event["type"].as_str() {
-                Some("tool/call") => event["data"]["callId"].as_str(),
-                Some("tool/result") => event["data"]["message"]["source"]["callId"].as_str(),
-                _ => None,
-            };
-            call.is_some_and(|id| id.starts_with(prefix))
-        })
-        .cloned()
-        .collect()
-}
-
 /// The `argv` and environment the Claude Code double was started with, then what it read.
 fn claude_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -731,50 +423,6 @@ fn claude_code_failures_and_denied_prompts_reach_the_parent_with_their_category(
     );
 }
 
-#[test]
-fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
-    let claude = match installed("claude") {
-        Ok(path) => path,
-        Err(reason) => {
-            eprintln!("products: skipped the real Claude Code: {reason}");
-            return;
-        }
-    };
-    let dir = TestDir::new("products-real-claude");
-    let model = BenchModel::start(&dir);
-    let config = dir.join("claude-config");
-    std::fs::create_dir_all(&config).unwrap();
-    let server = FakeDeepSeek::start(vec![
-        call(
-            "c1",
-            "subagent_claude_code",
-            json!({"description": "run the check", "prompt": "BENCH_STEPS=1 Run the check and say DONE."}),
-        ),
-        Reply::text("Claude Code said it"),
-    ]);
-    let base = format!("http://127.0.0.1:{}", model.port);
-    let rows = product_row(
-        "claude",
-        "claude-code",
-        "subagent_claude_code",
-        &claude,
-        &[
-            ("ANTHROPIC_BASE_URL", &base),
-            ("ANTHROPIC_API_KEY", "sk-ant-fake"),
-            ("CLAUDE_CONFIG_DIR", config.to_str().unwrap()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-            ("DISABLE_AUTOUPDATER", "1"),
-            ("DISABLE_TELEMETRY", "1"),
-            ("DISABLE_ERROR_REPORTING", "1"),
-            ("CLAUDE_CODE_MAX_RETRIES", "0"),
-            ("NO_PROXY", "127.0.0.1,localhost"),
-        ],
-    );
-    let out = run(&server, &dir, &rows, "ask claude", "workspace-write");
-    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    assert_eq!(results(&server), ["DONE"], "stderr: {}", out.stderr);
-}
-
 /// Headless runs end once what was delegated is done: a background product run is waited
 /// for (its notice opens the turn that answers), a command left running in the background
 /// is not (it is ended with the run).
@@ -829,5 +477,92 @@ fn headless_waits_for_a_background_product_run_but_not_for_a_background_command(
     assert!(
         started.elapsed() < std::time::Duration::from_secs(20),
         "the run waited for the background command"
+    );
+}
+
+/// A run past the row's `timeoutMs` is stopped (Codex's turn interrupted, its process ended)
+/// and fails with category `timeout`, before the pipeline's own limit would cut it off.
+#[test]
+fn a_run_past_its_timeout_is_stopped_and_says_so() {
+    let dir = TestDir::new("products-timeout");
+    let log = dir.join("codex.log");
+    let server = FakeDeepSeek::start(vec![
+        call(
+            "c1",
+            "subagent_codex",
+            json!({"description": "hang", "prompt": "FAKE_HANG"}),
+        ),
+        Reply::text("gave up"),
+    ]);
+    let rows = product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &double("fake-codex"),
+        &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
+    )
+    .replace("timeoutMs: 60000", "timeoutMs: 1500");
+    let started = std::time::Instant::now();
+    let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(
+        results(&server),
+        [
+            "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Codex; stage: turn; category: timeout)"
+        ]
+    );
+    assert!(
+        codex_log(&log)
+            .iter()
+            .any(|line| line.starts_with("turn/interrupt"))
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+/// With its wakes spent (`maxConsecutiveWakes: 0`) a background run's notice is held back;
+/// a headless run has no person to open the next turn, so it opens it itself, and answers
+/// from the notice.
+#[test]
+fn headless_delivers_a_notice_held_back_for_lack_of_wakes() {
+    let dir = TestDir::new("products-headless-held");
+    let server = FakeDeepSeek::start(vec![
+        call(
+            "c1",
+            "subagent_codex",
+            json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=500 Take your time.", "run_in_background": true}),
+        ),
+        Reply::text("started it"),
+        Reply::text("the held notice arrived"),
+    ]);
+    let rows = product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &double("fake-codex"),
+        &[],
+    );
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("- id: jobs\n  config:\n    maxConsecutiveWakes: 0\n- insert:\n{rows}"),
+    );
+    let mut all = crate::headless::against_args(&server, &dir);
+    all.extend([
+        "--output".to_owned(),
+        "stream-json".to_owned(),
+        "delegate".to_owned(),
+    ]);
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = dsh_tests::run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let (_, result) = crate::headless::stream_json(&out.stdout);
+    assert_eq!(
+        result["output"], "the held notice arrived",
+        "{}",
+        out.stdout
+    );
+    let woken = server.requests()[2].body["messages"].to_string();
+    assert!(
+        woken.contains("background job subagent-1 (subagent: slow child) finished"),
+        "{woken}"
     );
 }

@@ -14,6 +14,7 @@
 mod args;
 mod output;
 mod run;
+mod settle;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

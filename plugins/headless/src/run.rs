@@ -8,16 +8,13 @@ use std::time::Duration;
 
 use abi_stable::std_types::{RSome, RString, RVec};
 use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentLoopService, AgentsExt, AgentsService, TurnRequest};
-use dsh_jobs_seam::{JOBS, JobsService};
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::control::HostControlService;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{
-    AbortCause, AgentOptions, ChildStatus, ContentBlock, Message, MessageSource, TurnEndReason,
-    TurnOutcome,
+    AbortCause, AgentOptions, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
 };
 use dsh_session_seam::{CreateSession, SessionsService};
-use dsh_subagent_seam::{SUBAGENTS, SubagentsService};
 
 use crate::args::{self, Args, Output, UsageError};
 use crate::output::{err, exit_code, out, print_event, print_result};
@@ -105,7 +102,7 @@ impl Drop for StopBuffering {
 }
 
 /// How long cancelled children are given to close their turns before the run ends.
-const CHILDREN_STOP: Duration = Duration::from_secs(5);
+pub(crate) const CHILDREN_STOP: Duration = Duration::from_secs(5);
 
 /// What the turn runs with.
 struct Route {
@@ -385,125 +382,8 @@ impl Runner {
         }
     }
 
-    /// The outcome of the agent's last turn once it is idle and nothing it delegated still
-    /// runs (no child agent, no background job whose result it awaits: a product subagent
-    /// run in the background; a command left running in the background does not hold the
-    /// run): what settles wakes the agent for another turn, and the run ends only after that
-    /// turn. A signal cancels the agent's turn (its children and those jobs follow).
-    async fn until_settled(
-        &self,
-        id: &str,
-        stopped: &Arc<CancelFlag>,
-    ) -> Result<Option<TurnOutcome>, String> {
-        loop {
-            let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
-                return Err("the `agents` registry went away".to_owned());
-            };
-            // The registry is not held while waiting: if its row unloads, the wait ends.
-            let idle = agents.when_idle(id.into());
-            drop(agents);
-            let mut idle = std::pin::pin!(idle);
-            let idle = match first_of(idle.as_mut(), stopped.wait()).await {
-                Either::Left(idle) => idle,
-                Either::Right(()) => {
-                    if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
-                        let cause = Json::encode(&self.cause());
-                        let _ = agents.cancel(id.into(), cause, false);
-                    }
-                    idle.await
-                }
-            };
-            let outcome = idle
-                .into_result()
-                .map_err(|error| error.to_string())?
-                .decode()
-                .ok()
-                .flatten();
-            let tree = self.ctx.get::<SubagentsService>(SUBAGENTS).ok().flatten();
-            let jobs = self.ctx.get::<JobsService>(JOBS).ok().flatten();
-            let children = tree.as_ref().is_some_and(|tree| {
-                tree.children(id.into(), true)
-                    .decode()
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|child| child.status == ChildStatus::Running)
-            });
-            let results = jobs
-                .as_ref()
-                .is_some_and(|jobs| jobs.pending_results(id.into()) > 0);
-            if !children && !results {
-                return Ok(outcome);
-            }
-            if stopped.is_fired() {
-                return Ok(Some(self.stop_delegated(id, tree, jobs, outcome).await));
-            }
-            // Settled (its parent may have been woken) or stopped: look again either way.
-            let children_settled = async {
-                match &tree {
-                    Some(tree) if children => tree.settled(id.into()).await,
-                    _ => std::future::pending().await,
-                }
-            };
-            let results_settled = async {
-                match &jobs {
-                    Some(jobs) if results => jobs.results_settled(id.into()).await,
-                    _ => std::future::pending().await,
-                }
-            };
-            let settled = first_of(children_settled, results_settled);
-            let _ = first_of(settled, stopped.wait()).await;
-        }
-    }
-
-    /// A signal came while the agent was idle but what it delegated still ran: the children
-    /// are cancelled (they close their turns `aborted`), given a moment to settle, and the run
-    /// ends `aborted` with the signal's cause.
-    async fn stop_delegated(
-        &self,
-        id: &str,
-        tree: Option<Service<SubagentsService>>,
-        jobs: Option<Service<JobsService>>,
-        last: Option<TurnOutcome>,
-    ) -> TurnOutcome {
-        let cause = self.cause();
-        if let (Some(tree), Ok(Some(agents))) = (&tree, self.ctx.get::<AgentsService>(AGENTS)) {
-            for child in tree.children(id.into(), true).decode().unwrap_or_default() {
-                if child.status == ChildStatus::Running {
-                    let _ = agents.cancel(
-                        child.id.as_str().into(),
-                        Json::encode(&AbortCause::Parent),
-                        false,
-                    );
-                }
-            }
-        }
-        if let Some(jobs) = &jobs {
-            jobs.cancel_session(id.into(), "the run was stopped".into());
-        }
-        let children = async {
-            if let Some(tree) = &tree {
-                tree.settled(id.into()).await;
-            }
-        };
-        let results = async {
-            if let Some(jobs) = &jobs {
-                jobs.results_settled(id.into()).await;
-            }
-        };
-        let both = async {
-            children.await;
-            results.await;
-        };
-        let _ = first_of(both, self.ctx.sleep(CHILDREN_STOP)).await;
-        let last = last.unwrap_or_else(|| TurnOutcome::unopened(id, TurnEndReason::Completed));
-        TurnOutcome {
-            reason: TurnEndReason::Aborted { reason: cause },
-            ..last
-        }
-    }
-
     /// The cause a signal cancels the turn with.
-    fn cause(&self) -> AbortCause {
+    pub(crate) fn cause(&self) -> AbortCause {
         lock(&self.current).stop.clone().unwrap_or(AbortCause::User)
     }
 

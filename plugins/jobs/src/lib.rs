@@ -6,7 +6,8 @@
 //! killed once the work has stopped). When a job the model has neither read to its end nor
 //! killed settles, its session is told: into the running turn's next step, or as a turn of
 //! its own when the agent is idle (at most `maxConsecutiveWakes` such turns until a person
-//! writes again). Unloading the row asks every running job to stop.
+//! writes again; later notices are held back and enter the turn the person opens). A session
+//! that goes away takes its jobs; unloading the row asks every running job to stop.
 
 mod registry;
 mod tools;
@@ -17,11 +18,11 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::AGENT_PROMPT_SUBMIT;
+use dsh_agent_seam::{AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AgentNotice};
 use dsh_jobs_seam::{JOBS, JobControlBox, Jobs, Jobs_TO};
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::prelude::*;
-use dsh_protocol::{JobEnd, JobStart, MessageSource};
+use dsh_protocol::{JobEnd, JobStart, JobStatus, MessageSource, PromptDecision};
 use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
 
 use crate::registry::Registry;
@@ -72,9 +73,18 @@ impl Jobs for Service {
     }
 
     fn settle(&self, id: RString, end: Json<JobEnd>) {
-        if let Ok(end) = end.decode() {
-            self.0.settle(&id, end);
-        }
+        let end = end.decode().unwrap_or_else(|error| {
+            // A producer built against another vocabulary: the job still ends, and says why.
+            JobEnd::new(
+                JobStatus::Failed,
+                Some(format!("its producer's end did not read: {error}")),
+            )
+        });
+        self.0.settle(&id, end);
+    }
+
+    fn release_deferred(&self, session: RString) -> u32 {
+        u32::try_from(self.0.release_deferred(&session)).unwrap_or(u32::MAX)
     }
 
     fn pending_results(&self, session: RString) -> u32 {
@@ -112,19 +122,36 @@ impl Plugin for JobsPlugin {
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
         let registry = Arc::new(Registry::new(ctx.clone(), config.max_consecutive_wakes));
         let reset = registry.clone();
+        // A person's message resets the wake budget; the notices held back enter its turn.
         ctx.on_waterfall(&AGENT_PROMPT_SUBMIT, move |next| {
             let registry = reset.clone();
             async move {
-                if let Ok(submit) = next.payload().decode()
-                    && submit
-                        .messages
-                        .iter()
-                        .any(|message| matches!(message.source, MessageSource::User { .. }))
-                {
-                    registry.person_wrote(&submit.session);
+                let held = match next.payload().decode() {
+                    Ok(submit)
+                        if submit.messages.iter().any(|message| {
+                            matches!(message.source, MessageSource::User { .. })
+                        }) =>
+                    {
+                        registry.person_wrote(&submit.session)
+                    }
+                    _ => Vec::new(),
+                };
+                let decision = next.run().await?;
+                if held.is_empty() {
+                    return Ok(decision);
                 }
-                next.run().await
+                Ok(match decision.decode() {
+                    Ok(PromptDecision::Accept { contexts }) => {
+                        let contexts = held.into_iter().chain(contexts).collect();
+                        Json::encode(&PromptDecision::Accept { contexts })
+                    }
+                    _ => decision,
+                })
             }
+        })?;
+        let gone = registry.clone();
+        ctx.on_emit(&AGENT_DISPOSED, move |notice: &AgentNotice| {
+            gone.forget_session(&notice.agent);
         })?;
         ctx.provide(
             JOBS,

@@ -32,12 +32,16 @@ struct State {
     result: Option<String>,
     /// The owner learnt how it ended (a terminal read, a kill, or the notice): no notice more.
     reported: bool,
+    /// It settled and its notice is still being sent: its result is not settled yet for a
+    /// runner waiting on it.
+    noticing: bool,
 }
 
 pub(crate) struct Job {
     pub(crate) id: String,
     pub(crate) start: JobStart,
-    control: JobControlBox,
+    /// Dropped once the job settled: what it holds (a process) is the producer's to let go.
+    control: Mutex<Option<Arc<JobControlBox>>>,
     state: Mutex<State>,
     done: Notify,
 }
@@ -72,6 +76,8 @@ pub(crate) struct Registry {
     /// may start the job whose end wakes it again, so waking is bounded.
     wakes: Mutex<HashMap<String, u32>>,
     max_wakes: u32,
+    /// Notices of idle sessions whose wakes were spent: they enter the session's next turn.
+    deferred: Mutex<HashMap<String, Vec<Message>>>,
 }
 
 impl Registry {
@@ -83,12 +89,45 @@ impl Registry {
             settled: Notify::new(),
             wakes: Mutex::default(),
             max_wakes,
+            deferred: Mutex::default(),
         }
     }
 
-    /// A person wrote to `session`: it may be woken again.
-    pub(crate) fn person_wrote(&self, session: &str) {
+    /// A person wrote to `session`: it may be woken again, and the notices held back for it
+    /// enter the turn the person opened (answered).
+    pub(crate) fn person_wrote(&self, session: &str) -> Vec<Message> {
         lock(&self.wakes).remove(session);
+        lock(&self.deferred).remove(session).unwrap_or_default()
+    }
+
+    /// Opens a turn with the notices held back for `session` (a runner standing in for the
+    /// person, with nothing else left to wait for); answers how many there were.
+    pub(crate) fn release_deferred(&self, session: &str) -> usize {
+        let held = lock(&self.deferred).remove(session).unwrap_or_default();
+        lock(&self.wakes).remove(session);
+        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+            return 0;
+        };
+        let mut sent = 0;
+        for message in &held {
+            match agents.followup(session, message) {
+                Ok(_) => sent += 1,
+                Err(error) => self.ctx.log(
+                    LogLevel::Warn,
+                    &format!("a held-back job notice did not reach `{session}`: {error}"),
+                ),
+            }
+        }
+        sent
+    }
+
+    /// A session went away: its running jobs are asked to stop (no notices follow) and its
+    /// jobs are forgotten.
+    pub(crate) fn forget_session(&self, session: &str) {
+        self.cancel_where(|job| job.start.session == session, "its session went away");
+        lock(&self.jobs).retain(|_, job| job.start.session != session);
+        lock(&self.wakes).remove(session);
+        lock(&self.deferred).remove(session);
     }
 
     /// Whether an idle `session` may be woken once more (and counts it).
@@ -121,7 +160,7 @@ impl Registry {
         let job = Arc::new(Job {
             id: id.clone(),
             start,
-            control,
+            control: Mutex::new(Some(Arc::new(control))),
             state: Mutex::new(State {
                 status: JobStatus::Running,
                 detail: None,
@@ -129,6 +168,7 @@ impl Registry {
                 dropped: 0,
                 result: None,
                 reported: false,
+                noticing: false,
             }),
             done: Notify::new(),
         });
@@ -168,6 +208,7 @@ impl Registry {
 
     pub(crate) fn settle(&self, id: &str, end: JobEnd) {
         let Some(job) = self.job(id) else { return };
+        let quiet = end.quiet;
         let notify = {
             let mut state = lock(&job.state);
             if state.status.is_terminal() {
@@ -183,31 +224,44 @@ impl Registry {
             } else if let Some(output) = end.output {
                 state.unread.push_str(&output);
             }
-            let notify = !state.reported;
+            let notify = !state.reported && !quiet;
             state.reported = true;
+            state.noticing = notify;
             notify
         };
+        lock(&job.control).take();
         job.done.notify_waiters();
         if notify {
             self.tell_owner(&job);
+            lock(&job.state).noticing = false;
         }
         self.settled.notify_waiters();
     }
 
-    /// The final-output jobs of `session` still running.
+    /// The final-output jobs of `session` still running (or whose notice is on its way), and
+    /// the notices held back for it.
     pub(crate) fn pending_results(&self, session: &str) -> usize {
-        lock(&self.jobs)
+        let running = lock(&self.jobs)
             .values()
             .filter(|job| job.start.session == session && job.start.output == JobOutputMode::Final)
-            .filter(|job| !lock(&job.state).status.is_terminal())
-            .count()
+            .filter(|job| {
+                let state = lock(&job.state);
+                !state.status.is_terminal() || state.noticing
+            })
+            .count();
+        running + lock(&self.deferred).get(session).map_or(0, Vec::len)
+    }
+
+    /// The final-output jobs of `session` still running (the held-back notices aside).
+    fn running_results(&self, session: &str) -> usize {
+        self.pending_results(session) - lock(&self.deferred).get(session).map_or(0, Vec::len)
     }
 
     pub(crate) async fn results_settled(&self, session: &str) {
         loop {
             // Registered before the check, so a settlement in between wakes it.
             let settled = self.settled.notified();
-            if self.pending_results(session) == 0 {
+            if self.running_results(session) == 0 {
                 return;
             }
             settled.await;
@@ -216,23 +270,29 @@ impl Registry {
 
     /// Asks every running job of `session` to stop (its run is being ended): no notices follow.
     pub(crate) fn cancel_session(&self, session: &str, reason: &str) {
+        self.cancel_where(|job| job.start.session == session, reason);
+    }
+
+    /// Asks every running job `which` selects to stop; none of them sends a notice.
+    fn cancel_where(&self, which: impl Fn(&Job) -> bool, reason: &str) {
         let jobs: Vec<Arc<Job>> = lock(&self.jobs)
             .values()
-            .filter(|job| job.start.session == session)
+            .filter(|job| which(job))
             .cloned()
             .collect();
         for job in jobs {
             let running = {
                 let mut state = lock(&job.state);
+                state.reported = true;
                 let running = !state.status.is_terminal();
                 if running {
                     state.status = JobStatus::Stopping;
-                    state.reported = true;
                 }
                 running
             };
-            if running {
-                job.control.cancel(reason.into());
+            let control = lock(&job.control).clone();
+            if let (true, Some(control)) = (running, control) {
+                control.cancel(reason.into());
             }
         }
     }
@@ -290,7 +350,9 @@ impl Registry {
             state.status = JobStatus::Stopping;
             state.reported = true;
         }
-        job.control.cancel(reason.into());
+        if let Some(control) = lock(&job.control).clone() {
+            control.cancel(reason.into());
+        }
         Killed::Requested
     }
 
@@ -309,22 +371,12 @@ impl Registry {
 
     /// Asks every running job to stop (the registry goes away); no notices follow.
     pub(crate) fn cancel_all(&self, reason: &str) {
-        let jobs: Vec<Arc<Job>> = lock(&self.jobs).values().cloned().collect();
-        for job in jobs {
-            let running = {
-                let mut state = lock(&job.state);
-                state.reported = true;
-                !state.status.is_terminal()
-            };
-            if running {
-                job.control.cancel(reason.into());
-            }
-        }
+        self.cancel_where(|_| true, reason);
     }
 
     /// The owner learns the job ended: into its running turn's next step, or, idle, as a
     /// turn of its own (unless it was woken `max_wakes` times since a person last wrote: then
-    /// the notice waits for its next turn).
+    /// the notice is held back for the turn the person opens).
     fn tell_owner(&self, job: &Job) {
         let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
             return;
@@ -353,9 +405,19 @@ impl Registry {
             MessageSource::Plugin(source),
         );
         let owner = &job.start.session;
-        let sent = match running(&agents, owner) || !self.may_wake(owner) {
-            true => agents.inject(owner, &message),
-            false => agents.followup(owner, &message),
+        // Steered, not injected, into a running turn: the wake is a no-op while it runs and
+        // opens a turn if it ended in between, so the notice is never left with nothing to
+        // claim it.
+        let sent = if running(&agents, owner) {
+            agents.steer(owner, &message)
+        } else if self.may_wake(owner) {
+            agents.followup(owner, &message)
+        } else {
+            lock(&self.deferred)
+                .entry(owner.clone())
+                .or_default()
+                .push(message);
+            return;
         };
         if let Err(error) = sent {
             self.ctx.log(

@@ -14,8 +14,9 @@ use dsh_plugin_api::Serialize;
 use dsh_plugin_api::cancel::{CancelFlag, first_of};
 use serde_json::Value;
 
+use crate::codex_failure::failure_info;
 use crate::codex_wire::{
-    Capabilities, ClientInfo, ErrorInfo, Incoming, Initialize, Notification, Outgoing, Reply,
+    Answered, Capabilities, ClientInfo, Empty, Incoming, Initialize, Notification, Outgoing, Reply,
     ReplyError, Started, TextInput, ThreadStart, Turn, TurnInterrupt, TurnStart,
 };
 use crate::outcome::{Failure, Outcome, Stop};
@@ -77,6 +78,8 @@ struct Client<'a> {
     next_id: u64,
     thread: Option<String>,
     turn: Option<String>,
+    /// Notifications about the turn that came before its id did.
+    early: Vec<(String, Notification)>,
     answer: Answer,
     unattended: Option<String>,
     mode: String,
@@ -100,6 +103,7 @@ pub(crate) async fn run(
         next_id: 0,
         thread: None,
         turn: None,
+        early: Vec::new(),
         answer: Answer::default(),
         unattended: None,
         mode: policy.mode.clone(),
@@ -141,33 +145,6 @@ fn unattended(mode: &str, request: &str, decision: &str, reason: &str) -> String
         "Codex unattended decision (mode: {mode}; request: {request}; decision: {decision}): {reason}"
     )
 }
-
-/// The answers to the requests Codex makes of a person.
-#[derive(Serialize)]
-#[serde(crate = "dsh_plugin_api::serde", untagged)]
-enum Answered {
-    Decision {
-        decision: &'static str,
-    },
-    Permissions {
-        permissions: Empty,
-        scope: &'static str,
-    },
-    Answers {
-        answers: Empty,
-    },
-    Elicitation {
-        action: &'static str,
-        content: Option<Empty>,
-        #[serde(rename = "_meta")]
-        meta: Option<Empty>,
-    },
-}
-
-/// `{}`.
-#[derive(Serialize)]
-#[serde(crate = "dsh_plugin_api::serde")]
-struct Empty {}
 
 impl Client<'_> {
     async fn drive(&mut self, task: &Task, policy: &ThreadPolicy) -> Outcome {
@@ -217,6 +194,11 @@ impl Client<'_> {
         match turn.turn {
             Some(turn) => self.turn = Some(turn.id),
             None => return Outcome::failed(Failure::new("turn-start", "unknown"), String::new()),
+        }
+        for (method, params) in std::mem::take(&mut self.early) {
+            if let Some(turn) = self.notification(&method, params) {
+                return self.settle(&turn);
+            }
         }
         loop {
             match self.step(None).await {
@@ -335,6 +317,12 @@ impl Client<'_> {
     /// Follows a notification; answers the turn when it is our turn's completion.
     fn notification(&mut self, method: &str, params: Notification) -> Option<Turn> {
         if self.thread.is_none() || params.thread_id != self.thread {
+            return None;
+        }
+        // Codex may report on the turn before it answered `turn/start` with its id: what
+        // arrives for a turn before then is kept and followed once the id is known.
+        if self.turn.is_none() && matches!(method, "item/completed" | "turn/completed") {
+            self.early.push((method.to_owned(), params));
             return None;
         }
         match method {
@@ -484,105 +472,5 @@ impl Client<'_> {
             }
         };
         let _ = first_of(settled, wire.sleep(INTERRUPT_GRACE)).await;
-    }
-}
-
-/// The failure category (and HTTP status) of a failed turn: the `codexErrorInfo` variant's
-/// name; anything unrecognised is `unknown`.
-fn failure_info(turn: &Turn) -> Failure {
-    // The string variants of 0.171's `codexErrorInfo`.
-    const NAMED: [&str; 19] = [
-        "contextWindowExceeded",
-        "sessionBudgetExceeded",
-        "usageLimitExceeded",
-        "rateLimitExceeded",
-        "flexUnavailable",
-        "serverOverloaded",
-        "modelNotFound",
-        "policyCapacityUnavailable",
-        "inferenceHookDenied",
-        "cyberPolicy",
-        "bioPolicy",
-        "misalignmentPolicyViolation",
-        "tooManyDenials",
-        "internalServerError",
-        "unauthorized",
-        "badRequest",
-        "threadRollbackFailed",
-        "sandboxError",
-        "other",
-    ];
-    // The object variants that carry an HTTP status.
-    const WITH_STATUS: [&str; 4] = [
-        "httpConnectionFailed",
-        "responseStreamConnectionFailed",
-        "responseStreamDisconnected",
-        "responseTooManyFailedAttempts",
-    ];
-    let info = turn
-        .error
-        .as_ref()
-        .and_then(|error| error.codex_error_info.as_ref());
-    match info {
-        Some(ErrorInfo::Named(name)) if NAMED.contains(&name.as_str()) => {
-            Failure::new("turn", name.as_str())
-        }
-        Some(ErrorInfo::Detailed(variants)) if variants.len() == 1 => {
-            let Some((name, detail)) = variants.iter().next() else {
-                return Failure::new("turn", "unknown");
-            };
-            if WITH_STATUS.contains(&name.as_str()) {
-                let mut failure = Failure::new("turn", name.as_str());
-                failure.http_status = detail.http_status_code.filter(|code| *code <= 65_535);
-                return failure;
-            }
-            match name.as_str() {
-                "activeTurnNotSteerable" => Failure::new("turn", "activeTurnNotSteerable"),
-                _ => Failure::new("turn", "unknown"),
-            }
-        }
-        _ => Failure::new("turn", "unknown"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn category(error: Value) -> (String, Option<u64>) {
-        let turn: Turn =
-            serde_json::from_value(json!({"id": "t", "status": "failed", "error": error}))
-                .unwrap_or_else(|error| panic!("{error}"));
-        let failure = failure_info(&turn);
-        (failure.category, failure.http_status)
-    }
-
-    #[test]
-    fn failed_turns_name_their_variant_and_status() {
-        assert_eq!(
-            category(
-                json!({"message": "x", "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 503}}})
-            ),
-            ("httpConnectionFailed".to_owned(), Some(503))
-        );
-        assert_eq!(
-            category(json!({"codexErrorInfo": "usageLimitExceeded"})).0,
-            "usageLimitExceeded"
-        );
-        assert_eq!(
-            category(json!({"codexErrorInfo": "somethingNew"})).0,
-            "unknown"
-        );
-        assert_eq!(
-            category(json!({"codexErrorInfo": {"a": {}, "b": {}}})).0,
-            "unknown"
-        );
-        assert_eq!(
-            category(json!({"codexErrorInfo": {"activeTurnNotSteerable": {"turnKind": "review"}}}))
-                .0,
-            "activeTurnNotSteerable"
-        );
-        assert_eq!(category(json!({"codexErrorInfo": null})).0, "unknown");
     }
 }

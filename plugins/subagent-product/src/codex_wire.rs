@@ -190,3 +190,30 @@ pub(crate) struct ErrorDetail {
     #[serde(default)]
     pub(crate) http_status_code: Option<u64>,
 }
+
+/// The answers to the requests Codex makes of a person.
+#[derive(Serialize)]
+#[serde(crate = "dsh_plugin_api::serde", untagged)]
+pub(crate) enum Answered {
+    Decision {
+        decision: &'static str,
+    },
+    Permissions {
+        permissions: Empty,
+        scope: &'static str,
+    },
+    Answers {
+        answers: Empty,
+    },
+    Elicitation {
+        action: &'static str,
+        content: Option<Empty>,
+        #[serde(rename = "_meta")]
+        meta: Option<Empty>,
+    },
+}
+
+/// `{}`.
+#[derive(Serialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+pub(crate) struct Empty {}

@@ -43,7 +43,8 @@ pub struct ProductConfig {
     /// `dangerously-bypass-approvals-and-sandbox`. Claude Code: `dontAsk` (default),
     /// `acceptEdits`, `auto`, `plan`, `bypassPermissions`. The parent session's sandbox mode
     /// narrows it: a read-only parent gets a read-only (Codex) or planning (Claude Code)
-    /// child, and the bypass modes need a parent in danger-full-access.
+    /// child, and the modes that let the product or a model widen what the child may do
+    /// (`approve-for-me`, `auto`, the bypasses) need a parent in danger-full-access.
     #[serde(default)]
     pub permission_mode: Option<String>,
     /// Variables set for the product. The host's variables that look like secrets are not
@@ -129,11 +130,15 @@ impl Permissions {
         })
     }
 
-    /// Codex's `thread/start` fields for a parent under `parent`.
+    /// Codex's `thread/start` fields for a parent under `parent`. Below danger-full-access
+    /// nothing a model decides may widen the child: `approve-for-me` (Codex's reviewer model
+    /// approving its escalations) becomes `never`, as the parent's own escalations need a
+    /// person.
     pub(crate) fn codex(&self, parent: SandboxMode) -> ThreadPolicy {
         debug_assert_eq!(self.product, Product::Codex);
+        let full = parent == SandboxMode::DangerFullAccess;
         let (approval_policy, approvals_reviewer, sandbox) = match self.mode.as_str() {
-            "approve-for-me" => (
+            "approve-for-me" if full => (
                 "on-request",
                 Some("auto_review"),
                 SandboxMode::WorkspaceWrite,
@@ -151,11 +156,14 @@ impl Permissions {
         }
     }
 
-    /// Claude Code's `--permission-mode` for a parent under `parent`.
+    /// Claude Code's `--permission-mode` for a parent under `parent`: planning under a
+    /// read-only parent; below danger-full-access neither the bypass nor `auto` (a classifier
+    /// allowing what would need a person) but their nearest unattended modes.
     pub(crate) fn claude(&self, parent: SandboxMode) -> String {
         match (parent, self.mode.as_str()) {
             (SandboxMode::ReadOnly, _) => "plan".to_owned(),
             (SandboxMode::WorkspaceWrite, "bypassPermissions") => "acceptEdits".to_owned(),
+            (SandboxMode::WorkspaceWrite, "auto") => "dontAsk".to_owned(),
             (_, mode) => mode.to_owned(),
         }
     }
@@ -212,6 +220,26 @@ mod tests {
             never.codex(SandboxMode::DangerFullAccess).approval_policy,
             "never"
         );
+        let reviewed = Permissions::of(&config(Product::Codex, Some("approve-for-me")))?;
+        assert_eq!(
+            reviewed.codex(SandboxMode::WorkspaceWrite).approval_policy,
+            "never"
+        );
+        assert_eq!(
+            reviewed
+                .codex(SandboxMode::WorkspaceWrite)
+                .approvals_reviewer,
+            None
+        );
+        assert_eq!(
+            reviewed
+                .codex(SandboxMode::DangerFullAccess)
+                .approvals_reviewer,
+            Some("auto_review")
+        );
+        let auto = Permissions::of(&config(Product::ClaudeCode, Some("auto")))?;
+        assert_eq!(auto.claude(SandboxMode::WorkspaceWrite), "dontAsk");
+        assert_eq!(auto.claude(SandboxMode::DangerFullAccess), "auto");
         let claude = Permissions::of(&config(Product::ClaudeCode, Some("bypassPermissions")))?;
         assert_eq!(
             claude.claude(SandboxMode::DangerFullAccess),

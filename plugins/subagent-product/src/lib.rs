@@ -9,7 +9,10 @@
 //! conversation; the product's own configuration, model and login stay its own. Nobody is
 //! asked anything on its behalf: what the product would put to a person is refused at once.
 //! Its native permission mode comes from the row, narrowed by the parent session's sandbox
-//! mode so the child is never wider than its parent. A run that fails answers a fixed
+//! mode so the product's own confinement is never wider than its parent's mode. That
+//! confinement is the product's: it needs its network and its home, so it starts through the
+//! host's launcher, not the `sandbox` service, and what dsh hides from its own tools (the
+//! credentials file) is hidden from the child only as far as the product's sandbox hides it. A run that fails answers a fixed
 //! diagnostic (product, stage, category, HTTP status, exit code, signal) beside the partial
 //! answer, never the product's raw output. Loading a row starts nothing; the process lives
 //! only while a call runs, and ends with its whole group when the call ends or is stopped.
@@ -17,6 +20,7 @@
 mod claude;
 mod claude_wire;
 mod codex;
+mod codex_failure;
 mod codex_wire;
 mod config;
 mod outcome;

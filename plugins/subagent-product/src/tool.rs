@@ -25,7 +25,12 @@ use crate::run::{Runner, Task};
 
 const DESCRIPTION: &str = "Delegate a self-contained task to a subagent (a separate agent that works in its own context) to offload focused, independent work — research, a scoped implementation, an analysis — so it does not consume this conversation's context. The subagent returns its result, not its intermediate steps. Give it a complete, standalone prompt: it does not see this conversation. This call waits for the result by default. Set `run_in_background: true` to return a job id; collect with `job_output` and stop with `job_kill`.";
 
-pub(crate) fn declaration(name: &str, timeout_ms: u64) -> ToolDecl {
+/// What the pipeline's own limit adds to a run's `timeoutMs` beside the row's kill grace: the
+/// run stops itself first (and says `timeout`), then has this long, plus the grace, to
+/// interrupt the product and end its process group.
+const STOP_ALLOWANCE_MS: u64 = 10_000;
+
+pub(crate) fn declaration(name: &str, timeout_ms: u64, grace_ms: u64) -> ToolDecl {
     let mut decl = ToolDecl::new(
         name,
         DESCRIPTION,
@@ -41,7 +46,11 @@ pub(crate) fn declaration(name: &str, timeout_ms: u64) -> ToolDecl {
     );
     // Children never touch the parent's session: several run at once.
     decl.concurrency = Concurrency::Parallel;
-    decl.timeout_ms = Some(timeout_ms);
+    decl.timeout_ms = Some(
+        timeout_ms
+            .saturating_add(grace_ms)
+            .saturating_add(STOP_ALLOWANCE_MS),
+    );
     decl
 }
 
@@ -136,15 +145,54 @@ impl ProductTool {
                 return ToolReply::error(format!("the background job did not start: {error}"));
             }
         };
-        let job = id.clone();
+        let settler = Settler {
+            jobs: jobs.clone(),
+            id: id.clone(),
+            settled: false,
+        };
         let spawned = runner.ctx.clone().spawn(async move {
+            let mut settler = settler;
             let outcome = runner.run(&task, mode, &stop).await;
-            let end = job_end(&outcome, runner.product_name());
-            jobs.settle(RString::from(job), Json::encode(&end));
+            settler.settle(job_end(&outcome, runner.product_name()));
         });
         match spawned {
             Ok(()) => ToolReply::text(format!("started background subagent job {id}")),
-            Err(error) => ToolReply::error(format!("the background job did not start: {error}")),
+            Err(error) => {
+                let why = format!("the background job did not start: {error}");
+                let end = JobEnd::new(JobStatus::Failed, Some(why.clone()));
+                jobs.settle(RString::from(id), Json::encode(&end));
+                ToolReply::error(why)
+            }
+        }
+    }
+}
+
+/// Settles a background run's job whatever happens to its task: when the row unloads, the
+/// task is dropped mid-run (its process goes with it) and the job ends `killed`, quietly,
+/// instead of staying `running` for ever (a headless run would wait on it).
+struct Settler {
+    jobs: dsh_plugin_api::Service<JobsService>,
+    id: String,
+    settled: bool,
+}
+
+impl Settler {
+    fn settle(&mut self, end: JobEnd) {
+        self.settled = true;
+        self.jobs
+            .settle(RString::from(self.id.as_str()), Json::encode(&end));
+    }
+}
+
+impl Drop for Settler {
+    fn drop(&mut self) {
+        if !self.settled {
+            let end = JobEnd::new(
+                JobStatus::Killed,
+                Some("its subagent-product row unloaded".to_owned()),
+            )
+            .quietly();
+            self.settle(end);
         }
     }
 }
@@ -153,21 +201,13 @@ impl ProductTool {
 /// failed (with the stop reason and diagnostic, not the partial answer) otherwise.
 fn job_end(outcome: &Outcome, product: &str) -> JobEnd {
     match outcome.stop {
-        Stop::Completed => JobEnd {
-            status: JobStatus::Completed,
-            detail: None,
-            output: Some(outcome.output.clone()),
-        },
-        Stop::Aborted => JobEnd {
-            status: JobStatus::Killed,
-            detail: None,
-            output: None,
-        },
-        Stop::Error | Stop::MaxTokens => JobEnd {
-            status: JobStatus::Failed,
-            detail: Some(outcome.job_detail(product)),
-            output: None,
-        },
+        Stop::Completed => {
+            JobEnd::new(JobStatus::Completed, None).with_output(outcome.output.clone())
+        }
+        Stop::Aborted => JobEnd::new(JobStatus::Killed, None),
+        Stop::Error | Stop::MaxTokens => {
+            JobEnd::new(JobStatus::Failed, Some(outcome.job_detail(product)))
+        }
     }
 }
 
@@ -176,6 +216,7 @@ impl Tool for ProductTool {
         Json::encode(&declaration(
             self.0.config.tool_name(),
             self.0.config.timeout_ms,
+            self.0.config.dispose_grace_ms,
         ))
     }
 

@@ -15,6 +15,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 /// Characters of stderr kept (enough to match the products' fixed permission lines).
 const STDERR_TAIL: usize = 4_096;
 
+/// Bytes of one stdout line kept (a longer one is cut, and then does not read as JSON).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
 /// How a process ended, as far as it was seen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Exit {
@@ -43,6 +46,8 @@ pub(crate) struct Wire {
     process: Arc<PipedProcess>,
     lines: tokio::sync::Mutex<UnboundedReceiver<Line>>,
     stderr: Arc<Mutex<String>>,
+    /// How the process ended, once read: every later read answers it again.
+    ended: Mutex<Option<Exit>>,
 }
 
 impl Wire {
@@ -95,6 +100,7 @@ impl Wire {
             process,
             lines: tokio::sync::Mutex::new(lines),
             stderr,
+            ended: Mutex::default(),
         })
     }
 
@@ -111,10 +117,17 @@ impl Wire {
 
     /// The next message, or how the process ended (again and again once it has).
     pub(crate) async fn next(&self) -> Line {
+        if let Some(exit) = *lock(&self.ended) {
+            return Line::Closed(exit);
+        }
         let mut lines = self.lines.lock().await;
         match lines.recv().await {
+            Some(Line::Closed(exit)) => {
+                *lock(&self.ended) = Some(exit);
+                Line::Closed(exit)
+            }
             Some(line) => line,
-            None => Line::Closed(Exit::default()),
+            None => Line::Closed(lock(&self.ended).unwrap_or_default()),
         }
     }
 
@@ -154,26 +167,29 @@ async fn read(
     sender: UnboundedSender<Line>,
 ) {
     let mut line = Vec::new();
+    let hand_over = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line).into_owned();
+        line.clear();
+        match serde_json::from_str::<Value>(text.trim()) {
+            Ok(value) => {
+                let _ = sender.send(Line::Message(value));
+            }
+            // Products print a banner or a warning on stdout now and then.
+            Err(_) if !text.trim().is_empty() => ctx.log(
+                LogLevel::Debug,
+                &format!("{product} printed a line that is not JSON: {}", text.trim()),
+            ),
+            Err(_) => {}
+        }
+    };
     while let RSome(chunk) = process.process.next_output().await {
         match chunk.stream {
             OutputStream::Stdout => {
                 for byte in chunk.bytes.iter().copied() {
-                    if byte != b'\n' {
+                    if byte == b'\n' {
+                        hand_over(&mut line);
+                    } else if line.len() < MAX_LINE {
                         line.push(byte);
-                        continue;
-                    }
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    line.clear();
-                    match serde_json::from_str::<Value>(text.trim()) {
-                        Ok(value) => {
-                            let _ = sender.send(Line::Message(value));
-                        }
-                        // Products print a banner or a warning on stdout now and then.
-                        Err(_) if !text.trim().is_empty() => ctx.log(
-                            LogLevel::Debug,
-                            &format!("{product} printed a line that is not JSON: {}", text.trim()),
-                        ),
-                        Err(_) => {}
                     }
                 }
             }
@@ -195,6 +211,8 @@ async fn read(
             }
         }
     }
+    // A last message the product did not end with a newline.
+    hand_over(&mut line);
     let exit = match process.process.wait().await.into_result() {
         Ok(status) => Exit {
             code: status.code.into_option(),

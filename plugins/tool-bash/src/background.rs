@@ -2,11 +2,11 @@
 //! a stream job of the `jobs` registry (id `bash-N`). Its output is appended as it arrives;
 //! its exit settles it (`completed` on 0, `failed` otherwise, `exit code: N` either way); a
 //! `job_kill` terminates its whole process group and it settles as `killed`. Unloading the
-//! row kills every job it still runs.
+//! row kills every job it still runs (quietly: its sessions are not woken for it).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RSome, RString};
@@ -24,8 +24,9 @@ pub(crate) struct Running {
     jobs: Mutex<BTreeMap<String, Entry>>,
 }
 
-/// A running job: the registry it settles in, and its process (dropped with the entry, which
-/// ends the process group once its reader is gone too).
+/// A running job: the registry it settles in, and its process. The entry and the job's
+/// reader are the process's only owners, so when both are gone (the row unloaded) the process
+/// is dropped, which ends its group.
 struct Entry {
     registry: Service<JobsService>,
     _process: Arc<ProcessBox>,
@@ -33,14 +34,17 @@ struct Entry {
 
 struct Control {
     ctx: Context,
-    process: Arc<ProcessBox>,
+    /// Weak: the registry keeps a job's control past the job, and must not keep its process.
+    process: Weak<ProcessBox>,
     killed: Arc<AtomicBool>,
 }
 
 impl JobControl for Control {
     fn cancel(&self, _reason: RString) {
         self.killed.store(true, Ordering::Release);
-        let process = self.process.clone();
+        let Some(process) = self.process.upgrade() else {
+            return;
+        };
         let _ = self.ctx.spawn(async move {
             let _ = process.terminate(KILL_GRACE_MS).await;
         });
@@ -60,7 +64,7 @@ pub(crate) fn start(
     let killed = Arc::new(AtomicBool::new(false));
     let control = Control {
         ctx: ctx.clone(),
-        process: process.clone(),
+        process: Arc::downgrade(&process),
         killed: killed.clone(),
     };
     let start = JobStart {
@@ -84,37 +88,26 @@ pub(crate) fn start(
     lock(&running.jobs).insert(id.clone(), entry);
     let (running, job) = (running.clone(), id.clone());
     let _ = ctx.spawn(async move {
+        let mut text = Utf8Carry::default();
         while let RSome(chunk) = process.next_output().await {
-            let text = String::from_utf8_lossy(&chunk.bytes);
-            jobs.append(RString::from(job.as_str()), RString::from(text.as_ref()));
+            let piece = text.push(&chunk.bytes);
+            jobs.append(RString::from(job.as_str()), RString::from(piece));
         }
         let status = process.wait().await.into_result();
         let end = match (killed.load(Ordering::Acquire), status) {
-            (true, _) => JobEnd {
-                status: JobStatus::Killed,
-                detail: None,
-                output: None,
-            },
+            (true, _) => JobEnd::new(JobStatus::Killed, None),
             (false, Ok(status)) => match (status.code.into_option(), status.signal.into_option()) {
-                (Some(code), _) => JobEnd {
-                    status: match code {
-                        0 => JobStatus::Completed,
-                        _ => JobStatus::Failed,
-                    },
-                    detail: Some(format!("exit code: {code}")),
-                    output: None,
-                },
-                (None, signal) => JobEnd {
-                    status: JobStatus::Killed,
-                    detail: signal.map(|signal| format!("signal {signal}")),
-                    output: None,
-                },
+                (Some(0), _) => JobEnd::new(JobStatus::Completed, Some("exit code: 0".to_owned())),
+                (Some(code), _) => {
+                    JobEnd::new(JobStatus::Failed, Some(format!("exit code: {code}")))
+                }
+                // A signal nobody here sent (a crash, the OOM killer): the command failed.
+                (None, signal) => JobEnd::new(
+                    JobStatus::Failed,
+                    signal.map(|signal| format!("signal {signal}")),
+                ),
             },
-            (false, Err(error)) => JobEnd {
-                status: JobStatus::Failed,
-                detail: Some(error.to_string()),
-                output: None,
-            },
+            (false, Err(error)) => JobEnd::new(JobStatus::Failed, Some(error.to_string())),
         };
         lock(&running.jobs).remove(&job);
         jobs.settle(RString::from(job.as_str()), Json::encode(&end));
@@ -122,16 +115,51 @@ pub(crate) fn start(
     Ok(id)
 }
 
-/// Kills every job still running (the row is going away): each settles as killed, and
-/// dropping the processes terminates their groups.
+/// Output bytes to text, a character cut between two chunks kept for the next one.
+#[derive(Default)]
+struct Utf8Carry {
+    pending: Vec<u8>,
+}
+
+impl Utf8Carry {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            // An incomplete character at the end waits; invalid bytes are replaced.
+            Err(error) if error.error_len().is_none() => error.valid_up_to(),
+            Err(_) => self.pending.len(),
+        };
+        let text = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
+        self.pending.drain(..valid);
+        text
+    }
+}
+
+/// Kills every job still running (the row is going away): each settles as killed, quietly,
+/// and dropping the processes terminates their groups.
 pub(crate) fn kill_all(running: &Running) {
     let jobs = std::mem::take(&mut *lock(&running.jobs));
     for (id, entry) in jobs {
-        let end = JobEnd {
-            status: JobStatus::Killed,
-            detail: Some("the tool-bash row unloaded".to_owned()),
-            output: None,
-        };
+        let end = JobEnd::new(
+            JobStatus::Killed,
+            Some("the tool-bash row unloaded".to_owned()),
+        )
+        .quietly();
         entry.registry.settle(RString::from(id), Json::encode(&end));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_character_cut_between_chunks_is_kept_whole() {
+        let mut carry = Utf8Carry::default();
+        let bytes = "né".as_bytes();
+        assert_eq!(carry.push(&bytes[..2]), "n");
+        assert_eq!(carry.push(&bytes[2..]), "é");
+        assert_eq!(carry.push(b"\xff ok"), "\u{fffd} ok");
     }
 }

@@ -72,6 +72,32 @@ pub struct JobEnd {
     /// A final-output job's result (added to any streamed output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Settled without telling its session (its producer is going away with its row).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quiet: bool,
+}
+
+impl JobEnd {
+    pub fn new(status: JobStatus, detail: Option<String>) -> Self {
+        Self {
+            status,
+            detail,
+            output: None,
+            quiet: false,
+        }
+    }
+
+    /// With a final-output job's result.
+    pub fn with_output(mut self, output: String) -> Self {
+        self.output = Some(output);
+        self
+    }
+
+    /// Without a notice to its session.
+    pub fn quietly(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
 }
 
 /// `[status: failed, exit code: 3]`: how every read ends.

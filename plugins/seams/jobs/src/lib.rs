@@ -43,10 +43,15 @@ pub trait Jobs: Send + Sync {
     /// collected or killed it, the owning agent is told.
     fn settle(&self, id: RString, end: Json<JobEnd>);
     /// How many final-output jobs (delegated results the agent is waiting to be told of) of
-    /// `session` still run. Stream jobs (a server a command left running) are not counted.
+    /// `session` still run or are still being told, plus the notices held back for it (its
+    /// wakes were spent). Stream jobs (a server a command left running) are not counted.
     fn pending_results(&self, session: RString) -> u32;
+    /// Opens a turn of `session` with the notices held back for it; answers how many. For a
+    /// runner that stands in for the person (headless) once nothing else is left to wait for.
+    fn release_deferred(&self, session: RString) -> u32;
     /// Resolves once no final-output job of `session` runs and each one's notice has reached
-    /// its agent: a runner that ends when the work is done waits for this too.
+    /// its agent or was held back: a runner that ends when the work is done waits for this,
+    /// then releases what was held back.
     fn results_settled(&self, session: RString) -> FfiFuture<()>;
     /// Asks every running job of `session` to stop (the run is being ended).
     fn cancel_session(&self, session: RString, reason: RString);
