@@ -122,9 +122,9 @@ fn waking_an_idle_agent_is_bounded_until_a_person_writes() {
         &json!({"sessionId": session, "text": "start one"}),
     );
     socket.until(400, turn_ended);
-    socket.until(600, turn_ended);
-    // bash-2 ends half a second later; no third turn opens.
-    std::thread::sleep(std::time::Duration::from_millis(2_000));
+    socket.until(800, turn_ended);
+    // bash-2 ends a second and a half later; no third turn opens.
+    std::thread::sleep(std::time::Duration::from_millis(3_000));
     assert_eq!(
         server.requests().len(),
         4,

@@ -215,7 +215,7 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
         call(
             "c1",
             "subagent_codex",
-            json!({"description": "quick one", "prompt": "Be quick.", "run_in_background": true}),
+            json!({"description": "quick one", "prompt": "FAKE_SLEEP_MS=1000 Be quick.", "run_in_background": true}),
         ),
         call(
             "c2",
@@ -252,7 +252,13 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
     let texts = results(&server);
     assert_eq!(texts[0], "started background subagent job subagent-1");
     assert_eq!(texts[1], "started background subagent job subagent-2");
-    assert_eq!(texts[2], "ANSWER: Be quick.\n[status: completed]");
+    assert_eq!(
+        texts[2],
+        "ANSWER: FAKE_SLEEP_MS=1000 Be quick.\n[status: completed]"
+    );
+    // The wait collected subagent-1's end: no notice of it beside the answer.
+    let last = server.requests().last().unwrap().body["messages"].to_string();
+    assert!(!last.contains("background job subagent-1 ("), "{last}");
     assert!(
         texts[3].contains("subagent-1 [subagent] completed — quick one")
             && texts[3].contains("subagent-2 [subagent] running — endless one"),
@@ -434,7 +440,7 @@ fn headless_waits_for_a_background_product_run_but_not_for_a_background_command(
             (
                 "c1",
                 "subagent_codex",
-                &json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=800 Take your time.", "run_in_background": true}).to_string(),
+                &json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=2000 Take your time.", "run_in_background": true}).to_string(),
             ),
             (
                 "c2",
@@ -529,7 +535,7 @@ fn headless_delivers_a_notice_held_back_for_lack_of_wakes() {
         call(
             "c1",
             "subagent_codex",
-            json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=500 Take your time.", "run_in_background": true}),
+            json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=2000 Take your time.", "run_in_background": true}),
         ),
         Reply::text("started it"),
         Reply::text("the held notice arrived"),

@@ -152,30 +152,39 @@ fn the_recorded_product_diagnostics_replay() {
             problems.push(format!("{product}: nothing stored; stderr: {}", out.stderr));
             continue;
         };
-        let half = |events: &[Value]| -> Vec<String> {
-            let results = crate::subagents::calls_and_results(&half_events(events, calls));
-            let notices = events
+        let label = match calls {
+            "call_codex_" => "(subagent: Observe Codex",
+            _ => "(subagent: Observe Claude",
+        };
+        let notices = |events: &[Value]| -> Vec<String> {
+            events
                 .iter()
                 .filter(|event| {
                     event["type"] == "user/message"
                         && event["data"]["source"]["plugin"] == "tool-jobs"
                 })
                 .filter_map(|event| event["data"]["content"][0]["text"].as_str())
-                .filter(|text| {
-                    text.contains(if calls == "call_codex_" {
-                        "(subagent: Observe Codex"
-                    } else {
-                        "(subagent: Observe Claude"
-                    })
-                })
-                .map(|text| format!("notice {text}"));
-            results.into_iter().chain(notices).collect()
+                .filter(|text| text.contains(label))
+                .map(str::to_owned)
+                .collect()
         };
-        let (mine, theirs) = (half(ours), half(&recorded_events));
+        let results =
+            |events: &[Value]| crate::subagents::calls_and_results(&half_events(events, calls));
+        let (mine, theirs) = (results(ours), results(&recorded_events));
         if mine != theirs {
             problems.push(format!(
                 "{product}:\n  ours     {mine:?}\n  recorded {theirs:?}\nstderr: {}",
                 out.stderr
+            ));
+        }
+        // The recorded provider settled before the model's next step, so its notice came
+        // first; a product process may settle while job_output already waits for it, and a
+        // wait that collects the end leaves no notice beside it (as the reference does).
+        // Whatever notice came must be the recorded one.
+        let (mine, theirs) = (notices(ours), notices(&recorded_events));
+        if mine.iter().any(|notice| !theirs.contains(notice)) {
+            problems.push(format!(
+                "{product}: notices\n  ours     {mine:?}\n  recorded {theirs:?}"
             ));
         }
     }

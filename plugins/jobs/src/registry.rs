@@ -32,6 +32,9 @@ struct State {
     result: Option<String>,
     /// The owner learnt how it ended (a terminal read, a kill, or the notice): no notice more.
     reported: bool,
+    /// `job_output` calls waiting on it with `wait: true`: one of them reads the end, so no
+    /// notice is sent beside it.
+    waiters: usize,
     /// It settled and its notice is still being sent: its result is not settled yet for a
     /// runner waiting on it.
     noticing: bool,
@@ -168,6 +171,7 @@ impl Registry {
                 dropped: 0,
                 result: None,
                 reported: false,
+                waiters: 0,
                 noticing: false,
             }),
             done: Notify::new(),
@@ -224,7 +228,7 @@ impl Registry {
             } else if let Some(output) = end.output {
                 state.unread.push_str(&output);
             }
-            let notify = !state.reported && !quiet;
+            let notify = !state.reported && !quiet && state.waiters == 0;
             state.reported = true;
             state.noticing = notify;
             notify
@@ -324,6 +328,16 @@ impl Registry {
 
     /// Waits until `job` is terminal or `timeout` passed.
     pub(crate) async fn wait(&self, job: &Job, timeout: Duration) {
+        /// Counts the wait on its job for as long as it lasts (a cancelled call included).
+        struct Waiting<'a>(&'a Job);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                let mut state = lock(&self.0.state);
+                state.waiters = state.waiters.saturating_sub(1);
+            }
+        }
+        lock(&job.state).waiters += 1;
+        let _waiting = Waiting(job);
         let deadline = self.ctx.sleep(timeout);
         let mut deadline = std::pin::pin!(deadline);
         loop {

@@ -7,19 +7,23 @@
 //! ask the user questions, and in planning mode may not leave it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use dsh_plugin_api::cancel::CancelFlag;
+use dsh_plugin_api::cancel::{CancelFlag, first_of};
 use serde_json::Value;
 
 use crate::claude_wire::{
-    Answer, AssistantMessage, ControlRequest, ControlResponse, Decision, Printed, TextBlock,
-    UserBody, UserMessage,
+    Answer, AssistantMessage, ControlRequest, ControlResponse, Decision, Interrupt,
+    InterruptRequest, Printed, TextBlock, UserBody, UserMessage,
 };
 use crate::outcome::{Failure, Outcome, Stop};
 use crate::run::Task;
 use crate::wire::{Line, Wire};
 
 pub(crate) const PRODUCT: &str = "Claude Code";
+
+/// How long an interrupted query gets to end with its result.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 
 /// The result subtypes that name a category of their own.
 const ERROR_SUBTYPES: [&str; 4] = [
@@ -84,12 +88,15 @@ pub(crate) async fn run(
     };
     let mut outcome = match cancel.until(client.drive(task)).await {
         Some(outcome) => outcome,
-        None => Outcome {
-            stop: Stop::Aborted,
-            output: client.partial.clone(),
-            failure: None,
-            unattended: None,
-        },
+        None => {
+            client.interrupt().await;
+            Outcome {
+                stop: Stop::Aborted,
+                output: client.partial.clone(),
+                failure: None,
+                unattended: None,
+            }
+        }
     };
     if outcome.stop == Stop::Error {
         outcome.unattended = client.unattended.clone();
@@ -217,6 +224,34 @@ impl Client<'_> {
             response: answer,
         };
         let _ = self.wire.send(&response).await;
+    }
+
+    /// Asks Claude Code to stop the query, as the Agent SDK does, and gives it
+    /// [`INTERRUPT_GRACE`] to end with its result (the process is ended afterwards anyway).
+    async fn interrupt(&self) {
+        let request = Interrupt {
+            kind: "control_request",
+            request_id: "dsh-interrupt",
+            request: InterruptRequest {
+                subtype: "interrupt",
+            },
+        };
+        if self.wire.send(&request).await.is_err() {
+            return;
+        }
+        let ended = async {
+            loop {
+                match self.wire.next().await {
+                    Line::Closed(_) => return,
+                    Line::Message(message) => {
+                        if let Ok(Printed::Result { .. }) = serde_json::from_value(message) {
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        let _ = first_of(ended, self.wire.sleep(INTERRUPT_GRACE)).await;
     }
 
     fn decide(&mut self, request: &str, decision: &str, reason: &str) {

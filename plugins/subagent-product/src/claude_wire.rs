@@ -119,3 +119,19 @@ pub(crate) enum Decision {
         action: &'static str,
     },
 }
+
+/// `{"type": "control_request", "request_id": ..., "request": {"subtype": "interrupt"}}`.
+#[derive(Debug, Serialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+pub(crate) struct Interrupt {
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    pub(crate) request_id: &'static str,
+    pub(crate) request: InterruptRequest,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+pub(crate) struct InterruptRequest {
+    pub(crate) subtype: &'static str,
+}

@@ -4,8 +4,9 @@
 //! with the task, and the wait for that turn's `turn/completed`. The answer is the latest
 //! agent message of phase `final_answer` (else the latest without a phase; commentary never
 //! counts). Requests Codex makes of a person are answered at once without one: approvals
-//! declined or cancelled, no extra permissions, no answers to its questions, MCP elicitation
-//! declined; any other request fails the run.
+//! declined (not cancelled: that would end the whole turn), no extra permissions, no answers to its questions, MCP elicitation
+//! declined; any other request is refused with a JSON-RPC error (and, while a call of ours
+//! waits for its answer, fails that call).
 
 use std::sync::Arc;
 use std::time::Duration;
