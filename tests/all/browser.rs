@@ -383,6 +383,26 @@ fn the_command_menu_lists_commands_and_runs_one_without_the_model() {
 }
 
 #[test]
+fn background_jobs_are_listed_in_the_header_and_stopped_from_there() {
+    let endless =
+        json!({"command": "sleep 30", "description": "endless", "run_in_background": true});
+    let quick = json!({"command": "echo hi", "description": "quick", "run_in_background": true});
+    scenario(
+        "jobs",
+        vec![
+            Reply::tool_calls(&[
+                ("call_1", "bash", &endless.to_string()),
+                ("call_2", "bash", &quick.to_string()),
+            ]),
+            Reply::text("started them"),
+            // The step or turn bash-2's notice opens.
+            Reply::text("noted"),
+        ],
+        "",
+    );
+}
+
+#[test]
 fn a_product_childs_card_shows_its_task_and_answer() {
     let task =
         json!({"description": "Review the change", "prompt": "Review the change in src/lib.rs."});

@@ -46,7 +46,16 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
         "session.prompt",
         &json!({"sessionId": session, "text": "start them"}),
     );
-    socket.until(400, turn_ended);
+    let frames = socket.until(400, turn_ended);
+    // The page following the session was pushed its jobs as they changed.
+    let listed = frames
+        .iter()
+        .filter(|frame| frame["type"] == "session/projection" && frame["key"] == "jobs")
+        .last()
+        .map(|frame| frame["value"].clone())
+        .unwrap_or_default();
+    assert_eq!(listed[0]["id"], "bash-1", "{listed}");
+    assert_eq!(listed[1]["id"], "bash-2", "{listed}");
     // The texts as the model read them (tool_texts answers them as JSON strings).
     let texts: Vec<String> = tool_texts(&server)
         .into_iter()
@@ -74,6 +83,15 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     assert_eq!(texts[5], "(no new output)\n[status: running]", "{texts:?}");
     // bash-1 ends about a second later and wakes the agent: a turn of its own.
     socket.until(600, turn_ended);
+    // The page's stop button on a job that already ended says so.
+    let stopped = web.call(
+        "session.killJob",
+        &json!({"sessionId": session, "jobId": "bash-2"}),
+    );
+    assert_eq!(
+        stopped["message"],
+        "job bash-2 had already finished [status: killed]"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 8, "the job's end did not start a turn");
     let woken = requests[7].body["messages"].to_string();

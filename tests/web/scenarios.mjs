@@ -405,6 +405,28 @@ const scenarios = {
     await themes(page, "subagent");
   },
 
+  // Background jobs: the header's chip counts the running ones and lists them all; a person
+  // stops one from there.
+  async jobs(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "start two jobs");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.getElementById("jobs-summary").textContent === "1 of 2 jobs running");
+    await page.click("#jobs-summary");
+    const running = page.locator('.jobs-list li[data-job="bash-1"]');
+    expect((await running.locator(".job-label").textContent()) === "sleep 30", "the running job is named by its command");
+    expect(
+      (await page.locator('.jobs-list li[data-job="bash-2"] .job-status').textContent()) === "completed, exit code: 0",
+      "the finished job says how it ended",
+    );
+    await themes(page, "jobs");
+    await running.locator(".stop-job").click();
+    await page.waitForFunction(() => document.getElementById("jobs-summary").textContent === "2 jobs done");
+    const status = await page.locator('.jobs-list li[data-job="bash-1"] .job-status').textContent();
+    expect(status === "killed", `the stopped job reads "${status}"`);
+  },
+
   // A product child (Codex, behind subagent_codex): its card names the task and shows the
   // child's answer; there is no conversation of ours to open (the product keeps its own).
   async product(page) {

@@ -22,7 +22,7 @@ use dsh_agent_seam::{AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AgentNotice};
 use dsh_jobs_seam::{JOBS, JobControlBox, Jobs, Jobs_TO};
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::prelude::*;
-use dsh_protocol::{JobEnd, JobStart, JobStatus, MessageSource, PromptDecision};
+use dsh_protocol::{JobEnd, JobStart, JobStatus, JobSummary, MessageSource, PromptDecision};
 use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
 
 use crate::registry::Registry;
@@ -81,6 +81,18 @@ impl Jobs for Service {
             )
         });
         self.0.settle(&id, end);
+    }
+
+    fn list(&self, session: RString) -> Json<Vec<JobSummary>> {
+        Json::encode(&self.0.list(&session))
+    }
+
+    fn kill(&self, session: RString, id: RString, reason: RString) -> RResult<RString, RString> {
+        let killed = self
+            .0
+            .owned(&session, &id)
+            .map(|job| crate::tools::killed_text(&job.id, self.0.kill(&job, &reason)));
+        killed.map(RString::from).map_err(RString::from).into()
     }
 
     fn release_deferred(&self, session: RString) -> u32 {

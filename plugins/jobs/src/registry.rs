@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use abi_stable::std_types::RString;
 use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
-use dsh_jobs_seam::JobControlBox;
+use dsh_jobs_seam::{JOBS_CHANGED, JobControlBox};
 use dsh_plugin_api::cancel::{Either, first_of};
-use dsh_plugin_api::{Context, LogLevel, lock};
+use dsh_plugin_api::{Channel, Context, EmitEvent, LogLevel, lock};
 use dsh_protocol::{
-    AgentStatus, ContentBlock, JobEnd, JobOutputMode, JobStart, JobStatus, Message, MessageSource,
-    PluginSource, job_status_line,
+    AgentStatus, ContentBlock, JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, Message,
+    MessageSource, PluginSource, job_status_line,
 };
 use tokio::sync::Notify;
 
@@ -42,6 +43,8 @@ struct State {
 
 pub(crate) struct Job {
     pub(crate) id: String,
+    /// When it started, among all jobs: lists are oldest first.
+    order: u64,
     pub(crate) start: JobStart,
     /// Dropped once the job settled: what it holds (a process) is the producer's to let go.
     control: Mutex<Option<Arc<JobControlBox>>>,
@@ -53,14 +56,6 @@ pub(crate) struct Job {
 pub(crate) struct Read {
     pub(crate) text: String,
     pub(crate) status_line: String,
-}
-
-/// One line of `job_list`.
-pub(crate) struct Listed {
-    pub(crate) id: String,
-    pub(crate) kind: String,
-    pub(crate) label: String,
-    pub(crate) status: JobStatus,
 }
 
 /// What `job_kill` did.
@@ -79,6 +74,8 @@ pub(crate) struct Registry {
     /// may start the job whose end wakes it again, so waking is bounded.
     wakes: Mutex<HashMap<String, u32>>,
     max_wakes: u32,
+    /// `jobs/changed`, resolved once.
+    changed: Option<Channel<EmitEvent<RString>>>,
     /// Notices of idle sessions whose wakes were spent: they enter the session's next turn.
     deferred: Mutex<HashMap<String, Vec<Message>>>,
 }
@@ -86,6 +83,7 @@ pub(crate) struct Registry {
 impl Registry {
     pub(crate) fn new(ctx: Context, max_wakes: u32) -> Self {
         Self {
+            changed: ctx.channel(&JOBS_CHANGED).ok(),
             ctx,
             jobs: Mutex::default(),
             counters: Mutex::default(),
@@ -131,6 +129,7 @@ impl Registry {
         lock(&self.jobs).retain(|_, job| job.start.session != session);
         lock(&self.wakes).remove(session);
         lock(&self.deferred).remove(session);
+        self.changed(session);
     }
 
     /// Whether an idle `session` may be woken once more (and counts it).
@@ -154,14 +153,19 @@ impl Registry {
                 "job kind `{kind}` is not a plain word (it prefixes the job ids)"
             ));
         }
-        let id = {
+        let (id, order) = {
             let mut counters = lock(&self.counters);
             let next = counters.entry(kind.to_owned()).or_insert(0);
             *next += 1;
-            format!("{kind}-{next}")
+            let id = format!("{kind}-{next}");
+            let all = counters.entry(String::new()).or_insert(0);
+            *all += 1;
+            (id, *all)
         };
+        let session = start.session.clone();
         let job = Arc::new(Job {
             id: id.clone(),
+            order,
             start,
             control: Mutex::new(Some(Arc::new(control))),
             state: Mutex::new(State {
@@ -177,6 +181,7 @@ impl Registry {
             done: Notify::new(),
         });
         lock(&self.jobs).insert(id.clone(), job);
+        self.changed(&session);
         Ok(id)
     }
 
@@ -240,6 +245,7 @@ impl Registry {
             lock(&job.state).noticing = false;
         }
         self.settled.notify_waiters();
+        self.changed(&job.start.session);
     }
 
     /// The final-output jobs of `session` still running (or whose notice is on its way), and
@@ -297,6 +303,7 @@ impl Registry {
             let control = lock(&job.control).clone();
             if let (true, Some(control)) = (running, control) {
                 control.cancel(reason.into());
+                self.changed(&job.start.session);
             }
         }
     }
@@ -367,20 +374,37 @@ impl Registry {
         if let Some(control) = lock(&job.control).clone() {
             control.cancel(reason.into());
         }
+        self.changed(&job.start.session);
         Killed::Requested
     }
 
-    pub(crate) fn list(&self, session: &str) -> Vec<Listed> {
-        lock(&self.jobs)
+    /// The jobs of `session`, oldest first.
+    pub(crate) fn list(&self, session: &str) -> Vec<JobSummary> {
+        let mut jobs: Vec<Arc<Job>> = lock(&self.jobs)
             .values()
             .filter(|job| job.start.session == session)
-            .map(|job| Listed {
-                id: job.id.clone(),
-                kind: job.start.kind.clone(),
-                label: job.start.label.clone(),
-                status: lock(&job.state).status,
+            .cloned()
+            .collect();
+        jobs.sort_by_key(|job| job.order);
+        jobs.iter()
+            .map(|job| {
+                let state = lock(&job.state);
+                JobSummary {
+                    id: job.id.clone(),
+                    kind: job.start.kind.clone(),
+                    label: job.start.label.clone(),
+                    status: state.status,
+                    detail: state.detail.clone(),
+                }
             })
             .collect()
+    }
+
+    /// Tells whoever shows `session`'s jobs that they changed.
+    fn changed(&self, session: &str) {
+        if let Some(channel) = &self.changed {
+            let _ = channel.emit(&RString::from(session));
+        }
     }
 
     /// Asks every running job to stop (the registry goes away); no notices follow.

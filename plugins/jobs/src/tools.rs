@@ -139,14 +139,17 @@ impl JobToolImpl {
                 let args: KillArgs = serde_json::from_str(&call.arguments).map_err(invalid)?;
                 let job = self.registry.owned(session, &args.job_id)?;
                 let reason = args.reason.unwrap_or_else(|| "job_kill".to_owned());
-                Ok(match self.registry.kill(&job, &reason) {
-                    Killed::Requested => format!("requested cancellation of job {}", job.id),
-                    Killed::AlreadyFinished(status) => {
-                        format!("job {} had already finished {status}", job.id)
-                    }
-                })
+                Ok(killed_text(&job.id, self.registry.kill(&job, &reason)))
             }
         }
+    }
+}
+
+/// What `job_kill` answers.
+pub(crate) fn killed_text(id: &str, killed: Killed) -> String {
+    match killed {
+        Killed::Requested => format!("requested cancellation of job {id}"),
+        Killed::AlreadyFinished(status) => format!("job {id} had already finished {status}"),
     }
 }
 

@@ -248,6 +248,39 @@ function renderContext({ tokens, window, cacheHitTokens }) {
   meter.title = `${tokens} of ${window} tokens${cacheHitTokens ? `; ${cacheHitTokens} of the latest request's served from the provider's cache` : ""}`;
 }
 
+// The session's background jobs: a chip saying how many run, opening their list; a running
+// one can be stopped (as job_kill would).
+function renderJobs(jobs) {
+  const box = $("jobs");
+  box.hidden = !jobs || jobs.length === 0;
+  if (box.hidden) return;
+  const running = jobs.filter((job) => job.status === "running" || job.status === "stopping").length;
+  box.classList.toggle("running", running > 0);
+  $("jobs-summary").textContent = running > 0 ? `${running} of ${jobs.length} jobs running` : `${jobs.length} jobs done`;
+  $("jobs-list").replaceChildren(
+    ...jobs.map((job) =>
+      element(
+        "li",
+        { class: `job job-${job.status}`, "data-job": job.id },
+        element("span", { class: "job-id" }, job.id),
+        element("span", { class: "job-label", title: job.label }, job.label),
+        element("span", { class: "job-status" }, job.detail ? `${job.status}, ${job.detail}` : job.status),
+        job.status === "running"
+          ? element(
+              "button",
+              {
+                type: "button",
+                class: "secondary danger stop-job",
+                onclick: () => call("session.killJob", { sessionId: state.open.id, jobId: job.id }).catch((e) => toast(e.message)),
+              },
+              "Stop",
+            )
+          : null,
+      ),
+    ),
+  );
+}
+
 function renderHeader() {
   const open = state.open;
   $("title").textContent = open ? open.title || `Session ${open.id.slice(0, 8)}` : "";
@@ -281,6 +314,7 @@ async function openSession(id) {
   if (history.earlier > 0) list.prepend(element("p", { class: "muted pad" }, `${history.earlier} earlier items are not shown.`));
   renderHeader();
   renderQueue({ nextTurn: [], nextStep: [] });
+  renderJobs([]);
   $("preset").value = history.preset || "workspace-write";
   setRunning(history.running);
   renderSessions();
@@ -318,6 +352,7 @@ function onFrame(frame) {
       break;
     case "session/projection":
       if (state.open && frame.sessionId === state.open.id && frame.key === "context") renderContext(frame.value);
+      if (state.open && frame.sessionId === state.open.id && frame.key === "jobs") renderJobs(frame.value);
       break;
     case "session/queue":
       if (state.open && frame.sessionId === state.open.id) renderQueue(frame.queue);

@@ -113,6 +113,7 @@ impl Api {
             "session.context" => Ok(self.context(payload(method, body)?).await?),
             "commands.list" => Ok(self.commands().await?),
             "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
+            "session.killJob" => Ok(self.kill_job(payload(method, body)?)?),
             "settings.describe" => {
                 serde_json::to_value(self.describe_settings(self.credentials_writable).await?)
             }

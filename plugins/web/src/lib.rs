@@ -14,6 +14,7 @@ mod args;
 mod demo;
 mod fold;
 mod guard;
+mod jobs;
 mod live;
 mod manage;
 mod models;
@@ -282,6 +283,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
             }
         })?;
     }
+    crate::jobs::follow(ctx, hub)?;
     let status = hub.clone();
     ctx.on_emit(&AGENT_STATUS, move |notice| {
         if let Ok(AgentNoticeData::Status { status: state }) = notice.data.decode() {

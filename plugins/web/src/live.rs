@@ -178,6 +178,9 @@ impl Hub {
                 queue,
             });
         }
+        if let Some(jobs) = crate::jobs::frame(&self.ctx, session_id) {
+            let _ = outbox.push(&jobs);
+        }
         entry.followers.push(Follower {
             outbox: outbox.clone(),
             sent_through: last_seq,

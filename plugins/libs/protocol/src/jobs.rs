@@ -60,6 +60,19 @@ impl JobStatus {
     }
 }
 
+/// One job as a page lists it (`session/projection` key `jobs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSummary {
+    pub id: String,
+    pub kind: String,
+    pub label: String,
+    pub status: JobStatus,
+    /// The producer's detail once it ended (`exit code: 0`, a diagnostic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
 /// What a producer says when its job ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

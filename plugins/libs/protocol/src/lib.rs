@@ -67,7 +67,7 @@ pub use events::{
     TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
-pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, job_status_line};
+pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
     ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,
@@ -98,8 +98,8 @@ pub use unknown::{OpenTags, Unknown};
 pub use web::{
     AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
-    ItemRequest, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode, RenameRequest,
-    RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel, SendPrompt,
-    ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
+    ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode,
+    RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel,
+    SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
     SettingsDescription, SettingsUpdate, UpdateQueue,
 };

@@ -92,6 +92,7 @@ pub fn schema_document() -> serde_json::Value {
         QuestionResponse,
         JobStart,
         JobEnd,
+        JobSummary,
     );
     let definitions = generator.take_definitions(true);
     serde_json::json!({

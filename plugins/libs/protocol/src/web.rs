@@ -407,6 +407,14 @@ pub struct SessionRef {
     pub session_id: String,
 }
 
+/// The payload of `session.killJob`: a person's stop button on one background job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobRef {
+    pub session_id: String,
+    pub job_id: String,
+}
+
 /// What a client sends on the event socket (`GET /api/events`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(

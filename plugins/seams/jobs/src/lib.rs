@@ -17,11 +17,15 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::Json;
-use dsh_protocol::{JobEnd, JobStart};
+use dsh_plugin_api::{EmitEvent, Json};
+use dsh_protocol::{JobEnd, JobStart, JobSummary};
 
 /// Service key of the job registry.
 pub const JOBS: &str = "jobs";
+
+/// `jobs/changed`: the jobs of the session named changed (one started, was asked to stop,
+/// ended, or went with its session). A page showing them lists them again.
+pub const JOBS_CHANGED: EmitEvent<RString> = EmitEvent::new("jobs/changed");
 
 /// How the registry asks a producer to stop a job.
 #[sabi_trait]
@@ -55,5 +59,10 @@ pub trait Jobs: Send + Sync {
     fn results_settled(&self, session: RString) -> FfiFuture<()>;
     /// Asks every running job of `session` to stop (the run is being ended).
     fn cancel_session(&self, session: RString, reason: RString);
+    /// The jobs of `session`, oldest first.
+    fn list(&self, session: RString) -> Json<Vec<JobSummary>>;
+    /// Asks job `id` of `session` to stop, as `job_kill` does (a person's stop button); answers
+    /// what happened, as `job_kill` words it.
+    fn kill(&self, session: RString, id: RString, reason: RString) -> RResult<RString, RString>;
 }
 pub type JobsService = Jobs_TO<'static, RBox<()>>;
