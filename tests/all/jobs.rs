@@ -50,8 +50,7 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     // The page following the session was pushed its jobs as they changed.
     let listed = frames
         .iter()
-        .filter(|frame| frame["type"] == "session/projection" && frame["key"] == "jobs")
-        .last()
+        .rfind(|frame| frame["type"] == "session/projection" && frame["key"] == "jobs")
         .map(|frame| frame["value"].clone())
         .unwrap_or_default();
     assert_eq!(listed[0]["id"], "bash-1", "{listed}");
