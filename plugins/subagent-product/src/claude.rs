@@ -16,7 +16,7 @@ use crate::claude_wire::{
     Answer, AssistantMessage, ControlRequest, ControlResponse, Decision, Interrupt,
     InterruptRequest, Printed, TextBlock, UserBody, UserMessage,
 };
-use crate::outcome::{Failure, Outcome, Stop};
+use crate::outcome::{Failure, Outcome, Stop, unattended_decision};
 use crate::run::Task;
 use crate::wire::{Line, Wire};
 
@@ -255,9 +255,8 @@ impl Client<'_> {
     }
 
     fn decide(&mut self, request: &str, decision: &str, reason: &str) {
-        self.unattended = Some(format!(
-            "Claude Code unattended decision (mode: {}; request: {request}; decision: {decision}): {reason}",
-            self.mode
+        self.unattended = Some(unattended_decision(
+            PRODUCT, &self.mode, request, decision, reason,
         ));
     }
 

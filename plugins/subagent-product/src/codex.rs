@@ -20,7 +20,7 @@ use crate::codex_wire::{
     Answered, Capabilities, ClientInfo, Empty, Incoming, Initialize, Notification, Outgoing, Reply,
     ReplyError, Started, TextInput, ThreadStart, Turn, TurnInterrupt, TurnStart,
 };
-use crate::outcome::{Failure, Outcome, Stop};
+use crate::outcome::{Failure, Outcome, Stop, unattended_decision};
 use crate::run::Task;
 use crate::wire::{Exit, Line, Wire};
 
@@ -142,9 +142,7 @@ fn stderr_decision(wire: &Wire, mode: &str) -> Option<String> {
 }
 
 fn unattended(mode: &str, request: &str, decision: &str, reason: &str) -> String {
-    format!(
-        "Codex unattended decision (mode: {mode}; request: {request}; decision: {decision}): {reason}"
-    )
+    unattended_decision(PRODUCT, mode, request, decision, reason)
 }
 
 impl Client<'_> {

@@ -71,6 +71,20 @@ impl Failure {
     }
 }
 
+/// A decision taken for the product without a person, as a diagnostic's second line:
+/// `Codex unattended decision (mode: never; request: command approval; decision: declined): ...`.
+pub(crate) fn unattended_decision(
+    product: &str,
+    mode: &str,
+    request: &str,
+    decision: &str,
+    reason: &str,
+) -> String {
+    format!(
+        "{product} unattended decision (mode: {mode}; request: {request}; decision: {decision}): {reason}"
+    )
+}
+
 /// What a run came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Outcome {

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RNone, RSome, RString, RVec};
 use dsh_plugin_api::io::piped::{PipedProcess, PipedSubprocessService};
-use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
+use dsh_plugin_api::io::subprocess::{
+    EnvVar, ExitStatus, OutputStream, SpawnRequest, SubprocessError,
+};
 use dsh_plugin_api::{Context, LogLevel, Serialize, Service, lock};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -23,6 +25,19 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 pub(crate) struct Exit {
     pub(crate) code: Option<i32>,
     pub(crate) signal: Option<i32>,
+}
+
+impl Exit {
+    /// How a wait for the process answered (a failed wait says nothing).
+    fn of(waited: Result<ExitStatus, SubprocessError>) -> Self {
+        match waited {
+            Ok(status) => Self {
+                code: status.code.into_option(),
+                signal: status.signal.into_option(),
+            },
+            Err(_) => Self::default(),
+        }
+    }
 }
 
 /// What the reader hands over.
@@ -149,13 +164,7 @@ impl Wire {
     /// `grace_ms`, SIGKILL to its group.
     pub(crate) async fn shutdown(&self, grace_ms: u64) -> Exit {
         self.process.stdin.close().await;
-        match self.process.process.terminate(grace_ms).await.into_result() {
-            Ok(status) => Exit {
-                code: status.code.into_option(),
-                signal: status.signal.into_option(),
-            },
-            Err(_) => Exit::default(),
-        }
+        Exit::of(self.process.process.terminate(grace_ms).await.into_result())
     }
 }
 
@@ -213,12 +222,6 @@ async fn read(
     }
     // A last message the product did not end with a newline.
     hand_over(&mut line);
-    let exit = match process.process.wait().await.into_result() {
-        Ok(status) => Exit {
-            code: status.code.into_option(),
-            signal: status.signal.into_option(),
-        },
-        Err(_) => Exit::default(),
-    };
+    let exit = Exit::of(process.process.wait().await.into_result());
     let _ = sender.send(Line::Closed(exit));
 }
