@@ -328,6 +328,7 @@ fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_it
                 ("DEEPSEEK_API_KEY", "sk-test"),
                 ("DSH_PERMISSION_MODE", mode),
                 ("ANTHROPIC_API_KEY", "sk-ant-host"),
+                ("SSH_AUTH_SOCK", "/nonexistent/agent.sock"),
             ],
         );
         assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
@@ -347,6 +348,7 @@ fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_it
         assert_eq!(log[0]["cwd"], dir.join("work").to_str().unwrap());
         let env = &log[0]["env"];
         assert!(env.get("ANTHROPIC_API_KEY").is_none(), "{env}");
+        assert!(env.get("SSH_AUTH_SOCK").is_none(), "{env}");
         assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9");
         assert_eq!(
             log[1]["stdin"]["message"]["content"][0]["text"],

@@ -17,6 +17,10 @@ use crate::outcome::{Failure, Outcome, Stop};
 use crate::wire::{Launch, Wire};
 use crate::{claude, codex};
 
+/// Sockets that act with the user's keys (a child with its own network could push with them):
+/// kept from the product like the secret-looking variables, unless its row passes them on.
+const AGENT_SOCKETS: [&str; 2] = ["SSH_AUTH_SOCK", "GPG_AGENT_INFO"];
+
 /// What the child is asked to do, and where.
 pub(crate) struct Task {
     pub(crate) cwd: String,
@@ -118,13 +122,16 @@ impl Runner {
     }
 
     /// The host's variables the product does not get: the harness's own, and every one that
-    /// looks like a secret unless the row passes it on explicitly (`env`).
+    /// looks like a secret or reaches a key agent unless the row passes it on (`env`).
     fn removed_env(&self) -> Vec<String> {
         let mut removed = vec!["DSH_*".to_owned()];
         removed.extend(
             std::env::vars_os()
                 .filter_map(|(name, _)| name.into_string().ok())
-                .filter(|name| looks_secret(name) && !self.config.env.contains_key(name)),
+                .filter(|name| {
+                    (looks_secret(name) || AGENT_SOCKETS.contains(&name.as_str()))
+                        && !self.config.env.contains_key(name)
+                }),
         );
         removed
     }
