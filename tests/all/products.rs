@@ -207,10 +207,36 @@ fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
     );
 }
 
+/// The processes of this user still running with `FAKE_TAG=<tag>` in their environment.
+fn tagged_processes(tag: &str) -> Vec<String> {
+    let needle = format!("FAKE_TAG={tag}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|entry| {
+            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|var| var == needle.as_bytes())
+            })
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 #[test]
 fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
     let dir = TestDir::new("products-codex-jobs");
     let log = dir.join("codex.log");
+    let tag = dir.path.display().to_string();
     let server = FakeDeepSeek::start(vec![
         call(
             "c1",
@@ -245,9 +271,14 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
         "codex",
         "subagent_codex",
         &double("fake-codex"),
-        &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
+        &[
+            ("FAKE_CODEX_LOG", log.to_str().unwrap()),
+            ("FAKE_TAG", &tag),
+        ],
     );
     let out = run(&server, &dir, &rows, "delegate them", "workspace-write");
+    // Both children's processes are gone: the collected one ended, the killed one was ended.
+    assert_eq!(tagged_processes(&tag), Vec::<String>::new());
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let texts = results(&server);
     assert_eq!(texts[0], "started background subagent job subagent-1");
