@@ -164,3 +164,38 @@ fn waking_an_idle_agent_is_bounded_until_a_person_writes() {
     server.assert_no_violations();
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A session keeps `maxKeptPerSession` jobs (here two): beyond that the oldest that ended and
+/// were read are forgotten, so a long session's finished jobs do not pile up.
+#[test]
+fn a_session_forgets_its_oldest_finished_jobs_beyond_the_cap() {
+    let dir = TestDir::new("jobs-kept");
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: jobs\n  config:\n    maxKeptPerSession: 2\n",
+    );
+    let quick = json!({"command": "true", "description": "quick", "run_in_background": true});
+    let collect = |id: &str| json!({"job_id": id, "wait": true, "timeout_ms": 20000});
+    let server = FakeDeepSeek::start(vec![
+        call("c1", "bash", quick.clone()),
+        call("c2", "job_output", collect("bash-1")),
+        call("c3", "bash", quick.clone()),
+        call("c4", "job_output", collect("bash-2")),
+        call("c5", "bash", quick),
+        call("c6", "job_list", json!({})),
+        call("c7", "job_output", json!({"job_id": "bash-1"})),
+        Reply::text("done"),
+    ]);
+    let out = crate::headless::against(&server, &dir, &["keep a few"]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let texts: Vec<String> = tool_texts(&server)
+        .into_iter()
+        .map(|text| serde_json::from_str(&text).unwrap_or(text))
+        .collect();
+    assert!(
+        texts[5].contains("bash-2 [bash]") && texts[5].contains("bash-3 [bash]"),
+        "{texts:?}"
+    );
+    assert!(!texts[5].contains("bash-1"), "{texts:?}");
+    assert!(texts[6].contains("no background job `bash-1`"), "{texts:?}");
+}

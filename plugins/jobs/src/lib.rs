@@ -45,6 +45,9 @@ pub struct JobsConfig {
     /// Turns a job's end may open on an idle agent before a person writes to it again;
     /// beyond that its notices wait for the next turn.
     pub max_consecutive_wakes: u32,
+    /// Jobs a session keeps: beyond it, the oldest that ended and were reported are forgotten
+    /// (running ones never are).
+    pub max_kept_per_session: usize,
 }
 
 impl Default for JobsConfig {
@@ -53,6 +56,7 @@ impl Default for JobsConfig {
             wait_timeout_ms: 30_000,
             max_wait_timeout_ms: 600_000,
             max_consecutive_wakes: 3,
+            max_kept_per_session: 100,
         }
     }
 }
@@ -132,7 +136,11 @@ impl Plugin for JobsPlugin {
             ));
         }
         let tools = ctx.inject::<ToolsService>(TOOLS)?;
-        let registry = Arc::new(Registry::new(ctx.clone(), config.max_consecutive_wakes));
+        let registry = Arc::new(Registry::new(
+            ctx.clone(),
+            config.max_consecutive_wakes,
+            config.max_kept_per_session,
+        ));
         let reset = registry.clone();
         // A person's message resets the wake budget; the notices held back enter its turn.
         ctx.on_waterfall(&AGENT_PROMPT_SUBMIT, move |next| {

@@ -74,6 +74,8 @@ pub(crate) struct Registry {
     /// may start the job whose end wakes it again, so waking is bounded.
     wakes: Mutex<HashMap<String, u32>>,
     max_wakes: u32,
+    /// Jobs a session keeps listed (finished ones beyond it are forgotten, oldest first).
+    kept: usize,
     /// `jobs/changed`, resolved once.
     changed: Option<Channel<EmitEvent<RString>>>,
     /// Notices of idle sessions whose wakes were spent: they enter the session's next turn.
@@ -81,7 +83,7 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new(ctx: Context, max_wakes: u32) -> Self {
+    pub(crate) fn new(ctx: Context, max_wakes: u32, kept: usize) -> Self {
         Self {
             changed: ctx.channel(&JOBS_CHANGED).ok(),
             ctx,
@@ -90,6 +92,7 @@ impl Registry {
             settled: Notify::new(),
             wakes: Mutex::default(),
             max_wakes,
+            kept,
             deferred: Mutex::default(),
         }
     }
@@ -181,8 +184,32 @@ impl Registry {
             done: Notify::new(),
         });
         lock(&self.jobs).insert(id.clone(), job);
+        self.evict(&session);
         self.changed(&session);
         Ok(id)
+    }
+
+    /// Forgets `session`'s oldest jobs beyond [`Registry::kept`] that ended and were reported:
+    /// a long session's finished jobs do not pile up; running ones are never dropped.
+    fn evict(&self, session: &str) {
+        let mut jobs = lock(&self.jobs);
+        let mut ended: Vec<(u64, String)> = jobs
+            .values()
+            .filter(|job| job.start.session == session)
+            .filter(|job| {
+                let state = lock(&job.state);
+                state.status.is_terminal() && state.reported && !state.noticing
+            })
+            .map(|job| (job.order, job.id.clone()))
+            .collect();
+        let total = jobs
+            .values()
+            .filter(|job| job.start.session == session)
+            .count();
+        ended.sort();
+        for (_, id) in ended.into_iter().take(total.saturating_sub(self.kept)) {
+            jobs.remove(&id);
+        }
     }
 
     fn job(&self, id: &str) -> Option<Arc<Job>> {
