@@ -5,11 +5,11 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use dsh_agent_seam::{AGENTS, AgentsService};
+use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
 use dsh_commands_seam::{COMMANDS_LIST, COMMANDS_RUN};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_protocol::{AgentStatus, AgentSummary, CommandOutcome, CommandSpec};
+use dsh_protocol::{CommandOutcome, CommandSpec};
 
 use crate::compact::{Keep, Settings, compact};
 use crate::surface::Trackers;
@@ -26,10 +26,7 @@ fn running(ctx: &Context, session: &str) -> bool {
     let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS) else {
         return false;
     };
-    let listed: Vec<AgentSummary> = agents.list().decode().unwrap_or_default();
-    listed
-        .iter()
-        .any(|agent| agent.id == session && agent.status == AgentStatus::Running)
+    agents.is_running(session)
 }
 
 /// Compacts idle session `session` now (the command's and the service's way); fails naming

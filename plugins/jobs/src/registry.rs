@@ -12,8 +12,8 @@ use dsh_jobs_seam::{JOBS_CHANGED, JobControlBox};
 use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::{Channel, Context, EmitEvent, LogLevel, lock};
 use dsh_protocol::{
-    AgentStatus, ContentBlock, JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, Message,
-    MessageSource, PluginSource, job_status_line,
+    ContentBlock, JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, Message, MessageSource,
+    PluginSource, job_status_line,
 };
 use tokio::sync::Notify;
 
@@ -473,7 +473,7 @@ impl Registry {
         // Steered, not injected, into a running turn: the wake is a no-op while it runs and
         // opens a turn if it ended in between, so the notice is never left with nothing to
         // claim it.
-        let sent = if running(&agents, owner) {
+        let sent = if agents.is_running(owner) {
             agents.steer(owner, &message)
         } else if self.may_wake(owner) {
             agents.followup(owner, &message)
@@ -494,15 +494,6 @@ impl Registry {
             );
         }
     }
-}
-
-fn running(agents: &AgentsService, id: &str) -> bool {
-    agents
-        .list()
-        .decode()
-        .unwrap_or_default()
-        .iter()
-        .any(|agent| agent.id == id && agent.status == AgentStatus::Running)
 }
 
 /// `text` cut to [`SUMMARY_CHARS`] characters, the cut marked with `…`.

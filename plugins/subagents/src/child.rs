@@ -12,8 +12,8 @@ use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::{Context, Json, LogLevel, Service};
 use dsh_protocol::{
-    AbortCause, AgentOptions, AgentSeed, AgentStatus, ApprovalPolicy, ApprovalPolicyEvent,
-    ChildStatus, ContentBlock, Message, MessageSource, PermissionPresetEvent, SandboxModeEvent,
+    AbortCause, AgentOptions, AgentSeed, ApprovalPolicy, ApprovalPolicyEvent, ChildStatus,
+    ContentBlock, Message, MessageSource, PermissionPresetEvent, SandboxModeEvent,
     SubagentDescriptorEvent, SubagentMode, SubagentNotice, ToolReply, TurnEndReason, TurnOutcome,
 };
 use dsh_session_seam::{LatestOf, NewEventRecord, open_live};
@@ -71,16 +71,6 @@ pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {
         Ok(Some(agents)) => Ok(agents),
         _ => Err("no `agents` registry is running".to_owned()),
     }
-}
-
-/// Whether agent `id`'s driver is running turns now.
-pub(crate) fn is_running(agents: &AgentsService, id: &str) -> bool {
-    agents
-        .list()
-        .decode()
-        .unwrap_or_default()
-        .iter()
-        .any(|agent| agent.id == id && agent.status == AgentStatus::Running)
 }
 
 impl Delegation {
@@ -309,7 +299,7 @@ impl Delegation {
                 None => idle.await,
             };
             let outcome = idle.into_result().ok()?.decode().ok().flatten();
-            let running = agents(&self.ctx).is_ok_and(|agents| is_running(&agents, child));
+            let running = agents(&self.ctx).is_ok_and(|agents| agents.is_running(child));
             if !running {
                 return outcome;
             }
@@ -327,7 +317,7 @@ impl Delegation {
             content,
             MessageSource::subagent_settled(&summary, &node.id),
         );
-        let parent_running = is_running(&agents, &node.parent);
+        let parent_running = agents.is_running(&node.parent);
         // A child stopped because its parent's own turn was cancelled (or its run stopped)
         // must not wake the parent again: its notice waits for the parent's next turn. One
         // the parent interrupted itself is news the parent asked for.

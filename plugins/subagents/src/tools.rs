@@ -18,7 +18,7 @@ use dsh_protocol::{
 use dsh_tools_seam::{CallView, Tool};
 use serde_json::json;
 
-use crate::child::{Delegation, Provider, Start, agents, is_running};
+use crate::child::{Delegation, Provider, Start, agents};
 
 /// A child's run may take as long as the pipeline's longest allowance.
 const DELEGATION_TIMEOUT_MS: u64 = 3_600_000;
@@ -237,7 +237,7 @@ impl DelegationTool {
             ));
         }
         let agents = agents(&delegation.ctx)?;
-        if !is_running(&agents, &target.agent_id) {
+        if !agents.is_running(&target.agent_id) {
             return Ok(ToolReply::text(format!(
                 "agent {} is not running; nothing to interrupt",
                 target.agent_id

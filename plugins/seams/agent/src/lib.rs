@@ -24,9 +24,10 @@ use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::{EmitEvent, Json, SerialEvent, WaterfallEvent};
 use dsh_protocol::{
-    AbortCause, AgentNoticeData, AgentOptions, AgentSummary, Continuation, GenerateRequest,
-    InboxListing, InboxTarget, Message, PreStepDecision, PromptDecision, PromptSubmit, QueueAction,
-    RequestErrorDecision, RequestFailure, StepProposal, TurnOutcome, TurnStopping,
+    AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, Continuation,
+    GenerateRequest, InboxListing, InboxTarget, Message, PreStepDecision, PromptDecision,
+    PromptSubmit, QueueAction, RequestErrorDecision, RequestFailure, StepProposal, TurnOutcome,
+    TurnStopping,
 };
 
 /// Service key of the default driver.
@@ -180,7 +181,8 @@ pub type AgentsService = Agents_TO<'static, RBox<()>>;
 #[error("{0}")]
 pub struct AgentsError(pub String);
 
-/// The three ways to send, as the reference names them. Each answers the message id.
+/// The three ways to send, as the reference names them (each answers the message id), and
+/// whether an agent runs a turn now.
 pub trait AgentsExt {
     /// A followup: `send(.., next-turn, true)`.
     fn followup(&self, agent: &str, message: &Message) -> Result<String, AgentsError>;
@@ -188,6 +190,8 @@ pub trait AgentsExt {
     fn steer(&self, agent: &str, message: &Message) -> Result<String, AgentsError>;
     /// An inject: `send(.., next-step, false)`.
     fn inject(&self, agent: &str, message: &Message) -> Result<String, AgentsError>;
+    /// Whether agent `agent`'s driver is running turns now (an unknown agent is not).
+    fn is_running(&self, agent: &str) -> bool;
 }
 
 impl AgentsExt for AgentsService {
@@ -201,6 +205,14 @@ impl AgentsExt for AgentsService {
 
     fn inject(&self, agent: &str, message: &Message) -> Result<String, AgentsError> {
         send(self, agent, message, InboxTarget::NextStep, false)
+    }
+
+    fn is_running(&self, agent: &str) -> bool {
+        self.list()
+            .decode()
+            .unwrap_or_default()
+            .iter()
+            .any(|listed| listed.id == agent && listed.status == AgentStatus::Running)
     }
 }
 
