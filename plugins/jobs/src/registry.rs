@@ -278,20 +278,19 @@ impl Registry {
     /// The final-output jobs of `session` still running (or whose notice is on its way), and
     /// the notices held back for it.
     pub(crate) fn pending_results(&self, session: &str) -> usize {
-        let running = lock(&self.jobs)
+        self.running_results(session) + lock(&self.deferred).get(session).map_or(0, Vec::len)
+    }
+
+    /// The final-output jobs of `session` still running, or whose notice is on its way.
+    fn running_results(&self, session: &str) -> usize {
+        lock(&self.jobs)
             .values()
             .filter(|job| job.start.session == session && job.start.output == JobOutputMode::Final)
             .filter(|job| {
                 let state = lock(&job.state);
                 !state.status.is_terminal() || state.noticing
             })
-            .count();
-        running + lock(&self.deferred).get(session).map_or(0, Vec::len)
-    }
-
-    /// The final-output jobs of `session` still running (the held-back notices aside).
-    fn running_results(&self, session: &str) -> usize {
-        self.pending_results(session) - lock(&self.deferred).get(session).map_or(0, Vec::len)
+            .count()
     }
 
     pub(crate) async fn results_settled(&self, session: &str) {

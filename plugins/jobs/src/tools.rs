@@ -28,6 +28,7 @@ pub(crate) struct Waits {
     pub(crate) max: Duration,
 }
 
+#[derive(Clone)]
 pub(crate) struct JobToolImpl {
     pub(crate) kind: JobTool,
     pub(crate) registry: Arc<Registry>,
@@ -159,11 +160,7 @@ impl Tool for JobToolImpl {
     }
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
-        let this = JobToolImpl {
-            kind: self.kind,
-            registry: self.registry.clone(),
-            waits: self.waits,
-        };
+        let this = self.clone();
         async move {
             let reply = match this.answer(&call, cancel).await {
                 Ok(text) => ToolReply::text(text),
