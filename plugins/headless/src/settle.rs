@@ -57,12 +57,15 @@ impl Runner {
             let children = descendants
                 .iter()
                 .any(|child| child.status == ChildStatus::Running);
-            // Results still coming to this agent or to one of its children.
+            // The agent and every child below it: results may still come to any of them.
+            let sessions: Vec<&str> = std::iter::once(id)
+                .chain(descendants.iter().map(|child| child.id.as_str()))
+                .collect();
             let waiting_on = jobs.as_ref().and_then(|jobs| {
-                std::iter::once(id)
-                    .chain(descendants.iter().map(|child| child.id.as_str()))
-                    .find(|session| jobs.pending_results((*session).into()) > 0)
-                    .map(str::to_owned)
+                sessions
+                    .iter()
+                    .find(|session| jobs.pending_results((**session).into()) > 0)
+                    .map(|session| (*session).to_owned())
             });
             if !children && waiting_on.is_none() {
                 return Ok(outcome);
@@ -73,9 +76,9 @@ impl Runner {
             // Nothing runs but notices the agents' wakes could not deliver: the run stands in
             // for the person and opens the turns they enter.
             if !children && let Some(jobs) = &jobs {
-                let released: u32 = std::iter::once(id)
-                    .chain(descendants.iter().map(|child| child.id.as_str()))
-                    .map(|session| jobs.release_deferred(session.into()))
+                let released: u32 = sessions
+                    .iter()
+                    .map(|session| jobs.release_deferred((*session).into()))
                     .sum();
                 if released > 0 {
                     continue;
