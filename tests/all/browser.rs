@@ -406,13 +406,7 @@ fn background_jobs_are_listed_in_the_header_and_stopped_from_there() {
 fn a_product_childs_card_shows_its_task_and_answer() {
     let task =
         json!({"description": "Review the change", "prompt": "Review the change in src/lib.rs."});
-    let rows = crate::products::product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &crate::products::double("fake-codex"),
-        &[],
-    );
+    let rows = crate::products::codex_double(&[]);
     scenario(
         "product",
         vec![

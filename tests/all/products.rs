@@ -44,6 +44,28 @@ pub(crate) fn product_row(
     row
 }
 
+/// The row that runs the Codex double behind `subagent_codex`, with `env` set for it.
+pub(crate) fn codex_double(env: &[(&str, &str)]) -> String {
+    product_row(
+        "codex",
+        "codex",
+        "subagent_codex",
+        &double("fake-codex"),
+        env,
+    )
+}
+
+/// The row that runs the Claude Code double behind `subagent_claude_code`.
+fn claude_double(env: &[(&str, &str)]) -> String {
+    product_row(
+        "claude",
+        "claude-code",
+        "subagent_claude_code",
+        &double("fake-claude"),
+        env,
+    )
+}
+
 pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> Reply {
     Reply::tool_calls(&[(id, tool, &arguments.to_string())])
 }
@@ -71,18 +93,24 @@ pub(crate) fn run(
     task: &str,
     mode: &str,
 ) -> dsh_tests::Output {
+    run_with_env(server, dir, rows, task, &[("DSH_PERMISSION_MODE", mode)])
+}
+
+/// [`run`] with `envs` for the host (its sandbox mode among them, if it is to be set).
+fn run_with_env(
+    server: &FakeDeepSeek,
+    dir: &TestDir,
+    rows: &str,
+    task: &str,
+    envs: &[(&str, &str)],
+) -> dsh_tests::Output {
     dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
     let mut all = crate::headless::against_args(server, dir);
     all.push(task.to_owned());
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    dsh_tests::run_host_with_env(
-        &dir.home(),
-        &all,
-        &[
-            ("DEEPSEEK_API_KEY", "sk-test"),
-            ("DSH_PERMISSION_MODE", mode),
-        ],
-    )
+    let mut envs = envs.to_vec();
+    envs.push(("DEEPSEEK_API_KEY", "sk-test"));
+    dsh_tests::run_host_with_env(&dir.home(), &all, &envs)
 }
 
 /// The messages the Codex double received, one `<method> <params>` per line.
@@ -118,13 +146,7 @@ fn a_codex_child_answers_and_is_never_wider_than_its_parent() {
             ),
             Reply::text("the child answered"),
         ]);
-        let rows = product_row(
-            "codex",
-            "codex",
-            "subagent_codex",
-            &double("fake-codex"),
-            &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
-        );
+        let rows = codex_double(&[("FAKE_CODEX_LOG", log.to_str().unwrap())]);
         let out = run(&server, &dir, &rows, "delegate it", mode);
         assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
         assert_eq!(results(&server), ["ANSWER: Count the files."]);
@@ -174,13 +196,7 @@ fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
         ),
         Reply::text("seen"),
     ]);
-    let rows = product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &double("fake-codex"),
-        &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
-    );
+    let rows = codex_double(&[("FAKE_CODEX_LOG", log.to_str().unwrap())]);
     let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let texts = results(&server);
@@ -266,16 +282,10 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
         ),
         Reply::text("collected"),
     ]);
-    let rows = product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &double("fake-codex"),
-        &[
-            ("FAKE_CODEX_LOG", log.to_str().unwrap()),
-            ("FAKE_TAG", &tag),
-        ],
-    );
+    let rows = codex_double(&[
+        ("FAKE_CODEX_LOG", log.to_str().unwrap()),
+        ("FAKE_TAG", &tag),
+    ]);
     let out = run(&server, &dir, &rows, "delegate them", "workspace-write");
     // Both children's processes are gone: the collected one ended, the killed one was ended.
     assert_eq!(tagged_processes(&tag), Vec::<String>::new());
@@ -336,27 +346,18 @@ fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_it
             ),
             Reply::text("the child answered"),
         ]);
-        let mut rows = product_row(
-            "claude",
-            "claude-code",
-            "subagent_claude_code",
-            &double("fake-claude"),
-            &[
-                ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
-                ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
-            ],
-        );
+        let mut rows = claude_double(&[
+            ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+        ]);
         rows.push_str("        permissionMode: acceptEdits\n");
-        dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
-        let mut all = crate::headless::against_args(&server, &dir);
-        all.push("delegate it".to_owned());
-        let all: Vec<&str> = all.iter().map(String::as_str).collect();
         // A key in the host's environment is not the child's unless its row passes it on.
-        let out = dsh_tests::run_host_with_env(
-            &dir.home(),
-            &all,
+        let out = run_with_env(
+            &server,
+            &dir,
+            &rows,
+            "delegate it",
             &[
-                ("DEEPSEEK_API_KEY", "sk-test"),
                 ("DSH_PERMISSION_MODE", mode),
                 ("ANTHROPIC_API_KEY", "sk-ant-host"),
                 ("SSH_AUTH_SOCK", "/nonexistent/agent.sock"),
@@ -413,13 +414,7 @@ fn claude_code_failures_and_denied_prompts_reach_the_parent_with_their_category(
         .collect();
     script.push(Reply::text("seen"));
     let server = FakeDeepSeek::start(script);
-    let rows = product_row(
-        "claude",
-        "claude-code",
-        "subagent_claude_code",
-        &double("fake-claude"),
-        &[("FAKE_CLAUDE_LOG", log.to_str().unwrap())],
-    );
+    let rows = claude_double(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())]);
     let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let texts = results(&server);
@@ -485,23 +480,10 @@ fn headless_waits_for_a_background_product_run_but_not_for_a_background_command(
         // The turn the child's notice opens.
         Reply::text("the child is done"),
     ]);
-    let rows = product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &double("fake-codex"),
-        &[],
-    );
+    let rows = codex_double(&[]);
     dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
     let started = std::time::Instant::now();
-    let mut all = crate::headless::against_args(&server, &dir);
-    all.extend([
-        "--output".to_owned(),
-        "stream-json".to_owned(),
-        "delegate".to_owned(),
-    ]);
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let out = dsh_tests::run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let out = crate::headless::against(&server, &dir, &["--output", "stream-json", "delegate"]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let (_, result) = crate::headless::stream_json(&out.stdout);
     assert_eq!(result["output"], "the child is done", "{}", out.stdout);
@@ -533,14 +515,8 @@ fn a_run_past_its_timeout_is_stopped_and_says_so() {
         ),
         Reply::text("gave up"),
     ]);
-    let rows = product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &double("fake-codex"),
-        &[("FAKE_CODEX_LOG", log.to_str().unwrap())],
-    )
-    .replace("timeoutMs: 60000", "timeoutMs: 1500");
+    let rows = codex_double(&[("FAKE_CODEX_LOG", log.to_str().unwrap())])
+        .replace("timeoutMs: 60000", "timeoutMs: 1500");
     let started = std::time::Instant::now();
     let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
@@ -573,25 +549,12 @@ fn headless_delivers_a_notice_held_back_for_lack_of_wakes() {
         Reply::text("started it"),
         Reply::text("the held notice arrived"),
     ]);
-    let rows = product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &double("fake-codex"),
-        &[],
-    );
+    let rows = codex_double(&[]);
     dir.write(
         "home/cordis.patch.yml",
         &format!("- id: jobs\n  config:\n    maxConsecutiveWakes: 0\n- insert:\n{rows}"),
     );
-    let mut all = crate::headless::against_args(&server, &dir);
-    all.extend([
-        "--output".to_owned(),
-        "stream-json".to_owned(),
-        "delegate".to_owned(),
-    ]);
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let out = dsh_tests::run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let out = crate::headless::against(&server, &dir, &["--output", "stream-json", "delegate"]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     let (_, result) = crate::headless::stream_json(&out.stdout);
     assert_eq!(
