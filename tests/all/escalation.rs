@@ -19,17 +19,12 @@ pub(crate) fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
         dir.join("").display()
     );
     let work = dir.join("work");
-    let web = WebHost::start(
+    Web::from(WebHost::start(
         dir,
         &layer,
         &["--cwd", work.to_str().unwrap()],
         &[("DEEPSEEK_API_KEY", "sk-test")],
-    );
-    Web {
-        bearer: web.bearer(),
-        host: web.host,
-        address: web.address,
-    }
+    ))
 }
 
 fn escalated(command: &str, mode: &str) -> String {

@@ -371,6 +371,22 @@ fn crash_and_come_back(
     );
 }
 
+/// The web profile in `dir/work`, its model `server`, the `mcp` row's config with `extra`.
+fn live_web(dir: &TestDir, server: &FakeDeepSeek, extra: &str) -> Web {
+    let layer = format!(
+        "{}{}",
+        fake_model_layer(&server.url(), ""),
+        mcp_row(dir, extra)
+    );
+    let work = dir.join("work");
+    Web::from(WebHost::start(
+        dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ))
+}
+
 #[test]
 fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() {
     let found = needs_servers!(
@@ -411,23 +427,7 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
         "six",
     ));
     let server = FakeDeepSeek::start(script);
-    let layer = format!(
-        "{}{}",
-        fake_model_layer(&server.url(), ""),
-        mcp_row(&dir, "    restartDelayMs: 5000\n")
-    );
-    let work = dir.join("work");
-    let started = WebHost::start(
-        &dir,
-        &layer,
-        &["--cwd", work.to_str().unwrap()],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    );
-    let web = Web {
-        bearer: started.bearer(),
-        host: started.host,
-        address: started.address,
-    };
+    let web = live_web(&dir, &server, "    restartDelayMs: 5000\n");
     // The bad entry is named with its file, and the good one runs.
     let bad = web.host.wait_stderr("server `broken`", WAIT);
     assert!(bad.contains(&file.display().to_string()), "{bad}");
@@ -705,26 +705,11 @@ fn an_http_server_that_goes_away_is_reconnected_once_it_is_back() {
         "three",
     ));
     let server = FakeDeepSeek::start(script);
-    let layer = format!(
-        "{}{}",
-        fake_model_layer(&server.url(), ""),
-        mcp_row(
-            &dir,
-            "    restartDelayMs: 500\n    maxRestartDelayMs: 1000\n"
-        )
-    );
-    let work = dir.join("work");
-    let started = WebHost::start(
+    let web = live_web(
         &dir,
-        &layer,
-        &["--cwd", work.to_str().unwrap()],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &server,
+        "    restartDelayMs: 500\n    maxRestartDelayMs: 1000\n",
     );
-    let web = Web {
-        bearer: started.bearer(),
-        host: started.host,
-        address: started.address,
-    };
     web.host.wait_stderr("mcp `remote`: connected", WAIT);
     let (session, mut socket) = web.followed_session();
     turn(&web, &mut socket, &session, "echo");

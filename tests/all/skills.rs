@@ -234,7 +234,7 @@ fn web(server: &FakeDeepSeek, dir: &TestDir) -> Web {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let agents = dir.join("agents");
-    let web = WebHost::start(
+    Web::from(WebHost::start(
         dir,
         &fake_model_layer(&server.url(), ""),
         &["--cwd", work.to_str().unwrap()],
@@ -242,12 +242,7 @@ fn web(server: &FakeDeepSeek, dir: &TestDir) -> Web {
             ("DEEPSEEK_API_KEY", "sk-test"),
             ("DSH_AGENTS_HOME", agents.to_str().unwrap()),
         ],
-    );
-    Web {
-        bearer: web.bearer(),
-        host: web.host,
-        address: web.address,
-    }
+    ))
 }
 
 fn prompt(web: &Web, session: &str, text: &str) -> Value {

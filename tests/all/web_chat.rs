@@ -18,6 +18,16 @@ pub(crate) struct Web {
     pub(crate) bearer: String,
 }
 
+impl From<WebHost> for Web {
+    fn from(web: WebHost) -> Self {
+        Self {
+            bearer: web.bearer(),
+            host: web.host,
+            address: web.address,
+        }
+    }
+}
+
 pub(crate) fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
     start_with(server, dir, "")
 }
@@ -25,17 +35,12 @@ pub(crate) fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
 /// The web profile against `server`, with `rows` (YAML list items) inserted.
 pub(crate) fn start_with(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Web {
     std::fs::create_dir_all(dir.join("work")).unwrap();
-    let web = WebHost::start(
+    Web::from(WebHost::start(
         dir,
         &fake_model_layer(&server.url(), rows),
         &[],
         &[("DEEPSEEK_API_KEY", "sk-test")],
-    );
-    Web {
-        bearer: web.bearer(),
-        host: web.host,
-        address: web.address,
-    }
+    ))
 }
 
 impl Web {
