@@ -187,10 +187,22 @@ fn usage_mistakes_exit_2_and_say_what_is_wrong() {
 
 /// The headless profile pointed at a fake DeepSeek server through a patch layer.
 pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
+    against_with_env(server, dir, args, &[])
+}
+
+/// [`against`] with `envs` for the host too.
+pub(crate) fn against_with_env(
+    server: &FakeDeepSeek,
+    dir: &TestDir,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> dsh_tests::Output {
     let mut all = against_args(server, dir);
     all.extend(args.iter().map(|arg| (*arg).to_owned()));
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")])
+    let mut envs = envs.to_vec();
+    envs.push(("DEEPSEEK_API_KEY", "sk-test"));
+    run_host_with_env(&dir.home(), &all, &envs)
 }
 
 /// The arguments of [`against`] before the runner's own: the patch layer (written), the

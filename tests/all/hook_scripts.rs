@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent};
-use dsh_tests::{Output, TestDir, run_host_with_env};
+use dsh_tests::{Output, TestDir};
 use serde_json::Value;
 
 use crate::headless::stream_json;
@@ -101,33 +101,11 @@ fn headless_run(
     }
     std::fs::create_dir_all(&work).unwrap();
     std::fs::create_dir_all(&user).unwrap();
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-            server.url()
-        ),
-    );
-    let out = run_host_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
-            "--output",
-            "stream-json",
-            "run the check",
-        ],
-        &[
-            ("DEEPSEEK_API_KEY", "sk-test"),
-            ("HOME", user.to_str().unwrap()),
-        ],
+    let out = crate::headless::against_with_env(
+        &server,
+        &dir,
+        &["--output", "stream-json", "run the check"],
+        &[("HOME", user.to_str().unwrap())],
     );
     let events = stream_json(&out.stdout).0;
     (out, events, Run { server, dir })

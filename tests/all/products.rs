@@ -105,12 +105,7 @@ fn run_with_env(
     envs: &[(&str, &str)],
 ) -> dsh_tests::Output {
     dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
-    let mut all = crate::headless::against_args(server, dir);
-    all.push(task.to_owned());
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let mut envs = envs.to_vec();
-    envs.push(("DEEPSEEK_API_KEY", "sk-test"));
-    dsh_tests::run_host_with_env(&dir.home(), &all, &envs)
+    crate::headless::against_with_env(server, dir, &[task], envs)
 }
 
 /// The messages the Codex double received, one `<method> <params>` per line.

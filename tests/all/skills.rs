@@ -10,9 +10,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::web::{WebHost, fake_model_layer};
-use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::{Value, json};
 
 use crate::headless::stream_json;
@@ -109,36 +109,20 @@ fn skills_in_every_root_reach_the_model_as_one_catalog_and_the_tool_loads_one() 
         ]),
         Reply::text("HERON"),
     ]);
-    let patch = dir.write(
-        "fake.patch.yml",
+    dir.write(
+        "home/cordis.patch.yml",
         &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: skills\n  config:\n    dshHome: {}\n    customSkillDirs: [{}]\n",
-            server.url(),
+            "- id: skills\n  config:\n    dshHome: {}\n    customSkillDirs: [{}]\n",
             dir.home().display(),
             dir.join("custom").display(),
         ),
     );
     let agents = dir.join("agents");
-    let out = run_host_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
-            "--output",
-            "stream-json",
-            "Use the home skill.",
-        ],
-        &[
-            ("DEEPSEEK_API_KEY", "sk-test"),
-            ("DSH_AGENTS_HOME", agents.to_str().unwrap()),
-        ],
+    let out = crate::headless::against_with_env(
+        &server,
+        &dir,
+        &["--output", "stream-json", "Use the home skill."],
+        &[("DSH_AGENTS_HOME", agents.to_str().unwrap())],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     // The broken file is named with its field; the others loaded.
@@ -479,37 +463,18 @@ fn a_resumed_session_reads_its_last_catalog_from_the_log() {
     let work = dir.join("work");
     let skills = work.join(".agents/skills");
     write_skill(&skills, "kept-skill", "description: Kept.\n", "Body.");
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-            server.url()
-        ),
-    );
     let agents = dir.join("agents");
     let run = |task: &str, resume: Option<&str>| {
-        let mut args = vec![
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
-        ];
+        let mut args = Vec::new();
         if let Some(id) = resume {
             args.extend(["--resume", id]);
         }
         args.push(task);
-        let out = run_host_with_env(
-            &dir.home(),
+        let out = crate::headless::against_with_env(
+            &server,
+            &dir,
             &args,
-            &[
-                ("DEEPSEEK_API_KEY", "sk-test"),
-                ("DSH_AGENTS_HOME", agents.to_str().unwrap()),
-            ],
+            &[("DSH_AGENTS_HOME", agents.to_str().unwrap())],
         );
         assert_eq!(out.code, Some(0), "{out:?}");
     };
