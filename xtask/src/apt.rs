@@ -51,6 +51,14 @@ pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String
 
 /// Bubblewrap, which the sandbox confines commands with; a warning when it cannot be had
 /// (commands outside danger-full-access are then refused, and say so).
+/// `npm ci` in `dir` (from its lock file) unless what it installs is `installed` already.
+pub(crate) fn npm_ci_where_missing(dir: &Path, installed: bool) -> Result<(), String> {
+    if installed {
+        return Ok(());
+    }
+    run(dir, "npm", &["ci", "--no-audit", "--no-fund"])
+}
+
 pub(crate) fn ensure_bubblewrap() {
     if let Err(reason) = ensure("/usr/bin/bwrap", "bubblewrap") {
         eprintln!("xtask: warning: {reason}; the sandbox will refuse shell commands");

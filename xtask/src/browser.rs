@@ -11,9 +11,8 @@ pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 /// `None` when everything is in place; otherwise why the browser tests must be skipped.
 pub(crate) fn prepare(root: &Path) -> Option<String> {
     let scripts = root.join("tests/web");
-    if !scripts.join("node_modules/playwright-core").is_dir()
-        && let Err(reason) = crate::apt::run(&scripts, "npm", &["ci", "--no-audit", "--no-fund"])
-    {
+    let playwright = scripts.join("node_modules/playwright-core");
+    if let Err(reason) = crate::apt::npm_ci_where_missing(&scripts, playwright.is_dir()) {
         return Some(format!("playwright-core could not be installed: {reason}"));
     }
     crate::apt::ensure(CHROMIUM, "chromium").err()

@@ -10,12 +10,7 @@ pub(crate) fn prepare(root: &Path) -> Option<String> {
     let dir = root.join("tests/mcp");
     let everything = dir.join("node_modules/@modelcontextprotocol/server-everything");
     let filesystem = dir.join("node_modules/@modelcontextprotocol/server-filesystem");
-    if (!everything.is_dir() || !filesystem.is_dir())
-        && let Err(reason) = crate::apt::run(&dir, "npm", &["ci", "--no-audit", "--no-fund"])
-    {
-        return Some(format!(
-            "the reference MCP servers could not be installed: {reason}"
-        ));
-    }
-    None
+    crate::apt::npm_ci_where_missing(&dir, everything.is_dir() && filesystem.is_dir())
+        .err()
+        .map(|reason| format!("the reference MCP servers could not be installed: {reason}"))
 }

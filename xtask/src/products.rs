@@ -11,12 +11,9 @@ pub(crate) fn prepare(root: &Path) -> Option<String> {
     let dir = root.join("tests/products");
     let codex = dir.join("node_modules/@openai/codex/bin/codex.js");
     let claude = dir.join("node_modules/@anthropic-ai/claude-code/package.json");
-    if (!codex.is_file() || !claude.is_file())
-        && let Err(reason) = crate::apt::run(&dir, "npm", &["ci", "--no-audit", "--no-fund"])
-    {
-        return Some(format!(
-            "the agent products (Codex CLI, Claude Code) could not be installed: {reason}"
-        ));
-    }
-    None
+    crate::apt::npm_ci_where_missing(&dir, codex.is_file() && claude.is_file())
+        .err()
+        .map(|reason| {
+            format!("the agent products (Codex CLI, Claude Code) could not be installed: {reason}")
+        })
 }
