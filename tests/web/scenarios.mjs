@@ -421,6 +421,10 @@ const scenarios = {
       "the finished job says how it ended",
     );
     await themes(page, "jobs");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shoot(page, "jobs-narrow");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+    expect(!overflow, "the page scrolls sideways at 390 px with the jobs open");
     await running.locator(".stop-job").click();
     await page.waitForFunction(() => document.getElementById("jobs-summary").textContent === "2 jobs done");
     const status = await page.locator('.jobs-list li[data-job="bash-1"] .job-status').textContent();
