@@ -22,7 +22,6 @@ pub mod library;
 pub mod logging;
 pub mod reload;
 pub mod runtime;
-pub mod sandbox_exec;
 pub mod session_cli;
 pub mod signals;
 pub mod status;
@@ -31,16 +30,6 @@ use std::ffi::OsString;
 
 /// Runs the command line and returns the process exit code.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
-    if args
-        .get(1)
-        .is_some_and(|first| first == sandbox_exec::SANDBOX_EXEC)
-    {
-        let rest: Vec<String> = args[2..]
-            .iter()
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect();
-        return sandbox_exec::run(&rest);
-    }
     let invocation = match cli::parse(args) {
         Ok(invocation) => invocation,
         Err(error) => {

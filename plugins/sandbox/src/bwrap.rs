@@ -1,8 +1,13 @@
-//! The bubblewrap backend: a command line that runs a process in fresh mount, pid and (unless
-//! the policy allows the network) network namespaces, with `/` read-only, the writable roots
-//! bound writable, protected paths bound read-only again over them, hidden files masked, and
-//! the process killed with its parent. Pure argument building, plus the probe that tells
-//! whether `bwrap` works on this machine.
+//! The bubblewrap backend: a command line that runs a process in a fresh user namespace with
+//! every capability dropped (where the kernel lets bubblewrap make one; without it the
+//! capabilities are still dropped), fresh mount, pid, ipc and uts namespaces and (unless the
+//! policy allows the network) a fresh network namespace, with `/` read-only, the writable roots
+//! bound writable, protected paths bound read-only again over them (and the directories between
+//! them and their root bound onto themselves, so they cannot be renamed away), hidden
+//! directories covered by an empty read-only tmpfs (files by an empty file), the exposed paths
+//! bound read-only again inside them, and the process killed with its parent. Inside, the
+//! program runs through `dsh-sandbox-exec`, which sets the limits and the seccomp filter last.
+//! Pure argument building, plus the probe that tells whether `bwrap` works on this machine.
 
 use std::path::Path;
 
@@ -13,25 +18,30 @@ use dsh_protocol::{SandboxMode, SandboxPolicy};
 pub(crate) const SYSTEM_DIRS: [&str; 7] =
     ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/opt"];
 
-/// What confines one process, besides its policy.
+/// How bubblewrap runs here, besides the policy.
 pub(crate) struct Mounts<'a> {
-    /// Bound read-only over the writable roots (the dsh home), unless a writable root lies
-    /// inside one (then that root is bound writable again on top).
-    pub(crate) protected: &'a [String],
-    /// Masked: a file by an empty one, a directory by an empty tmpfs.
-    pub(crate) hidden: &'a [String],
     /// A fresh, private `/tmp` instead of the host's.
     pub(crate) fresh_tmp: bool,
+    /// Whether bubblewrap can make a user namespace here (the probe found out).
+    pub(crate) user_namespace: bool,
+    /// The `dsh-sandbox-exec` binary, bound read-only again where reads are fenced or where it
+    /// lies in a hidden path.
+    pub(crate) exec: &'a str,
 }
 
-/// What runs inside.
+/// What runs inside: `argv` is the whole command line after bubblewrap's own arguments
+/// (`dsh-sandbox-exec ... -- PROGRAM ARGS`).
 pub(crate) struct Command<'a> {
     pub(crate) cwd: &'a str,
-    /// Set by bwrap inside the sandbox (`--setenv`), after its own start: bwrap's environment
-    /// is not where a requested variable belongs.
-    pub(crate) env: &'a [(String, String)],
-    pub(crate) program: &'a str,
-    pub(crate) args: &'a [String],
+    pub(crate) argv: &'a [String],
+}
+
+fn bind(argv: &mut Vec<String>, kind: &str, path: &str) {
+    argv.extend([kind.to_owned(), path.to_owned(), path.to_owned()]);
+}
+
+fn inside(path: &str, dir: &str) -> bool {
+    Path::new(path).starts_with(dir)
 }
 
 /// The `bwrap` arguments that run `command` under `policy`.
@@ -49,9 +59,10 @@ pub(crate) fn arguments(
     .iter()
     .map(|arg| (*arg).to_owned())
     .collect();
-    let bind = |argv: &mut Vec<String>, kind: &str, path: &str| {
-        argv.extend([kind.to_owned(), path.to_owned(), path.to_owned()]);
-    };
+    if mounts.user_namespace {
+        argv.push("--unshare-user".to_owned());
+    }
+    argv.extend(["--cap-drop".to_owned(), "ALL".to_owned()]);
     match &policy.readable_roots {
         // Everything readable: `/` read-only.
         None => bind(&mut argv, "--ro-bind", "/"),
@@ -94,29 +105,87 @@ pub(crate) fn arguments(
         for root in policy
             .writable_roots
             .iter()
-            .filter(|root| root.as_str() != "/tmp" && Path::new(root.as_str()).starts_with("/tmp"))
+            .filter(|root| root.as_str() != "/tmp" && inside(root, "/tmp"))
             .filter(|root| Path::new(root.as_str()).is_dir())
         {
             bind(&mut argv, "--ro-bind", root);
         }
     }
-    for protected in mounts.protected {
-        if Path::new(protected).exists() {
-            bind(&mut argv, "--ro-bind", protected);
-            // A writable root inside the protected path (a session working in the dsh home)
-            // stays writable.
-            for root in writable
-                .iter()
-                .filter(|root| Path::new(root.as_str()).starts_with(protected))
-            {
-                bind(&mut argv, "--bind", root);
+    protect(&mut argv, policy, &writable);
+    hide(&mut argv, policy, &writable);
+    if policy.readable_roots.is_some()
+        || policy.hidden.iter().any(|hidden| inside(mounts.exec, hidden))
+    {
+        bind(&mut argv, "--ro-bind", mounts.exec);
+    }
+    if !policy.network {
+        argv.push("--unshare-net".to_owned());
+    }
+    argv.extend([
+        "--chdir".to_owned(),
+        command.cwd.to_owned(),
+        "--".to_owned(),
+    ]);
+    argv.extend(command.argv.iter().cloned());
+    argv
+}
+
+/// Protected paths that exist are bound read-only over the writable roots; the directories
+/// between one and the writable root it lies in are bound onto themselves first, which makes
+/// them mount points: a command can then neither rename them away nor put another in their
+/// place (`.git` around a protected `.git/hooks`). A writable root inside a protected path
+/// (a session working in the dsh home) stays writable.
+fn protect(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
+    for protected in &policy.protected {
+        let path = Path::new(protected);
+        if !path.exists() {
+            continue;
+        }
+        if let Some(root) = writable.iter().find(|root| inside(protected, root)) {
+            let between: Vec<&Path> = path
+                .ancestors()
+                .skip(1)
+                .take_while(|dir| *dir != Path::new(root.as_str()))
+                .collect();
+            // Only directories still writable: one inside another protected path is read-only
+            // already (and binding it writable would undo that).
+            for dir in between.into_iter().rev() {
+                let dir = dir.to_string_lossy();
+                let covered = policy
+                    .protected
+                    .iter()
+                    .any(|other| other != protected && inside(&dir, other));
+                if !covered && Path::new(dir.as_ref()).is_dir() {
+                    bind(argv, "--bind", &dir);
+                }
             }
         }
+        bind(argv, "--ro-bind", protected);
+        for root in writable.iter().filter(|root| inside(root, protected)) {
+            bind(argv, "--bind", root);
+        }
     }
-    for hidden in mounts.hidden {
+}
+
+/// Hidden directories become an empty read-only tmpfs and hidden files an empty file; a
+/// writable root inside one is bound again (writable), and exposed paths inside one are bound
+/// again read-only.
+fn hide(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
+    for hidden in &policy.hidden {
         let path = Path::new(hidden);
         if path.is_dir() {
             argv.extend(["--tmpfs".to_owned(), hidden.clone()]);
+            for exposed in policy
+                .exposed
+                .iter()
+                .filter(|exposed| inside(exposed, hidden) && Path::new(exposed).exists())
+            {
+                bind(argv, "--ro-bind", exposed);
+            }
+            argv.extend(["--remount-ro".to_owned(), hidden.clone()]);
+            for root in writable.iter().filter(|root| inside(root, hidden)) {
+                bind(argv, "--bind", root);
+            }
         } else if path.exists() {
             argv.extend([
                 "--ro-bind".to_owned(),
@@ -125,41 +194,38 @@ pub(crate) fn arguments(
             ]);
         }
     }
-    if !policy.network {
-        argv.push("--unshare-net".to_owned());
-    }
-    for (name, value) in command.env {
-        argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
-    }
-    argv.extend([
-        "--chdir".to_owned(),
-        command.cwd.to_owned(),
-        "--".to_owned(),
-    ]);
-    argv.push(command.program.to_owned());
-    argv.extend(command.args.iter().cloned());
-    argv
 }
 
-/// The arguments of the probe: the same namespaces around `true`.
-pub(crate) fn probe_arguments() -> Vec<String> {
-    [
-        "--die-with-parent",
-        "--unshare-pid",
-        "--unshare-net",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--",
-        "true",
-    ]
-    .iter()
-    .map(|arg| (*arg).to_owned())
-    .collect()
+/// The arguments of the probe: the same namespaces around `dsh-sandbox-exec --probe` with the
+/// seccomp filter, with or without a user namespace.
+pub(crate) fn probe_arguments(exec: &str, user_namespace: bool) -> Vec<String> {
+    let mut argv: Vec<String> = Vec::new();
+    if user_namespace {
+        argv.push("--unshare-user".to_owned());
+    }
+    argv.extend(
+        [
+            "--cap-drop",
+            "ALL",
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-net",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--",
+            exec,
+            "--seccomp",
+            "--probe",
+        ]
+        .iter()
+        .map(|arg| (*arg).to_owned()),
+    );
+    argv
 }
 
 #[cfg(test)]
@@ -173,6 +239,7 @@ mod tests {
             writable_roots: roots.iter().map(|root| (*root).to_owned()).collect(),
             protected: Vec::new(),
             hidden: Vec::new(),
+            exposed: Vec::new(),
             readable_roots: None,
             network: false,
             enforcement: Enforcement::Full,
@@ -180,31 +247,48 @@ mod tests {
         }
     }
 
-    fn run<'a>(cwd: &'a str, program: &'a str, args: &'a [String]) -> Command<'a> {
-        Command {
-            cwd,
-            env: &[],
-            program,
-            args,
+    fn mounts() -> Mounts<'static> {
+        Mounts {
+            fresh_tmp: false,
+            user_namespace: true,
+            exec: "/opt/dsh/dsh-sandbox-exec",
         }
     }
 
-    fn none<'a>() -> Mounts<'a> {
-        Mounts {
-            protected: &[],
-            hidden: &[],
-            fresh_tmp: false,
-        }
+    fn text(policy: &SandboxPolicy, cwd: &str, argv: &[&str]) -> String {
+        let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
+        arguments(policy, &mounts(), &Command { cwd, argv: &argv }).join(" ")
+    }
+
+    #[test]
+    fn every_capability_is_dropped_in_a_user_namespace() {
+        let text = text(&policy(SandboxMode::WorkspaceWrite, &[]), "/", &["true"]);
+        assert!(text.contains("--unshare-user --cap-drop ALL"), "{text}");
+        let without = arguments(
+            &policy(SandboxMode::WorkspaceWrite, &[]),
+            &Mounts {
+                user_namespace: false,
+                ..mounts()
+            },
+            &Command {
+                cwd: "/",
+                argv: &["true".to_owned()],
+            },
+        )
+        .join(" ");
+        assert!(
+            !without.contains("--unshare-user") && without.contains("--cap-drop ALL"),
+            "{without}"
+        );
     }
 
     #[test]
     fn workspace_write_binds_its_roots_writable_after_a_read_only_root() {
-        let argv = arguments(
+        let text = text(
             &policy(SandboxMode::WorkspaceWrite, &["/tmp"]),
-            &none(),
-            &run("/tmp", "bash", &["-c".to_owned(), "true".to_owned()]),
+            "/tmp",
+            &["bash", "-c", "true"],
         );
-        let text = argv.join(" ");
         assert!(
             text.contains("--ro-bind / / --dev /dev --proc /proc --bind /tmp /tmp"),
             "{text}"
@@ -217,60 +301,63 @@ mod tests {
 
     #[test]
     fn read_only_binds_nothing_writable_and_gets_a_private_tmp() {
-        let argv = arguments(
-            &policy(SandboxMode::ReadOnly, &["/tmp"]),
-            &none(),
-            &run("/", "true", &[]),
-        );
-        let text = argv.join(" ");
+        let text = text(&policy(SandboxMode::ReadOnly, &["/tmp"]), "/", &["true"]);
         assert!(!text.contains("--bind "), "{text}");
         assert!(text.contains("--tmpfs /tmp"), "{text}");
     }
 
     #[test]
-    fn a_protected_path_is_bound_read_only_over_a_writable_root() {
-        let protected = ["/tmp".to_owned()];
-        let mounts = Mounts {
-            protected: &protected,
-            hidden: &[],
-            fresh_tmp: false,
-        };
-        let argv = arguments(
-            &policy(SandboxMode::WorkspaceWrite, &["/tmp"]),
-            &mounts,
-            &run("/tmp", "true", &[]),
-        );
-        let text = argv.join(" ");
-        // Bound writable, read-only on top, and writable again since the root lies inside.
+    fn a_protected_path_is_bound_read_only_and_its_parents_cannot_be_renamed() {
+        let dir = std::env::temp_dir().join(format!("dsh-bwrap-protect-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+        let root = dir.display().to_string();
+        let hooks = dir.join(".git/hooks").display().to_string();
+        let mut protected = policy(SandboxMode::WorkspaceWrite, &[&root]);
+        protected.protected = vec![hooks.clone(), dir.join(".mcp.json").display().to_string()];
+        let text = text(&protected, &root, &["true"]);
         assert!(
-            text.contains("--bind /tmp /tmp --ro-bind /tmp /tmp --bind /tmp /tmp"),
+            text.contains(&format!(
+                "--bind {root} {root} --bind {root}/.git {root}/.git --ro-bind {hooks} {hooks}"
+            )),
             "{text}"
         );
+        // A protected path that does not exist is not made by a mount.
+        assert!(!text.contains(".mcp.json"), "{text}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
-    fn requested_variables_are_set_inside_not_on_bwrap() {
-        let env = [("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
-        let command = Command {
-            env: &env,
-            ..run("/tmp", "true", &[])
-        };
-        let text =
-            arguments(&policy(SandboxMode::WorkspaceWrite, &[]), &none(), &command).join(" ");
+    fn a_hidden_directory_is_an_empty_read_only_tmpfs_with_its_exposed_parts_and_roots_inside() {
+        let dir = std::env::temp_dir().join(format!("dsh-bwrap-hide-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("home/spill")).unwrap();
+        std::fs::create_dir_all(dir.join("home/demo")).unwrap();
+        let home = dir.join("home").display().to_string();
+        let demo = dir.join("home/demo").display().to_string();
+        let spill = dir.join("home/spill").display().to_string();
+        let mut hidden = policy(SandboxMode::WorkspaceWrite, &[&demo]);
+        hidden.hidden = vec![home.clone()];
+        hidden.exposed = vec![spill.clone(), dir.join("home/skills").display().to_string()];
+        let text = text(&hidden, &demo, &["true"]);
         assert!(
-            text.ends_with("--setenv LD_PRELOAD ./x.so --chdir /tmp -- true"),
+            text.contains(&format!(
+                "--tmpfs {home} --ro-bind {spill} {spill} --remount-ro {home} --bind {demo} {demo}"
+            )),
             "{text}"
         );
+        assert!(!text.contains("skills"), "{text}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
-    fn fenced_reads_bind_the_program_directories_and_not_the_root() {
+    fn fenced_reads_bind_the_program_directories_the_wrapper_and_not_the_root() {
         let mut fenced = policy(SandboxMode::WorkspaceWrite, &["/tmp"]);
         fenced.readable_roots = Some(Vec::new());
-        let text = arguments(&fenced, &none(), &run("/tmp", "true", &[])).join(" ");
+        let text = text(&fenced, "/tmp", &["true"]);
         assert!(!text.contains("--ro-bind / /"), "{text}");
         assert!(
-            text.contains("--ro-bind /usr /usr") && text.contains("--bind /tmp /tmp"),
+            text.contains("--ro-bind /usr /usr")
+                && text.contains("--bind /tmp /tmp")
+                && text.contains("--ro-bind /opt/dsh/dsh-sandbox-exec /opt/dsh/dsh-sandbox-exec"),
             "{text}"
         );
     }

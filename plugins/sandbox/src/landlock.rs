@@ -1,48 +1,143 @@
-//! The Landlock backend, for machines where bubblewrap cannot run: the host's own
-//! `dsh-host sandbox-exec` restricts itself and then runs the command. Files are fenced
-//! (read everywhere, write only under the writable roots) and TCP too (no bind or connect
-//! unless the network is allowed), so its enforcement is `partial`: there is no pid namespace
-//! (a process can outlive its call), protected paths inside a writable root and hidden files
-//! cannot be carved out, and only TCP is fenced.
+//! The last step into the sandbox, `dsh-sandbox-exec`, for both backends: inside bubblewrap it
+//! sets the limits and the seccomp filter; alone (the Landlock fallback, for machines where
+//! bubblewrap cannot run) it also fences files (read everywhere, write only under the
+//! writable roots) and TCP. The fallback's enforcement is `partial`: there is no pid or mount
+//! namespace (a process can outlive its call, protected paths inside a writable root and
+//! hidden files cannot be carved out), and only TCP is fenced by Landlock (the seccomp filter
+//! refuses IP sockets outright when the network is off).
 
 use dsh_protocol::{SandboxMode, SandboxPolicy};
 
-/// The `sandbox-exec` arguments that run `program args` under `policy`, with `env` set by
-/// `sandbox-exec` once it is restricted (`--env NAME VALUE`), not on its own start.
-pub(crate) fn arguments(
-    policy: &SandboxPolicy,
-    env: &[(String, String)],
-    program: &str,
-    args: &[String],
-) -> Vec<String> {
-    let mut argv = vec!["sandbox-exec".to_owned()];
-    for (name, value) in env {
+use crate::limits::Limits;
+
+/// The binary's file name, beside `dsh-host`.
+pub(crate) const EXEC_NAME: &str = "dsh-sandbox-exec";
+
+/// What one wrapped command asks of `dsh-sandbox-exec`.
+pub(crate) struct Inner<'a> {
+    pub(crate) policy: &'a SandboxPolicy,
+    pub(crate) limits: &'a Limits,
+    /// Whether Unix sockets may be created (off by default: a socket file's mount does not
+    /// stop a connect to it).
+    pub(crate) unix_sockets: bool,
+    /// Set once confined (`--env NAME VALUE`), not on the wrapper's own start.
+    pub(crate) env: &'a [(String, String)],
+    pub(crate) program: &'a str,
+    pub(crate) args: &'a [String],
+}
+
+/// The arguments of `dsh-sandbox-exec` (after its own path) that run `inner` alone (`landlock`:
+/// the fallback, fencing files and TCP itself) or inside bubblewrap.
+pub(crate) fn arguments(inner: &Inner<'_>, landlock: bool) -> Vec<String> {
+    let policy = inner.policy;
+    let mut argv = Vec::new();
+    for (name, value) in inner.env {
         argv.extend(["--env".to_owned(), name.clone(), value.clone()]);
     }
-    if let Some(roots) = &policy.readable_roots {
-        for dir in crate::bwrap::SYSTEM_DIRS
-            .iter()
-            .map(|dir| (*dir).to_owned())
-            .chain(roots.iter().cloned())
-        {
-            argv.extend(["--read".to_owned(), dir]);
+    argv.extend(inner.limits.arguments());
+    argv.push("--seccomp".to_owned());
+    let mut denied: Vec<&str> = Vec::new();
+    if !inner.unix_sockets {
+        denied.push("unix");
+    }
+    if !policy.network {
+        denied.push("vsock");
+        // Without a network namespace, Landlock fences TCP only: no IP sockets at all.
+        if landlock {
+            denied.extend(["inet", "inet6"]);
         }
     }
-    if policy.mode == SandboxMode::WorkspaceWrite {
-        for root in &policy.writable_roots {
-            argv.extend(["--write".to_owned(), root.clone()]);
-        }
+    for family in denied {
+        argv.extend(["--deny-socket".to_owned(), family.to_owned()]);
     }
-    if policy.network {
-        argv.push("--network".to_owned());
+    if landlock {
+        argv.push("--landlock".to_owned());
+        if let Some(roots) = &policy.readable_roots {
+            for dir in crate::bwrap::SYSTEM_DIRS
+                .iter()
+                .map(|dir| (*dir).to_owned())
+                .chain(roots.iter().cloned())
+            {
+                argv.extend(["--read".to_owned(), dir]);
+            }
+        }
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            for root in &policy.writable_roots {
+                argv.extend(["--write".to_owned(), root.clone()]);
+            }
+        }
+        if policy.network {
+            argv.push("--network".to_owned());
+        }
     }
     argv.push("--".to_owned());
-    argv.push(program.to_owned());
-    argv.extend(args.iter().cloned());
+    argv.push(inner.program.to_owned());
+    argv.extend(inner.args.iter().cloned());
     argv
 }
 
-/// The probe's arguments: restrict, and exit 0 when the kernel enforced it all.
+/// The Landlock probe's arguments: restrict and filter, and exit 0 when the kernel enforced it
+/// all.
 pub(crate) fn probe_arguments() -> Vec<String> {
-    vec!["sandbox-exec".to_owned(), "--probe".to_owned()]
+    ["--landlock", "--seccomp", "--probe"]
+        .iter()
+        .map(|arg| (*arg).to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_protocol::Enforcement;
+
+    fn policy(network: bool) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            writable_roots: vec!["/w".to_owned()],
+            protected: Vec::new(),
+            hidden: Vec::new(),
+            exposed: Vec::new(),
+            readable_roots: None,
+            network,
+            enforcement: Enforcement::Partial,
+            backend: "landlock".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_fallback_fences_files_and_every_socket_family_the_network_would_need() {
+        let policy = policy(false);
+        let env = [("LD_PRELOAD".to_owned(), "x.so".to_owned())];
+        let inner = Inner {
+            policy: &policy,
+            limits: &Limits::default(),
+            unix_sockets: false,
+            env: &env,
+            program: "bash",
+            args: &["-c".to_owned(), "true".to_owned()],
+        };
+        let text = arguments(&inner, true).join(" ");
+        assert!(text.starts_with("--env LD_PRELOAD x.so --limit "), "{text}");
+        assert!(
+            text.contains(
+                "--seccomp --deny-socket unix --deny-socket vsock --deny-socket inet --deny-socket inet6 --landlock --write /w -- bash -c true"
+            ),
+            "{text}"
+        );
+        // Inside bubblewrap the network namespace fences IP; Unix sockets may be allowed.
+        let network = self::policy(true);
+        let inside = arguments(
+            &Inner {
+                policy: &network,
+                unix_sockets: true,
+                ..inner
+            },
+            false,
+        )
+        .join(" ");
+        assert!(
+            !inside.contains("--deny-socket") && !inside.contains("--landlock"),
+            "{inside}"
+        );
+    }
 }

@@ -17,7 +17,10 @@ mod bwrap;
 mod env;
 mod escalation;
 mod landlock;
+mod limits;
 mod service;
+
+pub use limits::Limits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,10 +51,24 @@ pub struct SandboxConfig {
     pub network: bool,
     /// Variables that look like secrets but are passed on anyway, by exact name.
     pub allow_env: Vec<String>,
-    /// Paths bound read-only over the writable roots (the dsh home).
+    /// Paths bound read-only over the writable roots.
     pub protected: Vec<String>,
-    /// Files and directories confined commands see empty (the credentials file).
+    /// Files and directories confined commands see empty and the file tools refuse to read
+    /// (the dsh home).
     pub hidden: Vec<String>,
+    /// Paths inside the hidden ones that stay readable (the home's spilled results and skills).
+    pub exposed: Vec<String>,
+    /// Names kept read-only at the top of the working directory and of each `writableRoots`
+    /// entry, for commands and the file tools alike (a file tool's write asks a person first).
+    /// `.git` stands for its `hooks` and `config`. Default: `.git`, `.dsh`, `.claude`, `.codex`,
+    /// `.agents`, `.mcp.json`.
+    pub protected_names: Option<Vec<String>>,
+    /// Resource limits of every confined command.
+    pub limits: Limits,
+    /// Whether confined commands may create Unix sockets (off: a socket file's read-only
+    /// mount does not stop a connect, so the host's, a Docker daemon's or an agent's socket
+    /// would be a way out).
+    pub unix_sockets: bool,
     /// A fresh, private `/tmp` per command instead of the host's.
     pub fresh_tmp: bool,
     /// Whether `/tmp` and the temp dir are writable in `workspace-write` (default true).
@@ -108,6 +125,56 @@ async fn probe_with(
     }
 }
 
+/// Where `dsh-sandbox-exec` is: beside the running `dsh-host`.
+fn exec_path() -> Result<String, String> {
+    let host = std::env::current_exe()
+        .map_err(|error| format!("cannot tell where dsh-host is: {error}"))?;
+    let exec = host.with_file_name(landlock::EXEC_NAME);
+    match exec.is_file() {
+        true => Ok(exec.display().to_string()),
+        false => Err(format!(
+            "{} is missing beside dsh-host (build or install it with the host)",
+            exec.display()
+        )),
+    }
+}
+
+/// The default protected names.
+const PROTECTED_NAMES: [&str; 6] = [".git", ".dsh", ".claude", ".codex", ".agents", ".mcp.json"];
+
+/// Bubblewrap at `bwrap` with `exec` inside, with a user namespace where the kernel gives one.
+async fn probe_bwrap(
+    ctx: &Context,
+    subprocess: &SubprocessService,
+    bwrap: &str,
+    exec: &str,
+) -> Result<Backend, String> {
+    let with_userns = probe_with(ctx, subprocess, bwrap, bwrap::probe_arguments(exec, true)).await;
+    let Some(userns_failed) = with_userns else {
+        return Ok(Backend::Bwrap {
+            bwrap: bwrap.to_owned(),
+            exec: exec.to_owned(),
+            user_namespace: true,
+        });
+    };
+    match probe_with(ctx, subprocess, bwrap, bwrap::probe_arguments(exec, false)).await {
+        None => {
+            ctx.log(
+                LogLevel::Warn,
+                &format!(
+                    "bwrap cannot make a user namespace here ({userns_failed}); commands run with every capability dropped but in the host's user namespace"
+                ),
+            );
+            Ok(Backend::Bwrap {
+                bwrap: bwrap.to_owned(),
+                exec: exec.to_owned(),
+                user_namespace: false,
+            })
+        }
+        Some(why) => Err(format!("bwrap ({bwrap}): {why}")),
+    }
+}
+
 /// The backend `wanted` names (`auto` tries bubblewrap, then Landlock), probed once.
 async fn choose(
     ctx: &Context,
@@ -115,18 +182,17 @@ async fn choose(
     wanted: &str,
     bwrap: &str,
 ) -> Result<Backend, PluginError> {
-    let host = std::env::current_exe()
-        .map(|path| path.display().to_string())
-        .unwrap_or_else(|_| "dsh-host".to_owned());
+    let exec = exec_path();
     let try_bwrap = async {
-        match probe_with(ctx, subprocess, bwrap, bwrap::probe_arguments()).await {
-            None => Ok(Backend::Bwrap(bwrap.to_owned())),
-            Some(why) => Err(format!("bwrap ({bwrap}): {why}")),
+        match &exec {
+            Ok(exec) => probe_bwrap(ctx, subprocess, bwrap, exec).await,
+            Err(why) => Err(format!("bwrap: {why}")),
         }
     };
     let try_landlock = async {
-        match probe_with(ctx, subprocess, &host, landlock::probe_arguments()).await {
-            None => Ok(Backend::Landlock(host.clone())),
+        let exec = exec.clone().map_err(|why| format!("landlock: {why}"))?;
+        match probe_with(ctx, subprocess, &exec, landlock::probe_arguments()).await {
+            None => Ok(Backend::Landlock(exec)),
             Some(why) => Err(format!("landlock: {why}")),
         }
     };
@@ -184,13 +250,20 @@ impl Plugin for SandboxPlugin {
         let bwrap_path = config.bwrap.clone().unwrap_or_else(|| "bwrap".to_owned());
         let wanted = config.backend.clone().unwrap_or_else(|| "auto".to_owned());
         let backend = choose(&ctx, &subprocess, &wanted, &bwrap_path).await?;
-        if let Backend::Unavailable(reason) = &backend {
-            ctx.log(
+        match &backend {
+            Backend::Unavailable(reason) => ctx.log(
                 LogLevel::Warn,
                 &format!(
                     "no sandbox backend: commands outside danger-full-access are refused ({reason})"
                 ),
-            );
+            ),
+            confining => ctx.log(
+                LogLevel::Info,
+                &format!(
+                    "sandbox backend {confining:?}; each command limited to {}",
+                    config.limits.describe()
+                ),
+            ),
         }
         let settings = Settings {
             default_mode,
@@ -202,6 +275,12 @@ impl Plugin for SandboxPlugin {
             fresh_tmp: config.fresh_tmp,
             temp_writable: config.temp_writable.unwrap_or(true),
             readable_roots: config.readable_roots,
+            exposed: config.exposed,
+            protected_names: config.protected_names.unwrap_or_else(|| {
+                PROTECTED_NAMES.iter().map(|name| (*name).to_owned()).collect()
+            }),
+            limits: config.limits,
+            unix_sockets: config.unix_sockets,
         };
         let service = Arc::new(SandboxImpl::new(ctx.clone(), settings, backend, subprocess));
         escalation::listen(&ctx, service.clone())?;

@@ -1,8 +1,10 @@
 //! The `sandbox` service: each session's policy (its latest `sandbox/mode`, else the default)
 //! and processes started under it. In `read-only` and `workspace-write` a process runs inside
-//! bubblewrap, or not at all; in `danger-full-access` it runs as the user. Either way its
+//! bubblewrap and `dsh-sandbox-exec` (or, where bubblewrap cannot run, `dsh-sandbox-exec` with
+//! Landlock), or not at all; in `danger-full-access` it runs as the user. Either way its
 //! environment loses the variables that look like secrets.
 
+use std::path::Path;
 use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RString, RVec};
@@ -13,16 +15,25 @@ use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
 use dsh_sandbox_seam::{Sandbox, SandboxPiped};
 use dsh_session_seam::{LatestOf, open_live};
 
+use dsh_credentials_seam::{CREDENTIALS, CredentialsService};
+
 use crate::bwrap::{self, Mounts};
 use crate::env::{LOADER_VARS, is_loader_var, matches, secret_names};
+use crate::landlock::Inner;
+use crate::limits::Limits;
 
 /// Which backend confines commands on this machine.
 #[derive(Debug, Clone)]
 pub(crate) enum Backend {
-    /// `bwrap` at this path works.
-    Bwrap(String),
-    /// Landlock, through the host's `sandbox-exec` (the host binary at this path): files and
-    /// TCP are fenced, but there is no pid or mount namespace.
+    /// `bwrap` at `bwrap` works, around `dsh-sandbox-exec` at `exec`; `user_namespace` says
+    /// whether it can make a user namespace here.
+    Bwrap {
+        bwrap: String,
+        exec: String,
+        user_namespace: bool,
+    },
+    /// Landlock, through `dsh-sandbox-exec` at this path alone: files and TCP are fenced, but
+    /// there is no pid or mount namespace.
     Landlock(String),
     /// None works, and why (commands that need confinement are refused).
     Unavailable(String),
@@ -40,6 +51,13 @@ pub(crate) struct Settings {
     pub(crate) temp_writable: bool,
     /// When set, what commands and file tools may read besides the writable roots.
     pub(crate) readable_roots: Option<Vec<String>>,
+    /// Readable again inside the hidden paths.
+    pub(crate) exposed: Vec<String>,
+    /// Kept read-only at the top of the working directory and each configured writable root.
+    pub(crate) protected_names: Vec<String>,
+    pub(crate) limits: Limits,
+    /// Whether confined commands may create Unix sockets.
+    pub(crate) unix_sockets: bool,
 }
 
 /// Grants remembered at once; the oldest goes first (a grant is used by the call it was
@@ -139,16 +157,22 @@ impl SandboxImpl {
         }
         let (enforcement, backend) = match (&self.backend, mode) {
             (_, SandboxMode::DangerFullAccess) => (Enforcement::None, "none".to_owned()),
-            (Backend::Bwrap(_), _) => (Enforcement::Full, "bwrap".to_owned()),
+            (Backend::Bwrap { .. }, _) => (Enforcement::Full, "bwrap".to_owned()),
             (Backend::Landlock(_), _) => (Enforcement::Partial, "landlock".to_owned()),
             (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
         };
+        let mut protected = self.settings.protected.clone();
+        let project_roots = std::iter::once(cwd).chain(self.settings.writable_roots.iter().map(String::as_str));
+        for root in project_roots {
+            protected.extend(protected_paths(Path::new(root), &self.settings.protected_names));
+        }
         SandboxPolicy {
             mode,
             writable_roots,
-            protected: self.settings.protected.clone(),
+            protected,
             readable_roots: self.settings.readable_roots.clone(),
             hidden: self.settings.hidden.clone(),
+            exposed: self.settings.exposed.clone(),
             network: self.settings.network || mode == SandboxMode::DangerFullAccess,
             enforcement,
             backend,
@@ -206,25 +230,47 @@ impl SandboxImpl {
             .map_err(|error| SandboxError::Spawn(error.to_string()))
     }
 
+    /// The values the credentials store holds: a variable of the host's environment that
+    /// carries one is removed whatever its name.
+    fn known_secrets(&self) -> Vec<String> {
+        let Ok(Some(store)) = self.ctx.get::<CredentialsService>(CREDENTIALS) else {
+            return Vec::new();
+        };
+        store
+            .names()
+            .into_iter()
+            .filter_map(|name| store.get(name).into_option())
+            .map(|value| value.to_string())
+            .collect()
+    }
+
     /// `request` rewritten to run under `policy`: secrets removed from its environment, and
-    /// wrapped in the backend unless the policy is full access. The wrapper starts without the
-    /// loader's variables, which are set inside the sandbox instead: otherwise an entry's
-    /// `LD_PRELOAD` would run code in the wrapper before it confines anything.
+    /// wrapped in the backend unless the policy is full access. The wrappers start without the
+    /// loader's variables, which `dsh-sandbox-exec` sets once everything is in place instead:
+    /// otherwise an entry's `LD_PRELOAD` would run code before the sandbox is complete.
     fn confine(
         &self,
         policy: &SandboxPolicy,
         cwd: &str,
         mut request: SpawnRequest,
     ) -> Result<SpawnRequest, SandboxError> {
-        let names: Vec<(String, String)> = std::env::vars().collect();
+        let host: Vec<(String, String)> = std::env::vars_os()
+            .map(|(name, value)| {
+                (
+                    name.to_string_lossy().into_owned(),
+                    value.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
         let secrets = secret_names(
-            names.iter().map(|(name, _)| name.as_str()),
+            host.iter().map(|(name, value)| (name.as_str(), value.as_str())),
             &self.settings.allow_env,
+            &self.known_secrets(),
         );
         let mut remove: Vec<RString> = request.remove_env.to_vec();
         remove.extend(secrets.into_iter().map(RString::from));
         if policy.mode != SandboxMode::DangerFullAccess {
-            let inner = inner_env(&names, &remove, &request);
+            let inner_env = inner_env(&host, &remove, &request);
             remove.extend(LOADER_VARS.iter().map(|pattern| RString::from(*pattern)));
             // The other variables stay on the wrapper, which passes them on: as arguments
             // they would show in the process list (an MCP entry's token, say).
@@ -239,25 +285,35 @@ impl SandboxImpl {
                 .as_ref()
                 .map_or_else(|| cwd.to_owned(), |dir| dir.to_string());
             let args: Vec<String> = request.args.iter().map(|arg| arg.to_string()).collect();
+            let inner = Inner {
+                policy,
+                limits: &self.settings.limits,
+                unix_sockets: self.settings.unix_sockets,
+                env: &inner_env,
+                program: request.program.as_str(),
+                args: &args,
+            };
             let (program, argv) = match &self.backend {
-                Backend::Bwrap(path) => {
+                Backend::Bwrap {
+                    bwrap,
+                    exec,
+                    user_namespace,
+                } => {
+                    prepare_protected(policy);
+                    let mut inside = vec![exec.clone()];
+                    inside.extend(crate::landlock::arguments(&inner, false));
                     let mounts = Mounts {
-                        protected: &policy.protected,
-                        hidden: &policy.hidden,
                         fresh_tmp: self.settings.fresh_tmp,
+                        user_namespace: *user_namespace,
+                        exec,
                     };
                     let command = bwrap::Command {
                         cwd: &run_in,
-                        env: &inner,
-                        program: request.program.as_str(),
-                        args: &args,
+                        argv: &inside,
                     };
-                    (path.clone(), bwrap::arguments(policy, &mounts, &command))
+                    (bwrap.clone(), bwrap::arguments(policy, &mounts, &command))
                 }
-                Backend::Landlock(host) => (
-                    host.clone(),
-                    crate::landlock::arguments(policy, &inner, request.program.as_str(), &args),
-                ),
+                Backend::Landlock(exec) => (exec.clone(), crate::landlock::arguments(&inner, true)),
                 Backend::Unavailable(reason) => {
                     return Err(SandboxError::NoBackend {
                         mode: policy.mode.as_str(),
@@ -265,11 +321,46 @@ impl SandboxImpl {
                     });
                 }
             };
+            self.ctx.log(
+                dsh_plugin_api::LogLevel::Debug,
+                &format!("confined: {program} {}", argv.join(" ")),
+            );
             request.program = RString::from(program);
             request.args = argv.into_iter().map(RString::from).collect();
         }
         request.remove_env = RVec::from(remove);
         Ok(request)
+    }
+}
+
+/// The protected paths of one project root: each of `names` under it, where `.git` stands for
+/// the two places git runs code from (its `hooks` directory and its `config`), or for itself
+/// when it is a file (a worktree's pointer to its repository).
+pub(crate) fn protected_paths(root: &Path, names: &[String]) -> Vec<String> {
+    let mut paths = Vec::new();
+    for name in names {
+        let path = root.join(name);
+        if name == ".git" && !path.is_file() {
+            paths.push(path.join("hooks").display().to_string());
+            paths.push(path.join("config").display().to_string());
+        } else {
+            paths.push(path.display().to_string());
+        }
+    }
+    paths
+}
+
+/// A repository without a hooks directory gets an empty one before a command runs, so that it
+/// is bound read-only like any other (otherwise the command could create it and plant a hook).
+fn prepare_protected(policy: &SandboxPolicy) {
+    for protected in &policy.protected {
+        let path = Path::new(protected);
+        if path.ends_with(".git/hooks")
+            && !path.exists()
+            && path.parent().is_some_and(Path::is_dir)
+        {
+            let _ = std::fs::create_dir(path);
+        }
     }
 }
 

@@ -134,9 +134,14 @@ pub struct SandboxPolicy {
     /// one stays writable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<String>,
-    /// Paths neither commands nor the file tools may read (the credentials file).
+    /// Paths neither commands nor the file tools may read (the dsh home); a writable root
+    /// inside one stays readable and writable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<String>,
+    /// Paths inside the hidden ones that stay readable (the spilled results and the skills of
+    /// the dsh home), never writable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposed: Vec<String>,
     /// When set, reads are fenced too: commands and the file tools read only these, the
     /// writable roots and (for commands) the system's program directories.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,182 @@
+//! The command line, read into a [`Request`]. Every argument is the sandbox plugin's; a
+//! malformed one is a usage error, never a reason to run the program with less confinement.
+
+use crate::limits::{Limit, LimitKind};
+use crate::seccomp::SocketFamily;
+
+/// The Landlock fence of the fallback backend.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Fence {
+    /// Readable directories; empty: everything is readable.
+    pub(crate) readable: Vec<String>,
+    pub(crate) writable: Vec<String>,
+    /// TCP bind and connect allowed.
+    pub(crate) network: bool,
+}
+
+/// Everything one run is asked to do.
+#[derive(Debug, Default)]
+pub(crate) struct Request {
+    /// Set for the program after confinement, in order (a later one wins).
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) limits: Vec<Limit>,
+    pub(crate) seccomp: bool,
+    /// Socket families the filter refuses to create.
+    pub(crate) denied_sockets: Vec<SocketFamily>,
+    pub(crate) landlock: Option<Fence>,
+    pub(crate) probe: bool,
+    pub(crate) command: Vec<String>,
+}
+
+fn value<'a>(rest: &mut impl Iterator<Item = &'a String>, what: &str) -> Result<String, String> {
+    rest.next().cloned().ok_or_else(|| what.to_owned())
+}
+
+/// Reads `args` (everything after the program's name).
+pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
+    let mut request = Request::default();
+    let mut fence = Fence::default();
+    let mut landlock = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--env" => {
+                let name = value(&mut rest, "--env needs a name and a value")?;
+                let text = value(&mut rest, "--env needs a name and a value")?;
+                if name.is_empty() || name.contains('=') || name.contains('\0') {
+                    return Err(format!("`{name}` is not a variable's name"));
+                }
+                request.env.push((name, text));
+            }
+            "--limit" => {
+                let text = value(&mut rest, "--limit needs NAME=VALUE")?;
+                request.limits.push(parse_limit(&text)?);
+            }
+            "--seccomp" => request.seccomp = true,
+            "--deny-socket" => {
+                let name = value(&mut rest, "--deny-socket needs a family")?;
+                let family = SocketFamily::parse(&name).ok_or_else(|| {
+                    format!("--deny-socket `{name}`: expected unix, inet, inet6 or vsock")
+                })?;
+                request.denied_sockets.push(family);
+            }
+            "--landlock" => landlock = true,
+            "--read" => fence.readable.push(value(&mut rest, "--read needs a directory")?),
+            "--write" => fence.writable.push(value(&mut rest, "--write needs a directory")?),
+            "--network" => fence.network = true,
+            "--probe" => request.probe = true,
+            "--" => {
+                request.command = rest.cloned().collect();
+                break;
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    if !landlock && (fence != Fence::default()) {
+        return Err("--read, --write and --network belong to --landlock".to_owned());
+    }
+    if landlock {
+        request.landlock = Some(fence);
+    }
+    if !request.denied_sockets.is_empty() && !request.seccomp {
+        return Err("--deny-socket needs --seccomp".to_owned());
+    }
+    if !request.probe && request.command.is_empty() {
+        return Err("no program after `--`".to_owned());
+    }
+    Ok(request)
+}
+
+fn parse_limit(text: &str) -> Result<Limit, String> {
+    let (name, number) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--limit `{text}`: expected NAME=VALUE"))?;
+    let kind = LimitKind::parse(name).ok_or_else(|| {
+        format!("--limit `{name}`: expected processes, data, fsize, cpu, core or files")
+    })?;
+    let value = number
+        .parse::<u64>()
+        .map_err(|_| format!("--limit {name}: `{number}` is not a whole number"))?;
+    Ok(Limit { kind, value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn variables_are_read_for_the_program_in_order() {
+        let request = parse(&strings(&[
+            "--env",
+            "A",
+            "1",
+            "--env",
+            "LD_PRELOAD",
+            "x.so",
+            "--",
+            "true",
+        ]))
+        .unwrap();
+        assert_eq!(
+            request.env,
+            [
+                ("A".to_owned(), "1".to_owned()),
+                ("LD_PRELOAD".to_owned(), "x.so".to_owned())
+            ]
+        );
+        assert_eq!(request.command, ["true"]);
+        assert!(parse(&strings(&["--env", "A"])).is_err());
+        assert!(parse(&strings(&["--env", "A=B", "1", "--", "true"])).is_err());
+    }
+
+    #[test]
+    fn limits_sockets_and_the_fence_are_read() {
+        let request = parse(&strings(&[
+            "--limit",
+            "processes=64",
+            "--seccomp",
+            "--deny-socket",
+            "unix",
+            "--landlock",
+            "--write",
+            "/w",
+            "--probe",
+        ]))
+        .unwrap();
+        assert_eq!(
+            request.limits,
+            [Limit {
+                kind: LimitKind::Processes,
+                value: 64
+            }]
+        );
+        assert_eq!(request.denied_sockets, [SocketFamily::Unix]);
+        assert_eq!(
+            request.landlock,
+            Some(Fence {
+                writable: vec!["/w".to_owned()],
+                ..Fence::default()
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_arguments_are_refused_naming_them() {
+        for (args, says) in [
+            (&["--limit", "processes", "--probe"][..], "NAME=VALUE"),
+            (&["--limit", "stack=1", "--probe"][..], "`stack`"),
+            (&["--limit", "cpu=lots", "--probe"][..], "`lots`"),
+            (&["--seccomp", "--deny-socket", "ipx", "--probe"][..], "`ipx`"),
+            (&["--deny-socket", "unix", "--probe"][..], "needs --seccomp"),
+            (&["--write", "/w", "--probe"][..], "belong to --landlock"),
+            (&["--seccomp"][..], "no program"),
+        ] {
+            let problem = parse(&strings(args)).unwrap_err();
+            assert!(problem.contains(says), "{args:?}: {problem}");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! `dsh-sandbox-exec`: the last step into the sandbox, run as the confined command's own
+//! process just before it becomes the command. The `sandbox` plugin puts it inside bubblewrap
+//! (after the mounts and namespaces) or, where bubblewrap cannot run, alone (then with
+//! Landlock fencing files and TCP). In that order it sets the resource limits, restricts
+//! itself with Landlock when asked, sets `no_new_privs`, installs the seccomp filter, and
+//! replaces itself with the program, which inherits all of it with every process it starts.
+//! The `--env` variables are set for the program only then, so a requested `LD_PRELOAD`
+//! never acts on anything before it is confined.
+//!
+//! It is a binary of its own, not a subcommand of `dsh-host`, because it runs once per
+//! command: a small program starts in a fraction of the host's start-up time. Anything it
+//! cannot enforce ends it with exit 126 and the reason on stderr; it never runs the program
+//! less confined than it was asked to.
+//!
+//! ```text
+//! dsh-sandbox-exec [--env NAME VALUE].. [--limit NAME=VALUE].. [--seccomp]
+//!                  [--deny-socket unix|inet|inet6|vsock]..
+//!                  [--landlock [--read DIR].. [--write DIR].. [--network]]
+//!                  (--probe | -- PROGRAM [ARGS..])
+//! ```
+
+mod args;
+mod fence;
+mod limits;
+mod seccomp;
+
+use std::os::unix::process::CommandExt;
+
+use args::Request;
+
+/// What ends the run before the program starts: the reason goes to stderr.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error("{0}")]
+    Usage(String),
+    #[error("resource limit {name}: {error}")]
+    Limit {
+        name: &'static str,
+        error: std::io::Error,
+    },
+    #[error("Landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("Landlock is not fully enforced here ({0})")]
+    LandlockPartial(String),
+    #[error("no_new_privs: {0}")]
+    NoNewPrivs(std::io::Error),
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+}
+
+/// Applies everything `request` asks for to this process, in the order that keeps each step
+/// able to run: limits, then Landlock, then `no_new_privs`, then seccomp (which would refuse
+/// the calls the steps before it make).
+fn confine(request: &Request) -> Result<(), Refusal> {
+    for limit in &request.limits {
+        limits::apply(limit).map_err(|error| Refusal::Limit {
+            name: limit.kind.name(),
+            error,
+        })?;
+    }
+    if let Some(fence) = &request.landlock {
+        match fence::restrict(fence)? {
+            landlock::RulesetStatus::FullyEnforced => {}
+            landlock::RulesetStatus::PartiallyEnforced if !request.probe => {}
+            status => return Err(Refusal::LandlockPartial(format!("{status:?}"))),
+        }
+    }
+    set_no_new_privs().map_err(Refusal::NoNewPrivs)?;
+    if request.seccomp {
+        seccomp::install(&request.denied_sockets).map_err(Refusal::Seccomp)?;
+    }
+    Ok(())
+}
+
+/// No program this process runs can gain privileges (setuid bits, file capabilities).
+#[allow(unsafe_code, reason = "prctl has no safe wrapper in std")]
+fn set_no_new_privs() -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_NO_NEW_PRIVS takes plain integers and touches no memory.
+    let done = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    match done {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+fn run(args: &[String]) -> i32 {
+    let request = match args::parse(args) {
+        Ok(request) => request,
+        Err(problem) => {
+            eprintln!("dsh-sandbox-exec: {}", Refusal::Usage(problem));
+            return 2;
+        }
+    };
+    if let Err(refusal) = confine(&request) {
+        eprintln!("dsh-sandbox-exec: {refusal}");
+        return 126;
+    }
+    if request.probe {
+        return 0;
+    }
+    let Some((program, rest)) = request.command.split_first() else {
+        eprintln!("dsh-sandbox-exec: no program after `--`");
+        return 2;
+    };
+    let error = std::process::Command::new(program)
+        .args(rest)
+        .envs(request.env.iter().map(|(name, value)| (name, value)))
+        .exec();
+    eprintln!("dsh-sandbox-exec: cannot run `{program}`: {error}");
+    127
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(run(&args));
+}
