@@ -282,3 +282,45 @@ fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
     assert!(tool_texts(&server).last().unwrap().contains("two"));
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// A `write` of a protected path (the project's `.mcp.json`, which decides which servers run)
+/// is put to the person without the model asking, naming the file; allowed once it is written,
+/// rejected it is not.
+#[test]
+fn a_write_of_a_protected_file_is_asked_naming_it() {
+    for (answer, written) in [("allowed-once", true), ("rejected", false)] {
+        let dir = TestDir::new(&format!("escalation-protected-{answer}"));
+        let write = json!({"file_path": ".mcp.json", "content": "{\"mcpServers\": {}}"}).to_string();
+        let server = FakeDeepSeek::start(vec![
+            Reply::tool_calls(&[("call_1", "write", &write)]),
+            Reply::text("done"),
+        ]);
+        let mut web = start(&server, &dir);
+        let (session, mut socket) = web.followed_session();
+        web.call(
+            "session.prompt",
+            &json!({"sessionId": session, "text": "configure a server"}),
+        );
+        let frames = socket.until(300, |frame| {
+            approval_of(std::slice::from_ref(frame)).is_some()
+        });
+        let ask = approval_of(&frames).unwrap();
+        let reason = ask["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("write asks to change") && reason.contains("work/.mcp.json"),
+            "{ask}"
+        );
+        web.call(
+            "approval.respond",
+            &json!({"approvalId": ask["id"], "outcome": answer}),
+        );
+        socket.until(300, turn_ended);
+        let file = dir.join("work/.mcp.json");
+        assert_eq!(file.exists(), written, "{answer}: {:?}", tool_texts(&server));
+        if !written {
+            let texts = tool_texts(&server);
+            assert!(texts[0].contains("is protected"), "{texts:?}");
+        }
+        assert_eq!(web.host.stop(), Some(0));
+    }
+}

@@ -515,17 +515,36 @@ fn blocking_settings() -> String {
     )
 }
 
+/// `.claude` is protected: the `write` tool's change of a hook file is put to a person first,
+/// and with no one to ask (headless) it is refused naming the file, so no hook of the agent's
+/// own making applies.
 #[test]
-fn a_hook_file_the_agent_writes_applies_from_its_next_call() {
+fn a_hook_file_the_agent_writes_is_put_to_a_person_and_refused_headless() {
     let write = serde_json::json!({
         "file_path": ".claude/settings.json",
         "content": blocking_settings(),
     })
     .to_string();
-    hook_written_by(
+    let (out, events, run) = headless_run(
         "hooks-written",
-        Reply::tool_calls(&[("call_0", "write", &write)]),
+        &[],
+        vec![
+            Reply::tool_calls(&[("call_0", "write", &write)]),
+            bash_call("touch ran.txt"),
+            Reply::text("understood"),
+        ],
     );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let results = of_type(&events, "tool/result");
+    let refused = results[0].to_string();
+    assert!(
+        refused.contains(".claude/settings.json is protected")
+            && refused.contains("not approved (unavailable)"),
+        "{refused}"
+    );
+    assert!(!run.work(".claude/settings.json").exists());
+    assert!(run.work("ran.txt").exists(), "a hook applied");
+    assert!(of_type(&events, "hook/result").is_empty());
 }
 
 #[test]

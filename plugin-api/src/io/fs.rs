@@ -146,3 +146,41 @@ pub trait Fs: Send + Sync {
 
 /// The value registered under [`FS_SERVICE`].
 pub type FsService = Fs_TO<'static, RBox<()>>;
+
+/// The key of the strict file operations, provided beside [`FS_SERVICE`] by a provider whose
+/// paths others can change (the host's local filesystem): a provider without it is read and
+/// written through [`Fs`] alone.
+pub const FS_STRICT_SERVICE: &str = "fs_strict";
+
+/// Bytes read, and the real path of the file they came from.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FsResolvedRead {
+    pub bytes: RVec<u8>,
+    /// As the open file tells it, not as the path resolves later.
+    pub real_path: RVec<u8>,
+}
+
+/// The operations that close the gap between a caller's check of a path and its use.
+#[sabi_trait]
+pub trait FsStrict: Send + Sync {
+    /// Up to `len` bytes from `offset`, with the real path of the file that was read.
+    fn read_at_resolved(
+        &self,
+        path: RSlice<'_, u8>,
+        offset: u64,
+        len: u64,
+    ) -> RResult<FsResolvedRead, FsError>;
+    /// Publishes as [`Fs::publish`] does, at a real path (no symbolic link in it), refusing
+    /// (`PermissionDenied`) a symbolic link met on the way.
+    fn publish_no_symlinks(
+        &self,
+        path: RSlice<'_, u8>,
+        content: RSlice<'_, u8>,
+        mode: ROption<u32>,
+        create_only: bool,
+    ) -> RResult<(), FsError>;
+}
+
+/// The value registered under [`FS_STRICT_SERVICE`].
+pub type FsStrictService = FsStrict_TO<'static, RBox<()>>;

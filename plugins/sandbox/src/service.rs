@@ -142,6 +142,15 @@ impl SandboxImpl {
         self.policy_in(mode, cwd)
     }
 
+    /// The protected names' paths in the project roots of a session working in `cwd`: the
+    /// working directory and the configured writable roots.
+    pub(crate) fn protected_by_name(&self, cwd: &str) -> Vec<String> {
+        std::iter::once(cwd)
+            .chain(self.settings.writable_roots.iter().map(String::as_str))
+            .flat_map(|root| protected_paths(Path::new(root), &self.settings.protected_names))
+            .collect()
+    }
+
     /// The policy of `mode` for a process working in `cwd`.
     fn policy_in(&self, mode: SandboxMode, cwd: &str) -> SandboxPolicy {
         let mut writable_roots = vec![cwd.to_owned()];
@@ -162,10 +171,7 @@ impl SandboxImpl {
             (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
         };
         let mut protected = self.settings.protected.clone();
-        let project_roots = std::iter::once(cwd).chain(self.settings.writable_roots.iter().map(String::as_str));
-        for root in project_roots {
-            protected.extend(protected_paths(Path::new(root), &self.settings.protected_names));
-        }
+        protected.extend(self.protected_by_name(cwd));
         SandboxPolicy {
             mode,
             writable_roots,

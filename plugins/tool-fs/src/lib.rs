@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_fs_local::{FileSystem, Remote};
+use dsh_fs_local::{FileSystem, Remote, WithStrict};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
-use dsh_plugin_api::io::fs::{FS_SERVICE, FsService};
+use dsh_plugin_api::io::fs::{FS_SERVICE, FS_STRICT_SERVICE, FsService, FsStrictService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Serialize, lock};
 use dsh_protocol::{
@@ -129,6 +129,10 @@ impl Shared {
             .hidden
             .into_iter()
             .fold(workspace, Workspace::with_hidden);
+        let workspace = policy
+            .exposed
+            .into_iter()
+            .fold(workspace, Workspace::with_exposed);
         match policy.readable_roots {
             Some(roots) => {
                 workspace.with_readable_roots(roots.into_iter().map(Into::into).collect())
@@ -342,7 +346,16 @@ impl Plugin for FsPlugin {
                 ));
             }
         }
-        let fs: Arc<dyn FileSystem> = Arc::new(Remote(ctx.inject::<FsService>(FS_SERVICE)?));
+        // The strict reads and writes come with the host's `fs` row; a provider that replaces
+        // it without them confines the paths itself.
+        let strict = ctx
+            .get::<FsStrictService>(FS_STRICT_SERVICE)
+            .ok()
+            .flatten();
+        let fs: Arc<dyn FileSystem> = Arc::new(WithStrict {
+            fs: Remote(ctx.inject::<FsService>(FS_SERVICE)?),
+            strict,
+        });
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
             mode: permission_mode(),

@@ -10,6 +10,9 @@
 
 mod publish;
 mod service;
+#[cfg(unix)]
+mod strict;
+mod strict_service;
 mod walk;
 
 use std::io::{self, Read, Seek, SeekFrom};
@@ -18,6 +21,7 @@ use std::time::SystemTime;
 
 pub use publish::PublishError;
 pub use service::{Remote, Served};
+pub use strict_service::WithStrict;
 pub use walk::{WalkEntry, WalkRequest, Walked};
 
 /// What a path is.
@@ -79,6 +83,33 @@ pub trait FileSystem: Send + Sync {
         request: &WalkRequest<'_>,
         visit: &mut dyn FnMut(Walked<'_>) -> bool,
     ) -> io::Result<()>;
+    /// Up to `len` bytes of `path` from `offset`, with the real path of the file they came
+    /// from, as the open file tells it (not as the path resolves later): a caller that checks
+    /// that path cannot be misled by a path changed between its check and the read. The
+    /// default resolves the path separately, which a filesystem others can change must
+    /// override ([`LocalFs`] does).
+    fn read_at_resolved(
+        &self,
+        path: &Path,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<(Vec<u8>, PathBuf)> {
+        let bytes = self.read_at(path, offset, len)?;
+        Ok((bytes, self.canonicalize(path)?))
+    }
+    /// Publishes like [`publish`](Self::publish), but `path` must be a real path (absolute,
+    /// no symbolic link in it), and a symbolic link met on the way is refused: what is
+    /// written lands exactly where the caller checked. The default is `publish`, which a
+    /// filesystem others can change must override ([`LocalFs`] does).
+    fn publish_no_symlinks(
+        &self,
+        path: &Path,
+        content: &[u8],
+        mode: Option<u32>,
+        create_only: bool,
+    ) -> Result<(), PublishError> {
+        self.publish(path, content, mode, create_only)
+    }
 }
 
 /// Reads a whole file through `fs`, in chunks of `chunk` bytes, handing each to `sink`; stops
@@ -252,6 +283,27 @@ impl FileSystem for LocalFs {
         visit: &mut dyn FnMut(Walked<'_>) -> bool,
     ) -> io::Result<()> {
         walk::walk_local(request, visit)
+    }
+
+    #[cfg(unix)]
+    fn read_at_resolved(
+        &self,
+        path: &Path,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<(Vec<u8>, PathBuf)> {
+        strict::read_at_resolved(path, offset, len)
+    }
+
+    #[cfg(unix)]
+    fn publish_no_symlinks(
+        &self,
+        path: &Path,
+        content: &[u8],
+        mode: Option<u32>,
+        create_only: bool,
+    ) -> Result<(), PublishError> {
+        strict::publish_no_symlinks(path, content, mode, create_only)
     }
 }
 

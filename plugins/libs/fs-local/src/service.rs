@@ -68,7 +68,7 @@ fn from_abi_stat(stat: &FsStat) -> FileStat {
     }
 }
 
-fn to_abi_error(error: &io::Error) -> FsError {
+pub(crate) fn to_abi_error(error: &io::Error) -> FsError {
     let kind = match error.kind() {
         io::ErrorKind::NotFound => FsErrorKind::NotFound,
         io::ErrorKind::NotADirectory => FsErrorKind::NotADirectory,
@@ -82,7 +82,7 @@ fn to_abi_error(error: &io::Error) -> FsError {
     }
 }
 
-fn from_abi_error(error: FsError) -> io::Error {
+pub(crate) fn from_abi_error(error: FsError) -> io::Error {
     let kind = match error.kind {
         FsErrorKind::NotFound => io::ErrorKind::NotFound,
         FsErrorKind::NotADirectory => io::ErrorKind::NotADirectory,
@@ -93,10 +93,35 @@ fn from_abi_error(error: FsError) -> io::Error {
     io::Error::new(kind, error.message.into_string())
 }
 
-fn done<T, U>(result: io::Result<T>, map: impl FnOnce(T) -> U) -> RResult<U, FsError> {
+pub(crate) fn done<T, U>(result: io::Result<T>, map: impl FnOnce(T) -> U) -> RResult<U, FsError> {
     match result {
         Ok(value) => ROk(map(value)),
         Err(error) => RErr(to_abi_error(&error)),
+    }
+}
+
+/// A publication's outcome as it crosses the ABI.
+pub(crate) fn publish_to_abi(result: Result<(), PublishError>) -> RResult<(), FsError> {
+    match result {
+        Ok(()) => ROk(()),
+        Err(PublishError::NotRegularFile) => RErr(FsError {
+            kind: FsErrorKind::NotRegularFile,
+            message: RString::from("not a regular file"),
+        }),
+        Err(PublishError::Exists) => RErr(FsError {
+            kind: FsErrorKind::AlreadyExists,
+            message: RString::from("the file exists"),
+        }),
+        Err(PublishError::Io(error)) => RErr(to_abi_error(&error)),
+    }
+}
+
+/// A publication's failure as it came across the ABI.
+pub(crate) fn publish_from_abi(error: FsError, create_only: bool) -> PublishError {
+    match error.kind {
+        FsErrorKind::NotRegularFile => PublishError::NotRegularFile,
+        FsErrorKind::AlreadyExists if create_only => PublishError::Exists,
+        _ => PublishError::Io(from_abi_error(error)),
     }
 }
 
@@ -104,7 +129,7 @@ fn done<T, U>(result: io::Result<T>, map: impl FnOnce(T) -> U) -> RResult<U, FsE
 pub struct Served<F>(pub F);
 
 /// A path as the bytes that cross the ABI.
-fn path_bytes(path: &Path) -> Vec<u8> {
+pub(crate) fn path_bytes(path: &Path) -> Vec<u8> {
     #[cfg(unix)]
     {
         std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec()
@@ -116,7 +141,7 @@ fn path_bytes(path: &Path) -> Vec<u8> {
 }
 
 /// The path those bytes name.
-fn path_of(bytes: &[u8]) -> PathBuf {
+pub(crate) fn path_of(bytes: &[u8]) -> PathBuf {
     #[cfg(unix)]
     {
         PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes))
@@ -152,23 +177,12 @@ impl<F: FileSystem> Fs for Served<F> {
         mode: ROption<u32>,
         create_only: bool,
     ) -> RResult<(), FsError> {
-        match self.0.publish(
+        publish_to_abi(self.0.publish(
             &path_of(&path),
             content.as_slice(),
             mode.into_option(),
             create_only,
-        ) {
-            Ok(()) => ROk(()),
-            Err(PublishError::NotRegularFile) => RErr(FsError {
-                kind: FsErrorKind::NotRegularFile,
-                message: RString::from("not a regular file"),
-            }),
-            Err(PublishError::Exists) => RErr(FsError {
-                kind: FsErrorKind::AlreadyExists,
-                message: RString::from("the file exists"),
-            }),
-            Err(PublishError::Io(error)) => RErr(to_abi_error(&error)),
-        }
+        ))
     }
 
     fn walk(
@@ -288,8 +302,7 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
             Some(mode) => RSome(mode),
             None => RNone,
         };
-        match self
-            .0
+        self.0
             .publish(
                 RSlice::from_slice(&path_bytes(path)),
                 RSlice::from_slice(content),
@@ -297,14 +310,7 @@ impl<S: std::ops::Deref<Target = FsService> + Send + Sync> FileSystem for Remote
                 create_only,
             )
             .into_result()
-        {
-            Ok(()) => Ok(()),
-            Err(error) => Err(match error.kind {
-                FsErrorKind::NotRegularFile => PublishError::NotRegularFile,
-                FsErrorKind::AlreadyExists if create_only => PublishError::Exists,
-                _ => PublishError::Io(from_abi_error(error)),
-            }),
-        }
+            .map_err(|error| publish_from_abi(error, create_only))
     }
 
     fn walk(

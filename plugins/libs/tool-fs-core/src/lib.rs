@@ -21,6 +21,7 @@
 mod atomic;
 mod diff;
 mod error;
+mod fence;
 mod glob;
 mod grep;
 mod mutate;

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use dsh_fs_local::{FileSystem, LocalFs};
 
+use crate::fence::{Fenced, Policy};
+
 use crate::error::{ErrorCode, ToolError};
 
 /// The sandbox mode mutations run under (the reference's vocabulary).
@@ -49,30 +51,18 @@ pub fn escalation_hint_marker(subject: &str) -> String {
 }
 
 /// Where a call runs: the session cwd that relative paths resolve against, the fence that
-/// `write`/`edit` are checked against (reads are never fenced: every mode permits reading), and
-/// the filesystem every file operation goes through.
+/// reads and writes are checked against, and the filesystem every file operation goes through
+/// (held to the fence on every read and write, see [`crate::fence`]).
 #[derive(Clone)]
 pub struct Workspace {
-    root: PathBuf,
-    mode: SandboxMode,
-    extra_writable_roots: Vec<PathBuf>,
-    /// Kept read-only under the writable roots (the dsh home), except for a writable root
-    /// that lies inside one.
-    protected: Vec<PathBuf>,
-    /// Not to be read at all outside full access (the credentials file).
-    hidden: Vec<PathBuf>,
-    /// When set, reads are fenced too: only under these, the writable roots and the workspace.
-    readable_roots: Option<Vec<PathBuf>>,
+    fs: Fenced,
     escalation_available: bool,
-    fs: Arc<dyn FileSystem>,
 }
 
 impl std::fmt::Debug for Workspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workspace")
-            .field("root", &self.root)
-            .field("mode", &self.mode)
-            .field("extra_writable_roots", &self.extra_writable_roots)
+            .field("policy", &self.fs.policy)
             .field("escalation_available", &self.escalation_available)
             .finish_non_exhaustive()
     }
@@ -85,76 +75,79 @@ impl Workspace {
         let root = root.into();
         let root = std::path::absolute(&root).unwrap_or(root);
         Self {
-            root,
-            mode: SandboxMode::WorkspaceWrite,
-            extra_writable_roots: Vec::new(),
-            protected: Vec::new(),
-            hidden: Vec::new(),
-            readable_roots: None,
+            fs: Fenced {
+                inner: Arc::new(LocalFs),
+                policy: Policy {
+                    root,
+                    mode: SandboxMode::WorkspaceWrite,
+                    extra_writable_roots: Vec::new(),
+                    protected: Vec::new(),
+                    hidden: Vec::new(),
+                    exposed: Vec::new(),
+                    readable_roots: None,
+                },
+            },
             escalation_available: false,
-            fs: Arc::new(LocalFs),
         }
     }
 
     /// Route every file operation through `fs` (the host's `fs` service, a sandbox).
     pub fn with_fs(mut self, fs: Arc<dyn FileSystem>) -> Self {
-        self.fs = fs;
+        self.fs.inner = fs;
         self
     }
 
-    /// The filesystem file operations go through.
+    /// The filesystem file operations go through, held to this workspace's fence.
     pub fn fs(&self) -> &dyn FileSystem {
-        self.fs.as_ref()
+        &self.fs
     }
 
     /// Set the sandbox mode (`DangerFullAccess` is "full access": no fence).
     pub fn with_mode(mut self, mode: SandboxMode) -> Self {
-        self.mode = mode;
+        self.fs.policy.mode = mode;
         self
     }
 
     /// Add a root that `workspace-write` also permits.
     pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Self {
-        self.extra_writable_roots.push(root.into());
+        self.fs.policy.extra_writable_roots.push(root.into());
         self
     }
 
     /// Keep `path` read-only in `workspace-write` (a writable root inside it stays writable).
     pub fn with_protected(mut self, path: impl Into<PathBuf>) -> Self {
-        self.protected.push(path.into());
+        self.fs.policy.protected.push(path.into());
         self
     }
 
-    /// Refuse to read `path` (a file or everything below a directory) outside full access.
+    /// Neither read nor write `path` (a file or everything below a directory) outside full
+    /// access, but for a writable root or an exposed path inside it.
     pub fn with_hidden(mut self, path: impl Into<PathBuf>) -> Self {
-        self.hidden.push(path.into());
+        self.fs.policy.hidden.push(path.into());
+        self
+    }
+
+    /// Let `path`, inside a hidden one, be read (never written).
+    pub fn with_exposed(mut self, path: impl Into<PathBuf>) -> Self {
+        self.fs.policy.exposed.push(path.into());
         self
     }
 
     /// Fence reads to `roots` (with the writable roots and the workspace) outside full access.
     pub fn with_readable_roots(mut self, roots: Vec<PathBuf>) -> Self {
-        self.readable_roots = Some(roots);
+        self.fs.policy.readable_roots = Some(roots);
         self
     }
 
-    /// Whether `path` (symlinks resolved) may be read: not hidden, and under a readable root
-    /// when reads are fenced.
+    /// Whether `path` (symlinks resolved) may be read: not in `/proc`, `/sys` or `/dev`, not
+    /// hidden, and under a readable root when reads are fenced.
     pub fn may_read(&self, path: &Path) -> bool {
-        if self.mode == SandboxMode::DangerFullAccess {
-            return true;
-        }
-        if self.is_hidden(path) {
-            return false;
-        }
-        let Some(readable) = &self.readable_roots else {
-            return true;
-        };
-        let key = canonical_or_self(self.fs(), path);
-        readable
-            .iter()
-            .chain(std::iter::once(&self.root))
-            .chain(&self.extra_writable_roots)
-            .any(|root| key.starts_with(canonical_or_self(self.fs(), root)))
+        self.fs.policy.may_read(self.raw(), path)
+    }
+
+    /// The filesystem without the fence, for resolving paths.
+    fn raw(&self) -> &dyn FileSystem {
+        self.fs.inner.as_ref()
     }
 
     /// Refuse to read under `path` (a search's directory) when the sandbox does not let it.
@@ -163,7 +156,7 @@ impl Workspace {
             return Ok(());
         }
         Err(
-            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode))
+            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode()))
                 .with_detail(format!(
                     "cannot read \"{}\": outside what the sandbox lets this session read",
                     path.display()
@@ -173,13 +166,8 @@ impl Workspace {
 
     /// Whether `path` (symlinks resolved) is one the sandbox hides.
     pub fn is_hidden(&self, path: &Path) -> bool {
-        if self.hidden.is_empty() || self.mode == SandboxMode::DangerFullAccess {
-            return false;
-        }
-        let key = canonical_or_self(self.fs(), path);
-        self.hidden
-            .iter()
-            .any(|hidden| key.starts_with(canonical_or_self(self.fs(), hidden)))
+        let key = canonical_or_self(self.raw(), path);
+        self.fs.policy.hides(self.raw(), &key)
     }
 
     /// Refuse to read `target` when the sandbox hides it.
@@ -188,7 +176,7 @@ impl Workspace {
             return Ok(());
         }
         Err(
-            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode))
+            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode()))
                 .with_detail(format!(
                     "cannot read \"{}\": the sandbox hides it or fences it out",
                     target.display
@@ -211,45 +199,68 @@ impl Workspace {
 
     /// The session cwd.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.fs.policy.root
     }
 
     /// The sandbox mode.
     pub fn mode(&self) -> SandboxMode {
-        self.mode
+        self.fs.policy.mode
+    }
+
+    /// Whether a write of `target` is refused only because it is protected (a person may allow
+    /// it): the path lies under a protected path and a writable root, and no writable root
+    /// inside the protected path holds it.
+    pub fn is_protected(&self, target: &Target) -> bool {
+        let fs = self.raw();
+        let policy = &self.fs.policy;
+        let key = &target.key;
+        policy
+            .protected
+            .iter()
+            .map(|protected| canonical_or_self(fs, protected))
+            .filter(|protected| key.starts_with(protected))
+            .any(|protected| {
+                !policy
+                    .writable_roots()
+                    .map(|root| canonical_or_self(fs, root))
+                    .any(|root| root.starts_with(&protected) && key.starts_with(&root))
+            })
     }
 
     /// Refuse a mutation of `target` unless the mode allows it: `read-only` refuses all,
-    /// `workspace-write` requires the target's realpath under a writable root, full access
-    /// allows everything. The model text is the reference's marker; the detail names the path
-    /// and the root.
+    /// `workspace-write` requires the target's realpath under a writable root and outside the
+    /// protected and hidden paths, full access allows everything. The model text is the
+    /// reference's marker; the detail names the path and the root.
     pub fn check_writable(&self, target: &Target) -> Result<(), ToolError> {
+        let mode = self.mode();
         let refuse = |why: String| {
-            let mut text = sandbox_denial_marker(self.mode);
+            let mut text = sandbox_denial_marker(mode);
             if self.escalation_available {
                 text.push('\n');
                 text.push_str(&escalation_hint_marker("operation"));
             }
             Err(ToolError::new(ErrorCode::FsSandboxDenied, text).with_detail(why))
         };
-        match self.mode {
+        match mode {
             SandboxMode::DangerFullAccess => Ok(()),
             SandboxMode::ReadOnly => refuse(format!(
                 "cannot write \"{}\": the sandbox is read-only",
                 target.display
             )),
             SandboxMode::WorkspaceWrite => {
+                let policy = &self.fs.policy;
                 // A workspace without an absolute root would fence nothing (every path starts
                 // with the empty one).
-                if !self.root.is_absolute() {
+                if !policy.root.is_absolute() {
                     return refuse(format!(
                         "cannot write \"{}\": the workspace has no absolute root",
                         target.display
                     ));
                 }
                 // Re-canonicalize now so a symlinked ancestor swapped since resolution is seen,
-                // and refuse when it now names another file than the one about to be written.
-                let fs = self.fs();
+                // and refuse when it now names another file than the one about to be written
+                // (the write itself then refuses any symbolic link on the way).
+                let fs = self.raw();
                 let fresh = resolve_key(fs, Path::new(&target.display))?;
                 if fresh != target.key {
                     return refuse(format!(
@@ -257,26 +268,29 @@ impl Workspace {
                         target.display
                     ));
                 }
-                let roots: Vec<PathBuf> = std::iter::once(&self.root)
-                    .chain(&self.extra_writable_roots)
+                if policy.hides(fs, &fresh) || !self.may_read(&fresh) {
+                    return refuse(format!(
+                        "cannot write \"{}\": the sandbox hides it",
+                        target.display
+                    ));
+                }
+                if self.is_protected(target) {
+                    return refuse(format!(
+                        "cannot write \"{}\": it is protected (a person must allow a change there)",
+                        target.display
+                    ));
+                }
+                let inside = policy
+                    .writable_roots()
                     .map(|root| canonical_or_self(fs, root))
-                    .filter(|root| fresh.starts_with(root))
-                    .collect();
-                // Under a protected path, only a root inside that path makes it writable.
-                let unprotected = |root: &PathBuf| {
-                    self.protected
-                        .iter()
-                        .map(|protected| canonical_or_self(fs, protected))
-                        .filter(|protected| fresh.starts_with(protected))
-                        .all(|protected| root.starts_with(&protected))
-                };
-                if roots.iter().any(unprotected) {
+                    .any(|root| fresh.starts_with(root));
+                if inside {
                     Ok(())
                 } else {
                     refuse(format!(
                         "cannot write \"{}\": outside the workspace root \"{}\"",
                         target.display,
-                        self.root.display()
+                        policy.root.display()
                     ))
                 }
             }
@@ -285,7 +299,7 @@ impl Workspace {
 
     /// Resolve a model-supplied path against this workspace.
     pub fn resolve(&self, requested: &str) -> Result<Target, ToolError> {
-        resolve_target(self.fs(), &self.root, requested)
+        resolve_target(self.raw(), self.root(), requested)
     }
 }
 
