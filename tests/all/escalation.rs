@@ -290,7 +290,8 @@ fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
 fn a_write_of_a_protected_file_is_asked_naming_it() {
     for (answer, written) in [("allowed-once", true), ("rejected", false)] {
         let dir = TestDir::new(&format!("escalation-protected-{answer}"));
-        let write = json!({"file_path": ".mcp.json", "content": "{\"mcpServers\": {}}"}).to_string();
+        let write =
+            json!({"file_path": ".mcp.json", "content": "{\"mcpServers\": {}}"}).to_string();
         let server = FakeDeepSeek::start(vec![
             Reply::tool_calls(&[("call_1", "write", &write)]),
             Reply::text("done"),
@@ -316,7 +317,12 @@ fn a_write_of_a_protected_file_is_asked_naming_it() {
         );
         socket.until(300, turn_ended);
         let file = dir.join("work/.mcp.json");
-        assert_eq!(file.exists(), written, "{answer}: {:?}", tool_texts(&server));
+        assert_eq!(
+            file.exists(),
+            written,
+            "{answer}: {:?}",
+            tool_texts(&server)
+        );
         if !written {
             let texts = tool_texts(&server);
             assert!(texts[0].contains("is protected"), "{texts:?}");

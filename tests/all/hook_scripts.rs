@@ -89,6 +89,7 @@ fn headless_run(
 ) -> (Output, Vec<Value>, Run) {
     let server = FakeDeepSeek::start(script);
     let dir = TestDir::new(name);
+    dir.trust_projects();
     let work = dir.join("work");
     let user = dir.join("user");
     for (path, text) in files {

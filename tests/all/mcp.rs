@@ -549,6 +549,7 @@ fn an_entrys_loader_variables_reach_the_server_and_not_the_sandbox_wrapper() {
         "an_entrys_loader_variables_reach_the_server_and_not_the_sandbox_wrapper"
     );
     let dir = TestDir::new("mcp-env");
+    dir.trust_projects();
     let (stderr, inner, written) = loader_variables_probe(&dir, "");
     assert!(stderr.contains(&inner), "{stderr}");
     assert!(
@@ -562,6 +563,7 @@ fn an_entrys_loader_variables_reach_the_server_and_not_the_sandbox_wrapper() {
 #[test]
 fn under_landlock_an_entrys_loader_variables_are_set_after_the_restriction() {
     let dir = TestDir::new("mcp-env-landlock");
+    dir.trust_projects();
     let (stderr, inner, written) = loader_variables_probe(
         &dir,
         "    bwrap: /nonexistent/bwrap\n    writableRoots: []\n    tempWritable: false\n",
@@ -583,6 +585,7 @@ fn under_landlock_an_entrys_loader_variables_are_set_after_the_restriction() {
 #[test]
 fn a_projects_http_server_is_refused_unless_the_row_allows_it() {
     let dir = TestDir::new("mcp-project-http");
+    dir.trust_projects();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());

@@ -372,6 +372,7 @@ fn inside_the_workspace_commands_write_and_the_model_is_told_the_policy() {
 #[test]
 fn allow_deny_and_ask_rules_decide_before_the_call() {
     let dir = TestDir::new("permission-rules");
+    dir.trust_projects();
     let work = dir.join("work");
     std::fs::create_dir_all(work.join(".dsh")).unwrap();
     std::fs::create_dir_all(dir.home()).unwrap();

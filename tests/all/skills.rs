@@ -59,6 +59,7 @@ fn extends(earlier: &Value, later: &Value) -> bool {
 #[test]
 fn skills_in_every_root_reach_the_model_as_one_catalog_and_the_tool_loads_one() {
     let dir = TestDir::new("skills-roots");
+    dir.trust_projects();
     let work = dir.join("work");
     write_skill(
         &work.join(".dsh/skills"),
@@ -246,6 +247,7 @@ fn listed(web: &Web) -> Vec<Value> {
 #[test]
 fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
     let dir = TestDir::new("skills-added");
+    dir.trust_projects();
     let server = FakeDeepSeek::start(vec![
         Reply::text("First."),
         Reply::text("Second."),
@@ -315,6 +317,7 @@ fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
 #[test]
 fn a_user_invocable_skill_runs_as_a_command_whose_line_never_reaches_the_model() {
     let dir = TestDir::new("skills-command");
+    dir.trust_projects();
     let server = FakeDeepSeek::start(vec![Reply::text("OSPREY, en français.")]);
     let skills = dir.join("work/.dsh/skills");
     write_skill(
@@ -455,6 +458,7 @@ fn stored_sessions(home: &Path) -> Vec<String> {
 #[test]
 fn a_resumed_session_reads_its_last_catalog_from_the_log() {
     let dir = TestDir::new("skills-resume");
+    dir.trust_projects();
     let server = FakeDeepSeek::start(vec![
         Reply::text("One."),
         Reply::text("Two."),

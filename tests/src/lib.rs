@@ -116,6 +116,18 @@ impl TestDir {
     }
 }
 
+impl TestDir {
+    /// Remembers every project under this directory as trusted, in its dsh home's trust file
+    /// (as a person answering the page's question does), for a test whose project's own
+    /// `.mcp.json`, hooks, settings or skills must take effect.
+    pub fn trust_projects(&self) {
+        let home = self.home();
+        std::fs::create_dir_all(&home).unwrap();
+        let trusted = serde_json::json!({"trusted": [self.path]});
+        std::fs::write(home.join("trusted-projects.json"), trusted.to_string()).unwrap();
+    }
+}
+
 impl Drop for TestDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);

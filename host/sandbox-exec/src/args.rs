@@ -24,6 +24,8 @@ pub(crate) struct Request {
     /// Socket families the filter refuses to create.
     pub(crate) denied_sockets: Vec<SocketFamily>,
     pub(crate) landlock: Option<Fence>,
+    /// Control groups this process joins first (their `cgroup.procs`).
+    pub(crate) cgroups: Vec<String>,
     pub(crate) probe: bool,
     pub(crate) command: Vec<String>,
 }
@@ -61,8 +63,15 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
                 request.denied_sockets.push(family);
             }
             "--landlock" => landlock = true,
-            "--read" => fence.readable.push(value(&mut rest, "--read needs a directory")?),
-            "--write" => fence.writable.push(value(&mut rest, "--write needs a directory")?),
+            "--join-cgroup" => request
+                .cgroups
+                .push(value(&mut rest, "--join-cgroup needs a directory")?),
+            "--read" => fence
+                .readable
+                .push(value(&mut rest, "--read needs a directory")?),
+            "--write" => fence
+                .writable
+                .push(value(&mut rest, "--write needs a directory")?),
             "--network" => fence.network = true,
             "--probe" => request.probe = true,
             "--" => {
@@ -170,7 +179,10 @@ mod tests {
             (&["--limit", "processes", "--probe"][..], "NAME=VALUE"),
             (&["--limit", "stack=1", "--probe"][..], "`stack`"),
             (&["--limit", "cpu=lots", "--probe"][..], "`lots`"),
-            (&["--seccomp", "--deny-socket", "ipx", "--probe"][..], "`ipx`"),
+            (
+                &["--seccomp", "--deny-socket", "ipx", "--probe"][..],
+                "`ipx`",
+            ),
             (&["--deny-socket", "unix", "--probe"][..], "needs --seccomp"),
             (&["--write", "/w", "--probe"][..], "belong to --landlock"),
             (&["--seccomp"][..], "no program"),

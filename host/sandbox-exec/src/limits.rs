@@ -52,6 +52,9 @@ impl LimitKind {
     }
 }
 
+/// How long past its CPU limit a process that ignores SIGXCPU may run before SIGKILL.
+const CPU_GRACE_SECONDS: libc::rlim_t = 5;
+
 /// One limit and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Limit {
@@ -61,7 +64,10 @@ pub(crate) struct Limit {
 
 /// Lowers the soft and hard limit to `limit.value`, or keeps the current ones where they are
 /// already lower (a limit is never raised here).
-#[allow(unsafe_code, reason = "getrlimit and setrlimit have no safe wrapper in std")]
+#[allow(
+    unsafe_code,
+    reason = "getrlimit and setrlimit have no safe wrapper in std"
+)]
 pub(crate) fn apply(limit: &Limit) -> std::io::Result<()> {
     let resource = limit.kind.resource();
     let mut current = libc::rlimit {
@@ -73,9 +79,15 @@ pub(crate) fn apply(limit: &Limit) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     let wanted = limit.value as libc::rlim_t;
+    // The CPU limit's soft value sends SIGXCPU, which names the cause in the exit status; the
+    // hard one, a little later, is SIGKILL for a process that ignores it.
+    let hard = match limit.kind {
+        LimitKind::CpuSeconds => wanted.saturating_add(CPU_GRACE_SECONDS),
+        _ => wanted,
+    };
     let lowered = libc::rlimit {
         rlim_cur: current.rlim_cur.min(wanted),
-        rlim_max: current.rlim_max.min(wanted),
+        rlim_max: current.rlim_max.min(hard),
     };
     // SAFETY: setrlimit reads one `rlimit` from the struct it is given, which lives here.
     if unsafe { libc::setrlimit(resource, &lowered) } != 0 {

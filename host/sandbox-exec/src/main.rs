@@ -1,7 +1,9 @@
 //! `dsh-sandbox-exec`: the last step into the sandbox, run as the confined command's own
 //! process just before it becomes the command. The `sandbox` plugin puts it inside bubblewrap
 //! (after the mounts and namespaces) or, where bubblewrap cannot run, alone (then with
-//! Landlock fencing files and TCP). In that order it sets the resource limits, restricts
+//! Landlock fencing files and TCP). Run as root outside bubblewrap with `--join-cgroup`, it
+//! only moves itself into the host's control groups for commands and becomes bubblewrap. In
+//! that order it joins the control groups, sets the resource limits, restricts
 //! itself with Landlock when asked, sets `no_new_privs`, installs the seccomp filter, and
 //! replaces itself with the program, which inherits all of it with every process it starts.
 //! The `--env` variables are set for the program only then, so a requested `LD_PRELOAD`
@@ -13,7 +15,7 @@
 //! less confined than it was asked to.
 //!
 //! ```text
-//! dsh-sandbox-exec [--env NAME VALUE].. [--limit NAME=VALUE].. [--seccomp]
+//! dsh-sandbox-exec [--join-cgroup DIR].. [--env NAME VALUE].. [--limit NAME=VALUE].. [--seccomp]
 //!                  [--deny-socket unix|inet|inet6|vsock]..
 //!                  [--landlock [--read DIR].. [--write DIR].. [--network]]
 //!                  (--probe | -- PROGRAM [ARGS..])
@@ -33,6 +35,8 @@ use args::Request;
 enum Refusal {
     #[error("{0}")]
     Usage(String),
+    #[error("control group {dir}: {error}")]
+    Cgroup { dir: String, error: std::io::Error },
     #[error("resource limit {name}: {error}")]
     Limit {
         name: &'static str,
@@ -52,6 +56,15 @@ enum Refusal {
 /// able to run: limits, then Landlock, then `no_new_privs`, then seccomp (which would refuse
 /// the calls the steps before it make).
 fn confine(request: &Request) -> Result<(), Refusal> {
+    for dir in &request.cgroups {
+        // `0` is the writer itself, in both versions of the interface.
+        std::fs::write(std::path::Path::new(dir).join("cgroup.procs"), "0").map_err(|error| {
+            Refusal::Cgroup {
+                dir: dir.clone(),
+                error,
+            }
+        })?;
+    }
     for limit in &request.limits {
         limits::apply(limit).map_err(|error| Refusal::Limit {
             name: limit.kind.name(),
@@ -64,6 +77,10 @@ fn confine(request: &Request) -> Result<(), Refusal> {
             landlock::RulesetStatus::PartiallyEnforced if !request.probe => {}
             status => return Err(Refusal::LandlockPartial(format!("{status:?}"))),
         }
+    }
+    if request.limits.is_empty() && request.landlock.is_none() && !request.seccomp {
+        // Only joining groups: what runs next (bubblewrap) needs its privileges.
+        return Ok(());
     }
     set_no_new_privs().map_err(Refusal::NoNewPrivs)?;
     if request.seccomp {

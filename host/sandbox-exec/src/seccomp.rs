@@ -237,7 +237,10 @@ fn no_x32() -> BpfProgram {
 fn programs(denied_sockets: &[SocketFamily]) -> Result<Vec<BpfProgram>, String> {
     let describe = |error: seccompiler::BackendError| error.to_string();
     #[allow(unused_mut, reason = "the x32 filter exists on x86_64 only")]
-    let mut programs = vec![refusals(denied_sockets).map_err(describe)?, absent().map_err(describe)?];
+    let mut programs = vec![
+        refusals(denied_sockets).map_err(describe)?,
+        absent().map_err(describe)?,
+    ];
     #[cfg(target_arch = "x86_64")]
     programs.push(no_x32());
     Ok(programs)

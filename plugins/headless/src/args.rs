@@ -14,6 +14,8 @@ options:
   --replay FILE              answer every model request from a recorded session log
   --then TASK                another task, run once the one before completed and everything
                              it delegated settled (repeatable)
+  --trust-project            trust the project for this run: its .mcp.json servers, hooks,
+                             .dsh/settings.yaml and skills take effect (untrusted, they wait)
   -h, --help                 this text";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +34,8 @@ pub(crate) struct Args {
     pub(crate) replay: Option<PathBuf>,
     /// Tasks run after `task`, in order.
     pub(crate) then: Vec<String>,
+    /// Trust the project's own configuration for this run.
+    pub(crate) trust_project: bool,
 }
 
 /// A command line the runner cannot run, in words for the user.
@@ -63,6 +67,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut output = Output::Text;
     let (mut resume, mut cwd, mut model, mut replay) = (None, None, None, None);
     let mut then = Vec::new();
+    let mut trust_project = false;
     let mut rest = args.iter();
     let mut literal = false;
     while let Some(arg) = rest.next() {
@@ -94,6 +99,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
             "--model" => model = Some(split_route(&value("--model")?)?),
             "--replay" => replay = Some(PathBuf::from(value("--replay")?)),
             "--then" => then.push(value("--then")?),
+            "--trust-project" => trust_project = true,
             other => return Err(UsageError(format!("unknown option `{other}`"))),
         }
     }
@@ -111,6 +117,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
         model,
         replay,
         then,
+        trust_project,
     }))
 }
 

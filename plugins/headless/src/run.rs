@@ -15,6 +15,7 @@ use dsh_protocol::{
     AbortCause, AgentOptions, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
 };
 use dsh_session_seam::{CreateSession, SessionsService};
+use dsh_trust_seam::{TRUST, TrustService};
 
 use crate::args::{self, Args, Output, UsageError};
 use crate::output::{err, exit_code, out, print_event, print_result};
@@ -233,6 +234,7 @@ impl Runner {
         // Every row that can start has started (the tools the first request offers, the
         // sandbox their processes run in); a tree still busy after the bound starts anyway.
         let _ = first_of(self.ctx.tree_settled(), self.ctx.sleep(TREE_START)).await;
+        self.trust_project(&cwd, args.trust_project).await;
         let (provider, model) = choose_model(args, self.config_model.as_deref())?;
         let route = Route {
             cwd: cwd.to_string_lossy().into_owned(),
@@ -266,6 +268,33 @@ impl Runner {
         current.session = Some(id.clone());
         current.stream_json = args.output == Output::StreamJson;
         Ok(Some((id, agents, route)))
+    }
+
+    /// Trusts the project of `cwd` for this run when asked (its MCP servers have started when
+    /// this returns); otherwise says on stderr what of the project's own waits for trust.
+    async fn trust_project(&self, cwd: &std::path::Path, trust: bool) {
+        let Ok(Some(service)) = self.ctx.get::<TrustService>(TRUST) else {
+            return;
+        };
+        let cwd = RString::from(cwd.to_string_lossy().as_ref());
+        if trust {
+            if let Err(error) = service.trust(cwd, false).await.into_result() {
+                err(&format!(
+                    "warning: the project could not be trusted: {error}"
+                ));
+            }
+            return;
+        }
+        let Ok(project) = service.describe(cwd).decode() else {
+            return;
+        };
+        if !project.trusted && !project.waiting.is_empty() {
+            err(&format!(
+                "warning: the project {} is not trusted, so its {} wait; pass --trust-project to use them in this run, or list the folder under `trust: {{roots: [...]}}` in settings.yaml",
+                project.root,
+                project.waiting.join(", ")
+            ));
+        }
     }
 
     /// Runs the task's turn and prints what it came to; answers the exit code.

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use dsh_plugin_api::{Context, lock};
+use dsh_trust_seam::is_trusted;
 
 use crate::config::{ConfigError, Format, HookTable, Point, parse};
 
@@ -123,7 +124,13 @@ impl HookFiles {
         let mut paths: Vec<PathBuf> = Vec::new();
         let mut tables = Tables::default();
         let mut linked = false;
+        // A project's own files (relative to its working directory) count once the person
+        // trusts the project; a trust given later bumps the generation (`invalidate`).
+        let trusted = is_trusted(&self.ctx, cwd);
         for file in &self.files {
+            if is_projects(file) && !trusted {
+                continue;
+            }
             let Some(path) = resolve(file, Path::new(cwd)) else {
                 continue;
             };
@@ -204,6 +211,11 @@ impl HookFiles {
         lock(&self.read).insert(path.to_path_buf(), (stamp, table.clone()));
         Some(table)
     }
+}
+
+/// Whether `file` is the project's (a path relative to the working directory).
+fn is_projects(file: &str) -> bool {
+    !file.starts_with("~/") && !Path::new(file).is_absolute()
 }
 
 /// `~/x` under the user's home, a relative path under `cwd`.

@@ -39,6 +39,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
 use dsh_tools_seam::{ResultView, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT};
+use dsh_trust_seam::TRUST_CHANGED;
 
 pub use config::Format;
 
@@ -111,10 +112,17 @@ impl Plugin for HookScripts {
             .unwrap_or_else(|| config.format.default_files());
         // Without the watch service, every hook point looks at the files again.
         let followed = matches!(ctx.get::<FsWatchService>(FS_WATCH_SERVICE), Ok(Some(_)));
+        let hook_files = Arc::new(HookFiles::new(ctx.clone(), config.format, files, followed));
+        // A project trusted meanwhile: its hook files count from the next point on.
+        let trusted = hook_files.clone();
+        ctx.on_parallel(&TRUST_CHANGED, move |_root| {
+            trusted.invalidate();
+            std::future::ready(())
+        })?;
         let bridge = Arc::new(Bridge::new(
             ctx.clone(),
             config.format,
-            Arc::new(HookFiles::new(ctx.clone(), config.format, files, followed)),
+            hook_files,
             sandbox,
             Settings {
                 default_timeout_ms: config.default_timeout_ms,

@@ -116,7 +116,9 @@ impl Sources {
     }
 
     /// Reads every source; a missing file is no servers, not an error.
-    pub(crate) fn load(&self) -> Loaded {
+    /// Reads every source; the project's file only when `project_trusted` (until then its
+    /// servers wait, which the warnings say).
+    pub(crate) fn load(&self, project_trusted: bool) -> Loaded {
         let mut loaded = Loaded::default();
         let user = Trust::User;
         for (name, entry) in &self.row {
@@ -125,7 +127,15 @@ impl Sources {
         for file in &self.files {
             loaded.read_file(file, user);
         }
-        if let Some(project) = &self.project {
+        if let Some(project) = self.project.as_ref().filter(|_| !project_trusted)
+            && project.exists()
+        {
+            loaded.warnings.push(format!(
+                "{}: the project is not trusted, so its servers wait (trust it in the page, with --trust-project, or under trust.roots in settings.yaml)",
+                project.display()
+            ));
+        }
+        if let Some(project) = self.project.as_ref().filter(|_| project_trusted) {
             let trust = Trust::Project {
                 http: self.project_http,
             };
@@ -326,7 +336,7 @@ mod tests {
             project: None,
             project_http: false,
         };
-        let loaded = sources.load();
+        let loaded = sources.load(true);
         let _ = std::fs::remove_file(file);
         loaded
     }

@@ -38,6 +38,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, lock};
 use dsh_sandbox_seam::{SANDBOX_PIPED, SandboxPipedService};
 use dsh_tools_seam::{TOOLS, ToolsService};
+use dsh_trust_seam::{TRUST_CHANGED, is_trusted};
 
 pub use crate::config::ServerEntry;
 use crate::config::{Loaded, ServerSpec, Sources};
@@ -108,7 +109,9 @@ impl Manager {
             mut servers,
             errors,
             warnings,
-        } = self.sources.load();
+        } = self
+            .sources
+            .load(is_trusted(&self.shared.ctx, &self.shared.workspace));
         let ctx = &self.shared.ctx;
         for warning in warnings {
             ctx.log(LogLevel::Warn, &format!("mcp: {warning}"));
@@ -238,6 +241,22 @@ impl Plugin for McpPlugin {
         let bound = Duration::from_millis(config.startup_timeout_ms.saturating_add(5_000));
         first_of(firsts, ctx.sleep(bound)).await;
         reload::follow(&ctx, manager.clone())?;
+        // A project trusted meanwhile: its servers start now, and the trust answers once
+        // each made its first attempt (bounded as at the start).
+        let trusted = manager.clone();
+        let waiting = ctx.clone();
+        ctx.on_parallel(&TRUST_CHANGED, move |_root| {
+            let started = trusted.reconcile();
+            let ctx = waiting.clone();
+            async move {
+                let firsts = async {
+                    for server in &started {
+                        server.first.wait().await;
+                    }
+                };
+                first_of(firsts, ctx.sleep(bound)).await;
+            }
+        })?;
         let stopping = manager.clone();
         ctx.effect(move || async move { stopping.stop_all().await })
     }

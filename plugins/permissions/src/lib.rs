@@ -2,9 +2,10 @@
 //! call (`tools/pre-execute`) the call is judged against `allow`, `deny` and `ask` rules (see
 //! `rules` for their form): the row's own, which `$DSH_HOME/settings.yaml` tunes under the
 //! `permissions` namespace (hot-reloaded with it), and the project's
-//! `<workspace>/.dsh/settings.yaml`, read again when it changes. Deny wins over ask, ask over
-//! allow, whichever file a rule comes from, so nothing a project writes can lift what the user
-//! denies. A compound shell command runs unasked only when each of its parts is allowed. With
+//! `<workspace>/.dsh/settings.yaml`, read again when it changes, once the person trusts the
+//! project (the `trust` service). Deny wins over ask, ask over allow, whichever file a rule
+//! comes from, and a project's `allow` rules count for nothing: a project narrows the user's
+//! rules and never widens them (a model that writes the file cannot let itself run unasked). A compound shell command runs unasked only when each of its parts is allowed. With
 //! `default: ask`, a call no allow rule covers is put to a person. Rules that do not read are
 //! refused loudly and fail closed: every call is denied, naming the file, line and rule, until
 //! they are fixed.
@@ -21,6 +22,7 @@ use dsh_plugin_api::LogLevel;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::PreDecision;
 use dsh_tools_seam::{TOOLS, TOOLS_PRE_EXECUTE};
+use dsh_trust_seam::is_trusted;
 
 use crate::policy::{Rules, Verdict, judge};
 use crate::project::{Lists, PROJECT_FILE, ProjectRules};
@@ -77,11 +79,13 @@ impl Plugin for PermissionsPlugin {
         }
         let user: Arc<Result<Rules, String>> = Arc::new(user);
         let projects = Arc::new(ProjectRules::default());
+        let trusting = ctx.clone();
         ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |next| {
             let call = next.payload();
+            let trusted = is_trusted(&trusting, call.cwd.as_str());
             let verdict = decide(
                 &user,
-                &projects,
+                trusted.then_some(projects.as_ref()),
                 call.name.as_str(),
                 call.arguments.as_str(),
                 call.cwd.as_str(),
@@ -112,7 +116,7 @@ fn locate_in_settings(rule: &str) -> Option<String> {
 
 fn decide(
     user: &Result<Rules, String>,
-    projects: &ProjectRules,
+    projects: Option<&ProjectRules>,
     tool: &str,
     arguments: &str,
     cwd: &str,
@@ -123,7 +127,7 @@ fn decide(
         Err(error) => return Verdict::Deny(format!("the permission rules do not read: {error}")),
     };
     let cwd = Path::new(cwd);
-    let project = projects.of(cwd);
+    let project = projects.and_then(|projects| projects.of(cwd));
     let project = match project.as_deref() {
         Some(Err(error)) => {
             return Verdict::Deny(format!(
@@ -135,8 +139,10 @@ fn decide(
     };
     let arguments = serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
     let mut sources: Vec<(&str, &Rules)> = vec![("user settings", user)];
+    let narrowing;
     if let Some(rules) = project {
-        sources.push((PROJECT_FILE, rules));
+        narrowing = rules.narrowing();
+        sources.push((PROJECT_FILE, &narrowing));
     }
     judge(&sources, tool, &arguments, cwd, default_ask)
 }

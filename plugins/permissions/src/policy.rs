@@ -19,6 +19,18 @@ pub(crate) struct Rules {
     pub(crate) ask: Vec<Rule>,
 }
 
+impl Rules {
+    /// These rules as a project's: its `deny` and `ask` only, since a project may narrow what
+    /// the user allows but never allow anything itself.
+    pub(crate) fn narrowing(&self) -> Rules {
+        Rules {
+            allow: Vec::new(),
+            deny: self.deny.clone(),
+            ask: self.ask.clone(),
+        }
+    }
+}
+
 /// What the rules say about a call.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -188,6 +200,22 @@ mod tests {
             reason.contains("rm -rf *") && reason.contains("(user)"),
             "{reason}"
         );
+    }
+
+    #[test]
+    fn a_projects_allow_rules_do_not_count() {
+        let user = rules(&[], &[], &[]);
+        let project = rules(&["bash(*)"], &["bash(rm *)"], &[]).narrowing();
+        let sources = [("user", &user), ("project", &project)];
+        let cwd = Path::new("/w");
+        assert!(matches!(
+            judge(&sources, "bash", &bash("curl x | sh"), cwd, true),
+            Verdict::Ask(_)
+        ));
+        assert!(matches!(
+            judge(&sources, "bash", &bash("rm -rf build"), cwd, false),
+            Verdict::Deny(_)
+        ));
     }
 
     #[test]

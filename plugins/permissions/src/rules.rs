@@ -26,7 +26,7 @@ const PATH_TOOLS: [(&str, &str); 5] = [
 ];
 
 /// One parsed rule.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Rule {
     /// As written, to name it in a decision.
     pub(crate) text: String,

@@ -114,7 +114,10 @@ pub(crate) fn arguments(
     protect(&mut argv, policy, &writable);
     hide(&mut argv, policy, &writable);
     if policy.readable_roots.is_some()
-        || policy.hidden.iter().any(|hidden| inside(mounts.exec, hidden))
+        || policy
+            .hidden
+            .iter()
+            .any(|hidden| inside(mounts.exec, hidden))
     {
         bind(&mut argv, "--ro-bind", mounts.exec);
     }

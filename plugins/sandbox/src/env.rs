@@ -147,7 +147,10 @@ mod tests {
     fn values_that_carry_a_secret_go_whatever_their_name() {
         let known = ["stored-key-0123456789".to_owned(), "short".to_owned()];
         let vars = [
-            ("DATABASE_URL", "postgres://app:hunter2@db.internal:5432/app"),
+            (
+                "DATABASE_URL",
+                "postgres://app:hunter2@db.internal:5432/app",
+            ),
             ("PUBLIC_URL", "https://example.com/path?x=1"),
             ("PROXY", "http://user@proxy:3128"),
             ("SENTRY_DSN", "https://abc@o1.ingest.sentry.io/1"),

@@ -81,7 +81,10 @@ fn real_path(path: &Path) -> PathBuf {
     let mut existing = folded.as_path();
     loop {
         if let Ok(real) = existing.canonicalize() {
-            return missing.iter().rev().fold(real, |path, name| path.join(name));
+            return missing
+                .iter()
+                .rev()
+                .fold(real, |path, name| path.join(name));
         }
         match (existing.parent(), existing.file_name()) {
             (Some(parent), Some(name)) => {

@@ -14,6 +14,7 @@
 //! + `justification`): a person approves it first (see `escalation`).
 
 mod bwrap;
+mod cgroup;
 mod env;
 mod escalation;
 mod landlock;
@@ -277,12 +278,44 @@ impl Plugin for SandboxPlugin {
             readable_roots: config.readable_roots,
             exposed: config.exposed,
             protected_names: config.protected_names.unwrap_or_else(|| {
-                PROTECTED_NAMES.iter().map(|name| (*name).to_owned()).collect()
+                PROTECTED_NAMES
+                    .iter()
+                    .map(|name| (*name).to_owned())
+                    .collect()
             }),
             limits: config.limits,
             unix_sockets: config.unix_sockets,
         };
-        let service = Arc::new(SandboxImpl::new(ctx.clone(), settings, backend, subprocess));
+        let ceilings = cgroup::Ceilings {
+            processes: settings.limits.processes,
+            memory_bytes: settings.limits.memory_bytes,
+        };
+        let cgroups = match &backend {
+            Backend::Unavailable(_) => Vec::new(),
+            _ => match ctx.blocking(move || cgroup::prepare(&ceilings)).await? {
+                Ok(groups) => groups,
+                Err(why) => {
+                    if cgroup::is_root() {
+                        ctx.log(
+                            LogLevel::Warn,
+                            &format!(
+                                "no control group for commands ({why}): as root, the process limit does not bind them"
+                            ),
+                        );
+                    }
+                    Vec::new()
+                }
+            },
+        };
+        let made = cgroups.clone();
+        ctx.on_dispose(move || cgroup::remove(&made))?;
+        let service = Arc::new(SandboxImpl::new(
+            ctx.clone(),
+            settings,
+            backend,
+            subprocess,
+            cgroups,
+        ));
         escalation::listen(&ctx, service.clone())?;
         ctx.provide(
             SANDBOX,

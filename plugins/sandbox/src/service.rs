@@ -73,6 +73,8 @@ pub(crate) struct SandboxImpl {
     modes: LatestOf<SandboxModeEvent>,
     /// Wider modes approved for one call each: (session, call id, mode).
     grants: Mutex<std::collections::VecDeque<(String, String, SandboxMode)>>,
+    /// The control groups every confined command joins (root only; see `cgroup`).
+    pub(crate) cgroups: Vec<std::path::PathBuf>,
 }
 
 /// Why a process was not started.
@@ -92,6 +94,7 @@ impl SandboxImpl {
         settings: Settings,
         backend: Backend,
         subprocess: Service<SubprocessService>,
+        cgroups: Vec<std::path::PathBuf>,
     ) -> Self {
         Self {
             ctx,
@@ -100,7 +103,16 @@ impl SandboxImpl {
             subprocess,
             modes: LatestOf::default(),
             grants: Mutex::default(),
+            cgroups,
         }
+    }
+
+    /// `--join-cgroup DIR` for each of this host's control groups.
+    fn join_arguments(&self) -> Vec<String> {
+        self.cgroups
+            .iter()
+            .flat_map(|group| ["--join-cgroup".to_owned(), group.display().to_string()])
+            .collect()
     }
 
     /// Grants `mode` to call `call_id` of `session` (a person approved it).
@@ -269,7 +281,8 @@ impl SandboxImpl {
             })
             .collect();
         let secrets = secret_names(
-            host.iter().map(|(name, value)| (name.as_str(), value.as_str())),
+            host.iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
             &self.settings.allow_env,
             &self.known_secrets(),
         );
@@ -317,9 +330,23 @@ impl SandboxImpl {
                         cwd: &run_in,
                         argv: &inside,
                     };
-                    (bwrap.clone(), bwrap::arguments(policy, &mounts, &command))
+                    let argv = bwrap::arguments(policy, &mounts, &command);
+                    match self.cgroups.is_empty() {
+                        true => (bwrap.clone(), argv),
+                        // Into the groups first, then bubblewrap with all it needs.
+                        false => {
+                            let mut joining = self.join_arguments();
+                            joining.extend(["--".to_owned(), bwrap.clone()]);
+                            joining.extend(argv);
+                            (exec.clone(), joining)
+                        }
+                    }
                 }
-                Backend::Landlock(exec) => (exec.clone(), crate::landlock::arguments(&inner, true)),
+                Backend::Landlock(exec) => {
+                    let mut argv = self.join_arguments();
+                    argv.extend(crate::landlock::arguments(&inner, true));
+                    (exec.clone(), argv)
+                }
                 Backend::Unavailable(reason) => {
                     return Err(SandboxError::NoBackend {
                         mode: policy.mode.as_str(),
@@ -361,9 +388,7 @@ pub(crate) fn protected_paths(root: &Path, names: &[String]) -> Vec<String> {
 fn prepare_protected(policy: &SandboxPolicy) {
     for protected in &policy.protected {
         let path = Path::new(protected);
-        if path.ends_with(".git/hooks")
-            && !path.exists()
-            && path.parent().is_some_and(Path::is_dir)
+        if path.ends_with(".git/hooks") && !path.exists() && path.parent().is_some_and(Path::is_dir)
         {
             let _ = std::fs::create_dir(path);
         }

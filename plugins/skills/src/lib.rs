@@ -167,6 +167,12 @@ impl Plugin for SkillsPlugin {
         }
         let catalogs = Arc::new(Catalogs::default());
         let forget = catalogs.clone();
+        // A project trusted meanwhile: its skills count from the next look on.
+        let trusted = library.clone();
+        ctx.on_parallel(&dsh_trust_seam::TRUST_CHANGED, move |_root| {
+            trusted.invalidate();
+            std::future::ready(())
+        })?;
         ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
             forget.forget(id.as_str())
         })?;

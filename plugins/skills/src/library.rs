@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dsh_plugin_api::{Context, LogLevel, lock};
+use dsh_trust_seam::is_trusted;
 
 use crate::discover::{Discovery, Root, SharedRoots, discover, project_of};
 use crate::error::LoadError;
@@ -94,10 +95,16 @@ impl Library {
         }
         let roots = self.roots.clone();
         let dir = PathBuf::from(cwd);
+        // A project's own skills count once the person trusts it (a trust given later bumps
+        // the generation).
+        let trusted = is_trusted(&self.ctx, cwd);
         let (project_roots, found) = self
             .ctx
             .blocking(move || {
-                let roots = roots.of_project(&project_of(&dir));
+                let roots = match trusted {
+                    true => roots.of_project(&project_of(&dir)),
+                    false => roots.shared(),
+                };
                 let found = discover(&roots);
                 (roots, found)
             })

@@ -32,7 +32,7 @@ use dsh_protocol::{
 use dsh_sandbox_seam::{SANDBOX, SandboxService};
 use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
-    clamp_timeout_ms, render_shell_result,
+    clamp_timeout_ms, limit_reached, render_shell_result,
 };
 use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
 use serde_json::{Value, json};
@@ -332,7 +332,13 @@ async fn run(
         .map(|policy| policy.mode)
         .filter(|mode| *mode != SandboxMode::DangerFullAccess)
         .map(|mode| mode.as_str().to_owned());
+    // Only a confined command runs into the sandbox's limits.
+    let limit = match confined(sandbox, call) {
+        true => limit_reached(&exit, &stderr.text, timed_out),
+        false => None,
+    };
     let run = ShellRun {
+        limit_reached: limit,
         stdout: lock(&stdout).collect(),
         stderr,
         exit: exit.clone(),
@@ -398,6 +404,14 @@ impl Plugin for BashPlugin {
             drop(registration);
         })
     }
+}
+
+/// Whether `call`'s commands run confined (its policy is not full access).
+fn confined(sandbox: &SandboxService, call: &CallView) -> bool {
+    sandbox
+        .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
+        .decode()
+        .is_ok_and(|policy| policy.mode != SandboxMode::DangerFullAccess)
 }
 
 dsh_plugin_api::export_plugins!(BashPlugin);

@@ -348,10 +348,7 @@ impl Plugin for FsPlugin {
         }
         // The strict reads and writes come with the host's `fs` row; a provider that replaces
         // it without them confines the paths itself.
-        let strict = ctx
-            .get::<FsStrictService>(FS_STRICT_SERVICE)
-            .ok()
-            .flatten();
+        let strict = ctx.get::<FsStrictService>(FS_STRICT_SERVICE).ok().flatten();
         let fs: Arc<dyn FileSystem> = Arc::new(WithStrict {
             fs: Remote(ctx.inject::<FsService>(FS_SERVICE)?),
             strict,

@@ -43,8 +43,8 @@ pub(crate) fn read_at_resolved(
     len: usize,
 ) -> io::Result<(Vec<u8>, PathBuf)> {
     let mut file = File::open(path)?;
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(
-        |error| {
+    let real =
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|error| {
             io::Error::new(
                 error.kind(),
                 format!(
@@ -52,8 +52,7 @@ pub(crate) fn read_at_resolved(
                     path.display()
                 ),
             )
-        },
-    )?;
+        })?;
     if offset > 0 {
         file.seek(SeekFrom::Start(offset))?;
     }
@@ -112,9 +111,7 @@ fn open_dir_creating(path: &Path, whole: &Path) -> io::Result<OwnedFd> {
                 }
                 open_dir_at(dir.as_raw_fd(), &name).map_err(|_| swapped(whole))?
             }
-            Err(error)
-                if matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) =>
-            {
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
                 return Err(swapped(whole));
             }
             Err(error) => return Err(error),
@@ -126,8 +123,7 @@ fn open_dir_creating(path: &Path, whole: &Path) -> io::Result<OwnedFd> {
 /// A file created in `dir` for writing (`O_EXCL`, never through a link).
 #[allow(unsafe_code, reason = "openat has no safe wrapper in std")]
 fn create_file_at(dir: RawFd, name: &CString) -> io::Result<File> {
-    let flags =
-        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // 0666 less the umask, what a plain create gives: the private staging directory keeps
     // others out until the file is published.
     // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is open.
@@ -159,7 +155,10 @@ fn kind_at(dir: RawFd, name: &CString) -> io::Result<Option<libc::mode_t>> {
 }
 
 /// `renameat` or `linkat` from `(from_dir, from)` to `(to_dir, to)`; `unlinkat` for cleanup.
-#[allow(unsafe_code, reason = "renameat, linkat and unlinkat have no safe wrapper in std")]
+#[allow(
+    unsafe_code,
+    reason = "renameat, linkat and unlinkat have no safe wrapper in std"
+)]
 mod at {
     use std::ffi::CString;
     use std::io;
@@ -172,12 +171,22 @@ mod at {
         }
     }
 
-    pub(super) fn rename(from_dir: RawFd, from: &CString, to_dir: RawFd, to: &CString) -> io::Result<()> {
+    pub(super) fn rename(
+        from_dir: RawFd,
+        from: &CString,
+        to_dir: RawFd,
+        to: &CString,
+    ) -> io::Result<()> {
         // SAFETY: both names are NUL-terminated and outlive the call; both dirs are open.
         check(unsafe { libc::renameat(from_dir, from.as_ptr(), to_dir, to.as_ptr()) })
     }
 
-    pub(super) fn link(from_dir: RawFd, from: &CString, to_dir: RawFd, to: &CString) -> io::Result<()> {
+    pub(super) fn link(
+        from_dir: RawFd,
+        from: &CString,
+        to_dir: RawFd,
+        to: &CString,
+    ) -> io::Result<()> {
         // SAFETY: both names are NUL-terminated and outlive the call; both dirs are open.
         check(unsafe { libc::linkat(from_dir, from.as_ptr(), to_dir, to.as_ptr(), 0) })
     }
@@ -217,7 +226,8 @@ pub(crate) fn publish_no_symlinks(
         .map_err(PublishError::Io)
         .and_then(|stage| {
             let temp = c_name(OsStr::new("staged.tmp")).map_err(PublishError::Io)?;
-            let published = stage_and_publish(&dir, &stage, &temp, &target, content, mode, create_only);
+            let published =
+                stage_and_publish(&dir, &stage, &temp, &target, content, mode, create_only);
             let _ = at::unlink(stage.as_raw_fd(), &temp, 0);
             published
         });
@@ -324,7 +334,10 @@ mod tests {
             publish_no_symlinks(&dir.join("as-file"), b"x", None, false),
             Err(PublishError::NotRegularFile)
         ));
-        assert_eq!(std::fs::read(elsewhere.join("victim.txt")).unwrap(), b"original");
+        assert_eq!(
+            std::fs::read(elsewhere.join("victim.txt")).unwrap(),
+            b"original"
+        );
         // No staging is left behind.
         let names: Vec<String> = std::fs::read_dir(dir.join("a/b"))
             .unwrap()
@@ -339,7 +352,10 @@ mod tests {
     #[allow(unsafe_code, reason = "renameat2 has no wrapper in std")]
     fn exchange(dir: &Path, a: &str, b: &str) {
         let (a, b) = (dir.join(a), dir.join(b));
-        let (a, b) = (c_name(a.as_os_str()).unwrap(), c_name(b.as_os_str()).unwrap());
+        let (a, b) = (
+            c_name(a.as_os_str()).unwrap(),
+            c_name(b.as_os_str()).unwrap(),
+        );
         // SAFETY: both names are NUL-terminated strings that outlive the call.
         unsafe {
             libc::syscall(
@@ -396,7 +412,10 @@ mod tests {
             !home.join("planted.txt").exists(),
             "a write landed behind the link ({written} written, {refused} refused, {swaps} swaps)"
         );
-        assert!(written > 0 && refused > 0, "{written} written, {refused} refused: the race did not happen");
+        assert!(
+            written > 0 && refused > 0,
+            "{written} written, {refused} refused: the race did not happen"
+        );
         let _ = std::fs::remove_dir_all(dir);
         let _ = std::fs::remove_dir_all(home);
     }

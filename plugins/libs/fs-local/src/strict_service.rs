@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use abi_stable::std_types::{RNone, ROption, RResult, RSlice, RSome, RVec};
 use dsh_plugin_api::io::fs::{FsError, FsResolvedRead, FsStrict, FsStrictService};
 
-use crate::service::{
-    done, from_abi_error, path_bytes, path_of, publish_from_abi, publish_to_abi,
-};
+use crate::service::{done, from_abi_error, path_bytes, path_of, publish_from_abi, publish_to_abi};
 use crate::{FileStat, FileSystem, PublishError, Served, WalkRequest, Walked};
 
 impl<F: FileSystem> FsStrict for Served<F> {
@@ -115,7 +113,9 @@ where
         create_only: bool,
     ) -> Result<(), PublishError> {
         let Some(strict) = &self.strict else {
-            return self.fs.publish_no_symlinks(path, content, mode, create_only);
+            return self
+                .fs
+                .publish_no_symlinks(path, content, mode, create_only);
         };
         let mode = match mode {
             Some(mode) => RSome(mode),
@@ -132,4 +132,3 @@ where
             .map_err(|error| publish_from_abi(error, create_only))
     }
 }
-

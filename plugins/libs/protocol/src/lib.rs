@@ -78,7 +78,9 @@ pub use questions::{
     QuestionAnswer, QuestionAnsweredEvent, QuestionAskedEvent, QuestionOption, QuestionRequest,
     QuestionResponse, QuestionVerdict, UserQuestion,
 };
-pub use sandbox::{Enforcement, PermissionPreset, SandboxMode, SandboxPolicy, looks_secret};
+pub use sandbox::{
+    Enforcement, PermissionPreset, ProjectTrust, SandboxMode, SandboxPolicy, looks_secret,
+};
 pub use schema::schema_document;
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use subagent::{

@@ -162,3 +162,23 @@ pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_MARKS.iter().any(|mark| upper.contains(mark))
 }
+
+/// Whether the person trusts a project: its MCP servers (`.mcp.json`), hooks
+/// (`.claude/settings*.json`, `.codex/hooks.json`), settings (`.dsh/settings.yaml`) and skills
+/// take effect only in a project the person trusted; until then they wait, and are listed so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectTrust {
+    /// The project: the nearest folder above the working directory that holds `.git`, else
+    /// the working directory itself.
+    pub root: String,
+    pub trusted: bool,
+    /// What trusts it: `settings` (a root listed in `settings.yaml`), `home` (remembered in
+    /// the dsh home), `run` (`--trust-project` for this run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The project's configuration files present in the working directory: what waits for
+    /// trust while it is not given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<String>,
+}

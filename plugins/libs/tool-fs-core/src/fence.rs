@@ -84,7 +84,11 @@ impl Policy {
         let Some(readable) = &self.readable_roots else {
             return true;
         };
-        let roots: Vec<PathBuf> = readable.iter().chain(self.writable_roots()).cloned().collect();
+        let roots: Vec<PathBuf> = readable
+            .iter()
+            .chain(self.writable_roots())
+            .cloned()
+            .collect();
         Self::under(fs, &key, &roots)
     }
 }

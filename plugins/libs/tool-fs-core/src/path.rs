@@ -155,13 +155,14 @@ impl Workspace {
         if self.may_read(path) {
             return Ok(());
         }
-        Err(
-            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode()))
-                .with_detail(format!(
-                    "cannot read \"{}\": outside what the sandbox lets this session read",
-                    path.display()
-                )),
+        Err(ToolError::new(
+            ErrorCode::FsSandboxDenied,
+            sandbox_denial_marker(self.mode()),
         )
+        .with_detail(format!(
+            "cannot read \"{}\": outside what the sandbox lets this session read",
+            path.display()
+        )))
     }
 
     /// Whether `path` (symlinks resolved) is one the sandbox hides.
@@ -175,13 +176,14 @@ impl Workspace {
         if self.may_read(&target.key) {
             return Ok(());
         }
-        Err(
-            ToolError::new(ErrorCode::FsSandboxDenied, sandbox_denial_marker(self.mode()))
-                .with_detail(format!(
-                    "cannot read \"{}\": the sandbox hides it or fences it out",
-                    target.display
-                )),
+        Err(ToolError::new(
+            ErrorCode::FsSandboxDenied,
+            sandbox_denial_marker(self.mode()),
         )
+        .with_detail(format!(
+            "cannot read \"{}\": the sandbox hides it or fences it out",
+            target.display
+        )))
     }
 
     /// Add the platform temp areas (`/tmp` and the OS temp dir), which the reference's

@@ -60,8 +60,8 @@ pub use schema_value::validate_value;
 pub use scope::{Layer, Scope, ScopeKey};
 pub use shell::{
     CollectedOutput, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus,
-    InvalidTimeout, MAX_SHELL_TIMEOUT_MS, ShellRun, clamp_timeout_ms, parse_exit_status,
-    render_shell_result, tail_output,
+    InvalidTimeout, MAX_SHELL_TIMEOUT_MS, ShellRun, clamp_timeout_ms, limit_reached,
+    parse_exit_status, render_shell_result, tail_output,
 };
 pub use spec::{ConcurrencyClass, ConcurrencyClassifier, Guidance, ToolSpec};
 pub use view::ToolView;

@@ -116,6 +116,35 @@ pub struct ShellRun {
     pub sandbox_denied: Option<String>,
     /// The composition offers one-shot escalation, so a denial carries the retry hint.
     pub escalation_available: bool,
+    /// The sandbox's resource limit the command ran into (`CPU time`, `process`, ...), if
+    /// its end says it did.
+    pub limit_reached: Option<&'static str>,
+}
+
+/// The resource limit of the sandbox that a confined command's end shows it ran into: its
+/// shell's exit code for a process killed by `SIGXCPU` (152) or `SIGXFSZ` (153), the C
+/// library's and runtimes' words for a refused fork or allocation, or a `SIGKILL` (137) that
+/// no timeout sent (the memory ceiling of the commands' control group).
+pub fn limit_reached(exit: &ExitStatus, stderr: &str, timed_out: bool) -> Option<&'static str> {
+    match exit {
+        ExitStatus::Code(152) => return Some("CPU time"),
+        ExitStatus::Code(153) => return Some("file size"),
+        _ => {}
+    }
+    if stderr.contains("fork: retry: Resource temporarily unavailable")
+        || stderr.contains("fork: Resource temporarily unavailable")
+        || stderr.contains("Cannot fork")
+    {
+        return Some("process");
+    }
+    if stderr.contains("MemoryError")
+        || stderr.contains("Cannot allocate memory")
+        || stderr.contains("out of memory")
+        || (!timed_out && *exit == ExitStatus::Code(137))
+    {
+        return Some("memory");
+    }
+    None
 }
 
 /// The model-facing text of one finished run. A non-zero exit is reported, not an error: the
@@ -142,6 +171,11 @@ pub fn render_shell_result(run: &ShellRun) -> String {
                     .to_owned(),
             );
         }
+    }
+    if let Some(limit) = run.limit_reached {
+        markers.push(format!(
+            "[sandbox: the command ran into its {limit} limit; the host is untouched]"
+        ));
     }
     if run.timed_out {
         markers.push(format!("[timed out after {}ms]", run.timeout_ms));

@@ -16,6 +16,7 @@ fn out(text: &str) -> CollectedOutput {
 
 fn run(stdout: &str, stderr: &str, exit: ExitStatus) -> ShellRun {
     ShellRun {
+        limit_reached: None,
         stdout: out(stdout),
         stderr: out(stderr),
         exit,
