@@ -47,6 +47,19 @@ fn scenario_with(
     envs: &[(&str, &str)],
     node_envs: &[(&str, &str)],
 ) -> Option<FakeDeepSeek> {
+    scenario_in(name, replies, rows, envs, node_envs, &[]).map(|(server, _)| server)
+}
+
+/// [`scenario_with`] in a working directory that holds `files` (relative path, text) from
+/// the start; answers the fake server and the test's directory.
+fn scenario_in(
+    name: &str,
+    replies: Vec<Reply>,
+    rows: &str,
+    envs: &[(&str, &str)],
+    node_envs: &[(&str, &str)],
+    files: &[(&str, &str)],
+) -> Option<(FakeDeepSeek, TestDir)> {
     let (scripts, chromium) = match browser() {
         Ok(found) => found,
         Err(reason) => {
@@ -66,6 +79,9 @@ fn scenario_with(
     let patch = dir.write("fake.patch.yml", &layer);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
+    for (path, text) in files {
+        dir.write(&format!("work/{path}"), text);
+    }
     let mut host = HostProcess::start_with_env(
         &dir.home(),
         &[
@@ -116,7 +132,7 @@ fn scenario_with(
         let written = std::fs::read_to_string(work.join("notes.txt")).expect("the written file");
         assert_eq!(written, "first line\nsecond line");
     }
-    Some(server)
+    Some((server, dir))
 }
 
 #[test]
@@ -380,6 +396,31 @@ fn the_command_menu_lists_commands_and_runs_one_without_the_model() {
         return;
     };
     assert!(server.requests().is_empty(), "a command reached the model");
+}
+
+/// A folder with its own `.mcp.json` and hook file: the page asks whether to trust it; the
+/// answer is remembered in the dsh home and the question does not come back.
+#[test]
+fn a_folders_own_configuration_waits_until_the_page_is_told_to_trust_it() {
+    let Some((_, dir)) = scenario_in(
+        "trust",
+        Vec::new(),
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[],
+        &[
+            (".mcp.json", "{\"mcpServers\": {}}"),
+            (".claude/settings.json", "{\"hooks\": {}}"),
+        ],
+    ) else {
+        return;
+    };
+    let remembered = std::fs::read_to_string(dir.home().join("trusted-projects.json")).unwrap();
+    let work = dir.join("work").canonicalize().unwrap();
+    assert!(
+        remembered.contains(work.to_str().unwrap()),
+        "{remembered}"
+    );
 }
 
 #[test]

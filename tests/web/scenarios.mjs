@@ -405,6 +405,27 @@ const scenarios = {
     await themes(page, "subagent");
   },
 
+  // A folder whose own configuration waits for trust: the page asks above the conversation,
+  // naming what waits; trusted, the question goes and stays gone after a reload (the host
+  // remembers the answer), also at phone width.
+  async trust(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector("#trust:not([hidden])");
+    const asked = await page.textContent("#trust");
+    expect(asked.includes(".mcp.json") && asked.includes(".claude/settings.json"), `the question names "${asked}"`);
+    await themes(page, "asked");
+    await page.setViewportSize({ width: 390, height: 780 });
+    await shoot(page, "asked-narrow");
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.click("#trust-yes");
+    await page.waitForSelector("#trust", { state: "hidden" });
+    await page.reload();
+    // The page asks about trust before it lists the sessions: once they are listed, it has.
+    await page.waitForFunction(() => !document.querySelector("#sessions").textContent.includes("Loading"));
+    expect(await page.isHidden("#trust"), "the question came back after a reload");
+    await shoot(page, "trusted");
+  },
+
   // Background jobs: the header's chip counts the running ones and lists them all; a person
   // stops one from there.
   async jobs(page) {

@@ -688,12 +688,52 @@ function onboarding() {
   return form;
 }
 
+// A project's own configuration (its .mcp.json servers, hook files, .dsh/settings.yaml,
+// skills) waits until the person trusts the folder: asked once here, remembered by the host.
+async function refreshTrust() {
+  const banner = $("trust");
+  let project;
+  try {
+    project = await call("project.describe");
+  } catch {
+    banner.hidden = true;
+    return;
+  }
+  if (project.trusted || !(project.waiting || []).length) {
+    banner.hidden = true;
+    return;
+  }
+  const trust = element("button", { type: "button", id: "trust-yes" }, "Trust this folder");
+  const later = element("button", { type: "button", class: "secondary", id: "trust-no" }, "Not now");
+  trust.addEventListener("click", async () => {
+    trust.disabled = true;
+    try {
+      await call("project.trust");
+      banner.hidden = true;
+      toast("Trusted: the folder's own servers, hooks, settings and skills apply from now on.");
+    } catch (error) {
+      trust.disabled = false;
+      toast(error.message);
+    }
+  });
+  later.addEventListener("click", () => { banner.hidden = true; });
+  banner.replaceChildren(
+    element("p", {}, element("strong", {}, "This folder's own configuration is waiting for your trust: "),
+      ...project.waiting.flatMap((name, index) => (index ? [", ", element("code", {}, name)] : [element("code", {}, name)])),
+      ". Its MCP servers and hooks run commands, and its settings and skills steer the agent. Trust it only if you trust who wrote ",
+      element("code", {}, project.root), "."),
+    element("div", { class: "row" }, trust, later),
+  );
+  banner.hidden = false;
+}
+
 async function start() {
   applyTheme(localStorage.getItem("dsh-theme") || "system");
   wireComposer();
   wireSettings();
   state.host = await call("host.describe");
   renderHero(state.host);
+  await refreshTrust();
   await refreshSessions();
   await loadModels().catch(() => {});
   connect();

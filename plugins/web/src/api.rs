@@ -131,6 +131,8 @@ impl Api {
             "credentials.unset" => serde_json::to_value(serde_json::json!({
                 "removed": self.unset_credential(payload(method, body)?).await?
             })),
+            "project.describe" => serde_json::to_value(self.describe_trust()?),
+            "project.trust" => serde_json::to_value(self.trust_project().await?),
             "approval.respond" => serde_json::to_value(self.respond(payload(method, body)?).await?),
             "question.respond" => serde_json::to_value(
                 self.questions

@@ -25,6 +25,7 @@ mod sessions;
 mod settings;
 mod socket;
 mod store_follow;
+mod trust;
 mod views;
 mod waiting;
 
