@@ -417,10 +417,7 @@ fn a_folders_own_configuration_waits_until_the_page_is_told_to_trust_it() {
     };
     let remembered = std::fs::read_to_string(dir.home().join("trusted-projects.json")).unwrap();
     let work = dir.join("work").canonicalize().unwrap();
-    assert!(
-        remembered.contains(work.to_str().unwrap()),
-        "{remembered}"
-    );
+    assert!(remembered.contains(work.to_str().unwrap()), "{remembered}");
 }
 
 #[test]

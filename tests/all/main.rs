@@ -13,6 +13,7 @@ mod commands;
 mod compaction;
 mod conformance;
 mod escalation;
+mod escapes;
 mod examples;
 mod fakellm;
 mod headless;

@@ -166,7 +166,29 @@ pub enum Log {
 pub const FULL_LOG_FILTER: &str = "info";
 
 fn command(home: &Path, args: &[&str], envs: &[(&str, &str)], log: Log) -> Command {
-    let mut command = Command::new(host_bin());
+    command_as(None, home, args, envs, log)
+}
+
+/// The `dsh-host` command, run as user `uid` (through `setpriv`, with no supplementary groups)
+/// when one is given.
+fn command_as(
+    uid: Option<u32>,
+    home: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    log: Log,
+) -> Command {
+    let mut command = match uid {
+        None => Command::new(host_bin()),
+        Some(uid) => {
+            let mut setpriv = Command::new("setpriv");
+            setpriv
+                .args(["--reuid", &uid.to_string(), "--regid", &uid.to_string()])
+                .args(["--clear-groups", "--"])
+                .arg(host_bin());
+            setpriv
+        }
+    };
     // Provider keys and endpoints, the log filters and the permission preset of the developer's
     // shell never leak into a test (a test that needs one passes it in `envs`).
     for name in [
@@ -204,6 +226,28 @@ pub fn run_host_with_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> O
 /// Runs `dsh-host ARGS` with the host's own logging default (see [`Log::Quiet`]).
 pub fn run_host_quiet(home: &Path, args: &[&str]) -> Output {
     run_host_with_log(home, args, &[], Log::Quiet)
+}
+
+/// Runs `dsh-host ARGS` to completion (at most 60 s) as user `uid` (root runs it as another
+/// user this way), with extra environment variables.
+pub fn run_host_as(uid: Option<u32>, home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut child = command_as(uid, home, args, envs, Log::Full)
+        .spawn()
+        .expect("start dsh-host");
+    let stdout = collect(child.stdout.take().unwrap());
+    let stderr = collect(child.stderr.take().unwrap());
+    let mut process = HostProcess {
+        child,
+        stdout,
+        stderr,
+        exit: None,
+    };
+    let code = process.wait_exit(Duration::from_secs(60));
+    Output {
+        code,
+        stdout: process.stdout().join("\n"),
+        stderr: process.stderr().join("\n"),
+    }
 }
 
 /// Runs `dsh-host ARGS` with extra environment variables and the given stderr.

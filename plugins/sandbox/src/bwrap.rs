@@ -134,35 +134,45 @@ pub(crate) fn arguments(
 }
 
 /// Protected paths that exist are bound read-only over the writable roots; the directories
-/// between one and the writable root it lies in are bound onto themselves first, which makes
-/// them mount points: a command can then neither rename them away nor put another in their
-/// place (`.git` around a protected `.git/hooks`). A writable root inside a protected path
-/// (a session working in the dsh home) stays writable.
+/// between one and the writable root it lies in are bound onto themselves first (each once,
+/// before any protected path, so no later bind covers a read-only one), which makes them mount
+/// points: a command can then neither rename them away nor put another in their place (`.git`
+/// around a protected `.git/hooks`). A writable root inside a protected path (a session
+/// working in the dsh home) stays writable.
 fn protect(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
-    for protected in &policy.protected {
-        let path = Path::new(protected);
-        if !path.exists() {
+    let existing: Vec<&String> = policy
+        .protected
+        .iter()
+        .filter(|protected| Path::new(protected.as_str()).exists())
+        .collect();
+    let mut pinned: Vec<String> = Vec::new();
+    for protected in &existing {
+        let Some(root) = writable.iter().find(|root| inside(protected, root)) else {
             continue;
-        }
-        if let Some(root) = writable.iter().find(|root| inside(protected, root)) {
-            let between: Vec<&Path> = path
-                .ancestors()
-                .skip(1)
-                .take_while(|dir| *dir != Path::new(root.as_str()))
-                .collect();
+        };
+        let between: Vec<&Path> = Path::new(protected.as_str())
+            .ancestors()
+            .skip(1)
+            .take_while(|dir| *dir != Path::new(root.as_str()))
+            .collect();
+        for dir in between.into_iter().rev() {
+            let dir = dir.to_string_lossy().into_owned();
             // Only directories still writable: one inside another protected path is read-only
             // already (and binding it writable would undo that).
-            for dir in between.into_iter().rev() {
-                let dir = dir.to_string_lossy();
-                let covered = policy
-                    .protected
-                    .iter()
-                    .any(|other| other != protected && inside(&dir, other));
-                if !covered && Path::new(dir.as_ref()).is_dir() {
-                    bind(argv, "--bind", &dir);
-                }
+            let covered = existing
+                .iter()
+                .any(|other| other.as_str() != protected.as_str() && inside(&dir, other));
+            if !covered && !pinned.contains(&dir) && Path::new(&dir).is_dir() {
+                pinned.push(dir);
             }
         }
+    }
+    // Shallow first, so a deeper pin is not covered by a shallower one.
+    pinned.sort_by_key(|dir| Path::new(dir).components().count());
+    for dir in &pinned {
+        bind(argv, "--bind", dir);
+    }
+    for protected in &existing {
         bind(argv, "--ro-bind", protected);
         for root in writable.iter().filter(|root| inside(root, protected)) {
             bind(argv, "--bind", root);
@@ -314,13 +324,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("dsh-bwrap-protect-{}", std::process::id()));
         std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
         let root = dir.display().to_string();
+        std::fs::write(dir.join(".git/config"), "").unwrap();
         let hooks = dir.join(".git/hooks").display().to_string();
+        let config = dir.join(".git/config").display().to_string();
         let mut protected = policy(SandboxMode::WorkspaceWrite, &[&root]);
-        protected.protected = vec![hooks.clone(), dir.join(".mcp.json").display().to_string()];
+        protected.protected = vec![
+            hooks.clone(),
+            config.clone(),
+            dir.join(".mcp.json").display().to_string(),
+        ];
         let text = text(&protected, &root, &["true"]);
+        // `.git` is pinned once, before either read-only bind, which no later bind covers.
         assert!(
             text.contains(&format!(
-                "--bind {root} {root} --bind {root}/.git {root}/.git --ro-bind {hooks} {hooks}"
+                "--bind {root} {root} --bind {root}/.git {root}/.git --ro-bind {hooks} {hooks} --ro-bind {config} {config}"
             )),
             "{text}"
         );
