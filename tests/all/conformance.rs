@@ -202,7 +202,13 @@ fn copy_tree(from: &Path, to: &Path) {
         if entry.path().is_dir() {
             copy_tree(&entry.path(), &target);
         } else {
-            std::fs::copy(entry.path(), target).unwrap();
+            std::fs::copy(entry.path(), &target).unwrap();
+            // A checkout's files are its owner's to write; the shared fixtures are read-only,
+            // and a confined command has no capability to write past that.
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode | 0o200))
+                .unwrap();
         }
     }
 }
@@ -230,6 +236,8 @@ fn run_case(case: &str) -> Result<(), String> {
         .unwrap_or("workspace-write")
         .to_owned();
     let dir = TestDir::new(&format!("conformance-{}", case.replace('/', "-")));
+    // The recordings' own hook files applied in the reference without a trust step.
+    dir.trust_projects();
     let patch: String = PATCHES
         .iter()
         .filter(|(name, _)| *name == case)

@@ -114,6 +114,7 @@ fn headless(server: &FakeDeepSeek, dir: &TestDir, rows: &str, task: &str) -> dsh
 fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     let found = needs_servers!("stdio_servers_tools_are_listed_and_called_through_the_pipeline");
     let dir = TestDir::new("mcp-stdio");
+    dir.trust_projects();
     let work = dir.join("work");
     dir.write("work/note.txt", "the note says PELICAN\n");
     // The user's file names one server, the workspace's `.mcp.json` the other.

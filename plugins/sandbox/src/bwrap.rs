@@ -180,9 +180,9 @@ fn protect(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String])
     }
 }
 
-/// Hidden directories become an empty read-only tmpfs and hidden files an empty file; a
-/// writable root inside one is bound again (writable), and exposed paths inside one are bound
-/// again read-only.
+/// Hidden directories become an empty read-only tmpfs and hidden files an empty file; exposed
+/// paths inside one are bound again read-only and a writable root inside one again writable
+/// (before the tmpfs turns read-only, which only that mount does).
 fn hide(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
     for hidden in &policy.hidden {
         let path = Path::new(hidden);
@@ -195,10 +195,11 @@ fn hide(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
             {
                 bind(argv, "--ro-bind", exposed);
             }
-            argv.extend(["--remount-ro".to_owned(), hidden.clone()]);
+            // Mount points are made in the tmpfs while it is still writable.
             for root in writable.iter().filter(|root| inside(root, hidden)) {
                 bind(argv, "--bind", root);
             }
+            argv.extend(["--remount-ro".to_owned(), hidden.clone()]);
         } else if path.exists() {
             argv.extend([
                 "--ro-bind".to_owned(),
@@ -360,7 +361,7 @@ mod tests {
         let text = text(&hidden, &demo, &["true"]);
         assert!(
             text.contains(&format!(
-                "--tmpfs {home} --ro-bind {spill} {spill} --remount-ro {home} --bind {demo} {demo}"
+                "--tmpfs {home} --ro-bind {spill} {spill} --bind {demo} {demo} --remount-ro {home}"
             )),
             "{text}"
         );

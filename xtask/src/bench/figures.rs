@@ -17,7 +17,7 @@ const SESSION: &str = "Session log and store (issue 3; ours only: the reference 
 const WEB: &str =
     "Web profile (issue 11; ours only: the reference needs Node 22, which cannot run here)";
 
-const SANDBOX: &str = "Sandbox (issue 12; ours only)";
+const SANDBOX: &str = "Sandbox (issues 12 and 19; ours only)";
 
 const CONTEXT: &str = "Context (issue 13; ours only)";
 
@@ -397,6 +397,42 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "sandbox_confinement_per_command",
         peer: None,
         what: "what confining one command costs: workspace-write minus danger-full-access (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_step_read",
+        peer: None,
+        what: "one step of a 20-step headless task whose every step `read`s a 4 KiB file (workspace-write), median (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_step_write",
+        peer: None,
+        what: "the same step `write`-ing a new 4 KiB file (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "fs_read_by_path",
+        peer: None,
+        what: "a 4 KiB read opened by path, as before the race fix (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "fs_read_resolved",
+        peer: None,
+        what: "the same read that also asks the kernel where the open file is, as `read` and `grep` do now (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "fs_publish_by_path",
+        peer: None,
+        what: "a 4 KiB atomic publication by path, as before the race fix (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "fs_publish_no_symlinks",
+        peer: None,
+        what: "the same publication walked from / without following a link and renamed inside the directory handle, as `write` and `edit` do now (µs)",
     },
     Figure {
         section: CONTEXT,

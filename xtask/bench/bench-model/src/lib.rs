@@ -55,7 +55,8 @@ pub struct Config {
     #[serde(default)]
     pub shell: Option<String>,
     /// Call this tool with these raw JSON arguments at each step instead of the no-op tool
-    /// (an MCP server's tool: the cost of a call over MCP).
+    /// (an MCP server's tool: the cost of a call over MCP); `{n}` in them becomes the
+    /// request's number (a new file per step).
     #[serde(default)]
     pub tool: Option<String>,
     #[serde(default)]
@@ -294,9 +295,11 @@ impl Adapter for Instantly {
                     ContentBlock::tool_call(format!("n{number}"), "bash", arguments.to_string())
                 }
                 None => match &clock.tool {
-                    Some((tool, arguments)) => {
-                        ContentBlock::tool_call(format!("n{number}"), tool, arguments)
-                    }
+                    Some((tool, arguments)) => ContentBlock::tool_call(
+                        format!("n{number}"),
+                        tool,
+                        arguments.replace("{n}", &number.to_string()),
+                    ),
                     None => ContentBlock::tool_call(format!("n{number}"), "noop", "{}"),
                 },
             };

@@ -9,6 +9,7 @@
 mod agent;
 mod compaction;
 mod dispatch;
+mod fs;
 mod lifecycle;
 mod mcp;
 mod process;
@@ -84,6 +85,7 @@ fn main() {
             Ok(())
         }
     });
+    let result = result.and_then(|()| if wants("fs") { fs::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("compaction") {
             compaction::run()

@@ -2,7 +2,10 @@
 //! through the real sandbox, in each mode. The gap between consecutive model requests is one
 //! whole step (the harness, the pipeline, spawning the command, waiting for it); the
 //! difference between a confined mode and `danger-full-access` is the cost of confining one
-//! command (bubblewrap's namespaces and mounts).
+//! command (bubblewrap's user namespace and mounts, `dsh-sandbox-exec`'s limits and seccomp
+//! filter). The same task with a `read` or a `write` of 4 KiB at every step gives what the file
+//! tools' race-free reads and writes cost a step; `fs` measures the two operations alone,
+//! against the path-based ones they replaced, in the same run.
 
 use std::path::Path;
 
@@ -32,18 +35,46 @@ pub(crate) fn run() -> anyhow::Result<()> {
         figures[1] - figures[0],
         "us",
     );
+    std::fs::write(work.join("bench-read.txt"), "x".repeat(4096))?;
+    let content = "y".repeat(4096);
+    for (name, tool, arguments) in [
+        (
+            "sandbox_step_read",
+            "read",
+            serde_json::json!({"file_path": "bench-read.txt"}).to_string(),
+        ),
+        (
+            "sandbox_step_write",
+            "write",
+            serde_json::json!({"file_path": "bench-{n}.txt", "content": content}).to_string(),
+        ),
+    ] {
+        report(name, tool_step_gap(&dir, &work, tool, &arguments)?, "us");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
 /// The median step gap (steps 3 to 20) of [`RUNS`] headless tasks in `mode`.
 fn step_gap(dir: &Path, work: &Path, mode: &str) -> anyhow::Result<f64> {
+    gap_of(dir, work, "shell: \"true\"", mode)
+}
+
+/// The same for a task whose every step calls `tool` with `arguments`, in workspace-write.
+fn tool_step_gap(dir: &Path, work: &Path, tool: &str, arguments: &str) -> anyhow::Result<f64> {
+    let call = format!("tool: {tool}\n        arguments: {}", serde_json::to_string(arguments)?);
+    gap_of(dir, work, &call, "workspace-write")
+}
+
+/// The median step gap (steps 3 to 20) of [`RUNS`] headless tasks whose model's config holds
+/// `call` (its step's call), in `mode`.
+fn gap_of(dir: &Path, work: &Path, call: &str, mode: &str) -> anyhow::Result<f64> {
     let wanted: Vec<String> = (3..=STEPS).map(|n| n.to_string()).collect();
     let patch = dir.join("sandbox.patch.yml");
     std::fs::write(
         &patch,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        shell: \"true\"\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        {call}\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
             wanted.join(", "),
             STEPS + 5
         ),
