@@ -256,6 +256,7 @@ mod tests {
             exposed: Vec::new(),
             readable_roots: None,
             network: false,
+            unix_sockets: false,
             enforcement: Enforcement::Full,
             backend: "bwrap".to_owned(),
         }

@@ -17,9 +17,6 @@ pub(crate) const EXEC_NAME: &str = "dsh-sandbox-exec";
 pub(crate) struct Inner<'a> {
     pub(crate) policy: &'a SandboxPolicy,
     pub(crate) limits: &'a Limits,
-    /// Whether Unix sockets may be created (off by default: a socket file's mount does not
-    /// stop a connect to it).
-    pub(crate) unix_sockets: bool,
     /// Set once confined (`--env NAME VALUE`), not on the wrapper's own start.
     pub(crate) env: &'a [(String, String)],
     pub(crate) program: &'a str,
@@ -37,7 +34,9 @@ pub(crate) fn arguments(inner: &Inner<'_>, landlock: bool) -> Vec<String> {
     argv.extend(inner.limits.arguments());
     argv.push("--seccomp".to_owned());
     let mut denied: Vec<&str> = Vec::new();
-    if !inner.unix_sockets {
+    // Unix sockets stay refused unless the policy allows them: a socket file's read-only mount
+    // does not stop a connect to it.
+    if !policy.unix_sockets {
         denied.push("unix");
     }
     if !policy.network {
@@ -99,6 +98,7 @@ mod tests {
             exposed: Vec::new(),
             readable_roots: None,
             network,
+            unix_sockets: false,
             enforcement: Enforcement::Partial,
             backend: "landlock".to_owned(),
         }
@@ -111,7 +111,6 @@ mod tests {
         let inner = Inner {
             policy: &policy,
             limits: &Limits::default(),
-            unix_sockets: false,
             env: &env,
             program: "bash",
             args: &["-c".to_owned(), "true".to_owned()],
@@ -125,11 +124,11 @@ mod tests {
             "{text}"
         );
         // Inside bubblewrap the network namespace fences IP; Unix sockets may be allowed.
-        let network = self::policy(true);
+        let mut network = self::policy(true);
+        network.unix_sockets = true;
         let inside = arguments(
             &Inner {
                 policy: &network,
-                unix_sockets: true,
                 ..inner
             },
             false,

@@ -192,6 +192,7 @@ impl SandboxImpl {
             hidden: self.settings.hidden.clone(),
             exposed: self.settings.exposed.clone(),
             network: self.settings.network || mode == SandboxMode::DangerFullAccess,
+            unix_sockets: self.settings.unix_sockets || mode == SandboxMode::DangerFullAccess,
             enforcement,
             backend,
         }
@@ -307,7 +308,6 @@ impl SandboxImpl {
             let inner = Inner {
                 policy,
                 limits: &self.settings.limits,
-                unix_sockets: self.settings.unix_sockets,
                 env: &inner_env,
                 program: request.program.as_str(),
                 args: &args,

@@ -29,9 +29,11 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
         }
         _ => String::new(),
     };
-    let network = match policy.network {
-        true => "Commands may use the network.",
-        false => "Commands have no network.",
+    let network = match (policy.network, policy.unix_sockets) {
+        (true, true) => "Commands may use the network.",
+        (true, false) => "Commands may use the network but cannot open Unix sockets.",
+        (false, true) => "Commands have no network.",
+        (false, false) => "Commands have no network and cannot open Unix sockets.",
     };
     let refused = match (policy.mode, policy.enforcement) {
         (SandboxMode::DangerFullAccess, _) | (_, Enforcement::Full | Enforcement::Partial) => "",
@@ -57,10 +59,12 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
                 true => String::new(),
                 false => format!(" and {}", others.join(", ")),
             };
+            let protected = " A repository's hooks and config, .dsh, .claude, .codex, .agents \
+                 and .mcp.json are protected: a `write` or `edit` of one asks the person.";
             format!(
                 "Sandbox: workspace-write{enforced}. Commands, `write` and `edit` may change files \
                  under the working directory \"{cwd}\"{also}; everywhere else the file system is \
-                 read-only. {network}{reads}{refused}"
+                 read-only. {network}{protected}{reads}{refused}"
             )
         }
     }
@@ -88,6 +92,7 @@ fn policy(ctx: &Context, session: &str, cwd: &str) -> SandboxPolicy {
         exposed: Vec::new(),
         readable_roots: None,
         network: mode == SandboxMode::DangerFullAccess,
+        unix_sockets: false,
         enforcement: Enforcement::None,
         backend: "none".to_owned(),
     }
@@ -152,6 +157,7 @@ mod tests {
             exposed: Vec::new(),
             readable_roots: None,
             network: false,
+            unix_sockets: false,
             enforcement,
             backend: "bwrap".to_owned(),
         };

@@ -148,6 +148,9 @@ pub struct SandboxPolicy {
     pub readable_roots: Option<Vec<String>>,
     /// Whether commands may use the network.
     pub network: bool,
+    /// Whether confined commands may open Unix sockets (off by default).
+    #[serde(default)]
+    pub unix_sockets: bool,
     pub enforcement: Enforcement,
     /// The backend that confines commands (`bwrap`), or why none can.
     pub backend: String,

@@ -62,7 +62,10 @@ fn step_gap(dir: &Path, work: &Path, mode: &str) -> anyhow::Result<f64> {
 
 /// The same for a task whose every step calls `tool` with `arguments`, in workspace-write.
 fn tool_step_gap(dir: &Path, work: &Path, tool: &str, arguments: &str) -> anyhow::Result<f64> {
-    let call = format!("tool: {tool}\n        arguments: {}", serde_json::to_string(arguments)?);
+    let call = format!(
+        "tool: {tool}\n        arguments: {}",
+        serde_json::to_string(arguments)?
+    );
     gap_of(dir, work, &call, "workspace-write")
 }
 
