@@ -7,6 +7,7 @@
 
 mod agents;
 mod bad_input;
+mod bounds;
 mod browser;
 mod cli;
 mod commands;

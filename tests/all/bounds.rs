@@ -1,0 +1,126 @@
+//! Bounds where input comes from outside: the status socket's request, and the size and nesting
+//! of the YAML documents the loader reads, each met through the real host.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use dsh_tests::{HostProcess, TestDir, WAIT, run_host};
+
+/// The status socket of the one host running under `home`, once it exists.
+fn status_socket(home: &std::path::Path) -> std::path::PathBuf {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let found = std::fs::read_dir(home.join("run")).ok().and_then(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .find(|path| path.extension().is_some_and(|ext| ext == "sock"))
+        });
+        if let Some(socket) = found {
+            return socket;
+        }
+        assert!(Instant::now() < deadline, "no status socket under {}", home.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_status_socket_refuses_an_endless_request_and_the_host_stays_small() {
+    let dir = TestDir::new("status-bound");
+    let config = dir.write("tree.yml", "- id: consumer\n  name: consumer\n");
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let socket = status_socket(&dir.home());
+    let before = rss_kib(host.pid());
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    stream.set_write_timeout(Some(WAIT)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    // A line without end, as the review sent (768 MiB there): the host must stop reading it.
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 256 << 20 {
+        match stream.write(&chunk) {
+            Ok(written) => sent += written,
+            Err(_) => break,
+        }
+    }
+    assert!(sent < 16 << 20, "the host read {sent} bytes of one request");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.contains("error: request over 4096 bytes"), "{answer:?}");
+    let after = rss_kib(host.pid());
+    assert!(after < before + 16 * 1024, "{before} KiB, then {after} KiB");
+    // The host still answers a proper request.
+    let out = run_host(&dir.home(), &["status"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.contains(&format!("dsh-host pid {}", host.pid())), "{out:?}");
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_status_client_that_sends_nothing_is_let_go() {
+    let dir = TestDir::new("status-silent");
+    let config = dir.write("tree.yml", "- id: consumer\n  name: consumer\n");
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let mut silent = UnixStream::connect(status_socket(&dir.home())).unwrap();
+    silent.set_read_timeout(Some(WAIT)).unwrap();
+    let mut answer = String::new();
+    silent.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer, "error: no request line within 5 s\n");
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_deeply_nested_patch_is_refused_at_once_naming_the_file() {
+    let dir = TestDir::new("deep-patch");
+    dir.write("home/profiles/demo/profile.yml", "bundles: [examples]\n");
+    let deep = dir.write(
+        "cordis.patch.yml",
+        &format!("- id: greeter\n  config: {}\n", "[".repeat(100_000)),
+    );
+    let out = run_host(
+        &dir.home(),
+        &["check", "--profile", "demo", "--patch", deep.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(&format!(
+            "{}:2: nested deeper than 64 levels, the limit for a YAML document",
+            deep.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    let large = dir.write("large.yml", &format!("# {}\n[]\n", "x".repeat(2 << 20)));
+    let out = run_host(
+        &dir.home(),
+        &["check", "--profile", "demo", "--patch", large.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("larger than the limit of 1048576 bytes"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_deeply_nested_settings_file_is_refused_and_the_host_runs_on() {
+    let dir = TestDir::new("deep-settings");
+    dir.write("home/profiles/demo/profile.yml", "bundles: [examples]\n");
+    let mut host = HostProcess::start(&dir.home(), &["--profile", "demo"]);
+    host.wait_stdout("consumer says: Hello, world!", WAIT);
+    // The 240 KB of nested `[` of the review, written while the host runs.
+    dir.write("home/settings.yaml", &"[".repeat(240_000));
+    host.wait_stderr("nested deeper than 64 levels", WAIT);
+    // A later good edit still applies: the host was not held by the bad one.
+    dir.write("home/settings.yaml", "greeter: {greeting: Howdy}\n");
+    host.wait_stdout("consumer says: Howdy, world!", WAIT);
+    assert_eq!(host.stop(), Some(0));
+}
