@@ -1,11 +1,13 @@
 //! Bounds where input comes from outside: the status socket's request, and the size and nesting
-//! of the YAML documents the loader reads, each met through the real host.
+//! of the YAML documents the loader and the plugins read, each met through the real host.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host};
+use serde_json::json;
 
 /// The status socket of the one host running under `home`, once it exists.
 fn status_socket(home: &std::path::Path) -> std::path::PathBuf {
@@ -123,4 +125,54 @@ fn a_deeply_nested_settings_file_is_refused_and_the_host_runs_on() {
     dir.write("home/settings.yaml", "greeter: {greeting: Howdy}\n");
     host.wait_stdout("consumer says: Howdy, world!", WAIT);
     assert_eq!(host.stop(), Some(0));
+}
+
+/// The review's 240 KB project `.dsh/settings.yaml` of nested `[`: the call it would rule is
+/// refused naming the file and the limit, the run ends normally, and once the file is fixed
+/// the same call runs.
+#[test]
+fn a_deeply_nested_project_settings_file_refuses_calls_naming_it() {
+    let dir = TestDir::new("deep-project-settings");
+    let work = dir.join("work");
+    std::fs::create_dir_all(work.join(".dsh")).unwrap();
+    std::fs::write(work.join("notes.txt"), "kept-notes").unwrap();
+    let settings = work.join(".dsh/settings.yaml");
+    std::fs::write(&settings, "[".repeat(240_000)).unwrap();
+    let read = json!({"file_path": work.join("notes.txt")}).to_string();
+    let script = || {
+        vec![
+            Reply::tool_calls(&[("call_0", "read", &read)]),
+            Reply::text("done"),
+        ]
+    };
+    let server = FakeDeepSeek::start(script());
+    let out = crate::headless::against(&server, &dir, &["read the notes"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let result = tool_result(&server);
+    assert!(
+        result.contains(&format!(
+            "{}:1: nested deeper than 64 levels",
+            settings.display()
+        )),
+        "{result}"
+    );
+    std::fs::write(&settings, "permissions:\n  deny: [\"bash(rm *)\"]\n").unwrap();
+    let server = FakeDeepSeek::start(script());
+    let out = crate::headless::against(&server, &dir, &["read the notes"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(tool_result(&server).contains("kept-notes"));
+}
+
+/// The content of the one tool message of the last request.
+fn tool_result(server: &FakeDeepSeek) -> String {
+    let requests = server.requests();
+    let last = requests.last().expect("a request");
+    let messages = last.body["messages"].as_array().unwrap();
+    let tool = messages
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .expect("a tool message");
+    tool["content"]
+        .as_str()
+        .map_or_else(|| tool["content"].to_string(), str::to_owned)
 }

@@ -77,17 +77,28 @@ impl Plugin for PermissionsPlugin {
         }
         let user: Arc<Result<Rules, String>> = Arc::new(user);
         let projects = Arc::new(ProjectRules::default());
+        let host = ctx.clone();
         ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |next| {
-            let call = next.payload();
-            let verdict = decide(
-                &user,
-                &projects,
-                call.name.as_str(),
-                call.arguments.as_str(),
-                call.cwd.as_str(),
-                default_ask,
-            );
+            let (user, projects, host) = (user.clone(), projects.clone(), host.clone());
             async move {
+                let call = next.payload();
+                // The project's file is read (and parsed, when it changed) on the blocking
+                // pool: a large one must not hold a runtime thread.
+                let cwd = std::path::PathBuf::from(call.cwd.as_str());
+                let project = host.blocking(move || projects.of(&cwd)).await;
+                let verdict = match project {
+                    Ok(project) => decide(
+                        &user,
+                        project,
+                        call.name.as_str(),
+                        call.arguments.as_str(),
+                        call.cwd.as_str(),
+                        default_ask,
+                    ),
+                    Err(error) => Verdict::Deny(format!(
+                        "the project's permission rules could not be read: {error}"
+                    )),
+                };
                 match verdict {
                     Verdict::Pass => next.run().await,
                     Verdict::Deny(reason) => Ok(Json::encode(&PreDecision::Deny { reason })),
@@ -112,7 +123,7 @@ fn locate_in_settings(rule: &str) -> Option<String> {
 
 fn decide(
     user: &Result<Rules, String>,
-    projects: &ProjectRules,
+    project: Option<Arc<Result<Rules, String>>>,
     tool: &str,
     arguments: &str,
     cwd: &str,
@@ -123,7 +134,6 @@ fn decide(
         Err(error) => return Verdict::Deny(format!("the permission rules do not read: {error}")),
     };
     let cwd = Path::new(cwd);
-    let project = projects.of(cwd);
     let project = match project.as_deref() {
         Some(Err(error)) => {
             return Verdict::Deny(format!(
