@@ -63,9 +63,7 @@ pub enum LimitError {
         size: usize,
         limit: usize,
     },
-    #[error(
-        "{file}:{line}: nested deeper than {limit} levels, the limit for a {format} document"
-    )]
+    #[error("{file}:{line}: nested deeper than {limit} levels, the limit for a {format} document")]
     TooDeep {
         file: String,
         format: Format,
@@ -73,6 +71,28 @@ pub enum LimitError {
         line: usize,
         limit: usize,
     },
+}
+
+impl LimitError {
+    /// What is wrong without the file's name, for a caller that names the file itself.
+    pub fn reason(&self) -> String {
+        match self {
+            LimitError::TooLarge {
+                format,
+                size,
+                limit,
+                ..
+            } => format!("{size} bytes is over the limit of {limit} bytes for a {format} document"),
+            LimitError::TooDeep {
+                format,
+                line,
+                limit,
+                ..
+            } => format!(
+                "line {line} nests deeper than {limit} levels, the limit for a {format} document"
+            ),
+        }
+    }
 }
 
 fn check_size(text: &str, file: &str, format: Format, limits: Limits) -> Result<(), LimitError> {
@@ -119,7 +139,9 @@ pub fn check_json(text: &str, file: &str, limits: Limits) -> Result<(), LimitErr
 /// `FileTooLarge`) without reading more than one byte past the cap.
 pub fn read_capped(path: &Path, max_bytes: usize) -> std::io::Result<String> {
     let file = std::fs::File::open(path)?;
-    let cap = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
+    let cap = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes)?;
     if bytes.len() > max_bytes {
@@ -153,6 +175,10 @@ mod tests {
         assert_eq!(
             deep.to_string(),
             "/p/mcp.json:2: nested deeper than 2 levels, the limit for a JSON document"
+        );
+        assert_eq!(
+            deep.reason(),
+            "line 2 nests deeper than 2 levels, the limit for a JSON document"
         );
         assert!(check_yaml("a: [b]", "f", limits).is_ok());
     }

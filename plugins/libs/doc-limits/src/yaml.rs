@@ -52,10 +52,7 @@ struct Scanner {
 }
 
 fn is_break(c: Option<char>) -> bool {
-    matches!(
-        c,
-        Some('\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
-    )
+    matches!(c, Some('\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}'))
 }
 
 fn is_blank(c: Option<char>) -> bool {

@@ -64,7 +64,10 @@ fn agrees(text: &str) {
     let (theirs, failed) = libyaml(text);
     assert!(ours >= theirs, "{text:?}: ours {ours} < libyaml's {theirs}");
     if !failed {
-        assert!(ours <= theirs + 1, "{text:?}: ours {ours} > libyaml's {theirs} + 1");
+        assert!(
+            ours <= theirs + 1,
+            "{text:?}: ours {ours} > libyaml's {theirs} + 1"
+        );
     }
 }
 
@@ -163,7 +166,16 @@ impl Random {
     /// A flow node: scalars that hold brackets and quotes as text, and nested collections.
     fn flow(&mut self, depth: usize) -> String {
         const SCALARS: &[&str] = &[
-            "a", "it's", "x#y", "a b", "'[{'", "\"]}\\\"[\"", "'it''s ]'", "!t a", "&n a", "*n",
+            "a",
+            "it's",
+            "x#y",
+            "a b",
+            "'[{'",
+            "\"]}\\\"[\"",
+            "'it''s ]'",
+            "!t a",
+            "&n a",
+            "*n",
             "\"a\n b\"",
         ];
         match self.below(if depth > 6 { 1 } else { 4 }) {
@@ -172,7 +184,11 @@ impl Random {
                 let items: Vec<String> = (0..self.below(3)).map(|_| self.flow(depth + 1)).collect();
                 format!("[{}]", items.join(self.pick(&[", ", ",", ",\n "])))
             }
-            2 => format!("{{k: {}, {}: v}}", self.flow(depth + 1), self.flow(depth + 1)),
+            2 => format!(
+                "{{k: {}, {}: v}}",
+                self.flow(depth + 1),
+                self.flow(depth + 1)
+            ),
             _ => format!("[{}]: {}", self.flow(depth + 1), self.flow(depth + 1)),
         }
     }
@@ -189,7 +205,13 @@ impl Random {
                 let inner = indent + 1 + self.below(3);
                 let ipad = " ".repeat(inner);
                 (0..1 + self.below(3))
-                    .map(|_| format!("\n{ipad}k{}:{}", self.below(9), self.block(inner, depth + 1)))
+                    .map(|_| {
+                        format!(
+                            "\n{ipad}k{}:{}",
+                            self.below(9),
+                            self.block(inner, depth + 1)
+                        )
+                    })
                     .collect()
             }
             _ => (0..1 + self.below(3))
@@ -225,8 +247,8 @@ fn random_texts_agree_with_libyaml() {
     let chars: Vec<char> = "[]{}'\"#:-?,|>!&*%@` \t\n\ra\\.2+\u{85}".chars().collect();
     let pieces = [
         "[", "]", "{", "}", "'", "\"", "# ", "\n", "  ", "- ", ": ", ":", "a", "b c", "|", ">",
-        "|2", ">-", "\\", "\\\n", ",", "? ", "!t ", "!<x[y]> ", "&a ", "*a ", "---", "...",
-        "%Y", "\t", "''", " #", "x:", "\n   ", "\n ",
+        "|2", ">-", "\\", "\\\n", ",", "? ", "!t ", "!<x[y]> ", "&a ", "*a ", "---", "...", "%Y",
+        "\t", "''", " #", "x:", "\n   ", "\n ",
     ];
     let mut nested = 0;
     for round in 0..60_000 {
@@ -234,7 +256,9 @@ fn random_texts_agree_with_libyaml() {
             0 => (0..random.below(48))
                 .map(|_| chars[random.below(chars.len())])
                 .collect(),
-            1 => (0..random.below(24)).map(|_| random.pick(&pieces)).collect(),
+            1 => (0..random.below(24))
+                .map(|_| random.pick(&pieces))
+                .collect(),
             _ => {
                 let document = format!("top:{}", random.block(0, 0));
                 random.mutate(&document)
