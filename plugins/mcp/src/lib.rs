@@ -103,13 +103,26 @@ pub(crate) struct Manager {
 impl Manager {
     /// Reads the sources, reports their problems, and starts, stops or restarts servers so
     /// that what runs is what they say; answers the servers it started.
-    pub(crate) fn reconcile(&self) -> Vec<Arc<Server>> {
+    pub(crate) async fn reconcile(&self) -> Vec<Arc<Server>> {
+        let ctx = &self.shared.ctx;
+        // The files are read and parsed on the blocking pool: a large one must not hold a
+        // runtime thread.
+        let sources = self.sources.clone();
+        let loaded = match ctx.blocking(move || sources.load()).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                ctx.log(
+                    LogLevel::Error,
+                    &format!("mcp: the servers files were not read, nothing changes: {error}"),
+                );
+                return Vec::new();
+            }
+        };
         let Loaded {
             mut servers,
             errors,
             warnings,
-        } = self.sources.load();
-        let ctx = &self.shared.ctx;
+        } = loaded;
         for warning in warnings {
             ctx.log(LogLevel::Warn, &format!("mcp: {warning}"));
         }
@@ -227,7 +240,7 @@ impl Plugin for McpPlugin {
             running: Mutex::default(),
             last_good: Mutex::default(),
         });
-        let started = manager.reconcile();
+        let started = manager.reconcile().await;
         // The first turn should see every tool: the start waits for each server's first
         // attempt (bounded by its own timeout, plus a margin for starting the process).
         let firsts = async {
