@@ -13,15 +13,21 @@ use serde_json::json;
 fn status_socket(home: &std::path::Path) -> std::path::PathBuf {
     let deadline = Instant::now() + WAIT;
     loop {
-        let found = std::fs::read_dir(home.join("run")).ok().and_then(|entries| {
-            entries
-                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                .find(|path| path.extension().is_some_and(|ext| ext == "sock"))
-        });
+        let found = std::fs::read_dir(home.join("run"))
+            .ok()
+            .and_then(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                    .find(|path| path.extension().is_some_and(|ext| ext == "sock"))
+            });
         if let Some(socket) = found {
             return socket;
         }
-        assert!(Instant::now() < deadline, "no status socket under {}", home.display());
+        assert!(
+            Instant::now() < deadline,
+            "no status socket under {}",
+            home.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -29,7 +35,10 @@ fn status_socket(home: &std::path::Path) -> std::path::PathBuf {
 /// Resident memory of process `pid`, in KiB.
 fn rss_kib(pid: i32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
@@ -55,13 +64,19 @@ fn the_status_socket_refuses_an_endless_request_and_the_host_stays_small() {
     assert!(sent < 16 << 20, "the host read {sent} bytes of one request");
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
-    assert!(answer.contains("error: request over 4096 bytes"), "{answer:?}");
+    assert!(
+        answer.contains("error: request over 4096 bytes"),
+        "{answer:?}"
+    );
     let after = rss_kib(host.pid());
     assert!(after < before + 16 * 1024, "{before} KiB, then {after} KiB");
     // The host still answers a proper request.
     let out = run_host(&dir.home(), &["status"]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(out.stdout.contains(&format!("dsh-host pid {}", host.pid())), "{out:?}");
+    assert!(
+        out.stdout.contains(&format!("dsh-host pid {}", host.pid())),
+        "{out:?}"
+    );
     assert_eq!(host.stop(), Some(0));
 }
 
@@ -88,7 +103,13 @@ fn a_deeply_nested_patch_is_refused_at_once_naming_the_file() {
     );
     let out = run_host(
         &dir.home(),
-        &["check", "--profile", "demo", "--patch", deep.to_str().unwrap()],
+        &[
+            "check",
+            "--profile",
+            "demo",
+            "--patch",
+            deep.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
@@ -102,11 +123,18 @@ fn a_deeply_nested_patch_is_refused_at_once_naming_the_file() {
     let large = dir.write("large.yml", &format!("# {}\n[]\n", "x".repeat(2 << 20)));
     let out = run_host(
         &dir.home(),
-        &["check", "--profile", "demo", "--patch", large.to_str().unwrap()],
+        &[
+            "check",
+            "--profile",
+            "demo",
+            "--patch",
+            large.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
-        out.stderr.contains("larger than the limit of 1048576 bytes"),
+        out.stderr
+            .contains("larger than the limit of 1048576 bytes"),
         "{}",
         out.stderr
     );

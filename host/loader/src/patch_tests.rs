@@ -262,7 +262,10 @@ fn a_patch_nested_past_the_limit_is_refused_before_parsing() {
     );
     let large = format!("- id: a\n  config: {{x: '{}'}}\n", "x".repeat(1 << 20));
     let err = compose_err(&[("home patch", "p.yml", &large)]);
-    assert!(err.to_string().contains("over the limit of 1048576 bytes"), "{err}");
+    assert!(
+        err.to_string().contains("over the limit of 1048576 bytes"),
+        "{err}"
+    );
 }
 
 #[test]

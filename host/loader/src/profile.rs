@@ -242,9 +242,11 @@ fn template_text(name: &str, bundles: &[&str]) -> String {
 
 /// A layer's text; a file over the size of a config document is not read whole.
 fn read(path: &Path) -> Result<String, ProfileError> {
-    dsh_doc_limits::read_capped(path, Limits::DOCUMENT.max_bytes).map_err(|source| ProfileError::Io {
-        path: path.to_path_buf(),
-        source,
+    dsh_doc_limits::read_capped(path, Limits::DOCUMENT.max_bytes).map_err(|source| {
+        ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
 
