@@ -204,3 +204,128 @@ fn tool_result(server: &FakeDeepSeek) -> String {
         .as_str()
         .map_or_else(|| tool["content"].to_string(), str::to_owned)
 }
+
+/// A headless run against `server` whose `llm-deepseek` row has `config` (YAML lines at four
+/// spaces) beside its endpoint, one quick retry allowed; stream-json output.
+fn bounded_run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests::Output {
+    let patch = dir.write(
+        "bounds.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n{config}- id: llm-retry\n  config:\n    baseDelayMs: 20\n    maxRetries: 1\n",
+            server.url()
+        ),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    dsh_tests::run_host_with_env(
+        &dir.home(),
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "headless",
+            "--",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+            "--output",
+            "stream-json",
+            "answer me",
+        ],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    )
+}
+
+/// The failure codes of the run's failed attempts (error finishes and retries), in order, and
+/// the code its turn ended with.
+fn failures(stdout: &str) -> (Vec<String>, String) {
+    let (events, result) = crate::headless::stream_json(stdout);
+    let retried: Vec<String> = events
+        .iter()
+        .filter(|event| event["type"] == "llm/retry")
+        .map(|event| {
+            event["data"]["failure"]["code"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    let end = events
+        .iter()
+        .rev()
+        .find(|event| event["type"] == "turn/end")
+        .unwrap_or_else(|| panic!("no turn/end: {stdout}"));
+    let text = format!("{end} {result}");
+    let code = ["RESPONSE_TOO_LARGE", "DEADLINE_EXCEEDED", "TIMEOUT"]
+        .into_iter()
+        .find(|code| text.contains(code))
+        .unwrap_or_else(|| panic!("no bounded failure in {text}"))
+        .to_owned();
+    (retried, code)
+}
+
+/// The review's endless answer (64 KB chunks as fast as loopback carries them): cut at the
+/// row's `maxResponseBytes` with a named failure that is not retried, and the run ends.
+#[test]
+fn an_endless_answer_is_cut_at_the_byte_cap_and_not_retried() {
+    let server = FakeDeepSeek::start(vec![Reply::Endless {
+        chunk_bytes: 64 * 1024,
+        every: Duration::ZERO,
+    }]);
+    let dir = TestDir::new("endless-answer");
+    let out = bounded_run(&server, &dir, "    maxResponseBytes: 2097152\n");
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let (retried, code) = failures(&out.stdout);
+    assert_eq!(code, "RESPONSE_TOO_LARGE");
+    assert!(retried.is_empty(), "{retried:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// A provider that sends only keep-alive comments: the idle timeout never fires (each
+/// comment re-arms it), the progress timeout does, as a TIMEOUT the retry policy retries once
+/// here; the run ends.
+#[test]
+fn keep_alive_comments_alone_end_at_the_progress_timeout() {
+    let pings = || Reply::KeepAliveOnly {
+        every: Duration::from_millis(20),
+    };
+    let server = FakeDeepSeek::start(vec![pings(), pings()]);
+    let dir = TestDir::new("keep-alive-only");
+    let out = bounded_run(
+        &server,
+        &dir,
+        "    streamIdleTimeoutMs: 300000\n    streamProgressTimeoutMs: 400\n",
+    );
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let (retried, code) = failures(&out.stdout);
+    assert_eq!(code, "TIMEOUT");
+    assert_eq!(retried, ["TIMEOUT"]);
+    assert!(
+        out.stdout.contains("no progress for 400ms"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// An answer that keeps making progress, slowly, past the row's `maxResponseMs`: ended by the
+/// overall deadline with a named failure that is not retried.
+#[test]
+fn a_slow_endless_answer_ends_at_the_overall_deadline() {
+    let server = FakeDeepSeek::start(vec![Reply::Endless {
+        chunk_bytes: 8,
+        every: Duration::from_millis(20),
+    }]);
+    let dir = TestDir::new("deadline");
+    let out = bounded_run(
+        &server,
+        &dir,
+        "    maxResponseMs: 1000\n    streamProgressTimeoutMs: 600\n",
+    );
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let (retried, code) = failures(&out.stdout);
+    assert_eq!(code, "DEADLINE_EXCEEDED");
+    assert!(retried.is_empty(), "{retried:?}");
+    assert_eq!(server.requests().len(), 1);
+}
