@@ -12,7 +12,7 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{SessionSummary, SessionTitleEvent};
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
+    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, find_session,
     list_sessions, read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
@@ -27,6 +27,15 @@ fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
 
 fn storage(message: impl std::fmt::Display) -> SessionError {
     error(SessionErrorKind::Storage, message.to_string())
+}
+
+/// Why a session could not be looked up: an id that is no session id is the caller's error.
+fn lookup(problem: RootError) -> SessionError {
+    let kind = match problem {
+        RootError::Layout(_) => SessionErrorKind::Invalid,
+        _ => SessionErrorKind::Unreadable,
+    };
+    error(kind, problem.to_string())
 }
 
 /// One session the store writes.
@@ -102,6 +111,15 @@ fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
         .filter(|record| record.kind.as_str() == "session/title")
         .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
         .map(|event| event.title)
+}
+
+/// When `path` last changed, in milliseconds since the epoch.
+fn modified_ms(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_millis()).ok()
 }
 
 /// `<root>.trash` beside the root: inside it, the trash would be listed as a project.
@@ -287,17 +305,27 @@ impl Store {
         self.inner
             .ctx
             .blocking(move || -> Result<Vec<SessionSummary>, SessionError> {
-                let listed = list_sessions(&root, encoding)
+                let listing = list_sessions(&root, encoding)
                     .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
-                let mut summaries: Vec<SessionSummary> = listed
+                let broken = listing.broken.into_iter().map(|broken| {
+                    let changed = modified_ms(&broken.path).unwrap_or(0);
+                    SessionSummary {
+                        id: broken.id,
+                        cwd: broken.cwd,
+                        created_at: changed,
+                        updated_at: changed,
+                        title: None,
+                        live: false,
+                        subagent_of: None,
+                        broken: Some(broken.reason),
+                    }
+                });
+                let mut summaries: Vec<SessionSummary> = listing
+                    .sessions
                     .into_iter()
                     .map(|listed| {
-                        let updated_at = std::fs::metadata(&listed.path)
-                            .and_then(|meta| meta.modified())
-                            .ok()
-                            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-                            .and_then(|since| i64::try_from(since.as_millis()).ok())
-                            .unwrap_or(listed.header.created_at);
+                        let updated_at =
+                            modified_ms(&listed.path).unwrap_or(listed.header.created_at);
                         let title = listed
                             .path
                             .parent()
@@ -315,8 +343,10 @@ impl Store {
                             title,
                             live: false,
                             subagent_of,
+                            broken: None,
                         }
                     })
+                    .chain(broken)
                     .collect();
                 summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
                 Ok(summaries)
@@ -338,7 +368,7 @@ impl Store {
             .ctx
             .blocking(move || -> Result<(), SessionError> {
                 let path = find_session(&root, encoding, &id)
-                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?
+                    .map_err(lookup)?
                     .ok_or_else(|| {
                         error(
                             SessionErrorKind::NotFound,
@@ -352,6 +382,8 @@ impl Store {
                 let stamp = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |since| since.as_millis());
+                // `find_session` refused any id that is not a plain name, so this stays one
+                // entry of the trash.
                 let target = trash.join(format!("{id}-{stamp}"));
                 std::fs::create_dir_all(&trash)
                     .and_then(|()| std::fs::rename(&dir, &target))
@@ -375,7 +407,7 @@ impl Store {
             .ctx
             .blocking(move || -> Result<Loaded, SessionError> {
                 let path = find_session(&root, options.encoding, &id)
-                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?
+                    .map_err(lookup)?
                     .ok_or_else(|| {
                         error(
                             SessionErrorKind::NotFound,
