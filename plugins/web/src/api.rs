@@ -89,6 +89,16 @@ impl Api {
         method: &str,
         body: serde_json::Value,
     ) -> Result<serde_json::Value, Failure> {
+        // The session methods name their session by `sessionId`: one no session can have is
+        // refused here, before any service (or a path built from it) sees it.
+        if let Some(id) = body.get("sessionId").and_then(serde_json::Value::as_str)
+            && let Err(error) = dsh_protocol::check_session_id(id)
+        {
+            return Err(Failure(
+                RpcErrorCode::BadRequest,
+                format!("{method}: {error}"),
+            ));
+        }
         let value = match method {
             "host.describe" => serde_json::to_value(self.describe()),
             "session.list" => serde_json::to_value(self.list().await?),
