@@ -13,7 +13,7 @@ use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{SessionSummary, SessionTitleEvent};
 use dsh_session_jsonl::{
     CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, find_session,
-    list_sessions, read_session, session_dir,
+    read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
 use dsh_session_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
@@ -101,7 +101,7 @@ pub(crate) struct Store {
 }
 
 /// The file beside a session's log holding its latest title.
-const TITLE_FILE: &str = "title";
+pub(crate) const TITLE_FILE: &str = "title";
 
 /// The title of the last `session/title` event of `records`.
 fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
@@ -111,15 +111,6 @@ fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
         .filter(|record| record.kind.as_str() == "session/title")
         .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
         .map(|event| event.title)
-}
-
-/// When `path` last changed, in milliseconds since the epoch.
-fn modified_ms(path: &Path) -> Option<i64> {
-    let modified = std::fs::metadata(path)
-        .and_then(|meta| meta.modified())
-        .ok()?;
-    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
-    i64::try_from(since.as_millis()).ok()
 }
 
 /// `<root>.trash` beside the root: inside it, the trash would be listed as a project.
@@ -304,53 +295,7 @@ impl Store {
         let encoding = self.inner.options.encoding;
         self.inner
             .ctx
-            .blocking(move || -> Result<Vec<SessionSummary>, SessionError> {
-                let listing = list_sessions(&root, encoding)
-                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
-                let broken = listing.broken.into_iter().map(|broken| {
-                    let changed = modified_ms(&broken.path).unwrap_or(0);
-                    SessionSummary {
-                        id: broken.id,
-                        cwd: broken.cwd,
-                        created_at: changed,
-                        updated_at: changed,
-                        title: None,
-                        live: false,
-                        subagent_of: None,
-                        broken: Some(broken.reason),
-                    }
-                });
-                let mut summaries: Vec<SessionSummary> = listing
-                    .sessions
-                    .into_iter()
-                    .map(|listed| {
-                        let updated_at =
-                            modified_ms(&listed.path).unwrap_or(listed.header.created_at);
-                        let title = listed
-                            .path
-                            .parent()
-                            .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
-                            .filter(|title| !title.is_empty());
-                        let subagent_of = listed
-                            .header
-                            .parent_session
-                            .filter(|_| listed.header.origin.as_deref() == Some("subagent"));
-                        SessionSummary {
-                            id: listed.header.id,
-                            cwd: listed.header.cwd,
-                            created_at: listed.header.created_at,
-                            updated_at,
-                            title,
-                            live: false,
-                            subagent_of,
-                            broken: None,
-                        }
-                    })
-                    .chain(broken)
-                    .collect();
-                summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
-                Ok(summaries)
-            })
+            .blocking(move || crate::listing::summaries(&root, encoding))
             .await
             .map_err(storage)?
     }
