@@ -102,11 +102,15 @@ async fn answer(stream: UnixStream, snapshot: Snapshot) {
     let _ = write.shutdown().await;
 }
 
+/// The most of an answer read: far above any fiber table, and what is under `run/` may be a
+/// socket of anyone's.
+const MAX_ANSWER: u64 = 16 << 20;
+
 async fn ask(path: &Path) -> std::io::Result<Snapshot> {
     let mut stream = UnixStream::connect(path).await?;
     stream.write_all(b"status\n").await?;
     let mut body = String::new();
-    stream.read_to_string(&mut body).await?;
+    stream.take(MAX_ANSWER).read_to_string(&mut body).await?;
     serde_json::from_str(&body)
         .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
