@@ -98,12 +98,16 @@ pub(crate) struct Manager {
     running: Mutex<BTreeMap<String, (ServerSpec, Arc<Server>)>>,
     /// The last good entries of each file that stopped parsing, kept until it parses again.
     last_good: Mutex<BTreeMap<String, ServerSpec>>,
+    /// One reconcile at a time: reading the files awaits, and a reading that finished earlier
+    /// must not be applied after a later one.
+    reconciling: tokio::sync::Mutex<()>,
 }
 
 impl Manager {
     /// Reads the sources, reports their problems, and starts, stops or restarts servers so
     /// that what runs is what they say; answers the servers it started.
     pub(crate) async fn reconcile(&self) -> Vec<Arc<Server>> {
+        let _one_at_a_time = self.reconciling.lock().await;
         let ctx = &self.shared.ctx;
         // The files are read and parsed on the blocking pool: a large one must not hold a
         // runtime thread.
@@ -239,6 +243,7 @@ impl Plugin for McpPlugin {
             sources,
             running: Mutex::default(),
             last_good: Mutex::default(),
+            reconciling: tokio::sync::Mutex::default(),
         });
         let started = manager.reconcile().await;
         // The first turn should see every tool: the start waits for each server's first
