@@ -124,7 +124,7 @@ impl Boot {
     /// The layers of the tree, in application order.
     pub fn layers(&self) -> Result<Vec<Layer>, BootError> {
         if let Some(config) = &self.tree.config {
-            let text = std::fs::read_to_string(config).map_err(|source| BootError::ReadConfig {
+            let text = read_document(config).map_err(|source| BootError::ReadConfig {
                 path: config.clone(),
                 source,
             })?;
@@ -180,7 +180,7 @@ impl Boot {
         let mut composed = dsh_loader::compose(&layers)?;
         if self.tree.profile.is_some() {
             let path = self.home.join(dsh_loader::SETTINGS_FILE);
-            match std::fs::read_to_string(&path) {
+            match read_document(&path) {
                 Ok(text) => {
                     dsh_loader::apply_settings(&mut composed, &text, &path)?;
                 }
@@ -226,6 +226,11 @@ impl Boot {
     pub fn dump(&self) -> Result<String, BootError> {
         Ok(self.compose()?.dump(&env_lookup, &self.home))
     }
+}
+
+/// A config file's text, refused unread past the size of a config document.
+fn read_document(path: &Path) -> std::io::Result<String> {
+    dsh_doc_limits::read_capped(path, dsh_doc_limits::Limits::DOCUMENT.max_bytes)
 }
 
 fn env_lookup(name: &str) -> Option<String> {

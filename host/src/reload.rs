@@ -136,7 +136,18 @@ impl Reloader {
     }
 
     async fn reload_config(&self) {
-        match self.boot.load() {
+        // Reading and parsing the layers is file work: off the runtime's threads, so a large
+        // or slow file holds no task of the host.
+        let tree = self.boot.tree.clone();
+        let loaded = tokio::task::spawn_blocking(move || Boot::new(tree).load()).await;
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                tracing::error!("config reload failed, keeping the last good tree: {error}");
+                return;
+            }
+        };
+        match loaded {
             Ok(rows) => {
                 let diff = self.app.apply_tree(rows).await;
                 if !diff.is_empty() {

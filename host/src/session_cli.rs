@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use dsh_session_jsonl::{
-    Encoding, ReadError, ReadSession, RootError, find_session, list_sessions, read_session,
+    Encoding, LayoutError, ReadError, ReadSession, RootError, check_session_id, find_session,
+    list_sessions_any, read_session,
 };
 use dsh_session_log::{
     AppendError, SessionEvent, SessionLog, Severity, TypeRegistry, check_log,
@@ -19,7 +20,8 @@ use serde_json::json;
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
-    /// Sessions stored under `$DSH_HOME/sessions`: id, cwd, created, turns, title.
+    /// Sessions stored under `$DSH_HOME/sessions`: id, cwd, created, turns, title; one that
+    /// does not read is listed as broken, with the reason.
     List {
         /// Only sessions of this working directory.
         #[arg(long, value_name = "DIR")]
@@ -56,12 +58,11 @@ enum SessionCliError {
         zstd: Box<RootError>,
         raw: Box<RootError>,
     },
-    #[error("{zstd}; read as uncompressed: {raw}")]
-    List {
-        #[source]
-        zstd: Box<RootError>,
-        raw: Box<RootError>,
-    },
+    #[error(transparent)]
+    List(#[from] RootError),
+    /// Neither a file nor a session id: no path is built from it.
+    #[error("{0} (and no such file)")]
+    BadId(#[from] LayoutError),
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error(transparent)]
@@ -82,6 +83,7 @@ fn open(home: &Path, target: &str) -> Result<(PathBuf, ReadSession), SessionCliE
     let path = if as_path.is_file() {
         as_path.to_path_buf()
     } else {
+        check_session_id(target)?;
         let root = sessions_root(home);
         // One encoding per root: look with the one the root holds.
         match find_session(&root, Encoding::Zstd, target) {
@@ -153,16 +155,11 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), SessionCliErr
             .to_string()
     });
     let mut rows = Vec::new();
-    // A root holds one encoding; a root holding both is an error the store reports.
-    let listed = match list_sessions(&root, Encoding::Zstd) {
-        Ok(listed) => listed,
-        Err(zstd) => list_sessions(&root, Encoding::Raw).map_err(|raw| SessionCliError::List {
-            zstd: Box::new(zstd),
-            raw: Box::new(raw),
-        })?,
-    };
+    // Each session in the encoding it is stored in (the store refuses a root of both; listing
+    // shows them); one that does not list is shown broken beside the others.
+    let listing = list_sessions_any(&root)?;
     {
-        for listed in listed {
+        for listed in listing.sessions {
             if wanted_cwd.is_some() && listed.header.cwd != wanted_cwd {
                 continue;
             }
@@ -182,6 +179,17 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), SessionCliErr
                 "path": listed.path.display().to_string(),
             }));
         }
+        for broken in listing.broken {
+            if wanted_cwd.is_some() && broken.cwd != wanted_cwd {
+                continue;
+            }
+            rows.push(json!({
+                "id": broken.id,
+                "cwd": broken.cwd,
+                "path": broken.path.display().to_string(),
+                "broken": broken.reason,
+            }));
+        }
     }
     if json {
         println!("{}", serde_json::Value::Array(rows));
@@ -191,6 +199,14 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), SessionCliErr
         println!("no sessions under {}", root.display());
     }
     for row in rows {
+        if let Some(reason) = row["broken"].as_str() {
+            println!(
+                "{}  cwd={}  broken: {reason}",
+                row["id"].as_str().unwrap_or(""),
+                row["cwd"].as_str().unwrap_or("-"),
+            );
+            continue;
+        }
         println!(
             "{}  cwd={}  created={}  turns={}{}",
             row["id"].as_str().unwrap_or(""),

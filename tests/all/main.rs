@@ -7,6 +7,8 @@
 
 mod agents;
 mod bad_input;
+mod bounds;
+mod broken_sessions;
 mod browser;
 mod cli;
 mod commands;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use dsh_doc_limits::LimitError;
 use thiserror::Error;
 
 /// A place in a config file: the file as given, and a 1-based line and column when known.
@@ -74,6 +75,9 @@ pub enum ComposeError {
         /// The file.
         file: String,
     },
+    /// The file is larger or nests deeper than a config document may (found before parsing).
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// Two rows of one layer (file) define the same id.
     #[error("{at}: duplicate row id `{id}` (first defined at {first})")]
     DuplicateId {
@@ -94,7 +98,20 @@ impl ComposeError {
                 at.clone()
             }
             Self::Empty { file } => SourcePos::file(file.clone()),
+            Self::Limit(error) => limit_position(error),
         }
+    }
+}
+
+/// Where a limit was passed: the line that nests too deep, or the whole file.
+fn limit_position(error: &LimitError) -> SourcePos {
+    match error {
+        LimitError::TooDeep { file, line, .. } => SourcePos {
+            file: file.clone(),
+            line: Some(*line),
+            column: None,
+        },
+        LimitError::TooLarge { file, .. } => SourcePos::file(file.clone()),
     }
 }
 
@@ -153,6 +170,9 @@ pub enum ProfileError {
         #[source]
         source: std::io::Error,
     },
+    /// `profile.yml` is larger or nests deeper than a config document may.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// `profile.yml` is not valid.
     #[error("{at}: {message}")]
     Invalid {

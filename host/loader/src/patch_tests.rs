@@ -252,6 +252,23 @@ fn malformed_patch_yaml_names_file_line_column() {
 }
 
 #[test]
+fn a_patch_nested_past_the_limit_is_refused_before_parsing() {
+    let deep = format!("- id: a\n  config: {}\n", "[".repeat(100_000));
+    let err = compose_err(&[("home patch", "p.yml", &deep)]);
+    assert_eq!(err.position().line, Some(2));
+    assert_eq!(
+        err.to_string(),
+        "p.yml:2: nested deeper than 64 levels, the limit for a YAML document"
+    );
+    let large = format!("- id: a\n  config: {{x: '{}'}}\n", "x".repeat(1 << 20));
+    let err = compose_err(&[("home patch", "p.yml", &large)]);
+    assert!(
+        err.to_string().contains("over the limit of 1048576 bytes"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unknown_fields_in_patch_and_insert_entries_are_errors() {
     let err = compose_err(&[("home patch", "p.yml", "- id: greeter\n  confg: {}\n")]);
     assert!(

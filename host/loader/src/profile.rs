@@ -7,6 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use dsh_doc_limits::Limits;
 use serde::Deserialize;
 use serde_norway::Value;
 
@@ -70,6 +71,7 @@ impl Home {
         }
         let text = read(&path)?;
         let file = path.display().to_string();
+        dsh_doc_limits::check_yaml(&text, &file, Limits::DOCUMENT)?;
         let invalid = |at: SourcePos, message: String| ProfileError::Invalid { at, message };
         match serde_norway::from_str::<Value>(&text) {
             Ok(Value::Null) => {
@@ -238,10 +240,13 @@ fn template_text(name: &str, bundles: &[&str]) -> String {
     text
 }
 
+/// A layer's text; a file over the size of a config document is not read whole.
 fn read(path: &Path) -> Result<String, ProfileError> {
-    fs::read_to_string(path).map_err(|source| ProfileError::Io {
-        path: path.to_path_buf(),
-        source,
+    dsh_doc_limits::read_capped(path, Limits::DOCUMENT.max_bytes).map_err(|source| {
+        ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
 

@@ -11,7 +11,7 @@ use serde_norway::{Mapping, Value};
 use crate::error::{ComposeError, SourcePos};
 use crate::patch::Composed;
 use crate::row::ComposedRow;
-use crate::source::yaml_error;
+use crate::source::parse_yaml;
 
 /// The file name under the home.
 pub const SETTINGS_FILE: &str = "settings.yaml";
@@ -37,10 +37,7 @@ pub fn apply_settings(
     path: &Path,
 ) -> Result<Vec<String>, ComposeError> {
     let file = path.display().to_string();
-    let document: Value = serde_norway::from_str(text).map_err(|error| {
-        let (at, message) = yaml_error(&file, &error);
-        ComposeError::Syntax { at, message }
-    })?;
+    let document = parse_yaml(text, &file)?;
     let namespaces = match document {
         Value::Null => return Ok(Vec::new()),
         Value::Mapping(namespaces) => namespaces,
@@ -141,6 +138,7 @@ mod tests {
             ("- a\n- b\n", "mapping of namespaces"),
             ("llm-deepseek: 3\n", "settings `llm-deepseek`"),
             ("llm-deepseek: [\n", "malformed YAML"),
+            (&"[".repeat(240_000), "nested deeper than 64 levels"),
         ] {
             let error = apply_settings(&mut tree(), text, Path::new("/h/settings.yaml"))
                 .unwrap_err()

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use dsh_doc_limits::Limits;
 use serde_norway::Value;
 
 use crate::error::{ComposeError, SourcePos};
@@ -138,8 +139,11 @@ fn has_marked_tag(value: &Value) -> bool {
     }
 }
 
-/// Parses YAML text, turning parser errors into [`ComposeError::Syntax`] with a position.
+/// Parses YAML text, turning parser errors into [`ComposeError::Syntax`] with a position. A
+/// text over the size or nesting of a config document is refused before the parser sees it:
+/// libyaml takes time quadratic in the nesting of `[[[...`.
 pub(crate) fn parse_yaml(text: &str, file: &str) -> Result<Value, ComposeError> {
+    dsh_doc_limits::check_yaml(text, file, Limits::DOCUMENT)?;
     serde_norway::from_str::<Value>(text).map_err(|err| {
         let (at, message) = yaml_error(file, &err);
         ComposeError::Syntax { at, message }

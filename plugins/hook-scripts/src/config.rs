@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use dsh_doc_limits::{LimitError, Limits};
 use dsh_plugin_api::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -136,6 +137,9 @@ pub(crate) struct HookTable {
 pub(crate) enum ConfigError {
     #[error("{path}: {error}")]
     Read { path: String, error: std::io::Error },
+    /// Over the size or nesting of a config document, found before parsing.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     #[error("{path}: not JSON: {error}")]
     Json {
         path: String,
@@ -188,6 +192,8 @@ struct RawHook {
 
 /// Parses one file's text (`path` names it in errors).
 pub(crate) fn parse(format: Format, path: &str, text: &str) -> Result<HookTable, ConfigError> {
+    // A project's hook file is anyone's: its nesting is bounded before the parser sees it.
+    dsh_doc_limits::check_json(text, path, Limits::DOCUMENT)?;
     let root: Value = serde_json::from_str(text).map_err(|error| ConfigError::Json {
         path: path.to_owned(),
         error,
@@ -294,6 +300,16 @@ mod tests {
         // The prompt hook's matcher is ignored (nothing to match), its prompt hook skipped.
         assert_eq!(table.groups[0].1.pattern, None);
         assert_eq!(table.skipped.len(), 1);
+    }
+
+    #[test]
+    fn a_file_nested_past_the_limit_is_refused_before_parsing() {
+        let text = format!("{{\"hooks\": {}", "[".repeat(100_000));
+        let error = parse(Format::ClaudeCode, ".claude/settings.json", &text).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            ".claude/settings.json:1: nested deeper than 64 levels, the limit for a JSON document"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use dsh_doc_limits::Limits;
 use dsh_plugin_api::{Context, lock};
 use dsh_trust_seam::is_trusted;
 
@@ -193,7 +194,7 @@ impl HookFiles {
             return Some(table.clone());
         }
         let shown = path.display().to_string();
-        let table = std::fs::read_to_string(path)
+        let table = dsh_doc_limits::read_capped(path, Limits::DOCUMENT.max_bytes)
             .map_err(|error| ConfigError::Read {
                 path: shown.clone(),
                 error,

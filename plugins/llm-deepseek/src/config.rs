@@ -14,6 +14,15 @@ pub const DEFAULT_MAX_TOKENS: u64 = 256_000;
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
 pub const DEFAULT_MAX_REQUEST_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+/// The most SSE body one answer may take: far above a real answer (a million-token window's
+/// worth of text is a few MiB), low enough that an endless one is cut off long before memory
+/// runs out.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+/// The longest one request may take from sending it to its last byte.
+pub const DEFAULT_MAX_RESPONSE_MS: u64 = 30 * 60 * 1000;
+/// The longest a stream may go without a chunk of the answer (keep-alive comments keep the
+/// connection alive but are not progress).
+pub const DEFAULT_STREAM_PROGRESS_TIMEOUT_MS: u64 = 300_000;
 /// The largest delay a timer can arm (2^31 - 1 ms); a longer idle timeout would never fire.
 pub const MAX_TIMER_DELAY_MS: u64 = 2_147_483_647;
 
@@ -155,6 +164,12 @@ pub struct AdapterConfig {
     pub models: Vec<CatalogModel>,
     /// Longest silence tolerated while a read is outstanding (the initial response included).
     pub stream_idle_timeout_ms: u64,
+    /// Longest time without a chunk of the answer, comments notwithstanding.
+    pub stream_progress_timeout_ms: u64,
+    /// Most bytes of one response body.
+    pub max_response_bytes: u64,
+    /// Longest one request may take, response included.
+    pub max_response_ms: u64,
     pub max_request_image_bytes: u64,
     pub compat: Compat,
     pub identity: AppIdentity,
@@ -195,6 +210,9 @@ impl AdapterConfig {
             default_context_window: DEFAULT_CONTEXT_WINDOW,
             models: default_models(),
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            stream_progress_timeout_ms: DEFAULT_STREAM_PROGRESS_TIMEOUT_MS,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_ms: DEFAULT_MAX_RESPONSE_MS,
             max_request_image_bytes: DEFAULT_MAX_REQUEST_IMAGE_BYTES,
             compat: Compat::DEEPSEEK,
             identity: AppIdentity::default(),

@@ -188,6 +188,40 @@ pub fn idle_timeout_failure(config: &AdapterConfig) -> LlmFailure {
     )
 }
 
+/// No chunk of the answer within the progress timeout, though bytes (keep-alive comments) may
+/// have come: a provider that holds a request open without answering it.
+pub fn no_progress_failure(config: &AdapterConfig) -> LlmFailure {
+    LlmFailure::new(
+        FailureCode::Timeout,
+        format!(
+            "DeepSeek stream made no progress for {}ms (keep-alive comments are not progress)",
+            config.stream_progress_timeout_ms
+        ),
+    )
+}
+
+/// The response passed `maxResponseBytes`.
+pub fn too_large_failure(config: &AdapterConfig) -> LlmFailure {
+    LlmFailure::new(
+        FailureCode::ResponseTooLarge,
+        format!(
+            "DeepSeek response passed {} bytes (the row's maxResponseBytes)",
+            config.max_response_bytes
+        ),
+    )
+}
+
+/// The request was still going at `maxResponseMs`.
+pub fn deadline_failure(config: &AdapterConfig) -> LlmFailure {
+    LlmFailure::new(
+        FailureCode::DeadlineExceeded,
+        format!(
+            "DeepSeek response still streaming after {}ms (the row's maxResponseMs)",
+            config.max_response_ms
+        ),
+    )
+}
+
 /// The caller cancelled the call.
 pub fn aborted_failure() -> LlmFailure {
     LlmFailure::new(FailureCode::Aborted, "DeepSeek request aborted by caller")

@@ -8,11 +8,13 @@
 //!
 //! It does no I/O: no HTTP client, no async runtime, no clock beyond `SystemTime::now` for a
 //! `Retry-After` date, no environment reads (the caller passes `DEEPSEEK_BASE_URL` and the
-//! key in). Sending the request, the idle watchdog, cancellation and the plugin registration on
-//! the `llm` service belong to the code that wires this crate to the host's HTTP service; the
-//! message and chunk vocabulary belongs to `dsh-llm-api`.
+//! key in). The bounds of a response (its bytes, its deadline, its progress: `Budget`) are
+//! decided here with the time passed in. Sending the request, the timers, cancellation and the
+//! plugin registration on the `llm` service belong to the code that wires this crate to the
+//! host's HTTP service; the message and chunk vocabulary belongs to `dsh-llm-api`.
 
 mod base64;
+mod budget;
 mod catalog;
 mod config;
 mod errors;
@@ -31,16 +33,19 @@ mod request_tests;
 #[cfg(test)]
 mod translate_tests;
 
+pub use budget::Budget;
 pub use catalog::{PROVIDER_DISPLAY_NAME, list_models, resolve_model};
 pub use config::{
     AdapterConfig, AppIdentity, BASE_URL_ENV, Compat, DEFAULT_API_KEY_ENV, DEFAULT_CONTEXT_WINDOW,
-    DEFAULT_MAX_REQUEST_IMAGE_BYTES, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER,
-    DEFAULT_STREAM_IDLE_TIMEOUT_MS, MAX_TIMER_DELAY_MS, PUBLIC_BASE_URL, ReasoningEffort, Thinking,
-    default_models,
+    DEFAULT_MAX_REQUEST_IMAGE_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESPONSE_MS,
+    DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    DEFAULT_STREAM_PROGRESS_TIMEOUT_MS, MAX_TIMER_DELAY_MS, PUBLIC_BASE_URL, ReasoningEffort,
+    Thinking, default_models,
 };
 pub use errors::{
-    aborted_failure, http_error_code, idle_timeout_failure, map_http_error, map_http_error_at,
-    no_body_failure, retry_after_ms, stream_transport_failure, transport_failure,
+    aborted_failure, deadline_failure, http_error_code, idle_timeout_failure, map_http_error,
+    map_http_error_at, no_body_failure, no_progress_failure, retry_after_ms,
+    stream_transport_failure, too_large_failure, transport_failure,
 };
 pub use request::{
     HeaderIds, WireRequest, build_request, build_request_with_images, check_api_key,

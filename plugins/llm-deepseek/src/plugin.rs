@@ -1,9 +1,12 @@
 //! Plugin `llm-deepseek`: registers a DeepSeek (or any OpenAI-compatible) adapter with `llm`
 //! and sends its requests through the host's `http` service. One row per provider route: the
-//! row's config names the route, endpoint, key variable, models and `compat` preset.
+//! row's config names the route, endpoint, key variable, models and `compat` preset, and the
+//! bounds of a response (`maxResponseBytes`, `maxResponseMs`, `streamProgressTimeoutMs`),
+//! which end a request that passes them with a named failure.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, RNone, ROk, RSome, RString, RVec};
@@ -20,9 +23,8 @@ use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, Strea
 use dsh_credentials_seam::{CREDENTIALS, CredentialsService};
 
 use crate::{
-    AdapterConfig, AdapterSettings, BASE_URL_ENV, HeaderIds, ResponseStream, build_request,
-    check_api_key, idle_timeout_failure, map_http_error, stream_transport_failure,
-    transport_failure,
+    AdapterConfig, AdapterSettings, BASE_URL_ENV, Budget, HeaderIds, ResponseStream, build_request,
+    check_api_key, map_http_error, stream_transport_failure, transport_failure,
 };
 
 /// Row config: the adapter settings (`provider`, `baseURL`, `apiKeyEnv`, `models`, `compat`...).
@@ -41,11 +43,14 @@ struct DeepSeek {
     ctx: Context,
 }
 
-/// Reads a whole error body, within the idle timeout per read and a size cap.
-async fn read_all(body: &HttpBodyBox, idle_ms: u64) -> Vec<u8> {
+/// Reads a whole error body, within the request's bounds and a size cap.
+async fn read_all(body: &HttpBodyBox, budget: &mut Budget, config: &AdapterConfig) -> Vec<u8> {
     let mut bytes = Vec::new();
     while bytes.len() < 1 << 20 {
-        match body.next_chunk(idle_ms).await {
+        let Ok(wait) = budget.next_wait(config, Instant::now()) else {
+            break;
+        };
+        match body.next_chunk(wait).await {
             ROk(RSome(chunk)) => bytes.extend_from_slice(&chunk),
             _ => break,
         }
@@ -85,17 +90,19 @@ impl DeepSeek {
                 value: value.as_str().into(),
             })
             .collect();
+        // The deadline and the progress timeout count from here, the head included.
+        let mut budget = Budget::new(Instant::now());
         let sending = HttpRequest {
             method: "POST".into(),
             url: wire.url.as_str().into(),
             headers,
             body: RVec::from(wire.body_bytes()),
-            head_timeout_ms: self.config.stream_idle_timeout_ms,
+            head_timeout_ms: budget.next_wait(&self.config, Instant::now())?,
         };
         let response = match self.http.send(sending).await {
             ROk(response) => response,
             RErr(error) if error.kind == HttpErrorKind::Timeout => {
-                return Err(idle_timeout_failure(&self.config));
+                return Err(budget.timed_out(&self.config));
             }
             RErr(error) => {
                 let failure = transport_failure(&self.config);
@@ -111,13 +118,14 @@ impl DeepSeek {
                 .iter()
                 .map(|header| (header.name.to_string(), header.value.to_string()))
                 .collect();
-            let body = read_all(&response.body, self.config.stream_idle_timeout_ms).await;
+            let body = read_all(&response.body, &mut budget, &self.config).await;
             return Err(map_http_error(response.status, &headers, &body));
         }
         let state = State {
             decoder: ResponseStream::new(),
             pending: VecDeque::new(),
             ended: false,
+            budget,
         };
         Ok(Stream {
             body: Arc::new(response.body),
@@ -160,6 +168,7 @@ struct State {
     decoder: ResponseStream,
     pending: VecDeque<StreamChunk>,
     ended: bool,
+    budget: Budget,
 }
 
 /// The chunks of one response, read from the body as the caller asks for them.
@@ -179,13 +188,16 @@ impl Stream {
             if state.ended {
                 return Ok(None);
             }
-            match self
-                .body
-                .next_chunk(self.config.stream_idle_timeout_ms)
-                .await
-            {
+            let wait = state.budget.next_wait(&self.config, Instant::now())?;
+            match self.body.next_chunk(wait).await {
                 ROk(RSome(bytes)) => {
+                    // Counted before decoding: an endless answer stops at the cap, whatever
+                    // it is made of.
+                    state.budget.count(bytes.len(), &self.config)?;
                     let progress = state.decoder.push(&bytes)?;
+                    if !progress.chunks.is_empty() {
+                        state.budget.progressed(Instant::now());
+                    }
                     state.pending.extend(progress.chunks);
                     // After [DONE] the rest of the body does not matter.
                     state.ended = state.decoder.is_done();
@@ -195,7 +207,7 @@ impl Stream {
                     state.decoder.finish()?;
                 }
                 RErr(error) if error.kind == HttpErrorKind::Timeout => {
-                    return Err(idle_timeout_failure(&self.config));
+                    return Err(state.budget.timed_out(&self.config));
                 }
                 RErr(error) => {
                     let failure = stream_transport_failure(&self.config);

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{
     AdapterConfig, AppIdentity, Compat, DEFAULT_API_KEY_ENV, DEFAULT_CONTEXT_WINDOW,
-    DEFAULT_MAX_REQUEST_IMAGE_BYTES, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER,
-    DEFAULT_STREAM_IDLE_TIMEOUT_MS, MAX_TIMER_DELAY_MS, ReasoningEffort, Thinking, base_url,
+    DEFAULT_MAX_REQUEST_IMAGE_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESPONSE_MS,
+    DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    DEFAULT_STREAM_PROGRESS_TIMEOUT_MS, MAX_TIMER_DELAY_MS, ReasoningEffort, Thinking, base_url,
     default_models, non_empty,
 };
 
@@ -47,6 +48,12 @@ pub struct AdapterSettings {
     pub default_context_window: Option<u64>,
     pub models: Option<Vec<CatalogModel>>,
     pub stream_idle_timeout_ms: Option<u64>,
+    /// Longest time without a chunk of the answer (keep-alive comments do not count).
+    pub stream_progress_timeout_ms: Option<u64>,
+    /// Most bytes of one response body (default 64 MiB).
+    pub max_response_bytes: Option<u64>,
+    /// Longest one request may take, response included (default 30 minutes).
+    pub max_response_ms: Option<u64>,
     pub max_request_image_bytes: Option<u64>,
     pub compat: Option<CompatSetting>,
     /// Owned by the retry policy; carried through untouched.
@@ -174,6 +181,24 @@ impl AdapterConfig {
                 MAX_TIMER_DELAY_MS,
                 "streamIdleTimeoutMs",
             )?,
+            stream_progress_timeout_ms: positive(
+                settings.stream_progress_timeout_ms,
+                DEFAULT_STREAM_PROGRESS_TIMEOUT_MS,
+                MAX_TIMER_DELAY_MS,
+                "streamProgressTimeoutMs",
+            )?,
+            max_response_bytes: positive(
+                settings.max_response_bytes,
+                DEFAULT_MAX_RESPONSE_BYTES,
+                MAX_SAFE_INTEGER,
+                "maxResponseBytes",
+            )?,
+            max_response_ms: positive(
+                settings.max_response_ms,
+                DEFAULT_MAX_RESPONSE_MS,
+                MAX_TIMER_DELAY_MS,
+                "maxResponseMs",
+            )?,
             max_request_image_bytes: positive(
                 settings.max_request_image_bytes,
                 DEFAULT_MAX_REQUEST_IMAGE_BYTES,
@@ -205,6 +230,9 @@ mod tests {
         assert_eq!(config.api_key_env, "DEEPSEEK_API_KEY");
         assert_eq!(config.max_tokens, 256_000);
         assert_eq!(config.stream_idle_timeout_ms, 300_000);
+        assert_eq!(config.stream_progress_timeout_ms, 300_000);
+        assert_eq!(config.max_response_bytes, 64 << 20);
+        assert_eq!(config.max_response_ms, 1_800_000);
         assert_eq!(config.models.len(), 2);
         assert_eq!(config.compat, Compat::DEEPSEEK);
         assert_eq!(
@@ -234,6 +262,12 @@ mod tests {
                 "only reasoningEffort",
             ),
             (json!({"maxTokens": 0}), "maxTokens"),
+            (json!({"maxResponseBytes": 0}), "maxResponseBytes"),
+            (json!({"maxResponseMs": 0}), "maxResponseMs"),
+            (
+                json!({"streamProgressTimeoutMs": 2_147_483_648_u64}),
+                "streamProgressTimeoutMs",
+            ),
             (
                 json!({"streamIdleTimeoutMs": 2_147_483_648_u64}),
                 "streamIdleTimeoutMs",

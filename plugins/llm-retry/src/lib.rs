@@ -4,6 +4,8 @@
 //! waiting 500 ms doubling to 10 s with 0.1 jitter, or the provider's `Retry-After` when it is
 //! shorter than the cap. Each retry is logged in the session as `llm/retry` (before the wait)
 //! and `llm/retry-started` (after it); the retried attempt stays in the same turn and step.
+//! An answer cut off by the adapter's bounds (`RESPONSE_TOO_LARGE`, `DEADLINE_EXCEEDED`) is
+//! not retried: the next attempt would cost as much and likely end the same way.
 
 mod policy;
 

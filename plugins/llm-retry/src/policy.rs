@@ -110,5 +110,9 @@ mod tests {
             "cut"
         )));
         assert!(!is_transient(&LlmFailure::new(FailureCode::Auth, "no")));
+        // An answer that ran past the adapter's cap or deadline would only do so again.
+        for code in [FailureCode::ResponseTooLarge, FailureCode::DeadlineExceeded] {
+            assert!(!is_transient(&LlmFailure::new(code, "bounded")));
+        }
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use dsh_doc_limits::Limits;
 use dsh_plugin_api::serde_json::Value;
 use dsh_plugin_api::{Deserialize, JsonSchema};
 
@@ -191,7 +192,9 @@ impl Loaded {
 
     fn read_file(&mut self, path: &Path, trust: Trust) {
         let file = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
+        // A workspace's file is anyone's: capped in size, and in nesting before it is parsed.
+        let limits = Limits::DOCUMENT;
+        let text = match dsh_doc_limits::read_capped(path, limits.max_bytes) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
             Err(error) => {
@@ -202,6 +205,13 @@ impl Loaded {
                 return;
             }
         };
+        if let Err(error) = dsh_doc_limits::check_json(&text, &file, limits) {
+            self.errors.push(ConfigError::Malformed {
+                file,
+                reason: error.reason(),
+            });
+            return;
+        }
         let parsed: McpFile = match serde_json::from_str(&text) {
             Ok(parsed) => parsed,
             Err(error) => {
@@ -370,6 +380,19 @@ mod tests {
         let loaded = load_text("{\"mcpServers\": {");
         assert!(loaded.servers.is_empty());
         assert!(matches!(loaded.errors[..], [ConfigError::Malformed { .. }]));
+    }
+
+    #[test]
+    fn a_file_nested_past_the_limit_is_refused_before_parsing() {
+        let deep = format!("{{\"mcpServers\": {}", "[".repeat(100_000));
+        let loaded = load_text(&deep);
+        assert!(loaded.servers.is_empty());
+        let text = loaded.errors[0].to_string();
+        assert!(
+            matches!(loaded.errors[..], [ConfigError::Malformed { .. }])
+                && text.contains(".json: not an mcpServers file: line 1 nests deeper than 64"),
+            "{text}"
+        );
     }
 
     #[test]

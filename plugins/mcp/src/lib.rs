@@ -99,20 +99,36 @@ pub(crate) struct Manager {
     running: Mutex<BTreeMap<String, (ServerSpec, Arc<Server>)>>,
     /// The last good entries of each file that stopped parsing, kept until it parses again.
     last_good: Mutex<BTreeMap<String, ServerSpec>>,
+    /// One reconcile at a time: reading the files awaits, and a reading that finished earlier
+    /// must not be applied after a later one.
+    reconciling: tokio::sync::Mutex<()>,
 }
 
 impl Manager {
     /// Reads the sources, reports their problems, and starts, stops or restarts servers so
     /// that what runs is what they say; answers the servers it started.
-    pub(crate) fn reconcile(&self) -> Vec<Arc<Server>> {
+    pub(crate) async fn reconcile(&self) -> Vec<Arc<Server>> {
+        let _one_at_a_time = self.reconciling.lock().await;
+        let ctx = &self.shared.ctx;
+        // The files are read and parsed on the blocking pool: a large one must not hold a
+        // runtime thread.
+        let sources = self.sources.clone();
+        let trusted = is_trusted(ctx, &self.shared.workspace);
+        let loaded = match ctx.blocking(move || sources.load(trusted)).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                ctx.log(
+                    LogLevel::Error,
+                    &format!("mcp: the servers files were not read, nothing changes: {error}"),
+                );
+                return Vec::new();
+            }
+        };
         let Loaded {
             mut servers,
             errors,
             warnings,
-        } = self
-            .sources
-            .load(is_trusted(&self.shared.ctx, &self.shared.workspace));
-        let ctx = &self.shared.ctx;
+        } = loaded;
         for warning in warnings {
             ctx.log(LogLevel::Warn, &format!("mcp: {warning}"));
         }
@@ -229,8 +245,9 @@ impl Plugin for McpPlugin {
             sources,
             running: Mutex::default(),
             last_good: Mutex::default(),
+            reconciling: tokio::sync::Mutex::default(),
         });
-        let started = manager.reconcile();
+        let started = manager.reconcile().await;
         // The first turn should see every tool: the start waits for each server's first
         // attempt (bounded by its own timeout, plus a margin for starting the process).
         let firsts = async {
@@ -246,9 +263,9 @@ impl Plugin for McpPlugin {
         let trusted = manager.clone();
         let waiting = ctx.clone();
         ctx.on_parallel(&TRUST_CHANGED, move |_root| {
-            let started = trusted.reconcile();
-            let ctx = waiting.clone();
+            let (trusted, ctx) = (trusted.clone(), waiting.clone());
             async move {
+                let started = trusted.reconcile().await;
                 let firsts = async {
                     for server in &started {
                         server.first.wait().await;

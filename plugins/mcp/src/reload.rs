@@ -55,7 +55,7 @@ pub(crate) fn follow(ctx: &Context, manager: Arc<Manager>) -> Result<(), PluginE
                     .any(|path| files.iter().any(|file| file == Path::new(path.as_str())));
                 if ours {
                     log.log(LogLevel::Info, "mcp: a servers file changed: reloading");
-                    manager.reconcile();
+                    manager.reconcile().await;
                 }
             }
         })?;

@@ -79,19 +79,32 @@ impl Plugin for PermissionsPlugin {
         }
         let user: Arc<Result<Rules, String>> = Arc::new(user);
         let projects = Arc::new(ProjectRules::default());
-        let trusting = ctx.clone();
+        let host = ctx.clone();
         ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |next| {
-            let call = next.payload();
-            let trusted = is_trusted(&trusting, call.cwd.as_str());
-            let verdict = decide(
-                &user,
-                trusted.then_some(projects.as_ref()),
-                call.name.as_str(),
-                call.arguments.as_str(),
-                call.cwd.as_str(),
-                default_ask,
-            );
+            let (user, projects, host) = (user.clone(), projects.clone(), host.clone());
             async move {
+                let call = next.payload();
+                // Only a trusted project's file counts; it is read (and parsed, when it
+                // changed) on the blocking pool: a large one must not hold a runtime thread.
+                let cwd = std::path::PathBuf::from(call.cwd.as_str());
+                let trusted = is_trusted(&host, call.cwd.as_str());
+                let project = match trusted {
+                    true => host.blocking(move || projects.of(&cwd)).await,
+                    false => Ok(None),
+                };
+                let verdict = match project {
+                    Ok(project) => decide(
+                        &user,
+                        project,
+                        call.name.as_str(),
+                        call.arguments.as_str(),
+                        call.cwd.as_str(),
+                        default_ask,
+                    ),
+                    Err(error) => Verdict::Deny(format!(
+                        "the project's permission rules could not be read: {error}"
+                    )),
+                };
                 match verdict {
                     Verdict::Pass => next.run().await,
                     Verdict::Deny(reason) => Ok(Json::encode(&PreDecision::Deny { reason })),
@@ -116,7 +129,7 @@ fn locate_in_settings(rule: &str) -> Option<String> {
 
 fn decide(
     user: &Result<Rules, String>,
-    projects: Option<&ProjectRules>,
+    project: Option<Arc<Result<Rules, String>>>,
     tool: &str,
     arguments: &str,
     cwd: &str,
@@ -127,7 +140,6 @@ fn decide(
         Err(error) => return Verdict::Deny(format!("the permission rules do not read: {error}")),
     };
     let cwd = Path::new(cwd);
-    let project = projects.and_then(|projects| projects.of(cwd));
     let project = match project.as_deref() {
         Some(Err(error)) => {
             return Verdict::Deny(format!(

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use dsh_doc_limits::Limits;
 use dsh_plugin_api::lock;
 
 use crate::policy::Rules;
@@ -77,9 +78,15 @@ impl ProjectRules {
     }
 }
 
+/// Reads and parses the file: a project's file is anyone's, so it is refused over the size or
+/// nesting of a config document before it is parsed (the caller runs this off the runtime).
 fn read(path: &Path) -> Result<Rules, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|error| format!("{shown}: {error}"))?;
+    let limits = Limits::DOCUMENT;
+    let text = dsh_doc_limits::read_capped(path, limits.max_bytes)
+        .map_err(|error| format!("{shown}: {error}"))?;
+    dsh_doc_limits::check_yaml(&text, &shown.to_string(), limits)
+        .map_err(|error| error.to_string())?;
     let document: Document =
         serde_norway::from_str(&text).map_err(|error| match error.location() {
             Some(at) => format!("{shown}:{}: {error}", at.line()),

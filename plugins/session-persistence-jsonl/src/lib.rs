@@ -10,6 +10,7 @@
 //! under the same root are announced as `session/store-changed` (through the host's
 //! `fs_watch`).
 
+mod listing;
 mod lock;
 mod store;
 mod watch;

@@ -12,8 +12,8 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{SessionSummary, SessionTitleEvent};
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
-    list_sessions, read_session, session_dir,
+    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, find_session,
+    read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
 use dsh_session_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
@@ -27,6 +27,15 @@ fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
 
 fn storage(message: impl std::fmt::Display) -> SessionError {
     error(SessionErrorKind::Storage, message.to_string())
+}
+
+/// Why a session could not be looked up: an id that is no session id is the caller's error.
+fn lookup(problem: RootError) -> SessionError {
+    let kind = match problem {
+        RootError::Layout(_) => SessionErrorKind::Invalid,
+        _ => SessionErrorKind::Unreadable,
+    };
+    error(kind, problem.to_string())
 }
 
 /// One session the store writes.
@@ -92,7 +101,7 @@ pub(crate) struct Store {
 }
 
 /// The file beside a session's log holding its latest title.
-const TITLE_FILE: &str = "title";
+pub(crate) const TITLE_FILE: &str = "title";
 
 /// The title of the last `session/title` event of `records`.
 fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
@@ -286,41 +295,7 @@ impl Store {
         let encoding = self.inner.options.encoding;
         self.inner
             .ctx
-            .blocking(move || -> Result<Vec<SessionSummary>, SessionError> {
-                let listed = list_sessions(&root, encoding)
-                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
-                let mut summaries: Vec<SessionSummary> = listed
-                    .into_iter()
-                    .map(|listed| {
-                        let updated_at = std::fs::metadata(&listed.path)
-                            .and_then(|meta| meta.modified())
-                            .ok()
-                            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-                            .and_then(|since| i64::try_from(since.as_millis()).ok())
-                            .unwrap_or(listed.header.created_at);
-                        let title = listed
-                            .path
-                            .parent()
-                            .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
-                            .filter(|title| !title.is_empty());
-                        let subagent_of = listed
-                            .header
-                            .parent_session
-                            .filter(|_| listed.header.origin.as_deref() == Some("subagent"));
-                        SessionSummary {
-                            id: listed.header.id,
-                            cwd: listed.header.cwd,
-                            created_at: listed.header.created_at,
-                            updated_at,
-                            title,
-                            live: false,
-                            subagent_of,
-                        }
-                    })
-                    .collect();
-                summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
-                Ok(summaries)
-            })
+            .blocking(move || crate::listing::summaries(&root, encoding))
             .await
             .map_err(storage)?
     }
@@ -338,7 +313,7 @@ impl Store {
             .ctx
             .blocking(move || -> Result<(), SessionError> {
                 let path = find_session(&root, encoding, &id)
-                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?
+                    .map_err(lookup)?
                     .ok_or_else(|| {
                         error(
                             SessionErrorKind::NotFound,
@@ -352,6 +327,8 @@ impl Store {
                 let stamp = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |since| since.as_millis());
+                // `find_session` refused any id that is not a plain name, so this stays one
+                // entry of the trash.
                 let target = trash.join(format!("{id}-{stamp}"));
                 std::fs::create_dir_all(&trash)
                     .and_then(|()| std::fs::rename(&dir, &target))
@@ -375,7 +352,7 @@ impl Store {
             .ctx
             .blocking(move || -> Result<Loaded, SessionError> {
                 let path = find_session(&root, options.encoding, &id)
-                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?
+                    .map_err(lookup)?
                     .ok_or_else(|| {
                         error(
                             SessionErrorKind::NotFound,

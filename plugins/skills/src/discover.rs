@@ -9,6 +9,8 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use dsh_doc_limits::Limits;
+
 use crate::error::{LoadError, SkillError};
 use crate::skill::{Skill, parse};
 
@@ -102,9 +104,11 @@ fn skill_file(root: &Path, path: &Path) -> Option<(PathBuf, PathBuf)> {
 
 /// Reads skill file `path`.
 pub(crate) fn read(path: &Path, directory: &Path) -> Result<(Skill, String), SkillError> {
-    let text = std::fs::read_to_string(path).map_err(|error| SkillError::Read {
-        path: path.to_owned(),
-        message: error.to_string(),
+    let text = dsh_doc_limits::read_capped(path, Limits::DOCUMENT.max_bytes).map_err(|error| {
+        SkillError::Read {
+            path: path.to_owned(),
+            message: error.to_string(),
+        }
     })?;
     parse(&text, path, directory)
 }

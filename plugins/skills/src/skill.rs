@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_doc_limits::Limits;
 use serde_norway::{Mapping, Value};
 
 use crate::error::SkillError;
@@ -104,6 +105,13 @@ pub(crate) fn parse(
     directory: &Path,
 ) -> Result<(Skill, String), SkillError> {
     let (yaml, body) = split(text, path)?;
+    // A project's skill is anyone's: the front matter's nesting is bounded before parsing.
+    dsh_doc_limits::check_yaml(&yaml, &path.display().to_string(), Limits::DOCUMENT).map_err(
+        |error| SkillError::Yaml {
+            path: path.to_owned(),
+            message: error.reason(),
+        },
+    )?;
     let value: Value = serde_norway::from_str(&yaml).map_err(|error| SkillError::Yaml {
         path: path.to_owned(),
         message: error.to_string(),
@@ -201,6 +209,11 @@ mod tests {
             ("---\nname: a\n", "never closed"),
             ("---\nname: [a\n---\n", "YAML"),
         ];
+        let deep = format!("---\nname: a\ndescription: {}\n---\n", "[".repeat(100_000));
+        let cases: Vec<(&str, &str)> = cases
+            .into_iter()
+            .chain([(deep.as_str(), "line 2 nests deeper than 64 levels")])
+            .collect();
         for (text, expected) in cases {
             let error = read(text).unwrap_err().to_string();
             assert!(error.contains("/r/s/SKILL.md"), "{error}");

@@ -86,6 +86,20 @@ function renderSessions() {
   for (const [cwd, members] of groups) {
     const group = element("section", { class: "group" }, element("h2", { title: cwd }, cwd));
     for (const session of members) {
+      if (session.broken) {
+        // A stored session whose file does not read: listed, with why, so it hides no other;
+        // it cannot be opened.
+        group.append(
+          element(
+            "div",
+            { class: "session broken", title: session.broken },
+            element("span", { class: "dot" }),
+            element("span", { class: "title" }, `Broken: ${session.id}`),
+            element("span", { class: "when" }, "unreadable"),
+          ),
+        );
+        continue;
+      }
       const running = state.running.has(session.id);
       group.append(
         element(

@@ -4,6 +4,7 @@
 use dsh_llm_seam::{LLM, LlmService};
 use dsh_plugin_api::Context;
 use dsh_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
+use serde::Deserialize;
 
 /// What the methods read.
 pub(crate) struct Api {
@@ -38,6 +39,14 @@ impl Failure {
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self(RpcErrorCode::Internal, message.into())
     }
+}
+
+/// The session a method's payload names, whatever else it holds.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Named {
+    #[serde(default)]
+    session_id: Option<String>,
 }
 
 /// A method's payload, read as `T` (a shape error is the caller's: `bad-request`).
@@ -89,6 +98,18 @@ impl Api {
         method: &str,
         body: serde_json::Value,
     ) -> Result<serde_json::Value, Failure> {
+        // The session methods name their session by `sessionId`: one no session can have is
+        // refused here, before any service (or a path built from it) sees it.
+        if let Ok(Named {
+            session_id: Some(id),
+        }) = Named::deserialize(&body)
+            && let Err(error) = dsh_protocol::check_session_id(&id)
+        {
+            return Err(Failure(
+                RpcErrorCode::BadRequest,
+                format!("{method}: {error}"),
+            ));
+        }
         let value = match method {
             "host.describe" => serde_json::to_value(self.describe()),
             "session.list" => serde_json::to_value(self.list().await?),

@@ -3,7 +3,8 @@
 //! Bearer` by scripts) that `/auth` trades for an HttpOnly, SameSite=Strict cookie. The `Host`
 //! allow-list, the WebSocket `Origin` check, the JSON content type and the CSRF header are
 //! defence in depth on top of it, never a way in: the reference's critical advisory came from
-//! trusting `Host`.
+//! trusting `Host`. Wrong `/auth` attempts never delay the launch token; they limit guesses at
+//! the shorter `DSH_ACCESS_SECRET` of a non-loopback launch, per peer.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -13,9 +14,13 @@ use std::time::{Duration, Instant};
 use dsh_plugin_api::io::http_server::ServerRequest;
 use dsh_plugin_api::lock;
 
-/// Failed `/auth` attempts a peer may make per window before it is refused outright.
+/// Wrong `/auth` attempts a peer may make per window before its guesses at the access secret
+/// are refused for the rest of the window.
 const MAX_FAILURES: u32 = 5;
 const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Peers whose wrong attempts are remembered; when that many are within their window, a new
+/// peer's guesses are refused too (many addresses must not buy unlimited guesses).
+const MAX_PEERS: usize = 4096;
 
 /// The secrets of one launch, drawn from the OS random source.
 pub(crate) struct Secrets {
@@ -85,6 +90,7 @@ pub(crate) struct Guard {
     pub(crate) cookie_name: String,
     /// The `DSH_ACCESS_SECRET` of a non-loopback launch, also accepted by `/auth`.
     access_secret: Option<String>,
+    /// Wrong attempts per peer (an IPv6 peer by its /64), with when its window began.
     failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
 }
 
@@ -198,24 +204,37 @@ impl Guard {
         }
     }
 
-    /// `/auth?token=…`: the cookie for a right token; a peer that keeps failing is refused
-    /// for the rest of the window, so the token cannot be guessed at speed.
+    /// `/auth?token=…`: the cookie for a right token. The launch token is 256 bits, which no
+    /// number of guesses finds, so it is always accepted at once: wrong tokens from any local
+    /// process (every one of them is the same loopback peer) cannot lock the person out. Only
+    /// guesses at `DSH_ACCESS_SECRET` (as short as 16 characters) are limited: a peer that keeps
+    /// failing has them refused for the rest of the window.
     pub(crate) fn sign_in(&self, request: &ServerRequest, now: Instant) -> Result<(), Refusal> {
-        let peer = peer_ip(&request.peer);
-        let mut failures = lock(&self.failures);
-        if let Some((count, since)) = peer.and_then(|ip| failures.get(&ip)).copied()
-            && now.duration_since(since) < FAILURE_WINDOW
-            && count >= MAX_FAILURES
-        {
-            return Err(refuse(429, "too many wrong tokens: wait a minute"));
-        }
         let offered = query_value(request.query(), "token").unwrap_or_default();
-        let right = constant_time_eq(&offered, &self.secrets.token)
-            || self
-                .access_secret
-                .as_deref()
-                .is_some_and(|secret| constant_time_eq(&offered, secret));
-        if right {
+        if constant_time_eq(&offered, &self.secrets.token) {
+            return Ok(());
+        }
+        let wrong = refuse(401, "that token is not this launch's");
+        let Some(secret) = self.access_secret.as_deref() else {
+            return Err(wrong);
+        };
+        let peer = peer_ip(&request.peer).map(peer_key);
+        let mut failures = lock(&self.failures);
+        let limited = match peer.and_then(|ip| failures.get(&ip)) {
+            Some((count, since)) => {
+                now.duration_since(*since) < FAILURE_WINDOW && *count >= MAX_FAILURES
+            }
+            None => {
+                if failures.len() >= MAX_PEERS {
+                    failures.retain(|_, (_, since)| now.duration_since(*since) < FAILURE_WINDOW);
+                }
+                failures.len() >= MAX_PEERS
+            }
+        };
+        if limited {
+            return Err(refuse(429, "too many wrong secrets: wait a minute"));
+        }
+        if constant_time_eq(&offered, secret) {
             if let Some(ip) = peer {
                 failures.remove(&ip);
             }
@@ -228,7 +247,7 @@ impl Guard {
             }
             entry.0 += 1;
         }
-        Err(refuse(401, "that token is not this launch's"))
+        Err(wrong)
     }
 
     /// The `Set-Cookie` value of a signed-in browser.
@@ -244,6 +263,18 @@ fn peer_ip(peer: &str) -> Option<IpAddr> {
     peer.parse::<std::net::SocketAddr>()
         .map(|address| address.ip())
         .ok()
+}
+
+/// Whose attempts are counted together: an IPv4 address, or an IPv6 /64 (one host commonly
+/// holds all of one).
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+        },
+    }
 }
 
 /// The value of `name` in a URL query (percent-decoding left out: tokens are hex).
@@ -401,32 +432,59 @@ mod tests {
     }
 
     #[test]
-    fn wrong_tokens_are_rate_limited_per_peer_and_the_right_one_signs_in() {
+    fn the_launch_token_signs_in_at_once_after_any_number_of_wrong_ones() {
         let guard = guard();
         let now = Instant::now();
-        for _ in 0..MAX_FAILURES {
-            assert_eq!(
-                guard
-                    .sign_in(&request("/auth?token=nope", &[]), now)
-                    .unwrap_err()
-                    .status,
-                401
-            );
+        for _ in 0..100 {
+            let refused = guard.sign_in(&request("/auth?token=nope", &[]), now);
+            assert_eq!(refused.unwrap_err().status, 401);
         }
         let right = format!("/auth?token={}", "t".repeat(64));
-        assert_eq!(
-            guard
-                .sign_in(&request(&right, &[]), now)
-                .unwrap_err()
-                .status,
-            429
-        );
+        assert!(guard.sign_in(&request(&right, &[]), now).is_ok());
+        assert!(guard.set_cookie().contains("HttpOnly; SameSite=Strict"));
+    }
+
+    #[test]
+    fn guesses_at_the_access_secret_are_limited_per_peer_but_not_the_launch_token() {
+        let secrets = Secrets {
+            token: "t".repeat(64),
+            cookie: "c".repeat(64),
+            csrf: "x".repeat(32),
+            boot_id: "b".into(),
+        };
+        let secret = "s".repeat(16);
+        let guard = Guard::new(secrets, "0.0.0.0:3080", &[], Some(secret.clone()));
+        let from = |target: &str, peer: &str| ServerRequest {
+            peer: peer.into(),
+            ..request(target, &[])
+        };
+        let now = Instant::now();
+        let remote = "203.0.113.7:5000";
+        for _ in 0..MAX_FAILURES {
+            let refused = guard.sign_in(&from("/auth?token=guess", remote), now);
+            assert_eq!(refused.unwrap_err().status, 401);
+        }
+        let with_secret = format!("/auth?token={secret}");
+        let limited = guard.sign_in(&from(&with_secret, remote), now);
+        assert_eq!(limited.unwrap_err().status, 429);
+        // The launch token still signs in from there; the secret from another peer, and from
+        // the same one once the window passed.
+        let launch = format!("/auth?token={}", "t".repeat(64));
+        assert!(guard.sign_in(&from(&launch, remote), now).is_ok());
         assert!(
             guard
-                .sign_in(&request(&right, &[]), now + FAILURE_WINDOW)
+                .sign_in(&from(&with_secret, "198.51.100.1:1"), now)
                 .is_ok()
         );
-        assert!(guard.set_cookie().contains("HttpOnly; SameSite=Strict"));
+        let later = now + FAILURE_WINDOW;
+        assert!(guard.sign_in(&from(&with_secret, remote), later).is_ok());
+        // One IPv6 host's addresses are one peer.
+        for last in 0..MAX_FAILURES {
+            let peer = format!("[2001:db8::{last}]:1");
+            let _ = guard.sign_in(&from("/auth?token=guess", &peer), now);
+        }
+        let limited = guard.sign_in(&from(&with_secret, "[2001:db8::ff]:1"), now);
+        assert_eq!(limited.unwrap_err().status, 429);
     }
 
     #[test]

@@ -258,6 +258,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
                 title: None,
                 live: true,
                 subagent_of: None,
+                broken: None,
             },
         });
     })?;

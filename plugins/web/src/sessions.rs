@@ -75,6 +75,7 @@ impl Api {
                 title: self.live_title(id),
                 live: true,
                 subagent_of: None,
+                broken: None,
             })
             .collect();
         sessions.splice(0..0, unwritten);

@@ -102,18 +102,23 @@ impl Api {
 /// The namespace of the default adapter in the settings document (its row id).
 const ADAPTER_ROW: &str = "llm-deepseek";
 
+/// The settings document, refused (before parsing) over the size or nesting of a config file.
 fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => match serde_norway::from_str::<serde_norway::Value>(&text) {
-            Ok(serde_norway::Value::Mapping(document)) => Ok(document),
-            Ok(serde_norway::Value::Null) => Ok(serde_norway::Mapping::new()),
-            Ok(_) => Err(format!("{}: not a mapping of namespaces", path.display())),
-            Err(error) => Err(format!("{}: {error}", path.display())),
-        },
+    let shown = path.display().to_string();
+    let limits = dsh_doc_limits::Limits::DOCUMENT;
+    let text = match dsh_doc_limits::read_capped(path, limits.max_bytes) {
+        Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            Ok(serde_norway::Mapping::new())
+            return Ok(serde_norway::Mapping::new());
         }
-        Err(error) => Err(format!("{}: {error}", path.display())),
+        Err(error) => return Err(format!("{shown}: {error}")),
+    };
+    dsh_doc_limits::check_yaml(&text, &shown, limits).map_err(|error| error.to_string())?;
+    match serde_norway::from_str::<serde_norway::Value>(&text) {
+        Ok(serde_norway::Value::Mapping(document)) => Ok(document),
+        Ok(serde_norway::Value::Null) => Ok(serde_norway::Mapping::new()),
+        Ok(_) => Err(format!("{shown}: not a mapping of namespaces")),
+        Err(error) => Err(format!("{shown}: {error}")),
     }
 }
 

@@ -42,6 +42,14 @@ pub enum Reply {
     Malformed,
     /// 200 headers, then silence for `ms`, then the socket is closed.
     Stall { ms: u64 },
+    /// 200, then content deltas of about `chunk_bytes` each, `every` apart (zero: as fast as
+    /// the client reads them), never `[DONE]`: a model that does not stop. Ends when the
+    /// client closes the connection, the server stops, or after a safety bound (1 GiB or two
+    /// minutes).
+    Endless { chunk_bytes: usize, every: Duration },
+    /// 200, then only keep-alive comments (`: ping`) every `every`: a provider that holds the
+    /// request open without answering. Ends as [`Reply::Endless`] does.
+    KeepAliveOnly { every: Duration },
 }
 
 /// One request as the server received it.

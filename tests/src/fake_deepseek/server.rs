@@ -22,6 +22,9 @@ const MAX_REQUESTS_PER_CONNECTION: usize = 64;
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// Safety bounds of the replies that never end on their own.
+const ENDLESS_BYTES: usize = 1 << 30;
+const ENDLESS_FOR: Duration = Duration::from_secs(120);
 
 struct Shared {
     script: Mutex<std::collections::VecDeque<Reply>>,
@@ -509,5 +512,35 @@ fn respond(writer: &mut TcpStream, shared: &Shared, reply: Reply) -> std::io::Re
             let _ = writer.shutdown(Shutdown::Both);
             Ok(After::Close)
         }
+        Reply::Endless { chunk_bytes, every } => {
+            let event = SseEvent::content(&"x".repeat(chunk_bytes.max(1)));
+            endless(writer, shared, &event, every)
+        }
+        Reply::KeepAliveOnly { every } => {
+            endless(writer, shared, &SseEvent::Comment("ping".into()), every)
+        }
     }
+}
+
+/// 200, then `event` again and again (`every` apart) until the client goes away, the server
+/// stops, or a safety bound passes; the socket is closed after.
+fn endless(
+    writer: &mut TcpStream,
+    shared: &Shared,
+    event: &SseEvent,
+    every: Duration,
+) -> std::io::Result<After> {
+    sse_head(writer, Framing::Chunked)?;
+    let started = Instant::now();
+    let mut sent = 0usize;
+    let step = [event.clone(), SseEvent::Pause(every)];
+    while sent < ENDLESS_BYTES && started.elapsed() < ENDLESS_FOR {
+        // A write that fails is the client closing the connection: the end of this reply.
+        match write_events(writer, shared, &step, Framing::Chunked) {
+            Ok(true) => sent += event_bytes(event).map_or(0, |bytes| bytes.len()),
+            Ok(false) | Err(_) => break,
+        }
+    }
+    let _ = writer.shutdown(Shutdown::Both);
+    Ok(After::Close)
 }

@@ -616,3 +616,51 @@ fn dropping_a_server_that_saw_a_broken_request_panics() {
         "{message}"
     );
 }
+
+/// Reads the head of a response, then at least `bytes` of its body.
+fn read_past_head(reader: &mut BufReader<TcpStream>, bytes: usize) -> String {
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(
+            !line.is_empty(),
+            "the connection closed in the head: {head}"
+        );
+        head.push_str(&line);
+    }
+    let mut body = vec![0u8; bytes];
+    reader.read_exact(&mut body).unwrap();
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+#[test]
+fn endless_and_keep_alive_only_replies_go_on_until_the_client_leaves() {
+    let server = FakeDeepSeek::start(vec![
+        Reply::Endless {
+            chunk_bytes: 1024,
+            every: Duration::ZERO,
+        },
+        Reply::KeepAliveOnly {
+            every: Duration::from_millis(10),
+        },
+    ]);
+    let mut stream = connect(&server);
+    send(&mut stream, "/chat/completions", "{}", "");
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let body = read_past_head(&mut reader, 1 << 20);
+    assert!(body.contains(r#""content":"xxxx"#), "{}", &body[..200]);
+    assert!(!body.contains("[DONE]"));
+    drop((reader, stream));
+
+    let mut stream = connect(&server);
+    send(&mut stream, "/chat/completions", "{}", "");
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let body = read_past_head(&mut reader, 200);
+    assert!(
+        body.contains(": ping\n\n") && !body.contains("data:"),
+        "{body}"
+    );
+    // Dropping the server ends a reply that never would (its threads are joined).
+    drop(server);
+}

@@ -37,6 +37,12 @@ pub enum FailureCode {
     MalformedResponse,
     /// A normal completion that carried no content at all.
     EmptyResponse,
+    /// The answer passed the adapter's size cap. Not retried: a model that ran away once is
+    /// likely to again, and each attempt costs the whole cap.
+    ResponseTooLarge,
+    /// The answer was still streaming at the adapter's overall deadline. Not retried: another
+    /// attempt would take as long.
+    DeadlineExceeded,
     DuplicateAdapter,
     Unknown,
     /// Any code outside this vocabulary, verbatim.
@@ -62,6 +68,8 @@ impl FailureCode {
             Self::StreamClosed => "STREAM_CLOSED",
             Self::MalformedResponse => "MALFORMED_RESPONSE",
             Self::EmptyResponse => "EMPTY_RESPONSE",
+            Self::ResponseTooLarge => "RESPONSE_TOO_LARGE",
+            Self::DeadlineExceeded => "DEADLINE_EXCEEDED",
             Self::DuplicateAdapter => "DUPLICATE_ADAPTER",
             Self::Unknown => "UNKNOWN",
             Self::Other(code) => code,
@@ -85,6 +93,8 @@ impl FailureCode {
             "STREAM_CLOSED" => Self::StreamClosed,
             "MALFORMED_RESPONSE" => Self::MalformedResponse,
             "EMPTY_RESPONSE" => Self::EmptyResponse,
+            "RESPONSE_TOO_LARGE" => Self::ResponseTooLarge,
+            "DEADLINE_EXCEEDED" => Self::DeadlineExceeded,
             "DUPLICATE_ADAPTER" => Self::DuplicateAdapter,
             "UNKNOWN" => Self::Unknown,
             other => match http_status(other) {
@@ -147,7 +157,7 @@ impl JsonSchema for FailureCode {
     fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "description": "A stable failure code: AUTH, QUOTA, RATE_LIMIT, CONTEXT_WINDOW_EXCEEDED, INVALID_REQUEST, SERVER, HTTP_<status>, TRANSPORT, ABORTED, TIMEOUT, MISSING_CREDENTIAL, INVALID_CREDENTIAL, STREAM_CLOSED, MALFORMED_RESPONSE, EMPTY_RESPONSE, DUPLICATE_ADAPTER, UNKNOWN, or any other code verbatim"
+            "description": "A stable failure code: AUTH, QUOTA, RATE_LIMIT, CONTEXT_WINDOW_EXCEEDED, INVALID_REQUEST, SERVER, HTTP_<status>, TRANSPORT, ABORTED, TIMEOUT, MISSING_CREDENTIAL, INVALID_CREDENTIAL, STREAM_CLOSED, MALFORMED_RESPONSE, EMPTY_RESPONSE, RESPONSE_TOO_LARGE, DEADLINE_EXCEEDED, DUPLICATE_ADAPTER, UNKNOWN, or any other code verbatim"
         })
     }
 }
@@ -226,6 +236,8 @@ mod tests {
             FailureCode::StreamClosed,
             FailureCode::MalformedResponse,
             FailureCode::EmptyResponse,
+            FailureCode::ResponseTooLarge,
+            FailureCode::DeadlineExceeded,
             FailureCode::DuplicateAdapter,
             FailureCode::Unknown,
             FailureCode::Other("CONTENT_FILTER".into()),
@@ -253,6 +265,8 @@ mod tests {
             "HTTP_404",
             "INVALID_CREDENTIAL",
             "STREAM_CLOSED",
+            "RESPONSE_TOO_LARGE",
+            "DEADLINE_EXCEEDED",
         ]
         .iter()
         .filter(|code| FailureCode::parse(code).retryable())

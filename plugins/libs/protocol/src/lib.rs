@@ -23,6 +23,7 @@ mod content;
 mod envelope;
 mod events;
 mod failure;
+mod ids;
 mod jobs;
 mod model;
 mod prompt;
@@ -67,6 +68,7 @@ pub use events::{
     TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
+pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,

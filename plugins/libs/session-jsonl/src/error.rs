@@ -19,6 +19,8 @@ pub enum LayoutError {
         encoded: String,
         reason: &'static str,
     },
+    #[error("{id:?} is not a session id: {reason}")]
+    BadSessionId { id: String, reason: &'static str },
 }
 
 /// One JSONL record that cannot be decoded (no file context; [`ReadError`] adds it).

@@ -155,6 +155,19 @@ pub fn decode_session_id(encoded: &str) -> Result<String, LayoutError> {
     Ok(id)
 }
 
+/// Refuses an id no session of ours or the reference's has
+/// ([`dsh_protocol::check_session_id`]) before any path is built from it: an id comes from a
+/// request or from a header anyone could have written.
+pub fn check_session_id(id: &str) -> Result<(), LayoutError> {
+    if id.is_empty() {
+        return Err(LayoutError::EmptySessionId);
+    }
+    dsh_protocol::check_session_id(id).map_err(|bad| LayoutError::BadSessionId {
+        id: bad.id,
+        reason: bad.reason,
+    })
+}
+
 /// The project directory of a cwd under `root` (`_no-cwd` without one).
 pub fn project_dir(root: &Path, cwd: Option<&str>) -> Result<PathBuf, LayoutError> {
     Ok(match cwd {
@@ -163,8 +176,9 @@ pub fn project_dir(root: &Path, cwd: Option<&str>) -> Result<PathBuf, LayoutErro
     })
 }
 
-/// The directory one session owns.
+/// The directory one session owns; the id is checked first ([`check_session_id`]).
 pub fn session_dir(root: &Path, cwd: Option<&str>, id: &str) -> Result<PathBuf, LayoutError> {
+    check_session_id(id)?;
     Ok(project_dir(root, cwd)?.join(encode_session_id(id)?))
 }
 
@@ -281,16 +295,32 @@ mod tests {
     }
 
     #[test]
+    fn no_path_is_built_from_an_id_that_is_not_one() {
+        let root = Path::new("/r");
+        for bad in ["../x", "a/b", "x\0", "~002E"] {
+            assert!(
+                matches!(
+                    session_dir(root, Some("/w"), bad),
+                    Err(LayoutError::BadSessionId { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(check_session_id(""), Err(LayoutError::EmptySessionId));
+        assert_eq!(check_session_id("s-one"), Ok(()));
+    }
+
+    #[test]
     fn paths() {
         let root = Path::new("/r");
         assert_eq!(
             log_path(root, Some("/w/p"), "s1", Encoding::Zstd).unwrap(),
             Path::new("/r/--w-p--/s1/session.jsonl.zstd")
         );
-        assert_eq!(
-            log_path(root, None, "..", Encoding::Raw).unwrap(),
-            Path::new("/r/_no-cwd/~002E~002E/session.jsonl")
-        );
+        assert!(matches!(
+            log_path(root, None, "..", Encoding::Raw),
+            Err(LayoutError::BadSessionId { .. })
+        ));
         assert_eq!(session_dir(root, Some(""), "x"), Err(LayoutError::EmptyCwd));
         assert_eq!(
             Encoding::of_path(Path::new("/a/session.jsonl.zstd")),

@@ -30,11 +30,14 @@ pub use chunks::{
 pub use error::{LayoutError, ReadError, RecordError, RootError, VersionDirection, WriteError};
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader};
 pub use layout::{
-    Encoding, NO_CWD_DIR, decode_session_id, encode_session_id, log_path, project_dir, project_key,
-    session_dir,
+    Encoding, NO_CWD_DIR, check_session_id, decode_session_id, encode_session_id, log_path,
+    project_dir, project_key, session_dir,
 };
 pub use read::{ReadSession, Repair, decode_session, read_header, read_session};
 pub use record::decode_record;
-pub use root::{ListedSession, check_root_encoding, find_session, list_sessions};
+pub use root::{
+    BrokenSession, ListedSession, Listing, check_root_encoding, find_session, list_sessions,
+    list_sessions_any,
+};
 pub use size::{SizeReport, encode_raw_log, size_report};
 pub use write::{SessionWriter, WriterOptions, truncate_to};

@@ -171,6 +171,10 @@ fn decode_zstd(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
     })
 }
 
+/// The most bytes read looking for a session file's header record (a header is well under a
+/// KiB; its zstd frame too).
+const MAX_HEADER_BYTES: usize = 4 << 20;
+
 /// The header line's bytes (without newline), or `None` when the file holds no complete header
 /// record yet (empty, or a publication still being written). Reads only what it needs.
 pub(crate) fn first_record(path: &Path, encoding: Encoding) -> Result<Option<Vec<u8>>, ReadError> {
@@ -178,6 +182,18 @@ pub(crate) fn first_record(path: &Path, encoding: Encoding) -> Result<Option<Vec
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 8192];
     loop {
+        // A listing reads every header: a file whose first record never ends must not be read
+        // whole into memory.
+        if buf.len() > MAX_HEADER_BYTES {
+            return Err(ReadError::Io {
+                path: path.to_owned(),
+                op: "read session header",
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("no complete header record in its first {MAX_HEADER_BYTES} bytes"),
+                ),
+            });
+        }
         let n = file
             .read(&mut chunk)
             .map_err(io_error(path, "read session log"))?;

@@ -9,9 +9,9 @@ use std::io::Write;
 use std::path::Path;
 
 use dsh_session_jsonl::{
-    Encoding, ReadError, RootError, SESSION_FORMAT_VERSION, SessionHeader, SessionWriter,
-    WriteError, WriterOptions, check_root_encoding, find_session, list_sessions, log_path,
-    read_header, read_session,
+    Encoding, LayoutError, Listing, ReadError, RootError, SESSION_FORMAT_VERSION, SessionHeader,
+    SessionWriter, WriteError, WriterOptions, check_root_encoding, find_session, list_sessions,
+    list_sessions_any, log_path, read_header, read_session,
 };
 
 use common::{sample_turn, scratch};
@@ -193,10 +193,19 @@ fn one_encoding_per_root() {
         check_root_encoding(&root, Encoding::Zstd),
         Err(RootError::EncodingMismatch { .. })
     ));
-    assert!(matches!(
-        list_sessions(&root, Encoding::Zstd),
-        Err(RootError::EncodingMismatch { .. })
-    ));
+    // Listed as a broken session of this root, not a listing that fails.
+    let listing = list_sessions(&root, Encoding::Zstd).unwrap();
+    assert!(listing.sessions.is_empty());
+    assert_eq!(listing.broken.len(), 1);
+    assert_eq!(listing.broken[0].id, "s");
+    assert!(
+        listing.broken[0]
+            .reason
+            .contains("configured for session.jsonl.zstd"),
+        "{}",
+        listing.broken[0].reason
+    );
+    assert_eq!(list_sessions_any(&root).unwrap().sessions.len(), 1);
     assert!(matches!(
         find_session(&root, Encoding::Zstd, "s"),
         Err(RootError::EncodingMismatch { .. })
@@ -219,8 +228,8 @@ fn listing_reads_headers_and_checks_identity() {
     for (id, cwd) in [
         ("a", Some("/w/a")),
         ("b", None),
-        ("../x", Some("/w/b")),
-        ("😀", Some("C:\\w")),
+        ("c.d", Some("/w/b")),
+        ("e_f", Some("C:\\w")),
     ] {
         let h = header(id, cwd);
         let mut w = SessionWriter::create(&root, h.clone(), WriterOptions::default()).unwrap();
@@ -240,8 +249,10 @@ fn listing_reads_headers_and_checks_identity() {
         .write_all(b"\x28\xb5\x2f\xfd garbage")
         .unwrap();
 
-    let mut listed: Vec<_> = list_sessions(&root, enc)
-        .unwrap()
+    let listing = list_sessions(&root, enc).unwrap();
+    assert_eq!(listing.broken, []);
+    let mut listed: Vec<_> = listing
+        .sessions
         .into_iter()
         .map(|l| (l.path, l.header))
         .collect();
@@ -262,10 +273,15 @@ fn listing_reads_headers_and_checks_identity() {
         stray.join("session.jsonl.zstd"),
     )
     .unwrap();
-    assert!(matches!(
-        list_sessions(&root, enc),
-        Err(RootError::IdentityMismatch { .. })
-    ));
+    let listing = list_sessions(&root, enc).unwrap();
+    assert_eq!(listing.sessions.len(), 4);
+    assert_eq!(listing.broken.len(), 1);
+    assert_eq!(listing.broken[0].path, stray);
+    assert!(
+        listing.broken[0].reason.contains("identifies"),
+        "{}",
+        listing.broken[0].reason
+    );
     fs::remove_dir_all(&stray).unwrap();
 
     // The same id in two project directories.
@@ -280,10 +296,13 @@ fn listing_reads_headers_and_checks_identity() {
 
     // The old flat layout is refused, not ignored.
     fs::write(root.join("--w-a--/flat.jsonl.zstd"), b"").unwrap();
-    assert!(matches!(
-        list_sessions(&root, enc),
-        Err(RootError::LegacyLayout { .. })
-    ));
+    let listing = list_sessions(&root, enc).unwrap();
+    assert_eq!(listing.sessions.len(), 4);
+    assert!(
+        listing.broken[0].reason.contains("flat-file layout"),
+        "{:?}",
+        listing.broken
+    );
     assert!(matches!(
         find_session(&root, enc, "flat"),
         Err(RootError::LegacyLayout { .. })
@@ -297,7 +316,7 @@ fn listing_shows_a_foreign_version_that_reading_refuses() {
     let path = log_path(&root, Some("/w"), "v", Encoding::Raw).unwrap();
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(&path, "{\"type\":\"session\",\"version\":1,\"id\":\"v\",\"createdAt\":0,\"cwd\":\"/w\",\"delegationDepth\":0}\n").unwrap();
-    let listed = list_sessions(&root, Encoding::Raw).unwrap();
+    let listed = list_sessions(&root, Encoding::Raw).unwrap().sessions;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].header.version, SESSION_FORMAT_VERSION + 1);
     assert!(matches!(
@@ -308,11 +327,41 @@ fn listing_shows_a_foreign_version_that_reading_refuses() {
         read_header(&path),
         Err(ReadError::UnsupportedVersion { .. })
     ));
+    assert!(list_sessions(&root.join("absent"), Encoding::Raw).unwrap() == Listing::default());
+    let _ = fs::remove_dir_all(&root);
+}
+
+/// A session planted by hand whose header id would climb out of the root: listed as broken
+/// with its reason beside the others, and no id reaches a path through it.
+#[test]
+fn a_planted_header_id_is_broken_and_never_a_path() {
+    let root = scratch("planted");
+    let mut good = SessionWriter::create(&root, header("good", Some("/w")), raw()).unwrap();
+    good.append(&sample_turn(0, 1)).unwrap();
+    let planted = root.join("--w--/..~002Fx/session.jsonl");
+    fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    fs::write(&planted, "{\"type\":\"session\",\"version\":0,\"id\":\"../x\",\"createdAt\":0,\"cwd\":\"/w\",\"delegationDepth\":0}\n").unwrap();
+    let listing = list_sessions(&root, Encoding::Raw).unwrap();
+    assert_eq!(listing.sessions.len(), 1);
+    assert_eq!(listing.sessions[0].header.id, "good");
+    assert_eq!(listing.broken.len(), 1);
+    let broken = &listing.broken[0];
+    assert_eq!(broken.id, "..~002Fx");
+    assert_eq!(broken.cwd.as_deref(), Some("/w"));
     assert!(
-        list_sessions(&root.join("absent"), Encoding::Raw)
-            .unwrap()
-            .is_empty()
+        broken.reason.contains("\"../x\" is not a session id"),
+        "{}",
+        broken.reason
     );
+    for id in ["../x", "..~002Fx", "a/b", "x\0"] {
+        assert!(
+            matches!(
+                find_session(&root, Encoding::Raw, id),
+                Err(RootError::Layout(LayoutError::BadSessionId { .. }))
+            ),
+            "{id:?}"
+        );
+    }
     let _ = fs::remove_dir_all(&root);
 }
 
@@ -334,6 +383,10 @@ fn writer_refuses_headers_it_cannot_write() {
     assert!(matches!(
         SessionWriter::create(&root, header("", None), raw()),
         Err(WriteError::Layout(_))
+    ));
+    assert!(matches!(
+        SessionWriter::create(&root, header("../s", Some("/w")), raw()),
+        Err(WriteError::Layout(LayoutError::BadSessionId { .. }))
     ));
     assert!(matches!(
         SessionWriter::create(&root, header("s", Some("")), raw()),

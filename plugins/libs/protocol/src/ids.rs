@@ -1,0 +1,84 @@
+//! What may name a session. Ids come from requests and from headers anyone could have written,
+//! and stores build paths from them: an id is checked against this before that.
+
+/// The longest session id.
+pub const MAX_SESSION_ID_LEN: usize = 128;
+
+/// An id no session may have, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{id:?} is not a session id: {reason}")]
+pub struct BadSessionId {
+    /// The id (cut after 129 characters).
+    pub id: String,
+    pub reason: &'static str,
+}
+
+/// Letters, digits, `-`, `_` and `.`, starting with a letter or a digit, no `..`, at most 128
+/// characters: what ours and the reference's sessions have (UUIDs; names like `s-one` in
+/// tests and fixtures), and nothing that could climb out of a folder or hide in one.
+pub fn check_session_id(id: &str) -> Result<(), BadSessionId> {
+    let bad = |reason| {
+        Err(BadSessionId {
+            id: id.chars().take(MAX_SESSION_ID_LEN + 1).collect(),
+            reason,
+        })
+    };
+    let Some(first) = id.chars().next() else {
+        return bad("it is empty");
+    };
+    if id.len() > MAX_SESSION_ID_LEN {
+        return bad("longer than 128 characters");
+    }
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return bad("only letters, digits, `-`, `_` and `.` name a session");
+    }
+    if !first.is_ascii_alphanumeric() {
+        return bad("it must start with a letter or a digit");
+    }
+    if id.contains("..") {
+        return bad("it contains `..`");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_ids_name_a_session() {
+        for good in [
+            "00000000-0000-0000-0000-000000000000",
+            "s-one",
+            "persistent-tools-snapshot",
+            "a.b_c",
+            "7",
+        ] {
+            assert_eq!(check_session_id(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "../x",
+            "..",
+            ".",
+            "a/b",
+            "a\\b",
+            "x\0",
+            "a..b",
+            ".hidden",
+            "-x",
+            "a b",
+            "é",
+            "~002E",
+            "{{sessionId}}",
+        ] {
+            assert!(check_session_id(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_session_id(&"a".repeat(128)).is_ok());
+        let long = check_session_id(&"a".repeat(1000)).unwrap_err();
+        assert_eq!(long.id.len(), 129);
+    }
+}

@@ -1,0 +1,71 @@
+//! The store's listing: every stored session as a summary, newest first, the ones that do not
+//! read among them with why (runs on the blocking pool).
+
+use std::path::Path;
+
+use dsh_protocol::SessionSummary;
+use dsh_session_jsonl::{Encoding, list_sessions};
+use dsh_session_seam::{SessionError, SessionErrorKind};
+
+use crate::store::TITLE_FILE;
+
+/// When `path` last changed, in milliseconds since the epoch.
+fn modified_ms(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_millis()).ok()
+}
+
+/// The summaries of the sessions under `root`, titled from the title file beside each log (no
+/// log is read whole).
+pub(crate) fn summaries(
+    root: &Path,
+    encoding: Encoding,
+) -> Result<Vec<SessionSummary>, SessionError> {
+    let listing = list_sessions(root, encoding)
+        .map_err(|problem| SessionError::new(SessionErrorKind::Unreadable, problem.to_string()))?;
+    let broken = listing.broken.into_iter().map(|broken| {
+        let changed = modified_ms(&broken.path).unwrap_or(0);
+        SessionSummary {
+            id: broken.id,
+            cwd: broken.cwd,
+            created_at: changed,
+            updated_at: changed,
+            title: None,
+            live: false,
+            subagent_of: None,
+            broken: Some(broken.reason),
+        }
+    });
+    let mut summaries: Vec<SessionSummary> = listing
+        .sessions
+        .into_iter()
+        .map(|listed| {
+            let updated_at = modified_ms(&listed.path).unwrap_or(listed.header.created_at);
+            let title = listed
+                .path
+                .parent()
+                .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
+                .filter(|title| !title.is_empty());
+            let subagent_of = listed
+                .header
+                .parent_session
+                .filter(|_| listed.header.origin.as_deref() == Some("subagent"));
+            SessionSummary {
+                id: listed.header.id,
+                cwd: listed.header.cwd,
+                created_at: listed.header.created_at,
+                updated_at,
+                title,
+                live: false,
+                subagent_of,
+                broken: None,
+            }
+        })
+        .chain(broken)
+        .collect();
+    summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
+    Ok(summaries)
+}
