@@ -217,9 +217,12 @@ impl Boot {
     }
 
     /// Composes and resolves the tree against the process environment.
+    /// The values under the rows' `env` and `headers` are remembered for `secret_values`.
     pub fn load(&self) -> Result<Vec<ResolvedRow>, BootError> {
         let composed = self.compose()?;
-        Ok(composed.resolve(&env_lookup, &self.home)?)
+        let rows = composed.resolve(&env_lookup, &self.home)?;
+        crate::builtin::secret_values::remember(&rows);
+        Ok(rows)
     }
 
     /// The composed tree as YAML with provenance comments.

@@ -161,6 +161,7 @@ fn a_deeply_nested_settings_file_is_refused_and_the_host_runs_on() {
 #[test]
 fn a_deeply_nested_project_settings_file_refuses_calls_naming_it() {
     let dir = TestDir::new("deep-project-settings");
+    dir.trust_projects();
     let work = dir.join("work");
     std::fs::create_dir_all(work.join(".dsh")).unwrap();
     std::fs::write(work.join("notes.txt"), "kept-notes").unwrap();

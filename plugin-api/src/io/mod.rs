@@ -7,5 +7,6 @@ pub mod fs;
 pub mod http;
 pub mod http_server;
 pub mod piped;
+pub mod secrets;
 pub mod subprocess;
 pub mod watch;

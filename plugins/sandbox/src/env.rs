@@ -3,7 +3,8 @@
 //! print an API key the host was started with. A variable looks like a secret by its name
 //! (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, DSN) or by its value: a URL that carries a
 //! password (`postgres://user:pass@db/x`), a private key, a token of a well-known shape
-//! (`ghp_...`, `sk-...`, `xoxb-...`, `AKIA...`), or a value the credentials store holds.
+//! (`ghp_...`, `sk-...`, `xoxb-...`, `AKIA...`), or a value the credentials store or a row's
+//! own `env` or `headers` holds.
 
 use dsh_protocol::looks_secret;
 

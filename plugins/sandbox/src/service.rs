@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RString, RVec};
 use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocessService};
+use dsh_plugin_api::io::secrets::{SECRET_VALUES_SERVICE, SecretValuesService};
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService};
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
@@ -249,18 +250,23 @@ impl SandboxImpl {
             .map_err(|error| SandboxError::Spawn(error.to_string()))
     }
 
-    /// The values the credentials store holds: a variable of the host's environment that
-    /// carries one is removed whatever its name.
+    /// The values the credentials store and the rows' own `env` and `headers` hold: a
+    /// variable of the host's environment that carries one is removed whatever its name.
     fn known_secrets(&self) -> Vec<String> {
-        let Ok(Some(store)) = self.ctx.get::<CredentialsService>(CREDENTIALS) else {
-            return Vec::new();
-        };
-        store
-            .names()
-            .into_iter()
-            .filter_map(|name| store.get(name).into_option())
-            .map(|value| value.to_string())
-            .collect()
+        let mut known = Vec::new();
+        if let Ok(Some(store)) = self.ctx.get::<CredentialsService>(CREDENTIALS) {
+            known.extend(
+                store
+                    .names()
+                    .into_iter()
+                    .filter_map(|name| store.get(name).into_option())
+                    .map(|value| value.to_string()),
+            );
+        }
+        if let Ok(Some(rows)) = self.ctx.get::<SecretValuesService>(SECRET_VALUES_SERVICE) {
+            known.extend(rows.values().into_iter().map(|value| value.to_string()));
+        }
+        known
     }
 
     /// `request` rewritten to run under `policy`: secrets removed from its environment, and

@@ -192,6 +192,7 @@ fn the_home(scene: &Scene) -> Vec<Attempt> {
                     "DATABASE_URL",
                     "SENTRY_DSN",
                     "LOOKS_HARMLESS",
+                    "HARMLESS_TOO",
                     "DSH_CANARY_TOKEN",
                     "DEEPSEEK_API_KEY",
                 ],

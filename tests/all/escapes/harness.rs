@@ -64,7 +64,7 @@ pub(crate) const DATABASE_URL: &str = "postgres://app:canary-db-password@db.inte
 pub(crate) const SENTRY_DSN: &str = "https://canary-dsn-key@o1.ingest.sentry.io/1";
 /// The credentials store's value, also in the environment under a name that hides it.
 pub(crate) const STORED: &str = "canary-stored-credential-0001";
-/// In the home's patch file (a row's `env`).
+/// In the home's patch file (a row's `env`), also in the environment under a name that hides it.
 pub(crate) const PATCH_TOKEN: &str = "canary-patch-token-0001";
 /// In the home's MCP file (a server's header).
 pub(crate) const MCP_HEADER: &str = "canary-mcp-header-0001";
@@ -200,6 +200,7 @@ impl Scene {
                 ("DATABASE_URL", DATABASE_URL),
                 ("SENTRY_DSN", SENTRY_DSN),
                 ("LOOKS_HARMLESS", STORED),
+                ("HARMLESS_TOO", PATCH_TOKEN),
                 ("HOME", user_home.to_str().unwrap()),
                 ("PATH", "/usr/local/bin:/usr/bin:/bin"),
             ],
