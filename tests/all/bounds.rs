@@ -209,32 +209,12 @@ fn tool_result(server: &FakeDeepSeek) -> String {
 /// A headless run against `server` whose `llm-deepseek` row has `config` (YAML lines at four
 /// spaces) beside its endpoint, one quick retry allowed; stream-json output.
 fn bounded_run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests::Output {
-    let patch = dir.write(
-        "bounds.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n{config}- id: llm-retry\n  config:\n    baseDelayMs: 20\n    maxRetries: 1\n",
-            server.url()
-        ),
-    );
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    dsh_tests::run_host_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
-            "--output",
-            "stream-json",
-            "answer me",
-        ],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
+    crate::headless::against_patched(
+        server,
+        dir,
+        &format!("{config}- id: llm-retry\n  config:\n    baseDelayMs: 20\n    maxRetries: 1\n"),
+        &["--output", "stream-json", "answer me"],
+        &[],
     )
 }
 

@@ -5,8 +5,8 @@
 //! the step retried once, a second one fails loud; a failed summary leaves the surface as it
 //! was and ends the turn.
 
+use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::{Value, json};
 
 use crate::headless::stream_json;
@@ -14,32 +14,16 @@ use crate::headless::stream_json;
 /// A headless stream-json run against `server` with the compaction row configured by
 /// `config` (YAML lines under `config:`).
 fn run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests::Output {
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: compaction\n  config:\n{config}",
-            server.url()
-        ),
-    );
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    run_host_with_env(
-        &dir.home(),
+    crate::headless::against_patched(
+        server,
+        dir,
+        &format!("- id: compaction\n  config:\n{config}"),
         &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
             "--output",
             "stream-json",
             "Remember the codeword PELICAN, then print a long line.",
         ],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[],
     )
 }
 

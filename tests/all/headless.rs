@@ -190,6 +190,22 @@ pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> ds
     against_with_env(server, dir, args, &[])
 }
 
+/// [`against_with_env`] with `rows` in the patch layer (see [`patched_args`]).
+pub(crate) fn against_patched(
+    server: &FakeDeepSeek,
+    dir: &TestDir,
+    rows: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> dsh_tests::Output {
+    let mut all = patched_args(server, dir, rows);
+    all.extend(args.iter().map(|arg| (*arg).to_owned()));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let mut envs = envs.to_vec();
+    envs.push(("DEEPSEEK_API_KEY", "sk-test"));
+    run_host_with_env(&dir.home(), &all, &envs)
+}
+
 /// [`against`] with `envs` for the host too.
 pub(crate) fn against_with_env(
     server: &FakeDeepSeek,
@@ -208,10 +224,16 @@ pub(crate) fn against_with_env(
 /// The arguments of [`against`] before the runner's own: the patch layer (written), the
 /// profile, the working directory `dir/work` (made) and the fake server's model.
 pub(crate) fn against_args(server: &FakeDeepSeek, dir: &TestDir) -> Vec<String> {
+    patched_args(server, dir, "")
+}
+
+/// [`against_args`] with `rows` after the fake server's endpoint in the patch layer: more patch
+/// entries, or more lines of `llm-deepseek`'s config (at four spaces) followed by entries.
+pub(crate) fn patched_args(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Vec<String> {
     let patch = dir.write(
         "fake.patch.yml",
         &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n{rows}",
             server.url()
         ),
     );

@@ -23,32 +23,8 @@ fn run(
     sandbox: &str,
     envs: &[(&str, &str)],
 ) -> dsh_tests::Output {
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: sandbox\n  config:\n{sandbox}",
-            server.url()
-        ),
-    );
-    let work = dir.join("work");
-    let mut all_envs = vec![("DEEPSEEK_API_KEY", "sk-test")];
-    all_envs.extend_from_slice(envs);
-    run_host_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "headless",
-            "--",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
-            "try to get out",
-        ],
-        &all_envs,
-    )
+    let rows = format!("- id: sandbox\n  config:\n{sandbox}");
+    crate::headless::against_patched(server, dir, &rows, &["try to get out"], envs)
 }
 
 #[test]

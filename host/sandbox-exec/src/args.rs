@@ -26,6 +26,9 @@ pub(crate) struct Request {
     pub(crate) landlock: Option<Fence>,
     /// Control groups this process joins first (their `cgroup.procs`).
     pub(crate) cgroups: Vec<String>,
+    /// Become this bubblewrap, with the seccomp filter handed to it (`--add-seccomp-fd`),
+    /// instead of the program: `command` is then bubblewrap's arguments.
+    pub(crate) bwrap: Option<String>,
     pub(crate) probe: bool,
     pub(crate) command: Vec<String>,
 }
@@ -63,6 +66,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
                 request.denied_sockets.push(family);
             }
             "--landlock" => landlock = true,
+            "--bwrap" => request.bwrap = Some(value(&mut rest, "--bwrap needs bubblewrap's path")?),
             "--join-cgroup" => request
                 .cgroups
                 .push(value(&mut rest, "--join-cgroup needs a directory")?),
@@ -89,6 +93,12 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
     }
     if !request.denied_sockets.is_empty() && !request.seccomp {
         return Err("--deny-socket needs --seccomp".to_owned());
+    }
+    if request.bwrap.is_some() && (request.landlock.is_some() || !request.env.is_empty()) {
+        return Err(
+            "--bwrap goes without --landlock and --env (bubblewrap's own --setenv sets them)"
+                .to_owned(),
+        );
     }
     if !request.probe && request.command.is_empty() {
         return Err("no program after `--`".to_owned());
@@ -186,6 +196,10 @@ mod tests {
             (&["--deny-socket", "unix", "--probe"][..], "needs --seccomp"),
             (&["--write", "/w", "--probe"][..], "belong to --landlock"),
             (&["--seccomp"][..], "no program"),
+            (
+                &["--bwrap", "bwrap", "--landlock", "--", "true"][..],
+                "goes without --landlock",
+            ),
         ] {
             let problem = parse(&strings(args)).unwrap_err();
             assert!(problem.contains(says), "{args:?}: {problem}");

@@ -1,9 +1,9 @@
-//! `dsh-sandbox-exec`: the last step into the sandbox, run as the confined command's own
-//! process just before it becomes the command. The `sandbox` plugin puts it inside bubblewrap
-//! (after the mounts and namespaces) or, where bubblewrap cannot run, alone (then with
-//! Landlock fencing files and TCP). Run as root outside bubblewrap with `--join-cgroup`, it
-//! only moves itself into the host's control groups for commands and becomes bubblewrap. In
-//! that order it joins the control groups, sets the resource limits, restricts
+//! `dsh-sandbox-exec`: the step into the sandbox, run as the confined command's own process
+//! before it becomes the command. In front of bubblewrap (`--bwrap`), it joins the host's
+//! control groups for commands, sets the resource limits and becomes bubblewrap, handing it
+//! the seccomp filter to install last (see `front`). Where bubblewrap cannot run, it is the
+//! whole sandbox (with Landlock fencing files and TCP): in that order it joins the control
+//! groups, sets the resource limits, restricts
 //! itself with Landlock when asked, sets `no_new_privs`, installs the seccomp filter, and
 //! replaces itself with the program, which inherits all of it with every process it starts.
 //! The `--env` variables are set for the program only then, so a requested `LD_PRELOAD`
@@ -19,10 +19,13 @@
 //!                  [--deny-socket unix|inet|inet6|vsock]..
 //!                  [--landlock [--read DIR].. [--write DIR].. [--network]]
 //!                  (--probe | -- PROGRAM [ARGS..])
+//! dsh-sandbox-exec --bwrap BWRAP [--join-cgroup DIR].. [--limit NAME=VALUE]..
+//!                  [--seccomp [--deny-socket FAMILY]..] -- BWRAP-ARGS.. -- PROGRAM [ARGS..]
 //! ```
 
 mod args;
 mod fence;
+mod front;
 mod limits;
 mod seccomp;
 
@@ -78,8 +81,9 @@ fn confine(request: &Request) -> Result<(), Refusal> {
             status => return Err(Refusal::LandlockPartial(format!("{status:?}"))),
         }
     }
-    if request.limits.is_empty() && request.landlock.is_none() && !request.seccomp {
-        // Only joining groups: what runs next (bubblewrap) needs its privileges.
+    if request.bwrap.is_some() {
+        // Bubblewrap sets `no_new_privs` and installs the filter itself, after the setup
+        // that needs what the filter refuses.
         return Ok(());
     }
     set_no_new_privs().map_err(Refusal::NoNewPrivs)?;
@@ -114,6 +118,16 @@ fn run(args: &[String]) -> i32 {
     }
     if request.probe {
         return 0;
+    }
+    if let Some(bwrap) = &request.bwrap {
+        let why = front::exec_bwrap(
+            bwrap,
+            &request.command,
+            request.seccomp,
+            &request.denied_sockets,
+        );
+        eprintln!("dsh-sandbox-exec: {why}");
+        return 126;
     }
     let Some((program, rest)) = request.command.split_first() else {
         eprintln!("dsh-sandbox-exec: no program after `--`");

@@ -254,9 +254,40 @@ pub(crate) fn install(denied_sockets: &[SocketFamily]) -> Result<(), String> {
     Ok(())
 }
 
+/// The filters as bubblewrap reads them (`--add-seccomp-fd`): each program's raw
+/// `struct sock_filter` array, in the order they are to be installed.
+pub(crate) fn raw_programs(denied_sockets: &[SocketFamily]) -> Result<Vec<Vec<u8>>, String> {
+    Ok(programs(denied_sockets)?
+        .iter()
+        .map(|program| {
+            program
+                .iter()
+                .flat_map(|instruction| {
+                    let mut bytes = Vec::with_capacity(8);
+                    bytes.extend_from_slice(&instruction.code.to_ne_bytes());
+                    bytes.push(instruction.jt);
+                    bytes.push(instruction.jf);
+                    bytes.extend_from_slice(&instruction.k.to_ne_bytes());
+                    bytes
+                })
+                .collect()
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_programs_are_eight_bytes_an_instruction() {
+        let raw = raw_programs(&[SocketFamily::Unix]).unwrap();
+        let compiled = programs(&[SocketFamily::Unix]).unwrap();
+        assert_eq!(raw.len(), compiled.len());
+        for (bytes, program) in raw.iter().zip(&compiled) {
+            assert_eq!(bytes.len(), program.len() * 8);
+        }
+    }
 
     #[test]
     fn every_filter_compiles_for_this_architecture() {

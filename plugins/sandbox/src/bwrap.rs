@@ -5,9 +5,10 @@
 //! bound writable, protected paths bound read-only again over them (and the directories between
 //! them and their root bound onto themselves, so they cannot be renamed away), hidden
 //! directories covered by an empty read-only tmpfs (files by an empty file), the exposed paths
-//! bound read-only again inside them, and the process killed with its parent. Inside, the
-//! program runs through `dsh-sandbox-exec`, which sets the limits and the seccomp filter last.
-//! Pure argument building, plus the probe that tells whether `bwrap` works on this machine.
+//! bound read-only again inside them, and the process killed with its parent. In front of it
+//! runs `dsh-sandbox-exec --bwrap`, which sets the limits and hands bubblewrap the seccomp
+//! filter it installs last. Pure argument building, plus the probe that tells whether `bwrap`
+//! works on this machine.
 
 use std::path::Path;
 
@@ -19,20 +20,18 @@ pub(crate) const SYSTEM_DIRS: [&str; 7] =
     ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/opt"];
 
 /// How bubblewrap runs here, besides the policy.
-pub(crate) struct Mounts<'a> {
+pub(crate) struct Mounts {
     /// A fresh, private `/tmp` instead of the host's.
     pub(crate) fresh_tmp: bool,
     /// Whether bubblewrap can make a user namespace here (the probe found out).
     pub(crate) user_namespace: bool,
-    /// The `dsh-sandbox-exec` binary, bound read-only again where reads are fenced or where it
-    /// lies in a hidden path.
-    pub(crate) exec: &'a str,
 }
 
-/// What runs inside: `argv` is the whole command line after bubblewrap's own arguments
-/// (`dsh-sandbox-exec ... -- PROGRAM ARGS`).
+/// What runs inside: the program and its arguments (`argv`), with `env` set for it alone by
+/// bubblewrap (`--setenv`, applied as it starts the program: never in bubblewrap itself).
 pub(crate) struct Command<'a> {
     pub(crate) cwd: &'a str,
+    pub(crate) env: &'a [(String, String)],
     pub(crate) argv: &'a [String],
 }
 
@@ -47,7 +46,7 @@ fn inside(path: &str, dir: &str) -> bool {
 /// The `bwrap` arguments that run `command` under `policy`.
 pub(crate) fn arguments(
     policy: &SandboxPolicy,
-    mounts: &Mounts<'_>,
+    mounts: &Mounts,
     command: &Command<'_>,
 ) -> Vec<String> {
     let mut argv: Vec<String> = [
@@ -113,16 +112,11 @@ pub(crate) fn arguments(
     }
     protect(&mut argv, policy, &writable);
     hide(&mut argv, policy, &writable);
-    if policy.readable_roots.is_some()
-        || policy
-            .hidden
-            .iter()
-            .any(|hidden| inside(mounts.exec, hidden))
-    {
-        bind(&mut argv, "--ro-bind", mounts.exec);
-    }
     if !policy.network {
         argv.push("--unshare-net".to_owned());
+    }
+    for (name, value) in command.env {
+        argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
     }
     argv.extend([
         "--chdir".to_owned(),
@@ -210,9 +204,9 @@ fn hide(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
     }
 }
 
-/// The arguments of the probe: the same namespaces around `dsh-sandbox-exec --probe` with the
-/// seccomp filter, with or without a user namespace.
-pub(crate) fn probe_arguments(exec: &str, user_namespace: bool) -> Vec<String> {
+/// The arguments of the probe (after `dsh-sandbox-exec --bwrap BWRAP --seccomp --`): the same
+/// namespaces around `true`, with or without a user namespace.
+pub(crate) fn probe_arguments(user_namespace: bool) -> Vec<String> {
     let mut argv: Vec<String> = Vec::new();
     if user_namespace {
         argv.push("--unshare-user".to_owned());
@@ -232,9 +226,7 @@ pub(crate) fn probe_arguments(exec: &str, user_namespace: bool) -> Vec<String> {
             "--proc",
             "/proc",
             "--",
-            exec,
-            "--seccomp",
-            "--probe",
+            "true",
         ]
         .iter()
         .map(|arg| (*arg).to_owned()),
@@ -262,17 +254,21 @@ mod tests {
         }
     }
 
-    fn mounts() -> Mounts<'static> {
+    fn mounts() -> Mounts {
         Mounts {
             fresh_tmp: false,
             user_namespace: true,
-            exec: "/opt/dsh/dsh-sandbox-exec",
         }
     }
 
     fn text(policy: &SandboxPolicy, cwd: &str, argv: &[&str]) -> String {
         let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
-        arguments(policy, &mounts(), &Command { cwd, argv: &argv }).join(" ")
+        let command = Command {
+            cwd,
+            env: &[],
+            argv: &argv,
+        };
+        arguments(policy, &mounts(), &command).join(" ")
     }
 
     #[test]
@@ -287,6 +283,7 @@ mod tests {
             },
             &Command {
                 cwd: "/",
+                env: &[],
                 argv: &["true".to_owned()],
             },
         )
@@ -310,6 +307,27 @@ mod tests {
         );
         assert!(
             text.ends_with("--unshare-net --chdir /tmp -- bash -c true"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn requested_variables_are_set_by_bwrap_for_the_program() {
+        let env = [("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
+        let argv = ["true".to_owned()];
+        let command = Command {
+            cwd: "/tmp",
+            env: &env,
+            argv: &argv,
+        };
+        let text = arguments(
+            &policy(SandboxMode::WorkspaceWrite, &[]),
+            &mounts(),
+            &command,
+        )
+        .join(" ");
+        assert!(
+            text.ends_with("--setenv LD_PRELOAD ./x.so --chdir /tmp -- true"),
             "{text}"
         );
     }
@@ -371,15 +389,13 @@ mod tests {
     }
 
     #[test]
-    fn fenced_reads_bind_the_program_directories_the_wrapper_and_not_the_root() {
+    fn fenced_reads_bind_the_program_directories_and_not_the_root() {
         let mut fenced = policy(SandboxMode::WorkspaceWrite, &["/tmp"]);
         fenced.readable_roots = Some(Vec::new());
         let text = text(&fenced, "/tmp", &["true"]);
         assert!(!text.contains("--ro-bind / /"), "{text}");
         assert!(
-            text.contains("--ro-bind /usr /usr")
-                && text.contains("--bind /tmp /tmp")
-                && text.contains("--ro-bind /opt/dsh/dsh-sandbox-exec /opt/dsh/dsh-sandbox-exec"),
+            text.contains("--ro-bind /usr /usr") && text.contains("--bind /tmp /tmp"),
             "{text}"
         );
     }

@@ -1,7 +1,7 @@
-//! The last step into the sandbox, `dsh-sandbox-exec`, for both backends: inside bubblewrap it
-//! sets the limits and the seccomp filter; alone (the Landlock fallback, for machines where
-//! bubblewrap cannot run) it also fences files (read everywhere, write only under the
-//! writable roots) and TCP. The fallback's enforcement is `partial`: there is no pid or mount
+//! The step into the sandbox, `dsh-sandbox-exec`, for both backends: in front of bubblewrap it
+//! joins the control groups, sets the limits and hands bubblewrap the seccomp filter; alone
+//! (the Landlock fallback, for machines where bubblewrap cannot run) it also fences files
+//! (read everywhere, write only under the writable roots) and TCP. The fallback's enforcement is `partial`: there is no pid or mount
 //! namespace (a process can outlive its call, protected paths inside a writable root and
 //! hidden files cannot be carved out), and only TCP is fenced by Landlock (the seccomp filter
 //! refuses IP sockets outright when the network is off).
@@ -17,21 +17,18 @@ pub(crate) const EXEC_NAME: &str = "dsh-sandbox-exec";
 pub(crate) struct Inner<'a> {
     pub(crate) policy: &'a SandboxPolicy,
     pub(crate) limits: &'a Limits,
-    /// Set once confined (`--env NAME VALUE`), not on the wrapper's own start.
+    /// Set once confined, not on the wrappers' own start.
     pub(crate) env: &'a [(String, String)],
     pub(crate) program: &'a str,
     pub(crate) args: &'a [String],
 }
 
-/// The arguments of `dsh-sandbox-exec` (after its own path) that run `inner` alone (`landlock`:
-/// the fallback, fencing files and TCP itself) or inside bubblewrap.
-pub(crate) fn arguments(inner: &Inner<'_>, landlock: bool) -> Vec<String> {
+/// The limits and the seccomp filter of `inner` as `dsh-sandbox-exec` arguments; `landlock`:
+/// no network namespace stands behind the filter, so IP sockets are refused too without the
+/// network.
+fn confinement(inner: &Inner<'_>, landlock: bool) -> Vec<String> {
     let policy = inner.policy;
-    let mut argv = Vec::new();
-    for (name, value) in inner.env {
-        argv.extend(["--env".to_owned(), name.clone(), value.clone()]);
-    }
-    argv.extend(inner.limits.arguments());
+    let mut argv = inner.limits.arguments();
     argv.push("--seccomp".to_owned());
     let mut denied: Vec<&str> = Vec::new();
     // Unix sockets stay refused unless the policy allows them: a socket file's read-only mount
@@ -41,7 +38,6 @@ pub(crate) fn arguments(inner: &Inner<'_>, landlock: bool) -> Vec<String> {
     }
     if !policy.network {
         denied.push("vsock");
-        // Without a network namespace, Landlock fences TCP only: no IP sockets at all.
         if landlock {
             denied.extend(["inet", "inet6"]);
         }
@@ -49,29 +45,67 @@ pub(crate) fn arguments(inner: &Inner<'_>, landlock: bool) -> Vec<String> {
     for family in denied {
         argv.extend(["--deny-socket".to_owned(), family.to_owned()]);
     }
-    if landlock {
-        argv.push("--landlock".to_owned());
-        if let Some(roots) = &policy.readable_roots {
-            for dir in crate::bwrap::SYSTEM_DIRS
-                .iter()
-                .map(|dir| (*dir).to_owned())
-                .chain(roots.iter().cloned())
-            {
-                argv.extend(["--read".to_owned(), dir]);
-            }
+    argv
+}
+
+/// The arguments of `dsh-sandbox-exec` (after its own path) that run `inner` alone, fencing
+/// files and TCP with Landlock (the fallback), after joining `cgroups`.
+pub(crate) fn arguments(inner: &Inner<'_>, cgroups: &[String]) -> Vec<String> {
+    let policy = inner.policy;
+    let mut argv = cgroups.to_vec();
+    for (name, value) in inner.env {
+        argv.extend(["--env".to_owned(), name.clone(), value.clone()]);
+    }
+    argv.extend(confinement(inner, true));
+    argv.push("--landlock".to_owned());
+    if let Some(roots) = &policy.readable_roots {
+        for dir in crate::bwrap::SYSTEM_DIRS
+            .iter()
+            .map(|dir| (*dir).to_owned())
+            .chain(roots.iter().cloned())
+        {
+            argv.extend(["--read".to_owned(), dir]);
         }
-        if policy.mode == SandboxMode::WorkspaceWrite {
-            for root in &policy.writable_roots {
-                argv.extend(["--write".to_owned(), root.clone()]);
-            }
+    }
+    if policy.mode == SandboxMode::WorkspaceWrite {
+        for root in &policy.writable_roots {
+            argv.extend(["--write".to_owned(), root.clone()]);
         }
-        if policy.network {
-            argv.push("--network".to_owned());
-        }
+    }
+    if policy.network {
+        argv.push("--network".to_owned());
     }
     argv.push("--".to_owned());
     argv.push(inner.program.to_owned());
     argv.extend(inner.args.iter().cloned());
+    argv
+}
+
+/// The arguments of `dsh-sandbox-exec` that front `bwrap` (run with `bwrap_args`, which end
+/// with the program) for `inner`, after joining `cgroups`.
+pub(crate) fn front_arguments(
+    bwrap: &str,
+    inner: &Inner<'_>,
+    cgroups: &[String],
+    bwrap_args: Vec<String>,
+) -> Vec<String> {
+    let mut argv = vec!["--bwrap".to_owned(), bwrap.to_owned()];
+    argv.extend(cgroups.iter().cloned());
+    argv.extend(confinement(inner, false));
+    argv.push("--".to_owned());
+    argv.extend(bwrap_args);
+    argv
+}
+
+/// The arguments of the probe of bubblewrap at `bwrap`: fronted, filtered, `true` inside.
+pub(crate) fn front_probe_arguments(bwrap: &str, user_namespace: bool) -> Vec<String> {
+    let mut argv = vec![
+        "--bwrap".to_owned(),
+        bwrap.to_owned(),
+        "--seccomp".to_owned(),
+        "--".to_owned(),
+    ];
+    argv.extend(crate::bwrap::probe_arguments(user_namespace));
     argv
 }
 
@@ -115,7 +149,7 @@ mod tests {
             program: "bash",
             args: &["-c".to_owned(), "true".to_owned()],
         };
-        let text = arguments(&inner, true).join(" ");
+        let text = arguments(&inner, &[]).join(" ");
         assert!(text.starts_with("--env LD_PRELOAD x.so --limit "), "{text}");
         assert!(
             text.contains(
@@ -123,20 +157,28 @@ mod tests {
             ),
             "{text}"
         );
-        // Inside bubblewrap the network namespace fences IP; Unix sockets may be allowed.
+        // In front of bubblewrap the network namespace fences IP; Unix sockets may be allowed;
+        // the variables are bubblewrap's to set.
         let mut network = self::policy(true);
         network.unix_sockets = true;
-        let inside = arguments(
+        let front = front_arguments(
+            "bwrap",
             &Inner {
                 policy: &network,
                 ..inner
             },
-            false,
+            &["--join-cgroup".to_owned(), "/cg".to_owned()],
+            vec![
+                "--unshare-pid".to_owned(),
+                "--".to_owned(),
+                "true".to_owned(),
+            ],
         )
         .join(" ");
         assert!(
-            !inside.contains("--deny-socket") && !inside.contains("--landlock"),
-            "{inside}"
+            front.starts_with("--bwrap bwrap --join-cgroup /cg --limit ")
+                && front.ends_with("--seccomp -- --unshare-pid -- true"),
+            "{front}"
         );
     }
 }

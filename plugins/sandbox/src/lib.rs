@@ -150,7 +150,8 @@ async fn probe_bwrap(
     bwrap: &str,
     exec: &str,
 ) -> Result<Backend, String> {
-    let with_userns = probe_with(ctx, subprocess, bwrap, bwrap::probe_arguments(exec, true)).await;
+    let probe = |userns| landlock::front_probe_arguments(bwrap, userns);
+    let with_userns = probe_with(ctx, subprocess, exec, probe(true)).await;
     let Some(userns_failed) = with_userns else {
         return Ok(Backend::Bwrap {
             bwrap: bwrap.to_owned(),
@@ -158,7 +159,7 @@ async fn probe_bwrap(
             user_namespace: true,
         });
     };
-    match probe_with(ctx, subprocess, bwrap, bwrap::probe_arguments(exec, false)).await {
+    match probe_with(ctx, subprocess, exec, probe(false)).await {
         None => {
             ctx.log(
                 LogLevel::Warn,

@@ -26,7 +26,7 @@ use crate::limits::Limits;
 /// Which backend confines commands on this machine.
 #[derive(Debug, Clone)]
 pub(crate) enum Backend {
-    /// `bwrap` at `bwrap` works, around `dsh-sandbox-exec` at `exec`; `user_namespace` says
+    /// `bwrap` at `bwrap` works, fronted by `dsh-sandbox-exec` at `exec`; `user_namespace` says
     /// whether it can make a user namespace here.
     Bwrap {
         bwrap: String,
@@ -271,7 +271,7 @@ impl SandboxImpl {
 
     /// `request` rewritten to run under `policy`: secrets removed from its environment, and
     /// wrapped in the backend unless the policy is full access. The wrappers start without the
-    /// loader's variables, which `dsh-sandbox-exec` sets once everything is in place instead:
+    /// loader's variables, which are set for the program alone once everything is in place:
     /// otherwise an entry's `LD_PRELOAD` would run code before the sandbox is complete.
     fn confine(
         &self,
@@ -318,6 +318,7 @@ impl SandboxImpl {
                 program: request.program.as_str(),
                 args: &args,
             };
+            let joins = self.join_arguments();
             let (program, argv) = match &self.backend {
                 Backend::Bwrap {
                     bwrap,
@@ -325,33 +326,23 @@ impl SandboxImpl {
                     user_namespace,
                 } => {
                     prepare_protected(policy);
-                    let mut inside = vec![exec.clone()];
-                    inside.extend(crate::landlock::arguments(&inner, false));
+                    let mut inside = vec![inner.program.to_owned()];
+                    inside.extend(args.iter().cloned());
                     let mounts = Mounts {
                         fresh_tmp: self.settings.fresh_tmp,
                         user_namespace: *user_namespace,
-                        exec,
                     };
                     let command = bwrap::Command {
                         cwd: &run_in,
+                        env: &inner_env,
                         argv: &inside,
                     };
-                    let argv = bwrap::arguments(policy, &mounts, &command);
-                    match self.cgroups.is_empty() {
-                        true => (bwrap.clone(), argv),
-                        // Into the groups first, then bubblewrap with all it needs.
-                        false => {
-                            let mut joining = self.join_arguments();
-                            joining.extend(["--".to_owned(), bwrap.clone()]);
-                            joining.extend(argv);
-                            (exec.clone(), joining)
-                        }
-                    }
+                    let bwrap_args = bwrap::arguments(policy, &mounts, &command);
+                    let argv = crate::landlock::front_arguments(bwrap, &inner, &joins, bwrap_args);
+                    (exec.clone(), argv)
                 }
                 Backend::Landlock(exec) => {
-                    let mut argv = self.join_arguments();
-                    argv.extend(crate::landlock::arguments(&inner, true));
-                    (exec.clone(), argv)
+                    (exec.clone(), crate::landlock::arguments(&inner, &joins))
                 }
                 Backend::Unavailable(reason) => {
                     return Err(SandboxError::NoBackend {
