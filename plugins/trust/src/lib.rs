@@ -63,10 +63,10 @@ struct TrustImpl {
 }
 
 impl TrustImpl {
-    fn describe_path(&self, cwd: &Path) -> ProjectTrust {
-        let root = project_root(cwd);
+    /// What trusts the project `root`, if anything does.
+    fn trusted_by(&self, root: &Path) -> Option<&'static str> {
         let under = |roots: &[PathBuf]| roots.iter().any(|trusted| root.starts_with(trusted));
-        let by = if under(&self.settings) {
+        if under(&self.settings) {
             Some("settings")
         } else if under(&self.store.roots()) {
             Some("home")
@@ -74,7 +74,12 @@ impl TrustImpl {
             Some("run")
         } else {
             None
-        };
+        }
+    }
+
+    fn describe_path(&self, cwd: &Path) -> ProjectTrust {
+        let root = project_root(cwd);
+        let by = self.trusted_by(&root);
         let waiting = match by {
             Some(_) => Vec::new(),
             None => PROJECT_FILES
@@ -97,6 +102,16 @@ struct Handle(Arc<TrustImpl>);
 impl Trust for Handle {
     fn describe(&self, cwd: RString) -> Json<ProjectTrust> {
         Json::encode(&self.0.describe_path(Path::new(cwd.as_str())))
+    }
+
+    fn is_trusted(&self, cwd: RString) -> bool {
+        let cwd = Path::new(cwd.as_str());
+        // The project lies at or above `cwd`: a folder that trusts it holds `cwd` too, and
+        // when none does (nothing trusted yet, most of the time) no folder need be looked at.
+        if self.0.trusted_by(cwd).is_none() {
+            return false;
+        }
+        self.0.trusted_by(&project_root(cwd)).is_some()
     }
 
     fn trust(

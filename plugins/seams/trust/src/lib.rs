@@ -35,6 +35,9 @@ pub const TRUST_CHANGED: ParallelEvent<RString> = ParallelEvent::new("trust/chan
 pub trait Trust: Send + Sync {
     /// The project of a session working in `cwd`, whether it is trusted and what waits.
     fn describe(&self, cwd: RString) -> Json<ProjectTrust>;
+    /// Only whether the project of `cwd` is trusted: what every tool call asks, so it looks at
+    /// nothing but the folders above `cwd`.
+    fn is_trusted(&self, cwd: RString) -> bool;
     /// Trusts the project of `cwd`: for this run only, or remembered in the dsh home
     /// (`remember`). Emits [`TRUST_CHANGED`].
     fn trust(
@@ -48,10 +51,7 @@ pub type TrustService = Trust_TO<'static, RBox<()>>;
 /// Whether the project of `cwd` is trusted; `false` when no trust service runs.
 pub fn is_trusted(ctx: &Context, cwd: &str) -> bool {
     match ctx.get::<TrustService>(TRUST) {
-        Ok(Some(trust)) => trust
-            .describe(RString::from(cwd))
-            .decode()
-            .is_ok_and(|project| project.trusted),
+        Ok(Some(trust)) => trust.is_trusted(RString::from(cwd)),
         _ => false,
     }
 }
