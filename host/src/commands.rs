@@ -36,7 +36,7 @@ fn boot_app(
     let cmdline = CmdlineArgs {
         args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
     };
-    runtime.provide_host("cmdline", ErasedService::new(cmdline))?;
+    runtime.provide_host(dsh_plugin_api::CMDLINE_SERVICE, ErasedService::new(cmdline))?;
     let app = Arc::new(App::new(runtime, Arc::new(boot.libraries())));
     app.mount_tree(rows);
     Ok((app, exits))

@@ -5,7 +5,7 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use dsh_plugin_api::abi::ErasedService;
 use dsh_plugin_api::io::control::{
-    HOST_CONTROL, HOST_STOPPING, HostControl, HostControl_TO, StopRequest,
+    HOST_SERVICE, HOST_STOPPING, HostControl, HostControl_TO, StopRequest,
 };
 use dsh_plugin_api::{PluginError, RArc, ROption, typed_channel};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -25,7 +25,7 @@ impl HostControl for ExitRequests {
 pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, PluginError> {
     let (sender, receiver) = unbounded_channel();
     let service = HostControl_TO::from_value(ExitRequests(sender), TD_Opaque);
-    runtime.provide_host(HOST_CONTROL, ErasedService::new(service))?;
+    runtime.provide_host(HOST_SERVICE, ErasedService::new(service))?;
     Ok(receiver)
 }
 

@@ -311,6 +311,9 @@ pub trait HostContext: Send + Sync {
 }
 pub type HostCtx = HostContext_TO<'static, RBox<()>>;
 
+/// The key of the host's `cmdline` service, whose value is [`CmdlineArgs`].
+pub const CMDLINE_SERVICE: &str = "cmdline";
+
 /// The value of the host's `cmdline` service: the application arguments that followed the host
 /// options (or `--`), unchanged, for the profile's entry plugin to parse.
 #[repr(C)]

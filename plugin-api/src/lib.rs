@@ -28,8 +28,8 @@ mod sync;
 mod waterfall;
 
 pub use abi::{
-    CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel, PluginDecl,
-    PluginError, PluginLib, PluginLibRef,
+    CMDLINE_SERVICE, CmdlineArgs, DispatchMode, ErrorKind, EventDecl, HostCtx, LayoutRef, LogLevel,
+    PluginDecl, PluginError, PluginLib, PluginLibRef,
 };
 pub use context::{Channel, Context, Descriptor, Service, typed_channel};
 pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent};

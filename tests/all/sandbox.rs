@@ -5,8 +5,8 @@
 
 use std::net::TcpListener;
 
+use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::{Value, json};
 
 use crate::escapes::harness::results;

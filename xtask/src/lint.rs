@@ -4,8 +4,9 @@
 //! `unsafe` block in `plugin-api/src` or `host/src` (library loading, `host/src/library/`, aside)
 //! without a `// SAFETY:` comment on one of the three lines above it fails the step.
 //!
-//! Plugin code is the non-test code of the crates under `plugins/` (`plugins/<name>`,
-//! `plugins/seams/<name>`, `plugins/libs/<name>`): not in a `tests/` directory, not in a file
+//! Plugin code is the non-test code of the crates plugins are made of (`plugins/<name>` and
+//! `plugins/<name>/core`, `plugin-api/protocol`, `plugin-api/seams/<name>`,
+//! `plugin-api/kit/<name>`, `host/libs/<name>`): not in a `tests/` directory, not in a file
 //! named `tests.rs` or `*_tests.rs`, and not in the item after a `#[cfg(test)]` line (for the
 //! usual trailing `mod tests {`, the rest of the file).
 
@@ -92,18 +93,21 @@ fn rust_files(root: &Path) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// The plugin crate a path belongs to, named by its directory below `plugins/`
-/// (`agent-loop`, `seams/llm`, `libs/protocol`).
+/// The crate of plugin code a path belongs to: a plugin (`agent-loop`) or a plugin's own
+/// logic crate (`tool-fs/core`) under `plugins/`, the vocabulary (`protocol`), a seam
+/// (`seams/llm`) or a kit library (`kit/path-follow`) under `plugin-api/`, or a library under
+/// `host/libs/` that plugins link too (`libs/session-log`).
 fn plugin_crate(path: &str) -> Option<String> {
-    let mut parts = path.split('/');
-    if parts.next() != Some("plugins") {
-        return None;
-    }
-    let first = parts.next()?;
-    let rest = parts.clone().count();
-    match first {
-        "seams" | "libs" if rest > 1 => Some(format!("{first}/{}", parts.next()?)),
-        _ if rest > 0 => Some(first.to_owned()),
+    let parts: Vec<&str> = path.split('/').collect();
+    let below = |depth: usize| parts.len() > depth + 1;
+    match parts.as_slice() {
+        ["plugins", name, "core", ..] if below(3) => Some(format!("{name}/core")),
+        ["plugins", name, ..] if below(2) => Some((*name).to_owned()),
+        ["plugin-api", "protocol", ..] if below(2) => Some("protocol".to_owned()),
+        ["plugin-api", group @ ("seams" | "kit"), name, ..] if below(3) => {
+            Some(format!("{group}/{name}"))
+        }
+        ["host", "libs", name, ..] if below(3) => Some(format!("libs/{name}")),
         _ => None,
     }
 }

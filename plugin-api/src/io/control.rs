@@ -19,7 +19,7 @@ use abi_stable::{StableAbi, sabi_trait};
 use crate::ParallelEvent;
 
 /// The service key.
-pub const HOST_CONTROL: &str = "host";
+pub const HOST_SERVICE: &str = "host";
 
 /// `host/stopping`: the run is ending (awaited, within the shutdown grace period).
 pub const HOST_STOPPING: ParallelEvent<StopRequest> = ParallelEvent::new("host/stopping");

@@ -2,7 +2,7 @@
 
 use dsh_plugin_api::{DecodeError, PluginError};
 use dsh_protocol::TurnEndReason;
-use dsh_session_seam::SessionError;
+use dsh_sessions_seam::SessionError;
 
 /// A failure of the loop itself (not of the model: a model failure is an attempt's outcome).
 #[derive(Debug, thiserror::Error)]

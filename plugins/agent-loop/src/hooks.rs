@@ -5,14 +5,14 @@ use std::future::Future;
 use std::pin::Pin;
 
 use abi_stable::std_types::{RArc, RString};
-use dsh_agent_seam::{AGENT_ERROR, AgentNotice, AgentRequest};
+use dsh_agents_seam::{AGENT_ERROR, AgentNotice, AgentRequest};
 use dsh_plugin_api::{Channel, Context, Json, SerialEvent, WaterfallEvent};
-use dsh_prompt_seam::{SYSTEM_PROMPT, SystemPromptService};
 use dsh_protocol::{
     AgentNoticeData, AssembledPrompt, Continuation, GenerateRequest, LlmFailure, PreStepDecision,
     PromptDecision, PromptRequest, PromptSubmit, RequestErrorDecision, RequestFailure,
     StepProposal, TurnStopping,
 };
+use dsh_system_prompt_seam::{SYSTEM_PROMPT_SERVICE, SystemPromptService};
 
 use crate::error::LoopError;
 
@@ -154,7 +154,8 @@ impl Hooks for Events {
 
     fn prompt(&self, request: PromptRequest) -> BoxFuture<'_, Result<Prompt, LoopError>> {
         Box::pin(async move {
-            let Ok(Some(prompt)) = self.ctx.get::<SystemPromptService>(SYSTEM_PROMPT) else {
+            let Ok(Some(prompt)) = self.ctx.get::<SystemPromptService>(SYSTEM_PROMPT_SERVICE)
+            else {
                 return Ok(Prompt::Missing);
             };
             let assembled = match prompt.assemble(Json::encode(&request)).await.into_result() {

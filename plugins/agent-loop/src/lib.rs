@@ -28,16 +28,16 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{
-    AGENT_LOOP, AGENT_PRE_STEP, AGENT_PROMPT_SUBMIT, AGENT_REQUEST, AGENT_REQUEST_ERROR,
+use dsh_agents_seam::{
+    AGENT_LOOP_SERVICE, AGENT_PRE_STEP, AGENT_PROMPT_SUBMIT, AGENT_REQUEST, AGENT_REQUEST_ERROR,
     AGENT_TURN_STOPPING, AgentLoop, AgentLoop_TO, TurnRequest,
 };
-use dsh_llm_seam::{LLM, LlmService};
+use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Service, lock};
 use dsh_protocol::{AbortCause, TurnEndReason, TurnOutcome};
-use dsh_session_seam::{SESSIONS, SessionsService};
-use dsh_tools_seam::{TOOLS, ToolsService};
+use dsh_sessions_seam::{SESSIONS_SERVICE, SessionsService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService};
 
 use crate::hooks::{Events, Hooks};
 use crate::log::Log;
@@ -194,8 +194,8 @@ pub struct AgentLoopPlugin;
 
 impl Plugin for AgentLoopPlugin {
     const NAME: &'static str = "agent-loop";
-    const INJECT: &'static [&'static str] = &[SESSIONS, LLM, TOOLS];
-    const PROVIDES: &'static [&'static str] = &[AGENT_LOOP];
+    const INJECT: &'static [&'static str] = &[SESSIONS_SERVICE, LLM_SERVICE, TOOLS_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[AGENT_LOOP_SERVICE];
     type Config = LoopConfig;
 
     async fn apply(ctx: Context, config: LoopConfig) -> Result<(), PluginError> {
@@ -208,9 +208,9 @@ impl Plugin for AgentLoopPlugin {
             prompt_submit: ctx.channel(&AGENT_PROMPT_SUBMIT)?,
         };
         let deps = Arc::new(Deps {
-            sessions: ctx.inject::<SessionsService>(SESSIONS)?,
-            llm: ctx.inject::<LlmService>(LLM)?,
-            tools: Some(ctx.inject::<ToolsService>(TOOLS)?),
+            sessions: ctx.inject::<SessionsService>(SESSIONS_SERVICE)?,
+            llm: ctx.inject::<LlmService>(LLM_SERVICE)?,
+            tools: Some(ctx.inject::<ToolsService>(TOOLS_SERVICE)?),
             hooks: Arc::new(hooks),
             system: config.system,
             max_steps: config.max_steps.max(1),
@@ -224,7 +224,7 @@ impl Plugin for AgentLoopPlugin {
             }
         })?;
         ctx.provide(
-            AGENT_LOOP,
+            AGENT_LOOP_SERVICE,
             AgentLoop_TO::from_value(Driver { deps, running }, TD_Opaque),
         )
     }

@@ -7,7 +7,7 @@ use dsh_protocol::{
     EventData, MessageSource, RequestContextEvent, RequestHeader, RequestHeaderEvent, StreamChunk,
     TurnStartEvent, UserMessageEvent,
 };
-use dsh_session_seam::{NewEventRecord, SessionBox, SessionExt};
+use dsh_sessions_seam::{NewEventRecord, SessionBox, SessionExt};
 
 use crate::error::LoopError;
 

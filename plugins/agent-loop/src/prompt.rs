@@ -11,7 +11,7 @@ use dsh_protocol::{
     HeaderReason, HistoryRef, LlmCallConfig, Message, MessageSource, PromptRequest,
     RequestContextEvent, RequestHeader, RequestHeaderEvent, ToolSchema, UserMessageEvent,
 };
-use dsh_session_seam::SessionBox;
+use dsh_sessions_seam::SessionBox;
 use serde::Serialize;
 use serde_json::value::RawValue;
 

@@ -5,12 +5,12 @@
 //! listener shaped the request.
 
 use abi_stable::std_types::{RString, RVec};
-use dsh_agent_seam::AgentRequest;
+use dsh_agents_seam::AgentRequest;
 use dsh_protocol::{
     ContentBlock, FinishReason, LlmFailure, Message, MessageSource, RequestErrorDecision,
     RequestFailure, TurnEndReason, UserMessageEvent, text_of,
 };
-use dsh_session_seam::SessionBox;
+use dsh_sessions_seam::SessionBox;
 use dsh_tools_seam::{StepCall, StepCalls};
 
 use crate::Deps;

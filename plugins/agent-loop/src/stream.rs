@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::{RErr, ROk, RSome};
-use dsh_llm_core::BlockAssembler;
+use dsh_llm_kit::BlockAssembler;
 use dsh_llm_seam::LlmService;
 use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::CancelFlag;

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dsh_agent_seam::TurnInboxBox;
+use dsh_agents_seam::TurnInboxBox;
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::lock;
 use dsh_protocol::{
@@ -15,7 +15,7 @@ use dsh_protocol::{
     TurnStartEvent, TurnStopping,
 };
 use dsh_protocol::{Message, Role};
-use dsh_session_seam::SessionBox;
+use dsh_sessions_seam::SessionBox;
 
 use crate::Deps;
 use crate::error::LoopError;

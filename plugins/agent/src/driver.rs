@@ -9,8 +9,8 @@ use std::sync::{Arc, Weak};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString, RVec};
-use dsh_agent_seam::{
-    AGENT_LOOP, AGENT_STATUS, AgentLoopService, TurnInbox, TurnInbox_TO, TurnRequest,
+use dsh_agents_seam::{
+    AGENT_LOOP_SERVICE, AGENT_STATUS, AgentLoopService, TurnInbox, TurnInbox_TO, TurnRequest,
 };
 use dsh_plugin_api::{Json, LogLevel, lock};
 use dsh_protocol::{AgentNoticeData, AgentStatus, Message, TurnEndReason, TurnOutcome};
@@ -83,7 +83,7 @@ async fn one_turn(registry: &Arc<Registry>, agent: &Arc<Agent>) -> TurnOutcome {
     if let Some(cause) = lock(&agent.phase).aborting.clone() {
         return TurnOutcome::unopened(agent.id.as_str(), TurnEndReason::Aborted { reason: cause });
     }
-    let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
+    let Ok(Some(driver)) = registry.ctx.get::<AgentLoopService>(AGENT_LOOP_SERVICE) else {
         return TurnOutcome::unopened(
             agent.id.as_str(),
             TurnEndReason::error(

@@ -1,6 +1,6 @@
 //! What the registry refuses, and why.
 
-use dsh_session_seam::SessionError;
+use dsh_sessions_seam::SessionError;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AgentError {

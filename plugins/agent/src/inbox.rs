@@ -3,7 +3,7 @@
 //! the log took it, so the list never holds what the log does not say.
 
 use dsh_protocol::{InboxSplicedEvent, InboxTarget, Message, SpliceOutcome};
-use dsh_session_seam::SessionBox;
+use dsh_sessions_seam::SessionBox;
 
 #[derive(Default, Debug, PartialEq)]
 pub(crate) struct Inbox {

@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENT_LOOP, AGENTS, Agents_TO};
+use dsh_agents_seam::{AGENT_LOOP_SERVICE, AGENTS_SERVICE, Agents_TO};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
-use dsh_session_seam::{SESSION_DISPOSED, SESSIONS};
+use dsh_sessions_seam::{SESSION_DISPOSED, SESSIONS_SERVICE};
 
 use crate::registry::Registry;
 use crate::service::Service;
@@ -38,8 +38,8 @@ pub struct AgentPlugin;
 impl Plugin for AgentPlugin {
     const NAME: &'static str = "agent";
     // Reached when used; declared so that a shutdown disposes agents before them.
-    const OPTIONAL: &'static [&'static str] = &[SESSIONS, AGENT_LOOP];
-    const PROVIDES: &'static [&'static str] = &[AGENTS];
+    const OPTIONAL: &'static [&'static str] = &[SESSIONS_SERVICE, AGENT_LOOP_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[AGENTS_SERVICE];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
@@ -61,7 +61,10 @@ impl Plugin for AgentPlugin {
                 }
             }
         })?;
-        ctx.provide(AGENTS, Agents_TO::from_value(Service(registry), TD_Opaque))
+        ctx.provide(
+            AGENTS_SERVICE,
+            Agents_TO::from_value(Service(registry), TD_Opaque),
+        )
     }
 }
 

@@ -5,11 +5,11 @@
 use dsh_protocol::{
     AgentNoticeData, ContentBlock, InboxSplicedEvent, InboxTarget, Message, SpliceOutcome,
 };
-use dsh_session_seam::{SessionBox, SessionExt};
+use dsh_sessions_seam::{SessionBox, SessionExt};
 
 use crate::error::AgentError;
 use crate::registry::Registry;
-use dsh_agent_seam::{AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED};
+use dsh_agents_seam::{AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED};
 
 impl Registry {
     /// Drops pending message `id` unrun (a cancelled splice); answers it.

@@ -5,16 +5,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{
-    AGENT_DISPOSED, AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_LOOP,
-    AgentLoopService, AgentNotice,
+use dsh_agents_seam::{
+    AGENT_DISPOSED, AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED,
+    AGENT_LOOP_SERVICE, AgentLoopService, AgentNotice,
 };
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{EmitEvent, LogLevel, lock};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, InboxSplicedEvent, InboxTarget, Message, Role, TurnOutcome,
 };
-use dsh_session_seam::{SessionBox, SessionExt, open_live};
+use dsh_sessions_seam::{SessionBox, SessionExt, open_live};
 use tokio::sync::oneshot;
 
 use crate::error::AgentError;
@@ -143,7 +143,7 @@ impl Registry {
     /// Cancels agent `id`'s running turn in the loop with `cause`. False when the loop has no
     /// turn registered for it yet (the driver then sees the agent's `aborting` first).
     pub(crate) fn cancel_turn(&self, id: &str, cause: &AbortCause) -> bool {
-        match self.ctx.get::<AgentLoopService>(AGENT_LOOP) {
+        match self.ctx.get::<AgentLoopService>(AGENT_LOOP_SERVICE) {
             Ok(Some(driver)) => driver.cancel(RString::from(id), Json::encode(cause)),
             _ => false,
         }

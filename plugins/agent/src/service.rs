@@ -5,13 +5,13 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents};
+use dsh_agents_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents};
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing,
     InboxTarget, Message, QueueAction, SessionStartSource, SpliceOutcome, TurnOutcome,
 };
-use dsh_session_seam::{CreateSession, SESSIONS, SessionSeed, SessionsService};
+use dsh_sessions_seam::{CreateSession, SESSIONS_SERVICE, SessionSeed, SessionsService};
 use tokio::sync::oneshot;
 
 use crate::driver::wake;
@@ -45,7 +45,7 @@ fn done<T>(result: Result<T, AgentError>) -> RResult<T, RString> {
 impl Service {
     async fn create(&self, options: AgentOptions) -> Result<RString, AgentError> {
         let registry = &self.0;
-        let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS) else {
+        let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(AgentError::NoSessions);
         };
         // Every turn resolves paths against it and the file tools fence writes to it: an agent
@@ -223,7 +223,7 @@ impl Service {
         let registry = &self.0;
         registry.retire(&agent);
         // The session goes with its agent: written out and its lock released.
-        if let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS) {
+        if let Ok(Some(sessions)) = registry.ctx.get::<SessionsService>(SESSIONS_SERVICE) {
             sessions
                 .close(RString::from(agent.as_str()))
                 .await

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{AGENT_SESSION_START, AgentNotice};
-use dsh_approval_seam::{APPROVAL, APPROVAL_REQUEST, Approval, Approval_TO};
+use dsh_agents_seam::{AGENT_SESSION_START, AgentNotice};
+use dsh_approval_seam::{APPROVAL_REQUEST, APPROVAL_SERVICE, Approval, Approval_TO};
 use dsh_plugin_api::Channel;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{
@@ -22,7 +22,7 @@ use dsh_protocol::{
     ApprovalPolicyEvent, ApprovalRequest, ApprovalVerdict, PermissionPreset, PermissionPresetEvent,
     SandboxModeEvent, SessionStartSource,
 };
-use dsh_session_seam::{LatestOf, NewEventRecord, append_or_report, open_live};
+use dsh_sessions_seam::{LatestOf, NewEventRecord, append_or_report, open_live};
 
 /// Config of `approval`.
 #[derive(Deserialize, JsonSchema, Default)]
@@ -145,7 +145,7 @@ pub struct ApprovalPlugin;
 
 impl Plugin for ApprovalPlugin {
     const NAME: &'static str = "approval";
-    const PROVIDES: &'static [&'static str] = &[APPROVAL];
+    const PROVIDES: &'static [&'static str] = &[APPROVAL_SERVICE];
     type Config = ApprovalConfig;
 
     async fn apply(ctx: Context, config: ApprovalConfig) -> Result<(), PluginError> {
@@ -173,7 +173,7 @@ impl Plugin for ApprovalPlugin {
             next_id: AtomicU64::new(1),
         };
         ctx.provide(
-            APPROVAL,
+            APPROVAL_SERVICE,
             Approval_TO::from_value(Handle(Arc::new(service)), TD_Opaque),
         )
     }

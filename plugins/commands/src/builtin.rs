@@ -3,11 +3,11 @@
 //! approval policy, logged as the page's selector logs them).
 
 use abi_stable::std_types::RVec;
-use dsh_agent_seam::{AGENTS, AgentsService};
-use dsh_llm_seam::{LLM, LlmService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
+use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::Context;
 use dsh_protocol::{CommandInvocation, CommandOutcome, CommandSpec, PermissionPreset};
-use dsh_session_seam::{NewEventRecord, open_live};
+use dsh_sessions_seam::{NewEventRecord, open_live};
 
 /// The specs of the built-in commands.
 pub(crate) fn specs() -> Vec<CommandSpec> {
@@ -50,7 +50,7 @@ pub(crate) fn model(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
         );
     };
     let known = ctx
-        .get::<LlmService>(LLM)
+        .get::<LlmService>(LLM_SERVICE)
         .ok()
         .flatten()
         .and_then(|llm| llm.models(provider.into()).into_option())
@@ -66,7 +66,7 @@ pub(crate) fn model(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
         }
         Some(_) => {}
     }
-    let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS) else {
+    let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS_SERVICE) else {
         return CommandOutcome::error("no `agents` service is running");
     };
     match agents

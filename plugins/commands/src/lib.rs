@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_commands_seam::{COMMANDS, COMMANDS_LIST, COMMANDS_RUN, Commands, Commands_TO};
+use dsh_commands_seam::{COMMANDS_LIST, COMMANDS_RUN, COMMANDS_SERVICE, Commands, Commands_TO};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, WaterfallEvent};
 use dsh_protocol::{
     CommandDoneEvent, CommandInvocation, CommandOutcome, CommandRunEvent, CommandSpec, command_line,
 };
-use dsh_session_seam::{NewEventRecord, open_live};
+use dsh_sessions_seam::{NewEventRecord, open_live};
 
 struct Runner {
     ctx: Context,
@@ -121,7 +121,7 @@ pub struct CommandsPlugin;
 
 impl Plugin for CommandsPlugin {
     const NAME: &'static str = "commands";
-    const PROVIDES: &'static [&'static str] = &[COMMANDS];
+    const PROVIDES: &'static [&'static str] = &[COMMANDS_SERVICE];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
@@ -152,7 +152,10 @@ impl Plugin for CommandsPlugin {
                 Ok(Json::encode(&outcome))
             }
         })?;
-        ctx.provide(COMMANDS, Commands_TO::from_value(Handle(runner), TD_Opaque))
+        ctx.provide(
+            COMMANDS_SERVICE,
+            Commands_TO::from_value(Handle(runner), TD_Opaque),
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_commands_seam::{COMMANDS_LIST, COMMANDS_RUN};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
@@ -23,7 +23,7 @@ fn spec() -> CommandSpec {
 }
 
 fn running(ctx: &Context, session: &str) -> bool {
-    let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS) else {
+    let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS_SERVICE) else {
         return false;
     };
     agents.is_running(session)

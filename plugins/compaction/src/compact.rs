@@ -10,7 +10,7 @@ use dsh_protocol::{
     MessageSource, PluginSource, SUMMARY_CLOSE, SUMMARY_PREAMBLE, ShadowedRange, SurfaceOp,
     UserMessageEvent,
 };
-use dsh_session_seam::{NewEventRecord, SessionBox, open_live};
+use dsh_sessions_seam::{NewEventRecord, SessionBox, open_live};
 
 use crate::plan::span;
 use crate::summarize::summarize;

@@ -25,7 +25,7 @@ mod surface;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_REQUEST_ERROR};
+use dsh_agents_seam::{AGENT_PRE_STEP, AGENT_REQUEST_ERROR};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, lock};
 use dsh_protocol::{FailureCode, PreStepDecision, RequestErrorDecision};
@@ -77,7 +77,7 @@ pub struct CompactionPlugin;
 
 impl Plugin for CompactionPlugin {
     const NAME: &'static str = "compaction";
-    const PROVIDES: &'static [&'static str] = &[dsh_context_seam::COMPACTION];
+    const PROVIDES: &'static [&'static str] = &[dsh_compaction_seam::COMPACTION_SERVICE];
     type Config = CompactionConfig;
 
     async fn apply(ctx: Context, config: CompactionConfig) -> Result<(), PluginError> {
@@ -117,7 +117,7 @@ impl Plugin for CompactionPlugin {
         let running: Arc<Mutex<HashSet<String>>> = Arc::default();
         let trackers = Arc::new(surface::Trackers::default());
         let forget = trackers.clone();
-        ctx.on_emit(&dsh_session_seam::SESSION_DISPOSED, move |id| {
+        ctx.on_emit(&dsh_sessions_seam::SESSION_DISPOSED, move |id| {
             forget.forget(id.as_str())
         })?;
         let (before, busy, watched) = (ctx.clone(), running.clone(), trackers.clone());
@@ -128,7 +128,7 @@ impl Plugin for CompactionPlugin {
                 let Ok(proposal) = proposal else {
                     return next.run().await;
                 };
-                let Ok(live) = dsh_session_seam::open_live(&ctx, &proposal.session) else {
+                let Ok(live) = dsh_sessions_seam::open_live(&ctx, &proposal.session) else {
                     return next.run().await;
                 };
                 if let Some(rule) = &pruning {
@@ -178,8 +178,11 @@ impl Plugin for CompactionPlugin {
             trackers: trackers.clone(),
         };
         ctx.provide(
-            dsh_context_seam::COMPACTION,
-            dsh_context_seam::Compaction_TO::from_value(service, abi_stable::sabi_trait::TD_Opaque),
+            dsh_compaction_seam::COMPACTION_SERVICE,
+            dsh_compaction_seam::Compaction_TO::from_value(
+                service,
+                abi_stable::sabi_trait::TD_Opaque,
+            ),
         )?;
         let (after, busy, trackers) = (ctx.clone(), running, trackers);
         ctx.on_waterfall(&AGENT_REQUEST_ERROR, move |next| {
@@ -227,7 +230,7 @@ impl Plugin for CompactionPlugin {
 fn prune_due(
     ctx: &Context,
     trackers: &surface::Trackers,
-    live: &dsh_session_seam::SessionBox,
+    live: &dsh_sessions_seam::SessionBox,
     rule: &prune::Pruning,
 ) {
     let due = trackers.prunable(live, rule);

@@ -8,7 +8,7 @@
 use abi_stable::std_types::{ROption, RVec};
 use dsh_plugin_api::Serialize;
 use dsh_protocol::{ContentBlock, ShadowedRange, SurfaceOp};
-use dsh_session_seam::{NewEventRecord, SessionBox};
+use dsh_sessions_seam::{NewEventRecord, SessionBox};
 use serde_json::Value;
 
 use crate::plan::{Node, NodeKind};

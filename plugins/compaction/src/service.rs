@@ -5,11 +5,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{ROption, RResult, RString};
-use dsh_context_seam::Compaction;
+use dsh_compaction_seam::Compaction;
 use dsh_plugin_api::async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json};
 use dsh_protocol::TokenMeter;
-use dsh_session_seam::open_live;
+use dsh_sessions_seam::open_live;
 
 use crate::command::compact_now;
 use crate::compact::Settings;

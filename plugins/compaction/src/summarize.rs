@@ -4,7 +4,7 @@
 //! history to the log (the instruction after it is the one message it may add); nothing of it
 //! enters the history but its answer, logged as `compaction/summary`.
 
-use dsh_llm_seam::{LLM, LlmService};
+use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::{Context, Json};
 use dsh_protocol::{
     ContentBlock, FinishReason, GenerateRequest, LlmCallConfig, Message, MessageSource, Purpose,
@@ -59,7 +59,7 @@ pub(crate) async fn summarize(
     focus: Option<&str>,
 ) -> Result<Summary, SummaryError> {
     let header = header.ok_or(SummaryError::NoHeader)?;
-    let Ok(Some(llm)) = ctx.get::<LlmService>(LLM) else {
+    let Ok(Some(llm)) = ctx.get::<LlmService>(LLM_SERVICE) else {
         return Err(SummaryError::NoModel);
     };
     let mut config = header.config.clone();

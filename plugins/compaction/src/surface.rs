@@ -13,7 +13,7 @@ use dsh_protocol::{
     AssistantChunkEvent, Message, RequestContextEvent, RequestHeader, RequestHeaderEvent,
     StreamChunk, SurfaceOp, TokenMeter,
 };
-use dsh_session_seam::{EventRecord, SessionBox};
+use dsh_sessions_seam::{EventRecord, SessionBox};
 
 use crate::plan::{Node, NodeKind, estimate};
 

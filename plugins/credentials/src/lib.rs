@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_credentials_seam::{CREDENTIALS, Credentials, Credentials_TO, valid_name};
+use dsh_credentials_seam::{CREDENTIALS_SERVICE, Credentials, Credentials_TO, valid_name};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 
@@ -153,7 +153,7 @@ pub struct CredentialsPlugin;
 
 impl Plugin for CredentialsPlugin {
     const NAME: &'static str = "credentials";
-    const PROVIDES: &'static [&'static str] = &[CREDENTIALS];
+    const PROVIDES: &'static [&'static str] = &[CREDENTIALS_SERVICE];
     type Config = CredentialsConfig;
 
     async fn apply(ctx: Context, config: CredentialsConfig) -> Result<(), PluginError> {
@@ -168,7 +168,10 @@ impl Plugin for CredentialsPlugin {
             path,
             secrets: Arc::new(Mutex::new(secrets)),
         };
-        ctx.provide(CREDENTIALS, Credentials_TO::from_value(store, TD_Opaque))
+        ctx.provide(
+            CREDENTIALS_SERVICE,
+            Credentials_TO::from_value(store, TD_Opaque),
+        )
     }
 }
 

@@ -19,13 +19,13 @@ mod settle;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentsService};
+use dsh_agents_seam::{AGENT_LOOP_SERVICE, AGENTS_SERVICE, AgentsService};
 use dsh_plugin_api::cancel::first_of;
-use dsh_plugin_api::io::control::{HOST_CONTROL, HOST_STOPPING, HostControlService};
+use dsh_plugin_api::io::control::{HOST_SERVICE, HOST_STOPPING, HostControlService};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{CmdlineArgs, lock};
+use dsh_plugin_api::{CMDLINE_SERVICE, CmdlineArgs, lock};
 use dsh_protocol::AbortCause;
-use dsh_session_seam::{SESSION_EVENT, SESSIONS, SessionsService};
+use dsh_sessions_seam::{SESSION_EVENT, SESSIONS_SERVICE, SessionsService};
 
 use crate::args::{Parsed, USAGE};
 use crate::output::{err, out, print_event};
@@ -46,12 +46,12 @@ impl Plugin for HeadlessPlugin {
     const NAME: &'static str = "headless";
     // The agents registry and the loop are reached when used, so a reload of either does not
     // take the run down with it.
-    const INJECT: &'static [&'static str] = &["cmdline", SESSIONS, HOST_CONTROL];
-    const OPTIONAL: &'static [&'static str] = &[AGENTS, AGENT_LOOP];
+    const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, SESSIONS_SERVICE, HOST_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[AGENTS_SERVICE, AGENT_LOOP_SERVICE];
     type Config = HeadlessConfig;
 
     async fn apply(ctx: Context, config: HeadlessConfig) -> Result<(), PluginError> {
-        let cmdline = ctx.inject::<CmdlineArgs>("cmdline")?;
+        let cmdline = ctx.inject::<CmdlineArgs>(CMDLINE_SERVICE)?;
         let args: Vec<String> = cmdline.args.iter().map(|arg| arg.to_string()).collect();
         let current: Arc<Mutex<Current>> = Arc::default();
         let printer = current.clone();
@@ -66,8 +66,8 @@ impl Plugin for HeadlessPlugin {
             }
         })?;
         let runner = Arc::new(Runner {
-            sessions: ctx.inject::<SessionsService>(SESSIONS)?,
-            host: ctx.inject::<HostControlService>(HOST_CONTROL)?,
+            sessions: ctx.inject::<SessionsService>(SESSIONS_SERVICE)?,
+            host: ctx.inject::<HostControlService>(HOST_SERVICE)?,
             config_model: config.model,
             current: current.clone(),
             ctx: ctx.clone(),
@@ -112,7 +112,7 @@ impl Plugin for HeadlessPlugin {
             };
             err("dsh: the headless runner was unloaded before its run ended");
             if let Some(session) = session
-                && let Ok(Some(agents)) = unloaded.ctx.get::<AgentsService>(AGENTS)
+                && let Ok(Some(agents)) = unloaded.ctx.get::<AgentsService>(AGENTS_SERVICE)
             {
                 let cause = Json::encode(&AbortCause::Disposed);
                 let _ = agents.cancel(session.as_str().into(), cause, false);

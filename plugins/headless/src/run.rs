@@ -7,15 +7,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abi_stable::std_types::{RSome, RString, RVec};
-use dsh_agent_seam::{AGENT_LOOP, AGENTS, AgentLoopService, AgentsExt, AgentsService, TurnRequest};
+use dsh_agents_seam::{
+    AGENT_LOOP_SERVICE, AGENTS_SERVICE, AgentLoopService, AgentsExt, AgentsService, TurnRequest,
+};
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::control::HostControlService;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{
     AbortCause, AgentOptions, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
 };
-use dsh_session_seam::{CreateSession, SessionsService};
-use dsh_trust_seam::{TRUST, TrustService};
+use dsh_sessions_seam::{CreateSession, SessionsService};
+use dsh_trust_seam::{TRUST_SERVICE, TrustService};
 
 use crate::args::{self, Args, Output, UsageError};
 use crate::output::{err, exit_code, out, print_event, print_result};
@@ -241,7 +243,7 @@ impl Runner {
             provider,
             model,
         };
-        let agents = match self.ctx.get::<AgentsService>(AGENTS) {
+        let agents = match self.ctx.get::<AgentsService>(AGENTS_SERVICE) {
             Ok(Some(agents)) => Some(agents),
             _ => None,
         };
@@ -273,7 +275,7 @@ impl Runner {
     /// Trusts the project of `cwd` for this run when asked (its MCP servers have started when
     /// this returns); otherwise says on stderr what of the project's own waits for trust.
     async fn trust_project(&self, cwd: &std::path::Path, trust: bool) {
-        let Ok(Some(service)) = self.ctx.get::<TrustService>(TRUST) else {
+        let Ok(Some(service)) = self.ctx.get::<TrustService>(TRUST_SERVICE) else {
             return;
         };
         let cwd = RString::from(cwd.to_string_lossy().as_ref());
@@ -368,7 +370,7 @@ impl Runner {
             // The task is a followup: queued on next-turn (logged), it wakes the idle agent,
             // whose driver runs the turn that claims it.
             true => {
-                let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+                let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
                     err("dsh: the `agents` registry went away");
                     return Err(1);
                 };
@@ -385,7 +387,7 @@ impl Runner {
             }
             // Without an agent registry the turn takes the task directly.
             false => {
-                let Ok(Some(driver)) = self.ctx.get::<AgentLoopService>(AGENT_LOOP) else {
+                let Ok(Some(driver)) = self.ctx.get::<AgentLoopService>(AGENT_LOOP_SERVICE) else {
                     err("dsh: neither an `agents` nor an `agent_loop` service is mounted");
                     return Err(1);
                 };

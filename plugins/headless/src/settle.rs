@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use dsh_agent_seam::{AGENTS, AgentsService};
-use dsh_jobs_seam::{JOBS, JobsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
+use dsh_jobs_seam::{JOBS_SERVICE, JobsService};
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::{Json, Service};
 use dsh_protocol::{AbortCause, ChildStatus, TurnEndReason, TurnOutcome};
-use dsh_subagent_seam::{SUBAGENTS, SubagentsService};
+use dsh_subagents_seam::{SUBAGENTS_SERVICE, SubagentsService};
 
 use crate::run::{CHILDREN_STOP, Runner};
 
@@ -25,7 +25,7 @@ impl Runner {
         stopped: &Arc<CancelFlag>,
     ) -> Result<Option<TurnOutcome>, String> {
         loop {
-            let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+            let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
                 return Err("the `agents` registry went away".to_owned());
             };
             // The registry is not held while waiting: if its row unloads, the wait ends.
@@ -35,7 +35,7 @@ impl Runner {
             let idle = match first_of(idle.as_mut(), stopped.wait()).await {
                 Either::Left(idle) => idle,
                 Either::Right(()) => {
-                    if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) {
+                    if let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) {
                         let cause = Json::encode(&self.cause());
                         let _ = agents.cancel(id.into(), cause, false);
                     }
@@ -48,8 +48,12 @@ impl Runner {
                 .decode()
                 .ok()
                 .flatten();
-            let tree = self.ctx.get::<SubagentsService>(SUBAGENTS).ok().flatten();
-            let jobs = self.ctx.get::<JobsService>(JOBS).ok().flatten();
+            let tree = self
+                .ctx
+                .get::<SubagentsService>(SUBAGENTS_SERVICE)
+                .ok()
+                .flatten();
+            let jobs = self.ctx.get::<JobsService>(JOBS_SERVICE).ok().flatten();
             let descendants = tree
                 .as_ref()
                 .map(|tree| tree.children(id.into(), true).decode().unwrap_or_default())
@@ -123,7 +127,9 @@ impl Runner {
         last: Option<TurnOutcome>,
     ) -> TurnOutcome {
         let cause = self.cause();
-        if let (Some(tree), Ok(Some(agents))) = (&tree, self.ctx.get::<AgentsService>(AGENTS)) {
+        if let (Some(tree), Ok(Some(agents))) =
+            (&tree, self.ctx.get::<AgentsService>(AGENTS_SERVICE))
+        {
             for child in tree.children(id.into(), true).decode().unwrap_or_default() {
                 if child.status == ChildStatus::Running {
                     let _ = agents.cancel(

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use dsh_plugin_api::{Context, LogLevel, Service};
 use dsh_protocol::{ContentBlock, Message, MessageSource, PluginSource};
 use dsh_sandbox_seam::SandboxService;
-use dsh_session_seam::{NewEventRecord, append_or_report};
+use dsh_sessions_seam::{NewEventRecord, append_or_report};
 use tokio::sync::watch;
 
 use crate::config::{Format, Point};

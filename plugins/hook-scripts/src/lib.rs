@@ -31,13 +31,13 @@ mod run;
 
 use std::sync::Arc;
 
-use dsh_agent_seam::{
+use dsh_agents_seam::{
     AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AGENT_SESSION_START, AGENT_TURN_STOPPING, AgentNotice,
 };
 use dsh_plugin_api::io::watch::{FS_WATCH_SERVICE, FsWatchService};
 use dsh_plugin_api::prelude::*;
-use dsh_sandbox_seam::{SANDBOX, SandboxService};
-use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
+use dsh_subagents_seam::{SUBAGENT_END, SUBAGENT_START};
 use dsh_tools_seam::{ResultView, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT};
 use dsh_trust_seam::TRUST_CHANGED;
 
@@ -95,7 +95,7 @@ pub struct HookScripts;
 
 impl Plugin for HookScripts {
     const NAME: &'static str = "hook-scripts";
-    const INJECT: &'static [&'static str] = &[SANDBOX];
+    const INJECT: &'static [&'static str] = &[SANDBOX_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
     type Config = HookScriptsConfig;
 
@@ -106,7 +106,7 @@ impl Plugin for HookScripts {
                 "defaultTimeoutMs and stderrSummaryMaxChars must be at least 1",
             ));
         }
-        let sandbox = ctx.inject::<SandboxService>(SANDBOX)?;
+        let sandbox = ctx.inject::<SandboxService>(SANDBOX_SERVICE)?;
         let files = config
             .files
             .unwrap_or_else(|| config.format.default_files());

@@ -13,7 +13,7 @@
 //! - `SubagentStart` on `subagent/start` (context for the child's first prompt, as for
 //!   SessionStart) and `SubagentStop` on `subagent/end` (observed only), Claude Code's.
 
-use dsh_agent_seam::{AGENTS, AgentNotice, AgentsExt, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentNotice, AgentsExt, AgentsService};
 use dsh_plugin_api::{Json, Next, RArc};
 use dsh_plugin_api::{PluginError, lock};
 use dsh_protocol::{
@@ -56,7 +56,7 @@ impl Bridge {
     }
 
     fn agents(&self) -> Option<dsh_plugin_api::Service<AgentsService>> {
-        self.ctx.get::<AgentsService>(AGENTS).ok().flatten()
+        self.ctx.get::<AgentsService>(AGENTS_SERVICE).ok().flatten()
     }
 
     /// The working directory of agent `session`, as the registry lists it.

@@ -18,12 +18,12 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AgentNotice};
-use dsh_jobs_seam::{JOBS, JobControlBox, Jobs, Jobs_TO};
+use dsh_agents_seam::{AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AgentNotice};
+use dsh_jobs_seam::{JOBS_SERVICE, JobControlBox, Jobs, Jobs_TO};
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{JobEnd, JobStart, JobStatus, JobSummary, MessageSource, PromptDecision};
-use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
 
 use crate::registry::Registry;
 use crate::tools::{JobTool, JobToolImpl, Waits};
@@ -121,8 +121,8 @@ pub struct JobsPlugin;
 
 impl Plugin for JobsPlugin {
     const NAME: &'static str = "jobs";
-    const INJECT: &'static [&'static str] = &[TOOLS];
-    const PROVIDES: &'static [&'static str] = &[JOBS];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[JOBS_SERVICE];
     type Config = JobsConfig;
 
     async fn apply(ctx: Context, config: JobsConfig) -> Result<(), PluginError> {
@@ -135,7 +135,7 @@ impl Plugin for JobsPlugin {
                 ),
             ));
         }
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let registry = Arc::new(Registry::new(
             ctx.clone(),
             config.max_consecutive_wakes,
@@ -174,7 +174,7 @@ impl Plugin for JobsPlugin {
             gone.forget_session(&notice.agent);
         })?;
         ctx.provide(
-            JOBS,
+            JOBS_SERVICE,
             Jobs_TO::from_value(Service(registry.clone()), TD_Opaque),
         )?;
         let waits = Waits {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_jobs_seam::{JOBS_CHANGED, JobControlBox};
 use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::{Channel, Context, EmitEvent, LogLevel, lock};
@@ -109,7 +109,7 @@ impl Registry {
     pub(crate) fn release_deferred(&self, session: &str) -> usize {
         let held = lock(&self.deferred).remove(session).unwrap_or_default();
         lock(&self.wakes).remove(session);
-        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
             return 0;
         };
         let mut sent = 0;
@@ -442,7 +442,7 @@ impl Registry {
     /// turn of its own (unless it was woken `max_wakes` times since a person last wrote: then
     /// the notice is held back for the turn the person opens).
     fn tell_owner(&self, job: &Job) {
-        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
             return;
         };
         let status_line = {

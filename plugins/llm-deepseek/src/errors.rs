@@ -2,7 +2,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use dsh_llm_core::{is_context_window_exceeded, is_quota_exceeded};
+use dsh_llm_kit::{is_context_window_exceeded, is_quota_exceeded};
 use dsh_protocol::{FailureCode, LlmFailure};
 use serde_json::Value;
 

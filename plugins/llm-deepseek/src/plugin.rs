@@ -20,7 +20,7 @@ use dsh_plugin_api::io::http::{HttpBodyBox, HttpErrorKind, HttpHeader, HttpReque
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, StreamChunk};
 
-use dsh_credentials_seam::{CREDENTIALS, CredentialsService};
+use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 
 use crate::{
     AdapterConfig, AdapterSettings, BASE_URL_ENV, Budget, HeaderIds, ResponseStream, build_request,
@@ -73,7 +73,7 @@ impl DeepSeek {
         let mut request = request.decode().map_err(bad)?;
         request.messages = read_history(history).map_err(bad)?;
         let name = &self.config.api_key_env;
-        let stored = match self.ctx.get::<CredentialsService>(CREDENTIALS) {
+        let stored = match self.ctx.get::<CredentialsService>(CREDENTIALS_SERVICE) {
             Ok(Some(credentials)) => credentials.get(RString::from(name.as_str())).into_option(),
             _ => None,
         };

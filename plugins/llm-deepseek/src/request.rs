@@ -1,6 +1,6 @@
 //! Building the HTTP request for one model call: URL, headers and body.
 
-use dsh_llm_core::offload_request_images;
+use dsh_llm_kit::offload_request_images;
 use dsh_protocol::{
     FailureCode, GenerateRequest, LlmFailure, Modality, Purpose, content_has_image,
 };

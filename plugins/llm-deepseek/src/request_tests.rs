@@ -399,10 +399,7 @@ fn oldest_images_are_offloaded_to_fit_the_budget() {
     config.max_request_image_bytes = 4;
     let wire = build_request_with_images(&config, &call, "sk", &ids(), &read_three).unwrap();
     let content = &serde_json::to_value(&wire.body).unwrap()["messages"][0]["content"];
-    assert_eq!(
-        content[0]["text"],
-        json!(dsh_llm_core::OFFLOADED_IMAGE_TEXT)
-    );
+    assert_eq!(content[0]["text"], json!(dsh_llm_kit::OFFLOADED_IMAGE_TEXT));
     assert_eq!(content[1]["type"], "image_url");
 }
 

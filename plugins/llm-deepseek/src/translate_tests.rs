@@ -1,6 +1,6 @@
 //! Captured-style SSE transcripts through the decoder and translator, read at every split.
 
-use dsh_llm_core::BlockAssembler;
+use dsh_llm_kit::BlockAssembler;
 use dsh_protocol::{ContentBlock, FailureCode, FinishReason, LlmFailure, StreamChunk};
 use serde_json::{Value, json};
 

@@ -86,7 +86,7 @@ impl Plugin for ReplayPlugin {
         );
         let scripts = Arc::new(scripts);
         let creations = scripts.clone();
-        ctx.on_emit(&dsh_session_seam::SESSION_CREATED, move |id| {
+        ctx.on_emit(&dsh_sessions_seam::SESSION_CREATED, move |id| {
             creations.session_created(id.as_str())
         })?;
         // Tells a runner that mounted this row that the replay is in place.

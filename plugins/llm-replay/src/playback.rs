@@ -10,7 +10,7 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_llm_seam::{ChunkStream, ChunkStream_TO, NextChunk, StreamOutcome};
 use dsh_plugin_api::{Context, Json, lock};
 use dsh_protocol::{FailureCode, GenerateRequest, LlmFailure, StreamChunk};
-use dsh_session_seam::SessionBox;
+use dsh_sessions_seam::SessionBox;
 
 use crate::entry::Entry;
 use crate::failure;

@@ -11,10 +11,10 @@ mod policy;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use dsh_agent_seam::AGENT_REQUEST_ERROR;
+use dsh_agents_seam::AGENT_REQUEST_ERROR;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{LlmRetryEvent, LlmRetryStartedEvent, RequestErrorDecision, RequestFailure};
-use dsh_session_seam::{NewEventRecord, append_or_report};
+use dsh_sessions_seam::{NewEventRecord, append_or_report};
 
 use crate::policy::{Policy, is_transient};
 

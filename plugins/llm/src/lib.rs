@@ -13,14 +13,14 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_llm_seam::{
-    AdapterBox, History, History_TO, HistoryBox, LLM, LLM_ADAPTERS_UPDATED, LLM_STREAM, Llm,
-    Llm_TO, Registration, Registration_TO, RegistrationBox, StreamCall, StreamOutcome,
+    AdapterBox, History, History_TO, HistoryBox, LLM_ADAPTERS_UPDATED, LLM_SERVICE, LLM_STREAM,
+    Llm, Llm_TO, Registration, Registration_TO, RegistrationBox, StreamCall, StreamOutcome,
 };
 use dsh_plugin_api::Json;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent};
 use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, Message};
-use dsh_session_seam::{DerivedViewBox, SessionBox};
+use dsh_sessions_seam::{DerivedViewBox, SessionBox};
 
 /// A failure as it crosses the seam.
 fn failure(code: FailureCode, message: impl Into<String>) -> Json<LlmFailure> {
@@ -257,7 +257,7 @@ pub struct LlmPlugin;
 
 impl Plugin for LlmPlugin {
     const NAME: &'static str = "llm";
-    const PROVIDES: &'static [&'static str] = &[LLM];
+    const PROVIDES: &'static [&'static str] = &[LLM_SERVICE];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
@@ -267,7 +267,10 @@ impl Plugin for LlmPlugin {
             stream: ctx.channel(&LLM_STREAM)?,
             updated: ctx.channel(&LLM_ADAPTERS_UPDATED)?,
         });
-        ctx.provide(LLM, Llm_TO::from_value(Service(registry), TD_Opaque))
+        ctx.provide(
+            LLM_SERVICE,
+            Llm_TO::from_value(Service(registry), TD_Opaque),
+        )
     }
 }
 

@@ -36,8 +36,8 @@ use std::time::Duration;
 use dsh_plugin_api::cancel::first_of;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, lock};
-use dsh_sandbox_seam::{SANDBOX_PIPED, SandboxPipedService};
-use dsh_tools_seam::{TOOLS, ToolsService};
+use dsh_sandbox_seam::{SANDBOX_PIPED_SERVICE, SandboxPipedService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService};
 use dsh_trust_seam::{TRUST_CHANGED, is_trusted};
 
 pub use crate::config::ServerEntry;
@@ -214,12 +214,12 @@ pub struct McpPlugin;
 
 impl Plugin for McpPlugin {
     const NAME: &'static str = "mcp";
-    const INJECT: &'static [&'static str] = &[TOOLS, SANDBOX_PIPED];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_PIPED_SERVICE];
     type Config = McpConfig;
 
     async fn apply(ctx: Context, config: McpConfig) -> Result<(), PluginError> {
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
-        let sandbox = ctx.inject::<SandboxPipedService>(SANDBOX_PIPED)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
+        let sandbox = ctx.inject::<SandboxPipedService>(SANDBOX_PIPED_SERVICE)?;
         let workspace = workspace(&config);
         let project =
             (!config.project_file.is_empty()).then(|| workspace.join(&config.project_file));

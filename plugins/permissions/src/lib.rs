@@ -21,7 +21,7 @@ use std::sync::Arc;
 use dsh_plugin_api::LogLevel;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::PreDecision;
-use dsh_tools_seam::{TOOLS, TOOLS_PRE_EXECUTE};
+use dsh_tools_seam::{TOOLS_PRE_EXECUTE, TOOLS_SERVICE};
 use dsh_trust_seam::is_trusted;
 
 use crate::policy::{Rules, Verdict, judge};
@@ -46,7 +46,7 @@ pub struct PermissionsPlugin;
 
 impl Plugin for PermissionsPlugin {
     const NAME: &'static str = "permissions";
-    const INJECT: &'static [&'static str] = &[TOOLS];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
     type Config = PermissionsConfig;
 
     async fn apply(ctx: Context, config: PermissionsConfig) -> Result<(), PluginError> {

@@ -13,7 +13,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_approval_seam::{APPROVAL, ApprovalService};
+use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{ApprovalOutcome, ApprovalRequest, PreDecision, SandboxMode, SandboxPolicy};
 use dsh_tools_seam::TOOLS_PRE_EXECUTE;
@@ -134,7 +134,7 @@ async fn ask(
     tool: &str,
     reason: String,
 ) -> ApprovalOutcome {
-    let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL) else {
+    let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL_SERVICE) else {
         return ApprovalOutcome::Unavailable;
     };
     let ask = ApprovalRequest {

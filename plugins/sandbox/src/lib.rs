@@ -33,7 +33,7 @@ use dsh_plugin_api::io::subprocess::{SUBPROCESS_SERVICE, SpawnRequest, Subproces
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, Service};
 use dsh_protocol::SandboxMode;
-use dsh_sandbox_seam::{SANDBOX, SANDBOX_PIPED, Sandbox_TO, SandboxPiped_TO};
+use dsh_sandbox_seam::{SANDBOX_PIPED_SERVICE, SANDBOX_SERVICE, Sandbox_TO, SandboxPiped_TO};
 
 use crate::service::{Backend, Handle, SandboxImpl, Settings};
 
@@ -243,7 +243,7 @@ pub struct SandboxPlugin;
 impl Plugin for SandboxPlugin {
     const NAME: &'static str = "sandbox";
     const INJECT: &'static [&'static str] = &[SUBPROCESS_SERVICE];
-    const PROVIDES: &'static [&'static str] = &[SANDBOX, SANDBOX_PIPED];
+    const PROVIDES: &'static [&'static str] = &[SANDBOX_SERVICE, SANDBOX_PIPED_SERVICE];
     type Config = SandboxConfig;
 
     async fn apply(ctx: Context, config: SandboxConfig) -> Result<(), PluginError> {
@@ -319,12 +319,12 @@ impl Plugin for SandboxPlugin {
         ));
         escalation::listen(&ctx, service.clone())?;
         ctx.provide(
-            SANDBOX,
+            SANDBOX_SERVICE,
             Sandbox_TO::from_value(Handle(service.clone()), TD_Opaque),
         )?;
         // Long-lived stdio peers (MCP servers): the same policy, stdin kept open.
         ctx.provide(
-            SANDBOX_PIPED,
+            SANDBOX_PIPED_SERVICE,
             SandboxPiped_TO::from_value(Handle(service), TD_Opaque),
         )
     }

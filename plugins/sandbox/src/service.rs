@@ -14,9 +14,9 @@ use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
 use dsh_sandbox_seam::{Sandbox, SandboxPiped};
-use dsh_session_seam::{LatestOf, open_live};
+use dsh_sessions_seam::{LatestOf, open_live};
 
-use dsh_credentials_seam::{CREDENTIALS, CredentialsService};
+use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 
 use crate::bwrap::{self, Mounts};
 use crate::env::{LOADER_VARS, is_loader_var, matches, secret_names};
@@ -254,7 +254,7 @@ impl SandboxImpl {
     /// variable of the host's environment that carries one is removed whatever its name.
     fn known_secrets(&self) -> Vec<String> {
         let mut known = Vec::new();
-        if let Ok(Some(store)) = self.ctx.get::<CredentialsService>(CREDENTIALS) {
+        if let Ok(Some(store)) = self.ctx.get::<CredentialsService>(CREDENTIALS_SERVICE) {
             known.extend(
                 store
                     .names()

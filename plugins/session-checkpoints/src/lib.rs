@@ -17,10 +17,10 @@
 //! still writes everything a moment later.
 
 use abi_stable::std_types::{RArc, RSome, RString};
-use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_REQUEST};
+use dsh_agents_seam::{AGENT_PRE_STEP, AGENT_REQUEST};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, LogLevel, ParallelEvent};
-use dsh_session_seam::{FlushRequest, SESSION_FLUSH};
+use dsh_sessions_seam::{FlushRequest, SESSION_FLUSH};
 use dsh_tools_seam::TOOLS_EXECUTE;
 
 /// A checkpoint that could not be made durable.

@@ -17,7 +17,7 @@ mod watch;
 
 use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;
 use dsh_plugin_api::prelude::*;
-use dsh_session_seam::{SESSION_FLUSH, SESSION_PERSISTENCE, SessionStore_TO};
+use dsh_sessions_seam::{SESSION_FLUSH, SESSION_PERSISTENCE_SERVICE, SessionStore_TO};
 
 use crate::store::Store;
 
@@ -58,7 +58,7 @@ pub struct PersistencePlugin;
 
 impl Plugin for PersistencePlugin {
     const NAME: &'static str = "session-persistence-jsonl";
-    const PROVIDES: &'static [&'static str] = &[SESSION_PERSISTENCE];
+    const PROVIDES: &'static [&'static str] = &[SESSION_PERSISTENCE_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
     type Config = Config;
 
@@ -93,7 +93,7 @@ impl Plugin for PersistencePlugin {
             on_dispose.release_all();
         })?;
         ctx.provide(
-            SESSION_PERSISTENCE,
+            SESSION_PERSISTENCE_SERVICE,
             SessionStore_TO::from_value(store, abi_stable::sabi_trait::TD_Opaque),
         )
     }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use dsh_protocol::SessionSummary;
 use dsh_session_jsonl::{Encoding, list_sessions};
-use dsh_session_seam::{SessionError, SessionErrorKind};
+use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
 use crate::store::TITLE_FILE;
 

@@ -16,7 +16,7 @@ use dsh_session_jsonl::{
     read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
-use dsh_session_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
+use dsh_sessions_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
 
 use crate::Config;
 use crate::lock::{LockError, SessionLock, acquire};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use abi_stable::std_types::RString;
 use dsh_plugin_api::io::watch::{FS_WATCH_SERVICE, FsWatchService};
 use dsh_plugin_api::{Context, LogLevel};
-use dsh_session_seam::SESSION_STORE_CHANGED;
+use dsh_sessions_seam::SESSION_STORE_CHANGED;
 
 use crate::store::Store;
 

@@ -17,7 +17,7 @@ use abi_stable::std_types::RString;
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{ContentBlock, MessageSource, SessionTitleEvent, TitleSource, UserMessageEvent};
-use dsh_session_seam::{
+use dsh_sessions_seam::{
     EventRecord, NewEventRecord, SESSION_DISPOSED, SESSION_EVENT, append_or_report, open_live,
 };
 

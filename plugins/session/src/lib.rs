@@ -12,7 +12,7 @@ mod live;
 mod registry;
 
 use dsh_plugin_api::prelude::*;
-use dsh_session_seam::{SESSION_PERSISTENCE, SESSIONS, Sessions_TO};
+use dsh_sessions_seam::{SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, Sessions_TO};
 
 use crate::registry::Registry;
 
@@ -20,14 +20,14 @@ pub struct SessionPlugin;
 
 impl Plugin for SessionPlugin {
     const NAME: &'static str = "session";
-    const PROVIDES: &'static [&'static str] = &[SESSIONS];
-    const OPTIONAL: &'static [&'static str] = &[SESSION_PERSISTENCE];
+    const PROVIDES: &'static [&'static str] = &[SESSIONS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[SESSION_PERSISTENCE_SERVICE];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
         let registry = Registry::new(ctx.clone());
         ctx.provide(
-            SESSIONS,
+            SESSIONS_SERVICE,
             Sessions_TO::from_value(registry, abi_stable::sabi_trait::TD_Opaque),
         )
     }

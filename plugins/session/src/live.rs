@@ -12,7 +12,7 @@ use dsh_plugin_api::{Channel, EmitEvent, ParallelEvent, Service};
 use dsh_session_log::{
     DerivedMessages, NewEvent, SessionEvent, SessionLog, SurfaceOp, parse_lossless,
 };
-use dsh_session_seam::{
+use dsh_sessions_seam::{
     DerivedView, DerivedView_TO, DerivedViewBox, EventRecord, FlushRequest, NewEventRecord,
     Session, SessionError, SessionErrorKind, SessionStoreService,
 };

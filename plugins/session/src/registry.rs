@@ -10,9 +10,9 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
 use dsh_session_jsonl::SessionHeader;
 use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, TypeRequirement, fork};
-use dsh_session_seam::{
+use dsh_sessions_seam::{
     CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
-    SESSION_PERSISTENCE, Session_TO, SessionBox, SessionError, SessionErrorKind,
+    SESSION_PERSISTENCE_SERVICE, Session_TO, SessionBox, SessionError, SessionErrorKind,
     SessionStoreService, Sessions,
 };
 
@@ -102,7 +102,7 @@ impl Inner {
             on_flush: self.ctx.channel(&SESSION_FLUSH).map_err(setup)?,
             store: self
                 .ctx
-                .get::<SessionStoreService>(SESSION_PERSISTENCE)
+                .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
                 .map_err(setup)?,
         }))
     }
@@ -254,7 +254,7 @@ impl Inner {
     ) -> Result<SessionBox, SessionError> {
         self.create(CreateSession {
             id: child.map(RString::from).into(),
-            seed: abi_stable::std_types::RSome(dsh_session_seam::SessionSeed {
+            seed: abi_stable::std_types::RSome(dsh_sessions_seam::SessionSeed {
                 source: RString::from(source),
                 prefix_len,
             }),

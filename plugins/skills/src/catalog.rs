@@ -16,7 +16,7 @@ use dsh_plugin_api::serde::{Deserialize, Serialize};
 use dsh_protocol::{
     CompactionSummaryEvent, MessageSource, PromptContext, PromptRequest, UserMessageEvent,
 };
-use dsh_session_seam::SessionBox;
+use dsh_sessions_seam::SessionBox;
 
 use crate::discover::Discovery;
 

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_commands_seam::{COMMANDS_LIST, COMMANDS_RUN};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, lock};
@@ -35,7 +35,7 @@ struct Runner {
 
 impl Runner {
     fn agents(&self) -> Vec<AgentSummary> {
-        match self.ctx.get::<AgentsService>(AGENTS) {
+        match self.ctx.get::<AgentsService>(AGENTS_SERVICE) {
             Ok(Some(agents)) => agents.list().decode().unwrap_or_default(),
             _ => Vec::new(),
         }
@@ -105,7 +105,7 @@ impl Runner {
                 call.name
             ));
         }
-        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS) else {
+        let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
             return CommandOutcome::error("no agents service to run the skill in");
         };
         let text = match content(&self.library, &agent.cwd, &call.name, false).await {

@@ -28,10 +28,10 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;
 use dsh_plugin_api::prelude::*;
-use dsh_prompt_seam::SYSTEM_PROMPT_CONTEXTS;
 use dsh_protocol::{PromptContext, PromptRequest};
-use dsh_session_seam::{SESSION_DISPOSED, open_live};
-use dsh_tools_seam::{ResultView, TOOLS, TOOLS_RESULT, Tool_TO, ToolsService};
+use dsh_sessions_seam::{SESSION_DISPOSED, open_live};
+use dsh_system_prompt_seam::SYSTEM_PROMPT_CONTEXTS;
+use dsh_tools_seam::{ResultView, TOOLS_RESULT, TOOLS_SERVICE, Tool_TO, ToolsService};
 
 use crate::catalog::{Catalogs, entries};
 use crate::discover::SharedRoots;
@@ -143,7 +143,7 @@ pub struct SkillsPlugin;
 
 impl Plugin for SkillsPlugin {
     const NAME: &'static str = "skills";
-    const INJECT: &'static [&'static str] = &[TOOLS];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
     type Config = SkillsConfig;
 
@@ -155,7 +155,7 @@ impl Plugin for SkillsPlugin {
                 path: abi_stable::std_types::RSome("$.catalogDescriptionMaxLength".into()),
             });
         }
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let followed = config.watch
             && matches!(
                 ctx.get::<dsh_plugin_api::io::watch::FsWatchService>(FS_WATCH_SERVICE),

@@ -35,7 +35,7 @@ use abi_stable::std_types::{RBox, RString};
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedSubprocessService};
 use dsh_plugin_api::prelude::*;
-use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
 
 use crate::config::Permissions;
 pub use crate::config::{Product, ProductConfig};
@@ -46,7 +46,7 @@ pub struct SubagentProductPlugin;
 
 impl Plugin for SubagentProductPlugin {
     const NAME: &'static str = "subagent-product";
-    const INJECT: &'static [&'static str] = &[TOOLS, PIPED_SUBPROCESS_SERVICE];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, PIPED_SUBPROCESS_SERVICE];
     type Config = ProductConfig;
 
     async fn apply(ctx: Context, config: ProductConfig) -> Result<(), PluginError> {
@@ -58,7 +58,7 @@ impl Plugin for SubagentProductPlugin {
                 "`toolName` and `command` must not be empty".to_owned(),
             ));
         }
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let launcher = ctx.inject::<PipedSubprocessService>(PIPED_SUBPROCESS_SERVICE)?;
         let runner = Arc::new(Runner {
             ctx: ctx.clone(),

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_jobs_seam::{JOBS, JobControl, JobControl_TO, JobsService};
+use dsh_jobs_seam::{JOBS_SERVICE, JobControl, JobControl_TO, JobsService};
 use dsh_plugin_api::cancel::{CancelBox, CancelFlag, first_of};
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{
     Concurrency, ContentBlock, DelegateArgs, JobEnd, JobOutputMode, JobStart, JobStatus,
     OutcomeSummary, SandboxMode, ToolDecl, ToolReply,
 };
-use dsh_sandbox_seam::{SANDBOX, SandboxService};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
 use dsh_tools_seam::{CallView, Tool};
 use serde_json::json;
 
@@ -68,7 +68,7 @@ impl JobControl for Stopper {
 impl ProductTool {
     fn parent_mode(&self, call: &CallView) -> SandboxMode {
         // Without a sandbox row nothing tells the parent's mode: the child gets the default.
-        match self.0.ctx.get::<SandboxService>(SANDBOX) {
+        match self.0.ctx.get::<SandboxService>(SANDBOX_SERVICE) {
             Ok(Some(sandbox)) => {
                 let policy =
                     sandbox.policy(call.session.clone(), call.cwd.clone(), call.call_id.clone());
@@ -126,7 +126,7 @@ impl ProductTool {
         mode: SandboxMode,
     ) -> ToolReply {
         let runner = self.0.clone();
-        let Ok(Some(jobs)) = runner.ctx.get::<JobsService>(JOBS) else {
+        let Ok(Some(jobs)) = runner.ctx.get::<JobsService>(JOBS_SERVICE) else {
             return ToolReply::error(
                 "run_in_background needs the background job registry (a `jobs` row), and none is loaded; call it without run_in_background".to_owned(),
             );

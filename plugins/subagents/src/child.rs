@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENTS, AgentsExt, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::{Context, Json, LogLevel, Service};
 use dsh_protocol::{
@@ -16,8 +16,8 @@ use dsh_protocol::{
     ContentBlock, Message, MessageSource, PermissionPresetEvent, SandboxModeEvent,
     SubagentDescriptorEvent, SubagentMode, SubagentNotice, ToolReply, TurnEndReason, TurnOutcome,
 };
-use dsh_session_seam::{LatestOf, NewEventRecord, open_live};
-use dsh_subagent_seam::{SUBAGENT_END, SUBAGENT_START};
+use dsh_sessions_seam::{LatestOf, NewEventRecord, open_live};
+use dsh_subagents_seam::{SUBAGENT_END, SUBAGENT_START};
 
 use crate::text;
 use crate::tree::{Node, Tree};
@@ -67,7 +67,7 @@ pub(crate) struct Delegation {
 }
 
 pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {
-    match ctx.get::<AgentsService>(AGENTS) {
+    match ctx.get::<AgentsService>(AGENTS_SERVICE) {
         Ok(Some(agents)) => Ok(agents),
         _ => Err("no `agents` registry is running".to_owned()),
     }

@@ -22,12 +22,12 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::AGENT_DISPOSED;
+use dsh_agents_seam::AGENT_DISPOSED;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{AbortCause, ChildStatus, ChildSummary};
-use dsh_session_seam::SESSION_EVENT;
-use dsh_subagent_seam::{SUBAGENTS, Subagents, Subagents_TO};
-use dsh_tools_seam::{TOOLS, Tool_TO, ToolsService};
+use dsh_sessions_seam::SESSION_EVENT;
+use dsh_subagents_seam::{SUBAGENTS_SERVICE, Subagents, Subagents_TO};
+use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
 
 use crate::child::{CHILD_SCOPE, Delegation, agents};
 use crate::tools::{DelegationTool, Kind};
@@ -72,20 +72,20 @@ pub struct SubagentsPlugin;
 
 impl Plugin for SubagentsPlugin {
     const NAME: &'static str = "subagents";
-    const INJECT: &'static [&'static str] = &[TOOLS];
-    const PROVIDES: &'static [&'static str] = &[SUBAGENTS];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[SUBAGENTS_SERVICE];
     type Config = SubagentsConfig;
 
     async fn apply(ctx: Context, config: SubagentsConfig) -> Result<(), PluginError> {
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let tree = Arc::new(Tree::default());
         let delegation = Arc::new(Delegation {
             ctx: ctx.clone(),
             tree: tree.clone(),
             max_depth: config.max_depth,
             background_by_default: config.background_by_default,
-            presets: dsh_session_seam::LatestOf::default(),
-            modes: dsh_session_seam::LatestOf::default(),
+            presets: dsh_sessions_seam::LatestOf::default(),
+            modes: dsh_sessions_seam::LatestOf::default(),
         });
         let mut registrations = Vec::new();
         for kind in Kind::ALL {
@@ -108,7 +108,10 @@ impl Plugin for SubagentsPlugin {
             registrations.push(registration);
         }
         follow_parents(&ctx, &tree)?;
-        ctx.provide(SUBAGENTS, Subagents_TO::from_value(Handle(tree), TD_Opaque))?;
+        ctx.provide(
+            SUBAGENTS_SERVICE,
+            Subagents_TO::from_value(Handle(tree), TD_Opaque),
+        )?;
         ctx.on_dispose(move || drop(registrations))
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::AgentsExt;
+use dsh_agents_seam::AgentsExt;
 use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::CancelBox;
 use dsh_protocol::{

@@ -28,15 +28,15 @@ use abi_stable::std_types::{RArc, RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, LogLevel, lock};
-use dsh_prompt_seam::{
-    SYSTEM_PROMPT, SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CONTEXTS, SectionHandle, SectionHandle_TO,
-    SectionHandleBox, SystemPrompt, SystemPrompt_TO,
-};
 use dsh_protocol::{
     AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, ToolGuidance,
 };
-use dsh_session_seam::SESSION_DISPOSED;
-use dsh_tools_seam::{ResultView, TOOLS, TOOLS_RESULT, ToolsService};
+use dsh_sessions_seam::SESSION_DISPOSED;
+use dsh_system_prompt_seam::{
+    SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CONTEXTS, SYSTEM_PROMPT_SERVICE, SectionHandle,
+    SectionHandle_TO, SectionHandleBox, SystemPrompt, SystemPrompt_TO,
+};
+use dsh_tools_seam::{ResultView, TOOLS_RESULT, TOOLS_SERVICE, ToolsService};
 
 use crate::variables::VariableError;
 
@@ -188,7 +188,7 @@ impl Prompt {
     /// The sections of `request` in order: the registered ones and the guidance of the tools
     /// its scope sees (`tool:<name>`), each interpolated; empty ones dropped.
     fn render(&self, request: &PromptRequest) -> Result<String, VariableError> {
-        let guidance = match self.ctx.get::<ToolsService>(TOOLS) {
+        let guidance = match self.ctx.get::<ToolsService>(TOOLS_SERVICE) {
             Ok(Some(tools)) => tools
                 .guidance(
                     request
@@ -395,7 +395,7 @@ pub struct SystemPromptPlugin;
 
 impl Plugin for SystemPromptPlugin {
     const NAME: &'static str = "system-prompt";
-    const PROVIDES: &'static [&'static str] = &[SYSTEM_PROMPT];
+    const PROVIDES: &'static [&'static str] = &[SYSTEM_PROMPT_SERVICE];
     type Config = PromptConfig;
 
     async fn apply(ctx: Context, config: PromptConfig) -> Result<(), PluginError> {
@@ -434,7 +434,7 @@ impl Plugin for SystemPromptPlugin {
             }
         })?;
         ctx.provide(
-            SYSTEM_PROMPT,
+            SYSTEM_PROMPT_SERVICE,
             SystemPrompt_TO::from_value(Service(prompt), TD_Opaque),
         )
     }

@@ -4,12 +4,12 @@
 //! (`approval:policy`, from the `approval` service). It changes rarely, so the loop logs it
 //! again only when it does.
 
-use dsh_approval_seam::{APPROVAL, ApprovalService};
+use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
 use dsh_plugin_api::Context;
 use dsh_protocol::{
     ApprovalPolicy, Enforcement, PromptContext, SandboxMode, SandboxPolicy, SnapshotSection,
 };
-use dsh_sandbox_seam::{SANDBOX, SandboxService};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
 
 /// The sandbox's text for `policy`.
 fn sandbox_text(policy: &SandboxPolicy) -> String {
@@ -73,7 +73,7 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
 /// The policy of `session` from the `sandbox` service, or the one `DSH_PERMISSION_MODE`
 /// names when no sandbox runs (its file fence is then `write`'s and `edit`'s own).
 fn policy(ctx: &Context, session: &str, cwd: &str) -> SandboxPolicy {
-    if let Ok(Some(sandbox)) = ctx.get::<SandboxService>(SANDBOX)
+    if let Ok(Some(sandbox)) = ctx.get::<SandboxService>(SANDBOX_SERVICE)
         && let Ok(policy) = sandbox
             .policy(session.into(), cwd.into(), "".into())
             .decode()
@@ -114,7 +114,7 @@ fn approval_text(policy: ApprovalPolicy) -> &'static str {
 /// The snapshot as a context, with its named sections.
 pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext {
     let mut sections = vec![("sandbox:policy", sandbox_text(&policy(ctx, session, cwd)))];
-    if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL) {
+    if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL_SERVICE) {
         // A policy that does not read is the stricter one.
         let policy = approval
             .session_policy(session.into())

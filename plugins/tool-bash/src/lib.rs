@@ -20,7 +20,7 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_jobs_seam::{JOBS, JobsService};
+use dsh_jobs_seam::{JOBS_SERVICE, JobsService};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
 use dsh_plugin_api::prelude::*;
@@ -29,12 +29,12 @@ use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, OutcomeSummary, SandboxMode, ToolDecl, ToolReply,
     ToolSuccess,
 };
-use dsh_sandbox_seam::{SANDBOX, SandboxService};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
 use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
     clamp_timeout_ms, limit_reached, render_shell_result,
 };
-use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
 use serde_json::{Value, json};
 
 use crate::output::Tail;
@@ -248,7 +248,7 @@ async fn run(
     };
     let registry = match arguments.run_in_background {
         Some(true) => Some(
-            ctx.get::<JobsService>(JOBS)
+            ctx.get::<JobsService>(JOBS_SERVICE)
                 .ok()
                 .flatten()
                 .ok_or(BashError::NoJobs)?,
@@ -376,12 +376,12 @@ pub struct BashPlugin;
 
 impl Plugin for BashPlugin {
     const NAME: &'static str = "tool-bash";
-    const INJECT: &'static [&'static str] = &[TOOLS, SANDBOX];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_SERVICE];
     type Config = BashConfig;
 
     async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
-        let sandbox = ctx.inject::<SandboxService>(SANDBOX)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
+        let sandbox = ctx.inject::<SandboxService>(SANDBOX_SERVICE)?;
         let jobs = Arc::new(background::Running::default());
         let bash = Bash {
             ctx: ctx.clone(),

@@ -28,15 +28,15 @@ use dsh_protocol::{
     ContentBlock, OutcomeSummary, TodoWriteEvent, ToolDecl, ToolError as ToolFailureReply,
     ToolReply, ToolSuccess,
 };
-use dsh_sandbox_seam::{SANDBOX, SandboxService};
-use dsh_session_seam::NewEventRecord;
-use dsh_session_seam::{SESSION_DISPOSED, append_or_report};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
+use dsh_sessions_seam::NewEventRecord;
+use dsh_sessions_seam::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
     EditArgs, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
     write,
 };
-use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
 use serde_json::Value;
 
 /// Which tool an object is.
@@ -97,7 +97,7 @@ impl Shared {
     /// `DSH_PERMISSION_MODE` over the working directory and the temp dirs.
     fn workspace(&self, call: &CallView) -> Workspace {
         let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
-        let policy = match self.ctx.get::<SandboxService>(SANDBOX) {
+        let policy = match self.ctx.get::<SandboxService>(SANDBOX_SERVICE) {
             Ok(Some(sandbox)) => sandbox
                 .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
                 .decode()
@@ -330,12 +330,12 @@ pub struct FsPlugin;
 
 impl Plugin for FsPlugin {
     const NAME: &'static str = "tool-fs";
-    const INJECT: &'static [&'static str] = &[TOOLS, FS_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[SANDBOX];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, FS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[SANDBOX_SERVICE];
     type Config = FsConfig;
 
     async fn apply(ctx: Context, config: FsConfig) -> Result<(), PluginError> {
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         for name in &config.disable {
             if !KINDS.iter().any(|kind| specs::name(*kind) == name) {
                 return Err(PluginError::new(

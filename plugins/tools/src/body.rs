@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abi_stable::std_types::RArc;
-use dsh_approval_seam::{APPROVAL, ApprovalService};
+use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
 use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_protocol::{ApprovalOutcome, ApprovalRequest, ToolReply};
@@ -26,7 +26,7 @@ pub(crate) async fn ask_approval(
     if view.session.is_empty() {
         return AskAnswer::NoAgent;
     }
-    let Ok(Some(approval)) = shared.ctx.get::<ApprovalService>(APPROVAL) else {
+    let Ok(Some(approval)) = shared.ctx.get::<ApprovalService>(APPROVAL_SERVICE) else {
         return AskAnswer::NoService;
     };
     let request = ApprovalRequest {

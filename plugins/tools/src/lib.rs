@@ -15,7 +15,7 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use dsh_plugin_api::prelude::*;
 use dsh_tools_core::{DEFAULT_MAX_PARALLEL_TOOL_CALLS, ToolOrder};
-use dsh_tools_seam::{TOOLS, Tools_TO};
+use dsh_tools_seam::{TOOLS_SERVICE, Tools_TO};
 
 /// Config of `tools`.
 #[derive(Deserialize, JsonSchema)]
@@ -50,7 +50,7 @@ pub struct ToolsPlugin;
 
 impl Plugin for ToolsPlugin {
     const NAME: &'static str = "tools";
-    const PROVIDES: &'static [&'static str] = &[TOOLS];
+    const PROVIDES: &'static [&'static str] = &[TOOLS_SERVICE];
     type Config = ToolsConfig;
 
     async fn apply(ctx: Context, config: ToolsConfig) -> Result<(), PluginError> {
@@ -74,7 +74,7 @@ impl Plugin for ToolsPlugin {
             },
         )?);
         ctx.provide(
-            TOOLS,
+            TOOLS_SERVICE,
             Tools_TO::from_value(service::Service(shared), TD_Opaque),
         )
     }

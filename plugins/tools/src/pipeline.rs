@@ -16,7 +16,9 @@ use dsh_protocol::{
     AdditionalContext, CallReport, ContentBlock, Message, PostDecision, PreDecision, StepReport,
     ToolCallEvent,
 };
-use dsh_session_seam::{NewEventRecord, SESSIONS, SessionBox, SessionExt, SessionsService};
+use dsh_sessions_seam::{
+    NewEventRecord, SESSIONS_SERVICE, SessionBox, SessionExt, SessionsService,
+};
 use dsh_tools_core::{
     CallStages, Concurrency, Gate, OutcomeSeal, Prepared, ToolFailure, ToolOutcome,
     apply_post_decision, parse_arguments, result_event, run_staged,
@@ -130,7 +132,7 @@ async fn open_session(shared: &Shared, id: &RString) -> Option<Arc<SessionBox>> 
     if id.is_empty() {
         return None;
     }
-    let sessions = match shared.ctx.get::<SessionsService>(SESSIONS) {
+    let sessions = match shared.ctx.get::<SessionsService>(SESSIONS_SERVICE) {
         Ok(Some(sessions)) => sessions,
         Ok(None) => {
             shared.ctx.log(

@@ -18,7 +18,7 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, lock};
 use dsh_protocol::ProjectTrust;
-use dsh_trust_seam::{TRUST, TRUST_CHANGED, Trust, Trust_TO};
+use dsh_trust_seam::{TRUST_CHANGED, TRUST_SERVICE, Trust, Trust_TO};
 
 use crate::store::Store;
 
@@ -174,7 +174,7 @@ pub struct TrustPlugin;
 
 impl Plugin for TrustPlugin {
     const NAME: &'static str = "trust";
-    const PROVIDES: &'static [&'static str] = &[TRUST];
+    const PROVIDES: &'static [&'static str] = &[TRUST_SERVICE];
     type Config = TrustConfig;
 
     async fn apply(ctx: Context, config: TrustConfig) -> Result<(), PluginError> {
@@ -203,7 +203,7 @@ impl Plugin for TrustPlugin {
             run: Mutex::default(),
         };
         ctx.provide(
-            TRUST,
+            TRUST_SERVICE,
             Trust_TO::from_value(Handle(Arc::new(service)), TD_Opaque),
         )
     }

@@ -26,11 +26,13 @@ use dsh_protocol::{
     ApprovalPolicyEvent, ContentBlock, EventData, OutcomeSummary, QuestionAnsweredEvent,
     QuestionAskedEvent, QuestionRequest, QuestionVerdict, ToolDecl, ToolReply,
 };
-use dsh_session_seam::{
-    LatestOf, NewEventRecord, SESSIONS, SessionsService, append_or_report, open_live,
+use dsh_sessions_seam::{
+    LatestOf, NewEventRecord, SESSIONS_SERVICE, SessionsService, append_or_report, open_live,
 };
-use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
-use dsh_user_questions_seam::{QUESTIONS_REQUEST, USER_QUESTIONS, UserQuestions, UserQuestions_TO};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_user_questions_seam::{
+    QUESTIONS_REQUEST, USER_QUESTIONS_SERVICE, UserQuestions, UserQuestions_TO,
+};
 
 /// What a delegated child's policy says about who set it.
 const DELEGATION: &str = "delegation";
@@ -163,13 +165,13 @@ pub struct UserQuestionsPlugin;
 
 impl Plugin for UserQuestionsPlugin {
     const NAME: &'static str = "user-questions";
-    const INJECT: &'static [&'static str] = &[TOOLS, SESSIONS];
-    const PROVIDES: &'static [&'static str] = &[USER_QUESTIONS];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SESSIONS_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[USER_QUESTIONS_SERVICE];
     type Config = UserQuestionsConfig;
 
     async fn apply(ctx: Context, _config: UserQuestionsConfig) -> Result<(), PluginError> {
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
-        let sessions = ctx.inject::<SessionsService>(SESSIONS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
+        let sessions = ctx.inject::<SessionsService>(SESSIONS_SERVICE)?;
         for kind in [QuestionAskedEvent::KIND, QuestionAnsweredEvent::KIND] {
             sessions
                 .register_type(RString::from(kind), false)
@@ -185,7 +187,7 @@ impl Plugin for UserQuestionsPlugin {
             next_id: AtomicU64::new(1),
         });
         ctx.provide(
-            USER_QUESTIONS,
+            USER_QUESTIONS_SERVICE,
             UserQuestions_TO::from_value(Handle(service.clone()), TD_Opaque),
         )?;
         let registration = tools

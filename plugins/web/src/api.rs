@@ -1,7 +1,7 @@
 //! The unary methods of `POST /api/<method>`: the envelope read and checked, the method run,
 //! its value or its coded error answered in the reference's response shape.
 
-use dsh_llm_seam::{LLM, LlmService};
+use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::Context;
 use dsh_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
 use serde::Deserialize;
@@ -171,7 +171,7 @@ impl Api {
     }
 
     fn describe(&self) -> HostDescription {
-        let providers = match self.ctx.get::<LlmService>(LLM) {
+        let providers = match self.ctx.get::<LlmService>(LLM_SERVICE) {
             Ok(Some(llm)) => llm.providers().iter().map(|p| p.to_string()).collect(),
             _ => Vec::new(),
         };

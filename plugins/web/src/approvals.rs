@@ -18,7 +18,7 @@ use dsh_protocol::{
     AnswerReceipt, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, ApprovalScope,
     ApprovalVerdict, ToolCallEvent,
 };
-use dsh_session_seam::open_live;
+use dsh_sessions_seam::open_live;
 
 use crate::live::Hub;
 use crate::waiting::Board;

@@ -3,7 +3,7 @@
 //! requests naming the `replay` provider, so real sessions beside it are untouched. Its bash
 //! call runs for real, in a directory of its own under the home.
 
-use dsh_agent_seam::AgentsExt;
+use dsh_agents_seam::AgentsExt;
 use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_protocol::{AgentOptions, ContentBlock, Created, Message, MessageSource};
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
-use dsh_jobs_seam::{JOBS, JOBS_CHANGED, JobsService};
+use dsh_jobs_seam::{JOBS_CHANGED, JOBS_SERVICE, JobsService};
 use dsh_plugin_api::{Context, PluginError};
 use dsh_protocol::{JobRef, RpcErrorCode, ServerFrame};
 
@@ -14,7 +14,7 @@ use crate::live::Hub;
 
 /// The `jobs` projection of `session`, when the registry is there and the session has jobs.
 pub(crate) fn frame(ctx: &Context, session: &str) -> Option<ServerFrame> {
-    let jobs = ctx.get::<JobsService>(JOBS).ok().flatten()?;
+    let jobs = ctx.get::<JobsService>(JOBS_SERVICE).ok().flatten()?;
     let listed = jobs.list(RString::from(session)).decode().ok()?;
     if listed.is_empty() {
         return None;
@@ -37,7 +37,7 @@ pub(crate) fn follow(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
         if !hub.is_followed(session.as_str()) {
             return;
         }
-        let Ok(Some(jobs)) = services.get::<JobsService>(JOBS) else {
+        let Ok(Some(jobs)) = services.get::<JobsService>(JOBS_SERVICE) else {
             return;
         };
         if let Ok(listed) = jobs.list(session.clone()).decode() {
@@ -50,7 +50,7 @@ impl Api {
     /// `session.killJob`: stops one background job of the session; answers what `job_kill`
     /// would have said.
     pub(crate) fn kill_job(&self, request: JobRef) -> Result<serde_json::Value, Failure> {
-        let Ok(Some(jobs)) = self.ctx.get::<JobsService>(JOBS) else {
+        let Ok(Some(jobs)) = self.ctx.get::<JobsService>(JOBS_SERVICE) else {
             return Err(Failure::internal("no `jobs` registry is running"));
         };
         let answer = jobs

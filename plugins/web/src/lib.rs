@@ -32,20 +32,20 @@ mod waiting;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use dsh_plugin_api::io::control::{HOST_CONTROL, HostControlService};
+use dsh_plugin_api::io::control::{HOST_SERVICE, HostControlService};
 use dsh_plugin_api::io::http_server::{
     HTTP_SERVER_SERVICE, HttpServerService, ListenOptions, RequestHandler_TO,
 };
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{CmdlineArgs, LogLevel};
+use dsh_plugin_api::{CMDLINE_SERVICE, CmdlineArgs, LogLevel};
 
-use dsh_agent_seam::{
-    AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS,
+use dsh_agents_seam::{
+    AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS_SERVICE,
     AgentsService,
 };
-use dsh_context_seam::{COMPACTION, CompactionService};
+use dsh_compaction_seam::{COMPACTION_SERVICE, CompactionService};
 use dsh_protocol::{AgentNoticeData, AgentStatus, ServerFrame, SessionSummary};
-use dsh_session_seam::{SESSION_CREATED, SESSION_EVENT};
+use dsh_sessions_seam::{SESSION_CREATED, SESSION_EVENT};
 
 use crate::args::{DEFAULT_PORT, Parsed, USAGE};
 use crate::guard::{Guard, Secrets};
@@ -88,13 +88,13 @@ pub struct WebPlugin;
 
 impl Plugin for WebPlugin {
     const NAME: &'static str = "web";
-    const INJECT: &'static [&'static str] = &["cmdline", HTTP_SERVER_SERVICE, HOST_CONTROL];
+    const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HTTP_SERVER_SERVICE, HOST_SERVICE];
     type Config = WebConfig;
 
     async fn apply(ctx: Context, config: WebConfig) -> Result<(), PluginError> {
-        let cmdline = ctx.inject::<CmdlineArgs>("cmdline")?;
+        let cmdline = ctx.inject::<CmdlineArgs>(CMDLINE_SERVICE)?;
         let server = ctx.inject::<HttpServerService>(HTTP_SERVER_SERVICE)?;
-        let host = ctx.inject::<HostControlService>(HOST_CONTROL)?;
+        let host = ctx.inject::<HostControlService>(HOST_SERVICE)?;
         let words: Vec<String> = cmdline.args.iter().map(|arg| arg.to_string()).collect();
         let args = match args::parse(&words) {
             Ok(Parsed::Serve(args)) => args,
@@ -210,7 +210,7 @@ fn push_meter(ctx: &Context, hub: &Arc<Hub>, session: &str) {
     let (ctx, hub, session) = (ctx.clone(), hub.clone(), session.to_owned());
     // Off the event's own dispatch: the meter reads the session's log.
     let _ = ctx.clone().spawn(async move {
-        let Ok(Some(compaction)) = ctx.get::<CompactionService>(COMPACTION) else {
+        let Ok(Some(compaction)) = ctx.get::<CompactionService>(COMPACTION_SERVICE) else {
             return;
         };
         let Ok(Some(meter)) = compaction.meter(RString::from(session.as_str())).decode() else {
@@ -269,7 +269,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
     ] {
         let (queue, agents) = (hub.clone(), ctx.clone());
         ctx.on_emit(event, move |notice| {
-            let Ok(Some(service)) = agents.get::<AgentsService>(AGENTS) else {
+            let Ok(Some(service)) = agents.get::<AgentsService>(AGENTS_SERVICE) else {
                 return;
             };
             if let Ok(listing) = service.inbox(notice.agent.clone()).into_result()

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENTS, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_plugin_api::{Context, lock};
 use dsh_protocol::{InboxListing, ServerFrame, SessionUpdate};
-use dsh_session_seam::{EventRecord, SESSIONS, SessionBox, SessionsService};
+use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionsService};
 use tokio::sync::mpsc;
 
 use crate::fold::{Change, Fold};
@@ -243,7 +243,11 @@ impl Hub {
 
     /// What the inbox of an agent's session holds (`None` for a session without an agent).
     fn queue_of(&self, session_id: &str) -> Option<InboxListing> {
-        let agents = self.ctx.get::<AgentsService>(AGENTS).ok().flatten()?;
+        let agents = self
+            .ctx
+            .get::<AgentsService>(AGENTS_SERVICE)
+            .ok()
+            .flatten()?;
         agents
             .inbox(RString::from(session_id))
             .into_result()
@@ -253,7 +257,7 @@ impl Hub {
     }
 
     async fn open(&self, session_id: &str) -> Result<SessionBox, String> {
-        let sessions = match self.ctx.get::<SessionsService>(SESSIONS) {
+        let sessions = match self.ctx.get::<SessionsService>(SESSIONS_SERVICE) {
             Ok(Some(sessions)) => sessions,
             _ => return Err("no `sessions` service".to_owned()),
         };

@@ -10,8 +10,8 @@ use dsh_protocol::{
     AgentStatus, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest, RpcErrorCode,
     ServerFrame, SessionRef, SessionTitleEvent, SetPermission, TitleSource,
 };
-use dsh_session_seam::{
-    NewEventRecord, SESSION_PERSISTENCE, SESSIONS, SessionBox, SessionErrorKind,
+use dsh_sessions_seam::{
+    NewEventRecord, SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionBox, SessionErrorKind,
     SessionStoreService, SessionsService,
 };
 
@@ -23,7 +23,7 @@ const MAX_TITLE: usize = 200;
 
 impl Api {
     async fn open(&self, id: &str) -> Result<SessionBox, Failure> {
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
         sessions
@@ -119,7 +119,7 @@ impl Api {
                     .map_or(seq + 1, |end| end.seq + 1)
             }
         };
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
         let child = sessions
@@ -159,7 +159,7 @@ impl Api {
                 .into_result()
                 .map_err(|error| Failure::internal(error.into_string()))?;
         }
-        if let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS)
+        if let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE)
             && sessions.live().iter().any(|live| live.as_str() == id)
         {
             sessions
@@ -168,7 +168,10 @@ impl Api {
                 .into_result()
                 .map_err(|error| Failure::internal(error.to_string()))?;
         }
-        let Ok(Some(store)) = self.ctx.get::<SessionStoreService>(SESSION_PERSISTENCE) else {
+        let Ok(Some(store)) = self
+            .ctx
+            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
+        else {
             return Err(Failure::internal(
                 "no `session_persistence` service is running",
             ));

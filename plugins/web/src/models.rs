@@ -2,7 +2,7 @@
 //! their catalogs), a session's current route, and changing it for the session's next turns.
 
 use abi_stable::std_types::RString;
-use dsh_llm_seam::{LLM, LlmService};
+use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_protocol::{ModelList, ModelRoute, ModelsRequest, RpcErrorCode, SelectModel};
 
 use crate::api::{Api, Failure};
@@ -16,7 +16,7 @@ pub(crate) fn split_route(route: &str) -> Option<(&str, &str)> {
 
 impl Api {
     fn routes(&self) -> Vec<ModelRoute> {
-        let Ok(Some(llm)) = self.ctx.get::<LlmService>(LLM) else {
+        let Ok(Some(llm)) = self.ctx.get::<LlmService>(LLM_SERVICE) else {
             return Vec::new();
         };
         let mut routes = Vec::new();

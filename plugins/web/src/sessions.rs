@@ -2,8 +2,8 @@
 //! new agent), prompt (queue or steer a message; a stored session is resumed first) and cancel.
 
 use abi_stable::std_types::RString;
-use dsh_agent_seam::{AGENTS, AgentsError, AgentsExt, AgentsService};
-use dsh_commands_seam::{COMMANDS, CommandsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsError, AgentsExt, AgentsService};
+use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
@@ -11,9 +11,9 @@ use dsh_protocol::{
     PromptMode, QueueAction, RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory,
     SessionList, SessionRef, SessionSummary, SessionTitleEvent, UpdateQueue,
 };
-use dsh_session_seam::{
-    SESSION_PERSISTENCE, SESSIONS, SessionErrorKind, SessionStoreService, SessionsService,
-    open_live,
+use dsh_sessions_seam::{
+    SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionErrorKind, SessionStoreService,
+    SessionsService, open_live,
 };
 
 use crate::api::{Api, Failure};
@@ -34,7 +34,7 @@ fn not_found(session: &str) -> Failure {
 
 impl Api {
     pub(crate) fn agents(&self) -> Result<Service<AgentsService>, Failure> {
-        match self.ctx.get::<AgentsService>(AGENTS) {
+        match self.ctx.get::<AgentsService>(AGENTS_SERVICE) {
             Ok(Some(agents)) => Ok(agents),
             _ => Err(Failure::internal("no `agents` service is running")),
         }
@@ -44,7 +44,7 @@ impl Api {
     /// live session the store has not written yet (a fork, a new one) comes first.
     pub(crate) async fn list(&self) -> Result<SessionList, Failure> {
         let mut sessions = self.stored().await?;
-        let live: Vec<String> = match self.ctx.get::<SessionsService>(SESSIONS) {
+        let live: Vec<String> = match self.ctx.get::<SessionsService>(SESSIONS_SERVICE) {
             Ok(Some(service)) => service.live().iter().map(|id| id.to_string()).collect(),
             _ => Vec::new(),
         };
@@ -83,7 +83,10 @@ impl Api {
     }
 
     async fn stored(&self) -> Result<Vec<SessionSummary>, Failure> {
-        let Ok(Some(store)) = self.ctx.get::<SessionStoreService>(SESSION_PERSISTENCE) else {
+        let Ok(Some(store)) = self
+            .ctx
+            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
+        else {
             return Ok(Vec::new());
         };
         store
@@ -108,7 +111,7 @@ impl Api {
     }
 
     pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
         let session = sessions
@@ -144,7 +147,7 @@ impl Api {
 
     /// One item, whole.
     pub(crate) async fn item(&self, request: ItemRequest) -> Result<ChatItem, Failure> {
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
         let session = sessions
@@ -250,7 +253,11 @@ impl Api {
 
     /// The route of a stored session's last model request.
     async fn last_route(&self, session: &str) -> Option<String> {
-        let sessions = self.ctx.get::<SessionsService>(SESSIONS).ok().flatten()?;
+        let sessions = self
+            .ctx
+            .get::<SessionsService>(SESSIONS_SERVICE)
+            .ok()
+            .flatten()?;
         let opened = sessions
             .open(RString::from(session))
             .await
@@ -282,7 +289,7 @@ impl Api {
         let agent = self.agent_of(&request.session_id).await?;
         // A single text starting with `/` runs a command instead of reaching the model.
         if dsh_protocol::command_line(&request.text).is_some()
-            && let Ok(Some(commands)) = self.ctx.get::<CommandsService>(COMMANDS)
+            && let Ok(Some(commands)) = self.ctx.get::<CommandsService>(COMMANDS_SERVICE)
         {
             let outcome = commands
                 .run(
@@ -326,7 +333,7 @@ impl Api {
 
     /// `commands.list`: the commands a prompt can run, for the page's `/` menu.
     pub(crate) async fn commands(&self) -> Result<serde_json::Value, Failure> {
-        let specs = match self.ctx.get::<CommandsService>(COMMANDS) {
+        let specs = match self.ctx.get::<CommandsService>(COMMANDS_SERVICE) {
             Ok(Some(commands)) => commands.list().await.decode().unwrap_or_default(),
             _ => Vec::new(),
         };
@@ -406,14 +413,14 @@ impl Api {
         // The compaction row keeps each live session's meter up to date: ask it first.
         if let Ok(Some(compaction)) = self
             .ctx
-            .get::<dsh_context_seam::CompactionService>(dsh_context_seam::COMPACTION)
+            .get::<dsh_compaction_seam::CompactionService>(dsh_compaction_seam::COMPACTION_SERVICE)
             && let Ok(Some(meter)) = compaction
                 .meter(RString::from(request.session_id.as_str()))
                 .decode()
         {
             return Ok(serde_json::to_value(meter).unwrap_or_default());
         }
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS) else {
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
         let session = sessions

@@ -3,7 +3,7 @@
 //! the next request uses it without a restart; no method ever answers a value.
 
 use abi_stable::std_types::RString;
-use dsh_credentials_seam::{CREDENTIALS, CredentialsService, valid_name};
+use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService, valid_name};
 use dsh_plugin_api::Service;
 use dsh_protocol::{
     CredentialName, CredentialState, CredentialsDescription, RpcErrorCode, SetCredential,
@@ -22,7 +22,7 @@ fn in_environment(name: &str) -> bool {
 impl Api {
     fn credentials(&self) -> Option<Service<CredentialsService>> {
         self.ctx
-            .get::<CredentialsService>(CREDENTIALS)
+            .get::<CredentialsService>(CREDENTIALS_SERVICE)
             .ok()
             .flatten()
     }

@@ -7,13 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use dsh_plugin_api::{Context, PluginError, lock};
 use dsh_protocol::{ServerFrame, SessionSummary};
-use dsh_session_seam::{SESSION_PERSISTENCE, SESSION_STORE_CHANGED, SessionStoreService};
+use dsh_sessions_seam::{SESSION_PERSISTENCE_SERVICE, SESSION_STORE_CHANGED, SessionStoreService};
 
 use crate::live::Hub;
 
 /// The stored sessions, or nothing when there is no store or it cannot be listed.
 async fn stored(ctx: &Context) -> Option<Vec<SessionSummary>> {
-    let store = ctx.get::<SessionStoreService>(SESSION_PERSISTENCE).ok()??;
+    let store = ctx
+        .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
+        .ok()??;
     store.list().await.into_result().ok()?.decode().ok()
 }
 

@@ -7,13 +7,13 @@
 
 use abi_stable::std_types::RString;
 use dsh_protocol::{ProjectTrust, RpcErrorCode};
-use dsh_trust_seam::{TRUST, TrustService};
+use dsh_trust_seam::{TRUST_SERVICE, TrustService};
 
 use crate::api::{Api, Failure};
 
 impl Api {
     fn trust_service(&self) -> Result<dsh_plugin_api::Service<TrustService>, Failure> {
-        match self.ctx.get::<TrustService>(TRUST) {
+        match self.ctx.get::<TrustService>(TRUST_SERVICE) {
             Ok(Some(service)) => Ok(service),
             _ => Err(Failure(
                 RpcErrorCode::SettingsRejected,

@@ -107,8 +107,11 @@ fn plugin_code_stops_at_cfg_test_and_skips_test_files() {
         ("plugins/agent-loop/src/loop_tests.rs", PLUGIN),
         ("plugins/agent-loop/src/tests.rs", PLUGIN),
         ("plugins/agent-loop/tests/run.rs", PLUGIN),
-        ("plugins/libs/protocol/src/lib.rs", "fn f() { json!(1); }\n"),
-        ("plugins/seams/agent/src/lib.rs", "fn f() { v[\"k\"]; }\n"),
+        ("plugin-api/protocol/src/lib.rs", "fn f() { json!(1); }\n"),
+        (
+            "plugin-api/seams/agents/src/lib.rs",
+            "fn f() { v[\"k\"]; }\n",
+        ),
         ("host/src/lib.rs", PLUGIN),
     ]);
     let json: Vec<(&str, usize)> = report
@@ -119,8 +122,8 @@ fn plugin_code_stops_at_cfg_test_and_skips_test_files() {
     assert_eq!(
         json,
         [
-            ("plugins/agent-loop/src/lib.rs", 3),
-            ("plugins/libs/protocol/src/lib.rs", 1)
+            ("plugin-api/protocol/src/lib.rs", 1),
+            ("plugins/agent-loop/src/lib.rs", 3)
         ]
     );
     assert_eq!(
@@ -129,11 +132,11 @@ fn plugin_code_stops_at_cfg_test_and_skips_test_files() {
     );
     let text = report.render();
     assert!(
-        text.contains("lint: json! in plugin code: 4 (agent-loop 3, libs/protocol 1)\n"),
+        text.contains("lint: json! in plugin code: 4 (agent-loop 3, protocol 1)\n"),
         "{text}"
     );
     assert!(
-        text.contains("lint: [\"key\"] lookups in plugin code: 4 (agent-loop 3, seams/agent 1)\n"),
+        text.contains("lint: [\"key\"] lookups in plugin code: 4 (agent-loop 3, seams/agents 1)\n"),
         "{text}"
     );
 }
@@ -147,19 +150,18 @@ fn the_cut_at_cfg_test_runs_to_the_end_of_the_usual_tests_module() {
 }
 
 #[test]
-fn plugin_crates_are_named_by_their_directory_below_plugins() {
-    assert_eq!(
-        plugin_crate("plugins/tools/src/lib.rs").as_deref(),
-        Some("tools")
-    );
-    assert_eq!(
-        plugin_crate("plugins/seams/llm/src/lib.rs").as_deref(),
-        Some("seams/llm")
-    );
-    assert_eq!(
-        plugin_crate("plugins/libs/protocol/src/a.rs").as_deref(),
-        Some("libs/protocol")
-    );
+fn plugin_crates_are_named_by_their_place() {
+    for (path, name) in [
+        ("plugins/tools/src/lib.rs", "tools"),
+        ("plugins/tool-fs/core/src/read.rs", "tool-fs/core"),
+        ("plugin-api/seams/llm/src/lib.rs", "seams/llm"),
+        ("plugin-api/kit/path-follow/src/lib.rs", "kit/path-follow"),
+        ("plugin-api/protocol/src/a.rs", "protocol"),
+        ("host/libs/session-log/src/log.rs", "libs/session-log"),
+    ] {
+        assert_eq!(plugin_crate(path).as_deref(), Some(name), "{path}");
+    }
+    assert_eq!(plugin_crate("plugin-api/src/lib.rs"), None);
     assert_eq!(plugin_crate("plugins/lone.rs"), None);
     assert_eq!(plugin_crate("host/src/lib.rs"), None);
     assert!(is_test_file("plugins/x/tests/common/mod.rs"));

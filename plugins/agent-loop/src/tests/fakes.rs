@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::AgentRequest;
+use dsh_agents_seam::AgentRequest;
 use dsh_llm_seam::{
     AdapterBox, ChunkStream, ChunkStream_TO, Llm, Llm_TO, LlmService, NextChunk, RegistrationBox,
     StreamOutcome,
@@ -23,7 +23,7 @@ use dsh_protocol::{
     ToolGuidance, ToolResultEvent, ToolSchema, TurnStopping,
 };
 use dsh_session_log::{NewEvent, SessionLog, TypeRegistry, parse_lossless};
-use dsh_session_seam::{
+use dsh_sessions_seam::{
     CreateSession, DerivedView, DerivedView_TO, DerivedViewBox, EventRecord, NewEventRecord,
     Session, Session_TO, SessionBox, SessionError, SessionErrorKind, SessionExt, Sessions,
     Sessions_TO, SessionsService,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROk, RResult, RSome, RString, RVec};
-use dsh_agent_seam::{TurnInbox, TurnInbox_TO, TurnRequest};
+use dsh_agents_seam::{TurnInbox, TurnInbox_TO, TurnRequest};
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{
     AbortCause, ContentBlock, FailureCode, Message, MessageSource, StreamChunk, TurnEndReason,

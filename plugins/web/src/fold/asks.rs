@@ -5,7 +5,7 @@ use dsh_protocol::{
     ApprovalAskedEvent, ApprovalDecidedEvent, ChatItem, CommandDoneEvent, CommandKind,
     CommandRunEvent, LlmRetryEvent, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
 };
-use dsh_session_seam::EventRecord;
+use dsh_sessions_seam::EventRecord;
 
 use super::{Change, Fold};
 

@@ -10,7 +10,7 @@ use dsh_protocol::{
     MessageSource, SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus,
     ToolView, TurnEndEvent, UserMessageEvent, text_of,
 };
-use dsh_session_seam::EventRecord;
+use dsh_sessions_seam::EventRecord;
 
 use crate::views::view;
 

@@ -11,10 +11,10 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dsh_agent_seam::{
+use dsh_agents_seam::{
     AGENT_CREATED, AGENT_DISPOSED, AGENT_ERROR, AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED,
-    AGENT_INBOX_INSERTED, AGENT_SESSION_START, AGENT_STATUS, AGENTS, AgentNotice, AgentsExt,
-    AgentsService,
+    AGENT_INBOX_INSERTED, AGENT_SESSION_START, AGENT_STATUS, AGENTS_SERVICE, AgentNotice,
+    AgentsExt, AgentsService,
 };
 use dsh_plugin_api::EmitEvent;
 use dsh_plugin_api::prelude::*;
@@ -64,7 +64,7 @@ pub struct AgentProbe;
 
 impl Plugin for AgentProbe {
     const NAME: &'static str = "agent-probe";
-    const INJECT: &'static [&'static str] = &[AGENTS];
+    const INJECT: &'static [&'static str] = &[AGENTS_SERVICE];
     type Config = ProbeConfig;
 
     async fn apply(ctx: Context, config: ProbeConfig) -> Result<(), PluginError> {
@@ -89,7 +89,7 @@ impl Plugin for AgentProbe {
         if let Some(text) = config.inject_at_start.clone() {
             let agents_ctx = ctx.clone();
             ctx.on_emit(&AGENT_SESSION_START, move |notice: &AgentNotice| {
-                if let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS) {
+                if let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS_SERVICE) {
                     let _ = agents.inject(&notice.agent, &user_message(&text));
                 }
             })?;
@@ -104,7 +104,7 @@ impl Plugin for AgentProbe {
             if claimed_once.swap(true, Ordering::AcqRel) {
                 return;
             }
-            let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS) else {
+            let Ok(Some(agents)) = agents_ctx.get::<AgentsService>(AGENTS_SERVICE) else {
                 return;
             };
             if let Some(text) = &probe.followup_at_claim {
@@ -120,7 +120,7 @@ impl Plugin for AgentProbe {
 
 /// Creates (or resumes) agent `id`, prints the agents, then stages and sends as configured.
 async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), PluginError> {
-    let agents = ctx.inject::<AgentsService>(AGENTS)?;
+    let agents = ctx.inject::<AgentsService>(AGENTS_SERVICE)?;
     let cwd = config
         .cwd
         .clone()

@@ -11,7 +11,9 @@ use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dsh_agent_seam::{AGENT_PRE_STEP, AGENT_TURN_STOPPING, AGENTS, AgentsExt, AgentsService};
+use dsh_agents_seam::{
+    AGENT_PRE_STEP, AGENT_TURN_STOPPING, AGENTS_SERVICE, AgentsExt, AgentsService,
+};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::Value;
 use dsh_protocol::{
@@ -19,7 +21,7 @@ use dsh_protocol::{
     PreStepDecision,
 };
 use dsh_tools_seam::{
-    CallView, Guard, Guard_TO, TOOLS, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, ToolsService,
+    CallView, Guard, Guard_TO, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_SERVICE, ToolsService,
 };
 
 /// Row config of `hooks-probe`.
@@ -64,7 +66,7 @@ pub struct HooksProbe;
 
 impl Plugin for HooksProbe {
     const NAME: &'static str = "hooks-probe";
-    const INJECT: &'static [&'static str] = &[TOOLS];
+    const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
@@ -98,7 +100,7 @@ impl Plugin for HooksProbe {
                 async move {
                     let post = next.payload();
                     if !sent.swap(true, Ordering::AcqRel)
-                        && let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS)
+                        && let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS_SERVICE)
                     {
                         let message = Message::user(
                             "",
@@ -129,7 +131,7 @@ impl Plugin for HooksProbe {
             })?;
         }
         if let Some(text) = config.guard {
-            let tools = ctx.inject::<ToolsService>(TOOLS)?;
+            let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
             let held = tools.guard(
                 RString::from(ctx.row_id()),
                 Guard_TO::from_value(Contains(text), TD_Opaque),

@@ -6,8 +6,8 @@ use std::io::Write;
 
 use dsh_plugin_api::RString;
 use dsh_plugin_api::prelude::*;
-use dsh_prompt_seam::{SYSTEM_PROMPT, SystemPromptService};
 use dsh_protocol::{PromptRequest, PromptSection};
+use dsh_system_prompt_seam::{SYSTEM_PROMPT_SERVICE, SystemPromptService};
 
 /// Row config of `prompt-probe`: the section (`{"id","order","text"}`).
 #[derive(Deserialize, JsonSchema)]
@@ -22,11 +22,11 @@ pub struct PromptProbe;
 
 impl Plugin for PromptProbe {
     const NAME: &'static str = "prompt-probe";
-    const INJECT: &'static [&'static str] = &[SYSTEM_PROMPT];
+    const INJECT: &'static [&'static str] = &[SYSTEM_PROMPT_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
-        let prompt = ctx.inject::<SystemPromptService>(SYSTEM_PROMPT)?;
+        let prompt = ctx.inject::<SystemPromptService>(SYSTEM_PROMPT_SERVICE)?;
         let held = prompt
             .section(RString::from(ctx.row_id()), Json::encode(&config.section))
             .into_result()

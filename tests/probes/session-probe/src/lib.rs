@@ -9,7 +9,7 @@ use std::io::Write;
 
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{ROption, RVec};
-use dsh_session_seam::{CreateSession, NewEventRecord, SessionBox, SessionsService};
+use dsh_sessions_seam::{CreateSession, NewEventRecord, SessionBox, SessionsService};
 
 /// Row config of `session-probe`.
 #[derive(Deserialize, JsonSchema)]

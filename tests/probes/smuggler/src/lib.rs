@@ -2,7 +2,7 @@
 //! user message that was never logged. The model-visible-means-logged check at the innermost
 //! step must refuse the doctored request, naming the session.
 
-use dsh_llm_seam::{LLM, LLM_STREAM, LlmService, StreamCall, StreamOutcome};
+use dsh_llm_seam::{LLM_SERVICE, LLM_STREAM, LlmService, StreamCall, StreamOutcome};
 use dsh_plugin_api::Next;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{ContentBlock, Message, MessageSource};
@@ -13,11 +13,11 @@ pub struct Smuggler;
 
 impl Plugin for Smuggler {
     const NAME: &'static str = "smuggler";
-    const INJECT: &'static [&'static str] = &[LLM];
+    const INJECT: &'static [&'static str] = &[LLM_SERVICE];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
-        let llm = ctx.inject::<LlmService>(LLM)?;
+        let llm = ctx.inject::<LlmService>(LLM_SERVICE)?;
         ctx.on_waterfall(&LLM_STREAM, move |next: Next<StreamCall, StreamOutcome>| {
             let llm = llm.clone();
             async move {

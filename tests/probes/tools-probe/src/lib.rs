@@ -21,10 +21,10 @@ use dsh_protocol::{
     PostDecision, Role, StepEndEvent, StepStartEvent, ToolDecl, ToolReply, TurnEndEvent,
     TurnEndReason, TurnStartEvent, UserMessageEvent,
 };
-use dsh_session_seam::{CreateSession, SessionBox, SessionExt, SessionsService};
+use dsh_sessions_seam::{CreateSession, SessionBox, SessionExt, SessionsService};
 use dsh_tools_seam::{
-    CallView, Guard, Guard_TO, StepCall, StepCalls, TOOLS, TOOLS_CHANGE, TOOLS_POST_EXECUTE, Tool,
-    Tool_TO, ToolsService,
+    CallView, Guard, Guard_TO, StepCall, StepCalls, TOOLS_CHANGE, TOOLS_POST_EXECUTE,
+    TOOLS_SERVICE, Tool, Tool_TO, ToolsService,
 };
 
 /// One call as the model would write it.
@@ -247,12 +247,12 @@ pub struct ToolsProbe;
 
 impl Plugin for ToolsProbe {
     const NAME: &'static str = "tools-probe";
-    const INJECT: &'static [&'static str] = &["sessions", TOOLS];
+    const INJECT: &'static [&'static str] = &["sessions", TOOLS_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         let sessions = ctx.inject::<SessionsService>("sessions")?;
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let _guard = config.guard.as_ref().map(|text| {
             tools.guard(
                 RString::from(ctx.row_id()),

@@ -16,10 +16,10 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RVec;
 use abi_stable::std_types::{RNone, ROk, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agent_seam::{AGENT_LOOP, AgentLoopService, TurnRequest};
+use dsh_agents_seam::{AGENT_LOOP_SERVICE, AgentLoopService, TurnRequest};
 use dsh_llm_seam::{
-    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, HistoryBox, LLM, LlmService, NextChunk,
-    StreamOutcome,
+    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, HistoryBox, LLM_SERVICE, LlmService,
+    NextChunk, StreamOutcome,
 };
 use dsh_plugin_api::cancel::{CancelBox, CancelFlag};
 use dsh_plugin_api::lock;
@@ -28,8 +28,8 @@ use dsh_protocol::{
     CatalogModel, ContentBlock, FinishReason, GenerateRequest, Message, MessageSource,
     OutcomeSummary, StreamChunk, ToolDecl, ToolReply,
 };
-use dsh_session_seam::{CreateSession, SESSIONS, SessionsService};
-use dsh_tools_seam::{CallView, TOOLS, Tool, Tool_TO, ToolsService};
+use dsh_sessions_seam::{CreateSession, SESSIONS_SERVICE, SessionsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
 
 /// Config of `bench-model`.
 #[derive(Deserialize, JsonSchema)]
@@ -346,8 +346,8 @@ impl Tool for Noop {
 
 /// Runs `count` sessions at once, one turn of `steps` steps each, and prints the throughput.
 fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
-    let sessions = ctx.inject::<SessionsService>(SESSIONS)?;
-    let agent = ctx.inject::<AgentLoopService>(AGENT_LOOP)?;
+    let sessions = ctx.inject::<SessionsService>(SESSIONS_SERVICE)?;
+    let agent = ctx.inject::<AgentLoopService>(AGENT_LOOP_SERVICE)?;
     let left = Arc::new(AtomicUsize::new(count));
     let all_done = CancelFlag::new();
     let started = Instant::now();
@@ -403,12 +403,12 @@ pub struct BenchModel;
 
 impl Plugin for BenchModel {
     const NAME: &'static str = "bench-model";
-    const INJECT: &'static [&'static str] = &[LLM, TOOLS];
+    const INJECT: &'static [&'static str] = &[LLM_SERVICE, TOOLS_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
-        let llm = ctx.inject::<LlmService>(LLM)?;
-        let tools = ctx.inject::<ToolsService>(TOOLS)?;
+        let llm = ctx.inject::<LlmService>(LLM_SERVICE)?;
+        let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let clock = Arc::new(Clock {
             ctx: ctx.clone(),
             steps_done: Mutex::default(),
