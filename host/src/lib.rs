@@ -12,19 +12,11 @@
 )]
 
 pub mod app;
-pub mod boot;
 pub mod builtin;
 pub mod cli;
-pub mod commands;
-pub mod control;
-pub mod diagnostics;
 pub mod library;
 pub mod logging;
-pub mod reload;
 pub mod runtime;
-pub mod session_cli;
-pub mod signals;
-pub mod status;
 
 use std::ffi::OsString;
 
@@ -42,7 +34,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     // anything logs.
     let log_dir = invocation
         .mounts_a_tree()
-        .then(|| boot::home_dir().join("logs"));
+        .then(|| app::boot::home_dir().join("logs"));
     logging::init(invocation.verbose(), log_dir.as_deref());
     builtin::init_tls();
     // One thread drives every plugin: transitions and dispatches interleave only at await
@@ -59,11 +51,15 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     };
     let code = runtime.block_on(async move {
         match invocation {
-            cli::Invocation::Run { host, app_args } => commands::run(host, app_args).await,
+            cli::Invocation::Run { host, app_args } => app::run::run(host.into(), app_args).await,
             cli::Invocation::Sub { command, .. } => match command {
-                cli::Command::Check { tree, json } => commands::check(tree, json).await,
-                cli::Command::Status { json } => status::status(&boot::home_dir(), json).await,
-                cli::Command::Session { command } => session_cli::run(&boot::home_dir(), command),
+                cli::Command::Check { tree, json } => app::run::check(tree.into(), json).await,
+                cli::Command::Status { json } => {
+                    cli::status::status(&app::boot::home_dir(), json).await
+                }
+                cli::Command::Session { command } => {
+                    cli::session::run(&app::boot::home_dir(), command)
+                }
             },
         }
     });

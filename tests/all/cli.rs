@@ -219,6 +219,7 @@ fn help_lists_the_usage_the_commands_and_the_profiles_arguments() {
     assert_eq!(help.code, Some(0), "{help:?}");
     assert!(help.stderr.is_empty(), "{help:?}");
     let text = &help.stdout;
+    assert!(!text.contains("not built yet"), "{text}");
     for needle in [
         "--config FILE",
         "--profile NAME",
@@ -240,7 +241,7 @@ fn help_lists_the_usage_the_commands_and_the_profiles_arguments() {
         "[--model PROVIDER/MODEL] [--replay FILE] TASK",
         "dsh-host --profile headless -- --help",
         "  web ",
-        "not built yet",
+        "serves the page on 127.0.0.1",
         "$DSH_HOME/logs",
     ] {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");

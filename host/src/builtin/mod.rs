@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use dsh_plugin_api::declare;
 
-use crate::library::{FileIdentity, LoadedLibrary};
+use crate::runtime::{FileIdentity, LoadedLibrary};
 
 /// The library name rows use for the host's own plugins.
 pub const LIBRARY: &str = "dsh-host";

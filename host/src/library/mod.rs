@@ -14,79 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dsh_plugin_api::PluginDecl;
-
 pub use elf::{ElfError, ElfPart};
 pub use load::{LoadError, load_library};
 
+pub use crate::runtime::{FileIdentity, LoadedLibrary, PluginRef};
 use crate::runtime::{Resolver, Source};
-
-/// A loaded copy of a plugin library.
-pub struct LoadedLibrary {
-    /// The library name (`greeter` for `libgreeter.so`).
-    pub name: String,
-    /// The path rows resolve to (the file in a plugin directory).
-    pub path: PathBuf,
-    /// Where this copy was loaded from (`path` itself, or a unique copy after a reload).
-    pub loaded_from: PathBuf,
-    /// The file's identity when it was loaded, to notice changes.
-    pub identity: FileIdentity,
-    /// The `plugin-api` version the library was built against.
-    pub api_version: String,
-    pub decls: Vec<PluginDecl>,
-}
-
-/// One plugin of a loaded library.
-#[derive(Clone)]
-pub struct PluginRef {
-    pub library: Arc<LoadedLibrary>,
-    pub index: usize,
-}
-
-impl PluginRef {
-    pub fn decl(&self) -> &PluginDecl {
-        &self.library.decls[self.index]
-    }
-
-    /// The services the plugin declares as required.
-    pub fn inject(&self) -> Vec<String> {
-        self.decl()
-            .inject
-            .iter()
-            .map(|name| name.to_string())
-            .collect()
-    }
-
-    /// The services the plugin declares it may probe.
-    pub fn optional(&self) -> Vec<String> {
-        self.decl()
-            .optional
-            .iter()
-            .map(|name| name.to_string())
-            .collect()
-    }
-}
-
-/// Size, modification time and inode: enough to tell that a file was replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileIdentity {
-    pub len: u64,
-    pub modified_ns: i128,
-    pub inode: u64,
-}
-
-impl FileIdentity {
-    pub fn of(path: &Path) -> std::io::Result<Self> {
-        use std::os::unix::fs::MetadataExt;
-        let metadata = std::fs::metadata(path)?;
-        Ok(Self {
-            len: metadata.len(),
-            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000
-                + i128::from(metadata.mtime_nsec()),
-            inode: metadata.ino(),
-        })
-    }
-}
 
 /// The file name of library `name`: `lib<name>.so`, with `-` read as `_`.
 pub fn library_file_name(name: &str) -> String {
@@ -129,13 +61,19 @@ pub struct Libraries {
     /// Where each library name was found; misses are not cached, so a PENDING row finds its
     /// library as soon as it appears. Cleared whenever a plugin directory changes.
     found: Mutex<HashMap<String, PathBuf>>,
-    /// The plugins compiled into the host, as the library `dsh-host`.
+    /// The plugins compiled into the host (the library `dsh-host`).
     builtin: Arc<LoadedLibrary>,
 }
 
 impl Libraries {
-    /// `dirs` in lookup order; reload copies go to `copies_dir`, ABI dumps to `debug_dir`.
-    pub fn new(dirs: Vec<PathBuf>, copies_dir: PathBuf, debug_dir: PathBuf) -> Self {
+    /// `dirs` in lookup order; reload copies go to `copies_dir`, ABI dumps to `debug_dir`;
+    /// rows that name `builtin`'s library get the plugins compiled into the host.
+    pub fn new(
+        dirs: Vec<PathBuf>,
+        copies_dir: PathBuf,
+        debug_dir: PathBuf,
+        builtin: LoadedLibrary,
+    ) -> Self {
         Self {
             dirs,
             copies_dir,
@@ -144,7 +82,7 @@ impl Libraries {
             copy_counter: AtomicUsize::new(0),
             debug_dir,
             found: Mutex::new(HashMap::new()),
-            builtin: Arc::new(crate::builtin::library()),
+            builtin: Arc::new(builtin),
         }
     }
 
@@ -256,7 +194,7 @@ impl Libraries {
     /// Resolves a row's plugin spec against the directories and loaded libraries.
     pub fn resolve_spec(&self, spec: &str) -> Source {
         let (name, export) = split_spec(spec);
-        if name == crate::builtin::LIBRARY {
+        if name == self.builtin.name {
             return select_export(&self.builtin, export);
         }
         let path = match self.find(name) {
@@ -341,6 +279,7 @@ mod tests {
             ],
             PathBuf::from("/tmp"),
             PathBuf::from("/tmp"),
+            crate::builtin::library(),
         );
         match libraries.resolve_spec("ghost") {
             Source::Missing(reason) => {

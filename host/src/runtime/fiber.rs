@@ -10,8 +10,8 @@ use dsh_plugin_api::abi::ErasedService;
 use serde::Serialize;
 
 use super::effects::Effect;
+use super::plugin::PluginRef;
 use super::scope::Scope;
-use crate::library::PluginRef;
 
 pub type FiberId = u64;
 

@@ -13,7 +13,12 @@ use crate::{exe_dir, median, report};
 /// Mounts `count` listeners per event in a fresh runtime and waits until they are active.
 async fn runtime_with_listeners(count: u32) -> anyhow::Result<Runtime> {
     let runtime = Runtime::new();
-    let libraries = Libraries::new(vec![exe_dir()], std::env::temp_dir(), std::env::temp_dir());
+    let libraries = Libraries::new(
+        vec![exe_dir()],
+        std::env::temp_dir(),
+        std::env::temp_dir(),
+        dsh_host::builtin::library(),
+    );
     let source = libraries.resolve_spec("bench-plugin/listeners");
     let spec = MountSpec {
         row_id: "listeners".to_owned(),

@@ -61,6 +61,7 @@ pub(crate) async fn run() -> anyhow::Result<()> {
         vec![exe_dir()],
         std::env::temp_dir(),
         std::env::temp_dir(),
+        dsh_host::builtin::library(),
     ));
     let (mut mounts, mut disposes) = (Vec::new(), Vec::new());
     for round in 0..23 {

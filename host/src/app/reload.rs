@@ -15,7 +15,7 @@ use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 use tokio::sync::mpsc;
 
 use crate::app::App;
-use crate::boot::Boot;
+use crate::app::boot::Boot;
 
 /// How long a burst of file events is collected before the reload task acts on it.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);

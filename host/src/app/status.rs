@@ -13,7 +13,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use crate::app::App;
-use crate::diagnostics::{Snapshot, render_table};
+use crate::app::diagnostics::{FiberRow, Snapshot};
 
 /// The socket of this process; removed when dropped.
 pub struct StatusSocket {
@@ -28,7 +28,7 @@ impl Drop for StatusSocket {
     }
 }
 
-fn run_dir(home: &Path) -> PathBuf {
+pub fn run_dir(home: &Path) -> PathBuf {
     home.join("run")
 }
 
@@ -54,7 +54,7 @@ pub fn serve(home: &Path, app: Arc<App>) -> Option<StatusSocket> {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
-            let snapshot = crate::commands::snapshot(&app);
+            let snapshot = snapshot(&app);
             tokio::spawn(async move {
                 answer(stream, snapshot).await;
                 drop(permit);
@@ -102,54 +102,14 @@ async fn answer(stream: UnixStream, snapshot: Snapshot) {
     let _ = write.shutdown().await;
 }
 
-/// The most of an answer read: far above any fiber table, and what is under `run/` may be a
-/// socket of anyone's.
-const MAX_ANSWER: u64 = 16 << 20;
-
-async fn ask(path: &Path) -> std::io::Result<Snapshot> {
-    let mut stream = UnixStream::connect(path).await?;
-    stream.write_all(b"status\n").await?;
-    let mut body = String::new();
-    stream.take(MAX_ANSWER).read_to_string(&mut body).await?;
-    serde_json::from_str(&body)
-        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
-}
-
-/// Prints the table of every host running under `home`. Exit 1 when none answers.
-pub async fn status(home: &Path, json: bool) -> i32 {
-    let dir = run_dir(home);
-    let mut sockets: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                .filter(|path| path.extension().is_some_and(|ext| ext == "sock"))
-                .collect()
-        })
-        .unwrap_or_default();
-    sockets.sort();
-    let mut answered = Vec::new();
-    for socket in sockets {
-        match tokio::time::timeout(std::time::Duration::from_secs(5), ask(&socket)).await {
-            Ok(Ok(snapshot)) => answered.push(snapshot),
-            // A socket nobody answers on belongs to a host that is gone.
-            _ => tracing::debug!("no host answers on {}", socket.display()),
-        }
+pub fn snapshot(app: &App) -> Snapshot {
+    let runtime = app.runtime();
+    Snapshot {
+        pid: std::process::id(),
+        fibers: runtime.report().iter().map(FiberRow::from).collect(),
+        disabled: app.disabled_rows(),
+        library_copies: app.libraries().copies_held(),
+        live_tasks: runtime.live_tasks(),
+        listeners: runtime.bus().listener_count(),
     }
-    if answered.is_empty() {
-        eprintln!("no running dsh-host under {}", dir.display());
-        return 1;
-    }
-    for snapshot in &answered {
-        if json {
-            println!("{}", serde_json::to_string(snapshot).unwrap_or_default());
-        } else {
-            println!("dsh-host pid {}", snapshot.pid);
-            print!("{}", render_table(snapshot));
-            println!(
-                "library copies held: {}  live tasks: {}  listeners: {}",
-                snapshot.library_copies, snapshot.live_tasks, snapshot.listeners
-            );
-        }
-    }
-    0
 }

@@ -10,6 +10,30 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+pub mod session;
+pub mod status;
+
+impl From<TreeArgs> for crate::app::boot::TreeSpec {
+    fn from(tree: TreeArgs) -> Self {
+        Self {
+            config: tree.config,
+            profile: tree.profile,
+            patches: tree.patches,
+            plugin_dirs: tree.plugin_dirs,
+        }
+    }
+}
+
+impl From<HostArgs> for crate::app::run::RunOptions {
+    fn from(host: HostArgs) -> Self {
+        Self {
+            tree: host.tree.into(),
+            dump_config: host.dump_config,
+            no_watch: host.no_watch,
+        }
+    }
+}
+
 /// `dsh-host --help`: the usage forms, the host options (rendered by clap from the fields of
 /// [`HostArgs`]), then the commands and the built-in profiles with their own arguments.
 const HELP_TEMPLATE: &str = "\
@@ -40,7 +64,7 @@ Profiles (--profile NAME; created under $DSH_HOME/profiles on first use):
               dsh-host --profile headless [--output text|stream-json] [--resume ID] [--cwd DIR]
                        [--model PROVIDER/MODEL] [--replay FILE] TASK
               its own help: dsh-host --profile headless -- --help
-  web       The browser profile (not built yet)
+  web       The browser app: serves the page on 127.0.0.1 and prints its sign-in URL
   demo      The example greeter and consumer plugins
 
 Logs: a run's INFO and DEBUG records go to a file under $DSH_HOME/logs (the newest 20 are
@@ -125,7 +149,7 @@ pub enum Command {
     /// Inspect session logs (read-only).
     Session {
         #[command(subcommand)]
-        command: crate::session_cli::SessionCommand,
+        command: session::SessionCommand,
     },
 }
 

@@ -5,16 +5,15 @@ use std::path::{Path, PathBuf};
 
 use dsh_loader::{ComposeError, Composed, Home, Layer, ProfileError, ResolveError, ResolvedRow};
 
-use crate::cli::TreeArgs;
 use crate::library::Libraries;
 
 /// The bundles compiled into the binary (overridable from `$DSH_HOME/bundles/<name>.yml`).
 const BUILTIN_BUNDLES: [(&str, &str); 5] = [
-    ("base", include_str!("../../bundles/base.yml")),
-    ("agent", include_str!("../../bundles/agent.yml")),
-    ("headless", include_str!("../../bundles/headless.yml")),
-    ("web", include_str!("../../bundles/web.yml")),
-    ("examples", include_str!("../../bundles/examples.yml")),
+    ("base", include_str!("../../../bundles/base.yml")),
+    ("agent", include_str!("../../../bundles/agent.yml")),
+    ("headless", include_str!("../../../bundles/headless.yml")),
+    ("web", include_str!("../../../bundles/web.yml")),
+    ("examples", include_str!("../../../bundles/examples.yml")),
 ];
 
 /// Profiles created from a template on first use, with their bundles.
@@ -36,6 +35,16 @@ fn builtin_bundle(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(bundle, _)| *bundle == name)
         .map(|(_, text)| *text)
+}
+
+/// What tree to run: one row list (`config`), or a profile with patch layers after its own
+/// and the home's, and the folders searched for plugins before the home's and the host's.
+#[derive(Debug, Clone, Default)]
+pub struct TreeSpec {
+    pub config: Option<PathBuf>,
+    pub profile: Option<String>,
+    pub patches: Vec<PathBuf>,
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Why the tree to run could not be composed or resolved. Every message names the file, row or
@@ -79,11 +88,11 @@ pub fn home_dir() -> PathBuf {
 /// The inputs of one boot: home, tree arguments, plugin directories.
 pub struct Boot {
     pub home: PathBuf,
-    pub tree: TreeArgs,
+    pub tree: TreeSpec,
 }
 
 impl Boot {
-    pub fn new(tree: TreeArgs) -> Self {
+    pub fn new(tree: TreeSpec) -> Self {
         Self {
             home: home_dir(),
             tree,
@@ -118,6 +127,7 @@ impl Boot {
             self.plugin_dirs(),
             self.home.join(".loaded"),
             self.home.join("logs"),
+            crate::builtin::library(),
         )
     }
 

@@ -7,10 +7,21 @@ use dsh_plugin_api::abi::ErasedService;
 use dsh_plugin_api::{CmdlineArgs, PluginError, RString, RVec};
 
 use crate::app::App;
-use crate::boot::{Boot, BootError};
-use crate::cli::{HostArgs, TreeArgs};
-use crate::diagnostics::{FiberRow, Snapshot, check_exit_code, render_table};
+use crate::app::boot::{Boot, BootError, TreeSpec};
+
+use crate::app::diagnostics::{check_exit_code, render_table};
+use crate::app::status::snapshot;
 use crate::runtime::Runtime;
+
+/// What a run is asked for, besides its tree's own arguments.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub tree: TreeSpec,
+    /// Print the composed rows with the layer that last changed each, and exit.
+    pub dump_config: bool,
+    /// Do not watch plugin directories and config files for changes.
+    pub no_watch: bool,
+}
 
 /// How long disposers may run at shutdown before their fiber is named and abandoned.
 const DISPOSE_GRACE: Duration = Duration::from_secs(5);
@@ -32,7 +43,7 @@ fn boot_app(
 ) -> Result<(Arc<App>, tokio::sync::mpsc::UnboundedReceiver<i32>), StartError> {
     let rows = boot.load()?;
     let runtime = Runtime::new();
-    let exits = crate::control::provide(&runtime)?;
+    let exits = crate::app::control::provide(&runtime)?;
     let cmdline = CmdlineArgs {
         args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
     };
@@ -42,21 +53,9 @@ fn boot_app(
     Ok((app, exits))
 }
 
-pub fn snapshot(app: &App) -> Snapshot {
-    let runtime = app.runtime();
-    Snapshot {
-        pid: std::process::id(),
-        fibers: runtime.report().iter().map(FiberRow::from).collect(),
-        disabled: app.disabled_rows(),
-        library_copies: app.libraries().copies_held(),
-        live_tasks: runtime.live_tasks(),
-        listeners: runtime.bus().listener_count(),
-    }
-}
-
 /// `dsh-host [--config FILE | --profile NAME] ...`: runs until SIGTERM (exit 0) or SIGINT
 /// (exit 130); a second signal exits at once.
-pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
+pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
     let boot = Boot::new(host.tree);
     if host.dump_config {
         if !app_args.is_empty() {
@@ -88,24 +87,24 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
             return 1;
         }
     };
-    let status = crate::status::serve(&boot.home, app.clone());
+    let status = crate::app::status::serve(&boot.home, app.clone());
     let watcher = if host.no_watch {
         None
     } else {
-        crate::reload::watch(&boot, app.clone())
+        crate::app::reload::watch(&boot, app.clone())
     };
     let (code, signal) = tokio::select! {
-        code = crate::signals::wait_for_shutdown() => (code, Some(if code == 130 { 2 } else { 15 })),
+        code = crate::app::signals::wait_for_shutdown() => (code, Some(if code == 130 { 2 } else { 15 })),
         Some(code) = exits.recv() => (code, None),
     };
     tracing::info!("shutting down");
     // No reload may mount rows while the tree is being disposed.
     drop(watcher);
     let announce =
-        crate::control::announce_stop(app.runtime(), &mut exits, code, signal, DISPOSE_GRACE);
+        crate::app::control::announce_stop(app.runtime(), &mut exits, code, signal, DISPOSE_GRACE);
     let code = tokio::select! {
         code = announce => code,
-        second = crate::signals::wait_for_shutdown() => {
+        second = crate::app::signals::wait_for_shutdown() => {
             tracing::warn!("second signal: exiting at once");
             return second;
         }
@@ -113,7 +112,7 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
     let shutdown = app.runtime().dispose_all(DISPOSE_GRACE);
     tokio::select! {
         () = shutdown => {}
-        second = crate::signals::wait_for_shutdown() => {
+        second = crate::app::signals::wait_for_shutdown() => {
             tracing::warn!("second signal: exiting at once");
             return second;
         }
@@ -123,7 +122,7 @@ pub async fn run(host: HostArgs, app_args: Vec<String>) -> i32 {
 }
 
 /// `dsh-host check`: boot, settle, print, dispose, exit 0/1/2.
-pub async fn check(tree: TreeArgs, json: bool) -> i32 {
+pub async fn check(tree: TreeSpec, json: bool) -> i32 {
     let boot = Boot::new(tree);
     let app = match boot_app(&boot, Vec::new()) {
         Ok((app, _exits)) => app,
