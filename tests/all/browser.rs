@@ -63,7 +63,7 @@ fn scenario_in(
     let (scripts, chromium) = match browser() {
         Ok(found) => found,
         Err(reason) => {
-            eprintln!("skipped: browser scenario `{name}`: {reason}");
+            dsh_tests::skip(&format!("browser scenario `{name}`"), &reason);
             return None;
         }
     };

@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_tests::{TestDir, run_host_with_env, workspace_root};
+use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::Value;
 
 fn snapshots() -> PathBuf {
-    workspace_root().join("../shared/fixtures/dsh")
+    dsh_tests::corpus_dir()
 }
 
 /// Cases we run, by folder under the fixtures.
@@ -358,6 +358,7 @@ fn run_case(case: &str) -> Result<(), String> {
 
 #[test]
 fn recorded_single_turn_cases_replay_to_the_recorded_sequence() {
+    dsh_tests::needs_corpus!("recorded_single_turn_cases_replay_to_the_recorded_sequence");
     for (case, reason) in SKIPPED {
         eprintln!("conformance: skipped {case}: {reason}");
     }

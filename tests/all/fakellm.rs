@@ -95,7 +95,10 @@ fn the_adapter_streams_from_fakellm_in_openai_compatible_mode() {
     let exe = match fakellm() {
         Ok(exe) => exe,
         Err(reason) => {
-            println!("skipped: {reason}");
+            dsh_tests::skip(
+                "the_adapter_streams_from_fakellm_in_openai_compatible_mode",
+                &reason,
+            );
             return;
         }
     };

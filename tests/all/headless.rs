@@ -9,7 +9,7 @@ use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env, workspace_root};
 use serde_json::{Value, json};
 
 pub(crate) fn recorded(case: &str) -> PathBuf {
-    workspace_root().join(format!("../shared/fixtures/dsh/headless/snapshots/{case}"))
+    dsh_tests::corpus_dir().join(format!("headless/snapshots/{case}"))
 }
 
 /// Runs the headless profile with `args` in a fresh home; the working directory is `dir/work`.
@@ -100,6 +100,7 @@ pub(crate) fn durable_types(events: &[Value]) -> Vec<String> {
 
 #[test]
 fn a_recorded_tool_round_trip_replays_to_the_same_durable_sequence() {
+    dsh_tests::needs_corpus!("a_recorded_tool_round_trip_replays_to_the_same_durable_sequence");
     let dir = TestDir::new("headless-replay");
     let log = recorded("headless-profile/session.expected.jsonl");
     let task = "Prove the product headless profile path with one real tool round trip.";
@@ -150,6 +151,7 @@ fn a_recorded_tool_round_trip_replays_to_the_same_durable_sequence() {
 
 #[test]
 fn text_output_is_the_final_answer_alone() {
+    dsh_tests::needs_corpus!("text_output_is_the_final_answer_alone");
     let dir = TestDir::new("headless-text");
     let log = recorded("headless-profile/session.expected.jsonl");
     let out = headless(&dir, &["--replay", log.to_str().unwrap(), "run it"], &[]);
@@ -426,6 +428,7 @@ fn signal_mid_stream(name: &str, signal: i32) -> (Option<i32>, Vec<Value>) {
 
 #[test]
 fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
+    dsh_tests::needs_corpus!("sigint_mid_stream_cancels_the_turn_and_exits_130");
     let (code, events) = signal_mid_stream("headless-sigint", 2);
     assert_eq!(code, Some(130), "{events:?}");
     let end = events
@@ -453,6 +456,7 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
 
 #[test]
 fn sigterm_mid_stream_closes_the_turn_and_exits_143() {
+    dsh_tests::needs_corpus!("sigterm_mid_stream_closes_the_turn_and_exits_143");
     let (code, events) = signal_mid_stream("headless-sigterm", 15);
     assert_eq!(code, Some(143), "{events:?}");
     let end = events
@@ -589,6 +593,7 @@ fn a_crash_mid_tool_resumes_with_the_outcome_marked_unknown() {
 /// the turn ends `error` naming the session, and the replayed model never answers it.
 #[test]
 fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
+    dsh_tests::needs_corpus!("a_smuggled_message_is_stopped_by_the_model_visible_check");
     dsh_tests::plugin_lib("smuggler");
     let (out, events, result) = recorded_round_trip_with(
         "headless-smuggler",
@@ -929,6 +934,7 @@ fn the_file_tools_go_through_the_fs_row() {
 /// one nothing is logged for it.
 #[test]
 fn an_explicit_permission_preset_opens_the_log_as_recorded() {
+    dsh_tests::needs_corpus!("an_explicit_permission_preset_opens_the_log_as_recorded");
     let log = recorded("headless-profile/session.expected.jsonl");
     let recorded_head: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()
@@ -1036,6 +1042,7 @@ fn closed_by_disposal(events: &[Value], dir: &TestDir) {
 /// turn closes its own log, and the runner is told and exits 1 instead of waiting forever.
 #[test]
 fn a_turn_dropped_by_an_unload_closes_its_log() {
+    dsh_tests::needs_corpus!("a_turn_dropped_by_an_unload_closes_its_log");
     let (code, stderr, events, dir) = unload_mid_turn("headless-unload-agent", "agent");
     assert_eq!(code, Some(1), "{stderr:?}");
     assert!(
@@ -1049,6 +1056,7 @@ fn a_turn_dropped_by_an_unload_closes_its_log() {
 /// its log, the agent goes idle with that outcome, and the run exits 1.
 #[test]
 fn a_turn_of_an_unloaded_loop_ends_aborted() {
+    dsh_tests::needs_corpus!("a_turn_of_an_unloaded_loop_ends_aborted");
     let (code, stderr, events, dir) = unload_mid_turn("headless-unload-loop", "agent-loop");
     assert_eq!(code, Some(1), "{stderr:?}");
     closed_by_disposal(&events, &dir);
@@ -1108,6 +1116,7 @@ fn nested_instructions_arrive_when_the_agent_works_in_their_directory() {
 /// stored log.
 #[test]
 fn an_unloaded_runner_ends_the_host() {
+    dsh_tests::needs_corpus!("an_unloaded_runner_ends_the_host");
     let (code, stderr, _, dir) = unload_mid_turn("headless-unload-runner", "headless");
     assert_eq!(code, Some(1), "{stderr:?}");
     assert!(

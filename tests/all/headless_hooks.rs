@@ -32,6 +32,7 @@ fn tool_result_text(events: &[Value]) -> String {
 
 #[test]
 fn a_rejected_pre_step_ends_the_turn_blocked_with_no_step() {
+    dsh_tests::needs_corpus!("a_rejected_pre_step_ends_the_turn_blocked_with_no_step");
     let (out, events) = with_hooks("headless-pre-step", "        rejectStep: not now\n", &[]);
     assert_eq!(out.code, Some(3), "{out:?}");
     // The task was claimed at the turn's start (as the turn flow says), then the step refused.
@@ -54,6 +55,7 @@ fn a_rejected_pre_step_ends_the_turn_blocked_with_no_step() {
 
 #[test]
 fn an_ask_with_no_answerer_is_unavailable_and_audited() {
+    dsh_tests::needs_corpus!("an_ask_with_no_answerer_is_unavailable_and_audited");
     let (out, events) = with_hooks(
         "headless-ask",
         "        preExecute: {kind: ask, reason: check first}\n",
@@ -79,6 +81,7 @@ fn an_ask_with_no_answerer_is_unavailable_and_audited() {
 
 #[test]
 fn under_full_access_an_ask_is_rejected_before_anyone_is_asked() {
+    dsh_tests::needs_corpus!("under_full_access_an_ask_is_rejected_before_anyone_is_asked");
     let (out, events) = with_hooks(
         "headless-ask-never",
         "        preExecute: {kind: ask}\n",
@@ -95,6 +98,7 @@ fn under_full_access_an_ask_is_rejected_before_anyone_is_asked() {
 
 #[test]
 fn a_guard_denial_reaches_the_model_as_an_error_result() {
+    dsh_tests::needs_corpus!("a_guard_denial_reaches_the_model_as_an_error_result");
     let (out, events) = with_hooks("headless-guard", "        guard: CLI_TOOL\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let text = tool_result_text(&events);
@@ -106,6 +110,9 @@ fn a_guard_denial_reaches_the_model_as_an_error_result() {
 
 #[test]
 fn context_added_after_a_call_is_logged_as_a_user_message_after_the_results() {
+    dsh_tests::needs_corpus!(
+        "context_added_after_a_call_is_logged_as_a_user_message_after_the_results"
+    );
     let (out, events) = with_hooks(
         "headless-context",
         "        postExecute: {kind: accept, additionalContexts: [{role: user, source: {kind: plugin, plugin: hooks-probe}, content: [{type: text, text: remember the tests}]}]}\n",
@@ -135,6 +142,7 @@ fn context_added_after_a_call_is_logged_as_a_user_message_after_the_results() {
 /// that step's request, with both splices logged.
 #[test]
 fn steering_input_enters_at_the_next_step() {
+    dsh_tests::needs_corpus!("steering_input_enters_at_the_next_step");
     let (out, events) = with_hooks(
         "headless-steer",
         "        steer: also check the docs\n",
@@ -169,6 +177,7 @@ fn steering_input_enters_at_the_next_step() {
 /// value into the content the model gets (bash renders its value's `output`).
 #[test]
 fn a_replaced_value_is_rendered_by_the_tool() {
+    dsh_tests::needs_corpus!("a_replaced_value_is_rendered_by_the_tool");
     let (out, events) = with_hooks(
         "headless-revalue",
         "        postExecute: {kind: accept, value: {exitCode: 0, timedOut: false, output: \"[redacted by policy]\"}}\n",
@@ -181,6 +190,7 @@ fn a_replaced_value_is_rendered_by_the_tool() {
 /// A value without what the renderer needs cannot be rendered: the call fails, naming why.
 #[test]
 fn a_value_the_tool_cannot_render_fails_the_call() {
+    dsh_tests::needs_corpus!("a_value_the_tool_cannot_render_fails_the_call");
     let (out, events) = with_hooks(
         "headless-revalue-bad",
         "        postExecute: {kind: accept, value: {something: else}}\n",

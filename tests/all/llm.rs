@@ -359,8 +359,9 @@ fn recorded_attempts(log: &std::path::Path) -> Vec<Vec<Value>> {
 #[test]
 fn replay_answers_each_request_with_the_next_recorded_attempt() {
     plugin_lib("llm_replay");
-    let log = dsh_tests::workspace_root()
-        .join("../shared/fixtures/dsh/acp/snapshots/web-fetch/session.jsonl");
+    let log =
+        dsh_tests::needs_corpus!("replay_answers_each_request_with_the_next_recorded_attempt")
+            .join("acp/snapshots/web-fetch/session.jsonl");
     let recorded = recorded_attempts(&log);
     assert_eq!(recorded.len(), 2);
     let dir = TestDir::new("llm-replay");

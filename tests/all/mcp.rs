@@ -53,7 +53,7 @@ macro_rules! needs_servers {
         match servers() {
             Ok(found) => found,
             Err(reason) => {
-                eprintln!("skipped: {}: {reason}", $test);
+                dsh_tests::skip($test, &reason);
                 return;
             }
         }
@@ -570,7 +570,10 @@ fn under_landlock_an_entrys_loader_variables_are_set_after_the_restriction() {
         "    bwrap: /nonexistent/bwrap\n    writableRoots: []\n    tempWritable: false\n",
     );
     if stderr.contains("no sandbox backend") {
-        eprintln!("skipped: this kernel has no usable Landlock");
+        dsh_tests::skip(
+            "under_landlock_an_entrys_loader_variables_are_set_after_the_restriction",
+            "this kernel has no usable Landlock",
+        );
         return;
     }
     assert!(stderr.contains(&inner), "{stderr}");

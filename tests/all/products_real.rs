@@ -98,7 +98,7 @@ fn the_real_codex_runs_as_a_child_and_its_answer_reaches_the_parent() {
     let codex = match installed("codex") {
         Ok(path) => path,
         Err(reason) => {
-            eprintln!("products: skipped the real Codex: {reason}");
+            dsh_tests::skip("the real Codex as a child", &reason);
             return;
         }
     };
@@ -137,7 +137,7 @@ fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
     let claude = match installed("claude") {
         Ok(path) => path,
         Err(reason) => {
-            eprintln!("products: skipped the real Claude Code: {reason}");
+            dsh_tests::skip("the real Claude Code as a child", &reason);
             return;
         }
     };

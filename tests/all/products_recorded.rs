@@ -12,9 +12,7 @@ use crate::products::{double, product_row, run};
 
 /// The recorded product cases, by their path under the reference's fixtures.
 fn recorded(case: &str) -> PathBuf {
-    dsh_tests::workspace_root()
-        .join("../shared/fixtures/dsh/acp/snapshots")
-        .join(case)
+    dsh_tests::corpus_dir().join("acp/snapshots").join(case)
 }
 
 /// `(name, description, parameters)` of each tool of the first request whose name `keep`s.
@@ -50,6 +48,7 @@ fn expected_tools(case: &str, keep: impl Fn(&str) -> bool) -> Vec<Value> {
 /// word, for every named instance (the rest of the recorded catalog is other issues' tools).
 #[test]
 fn recorded_product_compositions_offer_the_recorded_tools() {
+    dsh_tests::needs_corpus!("recorded_product_compositions_offer_the_recorded_tools");
     let is_ours = |name: &str| name.starts_with("subagent_c") || name.starts_with("job_");
     let instances = [
         (
@@ -103,6 +102,7 @@ fn recorded_product_compositions_offer_the_recorded_tools() {
 /// with the recording: results, the job's notice, and job_output's status.
 #[test]
 fn the_recorded_product_diagnostics_replay() {
+    dsh_tests::needs_corpus!("the_recorded_product_diagnostics_replay");
     let case = "product-subagent-result-diagnostic";
     let (_, recorded_events) = crate::subagents::read_log(&recorded(case).join("session.jsonl"));
     let halves = [

@@ -483,6 +483,7 @@ fn the_agents_registry_follows_reloads_and_keeps_inboxes_through_the_log() {
 /// runner cancelling anything first.
 #[test]
 fn a_shutdown_disposes_an_agent_before_its_session_store() {
+    dsh_tests::needs_corpus!("a_shutdown_disposes_an_agent_before_its_session_store");
     for lib in [
         "session",
         "session_persistence_jsonl",

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_tests::{TestDir, run_host, workspace_root};
+use dsh_tests::{TestDir, run_host};
 
 fn fixtures() -> PathBuf {
-    workspace_root().join("../shared/fixtures/dsh")
+    dsh_tests::corpus_dir()
 }
 
 fn web_fetch() -> PathBuf {
@@ -37,6 +37,7 @@ fn durable_logs(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_recorded_log_checks_sound() {
+    dsh_tests::needs_corpus!("every_recorded_log_checks_sound");
     let dir = TestDir::new("session-check-all");
     let mut logs = Vec::new();
     durable_logs(&fixtures(), &mut logs);
@@ -59,6 +60,7 @@ fn every_recorded_log_checks_sound() {
 
 #[test]
 fn show_counts_events_turns_and_usage() {
+    dsh_tests::needs_corpus!("show_counts_events_turns_and_usage");
     let dir = TestDir::new("session-show");
     let out = session(&dir, &["show", web_fetch().to_str().unwrap(), "--json"]);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -75,6 +77,7 @@ fn show_counts_events_turns_and_usage() {
 
 #[test]
 fn derive_prints_the_model_history() {
+    dsh_tests::needs_corpus!("derive_prints_the_model_history");
     let dir = TestDir::new("session-derive");
     let out = session(&dir, &["derive", web_fetch().to_str().unwrap()]);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -100,6 +103,7 @@ fn derive_prints_the_model_history() {
 
 #[test]
 fn a_torn_tail_is_reported_as_repairable_not_corrupt() {
+    dsh_tests::needs_corpus!("a_torn_tail_is_reported_as_repairable_not_corrupt");
     let dir = TestDir::new("session-torn");
     let mut text = std::fs::read_to_string(web_fetch()).unwrap();
     text.push_str("{\"type\":\"turn/st");
@@ -117,6 +121,7 @@ fn a_torn_tail_is_reported_as_repairable_not_corrupt() {
 
 #[test]
 fn an_open_turn_is_what_a_load_would_close() {
+    dsh_tests::needs_corpus!("an_open_turn_is_what_a_load_would_close");
     let dir = TestDir::new("session-open-turn");
     let recorded = std::fs::read_to_string(fixtures().join(
         "headless/semantic-checkpoint-snapshots/tool-outcome-unknown/session.expected.jsonl",
@@ -143,6 +148,7 @@ fn an_open_turn_is_what_a_load_would_close() {
 
 #[test]
 fn a_seq_gap_before_a_turn_end_is_corruption_naming_the_line() {
+    dsh_tests::needs_corpus!("a_seq_gap_before_a_turn_end_is_corruption_naming_the_line");
     let dir = TestDir::new("session-gap");
     let text =
         std::fs::read_to_string(web_fetch())
@@ -157,6 +163,7 @@ fn a_seq_gap_before_a_turn_end_is_corruption_naming_the_line() {
 
 #[test]
 fn a_foreign_version_is_refused() {
+    dsh_tests::needs_corpus!("a_foreign_version_is_refused");
     let dir = TestDir::new("session-version");
     let text =
         std::fs::read_to_string(web_fetch())
@@ -170,6 +177,7 @@ fn a_foreign_version_is_refused() {
 
 #[test]
 fn an_unknown_required_event_type_is_refused_naming_it() {
+    dsh_tests::needs_corpus!("an_unknown_required_event_type_is_refused_naming_it");
     let dir = TestDir::new("session-unknown-type");
     let mut text = std::fs::read_to_string(web_fetch()).unwrap();
     text.push_str("{\"type\":\"plugin/mystery\",\"seq\":130,\"time\":1,\"data\":{}}\n");
@@ -189,6 +197,7 @@ fn an_unknown_required_event_type_is_refused_naming_it() {
 
 #[test]
 fn list_finds_sessions_under_the_home() {
+    dsh_tests::needs_corpus!("list_finds_sessions_under_the_home");
     let dir = TestDir::new("session-list");
     let stored = dir.home().join(
         "sessions/--~007B~007Bcwd~007D~007D--/c12fa9af-1042-4a92-9ba4-4a968ff23495/session.jsonl",

@@ -63,8 +63,8 @@ fn the_composed_headless_config() {
 #[test]
 fn the_history_derived_from_a_recorded_tool_round_trip() {
     let dir = TestDir::new("snap-derive");
-    let log = workspace_root()
-        .join("../shared/fixtures/dsh/headless/snapshots/headless-profile/session.expected.jsonl");
+    let log = dsh_tests::needs_corpus!("the_history_derived_from_a_recorded_tool_round_trip")
+        .join("headless/snapshots/headless-profile/session.expected.jsonl");
     assert!(log.is_file(), "fixture missing: {}", log.display());
     let out = run_host(&dir.home(), &["session", "derive", log.to_str().unwrap()]);
     assert_eq!(out.code, Some(0), "{out:?}");

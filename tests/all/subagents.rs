@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// The recorded cases, by their path under the reference's fixtures.
 fn fixtures() -> PathBuf {
-    dsh_tests::workspace_root().join("../shared/fixtures/dsh")
+    dsh_tests::corpus_dir()
 }
 
 /// The durable events compared, as the conformance suite compares them.
@@ -317,6 +317,7 @@ fn run_case(case: &str) -> Result<(), String> {
 
 #[test]
 fn recorded_delegation_cases_replay_parent_and_children() {
+    dsh_tests::needs_corpus!("recorded_delegation_cases_replay_parent_and_children");
     for (case, reason) in SKIPPED {
         eprintln!("subagents: skipped {case}: {reason}");
     }
@@ -334,8 +335,10 @@ fn recorded_delegation_cases_replay_parent_and_children() {
 /// but once its background child settled and the parent answered from the child's notice.
 #[test]
 fn headless_waits_for_a_background_child_and_answers_from_its_notice() {
-    let folder = dsh_tests::workspace_root()
-        .join("../shared/fixtures/dsh/headless/snapshots/subagent-settlement");
+    let folder = dsh_tests::needs_corpus!(
+        "headless_waits_for_a_background_child_and_answers_from_its_notice"
+    )
+    .join("headless/snapshots/subagent-settlement");
     let dir = TestDir::new("subagents-settlement");
     let work = dir.join("work");
     let replay = dir.join("replay");

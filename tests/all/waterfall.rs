@@ -48,7 +48,10 @@ fn waterfall_chains_are_clean_under_valgrind() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: valgrind is not installed");
+        dsh_tests::skip(
+            "waterfall_chains_are_clean_under_valgrind",
+            "valgrind is not installed",
+        );
         return;
     }
     plugin_lib("lifecycle_probe");

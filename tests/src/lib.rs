@@ -449,6 +449,13 @@ pub fn squash(text: &str) -> String {
         .join("\n")
 }
 
+pub use dsh_test_corpus::{CORPUS_ABSENT, corpus, needs_corpus, skip};
+
+/// The recorded corpus, for a helper of tests that checked for it first (`needs_corpus!`).
+pub fn corpus_dir() -> PathBuf {
+    corpus().unwrap_or_else(|| panic!("{CORPUS_ABSENT}: check with needs_corpus! first"))
+}
+
 /// A generous bound for things that normally take milliseconds.
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -480,7 +487,7 @@ pub fn bubblewrap() -> Result<(), String> {
 macro_rules! needs_bubblewrap {
     ($test:literal) => {
         if let Err(reason) = $crate::bubblewrap() {
-            eprintln!("skipped: {}: {reason}", $test);
+            $crate::skip($test, &reason);
             return;
         }
     };

@@ -1,7 +1,5 @@
 //! Request building: body, headers, thinking, credentials, images.
 
-use std::path::Path;
-
 use dsh_protocol::{
     CatalogModel, ContentBlock, FailureCode, GenerateRequest, ImageAttachment, LlmCallConfig,
     LlmFailure, Message, Modality, Purpose, Role, ToolSchema,
@@ -291,8 +289,9 @@ fn a_generic_endpoint_gets_no_deepseek_extras() {
 
 /// The failure a headless run logged for this credential case.
 fn recorded_failure(case: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/dsh/headless/snapshots")
+    let path = dsh_test_corpus::corpus()
+        .expect("the recorded corpus (the test checks for it first)")
+        .join("headless/snapshots")
         .join(case)
         .join("stream-json.expected.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -315,6 +314,7 @@ fn key_failure(key: &str) -> LlmFailure {
 
 #[test]
 fn credential_failures_match_the_recorded_messages() {
+    dsh_test_corpus::needs_corpus!("credential_failures_match_the_recorded_messages");
     assert_eq!(
         serde_json::to_value(key_failure("")).unwrap(),
         recorded_failure("missing-credential")

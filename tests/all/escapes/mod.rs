@@ -56,9 +56,9 @@ fn main_run(runs_as: As) {
     let scene = match Scene::new("main", runs_as) {
         Ok(scene) => scene,
         Err(reason) => {
-            eprintln!(
-                "skipped: the escape catalogue as {}: {reason}",
-                runs_as.name()
+            dsh_tests::skip(
+                &format!("the escape catalogue as {}", runs_as.name()),
+                &reason,
             );
             return;
         }

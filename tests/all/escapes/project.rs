@@ -159,9 +159,9 @@ pub(crate) fn run(runs_as: As) {
         match one(runs_as, trusted) {
             Ok(more) => rows.extend(more),
             Err(reason) => {
-                eprintln!(
-                    "skipped: a project's own configuration as {}: {reason}",
-                    runs_as.name()
+                dsh_tests::skip(
+                    &format!("a project's own configuration as {}", runs_as.name()),
+                    &reason,
                 );
                 return;
             }

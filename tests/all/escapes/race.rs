@@ -37,9 +37,9 @@ pub(crate) fn run(runs_as: As) {
     let scene = match Scene::new("race", runs_as) {
         Ok(scene) => scene,
         Err(reason) => {
-            eprintln!(
-                "skipped: the file tools' race as {}: {reason}",
-                runs_as.name()
+            dsh_tests::skip(
+                &format!("the file tools' race as {}", runs_as.name()),
+                &reason,
             );
             return;
         }

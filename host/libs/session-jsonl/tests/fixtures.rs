@@ -42,6 +42,7 @@ fn durable_logs() -> Vec<(std::path::PathBuf, ReadSession)> {
 
 #[test]
 fn every_fixture_reads_without_repair() {
+    dsh_test_corpus::needs_corpus!("every_fixture_reads_without_repair");
     let logs = durable_logs();
     let mut events = 0;
     for (path, read) in &logs {
@@ -61,6 +62,7 @@ fn every_fixture_reads_without_repair() {
 
 #[test]
 fn fixtures_round_trip_packed_and_unpacked() {
+    dsh_test_corpus::needs_corpus!("fixtures_round_trip_packed_and_unpacked");
     for (path, read) in durable_logs() {
         let label = path.display();
         let packed = encode_raw_log(&read.header, &read.events, true).unwrap();
@@ -81,6 +83,7 @@ fn fixtures_round_trip_packed_and_unpacked() {
 /// Our rows are the reference's rows: same line count, and each line equal as JSON.
 #[test]
 fn fixtures_pack_exactly_like_the_reference() {
+    dsh_test_corpus::needs_corpus!("fixtures_pack_exactly_like_the_reference");
     let mut rows = 0;
     for (path, read) in durable_logs() {
         let text = std::fs::read_to_string(&path).unwrap();
@@ -111,6 +114,7 @@ fn fixtures_pack_exactly_like_the_reference() {
 
 #[test]
 fn packed_size_is_within_105_percent_of_the_fixture() {
+    dsh_test_corpus::needs_corpus!("packed_size_is_within_105_percent_of_the_fixture");
     let (mut file, mut packed, mut unpacked, mut exact) = (0u64, 0u64, 0u64, 0usize);
     let logs = durable_logs();
     for (path, _) in &logs {
@@ -148,6 +152,7 @@ fn packed_size_is_within_105_percent_of_the_fixture() {
 /// the same byte count for every log; only key order inside objects may differ.
 #[test]
 fn packed_size_equals_the_fixture_size() {
+    dsh_test_corpus::needs_corpus!("packed_size_equals_the_fixture_size");
     for (path, _) in durable_logs() {
         let report = size_report(&path).unwrap();
         assert_eq!(report.packed_bytes, report.file_bytes, "{}", path.display());
@@ -159,6 +164,7 @@ fn packed_size_equals_the_fixture_size() {
 /// be built from) is replaced by a real one.
 #[test]
 fn fixtures_round_trip_through_the_writer() {
+    dsh_test_corpus::needs_corpus!("fixtures_round_trip_through_the_writer");
     let scratch_root = scratch("fixtures-writer");
     for (encoding, sub) in [(Encoding::Zstd, "zstd"), (Encoding::Raw, "raw")] {
         let mut total = 0;

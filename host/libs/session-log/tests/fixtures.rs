@@ -49,6 +49,9 @@ fn is_empty_assistant(e: &SessionEvent) -> bool {
 
 #[test]
 fn every_recorded_log_loads_checks_clean_and_derives_by_the_rules() {
+    dsh_test_corpus::needs_corpus!(
+        "every_recorded_log_loads_checks_clean_and_derives_by_the_rules"
+    );
     let logs = fixture_logs();
     assert!(
         logs.len() > 100,
@@ -141,6 +144,7 @@ fn every_recorded_log_loads_checks_clean_and_derives_by_the_rules() {
 
 #[test]
 fn recorded_crash_recovery_is_reproduced_byte_for_byte() {
+    dsh_test_corpus::needs_corpus!("recorded_crash_recovery_is_reproduced_byte_for_byte");
     // The reference crashed after logging tool/call seq 4; on resume it wrote the closers at 5..=7
     // and the end-seed at 8, all with the last event's time (normalized to 0 in the fixture).
     let path = fixture_root()
@@ -158,6 +162,7 @@ fn recorded_crash_recovery_is_reproduced_byte_for_byte() {
 
 #[test]
 fn recorded_compaction_replaces_by_seq_and_keeps_raw_events() {
+    dsh_test_corpus::needs_corpus!("recorded_compaction_replaces_by_seq_and_keeps_raw_events");
     let path = fixture_root().join("headless/snapshots/compaction-recovery/session.jsonl");
     let (_, events) = read_fixture(&path);
     let log = SessionLog::from_events(events.iter().cloned().map(Arc::new), registry()).unwrap();

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/fixtures/dsh")
+    dsh_test_corpus::corpus().expect("the recorded corpus (the test checks for it first)")
 }
 
 fn walk(dir: &Path, keep: &dyn Fn(&str) -> bool, out: &mut Vec<PathBuf>) {
@@ -135,6 +135,7 @@ fn is_replay_script(path: &Path) -> bool {
 
 #[test]
 fn every_recorded_value_round_trips() {
+    dsh_test_corpus::needs_corpus!("every_recorded_value_round_trips");
     let mut counts = Counts::default();
     for (path, event) in events() {
         let data = &event["data"];
@@ -217,6 +218,7 @@ fn every_recorded_value_round_trips() {
 /// and step must hold exactly what the assembler folds from that attempt's chunks.
 #[test]
 fn assembling_recorded_attempts_reproduces_the_logged_messages() {
+    dsh_test_corpus::needs_corpus!("assembling_recorded_attempts_reproduces_the_logged_messages");
     let mut assembler: Option<(PathBuf, Value, BlockAssembler)> = None;
     let mut finished: Option<(PathBuf, Value, BlockAssembler)> = None;
     let mut compared = 0;

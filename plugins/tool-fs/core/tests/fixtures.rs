@@ -26,14 +26,13 @@ use dsh_tool_fs_core::{
 };
 use serde_json::Value;
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/fixtures/dsh");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: recorded fixtures not found at {}", dir.display());
-        None
+/// The recorded corpus, or a counted skip of `test`.
+fn fixtures(test: &str) -> Option<PathBuf> {
+    let corpus = dsh_test_corpus::corpus();
+    if corpus.is_none() {
+        dsh_test_corpus::skip(test, dsh_test_corpus::CORPUS_ABSENT);
     }
+    corpus
 }
 
 fn session_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -135,7 +134,9 @@ fn normalized_expectation(text: &str, file_path: Option<&str>) -> String {
 
 #[test]
 fn recorded_file_tool_results_replay_byte_for_byte() {
-    let Some(root) = fixtures() else { return };
+    let Some(root) = fixtures("recorded_file_tool_results_replay_byte_for_byte") else {
+        return;
+    };
     let mut files = Vec::new();
     session_files(&root, &mut files);
     let mut matched: Vec<String> = Vec::new();
@@ -294,7 +295,9 @@ fn prepare_read(
 
 #[test]
 fn glob_sampling_matches_the_recording() {
-    let Some(root) = fixtures() else { return };
+    let Some(root) = fixtures("glob_sampling_matches_the_recording") else {
+        return;
+    };
     let file = root.join("acp/snapshots/fs-glob-sampling/session.jsonl");
     let result = events(&file)
         .into_iter()

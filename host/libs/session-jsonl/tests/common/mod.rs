@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 /// The recorded reference logs, read where they are.
 pub(crate) fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/fixtures/dsh")
+    dsh_test_corpus::corpus().expect("the recorded corpus (the test checks for it first)")
 }
 
 /// Every `session*.jsonl` under the fixtures, sorted.

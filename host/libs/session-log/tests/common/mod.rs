@@ -127,7 +127,7 @@ impl B {
 // ---- fixtures ----
 
 pub(crate) fn fixture_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/fixtures/dsh")
+    dsh_test_corpus::corpus().expect("the recorded corpus (the test checks for it first)")
 }
 
 /// Every `session*.jsonl` under the fixture root, sorted.

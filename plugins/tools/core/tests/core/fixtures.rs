@@ -15,7 +15,7 @@ use dsh_tools_core::{
 use serde_json::{Value, json};
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/fixtures/dsh")
+    dsh_test_corpus::corpus().expect("the recorded corpus (the test checks for it first)")
 }
 
 fn session_logs(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -60,6 +60,7 @@ fn events(kind: &str) -> Vec<(String, Value)> {
 
 #[test]
 fn every_logged_tool_call_round_trips() {
+    dsh_test_corpus::needs_corpus!("every_logged_tool_call_round_trips");
     let calls = events(ToolCallEvent::KIND);
     assert!(
         calls.len() >= 100,
@@ -75,6 +76,7 @@ fn every_logged_tool_call_round_trips() {
 
 #[test]
 fn every_logged_tool_result_round_trips() {
+    dsh_test_corpus::needs_corpus!("every_logged_tool_result_round_trips");
     let results = events(ToolResultEvent::KIND);
     assert!(
         results.len() >= 100,
@@ -118,6 +120,7 @@ fn ours_and_theirs(call_id: &str, outcome: ToolOutcome) -> (Value, Value) {
 
 #[test]
 fn an_approval_rejection_is_logged_as_the_reference_logs_it() {
+    dsh_test_corpus::needs_corpus!("an_approval_rejection_is_logged_as_the_reference_logs_it");
     let Gate::Deny(failure) =
         Gate::resolve_ask("bash", None, AskAnswer::Answered(ApprovalOutcome::Rejected))
     else {
@@ -132,6 +135,7 @@ fn an_approval_rejection_is_logged_as_the_reference_logs_it() {
 
 #[test]
 fn a_pre_execute_denial_is_logged_as_the_reference_logs_it() {
+    dsh_test_corpus::needs_corpus!("a_pre_execute_denial_is_logged_as_the_reference_logs_it");
     let decision = dsh_protocol::PreDecision::Deny {
         reason: "bash is disabled by policy in this session".into(),
     };
@@ -147,6 +151,7 @@ fn a_pre_execute_denial_is_logged_as_the_reference_logs_it() {
 
 #[test]
 fn a_post_execute_block_is_logged_as_the_reference_logs_it() {
+    dsh_test_corpus::needs_corpus!("a_post_execute_block_is_logged_as_the_reference_logs_it");
     let feedback = vec![ContentBlock::text(
         "tool output rejected by policy: retry once",
     )];
@@ -165,6 +170,7 @@ fn a_post_execute_block_is_logged_as_the_reference_logs_it() {
 
 #[test]
 fn a_coded_tool_failure_is_logged_as_the_reference_logs_it() {
+    dsh_test_corpus::needs_corpus!("a_coded_tool_failure_is_logged_as_the_reference_logs_it");
     let failure = ToolFailure::tool(
         "cannot read \"{{cwd}}/deleted.txt\": not found",
         Some(ToolErrorInfo::new(codes::FS_ERROR, codes::FS_NOT_FOUND)),
