@@ -44,6 +44,12 @@ fn dump_config_names_the_layer_that_last_touched_each_row() {
         "{text}"
     );
     assert!(text.contains("# = Hi"), "{text}");
+    // Under its provenance, each plugin row says what its plugin declares about services.
+    let consumer = &text[..text.find("- id: consumer").unwrap_or(0)];
+    assert!(
+        consumer.trim_end().ends_with("# services: needs greeter"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -103,6 +109,35 @@ fn app_args_reach_the_tree_unchanged_through_cmdline() {
     assert_eq!(
         line,
         "app args: [fix the failing test] [--port] [3000] [--] [check]"
+    );
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn a_service_looked_up_without_a_declaration_is_refused_in_a_debug_build() {
+    if !cfg!(debug_assertions) {
+        dsh_tests::skip(
+            "a_service_looked_up_without_a_declaration_is_refused_in_a_debug_build",
+            "only debug builds of dsh-host refuse undeclared look-ups",
+        );
+        return;
+    }
+    let dir = TestDir::new("undeclared");
+    let config = dir.write(
+        "tree.yml",
+        "- id: undeclared\n  name: lifecycle-probe/peek-undeclared\n\
+         - id: optional\n  name: lifecycle-probe/peek-optional\n",
+    );
+    let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
+    let refused = host.wait_stdout("peek-undeclared:", WAIT);
+    assert!(
+        refused.contains("refused")
+            && refused.contains("`cmdline`, which it declares neither in INJECT nor in OPTIONAL"),
+        "{refused}"
+    );
+    assert_eq!(
+        host.wait_stdout("peek-optional:", WAIT),
+        "peek-optional: answered"
     );
     assert_eq!(host.stop(), Some(0));
 }
@@ -172,6 +207,30 @@ fn the_shipped_profiles_boot_with_every_row_active() {
         for row in ["http", "subprocess", "session", "session-persistence-jsonl"] {
             assert!(rows.contains(&row), "{profile}: {rows:?}");
         }
+        // Each row shows what its plugin needs to start, uses when present and provides.
+        let services = |row: &str| {
+            value["snapshot"]["fibers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|fiber| fiber["row"] == row)
+                .map(|fiber| fiber["services"].clone())
+                .unwrap()
+        };
+        let agent_loop = services("agent-loop");
+        assert_eq!(
+            agent_loop["needs"],
+            serde_json::json!(["sessions", "llm", "tools"]),
+            "{profile}: {agent_loop}"
+        );
+        assert_eq!(agent_loop["provides"], serde_json::json!(["agent_loop"]));
+        assert!(
+            agent_loop["optional"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!("system_prompt")),
+            "{profile}: {agent_loop}"
+        );
         assert!(
             dir.home()
                 .join(format!("profiles/{profile}/profile.yml"))

@@ -10,7 +10,10 @@
 //! named `tests.rs` or `*_tests.rs`, and not in the item after a `#[cfg(test)]` line (for the
 //! usual trailing `mod tests {`, the rest of the file).
 
+mod circles;
+mod house;
 mod scan;
+mod services;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +54,9 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let files = rust_files(root)?;
     let report = Report::of(&files);
     print!("{}", report.render());
+    let house = house::House::of(&files);
+    print!("{}", house.render());
+    house.gate()?;
     report.gate()
 }
 

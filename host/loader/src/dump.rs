@@ -20,9 +20,21 @@ impl Composed {
 
     /// [`Composed::dump`] with an explicit context.
     pub fn dump_with(&self, ctx: &TagContext<'_>) -> String {
+        self.dump_annotated(ctx, &|_| None)
+    }
+
+    /// [`Composed::dump_with`], with one more comment line under each plugin row's provenance
+    /// where `annotate` has something to say (the host tells which services the row's plugin
+    /// needs, may use and provides; the loader cannot, it never opens a library).
+    pub fn dump_annotated(
+        &self,
+        ctx: &TagContext<'_>,
+        annotate: &dyn Fn(&ComposedRow) -> Option<String>,
+    ) -> String {
         let mut out = Emitter {
             buf: String::new(),
             ctx,
+            annotate,
         };
         out.buf
             .push_str("# dsh composed config: each row follows the layer that last touched it\n");
@@ -41,6 +53,7 @@ impl Composed {
 struct Emitter<'c, 'a> {
     buf: String,
     ctx: &'c TagContext<'a>,
+    annotate: &'c dyn Fn(&ComposedRow) -> Option<String>,
 }
 
 impl Emitter<'_, '_> {
@@ -53,6 +66,10 @@ impl Emitter<'_, '_> {
             self.indent(indent);
             self.buf
                 .push_str(&format!("# == {}\n", one_line(&row.layer)));
+            if let Some(note) = (self.annotate)(row) {
+                self.indent(indent);
+                self.buf.push_str(&format!("# {}\n", one_line(&note)));
+            }
             self.indent(indent);
             self.buf.push_str("- ");
             self.row(row, indent + 2);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use dsh_loader::{ComposeError, Composed, Home, Layer, ProfileError, ResolveError, ResolvedRow};
 
 use crate::library::Libraries;
+use crate::runtime::Source;
 
 /// The bundles compiled into the binary (overridable from `$DSH_HOME/bundles/<name>.yml`).
 const BUILTIN_BUNDLES: [(&str, &str); 5] = [
@@ -235,9 +236,28 @@ impl Boot {
         Ok(rows)
     }
 
-    /// The composed tree as YAML with provenance comments.
+    /// The composed tree as YAML with provenance comments, and under each plugin row the
+    /// services its plugin needs, may use and provides (read from the library's declarations,
+    /// which loads it but runs none of its code).
     pub fn dump(&self) -> Result<String, BootError> {
-        Ok(self.compose()?.dump(&env_lookup, &self.home))
+        let composed = self.compose()?;
+        let libraries = self.libraries();
+        let annotate = |row: &dsh_loader::ComposedRow| -> Option<String> {
+            if row.group {
+                return None;
+            }
+            let name = row.name.as_deref()?;
+            let row_inject = row.inject.clone().unwrap_or_default();
+            Some(match libraries.resolve_spec(name) {
+                Source::Plugin(plugin) => plugin.services(&row_inject).describe(),
+                Source::Missing(reason) | Source::Broken(reason) => {
+                    format!("services: unknown ({reason})")
+                }
+                Source::Group | Source::Host => return None,
+            })
+        };
+        let ctx = dsh_loader::TagContext::new(&env_lookup, &self.home);
+        Ok(composed.dump_annotated(&ctx, &annotate))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::runtime::{FiberReport, FiberState};
+use crate::runtime::{FiberReport, FiberState, Services};
 
 /// A snapshot of a running (or just booted) host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -27,6 +27,9 @@ pub struct FiberRow {
     pub waiting_for: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The services the row's plugin needs, may use and provides.
+    #[serde(default)]
+    pub services: Services,
 }
 
 impl From<&FiberReport> for FiberRow {
@@ -38,6 +41,7 @@ impl From<&FiberReport> for FiberRow {
             state: report.state.to_string(),
             waiting_for: report.waiting_for.clone(),
             error: report.error.clone(),
+            services: report.services.clone(),
         }
     }
 }

@@ -47,6 +47,28 @@ impl FiberContext {
         Inner::owner_label(&self.fiber)
     }
 
+    /// Whether the fiber's plugin declares `name`: needed (its `INJECT` or the row's `inject`),
+    /// optional, or its own. Code of the host's own declares everything.
+    fn declares(&self, name: &str) -> bool {
+        let inner = self.fiber.inner();
+        if inner.deps.iter().any(|dep| dep == name) {
+            return true;
+        }
+        match &inner.source {
+            Source::Plugin(plugin) => {
+                let decl = plugin.decl();
+                decl.optional
+                    .iter()
+                    .any(|optional| optional.as_str() == name)
+                    || decl
+                        .provides
+                        .iter()
+                        .any(|provided| provided.as_str() == name)
+            }
+            _ => true,
+        }
+    }
+
     /// Whether this context may still register, and whether `apply` is still running.
     fn check_active(&self) -> Result<bool, PluginError> {
         self.check_active_in(&self.fiber.inner())
@@ -173,6 +195,16 @@ impl HostContext for FiberContext {
         name: RStr<'_>,
         expected: LayoutRef,
     ) -> RResult<ROption<ErasedService>, PluginError> {
+        if cfg!(debug_assertions) && !self.declares(name.as_str()) {
+            // A plugin's services are part of what a reader (and `dsh-host check`) must see:
+            // in the builds tests run, a look-up of one it does not declare is refused loudly.
+            let message = format!(
+                "{} looked up the service `{name}`, which it declares neither in INJECT nor in OPTIONAL",
+                self.owner()
+            );
+            crate::logging::plugin_record(LogLevel::Error, &self.owner(), &message);
+            return RErr(registration(message));
+        }
         let realm = self.fiber.scope.realm_of(name.as_str());
         let Some(service) = self.runtime.lookup(realm, name.as_str()) else {
             return ROk(RNone);

@@ -32,7 +32,7 @@ use dsh_plugin_api::{EventDecl, PluginError};
 pub use bus::{Bus, BusError, IncompatibleLayout, LayoutMismatch, first_error_line};
 pub use dispatch::Channel;
 pub use fiber::{FiberId, FiberState, MountSpec, Source};
-pub use plugin::{FileIdentity, LoadedLibrary, PluginRef};
+pub use plugin::{FileIdentity, LoadedLibrary, PluginRef, Services};
 pub use report::FiberReport;
 pub use scope::{ROOT_REALM, RealmId, Scope};
 

@@ -51,6 +51,57 @@ impl PluginRef {
             .map(|name| name.to_string())
             .collect()
     }
+
+    /// What the plugin declares about services, with a row's extra `inject` added to the
+    /// needed ones.
+    pub fn services(&self, row_inject: &[String]) -> Services {
+        let mut needs = self.inject();
+        for extra in row_inject {
+            if !needs.contains(extra) {
+                needs.push(extra.clone());
+            }
+        }
+        Services {
+            needs,
+            optional: self.optional(),
+            provides: self
+                .decl()
+                .provides
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
+        }
+    }
+}
+
+/// The services a row's plugin needs to start, uses when present and provides: what
+/// `dsh-host check --json` and `--dump-config` show for each row.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Services {
+    pub needs: Vec<String>,
+    pub optional: Vec<String>,
+    pub provides: Vec<String>,
+}
+
+impl Services {
+    /// One line for a comment: `services: needs tools, sandbox; optional sessions; provides x`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (label, names) in [
+            ("needs", &self.needs),
+            ("optional", &self.optional),
+            ("provides", &self.provides),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{label} {}", names.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            "services: none".to_owned()
+        } else {
+            format!("services: {}", parts.join("; "))
+        }
+    }
 }
 
 /// Size, modification time and inode: enough to tell that a file was replaced.

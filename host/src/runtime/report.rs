@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::effects;
 use super::fiber::Fiber;
-use super::{FiberId, FiberState, Inner, Runtime, Scope, Source};
+use super::{FiberId, FiberState, Inner, Runtime, Scope, Services, Source};
 
 /// One row of the diagnostics table.
 #[derive(Debug, Clone, Serialize)]
@@ -22,6 +22,9 @@ pub struct FiberReport {
     pub waiting_for: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the row's plugin needs, may use and provides (empty for groups and rows whose
+    /// library is not loaded).
+    pub services: Services,
 }
 
 impl Runtime {
@@ -73,6 +76,10 @@ impl Inner {
     fn report(&self, fiber: &Fiber) -> FiberReport {
         let inner = fiber.inner();
         let state = inner.state();
+        let services = match &inner.source {
+            Source::Plugin(plugin) => plugin.services(&inner.deps),
+            _ => Services::default(),
+        };
         let waiting_for = match (state, &inner.source) {
             (FiberState::Pending, Source::Missing(reason)) => vec![reason.clone()],
             (FiberState::Pending, _) => {
@@ -90,6 +97,7 @@ impl Inner {
                         .map(|name| format!("service `{name}`"))
                         .collect(),
                     error: None,
+                    services,
                 };
             }
             _ => Vec::new(),
@@ -102,6 +110,7 @@ impl Inner {
             state,
             waiting_for,
             error: inner.error.clone(),
+            services,
         }
     }
 }

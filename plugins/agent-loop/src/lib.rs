@@ -195,6 +195,7 @@ pub struct AgentLoopPlugin;
 impl Plugin for AgentLoopPlugin {
     const NAME: &'static str = "agent-loop";
     const INJECT: &'static [&'static str] = &[SESSIONS_SERVICE, LLM_SERVICE, TOOLS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_system_prompt_seam::SYSTEM_PROMPT_SERVICE];
     const PROVIDES: &'static [&'static str] = &[AGENT_LOOP_SERVICE];
     type Config = LoopConfig;
 

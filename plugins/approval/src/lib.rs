@@ -145,6 +145,7 @@ pub struct ApprovalPlugin;
 
 impl Plugin for ApprovalPlugin {
     const NAME: &'static str = "approval";
+    const OPTIONAL: &'static [&'static str] = &[dsh_sessions_seam::SESSIONS_SERVICE];
     const PROVIDES: &'static [&'static str] = &[APPROVAL_SERVICE];
     type Config = ApprovalConfig;
 

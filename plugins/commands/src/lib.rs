@@ -121,6 +121,11 @@ pub struct CommandsPlugin;
 
 impl Plugin for CommandsPlugin {
     const NAME: &'static str = "commands";
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_agents_seam::AGENTS_SERVICE,
+        dsh_llm_seam::LLM_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[COMMANDS_SERVICE];
     type Config = NoConfig;
 

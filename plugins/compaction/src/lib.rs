@@ -77,6 +77,11 @@ pub struct CompactionPlugin;
 
 impl Plugin for CompactionPlugin {
     const NAME: &'static str = "compaction";
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_llm_seam::LLM_SERVICE,
+        dsh_agents_seam::AGENTS_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[dsh_compaction_seam::COMPACTION_SERVICE];
     type Config = CompactionConfig;
 

@@ -47,7 +47,13 @@ impl Plugin for HeadlessPlugin {
     // The agents registry and the loop are reached when used, so a reload of either does not
     // take the run down with it.
     const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, SESSIONS_SERVICE, HOST_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[AGENTS_SERVICE, AGENT_LOOP_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        AGENTS_SERVICE,
+        AGENT_LOOP_SERVICE,
+        dsh_jobs_seam::JOBS_SERVICE,
+        dsh_subagents_seam::SUBAGENTS_SERVICE,
+        dsh_trust_seam::TRUST_SERVICE,
+    ];
     type Config = HeadlessConfig;
 
     async fn apply(ctx: Context, config: HeadlessConfig) -> Result<(), PluginError> {

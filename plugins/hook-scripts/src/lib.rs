@@ -96,7 +96,12 @@ pub struct HookScripts;
 impl Plugin for HookScripts {
     const NAME: &'static str = "hook-scripts";
     const INJECT: &'static [&'static str] = &[SANDBOX_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        FS_WATCH_SERVICE,
+        dsh_agents_seam::AGENTS_SERVICE,
+        dsh_trust_seam::TRUST_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+    ];
     type Config = HookScriptsConfig;
 
     async fn apply(ctx: Context, config: HookScriptsConfig) -> Result<(), PluginError> {

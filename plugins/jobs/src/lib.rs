@@ -122,6 +122,7 @@ pub struct JobsPlugin;
 impl Plugin for JobsPlugin {
     const NAME: &'static str = "jobs";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_agents_seam::AGENTS_SERVICE];
     const PROVIDES: &'static [&'static str] = &[JOBS_SERVICE];
     type Config = JobsConfig;
 

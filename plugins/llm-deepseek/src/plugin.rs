@@ -12,11 +12,13 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, RNone, ROk, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_llm_seam::{
-    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, HistoryBox, LlmService, NextChunk,
-    StreamOutcome, read_history,
+    Adapter, Adapter_TO, ChunkStream, ChunkStream_TO, HistoryBox, LLM_SERVICE, LlmService,
+    NextChunk, StreamOutcome, read_history,
 };
 use dsh_plugin_api::Json;
-use dsh_plugin_api::io::http::{HttpBodyBox, HttpErrorKind, HttpHeader, HttpRequest, HttpService};
+use dsh_plugin_api::io::http::{
+    HTTP_SERVICE, HttpBodyBox, HttpErrorKind, HttpHeader, HttpRequest, HttpService,
+};
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, StreamChunk};
 
@@ -243,7 +245,8 @@ pub(crate) struct DeepSeekPlugin;
 
 impl Plugin for DeepSeekPlugin {
     const NAME: &'static str = "llm-deepseek";
-    const INJECT: &'static [&'static str] = &["llm", "http"];
+    const INJECT: &'static [&'static str] = &[LLM_SERVICE, HTTP_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_credentials_seam::CREDENTIALS_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
@@ -256,8 +259,8 @@ impl Plugin for DeepSeekPlugin {
                     path: RSome("$".into()),
                 }
             })?;
-        let llm = ctx.inject::<LlmService>("llm")?;
-        let http = ctx.inject::<HttpService>("http")?;
+        let llm = ctx.inject::<LlmService>(LLM_SERVICE)?;
+        let http = ctx.inject::<HttpService>(HTTP_SERVICE)?;
         let adapter = DeepSeek {
             config: Arc::new(config),
             http,

@@ -66,6 +66,7 @@ pub struct ReplayPlugin;
 
 impl Plugin for ReplayPlugin {
     const NAME: &'static str = "llm-replay";
+    const OPTIONAL: &'static [&'static str] = &[dsh_sessions_seam::SESSIONS_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {

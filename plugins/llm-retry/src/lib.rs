@@ -54,6 +54,7 @@ pub struct RetryPlugin;
 
 impl Plugin for RetryPlugin {
     const NAME: &'static str = "llm-retry";
+    const OPTIONAL: &'static [&'static str] = &[dsh_sessions_seam::SESSIONS_SERVICE];
     type Config = RetryConfig;
 
     async fn apply(ctx: Context, config: RetryConfig) -> Result<(), PluginError> {

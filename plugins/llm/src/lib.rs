@@ -257,6 +257,7 @@ pub struct LlmPlugin;
 
 impl Plugin for LlmPlugin {
     const NAME: &'static str = "llm";
+    const OPTIONAL: &'static [&'static str] = &[dsh_sessions_seam::SESSIONS_SERVICE];
     const PROVIDES: &'static [&'static str] = &[LLM_SERVICE];
     type Config = NoConfig;
 

@@ -215,6 +215,11 @@ pub struct McpPlugin;
 impl Plugin for McpPlugin {
     const NAME: &'static str = "mcp";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_PIPED_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_plugin_api::io::watch::FS_WATCH_SERVICE,
+        dsh_plugin_api::io::http::HTTP_SERVICE,
+        dsh_trust_seam::TRUST_SERVICE,
+    ];
     type Config = McpConfig;
 
     async fn apply(ctx: Context, config: McpConfig) -> Result<(), PluginError> {

@@ -47,6 +47,7 @@ pub struct PermissionsPlugin;
 impl Plugin for PermissionsPlugin {
     const NAME: &'static str = "permissions";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_trust_seam::TRUST_SERVICE];
     type Config = PermissionsConfig;
 
     async fn apply(ctx: Context, config: PermissionsConfig) -> Result<(), PluginError> {

@@ -243,6 +243,13 @@ pub struct SandboxPlugin;
 impl Plugin for SandboxPlugin {
     const NAME: &'static str = "sandbox";
     const INJECT: &'static [&'static str] = &[SUBPROCESS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_credentials_seam::CREDENTIALS_SERVICE,
+        dsh_plugin_api::io::secrets::SECRET_VALUES_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_plugin_api::io::piped::PIPED_SUBPROCESS_SERVICE,
+        dsh_approval_seam::APPROVAL_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[SANDBOX_SERVICE, SANDBOX_PIPED_SERVICE];
     type Config = SandboxConfig;
 

@@ -63,6 +63,7 @@ pub struct TitlePlugin;
 
 impl Plugin for TitlePlugin {
     const NAME: &'static str = "session-title";
+    const OPTIONAL: &'static [&'static str] = &[dsh_sessions_seam::SESSIONS_SERVICE];
     type Config = TitleConfig;
 
     async fn apply(ctx: Context, config: TitleConfig) -> Result<(), PluginError> {

@@ -144,7 +144,12 @@ pub struct SkillsPlugin;
 impl Plugin for SkillsPlugin {
     const NAME: &'static str = "skills";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        FS_WATCH_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_agents_seam::AGENTS_SERVICE,
+        dsh_trust_seam::TRUST_SERVICE,
+    ];
     type Config = SkillsConfig;
 
     async fn apply(ctx: Context, config: SkillsConfig) -> Result<(), PluginError> {

@@ -47,6 +47,10 @@ pub struct SubagentProductPlugin;
 impl Plugin for SubagentProductPlugin {
     const NAME: &'static str = "subagent-product";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, PIPED_SUBPROCESS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_sandbox_seam::SANDBOX_SERVICE,
+        dsh_jobs_seam::JOBS_SERVICE,
+    ];
     type Config = ProductConfig;
 
     async fn apply(ctx: Context, config: ProductConfig) -> Result<(), PluginError> {

@@ -73,6 +73,7 @@ pub struct SubagentsPlugin;
 impl Plugin for SubagentsPlugin {
     const NAME: &'static str = "subagents";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_agents_seam::AGENTS_SERVICE];
     const PROVIDES: &'static [&'static str] = &[SUBAGENTS_SERVICE];
     type Config = SubagentsConfig;
 

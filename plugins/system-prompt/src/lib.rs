@@ -395,6 +395,11 @@ pub struct SystemPromptPlugin;
 
 impl Plugin for SystemPromptPlugin {
     const NAME: &'static str = "system-prompt";
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_approval_seam::APPROVAL_SERVICE,
+        dsh_sandbox_seam::SANDBOX_SERVICE,
+        dsh_tools_seam::TOOLS_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[SYSTEM_PROMPT_SERVICE];
     type Config = PromptConfig;
 

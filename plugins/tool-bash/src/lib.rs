@@ -377,6 +377,7 @@ pub struct BashPlugin;
 impl Plugin for BashPlugin {
     const NAME: &'static str = "tool-bash";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_jobs_seam::JOBS_SERVICE];
     type Config = BashConfig;
 
     async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {

@@ -331,7 +331,11 @@ pub struct FsPlugin;
 impl Plugin for FsPlugin {
     const NAME: &'static str = "tool-fs";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, FS_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[SANDBOX_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        SANDBOX_SERVICE,
+        dsh_plugin_api::io::fs::FS_STRICT_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+    ];
     type Config = FsConfig;
 
     async fn apply(ctx: Context, config: FsConfig) -> Result<(), PluginError> {

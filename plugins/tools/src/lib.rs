@@ -50,6 +50,10 @@ pub struct ToolsPlugin;
 
 impl Plugin for ToolsPlugin {
     const NAME: &'static str = "tools";
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_approval_seam::APPROVAL_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[TOOLS_SERVICE];
     type Config = ToolsConfig;
 

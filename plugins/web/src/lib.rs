@@ -89,6 +89,18 @@ pub struct WebPlugin;
 impl Plugin for WebPlugin {
     const NAME: &'static str = "web";
     const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HTTP_SERVER_SERVICE, HOST_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_agents_seam::AGENTS_SERVICE,
+        dsh_commands_seam::COMMANDS_SERVICE,
+        dsh_credentials_seam::CREDENTIALS_SERVICE,
+        dsh_llm_seam::LLM_SERVICE,
+        dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_trust_seam::TRUST_SERVICE,
+        dsh_compaction_seam::COMPACTION_SERVICE,
+        dsh_jobs_seam::JOBS_SERVICE,
+        dsh_plugin_api::io::subprocess::SUBPROCESS_SERVICE,
+    ];
     type Config = WebConfig;
 
     async fn apply(ctx: Context, config: WebConfig) -> Result<(), PluginError> {

@@ -67,6 +67,7 @@ pub struct HooksProbe;
 impl Plugin for HooksProbe {
     const NAME: &'static str = "hooks-probe";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_agents_seam::AGENTS_SERVICE];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {

@@ -261,6 +261,41 @@ impl Plugin for CmdlineEcho {
     }
 }
 
+/// Looks `cmdline` up without declaring it: a debug build refuses, and the refusal is printed.
+pub struct PeekUndeclared;
+
+impl Plugin for PeekUndeclared {
+    const NAME: &'static str = "peek-undeclared";
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        say(&peek(&ctx, "peek-undeclared"));
+        Ok(())
+    }
+}
+
+/// Looks `cmdline` up having declared it in `OPTIONAL`: answered.
+pub struct PeekOptional;
+
+impl Plugin for PeekOptional {
+    const NAME: &'static str = "peek-optional";
+    const OPTIONAL: &'static [&'static str] = &["cmdline"];
+    type Config = NoConfig;
+
+    async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
+        say(&peek(&ctx, "peek-optional"));
+        Ok(())
+    }
+}
+
+fn peek(ctx: &Context, name: &str) -> String {
+    match ctx.get::<dsh_plugin_api::CmdlineArgs>("cmdline") {
+        Ok(Some(_)) => format!("{name}: answered"),
+        Ok(None) => format!("{name}: absent"),
+        Err(error) => format!("{name}: refused: {error}"),
+    }
+}
+
 static ECHO_APPLIES: Mutex<u32> = Mutex::new(0);
 
 /// Injects `greeter`; each apply registers a `probe/ping` listener, spawns a task, mounts a
@@ -466,4 +501,6 @@ dsh_plugin_api::export_plugins!(
     WaterfallKeeper,
     Stale,
     NeedsNothingThere,
+    PeekUndeclared,
+    PeekOptional,
 );
