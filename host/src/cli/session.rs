@@ -3,6 +3,7 @@
 //! These commands never write: a torn tail or an open turn is repaired in memory only and
 //! reported as what a load would do.
 
+use dsh_protocol::{SessionTitleEvent, kinds};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -142,8 +143,29 @@ fn title_of(events: &[SessionEvent]) -> Option<String> {
     events
         .iter()
         .rev()
-        .find(|event| event.kind == "session/title")
-        .and_then(|event| event.data.get("title")?.as_str().map(str::to_owned))
+        .find_map(|event| event.read::<SessionTitleEvent>())
+        .map(|event| event.title)
+}
+
+/// One line of `session list` (and one object of its `--json`).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum SessionRow {
+    Listed {
+        id: String,
+        cwd: Option<String>,
+        #[serde(rename = "createdAt")]
+        created_at: i64,
+        turns: String,
+        title: Option<String>,
+        path: String,
+    },
+    Broken {
+        id: String,
+        cwd: Option<String>,
+        path: String,
+        broken: String,
+    },
 }
 
 fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), SessionCliError> {
@@ -170,54 +192,57 @@ fn list(home: &Path, cwd: Option<&Path>, json: bool) -> Result<(), SessionCliErr
                 ),
                 Err(error) => (format!("unreadable: {error}"), None),
             };
-            rows.push(json!({
-                "id": listed.header.id,
-                "cwd": listed.header.cwd,
-                "createdAt": listed.header.created_at,
-                "turns": turns,
-                "title": title,
-                "path": listed.path.display().to_string(),
-            }));
+            rows.push(SessionRow::Listed {
+                id: listed.header.id,
+                cwd: listed.header.cwd,
+                created_at: listed.header.created_at,
+                turns,
+                title,
+                path: listed.path.display().to_string(),
+            });
         }
         for broken in listing.broken {
             if wanted_cwd.is_some() && broken.cwd != wanted_cwd {
                 continue;
             }
-            rows.push(json!({
-                "id": broken.id,
-                "cwd": broken.cwd,
-                "path": broken.path.display().to_string(),
-                "broken": broken.reason,
-            }));
+            rows.push(SessionRow::Broken {
+                id: broken.id,
+                cwd: broken.cwd,
+                path: broken.path.display().to_string(),
+                broken: broken.reason,
+            });
         }
     }
     if json {
-        println!("{}", serde_json::Value::Array(rows));
+        println!("{}", serde_json::to_string(&rows)?);
         return Ok(());
     }
     if rows.is_empty() {
         println!("no sessions under {}", root.display());
     }
     for row in rows {
-        if let Some(reason) = row["broken"].as_str() {
-            println!(
-                "{}  cwd={}  broken: {reason}",
-                row["id"].as_str().unwrap_or(""),
-                row["cwd"].as_str().unwrap_or("-"),
-            );
-            continue;
+        match row {
+            SessionRow::Broken {
+                id, cwd, broken, ..
+            } => println!(
+                "{id}  cwd={}  broken: {broken}",
+                cwd.as_deref().unwrap_or("-")
+            ),
+            SessionRow::Listed {
+                id,
+                cwd,
+                created_at,
+                turns,
+                title,
+                ..
+            } => println!(
+                "{id}  cwd={}  created={created_at}  turns={turns}{}",
+                cwd.as_deref().unwrap_or("-"),
+                title
+                    .map(|title| format!("  title={title}"))
+                    .unwrap_or_default()
+            ),
         }
-        println!(
-            "{}  cwd={}  created={}  turns={}{}",
-            row["id"].as_str().unwrap_or(""),
-            row["cwd"].as_str().unwrap_or("-"),
-            row["createdAt"],
-            row["turns"].as_str().unwrap_or(""),
-            row["title"]
-                .as_str()
-                .map(|title| format!("  title={title}"))
-                .unwrap_or_default()
-        );
     }
     Ok(())
 }
@@ -248,7 +273,10 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), SessionCliError> {
     println!("turns: {}", summary.turns.len());
     for turn in &summary.turns {
         let ended = match (&turn.reason, turn.end_seq) {
-            (Some(reason), Some(seq)) => format!("ended at seq {seq}: {reason}"),
+            (Some(reason), Some(seq)) => format!(
+                "ended at seq {seq}: {}",
+                serde_json::to_string(reason).unwrap_or_else(|_| reason.kind().to_owned())
+            ),
             _ => "open (a load would close it as interrupted)".to_owned(),
         };
         println!(
@@ -272,7 +300,7 @@ fn show(home: &Path, target: &str, json: bool) -> Result<(), SessionCliError> {
             share(tokens, window),
             summary
                 .by_type
-                .get("compaction/summary")
+                .get(kinds::COMPACTION_SUMMARY)
                 .copied()
                 .unwrap_or(0)
         ),

@@ -71,7 +71,7 @@ pub struct CommandRunEvent {
     /// Who ran it (`user`).
     pub source: String,
 }
-event_data!(CommandRunEvent, "command/run");
+event_data!(CommandRunEvent, crate::kinds::COMMAND_RUN);
 
 /// `command/done`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -82,7 +82,7 @@ pub struct CommandDoneEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
-event_data!(CommandDoneEvent, "command/done");
+event_data!(CommandDoneEvent, crate::kinds::COMMAND_DONE);
 
 /// `/name args` as a command line: `None` when `text` is not one (no leading slash, or a
 /// path like `/usr/bin`, whose first word holds another slash).

@@ -19,7 +19,7 @@ pub struct CompactionStartEvent {
     /// The turn it runs in; `None` for a manual compaction between turns.
     pub turn: Option<u64>,
 }
-event_data!(CompactionStartEvent, "compaction/start");
+event_data!(CompactionStartEvent, crate::kinds::COMPACTION_START);
 
 /// The inclusive range of surface seqs a replace shadows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -52,7 +52,7 @@ pub struct CompactionSummaryEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
 }
-event_data!(CompactionSummaryEvent, "compaction/summary");
+event_data!(CompactionSummaryEvent, crate::kinds::COMPACTION_SUMMARY);
 
 /// `compaction/end`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -66,7 +66,7 @@ pub struct CompactionEndEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
-event_data!(CompactionEndEvent, "compaction/end");
+event_data!(CompactionEndEvent, crate::kinds::COMPACTION_END);
 
 /// The reference's framing of a summary that replaces a span: the opening text, the summary's
 /// blocks, then the closing tag.

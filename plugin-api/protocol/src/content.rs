@@ -15,6 +15,17 @@ pub enum Role {
     Assistant,
 }
 
+impl Role {
+    /// The role as messages spell it (`user`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
 /// One message of the history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {

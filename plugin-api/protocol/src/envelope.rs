@@ -3,6 +3,7 @@
 //! Field order matches the reference's lines (`type`, `seq`, `time`, `data`, then the optional
 //! `surfaceOp`, `sourceEventSeqs`, `ignorable`), so our lines read like theirs.
 
+use crate::events::EventData;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +81,21 @@ impl SurfaceOp {
 }
 
 impl SessionEvent {
+    /// Whether the event is logged under `T`'s type.
+    pub fn is<T: EventData>(&self) -> bool {
+        self.kind == T::KIND
+    }
+
+    /// The event's data read as `T`: `None` when the event has another type or its data does
+    /// not read as one (a log's checks refuse such data before anything reads it). Reads the
+    /// logged value in place; the log keeps the value itself, which hashing and the files use.
+    pub fn read<T: EventData>(&self) -> Option<T> {
+        if !self.is::<T>() {
+            return None;
+        }
+        T::deserialize(&self.data).ok()
+    }
+
     /// `data[key]` as an unsigned integer (turn and step numbers, mostly).
     pub fn data_u64(&self, key: &str) -> Option<u64> {
         self.data.get(key).and_then(serde_json::Value::as_u64)

@@ -22,12 +22,12 @@ pub trait EventData: Serialize + DeserializeOwned {
 }
 
 macro_rules! event_data {
-    ($type:ty, $kind:literal) => {
+    ($type:ty, $kind:expr) => {
         impl EventData for $type {
             const KIND: &'static str = $kind;
         }
     };
-    ($type:ty, $kind:literal, surface) => {
+    ($type:ty, $kind:expr, surface) => {
         impl EventData for $type {
             const KIND: &'static str = $kind;
             const SURFACE: bool = true;
@@ -41,7 +41,7 @@ pub(crate) use event_data;
 pub struct TurnStartEvent {
     pub turn: u64,
 }
-event_data!(TurnStartEvent, "turn/start");
+event_data!(TurnStartEvent, crate::kinds::TURN_START);
 
 /// `turn/end`: a turn closes, whatever happened in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -49,7 +49,7 @@ pub struct TurnEndEvent {
     pub turn: u64,
     pub reason: TurnEndReason,
 }
-event_data!(TurnEndEvent, "turn/end");
+event_data!(TurnEndEvent, crate::kinds::TURN_END);
 
 /// `step/start`: one model request and the tools it calls begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -57,7 +57,7 @@ pub struct StepStartEvent {
     pub turn: u64,
     pub step: u64,
 }
-event_data!(StepStartEvent, "step/start");
+event_data!(StepStartEvent, crate::kinds::STEP_START);
 
 /// `step/end`: the step closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -65,14 +65,14 @@ pub struct StepEndEvent {
     pub turn: u64,
     pub step: u64,
 }
-event_data!(StepEndEvent, "step/end");
+event_data!(StepEndEvent, crate::kinds::STEP_END);
 
 /// `user/message`: a user-role message enters the history (a prompt, injected context, a
 /// continuation). The data is the message itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct UserMessageEvent(pub Message);
-event_data!(UserMessageEvent, "user/message", surface);
+event_data!(UserMessageEvent, crate::kinds::USER_MESSAGE, surface);
 
 /// `assistant/chunk`: one chunk of a model attempt, logged as it arrives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -81,7 +81,7 @@ pub struct AssistantChunkEvent {
     pub step: u64,
     pub chunk: StreamChunk,
 }
-event_data!(AssistantChunkEvent, "assistant/chunk");
+event_data!(AssistantChunkEvent, crate::kinds::ASSISTANT_CHUNK);
 
 /// `assistant/message`: the assembled message of an attempt, citing its chunks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -95,7 +95,11 @@ pub struct AssistantMessageEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<bool>,
 }
-event_data!(AssistantMessageEvent, "assistant/message", surface);
+event_data!(
+    AssistantMessageEvent,
+    crate::kinds::ASSISTANT_MESSAGE,
+    surface
+);
 
 /// `tool/call`: one call, logged before any policy runs, with the model's raw arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -108,7 +112,7 @@ pub struct ToolCallEvent {
     /// The model's argument string, never re-encoded.
     pub arguments: String,
 }
-event_data!(ToolCallEvent, "tool/call");
+event_data!(ToolCallEvent, crate::kinds::TOOL_CALL);
 
 /// `tool/result`: the model-facing result of one call, with its structured error and the
 /// tool-private `meta` (a diff, say) when there are any.
@@ -126,7 +130,7 @@ pub struct ToolResultEvent {
     )]
     pub meta: Option<serde_json::Value>,
 }
-event_data!(ToolResultEvent, "tool/result", surface);
+event_data!(ToolResultEvent, crate::kinds::TOOL_RESULT, surface);
 
 /// A member that is present, even as `null`, reads as `Some`.
 pub(crate) fn present<'de, D: Deserializer<'de>>(
@@ -166,7 +170,7 @@ pub struct RequestHeaderEvent {
     pub header: RequestHeader,
     pub reason: HeaderReason,
 }
-event_data!(RequestHeaderEvent, "request/header");
+event_data!(RequestHeaderEvent, crate::kinds::REQUEST_HEADER);
 
 /// `request/context`: the route the requests go to (and its window), logged when it changes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -177,7 +181,7 @@ pub struct RequestContextEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
 }
-event_data!(RequestContextEvent, "request/context");
+event_data!(RequestContextEvent, crate::kinds::REQUEST_CONTEXT);
 
 /// Which list of an inbox a message waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -219,7 +223,7 @@ pub struct InboxSplicedEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<SpliceOutcome>,
 }
-event_data!(InboxSplicedEvent, "agent/inbox/spliced");
+event_data!(InboxSplicedEvent, crate::kinds::AGENT_INBOX_SPLICED);
 
 /// `approval/asked`: a call was put to a human.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -232,7 +236,7 @@ pub struct ApprovalAskedEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
-event_data!(ApprovalAskedEvent, "approval/asked");
+event_data!(ApprovalAskedEvent, crate::kinds::APPROVAL_ASKED);
 
 /// `approval/decided`: how an ask was answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -274,7 +278,7 @@ impl ApprovalVerdict {
         }
     }
 }
-event_data!(ApprovalDecidedEvent, "approval/decided");
+event_data!(ApprovalDecidedEvent, crate::kinds::APPROVAL_DECIDED);
 
 /// The approval policy a session runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -294,7 +298,7 @@ pub struct ApprovalPolicyEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
-event_data!(ApprovalPolicyEvent, "approval/policy");
+event_data!(ApprovalPolicyEvent, crate::kinds::APPROVAL_POLICY);
 
 /// `sandbox/mode`: the file and process policy of the session (the last one wins).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -302,14 +306,14 @@ pub struct SandboxModeEvent {
     /// `read-only`, `workspace-write` or `danger-full-access`.
     pub mode: String,
 }
-event_data!(SandboxModeEvent, "sandbox/mode");
+event_data!(SandboxModeEvent, crate::kinds::SANDBOX_MODE);
 
 /// `permission/preset`: the permission preset of the session (the last one wins).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PermissionPresetEvent {
     pub preset: String,
 }
-event_data!(PermissionPresetEvent, "permission/preset");
+event_data!(PermissionPresetEvent, crate::kinds::PERMISSION_PRESET);
 
 /// The state of one todo item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -332,7 +336,7 @@ pub struct TodoItem {
 pub struct TodoWriteEvent {
     pub todos: Vec<TodoItem>,
 }
-event_data!(TodoWriteEvent, "todo/write");
+event_data!(TodoWriteEvent, crate::kinds::TODO_WRITE);
 
 /// Where a title came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -356,12 +360,12 @@ pub struct SessionTitleEvent {
     pub message_seqs: Vec<u64>,
     pub source: TitleSource,
 }
-event_data!(SessionTitleEvent, "session/title");
+event_data!(SessionTitleEvent, crate::kinds::SESSION_TITLE);
 
 /// `session/end-seed`: the end of a seed (resume, fork, replay); only the session writes it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EndSeedEvent {}
-event_data!(EndSeedEvent, "session/end-seed");
+event_data!(EndSeedEvent, crate::kinds::SESSION_END_SEED);
 
 /// `llm/retry`: a failed attempt will be sent again after `delayMs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -382,7 +386,7 @@ pub struct LlmRetryEvent {
     pub delay_ms: u64,
     pub failure: crate::failure::LlmFailure,
 }
-event_data!(LlmRetryEvent, "llm/retry");
+event_data!(LlmRetryEvent, crate::kinds::LLM_RETRY);
 
 /// `llm/retry-started`: the retried attempt is being sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -393,4 +397,4 @@ pub struct LlmRetryStartedEvent {
     pub step: u64,
     pub retry: u32,
 }
-event_data!(LlmRetryStartedEvent, "llm/retry-started");
+event_data!(LlmRetryStartedEvent, crate::kinds::LLM_RETRY_STARTED);

@@ -25,6 +25,7 @@ mod events;
 mod failure;
 mod ids;
 mod jobs;
+pub mod kinds;
 mod model;
 mod prompt;
 mod questions;

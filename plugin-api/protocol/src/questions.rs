@@ -76,7 +76,7 @@ pub struct QuestionAskedEvent {
     pub call_id: Option<String>,
     pub questions: Vec<UserQuestion>,
 }
-event_data!(QuestionAskedEvent, "question/asked");
+event_data!(QuestionAskedEvent, crate::kinds::QUESTION_ASKED);
 
 /// `question/answered`: how an ask ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -85,7 +85,7 @@ pub struct QuestionAnsweredEvent {
     #[serde(flatten)]
     pub verdict: QuestionVerdict,
 }
-event_data!(QuestionAnsweredEvent, "question/answered");
+event_data!(QuestionAnsweredEvent, crate::kinds::QUESTION_ANSWERED);
 
 /// `question.respond`'s payload: a person's answers to one ask, or that they declined.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -36,7 +36,7 @@ pub struct SubagentDescriptorEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_model: Option<String>,
 }
-event_data!(SubagentDescriptorEvent, "subagent/descriptor");
+event_data!(SubagentDescriptorEvent, crate::kinds::SUBAGENT_DESCRIPTOR);
 
 /// Arguments of `subagent` and `subagent_fork`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]

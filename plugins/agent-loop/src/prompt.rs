@@ -3,6 +3,7 @@
 //! stays the same), `request/header` when the header changed and `request/context` when the
 //! route did; then the request itself, its history by reference.
 
+use dsh_protocol::kinds;
 use std::collections::HashMap;
 
 use dsh_llm_seam::LlmService;
@@ -89,7 +90,7 @@ pub(crate) async fn system_prompt(
             .session
             .events(from, count)
             .iter()
-            .any(|record| record.kind.as_str() == "compaction/summary")
+            .any(|record| record.kind.as_str() == kinds::COMPACTION_SUMMARY)
     {
         memory.snapshots.clear();
     }

@@ -7,6 +7,7 @@
 
 use abi_stable::std_types::{ROption, RVec};
 use dsh_plugin_api::Serialize;
+use dsh_protocol::kinds;
 use dsh_protocol::{ContentBlock, ShadowedRange, SurfaceOp};
 use dsh_sessions_seam::{NewEventRecord, SessionBox};
 use serde_json::Value;
@@ -121,9 +122,9 @@ pub(crate) fn batch(session: &SessionBox, seqs: &[u64], rule: &Pruning) -> Vec<N
             shadowed_seqs: vec![seq],
             shadowed_token_count: (original.json.len() as u64).div_ceil(4),
         };
-        records.push(NewEventRecord::plugin("compaction/prune", &price));
-        let mut rewrite =
-            NewEventRecord::plugin("tool/result", &data).with_surface(SurfaceOp::replace(seq, seq));
+        records.push(NewEventRecord::plugin(kinds::COMPACTION_PRUNE, &price));
+        let mut rewrite = NewEventRecord::plugin(kinds::TOOL_RESULT, &data)
+            .with_surface(SurfaceOp::replace(seq, seq));
         rewrite.source_event_seqs = ROption::RSome(RVec::from(vec![seq]));
         records.push(rewrite);
     }

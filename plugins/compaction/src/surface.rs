@@ -5,6 +5,7 @@
 //! by event, so the check before every step costs what was logged since the last one; it
 //! estimates appended nodes from their logged text without parsing them.
 
+use dsh_protocol::kinds;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -77,7 +78,7 @@ impl Surface {
 
     fn apply(&mut self, record: &EventRecord) {
         match record.kind.as_str() {
-            "request/header" => {
+            kinds::REQUEST_HEADER => {
                 if let Some(Ok(event)) = record.decode::<RequestHeaderEvent>() {
                     self.header_tokens = estimate(event.header.system.as_deref().unwrap_or(""))
                         + estimate(&serde_json::to_string(&event.header.tools).unwrap_or_default());
@@ -85,13 +86,13 @@ impl Surface {
                 }
                 return;
             }
-            "request/context" => {
+            kinds::REQUEST_CONTEXT => {
                 if let Some(Ok(event)) = record.decode::<RequestContextEvent>() {
                     self.context_window = event.context_window.or(self.context_window);
                 }
                 return;
             }
-            "assistant/chunk" => {
+            kinds::ASSISTANT_CHUNK => {
                 // Most chunks are text or call deltas: only a usage chunk is read.
                 if record.json.contains("\"usage\"")
                     && let Some(Ok(event)) = record.decode::<AssistantChunkEvent>()
@@ -191,9 +192,9 @@ struct Wrapped {
 
 fn node_kind(kind: &str) -> Option<NodeKind> {
     match kind {
-        "user/message" => Some(NodeKind::User),
-        "assistant/message" => Some(NodeKind::Assistant),
-        "tool/result" => Some(NodeKind::ToolResult),
+        kinds::USER_MESSAGE => Some(NodeKind::User),
+        kinds::ASSISTANT_MESSAGE => Some(NodeKind::Assistant),
+        kinds::TOOL_RESULT => Some(NodeKind::ToolResult),
         _ => None,
     }
 }

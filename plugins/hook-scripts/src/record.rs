@@ -4,6 +4,7 @@
 //! `pass`.
 
 use dsh_protocol::EventData;
+use dsh_protocol::kinds;
 use serde::{Deserialize, Serialize};
 
 use crate::output::HookOutput;
@@ -20,7 +21,7 @@ pub(crate) struct HookInvokedEvent {
 }
 
 impl EventData for HookInvokedEvent {
-    const KIND: &'static str = "hook/invoked";
+    const KIND: &'static str = kinds::HOOK_INVOKED;
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,7 +39,7 @@ pub(crate) struct HookResultEvent {
 }
 
 impl EventData for HookResultEvent {
-    const KIND: &'static str = "hook/result";
+    const KIND: &'static str = kinds::HOOK_RESULT;
 }
 
 impl HookResultEvent {

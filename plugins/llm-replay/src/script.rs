@@ -9,6 +9,7 @@
 //! a stream that failed: an override must say how it failed, and until one does, its call
 //! fails naming the gap.
 
+use dsh_protocol::kinds;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
@@ -240,7 +241,7 @@ fn derive(path: &Path) -> Result<Derived, ScriptError> {
             dsh_session_jsonl::decode_record(value).map_err(|error| bad(error.to_string()))?;
         for event in events.into_iter().filter(|event| event.seq >= seed_length) {
             match event.kind.as_str() {
-                "assistant/chunk" => {
+                kinds::ASSISTANT_CHUNK => {
                     let Some(chunk) = event.data.get("chunk") else {
                         continue;
                     };
@@ -250,7 +251,7 @@ fn derive(path: &Path) -> Result<Derived, ScriptError> {
                         entries.push(Some(Entry::Chunks(std::mem::take(&mut current))));
                     }
                 }
-                "compaction/summary" => {
+                kinds::COMPACTION_SUMMARY => {
                     let summary: Summary = serde_json::from_value(event.data.clone())
                         .map_err(|error| bad(format!("compaction/summary: {error}")))?;
                     if let (true, Some(output)) = (summary.llm_stream_call, summary.raw_output) {

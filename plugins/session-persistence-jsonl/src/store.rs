@@ -1,6 +1,7 @@
 //! The store: per-session queues, batching, writing on the blocking pool, loading with repair.
 
 use dsh_plugin_api::lock;
+use dsh_protocol::kinds;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,7 +109,7 @@ fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
     records
         .iter()
         .rev()
-        .filter(|record| record.kind.as_str() == "session/title")
+        .filter(|record| record.kind.as_str() == kinds::SESSION_TITLE)
         .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
         .map(|event| event.title)
 }

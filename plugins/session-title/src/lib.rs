@@ -10,6 +10,7 @@
 
 mod normalize;
 
+use dsh_protocol::kinds;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -96,11 +97,11 @@ impl Plugin for TitlePlugin {
         ctx.on_emit(&SESSION_EVENT, move |record: &EventRecord| {
             // Every event of every session passes here: only two kinds are looked at.
             match record.kind.as_str() {
-                "session/title" => {
+                kinds::SESSION_TITLE => {
                     lock(&titled).insert(record.session.to_string());
                     return;
                 }
-                "user/message" if !lock(&titled).contains(record.session.as_str()) => {}
+                kinds::USER_MESSAGE if !lock(&titled).contains(record.session.as_str()) => {}
                 _ => return,
             }
             let session = record.session.to_string();
@@ -144,7 +145,7 @@ fn already_titled(ctx: &Context, session: &str, seq: u64) -> bool {
     };
     live.events(0, seq)
         .iter()
-        .any(|record| record.kind.as_str() == "session/title")
+        .any(|record| record.kind.as_str() == kinds::SESSION_TITLE)
 }
 
 dsh_plugin_api::export_plugins!(TitlePlugin);

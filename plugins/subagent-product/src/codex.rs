@@ -24,6 +24,16 @@ use crate::outcome::{Failure, Outcome, Stop, unattended_decision};
 use crate::run::Task;
 use crate::wire::{Exit, Line, Wire};
 
+/// The app-server's JSON-RPC methods this client sends and reads; they are Codex's names, not
+/// session event types, though some look alike.
+mod rpc {
+    pub(super) const THREAD_START: &str = "thread/start";
+    pub(super) const TURN_START: &str = "turn/start";
+    pub(super) const TURN_INTERRUPT: &str = "turn/interrupt";
+    pub(super) const ITEM_COMPLETED: &str = "item/completed";
+    pub(super) const TURN_COMPLETED: &str = "turn/completed";
+}
+
 pub(crate) const PRODUCT: &str = "Codex";
 
 /// How long an interrupted turn gets to report that it stopped.
@@ -170,7 +180,10 @@ impl Client<'_> {
             sandbox: policy.sandbox,
             approvals_reviewer: policy.approvals_reviewer,
         };
-        let started = match self.request("thread/start", thread, "thread-start").await {
+        let started = match self
+            .request(rpc::THREAD_START, thread, "thread-start")
+            .await
+        {
             Ok(started) => started,
             Err(failure) => return Outcome::failed(failure, String::new()),
         };
@@ -186,7 +199,7 @@ impl Client<'_> {
                 text_elements: Vec::new(),
             }],
         };
-        let turn = match self.request("turn/start", input, "turn-start").await {
+        let turn = match self.request(rpc::TURN_START, input, "turn-start").await {
             Ok(turn) => turn,
             Err(failure) => return Outcome::failed(failure, self.answer.best()),
         };
@@ -320,12 +333,12 @@ impl Client<'_> {
         }
         // Codex may report on the turn before it answered `turn/start` with its id: what
         // arrives for a turn before then is kept and followed once the id is known.
-        if self.turn.is_none() && matches!(method, "item/completed" | "turn/completed") {
+        if self.turn.is_none() && matches!(method, rpc::ITEM_COMPLETED | rpc::TURN_COMPLETED) {
             self.early.push((method.to_owned(), params));
             return None;
         }
         match method {
-            "item/completed" => {
+            rpc::ITEM_COMPLETED => {
                 if params.turn_id != self.turn {
                     return None;
                 }
@@ -354,7 +367,7 @@ impl Client<'_> {
                 }
                 None
             }
-            "turn/completed" => params
+            rpc::TURN_COMPLETED => params
                 .turn
                 .filter(|turn| Some(&turn.id) == self.turn.as_ref()),
             _ => None,
@@ -456,7 +469,7 @@ impl Client<'_> {
             turn_id: &turn,
         };
         if self
-            .send(Some(self.next_id), "turn/interrupt", Some(params))
+            .send(Some(self.next_id), rpc::TURN_INTERRUPT, Some(params))
             .await
             .is_err()
         {

@@ -5,6 +5,7 @@
 //! parent's tool call waiting for the result (one-shot) or a watcher that tells the parent
 //! when the child's run settles (continuable).
 
+use dsh_protocol::kinds;
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
@@ -382,7 +383,7 @@ fn completed_prefix(ctx: &Context, parent: &str) -> Result<u64, String> {
     let end = events
         .iter()
         .rev()
-        .find(|record| record.kind.as_str() == "turn/end")
+        .find(|record| record.kind.as_str() == kinds::TURN_END)
         .map_or(0, |record| record.seq + 1);
     Ok(end)
 }

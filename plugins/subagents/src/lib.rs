@@ -17,6 +17,7 @@ mod text;
 mod tools;
 mod tree;
 
+use dsh_protocol::kinds;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -73,7 +74,10 @@ pub struct SubagentsPlugin;
 impl Plugin for SubagentsPlugin {
     const NAME: &'static str = "subagents";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[dsh_agents_seam::AGENTS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_agents_seam::AGENTS_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[SUBAGENTS_SERVICE];
     type Config = SubagentsConfig;
 
@@ -123,7 +127,7 @@ fn follow_parents(ctx: &Context, tree: &Arc<Tree>) -> Result<(), PluginError> {
     let (canceller, watched) = (ctx.clone(), tree.clone());
     ctx.on_emit(&SESSION_EVENT, move |record| {
         // Every event of every session passes here: only a cancelled turn end is read.
-        if record.kind.as_str() != "turn/end" || !record.json.contains("\"aborted\"") {
+        if record.kind.as_str() != kinds::TURN_END || !record.json.contains("\"aborted\"") {
             return;
         }
         let running: Vec<String> = watched

@@ -107,11 +107,7 @@ impl Shared {
         let Some(policy) = policy else {
             return base.with_mode(self.mode).with_temp_roots();
         };
-        let mode = match policy.mode {
-            dsh_protocol::SandboxMode::ReadOnly => SandboxMode::ReadOnly,
-            dsh_protocol::SandboxMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            dsh_protocol::SandboxMode::DangerFullAccess => SandboxMode::DangerFullAccess,
-        };
+        let mode = policy.mode;
         // A refusal says the call may ask for a wider mode (`sandbox_permissions`).
         let base = base
             .with_mode(mode)
@@ -150,11 +146,10 @@ impl Shared {
 }
 
 fn permission_mode() -> SandboxMode {
-    match std::env::var("DSH_PERMISSION_MODE").as_deref() {
-        Ok("danger-full-access") => SandboxMode::DangerFullAccess,
-        Ok("read-only") => SandboxMode::ReadOnly,
-        _ => SandboxMode::WorkspaceWrite,
-    }
+    std::env::var("DSH_PERMISSION_MODE")
+        .ok()
+        .and_then(|name| SandboxMode::parse(&name))
+        .unwrap_or(SandboxMode::WorkspaceWrite)
 }
 
 struct FsTool {

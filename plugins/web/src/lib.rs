@@ -29,6 +29,7 @@ mod trust;
 mod views;
 mod waiting;
 
+use dsh_protocol::kinds;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -248,7 +249,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
         // worked out only for a session some page follows.
         if matches!(
             record.kind.as_str(),
-            "assistant/message" | "compaction/end" | "turn/end"
+            kinds::ASSISTANT_MESSAGE | kinds::COMPACTION_END | kinds::TURN_END
         ) && events.is_followed(record.session.as_str())
         {
             push_meter(&meters, &events, record.session.as_str());

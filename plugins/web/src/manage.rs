@@ -6,6 +6,7 @@
 //! (if idle) is disposed, and refuses a session that is running a turn.
 
 use abi_stable::std_types::{RNone, RString};
+use dsh_protocol::kinds;
 use dsh_protocol::{
     AgentStatus, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest, RpcErrorCode,
     ServerFrame, SessionRef, SessionTitleEvent, SetPermission, TitleSource,
@@ -115,7 +116,7 @@ impl Api {
                 // A fork keeps whole turns: it ends with the turn the item belongs to.
                 records
                     .iter()
-                    .find(|record| record.seq >= seq && record.kind.as_str() == "turn/end")
+                    .find(|record| record.seq >= seq && record.kind.as_str() == kinds::TURN_END)
                     .map_or(seq + 1, |end| end.seq + 1)
             }
         };

@@ -5,6 +5,7 @@ use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsError, AgentsExt, AgentsService};
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
+use dsh_protocol::kinds;
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
     HistoryRequest, ItemRequest, Message, MessageSource, PermissionPresetEvent, PromptAccepted,
@@ -105,7 +106,7 @@ impl Api {
         events
             .iter()
             .rev()
-            .filter(|record| record.kind.as_str() == "session/title")
+            .filter(|record| record.kind.as_str() == kinds::SESSION_TITLE)
             .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
             .map(|title| title.title)
     }
@@ -431,12 +432,12 @@ impl Api {
         let (mut tokens, mut window) = (None, None);
         for record in session.events(0, session.event_count()).iter() {
             match record.kind.as_str() {
-                "request/context" => {
+                kinds::REQUEST_CONTEXT => {
                     if let Some(Ok(event)) = record.decode::<RequestContextEvent>() {
                         window = event.context_window.or(window);
                     }
                 }
-                "assistant/chunk" if record.json.contains("\"usage\"") => {
+                kinds::ASSISTANT_CHUNK if record.json.contains("\"usage\"") => {
                     if let Some(Ok(event)) = record.decode::<dsh_protocol::AssistantChunkEvent>()
                         && let dsh_protocol::StreamChunk::Usage { usage } = event.chunk
                     {

@@ -60,6 +60,25 @@ fn looked_up(text: &str) -> Vec<String> {
     keys
 }
 
+/// Helpers of the seams and kits that look a service up on the caller's behalf, with the key:
+/// a plugin that calls one uses that service as surely as one that calls `ctx.get`.
+const HELPERS: [(&str, &str); 5] = [
+    ("open_live(", "SESSIONS_SERVICE"),
+    ("append_or_report(", "SESSIONS_SERVICE"),
+    ("is_trusted(", "TRUST_SERVICE"),
+    ("dsh_visible_check::", "SESSIONS_SERVICE"),
+    ("dsh_path_follow::", "FS_WATCH_SERVICE"),
+];
+
+/// The keys the helpers `text` calls look up.
+fn looked_up_by_helpers(text: &str) -> Vec<String> {
+    HELPERS
+        .iter()
+        .filter(|(call, _)| text.contains(call))
+        .map(|(_, key)| (*key).to_owned())
+        .collect()
+}
+
 /// Per plugin crate, the keys it looks up that none of its plugins declares. `files` are the
 /// product files (workspace-relative path, text with test code blanked out).
 pub(crate) fn undeclared(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
@@ -73,7 +92,9 @@ pub(crate) fn undeclared(files: &[(String, String)]) -> BTreeMap<String, BTreeSe
             .entry(plugin)
             .or_default()
             .extend(declared(text));
-        used_by.entry(plugin).or_default().extend(looked_up(text));
+        let used = used_by.entry(plugin).or_default();
+        used.extend(looked_up(text));
+        used.extend(looked_up_by_helpers(text));
     }
     used_by
         .into_iter()
@@ -101,7 +122,7 @@ mod tests {
             (
                 "plugins/web/src/api.rs".to_owned(),
                 "ctx.get::<AgentsService>(AGENTS_SERVICE); ctx.get::<L>(dsh_llm_seam::LLM_SERVICE);\
-                 ctx.inject::<H>(HOST_SERVICE);"
+                 ctx.inject::<H>(HOST_SERVICE); let live = open_live(&ctx, id);"
                     .to_owned(),
             ),
             (
@@ -111,6 +132,9 @@ mod tests {
         ];
         let found = undeclared(&files);
         assert_eq!(found.len(), 1);
-        assert_eq!(found["web"].iter().collect::<Vec<_>>(), ["LLM_SERVICE"]);
+        assert_eq!(
+            found["web"].iter().collect::<Vec<_>>(),
+            ["LLM_SERVICE", "SESSIONS_SERVICE"]
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! seq, a future chunk variant) is stored verbatim and loses compression, never data. Reading
 //! (`record.rs`) is layout-blind.
 
+use dsh_protocol::kinds;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -19,7 +20,7 @@ use crate::header::MAX_SAFE_INTEGER;
 const MIN_RUN: usize = 3;
 
 /// The only event type that packs.
-const CHUNK_TYPE: &str = "assistant/chunk";
+const CHUNK_TYPE: &str = kinds::ASSISTANT_CHUNK;
 
 /// Which delta a row packs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! an extra envelope field or a `null` optional would silently vanish on the next write. Such a
 //! line is refused with the reason instead ("unknown envelope shape").
 
+use dsh_protocol::kinds;
 use serde_json::{Map, Value};
 
 use dsh_session_log::SessionEvent;
@@ -150,7 +151,7 @@ pub(crate) fn expand_row(
         event_data.insert("step".into(), step.clone());
         event_data.insert("chunk".into(), Value::Object(chunk));
         events.push(SessionEvent {
-            kind: "assistant/chunk".into(),
+            kind: kinds::ASSISTANT_CHUNK.into(),
             seq: seq0 + k as u64,
             time,
             data: Value::Object(event_data),

@@ -7,6 +7,7 @@
 //! torn tail that repair may truncate. A well-formed record whose envelope this crate cannot
 //! represent is different: it is not damage, so it is always an error and never truncated.
 
+use dsh_protocol::kinds;
 use std::path::Path;
 
 use serde_json::Value;
@@ -49,7 +50,7 @@ enum Defect {
 fn mentions_turn_end(line: &[u8]) -> bool {
     serde_json::from_slice::<Value>(line)
         .ok()
-        .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("turn/end"))
+        .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some(kinds::TURN_END))
 }
 
 impl<'p> Scanner<'p> {

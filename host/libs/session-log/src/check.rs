@@ -2,6 +2,7 @@
 //! first. An open turn at the end is not corruption: it is what a cold load repairs, and the report
 //! says which closers that would append.
 
+use dsh_protocol::kinds;
 use std::fmt;
 use std::sync::Arc;
 
@@ -148,7 +149,7 @@ pub fn check_log<E: AsRef<SessionEvent>>(events: &[E], registry: &TypeRegistry) 
         problems.push(Problem {
             position: start_position,
             seq: start_seq,
-            kind: "turn/start".into(),
+            kind: kinds::TURN_START.into(),
             rule: Rule::OpenTurnAtEnd,
             severity: Severity::Repairable,
             detail: format!(
@@ -163,7 +164,7 @@ pub fn check_log<E: AsRef<SessionEvent>>(events: &[E], registry: &TypeRegistry) 
 
 fn describe_closer(closer: &crate::NewEvent) -> String {
     match closer.kind.as_str() {
-        "tool/result" => format!(
+        kinds::TOOL_RESULT => format!(
             "tool/result {} for call {}",
             closer
                 .data
@@ -176,7 +177,7 @@ fn describe_closer(closer: &crate::NewEvent) -> String {
                 .and_then(Value::as_str)
                 .unwrap_or("?"),
         ),
-        "turn/end" => "turn/end interrupted".to_owned(),
+        kinds::TURN_END => "turn/end interrupted".to_owned(),
         other => other.to_owned(),
     }
 }
@@ -208,7 +209,7 @@ impl Brackets {
                 .ok_or_else(|| (rule, format!("data.{key} must be a non-negative integer")))
         };
         match event.kind.as_str() {
-            "turn/start" => {
+            kinds::TURN_START => {
                 let n = num("turn", Rule::TurnBracketing)?;
                 let previous = self.turn.replace(Open {
                     number: n,
@@ -228,7 +229,7 @@ impl Brackets {
                     ));
                 }
             }
-            "turn/end" => {
+            kinds::TURN_END => {
                 let n = num("turn", Rule::TurnBracketing)?;
                 let open_step = self.step.take();
                 let Some(open) = self.turn.take() else {
@@ -264,7 +265,7 @@ impl Brackets {
                     return Err((Rule::TurnBracketing, "turn/end needs reason.kind".into()));
                 }
             }
-            "step/start" => {
+            kinds::STEP_START => {
                 let (t, s) = (
                     num("turn", Rule::StepBracketing)?,
                     num("step", Rule::StepBracketing)?,
@@ -296,7 +297,7 @@ impl Brackets {
                     ));
                 }
             }
-            "step/end" => {
+            kinds::STEP_END => {
                 let (t, s) = (
                     num("turn", Rule::StepBracketing)?,
                     num("step", Rule::StepBracketing)?,
@@ -318,9 +319,11 @@ impl Brackets {
                     ));
                 }
             }
-            "assistant/chunk" | "assistant/message" | "tool/call" => self.placed(event, true)?,
+            kinds::ASSISTANT_CHUNK | kinds::ASSISTANT_MESSAGE | kinds::TOOL_CALL => {
+                self.placed(event, true)?
+            }
             // A replace rewrites an earlier result in place and keeps its original turn/step.
-            "tool/result"
+            kinds::TOOL_RESULT
                 if event
                     .surface_op
                     .as_ref()

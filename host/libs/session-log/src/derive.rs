@@ -1,5 +1,6 @@
 //! Derived model history: the messages the surface projects, shared with the log's events.
 
+use dsh_protocol::kinds;
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -7,43 +8,28 @@ use serde_json::Value;
 
 use crate::frozen::FrozenList;
 use crate::hash::{EMPTY_HISTORY_HASH, Fnv64, write_canonical};
-use dsh_protocol::SessionEvent;
+use dsh_protocol::{Role, SessionEvent};
 
-/// Role of a derived message. Tool results are user-role messages (adapters turn their single
-/// tool-result block into the provider's tool role).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-impl Role {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Assistant => "assistant",
-        }
-    }
-}
-
-/// One derived message. It is a view of its committed event (no copy of the content): it
-/// serializes as `{role, content, source}`, with `content` exactly as logged.
+/// One derived message, as a view of its committed event (no copy of the content): it
+/// serializes as `{role, content, source}`, with `content` exactly as logged. Its role is the
+/// vocabulary's: tool results are user-role messages (adapters turn their single tool-result
+/// block into the provider's tool role). Reading it as a [`dsh_protocol::Message`] copies.
 #[derive(Debug, Clone)]
-pub struct Message {
+pub struct MessageView {
     event: Arc<SessionEvent>,
     hash: u64,
 }
 
 static NULL: Value = Value::Null;
 
-impl Message {
+impl MessageView {
     /// Seq of the surface event this message projects.
     pub fn seq(&self) -> u64 {
         self.event.seq
     }
 
     pub fn role(&self) -> Role {
-        if self.event.kind == "assistant/message" {
+        if self.event.kind == kinds::ASSISTANT_MESSAGE {
             Role::Assistant
         } else {
             Role::User
@@ -53,7 +39,7 @@ impl Message {
     /// The logged message object (`data` for `user/message`, `data.message` otherwise).
     pub fn logged(&self) -> &Value {
         match self.event.kind.as_str() {
-            "user/message" => &self.event.data,
+            kinds::USER_MESSAGE => &self.event.data,
             _ => self.event.data.get("message").unwrap_or(&NULL),
         }
     }
@@ -96,7 +82,7 @@ impl Message {
     }
 }
 
-impl PartialEq for Message {
+impl PartialEq for MessageView {
     /// Messages are equal when they would serialize identically.
     fn eq(&self, other: &Self) -> bool {
         self.role() == other.role()
@@ -105,7 +91,7 @@ impl PartialEq for Message {
     }
 }
 
-impl Serialize for Message {
+impl Serialize for MessageView {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(3))?;
         map.serialize_entry("role", self.role().as_str())?;
@@ -118,10 +104,10 @@ impl Serialize for Message {
 /// Projects one event (REFERENCE §2 deriveMessages rules). `None` for non-message types and for
 /// an assistant message with empty content (it only hosts a max-tokens step's usage; an empty
 /// assistant turn would be rejected by providers).
-pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<Message> {
+pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<MessageView> {
     match event.kind.as_str() {
-        "user/message" | "tool/result" => {}
-        "assistant/message" => {
+        kinds::USER_MESSAGE | kinds::TOOL_RESULT => {}
+        kinds::ASSISTANT_MESSAGE => {
             let empty = event
                 .data
                 .get("message")
@@ -134,7 +120,7 @@ pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<Message> {
         }
         _ => return None,
     }
-    let mut message = Message {
+    let mut message = MessageView {
         event: Arc::clone(event),
         hash: 0,
     };
@@ -144,7 +130,7 @@ pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<Message> {
 
 /// The canonical JSON of `{content, role, source}` (keys already in sorted order), hashed without
 /// building the object.
-fn canonical_hash(message: &Message) -> u64 {
+fn canonical_hash(message: &MessageView) -> u64 {
     let mut h = Fnv64::new();
     h.feed(b"{\"content\":");
     write_canonical(&mut h, message.logged().get("content").unwrap_or(&NULL));
@@ -160,7 +146,7 @@ fn canonical_hash(message: &Message) -> u64 {
 /// later appends to the log never change a snapshot already handed out.
 #[derive(Debug, Clone)]
 pub struct DerivedMessages {
-    list: FrozenList<Message>,
+    list: FrozenList<MessageView>,
     hash: u64,
 }
 
@@ -174,7 +160,7 @@ impl Default for DerivedMessages {
 }
 
 impl DerivedMessages {
-    pub(crate) fn new(list: FrozenList<Message>, hash: u64) -> Self {
+    pub(crate) fn new(list: FrozenList<MessageView>, hash: u64) -> Self {
         Self { list, hash }
     }
 
@@ -186,11 +172,11 @@ impl DerivedMessages {
         self.list.len() == 0
     }
 
-    pub fn get(&self, index: usize) -> Option<&Message> {
+    pub fn get(&self, index: usize) -> Option<&MessageView> {
         self.list.get(index)
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &MessageView> + '_ {
         self.list.iter()
     }
 
@@ -201,13 +187,13 @@ impl DerivedMessages {
 
     /// The messages as JSON values (copies).
     pub fn to_values(&self) -> Vec<Value> {
-        self.iter().map(Message::to_value).collect()
+        self.iter().map(MessageView::to_value).collect()
     }
 }
 
 impl<'a> IntoIterator for &'a DerivedMessages {
-    type Item = &'a Message;
-    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a Message> + 'a>;
+    type Item = &'a MessageView;
+    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a MessageView> + 'a>;
 
     fn into_iter(self) -> Self::IntoIter {
         Box::new(self.iter())

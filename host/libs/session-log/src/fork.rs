@@ -4,9 +4,10 @@
 //! `compaction/start` from a crashed run) would look exactly like one opened right now. The
 //! end-seed event draws that line: openers before the last end-seed belong to an ended lifetime.
 
+use dsh_protocol::kinds;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use thiserror::Error;
 
 use crate::error::{AppendError, LoadError};
@@ -36,7 +37,7 @@ pub enum ForkError {
     )]
     OpenTurn {
         prefix_len: u64,
-        turn: Value,
+        turn: u64,
         turn_start_seq: u64,
     },
     #[error(transparent)]
@@ -104,10 +105,13 @@ impl SessionLog {
     /// Appends `session/end-seed` unless the log already ends with one. Only seeding writes it;
     /// a live session never does.
     pub fn mark_end_seed(&mut self, time: i64) -> Result<Option<Arc<SessionEvent>>, AppendError> {
-        if self.last().is_some_and(|e| e.kind == "session/end-seed") {
+        if self
+            .last()
+            .is_some_and(|e| e.kind == kinds::SESSION_END_SEED)
+        {
             return Ok(None);
         }
-        self.append(NewEvent::new("session/end-seed", json!({}), time))
+        self.append(NewEvent::new(kinds::SESSION_END_SEED, json!({}), time))
             .map(Some)
     }
 }
@@ -169,7 +173,7 @@ mod tests {
             err,
             ForkError::OpenTurn {
                 prefix_len: 5,
-                turn: json!(2),
+                turn: 2,
                 turn_start_seq: 3
             }
         );

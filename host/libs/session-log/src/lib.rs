@@ -1,6 +1,9 @@
 //! The session log model: an append-only, in-memory list of [`SessionEvent`]s that is the single
-//! source of truth for a session, and everything that is computed from it. This crate owns the
-//! event vocabulary ([`KNOWN_EVENT_TYPES`], [`TypeRegistry`] for plugin types), lossless-JSON
+//! source of truth for a session, and everything that is computed from it. The event types and
+//! their data are `dsh-protocol`'s (`dsh_protocol::kinds` names every type, one typed struct per
+//! core event); this crate owns which types a log accepts ([`TypeRegistry`] for plugin types
+//! beside the built-in [`KNOWN_EVENT_TYPES`]), the derived views ([`MessageView`]: a message
+//! read in place from its logged event, no copy), lossless-JSON
 //! validation at the append site ([`parse_lossless`], [`check_lossless`]), the log's rules
 //! (contiguous seqs, surface ops, provenance, message shapes), the surface and the incremental
 //! [`SessionLog::derive_messages`] projection with its history hash, crash-repair closers
@@ -31,7 +34,8 @@ mod surface;
 mod types;
 
 pub use check::{Problem, Rule, Severity, check_log};
-pub use derive::{DerivedMessages, Message, Role};
+pub use derive::{DerivedMessages, MessageView};
+pub use dsh_protocol::Role;
 pub use error::{AppendError, LoadError, Violation};
 // The envelope is the protocol's; the log's readers name it through this crate too.
 pub use dsh_protocol::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};

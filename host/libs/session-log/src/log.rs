@@ -1,5 +1,6 @@
 //! The in-memory append-only log.
 
+use dsh_protocol::kinds;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -213,7 +214,7 @@ impl SessionLog {
 
     fn commit(&mut self, event: Arc<SessionEvent>, plan: Plan) {
         self.projection.commit(&event, plan);
-        if event.kind == "session/end-seed" {
+        if event.kind == kinds::SESSION_END_SEED {
             self.last_end_seed = Some(event.seq);
         }
         self.events.push(event);

@@ -6,10 +6,13 @@
 //! with `turn/end {reason: {kind: interrupted}}`, the one reason the loop itself never writes.
 //! `compaction/*` brackets are never closed here: the end-seed marks them stale instead.
 
-use serde_json::{Value, json};
+use dsh_protocol::{
+    AssistantMessageEvent, ContentBlock, EventData, Message, MessageSource, SessionEvent,
+    StepEndEvent, StepStartEvent, SurfaceOp, ToolCallEvent, ToolErrorInfo, ToolResultEvent,
+    TurnEndEvent, TurnEndReason, TurnStartEvent,
+};
 
 use crate::log::{NewEvent, SessionLog};
-use dsh_protocol::{SessionEvent, SurfaceOp};
 
 /// Error code of a synthetic result for a call the model requested but the harness never
 /// recorded as started (no `tool/call`): it did not run.
@@ -29,7 +32,7 @@ pub const NOT_STARTED_TEXT: &str = "The tool call was interrupted before it star
 #[derive(Debug)]
 struct PendingCall {
     call_id: String,
-    step: Value,
+    step: u64,
     call_seq: Option<u64>,
 }
 
@@ -39,100 +42,90 @@ pub fn interrupted_turn_closers(log: &SessionLog) -> Vec<NewEvent> {
 }
 
 /// [`interrupted_turn_closers`] over plain events (e.g. a file being repaired before load).
+/// Only the open turn's own events matter (every turn boundary starts the bookkeeping over),
+/// so it finds that turn's start from the end and reads from there.
 pub fn closers_for<E: AsRef<SessionEvent>>(events: &[E]) -> Vec<NewEvent> {
-    let mut open_turn: Option<Value> = None;
-    let mut open_step: Option<Value> = None;
-    // In transcript order; reset at every step and turn boundary so calls of an earlier, closed
-    // step can never leak into the tail repair.
-    let mut pending: Vec<PendingCall> = Vec::new();
-    for event in events.iter().map(AsRef::as_ref) {
-        let field = |k: &str| event.data.get(k).cloned().unwrap_or(Value::Null);
-        match event.kind.as_str() {
-            "turn/start" => {
-                open_turn = Some(field("turn"));
-                open_step = None;
-                pending.clear();
-            }
-            "turn/end" => {
-                open_turn = None;
-                open_step = None;
-                pending.clear();
-            }
-            "step/start" => open_step = Some(field("step")),
-            "step/end" => {
-                open_step = None;
-                pending.clear();
-            }
-            "assistant/message" => {
-                let blocks = event
-                    .data
-                    .pointer("/message/content")
-                    .and_then(Value::as_array);
-                for block in blocks.into_iter().flatten() {
-                    if block.get("type").and_then(Value::as_str) != Some("tool-call") {
-                        continue;
-                    }
-                    let Some(id) = block.get("id").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    // A repeated id keeps its first position (insertion order) but starts over.
-                    match pending.iter_mut().find(|p| p.call_id == id) {
-                        Some(p) => {
-                            p.step = field("step");
-                            p.call_seq = None;
-                        }
-                        None => pending.push(PendingCall {
-                            call_id: id.to_owned(),
-                            step: field("step"),
-                            call_seq: None,
-                        }),
-                    }
-                }
-            }
-            "tool/call" => {
-                let id = event.data.get("callId").and_then(Value::as_str);
-                if let Some(p) = pending.iter_mut().find(|p| Some(p.call_id.as_str()) == id) {
-                    p.call_seq = Some(event.seq);
-                }
-            }
-            "tool/result" => {
-                let id = event
-                    .data
-                    .pointer("/message/source/callId")
-                    .and_then(Value::as_str);
-                pending.retain(|p| Some(p.call_id.as_str()) != id);
-            }
-            _ => {}
-        }
-    }
-    let (Some(turn), Some(last)) = (open_turn, events.last().map(AsRef::as_ref)) else {
+    let Some((turn, start)) = open_turn_in(events) else {
         return Vec::new();
     };
+    let Some(last) = events.last().map(AsRef::as_ref) else {
+        return Vec::new();
+    };
+    let tail = events
+        .iter()
+        .map(AsRef::as_ref)
+        .skip_while(|event| event.seq < start);
+    let mut open_step: Option<u64> = None;
+    // In transcript order; reset at every step boundary so calls of an earlier, closed step can
+    // never leak into the tail repair.
+    let mut pending: Vec<PendingCall> = Vec::new();
+    for event in tail {
+        if let Some(started) = event.read::<StepStartEvent>() {
+            open_step = Some(started.step);
+        } else if event.is::<StepEndEvent>() {
+            open_step = None;
+            pending.clear();
+        } else if let Some(message) = event.read::<AssistantMessageEvent>() {
+            for block in &message.message.content {
+                let ContentBlock::ToolCall { id, .. } = block else {
+                    continue;
+                };
+                // A repeated id keeps its first position (insertion order) but starts over.
+                match pending.iter_mut().find(|p| &p.call_id == id) {
+                    Some(p) => {
+                        p.step = message.step;
+                        p.call_seq = None;
+                    }
+                    None => pending.push(PendingCall {
+                        call_id: id.clone(),
+                        step: message.step,
+                        call_seq: None,
+                    }),
+                }
+            }
+        } else if let Some(call) = event.read::<ToolCallEvent>() {
+            if let Some(p) = pending.iter_mut().find(|p| p.call_id == call.call_id) {
+                p.call_seq = Some(event.seq);
+            }
+        } else if let Some(result) = event.read::<ToolResultEvent>()
+            && let MessageSource::Tool { call_id, .. } = &result.message.source
+        {
+            pending.retain(|p| &p.call_id != call_id);
+        }
+    }
     // Closers continue the seqs and reuse the last real time: deterministic, and never a time
     // that did not happen.
     let time = last.time;
     let mut seq = last.seq + 1;
     let mut out = Vec::new();
     for call in pending {
-        out.push(tool_result_closer(&turn, call, seq, time));
+        out.push(tool_result_closer(turn, call, seq, time));
         seq += 1;
     }
     if let Some(step) = open_step {
-        out.push(NewEvent::new("step/end", json!({"turn": turn, "step": step}), time).at_seq(seq));
+        out.push(typed(&StepEndEvent { turn, step }, time).at_seq(seq));
         seq += 1;
     }
-    out.push(
-        NewEvent::new(
-            "turn/end",
-            json!({"turn": turn, "reason": {"kind": "interrupted"}}),
-            time,
-        )
-        .at_seq(seq),
-    );
+    let end = TurnEndEvent {
+        turn,
+        reason: TurnEndReason::Interrupted,
+    };
+    out.push(typed(&end, time).at_seq(seq));
     out
 }
 
-fn tool_result_closer(turn: &Value, call: PendingCall, seq: u64, time: i64) -> NewEvent {
+/// A non-surface event of typed data.
+fn typed<T: EventData>(data: &T, time: i64) -> NewEvent {
+    NewEvent::new(T::KIND, to_value(data), time)
+}
+
+/// Typed event data as the log's value. The core event types serialize to JSON objects
+/// without fail (no maps with non-string keys, no failing serializers).
+fn to_value<T: EventData>(data: &T) -> serde_json::Value {
+    serde_json::to_value(data).unwrap_or(serde_json::Value::Null)
+}
+
+fn tool_result_closer(turn: u64, call: PendingCall, seq: u64, time: i64) -> NewEvent {
     let started = call.call_seq.is_some();
     let (text, name, code) = if started {
         (
@@ -143,23 +136,28 @@ fn tool_result_closer(turn: &Value, call: PendingCall, seq: u64, time: i64) -> N
     } else {
         (NOT_STARTED_TEXT, "ToolNotStartedError", TOOL_NOT_STARTED)
     };
-    let data = json!({
-        "turn": turn,
-        "step": call.step,
-        "message": {
-            "id": format!("interrupted-tool-result-{}-{seq}", call.call_id),
-            "role": "user",
-            "source": {"kind": "tool", "callId": call.call_id},
-            "content": [{
-                "type": "tool-result",
-                "toolCallId": call.call_id,
-                "isError": true,
-                "content": [{"type": "text", "text": text}],
+    let result = ToolResultEvent {
+        turn,
+        step: call.step,
+        message: Message::user(
+            format!("interrupted-tool-result-{}-{seq}", call.call_id),
+            vec![ContentBlock::ToolResult {
+                tool_call_id: call.call_id.clone(),
+                content: vec![ContentBlock::text(text)],
+                is_error: Some(true),
             }],
-        },
-        "error": {"name": name, "code": code},
-    });
-    let event = NewEvent::surface("tool/result", data, SurfaceOp::append(), time).at_seq(seq);
+            MessageSource::tool(call.call_id),
+        ),
+        error: Some(ToolErrorInfo::new(name, code)),
+        meta: None,
+    };
+    let event = NewEvent::surface(
+        ToolResultEvent::KIND,
+        to_value(&result),
+        SurfaceOp::append(),
+        time,
+    )
+    .at_seq(seq);
     match call.call_seq {
         Some(call_seq) => event.with_sources(vec![call_seq]),
         None => event,
@@ -179,23 +177,19 @@ impl SessionLog {
     }
 
     /// The open turn at the end of the log: `(turn number, seq of its turn/start)`.
-    pub fn open_turn(&self) -> Option<(Value, u64)> {
+    pub fn open_turn(&self) -> Option<(u64, u64)> {
         open_turn_in(self.events())
     }
 }
 
 /// The turn left open at the end of `events`: `(turn number, seq of its turn/start)`. Only the
 /// last turn boundary matters, so this scans backwards.
-pub(crate) fn open_turn_in<E: AsRef<SessionEvent>>(events: &[E]) -> Option<(Value, u64)> {
+pub(crate) fn open_turn_in<E: AsRef<SessionEvent>>(events: &[E]) -> Option<(u64, u64)> {
     let last = events
         .iter()
         .map(AsRef::as_ref)
         .rev()
-        .find(|e| e.kind == "turn/start" || e.kind == "turn/end")?;
-    (last.kind == "turn/start").then(|| {
-        (
-            last.data.get("turn").cloned().unwrap_or(Value::Null),
-            last.seq,
-        )
-    })
+        .find(|e| e.is::<TurnStartEvent>() || e.is::<TurnEndEvent>())?;
+    let started = last.read::<TurnStartEvent>()?;
+    Some((started.turn, last.seq))
 }

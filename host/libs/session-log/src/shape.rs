@@ -2,6 +2,7 @@
 //! so projection never meets a message it cannot read: a derived history is either right or the
 //! event was refused.
 
+use dsh_protocol::kinds;
 use serde_json::Value;
 
 use crate::error::Violation;
@@ -11,8 +12,10 @@ use dsh_protocol::SessionEvent;
 /// two wrap it as `data.message`. `None` for non-message types.
 fn message_of<'a>(kind: &str, data: &'a Value) -> Option<(&'static str, Option<&'a Value>)> {
     match kind {
-        "user/message" => Some(("$.data", Some(data))),
-        "assistant/message" | "tool/result" => Some(("$.data.message", data.get("message"))),
+        kinds::USER_MESSAGE => Some(("$.data", Some(data))),
+        kinds::ASSISTANT_MESSAGE | kinds::TOOL_RESULT => {
+            Some(("$.data.message", data.get("message")))
+        }
         _ => None,
     }
 }
@@ -38,7 +41,7 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
     if !non_empty_str(message.get("id")) {
         return Err(shape(format!("{path}.id"), "must be a non-empty string"));
     }
-    let role = if event.kind == "assistant/message" {
+    let role = if event.kind == kinds::ASSISTANT_MESSAGE {
         "assistant"
     } else {
         "user"
@@ -64,7 +67,7 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
         return Err(shape(format!("{path}.content"), "must be an array"));
     };
     match event.kind.as_str() {
-        "assistant/message" => {
+        kinds::ASSISTANT_MESSAGE => {
             let model_source = source.get("kind").and_then(Value::as_str) == Some("model")
                 && non_empty_str(source.get("provider"))
                 && non_empty_str(source.get("model"));
@@ -75,7 +78,7 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
                 ));
             }
         }
-        "tool/result" => {
+        kinds::TOOL_RESULT => {
             let call_id = source
                 .get("callId")
                 .filter(|_| source.get("kind").and_then(Value::as_str) == Some("tool"));

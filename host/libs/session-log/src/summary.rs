@@ -2,30 +2,60 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::log::SessionLog;
-use dsh_protocol::{SessionEvent, TokenUsage};
+use dsh_protocol::{
+    AssistantChunkEvent, AssistantMessageEvent, RequestContextEvent, SessionEvent, StepStartEvent,
+    TokenUsage, TurnEndEvent, TurnEndReason, TurnStartEvent,
+};
 
 /// One turn: where it starts and ends, how many steps it ran, why it ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSummary {
-    pub turn: Value,
+    pub turn: u64,
     pub start_seq: u64,
     /// `None` while the turn is open.
     pub end_seq: Option<u64>,
     pub steps: u64,
     /// The logged `turn/end` reason, e.g. `{"kind":"aborted","reason":{"kind":"user"}}`.
-    pub reason: Option<Value>,
+    pub reason: Option<TurnEndReason>,
 }
 
 impl TurnSummary {
     /// `reason.kind` (`completed`, `aborted`, `blocked`, `error`, `max-tokens`, `interrupted`).
     pub fn reason_kind(&self) -> Option<&str> {
-        self.reason.as_ref()?.get("kind")?.as_str()
+        self.reason.as_ref().map(TurnEndReason::kind)
     }
+}
+
+/// What the token meter reads of an `assistant/chunk`: a usage chunk's figures; any other
+/// chunk is skipped unread (text deltas are most of a log).
+#[derive(Deserialize)]
+struct ChunkUsage {
+    turn: u64,
+    step: u64,
+    chunk: UsageChunk,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum UsageChunk {
+    Usage {
+        usage: TokenUsage,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// What the token meter reads of an `assistant/message`: its step and usage, not its content.
+#[derive(Deserialize)]
+struct MessageUsage {
+    turn: u64,
+    step: u64,
+    #[serde(default)]
+    usage: Option<TokenUsage>,
 }
 
 /// Counts, turns and usage of a log.
@@ -56,55 +86,44 @@ pub fn summarize<E: AsRef<SessionEvent>>(events: &[E]) -> LogSummary {
     let mut turns: Vec<TurnSummary> = Vec::new();
     let mut open: Option<usize> = None;
     let mut usage = TokenUsage::default();
-    let mut last_sample: Option<((Value, Value), TokenUsage)> = None;
+    let mut last_sample: Option<((u64, u64), TokenUsage)> = None;
     let mut context_window = None;
     for event in events.iter().map(AsRef::as_ref) {
-        if event.kind == "request/context"
-            && let Some(window) = event.data.get("contextWindow").and_then(Value::as_u64)
-        {
-            context_window = Some(window);
-        }
         *by_type.entry(event.kind.clone()).or_default() += 1;
-        match event.kind.as_str() {
-            "turn/start" => {
-                turns.push(TurnSummary {
-                    turn: event.data.get("turn").cloned().unwrap_or(Value::Null),
-                    start_seq: event.seq,
-                    end_seq: None,
-                    steps: 0,
-                    reason: None,
-                });
-                open = Some(turns.len() - 1);
+        let mut sample = None;
+        if let Some(context) = event.read::<RequestContextEvent>() {
+            context_window = context.context_window.or(context_window);
+        } else if let Some(started) = event.read::<TurnStartEvent>() {
+            turns.push(TurnSummary {
+                turn: started.turn,
+                start_seq: event.seq,
+                end_seq: None,
+                steps: 0,
+                reason: None,
+            });
+            open = Some(turns.len() - 1);
+        } else if event.is::<StepStartEvent>() {
+            if let Some(t) = open.and_then(|i| turns.get_mut(i)) {
+                t.steps += 1;
             }
-            "step/start" => {
-                if let Some(t) = open.and_then(|i| turns.get_mut(i)) {
-                    t.steps += 1;
-                }
+        } else if let Some(ended) = event.read::<TurnEndEvent>() {
+            if let Some(t) = open.take().and_then(|i| turns.get_mut(i)) {
+                t.end_seq = Some(event.seq);
+                t.reason = Some(ended.reason);
             }
-            "turn/end" => {
-                if let Some(t) = open.take().and_then(|i| turns.get_mut(i)) {
-                    t.end_seq = Some(event.seq);
-                    t.reason = event.data.get("reason").cloned();
-                }
-            }
-            _ => {}
-        }
-        let sample = match event.kind.as_str() {
-            "assistant/chunk"
-                if event.data.pointer("/chunk/type") == Some(&Value::from("usage")) =>
+        } else if event.is::<AssistantChunkEvent>() {
+            if let Ok(chunk) = ChunkUsage::deserialize(&event.data)
+                && let UsageChunk::Usage { usage } = chunk.chunk
             {
-                event.data.pointer("/chunk/usage")
+                sample = Some(((chunk.turn, chunk.step), usage));
             }
-            "assistant/message" => event.data.get("usage"),
-            _ => None,
-        };
-        if let Some(sample) =
-            sample.and_then(|usage| serde_json::from_value::<TokenUsage>(usage.clone()).ok())
+        } else if event.is::<AssistantMessageEvent>()
+            && let Ok(message) = MessageUsage::deserialize(&event.data)
+            && let Some(usage) = message.usage
         {
-            let key = (
-                event.data.get("turn").cloned().unwrap_or(Value::Null),
-                event.data.get("step").cloned().unwrap_or(Value::Null),
-            );
+            sample = Some(((message.turn, message.step), usage));
+        }
+        if let Some((key, sample)) = sample {
             let previous = last_sample
                 .as_ref()
                 .filter(|(k, _)| *k == key)
@@ -141,7 +160,7 @@ impl SessionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn ev(seq: u64, kind: &str, data: Value) -> SessionEvent {
         SessionEvent {

@@ -6,12 +6,13 @@
 //! eagerly on commit: an append projects one message, a replace re-places the messages from the
 //! replaced position on (their projections are reused, never recomputed).
 
+use dsh_protocol::kinds;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::derive::{DerivedMessages, Message, project};
+use crate::derive::{DerivedMessages, MessageView, project};
 use crate::error::Violation;
 use crate::frozen::FrozenList;
 use crate::hash::{EMPTY_HISTORY_HASH, chain};
@@ -49,7 +50,7 @@ pub(crate) struct Projection {
     /// Per node: whether it derives a message (an empty assistant message does not).
     emits: Vec<bool>,
     generation: u64,
-    messages: FrozenList<Message>,
+    messages: FrozenList<MessageView>,
     /// `prefix_hashes[i]` = history hash of `messages[..=i]`.
     prefix_hashes: Vec<u64>,
     stats: DeriveStats,
@@ -128,7 +129,7 @@ impl Projection {
         }
         let shadowed = &self.seqs[start_pos..=end_pos];
         check_sources(event, shadowed)?;
-        if event.kind == "tool/result" {
+        if event.kind == kinds::TOOL_RESULT {
             check_tool_result_rewrite(event, shadowed, events)?;
         }
         Ok(Plan::Replace { start_pos, end_pos })
@@ -150,12 +151,12 @@ impl Projection {
         }
     }
 
-    fn project(&mut self, event: &Arc<SessionEvent>) -> Option<Message> {
+    fn project(&mut self, event: &Arc<SessionEvent>) -> Option<MessageView> {
         self.stats.projected += 1;
         project(event)
     }
 
-    fn place(&mut self, message: Message) {
+    fn place(&mut self, message: MessageView) {
         let hash = chain(self.hash(), message.hash());
         self.prefix_hashes.push(hash);
         self.messages.push(message);
@@ -173,7 +174,7 @@ impl Projection {
             .get(end_pos + 1)
             .copied()
             .unwrap_or(self.messages.len());
-        let tail: Vec<Message> = self.messages.iter_from(tail_from).cloned().collect();
+        let tail: Vec<MessageView> = self.messages.iter_from(tail_from).cloned().collect();
 
         let repushed = self.messages.truncate(cut);
         self.stats.placed += repushed as u64;
@@ -202,7 +203,7 @@ impl Projection {
 fn check_sources(event: &SessionEvent, shadowed: &[u64]) -> Result<(), Violation> {
     let mut cited = HashSet::new();
     if let Some(sources) = &event.source_event_seqs {
-        if sources.is_empty() && event.kind != "assistant/message" {
+        if sources.is_empty() && event.kind != kinds::ASSISTANT_MESSAGE {
             return Err(Violation::EmptySources);
         }
         for &source_seq in sources {
@@ -241,7 +242,7 @@ fn check_tool_result_rewrite(
     let original = usize::try_from(*original_seq)
         .ok()
         .and_then(|i| events.get(i));
-    let Some(original) = original.filter(|o| o.kind == "tool/result") else {
+    let Some(original) = original.filter(|o| o.kind == kinds::TOOL_RESULT) else {
         return Err(Violation::ToolResultRewrite {
             reason: "must target a current tool/result",
         });

@@ -5,68 +5,12 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-/// Every event type the reference (release 0.1.0-rc.8) declares, sorted. A log holding any other
-/// type without `ignorable: true` is refused: it was written by a newer harness or by a plugin that
-/// is not loaded, and skipping a required event would rebuild a wrong session.
-pub const KNOWN_EVENT_TYPES: [&str; 48] = [
-    "agent-preset/selected",
-    "agent/inbox/spliced",
-    "approval/asked",
-    "approval/decided",
-    "approval/policy",
-    "assistant/chunk",
-    "assistant/message",
-    "command/done",
-    "command/run",
-    "compaction/end",
-    "compaction/prune",
-    "compaction/start",
-    "compaction/summary",
-    "feedback/record",
-    "goal/change",
-    "hook/invoked",
-    "hook/result",
-    "llm/retry",
-    "llm/retry-started",
-    "permission/preset",
-    "plan/mode",
-    "request/context",
-    "request/header",
-    "sandbox/mode",
-    "schedule/change",
-    "session/end-seed",
-    "session/title",
-    "session/title-llm-request",
-    "step/end",
-    "step/start",
-    "subagent/descriptor",
-    "team/member",
-    "team/message/delivered",
-    "team/message/queued",
-    "team/task",
-    "todo/write",
-    "tool-workflow/agent-end",
-    "tool-workflow/agent-start",
-    "tool-workflow/run-end",
-    "tool-workflow/run-start",
-    "tool/call",
-    "tool/code-dispatch",
-    "tool/code-dispatch-start",
-    "tool/result",
-    "turn/end",
-    "turn/start",
-    "user/message",
-    "web/deepseek-search-llm-request",
-];
-
-/// The only types that may carry `surfaceOp`/`sourceEventSeqs`, and the only ones that project
-/// into model-visible history.
-pub const SURFACE_EVENT_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
-
-/// Whether `kind` is one of [`SURFACE_EVENT_TYPES`].
-pub fn is_surface_type(kind: &str) -> bool {
-    SURFACE_EVENT_TYPES.contains(&kind)
-}
+/// Every event type the reference declares, sorted (the vocabulary crate names each one).
+pub use dsh_protocol::kinds::KNOWN as KNOWN_EVENT_TYPES;
+/// The three surface types.
+pub use dsh_protocol::kinds::SURFACE as SURFACE_EVENT_TYPES;
+/// Whether a type is one of the surface types.
+pub use dsh_protocol::kinds::is_surface as is_surface_type;
 
 /// Whether a reader that does not know a type may skip its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -197,7 +141,7 @@ impl TypeRegistry {
 }
 
 fn is_builtin(kind: &str) -> bool {
-    KNOWN_EVENT_TYPES.binary_search(&kind).is_ok()
+    dsh_protocol::kinds::is_known(kind)
 }
 
 fn valid_plugin_name(kind: &str) -> bool {

@@ -16,27 +16,8 @@ use crate::fence::{Fenced, Policy};
 
 use crate::error::{ErrorCode, ToolError};
 
-/// The sandbox mode mutations run under (the reference's vocabulary).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SandboxMode {
-    /// Every mutation is refused.
-    ReadOnly,
-    /// Mutations must land under the workspace root (or an extra writable root).
-    WorkspaceWrite,
-    /// No fence: "full access".
-    DangerFullAccess,
-}
-
-impl SandboxMode {
-    /// The mode's wire name, as it appears in denial markers.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::DangerFullAccess => "danger-full-access",
-        }
-    }
-}
+/// The sandbox mode mutations run under: the vocabulary's.
+pub use dsh_protocol::SandboxMode;
 
 /// The model-facing denial marker the reference shares between bash and the fs tools.
 pub fn sandbox_denial_marker(mode: SandboxMode) -> String {

@@ -1,6 +1,7 @@
 //! The fold's notices and asks: model retries and human commands as notices, approvals and
 //! questions as items answered in the page (an ask's decision updates its item in place).
 
+use dsh_protocol::kinds;
 use dsh_protocol::{
     ApprovalAskedEvent, ApprovalDecidedEvent, ChatItem, CommandDoneEvent, CommandKind,
     CommandRunEvent, LlmRetryEvent, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
@@ -14,7 +15,7 @@ impl Fold {
     pub(super) fn notice(&mut self, record: &EventRecord, change: &mut Change) {
         let seq = record.seq;
         match record.kind.as_str() {
-            "llm/retry" => {
+            kinds::LLM_RETRY => {
                 if let Some(Ok(retry)) = record.decode::<LlmRetryEvent>() {
                     let text = format!(
                         "{} ({}): retrying in {:.1} s, attempt {}",
@@ -32,7 +33,7 @@ impl Fold {
                     self.upsert(item, change);
                 }
             }
-            "command/run" => {
+            kinds::COMMAND_RUN => {
                 if let Some(Ok(run)) = record.decode::<CommandRunEvent>() {
                     let text = match &run.args {
                         Some(args) => format!("/{} {args}", run.name),
@@ -47,7 +48,7 @@ impl Fold {
                     self.upsert(item, change);
                 }
             }
-            "command/done" => {
+            kinds::COMMAND_DONE => {
                 if let Some(Ok(done)) = record.decode::<CommandDoneEvent>() {
                     let item = ChatItem::Notice {
                         id: format!("{}-done", done.command_id),
@@ -70,7 +71,7 @@ impl Fold {
     pub(super) fn ask(&mut self, record: &EventRecord, change: &mut Change) {
         let seq = record.seq;
         match record.kind.as_str() {
-            "approval/asked" => {
+            kinds::APPROVAL_ASKED => {
                 if let Some(Ok(asked)) = record.decode::<ApprovalAskedEvent>() {
                     let item = ChatItem::Approval {
                         id: asked.id,
@@ -84,7 +85,7 @@ impl Fold {
                     self.upsert(item, change);
                 }
             }
-            "approval/decided" => {
+            kinds::APPROVAL_DECIDED => {
                 if let Some(Ok(decided)) = record.decode::<ApprovalDecidedEvent>()
                     && let Some(&at) = self.index.get(&decided.id)
                     && let ChatItem::Approval { .. } = &self.items[at]
@@ -104,7 +105,7 @@ impl Fold {
                     self.upsert(item, change);
                 }
             }
-            "question/asked" => {
+            kinds::QUESTION_ASKED => {
                 if let Some(Ok(asked)) = record.decode::<QuestionAskedEvent>() {
                     let item = ChatItem::Question {
                         id: asked.id,
@@ -115,7 +116,7 @@ impl Fold {
                     self.upsert(item, change);
                 }
             }
-            "question/answered" => {
+            kinds::QUESTION_ANSWERED => {
                 if let Some(Ok(answered)) = record.decode::<QuestionAnsweredEvent>()
                     && let Some(&at) = self.index.get(&answered.id)
                     && let ChatItem::Question { .. } = &self.items[at]

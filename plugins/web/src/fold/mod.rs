@@ -3,6 +3,7 @@
 //! has one id and one shape whichever way a client learned of it. Raw chunks never reach a
 //! client: their text arrives as appends to the streaming assistant item of their step.
 
+use dsh_protocol::kinds;
 use std::collections::HashMap;
 
 use dsh_protocol::{
@@ -69,11 +70,11 @@ impl Fold {
         let seq = record.seq;
         self.last_seq = Some(seq);
         match record.kind.as_str() {
-            "turn/start" => {
+            kinds::TURN_START => {
                 self.running = true;
                 change.running = Some(true);
             }
-            "turn/end" => {
+            kinds::TURN_END => {
                 self.running = false;
                 change.running = Some(false);
                 if let Some(Ok(end)) = record.decode::<TurnEndEvent>() {
@@ -87,7 +88,7 @@ impl Fold {
                     self.upsert(item, &mut change);
                 }
             }
-            "user/message" => {
+            kinds::USER_MESSAGE => {
                 if let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>()
                     && matches!(message.source, MessageSource::User { .. })
                 {
@@ -99,12 +100,12 @@ impl Fold {
                     self.upsert(ChatItem::User { id, seq, text }, &mut change);
                 }
             }
-            "assistant/chunk" => {
+            kinds::ASSISTANT_CHUNK => {
                 if let Some(Ok(chunk)) = record.decode::<AssistantChunkEvent>() {
                     self.chunk(seq, chunk, &mut change);
                 }
             }
-            "assistant/message" => {
+            kinds::ASSISTANT_MESSAGE => {
                 if let Some(Ok(done)) = record.decode::<AssistantMessageEvent>() {
                     let reasoning: String = done
                         .message
@@ -134,7 +135,7 @@ impl Fold {
                     self.upsert(item, &mut change);
                 }
             }
-            "tool/call" => {
+            kinds::TOOL_CALL => {
                 if let Some(Ok(call)) = record.decode::<ToolCallEvent>() {
                     self.calls.insert(
                         call.call_id.clone(),
@@ -152,18 +153,21 @@ impl Fold {
                     self.upsert(item, &mut change);
                 }
             }
-            "tool/result" => {
+            kinds::TOOL_RESULT => {
                 if let Some(Ok(result)) = record.decode::<ToolResultEvent>() {
                     self.result(seq, &result, &mut change);
                 }
             }
-            "llm/retry" | "command/run" | "command/done" => {
+            kinds::LLM_RETRY | kinds::COMMAND_RUN | kinds::COMMAND_DONE => {
                 self.notice(record, &mut change);
             }
-            "approval/asked" | "approval/decided" | "question/asked" | "question/answered" => {
+            kinds::APPROVAL_ASKED
+            | kinds::APPROVAL_DECIDED
+            | kinds::QUESTION_ASKED
+            | kinds::QUESTION_ANSWERED => {
                 self.ask(record, &mut change);
             }
-            "session/title" => {
+            kinds::SESSION_TITLE => {
                 if let Some(Ok(title)) = record.decode::<SessionTitleEvent>() {
                     self.title = Some(title.title.clone());
                     change.title = Some(title.title);
