@@ -208,29 +208,6 @@ impl Scene {
     }
 }
 
-/// Each tool message of the last request, by call id, in order.
-pub(crate) fn results(server: &FakeDeepSeek) -> Vec<(String, String)> {
-    let requests = server.requests();
-    let Some(last) = requests.last() else {
-        return Vec::new();
-    };
-    last.body["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| {
-            (
-                message["tool_call_id"].as_str().unwrap_or("").to_owned(),
-                message["content"]
-                    .as_str()
-                    .map_or_else(|| message["content"].to_string(), str::to_owned),
-            )
-        })
-        .collect()
-}
-
 /// Every file below `dir` with its content, to compare before and after.
 pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();
