@@ -153,7 +153,7 @@ fn one(runs_as: As, trusted: bool) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-pub(crate) fn run(runs_as: As) {
+pub(super) fn run(runs_as: As) {
     let mut rows = Vec::new();
     for trusted in [false, true] {
         match one(runs_as, trusted) {

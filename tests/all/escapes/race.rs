@@ -33,7 +33,7 @@ open('swaps.txt', 'w').write(str(swaps))
 const BATCHES: usize = 12;
 const PER_BATCH: usize = 8;
 
-pub(crate) fn run(runs_as: As) {
+pub(super) fn run(runs_as: As) {
     let scene = match Scene::new("race", runs_as) {
         Ok(scene) => scene,
         Err(reason) => {
