@@ -4,10 +4,10 @@
 //! `agent-probe` records the notifications and drives the registry as its config says.
 
 use dsh_tests::TestDir;
+use dsh_tests::events::of_type;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::{self, against, stream_json};
 use serde_json::Value;
-
-use crate::headless::{against, headless, stream_json};
 
 /// Adds `agent-probe` with `config` (YAML lines, indented) recording to `dir/agents.jsonl`.
 fn with_probe(dir: &TestDir, config: &str) {
@@ -39,13 +39,6 @@ fn notices(dir: &TestDir) -> Vec<(String, Value)> {
 
 fn names(notices: &[(String, Value)]) -> Vec<&str> {
     notices.iter().map(|(name, _)| name.as_str()).collect()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
 }
 
 #[test]
@@ -171,7 +164,7 @@ fn a_failed_turn_reports_agent_error_before_going_idle() {
     let dir = TestDir::new("agents-error");
     with_probe(&dir, "");
     // No model configured: the turn ends `error` with NO_MODEL.
-    let out = headless(&dir, &["anything"], &[]);
+    let out = headless::run(&dir, &["anything"], &[]);
     assert_eq!(out.code, Some(1), "{out:?}");
     let seen = notices(&dir);
     let tail: Vec<&str> = names(&seen).into_iter().rev().take(2).collect();

@@ -1,21 +1,15 @@
 //! Bad input: each gets a clear error naming the file, row or field; everything that does not
 //! depend on the broken part keeps running.
 
+use dsh_tests::tree::check;
 use dsh_tests::{
     HostProcess, TestDir, WAIT, fixture_lib, fixture_text, install_library, plugin_lib, run_host,
 };
 
-fn check_config(dir: &TestDir, yaml: &str, extra: &[&str]) -> dsh_tests::Output {
-    let config = dir.write("tree.yml", yaml);
-    let mut args = vec!["check", "--config", config.to_str().unwrap()];
-    args.extend(extra);
-    run_host(&dir.home(), &args)
-}
-
 #[test]
 fn malformed_yaml_names_file_line_and_column() {
     let dir = TestDir::new("malformed");
-    let out = check_config(
+    let out = check(
         &dir,
         "- id: greeter\n  name: greeter\n- id: [unclosed\n",
         &[],
@@ -31,7 +25,7 @@ fn malformed_yaml_names_file_line_and_column() {
 #[test]
 fn unknown_row_field_is_named_with_its_position() {
     let dir = TestDir::new("unknown-field");
-    let out = check_config(&dir, "- id: greeter\n  nmae: greeter\n", &[]);
+    let out = check(&dir, "- id: greeter\n  nmae: greeter\n", &[]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("tree.yml:2:3"), "{}", out.stderr);
     assert!(out.stderr.contains("`nmae`"), "{}", out.stderr);
@@ -40,7 +34,7 @@ fn unknown_row_field_is_named_with_its_position() {
 #[test]
 fn duplicate_id_in_one_layer_is_an_error() {
     let dir = TestDir::new("duplicate-id");
-    let out = check_config(
+    let out = check(
         &dir,
         "- id: greeter\n  name: greeter\n- id: greeter\n  name: consumer\n",
         &[],
@@ -72,7 +66,7 @@ fn patch_for_an_unknown_id_warns_and_the_rest_runs() {
 #[test]
 fn missing_library_is_pending_with_the_reason_and_a_warning() {
     let dir = TestDir::new("missing-lib");
-    let out = check_config(
+    let out = check(
         &dir,
         "- id: ghost\n  name: ghost-plugin\n- id: greeter\n  name: greeter\n",
         &[],
@@ -110,7 +104,7 @@ fn unusable_libraries_fail_their_row_only() {
     )
     .unwrap();
     let yaml = "- id: notplugin\n  name: not-a-plugin\n- id: layout\n  name: incompatible-layout\n- id: version\n  name: incompatible-version\n- id: truncated\n  name: truncated\n- id: greeter\n  name: greeter\n- id: consumer\n  name: consumer\n";
-    let out = check_config(&dir, yaml, &["--plugin-dir", plugins.to_str().unwrap()]);
+    let out = check(&dir, yaml, &["--plugin-dir", plugins.to_str().unwrap()]);
     assert_eq!(out.code, Some(1), "{out:?}");
     let row = |id: &str| {
         out.stdout
@@ -172,7 +166,7 @@ fn unusable_libraries_fail_their_row_only() {
 #[test]
 fn config_failing_its_schema_fails_with_the_path_and_apply_is_not_called() {
     let dir = TestDir::new("bad-config");
-    let out = check_config(
+    let out = check(
         &dir,
         "- id: beat\n  name: heartbeat\n  config:\n    interval_ms: soon\n",
         &[],
@@ -190,7 +184,7 @@ fn config_failing_its_schema_fails_with_the_path_and_apply_is_not_called() {
 #[test]
 fn missing_env_variable_in_a_tag_names_row_and_variable() {
     let dir = TestDir::new("env-tag");
-    let out = check_config(
+    let out = check(
         &dir,
         "- id: greeter\n  name: greeter\n  config:\n    greeting: !env DSH_TEST_SURELY_UNSET\n",
         &[],
@@ -207,7 +201,7 @@ fn missing_env_variable_in_a_tag_names_row_and_variable() {
 #[test]
 fn env_tag_with_default_reaches_the_plugin() {
     let dir = TestDir::new("env-default");
-    let out = check_config(
+    let out = check(
         &dir,
         "- id: greeter\n  name: greeter\n  config:\n    greeting: !env [DSH_TEST_SURELY_UNSET, Salut]\n- id: consumer\n  name: consumer\n",
         &[],

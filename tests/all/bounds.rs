@@ -6,6 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless;
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host};
 use serde_json::json;
 
@@ -175,9 +176,9 @@ fn a_deeply_nested_project_settings_file_refuses_calls_naming_it() {
         ]
     };
     let server = FakeDeepSeek::start(script());
-    let out = crate::headless::against(&server, &dir, &["read the notes"]);
+    let out = headless::against(&server, &dir, &["read the notes"]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let result = tool_result(&server);
+    let result = &server.last_tool_texts()[0];
     assert!(
         result.contains(&format!(
             "{}:1: nested deeper than 64 levels",
@@ -187,29 +188,15 @@ fn a_deeply_nested_project_settings_file_refuses_calls_naming_it() {
     );
     std::fs::write(&settings, "permissions:\n  deny: [\"bash(rm *)\"]\n").unwrap();
     let server = FakeDeepSeek::start(script());
-    let out = crate::headless::against(&server, &dir, &["read the notes"]);
+    let out = headless::against(&server, &dir, &["read the notes"]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(tool_result(&server).contains("kept-notes"));
-}
-
-/// The content of the one tool message of the last request.
-fn tool_result(server: &FakeDeepSeek) -> String {
-    let requests = server.requests();
-    let last = requests.last().expect("a request");
-    let messages = last.body["messages"].as_array().unwrap();
-    let tool = messages
-        .iter()
-        .find(|message| message["role"] == "tool")
-        .expect("a tool message");
-    tool["content"]
-        .as_str()
-        .map_or_else(|| tool["content"].to_string(), str::to_owned)
+    assert!(server.last_tool_texts()[0].contains("kept-notes"));
 }
 
 /// A headless run against `server` whose `llm-deepseek` row has `config` (YAML lines at four
 /// spaces) beside its endpoint, one quick retry allowed; stream-json output.
 fn bounded_run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests::Output {
-    crate::headless::against_patched(
+    headless::against_patched(
         server,
         dir,
         &format!("{config}- id: llm-retry\n  config:\n    baseDelayMs: 20\n    maxRetries: 1\n"),
@@ -221,7 +208,7 @@ fn bounded_run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests:
 /// The failure codes of the run's failed attempts (error finishes and retries), in order, and
 /// the code its turn ended with.
 fn failures(stdout: &str) -> (Vec<String>, String) {
-    let (events, result) = crate::headless::stream_json(stdout);
+    let (events, result) = headless::stream_json(stdout);
     let retried: Vec<String> = events
         .iter()
         .filter(|event| event["type"] == "llm/retry")

@@ -2,24 +2,23 @@
 //! session is listed as broken (with its reason) beside all the others, in the CLI and the web
 //! API, and a planted header id that would climb out of the sessions folder reaches no path.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dsh_tests::http::{envelope, send};
+use dsh_tests::recorded::{DEMO_TASK, demo_log};
+use dsh_tests::sessions::{PLAIN_STORE, session_logs};
 use dsh_tests::web::WebHost;
 use dsh_tests::{TestDir, run_host, run_host_with_env};
 use serde_json::{Value, json};
-
-/// The store writes plain JSONL here, so the tests can plant sessions by hand.
-const RAW_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
 
 /// One good session (the demo replayed headless in `dir/work`), then two that do not list: a
 /// planted one whose header id is `../x`, and a copy of the good one under another folder.
 /// Answers the good session's id and the work folder.
 fn a_good_session_and_two_broken(dir: &TestDir) -> (String, PathBuf) {
-    dir.write("home/cordis.patch.yml", RAW_STORE);
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let demo = dsh_tests::workspace_root().join("demo/session.jsonl");
+    let demo = demo_log();
     let out = run_host_with_env(
         &dir.home(),
         &[
@@ -30,12 +29,12 @@ fn a_good_session_and_two_broken(dir: &TestDir) -> (String, PathBuf) {
             work.to_str().unwrap(),
             "--replay",
             demo.to_str().unwrap(),
-            "What is 6 times 7? Check it with the shell.",
+            DEMO_TASK,
         ],
         &[("DEEPSEEK_API_KEY", "")],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    let good = logs(&dir.home().join("sessions"));
+    let good = session_logs(&dir.home().join("sessions"));
     assert_eq!(good.len(), 1, "{good:?}");
     let project = good[0].parent().unwrap().parent().unwrap().to_path_buf();
     let id = good[0]
@@ -60,20 +59,6 @@ fn a_good_session_and_two_broken(dir: &TestDir) -> (String, PathBuf) {
     std::fs::create_dir_all(&copy).unwrap();
     std::fs::copy(&good[0], copy.join("session.jsonl")).unwrap();
     (id, work)
-}
-
-/// Every `session.jsonl` below `dir`.
-fn logs(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(logs(&path));
-        } else if path.file_name().is_some_and(|name| name == "session.jsonl") {
-            found.push(path);
-        }
-    }
-    found
 }
 
 #[test]
@@ -172,7 +157,7 @@ fn the_web_lists_a_broken_session_and_delete_cannot_move_a_planted_one() {
         assert_eq!(history["ok"], false, "{id}: {history}");
     }
     let sessions_dir = dir.home().join("sessions");
-    assert_eq!(logs(&sessions_dir).len(), 3);
+    assert_eq!(session_logs(&sessions_dir).len(), 3);
     assert!(!dir.home().join("trash").exists());
     let strays: Vec<_> = std::fs::read_dir(dir.home())
         .unwrap()
@@ -184,6 +169,6 @@ fn the_web_lists_a_broken_session_and_delete_cannot_move_a_planted_one() {
     // The good one still goes to the trash.
     let deleted = call("session.delete", &json!({"sessionId": good}));
     assert_eq!(deleted["ok"], true, "{deleted}");
-    assert_eq!(logs(&dir.home().join("trash")).len(), 1);
+    assert_eq!(session_logs(&dir.home().join("trash")).len(), 1);
     assert_eq!(web.host.stop(), Some(0));
 }

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::products::codex_double;
+use dsh_tests::web::{ASKING_POLICY, fake_model_layer};
 use dsh_tests::{HostProcess, TestDir, WAIT, workspace_root};
 use serde_json::json;
 
@@ -69,14 +71,7 @@ fn scenario_in(
     };
     let server = FakeDeepSeek::start(replies);
     let dir = TestDir::new(&format!("browser-{name}"));
-    let mut layer = format!(
-        "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
-        server.url()
-    );
-    if !rows.is_empty() {
-        layer.push_str(&format!("- insert:\n{rows}"));
-    }
-    let patch = dir.write("fake.patch.yml", &layer);
+    let patch = dir.write("fake.patch.yml", &fake_model_layer(&server.url(), rows));
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     for (path, text) in files {
@@ -201,7 +196,7 @@ fn a_question_is_answered_in_the_page_and_the_model_gets_the_answers() {
     ) else {
         return;
     };
-    let texts = crate::escalation::tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert!(
         texts[0].contains("Answer: Metrics, Backups") && texts[0].contains("Answer: ledger"),
         "{texts:?}"
@@ -286,9 +281,6 @@ fn the_settings_store_a_key_used_at_once_and_save_the_endpoint() {
         Some("Bearer sk-in-settings")
     );
 }
-
-/// The policy row that asks before every call.
-const ASKING_POLICY: &str = "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n";
 
 #[test]
 fn a_rejected_approval_does_not_run_and_the_model_is_told() {
@@ -444,7 +436,7 @@ fn background_jobs_are_listed_in_the_header_and_stopped_from_there() {
 fn a_product_childs_card_shows_its_task_and_answer() {
     let task =
         json!({"description": "Review the change", "prompt": "Review the change in src/lib.rs."});
-    let rows = crate::products::codex_double(&[]);
+    let rows = codex_double(&[]);
     scenario(
         "product",
         vec![

@@ -6,17 +6,8 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::web::{start_in_workspace, turn_ended};
 use serde_json::{Value, json};
-
-use crate::escalation::start;
-use crate::web_chat::turn_ended;
-
-fn prompt(web: &crate::web_chat::Web, session: &str, text: &str) -> Value {
-    web.call(
-        "session.prompt",
-        &json!({"sessionId": session, "text": text}),
-    )
-}
 
 #[test]
 fn commands_run_instead_of_reaching_the_model() {
@@ -26,9 +17,9 @@ fn commands_run_instead_of_reaching_the_model() {
         Reply::text("Summary: the user shared the codeword PELICAN."),
         Reply::text("Still PELICAN."),
     ]);
-    let mut web = start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
-    let help = prompt(&web, &session, "/help");
+    let help = web.prompt(&session, "/help");
     assert_eq!(help["command"]["kind"], "success", "{help}");
     let text = help["command"]["text"].as_str().unwrap();
     for name in ["/compact", "/help", "/model", "/permission"] {
@@ -39,7 +30,7 @@ fn commands_run_instead_of_reaching_the_model() {
         listed["commands"].as_array().unwrap().len() >= 4,
         "{listed}"
     );
-    let unknown = prompt(&web, &session, "/frobnicate");
+    let unknown = web.prompt(&session, "/frobnicate");
     assert_eq!(unknown["command"]["kind"], "error");
     assert!(
         unknown["command"]["text"]
@@ -47,15 +38,15 @@ fn commands_run_instead_of_reaching_the_model() {
             .unwrap()
             .contains("unknown command")
     );
-    let preset = prompt(&web, &session, "/permission read-only");
+    let preset = web.prompt(&session, "/permission read-only");
     assert_eq!(preset["command"]["kind"], "success", "{preset}");
     let history = web.call("session.history", &json!({"sessionId": session}));
     assert_eq!(history["preset"], "read-only", "{history}");
-    let bad_model = prompt(&web, &session, "/model deepseek-official/no-such-model");
+    let bad_model = web.prompt(&session, "/model deepseek-official/no-such-model");
     assert_eq!(bad_model["command"]["kind"], "error", "{bad_model}");
     // Nothing so far reached the model.
     assert!(server.requests().is_empty());
-    prompt(&web, &session, "Remember the codeword PELICAN.");
+    web.prompt(&session, "Remember the codeword PELICAN.");
     socket.until(300, turn_ended);
     // The page is sent the meter as it moves: the provider's count of the answered request
     // plus an estimate of what came since, against the model's window.
@@ -80,13 +71,13 @@ fn commands_run_instead_of_reaching_the_model() {
     socket.until(300, |frame| {
         frame["type"] == "host/session-status" && frame["running"] == false
     });
-    let compacted = prompt(&web, &session, "/compact the codeword");
+    let compacted = web.prompt(&session, "/compact the codeword");
     assert_eq!(compacted["command"]["kind"], "success", "{compacted}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let ask = requests[1].body["messages"].to_string();
     assert!(ask.contains("Above all, keep: the codeword."), "{ask}");
-    prompt(&web, &session, "What was it?");
+    web.prompt(&session, "What was it?");
     socket.until(300, turn_ended);
     let last = server.requests()[2].body["messages"].to_string();
     assert!(

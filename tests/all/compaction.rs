@@ -7,14 +7,13 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::{against_patched, stream_json};
 use serde_json::{Value, json};
-
-use crate::headless::stream_json;
 
 /// A headless stream-json run against `server` with the compaction row configured by
 /// `config` (YAML lines under `config:`).
 fn run(server: &FakeDeepSeek, dir: &TestDir, config: &str) -> dsh_tests::Output {
-    crate::headless::against_patched(
+    against_patched(
         server,
         dir,
         &format!("- id: compaction\n  config:\n{config}"),

@@ -5,14 +5,14 @@
 //! `bash` and `todo_write` once the workspace path reads `{{cwd}}`, and the same skill catalogs
 //! and loaded skill instructions.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use dsh_tests::events::durable_types;
+use dsh_tests::recorded::{hook_rows, hook_workspace, prompt_of_input, refused_before_any_step};
+use dsh_tests::sessions::read_log;
+use dsh_tests::skills::{recorded_skills, skills_seen};
 use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::Value;
-
-fn snapshots() -> PathBuf {
-    dsh_tests::corpus_dir()
-}
 
 /// Cases we run, by folder under the fixtures.
 const CASES: &[&str] = &[
@@ -63,7 +63,7 @@ const PATCHES: &[(&str, &str)] = &[(
 type Setup = fn(&[Value], &Path);
 
 /// Per-case setup of the workspace from the recording, where its files are not in the fixture.
-const SETUP: &[(&str, Setup)] = &[("acp/snapshots/skill-load", crate::skills::recorded_skills)];
+const SETUP: &[(&str, Setup)] = &[("acp/snapshots/skill-load", recorded_skills)];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
 const REQUIRES: &[(&str, &str)] = &[("acp/snapshots/bash-spill", "node")];
@@ -80,34 +80,11 @@ const INBOX_NOT_COMPARED: &[(&str, &str)] = &[(
     "its repeated-tool reminders are queued by a plugin we do not have",
 )];
 
-const DURABLE: [&str; 8] = [
-    "agent/inbox/spliced",
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "assistant/message",
-    "tool/call",
-    "tool/result",
-];
-
-fn read_events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
+/// The durable events' types, the inbox's splices among them or not.
 fn durable(events: &[Value], inbox: bool) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| event["type"].as_str())
-        .filter(|kind| DURABLE.contains(kind))
-        .filter(|kind| inbox || *kind != "agent/inbox/spliced")
-        .map(str::to_owned)
-        .collect()
+    let mut kinds = durable_types(events);
+    kinds.retain(|kind| inbox || kind != "agent/inbox/spliced");
+    kinds
 }
 
 fn calls(events: &[Value]) -> Vec<(String, String)> {
@@ -215,19 +192,19 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// Runs one case; `Err` lists every difference.
 fn run_case(case: &str) -> Result<(), String> {
-    let folder = snapshots().join(case);
+    let folder = dsh_tests::corpus_dir().join(case);
     let log = ["session.jsonl", "session.expected.jsonl"]
         .iter()
         .map(|name| folder.join(name))
         .find(|path| path.is_file())
         .ok_or("no session log")?;
-    let recorded = read_events(&log);
+    let (_, recorded) = read_log(&log);
     let task = recorded
         .iter()
         .find(|event| event["type"] == "user/message" && event["data"]["source"]["kind"] == "user")
         .and_then(|event| event["data"]["content"][0]["text"].as_str())
         .map(str::to_owned)
-        .or_else(|| crate::hook_scripts::prompt_of_input(&folder))
+        .or_else(|| prompt_of_input(&folder))
         .ok_or("no user task in the recording")?;
     let mode = recorded
         .iter()
@@ -242,7 +219,7 @@ fn run_case(case: &str) -> Result<(), String> {
         .iter()
         .filter(|(name, _)| *name == case)
         .map(|(_, patch)| (*patch).to_owned())
-        .chain(crate::hook_scripts::recorded_rows(case))
+        .chain(hook_rows(case))
         .collect();
     if !patch.is_empty() {
         dir.write("home/cordis.patch.yml", &patch);
@@ -252,7 +229,7 @@ fn run_case(case: &str) -> Result<(), String> {
         copy_tree(&folder.join("workspace"), &work);
     }
     std::fs::create_dir_all(&work).unwrap();
-    crate::hook_scripts::recorded_workspace(case, &work);
+    hook_workspace(case, &work);
     if let Some((_, setup)) = SETUP.iter().find(|(name, _)| *name == case) {
         setup(&recorded, &work);
     }
@@ -296,7 +273,7 @@ fn run_case(case: &str) -> Result<(), String> {
         .map(|line| line["event"].clone())
         .collect();
     if recorded.is_empty() {
-        return crate::hook_scripts::refused_before_any_step(case, &ours, &out);
+        return refused_before_any_step(case, &ours, &out);
     }
     let mut problems = Vec::new();
     let inbox = !INBOX_NOT_COMPARED.iter().any(|(name, _)| *name == case);
@@ -335,10 +312,7 @@ fn run_case(case: &str) -> Result<(), String> {
             "bash/todo result texts differ:\n  ours     {ours_results:?}\n  recorded {recorded_results:?}"
         ));
     }
-    let (ours_skills, recorded_skills) = (
-        crate::skills::skills_seen(&ours),
-        crate::skills::skills_seen(&recorded),
-    );
+    let (ours_skills, recorded_skills) = (skills_seen(&ours), skills_seen(&recorded));
     if ours_skills != recorded_skills {
         problems.push(format!(
             "skill catalogs or loaded instructions differ:\n  ours     {ours_skills:?}\n  recorded {recorded_skills:?}"

@@ -5,27 +5,8 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::web::WebHost;
+use dsh_tests::web::{start_in_workspace, turn_ended, undecided_card};
 use serde_json::{Value, json};
-
-use crate::web_chat::{Web, approval_of, turn_ended};
-
-pub(crate) fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
-    std::fs::create_dir_all(dir.join("work")).unwrap();
-    // The test's directory is kept read-only, so `outside` is outside the writable roots.
-    let layer = format!(
-        "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: sandbox\n  config:\n    protected: [{}]\n",
-        server.url(),
-        dir.join("").display()
-    );
-    let work = dir.join("work");
-    Web::from(WebHost::start(
-        dir,
-        &layer,
-        &["--cwd", work.to_str().unwrap()],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    ))
-}
 
 fn escalated(command: &str, mode: &str) -> String {
     json!({
@@ -35,18 +16,6 @@ fn escalated(command: &str, mode: &str) -> String {
         "justification": "the test needs a file beside the workspace",
     })
     .to_string()
-}
-
-/// The tool messages of the model's last request.
-pub(crate) fn tool_texts(server: &FakeDeepSeek) -> Vec<String> {
-    let requests = server.requests();
-    requests.last().unwrap().body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| message["content"].to_string())
-        .collect()
 }
 
 #[test]
@@ -59,16 +28,16 @@ fn an_escalation_runs_once_when_allowed_and_not_at_all_when_rejected() {
             Reply::tool_calls(&[("call_1", "bash", &escalated(&command, "danger-full-access"))]),
             Reply::text("done"),
         ]);
-        let mut web = start(&server, &dir);
+        let mut web = start_in_workspace(&server, &dir);
         let (session, mut socket) = web.followed_session();
         web.call(
             "session.prompt",
             &json!({"sessionId": session, "text": "write it"}),
         );
         let frames = socket.until(300, |frame| {
-            approval_of(std::slice::from_ref(frame)).is_some()
+            undecided_card(std::slice::from_ref(frame), "approval").is_some()
         });
-        let ask = approval_of(&frames).unwrap();
+        let ask = undecided_card(&frames, "approval").unwrap();
         let reason = ask["reason"].as_str().unwrap_or_default();
         assert!(
             reason.contains("danger-full-access instead of workspace-write")
@@ -80,9 +49,14 @@ fn an_escalation_runs_once_when_allowed_and_not_at_all_when_rejected() {
             &json!({"approvalId": ask["id"], "outcome": answer}),
         );
         socket.until(300, turn_ended);
-        assert_eq!(target.exists(), runs, "{answer}: {:?}", tool_texts(&server));
+        assert_eq!(
+            target.exists(),
+            runs,
+            "{answer}: {:?}",
+            server.last_tool_texts()
+        );
         if !runs {
-            let texts = tool_texts(&server);
+            let texts = server.last_tool_texts();
             assert!(
                 texts[0].contains("was not approved (rejected)"),
                 "{texts:?}"
@@ -112,7 +86,7 @@ fn asking_for_the_sessions_own_mode_needs_no_approval() {
         )]),
         Reply::text("done"),
     ]);
-    let mut web = start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
@@ -120,7 +94,7 @@ fn asking_for_the_sessions_own_mode_needs_no_approval() {
     );
     let frames: Vec<Value> = socket.until(400, turn_ended);
     assert!(
-        approval_of(&frames).is_none(),
+        undecided_card(&frames, "approval").is_none(),
         "an approval was asked: {frames:?}"
     );
     assert_eq!(
@@ -130,7 +104,7 @@ fn asking_for_the_sessions_own_mode_needs_no_approval() {
     // The same mode does not widen anything: outside stays refused, and the result says how
     // to ask for more.
     assert!(!dir.join("outside.txt").exists());
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert!(
         texts[1].contains("[sandbox: file access denied under workspace-write mode]")
             && texts[1].contains("escalation available"),
@@ -153,7 +127,7 @@ fn a_sessions_preset_governs_its_next_calls() {
         Reply::tool_calls(&[("call_2", "bash", &write)]),
         Reply::text("made"),
     ]);
-    let mut web = start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.setPermission",
@@ -167,7 +141,7 @@ fn a_sessions_preset_governs_its_next_calls() {
     );
     socket.until(300, turn_ended);
     assert!(!dir.join("work/made.txt").exists());
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert!(
         texts[0].contains("Read-only file system") && texts[0].contains("read-only mode"),
         "{texts:?}"
@@ -192,7 +166,7 @@ fn a_sessions_preset_governs_its_next_calls() {
             .as_deref(),
         Some("made\n"),
         "{:?}",
-        tool_texts(&server)
+        server.last_tool_texts()
     );
     assert_eq!(web.host.stop(), Some(0));
 }
@@ -219,7 +193,7 @@ fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
         Reply::tool_calls(&[("c4", "bash", &two)]),
         Reply::text("second session done"),
     ]);
-    let mut web = start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
@@ -228,9 +202,10 @@ fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
     // c1 is put to the page; c2, the same call, is allowed by c1's answer; c3 is put to it.
     for (call, scope) in [("c1", "session"), ("c3", "always")] {
         let frames = socket.until(300, |frame| {
-            approval_of(std::slice::from_ref(frame)).is_some_and(|ask| ask["callId"] == call)
+            undecided_card(std::slice::from_ref(frame), "approval")
+                .is_some_and(|ask| ask["callId"] == call)
         });
-        let ask = approval_of(&frames[frames.len() - 1..]).unwrap();
+        let ask = undecided_card(&frames[frames.len() - 1..], "approval").unwrap();
         let receipt = web.call(
             "approval.respond",
             &json!({"approvalId": ask["id"], "outcome": "allowed-once", "scope": scope}),
@@ -241,7 +216,7 @@ fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
         }
     }
     socket.until(300, turn_ended);
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert!(
         texts[0].contains("one") && texts[1].contains("one") && texts[2].contains("two"),
         "{texts:?}"
@@ -276,10 +251,10 @@ fn an_answer_reaches_the_session_or_writes_an_allow_rule() {
     );
     let frames = followed.until(300, turn_ended);
     assert!(
-        approval_of(&frames).is_none(),
+        undecided_card(&frames, "approval").is_none(),
         "the written rule did not allow it: {frames:?}"
     );
-    assert!(tool_texts(&server).last().unwrap().contains("two"));
+    assert!(server.last_tool_texts().last().unwrap().contains("two"));
     assert_eq!(web.host.stop(), Some(0));
 }
 
@@ -296,16 +271,16 @@ fn a_write_of_a_protected_file_is_asked_naming_it() {
             Reply::tool_calls(&[("call_1", "write", &write)]),
             Reply::text("done"),
         ]);
-        let mut web = start(&server, &dir);
+        let mut web = start_in_workspace(&server, &dir);
         let (session, mut socket) = web.followed_session();
         web.call(
             "session.prompt",
             &json!({"sessionId": session, "text": "configure a server"}),
         );
         let frames = socket.until(300, |frame| {
-            approval_of(std::slice::from_ref(frame)).is_some()
+            undecided_card(std::slice::from_ref(frame), "approval").is_some()
         });
-        let ask = approval_of(&frames).unwrap();
+        let ask = undecided_card(&frames, "approval").unwrap();
         let reason = ask["reason"].as_str().unwrap_or_default();
         assert!(
             reason.contains("write asks to change") && reason.contains("work/.mcp.json"),
@@ -321,10 +296,10 @@ fn a_write_of_a_protected_file_is_asked_naming_it() {
             file.exists(),
             written,
             "{answer}: {:?}",
-            tool_texts(&server)
+            server.last_tool_texts()
         );
         if !written {
-            let texts = tool_texts(&server);
+            let texts = server.last_tool_texts();
             assert!(texts[0].contains("is protected"), "{texts:?}");
         }
         assert_eq!(web.host.stop(), Some(0));

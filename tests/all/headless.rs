@@ -4,107 +4,23 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use dsh_tests::events::durable_types;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk, usage};
-use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env, workspace_root};
+use dsh_tests::headless::{self, against, stream_json};
+use dsh_tests::recorded::{
+    DEMO_TASK, demo_log, hanging_replay, round_trip_log, round_trip_with, wait_until_hanging,
+};
+use dsh_tests::sessions::stored_session_ids;
+use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
 use serde_json::{Value, json};
-
-pub(crate) fn recorded(case: &str) -> PathBuf {
-    dsh_tests::corpus_dir().join(format!("headless/snapshots/{case}"))
-}
-
-/// Runs the headless profile with `args` in a fresh home; the working directory is `dir/work`.
-pub(crate) fn headless(dir: &TestDir, args: &[&str], envs: &[(&str, &str)]) -> dsh_tests::Output {
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let mut all = vec![
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work.to_str().unwrap(),
-    ];
-    all.extend(args);
-    // No key from the environment running the tests may leak in: runs choose their model.
-    let mut envs = envs.to_vec();
-    if !envs.iter().any(|(name, _)| *name == "DEEPSEEK_API_KEY") {
-        envs.push(("DEEPSEEK_API_KEY", ""));
-    }
-    run_host_with_env(&dir.home(), &all, &envs)
-}
-
-/// The session events of a `--output stream-json` run, and its result line.
-pub(crate) fn stream_json(stdout: &str) -> (Vec<Value>, Value) {
-    let lines: Vec<Value> = stdout
-        .lines()
-        .filter(|line| line.starts_with('{'))
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    let result = lines
-        .iter()
-        .find(|line| line["type"] == "result")
-        .cloned()
-        .unwrap_or_else(|| panic!("no result line: {stdout}"));
-    let events = lines
-        .into_iter()
-        .filter(|line| line["type"] == "session_event")
-        .map(|line| line["event"].clone())
-        .collect();
-    (events, result)
-}
-
-/// The recorded bash round trip (`headless-profile`) replayed with `rows` (YAML list items,
-/// indented under `- insert:`) added by the home patch: the output, the logged events and the
-/// result line.
-pub(crate) fn recorded_round_trip_with(
-    name: &str,
-    rows: &str,
-    envs: &[(&str, &str)],
-) -> (dsh_tests::Output, Vec<Value>, Value) {
-    let dir = TestDir::new(name);
-    dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
-    let log = recorded("headless-profile/session.expected.jsonl");
-    let out = headless(
-        &dir,
-        &[
-            "--replay",
-            log.to_str().unwrap(),
-            "--output",
-            "stream-json",
-            "go",
-        ],
-        envs,
-    );
-    let (events, result) = stream_json(&out.stdout);
-    (out, events, result)
-}
-
-const DURABLE: [&str; 8] = [
-    "agent/inbox/spliced",
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "assistant/message",
-    "tool/call",
-    "tool/result",
-];
-
-pub(crate) fn durable_types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| event["type"].as_str())
-        .filter(|kind| DURABLE.contains(kind))
-        .map(str::to_owned)
-        .collect()
-}
 
 #[test]
 fn a_recorded_tool_round_trip_replays_to_the_same_durable_sequence() {
     dsh_tests::needs_corpus!("a_recorded_tool_round_trip_replays_to_the_same_durable_sequence");
     let dir = TestDir::new("headless-replay");
-    let log = recorded("headless-profile/session.expected.jsonl");
+    let log = round_trip_log();
     let task = "Prove the product headless profile path with one real tool round trip.";
-    let out = headless(
+    let out = headless::run(
         &dir,
         &[
             "--replay",
@@ -153,8 +69,8 @@ fn a_recorded_tool_round_trip_replays_to_the_same_durable_sequence() {
 fn text_output_is_the_final_answer_alone() {
     dsh_tests::needs_corpus!("text_output_is_the_final_answer_alone");
     let dir = TestDir::new("headless-text");
-    let log = recorded("headless-profile/session.expected.jsonl");
-    let out = headless(&dir, &["--replay", log.to_str().unwrap(), "run it"], &[]);
+    let log = round_trip_log();
+    let out = headless::run(&dir, &["--replay", log.to_str().unwrap(), "run it"], &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(
         out.stdout,
@@ -165,7 +81,7 @@ fn text_output_is_the_final_answer_alone() {
 #[test]
 fn without_a_model_the_turn_ends_no_model_and_exits_1() {
     let dir = TestDir::new("headless-no-model");
-    let out = headless(&dir, &["--output", "stream-json", "say hi"], &[]);
+    let out = headless::run(&dir, &["--output", "stream-json", "say hi"], &[]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("NO_MODEL"), "{}", out.stderr);
     let (events, _) = stream_json(&out.stdout);
@@ -179,81 +95,12 @@ fn without_a_model_the_turn_ends_no_model_and_exits_1() {
 #[test]
 fn usage_mistakes_exit_2_and_say_what_is_wrong() {
     let dir = TestDir::new("headless-usage");
-    let out = headless(&dir, &[], &[]);
+    let out = headless::run(&dir, &[], &[]);
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(out.stderr.contains("give a task"), "{}", out.stderr);
-    let out = headless(&dir, &["--output", "xml", "task"], &[]);
+    let out = headless::run(&dir, &["--output", "xml", "task"], &[]);
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(out.stderr.contains("`xml`"), "{}", out.stderr);
-}
-
-/// The headless profile pointed at a fake DeepSeek server through a patch layer.
-pub(crate) fn against(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
-    against_with_env(server, dir, args, &[])
-}
-
-/// [`against_with_env`] with `rows` in the patch layer (see [`patched_args`]).
-pub(crate) fn against_patched(
-    server: &FakeDeepSeek,
-    dir: &TestDir,
-    rows: &str,
-    args: &[&str],
-    envs: &[(&str, &str)],
-) -> dsh_tests::Output {
-    let mut all = patched_args(server, dir, rows);
-    all.extend(args.iter().map(|arg| (*arg).to_owned()));
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let mut envs = envs.to_vec();
-    envs.push(("DEEPSEEK_API_KEY", "sk-test"));
-    run_host_with_env(&dir.home(), &all, &envs)
-}
-
-/// [`against`] with `envs` for the host too.
-pub(crate) fn against_with_env(
-    server: &FakeDeepSeek,
-    dir: &TestDir,
-    args: &[&str],
-    envs: &[(&str, &str)],
-) -> dsh_tests::Output {
-    let mut all = against_args(server, dir);
-    all.extend(args.iter().map(|arg| (*arg).to_owned()));
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let mut envs = envs.to_vec();
-    envs.push(("DEEPSEEK_API_KEY", "sk-test"));
-    run_host_with_env(&dir.home(), &all, &envs)
-}
-
-/// The arguments of [`against`] before the runner's own: the patch layer (written), the
-/// profile, the working directory `dir/work` (made) and the fake server's model.
-pub(crate) fn against_args(server: &FakeDeepSeek, dir: &TestDir) -> Vec<String> {
-    patched_args(server, dir, "")
-}
-
-/// [`against_args`] with `rows` after the fake server's endpoint in the patch layer: more patch
-/// entries, or more lines of `llm-deepseek`'s config (at four spaces) followed by entries.
-pub(crate) fn patched_args(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Vec<String> {
-    let patch = dir.write(
-        "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n{rows}",
-            server.url()
-        ),
-    );
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    [
-        "--patch",
-        patch.to_str().unwrap(),
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work.to_str().unwrap(),
-        "--model",
-        "deepseek-official/deepseek-v4-flash",
-    ]
-    .map(str::to_owned)
-    .to_vec()
 }
 
 #[test]
@@ -362,34 +209,6 @@ fn a_refused_request_ends_the_turn_error_and_max_tokens_exits_4() {
     assert_eq!(end["data"]["reason"]["kind"], "max-tokens", "{end}");
 }
 
-/// A copy of the recorded round trip under `dir/replay` whose first answer hangs, creating the
-/// ready file first: the log to replay and the ready file.
-pub(crate) fn hanging_replay(dir: &TestDir) -> (PathBuf, PathBuf) {
-    let log = dir.write(
-        "replay/session.jsonl",
-        &std::fs::read_to_string(recorded("headless-profile/session.expected.jsonl")).unwrap(),
-    );
-    let ready = dir.join("hanging");
-    dir.write(
-        "replay/replay.override.json",
-        &json!([{"kind": "hang", "readyFile": ready}]).to_string(),
-    );
-    (log, ready)
-}
-
-/// Waits until the hanging replay was reached.
-pub(crate) fn wait_until_hanging(host: &HostProcess, ready: &std::path::Path) {
-    let deadline = std::time::Instant::now() + WAIT;
-    while !ready.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        ready.exists(),
-        "the replay never started: {:?}",
-        host.stderr()
-    );
-}
-
 /// A headless turn (stream-json) hanging in its model request.
 fn hanging_headless(name: &str) -> (HostProcess, TestDir) {
     let dir = TestDir::new(name);
@@ -474,15 +293,15 @@ fn sigterm_mid_stream_closes_the_turn_and_exits_143() {
 #[test]
 fn the_shipped_demo_replays_offline() {
     let dir = TestDir::new("headless-demo");
-    let demo = workspace_root().join("demo/session.jsonl");
-    let out = headless(
+    let demo = demo_log();
+    let out = headless::run(
         &dir,
         &[
             "--replay",
             demo.to_str().unwrap(),
             "--output",
             "stream-json",
-            "What is 6 times 7? Check it with the shell.",
+            DEMO_TASK,
         ],
         &[],
     );
@@ -497,26 +316,6 @@ fn the_shipped_demo_replays_offline() {
         result["output"].as_str().unwrap().contains("42"),
         "{result}"
     );
-}
-
-fn session_ids(home: &std::path::Path) -> Vec<String> {
-    let mut ids = Vec::new();
-    for cwd in std::fs::read_dir(home.join("sessions"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        for session in std::fs::read_dir(cwd.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if session.path().is_dir() {
-                ids.push(session.file_name().to_string_lossy().into_owned());
-            }
-        }
-    }
-    ids
 }
 
 /// kill -9 while a tool runs, then `--resume`: the log was flushed before the body started, so
@@ -568,7 +367,7 @@ fn a_crash_mid_tool_resumes_with_the_outcome_marked_unknown() {
     assert!(work.join("started").exists(), "{:?}", host.stderr());
     host.signal(9);
     host.wait_exit(WAIT);
-    let ids = session_ids(&dir.home());
+    let ids = stored_session_ids(&dir.home());
     assert_eq!(ids.len(), 1, "{ids:?}");
     let second = args("what happened?", Some(&ids[0]));
     let second: Vec<&str> = second.iter().map(String::as_str).collect();
@@ -595,7 +394,7 @@ fn a_crash_mid_tool_resumes_with_the_outcome_marked_unknown() {
 fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
     dsh_tests::needs_corpus!("a_smuggled_message_is_stopped_by_the_model_visible_check");
     dsh_tests::plugin_lib("smuggler");
-    let (out, events, result) = recorded_round_trip_with(
+    let (out, events, result) = round_trip_with(
         "headless-smuggler",
         "    - id: smuggler\n      name: smuggler\n",
         &[],
@@ -695,7 +494,7 @@ fn a_turn_stopping_hook_keeps_the_turn_going_once() {
 #[test]
 fn resuming_an_unknown_session_names_it_and_exits_1() {
     let dir = TestDir::new("headless-resume-unknown");
-    let out = headless(&dir, &["--resume", "no-such-session", "continue"], &[]);
+    let out = headless::run(&dir, &["--resume", "no-such-session", "continue"], &[]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("no-such-session"), "{}", out.stderr);
 }
@@ -935,7 +734,7 @@ fn the_file_tools_go_through_the_fs_row() {
 #[test]
 fn an_explicit_permission_preset_opens_the_log_as_recorded() {
     dsh_tests::needs_corpus!("an_explicit_permission_preset_opens_the_log_as_recorded");
-    let log = recorded("headless-profile/session.expected.jsonl");
+    let log = round_trip_log();
     let recorded_head: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -945,7 +744,7 @@ fn an_explicit_permission_preset_opens_the_log_as_recorded() {
         .map(|event| json!([event["type"], event["data"]]))
         .collect();
     let dir = TestDir::new("headless-preset");
-    let out = headless(
+    let out = headless::run(
         &dir,
         &[
             "--replay",
@@ -983,7 +782,7 @@ fn an_explicit_permission_preset_opens_the_log_as_recorded() {
         "{text}"
     );
     let dir = TestDir::new("headless-no-preset");
-    let out = headless(
+    let out = headless::run(
         &dir,
         &[
             "--replay",
@@ -1033,7 +832,7 @@ fn closed_by_disposal(events: &[Value], dir: &TestDir) {
         end["data"]["reason"],
         json!({"kind": "aborted", "reason": {"kind": "disposed"}})
     );
-    let ids = session_ids(&dir.home());
+    let ids = stored_session_ids(&dir.home());
     let check = dsh_tests::run_host(&dir.home(), &["session", "check", &ids[0]]);
     assert_eq!(check.code, Some(0), "{check:?}");
 }
@@ -1125,7 +924,7 @@ fn an_unloaded_runner_ends_the_host() {
             .any(|line| line.contains("unloaded before its run ended")),
         "{stderr:?}"
     );
-    let ids = session_ids(&dir.home());
+    let ids = stored_session_ids(&dir.home());
     let show = dsh_tests::run_host(&dir.home(), &["session", "show", &ids[0]]);
     assert!(
         show.stdout

@@ -4,30 +4,19 @@
 
 use serde_json::Value;
 
-use crate::headless::{durable_types, recorded_round_trip_with};
+use dsh_tests::events::{durable_types, first_tool_result_text};
+use dsh_tests::headless::{against, stream_json};
+use dsh_tests::recorded::round_trip_with;
 
 /// The recorded bash round trip with `hooks-probe` configured by `config` (YAML, indented).
 fn with_hooks(name: &str, config: &str, envs: &[(&str, &str)]) -> (dsh_tests::Output, Vec<Value>) {
     dsh_tests::plugin_lib("hooks_probe");
-    let (out, events, _) = recorded_round_trip_with(
+    let (out, events, _) = round_trip_with(
         name,
         &format!("    - id: hooks\n      name: hooks-probe\n      config:\n{config}"),
         envs,
     );
     (out, events)
-}
-
-fn tool_result_text(events: &[Value]) -> String {
-    events
-        .iter()
-        .find(|event| event["type"] == "tool/result")
-        .map(|event| {
-            event["data"]["message"]["content"][0]["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .unwrap_or_default()
 }
 
 #[test]
@@ -72,7 +61,7 @@ fn an_ask_with_no_answerer_is_unavailable_and_audited() {
             .iter()
             .any(|event| event["type"] == "approval/asked" && event["data"]["toolName"] == "bash")
     );
-    let text = tool_result_text(&events);
+    let text = first_tool_result_text(&events);
     assert!(
         text.starts_with("Error: ") && text.contains("no approval channel"),
         "{text}"
@@ -93,7 +82,10 @@ fn under_full_access_an_ask_is_rejected_before_anyone_is_asked() {
         .find(|event| event["type"] == "approval/decided")
         .unwrap();
     assert_eq!(decided["data"]["outcome"], "rejected");
-    assert!(tool_result_text(&events).contains("rejected"), "{events:?}");
+    assert!(
+        first_tool_result_text(&events).contains("rejected"),
+        "{events:?}"
+    );
 }
 
 #[test]
@@ -101,7 +93,7 @@ fn a_guard_denial_reaches_the_model_as_an_error_result() {
     dsh_tests::needs_corpus!("a_guard_denial_reaches_the_model_as_an_error_result");
     let (out, events) = with_hooks("headless-guard", "        guard: CLI_TOOL\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let text = tool_result_text(&events);
+    let text = first_tool_result_text(&events);
     assert!(
         text.contains("hooks-probe guards against `CLI_TOOL`"),
         "{text}"
@@ -184,7 +176,7 @@ fn a_replaced_value_is_rendered_by_the_tool() {
         &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert_eq!(tool_result_text(&events), "[redacted by policy]");
+    assert_eq!(first_tool_result_text(&events), "[redacted by policy]");
 }
 
 /// A value without what the renderer needs cannot be rendered: the call fails, naming why.
@@ -197,7 +189,7 @@ fn a_value_the_tool_cannot_render_fails_the_call() {
         &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    let text = tool_result_text(&events);
+    let text = first_tool_result_text(&events);
     assert!(
         text.starts_with("Error: ") && text.contains("output renderer cannot render"),
         "{text}"
@@ -220,14 +212,14 @@ fn invalid_arguments_fail_before_hooks_and_approval() {
         "home/cordis.patch.yml",
         "- insert:\n    - id: hooks\n      name: hooks-probe\n      config:\n        preExecute: {kind: ask, reason: check first}\n",
     );
-    let out = crate::headless::against(&server, &dir, &["--output", "stream-json", "go"]);
+    let out = against(&server, &dir, &["--output", "stream-json", "go"]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let (events, _) = crate::headless::stream_json(&out.stdout);
+    let (events, _) = stream_json(&out.stdout);
     assert!(
         !events.iter().any(|event| event["type"] == "approval/asked"),
         "an invalid call reached approval: {events:?}"
     );
-    let text = tool_result_text(&events);
+    let text = first_tool_result_text(&events);
     assert!(text.starts_with("Error: invalid arguments"), "{text}");
     assert!(text.contains("command"), "{text}");
 }

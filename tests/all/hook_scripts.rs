@@ -2,82 +2,14 @@
 //! on by default): a hook that exits 2 blocks with its stderr, JSON decisions deny and ask,
 //! additional context reaches the model's request, a timeout, an invalid matcher and a hook
 //! that is not executable each say what happened and block nothing, and the host stays up.
-//! Also the helpers the conformance cases `hook-cc-*` and `hook-codex-*` run with.
 
 use std::path::Path;
 
+use dsh_tests::events::{first_tool_result_text, of_type};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent};
+use dsh_tests::headless::{against_with_env, stream_json};
 use dsh_tests::{Output, TestDir};
 use serde_json::Value;
-
-use crate::headless::stream_json;
-
-/// The recording's hook rows: the reference's example read `hooks.json` (Claude Code) and
-/// `codex-hooks.json` (Codex) from its launch directory, which was the workspace; the
-/// `pretool-ask` session refused every approval (its runtime context says so).
-pub(crate) fn recorded_rows(case: &str) -> Option<String> {
-    let name = case.rsplit('/').next()?;
-    if !name.starts_with("hook-cc-") && !name.starts_with("hook-codex-") {
-        return None;
-    }
-    let mut rows = String::from(
-        "- id: hooks-claude-code\n  config:\n    format: claude-code\n    files: [hooks.json]\n\
-         - id: hooks-codex\n  config:\n    format: codex\n    files: [codex-hooks.json]\n",
-    );
-    if name == "hook-cc-pretool-ask" {
-        rows.push_str("- id: approval\n  config:\n    policy: never\n");
-    }
-    Some(rows)
-}
-
-/// Files a case's hooks run that the fixture does not hold: `hook-cc-posttool-block` runs a
-/// script that blocks the first result it sees with the recorded reason and passes the rest.
-pub(crate) fn recorded_workspace(case: &str, work: &Path) {
-    if case.ends_with("/hook-cc-posttool-block") {
-        std::fs::write(
-            work.join("posttool-once.sh"),
-            "# Blocks the first result, then lets results through.\n\
-             [ -e .posttool-seen ] && exit 0\n\
-             touch .posttool-seen\n\
-             echo 'tool output rejected by policy: retry once' >&2\n\
-             exit 2\n",
-        )
-        .unwrap();
-    }
-}
-
-/// The prompt of a case's `input.json`, for recordings that logged none.
-pub(crate) fn prompt_of_input(folder: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(folder.join("input.json")).ok()?;
-    let input: Value = serde_json::from_str(&text).ok()?;
-    input["steps"]
-        .as_array()?
-        .iter()
-        .find(|step| step["op"] == "prompt")
-        .and_then(|step| step["text"].as_str())
-        .map(str::to_owned)
-}
-
-/// A recording with no events: the reference refused the prompt before its turn opened and
-/// harvested no log. Ours must refuse it too: one turn, no step, ended `blocked`.
-pub(crate) fn refused_before_any_step(
-    case: &str,
-    ours: &[Value],
-    out: &Output,
-) -> Result<(), String> {
-    let kinds: Vec<&str> = ours.iter().filter_map(|e| e["type"].as_str()).collect();
-    let end = ours
-        .iter()
-        .find(|event| event["type"] == "turn/end")
-        .map(|event| event["data"]["reason"]["kind"].clone());
-    if kinds.contains(&"step/start") || end != Some(Value::from("blocked")) {
-        return Err(format!(
-            "{case}: the recording refused the prompt before any step; ours ran {kinds:?} (exit {:?})\nstderr: {}",
-            out.code, out.stderr
-        ));
-    }
-    Ok(())
-}
 
 /// One headless run against a fake DeepSeek with `files` written under the working directory
 /// (`~/` ones under the user's home), a home of the test's own (so the machine's own hook files never apply) and `script` as the
@@ -102,7 +34,7 @@ fn headless_run(
     }
     std::fs::create_dir_all(&work).unwrap();
     std::fs::create_dir_all(&user).unwrap();
-    let out = crate::headless::against_with_env(
+    let out = against_with_env(
         &server,
         &dir,
         &["--output", "stream-json", "run the check"],
@@ -144,21 +76,6 @@ fn bash_call(command: &str) -> Reply {
     Reply::tool_calls(&[("call_1", "bash", &arguments)])
 }
 
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
-}
-
-fn result_text(events: &[Value]) -> String {
-    of_type(events, "tool/result")
-        .first()
-        .and_then(|event| event["data"]["message"]["content"][0]["content"][0]["text"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
-
 #[test]
 fn a_pre_tool_hook_that_exits_2_blocks_the_call_with_its_stderr() {
     let hook = command("cat > pre.json; echo 'no shell here' >&2; exit 2");
@@ -171,7 +88,7 @@ fn a_pre_tool_hook_that_exits_2_blocks_the_call_with_its_stderr() {
         vec![bash_call("touch ran.txt"), Reply::text("understood")],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert_eq!(result_text(&events), "Error: no shell here");
+    assert_eq!(first_tool_result_text(&events), "Error: no shell here");
     assert!(!run.work("ran.txt").exists(), "the blocked command ran");
     let result = of_type(&events, "hook/result")[0]["data"].clone();
     assert_eq!(result["decision"], "block");
@@ -216,7 +133,7 @@ fn json_decisions_deny_and_ask_reach_the_pipeline() {
         vec![bash_call("touch ran.txt"), Reply::text("ok")],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert_eq!(result_text(&events), "Error: not on Fridays");
+    assert_eq!(first_tool_result_text(&events), "Error: not on Fridays");
     assert!(!run.work("ran.txt").exists());
     assert_eq!(
         of_type(&events, "hook/result")[0]["data"]["decision"],

@@ -5,42 +5,37 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::against;
+use dsh_tests::web::{start_in_workspace, turn_ended};
 use serde_json::json;
-
-use crate::escalation::{start, tool_texts};
-use crate::web_chat::turn_ended;
-
-fn call(id: &str, tool: &str, arguments: serde_json::Value) -> Reply {
-    Reply::tool_calls(&[(id, tool, &arguments.to_string())])
-}
 
 #[test]
 fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
     let dir = TestDir::new("jobs");
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "bash",
             json!({"command": "echo first-line; sleep 1.5; echo finished", "description": "slow job", "run_in_background": true}),
         ),
-        call(
+        Reply::tool_call(
             "c2",
             "bash",
             json!({"command": "sleep 2; touch survived", "description": "endless job", "run_in_background": true}),
         ),
-        call("c3", "job_output", json!({"job_id": "bash-1"})),
-        call(
+        Reply::tool_call("c3", "job_output", json!({"job_id": "bash-1"})),
+        Reply::tool_call(
             "c4",
             "job_kill",
             json!({"job_id": "bash-2", "reason": "not needed"}),
         ),
-        call("c5", "job_list", json!({})),
-        call("c6", "job_output", json!({"job_id": "bash-1"})),
+        Reply::tool_call("c5", "job_list", json!({})),
+        Reply::tool_call("c6", "job_output", json!({"job_id": "bash-1"})),
         Reply::text("both started"),
         // The second turn, opened by bash-1's end.
         Reply::text("noted that it finished"),
     ]);
-    let mut web = start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
@@ -55,11 +50,7 @@ fn a_background_job_is_read_killed_and_its_end_wakes_the_agent() {
         .unwrap_or_default();
     assert_eq!(listed[0]["id"], "bash-1", "{listed}");
     assert_eq!(listed[1]["id"], "bash-2", "{listed}");
-    // The texts as the model read them (tool_texts answers them as JSON strings).
-    let texts: Vec<String> = tool_texts(&server)
-        .into_iter()
-        .map(|text| serde_json::from_str(&text).unwrap_or(text))
-        .collect();
+    let texts = server.last_tool_texts();
     assert_eq!(texts[0], "started background job bash-1", "{texts:?}");
     assert_eq!(texts[1], "started background job bash-2", "{texts:?}");
     assert!(
@@ -124,15 +115,15 @@ fn waking_an_idle_agent_is_bounded_until_a_person_writes() {
     let later =
         json!({"command": "sleep 0.5", "description": "later job", "run_in_background": true});
     let server = FakeDeepSeek::start(vec![
-        call("c1", "bash", later.clone()),
+        Reply::tool_call("c1", "bash", later.clone()),
         Reply::text("first"),
         // Woken by bash-1's end: it starts bash-2.
-        call("c2", "bash", later),
+        Reply::tool_call("c2", "bash", later),
         Reply::text("second"),
         // The person's next message, with bash-2's notice.
         Reply::text("third"),
     ]);
-    let mut web = start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
@@ -177,21 +168,18 @@ fn a_session_forgets_its_oldest_finished_jobs_beyond_the_cap() {
     let quick = json!({"command": "true", "description": "quick", "run_in_background": true});
     let collect = |id: &str| json!({"job_id": id, "wait": true, "timeout_ms": 20000});
     let server = FakeDeepSeek::start(vec![
-        call("c1", "bash", quick.clone()),
-        call("c2", "job_output", collect("bash-1")),
-        call("c3", "bash", quick.clone()),
-        call("c4", "job_output", collect("bash-2")),
-        call("c5", "bash", quick),
-        call("c6", "job_list", json!({})),
-        call("c7", "job_output", json!({"job_id": "bash-1"})),
+        Reply::tool_call("c1", "bash", quick.clone()),
+        Reply::tool_call("c2", "job_output", collect("bash-1")),
+        Reply::tool_call("c3", "bash", quick.clone()),
+        Reply::tool_call("c4", "job_output", collect("bash-2")),
+        Reply::tool_call("c5", "bash", quick),
+        Reply::tool_call("c6", "job_list", json!({})),
+        Reply::tool_call("c7", "job_output", json!({"job_id": "bash-1"})),
         Reply::text("done"),
     ]);
-    let out = crate::headless::against(&server, &dir, &["keep a few"]);
+    let out = against(&server, &dir, &["keep a few"]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let texts: Vec<String> = tool_texts(&server)
-        .into_iter()
-        .map(|text| serde_json::from_str(&text).unwrap_or(text))
-        .collect();
+    let texts = server.last_tool_texts();
     assert!(
         texts[5].contains("bash-2 [bash]") && texts[5].contains("bash-3 [bash]"),
         "{texts:?}"

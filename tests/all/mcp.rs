@@ -11,11 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::web::{WebHost, fake_model_layer};
-use dsh_tests::{TestDir, WAIT, run_host_with_env, workspace_root};
+use dsh_tests::headless::against_patched;
+use dsh_tests::web::{Web, WebHost, fake_model_layer, turn_ended};
+use dsh_tests::{TestDir, WAIT, workspace_root};
 use serde_json::{Value, json};
-
-use crate::web_chat::{Web, turn_ended};
 
 /// The reference servers' entry scripts, or why they are not there.
 struct Servers {
@@ -75,41 +74,6 @@ fn mcp_row(dir: &TestDir, extra: &str) -> String {
     )
 }
 
-/// The tool messages of the model's last request, as text.
-fn tool_texts(server: &FakeDeepSeek) -> Vec<String> {
-    let requests = server.requests();
-    requests.last().unwrap().body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| message["content"].to_string())
-        .collect()
-}
-
-/// The headless profile, its model the fake server, one turn on `task`.
-fn headless(server: &FakeDeepSeek, dir: &TestDir, rows: &str, task: &str) -> dsh_tests::Output {
-    let layer = dir.write("fake.patch.yml", &fake_model_layer(&server.url(), ""));
-    let mcp = dir.write("mcp.patch.yml", rows);
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let args = [
-        "--patch",
-        layer.to_str().unwrap(),
-        "--patch",
-        mcp.to_str().unwrap(),
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work.to_str().unwrap(),
-        "--model",
-        "deepseek-official/deepseek-v4-flash",
-        task,
-    ];
-    run_host_with_env(&dir.home(), &args, &[("DEEPSEEK_API_KEY", "sk-test")])
-}
-
 #[test]
 fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     let found = needs_servers!("stdio_servers_tools_are_listed_and_called_through_the_pipeline");
@@ -159,7 +123,7 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
         .map(|(id, name, args)| (*id, *name, args.as_str()))
         .collect();
     let server = FakeDeepSeek::start(vec![Reply::tool_calls(&borrowed), Reply::text("done")]);
-    let out = headless(&server, &dir, &mcp_row(&dir, ""), "use the servers");
+    let out = against_patched(&server, &dir, &mcp_row(&dir, ""), &["use the servers"], &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "{out:?}");
@@ -180,7 +144,7 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
         "{tools:?}"
     );
     // Called: text, a structured sum, an image described, a file read, and two errors.
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert_eq!(texts.len(), 7, "{texts:?}");
     assert!(texts[0].contains("Echo: hello mcp"), "{texts:?}");
     assert!(texts[1].contains('5'), "{texts:?}");
@@ -275,11 +239,17 @@ fn a_streamable_http_server_is_listed_and_called() {
         ]),
         Reply::text("done"),
     ]);
-    let out = headless(&server, &dir, &mcp_row(&dir, ""), "use the remote server");
+    let out = against_patched(
+        &server,
+        &dir,
+        &mcp_row(&dir, ""),
+        &["use the remote server"],
+        &[],
+    );
     assert_eq!(out.code, Some(0), "{out:?}");
     let tools = server.requests()[0].body["tools"].to_string();
     assert!(tools.contains("mcp__remote__echo"), "{tools}");
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert!(texts[0].contains("Echo: over http"), "{texts:?}");
     assert!(texts[1].contains("temperature"), "{texts:?}");
     assert!(
@@ -309,7 +279,7 @@ fn wait_stderr_count(host: &dsh_tests::HostProcess, needle: &str, count: usize) 
 
 /// The tool message of the model's last request that answered the latest call.
 fn last_tool_text(server: &FakeDeepSeek) -> String {
-    tool_texts(server).pop().unwrap_or_default()
+    server.last_tool_texts().pop().unwrap_or_default()
 }
 
 fn count_stderr(host: &dsh_tests::HostProcess, needle: &str) -> usize {
@@ -368,7 +338,7 @@ fn crash_and_come_back(
     assert!(
         last_tool_text(server).contains("Echo: after restart"),
         "{:?}",
-        tool_texts(server)
+        server.last_tool_texts()
     );
 }
 
@@ -446,7 +416,7 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
     assert!(
         last_tool_text(&server).contains("Echo: first"),
         "{:?}",
-        tool_texts(&server)
+        server.last_tool_texts()
     );
     // A resource the server makes during a call: its list change is followed too.
     turn(&web, &mut socket, &session, "gzip");
@@ -475,7 +445,7 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
     assert!(
         last_tool_text(&server).contains("Echo: from second"),
         "{:?}",
-        tool_texts(&server)
+        server.last_tool_texts()
     );
     // An edited entry restarts its server, whose tools (the same names the old one held until
     // it was stopped) are registered again.
@@ -491,7 +461,7 @@ fn a_running_host_restarts_a_dead_server_follows_changes_and_reloads_its_file() 
     assert!(
         last_tool_text(&server).contains("Echo: from the edited second"),
         "{:?}",
-        tool_texts(&server)
+        server.last_tool_texts()
     );
     assert_eq!(count_stderr(&web.host, "not registered"), 0);
     server.assert_no_violations();
@@ -530,7 +500,7 @@ fn loader_variables_probe(dir: &TestDir, sandbox: &str) -> (String, String, Vec<
     if !sandbox.is_empty() {
         rows.push_str(&format!("- id: sandbox\n  config:\n{sandbox}"));
     }
-    let out = headless(&server, dir, &rows, "hello");
+    let out = against_patched(&server, dir, &rows, &["hello"], &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let written: Vec<String> = std::fs::read_dir(dir.home())
         .unwrap()
@@ -600,7 +570,7 @@ fn a_projects_http_server_is_refused_unless_the_row_allows_it() {
     let file = dir.write("work/.mcp.json", &project.to_string());
     let timing = "    startupTimeoutMs: 2000\n    restartDelayMs: 60000\n";
     let server = FakeDeepSeek::start(vec![Reply::text("done")]);
-    let out = headless(&server, &dir, &mcp_row(&dir, timing), "hello");
+    let out = against_patched(&server, &dir, &mcp_row(&dir, timing), &["hello"], &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let refusal = format!("{}: server `exfil` refused", file.display());
     assert!(out.stderr.contains(&refusal), "{}", out.stderr);
@@ -616,7 +586,7 @@ fn a_projects_http_server_is_refused_unless_the_row_allows_it() {
 
     let allowed = format!("{timing}    projectHttp: true\n");
     let server = FakeDeepSeek::start(vec![Reply::text("done")]);
-    let out = headless(&server, &dir, &mcp_row(&dir, &allowed), "hello");
+    let out = against_patched(&server, &dir, &mcp_row(&dir, &allowed), &["hello"], &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(!out.stderr.contains("refused"), "{}", out.stderr);
     assert!(
@@ -644,14 +614,14 @@ fn servers_of_older_revisions_are_spoken_to_and_unknown_ones_refused() {
             Reply::tool_calls(&[("c1", "mcp__old__add", r#"{"a": 2, "b": 3}"#)]),
             Reply::text("done"),
         ]);
-        let out = headless(&server, &dir, &mcp_row(&dir, ""), "add them");
+        let out = against_patched(&server, &dir, &mcp_row(&dir, ""), &["add them"], &[]);
         assert_eq!(out.code, Some(0), "{out:?}");
         assert!(
             out.stderr.contains(&format!("(MCP {revision})")),
             "{revision}: {}",
             out.stderr
         );
-        assert_eq!(tool_texts(&server), ["\"sum 5\""], "{revision}");
+        assert_eq!(server.last_tool_texts(), ["sum 5"], "{revision}");
         let first: Value = serde_json::from_str(
             std::fs::read_to_string(&log)
                 .unwrap()
@@ -670,7 +640,7 @@ fn servers_of_older_revisions_are_spoken_to_and_unknown_ones_refused() {
         &json!({"mcpServers": {"ancient": entry}}).to_string(),
     );
     let server = FakeDeepSeek::start(vec![Reply::text("no tools")]);
-    let out = headless(&server, &dir, &mcp_row(&dir, ""), "anything");
+    let out = against_patched(&server, &dir, &mcp_row(&dir, ""), &["anything"], &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
         out.stderr.contains("mcp `ancient`")
@@ -723,7 +693,7 @@ fn an_http_server_that_goes_away_is_reconnected_once_it_is_back() {
     assert!(
         last_tool_text(&server).contains("Echo: first"),
         "{:?}",
-        tool_texts(&server)
+        server.last_tool_texts()
     );
     drop(http);
     web.host.wait_stderr("mcp `remote` (", WAIT);
@@ -739,7 +709,7 @@ fn an_http_server_that_goes_away_is_reconnected_once_it_is_back() {
     assert!(
         last_tool_text(&server).contains("Echo: back again"),
         "{:?}",
-        tool_texts(&server)
+        server.last_tool_texts()
     );
     server.assert_no_violations();
     let mut host = web.host;

@@ -5,55 +5,13 @@
 //! category, ask for approval, hang). The real products are in `products_real`, the
 //! reference's recorded cases in `products_recorded`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::{against, stream_json};
+use dsh_tests::products::{codex_double, double, product_row, run_task, run_task_with_env};
 use serde_json::{Value, json};
-
-/// A test double of `tests/fixtures/products`.
-pub(crate) fn double(name: &str) -> PathBuf {
-    dsh_tests::workspace_root()
-        .join("tests/fixtures/products")
-        .join(name)
-}
-
-/// A YAML string.
-fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap()
-}
-
-/// A row of plugin `subagent-product`, indented to go under `- insert:`.
-pub(crate) fn product_row(
-    id: &str,
-    product: &str,
-    tool: &str,
-    command: &Path,
-    env: &[(&str, &str)],
-) -> String {
-    let mut row = format!(
-        "    - id: {id}\n      name: subagent-product\n      config:\n        product: {product}\n        toolName: {tool}\n        command: {}\n        timeoutMs: 60000\n",
-        quoted(command.to_str().unwrap())
-    );
-    if !env.is_empty() {
-        row.push_str("        env:\n");
-        for (name, value) in env {
-            row.push_str(&format!("          {name}: {}\n", quoted(value)));
-        }
-    }
-    row
-}
-
-/// The row that runs the Codex double behind `subagent_codex`, with `env` set for it.
-pub(crate) fn codex_double(env: &[(&str, &str)]) -> String {
-    product_row(
-        "codex",
-        "codex",
-        "subagent_codex",
-        &double("fake-codex"),
-        env,
-    )
-}
 
 /// The row that runs the Claude Code double behind `subagent_claude_code`.
 fn claude_double(env: &[(&str, &str)]) -> String {
@@ -64,48 +22,6 @@ fn claude_double(env: &[(&str, &str)]) -> String {
         &double("fake-claude"),
         env,
     )
-}
-
-pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> Reply {
-    Reply::tool_calls(&[(id, tool, &arguments.to_string())])
-}
-
-/// The tool results the model read in its last request, as text.
-pub(crate) fn results(server: &FakeDeepSeek) -> Vec<String> {
-    let requests = server.requests();
-    requests.last().unwrap().body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| match &message["content"] {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
-/// A headless run of `task` against `server` with `rows` inserted, in sandbox mode `mode`.
-pub(crate) fn run(
-    server: &FakeDeepSeek,
-    dir: &TestDir,
-    rows: &str,
-    task: &str,
-    mode: &str,
-) -> dsh_tests::Output {
-    run_with_env(server, dir, rows, task, &[("DSH_PERMISSION_MODE", mode)])
-}
-
-/// [`run`] with `envs` for the host (its sandbox mode among them, if it is to be set).
-fn run_with_env(
-    server: &FakeDeepSeek,
-    dir: &TestDir,
-    rows: &str,
-    task: &str,
-    envs: &[(&str, &str)],
-) -> dsh_tests::Output {
-    dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
-    crate::headless::against_with_env(server, dir, &[task], envs)
 }
 
 /// The messages the Codex double received, one `<method> <params>` per line.
@@ -134,7 +50,7 @@ fn a_codex_child_answers_and_is_never_wider_than_its_parent() {
         let dir = TestDir::new(&format!("products-codex-{mode}"));
         let log = dir.join("codex.log");
         let server = FakeDeepSeek::start(vec![
-            call(
+            Reply::tool_call(
                 "c1",
                 "subagent_codex",
                 json!({"description": "count files", "prompt": "Count the files."}),
@@ -142,9 +58,9 @@ fn a_codex_child_answers_and_is_never_wider_than_its_parent() {
             Reply::text("the child answered"),
         ]);
         let rows = codex_double(&[("FAKE_CODEX_LOG", log.to_str().unwrap())]);
-        let out = run(&server, &dir, &rows, "delegate it", mode);
+        let out = run_task(&server, &dir, &rows, "delegate it", mode);
         assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-        assert_eq!(results(&server), ["ANSWER: Count the files."]);
+        assert_eq!(server.last_tool_texts(), ["ANSWER: Count the files."]);
         let log = codex_log(&log);
         let methods: Vec<&str> = log
             .iter()
@@ -169,22 +85,22 @@ fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
     let dir = TestDir::new("products-codex-failures");
     let log = dir.join("codex.log");
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "subagent_codex",
             json!({"description": "503", "prompt": "FAKE_FAIL_HTTP=503"}),
         ),
-        call(
+        Reply::tool_call(
             "c2",
             "subagent_codex",
             json!({"description": "exit", "prompt": "FAKE_EXIT=3"}),
         ),
-        call(
+        Reply::tool_call(
             "c3",
             "subagent_codex",
             json!({"description": "approval", "prompt": "FAKE_ASK_APPROVAL"}),
         ),
-        call(
+        Reply::tool_call(
             "c4",
             "subagent_codex",
             json!({"description": "usage", "prompt": "FAKE_FAIL=usageLimitExceeded FAKE_NO_PARTIAL"}),
@@ -192,9 +108,9 @@ fn codex_failures_reach_the_parent_as_diagnostics_with_the_partial_answer() {
         Reply::text("seen"),
     ]);
     let rows = codex_double(&[("FAKE_CODEX_LOG", log.to_str().unwrap())]);
-    let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
+    let out = run_task(&server, &dir, &rows, "delegate it", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let texts = results(&server);
+    let texts = server.last_tool_texts();
     assert_eq!(
         texts[0],
         "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed; HTTP status: 503)\nPartial output before the run ended:\npartial assistant text"
@@ -249,28 +165,28 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
     let log = dir.join("codex.log");
     let tag = dir.path.display().to_string();
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "subagent_codex",
             json!({"description": "quick one", "prompt": "FAKE_SLEEP_MS=1000 Be quick.", "run_in_background": true}),
         ),
-        call(
+        Reply::tool_call(
             "c2",
             "subagent_codex",
             json!({"description": "endless one", "prompt": "FAKE_HANG", "run_in_background": true}),
         ),
-        call(
+        Reply::tool_call(
             "c3",
             "job_output",
             json!({"job_id": "subagent-1", "wait": true, "timeout_ms": 20000}),
         ),
-        call("c4", "job_list", json!({})),
-        call(
+        Reply::tool_call("c4", "job_list", json!({})),
+        Reply::tool_call(
             "c5",
             "job_kill",
             json!({"job_id": "subagent-2", "reason": "not needed"}),
         ),
-        call(
+        Reply::tool_call(
             "c6",
             "job_output",
             json!({"job_id": "subagent-2", "wait": true, "timeout_ms": 20000}),
@@ -281,11 +197,11 @@ fn a_background_codex_run_is_a_job_collected_or_killed_with_its_process() {
         ("FAKE_CODEX_LOG", log.to_str().unwrap()),
         ("FAKE_TAG", &tag),
     ]);
-    let out = run(&server, &dir, &rows, "delegate them", "workspace-write");
+    let out = run_task(&server, &dir, &rows, "delegate them", "workspace-write");
     // Both children's processes are gone: the collected one ended, the killed one was ended.
     assert_eq!(tagged_processes(&tag), Vec::<String>::new());
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let texts = results(&server);
+    let texts = server.last_tool_texts();
     assert_eq!(texts[0], "started background subagent job subagent-1");
     assert_eq!(texts[1], "started background subagent job subagent-2");
     assert_eq!(
@@ -334,7 +250,7 @@ fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_it
         let dir = TestDir::new(&format!("products-claude-{mode}"));
         let log = dir.join("claude.log");
         let server = FakeDeepSeek::start(vec![
-            call(
+            Reply::tool_call(
                 "c1",
                 "subagent_claude_code",
                 json!({"description": "review", "prompt": "Review the change."}),
@@ -347,7 +263,7 @@ fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_it
         ]);
         rows.push_str("        permissionMode: acceptEdits\n");
         // A key in the host's environment is not the child's unless its row passes it on.
-        let out = run_with_env(
+        let out = run_task_with_env(
             &server,
             &dir,
             &rows,
@@ -359,7 +275,7 @@ fn a_claude_code_child_answers_without_the_hosts_secrets_and_never_wider_than_it
             ],
         );
         assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-        assert_eq!(results(&server), ["ANSWER: Review the change."]);
+        assert_eq!(server.last_tool_texts(), ["ANSWER: Review the change."]);
         let log = claude_log(&log);
         let argv = &log[0]["argv"];
         assert_eq!(
@@ -400,7 +316,7 @@ fn claude_code_failures_and_denied_prompts_reach_the_parent_with_their_category(
         .iter()
         .enumerate()
         .map(|(n, prompt)| {
-            call(
+            Reply::tool_call(
                 &format!("c{n}"),
                 "subagent_claude_code",
                 json!({"description": "case", "prompt": prompt}),
@@ -410,9 +326,9 @@ fn claude_code_failures_and_denied_prompts_reach_the_parent_with_their_category(
     script.push(Reply::text("seen"));
     let server = FakeDeepSeek::start(script);
     let rows = claude_double(&[("FAKE_CLAUDE_LOG", log.to_str().unwrap())]);
-    let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
+    let out = run_task(&server, &dir, &rows, "delegate it", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let texts = results(&server);
+    let texts = server.last_tool_texts();
     let failure = |facts: &str| {
         format!(
             "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Claude Code; {facts})"
@@ -478,9 +394,9 @@ fn headless_waits_for_a_background_product_run_but_not_for_a_background_command(
     let rows = codex_double(&[]);
     dir.write("home/cordis.patch.yml", &format!("- insert:\n{rows}"));
     let started = std::time::Instant::now();
-    let out = crate::headless::against(&server, &dir, &["--output", "stream-json", "delegate"]);
+    let out = against(&server, &dir, &["--output", "stream-json", "delegate"]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let (_, result) = crate::headless::stream_json(&out.stdout);
+    let (_, result) = stream_json(&out.stdout);
     assert_eq!(result["output"], "the child is done", "{}", out.stdout);
     let requests = server.requests();
     let woken = requests[2].body["messages"].to_string();
@@ -503,7 +419,7 @@ fn a_run_past_its_timeout_is_stopped_and_says_so() {
     let dir = TestDir::new("products-timeout");
     let log = dir.join("codex.log");
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "subagent_codex",
             json!({"description": "hang", "prompt": "FAKE_HANG"}),
@@ -513,10 +429,10 @@ fn a_run_past_its_timeout_is_stopped_and_says_so() {
     let rows = codex_double(&[("FAKE_CODEX_LOG", log.to_str().unwrap())])
         .replace("timeoutMs: 60000", "timeoutMs: 1500");
     let started = std::time::Instant::now();
-    let out = run(&server, &dir, &rows, "delegate it", "workspace-write");
+    let out = run_task(&server, &dir, &rows, "delegate it", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     assert_eq!(
-        results(&server),
+        server.last_tool_texts(),
         [
             "Error: subagent run failed\nDiagnostic: Product subagent failure (product: Codex; stage: turn; category: timeout)"
         ]
@@ -536,7 +452,7 @@ fn a_run_past_its_timeout_is_stopped_and_says_so() {
 fn headless_delivers_a_notice_held_back_for_lack_of_wakes() {
     let dir = TestDir::new("products-headless-held");
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "subagent_codex",
             json!({"description": "slow child", "prompt": "FAKE_SLEEP_MS=2000 Take your time.", "run_in_background": true}),
@@ -549,9 +465,9 @@ fn headless_delivers_a_notice_held_back_for_lack_of_wakes() {
         "home/cordis.patch.yml",
         &format!("- id: jobs\n  config:\n    maxConsecutiveWakes: 0\n- insert:\n{rows}"),
     );
-    let out = crate::headless::against(&server, &dir, &["--output", "stream-json", "delegate"]);
+    let out = against(&server, &dir, &["--output", "stream-json", "delegate"]);
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let (_, result) = crate::headless::stream_json(&out.stdout);
+    let (_, result) = stream_json(&out.stdout);
     assert_eq!(
         result["output"], "the held notice arrived",
         "{}",

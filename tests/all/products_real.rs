@@ -7,9 +7,8 @@ use std::path::PathBuf;
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::products::{product_row, run_task};
 use serde_json::json;
-
-use crate::products::{call, product_row, results, run};
 
 /// The real products, installed by `cargo xtask test`, or why their tests are skipped.
 fn installed(product: &str) -> Result<PathBuf, String> {
@@ -40,13 +39,13 @@ fn platform() -> &'static str {
 
 /// The agents-bench fake model server on a loopback port of its own choosing; it stops by
 /// itself after two minutes, and when dropped.
-pub(crate) struct BenchModel {
+struct BenchModel {
     child: std::process::Child,
-    pub(crate) port: u16,
+    port: u16,
 }
 
 impl BenchModel {
-    pub(crate) fn start(dir: &TestDir) -> Self {
+    fn start(dir: &TestDir) -> Self {
         let script =
             dsh_tests::workspace_root().join("../shared/peers/agents-bench/fake_server.py");
         let port_file = dir.join("model.port");
@@ -109,7 +108,7 @@ fn the_real_codex_runs_as_a_child_and_its_answer_reaches_the_parent() {
     let tmp = dir.join("codex-tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "subagent_codex",
             json!({"description": "run the check", "prompt": "BENCH_STEPS=1 Run the check and say DONE."}),
@@ -127,9 +126,9 @@ fn the_real_codex_runs_as_a_child_and_its_answer_reaches_the_parent() {
             ("TMPDIR", tmp.to_str().unwrap()),
         ],
     );
-    let out = run(&server, &dir, &rows, "ask codex", "workspace-write");
+    let out = run_task(&server, &dir, &rows, "ask codex", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    assert_eq!(results(&server), ["DONE"], "stderr: {}", out.stderr);
+    assert_eq!(server.last_tool_texts(), ["DONE"], "stderr: {}", out.stderr);
 }
 
 #[test]
@@ -146,7 +145,7 @@ fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
     let config = dir.join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
     let server = FakeDeepSeek::start(vec![
-        call(
+        Reply::tool_call(
             "c1",
             "subagent_claude_code",
             json!({"description": "run the check", "prompt": "BENCH_STEPS=1 Run the check and say DONE."}),
@@ -171,7 +170,7 @@ fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
             ("NO_PROXY", "127.0.0.1,localhost"),
         ],
     );
-    let out = run(&server, &dir, &rows, "ask claude", "workspace-write");
+    let out = run_task(&server, &dir, &rows, "ask claude", "workspace-write");
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    assert_eq!(results(&server), ["DONE"], "stderr: {}", out.stderr);
+    assert_eq!(server.last_tool_texts(), ["DONE"], "stderr: {}", out.stderr);
 }

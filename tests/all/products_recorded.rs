@@ -5,10 +5,12 @@
 use std::path::PathBuf;
 
 use dsh_tests::TestDir;
+use dsh_tests::events::calls_and_results;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::replayed_run;
+use dsh_tests::products::{double, product_row, run_task};
+use dsh_tests::sessions::{PLAIN_STORE, read_log, stored_logs};
 use serde_json::{Value, json};
-
-use crate::products::{double, product_row, run};
 
 /// The recorded product cases, by their path under the reference's fixtures.
 fn recorded(case: &str) -> PathBuf {
@@ -80,7 +82,7 @@ fn recorded_product_compositions_offer_the_recorded_tools() {
                 product_row(&format!("subagent-{id}"), product, &tool, &command, &[])
             })
             .collect();
-        let out = run(
+        let out = run_task(
             &server,
             &dir,
             &rows,
@@ -104,7 +106,7 @@ fn recorded_product_compositions_offer_the_recorded_tools() {
 fn the_recorded_product_diagnostics_replay() {
     dsh_tests::needs_corpus!("the_recorded_product_diagnostics_replay");
     let case = "product-subagent-result-diagnostic";
-    let (_, recorded_events) = crate::subagents::read_log(&recorded(case).join("session.jsonl"));
+    let (_, recorded_events) = read_log(&recorded(case).join("session.jsonl"));
     let halves = [
         (
             "claude-code",
@@ -131,7 +133,7 @@ fn the_recorded_product_diagnostics_replay() {
         );
         dir.write(
             "home/cordis.patch.yml",
-            &format!("{}- insert:\n{rows}", crate::subagents::PLAIN_STORE),
+            &format!("{}- insert:\n{rows}", PLAIN_STORE),
         );
         let replay = dir.join("replay");
         std::fs::create_dir_all(&replay).unwrap();
@@ -146,8 +148,8 @@ fn the_recorded_product_diagnostics_replay() {
             .and_then(|event| event["data"]["content"][0]["text"].as_str())
             .unwrap()
             .to_owned();
-        let out = crate::subagents::replayed_run(&dir, &replay.join("session.jsonl"), &[&task]);
-        let logs = crate::subagents::stored_logs(&dir.home());
+        let out = replayed_run(&dir, &replay.join("session.jsonl"), &[&task]);
+        let logs = stored_logs(&dir.home());
         let Some((_, ours)) = logs.first() else {
             problems.push(format!("{product}: nothing stored; stderr: {}", out.stderr));
             continue;
@@ -168,8 +170,7 @@ fn the_recorded_product_diagnostics_replay() {
                 .map(str::to_owned)
                 .collect()
         };
-        let results =
-            |events: &[Value]| crate::subagents::calls_and_results(&half_events(events, calls));
+        let results = |events: &[Value]| calls_and_results(&half_events(events, calls));
         let (mine, theirs) = (results(ours), results(&recorded_events));
         if mine != theirs {
             problems.push(format!(

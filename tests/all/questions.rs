@@ -4,11 +4,9 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use serde_json::{Value, json};
-
-use crate::escalation::tool_texts;
-use crate::headless::against;
-use crate::web_chat::turn_ended;
+use dsh_tests::headless::against;
+use dsh_tests::web::{start, turn_ended, undecided_card};
+use serde_json::json;
 
 fn questions() -> String {
     json!({"questions": [
@@ -38,22 +36,13 @@ fn headless_refuses_at_once_and_tells_the_model_to_go_on() {
             .contains("\"ask_user_question\""),
         "the tool is on by default"
     );
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert_eq!(texts.len(), 1, "{texts:?}");
     assert!(
-        texts[0].starts_with("\"Error: no person can be asked in this session")
+        texts[0].starts_with("Error: no person can be asked in this session")
             && texts[0].contains("state the open question in your answer"),
         "{texts:?}"
     );
-}
-
-/// The unanswered question card among `frames`, if one came.
-pub(crate) fn question_of(frames: &[Value]) -> Option<Value> {
-    frames
-        .iter()
-        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
-        .map(|op| op["item"].clone())
-        .find(|item| item["kind"] == "question" && item.get("outcome").is_none())
 }
 
 #[test]
@@ -63,16 +52,16 @@ fn a_person_answers_over_the_api_and_the_history_keeps_it_decided() {
         Reply::text("SQLite it is"),
     ]);
     let dir = TestDir::new("questions-web");
-    let mut web = crate::web_chat::start(&server, &dir);
+    let mut web = start(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "plan the service"}),
     );
     let frames = socket.until(300, |frame| {
-        question_of(std::slice::from_ref(frame)).is_some()
+        undecided_card(std::slice::from_ref(frame), "question").is_some()
     });
-    let card = question_of(&frames).unwrap();
+    let card = undecided_card(&frames, "question").unwrap();
     assert_eq!(card["questions"][0]["header"], "Storage");
     assert_eq!(card["questions"][1]["multi_select"], true);
     let answers = json!([
@@ -91,9 +80,9 @@ fn a_person_answers_over_the_api_and_the_history_keeps_it_decided() {
         &json!({"questionId": card["id"], "cancelled": true}),
     );
     assert_eq!(late["accepted"], false, "the first answer wins: {late}");
-    let texts = tool_texts(&server);
+    let texts = server.last_tool_texts();
     assert_eq!(
-        serde_json::from_str::<String>(&texts[0]).unwrap(),
+        texts[0],
         "The person answered:\n\n[db] Which database should the service use?\nAnswer: SQLite\n\n[extras] Which extras are wanted?\nAnswer: Metrics, Backups\n\n[name] What should the service be called?\nAnswer: ledger"
     );
     // A reload shows the card decided, with what was answered.

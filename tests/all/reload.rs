@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use dsh_tests::recorded::{hanging_replay, wait_until_hanging};
 use dsh_tests::{HostProcess, TestDir, WAIT, fixture_lib, install_library, plugin_lib, run_host};
 
 /// A host running `yaml` with `plugins/` (holding a copy of `libgreeter.so`) first in lookup.
@@ -497,7 +498,7 @@ fn a_shutdown_disposes_an_agent_before_its_session_store() {
         plugin_lib(lib);
     }
     let dir = TestDir::new("shutdown-order");
-    let (log, ready) = crate::headless::hanging_replay(&dir);
+    let (log, ready) = hanging_replay(&dir);
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let config = dir.write(
@@ -510,7 +511,7 @@ fn a_shutdown_disposes_an_agent_before_its_session_store() {
         ),
     );
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
-    crate::headless::wait_until_hanging(&host, &ready);
+    wait_until_hanging(&host, &ready);
     assert_eq!(host.stop(), Some(0), "{:?}", host.stderr());
     let show = run_host(&dir.home(), &["session", "show", "a1"]);
     assert!(

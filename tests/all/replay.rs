@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use dsh_tests::{HostProcess, TestDir, WAIT, plugin_lib, workspace_root};
+use dsh_tests::events::of_type;
+use dsh_tests::headless::{self, stream_json};
+use dsh_tests::recorded::{DEMO_TASK, demo_log};
+use dsh_tests::{HostProcess, TestDir, WAIT, plugin_lib};
 use serde_json::{Value, json};
-
-use crate::headless::{headless, stream_json};
 
 /// The chunks of one text answer.
 fn answer(text: &str) -> Vec<Value> {
@@ -55,15 +56,13 @@ fn answering(path: &Path, created: i64, text: &str) {
 fn demo_with(dir: &TestDir, overrides: &Value) -> PathBuf {
     let log = dir.join("replay/session.jsonl");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-    std::fs::copy(workspace_root().join("demo/session.jsonl"), &log).unwrap();
+    std::fs::copy(demo_log(), &log).unwrap();
     dir.write("replay/replay.override.json", &overrides.to_string());
     log
 }
 
-const DEMO_TASK: &str = "What is 6 times 7? Check it with the shell.";
-
 fn replayed(dir: &TestDir, log: &Path, task: &str) -> (dsh_tests::Output, Vec<Value>, Value) {
-    let out = headless(
+    let out = headless::run(
         dir,
         &[
             "--replay",
@@ -76,13 +75,6 @@ fn replayed(dir: &TestDir, log: &Path, task: &str) -> (dsh_tests::Output, Vec<Va
     );
     let (events, result) = stream_json(&out.stdout);
     (out, events, result)
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
 }
 
 /// `{"patches": ..}` keeps the derived script and swaps one call; the swapped answer takes
@@ -195,7 +187,7 @@ fn a_bad_override_names_its_file_and_entry() {
         &dir,
         &json!({"patches": [{"at": 0, "entry": {"kind": "chunks", "chunks": [{"type": "shout"}]}}]}),
     );
-    let out = headless(&dir, &["--replay", log.to_str().unwrap(), DEMO_TASK], &[]);
+    let out = headless::run(&dir, &["--replay", log.to_str().unwrap(), DEMO_TASK], &[]);
     assert_ne!(out.code, Some(0), "{out:?}");
     assert!(
         out.stderr.contains("replay.override.json") && out.stderr.contains("patches[0]"),

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use dsh_tests::TestDir;
+use dsh_tests::events::of_type;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
+use dsh_tests::headless::{against, stream_json};
 use serde_json::Value;
-
-use crate::headless::{against, stream_json};
 
 /// Retries after 20 ms instead of the policy's default backoff.
 fn quick_retries(dir: &TestDir) {
@@ -16,13 +16,6 @@ fn quick_retries(dir: &TestDir) {
         "home/cordis.patch.yml",
         "- id: llm-retry\n  config:\n    baseDelayMs: 20\n",
     );
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
 }
 
 /// The fake server's transient failures are retried in the same step: a 429 waits for its

@@ -1,17 +1,10 @@
 //! The seed's experiments and the runtime rules, through the real binary.
 
+use dsh_tests::tree::check;
 use dsh_tests::{HostProcess, TestDir, WAIT, plugin_lib, run_host};
 
 const HELLO: &str = "- id: greeter\n  name: greeter\n  config:\n    greeting: Hello\n- id: consumer\n  name: consumer\n";
 const SWAPPED: &str = "- id: consumer\n  name: consumer\n- id: greeter\n  name: greeter\n  config:\n    greeting: Hello\n";
-
-pub(crate) fn check(dir: &TestDir, yaml: &str) -> dsh_tests::Output {
-    let config = dir.write("tree.yml", yaml);
-    run_host(
-        &dir.home(),
-        &["check", "--config", config.to_str().unwrap()],
-    )
-}
 
 /// A `--plugin-dir` that is the executable's own directory (searched anyway) is searched once:
 /// its libraries are not reported as shadowed by themselves.
@@ -42,7 +35,7 @@ fn hello_prints_once_and_every_fiber_is_active() {
     plugin_lib("greeter");
     plugin_lib("consumer");
     let dir = TestDir::new("hello");
-    let out = check(&dir, HELLO);
+    let out = check(&dir, HELLO, &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(
         out.stdout.matches("consumer says: Hello, world!").count(),
@@ -57,8 +50,8 @@ fn hello_prints_once_and_every_fiber_is_active() {
 #[test]
 fn swapped_row_order_gives_the_same_output() {
     let dir = TestDir::new("swap");
-    let first = check(&dir, HELLO);
-    let second = check(&dir, SWAPPED);
+    let first = check(&dir, HELLO, &[]);
+    let second = check(&dir, SWAPPED, &[]);
     assert_eq!(second.code, Some(0), "{second:?}");
     let line = |out: &dsh_tests::Output| {
         out.stdout
@@ -76,7 +69,7 @@ fn swapped_row_order_gives_the_same_output() {
 #[test]
 fn consumer_without_provider_is_pending_and_silent() {
     let dir = TestDir::new("pending");
-    let out = check(&dir, "- id: consumer\n  name: consumer\n");
+    let out = check(&dir, "- id: consumer\n  name: consumer\n", &[]);
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(!out.stdout.contains("consumer says"), "{}", out.stdout);
     assert!(
@@ -93,6 +86,7 @@ fn second_provider_of_a_service_fails_naming_it() {
     let out = check(
         &dir,
         "- id: greeter\n  name: greeter\n- id: greeter2\n  name: greeter-alt\n- id: consumer\n  name: consumer\n",
+        &[],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
@@ -159,7 +153,7 @@ fn dispose_is_recursive_over_child_plugins() {
 #[test]
 fn the_five_dispatch_modes() {
     let dir = TestDir::new("modes");
-    let out = check(&dir, "- id: modes\n  name: lifecycle-probe/modes\n");
+    let out = check(&dir, "- id: modes\n  name: lifecycle-probe/modes\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     for expected in [
         "emit: a:x b:x",
@@ -262,6 +256,7 @@ fn event_declared_with_another_mode_is_refused() {
     let out = check(
         &dir,
         "- id: declarer\n  name: lifecycle-probe/ping-declarer\n- id: clash\n  name: lifecycle-probe/mode-clash\n",
+        &[],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
@@ -283,6 +278,7 @@ fn event_registered_with_another_payload_type_is_refused() {
     let out = check(
         &dir,
         "- id: declarer\n  name: lifecycle-probe/ping-declarer\n- id: clash\n  name: lifecycle-probe/layout-clash\n",
+        &[],
     );
     assert_eq!(out.code, Some(1), "{out:?}");
     let table = dsh_tests::squash(&out.stdout);
@@ -373,7 +369,7 @@ fn plugins_reach_the_network_through_the_host_http_service() {
     let yaml = format!(
         "- id: http\n  name: dsh-host/http\n- id: get\n  name: lifecycle-probe/http-get\n  config:\n    url: http://127.0.0.1:{port}/x\n"
     );
-    let out = check(&dir, &yaml);
+    let out = check(&dir, &yaml, &[]);
     assert!(
         server.join().unwrap(),
         "the plugin never connected: {out:?}"
@@ -394,6 +390,7 @@ fn plugins_run_processes_through_the_host_subprocess_service() {
     let out = check(
         &dir,
         "- id: subprocess\n  name: dsh-host/subprocess\n- id: run\n  name: lifecycle-probe/run\n  config:\n    program: sh\n    args: [-c, 'echo out; echo err >&2; exit 3']\n",
+        &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
@@ -419,6 +416,7 @@ fn terminating_a_process_ends_its_whole_group() {
     let out = check(
         &dir,
         "- id: subprocess\n  name: dsh-host/subprocess\n- id: run\n  name: lifecycle-probe/run\n  config:\n    program: sh\n    args: [-c, 'sleep 30 & sleep 30']\n    terminate_after_ms: 300\n",
+        &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(

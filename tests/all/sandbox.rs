@@ -7,9 +7,8 @@ use std::net::TcpListener;
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::against_patched;
 use serde_json::{Value, json};
-
-use crate::escapes::harness::results;
 
 fn bash(command: String) -> Value {
     json!({"command": command, "description": "try it"})
@@ -24,7 +23,7 @@ fn run(
     envs: &[(&str, &str)],
 ) -> dsh_tests::Output {
     let rows = format!("- id: sandbox\n  config:\n{sandbox}");
-    crate::headless::against_patched(server, dir, &rows, &["try to get out"], envs)
+    against_patched(server, dir, &rows, &["try to get out"], envs)
 }
 
 #[test]
@@ -43,7 +42,7 @@ fn with_no_working_backend_a_command_is_refused_and_says_how_to_install_one() {
         &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    let results = results(&server);
+    let results = server.last_tool_messages();
     let text = &results[0].1;
     assert!(
         text.contains("[sandbox: refused]") && text.contains("apt-get install bubblewrap"),
@@ -71,7 +70,7 @@ fn inside_the_workspace_commands_write_and_the_model_is_told_the_policy() {
     ]);
     let out = run(&server, &dir, "    network: false\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let text = &results(&server)[0].1;
+    let text = &server.last_tool_messages()[0].1;
     assert!(text.contains("made") && text.contains("ok"), "{text}");
     assert_eq!(
         std::fs::read_to_string(dir.join("work/made.txt")).unwrap(),
@@ -123,7 +122,7 @@ fn allow_deny_and_ask_rules_decide_before_the_call() {
     std::fs::write(work.join("notes.txt"), "keep").unwrap();
     let out = run(&server, &dir, "    network: false\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let answered = results(&server);
+    let answered = server.last_tool_messages();
     let expect = [
         "denied by the rule `bash(rm *)` (user settings)",
         "denied by the rule `bash(rm *)` (user settings): `rm notes.txt`",
@@ -155,7 +154,7 @@ fn allow_deny_and_ask_rules_decide_before_the_call() {
     ]);
     let out = run(&server, &dir, "    network: false\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let text = &results(&server)[0].1;
+    let text = &server.last_tool_messages()[0].1;
     assert!(
         text.contains(".dsh/settings.yaml:3") && text.contains("bash(ls"),
         "{text}"
@@ -173,7 +172,7 @@ fn allow_deny_and_ask_rules_decide_before_the_call() {
     ]);
     let out = run(&server, &dir, "    network: false\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let text = &results(&server)[0].1;
+    let text = &server.last_tool_messages()[0].1;
     assert!(
         text.contains("home/settings.yaml:4") && text.contains("`write(`"),
         "{text}"
@@ -222,7 +221,7 @@ fn without_bubblewrap_landlock_fences_files_and_the_network() {
         first.contains("Sandbox: workspace-write (enforced by landlock)"),
         "{first}"
     );
-    let text = &results(&server)[0].1;
+    let text = &server.last_tool_messages()[0].1;
     assert!(text.contains("in\n") || text.contains("in\\n"), "{text}");
     assert!(text.contains("a.txt: Permission denied"), "{text}");
     // Without a network namespace, the seccomp filter refuses IP sockets outright.
@@ -279,7 +278,7 @@ fn readable_roots_fence_reads_for_commands_and_file_tools() {
         &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
-    let answered = results(&server);
+    let answered = server.last_tool_messages();
     let shell = &answered[0].1;
     assert!(
         shell.contains("for the agent") && shell.contains("/usr/bin/env"),

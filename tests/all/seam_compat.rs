@@ -5,10 +5,9 @@
 //! the current host sends it, an unknown decision included, without breaking the call.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::{against, stream_json};
 use dsh_tests::{TestDir, fixture_lib, install_library};
 use serde_json::{Value, json};
-
-use crate::headless::{against, stream_json};
 
 /// A home with the fixture installed and its row inserted (before `extra` rows, so its
 /// listeners wrap theirs); answers the record file's path.

@@ -3,14 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_tests::{TestDir, run_host};
-
-fn fixtures() -> PathBuf {
-    dsh_tests::corpus_dir()
-}
+use dsh_tests::{TestDir, corpus_dir, run_host};
 
 fn web_fetch() -> PathBuf {
-    fixtures().join("acp/snapshots/web-fetch/session.jsonl")
+    corpus_dir().join("acp/snapshots/web-fetch/session.jsonl")
 }
 
 fn session(dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
@@ -40,11 +36,11 @@ fn every_recorded_log_checks_sound() {
     dsh_tests::needs_corpus!("every_recorded_log_checks_sound");
     let dir = TestDir::new("session-check-all");
     let mut logs = Vec::new();
-    durable_logs(&fixtures(), &mut logs);
+    durable_logs(&corpus_dir(), &mut logs);
     assert!(
         logs.len() > 100,
         "fixtures not found under {}",
-        fixtures().display()
+        corpus_dir().display()
     );
     for log in logs {
         let out = session(&dir, &["check", log.to_str().unwrap()]);
@@ -123,7 +119,7 @@ fn a_torn_tail_is_reported_as_repairable_not_corrupt() {
 fn an_open_turn_is_what_a_load_would_close() {
     dsh_tests::needs_corpus!("an_open_turn_is_what_a_load_would_close");
     let dir = TestDir::new("session-open-turn");
-    let recorded = std::fs::read_to_string(fixtures().join(
+    let recorded = std::fs::read_to_string(corpus_dir().join(
         "headless/semantic-checkpoint-snapshots/tool-outcome-unknown/session.expected.jsonl",
     ))
     .unwrap();

@@ -4,44 +4,21 @@
 //! first one's messages (the prefix stays the same); a skill added while the web profile runs
 //! shows in an appended replacement catalog, and a turn with nothing changed appends none, nor
 //! does a resumed session (it reads its last catalog from the log); `/name` runs a
-//! user-invocable skill as a command whose line never reaches the model. Also the helpers the
-//! `skill-load` conformance case uses.
+//! user-invocable skill as a command whose line never reaches the model.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dsh_tests::TestDir;
-use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::web::{WebHost, fake_model_layer};
+use dsh_tests::fake_deepseek::{FakeDeepSeek, RecordedRequest, Reply};
+use dsh_tests::headless::{against_with_env, stream_json};
+use dsh_tests::sessions::stored_session_ids;
+use dsh_tests::skills::write_skill;
+use dsh_tests::web::{Web, WebHost, fake_model_layer, turn_ended};
 use serde_json::{Value, json};
 
-use crate::headless::stream_json;
-use crate::web_chat::{Web, turn_ended};
-
-/// Writes skill `name` into `root` as `<root>/<name>/SKILL.md`.
-fn write_skill(root: &Path, name: &str, front: &str, body: &str) {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        format!("---\nname: {name}\n{front}---\n\n{body}\n"),
-    )
-    .unwrap();
-}
-
-/// The user-role messages of a recorded request, as text.
-fn user_texts(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "user")
-        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-fn catalogs(request: &Value) -> Vec<String> {
-    user_texts(request)
+fn catalogs(request: &RecordedRequest) -> Vec<String> {
+    request
+        .user_texts()
         .into_iter()
         .filter(|text| text.contains("<available_skills>") || text.contains("No skills are"))
         .collect()
@@ -119,7 +96,7 @@ fn skills_in_every_root_reach_the_model_as_one_catalog_and_the_tool_loads_one() 
         ),
     );
     let agents = dir.join("agents");
-    let out = crate::headless::against_with_env(
+    let out = against_with_env(
         &server,
         &dir,
         &["--output", "stream-json", "Use the home skill."],
@@ -135,7 +112,7 @@ fn skills_in_every_root_reach_the_model_as_one_catalog_and_the_tool_loads_one() 
     );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
-    let first = catalogs(&requests[0].body);
+    let first = catalogs(&requests[0]);
     assert_eq!(first.len(), 1, "one catalog: {first:?}");
     for listed in [
         "- `from-agents-home`: Agents home skill.",
@@ -152,11 +129,11 @@ fn skills_in_every_root_reach_the_model_as_one_catalog_and_the_tool_loads_one() 
         first[0]
     );
     // The catalog follows the task, and nothing is inserted before older messages.
-    let texts = user_texts(&requests[0].body);
+    let texts = requests[0].user_texts();
     assert_eq!(texts.last(), Some(&first[0]), "{texts:?}");
     assert!(extends(&requests[0].body, &requests[1].body));
     assert_eq!(
-        catalogs(&requests[1].body).len(),
+        catalogs(&requests[1]).len(),
         1,
         "the catalog is not repeated"
     );
@@ -230,13 +207,6 @@ fn web(server: &FakeDeepSeek, dir: &TestDir) -> Web {
     ))
 }
 
-fn prompt(web: &Web, session: &str, text: &str) -> Value {
-    web.call(
-        "session.prompt",
-        &json!({"sessionId": session, "text": text}),
-    )
-}
-
 fn listed(web: &Web) -> Vec<Value> {
     web.call("commands.list", &json!({}))["commands"]
         .as_array()
@@ -262,7 +232,7 @@ fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
     );
     let mut web = web(&server, &dir);
     let (session, mut socket) = web.followed_session();
-    prompt(&web, &session, "Hello.");
+    web.prompt(&session, "Hello.");
     socket.until(300, turn_ended);
     // `.agents/skills` does not exist yet: its watch waits for it from the workspace.
     write_skill(
@@ -280,10 +250,10 @@ fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    prompt(&web, &session, "Again.");
+    web.prompt(&session, "Again.");
     socket.until(300, turn_ended);
     let requests = server.requests();
-    let (first, second) = (catalogs(&requests[0].body), catalogs(&requests[1].body));
+    let (first, second) = (catalogs(&requests[0]), catalogs(&requests[1]));
     assert_eq!(first.len(), 1, "{first:?}");
     assert!(first[0].contains("`first-skill`") && !first[0].contains("late-skill"));
     assert_eq!(
@@ -305,11 +275,11 @@ fn a_skill_added_while_the_host_runs_shows_in_an_appended_catalog() {
         "the prefix changed"
     );
     // Nothing changed since: the next turn is told nothing new.
-    prompt(&web, &session, "Once more.");
+    web.prompt(&session, "Once more.");
     socket.until(300, turn_ended);
-    let third = server.requests()[2].body.clone();
+    let third = server.requests()[2].clone();
     assert_eq!(catalogs(&third), second, "a catalog was repeated");
-    assert!(extends(&requests[1].body, &third));
+    assert!(extends(&requests[1].body, &third.body));
     server.assert_no_violations();
     assert_eq!(web.host.stop(), Some(0));
 }
@@ -350,14 +320,14 @@ fn a_user_invocable_skill_runs_as_a_command_whose_line_never_reaches_the_model()
         !specs.iter().any(|spec| spec["name"] == "model-only"),
         "{specs:?}"
     );
-    let refused = prompt(&web, &session, "/model-only");
+    let refused = web.prompt(&session, "/model-only");
     assert_eq!(refused["command"]["kind"], "error", "{refused}");
-    let ran = prompt(&web, &session, "/say-codeword in French");
+    let ran = web.prompt(&session, "/say-codeword in French");
     assert_eq!(ran["command"]["kind"], "success", "{ran}");
     socket.until(300, turn_ended);
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
-    let texts = user_texts(&requests[0].body);
+    let texts = requests[0].user_texts();
     let skill = texts
         .iter()
         .position(|text| text.starts_with("<skill_content name=\"say-codeword\">"))
@@ -382,79 +352,6 @@ fn a_user_invocable_skill_runs_as_a_command_whose_line_never_reaches_the_model()
     assert_eq!(web.host.stop(), Some(0));
 }
 
-/// The skill catalogs (their entries) and loaded skills (name, instructions) of a log, in order.
-pub(crate) fn skills_seen(events: &[Value]) -> (Vec<Value>, Vec<(String, String)>) {
-    let catalogs = events
-        .iter()
-        .filter(|event| {
-            event["type"] == "user/message" && event["data"]["source"]["kind"] == "skill-catalog"
-        })
-        .map(|event| event["data"]["source"]["entries"].clone())
-        .collect();
-    let loaded = events
-        .iter()
-        .filter(|event| event["type"] == "tool/result")
-        .filter_map(|event| {
-            let text = event["data"]["message"]["content"][0]["content"][0]["text"].as_str()?;
-            let rest = text.strip_prefix("<skill_content name=\"")?;
-            let (name, rest) = rest.split_once('"')?;
-            let (_, body) = rest.split_once("<skill_instructions>\n")?;
-            let (body, _) = body.rsplit_once("\n</skill_instructions>")?;
-            Some((name.to_owned(), body.to_owned()))
-        })
-        .collect();
-    (catalogs, loaded)
-}
-
-/// Writes the skills a recording's catalog lists into `work/.dsh/skills` (the fixture has no
-/// workspace files), each with the instructions the recording loaded, where it loaded them.
-pub(crate) fn recorded_skills(recorded: &[Value], work: &Path) {
-    let (catalogs, loaded) = skills_seen(recorded);
-    for entry in catalogs
-        .first()
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let name = entry["name"].as_str().unwrap();
-        let body = loaded
-            .iter()
-            .find(|(loaded, _)| loaded == name)
-            .map_or("Instructions the recording never loaded.", |(_, body)| body);
-        // `model-only-skill` is the recording's user-disabled skill (its description says so).
-        let flags = if name == "model-only-skill" {
-            "user-invocable: false\n"
-        } else {
-            ""
-        };
-        let description = serde_json::to_string(&entry["description"]).unwrap();
-        write_skill(
-            &work.join(".dsh/skills"),
-            name,
-            &format!("description: {description}\n{flags}"),
-            body,
-        );
-    }
-}
-
-/// The ids of the sessions stored under `home`.
-fn stored_sessions(home: &Path) -> Vec<String> {
-    let dirs = |dir: &Path| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .collect()
-    };
-    dirs(&home.join("sessions"))
-        .iter()
-        .flat_map(|project| dirs(project))
-        .map(|session| session.file_name().unwrap().to_string_lossy().into_owned())
-        .collect()
-}
-
 #[test]
 fn a_resumed_session_reads_its_last_catalog_from_the_log() {
     let dir = TestDir::new("skills-resume");
@@ -474,7 +371,7 @@ fn a_resumed_session_reads_its_last_catalog_from_the_log() {
             args.extend(["--resume", id]);
         }
         args.push(task);
-        let out = crate::headless::against_with_env(
+        let out = against_with_env(
             &server,
             &dir,
             &args,
@@ -483,22 +380,22 @@ fn a_resumed_session_reads_its_last_catalog_from_the_log() {
         assert_eq!(out.code, Some(0), "{out:?}");
     };
     run("First.", None);
-    let ids = stored_sessions(&dir.home());
+    let ids = stored_session_ids(&dir.home());
     assert_eq!(ids.len(), 1, "{ids:?}");
     run("Second.", Some(&ids[0]));
     write_skill(&skills, "new-skill", "description: New.\n", "Body.");
     run("Third.", Some(&ids[0]));
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    assert_eq!(catalogs(&requests[0].body).len(), 1);
+    assert_eq!(catalogs(&requests[0]).len(), 1);
     // Nothing changed: the resumed session is told nothing new, and its prefix holds.
     assert_eq!(
-        catalogs(&requests[1].body),
-        catalogs(&requests[0].body),
+        catalogs(&requests[1]),
+        catalogs(&requests[0]),
         "the catalog was repeated on resume"
     );
     assert!(extends(&requests[0].body, &requests[1].body));
-    let third = catalogs(&requests[2].body);
+    let third = catalogs(&requests[2]);
     assert_eq!(third.len(), 2, "{third:?}");
     assert!(third[1].contains("replaces every earlier one") && third[1].contains("`new-skill`"));
     assert!(extends(&requests[1].body, &requests[2].body));

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use dsh_tests::recorded::{DEMO_TASK, demo_log};
 use dsh_tests::{TestDir, run_host, run_host_with_env, workspace_root};
 use serde_json::Value;
 
@@ -76,15 +77,12 @@ fn the_history_derived_from_a_recorded_tool_round_trip() {
     });
 }
 
-/// The task `cargo xtask run` gives the demo (the words `demo/session.jsonl` was recorded with).
-const DEMO_TASK: &str = "What is 6 times 7? Check it with the shell.";
-
 #[test]
 fn the_offline_demo_as_stream_json() {
     let dir = TestDir::new("snap-demo");
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let demo = workspace_root().join("demo/session.jsonl");
+    let demo = demo_log();
     // As `cargo xtask run` runs it, but in a working directory of the test's own: the model is
     // shown the `AGENTS.md` files of the working directory and its parents, which differ
     // between checkouts.

@@ -6,35 +6,16 @@
 
 use std::time::Duration;
 
+use dsh_tests::events::{of_type, tool_result_texts};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
+use dsh_tests::headless::{against, against_args, replayed_run, stream_json};
+use dsh_tests::sessions::{PLAIN_STORE, stored_logs};
+use dsh_tests::web::{start_in_workspace, turn_ended};
 use dsh_tests::{HostProcess, TestDir};
 use serde_json::{Value, json};
 
-use crate::headless::{against, against_args, stream_json};
-use crate::subagents::{PLAIN_STORE, replayed_run, stored_logs};
-
 /// What Ctrl-C sends.
 const SIGINT: i32 = 2;
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
-}
-
-/// The text of each tool result in `events`, in order.
-fn results(events: &[Value]) -> Vec<String> {
-    of_type(events, "tool/result")
-        .iter()
-        .map(|event| {
-            event["data"]["message"]["content"][0]["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .collect()
-}
 
 /// A headless stream-json run of `task` against `server`, started in the background.
 fn start_against(server: &FakeDeepSeek, dir: &TestDir, task: &str) -> HostProcess {
@@ -86,7 +67,10 @@ fn ten_children_run_at_once_and_each_answers_its_own_call() {
     let (parent, children) = logs.split_first().unwrap();
     assert_eq!(children.len(), 10);
     let parent_events = &parent.1;
-    assert_eq!(results(parent_events), vec!["a child's answer"; 10]);
+    assert_eq!(
+        tool_result_texts(parent_events),
+        vec!["a child's answer"; 10]
+    );
     for (header, events) in children {
         assert_eq!(header["parentSession"], parent.0["id"]);
         assert_eq!(header["origin"], "subagent");
@@ -277,7 +261,7 @@ fn a_background_child_reports_is_sent_more_work_and_is_listed() {
     assert_eq!(out.code, Some(0), "{out:?}");
     let logs = stored_logs(&dir.home());
     let (parent_log, children) = logs.split_first().unwrap();
-    let texts = results(&parent_log.1);
+    let texts = tool_result_texts(&parent_log.1);
     let child_id = texts[0]
         .strip_prefix("started subagent ")
         .unwrap()
@@ -304,7 +288,7 @@ fn a_background_child_reports_is_sent_more_work_and_is_listed() {
     let (child_header, child_events) = &children[0];
     assert_eq!(child_header["id"], child_id.as_str());
     assert!(
-        results(child_events)[0]
+        tool_result_texts(child_events)[0]
             .starts_with("report accepted by the agent that started you as message ")
     );
     assert_eq!(
@@ -344,7 +328,7 @@ fn an_interrupted_background_child_settles_and_its_parent_is_told() {
     assert_eq!(out.code, Some(0), "{out:?}");
     let logs = stored_logs(&dir.home());
     let (parent_log, children) = logs.split_first().unwrap();
-    let texts = results(&parent_log.1);
+    let texts = tool_result_texts(&parent_log.1);
     assert!(
         texts[1].starts_with("interrupt requested for agent "),
         "{}",
@@ -382,7 +366,7 @@ fn a_child_is_never_wider_than_its_parent() {
         Reply::text("I could not write it."),
         Reply::text("The child could not write."),
     ]);
-    let mut web = crate::escalation::start(&server, &dir);
+    let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
     web.call(
         "session.setPermission",
@@ -392,7 +376,7 @@ fn a_child_is_never_wider_than_its_parent() {
         "session.prompt",
         &json!({"sessionId": session, "text": "delegate a write"}),
     );
-    socket.until(300, crate::web_chat::turn_ended);
+    socket.until(300, turn_ended);
     assert!(
         !dir.join("work/made.txt").exists(),
         "the child wrote in a read-only session"

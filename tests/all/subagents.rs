@@ -4,27 +4,11 @@
 //! fake DeepSeek server (children at once, a cancel that follows the parent, reports,
 //! send_message and list_agents, a fork that inherits the conversation).
 
-use std::path::{Path, PathBuf};
-
 use dsh_tests::TestDir;
+use dsh_tests::events::{calls_and_results, durable_types};
+use dsh_tests::headless::replayed_run;
+use dsh_tests::sessions::{PLAIN_STORE, read_log, stored_logs};
 use serde_json::Value;
-
-/// The recorded cases, by their path under the reference's fixtures.
-fn fixtures() -> PathBuf {
-    dsh_tests::corpus_dir()
-}
-
-/// The durable events compared, as the conformance suite compares them.
-const DURABLE: [&str; 8] = [
-    "agent/inbox/spliced",
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "assistant/message",
-    "tool/call",
-    "tool/result",
-];
 
 /// Recorded cases, replayed whole (a recording's later prompts follow with `--then`).
 const CASES: &[&str] = &[
@@ -72,50 +56,6 @@ const TIMING_DEPENDENT: &[(&str, &str)] = &[
     ("acp/snapshots/subagent-list-agents", "timing only"),
 ];
 
-/// The store writes plain JSONL, so the test reads every child's log.
-pub(crate) const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    trash: !home trash\n    compression: none\n";
-
-pub(crate) fn read_log(path: &Path) -> (Value, Vec<Value>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap());
-    let header = lines.next().unwrap();
-    (header, lines.collect())
-}
-
-fn durable(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| event["type"].as_str())
-        .filter(|kind| DURABLE.contains(kind))
-        .map(str::to_owned)
-        .collect()
-}
-
-/// `(name, arguments)` of each call and `(text, isError)` of each result, in order.
-pub(crate) fn calls_and_results(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| match event["type"].as_str() {
-            Some("tool/call") => Some(format!(
-                "call {} {}",
-                event["data"]["name"].as_str().unwrap_or_default(),
-                event["data"]["arguments"].as_str().unwrap_or_default()
-            )),
-            Some("tool/result") => {
-                let block = &event["data"]["message"]["content"][0];
-                Some(format!(
-                    "result {} {}",
-                    block["content"][0]["text"].as_str().unwrap_or_default(),
-                    block["isError"]
-                ))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// Session ids are fresh in our run: a recorded id reads as `<id>` in both.
 fn without_ids(lines: Vec<String>) -> Vec<String> {
     let uuid = |word: &str| {
@@ -137,35 +77,6 @@ fn without_ids(lines: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// A headless stream-json run in `dir/work` whose model is the replay of `log` (child scripts
-/// beside it), with the prompts `tasks` (the first the task, the others `--then`), in
-/// danger-full-access.
-pub(crate) fn replayed_run(dir: &TestDir, log: &Path, tasks: &[&str]) -> dsh_tests::Output {
-    let (task, later) = tasks.split_first().expect("a task");
-    let mut args = vec!["--replay", log.to_str().unwrap(), "--output", "stream-json"];
-    args.extend(later.iter().flat_map(|prompt| ["--then", *prompt]));
-    args.push(task);
-    crate::headless::headless(dir, &args, &[("DSH_PERMISSION_MODE", "danger-full-access")])
-}
-
-/// The logs the run stored (header, events), by header `createdAt`.
-pub(crate) fn stored_logs(home: &Path) -> Vec<(Value, Vec<Value>)> {
-    let mut logs = Vec::new();
-    let mut stack = vec![home.join("sessions")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.file_name().is_some_and(|name| name == "session.jsonl") {
-                logs.push(read_log(&path));
-            }
-        }
-    }
-    logs.sort_by_key(|(header, _)| header["createdAt"].as_i64());
-    logs
-}
-
 /// Adds what differs between `ours` and `recorded` to `problems` (the order of durable
 /// events too, when it does not depend on timing).
 fn compare(
@@ -175,11 +86,11 @@ fn compare(
     recorded: &[Value],
     ordered: bool,
 ) {
-    if ordered && durable(ours) != durable(recorded) {
+    if ordered && durable_types(ours) != durable_types(recorded) {
         problems.push(format!(
             "{what}: durable events differ:\n  ours     {:?}\n  recorded {:?}",
-            durable(ours),
-            durable(recorded)
+            durable_types(ours),
+            durable_types(recorded)
         ));
     }
     let (mine, theirs) = (
@@ -194,7 +105,7 @@ fn compare(
 }
 
 fn run_case(case: &str) -> Result<(), String> {
-    let folder = fixtures().join(case);
+    let folder = dsh_tests::corpus_dir().join(case);
     let (_, recorded) = read_log(&folder.join("session.jsonl"));
     let recorded_children: Vec<(Value, Vec<Value>)> = (1..)
         .map(|n| folder.join(format!("session.{n}.jsonl")))

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use dsh_tests::events::of_type;
+use dsh_tests::tree::yaml_string;
 use dsh_tests::{HostProcess, TestDir, WAIT, plugin_lib};
 use serde_json::Value;
 
@@ -16,10 +18,7 @@ struct Run {
 
 impl Run {
     fn results(&self) -> Vec<&Value> {
-        self.events
-            .iter()
-            .filter(|event| event["type"] == "tool/result")
-            .collect()
+        of_type(&self.events, "tool/result")
     }
 
     /// The model-facing text of the result of `call_id`, and whether it is an error.
@@ -45,10 +44,6 @@ impl Run {
             .find(|event| event["data"]["message"]["content"][0]["toolCallId"] == call_id)
             .and_then(|event| event["data"]["error"]["code"].as_str().map(str::to_owned))
     }
-}
-
-fn yaml_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap()
 }
 
 /// Runs the probe with `calls` (`(id, name, raw arguments)`) and `extra` probe config lines.

@@ -1,9 +1,8 @@
 //! The waterfall mode through the real binary: interleaved chains, the unsafe core under
 //! valgrind, and the seed's demo.
 
+use dsh_tests::tree::check;
 use dsh_tests::{TestDir, plugin_lib};
-
-use crate::runtime::check;
 
 /// Four hundred chains, interleaved, whose listeners suspend, run their `next` in another task,
 /// fail before it or drop it: every answer is the one the chain must give, and each failure is
@@ -14,6 +13,7 @@ fn interleaved_waterfall_chains_give_their_own_answers() {
     let out = check(
         &dir,
         "- id: stress\n  name: lifecycle-probe/waterfall-stress\n",
+        &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
@@ -89,7 +89,7 @@ fn waterfall_chains_are_clean_under_valgrind() {
 fn waterfall_demo_upper_cases_and_short_circuits() {
     plugin_lib("waterfall_demo");
     let dir = TestDir::new("waterfall");
-    let out = check(&dir, "- id: demo\n  name: waterfall-demo\n");
+    let out = check(&dir, "- id: demo\n  name: waterfall-demo\n", &[]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let lines: Vec<&str> = out.stdout.lines().take(2).collect();
     assert_eq!(lines, ["HELLO", "** BLOCKED **"]);

@@ -4,6 +4,7 @@
 //! the first methods.
 
 use dsh_tests::http::{Response, envelope, send};
+use dsh_tests::recorded::{DEMO_TASK, demo_log};
 use dsh_tests::web::{WebHost, fake_model_layer};
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
 use serde_json::{Value, json};
@@ -241,7 +242,7 @@ fn sessions_recorded_headless_are_listed_newest_first() {
     let dir = TestDir::new("web-sessions");
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let demo = dsh_tests::workspace_root().join("demo/session.jsonl");
+    let demo = demo_log();
     for _ in 0..2 {
         let out = run_host_with_env(
             &dir.home(),
@@ -253,7 +254,7 @@ fn sessions_recorded_headless_are_listed_newest_first() {
                 work.to_str().unwrap(),
                 "--replay",
                 demo.to_str().unwrap(),
-                "What is 6 times 7? Check it with the shell.",
+                DEMO_TASK,
             ],
             &[("DEEPSEEK_API_KEY", "")],
         );

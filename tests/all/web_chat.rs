@@ -7,87 +7,10 @@
 use std::collections::BTreeMap;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::http::{Socket, envelope, send, websocket};
-use dsh_tests::web::{WebHost, fake_model_layer};
-use dsh_tests::{HostProcess, TestDir, WAIT};
+use dsh_tests::http::{envelope, send, websocket};
+use dsh_tests::web::{ASKING_POLICY, start, start_with, turn_ended, undecided_card};
+use dsh_tests::{TestDir, WAIT};
 use serde_json::{Value, json};
-
-pub(crate) struct Web {
-    pub(crate) host: HostProcess,
-    pub(crate) address: String,
-    pub(crate) bearer: String,
-}
-
-impl From<WebHost> for Web {
-    fn from(web: WebHost) -> Self {
-        Self {
-            bearer: web.bearer(),
-            host: web.host,
-            address: web.address,
-        }
-    }
-}
-
-pub(crate) fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
-    start_with(server, dir, "")
-}
-
-/// The web profile against `server`, with `rows` (YAML list items) inserted.
-pub(crate) fn start_with(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Web {
-    std::fs::create_dir_all(dir.join("work")).unwrap();
-    Web::from(WebHost::start(
-        dir,
-        &fake_model_layer(&server.url(), rows),
-        &[],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    ))
-}
-
-impl Web {
-    pub(crate) fn call(&self, method: &str, payload: &Value) -> Value {
-        let response = send(
-            &self.address,
-            "POST",
-            &format!("/api/{method}"),
-            &[
-                ("Authorization", &self.bearer),
-                ("Content-Type", "application/json"),
-            ],
-            &envelope(method, payload),
-        );
-        assert_eq!(response.status, 200, "{response:?}");
-        let body = response.json();
-        assert_eq!(body["result"]["ok"], true, "{method}: {body}");
-        body["result"]["value"].clone()
-    }
-
-    /// A new session of the default route.
-    fn new_session(&self) -> String {
-        self.call("session.create", &json!({}))["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    /// A new session, and an event socket subscribed to it.
-    pub(crate) fn followed_session(&self) -> (String, Socket) {
-        let session = self.new_session();
-        let mut socket = self.events();
-        socket.send(&json!({"type": "subscribe", "sessionId": session}));
-        socket.until(50, |frame| frame["type"] == "session/subscribed");
-        (session, socket)
-    }
-
-    pub(crate) fn events(&self) -> Socket {
-        let origin = format!("http://{}", self.address);
-        websocket(
-            &self.address,
-            "/api/events",
-            &[("Authorization", &self.bearer), ("Origin", &origin)],
-        )
-        .expect("the event socket")
-    }
-}
 
 /// Applies update frames to a copy of the items, as a client does.
 fn apply(items: &mut BTreeMap<String, Value>, order: &mut Vec<String>, frame: &Value) {
@@ -115,15 +38,6 @@ fn apply(items: &mut BTreeMap<String, Value>, order: &mut Vec<String>, frame: &V
             other => panic!("unknown op {other:?}"),
         }
     }
-}
-
-pub(crate) fn turn_ended(frame: &Value) -> bool {
-    frame["type"] == "session/update"
-        && frame["ops"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|op| op["item"]["kind"] == "turn-end")
 }
 
 #[test]
@@ -279,23 +193,12 @@ fn the_event_stream_is_a_websocket_from_this_origin_only() {
     assert_eq!(web.host.stop(), Some(0));
 }
 
-/// Every call asks (a policy row answering `ask` on tools/pre-execute).
-const ASKING: &str = "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n";
-
 fn echo_turn() -> Vec<Reply> {
     let command = json!({"command": "echo approved-run", "description": "say it"}).to_string();
     vec![
         Reply::tool_calls(&[("call_1", "bash", &command)]),
         Reply::text("done"),
     ]
-}
-
-pub(crate) fn approval_of(frames: &[Value]) -> Option<Value> {
-    frames
-        .iter()
-        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
-        .map(|op| op["item"].clone())
-        .find(|item| item["kind"] == "approval" && item.get("outcome").is_none())
 }
 
 /// An ask reaches the page as an answerable card; the first answer decides it, a second is
@@ -309,16 +212,17 @@ fn an_ask_is_answered_from_the_page_and_the_first_answer_wins() {
     ] {
         let server = FakeDeepSeek::start(echo_turn());
         let dir = TestDir::new(&format!("web-approval-{answer}"));
-        let mut web = start_with(&server, &dir, ASKING);
+        let mut web = start_with(&server, &dir, ASKING_POLICY);
         let (session, mut socket) = web.followed_session();
         web.call(
             "session.prompt",
             &json!({"sessionId": session, "text": "run it"}),
         );
         let frames = socket.until(300, |frame| {
-            approval_of(std::slice::from_ref(frame)).is_some()
+            undecided_card(std::slice::from_ref(frame), "approval").is_some()
         });
-        let ask = approval_of(&frames).unwrap_or_else(|| panic!("no ask: {frames:?}"));
+        let ask =
+            undecided_card(&frames, "approval").unwrap_or_else(|| panic!("no ask: {frames:?}"));
         assert_eq!(ask["toolName"], "bash");
         assert_eq!(ask["reason"], "the policy asks");
         let id = ask["id"].as_str().unwrap();
@@ -355,7 +259,7 @@ fn an_ask_with_no_page_connected_fails_closed() {
     dsh_tests::plugin_lib("hooks_probe");
     let server = FakeDeepSeek::start(echo_turn());
     let dir = TestDir::new("web-approval-nobody");
-    let mut web = start_with(&server, &dir, ASKING);
+    let mut web = start_with(&server, &dir, ASKING_POLICY);
     let session = web.new_session();
     web.call(
         "session.prompt",

@@ -3,10 +3,10 @@
 //! `host/session-added`, and one deleted by another process as `host/session-removed`.
 
 use dsh_tests::fake_deepseek::FakeDeepSeek;
+use dsh_tests::recorded::{DEMO_TASK, demo_log};
+use dsh_tests::web::start;
 use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::json;
-
-use crate::web_chat::start;
 
 #[test]
 fn a_session_recorded_by_another_process_appears_in_the_list_live() {
@@ -17,7 +17,7 @@ fn a_session_recorded_by_another_process_appears_in_the_list_live() {
     // The page's first frame says the socket is attached before the other process runs.
     socket.until(20, |frame| frame["type"] == "heartbeat");
     let work = dir.join("work");
-    let demo = dsh_tests::workspace_root().join("demo/session.jsonl");
+    let demo = demo_log();
     let out = run_host_with_env(
         &dir.home(),
         &[
@@ -28,7 +28,7 @@ fn a_session_recorded_by_another_process_appears_in_the_list_live() {
             work.to_str().unwrap(),
             "--replay",
             demo.to_str().unwrap(),
-            "What is 6 times 7? Check it with the shell.",
+            DEMO_TASK,
         ],
         &[("DEEPSEEK_API_KEY", "")],
     );

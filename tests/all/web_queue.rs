@@ -5,9 +5,8 @@
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
 use dsh_tests::http::{envelope, send};
+use dsh_tests::web::{Web, start, turn_ended};
 use serde_json::{Value, json};
-
-use crate::web_chat::{Web, start, turn_ended};
 
 fn is_queue_frame(frame: &Value) -> bool {
     frame["type"] == "session/queue"
@@ -41,21 +40,6 @@ fn refused(web: &Web, method: &str, payload: &Value) -> String {
     let body = response.json();
     assert_eq!(body["result"]["ok"], false, "{method} should fail: {body}");
     body["result"]["error"]["code"].as_str().unwrap().to_owned()
-}
-
-/// Every user text the model was sent in request `index`.
-fn user_texts(server: &FakeDeepSeek, index: usize) -> Vec<String> {
-    let requests = server.requests();
-    requests[index].body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|message| message["role"] == "user")
-        .map(|message| match &message["content"] {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 /// A prompt sent while a turn runs waits in the queue, which followers see fill and empty.
@@ -168,18 +152,18 @@ fn a_waiting_prompt_is_edited_removed_or_steered_into_the_running_turn() {
     socket.until(400, turn_ended);
     let requests = server.wait_requests(3, dsh_tests::WAIT);
     assert_eq!(requests.len(), 3);
-    let steered = user_texts(&server, 1);
+    let steered = server.requests()[1].user_texts();
     assert!(
         steered.iter().any(|text| text.contains("fourth")),
         "{steered:?}"
     );
-    let next_turn = user_texts(&server, 2);
+    let next_turn = server.requests()[2].user_texts();
     assert!(
         next_turn.iter().any(|text| text.contains("second, edited")),
         "{next_turn:?}"
     );
     for index in 0..3 {
-        let sent = user_texts(&server, index);
+        let sent = server.requests()[index].user_texts();
         assert!(
             !sent.iter().any(|text| text.contains("third")),
             "request {index} carries the removed prompt: {sent:?}"

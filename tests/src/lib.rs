@@ -4,6 +4,12 @@
 //!
 //! Tests never start cargo: a missing binary or library fails with a message saying to run the
 //! README's test command. Every wait is bounded.
+//!
+//! Every helper more than one test module uses lives here, in a module named for what it does:
+//! `headless` (the headless profile and its stream-json), `web` (the web profile and its API),
+//! `fake_deepseek` (the scripted model and what it was sent), `events` and `sessions` (reading
+//! what a run logged and stored), `recorded` (the recorded runs the tests replay), `products`
+//! (the product doubles), `skills` and `tree` (files and YAML a test writes for the host).
 #![allow(
     clippy::disallowed_methods,
     reason = "the test kit drives processes from its own threads and timers"
@@ -14,8 +20,16 @@
     reason = "test support: a failed step is a failed test"
 )]
 
+pub mod events;
 pub mod fake_deepseek;
+pub mod headless;
 pub mod http;
+pub mod products;
+pub mod recorded;
+pub mod sessions;
+pub mod skills;
+mod skips;
+pub mod tree;
 pub mod web;
 
 use std::io::{BufRead, BufReader};
@@ -449,46 +463,7 @@ pub fn squash(text: &str) -> String {
         .join("\n")
 }
 
-pub use dsh_test_corpus::{CORPUS_ABSENT, corpus, needs_corpus, skip};
-
-/// The recorded corpus, for a helper of tests that checked for it first (`needs_corpus!`).
-pub fn corpus_dir() -> PathBuf {
-    corpus().unwrap_or_else(|| panic!("{CORPUS_ABSENT}: check with needs_corpus! first"))
-}
+pub use skips::{CORPUS_ABSENT, bubblewrap, corpus, corpus_dir, needs_corpus, skip};
 
 /// A generous bound for things that normally take milliseconds.
 pub const WAIT: Duration = Duration::from_secs(30);
-
-/// Whether bubblewrap confines commands on this machine (`cargo xtask test` installs it where
-/// it can); the reason when it does not, for the tests that need its namespaces to skip with.
-pub fn bubblewrap() -> Result<(), String> {
-    let ran = std::process::Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--unshare-net",
-            "--unshare-pid",
-            "--",
-            "true",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    match ran {
-        Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(format!("bubblewrap does not work here ({status})")),
-        Err(error) => Err(format!("no bubblewrap (`bwrap`): {error}")),
-    }
-}
-
-/// Skips the calling test, saying why, when bubblewrap cannot run here.
-#[macro_export]
-macro_rules! needs_bubblewrap {
-    ($test:literal) => {
-        if let Err(reason) = $crate::bubblewrap() {
-            $crate::skip($test, &reason);
-            return;
-        }
-    };
-}

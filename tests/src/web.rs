@@ -1,6 +1,13 @@
-//! Starting `dsh-host --profile web` for a test and reading the one line it prints: the
-//! sign-in URL, whose address and token the test then talks to.
+//! The web profile for a test: starting `dsh-host --profile web` and reading the one line it
+//! prints (the sign-in URL, whose address and token the test then talks to); a signed-in
+//! client of its API and event socket ([`Web`]), started against the fake DeepSeek server; and
+//! reading the chat items the socket's update frames carry (a turn's end, a card still waiting
+//! for its answer).
 
+use serde_json::{Value, json};
+
+use crate::fake_deepseek::FakeDeepSeek;
+use crate::http::{Socket, envelope, send, websocket};
 use crate::{HostProcess, TestDir, WAIT};
 
 /// A running web profile.
@@ -57,4 +64,138 @@ impl WebHost {
     pub fn bearer(&self) -> String {
         format!("Bearer {}", self.token)
     }
+}
+
+/// A web profile's API as a script uses it: every call and the event socket carry the launch's
+/// bearer token.
+pub struct Web {
+    pub host: HostProcess,
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+    /// `Bearer <token>`.
+    pub bearer: String,
+}
+
+impl From<WebHost> for Web {
+    fn from(web: WebHost) -> Self {
+        Self {
+            bearer: web.bearer(),
+            host: web.host,
+            address: web.address,
+        }
+    }
+}
+
+/// The web profile against `server`, the `work` folder made in `dir`.
+pub fn start(server: &FakeDeepSeek, dir: &TestDir) -> Web {
+    start_with(server, dir, "")
+}
+
+/// The web profile against `server`, with `rows` (YAML list items) inserted.
+pub fn start_with(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Web {
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    Web::from(WebHost::start(
+        dir,
+        &fake_model_layer(&server.url(), rows),
+        &[],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ))
+}
+
+/// The web profile against `server` working in `dir/work`, with the rest of `dir` protected:
+/// a folder beside the workspace is outside the writable roots, though the temp dir holding it
+/// is writable.
+pub fn start_in_workspace(server: &FakeDeepSeek, dir: &TestDir) -> Web {
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: sandbox\n  config:\n    protected: [{}]\n",
+        server.url(),
+        dir.join("").display()
+    );
+    let work = dir.join("work");
+    Web::from(WebHost::start(
+        dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ))
+}
+
+impl Web {
+    /// Calls `method` with `payload`; it must succeed, and its value is answered.
+    pub fn call(&self, method: &str, payload: &Value) -> Value {
+        let response = send(
+            &self.address,
+            "POST",
+            &format!("/api/{method}"),
+            &[
+                ("Authorization", &self.bearer),
+                ("Content-Type", "application/json"),
+            ],
+            &envelope(method, payload),
+        );
+        assert_eq!(response.status, 200, "{response:?}");
+        let body = response.json();
+        assert_eq!(body["result"]["ok"], true, "{method}: {body}");
+        body["result"]["value"].clone()
+    }
+
+    /// Prompts `session` with `text`: the call's value.
+    pub fn prompt(&self, session: &str, text: &str) -> Value {
+        self.call(
+            "session.prompt",
+            &json!({"sessionId": session, "text": text}),
+        )
+    }
+
+    /// A new session of the default route.
+    pub fn new_session(&self) -> String {
+        self.call("session.create", &json!({}))["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A new session, and an event socket subscribed to it.
+    pub fn followed_session(&self) -> (String, Socket) {
+        let session = self.new_session();
+        let mut socket = self.events();
+        socket.send(&json!({"type": "subscribe", "sessionId": session}));
+        socket.until(50, |frame| frame["type"] == "session/subscribed");
+        (session, socket)
+    }
+
+    /// The event socket, from this origin.
+    pub fn events(&self) -> Socket {
+        let origin = format!("http://{}", self.address);
+        websocket(
+            &self.address,
+            "/api/events",
+            &[("Authorization", &self.bearer), ("Origin", &origin)],
+        )
+        .expect("the event socket")
+    }
+}
+
+/// A policy row (indented for `- insert:`) that asks before every call: `hooks-probe` answering
+/// `ask` on tools/pre-execute.
+pub const ASKING_POLICY: &str = "    - id: policy\n      name: hooks-probe\n      config:\n        preExecute:\n          kind: ask\n          reason: the policy asks\n";
+
+/// Whether `frame` is the update that ends a turn.
+pub fn turn_ended(frame: &Value) -> bool {
+    frame["type"] == "session/update"
+        && frame["ops"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|op| op["item"]["kind"] == "turn-end")
+}
+
+/// The first card of `kind` (`approval`, `question`) among `frames` that has no outcome yet.
+pub fn undecided_card(frames: &[Value], kind: &str) -> Option<Value> {
+    frames
+        .iter()
+        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
+        .map(|op| op["item"].clone())
+        .find(|item| item["kind"] == kind && item.get("outcome").is_none())
 }

@@ -28,11 +28,6 @@ mod stream;
 mod translate;
 mod wire;
 
-#[cfg(test)]
-mod request_tests;
-#[cfg(test)]
-mod translate_tests;
-
 pub use budget::Budget;
 pub use catalog::{PROVIDER_DISPLAY_NAME, list_models, resolve_model};
 pub use config::{

@@ -241,3 +241,7 @@ pub fn build_request_with_images(
         body,
     })
 }
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;

@@ -261,3 +261,7 @@ impl StreamTranslator {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "translate_tests.rs"]
+mod tests;

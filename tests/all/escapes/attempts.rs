@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::harness::{Listeners, Scene};
 
 /// How a result shows the attempt held.
-pub(crate) enum Held {
+pub(super) enum Held {
     /// It says one of these (a named refusal).
     Says(&'static [&'static str]),
     /// It does not say any of these (the secret or the success marker).
@@ -18,7 +18,7 @@ pub(crate) enum Held {
 }
 
 impl Held {
-    pub(crate) fn judge(&self, text: &str) -> bool {
+    pub(super) fn judge(&self, text: &str) -> bool {
         let says = |all: &[&str]| all.iter().any(|fragment| text.contains(fragment));
         match self {
             Self::Says(fragments) => says(fragments),
@@ -28,12 +28,12 @@ impl Held {
     }
 }
 
-pub(crate) struct Attempt {
-    pub(crate) name: &'static str,
-    pub(crate) expected: &'static str,
-    pub(crate) tool: &'static str,
-    pub(crate) arguments: Value,
-    pub(crate) held: Held,
+pub(super) struct Attempt {
+    pub(super) name: &'static str,
+    pub(super) expected: &'static str,
+    pub(super) tool: &'static str,
+    pub(super) arguments: Value,
+    pub(super) held: Held,
 }
 
 fn bash(command: impl Into<String>) -> Value {
@@ -53,7 +53,7 @@ const READ_ONLY: &[&str] = &["Read-only file system"];
 const REFUSED_CALL: &[&str] = &["Operation not permitted", "Permission denied"];
 
 /// Ways out through the shell: files, mounts, namespaces, processes, sockets, secrets, limits.
-pub(crate) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
+pub(super) fn commands(scene: &Scene, listeners: &Listeners) -> Vec<Attempt> {
     [
         files_outside(scene),
         the_home(scene),

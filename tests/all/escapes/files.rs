@@ -9,7 +9,7 @@ use super::harness::Scene;
 const DENIED_FILE: &[&str] = &["[sandbox: file access denied"];
 
 /// Ways out through the file tools, which run in the host.
-pub(crate) fn file_tools(scene: &Scene) -> Vec<Attempt> {
+pub(super) fn file_tools(scene: &Scene) -> Vec<Attempt> {
     let out = scene.outside().display().to_string();
     let home = scene.home().display().to_string();
     vec![

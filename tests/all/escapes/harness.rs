@@ -10,11 +10,11 @@ use dsh_tests::fake_deepseek::FakeDeepSeek;
 use dsh_tests::{Output, TestDir, run_host_as};
 
 /// The user a run as an unprivileged user takes (`nobody`).
-pub(crate) const NOBODY: u32 = 65534;
+pub(super) const NOBODY: u32 = 65534;
 
 /// Who the host runs as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum As {
+pub(super) enum As {
     /// Root, as `cargo xtask run` and most containers run it.
     Root,
     /// An unprivileged user: `nobody` when the tests run as root, else the tests' own user.
@@ -30,7 +30,7 @@ fn is_root() -> bool {
 }
 
 impl As {
-    pub(crate) fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Self::Root => "root",
             Self::User => "a user",
@@ -38,7 +38,7 @@ impl As {
     }
 
     /// The uid to switch to, `None` to run as this process; `Err` is why the run is skipped.
-    pub(crate) fn uid(self) -> Result<Option<u32>, String> {
+    pub(super) fn uid(self) -> Result<Option<u32>, String> {
         match (self, is_root()) {
             (Self::Root, true) => Ok(None),
             (Self::Root, false) => Err("the tests do not run as root".to_owned()),
@@ -55,30 +55,30 @@ impl As {
 }
 
 /// The secrets a model must never see, and where they are planted.
-pub(crate) const CANARY: &str = "canary-";
+pub(super) const CANARY: &str = "canary-";
 /// In the host's environment under a name that says what it is.
-pub(crate) const ENV_TOKEN: &str = "canary-env-token-0001";
+pub(super) const ENV_TOKEN: &str = "canary-env-token-0001";
 /// A URL with a password, under an innocent name.
-pub(crate) const DATABASE_URL: &str = "postgres://app:canary-db-password@db.internal/app";
+pub(super) const DATABASE_URL: &str = "postgres://app:canary-db-password@db.internal/app";
 /// A DSN, whose key is its user part.
-pub(crate) const SENTRY_DSN: &str = "https://canary-dsn-key@o1.ingest.sentry.io/1";
+pub(super) const SENTRY_DSN: &str = "https://canary-dsn-key@o1.ingest.sentry.io/1";
 /// The credentials store's value, also in the environment under a name that hides it.
-pub(crate) const STORED: &str = "canary-stored-credential-0001";
+pub(super) const STORED: &str = "canary-stored-credential-0001";
 /// In the home's patch file (a row's `env`), also in the environment under a name that hides it.
-pub(crate) const PATCH_TOKEN: &str = "canary-patch-token-0001";
+pub(super) const PATCH_TOKEN: &str = "canary-patch-token-0001";
 /// In the home's MCP file (a server's header).
-pub(crate) const MCP_HEADER: &str = "canary-mcp-header-0001";
+pub(super) const MCP_HEADER: &str = "canary-mcp-header-0001";
 
 /// One scene: a test directory with the workspace, a folder outside it, and a dsh home with
 /// the canaries planted; everything owned by the user the host runs as.
-pub(crate) struct Scene {
-    pub(crate) dir: TestDir,
-    pub(crate) uid: Option<u32>,
+pub(super) struct Scene {
+    pub(super) dir: TestDir,
+    pub(super) uid: Option<u32>,
 }
 
 impl Scene {
     /// A new scene, or why it cannot run as `runs_as` here.
-    pub(crate) fn new(name: &str, runs_as: As) -> Result<Self, String> {
+    pub(super) fn new(name: &str, runs_as: As) -> Result<Self, String> {
         let uid = runs_as.uid()?;
         let dir = TestDir::new(&format!(
             "escapes-{name}-{}",
@@ -111,15 +111,15 @@ impl Scene {
         Ok(Self { dir, uid })
     }
 
-    pub(crate) fn work(&self) -> PathBuf {
+    pub(super) fn work(&self) -> PathBuf {
         self.dir.join("work")
     }
 
-    pub(crate) fn outside(&self) -> PathBuf {
+    pub(super) fn outside(&self) -> PathBuf {
         self.dir.join("outside")
     }
 
-    pub(crate) fn home(&self) -> PathBuf {
+    pub(super) fn home(&self) -> PathBuf {
         self.dir.home()
     }
 
@@ -142,12 +142,12 @@ impl Scene {
     /// read-only, as everything outside the temp dir is: the scene lives in the temp dir,
     /// which is writable), `args` given to the runner
     /// after the workspace and the model, with the canaries in the host's environment.
-    pub(crate) fn run(&self, server: &FakeDeepSeek, sandbox: &str, args: &[&str]) -> Output {
+    pub(super) fn run(&self, server: &FakeDeepSeek, sandbox: &str, args: &[&str]) -> Output {
         self.run_patched(server, sandbox, None, args)
     }
 
     /// [`run`](Self::run) with one more patch layer.
-    pub(crate) fn run_with_patch(
+    pub(super) fn run_with_patch(
         &self,
         server: &FakeDeepSeek,
         patch: &Path,
@@ -208,31 +208,8 @@ impl Scene {
     }
 }
 
-/// Each tool message of the last request, by call id, in order.
-pub(crate) fn results(server: &FakeDeepSeek) -> Vec<(String, String)> {
-    let requests = server.requests();
-    let Some(last) = requests.last() else {
-        return Vec::new();
-    };
-    last.body["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| {
-            (
-                message["tool_call_id"].as_str().unwrap_or("").to_owned(),
-                message["content"]
-                    .as_str()
-                    .map_or_else(|| message["content"].to_string(), str::to_owned),
-            )
-        })
-        .collect()
-}
-
 /// Every file below `dir` with its content, to compare before and after.
-pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(super) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(next) = stack.pop() {
@@ -254,14 +231,14 @@ pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// Listeners a command must never reach: TCP on the host's loopback and a Unix socket in a
 /// folder it can read (a Docker daemon's would be a way out), both polled afterwards.
-pub(crate) struct Listeners {
-    pub(crate) tcp: TcpListener,
-    pub(crate) unix: UnixListener,
-    pub(crate) unix_path: PathBuf,
+pub(super) struct Listeners {
+    pub(super) tcp: TcpListener,
+    pub(super) unix: UnixListener,
+    pub(super) unix_path: PathBuf,
 }
 
 impl Listeners {
-    pub(crate) fn open(scene: &Scene) -> Self {
+    pub(super) fn open(scene: &Scene) -> Self {
         let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
         tcp.set_nonblocking(true).unwrap();
         let unix_path = scene.outside().join("daemon.sock");
@@ -274,27 +251,27 @@ impl Listeners {
         }
     }
 
-    pub(crate) fn port(&self) -> u16 {
+    pub(super) fn port(&self) -> u16 {
         self.tcp.local_addr().unwrap().port()
     }
 
     /// Whether anything connected to either.
-    pub(crate) fn reached(&self) -> bool {
+    pub(super) fn reached(&self) -> bool {
         self.tcp.accept().is_ok() || self.unix.accept().is_ok()
     }
 }
 
 /// One line of the printed table.
-pub(crate) struct Row {
-    pub(crate) attempt: String,
-    pub(crate) expected: String,
-    pub(crate) observed: String,
-    pub(crate) held: bool,
+pub(super) struct Row {
+    pub(super) attempt: String,
+    pub(super) expected: String,
+    pub(super) observed: String,
+    pub(super) held: bool,
 }
 
 /// Prints the table of `rows` for the run `title`, and fails naming every attempt that got
 /// through.
-pub(crate) fn report(title: &str, rows: &[Row]) {
+pub(super) fn report(title: &str, rows: &[Row]) {
     let wide = |pick: fn(&Row) -> &str| {
         rows.iter()
             .map(|row| pick(row).chars().count())
@@ -324,7 +301,7 @@ pub(crate) fn report(title: &str, rows: &[Row]) {
 }
 
 /// The first line of `text` that says the most, cut for the table.
-pub(crate) fn gist(text: &str) -> String {
+pub(super) fn gist(text: &str) -> String {
     let line = text
         .lines()
         .map(str::trim)
@@ -338,7 +315,7 @@ pub(crate) fn gist(text: &str) -> String {
 }
 
 /// Whether any value the model saw carries a canary.
-pub(crate) fn leaked(server: &FakeDeepSeek) -> Option<String> {
+pub(super) fn leaked(server: &FakeDeepSeek) -> Option<String> {
     server.requests().iter().find_map(|request| {
         let text = request.body.to_string();
         text.find(CANARY).map(|at| {

@@ -12,7 +12,7 @@
 
 mod attempts;
 mod files;
-pub(crate) mod harness;
+mod harness;
 mod project;
 mod race;
 
@@ -22,7 +22,7 @@ use std::time::Duration;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 
 use attempts::Attempt;
-use harness::{As, Listeners, Row, Scene, gist, leaked, report, results, snapshot};
+use harness::{As, Listeners, Row, Scene, gist, leaked, report, snapshot};
 
 /// The sandbox row of the main run: small limits, so the bombs end quickly.
 const LIMITED: &str = "    limits: {processes: 256, memoryBytes: 1073741824, fileSizeBytes: 16777216, cpuSeconds: 1}\n";
@@ -82,7 +82,7 @@ fn main_run(runs_as: As) {
         .map(|name| std::fs::read(scene.home().join(name)).unwrap())
         .collect();
     let out = scene.run(&server, LIMITED, &["try to get out"]);
-    let answered = results(&server);
+    let answered = server.last_tool_messages();
     let mut rows: Vec<Row> = attempts
         .iter()
         .enumerate()

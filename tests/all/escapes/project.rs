@@ -10,7 +10,7 @@ use serde_json::json;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 
-use super::harness::{As, Listeners, Row, Scene, leaked, report, results};
+use super::harness::{As, Listeners, Row, Scene, leaked, report};
 
 /// What the server and the hook run: each leaves a mark inside (it ran), tries to leave one
 /// outside, copies its environment inside, and calls the host's listener.
@@ -73,7 +73,7 @@ fn one(runs_as: As, trusted: bool) -> Result<Vec<Row>, String> {
             .unwrap_or_default()
             .contains("canary-")
     };
-    let answered = results(&server);
+    let answered = server.last_tool_messages();
     let bash = answered
         .first()
         .map_or("(no result)", |(_, text)| text.as_str());
@@ -153,7 +153,7 @@ fn one(runs_as: As, trusted: bool) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-pub(crate) fn run(runs_as: As) {
+pub(super) fn run(runs_as: As) {
     let mut rows = Vec::new();
     for trusted in [false, true] {
         match one(runs_as, trusted) {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 
-use super::harness::{As, Row, Scene, leaked, report, results};
+use super::harness::{As, Row, Scene, leaked, report};
 
 /// The swapper: exchanges `d` and `swap` (a link to the home) as fast as it can, for at most
 /// 30 s or until `stop` appears; it counts its swaps into `swaps.txt`.
@@ -33,7 +33,7 @@ open('swaps.txt', 'w').write(str(swaps))
 const BATCHES: usize = 12;
 const PER_BATCH: usize = 8;
 
-pub(crate) fn run(runs_as: As) {
+pub(super) fn run(runs_as: As) {
     let scene = match Scene::new("race", runs_as) {
         Ok(scene) => scene,
         Err(reason) => {
@@ -78,7 +78,7 @@ pub(crate) fn run(runs_as: As) {
     script.push(Reply::text("raced"));
     let server = FakeDeepSeek::start(script);
     let out = scene.run(&server, "", &["race the file tools"]);
-    let answered = results(&server);
+    let answered = server.last_tool_messages();
     let swaps = std::fs::read_to_string(scene.work().join("swaps.txt")).unwrap_or_default();
     let race_results: Vec<&String> = answered
         .iter()

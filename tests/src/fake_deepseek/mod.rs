@@ -10,10 +10,13 @@
 //!
 //! Every chat request is also checked against the invariants the live API enforces (tool calls
 //! answered, reasoning passed back...; see `invariants.rs`): a request that breaks one gets the
-//! live API's 400 and fails the test, naming the request and the rule.
+//! live API's 400 and fails the test, naming the request and the rule. What the model read is
+//! read back through [`RecordedRequest`] and [`FakeDeepSeek`]: the tool and user messages of a
+//! request, as text (`sent.rs`).
 
 mod invariants;
 mod script;
+mod sent;
 mod server;
 #[cfg(test)]
 mod tests;

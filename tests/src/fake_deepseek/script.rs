@@ -208,6 +208,11 @@ impl Reply {
         Self::Sse(events)
     }
 
+    /// One tool call `id` of `name` with `arguments`, as [`Self::tool_calls`] streams it.
+    pub fn tool_call(id: &str, name: &str, arguments: Value) -> Self {
+        Self::tool_calls(&[(id, name, &arguments.to_string())])
+    }
+
     /// One step per call, each a single tool call (ids `call_0`, `call_1`, …), then the
     /// closing text.
     pub fn one_call_per_step<'a>(

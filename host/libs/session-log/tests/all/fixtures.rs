@@ -1,22 +1,16 @@
 //! The recorded reference logs are the conformance corpus: every one must load, check clean and
 //! derive the history the projection rules predict.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
-
-mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use common::*;
 use dsh_session_log::{
     KNOWN_EVENT_TYPES, Role, SessionEvent, SessionLog, check_log, interrupted_turn_closers,
     messages_hash,
 };
 use serde_json::Value;
+
+use crate::common::*;
 
 /// REFERENCE §10: replay scripts, not durable logs (no delegationDepth, chunks outside turns).
 fn is_replay_script(path: &Path) -> bool {

@@ -1,17 +1,13 @@
 //! The recorded reference logs are the conformance corpus: every one must read, round-trip
 //! through our writer in both encodings, and pack exactly as the reference packed it.
 
-#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions")]
-
-mod common;
-
 use dsh_session_jsonl::{
     Encoding, ReadError, ReadSession, SessionWriter, WriterOptions, check_session_id,
     decode_session, encode_lines, encode_raw_log, list_sessions, read_session, size_report,
 };
 use serde_json::Value;
 
-use common::{fixture_logs, is_replay_script, scratch};
+use crate::common::{fixture_logs, is_replay_script, scratch};
 
 /// The durable logs, reading each once; replay scripts are skipped with the reason printed, after
 /// checking they really are refused as durable logs.
@@ -125,7 +121,7 @@ fn packed_size_is_within_105_percent_of_the_fixture() {
             report.packed_bytes,
             report.packed_ratio(),
             report.unpacked_bytes,
-            path.strip_prefix(common::fixtures_dir())
+            path.strip_prefix(crate::common::fixtures_dir())
                 .unwrap_or(path)
                 .display()
         );

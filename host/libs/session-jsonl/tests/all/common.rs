@@ -1,7 +1,5 @@
 //! Shared helpers: the fixture corpus (read in place) and scratch directories under target/.
 
-#![allow(dead_code, reason = "each test binary uses a different subset")]
-
 use std::path::{Path, PathBuf};
 
 use dsh_session_log::SessionEvent;

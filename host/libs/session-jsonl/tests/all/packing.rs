@@ -1,8 +1,6 @@
 //! Packing rules on hand-made runs: what packs, what stays verbatim, and that rows expand back to
 //! the exact events.
 
-#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions")]
-
 use dsh_session_jsonl::{
     CommittedLine, StorageRecord, decode_record, encode_committed, encode_lines, pack_chunk_runs,
 };

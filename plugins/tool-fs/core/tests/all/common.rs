@@ -1,8 +1,6 @@
 //! Scratch workspaces for the integration tests: one unique directory per test under Cargo's
 //! test temp dir, removed on drop.
 
-#![allow(dead_code, reason = "each test binary uses a different subset")]
-
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};

@@ -1,21 +1,15 @@
 //! `glob` and `grep` over real trees: filters, order, formats, caps, notes and errors.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
-
-mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use common::Scratch;
 use dsh_tool_fs_core::{
     ErrorCode, GlobArgs, GrepArgs, SearchOptions, SpillRef, Workspace, glob, glob_spill_text, grep,
     grep_spill_text, render_glob, render_grep,
 };
 use serde_json::json;
+
+use crate::common::Scratch;
 
 fn tree() -> Scratch {
     let s = Scratch::new("search-tree");

@@ -1,10 +1,6 @@
 //! Damaged files: what is repaired (torn tails), what is refused (corruption), and that each
 //! error names the file, the line or frame, and the seq.
 
-#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions")]
-
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,7 +11,7 @@ use dsh_session_jsonl::{
 };
 use dsh_session_log::SessionEvent;
 
-use common::{sample_turn, scratch};
+use crate::common::{sample_turn, scratch};
 
 fn header() -> SessionHeader {
     let mut h = SessionHeader::new("s1", 1_000);

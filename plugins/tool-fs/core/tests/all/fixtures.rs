@@ -9,22 +9,16 @@
 //! shaped like the recording), and a file a recorded `read` reported missing is deleted first
 //! (the recorded `bash rm` between the calls is not replayed). The one `glob` recording's tree
 //! is not recorded at all; `glob_sampling_matches_the_recording` rebuilds a tree that yields it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
-
-mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::Scratch;
 use dsh_tool_fs_core::{
     EditArgs, GlobArgs, Observations, ReadArgs, SandboxMode, SearchOptions, TodoWriteArgs,
     Workspace, WriteArgs, edit, glob, parse_args, read, todo_write, write, write_with,
 };
 use serde_json::Value;
+
+use crate::common::Scratch;
 
 /// The recorded corpus, or a counted skip of `test`.
 fn fixtures(test: &str) -> Option<PathBuf> {

@@ -1,15 +1,11 @@
 //! Property test: random valid event sequences survive the store (write in random batches,
 //! either encoding, packing on) and come back unchanged. Fixed seeds, so a failure reproduces.
 
-#![allow(clippy::unwrap_used, reason = "test code")]
-
-mod common;
-
 use dsh_session_jsonl::{Encoding, SessionHeader, SessionWriter, WriterOptions, read_session};
 use dsh_session_log::{SessionEvent, SurfaceOp};
 use serde_json::{Value, json};
 
-use common::scratch;
+use crate::common::scratch;
 
 /// xorshift64*: small, deterministic, no dependency.
 struct Rng(u64);

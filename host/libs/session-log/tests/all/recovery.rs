@@ -1,18 +1,12 @@
 //! Crash-repair closers and `check_log`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
 
-mod common;
-
-use common::*;
 use dsh_session_log::{
     NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, Rule, SessionEvent, SessionLog, Severity, SurfaceOp,
     TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, check_log, interrupted_turn_closers,
 };
 use serde_json::json;
+
+use crate::common::*;
 
 fn owned(log: &SessionLog) -> Vec<SessionEvent> {
     log.events().iter().map(|e| (**e).clone()).collect()

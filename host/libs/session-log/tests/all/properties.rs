@@ -1,22 +1,16 @@
 //! Random valid logs (fixed seeds, so failures reproduce): every append is accepted, the log
 //! reloads unchanged (in memory and through JSON text), the incremental derivation always equals
 //! a from-scratch one, and repair leaves a log that checks clean.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
-
-mod common;
 
 use std::sync::Arc;
 
-use common::*;
 use dsh_session_log::{
     NewEvent, SessionEvent, SessionLog, SurfaceOp, TypeRegistry, TypeRequirement, check_log,
     messages_hash, parse_lossless,
 };
 use serde_json::{Value, json};
+
+use crate::common::*;
 
 /// SplitMix64: tiny, good enough, and the same on every machine.
 struct Rng(u64);

@@ -1,15 +1,9 @@
 //! Surface and derive_messages (REFERENCE §2 projection rules).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
 
-mod common;
-
-use common::*;
 use dsh_session_log::{NewEvent, Role, SessionEvent, SessionLog, SurfaceOp, messages_hash};
 use serde_json::{Value, json};
+
+use crate::common::*;
 
 fn seqs(log: &SessionLog) -> Vec<u64> {
     log.derive_messages().iter().map(|m| m.seq()).collect()

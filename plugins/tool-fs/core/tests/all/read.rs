@@ -1,18 +1,12 @@
 //! `read`: window, numbering, caps, notes, text checks and observations, on real files.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
 
-mod common;
-
-use common::Scratch;
 use dsh_tool_fs_core::{
     ErrorCode, Observation, Observations, ReadArgs, ReadWindow, Workspace, build_window, read,
     read_with,
 };
 use serde_json::json;
+
+use crate::common::Scratch;
 
 fn args(path: &str) -> ReadArgs {
     ReadArgs {

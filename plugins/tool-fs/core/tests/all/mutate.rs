@@ -1,18 +1,12 @@
 //! `write` and `edit`: the observation policy, the fence, atomic publication, texts and diffs.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
 
-mod common;
-
-use common::Scratch;
 use dsh_tool_fs_core::{
     EditArgs, ErrorCode, Observations, ReadArgs, SandboxMode, Workspace, WriteArgs, WriteOperation,
     edit, read, write, write_with,
 };
 use serde_json::json;
+
+use crate::common::Scratch;
 
 fn write_args(path: &str, content: &str) -> WriteArgs {
     WriteArgs {

@@ -1,5 +1,4 @@
 //! Builders for event payloads shaped like the recorded logs, and the fixture reader.
-#![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

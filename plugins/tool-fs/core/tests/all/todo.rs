@@ -1,9 +1,4 @@
 //! `todo_write` validation, text and event data.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
 
 use dsh_tool_fs_core::{ErrorCode, TodoStatus, TodoWriteArgs, parse_args, todo_write};
 use serde_json::json;

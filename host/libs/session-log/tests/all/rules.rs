@@ -1,20 +1,14 @@
 //! The rules an event must pass to enter the log, on append and on load.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
-
-mod common;
 
 use std::sync::Arc;
 
-use common::*;
 use dsh_session_log::{
     LoadError, LosslessError, NewEvent, SessionEvent, SessionLog, SurfaceOp, TypeRegistry,
     TypeRequirement, Violation,
 };
 use serde_json::json;
+
+use crate::common::*;
 
 fn violation(log: &mut SessionLog, e: NewEvent) -> Violation {
     let before = (log.len(), log.surface_nodes().to_vec(), log.derived_hash());

@@ -1,9 +1,5 @@
 //! Publication, appends, listing and root rules, on real files.
 
-#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions")]
-
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -14,7 +10,7 @@ use dsh_session_jsonl::{
     list_sessions_any, log_path, read_header, read_session,
 };
 
-use common::{sample_turn, scratch};
+use crate::common::{sample_turn, scratch};
 
 fn header(id: &str, cwd: Option<&str>) -> SessionHeader {
     let mut h = SessionHeader::new(id, 7);

@@ -1,10 +1,5 @@
 //! `glob` and `grep` reach files only through the workspace's file system: over a provider that
 //! serves a tree held in memory (nothing of it on disk), they list and search that tree.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers outside #[test] functions"
-)]
 
 use std::io;
 use std::path::{Path, PathBuf};
