@@ -213,6 +213,19 @@ fn derive(path: &Path) -> Result<Derived, ScriptError> {
         file: file.clone(),
         error,
     })?;
+    /// What a replay reads of a session header line (anything else on it is the log's concern).
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ScriptHeader {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        created_at: i64,
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        seed_length: u64,
+    }
     let mut created = 0;
     let mut id = None;
     // A forked log starts with the events it was seeded with: answers its parent got.
@@ -229,10 +242,12 @@ fn derive(path: &Path) -> Result<Derived, ScriptError> {
             message,
         };
         let value: Value = serde_json::from_str(line).map_err(|error| bad(error.to_string()))?;
-        if value.get("type").and_then(Value::as_str) == Some("session") {
-            created = value.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
-            id = value.get("id").and_then(Value::as_str).map(str::to_owned);
-            seed_length = value.get("seedLength").and_then(Value::as_u64).unwrap_or(0);
+        if let Ok(header) = ScriptHeader::deserialize(&value)
+            && header.kind == "session"
+        {
+            created = header.created_at;
+            id = header.id;
+            seed_length = header.seed_length;
             continue;
         }
         // Replay scripts need not be durable logs (no header checks), so lines are read one

@@ -22,11 +22,41 @@ pub(super) struct House {
     event_strings: BTreeMap<String, usize>,
     /// Per product file, JSON members read by key.
     by_key: BTreeMap<String, usize>,
+    /// The same, in the places [`OPEN_BY_NATURE`] names.
+    by_key_open: BTreeMap<String, usize>,
 }
 
-/// JSON read by key may stay where data is open by nature; the count may only go down. The
-/// loader is left out: a config row is open data by definition.
-const BY_KEY_CEILING: usize = 119;
+/// JSON read by key outside the places below; the count may only go down.
+const BY_KEY_CEILING: usize = 12;
+
+/// Where JSON is read by key because the data is open by nature, or because this is the
+/// boundary where outside data is checked member by member (each with its own message) before
+/// anything typed exists. Counted apart, and named, so the list stays short and argued.
+const OPEN_BY_NATURE: [(&str, &str); 5] = [
+    ("host/loader/", "config rows"),
+    (
+        "plugins/tools/core/src/schema_",
+        "tool arguments as the model wrote them, against JSON Schemas",
+    ),
+    (
+        "host/libs/session-jsonl/src/",
+        "the session file reader: header and packed rows checked member by member",
+    ),
+    (
+        "host/libs/session-log/src/shape.rs",
+        "the message shape check at the append site",
+    ),
+    (
+        "host/libs/session-log/src/check.rs",
+        "the log's rules, reporting which member breaks one",
+    ),
+];
+
+fn open_by_nature(path: &str) -> bool {
+    OPEN_BY_NATURE
+        .iter()
+        .any(|(prefix, _)| path.starts_with(prefix))
+}
 
 /// Whether `path` is product code: a crate under `plugins/`, `plugin-api/` or `host/`, not a
 /// test file.
@@ -104,7 +134,14 @@ fn by_key_reads(text: &str) -> usize {
                 && key
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/' || c == '-');
-            if is_key && rest[close + 1..].starts_with(closes) {
+            // `["a"]` is an index only after an expression (`v["a"]`, `f()["a"]`), not an array
+            // literal (`vec!["a"]`, `&["a"]`, `"required": ["a"]`).
+            let indexes = opener != "[\""
+                || text[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ')' | ']'));
+            if is_key && indexes && rest[close + 1..].starts_with(closes) {
                 count += 1;
             }
         }
@@ -126,14 +163,17 @@ impl House {
             .map(|(path, text)| (path.clone(), event_comparisons(text)))
             .filter(|(_, count)| *count > 0)
             .collect();
-        let by_key = product
+        let counts: Vec<(String, usize)> = product
             .iter()
-            .filter(|(path, _)| !path.starts_with("host/loader/"))
             .map(|(path, text)| (path.clone(), by_key_reads(text)))
             .filter(|(_, count)| *count > 0)
             .collect();
+        let (open, by_key): (Vec<_>, Vec<_>) = counts
+            .into_iter()
+            .partition(|(path, _)| open_by_nature(path));
         Self {
-            by_key,
+            by_key: by_key.into_iter().collect(),
+            by_key_open: open.into_iter().collect(),
             undeclared: services::undeclared(&product),
             circles_across,
             circles_inside: inside.len(),
@@ -169,7 +209,12 @@ impl House {
         let (total, crates) = per_crate(&self.by_key);
         let _ = writeln!(
             out,
-            "lint: JSON read by key in product code (config aside): {total} (ceiling {BY_KEY_CEILING}; {crates})"
+            "lint: JSON read by key in product code: {total} (ceiling {BY_KEY_CEILING}; {crates})"
+        );
+        let (open, crates) = per_crate(&self.by_key_open);
+        let _ = writeln!(
+            out,
+            "lint:   and where data is open by nature or checked at the boundary: {open} ({crates})"
         );
         out
     }
@@ -248,7 +293,8 @@ let path = "src/lib.rs"; let url = "a/b"; log("turn/end");"#;
     #[test]
     fn members_read_by_key_are_counted() {
         let text = r#"data.get("turn"); v["callId"]; m.get_mut("x"); d.pointer("/message/content");
-map.get(&key); v[0]; format!("[\"{x}\"]"); s.get("not a key")"#;
-        assert_eq!(by_key_reads(text), 4);
+map.get(&key); v[0]; format!("[\"{x}\"]"); s.get("not a key"); vec!["a"]; &["b"];
+f()["c"]; "required": ["d"]"#;
+        assert_eq!(by_key_reads(text), 5);
     }
 }

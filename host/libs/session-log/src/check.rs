@@ -6,14 +6,14 @@ use dsh_protocol::kinds;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Violation;
 use crate::log::SessionLog;
 use crate::repair::closers_for;
 use crate::types::TypeRegistry;
-use dsh_protocol::SessionEvent;
+use dsh_protocol::{MessageSource, SessionEvent, ToolResultEvent};
 
 /// Which rule a problem breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -164,19 +164,18 @@ pub fn check_log<E: AsRef<SessionEvent>>(events: &[E], registry: &TypeRegistry) 
 
 fn describe_closer(closer: &crate::NewEvent) -> String {
     match closer.kind.as_str() {
-        kinds::TOOL_RESULT => format!(
-            "tool/result {} for call {}",
-            closer
-                .data
-                .pointer("/error/code")
-                .and_then(Value::as_str)
-                .unwrap_or("?"),
-            closer
-                .data
-                .pointer("/message/source/callId")
-                .and_then(Value::as_str)
-                .unwrap_or("?"),
-        ),
+        kinds::TOOL_RESULT => {
+            let result = ToolResultEvent::deserialize(&closer.data).ok();
+            let code = result
+                .as_ref()
+                .and_then(|result| result.error.as_ref())
+                .map_or("?", |error| error.code.as_str());
+            let call = match result.as_ref().map(|result| &result.message.source) {
+                Some(MessageSource::Tool { call_id, .. }) => call_id.as_str(),
+                _ => "?",
+            };
+            format!("tool/result {code} for call {call}")
+        }
         kinds::TURN_END => "turn/end interrupted".to_owned(),
         other => other.to_owned(),
     }

@@ -46,10 +46,12 @@ impl MessageView {
 
     /// The content blocks, exactly as logged.
     pub fn content(&self) -> &[Value] {
-        self.logged()
-            .get("content")
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
+        self.content_value().as_array().map_or(&[], Vec::as_slice)
+    }
+
+    /// The logged `content` member itself (what serializing and hashing the view write).
+    fn content_value(&self) -> &Value {
+        self.logged().get("content").unwrap_or(&NULL)
     }
 
     /// The message source (provenance: user, plugin, model with provider/model/replayState, tool).
@@ -76,7 +78,7 @@ impl MessageView {
     pub fn to_value(&self) -> Value {
         serde_json::json!({
             "role": self.role().as_str(),
-            "content": self.logged().get("content").cloned().unwrap_or(Value::Null),
+            "content": self.content_value().clone(),
             "source": self.source().clone(),
         })
     }
@@ -86,7 +88,7 @@ impl PartialEq for MessageView {
     /// Messages are equal when they would serialize identically.
     fn eq(&self, other: &Self) -> bool {
         self.role() == other.role()
-            && self.logged().get("content") == other.logged().get("content")
+            && self.content_value() == other.content_value()
             && self.source() == other.source()
     }
 }
@@ -95,7 +97,7 @@ impl Serialize for MessageView {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(3))?;
         map.serialize_entry("role", self.role().as_str())?;
-        map.serialize_entry("content", self.logged().get("content").unwrap_or(&NULL))?;
+        map.serialize_entry("content", self.content_value())?;
         map.serialize_entry("source", self.source())?;
         map.end()
     }
@@ -105,25 +107,19 @@ impl Serialize for MessageView {
 /// an assistant message with empty content (it only hosts a max-tokens step's usage; an empty
 /// assistant turn would be rejected by providers).
 pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<MessageView> {
-    match event.kind.as_str() {
-        kinds::USER_MESSAGE | kinds::TOOL_RESULT => {}
-        kinds::ASSISTANT_MESSAGE => {
-            let empty = event
-                .data
-                .get("message")
-                .and_then(|m| m.get("content"))
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty);
-            if empty {
-                return None;
-            }
-        }
-        _ => return None,
+    if !matches!(
+        event.kind.as_str(),
+        kinds::USER_MESSAGE | kinds::TOOL_RESULT | kinds::ASSISTANT_MESSAGE
+    ) {
+        return None;
     }
     let mut message = MessageView {
         event: Arc::clone(event),
         hash: 0,
     };
+    if message.role() == Role::Assistant && message.content().is_empty() {
+        return None;
+    }
     message.hash = canonical_hash(&message);
     Some(message)
 }
@@ -133,7 +129,7 @@ pub(crate) fn project(event: &Arc<SessionEvent>) -> Option<MessageView> {
 fn canonical_hash(message: &MessageView) -> u64 {
     let mut h = Fnv64::new();
     h.feed(b"{\"content\":");
-    write_canonical(&mut h, message.logged().get("content").unwrap_or(&NULL));
+    write_canonical(&mut h, message.content_value());
     h.feed(b",\"role\":\"");
     h.feed(message.role().as_str().as_bytes());
     h.feed(b"\",\"source\":");
