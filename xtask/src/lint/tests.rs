@@ -281,11 +281,20 @@ fn string_errors_count_in_product_code_and_seams_and_fail_the_step() {
     let report = scanned(&[
         ("plugins/web/src/settings.rs", STRING_ERRORS),
         ("plugins/web/src/settings_tests.rs", STRING_ERRORS),
-        ("plugin-api/src/context.rs", "fn f() -> Result<(), String> {}\n"),
+        (
+            "plugin-api/src/context.rs",
+            "fn f() -> Result<(), String> {}\n",
+        ),
         ("host/src/app/boot.rs", "fn f() -> Result<(), String> {}\n"),
         ("host/loader/src/lib.rs", "#[cfg(test)]\nmod test_util;\n"),
-        ("host/loader/src/test_util.rs", "fn f() -> Result<(), String> {}\n"),
-        ("host/sandbox-exec/src/args.rs", "fn f() -> Result<(), String> {}\n"),
+        (
+            "host/loader/src/test_util.rs",
+            "fn f() -> Result<(), String> {}\n",
+        ),
+        (
+            "host/sandbox-exec/src/args.rs",
+            "fn f() -> Result<(), String> {}\n",
+        ),
         ("tests/src/lib.rs", "fn f() -> Result<(), String> {}\n"),
         ("xtask/src/main.rs", "fn f() -> Result<(), String> {}\n"),
         ("plugin-api/seams/jobs/src/lib.rs", seam),
@@ -333,7 +342,10 @@ fn string_errors_count_in_product_code_and_seams_and_fail_the_step() {
         ),
         "{text}"
     );
-    assert!(text.contains("lint:   at host/src/app/boot.rs:1\n"), "{text}");
+    assert!(
+        text.contains("lint:   at host/src/app/boot.rs:1\n"),
+        "{text}"
+    );
     let error = report.gate().unwrap_err().to_string();
     assert!(
         error.contains("`Result<_, String>` in product code")
@@ -375,6 +387,9 @@ fn product_crates_cover_plugin_api_and_the_host() {
     );
     assert_eq!(
         module_files("plugins/web/src/api.rs", &["fakes".to_owned()]),
-        ["plugins/web/src/api/fakes.rs", "plugins/web/src/api/fakes/mod.rs"]
+        [
+            "plugins/web/src/api/fakes.rs",
+            "plugins/web/src/api/fakes/mod.rs"
+        ]
     );
 }
