@@ -11,7 +11,7 @@ use abi_stable::std_types::{RResult, RString, RVec};
 use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocessService};
 use dsh_plugin_api::io::secrets::{SECRET_VALUES_SERVICE, SecretValuesService};
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService};
-use dsh_plugin_api::{Context, Json, Service, lock};
+use dsh_plugin_api::{Context, Json, SeamError, SeamErrorKind, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
 use dsh_sandbox_seam::{Sandbox, SandboxPiped};
 use dsh_sessions_seam::{LatestOf, open_live};
@@ -87,6 +87,16 @@ pub(crate) enum SandboxError {
     NoBackend { mode: &'static str, reason: String },
     #[error("could not start the process: {0}")]
     Spawn(String),
+}
+
+impl From<SandboxError> for SeamError {
+    fn from(error: SandboxError) -> Self {
+        let kind = match error {
+            SandboxError::NoBackend { .. } => SeamErrorKind::Unavailable,
+            SandboxError::Spawn(_) => SeamErrorKind::Failed,
+        };
+        SeamError::new(kind, error.to_string())
+    }
 }
 
 impl SandboxImpl {
@@ -429,10 +439,10 @@ impl Sandbox for Handle {
         cwd: RString,
         call_id: RString,
         request: SpawnRequest,
-    ) -> RResult<ProcessBox, RString> {
+    ) -> RResult<ProcessBox, SeamError> {
         self.0
             .start(&session, &cwd, &call_id, request)
-            .map_err(|error| RString::from(error.to_string()))
+            .map_err(SeamError::from)
             .into()
     }
 }
@@ -445,10 +455,10 @@ impl SandboxPiped for Handle {
         call_id: RString,
         mode: RString,
         request: SpawnRequest,
-    ) -> RResult<PipedProcess, RString> {
+    ) -> RResult<PipedProcess, SeamError> {
         self.0
             .start_piped(&session, &cwd, &call_id, &mode, request)
-            .map_err(|error| RString::from(error.to_string()))
+            .map_err(SeamError::from)
             .into()
     }
 }

@@ -4,7 +4,7 @@
 
 use abi_stable::std_types::RString;
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService, valid_name};
-use dsh_plugin_api::Service;
+use dsh_plugin_api::{SeamError, SeamErrorKind, Service};
 use dsh_protocol::{
     CredentialName, CredentialState, CredentialsDescription, RpcErrorCode, SetCredential,
 };
@@ -87,7 +87,7 @@ impl Api {
             .set(RString::from(set.name), RString::from(value))
             .await
             .into_result()
-            .map_err(|error| Failure::internal(error.into_string()))
+            .map_err(store_refused)
     }
 
     pub(crate) async fn unset_credential(&self, name: CredentialName) -> Result<bool, Failure> {
@@ -95,8 +95,18 @@ impl Api {
             .unset(RString::from(name.name))
             .await
             .into_result()
-            .map_err(|error| Failure::internal(error.into_string()))
+            .map_err(store_refused)
     }
+}
+
+/// A refusal of the credential store: a name it does not take is the caller's, a failed
+/// write the server's.
+fn store_refused(error: SeamError) -> Failure {
+    let code = match error.kind {
+        SeamErrorKind::Invalid => RpcErrorCode::CredentialRejected,
+        _ => RpcErrorCode::Internal,
+    };
+    Failure(code, error.message.into_string())
 }
 
 /// The namespace of the default adapter in the settings document (its row id).
