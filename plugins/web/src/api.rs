@@ -176,7 +176,7 @@ impl Api {
             "question.respond" => serde_json::to_value(
                 self.questions
                     .answer(payload(method, body)?)
-                    .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?,
+                    .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
             ),
             other => {
                 return Err(Failure(
