@@ -24,6 +24,7 @@ pub mod io;
 mod json;
 mod logging;
 mod plugin;
+mod seam_error;
 mod sync;
 mod waterfall;
 
@@ -36,6 +37,7 @@ pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEven
 pub use guard::{catching, contain, contained, panic_message};
 pub use json::{DecodeError, Json};
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
+pub use seam_error::{SeamError, SeamErrorKind};
 pub use sync::lock;
 pub use waterfall::Next;
 

@@ -1,13 +1,18 @@
 //! `cargo xtask lint`: counts of what the codebase wants less of, read from the workspace's Rust
 //! sources (`target/` and hidden directories skipped, symlinks not followed, so nothing outside
-//! the workspace root is read). The counts are reported, not gated, with one exception: an
-//! `unsafe` block in `plugin-api/src` or `host/src` (library loading, `host/src/library/`, aside)
-//! without a `// SAFETY:` comment on one of the three lines above it fails the step.
+//! the workspace root is read). The counts are reported, not gated, with three exceptions that
+//! fail the step: an `unsafe` block in `plugin-api/src` or `host/src` (library loading,
+//! `host/src/library/`, aside) without a `// SAFETY:` comment on one of the three lines above
+//! it; a `Result<_, String>` in product code; and a seam method answering a bare string error
+//! (`RResult<_, RString>` in `plugin-api/seams/*` or `plugin-api/src/io/`), since a caller can
+//! branch on neither.
 //!
 //! Plugin code is the non-test code of the crates plugins are made of (`plugins/<name>` and
 //! `plugins/<name>/core`, `plugin-api/protocol`, `plugin-api/seams/<name>`,
-//! `plugin-api/kit/<name>`, `host/libs/<name>`): not in a `tests/` directory, not in a file
-//! named `tests.rs` or `*_tests.rs`, and not in the item after a `#[cfg(test)]` line (for the
+//! `plugin-api/kit/<name>`, `host/libs/<name>`); product code is that and the non-test code of
+//! `plugin-api` itself and of the host's crates (`host`, `host/loader`, `host/sandbox-exec`).
+//! Test code is in a `tests/` directory, in a file named `tests.rs` or `*_tests.rs`, in a file
+//! declared as `#[cfg(test)] mod name;`, or in the item after a `#[cfg(test)]` line (for the
 //! usual trailing `mod tests {`, the rest of the file).
 
 mod circles;
@@ -17,7 +22,7 @@ mod services;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -48,6 +53,10 @@ struct Report {
     long_files: Vec<(String, usize)>,
     /// (path, line, name, length), longest first.
     long_functions: Vec<(String, usize, String, usize)>,
+    /// `Result<_, String>` in product code: (path, line).
+    string_results: Vec<(String, usize)>,
+    /// Seam methods answering `RResult<_, RString>`: (path, line).
+    string_seam_errors: Vec<(String, usize)>,
 }
 
 pub(crate) fn run(root: &Path) -> Result<()> {
@@ -118,6 +127,45 @@ fn plugin_crate(path: &str) -> Option<String> {
     }
 }
 
+/// The crate of product code a path belongs to: a crate of plugin code (see [`plugin_crate`]),
+/// `plugin-api` itself, or a crate of the host (`host`, `host/loader`, `host/sandbox-exec`).
+fn product_crate(path: &str) -> Option<String> {
+    if let Some(name) = plugin_crate(path) {
+        return Some(name);
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    match parts.as_slice() {
+        ["plugin-api", "src", _, ..] => Some("plugin-api".to_owned()),
+        ["host", "src", _, ..] => Some("host".to_owned()),
+        ["host", name, "src", _, ..] if *name != "libs" => Some(format!("host/{name}")),
+        _ => None,
+    }
+}
+
+/// Where a seam's methods are declared: the seam crates and the host's I/O service traits.
+fn is_seam_file(path: &str) -> bool {
+    matches!(
+        path.split('/').collect::<Vec<_>>().as_slice(),
+        ["plugin-api", "seams", _, "src", _, ..] | ["plugin-api", "src", "io", _, ..]
+    )
+}
+
+/// The files of the modules `path` declares as `names` (`mod name;`): beside a `lib.rs`,
+/// `main.rs` or `mod.rs`, in a folder named after any other file.
+fn module_files(path: &str, names: &[String]) -> Vec<String> {
+    let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    let stem = file.strip_suffix(".rs").unwrap_or(file);
+    let base = if matches!(stem, "lib" | "main" | "mod") {
+        dir.to_owned()
+    } else {
+        format!("{dir}/{stem}")
+    };
+    names
+        .iter()
+        .flat_map(|name| [format!("{base}/{name}.rs"), format!("{base}/{name}/mod.rs")])
+        .collect()
+}
+
 /// Test code by where it lives: a `tests/` directory, `tests.rs` or `*_tests.rs`.
 fn is_test_file(path: &str) -> bool {
     let mut parts: Vec<&str> = path.split('/').collect();
@@ -140,9 +188,20 @@ fn add(counts: &mut PerFile, path: &str, count: usize) {
 impl Report {
     fn of(files: &[(String, String)]) -> Self {
         let mut report = Self::default();
-        for (path, text) in files {
-            report.add_file(path, &Source::new(text));
+        let sources: Vec<(&String, Source)> = files
+            .iter()
+            .map(|(path, text)| (path, Source::new(text)))
+            .collect();
+        let test_modules: BTreeSet<String> = sources
+            .iter()
+            .flat_map(|(path, source)| module_files(path, &source.test_module_files()))
+            .collect();
+        for (path, source) in &sources {
+            let test_file = is_test_file(path) || test_modules.contains(path.as_str());
+            report.add_file(path, source, test_file);
         }
+        report.string_results.sort();
+        report.string_seam_errors.sort();
         report
             .long_files
             .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -152,7 +211,7 @@ impl Report {
         report
     }
 
-    fn add_file(&mut self, path: &str, source: &Source) {
+    fn add_file(&mut self, path: &str, source: &Source, test_file: bool) {
         if source.line_count() > LONG_FILE {
             self.long_files.push((path.to_owned(), source.line_count()));
         }
@@ -177,23 +236,35 @@ impl Report {
                 }
             }
         }
-        if plugin_crate(path).is_some() && !is_test_file(path) {
-            let tests = source.test_lines();
-            let outside_tests = |lines: Vec<usize>| {
-                lines
-                    .iter()
-                    .filter(|line| !tests.iter().any(|range| range.contains(line)))
-                    .count()
-            };
+        if test_file || product_crate(path).is_none() {
+            return;
+        }
+        let tests = source.test_lines();
+        let outside_tests = |lines: Vec<usize>| -> Vec<usize> {
+            lines
+                .into_iter()
+                .filter(|line| !tests.iter().any(|range| range.contains(line)))
+                .collect()
+        };
+        let at = |lines: Vec<usize>| lines.into_iter().map(|line| (path.to_owned(), line));
+        self.string_results.extend(at(outside_tests(
+            source.results_with_error("Result", &["String"]),
+        )));
+        if is_seam_file(path) {
+            self.string_seam_errors.extend(at(outside_tests(
+                source.results_with_error("RResult", &["RString"]),
+            )));
+        }
+        if plugin_crate(path).is_some() {
             add(
                 &mut self.json_macros,
                 path,
-                outside_tests(source.json_macros()),
+                outside_tests(source.json_macros()).len(),
             );
             add(
                 &mut self.key_lookups,
                 path,
-                outside_tests(source.key_lookups()),
+                outside_tests(source.key_lookups()).len(),
             );
         }
     }
@@ -205,6 +276,16 @@ impl Report {
             &mut out,
             "[\"key\"] lookups in plugin code",
             &self.key_lookups,
+        );
+        per_crate_at(
+            &mut out,
+            "Result<_, String> in product code",
+            &self.string_results,
+        );
+        per_crate_at(
+            &mut out,
+            "seam methods returning a bare string error (RResult<_, RString>)",
+            &self.string_seam_errors,
         );
         let _ = writeln!(
             out,
@@ -242,22 +323,41 @@ impl Report {
         out
     }
 
-    /// Fails when an unsafe block that needs a SAFETY comment has none.
+    /// Fails when an unsafe block that needs a SAFETY comment has none, when product code
+    /// has a `Result<_, String>` or when a seam method answers a bare string error.
     fn gate(&self) -> Result<()> {
-        if self.undocumented.is_empty() {
+        let failures: Vec<String> = [
+            (
+                "unsafe block without a `// SAFETY:` comment on the 3 lines above it \
+                 (plugin-api and host)",
+                &self.undocumented,
+            ),
+            (
+                "`Result<_, String>` in product code (give the error a type)",
+                &self.string_results,
+            ),
+            (
+                "seam method returning `RResult<_, RString>` (give the error a kind)",
+                &self.string_seam_errors,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, places)| !places.is_empty())
+        .map(|(what, places)| format!("{what}: {}", places_of(places)))
+        .collect();
+        if failures.is_empty() {
             return Ok(());
         }
-        let places: Vec<String> = self
-            .undocumented
-            .iter()
-            .map(|(path, line)| format!("{path}:{line}"))
-            .collect();
-        bail!(
-            "unsafe block without a `// SAFETY:` comment on the 3 lines above it (plugin-api \
-             and host): {}",
-            places.join(", ")
-        )
+        bail!("{}", failures.join("; "))
     }
+}
+
+fn places_of(places: &[(String, usize)]) -> String {
+    let words: Vec<String> = places
+        .iter()
+        .map(|(path, line)| format!("{path}:{line}"))
+        .collect();
+    words.join(", ")
 }
 
 fn total(counts: &PerFile) -> usize {
@@ -279,11 +379,23 @@ fn joined(pairs: &[(String, usize)]) -> String {
     words.join(", ")
 }
 
+/// `per_crate`, then every place, since these fail the step.
+fn per_crate_at(out: &mut String, label: &str, places: &[(String, usize)]) {
+    let mut counts = PerFile::new();
+    for (path, _) in places {
+        add(&mut counts, path, 1);
+    }
+    per_crate(out, label, &counts);
+    for (path, line) in places {
+        let _ = writeln!(out, "lint:   at {path}:{line}");
+    }
+}
+
 /// `lint: LABEL: TOTAL (crate n, ..)` and the files that contribute most.
 fn per_crate(out: &mut String, label: &str, counts: &PerFile) {
     let mut crates: BTreeMap<String, usize> = BTreeMap::new();
     for (path, count) in counts {
-        let name = plugin_crate(path).unwrap_or_else(|| path.clone());
+        let name = product_crate(path).unwrap_or_else(|| path.clone());
         *crates.entry(name).or_default() += count;
     }
     let _ = write!(out, "lint: {label}: {}", total(counts));

@@ -33,12 +33,43 @@ pub(crate) struct Request {
     pub(crate) command: Vec<String>,
 }
 
-fn value<'a>(rest: &mut impl Iterator<Item = &'a String>, what: &str) -> Result<String, String> {
-    rest.next().cloned().ok_or_else(|| what.to_owned())
+/// A command line this program does not take; each message names the argument.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UsageError {
+    /// An argument without the value it needs (the message says which).
+    #[error("{0}")]
+    Missing(&'static str),
+    #[error("`{0}` is not a variable's name")]
+    Name(String),
+    #[error("--limit `{0}`: expected NAME=VALUE")]
+    LimitShape(String),
+    #[error("--limit `{0}`: expected processes, data, fsize, cpu, core or files")]
+    LimitName(String),
+    #[error("--limit {name}: `{number}` is not a whole number")]
+    LimitValue { name: String, number: String },
+    #[error("--deny-socket `{0}`: expected unix, inet, inet6 or vsock")]
+    Socket(String),
+    #[error("unknown argument `{0}`")]
+    Unknown(String),
+    #[error("--read, --write and --network belong to --landlock")]
+    FenceAlone,
+    #[error("--deny-socket needs --seccomp")]
+    SocketAlone,
+    #[error("--bwrap goes without --landlock and --env (bubblewrap's own --setenv sets them)")]
+    BwrapWith,
+    #[error("no program after `--`")]
+    NoProgram,
+}
+
+fn value<'a>(
+    rest: &mut impl Iterator<Item = &'a String>,
+    what: &'static str,
+) -> Result<String, UsageError> {
+    rest.next().cloned().ok_or(UsageError::Missing(what))
 }
 
 /// Reads `args` (everything after the program's name).
-pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
+pub(crate) fn parse(args: &[String]) -> Result<Request, UsageError> {
     let mut request = Request::default();
     let mut fence = Fence::default();
     let mut landlock = false;
@@ -49,7 +80,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
                 let name = value(&mut rest, "--env needs a name and a value")?;
                 let text = value(&mut rest, "--env needs a name and a value")?;
                 if name.is_empty() || name.contains('=') || name.contains('\0') {
-                    return Err(format!("`{name}` is not a variable's name"));
+                    return Err(UsageError::Name(name));
                 }
                 request.env.push((name, text));
             }
@@ -60,9 +91,8 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
             "--seccomp" => request.seccomp = true,
             "--deny-socket" => {
                 let name = value(&mut rest, "--deny-socket needs a family")?;
-                let family = SocketFamily::parse(&name).ok_or_else(|| {
-                    format!("--deny-socket `{name}`: expected unix, inet, inet6 or vsock")
-                })?;
+                let family =
+                    SocketFamily::parse(&name).ok_or_else(|| UsageError::Socket(name.clone()))?;
                 request.denied_sockets.push(family);
             }
             "--landlock" => landlock = true,
@@ -82,40 +112,36 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, String> {
                 request.command = rest.cloned().collect();
                 break;
             }
-            other => return Err(format!("unknown argument `{other}`")),
+            other => return Err(UsageError::Unknown(other.to_owned())),
         }
     }
     if !landlock && (fence != Fence::default()) {
-        return Err("--read, --write and --network belong to --landlock".to_owned());
+        return Err(UsageError::FenceAlone);
     }
     if landlock {
         request.landlock = Some(fence);
     }
     if !request.denied_sockets.is_empty() && !request.seccomp {
-        return Err("--deny-socket needs --seccomp".to_owned());
+        return Err(UsageError::SocketAlone);
     }
     if request.bwrap.is_some() && (request.landlock.is_some() || !request.env.is_empty()) {
-        return Err(
-            "--bwrap goes without --landlock and --env (bubblewrap's own --setenv sets them)"
-                .to_owned(),
-        );
+        return Err(UsageError::BwrapWith);
     }
     if !request.probe && request.command.is_empty() {
-        return Err("no program after `--`".to_owned());
+        return Err(UsageError::NoProgram);
     }
     Ok(request)
 }
 
-fn parse_limit(text: &str) -> Result<Limit, String> {
+fn parse_limit(text: &str) -> Result<Limit, UsageError> {
     let (name, number) = text
         .split_once('=')
-        .ok_or_else(|| format!("--limit `{text}`: expected NAME=VALUE"))?;
-    let kind = LimitKind::parse(name).ok_or_else(|| {
-        format!("--limit `{name}`: expected processes, data, fsize, cpu, core or files")
+        .ok_or_else(|| UsageError::LimitShape(text.to_owned()))?;
+    let kind = LimitKind::parse(name).ok_or_else(|| UsageError::LimitName(name.to_owned()))?;
+    let value = number.parse::<u64>().map_err(|_| UsageError::LimitValue {
+        name: name.to_owned(),
+        number: number.to_owned(),
     })?;
-    let value = number
-        .parse::<u64>()
-        .map_err(|_| format!("--limit {name}: `{number}` is not a whole number"))?;
     Ok(Limit { kind, value })
 }
 
@@ -201,7 +227,7 @@ mod tests {
                 "goes without --landlock",
             ),
         ] {
-            let problem = parse(&strings(args)).unwrap_err();
+            let problem = parse(&strings(args)).unwrap_err().to_string();
             assert!(problem.contains(says), "{args:?}: {problem}");
         }
     }

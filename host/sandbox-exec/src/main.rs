@@ -37,7 +37,7 @@ use args::Request;
 #[derive(Debug, thiserror::Error)]
 enum Refusal {
     #[error("{0}")]
-    Usage(String),
+    Usage(args::UsageError),
     #[error("control group {dir}: {error}")]
     Cgroup { dir: String, error: std::io::Error },
     #[error("resource limit {name}: {error}")]
@@ -52,7 +52,7 @@ enum Refusal {
     #[error("no_new_privs: {0}")]
     NoNewPrivs(std::io::Error),
     #[error("seccomp: {0}")]
-    Seccomp(String),
+    Seccomp(seccomp::SeccompError),
 }
 
 /// Applies everything `request` asks for to this process, in the order that keeps each step

@@ -233,13 +233,21 @@ fn no_x32() -> BpfProgram {
     ]
 }
 
+/// Why the filters could not be built or installed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SeccompError {
+    #[error("{0}")]
+    Build(seccompiler::BackendError),
+    #[error("{0}")]
+    Install(seccompiler::Error),
+}
+
 /// The filters, in the order they are installed.
-fn programs(denied_sockets: &[SocketFamily]) -> Result<Vec<BpfProgram>, String> {
-    let describe = |error: seccompiler::BackendError| error.to_string();
+fn programs(denied_sockets: &[SocketFamily]) -> Result<Vec<BpfProgram>, SeccompError> {
     #[allow(unused_mut, reason = "the x32 filter exists on x86_64 only")]
     let mut programs = vec![
-        refusals(denied_sockets).map_err(describe)?,
-        absent().map_err(describe)?,
+        refusals(denied_sockets).map_err(SeccompError::Build)?,
+        absent().map_err(SeccompError::Build)?,
     ];
     #[cfg(target_arch = "x86_64")]
     programs.push(no_x32());
@@ -247,16 +255,16 @@ fn programs(denied_sockets: &[SocketFamily]) -> Result<Vec<BpfProgram>, String> 
 }
 
 /// Installs the filters on this thread (the process has one); `no_new_privs` must be set.
-pub(crate) fn install(denied_sockets: &[SocketFamily]) -> Result<(), String> {
+pub(crate) fn install(denied_sockets: &[SocketFamily]) -> Result<(), SeccompError> {
     for program in programs(denied_sockets)? {
-        seccompiler::apply_filter(&program).map_err(|error| error.to_string())?;
+        seccompiler::apply_filter(&program).map_err(SeccompError::Install)?;
     }
     Ok(())
 }
 
 /// The filters as bubblewrap reads them (`--add-seccomp-fd`): each program's raw
 /// `struct sock_filter` array, in the order they are to be installed.
-pub(crate) fn raw_programs(denied_sockets: &[SocketFamily]) -> Result<Vec<Vec<u8>>, String> {
+pub(crate) fn raw_programs(denied_sockets: &[SocketFamily]) -> Result<Vec<Vec<u8>>, SeccompError> {
     Ok(programs(denied_sockets)?
         .iter()
         .map(|program| {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::io::fs::{FsError, FsErrorKind};
 use dsh_plugin_api::io::watch::{
     FS_WATCH_SERVICE, FsWatch, FsWatch_TO, FsWatcher, FsWatcher_TO, FsWatcherBox,
 };
@@ -41,7 +42,7 @@ struct Watch {
 }
 
 impl FsWatch for Watches {
-    fn watch(&self, path: RString, recursive: bool) -> RResult<FsWatcherBox, RString> {
+    fn watch(&self, path: RString, recursive: bool) -> RResult<FsWatcherBox, FsError> {
         let (sender, receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
         let debouncer = new_debouncer(BATCH, None, move |result: DebounceEventResult| {
             if let Ok(events) = result {
@@ -56,14 +57,22 @@ impl FsWatch for Watches {
         });
         let mut debouncer = match debouncer {
             Ok(debouncer) => debouncer,
-            Err(error) => return RErr(RString::from(format!("cannot start a watcher: {error}"))),
+            Err(error) => {
+                return RErr(FsError {
+                    kind: kind_of(&error),
+                    message: RString::from(format!("cannot start a watcher: {error}")),
+                });
+            }
         };
         let mode = match recursive {
             true => RecursiveMode::Recursive,
             false => RecursiveMode::NonRecursive,
         };
         if let Err(error) = debouncer.watch(path.as_str(), mode) {
-            return RErr(RString::from(format!("cannot watch {path}: {error}")));
+            return RErr(FsError {
+                kind: kind_of(&error),
+                message: RString::from(format!("cannot watch {path}: {error}")),
+            });
         }
         ROk(FsWatcher_TO::from_value(
             Watch {
@@ -72,6 +81,20 @@ impl FsWatch for Watches {
             },
             TD_Opaque,
         ))
+    }
+}
+
+/// The class of a watcher's failure, as a file operation's.
+fn kind_of(error: &notify::Error) -> FsErrorKind {
+    match &error.kind {
+        notify::ErrorKind::PathNotFound => FsErrorKind::NotFound,
+        notify::ErrorKind::Io(io) => match io.kind() {
+            std::io::ErrorKind::NotFound => FsErrorKind::NotFound,
+            std::io::ErrorKind::NotADirectory => FsErrorKind::NotADirectory,
+            std::io::ErrorKind::PermissionDenied => FsErrorKind::PermissionDenied,
+            _ => FsErrorKind::Other,
+        },
+        _ => FsErrorKind::Other,
     }
 }
 

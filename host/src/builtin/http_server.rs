@@ -16,7 +16,7 @@ use dsh_plugin_api::io::http_server::{
     Listening_TO, ListeningBox, RequestHandlerBox, ServerRequest, WebSocket, WebSocket_TO,
     WebSocketSessionBox, WsMessage,
 };
-use dsh_plugin_api::{Context, NoConfig, Plugin, PluginError};
+use dsh_plugin_api::{Context, NoConfig, Plugin, PluginError, SeamError, SeamErrorKind};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full, Limited};
@@ -51,11 +51,19 @@ impl HttpServer for Server {
         &self,
         options: ListenOptions,
         handler: RequestHandlerBox,
-    ) -> FfiFuture<RResult<ListeningBox, RString>> {
+    ) -> FfiFuture<RResult<ListeningBox, SeamError>> {
         async move {
             let (listener, address) = match bind(&options).await {
                 Ok(bound) => bound,
-                Err(message) => return RErr(RString::from(message)),
+                Err(error) => {
+                    let kind = match error {
+                        BindError::Taken { .. } | BindError::AllTaken { .. } => {
+                            SeamErrorKind::Conflict
+                        }
+                        BindError::Os { .. } | BindError::NoPort { .. } => SeamErrorKind::Failed,
+                    };
+                    return RErr(SeamError::new(kind, error.to_string()));
+                }
             };
             let (stop, stopped) = watch::channel(false);
             let serving = Serving {
@@ -77,32 +85,58 @@ impl HttpServer for Server {
     }
 }
 
+/// Why no port could be bound.
+#[derive(Debug, thiserror::Error)]
+enum BindError {
+    #[error("cannot listen on {host}:{port}: the port is taken")]
+    Taken { host: String, port: u16 },
+    #[error("cannot listen on {host}: ports {first} to {last} are all taken")]
+    AllTaken { host: String, first: u16, last: u16 },
+    #[error("cannot listen on {host}:{port}: {error}")]
+    Os {
+        host: String,
+        port: u16,
+        error: std::io::Error,
+    },
+    #[error("cannot listen on {host}: no port to try")]
+    NoPort { host: String },
+}
+
 /// Binds the first free port of `port ..= port + next_ports`.
-async fn bind(options: &ListenOptions) -> Result<(TcpListener, SocketAddr), String> {
+async fn bind(options: &ListenOptions) -> Result<(TcpListener, SocketAddr), BindError> {
     let host = options.host.as_str();
     let last = options.port.saturating_add(options.next_ports);
+    let os = |port: u16, error: std::io::Error| BindError::Os {
+        host: host.to_owned(),
+        port,
+        error,
+    };
     for port in options.port..=last {
         match TcpListener::bind((host, port)).await {
             Ok(listener) => {
-                let address = listener
-                    .local_addr()
-                    .map_err(|error| format!("cannot listen on {host}:{port}: {error}"))?;
+                let address = listener.local_addr().map_err(|error| os(port, error))?;
                 return Ok((listener, address));
             }
             Err(error) if error.kind() == std::io::ErrorKind::AddrInUse && port < last => {}
             Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
                 return Err(match options.port == last {
-                    true => format!("cannot listen on {host}:{port}: the port is taken"),
-                    false => format!(
-                        "cannot listen on {host}: ports {} to {last} are all taken",
-                        options.port
-                    ),
+                    true => BindError::Taken {
+                        host: host.to_owned(),
+                        port,
+                    },
+                    false => BindError::AllTaken {
+                        host: host.to_owned(),
+                        first: options.port,
+                        last,
+                    },
                 });
             }
-            Err(error) => return Err(format!("cannot listen on {host}:{port}: {error}")),
+            Err(error) => return Err(os(port, error)),
         }
     }
-    Err(format!("cannot listen on {host}: no port to try"))
+    Err(BindError::NoPort {
+        host: host.to_owned(),
+    })
 }
 
 /// The handle the plugin holds: dropping it stops everything the listener started.

@@ -15,7 +15,7 @@ use dsh_plugin_api::io::piped::{
 };
 use dsh_plugin_api::io::subprocess::{
     ExitStatus, OutputChunk, OutputStream, Process, Process_TO, ProcessBox, SUBPROCESS_SERVICE,
-    SpawnRequest, Subprocess, Subprocess_TO, SubprocessError,
+    SpawnRequest, Subprocess, Subprocess_TO, SubprocessError, SubprocessErrorKind,
 };
 use dsh_plugin_api::{Context, NoConfig, Plugin, PluginError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -42,9 +42,17 @@ impl Plugin for SubprocessPlugin {
 
 struct Launcher;
 
-fn failure(message: impl std::fmt::Display) -> SubprocessError {
-    SubprocessError {
-        message: RString::from(message.to_string()),
+fn failure(kind: SubprocessErrorKind, message: impl std::fmt::Display) -> SubprocessError {
+    SubprocessError::new(kind, message.to_string())
+}
+
+/// The class of an operating system's refusal to start or feed a process.
+fn kind_of(error: &std::io::Error) -> SubprocessErrorKind {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => SubprocessErrorKind::NotFound,
+        std::io::ErrorKind::PermissionDenied => SubprocessErrorKind::PermissionDenied,
+        std::io::ErrorKind::BrokenPipe => SubprocessErrorKind::Closed,
+        _ => SubprocessErrorKind::Failed,
     }
 }
 
@@ -122,17 +130,17 @@ fn start(
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
-            return RErr(failure(format!(
-                "cannot start `{}`: {error}",
-                request.program
-            )));
+            return RErr(failure(
+                kind_of(&error),
+                format!("cannot start `{}`: {error}", request.program),
+            ));
         }
     };
     let Some(pid) = child.id() else {
-        return RErr(failure(format!(
-            "`{}` exited before it could be tracked",
-            request.program
-        )));
+        return RErr(failure(
+            SubprocessErrorKind::Failed,
+            format!("`{}` exited before it could be tracked", request.program),
+        ));
     };
     let mut kept = None;
     match (request.stdin, child.stdin.take()) {
@@ -188,7 +196,7 @@ impl ProcessStdin for Stdin {
         async move {
             let mut pipe = pipe.lock().await;
             let Some(stdin) = pipe.as_mut() else {
-                return RErr(failure("stdin is closed"));
+                return RErr(failure(SubprocessErrorKind::Closed, "stdin is closed"));
             };
             let written = async {
                 stdin.write_all(&bytes).await?;
@@ -198,7 +206,10 @@ impl ProcessStdin for Stdin {
                 Ok(()) => ROk(()),
                 Err(error) => {
                     *pipe = None;
-                    RErr(failure(format!("writing to stdin failed: {error}")))
+                    RErr(failure(
+                        kind_of(&error),
+                        format!("writing to stdin failed: {error}"),
+                    ))
                 }
             }
         }
@@ -264,7 +275,10 @@ async fn wait_for(
             let status = *exited.get_or_init(|| status_of(status));
             ROk(status)
         }
-        Err(error) => RErr(failure(format!("waiting for the process failed: {error}"))),
+        Err(error) => RErr(failure(
+            kind_of(&error),
+            format!("waiting for the process failed: {error}"),
+        )),
     }
 }
 

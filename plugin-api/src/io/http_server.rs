@@ -20,6 +20,8 @@ use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
 
+use crate::SeamError;
+
 pub use crate::io::http::HttpHeader;
 
 /// The service key.
@@ -172,12 +174,13 @@ pub type ListeningBox = Listening_TO<'static, RBox<()>>;
 #[sabi_trait]
 pub trait HttpServer: Send + Sync {
     /// Binds as `options` say and serves every request with `handler`; the error names the
-    /// address and why it could not be bound.
+    /// address and why it could not be bound (`Conflict`: every port tried is taken;
+    /// `Failed`: the system refused otherwise).
     fn listen(
         &self,
         options: ListenOptions,
         handler: RequestHandlerBox,
-    ) -> FfiFuture<RResult<ListeningBox, RString>>;
+    ) -> FfiFuture<RResult<ListeningBox, SeamError>>;
 }
 
 /// The value registered under [`HTTP_SERVER_SERVICE`].

@@ -62,10 +62,35 @@ pub struct ExitStatus {
     pub signal: ROption<i32>,
 }
 
+/// What a caller of the launcher can tell apart.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubprocessErrorKind {
+    /// The program does not exist (or a directory on its way does not).
+    NotFound,
+    /// The program may not be run, or the working directory entered.
+    PermissionDenied,
+    /// Stdin was closed, or the process stopped reading it.
+    Closed,
+    /// Anything else the operating system refused.
+    Failed,
+}
+
+/// A launcher's refusal: its kind, and a message naming the program.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct SubprocessError {
+    pub kind: SubprocessErrorKind,
     pub message: RString,
+}
+
+impl SubprocessError {
+    pub fn new(kind: SubprocessErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: RString::from(message.into()),
+        }
+    }
 }
 
 impl std::fmt::Display for SubprocessError {

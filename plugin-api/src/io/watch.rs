@@ -16,6 +16,8 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString, RVec};
 use async_ffi::FfiFuture;
 
+use super::fs::FsError;
+
 /// The service key.
 pub const FS_WATCH_SERVICE: &str = "fs_watch";
 
@@ -23,8 +25,8 @@ pub const FS_WATCH_SERVICE: &str = "fs_watch";
 #[sabi_trait]
 pub trait FsWatch: Send + Sync {
     /// Watches directory `path`, and everything below it when `recursive`. Fails (with the
-    /// OS's reason) when the directory cannot be watched.
-    fn watch(&self, path: RString, recursive: bool) -> RResult<FsWatcherBox, RString>;
+    /// OS's reason, classed as a file operation's) when the directory cannot be watched.
+    fn watch(&self, path: RString, recursive: bool) -> RResult<FsWatcherBox, FsError>;
 }
 pub type FsWatchService = FsWatch_TO<'static, RBox<()>>;
 

@@ -160,7 +160,7 @@ impl Hooks for Events {
             };
             let assembled = match prompt.assemble(Json::encode(&request)).await.into_result() {
                 Ok(assembled) => assembled,
-                Err(problem) => return Ok(Prompt::Unrenderable(problem.into_string())),
+                Err(problem) => return Ok(Prompt::Unrenderable(problem.to_string())),
             };
             assembled
                 .decode()

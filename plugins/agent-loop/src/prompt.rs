@@ -129,7 +129,7 @@ pub(crate) fn tool_schemas(deps: &Deps, route: &Route) -> Result<Json<Vec<ToolSc
     tools
         .schemas(route.scope.iter().map(|key| key.as_str().into()).collect())
         .into_result()
-        .map_err(|error| LoopError::Tools(error.into_string()))
+        .map_err(|error| LoopError::Tools(error.to_string()))
 }
 
 /// Logs `request/header` when the header changed and `request/context` when the route did.

@@ -87,7 +87,7 @@ impl Input {
         inbox
             .claim(turn, turn_boundary)
             .into_result()
-            .map_err(|error| LoopError::Inbox(error.into_string()))?
+            .map_err(|error| LoopError::Inbox(error.to_string()))?
             .decode()
             .map_err(|error| LoopError::Inbox(error.to_string()))
     }

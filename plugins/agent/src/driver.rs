@@ -10,7 +10,8 @@ use std::sync::{Arc, Weak};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString, RVec};
 use dsh_agents_seam::{
-    AGENT_LOOP_SERVICE, AGENT_STATUS, AgentLoopService, TurnInbox, TurnInbox_TO, TurnRequest,
+    AGENT_LOOP_SERVICE, AGENT_STATUS, AgentLoopService, AgentsError, AgentsErrorKind, TurnInbox,
+    TurnInbox_TO, TurnRequest,
 };
 use dsh_plugin_api::{Json, LogLevel, lock};
 use dsh_protocol::{AgentNoticeData, AgentStatus, Message, TurnEndReason, TurnOutcome};
@@ -67,13 +68,16 @@ struct Claims {
 }
 
 impl TurnInbox for Claims {
-    fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, RString> {
+    fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, AgentsError> {
         let Some(registry) = self.registry.upgrade() else {
-            return RErr(RString::from("the agents registry was unloaded"));
+            return RErr(AgentsError::new(
+                AgentsErrorKind::Gone,
+                "the agents registry was unloaded",
+            ));
         };
         match registry.claim(&self.agent.session, turn, turn_boundary) {
             Ok(claimed) => ROk(Json::encode(&claimed)),
-            Err(error) => RErr(RString::from(error.to_string())),
+            Err(error) => RErr(error.into()),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What the registry refuses, and why.
 
-use dsh_sessions_seam::SessionError;
+use dsh_agents_seam::{AgentsError, AgentsErrorKind};
+use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AgentError {
@@ -42,4 +43,37 @@ pub(crate) enum AgentError {
     Gone(String),
     #[error("agent `{agent}`: closing its session: {error}")]
     Close { agent: String, error: SessionError },
+}
+
+impl AgentError {
+    /// What a caller of the `agents` service branches on.
+    pub(crate) fn kind(&self) -> AgentsErrorKind {
+        match self {
+            Self::NoSessions => AgentsErrorKind::Unavailable,
+            Self::Cwd(_)
+            | Self::Options(_)
+            | Self::Message(_)
+            | Self::Action(_)
+            | Self::Target(_)
+            | Self::EmptyMessage
+            | Self::EmptyEdit => AgentsErrorKind::Invalid,
+            Self::Exists(_) | Self::Pending(_) => AgentsErrorKind::Exists,
+            Self::Unknown(_) | Self::NoAgentToWake(_) => AgentsErrorKind::NotFound,
+            // A session that is not live (or not there) is as unknown as a missing agent.
+            Self::Session { error, .. } if error.kind == SessionErrorKind::NotFound => {
+                AgentsErrorKind::NotFound
+            }
+            Self::Disposing(_) => AgentsErrorKind::Disposing,
+            Self::NotQueued(_) => AgentsErrorKind::NotQueued,
+            Self::AlreadySteering(_) => AgentsErrorKind::SteerUnavailable,
+            Self::Splice(_) | Self::Session { .. } | Self::Close { .. } => AgentsErrorKind::Session,
+            Self::Gone(_) => AgentsErrorKind::Gone,
+        }
+    }
+}
+
+impl From<AgentError> for AgentsError {
+    fn from(error: AgentError) -> Self {
+        AgentsError::new(error.kind(), error.to_string())
+    }
 }

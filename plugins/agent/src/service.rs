@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use abi_stable::std_types::{RErr, ROk, RResult, RSome, RString};
+use abi_stable::std_types::{ROk, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agents_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents};
+use dsh_agents_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents, AgentsError};
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing,
@@ -35,11 +35,8 @@ impl Idle {
     }
 }
 
-fn done<T>(result: Result<T, AgentError>) -> RResult<T, RString> {
-    match result {
-        Ok(value) => ROk(value),
-        Err(error) => RErr(RString::from(error.to_string())),
-    }
+fn done<T>(result: Result<T, AgentError>) -> RResult<T, AgentsError> {
+    result.map_err(AgentsError::from).into()
 }
 
 impl Service {
@@ -238,7 +235,7 @@ impl Service {
 }
 
 impl Agents for Service {
-    fn create(&self, options: Json<AgentOptions>) -> FfiFuture<RResult<RString, RString>> {
+    fn create(&self, options: Json<AgentOptions>) -> FfiFuture<RResult<RString, AgentsError>> {
         let service = Service(self.0.clone());
         async move {
             match options.decode() {
@@ -255,7 +252,7 @@ impl Agents for Service {
         message: Json<Message>,
         target: Json<InboxTarget>,
         wakeup: bool,
-    ) -> RResult<RString, RString> {
+    ) -> RResult<RString, AgentsError> {
         let decoded = message
             .decode()
             .map_err(AgentError::Message)
@@ -271,13 +268,16 @@ impl Agents for Service {
         agent: RString,
         cause: Json<AbortCause>,
         keep_inbox: bool,
-    ) -> RResult<(), RString> {
+    ) -> RResult<(), AgentsError> {
         // A cause that does not read is an ordinary cancel.
         let cause = cause.decode().unwrap_or(AbortCause::User);
         done(Service::cancel(self, &agent, cause, keep_inbox))
     }
 
-    fn when_idle(&self, agent: RString) -> FfiFuture<RResult<Json<Option<TurnOutcome>>, RString>> {
+    fn when_idle(
+        &self,
+        agent: RString,
+    ) -> FfiFuture<RResult<Json<Option<TurnOutcome>>, AgentsError>> {
         let waiting = self.idle_wait(&agent);
         async move {
             let idle = match waiting {
@@ -309,10 +309,15 @@ impl Agents for Service {
         Json::encode(&agents)
     }
 
-    fn set_route(&self, agent: RString, provider: RString, model: RString) -> RResult<(), RString> {
+    fn set_route(
+        &self,
+        agent: RString,
+        provider: RString,
+        model: RString,
+    ) -> RResult<(), AgentsError> {
         let agents = lock(&self.0.agents);
         let Some(found) = agents.iter().find(|known| known.id == agent.as_str()) else {
-            return RErr(RString::from(format!("no agent `{agent}`")));
+            return done(Err(AgentError::Unknown(agent.into_string())));
         };
         let mut route = lock(&found.route);
         route.provider = provider.into_string();
@@ -320,7 +325,7 @@ impl Agents for Service {
         ROk(())
     }
 
-    fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, RString> {
+    fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, AgentsError> {
         let registry = &self.0;
         done(registry.session(&session).map(|live| {
             registry.with_inbox(&live, |inbox| {
@@ -337,7 +342,7 @@ impl Agents for Service {
         session: RString,
         message: RString,
         action: Json<QueueAction>,
-    ) -> RResult<(), RString> {
+    ) -> RResult<(), AgentsError> {
         done(
             action
                 .decode()
@@ -346,7 +351,7 @@ impl Agents for Service {
         )
     }
 
-    fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>> {
+    fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), AgentsError>> {
         let service = Service(self.0.clone());
         async move { done(service.dispose(agent.into_string()).await) }.into_ffi()
     }

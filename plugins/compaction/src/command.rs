@@ -11,7 +11,7 @@ use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{CommandOutcome, CommandSpec};
 
-use crate::compact::{Keep, Settings, compact};
+use crate::compact::{CompactError, Keep, Settings, compact};
 use crate::surface::Trackers;
 
 fn spec() -> CommandSpec {
@@ -38,18 +38,16 @@ pub(crate) async fn compact_now(
     trackers: &Trackers,
     session: &str,
     focus: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), CompactError> {
     if running(ctx, session) {
-        return Err(
-            "a turn is running: /compact once it ends (cancel it first to compact now)".to_owned(),
-        );
+        return Err(CompactError::Running);
     }
     if !lock(busy).insert(session.to_owned()) {
-        return Err("this session is compacting already".to_owned());
+        return Err(CompactError::Busy);
     }
     let done = compact(ctx, &settings, session, None, Keep::Least, focus, trackers).await;
     lock(busy).remove(session);
-    done.map_err(|error| error.to_string())
+    done
 }
 
 /// Answers `/compact` on `commands/run` and declares it on `commands/list`.
@@ -79,7 +77,7 @@ pub(crate) fn answer(
                     Ok(()) => CommandOutcome::success(
                         "Compacted: the older part of this session is now a summary.",
                     ),
-                    Err(error) => CommandOutcome::error(error),
+                    Err(error) => CommandOutcome::error(error.to_string()),
                 };
             Ok(Json::encode(&outcome))
         }

@@ -4,7 +4,7 @@
 //! logs `compaction/end` with the error and leaves the surface as it was.
 
 use abi_stable::std_types::{ROption, RVec};
-use dsh_plugin_api::Context;
+use dsh_plugin_api::{Context, SeamError, SeamErrorKind};
 use dsh_protocol::{
     CompactionEndEvent, CompactionStartEvent, CompactionSummaryEvent, ContentBlock, Message,
     MessageSource, PluginSource, SUMMARY_CLOSE, SUMMARY_PREAMBLE, ShadowedRange, SurfaceOp,
@@ -31,6 +31,10 @@ pub(crate) struct Settings {
 /// Why a compaction did not happen.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CompactError {
+    #[error("a turn is running: /compact once it ends (cancel it first to compact now)")]
+    Running,
+    #[error("this session is compacting already")]
+    Busy,
     #[error("session `{0}` is not live here")]
     NotLive(String),
     #[error(
@@ -43,6 +47,20 @@ pub(crate) enum CompactError {
     Log(String),
     #[error("compaction failed: {0}")]
     Summary(String),
+}
+
+impl From<CompactError> for SeamError {
+    fn from(error: CompactError) -> Self {
+        let kind = match error {
+            CompactError::NotLive(_) => SeamErrorKind::NotFound,
+            CompactError::Running | CompactError::Busy | CompactError::NothingToCompact => {
+                SeamErrorKind::Conflict
+            }
+            CompactError::NoWindow => SeamErrorKind::Unavailable,
+            CompactError::Log(_) | CompactError::Summary(_) => SeamErrorKind::Failed,
+        };
+        SeamError::new(kind, error.to_string())
+    }
 }
 
 fn append(session: &SessionBox, batch: Vec<NewEventRecord>) -> Result<Vec<u64>, CompactError> {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use abi_stable::std_types::{ROption, RResult, RString};
 use dsh_compaction_seam::Compaction;
 use dsh_plugin_api::async_ffi::{FfiFuture, FutureExt};
-use dsh_plugin_api::{Context, Json};
+use dsh_plugin_api::{Context, Json, SeamError};
 use dsh_protocol::TokenMeter;
 use dsh_sessions_seam::open_live;
 
@@ -34,7 +34,7 @@ impl Compaction for Service {
         &self,
         session: RString,
         focus: ROption<RString>,
-    ) -> FfiFuture<RResult<(), RString>> {
+    ) -> FfiFuture<RResult<(), SeamError>> {
         let (ctx, settings, busy, trackers) = (
             self.ctx.clone(),
             self.settings,
@@ -45,7 +45,7 @@ impl Compaction for Service {
             let focus = focus.into_option();
             compact_now(&ctx, settings, &busy, &trackers, &session, focus.as_deref())
                 .await
-                .map_err(RString::from)
+                .map_err(SeamError::from)
                 .into()
         }
         .into_ffi()

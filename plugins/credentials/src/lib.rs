@@ -13,8 +13,8 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, Credentials, Credentials_TO, valid_name};
-use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{SeamError, SeamErrorKind, lock};
 
 /// Config of `credentials`.
 #[derive(Deserialize, JsonSchema)]
@@ -42,6 +42,16 @@ enum StoreError {
     },
     #[error("`{0}` is not a credential name: use an environment variable's name (A-Z, 0-9, _)")]
     Name(String),
+}
+
+impl From<StoreError> for SeamError {
+    fn from(error: StoreError) -> Self {
+        let kind = match error {
+            StoreError::Name(_) => SeamErrorKind::Invalid,
+            StoreError::Io { .. } | StoreError::Format { .. } => SeamErrorKind::Failed,
+        };
+        SeamError::new(kind, error.to_string())
+    }
 }
 
 type Secrets = BTreeMap<String, String>;
@@ -96,7 +106,7 @@ impl Store {
     fn update(
         &self,
         change: impl FnOnce(&mut Secrets) -> bool + Send + 'static,
-    ) -> FfiFuture<RResult<bool, RString>> {
+    ) -> FfiFuture<RResult<bool, SeamError>> {
         let (ctx, path, secrets) = (self.ctx.clone(), self.path.clone(), self.secrets.clone());
         async move {
             let mut next = lock(&secrets).clone();
@@ -109,8 +119,9 @@ impl Store {
                     *lock(&secrets) = next;
                     ROk(changed)
                 }
-                Ok(Err(error)) => RErr(RString::from(error.to_string())),
-                Err(error) => RErr(RString::from(error.to_string())),
+                Ok(Err(error)) => RErr(error.into()),
+                // The blocking pool is gone (the host is stopping): nothing was written.
+                Err(error) => RErr(SeamError::failed(error.to_string())),
             }
         }
         .into_ffi()
@@ -125,10 +136,10 @@ impl Credentials for Store {
             .into()
     }
 
-    fn set(&self, name: RString, value: RString) -> FfiFuture<RResult<(), RString>> {
+    fn set(&self, name: RString, value: RString) -> FfiFuture<RResult<(), SeamError>> {
         if !valid_name(&name) {
-            let error = StoreError::Name(name.into_string()).to_string();
-            return std::future::ready(RErr(RString::from(error))).into_ffi();
+            let error = SeamError::from(StoreError::Name(name.into_string()));
+            return std::future::ready(RErr(error)).into_ffi();
         }
         let updating = self.update(move |secrets| {
             secrets.insert(name.into_string(), value.into_string());
@@ -137,7 +148,7 @@ impl Credentials for Store {
         async move { updating.await.map(|_| ()) }.into_ffi()
     }
 
-    fn unset(&self, name: RString) -> FfiFuture<RResult<bool, RString>> {
+    fn unset(&self, name: RString) -> FfiFuture<RResult<bool, SeamError>> {
         self.update(move |secrets| secrets.remove(name.as_str()).is_some())
     }
 

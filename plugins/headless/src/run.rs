@@ -136,7 +136,7 @@ impl Runner {
             .await
             .into_result()
             .map(RString::into_string)
-            .map_err(|error| RunError::Start(error.into_string()))
+            .map_err(|error| RunError::Start(error.to_string()))
     }
 
     /// A session without an agent registry; answers its id.

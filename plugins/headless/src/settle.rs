@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsError, AgentsErrorKind, AgentsService};
 use dsh_jobs_seam::{JOBS_SERVICE, JobsService};
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::{Json, Service};
@@ -23,10 +23,13 @@ impl Runner {
         &self,
         id: &str,
         stopped: &Arc<CancelFlag>,
-    ) -> Result<Option<TurnOutcome>, String> {
+    ) -> Result<Option<TurnOutcome>, AgentsError> {
         loop {
             let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
-                return Err("the `agents` registry went away".to_owned());
+                return Err(AgentsError::new(
+                    AgentsErrorKind::Gone,
+                    "the `agents` registry went away",
+                ));
             };
             // The registry is not held while waiting: if its row unloads, the wait ends.
             let idle = agents.when_idle(id.into());
@@ -42,12 +45,7 @@ impl Runner {
                     idle.await
                 }
             };
-            let outcome = idle
-                .into_result()
-                .map_err(|error| error.to_string())?
-                .decode()
-                .ok()
-                .flatten();
+            let outcome = idle.into_result()?.decode().ok().flatten();
             let tree = self
                 .ctx
                 .get::<SubagentsService>(SUBAGENTS_SERVICE)

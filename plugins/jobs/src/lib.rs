@@ -9,6 +9,7 @@
 //! writes again; later notices are held back and enter the turn the person opens). A session
 //! that goes away takes its jobs; unloading the row asks every running job to stop.
 
+mod error;
 mod registry;
 mod tools;
 
@@ -20,11 +21,12 @@ use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agents_seam::{AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AgentNotice};
 use dsh_jobs_seam::{JOBS_SERVICE, JobControlBox, Jobs, Jobs_TO};
-use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{ErrorKind, SeamError};
 use dsh_protocol::{JobEnd, JobStart, JobStatus, JobSummary, MessageSource, PromptDecision};
 use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
 
+use crate::error::JobsError;
 use crate::registry::Registry;
 use crate::tools::{JobTool, JobToolImpl, Waits};
 
@@ -64,12 +66,12 @@ impl Default for JobsConfig {
 struct Service(Arc<Registry>);
 
 impl Jobs for Service {
-    fn start(&self, start: Json<JobStart>, control: JobControlBox) -> RResult<RString, RString> {
+    fn start(&self, start: Json<JobStart>, control: JobControlBox) -> RResult<RString, SeamError> {
         let started = start
             .decode()
-            .map_err(|error| format!("the job does not read: {error}"))
+            .map_err(JobsError::Unreadable)
             .and_then(|start| self.0.start(start, control));
-        started.map(RString::from).map_err(RString::from).into()
+        started.map(RString::from).map_err(SeamError::from).into()
     }
 
     fn append(&self, id: RString, output: RString) {
@@ -91,12 +93,12 @@ impl Jobs for Service {
         Json::encode(&self.0.list(&session))
     }
 
-    fn kill(&self, session: RString, id: RString, reason: RString) -> RResult<RString, RString> {
+    fn kill(&self, session: RString, id: RString, reason: RString) -> RResult<RString, SeamError> {
         let killed = self
             .0
             .owned(&session, &id)
             .map(|job| crate::tools::killed_text(&job.id, self.0.kill(&job, &reason)));
-        killed.map(RString::from).map_err(RString::from).into()
+        killed.map(RString::from).map_err(SeamError::from).into()
     }
 
     fn release_deferred(&self, session: RString) -> u32 {

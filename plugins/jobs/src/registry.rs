@@ -17,6 +17,8 @@ use dsh_protocol::{
 };
 use tokio::sync::Notify;
 
+use crate::error::JobsError;
+
 /// Bytes of a stream job's unread output kept (the oldest go first).
 const KEPT: usize = 64_000;
 /// Characters of a notice's summary (the one-line form pages show).
@@ -146,15 +148,17 @@ impl Registry {
         may
     }
 
-    pub(crate) fn start(&self, start: JobStart, control: JobControlBox) -> Result<String, String> {
+    pub(crate) fn start(
+        &self,
+        start: JobStart,
+        control: JobControlBox,
+    ) -> Result<String, JobsError> {
         if start.session.is_empty() {
-            return Err("a job needs the session that owns it".to_owned());
+            return Err(JobsError::NoSession);
         }
         let kind = start.kind.trim();
         if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!(
-                "job kind `{kind}` is not a plain word (it prefixes the job ids)"
-            ));
+            return Err(JobsError::Kind(kind.to_owned()));
         }
         let (id, order) = {
             let mut counters = lock(&self.counters);
@@ -217,12 +221,10 @@ impl Registry {
     }
 
     /// The job `id` as `session` may see it: only its owner does.
-    pub(crate) fn owned(&self, session: &str, id: &str) -> Result<Arc<Job>, String> {
+    pub(crate) fn owned(&self, session: &str, id: &str) -> Result<Arc<Job>, JobsError> {
         self.job(id.trim())
             .filter(|job| job.start.session == session)
-            .ok_or_else(|| {
-                format!("no background job `{id}` in this session (job_list lists them)")
-            })
+            .ok_or_else(|| JobsError::NotFound(id.to_owned()))
     }
 
     pub(crate) fn append(&self, id: &str, output: &str) {

@@ -12,6 +12,7 @@ use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
 use dsh_tools_seam::{CallView, Tool};
 use serde_json::json;
 
+use crate::error::JobsError;
 use crate::registry::{Killed, Registry};
 
 #[derive(Clone, Copy)]
@@ -91,9 +92,9 @@ pub(crate) fn declaration(kind: JobTool) -> ToolDecl {
 }
 
 impl JobToolImpl {
-    async fn answer(&self, call: &CallView, cancel: CancelBox) -> Result<String, String> {
+    async fn answer(&self, call: &CallView, cancel: CancelBox) -> Result<String, JobsError> {
         let session = call.session.as_str();
-        let invalid = |error: serde_json::Error| format!("arguments are not valid: {error}");
+        let invalid = JobsError::Arguments;
         match self.kind {
             JobTool::List => {
                 let jobs = self.registry.list(session);
@@ -125,7 +126,7 @@ impl JobToolImpl {
                         .unwrap_or(self.waits.default);
                     let waiting = self.registry.wait(&job, asked.min(self.waits.max));
                     if let Either::Right(()) = first_of(waiting, cancel.cancelled()).await {
-                        return Err("the wait was cancelled".to_owned());
+                        return Err(JobsError::WaitCancelled);
                     }
                 }
                 let read = self.registry.read(&job);
@@ -164,7 +165,7 @@ impl Tool for JobToolImpl {
         async move {
             let reply = match this.answer(&call, cancel).await {
                 Ok(text) => ToolReply::text(text),
-                Err(message) => ToolReply::error(message),
+                Err(error) => ToolReply::error(error.to_string()),
             };
             Json::encode(&reply)
         }

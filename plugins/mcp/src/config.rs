@@ -266,27 +266,53 @@ impl Loaded {
             Err(reason) => self.errors.push(ConfigError::Entry {
                 file: source.to_owned(),
                 server: name.to_owned(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
     }
 }
 
+/// What is wrong with one entry (the file and server are named by [`ConfigError::Entry`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum EntryError {
+    #[error("a server name must be letters, digits, `_`, `-` or `.`")]
+    Name,
+    #[error(
+        "the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint (`type: http`)"
+    )]
+    Sse,
+    #[error("`url` must be an http:// or https:// URL, not `{0}`")]
+    Url(String),
+    #[error("give either `command` or `url`, not both")]
+    Both,
+    #[error("unknown `type` `{0}` (expected stdio or http)")]
+    Kind(String),
+    #[error("a stdio server needs a `command`")]
+    NoCommand,
+    #[error("an http server needs a `url`")]
+    NoUrl,
+    #[error("needs a `command` (stdio) or a `url` (http)")]
+    Neither,
+}
+
 /// The spec of one entry, or what is wrong with it.
-fn spec(name: &str, entry: ServerEntry, source: &str, trusted: bool) -> Result<ServerSpec, String> {
+fn spec(
+    name: &str,
+    entry: ServerEntry,
+    source: &str,
+    trusted: bool,
+) -> Result<ServerSpec, EntryError> {
     if name.is_empty()
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
     {
-        return Err("a server name must be letters, digits, `_`, `-` or `.`".to_owned());
+        return Err(EntryError::Name);
     }
     let kind = entry.kind.as_deref().map(str::to_ascii_lowercase);
     let transport = match (kind.as_deref(), entry.command, entry.url) {
         (Some("sse"), _, _) => {
-            return Err(
-                "the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint (`type: http`)".to_owned(),
-            );
+            return Err(EntryError::Sse);
         }
         (Some("stdio") | None, Some(command), None) if !command.trim().is_empty() => {
             Transport::Stdio {
@@ -302,27 +328,25 @@ fn spec(name: &str, entry: ServerEntry, source: &str, trusted: bool) -> Result<S
         }
         (Some("http" | "streamable-http" | "streamablehttp") | None, None, Some(url)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!(
-                    "`url` must be an http:// or https:// URL, not `{url}`"
-                ));
+                return Err(EntryError::Url(url));
             }
             Transport::Http {
                 url,
                 headers: entry.headers.into_iter().collect(),
             }
         }
-        (_, Some(_), Some(_)) => return Err("give either `command` or `url`, not both".to_owned()),
+        (_, Some(_), Some(_)) => return Err(EntryError::Both),
         (Some(other), _, _)
             if !matches!(
                 other,
                 "stdio" | "http" | "streamable-http" | "streamablehttp"
             ) =>
         {
-            return Err(format!("unknown `type` `{other}` (expected stdio or http)"));
+            return Err(EntryError::Kind(other.to_owned()));
         }
-        (Some("stdio"), _, _) => return Err("a stdio server needs a `command`".to_owned()),
-        (Some(_), _, _) => return Err("an http server needs a `url`".to_owned()),
-        (None, _, _) => return Err("needs a `command` (stdio) or a `url` (http)".to_owned()),
+        (Some("stdio"), _, _) => return Err(EntryError::NoCommand),
+        (Some(_), _, _) => return Err(EntryError::NoUrl),
+        (None, _, _) => return Err(EntryError::Neither),
     };
     Ok(ServerSpec {
         name: name.to_owned(),

@@ -17,6 +17,7 @@
 
 mod client;
 mod config;
+mod error;
 mod http;
 mod protocol;
 mod reload;

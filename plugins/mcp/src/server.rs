@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{self, Catalog};
 use crate::config::{ServerSpec, Transport as Reach};
+use crate::error::{ConnectError, Unavailable};
 use crate::protocol::{PromptInfo, ResourceInfo, Root, ToolInfo};
 use crate::rpc::{self, Answers, Changed, Connection};
 use crate::tool::{McpTool, tool_names};
@@ -80,27 +81,22 @@ impl Server {
     }
 
     /// The live connection, or why there is none, for the model.
-    pub(crate) fn connection(&self) -> Result<Arc<Connection>, String> {
-        let name = &self.name;
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, Unavailable> {
+        let name = self.name.clone();
         match &*lock(&self.live) {
             Live::Up(connection) => match connection.closed() {
                 None => Ok(connection.clone()),
-                Some(why) => Err(format!(
-                    "MCP server `{name}` is not running ({why}); it is being restarted: try again shortly"
-                )),
+                Some(why) => Err(Unavailable::Restarting { name, why }),
             },
-            Live::Starting => Err(format!(
-                "MCP server `{name}` is still starting: try again shortly"
-            )),
-            Live::Down { reason, retry } => {
-                let wait = retry
+            Live::Starting => Err(Unavailable::Starting { name }),
+            Live::Down { reason, retry } => Err(Unavailable::Down {
+                name,
+                reason: reason.clone(),
+                wait: retry
                     .saturating_duration_since(Instant::now())
-                    .as_secs_f64();
-                Err(format!(
-                    "MCP server `{name}` is not running ({reason}); it will be restarted in {wait:.0} s, its tools are unavailable until then"
-                ))
-            }
-            Live::Stopped => Err(format!("MCP server `{name}` was stopped")),
+                    .as_secs_f64(),
+            }),
+            Live::Stopped => Err(Unavailable::Stopped { name }),
         }
     }
 
@@ -220,7 +216,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>, spec: ServerSpec, server: Arc
                     .closed()
                     .unwrap_or_else(|| "the connection ended".to_owned())
             }
-            Err(reason) => reason,
+            Err(error) => error.to_string(),
         };
         server.first.fire();
         if server.stop.is_fired() {
@@ -249,7 +245,11 @@ pub(crate) async fn supervise(shared: Arc<Shared>, spec: ServerSpec, server: Arc
 }
 
 /// The transport of `spec`: its process started, or its endpoint's client made.
-fn open(shared: &Shared, spec: &ServerSpec, inbox: Inbox) -> Result<Box<dyn Transport>, String> {
+fn open(
+    shared: &Shared,
+    spec: &ServerSpec,
+    inbox: Inbox,
+) -> Result<Box<dyn Transport>, ConnectError> {
     let ctx = &shared.ctx;
     Ok(match &spec.transport {
         Reach::Stdio {
@@ -275,8 +275,13 @@ fn open(shared: &Shared, spec: &ServerSpec, inbox: Inbox) -> Result<Box<dyn Tran
                 workspace: &shared.workspace,
                 sandbox_mode: sandbox,
             };
-            let (stdio, pid) = stdio::start(ctx, &shared.sandbox, &launch, inbox)
-                .map_err(|why| format!("cannot start `{command}`: {why}"))?;
+            let (stdio, pid) =
+                stdio::start(ctx, &shared.sandbox, &launch, inbox).map_err(|error| {
+                    ConnectError::Start {
+                        command: command.clone(),
+                        error,
+                    }
+                })?;
             ctx.log(
                 LogLevel::Info,
                 &format!("mcp `{}`: started `{command}` (pid {pid})", spec.name),
@@ -288,7 +293,7 @@ fn open(shared: &Shared, spec: &ServerSpec, inbox: Inbox) -> Result<Box<dyn Tran
                 .get::<HttpService>(HTTP_SERVICE)
                 .ok()
                 .flatten()
-                .ok_or_else(|| "no `http` service to reach the server with".to_owned())?;
+                .ok_or(ConnectError::NoHttp)?;
             Box::new(http::start(ctx, client, url, headers, inbox))
         }
     })
@@ -299,7 +304,7 @@ async fn connect(
     shared: &Arc<Shared>,
     spec: &ServerSpec,
     server: &Arc<Server>,
-) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Changed>), String> {
+) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Changed>), ConnectError> {
     let ctx = &shared.ctx;
     let (inbox, events) = mpsc::unbounded_channel();
     let transport = open(shared, spec, inbox)?;
@@ -318,7 +323,7 @@ async fn connect(
         notes_in,
         answers,
     ))
-    .map_err(|error| error.to_string())?;
+    .map_err(ConnectError::Reader)?;
     let setup = async {
         let init = client::initialize(&connection, shared.roots).await?;
         let catalog = client::catalog(&connection, &init).await?;
@@ -331,14 +336,11 @@ async fn connect(
         Either::Left(Ok(done)) => done,
         Either::Left(Err(error)) => {
             connection.close().await;
-            return Err(error.to_string());
+            return Err(ConnectError::Setup(error));
         }
         Either::Right(()) => {
             connection.close().await;
-            return Err(format!(
-                "no answer to the handshake within {} ms",
-                shared.startup_timeout_ms
-            ));
+            return Err(ConnectError::Handshake(shared.startup_timeout_ms));
         }
     };
     let Catalog {

@@ -11,6 +11,7 @@ use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
 use dsh_plugin_api::{Context, LogLevel, Service, lock};
 use dsh_sandbox_seam::SandboxPipedService;
 
+use crate::error::StartError;
 use crate::transport::{BoxFuture, Event, Inbox, Transport, TransportError};
 
 /// How long a server gets between SIGTERM and SIGKILL when it is stopped.
@@ -40,7 +41,7 @@ pub(crate) fn start(
     sandbox: &Service<SandboxPipedService>,
     launch: &Launch<'_>,
     inbox: Inbox,
-) -> Result<(Stdio, u32), String> {
+) -> Result<(Stdio, u32), StartError> {
     let request = SpawnRequest {
         program: RString::from(launch.command),
         args: launch
@@ -70,13 +71,13 @@ pub(crate) fn start(
             request,
         )
         .into_result()
-        .map_err(RString::into_string)?;
+        .map_err(StartError::Refused)?;
     let pid = process.process.pid();
     let process = Arc::new(process);
     let reader = process.clone();
     let (log, server) = (ctx.clone(), launch.server.to_owned());
     ctx.spawn(async move { read(log, server, reader, inbox).await })
-        .map_err(|error| error.to_string())?;
+        .map_err(StartError::Reader)?;
     Ok((Stdio { process }, pid))
 }
 

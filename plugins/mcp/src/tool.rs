@@ -124,7 +124,11 @@ impl McpTool {
         let connection = match self.server.connection() {
             Ok(connection) => connection,
             Err(why) => {
-                return failure(why, "McpUnavailableError", "MCP_SERVER_UNAVAILABLE");
+                return failure(
+                    why.to_string(),
+                    "McpUnavailableError",
+                    "MCP_SERVER_UNAVAILABLE",
+                );
             }
         };
         let params = CallParams {

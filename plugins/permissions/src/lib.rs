@@ -25,7 +25,7 @@ use dsh_tools_seam::{TOOLS_PRE_EXECUTE, TOOLS_SERVICE};
 use dsh_trust_seam::is_trusted;
 
 use crate::policy::{Rules, Verdict, judge};
-use crate::project::{Lists, PROJECT_FILE, ProjectRules};
+use crate::project::{Lists, PROJECT_FILE, ProjectRules, RulesError};
 
 /// Config of `permissions` (and its namespace in `$DSH_HOME/settings.yaml`).
 #[derive(Deserialize, JsonSchema, Default)]
@@ -78,7 +78,7 @@ impl Plugin for PermissionsPlugin {
                 &format!("every tool call is refused until this is fixed: {error}"),
             );
         }
-        let user: Arc<Result<Rules, String>> = Arc::new(user);
+        let user: Arc<Result<Rules, RulesError>> = Arc::new(user);
         let projects = Arc::new(ProjectRules::default());
         let host = ctx.clone();
         ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |next| {
@@ -129,8 +129,8 @@ fn locate_in_settings(rule: &str) -> Option<String> {
 }
 
 fn decide(
-    user: &Result<Rules, String>,
-    project: Option<Arc<Result<Rules, String>>>,
+    user: &Result<Rules, RulesError>,
+    project: Option<Arc<Result<Rules, RulesError>>>,
     tool: &str,
     arguments: &str,
     cwd: &str,

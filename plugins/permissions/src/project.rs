@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use dsh_doc_limits::Limits;
+use dsh_doc_limits::{LimitError, Limits};
 use dsh_plugin_api::lock;
 
 use crate::policy::Rules;
-use crate::rules::Rule;
+use crate::rules::{Rule, RuleError};
 
 /// Where a project keeps its rules, under its working directory.
 pub(crate) const PROJECT_FILE: &str = ".dsh/settings.yaml";
@@ -31,12 +31,34 @@ pub(crate) struct Lists {
     pub(crate) ask: Vec<String>,
 }
 
+/// Why permission rules do not read, naming where: the file and line, or the row.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RulesError {
+    #[error("{place}: {error}")]
+    Rule { place: String, error: RuleError },
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
+    #[error("{0}")]
+    Limits(LimitError),
+    /// `place` is the file, and the line when the parser knows it.
+    #[error("{place}: {error}")]
+    Yaml {
+        place: String,
+        error: serde_norway::Error,
+    },
+}
+
 impl Lists {
     /// The parsed rules; the first that does not read, with `locate` naming where it is.
-    pub(crate) fn parse(&self, locate: impl Fn(&str) -> String) -> Result<Rules, String> {
-        let parse = |list: &[String]| -> Result<Vec<Rule>, String> {
+    pub(crate) fn parse(&self, locate: impl Fn(&str) -> String) -> Result<Rules, RulesError> {
+        let parse = |list: &[String]| -> Result<Vec<Rule>, RulesError> {
             list.iter()
-                .map(|text| Rule::parse(text).map_err(|error| format!("{}: {error}", locate(text))))
+                .map(|text| {
+                    Rule::parse(text).map_err(|error| RulesError::Rule {
+                        place: locate(text),
+                        error,
+                    })
+                })
                 .collect()
         };
         Ok(Rules {
@@ -50,7 +72,7 @@ impl Lists {
 type Stamp = (SystemTime, u64);
 
 /// A project file as last read: its rules, or why they do not read.
-type Read = Arc<Result<Rules, String>>;
+type Read = Arc<Result<Rules, RulesError>>;
 
 /// Project files read so far, by path, with the stamp they were read at.
 #[derive(Default)]
@@ -80,18 +102,22 @@ impl ProjectRules {
 
 /// Reads and parses the file: a project's file is anyone's, so it is refused over the size or
 /// nesting of a config document before it is parsed (the caller runs this off the runtime).
-fn read(path: &Path) -> Result<Rules, String> {
+fn read(path: &Path) -> Result<Rules, RulesError> {
     let shown = path.display();
     let limits = Limits::DOCUMENT;
-    let text = dsh_doc_limits::read_capped(path, limits.max_bytes)
-        .map_err(|error| format!("{shown}: {error}"))?;
-    dsh_doc_limits::check_yaml(&text, &shown.to_string(), limits)
-        .map_err(|error| error.to_string())?;
-    let document: Document =
-        serde_norway::from_str(&text).map_err(|error| match error.location() {
-            Some(at) => format!("{shown}:{}: {error}", at.line()),
-            None => format!("{shown}: {error}"),
+    let text =
+        dsh_doc_limits::read_capped(path, limits.max_bytes).map_err(|error| RulesError::Io {
+            file: shown.to_string(),
+            error,
         })?;
+    dsh_doc_limits::check_yaml(&text, &shown.to_string(), limits).map_err(RulesError::Limits)?;
+    let document: Document = serde_norway::from_str(&text).map_err(|error| RulesError::Yaml {
+        place: match error.location() {
+            Some(at) => format!("{shown}:{}", at.line()),
+            None => shown.to_string(),
+        },
+        error,
+    })?;
     document.permissions.parse(|rule| {
         let line = text
             .lines()
@@ -116,7 +142,7 @@ mod tests {
         .unwrap();
         let rules = ProjectRules::default();
         let read = rules.of(&dir).unwrap();
-        let error = read.as_ref().as_ref().err().unwrap().clone();
+        let error = read.as_ref().as_ref().err().unwrap().to_string();
         assert!(
             error.contains("settings.yaml:4") && error.contains("bash(git status"),
             "{error}"

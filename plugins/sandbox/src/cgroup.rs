@@ -89,22 +89,41 @@ pub(crate) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn write(path: &Path, value: &str) -> Result<(), String> {
-    std::fs::write(path, value).map_err(|error| format!("{}: {error}", path.display()))
+/// Why commands get no control group here.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CgroupError {
+    #[error("only root makes control groups here (the process limit holds without one)")]
+    NotRoot,
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("no cgroup hierarchy carries the pids controller")]
+    NoPids,
+}
+
+impl CgroupError {
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_owned();
+        move |error| Self::Io { path, error }
+    }
+}
+
+fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
+    std::fs::write(path, value).map_err(CgroupError::io(path))
 }
 
 /// Makes this host's group in each hierarchy that carries `pids` (and `memory`, where it can)
 /// with `ceilings`; answers the directories a command joins, or why there are none.
-pub(crate) fn prepare(ceilings: &Ceilings) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn prepare(ceilings: &Ceilings) -> Result<Vec<PathBuf>, CgroupError> {
     if !is_root() {
-        return Err(
-            "only root makes control groups here (the process limit holds without one)".to_owned(),
-        );
+        return Err(CgroupError::NotRoot);
     }
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|error| format!("/proc/self/mountinfo: {error}"))?;
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|error| format!("/proc/self/cgroup: {error}"))?;
+    let mountinfo = Path::new("/proc/self/mountinfo");
+    let mountinfo = std::fs::read_to_string(mountinfo).map_err(CgroupError::io(mountinfo))?;
+    let cgroups = Path::new("/proc/self/cgroup");
+    let cgroups = std::fs::read_to_string(cgroups).map_err(CgroupError::io(cgroups))?;
     let name = format!("{PREFIX}{}", std::process::id());
     let mut joined = Vec::new();
     for (controller, limit_file, limit) in [
@@ -117,7 +136,7 @@ pub(crate) fn prepare(ceilings: &Ceilings) -> Result<Vec<PathBuf>, String> {
     ] {
         let Some(hierarchy) = hierarchies(&mountinfo, controller).into_iter().next() else {
             if controller == "pids" {
-                return Err("no cgroup hierarchy carries the pids controller".to_owned());
+                return Err(CgroupError::NoPids);
             }
             continue;
         };
@@ -139,7 +158,7 @@ pub(crate) fn prepare(ceilings: &Ceilings) -> Result<Vec<PathBuf>, String> {
         remove_stale(&parent);
         let group = parent.join(&name);
         if !group.is_dir() {
-            std::fs::create_dir(&group).map_err(|error| format!("{}: {error}", group.display()))?;
+            std::fs::create_dir(&group).map_err(CgroupError::io(&group))?;
         }
         let file = match hierarchy.unified {
             true => limit_file.1,

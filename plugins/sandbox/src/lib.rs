@@ -126,17 +126,31 @@ async fn probe_with(
     }
 }
 
+/// Why `dsh-sandbox-exec` cannot be found.
+#[derive(Debug, thiserror::Error)]
+enum ExecError {
+    #[error("cannot tell where dsh-host is: {0}")]
+    Host(std::io::Error),
+    #[error("{0} is missing beside dsh-host (build or install it with the host)")]
+    Missing(String),
+}
+
+/// Why a backend does not work here; every backend's reason is said when none does.
+#[derive(Debug, thiserror::Error)]
+#[error("{backend}: {why}")]
+struct Unworkable {
+    /// The backend, as `bwrap`, `bwrap (/usr/bin/bwrap)` or `landlock`.
+    backend: String,
+    why: String,
+}
+
 /// Where `dsh-sandbox-exec` is: beside the running `dsh-host`.
-fn exec_path() -> Result<String, String> {
-    let host = std::env::current_exe()
-        .map_err(|error| format!("cannot tell where dsh-host is: {error}"))?;
+fn exec_path() -> Result<String, ExecError> {
+    let host = std::env::current_exe().map_err(ExecError::Host)?;
     let exec = host.with_file_name(landlock::EXEC_NAME);
     match exec.is_file() {
         true => Ok(exec.display().to_string()),
-        false => Err(format!(
-            "{} is missing beside dsh-host (build or install it with the host)",
-            exec.display()
-        )),
+        false => Err(ExecError::Missing(exec.display().to_string())),
     }
 }
 
@@ -149,7 +163,7 @@ async fn probe_bwrap(
     subprocess: &SubprocessService,
     bwrap: &str,
     exec: &str,
-) -> Result<Backend, String> {
+) -> Result<Backend, Unworkable> {
     let probe = |userns| landlock::front_probe_arguments(bwrap, userns);
     let with_userns = probe_with(ctx, subprocess, exec, probe(true)).await;
     let Some(userns_failed) = with_userns else {
@@ -173,7 +187,10 @@ async fn probe_bwrap(
                 user_namespace: false,
             })
         }
-        Some(why) => Err(format!("bwrap ({bwrap}): {why}")),
+        Some(why) => Err(Unworkable {
+            backend: format!("bwrap ({bwrap})"),
+            why,
+        }),
     }
 }
 
@@ -188,19 +205,27 @@ async fn choose(
     let try_bwrap = async {
         match &exec {
             Ok(exec) => probe_bwrap(ctx, subprocess, bwrap, exec).await,
-            Err(why) => Err(format!("bwrap: {why}")),
+            Err(why) => Err(Unworkable {
+                backend: "bwrap".to_owned(),
+                why: why.to_string(),
+            }),
         }
     };
     let try_landlock = async {
-        let exec = exec.clone().map_err(|why| format!("landlock: {why}"))?;
-        match probe_with(ctx, subprocess, &exec, landlock::probe_arguments()).await {
-            None => Ok(Backend::Landlock(exec)),
-            Some(why) => Err(format!("landlock: {why}")),
+        let unworkable = |why: String| Unworkable {
+            backend: "landlock".to_owned(),
+            why,
+        };
+        let exec = exec.as_ref().map_err(|why| unworkable(why.to_string()))?;
+        match probe_with(ctx, subprocess, exec, landlock::probe_arguments()).await {
+            None => Ok(Backend::Landlock(exec.clone())),
+            Some(why) => Err(unworkable(why)),
         }
     };
+    // The reasons are kept as words: the backend left unavailable says them to each command.
     let chosen = match wanted {
-        "bwrap" => try_bwrap.await,
-        "landlock" => try_landlock.await,
+        "bwrap" => try_bwrap.await.map_err(|why| why.to_string()),
+        "landlock" => try_landlock.await.map_err(|why| why.to_string()),
         "auto" => match try_bwrap.await {
             Ok(backend) => Ok(backend),
             Err(bwrap_failed) => try_landlock

@@ -10,8 +10,10 @@ use std::sync::Mutex;
 use abi_stable::std_types::{RResult, RString, RVec};
 use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocessService};
 use dsh_plugin_api::io::secrets::{SECRET_VALUES_SERVICE, SecretValuesService};
-use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest, SubprocessService};
-use dsh_plugin_api::{Context, Json, Service, lock};
+use dsh_plugin_api::io::subprocess::{
+    ProcessBox, SpawnRequest, SubprocessError, SubprocessErrorKind, SubprocessService,
+};
+use dsh_plugin_api::{Context, Json, SeamError, SeamErrorKind, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
 use dsh_sandbox_seam::{Sandbox, SandboxPiped};
 use dsh_sessions_seam::{LatestOf, open_live};
@@ -85,8 +87,30 @@ pub(crate) enum SandboxError {
         "[sandbox: refused] the {mode} sandbox cannot be enforced here, so the command was not run: {reason}. Install bubblewrap (`apt-get install bubblewrap`) or choose danger-full-access."
     )]
     NoBackend { mode: &'static str, reason: String },
+    #[error(
+        "could not start the process: unknown sandbox mode `{0}` (expected read-only, workspace-write or danger-full-access)"
+    )]
+    Mode(String),
+    #[error(
+        "could not start the process: no `{PIPED_SUBPROCESS_SERVICE}` service (the host's subprocess row provides it)"
+    )]
+    NoLauncher,
     #[error("could not start the process: {0}")]
-    Spawn(String),
+    Spawn(SubprocessError),
+}
+
+impl From<SandboxError> for SeamError {
+    fn from(error: SandboxError) -> Self {
+        let kind = match error {
+            SandboxError::NoBackend { .. } | SandboxError::NoLauncher => SeamErrorKind::Unavailable,
+            SandboxError::Mode(_) => SeamErrorKind::Invalid,
+            SandboxError::Spawn(SubprocessError { kind, .. }) => match kind {
+                SubprocessErrorKind::NotFound => SeamErrorKind::NotFound,
+                _ => SeamErrorKind::Failed,
+            },
+        };
+        SeamError::new(kind, error.to_string())
+    }
 }
 
 impl SandboxImpl {
@@ -211,7 +235,7 @@ impl SandboxImpl {
         self.subprocess
             .spawn(request)
             .into_result()
-            .map_err(|error| SandboxError::Spawn(error.to_string()))
+            .map_err(SandboxError::Spawn)
     }
 
     /// Starts `request` with its stdin kept open, under the policy of the call, or under
@@ -226,11 +250,8 @@ impl SandboxImpl {
     ) -> Result<PipedProcess, SandboxError> {
         let mut policy = self.policy_of(session, cwd, call_id);
         if !mode.is_empty() {
-            let chosen = SandboxMode::parse(mode).ok_or_else(|| {
-                SandboxError::Spawn(format!(
-                    "unknown sandbox mode `{mode}` (expected read-only, workspace-write or danger-full-access)"
-                ))
-            })?;
+            let chosen =
+                SandboxMode::parse(mode).ok_or_else(|| SandboxError::Mode(mode.to_owned()))?;
             policy = self.policy_in(chosen, cwd);
         }
         let request = self.confine(&policy, cwd, request)?;
@@ -239,15 +260,11 @@ impl SandboxImpl {
             .get::<PipedSubprocessService>(PIPED_SUBPROCESS_SERVICE)
             .ok()
             .flatten()
-            .ok_or_else(|| {
-                SandboxError::Spawn(format!(
-                    "no `{PIPED_SUBPROCESS_SERVICE}` service (the host's subprocess row provides it)"
-                ))
-            })?;
+            .ok_or(SandboxError::NoLauncher)?;
         launcher
             .spawn_piped(request)
             .into_result()
-            .map_err(|error| SandboxError::Spawn(error.to_string()))
+            .map_err(SandboxError::Spawn)
     }
 
     /// The values the credentials store and the rows' own `env` and `headers` hold: a
@@ -429,10 +446,10 @@ impl Sandbox for Handle {
         cwd: RString,
         call_id: RString,
         request: SpawnRequest,
-    ) -> RResult<ProcessBox, RString> {
+    ) -> RResult<ProcessBox, SeamError> {
         self.0
             .start(&session, &cwd, &call_id, request)
-            .map_err(|error| RString::from(error.to_string()))
+            .map_err(SeamError::from)
             .into()
     }
 }
@@ -445,10 +462,10 @@ impl SandboxPiped for Handle {
         call_id: RString,
         mode: RString,
         request: SpawnRequest,
-    ) -> RResult<PipedProcess, RString> {
+    ) -> RResult<PipedProcess, SeamError> {
         self.0
             .start_piped(&session, &cwd, &call_id, &mode, request)
-            .map_err(|error| RString::from(error.to_string()))
+            .map_err(SeamError::from)
             .into()
     }
 }

@@ -22,7 +22,7 @@ use crate::codex_wire::{
 };
 use crate::outcome::{Failure, Outcome, Stop, unattended_decision};
 use crate::run::Task;
-use crate::wire::{Exit, Line, Wire};
+use crate::wire::{Exit, Line, Wire, WireError};
 
 /// The app-server's JSON-RPC methods this client sends and reads; they are Codex's names, not
 /// session event types, though some look alike.
@@ -96,8 +96,22 @@ struct Client<'a> {
     mode: String,
 }
 
+/// A request Codex makes that only a person could answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("dsh cannot answer the app-server request `{0}` without a person")]
+struct Unanswerable(String);
+
+/// Why a request got no usable answer.
+#[derive(Debug, thiserror::Error)]
+enum ResponseError {
+    #[error(transparent)]
+    Unanswerable(Unanswerable),
+    #[error("the app-server answered with an error: {0}")]
+    Rpc(Value),
+}
+
 enum Step {
-    Response(Result<Value, String>),
+    Response(Result<Value, ResponseError>),
     Completed(Turn),
     Closed(Exit),
 }
@@ -231,7 +245,7 @@ impl Client<'_> {
         id: Option<u64>,
         method: &str,
         params: Option<P>,
-    ) -> Result<(), String> {
+    ) -> Result<(), WireError> {
         let message = Outgoing {
             jsonrpc: "2.0",
             id,
@@ -295,20 +309,20 @@ impl Client<'_> {
                         result: answer
                             .ok()
                             .and_then(|answer| serde_json::to_value(answer).ok()),
-                        error: failed.clone().map(|message| ReplyError {
+                        error: failed.as_ref().map(|refused| ReplyError {
                             code: -32601,
-                            message,
+                            message: refused.to_string(),
                         }),
                     };
                     let _ = self.wire.send(&reply).await;
-                    if let Some(error) = failed {
-                        return Step::Response(Err(error));
+                    if let Some(refused) = failed {
+                        return Step::Response(Err(ResponseError::Unanswerable(refused)));
                     }
                 }
                 (Some(id), None) => {
                     if waiting.is_some() && id.as_u64() == waiting {
                         return Step::Response(match message.error {
-                            Some(error) => Err(error.to_string()),
+                            Some(error) => Err(ResponseError::Rpc(error)),
                             None => Ok(message.result.unwrap_or_default()),
                         });
                     }
@@ -379,7 +393,7 @@ impl Client<'_> {
     }
 
     /// The answer to a request Codex makes of a person, given without one.
-    fn answer_request(&mut self, method: &str) -> Result<Answered, String> {
+    fn answer_request(&mut self, method: &str) -> Result<Answered, Unanswerable> {
         match method {
             // `decline` lets the turn go on without the action; `cancel`, even where it is
             // offered, would end Codex's whole turn as interrupted.
@@ -428,9 +442,7 @@ impl Client<'_> {
                     meta: None,
                 })
             }
-            other => Err(format!(
-                "dsh cannot answer the app-server request `{other}` without a person"
-            )),
+            other => Err(Unanswerable(other.to_owned())),
         }
     }
 

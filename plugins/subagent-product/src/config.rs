@@ -99,6 +99,15 @@ const CLAUDE_MODES: [&str; 5] = [
     "bypassPermissions",
 ];
 
+/// A `permissionMode` its product does not have.
+#[derive(Debug, thiserror::Error)]
+#[error("`permissionMode` `{mode}` is not one of {modes} for product `{product}`")]
+pub(crate) struct ModeError {
+    mode: String,
+    modes: String,
+    product: &'static str,
+}
+
 /// The row's mode, checked against its product.
 #[derive(Debug, Clone)]
 pub(crate) struct Permissions {
@@ -108,21 +117,21 @@ pub(crate) struct Permissions {
 
 impl Permissions {
     /// Checks `permissionMode` against the product's modes.
-    pub(crate) fn of(config: &ProductConfig) -> Result<Self, String> {
+    pub(crate) fn of(config: &ProductConfig) -> Result<Self, ModeError> {
         let (modes, default): (&[&str], &str) = match config.product {
             Product::Codex => (&CODEX_MODES, "never"),
             Product::ClaudeCode => (&CLAUDE_MODES, "dontAsk"),
         };
         let mode = config.permission_mode.as_deref().unwrap_or(default);
         if !modes.contains(&mode) {
-            return Err(format!(
-                "`permissionMode` `{mode}` is not one of {} for product `{}`",
-                modes.join(", "),
-                match config.product {
+            return Err(ModeError {
+                mode: mode.to_owned(),
+                modes: modes.join(", "),
+                product: match config.product {
                     Product::Codex => "codex",
                     Product::ClaudeCode => "claude-code",
-                }
-            ));
+                },
+            });
         }
         Ok(Self {
             product: config.product,
@@ -197,7 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn a_child_is_never_wider_than_its_parent() -> Result<(), String> {
+    fn a_child_is_never_wider_than_its_parent() -> Result<(), ModeError> {
         let bypass = Permissions::of(&config(
             Product::Codex,
             Some("dangerously-bypass-approvals-and-sandbox"),
@@ -254,6 +263,7 @@ mod tests {
     fn a_mode_of_the_other_product_is_refused_by_name() {
         let error = Permissions::of(&config(Product::Codex, Some("dontAsk")))
             .err()
+            .map(|error| error.to_string())
             .unwrap_or_default();
         assert!(
             error.contains("`permissionMode` `dontAsk`") && error.contains("codex"),

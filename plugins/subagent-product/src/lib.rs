@@ -54,8 +54,8 @@ impl Plugin for SubagentProductPlugin {
     type Config = ProductConfig;
 
     async fn apply(ctx: Context, config: ProductConfig) -> Result<(), PluginError> {
-        let permissions =
-            Permissions::of(&config).map_err(|error| PluginError::new(ErrorKind::Config, error))?;
+        let permissions = Permissions::of(&config)
+            .map_err(|error| PluginError::new(ErrorKind::Config, error.to_string()))?;
         if config.tool_name().trim().is_empty() || config.command().trim().is_empty() {
             return Err(PluginError::new(
                 ErrorKind::Config,

@@ -10,7 +10,7 @@ use dsh_plugin_api::io::piped::{PipedProcess, PipedSubprocessService};
 use dsh_plugin_api::io::subprocess::{
     EnvVar, ExitStatus, OutputStream, SpawnRequest, SubprocessError,
 };
-use dsh_plugin_api::{Context, LogLevel, Serialize, Service, lock};
+use dsh_plugin_api::{Context, LogLevel, PluginError, Serialize, Service, lock};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -19,6 +19,23 @@ const STDERR_TAIL: usize = 4_096;
 
 /// Bytes of one stdout line kept (a longer one is cut, and then does not read as JSON).
 const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Why the product's process could not be started or written to.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WireError {
+    #[error("`{program}` did not start: {error}")]
+    Spawn {
+        program: String,
+        error: SubprocessError,
+    },
+    /// The task reading its output could not be started (the plugin is unloading).
+    #[error("{0}")]
+    Reader(PluginError),
+    #[error("a message that does not encode: {0}")]
+    Encode(serde_json::Error),
+    #[error("{0}")]
+    Write(SubprocessError),
+}
 
 /// How a process ended, as far as it was seen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,7 +88,7 @@ impl Wire {
         launcher: &Service<PipedSubprocessService>,
         launch: Launch,
         product: &'static str,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, WireError> {
         let request = SpawnRequest {
             program: RString::from(launch.program.as_str()),
             args: launch
@@ -98,7 +115,10 @@ impl Wire {
         let process = launcher
             .spawn_piped(request)
             .into_result()
-            .map_err(|error| format!("`{}` did not start: {}", launch.program, error.message))?;
+            .map_err(|error| WireError::Spawn {
+                program: launch.program.clone(),
+                error,
+            })?;
         let process = Arc::new(process);
         let stderr = Arc::new(Mutex::new(String::new()));
         let (sender, lines) = unbounded_channel();
@@ -109,7 +129,7 @@ impl Wire {
             stderr.clone(),
             sender,
         );
-        ctx.spawn(reader).map_err(|error| error.to_string())?;
+        ctx.spawn(reader).map_err(WireError::Reader)?;
         Ok(Self {
             ctx: ctx.clone(),
             process,
@@ -119,15 +139,15 @@ impl Wire {
         })
     }
 
-    pub(crate) async fn send<M: Serialize>(&self, message: &M) -> Result<(), String> {
-        let mut bytes = serde_json::to_vec(message).map_err(|error| error.to_string())?;
+    pub(crate) async fn send<M: Serialize>(&self, message: &M) -> Result<(), WireError> {
+        let mut bytes = serde_json::to_vec(message).map_err(WireError::Encode)?;
         bytes.push(b'\n');
         self.process
             .stdin
             .write(RVec::from(bytes))
             .await
             .into_result()
-            .map_err(|error| error.message.into_string())
+            .map_err(WireError::Write)
     }
 
     /// The next message, or how the process ended (again and again once it has).

@@ -20,6 +20,7 @@ use dsh_protocol::{
 use dsh_sessions_seam::{LatestOf, NewEventRecord, open_live};
 use dsh_subagents_seam::{SUBAGENT_END, SUBAGENT_START};
 
+use crate::error::DelegationError;
 use crate::text;
 use crate::tree::{Node, Tree};
 
@@ -67,22 +68,22 @@ pub(crate) struct Delegation {
     pub(crate) modes: LatestOf<SandboxModeEvent>,
 }
 
-pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, String> {
+pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, DelegationError> {
     match ctx.get::<AgentsService>(AGENTS_SERVICE) {
         Ok(Some(agents)) => Ok(agents),
-        _ => Err("no `agents` registry is running".to_owned()),
+        _ => Err(DelegationError::NoAgents),
     }
 }
 
 impl Delegation {
     /// Starts the child; answers its id once its task is queued.
-    pub(crate) fn start(&self, start: Start) -> Result<AgentStarting, String> {
+    pub(crate) fn start(&self, start: Start) -> Result<AgentStarting, DelegationError> {
         let depth = self.tree.depth(&start.parent) + 1;
         if depth > self.max_depth {
-            return Err(format!(
-                "subagent depth {depth} exceeds maxDepth {}",
-                self.max_depth
-            ));
+            return Err(DelegationError::TooDeep {
+                depth,
+                max: self.max_depth,
+            });
         }
         let agents = agents(&self.ctx)?;
         let route = agents
@@ -91,7 +92,7 @@ impl Delegation {
             .unwrap_or_default()
             .into_iter()
             .find(|agent| agent.id == start.parent)
-            .ok_or_else(|| format!("the calling session `{}` is not an agent", start.parent))?;
+            .ok_or_else(|| DelegationError::NotAnAgent(start.parent.clone()))?;
         let seed = match start.provider {
             Provider::Spawn => None,
             Provider::Fork => Some(AgentSeed {
@@ -130,7 +131,7 @@ impl Delegation {
     }
 
     /// Creates the child's agent, logs what it is, queues its task and announces it.
-    pub(crate) async fn launch(&self, starting: AgentStarting) -> Result<String, String> {
+    pub(crate) async fn launch(&self, starting: AgentStarting) -> Result<String, DelegationError> {
         let AgentStarting {
             agents,
             options,
@@ -143,7 +144,7 @@ impl Delegation {
             .await
             .into_result()
             .map(RString::into_string)
-            .map_err(|error| format!("the child agent did not start: {error}"))?;
+            .map_err(DelegationError::Create)?;
         match self.prepare(&child, &start, &descriptor) {
             Ok(()) => {}
             Err(error) => {
@@ -172,7 +173,7 @@ impl Delegation {
         if let Err(error) = agents.followup(&child, &task) {
             self.tree.remove_subtree(&child);
             let _ = agents.dispose(RString::from(child.as_str())).await;
-            return Err(format!("the child's task was not queued: {error}"));
+            return Err(DelegationError::Task(error));
         }
         Ok(child)
     }
@@ -186,8 +187,8 @@ impl Delegation {
         child: &str,
         start: &Start,
         descriptor: &SubagentDescriptorEvent,
-    ) -> Result<(), String> {
-        let session = open_live(&self.ctx, child).map_err(|error| error.to_string())?;
+    ) -> Result<(), DelegationError> {
+        let session = open_live(&self.ctx, child).map_err(DelegationError::Session)?;
         let mut batch = self.inherited_policy(&start.parent);
         batch.push(NewEventRecord::of(&ApprovalPolicyEvent {
             policy: ApprovalPolicy::Never,
@@ -198,7 +199,7 @@ impl Delegation {
             .append(batch.into())
             .into_result()
             .map(|_| ())
-            .map_err(|error| format!("the child's session refused its descriptor: {error}"))
+            .map_err(DelegationError::Descriptor)
     }
 
     /// The parent's latest permission preset and sandbox mode, as events for its child's log
@@ -377,8 +378,8 @@ pub(crate) struct AgentStarting {
 
 /// How many events of `parent` a fork copies: everything up to its last closed turn (the turn
 /// in flight, whose call is asking, is not the child's).
-fn completed_prefix(ctx: &Context, parent: &str) -> Result<u64, String> {
-    let session = open_live(ctx, parent).map_err(|error| error.to_string())?;
+fn completed_prefix(ctx: &Context, parent: &str) -> Result<u64, DelegationError> {
+    let session = open_live(ctx, parent).map_err(DelegationError::Session)?;
     let events = session.events(0, session.event_count());
     let end = events
         .iter()

@@ -13,6 +13,7 @@
 //! runner waits for it before it exits).
 
 mod child;
+mod error;
 mod text;
 mod tools;
 mod tree;

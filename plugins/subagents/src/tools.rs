@@ -19,6 +19,7 @@ use dsh_tools_seam::{CallView, Tool};
 use serde_json::json;
 
 use crate::child::{Delegation, Provider, Start, agents};
+use crate::error::DelegationError;
 
 /// A child's run may take as long as the pipeline's longest allowance.
 const DELEGATION_TIMEOUT_MS: u64 = 3_600_000;
@@ -146,13 +147,14 @@ fn declaration(kind: Kind, background_by_default: bool) -> ToolDecl {
     decl
 }
 
-fn args<T: dsh_plugin_api::serde::de::DeserializeOwned>(call: &CallView) -> Result<T, String> {
-    serde_json::from_str(&call.arguments)
-        .map_err(|error| format!("arguments are not valid: {error}"))
+fn args<T: dsh_plugin_api::serde::de::DeserializeOwned>(
+    call: &CallView,
+) -> Result<T, DelegationError> {
+    serde_json::from_str(&call.arguments).map_err(DelegationError::Arguments)
 }
 
 impl DelegationTool {
-    async fn run(&self, call: CallView, cancel: CancelBox) -> Result<ToolReply, String> {
+    async fn run(&self, call: CallView, cancel: CancelBox) -> Result<ToolReply, DelegationError> {
         let caller = call.session.to_string();
         match self.kind {
             Kind::Subagent | Kind::Fork => self.delegate(&call, &cancel).await,
@@ -165,7 +167,11 @@ impl DelegationTool {
 
     /// `subagent` and `subagent_fork`: start the child, then answer its id (background) or
     /// its result.
-    async fn delegate(&self, call: &CallView, cancel: &CancelBox) -> Result<ToolReply, String> {
+    async fn delegate(
+        &self,
+        call: &CallView,
+        cancel: &CancelBox,
+    ) -> Result<ToolReply, DelegationError> {
         let task: DelegateArgs = args(call)?;
         let background = self.kind == Kind::Subagent
             && task
@@ -200,14 +206,17 @@ impl DelegationTool {
     }
 
     /// More work for a background child of the caller: its next turn.
-    fn send_message(&self, caller: &str, send: SendMessageArgs) -> Result<ToolReply, String> {
+    fn send_message(
+        &self,
+        caller: &str,
+        send: SendMessageArgs,
+    ) -> Result<ToolReply, DelegationError> {
         let delegation = &self.delegation;
-        let unavailable = || format!("subagent \"{}\" is unavailable", send.subagent_id);
         let child = delegation
             .tree
             .get(&send.subagent_id)
             .filter(|child| child.parent == caller && child.mode == SubagentMode::Continuable)
-            .ok_or_else(unavailable)?;
+            .ok_or_else(|| DelegationError::Unavailable(send.subagent_id.clone()))?;
         let message = Message::user(
             "",
             vec![ContentBlock::text(send.message)],
@@ -215,7 +224,10 @@ impl DelegationTool {
         );
         agents(&delegation.ctx)?
             .followup(&child.id, &message)
-            .map_err(|error| format!("{}: {error}", unavailable()))?;
+            .map_err(|error| DelegationError::NotSent {
+                id: send.subagent_id.clone(),
+                error,
+            })?;
         // A child that had settled runs again: follow it until it settles again. One still
         // being watched keeps its watcher, which now waits for this message's turn too.
         if delegation.tree.sent_more(&child.id) == Some(true) {
@@ -228,13 +240,10 @@ impl DelegationTool {
     }
 
     /// Cancels the running turn of an agent below the caller, keeping its queue.
-    fn interrupt(&self, caller: &str, target: InterruptArgs) -> Result<ToolReply, String> {
+    fn interrupt(&self, caller: &str, target: InterruptArgs) -> Result<ToolReply, DelegationError> {
         let delegation = &self.delegation;
         if !delegation.tree.is_below(&target.agent_id, caller) {
-            return Err(format!(
-                "agent \"{}\" is not one you started",
-                target.agent_id
-            ));
+            return Err(DelegationError::NotYours(target.agent_id));
         }
         let agents = agents(&delegation.ctx)?;
         if !agents.is_running(&target.agent_id) {
@@ -251,7 +260,7 @@ impl DelegationTool {
                 true,
             )
             .into_result()
-            .map_err(|error| error.to_string())?;
+            .map_err(DelegationError::Cancel)?;
         Ok(ToolReply::text(format!(
             "interrupt requested for agent {}",
             target.agent_id
@@ -288,12 +297,12 @@ impl DelegationTool {
 
     /// A child's result or finding, staged in its parent's inbox without waking it: a running
     /// parent reads it at its next step, an idle one with the notice that wakes it.
-    fn report(&self, caller: &str, report: ReportArgs) -> Result<ToolReply, String> {
+    fn report(&self, caller: &str, report: ReportArgs) -> Result<ToolReply, DelegationError> {
         let delegation = &self.delegation;
         let node = delegation
             .tree
             .get(caller)
-            .ok_or("report is for subagents: no agent started this one")?;
+            .ok_or(DelegationError::NotASubagent)?;
         let message = Message::user(
             "",
             vec![
@@ -304,7 +313,7 @@ impl DelegationTool {
         );
         let id = agents(&delegation.ctx)?
             .inject(&node.parent, &message)
-            .map_err(|error| format!("the report was not delivered: {error}"))?;
+            .map_err(DelegationError::Report)?;
         Ok(ToolReply::text(format!(
             "report accepted by the agent that started you as message {id}"
         )))
@@ -328,7 +337,7 @@ impl Tool for DelegationTool {
             let reply = tool
                 .run(call, cancel)
                 .await
-                .unwrap_or_else(ToolReply::error);
+                .unwrap_or_else(|error| ToolReply::error(error.to_string()));
             Json::encode(&reply)
         }
         .into_ffi()

@@ -27,7 +27,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Channel, LogLevel, lock};
+use dsh_plugin_api::{Channel, LogLevel, SeamError, lock};
 use dsh_protocol::{
     AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, ToolGuidance,
 };
@@ -261,16 +261,18 @@ impl SystemPrompt for Service {
         &self,
         owner: RString,
         section: Json<PromptSection>,
-    ) -> RResult<SectionHandleBox, RString> {
+    ) -> RResult<SectionHandleBox, SeamError> {
         let PromptSection { id, order, text } = match section.decode() {
             Ok(section) => section,
-            Err(error) => return RErr(format!("{owner}: {error}").into()),
+            Err(error) => return RErr(SeamError::invalid(format!("{owner}: {error}"))),
         };
         let key = (order, id.clone());
         {
             let mut sections = lock(&self.0.sections);
             if sections.keys().any(|(_, existing)| *existing == id) {
-                return RErr(format!("{owner}: prompt section `{id}` already exists").into());
+                return RErr(SeamError::conflict(format!(
+                    "{owner}: prompt section `{id}` already exists"
+                )));
             }
             sections.insert(key.clone(), text);
             self.0.version.fetch_add(1, Ordering::AcqRel);
@@ -289,17 +291,21 @@ impl SystemPrompt for Service {
         owner: RString,
         name: RString,
         value: RString,
-    ) -> RResult<SectionHandleBox, RString> {
+    ) -> RResult<SectionHandleBox, SeamError> {
         if let Err(error) = variables::check_name(&name) {
-            return RErr(format!("{owner}: {error}").into());
+            return RErr(SeamError::invalid(format!("{owner}: {error}")));
         }
         if BUILT_IN.contains(&name.as_str()) {
-            return RErr(format!("{owner}: prompt variable `{name}` is built in").into());
+            return RErr(SeamError::conflict(format!(
+                "{owner}: prompt variable `{name}` is built in"
+            )));
         }
         {
             let mut variables = lock(&self.0.variables);
             if variables.contains_key(name.as_str()) {
-                return RErr(format!("{owner}: prompt variable `{name}` already exists").into());
+                return RErr(SeamError::conflict(format!(
+                    "{owner}: prompt variable `{name}` already exists"
+                )));
             }
             variables.insert(name.to_string(), value.into_string());
             self.0.version.fetch_add(1, Ordering::AcqRel);
@@ -316,16 +322,16 @@ impl SystemPrompt for Service {
     fn assemble(
         &self,
         request: Json<PromptRequest>,
-    ) -> FfiFuture<RResult<Json<AssembledPrompt>, RString>> {
+    ) -> FfiFuture<RResult<Json<AssembledPrompt>, SeamError>> {
         let prompt = self.0.clone();
         async move {
             let decoded = match request.decode() {
                 Ok(decoded) => decoded,
-                Err(error) => return RErr(RString::from(error.to_string())),
+                Err(error) => return RErr(SeamError::invalid(error.to_string())),
             };
             let joined = match prompt.render(&decoded) {
                 Ok(joined) => joined,
-                Err(error) => return RErr(RString::from(error.to_string())),
+                Err(error) => return RErr(SeamError::invalid(error.to_string())),
             };
             let request = RArc::new(request);
             let assembled = prompt
@@ -336,7 +342,8 @@ impl SystemPrompt for Service {
                 .await;
             let system = match assembled {
                 Ok(system) => system.into_string(),
-                Err(error) => return RErr(RString::from(error.to_string())),
+                // A handler of `system-prompt/assemble` failed.
+                Err(error) => return RErr(SeamError::failed(error.to_string())),
             };
             let own = prompt.contexts(&decoded);
             let encoded = Json::encode(&own);

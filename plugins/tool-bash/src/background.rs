@@ -12,7 +12,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RSome, RString};
 use dsh_jobs_seam::{JobControl, JobControl_TO, JobsService};
 use dsh_plugin_api::io::subprocess::ProcessBox;
-use dsh_plugin_api::{Context, Json, Service, lock};
+use dsh_plugin_api::{Context, Json, SeamError, Service, lock};
 use dsh_protocol::{JobEnd, JobOutputMode, JobStart, JobStatus};
 
 /// How long a killed job's group gets between SIGTERM and SIGKILL.
@@ -59,7 +59,7 @@ pub(crate) fn start(
     session: &str,
     command: &str,
     process: ProcessBox,
-) -> Result<String, String> {
+) -> Result<String, SeamError> {
     let process = Arc::new(process);
     let killed = Arc::new(AtomicBool::new(false));
     let control = Control {
@@ -78,8 +78,7 @@ pub(crate) fn start(
             Json::encode(&start),
             JobControl_TO::from_value(control, TD_Opaque),
         )
-        .into_result()
-        .map_err(RString::into_string)?
+        .into_result()?
         .into_string();
     let entry = Entry {
         registry: jobs.clone(),

@@ -24,7 +24,7 @@ use dsh_jobs_seam::{JOBS_SERVICE, JobsService};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::io::subprocess::{EnvVar, OutputStream, SpawnRequest};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Serialize, Service, lock};
+use dsh_plugin_api::{SeamError, Serialize, Service, lock};
 use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, OutcomeSummary, SandboxMode, ToolDecl, ToolReply,
     ToolSuccess,
@@ -122,8 +122,9 @@ enum BashError {
     Timeout(String),
     #[error("workdir {0} is not a directory")]
     Workdir(String),
+    /// The sandbox refused to start the command (no backend, a spawn that failed).
     #[error("{0}")]
-    Refused(String),
+    Refused(SeamError),
     #[error("bash: {0}")]
     Wait(String),
     #[error("the command was cancelled; its process group was terminated")]
@@ -133,7 +134,7 @@ enum BashError {
     )]
     NoJobs,
     #[error("the background job did not start: {0}")]
-    Job(String),
+    Job(SeamError),
 }
 
 /// The system-prompt guidance of `bash`.
@@ -263,7 +264,7 @@ async fn run(
             request,
         )
         .into_result()
-        .map_err(|refusal| BashError::Refused(refusal.into_string()))?;
+        .map_err(BashError::Refused)?;
     if let Some(registry) = registry {
         let id = background::start(
             ctx,

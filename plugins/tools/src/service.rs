@@ -10,14 +10,14 @@ use abi_stable::std_types::{RErr, ROk, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::cancel::CancelBox;
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Channel, EmitEvent, lock};
+use dsh_plugin_api::{Channel, EmitEvent, SeamError, SeamErrorKind, lock};
 use dsh_protocol::{
     Concurrency as DeclaredConcurrency, PostDecision, PreDecision, Restriction, StepReport,
     ToolDecl, ToolGuidance, ToolReply, ToolSchema,
 };
 use dsh_tools_core::{
-    Concurrency, ConcurrencyClass, Layer, RegistrationId, Scope, ScopeKey, ToolFailure, ToolOrder,
-    ToolRegistry, ToolSpec,
+    Concurrency, ConcurrencyClass, Layer, RegistrationId, RegistryError, Scope, ScopeKey,
+    ToolFailure, ToolOrder, ToolRegistry, ToolSpec,
 };
 use dsh_tools_seam::{
     CallView, GuardBox, PostView, Registration, Registration_TO, RegistrationBox, ResultView,
@@ -166,6 +166,21 @@ pub(crate) fn scope_of(chain: &[RString]) -> Scope {
     }
 }
 
+/// A registration or restriction the registry refused, classed for the caller.
+fn refused(error: &RegistryError) -> SeamError {
+    let kind = match error {
+        RegistryError::DuplicateTool { .. } => SeamErrorKind::Conflict,
+        RegistryError::RestrictUnknown { .. } => SeamErrorKind::NotFound,
+        RegistryError::ReservedName { .. }
+        | RegistryError::InvalidParameters { .. }
+        | RegistryError::InvalidTimeout { .. }
+        | RegistryError::RestrictGlobal
+        | RegistryError::EmptyRestriction
+        | RegistryError::RestrictReserved => SeamErrorKind::Invalid,
+    };
+    SeamError::new(kind, error.to_string())
+}
+
 /// A tool declaration the registry cannot take.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DeclError {
@@ -273,7 +288,7 @@ impl Tools for Service {
         owner: RString,
         scope: RString,
         tool: ToolBox,
-    ) -> RResult<RegistrationBox, RString> {
+    ) -> RResult<RegistrationBox, SeamError> {
         let tool = Arc::new(tool);
         let spec = match tool.spec().decode().map_err(DeclError::Unreadable) {
             Ok(decl) => spec_of(decl, &tool),
@@ -281,7 +296,7 @@ impl Tools for Service {
         };
         let spec = match spec {
             Ok(spec) => spec,
-            Err(error) => return RErr(RString::from(format!("{owner}: {error}"))),
+            Err(error) => return RErr(SeamError::invalid(format!("{owner}: {error}"))),
         };
         let name = spec.name().to_owned();
         let layer = if scope.is_empty() {
@@ -295,7 +310,7 @@ impl Tools for Service {
         drop(tool);
         match registered {
             Ok(id) => ROk(self.held(Undo::Registry(id), format!("tool `{name}`"))),
-            Err(error) => RErr(RString::from(error.to_string())),
+            Err(error) => RErr(refused(&error)),
         }
     }
 
@@ -310,11 +325,11 @@ impl Tools for Service {
         owner: RString,
         scope: RVec<RString>,
         restriction: Json<Restriction>,
-    ) -> RResult<RegistrationBox, RString> {
+    ) -> RResult<RegistrationBox, SeamError> {
         let restriction = match restriction.decode() {
             Ok(restriction) => restriction,
             Err(error) => {
-                return RErr(RString::from(format!(
+                return RErr(SeamError::invalid(format!(
                     "{owner}: a restriction is {{\"allow\":[..]}} or {{\"deny\":[..]}}: {error}"
                 )));
             }
@@ -323,11 +338,11 @@ impl Tools for Service {
         let restricted = lock(&self.0.registry).restrict(&scope, owner.as_str(), restriction);
         match restricted {
             Ok(id) => ROk(self.held(Undo::Registry(id), format!("restriction of {owner}"))),
-            Err(error) => RErr(RString::from(error.to_string())),
+            Err(error) => RErr(refused(&error)),
         }
     }
 
-    fn schemas(&self, chain: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, RString> {
+    fn schemas(&self, chain: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, SeamError> {
         let registry = lock(&self.0.registry);
         let rendered = cached(&self.0.schemas, &chain, registry.generation(), || {
             registry
@@ -337,7 +352,8 @@ impl Tools for Service {
         });
         match rendered {
             Ok(text) => ROk(Json::from_text(text)),
-            Err(error) => RErr(RString::from(error.to_string())),
+            // The configured toolOrder cannot be applied to what is registered.
+            Err(error) => RErr(SeamError::failed(error.to_string())),
         }
     }
 

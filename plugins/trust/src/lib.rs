@@ -16,7 +16,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{LogLevel, lock};
+use dsh_plugin_api::{LogLevel, SeamError, lock};
 use dsh_protocol::ProjectTrust;
 use dsh_trust_seam::{TRUST_CHANGED, TRUST_SERVICE, Trust, Trust_TO};
 
@@ -118,12 +118,12 @@ impl Trust for Handle {
         &self,
         cwd: RString,
         remember: bool,
-    ) -> FfiFuture<RResult<Json<ProjectTrust>, RString>> {
+    ) -> FfiFuture<RResult<Json<ProjectTrust>, SeamError>> {
         let this = self.0.clone();
         async move {
             let cwd = PathBuf::from(cwd.as_str());
             if !cwd.is_absolute() {
-                return RErr(RString::from(format!(
+                return RErr(SeamError::invalid(format!(
                     "`{}` is not an absolute folder",
                     cwd.display()
                 )));
@@ -135,8 +135,9 @@ impl Trust for Handle {
                 let written = this.ctx.blocking(move || store.add(&adding)).await;
                 match written {
                     Ok(Ok(())) => {}
-                    Ok(Err(error)) => return RErr(RString::from(error.to_string())),
-                    Err(error) => return RErr(RString::from(error.to_string())),
+                    Ok(Err(error)) => return RErr(SeamError::failed(error.to_string())),
+                    // The blocking pool is gone (the host is stopping): nothing was written.
+                    Err(error) => return RErr(SeamError::failed(error.to_string())),
                 }
             } else {
                 lock(&this.run).push(root.clone());

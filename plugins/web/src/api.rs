@@ -1,6 +1,7 @@
 //! The unary methods of `POST /api/<method>`: the envelope read and checked, the method run,
 //! its value or its coded error answered in the reference's response shape.
 
+use dsh_agents_seam::{AgentsError, AgentsErrorKind};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::Context;
 use dsh_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
@@ -38,6 +39,23 @@ pub(crate) struct Failure(pub(crate) RpcErrorCode, pub(crate) String);
 impl Failure {
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self(RpcErrorCode::Internal, message.into())
+    }
+}
+
+/// A refusal of the agents registry, coded by its kind.
+impl From<AgentsError> for Failure {
+    fn from(error: AgentsError) -> Self {
+        let code = match error.kind {
+            AgentsErrorKind::Invalid => RpcErrorCode::BadRequest,
+            AgentsErrorKind::NotFound => RpcErrorCode::SessionNotFound,
+            AgentsErrorKind::Exists | AgentsErrorKind::Disposing => RpcErrorCode::SessionConflict,
+            AgentsErrorKind::NotQueued => RpcErrorCode::QueueItemNotFound,
+            AgentsErrorKind::SteerUnavailable => RpcErrorCode::SteerUnavailable,
+            AgentsErrorKind::Unavailable | AgentsErrorKind::Session | AgentsErrorKind::Gone => {
+                RpcErrorCode::Internal
+            }
+        };
+        Self(code, error.message.into_string())
     }
 }
 
@@ -158,7 +176,7 @@ impl Api {
             "question.respond" => serde_json::to_value(
                 self.questions
                     .answer(payload(method, body)?)
-                    .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?,
+                    .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
             ),
             other => {
                 return Err(Failure(

@@ -34,6 +34,15 @@ pub(crate) struct AskedCall {
     pub(crate) arguments: String,
 }
 
+/// An answer the page may not give.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AnswerError {
+    #[error("`{0}` is not an answer a person gives: allowed-once or rejected")]
+    Outcome(String),
+    #[error("this ask names no call, so it can only be answered once")]
+    NoCall,
+}
+
 /// The asks waiting for an answer, by approval id (each with the call it is about, when it
 /// names one), and the calls allowed for their session.
 #[derive(Default)]
@@ -48,15 +57,12 @@ impl Pending {
     pub(crate) fn answer(
         &self,
         answer: ApprovalAnswer,
-    ) -> Result<(AnswerReceipt, Option<AskedCall>), String> {
+    ) -> Result<(AnswerReceipt, Option<AskedCall>), AnswerError> {
         if !matches!(
             answer.outcome,
             ApprovalOutcome::AllowedOnce | ApprovalOutcome::Rejected
         ) {
-            return Err(format!(
-                "`{}` is not an answer a person gives: allowed-once or rejected",
-                answer.outcome.as_str()
-            ));
+            return Err(AnswerError::Outcome(answer.outcome.as_str().to_owned()));
         }
         let scope = answer
             .scope
@@ -67,7 +73,7 @@ impl Pending {
                 .look(&answer.approval_id, Option::is_none)
                 .unwrap_or(false)
         {
-            return Err("this ask names no call, so it can only be answered once".to_owned());
+            return Err(AnswerError::NoCall);
         }
         let verdict = ApprovalVerdict {
             outcome: answer.outcome,

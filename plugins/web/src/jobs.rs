@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use abi_stable::std_types::RString;
 use dsh_jobs_seam::{JOBS_CHANGED, JOBS_SERVICE, JobsService};
-use dsh_plugin_api::{Context, PluginError};
+use dsh_plugin_api::{Context, PluginError, SeamErrorKind};
 use dsh_protocol::{JobRef, RpcErrorCode, ServerFrame};
 
 use crate::api::{Api, Failure};
@@ -60,7 +60,14 @@ impl Api {
                 RString::from("stopped from the web page"),
             )
             .into_result()
-            .map_err(|error| Failure(RpcErrorCode::BadRequest, error.into_string()))?;
+            .map_err(|error| {
+                // A job that is not (or no longer) the session's is the caller's mistake.
+                let code = match error.kind {
+                    SeamErrorKind::Invalid | SeamErrorKind::NotFound => RpcErrorCode::BadRequest,
+                    _ => RpcErrorCode::Internal,
+                };
+                Failure(code, error.message.into_string())
+            })?;
         Ok(serde_json::json!({"message": answer.as_str()}))
     }
 }

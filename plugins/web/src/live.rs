@@ -11,7 +11,7 @@ use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_plugin_api::{Context, lock};
 use dsh_protocol::{InboxListing, ServerFrame, SessionUpdate};
-use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionsService};
+use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionError, SessionsService};
 use tokio::sync::mpsc;
 
 use crate::fold::{Change, Fold};
@@ -60,6 +60,15 @@ struct Follower {
 struct Followed {
     fold: Fold,
     followers: Vec<Follower>,
+}
+
+/// Why a session cannot be followed; the page is told in a `resync` frame.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotFollowed {
+    #[error("no `sessions` service")]
+    NoSessions,
+    #[error("{0}")]
+    Open(SessionError),
 }
 
 /// Every followed session of this server.
@@ -132,7 +141,7 @@ impl Hub {
         outbox: &Outbox,
         session_id: &str,
         after_seq: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotFollowed> {
         let session = self.open(session_id).await?;
         let mut followed = lock(&self.followed);
         let entry = followed
@@ -256,15 +265,15 @@ impl Hub {
             .ok()
     }
 
-    async fn open(&self, session_id: &str) -> Result<SessionBox, String> {
+    async fn open(&self, session_id: &str) -> Result<SessionBox, NotFollowed> {
         let sessions = match self.ctx.get::<SessionsService>(SESSIONS_SERVICE) {
             Ok(Some(sessions)) => sessions,
-            _ => return Err("no `sessions` service".to_owned()),
+            _ => return Err(NotFollowed::NoSessions),
         };
         sessions
             .open(RString::from(session_id))
             .await
             .into_result()
-            .map_err(|error| error.to_string())
+            .map_err(NotFollowed::Open)
     }
 }

@@ -158,7 +158,7 @@ impl Api {
                 .dispose(RString::from(id.as_str()))
                 .await
                 .into_result()
-                .map_err(|error| Failure::internal(error.into_string()))?;
+                .map_err(Failure::from)?;
         }
         if let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE)
             && sessions.live().iter().any(|live| live.as_str() == id)

@@ -83,7 +83,7 @@ impl Api {
                 RString::from(model),
             )
             .into_result()
-            .map_err(|error| Failure::internal(error.into_string()))?;
+            .map_err(Failure::from)?;
         Ok(serde_json::json!({}))
     }
 }

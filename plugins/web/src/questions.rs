@@ -20,6 +20,21 @@ use crate::waiting::Board;
 /// How long an ask waits for a person before it is `unavailable`.
 const ANSWER_WAIT: Duration = Duration::from_secs(30 * 60);
 
+/// Answers that do not fit the questions asked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AnswersError {
+    #[error("no question `{0}` in this ask")]
+    NoQuestion(String),
+    #[error("question `{0}` is answered twice")]
+    Twice(String),
+    #[error("question `{0}` takes one choice")]
+    OneChoice(String),
+    #[error("`{label}` is not a choice of question `{question}`")]
+    NotAChoice { label: String, question: String },
+    #[error("the answers are empty: answer at least one question, or dismiss")]
+    Empty,
+}
+
 /// The asks waiting for answers, by ask id, each with its questions.
 #[derive(Default)]
 pub(crate) struct Pending {
@@ -29,7 +44,7 @@ pub(crate) struct Pending {
 impl Pending {
     /// A person's answers (or their dismissal). Answers that do not fit the questions are the
     /// caller's mistake; an ask no longer waiting is not accepted.
-    pub(crate) fn answer(&self, response: QuestionResponse) -> Result<AnswerReceipt, String> {
+    pub(crate) fn answer(&self, response: QuestionResponse) -> Result<AnswerReceipt, AnswersError> {
         let verdict = if response.cancelled {
             QuestionVerdict::Cancelled
         } else {
@@ -63,17 +78,17 @@ fn refused() -> AnswerReceipt {
 
 /// Each answer names a question once, picks only offered labels (one, unless the question
 /// allows several), and the whole says something.
-fn check(questions: &[UserQuestion], answers: &[QuestionAnswer]) -> Result<(), String> {
+fn check(questions: &[UserQuestion], answers: &[QuestionAnswer]) -> Result<(), AnswersError> {
     let mut seen = std::collections::HashSet::new();
     for answer in answers {
         let Some(question) = questions.iter().find(|question| question.id == answer.id) else {
-            return Err(format!("no question `{}` in this ask", answer.id));
+            return Err(AnswersError::NoQuestion(answer.id.clone()));
         };
         if !seen.insert(answer.id.as_str()) {
-            return Err(format!("question `{}` is answered twice", answer.id));
+            return Err(AnswersError::Twice(answer.id.clone()));
         }
         if !question.multi_select && answer.selected.len() > 1 {
-            return Err(format!("question `{}` takes one choice", answer.id));
+            return Err(AnswersError::OneChoice(answer.id.clone()));
         }
         if let Some(label) = answer.selected.iter().find(|label| {
             !question
@@ -81,17 +96,17 @@ fn check(questions: &[UserQuestion], answers: &[QuestionAnswer]) -> Result<(), S
                 .iter()
                 .any(|option| &option.label == *label)
         }) {
-            return Err(format!(
-                "`{label}` is not a choice of question `{}`",
-                answer.id
-            ));
+            return Err(AnswersError::NotAChoice {
+                label: label.clone(),
+                question: answer.id.clone(),
+            });
         }
     }
     let said = answers.iter().any(|answer| {
         !answer.selected.is_empty() || answer.text.as_deref().is_some_and(|t| !t.trim().is_empty())
     });
     if !said {
-        return Err("the answers are empty: answer at least one question, or dismiss".to_owned());
+        return Err(AnswersError::Empty);
     }
     Ok(())
 }

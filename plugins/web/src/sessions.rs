@@ -2,15 +2,15 @@
 //! new agent), prompt (queue or steer a message; a stored session is resumed first) and cancel.
 
 use abi_stable::std_types::RString;
-use dsh_agents_seam::{AGENTS_SERVICE, AgentsError, AgentsExt, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsErrorKind, AgentsExt, AgentsService};
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::kinds;
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
     HistoryRequest, ItemRequest, Message, MessageSource, PermissionPresetEvent, PromptAccepted,
-    PromptMode, QueueAction, RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory,
-    SessionList, SessionRef, SessionSummary, SessionTitleEvent, UpdateQueue,
+    PromptMode, RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList,
+    SessionRef, SessionSummary, SessionTitleEvent, UpdateQueue,
 };
 use dsh_sessions_seam::{
     SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionErrorKind, SessionStoreService,
@@ -315,9 +315,15 @@ impl Api {
             PromptMode::Queue => agents.followup(&agent.id, &message),
             PromptMode::Steer => agents.steer(&agent.id, &message),
         };
-        let message_id = sent.map_err(|AgentsError(message)| match request.mode {
-            PromptMode::Steer => Failure(RpcErrorCode::SteerUnavailable, message),
-            PromptMode::Queue => Failure::internal(message),
+        let message_id = sent.map_err(|error| match (request.mode, error.kind) {
+            // An agent going away takes no steer: the page offers to queue the message instead.
+            (
+                PromptMode::Steer,
+                AgentsErrorKind::Disposing
+                | AgentsErrorKind::Gone
+                | AgentsErrorKind::SteerUnavailable,
+            ) => Failure(RpcErrorCode::SteerUnavailable, error.to_string()),
+            _ => Failure::from(error),
         })?;
         if let Some(id) = request.client_request_id {
             let mut prompted = lock(&self.prompted);
@@ -350,57 +356,34 @@ impl Api {
                 false,
             )
             .into_result()
-            .map_err(|_| not_found(&request.session_id))?;
+            .map_err(|error| match error.kind {
+                AgentsErrorKind::NotFound => not_found(&request.session_id),
+                _ => Failure::from(error),
+            })?;
         Ok(serde_json::json!({}))
     }
 
     /// `session.updateQueue`: a waiting message dropped, edited or moved into the running turn.
+    /// The registry's refusal says which rule the request broke (no such session, the message
+    /// no longer waits, it joins the running turn already).
     pub(crate) fn update_queue(&self, request: UpdateQueue) -> Result<serde_json::Value, Failure> {
-        let agents = self.agents()?;
-        let session = RString::from(request.session_id.as_str());
-        let listing = agents
-            .inbox(session.clone())
-            .into_result()
-            .map_err(|_| not_found(&request.session_id))?
-            .decode()
-            .map_err(|error| Failure::internal(format!("the inbox listing: {error}")))?;
-        let waiting = |list: &[Message]| list.iter().any(|message| message.id == request.item_id);
-        let missing = || {
-            Failure(
-                RpcErrorCode::QueueItemNotFound,
-                format!(
-                    "no message `{}` waits in session `{}` (it may have started)",
-                    request.item_id, request.session_id
-                ),
-            )
-        };
-        match (
-            &request.action,
-            waiting(&listing.next_turn),
-            waiting(&listing.next_step),
-        ) {
-            (_, false, false) => return Err(missing()),
-            (QueueAction::Steer, false, true) => {
-                return Err(Failure(
-                    RpcErrorCode::SteerUnavailable,
-                    format!(
-                        "message `{}` already joins the running turn",
-                        request.item_id
-                    ),
-                ));
-            }
-            _ => {}
-        }
-        agents
+        self.agents()?
             .update_queue(
-                session,
+                RString::from(request.session_id.as_str()),
                 RString::from(request.item_id.as_str()),
                 Json::encode(&request.action),
             )
             .into_result()
-            .map_err(|error| match error.starts_with("no message") {
-                true => missing(),
-                false => Failure(RpcErrorCode::BadRequest, error.into_string()),
+            .map_err(|error| match error.kind {
+                AgentsErrorKind::NotFound => not_found(&request.session_id),
+                AgentsErrorKind::NotQueued => Failure(
+                    RpcErrorCode::QueueItemNotFound,
+                    format!(
+                        "no message `{}` waits in session `{}` (it may have started)",
+                        request.item_id, request.session_id
+                    ),
+                ),
+                _ => Failure::from(error),
             })?;
         Ok(serde_json::json!({}))
     }

@@ -4,7 +4,7 @@
 
 use abi_stable::std_types::RString;
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService, valid_name};
-use dsh_plugin_api::Service;
+use dsh_plugin_api::{SeamError, SeamErrorKind, Service};
 use dsh_protocol::{
     CredentialName, CredentialState, CredentialsDescription, RpcErrorCode, SetCredential,
 };
@@ -87,7 +87,7 @@ impl Api {
             .set(RString::from(set.name), RString::from(value))
             .await
             .into_result()
-            .map_err(|error| Failure::internal(error.into_string()))
+            .map_err(store_refused)
     }
 
     pub(crate) async fn unset_credential(&self, name: CredentialName) -> Result<bool, Failure> {
@@ -95,15 +95,57 @@ impl Api {
             .unset(RString::from(name.name))
             .await
             .into_result()
-            .map_err(|error| Failure::internal(error.into_string()))
+            .map_err(store_refused)
     }
+}
+
+/// A refusal of the credential store: a name it does not take is the caller's, a failed
+/// write the server's.
+fn store_refused(error: SeamError) -> Failure {
+    let code = match error.kind {
+        SeamErrorKind::Invalid => RpcErrorCode::CredentialRejected,
+        _ => RpcErrorCode::Internal,
+    };
+    Failure(code, error.message.into_string())
 }
 
 /// The namespace of the default adapter in the settings document (its row id).
 const ADAPTER_ROW: &str = "llm-deepseek";
 
+/// Why the settings document cannot be read or written, naming the file.
+#[derive(Debug, thiserror::Error)]
+enum DocumentError {
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
+    #[error("{0}")]
+    Limits(dsh_doc_limits::LimitError),
+    #[error("{file}: not a mapping of namespaces")]
+    NotMapping { file: String },
+    #[error("{file}: {error}")]
+    Yaml {
+        file: String,
+        error: serde_norway::Error,
+    },
+}
+
+impl DocumentError {
+    fn io(path: &std::path::Path, error: std::io::Error) -> Self {
+        Self::Io {
+            file: path.display().to_string(),
+            error,
+        }
+    }
+
+    fn yaml(path: &std::path::Path, error: serde_norway::Error) -> Self {
+        Self::Yaml {
+            file: path.display().to_string(),
+            error,
+        }
+    }
+}
+
 /// The settings document, refused (before parsing) over the size or nesting of a config file.
-fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, String> {
+fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, DocumentError> {
     let shown = path.display().to_string();
     let limits = dsh_doc_limits::Limits::DOCUMENT;
     let text = match dsh_doc_limits::read_capped(path, limits.max_bytes) {
@@ -111,14 +153,14 @@ fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, String
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(serde_norway::Mapping::new());
         }
-        Err(error) => return Err(format!("{shown}: {error}")),
+        Err(error) => return Err(DocumentError::io(path, error)),
     };
-    dsh_doc_limits::check_yaml(&text, &shown, limits).map_err(|error| error.to_string())?;
+    dsh_doc_limits::check_yaml(&text, &shown, limits).map_err(DocumentError::Limits)?;
     match serde_norway::from_str::<serde_norway::Value>(&text) {
         Ok(serde_norway::Value::Mapping(document)) => Ok(document),
         Ok(serde_norway::Value::Null) => Ok(serde_norway::Mapping::new()),
-        Ok(_) => Err(format!("{shown}: not a mapping of namespaces")),
-        Err(error) => Err(format!("{shown}: {error}")),
+        Ok(_) => Err(DocumentError::NotMapping { file: shown }),
+        Err(error) => Err(DocumentError::yaml(path, error)),
     }
 }
 
@@ -147,7 +189,7 @@ impl Api {
             .blocking(move || read_document(&path))
             .await
             .map_err(|error| Failure::internal(error.to_string()))?
-            .map_err(Failure::internal)?;
+            .map_err(|error| Failure::internal(error.to_string()))?;
         Ok(dsh_protocol::SettingsDescription {
             base_url: base_url_of(&document),
             writable,
@@ -173,7 +215,7 @@ impl Api {
         let path = self.settings_file()?;
         let written = self
             .ctx
-            .blocking(move || -> Result<(), String> {
+            .blocking(move || -> Result<(), DocumentError> {
                 let mut document = read_document(&path)?;
                 let key = serde_norway::Value::String(ADAPTER_ROW.to_owned());
                 let mut adapter = match document.remove(&key) {
@@ -196,7 +238,7 @@ impl Api {
             })
             .await
             .map_err(|error| Failure::internal(error.to_string()))?;
-        written.map_err(Failure::internal)
+        written.map_err(|error| Failure::internal(error.to_string()))
     }
 
     /// `approval.respond`: the answer, and for an accepted `always` the allow rule written
@@ -208,7 +250,7 @@ impl Api {
         let (mut receipt, always) = self
             .pending
             .answer(answer)
-            .map_err(|message| Failure(RpcErrorCode::BadRequest, message))?;
+            .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?;
         let Some(call) = always else {
             return Ok(receipt);
         };
@@ -217,7 +259,7 @@ impl Api {
         let added = rule.clone();
         let written = self
             .ctx
-            .blocking(move || -> Result<(), String> {
+            .blocking(move || -> Result<(), DocumentError> {
                 let mut document = read_document(&path)?;
                 let key = serde_norway::Value::String(PERMISSIONS_ROW.to_owned());
                 let mut permissions = match document.remove(&key) {
@@ -239,7 +281,7 @@ impl Api {
             })
             .await
             .map_err(|error| Failure::internal(error.to_string()))?;
-        written.map_err(|error| Failure(RpcErrorCode::SettingsRejected, error))?;
+        written.map_err(|error| Failure(RpcErrorCode::SettingsRejected, error.to_string()))?;
         receipt.rule = Some(rule);
         Ok(receipt)
     }
@@ -249,10 +291,14 @@ impl Api {
 const PERMISSIONS_ROW: &str = "permissions";
 
 /// Writes the settings document through a rename, so the host's watcher never reads half.
-fn write_document(path: &std::path::Path, document: &serde_norway::Mapping) -> Result<(), String> {
-    let text = serde_norway::to_string(document).map_err(|error| error.to_string())?;
+fn write_document(
+    path: &std::path::Path,
+    document: &serde_norway::Mapping,
+) -> Result<(), DocumentError> {
+    let text =
+        serde_norway::to_string(document).map_err(|error| DocumentError::yaml(path, error))?;
     let scratch = path.with_extension("yaml.part");
     std::fs::write(&scratch, text)
         .and_then(|()| std::fs::rename(&scratch, path))
-        .map_err(|error| format!("{}: {error}", path.display()))
+        .map_err(|error| DocumentError::io(path, error))
 }

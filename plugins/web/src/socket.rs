@@ -71,7 +71,8 @@ impl WebSocketSession for EventSocket {
                         session_id,
                         after_seq,
                     }) => {
-                        if let Err(reason) = hub.subscribe(&outbox, &session_id, after_seq).await {
+                        if let Err(error) = hub.subscribe(&outbox, &session_id, after_seq).await {
+                            let reason = error.to_string();
                             let _ = outbox.push(&ServerFrame::Resync { session_id, reason });
                         }
                     }

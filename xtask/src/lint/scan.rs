@@ -3,6 +3,8 @@
 //! then answers the few questions the lint asks, looking only at code. Lifetimes (`'a`) stay
 //! code; a `'` starts a char literal when it closes two characters on or follows a backslash.
 
+mod generics;
+
 use std::ops::RangeInclusive;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +201,20 @@ impl Source {
             }
         }
         out
+    }
+
+    /// The modules declared under `#[cfg(test)]` as `mod NAME;`: their files are test code.
+    pub(super) fn test_module_files(&self) -> Vec<String> {
+        self.test_lines()
+            .into_iter()
+            .filter_map(|lines| {
+                let text: String = lines.map(|line| self.line_text(line)).collect();
+                let rest = text.trim_start().strip_prefix("#[cfg(test)]")?.trim_start();
+                let rest = rest.strip_prefix("pub(crate) ").unwrap_or(rest);
+                let name = rest.strip_prefix("mod ")?.trim().strip_suffix(';')?.trim();
+                name.chars().all(is_ident).then(|| name.to_owned())
+            })
+            .collect()
     }
 
     /// The lines of every `json!(` (so also `serde_json::json!(`) in code.

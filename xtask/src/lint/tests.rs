@@ -239,3 +239,157 @@ fn lines_are_counted_as_str_lines_counts_them() {
         );
     }
 }
+
+const STRING_ERRORS: &str = r#"pub fn a() -> Result<(), String> { Ok(()) }
+pub fn b() -> Result<Vec<(u8, String)>, std::string::String> { todo!() }
+pub fn c() -> Result<String, MyError> { todo!() }
+pub fn d() -> io::Result<String> { todo!() }
+type Parsed<T> = Result<
+    T,
+    String,
+>;
+fn e(f: Box<dyn Fn(u8) -> Result<u8, u8>>) -> Result<Box<dyn Fn() -> String>, Error> { todo!() }
+fn g() { let _ = Result::<u8, String>::Ok(1); }
+// fn commented() -> Result<(), String>
+const S: &str = "Result<(), String>";
+fn rresult() -> RResult<(), String> { todo!() }
+
+#[cfg(test)]
+mod tests {
+    fn t() -> Result<(), String> { Ok(()) }
+}
+"#;
+
+#[test]
+fn a_string_error_is_the_last_generic_argument_whatever_the_nesting() {
+    let source = Source::new(STRING_ERRORS);
+    assert_eq!(
+        source.results_with_error("Result", &["String"]),
+        [1, 2, 5, 10, 17]
+    );
+    assert_eq!(source.results_with_error("RResult", &["String"]), [13]);
+    let seam = Source::new(
+        "trait T {\n    fn f(&self) -> FfiFuture<RResult<Json<Vec<u8>>, RString>>;\n    \
+         fn g(&self) -> RResult<RString, SeamError>;\n}\n",
+    );
+    assert_eq!(seam.results_with_error("RResult", &["RString"]), [2]);
+}
+
+#[test]
+fn string_errors_count_in_product_code_and_seams_and_fail_the_step() {
+    let seam = "pub trait S {\n    fn f(&self) -> RResult<(), RString>;\n}\n";
+    let report = scanned(&[
+        ("plugins/web/src/settings.rs", STRING_ERRORS),
+        ("plugins/web/src/settings_tests.rs", STRING_ERRORS),
+        (
+            "plugin-api/src/context.rs",
+            "fn f() -> Result<(), String> {}\n",
+        ),
+        ("host/src/app/boot.rs", "fn f() -> Result<(), String> {}\n"),
+        ("host/loader/src/lib.rs", "#[cfg(test)]\nmod test_util;\n"),
+        (
+            "host/loader/src/test_util.rs",
+            "fn f() -> Result<(), String> {}\n",
+        ),
+        (
+            "host/sandbox-exec/src/args.rs",
+            "fn f() -> Result<(), String> {}\n",
+        ),
+        ("tests/src/lib.rs", "fn f() -> Result<(), String> {}\n"),
+        ("xtask/src/main.rs", "fn f() -> Result<(), String> {}\n"),
+        ("plugin-api/seams/jobs/src/lib.rs", seam),
+        ("plugin-api/src/io/watch.rs", seam),
+        ("plugin-api/src/abi.rs", seam),
+        ("plugins/jobs/src/lib.rs", seam),
+    ]);
+    let places = |found: &[(String, usize)]| -> Vec<String> {
+        found
+            .iter()
+            .map(|(path, line)| format!("{path}:{line}"))
+            .collect()
+    };
+    assert_eq!(
+        places(&report.string_results),
+        [
+            "host/sandbox-exec/src/args.rs:1",
+            "host/src/app/boot.rs:1",
+            "plugin-api/src/context.rs:1",
+            "plugins/web/src/settings.rs:1",
+            "plugins/web/src/settings.rs:2",
+            "plugins/web/src/settings.rs:5",
+            "plugins/web/src/settings.rs:10",
+        ]
+    );
+    assert_eq!(
+        places(&report.string_seam_errors),
+        [
+            "plugin-api/seams/jobs/src/lib.rs:2",
+            "plugin-api/src/io/watch.rs:2"
+        ]
+    );
+    let text = report.render();
+    assert!(
+        text.contains(
+            "lint: Result<_, String> in product code: 7 (web 4, host 1, host/sandbox-exec 1, \
+             plugin-api 1)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "lint: seam methods returning a bare string error (RResult<_, RString>): 2 \
+             (plugin-api 1, seams/jobs 1)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("lint:   at host/src/app/boot.rs:1\n"),
+        "{text}"
+    );
+    let error = report.gate().unwrap_err().to_string();
+    assert!(
+        error.contains("`Result<_, String>` in product code")
+            && error.contains("plugins/web/src/settings.rs:10"),
+        "{error}"
+    );
+    assert!(
+        error.contains("returning `RResult<_, RString>`")
+            && error.contains("plugin-api/src/io/watch.rs:2"),
+        "{error}"
+    );
+    let typed = scanned(&[(
+        "plugins/web/src/settings.rs",
+        "fn f() -> Result<(), SettingsError> {}\n",
+    )]);
+    assert!(typed.gate().is_ok());
+}
+
+#[test]
+fn product_crates_cover_plugin_api_and_the_host() {
+    for (path, name) in [
+        ("plugins/tools/src/lib.rs", "tools"),
+        ("plugin-api/src/io/fs.rs", "plugin-api"),
+        ("host/src/main.rs", "host"),
+        ("host/loader/src/row.rs", "host/loader"),
+        ("host/libs/fs-local/src/lib.rs", "libs/fs-local"),
+    ] {
+        assert_eq!(product_crate(path).as_deref(), Some(name), "{path}");
+    }
+    assert_eq!(product_crate("host/Cargo.toml"), None);
+    assert_eq!(product_crate("tests/src/lib.rs"), None);
+    assert_eq!(product_crate("xtask/src/lint.rs"), None);
+    assert_eq!(
+        module_files("host/loader/src/lib.rs", &["test_util".to_owned()]),
+        [
+            "host/loader/src/test_util.rs",
+            "host/loader/src/test_util/mod.rs"
+        ]
+    );
+    assert_eq!(
+        module_files("plugins/web/src/api.rs", &["fakes".to_owned()]),
+        [
+            "plugins/web/src/api/fakes.rs",
+            "plugins/web/src/api/fakes/mod.rs"
+        ]
+    );
+}

@@ -8,7 +8,8 @@
 //!
 //! Options, messages, outcomes, decisions and notices are `dsh-protocol` values crossing as
 //! [`Json`]: an optional field or a new variant added later does not break a plugin built
-//! against this version.
+//! against this version. A refusal crosses as an [`AgentsError`]: a kind a caller branches on
+//! (a steer the running turn cannot take, a message no longer waiting) and a message.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -78,7 +79,7 @@ pub struct AgentRequest {
 pub trait TurnInbox: Send + Sync {
     /// Takes every `next-step` message and, when `turn_boundary`, one `next-turn` message, in
     /// that order, logging the removals and announcing each as claimed by `turn`.
-    fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, RString>;
+    fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, AgentsError>;
 }
 pub type TurnInboxBox = TurnInbox_TO<'static, RBox<()>>;
 
@@ -134,7 +135,7 @@ pub const AGENTS_SERVICE: &str = "agents";
 pub trait Agents: Send + Sync {
     /// Creates an agent; emits `agent/created` then `agent/session-start`; no turn starts.
     /// Answers the agent id (its session id).
-    fn create(&self, options: Json<AgentOptions>) -> FfiFuture<RResult<RString, RString>>;
+    fn create(&self, options: Json<AgentOptions>) -> FfiFuture<RResult<RString, AgentsError>>;
     /// Queues a user message (an id is given when it has none) on `target` of session `agent`,
     /// and wakes its driver when `wakeup`. Staging (no wake) works for any live session, agent
     /// or not. Answers the message id.
@@ -144,7 +145,7 @@ pub trait Agents: Send + Sync {
         message: Json<Message>,
         target: Json<InboxTarget>,
         wakeup: bool,
-    ) -> RResult<RString, RString>;
+    ) -> RResult<RString, AgentsError>;
     /// Cancels the running turn. Unless `keep_inbox`, the inbox is cleared first (logged with
     /// `outcome: canceled`), also when the agent is idle.
     fn cancel(
@@ -152,16 +153,24 @@ pub trait Agents: Send + Sync {
         agent: RString,
         cause: Json<AbortCause>,
         keep_inbox: bool,
-    ) -> RResult<(), RString>;
+    ) -> RResult<(), AgentsError>;
     /// Resolves when the agent is idle, with the outcome of its last turn (`None` when it ran
     /// none).
-    fn when_idle(&self, agent: RString) -> FfiFuture<RResult<Json<Option<TurnOutcome>>, RString>>;
+    fn when_idle(
+        &self,
+        agent: RString,
+    ) -> FfiFuture<RResult<Json<Option<TurnOutcome>>, AgentsError>>;
     /// The live agents, in creation order.
     fn list(&self) -> Json<Vec<AgentSummary>>;
     /// The model route of agent `agent`'s next turns (a running turn keeps its own).
-    fn set_route(&self, agent: RString, provider: RString, model: RString) -> RResult<(), RString>;
+    fn set_route(
+        &self,
+        agent: RString,
+        provider: RString,
+        model: RString,
+    ) -> RResult<(), AgentsError>;
     /// What the inbox of live session `session` holds, unclaimed.
-    fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, RString>;
+    fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, AgentsError>;
     /// Changes the waiting message `message` of live session `session`: dropped unrun, edited
     /// in place, or (from next-turn) moved into the running turn and the driver woken.
     fn update_queue(
@@ -169,17 +178,62 @@ pub trait Agents: Send + Sync {
         session: RString,
         message: RString,
         action: Json<QueueAction>,
-    ) -> RResult<(), RString>;
+    ) -> RResult<(), AgentsError>;
     /// Cancels (`disposed`), waits for the driver, forgets the agent, emits `agent/disposed`
     /// and closes its session.
-    fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), RString>>;
+    fn dispose(&self, agent: RString) -> FfiFuture<RResult<(), AgentsError>>;
 }
 pub type AgentsService = Agents_TO<'static, RBox<()>>;
 
-/// A refusal of the `agents` service, as its message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AgentsError(pub String);
+/// What a caller of the `agents` service can tell apart.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentsErrorKind {
+    /// A service the registry needs is not mounted (`sessions`).
+    Unavailable,
+    /// An argument does not read or is not allowed (options, a message, a target, a queue
+    /// action; an empty message or edit; a working directory that is not absolute).
+    Invalid,
+    /// No agent by that id (a waking send needs one), or no live session by that id.
+    NotFound,
+    /// An agent or a pending message by that id exists already.
+    Exists,
+    /// The agent is being disposed: it takes no more waking sends.
+    Disposing,
+    /// The message named no longer waits in the inbox (it may have started).
+    NotQueued,
+    /// The message cannot be steered into the running turn: it joins it already.
+    SteerUnavailable,
+    /// The session log refused or failed a write (an inbox splice, a close).
+    Session,
+    /// The registry went away (its row unloaded) before the call could finish.
+    Gone,
+}
+
+/// A refusal of the `agents` service: its kind and a message for a person.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct AgentsError {
+    pub kind: AgentsErrorKind,
+    pub message: RString,
+}
+
+impl AgentsError {
+    pub fn new(kind: AgentsErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: RString::from(message.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for AgentsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for AgentsError {}
 
 /// The three ways to send, as the reference names them (each answers the message id), and
 /// whether an agent runs a turn now.
@@ -232,7 +286,6 @@ fn send(
         )
         .into_result()
         .map(RString::into_string)
-        .map_err(|error| AgentsError(error.into_string()))
 }
 
 /// The payload of every `agent/*` notification: the agent, and what happened.

@@ -15,7 +15,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RString};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::Json;
+use dsh_plugin_api::{Json, SeamError};
 use dsh_protocol::TokenMeter;
 
 /// Service key of the compaction plugin.
@@ -28,7 +28,10 @@ pub trait Compaction: Send + Sync {
     fn meter(&self, session: RString) -> Json<Option<TokenMeter>>;
     /// Compacts idle session `session` now, below the threshold too, with `focus` for the
     /// summary; fails naming why (a turn runs, nothing to compact, the summary failed).
-    fn compact(&self, session: RString, focus: ROption<RString>)
-    -> FfiFuture<RResult<(), RString>>;
+    fn compact(
+        &self,
+        session: RString,
+        focus: ROption<RString>,
+    ) -> FfiFuture<RResult<(), SeamError>>;
 }
 pub type CompactionService = Compaction_TO<'static, RBox<()>>;

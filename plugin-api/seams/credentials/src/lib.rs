@@ -16,6 +16,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use async_ffi::FfiFuture;
+use dsh_plugin_api::SeamError;
 
 /// Service key of the credential store.
 pub const CREDENTIALS_SERVICE: &str = "credentials";
@@ -36,9 +37,9 @@ pub trait Credentials: Send + Sync {
     /// The secret named `name`, if one is stored.
     fn get(&self, name: RString) -> ROption<RString>;
     /// Stores `value` under `name` (written before the future resolves).
-    fn set(&self, name: RString, value: RString) -> FfiFuture<RResult<(), RString>>;
+    fn set(&self, name: RString, value: RString) -> FfiFuture<RResult<(), SeamError>>;
     /// Removes `name`; answers whether it was stored.
-    fn unset(&self, name: RString) -> FfiFuture<RResult<bool, RString>>;
+    fn unset(&self, name: RString) -> FfiFuture<RResult<bool, SeamError>>;
     /// The names stored, sorted; never their values.
     fn names(&self) -> RVec<RString>;
 }

@@ -17,7 +17,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{EmitEvent, Json};
+use dsh_plugin_api::{EmitEvent, Json, SeamError};
 use dsh_protocol::{JobEnd, JobStart, JobSummary};
 
 /// Service key of the job registry.
@@ -40,7 +40,7 @@ pub type JobControlBox = JobControl_TO<'static, RBox<()>>;
 #[sabi_trait]
 pub trait Jobs: Send + Sync {
     /// Registers a running job and answers its id (`<kind>-<n>`).
-    fn start(&self, start: Json<JobStart>, control: JobControlBox) -> RResult<RString, RString>;
+    fn start(&self, start: Json<JobStart>, control: JobControlBox) -> RResult<RString, SeamError>;
     /// Adds output a stream job printed.
     fn append(&self, id: RString, output: RString);
     /// The job ended (first settlement wins): waiters wake and, unless the model already
@@ -63,6 +63,6 @@ pub trait Jobs: Send + Sync {
     fn list(&self, session: RString) -> Json<Vec<JobSummary>>;
     /// Asks job `id` of `session` to stop, as `job_kill` does (a person's stop button); answers
     /// what happened, as `job_kill` words it.
-    fn kill(&self, session: RString, id: RString, reason: RString) -> RResult<RString, RString>;
+    fn kill(&self, session: RString, id: RString, reason: RString) -> RResult<RString, SeamError>;
 }
 pub type JobsService = Jobs_TO<'static, RBox<()>>;

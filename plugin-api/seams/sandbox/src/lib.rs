@@ -25,9 +25,9 @@
 
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
-use dsh_plugin_api::Json;
 use dsh_plugin_api::io::piped::PipedProcess;
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest};
+use dsh_plugin_api::{Json, SeamError};
 use dsh_protocol::SandboxPolicy;
 
 /// Service key of the sandbox.
@@ -49,7 +49,7 @@ pub trait Sandbox: Send + Sync {
         cwd: RString,
         call_id: RString,
         request: SpawnRequest,
-    ) -> RResult<ProcessBox, RString>;
+    ) -> RResult<ProcessBox, SeamError>;
 }
 pub type SandboxService = Sandbox_TO<'static, RBox<()>>;
 
@@ -70,6 +70,6 @@ pub trait SandboxPiped: Send + Sync {
         call_id: RString,
         mode: RString,
         request: SpawnRequest,
-    ) -> RResult<PipedProcess, RString>;
+    ) -> RResult<PipedProcess, SeamError>;
 }
 pub type SandboxPipedService = SandboxPiped_TO<'static, RBox<()>>;

@@ -18,7 +18,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{Json, WaterfallEvent};
+use dsh_plugin_api::{Json, SeamError, WaterfallEvent};
 use dsh_protocol::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
 
 /// Service key of prompt assembly.
@@ -50,7 +50,7 @@ pub trait SystemPrompt: Send + Sync {
         &self,
         owner: RString,
         section: Json<PromptSection>,
-    ) -> RResult<SectionHandleBox, RString>;
+    ) -> RResult<SectionHandleBox, SeamError>;
     /// Adds a variable for `{{name}}` references in sections (`name` matches
     /// `[a-z][a-z0-9_]*`; `provider`, `model` and `cwd` are built in). A second variable with
     /// the same name is refused.
@@ -59,7 +59,7 @@ pub trait SystemPrompt: Send + Sync {
         owner: RString,
         name: RString,
         value: RString,
-    ) -> RResult<SectionHandleBox, RString>;
+    ) -> RResult<SectionHandleBox, SeamError>;
     /// Assembles the prompt of `request`: the registered sections plus the guidance of the
     /// tools its scope sees, each interpolated, empty ones dropped; and the context snapshots.
     /// `Err` names a section that refers to a variable that is unknown, malformed or without
@@ -67,6 +67,6 @@ pub trait SystemPrompt: Send + Sync {
     fn assemble(
         &self,
         request: Json<PromptRequest>,
-    ) -> FfiFuture<RResult<Json<AssembledPrompt>, RString>>;
+    ) -> FfiFuture<RResult<Json<AssembledPrompt>, SeamError>>;
 }
 pub type SystemPromptService = SystemPrompt_TO<'static, RBox<()>>;

@@ -22,7 +22,7 @@ use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::cancel::CancelBox;
-use dsh_plugin_api::{EmitEvent, Json, WaterfallEvent};
+use dsh_plugin_api::{EmitEvent, Json, SeamError, WaterfallEvent};
 use dsh_protocol::{
     ContentBlock, OutcomeSummary, PostDecision, PreDecision, Restriction, StepReport, ToolDecl,
     ToolGuidance, ToolReply, ToolResultEvent, ToolSchema,
@@ -158,7 +158,7 @@ pub trait Tools: Send + Sync {
         owner: RString,
         scope: RString,
         tool: ToolBox,
-    ) -> RResult<RegistrationBox, RString>;
+    ) -> RResult<RegistrationBox, SeamError>;
     fn guard(&self, owner: RString, guard: GuardBox) -> RegistrationBox;
     /// Restricts what `scope` inherits; names no layer knows are refused.
     fn restrict(
@@ -166,10 +166,10 @@ pub trait Tools: Send + Sync {
         owner: RString,
         scope: RVec<RString>,
         restriction: Json<Restriction>,
-    ) -> RResult<RegistrationBox, RString>;
+    ) -> RResult<RegistrationBox, SeamError>;
     /// The tool schemas `scope` sees, in request order. The text is the same as long as the
     /// registry is, so a caller may compare it to tell whether the list changed.
-    fn schemas(&self, scope: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, RString>;
+    fn schemas(&self, scope: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, SeamError>;
     /// The prompt guidance of the tools `scope` sees, by order then name.
     fn guidance(&self, scope: RVec<RString>) -> Json<Vec<ToolGuidance>>;
     /// Runs one step's calls; never fails: every failure is an error result.

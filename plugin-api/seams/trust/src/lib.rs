@@ -19,7 +19,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{Context, Json, ParallelEvent};
+use dsh_plugin_api::{Context, Json, ParallelEvent, SeamError};
 use dsh_protocol::ProjectTrust;
 
 /// Service key of the trust store.
@@ -44,7 +44,7 @@ pub trait Trust: Send + Sync {
         &self,
         cwd: RString,
         remember: bool,
-    ) -> FfiFuture<RResult<Json<ProjectTrust>, RString>>;
+    ) -> FfiFuture<RResult<Json<ProjectTrust>, SeamError>>;
 }
 pub type TrustService = Trust_TO<'static, RBox<()>>;
 

@@ -15,7 +15,7 @@ use dsh_llm_seam::{
     StreamOutcome,
 };
 use dsh_plugin_api::cancel::CancelBox;
-use dsh_plugin_api::{Json, Service, lock};
+use dsh_plugin_api::{Json, SeamError, Service, lock};
 use dsh_protocol::{
     AssembledPrompt, CallReport, CatalogModel, ContentBlock, Continuation, FailureCode,
     FinishReason, GenerateRequest, LlmFailure, Message, MessageSource, PreStepDecision,
@@ -363,8 +363,8 @@ impl Tools for FakeTools {
         _owner: RString,
         _scope: RString,
         _tool: ToolBox,
-    ) -> RResult<ToolRegistration, RString> {
-        RErr(RString::from("fake registry"))
+    ) -> RResult<ToolRegistration, SeamError> {
+        RErr(SeamError::failed("fake registry"))
     }
 
     fn guard(&self, _owner: RString, _guard: GuardBox) -> ToolRegistration {
@@ -376,11 +376,11 @@ impl Tools for FakeTools {
         _owner: RString,
         _scope: RVec<RString>,
         _restriction: Json<dsh_protocol::Restriction>,
-    ) -> RResult<ToolRegistration, RString> {
-        RErr(RString::from("fake registry"))
+    ) -> RResult<ToolRegistration, SeamError> {
+        RErr(SeamError::failed("fake registry"))
     }
 
-    fn schemas(&self, _scope: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, RString> {
+    fn schemas(&self, _scope: RVec<RString>) -> RResult<Json<Vec<ToolSchema>>, SeamError> {
         let noop = ToolSchema::new(
             "noop",
             "Does nothing.",

@@ -302,7 +302,11 @@ struct Inbox {
 }
 
 impl TurnInbox for Inbox {
-    fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, RString> {
+    fn claim(
+        &self,
+        turn: u64,
+        turn_boundary: bool,
+    ) -> RResult<Json<Vec<Message>>, dsh_agents_seam::AgentsError> {
         lock(&self.claims).push((turn, turn_boundary));
         let claimed = match turn_boundary {
             true => std::mem::take(&mut *lock(&self.next_turn)),

@@ -150,7 +150,7 @@ async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), Plug
             .create(Json::encode(&fresh))
             .await
             .into_result()
-            .map_err(|error| PluginError::plugin(error.into_string()))?;
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
     }
     say(&format!("agents {}", agents.list().text()));
     if let Some(text) = &config.stage {
@@ -162,7 +162,7 @@ async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), Plug
                 false,
             )
             .into_result()
-            .map_err(|error| PluginError::plugin(error.into_string()))?;
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
     }
     if let Some(text) = &config.followup {
         agents
@@ -173,7 +173,7 @@ async fn drive(ctx: &Context, id: &str, config: &ProbeConfig) -> Result<(), Plug
         let listing = agents
             .inbox(id.into())
             .into_result()
-            .map_err(|error| PluginError::plugin(error.into_string()))?;
+            .map_err(|error| PluginError::plugin(error.to_string()))?;
         say(&format!("inbox {}", listing.text()));
     }
     Ok(())

@@ -43,7 +43,9 @@ impl Plugin for PromptProbe {
             .await;
         let text = match assembled.into_result() {
             Ok(assembled) => assembled.into_text().into_string(),
-            Err(error) => dsh_plugin_api::serde_json::json!({"error": error.as_str()}).to_string(),
+            Err(error) => {
+                dsh_plugin_api::serde_json::json!({"error": error.message.as_str()}).to_string()
+            }
         };
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "prompt {text}");
