@@ -460,3 +460,39 @@ fn a_subagents_conversation_opens_under_its_card() {
         "",
     );
 }
+
+/// An answer long enough to scroll at every width.
+fn long_answer() -> String {
+    (1..=60)
+        .map(|n| format!("Paragraph {n}: the answer goes on, line after line."))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[test]
+fn the_page_keeps_its_composer_drawer_header_and_place_at_three_widths() {
+    scenario(
+        "layout",
+        vec![Reply::text(&long_answer()), Reply::text("One more answer.")],
+        "",
+    );
+}
+
+#[test]
+fn back_and_forward_move_between_sessions_and_an_address_opens_one() {
+    scenario(
+        "navigation",
+        vec![Reply::text("First answer."), Reply::text("Second answer.")],
+        "",
+    );
+}
+
+#[test]
+fn the_controls_follow_the_session_whoever_changes_it_and_a_new_session_starts_from_defaults() {
+    scenario("controls", Vec::new(), "");
+}
+
+#[test]
+fn a_page_whose_sign_in_is_no_longer_taken_says_how_to_get_back_in() {
+    scenario("signedout", Vec::new(), "");
+}

@@ -376,3 +376,73 @@ fn a_key_set_through_the_settings_is_stored_privately_and_used_at_once() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// Starts the web profile on `port` (0: any) in `dir`'s home; answers the host, its address
+/// and the token of its launch line.
+fn launch_on(dir: &TestDir, port: &str) -> Web {
+    let host = HostProcess::start_with_env(
+        &dir.home(),
+        &["--profile", "web", "--", "--no-open", "--port", port],
+        &[("DEEPSEEK_API_KEY", "")],
+    );
+    let line = host.wait_stdout("dsh web: open http://", WAIT);
+    let url = line.trim_start_matches("dsh web: open http://").trim();
+    let (address, query) = url.split_once("/auth?").expect("a sign-in URL");
+    Web {
+        host,
+        address: address.to_owned(),
+        token: query.trim_start_matches("token=").to_owned(),
+    }
+}
+
+#[test]
+fn a_restart_on_the_same_port_keeps_the_sign_in_and_a_replaced_secret_signs_pages_out() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TestDir::new("web-restart");
+    let mut first = launch_on(&dir, "0");
+    let (cookie, _) = first.sign_in();
+    let port = first.address.rsplit_once(':').unwrap().1.to_owned();
+    assert_eq!(first.host.stop(), Some(0));
+    let kept = dir.home().join("web-secret.json");
+    let mode = std::fs::metadata(&kept)
+        .expect("the kept sign-in")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "only its owner reads the kept sign-in");
+    // The same link and the same cookie work for the next launch; a new CSRF token comes with
+    // the page, which reloads on the new boot id.
+    let mut second = launch_on(&dir, &port);
+    assert_eq!(second.token, first.token, "the printed link is unchanged");
+    let page = second.get("/", &[("Cookie", &cookie)]);
+    assert_eq!(
+        page.status, 200,
+        "the signed-in page stays signed in: {page:?}"
+    );
+    let csrf = page
+        .body
+        .split("\"csrf\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("boot data with a CSRF token")
+        .to_owned();
+    let json = ("Content-Type", "application/json");
+    let described = second.call(
+        "host.describe",
+        &[("Cookie", &cookie), json, ("X-Dsh-Csrf", &csrf)],
+    );
+    assert_eq!(described.status, 200, "{described:?}");
+    assert_eq!(second.host.stop(), Some(0));
+    // A kept sign-in others could read is not trusted: the next launch draws new secrets, so
+    // the old cookie is refused (the page then says how to sign in again).
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut third = launch_on(&dir, &port);
+    assert_ne!(third.token, first.token, "an exposed sign-in is replaced");
+    let refused = third.call(
+        "host.describe",
+        &[("Cookie", &cookie), json, ("X-Dsh-Csrf", &csrf)],
+    );
+    assert_eq!(refused.status, 401, "{refused:?}");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the replacement is owner-only again");
+    assert_eq!(third.host.stop(), Some(0));
+}

@@ -5,6 +5,7 @@
 
 import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
+import { frameScenarios } from "./layout.mjs";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
 const executablePath = process.env.DSH_CHROMIUM || "/usr/bin/chromium";
@@ -247,6 +248,14 @@ const scenarios = {
     await page.waitForSelector("#command-menu:not([hidden]) .command");
     const listed = await page.locator("#command-menu .command").allTextContents();
     expect(["/compact", "/help", "/model", "/permission"].every((name) => listed.some((row) => row.startsWith(name))), `the menu lists ${JSON.stringify(listed)}`);
+    // From the keyboard: Escape closes the menu, arrows mark a command, Enter takes it.
+    await page.keyboard.press("Escape");
+    expect(await page.isHidden("#command-menu"), "Escape leaves the menu open");
+    await page.fill("#prompt", "/perm");
+    await page.waitForSelector("#command-menu:not([hidden]) .command");
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    expect((await page.inputValue("#prompt")) === "/permission ", "Enter takes the marked command");
     await page.fill("#prompt", "/he");
     await page.waitForFunction(() => document.querySelectorAll("#command-menu .command").length === 1);
     await shoot(page, "menu");
@@ -560,6 +569,7 @@ const scenarios = {
   },
 };
 
+Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, problems }));
 const run = scenarios[scenario];
 if (!run) {
   console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);

@@ -25,20 +25,44 @@ async function call(method, payload = {}) {
     headers: { "content-type": "application/json", "x-dsh-csrf": boot.csrf },
     body: JSON.stringify({ type: "client-request", rpcId, method, payload }),
   });
+  if (response.status === 401) {
+    signedOut();
+    throw new Error("This page is no longer signed in.");
+  }
   if (!response.ok) throw new Error(`${method}: HTTP ${response.status}: ${await response.text()}`);
   const body = await response.json();
   if (!body.result.ok) {
+    // The words are for the person; the code stays at hand (on hover) for a bug report.
     const { code, message } = body.result.error;
-    throw new Error(`${code}: ${message}`);
+    const error = new Error(message);
+    error.code = code;
+    throw error;
   }
   return body.result.value;
 }
 
 const $ = (id) => document.getElementById(id);
 
-function toast(message) {
+// The host no longer takes this page's sign-in (it restarted without keeping it, or its secrets
+// were replaced): say so and how to get back in, instead of reconnecting forever.
+function signedOut() {
+  if (state.signedOut) return;
+  state.signedOut = true;
+  state.socket?.close();
+  $("connection").hidden = true;
+  const notice = $("signed-out");
+  notice.hidden = false;
+  notice.querySelector("button").focus();
+}
+
+// A failed call, told in the words of its message with its code on hover.
+function fail(error) {
+  toast(error.message || String(error), error.code);
+}
+
+function toast(message, code) {
   const area = $("toasts");
-  const note = element("div", { class: "toast", role: "alert" }, message);
+  const note = element("div", { class: "toast", role: "alert", title: code || null }, message);
   area.append(note);
   setTimeout(() => note.remove(), 8000);
 }
@@ -152,6 +176,39 @@ function renderDirty() {
   }
   state.dirty.clear();
   if (pinned) $("conversation").scrollTop = $("conversation").scrollHeight;
+  else $("jump").hidden = false;
+}
+
+// The conversation follows the newest message unless the person scrolled up to read; then a
+// button brings them back.
+function followLatest() {
+  const scroller = $("conversation");
+  scroller.scrollTop = scroller.scrollHeight;
+  $("jump").hidden = true;
+}
+
+function wireScroll() {
+  $("conversation").addEventListener("scroll", () => {
+    if (pinnedToBottom()) $("jump").hidden = true;
+  });
+  $("jump").addEventListener("click", followLatest);
+}
+
+// Below 900 px the session list is a drawer: opened from the top bar, closed by the scrim,
+// Escape, or choosing what to open.
+function setDrawer(open) {
+  document.querySelector(".app").classList.toggle("drawer-open", open);
+  $("scrim").hidden = !open;
+  $("menu").setAttribute("aria-expanded", String(open));
+  if (open) $("search").focus();
+}
+
+function wireDrawer() {
+  $("menu").addEventListener("click", () => setDrawer(!document.querySelector(".app").classList.contains("drawer-open")));
+  $("scrim").addEventListener("click", () => setDrawer(false));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && document.querySelector(".app").classList.contains("drawer-open")) setDrawer(false);
+  });
 }
 
 let frameRequested = false;
@@ -197,7 +254,7 @@ function renderQueue(queue) {
 const messageText = (message) => message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
 
 function updateQueue(itemId, action, extra = {}) {
-  return call("session.updateQueue", { sessionId: state.open.id, itemId, action, ...extra }).catch((e) => toast(e.message));
+  return call("session.updateQueue", { sessionId: state.open.id, itemId, action, ...extra }).catch((e) => fail(e));
 }
 
 function queueRow(kind, message) {
@@ -285,7 +342,7 @@ function renderJobs(jobs) {
               {
                 type: "button",
                 class: "secondary danger stop-job",
-                onclick: () => call("session.killJob", { sessionId: state.open.id, jobId: job.id }).catch((e) => toast(e.message)),
+                onclick: () => call("session.killJob", { sessionId: state.open.id, jobId: job.id }).catch((e) => fail(e)),
               },
               "Stop",
             )
@@ -304,7 +361,7 @@ function closeSession() {
   state.open = null;
   $("chat").hidden = true;
   $("hero").hidden = false;
-  window.history.replaceState(null, "", "#");
+  if (location.hash) window.history.pushState(null, "", location.pathname);
   renderSessions();
 }
 
@@ -335,9 +392,12 @@ async function openSession(id) {
   subscribe();
   loadModels(id).catch(() => {});
   refreshContext().catch(() => {});
-  $("conversation").scrollTop = $("conversation").scrollHeight;
+  followLatest();
+  setDrawer(false);
   $("prompt").focus();
-  window.history.replaceState(null, "", `#${id}`);
+  // Each session opened is an entry of the browser's history, so Back and Forward move
+  // between them; a restore of the same one replaces its entry.
+  if (location.hash.slice(1) !== id) window.history.pushState(null, "", `#${id}`);
 }
 
 // ---- the event socket --------------------------------------------------------------------
@@ -367,12 +427,13 @@ function onFrame(frame) {
     case "session/projection":
       if (state.open && frame.sessionId === state.open.id && frame.key === "context") renderContext(frame.value);
       if (state.open && frame.sessionId === state.open.id && frame.key === "jobs") renderJobs(frame.value);
+      if (state.open && frame.sessionId === state.open.id && frame.key === "controls") showControls(frame.value);
       break;
     case "session/queue":
       if (state.open && frame.sessionId === state.open.id) renderQueue(frame.queue);
       break;
     case "session/resync":
-      if (state.open && frame.sessionId === state.open.id) openSession(state.open.id).catch((e) => toast(e.message));
+      if (state.open && frame.sessionId === state.open.id) openSession(state.open.id).catch((e) => fail(e));
       break;
     case "host/session-added":
       refreshSessions().catch(() => {});
@@ -405,9 +466,15 @@ function connect() {
   });
   socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
   socket.addEventListener("close", () => {
+    if (state.signedOut) return;
     $("connection").hidden = false;
     const delay = Math.min(10000, 250 * 2 ** state.retry++);
-    setTimeout(connect, delay);
+    // A socket refused again and again may be a sign-in the host no longer takes: ask it
+    // once per retry with a plain call, which says so (401) where the socket cannot.
+    if (state.retry > 1) call("host.describe").catch(() => {});
+    setTimeout(() => {
+      if (!state.signedOut) connect();
+    }, delay);
   });
 }
 
@@ -425,9 +492,24 @@ async function loadModels(sessionId) {
   select.hidden = select.options.length === 0;
 }
 
-async function newSession() {
-  const model = $("model").value || undefined;
-  const preset = $("preset").value;
+// The model and permission controls show the open session's state, whoever changed it.
+function showControls({ model, preset }) {
+  if (preset) $("preset").value = preset;
+  if (model) {
+    const select = $("model");
+    if (![...select.options].some((option) => option.value === model)) {
+      select.prepend(element("option", { value: model }, model));
+    }
+    select.value = model;
+    select.hidden = false;
+  }
+}
+
+// "+ New session" starts from the host's defaults, not from what the last session was switched
+// to; a first prompt typed on the start page takes the choices made there.
+async function newSession({ chosen = false } = {}) {
+  const model = chosen ? $("model").value || undefined : undefined;
+  const preset = chosen ? $("preset").value : "workspace-write";
   const { sessionId } = await call("session.create", model ? { model } : {});
   if (preset !== "workspace-write") await call("session.setPermission", { sessionId, preset });
   await refreshSessions();
@@ -438,17 +520,20 @@ async function send(mode) {
   const input = $("prompt");
   const text = input.value;
   if (!text.trim()) return;
-  if (!state.open) await newSession();
+  state.lastPrompt = text;
+  if (!state.open) await newSession({ chosen: true });
   input.value = "";
   autosize();
   $("command-menu").hidden = true;
+  // Sending means wanting to see the answer: follow it even from further up.
+  followLatest();
   try {
     const accepted = await call("session.prompt", { sessionId: state.open.id, text, mode, clientRequestId: crypto.randomUUID() });
     // A command's outcome also arrives as the session's command/done notice.
     if (accepted.command?.kind === "error") toast(accepted.command.text);
   } catch (error) {
     input.value = text;
-    toast(error.message);
+    fail(error);
   }
 }
 
@@ -486,6 +571,41 @@ async function showCommands() {
   menu.hidden = matching.length === 0;
 }
 
+// The `/` menu from the keyboard: arrows move through it, Tab or Enter takes the marked
+// command, Escape closes it (and cancels nothing). Answers whether the key was the menu's.
+function menuKey(event) {
+  const options = [...$("command-menu").querySelectorAll(".command")];
+  if (!options.length) return false;
+  const at = options.findIndex((option) => option.classList.contains("active"));
+  const mark = (index) => {
+    options.forEach((option, i) => {
+      option.classList.toggle("active", i === index);
+      option.setAttribute("aria-selected", String(i === index));
+    });
+    options[index].scrollIntoView({ block: "nearest" });
+  };
+  switch (event.key) {
+    case "ArrowDown":
+      mark(at < 0 ? 0 : (at + 1) % options.length);
+      break;
+    case "ArrowUp":
+      mark(at <= 0 ? options.length - 1 : at - 1);
+      break;
+    case "Tab":
+    case "Enter":
+      if (event.key === "Enter" && at < 0) return false;
+      options[Math.max(at, 0)].click();
+      break;
+    case "Escape":
+      $("command-menu").hidden = true;
+      break;
+    default:
+      return false;
+  }
+  event.preventDefault();
+  return true;
+}
+
 function autosize() {
   const input = $("prompt");
   input.style.height = "auto";
@@ -495,15 +615,24 @@ function autosize() {
 function wireComposer() {
   const input = $("prompt");
   input.addEventListener("input", autosize);
-  input.addEventListener("input", () => showCommands().catch((e) => toast(e.message)));
+  input.addEventListener("input", () => showCommands().catch((e) => fail(e)));
   input.addEventListener("keydown", (event) => {
+    if (!$("command-menu").hidden && menuKey(event)) return;
+    if (event.key === "ArrowUp" && !input.value && state.lastPrompt) {
+      // Up in an empty box brings back the last prompt sent, to fix and send again.
+      event.preventDefault();
+      input.value = state.lastPrompt;
+      autosize();
+      return;
+    }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       send("queue");
     }
   });
   document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && state.open?.running) call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message));
+    if (event.defaultPrevented) return;
+    if (event.key === "Escape" && state.open?.running) call("session.cancel", { sessionId: state.open.id }).catch((e) => fail(e));
   });
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -514,21 +643,21 @@ function wireComposer() {
     if (!state.open) return;
     call("session.setPermission", { sessionId: state.open.id, preset: $("preset").value })
       .then(() => toast(`Permissions: ${$("preset").selectedOptions[0].textContent} from the next call on`))
-      .catch((e) => toast(e.message));
+      .catch((e) => fail(e));
   });
-  $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => toast(e.message)));
-  $("new").addEventListener("click", () => newSession().catch((e) => toast(e.message)));
+  $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => fail(e)));
+  $("new").addEventListener("click", () => newSession().catch((e) => fail(e)));
   $("search").addEventListener("input", renderSessions);
   $("rename").addEventListener("click", () => {
     const title = window.prompt("A new title for this session", state.open.title || "");
     if (title === null) return;
-    call("session.rename", { sessionId: state.open.id, title }).catch((e) => toast(e.message));
+    call("session.rename", { sessionId: state.open.id, title }).catch((e) => fail(e));
   });
-  $("fork").addEventListener("click", () => fork(undefined).catch((e) => toast(e.message)));
-  $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => toast(e.message)));
+  $("fork").addEventListener("click", () => fork(undefined).catch((e) => fail(e)));
+  $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => fail(e)));
   $("delete").addEventListener("click", () => {
     if (!window.confirm("Delete this session? Its folder moves to the trash in the dsh home.")) return;
-    call("session.delete", { sessionId: state.open.id }).catch((e) => toast(e.message));
+    call("session.delete", { sessionId: state.open.id }).catch((e) => fail(e));
   });
   $("items").addEventListener("dsh-expand", (event) => {
     call("session.item", { sessionId: state.open.id, itemId: event.detail.itemId })
@@ -536,7 +665,7 @@ function wireComposer() {
         state.open.items.set(item.id, item);
         markDirty(item.id);
       })
-      .catch((error) => toast(error.message));
+      .catch((error) => fail(error));
   });
   // A subagent's conversation, read-only, under its parent's tool card (read again on each
   // opening, so a running child shows how far it got).
@@ -554,7 +683,7 @@ function wireComposer() {
         box.hidden = false;
         event.target.textContent = "Hide the subagent's conversation";
       })
-      .catch((error) => toast(error.message));
+      .catch((error) => fail(error));
   });
   $("items").addEventListener("dsh-answer", (event) => {
     for (const button of event.target.closest(".approval").querySelectorAll("button")) button.disabled = true;
@@ -563,7 +692,7 @@ function wireComposer() {
         if (!accepted) toast("That approval was already decided or is no longer waiting.");
         else if (rule) toast(`Always allowed: ${rule} (saved under permissions.allow in settings.yaml)`);
       })
-      .catch((error) => toast(error.message));
+      .catch((error) => fail(error));
   });
   $("items").addEventListener("dsh-question", (event) => {
     const buttons = event.target.closest(".question").querySelectorAll("button");
@@ -575,13 +704,13 @@ function wireComposer() {
       .catch((error) => {
         // A refused answer (nothing picked or written) can be corrected and sent again.
         for (const button of buttons) button.disabled = false;
-        toast(error.message);
+        fail(error);
       });
   });
   $("theme").addEventListener("click", cycleTheme);
   $("model").addEventListener("change", () => {
     if (!state.open) return;
-    call("session.selectModel", { sessionId: state.open.id, model: $("model").value }).catch((e) => toast(e.message));
+    call("session.selectModel", { sessionId: state.open.id, model: $("model").value }).catch((e) => fail(e));
   });
 }
 
@@ -591,7 +720,7 @@ async function startDemo() {
     await refreshSessions();
     await openSession(sessionId);
   } catch (error) {
-    toast(error.message);
+    fail(error);
   }
 }
 
@@ -619,14 +748,14 @@ async function afterSettings(message) {
 }
 
 function wireSettings() {
-  $("open-settings").addEventListener("click", () => openSettings().catch((e) => toast(e.message)));
+  $("open-settings").addEventListener("click", () => openSettings().catch((e) => fail(e)));
   $("save-key").addEventListener("click", async () => {
     try {
       await call("credentials.set", { name: "DEEPSEEK_API_KEY", value: $("settings-key").value });
       $("settings-key").value = "";
       await afterSettings("The key is stored.");
     } catch (error) {
-      toast(error.message);
+      fail(error);
     }
   });
   $("remove-key").addEventListener("click", async () => {
@@ -634,7 +763,7 @@ function wireSettings() {
       await call("credentials.unset", { name: "DEEPSEEK_API_KEY" });
       await afterSettings("The stored key is removed.");
     } catch (error) {
-      toast(error.message);
+      fail(error);
     }
   });
   $("save-url").addEventListener("click", async () => {
@@ -643,7 +772,7 @@ function wireSettings() {
       await call("settings.update", value ? { baseUrl: value } : {});
       await afterSettings(value ? "The endpoint is saved." : "Back to the default endpoint.");
     } catch (error) {
-      toast(error.message);
+      fail(error);
     }
   });
 }
@@ -696,7 +825,7 @@ function onboarding() {
       renderHero(state.host);
       await loadModels();
     } catch (error) {
-      toast(error.message);
+      fail(error);
     }
   });
   return form;
@@ -727,7 +856,7 @@ async function refreshTrust() {
       toast("Trusted: the folder's own servers, hooks, settings and skills apply from now on.");
     } catch (error) {
       trust.disabled = false;
-      toast(error.message);
+      fail(error);
     }
   });
   later.addEventListener("click", () => { banner.hidden = true; });
@@ -741,10 +870,29 @@ async function refreshTrust() {
   banner.hidden = false;
 }
 
+// The address names the open session: Back, Forward and a `#id` typed in the address bar
+// open it (or the start page for none).
+function wireNavigation() {
+  $("signed-out-retry").addEventListener("click", () => location.reload());
+  window.addEventListener("popstate", () => {
+    const wanted = location.hash.slice(1);
+    if (!wanted) {
+      if (state.open) closeSession();
+      return;
+    }
+    if (state.open?.id === wanted) return;
+    if (state.sessions.some((s) => s.id === wanted)) openSession(wanted).catch((e) => fail(e));
+    else toast(`No session ${wanted} here.`);
+  });
+}
+
 async function start() {
   applyTheme(localStorage.getItem("dsh-theme") || "system");
   wireComposer();
   wireSettings();
+  wireScroll();
+  wireDrawer();
+  wireNavigation();
   state.host = await call("host.describe");
   renderHero(state.host);
   await refreshTrust();

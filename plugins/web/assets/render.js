@@ -91,6 +91,29 @@ function toolBody(item) {
   }
 }
 
+// A tool card's one line: what the call is about (the command, the path, the pattern, the task)
+// and how it went, a non-zero exit reading as the failure it is.
+function toolLine(item) {
+  const view = item.view || {};
+  const firstLine = (text) => (text || "").split("\n")[0].slice(0, 160);
+  const what = {
+    terminal: () => firstLine(view.command),
+    diff: () => view.path,
+    read: () => view.path,
+    search: () => view.pattern,
+    subagent: () => view.label,
+    todo: () => `${(view.items || []).filter((todo) => todo.status === "completed").length} of ${(view.items || []).length} done`,
+  }[view.kind]?.() || firstLine(view.arguments || item.arguments);
+  const exit = view.kind === "terminal" ? view.exitCode : undefined;
+  const badExit = exit !== undefined && exit !== null && exit !== 0;
+  const failed = item.status === "error" || badExit;
+  let status = "done";
+  if (item.status === "running") status = "running…";
+  else if (badExit) status = `failed · exit ${exit}`;
+  else if (item.status === "error") status = "failed";
+  return { what, status, failed };
+}
+
 const REASONS = {
   aborted: "Cancelled",
   blocked: "Blocked",
@@ -146,15 +169,17 @@ export function renderItem(item) {
             ),
       );
       break;
-    case "tool":
+    case "tool": {
+      const { what, status, failed } = toolLine(item);
       node = element(
         "details",
-        { class: `tool tool-${item.status}`, open: item.status !== "ok" || item.view?.kind === "diff" },
+        { class: `tool tool-${failed ? "error" : item.status}`, open: failed || item.status === "running" || item.view?.kind === "diff" },
         element(
           "summary",
           {},
           element("span", { class: "tool-name" }, item.name),
-          element("span", { class: "tool-status" }, item.status === "running" ? "running…" : item.status === "error" ? "failed" : ""),
+          what ? element("span", { class: "tool-what", title: what }, what) : null,
+          element("span", { class: "tool-status" }, status),
         ),
         toolBody(item),
         item.truncated
@@ -170,6 +195,7 @@ export function renderItem(item) {
           : null,
       );
       break;
+    }
     case "turn-end":
       node = turnEnd(item);
       break;

@@ -41,6 +41,26 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
     Ok(buffer.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// The part of the secrets kept between launches (in the home, owner-only), so a restart on
+/// the same port leaves signed-in pages signed in and the printed link unchanged.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    token: String,
+    cookie: String,
+}
+
+/// Why the kept secrets could not be used or kept.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SecretsError {
+    #[error("no OS randomness: {0}")]
+    Random(#[from] getrandom::Error),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
 impl Secrets {
     pub(crate) fn generate() -> Result<Self, getrandom::Error> {
         Ok(Self {
@@ -50,6 +70,68 @@ impl Secrets {
             boot_id: random_hex(8)?,
         })
     }
+
+    /// The secrets of a launch whose sign-in is kept in `file`: its token and cookie when the
+    /// file reads and only its owner may read it, else new ones written there (owner-only).
+    /// The CSRF token and boot id are new every launch: a page reloads on a new boot id and
+    /// reads the new CSRF token from its boot data. Returns whether the kept ones were used.
+    pub(crate) fn kept_in(file: &std::path::Path) -> Result<(Self, bool), SecretsError> {
+        let mut secrets = Self::generate()?;
+        if let Some(kept) = read_kept(file) {
+            secrets.token = kept.token;
+            secrets.cookie = kept.cookie;
+            return Ok((secrets, true));
+        }
+        write_kept(
+            file,
+            &Kept {
+                token: secrets.token.clone(),
+                cookie: secrets.cookie.clone(),
+            },
+        )?;
+        Ok((secrets, false))
+    }
+}
+
+/// The kept secrets, unless the file is missing, malformed, not a regular file or readable by
+/// anyone but its owner (then it is not trusted, and replaced).
+fn read_kept(file: &std::path::Path) -> Option<Kept> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(file).ok()?;
+    if !meta.is_file() || meta.mode() & 0o077 != 0 || meta.len() > 1024 {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let kept: Kept = serde_json::from_str(&text).ok()?;
+    let sound = |secret: &str| secret.len() == 64 && secret.bytes().all(|b| b.is_ascii_hexdigit());
+    (sound(&kept.token) && sound(&kept.cookie)).then_some(kept)
+}
+
+/// Writes `kept` to `file`, readable by its owner only, replacing what is there.
+fn write_kept(file: &std::path::Path, kept: &Kept) -> Result<(), SecretsError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| SecretsError::Io {
+        path: file.to_owned(),
+        source,
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    // A new file beside the old one, renamed over it: never a moment with the secret in a
+    // file others may read, nor a half-written one.
+    let temporary = file.with_extension("new");
+    let _ = std::fs::remove_file(&temporary);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)
+        .map_err(io)?;
+    let text = serde_json::to_string(kept).unwrap_or_default();
+    out.write_all(text.as_bytes()).map_err(io)?;
+    out.sync_all().map_err(io)?;
+    std::fs::rename(&temporary, file).map_err(io)
 }
 
 /// Equality whose time does not depend on where the inputs differ.

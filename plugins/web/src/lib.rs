@@ -45,7 +45,9 @@ use dsh_agents_seam::{
     AgentsService,
 };
 use dsh_compaction_seam::{COMPACTION_SERVICE, CompactionService};
-use dsh_protocol::{AgentNoticeData, AgentStatus, ServerFrame, SessionSummary};
+use dsh_protocol::{
+    AgentNoticeData, AgentStatus, PermissionPresetEvent, ServerFrame, SessionSummary,
+};
 use dsh_sessions_seam::{SESSION_CREATED, SESSION_EVENT};
 
 use crate::args::{DEFAULT_PORT, Parsed, USAGE};
@@ -83,6 +85,10 @@ pub struct WebConfig {
     /// The settings document the page writes (`!home settings.yaml` in the bundle), which the
     /// host lays over the profile and watches.
     pub settings_file: Option<String>,
+    /// Where the sign-in is kept between launches (`!home web-secret.json` in the bundle,
+    /// owner-only): a restart on the same port keeps signed-in pages and the printed link.
+    /// Without it every launch draws new secrets.
+    pub secret_file: Option<String>,
 }
 
 pub struct WebPlugin;
@@ -136,8 +142,23 @@ impl Plugin for WebPlugin {
             host.exit(2);
             return Ok(());
         }
-        let secrets = Secrets::generate()
-            .map_err(|error| PluginError::plugin(format!("no OS randomness: {error}")))?;
+        let secrets = match &config.secret_file {
+            Some(file) => match Secrets::kept_in(std::path::Path::new(file)) {
+                Ok((secrets, _kept)) => secrets,
+                Err(error) => {
+                    // The sign-in then lasts this launch only; the server still starts.
+                    ctx.log(
+                        LogLevel::Warn,
+                        &format!("the sign-in is not kept between launches: {error}"),
+                    );
+                    Secrets::generate().map_err(|error| {
+                        PluginError::plugin(format!("no OS randomness: {error}"))
+                    })?
+                }
+            },
+            None => Secrets::generate()
+                .map_err(|error| PluginError::plugin(format!("no OS randomness: {error}")))?,
+        };
         let cwd = match &args.cwd {
             Some(dir) if dir.is_dir() => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
             Some(dir) => {
@@ -241,6 +262,16 @@ fn push_meter(ctx: &Context, hub: &Arc<Hub>, session: &str) {
     });
 }
 
+/// A `session/projection` of key `controls`: one of the page's controls (`model`, `preset`)
+/// and the session's value for it.
+pub(crate) fn controls(session: &str, control: &str, value: &str) -> ServerFrame {
+    ServerFrame::Projection {
+        session_id: session.to_owned(),
+        key: "controls".to_owned(),
+        value: serde_json::json!({ control: value }),
+    }
+}
+
 fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
     let (events, meters) = (hub.clone(), ctx.clone());
     ctx.on_emit(&SESSION_EVENT, move |record| {
@@ -253,6 +284,23 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
         ) && events.is_followed(record.session.as_str())
         {
             push_meter(&meters, &events, record.session.as_str());
+        }
+        // The page's controls follow the session, whoever changed it (a command, another tab,
+        // the API): a preset as it is logged, the model once a command has run.
+        if let Some(Ok(preset)) = record.decode::<PermissionPresetEvent>() {
+            events.to_followers(
+                record.session.as_str(),
+                &controls(record.session.as_str(), "preset", &preset.preset),
+            );
+        }
+        if record.kind.as_str() == kinds::COMMAND_DONE
+            && events.is_followed(record.session.as_str())
+            && let Some(route) = models::current_route(&meters, record.session.as_str())
+        {
+            events.to_followers(
+                record.session.as_str(),
+                &controls(record.session.as_str(), "model", &route),
+            );
         }
     })?;
     let created = hub.clone();

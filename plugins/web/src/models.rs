@@ -14,6 +14,22 @@ pub(crate) fn split_route(route: &str) -> Option<(&str, &str)> {
         .filter(|(provider, model)| !provider.is_empty() && !model.is_empty())
 }
 
+/// The route of `session`'s next turns, `PROVIDER/MODEL`, when its agent is known.
+pub(crate) fn current_route(ctx: &dsh_plugin_api::Context, session: &str) -> Option<String> {
+    let agents = ctx
+        .get::<dsh_agents_seam::AgentsService>(dsh_agents_seam::AGENTS_SERVICE)
+        .ok()
+        .flatten()?;
+    agents
+        .list()
+        .decode()
+        .ok()?
+        .into_iter()
+        .find(|agent| agent.id == session)
+        .filter(|agent| !agent.provider.is_empty())
+        .map(|agent| format!("{}/{}", agent.provider, agent.model))
+}
+
 impl Api {
     fn routes(&self) -> Vec<ModelRoute> {
         let Ok(Some(llm)) = self.ctx.get::<LlmService>(LLM_SERVICE) else {
@@ -39,13 +55,7 @@ impl Api {
 
     pub(crate) fn models(&self, request: ModelsRequest) -> ModelList {
         let current = match request.session_id {
-            Some(id) => self
-                .agents()
-                .ok()
-                .and_then(|agents| agents.list().decode().ok())
-                .and_then(|list| list.into_iter().find(|agent| agent.id == id))
-                .filter(|agent| !agent.provider.is_empty())
-                .map(|agent| format!("{}/{}", agent.provider, agent.model)),
+            Some(id) => current_route(&self.ctx, &id),
             None => self.default_model(),
         };
         ModelList {
@@ -84,6 +94,11 @@ impl Api {
             )
             .into_result()
             .map_err(Failure::from)?;
+        // Other pages on this session show the new model too.
+        self.hub.to_followers(
+            &request.session_id,
+            &crate::controls(&request.session_id, "model", &request.model),
+        );
         Ok(serde_json::json!({}))
     }
 }

@@ -1,0 +1,175 @@
+// Browser scenarios of the page's frame: the layout at three widths (the composer's text box
+// owns its row, the session list is a drawer below 900 px, the conversation's header stays in
+// view, new content while reading further up offers a way back), Back and Forward between
+// sessions, controls that follow the session whoever changed it, and a page whose sign-in the
+// host no longer takes.
+
+const WIDTHS = [
+  [390, 844],
+  [768, 1024],
+  [1440, 900],
+];
+
+async function prompt(page, text) {
+  await page.fill("#prompt", text);
+  await page.keyboard.press("Enter");
+}
+
+async function measure(page) {
+  return page.evaluate(() => {
+    const box = (selector) => document.querySelector(selector).getBoundingClientRect();
+    const visible = (selector) => {
+      const node = document.querySelector(selector);
+      const style = getComputedStyle(node);
+      const rect = node.getBoundingClientRect();
+      return style.display !== "none" && style.visibility !== "hidden" && rect.right > 0 && rect.width > 0;
+    };
+    return {
+      width: window.innerWidth,
+      main: box(".main").width,
+      prompt: box("#prompt").width,
+      send: box("#send").right,
+      overflow: document.documentElement.scrollWidth > window.innerWidth + 1,
+      sidebar: visible(".sidebar"),
+      menu: visible("#menu"),
+    };
+  });
+}
+
+export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
+  return {
+    async layout(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await prompt(page, "write a long answer");
+      await page.waitForSelector(".turn-end", { state: "attached" });
+      for (const [width, height] of WIDTHS) {
+        await page.setViewportSize({ width, height });
+        await page.waitForTimeout(300);
+        const shape = await measure(page);
+        expect(!shape.overflow, `${width} px: the page scrolls sideways`);
+        expect(shape.prompt >= 0.6 * shape.main, `${width} px: the text box is ${shape.prompt} of ${shape.main} px`);
+        expect(shape.send <= shape.width, `${width} px: Send ends at ${shape.send}, past the screen`);
+        if (width < 900) {
+          expect(!shape.sidebar && shape.menu, `${width} px: the session list is a drawer behind the menu`);
+          await page.click("#menu");
+          await page.waitForTimeout(300);
+          expect((await measure(page)).sidebar, `${width} px: the menu opens the session list`);
+          await shoot(page, `drawer-${width}`);
+          await page.click(".session");
+          await page.waitForTimeout(300);
+          expect(!(await measure(page)).sidebar, `${width} px: choosing a session closes the drawer`);
+        } else {
+          expect(shape.sidebar && !shape.menu, `${width} px: the session list sits beside the conversation`);
+        }
+        // The header stays at the top of the conversation while it scrolls.
+        const stuck = await page.evaluate(() => {
+          const scroller = document.getElementById("conversation");
+          scroller.scrollTop = scroller.scrollHeight;
+          const header = document.querySelector(".chat-header").getBoundingClientRect();
+          return {
+            scrolled: scroller.scrollTop > 0,
+            offset: Math.abs(header.top - scroller.getBoundingClientRect().top),
+          };
+        });
+        expect(stuck.scrolled, `${width} px: the long answer scrolls`);
+        expect(stuck.offset <= 1, `${width} px: the header is ${stuck.offset} px off the top while scrolled`);
+        await themes(page, `frame-${width}`);
+      }
+      // Reading further up while another tab's prompt is answered: a button, not a jump.
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await page.evaluate(() => {
+        document.getElementById("conversation").scrollTop = 0;
+      });
+      const other = await page.context().newPage();
+      await other.goto(page.url());
+      await other.waitForSelector("#chat:not([hidden])");
+      await prompt(other, "and one more");
+      await page.waitForSelector("#jump:not([hidden])");
+      const top = await page.evaluate(() => document.getElementById("conversation").scrollTop);
+      expect(top === 0, `the conversation moved to ${top} while the person read at the top`);
+      await shoot(page, "jump");
+      await page.click("#jump");
+      await page.waitForFunction(() => {
+        const scroller = document.getElementById("conversation");
+        return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
+      });
+      expect(await page.isHidden("#jump"), "the button goes once at the newest message");
+      await other.close();
+    },
+
+    async navigation(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await prompt(page, "first");
+      await page.waitForSelector(".turn-end", { state: "attached" });
+      const first = await page.evaluate(() => location.hash);
+      await page.click("#new");
+      await page.waitForFunction((before) => location.hash && location.hash !== before, first);
+      await prompt(page, "second");
+      await page.waitForSelector(".turn-end", { state: "attached" });
+      const second = await page.evaluate(() => location.hash);
+      const shows = (text) =>
+        page.waitForFunction((wanted) => document.querySelector(".message.user .bubble")?.textContent === wanted, text);
+      await page.goBack();
+      await page.waitForFunction((wanted) => location.hash === wanted, first);
+      await shows("first");
+      await page.goForward();
+      await page.waitForFunction((wanted) => location.hash === wanted, second);
+      await shows("second");
+      // A session's address typed in the bar opens it.
+      await page.evaluate((hash) => {
+        location.hash = hash;
+      }, first);
+      await shows("first");
+      await shoot(page, "back");
+    },
+
+    async controls(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await prompt(page, "/permission read-only");
+      await page.waitForSelector("#chat:not([hidden])");
+      await page.waitForFunction(() => document.getElementById("preset").value === "read-only");
+      const models = await page.evaluate(() => ({
+        current: document.getElementById("model").value,
+        all: [...document.getElementById("model").options].map((option) => option.value),
+      }));
+      const other = models.all.find((route) => route !== models.current);
+      expect(other, `a second model to switch to among ${models.all.join(", ")}`);
+      await prompt(page, `/model ${other}`);
+      await page.waitForFunction((wanted) => document.getElementById("model").value === wanted, other);
+      // Another tab changes the session: this one follows.
+      const second = await page.context().newPage();
+      await second.goto(page.url());
+      await second.waitForSelector("#chat:not([hidden])");
+      await second.waitForFunction(() => document.getElementById("preset").value === "read-only");
+      await second.selectOption("#preset", "danger-full-access");
+      await page.waitForFunction(() => document.getElementById("preset").value === "danger-full-access");
+      await second.selectOption("#model", models.current);
+      await page.waitForFunction((wanted) => document.getElementById("model").value === wanted, models.current);
+      await second.close();
+      await themes(page, "followed");
+      // A new session starts from the defaults, not from what this one was switched to.
+      await page.click("#new");
+      await page.waitForFunction(() => document.getElementById("preset").value === "workspace-write");
+      await shoot(page, "new-session");
+    },
+
+    async signedout(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await page.context().clearCookies();
+      await page.click("#new");
+      await page.waitForSelector("#signed-out:not([hidden])");
+      const words = await page.textContent("#signed-out");
+      expect(words.includes("no longer signed in") && words.includes("auth?token="), `the notice says "${words}"`);
+      expect(await page.isHidden("#connection"), "no endless Reconnecting while signed out");
+      await themes(page, "notice");
+      // The browser reports each refused call on the console; they are this scenario's point.
+      for (let index = problems.length - 1; index >= 0; index -= 1) {
+        if (problems[index].includes("401")) problems.splice(index, 1);
+      }
+    },
+  };
+}
