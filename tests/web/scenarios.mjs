@@ -146,6 +146,12 @@ const scenarios = {
       [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("not run")),
     );
     expect((await page.locator(".tool.tool-ok").count()) === 0, "a rejected call shows as run");
+    // The card says why in words and shows no exit code the command never had.
+    const why = await page.textContent(".tool.tool-error");
+    expect(why.includes("rejected"), `the rejected card hides why it failed: "${why}"`);
+    expect((await page.locator(".tool .pill.ok").count()) === 0, "a rejected command shows a green exit 0");
+    const line = await page.textContent(".tool.tool-error summary");
+    expect(line.includes("failed"), `the card's line says "${line}"`);
     await shoot(page, "rejected");
   },
 
@@ -303,9 +309,10 @@ const scenarios = {
     await themes(page, "replayed");
   },
 
-  // A finished answer is forked from, the fork renamed, and then deleted: the list follows.
+  // A finished answer is forked from, the fork renamed in place, deleted, brought back with
+  // Undo, and deleted again: the list follows.
   async manage(page) {
-    page.on("dialog", (dialog) => dialog.accept(dialog.type() === "prompt" ? "The fork, renamed" : undefined));
+    page.on("dialog", () => problems.push("the page opened a native dialog"));
     await page.goto(authUrl);
     await page.waitForSelector(".hero h1");
     await page.fill("#prompt", "first");
@@ -320,11 +327,22 @@ const scenarios = {
     await page.waitForFunction((before) => window.location.hash !== before, original);
     await page.waitForSelector(".message.assistant");
     await page.click("#rename");
+    await page.fill(".rename-box", "The fork, renamed");
+    await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.getElementById("title").textContent === "The fork, renamed");
     await page.waitForFunction(() =>
       [...document.querySelectorAll(".session .title")].some((node) => node.textContent === "The fork, renamed"),
     );
     await shoot(page, "renamed");
+    const fork = await page.evaluate(() => location.hash);
+    await page.click("#delete");
+    await page.waitForFunction(() => document.querySelectorAll(".session").length === 1);
+    await page.waitForSelector(".toast .toast-action");
+    await shoot(page, "undo");
+    await page.click(".toast .toast-action");
+    await page.waitForFunction((wanted) => location.hash === wanted, fork);
+    await page.waitForFunction(() => document.querySelectorAll(".session").length === 2);
+    await page.waitForFunction(() => document.getElementById("title").textContent === "The fork, renamed");
     await page.click("#delete");
     await page.waitForFunction(() => document.querySelectorAll(".session").length === 1);
     expect(await page.isVisible("#hero"), "the hero is back after the open session was deleted");

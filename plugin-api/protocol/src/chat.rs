@@ -46,6 +46,9 @@ pub enum ChatItem {
         /// The view's long texts were cut for the wire; `session.item` answers them whole.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
+        /// Why a failed call failed (its result's text), shown whatever the view.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A turn ended; how.
     TurnEnd {

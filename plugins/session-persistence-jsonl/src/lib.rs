@@ -13,6 +13,7 @@
 mod listing;
 mod lock;
 mod store;
+mod trash;
 mod watch;
 
 use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;

@@ -22,16 +22,16 @@ use dsh_sessions_seam::{EventRecord, SessionError, SessionErrorKind, SessionStor
 use crate::Config;
 use crate::lock::{LockError, SessionLock, acquire};
 
-fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
+pub(crate) fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
     SessionError::new(kind, message)
 }
 
-fn storage(message: impl std::fmt::Display) -> SessionError {
+pub(crate) fn storage(message: impl std::fmt::Display) -> SessionError {
     error(SessionErrorKind::Storage, message.to_string())
 }
 
 /// Why a session could not be looked up: an id that is no session id is the caller's error.
-fn lookup(problem: RootError) -> SessionError {
+pub(crate) fn lookup(problem: RootError) -> SessionError {
     let kind = match problem {
         RootError::Layout(_) => SessionErrorKind::Invalid,
         _ => SessionErrorKind::Unreadable,
@@ -312,35 +312,17 @@ impl Store {
         let encoding = self.inner.options.encoding;
         self.inner
             .ctx
-            .blocking(move || -> Result<(), SessionError> {
-                let path = find_session(&root, encoding, &id)
-                    .map_err(lookup)?
-                    .ok_or_else(|| {
-                        error(
-                            SessionErrorKind::NotFound,
-                            format!("no session `{id}` under {}", root.display()),
-                        )
-                    })?;
-                let dir = path
-                    .parent()
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| root.clone());
-                let stamp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |since| since.as_millis());
-                // `find_session` refused any id that is not a plain name, so this stays one
-                // entry of the trash.
-                let target = trash.join(format!("{id}-{stamp}"));
-                std::fs::create_dir_all(&trash)
-                    .and_then(|()| std::fs::rename(&dir, &target))
-                    .map_err(|problem| {
-                        storage(format!(
-                            "cannot move {} to {}: {problem}",
-                            dir.display(),
-                            target.display()
-                        ))
-                    })
-            })
+            .blocking(move || crate::trash::move_to_trash(&root, &trash, encoding, &id))
+            .await
+            .map_err(storage)?
+    }
+
+    async fn restore(&self, id: String) -> Result<(), SessionError> {
+        let (root, trash) = (self.inner.root.clone(), self.inner.trash.clone());
+        let encoding = self.inner.options.encoding;
+        self.inner
+            .ctx
+            .blocking(move || crate::trash::restore(&root, &trash, encoding, &id))
             .await
             .map_err(storage)?
     }
@@ -523,6 +505,11 @@ impl SessionStore for Store {
     fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
         let store = self.clone();
         async move { done(store.delete(id.into_string()).await) }.into_ffi()
+    }
+
+    fn restore(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
+        let store = self.clone();
+        async move { done(store.restore(id.into_string()).await) }.into_ffi()
     }
 
     fn list(&self) -> FfiFuture<RResult<Json<Vec<SessionSummary>>, SessionError>> {

@@ -60,11 +60,12 @@ function fail(error) {
   toast(error.message || String(error), error.code);
 }
 
-function toast(message, code) {
+function toast(message, code, action, millis = 8000) {
   const area = $("toasts");
-  const note = element("div", { class: "toast", role: "alert", title: code || null }, message);
+  const note = element("div", { class: "toast", role: "alert", title: code || null }, message, action || null);
   area.append(note);
-  setTimeout(() => note.remove(), 8000);
+  setTimeout(() => note.remove(), millis);
+  return note;
 }
 
 // ---- theme -------------------------------------------------------------------------------
@@ -606,6 +607,63 @@ function menuKey(event) {
   return true;
 }
 
+// Rename in place: the title becomes a text box; Enter keeps the new title, Escape the old.
+function renameInline() {
+  const open = state.open;
+  if (!open) return;
+  const heading = $("title");
+  const box = element("input", {
+    type: "text",
+    class: "rename-box",
+    value: open.title || "",
+    "aria-label": "The session's title",
+    maxlength: "200",
+  });
+  let done = false;
+  const finish = (keep) => {
+    if (done) return;
+    done = true;
+    box.remove();
+    heading.hidden = false;
+    const title = box.value.trim();
+    if (keep && title && title !== open.title) {
+      call("session.rename", { sessionId: open.id, title }).catch((e) => fail(e));
+    }
+  };
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") finish(true);
+    if (event.key === "Escape") {
+      event.preventDefault();
+      finish(false);
+    }
+  });
+  box.addEventListener("blur", () => finish(true));
+  heading.hidden = true;
+  heading.after(box);
+  box.focus();
+  box.select();
+}
+
+// A delete moves the session to the trash at once and offers to take it back for a while.
+async function deleteWithUndo() {
+  const open = state.open;
+  if (!open) return;
+  const title = open.title || `Session ${open.id.slice(0, 8)}`;
+  await call("session.delete", { sessionId: open.id });
+  const undo = element("button", { type: "button", class: "link toast-action" }, "Undo");
+  const note = toast(`Deleted “${title}”. `, undefined, undo, 10000);
+  undo.addEventListener("click", async () => {
+    note.remove();
+    try {
+      await call("session.restore", { sessionId: open.id });
+      await refreshSessions();
+      await openSession(open.id);
+    } catch (error) {
+      fail(error);
+    }
+  });
+}
+
 function autosize() {
   const input = $("prompt");
   input.style.height = "auto";
@@ -648,17 +706,11 @@ function wireComposer() {
   $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => fail(e)));
   $("new").addEventListener("click", () => newSession().catch((e) => fail(e)));
   $("search").addEventListener("input", renderSessions);
-  $("rename").addEventListener("click", () => {
-    const title = window.prompt("A new title for this session", state.open.title || "");
-    if (title === null) return;
-    call("session.rename", { sessionId: state.open.id, title }).catch((e) => fail(e));
-  });
+  $("rename").addEventListener("click", renameInline);
   $("fork").addEventListener("click", () => fork(undefined).catch((e) => fail(e)));
   $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => fail(e)));
-  $("delete").addEventListener("click", () => {
-    if (!window.confirm("Delete this session? Its folder moves to the trash in the dsh home.")) return;
-    call("session.delete", { sessionId: state.open.id }).catch((e) => fail(e));
-  });
+  $("items").addEventListener("dsh-settings", () => openSettings().catch((e) => fail(e)));
+  $("delete").addEventListener("click", () => deleteWithUndo().catch((e) => fail(e)));
   $("items").addEventListener("dsh-expand", (event) => {
     call("session.item", { sessionId: state.open.id, itemId: event.detail.itemId })
       .then((item) => {

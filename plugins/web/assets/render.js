@@ -114,6 +114,14 @@ function toolLine(item) {
   return { what, status, failed };
 }
 
+// Why a call failed, unless the card's own view already shows the same text.
+function failureShown(item) {
+  if (!item.error) return false;
+  const view = item.view || {};
+  const shown = view.output ?? view.result ?? view.results ?? view.text ?? "";
+  return shown.trim() !== item.error.trim();
+}
+
 const REASONS = {
   aborted: "Cancelled",
   blocked: "Blocked",
@@ -181,6 +189,7 @@ export function renderItem(item) {
           what ? element("span", { class: "tool-what", title: what }, what) : null,
           element("span", { class: "tool-status" }, status),
         ),
+        failureShown(item) ? element("div", { class: "tool-failure", role: "status" }, item.error) : null,
         toolBody(item),
         item.truncated
           ? element(
@@ -231,7 +240,23 @@ export function renderItem(item) {
       node = questionCard(item);
       break;
     case "notice":
-      node = element("div", { class: `notice ${item.level}`, role: "status" }, item.text);
+      node = element(
+        "div",
+        { class: `notice ${item.level}`, role: "status" },
+        item.text,
+        // A model that cannot be reached: the settings are where its endpoint and key are.
+        item.id.startsWith("retry-")
+          ? element(
+              "button",
+              {
+                type: "button",
+                class: "link notice-action",
+                onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-settings", { bubbles: true })),
+              },
+              "Open settings",
+            )
+          : null,
+      );
       break;
     default:
       node = element("div", { class: "notice" }, `(${item.kind})`);

@@ -151,7 +151,8 @@ impl Api {
             if agent.status == AgentStatus::Running {
                 return Err(Failure(
                     RpcErrorCode::AgentBusy,
-                    format!("session `{id}` is running a turn: cancel it first"),
+                    "This session is still working on a turn: cancel it first, then delete it."
+                        .to_owned(),
                 ));
             }
             agents
@@ -190,6 +191,49 @@ impl Api {
             })?;
         self.hub
             .broadcast(&ServerFrame::SessionRemoved { session_id: id });
+        Ok(serde_json::json!({}))
+    }
+
+    /// `session.restore`: the latest deleted copy of a session back from the trash (the undo
+    /// of a delete).
+    pub(crate) async fn restore(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
+        let id = request.session_id;
+        let Ok(Some(store)) = self
+            .ctx
+            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
+        else {
+            return Err(Failure::internal(
+                "no `session_persistence` service is running",
+            ));
+        };
+        store
+            .restore(RString::from(id.as_str()))
+            .await
+            .into_result()
+            .map_err(|error| match error.kind {
+                SessionErrorKind::NotFound => Failure(
+                    RpcErrorCode::SessionNotFound,
+                    "That session is no longer in the trash.".to_owned(),
+                ),
+                _ => Failure::internal(error.to_string()),
+            })?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
+        self.hub.broadcast(&ServerFrame::SessionAdded {
+            session: dsh_protocol::SessionSummary {
+                id,
+                cwd: None,
+                created_at: now,
+                updated_at: now,
+                title: None,
+                live: false,
+                subagent_of: None,
+                broken: None,
+            },
+        });
         Ok(serde_json::json!({}))
     }
 }

@@ -20,6 +20,28 @@ struct Arguments {
     prompt: String,
 }
 
+/// The file's lines of a `read` result, without the envelope the model reads them in (`<path>`,
+/// `<content>`, each line's `N: ` and the closing note): the page numbers them itself. `None`
+/// for a result of another shape (an error), shown as it is.
+fn read_window(result: &str) -> Option<(u64, String)> {
+    let body = result
+        .split_once("<content>\n")?
+        .1
+        .rsplit_once("\n</content>")?
+        .0;
+    // The lines, then a blank line and the note on where the window ends.
+    let lines = body.rsplit_once("\n\n").map_or("", |(lines, _)| lines);
+    let mut first = None;
+    let mut text = Vec::new();
+    for line in lines.split('\n') {
+        let (number, rest) = line.split_once(": ")?;
+        let number: u64 = number.parse().ok()?;
+        first.get_or_insert(number);
+        text.push(rest);
+    }
+    Some((first?, text.join("\n")))
+}
+
 /// The card of a call to `name` with `arguments`, and `result` once it came.
 pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolView {
     let parsed = serde_json::from_str::<Arguments>(arguments).ok();
@@ -43,11 +65,16 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
             before: args.old_string,
             after: args.new_string,
         },
-        ("read", Some(args)) if !args.file_path.is_empty() => ToolView::Read {
-            path: args.file_path,
-            first_line: args.offset.unwrap_or(1).max(1),
-            text: result_text.to_owned(),
-        },
+        ("read", Some(args)) if !args.file_path.is_empty() => {
+            let asked = args.offset.unwrap_or(1).max(1);
+            let (first_line, text) =
+                read_window(result_text).unwrap_or_else(|| (asked, result_text.to_owned()));
+            ToolView::Read {
+                path: args.file_path,
+                first_line,
+                text,
+            }
+        }
         ("glob" | "grep", Some(args)) if !args.pattern.is_empty() => ToolView::Search {
             pattern: args.pattern,
             results: result_text.to_owned(),
@@ -127,6 +154,25 @@ mod tests {
                 exit_code: Some(0),
                 ..
             }
+        ));
+    }
+
+    #[test]
+    fn a_read_shows_the_files_lines_without_the_models_envelope() {
+        let read = json!({"file_path": "a.rs", "offset": 3}).to_string();
+        let result = "<path>a.rs</path>\n<type>file</type>\n<content>\n3: fn main() {\n4:     let x: u8 = 1;\n5: }\n\n(End of file - total 5 lines)\n</content>";
+        assert_eq!(
+            view("read", &read, Some(result)),
+            ToolView::Read {
+                path: "a.rs".into(),
+                first_line: 3,
+                text: "fn main() {\n    let x: u8 = 1;\n}".into(),
+            }
+        );
+        let refused = "Error: no such file";
+        assert!(matches!(
+            view("read", &read, Some(refused)),
+            ToolView::Read { first_line: 3, ref text, .. } if text == refused
         ));
     }
 

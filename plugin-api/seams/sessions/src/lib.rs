@@ -330,6 +330,8 @@ pub trait SessionStore: Send + Sync {
     /// Moves a stored session that is not open out of the listing, into the store's trash
     /// (nothing is erased: a person can move it back).
     fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
+    /// Moves the latest deleted copy of a session back out of the trash, into the listing.
+    fn restore(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;
 

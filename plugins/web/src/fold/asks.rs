@@ -4,11 +4,29 @@
 use dsh_protocol::kinds;
 use dsh_protocol::{
     ApprovalAskedEvent, ApprovalDecidedEvent, ChatItem, CommandDoneEvent, CommandKind,
-    CommandRunEvent, LlmRetryEvent, NoticeLevel, QuestionAnsweredEvent, QuestionAskedEvent,
+    CommandRunEvent, FailureCode, LlmRetryEvent, NoticeLevel, QuestionAnsweredEvent,
+    QuestionAskedEvent,
 };
 use dsh_sessions_seam::EventRecord;
 
 use super::{Change, Fold};
+
+/// Why a model request is retried, in a person's words.
+fn retry_cause(code: &FailureCode, provider: &str) -> String {
+    match code {
+        FailureCode::Transport => format!(
+            "The model at `{provider}` could not be reached: is its endpoint right (Settings) and the network up?"
+        ),
+        FailureCode::Timeout | FailureCode::StreamClosed => {
+            format!("The model at `{provider}` stopped answering mid-way.")
+        }
+        FailureCode::RateLimit => format!("`{provider}` is limiting how fast requests may come."),
+        FailureCode::Server | FailureCode::Http(_) => {
+            format!("`{provider}` answered with an error of its own.")
+        }
+        other => format!("The request to `{provider}` failed ({}).", other.as_str()),
+    }
+}
 
 impl Fold {
     /// `llm/retry`, `command/run` and `command/done`: a notice each.
@@ -17,15 +35,19 @@ impl Fold {
         match record.kind.as_str() {
             kinds::LLM_RETRY => {
                 if let Some(Ok(retry)) = record.decode::<LlmRetryEvent>() {
+                    // One line per step, updated by each retry: the cause in words, the
+                    // attempt, and where to look (the provider's text stays in the log).
+                    let attempt = match retry.max_retries {
+                        Some(max) => format!("attempt {} of {max}", retry.retry),
+                        None => format!("attempt {}", retry.retry),
+                    };
                     let text = format!(
-                        "{} ({}): retrying in {:.1} s, attempt {}",
-                        retry.failure.message,
-                        retry.failure.code,
+                        "{} Retrying in {:.1} s ({attempt}).",
+                        retry_cause(&retry.failure.code, &retry.provider),
                         retry.delay_ms as f64 / 1000.0,
-                        retry.retry
                     );
                     let item = ChatItem::Notice {
-                        id: format!("retry-{}", retry.retry_id),
+                        id: format!("retry-t{}-s{}", retry.turn, retry.step),
                         seq,
                         level: NoticeLevel::Warning,
                         text,

@@ -149,6 +149,7 @@ impl Fold {
                         arguments: call.arguments,
                         status: ToolStatus::Running,
                         truncated: false,
+                        error: None,
                     };
                     self.upsert(item, &mut change);
                 }
@@ -257,6 +258,14 @@ impl Fold {
             let text = text_of(content);
             let failed = is_error.unwrap_or(false) || result.error.is_some();
             let mut card = view(&name, &arguments, Some(&text));
+            // A failed call's command did not exit 0 unless its result says so (it was
+            // refused, rejected or stopped at its timeout).
+            if failed
+                && let ToolView::Terminal { exit_code, .. } = &mut card
+                && *exit_code == Some(0)
+            {
+                *exit_code = None;
+            }
             if let ToolView::Subagent { child, .. } = &mut card {
                 // The delegation tools name the child's session in the result's meta.
                 *child = result
@@ -278,6 +287,7 @@ impl Fold {
                     ToolStatus::Ok
                 },
                 truncated: false,
+                error: failed.then(|| failure_text(&text)),
             };
             self.upsert(item, change);
         }
@@ -315,123 +325,20 @@ impl Fold {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-
-    use super::*;
-    use abi_stable::std_types::RString;
-    use dsh_protocol::ToolView;
-
-    /// The records of a stored log, packed chunk rows expanded as the store expands them.
-    fn records(path: &str) -> Vec<EventRecord> {
-        let text = std::fs::read_to_string(path).unwrap();
-        text.lines()
-            .skip(1)
-            .flat_map(|line| {
-                dsh_session_jsonl::decode_record(serde_json::from_str(line).unwrap()).unwrap()
-            })
-            .map(|event| EventRecord {
-                session: RString::from("s"),
-                seq: event.seq,
-                kind: RString::from(event.kind.as_str()),
-                time: event.time,
-                json: RString::from(serde_json::to_string(&event).unwrap()),
-            })
-            .collect()
+/// The reason a failed call shows: its result's text, the start of it when long (the whole
+/// text is in the card's view or `session.item`).
+fn failure_text(text: &str) -> String {
+    const SHOWN: usize = 2000;
+    let text = text.trim();
+    if text.len() <= SHOWN {
+        return text.to_owned();
     }
-
-    #[test]
-    fn the_demo_folds_into_the_question_a_terminal_card_the_answer_and_the_end() {
-        let mut fold = Fold::default();
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../demo/session.jsonl");
-        for record in records(path) {
-            fold.apply(&record);
-        }
-        let kinds: Vec<&str> = fold
-            .items()
-            .iter()
-            .map(|item| match item {
-                ChatItem::User { .. } => "user",
-                ChatItem::Assistant { .. } => "assistant",
-                ChatItem::Tool { .. } => "tool",
-                ChatItem::TurnEnd { .. } => "turn-end",
-                ChatItem::Notice { .. } => "notice",
-                ChatItem::Approval { .. } => "approval",
-                ChatItem::Question { .. } => "question",
-            })
-            .collect();
-        assert_eq!(kinds, ["user", "tool", "assistant", "turn-end"]);
-        let ChatItem::Tool { status, view, .. } = &fold.items()[1] else {
-            panic!("a tool card");
-        };
-        assert_eq!(*status, ToolStatus::Ok);
-        let ToolView::Terminal {
-            output, exit_code, ..
-        } = view
-        else {
-            panic!("a terminal view: {view:?}");
-        };
-        assert_eq!((output.trim(), *exit_code), ("42", Some(0)));
-        let ChatItem::Assistant {
-            text, streaming, ..
-        } = &fold.items()[2]
-        else {
-            panic!("an answer");
-        };
-        assert!(text.contains("42") && !streaming, "{text}");
-        assert!(!fold.running);
+    let mut end = SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-
-    fn record(seq: u64, kind: &str, data: serde_json::Value) -> EventRecord {
-        let line = serde_json::json!({"type": kind, "seq": seq, "time": 0, "data": data});
-        EventRecord {
-            session: RString::from("s"),
-            seq,
-            kind: RString::from(kind),
-            time: 0,
-            json: RString::from(line.to_string()),
-        }
-    }
-
-    fn delta(seq: u64, text: &str) -> EventRecord {
-        record(
-            seq,
-            "assistant/chunk",
-            serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}),
-        )
-    }
-
-    #[test]
-    fn deltas_append_to_one_item_and_a_failed_attempt_starts_it_over() {
-        let mut fold = Fold::default();
-        fold.apply(&record(0, "turn/start", serde_json::json!({"turn": 1})));
-        assert!(matches!(
-            fold.apply(&delta(1, "hal")).ops[..],
-            [ItemOp::Upsert { .. }]
-        ));
-        assert!(matches!(
-            &fold.apply(&delta(2, "f")).ops[..],
-            [ItemOp::Append { item_id, .. }] if item_id == "t1s1"
-        ));
-        let failed = serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "cut", "code": "STREAM_CLOSED"}}}});
-        fold.apply(&record(3, "assistant/chunk", failed));
-        let restarted = fold.apply(&delta(4, "whole"));
-        let [ItemOp::Upsert { item }] = &restarted.ops[..] else {
-            panic!("{restarted:?}");
-        };
-        assert!(matches!(item, ChatItem::Assistant { text, .. } if text == "whole"));
-        // Cancelled before its message: the turn end closes the item, cut short.
-        let end = fold.apply(&record(
-            5,
-            "turn/end",
-            serde_json::json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
-        ));
-        assert_eq!(end.running, Some(false));
-        assert!(matches!(
-            &fold.items()[0],
-            ChatItem::Assistant { streaming: false, interrupted: true, text, .. } if text == "whole"
-        ));
-        assert_eq!(fold.items().len(), 2);
-    }
+    format!("{}…", &text[..end])
 }
+
+#[cfg(test)]
+mod tests;

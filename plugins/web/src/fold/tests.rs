@@ -1,0 +1,192 @@
+//! The fold against a recorded log and against single events.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use super::*;
+use abi_stable::std_types::RString;
+use dsh_protocol::ToolView;
+
+/// The records of a stored log, packed chunk rows expanded as the store expands them.
+fn records(path: &str) -> Vec<EventRecord> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .flat_map(|line| {
+            dsh_session_jsonl::decode_record(serde_json::from_str(line).unwrap()).unwrap()
+        })
+        .map(|event| EventRecord {
+            session: RString::from("s"),
+            seq: event.seq,
+            kind: RString::from(event.kind.as_str()),
+            time: event.time,
+            json: RString::from(serde_json::to_string(&event).unwrap()),
+        })
+        .collect()
+}
+
+#[test]
+fn the_demo_folds_into_the_question_a_terminal_card_the_answer_and_the_end() {
+    let mut fold = Fold::default();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../demo/session.jsonl");
+    for record in records(path) {
+        fold.apply(&record);
+    }
+    let kinds: Vec<&str> = fold
+        .items()
+        .iter()
+        .map(|item| match item {
+            ChatItem::User { .. } => "user",
+            ChatItem::Assistant { .. } => "assistant",
+            ChatItem::Tool { .. } => "tool",
+            ChatItem::TurnEnd { .. } => "turn-end",
+            ChatItem::Notice { .. } => "notice",
+            ChatItem::Approval { .. } => "approval",
+            ChatItem::Question { .. } => "question",
+        })
+        .collect();
+    assert_eq!(kinds, ["user", "tool", "assistant", "turn-end"]);
+    let ChatItem::Tool { status, view, .. } = &fold.items()[1] else {
+        panic!("a tool card");
+    };
+    assert_eq!(*status, ToolStatus::Ok);
+    let ToolView::Terminal {
+        output, exit_code, ..
+    } = view
+    else {
+        panic!("a terminal view: {view:?}");
+    };
+    assert_eq!((output.trim(), *exit_code), ("42", Some(0)));
+    let ChatItem::Assistant {
+        text, streaming, ..
+    } = &fold.items()[2]
+    else {
+        panic!("an answer");
+    };
+    assert!(text.contains("42") && !streaming, "{text}");
+    assert!(!fold.running);
+}
+
+fn record(seq: u64, kind: &str, data: serde_json::Value) -> EventRecord {
+    let line = serde_json::json!({"type": kind, "seq": seq, "time": 0, "data": data});
+    EventRecord {
+        session: RString::from("s"),
+        seq,
+        kind: RString::from(kind),
+        time: 0,
+        json: RString::from(line.to_string()),
+    }
+}
+
+fn delta(seq: u64, text: &str) -> EventRecord {
+    record(
+        seq,
+        "assistant/chunk",
+        serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}),
+    )
+}
+
+#[test]
+fn deltas_append_to_one_item_and_a_failed_attempt_starts_it_over() {
+    let mut fold = Fold::default();
+    fold.apply(&record(0, "turn/start", serde_json::json!({"turn": 1})));
+    assert!(matches!(
+        fold.apply(&delta(1, "hal")).ops[..],
+        [ItemOp::Upsert { .. }]
+    ));
+    assert!(matches!(
+        &fold.apply(&delta(2, "f")).ops[..],
+        [ItemOp::Append { item_id, .. }] if item_id == "t1s1"
+    ));
+    let failed = serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "cut", "code": "STREAM_CLOSED"}}}});
+    fold.apply(&record(3, "assistant/chunk", failed));
+    let restarted = fold.apply(&delta(4, "whole"));
+    let [ItemOp::Upsert { item }] = &restarted.ops[..] else {
+        panic!("{restarted:?}");
+    };
+    assert!(matches!(item, ChatItem::Assistant { text, .. } if text == "whole"));
+    // Cancelled before its message: the turn end closes the item, cut short.
+    let end = fold.apply(&record(
+        5,
+        "turn/end",
+        serde_json::json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
+    ));
+    assert_eq!(end.running, Some(false));
+    assert!(matches!(
+        &fold.items()[0],
+        ChatItem::Assistant { streaming: false, interrupted: true, text, .. } if text == "whole"
+    ));
+    assert_eq!(fold.items().len(), 2);
+}
+
+
+#[test]
+fn the_retries_of_one_step_fold_into_one_line_in_words() {
+    let mut fold = Fold::default();
+    for (seq, retry) in [(1, 1), (2, 2)] {
+        fold.apply(&record(
+            seq,
+            kinds::LLM_RETRY,
+            serde_json::json!({
+                "retryId": format!("r{retry}"), "turn": 1, "step": 1,
+                "provider": "deepseek-official", "mode": "normal", "policyKey": "p",
+                "retry": retry, "maxRetries": 5, "delayMs": 1500,
+                "failure": {"message": "error sending request", "code": "TRANSPORT"}
+            }),
+        ));
+    }
+    let notices: Vec<&str> = fold
+        .items()
+        .iter()
+        .filter_map(|item| match item {
+            ChatItem::Notice { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].contains("could not be reached") && notices[0].contains("attempt 2 of 5"),
+        "{}",
+        notices[0]
+    );
+}
+
+#[test]
+fn a_failed_call_keeps_its_reason_and_no_exit_code_it_never_had() {
+    let mut fold = Fold::default();
+    let arguments = serde_json::json!({"command": "rm -rf build", "description": "clean"});
+    fold.apply(&record(
+        1,
+        kinds::TOOL_CALL,
+        serde_json::json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
+            "arguments": arguments.to_string()}),
+    ));
+    fold.apply(&record(
+        2,
+        kinds::TOOL_RESULT,
+        serde_json::json!({"turn": 1, "step": 1, "message": {
+            "id": "m", "role": "user", "source": {"kind": "tool", "callId": "c1"},
+            "content": [{"type": "tool-result", "toolCallId": "c1", "isError": true,
+                "content": [{"type": "text", "text": "The user rejected this call."}]}]}}),
+    ));
+    let Some(ChatItem::Tool {
+        status,
+        error,
+        view,
+        ..
+    }) = fold.items().first()
+    else {
+        panic!("a tool card");
+    };
+    assert_eq!(*status, ToolStatus::Error);
+    assert_eq!(error.as_deref(), Some("The user rejected this call."));
+    assert!(
+        matches!(
+            view,
+            ToolView::Terminal {
+                exit_code: None,
+                ..
+            }
+        ),
+        "{view:?}"
+    );
+}
