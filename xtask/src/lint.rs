@@ -17,6 +17,7 @@
 
 mod circles;
 mod house;
+mod layers;
 mod scan;
 mod services;
 #[cfg(test)]
@@ -66,6 +67,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let house = house::House::of(&files);
     print!("{}", house.render());
     house.gate()?;
+    layers::check(root)?;
     report.gate()
 }
 

@@ -55,7 +55,7 @@ pub fn check_api_key(config: &AdapterConfig, raw: Option<&str>) -> Result<String
         return Err(LlmFailure::new(
             FailureCode::MissingCredential,
             format!(
-                "llm-deepseek: no API key for provider route \"{}\"; store {env} through the credentials service (the web page's Settings write it), or export {env} in the launching environment",
+                "llm-deepseek: no API key for provider route \"{}\"; store {env} through the credentials service (the web Models page writes it), or export {env} in the launching environment",
                 config.provider
             ),
         ));
@@ -65,7 +65,7 @@ pub fn check_api_key(config: &AdapterConfig, raw: Option<&str>) -> Result<String
         return Err(LlmFailure::new(
             FailureCode::InvalidCredential,
             format!(
-                "llm-deepseek: the API key resolved from {env} is blank; set {env} to the raw key (the web page's Settings write it) or export it in the launching environment"
+                "llm-deepseek: the API key resolved from {env} is blank; set {env} to the raw key (the web Models page writes it) or export it in the launching environment"
             ),
         ));
     }
@@ -73,7 +73,7 @@ pub fn check_api_key(config: &AdapterConfig, raw: Option<&str>) -> Result<String
         return Err(LlmFailure::new(
             FailureCode::InvalidCredential,
             format!(
-                "llm-deepseek: the API key resolved from {env} contains characters no HTTP header can carry; set {env} to the raw key alone (the web page's Settings write it)"
+                "llm-deepseek: the API key resolved from {env} contains characters no HTTP header can carry; set {env} to the raw key alone (the web Models page writes it)"
             ),
         ));
     }

@@ -132,17 +132,31 @@ const REASONS = {
 
 const CAUSES = { user: "by you", parent: "by the agent that started it", hook: "by a hook", disposed: "because the host stopped it" };
 
+// Failures a person can act on, in their words; the provider's own text stays on hover.
+const PLAIN = {
+  MISSING_CREDENTIAL: "No API key for this model: add one in Settings (⚙).",
+  INVALID_CREDENTIAL: "The API key cannot be sent as it is: set it again in Settings (⚙).",
+  AUTH: "The provider refused the API key: check it in Settings (⚙).",
+  QUOTA: "The provider's quota or balance is used up.",
+  TRANSPORT: "The model could not be reached: check its endpoint in Settings (⚙) and the network.",
+  CONTEXT_WINDOW_EXCEEDED: "The conversation no longer fits the model's window: /compact it or fork from an earlier answer.",
+};
+
 function turnEnd(item) {
   const reason = item.reason || {};
   if (reason.kind === "completed") return element("div", { class: "turn-end" });
   let detail = "";
-  if (reason.error) detail = `${reason.error.code}: ${reason.error.message}`;
+  let raw = null;
+  if (reason.error) {
+    raw = `${reason.error.code}: ${reason.error.message}`;
+    detail = PLAIN[reason.error.code] || raw;
+  }
   else if (reason.kind === "aborted") detail = CAUSES[reason.reason?.kind] || reason.reason?.kind || "";
   else if (typeof reason.reason === "string") detail = reason.reason;
   const level = reason.kind === "aborted" ? "info" : "error";
   return element(
     "div",
-    { class: `notice ${level} turn-stop`, role: "status" },
+    { class: `notice ${level} turn-stop`, role: "status", title: raw },
     element("strong", {}, REASONS[reason.kind] || reason.kind || "Ended"),
     detail ? ` ${detail}` : "",
   );

@@ -94,7 +94,7 @@ fn messages_hash(messages: &[dsh_protocol::Message]) -> u64 {
             .ok()
         })
         .collect();
-    dsh_session_log::messages_hash(&values)
+    dsh_history_hash::messages_hash(&values)
 }
 
 /// The last logged `request/header`'s header. Only the events appended since the previous

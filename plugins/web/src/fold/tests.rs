@@ -118,7 +118,6 @@ fn deltas_append_to_one_item_and_a_failed_attempt_starts_it_over() {
     assert_eq!(fold.items().len(), 2);
 }
 
-
 #[test]
 fn the_retries_of_one_step_fold_into_one_line_in_words() {
     let mut fold = Fold::default();
