@@ -9,30 +9,9 @@ use std::process::Command;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::products::codex_double;
-use dsh_tests::web::{ASKING_POLICY, fake_model_layer};
+use dsh_tests::web::{ASKING_POLICY, browser, fake_model_layer};
 use dsh_tests::{HostProcess, TestDir, WAIT, workspace_root};
 use serde_json::json;
-
-/// The driver and the browser, or why they are not there.
-fn browser() -> Result<(PathBuf, PathBuf), String> {
-    if let Ok(reason) = std::env::var("DSH_BROWSER_SKIP") {
-        return Err(reason);
-    }
-    let scripts = workspace_root().join("tests/web");
-    if !scripts.join("node_modules/playwright-core").is_dir() {
-        return Err("tests/web has no node_modules (cargo xtask test installs them)".to_owned());
-    }
-    let chromium = std::env::var_os("DSH_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    if !chromium.is_file() {
-        return Err(format!(
-            "no browser at {} (cargo xtask test installs Debian's chromium)",
-            chromium.display()
-        ));
-    }
-    Ok((scripts, chromium))
-}
 
 /// Runs scenario `name` of `tests/web/scenarios.mjs` against a web host whose model answers
 /// `replies`, with `rows` (YAML list items) inserted into its tree.

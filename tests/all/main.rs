@@ -10,6 +10,7 @@ mod bad_input;
 mod bounds;
 mod broken_sessions;
 mod browser;
+mod browser_restart;
 mod cli;
 mod commands;
 mod compaction;

@@ -2,13 +2,15 @@
 //! prints (the sign-in URL, whose address and token the test then talks to); a signed-in
 //! client of its API and event socket ([`Web`]), started against the fake DeepSeek server; and
 //! reading the chat items the socket's update frames carry (a turn's end, a card still waiting
-//! for its answer).
+//! for its answer); where the browser scenarios' driver and Chromium are.
+
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
 use crate::fake_deepseek::FakeDeepSeek;
 use crate::http::{Socket, envelope, send, websocket};
-use crate::{HostProcess, TestDir, WAIT};
+use crate::{HostProcess, TestDir, WAIT, workspace_root};
 
 /// A running web profile.
 pub struct WebHost {
@@ -198,4 +200,25 @@ pub fn undecided_card(frames: &[Value], kind: &str) -> Option<Value> {
         .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
         .map(|op| op["item"].clone())
         .find(|item| item["kind"] == kind && item.get("outcome").is_none())
+}
+
+/// The driver and the browser, or why they are not there.
+pub fn browser() -> Result<(PathBuf, PathBuf), String> {
+    if let Ok(reason) = std::env::var("DSH_BROWSER_SKIP") {
+        return Err(reason);
+    }
+    let scripts = workspace_root().join("tests/web");
+    if !scripts.join("node_modules/playwright-core").is_dir() {
+        return Err("tests/web has no node_modules (cargo xtask test installs them)".to_owned());
+    }
+    let chromium = std::env::var_os("DSH_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.is_file() {
+        return Err(format!(
+            "no browser at {} (cargo xtask test installs Debian's chromium)",
+            chromium.display()
+        ));
+    }
+    Ok((scripts, chromium))
 }

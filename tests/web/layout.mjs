@@ -4,6 +4,8 @@
 // sessions, controls that follow the session whoever changed it, and a page whose sign-in the
 // host no longer takes.
 
+import { existsSync } from "node:fs";
+
 const WIDTHS = [
   [390, 844],
   [768, 1024],
@@ -154,6 +156,47 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       await page.click("#new");
       await page.waitForFunction(() => document.getElementById("preset").value === "workspace-write");
       await shoot(page, "new-session");
+    },
+
+    // The host restarts under the page (the test stops it and starts it again on the same port
+    // once this says it is ready, then leaves a file `restarted`): the page comes back by
+    // itself, still signed in, with the conversation, and the next prompt is answered.
+    async restart(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await prompt(page, "before the restart");
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("first answer")),
+      );
+      const session = await page.evaluate(() => {
+        window.beforeTheRestart = true;
+        return location.hash;
+      });
+      console.log("ready for the restart");
+      const deadline = Date.now() + 60000;
+      while (!existsSync("restarted")) {
+        expect(Date.now() < deadline, "the host was not restarted within 60 s");
+        await page.waitForTimeout(100);
+      }
+      // The heartbeat of the new launch reloads the page; it opens the same session.
+      await page.waitForFunction(() => !window.beforeTheRestart, null, { timeout: 60000 });
+      await page.waitForFunction(
+        (before) => document.querySelector(".message.user .bubble")?.textContent === before,
+        "before the restart",
+        { timeout: 30000 },
+      );
+      expect((await page.evaluate(() => location.hash)) === session, "the page came back on another session");
+      expect(await page.isHidden("#signed-out"), "the kept sign-in was not taken after the restart");
+      await page.waitForSelector("#connection", { state: "hidden", timeout: 30000 });
+      await prompt(page, "after the restart");
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("after the restart")),
+      );
+      await shoot(page, "after");
+      // The browser reports the refused socket while the host was down; that is the point here.
+      for (let index = problems.length - 1; index >= 0; index -= 1) {
+        if (/WebSocket|ERR_CONNECTION_REFUSED|Failed to load resource/.test(problems[index])) problems.splice(index, 1);
+      }
     },
 
     async signedout(page) {
