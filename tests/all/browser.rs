@@ -4,7 +4,6 @@
 //! installs the browser and the driver where they are missing; where it could not, it says why
 //! in `DSH_BROWSER_SKIP` and these tests are skipped with that reason.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
