@@ -326,6 +326,10 @@ const scenarios = {
     // only once the fork is the open session, or the original would be renamed instead.
     await page.waitForFunction((before) => window.location.hash !== before, original);
     await page.waitForSelector(".message.assistant");
+    // The fork is marked as one, naming what it was forked from.
+    const mark = await page.waitForSelector(".session .fork-mark", { timeout: 15000 });
+    const from = await mark.getAttribute("title");
+    expect(from.startsWith("Forked from"), `the fork's mark says "${from}"`);
     await page.click("#rename");
     await page.fill(".rename-box", "The fork, renamed");
     await page.keyboard.press("Enter");

@@ -167,6 +167,9 @@ pub struct SessionSummary {
     /// not in the list of conversations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_of: Option<String>,
+    /// The session a fork was seeded from (its conversation up to a point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_of: Option<String>,
     /// Why the stored session cannot be opened (its file does not read as a session): listed
     /// beside the others so one bad file hides nothing. Its `id` is then its folder's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

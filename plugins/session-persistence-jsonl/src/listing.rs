@@ -36,6 +36,7 @@ pub(crate) fn summaries(
             title: None,
             live: false,
             subagent_of: None,
+            fork_of: None,
             broken: Some(broken.reason),
         }
     });
@@ -49,10 +50,11 @@ pub(crate) fn summaries(
                 .parent()
                 .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
                 .filter(|title| !title.is_empty());
-            let subagent_of = listed
-                .header
-                .parent_session
-                .filter(|_| listed.header.origin.as_deref() == Some("subagent"));
+            // A child's parent is a subagent's; anyone else's is the session it was forked from.
+            let (subagent_of, fork_of) = match listed.header.origin.as_deref() {
+                Some("subagent") => (listed.header.parent_session, None),
+                _ => (None, listed.header.parent_session),
+            };
             SessionSummary {
                 id: listed.header.id,
                 cwd: listed.header.cwd,
@@ -61,6 +63,7 @@ pub(crate) fn summaries(
                 title,
                 live: false,
                 subagent_of,
+                fork_of,
                 broken: None,
             }
         })

@@ -135,6 +135,7 @@ function renderSessions() {
             onclick: () => openSession(session.id),
           },
           element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null }),
+          session.forkOf ? forkMark(session.forkOf) : null,
           element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
           element("span", { class: "when" }, when(session.updatedAt)),
         ),
@@ -142,6 +143,13 @@ function renderSessions() {
     }
     list.append(group);
   }
+}
+
+// A fork says so, and of what, so it does not pass for its original.
+function forkMark(parentId) {
+  const parent = state.sessions.find((s) => s.id === parentId);
+  const name = parent?.title || `session ${parentId.slice(0, 8)}`;
+  return element("span", { class: "fork-mark", title: `Forked from ${name}` }, "fork");
 }
 
 async function refreshSessions() {

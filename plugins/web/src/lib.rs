@@ -319,6 +319,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
                 title: None,
                 live: true,
                 subagent_of: None,
+                fork_of: None,
                 broken: None,
             },
         });

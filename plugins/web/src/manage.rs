@@ -231,6 +231,7 @@ impl Api {
                 title: None,
                 live: false,
                 subagent_of: None,
+                fork_of: None,
                 broken: None,
             },
         });

@@ -76,6 +76,7 @@ impl Api {
                 title: self.live_title(id),
                 live: true,
                 subagent_of: None,
+                fork_of: None,
                 broken: None,
             })
             .collect();
