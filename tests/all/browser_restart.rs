@@ -6,30 +6,18 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::web::{browser, fake_model_layer};
-use dsh_tests::{HostProcess, TestDir, WAIT, workspace_root};
+use dsh_tests::web::{WebHost, browser, fake_model_layer};
+use dsh_tests::{TestDir, workspace_root};
 
-/// Starts the web profile of `dir` on `port`; answers the host and its sign-in URL.
-fn launch(dir: &TestDir, patch: &str, work: &str, port: &str) -> (HostProcess, String) {
-    let host = HostProcess::start_with_env(
-        &dir.home(),
-        &[
-            "--patch",
-            patch,
-            "--profile",
-            "web",
-            "--",
-            "--no-open",
-            "--port",
-            port,
-            "--cwd",
-            work,
-        ],
+/// Starts the web profile of `dir` on `port` (`0`: any), working in `work`.
+fn launch(dir: &TestDir, layer: &str, work: &str, port: &str) -> WebHost {
+    WebHost::start_on(
+        dir,
+        layer,
+        port,
+        &["--cwd", work],
         &[("DEEPSEEK_API_KEY", "sk-test")],
-    );
-    let line = host.wait_stdout("dsh web: open http://", WAIT);
-    let url = line.trim_start_matches("dsh web: open ").trim().to_owned();
-    (host, url)
+    )
 }
 
 #[test]
@@ -46,18 +34,12 @@ fn the_page_goes_on_across_a_restart_of_the_host_under_it() {
         Reply::text("The answer after the restart."),
     ]);
     let dir = TestDir::new("browser-restart");
-    let patch = dir.write("fake.patch.yml", &fake_model_layer(&server.url(), ""));
+    let layer = fake_model_layer(&server.url(), "");
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let (patch, work_dir) = (patch.to_str().unwrap(), work.to_str().unwrap());
-    let (mut host, url) = launch(&dir, patch, work_dir, "0");
-    let port = url
-        .split("://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|address| address.rsplit_once(':'))
-        .map(|(_, port)| port.to_owned())
-        .expect("a port in the sign-in URL");
+    let work_dir = work.to_str().unwrap();
+    let mut first = launch(&dir, &layer, work_dir, "0");
+    let url = first.url();
     let shots = workspace_root().join("target/screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let mut node = Command::new("node")
@@ -86,9 +68,9 @@ fn the_page_goes_on_across_a_restart_of_the_host_under_it() {
             .any(|line| line.contains("ready for the restart")),
         "the scenario never got to the restart: {said:?}"
     );
-    assert_eq!(host.stop(), Some(0));
-    let (mut again, second_url) = launch(&dir, patch, work_dir, &port);
-    assert_eq!(second_url, url, "the same link after the restart");
+    assert_eq!(first.host.stop(), Some(0));
+    let mut again = launch(&dir, &layer, work_dir, first.port());
+    assert_eq!(again.url(), url, "the same link after the restart");
     std::fs::write(work.join("restarted"), "").unwrap();
     said.extend(lines.map_while(Result::ok));
     let status = node.wait().expect("node ends");
@@ -100,7 +82,7 @@ fn the_page_goes_on_across_a_restart_of_the_host_under_it() {
     assert!(
         status.success() && said.iter().any(|line| line == "scenario restart: ok"),
         "scenario `restart` failed:\n{errors}\n{said:?}\nhost stderr:\n{}",
-        again.stderr().join("\n")
+        again.host.stderr().join("\n")
     );
-    assert_eq!(again.stop(), Some(0));
+    assert_eq!(again.host.stop(), Some(0));
 }

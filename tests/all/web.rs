@@ -17,7 +17,10 @@ struct Web {
 }
 
 fn start_web(dir: &TestDir, extra: &[&str]) -> Web {
-    let web = WebHost::start(dir, "", extra, &[("DEEPSEEK_API_KEY", "")]);
+    web_of(WebHost::start(dir, "", extra, &[("DEEPSEEK_API_KEY", "")]))
+}
+
+fn web_of(web: WebHost) -> Web {
     Web {
         host: web.host,
         address: web.address,
@@ -377,22 +380,15 @@ fn a_key_set_through_the_settings_is_stored_privately_and_used_at_once() {
     assert_eq!(web.host.stop(), Some(0));
 }
 
-/// Starts the web profile on `port` (0: any) in `dir`'s home; answers the host, its address
-/// and the token of its launch line.
+/// [`start_web`] on `port` (`0`: any free one).
 fn launch_on(dir: &TestDir, port: &str) -> Web {
-    let host = HostProcess::start_with_env(
-        &dir.home(),
-        &["--profile", "web", "--", "--no-open", "--port", port],
+    web_of(WebHost::start_on(
+        dir,
+        "",
+        port,
+        &[],
         &[("DEEPSEEK_API_KEY", "")],
-    );
-    let line = host.wait_stdout("dsh web: open http://", WAIT);
-    let url = line.trim_start_matches("dsh web: open http://").trim();
-    let (address, query) = url.split_once("/auth?").expect("a sign-in URL");
-    Web {
-        host,
-        address: address.to_owned(),
-        token: query.trim_start_matches("token=").to_owned(),
-    }
+    ))
 }
 
 #[test]

@@ -35,6 +35,17 @@ impl WebHost {
     /// `dsh-host [--patch LAYER] --profile web -- --no-open --port 0 ARGS` in `dir`'s home,
     /// with `envs`; `layer` empty: no patch.
     pub fn start(dir: &TestDir, layer: &str, args: &[&str], envs: &[(&str, &str)]) -> Self {
+        Self::start_on(dir, layer, "0", args, envs)
+    }
+
+    /// [`WebHost::start`] on `port` (`0`: any free one), as a restart on the same port needs.
+    pub fn start_on(
+        dir: &TestDir,
+        layer: &str,
+        port: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Self {
         let patch = (!layer.is_empty()).then(|| dir.write("web.patch.yml", layer));
         let patch = patch
             .as_ref()
@@ -43,7 +54,7 @@ impl WebHost {
         if let Some(patch) = &patch {
             all.extend(["--patch", patch.as_str()]);
         }
-        all.extend(["--profile", "web", "--", "--no-open", "--port", "0"]);
+        all.extend(["--profile", "web", "--", "--no-open", "--port", port]);
         all.extend(args);
         let host = HostProcess::start_with_env(&dir.home(), &all, envs);
         let line = host.wait_stdout("dsh web: open http://", WAIT);
@@ -56,6 +67,11 @@ impl WebHost {
             address: address.to_owned(),
             token,
         }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> &str {
+        self.address.rsplit_once(':').map_or("", |(_, port)| port)
     }
 
     /// The sign-in URL.

@@ -262,6 +262,34 @@ fn push_meter(ctx: &Context, hub: &Arc<Hub>, session: &str) {
     });
 }
 
+/// Milliseconds since the epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+/// `host/session-added` for a session that just appeared (created, or back from the trash):
+/// what the list knows of it before its log is read; the page lists again for the rest.
+pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
+    let now = now_ms();
+    ServerFrame::SessionAdded {
+        session: SessionSummary {
+            id,
+            cwd: None,
+            created_at: now,
+            updated_at: now,
+            title: None,
+            live,
+            subagent_of: None,
+            fork_of: None,
+            broken: None,
+        },
+    }
+}
+
 /// A `session/projection` of key `controls`: one of the page's controls (`model`, `preset`)
 /// and the session's value for it.
 pub(crate) fn controls(session: &str, control: &str, value: &str) -> ServerFrame {
@@ -305,24 +333,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
     })?;
     let created = hub.clone();
     ctx.on_emit(&SESSION_CREATED, move |id| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| {
-                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-            });
-        created.broadcast(&ServerFrame::SessionAdded {
-            session: SessionSummary {
-                id: id.to_string(),
-                cwd: None,
-                created_at: now,
-                updated_at: now,
-                title: None,
-                live: true,
-                subagent_of: None,
-                fork_of: None,
-                broken: None,
-            },
-        });
+        created.broadcast(&session_added(id.to_string(), true));
     })?;
     for event in [
         &AGENT_INBOX_INSERTED,

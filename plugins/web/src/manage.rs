@@ -170,14 +170,7 @@ impl Api {
                 .into_result()
                 .map_err(|error| Failure::internal(error.to_string()))?;
         }
-        let Ok(Some(store)) = self
-            .ctx
-            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
-        else {
-            return Err(Failure::internal(
-                "no `session_persistence` service is running",
-            ));
-        };
+        let store = self.session_store()?;
         store
             .delete(RString::from(id.as_str()))
             .await
@@ -194,18 +187,24 @@ impl Api {
         Ok(serde_json::json!({}))
     }
 
+    /// The session store, which deletes and restores.
+    fn session_store(&self) -> Result<dsh_plugin_api::Service<SessionStoreService>, Failure> {
+        match self
+            .ctx
+            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
+        {
+            Ok(Some(store)) => Ok(store),
+            _ => Err(Failure::internal(
+                "no `session_persistence` service is running",
+            )),
+        }
+    }
+
     /// `session.restore`: the latest deleted copy of a session back from the trash (the undo
     /// of a delete).
     pub(crate) async fn restore(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
         let id = request.session_id;
-        let Ok(Some(store)) = self
-            .ctx
-            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
-        else {
-            return Err(Failure::internal(
-                "no `session_persistence` service is running",
-            ));
-        };
+        let store = self.session_store()?;
         store
             .restore(RString::from(id.as_str()))
             .await
@@ -217,24 +216,7 @@ impl Api {
                 ),
                 _ => Failure::internal(error.to_string()),
             })?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| {
-                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-            });
-        self.hub.broadcast(&ServerFrame::SessionAdded {
-            session: dsh_protocol::SessionSummary {
-                id,
-                cwd: None,
-                created_at: now,
-                updated_at: now,
-                title: None,
-                live: false,
-                subagent_of: None,
-                fork_of: None,
-                broken: None,
-            },
-        });
+        self.hub.broadcast(&crate::session_added(id, false));
         Ok(serde_json::json!({}))
     }
 }

@@ -60,11 +60,7 @@ impl Api {
             .ok()
             .and_then(|agents| agents.list().decode().ok())
             .unwrap_or_default();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| {
-                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-            });
+        let now = crate::now_ms();
         let unwritten: Vec<SessionSummary> = live
             .iter()
             .filter(|id| !sessions.iter().any(|summary| &summary.id == *id))

@@ -333,11 +333,7 @@ fn failure_text(text: &str) -> String {
     if text.len() <= SHOWN {
         return text.to_owned();
     }
-    let mut end = SHOWN;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    format!("{}…", &text[..text.floor_char_boundary(SHOWN)])
 }
 
 #[cfg(test)]
