@@ -103,7 +103,7 @@ fn scenario_in(
     assert_eq!(host.stop(), Some(0));
     if name == "write" {
         let written = std::fs::read_to_string(work.join("notes.txt")).expect("the written file");
-        assert_eq!(written, "first line\nsecond line");
+        assert_eq!(written, "first line\nsecond row");
     }
     Some((server, dir))
 }
@@ -229,14 +229,43 @@ fn two_tabs_share_a_session_and_an_answer_given_in_one() {
 fn a_written_file_shows_as_a_diff_and_is_written_where_the_session_works() {
     let arguments =
         json!({"file_path": "notes.txt", "content": "first line\nsecond line"}).to_string();
+    let edit = json!({"file_path": "notes.txt", "old_string": "second line", "new_string": "second row"})
+        .to_string();
     scenario(
         "write",
         vec![
             Reply::tool_calls(&[("call_1", "write", &arguments)]),
+            Reply::tool_calls(&[("call_2", "edit", &edit)]),
             Reply::text("written"),
         ],
         "",
     );
+}
+
+/// An answer with every kind of block a model writes, long enough to stream for a while, with
+/// markup of its own that must not take effect.
+fn markdown_answer() -> String {
+    let mut text = String::from(
+        "# Results 你好\n\n\
+         | Tool | Calls | What it did, in a cell long enough to make the table wider than a phone |\n\
+         |---|---:|---|\n\
+         | bash | 12 | ran the tests, built the crate, and listed the folder more than once |\n\
+         | read | 3 | read `plugins/session-persistence-jsonl/src/trash_of_the_deleted_sessions.rs` |\n\n\
+         - [x] parse the config\n- [ ] write the tests\n\n\
+         > A quoted line.\n\n\
+         ```rust\nfn main() {\n    let answer = 42;\n    println!(\"{answer}\");\n}\n```\n\n\
+         <script>window.injected = true</script>\n\n\
+         A [bad link](javascript:window.injected=true) and [the docs](https://example.com/docs).\n\n",
+    );
+    for n in 1..=30 {
+        text.push_str(&format!("Paragraph {n} goes on with **bold**, `code` and *emphasis*.\n\n"));
+    }
+    text
+}
+
+#[test]
+fn an_answer_in_markdown_is_rendered_highlighted_and_sanitized_while_it_streams() {
+    scenario("markdown", vec![Reply::text(&markdown_answer())], "");
 }
 
 #[test]

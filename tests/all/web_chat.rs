@@ -35,6 +35,17 @@ fn apply(items: &mut BTreeMap<String, Value>, order: &mut Vec<String>, frame: &V
                 );
                 item[field] = Value::String(text);
             }
+            Some("blocks") => {
+                let item = items
+                    .get_mut(op["itemId"].as_str().unwrap())
+                    .expect("an item whose blocks change");
+                let from = op["from"].as_u64().unwrap() as usize;
+                let mut blocks: Vec<Value> = item["blocks"].as_array().cloned().unwrap_or_default();
+                assert!(from <= blocks.len(), "blocks from {from} of {}", blocks.len());
+                blocks.truncate(from);
+                blocks.extend(op["blocks"].as_array().unwrap().iter().cloned());
+                item["blocks"] = Value::Array(blocks);
+            }
             other => panic!("unknown op {other:?}"),
         }
     }

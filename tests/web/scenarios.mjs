@@ -407,11 +407,87 @@ const scenarios = {
     await page.keyboard.press("Enter");
     await page.waitForSelector(".tool.tool-ok .diff");
     const path = await page.textContent(".tool .path");
-    expect(path === "notes.txt", `the diff names "${path}"`);
-    const added = await page.locator(".diff .add").allTextContents();
-    expect(added.join("") === "+ first line\n+ second line\n", `the diff adds ${JSON.stringify(added)}`);
+    expect(path === "notes.txt +2 −0", `the diff names "${path}"`);
+    const added = await page.locator(".tool >> nth=0 >> .diff .added .dt").allTextContents();
+    expect(added.join("|") === "first line|second line", `the diff adds ${JSON.stringify(added)}`);
+    const numbers = await page.locator(".tool >> nth=0 >> .diff .added .dn").allTextContents();
+    expect(numbers.join(",") === ",1,,2", `the new file's lines are numbered ${JSON.stringify(numbers)}`);
+    // The edit that follows: one unified hunk, numbered where it landed, the changed word marked.
+    await page.waitForSelector(".tool >> nth=1 >> .diff .removed");
+    const rows = await page.locator(".tool >> nth=1 >> .diff .dl").evaluateAll((rows) =>
+      rows.map((row) => [...row.children].map((cell) => cell.textContent).join("|")),
+    );
+    expect(
+      JSON.stringify(rows) === JSON.stringify(["1|1| |first line", "2||−|second line", "|2|+|second row"]),
+      `the edit's hunk reads ${JSON.stringify(rows)}`,
+    );
+    const marks = await page.locator(".tool >> nth=1 >> .diff mark").allTextContents();
+    expect(marks.join("|") === "line|row", `the changed words are ${JSON.stringify(marks)}`);
+    const stat = await page.textContent(".tool >> nth=1 >> .tool-status");
+    expect(stat === "+1 −1", `the edit's line says "${stat}"`);
     await page.waitForSelector(".turn-end", { state: "attached" });
     await themes(page, "diff");
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth);
+    expect(overflow <= 0, `the page overflows sideways by ${overflow}px at 390 px`);
+    await themes(page, "diff-390");
+  },
+
+  // An answer in Markdown: headings, a wide table that scrolls in its own box, a task list, a
+  // quote, highlighted code with a Copy button, links that keep to the web; the model's own
+  // HTML is shown as text and runs nothing. While it streams, only its last block is replaced.
+  async markdown(page) {
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.evaluate(() => {
+      window.blocksReplaced = [];
+      new MutationObserver((records) => {
+        let replaced = 0;
+        for (const record of records) for (const node of record.removedNodes) if (node.classList?.contains("md-block")) replaced++;
+        if (replaced) window.blocksReplaced.push(replaced);
+      }).observe(document.getElementById("items"), { childList: true, subtree: true });
+    });
+    await page.fill("#prompt", "show me markdown");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".message.assistant:not(.streaming) .table-wrap table", { timeout: 30000 });
+    const patches = await page.evaluate(() => window.blocksReplaced);
+    expect(patches.length > 20, `the streaming answer was patched ${patches.length} times`);
+    expect(Math.max(...patches) <= 2, `a frame replaced ${Math.max(...patches)} blocks: ${patches}`);
+    const answer = ".message.assistant .markdown";
+    expect((await page.textContent(`${answer} h1`)).includes("你好"), "the heading keeps its CJK text");
+    expect((await page.locator(`${answer} th`).count()) === 3, "the table has three columns");
+    expect((await page.locator(`${answer} input[type=checkbox]:checked`).count()) === 1, "one task is done");
+    expect((await page.locator(`${answer} input[type=checkbox]`).count()) === 2, "two tasks");
+    expect((await page.textContent(`${answer} blockquote`)).includes("A quoted line."), "the quote");
+    expect((await page.textContent(`${answer} .code-language`)) === "rust", "the code names its language");
+    expect((await page.locator(`${answer} .code .hl-keyword`).count()) > 0, "the code is highlighted");
+    const injected = await page.evaluate(() => ({
+      ran: window.injected === true,
+      scripts: document.querySelectorAll("#items script").length,
+      scriptLinks: document.querySelectorAll('#items a[href^="javascript"]').length,
+    }));
+    expect(!injected.ran && injected.scripts === 0 && injected.scriptLinks === 0, `the model's markup took effect: ${JSON.stringify(injected)}`);
+    expect((await page.textContent(answer)).includes("<script>window.injected = true</script>"), "raw HTML shows as text");
+    const link = await page.getAttribute(`${answer} a[href="https://example.com/docs"]`, "rel");
+    expect(link === "noopener noreferrer", `the link's rel is ${link}`);
+    await page.click(`${answer} .code .copy`);
+    await page.waitForFunction((selector) => document.querySelector(selector).textContent === "Copied", `${answer} .code .copy`);
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    expect(copied.includes("let answer = 42;"), `the clipboard holds ${JSON.stringify(copied)}`);
+    await themes(page, "answer");
+    await page.setViewportSize({ width: 390, height: 844 });
+    const widths = await page.evaluate(() => ({
+      page: document.scrollingElement.scrollWidth - window.innerWidth,
+      table: document.querySelector(".table-wrap").scrollWidth - document.querySelector(".table-wrap").clientWidth,
+    }));
+    expect(widths.page <= 0, `the page overflows sideways by ${widths.page}px`);
+    expect(widths.table > 0, "the wide table scrolls in its own box");
+    await themes(page, "answer-390");
+    // A reload reads the same answer from the history, rendered the same way.
+    await page.reload();
+    await page.waitForSelector(`${answer} .table-wrap table`);
+    expect((await page.locator(`${answer} .code .hl-keyword`).count()) > 0, "the reloaded code is highlighted");
   },
 
   // A delegation: the subagent's card names its task and result, and opens the child's own

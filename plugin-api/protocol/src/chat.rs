@@ -33,6 +33,11 @@ pub enum ChatItem {
         streaming: bool,
         /// Cut short (a cancel, a failure): what arrived is kept.
         interrupted: bool,
+        /// `text` rendered as HTML for the page, in blocks: while streaming, the blocks that
+        /// can no longer change then the open tail; once done, the whole answer as one block.
+        /// Empty in the log's own fold; filled on the way to a page.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        blocks: Vec<String>,
     },
     /// A tool call and, once it came, its result.
     Tool {
@@ -135,11 +140,13 @@ pub enum ToolView {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
     },
-    /// A file written or edited: the lines before and after.
+    /// A file written or edited: the change as unified hunks, and how many lines it added and
+    /// removed.
     Diff {
         path: String,
-        before: String,
-        after: String,
+        hunks: Vec<crate::DiffHunk>,
+        added: u64,
+        removed: u64,
     },
     /// A file read: its lines, numbered from `first_line`.
     Read {
@@ -194,9 +201,8 @@ impl ChatItem {
             let mut any = cut(arguments);
             match view {
                 ToolView::Terminal { output, .. } => any |= cut(output),
-                ToolView::Diff { before, after, .. } => {
-                    any |= cut(before);
-                    any |= cut(after);
+                ToolView::Diff { hunks, .. } => {
+                    any |= crate::hunks::cut_hunks(hunks, WIRE_TEXT_LIMIT);
                 }
                 ToolView::Read { text, .. } => any |= cut(text),
                 ToolView::Search { results, .. } => any |= cut(results),
@@ -227,6 +233,13 @@ pub enum ItemOp {
         item_id: String,
         field: AppendField,
         text: String,
+    },
+    /// A streaming assistant item's rendered blocks from `from` on are now `blocks` (the ones
+    /// that settled, then the open tail).
+    Blocks {
+        item_id: String,
+        from: u64,
+        blocks: Vec<String>,
     },
 }
 

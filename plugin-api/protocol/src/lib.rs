@@ -23,6 +23,7 @@ mod content;
 mod envelope;
 mod events;
 mod failure;
+mod hunks;
 mod ids;
 mod jobs;
 pub mod kinds;
@@ -69,6 +70,7 @@ pub use events::{
     TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
+pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan};
 pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
 pub use model::{

@@ -3,7 +3,7 @@
 // (dsh-protocol's ServerFrame and SessionUpdate); the page keeps a copy of the open session's
 // items and the last seq it applied, so a reconnect asks for exactly what it missed.
 
-import { element, renderItem } from "./render.js";
+import { element, patchAnswer, renderItem } from "./render.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -173,8 +173,12 @@ function renderDirty() {
   for (const id of state.dirty) {
     const item = open.items.get(id);
     if (!item) continue;
-    const fresh = renderItem(item);
     const old = list.querySelector(`[data-item="${CSS.escape(id)}"]`);
+    const patched = old && item.grew && patchAnswer(old, item);
+    delete item.grew;
+    delete item.blocksFrom;
+    if (patched) continue;
+    const fresh = renderItem(item);
     if (old) {
       // A reasoning panel a person opened stays open.
       const wasOpen = old.querySelector("details")?.open;
@@ -232,6 +236,13 @@ function markDirty(id) {
   }
 }
 
+// An item that only grew since it was painted can be patched in place; `blocksFrom` is the
+// first of its rendered blocks that changed.
+function grew(item, from) {
+  if (!state.dirty.has(item.id)) item.grew = true;
+  if (from !== undefined) item.blocksFrom = Math.min(item.blocksFrom ?? from, from);
+}
+
 function applyOps(ops) {
   const open = state.open;
   for (const op of ops) {
@@ -243,6 +254,13 @@ function applyOps(ops) {
       const item = open.items.get(op.itemId);
       if (!item) continue;
       item[op.field] = (item[op.field] || "") + op.text;
+      grew(item);
+      markDirty(op.itemId);
+    } else if (op.op === "blocks") {
+      const item = open.items.get(op.itemId);
+      if (!item) continue;
+      item.blocks = [...(item.blocks || []).slice(0, op.from), ...op.blocks];
+      grew(item, op.from);
       markDirty(op.itemId);
     }
   }

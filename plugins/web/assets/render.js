@@ -1,7 +1,7 @@
 // Chat items to DOM: one element per item, keyed by the item's id, rebuilt whole when the item
-// changes (streamed text is batched to one rebuild per animation frame by the caller).
-
-import { renderMarkdown } from "./markdown.js";
+// changes. An answer's Markdown arrives rendered by the host (sanitized there: no markup of the
+// model's own survives) in blocks; while it streams only its changed blocks are replaced, once
+// per animation frame.
 
 export function element(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -29,12 +29,99 @@ function lines(text, firstLine) {
   return table;
 }
 
-function diff(before, after) {
-  const block = element("pre", { class: "diff" });
-  if (before) for (const line of before.split("\n")) block.append(element("span", { class: "del" }, `- ${line}\n`));
-  for (const line of after.split("\n")) block.append(element("span", { class: "add" }, `+ ${line}\n`));
-  return block;
+// A change as unified hunks: the line's number before and after, its sign, its text with the
+// changed words marked.
+const SIGNS = { added: "+", removed: "−", context: " " };
+function diff(view) {
+  const table = element("div", { class: "diff", role: "table", "aria-label": `Changes to ${view.path}` });
+  (view.hunks || []).forEach((hunk, index) => {
+    if (index > 0) table.append(element("div", { class: "hunk-gap", role: "row" }, "⋯"));
+    for (const line of hunk.lines) {
+      const text = line.spans?.length
+        ? element("span", { class: "dt" }, ...line.spans.map((span) => (span.changed ? element("mark", {}, span.text) : span.text)))
+        : element("span", { class: "dt" }, line.text);
+      table.append(
+        element(
+          "div",
+          { class: `dl ${line.kind}`, role: "row" },
+          element("span", { class: "dn" }, line.old === undefined ? "" : String(line.old)),
+          element("span", { class: "dn" }, line.new === undefined ? "" : String(line.new)),
+          element("span", { class: "ds" }, SIGNS[line.kind]),
+          text,
+        ),
+      );
+    }
+  });
+  return table;
 }
+
+function diffStat(view) {
+  return element("span", { class: "diff-stat" }, element("span", { class: "plus" }, `+${view.added}`), " ", element("span", { class: "minus" }, `−${view.removed}`));
+}
+
+function block(html) {
+  const node = document.createElement("div");
+  node.className = "md-block";
+  // The host rendered and sanitized it (plugins/web/core: raw HTML becomes text, links keep to
+  // web and mail addresses); the page's CSP also refuses any script.
+  node.innerHTML = html;
+  return node;
+}
+
+function answerBody(item) {
+  const body = element("div", { class: "markdown" });
+  if (item.blocks?.length) body.append(...item.blocks.map(block));
+  else if (item.text) body.append(element("p", { class: "plain" }, item.text));
+  return body;
+}
+
+// The last line of a streaming thought, shown while the model has not started its answer.
+function ticker(item) {
+  const lines = (item.reasoning || "").trimEnd().split("\n");
+  return lines[lines.length - 1].slice(-160);
+}
+
+function reasoningLabel(item) {
+  if (!item.streaming || item.text) return "Reasoning";
+  return `Thinking… ${ticker(item)}`;
+}
+
+// A streaming answer that only grew: its new blocks replace its stale ones in place, so a long
+// answer costs one block's parse per frame, not the whole message's. False when the node cannot
+// be patched and must be rebuilt.
+export function patchAnswer(node, item) {
+  const body = node.querySelector(":scope > .markdown");
+  if (!body || body.querySelector(":scope > .plain")) return false;
+  const from = item.blocksFrom ?? body.children.length;
+  if (item.reasoning && !node.querySelector(".thought")) return false;
+  while (body.children.length > from) body.lastElementChild.remove();
+  body.append(...(item.blocks || []).slice(from).map(block));
+  const thought = node.querySelector(".thought");
+  if (thought) {
+    thought.textContent = item.reasoning;
+    node.querySelector(".reasoning summary").textContent = reasoningLabel(item);
+  }
+  return true;
+}
+
+// Copy buttons of code blocks: the block's text, whatever the page's origin allows.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest?.(".code .copy");
+  if (!button) return;
+  const text = button.closest(".code").querySelector("code").textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    const area = element("textarea", { class: "offscreen" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  button.textContent = "Copied";
+  setTimeout(() => (button.textContent = "Copy"), 1500);
+});
 
 function toolBody(item) {
   const view = item.view || { kind: "generic", arguments: item.arguments, result: "" };
@@ -50,7 +137,7 @@ function toolBody(item) {
           : element("span", { class: view.exitCode === 0 ? "pill ok" : "pill bad" }, `exit ${view.exitCode}`),
       );
     case "diff":
-      return element("div", {}, element("div", { class: "path" }, view.path), diff(view.before, view.after));
+      return element("div", {}, element("div", { class: "path" }, view.path, " ", diffStat(view)), diff(view));
     case "read":
       return element("div", {}, element("div", { class: "path" }, view.path), view.text ? lines(view.text, view.firstLine) : null);
     case "search":
@@ -107,7 +194,7 @@ function toolLine(item) {
   const exit = view.kind === "terminal" ? view.exitCode : undefined;
   const badExit = exit !== undefined && exit !== null && exit !== 0;
   const failed = item.status === "error" || badExit;
-  let status = "done";
+  let status = view.kind === "diff" ? `+${view.added} −${view.removed}` : "done";
   if (item.status === "running") status = "running…";
   else if (badExit) status = `failed · exit ${exit}`;
   else if (item.status === "error") status = "failed";
@@ -173,9 +260,9 @@ export function renderItem(item) {
         "div",
         { class: item.streaming ? "message assistant streaming" : "message assistant" },
         item.reasoning
-          ? element("details", { class: "reasoning" }, element("summary", {}, item.streaming && !item.text ? "Thinking…" : "Reasoning"), element("div", { class: "thought" }, item.reasoning))
+          ? element("details", { class: "reasoning" }, element("summary", {}, reasoningLabel(item)), element("div", { class: "thought" }, item.reasoning))
           : null,
-        item.text ? renderMarkdown(item.text) : null,
+        answerBody(item),
         item.interrupted ? element("div", { class: "cut" }, "cut short") : null,
         item.streaming
           ? null

@@ -98,7 +98,7 @@ impl Api {
         let prefix = match &request.item_id {
             None => session.event_count(),
             Some(item_id) => {
-                let mut fold = Fold::default();
+                let mut fold = Fold::quiet();
                 for record in records.iter() {
                     fold.apply(record);
                 }

@@ -8,7 +8,6 @@ const INDEX: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 const RENDER_JS: &str = include_str!("../assets/render.js");
-const MARKDOWN_JS: &str = include_str!("../assets/markdown.js");
 const ICON: &str = include_str!("../assets/icon.svg");
 const SIGN_IN: &str = include_str!("../assets/sign-in.html");
 
@@ -40,7 +39,6 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
     match path {
         "/assets/app.js" => Some(("text/javascript; charset=utf-8", APP_JS)),
         "/assets/render.js" => Some(("text/javascript; charset=utf-8", RENDER_JS)),
-        "/assets/markdown.js" => Some(("text/javascript; charset=utf-8", MARKDOWN_JS)),
         "/assets/app.css" => Some(("text/css; charset=utf-8", APP_CSS)),
         "/assets/icon.svg" => Some(("image/svg+xml", ICON)),
         _ => None,

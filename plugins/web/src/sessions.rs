@@ -18,7 +18,7 @@ use dsh_sessions_seam::{
 };
 
 use crate::api::{Api, Failure};
-use crate::fold::Fold;
+use crate::fold::{Fold, wire_item, with_blocks};
 
 /// Items a history page holds when the client does not say.
 const PAGE: u64 = 200;
@@ -120,7 +120,7 @@ impl Api {
                 SessionErrorKind::NotFound => not_found(&request.session_id),
                 _ => Failure::internal(error.to_string()),
             })?;
-        let mut fold = Fold::default();
+        let mut fold = Fold::quiet();
         for record in session.events(0, session.event_count()).iter() {
             fold.apply(record);
         }
@@ -129,7 +129,7 @@ impl Api {
         let start = items.len().saturating_sub(limit);
         Ok(SessionHistory {
             session_id: request.session_id,
-            items: items[start..].iter().map(ChatItem::for_wire).collect(),
+            items: items[start..].iter().map(wire_item).collect(),
             earlier: start as u64,
             last_seq: fold.last_seq,
             running: fold.running,
@@ -153,7 +153,7 @@ impl Api {
             .await
             .into_result()
             .map_err(|_| not_found(&request.session_id))?;
-        let mut fold = Fold::default();
+        let mut fold = Fold::quiet();
         for record in session.events(0, session.event_count()).iter() {
             fold.apply(record);
         }
@@ -161,6 +161,7 @@ impl Api {
             .iter()
             .find(|item| item.id() == request.item_id)
             .cloned()
+            .map(with_blocks)
             .ok_or_else(|| {
                 Failure(
                     RpcErrorCode::BadRequest,

@@ -2,7 +2,8 @@
 //! wrote them) and its result text. A tool this module does not know, or arguments that do not
 //! parse, get the generic card: nothing is hidden because a view could not be made.
 
-use dsh_protocol::{TodoItem, ToolView};
+use dsh_protocol::{DiffHunk, DiffLineKind, TodoItem, ToolView};
+use dsh_web_core::{DiffSide, hunks, inserted};
 use serde::Deserialize;
 
 #[derive(Deserialize, Default)]
@@ -55,16 +56,22 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
                 exit_code: result.map(|_| exit_code.unwrap_or(0)),
             }
         }
-        ("write", Some(args)) if !args.file_path.is_empty() => ToolView::Diff {
-            path: args.file_path,
-            before: String::new(),
-            after: args.content,
-        },
-        ("edit", Some(args)) if !args.file_path.is_empty() => ToolView::Diff {
-            path: args.file_path,
-            before: args.old_string,
-            after: args.new_string,
-        },
+        // Until the result says where the change landed, a write shows its whole text (the new
+        // file's lines, numbered) and an edit its two strings (unnumbered).
+        ("write", Some(args)) if !args.file_path.is_empty() => {
+            diff_view(args.file_path, vec![inserted(&args.content)])
+        }
+        ("edit", Some(args)) if !args.file_path.is_empty() => {
+            let old = DiffSide {
+                text: &args.old_string,
+                start: None,
+            };
+            let new = DiffSide {
+                text: &args.new_string,
+                start: None,
+            };
+            diff_view(args.file_path.clone(), hunks([(old, new)]))
+        }
         ("read", Some(args)) if !args.file_path.is_empty() => {
             let asked = args.offset.unwrap_or(1).max(1);
             let (first_line, text) =
@@ -99,6 +106,62 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
     }
 }
 
+/// A change's card, with how many lines it added and removed.
+fn diff_view(path: String, hunks: Vec<DiffHunk>) -> ToolView {
+    let count = |kind| {
+        let lines = hunks.iter().flat_map(|hunk| &hunk.lines);
+        lines.filter(|line| line.kind == kind).count() as u64
+    };
+    ToolView::Diff {
+        added: count(DiffLineKind::Added),
+        removed: count(DiffLineKind::Removed),
+        path,
+        hunks,
+    }
+}
+
+/// One hunk as `write` and `edit` record it in their result's `meta.diffs`; the starts are
+/// ours (the reference's records have none).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordedHunk {
+    old_text: Option<String>,
+    new_text: String,
+    old_start: Option<u64>,
+    new_start: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RecordedMeta {
+    diffs: Vec<RecordedHunk>,
+}
+
+/// A diff card made from what the tool recorded (its hunks with their context and place),
+/// when it recorded any: the change as applied, not as asked.
+pub(crate) fn with_recorded_hunks(card: ToolView, meta: Option<&serde_json::Value>) -> ToolView {
+    let ToolView::Diff { path, .. } = &card else {
+        return card;
+    };
+    let recorded = meta
+        .and_then(|meta| RecordedMeta::deserialize(meta).ok())
+        .filter(|meta| !meta.diffs.is_empty());
+    let Some(recorded) = recorded else {
+        return card;
+    };
+    let sides = recorded.diffs.iter().map(|hunk| {
+        let old = DiffSide {
+            text: hunk.old_text.as_deref().unwrap_or_default(),
+            start: hunk.old_start,
+        };
+        let new = DiffSide {
+            text: &hunk.new_text,
+            start: hunk.new_start,
+        };
+        (old, new)
+    });
+    diff_view(path.clone(), hunks(sides))
+}
+
 /// A shell result without its `[exit code: N]` trailer, and N.
 fn split_exit_code(text: &str) -> (&str, Option<i32>) {
     let trimmed = text.trim_end();
@@ -115,6 +178,26 @@ fn split_exit_code(text: &str) -> (&str, Option<i32>) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_recorded_hunk_numbers_the_lines_where_the_change_landed() {
+        let edit = json!({"file_path": "a.rs", "old_string": "b", "new_string": "B"}).to_string();
+        let meta = json!({"diffs": [{"path": "a.rs", "oldText": "a\nb\nc", "newText": "a\nB\nc", "oldStart": 7, "newStart": 7}]});
+        let card = with_recorded_hunks(view("edit", &edit, Some("ok")), Some(&meta));
+        let ToolView::Diff { hunks, added, removed, .. } = card else {
+            panic!("not a diff: {card:?}");
+        };
+        assert_eq!((added, removed), (1, 1));
+        let numbers: Vec<_> = hunks[0].lines.iter().map(|line| (line.old, line.new)).collect();
+        assert_eq!(
+            numbers,
+            [(Some(7), Some(7)), (Some(8), None), (None, Some(8)), (Some(9), Some(9))]
+        );
+        // A reference record (no starts) keeps the context, unnumbered.
+        let meta = json!({"diffs": [{"path": "a.rs", "oldText": "a\nb", "newText": "a\nB"}]});
+        let card = with_recorded_hunks(view("edit", &edit, Some("ok")), Some(&meta));
+        assert!(matches!(card, ToolView::Diff { ref hunks, .. } if hunks[0].lines.len() == 3 && hunks[0].lines[0].old.is_none()));
+    }
 
     #[test]
     fn a_product_child_is_shown_as_a_delegated_task() {
@@ -179,14 +262,10 @@ mod tests {
     #[test]
     fn edits_are_diffs_reads_are_numbered_and_the_unknown_is_generic() {
         let edit = json!({"file_path": "a.rs", "old_string": "x", "new_string": "y"}).to_string();
-        assert_eq!(
+        assert!(matches!(
             view("edit", &edit, Some("ok")),
-            ToolView::Diff {
-                path: "a.rs".into(),
-                before: "x".into(),
-                after: "y".into()
-            }
-        );
+            ToolView::Diff { path, added: 1, removed: 1, hunks } if path == "a.rs" && hunks[0].lines[1].text == "y"
+        ));
         let read = json!({"file_path": "a.rs", "offset": 10}).to_string();
         assert!(matches!(
             view("read", &read, Some("...")),

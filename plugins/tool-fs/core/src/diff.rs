@@ -27,6 +27,13 @@ pub struct FileDiff {
     /// The hunk's new side.
     #[serde(rename = "newText")]
     pub new_text: String,
+    /// The line of the file before the change where the hunk starts (1-based). Not in the
+    /// reference's records (readers treat it as optional): it lets a page number the lines.
+    #[serde(rename = "oldStart")]
+    pub old_start: usize,
+    /// The same in the file after the change.
+    #[serde(rename = "newStart")]
+    pub new_start: usize,
 }
 
 /// One hunk per applied change region between `before` and `after` (both LF-normalized),
@@ -37,7 +44,7 @@ pub fn compute_hunk_diffs(path: &str, before: &str, after: &str) -> Vec<FileDiff
     let changes = diff_tokens(&old_tokens, &new_tokens);
     hunks(&changes, &old_tokens, &new_tokens, DIFF_CONTEXT)
         .into_iter()
-        .map(|lines| {
+        .map(|(old_start, new_start, lines)| {
             let mut old_lines = Vec::new();
             let mut new_lines = Vec::new();
             for (kind, text) in lines {
@@ -58,6 +65,8 @@ pub fn compute_hunk_diffs(path: &str, before: &str, after: &str) -> Vec<FileDiff
                     Some(old_lines.join("\n"))
                 },
                 new_text: new_lines.join("\n"),
+                old_start: old_start + 1,
+                new_start: new_start + 1,
             }
         })
         .collect()
@@ -281,11 +290,14 @@ fn hunks<'a>(
     old: &[&'a str],
     new: &[&'a str],
     context: usize,
-) -> Vec<Vec<(LineKind, &'a str)>> {
-    // Materialize each component's tokens, as jsdiff's buildValues does.
+) -> Vec<(usize, usize, Vec<(LineKind, &'a str)>)> {
+    // Materialize each component's tokens, as jsdiff's buildValues does, with where it starts
+    // in the old and the new text.
     let mut components: Vec<(ChangeKind, &[&'a str])> = Vec::with_capacity(changes.len() + 1);
+    let mut starts: Vec<(usize, usize)> = Vec::with_capacity(changes.len() + 1);
     let (mut old_pos, mut new_pos) = (0usize, 0usize);
     for change in changes {
+        starts.push((old_pos, new_pos));
         match change.kind {
             ChangeKind::Removed => {
                 components.push((change.kind, &old[old_pos..old_pos + change.count]));
@@ -304,19 +316,23 @@ fn hunks<'a>(
     }
     // The trailing empty component closes the last open hunk.
     components.push((ChangeKind::Common, &[]));
+    starts.push((old_pos, new_pos));
 
     let strip = |line: &'a str| line.strip_suffix('\n').unwrap_or(line);
     let mut out = Vec::new();
     let mut open = false;
     let mut current: Vec<(LineKind, &'a str)> = Vec::new();
+    let mut current_start = (0, 0);
     let count = components.len();
     for (index, &(kind, lines)) in components.iter().enumerate() {
         if kind != ChangeKind::Common {
             if !open {
                 open = true;
+                current_start = starts[index];
                 if index > 0 {
                     let previous = components[index - 1].1;
                     let keep = previous.len().min(context);
+                    current_start = (current_start.0 - keep, current_start.1 - keep);
                     current = previous[previous.len() - keep..]
                         .iter()
                         .map(|l| (LineKind::Context, strip(l)))
@@ -336,7 +352,7 @@ fn hunks<'a>(
             } else {
                 let keep = lines.len().min(context);
                 current.extend(lines[..keep].iter().map(|l| (LineKind::Context, strip(l))));
-                out.push(std::mem::take(&mut current));
+                out.push((current_start.0, current_start.1, std::mem::take(&mut current)));
                 open = false;
             }
         }

@@ -13,7 +13,9 @@ use dsh_protocol::{
 };
 use dsh_sessions_seam::EventRecord;
 
-use crate::views::view;
+use dsh_web_core::StreamedMarkdown;
+
+use crate::views::{view, with_recorded_hunks};
 
 mod asks;
 
@@ -34,6 +36,11 @@ pub(crate) struct Fold {
     calls: HashMap<String, (String, String)>,
     /// Steps whose current attempt failed: the next chunk starts the item over.
     failed_attempts: Vec<String>,
+    /// How far each streaming answer's text was split into rendered blocks.
+    streams: HashMap<String, StreamedMarkdown>,
+    /// A fold read for its items only (a history page, a fork point): no updates are made, so
+    /// nothing is rendered for them.
+    quiet: bool,
     pub(crate) running: bool,
     pub(crate) title: Option<String>,
     pub(crate) last_seq: Option<u64>,
@@ -43,7 +50,43 @@ fn assistant_id(turn: u64, step: u64) -> String {
     format!("t{turn}s{step}")
 }
 
+/// `item` as it goes to a page: long tool texts cut, an answer's text rendered.
+pub(crate) fn wire_item(item: &ChatItem) -> ChatItem {
+    with_blocks(item.for_wire())
+}
+
+/// `item` with an answer's text rendered.
+pub(crate) fn with_blocks(mut item: ChatItem) -> ChatItem {
+    if let ChatItem::Assistant {
+        text,
+        streaming,
+        blocks,
+        ..
+    } = &mut item
+    {
+        *blocks = rendered(text, *streaming);
+    }
+    item
+}
+
+/// An answer's blocks: the whole text as one once done, settled blocks and tail while streaming.
+fn rendered(text: &str, streaming: bool) -> Vec<String> {
+    match (streaming, text.trim().is_empty()) {
+        (_, true) => Vec::new(),
+        (true, false) => StreamedMarkdown::of(text),
+        (false, false) => vec![dsh_web_core::render(text, true)],
+    }
+}
+
 impl Fold {
+    /// A fold whose changes are not sent anywhere: only its items are read.
+    pub(crate) fn quiet() -> Self {
+        Self {
+            quiet: true,
+            ..Self::default()
+        }
+    }
+
     /// The items, whole.
     pub(crate) fn items(&self) -> &[ChatItem] {
         &self.items
@@ -51,17 +94,38 @@ impl Fold {
 
     fn upsert(&mut self, item: ChatItem, change: &mut Change) {
         let id = item.id().to_owned();
+        if !self.quiet {
+            // The fold keeps items whole; what leaves it is cut for the wire and rendered. A
+            // streaming answer starts (or starts over) its split here.
+            let wire = match &item {
+                ChatItem::Assistant {
+                    text,
+                    streaming: true,
+                    ..
+                } => {
+                    let mut stream = StreamedMarkdown::default();
+                    let blocks = stream.update(text).blocks;
+                    self.streams.insert(id.clone(), stream);
+                    let mut wire = item.for_wire();
+                    if let ChatItem::Assistant { blocks: slot, .. } = &mut wire {
+                        *slot = blocks;
+                    }
+                    wire
+                }
+                _ => {
+                    self.streams.remove(&id);
+                    wire_item(&item)
+                }
+            };
+            change.ops.push(ItemOp::Upsert { item: wire });
+        }
         match self.index.get(&id) {
-            Some(&at) => self.items[at] = item.clone(),
+            Some(&at) => self.items[at] = item,
             None => {
                 self.index.insert(id, self.items.len());
-                self.items.push(item.clone());
+                self.items.push(item);
             }
         }
-        // The fold keeps items whole; what leaves it is cut for the wire.
-        change.ops.push(ItemOp::Upsert {
-            item: item.for_wire(),
-        });
     }
 
     /// Folds one committed event in.
@@ -131,6 +195,7 @@ impl Fold {
                         reasoning,
                         streaming: false,
                         interrupted: done.interrupted.unwrap_or(false),
+                        blocks: Vec::new(),
                     };
                     self.upsert(item, &mut change);
                 }
@@ -213,12 +278,26 @@ impl Fold {
                         AppendField::Text => whole.push_str(&text),
                         AppendField::Reasoning => reasoning.push_str(&text),
                     }
+                    if self.quiet {
+                        return;
+                    }
+                    let rendered = match field {
+                        AppendField::Text => self.streams.get_mut(&id).map(|s| s.update(whole)),
+                        AppendField::Reasoning => None,
+                    };
+                    change.ops.push(ItemOp::Append {
+                        item_id: id.clone(),
+                        field,
+                        text,
+                    });
+                    if let Some(update) = rendered {
+                        change.ops.push(ItemOp::Blocks {
+                            item_id: id,
+                            from: update.from as u64,
+                            blocks: update.blocks,
+                        });
+                    }
                 }
-                change.ops.push(ItemOp::Append {
-                    item_id: id,
-                    field,
-                    text,
-                });
             }
             None => {
                 let (body, reasoning) = match field {
@@ -234,6 +313,7 @@ impl Fold {
                     reasoning,
                     streaming: true,
                     interrupted: false,
+                    blocks: Vec::new(),
                 };
                 self.upsert(item, change);
             }
@@ -258,6 +338,9 @@ impl Fold {
             let text = text_of(content);
             let failed = is_error.unwrap_or(false) || result.error.is_some();
             let mut card = view(&name, &arguments, Some(&text));
+            if !failed {
+                card = with_recorded_hunks(card, result.meta.as_ref());
+            }
             // A failed call's command did not exit 0 unless its result says so (it was
             // refused, rejected or stopped at its timeout).
             if failed

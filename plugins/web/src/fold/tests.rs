@@ -93,20 +93,27 @@ fn deltas_append_to_one_item_and_a_failed_attempt_starts_it_over() {
         fold.apply(&delta(1, "hal")).ops[..],
         [ItemOp::Upsert { .. }]
     ));
+    // The text's append, then its rendered tail replacing the one block there was.
     assert!(matches!(
-        &fold.apply(&delta(2, "f")).ops[..],
-        [ItemOp::Append { item_id, .. }] if item_id == "t1s1"
+        &fold.apply(&delta(2, "f\n\nnext *part")).ops[..],
+        [ItemOp::Append { item_id, .. }, ItemOp::Blocks { from: 0, blocks, .. }]
+            if item_id == "t1s1" && blocks.len() == 2 && blocks[0] == "<p>half</p>\n"
+    ));
+    assert!(matches!(
+        &fold.apply(&delta(3, "*")).ops[..],
+        [ItemOp::Append { .. }, ItemOp::Blocks { from: 1, blocks, .. }]
+            if blocks[..] == ["<p>next <em>part</em></p>\n"]
     ));
     let failed = serde_json::json!({"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "cut", "code": "STREAM_CLOSED"}}}});
-    fold.apply(&record(3, "assistant/chunk", failed));
-    let restarted = fold.apply(&delta(4, "whole"));
+    fold.apply(&record(4, "assistant/chunk", failed));
+    let restarted = fold.apply(&delta(5, "whole"));
     let [ItemOp::Upsert { item }] = &restarted.ops[..] else {
         panic!("{restarted:?}");
     };
     assert!(matches!(item, ChatItem::Assistant { text, .. } if text == "whole"));
     // Cancelled before its message: the turn end closes the item, cut short.
     let end = fold.apply(&record(
-        5,
+        6,
         "turn/end",
         serde_json::json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
     ));

@@ -29,21 +29,35 @@ fn hunks_match_jsdiff_on_the_generated_corpus() {
     assert_eq!(cases.len(), 440);
     for (index, case) in cases.iter().enumerate() {
         let got = compute_hunk_diffs("f", &case.before, &case.after);
-        let expected: Vec<FileDiff> = case
+        let texts: Vec<(Option<String>, String)> = got
+            .iter()
+            .map(|d| (d.old_text.clone(), d.new_text.clone()))
+            .collect();
+        let expected: Vec<(Option<String>, String)> = case
             .diffs
             .iter()
-            .map(|d| FileDiff {
-                path: "f".into(),
-                old_text: d.old_text.clone(),
-                new_text: d.new_text.clone(),
-            })
+            .map(|d| (d.old_text.clone(), d.new_text.clone()))
             .collect();
         assert_eq!(
-            got, expected,
+            texts, expected,
             "case {index}: {:?} -> {:?}",
             case.before, case.after
         );
+        // Each hunk's sides are where its starts say, in the file before and after.
+        for diff in &got {
+            assert!(at_line(&case.before, diff.old_start, diff.old_text.as_deref().unwrap_or("")), "case {index}: old side of {diff:?}");
+            assert!(at_line(&case.after, diff.new_start, &diff.new_text), "case {index}: new side of {diff:?}");
+        }
     }
+}
+
+/// Whether `text`'s lines from `start` (1-based) begin with `lines`.
+fn at_line(text: &str, start: usize, lines: &str) -> bool {
+    if lines.is_empty() {
+        return true;
+    }
+    let tail: Vec<&str> = text.split('\n').skip(start - 1).collect();
+    tail.join("\n").starts_with(lines)
 }
 
 #[test]
@@ -54,7 +68,9 @@ fn pure_insertions_have_no_old_text_and_equal_texts_no_hunks() {
         vec![FileDiff {
             path: "p".into(),
             old_text: None,
-            new_text: "new".into()
+            new_text: "new".into(),
+            old_start: 1,
+            new_start: 1,
         }]
     );
 }
@@ -73,6 +89,7 @@ fn distant_changes_are_separate_hunks() {
     assert_eq!(diffs.len(), 2);
     assert_eq!(diffs[0].old_text.as_deref(), Some("1\n2\n3\n4\n5"));
     assert_eq!(diffs[1].new_text, "16\n17\n18\nnineteen\n20");
+    assert_eq!((diffs[0].old_start, diffs[1].old_start, diffs[1].new_start), (1, 16, 16));
 }
 
 #[test]

@@ -119,7 +119,7 @@ fn write_after_a_read_updates_and_reports_context_hunks() {
     assert!(out.text.contains("<content>\nUpdated file\n</content>"));
     assert_eq!(
         out.meta,
-        json!({"diffs": [{"path": "a.txt", "oldText": "2\n3\n4\n5\n6\n7\n8", "newText": "2\n3\n4\nfive\n6\n7\n8"}]})
+        json!({"diffs": [{"path": "a.txt", "oldText": "2\n3\n4\n5\n6\n7\n8", "newText": "2\n3\n4\nfive\n6\n7\n8", "oldStart": 2, "newStart": 2}]})
     );
     // The new version is recorded: a second write needs no re-read.
     write(&write_args("a.txt", "x"), &ws, Some(&record)).unwrap();
@@ -239,7 +239,7 @@ fn edit_of_a_never_read_file_is_not_observed_and_of_an_absent_read_not_found() {
     .unwrap();
     assert_eq!(
         out.meta,
-        json!({"diffs": [{"path": "settings.txt", "oldText": "color: blue", "newText": "color: green"}]})
+        json!({"diffs": [{"path": "settings.txt", "oldText": "color: blue", "newText": "color: green", "oldStart": 1, "newStart": 1}]})
     );
 }
 
@@ -338,7 +338,7 @@ fn edit_keeps_crlf_line_endings_and_a_bom() {
     assert_eq!(s.read_string("win.txt"), "\u{FEFF}one\r\n2\r\n3\r\n");
     assert_eq!(
         out.meta,
-        json!({"diffs": [{"path": "win.txt", "oldText": "one\ntwo\nthree", "newText": "one\n2\n3"}]})
+        json!({"diffs": [{"path": "win.txt", "oldText": "one\ntwo\nthree", "newText": "one\n2\n3", "oldStart": 1, "newStart": 1}]})
     );
 }
 

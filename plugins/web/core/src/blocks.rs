@@ -1,0 +1,142 @@
+//! A streaming answer as blocks: everything up to the last blank line outside a code fence (or
+//! a fence's closing line) can no longer change and is rendered once, highlighted; what follows
+//! is the open tail, rendered again as it grows. A page then replaces only its last block per
+//! frame instead of the whole message.
+//!
+//! Where the blocks fall depends only on the text, not on how it was cut into chunks (only
+//! whole lines are scanned), so a reader that starts from the whole text (a history page) gets
+//! the same blocks as one that followed every chunk. Blocks rendered apart can differ from the
+//! whole text rendered at once (a loose list restarts, a reference link defined later stays
+//! text); the finished message is rendered whole.
+
+use crate::markdown::render;
+
+/// The rendered blocks from `from` on, replacing what a reader held from there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlocksUpdate {
+    pub from: usize,
+    pub blocks: Vec<String>,
+}
+
+/// How far one streaming text has been split.
+#[derive(Debug, Default, Clone)]
+pub struct StreamedMarkdown {
+    /// Bytes of the text in settled blocks.
+    settled_to: usize,
+    /// How many settled blocks there are.
+    settled: usize,
+    /// Bytes of whole lines scanned for boundaries.
+    scanned_to: usize,
+    /// The open fence: its character and length.
+    fence: Option<(char, usize)>,
+    /// Whether the scanned part after `settled_to` holds anything but blank lines.
+    pending_content: bool,
+}
+
+/// A fence marker at the start of `line` (up to three spaces in, or inside a list item):
+/// its character and length.
+fn fence_marker(line: &str) -> Option<(char, usize)> {
+    let trimmed = line.trim_start();
+    let first = trimmed.chars().next()?;
+    if first != '`' && first != '~' {
+        return None;
+    }
+    let length = trimmed.chars().take_while(|c| *c == first).count();
+    (length >= 3).then_some((first, length))
+}
+
+impl StreamedMarkdown {
+    /// Scans what `text` gained since the last call and renders the blocks that settled and
+    /// the tail. `text` must extend the text of the previous call.
+    pub fn update(&mut self, text: &str) -> BlocksUpdate {
+        let from = self.settled;
+        let mut blocks = Vec::new();
+        while let Some(end) = text[self.scanned_to..].find('\n') {
+            let line_end = self.scanned_to + end + 1;
+            let line = &text[self.scanned_to..line_end];
+            self.scanned_to = line_end;
+            let boundary = match self.fence {
+                Some((mark, length)) => {
+                    let closes = fence_marker(line).is_some_and(|(c, n)| c == mark && n >= length)
+                        && line.trim().chars().all(|c| c == mark);
+                    if closes {
+                        self.fence = None;
+                    }
+                    closes
+                }
+                None if line.trim().is_empty() => self.pending_content,
+                None => {
+                    self.fence = fence_marker(line);
+                    self.pending_content = true;
+                    false
+                }
+            };
+            if boundary {
+                blocks.push(render(&text[self.settled_to..line_end], true));
+                self.settled += 1;
+                self.settled_to = line_end;
+                self.pending_content = false;
+            }
+        }
+        let tail = &text[self.settled_to..];
+        if !tail.trim().is_empty() {
+            blocks.push(render(tail, false));
+        }
+        BlocksUpdate { from, blocks }
+    }
+
+    /// The blocks of `text` read whole (a history page of an answer still streaming).
+    pub fn of(text: &str) -> Vec<String> {
+        Self::default().update(text).blocks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ANSWER: &str = "# Title\n\nA paragraph\nthat wraps.\n\n```rust\nfn a() {}\n\nfn b() {}\n```\nAfter the code.\n\n- one\n- two\n";
+
+    #[test]
+    fn paragraphs_and_closed_fences_settle_and_the_tail_stays_open() {
+        let mut stream = StreamedMarkdown::default();
+        let first = stream.update(&ANSWER[..30]);
+        assert_eq!(first.from, 0);
+        assert_eq!(first.blocks.len(), 2, "{first:?}");
+        assert!(first.blocks[0].contains("<h1>Title</h1>"));
+        let rest = stream.update(ANSWER);
+        assert_eq!(rest.from, 1);
+        // The paragraph, the fence (blank line inside kept), "After the code.", the open list.
+        assert_eq!(rest.blocks.len(), 4, "{rest:?}");
+        assert!(rest.blocks[1].contains(">b<"), "{rest:?}");
+        assert!(rest.blocks[1].contains("hl-"), "settled code is highlighted");
+        assert!(rest.blocks[3].contains("<li>two</li>"), "{rest:?}");
+    }
+
+    #[test]
+    fn the_blocks_do_not_depend_on_how_the_text_was_chunked() {
+        let whole = StreamedMarkdown::of(ANSWER);
+        for size in [1, 2, 3, 7, 64] {
+            let mut stream = StreamedMarkdown::default();
+            let mut blocks: Vec<String> = Vec::new();
+            let mut end = 0;
+            while end < ANSWER.len() {
+                end = (end + size).min(ANSWER.len());
+                while !ANSWER.is_char_boundary(end) {
+                    end += 1;
+                }
+                let update = stream.update(&ANSWER[..end]);
+                blocks.truncate(update.from);
+                blocks.extend(update.blocks);
+            }
+            assert_eq!(blocks, whole, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn a_tilde_fence_is_not_closed_by_backticks() {
+        let blocks = StreamedMarkdown::of("~~~\na\n```\n\nb\n~~~\n\nend\n");
+        assert_eq!(blocks.len(), 2, "{blocks:?}");
+        assert!(blocks[0].contains("```"), "{blocks:?}");
+    }
+}
