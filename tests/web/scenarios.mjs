@@ -624,6 +624,9 @@ const scenarios = {
     }
     samples.sort((a, b) => a - b);
     const figures = await page.evaluate(() => ({
+      pageBytes: [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]
+        .filter((entry) => new URL(entry.name).pathname === "/" || new URL(entry.name).pathname.startsWith("/assets/"))
+        .reduce((sum, entry) => sum + entry.encodedBodySize, 0),
       heapBytes: performance.memory ? performance.memory.usedJSHeapSize : null,
       domNodes: document.getElementsByTagName("*").length,
       items: document.querySelectorAll("[data-item]").length,
@@ -664,6 +667,49 @@ const scenarios = {
     const samples = await page.evaluate(() => window.__paintMs.slice().sort((a, b) => a - b));
     const at = (q) => samples[Math.min(samples.length - 1, Math.round((samples.length - 1) * q))];
     console.log(JSON.stringify({ frames: samples.length, p50: at(0.5), p95: at(0.95), p99: at(0.99) }));
+  },
+
+  // For `cargo xtask bench`: a long Markdown answer streams into the open session
+  // (DSH_BENCH_SESSION) at 100 deltas a second; the page's long tasks (over 50 ms) and the time
+  // between its animation frames while the answer streams.
+  async "bench-stream"(page) {
+    await page.addInitScript(() => {
+      window.__longTasks = [];
+      new PerformanceObserver((list) => window.__longTasks.push(...list.getEntries().map((entry) => entry.duration))).observe({ type: "longtask" });
+    });
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    const target = new URL(page.url());
+    target.hash = process.env.DSH_BENCH_SESSION;
+    await page.goto("about:blank");
+    await page.goto(target.toString());
+    await page.waitForSelector("#chat:not([hidden])");
+    await page.waitForTimeout(300);
+    await page.fill("#prompt", "go");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".message.assistant.streaming", { timeout: 60000 });
+    await page.evaluate(() => {
+      window.__longTasks = [];
+      window.__frames = [];
+      let last = performance.now();
+      const tick = (now) => {
+        window.__frames.push(now - last);
+        last = now;
+        if (document.querySelector(".message.assistant.streaming")) requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+    });
+    await page.waitForSelector(".turn-end", { state: "attached", timeout: 120000 });
+    const result = await page.evaluate(() => {
+      const frames = window.__frames.slice(1).sort((a, b) => a - b);
+      return {
+        frames: frames.length,
+        frameP95: frames[Math.min(frames.length - 1, Math.round((frames.length - 1) * 0.95))],
+        longTasks: window.__longTasks.length,
+        longestTask: Math.max(0, ...window.__longTasks),
+      };
+    });
+    console.log(JSON.stringify(result));
   },
 };
 

@@ -33,8 +33,8 @@ pub enum ChatItem {
         streaming: bool,
         /// Cut short (a cancel, a failure): what arrived is kept.
         interrupted: bool,
-        /// `text` rendered as HTML for the page, in blocks: while streaming, the blocks that
-        /// can no longer change then the open tail; once done, the whole answer as one block.
+        /// `text` rendered as HTML for the page, in blocks: the blocks that can no longer
+        /// change, then the tail (open while streaming, highlighted once done).
         /// Empty in the log's own fold; filled on the way to a page.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         blocks: Vec<String>,

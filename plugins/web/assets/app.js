@@ -3,7 +3,7 @@
 // (dsh-protocol's ServerFrame and SessionUpdate); the page keeps a copy of the open session's
 // items and the last seq it applied, so a reconnect asks for exactly what it missed.
 
-import { element, patchAnswer, renderItem } from "./render.js";
+import { element, renderItem, updateAnswer } from "./render.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -174,10 +174,7 @@ function renderDirty() {
     const item = open.items.get(id);
     if (!item) continue;
     const old = list.querySelector(`[data-item="${CSS.escape(id)}"]`);
-    const patched = old && item.grew && patchAnswer(old, item);
-    delete item.grew;
-    delete item.blocksFrom;
-    if (patched) continue;
+    if (old && item.kind === "assistant" && updateAnswer(old, item)) continue;
     const fresh = renderItem(item);
     if (old) {
       // A reasoning panel a person opened stays open.
@@ -236,13 +233,6 @@ function markDirty(id) {
   }
 }
 
-// An item that only grew since it was painted can be patched in place; `blocksFrom` is the
-// first of its rendered blocks that changed.
-function grew(item, from) {
-  if (!state.dirty.has(item.id)) item.grew = true;
-  if (from !== undefined) item.blocksFrom = Math.min(item.blocksFrom ?? from, from);
-}
-
 function applyOps(ops) {
   const open = state.open;
   for (const op of ops) {
@@ -254,13 +244,11 @@ function applyOps(ops) {
       const item = open.items.get(op.itemId);
       if (!item) continue;
       item[op.field] = (item[op.field] || "") + op.text;
-      grew(item);
       markDirty(op.itemId);
     } else if (op.op === "blocks") {
       const item = open.items.get(op.itemId);
       if (!item) continue;
       item.blocks = [...(item.blocks || []).slice(0, op.from), ...op.blocks];
-      grew(item, op.from);
       markDirty(op.itemId);
     }
   }
@@ -408,7 +396,7 @@ async function openSession(id) {
   $("hero").hidden = true;
   $("chat").hidden = false;
   const list = $("items");
-  list.replaceChildren(...history.items.map(renderItem));
+  list.replaceChildren(...history.items.map((item) => renderItem(item)));
   if (history.earlier > 0) list.prepend(element("p", { class: "muted pad" }, `${history.earlier} earlier items are not shown.`));
   renderHeader();
   renderQueue({ nextTurn: [], nextStep: [] });
@@ -756,7 +744,7 @@ function wireComposer() {
     }
     call("session.history", { sessionId: event.detail.sessionId })
       .then((history) => {
-        box.replaceChildren(...history.items.map(renderItem));
+        box.replaceChildren(...history.items.map((item) => renderItem(item)));
         for (const button of box.querySelectorAll(".fork-here, .approval-actions button, .question-actions button")) button.remove();
         box.hidden = false;
         event.target.textContent = "Hide the subagent's conversation";

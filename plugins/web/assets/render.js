@@ -62,6 +62,7 @@ function diffStat(view) {
 function block(html) {
   const node = document.createElement("div");
   node.className = "md-block";
+  node.mdSource = html;
   // The host rendered and sanitized it (plugins/web/core: raw HTML becomes text, links keep to
   // web and mail addresses); the page's CSP also refuses any script.
   node.innerHTML = html;
@@ -86,22 +87,46 @@ function reasoningLabel(item) {
   return `Thinking… ${ticker(item)}`;
 }
 
-// A streaming answer that only grew: its new blocks replace its stale ones in place, so a long
-// answer costs one block's parse per frame, not the whole message's. False when the node cannot
-// be patched and must be rebuilt.
-export function patchAnswer(node, item) {
+// An answer already shown, updated in place: the blocks it shows that are still current stay
+// (compared by their HTML, which for blocks kept from the previous frame is the same string),
+// the rest are replaced; so a streaming frame and the end of a long stream each re-render one
+// block, not the message. False when the node's shape differs and it must be rebuilt.
+export function updateAnswer(node, item) {
+  if (!node.classList.contains("assistant")) return false;
   const body = node.querySelector(":scope > .markdown");
-  if (!body || body.querySelector(":scope > .plain")) return false;
-  const from = item.blocksFrom ?? body.children.length;
-  if (item.reasoning && !node.querySelector(".thought")) return false;
-  while (body.children.length > from) body.lastElementChild.remove();
-  body.append(...(item.blocks || []).slice(from).map(block));
-  const thought = node.querySelector(".thought");
-  if (thought) {
-    thought.textContent = item.reasoning;
-    node.querySelector(".reasoning summary").textContent = reasoningLabel(item);
+  const details = node.querySelector(":scope > .reasoning");
+  if (!body || body.querySelector(":scope > .plain") || !item.blocks?.length) return false;
+  if (Boolean(item.reasoning) !== Boolean(details)) return false;
+  node.className = item.streaming ? "message assistant streaming" : "message assistant";
+  const shown = body.children;
+  let same = 0;
+  while (same < shown.length && same < item.blocks.length && shown[same].mdSource === item.blocks[same]) same++;
+  while (shown.length > same) body.lastElementChild.remove();
+  body.append(...item.blocks.slice(same).map(block));
+  if (details) {
+    const thought = details.querySelector(".thought");
+    if (thought.shownLength !== item.reasoning.length) {
+      thought.textContent = item.reasoning;
+      thought.shownLength = item.reasoning.length;
+    }
+    details.querySelector("summary").textContent = reasoningLabel(item);
   }
+  if (item.interrupted && !node.querySelector(":scope > .cut")) body.after(element("div", { class: "cut" }, "cut short"));
+  if (!item.streaming && !node.querySelector(":scope > .fork-here")) node.append(forkButton(item));
   return true;
+}
+
+function forkButton(item) {
+  return element(
+    "button",
+    {
+      type: "button",
+      class: "fork-here",
+      title: "A new session with the conversation up to here",
+      onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-fork", { bubbles: true, detail: { itemId: item.id } })),
+    },
+    "Fork from here",
+  );
 }
 
 // Copy buttons of code blocks: the block's text, whatever the page's origin allows.
@@ -264,18 +289,7 @@ export function renderItem(item) {
           : null,
         answerBody(item),
         item.interrupted ? element("div", { class: "cut" }, "cut short") : null,
-        item.streaming
-          ? null
-          : element(
-              "button",
-              {
-                type: "button",
-                class: "fork-here",
-                title: "A new session with the conversation up to here",
-                onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-fork", { bubbles: true, detail: { itemId: item.id } })),
-              },
-              "Fork from here",
-            ),
+        item.streaming ? null : forkButton(item),
       );
       break;
     case "tool": {

@@ -304,6 +304,36 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: WEB,
+        ours: "web_page_transfer",
+        peer: None,
+        what: "the page's own files as loaded (document, scripts, styles, icon), bytes over the wire (kB; the reference's page is 4,500 kB, target under a tenth of it)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_stream_long_tasks",
+        peer: None,
+        what: "a 30 KB Markdown answer streamed in 1,500 deltas at 100 a second, rendered by the page in headless Chromium: tasks over 50 ms (tasks; target 0)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_stream_longest_task",
+        peer: None,
+        what: "the same: the longest task (ms, 0 when none passed 50 ms)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_stream_frame_p95",
+        peer: None,
+        what: "the same: time between animation frames while it streams, p95 (ms; target under 20)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_page_stream_frames",
+        peer: None,
+        what: "the same: animation frames sampled while it streams (frames)",
+    },
+    Figure {
+        section: WEB,
         ours: "web_page_paint_frames",
         peer: None,
         what: "an answer streamed at 100 events/s to the page in headless Chromium: update frames painted (frames)",

@@ -5,9 +5,11 @@
 //!
 //! Where the blocks fall depends only on the text, not on how it was cut into chunks (only
 //! whole lines are scanned), so a reader that starts from the whole text (a history page) gets
-//! the same blocks as one that followed every chunk. Blocks rendered apart can differ from the
-//! whole text rendered at once (a loose list restarts, a reference link defined later stays
-//! text); the finished message is rendered whole.
+//! the same blocks as one that followed every chunk. A finished answer is shown in the same
+//! blocks (its tail highlighted too), so the page keeps every block it already has and the end of
+//! a stream re-renders one block, not the message. Blocks rendered apart can differ from the
+//! whole text rendered at once: a loose list restarts its `<ol>` (numbered on from where it
+//! was), and a reference link defined in a later block stays text, which models rarely write.
 
 use crate::markdown::render;
 
@@ -89,6 +91,19 @@ impl StreamedMarkdown {
     pub fn of(text: &str) -> Vec<String> {
         Self::default().update(text).blocks
     }
+
+    /// The blocks of a finished answer: as while it streamed, its last block highlighted too.
+    pub fn finished(text: &str) -> Vec<String> {
+        let mut stream = Self::default();
+        let mut blocks = stream.update(text).blocks;
+        let tail = &text[stream.settled_to..];
+        if !tail.trim().is_empty()
+            && let Some(last) = blocks.last_mut()
+        {
+            *last = render(tail, true);
+        }
+        blocks
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +146,16 @@ mod tests {
             }
             assert_eq!(blocks, whole, "chunks of {size}");
         }
+    }
+
+    #[test]
+    fn a_finished_answer_keeps_the_streamed_blocks_and_highlights_its_tail() {
+        let text = "One.\n\n```rust\nfn a() {}";
+        let streamed = StreamedMarkdown::of(text);
+        let finished = StreamedMarkdown::finished(text);
+        assert_eq!(streamed[0], finished[0]);
+        assert!(!streamed[1].contains("hl-"), "{streamed:?}");
+        assert!(finished[1].contains("hl-keyword"), "{finished:?}");
     }
 
     #[test]

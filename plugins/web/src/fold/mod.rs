@@ -69,12 +69,12 @@ pub(crate) fn with_blocks(mut item: ChatItem) -> ChatItem {
     item
 }
 
-/// An answer's blocks: the whole text as one once done, settled blocks and tail while streaming.
+/// An answer's blocks: settled blocks and the tail, highlighted too once the answer is done.
 fn rendered(text: &str, streaming: bool) -> Vec<String> {
     match (streaming, text.trim().is_empty()) {
         (_, true) => Vec::new(),
         (true, false) => StreamedMarkdown::of(text),
-        (false, false) => vec![dsh_web_core::render(text, true)],
+        (false, false) => StreamedMarkdown::finished(text),
     }
 }
 

@@ -50,6 +50,10 @@ pub struct Config {
     pub text_deltas: usize,
     #[serde(default, rename = "paceMs")]
     pub pace_ms: u64,
+    /// With `textDeltas`: the text is a Markdown answer of this many bytes (headings,
+    /// paragraphs, lists, a table, fenced code, repeated) cut into the deltas, instead of words.
+    #[serde(default, rename = "markdownBytes")]
+    pub markdown_bytes: usize,
     /// Call `bash` with this command at each step instead of the no-op tool (the sandbox's
     /// cost per command, end to end).
     #[serde(default)]
@@ -83,6 +87,7 @@ struct Clock {
     /// The tool and the arguments each step calls instead of `noop`.
     tool: Option<(String, String)>,
     text_deltas: usize,
+    markdown_bytes: usize,
     pace: std::time::Duration,
     last: Mutex<Option<Instant>>,
     requests: AtomicUsize,
@@ -179,8 +184,39 @@ impl ChunkStream for Chunks {
 }
 
 /// A text streamed as `count` deltas, then its block and the finish.
-fn streamed_text(count: usize) -> Vec<Json<StreamChunk>> {
-    let words: Vec<String> = (1..=count).map(|n| format!("w{n} ")).collect();
+/// A Markdown answer of about `bytes` bytes, of the blocks a model writes.
+fn markdown_answer(bytes: usize) -> String {
+    const SECTION: &str = "## Step {n}\n\nThe change touches **three files** and keeps the `Fold` \
+        API as it was; each call is checked before it runs, and the [design](https://example.com/d) \
+        says why.\n\n- read the module\n- write the test\n- [x] run it\n\n\
+        | file | lines | note |\n|---|---:|---|\n| src/fold.rs | 120 | the fold |\n| src/live.rs | 80 | the hub |\n\n\
+        ```rust\nfn step_{n}(items: &mut Vec<Item>) -> usize {\n    items.retain(|item| item.live);\n    items.len()\n}\n```\n\n";
+    let mut text = String::with_capacity(bytes + SECTION.len());
+    let mut n = 1;
+    while text.len() < bytes {
+        text.push_str(&SECTION.replace("{n}", &n.to_string()));
+        n += 1;
+    }
+    text
+}
+
+/// `text` cut into `count` pieces of about equal length, at character boundaries.
+fn cut(text: &str, count: usize) -> Vec<String> {
+    let size = text.len().div_ceil(count.max(1)).max(1);
+    let mut pieces = Vec::with_capacity(count);
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        pieces.push(text[start..end].to_owned());
+        start = end;
+    }
+    pieces
+}
+
+fn streamed_text(words: Vec<String>) -> Vec<Json<StreamChunk>> {
     let mut chunks = vec![StreamChunk::BlockStart {
         index: 0,
         block_type: ContentBlock::text("").block_type(),
@@ -306,7 +342,11 @@ impl Adapter for Instantly {
             *lock(&clock.steps_done).entry(session).or_default() += 1;
             answer(call, FinishReason::ToolCalls)
         } else if clock.text_deltas > 0 {
-            streamed_text(clock.text_deltas)
+            let pieces = match clock.markdown_bytes {
+                0 => (1..=clock.text_deltas).map(|n| format!("w{n} ")).collect(),
+                bytes => cut(&markdown_answer(bytes), clock.text_deltas),
+            };
+            streamed_text(pieces)
         } else {
             answer(ContentBlock::text("done"), FinishReason::Stop)
         };
@@ -417,6 +457,7 @@ impl Plugin for BenchModel {
                 .tool
                 .map(|tool| (tool, config.arguments.unwrap_or_else(|| "{}".to_owned()))),
             text_deltas: config.text_deltas,
+            markdown_bytes: config.markdown_bytes,
             pace: std::time::Duration::from_millis(config.pace_ms),
             last: Mutex::new(None),
             requests: AtomicUsize::new(0),

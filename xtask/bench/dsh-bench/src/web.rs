@@ -134,6 +134,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     history(&dir, &work)?;
     live(&dir)?;
     page_live(&dir)?;
+    page_stream(&dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -236,6 +237,11 @@ fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
         figures["domNodes"].as_f64().unwrap_or(f64::NAN),
         "nodes",
     );
+    report(
+        "web_page_transfer",
+        figures["pageBytes"].as_f64().unwrap_or(f64::NAN) / 1000.0,
+        "kB",
+    );
     Ok(())
 }
 
@@ -266,6 +272,40 @@ fn page_live(dir: &Path) -> anyhow::Result<()> {
             ("web_page_commit_to_paint_p99", "p99"),
         ] {
             let unit = if key == "frames" { "frames" } else { "ms" };
+            report(name, figures[key].as_f64().unwrap_or(f64::NAN), unit);
+        }
+    }
+    web.host.stop();
+    Ok(())
+}
+
+/// The long answer of the figure: 30 KB of Markdown in 1,500 deltas, 100 a second.
+const STREAMED_BYTES: usize = 30 * 1024;
+const STREAMED_DELTAS: usize = 1500;
+
+/// A 30 KB Markdown answer streamed at 100 deltas a second to a page in Chromium: its long
+/// tasks and frame times while it streams.
+fn page_stream(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("streamed.patch.yml");
+    std::fs::write(
+        &path,
+        format!(
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n        textDeltas: {STREAMED_DELTAS}\n        paceMs: {PACE_MS}\n        markdownBytes: {STREAMED_BYTES}\n"
+        ),
+    )?;
+    let web = Web::start(dir, &path)?;
+    let (created, _) = web.call("session.create", &json!({"model": "instant/instant"}))?;
+    let session = created["sessionId"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no session"))?
+        .to_owned();
+    if let Some(figures) = page_scenario(&web, "bench-stream", &session)? {
+        for (name, key, unit) in [
+            ("web_page_stream_long_tasks", "longTasks", "tasks"),
+            ("web_page_stream_longest_task", "longestTask", "ms"),
+            ("web_page_stream_frame_p95", "frameP95", "ms"),
+            ("web_page_stream_frames", "frames", "frames"),
+        ] {
             report(name, figures[key].as_f64().unwrap_or(f64::NAN), unit);
         }
     }
