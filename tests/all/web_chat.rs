@@ -569,3 +569,84 @@ fn an_endpoint_set_in_the_settings_takes_effect_without_a_restart() {
     assert!(first.requests().is_empty(), "the old endpoint was asked");
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// Every file named `name` under `root`.
+fn files_named(root: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if entry.file_name() == name {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
+    let server = FakeDeepSeek::start(vec![Reply::text("first answer"), Reply::text("second answer")]);
+    let dir = TestDir::new("web-list-activity");
+    let mut web = start(&server, &dir);
+    let mut socket = web.events();
+    let cwd = dir.join("work");
+    let mut converse = |text: &str| {
+        let created = web.call("session.create", &json!({"cwd": cwd.to_str().unwrap()}));
+        let id = created["sessionId"].as_str().unwrap().to_owned();
+        web.call("session.prompt", &json!({"sessionId": id, "text": text}));
+        socket.until(200, |frame| {
+            frame["type"] == "host/session-status" && frame["sessionId"] == id && frame["running"] == false
+        });
+        id
+    };
+    let long = converse("please look at the failing integration tests in the web crate and fix them");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let short = converse("hi");
+    let empty = web.call("session.create", &json!({"cwd": cwd.to_str().unwrap()}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let order = |listed: &Value| -> Vec<(String, Option<i64>, String)> {
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_owned(),
+                    s["activeAt"].as_i64(),
+                    s["title"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let listed = order(&web.call("session.list", &json!({})));
+    let position = |id: &str| listed.iter().position(|(s, ..)| s == id).unwrap();
+    assert!(position(&short) < position(&long), "{listed:?}");
+    let of = |id: &str| listed[position(id)].clone();
+    assert!(of(&short).1 >= of(&long).1 && of(&long).1.is_some(), "{listed:?}");
+    assert_eq!(of(&empty).1, None, "a session with no message has no activity: {listed:?}");
+    assert!(of(&long).2.ends_with('…'), "the cut title says so: {listed:?}");
+    assert_eq!(of(&short).2, "hi", "{listed:?}");
+    // Opening the older conversation is no activity: the order stands.
+    web.call("session.history", &json!({"sessionId": long}));
+    let reopened = order(&web.call("session.list", &json!({})));
+    let ids = |list: &[(String, Option<i64>, String)]| list.iter().map(|(id, ..)| id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&reopened), ids(&listed));
+    // The store keeps both beside each log, for a listing that reads no log.
+    let deadline = std::time::Instant::now() + WAIT;
+    while files_named(&dir.home(), "activity").len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let activity = files_named(&dir.home(), "activity");
+    assert!(activity.len() >= 2, "{activity:?}");
+    let titles: Vec<String> = files_named(&dir.home(), "title")
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    assert!(titles.iter().any(|title| title.ends_with('…')), "{titles:?}");
+}

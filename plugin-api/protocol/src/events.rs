@@ -346,6 +346,12 @@ pub enum TitleSource {
     Fallback,
     /// A model named the session.
     Llm,
+    /// A title provider named it with a model (the reference's first-prompt title).
+    Provider {
+        provider: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<serde_json::Value>,
+    },
     /// A person renamed it.
     User,
 }

@@ -159,6 +159,10 @@ pub struct SessionSummary {
     pub created_at: i64,
     /// When its log last changed (milliseconds since the epoch).
     pub updated_at: i64,
+    /// When its conversation last had a message, a person's or the model's; absent while it
+    /// has none. A list orders by it: opening, renaming or configuring a session is no activity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Whether it is open in this host.

@@ -7,7 +7,36 @@ use dsh_protocol::SessionSummary;
 use dsh_session_jsonl::{Encoding, list_sessions};
 use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
-use crate::store::TITLE_FILE;
+use crate::store::{ACTIVITY_FILE, TITLE_FILE};
+
+/// Of one log line, what says whether it is a message and when.
+#[derive(dsh_plugin_api::serde::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Stamp {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    time: i64,
+}
+
+/// When the conversation of the log at `path` last had a message, from the activity file
+/// beside it; a log written before those files existed is read once and its file written.
+fn activity(path: &Path) -> Option<i64> {
+    let dir = path.parent()?;
+    if let Ok(text) = std::fs::read_to_string(dir.join(ACTIVITY_FILE)) {
+        return text.trim().parse().ok();
+    }
+    let log = std::fs::read_to_string(path).ok()?;
+    let found = log.lines().rev().find_map(|line| {
+        let stamp = serde_json::from_str::<Stamp>(line).ok()?;
+        let message = stamp.kind == dsh_protocol::kinds::USER_MESSAGE
+            || stamp.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE;
+        message.then_some(stamp.time)
+    });
+    let written = found.map(|time| time.to_string()).unwrap_or_default();
+    let _ = std::fs::write(dir.join(ACTIVITY_FILE), written);
+    found
+}
 
 /// When `path` last changed, in milliseconds since the epoch.
 fn modified_ms(path: &Path) -> Option<i64> {
@@ -33,6 +62,7 @@ pub(crate) fn summaries(
             cwd: broken.cwd,
             created_at: changed,
             updated_at: changed,
+            active_at: None,
             title: None,
             live: false,
             subagent_of: None,
@@ -60,6 +90,7 @@ pub(crate) fn summaries(
                 cwd: listed.header.cwd,
                 created_at: listed.header.created_at,
                 updated_at,
+                active_at: activity(&listed.path),
                 title,
                 live: false,
                 subagent_of,
@@ -69,6 +100,6 @@ pub(crate) fn summaries(
         })
         .chain(broken)
         .collect();
-    summaries.sort_by_key(|summary| std::cmp::Reverse(summary.updated_at));
+    summaries.sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
     Ok(summaries)
 }

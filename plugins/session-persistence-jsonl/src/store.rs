@@ -1,7 +1,6 @@
 //! The store: per-session queues, batching, writing on the blocking pool, loading with repair.
 
 use dsh_plugin_api::lock;
-use dsh_protocol::kinds;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,13 +10,16 @@ use std::time::Duration;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
-use dsh_protocol::{SessionSummary, SessionTitleEvent};
+use dsh_protocol::{MessageSource, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::{
     CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, find_session,
     read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
-use dsh_sessions_seam::{EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession};
+use dsh_sessions_seam::{
+    EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession, last_activity,
+    listed_title,
+};
 
 use crate::Config;
 use crate::lock::{LockError, SessionLock, acquire};
@@ -51,6 +53,17 @@ struct Stored {
     /// Moved onto the blocking pool for each write and back.
     writer: Arc<Mutex<Writer>>,
     held: Arc<Mutex<Option<SessionLock>>>,
+    /// The session's first human message, once appended: a fallback title is made of its first
+    /// words, and may land in a later batch than the message (see `listed_title`).
+    first_message: Mutex<Option<RArc<EventRecord>>>,
+}
+
+/// Whether `record` is a person's message.
+fn is_human_message(record: &EventRecord) -> bool {
+    matches!(
+        record.decode::<UserMessageEvent>(),
+        Some(Ok(UserMessageEvent(message))) if matches!(message.source, MessageSource::User { .. })
+    )
 }
 
 /// How the next write reaches the file.
@@ -101,18 +114,12 @@ pub(crate) struct Store {
     inner: Arc<Inner>,
 }
 
-/// The file beside a session's log holding its latest title.
+/// The file beside a session's log holding its latest title, as a list shows it.
 pub(crate) const TITLE_FILE: &str = "title";
 
-/// The title of the last `session/title` event of `records`.
-fn latest_title(records: &[RArc<EventRecord>]) -> Option<String> {
-    records
-        .iter()
-        .rev()
-        .filter(|record| record.kind.as_str() == kinds::SESSION_TITLE)
-        .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
-        .map(|event| event.title)
-}
+/// The file beside a session's log holding when its conversation last had a message
+/// (milliseconds since the epoch; empty for none yet).
+pub(crate) const ACTIVITY_FILE: &str = "activity";
 
 /// `<root>.trash` beside the root: inside it, the trash would be listed as a project.
 fn trash_beside(root: &Path) -> PathBuf {
@@ -212,6 +219,20 @@ impl Store {
             stored.id.clone(),
         );
         let records = batch.clone();
+        // What the listing files are read from: the batch, and the first message its title
+        // may be made of.
+        let mut listed = batch.clone();
+        {
+            let mut first = lock(&stored.first_message);
+            if first.is_none() {
+                *first = batch.iter().find(|record| is_human_message(record)).cloned();
+            }
+            if let Some(message) = first.as_ref()
+                && !listed.iter().any(|record| record.seq == message.seq)
+            {
+                listed.insert(0, message.clone());
+            }
+        }
         let written = self
             .inner
             .ctx
@@ -241,10 +262,13 @@ impl Store {
                     .ready()?
                     .append_committed(&lines)
                     .map_err(|problem| storage(format!("session `{id}`: {problem}")))?;
-                // The latest title beside the log, so a listing need not read whole logs. A
-                // title that cannot be written costs only the listing's title.
-                if let Some(title) = latest_title(&records) {
+                // The latest title and activity beside the log, so a listing need not read
+                // whole logs. One that cannot be written costs only the listing's line.
+                if let Some(title) = listed_title(&listed) {
                     let _ = std::fs::write(dir.join(TITLE_FILE), title);
+                }
+                if let Some(active) = last_activity(&records) {
+                    let _ = std::fs::write(dir.join(ACTIVITY_FILE), active.to_string());
                 }
                 Ok(())
             })
@@ -283,6 +307,7 @@ impl Store {
             dir,
             queue: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
+            first_message: Mutex::new(None),
             draining: tokio::sync::Mutex::new(()),
             writer: Arc::new(Mutex::new(writer)),
             held: Arc::new(Mutex::new(held)),

@@ -95,11 +95,15 @@ function when(millis) {
 function renderSessions() {
   const list = $("sessions");
   const needle = $("search").value.trim().toLowerCase();
-  // A subagent's session is read under its parent's tool card, not listed as a conversation.
-  const shown = state.sessions.filter((s) => !s.subagentOf && (!needle || (s.title || s.id).toLowerCase().includes(needle)));
+  // A subagent's session is read under its parent's tool card, not listed as a conversation; a
+  // session no one has written in yet is not a conversation either. Newest activity first:
+  // opening or renaming a session is no activity.
+  const shown = state.sessions
+    .filter((s) => !s.subagentOf && (s.activeAt || s.broken) && (!needle || (s.title || s.id).toLowerCase().includes(needle)))
+    .sort((a, b) => (b.activeAt || b.updatedAt) - (a.activeAt || a.updatedAt));
   list.replaceChildren();
   if (shown.length === 0) {
-    list.append(element("p", { class: "muted pad" }, state.sessions.length ? "No title matches." : "No sessions yet."));
+    list.append(element("p", { class: "muted pad" }, needle ? "No title matches." : "No conversations yet."));
     return;
   }
   const groups = new Map();
@@ -137,7 +141,7 @@ function renderSessions() {
           element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null }),
           session.forkOf ? forkMark(session.forkOf) : null,
           element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
-          element("span", { class: "when" }, when(session.updatedAt)),
+          element("span", { class: "when" }, when(session.activeAt)),
         ),
       );
     }
@@ -460,7 +464,8 @@ function onFrame(frame) {
     case "host/session-status":
       if (frame.running) state.running.add(frame.sessionId);
       else state.running.delete(frame.sessionId);
-      renderSessions();
+      // A turn started or ended: the session had activity (and may have a title now).
+      refreshSessions().catch(() => renderSessions());
       break;
     case "heartbeat":
       if (frame.bootId !== state.bootId) window.location.reload();

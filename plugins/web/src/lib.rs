@@ -281,6 +281,7 @@ pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
             cwd: None,
             created_at: now,
             updated_at: now,
+            active_at: None,
             title: None,
             live,
             subagent_of: None,

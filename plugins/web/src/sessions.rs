@@ -10,11 +10,11 @@ use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
     HistoryRequest, ItemRequest, Message, MessageSource, PermissionPresetEvent, PromptAccepted,
     PromptMode, RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList,
-    SessionRef, SessionSummary, SessionTitleEvent, UpdateQueue,
+    SessionRef, SessionSummary, UpdateQueue,
 };
 use dsh_sessions_seam::{
     SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionErrorKind, SessionStoreService,
-    SessionsService, open_live,
+    SessionsService, last_activity, listed_title, open_live,
 };
 
 use crate::api::{Api, Failure};
@@ -52,7 +52,10 @@ impl Api {
         for summary in &mut sessions {
             if live.contains(&summary.id) {
                 summary.live = true;
-                summary.title = self.live_title(&summary.id);
+                if let Some((title, active_at)) = self.live_listing(&summary.id) {
+                    summary.title = title;
+                    summary.active_at = active_at;
+                }
             }
         }
         let agents: Vec<AgentSummary> = self
@@ -64,19 +67,23 @@ impl Api {
         let unwritten: Vec<SessionSummary> = live
             .iter()
             .filter(|id| !sessions.iter().any(|summary| &summary.id == *id))
-            .map(|id| SessionSummary {
+            .map(|id| {
+                let (title, active_at) = self.live_listing(id).unwrap_or_default();
+                SessionSummary {
                 id: id.clone(),
                 cwd: agents.iter().find(|a| &a.id == id).map(|a| a.cwd.clone()),
                 created_at: now,
                 updated_at: now,
-                title: self.live_title(id),
+                active_at,
+                title,
                 live: true,
                 subagent_of: None,
                 fork_of: None,
                 broken: None,
-            })
+            }})
             .collect();
         sessions.splice(0..0, unwritten);
+        sessions.sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
         Ok(SessionList { sessions })
     }
 
@@ -96,16 +103,11 @@ impl Api {
             .map_err(|error| Failure::internal(format!("the session store's listing: {error}")))
     }
 
-    /// The latest `session/title` of a live session.
-    fn live_title(&self, id: &str) -> Option<String> {
+    /// A live session's title as a list shows it and its last activity, from its events.
+    fn live_listing(&self, id: &str) -> Option<(Option<String>, Option<i64>)> {
         let session = open_live(&self.ctx, id).ok()?;
         let events = session.events(0, session.event_count());
-        events
-            .iter()
-            .rev()
-            .filter(|record| record.kind.as_str() == kinds::SESSION_TITLE)
-            .find_map(|record| record.decode::<SessionTitleEvent>()?.ok())
-            .map(|title| title.title)
+        Some((listed_title(&events), last_activity(&events)))
     }
 
     pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {

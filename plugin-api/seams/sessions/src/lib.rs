@@ -20,8 +20,10 @@
 )]
 
 mod latest;
+mod listing;
 
 pub use latest::LatestOf;
+pub use listing::{last_activity, listed_title};
 
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};

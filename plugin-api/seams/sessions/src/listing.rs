@@ -1,0 +1,48 @@
+//! What a list of sessions shows of one, read from its events: the title as a list should
+//! show it, and when its conversation last moved. The store keeps both beside each log so a
+//! listing reads no log; a live session's are read from its events in memory.
+
+use abi_stable::std_types::RArc;
+use dsh_protocol::{TitleSource, kinds, text_of};
+
+use crate::EventRecord;
+
+/// The latest title of `records`, as a list shows it: a title made of the first words of a
+/// message that goes on ends with "…", so it does not read as a phrase cut short. (When that
+/// message is not among `records`, the title is shown as it is.)
+pub fn listed_title(records: &[RArc<EventRecord>]) -> Option<String> {
+    let title = records
+        .iter()
+        .rev()
+        .filter(|record| record.kind.as_str() == kinds::SESSION_TITLE)
+        .find_map(|record| record.decode::<dsh_protocol::SessionTitleEvent>()?.ok())?;
+    if title.source != TitleSource::Fallback {
+        return Some(title.title);
+    }
+    let message = records
+        .iter()
+        .filter(|record| title.message_seqs.contains(&record.seq))
+        .find_map(|record| record.decode::<dsh_protocol::UserMessageEvent>()?.ok());
+    let Some(dsh_protocol::UserMessageEvent(message)) = message else {
+        return Some(title.title);
+    };
+    let said = text_of(&message.content);
+    let words_said = said.split_whitespace().count();
+    let words_kept = title.title.split_whitespace().count();
+    Some(match words_said > words_kept {
+        true => format!("{}…", title.title.trim_end()),
+        false => title.title,
+    })
+}
+
+/// When the last message of `records` (a person's or the model's) was committed.
+pub fn last_activity(records: &[RArc<EventRecord>]) -> Option<i64> {
+    records
+        .iter()
+        .rev()
+        .find(|record| {
+            let kind = record.kind.as_str();
+            kind == kinds::USER_MESSAGE || kind == kinds::ASSISTANT_MESSAGE
+        })
+        .map(|record| record.time)
+}
