@@ -263,6 +263,20 @@ fn sessions_recorded_headless_are_listed_newest_first() {
         );
         assert_eq!(out.code, Some(0), "{out:?}");
     }
+    // Logs written before the store kept activity files: read once, then kept.
+    let mut removed = 0;
+    let mut folders = vec![dir.home()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            if entry.path().is_dir() {
+                folders.push(entry.path());
+            } else if entry.file_name() == "activity" {
+                std::fs::remove_file(entry.path()).unwrap();
+                removed += 1;
+            }
+        }
+    }
+    assert_eq!(removed, 2, "the store keeps one activity file per session");
     let mut web = start_web(&dir, &[]);
     let bearer = format!("Bearer {}", web.token);
     let listed = web.call(
@@ -279,6 +293,7 @@ fn sessions_recorded_headless_are_listed_newest_first() {
         sessions.iter().all(|s| s["cwd"] == work.to_str().unwrap()),
         "{value}"
     );
+    assert!(sessions[1]["activeAt"].as_i64().is_some(), "{value}");
     assert!(sessions[0]["activeAt"].as_i64() >= sessions[1]["activeAt"].as_i64());
     // Titled from the store's title file, without the logs being read; the task goes on past
     // the title's words, so the title says it was cut.

@@ -9,16 +9,6 @@ use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
 use crate::store::{ACTIVITY_FILE, TITLE_FILE};
 
-/// Of one log line, what says whether it is a message and when.
-#[derive(dsh_plugin_api::serde::Deserialize)]
-#[serde(crate = "dsh_plugin_api::serde")]
-struct Stamp {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    time: i64,
-}
-
 /// When the conversation of the log at `path` last had a message, from the activity file
 /// beside it; a log written before those files existed is read once and its file written.
 fn activity(path: &Path) -> Option<i64> {
@@ -26,13 +16,16 @@ fn activity(path: &Path) -> Option<i64> {
     if let Ok(text) = std::fs::read_to_string(dir.join(ACTIVITY_FILE)) {
         return text.trim().parse().ok();
     }
-    let log = std::fs::read_to_string(path).ok()?;
-    let found = log.lines().rev().find_map(|line| {
-        let stamp = serde_json::from_str::<Stamp>(line).ok()?;
-        let message = stamp.kind == dsh_protocol::kinds::USER_MESSAGE
-            || stamp.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE;
-        message.then_some(stamp.time)
-    });
+    let log = dsh_session_jsonl::read_session(path).ok()?;
+    let found = log
+        .events
+        .iter()
+        .rev()
+        .find(|event| {
+            event.kind == dsh_protocol::kinds::USER_MESSAGE
+                || event.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE
+        })
+        .map(|event| event.time);
     let written = found.map(|time| time.to_string()).unwrap_or_default();
     let _ = std::fs::write(dir.join(ACTIVITY_FILE), written);
     found
