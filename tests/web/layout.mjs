@@ -127,6 +127,49 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       await shoot(page, "back");
     },
 
+    // The list holds conversations only, newest activity first (an open is no activity), a
+    // title cut from a longer first message says so, and the search finds a word said in a
+    // conversation when asked to look in the messages.
+    async sessions(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await prompt(page, "please look at the failing integration tests in the web crate and fix them");
+      await page.waitForSelector(".turn-end", { state: "attached" });
+      const first = await page.evaluate(() => location.hash);
+      await page.click("#new");
+      await page.waitForFunction((before) => location.hash && location.hash !== before, first);
+      await page.waitForTimeout(300);
+      const listed = () => page.locator("#sessions .session .title").allTextContents();
+      let titles = await listed();
+      expect(titles.length === 1, `a session with no message is listed: ${JSON.stringify(titles)}`);
+      expect(titles[0].endsWith("…"), `the cut title reads "${titles[0]}"`);
+      await prompt(page, "hi there");
+      await page.waitForSelector(".turn-end", { state: "attached" });
+      await page.waitForFunction(() => document.querySelectorAll("#sessions .session").length === 2);
+      titles = await listed();
+      expect(titles[0] === "hi there", `the newest conversation is not first: ${JSON.stringify(titles)}`);
+      // Opening the older one changes nothing in the order.
+      await page.click("#sessions .session >> nth=1");
+      await page.waitForFunction((wanted) => location.hash === wanted, first);
+      await page.waitForFunction(() => document.querySelector(".chat-title")?.textContent.endsWith("…"));
+      await page.waitForTimeout(300);
+      const reopened = await listed();
+      expect(JSON.stringify(reopened) === JSON.stringify(titles), `opening re-ordered the list: ${JSON.stringify(reopened)}`);
+      // A word of the first answer: not in any title, found in the messages.
+      await page.fill("#search", "PARIS");
+      await page.waitForSelector("#sessions .muted");
+      expect((await page.textContent("#sessions")).includes("No title matches."), "a title matched");
+      await page.check("#search-text");
+      await page.waitForSelector("#sessions .session .hit");
+      const hits = await page.locator("#sessions .session").allTextContents();
+      expect(hits.length === 1 && hits[0].includes("Paris"), `the search found ${JSON.stringify(hits)}`);
+      await themes(page, "search");
+      await page.fill("#search", "");
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.click("#menu");
+      await themes(page, "list-390");
+    },
+
     async controls(page) {
       await page.goto(authUrl);
       await page.waitForSelector(".hero h1");

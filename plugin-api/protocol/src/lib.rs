@@ -106,7 +106,7 @@ pub use web::{
     AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
     ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode,
-    RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SelectModel,
-    SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
+    RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SearchHit,
+    SearchRequest, SearchResult, SelectModel, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
     SettingsDescription, SettingsUpdate, UpdateQueue,
 };

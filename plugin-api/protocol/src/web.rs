@@ -187,6 +187,35 @@ pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
 }
 
+/// `session.search`'s payload: text to find in the conversations' messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchRequest {
+    pub query: String,
+    /// At most this many sessions (20 when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// A session whose conversation holds the text searched for: its latest message that does,
+/// around the match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub session_id: String,
+    /// The message's seq in the session's log.
+    pub seq: u64,
+    /// Up to a line of the message around the match.
+    pub snippet: String,
+}
+
+/// The value of `session.search`: sessions with the latest activity first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub hits: Vec<SearchHit>,
+}
+
 /// `session.history`'s payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

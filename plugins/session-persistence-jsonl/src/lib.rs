@@ -12,6 +12,7 @@
 
 mod listing;
 mod lock;
+mod search;
 mod store;
 mod trash;
 mod watch;

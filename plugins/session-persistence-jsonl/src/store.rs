@@ -10,7 +10,7 @@ use std::time::Duration;
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
-use dsh_protocol::{MessageSource, SessionSummary, UserMessageEvent};
+use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::{
     CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, find_session,
     read_session, session_dir,
@@ -352,6 +352,18 @@ impl Store {
             .map_err(storage)?
     }
 
+    async fn search(&self, query: String, limit: usize) -> Result<Vec<SearchHit>, SessionError> {
+        let root = self.inner.root.clone();
+        let encoding = self.inner.options.encoding;
+        // What is queued is written first, so a search finds the latest messages.
+        self.drain(None).await?;
+        self.inner
+            .ctx
+            .blocking(move || crate::search::search(&root, encoding, &query, limit))
+            .await
+            .map_err(storage)?
+    }
+
     async fn load(&self, id: String) -> Result<StoredSession, SessionError> {
         let root = self.inner.root.clone();
         let options = self.inner.options;
@@ -535,6 +547,24 @@ impl SessionStore for Store {
     fn restore(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
         let store = self.clone();
         async move { done(store.restore(id.into_string()).await) }.into_ffi()
+    }
+
+    fn search(
+        &self,
+        query: RString,
+        limit: u32,
+    ) -> FfiFuture<RResult<Json<Vec<SearchHit>>, SessionError>> {
+        let store = self.clone();
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        async move {
+            done(
+                store
+                    .search(query.into_string(), limit)
+                    .await
+                    .map(|hits| Json::encode(&hits)),
+            )
+        }
+        .into_ffi()
     }
 
     fn list(&self) -> FfiFuture<RResult<Json<Vec<SessionSummary>>, SessionError>> {

@@ -15,6 +15,7 @@ const state = {
   bootId: boot.bootId,
   dirty: new Set(),
   retry: 0,
+  hits: null, // Map of session id to its search hit, while the messages are searched
 };
 
 let rpcCount = 0;
@@ -92,18 +93,42 @@ function when(millis) {
     : date.toLocaleDateString([], { month: "short", day: "numeric" });
 }
 
+// Searching the messages asks the host (which reads the stored logs) once the typing pauses;
+// until it answers, the titles that match are shown.
+let searchTimer = null;
+function searchChanged() {
+  clearTimeout(searchTimer);
+  state.hits = null;
+  renderSessions();
+  const query = $("search").value.trim();
+  if (!$("search-text").checked || query.length < 2) return;
+  searchTimer = setTimeout(async () => {
+    try {
+      const { hits } = await call("session.search", { query });
+      if ($("search").value.trim() !== query || !$("search-text").checked) return;
+      state.hits = new Map(hits.map((hit) => [hit.sessionId, hit]));
+      renderSessions();
+    } catch (error) {
+      fail(error);
+    }
+  }, 250);
+}
+
 function renderSessions() {
   const list = $("sessions");
   const needle = $("search").value.trim().toLowerCase();
+  const hits = state.hits;
   // A subagent's session is read under its parent's tool card, not listed as a conversation; a
   // session no one has written in yet is not a conversation either. Newest activity first:
   // opening or renaming a session is no activity.
+  const matches = (s) => !needle || (s.title || s.id).toLowerCase().includes(needle) || hits?.has(s.id);
   const shown = state.sessions
-    .filter((s) => !s.subagentOf && (s.activeAt || s.broken) && (!needle || (s.title || s.id).toLowerCase().includes(needle)))
+    .filter((s) => !s.subagentOf && (s.activeAt || s.broken) && matches(s))
     .sort((a, b) => (b.activeAt || b.updatedAt) - (a.activeAt || a.updatedAt));
   list.replaceChildren();
   if (shown.length === 0) {
-    list.append(element("p", { class: "muted pad" }, needle ? "No title matches." : "No conversations yet."));
+    const nothing = !needle ? "No conversations yet." : $("search-text").checked ? (hits ? "Nothing matches." : "Searching…") : "No title matches.";
+    list.append(element("p", { class: "muted pad" }, nothing));
     return;
   }
   const groups = new Map();
@@ -142,6 +167,7 @@ function renderSessions() {
           session.forkOf ? forkMark(session.forkOf) : null,
           element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
           element("span", { class: "when" }, when(session.activeAt)),
+          hits?.has(session.id) ? element("span", { class: "hit" }, hits.get(session.id).snippet) : null,
         ),
       );
     }
@@ -724,7 +750,8 @@ function wireComposer() {
   });
   $("cancel").addEventListener("click", () => call("session.cancel", { sessionId: state.open.id }).catch((e) => fail(e)));
   $("new").addEventListener("click", () => newSession().catch((e) => fail(e)));
-  $("search").addEventListener("input", renderSessions);
+  $("search").addEventListener("input", searchChanged);
+  $("search-text").addEventListener("change", searchChanged);
   $("rename").addEventListener("click", renameInline);
   $("fork").addEventListener("click", () => fork(undefined).catch((e) => fail(e)));
   $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => fail(e)));

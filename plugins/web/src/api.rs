@@ -143,6 +143,7 @@ impl Api {
             "session.fork" => serde_json::to_value(self.fork(payload(method, body)?).await?),
             "session.delete" => serde_json::to_value(self.delete(payload(method, body)?).await?),
             "session.restore" => serde_json::to_value(self.restore(payload(method, body)?).await?),
+            "session.search" => serde_json::to_value(self.search(payload(method, body)?).await?),
             "session.demo" => serde_json::to_value(self.demo().await?),
             "session.updateQueue" => {
                 serde_json::to_value(self.update_queue(payload(method, body)?)?)

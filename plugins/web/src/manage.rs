@@ -9,7 +9,8 @@ use abi_stable::std_types::{RNone, RString};
 use dsh_protocol::kinds;
 use dsh_protocol::{
     AgentStatus, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest, RpcErrorCode,
-    ServerFrame, SessionRef, SessionTitleEvent, SetPermission, TitleSource,
+    SearchRequest, SearchResult, ServerFrame, SessionRef, SessionTitleEvent, SetPermission,
+    TitleSource,
 };
 use dsh_sessions_seam::{
     NewEventRecord, SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionBox, SessionErrorKind,
@@ -218,6 +219,22 @@ impl Api {
             })?;
         self.hub.broadcast(&crate::session_added(id, false));
         Ok(serde_json::json!({}))
+    }
+}
+
+impl Api {
+    /// `session.search`: the conversations whose messages hold the text, latest first.
+    pub(crate) async fn search(&self, request: SearchRequest) -> Result<SearchResult, Failure> {
+        let store = self.session_store()?;
+        let limit = request.limit.unwrap_or(20).clamp(1, 200);
+        let hits = store
+            .search(RString::from(request.query), limit)
+            .await
+            .into_result()
+            .map_err(|error| Failure::internal(format!("the session store: {error}")))?
+            .decode()
+            .map_err(|error| Failure::internal(format!("the session store's hits: {error}")))?;
+        Ok(SearchResult { hits })
     }
 }
 

@@ -29,7 +29,9 @@ use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
 use dsh_plugin_api::{DecodeError, EmitEvent, Json, ParallelEvent};
-use dsh_protocol::{EventData, Message, SessionEvent, SessionSummary, StreamChunk, SurfaceOp};
+use dsh_protocol::{
+    EventData, Message, SearchHit, SessionEvent, SessionSummary, StreamChunk, SurfaceOp,
+};
 use serde::Serialize;
 
 /// Service key of the session log.
@@ -334,6 +336,13 @@ pub trait SessionStore: Send + Sync {
     fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
     /// Moves the latest deleted copy of a session back out of the trash, into the listing.
     fn restore(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
+    /// The stored sessions whose messages (a person's or the model's) hold `query`, ignoring
+    /// case, most recently active first, at most `limit`; each with its latest such message.
+    fn search(
+        &self,
+        query: RString,
+        limit: u32,
+    ) -> FfiFuture<RResult<Json<Vec<SearchHit>>, SessionError>>;
 }
 pub type SessionStoreService = SessionStore_TO<'static, RBox<()>>;
 

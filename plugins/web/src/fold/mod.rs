@@ -235,13 +235,34 @@ impl Fold {
             }
             kinds::SESSION_TITLE => {
                 if let Some(Ok(title)) = record.decode::<SessionTitleEvent>() {
-                    self.title = Some(title.title.clone());
-                    change.title = Some(title.title);
+                    let shown = self.shown_title(title);
+                    self.title = Some(shown.clone());
+                    change.title = Some(shown);
                 }
             }
             _ => {}
         }
         change
+    }
+
+    /// A title as the page shows it: one made of the first words of a message that goes on
+    /// ends with "…" (as the session list shows it).
+    fn shown_title(&self, title: SessionTitleEvent) -> String {
+        if title.source != dsh_protocol::TitleSource::Fallback {
+            return title.title;
+        }
+        let message = self.items.iter().find_map(|item| match item {
+            ChatItem::User { seq, text, .. } if title.message_seqs.contains(seq) => Some(text),
+            _ => None,
+        });
+        match message {
+            Some(text)
+                if text.split_whitespace().count() > title.title.split_whitespace().count() =>
+            {
+                format!("{}…", title.title.trim_end())
+            }
+            _ => title.title,
+        }
     }
 
     fn chunk(&mut self, seq: u64, event: AssistantChunkEvent, change: &mut Change) {

@@ -1,0 +1,105 @@
+//! Text search over the stored conversations: every log read with the session reader (so
+//! either encoding), its messages' text matched ignoring case, the latest match of each session
+//! kept with a snippet around it. Logs are read newest first and the search stops at its limit,
+//! so a person looking for last week's conversation does not wait for last year's.
+
+use std::path::Path;
+
+use dsh_protocol::{AssistantMessageEvent, SearchHit, UserMessageEvent, text_of};
+use dsh_session_jsonl::{Encoding, list_sessions, read_session};
+use dsh_sessions_seam::{SessionError, SessionErrorKind};
+
+/// Characters kept on each side of a match.
+const AROUND: usize = 60;
+
+/// `text` around its first match of `needle` (both already lowercase in `lower`), on one line.
+fn snippet(text: &str, lower: &str, needle: &str) -> Option<String> {
+    let at = lower.find(needle)?;
+    // `lower` and `text` can differ in length (a few letters lowercase to more bytes): count
+    // characters, not bytes.
+    let chars_before = lower[..at].chars().count();
+    let chars: Vec<char> = text.chars().collect();
+    let start = chars_before.saturating_sub(AROUND);
+    let end = (chars_before + needle.chars().count() + AROUND).min(chars.len());
+    let mut shown: String = chars[start.min(chars.len())..end].iter().collect();
+    shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    if start > 0 {
+        shown.insert(0, '…');
+    }
+    if end < chars.len() {
+        shown.push('…');
+    }
+    Some(shown)
+}
+
+/// The latest message of the log at `path` that holds `needle`: its seq and snippet.
+fn latest_match(path: &Path, needle: &str) -> Option<(u64, String)> {
+    let log = read_session(path).ok()?;
+    log.events.iter().rev().find_map(|event| {
+        let content = match (
+            event.read::<UserMessageEvent>(),
+            event.read::<AssistantMessageEvent>(),
+        ) {
+            (Some(UserMessageEvent(message)), _) => message.content,
+            (_, Some(answer)) => answer.message.content,
+            _ => return None,
+        };
+        let text = text_of(&content);
+        let lower = text.to_lowercase();
+        snippet(&text, &lower, needle).map(|shown| (event.seq, shown))
+    })
+}
+
+/// The sessions under `root` whose messages hold `query`.
+pub(crate) fn search(
+    root: &Path,
+    encoding: Encoding,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<SearchHit>, SessionError> {
+    let needle = query.trim().to_lowercase();
+    if needle.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listing = list_sessions(root, encoding)
+        .map_err(|problem| SessionError::new(SessionErrorKind::Unreadable, problem.to_string()))?;
+    let mut sessions = listing.sessions;
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    sessions.sort_by_key(|listed| std::cmp::Reverse(modified(&listed.path)));
+    let mut hits = Vec::new();
+    for listed in sessions {
+        if hits.len() >= limit {
+            break;
+        }
+        if let Some((seq, snippet)) = latest_match(&listed.path, &needle) {
+            hits.push(SearchHit {
+                session_id: listed.header.id,
+                seq,
+                snippet,
+            });
+        }
+    }
+    Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snippet;
+
+    #[test]
+    fn a_snippet_is_cut_around_the_match_on_one_line() {
+        let text = format!("{}needle in\nthe {}", "a ".repeat(50), "b ".repeat(50));
+        let shown = snippet(&text, &text.to_lowercase(), "needle").unwrap();
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert!(shown.contains("needle in the"), "{shown}");
+        assert!(!shown.contains('\n'));
+    }
+
+    #[test]
+    fn case_and_wide_letters_do_not_shift_the_snippet() {
+        let text = "İİİ Straße and the Needle";
+        let shown = snippet(text, &text.to_lowercase(), "needle").unwrap();
+        assert!(shown.ends_with("Needle"), "{shown}");
+        assert_eq!(snippet(text, &text.to_lowercase(), "haystack"), None);
+    }
+}
