@@ -59,12 +59,19 @@ const scenarios = {
     await page.waitForSelector("#context-meter:not([hidden])");
     const meter = await page.textContent("#context-text");
     expect(meter.includes("% of 1000k"), `the context bar reads "${meter}"`);
+    // The turn's time and first token under it; the session's cost under the composer.
+    const turn = await page.textContent(".turn-end .turn-stats");
+    expect(/^\d+\.\d s · first token \d+\.\d s/.test(turn), `the turn's figures read "${turn}"`);
+    const stats = await page.textContent("#stats");
+    expect(/^1 turn · 2 steps · model \d+\.\d s · tools \d+\.\d s · cache hit \d+% · \d+ in · \d+ out$/.test(stats), `the stats line reads "${stats}"`);
     await themes(page, "answered");
     const items = await page.locator("[data-item]").count();
     await page.reload();
     await page.waitForSelector(".message.assistant");
     const restored = await page.locator("[data-item]").count();
     expect(restored === items, `after a reload ${restored} items, before ${items}`);
+    const reloaded = await page.textContent("#stats");
+    expect(reloaded === stats, `after a reload the stats line reads "${reloaded}", before "${stats}"`);
     await page.setViewportSize({ width: 390, height: 844 });
     await shoot(page, "narrow");
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);

@@ -61,6 +61,9 @@ pub enum ChatItem {
         seq: u64,
         turn: u64,
         reason: TurnEndReason,
+        /// How long it took and how fast the model answered, when its start was seen.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stats: Option<crate::TurnStats>,
     },
     /// A call put to a person: answerable (`approval.respond`) while `outcome` is absent.
     Approval {
@@ -266,6 +269,10 @@ pub struct SessionUpdate {
     /// Set when the event renamed the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Set when the event changed what the session cost (a step's message, a tool's result, a
+    /// turn's end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<crate::SessionStats>,
 }
 
 /// The value of `session.history`: the newest items (the tail page) and the seq they reach.
@@ -284,4 +291,7 @@ pub struct SessionHistory {
     /// The permission preset the session chose (its latest `permission/preset`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    /// What the whole session cost so far.
+    #[serde(default)]
+    pub stats: crate::SessionStats,
 }

@@ -32,6 +32,7 @@ mod prompt;
 mod questions;
 mod sandbox;
 mod schema;
+mod stats;
 mod stream;
 mod subagent;
 mod tools;
@@ -87,6 +88,7 @@ pub use sandbox::{
     Enforcement, PermissionPreset, ProjectTrust, SandboxMode, SandboxPolicy, looks_secret,
 };
 pub use schema::schema_document;
+pub use stats::{SessionStats, TurnStats};
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use subagent::{
     ChildStatus, ChildSummary, DelegateArgs, InterruptArgs, ListAgentsArgs, ListScope, ReportArgs,

@@ -3,7 +3,7 @@
 // (dsh-protocol's ServerFrame and SessionUpdate); the page keeps a copy of the open session's
 // items and the last seq it applied, so a reconnect asks for exactly what it missed.
 
-import { element, renderItem, updateAnswer } from "./render.js";
+import { element, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -219,6 +219,28 @@ function renderDirty() {
   else $("jump").hidden = false;
 }
 
+// Under the composer: what the session cost so far, and the share of its input the provider
+// read from its cache (what makes a long session cheap).
+function renderStats(stats) {
+  const line = $("stats");
+  if (!stats || !stats.steps) {
+    line.hidden = true;
+    return;
+  }
+  const cached = stats.inputTokens ? Math.round((stats.cacheReadTokens / stats.inputTokens) * 100) : 0;
+  const parts = [
+    `${stats.turns} ${stats.turns === 1 ? "turn" : "turns"}`,
+    `${stats.steps} ${stats.steps === 1 ? "step" : "steps"}`,
+    `model ${seconds(stats.modelMs)}`,
+    `tools ${seconds(stats.toolMs)}`,
+    `cache hit ${cached}%`,
+    `${tokens(stats.inputTokens)} in · ${tokens(stats.outputTokens)} out`,
+  ];
+  line.textContent = parts.join(" · ");
+  line.title = `${stats.cacheReadTokens} of ${stats.inputTokens} input tokens were read from the provider's cache`;
+  line.hidden = false;
+}
+
 // The conversation follows the newest message unless the person scrolled up to read; then a
 // button brings them back.
 function followLatest() {
@@ -432,6 +454,7 @@ async function openSession(id) {
   renderQueue({ nextTurn: [], nextStep: [] });
   renderJobs([]);
   $("preset").value = history.preset || "workspace-write";
+  renderStats(history.stats);
   setRunning(history.running);
   renderSessions();
   subscribe();
@@ -461,6 +484,7 @@ function onFrame(frame) {
       state.open.lastSeq = frame.seq;
       applyOps(frame.ops);
       if (frame.running !== undefined) setRunning(frame.running);
+      if (frame.stats) renderStats(frame.stats);
       if (frame.title) {
         state.open.title = frame.title;
         renderHeader();

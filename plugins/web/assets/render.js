@@ -254,9 +254,27 @@ const PLAIN = {
   CONTEXT_WINDOW_EXCEEDED: "The conversation no longer fits the model's window: /compact it or fork from an earlier answer.",
 };
 
+export function seconds(ms) {
+  return ms >= 10000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function tokens(count) {
+  return count >= 1000 ? `${(count / 1000).toFixed(1)}k` : String(count);
+}
+
+// A finished turn's time, its time to the first token and the answer's speed.
+function turnStats(stats) {
+  if (!stats) return null;
+  const parts = [seconds(stats.durationMs)];
+  if (stats.ttftMs !== undefined) parts.push(`first token ${seconds(stats.ttftMs)}`);
+  if (stats.tokensPerSecond) parts.push(`${Math.round(stats.tokensPerSecond)} tok/s`);
+  if (stats.outputTokens) parts.push(`${tokens(stats.outputTokens)} tokens`);
+  return element("span", { class: "turn-stats" }, parts.join(" · "));
+}
+
 function turnEnd(item) {
   const reason = item.reason || {};
-  if (reason.kind === "completed") return element("div", { class: "turn-end" });
+  if (reason.kind === "completed") return element("div", { class: "turn-end" }, turnStats(item.stats));
   let detail = "";
   let raw = null;
   if (reason.error) {
@@ -271,6 +289,7 @@ function turnEnd(item) {
     { class: `notice ${level} turn-stop`, role: "status", title: raw },
     element("strong", {}, REASONS[reason.kind] || reason.kind || "Ended"),
     detail ? ` ${detail}` : "",
+    turnStats(item.stats),
   );
 }
 

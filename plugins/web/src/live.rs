@@ -80,7 +80,11 @@ pub(crate) struct Hub {
 }
 
 fn update(session: &str, record: &EventRecord, change: Change) -> Option<ServerFrame> {
-    if change.ops.is_empty() && change.running.is_none() && change.title.is_none() {
+    if change.ops.is_empty()
+        && change.running.is_none()
+        && change.title.is_none()
+        && change.stats.is_none()
+    {
         return None;
     }
     Some(ServerFrame::Update(SessionUpdate {
@@ -90,6 +94,7 @@ fn update(session: &str, record: &EventRecord, change: Change) -> Option<ServerF
         ops: change.ops,
         running: change.running,
         title: change.title,
+        stats: change.stats,
     }))
 }
 

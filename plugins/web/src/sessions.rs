@@ -136,6 +136,7 @@ impl Api {
             last_seq: fold.last_seq,
             running: fold.running,
             title: fold.title.clone(),
+            stats: fold.tally.session.clone(),
             preset: session
                 .events(0, session.event_count())
                 .iter()

@@ -18,6 +18,7 @@ use dsh_web_core::StreamedMarkdown;
 use crate::views::{view, with_recorded_hunks};
 
 mod asks;
+mod tally;
 
 /// What one event changed.
 #[derive(Debug, Default, PartialEq)]
@@ -25,6 +26,7 @@ pub(crate) struct Change {
     pub(crate) ops: Vec<ItemOp>,
     pub(crate) running: Option<bool>,
     pub(crate) title: Option<String>,
+    pub(crate) stats: Option<dsh_protocol::SessionStats>,
 }
 
 /// The items of one session, and what the fold needs to place the next event.
@@ -44,6 +46,8 @@ pub(crate) struct Fold {
     pub(crate) running: bool,
     pub(crate) title: Option<String>,
     pub(crate) last_seq: Option<u64>,
+    /// What the session cost so far.
+    pub(crate) tally: tally::Tally,
 }
 
 fn assistant_id(turn: u64, step: u64) -> String {
@@ -133,6 +137,7 @@ impl Fold {
         let mut change = Change::default();
         let seq = record.seq;
         self.last_seq = Some(seq);
+        change.stats = self.tally.observe(record);
         match record.kind.as_str() {
             kinds::TURN_START => {
                 self.running = true;
@@ -148,6 +153,7 @@ impl Fold {
                         seq,
                         turn: end.turn,
                         reason: end.reason,
+                        stats: self.tally.turn_stats(record.time),
                     };
                     self.upsert(item, &mut change);
                 }
