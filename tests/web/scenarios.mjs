@@ -88,11 +88,17 @@ const scenarios = {
     await page.waitForSelector(".approval.pending");
     const ask = await page.textContent(".approval.pending .approval-ask");
     expect(ask.includes("Run bash?") && ask.includes("the policy asks"), `the card asks "${ask}"`);
+    // The list marks the session as waiting for an answer, through a reload too.
+    await page.waitForSelector("#sessions .dot.waiting");
     await themes(page, "pending");
     await page.reload();
     await page.waitForSelector(".approval.pending button.allow");
-    await page.click(".approval.pending button.allow");
+    await page.waitForSelector("#sessions .dot.waiting");
+    // Answered by key, with nothing being typed.
+    await page.click(".chat-title");
+    await page.keyboard.press("y");
     await page.waitForSelector(".approval.decided");
+    await page.waitForSelector("#sessions .dot.waiting", { state: "detached" });
     const outcome = await page.textContent(".approval.decided .approval-outcome");
     expect(outcome === "Allowed once", `the card says "${outcome}"`);
     await page.waitForSelector(".tool.tool-ok");

@@ -167,6 +167,9 @@ pub struct SessionSummary {
     pub title: Option<String>,
     /// Whether it is open in this host.
     pub live: bool,
+    /// Whether its running turn waits for a person's answer (an approval, a question).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waiting: bool,
     /// The parent session of a subagent's session (a child shown under its parent's card,
     /// not in the list of conversations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -515,6 +518,9 @@ pub enum ServerFrame {
     /// A session started or stopped running a turn.
     #[serde(rename = "host/session-status")]
     SessionStatus { session_id: String, running: bool },
+    /// A session started or stopped waiting for a person (an approval, a question).
+    #[serde(rename = "host/session-waiting")]
+    SessionWaiting { session_id: String, waiting: bool },
     /// Every 15 s; a new `boot_id` means the host restarted.
     #[serde(rename = "heartbeat")]
     Heartbeat { boot_id: String },

@@ -155,6 +155,10 @@ function renderSessions() {
         continue;
       }
       const running = state.running.has(session.id);
+      // A session waiting for a person outranks one that is merely running.
+      const dot = session.waiting
+        ? element("span", { class: "dot waiting", title: "Waiting for your answer", "aria-label": "waiting for your answer" })
+        : element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null });
       group.append(
         element(
           "button",
@@ -163,7 +167,7 @@ function renderSessions() {
             title: session.id,
             onclick: () => openSession(session.id),
           },
-          element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null }),
+          dot,
           session.forkOf ? forkMark(session.forkOf) : null,
           element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
           element("span", { class: "when" }, when(session.activeAt)),
@@ -263,6 +267,21 @@ function setDrawer(open) {
   $("scrim").hidden = !open;
   $("menu").setAttribute("aria-expanded", String(open));
   if (open) $("search").focus();
+}
+
+// A pending approval is answered by key where nothing is being typed: Y allows once, S allows
+// for the session, N rejects (the card's buttons say so).
+function wireApprovalKeys() {
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest?.("input, textarea, select, [contenteditable]")) return;
+    const card = document.querySelector("#items .approval.pending");
+    if (!card) return;
+    const button = { y: ".allow", s: ".allow-session", n: ".reject" }[event.key.toLowerCase()];
+    if (!button || !card.querySelector(button)) return;
+    event.preventDefault();
+    card.querySelector(button).click();
+  });
 }
 
 function wireDrawer() {
@@ -511,6 +530,12 @@ function onFrame(frame) {
       if (state.open?.id === frame.sessionId) closeSession();
       refreshSessions().catch(() => {});
       break;
+    case "host/session-waiting": {
+      const session = state.sessions.find((s) => s.id === frame.sessionId);
+      if (session) session.waiting = frame.waiting;
+      renderSessions();
+      break;
+    }
     case "host/session-status":
       if (frame.running) state.running.add(frame.sessionId);
       else state.running.delete(frame.sessionId);
@@ -1014,6 +1039,7 @@ async function start() {
   wireSettings();
   wireScroll();
   wireDrawer();
+  wireApprovalKeys();
   wireNavigation();
   state.host = await call("host.describe");
   renderHero(state.host);

@@ -358,14 +358,15 @@ export function renderItem(item) {
           : element(
               "div",
               { class: "approval-actions" },
-              element("button", { type: "button", class: "allow", onclick: answer("allowed-once") }, "Allow once"),
+              element("button", { type: "button", class: "allow", onclick: answer("allowed-once"), "aria-keyshortcuts": "Y", title: "Y" }, "Allow once"),
               item.callId
-                ? element("button", { type: "button", class: "allow-session", title: "This exact call, without asking again in this session", onclick: answer("allowed-once", "session") }, "Allow for session")
+                ? element("button", { type: "button", class: "allow-session", title: "This exact call, without asking again in this session (S)", "aria-keyshortcuts": "S", onclick: answer("allowed-once", "session") }, "Allow for session")
                 : null,
               item.callId
                 ? element("button", { type: "button", class: "allow-always", title: "Writes an allow rule for this exact call to your settings.yaml", onclick: answer("allowed-once", "always") }, "Always allow")
                 : null,
-              element("button", { type: "button", class: "reject", onclick: answer("rejected") }, "Reject"),
+              element("button", { type: "button", class: "reject", onclick: answer("rejected"), "aria-keyshortcuts": "N", title: "N" }, "Reject"),
+              element("span", { class: "keys muted" }, "Y · S · N"),
             ),
       );
       break;

@@ -284,6 +284,7 @@ pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
             active_at: None,
             title: None,
             live,
+            waiting: false,
             subagent_of: None,
             fork_of: None,
             broken: None,
@@ -305,6 +306,18 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
     let (events, meters) = (hub.clone(), ctx.clone());
     ctx.on_emit(&SESSION_EVENT, move |record| {
         events.committed(record);
+        // Every page's list marks a session that waits for a person, followed or not.
+        let waiting = match record.kind.as_str() {
+            kinds::APPROVAL_ASKED | kinds::QUESTION_ASKED => Some(true),
+            kinds::APPROVAL_DECIDED | kinds::QUESTION_ANSWERED | kinds::TURN_END => Some(false),
+            _ => None,
+        };
+        if let Some(waiting) = waiting {
+            events.broadcast(&ServerFrame::SessionWaiting {
+                session_id: record.session.to_string(),
+                waiting,
+            });
+        }
         // The meter moves with each answer (the provider's count) and each compaction; it is
         // worked out only for a session some page follows.
         if matches!(

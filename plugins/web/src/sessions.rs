@@ -14,10 +14,18 @@ use dsh_protocol::{
 };
 use dsh_sessions_seam::{
     SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionErrorKind, SessionStoreService,
-    SessionsService, last_activity, listed_title, open_live,
+    SessionsService, last_activity, listed_title, open_live, waiting_for_a_person,
 };
 
 use crate::api::{Api, Failure};
+
+/// What the list shows of a live session beyond its stored summary.
+#[derive(Default)]
+struct LiveListing {
+    title: Option<String>,
+    active_at: Option<i64>,
+    waiting: bool,
+}
 use crate::fold::{Fold, wire_item, with_blocks};
 
 /// Items a history page holds when the client does not say.
@@ -52,9 +60,10 @@ impl Api {
         for summary in &mut sessions {
             if live.contains(&summary.id) {
                 summary.live = true;
-                if let Some((title, active_at)) = self.live_listing(&summary.id) {
-                    summary.title = title;
-                    summary.active_at = active_at;
+                if let Some(listing) = self.live_listing(&summary.id) {
+                    summary.title = listing.title;
+                    summary.active_at = listing.active_at;
+                    summary.waiting = listing.waiting;
                 }
             }
         }
@@ -68,14 +77,15 @@ impl Api {
             .iter()
             .filter(|id| !sessions.iter().any(|summary| &summary.id == *id))
             .map(|id| {
-                let (title, active_at) = self.live_listing(id).unwrap_or_default();
+                let listing = self.live_listing(id).unwrap_or_default();
                 SessionSummary {
                 id: id.clone(),
                 cwd: agents.iter().find(|a| &a.id == id).map(|a| a.cwd.clone()),
                 created_at: now,
                 updated_at: now,
-                active_at,
-                title,
+                active_at: listing.active_at,
+                title: listing.title,
+                waiting: listing.waiting,
                 live: true,
                 subagent_of: None,
                 fork_of: None,
@@ -103,11 +113,15 @@ impl Api {
             .map_err(|error| Failure::internal(format!("the session store's listing: {error}")))
     }
 
-    /// A live session's title as a list shows it and its last activity, from its events.
-    fn live_listing(&self, id: &str) -> Option<(Option<String>, Option<i64>)> {
+    /// What the list shows of a live session, from its events.
+    fn live_listing(&self, id: &str) -> Option<LiveListing> {
         let session = open_live(&self.ctx, id).ok()?;
         let events = session.events(0, session.event_count());
-        Some((listed_title(&events), last_activity(&events)))
+        Some(LiveListing {
+            title: listed_title(&events),
+            active_at: last_activity(&events),
+            waiting: waiting_for_a_person(&events),
+        })
     }
 
     pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {

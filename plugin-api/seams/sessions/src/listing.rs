@@ -35,6 +35,22 @@ pub fn listed_title(records: &[RArc<EventRecord>]) -> Option<String> {
     })
 }
 
+/// Whether the turn `records` end in waits for a person: it asked (an approval, a question)
+/// more often than it was answered since the turn started.
+pub fn waiting_for_a_person(records: &[RArc<EventRecord>]) -> bool {
+    let mut open: i64 = 0;
+    for record in records.iter().rev() {
+        match record.kind.as_str() {
+            kinds::APPROVAL_ASKED | kinds::QUESTION_ASKED => open += 1,
+            kinds::APPROVAL_DECIDED | kinds::QUESTION_ANSWERED => open -= 1,
+            kinds::TURN_START => break,
+            kinds::TURN_END => return false,
+            _ => {}
+        }
+    }
+    open > 0
+}
+
 /// When the last message of `records` (a person's or the model's) was committed.
 pub fn last_activity(records: &[RArc<EventRecord>]) -> Option<i64> {
     records
