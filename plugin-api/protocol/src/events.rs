@@ -368,6 +368,32 @@ pub struct SessionTitleEvent {
 }
 event_data!(SessionTitleEvent, crate::kinds::SESSION_TITLE);
 
+/// A model route: the provider route and the model id on it (where a title was asked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TitleRoute {
+    pub provider: String,
+    pub model: String,
+}
+
+/// `session/title-llm-request`: the whole request a title provider sends to a model, logged
+/// before it leaves (the request itself names no session, so this is its only record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTitleLlmRequestEvent {
+    /// The title provider that asks (`session-title-first-prompt-llm`).
+    pub title_provider: String,
+    /// The human messages the request is made from.
+    pub message_seqs: Vec<u64>,
+    pub route: TitleRoute,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub max_tokens: u64,
+}
+event_data!(
+    SessionTitleLlmRequestEvent,
+    crate::kinds::SESSION_TITLE_LLM_REQUEST
+);
+
 /// `session/end-seed`: the end of a seed (resume, fork, replay); only the session writes it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EndSeedEvent {}

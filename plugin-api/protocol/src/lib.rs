@@ -66,9 +66,9 @@ pub use events::{
     ApprovalVerdict, AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData,
     HeaderReason, InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent,
     PermissionPresetEvent, RequestContextEvent, RequestHeader, RequestHeaderEvent,
-    SandboxModeEvent, SessionTitleEvent, SpliceOutcome, StepEndEvent, StepStartEvent, TitleSource,
-    TodoItem, TodoStatus, TodoWriteEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent,
-    TurnStartEvent, UserMessageEvent,
+    SandboxModeEvent, SessionTitleEvent, SessionTitleLlmRequestEvent, SpliceOutcome, StepEndEvent,
+    StepStartEvent, TitleRoute, TitleSource, TodoItem, TodoStatus, TodoWriteEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
 pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan};

@@ -41,6 +41,7 @@ pub fn schema_document() -> serde_json::Value {
         PermissionPresetEvent,
         TodoWriteEvent,
         SessionTitleEvent,
+        SessionTitleLlmRequestEvent,
         EndSeedEvent,
         LlmRetryEvent,
         LlmRetryStartedEvent,
