@@ -437,8 +437,22 @@ const scenarios = {
     const marks = await page.locator(".tool >> nth=1 >> .diff mark").allTextContents();
     expect(marks.join("|") === "line|row", `the changed words are ${JSON.stringify(marks)}`);
     const stat = await page.textContent(".tool >> nth=1 >> .tool-status");
-    expect(stat === "+1 −1", `the edit's line says "${stat}"`);
+    expect(/^\+1 −1 · \d+\.\d s$/.test(stat), `the edit's line says "${stat}"`);
     await page.waitForSelector(".turn-end", { state: "attached" });
+    // The turn names the file it produced; the chip opens its last change.
+    const chips = await page.locator(".turn-end .produced .chip").allTextContents();
+    expect(JSON.stringify(chips) === JSON.stringify(["notes.txt"]), `the turn produced ${JSON.stringify(chips)}`);
+    await page.click(".tool >> nth=1 >> summary");
+    await page.click(".turn-end .produced .chip");
+    await page.waitForFunction(() => document.querySelectorAll(".tool")[1].open);
+    // Inspect lays the call open: its arguments, its result, its time.
+    await page.click(".tool >> nth=1 >> .inspect");
+    await page.waitForSelector("#inspect[open]");
+    const inspected = await page.textContent("#inspect");
+    expect(inspected.includes('"old_string": "second line"') && inspected.includes("Time") && inspected.includes("edit"), `the inspection reads ${JSON.stringify(inspected)}`);
+    await themes(page, "inspect");
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("#inspect[open]", { state: "detached" });
     await themes(page, "diff");
     await page.setViewportSize({ width: 390, height: 844 });
     const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth);

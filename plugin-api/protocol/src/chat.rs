@@ -54,6 +54,9 @@ pub enum ChatItem {
         /// Why a failed call failed (its result's text), shown whatever the view.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// From the call to its result, once it came.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
     },
     /// A turn ended; how.
     TurnEnd {
@@ -64,6 +67,9 @@ pub enum ChatItem {
         /// How long it took and how fast the model answered, when its start was seen.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stats: Option<crate::TurnStats>,
+        /// The files the turn wrote or edited, in the order it first changed them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        produced: Vec<String>,
     },
     /// A call put to a person: answerable (`approval.respond`) while `outcome` is absent.
     Approval {

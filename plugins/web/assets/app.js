@@ -3,7 +3,7 @@
 // (dsh-protocol's ServerFrame and SessionUpdate); the page keeps a copy of the open session's
 // items and the last seq it applied, so a reconnect asks for exactly what it missed.
 
-import { element, renderItem, seconds, tokens, updateAnswer } from "./render.js";
+import { element, inspection, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -806,6 +806,16 @@ function wireComposer() {
   $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => fail(e)));
   $("items").addEventListener("dsh-settings", () => openSettings().catch((e) => fail(e)));
   $("delete").addEventListener("click", () => deleteWithUndo().catch((e) => fail(e)));
+  // Inspect: the whole item (not the wire's cut copy) in a dialog.
+  $("items").addEventListener("dsh-inspect", (event) => {
+    call("session.item", { sessionId: state.open.id, itemId: event.detail.itemId })
+      .then((item) => {
+        $("inspect-body").replaceChildren(inspection(item));
+        $("inspect-title").textContent = `${item.name} call`;
+        $("inspect").showModal();
+      })
+      .catch((error) => fail(error));
+  });
   $("items").addEventListener("dsh-expand", (event) => {
     call("session.item", { sessionId: state.open.id, itemId: event.detail.itemId })
       .then((item) => {

@@ -220,6 +220,7 @@ function toolLine(item) {
   const badExit = exit !== undefined && exit !== null && exit !== 0;
   const failed = item.status === "error" || badExit;
   let status = view.kind === "diff" ? `+${view.added} −${view.removed}` : "done";
+  if (item.durationMs !== undefined && item.status !== "running") status += ` · ${seconds(item.durationMs)}`;
   if (item.status === "running") status = "running…";
   else if (badExit) status = `failed · exit ${exit}`;
   else if (item.status === "error") status = "failed";
@@ -272,9 +273,37 @@ function turnStats(stats) {
   return element("span", { class: "turn-stats" }, parts.join(" · "));
 }
 
+// The files a turn wrote or edited; each opens the card of its last change.
+function producedChips(item) {
+  if (!item.produced?.length) return null;
+  return element(
+    "div",
+    { class: "produced" },
+    element("span", { class: "muted" }, "Produced:"),
+    ...item.produced.map((path) =>
+      element(
+        "button",
+        {
+          type: "button",
+          class: "chip",
+          title: path,
+          onclick: () => {
+            const cards = document.querySelectorAll(`#items [data-path="${CSS.escape(path)}"]`);
+            const card = cards[cards.length - 1];
+            if (!card) return;
+            card.open = true;
+            card.scrollIntoView({ block: "center", behavior: "smooth" });
+          },
+        },
+        path.split("/").pop(),
+      ),
+    ),
+  );
+}
+
 function turnEnd(item) {
   const reason = item.reason || {};
-  if (reason.kind === "completed") return element("div", { class: "turn-end" }, turnStats(item.stats));
+  if (reason.kind === "completed") return element("div", { class: "turn-end" }, producedChips(item), turnStats(item.stats));
   let detail = "";
   let raw = null;
   if (reason.error) {
@@ -289,6 +318,7 @@ function turnEnd(item) {
     { class: `notice ${level} turn-stop`, role: "status", title: raw },
     element("strong", {}, REASONS[reason.kind] || reason.kind || "Ended"),
     detail ? ` ${detail}` : "",
+    producedChips(item),
     turnStats(item.stats),
   );
 }
@@ -325,6 +355,16 @@ export function renderItem(item) {
         ),
         failureShown(item) ? element("div", { class: "tool-failure", role: "status" }, item.error) : null,
         toolBody(item),
+        element(
+          "button",
+          {
+            type: "button",
+            class: "link inspect",
+            title: "The call's arguments, result and timing",
+            onclick: (event) => event.target.dispatchEvent(new CustomEvent("dsh-inspect", { bubbles: true, detail: { itemId: item.id } })),
+          },
+          "Inspect",
+        ),
         item.truncated
           ? element(
               "button",
@@ -397,7 +437,39 @@ export function renderItem(item) {
       node = element("div", { class: "notice" }, `(${item.kind})`);
   }
   node.dataset.item = item.id;
+  if (item.kind === "tool" && item.view?.kind === "diff") node.dataset.path = item.view.path;
   return node;
+}
+
+// A call laid open: what the model asked (its arguments, pretty when they are JSON), what came
+// back, whether it failed and how long it took.
+export function inspection(item) {
+  let pretty = item.arguments;
+  try {
+    pretty = JSON.stringify(JSON.parse(item.arguments), null, 2);
+  } catch {
+    // Arguments that are not JSON are shown as the model wrote them.
+  }
+  const view = item.view || {};
+  const result = view.output ?? view.result ?? view.results ?? view.text ?? null;
+  const facts = [
+    ["Tool", item.name],
+    ["Call", item.id],
+    ["Status", item.status],
+    ["Time", item.durationMs === undefined ? "—" : seconds(item.durationMs)],
+  ];
+  if (view.exitCode !== undefined && view.exitCode !== null) facts.push(["Exit code", String(view.exitCode)]);
+  return element(
+    "div",
+    { class: "inspection" },
+    element("dl", { class: "facts" }, ...facts.flatMap(([name, value]) => [element("dt", {}, name), element("dd", {}, value)])),
+    element("h3", {}, "Arguments"),
+    element("pre", { class: "output" }, pretty || "(none)"),
+    item.error ? element("h3", {}, "Failure") : null,
+    item.error ? element("pre", { class: "output failure" }, item.error) : null,
+    result !== null ? element("h3", {}, "Result") : null,
+    result !== null ? element("pre", { class: "output" }, result || "(empty)") : null,
+  );
 }
 
 // Questions the model put to the person: one fieldset each (radio buttons for one choice,

@@ -34,8 +34,11 @@ pub(crate) struct Change {
 pub(crate) struct Fold {
     items: Vec<ChatItem>,
     index: HashMap<String, usize>,
-    /// Tool cards by call id: their name and arguments, for the result's view.
-    calls: HashMap<String, (String, String)>,
+    /// Tool cards by call id: their name and arguments, for the result's view, and when the
+    /// call was logged.
+    calls: HashMap<String, (String, String, i64)>,
+    /// The files the running turn changed.
+    produced: Vec<String>,
     /// Steps whose current attempt failed: the next chunk starts the item over.
     failed_attempts: Vec<String>,
     /// How far each streaming answer's text was split into rendered blocks.
@@ -141,6 +144,7 @@ impl Fold {
         match record.kind.as_str() {
             kinds::TURN_START => {
                 self.running = true;
+                self.produced.clear();
                 change.running = Some(true);
             }
             kinds::TURN_END => {
@@ -154,6 +158,7 @@ impl Fold {
                         turn: end.turn,
                         reason: end.reason,
                         stats: self.tally.turn_stats(record.time),
+                        produced: std::mem::take(&mut self.produced),
                     };
                     self.upsert(item, &mut change);
                 }
@@ -210,7 +215,7 @@ impl Fold {
                 if let Some(Ok(call)) = record.decode::<ToolCallEvent>() {
                     self.calls.insert(
                         call.call_id.clone(),
-                        (call.name.clone(), call.arguments.clone()),
+                        (call.name.clone(), call.arguments.clone(), record.time),
                     );
                     let item = ChatItem::Tool {
                         view: view(&call.name, &call.arguments, None),
@@ -221,13 +226,14 @@ impl Fold {
                         status: ToolStatus::Running,
                         truncated: false,
                         error: None,
+                        duration_ms: None,
                     };
                     self.upsert(item, &mut change);
                 }
             }
             kinds::TOOL_RESULT => {
                 if let Some(Ok(result)) = record.decode::<ToolResultEvent>() {
-                    self.result(seq, &result, &mut change);
+                    self.result(seq, record.time, &result, &mut change);
                 }
             }
             kinds::LLM_RETRY | kinds::COMMAND_RUN | kinds::COMMAND_DONE => {
@@ -347,7 +353,7 @@ impl Fold {
         }
     }
 
-    fn result(&mut self, seq: u64, result: &ToolResultEvent, change: &mut Change) {
+    fn result(&mut self, seq: u64, time: i64, result: &ToolResultEvent, change: &mut Change) {
         for block in &result.message.content {
             let dsh_protocol::ContentBlock::ToolResult {
                 tool_call_id,
@@ -357,11 +363,11 @@ impl Fold {
             else {
                 continue;
             };
-            let (name, arguments) = self
+            let (name, arguments, called_at) = self
                 .calls
                 .get(tool_call_id)
                 .cloned()
-                .unwrap_or_else(|| ("tool".to_owned(), String::new()));
+                .unwrap_or_else(|| ("tool".to_owned(), String::new(), time));
             let text = text_of(content);
             let failed = is_error.unwrap_or(false) || result.error.is_some();
             let mut card = view(&name, &arguments, Some(&text));
@@ -385,6 +391,12 @@ impl Fold {
                     .and_then(|id| id.as_str())
                     .map(str::to_owned);
             }
+            if !failed
+                && let ToolView::Diff { path, .. } = &card
+                && !self.produced.contains(path)
+            {
+                self.produced.push(path.clone());
+            }
             let item = ChatItem::Tool {
                 id: tool_call_id.clone(),
                 seq,
@@ -398,6 +410,7 @@ impl Fold {
                 },
                 truncated: false,
                 error: failed.then(|| failure_text(&text)),
+                duration_ms: u64::try_from(time - called_at).ok(),
             };
             self.upsert(item, change);
         }
