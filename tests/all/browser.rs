@@ -507,6 +507,31 @@ fn the_list_holds_conversations_by_activity_and_the_search_looks_in_their_messag
 }
 
 #[test]
+fn at_completes_the_sessions_files_as_git_lists_them_and_the_model_gets_the_path() {
+    let Some((server, _dir)) = scenario_in(
+        "mentions",
+        vec![Reply::text("I will read it.")],
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[],
+        &[
+            ("src/main.rs", "fn main() {}\n"),
+            ("src/domain.rs", "pub struct Domain;\n"),
+            ("build/main.o", "object"),
+            (".gitignore", "build/\n"),
+        ],
+    ) else {
+        return;
+    };
+    let sent = server.requests();
+    let prompts: Vec<String> = sent.iter().flat_map(|request| request.user_texts()).collect();
+    assert!(
+        prompts.iter().any(|text| text == "look at @src/main.rs please"),
+        "{prompts:?}"
+    );
+}
+
+#[test]
 fn the_controls_follow_the_session_whoever_changes_it_and_a_new_session_starts_from_defaults() {
     scenario("controls", Vec::new(), "");
 }

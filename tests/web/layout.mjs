@@ -170,6 +170,28 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       await themes(page, "list-390");
     },
 
+    // `@` lists the folder's files as git would (the ignored build output left out), the keys
+    // work the list, and the path taken goes to the model as typed.
+    async mentions(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector(".hero h1");
+      await prompt(page, "/help");
+      await page.waitForSelector("#chat:not([hidden])");
+      await page.fill("#prompt", "look at @mai");
+      await page.waitForSelector("#command-menu.files:not([hidden]) .command");
+      const listed = await page.locator("#command-menu .command").allTextContents();
+      expect(JSON.stringify(listed) === JSON.stringify(["@src/main.rs", "@src/domain.rs"]), `@mai lists ${JSON.stringify(listed)}`);
+      await themes(page, "files");
+      await page.keyboard.press("ArrowDown");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#command-menu", { state: "hidden" });
+      let typed = await page.inputValue("#prompt");
+      expect(typed === "look at @src/main.rs ", `the prompt reads "${typed}"`);
+      await page.keyboard.type("please");
+      await page.keyboard.press("Enter");
+      await page.waitForFunction(() => [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("I will read it.")));
+    },
+
     async controls(page) {
       await page.goto(authUrl);
       await page.waitForSelector(".hero h1");

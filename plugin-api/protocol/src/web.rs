@@ -219,6 +219,24 @@ pub struct SearchResult {
     pub hits: Vec<SearchHit>,
 }
 
+/// `files.complete`'s payload: the start of a path a person is typing after `@`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompleteFiles {
+    pub session_id: String,
+    pub query: String,
+}
+
+/// The value of `files.complete`: paths relative to the session's folder, best first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileCompletions {
+    pub files: Vec<String>,
+    /// The folder held more files than were looked at.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+}
+
 /// `session.history`'s payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

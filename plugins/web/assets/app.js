@@ -4,6 +4,7 @@
 // items and the last seq it applied, so a reconnect asks for exactly what it missed.
 
 import { element, inspection, renderItem, seconds, tokens, updateAnswer } from "./render.js";
+import { wireMentions } from "./mentions.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -620,6 +621,7 @@ async function send(mode) {
   input.value = "";
   autosize();
   $("command-menu").hidden = true;
+  $("command-menu").classList.remove("files");
   // Sending means wanting to see the answer: follow it even from further up.
   followLatest();
   try {
@@ -639,9 +641,11 @@ async function showCommands() {
   const typed = input.value;
   const menu = $("command-menu");
   if (!typed.startsWith("/") || /\s/.test(typed)) {
-    menu.hidden = true;
+    // The menu may be listing files for an `@` (mentions.js), which is not the commands'.
+    if (!menu.classList.contains("files")) menu.hidden = true;
     return;
   }
+  menu.classList.remove("files");
   if (!commandCatalog) commandCatalog = (await call("commands.list")).commands;
   // What is typed now: the catalog may have arrived after more keys (or a send).
   if (input.value !== typed) return;
@@ -693,6 +697,7 @@ function menuKey(event) {
       break;
     case "Escape":
       $("command-menu").hidden = true;
+      $("command-menu").classList.remove("files");
       break;
     default:
       return false;
@@ -767,6 +772,7 @@ function autosize() {
 function wireComposer() {
   const input = $("prompt");
   input.addEventListener("input", autosize);
+  wireMentions({ input, menu: $("command-menu"), call, sessionId: () => state.open?.id, onError: fail });
   input.addEventListener("input", () => showCommands().catch((e) => fail(e)));
   input.addEventListener("keydown", (event) => {
     if (!$("command-menu").hidden && menuKey(event)) return;

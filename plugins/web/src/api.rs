@@ -31,6 +31,8 @@ pub(crate) struct Api {
     pub(crate) settings_file: Option<std::path::PathBuf>,
     /// Whether credentials may be changed by this server's clients.
     pub(crate) credentials_writable: bool,
+    /// The last folder walked for `@` completions.
+    pub(crate) files: std::sync::Arc<crate::files::FileIndex>,
 }
 
 /// A method's failure, coded.
@@ -143,6 +145,9 @@ impl Api {
             "session.fork" => serde_json::to_value(self.fork(payload(method, body)?).await?),
             "session.delete" => serde_json::to_value(self.delete(payload(method, body)?).await?),
             "session.restore" => serde_json::to_value(self.restore(payload(method, body)?).await?),
+            "files.complete" => {
+                serde_json::to_value(self.complete_files(payload(method, body)?).await?)
+            }
             "session.search" => serde_json::to_value(self.search(payload(method, body)?).await?),
             "session.demo" => serde_json::to_value(self.demo().await?),
             "session.updateQueue" => {

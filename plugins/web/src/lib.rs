@@ -12,6 +12,7 @@ mod api;
 mod approvals;
 mod args;
 mod demo;
+mod files;
 mod fold;
 mod guard;
 mod jobs;
@@ -194,6 +195,7 @@ impl Plugin for WebPlugin {
                 demo_mounted: tokio::sync::Mutex::new(false),
                 settings_file: config.settings_file.as_ref().map(std::path::PathBuf::from),
                 credentials_writable: !remote || args.allow_remote_settings,
+                files: Arc::default(),
             },
             hub,
             remote && !args.allow_remote_settings,

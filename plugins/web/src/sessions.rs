@@ -97,7 +97,7 @@ impl Api {
         Ok(SessionList { sessions })
     }
 
-    async fn stored(&self) -> Result<Vec<SessionSummary>, Failure> {
+    pub(crate) async fn stored(&self) -> Result<Vec<SessionSummary>, Failure> {
         let Ok(Some(store)) = self
             .ctx
             .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
