@@ -612,6 +612,17 @@ const scenarios = {
     await page.waitForSelector(".hero h1");
     await page.click("#open-settings");
     await page.waitForSelector("#settings[open]");
+    // General: the theme (System included) and what Enter does while a turn runs.
+    await page.check('#settings input[name="theme"][value="dark"]');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme === "dark"), "the dark theme did not apply");
+    await page.selectOption("#enter-busy", "steer");
+    expect(await page.evaluate(() => localStorage.getItem("dsh-enter-busy") === "steer"), "Enter-while-busy was not kept");
+    await shoot(page, "general");
+    await page.check('#settings input[name="theme"][value="system"]');
+    // The tabs answer the arrow keys.
+    await page.focus("#tab-general");
+    await page.keyboard.press("ArrowRight");
+    await page.waitForSelector("#pane-models:not([hidden])");
     expect((await page.textContent("#key-state")) === "(not set)", "the key starts unset");
     await page.fill("#settings-key", "sk-in-settings");
     await page.click("#save-key");
@@ -623,6 +634,10 @@ const scenarios = {
     await page.click("#settings button[value=close]");
     await page.click("#open-settings");
     await page.waitForSelector("#settings[open]");
+    await page.click("#tab-about");
+    const about = await page.textContent("#about");
+    expect(about.includes("Version") && about.includes("on this machine only"), `the About tab reads "${about}"`);
+    await page.click("#tab-models");
     const saved = await page.inputValue("#settings-url");
     expect(saved === process.env.DSH_SERVER_URL, `the endpoint reads "${saved}" after reopening`);
     await page.click("#settings button[value=close]");

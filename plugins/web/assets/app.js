@@ -78,11 +78,20 @@ function applyTheme(theme) {
   $("theme").textContent = { system: "◐", light: "☀", dark: "☾" }[theme];
   $("theme").title = `Theme: ${theme}`;
 }
+function setTheme(theme) {
+  localStorage.setItem("dsh-theme", theme);
+  applyTheme(theme);
+  for (const radio of document.querySelectorAll('input[name="theme"]')) radio.checked = radio.value === theme;
+}
 function cycleTheme() {
   const order = ["system", "light", "dark"];
-  const next = order[(order.indexOf(localStorage.getItem("dsh-theme") || "system") + 1) % 3];
-  localStorage.setItem("dsh-theme", next);
-  applyTheme(next);
+  setTheme(order[(order.indexOf(localStorage.getItem("dsh-theme") || "system") + 1) % 3]);
+}
+
+// What Enter does while a turn runs: queue the prompt for the next turn (the default) or steer
+// the running one.
+function enterWhileBusy() {
+  return localStorage.getItem("dsh-enter-busy") === "steer" ? "steer" : "queue";
 }
 
 // ---- the session list --------------------------------------------------------------------
@@ -785,7 +794,7 @@ function wireComposer() {
     }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      send("queue");
+      send(state.open?.running ? enterWhileBusy() : "queue");
     }
   });
   document.addEventListener("keydown", (event) => {
@@ -889,7 +898,60 @@ async function startDemo() {
 
 // ---- settings --------------------------------------------------------------------------
 
+// The settings' tabs: arrows move between them, as a tab list does.
+function showTab(id) {
+  for (const tab of document.querySelectorAll('#settings [role="tab"]')) {
+    const chosen = tab.id === id;
+    tab.setAttribute("aria-selected", String(chosen));
+    tab.tabIndex = chosen ? 0 : -1;
+    $(tab.getAttribute("aria-controls")).hidden = !chosen;
+  }
+}
+
+function wireTabs() {
+  const tabs = [...document.querySelectorAll('#settings [role="tab"]')];
+  tabs.forEach((tab, index) => {
+    tab.addEventListener("click", () => showTab(tab.id));
+    tab.addEventListener("keydown", (event) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+      if (!step) return;
+      event.preventDefault();
+      const next = tabs[(index + step + tabs.length) % tabs.length];
+      showTab(next.id);
+      next.focus();
+    });
+  });
+  for (const radio of document.querySelectorAll('input[name="theme"]')) radio.addEventListener("change", () => setTheme(radio.value));
+  $("enter-busy").addEventListener("change", () => localStorage.setItem("dsh-enter-busy", $("enter-busy").value));
+}
+
 async function openSettings() {
+  const theme = localStorage.getItem("dsh-theme") || "system";
+  for (const radio of document.querySelectorAll('input[name="theme"]')) radio.checked = radio.value === theme;
+  $("enter-busy").value = enterWhileBusy();
+  const host = state.host || (await call("host.describe"));
+  const facts = [
+    ["Version", host.version],
+    ["Profile", host.profile],
+    ["Folder for new sessions", host.cwd],
+    ["Providers", host.providers.join(", ") || "none"],
+    ["Default model", host.defaultModel || "none usable"],
+    ["Listening", host.remote ? "beyond this machine" : "on this machine only"],
+  ];
+  $("about").replaceChildren(...facts.flatMap(([name, value]) => [element("dt", {}, name), element("dd", {}, value)]));
+  const models = await call("session.models", state.open ? { sessionId: state.open.id } : {}).catch(() => null);
+  $("model-list").replaceChildren(
+    ...(models?.models || []).map((model) =>
+      element(
+        "li",
+        {},
+        `${model.label} `,
+        element("code", {}, model.route),
+        model.contextWindow ? element("span", { class: "muted" }, ` · ${tokens(model.contextWindow)} context`) : null,
+      ),
+    ),
+  );
+  if (!$("model-list").children.length) $("model-list").append(element("li", { class: "muted" }, "No model is usable yet: add a key or an endpoint above."));
   const [credentials, settings] = await Promise.all([call("credentials.describe"), call("settings.describe")]);
   const key = credentials.credentials.find((credential) => credential.name === "DEEPSEEK_API_KEY");
   $("key-state").textContent = key?.stored ? "(stored)" : key?.inEnvironment ? "(from the environment)" : "(not set)";
@@ -911,6 +973,7 @@ async function afterSettings(message) {
 }
 
 function wireSettings() {
+  wireTabs();
   $("open-settings").addEventListener("click", () => openSettings().catch((e) => fail(e)));
   $("save-key").addEventListener("click", async () => {
     try {

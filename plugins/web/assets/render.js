@@ -260,7 +260,10 @@ export function seconds(ms) {
 }
 
 export function tokens(count) {
-  return count >= 1000 ? `${(count / 1000).toFixed(1)}k` : String(count);
+  const short = (value, unit) => `${value.toFixed(1).replace(/\.0$/, "")}${unit}`;
+  if (count >= 1_000_000) return short(count / 1_000_000, "M");
+  if (count >= 1000) return short(count / 1000, "k");
+  return String(count);
 }
 
 // A finished turn's time, its time to the first token and the answer's speed.
