@@ -74,9 +74,18 @@ pub(crate) fn fallback(input: &str, max_words: usize, max_bytes: usize) -> Strin
         .filter(|w| !w.is_empty())
         .take(max_words)
         .collect();
-    let joined = words.join(" ");
-    // The longest prefix within `max_bytes` that does not split a character.
-    joined[..joined.floor_char_boundary(max_bytes)]
+    within(&words.join(" "), max_bytes)
+}
+
+/// Any title: cleaned, then within `max_bytes`.
+pub(crate) fn bounded(input: &str, max_bytes: usize) -> String {
+    within(&clean(input), max_bytes)
+}
+
+/// The longest prefix of `text` within `max_bytes` that does not split a character, without
+/// trailing whitespace.
+fn within(text: &str, max_bytes: usize) -> String {
+    text[..text.floor_char_boundary(max_bytes)]
         .trim_end()
         .to_owned()
 }
@@ -106,6 +115,16 @@ mod tests {
     fn the_byte_budget_never_splits_a_character() {
         let title = fallback("éééééééééééééééééééééééééé", 5, 5);
         assert_eq!(title, "éé");
+    }
+
+    #[test]
+    fn any_title_is_cleaned_then_cut_at_a_character() {
+        assert_eq!(
+            bounded("  Late\tdurable   session title ", 80),
+            "Late durable session title"
+        );
+        assert_eq!(bounded("会话标题生成测试", 10), "会话标");
+        assert_eq!(bounded("ab cd", 3), "ab");
     }
 
     #[test]
