@@ -165,7 +165,30 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       expect(hits.length === 1 && hits[0].includes("Paris"), `the search found ${JSON.stringify(hits)}`);
       await themes(page, "search");
       await page.fill("#search", "");
+      await page.uncheck("#search-text");
+      await page.waitForFunction(() => document.querySelectorAll("#sessions .session").length === 2);
+      // The older conversation's menu, by keyboard: Archive puts it away, listed apart.
+      await page.hover("#sessions .session-row >> nth=1");
+      await page.click("#sessions .session-row >> nth=1 >> .row-menu");
+      await page.waitForSelector(".popup-menu[role=menu]");
+      await shoot(page, "row-menu");
+      await page.keyboard.press("ArrowDown");
+      await page.keyboard.press("ArrowDown");
+      expect((await page.evaluate(() => document.activeElement.textContent)) === "Archive", "the third item is not Archive");
+      await page.keyboard.press("Enter");
+      await page.waitForFunction(() => document.querySelectorAll("#sessions .session").length === 1);
+      await page.click(".archived-toggle");
+      await page.waitForFunction(() => document.querySelectorAll("#sessions .session").length === 2);
+      expect((await page.textContent("#sessions")).includes("archived"), "the archived session is not marked");
+      // Narrow: the header's actions fold into its menu, which Escape closes.
       await page.setViewportSize({ width: 390, height: 844 });
+      expect(!(await page.isVisible("#rename")) && (await page.isVisible("#more")), "the header keeps Rename at 390 px");
+      await page.click("#more");
+      await page.waitForSelector(".popup-menu[role=menu]");
+      await shoot(page, "header-menu-390");
+      await page.keyboard.press("Escape");
+      await page.waitForSelector(".popup-menu", { state: "detached" });
+      expect(await page.evaluate(() => document.activeElement.id === "more"), "the focus did not go back to the menu's button");
       await page.click("#menu");
       await themes(page, "list-390");
     },

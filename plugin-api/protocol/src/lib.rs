@@ -105,7 +105,8 @@ pub use turn::{
 };
 pub use unknown::{OpenTags, Unknown};
 pub use web::{
-    AnswerReceipt, ApprovalAnswer, ClientFrame, CreateRequest, Created, CredentialName,
+    AnswerReceipt, ApprovalAnswer, ArchiveRequest, ClientFrame, CompleteFiles, CreateRequest, Created,
+    CredentialName, FileCompletions,
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
     ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode,
     RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SearchHit,

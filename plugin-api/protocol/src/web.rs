@@ -170,6 +170,9 @@ pub struct SessionSummary {
     /// Whether its running turn waits for a person's answer (an approval, a question).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub waiting: bool,
+    /// Put away by a person: kept, searchable, listed apart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
     /// The parent session of a subagent's session (a child shown under its parent's card,
     /// not in the list of conversations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +220,14 @@ pub struct SearchHit {
 #[serde(rename_all = "camelCase")]
 pub struct SearchResult {
     pub hits: Vec<SearchHit>,
+}
+
+/// `session.archive`'s payload: put a session away (or back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchiveRequest {
+    pub session_id: String,
+    pub archived: bool,
 }
 
 /// `files.complete`'s payload: the start of a path a person is typing after `@`.

@@ -59,6 +59,7 @@ pub(crate) fn summaries(
             title: None,
             live: false,
             waiting: false,
+            archived: false,
             subagent_of: None,
             fork_of: None,
             broken: Some(broken.reason),
@@ -88,6 +89,10 @@ pub(crate) fn summaries(
                 title,
                 live: false,
                 waiting: false,
+                archived: listed
+                    .path
+                    .parent()
+                    .is_some_and(|dir| dir.join(crate::trash::ARCHIVED_FILE).exists()),
                 subagent_of,
                 fork_of,
                 broken: None,

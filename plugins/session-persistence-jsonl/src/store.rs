@@ -352,6 +352,16 @@ impl Store {
             .map_err(storage)?
     }
 
+    async fn archive(&self, id: String, archived: bool) -> Result<(), SessionError> {
+        let root = self.inner.root.clone();
+        let encoding = self.inner.options.encoding;
+        self.inner
+            .ctx
+            .blocking(move || crate::trash::set_archived(&root, encoding, &id, archived))
+            .await
+            .map_err(storage)?
+    }
+
     async fn search(&self, query: String, limit: usize) -> Result<Vec<SearchHit>, SessionError> {
         let root = self.inner.root.clone();
         let encoding = self.inner.options.encoding;
@@ -547,6 +557,11 @@ impl SessionStore for Store {
     fn restore(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
         let store = self.clone();
         async move { done(store.restore(id.into_string()).await) }.into_ffi()
+    }
+
+    fn archive(&self, id: RString, archived: bool) -> FfiFuture<RResult<(), SessionError>> {
+        let store = self.clone();
+        async move { done(store.archive(id.into_string(), archived).await) }.into_ffi()
     }
 
     fn search(

@@ -10,6 +10,37 @@ use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
 use crate::store::{error, lookup, storage};
 
+/// The file beside a log that says a person archived the session.
+pub(crate) const ARCHIVED_FILE: &str = "archived";
+
+/// Marks session `id` under `root` archived, or not.
+pub(crate) fn set_archived(
+    root: &Path,
+    encoding: Encoding,
+    id: &str,
+    archived: bool,
+) -> Result<(), SessionError> {
+    let path = find_session(root, encoding, id)
+        .map_err(lookup)?
+        .ok_or_else(|| {
+            error(
+                SessionErrorKind::NotFound,
+                format!("no session `{id}` under {}", root.display()),
+            )
+        })?;
+    let marker = path
+        .parent()
+        .map_or_else(|| root.join(ARCHIVED_FILE), |dir| dir.join(ARCHIVED_FILE));
+    let done = match archived {
+        true => std::fs::write(&marker, ""),
+        false => std::fs::remove_file(&marker).or_else(|problem| match problem.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(problem),
+        }),
+    };
+    done.map_err(|problem| storage(format!("cannot mark {}: {problem}", marker.display())))
+}
+
 /// Moves session `id`'s directory under `root` into `trash`.
 pub(crate) fn move_to_trash(
     root: &Path,

@@ -5,6 +5,7 @@
 
 import { element, inspection, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 import { wireMentions } from "./mentions.js";
+import { showMenu } from "./menu.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -16,6 +17,7 @@ const state = {
   bootId: boot.bootId,
   dirty: new Set(),
   retry: 0,
+  showArchived: false,
   hits: null, // Map of session id to its search hit, while the messages are searched
 };
 
@@ -132,13 +134,15 @@ function renderSessions() {
   // session no one has written in yet is not a conversation either. Newest activity first:
   // opening or renaming a session is no activity.
   const matches = (s) => !needle || (s.title || s.id).toLowerCase().includes(needle) || hits?.has(s.id);
+  const archived = state.sessions.filter((s) => s.archived && !s.subagentOf && s.activeAt).length;
   const shown = state.sessions
-    .filter((s) => !s.subagentOf && (s.activeAt || s.broken) && matches(s))
+    .filter((s) => !s.subagentOf && (s.activeAt || s.broken) && matches(s) && (!s.archived || state.showArchived || hits?.has(s.id)))
     .sort((a, b) => (b.activeAt || b.updatedAt) - (a.activeAt || a.updatedAt));
   list.replaceChildren();
   if (shown.length === 0) {
     const nothing = !needle ? "No conversations yet." : $("search-text").checked ? (hits ? "Nothing matches." : "Searching…") : "No title matches.";
     list.append(element("p", { class: "muted pad" }, nothing));
+    list.append(archivedToggle(archived));
     return;
   }
   const groups = new Map();
@@ -169,24 +173,79 @@ function renderSessions() {
       const dot = session.waiting
         ? element("span", { class: "dot waiting", title: "Waiting for your answer", "aria-label": "waiting for your answer" })
         : element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null });
-      group.append(
-        element(
-          "button",
-          {
-            class: state.open?.id === session.id ? "session current" : "session",
-            title: session.id,
-            onclick: () => openSession(session.id),
-          },
-          dot,
-          session.forkOf ? forkMark(session.forkOf) : null,
-          element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
-          element("span", { class: "when" }, when(session.activeAt)),
-          hits?.has(session.id) ? element("span", { class: "hit" }, hits.get(session.id).snippet) : null,
-        ),
+      const row = element(
+        "button",
+        {
+          class: state.open?.id === session.id ? "session current" : "session",
+          title: session.id,
+          onclick: () => openSession(session.id),
+        },
+        dot,
+        session.forkOf ? forkMark(session.forkOf) : null,
+        session.archived ? element("span", { class: "fork-mark" }, "archived") : null,
+        element("span", { class: "title" }, session.title || `Session ${session.id.slice(0, 8)}`),
+        element("span", { class: "when" }, when(session.activeAt)),
+        hits?.has(session.id) ? element("span", { class: "hit" }, hits.get(session.id).snippet) : null,
       );
+      const more = element("button", {
+        type: "button",
+        class: "row-menu",
+        "aria-label": `More for ${session.title || session.id}`,
+        "aria-haspopup": "menu",
+        "aria-expanded": "false",
+      }, "⋯");
+      more.addEventListener("click", (event) => {
+        event.stopPropagation();
+        showMenu(more, "Session", sessionActions(session));
+      });
+      group.append(element("div", { class: "session-row" }, row, more));
     }
     list.append(group);
   }
+  list.append(archivedToggle(archived));
+}
+
+// Under the list: archived sessions, hidden until asked for.
+function archivedToggle(count) {
+  if (!count) return "";
+  return element(
+    "button",
+    {
+      type: "button",
+      class: "link archived-toggle",
+      onclick: () => {
+        state.showArchived = !state.showArchived;
+        renderSessions();
+      },
+    },
+    state.showArchived ? "Hide archived" : `Show archived (${count})`,
+  );
+}
+
+// What a session's "⋯" menu offers (the row's and the header's).
+function sessionActions(session) {
+  const opened = async () => {
+    if (state.open?.id !== session.id) await openSession(session.id);
+  };
+  const run = (work) => () => work().catch((error) => fail(error));
+  return [
+    { label: "Rename", run: run(async () => { await opened(); renameInline(); }) },
+    { label: "Fork", run: run(async () => { await opened(); await fork(undefined); }) },
+    { label: session.archived ? "Unarchive" : "Archive", run: run(() => archive(session, !session.archived)) },
+    { label: "Delete", danger: true, run: run(async () => { await opened(); await deleteWithUndo(); }) },
+  ];
+}
+
+async function archive(session, archived) {
+  await call("session.archive", { sessionId: session.id, archived });
+  await refreshSessions();
+  if (!archived) return;
+  const undo = element("button", { type: "button", class: "link toast-action" }, "Undo");
+  const note = toast(`Archived “${session.title || session.id.slice(0, 8)}”. `, undefined, undo, 8000);
+  undo.addEventListener("click", () => {
+    note.remove();
+    archive(session, false).catch((error) => fail(error));
+  });
 }
 
 // A fork says so, and of what, so it does not pass for its original.
@@ -821,6 +880,11 @@ function wireComposer() {
   $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => fail(e)));
   $("items").addEventListener("dsh-settings", () => openSettings().catch((e) => fail(e)));
   $("delete").addEventListener("click", () => deleteWithUndo().catch((e) => fail(e)));
+  $("more").addEventListener("click", () => {
+    if (!state.open) return;
+    const session = state.sessions.find((s) => s.id === state.open.id) || { id: state.open.id, title: state.open.title };
+    showMenu($("more"), "This session", sessionActions(session));
+  });
   // Inspect: the whole item (not the wire's cut copy) in a dialog.
   $("items").addEventListener("dsh-inspect", (event) => {
     call("session.item", { sessionId: state.open.id, itemId: event.detail.itemId })

@@ -287,6 +287,7 @@ pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
             title: None,
             live,
             waiting: false,
+            archived: false,
             subagent_of: None,
             fork_of: None,
             broken: None,

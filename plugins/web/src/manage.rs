@@ -9,7 +9,7 @@ use abi_stable::std_types::{RNone, RString};
 use dsh_protocol::kinds;
 use dsh_protocol::{
     AgentStatus, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest, RpcErrorCode,
-    SearchRequest, SearchResult, ServerFrame, SessionRef, SessionTitleEvent, SetPermission,
+    ArchiveRequest, SearchRequest, SearchResult, ServerFrame, SessionRef, SessionTitleEvent, SetPermission,
     TitleSource,
 };
 use dsh_sessions_seam::{
@@ -223,6 +223,33 @@ impl Api {
 }
 
 impl Api {
+    /// `session.archive`: a session put away (or back); every page lists it anew.
+    pub(crate) async fn archive(
+        &self,
+        request: ArchiveRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let store = self.session_store()?;
+        store
+            .archive(RString::from(request.session_id.as_str()), request.archived)
+            .await
+            .into_result()
+            .map_err(|error| match error.kind {
+                SessionErrorKind::NotFound => crate::sessions::not_found(&request.session_id),
+                _ => Failure::internal(error.to_string()),
+            })?;
+        let live = self
+            .ctx
+            .get::<dsh_sessions_seam::SessionsService>(dsh_sessions_seam::SESSIONS_SERVICE)
+            .ok()
+            .flatten()
+            .is_some_and(|sessions| {
+                sessions.live().iter().any(|id| id.as_str() == request.session_id)
+            });
+        self.hub
+            .broadcast(&crate::session_added(request.session_id, live));
+        Ok(serde_json::json!({}))
+    }
+
     /// `session.search`: the conversations whose messages hold the text, latest first.
     pub(crate) async fn search(&self, request: SearchRequest) -> Result<SearchResult, Failure> {
         let store = self.session_store()?;

@@ -34,7 +34,7 @@ const PAGE: u64 = 200;
 /// Client request ids remembered for `session.prompt`.
 const REMEMBERED_PROMPTS: usize = 256;
 
-fn not_found(session: &str) -> Failure {
+pub(crate) fn not_found(session: &str) -> Failure {
     Failure(
         RpcErrorCode::SessionNotFound,
         format!("no session `{session}`"),
@@ -86,6 +86,7 @@ impl Api {
                 active_at: listing.active_at,
                 title: listing.title,
                 waiting: listing.waiting,
+                archived: false,
                 live: true,
                 subagent_of: None,
                 fork_of: None,

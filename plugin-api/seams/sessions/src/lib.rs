@@ -336,6 +336,8 @@ pub trait SessionStore: Send + Sync {
     fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
     /// Moves the latest deleted copy of a session back out of the trash, into the listing.
     fn restore(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
+    /// Marks a stored session archived (or not): listed apart, kept whole.
+    fn archive(&self, id: RString, archived: bool) -> FfiFuture<RResult<(), SessionError>>;
     /// The stored sessions whose messages (a person's or the model's) hold `query`, ignoring
     /// case, most recently active first, at most `limit`; each with its latest such message.
     fn search(
