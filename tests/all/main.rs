@@ -37,6 +37,7 @@ mod sandbox;
 mod seam_compat;
 mod session;
 mod session_store;
+mod session_titles;
 mod skills;
 mod snapshots;
 mod subagent_tree;
