@@ -453,6 +453,16 @@ const scenarios = {
     await themes(page, "inspect");
     await page.keyboard.press("Escape");
     await page.waitForSelector("#inspect[open]", { state: "detached" });
+    // The Trajectory view: one turn, its three steps, the two calls; a call opens its card.
+    await page.click("#view-trajectory");
+    await page.waitForSelector("#trajectory .trajectory-turn");
+    const steps = await page.locator("#trajectory .trajectory-steps > li").count();
+    expect(steps === 3, `the trajectory shows ${steps} steps`);
+    const calls = await page.locator("#trajectory .call").allTextContents();
+    expect(calls.length === 2 && calls[0].includes("write") && calls[1].includes("notes.txt"), `the trajectory's calls read ${JSON.stringify(calls)}`);
+    await themes(page, "trajectory");
+    await page.click("#trajectory .call >> nth=1");
+    await page.waitForSelector("#items:not([hidden])");
     await themes(page, "diff");
     await page.setViewportSize({ width: 390, height: 844 });
     const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth);

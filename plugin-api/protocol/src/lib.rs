@@ -36,6 +36,7 @@ mod stats;
 mod stream;
 mod subagent;
 mod tools;
+mod trajectory;
 mod turn;
 mod unknown;
 mod web;
@@ -89,6 +90,7 @@ pub use sandbox::{
 };
 pub use schema::schema_document;
 pub use stats::{SessionStats, TurnStats};
+pub use trajectory::{Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn};
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use subagent::{
     ChildStatus, ChildSummary, DelegateArgs, InterruptArgs, ListAgentsArgs, ListScope, ReportArgs,

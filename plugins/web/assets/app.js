@@ -6,6 +6,7 @@
 import { element, inspection, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 import { wireMentions } from "./mentions.js";
 import { showMenu } from "./menu.js";
+import { renderTrajectory } from "./trajectory.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const state = {
@@ -292,6 +293,35 @@ function renderDirty() {
   else $("jump").hidden = false;
 }
 
+// Chat or Trajectory: the timeline is read from the host when shown, and again (at most once a
+// second) while the session moves.
+let trajectoryTimer = null;
+function showView(view) {
+  const trajectory = view === "trajectory";
+  $("view-chat").setAttribute("aria-selected", String(!trajectory));
+  $("view-trajectory").setAttribute("aria-selected", String(trajectory));
+  $("items").hidden = trajectory;
+  $("trajectory").hidden = !trajectory;
+  if (trajectory) refreshTrajectory();
+}
+
+function refreshTrajectory() {
+  if (!state.open || $("trajectory").hidden || trajectoryTimer) return;
+  trajectoryTimer = setTimeout(() => (trajectoryTimer = null), 1000);
+  call("session.trajectory", { sessionId: state.open.id })
+    .then((trajectory) => {
+      if (trajectory.sessionId !== state.open?.id) return;
+      renderTrajectory($("trajectory"), trajectory, (callId) => {
+        showView("chat");
+        const card = document.querySelector(`#items [data-item="${CSS.escape(callId)}"]`);
+        if (!card) return;
+        card.open = true;
+        card.scrollIntoView({ block: "center" });
+      });
+    })
+    .catch((error) => fail(error));
+}
+
 // Under the composer: what the session cost so far, and the share of its input the provider
 // read from its cache (what makes a long session cheap).
 function renderStats(stats) {
@@ -543,6 +573,7 @@ async function openSession(id) {
   renderJobs([]);
   $("preset").value = history.preset || "workspace-write";
   renderStats(history.stats);
+  showView("chat");
   setRunning(history.running);
   renderSessions();
   subscribe();
@@ -572,7 +603,10 @@ function onFrame(frame) {
       state.open.lastSeq = frame.seq;
       applyOps(frame.ops);
       if (frame.running !== undefined) setRunning(frame.running);
-      if (frame.stats) renderStats(frame.stats);
+      if (frame.stats) {
+        renderStats(frame.stats);
+        refreshTrajectory();
+      }
       if (frame.title) {
         state.open.title = frame.title;
         renderHeader();
@@ -880,6 +914,8 @@ function wireComposer() {
   $("items").addEventListener("dsh-fork", (event) => fork(event.detail.itemId).catch((e) => fail(e)));
   $("items").addEventListener("dsh-settings", () => openSettings().catch((e) => fail(e)));
   $("delete").addEventListener("click", () => deleteWithUndo().catch((e) => fail(e)));
+  $("view-chat").addEventListener("click", () => showView("chat"));
+  $("view-trajectory").addEventListener("click", () => showView("trajectory"));
   $("more").addEventListener("click", () => {
     if (!state.open) return;
     const session = state.sessions.find((s) => s.id === state.open.id) || { id: state.open.id, title: state.open.title };

@@ -149,6 +149,9 @@ impl Api {
                 serde_json::to_value(self.complete_files(payload(method, body)?).await?)
             }
             "session.search" => serde_json::to_value(self.search(payload(method, body)?).await?),
+            "session.trajectory" => {
+                serde_json::to_value(self.trajectory(payload(method, body)?).await?)
+            }
             "session.archive" => serde_json::to_value(self.archive(payload(method, body)?).await?),
             "session.demo" => serde_json::to_value(self.demo().await?),
             "session.updateQueue" => {

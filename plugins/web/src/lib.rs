@@ -26,6 +26,9 @@ mod sessions;
 mod settings;
 mod socket;
 mod store_follow;
+#[cfg(test)]
+mod test_support;
+mod trajectory;
 mod trust;
 mod views;
 mod waiting;

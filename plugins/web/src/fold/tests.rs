@@ -6,23 +6,7 @@ use super::*;
 use abi_stable::std_types::RString;
 use dsh_protocol::ToolView;
 
-/// The records of a stored log, packed chunk rows expanded as the store expands them.
-fn records(path: &str) -> Vec<EventRecord> {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .skip(1)
-        .flat_map(|line| {
-            dsh_session_jsonl::decode_record(serde_json::from_str(line).unwrap()).unwrap()
-        })
-        .map(|event| EventRecord {
-            session: RString::from("s"),
-            seq: event.seq,
-            kind: RString::from(event.kind.as_str()),
-            time: event.time,
-            json: RString::from(serde_json::to_string(&event).unwrap()),
-        })
-        .collect()
-}
+use crate::test_support::records;
 
 #[test]
 fn the_demo_folds_into_the_question_a_terminal_card_the_answer_and_the_end() {
