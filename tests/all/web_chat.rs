@@ -264,6 +264,38 @@ fn an_ask_is_answered_from_the_page_and_the_first_answer_wins() {
     }
 }
 
+/// The "Ask before every command" preset puts a shell command no rule asks about to the page.
+#[test]
+fn a_session_that_asks_before_every_command_asks_for_a_plain_echo() {
+    let server = FakeDeepSeek::start(echo_turn());
+    let dir = TestDir::new("web-ask-every-command");
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.setPermission",
+        &json!({"sessionId": session, "preset": "ask-every-command"}),
+    );
+    web.call("session.prompt", &json!({"sessionId": session, "text": "run it"}));
+    let frames = socket.until(300, |frame| {
+        undecided_card(std::slice::from_ref(frame), "approval").is_some()
+    });
+    let ask = undecided_card(&frames, "approval").unwrap_or_else(|| panic!("no ask: {frames:?}"));
+    assert_eq!(ask["reason"], "this session asks before every command");
+    let id = ask["id"].as_str().unwrap();
+    web.call("approval.respond", &json!({"approvalId": id, "outcome": "allowed-once"}));
+    socket.until(300, turn_ended);
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    assert_eq!(history["preset"], "ask-every-command", "{history}");
+    let tool = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["kind"] == "tool")
+        .unwrap();
+    assert_eq!(tool["status"], "ok", "{tool}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
 /// With no page connected nobody can answer: the ask is refused as unavailable, never allowed.
 #[test]
 fn an_ask_with_no_page_connected_fails_closed() {

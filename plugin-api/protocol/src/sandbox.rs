@@ -58,13 +58,29 @@ pub enum PermissionPreset {
     WorkspaceWrite,
     /// Everything, and nothing is asked.
     DangerFullAccess,
+    /// Work in the workspace, and every shell command is put to a person first (ours: the
+    /// reference has no such preset).
+    AskEveryCommand,
 }
 
 impl PermissionPreset {
-    pub const ALL: [Self; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::DangerFullAccess];
+    pub const ALL: [Self; 4] = [
+        Self::ReadOnly,
+        Self::WorkspaceWrite,
+        Self::DangerFullAccess,
+        Self::AskEveryCommand,
+    ];
 
     pub fn as_str(self) -> &'static str {
-        self.sandbox_mode().as_str()
+        match self {
+            Self::AskEveryCommand => "ask-every-command",
+            other => other.sandbox_mode().as_str(),
+        }
+    }
+
+    /// Whether every shell command is put to a person, whatever the rules allow.
+    pub fn asks_every_command(self) -> bool {
+        self == Self::AskEveryCommand
     }
 
     pub fn parse(name: &str) -> Option<Self> {
@@ -76,6 +92,7 @@ impl PermissionPreset {
             Self::ReadOnly => SandboxMode::ReadOnly,
             Self::WorkspaceWrite => SandboxMode::WorkspaceWrite,
             Self::DangerFullAccess => SandboxMode::DangerFullAccess,
+            Self::AskEveryCommand => SandboxMode::WorkspaceWrite,
         }
     }
 

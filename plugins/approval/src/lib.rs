@@ -187,7 +187,7 @@ fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(),
         ctx.log(
             dsh_plugin_api::LogLevel::Warn,
             &format!(
-                "DSH_PERMISSION_MODE=`{preset}` is not one of read-only, workspace-write, danger-full-access; workspace-write applies"
+                "DSH_PERMISSION_MODE=`{preset}` is not one of read-only, workspace-write, danger-full-access, ask-every-command; workspace-write applies"
             ),
         );
         return Ok(());

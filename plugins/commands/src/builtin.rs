@@ -42,29 +42,40 @@ pub(crate) fn help(all: &[CommandSpec]) -> CommandOutcome {
     CommandOutcome::success(lines.join("\n"))
 }
 
-/// `/model PROVIDER/MODEL`.
+/// `/model PROVIDER/MODEL`. The provider must be one an adapter serves; the model may be any
+/// id, listed or not: a catalog is advisory (Ollama or vLLM serve models no list names), and
+/// the endpoint itself says whether it has the model when the next turn asks for it.
 pub(crate) fn model(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
-    let Some((provider, model)) = call.args.split_once('/') else {
+    let Some((provider, model)) = call
+        .args
+        .trim()
+        .split_once('/')
+        .filter(|(provider, model)| !provider.is_empty() && !model.trim().is_empty())
+    else {
         return CommandOutcome::error(
             "usage: /model PROVIDER/MODEL (for example /model deepseek-official/deepseek-v4-pro)",
         );
     };
-    let known = ctx
+    let providers: Vec<String> = ctx
         .get::<LlmService>(LLM_SERVICE)
         .ok()
         .flatten()
-        .and_then(|llm| llm.models(provider.into()).into_option())
-        .and_then(|models| models.decode().ok());
-    match known {
-        None => return CommandOutcome::error(format!("no provider `{provider}` is registered")),
-        Some(models) if !models.iter().any(|known| known.id == model) => {
-            let names: Vec<&str> = models.iter().map(|known| known.id.as_str()).collect();
-            return CommandOutcome::error(format!(
-                "provider `{provider}` has no model `{model}` (it has {})",
-                names.join(", ")
-            ));
-        }
-        Some(_) => {}
+        .map(|llm| {
+            llm.providers()
+                .into_iter()
+                .map(|name| name.into_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !providers.iter().any(|known| known == provider) {
+        return CommandOutcome::error(format!(
+            "no provider `{provider}` is registered (registered: {})",
+            if providers.is_empty() {
+                "none".to_owned()
+            } else {
+                providers.join(", ")
+            }
+        ));
     }
     let Ok(Some(agents)) = ctx.get::<AgentsService>(AGENTS_SERVICE) else {
         return CommandOutcome::error("no `agents` service is running");
@@ -82,7 +93,7 @@ pub(crate) fn model(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
 pub(crate) fn permission(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
     let Some(preset) = PermissionPreset::parse(call.args.trim()) else {
         return CommandOutcome::error(
-            "usage: /permission read-only | workspace-write | danger-full-access",
+            "usage: /permission read-only | workspace-write | danger-full-access | ask-every-command",
         );
     };
     let Ok(session) = open_live(ctx, &call.session) else {

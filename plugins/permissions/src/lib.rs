@@ -8,7 +8,8 @@
 //! rules and never widens them (a model that writes the file cannot let itself run unasked). A compound shell command runs unasked only when each of its parts is allowed. With
 //! `default: ask`, a call no allow rule covers is put to a person. Rules that do not read are
 //! refused loudly and fail closed: every call is denied, naming the file, line and rule, until
-//! they are fixed.
+//! they are fixed. A session whose preset is `ask-every-command` has every shell command put to
+//! a person unless a rule denies it.
 
 mod policy;
 mod project;
@@ -20,7 +21,8 @@ use std::sync::Arc;
 
 use dsh_plugin_api::LogLevel;
 use dsh_plugin_api::prelude::*;
-use dsh_protocol::PreDecision;
+use dsh_protocol::{PermissionPreset, PermissionPresetEvent, PreDecision};
+use dsh_sessions_seam::{LatestOf, open_live};
 use dsh_tools_seam::{TOOLS_PRE_EXECUTE, TOOLS_SERVICE};
 use dsh_trust_seam::is_trusted;
 
@@ -47,7 +49,10 @@ pub struct PermissionsPlugin;
 impl Plugin for PermissionsPlugin {
     const NAME: &'static str = "permissions";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[dsh_trust_seam::TRUST_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_trust_seam::TRUST_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+    ];
     type Config = PermissionsConfig;
 
     async fn apply(ctx: Context, config: PermissionsConfig) -> Result<(), PluginError> {
@@ -80,9 +85,11 @@ impl Plugin for PermissionsPlugin {
         }
         let user: Arc<Result<Rules, RulesError>> = Arc::new(user);
         let projects = Arc::new(ProjectRules::default());
+        let presets: Arc<LatestOf<PermissionPresetEvent>> = Arc::default();
         let host = ctx.clone();
         ctx.on_waterfall(&TOOLS_PRE_EXECUTE, move |next| {
             let (user, projects, host) = (user.clone(), projects.clone(), host.clone());
+            let presets = presets.clone();
             async move {
                 let call = next.payload();
                 // Only a trusted project's file counts; it is read (and parsed, when it
@@ -106,6 +113,15 @@ impl Plugin for PermissionsPlugin {
                         "the project's permission rules could not be read: {error}"
                     )),
                 };
+                let verdict = match verdict {
+                    Verdict::Pass
+                        if call.name.as_str() == "bash"
+                            && asks_every_command(&host, &presets, call.session.as_str()) =>
+                    {
+                        Verdict::Ask("this session asks before every command".to_owned())
+                    }
+                    other => other,
+                };
                 match verdict {
                     Verdict::Pass => next.run().await,
                     Verdict::Deny(reason) => Ok(Json::encode(&PreDecision::Deny { reason })),
@@ -116,6 +132,17 @@ impl Plugin for PermissionsPlugin {
             }
         })
     }
+}
+
+/// Whether `session`'s preset puts every shell command to a person.
+fn asks_every_command(ctx: &Context, presets: &LatestOf<PermissionPresetEvent>, session: &str) -> bool {
+    let Ok(live) = open_live(ctx, session) else {
+        return false;
+    };
+    presets
+        .of(&live)
+        .and_then(|event| PermissionPreset::parse(&event.preset))
+        .is_some_and(PermissionPreset::asks_every_command)
 }
 
 /// `<$DSH_HOME/settings.yaml>:<line>` when the user's settings hold `rule` (the namespace the
