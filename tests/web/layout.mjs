@@ -211,6 +211,22 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       let typed = await page.inputValue("#prompt");
       expect(typed === "look at @src/main.rs ", `the prompt reads "${typed}"`);
       await page.keyboard.type("please");
+      // A text file dropped on the composer lands in the prompt as a named block; a binary one
+      // is refused with a word of why. (The prompt is put back as it was before sending.)
+      const kept = await page.inputValue("#prompt");
+      await page.evaluate(() => {
+        const drop = (file) => {
+          const data = new DataTransfer();
+          data.items.add(file);
+          document.getElementById("composer").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+        };
+        drop(new File(["fn main() {}\n"], "main.rs", { type: "text/plain" }));
+        drop(new File([new Uint8Array([0, 1, 2])], "blob.bin"));
+      });
+      await page.waitForFunction(() => document.getElementById("prompt").value.includes("```rs main.rs\nfn main() {}\n```"));
+      await page.waitForSelector(".toast:has-text('blob.bin is not text')");
+      await shoot(page, "dropped");
+      await page.fill("#prompt", kept);
       await page.keyboard.press("Enter");
       await page.waitForFunction(() => [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("I will read it.")));
     },

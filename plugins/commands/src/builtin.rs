@@ -24,7 +24,7 @@ pub(crate) fn specs() -> Vec<CommandSpec> {
         },
         CommandSpec {
             name: "permission".to_owned(),
-            description: "Choose this session's permissions: read-only, workspace-write or danger-full-access.".to_owned(),
+            description: "Choose this session's permissions: read-only, workspace-write, danger-full-access or ask-every-command.".to_owned(),
             usage: Some("PRESET".to_owned()),
         },
     ]

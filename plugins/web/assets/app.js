@@ -6,6 +6,7 @@
 import { element, inspection, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 import { wireMentions } from "./mentions.js";
 import { showMenu } from "./menu.js";
+import { wireDrop } from "./drop.js";
 import { renderTrajectory } from "./trajectory.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -875,6 +876,7 @@ function wireComposer() {
   const input = $("prompt");
   input.addEventListener("input", autosize);
   wireMentions({ input, menu: $("command-menu"), call, sessionId: () => state.open?.id, onError: fail });
+  wireDrop({ input, target: $("composer"), onChange: autosize, tell: (text) => toast(text) });
   input.addEventListener("input", () => showCommands().catch((e) => fail(e)));
   input.addEventListener("keydown", (event) => {
     if (!$("command-menu").hidden && menuKey(event)) return;

@@ -74,7 +74,7 @@ impl Api {
             Failure(
                 RpcErrorCode::BadRequest,
                 format!(
-                    "preset `{}` is not read-only, workspace-write or danger-full-access",
+                    "preset `{}` is not read-only, workspace-write, danger-full-access or ask-every-command",
                     request.preset
                 ),
             )

@@ -10,6 +10,7 @@ const APP_CSS: &str = include_str!("../assets/app.css");
 const RENDER_JS: &str = include_str!("../assets/render.js");
 const MENTIONS_JS: &str = include_str!("../assets/mentions.js");
 const MENU_JS: &str = include_str!("../assets/menu.js");
+const DROP_JS: &str = include_str!("../assets/drop.js");
 const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
 const ICON: &str = include_str!("../assets/icon.svg");
 const SIGN_IN: &str = include_str!("../assets/sign-in.html");
@@ -44,6 +45,7 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
         "/assets/render.js" => Some(("text/javascript; charset=utf-8", RENDER_JS)),
         "/assets/mentions.js" => Some(("text/javascript; charset=utf-8", MENTIONS_JS)),
         "/assets/menu.js" => Some(("text/javascript; charset=utf-8", MENU_JS)),
+        "/assets/drop.js" => Some(("text/javascript; charset=utf-8", DROP_JS)),
         "/assets/trajectory.js" => Some(("text/javascript; charset=utf-8", TRAJECTORY_JS)),
         "/assets/app.css" => Some(("text/css; charset=utf-8", APP_CSS)),
         "/assets/icon.svg" => Some(("image/svg+xml", ICON)),
