@@ -2,7 +2,8 @@
 //! and their validation, the model catalog, building the HTTP request for a call (URL, headers,
 //! JSON body with reasoning passback, raw tool-call arguments and images as data URLs),
 //! decoding the SSE response over arbitrary byte splits, translating its payloads into the
-//! harness's stream chunks, and mapping HTTP errors, `Retry-After` and request ids to failures.
+//! harness's stream chunks, mapping HTTP errors, `Retry-After` and request ids to failures, and
+//! reading an endpoint's `GET /models` list into the catalog.
 //! A `compat` switch turns the DeepSeek-only fields and headers off for any other
 //! OpenAI-compatible endpoint.
 //!
@@ -17,7 +18,9 @@ mod base64;
 mod budget;
 mod catalog;
 mod config;
+mod discovery;
 mod errors;
+mod live_catalog;
 mod plugin;
 mod request;
 mod response;
@@ -36,6 +39,10 @@ pub use config::{
     DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
     DEFAULT_STREAM_PROGRESS_TIMEOUT_MS, MAX_TIMER_DELAY_MS, PUBLIC_BASE_URL, ReasoningEffort,
     Thinking, default_models,
+};
+pub use discovery::{
+    DISCOVERY_TIMEOUT_MS, DiscoveryError, MAX_DISCOVERED_MODELS, MAX_MODEL_LIST_BYTES,
+    discovery_headers, merge_discovered, models_url, parse_model_list,
 };
 pub use errors::{
     aborted_failure, deadline_failure, http_error_code, idle_timeout_failure, map_http_error,

@@ -2,7 +2,8 @@
 //! and sends its requests through the host's `http` service. One row per provider route: the
 //! row's config names the route, endpoint, key variable, models and `compat` preset, and the
 //! bounds of a response (`maxResponseBytes`, `maxResponseMs`, `streamProgressTimeoutMs`),
-//! which end a request that passes them with a named failure.
+//! which end a request that passes them with a named failure. The catalog it answers is the
+//! configured one with the endpoint's own list laid over it (`live_catalog.rs`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, Strea
 
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 
+use crate::live_catalog::{Discoverer, LiveCatalog};
 use crate::{
     AdapterConfig, AdapterSettings, BASE_URL_ENV, Budget, HeaderIds, ResponseStream, build_request,
     check_api_key, map_http_error, stream_transport_failure, transport_failure,
@@ -37,12 +39,15 @@ pub(crate) struct Config(
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")] AdapterSettings,
 );
 
+#[derive(Clone)]
 struct DeepSeek {
     config: Arc<AdapterConfig>,
     http: Service<HttpService>,
     /// For the stored key, looked up per request (so a key set in the web settings is used at
     /// once, and a credentials row that goes away only leaves the environment).
     ctx: Context,
+    /// The configured models and the discovered ones.
+    catalog: Arc<LiveCatalog>,
 }
 
 /// Reads a whole error body, within the request's bounds and a size cap.
@@ -61,6 +66,34 @@ async fn read_all(body: &HttpBodyBox, budget: &mut Budget, config: &AdapterConfi
 }
 
 impl DeepSeek {
+    /// The key a chat request sends: the stored one, else the environment's.
+    fn api_key(&self) -> Result<String, LlmFailure> {
+        let name = &self.config.api_key_env;
+        let stored = match self.ctx.get::<CredentialsService>(CREDENTIALS_SERVICE) {
+            Ok(Some(credentials)) => credentials.get(RString::from(name.as_str())).into_option(),
+            _ => None,
+        };
+        match stored {
+            Some(stored) => check_api_key(&self.config, Some(stored.as_str())),
+            None => check_api_key(&self.config, std::env::var(name).ok().as_deref()),
+        }
+    }
+
+    /// Starts discovering the endpoint's models unless it was done with the current key.
+    /// Without a usable key there is nothing to do: no chat request could be sent either, and
+    /// asking anyway would only earn a 401 warning on every keyless start.
+    fn discover(&self) {
+        if let Ok(key) = self.api_key() {
+            Discoverer {
+                config: self.config.clone(),
+                http: self.http.clone(),
+                ctx: self.ctx.clone(),
+                catalog: self.catalog.clone(),
+            }
+            .start(&key);
+        }
+    }
+
     async fn open(
         &self,
         request: &Json<GenerateRequest>,
@@ -74,15 +107,7 @@ impl DeepSeek {
         };
         let mut request = request.decode().map_err(bad)?;
         request.messages = read_history(history).map_err(bad)?;
-        let name = &self.config.api_key_env;
-        let stored = match self.ctx.get::<CredentialsService>(CREDENTIALS_SERVICE) {
-            Ok(Some(credentials)) => credentials.get(RString::from(name.as_str())).into_option(),
-            _ => None,
-        };
-        let key = match stored {
-            Some(stored) => check_api_key(&self.config, Some(stored.as_str()))?,
-            None => check_api_key(&self.config, std::env::var(name).ok().as_deref())?,
-        };
+        let key = self.api_key()?;
         let wire = build_request(&self.config, &request, &key, &HeaderIds::default())?;
         let headers: RVec<HttpHeader> = wire
             .headers
@@ -143,7 +168,10 @@ impl Adapter for DeepSeek {
     }
 
     fn models(&self) -> Json<Vec<CatalogModel>> {
-        Json::encode(&self.config.models)
+        // A key set since the last discovery (the web settings) is noticed here; the answer
+        // is the catalog as it stands, never a wait.
+        self.discover();
+        self.catalog.current()
     }
 
     fn stream(
@@ -151,11 +179,7 @@ impl Adapter for DeepSeek {
         request: Json<GenerateRequest>,
         history: HistoryBox,
     ) -> FfiFuture<StreamOutcome> {
-        let adapter = DeepSeek {
-            config: self.config.clone(),
-            http: self.http.clone(),
-            ctx: self.ctx.clone(),
-        };
+        let adapter = self.clone();
         async move {
             match adapter.open(&request, &history).await {
                 Ok(stream) => ROk(ChunkStream_TO::from_value(stream, TD_Opaque)),
@@ -262,10 +286,12 @@ impl Plugin for DeepSeekPlugin {
         let llm = ctx.inject::<LlmService>(LLM_SERVICE)?;
         let http = ctx.inject::<HttpService>(HTTP_SERVICE)?;
         let adapter = DeepSeek {
+            catalog: Arc::new(LiveCatalog::new(config.models.clone())),
             config: Arc::new(config),
             http,
             ctx: ctx.clone(),
         };
+        let discovering = adapter.clone();
         let registration = llm
             .register(Adapter_TO::from_value(adapter, TD_Opaque))
             .into_result()
@@ -275,6 +301,8 @@ impl Plugin for DeepSeekPlugin {
                     .map_or_else(|error| error.to_string(), |failure| failure.to_string());
                 PluginError::plugin(failure)
             })?;
+        // Off the request path: a turn never waits for it, and a failure only warns.
+        discovering.discover();
         // The registration lives as long as this fiber: unloading drops it, which unregisters.
         ctx.on_dispose(move || drop(registration))
     }
