@@ -42,7 +42,7 @@ fn commands_run_instead_of_reaching_the_model() {
     assert_eq!(preset["command"]["kind"], "success", "{preset}");
     let history = web.call("session.history", &json!({"sessionId": session}));
     assert_eq!(history["preset"], "read-only", "{history}");
-    let bad_model = web.prompt(&session, "/model deepseek-official/no-such-model");
+    let bad_model = web.prompt(&session, "/model nowhere/no-such-model");
     assert_eq!(bad_model["command"]["kind"], "error", "{bad_model}");
     // Nothing so far reached the model.
     assert!(server.requests().is_empty());

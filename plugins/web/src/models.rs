@@ -75,14 +75,31 @@ impl Api {
                 format!("model `{}` is not PROVIDER/MODEL", request.model),
             ));
         };
-        if !self
-            .routes()
-            .iter()
-            .any(|route| route.route == request.model)
-        {
+        if model.trim().is_empty() {
+            return Err(Failure(
+                RpcErrorCode::BadRequest,
+                format!("model `{}` names no model", request.model),
+            ));
+        }
+        // The provider must be served; the model may be any id, listed or not: a catalog is
+        // advisory (Ollama or vLLM serve models no list names), and the endpoint says whether
+        // it has the model when the next turn asks for it.
+        let providers: Vec<String> = match self.ctx.get::<LlmService>(LLM_SERVICE) {
+            Ok(Some(llm)) => llm
+                .providers()
+                .into_iter()
+                .map(|name| name.into_string())
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !providers.iter().any(|known| known == provider) {
             return Err(unavailable(format!(
-                "no adapter offers `{}`",
-                request.model
+                "no adapter serves provider `{provider}` (served: {})",
+                if providers.is_empty() {
+                    "none".to_owned()
+                } else {
+                    providers.join(", ")
+                }
             )));
         }
         let agent = self.agent_of(&request.session_id).await?;
