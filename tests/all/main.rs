@@ -25,6 +25,7 @@ mod hook_scripts;
 mod jobs;
 mod llm;
 mod mcp;
+mod model_discovery;
 mod products;
 mod products_real;
 mod products_recorded;

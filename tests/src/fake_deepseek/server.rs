@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::invariants::{self, StreamedTurn, Violation};
+use super::models::ModelList;
 use super::script::{RecordedRequest, Reply, SseEvent};
 
 /// Longest the accept loop waits for a next connection before it stops on its own.
@@ -37,6 +38,8 @@ struct Shared {
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// A handle on every accepted socket, so stopping can unblock a worker waiting in a read.
     sockets: Mutex<Vec<TcpStream>>,
+    /// What `GET .../models` answers (`models.rs`).
+    models: ModelList,
 }
 
 /// The running server; stops on drop.
@@ -66,6 +69,7 @@ impl FakeDeepSeek {
             stop: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
             sockets: Mutex::new(Vec::new()),
+            models: ModelList::default(),
         });
         let accepting = shared.clone();
         let acceptor = std::thread::spawn(move || accept_loop(&listener, &accepting));
@@ -123,6 +127,10 @@ impl FakeDeepSeek {
     /// Replies not yet used.
     pub fn remaining(&self) -> usize {
         self.shared.script.lock().unwrap().len()
+    }
+
+    pub(super) fn model_list(&self) -> &ModelList {
+        &self.shared.models
     }
 }
 
@@ -225,6 +233,13 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         let client_closes = request
             .header("connection")
             .is_some_and(|value| value.eq_ignore_ascii_case("close"));
+        if ModelList::asks(&request) {
+            // Neither a chat request nor recorded with them: see `models.rs`.
+            match respond(&mut writer, shared, shared.models.answer(request))? {
+                After::KeepAlive if !client_closes => continue,
+                _ => break,
+            }
+        }
         let is_chat = request.method == "POST" && request.path.ends_with("/chat/completions");
         let broken = if is_chat {
             invariants::check(&request.body, &shared.streamed.lock().unwrap())
