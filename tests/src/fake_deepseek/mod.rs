@@ -17,6 +17,7 @@
 
 mod invariants;
 mod models;
+mod request;
 mod script;
 mod sent;
 mod server;

@@ -1,17 +1,17 @@
-//! The fake server itself: a bounded accept loop, HTTP/1.1 parsing, SSE framing, recording,
-//! and the request invariants of `invariants.rs` checked on every chat request.
+//! The fake server itself: a bounded accept loop, SSE framing, recording, and the request
+//! invariants of `invariants.rs` checked on every chat request (a request is read by
+//! `request.rs`).
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{BufReader, ErrorKind, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::invariants::{self, StreamedTurn, Violation};
 use super::models::ModelList;
+use super::request::read_request;
 use super::script::{RecordedRequest, Reply, SseEvent};
 
 /// Longest the accept loop waits for a next connection before it stops on its own.
@@ -21,8 +21,6 @@ const MAX_CONNECTIONS: usize = 256;
 /// Most requests served on one kept-alive connection.
 const MAX_REQUESTS_PER_CONNECTION: usize = 64;
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// Safety bounds of the replies that never end on their own.
 const ENDLESS_BYTES: usize = 1 << 30;
 const ENDLESS_FOR: Duration = Duration::from_secs(120);
@@ -286,108 +284,6 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
     let _ = writer.shutdown(Shutdown::Both);
     Ok(())
-}
-
-/// Reads one request; `None` when the client closed the connection between requests.
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-    writer: &mut TcpStream,
-) -> std::io::Result<Option<RecordedRequest>> {
-    let mut head = Vec::new();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = reader
-            .by_ref()
-            .take(MAX_HEAD_BYTES as u64)
-            .read_until(b'\n', &mut line)?;
-        if read == 0 {
-            return if head.is_empty() {
-                Ok(None)
-            } else {
-                Err(ErrorKind::UnexpectedEof.into())
-            };
-        }
-        if line == b"\r\n" || line == b"\n" {
-            if head.is_empty() {
-                continue; // stray blank line between requests
-            }
-            break;
-        }
-        head.extend_from_slice(&line);
-        if head.len() > MAX_HEAD_BYTES {
-            return Err(ErrorKind::InvalidData.into());
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    let mut lines = head.lines();
-    let mut start = lines.next().unwrap_or_default().split_whitespace();
-    let method = start.next().unwrap_or_default().to_owned();
-    let path = start.next().unwrap_or_default().to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    let find = |name: &str| {
-        headers
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.clone())
-    };
-    if find("expect").is_some_and(|value| value.eq_ignore_ascii_case("100-continue")) {
-        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-    }
-    let body =
-        if find("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
-            read_chunked(reader)?
-        } else {
-            let length: usize = find("content-length")
-                .and_then(|value| value.parse().ok())
-                .unwrap_or(0);
-            if length > MAX_BODY_BYTES {
-                return Err(ErrorKind::InvalidData.into());
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body)?;
-            body
-        };
-    let body = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    Ok(Some(RecordedRequest {
-        method,
-        path,
-        headers,
-        body,
-    }))
-}
-
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size_line = String::new();
-        reader.by_ref().take(1024).read_line(&mut size_line)?;
-        let size_text = size_line.trim().split(';').next().unwrap_or_default();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| ErrorKind::InvalidData)?;
-        if size == 0 {
-            // Trailers, up to the blank line.
-            loop {
-                let mut trailer = String::new();
-                if reader.by_ref().take(1024).read_line(&mut trailer)? == 0
-                    || trailer.trim().is_empty()
-                {
-                    return Ok(body);
-                }
-            }
-        }
-        if body.len() + size > MAX_BODY_BYTES {
-            return Err(ErrorKind::InvalidData.into());
-        }
-        let at = body.len();
-        body.resize(at + size, 0);
-        reader.read_exact(&mut body[at..])?;
-        let mut crlf = [0; 2];
-        reader.read_exact(&mut crlf)?;
-    }
 }
 
 fn reason_phrase(status: u16) -> &'static str {
