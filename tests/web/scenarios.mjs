@@ -378,8 +378,14 @@ const scenarios = {
     await page.waitForSelector("#cancel:not([hidden])");
     await page.keyboard.press("Escape");
     await page.waitForSelector(".turn-stop");
-    const notice = await page.textContent(".turn-stop");
+    const notice = await page.evaluate(() => {
+      const node = document.querySelector(".turn-stop").cloneNode(true);
+      node.querySelector(".turn-stats")?.remove();
+      return node.textContent;
+    });
     expect(notice === "Cancelled by you", `the turn end says "${notice}"`);
+    const figures = await page.textContent(".turn-stop .turn-stats");
+    expect(/^\d+\.\d s/.test(figures), `the cancelled turn's figures read "${figures}"`);
     const cut = await page.textContent(".message.assistant");
     expect(cut.includes("beginning") && cut.includes("cut short"), `the answer reads "${cut}"`);
     expect(await page.isHidden("#cancel"), "the cancel button is gone once the turn ended");

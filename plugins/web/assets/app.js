@@ -557,8 +557,13 @@ async function fork(itemId) {
   await openSession(sessionId);
 }
 
-async function openSession(id) {
-  const history = await call("session.history", { sessionId: id });
+// A session opens on its newest items, enough to fill a tall screen; earlier ones come when
+// asked for, so a long session paints as fast as a short one.
+const FIRST_PAGE = 60;
+
+// `prefetched`: the history when it was already asked for (the first paint).
+async function openSession(id, prefetched = null) {
+  const history = prefetched || (await call("session.history", { sessionId: id, limit: FIRST_PAGE }));
   state.open = { id, items: new Map(), order: [], lastSeq: history.lastSeq, running: history.running, title: history.title };
   for (const item of history.items) {
     state.open.items.set(item.id, item);
@@ -568,7 +573,7 @@ async function openSession(id) {
   $("chat").hidden = false;
   const list = $("items");
   list.replaceChildren(...history.items.map((item) => renderItem(item)));
-  if (history.earlier > 0) list.prepend(element("p", { class: "muted pad" }, `${history.earlier} earlier items are not shown.`));
+  if (history.earlier > 0) list.prepend(earlierButton(id, history));
   renderHeader();
   renderQueue({ nextTurn: [], nextStep: [] });
   renderJobs([]);
@@ -586,6 +591,30 @@ async function openSession(id) {
   // Each session opened is an entry of the browser's history, so Back and Forward move
   // between them; a restore of the same one replaces its entry.
   if (location.hash.slice(1) !== id) window.history.pushState(null, "", `#${id}`);
+}
+
+// The button above a session's first shown item: the next page of earlier ones, kept in view
+// where the reader was.
+function earlierButton(id, history) {
+  const button = element("button", { type: "button", class: "link earlier" }, `Show ${Math.min(history.earlier, 200)} earlier of ${history.earlier}`);
+  button.addEventListener("click", async () => {
+    const shown = state.open?.order.length || 0;
+    try {
+      const more = await call("session.history", { sessionId: id, limit: shown + 200 });
+      if (state.open?.id !== id) return;
+      const scroller = $("conversation");
+      const fromBottom = scroller.scrollHeight - scroller.scrollTop;
+      const known = new Set(state.open.order);
+      const older = more.items.filter((item) => !known.has(item.id));
+      for (const item of older) state.open.items.set(item.id, item);
+      state.open.order = [...older.map((item) => item.id), ...state.open.order];
+      button.replaceWith(...(more.earlier > 0 ? [earlierButton(id, more)] : []), ...older.map((item) => renderItem(item)));
+      scroller.scrollTop = scroller.scrollHeight - fromBottom;
+    } catch (error) {
+      fail(error);
+    }
+  });
+  return button;
 }
 
 // ---- the event socket --------------------------------------------------------------------
@@ -1222,14 +1251,15 @@ async function start() {
   wireDrawer();
   wireApprovalKeys();
   wireNavigation();
-  state.host = await call("host.describe");
-  renderHero(state.host);
-  await refreshTrust();
-  await refreshSessions();
-  await loadModels().catch(() => {});
-  connect();
+  // What the first paint needs is asked at once, the addressed session's history included,
+  // not one call after another.
   const wanted = location.hash.slice(1);
-  if (wanted && state.sessions.some((s) => s.id === wanted)) await openSession(wanted);
+  const history = wanted ? call("session.history", { sessionId: wanted, limit: FIRST_PAGE }).catch(() => null) : null;
+  const [host] = await Promise.all([call("host.describe"), refreshTrust(), refreshSessions(), loadModels().catch(() => {})]);
+  state.host = host;
+  renderHero(host);
+  connect();
+  if (wanted && state.sessions.some((s) => s.id === wanted)) await openSession(wanted, await history);
 }
 
 start().catch((error) => toast(error.message || String(error)));
