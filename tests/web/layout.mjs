@@ -239,7 +239,7 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       await page.waitForFunction(() => document.getElementById("preset").value === "read-only");
       const models = await page.evaluate(() => ({
         current: document.getElementById("model").value,
-        all: [...document.getElementById("model").options].map((option) => option.value),
+        all: [...document.getElementById("model").options].map((option) => option.value).filter((value) => !value.startsWith("\u0000")),
       }));
       const other = models.all.find((route) => route !== models.current);
       expect(other, `a second model to switch to among ${models.all.join(", ")}`);
@@ -256,6 +256,14 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       await page.waitForFunction((wanted) => document.getElementById("model").value === wanted, models.current);
       await second.close();
       await themes(page, "followed");
+      // A model no catalog lists, typed: the session takes it and the picker shows it.
+      const provider = models.current.split("/")[0];
+      await page.selectOption("#model", { label: "Other model…" });
+      await page.waitForSelector(".model-box");
+      await page.fill(".model-box", `${provider}/my-own-model`);
+      await page.keyboard.press("Enter");
+      await page.waitForFunction((wanted) => document.getElementById("model").value === wanted, `${provider}/my-own-model`);
+      await page.selectOption("#model", models.current);
       // A new session starts from the defaults, not from what this one was switched to.
       await page.click("#new");
       await page.waitForFunction(() => document.getElementById("preset").value === "workspace-write");

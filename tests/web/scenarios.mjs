@@ -141,6 +141,10 @@ const scenarios = {
     await page.waitForFunction(() =>
       [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("SQLite it is")),
     );
+    // The call's own card says what it asked in words, never its raw JSON.
+    const line = await page.textContent(".tool .tool-what");
+    expect(line === "3 questions for you", `the question call's line reads "${line}"`);
+    expect(!(await page.textContent(".tool")).includes('"questions"'), "the question call's card shows raw JSON");
     await themes(page, "answered");
   },
 

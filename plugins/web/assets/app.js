@@ -717,7 +717,49 @@ async function loadModels(sessionId) {
   if (current && !models.some((model) => model.route === current)) {
     select.prepend(element("option", { value: current, selected: true }, current));
   }
+  // Endpoints serve models no catalog lists (Ollama, vLLM): any id of a provider can be typed.
+  if (models.length) select.append(element("option", { value: OTHER_MODEL }, "Other model…"));
   select.hidden = select.options.length === 0;
+}
+
+const OTHER_MODEL = "\u0000other";
+
+// "Other model…": the picker becomes a text box for `PROVIDER/MODEL`; Enter applies it,
+// Escape gives the picker back.
+function askOtherModel() {
+  const select = $("model");
+  const provider = (state.lastModel || select.options[0]?.value || "").split("/")[0];
+  const box = element("input", {
+    type: "text",
+    class: "model-box",
+    value: provider ? `${provider}/` : "",
+    "aria-label": "Model, as PROVIDER/MODEL",
+    placeholder: "provider/model-id",
+  });
+  const done = async (apply) => {
+    box.remove();
+    select.hidden = false;
+    if (apply && box.value.includes("/") && state.open) {
+      try {
+        await call("session.selectModel", { sessionId: state.open.id, model: box.value.trim() });
+      } catch (error) {
+        fail(error);
+      }
+    }
+    await loadModels(state.open?.id).catch(() => {});
+  };
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      done(true);
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      done(false);
+    }
+  });
+  select.hidden = true;
+  select.after(box);
+  box.focus();
 }
 
 // The model and permission controls show the open session's state, whoever changed it.
@@ -1011,7 +1053,12 @@ function wireComposer() {
       });
   });
   $("theme").addEventListener("click", cycleTheme);
+  $("model").addEventListener("focus", () => (state.lastModel = $("model").value));
   $("model").addEventListener("change", () => {
+    if ($("model").value === OTHER_MODEL) {
+      askOtherModel();
+      return;
+    }
     if (!state.open) return;
     call("session.selectModel", { sessionId: state.open.id, model: $("model").value }).catch((e) => fail(e));
   });

@@ -148,8 +148,26 @@ document.addEventListener("click", async (event) => {
   setTimeout(() => (button.textContent = "Copy"), 1500);
 });
 
+// The questions of an `ask_user_question` call, read from its arguments (empty when they do not
+// read): the call's own card is the question card; this one only says what came back.
+function askedQuestions(item) {
+  try {
+    return JSON.parse(item.arguments).questions?.map((question) => question.question) || [];
+  } catch {
+    return [];
+  }
+}
+
 function toolBody(item) {
   const view = item.view || { kind: "generic", arguments: item.arguments, result: "" };
+  if (item.name === "ask_user_question" && view.kind === "generic") {
+    return element(
+      "div",
+      {},
+      element("ul", { class: "asked" }, ...askedQuestions(item).map((question) => element("li", {}, question))),
+      view.result ? element("pre", { class: "output" }, view.result) : element("p", { class: "muted" }, "Waiting for your answers in the card below."),
+    );
+  }
   switch (view.kind) {
     case "terminal":
       return element(
@@ -215,7 +233,9 @@ function toolLine(item) {
     search: () => view.pattern,
     subagent: () => view.label,
     todo: () => `${(view.items || []).filter((todo) => todo.status === "completed").length} of ${(view.items || []).length} done`,
-  }[view.kind]?.() || firstLine(view.arguments || item.arguments);
+  }[view.kind]?.() ||
+    (item.name === "ask_user_question" ? `${askedQuestions(item).length} questions for you` : null) ||
+    firstLine(view.arguments || item.arguments);
   const exit = view.kind === "terminal" ? view.exitCode : undefined;
   const badExit = exit !== undefined && exit !== null && exit !== 0;
   const failed = item.status === "error" || badExit;
