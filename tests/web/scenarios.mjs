@@ -416,6 +416,8 @@ const scenarios = {
       await tab.waitForFunction(() =>
         [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("done")),
       );
+      // The turn's end (with its figures) comes after the answer's text.
+      await tab.waitForSelector(".turn-end", { state: "attached" });
     }
     const texts = await Promise.all([page, other].map((tab) => tab.textContent("#items")));
     expect(texts[0] === texts[1], "the two tabs show different conversations");

@@ -11,6 +11,10 @@ const RENDER_JS: &str = include_str!("../assets/render.js");
 const MENTIONS_JS: &str = include_str!("../assets/mentions.js");
 const MENU_JS: &str = include_str!("../assets/menu.js");
 const DROP_JS: &str = include_str!("../assets/drop.js");
+const CORE_JS: &str = include_str!("../assets/core.js");
+const SETTINGS_JS: &str = include_str!("../assets/settings.js");
+const SIDEBAR_JS: &str = include_str!("../assets/sidebar.js");
+const COMPOSER_JS: &str = include_str!("../assets/composer.js");
 const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
 const ICON: &str = include_str!("../assets/icon.svg");
 const SIGN_IN: &str = include_str!("../assets/sign-in.html");
@@ -46,6 +50,10 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
         "/assets/mentions.js" => Some(("text/javascript; charset=utf-8", MENTIONS_JS)),
         "/assets/menu.js" => Some(("text/javascript; charset=utf-8", MENU_JS)),
         "/assets/drop.js" => Some(("text/javascript; charset=utf-8", DROP_JS)),
+        "/assets/core.js" => Some(("text/javascript; charset=utf-8", CORE_JS)),
+        "/assets/settings.js" => Some(("text/javascript; charset=utf-8", SETTINGS_JS)),
+        "/assets/sidebar.js" => Some(("text/javascript; charset=utf-8", SIDEBAR_JS)),
+        "/assets/composer.js" => Some(("text/javascript; charset=utf-8", COMPOSER_JS)),
         "/assets/trajectory.js" => Some(("text/javascript; charset=utf-8", TRAJECTORY_JS)),
         "/assets/app.css" => Some(("text/css; charset=utf-8", APP_CSS)),
         "/assets/icon.svg" => Some(("image/svg+xml", ICON)),
