@@ -623,7 +623,7 @@ fn files_named(root: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
 fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
     let server = FakeDeepSeek::start(vec![Reply::text("first answer"), Reply::text("second answer")]);
     let dir = TestDir::new("web-list-activity");
-    let mut web = start(&server, &dir);
+    let web = start(&server, &dir);
     let mut socket = web.events();
     let cwd = dir.join("work");
     let mut converse = |text: &str| {

@@ -107,30 +107,6 @@ impl FileIndex {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_name_that_starts_with_the_query_comes_first_and_ignored_files_never() {
-        let root = std::env::temp_dir().join(format!("dsh-web-files-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        for path in ["src/main.rs", "src/domain.rs", "docs/main-notes.md", "target/main.o"] {
-            let path = root.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "x").unwrap();
-        }
-        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
-        let index = FileIndex::default();
-        let (found, partial) = index.complete(&root, "main");
-        assert!(!partial);
-        assert_eq!(found, ["src/main.rs", "docs/main-notes.md", "src/domain.rs"]);
-        let (found, _) = index.complete(&root, "SRC/");
-        assert_eq!(found, ["src/main.rs", "src/domain.rs"]);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-}
-
 impl crate::api::Api {
     /// `files.complete`: the files of the session's folder that best answer what follows `@`.
     pub(crate) async fn complete_files(
@@ -164,5 +140,29 @@ impl crate::api::Api {
             .await
             .map_err(|error| crate::api::Failure::internal(error.to_string()))?;
         Ok(dsh_protocol::FileCompletions { files, partial })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_that_starts_with_the_query_comes_first_and_ignored_files_never() {
+        let root = std::env::temp_dir().join(format!("dsh-web-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for path in ["src/main.rs", "src/domain.rs", "docs/main-notes.md", "target/main.o"] {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        let index = FileIndex::default();
+        let (found, partial) = index.complete(&root, "main");
+        assert!(!partial);
+        assert_eq!(found, ["src/main.rs", "docs/main-notes.md", "src/domain.rs"]);
+        let (found, _) = index.complete(&root, "SRC/");
+        assert_eq!(found, ["src/main.rs", "src/domain.rs"]);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -22,6 +22,12 @@ pub const EMPTY_HISTORY_HASH: u64 = FNV_OFFSET;
 #[derive(Clone, Copy)]
 pub struct Fnv64(u64);
 
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Fnv64 {
     pub const fn new() -> Self {
         Self(FNV_OFFSET)

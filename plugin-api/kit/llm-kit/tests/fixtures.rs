@@ -2,7 +2,11 @@
 //! config they hold deserializes into our types and serializes back to the same JSON value, and
 //! folding each recorded attempt's chunks reproduces the assistant message the reference logged.
 
-#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] functions"
+)]
 
 use std::path::{Path, PathBuf};
 

@@ -285,12 +285,15 @@ enum LineKind {
 /// jsdiff's `structuredPatch` hunk grouping. Each change's lines are its tokens; a hunk line
 /// drops its trailing `\n` (the "No newline at end of file" marker is never produced, because
 /// the reference skips it).
+/// A hunk's lines with where it starts in the old and the new text (0-based lines).
+type StartedHunk<'a> = (usize, usize, Vec<(LineKind, &'a str)>);
+
 fn hunks<'a>(
     changes: &[Change],
     old: &[&'a str],
     new: &[&'a str],
     context: usize,
-) -> Vec<(usize, usize, Vec<(LineKind, &'a str)>)> {
+) -> Vec<StartedHunk<'a>> {
     // Materialize each component's tokens, as jsdiff's buildValues does, with where it starts
     // in the old and the new text.
     let mut components: Vec<(ChangeKind, &[&'a str])> = Vec::with_capacity(changes.len() + 1);
