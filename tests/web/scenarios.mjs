@@ -661,6 +661,11 @@ const scenarios = {
     await page.click("#settings button[value=close]");
     await page.click("#open-settings");
     await page.waitForSelector("#settings[open]");
+    await page.click("#tab-plugins");
+    await page.waitForSelector("#plugin-list .plugin");
+    const rows = await page.locator("#plugin-list .plugin").allTextContents();
+    expect(rows.some((row) => row.startsWith("ACTIVE") && row.includes("web")), `the Plugins tab lists ${JSON.stringify(rows.slice(0, 5))}`);
+    await shoot(page, "plugins");
     await page.click("#tab-about");
     const about = await page.textContent("#about");
     expect(about.includes("Version") && about.includes("on this machine only"), `the About tab reads "${about}"`);

@@ -7,24 +7,58 @@ use dsh_plugin_api::abi::ErasedService;
 use dsh_plugin_api::io::control::{
     HOST_SERVICE, HOST_STOPPING, HostControl, HostControl_TO, StopRequest,
 };
-use dsh_plugin_api::{PluginError, RArc, ROption, typed_channel};
+use dsh_plugin_api::{PluginError, RArc, ROption, RString, typed_channel};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use crate::runtime::Runtime;
+use crate::runtime::{ReportHandle, Runtime};
 
-struct ExitRequests(UnboundedSender<i32>);
+struct ExitRequests(UnboundedSender<i32>, ReportHandle);
+
+/// One row of `rows()`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    row: String,
+    plugin: String,
+    state: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    waiting_for: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
 
 impl HostControl for ExitRequests {
     fn exit(&self, code: i32) {
         // The receiver lives as long as the run; after it, there is nothing left to end.
         let _ = self.0.send(code);
     }
+
+    fn rows(&self) -> RString {
+        let rows: Vec<Row> = self
+            .1
+            .report()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|fiber| !fiber.plugin.is_empty())
+            .map(|fiber| Row {
+                row: fiber.row,
+                plugin: fiber.plugin,
+                state: fiber.state.to_string(),
+                waiting_for: fiber.waiting_for,
+                error: fiber.error,
+            })
+            .collect();
+        RString::from(serde_json::to_string(&rows).unwrap_or_else(|_| "[]".to_owned()))
+    }
 }
 
 /// Registers the `host` service; the receiver yields every exit code asked for.
 pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, PluginError> {
     let (sender, receiver) = unbounded_channel();
-    let service = HostControl_TO::from_value(ExitRequests(sender), TD_Opaque);
+    let service = HostControl_TO::from_value(
+        ExitRequests(sender, runtime.report_handle()),
+        TD_Opaque,
+    );
     runtime.provide_host(HOST_SERVICE, ErasedService::new(service))?;
     Ok(receiver)
 }

@@ -33,7 +33,7 @@ pub use bus::{Bus, BusError, IncompatibleLayout, LayoutMismatch, first_error_lin
 pub use dispatch::Channel;
 pub use fiber::{FiberId, FiberState, MountSpec, Source};
 pub use plugin::{FileIdentity, LoadedLibrary, PluginRef, Services};
-pub use report::FiberReport;
+pub use report::{FiberReport, ReportHandle};
 pub use scope::{ROOT_REALM, RealmId, Scope};
 
 use fiber::Fiber;

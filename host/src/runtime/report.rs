@@ -27,7 +27,25 @@ pub struct FiberReport {
     pub services: Services,
 }
 
+/// A handle that reads the diagnostics table without keeping the runtime alive (a service the
+/// runtime itself holds may keep one).
+#[derive(Clone)]
+pub struct ReportHandle(std::sync::Weak<Inner>);
+
+impl ReportHandle {
+    /// The table, or `None` once the runtime is gone.
+    pub fn report(&self) -> Option<Vec<FiberReport>> {
+        let inner = self.0.upgrade()?;
+        Some(Runtime { inner }.report())
+    }
+}
+
 impl Runtime {
+    /// A handle on [`Runtime::report`] that does not keep the runtime alive.
+    pub fn report_handle(&self) -> ReportHandle {
+        ReportHandle(Arc::downgrade(&self.inner))
+    }
+
     /// The diagnostics table, in mount order.
     pub fn report(&self) -> Vec<FiberReport> {
         let fibers: Vec<Arc<Fiber>> = self.inner.state().fibers.values().cloned().collect();

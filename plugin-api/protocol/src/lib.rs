@@ -108,7 +108,7 @@ pub use turn::{
 pub use unknown::{OpenTags, Unknown};
 pub use web::{
     AnswerReceipt, ApprovalAnswer, ArchiveRequest, ClientFrame, CompleteFiles, CreateRequest, Created,
-    CredentialName, FileCompletions,
+    CredentialName, FileCompletions, PluginList, PluginRow,
     CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
     ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode,
     RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SearchHit,

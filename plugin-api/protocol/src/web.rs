@@ -222,6 +222,28 @@ pub struct SearchResult {
     pub hits: Vec<SearchHit>,
 }
 
+/// One row of the running tree, as `host.plugins` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginRow {
+    pub row: String,
+    pub plugin: String,
+    /// PENDING, LOADING, ACTIVE, FAILED, UNLOADING or DISPOSED.
+    pub state: String,
+    /// For a pending row: the services it waits for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The value of `host.plugins`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginList {
+    pub plugins: Vec<PluginRow>,
+}
+
 /// `session.archive`'s payload: put a session away (or back).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

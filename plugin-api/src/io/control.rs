@@ -2,7 +2,8 @@
 //! process itself. `exit(code)` ends the run: the host emits `host/stopping`, disposes the tree
 //! and exits with the last code asked for. `host/stopping` is also emitted when a signal ends
 //! the run, before anything is disposed, so a runner can cancel its work cleanly (and ask for
-//! its own exit code, such as 130 after SIGINT) while every service is still up.
+//! its own exit code, such as 130 after SIGINT) while every service is still up. `rows()`
+//! lists the running tree, for a page that shows which plugins run and which failed.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -38,5 +39,8 @@ pub struct StopRequest {
 pub trait HostControl: Send + Sync {
     /// Ends the run with `code` (the last request wins when several arrive).
     fn exit(&self, code: i32);
+    /// The rows of the running tree, in mount order, as JSON: `[{row, plugin, state,
+    /// waitingFor, error}]` (state: PENDING, LOADING, ACTIVE, FAILED, UNLOADING, DISPOSED).
+    fn rows(&self) -> abi_stable::std_types::RString;
 }
 pub type HostControlService = HostControl_TO<'static, RBox<()>>;

@@ -72,6 +72,20 @@ export async function openSettings() {
     ["Default model", host.defaultModel || "none usable"],
     ["Listening", host.remote ? "beyond this machine" : "on this machine only"],
   ];
+  const { plugins } = await call("host.plugins").catch(() => ({ plugins: [] }));
+  $("plugin-list").replaceChildren(
+    ...plugins.map((row) =>
+      element(
+        "li",
+        { class: `plugin state-${row.state.toLowerCase()}` },
+        element("span", { class: "plugin-state" }, row.state),
+        element("code", {}, row.row),
+        row.plugin !== row.row ? element("span", { class: "muted" }, ` ${row.plugin}`) : null,
+        row.waitingFor?.length ? element("div", { class: "muted small" }, `waits for ${row.waitingFor.join(", ")}`) : null,
+        row.error ? element("div", { class: "plugin-error" }, row.error) : null,
+      ),
+    ),
+  );
   $("about").replaceChildren(...facts.flatMap(([name, value]) => [element("dt", {}, name), element("dd", {}, value)]));
   const models = await call("session.models", state.open ? { sessionId: state.open.id } : {}).catch(() => null);
   $("model-list").replaceChildren(

@@ -132,6 +132,7 @@ impl Api {
         }
         let value = match method {
             "host.describe" => serde_json::to_value(self.describe()),
+            "host.plugins" => serde_json::to_value(self.plugins()?),
             "session.list" => serde_json::to_value(self.list().await?),
             "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
             "session.item" => serde_json::to_value(self.item(payload(method, body)?).await?),
@@ -214,6 +215,23 @@ impl Api {
             remote: self.remote,
             demo: self.demo_dir.is_some(),
         }
+    }
+}
+
+impl Api {
+    /// `host.plugins`: the rows of the running tree and how each is doing.
+    fn plugins(&self) -> Result<dsh_protocol::PluginList, Failure> {
+        let host = self
+            .ctx
+            .get::<dsh_plugin_api::io::control::HostControlService>(
+                dsh_plugin_api::io::control::HOST_SERVICE,
+            )
+            .ok()
+            .flatten()
+            .ok_or_else(|| Failure::internal("no `host` service"))?;
+        let plugins = serde_json::from_str(host.rows().as_str())
+            .map_err(|error| Failure::internal(format!("the host's rows: {error}")))?;
+        Ok(dsh_protocol::PluginList { plugins })
     }
 }
 
