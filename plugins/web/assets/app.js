@@ -9,6 +9,7 @@ import { loadModels, send, showControls, startDemo, wireComposer } from "./compo
 import { $, call, fail, state, toast } from "./core.js";
 import { applyTheme, wireSettings } from "./settings.js";
 import { refreshSessions, renderSessions } from "./sidebar.js";
+import { refreshTrust, renderHero } from "./start-page.js";
 
 // ---- the conversation --------------------------------------------------------------------
 
@@ -455,97 +456,6 @@ function connect() {
 
 
 // ---- start -------------------------------------------------------------------------------
-
-export function renderHero(host) {
-  $("version").textContent = `v${host.version}`;
-  const facts = element(
-    "dl",
-    { class: "facts" },
-    element("dt", {}, "Directory"), element("dd", {}, host.cwd || "-"),
-    element("dt", {}, "Model"), element("dd", {}, host.defaultModel || "none"),
-  );
-  const next = host.defaultModel
-    ? element("p", { class: "muted", id: "ready" }, "Type a task below to start a session, or pick one on the left.")
-    : onboarding();
-  $("hero").replaceChildren(element("h1", {}, "What should the agent do?"), facts, next);
-}
-
-// No usable model: a DeepSeek key entered here is stored by the host (readable by its owner
-// only) and used from the next request on; an OpenAI-compatible base URL given with it sends
-// the requests there instead (the same wire, written to settings.yaml).
-function onboarding() {
-  const input = element("input", { id: "api-key", type: "password", autocomplete: "off", placeholder: "sk-…", "aria-label": "API key", required: true });
-  const endpoint = element("input", { id: "onboarding-url", type: "url", autocomplete: "off", placeholder: "https://api.deepseek.com (default)", "aria-label": "OpenAI-compatible base URL (optional)" });
-  const form = element(
-    "form",
-    { class: "notice warning onboarding", id: "onboarding" },
-    element("p", {}, element("strong", {}, "No model is configured yet."), " Enter a DeepSeek API key, or the key and base URL of any OpenAI-compatible endpoint; or start the host with ", element("code", {}, "DEEPSEEK_API_KEY"), " set."),
-    element("div", { class: "row" }, input, element("button", { type: "submit" }, "Save")),
-    element("div", { class: "row" }, endpoint),
-    state.host.demo
-      ? element(
-          "p",
-          { class: "demo" },
-          "Or ",
-          element("button", { type: "button", id: "demo", class: "link", onclick: startDemo }, "open the offline demo"),
-          ": a recorded session replayed in place of the model (no key, no network); its shell command runs for real.",
-        )
-      : null,
-  );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      if (endpoint.value.trim()) await call("settings.update", { baseUrl: endpoint.value.trim() });
-      await call("credentials.set", { name: "DEEPSEEK_API_KEY", value: input.value });
-      input.value = "";
-      state.host = await call("host.describe");
-      renderHero(state.host);
-      await loadModels();
-    } catch (error) {
-      fail(error);
-    }
-  });
-  return form;
-}
-
-// A project's own configuration (its .mcp.json servers, hook files, .dsh/settings.yaml,
-// skills) waits until the person trusts the folder: asked once here, remembered by the host.
-async function refreshTrust() {
-  const banner = $("trust");
-  let project;
-  try {
-    project = await call("project.describe");
-  } catch {
-    banner.hidden = true;
-    return;
-  }
-  if (project.trusted || !(project.waiting || []).length) {
-    banner.hidden = true;
-    return;
-  }
-  const trust = element("button", { type: "button", id: "trust-yes" }, "Trust this folder");
-  const later = element("button", { type: "button", class: "secondary", id: "trust-no" }, "Not now");
-  trust.addEventListener("click", async () => {
-    trust.disabled = true;
-    try {
-      await call("project.trust");
-      banner.hidden = true;
-      toast("Trusted: the folder's own servers, hooks, settings and skills apply from now on.");
-    } catch (error) {
-      trust.disabled = false;
-      fail(error);
-    }
-  });
-  later.addEventListener("click", () => { banner.hidden = true; });
-  banner.replaceChildren(
-    element("p", {}, element("strong", {}, "This folder's own configuration is waiting for your trust: "),
-      ...project.waiting.flatMap((name, index) => (index ? [", ", element("code", {}, name)] : [element("code", {}, name)])),
-      ". Its MCP servers and hooks run commands, and its settings and skills steer the agent. Trust it only if you trust who wrote ",
-      element("code", {}, project.root), "."),
-    element("div", { class: "row" }, trust, later),
-  );
-  banner.hidden = false;
-}
 
 // The address names the open session: Back, Forward and a `#id` typed in the address bar
 // open it (or the start page for none).

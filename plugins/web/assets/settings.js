@@ -1,7 +1,7 @@
 // The settings dialog (General, Models, About, in tabs the arrows move through) and the theme.
 
 import { element, tokens } from "./render.js";
-import { renderHero } from "./app.js";
+import { renderHero } from "./start-page.js";
 import { loadModels } from "./composer.js";
 import { $, call, fail, state, toast } from "./core.js";
 

@@ -8,6 +8,9 @@ const INDEX: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 const RENDER_JS: &str = include_str!("../assets/render.js");
+const DOM_JS: &str = include_str!("../assets/dom.js");
+const CARDS_JS: &str = include_str!("../assets/cards.js");
+const START_PAGE_JS: &str = include_str!("../assets/start-page.js");
 const MENTIONS_JS: &str = include_str!("../assets/mentions.js");
 const MENU_JS: &str = include_str!("../assets/menu.js");
 const DROP_JS: &str = include_str!("../assets/drop.js");
@@ -47,6 +50,9 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
     match path {
         "/assets/app.js" => Some(("text/javascript; charset=utf-8", APP_JS)),
         "/assets/render.js" => Some(("text/javascript; charset=utf-8", RENDER_JS)),
+        "/assets/dom.js" => Some(("text/javascript; charset=utf-8", DOM_JS)),
+        "/assets/cards.js" => Some(("text/javascript; charset=utf-8", CARDS_JS)),
+        "/assets/start-page.js" => Some(("text/javascript; charset=utf-8", START_PAGE_JS)),
         "/assets/mentions.js" => Some(("text/javascript; charset=utf-8", MENTIONS_JS)),
         "/assets/menu.js" => Some(("text/javascript; charset=utf-8", MENU_JS)),
         "/assets/drop.js" => Some(("text/javascript; charset=utf-8", DROP_JS)),
