@@ -27,6 +27,21 @@ async function themes(page, name) {
   await page.emulateMedia({ colorScheme: "light" });
 }
 
+// For the benchmarks: the page opens the session DSH_BENCH_SESSION names by its address and
+// prompts it.
+async function promptBenchSession(page) {
+  await page.goto(authUrl);
+  await page.waitForSelector(".hero h1");
+  const target = new URL(page.url());
+  target.hash = process.env.DSH_BENCH_SESSION;
+  await page.goto("about:blank");
+  await page.goto(target.toString());
+  await page.waitForSelector("#chat:not([hidden])");
+  await page.waitForTimeout(300);
+  await page.fill("#prompt", "go");
+  await page.keyboard.press("Enter");
+}
+
 const scenarios = {
   // A prompt from the composer: the answer streams with its reasoning and a terminal card, the
   // page survives a reload with the same history, and works 390 px wide.
@@ -728,16 +743,7 @@ const scenarios = {
         }
       };
     });
-    await page.goto(authUrl);
-    await page.waitForSelector(".hero h1");
-    const target = new URL(page.url());
-    target.hash = process.env.DSH_BENCH_SESSION;
-    await page.goto("about:blank");
-    await page.goto(target.toString());
-    await page.waitForSelector("#chat:not([hidden])");
-    await page.waitForTimeout(300);
-    await page.fill("#prompt", "go");
-    await page.keyboard.press("Enter");
+    await promptBenchSession(page);
     await page.waitForSelector(".turn-end", { state: "attached", timeout: 120000 });
     await page.waitForTimeout(100);
     const samples = await page.evaluate(() => window.__paintMs.slice().sort((a, b) => a - b));
@@ -753,16 +759,7 @@ const scenarios = {
       window.__longTasks = [];
       new PerformanceObserver((list) => window.__longTasks.push(...list.getEntries().map((entry) => entry.duration))).observe({ type: "longtask" });
     });
-    await page.goto(authUrl);
-    await page.waitForSelector(".hero h1");
-    const target = new URL(page.url());
-    target.hash = process.env.DSH_BENCH_SESSION;
-    await page.goto("about:blank");
-    await page.goto(target.toString());
-    await page.waitForSelector("#chat:not([hidden])");
-    await page.waitForTimeout(300);
-    await page.fill("#prompt", "go");
-    await page.keyboard.press("Enter");
+    await promptBenchSession(page);
     await page.waitForSelector(".message.assistant.streaming", { timeout: 60000 });
     await page.evaluate(() => {
       window.__longTasks = [];

@@ -10,22 +10,11 @@ use dsh_plugin_api::io::control::{
 use dsh_plugin_api::{PluginError, RArc, ROption, RString, typed_channel};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use dsh_protocol::PluginRow;
+
 use crate::runtime::{ReportHandle, Runtime};
 
 struct ExitRequests(UnboundedSender<i32>, ReportHandle);
-
-/// One row of `rows()`.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Row {
-    row: String,
-    plugin: String,
-    state: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    waiting_for: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
 
 impl HostControl for ExitRequests {
     fn exit(&self, code: i32) {
@@ -34,13 +23,13 @@ impl HostControl for ExitRequests {
     }
 
     fn rows(&self) -> RString {
-        let rows: Vec<Row> = self
+        let rows: Vec<PluginRow> = self
             .1
             .report()
             .unwrap_or_default()
             .into_iter()
             .filter(|fiber| !fiber.plugin.is_empty())
-            .map(|fiber| Row {
+            .map(|fiber| PluginRow {
                 row: fiber.row,
                 plugin: fiber.plugin,
                 state: fiber.state.to_string(),

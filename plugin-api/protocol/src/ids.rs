@@ -16,6 +16,25 @@ pub struct BadSessionId {
 /// Letters, digits, `-`, `_` and `.`, starting with a letter or a digit, no `..`, at most 128
 /// characters: what ours and the reference's sessions have (UUIDs; names like `s-one` in
 /// tests and fixtures), and nothing that could climb out of a folder or hide in one.
+/// Two 64-bit halves written in the UUID version 4 layout (`xxxxxxxx-xxxx-4xxx-yxxx-...`), the
+/// shape the log's session and message ids have. Where the halves come from is the caller's.
+pub fn uuid_v4_layout(high: u64, low: u64) -> String {
+    let mut bytes = [0_u8; 16];
+    bytes[..8].copy_from_slice(&high.to_be_bytes());
+    bytes[8..].copy_from_slice(&low.to_be_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
 pub fn check_session_id(id: &str) -> Result<(), BadSessionId> {
     let bad = |reason| {
         Err(BadSessionId {

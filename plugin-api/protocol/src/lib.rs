@@ -73,7 +73,7 @@ pub use events::{
 };
 pub use failure::{FailureCode, LlmFailure};
 pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan};
-pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id};
+pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, uuid_v4_layout};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,

@@ -12,7 +12,7 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, find_session,
+    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions,
     read_session, session_dir,
 };
 use dsh_session_log::SessionEvent;
@@ -381,14 +381,7 @@ impl Store {
             .inner
             .ctx
             .blocking(move || -> Result<Loaded, SessionError> {
-                let path = find_session(&root, options.encoding, &id)
-                    .map_err(lookup)?
-                    .ok_or_else(|| {
-                        error(
-                            SessionErrorKind::NotFound,
-                            format!("no session `{id}` under {}", root.display()),
-                        )
-                    })?;
+                let path = crate::trash::stored_log(&root, options.encoding, &id)?;
                 let dir = path
                     .parent()
                     .map(PathBuf::from)

@@ -10,6 +10,24 @@ use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
 use crate::store::{error, lookup, storage};
 
+/// The log of stored session `id` under `root` (`NotFound` when there is none).
+pub(crate) fn stored_log(root: &Path, encoding: Encoding, id: &str) -> Result<PathBuf, SessionError> {
+    find_session(root, encoding, id)
+        .map_err(lookup)?
+        .ok_or_else(|| {
+            error(
+                SessionErrorKind::NotFound,
+                format!("no session `{id}` under {}", root.display()),
+            )
+        })
+}
+
+/// The directory of stored session `id` under `root`, its log's.
+pub(crate) fn stored_dir(root: &Path, encoding: Encoding, id: &str) -> Result<PathBuf, SessionError> {
+    let path = stored_log(root, encoding, id)?;
+    Ok(path.parent().map_or_else(|| root.to_owned(), PathBuf::from))
+}
+
 /// The file beside a log that says a person archived the session.
 pub(crate) const ARCHIVED_FILE: &str = "archived";
 
@@ -20,17 +38,7 @@ pub(crate) fn set_archived(
     id: &str,
     archived: bool,
 ) -> Result<(), SessionError> {
-    let path = find_session(root, encoding, id)
-        .map_err(lookup)?
-        .ok_or_else(|| {
-            error(
-                SessionErrorKind::NotFound,
-                format!("no session `{id}` under {}", root.display()),
-            )
-        })?;
-    let marker = path
-        .parent()
-        .map_or_else(|| root.join(ARCHIVED_FILE), |dir| dir.join(ARCHIVED_FILE));
+    let marker = stored_dir(root, encoding, id)?.join(ARCHIVED_FILE);
     let done = match archived {
         true => std::fs::write(&marker, ""),
         false => std::fs::remove_file(&marker).or_else(|problem| match problem.kind() {
@@ -48,18 +56,7 @@ pub(crate) fn move_to_trash(
     encoding: Encoding,
     id: &str,
 ) -> Result<(), SessionError> {
-    let path = find_session(root, encoding, id)
-        .map_err(lookup)?
-        .ok_or_else(|| {
-            error(
-                SessionErrorKind::NotFound,
-                format!("no session `{id}` under {}", root.display()),
-            )
-        })?;
-    let dir = path
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.to_owned());
+    let dir = stored_dir(root, encoding, id)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_millis());

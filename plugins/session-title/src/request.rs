@@ -115,20 +115,7 @@ fn message_id() -> String {
         hasher.write_u128(nanos);
         hasher.finish()
     };
-    let mut bytes = [0_u8; 16];
-    bytes[..8].copy_from_slice(&half().to_be_bytes());
-    bytes[8..].copy_from_slice(&half().to_be_bytes());
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    dsh_protocol::uuid_v4_layout(half(), half())
 }
 
 #[cfg(test)]

@@ -25,20 +25,7 @@ fn random_u64() -> u64 {
 /// A random UUID (version 4 layout), like the reference's session ids.
 pub(crate) fn new_session_id() -> String {
     let (high, low) = (random_u64(), random_u64());
-    let mut bytes = [0_u8; 16];
-    bytes[..8].copy_from_slice(&high.to_be_bytes());
-    bytes[8..].copy_from_slice(&low.to_be_bytes());
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    dsh_protocol::uuid_v4_layout(high, low)
 }
 
 #[cfg(test)]

@@ -125,18 +125,26 @@ impl Api {
         })
     }
 
-    pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {
+    /// Session `id`'s log, opened through the `sessions` service.
+    pub(crate) async fn open_session(
+        &self,
+        id: &str,
+    ) -> Result<dsh_sessions_seam::SessionBox, Failure> {
         let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
-        let session = sessions
-            .open(RString::from(request.session_id.as_str()))
+        sessions
+            .open(RString::from(id))
             .await
             .into_result()
             .map_err(|error| match error.kind {
-                SessionErrorKind::NotFound => not_found(&request.session_id),
+                SessionErrorKind::NotFound => not_found(id),
                 _ => Failure::internal(error.to_string()),
-            })?;
+            })
+    }
+
+    pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {
+        let session = self.open_session(&request.session_id).await?;
         let mut fold = Fold::quiet();
         for record in session.events(0, session.event_count()).iter() {
             fold.apply(record);
@@ -163,14 +171,7 @@ impl Api {
 
     /// One item, whole.
     pub(crate) async fn item(&self, request: ItemRequest) -> Result<ChatItem, Failure> {
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
-            return Err(Failure::internal("no `sessions` service is running"));
-        };
-        let session = sessions
-            .open(RString::from(request.session_id.as_str()))
-            .await
-            .into_result()
-            .map_err(|_| not_found(&request.session_id))?;
+        let session = self.open_session(&request.session_id).await?;
         let mut fold = Fold::quiet();
         for record in session.events(0, session.event_count()).iter() {
             fold.apply(record);

@@ -4,13 +4,12 @@
 
 use std::collections::HashMap;
 
-use abi_stable::std_types::RString;
 use dsh_protocol::{
     AssistantMessageEvent, ContentBlock, MessageSource, SessionRef, StepStartEvent, ToolCallEvent,
     ToolResultEvent, ToolView, Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn,
     TurnEndEvent, TurnEndReason, TurnStartEvent, UserMessageEvent, kinds, text_of,
 };
-use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionsService};
+use dsh_sessions_seam::EventRecord;
 
 use crate::api::{Api, Failure};
 use crate::views::view;
@@ -193,14 +192,7 @@ fn outcome(reason: &TurnEndReason) -> String {
 impl Api {
     /// `session.trajectory`: the session as a timeline.
     pub(crate) async fn trajectory(&self, request: SessionRef) -> Result<Trajectory, Failure> {
-        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
-            return Err(Failure::internal("no `sessions` service is running"));
-        };
-        let session = sessions
-            .open(RString::from(request.session_id.as_str()))
-            .await
-            .into_result()
-            .map_err(|_| crate::sessions::not_found(&request.session_id))?;
+        let session = self.open_session(&request.session_id).await?;
         let records = session.events(0, session.event_count());
         Ok(trajectory(&request.session_id, &records))
     }

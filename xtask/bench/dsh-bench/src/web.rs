@@ -249,13 +249,21 @@ fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
 const PACED_DELTAS: usize = 500;
 const PACE_MS: u64 = 10;
 
-/// An answer streamed at 100 events a second to a page in Chromium: commit-to-paint latency.
-fn page_live(dir: &Path) -> anyhow::Result<()> {
-    let path = dir.join("paced.patch.yml");
+/// Runs page scenario `scenario` on a new session of a host whose bench model streams its
+/// answer as `model_config` (YAML lines of the model row's config) says, and reports each
+/// `(figure, key of the scenario's JSON, unit)`.
+fn paced_page(
+    dir: &Path,
+    name: &str,
+    model_config: &str,
+    scenario: &str,
+    figures: &[(&str, &str, &str)],
+) -> anyhow::Result<()> {
+    let path = dir.join(format!("{name}.patch.yml"));
     std::fs::write(
         &path,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n        textDeltas: {PACED_DELTAS}\n        paceMs: {PACE_MS}\n"
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n{model_config}"
         ),
     )?;
     let web = Web::start(dir, &path)?;
@@ -264,19 +272,29 @@ fn page_live(dir: &Path) -> anyhow::Result<()> {
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("no session"))?
         .to_owned();
-    if let Some(figures) = page_scenario(&web, "bench-live", &session)? {
-        for (name, key) in [
-            ("web_page_paint_frames", "frames"),
-            ("web_page_commit_to_paint_p50", "p50"),
-            ("web_page_commit_to_paint_p95", "p95"),
-            ("web_page_commit_to_paint_p99", "p99"),
-        ] {
-            let unit = if key == "frames" { "frames" } else { "ms" };
-            report(name, figures[key].as_f64().unwrap_or(f64::NAN), unit);
+    if let Some(found) = page_scenario(&web, scenario, &session)? {
+        for (figure, key, unit) in figures {
+            report(figure, found[*key].as_f64().unwrap_or(f64::NAN), unit);
         }
     }
     web.host.stop();
     Ok(())
+}
+
+/// An answer streamed at 100 events a second to a page in Chromium: commit-to-paint latency.
+fn page_live(dir: &Path) -> anyhow::Result<()> {
+    paced_page(
+        dir,
+        "paced",
+        &format!("        textDeltas: {PACED_DELTAS}\n        paceMs: {PACE_MS}\n"),
+        "bench-live",
+        &[
+            ("web_page_paint_frames", "frames", "frames"),
+            ("web_page_commit_to_paint_p50", "p50", "ms"),
+            ("web_page_commit_to_paint_p95", "p95", "ms"),
+            ("web_page_commit_to_paint_p99", "p99", "ms"),
+        ],
+    )
 }
 
 /// The long answer of the figure: 30 KB of Markdown in 1,500 deltas, 100 a second.
@@ -286,31 +304,20 @@ const STREAMED_DELTAS: usize = 1500;
 /// A 30 KB Markdown answer streamed at 100 deltas a second to a page in Chromium: its long
 /// tasks and frame times while it streams.
 fn page_stream(dir: &Path) -> anyhow::Result<()> {
-    let path = dir.join("streamed.patch.yml");
-    std::fs::write(
-        &path,
-        format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n        textDeltas: {STREAMED_DELTAS}\n        paceMs: {PACE_MS}\n        markdownBytes: {STREAMED_BYTES}\n"
+    paced_page(
+        dir,
+        "streamed",
+        &format!(
+            "        textDeltas: {STREAMED_DELTAS}\n        paceMs: {PACE_MS}\n        markdownBytes: {STREAMED_BYTES}\n"
         ),
-    )?;
-    let web = Web::start(dir, &path)?;
-    let (created, _) = web.call("session.create", &json!({"model": "instant/instant"}))?;
-    let session = created["sessionId"]
-        .as_str()
-        .ok_or_else(|| anyhow::anyhow!("no session"))?
-        .to_owned();
-    if let Some(figures) = page_scenario(&web, "bench-stream", &session)? {
-        for (name, key, unit) in [
+        "bench-stream",
+        &[
             ("web_page_stream_long_tasks", "longTasks", "tasks"),
             ("web_page_stream_longest_task", "longestTask", "ms"),
             ("web_page_stream_frame_p95", "frameP95", "ms"),
             ("web_page_stream_frames", "frames", "frames"),
-        ] {
-            report(name, figures[key].as_f64().unwrap_or(f64::NAN), unit);
-        }
-    }
-    web.host.stop();
-    Ok(())
+        ],
+    )
 }
 
 /// What one socket saw of the live turn.
