@@ -6,7 +6,7 @@
 import { element, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 import { renderTrajectory } from "./trajectory.js";
 import { loadModels, send, showControls, startDemo, wireComposer } from "./composer.js";
-import { $, call, fail, state, toast } from "./core.js";
+import { $, boot, call, fail, state, toast } from "./core.js";
 import { applyTheme, wireSettings } from "./settings.js";
 import { refreshSessions, renderSessions } from "./sidebar.js";
 import { refreshTrust, renderHero } from "./start-page.js";
@@ -485,7 +485,9 @@ async function start() {
   // not one call after another.
   const wanted = location.hash.slice(1);
   const history = wanted ? call("session.history", { sessionId: wanted, limit: FIRST_PAGE }).catch(() => null) : null;
-  const [host] = await Promise.all([call("host.describe"), refreshTrust(), refreshSessions(), loadModels().catch(() => {})]);
+  // The host's description comes with the page; asked only when it did not.
+  const described = boot.host ? Promise.resolve(boot.host) : call("host.describe");
+  const [host] = await Promise.all([described, refreshTrust(), refreshSessions(), loadModels().catch(() => {})]);
   state.host = host;
   renderHero(host);
   connect();

@@ -3,7 +3,7 @@
 
 import { element } from "./render.js";
 
-const boot = JSON.parse(document.getElementById("boot").textContent);
+export const boot = JSON.parse(document.getElementById("boot").textContent);
 export const state = {
   host: null,
   sessions: [],

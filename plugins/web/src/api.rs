@@ -200,7 +200,7 @@ impl Api {
         value.map_err(|error| Failure(RpcErrorCode::Internal, error.to_string()))
     }
 
-    fn describe(&self) -> HostDescription {
+    pub(crate) fn describe(&self) -> HostDescription {
         let providers = match self.ctx.get::<LlmService>(LLM_SERVICE) {
             Ok(Some(llm)) => llm.providers().iter().map(|p| p.to_string()).collect(),
             _ => Vec::new(),

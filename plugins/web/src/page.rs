@@ -29,6 +29,8 @@ pub(crate) struct Boot<'a> {
     pub(crate) csrf: &'a str,
     pub(crate) boot_id: &'a str,
     pub(crate) version: &'a str,
+    /// What `host.describe` answers, so the first paint needs one call fewer.
+    pub(crate) host: Option<dsh_protocol::HostDescription>,
 }
 
 /// The app page with `boot` in a JSON data block (not a script: the CSP allows no inline
@@ -77,6 +79,7 @@ mod tests {
             csrf: "</script><script>alert(1)</script>",
             boot_id: "b",
             version: "0",
+            host: None,
         });
         assert!(!page.contains("</script><script>alert"), "{page}");
         assert!(page.contains("\\u003c/script>"));

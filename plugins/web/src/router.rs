@@ -103,6 +103,7 @@ impl Router {
                         csrf: &guard.secrets.csrf,
                         boot_id: &guard.secrets.boot_id,
                         version: env!("CARGO_PKG_VERSION"),
+                        host: Some(self.api.describe()),
                     };
                     secured(ServerResponse::new(
                         200,
