@@ -41,7 +41,11 @@ fn apply(items: &mut BTreeMap<String, Value>, order: &mut Vec<String>, frame: &V
                     .expect("an item whose blocks change");
                 let from = op["from"].as_u64().unwrap() as usize;
                 let mut blocks: Vec<Value> = item["blocks"].as_array().cloned().unwrap_or_default();
-                assert!(from <= blocks.len(), "blocks from {from} of {}", blocks.len());
+                assert!(
+                    from <= blocks.len(),
+                    "blocks from {from} of {}",
+                    blocks.len()
+                );
                 blocks.truncate(from);
                 blocks.extend(op["blocks"].as_array().unwrap().iter().cloned());
                 item["blocks"] = Value::Array(blocks);
@@ -65,6 +69,9 @@ fn a_prompt_streams_its_turn_as_items_that_the_history_agrees_with() {
         &json!({"cwd": dir.join("work").to_str().unwrap()}),
     );
     let session = created["sessionId"].as_str().unwrap().to_owned();
+    // Read once before the turn: the history after it is that fold caught up, not a new one.
+    let before = web.call("session.history", &json!({"sessionId": session}));
+    assert_eq!(before["items"], json!([]), "{before}");
     let mut socket = web.events();
     socket.send(&json!({"type": "subscribe", "sessionId": session}));
     let subscribed = socket.until(50, |frame| frame["type"] == "session/subscribed");
@@ -275,14 +282,20 @@ fn a_session_that_asks_before_every_command_asks_for_a_plain_echo() {
         "session.setPermission",
         &json!({"sessionId": session, "preset": "ask-every-command"}),
     );
-    web.call("session.prompt", &json!({"sessionId": session, "text": "run it"}));
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "run it"}),
+    );
     let frames = socket.until(300, |frame| {
         undecided_card(std::slice::from_ref(frame), "approval").is_some()
     });
     let ask = undecided_card(&frames, "approval").unwrap_or_else(|| panic!("no ask: {frames:?}"));
     assert_eq!(ask["reason"], "this session asks before every command");
     let id = ask["id"].as_str().unwrap();
-    web.call("approval.respond", &json!({"approvalId": id, "outcome": "allowed-once"}));
+    web.call(
+        "approval.respond",
+        &json!({"approvalId": id, "outcome": "allowed-once"}),
+    );
     socket.until(300, turn_ended);
     let history = web.call("session.history", &json!({"sessionId": session}));
     assert_eq!(history["preset"], "ask-every-command", "{history}");
@@ -621,7 +634,10 @@ fn files_named(root: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
-    let server = FakeDeepSeek::start(vec![Reply::text("first answer"), Reply::text("second answer")]);
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
     let dir = TestDir::new("web-list-activity");
     let web = start(&server, &dir);
     let mut socket = web.events();
@@ -631,11 +647,14 @@ fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
         let id = created["sessionId"].as_str().unwrap().to_owned();
         web.call("session.prompt", &json!({"sessionId": id, "text": text}));
         socket.until(200, |frame| {
-            frame["type"] == "host/session-status" && frame["sessionId"] == id && frame["running"] == false
+            frame["type"] == "host/session-status"
+                && frame["sessionId"] == id
+                && frame["running"] == false
         });
         id
     };
-    let long = converse("please look at the failing integration tests in the web crate and fix them");
+    let long =
+        converse("please look at the failing integration tests in the web crate and fix them");
     std::thread::sleep(std::time::Duration::from_millis(20));
     let short = converse("hi");
     let empty = web.call("session.create", &json!({"cwd": cwd.to_str().unwrap()}))["sessionId"]
@@ -660,14 +679,26 @@ fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
     let position = |id: &str| listed.iter().position(|(s, ..)| s == id).unwrap();
     assert!(position(&short) < position(&long), "{listed:?}");
     let of = |id: &str| listed[position(id)].clone();
-    assert!(of(&short).1 >= of(&long).1 && of(&long).1.is_some(), "{listed:?}");
-    assert_eq!(of(&empty).1, None, "a session with no message has no activity: {listed:?}");
-    assert!(of(&long).2.ends_with('…'), "the cut title says so: {listed:?}");
+    assert!(
+        of(&short).1 >= of(&long).1 && of(&long).1.is_some(),
+        "{listed:?}"
+    );
+    assert_eq!(
+        of(&empty).1,
+        None,
+        "a session with no message has no activity: {listed:?}"
+    );
+    assert!(
+        of(&long).2.ends_with('…'),
+        "the cut title says so: {listed:?}"
+    );
     assert_eq!(of(&short).2, "hi", "{listed:?}");
     // Opening the older conversation is no activity: the order stands.
     web.call("session.history", &json!({"sessionId": long}));
     let reopened = order(&web.call("session.list", &json!({})));
-    let ids = |list: &[(String, Option<i64>, String)]| list.iter().map(|(id, ..)| id.clone()).collect::<Vec<_>>();
+    let ids = |list: &[(String, Option<i64>, String)]| {
+        list.iter().map(|(id, ..)| id.clone()).collect::<Vec<_>>()
+    };
     assert_eq!(ids(&reopened), ids(&listed));
     // The store keeps both beside each log, for a listing that reads no log.
     let deadline = std::time::Instant::now() + WAIT;
@@ -680,5 +711,8 @@ fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
         .iter()
         .map(|path| std::fs::read_to_string(path).unwrap())
         .collect();
-    assert!(titles.iter().any(|title| title.ends_with('…')), "{titles:?}");
+    assert!(
+        titles.iter().any(|title| title.ends_with('…')),
+        "{titles:?}"
+    );
 }

@@ -33,6 +33,10 @@ pub(crate) struct Api {
     pub(crate) credentials_writable: bool,
     /// The last folder walked for `@` completions.
     pub(crate) files: std::sync::Arc<crate::files::FileIndex>,
+    /// The folds of the sessions read last, caught up on each read.
+    pub(crate) folds: crate::fold_cache::FoldCache,
+    /// Each session's latest permission preset, read incrementally.
+    pub(crate) presets: dsh_sessions_seam::LatestOf<dsh_protocol::PermissionPresetEvent>,
 }
 
 /// A method's failure, coded.

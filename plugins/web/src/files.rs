@@ -118,7 +118,9 @@ impl crate::api::Api {
             .ok()
             .and_then(|agents| {
                 let listed: Vec<dsh_protocol::AgentSummary> = agents.list().decode().ok()?;
-                listed.into_iter().find(|agent| agent.id == request.session_id)
+                listed
+                    .into_iter()
+                    .find(|agent| agent.id == request.session_id)
             })
             .map(|agent| agent.cwd);
         let cwd = match live {
@@ -151,7 +153,12 @@ mod tests {
     fn a_name_that_starts_with_the_query_comes_first_and_ignored_files_never() {
         let root = std::env::temp_dir().join(format!("dsh-web-files-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        for path in ["src/main.rs", "src/domain.rs", "docs/main-notes.md", "target/main.o"] {
+        for path in [
+            "src/main.rs",
+            "src/domain.rs",
+            "docs/main-notes.md",
+            "target/main.o",
+        ] {
             let path = root.join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "x").unwrap();
@@ -160,7 +167,10 @@ mod tests {
         let index = FileIndex::default();
         let (found, partial) = index.complete(&root, "main");
         assert!(!partial);
-        assert_eq!(found, ["src/main.rs", "docs/main-notes.md", "src/domain.rs"]);
+        assert_eq!(
+            found,
+            ["src/main.rs", "docs/main-notes.md", "src/domain.rs"]
+        );
         let (found, _) = index.complete(&root, "SRC/");
         assert_eq!(found, ["src/main.rs", "src/domain.rs"]);
         std::fs::remove_dir_all(&root).unwrap();

@@ -14,6 +14,7 @@ mod args;
 mod demo;
 mod files;
 mod fold;
+mod fold_cache;
 mod guard;
 mod jobs;
 mod live;
@@ -199,6 +200,8 @@ impl Plugin for WebPlugin {
                 settings_file: config.settings_file.as_ref().map(std::path::PathBuf::from),
                 credentials_writable: !remote || args.allow_remote_settings,
                 files: Arc::default(),
+                folds: fold_cache::FoldCache::default(),
+                presets: dsh_sessions_seam::LatestOf::default(),
             },
             hub,
             remote && !args.allow_remote_settings,

@@ -8,9 +8,9 @@
 use abi_stable::std_types::{RNone, RString};
 use dsh_protocol::kinds;
 use dsh_protocol::{
-    AgentStatus, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest, RpcErrorCode,
-    ArchiveRequest, SearchRequest, SearchResult, ServerFrame, SessionRef, SessionTitleEvent, SetPermission,
-    TitleSource,
+    AgentStatus, ArchiveRequest, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest,
+    RpcErrorCode, SearchRequest, SearchResult, ServerFrame, SessionRef, SessionTitleEvent,
+    SetPermission, TitleSource,
 };
 use dsh_sessions_seam::{
     NewEventRecord, SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionBox, SessionErrorKind,
@@ -243,7 +243,10 @@ impl Api {
             .ok()
             .flatten()
             .is_some_and(|sessions| {
-                sessions.live().iter().any(|id| id.as_str() == request.session_id)
+                sessions
+                    .live()
+                    .iter()
+                    .any(|id| id.as_str() == request.session_id)
             });
         self.hub
             .broadcast(&crate::session_added(request.session_id, live));

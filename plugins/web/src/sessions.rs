@@ -8,9 +8,9 @@ use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::kinds;
 use dsh_protocol::{
     AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
-    HistoryRequest, ItemRequest, Message, MessageSource, PermissionPresetEvent, PromptAccepted,
-    PromptMode, RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList,
-    SessionRef, SessionSummary, UpdateQueue,
+    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode,
+    RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef,
+    SessionSummary, UpdateQueue,
 };
 use dsh_sessions_seam::{
     SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionErrorKind, SessionStoreService,
@@ -26,7 +26,7 @@ struct LiveListing {
     active_at: Option<i64>,
     waiting: bool,
 }
-use crate::fold::{Fold, wire_item, with_blocks};
+use crate::fold::{wire_item, with_blocks};
 
 /// Items a history page holds when the client does not say.
 const PAGE: u64 = 200;
@@ -79,22 +79,25 @@ impl Api {
             .map(|id| {
                 let listing = self.live_listing(id).unwrap_or_default();
                 SessionSummary {
-                id: id.clone(),
-                cwd: agents.iter().find(|a| &a.id == id).map(|a| a.cwd.clone()),
-                created_at: now,
-                updated_at: now,
-                active_at: listing.active_at,
-                title: listing.title,
-                waiting: listing.waiting,
-                archived: false,
-                live: true,
-                subagent_of: None,
-                fork_of: None,
-                broken: None,
-            }})
+                    id: id.clone(),
+                    cwd: agents.iter().find(|a| &a.id == id).map(|a| a.cwd.clone()),
+                    created_at: now,
+                    updated_at: now,
+                    active_at: listing.active_at,
+                    title: listing.title,
+                    waiting: listing.waiting,
+                    archived: false,
+                    live: true,
+                    subagent_of: None,
+                    fork_of: None,
+                    broken: None,
+                }
+            })
             .collect();
         sessions.splice(0..0, unwritten);
-        sessions.sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
+        sessions.sort_by_key(|summary| {
+            std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at))
+        });
         Ok(SessionList { sessions })
     }
 
@@ -145,51 +148,43 @@ impl Api {
 
     pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {
         let session = self.open_session(&request.session_id).await?;
-        let mut fold = Fold::quiet();
-        for record in session.events(0, session.event_count()).iter() {
-            fold.apply(record);
-        }
         let limit = usize::try_from(request.limit.unwrap_or(PAGE).max(1)).unwrap_or(usize::MAX);
-        let items = fold.items();
-        let start = items.len().saturating_sub(limit);
-        Ok(SessionHistory {
-            session_id: request.session_id,
-            items: items[start..].iter().map(wire_item).collect(),
-            earlier: start as u64,
-            last_seq: fold.last_seq,
-            running: fold.running,
-            title: fold.title.clone(),
-            stats: fold.tally.session.clone(),
-            preset: session
-                .events(0, session.event_count())
-                .iter()
-                .rev()
-                .find_map(|record| record.decode::<PermissionPresetEvent>()?.ok())
-                .map(|event| event.preset),
-        })
+        let preset = self.presets.of(&session).map(|event| event.preset);
+        let history = self.folds.read(&session, |fold| {
+            let items = fold.items();
+            let start = items.len().saturating_sub(limit);
+            SessionHistory {
+                session_id: request.session_id.clone(),
+                items: items[start..].iter().map(wire_item).collect(),
+                earlier: start as u64,
+                last_seq: fold.last_seq,
+                running: fold.running,
+                title: fold.title.clone(),
+                stats: fold.tally.session.clone(),
+                preset,
+            }
+        });
+        Ok(history)
     }
 
     /// One item, whole.
     pub(crate) async fn item(&self, request: ItemRequest) -> Result<ChatItem, Failure> {
         let session = self.open_session(&request.session_id).await?;
-        let mut fold = Fold::quiet();
-        for record in session.events(0, session.event_count()).iter() {
-            fold.apply(record);
-        }
-        fold.items()
-            .iter()
-            .find(|item| item.id() == request.item_id)
-            .cloned()
-            .map(with_blocks)
-            .ok_or_else(|| {
-                Failure(
-                    RpcErrorCode::BadRequest,
-                    format!(
-                        "no item `{}` in session `{}`",
-                        request.item_id, request.session_id
-                    ),
-                )
-            })
+        let found = self.folds.read(&session, |fold| {
+            fold.items()
+                .iter()
+                .find(|item| item.id() == request.item_id)
+                .cloned()
+        });
+        found.map(with_blocks).ok_or_else(|| {
+            Failure(
+                RpcErrorCode::BadRequest,
+                format!(
+                    "no item `{}` in session `{}`",
+                    request.item_id, request.session_id
+                ),
+            )
+        })
     }
 
     pub(crate) async fn create(&self, request: CreateRequest) -> Result<Created, Failure> {

@@ -23,7 +23,14 @@ fn span(from: i64, to: i64) -> Option<u64> {
 
 /// What a call is about, on one line.
 fn summary(name: &str, arguments: &str) -> String {
-    let line = |text: &str| text.lines().next().unwrap_or_default().chars().take(160).collect();
+    let line = |text: &str| {
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(160)
+            .collect()
+    };
     match view(name, arguments, None) {
         ToolView::Terminal { command, .. } => line(&command),
         ToolView::Diff { path, .. } | ToolView::Read { path, .. } => path,
@@ -36,7 +43,10 @@ fn summary(name: &str, arguments: &str) -> String {
 }
 
 /// The timeline of `records`.
-pub(crate) fn trajectory(session_id: &str, records: &[abi_stable::std_types::RArc<EventRecord>]) -> Trajectory {
+pub(crate) fn trajectory(
+    session_id: &str,
+    records: &[abi_stable::std_types::RArc<EventRecord>],
+) -> Trajectory {
     let mut turns: Vec<TrajectoryTurn> = Vec::new();
     let mut calls: HashMap<String, (usize, usize, usize, i64)> = HashMap::new();
     for record in records.iter() {
@@ -46,7 +56,10 @@ pub(crate) fn trajectory(session_id: &str, records: &[abi_stable::std_types::RAr
                 if let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>()
                     && matches!(message.source, MessageSource::User { .. })
                 {
-                    let said: String = text_of(&message.content).chars().take(PROMPT_SHOWN).collect();
+                    let said: String = text_of(&message.content)
+                        .chars()
+                        .take(PROMPT_SHOWN)
+                        .collect();
                     // A prompt is logged inside the turn it opens (a later one steers it).
                     if let Some(turn) = turns.last_mut()
                         && turn.prompt.is_empty()
@@ -104,7 +117,9 @@ pub(crate) fn trajectory(session_id: &str, records: &[abi_stable::std_types::RAr
                 }
                 for block in &message.message.content {
                     match block {
-                        ContentBlock::Text { text } => step.text_chars += text.chars().count() as u64,
+                        ContentBlock::Text { text } => {
+                            step.text_chars += text.chars().count() as u64
+                        }
                         ContentBlock::Reasoning { text } => {
                             step.reasoning_chars += text.chars().count() as u64;
                         }
@@ -124,7 +139,10 @@ pub(crate) fn trajectory(session_id: &str, records: &[abi_stable::std_types::RAr
                 let Some(step) = turn.steps.last_mut() else {
                     continue;
                 };
-                calls.insert(call.call_id.clone(), (turn_at, step_at, step.calls.len(), time));
+                calls.insert(
+                    call.call_id.clone(),
+                    (turn_at, step_at, step.calls.len(), time),
+                );
                 step.calls.push(TrajectoryCall {
                     summary: summary(&call.name, &call.arguments),
                     call_id: call.call_id,

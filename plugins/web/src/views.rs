@@ -184,19 +184,36 @@ mod tests {
         let edit = json!({"file_path": "a.rs", "old_string": "b", "new_string": "B"}).to_string();
         let meta = json!({"diffs": [{"path": "a.rs", "oldText": "a\nb\nc", "newText": "a\nB\nc", "oldStart": 7, "newStart": 7}]});
         let card = with_recorded_hunks(view("edit", &edit, Some("ok")), Some(&meta));
-        let ToolView::Diff { hunks, added, removed, .. } = card else {
+        let ToolView::Diff {
+            hunks,
+            added,
+            removed,
+            ..
+        } = card
+        else {
             panic!("not a diff: {card:?}");
         };
         assert_eq!((added, removed), (1, 1));
-        let numbers: Vec<_> = hunks[0].lines.iter().map(|line| (line.old, line.new)).collect();
+        let numbers: Vec<_> = hunks[0]
+            .lines
+            .iter()
+            .map(|line| (line.old, line.new))
+            .collect();
         assert_eq!(
             numbers,
-            [(Some(7), Some(7)), (Some(8), None), (None, Some(8)), (Some(9), Some(9))]
+            [
+                (Some(7), Some(7)),
+                (Some(8), None),
+                (None, Some(8)),
+                (Some(9), Some(9))
+            ]
         );
         // A reference record (no starts) keeps the context, unnumbered.
         let meta = json!({"diffs": [{"path": "a.rs", "oldText": "a\nb", "newText": "a\nB"}]});
         let card = with_recorded_hunks(view("edit", &edit, Some("ok")), Some(&meta));
-        assert!(matches!(card, ToolView::Diff { ref hunks, .. } if hunks[0].lines.len() == 3 && hunks[0].lines[0].old.is_none()));
+        assert!(
+            matches!(card, ToolView::Diff { ref hunks, .. } if hunks[0].lines.len() == 3 && hunks[0].lines[0].old.is_none())
+        );
     }
 
     #[test]

@@ -264,7 +264,7 @@ pub(super) const FIGURES: &[Figure] = &[
         section: WEB,
         ours: "web_history_tail_p50",
         peer: None,
-        what: "session.history tail page (200 items), request to last byte on loopback, p50 (ms; target under 50)",
+        what: "session.history tail page (200 items), request to last byte on loopback, p50 (ms; target under 50; the session read again, so its kept fold is only caught up)",
     },
     Figure {
         section: WEB,

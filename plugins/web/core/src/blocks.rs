@@ -124,7 +124,10 @@ mod tests {
         // The paragraph, the fence (blank line inside kept), "After the code.", the open list.
         assert_eq!(rest.blocks.len(), 4, "{rest:?}");
         assert!(rest.blocks[1].contains(">b<"), "{rest:?}");
-        assert!(rest.blocks[1].contains("hl-"), "settled code is highlighted");
+        assert!(
+            rest.blocks[1].contains("hl-"),
+            "settled code is highlighted"
+        );
         assert!(rest.blocks[3].contains("<li>two</li>"), "{rest:?}");
     }
 

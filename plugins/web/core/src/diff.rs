@@ -28,9 +28,8 @@ fn hunk(old: DiffSide<'_>, new: DiffSide<'_>) -> DiffHunk {
         .timeout(MATCH_TIME)
         .diff_lines(old.text, new.text);
     let mut lines = Vec::new();
-    let numbered = |start: Option<u64>, index: Option<usize>| {
-        Some(start? + u64::try_from(index?).ok()?)
-    };
+    let numbered =
+        |start: Option<u64>, index: Option<usize>| Some(start? + u64::try_from(index?).ok()?);
     let inline = old.text.len() + new.text.len() <= INLINE_LIMIT;
     let deadline = Instant::now() + MATCH_TIME;
     for op in diff.ops() {
@@ -87,7 +86,9 @@ fn spans_of(parts: Vec<(bool, String)>) -> Vec<DiffSpan> {
 }
 
 /// The page's hunks of recorded `(old, new)` pairs.
-pub fn hunks<'a>(recorded: impl IntoIterator<Item = (DiffSide<'a>, DiffSide<'a>)>) -> Vec<DiffHunk> {
+pub fn hunks<'a>(
+    recorded: impl IntoIterator<Item = (DiffSide<'a>, DiffSide<'a>)>,
+) -> Vec<DiffHunk> {
     recorded
         .into_iter()
         .map(|(old, new)| hunk(old, new))
@@ -160,7 +161,12 @@ mod tests {
     #[test]
     fn without_a_recorded_start_lines_are_not_numbered() {
         let found = hunks([(side("x", None), side("y\nz", None))]);
-        assert!(found[0].lines.iter().all(|line| line.old.is_none() && line.new.is_none()));
+        assert!(
+            found[0]
+                .lines
+                .iter()
+                .all(|line| line.old.is_none() && line.new.is_none())
+        );
         assert_eq!(found[0].lines.len(), 3);
     }
 

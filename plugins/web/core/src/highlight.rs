@@ -95,7 +95,10 @@ fn coloured(language: &str, code: &str) -> Option<String> {
     for line in LinesWithEndings::from(code) {
         let ops = state.parse_line(line, &SYNTAXES).ok()?;
         let mut at = 0;
-        for (offset, op) in ops.iter().chain(std::iter::once(&(line.len(), syntect::parsing::ScopeStackOp::Noop))) {
+        for (offset, op) in ops.iter().chain(std::iter::once(&(
+            line.len(),
+            syntect::parsing::ScopeStackOp::Noop,
+        ))) {
             let piece = &line[at..*offset];
             if !piece.is_empty() {
                 let class = class_of(&stack);

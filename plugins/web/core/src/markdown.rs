@@ -86,9 +86,11 @@ pub fn render(text: &str, highlight: bool) -> String {
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
                 let language = match kind {
-                    CodeBlockKind::Fenced(info) => {
-                        info.split_whitespace().next().unwrap_or_default().to_owned()
-                    }
+                    CodeBlockKind::Fenced(info) => info
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned(),
                     CodeBlockKind::Indented => String::new(),
                 };
                 code = Some((language, String::new()));
@@ -191,8 +193,14 @@ mod tests {
         assert!(html.contains("<td>2</td>"), "{html}");
         assert!(!html.contains("style="), "{html}");
         let aligned = render("| a | b |\n|:-:|--:|\n| 1 | 2 |", true);
-        assert!(aligned.contains("<th class=\"align-center\">a</th>"), "{aligned}");
-        assert!(aligned.contains("<td class=\"align-right\">2</td>"), "{aligned}");
+        assert!(
+            aligned.contains("<th class=\"align-center\">a</th>"),
+            "{aligned}"
+        );
+        assert!(
+            aligned.contains("<td class=\"align-right\">2</td>"),
+            "{aligned}"
+        );
         assert!(html.contains("type=\"checkbox\""), "{html}");
         assert!(html.contains("<blockquote>"), "{html}");
         assert!(html.contains("<del>old</del>"), "{html}");
@@ -206,8 +214,14 @@ mod tests {
         );
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
-        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
     }
 
     #[test]
@@ -240,7 +254,10 @@ mod tests {
         let html = render("```rust\nfn main() { let x = 1; }\n```", true);
         assert!(html.contains("class=\"copy\""), "{html}");
         assert!(html.contains("<span class=\"hl-keyword\">fn"), "{html}");
-        assert!(html.contains("<span class=\"hl-number\">1</span>"), "{html}");
+        assert!(
+            html.contains("<span class=\"hl-number\">1</span>"),
+            "{html}"
+        );
         assert!(html.contains("data-language=\"rust\""), "{html}");
         let plain = render("```rust\nfn main() {}\n```", false);
         assert!(!plain.contains("hl-keyword"), "{plain}");

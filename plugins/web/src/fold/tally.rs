@@ -77,12 +77,16 @@ impl Tally {
             }
             kinds::TOOL_RESULT => {
                 let result = record.decode::<ToolResultEvent>()?.ok()?;
-                let ids = result.message.content.iter().filter_map(|block| match block {
-                    dsh_protocol::ContentBlock::ToolResult { tool_call_id, .. } => {
-                        Some(tool_call_id)
-                    }
-                    _ => None,
-                });
+                let ids = result
+                    .message
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        dsh_protocol::ContentBlock::ToolResult { tool_call_id, .. } => {
+                            Some(tool_call_id)
+                        }
+                        _ => None,
+                    });
                 for id in ids {
                     if let Some(started) = self.calls_started.remove(id) {
                         self.session.tool_ms += millis(time - started);
