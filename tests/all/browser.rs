@@ -229,8 +229,9 @@ fn two_tabs_share_a_session_and_an_answer_given_in_one() {
 fn a_written_file_shows_as_a_diff_and_is_written_where_the_session_works() {
     let arguments =
         json!({"file_path": "notes.txt", "content": "first line\nsecond line"}).to_string();
-    let edit = json!({"file_path": "notes.txt", "old_string": "second line", "new_string": "second row"})
-        .to_string();
+    let edit =
+        json!({"file_path": "notes.txt", "old_string": "second line", "new_string": "second row"})
+            .to_string();
     scenario(
         "write",
         vec![
@@ -258,7 +259,9 @@ fn markdown_answer() -> String {
          A [bad link](javascript:window.injected=true) and [the docs](https://example.com/docs).\n\n",
     );
     for n in 1..=30 {
-        text.push_str(&format!("Paragraph {n} goes on with **bold**, `code` and *emphasis*.\n\n"));
+        text.push_str(&format!(
+            "Paragraph {n} goes on with **bold**, `code` and *emphasis*.\n\n"
+        ));
     }
     text
 }
@@ -524,9 +527,14 @@ fn at_completes_the_sessions_files_as_git_lists_them_and_the_model_gets_the_path
         return;
     };
     let sent = server.requests();
-    let prompts: Vec<String> = sent.iter().flat_map(|request| request.user_texts()).collect();
+    let prompts: Vec<String> = sent
+        .iter()
+        .flat_map(|request| request.user_texts())
+        .collect();
     assert!(
-        prompts.iter().any(|text| text == "look at @src/main.rs please"),
+        prompts
+            .iter()
+            .any(|text| text == "look at @src/main.rs please"),
         "{prompts:?}"
     );
 }

@@ -44,10 +44,8 @@ impl HostControl for ExitRequests {
 /// Registers the `host` service; the receiver yields every exit code asked for.
 pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, PluginError> {
     let (sender, receiver) = unbounded_channel();
-    let service = HostControl_TO::from_value(
-        ExitRequests(sender, runtime.report_handle()),
-        TD_Opaque,
-    );
+    let service =
+        HostControl_TO::from_value(ExitRequests(sender, runtime.report_handle()), TD_Opaque);
     runtime.provide_host(HOST_SERVICE, ErasedService::new(service))?;
     Ok(receiver)
 }

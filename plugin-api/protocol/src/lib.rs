@@ -90,7 +90,6 @@ pub use sandbox::{
 };
 pub use schema::schema_document;
 pub use stats::{SessionStats, TurnStats};
-pub use trajectory::{Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn};
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use subagent::{
     ChildStatus, ChildSummary, DelegateArgs, InterruptArgs, ListAgentsArgs, ListScope, ReportArgs,
@@ -101,17 +100,18 @@ pub use tools::{
     OutcomeSummary, PostDecision, PreDecision, Restriction, StepReport, ToolDecl, ToolError,
     ToolErrorInfo, ToolGuidance, ToolReply, ToolSuccess,
 };
+pub use trajectory::{Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn};
 pub use turn::{
     AbortCause, Continuation, PreStepDecision, PromptDecision, PromptSubmit, RequestErrorDecision,
     RequestFailure, StepProposal, TurnEndReason, TurnOutcome, TurnStopping,
 };
 pub use unknown::{OpenTags, Unknown};
 pub use web::{
-    AnswerReceipt, ApprovalAnswer, ArchiveRequest, ClientFrame, CompleteFiles, CreateRequest, Created,
-    CredentialName, FileCompletions, PluginList, PluginRow,
-    CredentialState, CredentialsDescription, ForkRequest, HistoryRequest, HostDescription,
-    ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest, PromptAccepted, PromptMode,
-    RenameRequest, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, SearchHit,
-    SearchRequest, SearchResult, SelectModel, SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
+    AnswerReceipt, ApprovalAnswer, ArchiveRequest, ClientFrame, CompleteFiles, CreateRequest,
+    Created, CredentialName, CredentialState, CredentialsDescription, FileCompletions, ForkRequest,
+    HistoryRequest, HostDescription, ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest,
+    PluginList, PluginRow, PromptAccepted, PromptMode, RenameRequest, RpcError, RpcErrorCode,
+    RpcRequest, RpcResponse, RpcResult, SearchHit, SearchRequest, SearchResult, SelectModel,
+    SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
     SettingsDescription, SettingsUpdate, UpdateQueue,
 };

@@ -135,7 +135,11 @@ impl Plugin for PermissionsPlugin {
 }
 
 /// Whether `session`'s preset puts every shell command to a person.
-fn asks_every_command(ctx: &Context, presets: &LatestOf<PermissionPresetEvent>, session: &str) -> bool {
+fn asks_every_command(
+    ctx: &Context,
+    presets: &LatestOf<PermissionPresetEvent>,
+    session: &str,
+) -> bool {
     let Ok(live) = open_live(ctx, session) else {
         return false;
     };

@@ -100,6 +100,7 @@ pub(crate) fn summaries(
         })
         .chain(broken)
         .collect();
-    summaries.sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
+    summaries
+        .sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
     Ok(summaries)
 }

@@ -12,8 +12,8 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions,
-    read_session, session_dir,
+    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, read_session,
+    session_dir,
 };
 use dsh_session_log::SessionEvent;
 use dsh_sessions_seam::{
@@ -225,7 +225,10 @@ impl Store {
         {
             let mut first = lock(&stored.first_message);
             if first.is_none() {
-                *first = batch.iter().find(|record| is_human_message(record)).cloned();
+                *first = batch
+                    .iter()
+                    .find(|record| is_human_message(record))
+                    .cloned();
             }
             if let Some(message) = first.as_ref()
                 && !listed.iter().any(|record| record.seq == message.seq)

@@ -11,7 +11,11 @@ use dsh_sessions_seam::{SessionError, SessionErrorKind};
 use crate::store::{error, lookup, storage};
 
 /// The log of stored session `id` under `root` (`NotFound` when there is none).
-pub(crate) fn stored_log(root: &Path, encoding: Encoding, id: &str) -> Result<PathBuf, SessionError> {
+pub(crate) fn stored_log(
+    root: &Path,
+    encoding: Encoding,
+    id: &str,
+) -> Result<PathBuf, SessionError> {
     find_session(root, encoding, id)
         .map_err(lookup)?
         .ok_or_else(|| {
@@ -23,7 +27,11 @@ pub(crate) fn stored_log(root: &Path, encoding: Encoding, id: &str) -> Result<Pa
 }
 
 /// The directory of stored session `id` under `root`, its log's.
-pub(crate) fn stored_dir(root: &Path, encoding: Encoding, id: &str) -> Result<PathBuf, SessionError> {
+pub(crate) fn stored_dir(
+    root: &Path,
+    encoding: Encoding,
+    id: &str,
+) -> Result<PathBuf, SessionError> {
     let path = stored_log(root, encoding, id)?;
     Ok(path.parent().map_or_else(|| root.to_owned(), PathBuf::from))
 }

@@ -355,7 +355,11 @@ fn hunks<'a>(
             } else {
                 let keep = lines.len().min(context);
                 current.extend(lines[..keep].iter().map(|l| (LineKind::Context, strip(l))));
-                out.push((current_start.0, current_start.1, std::mem::take(&mut current)));
+                out.push((
+                    current_start.0,
+                    current_start.1,
+                    std::mem::take(&mut current),
+                ));
                 open = false;
             }
         }

@@ -45,8 +45,18 @@ fn hunks_match_jsdiff_on_the_generated_corpus() {
         );
         // Each hunk's sides are where its starts say, in the file before and after.
         for diff in &got {
-            assert!(at_line(&case.before, diff.old_start, diff.old_text.as_deref().unwrap_or("")), "case {index}: old side of {diff:?}");
-            assert!(at_line(&case.after, diff.new_start, &diff.new_text), "case {index}: new side of {diff:?}");
+            assert!(
+                at_line(
+                    &case.before,
+                    diff.old_start,
+                    diff.old_text.as_deref().unwrap_or("")
+                ),
+                "case {index}: old side of {diff:?}"
+            );
+            assert!(
+                at_line(&case.after, diff.new_start, &diff.new_text),
+                "case {index}: new side of {diff:?}"
+            );
         }
     }
 }
@@ -89,7 +99,10 @@ fn distant_changes_are_separate_hunks() {
     assert_eq!(diffs.len(), 2);
     assert_eq!(diffs[0].old_text.as_deref(), Some("1\n2\n3\n4\n5"));
     assert_eq!(diffs[1].new_text, "16\n17\n18\nnineteen\n20");
-    assert_eq!((diffs[0].old_start, diffs[1].old_start, diffs[1].new_start), (1, 16, 16));
+    assert_eq!(
+        (diffs[0].old_start, diffs[1].old_start, diffs[1].new_start),
+        (1, 16, 16)
+    );
 }
 
 #[test]

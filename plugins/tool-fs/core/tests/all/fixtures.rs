@@ -114,8 +114,16 @@ fn without_hunk_starts(meta: Option<Value>) -> Option<Value> {
     if let Some(diffs) = meta.get_mut("diffs").and_then(Value::as_array_mut) {
         for diff in diffs {
             let diff = diff.as_object_mut().unwrap();
-            assert!(diff.remove("oldStart").is_some_and(|n| n.as_u64() >= Some(1)), "{diff:?}");
-            assert!(diff.remove("newStart").is_some_and(|n| n.as_u64() >= Some(1)), "{diff:?}");
+            assert!(
+                diff.remove("oldStart")
+                    .is_some_and(|n| n.as_u64() >= Some(1)),
+                "{diff:?}"
+            );
+            assert!(
+                diff.remove("newStart")
+                    .is_some_and(|n| n.as_u64() >= Some(1)),
+                "{diff:?}"
+            );
         }
     }
     Some(meta)
