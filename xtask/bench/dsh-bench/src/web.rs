@@ -178,9 +178,10 @@ fn history(dir: &Path, work: &Path) -> anyhow::Result<()> {
     report("web_history_tail_p95", percentile(times, 0.95), "ms");
     report("web_history_tail_bytes", bytes as f64, "bytes");
     report("web_history_raw_bytes", raw as f64, "bytes");
-    page_figures(&web, &id)?;
+    // The host is stopped whatever the page did: a failed scenario must not leave it running.
+    let painted = page_figures(&web, &id);
     web.host.stop();
-    Ok(())
+    painted
 }
 
 /// Runs page scenario `name` of `tests/web/scenarios.mjs` on session `session` in Chromium
@@ -272,12 +273,13 @@ fn paced_page(
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("no session"))?
         .to_owned();
-    if let Some(found) = page_scenario(&web, scenario, &session)? {
+    let found = page_scenario(&web, scenario, &session);
+    web.host.stop();
+    if let Some(found) = found? {
         for (figure, key, unit) in figures {
             report(figure, found[*key].as_f64().unwrap_or(f64::NAN), unit);
         }
     }
-    web.host.stop();
     Ok(())
 }
 
