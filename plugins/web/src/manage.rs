@@ -220,9 +220,7 @@ impl Api {
         self.hub.broadcast(&crate::session_added(id, false));
         Ok(serde_json::json!({}))
     }
-}
 
-impl Api {
     /// `session.archive`: a session put away (or back); every page lists it anew.
     pub(crate) async fn archive(
         &self,

@@ -23,7 +23,7 @@ mod latest;
 mod listing;
 
 pub use latest::LatestOf;
-pub use listing::{last_activity, listed_title, waiting_for_a_person};
+pub use listing::{last_activity, listed_title, shown_title, waiting_for_a_person};
 
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};

@@ -7,32 +7,33 @@ use dsh_protocol::{TitleSource, kinds, text_of};
 
 use crate::EventRecord;
 
-/// The latest title of `records`, as a list shows it: a title made of the first words of a
-/// message that goes on ends with "…", so it does not read as a phrase cut short. (When that
-/// message is not among `records`, the title is shown as it is.)
+/// `title` as a list shows it: one made of the first words of a message that goes on (`said`,
+/// that message's text, when known) ends with "…", so it does not read as a phrase cut short.
+pub fn shown_title(title: dsh_protocol::SessionTitleEvent, said: Option<&str>) -> String {
+    let cut = title.source == TitleSource::Fallback
+        && said.is_some_and(|said| {
+            said.split_whitespace().count() > title.title.split_whitespace().count()
+        });
+    match cut {
+        true => format!("{}…", title.title.trim_end()),
+        false => title.title,
+    }
+}
+
+/// The latest title of `records`, as a list shows it ([`shown_title`]; when the message it was
+/// made of is not among `records`, the title is shown as it is).
 pub fn listed_title(records: &[RArc<EventRecord>]) -> Option<String> {
     let title = records
         .iter()
         .rev()
         .filter(|record| record.kind.as_str() == kinds::SESSION_TITLE)
         .find_map(|record| record.decode::<dsh_protocol::SessionTitleEvent>()?.ok())?;
-    if title.source != TitleSource::Fallback {
-        return Some(title.title);
-    }
-    let message = records
+    let said = records
         .iter()
         .filter(|record| title.message_seqs.contains(&record.seq))
-        .find_map(|record| record.decode::<dsh_protocol::UserMessageEvent>()?.ok());
-    let Some(dsh_protocol::UserMessageEvent(message)) = message else {
-        return Some(title.title);
-    };
-    let said = text_of(&message.content);
-    let words_said = said.split_whitespace().count();
-    let words_kept = title.title.split_whitespace().count();
-    Some(match words_said > words_kept {
-        true => format!("{}…", title.title.trim_end()),
-        false => title.title,
-    })
+        .find_map(|record| record.decode::<dsh_protocol::UserMessageEvent>()?.ok())
+        .map(|dsh_protocol::UserMessageEvent(message)| text_of(&message.content));
+    Some(shown_title(title, said.as_deref()))
 }
 
 /// Whether the turn `records` end in waits for a person: it asked (an approval, a question)

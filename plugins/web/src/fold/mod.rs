@@ -11,7 +11,7 @@ use dsh_protocol::{
     MessageSource, SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus,
     ToolView, TurnEndEvent, UserMessageEvent, text_of,
 };
-use dsh_sessions_seam::EventRecord;
+use dsh_sessions_seam::{EventRecord, shown_title};
 
 use dsh_web_core::StreamedMarkdown;
 
@@ -257,24 +257,13 @@ impl Fold {
         change
     }
 
-    /// A title as the page shows it: one made of the first words of a message that goes on
-    /// ends with "…" (as the session list shows it).
+    /// A title as the page shows it, as the session list does ([`shown_title`]).
     fn shown_title(&self, title: SessionTitleEvent) -> String {
-        if title.source != dsh_protocol::TitleSource::Fallback {
-            return title.title;
-        }
-        let message = self.items.iter().find_map(|item| match item {
+        let said = self.items.iter().find_map(|item| match item {
             ChatItem::User { seq, text, .. } if title.message_seqs.contains(seq) => Some(text),
             _ => None,
         });
-        match message {
-            Some(text)
-                if text.split_whitespace().count() > title.title.split_whitespace().count() =>
-            {
-                format!("{}…", title.title.trim_end())
-            }
-            _ => title.title,
-        }
+        shown_title(title, said.map(String::as_str))
     }
 
     fn chunk(&mut self, seq: u64, event: AssistantChunkEvent, change: &mut Change) {
