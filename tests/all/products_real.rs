@@ -45,9 +45,16 @@ struct BenchModel {
 }
 
 impl BenchModel {
-    fn start(dir: &TestDir) -> Self {
+    /// The server, or why it cannot run: its script lives beside the checkout, in the peers'
+    /// folder, which a clone standing alone does not have.
+    fn start(dir: &TestDir) -> Result<Self, String> {
         let script =
             dsh_tests::workspace_root().join("../shared/peers/agents-bench/fake_server.py");
+        if !script.is_file() {
+            return Err(
+                "the agents-bench fake model server (../shared/peers/agents-bench/fake_server.py) is not beside the checkout".to_owned(),
+            );
+        }
         let port_file = dir.join("model.port");
         let mut child = std::process::Command::new("python3")
             .arg(script)
@@ -62,7 +69,7 @@ impl BenchModel {
                 .ok()
                 .and_then(|text| text.trim().parse().ok())
             {
-                return Self { child, port };
+                return Ok(Self { child, port });
             }
             std::thread::sleep(std::time::Duration::from_millis(25));
         }
@@ -102,7 +109,13 @@ fn the_real_codex_runs_as_a_child_and_its_answer_reaches_the_parent() {
         }
     };
     let dir = TestDir::new("products-real-codex");
-    let model = BenchModel::start(&dir);
+    let model = match BenchModel::start(&dir) {
+        Ok(model) => model,
+        Err(reason) => {
+            dsh_tests::skip("the real Codex as a child", &reason);
+            return;
+        }
+    };
     let home = codex_home(&dir, &model);
     // Codex will not make its helper links under the temp dir: its temp dir is elsewhere.
     let tmp = dir.join("codex-tmp");
@@ -141,7 +154,13 @@ fn the_real_claude_code_runs_as_a_child_and_its_answer_reaches_the_parent() {
         }
     };
     let dir = TestDir::new("products-real-claude");
-    let model = BenchModel::start(&dir);
+    let model = match BenchModel::start(&dir) {
+        Ok(model) => model,
+        Err(reason) => {
+            dsh_tests::skip("the real Claude Code as a child", &reason);
+            return;
+        }
+    };
     let config = dir.join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
     let server = FakeDeepSeek::start(vec![
