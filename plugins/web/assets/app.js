@@ -412,9 +412,10 @@ function onFrame(frame) {
       refreshSessions().catch(() => {});
       break;
     case "host/session-waiting": {
-      const session = state.sessions.find((s) => s.id === frame.sessionId);
-      if (session) session.waiting = frame.waiting;
-      renderSessions();
+      // The frame is newer than any listing still on its way, so it wins over the listing.
+      state.waiting.set(frame.sessionId, frame.waiting);
+      if (state.sessions.some((s) => s.id === frame.sessionId)) renderSessions();
+      else refreshSessions().catch(() => {});
       break;
     }
     case "host/session-status":

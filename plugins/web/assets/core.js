@@ -14,6 +14,7 @@ export const state = {
   dirty: new Set(),
   retry: 0,
   showArchived: false,
+  waiting: new Map(), // session id -> whether it waits for a person, as host/session-waiting said
   hits: null, // Map of session id to its search hit, while the messages are searched
 };
 

@@ -81,7 +81,7 @@ export function renderSessions() {
       }
       const running = state.running.has(session.id);
       // A session waiting for a person outranks one that is merely running.
-      const dot = session.waiting
+      const dot = (state.waiting.get(session.id) ?? session.waiting)
         ? element("span", { class: "dot waiting", title: "Waiting for your answer", "aria-label": "waiting for your answer" })
         : element("span", { class: running ? "dot live" : "dot", "aria-label": running ? "running" : null });
       const row = element(
