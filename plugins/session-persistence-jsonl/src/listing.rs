@@ -27,7 +27,7 @@ fn activity(path: &Path) -> Option<i64> {
         })
         .map(|event| event.time);
     let written = found.map(|time| time.to_string()).unwrap_or_default();
-    let _ = std::fs::write(dir.join(ACTIVITY_FILE), written);
+    crate::store::write_listing_file(dir, ACTIVITY_FILE, &written);
     found
 }
 

@@ -121,6 +121,21 @@ pub(crate) const TITLE_FILE: &str = "title";
 /// (milliseconds since the epoch; empty for none yet).
 pub(crate) const ACTIVITY_FILE: &str = "activity";
 
+/// Writes `text` to the listing file `name` in `dir` whole or not at all: written aside, then
+/// renamed over the old one, so a listing in another process (or thread) never reads it half
+/// written. A file that cannot be written costs only the listing's line.
+pub(crate) fn write_listing_file(dir: &Path, name: &str, text: &str) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let aside = dir.join(format!(
+        ".{name}.{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    if std::fs::write(&aside, text).is_err() || std::fs::rename(&aside, dir.join(name)).is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
+}
+
 /// `<root>.trash` beside the root: inside it, the trash would be listed as a project.
 fn trash_beside(root: &Path) -> PathBuf {
     let name = root.file_name().map_or_else(
@@ -268,10 +283,10 @@ impl Store {
                 // The latest title and activity beside the log, so a listing need not read
                 // whole logs. One that cannot be written costs only the listing's line.
                 if let Some(title) = listed_title(&listed) {
-                    let _ = std::fs::write(dir.join(TITLE_FILE), title);
+                    write_listing_file(&dir, TITLE_FILE, &title);
                 }
                 if let Some(active) = last_activity(&records) {
-                    let _ = std::fs::write(dir.join(ACTIVITY_FILE), active.to_string());
+                    write_listing_file(&dir, ACTIVITY_FILE, &active.to_string());
                 }
                 Ok(())
             })
