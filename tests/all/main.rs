@@ -5,6 +5,7 @@
     reason = "tests drive the host from their own threads and timers"
 )]
 
+mod acp;
 mod agents;
 mod bad_input;
 mod bounds;
@@ -35,6 +36,7 @@ mod replay;
 mod retry;
 mod runtime;
 mod sandbox;
+mod sdk;
 mod seam_compat;
 mod session;
 mod session_store;

@@ -9,18 +9,22 @@ use crate::library::Libraries;
 use crate::runtime::Source;
 
 /// The bundles compiled into the binary (overridable from `$DSH_HOME/bundles/<name>.yml`).
-const BUILTIN_BUNDLES: [(&str, &str); 5] = [
+const BUILTIN_BUNDLES: [(&str, &str); 7] = [
     ("base", include_str!("../../../bundles/base.yml")),
     ("agent", include_str!("../../../bundles/agent.yml")),
     ("headless", include_str!("../../../bundles/headless.yml")),
     ("web", include_str!("../../../bundles/web.yml")),
+    ("sdk", include_str!("../../../bundles/sdk.yml")),
+    ("acp", include_str!("../../../bundles/acp.yml")),
     ("examples", include_str!("../../../bundles/examples.yml")),
 ];
 
 /// Profiles created from a template on first use, with their bundles.
-const PROFILE_TEMPLATES: [(&str, &[&str]); 3] = [
+const PROFILE_TEMPLATES: [(&str, &[&str]); 5] = [
     ("web", &["base", "agent", "web"]),
     ("headless", &["base", "agent", "headless"]),
+    ("sdk", &["base", "agent", "sdk"]),
+    ("acp", &["base", "agent", "acp"]),
     ("demo", &["examples"]),
 ];
 

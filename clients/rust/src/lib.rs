@@ -1,0 +1,1 @@
+//! `dsh-client` (being built): a Rust client of the dsh client protocol.

@@ -1,0 +1,1 @@
+//! Plugin `acp` (being built): the Agent Client Protocol agent for editors, over stdio.

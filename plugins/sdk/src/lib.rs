@@ -1,0 +1,1 @@
+//! Plugin `sdk` (being built): the SDK runtime, newline-delimited JSON-RPC 2.0 on stdio.

@@ -1,0 +1,1 @@
+//! `dsh-host --profile acp` through the real binary (being built).

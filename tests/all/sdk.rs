@@ -1,0 +1,1 @@
+//! `dsh-host --profile sdk` through the real binary (being built).
