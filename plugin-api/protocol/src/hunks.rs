@@ -51,7 +51,7 @@ pub struct DiffSpan {
 }
 
 /// Cuts `hunks` to at most `limit` bytes of line text (whole lines); whether any was cut.
-pub(crate) fn cut_hunks(hunks: &mut Vec<DiffHunk>, limit: usize) -> bool {
+pub fn cut_hunks(hunks: &mut Vec<DiffHunk>, limit: usize) -> bool {
     let mut budget = limit;
     let mut cut_at = None;
     'find: for (hunk_index, hunk) in hunks.iter().enumerate() {

@@ -3,7 +3,8 @@
 //! requests, the data of every core session event, a turn's request, end and outcome, the
 //! decisions of the loop's and the pipeline's hooks, tool declarations and replies, approvals,
 //! the agents registry's options and notices, prompt assembly, the sandbox's modes and
-//! policies, and the web API's envelope and payloads.
+//! policies, tool views, and what the store and the host list. What clients send and receive
+//! (requests, results, frames) is the client protocol's (`dsh-client-protocol`).
 //!
 //! Every type is a serde value with a JSON Schema ([`schema_document`]), and serializes to
 //! exactly the JSON the reference writes into its session logs, so logs move between the two
@@ -16,7 +17,6 @@
 //! reads what a newer one writes.
 
 mod agent;
-mod chat;
 mod commands;
 mod compaction;
 mod content;
@@ -27,27 +27,22 @@ mod hunks;
 mod ids;
 mod jobs;
 pub mod kinds;
+mod listing;
 mod model;
 mod prompt;
 mod questions;
 mod sandbox;
 mod schema;
-mod stats;
 mod stream;
 mod subagent;
+mod tool_view;
 mod tools;
-mod trajectory;
 mod turn;
 mod unknown;
-mod web;
 
 pub use agent::{
     AgentNoticeData, AgentOptions, AgentSeed, AgentStatus, AgentSummary, InboxListing, QueueAction,
     SessionStartSource,
-};
-pub use chat::{
-    AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, ToolStatus,
-    ToolView, WIRE_TEXT_LIMIT,
 };
 pub use commands::{
     CommandDoneEvent, CommandInvocation, CommandKind, CommandOutcome, CommandRunEvent, CommandSpec,
@@ -72,9 +67,10 @@ pub use events::{
     ToolResultEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
-pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan};
+pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan, cut_hunks};
 pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, uuid_v4_layout};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
+pub use listing::{PluginRow, SearchHit, SessionSummary};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
     ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,
@@ -89,29 +85,19 @@ pub use sandbox::{
     Enforcement, PermissionPreset, ProjectTrust, SandboxMode, SandboxPolicy, looks_secret,
 };
 pub use schema::schema_document;
-pub use stats::{SessionStats, TurnStats};
 pub use stream::{FinishReason, ReplayEnvelope, StreamChunk, TokenUsage};
 pub use subagent::{
     ChildStatus, ChildSummary, DelegateArgs, InterruptArgs, ListAgentsArgs, ListScope, ReportArgs,
     SendMessageArgs, SubagentDescriptorEvent, SubagentMode, SubagentNotice,
 };
+pub use tool_view::{ToolStatus, ToolView};
 pub use tools::{
     AdditionalContext, ApprovalOutcome, ApprovalRequest, CallReport, Concurrency, Guidance,
     OutcomeSummary, PostDecision, PreDecision, Restriction, StepReport, ToolDecl, ToolError,
     ToolErrorInfo, ToolGuidance, ToolReply, ToolSuccess,
 };
-pub use trajectory::{Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn};
 pub use turn::{
     AbortCause, Continuation, PreStepDecision, PromptDecision, PromptSubmit, RequestErrorDecision,
     RequestFailure, StepProposal, TurnEndReason, TurnOutcome, TurnStopping,
 };
 pub use unknown::{OpenTags, Unknown};
-pub use web::{
-    AnswerReceipt, ApprovalAnswer, ArchiveRequest, ClientFrame, CompleteFiles, CreateRequest,
-    Created, CredentialName, CredentialState, CredentialsDescription, FileCompletions, ForkRequest,
-    HistoryRequest, HostDescription, ItemRequest, JobRef, ModelList, ModelRoute, ModelsRequest,
-    PluginList, PluginRow, PromptAccepted, PromptMode, RenameRequest, RpcError, RpcErrorCode,
-    RpcRequest, RpcResponse, RpcResult, SearchHit, SearchRequest, SearchResult, SelectModel,
-    SendPrompt, ServerFrame, SessionList, SessionRef, SessionSummary, SetCredential, SetPermission,
-    SettingsDescription, SettingsUpdate, UpdateQueue,
-};

@@ -2,9 +2,9 @@
 //! its value or its coded error answered in the reference's response shape.
 
 use dsh_agents_seam::{AgentsError, AgentsErrorKind};
+use dsh_client_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::Context;
-use dsh_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
 use serde::Deserialize;
 
 /// What the methods read.
@@ -224,7 +224,7 @@ impl Api {
 
 impl Api {
     /// `host.plugins`: the rows of the running tree and how each is doing.
-    fn plugins(&self) -> Result<dsh_protocol::PluginList, Failure> {
+    fn plugins(&self) -> Result<dsh_client_protocol::PluginList, Failure> {
         let host = self
             .ctx
             .get::<dsh_plugin_api::io::control::HostControlService>(
@@ -235,7 +235,7 @@ impl Api {
             .ok_or_else(|| Failure::internal("no `host` service"))?;
         let plugins = serde_json::from_str(host.rows().as_str())
             .map_err(|error| Failure::internal(format!("the host's rows: {error}")))?;
-        Ok(dsh_protocol::PluginList { plugins })
+        Ok(dsh_client_protocol::PluginList { plugins })
     }
 }
 

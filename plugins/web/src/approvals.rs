@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_approval_seam::APPROVAL_REQUEST;
+use dsh_client_protocol::{AnswerReceipt, ApprovalAnswer};
 use dsh_plugin_api::{Context, Json, Next, PluginError, lock};
 use dsh_protocol::{
-    AnswerReceipt, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, ApprovalScope,
-    ApprovalVerdict, ToolCallEvent,
+    ApprovalOutcome, ApprovalRequest, ApprovalScope, ApprovalVerdict, ToolCallEvent,
 };
 use dsh_sessions_seam::open_live;
 

@@ -4,8 +4,9 @@
 //! call runs for real, in a directory of its own under the home.
 
 use dsh_agents_seam::AgentsExt;
+use dsh_client_protocol::Created;
 use dsh_plugin_api::cancel::{Either, first_of};
-use dsh_protocol::{AgentOptions, ContentBlock, Created, Message, MessageSource};
+use dsh_protocol::{AgentOptions, ContentBlock, Message, MessageSource};
 
 use crate::api::{Api, Failure};
 

@@ -111,8 +111,8 @@ impl crate::api::Api {
     /// `files.complete`: the files of the session's folder that best answer what follows `@`.
     pub(crate) async fn complete_files(
         &self,
-        request: dsh_protocol::CompleteFiles,
-    ) -> Result<dsh_protocol::FileCompletions, crate::api::Failure> {
+        request: dsh_client_protocol::CompleteFiles,
+    ) -> Result<dsh_client_protocol::FileCompletions, crate::api::Failure> {
         let live = self
             .agents()
             .ok()
@@ -141,7 +141,7 @@ impl crate::api::Api {
             .blocking(move || index.complete(&root, &query))
             .await
             .map_err(|error| crate::api::Failure::internal(error.to_string()))?;
-        Ok(dsh_protocol::FileCompletions { files, partial })
+        Ok(dsh_client_protocol::FileCompletions { files, partial })
     }
 }
 

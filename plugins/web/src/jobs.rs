@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
+use dsh_client_protocol::{JobRef, RpcErrorCode, ServerFrame};
 use dsh_jobs_seam::{JOBS_CHANGED, JOBS_SERVICE, JobsService};
 use dsh_plugin_api::{Context, PluginError, SeamErrorKind};
-use dsh_protocol::{JobRef, RpcErrorCode, ServerFrame};
 
 use crate::api::{Api, Failure};
 use crate::live::Hub;

@@ -49,10 +49,9 @@ use dsh_agents_seam::{
     AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS_SERVICE,
     AgentsService,
 };
+use dsh_client_protocol::ServerFrame;
 use dsh_compaction_seam::{COMPACTION_SERVICE, CompactionService};
-use dsh_protocol::{
-    AgentNoticeData, AgentStatus, PermissionPresetEvent, ServerFrame, SessionSummary,
-};
+use dsh_protocol::{AgentNoticeData, AgentStatus, PermissionPresetEvent, SessionSummary};
 use dsh_sessions_seam::{SESSION_CREATED, SESSION_EVENT};
 
 use crate::args::{DEFAULT_PORT, Parsed, USAGE};

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
+use dsh_client_protocol::{ServerFrame, SessionUpdate};
 use dsh_plugin_api::{Context, lock};
-use dsh_protocol::{InboxListing, ServerFrame, SessionUpdate};
+use dsh_protocol::InboxListing;
 use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionError, SessionsService};
 use tokio::sync::mpsc;
 

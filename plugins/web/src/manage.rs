@@ -6,12 +6,12 @@
 //! (if idle) is disposed, and refuses a session that is running a turn.
 
 use abi_stable::std_types::{RNone, RString};
-use dsh_protocol::kinds;
-use dsh_protocol::{
-    AgentStatus, ArchiveRequest, ChatItem, Created, ForkRequest, PermissionPreset, RenameRequest,
-    RpcErrorCode, SearchRequest, SearchResult, ServerFrame, SessionRef, SessionTitleEvent,
-    SetPermission, TitleSource,
+use dsh_client_protocol::{
+    ArchiveRequest, ChatItem, Created, ForkRequest, RenameRequest, RpcErrorCode, SearchRequest,
+    SearchResult, ServerFrame, SessionRef, SetPermission,
 };
+use dsh_protocol::kinds;
+use dsh_protocol::{AgentStatus, PermissionPreset, SessionTitleEvent, TitleSource};
 use dsh_sessions_seam::{
     NewEventRecord, SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionBox, SessionErrorKind,
     SessionStoreService, SessionsService,

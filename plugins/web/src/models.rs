@@ -2,8 +2,8 @@
 //! their catalogs), a session's current route, and changing it for the session's next turns.
 
 use abi_stable::std_types::RString;
+use dsh_client_protocol::{ModelList, ModelRoute, ModelsRequest, RpcErrorCode, SelectModel};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
-use dsh_protocol::{ModelList, ModelRoute, ModelsRequest, RpcErrorCode, SelectModel};
 
 use crate::api::{Api, Failure};
 

@@ -30,7 +30,7 @@ pub(crate) struct Boot<'a> {
     pub(crate) boot_id: &'a str,
     pub(crate) version: &'a str,
     /// What `host.describe` answers, so the first paint needs one call fewer.
-    pub(crate) host: Option<dsh_protocol::HostDescription>,
+    pub(crate) host: Option<dsh_client_protocol::HostDescription>,
 }
 
 /// The app page with `boot` in a JSON data block (not a script: the CSP allows no inline

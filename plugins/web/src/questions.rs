@@ -8,9 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_client_protocol::AnswerReceipt;
 use dsh_plugin_api::{Context, Json, Next, PluginError};
 use dsh_protocol::{
-    AnswerReceipt, QuestionAnswer, QuestionRequest, QuestionResponse, QuestionVerdict, UserQuestion,
+    QuestionAnswer, QuestionRequest, QuestionResponse, QuestionVerdict, UserQuestion,
 };
 use dsh_user_questions_seam::QUESTIONS_REQUEST;
 

@@ -3,14 +3,16 @@
 
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsErrorKind, AgentsExt, AgentsService};
+use dsh_client_protocol::{
+    ChatItem, CreateRequest, Created, HistoryRequest, ItemRequest, PromptAccepted, PromptMode,
+    RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef, UpdateQueue,
+};
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
 use dsh_protocol::kinds;
 use dsh_protocol::{
-    AbortCause, AgentOptions, AgentSummary, ChatItem, ContentBlock, CreateRequest, Created,
-    HistoryRequest, ItemRequest, Message, MessageSource, PromptAccepted, PromptMode,
-    RequestContextEvent, RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef,
-    SessionSummary, UpdateQueue,
+    AbortCause, AgentOptions, AgentSummary, ContentBlock, Message, MessageSource,
+    RequestContextEvent, SessionSummary,
 };
 use dsh_sessions_seam::{
     SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, SessionErrorKind, SessionStoreService,

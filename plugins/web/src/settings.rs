@@ -3,11 +3,11 @@
 //! the next request uses it without a restart; no method ever answers a value.
 
 use abi_stable::std_types::RString;
-use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService, valid_name};
-use dsh_plugin_api::{SeamError, SeamErrorKind, Service};
-use dsh_protocol::{
+use dsh_client_protocol::{
     CredentialName, CredentialState, CredentialsDescription, RpcErrorCode, SetCredential,
 };
+use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService, valid_name};
+use dsh_plugin_api::{SeamError, SeamErrorKind, Service};
 
 use crate::api::{Api, Failure};
 
@@ -182,7 +182,7 @@ impl Api {
     pub(crate) async fn describe_settings(
         &self,
         writable: bool,
-    ) -> Result<dsh_protocol::SettingsDescription, Failure> {
+    ) -> Result<dsh_client_protocol::SettingsDescription, Failure> {
         let path = self.settings_file()?;
         let document = self
             .ctx
@@ -190,7 +190,7 @@ impl Api {
             .await
             .map_err(|error| Failure::internal(error.to_string()))?
             .map_err(|error| Failure::internal(error.to_string()))?;
-        Ok(dsh_protocol::SettingsDescription {
+        Ok(dsh_client_protocol::SettingsDescription {
             base_url: base_url_of(&document),
             writable,
         })
@@ -200,7 +200,7 @@ impl Api {
     /// remounts the adapter row with its new config.
     pub(crate) async fn update_settings(
         &self,
-        update: dsh_protocol::SettingsUpdate,
+        update: dsh_client_protocol::SettingsUpdate,
     ) -> Result<(), Failure> {
         let rejected = |message: String| Failure(RpcErrorCode::SettingsRejected, message);
         if let Some(url) = &update.base_url {
@@ -245,8 +245,8 @@ impl Api {
     /// under `permissions.allow` in the settings document (the host reloads the rules row).
     pub(crate) async fn respond(
         &self,
-        answer: dsh_protocol::ApprovalAnswer,
-    ) -> Result<dsh_protocol::AnswerReceipt, Failure> {
+        answer: dsh_client_protocol::ApprovalAnswer,
+    ) -> Result<dsh_client_protocol::AnswerReceipt, Failure> {
         let (mut receipt, always) = self
             .pending
             .answer(answer)

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use abi_stable::std_types::{RNone, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_client_protocol::{ClientFrame, ServerFrame};
 use dsh_plugin_api::Context;
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::io::http_server::{WebSocketBox, WebSocketSession, WsMessage};
-use dsh_protocol::{ClientFrame, ServerFrame};
 
 use crate::live::Hub;
 

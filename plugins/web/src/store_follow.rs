@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use dsh_client_protocol::ServerFrame;
 use dsh_plugin_api::{Context, PluginError, lock};
-use dsh_protocol::{ServerFrame, SessionSummary};
+use dsh_protocol::SessionSummary;
 use dsh_sessions_seam::{SESSION_PERSISTENCE_SERVICE, SESSION_STORE_CHANGED, SessionStoreService};
 
 use crate::live::Hub;

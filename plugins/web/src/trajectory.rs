@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 
+use dsh_client_protocol::{SessionRef, Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn};
 use dsh_protocol::{
-    AssistantMessageEvent, ContentBlock, MessageSource, SessionRef, StepStartEvent, ToolCallEvent,
-    ToolResultEvent, ToolView, Trajectory, TrajectoryCall, TrajectoryStep, TrajectoryTurn,
-    TurnEndEvent, TurnEndReason, TurnStartEvent, UserMessageEvent, kinds, text_of,
+    AssistantMessageEvent, ContentBlock, MessageSource, StepStartEvent, ToolCallEvent,
+    ToolResultEvent, ToolView, TurnEndEvent, TurnEndReason, TurnStartEvent, UserMessageEvent,
+    kinds, text_of,
 };
 use dsh_sessions_seam::EventRecord;
 

@@ -6,7 +6,8 @@
 //! must not switch a repository's hooks on.
 
 use abi_stable::std_types::RString;
-use dsh_protocol::{ProjectTrust, RpcErrorCode};
+use dsh_client_protocol::RpcErrorCode;
+use dsh_protocol::ProjectTrust;
 use dsh_trust_seam::{TRUST_SERVICE, TrustService};
 
 use crate::api::{Api, Failure};

@@ -1,11 +1,11 @@
 //! The fold's notices and asks: model retries and human commands as notices, approvals and
 //! questions as items answered in the page (an ask's decision updates its item in place).
 
+use dsh_client_protocol::{ChatItem, NoticeLevel};
 use dsh_protocol::kinds;
 use dsh_protocol::{
-    ApprovalAskedEvent, ApprovalDecidedEvent, ChatItem, CommandDoneEvent, CommandKind,
-    CommandRunEvent, FailureCode, LlmRetryEvent, NoticeLevel, QuestionAnsweredEvent,
-    QuestionAskedEvent,
+    ApprovalAskedEvent, ApprovalDecidedEvent, CommandDoneEvent, CommandKind, CommandRunEvent,
+    FailureCode, LlmRetryEvent, QuestionAnsweredEvent, QuestionAskedEvent,
 };
 use dsh_sessions_seam::EventRecord;
 

@@ -6,10 +6,11 @@
 use dsh_protocol::kinds;
 use std::collections::HashMap;
 
+use dsh_client_protocol::{AppendField, ChatItem, ItemOp};
 use dsh_protocol::{
-    AppendField, AssistantChunkEvent, AssistantMessageEvent, ChatItem, FinishReason, ItemOp,
-    MessageSource, SessionTitleEvent, StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus,
-    ToolView, TurnEndEvent, UserMessageEvent, text_of,
+    AssistantChunkEvent, AssistantMessageEvent, FinishReason, MessageSource, SessionTitleEvent,
+    StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus, ToolView, TurnEndEvent,
+    UserMessageEvent, text_of,
 };
 use dsh_sessions_seam::{EventRecord, shown_title};
 
@@ -26,7 +27,7 @@ pub(crate) struct Change {
     pub(crate) ops: Vec<ItemOp>,
     pub(crate) running: Option<bool>,
     pub(crate) title: Option<String>,
-    pub(crate) stats: Option<dsh_protocol::SessionStats>,
+    pub(crate) stats: Option<dsh_client_protocol::SessionStats>,
 }
 
 /// The items of one session, and what the fold needs to place the next event.

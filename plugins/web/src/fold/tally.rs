@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use dsh_protocol::{AssistantMessageEvent, SessionStats, ToolResultEvent, TurnStats, kinds};
+use dsh_client_protocol::{SessionStats, TurnStats};
+use dsh_protocol::{AssistantMessageEvent, ToolResultEvent, kinds};
 use dsh_sessions_seam::EventRecord;
 
 #[derive(Debug, Default)]

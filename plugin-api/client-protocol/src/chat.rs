@@ -7,9 +7,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::events::TodoItem;
-use crate::tools::ApprovalOutcome;
-use crate::turn::TurnEndReason;
+use dsh_protocol::ApprovalOutcome;
+use dsh_protocol::{ToolStatus, ToolView, TurnEndReason};
 
 /// One item of a conversation; `id` is stable for the item's whole life, so an update that
 /// arrives after a reload lands on the right one.
@@ -84,16 +83,16 @@ pub enum ChatItem {
         outcome: Option<ApprovalOutcome>,
         /// How far an allowing answer reaches (`session`, `always`), when it said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        scope: Option<crate::ApprovalScope>,
+        scope: Option<dsh_protocol::ApprovalScope>,
     },
     /// Questions put to a person (`ask_user_question`): answerable (`question.respond`) while
     /// `outcome` is absent.
     Question {
         id: String,
         seq: u64,
-        questions: Vec<crate::UserQuestion>,
+        questions: Vec<dsh_protocol::UserQuestion>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        outcome: Option<crate::QuestionVerdict>,
+        outcome: Option<dsh_protocol::QuestionVerdict>,
     },
     /// Something a person should know that is not a message: a retry, a failure.
     Notice {
@@ -120,64 +119,10 @@ impl ChatItem {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum ToolStatus {
-    Running,
-    Ok,
-    Error,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
 pub enum NoticeLevel {
     Info,
     Warning,
     Error,
-}
-
-/// How a tool card shows its call, computed from the arguments and the result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(
-    tag = "kind",
-    rename_all = "kebab-case",
-    rename_all_fields = "camelCase"
-)]
-pub enum ToolView {
-    /// A shell command: the command, its output, its exit code once known.
-    Terminal {
-        command: String,
-        output: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        exit_code: Option<i32>,
-    },
-    /// A file written or edited: the change as unified hunks, and how many lines it added and
-    /// removed.
-    Diff {
-        path: String,
-        hunks: Vec<crate::DiffHunk>,
-        added: u64,
-        removed: u64,
-    },
-    /// A file read: its lines, numbered from `first_line`.
-    Read {
-        path: String,
-        first_line: u64,
-        text: String,
-    },
-    /// A search (glob, grep): what was looked for and the lines found.
-    Search { pattern: String, results: String },
-    /// The todo list as written.
-    Todo { items: Vec<TodoItem> },
-    /// A delegation (`subagent`, `subagent_fork`): the task, the child's session once it
-    /// started (its conversation is read with `session.history`), and its result.
-    Subagent {
-        label: String,
-        prompt: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        child: Option<String>,
-        result: String,
-    },
-    /// Any other tool: its arguments and result as text.
-    Generic { arguments: String, result: String },
 }
 
 /// The longest text a tool card carries on the wire; a longer one is cut (at a character
@@ -211,7 +156,7 @@ impl ChatItem {
             match view {
                 ToolView::Terminal { output, .. } => any |= cut(output),
                 ToolView::Diff { hunks, .. } => {
-                    any |= crate::hunks::cut_hunks(hunks, WIRE_TEXT_LIMIT);
+                    any |= dsh_protocol::cut_hunks(hunks, WIRE_TEXT_LIMIT);
                 }
                 ToolView::Read { text, .. } => any |= cut(text),
                 ToolView::Search { results, .. } => any |= cut(results),

@@ -1,126 +1,10 @@
-//! The web API's values: the envelope of a unary call (`POST /api/<method>`), its closed set of
-//! error codes, and the payloads of the methods. Method and field names follow the reference's
-//! web API where it has them, so its clients read ours.
+//! The params and results of the methods: sessions, prompts, queue, models, permissions,
+//! approvals, settings and credentials, the host's description.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::chat::SessionUpdate;
-
-/// The `type` of a call's body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum ClientRequestTag {
-    #[serde(rename = "client-request")]
-    ClientRequest,
-}
-
-/// The `type` of a call's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum ServerResponseTag {
-    #[serde(rename = "server-response")]
-    ServerResponse,
-}
-
-/// The body of `POST /api/<method>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RpcRequest {
-    #[serde(rename = "type")]
-    pub kind: ClientRequestTag,
-    /// The client's id for the call, echoed in the response.
-    pub rpc_id: String,
-    /// The method; must equal the one in the path.
-    pub method: String,
-    #[serde(default)]
-    pub payload: serde_json::Value,
-}
-
-/// The body of every answer to a unary call; the HTTP status only says the carrier worked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RpcResponse {
-    #[serde(rename = "type")]
-    pub kind: ServerResponseTag,
-    pub rpc_id: String,
-    pub result: RpcResult,
-}
-
-impl RpcResponse {
-    /// The answer to call `rpc_id`.
-    pub fn new(rpc_id: impl Into<String>, result: RpcResult) -> Self {
-        Self {
-            kind: ServerResponseTag::ServerResponse,
-            rpc_id: rpc_id.into(),
-            result,
-        }
-    }
-}
-
-/// A call's result: `{ok: true, value}` or `{ok: false, error}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RpcResult {
-    pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<RpcError>,
-}
-
-impl RpcResult {
-    pub fn value(value: serde_json::Value) -> Self {
-        Self {
-            ok: true,
-            value: Some(value),
-            error: None,
-        }
-    }
-
-    pub fn error(code: RpcErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            ok: false,
-            value: None,
-            error: Some(RpcError {
-                code,
-                message: message.into(),
-                details: None,
-            }),
-        }
-    }
-}
-
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RpcError {
-    pub code: RpcErrorCode,
-    /// For a person: what went wrong and, where it helps, what to do.
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<serde_json::Value>,
-}
-
-/// The closed set of failure codes a method answers (the reference's names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RpcErrorCode {
-    /// The envelope or the payload does not have the method's shape, or the method is unknown.
-    BadRequest,
-    Cancelled,
-    SessionNotFound,
-    /// No model route is usable (no key, no endpoint).
-    ModelUnavailable,
-    SessionConflict,
-    /// The session is running a turn and the method needs it idle.
-    AgentBusy,
-    QueueItemNotFound,
-    SteerUnavailable,
-    SettingsRejected,
-    SettingsConflict,
-    CredentialRejected,
-    TitleInvalid,
-    ForkUnavailable,
-    /// The server failed; the message says where.
-    Internal,
-}
+use dsh_protocol::{PluginRow, SearchHit, SessionSummary};
 
 /// `host.describe`: what the page needs before anything else.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -147,45 +31,6 @@ pub struct HostDescription {
     pub demo: bool,
 }
 
-/// One row of `session.list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionSummary {
-    pub id: String,
-    /// The working directory the session runs in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// Milliseconds since the epoch.
-    pub created_at: i64,
-    /// When its log last changed (milliseconds since the epoch).
-    pub updated_at: i64,
-    /// When its conversation last had a message, a person's or the model's; absent while it
-    /// has none. A list orders by it: opening, renaming or configuring a session is no activity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Whether it is open in this host.
-    pub live: bool,
-    /// Whether its running turn waits for a person's answer (an approval, a question).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub waiting: bool,
-    /// Put away by a person: kept, searchable, listed apart.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub archived: bool,
-    /// The parent session of a subagent's session (a child shown under its parent's card,
-    /// not in the list of conversations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subagent_of: Option<String>,
-    /// The session a fork was seeded from (its conversation up to a point).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fork_of: Option<String>,
-    /// Why the stored session cannot be opened (its file does not read as a session): listed
-    /// beside the others so one bad file hides nothing. Its `id` is then its folder's name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub broken: Option<String>,
-}
-
 /// The value of `session.list`: newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -203,38 +48,11 @@ pub struct SearchRequest {
     pub limit: Option<u32>,
 }
 
-/// A session whose conversation holds the text searched for: its latest message that does,
-/// around the match.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchHit {
-    pub session_id: String,
-    /// The message's seq in the session's log.
-    pub seq: u64,
-    /// Up to a line of the message around the match.
-    pub snippet: String,
-}
-
 /// The value of `session.search`: sessions with the latest activity first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchResult {
     pub hits: Vec<SearchHit>,
-}
-
-/// One row of the running tree, as `host.plugins` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginRow {
-    pub row: String,
-    pub plugin: String,
-    /// PENDING, LOADING, ACTIVE, FAILED, UNLOADING or DISPOSED.
-    pub state: String,
-    /// For a pending row: the services it waits for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub waiting_for: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// The value of `host.plugins`.
@@ -328,7 +146,7 @@ pub struct PromptAccepted {
     pub message_id: String,
     /// A prompt that was a command line ran as a command: its outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<crate::CommandOutcome>,
+    pub command: Option<dsh_protocol::CommandOutcome>,
 }
 
 /// `approval.respond`'s payload: a person's answer to a pending approval.
@@ -337,10 +155,10 @@ pub struct PromptAccepted {
 pub struct ApprovalAnswer {
     pub approval_id: String,
     /// `allowed-once` or `rejected`.
-    pub outcome: crate::tools::ApprovalOutcome,
+    pub outcome: dsh_protocol::ApprovalOutcome,
     /// How far an `allowed-once` reaches (default: this call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<crate::ApprovalScope>,
+    pub scope: Option<dsh_protocol::ApprovalScope>,
 }
 
 /// `approval.respond`'s value: whether this answer decided it (the first answer wins; a later
@@ -482,7 +300,7 @@ pub struct UpdateQueue {
     /// The waiting message's id, as the `session/queue` frame lists it.
     pub item_id: String,
     #[serde(flatten)]
-    pub action: crate::QueueAction,
+    pub action: dsh_protocol::QueueAction,
 }
 
 /// `session.setPermission`'s payload: the permission preset of a session's next calls.
@@ -509,77 +327,28 @@ pub struct JobRef {
     pub job_id: String,
 }
 
-/// What a client sends on the event socket (`GET /api/events`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(
-    tag = "type",
-    rename_all = "kebab-case",
-    rename_all_fields = "camelCase"
-)]
-pub enum ClientFrame {
-    /// Send this session's updates after `after_seq` (all of them without it), then live.
-    Subscribe {
-        session_id: String,
-        #[serde(default)]
-        after_seq: Option<u64>,
-    },
-    Unsubscribe {
-        session_id: String,
-    },
+/// The result of a method that answers nothing beyond its success (`{}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Done {}
+
+/// `credentials.unset`'s result: whether a stored value was removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Removed {
+    pub removed: bool,
 }
 
-/// What the server sends on the event socket.
+/// `commands.list`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all_fields = "camelCase")]
-pub enum ServerFrame {
-    /// What one log event changed.
-    #[serde(rename = "session/update")]
-    Update(SessionUpdate),
-    /// The replay after a subscribe is complete up to `last_seq`; live updates follow.
-    #[serde(rename = "session/subscribed")]
-    Subscribed {
-        session_id: String,
-        last_seq: Option<u64>,
-    },
-    /// This client fell too far behind (or the session could not be followed): refetch the
-    /// history and subscribe again.
-    #[serde(rename = "session/resync")]
-    Resync { session_id: String, reason: String },
-    /// A session appeared (created here, headless, or in another tab).
-    #[serde(rename = "host/session-added")]
-    SessionAdded { session: SessionSummary },
-    /// What a session's inbox holds, unclaimed: queued turns and steering for the running one
-    /// (sent when it changes, and on subscribe).
-    #[serde(rename = "session/queue")]
-    Queue {
-        session_id: String,
-        queue: crate::agent::InboxListing,
-    },
-    /// A session was deleted (moved to the trash).
-    /// A per-session value the page shows beside the conversation (`key: "context"`: the
-    /// token meter), pushed when it changes.
-    #[serde(rename = "session/projection")]
-    Projection {
-        session_id: String,
-        key: String,
-        value: serde_json::Value,
-    },
-    #[serde(rename = "host/session-removed")]
-    SessionRemoved { session_id: String },
-    /// A session started or stopped running a turn.
-    #[serde(rename = "host/session-status")]
-    SessionStatus { session_id: String, running: bool },
-    /// A session started or stopped waiting for a person (an approval, a question).
-    #[serde(rename = "host/session-waiting")]
-    SessionWaiting { session_id: String, waiting: bool },
-    /// Every 15 s; a new `boot_id` means the host restarted.
-    #[serde(rename = "heartbeat")]
-    Heartbeat { boot_id: String },
-    /// A frame the client sent could not be read.
-    #[serde(rename = "stream/error")]
-    Error { message: String },
+pub struct CommandList {
+    pub commands: Vec<dsh_protocol::CommandSpec>,
 }
 
-#[cfg(test)]
-#[path = "web_tests.rs"]
-mod tests;
+/// `session.killJob`'s result: what `job_kill` would have told the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JobKilled {
+    pub message: String,
+}
+
+/// `session.context`'s result: the compaction row's token meter, or without that row
+/// `{tokens, window}` from the session's latest answered request.
+pub type ContextMeter = serde_json::Value;
