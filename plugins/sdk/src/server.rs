@@ -129,7 +129,10 @@ impl Server {
             return Flow::Continue;
         }
         match classify(&text) {
-            Err((id, error)) => out.answer(&id, Err(error)),
+            Err(rejected) => {
+                let (id, error) = *rejected;
+                out.answer(&id, Err(error));
+            }
             // A notification is never answered; none is defined for the client to send.
             Ok(Incoming::Notification { .. } | Incoming::Response) => {}
             Ok(Incoming::Request { id, method, params }) => {

@@ -138,18 +138,18 @@ pub(crate) enum Incoming {
 
 /// Reads a frame; the error answer (with the id to answer, `null` when there is none) when the
 /// line is not one.
-pub(crate) fn classify(line: &str) -> Result<Incoming, (Value, RpcError)> {
+pub(crate) fn classify(line: &str) -> Result<Incoming, Box<(Value, RpcError)>> {
     let value: Value = serde_json::from_str(line).map_err(|error| {
-        (
+        Box::new((
             Value::Null,
             RpcError::new(PARSE_ERROR, format!("Parse error: {error}")),
-        )
+        ))
     })?;
     let Value::Object(mut frame) = value else {
-        return Err((
+        return Err(Box::new((
             Value::Null,
             RpcError::new(INVALID_REQUEST, "Invalid Request: a frame is a JSON object"),
-        ));
+        )));
     };
     let id = frame.remove("id");
     let answer_to = match &id {
@@ -157,10 +157,10 @@ pub(crate) fn classify(line: &str) -> Result<Incoming, (Value, RpcError)> {
         _ => Value::Null,
     };
     let invalid = |why: &str| {
-        (
+        Box::new((
             answer_to.clone(),
             RpcError::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
-        )
+        ))
     };
     if frame.get("jsonrpc") != Some(&Value::from("2.0")) {
         return Err(invalid("`jsonrpc` must be \"2.0\""));
@@ -290,12 +290,12 @@ mod tests {
             classify(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#),
             Ok(Incoming::Response)
         );
-        let (id, error) = classify("not json").unwrap_err();
+        let (id, error) = *classify("not json").unwrap_err();
         assert_eq!((id, error.code), (Value::Null, PARSE_ERROR));
-        let (id, error) = classify(r#"{"id":7,"method":"m"}"#).unwrap_err();
+        let (id, error) = *classify(r#"{"id":7,"method":"m"}"#).unwrap_err();
         assert_eq!((id, error.code), (Value::from(7), INVALID_REQUEST));
         assert!(error.message.contains("jsonrpc"));
-        let (_, error) = classify(r#"{"jsonrpc":"2.0","id":1,"method":3}"#).unwrap_err();
+        let (_, error) = *classify(r#"{"jsonrpc":"2.0","id":1,"method":3}"#).unwrap_err();
         assert!(error.message.contains("`method`"));
         assert_eq!(classify("[1]").unwrap_err().1.code, INVALID_REQUEST);
     }
