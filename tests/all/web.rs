@@ -148,10 +148,11 @@ fn a_signed_in_page_calls_the_api_with_its_csrf_header_and_a_script_with_its_bea
     assert_eq!(script.status, 200, "{script:?}");
     let wrong = web.call("host.describe", &[("Authorization", "Bearer 00"), json]);
     assert_eq!(wrong.status, 401);
-    // A method that does not exist is a coded error inside a working carrier.
+    // A method that does not exist is a coded error inside a working carrier, told apart from
+    // params that do not fit.
     let unknown = web.call("session.nothing", &[("Authorization", &bearer), json]);
     assert_eq!(unknown.status, 200);
-    assert_eq!(unknown.json()["result"]["error"]["code"], "bad-request");
+    assert_eq!(unknown.json()["result"]["error"]["code"], "method-not-found");
     assert_eq!(web.host.stop(), Some(0));
 }
 

@@ -1,11 +1,15 @@
-//! The unary methods of `POST /api/<method>`: the envelope read and checked, the method run,
-//! its value or its coded error answered in the reference's response shape.
+//! The methods of the client protocol: a request read from its method and params, checked,
+//! run over the services, its value or its coded error answered.
 
 use dsh_agents_seam::{AgentsError, AgentsErrorKind};
-use dsh_client_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
+use dsh_client_protocol::{
+    ClientRequest, Done, HostDescription, Removed, RequestError, RpcErrorCode, ServerFrame,
+};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::Context;
-use serde::Deserialize;
+
+use crate::connection::Caller;
+use crate::live::Outbox;
 
 /// What the methods read.
 pub(crate) struct Api {
@@ -18,9 +22,10 @@ pub(crate) struct Api {
     pub(crate) pending: std::sync::Arc<crate::approvals::Pending>,
     /// The questions waiting for a person's answers.
     pub(crate) questions: std::sync::Arc<crate::questions::Pending>,
+    /// Changes with every start of the service: a client that sees a new one resynchronizes.
     pub(crate) boot_id: String,
-    pub(crate) cwd: String,
-    pub(crate) remote: bool,
+    /// Where a client's new sessions start when its transport names no directory.
+    pub(crate) host_cwd: String,
     /// The row's `model`, which new sessions use over any default.
     pub(crate) configured_model: Option<String>,
     /// Where the offline demo keeps its log and working directory.
@@ -29,8 +34,6 @@ pub(crate) struct Api {
     pub(crate) demo_mounted: tokio::sync::Mutex<bool>,
     /// The settings document the page writes (`!home settings.yaml`).
     pub(crate) settings_file: Option<std::path::PathBuf>,
-    /// Whether credentials may be changed by this server's clients.
-    pub(crate) credentials_writable: bool,
     /// The last folder walked for `@` completions.
     pub(crate) files: std::sync::Arc<crate::files::FileIndex>,
     /// The folds of the sessions read last, caught up on each read.
@@ -65,20 +68,12 @@ impl From<AgentsError> for Failure {
     }
 }
 
-/// The session a method's payload names, whatever else it holds.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Named {
-    #[serde(default)]
-    session_id: Option<String>,
-}
-
-/// A method's payload, read as `T` (a shape error is the caller's: `bad-request`).
+/// A method's params, read as `T` from JSON text (a shape error is the caller's: `bad-request`).
 pub(crate) fn payload<T: serde::de::DeserializeOwned>(
     method: &str,
-    payload: serde_json::Value,
+    params: &str,
 ) -> Result<T, Failure> {
-    serde_json::from_value(payload).map_err(|error| {
+    serde_json::from_str(params).map_err(|error| {
         Failure(
             RpcErrorCode::BadRequest,
             format!("{method}: the payload does not fit: {error}"),
@@ -87,124 +82,144 @@ pub(crate) fn payload<T: serde::de::DeserializeOwned>(
 }
 
 impl Api {
-    /// Answers the body of a call to `method` (the method named by the path).
-    pub(crate) async fn call(&self, method: &str, body: &[u8]) -> RpcResponse {
-        let request: RpcRequest = match serde_json::from_slice(body) {
-            Ok(request) => request,
-            Err(error) => {
-                return RpcResponse::new(
-                    String::new(),
-                    RpcResult::error(
-                        RpcErrorCode::BadRequest,
-                        format!("the body is not a client-request envelope: {error}"),
-                    ),
-                );
-            }
-        };
-        let result = match request.method == method {
-            true => match self.run(method, request.payload).await {
-                Ok(value) => RpcResult::value(value),
-                Err(Failure(code, message)) => RpcResult::error(code, message),
-            },
-            false => RpcResult::error(
-                RpcErrorCode::BadRequest,
-                format!(
-                    "the envelope names `{}` but the path `{method}`",
-                    request.method
-                ),
-            ),
-        };
-        RpcResponse::new(request.rpc_id, result)
-    }
-
-    async fn run(
+    /// Runs `method` with its `params` (JSON text, empty for none) for `caller`.
+    pub(crate) async fn run(
         &self,
+        caller: &Caller,
+        outbox: &Outbox,
         method: &str,
-        body: serde_json::Value,
+        params: &str,
     ) -> Result<serde_json::Value, Failure> {
-        // The session methods name their session by `sessionId`: one no session can have is
-        // refused here, before any service (or a path built from it) sees it.
-        if let Ok(Named {
-            session_id: Some(id),
-        }) = Named::deserialize(&body)
-            && let Err(error) = dsh_protocol::check_session_id(&id)
+        let params = match params.trim() {
+            "" => serde_json::Value::Null,
+            text => serde_json::from_str(text).map_err(|error| {
+                Failure(
+                    RpcErrorCode::ParseError,
+                    format!("{method}: the params are not JSON: {error}"),
+                )
+            })?,
+        };
+        let request = ClientRequest::parse(method, params).map_err(|error| match error {
+            RequestError::UnknownMethod(_) => {
+                Failure(RpcErrorCode::MethodNotFound, error.to_string())
+            }
+            RequestError::BadParams { .. } => Failure(RpcErrorCode::BadRequest, error.to_string()),
+        })?;
+        // A session id no session can have is refused here, before any service (or a path
+        // built from it) sees it.
+        if let Some(id) = request.session_id()
+            && let Err(error) = dsh_protocol::check_session_id(id)
         {
             return Err(Failure(
                 RpcErrorCode::BadRequest,
                 format!("{method}: {error}"),
             ));
         }
-        let value = match method {
-            "host.describe" => serde_json::to_value(self.describe()),
-            "host.plugins" => serde_json::to_value(self.plugins()?),
-            "session.list" => serde_json::to_value(self.list().await?),
-            "session.history" => serde_json::to_value(self.history(payload(method, body)?).await?),
-            "session.item" => serde_json::to_value(self.item(payload(method, body)?).await?),
-            "session.models" => serde_json::to_value(self.models(payload(method, body)?)),
-            "session.selectModel" => {
-                serde_json::to_value(self.select_model(payload(method, body)?).await?)
-            }
-            "session.create" => serde_json::to_value(self.create(payload(method, body)?).await?),
-            "session.prompt" => serde_json::to_value(self.prompt(payload(method, body)?).await?),
-            "session.rename" => serde_json::to_value(self.rename(payload(method, body)?).await?),
-            "session.fork" => serde_json::to_value(self.fork(payload(method, body)?).await?),
-            "session.delete" => serde_json::to_value(self.delete(payload(method, body)?).await?),
-            "session.restore" => serde_json::to_value(self.restore(payload(method, body)?).await?),
-            "files.complete" => {
-                serde_json::to_value(self.complete_files(payload(method, body)?).await?)
-            }
-            "session.search" => serde_json::to_value(self.search(payload(method, body)?).await?),
-            "session.trajectory" => {
-                serde_json::to_value(self.trajectory(payload(method, body)?).await?)
-            }
-            "session.archive" => serde_json::to_value(self.archive(payload(method, body)?).await?),
-            "session.demo" => serde_json::to_value(self.demo().await?),
-            "session.updateQueue" => {
-                serde_json::to_value(self.update_queue(payload(method, body)?)?)
-            }
-            "session.setPermission" => {
-                serde_json::to_value(self.set_permission(payload(method, body)?).await?)
-            }
-            "session.context" => Ok(self.context(payload(method, body)?).await?),
-            "commands.list" => Ok(self.commands().await?),
-            "session.cancel" => serde_json::to_value(self.cancel(payload(method, body)?)?),
-            "session.killJob" => Ok(self.kill_job(payload(method, body)?)?),
-            "settings.describe" => {
-                serde_json::to_value(self.describe_settings(self.credentials_writable).await?)
-            }
-            "settings.update" => {
-                self.update_settings(payload(method, body)?).await?;
-                Ok(serde_json::json!({}))
-            }
-            "credentials.describe" => {
-                serde_json::to_value(self.describe_credentials(self.credentials_writable))
-            }
-            "credentials.set" => {
-                self.set_credential(payload(method, body)?).await?;
-                Ok(serde_json::json!({}))
-            }
-            "credentials.unset" => serde_json::to_value(serde_json::json!({
-                "removed": self.unset_credential(payload(method, body)?).await?
-            })),
-            "project.describe" => serde_json::to_value(self.describe_trust()?),
-            "project.trust" => serde_json::to_value(self.trust_project().await?),
-            "approval.respond" => serde_json::to_value(self.respond(payload(method, body)?).await?),
-            "question.respond" => serde_json::to_value(
-                self.questions
-                    .answer(payload(method, body)?)
-                    .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
-            ),
-            other => {
+        let writable = caller.options.settings_writable;
+        let value = match request {
+            ClientRequest::Initialize(_) => {
                 return Err(Failure(
                     RpcErrorCode::BadRequest,
-                    format!("no method `{other}`"),
+                    "initialize is answered by the connection".to_owned(),
                 ));
             }
+            ClientRequest::HostDescribe(_) => to_value(self.describe(caller)),
+            ClientRequest::HostPlugins(_) => to_value(self.plugins()?),
+            ClientRequest::SessionList(_) => to_value(self.list().await?),
+            ClientRequest::SessionSearch(request) => to_value(self.search(request).await?),
+            ClientRequest::SessionHistory(request) => to_value(self.history(request).await?),
+            ClientRequest::SessionItem(request) => to_value(self.item(request).await?),
+            ClientRequest::SessionTrajectory(request) => to_value(self.trajectory(request).await?),
+            ClientRequest::SessionCreate(request) => to_value(self.create(caller, request).await?),
+            ClientRequest::SessionDemo(_) => to_value(self.demo().await?),
+            ClientRequest::SessionPrompt(request) => to_value(self.prompt(request).await?),
+            ClientRequest::SessionCancel(request) => to_value(self.cancel(request)?),
+            ClientRequest::SessionUpdateQueue(request) => to_value(self.update_queue(request)?),
+            ClientRequest::SessionRename(request) => to_value(self.rename(request).await?),
+            ClientRequest::SessionFork(request) => to_value(self.fork(request).await?),
+            ClientRequest::SessionDelete(request) => to_value(self.delete(request).await?),
+            ClientRequest::SessionRestore(request) => to_value(self.restore(request).await?),
+            ClientRequest::SessionArchive(request) => to_value(self.archive(request).await?),
+            ClientRequest::SessionModels(request) => to_value(self.models(request)),
+            ClientRequest::SessionSelectModel(request) => {
+                to_value(self.select_model(request).await?)
+            }
+            ClientRequest::SessionSetPermission(request) => {
+                to_value(self.set_permission(request).await?)
+            }
+            ClientRequest::SessionContext(request) => to_value(self.context(request).await?),
+            ClientRequest::SessionKillJob(request) => to_value(self.kill_job(request)?),
+            ClientRequest::SessionSubscribe(request) => {
+                self.subscribe(outbox, &request.session_id, request.after_seq)
+                    .await;
+                to_value(Done {})
+            }
+            ClientRequest::SessionUnsubscribe(request) => {
+                self.hub.unsubscribe(outbox, &request.session_id);
+                to_value(Done {})
+            }
+            ClientRequest::CommandsList(_) => to_value(self.commands().await?),
+            ClientRequest::FilesComplete(request) => {
+                to_value(self.complete_files(caller, request).await?)
+            }
+            ClientRequest::SettingsDescribe(_) => to_value(self.describe_settings(writable).await?),
+            ClientRequest::SettingsUpdate(request) => {
+                self.writable(writable, method)?;
+                self.update_settings(request).await?;
+                to_value(Done {})
+            }
+            ClientRequest::CredentialsDescribe(_) => to_value(self.describe_credentials(writable)),
+            ClientRequest::CredentialsSet(request) => {
+                self.writable(writable, method)?;
+                self.set_credential(request).await?;
+                to_value(Done {})
+            }
+            ClientRequest::CredentialsUnset(request) => {
+                self.writable(writable, method)?;
+                to_value(Removed {
+                    removed: self.unset_credential(request).await?,
+                })
+            }
+            ClientRequest::ProjectDescribe(_) => to_value(self.describe_trust(caller)?),
+            ClientRequest::ProjectTrust(_) => to_value(self.trust_project(caller).await?),
+            ClientRequest::ApprovalRespond(answer) => to_value(self.respond(answer).await?),
+            ClientRequest::QuestionRespond(answer) => to_value(
+                self.questions
+                    .answer(answer)
+                    .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
+            ),
         };
-        value.map_err(|error| Failure(RpcErrorCode::Internal, error.to_string()))
+        value
     }
 
-    pub(crate) fn describe(&self) -> HostDescription {
+    /// A change of settings, credentials or trust from a client that may not make one.
+    fn writable(&self, writable: bool, method: &str) -> Result<(), Failure> {
+        match writable {
+            true => Ok(()),
+            false => Err(Failure(
+                RpcErrorCode::SettingsRejected,
+                format!("{method}: settings and credentials cannot be changed from this client"),
+            )),
+        }
+    }
+
+    /// Starts sending a session's updates to `outbox`; a session that cannot be followed is
+    /// told as a `session/resync` frame, as the page expects.
+    pub(crate) async fn subscribe(
+        &self,
+        outbox: &Outbox,
+        session_id: &str,
+        after_seq: Option<u64>,
+    ) {
+        if let Err(error) = self.hub.subscribe(outbox, session_id, after_seq).await {
+            let _ = outbox.push(&ServerFrame::Resync {
+                session_id: session_id.to_owned(),
+                reason: error.to_string(),
+            });
+        }
+    }
+
+    pub(crate) fn describe(&self, caller: &Caller) -> HostDescription {
         let providers = match self.ctx.get::<LlmService>(LLM_SERVICE) {
             Ok(Some(llm)) => llm.providers().iter().map(|p| p.to_string()).collect(),
             _ => Vec::new(),
@@ -212,11 +227,11 @@ impl Api {
         HostDescription {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             boot_id: self.boot_id.clone(),
-            profile: "web".to_owned(),
-            cwd: self.cwd.clone(),
+            profile: caller.options.profile.clone(),
+            cwd: caller.cwd.clone(),
             providers,
             default_model: self.default_model(),
-            remote: self.remote,
+            remote: caller.options.remote,
             demo: self.demo_dir.is_some(),
         }
     }
@@ -239,7 +254,6 @@ impl Api {
     }
 }
 
-/// Serializes a response body.
-pub(crate) fn body(response: &RpcResponse) -> Vec<u8> {
-    serde_json::to_vec(response).unwrap_or_default()
+fn to_value<T: serde::Serialize>(value: T) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(value).map_err(|error| Failure::internal(error.to_string()))
 }

@@ -145,7 +145,7 @@ pub(crate) fn answer_asks(
                         scope: Some(ApprovalScope::Session),
                     }));
                 }
-                if hub.connection_count() == 0 || ask.id.is_empty() {
+                if hub.answerer_count() == 0 || ask.id.is_empty() {
                     return next.run().await;
                 }
                 // The ask is already logged (approval/asked): every page following the session

@@ -111,6 +111,7 @@ impl crate::api::Api {
     /// `files.complete`: the files of the session's folder that best answer what follows `@`.
     pub(crate) async fn complete_files(
         &self,
+        caller: &crate::connection::Caller,
         request: dsh_client_protocol::CompleteFiles,
     ) -> Result<dsh_client_protocol::FileCompletions, crate::api::Failure> {
         let live = self
@@ -132,7 +133,7 @@ impl crate::api::Api {
                 .find(|summary| summary.id == request.session_id)
                 .and_then(|summary| summary.cwd),
         };
-        let root = PathBuf::from(cwd.unwrap_or_else(|| self.cwd.clone()));
+        let root = PathBuf::from(cwd.unwrap_or_else(|| caller.cwd.clone()));
         let query = request.query;
         let index = self.files.clone();
         // A large folder takes a while to walk: off the runtime's threads.

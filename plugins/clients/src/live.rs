@@ -1,54 +1,72 @@
-//! The live side of the event socket: which connections follow which sessions, and one fold per
+//! The live side of the connections: which of them follow which sessions, and one fold per
 //! followed session, fed by `session/event` as events commit. Every update goes to every
 //! follower in seq order; a follower whose queue is full is dropped from the session and told to
 //! resynchronize, so one slow tab cannot hold the others back or grow the server without bound.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_client_protocol::{ServerFrame, SessionUpdate};
+use dsh_clients_seam::FrameSinkBox;
 use dsh_plugin_api::{Context, lock};
 use dsh_protocol::InboxListing;
 use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionError, SessionsService};
-use tokio::sync::mpsc;
 
 use crate::fold::{Change, Fold};
 
-/// Frames queued per connection before it counts as too slow.
-pub(crate) const QUEUE: usize = 4096;
-
-/// One socket's outgoing side.
+/// One connection's outgoing side: the transport's sink, and the sessions it must be told to
+/// resynchronize because a frame of theirs did not fit.
 #[derive(Clone)]
 pub(crate) struct Outbox {
     pub(crate) id: u64,
-    sender: mpsc::Sender<String>,
-    /// Sessions this connection must be told to resync (its queue overflowed).
+    sink: Arc<FrameSinkBox>,
+    /// Whether this client answers approvals and questions.
+    answers: Arc<AtomicBool>,
+    /// Sessions this connection must be told to resync (a frame of theirs was refused).
     lagged: Arc<Mutex<Vec<String>>>,
 }
 
 impl Outbox {
-    pub(crate) fn new(id: u64) -> (Self, mpsc::Receiver<String>) {
-        let (sender, receiver) = mpsc::channel(QUEUE);
-        let outbox = Self {
+    pub(crate) fn new(id: u64, sink: FrameSinkBox, answers: bool) -> Self {
+        Self {
             id,
-            sender,
+            sink: Arc::new(sink),
+            answers: Arc::new(AtomicBool::new(answers)),
             lagged: Arc::default(),
-        };
-        (outbox, receiver)
+        }
     }
 
-    /// Queues a frame; `false` when the queue is full or the connection is gone.
+    /// Sends a frame, after the resync frames owed; `false` when the sink refused it (its
+    /// queue is full or the client is gone).
     pub(crate) fn push(&self, frame: &ServerFrame) -> bool {
-        let text = serde_json::to_string(frame).unwrap_or_default();
-        self.sender.try_send(text).is_ok()
+        let owed = std::mem::take(&mut *lock(&self.lagged));
+        for (index, session_id) in owed.iter().enumerate() {
+            let resync = ServerFrame::Resync {
+                session_id: session_id.clone(),
+                reason: "this client fell too far behind".to_owned(),
+            };
+            if !self.send(&resync) {
+                lock(&self.lagged).extend(owed[index..].iter().cloned());
+                return false;
+            }
+        }
+        self.send(frame)
     }
 
-    /// The resync frames owed, taken.
-    pub(crate) fn take_lagged(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.lagged))
+    fn send(&self, frame: &ServerFrame) -> bool {
+        let text = serde_json::to_string(frame).unwrap_or_default();
+        self.sink.send(RString::from(text))
+    }
+
+    pub(crate) fn answers(&self) -> bool {
+        self.answers.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_answers(&self, answers: bool) {
+        self.answers.store(answers, Ordering::Relaxed);
     }
 }
 
@@ -109,17 +127,20 @@ impl Hub {
         }
     }
 
-    /// A new connection's outbox and the queue its writer drains.
-    pub(crate) fn connect(&self) -> (Outbox, mpsc::Receiver<String>) {
+    /// A new connection's outbox, its frames going to `sink`.
+    pub(crate) fn connect(&self, sink: FrameSinkBox, answers: bool) -> Outbox {
         let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
-        let (outbox, receiver) = Outbox::new(id);
+        let outbox = Outbox::new(id, sink, answers);
         lock(&self.connections).push(outbox.clone());
-        (outbox, receiver)
+        outbox
     }
 
-    /// How many pages are connected.
-    pub(crate) fn connection_count(&self) -> usize {
-        lock(&self.connections).len()
+    /// How many connected clients answer approvals and questions.
+    pub(crate) fn answerer_count(&self) -> usize {
+        lock(&self.connections)
+            .iter()
+            .filter(|outbox| outbox.answers())
+            .count()
     }
 
     /// Forgets a closed connection everywhere.

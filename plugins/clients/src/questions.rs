@@ -127,7 +127,7 @@ pub(crate) fn answer_questions(
                 let Ok(ask) = next.payload().decode() else {
                     return next.run().await;
                 };
-                if hub.connection_count() == 0 || ask.id.is_empty() {
+                if hub.answerer_count() == 0 || ask.id.is_empty() {
                     return next.run().await;
                 }
                 let waiting = pending.waiting.clone();

@@ -189,7 +189,11 @@ impl Api {
         })
     }
 
-    pub(crate) async fn create(&self, request: CreateRequest) -> Result<Created, Failure> {
+    pub(crate) async fn create(
+        &self,
+        caller: &crate::connection::Caller,
+        request: CreateRequest,
+    ) -> Result<Created, Failure> {
         let route = request.model.or_else(|| self.default_model());
         let (provider, model) = match route.as_deref() {
             Some(route) => match route.split_once('/') {
@@ -206,7 +210,7 @@ impl Api {
             None => (String::new(), String::new()),
         };
         let options = AgentOptions {
-            cwd: request.cwd.unwrap_or_else(|| self.cwd.clone()),
+            cwd: request.cwd.unwrap_or_else(|| caller.cwd.clone()),
             resume: None,
             session_id: None,
             provider,
@@ -253,7 +257,7 @@ impl Api {
             .unwrap_or_default();
         let (provider, model) = crate::models::split_route(&route).unwrap_or(("", ""));
         let options = AgentOptions {
-            cwd: summary.cwd.unwrap_or_else(|| self.cwd.clone()),
+            cwd: summary.cwd.unwrap_or_else(|| self.host_cwd.clone()),
             resume: Some(session.to_owned()),
             session_id: None,
             provider: provider.to_owned(),

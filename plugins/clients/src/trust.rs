@@ -24,16 +24,22 @@ impl Api {
     }
 
     /// Whether the served folder's project is trusted, and what waits.
-    pub(crate) fn describe_trust(&self) -> Result<ProjectTrust, Failure> {
+    pub(crate) fn describe_trust(
+        &self,
+        caller: &crate::connection::Caller,
+    ) -> Result<ProjectTrust, Failure> {
         self.trust_service()?
-            .describe(RString::from(self.cwd.as_str()))
+            .describe(RString::from(caller.cwd.as_str()))
             .decode()
             .map_err(|error| Failure::internal(error.to_string()))
     }
 
     /// Trusts the served folder's project, remembered in the dsh home.
-    pub(crate) async fn trust_project(&self) -> Result<ProjectTrust, Failure> {
-        if !self.credentials_writable {
+    pub(crate) async fn trust_project(
+        &self,
+        caller: &crate::connection::Caller,
+    ) -> Result<ProjectTrust, Failure> {
+        if !caller.options.settings_writable {
             return Err(Failure(
                 RpcErrorCode::SettingsRejected,
                 "trusting a project over the network needs --allow-remote-settings".to_owned(),
@@ -41,7 +47,7 @@ impl Api {
         }
         let answer = self
             .trust_service()?
-            .trust(RString::from(self.cwd.as_str()), true)
+            .trust(RString::from(caller.cwd.as_str()), true)
             .await
             .into_result()
             .map_err(|error| Failure(RpcErrorCode::SettingsRejected, error.to_string()))?;

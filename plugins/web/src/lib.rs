@@ -1,43 +1,26 @@
-//! Plugin `web`: the server of `dsh-host --profile web`. It reads its arguments from the host's
+//! Plugin `web`: the server of `dsh-host --profile web`, a transport of the `clients` service
+//! (every API call and every event socket is a connection of it). It reads its arguments from the host's
 //! `cmdline` service, draws the launch's secrets, builds the router with every guard, and only
 //! then asks the host's `http_server` for a port (3080, or the next free one); it prints one
 //! line with the URL that signs a browser in, and opens a browser only for a local desktop
 //! launch. Unloading it closes the port and every connection.
 //!
 //! Routes: `/auth?token=` (sign in), `/` (the app, or the sign-in page without the cookie),
-//! `/assets/*` (the app's files) and `POST /api/<method>` (the unary API, see `api`). Every
+//! `/assets/*` (the app's files), `POST /api/<method>` (a method of the client protocol in the
+//! reference's envelope) and `GET /api/events` (the event socket, see `socket`). Every
 //! response carries a strict Content-Security-Policy; the guards are in `guard`.
 
-mod api;
-mod approvals;
 mod args;
-mod demo;
-mod files;
-mod fold;
-mod fold_cache;
 mod guard;
-mod jobs;
-mod live;
-mod manage;
-mod models;
 mod page;
-mod questions;
 mod router;
-mod sessions;
-mod settings;
 mod socket;
-mod store_follow;
-#[cfg(test)]
-mod test_support;
-mod trajectory;
-mod trust;
-mod views;
-mod waiting;
 
-use dsh_protocol::kinds;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RString;
+use dsh_clients_seam::{CLIENTS_SERVICE, ClientsService, ConnectOptions, FrameSink, FrameSink_TO};
 use dsh_plugin_api::io::control::{HOST_SERVICE, HostControlService};
 use dsh_plugin_api::io::http_server::{
     HTTP_SERVER_SERVICE, HttpServerService, ListenOptions, RequestHandler_TO,
@@ -45,19 +28,18 @@ use dsh_plugin_api::io::http_server::{
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CMDLINE_SERVICE, CmdlineArgs, LogLevel};
 
-use dsh_agents_seam::{
-    AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS_SERVICE,
-    AgentsService,
-};
-use dsh_client_protocol::ServerFrame;
-use dsh_compaction_seam::{COMPACTION_SERVICE, CompactionService};
-use dsh_protocol::{AgentNoticeData, AgentStatus, PermissionPresetEvent, SessionSummary};
-use dsh_sessions_seam::{SESSION_CREATED, SESSION_EVENT};
-
 use crate::args::{DEFAULT_PORT, Parsed, USAGE};
 use crate::guard::{Guard, Secrets};
-use crate::live::Hub;
 use crate::router::Router;
+
+/// The unary calls' connection has no frames to take: the pages follow on their sockets.
+struct NoFrames;
+
+impl FrameSink for NoFrames {
+    fn send(&self, _frame: RString) -> bool {
+        true
+    }
+}
 
 /// The smallest `DSH_ACCESS_SECRET` a non-loopback launch accepts.
 const MIN_ACCESS_SECRET: usize = 16;
@@ -81,14 +63,6 @@ pub struct WebConfig {
     /// Further `Host` values the server answers to (`name` or `name:port`), for a reverse
     /// proxy or a LAN name. Defence in depth only: the token is what signs a browser in.
     pub trusted_hosts: Vec<String>,
-    /// The model route new sessions use when none is chosen (`PROVIDER/MODEL`).
-    pub model: Option<String>,
-    /// Where the offline demo writes its recorded log and runs (`!home demo` in the bundle);
-    /// without it the demo is not offered.
-    pub demo_dir: Option<String>,
-    /// The settings document the page writes (`!home settings.yaml` in the bundle), which the
-    /// host lays over the profile and watches.
-    pub settings_file: Option<String>,
     /// Where the sign-in is kept between launches (`!home web-secret.json` in the bundle,
     /// owner-only): a restart on the same port keeps signed-in pages and the printed link.
     /// Without it every launch draws new secrets.
@@ -99,19 +73,13 @@ pub struct WebPlugin;
 
 impl Plugin for WebPlugin {
     const NAME: &'static str = "web";
-    const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HTTP_SERVER_SERVICE, HOST_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[
-        dsh_agents_seam::AGENTS_SERVICE,
-        dsh_commands_seam::COMMANDS_SERVICE,
-        dsh_credentials_seam::CREDENTIALS_SERVICE,
-        dsh_llm_seam::LLM_SERVICE,
-        dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
-        dsh_sessions_seam::SESSIONS_SERVICE,
-        dsh_trust_seam::TRUST_SERVICE,
-        dsh_compaction_seam::COMPACTION_SERVICE,
-        dsh_jobs_seam::JOBS_SERVICE,
-        dsh_plugin_api::io::subprocess::SUBPROCESS_SERVICE,
+    const INJECT: &'static [&'static str] = &[
+        CMDLINE_SERVICE,
+        HTTP_SERVER_SERVICE,
+        HOST_SERVICE,
+        CLIENTS_SERVICE,
     ];
+    const OPTIONAL: &'static [&'static str] = &[dsh_plugin_api::io::subprocess::SUBPROCESS_SERVICE];
     type Config = WebConfig;
 
     async fn apply(ctx: Context, config: WebConfig) -> Result<(), PluginError> {
@@ -175,34 +143,28 @@ impl Plugin for WebPlugin {
         .display()
         .to_string();
         // The router is whole, guards and all, before the port is bound; it learns the bound
-        // address (for its Host allow-list and cookie name) through the slot below.
-        let hub = Arc::new(Hub::new(ctx.clone()));
-        follow_the_host(&ctx, &hub)?;
-        store_follow::follow_the_store(&ctx, &hub)?;
-        let pending = Arc::new(approvals::Pending::default());
-        approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
-        let questions = Arc::new(questions::Pending::default());
-        questions::answer_questions(&ctx, hub.clone(), questions.clone())?;
+        // address (for its Host allow-list and cookie name) through the slot below. Every call
+        // and every event socket is a connection of the `clients` service.
+        let clients = Arc::new(ctx.inject::<ClientsService>(CLIENTS_SERVICE)?);
+        let writable = !remote || args.allow_remote_settings;
+        let options = ConnectOptions {
+            transport: "web".to_owned(),
+            profile: "web".to_owned(),
+            remote,
+            settings_writable: writable,
+            cwd: Some(cwd),
+            answers: false,
+            heartbeat: false,
+        };
+        let unary = clients.connect(
+            Json::encode(&options),
+            FrameSink_TO::from_value(NoFrames, TD_Opaque),
+        );
         let router = Router::new(
-            api::Api {
-                ctx: ctx.clone(),
-                hub: hub.clone(),
-                prompted: std::sync::Mutex::default(),
-                pending,
-                questions,
-                boot_id: secrets.boot_id.clone(),
-                cwd,
-                remote,
-                configured_model: config.model.clone(),
-                demo_dir: config.demo_dir.as_ref().map(std::path::PathBuf::from),
-                demo_mounted: tokio::sync::Mutex::new(false),
-                settings_file: config.settings_file.as_ref().map(std::path::PathBuf::from),
-                credentials_writable: !remote || args.allow_remote_settings,
-                files: Arc::default(),
-                folds: fold_cache::FoldCache::default(),
-                presets: dsh_sessions_seam::LatestOf::default(),
-            },
-            hub,
+            ctx.clone(),
+            clients,
+            unary,
+            options,
             remote && !args.allow_remote_settings,
         );
         let slot = router.guard_slot();
@@ -242,155 +204,6 @@ impl Plugin for WebPlugin {
         }
         ctx.on_dispose(move || drop(listening))
     }
-}
-
-/// Feeds the hub: every committed event (for the sessions clients follow), every session that
-/// appears and every agent that starts or stops running (for every client's list).
-/// Sends `session`'s token meter to the pages that follow it, as a `session/projection`.
-fn push_meter(ctx: &Context, hub: &Arc<Hub>, session: &str) {
-    let (ctx, hub, session) = (ctx.clone(), hub.clone(), session.to_owned());
-    // Off the event's own dispatch: the meter reads the session's log.
-    let _ = ctx.clone().spawn(async move {
-        let Ok(Some(compaction)) = ctx.get::<CompactionService>(COMPACTION_SERVICE) else {
-            return;
-        };
-        let Ok(Some(meter)) = compaction.meter(RString::from(session.as_str())).decode() else {
-            return;
-        };
-        let value = serde_json::to_value(meter).unwrap_or_default();
-        hub.to_followers(
-            &session,
-            &ServerFrame::Projection {
-                session_id: session.clone(),
-                key: "context".to_owned(),
-                value,
-            },
-        );
-    });
-}
-
-/// Milliseconds since the epoch, now.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
-
-/// `host/session-added` for a session that just appeared (created, or back from the trash):
-/// what the list knows of it before its log is read; the page lists again for the rest.
-pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
-    let now = now_ms();
-    ServerFrame::SessionAdded {
-        session: SessionSummary {
-            id,
-            cwd: None,
-            created_at: now,
-            updated_at: now,
-            active_at: None,
-            title: None,
-            live,
-            waiting: false,
-            archived: false,
-            subagent_of: None,
-            fork_of: None,
-            broken: None,
-        },
-    }
-}
-
-/// A `session/projection` of key `controls`: one of the page's controls (`model`, `preset`)
-/// and the session's value for it.
-pub(crate) fn controls(session: &str, control: &str, value: &str) -> ServerFrame {
-    ServerFrame::Projection {
-        session_id: session.to_owned(),
-        key: "controls".to_owned(),
-        value: serde_json::json!({ control: value }),
-    }
-}
-
-fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
-    let (events, meters) = (hub.clone(), ctx.clone());
-    ctx.on_emit(&SESSION_EVENT, move |record| {
-        events.committed(record);
-        // Every page's list marks a session that waits for a person, followed or not.
-        let waiting = match record.kind.as_str() {
-            kinds::APPROVAL_ASKED | kinds::QUESTION_ASKED => Some(true),
-            kinds::APPROVAL_DECIDED | kinds::QUESTION_ANSWERED | kinds::TURN_END => Some(false),
-            _ => None,
-        };
-        if let Some(waiting) = waiting {
-            events.broadcast(&ServerFrame::SessionWaiting {
-                session_id: record.session.to_string(),
-                waiting,
-            });
-        }
-        // The meter moves with each answer (the provider's count) and each compaction; it is
-        // worked out only for a session some page follows.
-        if matches!(
-            record.kind.as_str(),
-            kinds::ASSISTANT_MESSAGE | kinds::COMPACTION_END | kinds::TURN_END
-        ) && events.is_followed(record.session.as_str())
-        {
-            push_meter(&meters, &events, record.session.as_str());
-        }
-        // The page's controls follow the session, whoever changed it (a command, another tab,
-        // the API): a preset as it is logged, the model once a command has run.
-        if let Some(Ok(preset)) = record.decode::<PermissionPresetEvent>() {
-            events.to_followers(
-                record.session.as_str(),
-                &controls(record.session.as_str(), "preset", &preset.preset),
-            );
-        }
-        if record.kind.as_str() == kinds::COMMAND_DONE
-            && events.is_followed(record.session.as_str())
-            && let Some(route) = models::current_route(&meters, record.session.as_str())
-        {
-            events.to_followers(
-                record.session.as_str(),
-                &controls(record.session.as_str(), "model", &route),
-            );
-        }
-    })?;
-    let created = hub.clone();
-    ctx.on_emit(&SESSION_CREATED, move |id| {
-        created.broadcast(&session_added(id.to_string(), true));
-    })?;
-    for event in [
-        &AGENT_INBOX_INSERTED,
-        &AGENT_INBOX_CLAIMED,
-        &AGENT_INBOX_DISCARDED,
-    ] {
-        let (queue, agents) = (hub.clone(), ctx.clone());
-        ctx.on_emit(event, move |notice| {
-            let Ok(Some(service)) = agents.get::<AgentsService>(AGENTS_SERVICE) else {
-                return;
-            };
-            if let Ok(listing) = service.inbox(notice.agent.clone()).into_result()
-                && let Ok(listing) = listing.decode()
-            {
-                queue.to_followers(
-                    notice.agent.as_str(),
-                    &ServerFrame::Queue {
-                        session_id: notice.agent.to_string(),
-                        queue: listing,
-                    },
-                );
-            }
-        })?;
-    }
-    crate::jobs::follow(ctx, hub)?;
-    let status = hub.clone();
-    ctx.on_emit(&AGENT_STATUS, move |notice| {
-        if let Ok(AgentNoticeData::Status { status: state }) = notice.data.decode() {
-            status.broadcast(&ServerFrame::SessionStatus {
-                session_id: notice.agent.to_string(),
-                running: state == AgentStatus::Running,
-            });
-        }
-    })?;
-    Ok(())
 }
 
 /// Whether this is a desktop login a browser can open on (not SSH, not a bare console).

@@ -11,9 +11,12 @@ use dsh_plugin_api::io::http_server::{
     RequestHandler, ServerRequest, ServerResponse, WebSocketSession_TO,
 };
 
-use crate::api::{self, Api};
+use abi_stable::std_types::RString;
+use dsh_client_protocol::{HostDescription, RpcErrorCode, RpcRequest, RpcResponse, RpcResult};
+use dsh_clients_seam::{ClientsService, ConnectOptions, ConnectionBox};
+use dsh_plugin_api::Context;
+
 use crate::guard::{Authed, Guard, Refusal};
-use crate::live::Hub;
 use crate::page::{self, Boot};
 use crate::socket::EventSocket;
 
@@ -38,8 +41,12 @@ fn privileged(method: &str) -> bool {
 #[derive(Clone)]
 pub(crate) struct Router {
     guard: GuardSlot,
-    api: Arc<Api>,
-    hub: Arc<Hub>,
+    ctx: Context,
+    clients: Arc<dsh_plugin_api::Service<ClientsService>>,
+    /// The connection the unary calls run on (frames go to the event sockets' own).
+    unary: Arc<ConnectionBox>,
+    /// What every connection of this server tells the service about its client.
+    options: ConnectOptions,
     /// A non-loopback launch without `--allow-remote-settings`.
     settings_locked: bool,
 }
@@ -63,13 +70,31 @@ fn refused(refusal: &Refusal) -> ServerResponse {
 }
 
 impl Router {
-    pub(crate) fn new(api: Api, hub: Arc<Hub>, settings_locked: bool) -> Self {
+    pub(crate) fn new(
+        ctx: Context,
+        clients: Arc<dsh_plugin_api::Service<ClientsService>>,
+        unary: ConnectionBox,
+        options: ConnectOptions,
+        settings_locked: bool,
+    ) -> Self {
         Self {
             guard: GuardSlot::default(),
-            api: Arc::new(api),
-            hub,
+            ctx,
+            clients,
+            unary: Arc::new(unary),
+            options,
             settings_locked,
         }
+    }
+
+    /// What `host.describe` answers, for the page's boot data.
+    async fn describe(&self) -> Option<HostDescription> {
+        let answer = self
+            .unary
+            .call(RString::from("host.describe"), RString::new())
+            .await;
+        let result: RpcResult = serde_json::from_str(&answer).ok()?;
+        serde_json::from_value(result.value?).ok()
     }
 
     pub(crate) fn guard_slot(&self) -> GuardSlot {
@@ -103,7 +128,7 @@ impl Router {
                         csrf: &guard.secrets.csrf,
                         boot_id: &guard.secrets.boot_id,
                         version: env!("CARGO_PKG_VERSION"),
-                        host: Some(self.api.describe()),
+                        host: self.describe().await,
                     };
                     secured(ServerResponse::new(
                         200,
@@ -130,8 +155,12 @@ impl Router {
                     return match (guard.origin(&request, &host), api) {
                         (Ok(()), "/api/events") => {
                             let socket = EventSocket {
-                                ctx: self.api.ctx.clone(),
-                                hub: self.hub.clone(),
+                                ctx: self.ctx.clone(),
+                                clients: self.clients.clone(),
+                                options: ConnectOptions {
+                                    answers: true,
+                                    ..self.options.clone()
+                                },
                                 boot_id: guard.secrets.boot_id.clone(),
                             };
                             ServerResponse::websocket(WebSocketSession_TO::from_value(
@@ -180,12 +209,55 @@ impl Router {
                 message: "settings and credentials cannot be changed over the network in this launch (--allow-remote-settings)",
             });
         }
-        let response = self.api.call(method, &request.body).await;
+        let response = self.run(method, &request.body).await;
         secured(ServerResponse::new(
             200,
             "application/json",
-            api::body(&response),
+            serde_json::to_vec(&response).unwrap_or_default(),
         ))
+    }
+
+    /// Reads the envelope, checks it names the path's method, and runs the call on the
+    /// service; the answer is the reference's response shape.
+    async fn run(&self, method: &str, body: &[u8]) -> RpcResponse {
+        let request: RpcRequest = match serde_json::from_slice(body) {
+            Ok(request) => request,
+            Err(error) => {
+                return RpcResponse::new(
+                    String::new(),
+                    RpcResult::error(
+                        RpcErrorCode::BadRequest,
+                        format!("the body is not a client-request envelope: {error}"),
+                    ),
+                );
+            }
+        };
+        if request.method != method {
+            return RpcResponse::new(
+                request.rpc_id,
+                RpcResult::error(
+                    RpcErrorCode::BadRequest,
+                    format!(
+                        "the envelope names `{}` but the path `{method}`",
+                        request.method
+                    ),
+                ),
+            );
+        }
+        let answer = self
+            .unary
+            .call(
+                RString::from(method),
+                RString::from(request.payload.to_string()),
+            )
+            .await;
+        let result = serde_json::from_str(&answer).unwrap_or_else(|error| {
+            RpcResult::error(
+                RpcErrorCode::Internal,
+                format!("the service's answer does not read: {error}"),
+            )
+        });
+        RpcResponse::new(request.rpc_id, result)
     }
 }
 
