@@ -26,6 +26,7 @@ pub mod headless;
 pub mod http;
 pub mod products;
 pub mod recorded;
+pub mod sdk;
 pub mod sessions;
 pub mod skills;
 mod skips;

@@ -189,10 +189,7 @@ pub(crate) fn params_object(params: Value) -> Result<Map<String, Value>, RpcErro
     match params {
         Value::Null => Ok(Map::new()),
         Value::Object(map) => Ok(map),
-        _ => Err(RpcError::new(
-            INVALID_PARAMS,
-            "Invalid params: params must be an object",
-        )),
+        _ => Err(RpcError::invalid_params("params", "must be an object")),
     }
 }
 
