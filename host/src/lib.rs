@@ -60,6 +60,14 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
                 cli::Command::Session { command } => {
                     cli::session::run(&app::boot::home_dir(), command)
                 }
+                cli::Command::Schema => {
+                    use std::io::Write;
+                    let document = dsh_client_protocol::schema_document();
+                    let text = serde_json::to_string_pretty(&document).unwrap_or_default();
+                    // A reader that stops early (`| head`) is not an error of ours.
+                    let _ = writeln!(std::io::stdout().lock(), "{text}");
+                    0
+                }
             },
         }
     });

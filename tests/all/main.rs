@@ -13,6 +13,7 @@ mod broken_sessions;
 mod browser;
 mod browser_restart;
 mod cli;
+mod client_socket;
 mod commands;
 mod compaction;
 mod conformance;

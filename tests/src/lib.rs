@@ -24,6 +24,7 @@ pub mod events;
 pub mod fake_deepseek;
 pub mod headless;
 pub mod http;
+pub mod line_client;
 pub mod products;
 pub mod recorded;
 pub mod sdk;

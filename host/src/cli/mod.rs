@@ -50,13 +50,15 @@ it goes to the profile (its entry plugin) unchanged.
 Commands (recognised only as the first argument; `dsh-host help COMMAND` for its options):
   check    Boot a tree, let it settle, print every fiber; exit 0 all ACTIVE, 1 FAILED, 2 PENDING
              dsh-host check (--config FILE | --profile NAME) [--patch FILE].. [--json]
-  status   Print the fiber table of the running hosts of this $DSH_HOME
+  status   Print the fiber table (and client socket) of the running hosts of this $DSH_HOME
              dsh-host status [--json]
   session  Inspect the stored session logs (read-only)
              session list [--cwd DIR] [--json]   id, cwd, created, turns, title
              session show ID|FILE [--json]       header, events by type, turns, token usage
              session derive ID|FILE              the model history, one JSON message per line
              session check ID|FILE               exit 0 sound, 1 corrupt (seq, type, rule)
+  schema   Print the client protocol's JSON Schema: every method's params and result, the
+             frames, the error codes, the protocol version and features
   help     Print this text, or a command's: dsh-host help COMMAND
 
 Profiles (--profile NAME; created under $DSH_HOME/profiles on first use):
@@ -65,6 +67,10 @@ Profiles (--profile NAME; created under $DSH_HOME/profiles on first use):
                        [--model PROVIDER/MODEL] [--replay FILE] TASK
               its own help: dsh-host --profile headless -- --help
   web       The browser app: serves the page on 127.0.0.1 and prints its sign-in URL
+  sdk       The SDK runtime: newline-delimited JSON-RPC 2.0 on stdin and stdout
+              dsh-host --profile sdk [--] [--replay FILE]
+  acp       An Agent Client Protocol agent (version 1) on stdio, for editors
+              dsh-host --profile acp [--] [--replay FILE]
   demo      The example greeter and consumer plugins
 
 Logs: a run's INFO and DEBUG records go to a file under $DSH_HOME/logs (the newest 20 are
@@ -75,7 +81,7 @@ stderr instead. $DSH_HOME defaults to ~/.dsh-host.
 const USAGE: &str = "\
 dsh-host [HOST OPTIONS] --config FILE [--] [APP ARGS]..
        dsh-host [HOST OPTIONS] --profile NAME [--] [APP ARGS]..
-       dsh-host COMMAND [ARGS]..   (check, status, session, help)";
+       dsh-host COMMAND [ARGS]..   (check, status, session, schema, help)";
 
 /// Options that choose and shape the tree.
 #[derive(Debug, Clone, Default, Args)]
@@ -151,6 +157,9 @@ pub enum Command {
         #[command(subcommand)]
         command: session::SessionCommand,
     },
+    /// Print the client protocol's JSON Schema (methods with their params and results, frames,
+    /// error codes, version and features).
+    Schema,
 }
 
 /// What the command line asks for.
@@ -185,7 +194,7 @@ impl Invocation {
     }
 }
 
-const SUBCOMMANDS: [&str; 3] = ["check", "status", "session"];
+const SUBCOMMANDS: [&str; 4] = ["check", "status", "session", "schema"];
 const VALUE_OPTIONS: [&str; 4] = ["--config", "--profile", "--patch", "--plugin-dir"];
 const FLAG_OPTIONS: [&str; 8] = [
     "--dump-config",

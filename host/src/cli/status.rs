@@ -22,6 +22,12 @@ async fn ask(path: &Path) -> std::io::Result<Snapshot> {
         .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
+/// The client socket of host `pid`, when it serves one (see the `client-socket` plugin).
+fn client_socket(dir: &Path, pid: u32) -> Option<PathBuf> {
+    let path = dir.join(format!("dsh-clients-{pid}.sock"));
+    path.exists().then_some(path)
+}
+
 /// Prints the table of every host running under `home`. Exit 1 when none answers.
 pub async fn status(home: &Path, json: bool) -> i32 {
     let dir = run_dir(home);
@@ -30,6 +36,12 @@ pub async fn status(home: &Path, json: bool) -> i32 {
             entries
                 .filter_map(|entry| entry.ok().map(|entry| entry.path()))
                 .filter(|path| path.extension().is_some_and(|ext| ext == "sock"))
+                // The hosts' own; a `dsh-clients-PID.sock` beside one is its client socket.
+                .filter(|path| {
+                    path.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(|name| name.starts_with("dsh-host-"))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -48,9 +60,22 @@ pub async fn status(home: &Path, json: bool) -> i32 {
     }
     for snapshot in &answered {
         if json {
-            println!("{}", serde_json::to_string(snapshot).unwrap_or_default());
+            let mut value = serde_json::to_value(snapshot).unwrap_or_default();
+            if let (Some(socket), Some(object)) =
+                (client_socket(&dir, snapshot.pid), value.as_object_mut())
+            {
+                object.insert(
+                    "clientSocket".to_owned(),
+                    serde_json::Value::from(socket.display().to_string()),
+                );
+            }
+            println!("{value}");
         } else {
             println!("dsh-host pid {}", snapshot.pid);
+            let clients = client_socket(&dir, snapshot.pid);
+            if let Some(socket) = &clients {
+                println!("client socket: {}", socket.display());
+            }
             print!("{}", render_table(snapshot));
             println!(
                 "library copies held: {}  live tasks: {}  listeners: {}",

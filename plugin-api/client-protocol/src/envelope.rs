@@ -134,17 +134,19 @@ impl RpcErrorCode {
             Self::BadRequest => -32602,
             Self::Internal => -32603,
             Self::Cancelled => -32000,
-            Self::SessionNotFound => -32001,
-            Self::ModelUnavailable => -32002,
-            Self::SessionConflict => -32003,
-            Self::AgentBusy => -32004,
-            Self::QueueItemNotFound => -32005,
-            Self::SteerUnavailable => -32006,
-            Self::SettingsRejected => -32007,
-            Self::SettingsConflict => -32008,
-            Self::CredentialRejected => -32009,
-            Self::TitleInvalid => -32010,
-            Self::ForkUnavailable => -32011,
+            // -32001 as the SDK runtime answers a second prompt on a running session; -32002
+            // and -32003 are the line transports' own (not initialized, shutting down).
+            Self::AgentBusy => -32001,
+            Self::SessionNotFound => -32010,
+            Self::ModelUnavailable => -32011,
+            Self::SessionConflict => -32012,
+            Self::QueueItemNotFound => -32013,
+            Self::SteerUnavailable => -32014,
+            Self::SettingsRejected => -32015,
+            Self::SettingsConflict => -32016,
+            Self::CredentialRejected => -32017,
+            Self::TitleInvalid => -32018,
+            Self::ForkUnavailable => -32019,
         }
     }
 

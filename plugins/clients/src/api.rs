@@ -24,6 +24,8 @@ pub(crate) struct Api {
     pub(crate) questions: std::sync::Arc<crate::questions::Pending>,
     /// Changes with every start of the service: a client that sees a new one resynchronizes.
     pub(crate) boot_id: String,
+    /// The host's profile, for clients whose transport does not name it.
+    pub(crate) profile: String,
     /// Where a client's new sessions start when its transport names no directory.
     pub(crate) host_cwd: String,
     /// The row's `model`, which new sessions use over any default.
@@ -227,7 +229,10 @@ impl Api {
         HostDescription {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             boot_id: self.boot_id.clone(),
-            profile: caller.options.profile.clone(),
+            profile: match caller.options.profile.as_str() {
+                "" => self.profile.clone(),
+                named => named.to_owned(),
+            },
             cwd: caller.cwd.clone(),
             providers,
             default_model: self.default_model(),

@@ -151,7 +151,10 @@ pub(crate) fn answer_asks(
                 // The ask is already logged (approval/asked): every page following the session
                 // shows its card from the log; this only waits for the first answer.
                 let waiting = pending.waiting.clone();
-                match waiting.wait(&ctx, ask.id.clone(), call, ANSWER_WAIT).await {
+                match waiting
+                    .wait(&ctx, ask.id.clone(), call, ANSWER_WAIT, hub.no_answerers())
+                    .await
+                {
                     Some(verdict) => Ok(Json::encode(&verdict)),
                     None => next.run().await,
                 }

@@ -63,6 +63,9 @@ pub struct ClientsConfig {
     /// Where the offline demo writes its recorded log and runs (`!home demo` in the bundles);
     /// without it the demo is not offered.
     pub demo_dir: Option<String>,
+    /// The profile this host runs, as `host.describe` reports it to clients whose transport
+    /// does not say (`web`, `sdk`).
+    pub profile: Option<String>,
     /// The settings document clients write (`!home settings.yaml` in the bundles), which the
     /// host lays over the profile and watches.
     pub settings_file: Option<String>,
@@ -107,6 +110,7 @@ impl Plugin for ClientsPlugin {
                 .display()
                 .to_string(),
             configured_model: config.model,
+            profile: config.profile.unwrap_or_default(),
             demo_dir: config.demo_dir.map(std::path::PathBuf::from),
             demo_mounted: tokio::sync::Mutex::new(false),
             settings_file: config.settings_file.map(std::path::PathBuf::from),

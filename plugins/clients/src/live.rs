@@ -96,6 +96,9 @@ pub(crate) struct Hub {
     followed: Mutex<HashMap<String, Followed>>,
     connections: Mutex<Vec<Outbox>>,
     next_connection: AtomicU64,
+    /// Woken when a connection goes, so asks waiting for an answer notice when nobody is left
+    /// to give one.
+    departed: tokio::sync::Notify,
 }
 
 fn update(session: &str, record: &EventRecord, change: Change) -> Option<ServerFrame> {
@@ -124,6 +127,7 @@ impl Hub {
             followed: Mutex::default(),
             connections: Mutex::default(),
             next_connection: AtomicU64::new(1),
+            departed: tokio::sync::Notify::new(),
         }
     }
 
@@ -151,6 +155,21 @@ impl Hub {
             session.followers.retain(|f| f.outbox.id != connection);
         }
         followed.retain(|_, session| !session.followers.is_empty());
+        drop(followed);
+        self.departed.notify_waiters();
+    }
+
+    /// Ends once no connected client answers approvals and questions.
+    pub(crate) async fn no_answerers(&self) {
+        loop {
+            let departed = self.departed.notified();
+            let mut departed = std::pin::pin!(departed);
+            departed.as_mut().enable();
+            if self.answerer_count() == 0 {
+                return;
+            }
+            departed.await;
+        }
     }
 
     /// A frame for every connection (a session appeared, a status changed).

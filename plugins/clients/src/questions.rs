@@ -132,7 +132,13 @@ pub(crate) fn answer_questions(
                 }
                 let waiting = pending.waiting.clone();
                 match waiting
-                    .wait(&ctx, ask.id.clone(), ask.questions, ANSWER_WAIT)
+                    .wait(
+                        &ctx,
+                        ask.id.clone(),
+                        ask.questions,
+                        ANSWER_WAIT,
+                        hub.no_answerers(),
+                    )
                     .await
                 {
                     Some(verdict) => Ok(Json::encode(&verdict)),

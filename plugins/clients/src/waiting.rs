@@ -1,6 +1,6 @@
-//! Asks that wait for a person in the page (approvals, questions), by id: an answerer parks
-//! its ask here and waits for the first answer or the time limit; the page's answer settles
-//! it. An ask leaves the board whatever ends its wait, its call being cancelled included, so
+//! Asks that wait for a person (approvals, questions), by id: an answerer parks its ask here
+//! and waits for the first answer, the time limit, or the last client that could answer
+//! leaving; a client's answer settles it. An ask leaves the board whatever ends its wait, its call being cancelled included, so
 //! an answer to an ask nobody waits for any more is refused.
 
 use std::collections::HashMap;
@@ -58,22 +58,24 @@ impl<T, V> Board<T, V> {
 }
 
 impl<T: Send + 'static, V: Send + 'static> Board<T, V> {
-    /// Parks ask `id` and waits for its answer for at most `limit`; `None` when the time ran
-    /// out.
+    /// Parks ask `id` and waits for its answer for at most `limit`, or until `nobody` ends
+    /// (no one is left to answer); `None` when it ends unanswered.
     pub(crate) async fn wait(
         self: &Arc<Self>,
         ctx: &Context,
         id: String,
         about: T,
         limit: Duration,
+        nobody: impl std::future::Future<Output = ()>,
     ) -> Option<V> {
         let receiver = self.park(id.clone(), about);
         // Off the board whatever ends the wait: an answer, the time limit, or this future
         // dropped because the call was cancelled.
         let _leave = Leave(self.clone(), id);
-        match first_of(receiver, ctx.sleep(limit)).await {
+        let unanswerable = first_of(ctx.sleep(limit), nobody);
+        match first_of(receiver, unanswerable).await {
             Either::Left(Ok(answer)) => Some(answer),
-            Either::Left(Err(_)) | Either::Right(()) => None,
+            Either::Left(Err(_)) | Either::Right(_) => None,
         }
     }
 }
