@@ -17,6 +17,9 @@ use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionError,
 
 use crate::fold::{Change, Fold};
 
+/// How long an ask waits for a client that answers to come back after the last one left.
+pub(crate) const ANSWERER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// One connection's outgoing side: the transport's sink, and the sessions it must be told to
 /// resynchronize because a frame of theirs did not fit.
 #[derive(Clone)]
@@ -159,14 +162,20 @@ impl Hub {
         self.departed.notify_waiters();
     }
 
-    /// Ends once no connected client answers approvals and questions.
+    /// Ends once no connected client has answered approvals and questions for
+    /// [`ANSWERER_GRACE`]: a page being reloaded comes back within it, a client that quit
+    /// does not.
     pub(crate) async fn no_answerers(&self) {
         loop {
             let departed = self.departed.notified();
             let mut departed = std::pin::pin!(departed);
             departed.as_mut().enable();
             if self.answerer_count() == 0 {
-                return;
+                self.ctx.sleep(ANSWERER_GRACE).await;
+                if self.answerer_count() == 0 {
+                    return;
+                }
+                continue;
             }
             departed.await;
         }
