@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use dsh_client::{Client, ClientError, RpcError};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::sdk::{
-    CASES, Case, MODEL, PROVIDER, REPLAY_PATCH, RUN, Scrub, first_difference, hydrate, json_lines,
-    normalize_notifications, start, stderr_of,
+    CASES, Case, MODEL, PROVIDER, REPLAY_PATCH, RUN, Scrub, as_value, child_openings,
+    first_difference, hydrate, json_lines, normalize_notifications, ordering_problems,
+    settle_fallback_titles, start, stderr_of, without,
 };
 use dsh_tests::sessions::{PLAIN_STORE, stored_logs};
 use dsh_tests::{TestDir, WAIT};
@@ -22,6 +23,34 @@ const SKIPPED: &[(&str, &str)] = &[(
     "persistent-tools",
     "it runs the reference's minimal composition, whose persistent `bash` (one shell kept across calls, reset by `exit`) and `str_replace_editor` tools we do not have",
 )];
+
+/// Cases that reproduce but for what other plugins log differently, and what that is. Both
+/// differences are set aside on both sides (a child's turn opening: its events before its
+/// first model answer; the `meta` our subagent tool adds to its result); every other
+/// notification is compared exactly, and so is the order of the subagent notifications.
+const IN_PART: &[(&str, &str)] = &[(
+    "subagent-spawn-in-process",
+    "the subagents plugin logs the delegation's approval policy and the descriptor before the child's task (the reference logs the descriptor inside the first turn and tells the child of its delegation in a runtime-context message instead), and its tool result carries `meta.subagentId`",
+)];
+
+/// The `meta` our subagent tool adds to a `tool/result` (the reference's has none).
+fn without_subagent_meta(notification: &mut Value) {
+    let Some(event) = notification
+        .get_mut("params")
+        .and_then(|params| params.get_mut("event"))
+        .filter(|event| event["type"] == "tool/result")
+    else {
+        return;
+    };
+    if let Some(data) = event.get_mut("data").and_then(Value::as_object_mut)
+        && data
+            .get("meta")
+            .and_then(Value::as_object)
+            .is_some_and(|meta| meta.keys().all(|key| key == "subagentId"))
+    {
+        data.remove("meta");
+    }
+}
 
 /// Runs one recorded case; `Err` says what differs.
 fn run_case(case: &Case) -> Result<(), String> {
@@ -75,8 +104,39 @@ fn run_case(case: &Case) -> Result<(), String> {
         .chain([case.session_id.to_owned()])
         .collect();
     let scrub = Scrub::new(ids, &cwd);
-    let ours = normalize_notifications(&run.notifications, &scrub);
-    let expected = json_lines(&folder.join("notifications.expected.jsonl"));
+    let mut raw: Vec<Value> = run.notifications.iter().map(as_value).collect();
+    let late_titles = settle_fallback_titles(&mut raw);
+    if late_titles > 0 {
+        eprintln!(
+            "jsonrpc: {}: {late_titles} first-words title(s) landed after the request header and were put back (session-title appends them on the runtime's next turn)",
+            case.name
+        );
+    }
+    let mut ours = normalize_notifications(&raw, &scrub);
+    let mut expected = json_lines(&folder.join("notifications.expected.jsonl"));
+    problems.extend(ordering_problems(&raw));
+    if IN_PART.iter().any(|(name, _)| *name == case.name) {
+        ours.iter_mut().for_each(without_subagent_meta);
+        let (ours_opening, expected_opening) = (child_openings(&raw), child_openings(&expected));
+        // What is set aside is the child's own, and it is there on both sides.
+        let strays: Vec<&Value> = ours_opening
+            .iter()
+            .map(|at| &raw[*at])
+            .filter(|n| {
+                !run.notifications.iter().any(|started| {
+                    started.method == "subagent.started"
+                        && started.params["childSessionId"] == n["params"]["sessionId"]
+                })
+            })
+            .collect();
+        if !strays.is_empty() || ours_opening.is_empty() || expected_opening.is_empty() {
+            problems.push(format!(
+                "the child openings set aside are not the children's: ours {ours_opening:?} (not a child's: {strays:?}), expected {expected_opening:?}"
+            ));
+        }
+        ours = without(&ours, &ours_opening);
+        expected = without(&expected, &expected_opening);
+    }
     if let Some(difference) = first_difference(&ours, &expected) {
         problems.push(format!("notifications differ: {difference}"));
     }
@@ -100,6 +160,7 @@ fn run_case(case: &Case) -> Result<(), String> {
 fn jsonrpc_recorded_cases_reproduce() {
     dsh_tests::needs_corpus!("jsonrpc_recorded_cases_reproduce");
     let mut reproduced = 0;
+    let mut in_part = Vec::new();
     let mut failures = Vec::new();
     let mut skipped = Vec::new();
     for case in &CASES {
@@ -108,15 +169,27 @@ fn jsonrpc_recorded_cases_reproduce() {
             skipped.push(case.name);
             continue;
         }
-        match run_case(case) {
-            Ok(()) => reproduced += 1,
-            Err(failure) => failures.push(failure),
+        let opening = IN_PART.iter().find(|(name, _)| *name == case.name);
+        match (run_case(case), opening) {
+            (Ok(()), None) => reproduced += 1,
+            (Ok(()), Some((_, reason))) => {
+                eprintln!("jsonrpc: {} reproduced in part: {reason}", case.name);
+                in_part.push(case.name);
+            }
+            (Err(failure), _) => failures.push(failure),
         }
     }
     let mut line = format!(
         "jsonrpc recorded cases: {reproduced}/{} reproduced",
         CASES.len()
     );
+    if !in_part.is_empty() {
+        line.push_str(&format!(
+            ", {} in part ({})",
+            in_part.len(),
+            in_part.join(", ")
+        ));
+    }
     if !skipped.is_empty() {
         line.push_str(&format!(
             ", {} skipped ({})",

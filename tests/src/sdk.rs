@@ -231,17 +231,158 @@ fn normalize_event(event: &Value) -> Value {
 
 /// The notifications as the reference's suite normalizes them: each `{method, params}`, the
 /// embedded events normalized as session-log lines, every string scrubbed.
-pub fn normalize_notifications(notifications: &[Notification], scrub: &Scrub) -> Vec<Value> {
+/// Each notification is a `{method, params}` value (see [`as_value`]).
+pub fn normalize_notifications(notifications: &[Value], scrub: &Scrub) -> Vec<Value> {
     notifications
         .iter()
         .map(|notification| {
-            let mut params = notification.params.clone();
-            if notification.method == "session.event" {
-                params["event"] = normalize_event(&params["event"]);
+            let mut notification = notification.clone();
+            if notification["method"] == "session.event" {
+                notification["params"]["event"] = normalize_event(&notification["params"]["event"]);
             }
-            scrub.value(&json!({"method": notification.method, "params": params}))
+            scrub.value(&notification)
         })
         .collect()
+}
+
+/// The kinds a step logs while it opens its first request, among which the first-words title
+/// may land.
+const STEP_OPENING: [&str; 2] = ["request/header", "request/context"];
+
+/// Puts each first-words title where the reference logs it, right after the message it names,
+/// when it landed later within that step's opening (`request/header`, `request/context`), and
+/// numbers the moved events' `seq` as the reference's log does; answers how many it moved.
+/// `session-title` appends that title on the runtime's next turn, racing the loop's own
+/// appends, so its place among those two is not fixed (the reference's lands first). Anything
+/// else stays where it is, so every other difference still shows.
+pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
+    let mut moved = 0;
+    for at in 0..notifications.len() {
+        let title = &notifications[at]["params"];
+        let event = &title["event"];
+        if event["type"] != "session/title" || event["data"]["source"]["kind"] != "fallback" {
+            continue;
+        }
+        let (session, named) = (
+            title["sessionId"].clone(),
+            event["data"]["messageSeqs"][0].clone(),
+        );
+        let Some(message) = notifications[..at].iter().rposition(|n| {
+            n["params"]["sessionId"] == session && n["params"]["event"]["seq"] == named
+        }) else {
+            continue;
+        };
+        let between = &notifications[message + 1..at];
+        let opening = between.iter().all(|n| {
+            n["method"] == "session.event"
+                && n["params"]["sessionId"] == session
+                && STEP_OPENING
+                    .iter()
+                    .any(|kind| n["params"]["event"]["type"] == *kind)
+        });
+        if between.is_empty() || !opening {
+            continue;
+        }
+        let Some(first) = named.as_u64() else {
+            continue;
+        };
+        notifications[message + 1..=at].rotate_right(1);
+        for (offset, n) in notifications[message + 1..=at].iter_mut().enumerate() {
+            n["params"]["event"]["seq"] = json!(first + 1 + offset as u64);
+        }
+        moved += 1;
+    }
+    moved
+}
+
+/// The positions of the `session.event` notifications between each `subagent.started` and
+/// the next `assistant/chunk` event: a child's turn opening (its parent waits in the tool call
+/// meanwhile, logging nothing). Works on raw and normalized notifications alike.
+pub fn child_openings(notifications: &[Value]) -> Vec<usize> {
+    let mut inside = false;
+    let mut found = Vec::new();
+    for (at, notification) in notifications.iter().enumerate() {
+        let event = &notification["params"]["event"];
+        match notification["method"].as_str() {
+            Some("subagent.started") => inside = true,
+            Some("session.event") if inside && event["type"] == "assistant/chunk" => {
+                inside = false;
+            }
+            Some("session.event") if inside => found.push(at),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// `notifications` without the positions `drop`.
+pub fn without(notifications: &[Value], drop: &[usize]) -> Vec<Value> {
+    notifications
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| !drop.contains(at))
+        .map(|(_, notification)| notification.clone())
+        .collect()
+}
+
+/// A notification as a `{method, params}` value.
+pub fn as_value(notification: &Notification) -> Value {
+    json!({"method": notification.method, "params": notification.params})
+}
+
+/// What breaks the ordering the reference pins for subagents: a child's `subagent.started`
+/// after its parent's `tool/call` (the parent's latest event) and before any event of the
+/// child; its `subagent.finished` after the child's `idle` and before the parent's next event,
+/// its `tool/result`.
+pub fn ordering_problems(notifications: &[Value]) -> Vec<String> {
+    let session_event = |n: &Value, session: &str| {
+        n["method"] == "session.event" && n["params"]["sessionId"] == session
+    };
+    let mut problems = Vec::new();
+    for (at, n) in notifications.iter().enumerate() {
+        let (parent, child) = (
+            n["params"]["parentSessionId"].as_str().unwrap_or_default(),
+            n["params"]["childSessionId"].as_str().unwrap_or_default(),
+        );
+        let before = &notifications[..at];
+        let after = &notifications[at + 1..];
+        let parent_before = before.iter().rev().find(|n| session_event(n, parent));
+        let parent_after = after.iter().find(|n| session_event(n, parent));
+        match n["method"].as_str() {
+            Some("subagent.started") => {
+                if parent_before.map(|n| &n["params"]["event"]["type"]) != Some(&json!("tool/call"))
+                {
+                    problems.push(format!(
+                        "{child}: started, but not right after the parent's tool/call"
+                    ));
+                }
+                if before.iter().any(|n| session_event(n, child)) {
+                    problems.push(format!(
+                        "{child}: an event of the child came before subagent.started"
+                    ));
+                }
+            }
+            Some("subagent.finished") => {
+                let idle = before.iter().any(|n| {
+                    n["method"] == "session.status"
+                        && n["params"]["sessionId"] == child
+                        && n["params"]["status"] == "idle"
+                });
+                if !idle {
+                    problems.push(format!("{child}: finished before the child was idle"));
+                }
+                if parent_after.map(|n| &n["params"]["event"]["type"])
+                    != Some(&json!("tool/result"))
+                {
+                    problems.push(format!(
+                        "{child}: the parent's next event is not its tool/result"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    problems
 }
 
 /// A file of JSON lines, read as values.
@@ -273,6 +414,48 @@ pub const RUN: Duration = Duration::from_secs(110);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_first_words_title_is_put_back_and_nothing_else_moves() {
+        let event = |kind: &str, seq: u64, data: Value| {
+            json!({"method": "session.event", "params": {"sessionId": "s",
+                "event": {"type": kind, "seq": seq, "data": data}}})
+        };
+        let title = || json!({"messageSeqs": [4], "source": {"kind": "fallback"}});
+        let mut late = vec![
+            event("user/message", 4, json!({})),
+            event("request/header", 5, json!({})),
+            event("request/context", 6, json!({})),
+            event("session/title", 7, title()),
+        ];
+        assert_eq!(settle_fallback_titles(&mut late), 1);
+        let kinds: Vec<(Value, Value)> = late
+            .iter()
+            .map(|n| {
+                (
+                    n["params"]["event"]["type"].clone(),
+                    n["params"]["event"]["seq"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (json!("user/message"), json!(4)),
+                (json!("session/title"), json!(5)),
+                (json!("request/header"), json!(6)),
+                (json!("request/context"), json!(7)),
+            ]
+        );
+        let mut elsewhere = vec![
+            event("user/message", 4, json!({})),
+            event("step/end", 5, json!({})),
+            event("session/title", 6, title()),
+        ];
+        let before = elsewhere.clone();
+        assert_eq!(settle_fallback_titles(&mut elsewhere), 0);
+        assert_eq!(elsewhere, before);
+    }
 
     #[test]
     fn uuids_and_message_ids_are_scrubbed() {
