@@ -17,6 +17,7 @@ const SESSION: &str = "Session log and store (issue 3; ours only: the reference 
 const WEB: &str =
     "Web profile (issue 11; ours only: the reference needs Node 22, which cannot run here)";
 
+const CLIENTS: &str = "Clients (issue 22; ours only)";
 const SANDBOX: &str = "Sandbox (issues 12 and 19; ours only)";
 
 const CONTEXT: &str = "Context (issue 13; ours only)";
@@ -403,6 +404,30 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "web_live_rss_per_connection",
         peer: None,
         what: "server RSS per event socket (KiB)",
+    },
+    Figure {
+        section: CLIENTS,
+        ours: "socket_frames_per_client",
+        peer: None,
+        what: "updates each of 20 clients attached to a web host's client socket received during one turn whose answer streams as 2,000 chunks (frames)",
+    },
+    Figure {
+        section: CLIENTS,
+        ours: "socket_latency_p50",
+        peer: None,
+        what: "commit to frame received, over all 20 clients, p50 (ms, millisecond clock)",
+    },
+    Figure {
+        section: CLIENTS,
+        ours: "socket_client_p99_worst",
+        peer: None,
+        what: "the worst client's own p99 (ms)",
+    },
+    Figure {
+        section: CLIENTS,
+        ours: "socket_clients_with_lost_or_twice",
+        peer: None,
+        what: "clients that missed an update, got one twice or out of order (clients; must be 0)",
     },
     Figure {
         section: SANDBOX,

@@ -15,6 +15,7 @@ mod mcp;
 mod process;
 mod sandbox;
 mod session;
+mod socket;
 mod subagents;
 mod tools;
 mod web;
@@ -102,6 +103,13 @@ fn main() {
         }
     });
     let result = result.and_then(|()| if wants("web") { web::run() } else { Ok(()) });
+    let result = result.and_then(|()| {
+        if wants("socket") {
+            socket::run()
+        } else {
+            Ok(())
+        }
+    });
     let result = result.and_then(|()| {
         if wants("session") {
             // The recorded logs, when the shared folder sits beside the project.

@@ -49,6 +49,11 @@ impl Host {
         Ok(Self { child, lines })
     }
 
+    /// The host's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// One headless turn of the instant model (`bench-model`, tuned by `patch`) in `work`,
     /// with `home` as its dsh home: the run every step figure is read from.
     pub(crate) fn instant_turn(home: &Path, patch: &Path, work: &Path) -> anyhow::Result<Self> {

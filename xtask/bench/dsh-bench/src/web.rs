@@ -22,7 +22,7 @@ const HISTORY_STEPS: usize = 1_500;
 const LIVE_STEPS: usize = 2_500;
 const CLIENTS: usize = 50;
 
-fn percentile(mut samples: Vec<f64>, at: f64) -> f64 {
+pub(crate) fn percentile(mut samples: Vec<f64>, at: f64) -> f64 {
     samples.sort_by(f64::total_cmp);
     if samples.is_empty() {
         return f64::NAN;
@@ -31,20 +31,20 @@ fn percentile(mut samples: Vec<f64>, at: f64) -> f64 {
     samples[rank.min(samples.len() - 1)]
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as i64)
 }
 
-struct Web {
-    host: Host,
+pub(crate) struct Web {
+    pub(crate) host: Host,
     address: String,
     bearer: String,
 }
 
 impl Web {
-    fn start(home: &Path, patch: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn start(home: &Path, patch: &Path) -> anyhow::Result<Self> {
         let host = Host::start(
             home,
             &[
@@ -72,7 +72,7 @@ impl Web {
     }
 
     /// One call; answers its value and the bytes of the whole response body.
-    fn call(&self, method: &str, payload: &Value) -> anyhow::Result<(Value, usize)> {
+    pub(crate) fn call(&self, method: &str, payload: &Value) -> anyhow::Result<(Value, usize)> {
         use std::io::{Read, Write};
         let body =
             json!({"type": "client-request", "rpcId": "b", "method": method, "payload": payload})
