@@ -3,7 +3,10 @@
 //! `@modelcontextprotocol/server-filesystem` over stdio), installed into `tests/mcp` by
 //! `cargo xtask test`; where it could not, the reason is in `DSH_MCP_SKIP` and these tests are
 //! skipped with it. The model is the fake DeepSeek server; every server talks only to this
-//! machine (stdio, or loopback HTTP).
+//! machine (stdio, or loopback HTTP). `workspaces` holds the tests of project servers per
+//! working directory.
+
+mod workspaces;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

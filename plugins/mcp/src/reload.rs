@@ -1,19 +1,26 @@
 //! Hot reload of the servers files: the directory of each file is watched through the host's
 //! `fs_watch` service (the file itself may not exist yet, and editors replace files by
 //! renaming), and a batch of changes that touches one of the files reconciles the servers.
-//! Without `fs_watch` the files are read once, at start, and the log says so.
+//! Without `fs_watch` the files are read once, at start, and the log says so. A set that
+//! stops (its directory's last session went) stops following its file.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
+use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::watch::{FS_WATCH_SERVICE, FsWatchService};
 use dsh_plugin_api::{Context, LogLevel, PluginError};
 
-use crate::Manager;
+use crate::manager::Manager;
 
-pub(crate) fn follow(ctx: &Context, manager: Arc<Manager>) -> Result<(), PluginError> {
+/// Follows `manager`'s files until `stop` fires (or the plugin unloads).
+pub(crate) fn follow(
+    ctx: &Context,
+    manager: Arc<Manager>,
+    stop: Arc<CancelFlag>,
+) -> Result<(), PluginError> {
     let files: Vec<PathBuf> = manager.sources.paths();
     if files.is_empty() {
         return Ok(());
@@ -44,12 +51,14 @@ pub(crate) fn follow(ctx: &Context, manager: Arc<Manager>) -> Result<(), PluginE
             }
         };
         let (manager, files, log) = (manager.clone(), files.clone(), ctx.clone());
+        let stop = stop.clone();
         ctx.spawn(async move {
             loop {
-                let changed = watcher.changed().await;
-                if changed.is_empty() {
-                    return;
-                }
+                // The watch ends with the task: the watcher is dropped here.
+                let changed = match first_of(watcher.changed(), stop.wait()).await {
+                    Either::Left(changed) if !changed.is_empty() => changed,
+                    Either::Left(_) | Either::Right(()) => return,
+                };
                 let ours = changed
                     .iter()
                     .any(|path| files.iter().any(|file| file == Path::new(path.as_str())));

@@ -29,12 +29,17 @@ use crate::{http, stdio};
 /// A connection that lasted this long resets the restart delay.
 const STABLE: Duration = Duration::from_secs(60);
 
-/// What every server shares: the services and the row's settings.
+/// What every server of one set shares: the services, the row's settings, and where the set
+/// works and whose sessions see its tools.
+#[derive(Clone)]
 pub(crate) struct Shared {
     pub(crate) ctx: Context,
     pub(crate) tools: Service<ToolsService>,
     pub(crate) sandbox: Service<SandboxPipedService>,
+    /// The directory stdio servers work in, the sandbox's workspace and the root offered.
     pub(crate) workspace: String,
+    /// The tool scope the servers' tools are registered in (empty: global, every session).
+    pub(crate) scope: String,
     pub(crate) roots: bool,
     pub(crate) startup_timeout_ms: u64,
     pub(crate) tool_timeout_ms: Option<u64>,
@@ -163,7 +168,7 @@ impl Server {
             };
             let registration = shared.tools.register(
                 RString::from(shared.ctx.row_id()),
-                RString::new(),
+                RString::from(shared.scope.as_str()),
                 Tool_TO::from_value(tool, TD_Opaque),
             );
             match registration.into_result() {
