@@ -407,3 +407,54 @@ fn a_busy_session_refuses_a_second_prompt_and_the_end_of_stdin_cancels_its_turn(
         client.stray_lines()
     );
 }
+
+#[test]
+fn sigint_cancels_the_running_turn_and_exits_130() {
+    let server = FakeDeepSeek::start(vec![Reply::KeepAliveOnly {
+        every: Duration::from_millis(100),
+    }]);
+    let dir = TestDir::new("sdk-sigint");
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!(
+            "{PLAIN_STORE}- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    let client = start(&dir, &[], &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let cwd = dir.join("work");
+    client
+        .initialize(cwd.to_str().unwrap(), PROVIDER, MODEL, None, WAIT)
+        .unwrap();
+    client.prompt("s-int", "take your time", WAIT).unwrap();
+    wait_for_event(&client, "s-int", "request/context");
+    let pid = i32::try_from(client.pid().unwrap()).unwrap();
+    // SAFETY: a plain signal to the child process this test started.
+    #[allow(unsafe_code, reason = "kill(2) on the runtime this test started")]
+    let sent = unsafe { libc::kill(pid, libc::SIGINT) };
+    assert_eq!(sent, 0, "SIGINT to {pid}");
+    let exit = client.wait(WAIT).unwrap();
+    assert_eq!(
+        exit.and_then(|status| status.code()),
+        Some(130),
+        "{}",
+        stderr_of(&dir)
+    );
+    let logs = stored_logs(&dir.home());
+    let (_, events) = logs
+        .iter()
+        .find(|(header, _)| header["id"] == "s-int")
+        .expect("the session's log");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn/end", "{last}");
+    assert_eq!(
+        last["data"]["reason"],
+        json!({"kind": "aborted", "reason": {"kind": "user"}}),
+        "{last}"
+    );
+    assert!(
+        client.stray_lines().is_empty(),
+        "{:?}",
+        client.stray_lines()
+    );
+}
