@@ -50,10 +50,12 @@ pub(crate) fn parse(method: &str, params: Value) -> Result<Option<Method>, RpcEr
     Ok(Some(parsed))
 }
 
-/// What answers a method the SDK runtime does not own. The typed client protocol's service
-/// will serve every client's methods (sessions, approvals, questions, settings); once it is
-/// mounted, this forwards `method` and `params` to it and answers what it answers. Not built
-/// yet: today every such method is answered `-32601`, naming it.
+/// What answers a method the SDK runtime does not own. The client protocol's service (the
+/// `clients` service of `dsh-clients-seam`) serves every client's methods: sessions,
+/// approvals, questions, settings. Forwarding to it is not built yet: it needs a connection
+/// opened for this runtime (`Clients::connect`, transport `sdk`) whose frames share stdout with
+/// this runtime's notifications, and `ClientConnection::call`'s answer mapped to a JSON-RPC
+/// result or error. Until then every such method is answered `-32601`, naming it.
 pub(crate) async fn clients_fallback(method: &str, _params: Value) -> Result<Value, RpcError> {
     Err(RpcError::new(
         METHOD_NOT_FOUND,
