@@ -135,6 +135,25 @@ pub enum Incoming {
     Response,
 }
 
+/// A frame's members, read as they are (each checked below).
+#[derive(serde::Deserialize)]
+struct Members {
+    #[serde(default)]
+    jsonrpc: Option<Value>,
+    /// `Some(Null)` for an explicit `"id": null`.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// Keeps an explicit `null` apart from an absent member.
+fn present<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(reader).map(Some)
+}
+
 /// Reads a frame; the error answer (with the id to answer, `null` when there is none) when the
 /// line is not one.
 pub fn classify(line: &str) -> Result<Incoming, Box<(Value, RpcError)>> {
@@ -144,13 +163,19 @@ pub fn classify(line: &str) -> Result<Incoming, Box<(Value, RpcError)>> {
             RpcError::new(PARSE_ERROR, format!("Parse error: {error}")),
         ))
     })?;
-    let Value::Object(mut frame) = value else {
+    if !value.is_object() {
         return Err(Box::new((
             Value::Null,
             RpcError::new(INVALID_REQUEST, "Invalid Request: a frame is a JSON object"),
         )));
-    };
-    let id = frame.remove("id");
+    }
+    let frame: Members = serde_json::from_value(value).map_err(|error| {
+        Box::new((
+            Value::Null,
+            RpcError::new(INVALID_REQUEST, format!("Invalid Request: {error}")),
+        ))
+    })?;
+    let id = frame.id;
     let answer_to = match &id {
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
@@ -161,18 +186,18 @@ pub fn classify(line: &str) -> Result<Incoming, Box<(Value, RpcError)>> {
             RpcError::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
         ))
     };
-    if frame.get("jsonrpc") != Some(&Value::from("2.0")) {
+    if frame.jsonrpc != Some(Value::from("2.0")) {
         return Err(invalid("`jsonrpc` must be \"2.0\""));
     }
     if matches!(&id, Some(id) if !id.is_string() && !id.is_number() && !id.is_null()) {
         return Err(invalid("`id` must be a string or a number"));
     }
-    let method = match frame.remove("method") {
+    let method = match frame.method {
         None => None,
         Some(Value::String(method)) => Some(method),
         Some(_) => return Err(invalid("`method` must be a string")),
     };
-    let params = frame.remove("params").unwrap_or(Value::Null);
+    let params = frame.params.unwrap_or(Value::Null);
     match (id, method) {
         (Some(id), Some(method)) if !id.is_null() => Ok(Incoming::Request { id, method, params }),
         (_, Some(method)) => Ok(Incoming::Notification { method, params }),
