@@ -487,35 +487,3 @@ fn old_log_files_are_pruned_to_the_newest_twenty() {
     );
     assert!(dir.home().join("logs/abi-mismatch-x-1.txt").is_file());
 }
-
-#[test]
-fn schema_prints_every_method_of_the_client_protocol_with_its_params_and_result() {
-    let dir = TestDir::new("cli-schema");
-    let out = run_host(&dir.home(), &["schema"]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let document: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(document["protocolVersion"], 1);
-    let methods = document["methods"].as_object().unwrap();
-    for method in [
-        "initialize",
-        "session.prompt",
-        "session.subscribe",
-        "approval.respond",
-    ] {
-        let entry = &methods[method];
-        assert!(
-            entry["params"].is_object() && entry["result"].is_object(),
-            "{method}: {entry}"
-        );
-    }
-    let defs = document["$defs"].as_object().unwrap();
-    for name in [
-        "ServerFrame",
-        "ClientFrame",
-        "RpcErrorCode",
-        "ChatItem",
-        "SendPrompt",
-    ] {
-        assert!(defs.contains_key(name), "{name} is not defined");
-    }
-}

@@ -2,7 +2,8 @@
 //! clients attach to one live session, see the same frames in the same order, and either
 //! answers its approval (the first answer wins); a client that leaves while an approval waits
 //! only for it leaves it refused; bad lines get named errors and the connection lives;
-//! `dsh-host status` lists the socket; the socket is owner-only.
+//! `dsh-host status` lists the socket; the socket is owner-only; `dsh-host schema` prints the
+//! protocol they speak.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -195,4 +196,36 @@ fn bad_lines_get_named_errors_and_the_connection_lives() {
     let list = client.call("session.list", json!(null));
     assert!(list["sessions"].is_array(), "{list}");
     assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn schema_prints_every_method_of_the_client_protocol_with_its_params_and_result() {
+    let dir = TestDir::new("cli-schema");
+    let out = run_host(&dir.home(), &["schema"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let document: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(document["protocolVersion"], 1);
+    let methods = document["methods"].as_object().unwrap();
+    for method in [
+        "initialize",
+        "session.prompt",
+        "session.subscribe",
+        "approval.respond",
+    ] {
+        let entry = &methods[method];
+        assert!(
+            entry["params"].is_object() && entry["result"].is_object(),
+            "{method}: {entry}"
+        );
+    }
+    let defs = document["$defs"].as_object().unwrap();
+    for name in [
+        "ServerFrame",
+        "ClientFrame",
+        "RpcErrorCode",
+        "ChatItem",
+        "SendPrompt",
+    ] {
+        assert!(defs.contains_key(name), "{name} is not defined");
+    }
 }

@@ -152,7 +152,10 @@ fn a_signed_in_page_calls_the_api_with_its_csrf_header_and_a_script_with_its_bea
     // params that do not fit.
     let unknown = web.call("session.nothing", &[("Authorization", &bearer), json]);
     assert_eq!(unknown.status, 200);
-    assert_eq!(unknown.json()["result"]["error"]["code"], "method-not-found");
+    assert_eq!(
+        unknown.json()["result"]["error"]["code"],
+        "method-not-found"
+    );
     assert_eq!(web.host.stop(), Some(0));
 }
 

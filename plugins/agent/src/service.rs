@@ -86,8 +86,8 @@ impl Service {
             route: Mutex::new(Route {
                 provider: options.provider,
                 model: options.model,
+                scope: with_workspace(options.scope, &options.cwd),
                 cwd: options.cwd,
-                scope: options.scope,
             }),
             session: Arc::new(session),
             phase: Mutex::new(Phase::default()),
@@ -355,4 +355,14 @@ impl Agents for Service {
         let service = Service(self.0.clone());
         async move { done(service.dispose(agent.into_string()).await) }.into_ffi()
     }
+}
+
+/// The scope chain of an agent working in `cwd`: its directory's tool scope first, unless the
+/// chain starts with it already (a child's, which begins with its parent's chain).
+fn with_workspace(mut scope: Vec<String>, cwd: &str) -> Vec<String> {
+    let workspace = dsh_agents_seam::workspace_scope(cwd);
+    if scope.first() != Some(&workspace) {
+        scope.insert(0, workspace);
+    }
+    scope
 }

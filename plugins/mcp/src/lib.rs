@@ -50,7 +50,6 @@ use crate::config::Sources;
 use crate::manager::Manager;
 use crate::server::Shared;
 use crate::workspaces::Workspaces;
-pub use crate::workspaces::{WORKSPACE_SCOPE_PREFIX, workspace_scope};
 
 /// Config of `mcp`.
 #[derive(Deserialize, JsonSchema)]

@@ -4,7 +4,7 @@
 //! trusted: started when the first agent in the directory is created, followed (the file is
 //! watched, a trust given later takes it up), and stopped when the last agent there is
 //! disposed. The set's tools are registered in the directory's tool scope
-//! ([`workspace_scope`]), which the agents registry puts first in the scope chain of every
+//! (`dsh_agents_seam::workspace_scope`), which the agents registry puts first in the scope chain of every
 //! agent working there, so only that directory's sessions (and their children) are offered
 //! them; a server of the same name in the user's files is shadowed there and nowhere else.
 //!
@@ -19,24 +19,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
+use dsh_agents_seam::{AGENTS_SERVICE, AgentsService, workspace_scope};
 use dsh_plugin_api::cancel::{CancelFlag, first_of};
 use dsh_plugin_api::{Context, LogLevel, lock};
 
 use crate::config::Sources;
 use crate::manager::Manager;
 use crate::server::Shared;
-
-/// What starts the tool scope of a working directory (see [`workspace_scope`]).
-pub const WORKSPACE_SCOPE_PREFIX: &str = "workspace:";
-
-/// The tool scope of the sessions working in `cwd` (the agent's working directory exactly as
-/// it was given). The agents registry puts it first in every agent's scope chain; a tool
-/// registered under it is offered to exactly the sessions of that directory and their
-/// children.
-pub fn workspace_scope(cwd: &str) -> String {
-    format!("{WORKSPACE_SCOPE_PREFIX}{cwd}")
-}
 
 /// One working directory's servers.
 struct Group {

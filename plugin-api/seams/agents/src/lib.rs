@@ -113,6 +113,17 @@ pub trait AgentLoop: Send + Sync {
 }
 pub type AgentLoopService = AgentLoop_TO<'static, RBox<()>>;
 
+/// What starts the tool scope of a working directory (see [`workspace_scope`]).
+pub const WORKSPACE_SCOPE_PREFIX: &str = "workspace:";
+
+/// The tool scope of the sessions working in `cwd`, as their agent was given it. The agents
+/// registry puts it first in every agent's scope chain (a child's chain starts with its
+/// parent's), so a tool registered under it (a project's MCP servers) is offered to exactly the
+/// sessions of that directory and their children.
+pub fn workspace_scope(cwd: &str) -> String {
+    format!("{WORKSPACE_SCOPE_PREFIX}{cwd}")
+}
+
 /// Service key of the agent registry and its inboxes.
 pub const AGENTS_SERVICE: &str = "agents";
 
