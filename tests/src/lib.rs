@@ -20,6 +20,7 @@
     reason = "test support: a failed step is a failed test"
 )]
 
+pub mod acp;
 pub mod events;
 pub mod fake_deepseek;
 pub mod headless;

@@ -1,1 +1,198 @@
-//! Plugin `acp` (being built): the Agent Client Protocol agent for editors, over stdio.
+//! Plugin `acp`: the Agent Client Protocol agent of `dsh-host --profile acp` (protocol
+//! version 1, newline-delimited JSON-RPC 2.0 on stdin and stdout; stdout carries frames and
+//! nothing else). Each `session/new` creates an agent through the `agents` registry, each
+//! prompt is queued on it as a followup, and what the agent does comes back as
+//! `session/update`s, from the committed session events. Approvals of its sessions' calls are
+//! put to the client (`session/request_permission`).
+//!
+//! Two contracts, chosen by the row's `mode`: `editor` (the default) for Zed and the other ACP
+//! clients, and `automation`, the reference's automation-only contract exactly, which its
+//! recorded transcripts reproduce. `--replay FILE` mounts `llm-replay` on FILE (its
+//! `replay.override.json` and child logs beside it), so a recorded case runs with no network
+//! and no key. Stdin closed ends the connection and the host (exit 0); a signal stops the work
+//! first.
+//!
+//! Not built: images and audio in prompts (no attachment store; refused with -32602), the
+//! client's `mcpServers` (refused with -32602 naming the server), `additionalDirectories` as
+//! writable roots (the sandbox has no per-session roots; refused with -32602), and the
+//! client's `fs/*` and `terminal/*` methods (the agent's own tools are used).
+
+mod args;
+mod editor;
+mod events;
+mod ids;
+mod permission;
+mod prompt;
+mod schema;
+mod server;
+mod shutdown;
+mod stdin;
+mod updates;
+mod wire;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_agents_seam::AGENTS_SERVICE;
+use dsh_plugin_api::cancel::{Either, first_of};
+use dsh_plugin_api::io::control::{HOST_SERVICE, HostControlService};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{CMDLINE_SERVICE, CmdlineArgs};
+
+use crate::args::{Args, Parsed, USAGE};
+pub use crate::server::Mode;
+use crate::server::Server;
+
+/// How long `--replay` may take to start.
+const REPLAY_START: Duration = Duration::from_secs(5);
+/// How long the first request waits for the rest of the tree to start.
+const TREE_START: Duration = Duration::from_secs(5);
+
+/// Config of `acp`.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(
+    crate = "dsh_plugin_api::serde",
+    default,
+    deny_unknown_fields,
+    rename_all = "camelCase"
+)]
+#[schemars(crate = "dsh_plugin_api::schemars")]
+pub struct AcpConfig {
+    /// `editor` (streamed text, tool calls, plans, modes, load and list) or `automation` (the
+    /// reference's automation-only contract).
+    pub mode: Mode,
+    /// The model route of new sessions (`PROVIDER/MODEL`) when `--model` is not given.
+    pub model: Option<String>,
+}
+
+pub struct AcpPlugin;
+
+fn err(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// The model route of new sessions, in the documented order of preference.
+fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), String> {
+    if let Some(route) = &args.model {
+        return Ok(route.clone());
+    }
+    if let Some(route) = config {
+        return args::split_route(route).map_err(|error| format!("row config `model`: {error}"));
+    }
+    if args.replay.is_some() {
+        return Ok(("replay".to_owned(), "replay".to_owned()));
+    }
+    if std::env::var_os("DEEPSEEK_API_KEY").is_some_and(|key| !key.is_empty()) {
+        return Ok((
+            "deepseek-official".to_owned(),
+            "deepseek-v4-flash".to_owned(),
+        ));
+    }
+    Ok((String::new(), String::new()))
+}
+
+/// Mounts `llm-replay` on `log` (its child logs beside it) and waits until it listens.
+async fn replay(ctx: &Context, log: &std::path::Path) -> Result<(), String> {
+    if !log.is_file() {
+        return Err(format!("--replay {}: no such file", log.display()));
+    }
+    let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
+    #[derive(dsh_plugin_api::Serialize)]
+    #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
+    struct ReplayConfig {
+        log: PathBuf,
+        child_files: Vec<PathBuf>,
+    }
+    let child_files: Vec<PathBuf> = (1..)
+        .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
+        .take_while(|child| child.is_file())
+        .collect();
+    let fiber = ctx
+        .mount("llm-replay", &ReplayConfig { log, child_files })
+        .map_err(|error| format!("--replay: {error}"))?;
+    match first_of(ctx.settled(fiber), ctx.sleep(REPLAY_START)).await {
+        Either::Left(Ok(())) => Ok(()),
+        Either::Left(Err(error)) => Err(format!("--replay: {error}")),
+        Either::Right(()) => {
+            Err("--replay: the llm-replay plugin did not start within 5 s".to_owned())
+        }
+    }
+}
+
+impl Plugin for AcpPlugin {
+    const NAME: &'static str = "acp";
+    // The registry and the services a session uses are reached when used, so a reload of one
+    // does not take the connection down with it.
+    const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HOST_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        AGENTS_SERVICE,
+        dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
+        dsh_subagents_seam::SUBAGENTS_SERVICE,
+        dsh_commands_seam::COMMANDS_SERVICE,
+        dsh_compaction_seam::COMPACTION_SERVICE,
+        dsh_llm_seam::LLM_SERVICE,
+    ];
+    type Config = AcpConfig;
+
+    async fn apply(ctx: Context, config: AcpConfig) -> Result<(), PluginError> {
+        let cmdline = ctx.inject::<CmdlineArgs>(CMDLINE_SERVICE)?;
+        let host = ctx.inject::<HostControlService>(HOST_SERVICE)?;
+        let args: Vec<String> = cmdline.args.iter().map(|arg| arg.to_string()).collect();
+        let args = match args::parse(&args) {
+            Ok(Parsed::Run(args)) => args,
+            Ok(Parsed::Help) => {
+                let _ = writeln!(std::io::stdout().lock(), "{USAGE}");
+                host.exit(0);
+                return Ok(());
+            }
+            Err(error) => {
+                err(&format!("dsh: {error}\n\n{USAGE}"));
+                host.exit(2);
+                return Ok(());
+            }
+        };
+        let route = match choose_model(&args, config.model.as_deref()) {
+            Ok(route) => route,
+            Err(error) => {
+                err(&format!("dsh: {error}"));
+                host.exit(2);
+                return Ok(());
+            }
+        };
+        let server = Arc::new(Server::new(ctx.clone(), config.mode, route));
+        events::listen(&server)?;
+        permission::listen(&server)?;
+        editor::live::listen(&server)?;
+        shutdown::on_signal(&server)?;
+        // Unloaded while the connection is open (a service it needs went away, its row was
+        // edited): the client cannot be handed over, so the host ends with it.
+        let (unloaded, exits) = (server.clone(), host.clone());
+        ctx.effect(move || async move {
+            if !unloaded.is_closed() {
+                err("dsh: the ACP agent was unloaded while its connection was open");
+                shutdown::quiesce(&unloaded).await;
+                exits.exit(1);
+            }
+        })?;
+        let task = server.clone();
+        ctx.spawn(async move {
+            if let Some(log) = &args.replay
+                && let Err(error) = replay(&task.ctx, log).await
+            {
+                err(&format!("dsh: {error}"));
+                host.exit(1);
+                return;
+            }
+            // Every row that can start has started before the first request is read (the
+            // tools a session offers, the sandbox their processes run in).
+            let _ = first_of(task.ctx.tree_settled(), task.ctx.sleep(TREE_START)).await;
+            stdin::serve(&task).await;
+            shutdown::stdin_closed(&task, &host).await;
+        })
+    }
+}
+
+dsh_plugin_api::export_plugins!(AcpPlugin);

@@ -1,0 +1,222 @@
+//! Editor mode: what Zed, JetBrains, Neovim and the other ACP clients show and ask for, beyond
+//! the reference's automation contract. The conversation streams as it happens (`live`), tool
+//! calls carry their kind, files, input and result (`calls`), a session's modes are the
+//! permission presets and its model a config option (`modes`), stored sessions can be listed,
+//! loaded (replayed as updates) and resumed (`sessions`), and a prompt that is a single `/name`
+//! line runs that command for the person instead of reaching the model.
+
+pub(crate) mod calls;
+pub(crate) mod live;
+mod modes;
+mod sessions;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
+use dsh_plugin_api::lock;
+use dsh_protocol::{ApprovalOutcome, CommandKind, TurnEndReason};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::schema::SessionState;
+use crate::server::{AcpSession, Inflight, Mode, Server};
+use crate::updates::{
+    AvailableCommand, CommandInput, Content, SessionUpdate, ToolCall, ToolCallUpdate,
+};
+use crate::wire::Id;
+
+/// The methods only editor mode serves.
+pub(crate) fn serves(method: &str) -> bool {
+    matches!(
+        method,
+        "session/load"
+            | "session/list"
+            | "session/resume"
+            | "session/set_mode"
+            | "session/set_config_option"
+    )
+}
+
+/// Answers one of the methods [`serves`] names.
+pub(crate) fn request(server: &Arc<Server>, id: Id, method: &str, raw: Option<&RawValue>) {
+    match method {
+        "session/load" => sessions::open(server, id, raw, true),
+        "session/resume" => sessions::open(server, id, raw, false),
+        "session/list" => sessions::list(server, id, raw),
+        "session/set_mode" => server.answer(&id, modes::set_mode(server, raw)),
+        _ => modes::set_config_option(server, id, raw),
+    }
+}
+
+/// A session's modes and config options, for the answer that opens it (none in automation
+/// mode).
+pub(crate) fn session_state(server: &Server, session: &AcpSession) -> SessionState {
+    match server.mode {
+        Mode::Automation => SessionState::default(),
+        Mode::Editor => SessionState {
+            modes: Some(modes::mode_state(server, &session.id)),
+            config_options: Some(modes::config_options(server, &session.id)),
+        },
+    }
+}
+
+/// After a session was opened: the commands a person can run in it.
+pub(crate) fn announce(server: &Arc<Server>, session: &Arc<AcpSession>) {
+    if server.mode != Mode::Editor {
+        return;
+    }
+    let Ok(Some(commands)) = server.ctx.get::<CommandsService>(COMMANDS_SERVICE) else {
+        return;
+    };
+    let listing = commands.list();
+    drop(commands);
+    let (server, session) = (server.clone(), session.clone());
+    let _ = server.ctx.clone().spawn(async move {
+        let Ok(specs) = listing.await.decode() else {
+            return;
+        };
+        let available_commands = specs
+            .into_iter()
+            .map(|spec| AvailableCommand {
+                input: spec.usage.map(|hint| CommandInput { hint }),
+                name: spec.name,
+                description: spec.description,
+            })
+            .collect();
+        server.update(
+            &session.id,
+            SessionUpdate::AvailableCommandsUpdate { available_commands },
+        );
+    });
+}
+
+/// Runs the command line `line` for the person in `session`: its outcome is the answer's
+/// text, and a model or mode it changed is announced.
+pub(crate) async fn run_command(
+    server: &Arc<Server>,
+    session: &Arc<AcpSession>,
+    inflight: &Arc<Inflight>,
+    line: &str,
+) {
+    let text = match server.ctx.get::<CommandsService>(COMMANDS_SERVICE) {
+        Ok(Some(commands)) => {
+            let running = commands.run(session.id.as_str().into(), line.into());
+            drop(commands);
+            match running.await.decode() {
+                Ok(outcome) if outcome.kind == CommandKind::Error => {
+                    format!("Error: {}", outcome.text)
+                }
+                Ok(outcome) => outcome.text,
+                Err(error) => format!("Error: the command's outcome does not read: {error}"),
+            }
+        }
+        _ => "Error: no `commands` service is mounted, so commands cannot run".to_owned(),
+    };
+    server.update(
+        &session.id,
+        SessionUpdate::AgentMessageChunk {
+            content: Content::text(text),
+        },
+    );
+    server.update(
+        &session.id,
+        SessionUpdate::ConfigOptionUpdate {
+            config_options: modes::config_options(server, &session.id),
+        },
+    );
+    lock(&inflight.state).end = Some(TurnEndReason::Completed);
+}
+
+/// What editor mode keeps per session.
+pub(crate) struct EditorState {
+    /// The directories the client named besides the working directory.
+    #[allow(
+        dead_code,
+        reason = "kept for when the sandbox takes per-session roots"
+    )]
+    pub(crate) additional: Vec<String>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The steps whose text arrived as chunks (their whole message is not sent again).
+    streamed: HashSet<(u64, u64)>,
+    /// Every call announced, by id.
+    calls: HashMap<String, ToolCall>,
+    /// Answers given "always", by subject.
+    rules: HashMap<String, ApprovalOutcome>,
+}
+
+/// The arguments a rule's subject is read from.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Subject {
+    command: Option<String>,
+    file_path: Option<String>,
+    path: Option<String>,
+}
+
+impl EditorState {
+    pub(crate) fn new(additional: &[String]) -> Self {
+        Self {
+            additional: additional.to_vec(),
+            inner: Mutex::default(),
+        }
+    }
+
+    /// What an "always" answer about call `call_id` covers: the tool on the same command,
+    /// file or path (the tool alone when it names none).
+    pub(crate) fn subject_of(&self, call_id: &str, tool: &str) -> String {
+        let inner = lock(&self.inner);
+        let subject: Subject = inner
+            .calls
+            .get(call_id)
+            .and_then(|call| call.raw_input.clone())
+            .and_then(|input| serde_json::from_value(input).ok())
+            .unwrap_or_default();
+        match subject.command.or(subject.file_path).or(subject.path) {
+            Some(what) => format!("{tool}({what})"),
+            None => tool.to_owned(),
+        }
+    }
+
+    pub(crate) fn ruled(&self, subject: &str) -> Option<ApprovalOutcome> {
+        lock(&self.inner).rules.get(subject).copied()
+    }
+
+    pub(crate) fn rule(&self, subject: String, outcome: ApprovalOutcome) {
+        lock(&self.inner).rules.insert(subject, outcome);
+    }
+
+    /// The call as a permission question shows it.
+    pub(crate) fn call_view(&self, call_id: &str) -> ToolCallUpdate {
+        let inner = lock(&self.inner);
+        let call = inner.calls.get(call_id);
+        ToolCallUpdate {
+            tool_call_id: call_id.to_owned(),
+            title: call.map(|call| call.title.clone()),
+            kind: call.map(|call| call.kind),
+            locations: call
+                .map(|call| call.locations.clone())
+                .filter(|locations| !locations.is_empty()),
+            raw_input: call.and_then(|call| call.raw_input.clone()),
+            ..ToolCallUpdate::default()
+        }
+    }
+
+    fn remember(&self, call: &ToolCall) {
+        lock(&self.inner)
+            .calls
+            .insert(call.tool_call_id.clone(), call.clone());
+    }
+
+    fn streamed(&self, turn: u64, step: u64) {
+        lock(&self.inner).streamed.insert((turn, step));
+    }
+
+    fn was_streamed(&self, turn: u64, step: u64) -> bool {
+        lock(&self.inner).streamed.contains(&(turn, step))
+    }
+}

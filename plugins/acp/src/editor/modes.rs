@@ -1,0 +1,188 @@
+//! A session's modes are the permission presets (`session/set_mode` logs the chosen one, as
+//! `/permission` does, and the change comes back as `current_mode_update`); its model is a
+//! config option (`session/set_config_option` sets the route of its next turns).
+
+use std::sync::Arc;
+
+use abi_stable::std_types::RVec;
+use dsh_llm_seam::{LLM_SERVICE, LlmService};
+use dsh_protocol::kinds::{PERMISSION_PRESET, SANDBOX_MODE};
+use dsh_protocol::{PermissionPreset, PermissionPresetEvent, SandboxModeEvent};
+use dsh_sessions_seam::{NewEventRecord, open_live};
+use serde_json::value::RawValue;
+
+use crate::schema::{
+    ConfigOption, ConfigValue, Empty, SessionMode, SessionModeState, SetConfigOptionRequest,
+    SetConfigOptionResponse, SetModeRequest,
+};
+use crate::server::Server;
+use crate::wire::{Id, RpcError, params};
+
+/// The id of the model option.
+const MODEL_OPTION: &str = "model";
+
+fn describe(preset: PermissionPreset) -> (&'static str, &'static str) {
+    match preset {
+        PermissionPreset::ReadOnly => (
+            "Read only",
+            "Look, change nothing; anything wider is asked first",
+        ),
+        PermissionPreset::WorkspaceWrite => (
+            "Workspace",
+            "Change files in the workspace; anything wider is asked first",
+        ),
+        PermissionPreset::DangerFullAccess => (
+            "Full access",
+            "Everything, unconfined, and nothing is asked",
+        ),
+        PermissionPreset::AskEveryCommand => (
+            "Ask every command",
+            "Work in the workspace, and every shell command is asked first",
+        ),
+    }
+}
+
+/// The preset `session` runs under: its latest `permission/preset` (or `sandbox/mode`), else
+/// the host's default.
+fn current_preset(server: &Server, session: &str) -> PermissionPreset {
+    let logged = open_live(&server.ctx, session).ok().and_then(|live| {
+        live.events(0, live.event_count())
+            .iter()
+            .rev()
+            .find_map(|record| match record.kind.as_str() {
+                PERMISSION_PRESET => record
+                    .decode::<PermissionPresetEvent>()?
+                    .ok()
+                    .and_then(|event| PermissionPreset::parse(&event.preset)),
+                SANDBOX_MODE => record
+                    .decode::<SandboxModeEvent>()?
+                    .ok()
+                    .and_then(|event| PermissionPreset::parse(&event.mode)),
+                _ => None,
+            })
+    });
+    logged
+        .or_else(|| {
+            std::env::var("DSH_PERMISSION_MODE")
+                .ok()
+                .and_then(|mode| PermissionPreset::parse(&mode))
+        })
+        .unwrap_or(PermissionPreset::WorkspaceWrite)
+}
+
+pub(super) fn mode_state(server: &Server, session: &str) -> SessionModeState {
+    SessionModeState {
+        current_mode_id: current_preset(server, session).as_str().to_owned(),
+        available_modes: PermissionPreset::ALL
+            .iter()
+            .map(|preset| {
+                let (name, description) = describe(*preset);
+                SessionMode {
+                    id: preset.as_str().to_owned(),
+                    name: name.to_owned(),
+                    description: description.to_owned(),
+                }
+            })
+            .collect(),
+    }
+}
+
+pub(super) fn set_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty, RpcError> {
+    let request: SetModeRequest = params(raw)?;
+    let session = server.session(&request.session_id).ok_or_else(|| {
+        RpcError::invalid_params(format!("unknown session: {}", request.session_id))
+    })?;
+    let preset = PermissionPreset::parse(&request.mode_id).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "modeId: `{}` is not a mode of this agent (read-only, workspace-write, danger-full-access, ask-every-command)",
+            request.mode_id
+        ))
+    })?;
+    let live = open_live(&server.ctx, &session.id)
+        .map_err(|error| RpcError::internal(format!("session/set_mode: {error}")))?;
+    let (chosen, mode, policy) = preset.events();
+    live.append(RVec::from(vec![
+        NewEventRecord::of(&chosen),
+        NewEventRecord::of(&mode),
+        NewEventRecord::of(&policy),
+    ]))
+    .into_result()
+    .map_err(|error| RpcError::internal(format!("session/set_mode: {error}")))?;
+    Ok(Empty {})
+}
+
+/// The route of `session`'s next turns.
+fn route_of(server: &Server, session: &str) -> (String, String) {
+    server
+        .agents()
+        .ok()
+        .and_then(|agents| agents.list().decode().ok())
+        .and_then(|listed| listed.into_iter().find(|agent| agent.id == session))
+        .map(|agent| (agent.provider, agent.model))
+        .unwrap_or_else(|| dsh_plugin_api::lock(&server.route).clone())
+}
+
+/// The model option: every model the registered providers list, and the current route.
+pub(super) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption> {
+    let (provider, model) = route_of(server, session);
+    let current = format!("{provider}/{model}");
+    let mut options: Vec<ConfigValue> = Vec::new();
+    if let Ok(Some(llm)) = server.ctx.get::<LlmService>(LLM_SERVICE) {
+        for provider in llm.providers() {
+            let models = llm
+                .models(provider.clone())
+                .into_option()
+                .and_then(|models| models.decode().ok())
+                .unwrap_or_default();
+            for listed in models {
+                options.push(ConfigValue {
+                    value: format!("{provider}/{}", listed.id),
+                    name: format!("{} ({provider})", listed.name.unwrap_or(listed.id)),
+                });
+            }
+        }
+    }
+    if !provider.is_empty() && !options.iter().any(|option| option.value == current) {
+        options.insert(
+            0,
+            ConfigValue {
+                value: current.clone(),
+                name: current.clone(),
+            },
+        );
+    }
+    vec![ConfigOption {
+        id: MODEL_OPTION.to_owned(),
+        name: "Model".to_owned(),
+        category: "model",
+        kind: "select",
+        current_value: current,
+        options,
+    }]
+}
+
+pub(super) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
+    let result = (|| {
+        let request: SetConfigOptionRequest = params(raw)?;
+        let session = server.session(&request.session_id).ok_or_else(|| {
+            RpcError::invalid_params(format!("unknown session: {}", request.session_id))
+        })?;
+        if request.config_id != MODEL_OPTION {
+            return Err(RpcError::invalid_params(format!(
+                "configId: `{}` is not an option of this agent (model)",
+                request.config_id
+            )));
+        }
+        let (provider, model) = crate::args::split_route(&request.value)
+            .map_err(|error| RpcError::invalid_params(format!("value: {error}")))?;
+        server
+            .agents()?
+            .set_route(session.id.as_str().into(), provider.into(), model.into())
+            .into_result()
+            .map_err(|error| RpcError::internal(format!("session/set_config_option: {error}")))?;
+        Ok(SetConfigOptionResponse {
+            config_options: config_options(server, &session.id),
+        })
+    })();
+    server.answer(&id, result);
+}

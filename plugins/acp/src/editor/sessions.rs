@@ -1,0 +1,174 @@
+//! Stored sessions for an editor: `session/list` (the store's listing, conversations only,
+//! newest first, in pages), `session/load` (the session opened as an agent again and its
+//! conversation replayed as updates before the answer) and `session/resume` (opened, nothing
+//! replayed).
+
+use std::sync::Arc;
+
+use dsh_agents_seam::AgentsErrorKind;
+use dsh_plugin_api::Json;
+use dsh_protocol::{AgentOptions, check_session_id};
+use dsh_sessions_seam::{SESSION_PERSISTENCE_SERVICE, SessionStoreService, open_live};
+use serde_json::value::RawValue;
+
+use crate::schema::{
+    ListSessionsRequest, ListSessionsResponse, OpenSessionRequest, SessionInfo, SessionState,
+};
+use crate::server::Server;
+use crate::wire::{Id, RpcError, params};
+
+/// Sessions per page of `session/list`.
+const PAGE: usize = 50;
+
+/// `session/load` (`replay`) or `session/resume`.
+pub(super) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay: bool) {
+    let request: OpenSessionRequest = match params(raw) {
+        Ok(request) => request,
+        Err(error) => return server.wire.fail(Some(&id), &error),
+    };
+    server.later(id, move |server| async move {
+        if server.is_closed() {
+            return Err(RpcError::internal("the ACP agent is shutting down"));
+        }
+        server.check_scope(
+            &request.cwd,
+            &request.additional_directories,
+            &request.mcp_servers,
+        )?;
+        check_session_id(&request.session_id)
+            .map_err(|error| RpcError::invalid_params(format!("sessionId: {error}")))?;
+        if server.session(&request.session_id).is_some() {
+            return Err(RpcError::invalid_params(format!(
+                "sessionId: {} is already open on this connection",
+                request.session_id
+            )));
+        }
+        let (provider, model) = dsh_plugin_api::lock(&server.route).clone();
+        let options = AgentOptions {
+            cwd: request.cwd.clone(),
+            resume: Some(request.session_id.clone()),
+            provider,
+            model,
+            ..AgentOptions::default()
+        };
+        let agents = server.agents()?;
+        let created = agents.create(Json::encode(&options));
+        drop(agents);
+        let agent = created
+            .await
+            .into_result()
+            .map_err(|error| match error.kind {
+                AgentsErrorKind::NotFound | AgentsErrorKind::Invalid => {
+                    RpcError::invalid_params(format!("sessionId: {error}"))
+                }
+                _ => RpcError::internal(format!("cannot open the session: {error}")),
+            })?
+            .into_string();
+        let session = server.adopt(&agent, &request.cwd, &request.additional_directories);
+        if replay {
+            let live = open_live(&server.ctx, &agent)
+                .map_err(|error| RpcError::internal(format!("session/load: {error}")))?;
+            for record in live.events(0, live.event_count()) {
+                for update in super::live::updates(&session, &record, true) {
+                    server.update(&agent, update);
+                }
+            }
+        }
+        let state: SessionState = super::session_state(&server, &session);
+        super::announce(&server, &session);
+        Ok(state)
+    });
+}
+
+/// `session/list`: stored conversations (not subagents', not archived), newest first; `cwd`
+/// keeps those of one working directory; `cursor` is where the previous page ended.
+pub(super) fn list(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
+    let request: ListSessionsRequest = match params(raw) {
+        Ok(request) => request,
+        Err(error) => return server.wire.fail(Some(&id), &error),
+    };
+    let start = match request.cursor.as_deref().map(str::parse::<usize>) {
+        None => 0,
+        Some(Ok(start)) => start,
+        Some(Err(_)) => {
+            return server.wire.fail(
+                Some(&id),
+                &RpcError::invalid_params("cursor: not a cursor this agent gave"),
+            );
+        }
+    };
+    server.later(id, move |server| async move {
+        let store = match server
+            .ctx
+            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
+        {
+            Ok(Some(store)) => store,
+            _ => return Err(RpcError::internal("no session store is mounted")),
+        };
+        let listing = store.list();
+        drop(store);
+        let summaries = listing
+            .await
+            .into_result()
+            .map_err(|error| RpcError::internal(format!("session/list: {error}")))?
+            .decode()
+            .map_err(|error| RpcError::internal(format!("session/list: {error}")))?;
+        let listed: Vec<SessionInfo> = summaries
+            .into_iter()
+            .filter(|summary| summary.subagent_of.is_none() && !summary.archived)
+            .filter(|summary| {
+                request
+                    .cwd
+                    .as_deref()
+                    .is_none_or(|cwd| summary.cwd.as_deref() == Some(cwd))
+            })
+            .map(|summary| SessionInfo {
+                cwd: summary.cwd.unwrap_or_default(),
+                title: summary.title,
+                updated_at: Some(rfc3339(summary.active_at.unwrap_or(summary.updated_at))),
+                session_id: summary.id,
+            })
+            .collect();
+        let end = listed.len().min(start.saturating_add(PAGE));
+        let next_cursor = (end < listed.len()).then(|| end.to_string());
+        Ok(ListSessionsResponse {
+            sessions: listed.into_iter().skip(start).take(PAGE).collect(),
+            next_cursor,
+        })
+    });
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time.
+fn rfc3339(millis: i64) -> String {
+    let (days, rest) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let seconds = rest / 1000;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60,
+        rest % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn times_read_as_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_783_860_675_270), "2026-07-12T12:51:15.270Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,131 @@
+//! Approvals answered by the client: this agent is an answerer on `approval/request` for the
+//! calls of its own sessions, put to the client as `session/request_permission`. Automation
+//! mode offers the reference's one-shot choices (allow once, reject); editor mode adds allow
+//! always and reject always, which hold for the rest of the session for the same tool on the
+//! same subject (the command, the file, the search path). A cancelled question is
+//! `cancelled`; a client that answers with an error or something unreadable, or a connection
+//! already closing, leaves the ask to the rest of the chain, whose default is `unavailable`:
+//! nothing is approved for want of an answer.
+
+use std::sync::Arc;
+
+use dsh_approval_seam::APPROVAL_REQUEST;
+use dsh_plugin_api::{Json, Next, PluginError};
+use dsh_protocol::{ApprovalOutcome, ApprovalRequest, ApprovalScope, ApprovalVerdict};
+
+use crate::schema::{PermissionOption, PermissionOutcome, PermissionRequest, PermissionResponse};
+use crate::server::{AcpSession, Mode, Server};
+use crate::updates::ToolCallUpdate;
+
+const ALLOW_ONCE: PermissionOption = PermissionOption {
+    option_id: "allow-once",
+    name: "Allow once",
+    kind: "allow_once",
+};
+const ALLOW_ALWAYS: PermissionOption = PermissionOption {
+    option_id: "allow-always",
+    name: "Allow always",
+    kind: "allow_always",
+};
+const REJECT_ONCE: PermissionOption = PermissionOption {
+    option_id: "reject-once",
+    name: "Reject",
+    kind: "reject_once",
+};
+const REJECT_ALWAYS: PermissionOption = PermissionOption {
+    option_id: "reject-always",
+    name: "Reject always",
+    kind: "reject_always",
+};
+
+/// Registers the answerer; it goes with the fiber.
+pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
+    let answering = server.clone();
+    server.ctx.on_waterfall(
+        &APPROVAL_REQUEST,
+        move |next: Next<Json<ApprovalRequest>, Json<ApprovalVerdict>>| {
+            let server = answering.clone();
+            async move {
+                let Ok(ask) = next.payload().decode() else {
+                    return next.run().await;
+                };
+                let (Some(session), Some(call_id)) = (
+                    server.session(&ask.session),
+                    ask.call_id.clone().filter(|id| !id.is_empty()),
+                ) else {
+                    return next.run().await;
+                };
+                if server.is_closed() {
+                    return next.run().await;
+                }
+                match ask_client(&server, &session, &ask, call_id).await {
+                    Some(verdict) => Ok(Json::encode(&verdict)),
+                    None => next.run().await,
+                }
+            }
+        },
+    )
+}
+
+/// What the client answered, or `None` when it gave no usable answer.
+async fn ask_client(
+    server: &Arc<Server>,
+    session: &Arc<AcpSession>,
+    ask: &ApprovalRequest,
+    call_id: String,
+) -> Option<ApprovalVerdict> {
+    let editor = server.mode == Mode::Editor;
+    let subject = editor.then(|| session.editor.subject_of(&call_id, &ask.tool_name));
+    if let Some(subject) = &subject
+        && let Some(outcome) = session.editor.ruled(subject)
+    {
+        return Some(ApprovalVerdict {
+            outcome,
+            scope: (outcome == ApprovalOutcome::AllowedOnce).then_some(ApprovalScope::Session),
+        });
+    }
+    let (tool_call, options) = match editor {
+        true => (
+            session.editor.call_view(&call_id),
+            vec![ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE, REJECT_ALWAYS],
+        ),
+        false => (
+            ToolCallUpdate {
+                tool_call_id: call_id,
+                ..ToolCallUpdate::default()
+            },
+            vec![ALLOW_ONCE, REJECT_ONCE],
+        ),
+    };
+    let request = PermissionRequest {
+        session_id: session.id.clone(),
+        tool_call,
+        options,
+    };
+    let answer: PermissionResponse = server
+        .wire
+        .request("session/request_permission", request)
+        .await
+        .ok()?;
+    let chosen = match answer.outcome {
+        PermissionOutcome::Cancelled => {
+            return Some(ApprovalVerdict::of(ApprovalOutcome::Cancelled));
+        }
+        PermissionOutcome::Selected { option_id } => option_id,
+    };
+    let (outcome, always) = match chosen.as_str() {
+        "allow-once" => (ApprovalOutcome::AllowedOnce, false),
+        "allow-always" if editor => (ApprovalOutcome::AllowedOnce, true),
+        "reject-always" if editor => (ApprovalOutcome::Rejected, true),
+        // Anything else (reject-once, an option never offered) rejects.
+        _ => (ApprovalOutcome::Rejected, false),
+    };
+    if always && let Some(subject) = subject {
+        session.editor.rule(subject, outcome);
+    }
+    Some(ApprovalVerdict {
+        outcome,
+        scope: (always && outcome == ApprovalOutcome::AllowedOnce)
+            .then_some(ApprovalScope::Session),
+    })
+}

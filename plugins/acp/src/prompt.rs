@@ -1,0 +1,218 @@
+//! `session/prompt`: the prompt admitted (its blocks turned into one user message, refused with
+//! -32602 where a block cannot be taken), queued on the agent as a followup, and answered once
+//! the whole agent is idle again, with the stop reason of the turn that claimed it. The order
+//! in which outcomes win is the reference's: a cancel, then an agent error outside the turn,
+//! then the turn's own end (`error` answers -32603 "turn failed").
+//!
+//! Every update the turn produced was written by the session-event listener while it was
+//! committed, before the agent went idle: the answer always comes after them.
+
+use std::sync::Arc;
+
+use dsh_agents_seam::AgentsExt;
+use dsh_plugin_api::lock;
+use dsh_protocol::{ContentBlock as Block, Message, MessageSource, TurnEndReason, command_line};
+use serde_json::value::RawValue;
+
+use crate::schema::{ContentBlock, PromptRequest, PromptResponse, StopReason};
+use crate::server::{AcpSession, Inflight, Mode, Server};
+use crate::wire::{Id, RpcError, params};
+
+/// What a prompt became: a turn of its agent, or (editor mode) a command run for the person.
+enum Work {
+    Turn,
+    Command(String),
+}
+
+/// Reads, admits and queues a prompt; its answer is written when its work settles.
+pub(crate) fn start(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
+    match admit(server, raw) {
+        Ok((session, inflight, work)) => {
+            let settling = server.clone();
+            let spawned = server.ctx.spawn(async move {
+                match work {
+                    Work::Turn => until_idle(&settling, &session).await,
+                    Work::Command(line) => {
+                        crate::editor::run_command(&settling, &session, &inflight, &line).await;
+                    }
+                }
+                let result = answer(&settling, &session, &inflight);
+                settling.wire.respond(&id, result);
+                inflight.answered.fire();
+            });
+            if let Err(error) = spawned {
+                server
+                    .wire
+                    .fail(None, &RpcError::internal(format!("cannot run: {error}")));
+            }
+        }
+        Err(error) => server.wire.fail(Some(&id), &error),
+    }
+}
+
+/// The checks and the queueing, all before anything else can run: a cancel read next sees the
+/// prompt in flight.
+fn admit(
+    server: &Arc<Server>,
+    raw: Option<&RawValue>,
+) -> Result<(Arc<AcpSession>, Arc<Inflight>, Work), RpcError> {
+    let request: PromptRequest = params(raw)?;
+    if server.is_closed() {
+        return Err(RpcError::internal("the ACP agent is shutting down"));
+    }
+    let session = server.session(&request.session_id).ok_or_else(|| {
+        RpcError::invalid_params(format!("unknown session: {}", request.session_id))
+    })?;
+    let mut slot = lock(&session.inflight);
+    if slot.is_some() {
+        return Err(RpcError::invalid_params(
+            "a prompt is already in flight for this session",
+        ));
+    }
+    let content = content(&request.prompt)?;
+    let inflight = Arc::new(Inflight {
+        message_id: crate::ids::new_id(),
+        ..Inflight::default()
+    });
+    let message = Message::user(inflight.message_id.clone(), content, MessageSource::user());
+    let line = message.text();
+    if server.mode == Mode::Editor && command_line(&line).is_some() {
+        *slot = Some(inflight.clone());
+        return Ok((session.clone(), inflight, Work::Command(line)));
+    }
+    let agents = server.agents()?;
+    agents
+        .followup(&session.id, &message)
+        .map_err(|error| RpcError::internal(format!("prompt was not queued: {error}")))?;
+    *slot = Some(inflight.clone());
+    drop(slot);
+    Ok((session, inflight, Work::Turn))
+}
+
+/// The prompt's blocks as one user message's content: text and resource links joined into
+/// text, in order. Images, audio and embedded resources are refused, as the capabilities this
+/// agent advertised say.
+pub(crate) fn content(prompt: &[ContentBlock]) -> Result<Vec<Block>, RpcError> {
+    let mut text = String::new();
+    for block in prompt {
+        match block {
+            ContentBlock::Text { text: part } => text.push_str(part),
+            ContentBlock::ResourceLink { name, uri } => {
+                // The reference's wording, so a recorded prompt reads the same.
+                text.push_str(&format!(
+                    "\n[resource_link name={} uri={}]\n",
+                    quoted(name),
+                    quoted(uri)
+                ));
+            }
+            ContentBlock::Image { .. } => {
+                return Err(RpcError::invalid_params(
+                    "inline image prompts were not advertised by this connection",
+                ));
+            }
+            ContentBlock::Audio {} => {
+                return Err(RpcError::invalid_params(
+                    "audio prompt content is not supported",
+                ));
+            }
+            ContentBlock::Resource {} => {
+                return Err(RpcError::invalid_params(
+                    "embedded resource prompt content is not supported",
+                ));
+            }
+        }
+    }
+    if text.trim().is_empty() {
+        return Err(RpcError::invalid_params("empty prompt"));
+    }
+    Ok(vec![Block::text(text)])
+}
+
+/// A string as JSON writes it.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+/// Waits until the agent is idle: every turn the prompt caused, and autonomous ones after it,
+/// have ended.
+async fn until_idle(server: &Arc<Server>, session: &Arc<AcpSession>) {
+    if let Ok(agents) = server.agents() {
+        let idle = agents.when_idle(session.id.as_str().into());
+        drop(agents);
+        let _ = idle.await;
+    }
+}
+
+/// Frees the session's prompt slot and answers by the reference's precedence.
+fn answer(
+    server: &Arc<Server>,
+    session: &Arc<AcpSession>,
+    inflight: &Arc<Inflight>,
+) -> Result<PromptResponse, RpcError> {
+    {
+        let mut slot = lock(&session.inflight);
+        if slot
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, inflight))
+        {
+            *slot = None;
+        }
+    }
+    let state = lock(&inflight.state);
+    if state.cancel_requested {
+        return Ok(stop(StopReason::Cancelled));
+    }
+    if let Some(error) = &state.agent_error {
+        return Err(RpcError::internal(format!("turn failed: {error}")));
+    }
+    let reason = match &state.end {
+        None => StopReason::Cancelled,
+        Some(TurnEndReason::Error { error }) => {
+            return Err(RpcError::internal(format!(
+                "turn failed: {}",
+                error.message
+            )));
+        }
+        // The reference's automation contract: a token limit is not a prompt-level stop.
+        Some(TurnEndReason::MaxTokens) if server.mode == Mode::Editor => StopReason::MaxTokens,
+        Some(TurnEndReason::Interrupted) => StopReason::Cancelled,
+        Some(_) => StopReason::EndTurn,
+    };
+    Ok(stop(reason))
+}
+
+fn stop(stop_reason: StopReason) -> PromptResponse {
+    PromptResponse { stop_reason }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn text_and_links_join_and_other_blocks_are_refused() {
+        let blocks: Vec<ContentBlock> = serde_json::from_str(
+            r#"[{"type":"text","text":"read "},{"type":"resource_link","name":"a.rs","uri":"file:///a.rs"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            content(&blocks).unwrap(),
+            vec![Block::text(
+                "read \n[resource_link name=\"a.rs\" uri=\"file:///a.rs\"]\n"
+            )]
+        );
+        let audio: Vec<ContentBlock> =
+            serde_json::from_str(r#"[{"type":"audio","data":"AA==","mimeType":"audio/wav"}]"#)
+                .unwrap();
+        assert_eq!(content(&audio).unwrap_err().code, -32602);
+        let empty: Vec<ContentBlock> =
+            serde_json::from_str(r#"[{"type":"text","text":"  "}]"#).unwrap();
+        assert!(
+            content(&empty)
+                .unwrap_err()
+                .message
+                .contains("empty prompt")
+        );
+    }
+}
