@@ -38,6 +38,7 @@ mod retry;
 mod runtime;
 mod sandbox;
 mod sdk;
+mod sdk_clients;
 mod seam_compat;
 mod session;
 mod session_store;

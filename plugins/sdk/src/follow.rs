@@ -22,7 +22,7 @@ use dsh_subagents_seam::{SUBAGENT_END, SUBAGENT_START};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::wire::Out;
+use dsh_json_rpc::wire::Out;
 
 /// What the listeners know, under one lock (taken before the writer's).
 #[derive(Default)]

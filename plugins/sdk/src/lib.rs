@@ -14,10 +14,10 @@
 //! client protocol's service will take them over.
 
 mod args;
+mod door;
 mod follow;
 mod methods;
 mod server;
-mod wire;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -31,7 +31,7 @@ use dsh_protocol::{AbortCause, GenerateRequest};
 use crate::args::{Parsed, USAGE};
 use crate::follow::{Book, Follow};
 use crate::server::{Flow, Server};
-use crate::wire::{MAX_LINE, Out, read_line};
+use dsh_json_rpc::wire::{MAX_LINE, Out, read_line};
 
 /// Config of `sdk`.
 #[derive(Deserialize, JsonSchema)]
@@ -68,7 +68,11 @@ impl Plugin for SdkPlugin {
     // The agents registry and the model seam are reached when used, so a reload of either
     // does not take the runtime down with it.
     const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HOST_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[AGENTS_SERVICE, dsh_llm_seam::LLM_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        AGENTS_SERVICE,
+        dsh_llm_seam::LLM_SERVICE,
+        dsh_clients_seam::CLIENTS_SERVICE,
+    ];
     type Config = SdkConfig;
 
     async fn apply(ctx: Context, config: SdkConfig) -> Result<(), PluginError> {
@@ -103,6 +107,7 @@ impl Plugin for SdkPlugin {
             follow,
             args,
             state: Mutex::default(),
+            door: door::Door::default(),
         });
         // A signal cancels every running turn and waits for their logs to close before the
         // host disposes the tree.

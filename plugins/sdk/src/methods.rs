@@ -1,14 +1,13 @@
 //! The methods the SDK runtime owns (the reference's three: `initialize`, `session/prompt`,
 //! `shutdown`) and their params, each checked field by field so a mistake is answered `-32602`
-//! naming the field. A method it does not own goes to [`clients_fallback`]: the one place where
-//! the client protocol's service will take over the methods of every client (sessions,
-//! approvals, settings...). Until that service exists, it answers `-32601` naming the method.
+//! naming the field. A method it does not own goes to the client protocol's service (see
+//! `door`).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use dsh_protocol::ContentBlock;
 
-use crate::wire::{METHOD_NOT_FOUND, RpcError, params_object};
+use dsh_json_rpc::wire::{RpcError, params_object};
 
 /// The largest `maxTokens` (the reference's `Number.isSafeInteger` bound).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -39,7 +38,7 @@ pub(crate) enum Method {
 }
 
 /// Reads `method` with `params`; `Ok(None)` when the method is not one of the runtime's own
-/// (it goes to [`clients_fallback`]).
+/// (it goes to the client protocol's service).
 pub(crate) fn parse(method: &str, params: Value) -> Result<Option<Method>, RpcError> {
     let parsed = match method {
         "initialize" => Method::Initialize(initialize(params_object(params)?)?),
@@ -48,20 +47,6 @@ pub(crate) fn parse(method: &str, params: Value) -> Result<Option<Method>, RpcEr
         _ => return Ok(None),
     };
     Ok(Some(parsed))
-}
-
-/// What answers a method the SDK runtime does not own. The client protocol's service (the
-/// `clients` service of `dsh-clients-seam`) serves every client's methods: sessions,
-/// approvals, questions, settings. Forwarding to it is not built yet: it needs a connection
-/// opened for this runtime (`Clients::connect`, transport `sdk`) whose frames share stdout with
-/// this runtime's notifications, and `ClientConnection::call`'s answer mapped to a JSON-RPC
-/// result or error. Until then every such method is answered `-32601`, naming it.
-pub(crate) async fn clients_fallback(method: &str, _params: Value) -> Result<Value, RpcError> {
-    Err(RpcError::new(
-        METHOD_NOT_FOUND,
-        format!("unknown DeepSeek Harness SDK runtime method: {method}"),
-    )
-    .with_data(json!({"method": method})))
 }
 
 fn initialize(mut params: Map<String, Value>) -> Result<InitializeParams, RpcError> {
@@ -157,7 +142,8 @@ fn required_text(params: &mut Map<String, Value>, field: &str) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::INVALID_PARAMS;
+    use dsh_json_rpc::wire::INVALID_PARAMS;
+    use serde_json::json;
 
     fn field_of(error: RpcError) -> String {
         assert_eq!(error.code, INVALID_PARAMS, "{error}");

@@ -19,9 +19,10 @@ use dsh_protocol::{AbortCause, AgentOptions, AgentStatus, Message, MessageSource
 use serde_json::{Value, json};
 
 use crate::args::Args;
+use crate::door::{Handshake, merged};
 use crate::follow::Follow;
-use crate::methods::{InitializeParams, Method, PromptParams, clients_fallback, parse};
-use crate::wire::{
+use crate::methods::{InitializeParams, Method, PromptParams, parse};
+use dsh_json_rpc::wire::{
     AGENT_BUSY, Incoming, Line, NOT_INITIALIZED, PARSE_ERROR, RpcError, SHUTTING_DOWN, classify,
 };
 
@@ -65,6 +66,9 @@ pub(crate) struct Server {
     pub(crate) follow: Follow,
     pub(crate) args: Args,
     pub(crate) state: Mutex<State>,
+    /// The connection to the client protocol's service, for the methods the runtime does
+    /// not own.
+    pub(crate) door: crate::door::Door,
 }
 
 /// Why the runtime could not start serving.
@@ -145,15 +149,43 @@ impl Server {
     }
 
     async fn request(&self, method: &str, params: Value) -> (Result<Value, RpcError>, Flow) {
+        // The client protocol's handshake alone (no model route to set up).
+        let handshake = Handshake::of(&params);
+        if method == "initialize"
+            && handshake.protocol_version.is_some()
+            && handshake.provider.is_none()
+        {
+            let answer = self
+                .door
+                .call(&self.ctx, &self.follow.out, method, params)
+                .await;
+            return (answer, Flow::Continue);
+        }
         let parsed = match parse(method, params.clone()) {
             Ok(parsed) => parsed,
             Err(error) => return (Err(error), Flow::Continue),
         };
         match parsed {
-            Some(Method::Initialize(params)) => (self.initialize(params).await, Flow::Continue),
+            Some(Method::Initialize(init)) => {
+                let own = self.initialize(init).await;
+                let answer = match (own, Handshake::of(&params).protocol_version) {
+                    (Ok(own), Some(_)) => self
+                        .door
+                        .call(&self.ctx, &self.follow.out, method, params)
+                        .await
+                        .map(|handshake| merged(own, handshake)),
+                    (own, _) => own,
+                };
+                (answer, Flow::Continue)
+            }
             Some(Method::Prompt(params)) => (self.prompt(params).await, Flow::Continue),
             Some(Method::Shutdown) => (Ok(self.shutdown().await), Flow::Exit),
-            None => (clients_fallback(method, params).await, Flow::Continue),
+            None => (
+                self.door
+                    .call(&self.ctx, &self.follow.out, method, params)
+                    .await,
+                Flow::Continue,
+            ),
         }
     }
 
