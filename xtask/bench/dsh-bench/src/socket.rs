@@ -13,16 +13,10 @@ use serde_json::{Value, json};
 
 use crate::process::scratch;
 use crate::report;
-use crate::web::{Web, now_ms, percentile};
+use crate::web::{Seen, Web, percentile, summarize};
 
 const CLIENTS: usize = 20;
 const CHUNKS: usize = 2_000;
-
-/// What one client saw of the turn.
-struct Seen {
-    seqs: Vec<u64>,
-    latencies: Vec<f64>,
-}
 
 fn connect(path: &Path, session: &str) -> anyhow::Result<(UnixStream, BufReader<UnixStream>)> {
     let mut stream = UnixStream::connect(path)?;
@@ -60,10 +54,7 @@ fn connect(path: &Path, session: &str) -> anyhow::Result<(UnixStream, BufReader<
 }
 
 fn follow(mut reader: BufReader<UnixStream>) -> anyhow::Result<Seen> {
-    let mut seen = Seen {
-        seqs: Vec::new(),
-        latencies: Vec::new(),
-    };
+    let mut seen = Seen::default();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
@@ -74,14 +65,7 @@ fn follow(mut reader: BufReader<UnixStream>) -> anyhow::Result<Seen> {
         if value["method"] != "frame" || frame["type"] != "session/update" {
             continue;
         }
-        let arrived = now_ms();
-        seen.seqs.push(frame["seq"].as_u64().unwrap_or(0));
-        seen.latencies
-            .push((arrived - frame["time"].as_i64().unwrap_or(arrived)) as f64);
-        if frame["ops"]
-            .as_array()
-            .is_some_and(|ops| ops.iter().any(|op| op["item"]["kind"] == "turn-end"))
-        {
+        if seen.update(frame) {
             return Ok(seen);
         }
     }
@@ -116,36 +100,19 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "session.prompt",
         &json!({"sessionId": session, "text": "go"}),
     )?;
-    let mut seen = Vec::new();
-    for follower in followers {
-        seen.push(
-            follower
-                .join()
-                .map_err(|_| anyhow::anyhow!("a follower panicked"))??,
-        );
-    }
+    let summary = summarize(followers)?;
     drop(streams);
     web.host.stop();
-    let reference = seen[0].seqs.clone();
-    let faulty = seen
-        .iter()
-        .filter(|s| s.seqs != reference || s.seqs.windows(2).any(|pair| pair[0] >= pair[1]))
-        .count();
-    let p99s: Vec<f64> = seen
-        .iter()
-        .map(|s| percentile(s.latencies.clone(), 0.99))
-        .collect();
-    let all: Vec<f64> = seen.iter().flat_map(|s| s.latencies.clone()).collect();
-    report("socket_frames_per_client", reference.len() as f64, "frames");
-    report("socket_latency_p50", percentile(all, 0.5), "ms");
     report(
-        "socket_client_p99_worst",
-        p99s.iter().copied().fold(0.0, f64::max),
-        "ms",
+        "socket_frames_per_client",
+        summary.reference.len() as f64,
+        "frames",
     );
+    report("socket_latency_p50", percentile(summary.all, 0.5), "ms");
+    report("socket_client_p99_worst", summary.worst_p99, "ms");
     report(
         "socket_clients_with_lost_or_twice",
-        faulty as f64,
+        summary.faulty as f64,
         "clients",
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -322,36 +322,79 @@ fn page_stream(dir: &Path) -> anyhow::Result<()> {
     )
 }
 
-/// What one socket saw of the live turn.
-struct Seen {
+/// What one follower saw of a live turn.
+#[derive(Default)]
+pub(crate) struct Seen {
     seqs: Vec<u64>,
     latencies: Vec<f64>,
+}
+
+impl Seen {
+    /// Notes a `session/update` frame as it arrives; `true` once it ended the turn.
+    pub(crate) fn update(&mut self, frame: &Value) -> bool {
+        let arrived = now_ms();
+        self.seqs.push(frame["seq"].as_u64().unwrap_or(0));
+        self.latencies
+            .push((arrived - frame["time"].as_i64().unwrap_or(arrived)) as f64);
+        frame["ops"]
+            .as_array()
+            .is_some_and(|ops| ops.iter().any(|op| op["item"]["kind"] == "turn-end"))
+    }
+}
+
+/// What every follower of one turn saw, together.
+pub(crate) struct Summary {
+    /// The first follower's updates (the others are compared with them).
+    pub(crate) reference: Vec<u64>,
+    /// Followers that missed an update, got one twice or out of order.
+    pub(crate) faulty: usize,
+    /// The worst follower's own p99.
+    pub(crate) worst_p99: f64,
+    /// Every latency of every follower.
+    pub(crate) all: Vec<f64>,
+}
+
+/// Waits for every follower and sums up what they saw.
+pub(crate) fn summarize(
+    followers: Vec<std::thread::JoinHandle<anyhow::Result<Seen>>>,
+) -> anyhow::Result<Summary> {
+    let mut seen = Vec::new();
+    for follower in followers {
+        seen.push(
+            follower
+                .join()
+                .map_err(|_| anyhow::anyhow!("a follower panicked"))??,
+        );
+    }
+    let reference = seen.first().map(|s| s.seqs.clone()).unwrap_or_default();
+    let faulty = seen
+        .iter()
+        .filter(|s| s.seqs != reference || s.seqs.windows(2).any(|pair| pair[0] >= pair[1]))
+        .count();
+    let worst_p99 = seen
+        .iter()
+        .map(|s| percentile(s.latencies.clone(), 0.99))
+        .fold(0.0, f64::max);
+    let all = seen.iter().flat_map(|s| s.latencies.clone()).collect();
+    Ok(Summary {
+        reference,
+        faulty,
+        worst_p99,
+        all,
+    })
 }
 
 fn follow(mut socket: WebSocket<TcpStream>, session: &str) -> anyhow::Result<Seen> {
     socket.send(Message::text(
         json!({"type": "subscribe", "sessionId": session}).to_string(),
     ))?;
-    let mut seen = Seen {
-        seqs: Vec::new(),
-        latencies: Vec::new(),
-    };
+    let mut seen = Seen::default();
     loop {
         let Message::Text(text) = socket.read()? else {
             continue;
         };
         let frame: Value = serde_json::from_str(text.as_str())?;
-        if frame["type"] != "session/update" {
-            continue;
-        }
-        let arrived = now_ms();
-        seen.seqs.push(frame["seq"].as_u64().unwrap_or(0));
-        seen.latencies
-            .push((arrived - frame["time"].as_i64().unwrap_or(arrived)) as f64);
-        let ended = frame["ops"]
-            .as_array()
-            .is_some_and(|ops| ops.iter().any(|op| op["item"]["kind"] == "turn-end"));
-        if ended {
+        if frame["type"] == "session/update" && seen.update(&frame) {
             return Ok(seen);
         }
     }
@@ -388,24 +431,12 @@ fn live(dir: &Path) -> anyhow::Result<()> {
         "session.prompt",
         &json!({"sessionId": session, "text": "go"}),
     )?;
-    let mut seen = Vec::new();
-    for follower in followers {
-        seen.push(
-            follower
-                .join()
-                .map_err(|_| anyhow::anyhow!("a follower panicked"))??,
-        );
-    }
-    let reference = seen[0].seqs.clone();
-    let faulty = seen
-        .iter()
-        .filter(|s| s.seqs != reference || s.seqs.windows(2).any(|pair| pair[0] >= pair[1]))
-        .count();
-    let p99s: Vec<f64> = seen
-        .iter()
-        .map(|s| percentile(s.latencies.clone(), 0.99))
-        .collect();
-    let all: Vec<f64> = seen.iter().flat_map(|s| s.latencies.clone()).collect();
+    let Summary {
+        reference,
+        faulty,
+        worst_p99,
+        all,
+    } = summarize(followers)?;
     // The socket that never read during the turn: once it reads, it must have every update in
     // order (the kernel's buffers held them) or a resync (its queue overflowed): never a gap.
     let mut stalled_seqs = Vec::new();
@@ -445,11 +476,7 @@ fn live(dir: &Path) -> anyhow::Result<()> {
     report("web_live_latency_p50", percentile(all.clone(), 0.5), "ms");
     report("web_live_latency_p95", percentile(all.clone(), 0.95), "ms");
     report("web_live_latency_p99", percentile(all, 0.99), "ms");
-    report(
-        "web_live_client_p99_worst",
-        p99s.iter().copied().fold(0.0, f64::max),
-        "ms",
-    );
+    report("web_live_client_p99_worst", worst_p99, "ms");
     report(
         "web_live_clients_with_lost_or_twice",
         faulty as f64,
