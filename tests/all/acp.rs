@@ -1,6 +1,9 @@
 //! The ACP agent (`dsh-host --profile acp`) through the real host: the reference's recorded
-//! cases in automation mode (`recorded`).
+//! cases in automation mode (`recorded`) and editor mode against the fake DeepSeek server
+//! (`editor`).
 
+mod bad_input;
+mod editor;
 mod recorded;
 
 #[test]

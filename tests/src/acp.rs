@@ -498,6 +498,68 @@ pub fn stored_children(home: &Path) -> Vec<String> {
         .collect()
 }
 
+/// An editor-mode agent (the profile's default) in `dir/work` whose model is `server`, with
+/// `rows` (patch entries) after the fake endpoint and a plain store, and `envs` added.
+pub fn editor_agent(
+    server: &crate::fake_deepseek::FakeDeepSeek,
+    dir: &crate::TestDir,
+    rows: &str,
+    envs: &[(&str, &str)],
+) -> AcpClient {
+    let patch = dir.write(
+        "fake.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n{}{rows}",
+            server.url(),
+            crate::sessions::PLAIN_STORE
+        ),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut all = vec![("DEEPSEEK_API_KEY", "sk-test")];
+    all.extend_from_slice(envs);
+    AcpClient::start(
+        &dir.home(),
+        &work,
+        &[
+            "--patch",
+            patch.to_str().unwrap(),
+            "--profile",
+            "acp",
+            "--",
+            "--model",
+            "deepseek-official/deepseek-v4-flash",
+        ],
+        &all,
+    )
+}
+
+impl AcpClient {
+    /// `initialize` then `session/new` in `cwd`: the new session's id and the whole answer.
+    pub fn open(&mut self, cwd: &Path) -> (String, Value) {
+        let init = self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        let answer = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        let id = answer["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("session/new failed: {answer}"))
+            .to_owned();
+        (id, answer)
+    }
+
+    /// Sends a text prompt to `session` and waits for its answer (at most a minute).
+    pub fn prompt(&mut self, session: &str, text: &str) -> Value {
+        let id = self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        );
+        self.response(id, Duration::from_secs(60))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

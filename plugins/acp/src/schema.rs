@@ -85,7 +85,6 @@ pub(crate) struct McpCapabilities {
 pub(crate) struct SessionCapabilities {
     pub(crate) list: Served,
     pub(crate) resume: Served,
-    pub(crate) additional_directories: Served,
 }
 
 #[derive(Debug, Serialize)]

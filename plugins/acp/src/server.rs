@@ -209,7 +209,6 @@ impl Server {
                 session_capabilities: editor.then_some(SessionCapabilities {
                     list: Served {},
                     resume: Served {},
-                    additional_directories: Served {},
                 }),
             },
             auth_methods: Vec::new(),
@@ -228,10 +227,20 @@ impl Server {
                 "cwd must be an absolute path: {cwd}"
             )));
         }
-        if self.mode == Mode::Automation && !additional.is_empty() {
-            return Err(RpcError::invalid_params(
-                "additionalDirectories is not supported",
-            ));
+        match (self.mode, additional.first()) {
+            (_, None) => {}
+            (Mode::Automation, Some(_)) => {
+                return Err(RpcError::invalid_params(
+                    "additionalDirectories is not supported",
+                ));
+            }
+            // Not built yet: the sandbox takes writable roots from its row only, so a
+            // session's own extra roots need a change there.
+            (Mode::Editor, Some(dir)) => {
+                return Err(RpcError::invalid_params(format!(
+                    "additionalDirectories is not supported yet ({dir}): the sandbox has no writable roots per session"
+                )));
+            }
         }
         if let Some(server) = mcp_servers.first() {
             // Not built yet: the `mcp` plugin reads servers from files, and mounting a
@@ -241,13 +250,6 @@ impl Server {
                 server.kind.as_deref().unwrap_or("stdio"),
                 server.name
             )));
-        }
-        for dir in additional {
-            if !std::path::Path::new(dir).is_absolute() {
-                return Err(RpcError::invalid_params(format!(
-                    "additionalDirectories: {dir} is not an absolute path"
-                )));
-            }
         }
         Ok(())
     }
@@ -277,7 +279,7 @@ impl Server {
             .into_result()
             .map(abi_stable::std_types::RString::into_string)
             .map_err(|error| RpcError::internal(format!("session/new: {error}")))?;
-        let session = self.adopt(&id, &request.cwd, &request.additional_directories);
+        let session = self.adopt(&id, &request.cwd);
         if self.is_closed() {
             return Err(RpcError::internal("connection closed during session/new"));
         }
@@ -290,12 +292,12 @@ impl Server {
     }
 
     /// Makes agent `id` one of this connection's sessions.
-    pub(crate) fn adopt(&self, id: &str, cwd: &str, additional: &[String]) -> Arc<AcpSession> {
+    pub(crate) fn adopt(&self, id: &str, cwd: &str) -> Arc<AcpSession> {
         let session = Arc::new(AcpSession {
             id: id.to_owned(),
             cwd: cwd.to_owned(),
             inflight: Mutex::default(),
-            editor: EditorState::new(additional),
+            editor: EditorState::default(),
         });
         lock(&self.sessions).insert(id.to_owned(), session.clone());
         session

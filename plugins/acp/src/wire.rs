@@ -146,8 +146,7 @@ pub(crate) fn read_frame(line: &str) -> Result<Frame, (Option<Id>, RpcError)> {
             // `"result": null` reads as no result: an answer that carries nothing.
             (None, None) => Ok(Frame::Response {
                 id,
-                outcome: serde_json::value::to_raw_value(&())
-                    .map_err(RpcError::internal),
+                outcome: serde_json::value::to_raw_value(&()).map_err(RpcError::internal),
             }),
             (Some(_), Some(_)) => Err((
                 Some(id),

@@ -129,13 +129,8 @@ pub(crate) async fn run_command(
 }
 
 /// What editor mode keeps per session.
+#[derive(Default)]
 pub(crate) struct EditorState {
-    /// The directories the client named besides the working directory.
-    #[allow(
-        dead_code,
-        reason = "kept for when the sandbox takes per-session roots"
-    )]
-    pub(crate) additional: Vec<String>,
     inner: Mutex<Inner>,
 }
 
@@ -159,13 +154,6 @@ struct Subject {
 }
 
 impl EditorState {
-    pub(crate) fn new(additional: &[String]) -> Self {
-        Self {
-            additional: additional.to_vec(),
-            inner: Mutex::default(),
-        }
-    }
-
     /// What an "always" answer about call `call_id` covers: the tool on the same command,
     /// file or path (the tool alone when it names none).
     pub(crate) fn subject_of(&self, call_id: &str, tool: &str) -> String {

@@ -64,7 +64,7 @@ pub(super) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
                 _ => RpcError::internal(format!("cannot open the session: {error}")),
             })?
             .into_string();
-        let session = server.adopt(&agent, &request.cwd, &request.additional_directories);
+        let session = server.adopt(&agent, &request.cwd);
         if replay {
             let live = open_live(&server.ctx, &agent)
                 .map_err(|error| RpcError::internal(format!("session/load: {error}")))?;
