@@ -3,6 +3,7 @@
 //! (`editor`).
 
 mod bad_input;
+mod clients;
 mod editor;
 mod recorded;
 

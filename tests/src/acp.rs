@@ -55,13 +55,7 @@ impl AcpClient {
     /// a clean environment (no key, endpoint, log filter or preset of the developer's shell).
     pub fn start(home: &Path, cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Self {
         let mut command = Command::new(host_bin());
-        for name in [
-            "DEEPSEEK_API_KEY",
-            "DEEPSEEK_BASE_URL",
-            "RUST_LOG",
-            "DSH_LOG",
-            "DSH_PERMISSION_MODE",
-        ] {
+        for name in UNINHERITED {
             command.env_remove(name);
         }
         command
@@ -498,14 +492,14 @@ pub fn stored_children(home: &Path) -> Vec<String> {
         .collect()
 }
 
-/// An editor-mode agent (the profile's default) in `dir/work` whose model is `server`, with
-/// `rows` (patch entries) after the fake endpoint and a plain store, and `envs` added.
-pub fn editor_agent(
+/// The arguments of an editor-mode agent (the profile's default) whose model is `server`:
+/// a patch layer (written into `dir`) with the fake endpoint, a plain store and `rows` (patch
+/// entries), and the fake server's route.
+pub fn editor_args(
     server: &crate::fake_deepseek::FakeDeepSeek,
     dir: &crate::TestDir,
     rows: &str,
-    envs: &[(&str, &str)],
-) -> AcpClient {
+) -> Vec<String> {
     let patch = dir.write(
         "fake.patch.yml",
         &format!(
@@ -514,24 +508,63 @@ pub fn editor_agent(
             crate::sessions::PLAIN_STORE
         ),
     );
+    [
+        "--patch",
+        patch.to_str().unwrap(),
+        "--profile",
+        "acp",
+        "--",
+        "--model",
+        "deepseek-official/deepseek-v4-flash",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// An editor-mode agent in `dir/work` (see [`editor_args`]), with `envs` added and a key for
+/// the fake server.
+pub fn editor_agent(
+    server: &crate::fake_deepseek::FakeDeepSeek,
+    dir: &crate::TestDir,
+    rows: &str,
+    envs: &[(&str, &str)],
+) -> AcpClient {
+    let args = editor_args(server, dir, rows);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut all = vec![("DEEPSEEK_API_KEY", "sk-test")];
     all.extend_from_slice(envs);
-    AcpClient::start(
-        &dir.home(),
-        &work,
-        &[
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            "acp",
-            "--",
-            "--model",
-            "deepseek-official/deepseek-v4-flash",
-        ],
-        &all,
-    )
+    AcpClient::start(&dir.home(), &work, &args, &all)
+}
+
+/// The environment variables of the developer's shell a test's host must not inherit.
+pub const UNINHERITED: [&str; 5] = [
+    "DEEPSEEK_API_KEY",
+    "DEEPSEEK_BASE_URL",
+    "RUST_LOG",
+    "DSH_LOG",
+    "DSH_PERMISSION_MODE",
+];
+
+/// `tests/acp`, where the Node ACP clients are installed, or why they cannot run here.
+pub fn node_clients() -> Result<std::path::PathBuf, String> {
+    if let Ok(reason) = std::env::var("DSH_ACP_CLIENTS_SKIP") {
+        return Err(reason);
+    }
+    let dir = crate::workspace_root().join("tests/acp");
+    let found = Command::new("node").arg("--version").output();
+    if !found.is_ok_and(|out| out.status.success()) {
+        return Err("node is not installed".to_owned());
+    }
+    for package in ["@agentclientprotocol/sdk", "acpx"] {
+        if !dir.join("node_modules").join(package).is_dir() {
+            return Err(format!(
+                "tests/acp has no node_modules/{package} (`npm ci` in tests/acp installs it)"
+            ));
+        }
+    }
+    Ok(dir)
 }
 
 impl AcpClient {
