@@ -48,6 +48,7 @@ mod snapshots;
 mod subagent_tree;
 mod subagents;
 mod tools;
+mod tui;
 mod waterfall;
 mod web;
 mod web_chat;

@@ -33,6 +33,7 @@ pub mod sessions;
 pub mod skills;
 mod skips;
 pub mod tree;
+pub mod tui;
 pub mod web;
 
 use std::io::{BufRead, BufReader};

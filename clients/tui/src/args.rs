@@ -1,0 +1,62 @@
+//! `dsh`'s command line.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// dsh: the terminal UI of the DeepSeek Harness in Rust. By default it starts a host of its
+/// own (`dsh-host --profile sdk`, found beside `dsh` or through DSH_HOST); `--attach` joins a
+/// running host (a web host's sessions, live) through its socket under $DSH_HOME/run.
+#[derive(Debug, Parser)]
+#[command(name = "dsh", version, about)]
+pub(crate) struct Args {
+    /// Join a running host: the newest socket of $DSH_HOME/run, or the one at PATH.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) attach: Option<PathBuf>,
+    /// Open session ID (its history, then new turns).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+    pub(crate) resume: Option<String>,
+    /// Open the newest session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub(crate) continue_last: bool,
+    /// Run TASK once, print the answer and exit (0 completed, 1 error, 3 blocked, 4 max
+    /// tokens, 130 cancelled). Nothing is approved: a call that asks is refused.
+    #[arg(short = 'p', long = "print", value_name = "TASK")]
+    pub(crate) print: Option<String>,
+    /// The model of a new session, `PROVIDER/MODEL`.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub(crate) model: Option<String>,
+    /// No colours (as NO_COLOR does).
+    #[arg(long)]
+    pub(crate) no_color: bool,
+    /// Arguments for the child host (after `dsh-host --profile sdk --`), say `--replay FILE`.
+    #[arg(last = true, value_name = "HOST_ARGS")]
+    pub(crate) host_args: Vec<String>,
+}
+
+impl Args {
+    /// The socket path `--attach` named, `Some(None)` for the newest one.
+    pub(crate) fn attach_path(&self) -> Option<Option<PathBuf>> {
+        self.attach
+            .as_ref()
+            .map(|path| (!path.as_os_str().is_empty()).then(|| path.clone()))
+    }
+}
+
+/// How the session is chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Start {
+    New,
+    Resume(String),
+    Continue,
+}
+
+impl Args {
+    pub(crate) fn start(&self) -> Start {
+        match (&self.resume, self.continue_last) {
+            (Some(id), _) => Start::Resume(id.clone()),
+            (None, true) => Start::Continue,
+            _ => Start::New,
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The status line under the composer: running (with a spinner) or idle, the model, the
+//! permission preset, the context meter (tokens of the model's window in use, from
+//! `session.context` and the `context` projection), the tokens the session spent, the
+//! connection, and a hint for a moment (press Ctrl-C again to quit...). It is cut to the
+//! screen's width from the right, so a 60-column terminal keeps the most useful parts.
+
+use std::time::Instant;
+
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use crate::theme;
+
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
+#[derive(Debug, Default)]
+pub(crate) struct Status {
+    pub(crate) model: Option<String>,
+    pub(crate) preset: Option<String>,
+    /// Tokens in the context, and the model's window when known.
+    pub(crate) context: Option<(u64, Option<u64>)>,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) running: bool,
+    pub(crate) connection: String,
+    pub(crate) session: Option<String>,
+    pub(crate) hint: Option<(String, Instant)>,
+    /// Background jobs of the session.
+    pub(crate) jobs: usize,
+    pub(crate) queued: usize,
+}
+
+/// `12.3k`, `1.2M`.
+pub(crate) fn tokens(count: u64) -> String {
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),
+        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
+    }
+}
+
+impl Status {
+    /// Reads a meter (`session.context`'s result or the `context` projection).
+    pub(crate) fn set_context(&mut self, meter: &Value) {
+        if let Some(tokens) = meter.get("tokens").and_then(Value::as_u64) {
+            self.context = Some((tokens, meter.get("window").and_then(Value::as_u64)));
+        }
+    }
+
+    /// Reads a `controls` projection (`{model}` or `{preset}`).
+    pub(crate) fn set_controls(&mut self, controls: &Value) {
+        if let Some(model) = controls.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(preset) = controls.get("preset").and_then(Value::as_str) {
+            self.preset = Some(preset.to_owned());
+        }
+    }
+
+    pub(crate) fn hint(&mut self, text: impl Into<String>) {
+        self.hint = Some((text.into(), Instant::now()));
+    }
+
+    pub(crate) fn line(&self, now: Instant, started: Instant) -> Line<'static> {
+        let mut spans = Vec::new();
+        if let Some((hint, _)) = &self.hint {
+            spans.push(Span::styled(format!("{hint} · "), theme::warn()));
+        }
+        if self.running {
+            let frame = (now.duration_since(started).as_millis() / 100) as usize % SPINNER.len();
+            spans.push(Span::styled(
+                format!("{} working · Esc cancels", SPINNER[frame]),
+                theme::accent(),
+            ));
+        } else {
+            spans.push(Span::styled("idle", theme::dim()));
+        }
+        let mut parts = Vec::new();
+        if self.queued > 0 {
+            parts.push(format!("{} queued", self.queued));
+        }
+        if let Some(model) = &self.model {
+            parts.push(model.clone());
+        }
+        if let Some(preset) = &self.preset {
+            parts.push(preset.clone());
+        }
+        if let Some((used, window)) = self.context {
+            parts.push(match window {
+                Some(window) if window > 0 => format!(
+                    "ctx {}% {}/{}",
+                    used * 100 / window,
+                    tokens(used),
+                    tokens(window)
+                ),
+                _ => format!("ctx {}", tokens(used)),
+            });
+        }
+        if self.input_tokens + self.output_tokens > 0 {
+            parts.push(format!(
+                "↑{} ↓{}",
+                tokens(self.input_tokens),
+                tokens(self.output_tokens)
+            ));
+        }
+        if self.jobs > 0 {
+            parts.push(format!("{} jobs", self.jobs));
+        }
+        parts.push(self.connection.clone());
+        for part in parts {
+            spans.push(Span::styled(format!(" · {part}"), theme::dim()));
+        }
+        Line::from(spans)
+    }
+}
