@@ -244,20 +244,10 @@ pub(crate) struct PromptRequest {
     rename_all_fields = "camelCase"
 )]
 pub(crate) enum ContentBlock {
-    Text {
-        text: String,
-    },
-    Image {
-        #[allow(dead_code, reason = "images are refused before they are read")]
-        data: String,
-        #[allow(dead_code, reason = "images are refused before they are read")]
-        mime_type: String,
-    },
+    Text { text: String },
+    Image {},
     Audio {},
-    ResourceLink {
-        name: String,
-        uri: String,
-    },
+    ResourceLink { name: String, uri: String },
     Resource {},
 }
 
