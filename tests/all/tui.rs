@@ -83,3 +83,265 @@ fn a_prompt_streams_an_answer_with_a_bash_card() {
     );
     assert_eq!(web.host.stop(), Some(0));
 }
+
+/// `dsh` with a host of its own (`dsh-host --profile sdk` found beside it) in `dir`'s home,
+/// the fake model set by a home patch.
+fn own_host(server: &FakeDeepSeek, dir: &TestDir, size: (u16, u16), args: &[&str]) -> Pane {
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let home = dir.home().to_string_lossy().into_owned();
+    let agents = dir.join("agents").to_string_lossy().into_owned();
+    let pane = Pane::start(
+        dir,
+        &dir.join("work"),
+        size,
+        &dsh_bin(),
+        args,
+        &[
+            ("DSH_HOME", &home),
+            ("DSH_AGENTS_HOME", &agents),
+            ("DEEPSEEK_API_KEY", "sk-test"),
+        ],
+    );
+    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    pane
+}
+
+#[test]
+fn with_a_host_of_its_own_a_turn_runs_and_the_session_resumes_with_its_history() {
+    needs_tmux!("tui::with_a_host_of_its_own_a_turn_runs_and_the_session_resumes_with_its_history");
+    let mut script = bash_then_text("echo own-host", "Ran it on my own host.");
+    script.push(Reply::text("Second turn, same session."));
+    let server = FakeDeepSeek::start(script);
+    let dir = TestDir::new("tui-own-host");
+    let pane = own_host(&server, &dir, (90, 24), &[]);
+    pane.type_text("use your own host");
+    pane.keys(&["Enter"]);
+    let text = pane.wait_everything("the answer", |text| {
+        text.contains("Ran it on my own host.") && text.contains("idle")
+    });
+    assert_in_order(
+        &text,
+        &[
+            "› use your own host",
+            "✓ $ echo own-host",
+            "│ own-host",
+            "Ran it on my own host.",
+        ],
+    );
+    pane.keys(&["C-c", "C-c"]);
+    pane.wait_screen("dsh to exit", |screen| screen.contains("[exited 0]"));
+    drop(pane);
+    // Continued in a new terminal: the history is printed, then a new turn runs.
+    let pane = own_host(&server, &dir, (90, 24), &["--continue"]);
+    pane.wait_everything("the history", |text| {
+        text.contains("Ran it on my own host.")
+    });
+    pane.type_text("and again");
+    pane.keys(&["Enter"]);
+    let text = pane.wait_everything("the second answer", |text| {
+        text.contains("Second turn, same session.")
+    });
+    assert_in_order(
+        &text,
+        &[
+            "› use your own host",
+            "Ran it on my own host.",
+            "› and again",
+            "Second turn, same session.",
+        ],
+    );
+}
+
+#[test]
+fn an_approval_is_answered_from_the_modal() {
+    needs_tmux!("tui::an_approval_is_answered_from_the_modal");
+    dsh_tests::plugin_lib("hooks_probe");
+    let server = FakeDeepSeek::start(bash_then_text("echo approved-run", "It ran."));
+    let dir = TestDir::new("tui-approval");
+    let (mut web, pane) = attached(&server, &dir, ASKING_POLICY, (100, 30), &[]);
+    pane.type_text("run it after asking");
+    pane.keys(&["Enter"]);
+    let modal = pane.wait_screen("the approval modal", |screen| {
+        screen.contains("Allow bash?")
+    });
+    assert_in_order(
+        &modal,
+        &[
+            "Allow bash?",
+            "the policy asks",
+            "$ echo approved-run",
+            "y  Allow once",
+            "s  Allow this call for the session",
+            "a  Always allow",
+            "n  Reject",
+        ],
+    );
+    pane.keys(&["s"]);
+    let text = pane.wait_everything("the answer", |text| text.contains("It ran."));
+    assert_in_order(
+        &text,
+        &[
+            "› run it after asking",
+            "✓ $ echo approved-run",
+            "│ approved-run",
+            "✔ Allowed bash for this session",
+            "It ran.",
+        ],
+    );
+    assert!(!pane.screen().contains("Allow bash?"), "the modal closed");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn esc_cancels_a_turn_mid_stream() {
+    needs_tmux!("tui::esc_cancels_a_turn_mid_stream");
+    let server = FakeDeepSeek::start(vec![Reply::Endless {
+        chunk_bytes: 6,
+        every: std::time::Duration::from_millis(20),
+    }]);
+    let dir = TestDir::new("tui-cancel");
+    let (mut web, pane) = attached(&server, &dir, "", (80, 24), &[]);
+    pane.type_text("talk forever");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the stream", |screen| {
+        screen.contains("xxxxxxxxxxxx") && screen.contains("working")
+    });
+    pane.keys(&["Escape"]);
+    let text = pane.wait_everything("the cancelled turn", |text| {
+        text.contains("■ Cancelled") && text.contains("idle")
+    });
+    assert_in_order(
+        &text,
+        &["› talk forever", "xxxxxx", "(interrupted)", "■ Cancelled"],
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_resize_reflows_the_history() {
+    needs_tmux!("tui::a_resize_reflows_the_history");
+    let words: Vec<String> = (1..=40).map(|n| format!("word{n:02}")).collect();
+    let answer = words.join(" ");
+    let server = FakeDeepSeek::start(vec![Reply::text(&answer)]);
+    let dir = TestDir::new("tui-resize");
+    let (mut web, pane) = attached(&server, &dir, "", (100, 24), &[]);
+    pane.type_text("a long line please");
+    pane.keys(&["Enter"]);
+    let wide = pane.wait_everything("the answer", |text| {
+        text.contains("word40") && text.contains("idle")
+    });
+    let width = |text: &str| {
+        lines(text)
+            .iter()
+            .filter(|line| line.contains("word"))
+            .map(|line| line.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(
+        width(&wide) > 60,
+        "at 100 columns the answer is wide:\n{wide}"
+    );
+    pane.resize(50, 24);
+    let narrow = pane.wait_everything("the reflow", |text| {
+        text.contains("word40") && width(text) <= 50 && text.contains("idle")
+    });
+    // Every word once, in order: reflowed, not cut, nothing left at the old width.
+    let found: Vec<&str> = narrow
+        .split_whitespace()
+        .filter(|word| word.starts_with("word"))
+        .collect();
+    assert_eq!(found, words, "{narrow}");
+    assert_in_order(&narrow, &["› a long line please", "word01", "word40"]);
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_socket_client_and_the_terminal_share_a_turn_and_either_answers_its_approval() {
+    needs_tmux!(
+        "tui::a_socket_client_and_the_terminal_share_a_turn_and_either_answers_its_approval"
+    );
+    dsh_tests::plugin_lib("hooks_probe");
+    let server = FakeDeepSeek::start(bash_then_text("echo shared", "Shared answer."));
+    let dir = TestDir::new("tui-shared");
+    let web = start_with(&server, &dir, ASKING_POLICY);
+    let socket = client_socket(&dir.home(), web.host.pid());
+    // A second client (as the page would be) opens the session and answers approvals too.
+    let mut other = LineClient::connect(&socket);
+    other.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "other", "version": "0"}, "features": ["approvals"]}),
+    );
+    let created = other.call("session.create", json!({}));
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    other.call("session.subscribe", json!({"sessionId": session}));
+    other.until(50, |frame| frame["type"] == "session/subscribed");
+    let path = socket.to_string_lossy().into_owned();
+    let pane = Pane::start(
+        &dir,
+        &dir.join("work"),
+        (100, 30),
+        &dsh_bin(),
+        &["--attach", &path, "--resume", &session],
+        &[],
+    );
+    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    pane.type_text("a turn for both");
+    pane.keys(&["Enter"]);
+    // Both see the ask; the other client answers it, and the terminal's modal goes away.
+    let mut seen = other.until(300, |frame| {
+        undecided_card(std::slice::from_ref(frame), "approval").is_some()
+    });
+    pane.wait_screen("the modal", |screen| screen.contains("Allow bash?"));
+    let ask = undecided_card(&seen, "approval").unwrap();
+    let won = other.call(
+        "approval.respond",
+        json!({"approvalId": ask["id"], "outcome": "allowed-once"}),
+    );
+    assert_eq!(won["accepted"], true, "{won}");
+    seen.extend(other.until(300, turn_ended));
+    let text = pane.wait_everything("the answer", |text| text.contains("Shared answer."));
+    assert_in_order(
+        &text,
+        &[
+            "› a turn for both",
+            "✓ $ echo shared",
+            "│ shared",
+            "✔ Allowed bash once",
+            "Shared answer.",
+        ],
+    );
+    assert!(!pane.screen().contains("Allow bash?"), "the modal closed");
+    // What the terminal printed is what the other client was sent.
+    let items: Vec<serde_json::Value> = seen
+        .iter()
+        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
+        .filter_map(|op| op.get("item").cloned())
+        .collect();
+    let user = items.iter().find(|item| item["kind"] == "user").unwrap();
+    assert_eq!(user["text"], "a turn for both");
+    let tool = items
+        .iter()
+        .rev()
+        .find(|item| item["kind"] == "tool")
+        .unwrap();
+    assert_eq!(tool["status"], "ok", "{tool}");
+    assert_eq!(tool["view"]["command"], "echo shared", "{tool}");
+    let said: String = items
+        .iter()
+        .rev()
+        .find(|item| item["kind"] == "assistant" && item["streaming"] == false)
+        .and_then(|item| item["text"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(said, "Shared answer.");
+    let mut web = web;
+    assert_eq!(web.host.stop(), Some(0));
+}

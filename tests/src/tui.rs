@@ -42,6 +42,8 @@ pub fn dsh_bin() -> PathBuf {
     path
 }
 
+static PANES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// One pane running a command, in a tmux server of its own.
 pub struct Pane {
     socket: PathBuf,
@@ -60,7 +62,10 @@ impl Pane {
         args: &[&str],
         envs: &[(&str, &str)],
     ) -> Self {
-        let socket = dir.join("tmux.sock");
+        // A server of its own each time: a new one on a socket path just left by a killed
+        // server may find that server still exiting.
+        let serial = PANES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = dir.join(&format!("tmux-{serial}.sock"));
         let mut command = Command::new("tmux");
         command
             .arg("-S")
