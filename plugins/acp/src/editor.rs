@@ -5,11 +5,6 @@
 //! loaded (replayed as updates) and resumed (`sessions`), and a prompt that is a single `/name`
 //! line runs that command for the person instead of reaching the model.
 
-pub(crate) mod calls;
-pub(crate) mod live;
-mod modes;
-mod sessions;
-
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +14,7 @@ use dsh_protocol::{ApprovalOutcome, CommandKind, TurnEndReason};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::schema::SessionState;
+use crate::schema::{SessionState, methods};
 use crate::server::{AcpSession, Inflight, Mode, Server};
 use crate::updates::{
     AvailableCommand, CommandInput, Content, SessionUpdate, ToolCall, ToolCallUpdate,
@@ -28,24 +23,24 @@ use crate::wire::Id;
 
 /// The methods only editor mode serves.
 pub(crate) fn serves(method: &str) -> bool {
-    matches!(
-        method,
-        "session/load"
-            | "session/list"
-            | "session/resume"
-            | "session/set_mode"
-            | "session/set_config_option"
-    )
+    [
+        methods::SESSION_LOAD,
+        methods::SESSION_LIST,
+        methods::SESSION_RESUME,
+        methods::SESSION_SET_MODE,
+        methods::SESSION_SET_CONFIG_OPTION,
+    ]
+    .contains(&method)
 }
 
 /// Answers one of the methods [`serves`] names.
 pub(crate) fn request(server: &Arc<Server>, id: Id, method: &str, raw: Option<&RawValue>) {
     match method {
-        "session/load" => sessions::open(server, id, raw, true),
-        "session/resume" => sessions::open(server, id, raw, false),
-        "session/list" => sessions::list(server, id, raw),
-        "session/set_mode" => server.answer(&id, modes::set_mode(server, raw)),
-        _ => modes::set_config_option(server, id, raw),
+        methods::SESSION_LOAD => crate::stored::open(server, id, raw, true),
+        methods::SESSION_RESUME => crate::stored::open(server, id, raw, false),
+        methods::SESSION_LIST => crate::stored::list(server, id, raw),
+        methods::SESSION_SET_MODE => server.answer(&id, crate::modes::set_mode(server, raw)),
+        _ => crate::modes::set_config_option(server, id, raw),
     }
 }
 
@@ -55,8 +50,8 @@ pub(crate) fn session_state(server: &Server, session: &AcpSession) -> SessionSta
     match server.mode {
         Mode::Automation => SessionState::default(),
         Mode::Editor => SessionState {
-            modes: Some(modes::mode_state(server, &session.id)),
-            config_options: Some(modes::config_options(server, &session.id)),
+            modes: Some(crate::modes::mode_state(server, &session.id)),
+            config_options: Some(crate::modes::config_options(server, &session.id)),
         },
     }
 }
@@ -122,7 +117,7 @@ pub(crate) async fn run_command(
     server.update(
         &session.id,
         SessionUpdate::ConfigOptionUpdate {
-            config_options: modes::config_options(server, &session.id),
+            config_options: crate::modes::config_options(server, &session.id),
         },
     );
     lock(&inflight.state).end = Some(TurnEndReason::Completed);
@@ -194,17 +189,17 @@ impl EditorState {
         }
     }
 
-    fn remember(&self, call: &ToolCall) {
+    pub(crate) fn remember(&self, call: &ToolCall) {
         lock(&self.inner)
             .calls
             .insert(call.tool_call_id.clone(), call.clone());
     }
 
-    fn streamed(&self, turn: u64, step: u64) {
+    pub(crate) fn streamed(&self, turn: u64, step: u64) {
         lock(&self.inner).streamed.insert((turn, step));
     }
 
-    fn was_streamed(&self, turn: u64, step: u64) -> bool {
+    pub(crate) fn was_streamed(&self, turn: u64, step: u64) -> bool {
         lock(&self.inner).streamed.contains(&(turn, step))
     }
 }

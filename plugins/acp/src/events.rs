@@ -18,7 +18,7 @@ impl Server {
     /// One `session/update` of session `session`.
     pub(crate) fn update(&self, session: &str, update: SessionUpdate) {
         self.wire.notify(
-            "session/update",
+            crate::schema::methods::SESSION_UPDATE,
             SessionNotification {
                 session_id: session,
                 update,
@@ -87,7 +87,7 @@ fn committed(server: &Arc<Server>, session: &Arc<AcpSession>, record: &EventReco
     }
     match server.mode {
         Mode::Automation => automation(server, session, record),
-        Mode::Editor => crate::editor::live::committed(server, session, record),
+        Mode::Editor => crate::live::committed(server, session, record),
     }
 }
 

@@ -21,12 +21,16 @@ mod args;
 mod editor;
 mod events;
 mod ids;
+mod live;
+mod modes;
 mod permission;
 mod prompt;
 mod schema;
 mod server;
 mod shutdown;
 mod stdin;
+mod stored;
+mod tool_calls;
 mod updates;
 mod wire;
 
@@ -41,7 +45,7 @@ use dsh_plugin_api::io::control::{HOST_SERVICE, HostControlService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CMDLINE_SERVICE, CmdlineArgs};
 
-use crate::args::{Args, Parsed, USAGE};
+use crate::args::{Args, Parsed, USAGE, UsageError};
 pub use crate::server::Mode;
 use crate::server::Server;
 
@@ -73,13 +77,25 @@ fn err(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// Why `--replay` could not start.
+#[derive(Debug, thiserror::Error)]
+enum ReplayError {
+    #[error("--replay {0}: no such file")]
+    Missing(String),
+    #[error("--replay: {0}")]
+    Mount(PluginError),
+    #[error("--replay: the llm-replay plugin did not start within 5 s")]
+    Slow,
+}
+
 /// The model route of new sessions, in the documented order of preference.
-fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), String> {
+fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), UsageError> {
     if let Some(route) = &args.model {
         return Ok(route.clone());
     }
     if let Some(route) = config {
-        return args::split_route(route).map_err(|error| format!("row config `model`: {error}"));
+        return args::split_route(route)
+            .map_err(|error| UsageError(format!("row config `model`: {error}")));
     }
     if args.replay.is_some() {
         return Ok(("replay".to_owned(), "replay".to_owned()));
@@ -94,9 +110,9 @@ fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), S
 }
 
 /// Mounts `llm-replay` on `log` (its child logs beside it) and waits until it listens.
-async fn replay(ctx: &Context, log: &std::path::Path) -> Result<(), String> {
+async fn replay(ctx: &Context, log: &std::path::Path) -> Result<(), ReplayError> {
     if !log.is_file() {
-        return Err(format!("--replay {}: no such file", log.display()));
+        return Err(ReplayError::Missing(log.display().to_string()));
     }
     let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
     #[derive(dsh_plugin_api::Serialize)]
@@ -111,13 +127,11 @@ async fn replay(ctx: &Context, log: &std::path::Path) -> Result<(), String> {
         .collect();
     let fiber = ctx
         .mount("llm-replay", &ReplayConfig { log, child_files })
-        .map_err(|error| format!("--replay: {error}"))?;
+        .map_err(ReplayError::Mount)?;
     match first_of(ctx.settled(fiber), ctx.sleep(REPLAY_START)).await {
         Either::Left(Ok(())) => Ok(()),
-        Either::Left(Err(error)) => Err(format!("--replay: {error}")),
-        Either::Right(()) => {
-            Err("--replay: the llm-replay plugin did not start within 5 s".to_owned())
-        }
+        Either::Left(Err(error)) => Err(ReplayError::Mount(error)),
+        Either::Right(()) => Err(ReplayError::Slow),
     }
 }
 
@@ -165,7 +179,7 @@ impl Plugin for AcpPlugin {
         let server = Arc::new(Server::new(ctx.clone(), config.mode, route));
         events::listen(&server)?;
         permission::listen(&server)?;
-        editor::live::listen(&server)?;
+        live::listen(&server)?;
         shutdown::on_signal(&server)?;
         // Unloaded while the connection is open (a service it needs went away, its row was
         // edited): the client cannot be handed over, so the host ends with it.

@@ -62,7 +62,7 @@ pub(crate) fn updates(
         USER_MESSAGE if replay => said(record).into_iter().collect(),
         TOOL_CALL => match record.decode::<ToolCallEvent>() {
             Some(Ok(call)) => {
-                let announced = super::calls::announce(
+                let announced = crate::tool_calls::announce(
                     &session.cwd,
                     &call.call_id,
                     &call.name,
@@ -74,7 +74,7 @@ pub(crate) fn updates(
             _ => Vec::new(),
         },
         TOOL_RESULT => match record.decode::<ToolResultEvent>() {
-            Some(Ok(result)) => super::calls::finished(&session.cwd, &result)
+            Some(Ok(result)) => crate::tool_calls::finished(&session.cwd, &result)
                 .map(SessionUpdate::ToolCallUpdate)
                 .into_iter()
                 .collect(),

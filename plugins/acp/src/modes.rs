@@ -70,7 +70,7 @@ fn current_preset(server: &Server, session: &str) -> PermissionPreset {
         .unwrap_or(PermissionPreset::WorkspaceWrite)
 }
 
-pub(super) fn mode_state(server: &Server, session: &str) -> SessionModeState {
+pub(crate) fn mode_state(server: &Server, session: &str) -> SessionModeState {
     SessionModeState {
         current_mode_id: current_preset(server, session).as_str().to_owned(),
         available_modes: PermissionPreset::ALL
@@ -87,7 +87,7 @@ pub(super) fn mode_state(server: &Server, session: &str) -> SessionModeState {
     }
 }
 
-pub(super) fn set_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty, RpcError> {
+pub(crate) fn set_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty, RpcError> {
     let request: SetModeRequest = params(raw)?;
     let session = server.session(&request.session_id).ok_or_else(|| {
         RpcError::invalid_params(format!("unknown session: {}", request.session_id))
@@ -123,7 +123,7 @@ fn route_of(server: &Server, session: &str) -> (String, String) {
 }
 
 /// The model option: every model the registered providers list, and the current route.
-pub(super) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption> {
+pub(crate) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption> {
     let (provider, model) = route_of(server, session);
     let current = format!("{provider}/{model}");
     let mut options: Vec<ConfigValue> = Vec::new();
@@ -161,7 +161,7 @@ pub(super) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption
     }]
 }
 
-pub(super) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
+pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
     let result = (|| {
         let request: SetConfigOptionRequest = params(raw)?;
         let session = server.session(&request.session_id).ok_or_else(|| {

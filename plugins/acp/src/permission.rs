@@ -104,7 +104,7 @@ async fn ask_client(
     };
     let answer: PermissionResponse = server
         .wire
-        .request("session/request_permission", request)
+        .request(crate::schema::methods::SESSION_REQUEST_PERMISSION, request)
         .await
         .ok()?;
     let chosen = match answer.outcome {

@@ -9,6 +9,22 @@ use serde::{Deserialize, Serialize};
 /// The one protocol version this agent speaks.
 pub(crate) const PROTOCOL_VERSION: u16 = 1;
 
+/// The method names this agent answers, and those it sends.
+pub(crate) mod methods {
+    pub(crate) const INITIALIZE: &str = "initialize";
+    pub(crate) const AUTHENTICATE: &str = "authenticate";
+    pub(crate) const SESSION_NEW: &str = "session/new";
+    pub(crate) const SESSION_LOAD: &str = "session/load";
+    pub(crate) const SESSION_LIST: &str = "session/list";
+    pub(crate) const SESSION_RESUME: &str = "session/resume";
+    pub(crate) const SESSION_SET_MODE: &str = "session/set_mode";
+    pub(crate) const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
+    pub(crate) const SESSION_PROMPT: &str = "session/prompt";
+    pub(crate) const SESSION_CANCEL: &str = "session/cancel";
+    pub(crate) const SESSION_UPDATE: &str = "session/update";
+    pub(crate) const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
+}
+
 /// `initialize` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,7 +18,7 @@ use crate::editor::EditorState;
 use crate::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, Empty, Implementation,
     InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PROTOCOL_VERSION, PromptCapabilities, Served, SessionCapabilities,
+    PROTOCOL_VERSION, PromptCapabilities, Served, SessionCapabilities, methods,
 };
 use crate::wire::{Frame, Id, RpcError, Wire, params, read_frame};
 
@@ -131,7 +131,7 @@ impl Server {
 
     fn notification(self: &Arc<Self>, method: &str, raw: Option<Box<RawValue>>) {
         // A notification is never answered: one this agent does not know is dropped.
-        if method == "session/cancel"
+        if method == methods::SESSION_CANCEL
             && let Ok(cancel) = params::<CancelNotification>(raw.as_deref())
         {
             self.cancel(&cancel.session_id);
@@ -141,15 +141,17 @@ impl Server {
     fn request(self: &Arc<Self>, id: Id, method: &str, raw: Option<Box<RawValue>>) {
         let raw = raw.as_deref();
         match method {
-            "initialize" => self.answer(&id, params(raw).map(|request| self.initialize(request))),
-            "authenticate" => self.wire.respond(&id, Ok(Empty {})),
-            "session/new" => match params::<NewSessionRequest>(raw) {
+            methods::INITIALIZE => {
+                self.answer(&id, params(raw).map(|request| self.initialize(request)))
+            }
+            methods::AUTHENTICATE => self.wire.respond(&id, Ok(Empty {})),
+            methods::SESSION_NEW => match params::<NewSessionRequest>(raw) {
                 Ok(request) => self.later(id, move |server| async move {
                     server.new_session(request).await
                 }),
                 Err(error) => self.wire.fail(Some(&id), &error),
             },
-            "session/prompt" => crate::prompt::start(self, id, raw),
+            methods::SESSION_PROMPT => crate::prompt::start(self, id, raw),
             _ if self.mode == Mode::Editor && crate::editor::serves(method) => {
                 crate::editor::request(self, id, method, raw)
             }

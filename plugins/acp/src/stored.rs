@@ -21,7 +21,7 @@ use crate::wire::{Id, RpcError, params};
 const PAGE: usize = 50;
 
 /// `session/load` (`replay`) or `session/resume`.
-pub(super) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay: bool) {
+pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay: bool) {
     let request: OpenSessionRequest = match params(raw) {
         Ok(request) => request,
         Err(error) => return server.wire.fail(Some(&id), &error),
@@ -69,20 +69,20 @@ pub(super) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
             let live = open_live(&server.ctx, &agent)
                 .map_err(|error| RpcError::internal(format!("session/load: {error}")))?;
             for record in live.events(0, live.event_count()) {
-                for update in super::live::updates(&session, &record, true) {
+                for update in crate::live::updates(&session, &record, true) {
                     server.update(&agent, update);
                 }
             }
         }
-        let state: SessionState = super::session_state(&server, &session);
-        super::announce(&server, &session);
+        let state: SessionState = crate::editor::session_state(&server, &session);
+        crate::editor::announce(&server, &session);
         Ok(state)
     });
 }
 
 /// `session/list`: stored conversations (not subagents', not archived), newest first; `cwd`
 /// keeps those of one working directory; `cursor` is where the previous page ended.
-pub(super) fn list(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
+pub(crate) fn list(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
     let request: ListSessionsRequest = match params(raw) {
         Ok(request) => request,
         Err(error) => return server.wire.fail(Some(&id), &error),
