@@ -31,7 +31,7 @@ pub struct AcpClient {
     stdout: Shared<Vec<String>>,
     stderr: Shared<Vec<String>>,
     next_id: i64,
-    /// Answers to `session/request_permission`, by option kind.
+    /// Answers to `session/request_permission`, by option kind (`ignore`: none is sent).
     pub answers: Arc<Mutex<VecDeque<String>>>,
     exit: Option<Option<i32>>,
 }
@@ -257,6 +257,10 @@ fn answer_permissions(
                     continue;
                 }
                 let kind = answers.lock().unwrap().pop_front();
+                // A client that never answers this one.
+                if kind.as_deref() == Some("ignore") {
+                    continue;
+                }
                 let option = kind.and_then(|kind| {
                     frame["params"]["options"]
                         .as_array()?

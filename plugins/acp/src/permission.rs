@@ -3,7 +3,7 @@
 //! mode offers the reference's one-shot choices (allow once, reject); editor mode adds allow
 //! always and reject always, which hold for the rest of the session for the same tool on the
 //! same subject (the command, the file, the search path). A cancelled question is
-//! `cancelled`; a client that answers with an error or something unreadable, or a connection
+//! `cancelled`, and so is one still out when its session's prompt is cancelled; a client that answers with an error or something unreadable, or a connection
 //! already closing, leaves the ask to the rest of the chain, whose default is `unavailable`:
 //! nothing is approved for want of an answer.
 
@@ -16,6 +16,7 @@ use dsh_protocol::{ApprovalOutcome, ApprovalRequest, ApprovalScope, ApprovalVerd
 use crate::schema::{PermissionOption, PermissionOutcome, PermissionRequest, PermissionResponse};
 use crate::server::{AcpSession, Mode, Server};
 use crate::updates::ToolCallUpdate;
+use crate::wire::CallError;
 
 const ALLOW_ONCE: PermissionOption = PermissionOption {
     option_id: "allow-once",
@@ -102,11 +103,20 @@ async fn ask_client(
         tool_call,
         options,
     };
-    let answer: PermissionResponse = server
+    let asked = server
         .wire
-        .request(crate::schema::methods::SESSION_REQUEST_PERMISSION, request)
-        .await
-        .ok()?;
+        .request(
+            &session.id,
+            crate::schema::methods::SESSION_REQUEST_PERMISSION,
+            request,
+        )
+        .await;
+    let answer: PermissionResponse = match asked {
+        Ok(answer) => answer,
+        // The prompt was cancelled while the question was out.
+        Err(CallError::Withdrawn) => return Some(ApprovalVerdict::of(ApprovalOutcome::Cancelled)),
+        Err(_) => return None,
+    };
     let chosen = match answer.outcome {
         PermissionOutcome::Cancelled => {
             return Some(ApprovalVerdict::of(ApprovalOutcome::Cancelled));

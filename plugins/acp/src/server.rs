@@ -317,5 +317,6 @@ impl Server {
         if let Ok(agents) = self.agents() {
             let _ = agents.cancel(id.into(), Json::encode(&AbortCause::User), false);
         }
+        self.wire.withdraw(id);
     }
 }

@@ -211,11 +211,31 @@ struct Call<'a, T> {
 
 type Answer = Result<Box<RawValue>, RpcError>;
 
+/// Why a request of the agent's got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    /// The client answered with an error, or with something that does not read.
+    #[error(transparent)]
+    Answered(#[from] RpcError),
+    /// The agent stopped waiting (its subject was cancelled).
+    #[error("withdrawn")]
+    Withdrawn,
+    /// Stdin closed: no answer will come.
+    #[error("the client closed the connection")]
+    Closed,
+}
+
+/// A request waiting for its answer, and what it is about (a session).
+struct Waiting {
+    subject: String,
+    answer: oneshot::Sender<Answer>,
+}
+
 /// The agent's side of the connection: stdout, and the requests it waits on.
 #[derive(Default)]
 pub(crate) struct Wire {
     next_id: AtomicU64,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    pending: Mutex<HashMap<u64, Waiting>>,
     /// No more answers will come (stdin closed): requests fail at once.
     closed: std::sync::atomic::AtomicBool,
 }
@@ -258,30 +278,40 @@ impl Wire {
         });
     }
 
-    /// Sends a request to the client and waits for its answer; after stdin closed, it fails at
-    /// once, as it does when the client answers with an error or with something else than `R`.
+    /// Sends a request about `subject` (a session) to the client and waits for its answer.
+    /// After stdin closed it fails at once; [`withdraw`](Self::withdraw) ends the wait.
     pub(crate) async fn request<P: Serialize, R: DeserializeOwned>(
         &self,
+        subject: &str,
         method: &str,
         params: P,
-    ) -> Result<R, RpcError> {
+    ) -> Result<R, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = oneshot::channel();
         if self.closed.load(Ordering::Acquire) {
-            return Err(RpcError::internal("the client closed the connection"));
+            return Err(CallError::Closed);
         }
-        lock(&self.pending).insert(id, sender);
+        let waiting = Waiting {
+            subject: subject.to_owned(),
+            answer: sender,
+        };
+        lock(&self.pending).insert(id, waiting);
         self.write(&Call {
             jsonrpc: "2.0",
             id,
             method,
             params,
         });
-        let answer = receiver
-            .await
-            .map_err(|_| RpcError::internal("the client closed the connection"))??;
-        serde_json::from_str(answer.get()).map_err(|error| {
-            RpcError::invalid_params(format!("the client's answer to {method}: {error}"))
+        let Ok(answer) = receiver.await else {
+            return Err(match self.closed.load(Ordering::Acquire) {
+                true => CallError::Closed,
+                false => CallError::Withdrawn,
+            });
+        };
+        serde_json::from_str(answer?.get()).map_err(|error| {
+            CallError::Answered(RpcError::invalid_params(format!(
+                "the client's answer to {method}: {error}"
+            )))
         })
     }
 
@@ -293,9 +323,15 @@ impl Wire {
         let Ok(number) = u64::try_from(*number) else {
             return;
         };
-        if let Some(sender) = lock(&self.pending).remove(&number) {
-            let _ = sender.send(outcome);
+        if let Some(waiting) = lock(&self.pending).remove(&number) {
+            let _ = waiting.answer.send(outcome);
         }
+    }
+
+    /// Stops waiting for the answers to requests about `subject` (its turn was cancelled: a
+    /// client that does not answer them must not hold it).
+    pub(crate) fn withdraw(&self, subject: &str) {
+        lock(&self.pending).retain(|_, waiting| waiting.subject != subject);
     }
 
     /// Stdin closed: every request still waiting fails, and later ones fail at once.

@@ -134,6 +134,49 @@ fn a_busy_session_refuses_a_second_prompt_and_a_cancel_ends_the_first() {
 }
 
 #[test]
+fn a_cancel_withdraws_the_question_the_client_left_unanswered() {
+    let dir = TestDir::new("acp-cancel-question");
+    let server = FakeDeepSeek::start(vec![Reply::tool_call(
+        "call_q",
+        "bash",
+        json!({"command": "echo never", "description": "Ask first"}),
+    )]);
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        "",
+        &[("DSH_PERMISSION_MODE", "ask-every-command")],
+    );
+    agent.answers.lock().unwrap().push_back("ignore".to_owned());
+    let (session, _) = agent.open(&dir.join("work"));
+    let prompt = agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}),
+    );
+    agent.wait_frame("the question", WAIT, |frame| {
+        frame["method"] == "session/request_permission"
+    });
+    agent.notify("session/cancel", json!({"sessionId": session}));
+    let answer = agent.response(prompt, WAIT);
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    wait_stored(&dir.home(), &session, "the aborted turn", WAIT, aborted).unwrap();
+    let events = stored_events(&dir.home(), &session);
+    let decided: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "approval/decided")
+        .collect();
+    assert_eq!(decided.len(), 1, "{events:#?}");
+    assert_eq!(decided[0]["data"]["outcome"], "cancelled");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the call never ran, so no second request"
+    );
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
+
+#[test]
 fn stdin_closed_mid_prompt_cancels_the_turn_closes_its_log_and_exits_0() {
     let dir = TestDir::new("acp-eof");
     let (server, mut agent, session) = hanging(&dir);
