@@ -1,6 +1,7 @@
 //! The ACP agent (`dsh-host --profile acp`) through the real host: the reference's recorded
-//! cases in automation mode (`recorded`) and editor mode against the fake DeepSeek server
-//! (`editor`).
+//! cases in automation mode (`recorded`), editor mode against the fake DeepSeek server
+//! (`editor`), what a client can get wrong and how the connection ends (`bad_input`), and ACP
+//! clients from npm, the official SDK's and acpx (`clients`).
 
 mod bad_input;
 mod clients;

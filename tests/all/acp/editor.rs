@@ -32,42 +32,9 @@ fn call_updates<'a>(updates: &'a [Value], id: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-#[test]
-fn an_editor_sees_the_turn_as_it_happens() {
-    let dir = TestDir::new("acp-editor-turn");
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::write(work.join("notes.txt"), "one\ntwo\n").unwrap();
-    let server = FakeDeepSeek::start(vec![
-        Reply::tool_call("call_read", "read", json!({"file_path": "notes.txt"})),
-        Reply::tool_call(
-            "call_edit",
-            "edit",
-            json!({"file_path": "notes.txt", "old_string": "two", "new_string": "three"}),
-        ),
-        Reply::tool_call(
-            "call_bash",
-            "bash",
-            json!({"command": "echo TERMINAL_OK", "description": "Say it"}),
-        ),
-        Reply::tool_call(
-            "call_todo",
-            "todo_write",
-            json!({"todos": [
-                {"content": "Edit the notes", "status": "completed"},
-                {"content": "Check them", "status": "in_progress"}
-            ]}),
-        ),
-        Reply::reasoning_then_text("The notes are edited.", "All done: two is three."),
-    ]);
-    let mut agent = editor_agent(
-        &server,
-        &dir,
-        "",
-        &[("DSH_PERMISSION_MODE", "danger-full-access")],
-    );
-    let (session, opened) = agent.open(&work);
-    // The session's modes are the permission presets, its model an option.
+/// A session just opened: its modes are the permission presets (this one full access), its
+/// model an option, and the commands a person can run come after the answer.
+fn opened_as_an_editor_sees_it(agent: &mut dsh_tests::acp::AcpClient, opened: &Value) {
     let result = &opened["result"];
     assert_eq!(
         result["modes"]["currentModeId"], "danger-full-access",
@@ -105,7 +72,44 @@ fn an_editor_sees_the_turn_as_it_happens() {
         names.contains(&"compact") && names.contains(&"help"),
         "{names:?}"
     );
+}
 
+#[test]
+fn an_editor_sees_the_turn_as_it_happens() {
+    let dir = TestDir::new("acp-editor-turn");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "one\ntwo\n").unwrap();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call("call_read", "read", json!({"file_path": "notes.txt"})),
+        Reply::tool_call(
+            "call_edit",
+            "edit",
+            json!({"file_path": "notes.txt", "old_string": "two", "new_string": "three"}),
+        ),
+        Reply::tool_call(
+            "call_bash",
+            "bash",
+            json!({"command": "echo TERMINAL_OK", "description": "Say it"}),
+        ),
+        Reply::tool_call(
+            "call_todo",
+            "todo_write",
+            json!({"todos": [
+                {"content": "Edit the notes", "status": "completed"},
+                {"content": "Check them", "status": "in_progress"}
+            ]}),
+        ),
+        Reply::reasoning_then_text("The notes are edited.", "All done: two is three."),
+    ]);
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        "",
+        &[("DSH_PERMISSION_MODE", "danger-full-access")],
+    );
+    let (session, opened) = agent.open(&work);
+    opened_as_an_editor_sees_it(&mut agent, &opened);
     let answer = agent.prompt(&session, "Tidy the notes");
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let updates = agent.updates(&session);
