@@ -91,6 +91,17 @@ fn the_launch_prints_one_url_and_nothing_is_served_before_sign_in() {
         assert_eq!(response.header("referrer-policy"), Some("no-referrer"));
         assert!(response.header("access-control-allow-origin").is_none());
     }
+    // The app's files are kept by the browser but revalidated on every use: a page opened
+    // again gets 304s (and reuses its compiled modules); the page and the API are never kept.
+    let script = web.get("/assets/app.js", &[]);
+    assert_eq!(script.status, 200);
+    assert_eq!(script.header("cache-control"), Some("no-cache"));
+    let etag = script.header("etag").expect("an entity tag").to_owned();
+    let again = web.get("/assets/app.js", &[("If-None-Match", &etag)]);
+    assert_eq!((again.status, again.body.as_str()), (304, ""), "{again:?}");
+    let other = web.get("/assets/core.js", &[("If-None-Match", &etag)]);
+    assert_eq!(other.status, 200, "another file's tag does not match");
+    assert_eq!(page.header("cache-control"), Some("no-store"));
     assert_eq!(web.host.stop(), Some(0));
     let logged = web.host.stderr().join("\n");
     assert!(!logged.contains(&web.token), "the token reached a log");

@@ -180,6 +180,9 @@ impl Serving {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             };
+            // Each response is written whole: waiting to coalesce it with more (Nagle) only
+            // meets the client's delayed ACK, tens of milliseconds per request on loopback.
+            let _ = stream.set_nodelay(true);
             let local = stream.local_addr().map(|address| address.to_string());
             let serving = self.clone();
             tokio::spawn(async move {

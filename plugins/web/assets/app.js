@@ -483,16 +483,24 @@ async function start() {
   wireApprovalKeys();
   wireNavigation();
   // What the first paint needs is asked at once, the addressed session's history included,
-  // not one call after another.
+  // not one call after another; the event socket opens beside them (it subscribes whatever
+  // session is open by the time it is up).
   const wanted = location.hash.slice(1);
   const history = wanted ? call("session.history", { sessionId: wanted, limit: FIRST_PAGE }).catch(() => null) : null;
   // The host's description comes with the page; asked only when it did not.
   const described = boot.host ? Promise.resolve(boot.host) : call("host.describe");
-  const [host] = await Promise.all([described, refreshTrust(), refreshSessions(), loadModels().catch(() => {})]);
+  connect();
+  // An addressed session loads its own models when it opens; the default ones otherwise.
+  const models = wanted ? Promise.resolve() : loadModels().catch(() => {});
+  const ready = Promise.all([described, refreshTrust(), refreshSessions(), models]);
+  // The addressed session paints as soon as its history is here (an answered history means
+  // the session exists): the list and the start page fill in beside it.
+  const first = history ? await history : null;
+  if (first) await openSession(wanted, first);
+  else if (wanted) loadModels().catch(() => {});
+  const [host] = await ready;
   state.host = host;
   renderHero(host);
-  connect();
-  if (wanted && state.sessions.some((s) => s.id === wanted)) await openSession(wanted, await history);
 }
 
 start().catch((error) => toast(error.message || String(error)));

@@ -47,26 +47,62 @@ pub(crate) fn sign_in() -> &'static str {
     SIGN_IN
 }
 
-/// A static asset: its content type and bytes.
-pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
-    match path {
-        "/assets/app.js" => Some(("text/javascript; charset=utf-8", APP_JS)),
-        "/assets/render.js" => Some(("text/javascript; charset=utf-8", RENDER_JS)),
-        "/assets/dom.js" => Some(("text/javascript; charset=utf-8", DOM_JS)),
-        "/assets/cards.js" => Some(("text/javascript; charset=utf-8", CARDS_JS)),
-        "/assets/start-page.js" => Some(("text/javascript; charset=utf-8", START_PAGE_JS)),
-        "/assets/mentions.js" => Some(("text/javascript; charset=utf-8", MENTIONS_JS)),
-        "/assets/menu.js" => Some(("text/javascript; charset=utf-8", MENU_JS)),
-        "/assets/drop.js" => Some(("text/javascript; charset=utf-8", DROP_JS)),
-        "/assets/core.js" => Some(("text/javascript; charset=utf-8", CORE_JS)),
-        "/assets/settings.js" => Some(("text/javascript; charset=utf-8", SETTINGS_JS)),
-        "/assets/sidebar.js" => Some(("text/javascript; charset=utf-8", SIDEBAR_JS)),
-        "/assets/composer.js" => Some(("text/javascript; charset=utf-8", COMPOSER_JS)),
-        "/assets/trajectory.js" => Some(("text/javascript; charset=utf-8", TRAJECTORY_JS)),
-        "/assets/app.css" => Some(("text/css; charset=utf-8", APP_CSS)),
-        "/assets/icon.svg" => Some(("image/svg+xml", ICON)),
-        _ => None,
+/// A static asset: its content type, its bytes and its entity tag.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asset {
+    pub(crate) kind: &'static str,
+    pub(crate) text: &'static str,
+    /// A hash of the bytes: a browser that holds this version revalidates it with a 304
+    /// instead of fetching (and compiling) it again; a new library changes it.
+    pub(crate) etag: u64,
+}
+
+/// FNV-1a over `text`, at compile time.
+const fn fnv(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut at = 0;
+    while at < bytes.len() {
+        hash ^= bytes[at] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        at += 1;
     }
+    hash
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+macro_rules! assets {
+    ($($path:literal => ($kind:expr, $text:ident)),* $(,)?) => {
+        /// The asset at `path`.
+        pub(crate) fn asset(path: &str) -> Option<Asset> {
+            match path {
+                $($path => {
+                    const ETAG: u64 = fnv($text);
+                    Some(Asset { kind: $kind, text: $text, etag: ETAG })
+                })*
+                _ => None,
+            }
+        }
+    };
+}
+
+assets! {
+    "/assets/app.js" => (JS, APP_JS),
+    "/assets/render.js" => (JS, RENDER_JS),
+    "/assets/dom.js" => (JS, DOM_JS),
+    "/assets/cards.js" => (JS, CARDS_JS),
+    "/assets/start-page.js" => (JS, START_PAGE_JS),
+    "/assets/mentions.js" => (JS, MENTIONS_JS),
+    "/assets/menu.js" => (JS, MENU_JS),
+    "/assets/drop.js" => (JS, DROP_JS),
+    "/assets/core.js" => (JS, CORE_JS),
+    "/assets/settings.js" => (JS, SETTINGS_JS),
+    "/assets/sidebar.js" => (JS, SIDEBAR_JS),
+    "/assets/composer.js" => (JS, COMPOSER_JS),
+    "/assets/trajectory.js" => (JS, TRAJECTORY_JS),
+    "/assets/app.css" => ("text/css; charset=utf-8", APP_CSS),
+    "/assets/icon.svg" => ("image/svg+xml", ICON),
 }
 
 #[cfg(test)]

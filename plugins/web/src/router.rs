@@ -54,11 +54,28 @@ pub(crate) struct Router {
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 
 fn secured(response: ServerResponse) -> ServerResponse {
+    guarded(response).with_header("cache-control", "no-store")
+}
+
+fn guarded(response: ServerResponse) -> ServerResponse {
     response
         .with_header("content-security-policy", CSP)
         .with_header("x-content-type-options", "nosniff")
         .with_header("referrer-policy", "no-referrer")
-        .with_header("cache-control", "no-store")
+}
+
+/// An asset, kept by the browser but revalidated on every use (`no-cache` with its entity
+/// tag): a page opened again gets 304s and reuses its compiled modules, and a new library's
+/// assets are never served stale.
+fn asset_response(request: &ServerRequest, asset: page::Asset) -> ServerResponse {
+    let etag = format!("\"{:016x}\"", asset.etag);
+    let response = match request.header("if-none-match") == Some(etag.as_str()) {
+        true => ServerResponse::new(304, asset.kind, ""),
+        false => ServerResponse::new(200, asset.kind, asset.text),
+    };
+    guarded(response)
+        .with_header("cache-control", "no-cache")
+        .with_header("etag", &etag)
 }
 
 fn refused(refusal: &Refusal) -> ServerResponse {
@@ -143,7 +160,7 @@ impl Router {
                 )),
             },
             ("GET", asset) if asset.starts_with("/assets/") => match page::asset(asset) {
-                Some((kind, text)) => secured(ServerResponse::new(200, kind, text)),
+                Some(found) => asset_response(&request, found),
                 None => not_found(),
             },
             (method, api) if api.starts_with("/api/") => {

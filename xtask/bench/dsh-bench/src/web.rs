@@ -205,6 +205,12 @@ fn page_scenario(web: &Web, name: &str, session: &str) -> anyhow::Result<Option<
         .args([name, url.as_str(), &out_dir.display().to_string()])
         .env("DSH_BENCH_SESSION", session)
         .output()?;
+    // What a scenario says of where its time went goes to the bench's stderr.
+    for line in String::from_utf8_lossy(&out.stderr).lines() {
+        if line.starts_with('{') {
+            eprintln!("dsh-bench: {name}: {line}");
+        }
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout
         .lines()
