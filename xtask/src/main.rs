@@ -6,6 +6,7 @@
 mod apt;
 mod bench;
 mod browser;
+mod clients;
 mod fixtures;
 mod lint;
 mod mcp;
@@ -177,6 +178,11 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
     let skip_mcp = timed("MCP reference servers", || Ok(mcp::prepare(root)))?;
     let skip_products = timed("agent products", || Ok(products::prepare(root)))?;
+    let skip_acp = timed("ACP clients", || Ok(clients::prepare_acp(root)))?;
+    timed("terminal for the terminal UI", || {
+        clients::ensure_tmux();
+        Ok(())
+    })?;
     // Tests that cannot run here (no corpus beside the checkout, no bubblewrap, no browser)
     // say so and add a line to this file; they are counted as skipped, with their reasons.
     let skips_file = root.join("target/test-skips.tsv");
@@ -199,6 +205,11 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
                 skip_products
                     .as_deref()
                     .map(|reason| ("DSH_PRODUCTS_SKIP", reason)),
+            )
+            .chain(
+                skip_acp
+                    .as_deref()
+                    .map(|reason| ("DSH_ACP_CLIENTS_SKIP", reason)),
             )
             .chain(std::iter::once(("DSH_SKIPS", skips_path.as_str())))
             .collect();
@@ -232,6 +243,9 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     }
     if let Some(reason) = skip_products {
         println!("xtask: the real-product subagent tests were skipped: {reason}");
+    }
+    if let Some(reason) = skip_acp {
+        println!("xtask: the ACP client tests were skipped: {reason}");
     }
     if !success || totals.failed > 0 {
         bail!("tests failed");
