@@ -250,15 +250,16 @@ fn a_resize_reflows_the_history() {
         "at 100 columns the answer is wide:\n{wide}"
     );
     pane.resize(50, 24);
-    let narrow = pane.wait_everything("the reflow", |text| {
-        text.contains("word40") && width(text) <= 50 && text.contains("idle")
-    });
-    // Every word once, in order: reflowed, not cut, nothing left at the old width.
-    let found: Vec<&str> = narrow
-        .split_whitespace()
-        .filter(|word| word.starts_with("word"))
-        .collect();
-    assert_eq!(found, words, "{narrow}");
+    // tmux cuts the old lines at the new width at once (`w` / `ord08`); dsh then prints
+    // them again, wrapped at spaces: every word once, in order, nothing left at the old width.
+    let intact = |text: &str| {
+        let found: Vec<&str> = text
+            .split_whitespace()
+            .filter(|word| word.starts_with("word"))
+            .collect();
+        found == words && width(text) <= 50 && text.contains("idle")
+    };
+    let narrow = pane.wait_everything("the reflow", intact);
     assert_in_order(&narrow, &["› a long line please", "word01", "word40"]);
     assert_eq!(web.host.stop(), Some(0));
 }
@@ -343,5 +344,151 @@ fn a_socket_client_and_the_terminal_share_a_turn_and_either_answers_its_approval
         .to_owned();
     assert_eq!(said, "Shared answer.");
     let mut web = web;
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn slash_opens_the_commands_and_compact_runs() {
+    needs_tmux!("tui::slash_opens_the_commands_and_compact_runs");
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("The codeword is PELICAN."),
+        Reply::text("compacted-summary: the codeword is PELICAN"),
+    ]);
+    let dir = TestDir::new("tui-commands");
+    let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
+    pane.type_text("remember a codeword");
+    pane.keys(&["Enter"]);
+    pane.wait_everything("the answer", |text| {
+        text.contains("The codeword is PELICAN.") && text.contains("idle")
+    });
+    pane.type_text("/");
+    let listed = pane.wait_screen("the commands", |screen| screen.contains("/compact"));
+    assert_in_order(&listed, &["─ commands", "/compact", "/help"]);
+    pane.type_text("comp");
+    pane.wait_screen("the narrowed list", |screen| !screen.contains("/help"));
+    pane.keys(&["Tab"]);
+    pane.wait_screen("the completed command", |screen| {
+        screen.contains("› /compact")
+    });
+    pane.type_text("the codeword");
+    pane.wait_screen("the command line", |screen| {
+        screen.contains("› /compact the codeword")
+    });
+    pane.keys(&["Enter"]);
+    let text = pane.wait_everything("the compaction", |text| text.contains("Compacted"));
+    assert_in_order(
+        &text,
+        &[
+            "The codeword is PELICAN.",
+            "/compact the codeword",
+            "Compacted",
+        ],
+    );
+    let ask = server.requests()[1].body["messages"].to_string();
+    assert!(ask.contains("Above all, keep: the codeword."), "{ask}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn at_completes_a_file_of_the_workspace() {
+    needs_tmux!("tui::at_completes_a_file_of_the_workspace");
+    let server = FakeDeepSeek::start(vec![Reply::text("Seen.")]);
+    let dir = TestDir::new("tui-files");
+    dir.write("work/src/main.rs", "fn main() {}\n");
+    dir.write("work/src/lib.rs", "\n");
+    dir.write("work/notes.md", "\n");
+    let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
+    pane.type_text("look at @src/ma");
+    pane.wait_screen("the file list", |screen| {
+        screen.contains("─ files") && screen.contains("src/main.rs")
+    });
+    pane.keys(&["Tab"]);
+    pane.wait_screen("the completed path", |screen| {
+        screen.contains("› look at @src/main.rs")
+    });
+    pane.keys(&["Enter"]);
+    pane.wait_everything("the answer", |text| text.contains("Seen."));
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("look at @src/main.rs"), "{sent}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_message_sent_while_a_turn_runs_is_queued_and_runs_next() {
+    needs_tmux!("tui::a_message_sent_while_a_turn_runs_is_queued_and_runs_next");
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let slow = Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("Slow first "),
+        SseEvent::Pause(std::time::Duration::from_millis(1500)),
+        SseEvent::content("answer."),
+        SseEvent::finish("stop"),
+        SseEvent::Done,
+    ]);
+    let server = FakeDeepSeek::start(vec![slow, Reply::text("Second answer.")]);
+    let dir = TestDir::new("tui-queue");
+    let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
+    pane.type_text("first");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the first turn", |screen| screen.contains("Slow first"));
+    pane.type_text("second");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the queued message", |screen| {
+        screen.contains("↳ queued: second")
+    });
+    let text = pane.wait_everything("both turns", |text| text.contains("Second answer."));
+    assert_in_order(
+        &text,
+        &[
+            "› first",
+            "Slow first answer.",
+            "› second",
+            "Second answer.",
+        ],
+    );
+    assert!(!pane.screen().contains("↳ queued"), "the queue emptied");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn the_session_picker_opens_another_session_and_the_status_line_shows_the_meter() {
+    needs_tmux!(
+        "tui::the_session_picker_opens_another_session_and_the_status_line_shows_the_meter"
+    );
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("Alpha answer."),
+        Reply::text("Beta answer."),
+    ]);
+    let dir = TestDir::new("tui-picker");
+    let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
+    pane.type_text("alpha question");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_screen("the first answer and its meter", |screen| {
+        screen.contains("Alpha answer.") && screen.contains("idle") && screen.contains("ctx ")
+    });
+    assert!(
+        screen.contains("deepseek-official/deepseek-v4-flash"),
+        "{screen}"
+    );
+    pane.type_text("/new");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("a fresh screen", |screen| !screen.contains("Alpha answer."));
+    pane.type_text("beta question");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the second answer", |screen| {
+        screen.contains("Beta answer.")
+    });
+    pane.keys(&["C-o"]);
+    let picker = pane.wait_screen("the picker", |screen| screen.contains("─ sessions"));
+    assert!(
+        picker.contains("open"),
+        "the open session is marked:\n{picker}"
+    );
+    // Newest first: the open one, then the first session.
+    pane.keys(&["Down", "Enter"]);
+    let text = pane.wait_everything("the first session", |text| {
+        text.contains("Alpha answer.") && !text.contains("Beta answer.")
+    });
+    assert_in_order(&text, &["› alpha question", "Alpha answer."]);
     assert_eq!(web.host.stop(), Some(0));
 }

@@ -179,9 +179,9 @@ impl App {
                 }
             }
             Event::Resize(width, height) => {
-                if let Err(error) = self.screen.resize(width, height) {
-                    self.note_error(&format!("redrawing after a resize: {error}"));
-                }
+                self.fit(Some((width, height)));
+                // A resize in steps may report a size that is already old: look again.
+                self.frames.schedule_frame_in(Duration::from_millis(100));
             }
             _ => {}
         }
@@ -196,7 +196,19 @@ impl App {
         self.due = Some(self.due.map_or(at, |due| due.min(at)));
     }
 
+    /// Fits the screen to the terminal's size (as reported, else as read now).
+    fn fit(&mut self, reported: Option<(u16, u16)>) {
+        let size = crossterm::terminal::size().ok().or(reported);
+        if let Some((width, height)) = size
+            && let Err(error) = self.screen.resize(width, height)
+        {
+            self.note_error(&format!("redrawing after a resize: {error}"));
+        }
+    }
+
     fn draw(&mut self) -> io::Result<()> {
+        // Every frame checks the size (one ioctl): a missed resize signal costs one frame.
+        self.fit(None);
         let now = Instant::now();
         if self
             .status

@@ -6,7 +6,7 @@ use dsh_client_protocol::{
     AnswerReceipt, CommandList, Created, FileCompletions, ModelList, PromptAccepted, ServerFrame,
     SessionHistory, SessionList,
 };
-use dsh_protocol::{CommandKind, InboxListing, SessionSummary};
+use dsh_protocol::{InboxListing, SessionSummary};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -160,19 +160,16 @@ impl App {
             }
             Reply::Subscribed => {
                 self.ready = true;
+                // What was typed while the session opened may want completing.
+                self.update_completion();
                 for text in std::mem::take(&mut self.pending) {
                     self.prompt(text, dsh_client_protocol::PromptMode::Queue);
                 }
             }
+            // A command's line and its output are logged as notices: they arrive with the
+            // session's frames like everything else.
             Reply::Prompt => {
-                let accepted: PromptAccepted = parse(value)?;
-                if let Some(outcome) = accepted.command {
-                    let style = match outcome.kind {
-                        CommandKind::Error => theme::error(),
-                        _ => ratatui::style::Style::default(),
-                    };
-                    self.note(&outcome.text, style);
-                }
+                let _: PromptAccepted = parse(value)?;
             }
             Reply::Approval => {
                 let receipt: AnswerReceipt = parse(value)?;

@@ -2,7 +2,8 @@
 //! answers), then a picker, then the app's own keys (Esc cancels the turn, Ctrl-C twice quits,
 //! Ctrl-O the sessions, Ctrl-T the reasoning, Shift-Tab the permission preset, Ctrl-R a new
 //! host after one died, Tab steers into the running turn), then the composer. Enter sends,
-//! queued while a turn runs; a few commands are the terminal's own (`/sessions`, `/new`,
+//! queued while a turn runs; in the `/` list Enter runs the command and Tab completes it (for
+//! its arguments); a few commands are the terminal's own (`/sessions`, `/new`,
 //! `/model` and `/permission` without arguments, `/reasoning`, `/quit`); every other `/` line
 //! is the host's.
 
@@ -269,6 +270,11 @@ impl App {
                     _ => format!("@{} ", chosen.value),
                 };
                 self.composer.replace_before_cursor(start, &with);
+                // Enter on a command runs it; Tab only completes it (for its arguments).
+                if kind == PickerKind::Commands && key.code == KeyCode::Enter {
+                    let text = self.composer.text().trim_end().to_owned();
+                    self.submit(text);
+                }
             }
             _ => return false,
         }
