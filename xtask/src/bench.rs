@@ -3,8 +3,10 @@
 //! two cores), and writes BENCHMARKS.md with our median beside the committed baseline
 //! (`xtask/bench-baseline.tsv`: "before", this run: "now", and the change in percent), the
 //! peer's median and the ratio; then the whole-agent table of `../shared/peers/agents-bench`
-//! (ours against the peer agents installed here).
+//! (ours against the peer agents installed here), and the ACP agents side by side (`acp.rs`;
+//! `cargo xtask bench acp` runs that section alone).
 
+mod acp;
 mod agents;
 mod figures;
 
@@ -24,8 +26,10 @@ const RUNS: usize = 3;
 const BASELINE: &str = "xtask/bench-baseline.tsv";
 
 pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
-    if let Some(group) = args.first().filter(|group| group.as_str() != "runtime") {
-        bail!("unknown benchmark group `{group}` (known: runtime)");
+    match args.first().map(String::as_str) {
+        None | Some("runtime") => {}
+        Some("acp") => return acp::alone(root),
+        Some(group) => bail!("unknown benchmark group `{group}` (known: runtime, acp)"),
     }
     crate::timed("build release", || {
         cargo(
@@ -63,6 +67,9 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
     let mut text = render(&ours, peer.as_ref(), &baseline);
     text.push_str(&crate::timed("run agents-bench", || {
         Ok(agents::section(root))
+    })?);
+    text.push_str(&crate::timed("run the ACP agents", || {
+        Ok(acp::section(root))
     })?);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");

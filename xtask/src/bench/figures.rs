@@ -1,5 +1,6 @@
 //! The figures `cargo xtask bench` reports: which of our figures, the peer's figure it is
-//! compared with, the section it is listed in and what it measures (with its unit).
+//! compared with, the section it is listed in and what it measures (with its unit). The ACP
+//! section (`ACP_FIGURES`) is a table of its own, a column per agent (see `acp.rs`).
 
 /// One figure: our name, the peer's name (if it measures the same thing), the unit and what it is.
 pub(super) struct Figure {
@@ -25,6 +26,8 @@ const CONTEXT: &str = "Context (issue 13; ours only)";
 const MCP: &str = "MCP (issue 14; ours only)";
 
 const SUBAGENTS: &str = "Subagents (issue 14; ours only)";
+
+pub(super) const ACP: &str = "ACP agents against one instant fake model (issue 22)";
 
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
@@ -584,6 +587,53 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "subagents_rss_per_child",
         peer: None,
         what: "the host's peak RSS with ten live children minus with one, per child (KiB)",
+    },
+];
+
+/// The rows of the ACP section: `ours` names the figure the ACP driver reports for every agent
+/// (`acp.AGENT.FIGURE`); its columns are the agents, not the Cordis peer, so `peer` is unused.
+pub(super) const ACP_FIGURES: &[Figure] = &[
+    Figure {
+        section: ACP,
+        ours: "init_ms",
+        peer: None,
+        what: "process start to `initialize` answered (ms)",
+    },
+    Figure {
+        section: ACP,
+        ours: "ready_ms",
+        peer: None,
+        what: "process start to `session/new` answered: ready for a prompt (ms)",
+    },
+    Figure {
+        section: ACP,
+        ours: "first_chunk_ms",
+        peer: None,
+        what: "`session/prompt` sent to the first `agent_message_chunk` of the answer, a task the model answers at once (ms)",
+    },
+    Figure {
+        section: ACP,
+        ours: "step_ms",
+        peer: None,
+        what: "per-step overhead: a 20-step task's prompt-to-answer time minus a 1-step task's, over 19 (ms; headless: spawn to exit instead)",
+    },
+    Figure {
+        section: ACP,
+        ours: "server_step_ms",
+        peer: None,
+        what: "the same seen by the model: arrival of the request with 1 tool result to the one with 20, over 19 (ms)",
+    },
+    Figure {
+        section: ACP,
+        ours: "rss_mib",
+        peer: None,
+        what: "peak RSS of the agent's process tree, the largest of a round's runs (MiB)",
+    },
+    Figure {
+        section: ACP,
+        ours: "permissions_per_step",
+        peer: None,
+        what: "`session/request_permission` per step, answered allow (each agent in its no-approval mode)",
     },
 ];
 

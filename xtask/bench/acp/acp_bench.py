@@ -1,0 +1,637 @@
+#!/usr/bin/env python3
+"""ACP agents side by side against one instant fake model (stdlib only).
+
+A small Agent Client Protocol client (protocol version 1, newline-delimited JSON-RPC 2.0 on
+the agent's stdin and stdout) that drives each agent the way an editor does and times it:
+
+  ours             dsh-host --patch P --profile acp (P points the llm-deepseek row at the
+                   fake server)
+  ours-headless    dsh-host --patch P --profile headless --cwd WORK TASK: not ACP, the
+                   reference our ACP step is held to (within 10%)
+  codex-acp        @zed-industries/codex-acp as npm installs it (a node launcher that starts
+                   the platform binary), CODEX_HOME/config.toml with a `fake` provider
+                   (Responses wire)
+  codex-acp-native the platform binary of the same package, started directly (how editors
+                   that download the release run it)
+  claude-code-acp  @zed-industries/claude-code-acp (node; it runs Claude Code through the
+                   Agent SDK), ANTHROPIC_BASE_URL at the fake server
+
+The model is `fake_server.py` of agents-bench, run where it is: it answers a request that
+offers a shell tool with one call running `true` until the request carries N tool results
+(N = `BENCH_STEPS=N` in the task), then the text DONE. Each run is a fresh process in a fresh,
+empty work dir (the agent's home is kept across its runs); per round and agent:
+
+  k=0   spawn, `initialize`, `session/new`, one prompt answered at once (BENCH_STEPS=0):
+        process start to `initialize` answered, to `session/new` answered (ready), and
+        `session/prompt` sent to the first `agent_message_chunk` of the model's answer
+  k=1   the same with a one-step task       } per-step overhead through ACP: the prompt's
+  k=N   the same with an N-step task        } time to its answer, (N - 1) - (1), / (N - 1);
+                                              server-side: the arrival of the request with
+                                              1 tool result to the one with N, / (N - 1)
+
+Ours-headless runs k=1 and k=N the same way, timed from spawn to exit. The peak RSS of the
+agent's process tree (its own process and every descendant, sampled every 20 ms, an address
+space shared with a vfork child counted once) is the largest of the round's runs. A
+`session/request_permission` is answered with the first allow option (and counted). An agent
+that cannot be driven (executable missing, `session/new` refused for a login, a run failing
+in the warm-up) is skipped and the reason printed.
+
+usage: acp_bench.py --server FAKE_SERVER_PY --dsh-host DSH_HOST [--peers DIR]
+                    [--agents LIST] [--runs 5] [--steps 20] [--tmp DIR] [--timeout 120]
+
+stdout, for `cargo xtask bench`: `acp.AGENT.FIGURE VALUE UNIT` lines (medians over the
+successful runs), `runs AGENT OK TOTAL`, `skip AGENT REASON...`, `version AGENT TEXT...`;
+progress and diagnostics go to stderr.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+PROMPT = "Run the shell command `true`, once per step, then answer DONE. BENCH_STEPS=%d"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+SAMPLE_S = 0.02
+# How long an agent may take to exit once its stdin is closed before its group is ended
+# (ours exits at once; the peers keep running until signalled). Not part of any figure.
+EOF_GRACE_S = 2
+ACP_AGENTS = ("ours", "codex-acp", "codex-acp-native", "claude-code-acp")
+
+
+class Failed(Exception):
+    """A run (or the fake model) that did not do what it must, in words for the report."""
+
+
+def log(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ agents ---
+CODEX_TOML = """model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "http://127.0.0.1:%d/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[otel]
+exporter = "none"
+"""
+
+
+def native_codex(peers):
+    machine = {"x86_64": "x64", "aarch64": "arm64"}.get(os.uname().machine, "unknown")
+    return os.path.join(peers, "node_modules", "@zed-industries",
+                        "codex-acp-linux-" + machine, "bin", "codex-acp")
+
+
+def agent_command(agent, opts, home, work, port, steps):
+    """(argv, extra env) of one run of `agent` in `work`."""
+    if agent in ("ours", "ours-headless"):
+        patch = os.path.join(home, "fake.patch.yml")
+        with open(patch, "w") as f:
+            f.write("- id: llm-deepseek\n  config:\n    baseURL: http://127.0.0.1:%d\n" % port)
+        env = {"DSH_HOME": os.path.join(home, "dsh"), "DEEPSEEK_API_KEY": "bench",
+               "DSH_PERMISSION_MODE": "danger-full-access"}
+        if agent == "ours":
+            return [opts.dsh_host, "--patch", patch, "--profile", "acp"], env
+        return [opts.dsh_host, "--patch", patch, "--profile", "headless", "--cwd", work,
+                PROMPT % steps], env
+    if agent in ("codex-acp", "codex-acp-native"):
+        codex_home = os.path.join(home, "codex")
+        os.makedirs(codex_home, exist_ok=True)
+        with open(os.path.join(codex_home, "config.toml"), "w") as f:
+            f.write(CODEX_TOML % port)
+        exe = (os.path.join(opts.peers, "node_modules", ".bin", "codex-acp")
+               if agent == "codex-acp" else native_codex(opts.peers))
+        return [exe], {"CODEX_HOME": codex_home, "FAKE_API_KEY": "bench"}
+    if agent == "claude-code-acp":
+        os.makedirs(os.path.join(home, ".claude"), exist_ok=True)
+        exe = os.path.join(opts.peers, "node_modules", ".bin", "claude-code-acp")
+        return [exe], {
+            "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:%d" % port,
+            "ANTHROPIC_API_KEY": "sk-ant-bench",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+            # As root, Claude Code bypasses permissions only inside a declared sandbox.
+            "IS_SANDBOX": "1"}
+    raise ValueError("unknown agent `%s` (known: ours, ours-headless, %s)"
+                     % (agent, ", ".join(ACP_AGENTS[1:])))
+
+
+def base_env(home):
+    return {"PATH": os.environ.get("PATH", os.defpath), "HOME": home,
+            "LANG": os.environ.get("LANG", "C.UTF-8"), "TERM": "dumb",
+            "USER": os.environ.get("USER", "bench"), "SHELL": "/bin/bash"}
+
+
+def missing_executable(agent, opts):
+    exe = {"ours": opts.dsh_host, "ours-headless": opts.dsh_host,
+           "codex-acp": os.path.join(opts.peers, "node_modules", ".bin", "codex-acp"),
+           "codex-acp-native": native_codex(opts.peers),
+           "claude-code-acp": os.path.join(opts.peers, "node_modules", ".bin",
+                                           "claude-code-acp")}.get(agent)
+    if exe is None:
+        return "unknown agent (known: ours, ours-headless, %s)" % ", ".join(ACP_AGENTS[1:])
+    if not os.access(exe, os.X_OK):
+        return "no executable at %s (not installed, or no build for %s/%s)" % (
+            exe, sys.platform, os.uname().machine)
+    return None
+
+
+# ------------------------------------------------------------ process tree ---
+def children(pid):
+    out = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def resident(pid):
+    try:
+        with open("/proc/%d/statm" % pid) as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+    _KCMP = {"x86_64": 312, "aarch64": 272}.get(os.uname().machine)
+except OSError:
+    _LIBC, _KCMP = None, None
+
+
+def shares_memory(a, b):
+    """A vfork child shares its parent's address space until it execs: count it once."""
+    if _LIBC is None or _KCMP is None:
+        return False
+    return _LIBC.syscall(_KCMP, a, b, 1, 0, 0) == 0  # KCMP_VM
+
+
+class TreeRss(threading.Thread):
+    """The peak of the summed RSS of `root` and its descendants."""
+
+    def __init__(self, root):
+        super().__init__(daemon=True)
+        self.root, self.peak, self.done = root, 0, threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            total, todo = 0, [(self.root, None)]
+            while todo:
+                pid, parent = todo.pop()
+                if parent is None or not shares_memory(pid, parent):
+                    total += resident(pid)
+                todo.extend((child, pid) for child in children(pid))
+            self.peak = max(self.peak, total)
+            self.done.wait(SAMPLE_S)
+
+    def stop(self):
+        self.done.set()
+        self.join(2)
+        return self.peak / (1024 * 1024)
+
+
+# ------------------------------------------------------------------- server ---
+class FakeModel:
+    def __init__(self, script, out):
+        port_file = os.path.join(out, "port")
+        if os.path.exists(port_file):  # a run before this one left it
+            os.remove(port_file)
+        self.errors = open(os.path.join(out, "server.err"), "w")
+        # Its stdout is not ours: whoever reads this driver's stdout must see it end with it.
+        self.proc = subprocess.Popen(
+            [sys.executable, script, "--port", "0", "--port-file", port_file,
+             "--max-seconds", "3600", "--keep-bodies", "50"], stdout=subprocess.DEVNULL,
+            stderr=self.errors)
+        for _ in range(200):
+            if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
+                break
+            time.sleep(0.05)
+        try:
+            with open(port_file) as f:
+                self.port = int(f.read())
+        except (OSError, ValueError):
+            self.proc.kill()
+            raise Failed("the fake model did not start within 10 s (see server.err)") from None
+
+    def get(self, path):
+        url = "http://127.0.0.1:%d%s" % (self.port, path)
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return json.loads(answer.read())
+
+    def stop(self):
+        try:
+            self.get("/_bench/stop")
+            self.proc.wait(5)
+        except Exception:  # noqa: BLE001 (it is stopped either way)
+            self.proc.kill()
+        self.errors.close()
+
+
+def server_step_ms(records, steps):
+    """Arrival of the request carrying 1 tool result to the one carrying `steps`, per step."""
+    def first(results):
+        return next((r["t"] for r in records
+                     if r.get("method") == "POST" and r.get("tool") and
+                     r.get("results") == results), None)
+    one, last = first(1), first(steps)
+    if one is None or last is None or steps < 2:
+        return None
+    return (last - one) * 1000.0 / (steps - 1)
+
+
+def saw_all_results(records, steps):
+    return any(r.get("method") == "POST" and r.get("results") == steps for r in records)
+
+
+# --------------------------------------------------------------- ACP client ---
+class Connection:
+    """One agent process spoken to over ACP; its frames read by a thread and time-stamped."""
+
+    def __init__(self, argv, env, cwd, errors):
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=errors,
+                                     start_new_session=True)
+        self.rss = TreeRss(self.proc.pid)
+        self.rss.start()
+        self.frames, self.noise, self.permissions = [], 0, 0
+        self.cond, self.write_lock, self.next_id = threading.Condition(), threading.Lock(), 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _send(self, message):
+        line = (json.dumps(message) + "\n").encode()
+        with self.write_lock:
+            try:
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            now = time.monotonic()
+            try:
+                frame = json.loads(raw)
+            except ValueError:
+                with self.cond:
+                    self.noise += 1
+                continue
+            if isinstance(frame, dict) and "method" in frame and "id" in frame:
+                self._answer(frame)
+            with self.cond:
+                self.frames.append((now, frame))
+                self.cond.notify_all()
+        with self.cond:
+            self.frames.append((time.monotonic(), None))  # end of stdout
+            self.cond.notify_all()
+
+    def _answer(self, request):
+        """The agent asks the client something: allow permissions, refuse the rest."""
+        if request["method"] == "session/request_permission":
+            options = request.get("params", {}).get("options") or []
+            allow = [o for o in options if o.get("kind") == "allow_once"] + \
+                [o for o in options if str(o.get("kind", "")).startswith("allow")] + options
+            with self.cond:
+                self.permissions += 1
+            if allow:
+                self._send({"jsonrpc": "2.0", "id": request["id"], "result": {
+                    "outcome": {"outcome": "selected", "optionId": allow[0]["optionId"]}}})
+                return
+        self._send({"jsonrpc": "2.0", "id": request["id"], "error": {
+            "code": -32601, "message": "not offered by this client: %s" % request["method"]}})
+
+    def request(self, method, params):
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id, time.monotonic()
+
+    def wait(self, what, timeout, test, start=0):
+        """The first frame from index `start` that passes `test`: (time, frame, index)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            index = start
+            while True:
+                while index < len(self.frames):
+                    at, frame = self.frames[index]
+                    if frame is None:
+                        raise Failed("the agent closed stdout waiting for %s (exit %s)"
+                                     % (what, self.proc.poll()))
+                    if test(frame):
+                        return at, frame, index
+                    index += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Failed("no %s within %d s" % (what, timeout))
+                self.cond.wait(left)
+
+    def response(self, ident, what, timeout):
+        at, frame, _ = self.wait(what, timeout, lambda f: f.get("id") == ident and
+                                 "method" not in f)
+        if "error" in frame:
+            raise Failed("%s answered an error: %s" % (what, json.dumps(frame["error"])[:300]))
+        return at, frame["result"]
+
+    def dump(self, path):
+        """The frames as received, each with its time since the spawn (ms)."""
+        with self.cond, open(path, "w") as f:
+            for at, frame in self.frames:
+                f.write(json.dumps({"ms": round((at - self.t0) * 1000.0, 3),
+                                    "frame": frame}) + "\n")
+
+    def close(self):
+        """Closes stdin, waits for the exit, then ends the process group; the RSS peak (MiB)."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(EOF_GRACE_S)
+        except subprocess.TimeoutExpired:
+            end_group(self.proc)
+        return self.rss.stop()
+
+
+def end_group(proc):
+    for sig, grace in ((signal.SIGTERM, 3), (signal.SIGKILL, 3)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def is_answer_chunk(frame):
+    """An `agent_message_chunk` carrying the model's answer (DONE): the fake model's text,
+    not a notice of the agent's own (codex-acp tells of the unknown model's metadata in one)."""
+    if frame.get("method") != "session/update":
+        return False
+    update = frame.get("params", {}).get("update", {})
+    if update.get("sessionUpdate") != "agent_message_chunk":
+        return False
+    content = update.get("content")
+    return isinstance(content, dict) and "DONE" in str(content.get("text", ""))
+
+
+def acp_run(agent, opts, home, work, server, steps, errors, frames):
+    """One process: initialize, session/new, one prompt of `steps` steps. Its figures."""
+    argv, extra = agent_command(agent, opts, home, work, server.port, steps)
+    env = base_env(home)
+    env.update(extra)
+    conn = Connection(argv, env, work, errors)
+    try:
+        ident, _ = conn.request("initialize", {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
+                                   "terminal": False},
+            "clientInfo": {"name": "dsh-acp-bench", "version": "1"}})
+        t_init, init = conn.response(ident, "the initialize answer", opts.timeout)
+        if init.get("protocolVersion") != 1:
+            raise Failed("initialize answered protocol version %r" % init.get("protocolVersion"))
+        ident, _ = conn.request("session/new", {"cwd": work, "mcpServers": []})
+        t_ready, session = conn.response(ident, "the session/new answer", opts.timeout)
+        session_id = session["sessionId"]
+        # The peers' own "no approvals" mode, as ours runs in danger-full-access.
+        modes = [m.get("id") for m in (session.get("modes") or {}).get("availableModes", [])]
+        if "bypassPermissions" in modes:
+            ident, _ = conn.request("session/set_mode", {"sessionId": session_id,
+                                                         "modeId": "bypassPermissions"})
+            conn.response(ident, "the session/set_mode answer", opts.timeout)
+        mark = len(conn.frames)
+        ident, t_prompt = conn.request("session/prompt", {
+            "sessionId": session_id, "prompt": [{"type": "text", "text": PROMPT % steps}]})
+        t_chunk, _, _ = conn.wait("the answer's agent_message_chunk", opts.timeout,
+                                  is_answer_chunk, mark)
+        t_answer, answer = conn.response(ident, "the session/prompt answer", opts.timeout)
+        if answer.get("stopReason") != "end_turn":
+            raise Failed("the prompt stopped with %r" % answer.get("stopReason"))
+        figures = {"init_ms": (t_init - conn.t0) * 1000.0,
+                   "ready_ms": (t_ready - conn.t0) * 1000.0,
+                   "first_chunk_ms": (t_chunk - t_prompt) * 1000.0,
+                   "prompt_ms": (t_answer - t_prompt) * 1000.0,
+                   "permissions": float(conn.permissions), "stdout_noise": float(conn.noise),
+                   "version": "%s %s" % ((init.get("agentInfo") or {}).get("name", "?"),
+                                         (init.get("agentInfo") or {}).get("version", "?"))}
+    finally:
+        figures_rss = conn.close()
+        conn.dump(frames)
+    figures["rss_mib"] = figures_rss
+    return figures
+
+
+def headless_run(opts, home, work, server, steps, errors):
+    """Ours without ACP: spawn to exit of `dsh-host --profile headless`."""
+    argv, extra = agent_command("ours-headless", opts, home, work, server.port, steps)
+    env = base_env(home)
+    env.update(extra)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=work, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
+    rss = TreeRss(proc.pid)
+    rss.start()
+    try:
+        code = proc.wait(opts.timeout)
+    except subprocess.TimeoutExpired:
+        end_group(proc)
+        rss.stop()
+        raise Failed("the headless run took more than %d s" % opts.timeout)
+    wall = (time.monotonic() - t0) * 1000.0
+    peak = rss.stop()
+    if code != 0:
+        raise Failed("the headless run exited %d" % code)
+    return {"prompt_ms": wall, "rss_mib": peak}
+
+
+# -------------------------------------------------------------------- runner ---
+def one(agent, opts, server, steps, label, homes):
+    """A run in a fresh work dir, checked against the server's record. Figures or Failed."""
+    server.get("/_bench/reset?run=%s" % label)
+    work = tempfile.mkdtemp(prefix="work-", dir=opts.tmp)
+    errors_path = os.path.join(opts.out, "%s.err" % label)
+    try:
+        with open(errors_path, "w") as errors:
+            if agent == "ours-headless":
+                figures = headless_run(opts, homes[agent], work, server, steps, errors)
+            else:
+                figures = acp_run(agent, opts, homes[agent], work, server, steps, errors,
+                                  os.path.join(opts.out, "%s.frames.jsonl" % label))
+    except Failed as failure:
+        raise Failed("%s (stderr: %s)" % (failure, tail(errors_path))) from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    records = server.get("/_bench/log")
+    if steps and not saw_all_results(records, steps):
+        raise Failed("the model never saw %d tool results (stderr: %s)"
+                     % (steps, tail(errors_path)))
+    if steps > 1:
+        figures["server_step_ms"] = server_step_ms(records, steps)
+    return figures
+
+
+def tail(path):
+    try:
+        with open(path, errors="replace") as f:
+            lines = [line.strip() for line in f.read().splitlines() if line.strip()]
+    except OSError:
+        return "-"
+    return " | ".join(lines[-3:])[-400:] or "empty"
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def emit(agent, name, value, unit):
+    if value is not None:
+        print("acp.%s.%s %.3f %s" % (agent, name, value, unit), flush=True)
+
+
+def bench(opts):
+    os.makedirs(opts.tmp, exist_ok=True)
+    server = FakeModel(opts.server, opts.out)
+    try:
+        run_all(opts, server)
+    finally:
+        server.stop()
+
+
+def run_all(opts, server):
+    homes, skipped = {}, {}
+    agents = [a for a in opts.agents.split(",") if a]
+    for agent in agents:
+        reason = missing_executable(agent, opts)
+        if reason is None:
+            homes[agent] = tempfile.mkdtemp(prefix="home-%s-" % agent, dir=opts.tmp)
+            kind = [opts.steps] if agent == "ours-headless" else [0, opts.steps]
+            try:  # warm-up, uncounted: also where an agent that cannot be driven shows it
+                for steps in kind:
+                    one(agent, opts, server, steps, "warmup-%s-%d" % (agent, steps), homes)
+            except Failed as failure:
+                reason = "the warm-up run failed: %s" % failure
+        if reason is not None:
+            skipped[agent] = reason
+            print("skip %s %s" % (agent, reason.replace("\n", " ")), flush=True)
+            log("acp-bench: skipping %s: %s" % (agent, reason))
+    live = [a for a in agents if a not in skipped]
+    samples = {a: [] for a in live}
+    for rnd in range(opts.runs):
+        for agent in live:
+            kinds = [1, opts.steps] if agent == "ours-headless" else [0, 1, opts.steps]
+            got, failures = {}, []
+            for steps in kinds:
+                label = "r%d-%s-%d" % (rnd, agent, steps)
+                try:
+                    got[steps] = one(agent, opts, server, steps, label, homes)
+                except Failed as failure:
+                    failures.append("%s: %s" % (label, failure))
+                    log("acp-bench: %s failed: %s" % (label, failure))
+            samples[agent].append((got, failures))
+            log("acp-bench: round %d %s: %s" % (rnd, agent, "ok" if not failures else
+                                                "%d failed" % len(failures)))
+    for agent in live:
+        report(agent, samples[agent], opts.steps)
+    if not opts.keep:
+        for home in homes.values():
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def report(agent, rounds, steps):
+    """Medians over the successful runs of each figure."""
+    ok = sum(1 for got, failures in rounds if not failures)
+    print("runs %s %d %d" % (agent, ok, len(rounds)), flush=True)
+    every = [fig for got, _ in rounds for fig in got.values()]
+    versions = sorted({fig["version"] for fig in every if "version" in fig})
+    if versions:
+        print("version %s %s" % (agent, "; ".join(versions)), flush=True)
+    for name in ("init_ms", "ready_ms"):
+        emit(agent, name, median([fig.get(name) for fig in every]), "ms")
+    emit(agent, "first_chunk_ms",
+         median([got[0]["first_chunk_ms"] for got, _ in rounds if 0 in got]), "ms")
+    emit(agent, "step_ms", median([
+        (got[steps]["prompt_ms"] - got[1]["prompt_ms"]) / (steps - 1)
+        for got, _ in rounds if 1 in got and steps in got]), "ms")
+    emit(agent, "server_step_ms",
+         median([got[steps].get("server_step_ms") for got, _ in rounds if steps in got]), "ms")
+    emit(agent, "rss_mib", median([max(fig["rss_mib"] for fig in got.values())
+                                   for got, _ in rounds if got]), "MiB")
+    emit(agent, "permissions_per_step", median([
+        got[steps]["permissions"] / steps for got, _ in rounds
+        if steps in got and "permissions" in got[steps]]), "requests")
+    noise = sum(fig.get("stdout_noise", 0) for fig in every)
+    if noise:
+        emit(agent, "stdout_noise_lines", noise, "lines")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server", required=True, help="agents-bench's fake_server.py")
+    ap.add_argument("--dsh-host", required=True, help="our dsh-host (a release build)")
+    ap.add_argument("--peers", default=".", help="where npm installed the ACP peers")
+    ap.add_argument("--agents", default="ours-headless,ours,codex-acp,codex-acp-native,"
+                                        "claude-code-acp")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per wait")
+    ap.add_argument("--tmp", default=os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "dsh-acp-bench"), help="homes and work dirs (outside any project, where the agents "
+                               "would read its AGENTS.md; not under the system temp dir, "
+                               "where codex refuses to link its helpers)")
+    ap.add_argument("--out", default=None,
+                    help="each run's frames and stderr, and the server's stderr")
+    ap.add_argument("--keep", action="store_true", help="keep the agents' homes")
+    opts = ap.parse_args()
+    if opts.steps < 2:
+        ap.error("--steps must be at least 2")
+    if not os.path.isfile(opts.server):
+        print("skip all the fake model is missing: %s" % opts.server, flush=True)
+        return 0
+    opts.server, opts.dsh_host = os.path.abspath(opts.server), os.path.abspath(opts.dsh_host)
+    opts.peers, opts.tmp = os.path.abspath(opts.peers), os.path.abspath(opts.tmp)
+    opts.out = os.path.abspath(opts.out or tempfile.mkdtemp(prefix="out-", dir=opts.tmp))
+    os.makedirs(opts.out, exist_ok=True)
+    try:
+        bench(opts)
+    except Failed as failure:
+        print("skip all %s" % failure, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
