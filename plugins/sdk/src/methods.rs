@@ -37,13 +37,18 @@ pub(crate) enum Method {
     Shutdown,
 }
 
+/// The runtime's own methods.
+pub(crate) const INITIALIZE: &str = "initialize";
+pub(crate) const PROMPT: &str = "session/prompt";
+pub(crate) const SHUTDOWN: &str = "shutdown";
+
 /// Reads `method` with `params`; `Ok(None)` when the method is not one of the runtime's own
 /// (it goes to the client protocol's service).
 pub(crate) fn parse(method: &str, params: Value) -> Result<Option<Method>, RpcError> {
     let parsed = match method {
-        "initialize" => Method::Initialize(initialize(params_object(params)?)?),
-        "session/prompt" => Method::Prompt(prompt(params_object(params)?)?),
-        "shutdown" => Method::Shutdown,
+        INITIALIZE => Method::Initialize(initialize(params_object(params)?)?),
+        PROMPT => Method::Prompt(prompt(params_object(params)?)?),
+        SHUTDOWN => Method::Shutdown,
         _ => return Ok(None),
     };
     Ok(Some(parsed))
@@ -105,17 +110,13 @@ fn prompt(mut params: Map<String, Value>) -> Result<PromptParams, RpcError> {
         .enumerate()
         .map(|(index, block)| {
             let field = format!("contentBlocks[{index}]");
-            let kind = block.get("type").and_then(Value::as_str).map(str::to_owned);
             match serde_json::from_value::<ContentBlock>(block) {
                 Ok(text @ ContentBlock::Text { .. }) => Ok(text),
                 // Images need the attachment store, which is not built yet; the other kinds
                 // are the model's and the tools', never a person's prompt.
-                Ok(_) => Err(RpcError::invalid_params(
+                Ok(other) => Err(RpcError::invalid_params(
                     &field,
-                    format!(
-                        "only `text` blocks are taken, not `{}`",
-                        kind.unwrap_or_default()
-                    ),
+                    format!("only `text` blocks are taken, not `{}`", kind_of(&other)),
                 )),
                 Err(error) => Err(RpcError::invalid_params(&field, error)),
             }
@@ -125,6 +126,21 @@ fn prompt(mut params: Map<String, Value>) -> Result<PromptParams, RpcError> {
         session_id,
         content,
     })
+}
+
+/// A block's `type`, as it was written.
+fn kind_of(block: &ContentBlock) -> String {
+    #[derive(dsh_plugin_api::serde::Deserialize)]
+    #[serde(crate = "dsh_plugin_api::serde")]
+    struct Tagged {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    serde_json::to_value(block)
+        .ok()
+        .and_then(|value| serde_json::from_value::<Tagged>(value).ok())
+        .map(|tagged| tagged.kind)
+        .unwrap_or_default()
 }
 
 fn required_text(params: &mut Map<String, Value>, field: &str) -> Result<String, RpcError> {

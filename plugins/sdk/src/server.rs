@@ -151,7 +151,7 @@ impl Server {
     async fn request(&self, method: &str, params: Value) -> (Result<Value, RpcError>, Flow) {
         // The client protocol's handshake alone (no model route to set up).
         let handshake = Handshake::of(&params);
-        if method == "initialize"
+        if method == crate::methods::INITIALIZE
             && handshake.protocol_version.is_some()
             && handshake.provider.is_none()
         {
