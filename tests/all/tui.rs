@@ -76,7 +76,12 @@ fn a_prompt_streams_an_answer_with_a_bash_card() {
         screen.contains("Ctrl-C again to quit")
     });
     pane.keys(&["C-c"]);
-    let end = pane.wait_screen("dsh to exit", |screen| screen.contains("[exited 0]"));
+    let end = pane.wait_screen("dsh to exit", |screen| screen.contains("icanon"));
+    assert!(end.contains("[exited 0]"), "{end}");
+    assert!(
+        end.contains("icanon echo"),
+        "the terminal is out of raw mode:\n{end}"
+    );
     assert!(
         !end.contains("Ask anything"),
         "the composer is cleared on exit:\n{end}"
@@ -491,4 +496,95 @@ fn the_session_picker_opens_another_session_and_the_status_line_shows_the_meter(
     });
     assert_in_order(&text, &["› alpha question", "Alpha answer."]);
     assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_host_that_dies_is_reported_restarted_with_ctrl_r_and_sigterm_restores_the_terminal() {
+    needs_tmux!(
+        "tui::a_host_that_dies_is_reported_restarted_with_ctrl_r_and_sigterm_restores_the_terminal"
+    );
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("Before the crash."),
+        Reply::text("After the restart."),
+    ]);
+    let dir = TestDir::new("tui-host-dies");
+    let pane = own_host(&server, &dir, (90, 24), &[]);
+    pane.type_text("first");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the first answer", |screen| {
+        screen.contains("Before the crash.") && screen.contains("idle")
+    });
+    let (dsh, hosts) = pane.program_pids();
+    assert_eq!(hosts.len(), 1, "one child host: {hosts:?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &hosts[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    pane.wait_screen("the report", |screen| {
+        screen.contains("The host stopped") && screen.contains("Ctrl-R restarts it")
+    });
+    pane.keys(&["C-r"]);
+    // A new host, the same session: its history printed again, then a new turn.
+    pane.wait_screen("the session again", |screen| {
+        screen.contains("own host") && !screen.contains("The host stopped")
+    });
+    pane.type_text("second");
+    pane.keys(&["Enter"]);
+    let text = pane.wait_everything("the second answer", |text| {
+        text.contains("After the restart.")
+    });
+    assert_in_order(
+        &text,
+        &[
+            "› first",
+            "Before the crash.",
+            "› second",
+            "After the restart.",
+        ],
+    );
+    let (_, restarted) = pane.program_pids();
+    assert!(
+        restarted.len() == 1 && restarted != hosts,
+        "a new host: {restarted:?}"
+    );
+    // SIGTERM: dsh leaves as on a quit (143), the terminal back in a shell's mode.
+    std::process::Command::new("kill")
+        .args(["-TERM", &dsh.to_string()])
+        .status()
+        .unwrap();
+    let end = pane.wait_screen("dsh to exit", |screen| screen.contains("icanon"));
+    assert!(end.contains("[exited 143]"), "{end}");
+    assert!(end.contains("icanon echo"), "{end}");
+}
+
+#[test]
+fn dsh_p_prints_the_answer_and_its_tool_lines() {
+    let server = FakeDeepSeek::start(bash_then_text("echo one-shot", "One shot done."));
+    let dir = TestDir::new("tui-print");
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let output = std::process::Command::new(dsh_bin())
+        .args(["-p", "run it once"])
+        .current_dir(dir.join("work"))
+        .env("DSH_HOME", dir.home())
+        .env("DSH_AGENTS_HOME", dir.join("agents"))
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "One shot done.\n");
+    assert!(stderr.contains("✓ $ echo one-shot"), "{stderr}");
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("run it once"), "{sent}");
 }

@@ -78,7 +78,13 @@ impl Pane {
             command.args(["-e", &format!("{name}={value}")]);
         }
         command
-            .args(["sh", "-c", "\"$0\" \"$@\"; echo \"[exited $?]\"; sleep 600"])
+            // After the program: its exit code, and whether the terminal is back in the mode
+            // a shell expects (`icanon echo`, not the raw mode's `-icanon -echo`).
+            .args([
+                "sh",
+                "-c",
+                "\"$0\" \"$@\"; echo \"[exited $?]\"; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; sleep 600",
+            ])
             .arg(program)
             .args(args);
         let output = command.output().expect("tmux runs");
@@ -101,6 +107,20 @@ impl Pane {
             .expect("tmux runs");
         assert!(output.status.success(), "tmux {args:?}: {output:?}");
         output
+    }
+
+    /// The process ids of the program the pane runs (the pane's shell's child) and of its
+    /// children.
+    pub fn program_pids(&self) -> (i32, Vec<i32>) {
+        let output = self.tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"]);
+        let shell: i32 = String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        let program = *children_of(shell)
+            .first()
+            .expect("the pane runs the program");
+        (program, children_of(program))
     }
 
     /// Types `text` as it is.
@@ -179,6 +199,30 @@ impl Drop for Pane {
             .arg("kill-server")
             .output();
     }
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the name may hold spaces, the last `)` ends it.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        if after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|ppid| ppid.parse().ok())
+            == Some(pid)
+        {
+            children.push(child);
+        }
+    }
+    children
 }
 
 /// The lines of `text` without trailing blanks, empty ones dropped.

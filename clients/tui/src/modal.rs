@@ -116,7 +116,8 @@ impl ApprovalModal {
                 Span::styled(format!(" {label} "), style),
             ]));
         }
-        crate::wrap::wrap_all(&lines, width.saturating_sub(2).max(1))
+        // A border each side and a column of padding on the left.
+        crate::wrap::wrap_all(&lines, width.saturating_sub(3).max(1))
     }
 
     /// Rows the modal takes at `width` (its border included).
@@ -139,7 +140,7 @@ impl ApprovalModal {
             if y >= inner.bottom() {
                 break;
             }
-            buf.set_line(inner.x, y, line, inner.width);
+            buf.set_line(inner.x + 1, y, line, inner.width.saturating_sub(1));
         }
     }
 }

@@ -163,7 +163,8 @@ impl QuestionModal {
             }
             lines.push(Line::from(spans));
         }
-        crate::wrap::wrap_all(&lines, width.saturating_sub(2).max(1))
+        // A border each side and a column of padding on the left.
+        crate::wrap::wrap_all(&lines, width.saturating_sub(3).max(1))
     }
 
     pub(crate) fn height(&self, width: u16) -> u16 {
@@ -187,7 +188,7 @@ impl QuestionModal {
             if y >= inner.bottom() {
                 break;
             }
-            buf.set_line(inner.x, y, line, inner.width);
+            buf.set_line(inner.x + 1, y, line, inner.width.saturating_sub(1));
         }
     }
 }
