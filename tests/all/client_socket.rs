@@ -99,8 +99,7 @@ fn two_clients_on_one_session_see_the_same_frames_and_either_answers_its_approva
     let tool = a
         .iter()
         .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
-        .filter(|op| op["item"]["kind"] == "tool")
-        .last()
+        .rfind(|op| op["item"]["kind"] == "tool")
         .expect("a tool card");
     assert_eq!(tool["item"]["status"], "ok", "{tool}");
     // `dsh-host status` names the socket beside the host's fiber table.
@@ -152,8 +151,7 @@ fn an_approval_whose_only_answerer_leaves_is_refused_after_a_short_grace() {
     let tool = frames
         .iter()
         .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
-        .filter(|op| op["item"]["kind"] == "tool")
-        .last()
+        .rfind(|op| op["item"]["kind"] == "tool")
         .expect("a tool card");
     assert_eq!(tool["item"]["status"], "error", "refused, not run: {tool}");
     assert_eq!(web.host.stop(), Some(0));

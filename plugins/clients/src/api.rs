@@ -118,13 +118,11 @@ impl Api {
             ));
         }
         let writable = caller.options.settings_writable;
-        let value = match request {
-            ClientRequest::Initialize(_) => {
-                return Err(Failure(
-                    RpcErrorCode::BadRequest,
-                    "initialize is answered by the connection".to_owned(),
-                ));
-            }
+        match request {
+            ClientRequest::Initialize(_) => Err(Failure(
+                RpcErrorCode::BadRequest,
+                "initialize is answered by the connection".to_owned(),
+            )),
             ClientRequest::HostDescribe(_) => to_value(self.describe(caller)),
             ClientRequest::HostPlugins(_) => to_value(self.plugins()?),
             ClientRequest::SessionList(_) => to_value(self.list().await?),
@@ -190,8 +188,7 @@ impl Api {
                     .answer(answer)
                     .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
             ),
-        };
-        value
+        }
     }
 
     /// A change of settings, credentials or trust from a client that may not make one.
