@@ -258,6 +258,8 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
         end["data"]["reason"],
         json!({"kind": "aborted", "reason": {"kind": "user"}})
     );
+    // The hanging replay streams the reference's `partial` first: the cut-off answer is kept,
+    // marked interrupted.
     let kinds = durable_types(&events);
     assert_eq!(
         kinds,
@@ -266,11 +268,18 @@ fn sigint_mid_stream_cancels_the_turn_and_exits_130() {
             "turn/start",
             "agent/inbox/spliced",
             "step/start",
+            "assistant/message",
             "step/end",
             "turn/end"
         ],
         "{events:?}"
     );
+    let kept = events
+        .iter()
+        .find(|event| event["type"] == "assistant/message")
+        .unwrap();
+    assert_eq!(kept["data"]["interrupted"], true, "{kept}");
+    assert_eq!(kept["data"]["message"]["content"][0]["text"], "partial");
 }
 
 #[test]

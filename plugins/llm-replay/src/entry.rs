@@ -24,8 +24,8 @@ pub(crate) enum Entry {
         message: String,
         code: FailureCode,
     },
-    /// These chunks, then create `ready_file` (when given) and never yield again, so a test can
-    /// cancel mid-stream.
+    /// These chunks (by default the reference's prefix, [`hang_prefix`]), then create
+    /// `ready_file` (when given) and never yield again, so a test can cancel mid-stream.
     Hang {
         chunks: Vec<Value>,
         ready_file: Option<String>,
@@ -54,11 +54,22 @@ enum Spelled {
         code: String,
     },
     Hang {
-        #[serde(default)]
+        /// Ours, not the reference's: the prefix in place of [`hang_prefix`] (`[]` for none).
+        #[serde(default = "hang_prefix")]
         chunks: Vec<Value>,
         #[serde(default, rename = "readyFile")]
         ready_file: Option<String>,
     },
+}
+
+/// What a hang yields before it waits, unless its entry names its own `chunks`: the reference's
+/// replay opens a text block and streams `partial`, so a cancelled turn has a partial answer to
+/// keep (its recorded `cancel` case logs and sends it, interrupted).
+fn hang_prefix() -> Vec<Value> {
+    vec![
+        serde_json::json!({"type": "block-start", "index": 0, "blockType": "text"}),
+        serde_json::json!({"type": "text-delta", "index": 0, "text": "partial"}),
+    ]
 }
 
 #[derive(Deserialize)]
@@ -291,6 +302,25 @@ mod tests {
             }
         ));
         assert!(matches!(&entries[2], Entry::Hang { ready_file: Some(f), .. } if f == "ready"));
+    }
+
+    #[test]
+    fn a_hang_streams_the_reference_prefix_unless_it_names_its_own() {
+        let path = write(
+            "prefix",
+            &json!([{"kind": "hang"}, {"kind": "hang", "chunks": []}]),
+        );
+        let Override::Replace(entries) = Override::load(&path).unwrap() else {
+            panic!("expected a replacement");
+        };
+        assert_eq!(
+            entries[0].chunks(),
+            [
+                json!({"type": "block-start", "index": 0, "blockType": "text"}),
+                json!({"type": "text-delta", "index": 0, "text": "partial"}),
+            ]
+        );
+        assert!(entries[1].chunks().is_empty());
     }
 
     #[test]

@@ -111,11 +111,6 @@ const SKIPPED: &[(&str, &str)] = &[
 /// counted as reproduced; one that starts reproducing is reported too.
 const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
     (
-        "cancel",
-        "\"text\":\"partial\"",
-        "llm-replay's `hang` yields no prefix where the reference's yields the text `partial` first, so no interrupted message is logged or sent",
-    ),
-    (
         "escalation-rejected",
         "was not approved (rejected)",
         "the sandbox words a refused escalation `running in danger-full-access was not approved (rejected)` where the reference says `the user rejected escalating this command`",
