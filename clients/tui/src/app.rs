@@ -230,6 +230,7 @@ impl App {
         let mut queue = self.queue.clone();
         queue.extend(self.pending.iter().cloned());
         self.status.queued = queue.len();
+        self.status.opening = !self.ready;
         let view = View {
             live,
             queue: &queue,

@@ -86,7 +86,9 @@ pub(crate) fn render(item: &ChatItem, options: CellOptions) -> Vec<Line<'static>
                 NoticeLevel::Warning => ("⚠ ", theme::warn()),
                 NoticeLevel::Error => ("✗ ", theme::error()),
             };
-            prefixed(&sanitize(text), Span::styled(mark, style), style)
+            let mut lines = vec![Line::default()];
+            lines.extend(prefixed(&sanitize(text), Span::styled(mark, style), style));
+            lines
         }
     }
 }

@@ -30,9 +30,19 @@ impl PickerKind {
         match self {
             Self::Commands => "commands",
             Self::Files => "files",
-            Self::Sessions => "sessions · Enter open · Ctrl-F fork · Ctrl-X delete · Esc close",
-            Self::Models => "model · Enter choose · Esc close",
-            Self::Presets => "permission preset · Enter choose · Esc close",
+            Self::Sessions => "sessions",
+            Self::Models => "model",
+            Self::Presets => "permission preset",
+        }
+    }
+
+    /// The keys, after the title and the query (cut first on a narrow screen).
+    fn keys(self) -> &'static str {
+        match self {
+            Self::Commands => "Enter runs · Tab completes",
+            Self::Files => "Tab adds",
+            Self::Sessions => "Enter open · Ctrl-F fork · Ctrl-X delete · Esc",
+            Self::Models | Self::Presets => "Enter choose · Esc",
         }
     }
 
@@ -151,8 +161,9 @@ impl Picker {
             theme::dim(),
         )];
         if self.kind.owns_input() {
-            title.push(Span::styled(format!("› {}", self.query), theme::bold()));
+            title.push(Span::styled(format!("› {} ", self.query), theme::bold()));
         }
+        title.push(Span::styled(format!(" {}", self.kind.keys()), theme::dim()));
         buf.set_line(area.x, area.y, &Line::from(title), area.width);
         if visible.is_empty() {
             let line = Line::styled("  (nothing matches)", theme::dim());

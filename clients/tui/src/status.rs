@@ -28,6 +28,8 @@ pub(crate) struct Status {
     /// Background jobs of the session.
     pub(crate) jobs: usize,
     pub(crate) queued: usize,
+    /// The session is not followed yet (connecting, opening it).
+    pub(crate) opening: bool,
 }
 
 /// `12.3k`, `1.2M`.
@@ -69,21 +71,18 @@ impl Status {
         if self.running {
             let frame = (now.duration_since(started).as_millis() / 100) as usize % SPINNER.len();
             spans.push(Span::styled(
-                format!("{} working · Esc cancels", SPINNER[frame]),
+                format!("{} working (Esc cancels)", SPINNER[frame]),
                 theme::accent(),
             ));
+        } else if self.opening {
+            spans.push(Span::styled("opening the session", theme::dim()));
         } else {
             spans.push(Span::styled("idle", theme::dim()));
         }
+        // Most useful first: a narrow screen cuts from the right.
         let mut parts = Vec::new();
         if self.queued > 0 {
             parts.push(format!("{} queued", self.queued));
-        }
-        if let Some(model) = &self.model {
-            parts.push(model.clone());
-        }
-        if let Some(preset) = &self.preset {
-            parts.push(preset.clone());
         }
         if let Some((used, window)) = self.context {
             parts.push(match window {
@@ -95,6 +94,18 @@ impl Status {
                 ),
                 _ => format!("ctx {}", tokens(used)),
             });
+        }
+        if let Some(model) = &self.model {
+            // `provider/model`: the model says enough on a status line.
+            parts.push(
+                model
+                    .split_once('/')
+                    .map_or(model.as_str(), |(_, m)| m)
+                    .to_owned(),
+            );
+        }
+        if let Some(preset) = &self.preset {
+            parts.push(preset.clone());
         }
         if self.input_tokens + self.output_tokens > 0 {
             parts.push(format!(

@@ -107,3 +107,7 @@ impl View<'_> {
         (!modal_open && !picker_typing).then_some(cursor)
     }
 }
+
+#[cfg(test)]
+#[path = "view_tests.rs"]
+mod tests;
