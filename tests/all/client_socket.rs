@@ -197,6 +197,40 @@ fn bad_lines_get_named_errors_and_the_connection_lives() {
 }
 
 #[test]
+fn a_session_is_found_by_its_title_and_by_its_messages() {
+    let server = FakeDeepSeek::start(vec![Reply::text("the answer mentions zebras")]);
+    let dir = TestDir::new("socket-search");
+    let mut web = start_with(&server, &dir, "");
+    let path = client_socket(&dir.home(), web.host.pid());
+    let mut client = LineClient::connect(&path);
+    let created = client.call("session.create", json!({}));
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client.call("session.subscribe", json!({"sessionId": session}));
+    client.call(
+        "session.prompt",
+        json!({"sessionId": session, "text": "tell me about stripes"}),
+    );
+    client.until(300, turn_ended);
+    client.call(
+        "session.rename",
+        json!({"sessionId": session, "title": "Savanna notes"}),
+    );
+    for (query, snippet) in [("savanna", "Savanna notes"), ("zebras", "zebras")] {
+        let found = client.call("session.search", json!({"query": query}));
+        let hits = found["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 1, "{query}: {found}");
+        assert_eq!(hits[0]["sessionId"], session.as_str(), "{found}");
+        assert!(
+            hits[0]["snippet"].as_str().unwrap().contains(snippet),
+            "{query}: {found}"
+        );
+    }
+    let none = client.call("session.search", json!({"query": "giraffe"}));
+    assert_eq!(none["hits"], json!([]), "{none}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
 fn schema_prints_every_method_of_the_client_protocol_with_its_params_and_result() {
     let dir = TestDir::new("cli-schema");
     let out = run_host(&dir.home(), &["schema"]);

@@ -1,11 +1,13 @@
 //! Text search over the stored conversations: every log read with the session reader (so
-//! either encoding), its messages' text matched ignoring case, the latest match of each session
+//! either encoding), its title and its messages' text matched ignoring case, the latest match of each session
 //! kept with a snippet around it. Logs are read newest first and the search stops at its limit,
 //! so a person looking for last week's conversation does not wait for last year's.
 
 use std::path::Path;
 
-use dsh_protocol::{AssistantMessageEvent, SearchHit, UserMessageEvent, text_of};
+use dsh_protocol::{
+    AssistantMessageEvent, SearchHit, SessionTitleEvent, UserMessageEvent, text_of,
+};
 use dsh_session_jsonl::{Encoding, list_sessions, read_session};
 use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
@@ -32,9 +34,20 @@ fn snippet(text: &str, lower: &str, needle: &str) -> Option<String> {
     Some(shown)
 }
 
-/// The latest message of the log at `path` that holds `needle`: its seq and snippet.
+/// Where the log at `path` holds `needle`: its title (the latest one) when that does, else its
+/// latest message that does; the event's seq and a snippet.
 fn latest_match(path: &Path, needle: &str) -> Option<(u64, String)> {
     let log = read_session(path).ok()?;
+    let title = log.events.iter().rev().find_map(|event| {
+        event
+            .read::<SessionTitleEvent>()
+            .map(|title| (event.seq, title.title))
+    });
+    if let Some((seq, title)) = title
+        && let Some(shown) = snippet(&title, &title.to_lowercase(), needle)
+    {
+        return Some((seq, shown));
+    }
     log.events.iter().rev().find_map(|event| {
         let content = match (
             event.read::<UserMessageEvent>(),
@@ -50,7 +63,7 @@ fn latest_match(path: &Path, needle: &str) -> Option<(u64, String)> {
     })
 }
 
-/// The sessions under `root` whose messages hold `query`.
+/// The sessions under `root` whose title or messages hold `query`.
 pub(crate) fn search(
     root: &Path,
     encoding: Encoding,
