@@ -69,7 +69,7 @@ methods! {
     "host.plugins" => HostPlugins(NoParams) -> PluginList;
     /// The stored and live sessions, most recently active first.
     "session.list" => SessionList(NoParams) -> SessionList;
-    /// Sessions whose messages hold a text.
+    /// Sessions whose title or messages hold a text.
     "session.search" => SessionSearch(SearchRequest) -> SearchResult;
     /// The tail of a session's conversation, as items.
     "session.history" => SessionHistory(HistoryRequest) -> SessionHistory;
