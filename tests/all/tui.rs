@@ -585,3 +585,64 @@ fn dsh_p_prints_the_answer_and_its_tool_lines() {
     let sent = server.requests()[0].body["messages"].to_string();
     assert!(sent.contains("run it once"), "{sent}");
 }
+
+#[test]
+fn code_blocks_are_highlighted_and_no_color_turns_colours_off() {
+    needs_tmux!("tui::code_blocks_are_highlighted_and_no_color_turns_colours_off");
+    let answer = "Like this:\n\n```rust\nfn main() {\n    let answer = 42;\n}\n```\n\nDone.";
+    let server = FakeDeepSeek::start(vec![Reply::text(answer), Reply::text(answer)]);
+    let dir = TestDir::new("tui-highlight");
+    let (mut web, pane) = attached(&server, &dir, "", (80, 24), &[]);
+    pane.type_text("show me code");
+    pane.keys(&["Enter"]);
+    pane.wait_everything("the answer", |text| text.contains("Done."));
+    let text = pane.everything();
+    assert_in_order(
+        &text,
+        &[
+            "Like this:",
+            "```rust",
+            "  fn main() {",
+            "let answer = 42;",
+            "Done.",
+        ],
+    );
+    // `fn` in the keywords' colour (magenta, palette 5), `42` in the numbers' (yellow, 3).
+    let styled = pane.everything_styled();
+    let line = styled.lines().find(|line| line.contains("main")).unwrap();
+    assert!(
+        line.contains("\u{1b}[35mfn") || line.contains("\u{1b}[38;5;5mfn"),
+        "{line:?}"
+    );
+    let line = styled.lines().find(|line| line.contains("42")).unwrap();
+    assert!(
+        line.contains("\u{1b}[33m42") || line.contains("\u{1b}[38;5;3m42"),
+        "{line:?}"
+    );
+    drop(pane);
+    // With NO_COLOR the same answer has no colour at all.
+    let socket = client_socket(&dir.home(), web.host.pid());
+    let path = socket.to_string_lossy().into_owned();
+    let pane = Pane::start(
+        &dir,
+        &dir.join("work"),
+        (80, 24),
+        &dsh_bin(),
+        &["--attach", &path],
+        &[("NO_COLOR", "1")],
+    );
+    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    pane.type_text("show me code again");
+    pane.keys(&["Enter"]);
+    pane.wait_everything("the answer", |text| text.contains("Done."));
+    let styled = pane.everything_styled();
+    // Bold, dim and the resets to the default colours (39, 49) remain; no colour is set.
+    let colours = (0..8).flat_map(|n| [format!("\u{1b}[3{n}m"), format!("\u{1b}[9{n}m")]);
+    for colour in colours.chain(["\u{1b}[38;".to_owned()]) {
+        assert!(
+            !styled.contains(&colour),
+            "{colour:?} with NO_COLOR: {styled:?}"
+        );
+    }
+    assert_eq!(web.host.stop(), Some(0));
+}

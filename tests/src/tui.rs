@@ -140,6 +140,12 @@ impl Pane {
         String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
     }
 
+    /// The scrollback and the screen with their colours and attributes (as escape sequences).
+    pub fn everything_styled(&self) -> String {
+        let output = self.tmux(&["capture-pane", "-p", "-e", "-t", "t", "-S", "-", "-E", "-"]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// The scrollback and the screen, oldest line first.
     pub fn everything(&self) -> String {
         let output = self.tmux(&["capture-pane", "-p", "-t", "t", "-S", "-", "-E", "-"]);

@@ -114,6 +114,7 @@ impl App {
     /// Runs until the person quits or a signal ends it; answers the exit code.
     pub(crate) fn run(mut self, rx: &Receiver<AppEvent>) -> io::Result<i32> {
         self.draw()?;
+        crate::highlight::warm();
         self.connect();
         loop {
             let wait = self.due.map_or(Duration::from_secs(3600), |due| {

@@ -23,6 +23,7 @@ mod args;
 mod cells;
 mod composer;
 mod conn;
+mod highlight;
 mod markdown;
 mod modal;
 mod oneshot;

@@ -29,7 +29,9 @@ struct Builder {
     containers: Vec<Container>,
     /// Each open list: the next number of an ordered one.
     lists: Vec<Option<u64>>,
-    code: bool,
+    /// Inside a code block: its language and its text so far (drawn at its end, at once,
+    /// so it can be highlighted as a whole).
+    code: Option<(String, String)>,
     link: Option<String>,
     /// A blank line goes before the next block.
     gap: bool,
@@ -95,6 +97,28 @@ impl Builder {
         self.gap = false;
     }
 
+    /// A code block's lines, indented, highlighted where its language is known.
+    fn code_lines(&mut self, language: &str, text: &str) {
+        match crate::highlight::highlight(language, text) {
+            Some(lines) => {
+                for spans in lines {
+                    self.spans.push(Span::raw("  "));
+                    self.spans.extend(spans);
+                    self.flush();
+                }
+            }
+            None => {
+                let style = self.style().patch(theme::fg(Color::Yellow));
+                for line in text.lines() {
+                    self.spans.push(Span::raw("  "));
+                    self.spans
+                        .push(Span::styled(crate::wrap::sanitize(line), style));
+                    self.flush();
+                }
+            }
+        }
+    }
+
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
             Tag::Paragraph => self.start_block(),
@@ -117,15 +141,21 @@ impl Builder {
             }
             Tag::CodeBlock(kind) => {
                 self.start_block();
-                self.code = true;
+                let mut language = String::new();
                 if let CodeBlockKind::Fenced(lang) = kind
                     && !lang.is_empty()
                 {
                     self.spans
                         .push(Span::styled(format!("```{lang}"), theme::dim()));
                     self.flush();
+                    // `rust,ignore`, `python title=x`: the first word names the language.
+                    language = lang
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
                 }
-                self.styles.push(theme::fg(Color::Yellow));
+                self.code = Some((language, String::new()));
             }
             Tag::List(start) => {
                 if self.lists.is_empty() {
@@ -185,8 +215,9 @@ impl Builder {
             }
             TagEnd::CodeBlock => {
                 self.flush_open();
-                self.styles.pop();
-                self.code = false;
+                if let Some((language, text)) = self.code.take() {
+                    self.code_lines(&language, &text);
+                }
                 self.gap = true;
             }
             TagEnd::List(_) => {
@@ -216,16 +247,9 @@ impl Builder {
         match event {
             Event::Start(tag) => self.start(tag),
             Event::End(tag) => self.end(tag),
-            Event::Text(text) if self.code => {
-                let mut pieces = text.split('\n').peekable();
-                while let Some(piece) = pieces.next() {
-                    // The text of a block ends with its last newline: no empty line after it.
-                    if pieces.peek().is_none() && piece.is_empty() {
-                        break;
-                    }
-                    self.spans.push(Span::raw("  "));
-                    self.push_text(piece);
-                    self.flush();
+            Event::Text(text) if self.code.is_some() => {
+                if let Some((_, code)) = &mut self.code {
+                    code.push_str(&text);
                 }
             }
             Event::Text(text) => self.push_text(&text),
@@ -269,9 +293,45 @@ pub(crate) fn render(source: &str) -> Vec<Line<'static>> {
     builder.lines
 }
 
-/// The part of a streaming `text` whose lines are final: up to its last newline.
+/// The part of a streaming `text` whose lines are final: up to its last newline, and before a
+/// code block still open (its lines go out together once it closes, highlighted).
 pub(crate) fn settled(text: &str) -> &str {
-    text.rfind('\n').map_or("", |at| &text[..=at])
+    let complete = text.rfind('\n').map_or("", |at| &text[..=at]);
+    match open_fence(complete) {
+        Some(at) => &complete[..at],
+        None => complete,
+    }
+}
+
+/// Where a fenced code block that is not closed starts in `text`.
+fn open_fence(text: &str) -> Option<usize> {
+    let mut open: Option<(char, usize, usize)> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let trimmed = line.trim_start_matches(' ');
+        if line.len() - trimmed.len() > 3 {
+            continue;
+        }
+        let Some(fence) = trimmed.chars().next().filter(|c| *c == '`' || *c == '~') else {
+            continue;
+        };
+        let run = trimmed.chars().take_while(|c| *c == fence).count();
+        if run < 3 {
+            continue;
+        }
+        match open {
+            None => open = Some((fence, run, start)),
+            Some((kind, length, _))
+                if kind == fence && run >= length && trimmed[run..].trim().is_empty() =>
+            {
+                open = None;
+            }
+            Some(_) => {}
+        }
+    }
+    open.map(|(_, _, start)| start)
 }
 
 #[cfg(test)]
@@ -318,6 +378,19 @@ mod tests {
             );
             previous = lines;
         }
+    }
+
+    #[test]
+    fn an_open_code_block_is_not_settled_until_it_closes() {
+        let text = "Here:\n\n```rust\nfn main() {\n";
+        assert_eq!(settled(text), "Here:\n\n");
+        let closed = "Here:\n\n```rust\nfn main() {}\n```\nAfter\n";
+        assert_eq!(settled(closed), closed);
+        assert_eq!(
+            settled("~~~~\n```\nstill open\n"),
+            "",
+            "a shorter fence closes nothing"
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@ pub(crate) fn init(no_color: bool) {
     let _ = COLORED.set(!(no_color || from_env));
 }
 
-fn colored() -> bool {
+/// Whether colours are on.
+pub(crate) fn colored() -> bool {
     *COLORED.get_or_init(|| false)
 }
 
