@@ -58,7 +58,9 @@ fn an_escalation_runs_once_when_allowed_and_not_at_all_when_rejected() {
         if !runs {
             let texts = server.last_tool_texts();
             assert!(
-                texts[0].contains("was not approved (rejected)"),
+                texts[0].contains(
+                    "the user rejected escalating this command to \"danger-full-access\""
+                ),
                 "{texts:?}"
             );
         }

@@ -210,17 +210,35 @@ pub(crate) fn listen(ctx: &Context, sandbox: Arc<SandboxImpl>) -> Result<(), Plu
                 current.as_str()
             );
             let outcome = ask(&ctx, &session, &call_id, &tool, reason).await;
-            if outcome != ApprovalOutcome::AllowedOnce {
-                return Ok(Json::encode(&PreDecision::Deny {
-                    reason: format!(
-                        "running in {} was not approved ({}); the call did not run",
-                        mode.as_str(),
-                        outcome.as_str()
-                    ),
-                }));
+            if let Some(reason) = refusal(outcome, &tool, mode) {
+                return Ok(Json::encode(&PreDecision::Deny { reason }));
             }
             sandbox.grant(&session, &call_id, mode);
             next.run().await
         }
     })
+}
+
+/// Why an escalation to `mode` that `outcome` did not allow refuses the call: the reference's
+/// words for each outcome (its recorded `escalation-rejected` case pins the rejection), which
+/// name the escalated action `command` for `bash` and `operation` for the file tools. `None`
+/// when allowed.
+fn refusal(outcome: ApprovalOutcome, tool: &str, mode: SandboxMode) -> Option<String> {
+    let mode = mode.as_str();
+    let subject = match tool {
+        "bash" => "command",
+        _ => "operation",
+    };
+    match outcome {
+        ApprovalOutcome::AllowedOnce => None,
+        ApprovalOutcome::Rejected => Some(format!(
+            "the user rejected escalating this {subject} to \"{mode}\""
+        )),
+        ApprovalOutcome::Cancelled => Some(format!(
+            "approval for escalating to \"{mode}\" was cancelled"
+        )),
+        ApprovalOutcome::Unavailable => Some(format!(
+            "sandbox escalation to \"{mode}\" requires approval, but no approval channel is available"
+        )),
+    }
 }

@@ -52,8 +52,8 @@ fn normalize(description: &str, max: usize) -> String {
     format!("{}...", kept.trim_end())
 }
 
-/// `text` safe inside the catalog's markup.
-fn escape(text: &str) -> String {
+/// `text` safe inside the catalog's (and a `<skill_content>` block's) markup.
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -15,6 +15,7 @@ use dsh_plugin_api::serde::{Deserialize, Serialize};
 use dsh_protocol::{Concurrency, ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
 use dsh_tools_seam::{CallView, Tool};
 
+use crate::catalog::escape;
 use crate::discover::load;
 use crate::error::LoadError;
 use crate::library::Library;
@@ -72,15 +73,17 @@ pub(crate) fn spec() -> ToolDecl {
     decl
 }
 
-/// The `<skill_content>` block of `skill` with instructions `body`.
+/// The `<skill_content>` block of `skill` with instructions `body`. Its resource lines are the
+/// reference's words (its recorded `skill-load` case pins them); the name needs no escaping (a
+/// skill name is lowercase letters, digits and hyphens), the directory is escaped as text.
 pub(crate) fn render(skill: &Skill, body: &str) -> String {
     format!(
-        "<skill_content name=\"{name}\">\n<skill_resources>\nSkill directory: {dir}\n\
-         Paths the instructions mention are relative to that directory; read the files there \
-         only when the instructions call for them.\n</skill_resources>\n\n<skill_instructions>\n\
-         {body}\n</skill_instructions>\n</skill_content>",
+        "<skill_content name=\"{name}\">\n<skill_resources>\nBase directory for this skill: {dir}\n\
+         Resolve relative paths mentioned by this skill against the base directory before using \
+         them. Load referenced resources only as needed.\n</skill_resources>\n\n\
+         <skill_instructions>\n{body}\n</skill_instructions>\n</skill_content>",
         name = skill.name,
-        dir = skill.directory.display(),
+        dir = escape(&skill.directory.display().to_string()),
     )
 }
 

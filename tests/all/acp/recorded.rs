@@ -111,16 +111,6 @@ const SKIPPED: &[(&str, &str)] = &[
 /// counted as reproduced; one that starts reproducing is reported too.
 const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
     (
-        "escalation-rejected",
-        "was not approved (rejected)",
-        "the sandbox words a refused escalation `running in danger-full-access was not approved (rejected)` where the reference says `the user rejected escalating this command`",
-    ),
-    (
-        "skill-load",
-        "Skill directory:",
-        "the skill tool's resource preamble is worded differently (`Skill directory:` against `Base directory for this skill:`)",
-    ),
-    (
         "fs-glob-sampling",
         "Showing 4 of 8 paths",
         "the tool-fs row takes no `globMaxResults`/`sampleOverCapGlobResults`, which the recording's overlay sets (4, on)",
