@@ -19,7 +19,9 @@ the agent's stdin and stdout) that drives each agent the way an editor does and 
 The model is `fake_server.py` of agents-bench, run where it is: it answers a request that
 offers a shell tool with one call running `true` until the request carries N tool results
 (N = `BENCH_STEPS=N` in the task), then the text DONE. Each run is a fresh process in a fresh,
-empty work dir (the agent's home is kept across its runs); per round and agent:
+empty work dir (the agent's home is kept across its runs; what a run leaves in its process
+group is killed), and every other round takes the agents in reverse order; per round and
+agent:
 
   k=0   spawn, `initialize`, `session/new`, one prompt answered at once (BENCH_STEPS=0):
         process start to `initialize` answered, to `session/new` answered (ready), and
@@ -29,10 +31,17 @@ empty work dir (the agent's home is kept across its runs); per round and agent:
                                               server-side: the arrival of the request with
                                               1 tool result to the one with N, / (N - 1)
 
-Ours-headless runs k=1 and k=N the same way, timed from spawn to exit. The peak RSS of the
+Ours-headless runs k=1 and k=N the same way, timed from spawn to exit. CPU per step is the
+same difference of the CPU time (user + system, from wait4) of the agent and the children it
+reaped: steadier than wall time on a loaded machine, and left out for an agent that does not
+exit when its stdin closes (it is signalled, and what its children used may be lost with
+them). The peak RSS of the
 agent's process tree (its own process and every descendant, sampled every 20 ms, an address
 space shared with a vfork child counted once) is the largest of the round's runs. A
-`session/request_permission` is answered with the first allow option (and counted). An agent
+`session/request_permission` is answered with the first allow option (and counted); none
+should come, as each agent runs in its no-approval mode (ours `danger-full-access`, codex-acp
+`approval_policy = "never"` from its config, claude-code-acp's session switched to
+`bypassPermissions` after `session/new`, outside the ready figure). An agent
 that cannot be driven (executable missing, `session/new` refused for a login, a run failing
 in the warm-up) is skipped and the reason printed.
 
@@ -370,29 +379,47 @@ class Connection:
                                     "frame": frame}) + "\n")
 
     def close(self):
-        """Closes stdin, waits for the exit, then ends the process group; the RSS peak (MiB)."""
+        """Closes stdin and reaps the agent (its group signalled if it does not exit by
+        itself): its tree's RSS peak (MiB) and the CPU time of it and the children it reaped."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
-        try:
-            self.proc.wait(EOF_GRACE_S)
-        except subprocess.TimeoutExpired:
-            end_group(self.proc)
-        return self.rss.stop()
+        _, cpu_ms, signalled = reap(self.proc, EOF_GRACE_S)
+        ended = {"rss_mib": self.rss.stop()}
+        if not signalled:  # signalled, it may not have reaped its children: CPU unknown
+            ended["cpu_ms"] = cpu_ms
+        return ended
 
 
-def end_group(proc):
-    for sig, grace in ((signal.SIGTERM, 3), (signal.SIGKILL, 3)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def reap(proc, timeout):
+    """Blocks in wait4 until `proc` exits (`Popen.wait(timeout)` polls in sleeps of up to
+    50 ms, which would quantize the wall figures); past `timeout` its group gets SIGTERM, 3 s
+    later SIGKILL. Then whatever it left in its group is killed, as it would take CPU from the
+    next run. (exit code, CPU ms of it and its reaped descendants, whether it was signalled)."""
+    done, signalled = threading.Event(), []
+
+    def stop():
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 3)):
+            if done.wait(wait):
+                return
+            signalled.append(sig)
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+
+    threading.Thread(target=stop, daemon=True).start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        done.set()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return proc.returncode, (usage.ru_utime + usage.ru_stime) * 1000.0, bool(signalled)
 
 
 def is_answer_chunk(frame):
@@ -447,9 +474,9 @@ def acp_run(agent, opts, home, work, server, steps, errors, frames):
                    "version": "%s %s" % ((init.get("agentInfo") or {}).get("name", "?"),
                                          (init.get("agentInfo") or {}).get("version", "?"))}
     finally:
-        figures_rss = conn.close()
+        ended = conn.close()
         conn.dump(frames)
-    figures["rss_mib"] = figures_rss
+    figures.update(ended)
     return figures
 
 
@@ -463,17 +490,14 @@ def headless_run(opts, home, work, server, steps, errors):
                             stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
     rss = TreeRss(proc.pid)
     rss.start()
-    try:
-        code = proc.wait(opts.timeout)
-    except subprocess.TimeoutExpired:
-        end_group(proc)
-        rss.stop()
-        raise Failed("the headless run took more than %d s" % opts.timeout)
+    code, cpu_ms, signalled = reap(proc, opts.timeout)
     wall = (time.monotonic() - t0) * 1000.0
     peak = rss.stop()
+    if signalled:
+        raise Failed("the headless run took more than %d s" % opts.timeout)
     if code != 0:
         raise Failed("the headless run exited %d" % code)
-    return {"prompt_ms": wall, "rss_mib": peak}
+    return {"prompt_ms": wall, "rss_mib": peak, "cpu_ms": cpu_ms}
 
 
 # -------------------------------------------------------------------- runner ---
@@ -550,13 +574,17 @@ def run_all(opts, server):
     live = [a for a in agents if a not in skipped]
     samples = {a: [] for a in live}
     for rnd in range(opts.runs):
-        for agent in live:
+        # Every other round in reverse, so no agent always runs right after the same one.
+        for agent in (live if rnd % 2 == 0 else live[::-1]):
             kinds = [1, opts.steps] if agent == "ours-headless" else [0, 1, opts.steps]
             got, failures = {}, []
             for steps in kinds:
                 label = "r%d-%s-%d" % (rnd, agent, steps)
                 try:
                     got[steps] = one(agent, opts, server, steps, label, homes)
+                    log("acp-bench: %s: %s" % (label, " ".join(
+                        "%s=%.1f" % (k, v) for k, v in sorted(got[steps].items())
+                        if isinstance(v, float))))
                 except Failed as failure:
                     failures.append("%s: %s" % (label, failure))
                     log("acp-bench: %s failed: %s" % (label, failure))
@@ -585,6 +613,10 @@ def report(agent, rounds, steps):
     emit(agent, "step_ms", median([
         (got[steps]["prompt_ms"] - got[1]["prompt_ms"]) / (steps - 1)
         for got, _ in rounds if 1 in got and steps in got]), "ms")
+    emit(agent, "cpu_step_ms", median([
+        (got[steps]["cpu_ms"] - got[1]["cpu_ms"]) / (steps - 1)
+        for got, _ in rounds if "cpu_ms" in got.get(1, {}) and "cpu_ms" in got.get(steps, {})]),
+        "ms")
     emit(agent, "server_step_ms",
          median([got[steps].get("server_step_ms") for got, _ in rounds if steps in got]), "ms")
     emit(agent, "rss_mib", median([max(fig["rss_mib"] for fig in got.values())

@@ -199,6 +199,10 @@ fn headless_check(report: &Report) -> String {
     for (figure, how) in [
         ("step_ms", "per step, client side"),
         ("server_step_ms", "per step, seen by the model"),
+        (
+            "cpu_step_ms",
+            "CPU per step (the steadiest of the three here)",
+        ),
     ] {
         let (Some(acp), Some(headless)) = (
             report.get("ours", figure),
@@ -282,9 +286,11 @@ acp.ours.init_ms 40.000 ms
 acp.ours.ready_ms 50.000 ms
 acp.ours.step_ms 6.000 ms
 acp.ours.server_step_ms 5.000 ms
+acp.ours.cpu_step_ms 3.100 ms
 runs ours-headless 5 5
 acp.ours-headless.step_ms 5.000 ms
 acp.ours-headless.server_step_ms 4.800 ms
+acp.ours-headless.cpu_step_ms 3.000 ms
 runs claude-code-acp 4 5
 acp.claude-code-acp.ready_ms 1250.000 ms
 acp.claude-code-acp.step_ms 42.000 ms
@@ -292,6 +298,16 @@ skip codex-acp no executable at x (not installed)
 not a figure line
 acp.broken nope ms
 ";
+
+    #[test]
+    fn without_the_fake_model_the_section_says_so() {
+        let root = std::env::temp_dir().join(format!("acp-bench-no-model-{}", std::process::id()));
+        let text = section(&root.join("project"));
+        assert!(
+            text.contains("Not measured in this run: the fake model (`../shared/peers/agents-bench/fake_server.py`) is not beside the project."),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_driver_lines_are_read() {
@@ -306,7 +322,7 @@ acp.broken nope ms
                 "no executable at x (not installed)".to_owned()
             )]
         );
-        assert_eq!(report.figures.len(), 8, "{:?}", report.figures);
+        assert_eq!(report.figures.len(), 10, "{:?}", report.figures);
         assert!(report.all_skipped.is_none());
         assert_eq!(
             Report::parse("skip all the fake model did not start").all_skipped,
@@ -347,6 +363,10 @@ acp.broken nope ms
         );
         assert!(
             text.contains("- per step, seen by the model: 5.00 ms through ACP against 4.80 ms headless, 1.04x: within the 10% target."),
+            "{text}"
+        );
+        assert!(
+            text.contains("- CPU per step (the steadiest of the three here): 3.10 ms through ACP against 3.00 ms headless, 1.03x: within the 10% target."),
             "{text}"
         );
         let alone = render(&Report::parse("runs ours 0 5\n"), Some("npm did not start"));

@@ -625,6 +625,12 @@ pub(super) const ACP_FIGURES: &[Figure] = &[
     },
     Figure {
         section: ACP,
+        ours: "cpu_step_ms",
+        peer: None,
+        what: "the same in CPU time of the agent and the children it reaped, 20-step run minus 1-step run, over 19 (ms; steadier than wall time on shared cores; - for an agent that does not exit when its stdin closes: signalled, its children's time may be lost)",
+    },
+    Figure {
+        section: ACP,
         ours: "rss_mib",
         peer: None,
         what: "peak RSS of the agent's process tree, the largest of a round's runs (MiB)",
