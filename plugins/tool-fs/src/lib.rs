@@ -9,6 +9,8 @@
 //! outside the roots, `read-only` refuses every mutation.
 //! Reads are remembered per session, so an `edit` of a file never read, or changed since, fails
 //! with `FS_NOT_OBSERVED` / `FS_STALE_VERSION`. `todo_write` logs `todo/write` in the session.
+//! The row sets how many paths one `glob` shows inline and whether a longer result shows its
+//! modification-time head or a sample across the search root's top-level entries.
 
 mod specs;
 
@@ -69,15 +71,31 @@ pub struct FsConfig {
     pub disable: Vec<String>,
     /// Whether `todo_write` accepts several items `in_progress` (the reference ships it on).
     pub allow_parallel_in_progress: bool,
+    /// Paths one `glob` call shows inline (at least 1; default 100).
+    pub glob_max_results: usize,
+    /// Whether a `glob` result over `globMaxResults` shows paths taken in turn from each
+    /// top-level entry of the search root (so the page spans the tree) instead of the
+    /// modification-time head (the default, as the reference's shipped presets say).
+    pub sample_over_cap_glob_results: bool,
 }
 
 impl Default for FsConfig {
     fn default() -> Self {
+        let search = SearchOptions::default();
         Self {
             disable: Vec::new(),
             allow_parallel_in_progress: true,
+            glob_max_results: search.glob_max_results,
+            sample_over_cap_glob_results: search.sample_over_cap_glob_results,
         }
     }
+}
+
+/// The `glob` caps a row's config sets: the tool's description and every call follow them.
+#[derive(Clone, Copy)]
+pub(crate) struct GlobCaps {
+    pub(crate) max_results: usize,
+    pub(crate) sample: bool,
 }
 
 /// State shared by the six tools of one row.
@@ -89,6 +107,7 @@ struct Shared {
     /// What each session has read, for the read-before-edit policy.
     observations: Mutex<HashMap<String, Arc<Observations>>>,
     allow_parallel_in_progress: bool,
+    glob: GlobCaps,
 }
 
 impl Shared {
@@ -192,9 +211,12 @@ fn run(
     observations: &Observations,
     stop: Arc<AtomicBool>,
     allow_parallel_in_progress: bool,
+    glob_caps: GlobCaps,
 ) -> Result<(ToolReply, Option<TodoWriteEvent>), ToolError> {
     let options = SearchOptions {
         cancel: Some(stop),
+        glob_max_results: glob_caps.max_results,
+        sample_over_cap_glob_results: glob_caps.sample,
         ..SearchOptions::default()
     };
     Ok(match kind {
@@ -242,7 +264,7 @@ fn run(
 
 impl Tool for FsTool {
     fn spec(&self) -> Json<ToolDecl> {
-        Json::encode(&specs::spec(self.kind))
+        Json::encode(&specs::spec(self.kind, self.shared.glob))
     }
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
@@ -253,7 +275,7 @@ impl Tool for FsTool {
             let observations = shared.observations(&call.session);
             let stop = Arc::new(AtomicBool::new(false));
             let job_stop = stop.clone();
-            let parallel = shared.allow_parallel_in_progress;
+            let (parallel, glob_caps) = (shared.allow_parallel_in_progress, shared.glob);
             let job = shared.ctx.blocking(move || {
                 run(
                     kind,
@@ -262,6 +284,7 @@ impl Tool for FsTool {
                     &observations,
                     job_stop,
                     parallel,
+                    glob_caps,
                 )
             });
             // A search stops at its next entry when the call is cancelled (a walk can be long);
@@ -345,6 +368,12 @@ impl Plugin for FsPlugin {
                 ));
             }
         }
+        if config.glob_max_results == 0 {
+            return Err(PluginError::new(
+                dsh_plugin_api::ErrorKind::Config,
+                "globMaxResults: must be at least 1 (the paths one glob call shows inline)",
+            ));
+        }
         // The strict reads and writes come with the host's `fs` row; a provider that replaces
         // it without them confines the paths itself.
         let strict = ctx.get::<FsStrictService>(FS_STRICT_SERVICE).ok().flatten();
@@ -358,6 +387,10 @@ impl Plugin for FsPlugin {
             fs,
             observations: Mutex::new(HashMap::new()),
             allow_parallel_in_progress: config.allow_parallel_in_progress,
+            glob: GlobCaps {
+                max_results: config.glob_max_results,
+                sample: config.sample_over_cap_glob_results,
+            },
         });
         // A session's reads stop mattering once it is disposed.
         let forget = Arc::downgrade(&shared);

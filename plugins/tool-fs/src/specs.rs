@@ -1,9 +1,10 @@
-//! The model-facing declarations of the file and search tools (REFERENCE §3 parameters).
+//! The model-facing declarations of the file and search tools (REFERENCE §3 parameters). What
+//! `glob` says of its cap follows the row's config, so the model is told what it will get.
 
 use dsh_protocol::{Concurrency, Guidance, ToolDecl};
 use serde_json::{Value, json};
 
-use crate::Kind;
+use crate::{GlobCaps, Kind};
 
 pub(crate) fn name(kind: Kind) -> &'static str {
     match kind {
@@ -16,8 +17,9 @@ pub(crate) fn name(kind: Kind) -> &'static str {
     }
 }
 
-fn description(kind: Kind) -> &'static str {
-    match kind {
+/// The description of `kind` (`glob`'s states its caps).
+fn description(kind: Kind, glob: GlobCaps) -> String {
+    let fixed = match kind {
         Kind::Read => {
             "Read a text file with line numbers. `offset` is the 1-based first line, `limit` the number of lines (default 2000). Long lines are cut at 2000 characters and a window stops at 50 KiB. Read a file before you write over it or edit it."
         }
@@ -27,21 +29,20 @@ fn description(kind: Kind) -> &'static str {
         Kind::Edit => {
             "Replace literal text in a file you have read. `old_string` must match exactly once unless `replace_all` is true."
         }
-        Kind::Glob => {
-            "Find files by glob pattern (for example `src/**/*.rs`) under `path` or the working directory; at most 100 paths are listed."
-        }
+        Kind::Glob => return glob_texts(glob).0,
         Kind::Grep => {
             "Search file contents with a regular expression (ripgrep syntax) under `path` or the working directory, optionally only in files matching the `include` glob; at most 250 matches are listed."
         }
         Kind::TodoWrite => {
             "Replace the task list of this session with `todos` (each with `content` and a `status` of pending, in_progress or completed)."
         }
-    }
+    };
+    fixed.to_owned()
 }
 
 /// The system-prompt guidance of `kind`: (order, text), in the tool band (100-199).
-fn guidance(kind: Kind) -> (i64, &'static str) {
-    match kind {
+fn guidance(kind: Kind, glob: GlobCaps) -> (i64, String) {
+    let (order, fixed) = match kind {
         Kind::Read => (
             100,
             "To look at a text file, use the read tool rather than cat, head or tail in bash: its lines are numbered, and a long file is read a window at a time with offset and limit.",
@@ -54,10 +55,7 @@ fn guidance(kind: Kind) -> (i64, &'static str) {
             102,
             "Use edit for changes to part of a file you have read: old_string must match exactly once (include surrounding lines to make it unique) unless replace_all is set.",
         ),
-        Kind::Glob => (
-            103,
-            "To find files by name, use glob rather than find or ls in bash; it lists at most 100 paths, newest first, so narrow the pattern when a listing is cut.",
-        ),
+        Kind::Glob => return (103, glob_texts(glob).1),
         Kind::Grep => (
             104,
             "To search file contents, use grep rather than grep or rg in bash; narrow it with path or include when there are many matches.",
@@ -66,7 +64,8 @@ fn guidance(kind: Kind) -> (i64, &'static str) {
             107,
             "For work of several steps, keep a task list with todo_write: send the whole list each time, with exactly one task in_progress while you work on it.",
         ),
-    }
+    };
+    (order, fixed.to_owned())
 }
 
 /// The one-shot escalation parameter of `write` and `edit`.
@@ -152,17 +151,66 @@ fn parameters(kind: Kind) -> Value {
     })
 }
 
+/// `glob`'s description and guidance under `caps` (by default 100 paths, the head).
+fn glob_texts(caps: GlobCaps) -> (String, String) {
+    let max = caps.max_results;
+    let (listed, cut) = match caps.sample {
+        false => (
+            format!("at most {max} paths are listed"),
+            "so narrow the pattern when a listing is cut",
+        ),
+        true => (
+            format!(
+                "at most {max} paths are listed, a longer result sampled in turn from each top-level entry of the search root"
+            ),
+            "and a longer result is a sample across the top-level entries: narrow the pattern or path to see a subtree whole",
+        ),
+    };
+    (
+        format!(
+            "Find files by glob pattern (for example `src/**/*.rs`) under `path` or the working directory; {listed}."
+        ),
+        format!(
+            "To find files by name, use glob rather than find or ls in bash; it lists at most {max} paths, newest first, {cut}."
+        ),
+    )
+}
+
 /// The declaration of `kind`. Reads and searches may overlap; mutations run alone.
-pub(crate) fn spec(kind: Kind) -> ToolDecl {
-    let mut decl = ToolDecl::new(name(kind), description(kind), parameters(kind));
+pub(crate) fn spec(kind: Kind, glob: GlobCaps) -> ToolDecl {
+    let mut decl = ToolDecl::new(name(kind), description(kind, glob), parameters(kind));
     decl.concurrency = match kind {
         Kind::Read | Kind::Glob | Kind::Grep => Concurrency::Parallel,
         Kind::Write | Kind::Edit | Kind::TodoWrite => Concurrency::Exclusive,
     };
-    let (order, text) = guidance(kind);
-    decl.guidance = Some(Guidance {
-        order,
-        text: text.to_owned(),
-    });
+    let (order, text) = guidance(kind, glob);
+    decl.guidance = Some(Guidance { order, text });
     decl
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_glob_texts_state_the_configured_cap_and_keep_the_default_words() {
+        let (description, guidance) = glob_texts(GlobCaps {
+            max_results: 100,
+            sample: false,
+        });
+        assert_eq!(
+            description,
+            "Find files by glob pattern (for example `src/**/*.rs`) under `path` or the working directory; at most 100 paths are listed."
+        );
+        assert_eq!(
+            guidance,
+            "To find files by name, use glob rather than find or ls in bash; it lists at most 100 paths, newest first, so narrow the pattern when a listing is cut."
+        );
+        let (description, guidance) = glob_texts(GlobCaps {
+            max_results: 4,
+            sample: true,
+        });
+        assert!(description.contains("at most 4 paths") && description.contains("sampled"));
+        assert!(guidance.contains("at most 4 paths") && guidance.contains("sample"));
+    }
 }

@@ -111,11 +111,6 @@ const SKIPPED: &[(&str, &str)] = &[
 /// counted as reproduced; one that starts reproducing is reported too.
 const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
     (
-        "fs-glob-sampling",
-        "Showing 4 of 8 paths",
-        "the tool-fs row takes no `globMaxResults`/`sampleOverCapGlobResults`, which the recording's overlay sets (4, on)",
-    ),
-    (
         "subagent-report",
         "-inbox-",
         "the report tool names the accepted message by an inbox id (`<session>-inbox-N`) where the reference names a UUID",
@@ -157,10 +152,16 @@ const ENV: &[(&str, &str, &str)] = &[
 ];
 
 /// Config overlays: the SCENARIOS table's `configPath` where it changes what we compare.
-const PATCHES: &[(&str, &str)] = &[(
-    "bash-spill",
-    "- id: spill\n  config:\n    maxInlineBytes: 800\n",
-)];
+const PATCHES: &[(&str, &str)] = &[
+    (
+        "bash-spill",
+        "- id: spill\n  config:\n    maxInlineBytes: 800\n",
+    ),
+    (
+        "fs-glob-sampling",
+        "- id: tool-fs\n  config:\n    globMaxResults: 4\n    sampleOverCapGlobResults: true\n",
+    ),
+];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
 const REQUIRES: &[(&str, &str)] = &[("bash-spill", "node")];
