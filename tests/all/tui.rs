@@ -620,16 +620,16 @@ fn code_blocks_are_highlighted_and_no_color_turns_colours_off() {
         "{line:?}"
     );
     drop(pane);
-    // With NO_COLOR the same answer has no colour at all.
-    let socket = client_socket(&dir.home(), web.host.pid());
-    let path = socket.to_string_lossy().into_owned();
+    // With NO_COLOR the same answer has no colour at all; `--attach` alone finds the host's
+    // socket in the home.
+    let home = dir.home().to_string_lossy().into_owned();
     let pane = Pane::start(
         &dir,
         &dir.join("work"),
         (80, 24),
         &dsh_bin(),
-        &["--attach", &path],
-        &[("NO_COLOR", "1")],
+        &["--attach"],
+        &[("NO_COLOR", "1"), ("DSH_HOME", &home)],
     );
     pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
     pane.type_text("show me code again");
@@ -645,4 +645,131 @@ fn code_blocks_are_highlighted_and_no_color_turns_colours_off() {
         );
     }
     assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn questions_are_answered_in_their_modal() {
+    needs_tmux!("tui::questions_are_answered_in_their_modal");
+    let questions = json!({"questions": [
+        {"id": "db", "header": "Storage", "question": "Which database should the service use?",
+         "options": [{"label": "SQLite", "description": "one file, no server"}, {"label": "Postgres"}]},
+        {"id": "extras", "question": "Which extras are wanted?", "multi_select": true,
+         "options": [{"label": "Metrics"}, {"label": "Tracing"}, {"label": "Backups"}]},
+        {"id": "name", "question": "What should the service be called?"}
+    ]})
+    .to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_q", "ask_user_question", &questions)]),
+        Reply::text("SQLite it is"),
+    ]);
+    let dir = TestDir::new("tui-questions");
+    let (mut web, pane) = attached(&server, &dir, "", (80, 30), &[]);
+    pane.type_text("plan the service");
+    pane.keys(&["Enter"]);
+    let first = pane.wait_screen("the first question", |screen| {
+        screen.contains("Question 1/3")
+    });
+    assert_in_order(
+        &first,
+        &[
+            "Storage",
+            "Which database should the service use?",
+            "SQLite",
+            "Postgres",
+        ],
+    );
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the second question", |screen| {
+        screen.contains("Question 2/3")
+    });
+    pane.keys(&["Space", "Down", "Down", "Space"]);
+    pane.wait_screen("two picked", |screen| {
+        screen.contains("[x] Metrics") && screen.contains("[x] Backups")
+    });
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the third question", |screen| {
+        screen.contains("Question 3/3")
+    });
+    pane.type_text("ledger");
+    pane.keys(&["Enter"]);
+    pane.wait_everything("the answer", |text| text.contains("SQLite it is"));
+    assert_eq!(
+        server.last_tool_texts()[0],
+        "The person answered:\n\n[db] Which database should the service use?\nAnswer: SQLite\n\n[extras] Which extras are wanted?\nAnswer: Metrics, Backups\n\n[name] What should the service be called?\nAnswer: ledger"
+    );
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_paste_arrives_whole_and_tab_steers_into_the_running_turn() {
+    needs_tmux!("tui::a_paste_arrives_whole_and_tab_steers_into_the_running_turn");
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let arguments = json!({"command": "echo step", "description": "a step"}).to_string();
+    let slow_step = Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("Checking first."),
+        SseEvent::Pause(std::time::Duration::from_millis(1500)),
+        SseEvent::tool_call(0, Some("call_1"), Some("bash"), &arguments),
+        SseEvent::finish("tool_calls"),
+        SseEvent::Done,
+    ]);
+    let server = FakeDeepSeek::start(vec![slow_step, Reply::text("Steered answer.")]);
+    let dir = TestDir::new("tui-steer");
+    let (mut web, pane) = attached(&server, &dir, "", (80, 30), &[]);
+    // A bracketed paste of two lines: both in the composer, nothing sent.
+    pane.paste("first pasted line\nsecond pasted line");
+    pane.wait_screen("the pasted lines", |screen| {
+        screen.contains("› first pasted line") && screen.contains("  second pasted line")
+    });
+    pane.keys(&["C-u", "BSpace", "C-u"]);
+    pane.wait_screen("an empty composer", |screen| {
+        screen.contains("Ask anything")
+    });
+    pane.type_text("start");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the first step", |screen| {
+        screen.contains("Checking first.")
+    });
+    pane.type_text("also mention the weather");
+    pane.keys(&["Tab"]);
+    pane.wait_everything("the answer", |text| text.contains("Steered answer."));
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(
+        second.contains("also mention the weather"),
+        "the steer joined the turn's next step: {second}"
+    );
+    assert_eq!(server.requests().len(), 2, "one turn, two steps");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn bad_command_lines_are_refused_before_the_screen_is_taken() {
+    let dir = TestDir::new("tui-bad-args");
+    let missing = dir.join("no-such.sock");
+    let run = |args: &[&str]| {
+        std::process::Command::new(dsh_bin())
+            .args(args)
+            .env("DSH_HOME", dir.home())
+            .output()
+            .unwrap()
+    };
+    let output = run(&["--attach", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no socket at") && stderr.contains("no-such.sock"),
+        "{stderr}"
+    );
+    // `--attach` alone with no host running in the home says where it looked.
+    let output = run(&["--attach"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no running host to attach to"), "{stderr}");
+    let output = run(&["--resume", "x", "--continue"]);
+    assert_eq!(output.status.code(), Some(2), "clap's usage error");
+    // Not a terminal: dsh says how to run without one.
+    let output = run(&[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("dsh -p"), "{stderr}");
 }

@@ -128,6 +128,12 @@ impl Pane {
         self.tmux(&["send-keys", "-t", "t", "-l", text]);
     }
 
+    /// Pastes `text` as a terminal does when the program asked for bracketed paste.
+    pub fn paste(&self, text: &str) {
+        self.tmux(&["set-buffer", "--", text]);
+        self.tmux(&["paste-buffer", "-p", "-t", "t"]);
+    }
+
     /// Sends keys by tmux's names (`Enter`, `Escape`, `C-c`, `Up`).
     pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t"];

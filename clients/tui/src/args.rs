@@ -11,8 +11,8 @@ use clap::Parser;
 #[command(name = "dsh", version, about)]
 pub(crate) struct Args {
     /// Join a running host: the newest socket of $DSH_HOME/run, or the one at PATH.
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
-    pub(crate) attach: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    pub(crate) attach: Option<Option<PathBuf>>,
     /// Open session ID (its history, then new turns).
     #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
     pub(crate) resume: Option<String>,
@@ -37,9 +37,7 @@ pub(crate) struct Args {
 impl Args {
     /// The socket path `--attach` named, `Some(None)` for the newest one.
     pub(crate) fn attach_path(&self) -> Option<Option<PathBuf>> {
-        self.attach
-            .as_ref()
-            .map(|path| (!path.as_os_str().is_empty()).then(|| path.clone()))
+        self.attach.clone()
     }
 }
 

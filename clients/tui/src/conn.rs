@@ -34,6 +34,8 @@ pub(crate) enum ConnectError {
         "no running host to attach to: no dsh-clients-*.sock under {0} (start one with `dsh-host --profile web`)"
     )]
     NoSocket(PathBuf),
+    #[error("no socket at {0}")]
+    NoSocketAt(PathBuf),
     #[error("cannot attach to {path}: {source}")]
     Attach {
         path: PathBuf,
@@ -61,7 +63,8 @@ impl Transport {
     /// `--attach` with or without a path: the path, or the newest socket of the home.
     pub(crate) fn attach(path: Option<PathBuf>) -> Result<Self, ConnectError> {
         match path {
-            Some(path) => Ok(Self::Attach(path)),
+            Some(path) if path.exists() => Ok(Self::Attach(path)),
+            Some(path) => Err(ConnectError::NoSocketAt(path)),
             None => newest_socket(&home_dir()).map(Self::Attach),
         }
     }
