@@ -6,6 +6,7 @@
 mod bad_input;
 mod clients;
 mod editor;
+mod mcp;
 mod recorded;
 
 #[test]

@@ -12,16 +12,18 @@
 //! and no key. Stdin closed ends the connection and the host (exit 0); a signal stops the work
 //! first.
 //!
-//! Not built: images and audio in prompts (no attachment store; refused with -32602), the
-//! client's `mcpServers` (refused with -32602 naming the server), `additionalDirectories` as
-//! writable roots (the sandbox has no per-session roots; refused with -32602), and the
-//! client's `fs/*` and `terminal/*` methods (the agent's own tools are used).
+//! In editor mode a session's own `mcpServers` (stdio and HTTP) run for that session alone
+//! (`mcp`). Not built: images and audio in prompts (no attachment store; refused with
+//! -32602), `additionalDirectories` as writable roots (the sandbox has no per-session roots;
+//! refused with -32602), SSE MCP servers (refused with -32602), and the client's `fs/*` and
+//! `terminal/*` methods (the agent's own tools are used).
 
 mod args;
 mod editor;
 mod events;
 mod ids;
 mod live;
+mod mcp;
 mod modes;
 mod permission;
 mod prompt;
@@ -148,6 +150,7 @@ impl Plugin for AcpPlugin {
         dsh_commands_seam::COMMANDS_SERVICE,
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
+        dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
     ];
     type Config = AcpConfig;
 

@@ -110,13 +110,31 @@ pub(crate) struct Served {}
 #[derive(Debug, Serialize)]
 pub(crate) struct Empty {}
 
-/// One MCP server the client asks the session to use (stdio, or `http`/`sse` by `type`).
+/// One MCP server the client asks the session to use: stdio (`command`, `args`, `env`; no
+/// `type`), or `http`/`sse` by `type` (`url`, `headers`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct McpServer {
     pub(crate) name: String,
     #[serde(default, rename = "type")]
     pub(crate) kind: Option<String>,
+    #[serde(default)]
+    pub(crate) command: Option<String>,
+    #[serde(default)]
+    pub(crate) args: Vec<String>,
+    #[serde(default)]
+    pub(crate) env: Vec<NameValue>,
+    #[serde(default)]
+    pub(crate) url: Option<String>,
+    #[serde(default)]
+    pub(crate) headers: Vec<NameValue>,
+}
+
+/// An environment variable or an HTTP header of an [`McpServer`].
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct NameValue {
+    pub(crate) name: String,
+    pub(crate) value: String,
 }
 
 /// `session/new` params.

@@ -11,6 +11,7 @@ use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{AbortCause, AgentOptions, TurnEndReason};
+use dsh_tools_seam::mcp::ScopedServer;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -57,6 +58,12 @@ pub(crate) struct InflightState {
     pub(crate) cancel_requested: bool,
     /// An agent error in another turn than this prompt's.
     pub(crate) agent_error: Option<String>,
+}
+
+/// What a person is told about a session once it is open (its MCP servers that did not start).
+pub(crate) struct Note {
+    pub(crate) session: String,
+    pub(crate) text: String,
 }
 
 /// One session the client created, loaded or resumed.
@@ -146,7 +153,7 @@ impl Server {
             }
             methods::AUTHENTICATE => self.wire.respond(&id, Ok(Empty {})),
             methods::SESSION_NEW => match params::<NewSessionRequest>(raw) {
-                Ok(request) => self.later(id, move |server| async move {
+                Ok(request) => self.later_noting(id, move |server| async move {
                     server.new_session(request).await
                 }),
                 Err(error) => self.wire.fail(Some(&id), &error),
@@ -172,11 +179,37 @@ impl Server {
         F: FnOnce(Arc<Self>) -> Fut,
         Fut: std::future::Future<Output = Result<T, RpcError>> + Send + 'static,
     {
+        self.later_noting(id, move |server| {
+            let running = work(server);
+            async move { running.await.map(|answer| (answer, None)) }
+        });
+    }
+
+    /// [`Server::later`], where the work may also have a note for the person: sent after the
+    /// answer (which makes the session known to the client) as a message of that session.
+    pub(crate) fn later_noting<T, F, Fut>(self: &Arc<Self>, id: Id, work: F)
+    where
+        T: Serialize + 'static,
+        F: FnOnce(Arc<Self>) -> Fut,
+        Fut: std::future::Future<Output = Result<(T, Option<Note>), RpcError>> + Send + 'static,
+    {
         let server = self.clone();
         let running = work(self.clone());
         let spawned = self.ctx.spawn(async move {
-            let result = running.await;
-            server.wire.respond(&id, result);
+            match running.await {
+                Ok((answer, note)) => {
+                    server.wire.respond(&id, Ok(answer));
+                    if let Some(note) = note {
+                        server.update(
+                            &note.session,
+                            crate::updates::SessionUpdate::AgentMessageChunk {
+                                content: crate::updates::Content::text(note.text),
+                            },
+                        );
+                    }
+                }
+                Err(error) => server.wire.respond::<()>(&id, Err(error)),
+            }
         });
         if let Err(error) = spawned {
             self.wire
@@ -205,7 +238,7 @@ impl Server {
                     embedded_context: false,
                 },
                 mcp_capabilities: editor.then_some(McpCapabilities {
-                    http: false,
+                    http: true,
                     sse: false,
                 }),
                 session_capabilities: editor.then_some(SessionCapabilities {
@@ -217,13 +250,14 @@ impl Server {
         }
     }
 
-    /// Checks a session's working directory and what else it asks for.
+    /// Checks a session's working directory and what else it asks for; answers its own MCP
+    /// servers, read.
     pub(crate) fn check_scope(
         &self,
         cwd: &str,
         additional: &[String],
         mcp_servers: &[crate::schema::McpServer],
-    ) -> Result<(), RpcError> {
+    ) -> Result<Vec<ScopedServer>, RpcError> {
         if !std::path::Path::new(cwd).is_absolute() {
             return Err(RpcError::invalid_params(format!(
                 "cwd must be an absolute path: {cwd}"
@@ -244,33 +278,40 @@ impl Server {
                 )));
             }
         }
-        if let Some(server) = mcp_servers.first() {
-            // Not built yet: the `mcp` plugin reads servers from files, and mounting a
-            // client's servers for one session is a change there.
-            return Err(RpcError::invalid_params(format!(
-                "mcpServers is not supported ({} server `{}`): this agent mounts MCP servers from mcp.json and the project's .mcp.json only",
-                server.kind.as_deref().unwrap_or("stdio"),
+        match (self.mode, mcp_servers.first()) {
+            (_, None) => Ok(Vec::new()),
+            // The reference's automation contract mounts no client servers.
+            (Mode::Automation, Some(server)) => Err(RpcError::invalid_params(format!(
+                "mcpServers is not supported in automation mode (server `{}`)",
                 server.name
-            )));
+            ))),
+            (Mode::Editor, Some(_)) => crate::mcp::read(mcp_servers),
         }
-        Ok(())
+    }
+
+    /// The scope chain of a session whose own servers are `servers` (none: the default), and
+    /// the scope they go in.
+    pub(crate) fn scope_for(servers: &[ScopedServer]) -> Option<String> {
+        (!servers.is_empty()).then(crate::mcp::new_scope)
     }
 
     async fn new_session(
         self: Arc<Self>,
         request: NewSessionRequest,
-    ) -> Result<NewSessionResponse, RpcError> {
+    ) -> Result<(NewSessionResponse, Option<Note>), RpcError> {
         self.assert_open()?;
-        self.check_scope(
+        let servers = self.check_scope(
             &request.cwd,
             &request.additional_directories,
             &request.mcp_servers,
         )?;
+        let scope = Self::scope_for(&servers);
         let (provider, model) = lock(&self.route).clone();
         let options = AgentOptions {
             cwd: request.cwd.clone(),
             provider,
             model,
+            scope: scope.iter().cloned().collect(),
             ..AgentOptions::default()
         };
         let agents = self.agents()?;
@@ -281,16 +322,27 @@ impl Server {
             .into_result()
             .map(abi_stable::std_types::RString::into_string)
             .map_err(|error| RpcError::internal(format!("session/new: {error}")))?;
+        let note = match scope {
+            Some(scope) => crate::mcp::mount(&self, &scope, &id, &request.cwd, servers).await,
+            None => None,
+        };
         let session = self.adopt(&id, &request.cwd);
         if self.is_closed() {
             return Err(RpcError::internal("connection closed during session/new"));
         }
         let state = crate::editor::session_state(&self, &session);
         crate::editor::announce(&self, &session);
-        Ok(NewSessionResponse {
-            session_id: id,
-            state,
-        })
+        let note = note.map(|text| Note {
+            session: id.clone(),
+            text,
+        });
+        Ok((
+            NewSessionResponse {
+                session_id: id,
+                state,
+            },
+            note,
+        ))
     }
 
     /// Makes agent `id` one of this connection's sessions.

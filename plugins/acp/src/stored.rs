@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::schema::{
     ListSessionsRequest, ListSessionsResponse, OpenSessionRequest, SessionInfo, SessionState,
 };
-use crate::server::Server;
+use crate::server::{Note, Server};
 use crate::wire::{Id, RpcError, params};
 
 /// Sessions per page of `session/list`.
@@ -26,11 +26,11 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
         Ok(request) => request,
         Err(error) => return server.wire.fail(Some(&id), &error),
     };
-    server.later(id, move |server| async move {
+    server.later_noting(id, move |server| async move {
         if server.is_closed() {
             return Err(RpcError::internal("the ACP agent is shutting down"));
         }
-        server.check_scope(
+        let servers = server.check_scope(
             &request.cwd,
             &request.additional_directories,
             &request.mcp_servers,
@@ -43,12 +43,14 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
                 request.session_id
             )));
         }
+        let scope = Server::scope_for(&servers);
         let (provider, model) = dsh_plugin_api::lock(&server.route).clone();
         let options = AgentOptions {
             cwd: request.cwd.clone(),
             resume: Some(request.session_id.clone()),
             provider,
             model,
+            scope: scope.iter().cloned().collect(),
             ..AgentOptions::default()
         };
         let agents = server.agents()?;
@@ -64,6 +66,10 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
                 _ => RpcError::internal(format!("cannot open the session: {error}")),
             })?
             .into_string();
+        let note = match scope {
+            Some(scope) => crate::mcp::mount(&server, &scope, &agent, &request.cwd, servers).await,
+            None => None,
+        };
         let session = server.adopt(&agent, &request.cwd);
         if replay {
             let live = open_live(&server.ctx, &agent)
@@ -76,7 +82,11 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
         }
         let state: SessionState = crate::editor::session_state(&server, &session);
         crate::editor::announce(&server, &session);
-        Ok(state)
+        let note = note.map(|text| Note {
+            session: agent.clone(),
+            text,
+        });
+        Ok((state, note))
     });
 }
 

@@ -87,6 +87,8 @@ pub(crate) enum ConfigError {
 #[derive(Debug, Clone)]
 pub(crate) struct Sources {
     pub(crate) row: BTreeMap<String, ServerEntry>,
+    /// What errors and logs call the source of `row` (`the row`, or the client's session).
+    pub(crate) row_label: String,
     /// Files of the user (trusted).
     pub(crate) files: Vec<PathBuf>,
     /// The workspace's file (the project's; cannot choose a sandbox mode).
@@ -116,14 +118,13 @@ impl Sources {
         self.files.iter().chain(&self.project).cloned().collect()
     }
 
-    /// Reads every source; a missing file is no servers, not an error.
-    /// Reads every source; the project's file only when `project_trusted` (until then its
-    /// servers wait, which the warnings say).
+    /// Reads every source (a missing file is no servers); the project's file only when
+    /// `project_trusted` (until then its servers wait, which the warnings say).
     pub(crate) fn load(&self, project_trusted: bool) -> Loaded {
         let mut loaded = Loaded::default();
         let user = Trust::User;
         for (name, entry) in &self.row {
-            loaded.add(name, entry.clone(), "the row", user);
+            loaded.add(name, entry.clone(), &self.row_label, user);
         }
         for file in &self.files {
             loaded.read_file(file, user);
@@ -311,9 +312,7 @@ fn spec(
     }
     let kind = entry.kind.as_deref().map(str::to_ascii_lowercase);
     let transport = match (kind.as_deref(), entry.command, entry.url) {
-        (Some("sse"), _, _) => {
-            return Err(EntryError::Sse);
-        }
+        (Some("sse"), _, _) => return Err(EntryError::Sse),
         (Some("stdio") | None, Some(command), None) if !command.trim().is_empty() => {
             Transport::Stdio {
                 command,
@@ -366,6 +365,7 @@ mod tests {
         std::fs::write(&file, text).unwrap();
         let sources = Sources {
             row: BTreeMap::new(),
+            row_label: "the row".to_owned(),
             files: vec![file.clone()],
             project: None,
             project_http: false,

@@ -26,6 +26,7 @@ mod protocol;
 mod reload;
 mod results;
 mod rpc;
+mod scoped;
 mod server;
 mod sse;
 mod stdio;
@@ -38,16 +39,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use abi_stable::sabi_trait::TD_Opaque;
+
 use dsh_agents_seam::{AGENT_CREATED, AGENT_DISPOSED, AGENT_PRE_STEP};
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::prelude::*;
 use dsh_sandbox_seam::{SANDBOX_PIPED_SERVICE, SandboxPipedService};
+use dsh_tools_seam::mcp::{MCP_SCOPES_SERVICE, McpScopes_TO};
 use dsh_tools_seam::{TOOLS_SERVICE, ToolsService};
 use dsh_trust_seam::TRUST_CHANGED;
 
 pub use crate::config::ServerEntry;
 use crate::config::Sources;
 use crate::manager::Manager;
+use crate::scoped::Scoped;
 use crate::server::Shared;
 use crate::workspaces::Workspaces;
 
@@ -120,6 +125,7 @@ impl Plugin for McpPlugin {
         dsh_trust_seam::TRUST_SERVICE,
         dsh_agents_seam::AGENTS_SERVICE,
     ];
+    const PROVIDES: &'static [&'static str] = &[MCP_SCOPES_SERVICE];
     type Config = McpConfig;
 
     async fn apply(ctx: Context, config: McpConfig) -> Result<(), PluginError> {
@@ -141,11 +147,13 @@ impl Plugin for McpPlugin {
         let bound = Duration::from_millis(config.startup_timeout_ms.saturating_add(5_000));
         let sources = Sources {
             row: config.servers,
+            row_label: "the row".to_owned(),
             files: config.files.iter().map(PathBuf::from).collect(),
             project: None,
             project_http: config.project_http,
         };
         let global = Manager::new(Arc::new(shared.clone()), sources);
+        let scoped = Scoped::new(shared.clone(), bound);
         let global_ready = CancelFlag::new();
         let projects = (!config.project_file.is_empty()).then(|| {
             Workspaces::new(
@@ -173,12 +181,23 @@ impl Plugin for McpPlugin {
             }
         })?;
         let (stopping, global_stopping) = (projects.clone(), global.clone());
+        let scoped_stopping = scoped.clone();
         ctx.effect(move || async move {
             if let Some(projects) = stopping {
                 projects.stop_all().await;
             }
+            scoped_stopping.stop_all().await;
             global_stopping.stop_all().await;
         })?;
+        // A client's servers for one session (an ACP editor's): they go with its agent.
+        let owned = scoped.clone();
+        ctx.on_emit(&AGENT_DISPOSED, move |notice| {
+            owned.disposed(notice.agent.as_str())
+        })?;
+        ctx.provide(
+            MCP_SCOPES_SERVICE,
+            McpScopes_TO::from_value(scoped::Handle(scoped), TD_Opaque),
+        )?;
         // The first turn should see every tool: the start (and a session's first step) waits
         // for each server's first attempt.
         global.reconcile_and_wait(bound).await;

@@ -148,6 +148,14 @@ impl Manager {
         first_of(firsts, self.shared.ctx.sleep(bound)).await;
     }
 
+    /// The servers running now.
+    pub(crate) fn servers(&self) -> Vec<Arc<Server>> {
+        lock(&self.running)
+            .values()
+            .map(|(_, server)| server.clone())
+            .collect()
+    }
+
     /// Stops every server: its tools go at once, and its supervisor closes the connection
     /// (stdin closed, the process ended) on its own task. No later reconcile starts one.
     /// Answers the names of the servers that were running.

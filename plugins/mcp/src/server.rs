@@ -185,7 +185,7 @@ impl Server {
     }
 
     /// The names of the registered tools.
-    fn tool_names(&self) -> Vec<String> {
+    pub(crate) fn tool_names(&self) -> Vec<String> {
         lock(&self.registered).keys().cloned().collect()
     }
 
@@ -223,8 +223,8 @@ pub(crate) async fn supervise(shared: Arc<Shared>, spec: ServerSpec, server: Arc
             }
             Err(error) => error.to_string(),
         };
-        server.first.fire();
         if server.stop.is_fired() {
+            server.first.fire();
             break;
         }
         let retry = Instant::now() + Duration::from_millis(delay);
@@ -235,7 +235,10 @@ pub(crate) async fn supervise(shared: Arc<Shared>, spec: ServerSpec, server: Arc
                 spec.name, spec.source, delay
             ),
         );
+        // Down before the first attempt is said to be over, so whoever waited for it reads
+        // why it failed (a client told its server did not start).
         server.set(Live::Down { reason, retry });
+        server.first.fire();
         server
             .stop
             .until(shared.ctx.sleep(Duration::from_millis(delay)))

@@ -152,6 +152,7 @@ impl Workspaces {
         shared.scope = workspace_scope(cwd);
         let sources = Sources {
             row: BTreeMap::new(),
+            row_label: "the row".to_owned(),
             files: Vec::new(),
             project: Some(PathBuf::from(cwd).join(&self.project_file)),
             project_http: self.project_http,

@@ -7,7 +7,8 @@
 //! as [`Json`]: serialized once by their maker, parsed once by their reader, and free to gain
 //! optional fields without breaking a tool built against an older seam. A call's identity
 //! ([`CallView`]) is a plain ABI struct, and its arguments stay the model's raw string, never
-//! re-encoded. Cancellation is `dsh_plugin_api::cancel`'s.
+//! re-encoded. Cancellation is `dsh_plugin_api::cancel`'s. The servers a client brings for one
+//! session are [`mcp`]'s (`mcp_scopes`).
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -17,6 +18,8 @@
     non_local_definitions,
     reason = "sabi_trait expands impls inside consts"
 )]
+
+pub mod mcp;
 
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};

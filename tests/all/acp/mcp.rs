@@ -1,0 +1,179 @@
+//! A session's own MCP servers (issue 22 part 5): an editor's `mcpServers` in `session/new`
+//! run for that session alone, through the real host and the `mcp` row. The server is
+//! `tests/fixtures/mcp/revision-server` (Python, one `add` tool), so no npm install is needed;
+//! the model is the fake DeepSeek server.
+
+use dsh_tests::acp::editor_agent;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{TestDir, WAIT, workspace_root};
+use serde_json::{Value, json};
+
+/// Whether python3 runs here (the server is a Python script).
+fn python() -> Result<(), String> {
+    let ran = std::process::Command::new("python3")
+        .arg("--version")
+        .output();
+    match ran {
+        Ok(out) if out.status.success() => Ok(()),
+        _ => Err("no `python3` to run tests/fixtures/mcp/revision-server with".to_owned()),
+    }
+}
+
+/// The tool names of the first model request with a user message `text`.
+fn tools_of_request(server: &FakeDeepSeek, text: &str) -> Vec<String> {
+    let request = server
+        .requests()
+        .into_iter()
+        .find(|request| request.user_texts().iter().any(|said| said == text))
+        .unwrap_or_else(|| panic!("no request for `{text}`"));
+    request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The stdio entry of ACP's `McpServer` for a revision-server named `name`.
+fn calc(name: &str) -> Value {
+    let script = workspace_root().join("tests/fixtures/mcp/revision-server");
+    json!({
+        "name": name,
+        "command": script,
+        "args": ["2025-06-18"],
+        "env": [{"name": "CALC_MARK", "value": "1"}],
+    })
+}
+
+/// A client's stdio server is offered to its session and called there; another session of the
+/// same connection and directory is not offered it; one that does not start is reported to
+/// the client and the session still works; the servers stop with the session's agent.
+#[test]
+fn a_clients_mcp_server_serves_its_session_only() {
+    if let Err(reason) = python() {
+        dsh_tests::skip("a_clients_mcp_server_serves_its_session_only", &reason);
+        return;
+    }
+    let dir = TestDir::new("acp-mcp-session");
+    let work = dir.join("work");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__calc__add", r#"{"a": 2, "b": 3}"#)]),
+        Reply::text("It is five."),
+        Reply::text("No calculator here."),
+    ]);
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        "",
+        // Info lines say when a set of servers stops.
+        &[
+            ("DSH_PERMISSION_MODE", "danger-full-access"),
+            ("DSH_LOG", "info"),
+        ],
+    );
+    let init = agent.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    assert_eq!(
+        init["result"]["agentCapabilities"]["mcpCapabilities"]["http"], true,
+        "{init}"
+    );
+    let missing = dir.join("no-such-server").display().to_string();
+    let opened = agent.call(
+        "session/new",
+        json!({"cwd": work, "mcpServers": [
+            calc("calc"),
+            {"name": "broken", "command": missing, "args": [], "env": []},
+        ]}),
+    );
+    let with = opened["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("session/new failed: {opened}"))
+        .to_owned();
+    // The server that did not start is named to the person, after the answer.
+    let told = agent.wait_frame("the note about `broken`", WAIT, |frame| {
+        frame["params"]["sessionId"] == with.as_str()
+            && frame["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    });
+    let note = told["params"]["update"]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        note.contains("MCP server `broken` did not start") && !note.contains("`calc`"),
+        "{note}"
+    );
+    let other = agent.call("session/new", json!({"cwd": work, "mcpServers": []}));
+    let without = other["result"]["sessionId"].as_str().unwrap().to_owned();
+
+    let answer = agent.prompt(&with, "Add two and three");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(server.last_tool_texts(), ["sum 5"]);
+    let updates = agent.updates(&with);
+    let done = updates
+        .iter()
+        .any(|update| update["toolCallId"] == "c1" && update["status"] == "completed");
+    assert!(done, "{updates:?}");
+    let answer = agent.prompt(&without, "Add again");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let offered = tools_of_request(&server, "Add two and three");
+    assert!(
+        offered.iter().any(|tool| tool == "mcp__calc__add"),
+        "{offered:?}"
+    );
+    assert!(!offered.iter().any(|tool| tool.starts_with("mcp__broken__")));
+    let elsewhere = tools_of_request(&server, "Add again");
+    assert!(
+        !elsewhere.iter().any(|tool| tool.starts_with("mcp__")),
+        "{elsewhere:?}"
+    );
+    assert!(
+        offered.len() > elsewhere.len(),
+        "{offered:?} / {elsewhere:?}"
+    );
+
+    // Stdin closed: the agents are disposed, and with them the session's servers.
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+    let stopped = agent.stderr().iter().any(|line| {
+        line.contains(&format!("agent {with} was disposed: stopped the servers `"))
+            && line.contains("calc")
+    });
+    assert!(stopped, "{:#?}", agent.stderr());
+    server.assert_no_violations();
+}
+
+/// A server the agent cannot run is refused with -32602 naming it, before any session exists.
+#[test]
+fn an_mcp_server_that_cannot_be_run_is_refused_by_name() {
+    let dir = TestDir::new("acp-mcp-refused");
+    let work = dir.join("work");
+    let server = FakeDeepSeek::start(Vec::new());
+    let mut agent = editor_agent(&server, &dir, "", &[]);
+    agent.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    for (entry, says) in [
+        (
+            json!({"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}),
+            "mcpServers[0] (`old`): the SSE transport is not supported",
+        ),
+        (
+            json!({"name": "bare", "args": [], "env": []}),
+            "mcpServers[0] (`bare`): a stdio server needs a `command`",
+        ),
+        (
+            json!({"type": "http", "name": "nowhere", "headers": []}),
+            "mcpServers[0] (`nowhere`): an http server needs a `url`",
+        ),
+    ] {
+        let answer = agent.call("session/new", json!({"cwd": work, "mcpServers": [entry]}));
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].to_string() + &answer["error"]["data"].to_string();
+        assert!(message.contains(says), "{answer}");
+    }
+    let listed = agent.call("session/list", json!({}));
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+}
