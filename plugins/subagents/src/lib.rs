@@ -14,6 +14,7 @@
 
 mod child;
 mod error;
+mod ids;
 mod text;
 mod tools;
 mod tree;

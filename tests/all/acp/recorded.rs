@@ -109,13 +109,7 @@ const SKIPPED: &[(&str, &str)] = &[
 /// Cases that run but differ from their recording in something another plugin owns: what,
 /// and a text the difference's report holds (any other difference fails). Reported, not
 /// counted as reproduced; one that starts reproducing is reported too.
-const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
-    (
-        "subagent-report",
-        "-inbox-",
-        "the report tool names the accepted message by an inbox id (`<session>-inbox-N`) where the reference names a UUID",
-    ),
-];
+const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[];
 
 /// Cases whose background children settle while the parent may still run: the order of turns
 /// and splices is timing, so only calls, results and endings are compared (as `subagents`
