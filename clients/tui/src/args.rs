@@ -35,6 +35,15 @@ pub(crate) struct Args {
 }
 
 impl Args {
+    /// The model of a new session: `--model`, else the recorded log's when the child host
+    /// replays one (`-- --replay FILE` answers as the `replay` provider), else the host's.
+    pub(crate) fn new_session_model(&self) -> Option<String> {
+        let replaying = self.attach.is_none() && self.host_args.iter().any(|arg| arg == "--replay");
+        self.model
+            .clone()
+            .or_else(|| replaying.then(|| "replay/replay".to_owned()))
+    }
+
     /// The socket path `--attach` named, `Some(None)` for the newest one.
     pub(crate) fn attach_path(&self) -> Option<Option<PathBuf>> {
         self.attach.clone()
