@@ -515,6 +515,9 @@ def one(agent, opts, server, steps, label, homes):
                                   os.path.join(opts.out, "%s.frames.jsonl" % label))
     except Failed as failure:
         raise Failed("%s (stderr: %s)" % (failure, tail(errors_path))) from None
+    except (OSError, LookupError, TypeError, AttributeError) as error:
+        # An answer not shaped as ACP says (no sessionId...), or a process that cannot start.
+        raise Failed("unexpected %r (stderr: %s)" % (error, tail(errors_path))) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     records = server.get("/_bench/log")
@@ -547,15 +550,18 @@ def emit(agent, name, value, unit):
 
 def bench(opts):
     os.makedirs(opts.tmp, exist_ok=True)
-    server = FakeModel(opts.server, opts.out)
+    server, homes = FakeModel(opts.server, opts.out), {}
     try:
-        run_all(opts, server)
+        run_all(opts, server, homes)
     finally:
         server.stop()
+        if not opts.keep:
+            for home in homes.values():
+                shutil.rmtree(home, ignore_errors=True)
 
 
-def run_all(opts, server):
-    homes, skipped = {}, {}
+def run_all(opts, server, homes):
+    skipped = {}
     agents = [a for a in opts.agents.split(",") if a]
     for agent in agents:
         reason = missing_executable(agent, opts)
@@ -593,9 +599,6 @@ def run_all(opts, server):
                                                 "%d failed" % len(failures)))
     for agent in live:
         report(agent, samples[agent], opts.steps)
-    if not opts.keep:
-        for home in homes.values():
-            shutil.rmtree(home, ignore_errors=True)
 
 
 def report(agent, rounds, steps):
