@@ -13,10 +13,10 @@
 //! first.
 //!
 //! In editor mode a session's own `mcpServers` (stdio and HTTP) run for that session alone
-//! (`mcp`). Not built: images and audio in prompts (no attachment store; refused with
-//! -32602), `additionalDirectories` as writable roots (the sandbox has no per-session roots;
-//! refused with -32602), SSE MCP servers (refused with -32602), and the client's `fs/*` and
-//! `terminal/*` methods (the agent's own tools are used).
+//! (`mcp`), and its `additionalDirectories` are writable roots of its calls besides its
+//! working directory (the sandbox's `sandbox_roots`). Not built: images and audio in prompts
+//! (no attachment store; refused with -32602), SSE MCP servers (refused with -32602), and the
+//! client's `fs/*` and `terminal/*` methods (the agent's own tools are used).
 
 mod args;
 mod editor;
@@ -151,6 +151,7 @@ impl Plugin for AcpPlugin {
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
         dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
+        dsh_sandbox_seam::SANDBOX_ROOTS_SERVICE,
     ];
     type Config = AcpConfig;
 

@@ -11,6 +11,7 @@ use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{AbortCause, AgentOptions, TurnEndReason};
+use dsh_sandbox_seam::{SANDBOX_ROOTS_SERVICE, SandboxRootsService};
 use dsh_tools_seam::mcp::ScopedServer;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -270,12 +271,23 @@ impl Server {
                     "additionalDirectories is not supported",
                 ));
             }
-            // Not built yet: the sandbox takes writable roots from its row only, so a
-            // session's own extra roots need a change there.
-            (Mode::Editor, Some(dir)) => {
-                return Err(RpcError::invalid_params(format!(
-                    "additionalDirectories is not supported yet ({dir}): the sandbox has no writable roots per session"
-                )));
+            (Mode::Editor, Some(_)) => {
+                if let Some(dir) = additional
+                    .iter()
+                    .find(|dir| !std::path::Path::new(dir).is_absolute())
+                {
+                    return Err(RpcError::invalid_params(format!(
+                        "additionalDirectories: must be absolute paths: {dir}"
+                    )));
+                }
+                if !matches!(
+                    self.ctx.get::<SandboxRootsService>(SANDBOX_ROOTS_SERVICE),
+                    Ok(Some(_))
+                ) {
+                    return Err(RpcError::invalid_params(
+                        "additionalDirectories: no `sandbox` row provides writable roots per session here",
+                    ));
+                }
             }
         }
         match (self.mode, mcp_servers.first()) {
@@ -287,6 +299,18 @@ impl Server {
             ))),
             (Mode::Editor, Some(_)) => crate::mcp::read(mcp_servers),
         }
+    }
+
+    /// Makes `additional` the extra writable roots of agent `agent` (none: clears them).
+    pub(crate) fn set_roots(&self, agent: &str, additional: &[String]) -> Result<(), RpcError> {
+        let Ok(Some(roots)) = self.ctx.get::<SandboxRootsService>(SANDBOX_ROOTS_SERVICE) else {
+            return Ok(());
+        };
+        let list = additional.iter().map(|dir| dir.as_str().into()).collect();
+        roots
+            .set_roots(agent.into(), list)
+            .into_result()
+            .map_err(|error| RpcError::invalid_params(format!("additionalDirectories: {error}")))
     }
 
     /// The scope chain of a session whose own servers are `servers` (none: the default), and
@@ -322,6 +346,7 @@ impl Server {
             .into_result()
             .map(abi_stable::std_types::RString::into_string)
             .map_err(|error| RpcError::internal(format!("session/new: {error}")))?;
+        self.set_roots(&id, &request.additional_directories)?;
         let note = match scope {
             Some(scope) => crate::mcp::mount(&self, &scope, &id, &request.cwd, servers).await,
             None => None,

@@ -66,6 +66,7 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
                 _ => RpcError::internal(format!("cannot open the session: {error}")),
             })?
             .into_string();
+        server.set_roots(&agent, &request.additional_directories)?;
         let note = match scope {
             Some(scope) => crate::mcp::mount(&server, &scope, &agent, &request.cwd, servers).await,
             None => None,

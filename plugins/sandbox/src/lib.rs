@@ -19,6 +19,7 @@ mod env;
 mod escalation;
 mod landlock;
 mod limits;
+mod roots;
 mod service;
 
 pub use limits::Limits;
@@ -33,7 +34,10 @@ use dsh_plugin_api::io::subprocess::{SUBPROCESS_SERVICE, SpawnRequest, Subproces
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, Service};
 use dsh_protocol::SandboxMode;
-use dsh_sandbox_seam::{SANDBOX_PIPED_SERVICE, SANDBOX_SERVICE, Sandbox_TO, SandboxPiped_TO};
+use dsh_sandbox_seam::{
+    SANDBOX_PIPED_SERVICE, SANDBOX_ROOTS_SERVICE, SANDBOX_SERVICE, Sandbox_TO, SandboxPiped_TO,
+    SandboxRoots_TO,
+};
 
 use crate::service::{Backend, Handle, SandboxImpl, Settings};
 
@@ -275,7 +279,11 @@ impl Plugin for SandboxPlugin {
         dsh_plugin_api::io::piped::PIPED_SUBPROCESS_SERVICE,
         dsh_approval_seam::APPROVAL_SERVICE,
     ];
-    const PROVIDES: &'static [&'static str] = &[SANDBOX_SERVICE, SANDBOX_PIPED_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[
+        SANDBOX_SERVICE,
+        SANDBOX_PIPED_SERVICE,
+        SANDBOX_ROOTS_SERVICE,
+    ];
     type Config = SandboxConfig;
 
     async fn apply(ctx: Context, config: SandboxConfig) -> Result<(), PluginError> {
@@ -353,6 +361,10 @@ impl Plugin for SandboxPlugin {
         ctx.provide(
             SANDBOX_SERVICE,
             Sandbox_TO::from_value(Handle(service.clone()), TD_Opaque),
+        )?;
+        ctx.provide(
+            SANDBOX_ROOTS_SERVICE,
+            SandboxRoots_TO::from_value(roots::RootsHandle(service.clone()), TD_Opaque),
         )?;
         // Long-lived stdio peers (MCP servers): the same policy, stdin kept open.
         ctx.provide(

@@ -76,6 +76,8 @@ pub(crate) struct SandboxImpl {
     modes: LatestOf<SandboxModeEvent>,
     /// Wider modes approved for one call each: (session, call id, mode).
     grants: Mutex<std::collections::VecDeque<(String, String, SandboxMode)>>,
+    /// Each session's extra writable roots (`sandbox_roots`).
+    pub(crate) roots: crate::roots::Roots,
     /// The control groups every confined command joins (root only; see `cgroup`).
     pub(crate) cgroups: Vec<std::path::PathBuf>,
 }
@@ -128,6 +130,7 @@ impl SandboxImpl {
             subprocess,
             modes: LatestOf::default(),
             grants: Mutex::default(),
+            roots: crate::roots::Roots::default(),
             cgroups,
         }
     }
@@ -176,7 +179,7 @@ impl SandboxImpl {
         let mode = self
             .granted(session, call_id)
             .unwrap_or_else(|| self.mode_of(session));
-        self.policy_in(mode, cwd)
+        self.policy_in(mode, session, cwd)
     }
 
     /// The protected names' paths in the project roots of a session working in `cwd`: the
@@ -188,10 +191,12 @@ impl SandboxImpl {
             .collect()
     }
 
-    /// The policy of `mode` for a process working in `cwd`.
-    fn policy_in(&self, mode: SandboxMode, cwd: &str) -> SandboxPolicy {
+    /// The policy of `mode` for a process of `session` working in `cwd`.
+    fn policy_in(&self, mode: SandboxMode, session: &str, cwd: &str) -> SandboxPolicy {
+        let extra = self.roots.of(session);
         let mut writable_roots = vec![cwd.to_owned()];
         writable_roots.extend(self.settings.writable_roots.iter().cloned());
+        writable_roots.extend(extra.iter().cloned());
         let temps = [
             "/tmp".to_owned(),
             std::env::temp_dir().display().to_string(),
@@ -209,6 +214,12 @@ impl SandboxImpl {
         };
         let mut protected = self.settings.protected.clone();
         protected.extend(self.protected_by_name(cwd));
+        for root in &extra {
+            protected.extend(protected_paths(
+                Path::new(root),
+                &self.settings.protected_names,
+            ));
+        }
         SandboxPolicy {
             mode,
             writable_roots,
@@ -252,7 +263,7 @@ impl SandboxImpl {
         if !mode.is_empty() {
             let chosen =
                 SandboxMode::parse(mode).ok_or_else(|| SandboxError::Mode(mode.to_owned()))?;
-            policy = self.policy_in(chosen, cwd);
+            policy = self.policy_in(chosen, session, cwd);
         }
         let request = self.confine(&policy, cwd, request)?;
         let launcher = self

@@ -177,3 +177,70 @@ fn an_mcp_server_that_cannot_be_run_is_refused_by_name() {
     let listed = agent.call("session/list", json!({}));
     assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
 }
+
+/// `additionalDirectories` (issue 22 part 5): under workspace-write a session may write its
+/// extra directories besides its working directory, and nowhere else (/tmp is kept out of the
+/// writable roots here, since the test's directories are under it).
+#[test]
+fn additional_directories_are_writable_roots_of_their_session() {
+    let dir = TestDir::new("acp-extra-roots");
+    let work = dir.join("work");
+    let extra = dir.join("extra");
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&extra).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let inside = extra.join("in.txt").display().to_string();
+    let outside = elsewhere.join("out.txt").display().to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[(
+            "w1",
+            "bash",
+            &json!({"command": format!("echo one > {inside} && echo wrote-in"), "description": "in"}).to_string(),
+        )]),
+        Reply::tool_calls(&[(
+            "w2",
+            "bash",
+            &json!({"command": format!("echo two > {outside}; echo tried-out"), "description": "out"}).to_string(),
+        )]),
+        Reply::text("done"),
+    ]);
+    let rows = "- id: sandbox\n  config:\n    writableRoots: []\n    tempWritable: false\n";
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        rows,
+        &[("DSH_PERMISSION_MODE", "workspace-write")],
+    );
+    agent.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let relative = agent.call(
+        "session/new",
+        json!({"cwd": work, "mcpServers": [], "additionalDirectories": ["extra"]}),
+    );
+    assert_eq!(relative["error"]["code"], -32602, "{relative}");
+    let opened = agent.call(
+        "session/new",
+        json!({"cwd": work, "mcpServers": [], "additionalDirectories": [extra]}),
+    );
+    let session = opened["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("session/new failed: {opened}"))
+        .to_owned();
+    let answer = agent.prompt(&session, "Write both");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let first = server.requests()[0].body.to_string();
+    if first.contains("No sandbox backend works") {
+        dsh_tests::skip(
+            "additional_directories_are_writable_roots_of_their_session",
+            "no sandbox backend works here",
+        );
+        return;
+    }
+    let answered = server.last_tool_messages();
+    assert!(answered[0].1.contains("wrote-in"), "{answered:?}");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "one\n");
+    assert!(answered[1].1.contains("tried-out"), "{answered:?}");
+    assert!(!elsewhere.join("out.txt").exists(), "{answered:?}");
+}

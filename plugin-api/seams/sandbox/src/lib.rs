@@ -12,7 +12,8 @@
 //! Policies cross as `dsh-protocol` values in [`Json`]; processes are the host's `subprocess`
 //! objects. A long-lived process that talks over stdio (an MCP server) starts through
 //! [`SANDBOX_PIPED_SERVICE`], a second service of the same provider, so the `sandbox` object's layout
-//! stays what plugins built against the earlier seam expect.
+//! stays what plugins built against the earlier seam expect; a session's extra writable roots are
+//! set through [`SANDBOX_ROOTS_SERVICE`], a third.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -24,7 +25,7 @@
 )]
 
 use abi_stable::sabi_trait;
-use abi_stable::std_types::{RBox, RResult, RString};
+use abi_stable::std_types::{RBox, RResult, RString, RVec};
 use dsh_plugin_api::io::piped::PipedProcess;
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest};
 use dsh_plugin_api::{Json, SeamError};
@@ -73,3 +74,17 @@ pub trait SandboxPiped: Send + Sync {
     ) -> RResult<PipedProcess, SeamError>;
 }
 pub type SandboxPipedService = SandboxPiped_TO<'static, RBox<()>>;
+
+/// Service key of the sessions' extra writable roots (provided by the `sandbox` row too).
+pub const SANDBOX_ROOTS_SERVICE: &str = "sandbox_roots";
+
+/// Directories a session may write besides its working directory (an ACP editor's
+/// `additionalDirectories`). They count only where the session's mode lets it write its
+/// working directory (workspace-write); protected names inside them stay read-only.
+#[sabi_trait]
+pub trait SandboxRoots: Send + Sync {
+    /// Sets the extra writable roots of `session`, replacing any it had (empty: none).
+    /// Refuses `Invalid` naming a root that is not an absolute path.
+    fn set_roots(&self, session: RString, roots: RVec<RString>) -> RResult<(), SeamError>;
+}
+pub type SandboxRootsService = SandboxRoots_TO<'static, RBox<()>>;
