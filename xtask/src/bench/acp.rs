@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 
 use super::figures::{ACP, ACP_FIGURES};
 use crate::process::cargo;
@@ -59,7 +59,9 @@ pub(super) fn section(root: &Path) -> String {
     }
     let peers = root.join("target/acp-bench");
     let install = install_peers(root, &peers);
+    // -B: no `__pycache__` of the driver's client module in the source tree.
     let output = Command::new("python3")
+        .arg("-B")
         .arg(root.join("xtask/bench/acp/acp_bench.py"))
         .arg("--server")
         .arg(&server)
@@ -75,7 +77,8 @@ pub(super) fn section(root: &Path) -> String {
     match output {
         Ok(output) if output.status.success() => {
             let report = Report::parse(&String::from_utf8_lossy(&output.stdout));
-            render(&report, install.err().as_deref())
+            let install_error = install.err().map(|error| format!("{error:#}"));
+            render(&report, install_error.as_deref())
         }
         Ok(output) => match Report::parse(&String::from_utf8_lossy(&output.stdout)).all_skipped {
             Some(why) => not_measured(&why),
@@ -91,27 +94,25 @@ fn not_measured(why: &str) -> String {
 
 /// Installs the pinned peers with npm unless the same `package.json` is installed already.
 /// An error says why they are missing (the driver then skips them, naming their executables).
-fn install_peers(root: &Path, dir: &Path) -> Result<(), String> {
+fn install_peers(root: &Path, dir: &Path) -> Result<()> {
     let pinned = std::fs::read_to_string(root.join("xtask/bench/acp/package.json"))
-        .map_err(|error| format!("xtask/bench/acp/package.json: {error}"))?;
+        .context("xtask/bench/acp/package.json")?;
     let installed = std::fs::read_to_string(dir.join("package.json")).ok();
     if installed.as_deref() == Some(pinned.as_str()) && dir.join("node_modules/.bin").is_dir() {
         return Ok(());
     }
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(dir.join("package.json"), &pinned))
-        .map_err(|error| format!("{}: {error}", dir.display()))?;
+        .with_context(|| dir.display().to_string())?;
     let status = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--silent"])
         .current_dir(dir)
         .status()
-        .map_err(|error| format!("npm did not start ({error}): Node.js and npm are needed"))?;
+        .context("npm did not start (Node.js and npm are needed)")?;
     if !status.success() {
         // Installed or not, the next run must try again.
         let _ = std::fs::remove_file(dir.join("package.json"));
-        return Err(format!(
-            "`npm install` of the pinned peers failed ({status})"
-        ));
+        bail!("`npm install` of the pinned peers failed ({status})");
     }
     Ok(())
 }
