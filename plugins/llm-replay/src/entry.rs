@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use dsh_protocol::{FailureCode, StreamChunk};
+use dsh_protocol::{BlockType, FailureCode, StreamChunk};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -66,10 +66,19 @@ enum Spelled {
 /// replay opens a text block and streams `partial`, so a cancelled turn has a partial answer to
 /// keep (its recorded `cancel` case logs and sends it, interrupted).
 fn hang_prefix() -> Vec<Value> {
-    vec![
-        serde_json::json!({"type": "block-start", "index": 0, "blockType": "text"}),
-        serde_json::json!({"type": "text-delta", "index": 0, "text": "partial"}),
+    [
+        StreamChunk::BlockStart {
+            index: 0,
+            block_type: BlockType::Text,
+        },
+        StreamChunk::TextDelta {
+            index: 0,
+            text: "partial".to_owned(),
+        },
     ]
+    .iter()
+    .filter_map(|chunk| serde_json::to_value(chunk).ok())
+    .collect()
 }
 
 #[derive(Deserialize)]
