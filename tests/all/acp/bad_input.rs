@@ -45,7 +45,7 @@ fn bad_lines_and_params_are_answered_by_name_and_the_connection_lives() {
     );
     let mcp = agent.call(
         "session/new",
-        json!({"cwd": work, "mcpServers": [{"name": "files", "command": "npx", "args": [], "env": []}]}),
+        json!({"cwd": work, "mcpServers": [{"type": "sse", "name": "files", "url": "http://127.0.0.1:9/sse", "headers": []}]}),
     );
     let message = error_of(&mcp, -32602);
     assert!(
@@ -54,7 +54,7 @@ fn bad_lines_and_params_are_answered_by_name_and_the_connection_lives() {
     );
     let extra = agent.call(
         "session/new",
-        json!({"cwd": work, "mcpServers": [], "additionalDirectories": ["/srv"]}),
+        json!({"cwd": work, "mcpServers": [], "additionalDirectories": ["srv"]}),
     );
     assert!(
         error_of(&extra, -32602).contains("additionalDirectories"),
