@@ -492,6 +492,39 @@ fn the_session_picker_opens_another_session_and_the_status_line_shows_the_meter(
         text.contains("Alpha answer.") && !text.contains("Beta answer.")
     });
     assert_in_order(&text, &["› alpha question", "Alpha answer."]);
+    // Renamed, it is found by its title; a fork opens with the same conversation.
+    pane.type_text("/rename Alpha work");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the rename", |screen| {
+        screen.contains("renamed: Alpha work")
+    });
+    pane.keys(&["C-o"]);
+    pane.type_text("alph");
+    let found = pane.wait_screen("the renamed session", |screen| {
+        screen.contains("─ sessions › alph") && screen.contains("Alpha work")
+    });
+    assert!(!found.contains("beta"), "{found}");
+    pane.keys(&["Escape"]);
+    pane.type_text("/model");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the model picker", |screen| {
+        screen.contains("─ model") && screen.contains("(current)")
+    });
+    pane.keys(&["Escape"]);
+    pane.type_text("/fork");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the fork", |screen| {
+        screen.contains("forked") && screen.contains("Alpha answer.")
+    });
+    pane.keys(&["C-o"]);
+    let listed = pane.wait_screen("three sessions", |screen| {
+        lines(screen)
+            .iter()
+            .filter(|line| line.contains("/work"))
+            .count()
+            == 3
+    });
+    assert!(listed.contains("open"), "{listed}");
     assert_eq!(web.host.stop(), Some(0));
 }
 

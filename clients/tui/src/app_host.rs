@@ -140,6 +140,7 @@ impl App {
             Reply::Forked => {
                 let created: Created = parse(value)?;
                 self.resume(&created.session_id);
+                self.status.hint("forked: this is the new session");
             }
             Reply::History => {
                 let history: SessionHistory = parse(value)?;
@@ -213,7 +214,7 @@ impl App {
                     .filter(|s| s.subagent_of.is_none() && !s.archived)
                     .map(|s| session_item(s, self.session.as_deref()))
                     .collect();
-                self.popup = Some(Picker::new(PickerKind::Sessions, items));
+                self.fill_picker(PickerKind::Sessions, items);
             }
             Reply::Continue => {
                 let list: SessionList = parse(value)?;
@@ -256,11 +257,20 @@ impl App {
                         value: route.route,
                     })
                     .collect();
-                self.popup = Some(Picker::new(PickerKind::Models, items));
+                self.fill_picker(PickerKind::Models, items);
             }
             Reply::Context => self.status.set_context(&value),
         }
         Ok(())
+    }
+}
+
+impl App {
+    /// Fills the open picker of `kind` (closed meanwhile: nothing to do).
+    fn fill_picker(&mut self, kind: PickerKind, items: Vec<PickItem>) {
+        if let Some(picker) = self.popup.as_mut().filter(|p| p.kind == kind) {
+            picker.set_items(items);
+        }
     }
 }
 

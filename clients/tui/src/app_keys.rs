@@ -3,16 +3,16 @@
 //! Ctrl-O the sessions, Ctrl-T the reasoning, Shift-Tab the permission preset, Ctrl-R a new
 //! host after one died, Tab steers into the running turn), then the composer. Enter sends,
 //! queued while a turn runs; in the `/` list Enter runs the command and Tab completes it (for
-//! its arguments); a few commands are the terminal's own (`/sessions`, `/new`,
-//! `/model` and `/permission` without arguments, `/reasoning`, `/quit`); every other `/` line
-//! is the host's.
+//! its arguments); a few commands are the terminal's own (`/sessions`, `/new`, `/fork`,
+//! `/rename TITLE`, `/model` and `/permission` without arguments, `/reasoning`, `/quit`);
+//! every other `/` line is the host's.
 
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use dsh_client_protocol::{
     ApprovalAnswer, ClientRequest, CompleteFiles, ForkRequest, ModelsRequest, NoParams, PromptMode,
-    SelectModel, SendPrompt, SessionRef, SetPermission,
+    RenameRequest, SelectModel, SendPrompt, SessionRef, SetPermission,
 };
 
 use crate::app::App;
@@ -349,7 +349,31 @@ impl App {
                 self.create();
             }
             ("/reasoning", None) => self.toggle_reasoning(),
+            ("/fork", None) => {
+                if let Some(session) = self.session.clone() {
+                    let request = ForkRequest {
+                        session_id: session,
+                        item_id: None,
+                    };
+                    self.send(ClientRequest::SessionFork(request), Reply::Forked);
+                }
+            }
+            ("/rename", Some(_)) => {
+                let title = text["/rename".len()..].trim().to_owned();
+                if let Some(session) = self.session.clone() {
+                    let request = RenameRequest {
+                        session_id: session,
+                        title: title.clone(),
+                    };
+                    self.send(
+                        ClientRequest::SessionRename(request),
+                        Reply::Action("session.rename"),
+                    );
+                    self.status.hint(format!("renamed: {title}"));
+                }
+            }
             ("/model", None) => {
+                self.popup = Some(Picker::new(PickerKind::Models, Vec::new()));
                 let request = ModelsRequest {
                     session_id: self.session.clone(),
                 };
@@ -387,6 +411,7 @@ impl App {
     }
 
     pub(crate) fn open_sessions(&mut self) {
+        self.popup = Some(Picker::new(PickerKind::Sessions, Vec::new()));
         self.send(ClientRequest::SessionList(NoParams {}), Reply::Sessions);
     }
 }
@@ -397,6 +422,8 @@ fn local_commands() -> Vec<PickItem> {
         ("sessions", "open another session"),
         ("new", "start a new session"),
         ("reasoning", "show or hide the model's reasoning (Ctrl-T)"),
+        ("fork", "a new session with this conversation"),
+        ("rename", "rename this session: /rename TITLE"),
         ("quit", "leave dsh"),
     ]
     .into_iter()

@@ -104,6 +104,13 @@ impl Picker {
         }
     }
 
+    /// The items, once they came (the picker opens at once, so what is typed meanwhile is
+    /// its query).
+    pub(crate) fn set_items(&mut self, items: Vec<PickItem>) {
+        self.items = items;
+        self.selected = 0;
+    }
+
     /// Sets the query (the composer's word, or the picker's own), keeping the selection
     /// in range.
     pub(crate) fn set_query(&mut self, query: &str) {
