@@ -13,9 +13,6 @@ pub struct BadSessionId {
     pub reason: &'static str,
 }
 
-/// Letters, digits, `-`, `_` and `.`, starting with a letter or a digit, no `..`, at most 128
-/// characters: what ours and the reference's sessions have (UUIDs; names like `s-one` in
-/// tests and fixtures), and nothing that could climb out of a folder or hide in one.
 /// Two 64-bit halves written in the UUID version 4 layout (`xxxxxxxx-xxxx-4xxx-yxxx-...`), the
 /// shape the log's session and message ids have. Where the halves come from is the caller's.
 pub fn uuid_v4_layout(high: u64, low: u64) -> String {
@@ -35,6 +32,28 @@ pub fn uuid_v4_layout(high: u64, low: u64) -> String {
     )
 }
 
+/// A fresh id in the UUID v4 layout, for a message or a report the log will hold. Unique in
+/// practice, not secret: the process-seeded hasher, a counter and the clock suffice (an id
+/// that must not be guessed is drawn from the OS instead).
+pub fn fresh_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let half = || {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos());
+        hasher.write_u128(nanos);
+        hasher.finish()
+    };
+    uuid_v4_layout(half(), half())
+}
+
+/// Letters, digits, `-`, `_` and `.`, starting with a letter or a digit, no `..`, at most 128
+/// characters: what ours and the reference's sessions have (UUIDs; names like `s-one` in
+/// tests and fixtures), and nothing that could climb out of a folder or hide in one.
 pub fn check_session_id(id: &str) -> Result<(), BadSessionId> {
     let bad = |reason| {
         Err(BadSessionId {
@@ -99,5 +118,14 @@ mod tests {
         assert!(check_session_id(&"a".repeat(128)).is_ok());
         let long = check_session_id(&"a".repeat(1000)).unwrap_err();
         assert_eq!(long.id.len(), 129);
+    }
+
+    #[test]
+    fn fresh_ids_are_distinct_uuids() {
+        let (a, b) = (fresh_uuid(), fresh_uuid());
+        assert_ne!(a, b);
+        let groups: Vec<usize> = a.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "{a}");
+        assert_eq!(&a[14..15], "4", "{a}");
     }
 }

@@ -68,7 +68,7 @@ pub use events::{
 };
 pub use failure::{FailureCode, LlmFailure};
 pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan, cut_hunks};
-pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, uuid_v4_layout};
+pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, fresh_uuid, uuid_v4_layout};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
 pub use listing::{PluginRow, SearchHit, SessionSummary};
 pub use model::{

@@ -21,7 +21,6 @@
 mod args;
 mod editor;
 mod events;
-mod ids;
 mod live;
 mod mcp;
 mod modes;

@@ -71,7 +71,7 @@ fn admit(
     }
     let content = content(&request.prompt)?;
     let inflight = Arc::new(Inflight {
-        message_id: crate::ids::new_id(),
+        message_id: dsh_protocol::fresh_uuid(),
         ..Inflight::default()
     });
     let message = Message::user(inflight.message_id.clone(), content, MessageSource::user());

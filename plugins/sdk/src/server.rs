@@ -325,7 +325,7 @@ impl Server {
                 return Err(error);
             }
         }
-        let message = Message::user(message_id(), content, MessageSource::user());
+        let message = Message::user(dsh_protocol::fresh_uuid(), content, MessageSource::user());
         agents
             .followup(id, &message)
             .map_err(|error| RpcError::internal(format!("session {id}: {error}")))
@@ -417,36 +417,5 @@ impl Server {
     /// Ends the host with `code`.
     pub(crate) fn exit(&self, code: i32) {
         self.host.exit(code);
-    }
-}
-
-/// A fresh message id in the UUID v4 layout (the reference's `createUserMessage` draws one).
-/// Unique, not secret: the process-seeded hasher, a counter and the clock suffice.
-fn message_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let half = || {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        hasher.write_u128(nanos);
-        hasher.finish()
-    };
-    dsh_protocol::uuid_v4_layout(half(), half())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn message_ids_are_distinct_uuids() {
-        let (a, b) = (message_id(), message_id());
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
-        assert_eq!(a.as_bytes()[14], b'4');
     }
 }

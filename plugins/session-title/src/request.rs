@@ -3,9 +3,6 @@
 //! thinking off and a small output cap; and the `session/title-llm-request` event that logs it
 //! whole before it leaves.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use dsh_plugin_api::serde::Serialize;
 use dsh_protocol::{
     ContentBlock, GenerateRequest, LlmCallConfig, Message, MessageSource, PluginSource, Purpose,
@@ -75,7 +72,11 @@ pub(crate) fn build(
         plugin: Some(MESSAGE_PLUGIN.to_owned()),
         ..PluginSource::default()
     });
-    let message = Message::user(message_id(), vec![ContentBlock::text(input)], source);
+    let message = Message::user(
+        dsh_protocol::fresh_uuid(),
+        vec![ContentBlock::text(input)],
+        source,
+    );
     let system = system_prompt(config.target_words, config.target_cjk_characters);
     let mut call = LlmCallConfig::new(route.provider.as_str(), route.model.as_str());
     call.reasoning_effort = Some(NO_THINKING.to_owned());
@@ -100,22 +101,6 @@ pub(crate) fn build(
         max_tokens: config.max_output_tokens,
     };
     Ok((event, request))
-}
-
-/// A fresh message id in the UUID v4 layout the log's other messages use. Unique, not secret:
-/// the process-seeded hasher, a counter and the clock suffice.
-fn message_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let half = || {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        hasher.write_u128(nanos);
-        hasher.finish()
-    };
-    dsh_protocol::uuid_v4_layout(half(), half())
 }
 
 #[cfg(test)]
@@ -204,10 +189,5 @@ mod tests {
         let error = build(&config, route(), 1, &"x".repeat(100)).unwrap_err();
         assert!(matches!(error, RequestError::TooLong { max: 100, .. }));
         assert!(build(&config, route(), 1, "short").is_ok());
-    }
-
-    #[test]
-    fn ids_differ() {
-        assert_ne!(message_id(), message_id());
     }
 }

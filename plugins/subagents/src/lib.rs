@@ -14,7 +14,6 @@
 
 mod child;
 mod error;
-mod ids;
 mod text;
 mod tools;
 mod tree;

@@ -20,7 +20,6 @@ use serde_json::json;
 
 use crate::child::{Delegation, Provider, Start, agents};
 use crate::error::DelegationError;
-use crate::ids::new_message_id;
 
 /// A child's run may take as long as the pipeline's longest allowance.
 const DELEGATION_TIMEOUT_MS: u64 = 3_600_000;
@@ -305,7 +304,7 @@ impl DelegationTool {
             .get(caller)
             .ok_or(DelegationError::NotASubagent)?;
         let message = Message::user(
-            new_message_id(),
+            dsh_protocol::fresh_uuid(),
             vec![
                 ContentBlock::text(format!("Background subagent {caller} reported:")),
                 ContentBlock::text(report.output),
