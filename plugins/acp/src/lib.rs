@@ -36,12 +36,11 @@ mod updates;
 mod wire;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_agents_seam::AGENTS_SERVICE;
-use dsh_plugin_api::cancel::{Either, first_of};
+use dsh_plugin_api::cancel::first_of;
 use dsh_plugin_api::io::control::{HOST_SERVICE, HostControlService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{CMDLINE_SERVICE, CmdlineArgs};
@@ -50,8 +49,6 @@ use crate::args::{Args, Parsed, USAGE, UsageError};
 pub use crate::server::Mode;
 use crate::server::Server;
 
-/// How long `--replay` may take to start.
-const REPLAY_START: Duration = Duration::from_secs(5);
 /// How long the first request waits for the rest of the tree to start.
 const TREE_START: Duration = Duration::from_secs(5);
 
@@ -78,17 +75,6 @@ fn err(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// Why `--replay` could not start.
-#[derive(Debug, thiserror::Error)]
-enum ReplayError {
-    #[error("--replay {0}: no such file")]
-    Missing(String),
-    #[error("--replay: {0}")]
-    Mount(PluginError),
-    #[error("--replay: the llm-replay plugin did not start within 5 s")]
-    Slow,
-}
-
 /// The model route of new sessions, in the documented order of preference.
 fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), UsageError> {
     if let Some(route) = &args.model {
@@ -108,32 +94,6 @@ fn choose_model(args: &Args, config: Option<&str>) -> Result<(String, String), U
         ));
     }
     Ok((String::new(), String::new()))
-}
-
-/// Mounts `llm-replay` on `log` (its child logs beside it) and waits until it listens.
-async fn replay(ctx: &Context, log: &std::path::Path) -> Result<(), ReplayError> {
-    if !log.is_file() {
-        return Err(ReplayError::Missing(log.display().to_string()));
-    }
-    let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
-    #[derive(dsh_plugin_api::Serialize)]
-    #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
-    struct ReplayConfig {
-        log: PathBuf,
-        child_files: Vec<PathBuf>,
-    }
-    let child_files: Vec<PathBuf> = (1..)
-        .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
-        .take_while(|child| child.is_file())
-        .collect();
-    let fiber = ctx
-        .mount("llm-replay", &ReplayConfig { log, child_files })
-        .map_err(ReplayError::Mount)?;
-    match first_of(ctx.settled(fiber), ctx.sleep(REPLAY_START)).await {
-        Either::Left(Ok(())) => Ok(()),
-        Either::Left(Err(error)) => Err(ReplayError::Mount(error)),
-        Either::Right(()) => Err(ReplayError::Slow),
-    }
 }
 
 impl Plugin for AcpPlugin {
@@ -197,7 +157,7 @@ impl Plugin for AcpPlugin {
         let task = server.clone();
         ctx.spawn(async move {
             if let Some(log) = &args.replay
-                && let Err(error) = replay(&task.ctx, log).await
+                && let Err(error) = dsh_llm_seam::mount_replay(&task.ctx, log).await
             {
                 err(&format!("dsh: {error}"));
                 host.exit(1);

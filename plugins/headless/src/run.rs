@@ -22,8 +22,6 @@ use dsh_trust_seam::{TRUST_SERVICE, TrustService};
 use crate::args::{self, Args, Output, UsageError};
 use crate::output::{err, exit_code, out, print_event, print_result};
 
-/// How long `--replay` may take to start.
-const REPLAY_START: Duration = Duration::from_secs(5);
 /// How long the first turn waits for the rest of the tree to start.
 const TREE_START: Duration = Duration::from_secs(5);
 
@@ -68,7 +66,8 @@ pub(crate) struct Runner {
 enum RunError {
     #[error(transparent)]
     Usage(#[from] UsageError),
-    #[error("--replay: {0}")]
+    /// Says `--replay` itself.
+    #[error("{0}")]
     Replay(String),
     #[error("{0}")]
     Start(String),
@@ -160,35 +159,14 @@ impl Runner {
 
     /// Mounts `llm-replay` on `log` and waits until it listens.
     async fn replay(&self, log: &std::path::Path) -> Result<(), RunError> {
-        if !log.is_file() {
-            return Err(RunError::Usage(UsageError(format!(
-                "--replay {}: no such file",
-                log.display()
-            ))));
-        }
-        let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
-        #[derive(dsh_plugin_api::Serialize)]
-        #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
-        struct ReplayConfig {
-            log: PathBuf,
-            child_files: Vec<PathBuf>,
-        }
-        // The logs of nested agents lie beside the parent's: session.1.jsonl, session.2.jsonl...
-        let child_files: Vec<PathBuf> = (1..)
-            .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
-            .take_while(|child| child.is_file())
-            .collect();
-        let fiber = self
-            .ctx
-            .mount("llm-replay", &ReplayConfig { log, child_files })
-            .map_err(|error| RunError::Replay(error.to_string()))?;
-        match first_of(self.ctx.settled(fiber), self.ctx.sleep(REPLAY_START)).await {
-            Either::Left(Ok(())) => Ok(()),
-            Either::Left(Err(error)) => Err(RunError::Replay(error.to_string())),
-            Either::Right(()) => Err(RunError::Replay(
-                "the llm-replay plugin did not start within 5 s".to_owned(),
-            )),
-        }
+        dsh_llm_seam::mount_replay(&self.ctx, log)
+            .await
+            .map_err(|error| match error {
+                dsh_llm_seam::ReplayError::Missing(_) => {
+                    RunError::Usage(UsageError(error.to_string()))
+                }
+                other => RunError::Replay(other.to_string()),
+            })
     }
 
     pub(crate) async fn run(&self, args: Args) -> i32 {

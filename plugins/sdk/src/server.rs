@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
-use dsh_plugin_api::cancel::{Either, first_of};
+use dsh_plugin_api::cancel::first_of;
 use dsh_plugin_api::io::control::HostControlService;
-use dsh_plugin_api::{Context, Json, Serialize, Service, lock};
+use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{AbortCause, AgentOptions, AgentStatus, Message, MessageSource};
 use serde_json::{Value, json};
 
@@ -26,8 +26,6 @@ use dsh_json_rpc::wire::{
     AGENT_BUSY, Incoming, Line, NOT_INITIALIZED, PARSE_ERROR, RpcError, SHUTTING_DOWN, classify,
 };
 
-/// How long `--replay` may take to start.
-const REPLAY_START: Duration = Duration::from_secs(5);
 /// How long `initialize` waits for the rest of the tree to start.
 const TREE_START: Duration = Duration::from_secs(5);
 /// How long cancelled turns are given to close their logs before the host exits.
@@ -71,46 +69,12 @@ pub(crate) struct Server {
     pub(crate) door: crate::door::Door,
 }
 
-/// Why the runtime could not start serving.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum StartError {
-    #[error("--replay {0}: no such file")]
-    NoReplay(PathBuf),
-    #[error("--replay: {0}")]
-    Replay(String),
-}
-
 impl Server {
     /// Mounts `llm-replay` on `log` (its children's logs beside it) and waits until it listens.
-    pub(crate) async fn replay(&self, log: &Path) -> Result<(), StartError> {
-        if !log.is_file() {
-            return Err(StartError::NoReplay(log.to_path_buf()));
-        }
-        let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
-        #[derive(Serialize)]
-        #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
-        struct ReplayConfig {
-            log: PathBuf,
-            child_files: Vec<PathBuf>,
-        }
-        let child_files: Vec<PathBuf> = (1..)
-            .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
-            .take_while(|child| child.is_file())
-            .collect();
-        let fiber = self
-            .ctx
-            .mount("llm-replay", &ReplayConfig { log, child_files })
-            .map_err(|error| StartError::Replay(error.to_string()))?;
-        match first_of(self.ctx.settled(fiber), self.ctx.sleep(REPLAY_START)).await {
-            Either::Left(Ok(())) => {
-                lock(&self.state).replaying = true;
-                Ok(())
-            }
-            Either::Left(Err(error)) => Err(StartError::Replay(error.to_string())),
-            Either::Right(()) => Err(StartError::Replay(
-                "the llm-replay plugin did not start within 5 s".to_owned(),
-            )),
-        }
+    pub(crate) async fn replay(&self, log: &Path) -> Result<(), dsh_llm_seam::ReplayError> {
+        dsh_llm_seam::mount_replay(&self.ctx, log).await?;
+        lock(&self.state).replaying = true;
+        Ok(())
     }
 
     /// Handles one line of stdin.

@@ -10,6 +10,8 @@
 //! index: the `llm` service's innermost `llm/stream` step checks a session's request against
 //! its log and hands over the history the request refers to (the log's derived messages, read
 //! only if the adapter puts them on a wire), so no adapter reads a session.
+//!
+//! [`mount_replay`] puts a recorded log in the model's place (the runners' `--replay FILE`).
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -19,6 +21,10 @@
     non_local_definitions,
     reason = "sabi_trait expands impls inside consts"
 )]
+
+mod replay;
+
+pub use replay::{REPLAY_PLUGIN, ReplayError, mount_replay};
 
 use abi_stable::std_types::RArc;
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};

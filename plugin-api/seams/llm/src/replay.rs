@@ -1,0 +1,54 @@
+//! Answering a session's model requests from a recorded log: the `llm-replay` row mounted on a
+//! log (its nested agents' logs, `session.1.jsonl`, `session.2.jsonl`..., read beside it), as
+//! the runners' `--replay FILE` does (headless, the SDK runtime, the ACP agent), so a recorded
+//! case re-runs with no network and no key.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dsh_plugin_api::cancel::{Either, first_of};
+use dsh_plugin_api::{Context, PluginError};
+
+/// The plugin that answers from a recorded log.
+pub const REPLAY_PLUGIN: &str = "llm-replay";
+
+/// How long the replay row may take to start.
+const REPLAY_START: Duration = Duration::from_secs(5);
+
+/// Why a recorded log cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("--replay {0}: no such file")]
+    Missing(String),
+    #[error("--replay: {0}")]
+    Mount(PluginError),
+    #[error("--replay: the llm-replay plugin did not start within 5 s")]
+    Slow,
+}
+
+#[derive(dsh_plugin_api::Serialize)]
+#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
+struct ReplayConfig {
+    log: PathBuf,
+    child_files: Vec<PathBuf>,
+}
+
+/// Mounts `llm-replay` on `log` (its child logs beside it) and waits until it listens.
+pub async fn mount_replay(ctx: &Context, log: &Path) -> Result<(), ReplayError> {
+    if !log.is_file() {
+        return Err(ReplayError::Missing(log.display().to_string()));
+    }
+    let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
+    let child_files: Vec<PathBuf> = (1..)
+        .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
+        .take_while(|child| child.is_file())
+        .collect();
+    let fiber = ctx
+        .mount(REPLAY_PLUGIN, &ReplayConfig { log, child_files })
+        .map_err(ReplayError::Mount)?;
+    match first_of(ctx.settled(fiber), ctx.sleep(REPLAY_START)).await {
+        Either::Left(Ok(())) => Ok(()),
+        Either::Left(Err(error)) => Err(ReplayError::Mount(error)),
+        Either::Right(()) => Err(ReplayError::Slow),
+    }
+}
