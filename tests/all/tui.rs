@@ -170,7 +170,8 @@ fn an_approval_is_answered_from_the_modal() {
     dsh_tests::plugin_lib("hooks_probe");
     let server = FakeDeepSeek::start(bash_then_text("echo approved-run", "It ran."));
     let dir = TestDir::new("tui-approval");
-    let (mut web, pane) = attached(&server, &dir, ASKING_POLICY, (100, 30), &[]);
+    // At 60 columns, the narrowest terminal the UI promises to stay usable in.
+    let (mut web, pane) = attached(&server, &dir, ASKING_POLICY, (60, 30), &[]);
     pane.type_text("run it after asking");
     pane.keys(&["Enter"]);
     let modal = pane.wait_screen("the approval modal", |screen| {
@@ -487,6 +488,13 @@ fn the_session_picker_opens_another_session_and_the_status_line_shows_the_meter(
         "the open session is marked:\n{picker}"
     );
     // Newest first: the open one, then the first session.
+    pane.wait_screen("both listed", |screen| {
+        lines(screen)
+            .iter()
+            .filter(|line| line.contains("/work"))
+            .count()
+            == 2
+    });
     pane.keys(&["Down", "Enter"]);
     let text = pane.wait_everything("the first session", |text| {
         text.contains("Alpha answer.") && !text.contains("Beta answer.")
@@ -504,13 +512,16 @@ fn the_session_picker_opens_another_session_and_the_status_line_shows_the_meter(
         screen.contains("─ sessions › alph") && screen.contains("Alpha work")
     });
     assert!(!found.contains("beta"), "{found}");
+    // (Escape and the next key in one read would be Alt and the key: wait for it alone.)
     pane.keys(&["Escape"]);
+    pane.wait_screen("the picker closed", |screen| !screen.contains("─ sessions"));
     pane.type_text("/model");
     pane.keys(&["Enter"]);
     pane.wait_screen("the model picker", |screen| {
         screen.contains("─ model") && screen.contains("(current)")
     });
     pane.keys(&["Escape"]);
+    pane.wait_screen("the picker closed", |screen| !screen.contains("─ model"));
     pane.type_text("/fork");
     pane.keys(&["Enter"]);
     pane.wait_screen("the fork", |screen| {
@@ -805,4 +816,48 @@ fn bad_command_lines_are_refused_before_the_screen_is_taken() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("dsh -p"), "{stderr}");
+}
+
+#[test]
+fn ctrl_t_shows_the_reasoning_and_hides_it_again() {
+    needs_tmux!("tui::ctrl_t_shows_the_reasoning_and_hides_it_again");
+    let server = FakeDeepSeek::start(vec![Reply::reasoning_then_text(
+        "First I weigh the options carefully.",
+        "The answer is four.",
+    )]);
+    let dir = TestDir::new("tui-reasoning");
+    let (mut web, pane) = attached(&server, &dir, "", (80, 24), &[]);
+    pane.type_text("what is two plus two");
+    pane.keys(&["Enter"]);
+    let collapsed = pane.wait_everything("the answer", |text| {
+        text.contains("The answer is four.") && text.contains("idle")
+    });
+    assert_in_order(
+        &collapsed,
+        &[
+            "› what is two plus two",
+            "✻ Thought (6 words; Ctrl-T shows reasoning)",
+            "The answer is four.",
+        ],
+    );
+    assert!(!collapsed.contains("weigh the options"), "{collapsed}");
+    pane.keys(&["C-t"]);
+    let shown = pane.wait_everything("the reasoning", |text| text.contains("weigh the options"));
+    assert_in_order(
+        &shown,
+        &[
+            "› what is two plus two",
+            "✻ First I weigh the options carefully.",
+            "The answer is four.",
+        ],
+    );
+    assert!(
+        !shown.contains("Thought (6 words"),
+        "printed again, not twice:\n{shown}"
+    );
+    pane.keys(&["C-t"]);
+    pane.wait_everything("collapsed again", |text| {
+        text.contains("Thought (6 words") && !text.contains("weigh the options")
+    });
+    assert_eq!(web.host.stop(), Some(0));
 }

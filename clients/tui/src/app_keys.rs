@@ -159,10 +159,11 @@ impl App {
                 query.pop();
                 picker.set_query(&query);
             }
+            // Nothing to choose (the list is still on its way, or nothing matches): it stays.
             KeyCode::Enter => {
-                let (kind, chosen) = (picker.kind, picker.chosen());
-                self.popup = None;
-                if let Some(chosen) = chosen {
+                if let Some(chosen) = picker.chosen() {
+                    let kind = picker.kind;
+                    self.popup = None;
                     self.picked(kind, chosen);
                 }
             }
