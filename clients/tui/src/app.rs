@@ -219,13 +219,15 @@ impl App {
         {
             self.status.hint = None;
         }
-        if std::mem::take(&mut self.reprint) {
+        let reprint = std::mem::take(&mut self.reprint);
+        if reprint {
             self.transcript.rewind();
-            let lines = self.transcript.take_settled();
-            self.screen.reset_history(lines)?;
         }
         let mut history = std::mem::take(&mut self.notes);
         history.extend(self.transcript.take_settled());
+        if reprint {
+            self.screen.reset_history(std::mem::take(&mut history))?;
+        }
         let (width, height) = (self.screen.width(), self.screen.height());
         let live = crate::wrap::wrap_all(&self.transcript.live_lines(), width);
         let mut queue = self.queue.clone();

@@ -149,6 +149,12 @@ impl App {
                 }
                 self.reprint |= self.transcript.printed_any();
                 self.transcript.clear();
+                if history.earlier > 0 {
+                    self.note(
+                        &format!("… {} earlier items are not shown", history.earlier),
+                        theme::dim(),
+                    );
+                }
                 for item in history.items {
                     self.transcript.upsert(item);
                 }

@@ -19,6 +19,9 @@ pub(crate) struct Transcript {
     committed: usize,
     /// Of the item at `committed` (a streaming answer), the lines already in the scrollback.
     partial: usize,
+    /// And the length of its settled source they were rendered from (unchanged: nothing new
+    /// to render).
+    partial_source: usize,
     pub(crate) options: CellOptions,
 }
 
@@ -90,6 +93,7 @@ impl Transcript {
                 out.extend(lines.into_iter().skip(self.partial));
                 self.committed += 1;
                 self.partial = 0;
+                self.partial_source = 0;
                 continue;
             }
             if let ChatItem::Assistant {
@@ -97,9 +101,14 @@ impl Transcript {
             } = item
                 && !text.is_empty()
             {
+                let source = crate::markdown::settled(text);
+                if source.len() == self.partial_source {
+                    break;
+                }
+                self.partial_source = source.len();
                 // The reasoning is whole once the answer's text began.
                 let mut lines = cells::reasoning_lines(reasoning, self.options);
-                lines.extend(cells::answer_lines(crate::markdown::settled(text)));
+                lines.extend(cells::answer_lines(source));
                 if lines.len() > self.partial {
                     out.extend(lines[self.partial..].iter().cloned());
                     self.partial = lines.len();
@@ -144,6 +153,7 @@ impl Transcript {
     pub(crate) fn rewind(&mut self) {
         self.committed = 0;
         self.partial = 0;
+        self.partial_source = 0;
     }
 
     /// The newest undecided approval.
