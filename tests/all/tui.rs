@@ -51,7 +51,7 @@ fn a_prompt_streams_an_answer_with_a_bash_card() {
     needs_tmux!("tui::a_prompt_streams_an_answer_with_a_bash_card");
     let server = FakeDeepSeek::start(bash_then_text(
         "echo hello-from-bash",
-        "The shell said **hello**.",
+        "The shell said **hello**. 日本語のテキスト",
     ));
     let dir = TestDir::new("tui-stream");
     let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
@@ -65,7 +65,7 @@ fn a_prompt_streams_an_answer_with_a_bash_card() {
             "✓ $ echo hello-from-bash",
             "│ hello-from-bash",
             "└ exit 0",
-            "The shell said hello.",
+            "The shell said hello. 日本語のテキスト",
         ],
     );
     let last = pane.wait_screen("idle", |screen| screen.contains("idle"));

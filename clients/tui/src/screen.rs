@@ -176,6 +176,7 @@ impl Screen {
         self.shown = None;
         let mut row = self.top;
         let area = Rect::new(0, 0, self.width, 1);
+        let blank = Buffer::empty(area);
         for line in lines {
             if row >= self.height {
                 queue!(self.backend, MoveTo(0, self.height - 1), Print("\n"))?;
@@ -183,11 +184,9 @@ impl Screen {
             }
             let mut cells = Buffer::empty(area);
             cells.set_line(0, 0, line, self.width);
-            let placed = cells
-                .content()
-                .iter()
-                .enumerate()
-                .map(|(x, cell)| (x as u16, row, cell));
+            // Against a blank row: only what is not blank is written, and the cell behind a
+            // wide character is skipped (writing it would erase the character's right half).
+            let placed = blank.diff_iter(&cells).map(|(x, _, cell)| (x, row, cell));
             self.backend.draw(placed)?;
             row += 1;
         }
@@ -208,7 +207,8 @@ impl Screen {
             self.top -= scroll;
             self.shown = None;
         }
-        if rows < self.rows || self.shown.is_none() {
+        // A viewport of another height is drawn whole, on cleared rows.
+        if rows != self.rows || self.shown.is_none() {
             self.clear_rows(self.top, self.top + self.rows.max(rows))?;
             self.shown = None;
         }
@@ -218,12 +218,8 @@ impl Screen {
         let cursor = render(&mut next);
         match self.shown.as_ref().filter(|shown| shown.area == area) {
             Some(shown) => self.backend.draw(shown.diff_iter(&next))?,
-            None => self
-                .backend
-                .draw(next.content().iter().enumerate().map(|(at, cell)| {
-                    let at = at as u16;
-                    (at % self.width, self.top + at / self.width, cell)
-                }))?,
+            // The rows were cleared: drawn against blank ones, as the history is.
+            None => self.backend.draw(Buffer::empty(area).diff_iter(&next))?,
         }
         queue!(self.backend, SetAttribute(Attribute::Reset), ResetColor)?;
         match cursor {
