@@ -233,7 +233,7 @@ impl App {
         let mut queue = self.queue.clone();
         queue.extend(self.pending.iter().cloned());
         self.status.queued = queue.len();
-        self.status.opening = !self.ready;
+        self.status.opening = !self.status.following;
         let view = View {
             live,
             queue: &queue,
@@ -348,6 +348,7 @@ impl App {
             self.send(request, Reply::Action("session.unsubscribe"));
         }
         self.ready = false;
+        self.status.following = false;
         // A screen that shows another conversation is cleared; a fresh one is not (the
         // shell's own scrollback stays).
         self.reprint |= self.transcript.printed_any();
@@ -369,6 +370,14 @@ impl App {
             after_seq,
         };
         self.send(ClientRequest::SessionSubscribe(request), Reply::Subscribed);
+        // Prompts need not wait for the subscription (a long log takes the host a while to
+        // replay after `after_seq`): what they cause comes after that seq, so it is followed.
+        self.ready = true;
+        // What was typed while the session opened may want completing.
+        self.update_completion();
+        for text in std::mem::take(&mut self.pending) {
+            self.prompt(text, dsh_client_protocol::PromptMode::Queue);
+        }
         self.send(
             ClientRequest::SessionModels(ModelsRequest {
                 session_id: Some(session.clone()),
@@ -415,6 +424,7 @@ impl App {
     fn on_host_gone(&mut self, last: &str) {
         self.conn = None;
         self.ready = false;
+        self.status.following = false;
         self.status.running = false;
         self.approval = None;
         self.question = None;

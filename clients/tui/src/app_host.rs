@@ -165,14 +165,7 @@ impl App {
                 self.sync_modals();
                 self.subscribe(history.last_seq);
             }
-            Reply::Subscribed => {
-                self.ready = true;
-                // What was typed while the session opened may want completing.
-                self.update_completion();
-                for text in std::mem::take(&mut self.pending) {
-                    self.prompt(text, dsh_client_protocol::PromptMode::Queue);
-                }
-            }
+            Reply::Subscribed => self.status.following = true,
             // A command's line and its output are logged as notices: they arrive with the
             // session's frames like everything else.
             Reply::Prompt => {

@@ -30,6 +30,8 @@ pub(crate) struct Status {
     pub(crate) queued: usize,
     /// The session is not followed yet (connecting, opening it).
     pub(crate) opening: bool,
+    /// The host confirmed the subscription: the session's frames arrive.
+    pub(crate) following: bool,
 }
 
 /// `12.3k`, `1.2M`.
