@@ -44,7 +44,7 @@ pub(crate) enum Reply {
 pub(crate) enum AppEvent {
     Term(crossterm::event::Event),
     Server(Box<ServerFrame>),
-    Answer(Reply, Result<Value, String>),
+    Answer(Reply, Result<Value, crate::conn::RequestError>),
     /// The host closed the connection (it exited or the socket closed); what it said last.
     HostGone(String),
     /// A line the child host wrote on stderr.

@@ -12,12 +12,17 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::app_event::Reply;
+use crate::conn::RequestError;
 use crate::popup::{PickItem, Picker, PickerKind};
 use crate::theme;
 
-fn parse<T: DeserializeOwned>(value: Value) -> Result<T, String> {
-    serde_json::from_value(value)
-        .map_err(|error| format!("an answer this client cannot read: {error}"))
+/// An answer of the host this client cannot read (a newer host's, or a bug).
+#[derive(Debug, thiserror::Error)]
+#[error("an answer this client cannot read: {0}")]
+pub(crate) struct Unreadable(#[from] serde_json::Error);
+
+fn parse<T: DeserializeOwned>(value: Value) -> Result<T, Unreadable> {
+    Ok(serde_json::from_value(value)?)
 }
 
 /// The text of a waiting message.
@@ -97,13 +102,13 @@ impl App {
         }
     }
 
-    pub(crate) fn on_answer(&mut self, reply: Reply, answer: Result<Value, String>) {
+    pub(crate) fn on_answer(&mut self, reply: Reply, answer: Result<Value, RequestError>) {
         let value = match answer {
             Ok(value) => value,
-            Err(error) => return self.failed(reply, &error),
+            Err(error) => return self.failed(reply, &error.to_string()),
         };
         if let Err(error) = self.answered(reply, value) {
-            self.note_error(&error);
+            self.note_error(&error.to_string());
         }
     }
 
@@ -127,7 +132,7 @@ impl App {
         }
     }
 
-    fn answered(&mut self, reply: Reply, value: Value) -> Result<(), String> {
+    fn answered(&mut self, reply: Reply, value: Value) -> Result<(), Unreadable> {
         match reply {
             Reply::Initialize => self.open_session(),
             Reply::Created => {

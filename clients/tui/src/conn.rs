@@ -50,6 +50,14 @@ pub(crate) enum ConnectError {
     NoHost(PathBuf),
 }
 
+/// A request that failed: its method and what the host (or the connection) said.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{method}: {message}")]
+pub(crate) struct RequestError {
+    pub(crate) method: &'static str,
+    pub(crate) message: String,
+}
+
 /// Where the host is.
 #[derive(Debug, Clone)]
 pub(crate) enum Transport {
@@ -219,7 +227,7 @@ impl Conn {
     }
 
     /// Sends `request` and waits for its answer.
-    pub(crate) fn call(&self, request: &ClientRequest) -> Result<Value, String> {
+    pub(crate) fn call(&self, request: &ClientRequest) -> Result<Value, RequestError> {
         call(&self.client, request)
     }
 }
@@ -232,18 +240,19 @@ fn spawn(command: Command) -> std::io::Result<Client> {
 }
 
 /// The method and params of `request`, sent; the result or the error for a person.
-fn call(client: &Client, request: &ClientRequest) -> Result<Value, String> {
+fn call(client: &Client, request: &ClientRequest) -> Result<Value, RequestError> {
     let method = request.method();
+    let failed = |message: String| RequestError { method, message };
     let params = serde_json::to_value(request)
-        .map_err(|error| error.to_string())?
+        .map_err(|error| failed(error.to_string()))?
         .get("params")
         .cloned()
         .unwrap_or(Value::Null);
     client
         .request(method, params, REQUEST_TIMEOUT)
         .map_err(|error| match error {
-            ClientError::Rpc(rpc) => format!("{method}: {}", rpc.message),
-            other => format!("{method}: {other}"),
+            ClientError::Rpc(rpc) => failed(rpc.message),
+            other => failed(other.to_string()),
         })
 }
 

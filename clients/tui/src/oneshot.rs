@@ -27,6 +27,8 @@ const SILENCE: Duration = Duration::from_secs(600);
 pub(crate) enum OneShotError {
     #[error(transparent)]
     Connect(#[from] crate::conn::ConnectError),
+    #[error(transparent)]
+    Request(#[from] crate::conn::RequestError),
     #[error("{0}")]
     Host(String),
 }
@@ -57,10 +59,7 @@ fn open(
     let id = match start {
         Start::Resume(id) => Some(id.clone()),
         Start::Continue => {
-            let list: SessionList = value(
-                conn.call(&ClientRequest::SessionList(NoParams {}))
-                    .map_err(OneShotError::Host)?,
-            )?;
+            let list: SessionList = value(conn.call(&ClientRequest::SessionList(NoParams {}))?)?;
             list.sessions
                 .into_iter()
                 .filter(|s| s.subagent_of.is_none() && s.cwd.as_deref() == Some(cwd.as_str()))
@@ -75,10 +74,8 @@ fn open(
                 session_id: id.clone(),
                 limit: Some(1),
             };
-            let history: SessionHistory = value(
-                conn.call(&ClientRequest::SessionHistory(request))
-                    .map_err(OneShotError::Host)?,
-            )?;
+            let history: SessionHistory =
+                value(conn.call(&ClientRequest::SessionHistory(request))?)?;
             Ok((id, history.last_seq))
         }
         None => {
@@ -86,10 +83,7 @@ fn open(
                 cwd: Some(cwd),
                 model,
             };
-            let created: Created = value(
-                conn.call(&ClientRequest::SessionCreate(request))
-                    .map_err(OneShotError::Host)?,
-            )?;
+            let created: Created = value(conn.call(&ClientRequest::SessionCreate(request))?)?;
             Ok((created.session_id, None))
         }
     }
@@ -119,16 +113,14 @@ pub(crate) fn run(
         session_id: session.clone(),
         after_seq,
     };
-    conn.call(&ClientRequest::SessionSubscribe(subscribe))
-        .map_err(OneShotError::Host)?;
+    conn.call(&ClientRequest::SessionSubscribe(subscribe))?;
     let prompt = SendPrompt {
         session_id: session.clone(),
         text: task.to_owned(),
         mode: PromptMode::Queue,
         client_request_id: None,
     };
-    conn.call(&ClientRequest::SessionPrompt(prompt))
-        .map_err(OneShotError::Host)?;
+    conn.call(&ClientRequest::SessionPrompt(prompt))?;
     let mut transcript = Transcript::default();
     let mut stderr = std::io::stderr();
     // Our message, once the turn took it; the turn's end after it.
