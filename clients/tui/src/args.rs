@@ -4,11 +4,16 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+const KEYS: &str = "Keys: Enter sends (queued while a turn runs) · Shift-Enter or Ctrl-J a new line · \
+Tab steers into the running turn · Esc cancels the turn · / commands · @ files · \
+Ctrl-O sessions · Ctrl-T reasoning · Shift-Tab permission preset · Ctrl-R a new host after \
+one stopped · Ctrl-C twice quits";
+
 /// dsh: the terminal UI of the DeepSeek Harness in Rust. By default it starts a host of its
 /// own (`dsh-host --profile sdk`, found beside `dsh` or through DSH_HOST); `--attach` joins a
 /// running host (a web host's sessions, live) through its socket under $DSH_HOME/run.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, about)]
+#[command(name = "dsh", version, about, after_help = KEYS)]
 pub(crate) struct Args {
     /// Join a running host: the newest socket of $DSH_HOME/run, or the one at PATH.
     #[arg(long, value_name = "PATH", num_args = 0..=1)]
