@@ -1,3 +1,7 @@
+//! The composer as a person uses it: sending, new lines, shell-like editing, the sent
+//! messages under Up and Down, the word a completion replaces, and wrapping with wide
+//! characters (a `TestBackend` snapshot).
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

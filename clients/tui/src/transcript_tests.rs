@@ -1,3 +1,7 @@
+//! The transcript's promise to the scrollback: a streaming answer goes there line by line and
+//! never twice, items go in order (a running tool holds back what follows), a printed item
+//! does not change, an undecided approval is left to the modal, and a rewind prints the same.
+
 use dsh_client_protocol::{AppendField, ChatItem, ItemOp};
 use dsh_protocol::{ToolStatus, ToolView};
 
