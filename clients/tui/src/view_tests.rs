@@ -245,7 +245,7 @@ fn the_session_picker_filters_as_a_person_types() {
     .enumerate()
     .map(|(n, title)| PickItem {
         label: (*title).to_owned(),
-        detail: format!("{}h ago · /work/project", n + 1),
+        detail: format!("{}h ago · ~/src/project", n + 1),
         value: format!("s{n}"),
     })
     .collect();
