@@ -234,6 +234,21 @@ fn the_session_picker_opens_another_session_and_the_status_line_shows_the_meter(
             == 3
     });
     assert!(listed.contains("open"), "{listed}");
+    // Ctrl-X deletes the selected session (the first: the beta one, not the open fork).
+    let first = lines(&listed)
+        .into_iter()
+        .find(|line| line.contains("/work"))
+        .unwrap();
+    assert!(first.contains("beta question"), "{listed}");
+    pane.keys(&["C-x"]);
+    pane.wait_screen("the session deleted", |screen| {
+        !screen.contains("beta question")
+            && lines(screen)
+                .iter()
+                .filter(|line| line.contains("/work"))
+                .count()
+                == 2
+    });
     assert_eq!(web.host.stop(), Some(0));
 }
 
