@@ -29,6 +29,8 @@ pub(crate) enum Reply {
     },
     /// The sessions, for the picker.
     Sessions,
+    /// A session deleted from the picker (the list is asked for again once it is).
+    Deleted,
     /// The sessions, to open the newest of this directory (`--continue`).
     Continue,
     /// The routes, for the status line.

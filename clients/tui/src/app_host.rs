@@ -187,6 +187,10 @@ impl App {
                 }
             }
             Reply::Question | Reply::Action(_) => {}
+            Reply::Deleted => self.send(
+                dsh_client_protocol::ClientRequest::SessionList(dsh_client_protocol::NoParams {}),
+                Reply::Sessions,
+            ),
             Reply::Commands => {
                 let list: CommandList = parse(value)?;
                 self.commands = Some(list.commands);

@@ -184,11 +184,9 @@ impl App {
                     let request = SessionRef {
                         session_id: chosen.value,
                     };
-                    self.send(
-                        ClientRequest::SessionDelete(request),
-                        Reply::Action("session.delete"),
-                    );
-                    self.send(ClientRequest::SessionList(NoParams {}), Reply::Sessions);
+                    // Each request runs on its own: the list is asked for once the delete is
+                    // answered, or it could come from before it.
+                    self.send(ClientRequest::SessionDelete(request), Reply::Deleted);
                 } else {
                     self.status
                         .hint("the open session is not deleted from here");

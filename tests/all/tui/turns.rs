@@ -23,7 +23,9 @@ fn a_prompt_streams_an_answer_with_a_bash_card() {
     let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
     pane.type_text("say hello through the shell");
     pane.keys(&["Enter"]);
-    let screen = pane.wait_everything("the answer", |text| text.contains("The shell said hello."));
+    let screen = pane.wait_everything("the answer", |text| {
+        text.contains("The shell said hello. 日本語のテキスト") && text.contains("idle")
+    });
     assert_in_order(
         &screen,
         &[
