@@ -202,27 +202,35 @@ impl Hub {
         let entry = followed
             .entry(session_id.to_owned())
             .or_insert_with(|| Followed {
-                fold: Fold::default(),
+                // Caught up quietly below (what it would say now goes nowhere), then it
+                // speaks for the live events.
+                fold: Fold::quiet(),
                 followers: Vec::new(),
             });
         entry.followers.retain(|f| f.outbox.id != outbox.id);
         let records = session.events(0, session.event_count());
         // The shared fold catches up on what it has not seen; the replay is a fold of its own,
-        // so this follower gets exactly the updates after `after_seq`.
-        let mut replay = Fold::default();
+        // quiet through what the follower has seen (`after_seq`: nothing is rendered for it),
+        // so this follower gets exactly the updates after that.
+        let mut replay = Fold::quiet();
         let mut overflowed = false;
         for record in records.iter() {
             if entry.fold.last_seq.is_none_or(|last| record.seq > last) {
                 entry.fold.apply(record);
             }
+            let seen = after_seq.is_some_and(|after| record.seq <= after);
+            if !seen && !overflowed {
+                replay.speak();
+            }
             let change = replay.apply(record);
-            if after_seq.is_some_and(|after| record.seq <= after) || overflowed {
+            if seen || overflowed {
                 continue;
             }
             if let Some(frame) = update(session_id, record, change) {
                 overflowed = !outbox.push(&frame);
             }
         }
+        entry.fold.speak();
         if overflowed {
             drop(followed);
             let _ = outbox.push(&ServerFrame::Resync {

@@ -95,6 +95,30 @@ impl Fold {
         }
     }
 
+    /// From now on the fold's changes are made (and its streaming answers rendered): a fold
+    /// caught up quietly on what a client has already seen starts speaking here. An answer
+    /// still streaming gets its split from the text it holds, so its next chunks render as if
+    /// the fold had spoken all along.
+    pub(crate) fn speak(&mut self) {
+        if !self.quiet {
+            return;
+        }
+        self.quiet = false;
+        for item in &self.items {
+            if let ChatItem::Assistant {
+                id,
+                text,
+                streaming: true,
+                ..
+            } = item
+            {
+                let mut stream = StreamedMarkdown::default();
+                stream.update(text);
+                self.streams.insert(id.clone(), stream);
+            }
+        }
+    }
+
     /// The items, whole.
     pub(crate) fn items(&self) -> &[ChatItem] {
         &self.items
