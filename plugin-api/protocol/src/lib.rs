@@ -23,6 +23,7 @@ mod content;
 mod envelope;
 mod events;
 mod failure;
+mod goal;
 mod hunks;
 mod ids;
 mod jobs;
@@ -67,6 +68,10 @@ pub use events::{
     ToolResultEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
 pub use failure::{FailureCode, LlmFailure};
+pub use goal::{
+    GOAL_CHANGE_VERSION, GoalAction, GoalActivation, GoalBlockReason, GoalChangeEvent, GoalChanged,
+    GoalOperation, GoalPhase, GoalRef, GoalSnapshot, GoalView,
+};
 pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan, cut_hunks};
 pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, fresh_uuid, uuid_v4_layout};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
