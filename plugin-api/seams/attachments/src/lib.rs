@@ -18,8 +18,10 @@
 )]
 
 mod base64;
+mod route;
 
 pub use base64::decode_base64;
+pub use route::{ROUTE_SERVICES, Route, accepts_images, session_route};
 
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString, RVec};
