@@ -136,6 +136,7 @@ impl App {
                 approval_id: modal.approval_id.clone(),
                 outcome,
                 scope,
+                note: None,
             };
             // The modal closes when the decision comes back in the session's frames; until
             // then it stays, so a lost answer can be given again.

@@ -159,6 +159,9 @@ pub struct ApprovalAnswer {
     /// How far an `allowed-once` reaches (default: this call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<dsh_protocol::ApprovalScope>,
+    /// A note with a `rejected` answer, passed to the model (a plan review's "keep planning").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `approval.respond`'s value: whether this answer decided it (the first answer wins; a later

@@ -246,6 +246,9 @@ pub struct ApprovalDecidedEvent {
     /// How far an `allowed-once` answer reaches, when the person said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<ApprovalScope>,
+    /// What the person wrote with a refusal (a plan review's "keep planning" note).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How far a person's allowing answer reaches.
@@ -260,13 +263,16 @@ pub enum ApprovalScope {
     Always,
 }
 
-/// An answerer's verdict on `approval/request`: the outcome, and how far an allowing one
-/// reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// An answerer's verdict on `approval/request`: the outcome, how far an allowing one
+/// reaches, and what the person wrote with a refusal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalVerdict {
     pub outcome: ApprovalOutcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<ApprovalScope>,
+    /// A note given with a `rejected` answer (logged in `approval/decided`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ApprovalVerdict {
@@ -275,6 +281,7 @@ impl ApprovalVerdict {
         Self {
             outcome,
             scope: None,
+            note: None,
         }
     }
 }

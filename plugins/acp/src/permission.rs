@@ -83,6 +83,7 @@ async fn ask_client(
         return Some(ApprovalVerdict {
             outcome,
             scope: (outcome == ApprovalOutcome::AllowedOnce).then_some(ApprovalScope::Session),
+            note: None,
         });
     }
     let (tool_call, options) = match editor {
@@ -137,5 +138,6 @@ async fn ask_client(
         outcome,
         scope: (always && outcome == ApprovalOutcome::AllowedOnce)
             .then_some(ApprovalScope::Session),
+        note: None,
     })
 }

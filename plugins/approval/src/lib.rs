@@ -93,6 +93,9 @@ impl Service {
             scope: verdict
                 .scope
                 .filter(|_| outcome == ApprovalOutcome::AllowedOnce),
+            note: verdict
+                .note
+                .filter(|_| outcome == ApprovalOutcome::Rejected),
         };
         append_or_report(
             &self.ctx,

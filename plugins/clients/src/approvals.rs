@@ -75,9 +75,16 @@ impl Pending {
         {
             return Err(AnswerError::NoCall);
         }
+        // A note goes with a refusal only (a plan review's "keep planning"); trimmed, an empty
+        // one is none.
+        let note = answer
+            .note
+            .map(|note| note.trim().to_owned())
+            .filter(|note| !note.is_empty() && answer.outcome == ApprovalOutcome::Rejected);
         let verdict = ApprovalVerdict {
             outcome: answer.outcome,
             scope,
+            note,
         };
         let refused = AnswerReceipt {
             accepted: false,
@@ -143,6 +150,7 @@ pub(crate) fn answer_asks(
                     return Ok(Json::encode(&ApprovalVerdict {
                         outcome: ApprovalOutcome::AllowedOnce,
                         scope: Some(ApprovalScope::Session),
+                        note: None,
                     }));
                 }
                 if hub.answerer_count() == 0 || ask.id.is_empty() {
