@@ -355,3 +355,13 @@ pub struct JobKilled {
 /// `session.context`'s result: the compaction row's token meter, or without that row
 /// `{tokens, window}` from the session's latest answered request.
 pub type ContextMeter = serde_json::Value;
+
+/// The payload of `session.rewind`: revert the workspace to how it was before turn `turn`
+/// (absent: undo the last turn with changes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindRequest {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+}

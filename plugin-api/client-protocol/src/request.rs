@@ -105,6 +105,10 @@ methods! {
     "session.context" => SessionContext(SessionRef) -> ContextMeter;
     /// Stops one background job.
     "session.killJob" => SessionKillJob(JobRef) -> JobKilled;
+    /// Reverts the workspace changes of turn `turn` and of every later turn ("rewind to
+    /// here"), or of the last turn with changes when no turn is given, as `/rewind` and
+    /// `/undo` do; answers the command's outcome (a refusal names the conflicting files).
+    "session.rewind" => SessionRewind(RewindRequest) -> dsh_protocol::CommandOutcome;
     /// Follows a session on this connection (frames `session/update`, then live).
     "session.subscribe" => SessionSubscribe(SubscribeRequest) -> Done;
     "session.unsubscribe" => SessionUnsubscribe(SessionRef) -> Done;
@@ -168,6 +172,7 @@ impl ClientRequest {
             | Self::SessionSelectModel(SelectModel { session_id, .. })
             | Self::SessionSetPermission(SetPermission { session_id, .. })
             | Self::SessionKillJob(JobRef { session_id, .. })
+            | Self::SessionRewind(RewindRequest { session_id, .. })
             | Self::SessionSubscribe(SubscribeRequest { session_id, .. })
             | Self::FilesComplete(CompleteFiles { session_id, .. }) => Some(session_id),
             Self::SessionTrajectory(SessionRef { session_id })

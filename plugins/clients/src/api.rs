@@ -149,6 +149,7 @@ impl Api {
             }
             ClientRequest::SessionContext(request) => to_value(self.context(request).await?),
             ClientRequest::SessionKillJob(request) => to_value(self.kill_job(request)?),
+            ClientRequest::SessionRewind(request) => to_value(self.rewind(request).await?),
             ClientRequest::SessionSubscribe(request) => {
                 self.subscribe(outbox, &request.session_id, request.after_seq)
                     .await;

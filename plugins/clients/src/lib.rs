@@ -22,6 +22,7 @@ mod live;
 mod manage;
 mod models;
 mod questions;
+mod rewind;
 mod sessions;
 mod settings;
 mod store_follow;
