@@ -49,16 +49,23 @@ pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String
     ))
 }
 
-/// Bubblewrap, which the sandbox confines commands with; a warning when it cannot be had
-/// (commands outside danger-full-access are then refused, and say so).
-/// `npm ci` in `dir` (from its lock file) unless what it installs is `installed` already.
+/// `npm ci` in `dir` (from its lock file) unless what it installs is `installed` already. Where
+/// `npm ci` refuses the lock file, `npm install` from it: a lock written where some platforms'
+/// optional packages could not be resolved (a registry that does not carry them) lacks their
+/// entries, which `npm ci` takes for a lock out of step with `package.json` and `npm install`
+/// does not (it still installs the locked versions).
 pub(crate) fn npm_ci_where_missing(dir: &Path, installed: bool) -> Result<(), String> {
     if installed {
         return Ok(());
     }
-    run(dir, "npm", &["ci", "--no-audit", "--no-fund"])
+    run(dir, "npm", &["ci", "--no-audit", "--no-fund"]).or_else(|ci| {
+        run(dir, "npm", &["install", "--no-audit", "--no-fund"])
+            .map_err(|install| format!("{ci}; then {install}"))
+    })
 }
 
+/// Bubblewrap, which the sandbox confines commands with; a warning when it cannot be had
+/// (commands outside danger-full-access are then refused, and say so).
 pub(crate) fn ensure_bubblewrap() {
     if let Err(reason) = ensure("/usr/bin/bwrap", "bubblewrap") {
         eprintln!("xtask: warning: {reason}; the sandbox will refuse shell commands");
