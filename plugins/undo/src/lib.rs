@@ -46,6 +46,8 @@ mod recorder;
 mod revert;
 mod scan;
 mod store;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;

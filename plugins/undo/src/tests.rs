@@ -1,0 +1,109 @@
+//! The recorder and the revert on a scratch workspace, without a host.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::events::ChangeEvent;
+use crate::recorder::{Limits, Recorder};
+use crate::revert::{Refusal, revert};
+use crate::store::Store;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("undo-unit-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("work")).unwrap();
+    dir
+}
+
+fn recorder(dir: &Path) -> Recorder {
+    Recorder::new(
+        Store::new(dir.join("store")),
+        Limits {
+            exclude: Vec::new(),
+            max_file_bytes: 1 << 20,
+            max_entries: 10_000,
+        },
+    )
+}
+
+/// Runs `change` as one recorded call in `work`: its event.
+fn call(recorder: &Recorder, work: &Path, turn: u64, change: impl FnOnce()) -> ChangeEvent {
+    let recording = recorder.begin(work).unwrap();
+    change();
+    ChangeEvent {
+        turn,
+        call_id: format!("call-{turn}"),
+        tool: "bash".to_owned(),
+        root: work.display().to_string(),
+        changes: recorder.end(recording).unwrap(),
+        unrecorded: None,
+    }
+}
+
+#[test]
+fn changes_are_recorded_and_reverted_exactly() {
+    let dir = scratch("exact");
+    let work = dir.join("work");
+    fs::write(work.join("a"), "a0").unwrap();
+    fs::create_dir_all(work.join("d/e")).unwrap();
+    fs::write(work.join("d/e/f"), "f0").unwrap();
+    fs::create_dir_all(work.join(".git")).unwrap();
+    let recorder = recorder(&dir);
+    // A person's edit before the call is no change of the call's.
+    let first = call(&recorder, &work, 1, || {
+        fs::write(work.join("a"), "a1").unwrap();
+        fs::remove_dir_all(work.join("d")).unwrap();
+        fs::create_dir_all(work.join("n/m")).unwrap();
+        fs::write(work.join("n/m/x"), "x").unwrap();
+        fs::write(work.join(".git/HEAD"), "h").unwrap();
+    });
+    let paths: Vec<&str> = first.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["a", "d", "d/e", "d/e/f", "n", "n/m", "n/m/x"]);
+    fs::write(work.join("later-by-a-person"), "p").unwrap();
+    let second = call(&recorder, &work, 2, || {
+        fs::write(work.join("a"), "a2").unwrap();
+    });
+    assert_eq!(second.changes.len(), 1, "{:?}", second.changes);
+    let put_back = revert(&[&first, &second], &recorder.store, 1 << 20).unwrap();
+    assert_eq!(put_back.len(), 7, "{put_back:?}");
+    assert_eq!(fs::read_to_string(work.join("a")).unwrap(), "a0");
+    assert_eq!(fs::read_to_string(work.join("d/e/f")).unwrap(), "f0");
+    assert!(!work.join("n").exists());
+    assert!(work.join("later-by-a-person").exists());
+    assert_eq!(fs::read_to_string(work.join(".git/HEAD")).unwrap(), "h");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn conflicts_and_missing_snapshots_refuse_before_touching_anything() {
+    let dir = scratch("refuse");
+    let work = dir.join("work");
+    fs::write(work.join("a"), "a0").unwrap();
+    fs::write(work.join("b"), "b0").unwrap();
+    let recorder = recorder(&dir);
+    let event = call(&recorder, &work, 1, || {
+        fs::write(work.join("a"), "a1").unwrap();
+        fs::write(work.join("b"), "b1").unwrap();
+    });
+    fs::write(work.join("b"), "someone").unwrap();
+    let refused = revert(&[&event], &recorder.store, 1 << 20).unwrap_err();
+    assert!(
+        matches!(&refused, Refusal::Conflict(paths) if paths == "b"),
+        "{refused}"
+    );
+    assert_eq!(fs::read_to_string(work.join("a")).unwrap(), "a1");
+    fs::write(work.join("b"), "b1").unwrap();
+    let object = recorder
+        .store
+        .path_of(&crate::store::digest(b"a0"))
+        .unwrap();
+    fs::remove_file(object).unwrap();
+    let refused = revert(&[&event], &recorder.store, 1 << 20).unwrap_err();
+    assert!(
+        matches!(&refused, Refusal::Missing(paths) if paths == "a"),
+        "{refused}"
+    );
+    assert_eq!(fs::read_to_string(work.join("b")).unwrap(), "b1");
+    let _ = fs::remove_dir_all(dir);
+}
