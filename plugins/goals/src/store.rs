@@ -1,0 +1,428 @@
+//! The goals of this host's sessions: each session's fold of its log, caught up on every read,
+//! and the process-local activation (armed: the round driver may go on by itself). A mutation is
+//! checked against the fold, logged as `goal/change`, and read back from the log, so the state
+//! is never ahead of what the log says; `goal/changed` follows it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use dsh_goals_seam::{GOAL_CHANGED, GoalNotice};
+use dsh_plugin_api::prelude::*;
+use dsh_plugin_api::{Channel, EmitEvent, LogLevel, lock};
+use dsh_protocol::{
+    GOAL_CHANGE_VERSION, GoalActivation, GoalBlockReason, GoalChangeEvent, GoalChanged,
+    GoalOperation, GoalPhase, GoalRef, GoalSnapshot, GoalView, UserMessageEvent, kinds,
+};
+use dsh_sessions_seam::{SESSIONS_SERVICE, SessionBox, SessionExt, SessionsService, open_live};
+
+use crate::error::GoalError;
+use crate::fold::{GoalFold, round_source};
+
+/// The most goal rounds a goal may have (and the default).
+pub(crate) const MAX_GOAL_ROUNDS: u64 = 256;
+
+struct Cache {
+    fold: GoalFold,
+    /// Events of the log folded so far.
+    observed: u64,
+    activation: GoalActivation,
+}
+
+/// A mutation of the current goal, as the service's callers ask for it.
+#[derive(Debug, Clone)]
+pub(crate) enum Mutation {
+    Create {
+        objective: String,
+        max_goal_rounds: Option<u64>,
+    },
+    Edit {
+        reference: GoalRef,
+        objective: Option<String>,
+        max_goal_rounds: Option<u64>,
+    },
+    Pause(GoalRef),
+    Resume(GoalRef),
+    Complete(GoalRef),
+    Block(GoalRef, GoalBlockReason),
+    Clear(GoalRef),
+}
+
+pub(crate) struct Store {
+    ctx: Context,
+    caches: Mutex<HashMap<String, Cache>>,
+    changed: Option<Channel<EmitEvent<GoalNotice>>>,
+}
+
+impl Store {
+    pub(crate) fn new(ctx: Context) -> Self {
+        Self {
+            changed: ctx.channel(&GOAL_CHANGED).ok(),
+            ctx,
+            caches: Mutex::default(),
+        }
+    }
+
+    /// The current goal of live session `session`.
+    pub(crate) fn get(&self, session: &str) -> Result<Option<GoalView>, GoalError> {
+        let live = self.live(session)?;
+        Ok(self.read(&live))
+    }
+
+    /// The current goal of `session`, live or stored (a stored one is read without arming).
+    pub(crate) async fn get_any(&self, session: &str) -> Result<Option<GoalView>, GoalError> {
+        if let Ok(live) = open_live(&self.ctx, session) {
+            return Ok(self.read(&live));
+        }
+        let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
+            return Err(GoalError::NotLive("no `sessions` service".to_owned()));
+        };
+        let opened = sessions
+            .open(RString::from(session))
+            .await
+            .into_result()
+            .map_err(|error| GoalError::NotLive(format!("session `{session}`: {error}")))?;
+        Ok(self.read(&opened))
+    }
+
+    fn read(&self, session: &SessionBox) -> Option<GoalView> {
+        let mut caches = lock(&self.caches);
+        let cache = self.caught_up(&mut caches, session);
+        view(cache)
+    }
+
+    /// Forgets what this process knew of `session`: its next read folds the log anew, disarmed
+    /// (a session that starts again does not go on by itself).
+    pub(crate) fn forget(&self, session: &str) {
+        lock(&self.caches).remove(session);
+    }
+
+    /// Takes away this process's leave to go on with `session`'s goal, keeping its phase.
+    pub(crate) fn disarm(&self, session: &str) {
+        if let Some(cache) = lock(&self.caches).get_mut(session) {
+            cache.activation = GoalActivation::Disarmed;
+        }
+    }
+
+    fn live(&self, session: &str) -> Result<SessionBox, GoalError> {
+        open_live(&self.ctx, session)
+            .map_err(|error| GoalError::NotLive(format!("session `{session}`: {error}")))
+    }
+
+    fn caught_up<'a>(
+        &self,
+        caches: &'a mut HashMap<String, Cache>,
+        session: &SessionBox,
+    ) -> &'a mut Cache {
+        let id = session.id().into_string();
+        let count = session.event_count();
+        let cache = caches.entry(id.clone()).or_insert_with(|| Cache {
+            fold: GoalFold::default(),
+            observed: 0,
+            activation: GoalActivation::Disarmed,
+        });
+        // A shorter log under the same id is another log: fold it anew.
+        if count < cache.observed {
+            cache.fold = GoalFold::default();
+            cache.observed = 0;
+        }
+        if count > cache.observed {
+            for record in session.events(cache.observed, count).iter() {
+                let folded = match record.kind.as_str() {
+                    kinds::GOAL_CHANGE => match record.decode::<GoalChangeEvent>() {
+                        Some(Ok(change)) => cache.fold.apply_change(&change),
+                        Some(Err(error)) => Err(error.to_string()),
+                        None => Ok(()),
+                    },
+                    kinds::USER_MESSAGE => match record.decode::<UserMessageEvent>() {
+                        Some(Ok(UserMessageEvent(message))) => round_source(&message)
+                            .map_or(Ok(()), |source| cache.fold.apply_round(&source)),
+                        _ => Ok(()),
+                    },
+                    _ => Ok(()),
+                };
+                if let Err(why) = folded {
+                    self.ctx.log(
+                        LogLevel::Warn,
+                        &format!("goals: `{id}` event {} skipped: {why}", record.seq),
+                    );
+                }
+            }
+            cache.observed = count;
+        }
+        cache
+    }
+
+    /// Applies `mutation` to live session `session`: checked, logged, read back. Answers the
+    /// goal after it (none after a clear).
+    pub(crate) fn mutate(
+        &self,
+        session: &str,
+        mutation: Mutation,
+    ) -> Result<Option<GoalView>, GoalError> {
+        let live = self.live(session)?;
+        let (changed, after) = {
+            let mut caches = lock(&self.caches);
+            let cache = self.caught_up(&mut caches, &live);
+            let (change, activation) = plan(cache, mutation, crate::now_ms())?;
+            // The fold is the judge: a change it would refuse is never logged.
+            cache
+                .fold
+                .clone()
+                .apply_change(&change)
+                .map_err(GoalError::Transition)?;
+            live.log(&change)
+                .map_err(|error| GoalError::Log(error.to_string()))?;
+            let cache = self.caught_up(&mut caches, &live);
+            cache.activation = activation;
+            let after = view(cache);
+            let reference = match (&change.goal, &change.cleared) {
+                (Some(goal), _) => GoalRef {
+                    id: goal.id.clone(),
+                    revision: goal.revision,
+                },
+                (None, Some(cleared)) => cleared.clone(),
+                (None, None) => GoalRef {
+                    id: String::new(),
+                    revision: 0,
+                },
+            };
+            let changed = GoalChanged {
+                operation: change.operation,
+                reference,
+                goal: after.clone(),
+            };
+            (changed, after)
+        };
+        if let Some(channel) = &self.changed {
+            let notice = GoalNotice {
+                session: RString::from(session),
+                change: Json::encode(&changed),
+            };
+            if let Err(error) = channel.emit(&notice) {
+                self.ctx
+                    .log(LogLevel::Warn, &format!("goals: goal/changed: {error}"));
+            }
+        }
+        Ok(after)
+    }
+}
+
+fn view(cache: &Cache) -> Option<GoalView> {
+    let goal = cache.fold.goal.clone()?;
+    Some(GoalView {
+        goal,
+        rounds_started: cache.fold.rounds_started,
+        created_at: cache.fold.created_at,
+        updated_at: cache.fold.updated_at,
+        activation: cache.activation,
+    })
+}
+
+fn objective(text: &str) -> Result<String, GoalError> {
+    match text.trim() {
+        "" => Err(GoalError::Objective(
+            "the objective must be a non-empty text".to_owned(),
+        )),
+        trimmed => Ok(trimmed.to_owned()),
+    }
+}
+
+fn max_rounds(rounds: u64) -> Result<u64, GoalError> {
+    match rounds {
+        1..=MAX_GOAL_ROUNDS => Ok(rounds),
+        _ => Err(GoalError::MaxRounds(format!(
+            "max_goal_rounds must be between 1 and {MAX_GOAL_ROUNDS}, not {rounds}"
+        ))),
+    }
+}
+
+fn current<'a>(cache: &'a Cache, reference: &GoalRef) -> Result<&'a GoalSnapshot, GoalError> {
+    let goal = cache.fold.goal.as_ref().ok_or_else(|| {
+        GoalError::NotFound(format!(
+            "goal `{}` is not this session's goal: the session has no goal",
+            reference.id
+        ))
+    })?;
+    if goal.id != reference.id {
+        return Err(GoalError::NotFound(format!(
+            "goal `{}` is not this session's goal; the current goal is `{}` revision {}",
+            reference.id, goal.id, goal.revision
+        )));
+    }
+    if goal.revision != reference.revision {
+        return Err(GoalError::Stale(format!(
+            "goal `{}` revision {} is stale; the current revision is {} (call get_goal again)",
+            reference.id, reference.revision, goal.revision
+        )));
+    }
+    Ok(goal)
+}
+
+fn transition_error(goal: &GoalSnapshot, verb: &str, expected: &str) -> GoalError {
+    GoalError::Transition(format!(
+        "cannot {verb} goal `{}` from phase {}; expected {expected}",
+        goal.id,
+        goal.phase.as_str()
+    ))
+}
+
+/// The change `mutation` makes of `cache`'s state, and the activation after it.
+fn plan(
+    cache: &Cache,
+    mutation: Mutation,
+    now: i64,
+) -> Result<(GoalChangeEvent, GoalActivation), GoalError> {
+    use GoalActivation::{Armed, Disarmed};
+    let fold = &cache.fold;
+    let snapshot = |operation, goal: GoalSnapshot, rounds, created| GoalChangeEvent {
+        version: GOAL_CHANGE_VERSION,
+        operation,
+        goal: Some(goal),
+        rounds_started: Some(rounds),
+        created_at: Some(created),
+        updated_at: Some(now.max(fold.updated_at)),
+        cleared: None,
+        cleared_at: None,
+    };
+    let with_phase = |goal: &GoalSnapshot, phase, reason| GoalSnapshot {
+        revision: goal.revision + 1,
+        phase,
+        blocked_reason: reason,
+        ..goal.clone()
+    };
+    let step = |operation, goal| snapshot(operation, goal, fold.rounds_started, fold.created_at);
+    Ok(match mutation {
+        Mutation::Create {
+            objective: text,
+            max_goal_rounds,
+        } => {
+            let objective = objective(&text)?;
+            let max_goal_rounds = max_rounds(max_goal_rounds.unwrap_or(MAX_GOAL_ROUNDS))?;
+            if let Some(goal) = fold
+                .goal
+                .as_ref()
+                .filter(|goal| goal.phase != GoalPhase::Complete)
+            {
+                return Err(GoalError::AlreadyExists(format!(
+                    "goal `{}` is already {}: edit it, or clear it before creating another",
+                    goal.id,
+                    goal.phase.as_str()
+                )));
+            }
+            let goal = GoalSnapshot {
+                id: format!("goal-{}", dsh_protocol::fresh_uuid()),
+                revision: 1,
+                objective,
+                phase: GoalPhase::Active,
+                blocked_reason: None,
+                max_goal_rounds,
+            };
+            (snapshot(GoalOperation::Create, goal, 0, now), Armed)
+        }
+        Mutation::Edit {
+            reference,
+            objective: text,
+            max_goal_rounds,
+        } => {
+            let goal = current(cache, &reference)?;
+            if text.is_none() && max_goal_rounds.is_none() {
+                return Err(GoalError::Edit(
+                    "an edit needs an objective, max_goal_rounds or both".to_owned(),
+                ));
+            }
+            let next = GoalSnapshot {
+                revision: goal.revision + 1,
+                objective: text
+                    .as_deref()
+                    .map(objective)
+                    .transpose()?
+                    .unwrap_or(goal.objective.clone()),
+                max_goal_rounds: max_goal_rounds
+                    .map(max_rounds)
+                    .transpose()?
+                    .unwrap_or(goal.max_goal_rounds),
+                ..goal.clone()
+            };
+            (step(GoalOperation::Edit, next), cache.activation)
+        }
+        Mutation::Pause(reference) => {
+            let goal = current(cache, &reference)?;
+            if goal.phase != GoalPhase::Active {
+                return Err(transition_error(goal, "pause", "active"));
+            }
+            let next = with_phase(goal, GoalPhase::Paused, None);
+            (step(GoalOperation::Pause, next), Disarmed)
+        }
+        Mutation::Resume(reference) => {
+            let goal = current(cache, &reference)?;
+            if goal.phase == GoalPhase::Complete {
+                return Err(transition_error(
+                    goal,
+                    "resume",
+                    "active, paused or blocked",
+                ));
+            }
+            if goal.phase == GoalPhase::Active && cache.activation == Armed {
+                return Err(GoalError::Transition(format!(
+                    "goal `{}` is already active and armed",
+                    goal.id
+                )));
+            }
+            if fold.rounds_started >= goal.max_goal_rounds {
+                return Err(GoalError::Transition(format!(
+                    "goal `{}` used all {} of its rounds; raise max_goal_rounds before resuming",
+                    goal.id, goal.max_goal_rounds
+                )));
+            }
+            let next = with_phase(goal, GoalPhase::Active, None);
+            (step(GoalOperation::Resume, next), Armed)
+        }
+        Mutation::Complete(reference) => {
+            let goal = current(cache, &reference)?;
+            if goal.phase == GoalPhase::Complete {
+                return Err(transition_error(
+                    goal,
+                    "complete",
+                    "active, paused or blocked",
+                ));
+            }
+            let next = with_phase(goal, GoalPhase::Complete, None);
+            (step(GoalOperation::Complete, next), Disarmed)
+        }
+        Mutation::Block(reference, reason) => {
+            let goal = current(cache, &reference)?;
+            if goal.phase != GoalPhase::Active {
+                return Err(transition_error(goal, "block", "active"));
+            }
+            let message = reason.message.trim().to_owned();
+            if message.is_empty() {
+                return Err(GoalError::BlockReason(
+                    "a blocked goal needs a reason".to_owned(),
+                ));
+            }
+            let reason = GoalBlockReason {
+                code: reason.code,
+                message,
+            };
+            let next = with_phase(goal, GoalPhase::Blocked, Some(reason));
+            (step(GoalOperation::Block, next), Disarmed)
+        }
+        Mutation::Clear(reference) => {
+            let goal = current(cache, &reference)?;
+            let change = GoalChangeEvent {
+                version: GOAL_CHANGE_VERSION,
+                operation: GoalOperation::Clear,
+                goal: None,
+                rounds_started: None,
+                created_at: None,
+                updated_at: None,
+                cleared: Some(GoalRef {
+                    id: goal.id.clone(),
+                    revision: goal.revision + 1,
+                }),
+                cleared_at: Some(now.max(fold.updated_at)),
+            };
+            (change, Disarmed)
+        }
+    })
+}
