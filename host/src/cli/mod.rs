@@ -52,11 +52,13 @@ Commands (recognised only as the first argument; `dsh-host help COMMAND` for its
              dsh-host check (--config FILE | --profile NAME) [--patch FILE].. [--json]
   status   Print the fiber table (and client socket) of the running hosts of this $DSH_HOME
              dsh-host status [--json]
-  session  Inspect the stored session logs (read-only)
+  session  Inspect the stored session logs; export and import one as an archive
              session list [--cwd DIR] [--json]   id, cwd, created, turns, title
              session show ID|FILE [--json]       header, events by type, turns, token usage
              session derive ID|FILE              the model history, one JSON message per line
              session check ID|FILE               exit 0 sound, 1 corrupt (seq, type, rule)
+             session export ID [--output FILE]   the session, its subagents, its images: .tar.zst
+             session import FILE [--new-ids]     checked whole, then loaded (nothing on refusal)
   schema   Print the client protocol's JSON Schema: every method's params and result, the
              frames, the error codes, the protocol version and features
   help     Print this text, or a command's: dsh-host help COMMAND
@@ -152,7 +154,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Inspect session logs (read-only).
+    /// Inspect session logs; export and import them.
     Session {
         #[command(subcommand)]
         command: session::SessionCommand,

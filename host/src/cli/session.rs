@@ -1,7 +1,11 @@
-//! `dsh-host session ...`: read-only inspection of session logs, stored under
-//! `$DSH_HOME/sessions` or anywhere on disk (a `session.jsonl` or `session.jsonl.zstd` path).
-//! These commands never write: a torn tail or an open turn is repaired in memory only and
-//! reported as what a load would do.
+//! `dsh-host session ...`: inspection of session logs, stored under `$DSH_HOME/sessions` or
+//! anywhere on disk (a `session.jsonl` or `session.jsonl.zstd` path), and their export and
+//! import as one archive (`dsh-session-archive`). The inspecting commands never write: a torn
+//! tail or an open turn is repaired in memory only and reported as what a load would do.
+//! `export` writes only its archive file; `import` writes into the stores only once the whole
+//! archive checked.
+
+mod archive;
 
 use dsh_protocol::{SessionTitleEvent, kinds};
 use std::io::Write;
@@ -42,6 +46,29 @@ pub enum SessionCommand {
     /// Validates format, seq contiguity, surface rules and turn bracketing: exit 0 when sound,
     /// 1 with the exact problem.
     Check { target: String },
+    /// Writes one archive with the session, its subagents' sessions, the attachments they
+    /// refer to and a manifest.
+    Export {
+        /// The session's id.
+        id: String,
+        /// The archive to write (`-`: standard output); default
+        /// `dsh-session-<ID>.tar.zst` in the current directory.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Checks an archive whole and loads its sessions and attachments; a session id that
+    /// already exists is refused unless `--new-ids`.
+    Import {
+        file: PathBuf,
+        /// Import a copy: every session of the archive under a fresh id (the links between
+        /// them follow).
+        #[arg(long)]
+        new_ids: bool,
+        /// Write the logs as `zstd` or `none` (plain JSONL); default: what the sessions root
+        /// already holds, zstd for an empty one.
+        #[arg(long, value_name = "zstd|none")]
+        compression: Option<String>,
+    },
 }
 
 /// Why a session command failed: `error: ...` on stderr and exit 1, or `corrupt: ...` on stdout
@@ -72,6 +99,16 @@ enum SessionCliError {
     Append(#[from] AppendError),
     #[error(transparent)]
     Encode(#[from] serde_json::Error),
+    #[error(transparent)]
+    Archive(#[from] dsh_session_archive::ArchiveError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--compression is `zstd` or `none`, not `{0}`")]
+    Compression(String),
 }
 
 fn sessions_root(home: &Path) -> PathBuf {
@@ -129,6 +166,12 @@ pub fn run(home: &Path, command: SessionCommand) -> i32 {
         SessionCommand::Show { target, json } => show(home, &target, json),
         SessionCommand::Derive { target } => derive(home, &target),
         SessionCommand::Check { target } => return check(home, &target),
+        SessionCommand::Export { id, output } => archive::export(home, &id, output),
+        SessionCommand::Import {
+            file,
+            new_ids,
+            compression,
+        } => archive::import(home, &file, new_ids, compression.as_deref()),
     };
     match result {
         Ok(()) => 0,
