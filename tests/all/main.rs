@@ -49,6 +49,7 @@ mod subagent_tree;
 mod subagents;
 mod tools;
 mod tui;
+mod undo;
 mod waterfall;
 mod web;
 mod web_chat;
