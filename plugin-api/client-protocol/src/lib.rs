@@ -13,6 +13,7 @@
 mod chat;
 mod envelope;
 mod frames;
+mod goals;
 mod handshake;
 mod payloads;
 mod request;
@@ -27,6 +28,7 @@ pub use envelope::{
     ClientRequestTag, RpcError, RpcErrorCode, RpcRequest, RpcResponse, RpcResult, ServerResponseTag,
 };
 pub use frames::{ClientFrame, ServerFrame};
+pub use goals::{GoalCreate, GoalEdit, GoalState, GoalTarget};
 pub use handshake::{
     ClientInfo, HOST_FEATURES, Initialize, Initialized, PROTOCOL_VERSION, SubscribeRequest,
 };

@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::goals::{GoalCreate, GoalEdit, GoalState, GoalTarget};
 use crate::handshake::{Initialize, Initialized, SubscribeRequest};
 use crate::payloads::*;
 use crate::{ChatItem, SessionHistory, Trajectory};
@@ -124,6 +125,16 @@ methods! {
     /// Whether the host's project is trusted (its hooks, MCP servers and settings apply).
     "project.describe" => ProjectDescribe(NoParams) -> dsh_protocol::ProjectTrust;
     "project.trust" => ProjectTrust(NoParams) -> dsh_protocol::ProjectTrust;
+    /// A session's goal (`null` when it has none).
+    "goal.get" => GoalGet(SessionRef) -> GoalState;
+    /// Sets a session's goal (a completed one is replaced); the agent starts towards it.
+    "goal.create" => GoalCreate(GoalCreate) -> GoalState;
+    "goal.edit" => GoalEdit(GoalEdit) -> GoalState;
+    /// Stops the agent going on towards the goal by itself.
+    "goal.pause" => GoalPause(GoalTarget) -> GoalState;
+    "goal.resume" => GoalResume(GoalTarget) -> GoalState;
+    "goal.complete" => GoalComplete(GoalTarget) -> GoalState;
+    "goal.clear" => GoalClear(GoalTarget) -> GoalState;
     /// A person's answer to an approval; the first answer of any client wins.
     "approval.respond" => ApprovalRespond(ApprovalAnswer) -> AnswerReceipt;
     /// A person's answers to a question; the first answer of any client wins.
@@ -182,6 +193,13 @@ impl ClientRequest {
             | Self::SessionContext(SessionRef { session_id })
             | Self::SessionUnsubscribe(SessionRef { session_id }) => Some(session_id),
             Self::SessionModels(ModelsRequest { session_id }) => session_id.as_deref(),
+            Self::GoalGet(SessionRef { session_id })
+            | Self::GoalCreate(GoalCreate { session_id, .. })
+            | Self::GoalEdit(GoalEdit { session_id, .. })
+            | Self::GoalPause(GoalTarget { session_id, .. })
+            | Self::GoalResume(GoalTarget { session_id, .. })
+            | Self::GoalComplete(GoalTarget { session_id, .. })
+            | Self::GoalClear(GoalTarget { session_id, .. }) => Some(session_id),
             _ => None,
         }
     }

@@ -184,6 +184,13 @@ impl Api {
             ClientRequest::ProjectDescribe(_) => to_value(self.describe_trust(caller)?),
             ClientRequest::ProjectTrust(_) => to_value(self.trust_project(caller).await?),
             ClientRequest::ApprovalRespond(answer) => to_value(self.respond(answer).await?),
+            request @ (ClientRequest::GoalGet(_)
+            | ClientRequest::GoalCreate(_)
+            | ClientRequest::GoalEdit(_)
+            | ClientRequest::GoalPause(_)
+            | ClientRequest::GoalResume(_)
+            | ClientRequest::GoalComplete(_)
+            | ClientRequest::GoalClear(_)) => to_value(self.goal(request).await?),
             ClientRequest::QuestionRespond(answer) => to_value(
                 self.questions
                     .answer(answer)

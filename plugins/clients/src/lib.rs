@@ -17,6 +17,7 @@ mod demo;
 mod files;
 mod fold;
 mod fold_cache;
+mod goals;
 mod jobs;
 mod live;
 mod manage;
@@ -87,6 +88,7 @@ impl Plugin for ClientsPlugin {
         dsh_trust_seam::TRUST_SERVICE,
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_jobs_seam::JOBS_SERVICE,
+        dsh_goals_seam::GOALS_SERVICE,
         dsh_plugin_api::io::control::HOST_SERVICE,
     ];
     type Config = ClientsConfig;
@@ -263,6 +265,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
         })?;
     }
     crate::jobs::follow(ctx, hub)?;
+    crate::goals::follow(ctx, hub)?;
     let status = hub.clone();
     ctx.on_emit(&AGENT_STATUS, move |notice| {
         if let Ok(AgentNoticeData::Status { status: state }) = notice.data.decode() {

@@ -1,0 +1,203 @@
+//! Plan mode through the real `dsh-host` (web profile, the scripted fake DeepSeek): `/plan`
+//! puts the session in plan mode, the model's write and writing command are refused with a
+//! result that says it is planning, its `exit_plan_mode` plan comes to the page as an approval
+//! card carrying the plan; approved, plan mode ends and the same write runs; kept planning
+//! with a note, the note reaches the model, which presents another plan.
+
+use dsh_tests::TestDir;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::sessions::{PLAIN_STORE, read_log, session_logs};
+use dsh_tests::web::{Web, WebHost, turn_ended, undecided_card};
+use serde_json::{Value, json};
+
+const PLAN: &str = "# Add a.txt\n\n1. Write `a.txt` with `hello`.\n2. Check it reads back.";
+
+/// The web profile against `server`, working in `dir/work`, its logs stored as plain JSONL.
+fn start_in_workspace(server: &FakeDeepSeek, dir: &TestDir) -> Web {
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n{PLAIN_STORE}",
+        server.url()
+    );
+    Web::from(WebHost::start(
+        dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ))
+}
+
+fn plan_call(plan: &str) -> String {
+    json!({ "plan": plan }).to_string()
+}
+
+fn write_call() -> String {
+    json!({"file_path": "a.txt", "content": "hello\n"}).to_string()
+}
+
+/// Waits for the plan review card (an undecided approval of `exit_plan_mode`).
+fn review_card(socket: &mut dsh_tests::http::Socket) -> Value {
+    let frames = socket.until(300, |frame| {
+        undecided_card(std::slice::from_ref(frame), "approval").is_some()
+    });
+    let card = undecided_card(&frames, "approval").unwrap();
+    assert_eq!(card["toolName"], "exit_plan_mode", "{card}");
+    card
+}
+
+fn system_prompt(server: &FakeDeepSeek, request: usize) -> String {
+    server.requests()[request].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn planning(web: &Web, session: &str) {
+    let accepted = web.prompt(session, "/plan");
+    assert_eq!(accepted["command"]["kind"], "success", "{accepted}");
+    assert!(
+        accepted["command"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Plan mode on"),
+        "{accepted}"
+    );
+}
+
+#[test]
+fn plan_mode_refuses_writes_and_an_approved_plan_is_carried_out() {
+    let dir = TestDir::new("plan-mode-approved");
+    let writing_command = json!({"command": "echo x > b.txt", "description": "write b"});
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[
+            ("call_w", "write", &write_call()),
+            ("call_b", "bash", &writing_command.to_string()),
+        ]),
+        Reply::tool_calls(&[("call_p", "exit_plan_mode", &plan_call(PLAN))]),
+        Reply::tool_calls(&[("call_w2", "write", &write_call())]),
+        Reply::text("done"),
+    ]);
+    let mut web = start_in_workspace(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    planning(&web, &session);
+    web.prompt(&session, "add a.txt");
+    let card = review_card(&mut socket);
+    assert_eq!(card["reason"], PLAN, "the card carries the plan: {card}");
+    // Nothing was written while planning, and the model was told why.
+    assert!(!dir.join("work/a.txt").exists());
+    assert!(!dir.join("work/b.txt").exists());
+    let refused = server.requests()[1].tool_texts();
+    assert!(
+        refused[0].contains("plan mode: `write` is not run")
+            && refused[0].contains("exit_plan_mode"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[1].contains("plan mode: this command is not run")
+            && refused[1].contains("an output redirect"),
+        "{refused:?}"
+    );
+    assert!(system_prompt(&server, 0).contains("# Plan mode"));
+    let receipt = web.call(
+        "approval.respond",
+        &json!({"approvalId": card["id"], "outcome": "allowed-once"}),
+    );
+    assert_eq!(receipt["accepted"], true, "{receipt}");
+    socket.until(300, turn_ended);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/a.txt")).ok().as_deref(),
+        Some("hello\n"),
+        "{:?}",
+        server.last_tool_texts()
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let approved = requests[2].tool_texts();
+    assert!(
+        approved
+            .last()
+            .is_some_and(|text| text.starts_with("The person approved the plan")),
+        "{approved:?}"
+    );
+    assert!(
+        !system_prompt(&server, 2).contains("# Plan mode"),
+        "the policy left the prompt with plan mode"
+    );
+    // The log keeps both changes of mode.
+    let modes = plan_modes(&dir, &session, 2);
+    assert_eq!(modes, [true, false], "{modes:?}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_plan_kept_with_a_note_is_planned_again() {
+    let dir = TestDir::new("plan-mode-kept");
+    let second = "# Add a.txt, tested\n\n1. Write `a.txt`.\n2. Cover the error path.";
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_p1", "exit_plan_mode", &plan_call(PLAN))]),
+        Reply::tool_calls(&[("call_p2", "exit_plan_mode", &plan_call(second))]),
+        Reply::text("still planning"),
+    ]);
+    let mut web = start_in_workspace(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    planning(&web, &session);
+    web.prompt(&session, "add a.txt");
+    let first = review_card(&mut socket);
+    web.call(
+        "approval.respond",
+        &json!({"approvalId": first["id"], "outcome": "rejected", "note": "cover the error path"}),
+    );
+    let again = review_card(&mut socket);
+    assert_ne!(again["id"], first["id"]);
+    assert_eq!(again["reason"], second);
+    let kept = server.requests()[1].tool_texts();
+    assert!(
+        kept[0].contains("keep planning") && kept[0].ends_with("Their note: cover the error path"),
+        "{kept:?}"
+    );
+    // Kept again without a note: still planning, and the model is told to revise.
+    web.call(
+        "approval.respond",
+        &json!({"approvalId": again["id"], "outcome": "rejected"}),
+    );
+    socket.until(300, turn_ended);
+    let last = server.last_tool_texts();
+    assert!(
+        last[1].contains("revise the plan") && !last[1].contains("Their note"),
+        "{last:?}"
+    );
+    assert!(system_prompt(&server, 2).contains("# Plan mode"));
+    assert_eq!(plan_modes(&dir, &session, 1), [true]);
+    // The page's history keeps the note with the decision.
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    assert!(
+        history.to_string().contains("rejected"),
+        "the reviews read decided: {history}"
+    );
+    // `/plan off` leaves without a review.
+    let off = web.prompt(&session, "/plan off");
+    assert_eq!(off["command"]["kind"], "success", "{off}");
+    assert_eq!(plan_modes(&dir, &session, 2), [true, false]);
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+/// The `plan/mode` values of `session`'s log, in order, once there are `expected` of them (the
+/// log is flushed at the store's pace; waited for at most 10 s).
+fn plan_modes(dir: &TestDir, session: &str, expected: usize) -> Vec<bool> {
+    let mut modes = Vec::new();
+    for _ in 0..100 {
+        modes = session_logs(&dir.home().join("sessions"))
+            .iter()
+            .filter(|path| path.to_string_lossy().contains(session))
+            .flat_map(|path| read_log(path).1)
+            .filter(|event| event["type"] == "plan/mode")
+            .map(|event| event["data"]["active"].as_bool().unwrap_or_default())
+            .collect();
+        if modes.len() >= expected {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    modes
+}
