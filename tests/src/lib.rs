@@ -39,7 +39,7 @@ pub mod web;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -279,7 +279,8 @@ pub fn run_host_with_log(home: &Path, args: &[&str], envs: &[(&str, &str)], log:
     }
 }
 
-type Lines = Arc<(Mutex<Vec<String>>, Condvar)>;
+/// The lines read so far, a signal for each new one, and whether the stream has ended.
+type Lines = Arc<(Mutex<Vec<String>>, Condvar, AtomicBool)>;
 
 /// A running `dsh-host`, its output collected line by line.
 pub struct HostProcess {
@@ -290,17 +291,41 @@ pub struct HostProcess {
 }
 
 fn collect(stream: impl std::io::Read + Send + 'static) -> Lines {
-    let lines: Lines = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+    let lines: Lines = Arc::new((
+        Mutex::new(Vec::new()),
+        Condvar::new(),
+        AtomicBool::new(false),
+    ));
     let sink = lines.clone();
     std::thread::spawn(move || {
+        let (store, ready, ended) = &*sink;
         for line in BufReader::new(stream).lines() {
             let Ok(line) = line else { break };
-            let (store, ready) = &*sink;
             store.lock().unwrap().push(line);
             ready.notify_all();
         }
+        // Set under the lock so a waiter cannot miss the wake-up.
+        let _guard = store.lock().unwrap();
+        ended.store(true, Ordering::SeqCst);
+        ready.notify_all();
     });
     lines
+}
+
+/// Waits (at most `timeout`) until the stream has ended: after the process exits, what it
+/// wrote last may still be in the pipe. A grandchild holding the pipe open ends the wait at
+/// the timeout.
+fn wait_ended(lines: &Lines, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let (store, ready, ended) = &**lines;
+    let mut guard = store.lock().unwrap();
+    while !ended.load(Ordering::SeqCst) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        guard = ready.wait_timeout(guard, left).unwrap().0;
+    }
 }
 
 fn wait_line(
@@ -310,7 +335,7 @@ fn wait_line(
     matches: impl Fn(&str) -> bool,
 ) -> String {
     let deadline = Instant::now() + timeout;
-    let (store, ready) = &**lines;
+    let (store, ready, _) = &**lines;
     let mut guard = store.lock().unwrap();
     loop {
         if let Some(line) = guard.iter().find(|line| matches(line)) {
@@ -426,7 +451,8 @@ impl HostProcess {
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 // Let the reader threads drain the pipes.
-                std::thread::sleep(Duration::from_millis(50));
+                wait_ended(&self.stdout, Duration::from_secs(2));
+                wait_ended(&self.stderr, Duration::from_secs(2));
                 self.exit = Some(status.code());
                 return status.code();
             }
