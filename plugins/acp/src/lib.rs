@@ -14,13 +14,15 @@
 //!
 //! In editor mode a session's own `mcpServers` (stdio and HTTP) run for that session alone
 //! (`mcp`), and its `additionalDirectories` are writable roots of its calls besides its
-//! working directory (the sandbox's `sandbox_roots`). Not built: images and audio in prompts
-//! (no attachment store; refused with -32602), SSE MCP servers (refused with -32602), and the
-//! client's `fs/*` and `terminal/*` methods (the agent's own tools are used).
+//! working directory (the sandbox's `sandbox_roots`). Images in prompts are taken when an
+//! attachment store is mounted and the model takes them (`images`). Not built: audio in
+//! prompts and SSE MCP servers (refused with -32602), and the client's `fs/*` and
+//! `terminal/*` methods (the agent's own tools are used).
 
 mod args;
 mod editor;
 mod events;
+mod images;
 mod live;
 mod mcp;
 mod modes;
@@ -109,6 +111,7 @@ impl Plugin for AcpPlugin {
         dsh_commands_seam::COMMANDS_SERVICE,
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
+        dsh_attachments_seam::ATTACHMENTS_SERVICE,
         dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
         dsh_sandbox_seam::SANDBOX_ROOTS_SERVICE,
     ];

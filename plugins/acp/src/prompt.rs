@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use dsh_agents_seam::AgentsExt;
 use dsh_plugin_api::lock;
-use dsh_protocol::{ContentBlock as Block, Message, MessageSource, TurnEndReason, command_line};
+use dsh_protocol::{
+    ContentBlock as Block, ImageAttachment, Message, MessageSource, TurnEndReason, command_line,
+};
 use serde_json::value::RawValue;
 
 use crate::schema::{ContentBlock, PromptRequest, PromptResponse, StopReason};
@@ -26,7 +28,32 @@ enum Work {
 
 /// Reads, admits and queues a prompt; its answer is written when its work settles.
 pub(crate) fn start(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
-    match admit(server, raw) {
+    let request: PromptRequest = match params(raw) {
+        Ok(request) => request,
+        Err(error) => return server.wire.fail(Some(&id), &error),
+    };
+    if !crate::images::has_images(&request.prompt) {
+        return proceed(server, id, request, &[]);
+    }
+    // Images are stored first (on the store's blocking pool); the prompt is admitted and
+    // queued once they are, with them in their places.
+    let storing = server.clone();
+    let spawned = server.ctx.spawn(async move {
+        let stored = crate::images::store(&storing, &request.session_id, &request.prompt).await;
+        match stored {
+            Ok(images) => proceed(&storing, id, request, &images),
+            Err(error) => storing.wire.fail(Some(&id), &error),
+        }
+    });
+    if let Err(error) = spawned {
+        server
+            .wire
+            .fail(None, &RpcError::internal(format!("cannot run: {error}")));
+    }
+}
+
+fn proceed(server: &Arc<Server>, id: Id, request: PromptRequest, images: &[ImageAttachment]) {
+    match admit(server, request, images) {
         Ok((session, inflight, work)) => {
             let settling = server.clone();
             let spawned = server.ctx.spawn(async move {
@@ -54,9 +81,9 @@ pub(crate) fn start(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
 /// prompt in flight.
 fn admit(
     server: &Arc<Server>,
-    raw: Option<&RawValue>,
+    request: PromptRequest,
+    images: &[ImageAttachment],
 ) -> Result<(Arc<AcpSession>, Arc<Inflight>, Work), RpcError> {
-    let request: PromptRequest = params(raw)?;
     if server.is_closed() {
         return Err(RpcError::internal("the ACP agent is shutting down"));
     }
@@ -69,7 +96,7 @@ fn admit(
             "a prompt is already in flight for this session",
         ));
     }
-    let content = content(&request.prompt)?;
+    let content = content(&request.prompt, images)?;
     let inflight = Arc::new(Inflight {
         message_id: dsh_protocol::fresh_uuid(),
         ..Inflight::default()
@@ -90,10 +117,15 @@ fn admit(
 }
 
 /// The prompt's blocks as one user message's content: text and resource links joined into
-/// text, in order. Images, audio and embedded resources are refused, as the capabilities this
-/// agent advertised say.
-pub(crate) fn content(prompt: &[ContentBlock]) -> Result<Vec<Block>, RpcError> {
+/// text, in order, and the prompt's images (already stored: `images`, in order) between them.
+/// Audio and embedded resources are refused, as the capabilities this agent advertised say.
+pub(crate) fn content(
+    prompt: &[ContentBlock],
+    images: &[ImageAttachment],
+) -> Result<Vec<Block>, RpcError> {
     let mut text = String::new();
+    let mut out = Vec::new();
+    let mut stored = images.iter();
     for block in prompt {
         match block {
             ContentBlock::Text { text: part } => text.push_str(part),
@@ -106,9 +138,17 @@ pub(crate) fn content(prompt: &[ContentBlock]) -> Result<Vec<Block>, RpcError> {
                 ));
             }
             ContentBlock::Image { .. } => {
-                return Err(RpcError::invalid_params(
-                    "inline image prompts were not advertised by this connection",
-                ));
+                let Some(attachment) = stored.next() else {
+                    return Err(RpcError::invalid_params(
+                        "inline image prompts were not advertised by this connection",
+                    ));
+                };
+                if !text.is_empty() {
+                    out.push(Block::text(std::mem::take(&mut text)));
+                }
+                out.push(Block::Image {
+                    attachment: attachment.clone(),
+                });
             }
             ContentBlock::Audio {} => {
                 return Err(RpcError::invalid_params(
@@ -122,10 +162,15 @@ pub(crate) fn content(prompt: &[ContentBlock]) -> Result<Vec<Block>, RpcError> {
             }
         }
     }
-    if text.trim().is_empty() {
+    let has_image = !out.is_empty();
+    if !text.is_empty() {
+        out.push(Block::text(text));
+    }
+    let blank = |block: &Block| matches!(block, Block::Text { text } if text.trim().is_empty());
+    if !has_image && out.iter().all(blank) {
         return Err(RpcError::invalid_params("empty prompt"));
     }
-    Ok(vec![Block::text(text)])
+    Ok(out)
 }
 
 /// A string as JSON writes it.
@@ -197,7 +242,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            content(&blocks).unwrap(),
+            content(&blocks, &[]).unwrap(),
             vec![Block::text(
                 "read \n[resource_link name=\"a.rs\" uri=\"file:///a.rs\"]\n"
             )]
@@ -205,11 +250,11 @@ mod tests {
         let audio: Vec<ContentBlock> =
             serde_json::from_str(r#"[{"type":"audio","data":"AA==","mimeType":"audio/wav"}]"#)
                 .unwrap();
-        assert_eq!(content(&audio).unwrap_err().code, -32602);
+        assert_eq!(content(&audio, &[]).unwrap_err().code, -32602);
         let empty: Vec<ContentBlock> =
             serde_json::from_str(r#"[{"type":"text","text":"  "}]"#).unwrap();
         assert!(
-            content(&empty)
+            content(&empty, &[])
                 .unwrap_err()
                 .message
                 .contains("empty prompt")

@@ -279,7 +279,10 @@ pub(crate) struct PromptRequest {
 )]
 pub(crate) enum ContentBlock {
     Text { text: String },
-    Image {},
+    Image {
+        data: String,
+        mime_type: String,
+    },
     Audio {},
     ResourceLink { name: String, uri: String },
     Resource {},

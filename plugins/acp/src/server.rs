@@ -232,9 +232,9 @@ impl Server {
             },
             agent_capabilities: AgentCapabilities {
                 load_session: editor.then_some(true),
-                // No attachment store here: images are not advertised (nor taken).
+                // Images when a store is mounted and the model takes them.
                 prompt_capabilities: PromptCapabilities {
-                    image: false,
+                    image: crate::images::advertised(self),
                     audio: false,
                     embedded_context: false,
                 },

@@ -223,6 +223,8 @@ impl Api {
                 session_id: session_id.to_owned(),
                 reason: error.to_string(),
             });
+        } else if let Some(goal) = crate::goals::frame(&self.ctx, session_id).await {
+            let _ = outbox.push(&goal);
         }
     }
 

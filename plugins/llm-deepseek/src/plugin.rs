@@ -28,7 +28,8 @@ use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 use crate::live_catalog::{Discoverer, LiveCatalog};
 use crate::{
     AdapterConfig, AdapterSettings, BASE_URL_ENV, Budget, HeaderIds, ResponseStream, build_request,
-    check_api_key, map_http_error, stream_transport_failure, transport_failure,
+    build_request_with_images, check_api_key, map_http_error, stream_transport_failure,
+    transport_failure,
 };
 
 /// Row config: the adapter settings (`provider`, `baseURL`, `apiKeyEnv`, `models`, `compat`...).
@@ -108,7 +109,25 @@ impl DeepSeek {
         let mut request = request.decode().map_err(bad)?;
         request.messages = read_history(history).map_err(bad)?;
         let key = self.api_key()?;
-        let wire = build_request(&self.config, &request, &key, &HeaderIds::default())?;
+        let images = crate::images::read_images(&self.ctx, &self.config, &request).await?;
+        let wire = match images.is_empty() {
+            true => build_request(&self.config, &request, &key, &HeaderIds::default())?,
+            false => {
+                let read = |attachment: &dsh_protocol::ImageAttachment| {
+                    images
+                        .get(&attachment.attachment_id)
+                        .cloned()
+                        .ok_or_else(|| {
+                            LlmFailure::new(
+                                FailureCode::Other("ATTACHMENT_NOT_FOUND".into()),
+                                format!("the image {} was not read", attachment.attachment_id),
+                            )
+                        })
+                };
+                let ids = HeaderIds::default();
+                build_request_with_images(&self.config, &request, &key, &ids, &read)?
+            }
+        };
         let headers: RVec<HttpHeader> = wire
             .headers
             .iter()
@@ -270,7 +289,10 @@ pub(crate) struct DeepSeekPlugin;
 impl Plugin for DeepSeekPlugin {
     const NAME: &'static str = "llm-deepseek";
     const INJECT: &'static [&'static str] = &[LLM_SERVICE, HTTP_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[dsh_credentials_seam::CREDENTIALS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_credentials_seam::CREDENTIALS_SERVICE,
+        dsh_attachments_seam::ATTACHMENTS_SERVICE,
+    ];
     type Config = Config;
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
