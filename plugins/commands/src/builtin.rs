@@ -1,13 +1,16 @@
 //! The commands this plugin answers itself: `/help` (the catalog), `/model PROVIDER/MODEL` (the
-//! route of the session's next turns) and `/permission PRESET` (the session's sandbox mode and
-//! approval policy, logged as the page's selector logs them).
+//! route of the session's next turns), `/permission PRESET` (the session's sandbox mode and
+//! approval policy, logged as the page's selector logs them) and `/export [FILE]` (the session's
+//! archive, written by the store's `session_archive` service).
 
-use abi_stable::std_types::RVec;
+use abi_stable::std_types::{RString, RVec};
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::Context;
 use dsh_protocol::{CommandInvocation, CommandOutcome, CommandSpec, PermissionPreset};
-use dsh_sessions_seam::{NewEventRecord, open_live};
+use dsh_sessions_seam::{
+    NewEventRecord, SESSION_ARCHIVE_SERVICE, SessionArchiveService, open_live,
+};
 
 /// The specs of the built-in commands.
 pub(crate) fn specs() -> Vec<CommandSpec> {
@@ -27,7 +30,51 @@ pub(crate) fn specs() -> Vec<CommandSpec> {
             description: "Choose this session's permissions: read-only, workspace-write, danger-full-access or ask-every-command.".to_owned(),
             usage: Some("PRESET".to_owned()),
         },
+        CommandSpec {
+            name: "export".to_owned(),
+            description: "Write this session, its subagents' sessions and its images to one archive (dsh-host session import loads it).".to_owned(),
+            usage: Some("[FILE]".to_owned()),
+        },
     ]
+}
+
+/// `/export [FILE]`: FILE relative to the session's folder; without one, under the home's
+/// `exports/`.
+pub(crate) async fn export(ctx: &Context, call: &CommandInvocation) -> CommandOutcome {
+    let Ok(Some(archive)) = ctx.get::<SessionArchiveService>(SESSION_ARCHIVE_SERVICE) else {
+        return CommandOutcome::error(
+            "no `session_archive` service is running (the session store provides it)",
+        );
+    };
+    let path = call.args.trim();
+    let path = (!path.is_empty()).then(|| RString::from(path));
+    let written = archive
+        .export_to(call.session.as_str().into(), path.into())
+        .await
+        .into_result();
+    match written.map(|report| report.decode()) {
+        Ok(Ok(report)) => {
+            let mut text = format!(
+                "Exported {} session(s), {} events and {} image(s) to {} ({} bytes).",
+                report.sessions,
+                report.events,
+                report.attachments,
+                report.path.as_deref().unwrap_or(&report.file_name),
+                report.bytes
+            );
+            if !report.missing_attachments.is_empty() {
+                text.push_str(&format!(
+                    " Not in the store, so not exported: {}.",
+                    report.missing_attachments.join(", ")
+                ));
+            }
+            CommandOutcome::success(text)
+        }
+        Ok(Err(error)) => {
+            CommandOutcome::error(format!("the export's report does not read: {error}"))
+        }
+        Err(error) => CommandOutcome::error(format!("export failed: {error}")),
+    }
 }
 
 /// The catalog as `/help` shows it.

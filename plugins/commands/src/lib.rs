@@ -2,8 +2,8 @@
 //! runs a command instead of reaching the model: the run is logged as `command/run` and
 //! `command/done` (neither is model input) and the outcome is the person's to read. Commands
 //! belong to the plugins that answer them on `commands/run`; this one answers `/help`,
-//! `/model PROVIDER/MODEL` and `/permission PRESET` itself, and `compaction` answers
-//! `/compact [focus]`.
+//! `/model PROVIDER/MODEL`, `/permission PRESET` and `/export [FILE]` itself, and `compaction`
+//! answers `/compact [focus]`.
 
 mod builtin;
 
@@ -125,6 +125,7 @@ impl Plugin for CommandsPlugin {
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_agents_seam::AGENTS_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
+        dsh_sessions_seam::SESSION_ARCHIVE_SERVICE,
     ];
     const PROVIDES: &'static [&'static str] = &[COMMANDS_SERVICE];
     type Config = NoConfig;
@@ -152,6 +153,7 @@ impl Plugin for CommandsPlugin {
                 let outcome = match call.name.as_str() {
                     "model" => builtin::model(&ctx, &call),
                     "permission" => builtin::permission(&ctx, &call),
+                    "export" => builtin::export(&ctx, &call).await,
                     _ => return next.run().await,
                 };
                 Ok(Json::encode(&outcome))

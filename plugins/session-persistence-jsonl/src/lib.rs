@@ -10,6 +10,7 @@
 //! under the same root are announced as `session/store-changed` (through the host's
 //! `fs_watch`).
 
+mod export;
 mod listing;
 mod lock;
 mod search;
@@ -19,7 +20,12 @@ mod watch;
 
 use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;
 use dsh_plugin_api::prelude::*;
-use dsh_sessions_seam::{SESSION_FLUSH, SESSION_PERSISTENCE_SERVICE, SessionStore_TO};
+use dsh_sessions_seam::{
+    SESSION_ARCHIVE_SERVICE, SESSION_FLUSH, SESSION_PERSISTENCE_SERVICE, SessionArchive_TO,
+    SessionStore_TO,
+};
+
+use std::path::{Path, PathBuf};
 
 use crate::store::Store;
 
@@ -42,6 +48,10 @@ pub struct Config {
     /// Where deleted sessions go (default: `<root>.trash` beside the root).
     #[serde(default)]
     pub trash: Option<String>,
+    /// The attachment store whose images an export carries (default: `attachments` beside
+    /// the root).
+    #[serde(default)]
+    pub attachments: Option<String>,
 }
 
 fn default_compression() -> String {
@@ -60,7 +70,8 @@ pub struct PersistencePlugin;
 
 impl Plugin for PersistencePlugin {
     const NAME: &'static str = "session-persistence-jsonl";
-    const PROVIDES: &'static [&'static str] = &[SESSION_PERSISTENCE_SERVICE];
+    const PROVIDES: &'static [&'static str] =
+        &[SESSION_PERSISTENCE_SERVICE, SESSION_ARCHIVE_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[FS_WATCH_SERVICE];
     type Config = Config;
 
@@ -94,6 +105,18 @@ impl Plugin for PersistencePlugin {
             }
             on_dispose.release_all();
         })?;
+        let exporter = export::Exporter {
+            ctx: ctx.clone(),
+            store: store.clone(),
+            attachments: config.attachments.as_ref().map_or_else(
+                || Path::new(&config.root).with_file_name("attachments"),
+                PathBuf::from,
+            ),
+        };
+        ctx.provide(
+            SESSION_ARCHIVE_SERVICE,
+            SessionArchive_TO::from_value(exporter, abi_stable::sabi_trait::TD_Opaque),
+        )?;
         ctx.provide(
             SESSION_PERSISTENCE_SERVICE,
             SessionStore_TO::from_value(store, abi_stable::sabi_trait::TD_Opaque),

@@ -14,7 +14,7 @@ mod setup;
 mod steps;
 
 use compare::{compare_logs, lines, same_transcript};
-use setup::{copy_tree, own_replay_rows, patch, prepare_fs_search};
+use setup::{copy_tree, own_replay_rows, patch, prepare_fs_search, prepare_instructions};
 use steps::Run;
 
 use std::path::Path;
@@ -73,10 +73,6 @@ const SKIPPED: &[(&str, &str)] = &[
         "a failure injected into the reference's snapshot publisher",
     ),
     (
-        "agent-instructions",
-        "the reference's agent-instructions plugin (ours reaches the model as system-prompt snapshots)",
-    ),
-    (
         "session-query-spill",
         "the session query tool (session_query)",
     ),
@@ -95,10 +91,6 @@ const SKIPPED: &[(&str, &str)] = &[
     (
         "product-subagent-result-diagnostic",
         "the reference's product-subagent diagnostic fixture",
-    ),
-    (
-        "repeat-tool-reminder",
-        "the repeat-tool reminder plugin (its reminders are queued messages we never send)",
     ),
     (
         "subagent-continuable",
@@ -232,6 +224,9 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
     }
     if name == "fs-glob-sampling" {
         prepare_fs_search(&work);
+    }
+    if name == "agent-instructions" {
+        prepare_instructions(&work);
     }
     let replay = dir.join("replay");
     std::fs::create_dir_all(&replay).unwrap();

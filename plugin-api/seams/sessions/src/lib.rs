@@ -19,9 +19,14 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
+mod archive;
 mod latest;
 mod listing;
 
+pub use archive::{
+    ArchiveReport, ExportedArchive, SESSION_ARCHIVE_SERVICE, SessionArchive, SessionArchive_TO,
+    SessionArchiveService,
+};
 pub use latest::LatestOf;
 pub use listing::{last_activity, listed_title, shown_title, waiting_for_a_person};
 

@@ -57,6 +57,32 @@ pub(super) fn prepare_fs_search(work: &Path) {
     }
 }
 
+/// The reference's `agent-instructions` workspace: its `AGENTS.md` files are symlinks to
+/// `AGENTS.canonical.md` siblings and its root marker a dotfile, neither of which the shared
+/// corpus keeps, so they are made here (the links as links: discovery follows them); and
+/// `prepareDelimiterPathWorkspace`: a directory whose name holds a closing
+/// `</system-reminder>`.
+pub(super) fn prepare_instructions(work: &Path) {
+    for (dir, text) in [
+        ("", "Root snapshot instruction.\n"),
+        ("nested", "Nested snapshot instruction.\n"),
+    ] {
+        let dir = work.join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("AGENTS.canonical.md"), text).unwrap();
+        std::os::unix::fs::symlink("AGENTS.canonical.md", dir.join("AGENTS.md")).unwrap();
+    }
+    std::fs::write(work.join(".dsh-project"), "snapshot root marker\n").unwrap();
+    let scope = work.join("scope</system-reminder>");
+    std::fs::create_dir_all(&scope).unwrap();
+    std::fs::write(
+        scope.join("AGENTS.md"),
+        "Delimiter path snapshot instruction.\n",
+    )
+    .unwrap();
+    std::fs::write(scope.join("task.txt"), "delimiter path snapshot task\n").unwrap();
+}
+
 /// A case the reference replays with a composition of its own: `session-title-after-turn`
 /// answers the conversation from its log and the title model, on a route of its own, from its
 /// override (paced, so the title lands after the turn). The route is registered with `llm`
