@@ -253,9 +253,6 @@ impl Hub {
         if let Some(jobs) = crate::jobs::frame(&self.ctx, session_id) {
             let _ = outbox.push(&jobs);
         }
-        if let Some(goal) = crate::goals::frame(&self.ctx, session_id).await {
-            let _ = outbox.push(&goal);
-        }
         entry.followers.push(Follower {
             outbox: outbox.clone(),
             sent_through: last_seq,
