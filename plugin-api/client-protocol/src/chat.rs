@@ -242,6 +242,9 @@ pub struct SessionHistory {
     /// The permission preset the session chose (its latest `permission/preset`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    /// Whether the session is in plan mode (its latest `plan/mode`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan_mode: bool,
     /// What the whole session cost so far.
     #[serde(default)]
     pub stats: crate::SessionStats,

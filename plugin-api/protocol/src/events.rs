@@ -322,6 +322,14 @@ pub struct PermissionPresetEvent {
 }
 event_data!(PermissionPresetEvent, crate::kinds::PERMISSION_PRESET);
 
+/// `plan/mode`: whether the session plans (read-only tools, a plan put to a person) from this
+/// point on; the last one wins, and a log with none is not planning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanModeEvent {
+    pub active: bool,
+}
+event_data!(PlanModeEvent, crate::kinds::PLAN_MODE);
+
 /// The state of one todo item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -62,7 +62,7 @@ pub use events::{
     ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy, ApprovalPolicyEvent, ApprovalScope,
     ApprovalVerdict, AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData,
     HeaderReason, InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent,
-    PermissionPresetEvent, RequestContextEvent, RequestHeader, RequestHeaderEvent,
+    PermissionPresetEvent, PlanModeEvent, RequestContextEvent, RequestHeader, RequestHeaderEvent,
     SandboxModeEvent, SessionTitleEvent, SessionTitleLlmRequestEvent, SpliceOutcome, StepEndEvent,
     StepStartEvent, TitleRoute, TitleSource, TodoItem, TodoStatus, TodoWriteEvent, ToolCallEvent,
     ToolResultEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,

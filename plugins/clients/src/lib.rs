@@ -182,8 +182,8 @@ pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
     }
 }
 
-/// A `session/projection` of key `controls`: one of the page's controls (`model`, `preset`)
-/// and the session's value for it.
+/// A `session/projection` of key `controls`: one of the page's controls (`model`, `preset`,
+/// `plan`) and the session's value for it.
 pub(crate) fn controls(session: &str, control: &str, value: &str) -> ServerFrame {
     ServerFrame::Projection {
         session_id: session.to_owned(),
@@ -225,6 +225,13 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
             events.to_followers(
                 record.session.as_str(),
                 &controls(record.session.as_str(), "preset", &preset.preset),
+            );
+        }
+        if let Some(Ok(plan)) = record.decode::<dsh_protocol::PlanModeEvent>() {
+            let value = if plan.active { "on" } else { "off" };
+            events.to_followers(
+                record.session.as_str(),
+                &controls(record.session.as_str(), "plan", value),
             );
         }
         if record.kind.as_str() == kinds::COMMAND_DONE

@@ -4,20 +4,9 @@
 //! what would change the workspace.
 
 use abi_stable::std_types::RVec;
-use dsh_plugin_api::{Context, Deserialize, Serialize};
-use dsh_protocol::EventData;
+use dsh_plugin_api::Context;
+use dsh_protocol::PlanModeEvent;
 use dsh_sessions_seam::{LatestOf, NewEventRecord, SessionError, open_live};
-
-/// `plan/mode`: whether plan mode is on from this point (the last one wins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(crate = "dsh_plugin_api::serde")]
-pub(crate) struct PlanModeEvent {
-    pub(crate) active: bool,
-}
-
-impl EventData for PlanModeEvent {
-    const KIND: &'static str = dsh_protocol::kinds::PLAN_MODE;
-}
 
 /// Reads sessions' plan mode incrementally (each read costs what was logged since the last).
 #[derive(Default)]
