@@ -122,6 +122,12 @@ impl FakeDeepSeek {
         }
     }
 
+    /// Adds replies at the end of the script, for a test that learns what to answer as it
+    /// goes (an id the host made up).
+    pub fn push(&self, replies: Vec<Reply>) {
+        self.shared.script.lock().unwrap().extend(replies);
+    }
+
     /// Replies not yet used.
     pub fn remaining(&self) -> usize {
         self.shared.script.lock().unwrap().len()
