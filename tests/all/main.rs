@@ -20,6 +20,7 @@ mod conformance;
 mod escalation;
 mod escapes;
 mod examples;
+mod export;
 mod fakellm;
 mod headless;
 mod headless_hooks;
