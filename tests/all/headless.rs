@@ -425,15 +425,21 @@ fn a_smuggled_message_is_stopped_by_the_model_visible_check() {
     );
 }
 
-/// AGENTS.md of the working directory and its parent reach the model as one logged context
-/// snapshot, the system prompt comes from the system-prompt plugin, and a second turn of the
-/// same session does not log the unchanged snapshot again.
+/// The instruction chain reaches the model as one logged context snapshot, in the reference's
+/// frame: the user-wide `$DSH_HOME/AGENTS.md` first, then from the project root (the parent
+/// holding `.git`) down to the working directory, a `CLAUDE.md` beside an `AGENTS.md` too
+/// (one that repeats it is shown once); the system prompt comes from the system-prompt
+/// plugin, and a second turn of the same session does not log the unchanged snapshot again.
 #[test]
 fn agents_md_reaches_the_model_as_a_logged_snapshot_once() {
     let server = FakeDeepSeek::start(vec![Reply::text("first"), Reply::text("second")]);
     let dir = TestDir::new("headless-agents-md");
+    dir.write(".git/HEAD", "ref: refs/heads/main\n");
+    dir.write("home/AGENTS.md", "User rule: answer in English.");
     dir.write("AGENTS.md", "Outer rule: run the tests.");
     dir.write("work/AGENTS.md", "Inner rule: keep it small.");
+    dir.write("work/CLAUDE.md", "Claude rule: no emoji.");
+    dir.write("work/AGENTS.local.md", "  Inner rule: keep it small.\n");
     let out = against(&server, &dir, &["--output", "stream-json", "hello"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let (events, result) = stream_json(&out.stdout);
@@ -443,11 +449,23 @@ fn agents_md_reaches_the_model_as_a_logged_snapshot_once() {
         .collect();
     assert_eq!(snapshots.len(), 1, "{events:?}");
     let text = snapshots[0]["data"]["content"][0]["text"].as_str().unwrap();
-    let (outer, inner) = (
-        text.find("Outer rule").unwrap(),
-        text.find("Inner rule").unwrap(),
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing: {text}"))
+    };
+    assert!(text.starts_with("<system-reminder>\n") && text.ends_with("\n</system-reminder>"));
+    assert!(
+        at("Instructions from: $DSH_HOME/AGENTS.md") < at("Instructions from: AGENTS.md")
+            && at("Instructions from: AGENTS.md\n\nOuter rule")
+                < at("Instructions from: work/AGENTS.md\n\nInner rule")
+            && at("Inner rule") < at("Instructions from: work/CLAUDE.md\n\nClaude rule"),
+        "{text}"
     );
-    assert!(outer < inner, "{text}");
+    assert_eq!(
+        text.matches("Inner rule").count(),
+        1,
+        "the repeating overlay: {text}"
+    );
     let first = server.requests()[0].body.clone();
     assert!(
         first["messages"].to_string().contains("Inner rule"),
@@ -871,9 +889,9 @@ fn a_turn_of_an_unloaded_loop_ends_aborted() {
 }
 
 /// A directory below the working directory that the agent worked in brings its own
-/// `AGENTS.md` in: after a `read` of `nested/task.txt`, the next request carries
-/// `nested/AGENTS.md` as a logged snapshot (once); a file directly in the working directory
-/// adds nothing.
+/// `AGENTS.md` in: after a `read` of `nested/task.txt`, it is queued in the session's inbox
+/// (an `agent/inbox/spliced` after the step's end) and enters the next request as a message of
+/// its own, once; a file directly in the working directory adds nothing.
 #[test]
 fn nested_instructions_arrive_when_the_agent_works_in_their_directory() {
     let read = |path: &str| json!({"file_path": path}).to_string();
@@ -903,19 +921,50 @@ fn nested_instructions_arrive_when_the_agent_works_in_their_directory() {
         seen(2)
     );
     let (events, _) = stream_json(&out.stdout);
-    let snapshots: Vec<&Value> = events
+    let reached: Vec<&Value> = events
         .iter()
-        .filter(|event| event["data"]["source"]["key"] == "agents-md:nested")
+        .filter(|event| {
+            event["type"] == "user/message"
+                && event["data"]["source"]["kind"] == "agent-instructions"
+        })
         .collect();
     assert_eq!(
-        snapshots.len(),
+        reached.len(),
         1,
         "logged again although unchanged: {events:?}"
     );
-    let text = snapshots[0]["data"]["content"][0]["text"].as_str().unwrap();
+    let text = reached[0]["data"]["content"][0]["text"].as_str().unwrap();
     assert!(
-        text.contains("nested/AGENTS.md") && text.contains("tabs, not spaces"),
+        text.starts_with("<system-reminder>\nAdditional instructions from: nested/AGENTS.md")
+            && text.contains("apply to work under `nested`")
+            && text.contains("tabs, not spaces"),
         "{text}"
+    );
+    let changes = &reached[0]["data"]["source"]["changes"];
+    assert_eq!(changes[0]["action"], "set", "{changes}");
+    assert_eq!(changes[0]["path"], "nested/AGENTS.md", "{changes}");
+    // Queued after the step that read the file ended, claimed as the next step opened.
+    let queued = events
+        .iter()
+        .position(|event| {
+            event["type"] == "agent/inbox/spliced"
+                && event["data"]["inserted"][0]["source"]["kind"] == "agent-instructions"
+        })
+        .unwrap_or_else(|| panic!("no splice queued the instructions: {events:?}"));
+    let kinds: Vec<&str> = events[queued - 1..queued + 4]
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "step/end",
+            "agent/inbox/spliced",
+            "agent/inbox/spliced",
+            "step/start",
+            "user/message"
+        ],
+        "{events:?}"
     );
 }
 

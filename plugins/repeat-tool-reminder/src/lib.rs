@@ -56,7 +56,9 @@ impl ReminderConfig {
     fn checked(&self) -> Result<Vec<u64>, PluginError> {
         let bad = |message: String| PluginError::new(ErrorKind::Config, message);
         if self.thresholds.is_empty() {
-            return Err(bad("invalid config: thresholds must not be empty".to_owned()));
+            return Err(bad(
+                "invalid config: thresholds must not be empty".to_owned()
+            ));
         }
         if let Some(low) = self.thresholds.iter().find(|value| **value < 2) {
             return Err(bad(format!(
@@ -66,7 +68,9 @@ impl ReminderConfig {
         let mut sorted = self.thresholds.clone();
         sorted.sort_unstable();
         if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
-            return Err(bad("invalid config: thresholds holds a duplicate".to_owned()));
+            return Err(bad(
+                "invalid config: thresholds holds a duplicate".to_owned()
+            ));
         }
         if self.arguments_preview_chars == 0 {
             return Err(bad(
@@ -164,7 +168,9 @@ impl Plugin for RepeatToolReminderPlugin {
             chains: Mutex::new(HashMap::new()),
         });
         let results = guard.clone();
-        ctx.on_emit(&TOOLS_RESULT, move |view: &ResultView| results.observe(view))?;
+        ctx.on_emit(&TOOLS_RESULT, move |view: &ResultView| {
+            results.observe(view)
+        })?;
         let events = guard.clone();
         ctx.on_emit(&SESSION_EVENT, move |record: &EventRecord| {
             events.on_event(record)

@@ -1,60 +1,158 @@
-//! `AGENTS.md` files as context snapshots. The working directory's and its parents' make one
-//! snapshot: the nearest file last (it is the most specific), at most `cap` bytes in all (the
-//! farthest files give way first). A directory below the working directory that the agent
-//! worked in (a successful `read`, `write` or `edit` of a file under it) adds its own
-//! `AGENTS.md`, one snapshot per directory, from the next step on.
+//! Finding and reading instruction files, as the reference's agent-instructions plugin does.
+//! The baseline chain is the user-wide file (`$DSH_HOME/AGENTS.md`), then, in each directory
+//! from the project root (the nearest parent of the working directory holding a root marker,
+//! `.git` by default; the working directory itself when none does) down to the working
+//! directory, every instruction file present (`AGENTS.md`, `CLAUDE.md`) and then every local
+//! overlay (`AGENTS.local.md`, `CLAUDE.local.md`). Within one directory a file whose trimmed
+//! text equals an earlier one's is dropped (a `CLAUDE.md` that repeats `AGENTS.md` is shown
+//! once). A file over `maxSourceBytes` is ignored, never cut; a symlink is followed to its
+//! target's text.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
-/// The snapshot text, or `None` when there is no instruction file.
-pub(crate) fn agents_md(cwd: &Path, cap: usize) -> Option<String> {
-    let mut found = Vec::new();
-    let mut dir = Some(cwd);
-    while let Some(current) = dir {
-        let file = current.join("AGENTS.md");
-        if let Some(text) = read_capped(&file, cap) {
-            let shown = match file.strip_prefix(cwd) {
-                Ok(relative) => relative.display().to_string(),
-                Err(_) => file.display().to_string(),
+use sha2::{Digest, Sha256};
+
+/// Where and what to look for.
+#[derive(Debug, Clone)]
+pub(crate) struct Discovery {
+    /// The user-wide file, and how the model is shown its path.
+    pub(crate) user_file: Option<(PathBuf, String)>,
+    pub(crate) root_markers: Vec<String>,
+    pub(crate) candidates: Vec<String>,
+    pub(crate) local_candidates: Vec<String>,
+    pub(crate) max_source_bytes: usize,
+}
+
+/// One instruction file read whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Loaded {
+    /// Its path relative to the project root (or the user-wide file's shown path).
+    pub(crate) display: String,
+    pub(crate) content: String,
+}
+
+impl Loaded {
+    /// The directory part of its shown path: `.` at the root, `user-global` for the user's.
+    pub(crate) fn scope(&self, discovery: &Discovery) -> String {
+        if discovery
+            .user_file
+            .as_ref()
+            .is_some_and(|(_, shown)| *shown == self.display)
+        {
+            return "user-global".to_owned();
+        }
+        match Path::new(&self.display).parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.display().to_string(),
+            _ => ".".to_owned(),
+        }
+    }
+
+    /// The key a file is tracked by: its directory and its name (`AGENTS.md` and `CLAUDE.md`
+    /// of one directory are tracked apart).
+    pub(crate) fn key(&self, discovery: &Discovery) -> String {
+        let name = Path::new(&self.display)
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("{}\u{0}{name}", self.scope(discovery))
+    }
+}
+
+/// SHA-256 of `text`, hex.
+pub(crate) fn digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+impl Discovery {
+    /// The nearest directory from `cwd` up holding a root marker; `cwd` when none does.
+    pub(crate) fn project_root(&self, cwd: &Path) -> PathBuf {
+        let mut current = Some(cwd);
+        while let Some(dir) = current {
+            if self
+                .root_markers
+                .iter()
+                .any(|marker| std::fs::symlink_metadata(dir.join(marker)).is_ok())
+            {
+                return dir.to_path_buf();
+            }
+            current = dir.parent();
+        }
+        cwd.to_path_buf()
+    }
+
+    /// The baseline chain of `cwd`, broadest first, deduplicated per directory.
+    pub(crate) fn baseline(&self, cwd: &Path) -> Vec<Loaded> {
+        let mut files = Vec::new();
+        if let Some((path, shown)) = &self.user_file
+            && let Some(content) = self.read(path)
+        {
+            files.push(Loaded {
+                display: shown.clone(),
+                content,
+            });
+        }
+        let root = self.project_root(cwd);
+        let mut chain: Vec<&Path> = cwd.ancestors().take_while(|dir| *dir != root).collect();
+        chain.push(&root);
+        chain.reverse();
+        for dir in chain {
+            files.extend(self.in_directory(&root, dir));
+        }
+        files
+    }
+
+    /// The instruction files of one directory, deduplicated by trimmed text.
+    pub(crate) fn in_directory(&self, root: &Path, dir: &Path) -> Vec<Loaded> {
+        let mut seen = HashSet::new();
+        let mut found = Vec::new();
+        for name in self.candidates.iter().chain(&self.local_candidates) {
+            let path = dir.join(name);
+            let Some(content) = self.read(&path) else {
+                continue;
             };
-            found.push((shown, text));
+            if !seen.insert(digest(content.trim())) {
+                continue;
+            }
+            let display = path
+                .strip_prefix(root)
+                .map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
+            found.push(Loaded { display, content });
         }
-        dir = current.parent();
+        found
     }
-    if found.is_empty() {
-        return None;
-    }
-    // Nearest first while budgeting, so the most specific file is the one always kept.
-    let mut kept = Vec::new();
-    let mut budget = cap;
-    for (shown, text) in found {
-        if text.len() > budget {
-            kept.push((shown, capped(text, budget)));
-            break;
+
+    /// The text of a regular file (a symlink followed) of at most `max_source_bytes`; `None`
+    /// for anything else. A FIFO or a device by that name must not hang or flood the host.
+    fn read(&self, path: &Path) -> Option<String> {
+        use std::io::Read;
+        let metadata = std::fs::metadata(path).ok()?;
+        if !metadata.is_file() || metadata.len() > self.max_source_bytes as u64 {
+            return None;
         }
-        budget -= text.len();
-        kept.push((shown, text));
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(self.max_source_bytes as u64 + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        if bytes.len() > self.max_source_bytes {
+            return None;
+        }
+        Some(String::from_utf8_lossy(&bytes).into_owned())
     }
-    kept.reverse();
-    let mut out = String::from(
-        "Project instructions from AGENTS.md files (farthest first; nearer files are more specific \
-         and win where they differ):",
-    );
-    for (shown, text) in kept {
-        out.push_str(&format!("\n\n## {shown}\n\n{}", text.trim_end()));
-    }
-    Some(out)
 }
 
 /// The directories strictly below `cwd` down to the parent of `file` (`a`, `a/b` for
-/// `a/b/c.txt`), relative to `cwd`; none for a file outside `cwd` or directly in it.
+/// `a/b/c.txt`), as full paths; none for a file outside `cwd` or directly in it.
 pub(crate) fn directories_below(cwd: &Path, file: &str) -> Vec<PathBuf> {
     let path = Path::new(file);
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
+    let joined = match path.is_absolute() {
+        true => path.to_path_buf(),
+        false => cwd.join(path),
     };
     let Ok(relative) = joined.strip_prefix(cwd) else {
         return Vec::new();
@@ -70,7 +168,7 @@ pub(crate) fn directories_below(cwd: &Path, file: &str) -> Vec<PathBuf> {
         return Vec::new();
     };
     let mut dirs = Vec::new();
-    let mut current = PathBuf::new();
+    let mut current = cwd.to_path_buf();
     for component in parent.components() {
         current.push(component);
         dirs.push(current.clone());
@@ -78,89 +176,58 @@ pub(crate) fn directories_below(cwd: &Path, file: &str) -> Vec<PathBuf> {
     dirs
 }
 
-/// One snapshot per touched directory that holds an `AGENTS.md`: `(key, text)`.
-pub(crate) fn nested(cwd: &Path, touched: &BTreeSet<PathBuf>, cap: usize) -> Vec<(String, String)> {
-    touched
-        .iter()
-        .filter_map(|dir| {
-            let text = read_capped(&cwd.join(dir).join("AGENTS.md"), cap)?;
-            let shown = dir.display();
-            let text = capped(text, cap);
-            Some((
-                format!("agents-md:{shown}"),
-                format!(
-                    "Project instructions from {shown}/AGENTS.md (they apply to work under {shown}; more specific than the files above it):\n\n{}",
-                    text.trim_end()
-                ),
-            ))
-        })
-        .collect()
-}
-
-/// The text of a regular file, at most `cap` bytes and one more (enough to see it was cut);
-/// `None` for anything else. A FIFO or a device named `AGENTS.md` must not hang or flood the
-/// host (this runs on its runtime thread).
-fn read_capped(file: &Path, cap: usize) -> Option<String> {
-    use std::io::Read;
-    if !std::fs::metadata(file).ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(cap as u64 + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// `text` within `cap` bytes (never splitting a character), marked when it was cut.
-fn capped(text: String, cap: usize) -> String {
-    if text.len() <= cap {
-        return text;
-    }
-    format!(
-        "{}\n[cut at the size cap]",
-        &text[..text.floor_char_boundary(cap)]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn discovery() -> Discovery {
+        Discovery {
+            user_file: None,
+            root_markers: vec![".git".to_owned()],
+            candidates: vec!["AGENTS.md".to_owned(), "CLAUDE.md".to_owned()],
+            local_candidates: vec!["AGENTS.local.md".to_owned()],
+            max_source_bytes: 1 << 20,
+        }
+    }
 
     #[test]
     fn only_directories_strictly_below_the_cwd_count() {
         let cwd = Path::new("/w");
         assert_eq!(
             directories_below(cwd, "a/b/c.txt"),
-            [PathBuf::from("a"), PathBuf::from("a/b")]
+            [PathBuf::from("/w/a"), PathBuf::from("/w/a/b")]
         );
-        assert_eq!(directories_below(cwd, "/w/a/x.rs"), [PathBuf::from("a")]);
+        assert_eq!(directories_below(cwd, "/w/a/x.rs"), [PathBuf::from("/w/a")]);
         assert!(directories_below(cwd, "top.txt").is_empty());
         assert!(directories_below(cwd, "/elsewhere/a/b.txt").is_empty());
         assert!(directories_below(cwd, "a/../../b/c.txt").is_empty());
     }
 
     #[test]
-    fn nearest_file_comes_last_and_the_cap_drops_the_farthest() {
-        let root = std::env::temp_dir().join(format!("dsh-agents-md-{}", std::process::id()));
+    fn the_chain_runs_from_the_project_root_and_drops_repeats() {
+        let root = std::env::temp_dir().join(format!("dsh-instructions-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
         let nested = root.join("a/b");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::create_dir_all(&nested).unwrap();
-        std::fs::write(root.join("AGENTS.md"), "outer rule").unwrap();
-        std::fs::write(nested.join("AGENTS.md"), "inner rule").unwrap();
-        let text = agents_md(&nested, 1 << 16).unwrap();
-        let (outer, inner) = (
-            text.find("outer rule").unwrap(),
-            text.find("inner rule").unwrap(),
-        );
-        assert!(outer < inner, "{text}");
-        let capped = agents_md(&nested, 12).unwrap();
-        assert!(
-            capped.contains("inner rule") && capped.contains("cut at the size cap"),
-            "{capped}"
-        );
-        assert!(!capped.contains("outer rule"), "{capped}");
+        std::fs::write(root.join("AGENTS.md"), "outer rule\n").unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "  outer rule  ").unwrap();
+        std::fs::write(nested.join("CLAUDE.md"), "inner rule").unwrap();
+        std::fs::write(nested.join("AGENTS.local.md"), "mine").unwrap();
+        let shown: Vec<String> = discovery()
+            .baseline(&nested)
+            .into_iter()
+            .map(|file| file.display)
+            .collect();
+        assert_eq!(shown, ["AGENTS.md", "a/b/CLAUDE.md", "a/b/AGENTS.local.md"]);
+        // Without a marker, only the working directory's own files.
+        std::fs::remove_dir_all(root.join(".git")).unwrap();
+        let alone: Vec<String> = discovery()
+            .baseline(&nested)
+            .into_iter()
+            .map(|file| file.display)
+            .collect();
+        assert_eq!(alone, ["CLAUDE.md", "AGENTS.local.md"]);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

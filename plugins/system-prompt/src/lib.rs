@@ -9,16 +9,21 @@
 //!
 //! Context that changes while a session runs is answered as snapshots the loop appends to the
 //! history when they change, so the system prompt, and with it the provider's prompt cache,
-//! stays the same: the runtime context (the file and approval policies the session runs
-//! under), the `AGENTS.md` files of the working directory and its parents (64 KiB at most), and
-//! the `AGENTS.md` of each directory below it that the agent worked in (a successful `read`,
-//! `write` or `edit` of a file there); then what the `system-prompt/contexts` listeners add.
+//! stays the same: the workspace instructions (the user-wide `$DSH_HOME/AGENTS.md` and the
+//! `AGENTS.md`/`CLAUDE.md` chain from the project root to the working directory, 64 KiB at
+//! most, see [`instructions`]), the runtime context (the file and approval policies the
+//! session runs under); then what the `system-prompt/contexts` listeners add. The instruction
+//! files of a directory below the working directory that the agent worked in (a successful
+//! `read`, `write` or `edit` of a file there) are queued in the session's inbox before its next
+//! step (see [`nested`]).
 
 mod instructions;
+mod nested;
+mod render;
 mod runtime;
 mod variables;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -26,10 +31,12 @@ use std::sync::{Arc, Mutex, Weak};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_agents_seam::{AGENT_PRE_STEP, AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, LogLevel, SeamError, lock};
 use dsh_protocol::{
-    AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, ToolGuidance,
+    AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, StepProposal,
+    ToolGuidance,
 };
 use dsh_sessions_seam::SESSION_DISPOSED;
 use dsh_system_prompt_seam::{
@@ -37,6 +44,9 @@ use dsh_system_prompt_seam::{
     SectionHandle_TO, SectionHandleBox, SystemPrompt, SystemPrompt_TO,
 };
 use dsh_tools_seam::{ResultView, TOOLS_RESULT, TOOLS_SERVICE, ToolsService};
+
+use crate::instructions::Discovery;
+use crate::nested::Nested;
 
 use crate::variables::VariableError;
 
@@ -48,10 +58,22 @@ use crate::variables::VariableError;
 pub struct PromptConfig {
     pub identity: String,
     pub persona: String,
-    /// Read `AGENTS.md` from the working directory and its parents.
+    /// Show the model the workspace's instruction files (`AGENTS.md`, `CLAUDE.md`...).
     pub agents_md: bool,
-    /// Bytes of `AGENTS.md` text at most.
+    /// Bytes of one instructions text at most (the baseline chain, or one batch of files
+    /// reached later), the `<system-reminder>` frame included.
     pub agents_md_max_bytes: usize,
+    /// A file larger than this many bytes is ignored (never cut).
+    pub max_source_bytes: usize,
+    /// Instruction file names looked for in each directory, in order.
+    pub instruction_files: Vec<String>,
+    /// Local overlays, after the instruction files of the same directory.
+    pub local_instruction_files: Vec<String>,
+    /// What marks the project root the chain starts from (the nearest parent holding one);
+    /// without one, the working directory's own files only.
+    pub project_root_markers: Vec<String>,
+    /// The user-wide instructions (default: `AGENTS.md` in `$DSH_HOME`, else in `~/.dsh`).
+    pub user_instructions: Option<String>,
     /// Tell the model its file and approval policies, as a snapshot logged when they change.
     pub runtime_context: bool,
 }
@@ -66,6 +88,14 @@ impl Default for PromptConfig {
                 .to_owned(),
             agents_md: true,
             agents_md_max_bytes: 64 * 1024,
+            max_source_bytes: 1 << 20,
+            instruction_files: vec!["AGENTS.md".to_owned(), "CLAUDE.md".to_owned()],
+            local_instruction_files: vec![
+                "AGENTS.local.md".to_owned(),
+                "CLAUDE.local.md".to_owned(),
+            ],
+            project_root_markers: vec![".git".to_owned()],
+            user_instructions: None,
             runtime_context: true,
         }
     }
@@ -87,11 +117,12 @@ struct Prompt {
     assemble: Channel<WaterfallEvent<Json<PromptRequest>, RString>>,
     /// Other plugins' snapshots, after this one's.
     contexts: Channel<WaterfallEvent<Json<PromptRequest>, Json<Vec<PromptContext>>>>,
-    agents_md: Option<usize>,
+    /// Where instruction files are looked for, and the byte budget of one text.
+    instructions: Option<(Discovery, usize)>,
     /// Tell the model its file and approval policies (the runtime-context snapshot).
     runtime_context: bool,
-    /// Per session, the directories below its working directory the agent worked in.
-    touched: Mutex<HashMap<String, BTreeSet<PathBuf>>>,
+    /// Instruction files below the working directory the agent reached.
+    nested: Nested,
 }
 
 /// What a held registration undoes.
@@ -146,7 +177,7 @@ impl Prompt {
     /// Records the directories a successful `read`, `write` or `edit` worked in.
     fn note_touch(&self, result: &ResultView) {
         let call = &result.call;
-        if self.agents_md.is_none()
+        if self.instructions.is_none()
             || call.session.is_empty()
             || !matches!(call.name.as_str(), "read" | "write" | "edit")
         {
@@ -175,13 +206,36 @@ impl Prompt {
         let Ok(arguments) = serde_json::from_str::<FilePath>(&call.arguments) else {
             return;
         };
-        let dirs =
-            instructions::directories_below(Path::new(call.cwd.as_str()), &arguments.file_path);
-        if !dirs.is_empty() {
-            lock(&self.touched)
-                .entry(call.session.to_string())
-                .or_default()
-                .extend(dirs);
+        self.nested
+            .touch(&call.session, &call.cwd, arguments.file_path.trim());
+    }
+
+    /// Before a step after the first: queues the instruction files the agent reached since
+    /// the last step, for the loop to claim as it opens the step.
+    fn queue_reached(&self, step: &StepProposal) {
+        let Some((discovery, max)) = &self.instructions else {
+            return;
+        };
+        if step.step < 2 {
+            return;
+        }
+        let Some(message) = self.nested.changes(&step.session, discovery, *max) else {
+            return;
+        };
+        let queued = match self.ctx.get::<AgentsService>(AGENTS_SERVICE) {
+            Ok(Some(agents)) => agents
+                .inject(&step.session, &message)
+                .map_err(|error| error.to_string()),
+            _ => Err("no `agents` service".to_owned()),
+        };
+        if let Err(error) = queued {
+            self.ctx.log(
+                LogLevel::Warn,
+                &format!(
+                    "instructions reached in {} not queued: {error}",
+                    step.session
+                ),
+            );
         }
     }
 
@@ -368,34 +422,91 @@ impl SystemPrompt for Service {
 }
 
 impl Prompt {
-    /// The snapshots of `request`: the runtime context, the `AGENTS.md` chain of its working
-    /// directory, and those of the directories below it the agent worked in.
+    /// The snapshots of `request`: the instruction chain of its working directory, then the
+    /// runtime context (the reference's order).
     fn contexts(&self, request: &PromptRequest) -> Vec<PromptContext> {
         let mut contexts = Vec::new();
+        if let Some((discovery, max)) = &self.instructions {
+            let files = discovery.baseline(Path::new(&request.cwd));
+            let items: Vec<render::Item<'_>> = files
+                .iter()
+                .map(|file| render::Item {
+                    file,
+                    action: render::Action::Set,
+                    scope: file.scope(discovery),
+                })
+                .collect();
+            let text = render::render(render::Style::Baseline, &items, *max).text;
+            if !text.is_empty() {
+                contexts.push(PromptContext {
+                    source: None,
+                    key: "agents-md".to_owned(),
+                    text,
+                    sections: None,
+                });
+            }
+        }
         if self.runtime_context {
             contexts.push(runtime::context(&self.ctx, &request.session, &request.cwd));
         }
-        if let Some(cap) = self.agents_md {
-            let cwd = Path::new(&request.cwd);
-            let snapshot = |key: String, text: String| PromptContext {
-                source: None,
-                key,
-                text,
-                sections: None,
-            };
-            if let Some(text) = instructions::agents_md(cwd, cap) {
-                contexts.push(snapshot("agents-md".to_owned(), text));
-            }
-            let touched = lock(&self.touched)
-                .get(&request.session)
-                .cloned()
-                .unwrap_or_default();
-            for (key, text) in instructions::nested(cwd, &touched, cap) {
-                contexts.push(snapshot(key, text));
-            }
-        }
         contexts
     }
+}
+
+/// Where instruction files are looked for, from the config; a candidate that is not a plain
+/// file name is refused by name.
+fn discovery(config: &PromptConfig) -> Result<Discovery, PluginError> {
+    for (field, names) in [
+        ("instructionFiles", &config.instruction_files),
+        ("localInstructionFiles", &config.local_instruction_files),
+        ("projectRootMarkers", &config.project_root_markers),
+    ] {
+        if let Some(bad) = names
+            .iter()
+            .find(|name| matches!(name.as_str(), "" | "." | "..") || name.contains(['/', '\\']))
+        {
+            return Err(PluginError::new(
+                dsh_plugin_api::ErrorKind::Config,
+                format!("invalid config: {field}: `{bad}` is not a file name in a directory"),
+            ));
+        }
+    }
+    if config.max_source_bytes == 0 {
+        return Err(PluginError::new(
+            dsh_plugin_api::ErrorKind::Config,
+            "invalid config: maxSourceBytes must be at least 1",
+        ));
+    }
+    let home = std::env::var_os("DSH_HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    let user_file = match &config.user_instructions {
+        Some(path) => Some(PathBuf::from(path)),
+        None => home
+            .clone()
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|home| !home.is_empty())
+                    .map(|home| PathBuf::from(home).join(".dsh"))
+            })
+            .map(|dir| dir.join("AGENTS.md")),
+    };
+    let user_file = user_file.map(|path| {
+        let shown = match (&home, path.file_name()) {
+            (Some(home), Some(name)) if path.parent() == Some(home.as_path()) => {
+                format!("$DSH_HOME/{}", name.to_string_lossy())
+            }
+            _ => path.display().to_string(),
+        };
+        (path, shown)
+    });
+    Ok(Discovery {
+        user_file,
+        root_markers: config.project_root_markers.clone(),
+        candidates: config.instruction_files.clone(),
+        local_candidates: config.local_instruction_files.clone(),
+        max_source_bytes: config.max_source_bytes,
+    })
 }
 
 pub struct SystemPromptPlugin;
@@ -403,6 +514,7 @@ pub struct SystemPromptPlugin;
 impl Plugin for SystemPromptPlugin {
     const NAME: &'static str = "system-prompt";
     const OPTIONAL: &'static [&'static str] = &[
+        AGENTS_SERVICE,
         dsh_approval_seam::APPROVAL_SERVICE,
         dsh_sandbox_seam::SANDBOX_SERVICE,
         dsh_tools_seam::TOOLS_SERVICE,
@@ -411,6 +523,10 @@ impl Plugin for SystemPromptPlugin {
     type Config = PromptConfig;
 
     async fn apply(ctx: Context, config: PromptConfig) -> Result<(), PluginError> {
+        let instructions = match config.agents_md {
+            true => Some((discovery(&config)?, config.agents_md_max_bytes)),
+            false => None,
+        };
         let mut sections = Sections::new();
         if !config.identity.is_empty() {
             sections.insert((-100, "identity".to_owned()), config.identity);
@@ -426,9 +542,9 @@ impl Plugin for SystemPromptPlugin {
             rendered: Mutex::new(None),
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
             contexts: ctx.channel(&SYSTEM_PROMPT_CONTEXTS)?,
-            agents_md: config.agents_md.then_some(config.agents_md_max_bytes),
+            instructions,
             runtime_context: config.runtime_context,
-            touched: Mutex::new(HashMap::new()),
+            nested: Nested::default(),
         };
         let prompt = Arc::new(prompt);
         // A file the agent read or changed under a subdirectory brings that directory's
@@ -442,8 +558,16 @@ impl Plugin for SystemPromptPlugin {
         let forget = Arc::downgrade(&prompt);
         ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
             if let Some(prompt) = forget.upgrade() {
-                lock(&prompt.touched).remove(id.as_str());
+                prompt.nested.forget(id.as_str());
             }
+        })?;
+        let reached = Arc::downgrade(&prompt);
+        ctx.on_waterfall(&AGENT_PRE_STEP, move |next| {
+            let proposal = next.payload().decode();
+            if let (Some(prompt), Ok(proposal)) = (reached.upgrade(), proposal) {
+                prompt.queue_reached(&proposal);
+            }
+            next.run()
         })?;
         ctx.provide(
             SYSTEM_PROMPT_SERVICE,
