@@ -14,7 +14,9 @@ mod setup;
 mod steps;
 
 use compare::{compare_logs, lines, same_transcript};
-use setup::{copy_tree, own_replay_rows, patch, prepare_fs_search, prepare_instructions};
+use setup::{
+    copy_tree, own_replay_rows, patch, prepare_fs_search, prepare_images, prepare_instructions,
+};
 use steps::Run;
 
 use std::path::Path;
@@ -41,19 +43,6 @@ const SKIPPED: &[(&str, &str)] = &[
     ("code-mode-read-image", "Code Mode and images"),
     ("code-mode-workspace-context", "Code Mode"),
     ("both-mode-turn", "Code Mode"),
-    ("read-image", "images (read_image and an attachment store)"),
-    (
-        "read-image-dimension",
-        "images (read_image and an attachment store)",
-    ),
-    (
-        "read-image-text-route",
-        "images (read_image and an attachment store)",
-    ),
-    (
-        "inline-image-prompt",
-        "images in prompts (an attachment store)",
-    ),
     ("lsp-definition", "LSP"),
     ("pwsh-tool-turn", "pwsh"),
     ("persistent-pwsh-tool-turn", "pwsh"),
@@ -147,6 +136,24 @@ const PATCHES: &[(&str, &str)] = &[
         "fs-glob-sampling",
         "- id: tool-fs\n  config:\n    globMaxResults: 4\n    sampleOverCapGlobResults: true\n",
     ),
+    ("read-image", VISION_CATALOG),
+    ("read-image-dimension", VISION_CATALOG),
+    ("inline-image-prompt", VISION_CATALOG),
+    ("read-image-text-route", VISION_CATALOG),
+];
+
+/// The reference's image scenarios' replay catalog: Flash and Pro text-only, its vision model
+/// taking images.
+const VISION_CATALOG: &str = "- id: llm-deepseek\n  config:\n    models:\n\
+     \x20     - {id: deepseek-v4-flash, inputModalities: [text]}\n\
+     \x20     - {id: deepseek-v4-pro, inputModalities: [text]}\n\
+     \x20     - {id: deepseek-v4-flash-vision-exp, inputModalities: [text, image]}\n";
+
+/// The model of a case's sessions where it is not the recordings' Flash route.
+const MODELS: &[(&str, &str)] = &[
+    ("read-image", "deepseek-official/deepseek-v4-flash-vision-exp"),
+    ("read-image-dimension", "deepseek-official/deepseek-v4-flash-vision-exp"),
+    ("inline-image-prompt", "deepseek-official/deepseek-v4-flash-vision-exp"),
 ];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
@@ -228,6 +235,7 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
     if name == "agent-instructions" {
         prepare_instructions(&work);
     }
+    prepare_images(name, &work);
     let replay = dir.join("replay");
     std::fs::create_dir_all(&replay).unwrap();
     for entry in std::fs::read_dir(folder).unwrap().flatten() {

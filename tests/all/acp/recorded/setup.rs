@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use dsh_tests::sessions::PLAIN_STORE;
 
-use super::PATCHES;
+use super::{MODELS, PATCHES};
 
 pub(super) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -54,6 +54,20 @@ pub(super) fn prepare_fs_search(work: &Path) {
                 .set_modified(when),
         )
         .unwrap();
+    }
+}
+
+/// The image scenarios' workspace files, which the shared corpus does not carry: the
+/// reference's `red.png` (1x1) and a 2001x1 `wide.png`, one pixel over the side limit.
+pub(super) fn prepare_images(name: &str, work: &Path) {
+    match name {
+        "read-image" | "read-image-text-route" => {
+            std::fs::write(work.join("red.png"), crate::images::RED_PNG).unwrap();
+        }
+        "read-image-dimension" => {
+            std::fs::write(work.join("wide.png"), crate::images::png(2001, 1)).unwrap();
+        }
+        _ => {}
     }
 }
 
@@ -119,8 +133,12 @@ pub(super) fn own_replay_rows(name: &str, replay: &Path) -> Option<String> {
 /// reference's hook files of the process's directory, and the case's own overlay.
 pub(super) fn patch(name: &str, work: &Path) -> String {
     let quoted = |file: &str| serde_json::to_string(&work.join(file)).unwrap();
+    let model = MODELS
+        .iter()
+        .find(|(case, _)| *case == name)
+        .map_or("deepseek-official/deepseek-v4-flash", |(_, model)| model);
     let mut patch = format!(
-        "- id: acp\n  config:\n    mode: automation\n    model: deepseek-official/deepseek-v4-flash\n\
+        "- id: acp\n  config:\n    mode: automation\n    model: {model}\n\
          {PLAIN_STORE}\
          - id: hooks-claude-code\n  config:\n    format: claude-code\n    files: [{}]\n\
          - id: hooks-codex\n  config:\n    format: codex\n    files: [{}]\n",

@@ -107,6 +107,15 @@ impl Run<'_> {
                     return Err(format!("{op}: unexpected answer {answer}"));
                 }
             }
+            "promptContent" => {
+                // A prompt of ACP content blocks as given (text and inline images).
+                let params = json!({"sessionId": self.session()?, "prompt": step["content"]});
+                let id = self.client.request("session/prompt", params);
+                let answer = self.client.response(id, long);
+                if answer.get("error").is_some() {
+                    return Err(format!("{op}: unexpected answer {answer}"));
+                }
+            }
             "promptAndWaitForAgentMessage" => {
                 let id = self
                     .client
