@@ -22,7 +22,6 @@ mod escapes;
 mod examples;
 mod export;
 mod fakellm;
-mod goals;
 mod headless;
 mod headless_hooks;
 mod hook_scripts;
