@@ -30,14 +30,32 @@ pub struct Exported {
     pub manifest: Manifest,
 }
 
-/// The stored log of `id`, in whichever encoding the root keeps it.
-fn find(root: &Path, id: &str) -> Result<PathBuf, ArchiveError> {
+/// The stored log of `id`, in whichever encoding the root keeps it (a lookup in the other
+/// encoding refuses the root, so each is tried and a refusal counts only when neither finds
+/// it).
+pub(crate) fn find_any(root: &Path, id: &str) -> Result<Option<PathBuf>, ArchiveError> {
+    let mut refusal = None;
     for encoding in [Encoding::Zstd, Encoding::Raw] {
-        if let Some(path) = find_session(root, encoding, id)? {
-            return Ok(path);
+        match find_session(root, encoding, id) {
+            Ok(Some(path)) => return Ok(Some(path)),
+            Ok(None) => {}
+            Err(error) => refusal = refusal.or(Some(error)),
         }
     }
-    Err(ArchiveError::NotFound {
+    match refusal {
+        Some(error) => match error {
+            // The other encoding's files are what the first lookup tripped on; nothing of
+            // this id in either.
+            dsh_session_jsonl::RootError::EncodingMismatch { .. } => Ok(None),
+            other => Err(other.into()),
+        },
+        None => Ok(None),
+    }
+}
+
+/// The stored log of `id`, or "not found".
+fn find(root: &Path, id: &str) -> Result<PathBuf, ArchiveError> {
+    find_any(root, id)?.ok_or_else(|| ArchiveError::NotFound {
         id: id.to_owned(),
         root: root.to_owned(),
     })

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use dsh_session_jsonl::{
-    Encoding, ReadSession, check_root_encoding, check_session_id, decode_session, find_session,
+    Encoding, ReadSession, check_root_encoding, check_session_id, decode_session,
 };
 use dsh_session_log::{Severity, TypeRegistry, check_log};
 use serde_json::Value;
@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::Stores;
 use crate::attachments::attachment_hex;
 use crate::error::ArchiveError;
+use crate::export::find_any;
 use crate::manifest::Manifest;
 use crate::stage::{Staged, commit};
 use crate::unpack::unpack;
@@ -230,13 +231,11 @@ pub fn import_archive(
     };
     let logs = read_logs(archive, &manifest, &unpacked.entries, &ids)?;
     for (_, read) in &logs {
-        for encoding in [Encoding::Zstd, Encoding::Raw] {
-            if let Some(existing) = find_session(&stores.sessions, encoding, &read.header.id)? {
-                return Err(ArchiveError::Exists {
-                    id: read.header.id.clone(),
-                    existing,
-                });
-            }
+        if let Some(existing) = find_any(&stores.sessions, &read.header.id)? {
+            return Err(ArchiveError::Exists {
+                id: read.header.id.clone(),
+                existing,
+            });
         }
     }
     let encoding = match options.encoding {
