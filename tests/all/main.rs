@@ -22,6 +22,7 @@ mod escapes;
 mod examples;
 mod export;
 mod fakellm;
+mod goals;
 mod headless;
 mod headless_hooks;
 mod hook_scripts;

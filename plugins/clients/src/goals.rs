@@ -126,6 +126,8 @@ impl Api {
                 )));
             }
         };
+        // The session's agent runs the rounds: a stored session gets one, as a prompt would.
+        self.agent_of(&session).await?;
         let goal = goals
             .act(RString::from(session.as_str()), Json::encode(&action))
             .await

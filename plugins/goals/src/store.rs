@@ -70,12 +70,16 @@ impl Store {
 
     /// The current goal of `session`, live or stored (a stored one is read without arming).
     pub(crate) async fn get_any(&self, session: &str) -> Result<Option<GoalView>, GoalError> {
-        if let Ok(live) = open_live(&self.ctx, session) {
-            return Ok(self.read(&live));
-        }
         let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(GoalError::NotLive("no `sessions` service".to_owned()));
         };
+        // Only a live session is opened at once: polling the open of a stored one and dropping
+        // it would leave its load half done.
+        if sessions.live().iter().any(|id| id.as_str() == session)
+            && let Ok(live) = open_live(&self.ctx, session)
+        {
+            return Ok(self.read(&live));
+        }
         let opened = sessions
             .open(RString::from(session))
             .await
@@ -104,6 +108,15 @@ impl Store {
     }
 
     fn live(&self, session: &str) -> Result<SessionBox, GoalError> {
+        let live = matches!(
+            self.ctx.get::<SessionsService>(SESSIONS_SERVICE),
+            Ok(Some(sessions)) if sessions.live().iter().any(|id| id.as_str() == session)
+        );
+        if !live {
+            return Err(GoalError::NotLive(format!(
+                "session `{session}` is not open in this host"
+            )));
+        }
         open_live(&self.ctx, session)
             .map_err(|error| GoalError::NotLive(format!("session `{session}`: {error}")))
     }
