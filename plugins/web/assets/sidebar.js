@@ -142,9 +142,19 @@ export function sessionActions(session) {
   return [
     { label: "Rename", run: run(async () => { await opened(); renameInline(); }) },
     { label: "Fork", run: run(async () => { await opened(); await fork(undefined); }) },
+    { label: "Export", run: () => downloadArchive(session.id) },
     { label: session.archived ? "Unarchive" : "Archive", run: run(() => archive(session, !session.archived)) },
     { label: "Delete", danger: true, run: run(async () => { await opened(); await deleteWithUndo(); }) },
   ];
+}
+
+// The session's archive (its log, its subagents', its images), downloaded by the browser
+// from the server's signed-in `/export` route.
+function downloadArchive(id) {
+  const link = element("a", { href: `/export?session=${encodeURIComponent(id)}`, download: "" });
+  document.body.append(link);
+  link.click();
+  link.remove();
 }
 
 async function archive(session, archived) {

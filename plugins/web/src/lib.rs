@@ -6,11 +6,13 @@
 //! launch. Unloading it closes the port and every connection.
 //!
 //! Routes: `/auth?token=` (sign in), `/` (the app, or the sign-in page without the cookie),
-//! `/assets/*` (the app's files), `POST /api/<method>` (a method of the client protocol in the
+//! `/assets/*` (the app's files), `GET /export?session=ID` (a session's archive, see
+//! `download`), `POST /api/<method>` (a method of the client protocol in the
 //! reference's envelope) and `GET /api/events` (the event socket, see `socket`). Every
 //! response carries a strict Content-Security-Policy; the guards are in `guard`.
 
 mod args;
+mod download;
 mod guard;
 mod page;
 mod router;
@@ -79,7 +81,10 @@ impl Plugin for WebPlugin {
         HOST_SERVICE,
         CLIENTS_SERVICE,
     ];
-    const OPTIONAL: &'static [&'static str] = &[dsh_plugin_api::io::subprocess::SUBPROCESS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_plugin_api::io::subprocess::SUBPROCESS_SERVICE,
+        dsh_sessions_seam::SESSION_ARCHIVE_SERVICE,
+    ];
     type Config = WebConfig;
 
     async fn apply(ctx: Context, config: WebConfig) -> Result<(), PluginError> {

@@ -159,6 +159,10 @@ impl Router {
                     page::sign_in(),
                 )),
             },
+            ("GET", "/export") => match guard.authenticate(&request) {
+                Ok(_) => secured(crate::download::download(&self.ctx, &request).await),
+                Err(refusal) => refused(&refusal),
+            },
             ("GET", asset) if asset.starts_with("/assets/") => match page::asset(asset) {
                 Some(found) => asset_response(&request, found),
                 None => not_found(),
