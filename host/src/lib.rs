@@ -30,6 +30,15 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             return code;
         }
     };
+    // `./.env` and `$DSH_HOME/.env` fill what the inherited environment does not set, first
+    // thing, while this is the only thread.
+    if invocation.mounts_a_tree() {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+        if let Err(error) = app::env_layers::apply(&cwd, &app::boot::home_dir()) {
+            eprintln!("error: {error}");
+            return 1;
+        }
+    }
     // `$DSH_HOME` comes from the environment alone, so the log file's place is known before
     // anything logs.
     let log_dir = invocation

@@ -18,6 +18,7 @@ mod commands;
 mod compaction;
 mod conformance;
 mod escalation;
+mod env_files;
 mod escapes;
 mod examples;
 mod export;
