@@ -1,4 +1,5 @@
-//! `dsh-host/http`: the `http` service, reqwest on the host runtime.
+//! `dsh-host/http`: the `http` service, reqwest on the host runtime. Redirects are not followed:
+//! a 3xx comes back to the caller as it is.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,9 +21,14 @@ impl Plugin for HttpPlugin {
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
-        let client = reqwest::Client::builder().build().map_err(|error| {
-            PluginError::plugin(format!("cannot build the HTTP client: {error}"))
-        })?;
+        // Redirects go back to the caller, which follows them if it wants: `web_fetch` judges
+        // every hop's destination, which a client following them on its own would skip.
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| {
+                PluginError::plugin(format!("cannot build the HTTP client: {error}"))
+            })?;
         ctx.provide(
             HTTP_SERVICE,
             HttpClient_TO::from_value(Client { client }, TD_Opaque),

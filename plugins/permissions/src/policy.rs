@@ -56,6 +56,15 @@ fn subjects(tool: &str, arguments: &Value, cwd: &Path) -> Vec<String> {
             parts
         };
     }
+    if tool == "web_fetch" {
+        return vec![
+            arguments
+                .get("url")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ];
+    }
     if let Some(argument) = path_argument(tool) {
         let given = arguments[argument].as_str().unwrap_or(".");
         let lexical = lexical(&cwd.join(given));
@@ -216,6 +225,23 @@ mod tests {
             judge(&sources, "bash", &bash("rm -rf build"), cwd, false),
             Verdict::Deny(_)
         ));
+    }
+
+    #[test]
+    fn a_domain_rule_denies_web_fetch_of_that_host() {
+        let user = rules(&[], &["web_fetch(domain:example.com)"], &[]);
+        let sources = [("user", &user)];
+        let cwd = Path::new("/w");
+        let call = json!({"url": "https://docs.example.com/page"});
+        let Verdict::Deny(reason) = judge(&sources, "web_fetch", &call, cwd, false) else {
+            panic!("the domain rule must deny");
+        };
+        assert!(reason.contains("domain:example.com"), "{reason}");
+        let other = json!({"url": "https://example.org/"});
+        assert_eq!(
+            judge(&sources, "web_fetch", &other, cwd, false),
+            Verdict::Pass
+        );
     }
 
     #[test]

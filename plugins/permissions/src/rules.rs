@@ -2,7 +2,10 @@
 //! `*` stands for any text (`bash(npm test*)`, `bash(git status)`); for the file tools it is a
 //! path glob (`write(src/**)`, `read(~/.ssh/**)`), relative to the working directory unless it
 //! starts with `/` or `~/`; for any other tool it is matched against the call's arguments as
-//! JSON text. A tool name may use `*` too (`mcp__*`).
+//! JSON text. A tool name may use `*` too (`mcp__*`). For `web_fetch` the pattern is the URL
+//! (`web_fetch(https://example.com/*)`), or `domain:HOST`, which matches a URL whose host is
+//! HOST or a name under it (`web_fetch(domain:example.com)` also holds for `www.example.com`;
+//! `domain:*.example.com` only for the names under it).
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +70,13 @@ impl Rule {
                 "the pattern is empty: write the tool alone to match every call",
             ));
         }
+        if pattern
+            .as_deref()
+            .and_then(|pattern| pattern.strip_prefix("domain:"))
+            .is_some_and(|domain| domain.trim().is_empty())
+        {
+            return Err(error("`domain:` needs a host name after it"));
+        }
         if let Some(pattern) = &pattern
             && path_argument(tool).is_some()
         {
@@ -99,6 +109,9 @@ impl Rule {
         if path_argument(tool).is_some() {
             return path_glob(pattern, cwd).is_some_and(|glob| glob.is_match(subject));
         }
+        if let Some(domain) = pattern.strip_prefix("domain:") {
+            return url_host(subject).is_some_and(|host| domain_matches(domain, &host));
+        }
         // `npm run test:*` (the prefix form other harnesses use) is `npm run test*`.
         let pattern = pattern
             .strip_suffix(":*")
@@ -129,6 +142,22 @@ fn path_glob(pattern: &str, cwd: &Path) -> Option<GlobMatcher> {
         .build()
         .ok()
         .map(|glob| glob.compile_matcher())
+}
+
+/// The host of a URL, lower-cased, without a trailing dot (`None` when it is not a URL).
+fn url_host(subject: &str) -> Option<String> {
+    let url = url::Url::parse(subject.trim()).ok()?;
+    let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+    Some(host.trim_matches(['[', ']']).to_owned())
+}
+
+/// Whether `host` is `domain` or a name under it; `*` in `domain` stands for any text.
+fn domain_matches(domain: &str, host: &str) -> bool {
+    let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+    if domain.contains('*') {
+        return wildcard(&domain, host);
+    }
+    host == domain || host.ends_with(&format!(".{domain}"))
 }
 
 /// Runs of white space as one space.
@@ -187,12 +216,27 @@ mod tests {
     }
 
     #[test]
+    fn web_fetch_rules_match_the_urls_host() {
+        let cwd = Path::new("/w");
+        let rule = rule("web_fetch(domain:example.com)");
+        assert!(rule.matches("web_fetch", "https://example.com/a", cwd));
+        assert!(rule.matches("web_fetch", "http://WWW.Example.COM.:8080/x?y", cwd));
+        assert!(!rule.matches("web_fetch", "https://notexample.com/", cwd));
+        assert!(!rule.matches("web_fetch", "https://example.com.evil.net/", cwd));
+        assert!(!rule.matches("web_fetch", "not a url", cwd));
+        let sub = super::Rule::parse("web_fetch(domain:*.example.com)").unwrap();
+        assert!(sub.matches("web_fetch", "https://a.example.com/", cwd));
+        assert!(!sub.matches("web_fetch", "https://example.com/", cwd));
+    }
+
+    #[test]
     fn bad_rules_say_what_is_wrong() {
         for (text, says) in [
             ("bash(npm test", "must end with `)`"),
             ("ba sh", "tool name"),
             ("bash()", "pattern is empty"),
             ("write(src/[)", "not a path glob"),
+            ("web_fetch(domain: )", "needs a host name"),
         ] {
             let error = Rule::parse(text).unwrap_err().to_string();
             assert!(error.contains(says) && error.contains(text), "{error}");
