@@ -5,6 +5,7 @@
 
 import { element, renderItem, seconds, tokens, updateAnswer } from "./render.js";
 import { renderTrajectory } from "./trajectory.js";
+import { renderGoal, showGoal } from "./goal.js";
 import { loadModels, send, showControls, startDemo, wireComposer } from "./composer.js";
 import { $, boot, call, fail, state, toast } from "./core.js";
 import { applyTheme, wireSettings } from "./settings.js";
@@ -325,6 +326,7 @@ export async function openSession(id, prefetched = null) {
   renderHeader();
   renderQueue({ nextTurn: [], nextStep: [] });
   renderJobs([]);
+  showGoal(id);
   $("preset").value = history.preset || "workspace-write";
   renderStats(history.stats);
   showView("chat");
@@ -397,6 +399,7 @@ function onFrame(frame) {
       if (state.open && frame.sessionId === state.open.id && frame.key === "context") renderContext(frame.value);
       if (state.open && frame.sessionId === state.open.id && frame.key === "jobs") renderJobs(frame.value);
       if (state.open && frame.sessionId === state.open.id && frame.key === "controls") showControls(frame.value);
+      if (frame.key === "goal") renderGoal(frame.sessionId, frame.value);
       break;
     case "session/queue":
       if (state.open && frame.sessionId === state.open.id) renderQueue(frame.queue);

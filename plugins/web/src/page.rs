@@ -19,6 +19,7 @@ const SETTINGS_JS: &str = include_str!("../assets/settings.js");
 const SIDEBAR_JS: &str = include_str!("../assets/sidebar.js");
 const COMPOSER_JS: &str = include_str!("../assets/composer.js");
 const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
+const GOAL_JS: &str = include_str!("../assets/goal.js");
 const ICON: &str = include_str!("../assets/icon.svg");
 const SIGN_IN: &str = include_str!("../assets/sign-in.html");
 
@@ -101,6 +102,7 @@ assets! {
     "/assets/sidebar.js" => (JS, SIDEBAR_JS),
     "/assets/composer.js" => (JS, COMPOSER_JS),
     "/assets/trajectory.js" => (JS, TRAJECTORY_JS),
+    "/assets/goal.js" => (JS, GOAL_JS),
     "/assets/app.css" => ("text/css; charset=utf-8", APP_CSS),
     "/assets/icon.svg" => ("image/svg+xml", ICON),
 }
