@@ -4,12 +4,14 @@
 //! short, of another format version, with an entry escaping the folder or a link, with a
 //! checksum that differs) and an id the home already holds are refused by name with nothing
 //! written, and `--new-ids` imports a copy whose child still names its parent; `/export` in a
-//! web session writes the archive where it says.
+//! web session writes the archive where it says, and the page's download route sends it.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::headless::{against, stream_json};
+use dsh_tests::http::send;
 use dsh_tests::sessions::{PLAIN_STORE, stored_logs};
 use dsh_tests::web::{start_in_workspace, turn_ended};
 use dsh_tests::{Output, TestDir, run_host};
@@ -412,4 +414,73 @@ fn export_in_a_web_session_writes_the_archive() {
             .any(|(path, _)| path.ends_with("shared/this.tar.zst")),
         "{named}"
     );
+}
+
+/// `GET path` with `headers`, the response's head as text and its body as bytes.
+fn get_bytes(address: &str, path: &str, headers: &[(&str, &str)]) -> (String, Vec<u8>) {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let split = raw
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .unwrap();
+    (
+        String::from_utf8_lossy(&raw[..split]).into_owned(),
+        raw[split + 4..].to_vec(),
+    )
+}
+
+#[test]
+fn the_page_downloads_a_session_archive() {
+    let dir = TestDir::new("export-download");
+    let server = FakeDeepSeek::start(vec![Reply::text("The codeword is QUINCE.")]);
+    let mut web = start_in_workspace(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.prompt(&session, "Remember QUINCE.");
+    socket.until(300, turn_ended);
+    let path = format!("/export?session={session}");
+    let (head, body) = get_bytes(&web.address, &path, &[("Authorization", &web.bearer)]);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: application/zstd"), "{head}");
+    assert!(
+        head.contains(&format!(
+            "content-disposition: attachment; filename=\"dsh-session-{session}.tar.zst\""
+        )),
+        "{head}"
+    );
+    let inside = entries(&body);
+    let manifest: Value = serde_json::from_slice(&inside[0].1).unwrap();
+    assert_eq!(manifest["session"], session.as_str());
+    assert!(String::from_utf8_lossy(&inside[1].1).contains("QUINCE"));
+    // The archive loads into another home.
+    let file = dir.join("downloaded.tar.zst");
+    std::fs::write(&file, &body).unwrap();
+    let out = host(
+        &dir.join("other-home"),
+        &["session", "import", file.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    // Signed in only; an unknown session is not found.
+    let anonymous = send(&web.address, "GET", &path, &[], "");
+    assert_eq!(anonymous.status, 401, "{anonymous:?}");
+    let unknown = send(
+        &web.address,
+        "GET",
+        "/export?session=00000000-0000-4000-8000-000000000000",
+        &[("Authorization", &web.bearer)],
+        "",
+    );
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    assert!(unknown.body.contains("no session"), "{}", unknown.body);
 }
