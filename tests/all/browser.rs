@@ -548,3 +548,37 @@ fn the_controls_follow_the_session_whoever_changes_it_and_a_new_session_starts_f
 fn a_page_whose_sign_in_is_no_longer_taken_says_how_to_get_back_in() {
     scenario("signedout", Vec::new(), "");
 }
+
+/// `/goal` from the composer puts up the goal bar; Pause, Resume, Complete and Clear work from
+/// it while rounds run (screenshots of the bar running, paused and complete).
+#[test]
+fn the_goal_bar_shows_the_goal_and_pauses_resumes_completes_and_clears_it() {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk, usage};
+    let slow = |text: &str, ms: u64| {
+        Reply::Sse(vec![
+            first_chunk(),
+            SseEvent::content("Working"),
+            SseEvent::Pause(std::time::Duration::from_millis(ms)),
+            SseEvent::content(text),
+            SseEvent::finish_with_usage("stop", &usage(10, 5, 0, None)),
+            SseEvent::Done,
+        ])
+    };
+    let Some(server) = scenario(
+        "goal",
+        vec![
+            slow(": round 1 drafted the outline.", 2500),
+            slow(": round 2 filled it in.", 4000),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    let rounds: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|request| request.user_texts().pop())
+        .collect();
+    assert_eq!(rounds.len(), 2, "{rounds:?}");
+    assert!(rounds[1].contains("Round: 2/256"), "{rounds:?}");
+}

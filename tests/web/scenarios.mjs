@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { frameScenarios } from "./layout.mjs";
+import { goalScenarios } from "./goal.mjs";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
 const executablePath = process.env.DSH_CHROMIUM || "/usr/bin/chromium";
@@ -804,6 +805,7 @@ const scenarios = {
 };
 
 Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, problems }));
+Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 const run = scenarios[scenario];
 if (!run) {
   console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);
