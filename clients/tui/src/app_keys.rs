@@ -403,6 +403,7 @@ impl App {
                     text,
                     mode,
                     client_request_id: None,
+                    images: Vec::new(),
                 };
                 self.send(ClientRequest::SessionPrompt(request), Reply::Prompt);
             }

@@ -119,6 +119,7 @@ pub(crate) fn run(
         text: task.to_owned(),
         mode: PromptMode::Queue,
         client_request_id: None,
+        images: Vec::new(),
     };
     conn.call(&ClientRequest::SessionPrompt(prompt))?;
     let mut transcript = Transcript::default();

@@ -120,6 +120,9 @@ pub enum RpcErrorCode {
     CredentialRejected,
     TitleInvalid,
     ForkUnavailable,
+    /// An image was refused (not an image, too large, an unsupported type, a model that
+    /// takes none); the message starts with the store's code (`IMAGE_TOO_LARGE: ...`).
+    AttachmentRejected,
     /// The server failed; the message says where.
     Internal,
 }
@@ -147,6 +150,7 @@ impl RpcErrorCode {
             Self::CredentialRejected => -32017,
             Self::TitleInvalid => -32018,
             Self::ForkUnavailable => -32019,
+            Self::AttachmentRejected => -32020,
         }
     }
 

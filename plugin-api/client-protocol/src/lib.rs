@@ -10,6 +10,7 @@
 //! The service that serves it is the `clients` plugin; each transport only frames bytes.
 //! [`schema_document`] is the protocol's JSON Schema (`dsh-host schema` prints it).
 
+mod attachments;
 mod chat;
 mod envelope;
 mod frames;
@@ -21,6 +22,7 @@ mod schema;
 mod stats;
 mod trajectory;
 
+pub use attachments::UploadImage;
 pub use chat::{
     AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, WIRE_TEXT_LIMIT,
 };

@@ -136,6 +136,10 @@ pub struct SendPrompt {
     /// A retried call with the same id is sent once.
     #[serde(default)]
     pub client_request_id: Option<String>,
+    /// Images uploaded with `session.attachment`, after the text (the session's model must
+    /// take images).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<dsh_protocol::ImageAttachment>,
 }
 
 /// `session.prompt`'s value: the queued message's id.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::goals::{GoalCreate, GoalEdit, GoalState, GoalTarget};
 use crate::handshake::{Initialize, Initialized, SubscribeRequest};
 use crate::payloads::*;
-use crate::{ChatItem, SessionHistory, Trajectory};
+use crate::{ChatItem, SessionHistory, Trajectory, UploadImage};
 
 /// The params of a method that takes none (`{}`; absent or `null` reads the same).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -85,6 +85,8 @@ methods! {
     /// A person's message, queued as a turn of its own or steered into the running one; a
     /// command line runs as the command.
     "session.prompt" => SessionPrompt(SendPrompt) -> PromptAccepted;
+    /// An image stored for a later prompt (`images` of `session.prompt`): its reference.
+    "session.attachment" => SessionAttachment(UploadImage) -> dsh_protocol::ImageAttachment;
     /// Cancels the running turn.
     "session.cancel" => SessionCancel(SessionRef) -> Done;
     /// Drops, edits or steers one waiting message.
@@ -176,6 +178,7 @@ impl ClientRequest {
             Self::SessionHistory(HistoryRequest { session_id, .. })
             | Self::SessionItem(ItemRequest { session_id, .. })
             | Self::SessionPrompt(SendPrompt { session_id, .. })
+            | Self::SessionAttachment(UploadImage { session_id, .. })
             | Self::SessionUpdateQueue(UpdateQueue { session_id, .. })
             | Self::SessionRename(RenameRequest { session_id, .. })
             | Self::SessionFork(ForkRequest { session_id, .. })

@@ -12,6 +12,7 @@
 
 mod api;
 mod approvals;
+mod attachments;
 mod connection;
 mod demo;
 mod files;
@@ -80,6 +81,7 @@ impl Plugin for ClientsPlugin {
     const PROVIDES: &'static [&'static str] = &[CLIENTS_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[
         dsh_agents_seam::AGENTS_SERVICE,
+        dsh_attachments_seam::ATTACHMENTS_SERVICE,
         dsh_commands_seam::COMMANDS_SERVICE,
         dsh_credentials_seam::CREDENTIALS_SERVICE,
         dsh_llm_seam::LLM_SERVICE,

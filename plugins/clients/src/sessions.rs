@@ -307,7 +307,7 @@ impl Api {
                 command: None,
             });
         }
-        if request.text.trim().is_empty() {
+        if request.text.trim().is_empty() && request.images.is_empty() {
             return Err(Failure(
                 RpcErrorCode::BadRequest,
                 "the prompt is empty".to_owned(),
@@ -315,7 +315,8 @@ impl Api {
         }
         let agent = self.agent_of(&request.session_id).await?;
         // A single text starting with `/` runs a command instead of reaching the model.
-        if dsh_protocol::command_line(&request.text).is_some()
+        if request.images.is_empty()
+            && dsh_protocol::command_line(&request.text).is_some()
             && let Ok(Some(commands)) = self.ctx.get::<CommandsService>(COMMANDS_SERVICE)
         {
             let outcome = commands
@@ -331,11 +332,14 @@ impl Api {
                 command: Some(outcome),
             });
         }
-        let message = Message::user(
-            "",
-            vec![ContentBlock::text(request.text)],
-            MessageSource::user(),
-        );
+        self.check_prompt_images(&agent.id, &request.images).await?;
+        let text = (!request.text.is_empty()).then(|| ContentBlock::text(request.text));
+        let images = request
+            .images
+            .into_iter()
+            .map(|attachment| ContentBlock::Image { attachment });
+        let content = text.into_iter().chain(images).collect();
+        let message = Message::user("", content, MessageSource::user());
         let agents = self.agents()?;
         let sent = match request.mode {
             PromptMode::Queue => agents.followup(&agent.id, &message),
