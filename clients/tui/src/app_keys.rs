@@ -117,6 +117,19 @@ impl App {
         let Some(modal) = &mut self.approval else {
             return;
         };
+        if let Some(plan) = &mut modal.plan {
+            if let Some((outcome, note)) = plan.key(key) {
+                let request = ApprovalAnswer {
+                    approval_id: modal.approval_id.clone(),
+                    outcome,
+                    scope: None,
+                    note,
+                };
+                self.send(ClientRequest::ApprovalRespond(request), Reply::Approval);
+                self.status.hint("answered");
+            }
+            return;
+        }
         let answer = match key.code {
             KeyCode::Up => {
                 modal.step(false);

@@ -27,6 +27,7 @@ mod highlight;
 mod markdown;
 mod modal;
 mod oneshot;
+mod plan_review;
 mod popup;
 mod question;
 mod screen;

@@ -2,7 +2,8 @@
 //! the diff) and the answers: allow once, allow this exact call for the rest of the session,
 //! allow always (a rule in the user's settings), reject. Keys: the arrows and Enter, or
 //! `y` / `s` / `a` / `n`; Esc rejects. The answer goes out as `approval.respond`; the first
-//! answer of any client wins, so a page or a second terminal may answer it first.
+//! answer of any client wins, so a page or a second terminal may answer it first. A plan
+//! review (`exit_plan_mode`) shows the plan and its own answers instead (`plan_review`).
 
 use dsh_client_protocol::ChatItem;
 use dsh_protocol::{ApprovalOutcome, ApprovalScope};
@@ -12,6 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use crate::cells::{self, CellOptions};
+use crate::plan_review::PlanReview;
 use crate::theme;
 
 /// The answers, in the order shown.
@@ -43,6 +45,8 @@ pub(crate) struct ApprovalModal {
     /// The call's card (its command, its diff), when the call is known.
     card: Vec<Line<'static>>,
     pub(crate) selected: usize,
+    /// The plan and its review, when the ask is a plan review.
+    pub(crate) plan: Option<PlanReview>,
 }
 
 impl ApprovalModal {
@@ -73,6 +77,7 @@ impl ApprovalModal {
             reason: reason.clone(),
             card,
             selected: 0,
+            plan: PlanReview::of(tool_name, reason.as_deref()),
         })
     }
 
@@ -99,6 +104,9 @@ impl ApprovalModal {
     }
 
     fn body(&self, width: u16) -> Vec<Line<'static>> {
+        if let Some(plan) = &self.plan {
+            return crate::wrap::wrap_all(&plan.body(), width.saturating_sub(3).max(1));
+        }
         let mut lines = Vec::new();
         if let Some(reason) = &self.reason {
             lines.push(Line::styled(crate::wrap::sanitize(reason), theme::dim()));
@@ -130,7 +138,10 @@ impl ApprovalModal {
             .borders(Borders::ALL)
             .border_style(theme::warn())
             .title(Line::from(vec![Span::styled(
-                format!(" Allow {}? ", self.tool),
+                match self.plan {
+                    Some(_) => " Review the plan ".to_owned(),
+                    None => format!(" Allow {}? ", self.tool),
+                },
                 theme::bold(),
             )]));
         let inner = block.inner(area);
