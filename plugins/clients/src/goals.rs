@@ -8,7 +8,8 @@ use abi_stable::std_types::RString;
 use dsh_client_protocol::{ClientRequest, GoalState, RpcErrorCode, ServerFrame};
 use dsh_goals_seam::{GOAL_CHANGED, GOALS_SERVICE, GoalsService};
 use dsh_plugin_api::{Context, Json, PluginError, SeamError, SeamErrorKind};
-use dsh_protocol::{GoalAction, GoalView};
+use dsh_protocol::{GoalAction, GoalView, kinds};
+use dsh_sessions_seam::SESSION_EVENT;
 
 use crate::api::{Api, Failure};
 use crate::live::Hub;
@@ -34,8 +35,27 @@ pub(crate) async fn frame(ctx: &Context, session: &str) -> Option<ServerFrame> {
     Some(projection(session, Some(goal)))
 }
 
-/// Pushes a followed session's goal each time it changes.
+/// Pushes a followed session's goal each time it changes, and when a goal round starts (the
+/// round count moves without a mutation).
 pub(crate) fn follow(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
+    let (rounds, services) = (hub.clone(), ctx.clone());
+    ctx.on_emit(&SESSION_EVENT, move |record| {
+        let session = record.session.as_str();
+        // A goal round is a user message whose source is `goal`: read the goal off this
+        // dispatch, which may run inside the goal's own write.
+        if record.kind.as_str() != kinds::USER_MESSAGE
+            || !record.json.contains(r#""kind":"goal""#)
+            || !rounds.is_followed(session)
+        {
+            return;
+        }
+        let (ctx, hub, session) = (services.clone(), rounds.clone(), session.to_owned());
+        let _ = services.spawn(async move {
+            if let Some(frame) = frame(&ctx, &session).await {
+                hub.to_followers(&session, &frame);
+            }
+        });
+    })?;
     let hub = hub.clone();
     ctx.on_emit(&GOAL_CHANGED, move |notice| {
         let session = notice.session.as_str();

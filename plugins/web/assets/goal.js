@@ -34,7 +34,10 @@ function bar() {
   let node = $("goal-bar");
   if (node) return node;
   if (!styled) {
-    document.head.append(element("style", {}, STYLE));
+    // A constructed sheet: the page's policy refuses inline <style> elements.
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(STYLE);
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
     styled = true;
   }
   // Above the queue and the composer.
