@@ -60,3 +60,4 @@ mod web;
 mod web_chat;
 mod web_live;
 mod web_queue;
+mod web_tools;

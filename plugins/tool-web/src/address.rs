@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// An `allowPrivate` entry that does not read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("allowPrivate entry `{entry}`: {reason}")]
+#[error("entry `{entry}`: {reason}")]
 pub(crate) struct AllowError {
     pub(crate) entry: String,
     pub(crate) reason: String,
