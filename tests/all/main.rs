@@ -52,6 +52,7 @@ mod skills;
 mod snapshots;
 mod subagent_tree;
 mod subagents;
+mod time_context;
 mod tools;
 mod tui;
 mod undo;
