@@ -4,7 +4,8 @@
 //! short, of another format version, with an entry escaping the folder or a link, with a
 //! checksum that differs) and an id the home already holds are refused by name with nothing
 //! written, and `--new-ids` imports a copy whose child still names its parent; `/export` in a
-//! web session writes the archive where it says, and the page's download route sends it.
+//! web session writes the archive where it says, the page's download route sends it, and in
+//! Chromium the session menu's Export downloads it.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -483,4 +484,30 @@ fn the_page_downloads_a_session_archive() {
     );
     assert_eq!(unknown.status, 404, "{unknown:?}");
     assert!(unknown.body.contains("no session"), "{}", unknown.body);
+}
+
+#[test]
+fn the_session_menu_downloads_the_archive_in_chromium() {
+    let Some((_, dir)) = crate::browser::scenario_in(
+        "export",
+        vec![Reply::text("PERSIMMON noted.")],
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[],
+        &[],
+    ) else {
+        return;
+    };
+    let file = dir.join("work/downloaded.tar.zst");
+    let inside = entries(&std::fs::read(&file).unwrap());
+    let manifest: Value = serde_json::from_slice(&inside[0].1).unwrap();
+    assert!(String::from_utf8_lossy(&inside[1].1).contains("PERSIMMON noted."));
+    let out = host(
+        &dir.join("other-home"),
+        &["session", "import", file.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let id = manifest["session"].as_str().unwrap();
+    let shown = host(&dir.join("other-home"), &["session", "show", id]);
+    assert_eq!(shown.code, Some(0), "{shown:?}");
 }
