@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { exportScenarios } from "./export.mjs";
 import { frameScenarios } from "./layout.mjs";
+import { goalScenarios } from "./goal.mjs";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
 const executablePath = process.env.DSH_CHROMIUM || "/usr/bin/chromium";
@@ -805,6 +806,7 @@ const scenarios = {
 };
 
 Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, problems }));
+Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
 const run = scenarios[scenario];
 if (!run) {
