@@ -17,6 +17,7 @@
 //! socket: every process, request and timer is the host's. With no server configured it
 //! starts nothing.
 
+mod images;
 mod client;
 mod config;
 mod error;
@@ -124,6 +125,9 @@ impl Plugin for McpPlugin {
         dsh_plugin_api::io::http::HTTP_SERVICE,
         dsh_trust_seam::TRUST_SERVICE,
         dsh_agents_seam::AGENTS_SERVICE,
+        dsh_attachments_seam::ATTACHMENTS_SERVICE,
+        dsh_attachments_seam::ROUTE_SERVICES[0],
+        dsh_attachments_seam::ROUTE_SERVICES[1],
     ];
     const PROVIDES: &'static [&'static str] = &[MCP_SCOPES_SERVICE];
     type Config = McpConfig;

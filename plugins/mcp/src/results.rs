@@ -1,8 +1,8 @@
 //! A `tools/call` result as a tool reply. Text stays text; a resource (linked or embedded) is
 //! named, with its text when it has one; structured content is the reply's value, and its JSON
-//! the text when the server sent no content. Images and audio are described, not shown: the
-//! harness has no attachment store yet to hold their bytes, and base64 in a text block would
-//! only burn the model's window. `isError` makes the reply an error with the same content.
+//! the text when the server sent no content. Images that reach here are described, not shown
+//! (`images` passes them on where the session's model takes them), and so is audio: base64 in
+//! a text block would only burn the model's window. `isError` makes the reply an error with the same content.
 
 use dsh_protocol::{ContentBlock, ToolError, ToolReply, ToolSuccess};
 use serde_json::Value;
@@ -20,7 +20,7 @@ fn block(content: &Content) -> Option<String> {
     match content {
         Content::Text { text } => Some(text.clone()),
         Content::Image { data, mime_type } => Some(format!(
-            "[image: {mime_type}, {} bytes; not shown, this harness cannot pass images on from tools yet]",
+            "[image: {mime_type}, {} bytes; not shown]",
             decoded_len(data)
         )),
         Content::Audio { data, mime_type } => Some(format!(
@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(
             success.content,
             vec![ContentBlock::text(
-                "hi\n[image: image/png, 3 bytes; not shown, this harness cannot pass images on from tools yet]\n[resource <x://y>]\nbody"
+                "hi\n[image: image/png, 3 bytes; not shown]\n[resource <x://y>]\nbody"
             )]
         );
         assert_eq!(success.value["sum"], 3);

@@ -165,6 +165,7 @@ impl Server {
                 server: self.clone(),
                 info: info.clone(),
                 timeout_ms: shared.tool_timeout_ms,
+                ctx: shared.ctx.clone(),
             };
             let registration = shared.tools.register(
                 RString::from(shared.ctx.row_id()),

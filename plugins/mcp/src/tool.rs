@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::CancelBox;
+use dsh_plugin_api::{Context, Json};
 use dsh_protocol::{Concurrency, ContentBlock, OutcomeSummary, ToolDecl, ToolError, ToolReply};
 use dsh_tools_seam::{CallView, Tool};
 use serde_json::Value;
 
 use crate::protocol::{CallParams, CallResult, ToolInfo};
-use crate::results;
 use crate::rpc::CallError;
 use crate::server::Server;
 
@@ -98,6 +97,8 @@ pub(crate) struct McpTool {
     pub(crate) server: Arc<Server>,
     pub(crate) info: ToolInfo,
     pub(crate) timeout_ms: Option<u64>,
+    /// For the attachment store and the calling session's route (images in results).
+    pub(crate) ctx: Context,
 }
 
 fn failure(message: String, name: &str, code: &str) -> ToolReply {
@@ -105,7 +106,7 @@ fn failure(message: String, name: &str, code: &str) -> ToolReply {
 }
 
 impl McpTool {
-    async fn call(&self, arguments: &str, cancel: CancelBox) -> ToolReply {
+    async fn call(&self, session: &str, arguments: &str, cancel: CancelBox) -> ToolReply {
         let server = &self.server.name;
         let tool = &self.info.name;
         let arguments: Value = match arguments.trim() {
@@ -139,7 +140,7 @@ impl McpTool {
             .request("tools/call", params, cancel.cancelled())
             .await;
         match answer {
-            Ok(result) => results::reply(server, tool, result),
+            Ok(result) => crate::images::reply(&self.ctx, session, server, tool, result).await,
             Err(CallError::Rpc(error)) => failure(
                 format!("MCP server `{server}` refused the call of `{tool}`: {error}"),
                 "McpError",
@@ -210,8 +211,10 @@ impl Tool for McpTool {
             server: self.server.clone(),
             info: self.info.clone(),
             timeout_ms: self.timeout_ms,
+            ctx: self.ctx.clone(),
         };
-        async move { Json::encode(&tool.call(&call.arguments, cancel).await) }.into_ffi()
+        async move { Json::encode(&tool.call(&call.session, &call.arguments, cancel).await) }
+            .into_ffi()
     }
 
     fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
