@@ -32,7 +32,7 @@ fn scenario_with(
 
 /// [`scenario_with`] in a working directory that holds `files` (relative path, text) from
 /// the start; answers the fake server and the test's directory.
-fn scenario_in(
+pub(crate) fn scenario_in(
     name: &str,
     replies: Vec<Reply>,
     rows: &str,

@@ -106,7 +106,9 @@ fn plan_mode_refuses_writes_and_an_approved_plan_is_carried_out() {
     assert_eq!(receipt["accepted"], true, "{receipt}");
     socket.until(300, turn_ended);
     assert_eq!(
-        std::fs::read_to_string(dir.join("work/a.txt")).ok().as_deref(),
+        std::fs::read_to_string(dir.join("work/a.txt"))
+            .ok()
+            .as_deref(),
         Some("hello\n"),
         "{:?}",
         server.last_tool_texts()
@@ -200,4 +202,105 @@ fn plan_modes(dir: &TestDir, session: &str, expected: usize) -> Vec<bool> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     modes
+}
+
+/// The page (real Chromium): the plan chip, a refused write, the review card kept with a
+/// note and then approved, the write carried out (`tests/web/plan.mjs`; screenshots under
+/// `target/screenshots/plan-*`).
+#[test]
+fn the_page_reviews_a_plan() {
+    let write = json!({"file_path": "notes.txt", "content": "first line\n"}).to_string();
+    let first = "# Add notes.txt\n\n1. Write notes.txt.\n2. Check it reads back.";
+    let second =
+        "# Add notes.txt\n\n1. Write notes.txt holding `first line`.\n2. Check it reads back.";
+    let Some((server, dir)) = crate::browser::scenario_in(
+        "plan",
+        vec![
+            Reply::tool_calls(&[("call_w", "write", &write)]),
+            Reply::tool_calls(&[("call_p1", "exit_plan_mode", &plan_call(first))]),
+            Reply::tool_calls(&[("call_p2", "exit_plan_mode", &plan_call(second))]),
+            Reply::tool_calls(&[("call_w2", "write", &write)]),
+            Reply::text("Done."),
+        ],
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[],
+        &[],
+    ) else {
+        return;
+    };
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        5,
+        "the chip's /plan never reached the model"
+    );
+    let kept = requests[2].tool_texts();
+    assert!(
+        kept.last()
+            .is_some_and(|text| text.ends_with("Their note: say what the file holds")),
+        "{kept:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("first line\n")
+    );
+}
+
+/// ACP (editor mode, the `acp` profile): `/plan` is a command the agent runs, and the plan
+/// comes to the client as a `session/request_permission` carrying it, with the review's two
+/// choices; "keep planning" brings another plan, "approve" lets the write run.
+#[test]
+fn an_acp_client_reviews_the_plan_as_a_permission_request() {
+    let dir = TestDir::new("plan-mode-acp");
+    let second = "# Add a.txt\n\n1. Write `a.txt` holding `hello`.";
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_p1", "exit_plan_mode", &plan_call(PLAN))]),
+        Reply::tool_calls(&[("call_p2", "exit_plan_mode", &plan_call(second))]),
+        Reply::tool_calls(&[("call_w", "write", &write_call())]),
+        Reply::text("done"),
+    ]);
+    let mut agent = dsh_tests::acp::editor_agent(&server, &dir, "", &[]);
+    for kind in ["reject_once", "allow_once"] {
+        agent.answers.lock().unwrap().push_back(kind.to_owned());
+    }
+    let (session, _) = agent.open(&dir.join("work"));
+    let planning = agent.prompt(&session, "/plan");
+    assert_eq!(planning["result"]["stopReason"], "end_turn", "{planning}");
+    assert!(server.requests().is_empty(), "/plan reached the model");
+    let answer = agent.prompt(&session, "add a.txt");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let asked: Vec<Value> = agent
+        .frames()
+        .into_iter()
+        .filter(|frame| frame["method"] == "session/request_permission")
+        .map(|frame| frame["params"].clone())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "call_p1");
+    assert_eq!(asked[0]["toolCall"]["title"], "Plan: Add a.txt");
+    assert_eq!(asked[0]["toolCall"]["content"][0]["content"]["text"], PLAN);
+    assert_eq!(
+        asked[1]["toolCall"]["content"][0]["content"]["text"],
+        second
+    );
+    let kinds: Vec<&str> = asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|option| option["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["allow_once", "reject_once"]);
+    let kept = server.requests()[1].tool_texts();
+    assert!(kept[0].contains("keep planning"), "{kept:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/a.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello\n"),
+        "{:?}",
+        server.last_tool_texts()
+    );
 }

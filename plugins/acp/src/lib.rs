@@ -27,6 +27,7 @@ mod live;
 mod mcp;
 mod modes;
 mod permission;
+mod plan_review;
 mod prompt;
 mod schema;
 mod server;

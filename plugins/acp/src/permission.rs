@@ -5,7 +5,8 @@
 //! same subject (the command, the file, the search path). A cancelled question is
 //! `cancelled`, and so is one still out when its session's prompt is cancelled; a client that answers with an error or something unreadable, or a connection
 //! already closing, leaves the ask to the rest of the chain, whose default is `unavailable`:
-//! nothing is approved for want of an answer.
+//! nothing is approved for want of an answer. A plan review (`exit_plan_mode`) is put with
+//! the plan and the review's own two choices (`plan_review`).
 
 use std::sync::Arc;
 
@@ -75,6 +76,9 @@ async fn ask_client(
     ask: &ApprovalRequest,
     call_id: String,
 ) -> Option<ApprovalVerdict> {
+    if ask.tool_name == crate::plan_review::TOOL {
+        return ask_review(server, session, ask, call_id).await;
+    }
     let editor = server.mode == Mode::Editor;
     let subject = editor.then(|| session.editor.subject_of(&call_id, &ask.tool_name));
     if let Some(subject) = &subject
@@ -140,4 +144,31 @@ async fn ask_client(
             .then_some(ApprovalScope::Session),
         note: None,
     })
+}
+
+/// A plan review (`plan_review`): the plan and its two choices, in either mode.
+async fn ask_review(
+    server: &Arc<Server>,
+    session: &Arc<AcpSession>,
+    ask: &ApprovalRequest,
+    call_id: String,
+) -> Option<ApprovalVerdict> {
+    let request = PermissionRequest {
+        session_id: session.id.clone(),
+        tool_call: crate::plan_review::call_view(ask, call_id),
+        options: Vec::from(crate::plan_review::OPTIONS),
+    };
+    let asked: Result<PermissionResponse, CallError> = server
+        .wire
+        .request(
+            &session.id,
+            crate::schema::methods::SESSION_REQUEST_PERMISSION,
+            request,
+        )
+        .await;
+    match asked {
+        Ok(answer) => Some(crate::plan_review::verdict(answer.outcome)),
+        Err(CallError::Withdrawn) => Some(ApprovalVerdict::of(ApprovalOutcome::Cancelled)),
+        Err(_) => None,
+    }
 }

@@ -11,6 +11,7 @@ import { $, boot, call, fail, state, toast } from "./core.js";
 import { applyTheme, wireSettings } from "./settings.js";
 import { refreshSessions, renderSessions } from "./sidebar.js";
 import { refreshTrust, renderHero } from "./start-page.js";
+import { showPlanChip } from "./plan.js";
 
 // ---- the conversation --------------------------------------------------------------------
 
@@ -328,6 +329,7 @@ export async function openSession(id, prefetched = null) {
   renderJobs([]);
   showGoal(id);
   $("preset").value = history.preset || "workspace-write";
+  showPlanChip(history.planMode);
   renderStats(history.stats);
   showView("chat");
   setRunning(history.running);

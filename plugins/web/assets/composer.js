@@ -4,6 +4,7 @@
 import { wireDrop } from "./drop.js";
 import { wireMentions } from "./mentions.js";
 import { showMenu } from "./menu.js";
+import { applyPlanChoice, showPlanChip, wirePlanChip } from "./plan.js";
 import { element, inspection, renderItem } from "./render.js";
 import { followLatest, fork, markDirty, openSession, showView } from "./app.js";
 import { $, call, fail, state, toast } from "./core.js";
@@ -67,8 +68,9 @@ function askOtherModel() {
 }
 
 // The model and permission controls show the open session's state, whoever changed it.
-export function showControls({ model, preset }) {
+export function showControls({ model, preset, plan }) {
   if (preset) $("preset").value = preset;
+  if (plan) showPlanChip(plan === "on");
   if (model) {
     const select = $("model");
     if (![...select.options].some((option) => option.value === model)) {
@@ -86,6 +88,7 @@ async function newSession({ chosen = false } = {}) {
   const preset = chosen ? $("preset").value : "workspace-write";
   const { sessionId } = await call("session.create", model ? { model } : {});
   if (preset !== "workspace-write") await call("session.setPermission", { sessionId, preset });
+  if (chosen) await applyPlanChoice(sessionId);
   await refreshSessions();
   await openSession(sessionId);
 }
@@ -276,6 +279,7 @@ export function wireComposer() {
     send("queue");
   });
   $("steer").addEventListener("click", () => send("steer"));
+  wirePlanChip();
   $("preset").addEventListener("change", () => {
     if (!state.open) return;
     call("session.setPermission", { sessionId: state.open.id, preset: $("preset").value })

@@ -5,6 +5,7 @@
 
 import { element, seconds, tokens } from "./dom.js";
 import { questionCard, toolCard } from "./cards.js";
+import { planCard } from "./plan.js";
 
 export { element, seconds, tokens } from "./dom.js";
 export { inspection } from "./cards.js";
@@ -205,6 +206,10 @@ export function renderItem(item) {
       node = turnEnd(item);
       break;
     case "approval": {
+      if (item.toolName === "exit_plan_mode") {
+        node = planCard(item);
+        break;
+      }
       const answer = (outcome, scope) => (event) =>
         event.target.dispatchEvent(
           new CustomEvent("dsh-answer", { bubbles: true, detail: { approvalId: item.id, outcome, scope } }),

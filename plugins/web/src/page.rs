@@ -20,6 +20,7 @@ const SIDEBAR_JS: &str = include_str!("../assets/sidebar.js");
 const COMPOSER_JS: &str = include_str!("../assets/composer.js");
 const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
 const GOAL_JS: &str = include_str!("../assets/goal.js");
+const PLAN_JS: &str = include_str!("../assets/plan.js");
 const ICON: &str = include_str!("../assets/icon.svg");
 const SIGN_IN: &str = include_str!("../assets/sign-in.html");
 
@@ -103,6 +104,7 @@ assets! {
     "/assets/composer.js" => (JS, COMPOSER_JS),
     "/assets/trajectory.js" => (JS, TRAJECTORY_JS),
     "/assets/goal.js" => (JS, GOAL_JS),
+    "/assets/plan.js" => (JS, PLAN_JS),
     "/assets/app.css" => ("text/css; charset=utf-8", APP_CSS),
     "/assets/icon.svg" => ("image/svg+xml", ICON),
 }
