@@ -47,7 +47,6 @@ const SKIPPED: &[(&str, &str)] = &[
     ("pwsh-tool-turn", "pwsh"),
     ("persistent-pwsh-tool-turn", "pwsh"),
     ("pty-tools", "PTY tools"),
-    ("web-fetch", "web fetch"),
     ("workflow-run", "workflows"),
     (
         "partial-landlock-child-failure",
@@ -136,6 +135,12 @@ const PATCHES: &[(&str, &str)] = &[
         "fs-glob-sampling",
         "- id: tool-fs\n  config:\n    globMaxResults: 4\n    sampleOverCapGlobResults: true\n",
     ),
+    // The recorded page is served on loopback (see `run_case`), which web_fetch refuses unless
+    // the row lets it through.
+    (
+        "web-fetch",
+        "- id: tool-web\n  config:\n    allowPrivate: [127.0.0.1]\n",
+    ),
     ("read-image", VISION_CATALOG),
     ("read-image-dimension", VISION_CATALOG),
     ("inline-image-prompt", VISION_CATALOG),
@@ -151,9 +156,18 @@ const VISION_CATALOG: &str = "- id: llm-deepseek\n  config:\n    models:\n\
 
 /// The model of a case's sessions where it is not the recordings' Flash route.
 const MODELS: &[(&str, &str)] = &[
-    ("read-image", "deepseek-official/deepseek-v4-flash-vision-exp"),
-    ("read-image-dimension", "deepseek-official/deepseek-v4-flash-vision-exp"),
-    ("inline-image-prompt", "deepseek-official/deepseek-v4-flash-vision-exp"),
+    (
+        "read-image",
+        "deepseek-official/deepseek-v4-flash-vision-exp",
+    ),
+    (
+        "read-image-dimension",
+        "deepseek-official/deepseek-v4-flash-vision-exp",
+    ),
+    (
+        "inline-image-prompt",
+        "deepseek-official/deepseek-v4-flash-vision-exp",
+    ),
 ];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
@@ -218,6 +232,8 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
     let input: Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("input.json")).unwrap()).unwrap();
     let dir = TestDir::new(&format!("acp-{name}"));
+    // The page the recorded web_fetch read, on the port its URL names.
+    let _site = (name == "web-fetch").then(|| crate::web_tools::Fixture::on(43117));
     dir.trust_projects();
     let work = dir.join("work");
     if folder.join("workspace").is_dir() {
