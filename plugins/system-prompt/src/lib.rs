@@ -72,7 +72,8 @@ pub struct PromptConfig {
     /// What marks the project root the chain starts from (the nearest parent holding one);
     /// without one, the working directory's own files only.
     pub project_root_markers: Vec<String>,
-    /// The user-wide instructions (default: `AGENTS.md` in `$DSH_HOME`, else in `~/.dsh-host`, the host's home).
+    /// The user-wide instructions (default: `AGENTS.md` in `$DSH_HOME`, else in `~/.dsh-host`,
+    /// the host's home).
     pub user_instructions: Option<String>,
     /// Tell the model its file and approval policies, as a snapshot logged when they change.
     pub runtime_context: bool,
