@@ -304,3 +304,57 @@ fn an_acp_client_reviews_the_plan_as_a_permission_request() {
         server.last_tool_texts()
     );
 }
+
+/// Headless has no one to review a plan. A session put in plan mode in the page and resumed
+/// headless (`--resume`) keeps planning: under the default preset its `exit_plan_mode` is
+/// refused (`unavailable`) and the model is told to end with the plan; under
+/// `danger-full-access`, whose approval policy is `never` (nothing is put to a person), the
+/// plan is approved as presented and the write runs.
+#[test]
+fn headless_refuses_a_review_or_approves_it_under_full_access() {
+    for (mode, approved) in [(None, false), (Some("danger-full-access"), true)] {
+        let dir = TestDir::new(&format!("plan-mode-headless-{approved}"));
+        let server = FakeDeepSeek::start(vec![
+            Reply::tool_calls(&[("call_p", "exit_plan_mode", &plan_call(PLAN))]),
+            Reply::tool_calls(&[("call_w", "write", &write_call())]),
+            Reply::text("finished"),
+        ]);
+        let mut web = start_in_workspace(&server, &dir);
+        let session = web.new_session();
+        planning(&web, &session);
+        assert_eq!(plan_modes(&dir, &session, 1), [true]);
+        assert_eq!(web.host.stop(), Some(0));
+        let envs: Vec<(&str, &str)> = mode
+            .map(|mode| ("DSH_PERMISSION_MODE", mode))
+            .into_iter()
+            .collect();
+        let out = dsh_tests::headless::against_patched(
+            &server,
+            &dir,
+            PLAIN_STORE,
+            &["--resume", &session, "add a.txt"],
+            &envs,
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let review = server.requests()[1].tool_texts();
+        let written = dir.join("work/a.txt").exists();
+        if approved {
+            assert!(review[0].contains("approved as presented"), "{review:?}");
+            assert!(written, "{:?}", server.last_tool_texts());
+            assert_eq!(plan_modes(&dir, &session, 2), [true, false]);
+        } else {
+            assert!(
+                review[0].contains("No one can review the plan here"),
+                "{review:?}"
+            );
+            // Still planning: the write the model tried next was refused.
+            let refused = server.last_tool_texts();
+            assert!(
+                refused[1].contains("plan mode: `write` is not run"),
+                "{refused:?}"
+            );
+            assert!(!written);
+            assert_eq!(plan_modes(&dir, &session, 1), [true]);
+        }
+    }
+}

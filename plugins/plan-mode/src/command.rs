@@ -65,7 +65,9 @@ fn run(ctx: &Context, modes: &Modes, call: &CommandInvocation) -> CommandOutcome
     }
     if !args.is_empty() {
         let Some(agents) = agents else {
-            return CommandOutcome::error("plan mode is on, but there is no agent to send the message to");
+            return CommandOutcome::error(
+                "plan mode is on, but there is no agent to send the message to",
+            );
         };
         let message = Message::user("", vec![ContentBlock::text(args)], MessageSource::user());
         let sent = match agents.is_running(&call.session) {

@@ -97,7 +97,10 @@ mod tests {
         assert_eq!(refusal(&allowed, "exit_plan_mode", "{}"), None);
         assert_eq!(refusal(&allowed, "bash", r#"{"command":"ls -la"}"#), None);
         let write = refusal(&allowed, "write", r#"{"file_path":"a","content":"x"}"#).unwrap();
-        assert!(write.starts_with("plan mode: `write` is not run"), "{write}");
+        assert!(
+            write.starts_with("plan mode: `write` is not run"),
+            "{write}"
+        );
         assert!(write.contains("exit_plan_mode"), "{write}");
         let bash = refusal(&allowed, "bash", r#"{"command":"echo x > a"}"#).unwrap();
         assert!(bash.contains("an output redirect"), "{bash}");

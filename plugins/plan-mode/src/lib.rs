@@ -66,7 +66,9 @@ impl Plugin for PlanModePlugin {
             Some(text) if text.trim().is_empty() => {
                 return Err(PluginError {
                     kind: dsh_plugin_api::ErrorKind::Config,
-                    message: "invalid config: `section` is empty (leave it out for the default policy)".into(),
+                    message:
+                        "invalid config: `section` is empty (leave it out for the default policy)"
+                            .into(),
                     path: abi_stable::std_types::RSome("$.section".into()),
                 });
             }

@@ -30,7 +30,7 @@ use dsh_protocol::{
     OutcomeSummary, ToolDecl, ToolError, ToolErrorInfo, ToolReply,
 };
 use dsh_sessions_seam::open_live;
-use dsh_tools_seam::{CallView, Tool, ToolBox, Tool_TO};
+use dsh_tools_seam::{CallView, Tool, Tool_TO, ToolBox};
 use serde_json::json;
 
 use crate::state::{self, Modes};
@@ -45,7 +45,8 @@ const APPROVED_UNASKED: &str = "Plan mode is off: this session's permissions nev
 const KEEP_PLANNING: &str = "The person chose to keep planning. Stay in plan mode: revise the plan and present it again with exit_plan_mode.";
 const DISMISSED: &str = "The person dismissed the plan review to speak instead. Stay in plan mode, stop here and wait for their message.";
 const UNAVAILABLE: &str = "No one can review the plan here (no client is answering). Plan mode stays on: do not carry the plan out; end your answer with the complete plan, and the person can approve it by leaving plan mode (/plan off).";
-const NOT_PLANNING: &str = "exit_plan_mode is only for plan mode, and this session is not planning: go on with the work.";
+const NOT_PLANNING: &str =
+    "exit_plan_mode is only for plan mode, and this session is not planning: go on with the work.";
 const NO_HEADING: &str =
     "the plan must be complete markdown starting with a `# ` heading that names it";
 
@@ -149,7 +150,9 @@ impl ExitPlanMode {
         match state::set(&self.ctx, session, false) {
             Ok(()) => ToolReply::text(text),
             Err(error) => failure(
-                format!("the plan was approved, but leaving plan mode was not logged ({error}); stay in plan mode and tell the person"),
+                format!(
+                    "the plan was approved, but leaving plan mode was not logged ({error}); stay in plan mode and tell the person"
+                ),
                 "NOT_LOGGED",
             ),
         }
