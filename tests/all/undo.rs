@@ -14,7 +14,10 @@ use dsh_tests::web::{Web, start_in_workspace, turn_ended};
 use serde_json::{Value, json};
 
 fn bash(command: &str) -> (&'static str, Value) {
-    ("bash", json!({"command": command, "description": "change files"}))
+    (
+        "bash",
+        json!({"command": command, "description": "change files"}),
+    )
 }
 
 /// A turn of one call per step, then a closing text.
@@ -27,7 +30,11 @@ fn text(path: &Path) -> Option<String> {
 }
 
 fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
 }
 
 /// Prompts `session` and waits for its turn to end.
@@ -73,10 +80,12 @@ fn a_turn_of_writes_edits_and_commands_is_undone_exactly() {
     dir.write("work/olddir/inner/old.txt", "old\n");
     dir.write("work/mode.sh", "#!/bin/sh\n");
     dir.write("work/.git/HEAD", "ref: refs/heads/main\n");
-    std::fs::set_permissions(work.join("mode.sh"), std::fs::Permissions::from_mode(0o644))
-        .unwrap();
+    std::fs::set_permissions(work.join("mode.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut script = turn(&[
-        ("write", json!({"file_path": "new.txt", "content": "fresh\n"})),
+        (
+            "write",
+            json!({"file_path": "new.txt", "content": "fresh\n"}),
+        ),
         ("read", json!({"file_path": "edit.txt"})),
         (
             "edit",
@@ -241,13 +250,23 @@ fn an_undo_whose_snapshot_is_gone_is_refused_naming_the_files() {
     let objects = dir.home().join("undo/objects");
     let hash = sha256_hex(b"the only copy of this text\n");
     let object = objects.join(&hash[..2]).join(&hash);
-    assert!(object.is_file(), "the pre-image is stored at {}", object.display());
+    assert!(
+        object.is_file(),
+        "the pre-image is stored at {}",
+        object.display()
+    );
     std::fs::remove_file(&object).unwrap();
     let (kind, said) = command(&web, &session, "/undo");
     assert_eq!(kind, "error", "{said}");
-    assert!(said.contains("no snapshot") && said.contains("precious.txt"), "{said}");
+    assert!(
+        said.contains("no snapshot") && said.contains("precious.txt"),
+        "{said}"
+    );
     assert!(!said.contains("other.txt"), "{said}");
-    assert_eq!(text(&work.join("precious.txt")).as_deref(), Some("overwritten\n"));
+    assert_eq!(
+        text(&work.join("precious.txt")).as_deref(),
+        Some("overwritten\n")
+    );
     assert_eq!(text(&work.join("other.txt")).as_deref(), Some("changed\n"));
     assert_eq!(web.host.stop(), Some(0));
 }
@@ -263,4 +282,123 @@ fn sha256_hex(bytes: &[u8]) -> String {
     child.stdin.take().unwrap().write_all(bytes).unwrap();
     let output = child.wait_with_output().unwrap();
     String::from_utf8(output.stdout).unwrap()[..64].to_owned()
+}
+
+/// The web profile working in `dir/work` as [`start_in_workspace`] starts it, with `extra`
+/// appended to its patch layer.
+fn start_patched(server: &FakeDeepSeek, dir: &TestDir, extra: &str) -> Web {
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n- id: sandbox\n  config:\n    protected: [{}]\n{extra}",
+        server.url(),
+        dir.join("").display()
+    );
+    let work = dir.join("work");
+    Web::from(dsh_tests::web::WebHost::start(
+        dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ))
+}
+
+/// Milliseconds between each `tool/call` and its `tool/result` in `events` (one call per
+/// step, so they pair in order).
+fn call_times(events: &[Value]) -> Vec<f64> {
+    let time = |event: &Value| event["time"].as_i64().unwrap() as f64;
+    of_type(events, "tool/call")
+        .iter()
+        .zip(&of_type(events, "tool/result"))
+        .map(|(call, result)| time(result) - time(call))
+        .collect()
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+/// One turn of `steps` bash calls in a workspace of `files` files, the undo row on or off:
+/// the milliseconds of the first call's body (tool/call to tool/result; the recorder's first
+/// snapshot of the workspace), the median of the others', and the mean of a whole step.
+fn bash_steps(recorded: bool, files: usize, steps: usize) -> (f64, f64, f64) {
+    let dir = TestDir::new(if recorded {
+        "undo-cost-on"
+    } else {
+        "undo-cost-off"
+    });
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
+    for index in 0..files {
+        dir.write(&format!("work/src/m{}/f{index}.txt", index % 20), "line\n");
+    }
+    let calls: Vec<(&str, Value)> = (0..steps)
+        .map(|index| bash(&format!("echo {index} > out{index}.txt")))
+        .collect();
+    let server = FakeDeepSeek::start(turn(&calls));
+    let off = if recorded {
+        ""
+    } else {
+        "- id: undo\n  disabled: true\n"
+    };
+    let mut web = start_patched(&server, &dir, off);
+    let (session, mut socket) = web.followed_session();
+    let started = std::time::Instant::now();
+    run_turn(&web, &mut socket, &session, "Go.");
+    let step = started.elapsed().as_secs_f64() * 1000.0 / steps as f64;
+    assert_eq!(web.host.stop(), Some(0));
+    let events = all_events(&dir);
+    assert_eq!(
+        of_type(&events, "undo/change").len(),
+        if recorded { steps } else { 0 }
+    );
+    let times = call_times(&events);
+    (times[0], median(&times[1..]), step)
+}
+
+/// The time a `bash` step takes in a workspace of 1,000 files with the undo row and without
+/// it, and the time `/undo` takes over a turn that changed 1,000 files. Measured, not
+/// asserted: `cargo test -p dsh-tests --test all -- undo::costs --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run it by name"]
+fn costs() {
+    const STEPS: usize = 20;
+    for files in [1_000, 10_000] {
+        // The first run warms the page cache and the libraries for both.
+        let _ = bash_steps(false, files, 3);
+        let (off_first, off_call, off_step) = bash_steps(false, files, STEPS);
+        let (on_first, on_call, on_step) = bash_steps(true, files, STEPS);
+        println!(
+            "undo cost, {files} files: bash call (median) {off_call:.1} ms without recording, \
+             {on_call:.1} ms with (+{:.1}%); first call {off_first:.0} ms without, {on_first:.0} ms \
+             with (the first snapshot); whole step (mean) {off_step:.1} ms without, {on_step:.1} ms with",
+            (on_call / off_call - 1.0) * 100.0,
+        );
+    }
+    // Undo of a turn that changed 1,000 files.
+    let dir = TestDir::new("undo-cost-revert");
+    for index in 0..1_000 {
+        dir.write(
+            &format!("work/src/m{}/f{index}.txt", index % 20),
+            "before\n",
+        );
+    }
+    let server = FakeDeepSeek::start(turn(&[bash(
+        "for f in src/*/*.txt; do echo after > \"$f\"; done",
+    )]));
+    let mut web = start_in_workspace(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    run_turn(&web, &mut socket, &session, "Change all.");
+    let started = std::time::Instant::now();
+    let (kind, said) = command(&web, &session, "/undo");
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(kind, "success", "{said}");
+    assert!(said.contains("1000 path(s)"), "{said}");
+    assert_eq!(
+        text(&dir.join("work/src/m7/f7.txt")).as_deref(),
+        Some("before\n")
+    );
+    println!(
+        "undo cost: /undo of a turn that changed 1,000 files took {took:.0} ms (the command's round trip)"
+    );
+    assert_eq!(web.host.stop(), Some(0));
 }

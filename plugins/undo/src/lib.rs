@@ -4,17 +4,18 @@
 //!
 //! How: the plugin wraps `tools/execute`, the one path every tool body runs through (`write`,
 //! `edit`, `bash`, Code Mode, MCP tools, subagent tools, ...). Around each call that may
-//! change files (every tool but the read-only ones the row names) it scans the call's working
-//! directory before and after (see `scan`, `recorder`): the scan before makes sure the
-//! content of every path is in a content-addressed store under the dsh home (`store`; a
-//! workspace is copied once, then only what changed), the scan after finds each path the call
-//! created, changed, removed or re-moded, stores its new content, and logs one `undo/change`
-//! event for the call with its turn, each path's before and after (kind, content hash,
-//! permission bits). The log is the truth: `/undo` reads which turns changed what and which
-//! were already reverted (`undo/revert`), checks everything first (`revert`), then puts the
-//! paths back, and logs `undo/revert`. A path changed since by someone else is a conflict and
-//! a content with no object in the store is a missing snapshot: either refuses the undo whole,
-//! naming the paths, before anything is touched.
+//! change files (every tool but the read-only ones the row names) it records the call's
+//! working directory (see `scan`, `recorder`): the first call in a workspace copies the content
+//! of every path into a content-addressed store under the dsh home (`store`); each call's end
+//! scans the workspace (one `lstat` per entry, content read only where those fields moved),
+//! finds each path the call created, changed, removed or re-moded (the inode change time
+//! tells the call's changes from a person's made between calls), stores the new content, and
+//! logs one `undo/change` event for the call with its turn and each path's before and after
+//! (kind, content hash, permission bits). The log is the truth: `/undo` reads which turns
+//! changed what and which were already reverted (`undo/revert`), checks everything first
+//! (`revert`), then puts the paths back, and logs `undo/revert`. A path changed since by
+//! someone else is a conflict and a content with no object in the store is a missing
+//! snapshot: either refuses the undo whole, naming the paths, before anything is touched.
 //!
 //! Why scans rather than hooks in the sandbox and the file tools: the tools pipeline already
 //! brackets every call, whatever starts the process, so no tool or sandbox backend needs to
@@ -31,15 +32,16 @@
 //!   undo says so, naming it). A workspace over `maxEntries` is not recorded at all: its calls
 //!   log `undo/change` with the reason, and their turns cannot be undone.
 //! - What changes in the workspace while a call runs is the call's: a person's edit made during
-//!   a call, or another session's call in the same directory, is recorded with it. Writes a
-//!   background job or a hook makes between calls are not recorded (the next call's scan takes
-//!   them as the new baseline).
-//! - Each recorded call costs two `lstat` walks of the workspace plus hashing what changed;
-//!   the first call in a workspace since the host started copies every file into the store
+//!   a call (or up to 20 ms before it, the kernel's timestamps being coarse), or another
+//!   session's call in the same directory, is recorded with it. Writes a background job or a
+//!   hook makes between calls are not recorded (they become the baseline).
+//! - Each recorded call costs one `lstat` walk of the workspace plus reading and hashing what
+//!   changed; the first call in a workspace since the host started reads and stores every file
 //!   (objects already there are not written again). The store is never pruned: remove
 //!   `$DSH_HOME/undo` to reclaim it, which makes older turns refuse to undo.
 //! - There is no redo; an undo is itself an ordinary change for the next call's baseline.
 
+mod clock;
 mod command;
 mod events;
 mod recorder;
@@ -123,10 +125,7 @@ fn record(
         let call = next.payload().clone();
         async move {
             let name = call.name.to_string();
-            if call.session.is_empty()
-                || call.cwd.is_empty()
-                || read_only.iter().any(|tool| *tool == name)
-            {
+            if call.session.is_empty() || call.cwd.is_empty() || read_only.contains(&name) {
                 return next.run().await;
             }
             let root = PathBuf::from(call.cwd.as_str());

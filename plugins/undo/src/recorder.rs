@@ -1,10 +1,20 @@
-//! The recorder: per working directory, the baseline (the last scan) and how many recorded
-//! calls are running in it. The first call to start in an idle workspace scans it, so that
-//! whatever changed since the last call (a person's edits, an undo) becomes the baseline and
-//! is never counted as the call's; each call's end scans again and answers what differs from
-//! the baseline, which then moves on. Calls that overlap in one workspace share the baseline:
-//! each change is counted once, by the call that ends first after it (both are of the same
-//! session's turn unless two sessions share a directory).
+//! The recorder: per working directory, the baseline (what every path held at the last scan,
+//! its content in the store) and how many recorded calls are running in it.
+//!
+//! The first call in a workspace since the host started scans it before its body runs, which
+//! copies every file's content into the store. Later calls do not scan before: the last
+//! call's closing scan is the baseline, and whatever changed in between (a person's edits, an
+//! undo) is told apart at the closing scan by the inode's change time (`ctime`, which no
+//! program can set back): a path that changed before the call started is taken into the
+//! baseline and is no change of the call's; a path removed is the call's when its nearest
+//! surviving directory changed since the call started. The kernel stamps `ctime` from a
+//! coarse clock (one tick behind at most), so "started" is taken a little early
+//! (`clock`): an outside
+//! edit made in that moment before a call counts as the call's.
+//!
+//! Calls that overlap in one workspace share the baseline and the start of the first: each
+//! change is counted once, by the call that ends first after it (both are of one session's
+//! turn unless two sessions share a directory).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,13 +22,18 @@ use std::sync::{Arc, Mutex};
 
 use dsh_plugin_api::lock;
 
-use crate::scan::{Change, Manifest, ScanError, Scope, diff, scan};
+use crate::clock::now_less_slack;
+use crate::scan::{Change, Manifest, ScanError, Scope, meta_changed_since, scan};
 use crate::store::Store;
 
 #[derive(Debug, Default)]
 struct Workspace {
     baseline: Manifest,
+    /// Whether `baseline` is a scan (not the empty map of a workspace never seen).
+    scanned: bool,
     active: usize,
+    /// When the running calls started (the first of them), less the slack.
+    since: (i64, i64),
 }
 
 /// Limits every scan obeys.
@@ -74,7 +89,7 @@ impl Recorder {
         }
     }
 
-    /// A call starts in `root` (blocking: may scan).
+    /// A call starts in `root` (blocking: the first call in a workspace scans it).
     pub(crate) fn begin(&self, root: &Path) -> Result<Recording, ScanError> {
         let workspace = lock(&self.workspaces)
             .entry(root.to_path_buf())
@@ -84,7 +99,12 @@ impl Recorder {
         {
             let mut state = lock(&workspace);
             if state.active == 0 {
-                state.baseline = scan(&scope, &state.baseline, &self.store)?;
+                if !state.scanned {
+                    // Everything is new to a first scan: none of it is a change of a call's.
+                    let _ = scan(&scope, &mut state.baseline, &self.store)?;
+                    state.scanned = true;
+                }
+                state.since = now_less_slack();
             }
             state.active += 1;
         }
@@ -95,14 +115,45 @@ impl Recorder {
         })
     }
 
-    /// The call ends: what changed since the baseline (blocking: scans).
+    /// The call ends: what it changed since it started (blocking: scans).
     pub(crate) fn end(&self, mut recording: Recording) -> Result<Vec<Change>, ScanError> {
         recording.open = false;
         let mut state = lock(&recording.workspace);
         state.active = state.active.saturating_sub(1);
-        let after = scan(&recording.scope, &state.baseline, &self.store)?;
-        let changes = diff(&state.baseline, &after);
-        state.baseline = after;
+        let state = &mut *state;
+        let found = match scan(&recording.scope, &mut state.baseline, &self.store) {
+            Ok(found) => found,
+            Err(error) => {
+                // The baseline can no longer be trusted: the next call scans before it runs.
+                state.scanned = false;
+                return Err(error);
+            }
+        };
+        let since = state.since;
+        let root = &recording.scope.root;
+        let after = &state.baseline;
+        let changes = found
+            .into_iter()
+            .filter(|change| match &change.after {
+                Some(_) => after
+                    .get(&change.path)
+                    .is_some_and(|entry| entry.changed_since(since)),
+                None => removed_since(root, after, &change.path, since),
+            })
+            .collect();
         Ok(changes)
     }
+}
+
+/// Whether the removal of `path` happened since `since`: its nearest surviving directory (the
+/// root at last) changed since then.
+fn removed_since(root: &Path, after: &Manifest, path: &str, since: (i64, i64)) -> bool {
+    let mut parent = path;
+    while let Some((up, _)) = parent.rsplit_once('/') {
+        if let Some(entry) = after.get(up) {
+            return entry.changed_since(since);
+        }
+        parent = up;
+    }
+    std::fs::symlink_metadata(root).map_or(true, |meta| meta_changed_since(&meta, since))
 }

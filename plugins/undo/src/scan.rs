@@ -6,7 +6,7 @@
 //! never entered (a repository is left as it is), nor the excluded paths (the dsh home).
 //! Names that are not UTF-8 are skipped (they cannot be written in the JSON log).
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -55,10 +55,39 @@ struct Stat {
 pub(crate) struct Entry {
     pub(crate) snap: Snap,
     stat: Stat,
+    seen: u64,
 }
 
-/// Every path under a root (relative, `/`-separated) and what it holds.
-pub(crate) type Manifest = BTreeMap<String, Entry>;
+impl Entry {
+    /// Whether its inode changed (content, mode, links, a rename) at or after `since`
+    /// (seconds and nanoseconds of the real-time clock).
+    pub(crate) fn changed_since(&self, since: (i64, i64)) -> bool {
+        self.stat.ctime >= since
+    }
+}
+
+/// Whether `meta`'s inode changed at or after `since`.
+pub(crate) fn meta_changed_since(meta: &fs::Metadata, since: (i64, i64)) -> bool {
+    (meta.ctime(), meta.ctime_nsec()) >= since
+}
+
+/// Every path under a root (relative, `/`-separated) and what it holds, as of the last scan.
+#[derive(Debug, Default)]
+pub(crate) struct Manifest {
+    entries: HashMap<String, Entry>,
+    /// The number of the last scan; each entry carries the number of the scan that saw it.
+    generation: u64,
+    /// When the last scan started, less the clock's slack: an entry whose inode changed
+    /// after that may have changed again within the same timestamp tick without its `lstat`
+    /// fields showing it (git's "racily clean" entries), so it is read again.
+    trusted_before: (i64, i64),
+}
+
+impl Manifest {
+    pub(crate) fn get(&self, path: &str) -> Option<&Entry> {
+        self.entries.get(path)
+    }
+}
 
 /// Why a scan could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -155,23 +184,27 @@ pub(crate) fn snap_of(
     })
 }
 
-/// Scans `scope`, reusing `previous`'s snap for every entry whose `lstat` fields did not
-/// change and storing the content of every other.
+/// Scans `scope` into `manifest` in place: an entry whose `lstat` fields did not change is
+/// only marked seen (no allocation, no read); every other is read, its content stored, and
+/// answered as a change, as is every entry no longer there. Changes come in path order.
 pub(crate) fn scan(
     scope: &Scope,
-    previous: &Manifest,
+    manifest: &mut Manifest,
     store: &Store,
-) -> Result<Manifest, ScanError> {
-    let mut manifest = Manifest::new();
+) -> Result<Vec<Change>, ScanError> {
+    manifest.generation += 1;
+    let generation = manifest.generation;
+    let trusted_before =
+        std::mem::replace(&mut manifest.trusted_before, crate::clock::now_less_slack());
+    let mut changes = Vec::new();
+    let mut count = 0usize;
+    let mut relative = String::new();
     let mut pending = vec![(scope.root.clone(), String::new())];
     while let Some((dir, prefix)) = pending.pop() {
         let listing = match fs::read_dir(&dir) {
             Ok(listing) => listing,
             // Gone or unreadable while walking: what is under it is not the recorder's to know.
-            Err(error) if dir != scope.root => {
-                let _ = error;
-                continue;
-            }
+            Err(_) if dir != scope.root => continue,
             Err(error) => return Err(io(&dir)(error)),
         };
         for item in listing.flatten() {
@@ -180,65 +213,80 @@ pub(crate) fn scan(
             if name == ".git" {
                 continue;
             }
-            let path = item.path();
-            if scope
-                .exclude
-                .iter()
-                .any(|excluded| path.starts_with(excluded))
-            {
+            let excluded = !scope.exclude.is_empty() && {
+                let path = item.path();
+                scope
+                    .exclude
+                    .iter()
+                    .any(|excluded| path.starts_with(excluded))
+            };
+            if excluded {
                 continue;
             }
-            let Ok(meta) = fs::symlink_metadata(&path) else {
+            // From the open directory (`fstatat`), not resolving the whole path again.
+            let Ok(meta) = item.metadata() else {
                 continue;
             };
-            let relative = format!("{prefix}{name}");
-            let stat = stat_of(&meta);
-            let snap = match previous.get(&relative) {
-                Some(known) if known.stat == stat => known.snap.clone(),
-                _ => match snap_of(&path, &meta, scope.max_file_bytes, Some(store)) {
-                    Ok(snap) => snap,
-                    // Removed between the listing and the read: absent, as it now is.
-                    Err(ScanError::Io { .. }) => continue,
-                    Err(other) => return Err(other),
-                },
-            };
-            if snap.kind == Kind::Dir {
-                pending.push((path, format!("{relative}/")));
-            }
-            manifest.insert(relative, Entry { snap, stat });
-            if manifest.len() > scope.max_entries {
+            count += 1;
+            if count > scope.max_entries {
                 return Err(ScanError::TooLarge {
                     root: scope.root.display().to_string(),
                     max: scope.max_entries,
                 });
             }
+            relative.clear();
+            relative.push_str(&prefix);
+            relative.push_str(name);
+            let stat = stat_of(&meta);
+            let is_dir = meta.is_dir();
+            if let Some(known) = manifest.entries.get_mut(relative.as_str())
+                && known.stat == stat
+                && known.stat.ctime < trusted_before
+            {
+                known.seen = generation;
+                if is_dir {
+                    pending.push((item.path(), format!("{relative}/")));
+                }
+                continue;
+            }
+            let snap = match snap_of(&item.path(), &meta, scope.max_file_bytes, Some(store)) {
+                Ok(snap) => snap,
+                // Removed between the listing and the read: absent, as it now is.
+                Err(ScanError::Io { .. }) => continue,
+                Err(other) => return Err(other),
+            };
+            if snap.kind == Kind::Dir {
+                pending.push((item.path(), format!("{relative}/")));
+            }
+            let entry = Entry {
+                snap: snap.clone(),
+                stat,
+                seen: generation,
+            };
+            let before = manifest
+                .entries
+                .insert(relative.clone(), entry)
+                .map(|old| old.snap);
+            if before.as_ref() != Some(&snap) {
+                changes.push(Change {
+                    path: relative.clone(),
+                    before,
+                    after: Some(snap),
+                });
+            }
         }
     }
-    Ok(manifest)
-}
-
-/// The paths whose snap differs between `before` and `after`, in path order.
-pub(crate) fn diff(before: &Manifest, after: &Manifest) -> Vec<Change> {
-    let mut changes = Vec::new();
-    for (path, entry) in before {
-        match after.get(path) {
-            Some(now) if now.snap == entry.snap => {}
-            now => changes.push(Change {
-                path: path.clone(),
-                before: Some(entry.snap.clone()),
-                after: now.map(|now| now.snap.clone()),
-            }),
-        }
-    }
-    for (path, entry) in after {
-        if !before.contains_key(path) {
+    manifest.entries.retain(|path, entry| {
+        let kept = entry.seen == generation;
+        if !kept {
             changes.push(Change {
                 path: path.clone(),
-                before: None,
-                after: Some(entry.snap.clone()),
+                before: Some(entry.snap.clone()),
+                after: None,
             });
         }
-    }
+        kept
+    });
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    changes
+    Ok(changes)
 }
