@@ -340,3 +340,104 @@ fn a_text_only_model_gets_no_images() {
     agent.close();
     assert_eq!(agent.wait_exit(Duration::from_secs(30)), Some(0));
 }
+
+/// `session.attachment` over the client socket of a web host: an image stored answers its
+/// reference, a prompt's `images` carry it to the model after the text; a bad image and an
+/// image for a text-only session are `attachment-rejected` with the store's code.
+#[test]
+fn clients_upload_images_and_prompts_carry_them() {
+    use dsh_tests::line_client::{LineClient, client_socket};
+    use dsh_tests::web::WebHost;
+
+    let server = FakeDeepSeek::start(vec![Reply::text("A red pixel.")]);
+    let dir = TestDir::new("images-client");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n    models:\n\
+         \x20     - {{id: deepseek-v4-flash, inputModalities: [text]}}\n\
+         \x20     - {{id: {VISION}, inputModalities: [text, image]}}\n",
+        server.url()
+    );
+    let web = WebHost::start(&dir, &layer, &[], &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let path = client_socket(&dir.home(), web.host.pid());
+    let mut client = LineClient::connect(&path);
+    client.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "images", "version": "0"}}),
+    );
+    let vision = client.call(
+        "session.create",
+        json!({"model": format!("deepseek-official/{VISION}")}),
+    );
+    let vision = vision["sessionId"].as_str().unwrap().to_owned();
+    client.call("session.subscribe", json!({"sessionId": vision}));
+    let upload = |name: &str, data: &[u8], media_type: &str, session: &str| json!({"sessionId": session, "mediaType": media_type, "data": base64(data), "name": name});
+    let stored_ref = client.call(
+        "session.attachment",
+        upload("/home/me/red.png", RED_PNG, "image/png", &vision),
+    );
+    assert_eq!(
+        stored_ref,
+        json!({
+            "attachmentId": "sha256:b1ff9c8ea3a780bad09b346c423d2d0e46815926879b18e841d928376a946640",
+            "mediaType": "image/png", "bytes": 69, "width": 1, "height": 1, "name": "red.png"
+        })
+    );
+    let id = client.send(
+        "session.attachment",
+        upload("notes.txt", b"plain words", "image/png", &vision),
+    );
+    let refused = client.answer(id);
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("INVALID_IMAGE:"), "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["code"], "attachment-rejected",
+        "{refused}"
+    );
+    client.call(
+        "session.prompt",
+        json!({"sessionId": vision, "text": "What is this?", "images": [stored_ref]}),
+    );
+    let sent = server.wait_requests(1, dsh_tests::WAIT);
+    let user = sent[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user" && m["content"].is_array())
+        .cloned()
+        .unwrap_or_else(|| panic!("{}", sent[0].body));
+    assert_eq!(user["content"][0]["text"], "What is this?");
+    assert_eq!(
+        user["content"][1]["image_url"]["url"],
+        format!("data:image/png;base64,{}", base64(RED_PNG))
+    );
+    let text_only = client.call(
+        "session.create",
+        json!({"model": "deepseek-official/deepseek-v4-flash"}),
+    );
+    let text_only = text_only["sessionId"].as_str().unwrap().to_owned();
+    let id = client.send(
+        "session.attachment",
+        upload("red.png", RED_PNG, "image/png", &text_only),
+    );
+    let refused = client.answer(id);
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("deepseek-v4-flash\" does not declare image input"),
+        "{refused}"
+    );
+    let id = client.send(
+        "session.prompt",
+        json!({"sessionId": text_only, "text": "and this?", "images": [stored_ref]}),
+    );
+    let refused = client.answer(id);
+    assert_eq!(
+        refused["error"]["data"]["code"], "attachment-rejected",
+        "{refused}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the text-only session sent nothing"
+    );
+}
