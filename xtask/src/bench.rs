@@ -3,12 +3,14 @@
 //! two cores), and writes BENCHMARKS.md with our median beside the committed baseline
 //! (`xtask/bench-baseline.tsv`: "before", this run: "now", and the change in percent), the
 //! peer's median and the ratio; then the whole-agent table of `../shared/peers/agents-bench`
-//! (ours against the peer agents installed here), and the ACP agents side by side (`acp.rs`;
-//! `cargo xtask bench acp` runs that section alone).
+//! (ours against the peer agents installed here), the ACP agents side by side (`acp.rs`;
+//! `cargo xtask bench acp` runs that section alone) and the terminal UIs, ours and Codex's
+//! (`tui.rs`; `cargo xtask bench tui` runs that section alone and puts it into BENCHMARKS.md).
 
 mod acp;
 mod agents;
 mod figures;
+mod tui;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,7 +31,8 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
     match args.first().map(String::as_str) {
         None | Some("runtime") => {}
         Some("acp") => return acp::alone(root),
-        Some(group) => bail!("unknown benchmark group `{group}` (known: runtime, acp)"),
+        Some("tui") => return tui::alone(root),
+        Some(group) => bail!("unknown benchmark group `{group}` (known: runtime, acp, tui)"),
     }
     crate::timed("build release", || {
         cargo(
@@ -70,6 +73,9 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
     })?);
     text.push_str(&crate::timed("run the ACP agents", || {
         Ok(acp::section(root))
+    })?);
+    text.push_str(&crate::timed("run the terminal UIs", || {
+        Ok(tui::section(root))
     })?);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");

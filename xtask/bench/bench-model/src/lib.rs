@@ -50,6 +50,10 @@ pub struct Config {
     pub text_deltas: usize,
     #[serde(default, rename = "paceMs")]
     pub pace_ms: u64,
+    /// Words (`wN`, a token each) in one delta of the word answer: the timer's 1 ms floor
+    /// keeps one delta a millisecond, so 2,000 tokens a second are two words a delta.
+    #[serde(default = "one", rename = "wordsPerDelta")]
+    pub words_per_delta: usize,
     /// With `textDeltas`: the text is a Markdown answer of this many bytes (headings,
     /// paragraphs, lists, a table, fenced code, repeated) cut into the deltas, instead of words.
     #[serde(default, rename = "markdownBytes")]
@@ -87,6 +91,7 @@ struct Clock {
     /// The tool and the arguments each step calls instead of `noop`.
     tool: Option<(String, String)>,
     text_deltas: usize,
+    words_per_delta: usize,
     markdown_bytes: usize,
     pace: std::time::Duration,
     last: Mutex<Option<Instant>>,
@@ -343,7 +348,7 @@ impl Adapter for Instantly {
             answer(call, FinishReason::ToolCalls)
         } else if clock.text_deltas > 0 {
             let pieces = match clock.markdown_bytes {
-                0 => (1..=clock.text_deltas).map(|n| format!("w{n} ")).collect(),
+                0 => word_deltas(clock.text_deltas, clock.words_per_delta),
                 bytes => cut(&markdown_answer(bytes), clock.text_deltas),
             };
             streamed_text(pieces)
@@ -357,6 +362,21 @@ impl Adapter for Instantly {
         };
         async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi()
     }
+}
+
+fn one() -> usize {
+    1
+}
+
+/// `deltas` pieces of `per_delta` words each: `w1 w2 `, `w3 w4 `, ….
+fn word_deltas(deltas: usize, per_delta: usize) -> Vec<String> {
+    (0..deltas)
+        .map(|delta| {
+            (delta * per_delta + 1..=(delta + 1) * per_delta)
+                .map(|word| format!("w{word} "))
+                .collect()
+        })
+        .collect()
 }
 
 struct Noop;
@@ -457,6 +477,7 @@ impl Plugin for BenchModel {
                 .tool
                 .map(|tool| (tool, config.arguments.unwrap_or_else(|| "{}".to_owned()))),
             text_deltas: config.text_deltas,
+            words_per_delta: config.words_per_delta.max(1),
             markdown_bytes: config.markdown_bytes,
             pace: std::time::Duration::from_millis(config.pace_ms),
             last: Mutex::new(None),

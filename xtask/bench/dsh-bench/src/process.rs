@@ -135,17 +135,7 @@ impl Host {
 
     /// A `/proc/<pid>/status` field in KiB (`VmHWM` is the peak RSS).
     pub(crate) fn status_kib(&self, field: &str) -> anyhow::Result<f64> {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        text.lines()
-            .find_map(|line| {
-                line.strip_prefix(field)?
-                    .trim()
-                    .trim_start_matches(':')
-                    .trim()
-                    .strip_suffix("kB")
-            })
-            .and_then(|value| value.trim().parse::<f64>().ok())
-            .ok_or_else(|| anyhow::anyhow!("no {field} in /proc status"))
+        status_kib(self.child.id(), field)
     }
 
     pub(crate) fn stop(mut self) {
@@ -237,4 +227,19 @@ pub(crate) fn run() -> anyhow::Result<()> {
     );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// A `kB` field of process `pid`'s `/proc` status (`VmRSS`, `VmHWM`), in KiB.
+pub(crate) fn status_kib(pid: u32, field: &str) -> anyhow::Result<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(field)?
+                .trim()
+                .trim_start_matches(':')
+                .trim()
+                .strip_suffix("kB")
+        })
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .ok_or_else(|| anyhow::anyhow!("no {field} in /proc/{pid}/status"))
 }
