@@ -171,6 +171,7 @@ pub struct UndoPlugin;
 impl Plugin for UndoPlugin {
     const NAME: &'static str = "undo";
     const INJECT: &'static [&'static str] = &[SESSIONS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_agents_seam::AGENTS_SERVICE];
     type Config = UndoConfig;
 
     async fn apply(ctx: Context, config: UndoConfig) -> Result<(), PluginError> {
