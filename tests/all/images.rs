@@ -441,3 +441,88 @@ fn clients_upload_images_and_prompts_carry_them() {
         "the text-only session sent nothing"
     );
 }
+
+/// An MCP tool's image (`tests/fixtures/mcp/image-server`) is passed on as an image when the
+/// session's model takes images (after the tool message, as `read_image`'s), and described,
+/// with the reason, when it does not.
+#[test]
+fn mcp_image_results_are_passed_on_as_images() {
+    let script = dsh_tests::workspace_root().join("tests/fixtures/mcp/image-server");
+    if !std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success())
+    {
+        eprintln!("skipped: no python3 to run tests/fixtures/mcp/image-server");
+        return;
+    }
+    for (model, passed) in [(VISION, true), ("deepseek-v4-flash", false)] {
+        let dir = TestDir::new(&format!("images-mcp-{passed}"));
+        let entry = json!({"command": script, "args": []});
+        dir.write(
+            "home/mcp.json",
+            &json!({"mcpServers": {"screen": entry}}).to_string(),
+        );
+        let server = FakeDeepSeek::start(vec![
+            Reply::tool_calls(&[("c1", "mcp__screen__snapshot", "{}")]),
+            Reply::text("done"),
+        ]);
+        let patch = dir.write(
+            "images.patch.yml",
+            &format!(
+                "- id: llm-deepseek\n  config:\n    baseURL: {}\n    models:\n\
+                 \x20     - {{id: deepseek-v4-flash, inputModalities: [text]}}\n\
+                 \x20     - {{id: {VISION}, inputModalities: [text, image]}}\n\
+                 - id: mcp\n  config:\n    files: [{}]\n    workspace: {}\n",
+                server.url(),
+                dir.home().join("mcp.json").display(),
+                dir.join("work").display()
+            ),
+        );
+        let work = dir.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let model = format!("deepseek-official/{model}");
+        let out = dsh_tests::run_host_with_env(
+            &dir.home(),
+            &[
+                "--patch",
+                patch.to_str().unwrap(),
+                "--profile",
+                "headless",
+                "--",
+                "--cwd",
+                work.to_str().unwrap(),
+                "--model",
+                &model,
+                "take a snapshot",
+            ],
+            &[("DEEPSEEK_API_KEY", "sk-test")],
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let sent = server.requests();
+        assert_eq!(sent.len(), 2, "{out:?}");
+        let tool = sent[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .cloned()
+            .unwrap();
+        let red = format!("data:image/png;base64,{}", base64(RED_PNG));
+        match passed {
+            true => {
+                assert_eq!(tool["content"], "the screen:");
+                assert_eq!(image_urls(&sent[1]), [("user".to_owned(), red)]);
+                assert_eq!(stored(&dir).len(), 1);
+            }
+            false => {
+                assert_eq!(
+                    tool["content"],
+                    "the screen:\n[image: image/png, 69 bytes; not shown: model \"deepseek-v4-flash\" takes no images]"
+                );
+                assert!(image_urls(&sent[1]).is_empty());
+                assert!(stored(&dir).is_empty());
+            }
+        }
+    }
+}
