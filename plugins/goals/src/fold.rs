@@ -6,6 +6,8 @@
 
 use std::collections::HashSet;
 
+use dsh_plugin_api::serde::Deserialize;
+
 use dsh_protocol::{
     GoalChangeEvent, GoalOperation, GoalPhase, GoalRef, GoalSnapshot, Message, MessageSource,
 };
@@ -29,18 +31,26 @@ impl RoundSource {
     }
 }
 
+/// The `goal` source kind as the log writes it.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
+struct GoalSource {
+    kind: String,
+    goal_id: String,
+    revision: u64,
+    round: u64,
+}
+
 /// The goal source of `message`, when it has one.
 pub(crate) fn round_source(message: &Message) -> Option<RoundSource> {
     let MessageSource::Other(value) = &message.source else {
         return None;
     };
-    if value.get("kind")?.as_str()? != "goal" {
-        return None;
-    }
-    Some(RoundSource {
-        goal_id: value.get("goalId")?.as_str()?.to_owned(),
-        revision: value.get("revision")?.as_u64()?,
-        round: value.get("round")?.as_u64()?,
+    let source = GoalSource::deserialize(value).ok()?;
+    (source.kind == "goal").then_some(RoundSource {
+        goal_id: source.goal_id,
+        revision: source.revision,
+        round: source.round,
     })
 }
 

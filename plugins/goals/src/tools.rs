@@ -60,23 +60,48 @@ fn refused(error: GoalError) -> ToolReply {
     failure(error.code(), error.to_string())
 }
 
-/// The tools' compact JSON value: the goal, or `{"goal": null}`.
+/// The goal as the tools answer it.
+#[derive(dsh_plugin_api::Serialize)]
+#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
+struct Shown<'a> {
+    id: &'a str,
+    revision: u64,
+    objective: &'a str,
+    phase: dsh_protocol::GoalPhase,
+    rounds_started: u64,
+    max_goal_rounds: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocked_reason: Option<&'a GoalBlockReason>,
+}
+
+/// The tools' compact JSON value: the goal and its activation, or `{"goal": null}`.
 fn value(goal: Option<&GoalView>) -> Value {
     let Some(goal) = goal else {
         return json!({"goal": null});
     };
-    let mut inner = json!({
-        "id": goal.goal.id,
-        "revision": goal.goal.revision,
-        "objective": goal.goal.objective,
-        "phase": goal.goal.phase,
-        "roundsStarted": goal.rounds_started,
-        "maxGoalRounds": goal.goal.max_goal_rounds,
-    });
-    if let Some(reason) = &goal.goal.blocked_reason {
-        inner["blockedReason"] = json!({"code": reason.code, "message": reason.message});
-    }
-    json!({"goal": inner, "activation": goal.activation})
+    let shown = Shown {
+        id: &goal.goal.id,
+        revision: goal.goal.revision,
+        objective: &goal.goal.objective,
+        phase: goal.goal.phase,
+        rounds_started: goal.rounds_started,
+        max_goal_rounds: goal.goal.max_goal_rounds,
+        blocked_reason: goal.goal.blocked_reason.as_ref(),
+    };
+    json!({"goal": shown, "activation": goal.activation})
+}
+
+/// The arguments of the goal tools, as the model may write them (every field optional here;
+/// each tool says which it needs). A number that is no whole number is kept to be named.
+#[derive(dsh_plugin_api::Deserialize, Default)]
+#[serde(crate = "dsh_plugin_api::serde", default)]
+struct Args {
+    objective: Option<String>,
+    max_goal_rounds: Option<serde_json::Number>,
+    goal_id: Option<String>,
+    revision: Option<serde_json::Number>,
+    action: Option<String>,
+    blocked_reason: Option<String>,
 }
 
 fn success(goal: Option<&GoalView>, concludes_turn: bool) -> ToolReply {
@@ -100,26 +125,30 @@ impl GoalTools {
             .policies
             .of(&live)
             .is_some_and(|policy| policy.source.as_deref() == Some("delegation"));
-        let count = live.event_count();
-        let events = live.events(0, count);
-        let start = events
-            .iter()
-            .rposition(|record| record.kind.as_str() == kinds::TURN_START)
-            .map_or(0, |at| at + 1);
-        let mut human = false;
-        let mut round = false;
-        for record in &events[start..] {
-            let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>() else {
-                continue;
-            };
-            if matches!(message.source, MessageSource::User { .. }) {
-                human = true;
+        // From the newest event back to the current turn's start, a window at a time: the
+        // cost is the turn's, not the session's.
+        let (mut human, mut round) = (false, false);
+        let mut end = live.event_count();
+        'scan: while end > 0 {
+            let start = end.saturating_sub(64);
+            for record in live.events(start, end).iter().rev() {
+                if record.kind.as_str() == kinds::TURN_START {
+                    break 'scan;
+                }
+                let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>()
+                else {
+                    continue;
+                };
+                if matches!(message.source, MessageSource::User { .. }) {
+                    human = true;
+                }
+                if let (Some(source), Some(goal)) = (round_source(&message), goal) {
+                    round |= source.goal_id == goal.goal.id
+                        && source.revision == goal.goal.revision
+                        && source.round == goal.rounds_started;
+                }
             }
-            if let (Some(source), Some(goal)) = (round_source(&message), goal) {
-                round |= source.goal_id == goal.goal.id
-                    && source.revision == goal.goal.revision
-                    && source.round == goal.rounds_started;
-            }
+            end = start;
         }
         match (human && !delegated, round) {
             (true, _) => Authority::Human,
@@ -129,14 +158,17 @@ impl GoalTools {
     }
 
     fn run(&self, which: Which, call: &CallView) -> ToolReply {
-        let args: Value = match serde_json::from_str(&call.arguments) {
-            Ok(Value::Object(map)) => Value::Object(map),
-            Ok(_) | Err(_) if call.arguments.trim().is_empty() => json!({}),
-            _ => {
-                return failure(
-                    "GOAL_TOOL_INVALID_ARGUMENTS",
-                    "the arguments are not a JSON object".to_owned(),
-                );
+        let args: Args = if call.arguments.trim().is_empty() {
+            Args::default()
+        } else {
+            match serde_json::from_str(&call.arguments) {
+                Ok(args) => args,
+                Err(error) => {
+                    return failure(
+                        "GOAL_TOOL_INVALID_ARGUMENTS",
+                        format!("the arguments do not read: {error}"),
+                    );
+                }
             }
         };
         let goal = match self.store.get(&call.session) {
@@ -145,29 +177,29 @@ impl GoalTools {
         };
         match which {
             Which::Get => success(goal.as_ref(), false),
-            Which::Create => self.create(call, &args, goal.as_ref()),
-            Which::Update => self.update(call, &args, goal.as_ref()),
+            Which::Create => self.create(call, args, goal.as_ref()),
+            Which::Update => self.update(call, args, goal.as_ref()),
         }
     }
 
-    fn create(&self, call: &CallView, args: &Value, goal: Option<&GoalView>) -> ToolReply {
+    fn create(&self, call: &CallView, args: Args, goal: Option<&GoalView>) -> ToolReply {
         if !matches!(self.authority(call, goal), Authority::Human) {
             return human_required("create_goal");
         }
-        let Some(objective) = args.get("objective").and_then(Value::as_str) else {
+        let Some(objective) = args.objective else {
             return failure(
                 "GOAL_TOOL_INVALID_ARGUMENTS",
                 "`objective` (a string) is required".to_owned(),
             );
         };
-        let rounds = match rounds_arg(args) {
+        let rounds = match rounds_arg(args.max_goal_rounds.as_ref()) {
             Ok(rounds) => rounds,
-            Err(reply) => return reply,
+            Err(error) => return refused(error),
         };
         let created = self.store.mutate(
             &call.session,
             Mutation::Create {
-                objective: objective.to_owned(),
+                objective,
                 max_goal_rounds: rounds,
             },
         );
@@ -177,18 +209,18 @@ impl GoalTools {
         }
     }
 
-    fn update(&self, call: &CallView, args: &Value, goal: Option<&GoalView>) -> ToolReply {
-        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
-        let Some(action) = text("action") else {
+    fn update(&self, call: &CallView, args: Args, goal: Option<&GoalView>) -> ToolReply {
+        let Some(action) = args.action else {
             return failure(
                 "GOAL_TOOL_INVALID_UPDATE",
                 "`action` is required: edit, pause, resume, complete or blocked".to_owned(),
             );
         };
         let (Some(goal_id), Some(revision)) = (
-            text("goal_id").filter(|id| !id.trim().is_empty()),
-            args.get("revision")
-                .and_then(Value::as_u64)
+            args.goal_id.filter(|id| !id.trim().is_empty()),
+            args.revision
+                .as_ref()
+                .and_then(serde_json::Number::as_u64)
                 .filter(|r| *r > 0),
         ) else {
             return failure(
@@ -201,11 +233,11 @@ impl GoalTools {
             revision,
         };
         // Providers fill unused optional fields with empty values; only a real one counts.
-        let objective = text("objective").filter(|text| !text.is_empty());
-        let reason = text("blocked_reason").filter(|text| !text.is_empty());
-        let rounds = match rounds_arg(args) {
+        let objective = args.objective.filter(|text| !text.is_empty());
+        let reason = args.blocked_reason.filter(|text| !text.is_empty());
+        let rounds = match rounds_arg(args.max_goal_rounds.as_ref()) {
             Ok(rounds) => rounds,
-            Err(reply) => return reply,
+            Err(error) => return refused(error),
         };
         let authority = self.authority(call, goal);
         let mutation = match action.as_str() {
@@ -298,26 +330,15 @@ fn human_required(what: &str) -> ToolReply {
     )
 }
 
-fn rounds_arg(args: &Value) -> Result<Option<u64>, ToolReply> {
-    match args.get("max_goal_rounds") {
-        None | Some(Value::Null) => Ok(None),
+fn rounds_arg(rounds: Option<&serde_json::Number>) -> Result<Option<u64>, GoalError> {
+    match rounds.map(|n| (n, n.as_u64())) {
+        None => Ok(None),
         // An unused field a provider filled with 0 is not a cap.
-        Some(Value::Number(n)) if n.as_u64() == Some(0) => Ok(None),
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(rounds) => Ok(Some(rounds)),
-            None => Err(failure(
-                "GOAL_INVALID_MAX_ROUNDS",
-                format!(
-                    "max_goal_rounds must be a whole number from 1 to {MAX_GOAL_ROUNDS}, not {n}"
-                ),
-            )),
-        },
-        Some(other) => Err(failure(
-            "GOAL_INVALID_MAX_ROUNDS",
-            format!(
-                "max_goal_rounds must be a whole number from 1 to {MAX_GOAL_ROUNDS}, not {other}"
-            ),
-        )),
+        Some((_, Some(0))) => Ok(None),
+        Some((_, Some(rounds))) => Ok(Some(rounds)),
+        Some((n, None)) => Err(GoalError::MaxRounds(format!(
+            "max_goal_rounds must be a whole number from 1 to {MAX_GOAL_ROUNDS}, not {n}"
+        ))),
     }
 }
 
