@@ -27,6 +27,8 @@ const MCP: &str = "MCP (issue 14; ours only)";
 
 const SUBAGENTS: &str = "Subagents (issue 14; ours only)";
 
+const ARCHIVE: &str = "Session export and import (issue 24; ours only)";
+
 pub(super) const ACP: &str = "ACP agents against one instant fake model (issue 22)";
 
 pub(super) const FIGURES: &[Figure] = &[
@@ -587,6 +589,24 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "subagents_rss_per_child",
         peer: None,
         what: "the host's peak RSS with ten live children minus with one, per child (KiB)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "archive_export_10k_2_children",
+        peer: None,
+        what: "`session export` of a 10,000-event session with two 1,000-event subagent children (zstd store): read, manifest, tar in zstd (ms)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "archive_import_10k_2_children",
+        peer: None,
+        what: "`session import` of that archive into empty stores: unpacked, every entry's sha256 and every log checked, staged and renamed into place (ms)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "archive_size_10k_2_children",
+        peer: None,
+        what: "that archive's size (KiB)",
     },
 ];
 

@@ -7,6 +7,7 @@
 )]
 
 mod agent;
+mod archive;
 mod compaction;
 mod dispatch;
 mod fs;
@@ -110,6 +111,13 @@ fn main() {
     let result = result.and_then(|()| {
         if wants("socket") {
             socket::run()
+        } else {
+            Ok(())
+        }
+    });
+    let result = result.and_then(|()| {
+        if wants("archive") {
+            archive::run()
         } else {
             Ok(())
         }

@@ -91,7 +91,7 @@ fn opening(log: &mut SessionLog) -> anyhow::Result<()> {
 }
 
 /// A log of at least `target` events made of whole steps.
-fn build_log(target: usize) -> anyhow::Result<SessionLog> {
+pub(crate) fn build_log(target: usize) -> anyhow::Result<SessionLog> {
     let mut log = SessionLog::new(Arc::new(TypeRegistry::new()));
     opening(&mut log)?;
     let mut step = 1;
