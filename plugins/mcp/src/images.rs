@@ -62,7 +62,7 @@ pub(crate) async fn reply(
         }
         match store(ctx, &data, &mime_type).await {
             Ok(attachment) => images.push(ContentBlock::Image { attachment }),
-            Err(why) => content.push(described(&mime_type, &data, &why)),
+            Err(NotStored(why)) => content.push(described(&mime_type, &data, &why)),
         }
     }
     result.content = content;
@@ -73,15 +73,20 @@ pub(crate) async fn reply(
     reply
 }
 
+/// Why an image was not stored, said in the result in its place.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NotStored(String);
+
 /// Stores one image; the store's refusal, as a reason.
 async fn store(
     ctx: &Context,
     data: &str,
     mime_type: &str,
-) -> Result<dsh_protocol::ImageAttachment, String> {
-    let bytes = decode_base64(data).map_err(|failure| failure.to_string())?;
+) -> Result<dsh_protocol::ImageAttachment, NotStored> {
+    let bytes = decode_base64(data).map_err(|failure| NotStored(failure.to_string()))?;
     let Ok(Some(store)) = ctx.get::<AttachmentsService>(ATTACHMENTS_SERVICE) else {
-        return Err("no attachment store is mounted".to_owned());
+        return Err(NotStored("no attachment store is mounted".to_owned()));
     };
     let image = NewImage {
         data: RVec::from(bytes),
@@ -93,9 +98,9 @@ async fn store(
     let refs = saving
         .await
         .into_result()
-        .map_err(|failure| decode_failure(&failure).to_string())?;
+        .map_err(|failure| NotStored(decode_failure(&failure).to_string()))?;
     refs.decode()
         .ok()
         .and_then(|refs| refs.into_iter().next())
-        .ok_or_else(|| "the attachment store answered no reference".to_owned())
+        .ok_or_else(|| NotStored("the attachment store answered no reference".to_owned()))
 }

@@ -43,6 +43,19 @@ const EXTENSIONS: [(&str, &str); 5] = [
     (".gif", "image/gif"),
 ];
 
+/// Why a call is refused: the tool error's text, for the model.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Refusal(String);
+
+/// The call's arguments (the registry checked them against the schema).
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Args {
+    #[serde(default)]
+    file_path: String,
+}
+
 /// The result's value: the path read and the stored image.
 #[derive(Serialize, Deserialize)]
 #[serde(crate = "dsh_plugin_api::serde")]
@@ -94,48 +107,47 @@ struct ReadImage {
 }
 
 impl ReadImage {
-    async fn run(&self, call: &CallView) -> Result<ImageRead, String> {
-        let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-        let requested = arguments["file_path"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+    async fn run(&self, call: &CallView) -> Result<ImageRead, Refusal> {
+        let requested = serde_json::from_str::<Args>(&call.arguments)
+            .map(|args| args.file_path)
+            .unwrap_or_default();
         if requested.trim().is_empty() {
-            return Err("file_path must be a non-empty string".to_owned());
+            return Err(Refusal("file_path must be a non-empty string".to_owned()));
         }
         let lower = requested.to_ascii_lowercase();
         if !EXTENSIONS.iter().any(|(ext, _)| lower.ends_with(ext)) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "cannot read \"{requested}\": read_image only accepts PNG/JPEG/WebP/GIF paths"
-            ));
+            )));
         }
         let Ok(Some(store)) = self.ctx.get::<AttachmentsService>(ATTACHMENTS_SERVICE) else {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "cannot read \"{requested}\" as an image: no attachment service is mounted"
-            ));
+            )));
         };
         let route = session_route(&self.ctx, &call.session).ok_or_else(|| {
-            format!(
+            Refusal(format!(
                 "cannot read \"{requested}\" as an image: the current model route could not be resolved"
-            )
+            ))
         })?;
         if !accepts_images(&self.ctx, &route) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "cannot read \"{requested}\" as an image: model \"{}\" does not declare image input; switch to an image-capable model to read images",
                 route.model
-            ));
+            )));
         }
-        let limits: ImageLimits = store
-            .limits()
-            .decode()
-            .map_err(|error| format!("the attachment store's limits do not read: {error}"))?;
+        let limits: ImageLimits = store.limits().decode().map_err(|error| {
+            Refusal(format!(
+                "the attachment store's limits do not read: {error}"
+            ))
+        })?;
         let workspace = workspace::workspace(&self.ctx, self.fs.clone(), call);
         let cap = limits.max_image_bytes.min(limits.max_message_image_bytes);
         let (display, data) = self
             .ctx
             .blocking(move || read_file(&workspace, &requested, cap))
             .await
-            .map_err(|error| error.to_string())??;
+            .map_err(|error| Refusal(error.to_string()))??;
         let name = display.rsplit('/').next().unwrap_or_default().to_owned();
         let image = NewImage {
             data: RVec::from(data),
@@ -144,10 +156,10 @@ impl ReadImage {
         };
         let saved = store.save(RVec::from(vec![image])).await.into_result();
         let refs = match saved {
-            Ok(refs) => refs.decode().map_err(|error| error.to_string())?,
+            Ok(refs) => refs.decode().map_err(|error| Refusal(error.to_string()))?,
             Err(failure) => {
                 let failure = decode_failure(&failure);
-                return Err(match failure.code {
+                return Err(Refusal(match failure.code {
                     AttachmentCode::ImageDimensionTooLarge => format!(
                         "cannot read \"{display}\": at least one image side exceeds the {}px limit; downscale the image and read the smaller copy",
                         limits.max_image_dimension
@@ -157,13 +169,13 @@ impl ReadImage {
                         limits.max_image_pixels
                     ),
                     _ => format!("cannot read \"{display}\" as an image: {failure}"),
-                });
+                }));
             }
         };
         let image = refs
             .into_iter()
             .next()
-            .ok_or_else(|| "the attachment store answered no reference".to_owned())?;
+            .ok_or_else(|| Refusal("the attachment store answered no reference".to_owned()))?;
         Ok(ImageRead {
             path: display,
             image,
@@ -177,32 +189,34 @@ fn read_file(
     workspace: &dsh_tool_fs_core::Workspace,
     requested: &str,
     cap: u64,
-) -> Result<(String, Vec<u8>), String> {
+) -> Result<(String, Vec<u8>), Refusal> {
     let target = workspace
         .resolve(requested)
-        .map_err(|error| error.message().to_owned())?;
+        .map_err(|error| Refusal(error.message().to_owned()))?;
     workspace
         .check_readable(&target)
-        .map_err(|error| error.message().to_owned())?;
+        .map_err(|error| Refusal(error.message().to_owned()))?;
     let display = target.display.clone();
     let fs = workspace.fs();
     let stat = fs
         .stat(&target.key)
-        .map_err(|error| format!("cannot read \"{display}\": {error}"))?;
+        .map_err(|error| Refusal(format!("cannot read \"{display}\": {error}")))?;
     let Some(stat) = stat else {
-        return Err(format!("cannot read \"{display}\": not found"));
+        return Err(Refusal(format!("cannot read \"{display}\": not found")));
     };
     if !stat.is_file() {
-        return Err(format!("cannot read \"{display}\": not a regular file"));
+        return Err(Refusal(format!(
+            "cannot read \"{display}\": not a regular file"
+        )));
     }
     if stat.len > cap {
-        return Err(format!(
+        return Err(Refusal(format!(
             "cannot read \"{display}\" as an image: IMAGE_TOO_LARGE: the file is {} bytes, over the {cap}-byte limit of one image (maxImageBytes)",
             stat.len
-        ));
+        )));
     }
     let data = dsh_fs_local::read_all(fs, &target.key)
-        .map_err(|error| format!("cannot read \"{display}\": {error}"))?;
+        .map_err(|error| Refusal(format!("cannot read \"{display}\": {error}")))?;
     Ok((display, data))
 }
 
@@ -224,7 +238,7 @@ impl Tool for ReadImage {
                     meta: None,
                     concludes_turn: false,
                 }),
-                Err(message) => ToolReply::error(message),
+                Err(Refusal(message)) => ToolReply::error(message),
             };
             Json::encode(&reply)
         }
