@@ -87,6 +87,32 @@ impl Manifest {
     pub(crate) fn get(&self, path: &str) -> Option<&Entry> {
         self.entries.get(path)
     }
+
+    /// Puts `entry` at `path`: the change, when what the path holds differs.
+    fn put(&mut self, path: &str, entry: Entry) -> Option<Change> {
+        let after = entry.snap.clone();
+        let before = self
+            .entries
+            .insert(path.to_owned(), entry)
+            .map(|old| old.snap);
+        (before.as_ref() != Some(&after)).then(|| Change {
+            path: path.to_owned(),
+            before,
+            after: Some(after),
+        })
+    }
+}
+
+/// Whether `item` is one of (or under) the scope's excluded paths.
+fn excluded(scope: &Scope, item: &fs::DirEntry) -> bool {
+    if scope.exclude.is_empty() {
+        return false;
+    }
+    let path = item.path();
+    scope
+        .exclude
+        .iter()
+        .any(|excluded| path.starts_with(excluded))
 }
 
 /// Why a scan could not be made.
@@ -213,14 +239,7 @@ pub(crate) fn scan(
             if name == ".git" {
                 continue;
             }
-            let excluded = !scope.exclude.is_empty() && {
-                let path = item.path();
-                scope
-                    .exclude
-                    .iter()
-                    .any(|excluded| path.starts_with(excluded))
-            };
-            if excluded {
+            if excluded(scope, &item) {
                 continue;
             }
             // From the open directory (`fstatat`), not resolving the whole path again.
@@ -259,21 +278,11 @@ pub(crate) fn scan(
                 pending.push((item.path(), format!("{relative}/")));
             }
             let entry = Entry {
-                snap: snap.clone(),
+                snap,
                 stat,
                 seen: generation,
             };
-            let before = manifest
-                .entries
-                .insert(relative.clone(), entry)
-                .map(|old| old.snap);
-            if before.as_ref() != Some(&snap) {
-                changes.push(Change {
-                    path: relative.clone(),
-                    before,
-                    after: Some(snap),
-                });
-            }
+            changes.extend(manifest.put(&relative, entry));
         }
     }
     manifest.entries.retain(|path, entry| {

@@ -1,5 +1,9 @@
 //! The recorder and the revert on a scratch workspace, without a host.
 #![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a unit test on its own thread waits out the kernel's timestamp tick"
+)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
