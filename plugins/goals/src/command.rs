@@ -14,6 +14,8 @@ use crate::store::{Mutation, Store};
 const USAGE: &str = "Usage: /goal [<objective>|clear|edit <objective>|pause|resume]";
 
 enum Parsed {
+    /// What was typed does not read; says why.
+    Invalid(String),
     Show,
     Create(String),
     Edit(String),
@@ -22,20 +24,20 @@ enum Parsed {
     Clear,
 }
 
-fn parse(args: &str) -> Result<Parsed, String> {
+fn parse(args: &str) -> Parsed {
     let input = args.trim();
     let lower = input.to_lowercase();
-    Ok(match lower.as_str() {
+    match lower.as_str() {
         "" => Parsed::Show,
         "clear" => Parsed::Clear,
         "pause" => Parsed::Pause,
         "resume" => Parsed::Resume,
-        "edit" => return Err(format!("/goal edit needs the new objective.\n{USAGE}")),
+        "edit" => Parsed::Invalid(format!("/goal edit needs the new objective.\n{USAGE}")),
         _ if lower.starts_with("edit ") || lower.starts_with("edit\t") => {
             Parsed::Edit(input[4..].trim().to_owned())
         }
         _ => Parsed::Create(input.to_owned()),
-    })
+    }
 }
 
 fn hint(goal: &GoalView) -> &'static str {
@@ -82,10 +84,10 @@ fn reference(goal: &GoalView) -> GoalRef {
 }
 
 fn run(store: &Store, session: &str, args: &str) -> CommandOutcome {
-    let parsed = match parse(args) {
-        Ok(parsed) => parsed,
-        Err(text) => return CommandOutcome::error(text),
-    };
+    let parsed = parse(args);
+    if let Parsed::Invalid(text) = parsed {
+        return CommandOutcome::error(text);
+    }
     let current = match store.get(session) {
         Ok(current) => current,
         Err(error) => return CommandOutcome::error(error.to_string()),
@@ -94,6 +96,7 @@ fn run(store: &Store, session: &str, args: &str) -> CommandOutcome {
         CommandOutcome::error(format!("No goal is set; /goal {verb} needs one. {USAGE}"))
     };
     let (title, mutation) = match (parsed, &current) {
+        (Parsed::Invalid(text), _) => return CommandOutcome::error(text),
         (Parsed::Show, None) => {
             return CommandOutcome::success(format!("No goal is set.\n{USAGE}"));
         }

@@ -54,6 +54,23 @@ pub(crate) fn round_source(message: &Message) -> Option<RoundSource> {
     })
 }
 
+/// Why a goal record does not follow from the state before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Skipped(pub(crate) String);
+
+impl From<String> for Skipped {
+    fn from(why: String) -> Self {
+        Self(why)
+    }
+}
+
+impl From<&str> for Skipped {
+    fn from(why: &str) -> Self {
+        Self(why.to_owned())
+    }
+}
+
 /// What the log says of a session's goal.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GoalFold {
@@ -68,15 +85,20 @@ pub(crate) struct GoalFold {
 
 impl GoalFold {
     /// Applies one `goal/change`; an error names why it does not follow from the state.
-    pub(crate) fn apply_change(&mut self, change: &GoalChangeEvent) -> Result<(), String> {
+    pub(crate) fn apply_change(&mut self, change: &GoalChangeEvent) -> Result<(), Skipped> {
         if change.version != dsh_protocol::GOAL_CHANGE_VERSION {
-            return Err(format!("goal/change version {} is unknown", change.version));
+            return Err(format!("goal/change version {} is unknown", change.version).into());
         }
         if change.operation == GoalOperation::Clear {
             let (Some(cleared), Some(at)) = (&change.cleared, change.cleared_at) else {
-                return Err("a clear names no `cleared` ref or `clearedAt`".to_owned());
+                return Err("a clear names no `cleared` ref or `clearedAt`"
+                    .to_owned()
+                    .into());
             };
-            let current = self.goal.as_ref().ok_or("a clear with no current goal")?;
+            let current = self
+                .goal
+                .as_ref()
+                .ok_or(Skipped::from("a clear with no current goal"))?;
             next_revision(current, cleared)?;
             self.last_ref = Some(cleared.clone());
             self.goal = None;
@@ -93,28 +115,30 @@ impl GoalFold {
             return Err(format!(
                 "a `{}` lacks its goal, roundsStarted, createdAt or updatedAt",
                 change.operation.as_str()
-            ));
+            )
+            .into());
         };
         check_snapshot(next)?;
         if change.operation == GoalOperation::Create {
             if next.revision != 1 || next.phase != GoalPhase::Active || rounds != 0 {
-                return Err("a create must be revision 1, active, with no rounds".to_owned());
+                return Err("a create must be revision 1, active, with no rounds"
+                    .to_owned()
+                    .into());
             }
             if self
                 .goal
                 .as_ref()
                 .is_some_and(|goal| goal.phase != GoalPhase::Complete)
             {
-                return Err("a create while a goal is not complete".to_owned());
+                return Err("a create while a goal is not complete".to_owned().into());
             }
             if !self.seen.insert(next.id.clone()) {
-                return Err(format!("goal id `{}` was used before", next.id));
+                return Err(format!("goal id `{}` was used before", next.id).into());
             }
         } else {
-            let current = self
-                .goal
-                .as_ref()
-                .ok_or_else(|| format!("a `{}` with no goal", change.operation.as_str()))?;
+            let current = self.goal.as_ref().ok_or_else(|| {
+                Skipped(format!("a `{}` with no goal", change.operation.as_str()))
+            })?;
             next_revision(
                 current,
                 &GoalRef {
@@ -123,7 +147,9 @@ impl GoalFold {
                 },
             )?;
             if rounds != self.rounds_started || created != self.created_at {
-                return Err("a mutation changed the rounds started or createdAt".to_owned());
+                return Err("a mutation changed the rounds started or createdAt"
+                    .to_owned()
+                    .into());
             }
             check_transition(change.operation, current, next, rounds)?;
         }
@@ -139,7 +165,7 @@ impl GoalFold {
     }
 
     /// Counts a goal round; an error names why it is not the active goal's next round.
-    pub(crate) fn apply_round(&mut self, source: &RoundSource) -> Result<(), String> {
+    pub(crate) fn apply_round(&mut self, source: &RoundSource) -> Result<(), Skipped> {
         if source.round == 0 {
             return Ok(());
         }
@@ -154,32 +180,42 @@ impl GoalFold {
             return Err(format!(
                 "round {} of goal `{}` revision {} is not the active goal's next round",
                 source.round, source.goal_id, source.revision
-            ));
+            )
+            .into());
         }
         self.rounds_started = source.round;
         Ok(())
     }
 }
 
-fn next_revision(current: &GoalSnapshot, next: &GoalRef) -> Result<(), String> {
+fn next_revision(current: &GoalSnapshot, next: &GoalRef) -> Result<(), Skipped> {
     if next.id != current.id || next.revision != current.revision + 1 {
         return Err(format!(
             "`{}` revision {} does not follow `{}` revision {}",
             next.id, next.revision, current.id, current.revision
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
-fn check_snapshot(goal: &GoalSnapshot) -> Result<(), String> {
+fn check_snapshot(goal: &GoalSnapshot) -> Result<(), Skipped> {
     if goal.id.is_empty() || goal.revision == 0 || goal.max_goal_rounds == 0 {
-        return Err("a goal needs an id, a positive revision and a positive round cap".to_owned());
+        return Err(
+            "a goal needs an id, a positive revision and a positive round cap"
+                .to_owned()
+                .into(),
+        );
     }
     if goal.objective.trim().is_empty() {
-        return Err("a goal's objective is empty".to_owned());
+        return Err("a goal's objective is empty".to_owned().into());
     }
     if (goal.phase == GoalPhase::Blocked) != goal.blocked_reason.is_some() {
-        return Err("a blocked reason goes with the blocked phase, and only with it".to_owned());
+        return Err(
+            "a blocked reason goes with the blocked phase, and only with it"
+                .to_owned()
+                .into(),
+        );
     }
     Ok(())
 }
@@ -189,7 +225,7 @@ fn check_transition(
     current: &GoalSnapshot,
     next: &GoalSnapshot,
     rounds: u64,
-) -> Result<(), String> {
+) -> Result<(), Skipped> {
     use GoalPhase::{Active, Blocked, Complete, Paused};
     let same_definition =
         next.objective == current.objective && next.max_goal_rounds == current.max_goal_rounds;
@@ -215,7 +251,8 @@ fn check_transition(
             operation.as_str(),
             current.phase.as_str(),
             next.phase.as_str()
-        )),
+        )
+        .into()),
     }
 }
 

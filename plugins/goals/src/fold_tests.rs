@@ -100,6 +100,7 @@ fn a_goal_is_created_counts_rounds_and_moves_through_its_phases() {
             0
         ))
         .unwrap_err()
+        .0
         .contains("used before")
     );
 }
@@ -116,7 +117,7 @@ fn a_mutation_must_follow_the_current_revision() {
     let skipped = fold
         .apply_change(&change(GoalOperation::Pause, goal(3, GoalPhase::Paused), 0))
         .unwrap_err();
-    assert!(skipped.contains("does not follow"), "{skipped}");
+    assert!(skipped.0.contains("does not follow"), "{skipped}");
     let second = fold
         .apply_change(&GoalChangeEvent {
             goal: Some(GoalSnapshot {
@@ -126,7 +127,7 @@ fn a_mutation_must_follow_the_current_revision() {
             ..change(GoalOperation::Create, goal(1, GoalPhase::Active), 0)
         })
         .unwrap_err();
-    assert!(second.contains("not complete"), "{second}");
+    assert!(second.0.contains("not complete"), "{second}");
 }
 
 #[test]

@@ -143,7 +143,7 @@ impl Store {
                 let folded = match record.kind.as_str() {
                     kinds::GOAL_CHANGE => match record.decode::<GoalChangeEvent>() {
                         Some(Ok(change)) => cache.fold.apply_change(&change),
-                        Some(Err(error)) => Err(error.to_string()),
+                        Some(Err(error)) => Err(error.to_string().into()),
                         None => Ok(()),
                     },
                     kinds::USER_MESSAGE => match record.decode::<UserMessageEvent>() {
@@ -182,7 +182,7 @@ impl Store {
                 .fold
                 .clone()
                 .apply_change(&change)
-                .map_err(GoalError::Transition)?;
+                .map_err(|skipped| GoalError::Transition(skipped.0))?;
             live.log(&change)
                 .map_err(|error| GoalError::Log(error.to_string()))?;
             let cache = self.caught_up(&mut caches, &live);
