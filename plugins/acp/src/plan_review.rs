@@ -42,7 +42,11 @@ pub(crate) fn call_view(ask: &ApprovalRequest, call_id: String) -> ToolCallUpdat
         tool_call_id: call_id,
         title: Some(title),
         kind: Some(ToolKind::Think),
-        raw_input: Some(serde_json::json!({ "plan": plan })),
+        raw_input: Some(serde_json::Value::Object(
+            [("plan".to_owned(), serde_json::Value::String(plan.clone()))]
+                .into_iter()
+                .collect(),
+        )),
         content: Some(vec![ToolCallContent::Content {
             content: Content::text(plan),
         }]),

@@ -30,6 +30,13 @@ pub(crate) const READ_ONLY_TOOLS: &[&str] = &[
     "web_search",
 ];
 
+/// The part of `bash`'s arguments the gate judges.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct BashArgs {
+    command: String,
+}
+
 /// What the gate lets through besides the built-in list.
 #[derive(Default)]
 pub(crate) struct Allowed {
@@ -46,12 +53,10 @@ pub(crate) fn refusal(allowed: &Allowed, tool: &str, arguments: &str) -> Option<
                 read-only shell commands), then present the complete plan with exit_plan_mode; \
                 nothing is changed until the person approves it.";
     if tool == "bash" {
-        let args: serde_json::Value =
-            serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
-        let Some(command) = args["command"].as_str() else {
+        let Ok(BashArgs { command }) = serde_json::from_str::<BashArgs>(arguments) else {
             return Some(format!("plan mode: the command does not read. {tail}"));
         };
-        return match shell::check(command, &allowed.commands) {
+        return match shell::check(&command, &allowed.commands) {
             Ok(()) => None,
             Err(why) => Some(format!(
                 "plan mode: this command is not run because it may change something ({}). {tail}",

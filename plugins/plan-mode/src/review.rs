@@ -22,9 +22,8 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
-use dsh_plugin_api::Context;
-use dsh_plugin_api::Json;
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
+use dsh_plugin_api::{Context, Deserialize, Json};
 use dsh_protocol::{
     ApprovalDecidedEvent, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ContentBlock,
     OutcomeSummary, ToolDecl, ToolError, ToolErrorInfo, ToolReply,
@@ -75,16 +74,41 @@ fn failure(message: impl Into<String>, code: &str) -> ToolReply {
     })
 }
 
+/// Why a call's arguments hold no plan to review.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PlanError {
+    Shape(String),
+    NoHeading,
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Shape(error) => write!(
+                f,
+                "the arguments are not a JSON object with a string `plan`: {error}"
+            ),
+            Self::NoHeading => f.write_str(NO_HEADING),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Args {
+    plan: String,
+}
+
 /// The plan of a call's arguments, checked.
-pub(crate) fn plan_of(arguments: &str) -> Result<String, String> {
-    let args: serde_json::Value = serde_json::from_str(arguments)
-        .map_err(|error| format!("the arguments are not a JSON object with `plan`: {error}"))?;
-    let plan = args["plan"].as_str().unwrap_or_default().trim();
+pub(crate) fn plan_of(arguments: &str) -> Result<String, PlanError> {
+    let args: Args =
+        serde_json::from_str(arguments).map_err(|error| PlanError::Shape(error.to_string()))?;
+    let plan = args.plan.trim();
     let heading = plan
         .strip_prefix("# ")
         .is_some_and(|rest| !rest.trim().is_empty());
     if !heading {
-        return Err(NO_HEADING.to_owned());
+        return Err(PlanError::NoHeading);
     }
     Ok(plan.to_owned())
 }
@@ -110,7 +134,7 @@ impl ExitPlanMode {
         }
         let plan = match plan_of(&call.arguments) {
             Ok(plan) => plan,
-            Err(error) => return failure(error, "INVALID_ARGUMENTS"),
+            Err(error) => return failure(error.to_string(), "INVALID_ARGUMENTS"),
         };
         let Ok(Some(approval)) = self.ctx.get::<ApprovalService>(APPROVAL_SERVICE) else {
             return failure(UNAVAILABLE, "UNAVAILABLE");
@@ -215,11 +239,11 @@ mod tests {
             r#"{"plan":"do things"}"#,
             r###"{"plan":"## Sub only"}"###,
             r##"{"plan":"# "}"##,
-            r#"{}"#,
         ] {
-            assert_eq!(plan_of(bad), Err(NO_HEADING.to_owned()), "{bad}");
+            assert_eq!(plan_of(bad), Err(PlanError::NoHeading), "{bad}");
         }
-        assert!(plan_of("nope").is_err());
+        assert!(matches!(plan_of("{}"), Err(PlanError::Shape(_))));
+        assert!(matches!(plan_of("nope"), Err(PlanError::Shape(_))));
     }
 
     #[test]

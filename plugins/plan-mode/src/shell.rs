@@ -157,43 +157,21 @@ fn split(line: &str) -> Result<Vec<Vec<String>>, NotReadOnly> {
     let mut word = String::new();
     let mut in_word = false;
     let mut index = 0;
-    let refuse = |what: &str| Err(NotReadOnly(format!("it uses {what}")));
     while index < chars.len() {
         let c = chars[index];
         let next = chars.get(index + 1).copied();
         match c {
             '\'' => {
                 let Some(end) = chars[index + 1..].iter().position(|&c| c == '\'') else {
-                    return refuse("an unclosed quote");
+                    return Err(uses("an unclosed quote"));
                 };
                 word.extend(&chars[index + 1..index + 1 + end]);
                 in_word = true;
                 index += end + 1;
             }
             '"' => {
-                let mut at = index + 1;
-                loop {
-                    match chars.get(at) {
-                        None => return refuse("an unclosed quote"),
-                        Some('"') => break,
-                        Some('\\') => {
-                            if let Some(&escaped) = chars.get(at + 1) {
-                                word.push(escaped);
-                            }
-                            at += 2;
-                        }
-                        Some('`') => return refuse("command substitution"),
-                        Some('$') if chars.get(at + 1) == Some(&'(') => {
-                            return refuse("command substitution");
-                        }
-                        Some(&other) => {
-                            word.push(other);
-                            at += 1;
-                        }
-                    }
-                }
+                index = double_quoted(&chars, index + 1, &mut word)?;
                 in_word = true;
-                index = at;
             }
             '\\' => {
                 if let Some(escaped) = next {
@@ -202,37 +180,17 @@ fn split(line: &str) -> Result<Vec<Vec<String>>, NotReadOnly> {
                 }
                 in_word = true;
             }
-            '`' => return refuse("command substitution"),
-            '$' if next == Some('(') => return refuse("command substitution"),
-            '(' | ')' | '{' | '}' => return refuse("a subshell or a group"),
-            '<' if next == Some('(') => return refuse("process substitution"),
+            '`' => return Err(uses("command substitution")),
+            '$' if next == Some('(') => return Err(uses("command substitution")),
+            '(' | ')' | '{' | '}' => return Err(uses("a subshell or a group")),
+            '<' if next == Some('(') => return Err(uses("process substitution")),
             '>' => {
-                // Only a redirect that writes nothing: to another descriptor or /dev/null.
-                let mut at = index + 1;
-                while chars.get(at) == Some(&'>') {
-                    at += 1;
-                }
-                while chars.get(at).is_some_and(|c| c.is_whitespace()) {
-                    at += 1;
-                }
-                let start = at;
-                while chars
-                    .get(at)
-                    .is_some_and(|c| !c.is_whitespace() && !";|".contains(*c))
-                    && !(chars[at] == '&' && at > start)
-                {
-                    at += 1;
-                }
-                let target: String = chars[start..at].iter().collect();
-                if !["/dev/null", "&1", "&2"].contains(&target.as_str()) {
-                    return refuse("an output redirect");
-                }
+                index = harmless_redirect(&chars, index + 1)?;
                 // A descriptor number written before it (`2>`) belongs to the redirect.
                 if word.chars().all(|c| c.is_ascii_digit()) {
                     word.clear();
                     in_word = false;
                 }
-                index = at;
                 continue;
             }
             ';' | '|' | '&' | '\n' => {
@@ -269,6 +227,59 @@ fn split(line: &str) -> Result<Vec<Vec<String>>, NotReadOnly> {
         commands.push(words);
     }
     Ok(commands)
+}
+
+fn uses(what: &str) -> NotReadOnly {
+    NotReadOnly(format!("it uses {what}"))
+}
+
+/// Reads a double-quoted string from `at` (after its opening quote) into `word`; answers the
+/// index of its closing quote. Substitution inside it is refused like outside.
+fn double_quoted(chars: &[char], mut at: usize, word: &mut String) -> Result<usize, NotReadOnly> {
+    loop {
+        match chars.get(at) {
+            None => return Err(uses("an unclosed quote")),
+            Some('"') => return Ok(at),
+            Some('\\') => {
+                if let Some(&escaped) = chars.get(at + 1) {
+                    word.push(escaped);
+                }
+                at += 2;
+            }
+            Some('`') => return Err(uses("command substitution")),
+            Some('$') if chars.get(at + 1) == Some(&'(') => {
+                return Err(uses("command substitution"));
+            }
+            Some(&other) => {
+                word.push(other);
+                at += 1;
+            }
+        }
+    }
+}
+
+/// Reads a redirect's target from `at` (after its `>`); answers the index after it when it
+/// writes nothing (another descriptor, `/dev/null`).
+fn harmless_redirect(chars: &[char], mut at: usize) -> Result<usize, NotReadOnly> {
+    while chars.get(at) == Some(&'>') {
+        at += 1;
+    }
+    while chars.get(at).is_some_and(|c| c.is_whitespace()) {
+        at += 1;
+    }
+    let start = at;
+    while chars
+        .get(at)
+        .is_some_and(|c| !c.is_whitespace() && !";|".contains(*c))
+        && !(chars[at] == '&' && at > start)
+    {
+        at += 1;
+    }
+    let target: String = chars[start..at].iter().collect();
+    match ["/dev/null", "&1", "&2"].contains(&target.as_str()) {
+        true => Ok(at),
+        false => Err(uses("an output redirect")),
+    }
 }
 
 #[cfg(test)]
