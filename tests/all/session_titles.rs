@@ -1,6 +1,6 @@
 //! Model-written session titles end to end: the web profile (real host, real plugin libraries,
-//! real YAML) with the `session-title` row's model title turned on by a patch row, against the
-//! fake DeepSeek server over loopback. A session's first prompt gets its fallback title, then
+//! real YAML), whose bundle turns the `session-title` row's model title on (patch rows route it
+//! elsewhere or bound it), against the fake DeepSeek server over loopback. A session's first prompt gets its fallback title, then
 //! the logged `session/title-llm-request` (the reference's recorded shape and instruction), then
 //! the model's cleaned title as the provider's `session/title`; a title model that fails or
 //! does not answer in time leaves the fallback, says why on stderr, and the turn completes.
@@ -208,7 +208,8 @@ fn a_model_titles_a_new_session_after_its_fallback() {
     // The model wraps its title and explains it anyway: what it wraps it in is taken off.
     let titles = FakeDeepSeek::start(vec![Reply::text(
         "**\"Deflake  the login test\"**\nThis names the task in four words.",
-    )]);
+    )])
+    .script_titles();
     let dir = TestDir::new("titles-by-model");
     let (llm, adapter) = title_route(&titles);
     let web = web(&main, &dir, &format!("{}{adapter}", title_row(&llm)));
@@ -249,6 +250,38 @@ fn a_model_titles_a_new_session_after_its_fallback() {
     assert_eq!(row["title"], "Deflake the login test", "{row}");
 }
 
+/// The web bundle asks the session's own model for one title after the first prompt, with no
+/// row of the test's: the model's title replaces the fallback, and the conversation's script
+/// answered only the turn.
+#[test]
+fn the_web_profile_titles_new_sessions_by_model_by_default() {
+    let prompt = "Fix the flaky login test in auth.rs, it fails one run in ten.";
+    let main =
+        FakeDeepSeek::start(vec![Reply::text("Fixed.")]).answer_titles("Deflake the login test");
+    let dir = TestDir::new("titles-by-default");
+    let web = web(&main, &dir, "");
+    let session = prompted(&web, &dir, prompt);
+    let events = events_when(&dir.home(), &session, |events| {
+        turn_completed(events) && has_provider_title(events)
+    });
+    let seq = prompt_seq(&events);
+    assert_fallback_first(&events, seq, "Fix the flaky login test");
+    let last = title_events(&events).last().copied().unwrap();
+    assert_eq!(last["data"]["title"], "Deflake the login test", "{last}");
+    assert_eq!(last["data"]["source"]["provider"], PROVIDER, "{last}");
+    let titles = main.title_requests();
+    assert_eq!(titles.len(), 1, "one title a session");
+    assert_title_wire(&titles[0], prompt);
+    assert_eq!(main.requests().len(), 1, "the turn's own request only");
+    // A second prompt asks for no second title.
+    main.push(vec![Reply::text("That one too.")]);
+    web.prompt(&session, "And the logout test?");
+    events_when(&dir.home(), &session, |events| {
+        of_type(events, "turn/end").len() == 2
+    });
+    assert_eq!(main.title_requests().len(), 1);
+}
+
 #[test]
 fn without_a_route_the_title_asks_the_sessions_own_model() {
     let prompt = "Rename the build step to compile everything";
@@ -257,7 +290,8 @@ fn without_a_route_the_title_asks_the_sessions_own_model() {
     let main = FakeDeepSeek::start(vec![
         Reply::text("Build step renamed"),
         Reply::text("Build step renamed"),
-    ]);
+    ])
+    .script_titles();
     let dir = TestDir::new("titles-own-route");
     let web = web(&main, &dir, &title_row(""));
     let session = prompted(&web, &dir, prompt);
@@ -287,7 +321,8 @@ fn without_a_route_the_title_asks_the_sessions_own_model() {
 fn a_failing_or_silent_title_model_leaves_the_fallback_and_the_turn_completes() {
     let main = FakeDeepSeek::start(vec![Reply::text("first done"), Reply::text("second done")]);
     // The first title request fails; the second gets no answer within the row's 3 s.
-    let titles = FakeDeepSeek::start(vec![Reply::server_error(), Reply::Stall { ms: 10_000 }]);
+    let titles = FakeDeepSeek::start(vec![Reply::server_error(), Reply::Stall { ms: 10_000 }])
+        .script_titles();
     let dir = TestDir::new("titles-failing");
     let (mut llm, adapter) = title_route(&titles);
     llm.push_str("      timeoutMs: 3000\n");
@@ -372,7 +407,7 @@ fn a_rename_pins_the_title_and_a_fork_keeps_what_it_inherited() {
         panic!("a streamed reply");
     };
     late.insert(0, SseEvent::Pause(Duration::from_secs(2)));
-    let titles = FakeDeepSeek::start(vec![Reply::Sse(late)]);
+    let titles = FakeDeepSeek::start(vec![Reply::Sse(late)]).script_titles();
     let dir = TestDir::new("titles-pinned");
     let (llm, adapter) = title_route(&titles);
     let web = web(&main, &dir, &format!("{}{adapter}", title_row(&llm)));

@@ -56,6 +56,11 @@ pub struct Config {
     /// Sessions past the last script start the scripts over instead of failing.
     #[serde(default)]
     pub repeat: bool,
+    /// Answer session-title requests too. Default: they are passed on, so a recording of a
+    /// conversation is not consumed by the title of the session replaying it (a row of its
+    /// own, with its own log, answers titles).
+    #[serde(default)]
+    pub answer_titles: bool,
 }
 
 fn failure(code: FailureCode, message: impl Into<String>) -> Json<LlmFailure> {
@@ -97,6 +102,7 @@ impl Plugin for ReplayPlugin {
             millis: config.pace_ms,
         };
         let only = config.provider.map(Arc::new);
+        let answer_titles = config.answer_titles;
         ctx.on_waterfall(&LLM_STREAM, move |next: Next<StreamCall, StreamOutcome>| {
             let scripts = scripts.clone();
             let pace = pace.clone();
@@ -111,9 +117,11 @@ impl Plugin for ReplayPlugin {
                         )));
                     }
                 };
-                if only
-                    .as_deref()
-                    .is_some_and(|provider| *provider != request.config.provider)
+                let title = request.purpose == Some(dsh_protocol::Purpose::SessionTitle);
+                if (title && !answer_titles)
+                    || only
+                        .as_deref()
+                        .is_some_and(|provider| *provider != request.config.provider)
                 {
                     return next.run().await;
                 }

@@ -38,6 +38,21 @@ struct Shared {
     sockets: Mutex<Vec<TcpStream>>,
     /// What `GET .../models` answers (`models.rs`).
     models: ModelList,
+    /// How session-title requests are met (see [`FakeDeepSeek::answer_titles`]).
+    titles: Mutex<Titles>,
+    /// The session-title requests, kept apart from the conversation's.
+    title_requests: Mutex<Vec<RecordedRequest>>,
+}
+
+/// How the server meets a session-title request (recognized by the title instruction).
+#[derive(Clone)]
+enum Titles {
+    /// Refused with a 400 that consumes nothing: the host keeps its fallback title.
+    Refused,
+    /// Answered with this title, outside the script.
+    Answered(String),
+    /// Served from the script like any other request.
+    Scripted,
 }
 
 /// The running server; stops on drop.
@@ -68,6 +83,8 @@ impl FakeDeepSeek {
             workers: Mutex::new(Vec::new()),
             sockets: Mutex::new(Vec::new()),
             models: ModelList::default(),
+            titles: Mutex::new(Titles::Refused),
+            title_requests: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
         let acceptor = std::thread::spawn(move || accept_loop(&listener, &accepting));
@@ -120,6 +137,26 @@ impl FakeDeepSeek {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Answers every session-title request with `title`, outside the script. By default the
+    /// server refuses them (a 400, nothing consumed, kept apart from [`Self::requests`]), so a
+    /// profile with model titles on keeps its fallback titles and its scripts' order.
+    pub fn answer_titles(self, title: &str) -> Self {
+        *self.shared.titles.lock().unwrap() = Titles::Answered(title.to_owned());
+        self
+    }
+
+    /// Serves session-title requests from the script like any other (a title server of its
+    /// own, whose script is the titles).
+    pub fn script_titles(self) -> Self {
+        *self.shared.titles.lock().unwrap() = Titles::Scripted;
+        self
+    }
+
+    /// The session-title requests met outside the script, in arrival order.
+    pub fn title_requests(&self) -> Vec<RecordedRequest> {
+        self.shared.title_requests.lock().unwrap().clone()
     }
 
     /// Adds replies at the end of the script, for a test that learns what to answer as it
@@ -245,6 +282,22 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             }
         }
         let is_chat = request.method == "POST" && request.path.ends_with("/chat/completions");
+        let titles = shared.titles.lock().unwrap().clone();
+        if is_chat && is_title(&request.body) && !matches!(titles, Titles::Scripted) {
+            shared.title_requests.lock().unwrap().push(request);
+            let reply = match titles {
+                Titles::Answered(title) => Reply::text(&title),
+                _ => Reply::error(
+                    400,
+                    "invalid_request_error",
+                    "fake DeepSeek answers no title request unless the test asks it to",
+                ),
+            };
+            match respond(&mut writer, shared, reply)? {
+                After::KeepAlive if !client_closes => continue,
+                _ => break,
+            }
+        }
         let broken = if is_chat {
             invariants::check(&request.body, &shared.streamed.lock().unwrap())
         } else {
@@ -290,6 +343,15 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
     let _ = writer.shutdown(Shutdown::Both);
     Ok(())
+}
+
+/// Whether a chat request is a session title's: its system message is the title instruction.
+fn is_title(body: &serde_json::Value) -> bool {
+    body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|system| {
+            system.starts_with("Create a concise title for an AI coding-assistant session")
+        })
 }
 
 fn reason_phrase(status: u16) -> &'static str {

@@ -121,7 +121,7 @@ pub(super) fn own_replay_rows(name: &str, replay: &Path) -> Option<String> {
         "- insert:\n\
          \x20   - id: llm-replay-main\n      name: llm-replay\n      config:\n        log: {}\n        provider: deepseek-official\n\
          \x20   - id: title-replay\n      group: true\n      isolate: {{llm_replay: true}}\n      config:\n\
-         \x20       - id: llm-replay-title\n          name: llm-replay\n          config:\n            log: {}\n            provider: title-replay\n            paceMs: 10\n\
+         \x20       - id: llm-replay-title\n          name: llm-replay\n          config:\n            log: {}\n            provider: title-replay\n            paceMs: 10\n            answerTitles: true\n\
          \x20   - id: llm-title-route\n      name: llm-deepseek\n      config:\n        provider: title-replay\n        baseURL: http://127.0.0.1:9\n\
          - id: session-title\n  config:\n    llm:\n      enabled: true\n      route:\n        provider: title-replay\n        model: title-model\n",
         path(main.join("session.jsonl")),
