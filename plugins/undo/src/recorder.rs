@@ -12,9 +12,11 @@
 //! (`clock`): an outside
 //! edit made in that moment before a call counts as the call's.
 //!
-//! Calls that overlap in one workspace share the baseline and the start of the first: each
-//! change is counted once, by the call that ends first after it (both are of one session's
-//! turn unless two sessions share a directory).
+//! Calls that overlap in one workspace share the baseline and the start of the first, and the
+//! last of them to end records everything they changed: a foreground subagent's calls run
+//! inside its parent's call, so their changes are the parent's turn's and its `/undo` reverts
+//! them; parallel calls of one step are one turn's anyway. Two sessions working in one
+//! directory at once cannot be told apart: the session whose call ends last gets the changes.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -120,6 +122,11 @@ impl Recorder {
         recording.open = false;
         let mut state = lock(&recording.workspace);
         state.active = state.active.saturating_sub(1);
+        if state.active > 0 {
+            // An enclosing or overlapping call is still running: the last to end records
+            // everything, so a foreground subagent's changes are its parent's turn's.
+            return Ok(Vec::new());
+        }
         let state = &mut *state;
         let found = match scan(&recording.scope, &mut state.baseline, &self.store) {
             Ok(found) => found,

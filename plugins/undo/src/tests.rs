@@ -155,3 +155,21 @@ fn scan_costs() {
         let _ = fs::remove_dir_all(dir);
     }
 }
+
+#[test]
+fn the_last_of_overlapping_calls_records_what_they_all_changed() {
+    let dir = scratch("nested");
+    let work = dir.join("work");
+    fs::write(work.join("a"), "a0").unwrap();
+    let recorder = recorder(&dir);
+    let outer = recorder.begin(&work).unwrap();
+    let inner = call(&recorder, &work, 1, || {
+        fs::write(work.join("a"), "a1").unwrap();
+        fs::write(work.join("b"), "b1").unwrap();
+    });
+    assert!(inner.changes.is_empty(), "{:?}", inner.changes);
+    let changes = recorder.end(outer).unwrap();
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["a", "b"]);
+    let _ = fs::remove_dir_all(dir);
+}
