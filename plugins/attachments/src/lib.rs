@@ -18,7 +18,7 @@ use abi_stable::std_types::{RErr, ROk, RResult, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_attachments_seam::{
     ATTACHMENTS_SERVICE, AttachmentCode, AttachmentFailure, Attachments, Attachments_TO,
-    IMAGE_MEDIA_TYPES, ImageLimits, NewImage,
+    IMAGE_MEDIA_TYPES, ImageLimits, NewImage, Saved,
 };
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::ImageAttachment;
@@ -89,10 +89,7 @@ impl Attachments for Service {
         Json::encode(&*self.limits)
     }
 
-    fn save(
-        &self,
-        images: RVec<NewImage>,
-    ) -> FfiFuture<RResult<Json<Vec<ImageAttachment>>, Json<AttachmentFailure>>> {
+    fn save(&self, images: RVec<NewImage>) -> FfiFuture<Saved> {
         let (ctx, store, limits) = (self.ctx.clone(), self.store.clone(), self.limits.clone());
         let uploads: Vec<Upload> = images
             .into_iter()

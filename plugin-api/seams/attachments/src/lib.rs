@@ -148,6 +148,9 @@ pub struct NewImage {
     pub name: RString,
 }
 
+/// What [`Attachments::save`] answers: the references in order, or the batch's refusal.
+pub type Saved = RResult<Json<Vec<ImageAttachment>>, Json<AttachmentFailure>>;
+
 /// The store.
 #[sabi_trait]
 pub trait Attachments: Send + Sync {
@@ -156,10 +159,7 @@ pub trait Attachments: Send + Sync {
     /// Admits `images` as one message's batch (count and total size checked first, then each
     /// image) and stores each under its sha256; answers their references in order. Nothing
     /// of a refused batch is kept.
-    fn save(
-        &self,
-        images: RVec<NewImage>,
-    ) -> FfiFuture<RResult<Json<Vec<ImageAttachment>>, Json<AttachmentFailure>>>;
+    fn save(&self, images: RVec<NewImage>) -> FfiFuture<Saved>;
     /// The bytes of a stored image, verified against its digest and its reference.
     fn read(
         &self,
