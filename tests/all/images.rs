@@ -28,13 +28,10 @@ pub(crate) fn png(width: u32, height: u32) -> Vec<u8> {
         out.extend_from_slice(&body);
         out.extend_from_slice(&crc32(&body).to_be_bytes());
     }
-    let mut raw = Vec::new();
-    for _ in 0..height {
-        raw.push(0);
-        for _ in 0..width {
-            raw.extend_from_slice(&[255, 0, 0]);
-        }
-    }
+    // Each row: filter type 0, then its red pixels.
+    let mut row = vec![0u8];
+    row.extend([255, 0, 0].repeat(usize::try_from(width).unwrap()));
+    let raw = row.repeat(usize::try_from(height).unwrap());
     let mut zlib = vec![0x78, 0x01];
     let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
     for (index, block) in blocks.iter().enumerate() {
