@@ -92,22 +92,30 @@ fn read_manifest(archive: &str, bytes: &[u8]) -> Result<Manifest, ArchiveError> 
         path: MANIFEST_PATH.to_owned(),
         reason,
     };
-    let value: Value =
+    /// The two members every version keeps, whatever else it changes.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        format: Value,
+        #[serde(default)]
+        version: Value,
+    }
+    let head: Head =
         serde_json::from_slice(bytes).map_err(|error| bad(format!("not JSON: {error}")))?;
-    let format = value.get("format").cloned().unwrap_or(Value::Null);
-    let version = value.get("version").cloned().unwrap_or(Value::Null);
     let shown = |value: &Value| match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     };
-    if format.as_str() != Some(FORMAT) || version.as_u64() != Some(u64::from(FORMAT_VERSION)) {
+    if head.format.as_str() != Some(FORMAT)
+        || head.version.as_u64() != Some(u64::from(FORMAT_VERSION))
+    {
         return Err(ArchiveError::ForeignFormat {
             archive: archive.to_owned(),
-            format: shown(&format),
-            version: shown(&version),
+            format: shown(&head.format),
+            version: shown(&head.version),
         });
     }
-    serde_json::from_value(value).map_err(|error| bad(error.to_string()))
+    serde_json::from_slice(bytes).map_err(|error| bad(error.to_string()))
 }
 
 /// Reads and checks a whole archive; `archive` names it in every error.
