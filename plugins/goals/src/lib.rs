@@ -12,6 +12,7 @@ mod command;
 mod driver;
 mod error;
 mod fold;
+mod plan;
 mod store;
 mod tools;
 

@@ -10,22 +10,23 @@ use dsh_goals_seam::{GOAL_CHANGED, GoalNotice};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent, LogLevel, lock};
 use dsh_protocol::{
-    GOAL_CHANGE_VERSION, GoalActivation, GoalBlockReason, GoalChangeEvent, GoalChanged,
-    GoalOperation, GoalPhase, GoalRef, GoalSnapshot, GoalView, UserMessageEvent, kinds,
+    GoalActivation, GoalBlockReason, GoalChangeEvent, GoalChanged, GoalRef, GoalView,
+    UserMessageEvent, kinds,
 };
 use dsh_sessions_seam::{SESSIONS_SERVICE, SessionBox, SessionExt, SessionsService, open_live};
 
 use crate::error::GoalError;
 use crate::fold::{GoalFold, round_source};
+use crate::plan::plan;
 
 /// The most goal rounds a goal may have (and the default).
 pub(crate) const MAX_GOAL_ROUNDS: u64 = 256;
 
-struct Cache {
-    fold: GoalFold,
+pub(crate) struct Cache {
+    pub(crate) fold: GoalFold,
     /// Events of the log folded so far.
     observed: u64,
-    activation: GoalActivation,
+    pub(crate) activation: GoalActivation,
 }
 
 /// A mutation of the current goal, as the service's callers ask for it.
@@ -228,214 +229,5 @@ fn view(cache: &Cache) -> Option<GoalView> {
         created_at: cache.fold.created_at,
         updated_at: cache.fold.updated_at,
         activation: cache.activation,
-    })
-}
-
-fn objective(text: &str) -> Result<String, GoalError> {
-    match text.trim() {
-        "" => Err(GoalError::Objective(
-            "the objective must be a non-empty text".to_owned(),
-        )),
-        trimmed => Ok(trimmed.to_owned()),
-    }
-}
-
-fn max_rounds(rounds: u64) -> Result<u64, GoalError> {
-    match rounds {
-        1..=MAX_GOAL_ROUNDS => Ok(rounds),
-        _ => Err(GoalError::MaxRounds(format!(
-            "max_goal_rounds must be between 1 and {MAX_GOAL_ROUNDS}, not {rounds}"
-        ))),
-    }
-}
-
-fn current<'a>(cache: &'a Cache, reference: &GoalRef) -> Result<&'a GoalSnapshot, GoalError> {
-    let goal = cache.fold.goal.as_ref().ok_or_else(|| {
-        GoalError::NotFound(format!(
-            "goal `{}` is not this session's goal: the session has no goal",
-            reference.id
-        ))
-    })?;
-    if goal.id != reference.id {
-        return Err(GoalError::NotFound(format!(
-            "goal `{}` is not this session's goal; the current goal is `{}` revision {}",
-            reference.id, goal.id, goal.revision
-        )));
-    }
-    if goal.revision != reference.revision {
-        return Err(GoalError::Stale(format!(
-            "goal `{}` revision {} is stale; the current revision is {} (call get_goal again)",
-            reference.id, reference.revision, goal.revision
-        )));
-    }
-    Ok(goal)
-}
-
-fn transition_error(goal: &GoalSnapshot, verb: &str, expected: &str) -> GoalError {
-    GoalError::Transition(format!(
-        "cannot {verb} goal `{}` from phase {}; expected {expected}",
-        goal.id,
-        goal.phase.as_str()
-    ))
-}
-
-/// The change `mutation` makes of `cache`'s state, and the activation after it.
-fn plan(
-    cache: &Cache,
-    mutation: Mutation,
-    now: i64,
-) -> Result<(GoalChangeEvent, GoalActivation), GoalError> {
-    use GoalActivation::{Armed, Disarmed};
-    let fold = &cache.fold;
-    let snapshot = |operation, goal: GoalSnapshot, rounds, created| GoalChangeEvent {
-        version: GOAL_CHANGE_VERSION,
-        operation,
-        goal: Some(goal),
-        rounds_started: Some(rounds),
-        created_at: Some(created),
-        updated_at: Some(now.max(fold.updated_at)),
-        cleared: None,
-        cleared_at: None,
-    };
-    let with_phase = |goal: &GoalSnapshot, phase, reason| GoalSnapshot {
-        revision: goal.revision + 1,
-        phase,
-        blocked_reason: reason,
-        ..goal.clone()
-    };
-    let step = |operation, goal| snapshot(operation, goal, fold.rounds_started, fold.created_at);
-    Ok(match mutation {
-        Mutation::Create {
-            objective: text,
-            max_goal_rounds,
-        } => {
-            let objective = objective(&text)?;
-            let max_goal_rounds = max_rounds(max_goal_rounds.unwrap_or(MAX_GOAL_ROUNDS))?;
-            if let Some(goal) = fold
-                .goal
-                .as_ref()
-                .filter(|goal| goal.phase != GoalPhase::Complete)
-            {
-                return Err(GoalError::AlreadyExists(format!(
-                    "goal `{}` is already {}: edit it, or clear it before creating another",
-                    goal.id,
-                    goal.phase.as_str()
-                )));
-            }
-            let goal = GoalSnapshot {
-                id: format!("goal-{}", dsh_protocol::fresh_uuid()),
-                revision: 1,
-                objective,
-                phase: GoalPhase::Active,
-                blocked_reason: None,
-                max_goal_rounds,
-            };
-            (snapshot(GoalOperation::Create, goal, 0, now), Armed)
-        }
-        Mutation::Edit {
-            reference,
-            objective: text,
-            max_goal_rounds,
-        } => {
-            let goal = current(cache, &reference)?;
-            if text.is_none() && max_goal_rounds.is_none() {
-                return Err(GoalError::Edit(
-                    "an edit needs an objective, max_goal_rounds or both".to_owned(),
-                ));
-            }
-            let next = GoalSnapshot {
-                revision: goal.revision + 1,
-                objective: text
-                    .as_deref()
-                    .map(objective)
-                    .transpose()?
-                    .unwrap_or(goal.objective.clone()),
-                max_goal_rounds: max_goal_rounds
-                    .map(max_rounds)
-                    .transpose()?
-                    .unwrap_or(goal.max_goal_rounds),
-                ..goal.clone()
-            };
-            (step(GoalOperation::Edit, next), cache.activation)
-        }
-        Mutation::Pause(reference) => {
-            let goal = current(cache, &reference)?;
-            if goal.phase != GoalPhase::Active {
-                return Err(transition_error(goal, "pause", "active"));
-            }
-            let next = with_phase(goal, GoalPhase::Paused, None);
-            (step(GoalOperation::Pause, next), Disarmed)
-        }
-        Mutation::Resume(reference) => {
-            let goal = current(cache, &reference)?;
-            if goal.phase == GoalPhase::Complete {
-                return Err(transition_error(
-                    goal,
-                    "resume",
-                    "active, paused or blocked",
-                ));
-            }
-            if goal.phase == GoalPhase::Active && cache.activation == Armed {
-                return Err(GoalError::Transition(format!(
-                    "goal `{}` is already active and armed",
-                    goal.id
-                )));
-            }
-            if fold.rounds_started >= goal.max_goal_rounds {
-                return Err(GoalError::Transition(format!(
-                    "goal `{}` used all {} of its rounds; raise max_goal_rounds before resuming",
-                    goal.id, goal.max_goal_rounds
-                )));
-            }
-            let next = with_phase(goal, GoalPhase::Active, None);
-            (step(GoalOperation::Resume, next), Armed)
-        }
-        Mutation::Complete(reference) => {
-            let goal = current(cache, &reference)?;
-            if goal.phase == GoalPhase::Complete {
-                return Err(transition_error(
-                    goal,
-                    "complete",
-                    "active, paused or blocked",
-                ));
-            }
-            let next = with_phase(goal, GoalPhase::Complete, None);
-            (step(GoalOperation::Complete, next), Disarmed)
-        }
-        Mutation::Block(reference, reason) => {
-            let goal = current(cache, &reference)?;
-            if goal.phase != GoalPhase::Active {
-                return Err(transition_error(goal, "block", "active"));
-            }
-            let message = reason.message.trim().to_owned();
-            if message.is_empty() {
-                return Err(GoalError::BlockReason(
-                    "a blocked goal needs a reason".to_owned(),
-                ));
-            }
-            let reason = GoalBlockReason {
-                code: reason.code,
-                message,
-            };
-            let next = with_phase(goal, GoalPhase::Blocked, Some(reason));
-            (step(GoalOperation::Block, next), Disarmed)
-        }
-        Mutation::Clear(reference) => {
-            let goal = current(cache, &reference)?;
-            let change = GoalChangeEvent {
-                version: GOAL_CHANGE_VERSION,
-                operation: GoalOperation::Clear,
-                goal: None,
-                rounds_started: None,
-                created_at: None,
-                updated_at: None,
-                cleared: Some(GoalRef {
-                    id: goal.id.clone(),
-                    revision: goal.revision + 1,
-                }),
-                cleared_at: Some(now.max(fold.updated_at)),
-            };
-            (change, Disarmed)
-        }
     })
 }
