@@ -13,6 +13,7 @@ use serde_json::json;
 
 mod controls;
 mod lifecycle;
+mod plan;
 mod turns;
 
 /// A web host against `server` with `rows` inserted, and `dsh --attach` to its socket in a
