@@ -37,6 +37,7 @@ mod products;
 mod products_real;
 mod products_recorded;
 mod questions;
+mod reasoning_effort;
 mod reload;
 mod replay;
 mod retry;

@@ -229,6 +229,7 @@ impl App {
                 let request = SelectModel {
                     session_id: session,
                     model: chosen.value,
+                    effort: None,
                 };
                 self.send(
                     ClientRequest::SessionSelectModel(request),

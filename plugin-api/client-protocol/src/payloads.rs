@@ -261,6 +261,13 @@ pub struct ModelRoute {
     pub label: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The reasoning efforts the model offers (`off`, `low`, `high`, `max` for DeepSeek), in
+    /// display order; empty: none to choose.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub efforts: Vec<String>,
+    /// The effort a request gets when none is chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_effort: Option<String>,
 }
 
 /// `session.models`'s value.
@@ -271,6 +278,9 @@ pub struct ModelList {
     /// The session's route (or the default one for new sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<String>,
+    /// The reasoning effort chosen for the session's route; absent: its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
 }
 
 /// `session.selectModel`'s payload: the route of the session's next turns.
@@ -279,6 +289,9 @@ pub struct ModelList {
 pub struct SelectModel {
     pub session_id: String,
     pub model: String,
+    /// One of the model's efforts for the session's next requests; absent: its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
 }
 
 /// `session.rename`'s payload.

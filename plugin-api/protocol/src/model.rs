@@ -129,6 +129,9 @@ pub struct CatalogModel {
     /// Per-model output cap; wins over the adapter-wide default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// The reasoning efforts the model offers, as its adapter fills them in (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ModelReasoning>,
 }
 
 impl CatalogModel {

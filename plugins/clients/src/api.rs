@@ -42,6 +42,8 @@ pub(crate) struct Api {
     pub(crate) folds: crate::fold_cache::FoldCache,
     /// Each session's latest permission preset, read incrementally.
     pub(crate) presets: dsh_sessions_seam::LatestOf<dsh_protocol::PermissionPresetEvent>,
+    /// The reasoning effort chosen for each session's model.
+    pub(crate) efforts: std::sync::Arc<crate::efforts::Efforts>,
 }
 
 /// A method's failure, coded.

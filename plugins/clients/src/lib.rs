@@ -15,6 +15,7 @@ mod approvals;
 mod attachments;
 mod connection;
 mod demo;
+mod efforts;
 mod files;
 mod fold;
 mod fold_cache;
@@ -103,6 +104,8 @@ impl Plugin for ClientsPlugin {
         approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
         let questions = Arc::new(questions::Pending::default());
         questions::answer_questions(&ctx, hub.clone(), questions.clone())?;
+        let efforts = Arc::new(efforts::Efforts::default());
+        efforts::shape_requests(&ctx, efforts.clone())?;
         let api = Arc::new(api::Api {
             ctx: ctx.clone(),
             hub: hub.clone(),
@@ -122,6 +125,7 @@ impl Plugin for ClientsPlugin {
             files: Arc::default(),
             folds: fold_cache::FoldCache::default(),
             presets: dsh_sessions_seam::LatestOf::default(),
+            efforts: efforts.clone(),
         });
         ctx.provide(
             CLIENTS_SERVICE,

@@ -43,10 +43,25 @@ impl Api {
                 .and_then(|models| models.decode().ok())
                 .unwrap_or_default();
             for model in catalog {
+                let (efforts, default_effort) = match model.reasoning.clone() {
+                    // A single effort is no choice.
+                    Some(reasoning) if reasoning.efforts.len() > 1 => (
+                        reasoning
+                            .efforts
+                            .into_iter()
+                            .map(|effort| effort.id)
+                            .collect(),
+                        reasoning.default_effort,
+                    ),
+                    Some(reasoning) => (Vec::new(), reasoning.default_effort),
+                    None => (Vec::new(), None),
+                };
                 routes.push(ModelRoute {
                     route: format!("{provider}/{}", model.id),
                     label: model.name.clone().unwrap_or_else(|| model.id.clone()),
                     context_window: model.context_window,
+                    efforts,
+                    default_effort,
                 });
             }
         }
@@ -54,13 +69,20 @@ impl Api {
     }
 
     pub(crate) fn models(&self, request: ModelsRequest) -> ModelList {
-        let current = match request.session_id {
-            Some(id) => current_route(&self.ctx, &id),
-            None => self.default_model(),
+        let (current, effort) = match request.session_id {
+            Some(id) => {
+                let current = current_route(&self.ctx, &id);
+                let effort = current
+                    .as_deref()
+                    .and_then(|route| self.efforts.of(&id, route));
+                (current, effort)
+            }
+            None => (self.default_model(), None),
         };
         ModelList {
             models: self.routes(),
             current,
+            effort,
         }
     }
 
@@ -102,6 +124,31 @@ impl Api {
                 }
             )));
         }
+        // An effort must be one the model offers.
+        if let Some(effort) = &request.effort {
+            let offered = self
+                .routes()
+                .into_iter()
+                .find(|route| route.route == request.model)
+                .map(|route| route.efforts)
+                .unwrap_or_default();
+            if !offered.contains(effort) {
+                return Err(Failure(
+                    RpcErrorCode::BadRequest,
+                    match offered.is_empty() {
+                        true => format!(
+                            "effort `{effort}`: model `{}` offers no reasoning effort to choose",
+                            request.model
+                        ),
+                        false => format!(
+                            "effort `{effort}`: model `{}` offers {}",
+                            request.model,
+                            offered.join(", ")
+                        ),
+                    },
+                ));
+            }
+        }
         let agent = self.agent_of(&request.session_id).await?;
         self.agents()?
             .set_route(
@@ -111,6 +158,8 @@ impl Api {
             )
             .into_result()
             .map_err(Failure::from)?;
+        self.efforts
+            .choose(&request.session_id, &request.model, request.effort.clone());
         // Other pages on this session show the new model too.
         self.hub.to_followers(
             &request.session_id,

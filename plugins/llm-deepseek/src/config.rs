@@ -189,6 +189,7 @@ pub fn default_models() -> Vec<CatalogModel> {
         input_modalities: Some(vec![Modality::Text]),
         context_window: Some(DEFAULT_CONTEXT_WINDOW),
         max_tokens: None,
+        reasoning: None,
     })
     .collect()
 }

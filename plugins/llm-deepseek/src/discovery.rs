@@ -102,6 +102,7 @@ pub fn merge_discovered(configured: &[CatalogModel], discovered: &[String]) -> V
                 input_modalities: None,
                 context_window: None,
                 max_tokens: None,
+                reasoning: None,
             }),
     );
     merged

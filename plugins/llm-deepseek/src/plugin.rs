@@ -190,7 +190,15 @@ impl Adapter for DeepSeek {
         // A key set since the last discovery (the web settings) is noticed here; the answer
         // is the catalog as it stands, never a wait.
         self.discover();
-        self.catalog.current()
+        // Each entry says which efforts the adapter maps for it (the page's effort choice).
+        let current = self.catalog.current();
+        let Ok(mut models) = current.decode() else {
+            return current;
+        };
+        for model in &mut models {
+            model.reasoning = crate::catalog::resolve_model(&self.config, &model.id).reasoning;
+        }
+        Json::encode(&models)
     }
 
     fn stream(

@@ -353,6 +353,7 @@ fn vision_config() -> AdapterConfig {
         input_modalities: Some(vec![Modality::Text, Modality::Image]),
         context_window: None,
         max_tokens: None,
+        reasoning: None,
     });
     config
 }

@@ -14,7 +14,9 @@ import { refreshSessions, searchChanged, sessionActions } from "./sidebar.js";
 // ---- the composer ------------------------------------------------------------------------
 
 export async function loadModels(sessionId) {
-  const { models, current } = await call("session.models", sessionId ? { sessionId } : {});
+  const { models, current, effort } = await call("session.models", sessionId ? { sessionId } : {});
+  state.models = models;
+  showEfforts(current, effort);
   const select = $("model");
   select.replaceChildren(
     ...models.map((model) => element("option", { value: model.route, selected: model.route === current }, model.label)),
@@ -28,6 +30,21 @@ export async function loadModels(sessionId) {
 }
 
 const OTHER_MODEL = "\u0000other";
+
+// The reasoning efforts of `route`'s model, where it offers a choice (DeepSeek: off, low,
+// high, max), `chosen` or the model's default selected; hidden for a model without one.
+function showEfforts(route, chosen) {
+  const select = $("effort");
+  const model = (state.models || []).find((entry) => entry.route === route);
+  const efforts = model?.efforts || [];
+  const selected = chosen || model?.defaultEffort;
+  select.replaceChildren(
+    ...efforts.map((id) =>
+      element("option", { value: id, selected: id === selected }, id === model.defaultEffort ? `${id} (default)` : id),
+    ),
+  );
+  select.hidden = efforts.length === 0 || !state.open;
+}
 
 // "Other model…": the picker becomes a text box for `PROVIDER/MODEL`; Enter applies it,
 // Escape gives the picker back.
@@ -368,7 +385,15 @@ export function wireComposer() {
       return;
     }
     if (!state.open) return;
+    showEfforts($("model").value, undefined);
     call("session.selectModel", { sessionId: state.open.id, model: $("model").value }).catch((e) => fail(e));
+  });
+  $("effort").addEventListener("change", () => {
+    if (!state.open) return;
+    const effort = $("effort").value;
+    call("session.selectModel", { sessionId: state.open.id, model: $("model").value, effort })
+      .then(() => toast(`Reasoning effort: ${effort}, from the next request.`))
+      .catch((e) => fail(e));
   });
 }
 

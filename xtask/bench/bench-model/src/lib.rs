@@ -275,6 +275,7 @@ impl Adapter for Instantly {
             input_modalities: None,
             context_window: None,
             max_tokens: None,
+            reasoning: None,
         }])
     }
 
