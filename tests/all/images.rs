@@ -1,8 +1,9 @@
 //! Images through the real host: the attachment store, `read_image`, images in ACP prompts and
 //! in the model request, and bad images refused with a code naming the limit; `doors` has the
-//! client protocol's uploads and MCP tools' images.
+//! client protocol's uploads and MCP tools' images, `page` the web page's paste.
 
 mod doors;
+mod page;
 
 /// A real PNG of `width` x `height` red pixels (8-bit RGB, stored deflate blocks, correct
 /// CRCs and Adler-32), so the fixtures are images any decoder reads.

@@ -9,6 +9,7 @@ import { exportScenarios } from "./export.mjs";
 import { frameScenarios } from "./layout.mjs";
 import { goalScenarios } from "./goal.mjs";
 import { planScenarios } from "./plan.mjs";
+import { imageScenarios } from "./images.mjs";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
 const executablePath = process.env.DSH_CHROMIUM || "/usr/bin/chromium";
@@ -809,6 +810,7 @@ const scenarios = {
 Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, problems }));
 Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, planScenarios({ authUrl, expect, shoot, themes }));
+Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
 const run = scenarios[scenario];
 if (!run) {

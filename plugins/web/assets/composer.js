@@ -2,6 +2,7 @@
 // controls, renaming and deleting the open session.
 
 import { wireDrop } from "./drop.js";
+import { addImages, clearImages, hasImages, isImage, uploadImages, wireImages } from "./attachments.js";
 import { wireMentions } from "./mentions.js";
 import { showMenu } from "./menu.js";
 import { applyPlanChoice, showPlanChip, wirePlanChip } from "./plan.js";
@@ -113,7 +114,7 @@ async function newSession({ chosen = false } = {}) {
 export async function send(mode) {
   const input = $("prompt");
   const text = input.value;
-  if (!text.trim()) return;
+  if (!text.trim() && !hasImages()) return;
   state.lastPrompt = text;
   if (!state.open) await newSession({ chosen: true });
   input.value = "";
@@ -123,7 +124,10 @@ export async function send(mode) {
   // Sending means wanting to see the answer: follow it even from further up.
   followLatest();
   try {
-    const accepted = await call("session.prompt", { sessionId: state.open.id, text, mode, clientRequestId: crypto.randomUUID() });
+    // Pasted and dropped images are uploaded now, for the session they are sent to.
+    const images = hasImages() ? await uploadImages(call, state.open.id) : [];
+    const accepted = await call("session.prompt", { sessionId: state.open.id, text, mode, clientRequestId: crypto.randomUUID(), images });
+    clearImages();
     // A command's outcome also arrives as the session's command/done notice.
     if (accepted.command?.kind === "error") toast(accepted.command.text);
   } catch (error) {
@@ -271,7 +275,8 @@ export function wireComposer() {
   const input = $("prompt");
   input.addEventListener("input", autosize);
   wireMentions({ input, menu: $("command-menu"), call, sessionId: () => state.open?.id, onError: fail });
-  wireDrop({ input, target: $("composer"), onChange: autosize, tell: (text) => toast(text) });
+  wireDrop({ input, target: $("composer"), onChange: autosize, tell: (text) => toast(text), isImage, onImages: addImages });
+  wireImages($("image-tray"));
   input.addEventListener("input", () => showCommands().catch((e) => fail(e)));
   input.addEventListener("keydown", (event) => {
     if (!$("command-menu").hidden && menuKey(event)) return;

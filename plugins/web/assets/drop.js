@@ -1,6 +1,6 @@
-// Files dropped on the composer or pasted into it: a text file is written into the prompt as
-// a fenced block named after it (what the model then reads); anything else is refused with a
-// word of why (images come with the image support).
+// Files dropped on the composer or pasted into it: an image goes to `onImages` (the tray of
+// attachments.js), a text file is written into the prompt as a fenced block named after it
+// (what the model then reads); anything else is refused with a word of why.
 
 const MOST_BYTES = 100 * 1024;
 
@@ -23,12 +23,14 @@ async function asText(file) {
   }
 }
 
-export function wireDrop({ input, target, onChange, tell }) {
+export function wireDrop({ input, target, onChange, tell, isImage, onImages }) {
   const take = async (files) => {
+    const images = isImage ? files.filter(isImage) : [];
+    if (images.length) await onImages(images);
     const blocks = [];
-    for (const file of files) {
+    for (const file of files.filter((file) => !images.includes(file))) {
       const read = await asText(file);
-      if (read.refused) tell(`${read.refused}: only text files can be added to a prompt for now.`);
+      if (read.refused) tell(`${read.refused}: only text files and PNG, JPEG, WebP or GIF images can be added to a prompt.`);
       else blocks.push(fence(file.name, read.text));
     }
     if (!blocks.length) return;

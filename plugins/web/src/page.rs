@@ -21,6 +21,8 @@ const COMPOSER_JS: &str = include_str!("../assets/composer.js");
 const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
 const GOAL_JS: &str = include_str!("../assets/goal.js");
 const PLAN_JS: &str = include_str!("../assets/plan.js");
+const ATTACHMENTS_JS: &str = include_str!("../assets/attachments.js");
+const ATTACHMENTS_CSS: &str = include_str!("../assets/attachments.css");
 const ICON: &str = include_str!("../assets/icon.svg");
 const SIGN_IN: &str = include_str!("../assets/sign-in.html");
 
@@ -105,6 +107,8 @@ assets! {
     "/assets/trajectory.js" => (JS, TRAJECTORY_JS),
     "/assets/goal.js" => (JS, GOAL_JS),
     "/assets/plan.js" => (JS, PLAN_JS),
+    "/assets/attachments.js" => (JS, ATTACHMENTS_JS),
+    "/assets/attachments.css" => ("text/css; charset=utf-8", ATTACHMENTS_CSS),
     "/assets/app.css" => ("text/css; charset=utf-8", APP_CSS),
     "/assets/icon.svg" => ("image/svg+xml", ICON),
 }
