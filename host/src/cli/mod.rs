@@ -187,7 +187,8 @@ impl Invocation {
     }
 
     /// Whether this invocation mounts a tree (a run or `check`), and so keeps a log file; a
-    /// dump, `status` and `session` write nothing under `$DSH_HOME`.
+    /// dump, `status` and `session` keep none (of them only `session import` writes under
+    /// `$DSH_HOME`: the sessions and images it loads).
     pub fn mounts_a_tree(&self) -> bool {
         match self {
             Self::Run { host, .. } => !host.dump_config,
