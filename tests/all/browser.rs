@@ -371,6 +371,24 @@ fn a_dropped_event_socket_resumes_with_no_gap_and_no_duplicate() {
     );
 }
 
+/// The composer's effort picker: the model's efforts with its default marked; `max` chosen
+/// there reaches the session's next request, and a reload shows it again.
+#[test]
+fn the_effort_picker_sets_the_sessions_reasoning_effort() {
+    let Some(server) = scenario(
+        "effort",
+        vec![Reply::text("first answer"), Reply::text("thought hard")],
+        "",
+    ) else {
+        return;
+    };
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].body.get("reasoning_effort").is_none(), "{}", sent[0].body);
+    assert_eq!(sent[1].body["reasoning_effort"], "max", "{}", sent[1].body);
+    server.assert_no_violations();
+}
+
 #[test]
 fn the_permission_selector_governs_the_sessions_next_calls() {
     dsh_tests::needs_bubblewrap!("the permission selector (its read-only preset needs bubblewrap)");

@@ -5,6 +5,7 @@
 
 import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
+import { effortScenarios } from "./effort.mjs";
 import { exportScenarios } from "./export.mjs";
 import { frameScenarios } from "./layout.mjs";
 import { goalScenarios } from "./goal.mjs";
@@ -809,6 +810,7 @@ const scenarios = {
 
 Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, problems }));
 Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
+Object.assign(scenarios, effortScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, planScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
