@@ -192,3 +192,58 @@ fn mcp_image_results_are_passed_on_as_images() {
         }
     }
 }
+
+/// The benchmark of the issue: a 5 MB image (a 1300x1300 PNG, under the side limit; the row's
+/// `maxImageBytes` raised to 8 MiB for it) from `session.attachment` to the model request that
+/// carries it. Prints the two times; bounded loosely (a debug build on a shared machine).
+#[test]
+fn a_five_megabyte_image_goes_from_upload_to_the_model_request() {
+    use dsh_tests::line_client::{LineClient, client_socket};
+    use dsh_tests::web::WebHost;
+    use std::time::Instant;
+
+    let server = FakeDeepSeek::start(vec![Reply::text("A red square.")]);
+    let dir = TestDir::new("images-five-mb");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n    models:\n\
+         \x20     - {{id: {VISION}, inputModalities: [text, image]}}\n\
+         - id: attachments\n  config:\n    root: !home attachments\n    maxImageBytes: 8388608\n",
+        server.url()
+    );
+    let web = WebHost::start(&dir, &layer, &[], &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let mut client = LineClient::connect(&client_socket(&dir.home(), web.host.pid()));
+    client.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "bench", "version": "0"}}),
+    );
+    let session = client.call(
+        "session.create",
+        json!({"model": format!("deepseek-official/{VISION}")}),
+    );
+    let session = session["sessionId"].as_str().unwrap().to_owned();
+    let image = super::png(1300, 1300);
+    assert!(image.len() > 5_000_000, "{}", image.len());
+    let data = base64(&image);
+    let started = Instant::now();
+    let reference = client.call(
+        "session.attachment",
+        json!({"sessionId": session, "mediaType": "image/png", "data": data, "name": "big.png"}),
+    );
+    let stored = started.elapsed();
+    client.call(
+        "session.prompt",
+        json!({"sessionId": session, "text": "What is this?", "images": [reference]}),
+    );
+    let sent = server.wait_requests(1, dsh_tests::WAIT);
+    let total = started.elapsed();
+    eprintln!(
+        "bench: a {} byte image: stored in {} ms, in the model request {} ms after its upload began",
+        image.len(),
+        stored.as_millis(),
+        total.as_millis()
+    );
+    let url = format!("data:image/png;base64,{data}");
+    assert_eq!(image_urls(&sent[0]), [("user".to_owned(), url)]);
+    assert!(total.as_secs() < 60, "{total:?}");
+}
