@@ -173,10 +173,16 @@ fn a_plan_kept_with_a_note_is_planned_again() {
     assert_eq!(plan_modes(&dir, &session, 1), [true]);
     // The page's history keeps the note with the decision.
     let history = web.call("session.history", &json!({"sessionId": session}));
-    assert!(
-        history.to_string().contains("rejected"),
-        "the reviews read decided: {history}"
-    );
+    let reviews: Vec<&Value> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["kind"] == "approval")
+        .collect();
+    assert_eq!(reviews.len(), 2, "{history}");
+    assert_eq!(reviews[0]["outcome"], "rejected");
+    assert_eq!(reviews[0]["note"], "cover the error path");
+    assert!(reviews[1].get("note").is_none(), "{}", reviews[1]);
     // `/plan off` leaves without a review.
     let off = web.prompt(&session, "/plan off");
     assert_eq!(off["command"]["kind"], "success", "{off}");

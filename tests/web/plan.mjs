@@ -25,7 +25,7 @@ export function planScenarios({ authUrl, expect, shoot, themes }) {
       await page.waitForFunction(() => document.querySelectorAll(".approval.plan-review").length === 2);
       await page.waitForSelector(".approval.plan-review.pending");
       const kept = await page.textContent(".approval.plan-review.decided .approval-outcome");
-      expect(kept === "Kept planning", `the first card says "${kept}"`);
+      expect(kept === "Kept planning: “say what the file holds”", `the first card says "${kept}"`);
       const second = await page.textContent(".approval.plan-review.pending .plan-body");
       expect(second.includes("first line"), `the second plan reads "${second}"`);
       await shoot(page, "second-plan");

@@ -124,6 +124,7 @@ fn an_undecided_approval_is_the_modals_and_rewinding_prints_all_again() {
         reason: None,
         outcome: None,
         scope: None,
+        note: None,
     });
     assert!(transcript.pending_approval().is_some());
     let live = texts(&transcript.live_lines());
@@ -140,6 +141,7 @@ fn an_undecided_approval_is_the_modals_and_rewinding_prints_all_again() {
         reason: None,
         outcome: Some(dsh_protocol::ApprovalOutcome::AllowedOnce),
         scope: Some(dsh_protocol::ApprovalScope::Session),
+        note: None,
     });
     assert!(transcript.pending_approval().is_none());
     let first = texts(&transcript.take_settled());

@@ -196,6 +196,7 @@ fn the_viewport_with_a_running_card_an_approval_and_the_composer() {
         reason: Some("the command deletes files outside the sandbox's reach".into()),
         outcome: None,
         scope: None,
+        note: None,
     };
     let modal = ApprovalModal::new(&approval, Some(&running)).unwrap();
     let mut composer = Composer::default();

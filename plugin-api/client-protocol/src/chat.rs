@@ -84,6 +84,9 @@ pub enum ChatItem {
         /// How far an allowing answer reaches (`session`, `always`), when it said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scope: Option<dsh_protocol::ApprovalScope>,
+        /// The note given with a refusal (a plan review's "keep planning").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
     },
     /// Questions put to a person (`ask_user_question`): answerable (`question.respond`) while
     /// `outcome` is absent.

@@ -61,7 +61,11 @@ export function planCard(item) {
     element("div", { class: "approval-ask" }, element("strong", {}, "Plan for review")),
     planBody(item.reason || ""),
     item.outcome
-      ? element("div", { class: "approval-outcome" }, decided[item.outcome] || item.outcome)
+      ? element(
+          "div",
+          { class: "approval-outcome" },
+          (decided[item.outcome] || item.outcome) + (item.note ? `: “${item.note}”` : ""),
+        )
       : element(
           "div",
           { class: "plan-actions" },

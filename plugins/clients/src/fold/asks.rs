@@ -103,6 +103,7 @@ impl Fold {
                         reason: asked.reason,
                         outcome: None,
                         scope: None,
+                        note: None,
                     };
                     self.upsert(item, change);
                 }
@@ -116,12 +117,14 @@ impl Fold {
                     if let ChatItem::Approval {
                         outcome,
                         scope,
+                        note,
                         seq: at_seq,
                         ..
                     } = &mut item
                     {
                         *outcome = Some(decided.outcome);
                         *scope = decided.scope;
+                        *note = decided.note;
                         *at_seq = seq;
                     }
                     self.upsert(item, change);
