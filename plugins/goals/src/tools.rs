@@ -48,7 +48,12 @@ enum Authority {
     None,
 }
 
+/// A refused call; its text starts with the code, so the model reads which rule refused it.
 fn failure(code: &str, message: String) -> ToolReply {
+    let message = match message.starts_with(code) {
+        true => message,
+        false => format!("{code}: {message}"),
+    };
     ToolReply::Error(ToolError {
         name: Some("GoalError".to_owned()),
         code: Some(code.to_owned()),
