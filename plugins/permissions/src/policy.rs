@@ -57,13 +57,16 @@ fn subjects(tool: &str, arguments: &Value, cwd: &Path) -> Vec<String> {
         };
     }
     if tool == "web_fetch" {
-        return vec![
-            arguments
-                .get("url")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-        ];
+        // The URL, or the arguments' text when there is none (a pattern then matches nothing
+        // a domain rule names, and the tool refuses the call itself).
+        #[derive(dsh_plugin_api::Deserialize)]
+        #[serde(crate = "dsh_plugin_api::serde")]
+        struct Fetch {
+            url: String,
+        }
+        let url = serde_json::from_value::<Fetch>(arguments.clone())
+            .map_or_else(|_| arguments.to_string(), |fetch| fetch.url);
+        return vec![url];
     }
     if let Some(argument) = path_argument(tool) {
         let given = arguments[argument].as_str().unwrap_or(".");

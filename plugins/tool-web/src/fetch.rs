@@ -330,6 +330,15 @@ fn remaining(deadline: Instant) -> u64 {
     .unwrap_or(u64::MAX)
 }
 
+/// Media types read as HTML.
+const HTML_TYPES: [&str; 2] = ["text/html", "application/xhtml+xml"];
+/// Media types outside `text/` read as text.
+const TEXT_TYPES: [&str; 3] = [
+    "application/json",
+    "application/xml",
+    "application/javascript",
+];
+
 /// `html`, `text`, or `None` for a type that is not text.
 fn classify(content_type: &str) -> Option<Kind> {
     let mime = content_type
@@ -338,13 +347,10 @@ fn classify(content_type: &str) -> Option<Kind> {
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    if mime == "text/html" || mime == "application/xhtml+xml" {
+    if HTML_TYPES.contains(&mime.as_str()) {
         Some(Kind::Html)
     } else if mime.starts_with("text/")
-        || matches!(
-            mime.as_str(),
-            "application/json" | "application/xml" | "application/javascript"
-        )
+        || TEXT_TYPES.contains(&mime.as_str())
         || mime.ends_with("+json")
         || mime.ends_with("+xml")
     {

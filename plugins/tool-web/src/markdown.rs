@@ -23,6 +23,25 @@ const TD: char = '\u{2}';
 const TH: char = '\u{5}';
 const END: char = '\u{3}';
 
+/// The stack the conversion runs on: the walk recurses a few frames per level, and
+/// [`MAX_DEPTH`] levels of an unoptimized build need more than a pool thread's 2 MiB.
+const STACK: usize = 64 * 1024 * 1024;
+
+/// [`convert`] on a scoped thread of its own with a stack for [`MAX_DEPTH`] levels (it ends
+/// before this returns, so it never outlives the call or pins the library); the raw text when
+/// that thread cannot be had.
+pub(crate) fn convert_on_own_stack(html: String) -> String {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("web-fetch-markdown".into())
+            .stack_size(STACK)
+            .spawn_scoped(scope, || convert(&html))
+            .ok()
+            .and_then(|thread| thread.join().ok())
+    })
+    .unwrap_or(html)
+}
+
 /// `html` as Markdown, or as it is when it nests deeper than [`MAX_DEPTH`] or does not parse.
 pub(crate) fn convert(html: &str) -> String {
     if nesting_depth(html) > MAX_DEPTH {
@@ -37,13 +56,10 @@ pub(crate) fn convert(html: &str) -> String {
         })
         .skip_tags(vec!["script", "style", "noscript"])
         .add_handler(vec!["em", "i"], emphasis)
-        .add_handler(vec!["td"], |element: Element| Some(cell(&element, TD)))
-        .add_handler(vec!["th"], |element: Element| Some(cell(&element, TH)))
-        .add_handler(vec!["tr"], row)
-        .add_handler(vec!["thead", "tbody", "tfoot"], |element: Element| {
-            Some(format!("\n{}", element.content.trim_matches('\n')))
-        })
-        .add_handler(vec!["table"], table)
+        .add_handler(
+            vec!["table", "thead", "tbody", "tfoot", "tr", "td", "th"],
+            table_part,
+        )
         .build();
     converter
         .convert(&numbered_cells(html))
@@ -89,6 +105,18 @@ fn emphasis(element: Element) -> Option<String> {
     let start = content.len() - content.trim_start().len();
     let end = content.trim_end().len();
     Some(format!("{}_{inner}_{}", &content[..start], &content[end..]))
+}
+
+/// A table's parts as GitHub's table syntax has them.
+fn table_part(element: Element) -> Option<String> {
+    match element.tag {
+        "td" => Some(cell(&element, TD)),
+        "th" => Some(cell(&element, TH)),
+        "tr" => row(element),
+        "table" => table(element),
+        // `thead`, `tbody`, `tfoot`: their rows, one line apart.
+        _ => Some(format!("\n{}", element.content.trim_matches('\n'))),
+    }
 }
 
 /// A cell's text on one line, marked for its row.
@@ -276,6 +304,17 @@ mod tests {
             "<table>\n <tr>\n  <th>x</th>\n  <th>y</th>\n </tr>\n <tr>\n  <td>1</td>\n  <td>2</td>\n </tr>\n</table>",
         );
         assert_eq!(md, "| x   | y   |\n| --- | --- |\n| 1   | 2   |");
+    }
+
+    #[test]
+    fn the_deepest_body_converted_fits_its_stack() {
+        let depth = MAX_DEPTH - 1;
+        let html = format!(
+            "{}deep{}",
+            "<div><span>".repeat(depth / 2),
+            "</span></div>".repeat(depth / 2)
+        );
+        assert_eq!(convert_on_own_stack(html), "deep");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use dsh_plugin_api::Deserialize;
 use dsh_plugin_api::io::http::HttpService;
 use serde_json::{Value, json};
 
@@ -77,90 +78,138 @@ impl Provider for DeepSeek {
                 ANSWER_CAP,
             )
             .await?;
-            let parsed: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             if !(200..300).contains(&status) {
-                let detail = parsed
-                    .pointer("/error/message")
-                    .or_else(|| parsed.get("error"))
-                    .or_else(|| parsed.get("message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let detail = serde_json::from_slice::<ErrorBody>(&bytes)
+                    .ok()
+                    .and_then(ErrorBody::detail)
+                    .map_or_else(String::new, |detail| format!(": {detail}"));
                 return Err(SearchError::Provider(format!(
-                    "DeepSeek search answered HTTP {status}{}",
-                    if detail.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {detail}")
-                    }
+                    "DeepSeek search answered HTTP {status}{detail}"
                 )));
             }
-            map_deepseek(&parsed)
+            let parsed: Messages = serde_json::from_slice(&bytes).map_err(|error| {
+                SearchError::Provider(format!(
+                    "DeepSeek search answered what is not a Messages response: {error}"
+                ))
+            })?;
+            map_deepseek(parsed)
         })
     }
 }
 
+/// A Messages response, as far as search reads it.
+#[derive(Deserialize, Default)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Messages {
+    #[serde(default)]
+    content: Vec<Block>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    crate = "dsh_plugin_api::serde",
+    tag = "type",
+    rename_all = "snake_case"
+)]
+enum Block {
+    /// Its `content` is the results, or an error object (read as no results).
+    WebSearchToolResult {
+        #[serde(default)]
+        content: Value,
+    },
+    Text {
+        #[serde(default)]
+        citations: Vec<Citation>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Citation {
+    url: Option<String>,
+    cited_text: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Item {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    url: String,
+    title: Option<String>,
+    page_age: Option<String>,
+}
+
+/// An error answer: `{error: {message}}`, `{error: ".."}` or `{message: ".."}`.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct ErrorBody {
+    error: Option<ErrorDetail>,
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", untagged)]
+enum ErrorDetail {
+    Text(String),
+    Object { message: Option<String> },
+}
+
+impl ErrorBody {
+    fn detail(self) -> Option<String> {
+        let nested = match self.error {
+            Some(ErrorDetail::Text(text)) => Some(text),
+            Some(ErrorDetail::Object { message }) => message,
+            None => None,
+        };
+        nested.or(self.message).filter(|text| !text.is_empty())
+    }
+}
+
 /// The sources of a Messages response.
-fn map_deepseek(response: &Value) -> Result<Found, SearchError> {
-    let blocks = response
-        .get("content")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let results: Vec<&Value> = blocks
-        .iter()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("web_search_tool_result"))
-        .collect();
+fn map_deepseek(response: Messages) -> Result<Found, SearchError> {
+    let mut snippets: HashMap<String, String> = HashMap::new();
+    let mut results = Vec::new();
+    for block in response.content {
+        match block {
+            Block::WebSearchToolResult { content } => results.push(content),
+            Block::Text { citations } => {
+                for cite in citations {
+                    if let (Some(url), Some(text)) = (cite.url, cite.cited_text)
+                        && !url.is_empty()
+                        && !text.is_empty()
+                    {
+                        snippets.entry(url).or_insert(text);
+                    }
+                }
+            }
+            Block::Other => {}
+        }
+    }
     if results.is_empty() {
         return Err(SearchError::Provider(
             "DeepSeek returned no web_search_tool_result blocks; the request may not have triggered its web search".into(),
         ));
     }
-    let mut snippets: HashMap<String, String> = HashMap::new();
-    for block in blocks
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-    {
-        for cite in block
-            .get("citations")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let (Some(url), Some(text)) = (
-                cite.get("url").and_then(Value::as_str),
-                cite.get("cited_text").and_then(Value::as_str),
-            ) && !url.is_empty()
-                && !text.is_empty()
-            {
-                snippets
-                    .entry(url.to_owned())
-                    .or_insert_with(|| text.to_owned());
-            }
-        }
-    }
     let mut seen = std::collections::HashSet::new();
     let mut sources = Vec::new();
-    for block in results {
-        for item in block
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(url) = item.get("url").and_then(Value::as_str) else {
-                continue;
-            };
-            if item.get("type").and_then(Value::as_str) != Some("web_search_result")
-                || url.is_empty()
-                || !seen.insert(url.to_owned())
+    for content in results {
+        let items: Vec<Item> = serde_json::from_value(content).unwrap_or_default();
+        for item in items {
+            if item.kind != "web_search_result"
+                || item.url.is_empty()
+                || !seen.insert(item.url.clone())
             {
                 continue;
             }
             sources.push(Source {
-                url: url.to_owned(),
-                title: text_field(item, "title"),
-                snippet: snippets.get(url).cloned(),
-                published_at: text_field(item, "page_age"),
+                snippet: snippets.get(&item.url).cloned(),
+                title: item.title.filter(|title| !title.is_empty()),
+                published_at: item.page_age.filter(|age| !age.is_empty()),
+                url: item.url,
             });
         }
     }
@@ -169,13 +218,6 @@ fn map_deepseek(response: &Value) -> Result<Found, SearchError> {
         sources,
         truncated: false,
     })
-}
-
-fn text_field(item: &Value, name: &str) -> Option<String> {
-    item.get(name)
-        .and_then(Value::as_str)
-        .filter(|text| !text.is_empty())
-        .map(str::to_owned)
 }
 
 pub(crate) struct Searxng {
@@ -224,35 +266,51 @@ impl Provider for Searxng {
                     self.base_url
                 )));
             }
-            let parsed: Value = serde_json::from_slice(&bytes).map_err(|error| {
+            let parsed: SearxResponse = serde_json::from_slice(&bytes).map_err(|error| {
                 SearchError::Provider(format!(
-                    "SearXNG at {} answered what is not JSON: {error}",
+                    "SearXNG at {} answered what is not its JSON: {error}",
                     self.base_url
                 ))
             })?;
-            Ok(map_searxng(&parsed, max))
+            Ok(map_searxng(parsed, max))
         })
     }
 }
 
-fn map_searxng(response: &Value, max: usize) -> Found {
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct SearxResponse {
+    #[serde(default)]
+    results: Vec<SearxItem>,
+    #[serde(default)]
+    answers: Vec<SearxAnswer>,
+}
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct SearxItem {
+    #[serde(default)]
+    url: String,
+    title: Option<String>,
+    content: Option<String>,
+    #[serde(rename = "publishedDate")]
+    published_date: Option<String>,
+}
+
+/// An instant answer: a string, or `{answer: ..}` on newer instances.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", untagged)]
+enum SearxAnswer {
+    Text(String),
+    Object { answer: Option<String> },
+}
+
+fn map_searxng(response: SearxResponse, max: usize) -> Found {
     let mut seen = std::collections::HashSet::new();
     let mut sources = Vec::new();
     let mut truncated = false;
-    for item in response
-        .get("results")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(url) = item
-            .get("url")
-            .and_then(Value::as_str)
-            .filter(|url| !url.is_empty())
-        else {
-            continue;
-        };
-        if !seen.insert(url.to_owned()) {
+    for item in response.results {
+        if item.url.is_empty() || !seen.insert(item.url.clone()) {
             continue;
         }
         if sources.len() == max {
@@ -260,24 +318,21 @@ fn map_searxng(response: &Value, max: usize) -> Found {
             break;
         }
         sources.push(Source {
-            url: url.to_owned(),
-            title: text_field(item, "title"),
-            snippet: text_field(item, "content"),
-            published_at: text_field(item, "publishedDate"),
+            url: item.url,
+            title: item.title.filter(|text| !text.is_empty()),
+            snippet: item.content.filter(|text| !text.is_empty()),
+            published_at: item.published_date.filter(|text| !text.is_empty()),
         });
     }
-    // An instant answer, when the engines gave one (a string, or `{answer: ..}` on newer ones).
     let answer = response
-        .get("answers")
-        .and_then(Value::as_array)
-        .and_then(|answers| answers.first())
-        .and_then(|answer| {
-            answer
-                .as_str()
-                .or_else(|| answer.get("answer").and_then(Value::as_str))
+        .answers
+        .into_iter()
+        .next()
+        .and_then(|answer| match answer {
+            SearxAnswer::Text(text) => Some(text),
+            SearxAnswer::Object { answer } => answer,
         })
-        .filter(|answer| !answer.is_empty())
-        .map(str::to_owned);
+        .filter(|answer| !answer.is_empty());
     Found {
         answer,
         sources,
@@ -300,11 +355,12 @@ mod tests {
             ]},
             {"type": "text", "text": "x", "citations": [{"url": "https://a.example", "cited_text": "excerpt"}]}
         ]});
-        let found = map_deepseek(&response).unwrap();
+        let found = map_deepseek(serde_json::from_value(response).unwrap()).unwrap();
         assert_eq!(found.sources.len(), 2);
         assert_eq!(found.sources[0].snippet.as_deref(), Some("excerpt"));
         assert_eq!(found.sources[0].published_at.as_deref(), Some("May 1"));
-        let none = map_deepseek(&json!({"content": [{"type": "text", "text": "hi"}]})).unwrap_err();
+        let text_only = json!({"content": [{"type": "text", "text": "hi"}]});
+        let none = map_deepseek(serde_json::from_value(text_only).unwrap()).unwrap_err();
         assert!(none.to_string().contains("no web_search_tool_result"));
     }
 
@@ -318,7 +374,7 @@ mod tests {
                 {"url": "https://c.example", "title": "C"}
             ]
         });
-        let found = map_searxng(&response, 2);
+        let found = map_searxng(serde_json::from_value(response).unwrap(), 2);
         assert_eq!(found.sources.len(), 2);
         assert!(found.truncated);
         assert_eq!(found.answer.as_deref(), Some("42"));

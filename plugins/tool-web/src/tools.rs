@@ -22,6 +22,36 @@ use crate::fetch::{self, Fetcher, Kind};
 use crate::markdown;
 use crate::search::{self, Found, Provider, SearchError};
 
+/// The arguments' names, as the schemas require them.
+const URL: &str = "url";
+const QUERIES: &str = "queries";
+
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct FetchArgs {
+    url: String,
+}
+
+#[derive(dsh_plugin_api::Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct SearchArgs {
+    /// Values, not strings, so a bad item is named rather than the whole list refused.
+    queries: Vec<Value>,
+}
+
+/// Why `web_search`'s arguments are refused (the reference's texts).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+enum ArgsError {
+    #[error("queries must be an array of strings")]
+    NotAList,
+    #[error("queries must contain at least one query")]
+    Empty,
+    #[error("queries must contain at most {0} {1}")]
+    TooMany(usize, &'static str),
+    #[error("each query must be a non-empty string")]
+    Blank,
+}
+
 /// A failed call, with its class and code.
 fn failure(message: &str, code: &str) -> ToolReply {
     let info = ToolErrorInfo::new("WebError", code);
@@ -55,7 +85,7 @@ impl FetchTool {
             json!({
                 "type": "object",
                 "properties": {"url": {"type": "string", "description": "The HTTP(S) URL to fetch."}},
-                "required": ["url"]
+                "required": [URL]
             }),
         );
         decl.concurrency = Concurrency::Parallel;
@@ -69,10 +99,10 @@ impl FetchTool {
     }
 
     async fn run(&self, arguments: &str, cancel: &CancelBox) -> ToolReply {
-        let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-        let Some(url) = args.get("url").and_then(Value::as_str) else {
+        let Ok(FetchArgs { url }) = serde_json::from_str(arguments) else {
             return failure("url must be a non-empty string", "INVALID_ARGS");
         };
+        let url = url.as_str();
         let ms = self.fetcher.limits.timeout_ms;
         let fetched = match bounded(&self.fetcher.ctx, self.fetcher.fetch(url), ms, cancel).await {
             None if cancel.is_cancelled() => return failure("web fetch aborted", "WEB_ABORTED"),
@@ -110,7 +140,7 @@ impl FetchTool {
             Kind::Html => self
                 .fetcher
                 .ctx
-                .blocking(move || markdown::convert(&source))
+                .blocking(move || markdown::convert_on_own_stack(source))
                 .await
                 .unwrap_or_default(),
             Kind::Text => source,
@@ -177,7 +207,7 @@ impl SearchTool {
                     "items": {"type": "string"},
                     "description": format!("Required search queries; accepts 1–{n} items and merges their results.")
                 }},
-                "required": ["queries"]
+                "required": [QUERIES]
             }),
         );
         decl.concurrency = Concurrency::Parallel;
@@ -199,13 +229,12 @@ impl SearchTool {
         decl
     }
 
-    fn queries(&self, arguments: &str) -> Result<Vec<String>, String> {
-        let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-        let Some(list) = args.get("queries").and_then(Value::as_array) else {
-            return Err("queries must be an array of strings".to_owned());
+    fn queries(&self, arguments: &str) -> Result<Vec<String>, ArgsError> {
+        let Ok(SearchArgs { queries: list }) = serde_json::from_str(arguments) else {
+            return Err(ArgsError::NotAList);
         };
         if list.is_empty() {
-            return Err("queries must contain at least one query".to_owned());
+            return Err(ArgsError::Empty);
         }
         if list.len() > self.max_queries {
             let noun = if self.max_queries == 1 {
@@ -213,15 +242,12 @@ impl SearchTool {
             } else {
                 "queries"
             };
-            return Err(format!(
-                "queries must contain at most {} {noun}",
-                self.max_queries
-            ));
+            return Err(ArgsError::TooMany(self.max_queries, noun));
         }
         let mut out: Vec<String> = Vec::new();
         for query in list {
             let Some(text) = query.as_str().filter(|text| !text.trim().is_empty()) else {
-                return Err("each query must be a non-empty string".to_owned());
+                return Err(ArgsError::Blank);
             };
             if !out.iter().any(|seen| seen == text) {
                 out.push(text.to_owned());
@@ -233,7 +259,7 @@ impl SearchTool {
     async fn run(&self, arguments: &str, cancel: &CancelBox) -> ToolReply {
         let queries = match self.queries(arguments) {
             Ok(queries) => queries,
-            Err(message) => return failure(&message, "INVALID_ARGS"),
+            Err(error) => return failure(&error.to_string(), "INVALID_ARGS"),
         };
         let searches = queries
             .iter()
