@@ -245,74 +245,24 @@ impl GoalTools {
             Err(error) => return refused(error),
         };
         let authority = self.authority(call, goal);
-        let mutation = match action.as_str() {
-            "edit" | "pause" | "resume" => {
-                if !matches!(authority, Authority::Human) {
-                    return human_required(&format!("update_goal action {action}"));
-                }
-                if action != "edit" && (objective.is_some() || rounds.is_some()) {
-                    return invalid(
-                        "objective and max_goal_rounds are valid only with action edit",
-                    );
-                }
-                if reason.is_some() {
-                    return invalid("blocked_reason is valid only with action blocked");
-                }
-                match action.as_str() {
-                    "edit" => Mutation::Edit {
-                        reference,
-                        objective,
-                        max_goal_rounds: rounds,
-                    },
-                    "pause" => Mutation::Pause(reference),
-                    _ => Mutation::Resume(reference),
-                }
-            }
-            "complete" | "blocked" => {
-                if matches!(authority, Authority::None) {
-                    return failure(
-                        "GOAL_TOOL_AUTHORITY_REQUIRED",
-                        "complete and blocked need a person's message in this turn or the goal's current round".to_owned(),
-                    );
-                }
-                if objective.is_some() || rounds.is_some() {
-                    return invalid(
-                        "objective and max_goal_rounds are valid only with action edit",
-                    );
-                }
-                if action == "complete" {
-                    if reason.is_some() {
-                        return invalid("blocked_reason is valid only with action blocked");
-                    }
-                    Mutation::Complete(reference)
-                } else {
-                    let Some(message) = reason.filter(|text| !text.trim().is_empty()) else {
-                        return invalid("blocked_reason is required with action blocked");
-                    };
-                    let started = goal.map_or(0, |goal| goal.rounds_started);
-                    if matches!(authority, Authority::Round) && started < self.blocked_after {
-                        return failure(
-                            "GOAL_TOOL_BLOCK_THRESHOLD",
-                            format!(
-                                "blocked requires at least {} consecutive goal rounds; current round is {started}",
-                                self.blocked_after
-                            ),
-                        );
-                    }
-                    Mutation::Block(
-                        reference,
-                        GoalBlockReason {
-                            code: "model-reported".to_owned(),
-                            message,
-                        },
-                    )
-                }
-            }
+        let asked = Asked {
+            reference,
+            objective,
+            rounds,
+            reason,
+        };
+        let planned = match action.as_str() {
+            "edit" | "pause" | "resume" => steering(&action, asked, &authority),
+            "complete" | "blocked" => self.ending(&action, asked, &authority, goal),
             other => {
                 return invalid(&format!(
                     "action `{other}` is not one of edit, pause, resume, complete, blocked"
                 ));
             }
+        };
+        let mutation = match planned {
+            Ok(mutation) => mutation,
+            Err(reply) => return *reply,
         };
         // A round's own terminal report ends its turn: the goal says what happens next.
         let concludes = matches!(authority, Authority::Round)
@@ -321,6 +271,96 @@ impl GoalTools {
             Ok(goal) => success(goal.as_ref(), concludes),
             Err(error) => refused(error),
         }
+    }
+}
+
+/// What an `update_goal` call asks, read.
+struct Asked {
+    reference: GoalRef,
+    objective: Option<String>,
+    rounds: Option<u64>,
+    reason: Option<String>,
+}
+
+/// `edit`, `pause`, `resume`: a person's own request only.
+fn steering(action: &str, asked: Asked, authority: &Authority) -> Result<Mutation, Box<ToolReply>> {
+    if !matches!(authority, Authority::Human) {
+        return Err(Box::new(human_required(&format!(
+            "update_goal action {action}"
+        ))));
+    }
+    if action != "edit" && (asked.objective.is_some() || asked.rounds.is_some()) {
+        return Err(Box::new(invalid(
+            "objective and max_goal_rounds are valid only with action edit",
+        )));
+    }
+    if asked.reason.is_some() {
+        return Err(Box::new(invalid(
+            "blocked_reason is valid only with action blocked",
+        )));
+    }
+    Ok(match action {
+        "edit" => Mutation::Edit {
+            reference: asked.reference,
+            objective: asked.objective,
+            max_goal_rounds: asked.rounds,
+        },
+        "pause" => Mutation::Pause(asked.reference),
+        _ => Mutation::Resume(asked.reference),
+    })
+}
+
+impl GoalTools {
+    /// `complete`, `blocked`: a person's request, or the goal's own current round (`blocked`
+    /// there only after `blocked_after` rounds).
+    fn ending(
+        &self,
+        action: &str,
+        asked: Asked,
+        authority: &Authority,
+        goal: Option<&GoalView>,
+    ) -> Result<Mutation, Box<ToolReply>> {
+        if matches!(authority, Authority::None) {
+            return Err(Box::new(failure(
+                "GOAL_TOOL_AUTHORITY_REQUIRED",
+                "complete and blocked need a person's message in this turn or the goal's current round".to_owned(),
+            )));
+        }
+        if asked.objective.is_some() || asked.rounds.is_some() {
+            return Err(Box::new(invalid(
+                "objective and max_goal_rounds are valid only with action edit",
+            )));
+        }
+        if action == "complete" {
+            if asked.reason.is_some() {
+                return Err(Box::new(invalid(
+                    "blocked_reason is valid only with action blocked",
+                )));
+            }
+            return Ok(Mutation::Complete(asked.reference));
+        }
+        let Some(message) = asked.reason.filter(|text| !text.trim().is_empty()) else {
+            return Err(Box::new(invalid(
+                "blocked_reason is required with action blocked",
+            )));
+        };
+        let started = goal.map_or(0, |goal| goal.rounds_started);
+        if matches!(authority, Authority::Round) && started < self.blocked_after {
+            return Err(Box::new(failure(
+                "GOAL_TOOL_BLOCK_THRESHOLD",
+                format!(
+                    "blocked requires at least {} consecutive goal rounds; current round is {started}",
+                    self.blocked_after
+                ),
+            )));
+        }
+        Ok(Mutation::Block(
+            asked.reference,
+            GoalBlockReason {
+                code: "model-reported".to_owned(),
+                message,
+            },
+        ))
     }
 }
 
