@@ -18,7 +18,7 @@
 //! them; parallel calls of one step are one turn's anyway. Two sessions working in one
 //! directory at once cannot be told apart: the session whose call ends last gets the changes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +27,7 @@ use dsh_plugin_api::lock;
 use crate::clock::now_less_slack;
 use crate::scan::{Change, Manifest, ScanError, Scope, meta_changed_since, scan};
 use crate::store::Store;
+use crate::watch::Watch;
 
 #[derive(Debug, Default)]
 struct Workspace {
@@ -34,6 +35,8 @@ struct Workspace {
     /// Whether `baseline` is a scan (not the empty map of a workspace never seen).
     scanned: bool,
     active: usize,
+    /// What changed since the last scan, where the kernel can say it.
+    watch: Option<Watch>,
     /// When the running calls started (the first of them), less the slack.
     since: (i64, i64),
 }
@@ -103,7 +106,15 @@ impl Recorder {
             if state.active == 0 {
                 if !state.scanned {
                     // Everything is new to a first scan: none of it is a change of a call's.
-                    let _ = scan(&scope, &mut state.baseline, &self.store)?;
+                    // The watch starts before the walk, so nothing falls between them.
+                    let mut watch = Watch::new(root, &[String::new()]);
+                    let scanned = scan(&scope, &mut state.baseline, &self.store, None)?;
+                    if let Some(live) = &mut watch
+                        && !live.add(root, &scanned.listed)
+                    {
+                        watch = None;
+                    }
+                    state.watch = watch;
                     state.scanned = true;
                 }
                 state.since = now_less_slack();
@@ -128,25 +139,61 @@ impl Recorder {
             return Ok(Vec::new());
         }
         let state = &mut *state;
-        let found = match scan(&recording.scope, &mut state.baseline, &self.store) {
-            Ok(found) => found,
+        let only = state.watch.as_mut().and_then(Watch::drain);
+        let found = match scan(
+            &recording.scope,
+            &mut state.baseline,
+            &self.store,
+            only.as_ref(),
+        ) {
+            Ok(found) => {
+                let root = &recording.scope.root;
+                if let Some(live) = &mut state.watch
+                    && !live.add(root, &found.listed)
+                {
+                    state.watch = None;
+                }
+                found.changes
+            }
             Err(error) => {
                 // The baseline can no longer be trusted: the next call scans before it runs.
                 state.scanned = false;
+                state.watch = None;
                 return Err(error);
             }
         };
         let since = state.since;
         let root = &recording.scope.root;
         let after = &state.baseline;
-        let changes = found
-            .into_iter()
-            .filter(|change| match &change.after {
-                Some(_) => after
+        // A path that appeared counts by its topmost ancestor that appeared with it: a
+        // directory moved in is stamped by the rename, what it holds keeps older times.
+        let appeared: HashSet<&str> = found
+            .iter()
+            .filter(|change| change.before.is_none())
+            .map(|change| change.path.as_str())
+            .collect();
+        let top_of = |path: &'_ str| -> String {
+            let mut top = path;
+            while let Some((parent, _)) = top.rsplit_once('/') {
+                if !appeared.contains(parent) {
+                    break;
+                }
+                top = parent;
+            }
+            top.to_owned()
+        };
+        let changes: Vec<Change> = found
+            .iter()
+            .filter(|change| match (&change.before, &change.after) {
+                (None, Some(_)) => after
+                    .get(&top_of(&change.path))
+                    .is_some_and(|entry| entry.changed_since(since)),
+                (Some(_), Some(_)) => after
                     .get(&change.path)
                     .is_some_and(|entry| entry.changed_since(since)),
-                None => removed_since(root, after, &change.path, since),
+                (_, None) => removed_since(root, after, &change.path, since),
             })
+            .cloned()
             .collect();
         Ok(changes)
     }

@@ -6,7 +6,7 @@
 //! never entered (a repository is left as it is), nor the excluded paths (the dsh home).
 //! Names that are not UTF-8 are skipped (they cannot be written in the JSON log).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -86,6 +86,68 @@ pub(crate) struct Manifest {
 impl Manifest {
     pub(crate) fn get(&self, path: &str) -> Option<&Entry> {
         self.entries.get(path)
+    }
+
+    /// Removes the entries scan `generation` did not see where it looked (everywhere, or in
+    /// the `listed` directories and under what was removed from them): their changes.
+    fn sweep(&mut self, generation: u64, listed: Option<&[String]>) -> Vec<Change> {
+        let unseen = |entry: &Entry| entry.seen != generation;
+        let gone: Vec<String> = match listed {
+            None => self
+                .entries
+                .iter()
+                .filter(|(_, entry)| unseen(entry))
+                .map(|(path, _)| path.clone())
+                .collect(),
+            Some(listed) => {
+                let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
+                let direct: Vec<String> = self
+                    .entries
+                    .iter()
+                    .filter(|(path, entry)| unseen(entry) && listed.contains(parent_of(path)))
+                    .map(|(path, _)| path.clone())
+                    .collect();
+                let dirs: HashSet<&str> = direct
+                    .iter()
+                    .filter(|path| {
+                        self.entries
+                            .get(*path)
+                            .is_some_and(|e| e.snap.kind == Kind::Dir)
+                    })
+                    .map(String::as_str)
+                    .collect();
+                let under = |path: &str| {
+                    let mut up = path;
+                    while let Some((parent, _)) = up.rsplit_once('/') {
+                        if dirs.contains(parent) {
+                            return true;
+                        }
+                        up = parent;
+                    }
+                    false
+                };
+                let mut gone: Vec<String> = self
+                    .entries
+                    .iter()
+                    .filter(|(path, entry)| {
+                        unseen(entry) && !dirs.contains(path.as_str()) && under(path)
+                    })
+                    .map(|(path, _)| path.clone())
+                    .collect();
+                gone.extend(direct);
+                gone
+            }
+        };
+        gone.into_iter()
+            .filter_map(|path| {
+                let entry = self.entries.remove(&path)?;
+                Some(Change {
+                    path,
+                    before: Some(entry.snap),
+                    after: None,
+                })
+            })
+            .collect()
     }
 
     /// Puts `entry` at `path`: the change, when what the path holds differs.
@@ -210,36 +272,60 @@ pub(crate) fn snap_of(
     })
 }
 
+/// What one scan found: the changes, in path order, and the directories it listed.
+#[derive(Debug, Default)]
+pub(crate) struct Scanned {
+    pub(crate) changes: Vec<Change>,
+    pub(crate) listed: Vec<String>,
+}
+
+/// The directory holding `path` (`""`: the root).
+fn parent_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(parent, _)| parent)
+}
+
 /// Scans `scope` into `manifest` in place: an entry whose `lstat` fields did not change is
 /// only marked seen (no allocation, no read); every other is read, its content stored, and
-/// answered as a change, as is every entry no longer there. Changes come in path order.
+/// answered as a change, as is every entry no longer there. With `only`, just those
+/// directories are listed (what change notification said moved), and the directories that
+/// appeared in them whole; every other entry is taken as it was.
 pub(crate) fn scan(
     scope: &Scope,
     manifest: &mut Manifest,
     store: &Store,
-) -> Result<Vec<Change>, ScanError> {
+    only: Option<&HashSet<String>>,
+) -> Result<Scanned, ScanError> {
     manifest.generation += 1;
     let generation = manifest.generation;
     let trusted_before =
         std::mem::replace(&mut manifest.trusted_before, crate::clock::now_less_slack());
     let mut changes = Vec::new();
+    let mut listed = Vec::new();
     let mut count = 0usize;
     let mut relative = String::new();
-    let mut pending = vec![(scope.root.clone(), String::new())];
-    while let Some((dir, prefix)) = pending.pop() {
+    let prefix_of = |dir: &str| match dir.is_empty() {
+        true => String::new(),
+        false => format!("{dir}/"),
+    };
+    let mut pending: Vec<(PathBuf, String, bool)> = match only {
+        None => vec![(scope.root.clone(), String::new(), true)],
+        Some(dirs) => dirs
+            .iter()
+            .map(|dir| (scope.root.join(dir), prefix_of(dir), false))
+            .collect(),
+    };
+    while let Some((dir, prefix, recursive)) = pending.pop() {
         let listing = match fs::read_dir(&dir) {
             Ok(listing) => listing,
             // Gone or unreadable while walking: what is under it is not the recorder's to know.
             Err(_) if dir != scope.root => continue,
             Err(error) => return Err(io(&dir)(error)),
         };
+        listed.push(prefix.trim_end_matches('/').to_owned());
         for item in listing.flatten() {
             let name = item.file_name();
             let Some(name) = name.to_str() else { continue };
-            if name == ".git" {
-                continue;
-            }
-            if excluded(scope, &item) {
+            if name == ".git" || excluded(scope, &item) {
                 continue;
             }
             // From the open directory (`fstatat`), not resolving the whole path again.
@@ -257,14 +343,17 @@ pub(crate) fn scan(
             relative.push_str(&prefix);
             relative.push_str(name);
             let stat = stat_of(&meta);
-            let is_dir = meta.is_dir();
-            if let Some(known) = manifest.entries.get_mut(relative.as_str())
+            let known = manifest.entries.get_mut(relative.as_str());
+            let was_dir = known
+                .as_ref()
+                .is_some_and(|known| known.snap.kind == Kind::Dir);
+            if let Some(known) = known
                 && known.stat == stat
                 && known.stat.ctime < trusted_before
             {
                 known.seen = generation;
-                if is_dir {
-                    pending.push((item.path(), format!("{relative}/")));
+                if was_dir && recursive {
+                    pending.push((item.path(), format!("{relative}/"), true));
                 }
                 continue;
             }
@@ -274,8 +363,8 @@ pub(crate) fn scan(
                 Err(ScanError::Io { .. }) => continue,
                 Err(other) => return Err(other),
             };
-            if snap.kind == Kind::Dir {
-                pending.push((item.path(), format!("{relative}/")));
+            if snap.kind == Kind::Dir && (recursive || !was_dir) {
+                pending.push((item.path(), format!("{relative}/"), true));
             }
             let entry = Entry {
                 snap,
@@ -285,17 +374,7 @@ pub(crate) fn scan(
             changes.extend(manifest.put(&relative, entry));
         }
     }
-    manifest.entries.retain(|path, entry| {
-        let kept = entry.seen == generation;
-        if !kept {
-            changes.push(Change {
-                path: path.clone(),
-                before: Some(entry.snap.clone()),
-                after: None,
-            });
-        }
-        kept
-    });
+    changes.extend(manifest.sweep(generation, only.map(|_| listed.as_slice())));
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(changes)
+    Ok(Scanned { changes, listed })
 }

@@ -173,3 +173,58 @@ fn the_last_of_overlapping_calls_records_what_they_all_changed() {
     assert_eq!(paths, ["a", "b"]);
     let _ = fs::remove_dir_all(dir);
 }
+
+/// Every file under `dir` (but `.git`) with its content, and every directory.
+fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut all = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in fs::read_dir(&next).unwrap().flatten() {
+            let path = entry.path();
+            let shown = path.strip_prefix(dir).unwrap().display().to_string();
+            if shown.ends_with(".git") {
+                continue;
+            }
+            if path.is_dir() {
+                all.push((shown, None));
+                pending.push(path);
+            } else {
+                all.push((shown, Some(fs::read(&path).unwrap())));
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+#[test]
+fn renames_deep_edits_and_removed_trees_come_back_exactly() {
+    let dir = scratch("moves");
+    let work = dir.join("work");
+    for index in 0..40 {
+        let sub = work.join(format!("a/b{}/c", index % 4));
+        fs::create_dir_all(&sub).unwrap();
+        fs::write(sub.join(format!("f{index}")), format!("{index}")).unwrap();
+    }
+    let recorder = recorder(&dir);
+    let _ = call(&recorder, &work, 0, || {});
+    let before = tree(&work);
+    let event = call(&recorder, &work, 1, || {
+        fs::rename(work.join("a/b0"), work.join("a/moved")).unwrap();
+        fs::write(work.join("a/moved/c/f0"), "changed in place").unwrap();
+        fs::write(work.join("a/b1/c/f1"), "deep edit").unwrap();
+        fs::remove_dir_all(work.join("a/b2")).unwrap();
+        fs::create_dir_all(work.join("new/x/y")).unwrap();
+        fs::write(work.join("new/x/y/z"), "z").unwrap();
+    });
+    assert!(event.changes.len() > 10, "{:?}", event.changes);
+    // A later call in the moved directory is seen at its new place.
+    let later = call(&recorder, &work, 2, || {
+        fs::write(work.join("a/moved/c/f4"), "after the move").unwrap();
+    });
+    let paths: Vec<&str> = later.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["a/moved/c/f4"]);
+    revert(&[&event, &later], &recorder.store, 1 << 20).unwrap();
+    assert_eq!(tree(&work), before);
+    let _ = fs::remove_dir_all(dir);
+}
