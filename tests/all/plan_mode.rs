@@ -80,10 +80,18 @@ fn plan_mode_refuses_writes_and_an_approved_plan_is_carried_out() {
     ]);
     let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
-    planning(&web, &session);
-    web.prompt(&session, "add a.txt");
+    // `/plan TEXT` turns plan mode on and sends TEXT as the person's message.
+    let accepted = web.prompt(&session, "/plan add a.txt");
+    assert_eq!(accepted["command"]["kind"], "success", "{accepted}");
     let card = review_card(&mut socket);
     assert_eq!(card["reason"], PLAN, "the card carries the plan: {card}");
+    assert!(
+        server.requests()[0]
+            .user_texts()
+            .iter()
+            .any(|text| text == "add a.txt"),
+        "the message reached the model"
+    );
     // Nothing was written while planning, and the model was told why.
     assert!(!dir.join("work/a.txt").exists());
     assert!(!dir.join("work/b.txt").exists());
@@ -140,6 +148,7 @@ fn a_plan_kept_with_a_note_is_planned_again() {
         Reply::tool_calls(&[("call_p1", "exit_plan_mode", &plan_call(PLAN))]),
         Reply::tool_calls(&[("call_p2", "exit_plan_mode", &plan_call(second))]),
         Reply::text("still planning"),
+        Reply::text("building now"),
     ]);
     let mut web = start_in_workspace(&server, &dir);
     let (session, mut socket) = web.followed_session();
@@ -187,6 +196,19 @@ fn a_plan_kept_with_a_note_is_planned_again() {
     let off = web.prompt(&session, "/plan off");
     assert_eq!(off["command"]["kind"], "success", "{off}");
     assert_eq!(plan_modes(&dir, &session, 2), [true, false]);
+    // The model was asked things while planning, so the next request also says the mode
+    // changed, and its prompt no longer carries the policy.
+    web.prompt(&session, "go ahead");
+    socket.until(300, turn_ended);
+    let last = server.requests().len() - 1;
+    let users = server.requests()[last].user_texts();
+    assert!(
+        users
+            .iter()
+            .any(|text| text.contains("switched this session out of plan mode")),
+        "{users:?}"
+    );
+    assert!(!system_prompt(&server, last).contains("# Plan mode"));
     assert_eq!(web.host.stop(), Some(0));
 }
 
