@@ -134,15 +134,26 @@ pub fn read_layer(dir: &Path, warn: &mut dyn FnMut(String)) -> Result<Option<Lay
     Ok(Some(Layer { path, values }))
 }
 
+/// Why a line of a `.env` file is skipped.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum LineError {
+    #[error("not NAME=VALUE")]
+    NotAPair,
+    #[error("`{0}` is not a variable name")]
+    BadName(String),
+    #[error("the value of {0} has no closing {1}")]
+    Unclosed(String, char),
+}
+
 /// One line: `None` for a blank line or a comment.
-fn parse_line(line: &str) -> Result<Option<(String, String)>, String> {
+fn parse_line(line: &str) -> Result<Option<(String, String)>, LineError> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
     }
     let line = line.strip_prefix("export ").map_or(line, str::trim_start);
     let Some((name, value)) = line.split_once('=') else {
-        return Err("not NAME=VALUE".to_owned());
+        return Err(LineError::NotAPair);
     };
     let name = name.trim();
     let valid = name
@@ -153,14 +164,14 @@ fn parse_line(line: &str) -> Result<Option<(String, String)>, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     if !valid {
-        return Err(format!("`{name}` is not a variable name"));
+        return Err(LineError::BadName(name.to_owned()));
     }
     let value = value.trim();
-    let quoted = |quote: char| -> Result<String, String> {
+    let quoted = |quote: char| -> Result<String, LineError> {
         let inner = &value[1..];
         let end = inner
             .find(quote)
-            .ok_or_else(|| format!("the value of {name} has no closing {quote}"))?;
+            .ok_or_else(|| LineError::Unclosed(name.to_owned(), quote))?;
         Ok(inner[..end].to_owned())
     };
     let value = match value.chars().next() {
@@ -214,12 +225,12 @@ pub fn apply(cwd: &Path, home: &Path) -> Result<(), EnvFileError> {
         eprintln!("warning: {line}");
     }
     for (name, value) in missing(&layers, |name| std::env::var_os(name).is_some()) {
-        // SAFETY: called from `main_with_args` before the logger, the runtime or any other
-        // thread starts, so nothing reads the environment concurrently.
         #[allow(
             unsafe_code,
             reason = "setting the environment before any thread exists"
         )]
+        // SAFETY: called from `main_with_args` before the logger, the runtime or any other
+        // thread starts, so nothing reads the environment concurrently.
         unsafe {
             std::env::set_var(name, value);
         }

@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
+use dsh_plugin_api::PluginError;
 use sha2::{Digest, Sha256};
 
 /// Where and what to look for.
@@ -144,6 +145,62 @@ impl Discovery {
         }
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
+}
+
+/// Where instruction files are looked for, from the config; a candidate that is not a plain
+/// file name is refused by name.
+pub(crate) fn discovery(config: &crate::PromptConfig) -> Result<Discovery, PluginError> {
+    for (field, names) in [
+        ("instructionFiles", &config.instruction_files),
+        ("localInstructionFiles", &config.local_instruction_files),
+        ("projectRootMarkers", &config.project_root_markers),
+    ] {
+        if let Some(bad) = names
+            .iter()
+            .find(|name| matches!(name.as_str(), "" | "." | "..") || name.contains(['/', '\\']))
+        {
+            return Err(PluginError::new(
+                dsh_plugin_api::ErrorKind::Config,
+                format!("invalid config: {field}: `{bad}` is not a file name in a directory"),
+            ));
+        }
+    }
+    if config.max_source_bytes == 0 {
+        return Err(PluginError::new(
+            dsh_plugin_api::ErrorKind::Config,
+            "invalid config: maxSourceBytes must be at least 1",
+        ));
+    }
+    let home = std::env::var_os("DSH_HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    let user_file = match &config.user_instructions {
+        Some(path) => Some(PathBuf::from(path)),
+        None => home
+            .clone()
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|home| !home.is_empty())
+                    .map(|home| PathBuf::from(home).join(".dsh-host"))
+            })
+            .map(|dir| dir.join("AGENTS.md")),
+    };
+    let user_file = user_file.map(|path| {
+        let shown = match (&home, path.file_name()) {
+            (Some(home), Some(name)) if path.parent() == Some(home.as_path()) => {
+                format!("$DSH_HOME/{}", name.to_string_lossy())
+            }
+            _ => path.display().to_string(),
+        };
+        (path, shown)
+    });
+    Ok(Discovery {
+        user_file,
+        root_markers: config.project_root_markers.clone(),
+        candidates: config.instruction_files.clone(),
+        local_candidates: config.local_instruction_files.clone(),
+        max_source_bytes: config.max_source_bytes,
+    })
 }
 
 /// The directories strictly below `cwd` down to the parent of `file` (`a`, `a/b` for

@@ -24,7 +24,7 @@ mod runtime;
 mod variables;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -35,8 +35,7 @@ use dsh_agents_seam::{AGENT_PRE_STEP, AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, LogLevel, SeamError, lock};
 use dsh_protocol::{
-    AssembledPrompt, ContentBlock, PromptContext, PromptRequest, PromptSection, StepProposal,
-    ToolGuidance,
+    AssembledPrompt, PromptContext, PromptRequest, PromptSection, StepProposal, ToolGuidance,
 };
 use dsh_sessions_seam::SESSION_DISPOSED;
 use dsh_system_prompt_seam::{
@@ -177,38 +176,9 @@ struct RenderKey {
 impl Prompt {
     /// Records the directories a successful `read`, `write` or `edit` worked in.
     fn note_touch(&self, result: &ResultView) {
-        let call = &result.call;
-        if self.instructions.is_none()
-            || call.session.is_empty()
-            || !matches!(call.name.as_str(), "read" | "write" | "edit")
-        {
-            return;
+        if self.instructions.is_some() {
+            self.nested.note(result);
         }
-        let failed = result.result.decode().map_or(true, |logged| {
-            logged.message.content.iter().any(|block| {
-                matches!(
-                    block,
-                    ContentBlock::ToolResult {
-                        is_error: Some(true),
-                        ..
-                    }
-                )
-            })
-        });
-        if failed {
-            return;
-        }
-        /// The one argument every file tool shares.
-        #[derive(Deserialize)]
-        #[serde(crate = "dsh_plugin_api::serde")]
-        struct FilePath {
-            file_path: String,
-        }
-        let Ok(arguments) = serde_json::from_str::<FilePath>(&call.arguments) else {
-            return;
-        };
-        self.nested
-            .touch(&call.session, &call.cwd, arguments.file_path.trim());
     }
 
     /// Before a step after the first: queues the instruction files the agent reached since
@@ -454,62 +424,6 @@ impl Prompt {
     }
 }
 
-/// Where instruction files are looked for, from the config; a candidate that is not a plain
-/// file name is refused by name.
-fn discovery(config: &PromptConfig) -> Result<Discovery, PluginError> {
-    for (field, names) in [
-        ("instructionFiles", &config.instruction_files),
-        ("localInstructionFiles", &config.local_instruction_files),
-        ("projectRootMarkers", &config.project_root_markers),
-    ] {
-        if let Some(bad) = names
-            .iter()
-            .find(|name| matches!(name.as_str(), "" | "." | "..") || name.contains(['/', '\\']))
-        {
-            return Err(PluginError::new(
-                dsh_plugin_api::ErrorKind::Config,
-                format!("invalid config: {field}: `{bad}` is not a file name in a directory"),
-            ));
-        }
-    }
-    if config.max_source_bytes == 0 {
-        return Err(PluginError::new(
-            dsh_plugin_api::ErrorKind::Config,
-            "invalid config: maxSourceBytes must be at least 1",
-        ));
-    }
-    let home = std::env::var_os("DSH_HOME")
-        .filter(|home| !home.is_empty())
-        .map(PathBuf::from);
-    let user_file = match &config.user_instructions {
-        Some(path) => Some(PathBuf::from(path)),
-        None => home
-            .clone()
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|home| !home.is_empty())
-                    .map(|home| PathBuf::from(home).join(".dsh-host"))
-            })
-            .map(|dir| dir.join("AGENTS.md")),
-    };
-    let user_file = user_file.map(|path| {
-        let shown = match (&home, path.file_name()) {
-            (Some(home), Some(name)) if path.parent() == Some(home.as_path()) => {
-                format!("$DSH_HOME/{}", name.to_string_lossy())
-            }
-            _ => path.display().to_string(),
-        };
-        (path, shown)
-    });
-    Ok(Discovery {
-        user_file,
-        root_markers: config.project_root_markers.clone(),
-        candidates: config.instruction_files.clone(),
-        local_candidates: config.local_instruction_files.clone(),
-        max_source_bytes: config.max_source_bytes,
-    })
-}
-
 pub struct SystemPromptPlugin;
 
 impl Plugin for SystemPromptPlugin {
@@ -525,7 +439,10 @@ impl Plugin for SystemPromptPlugin {
 
     async fn apply(ctx: Context, config: PromptConfig) -> Result<(), PluginError> {
         let instructions = match config.agents_md {
-            true => Some((discovery(&config)?, config.agents_md_max_bytes)),
+            true => Some((
+                instructions::discovery(&config)?,
+                config.agents_md_max_bytes,
+            )),
             false => None,
         };
         let mut sections = Sections::new();

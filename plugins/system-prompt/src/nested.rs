@@ -15,6 +15,7 @@ use std::sync::Mutex;
 
 use dsh_plugin_api::lock;
 use dsh_protocol::{ContentBlock, Message, MessageSource};
+use dsh_tools_seam::ResultView;
 use serde_json::json;
 
 use crate::instructions::{self, Discovery, Loaded};
@@ -53,6 +54,39 @@ impl Nested {
         let state = sessions.entry(session.to_owned()).or_default();
         state.cwd = PathBuf::from(cwd);
         state.touched.extend(dirs);
+    }
+
+    /// A successful `read`, `write` or `edit` of a session: its file's directories count as
+    /// touched.
+    pub(crate) fn note(&self, result: &ResultView) {
+        let call = &result.call;
+        if call.session.is_empty() || !matches!(call.name.as_str(), "read" | "write" | "edit") {
+            return;
+        }
+        let failed = result.result.decode().map_or(true, |logged| {
+            logged.message.content.iter().any(|block| {
+                matches!(
+                    block,
+                    ContentBlock::ToolResult {
+                        is_error: Some(true),
+                        ..
+                    }
+                )
+            })
+        });
+        if failed {
+            return;
+        }
+        /// The one argument every file tool shares.
+        #[derive(dsh_plugin_api::serde::Deserialize)]
+        #[serde(crate = "dsh_plugin_api::serde")]
+        struct FilePath {
+            file_path: String,
+        }
+        let Ok(arguments) = serde_json::from_str::<FilePath>(&call.arguments) else {
+            return;
+        };
+        self.touch(&call.session, &call.cwd, arguments.file_path.trim());
     }
 
     pub(crate) fn forget(&self, session: &str) {

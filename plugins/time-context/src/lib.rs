@@ -27,6 +27,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{ErrorKind, lock};
 use dsh_protocol::{
     MessageSource, PluginSource, PromptContext, PromptRequest, SnapshotSection, StepStartEvent,
+    kinds,
 };
 use dsh_sessions_seam::{EventRecord, SESSION_DISPOSED, SESSION_EVENT};
 use dsh_system_prompt_seam::SYSTEM_PROMPT_CONTEXTS;
@@ -93,22 +94,25 @@ impl Clock {
     fn on_event(&self, record: &EventRecord) {
         let mut sessions = lock(&self.sessions);
         let session = sessions.entry(record.session.to_string()).or_default();
-        match record.kind.as_str() {
-            "step/start" => {
-                if let Some(Ok(start)) = record.decode::<StepStartEvent>() {
-                    session.step = (start.turn, start.step);
-                    if start.step == 1 {
-                        session.before_turn = session.last_message;
-                    }
+        let kind = record.kind.as_str();
+        if kind == kinds::STEP_START {
+            if let Some(Ok(start)) = record.decode::<StepStartEvent>() {
+                session.step = (start.turn, start.step);
+                if start.step == 1 {
+                    session.before_turn = session.last_message;
                 }
             }
-            "user/message" if record.json.contains("\"plugin\":\"time-context\"") => {
-                session.last_reading = Some((record.time, session.step.0));
-            }
-            "user/message" | "assistant/message" | "tool/result" => {
-                session.last_message = Some(record.time);
-            }
-            _ => {}
+        } else if kind == kinds::USER_MESSAGE && record.json.contains("\"plugin\":\"time-context\"")
+        {
+            session.last_reading = Some((record.time, session.step.0));
+        } else if [
+            kinds::USER_MESSAGE,
+            kinds::ASSISTANT_MESSAGE,
+            kinds::TOOL_RESULT,
+        ]
+        .contains(&kind)
+        {
+            session.last_message = Some(record.time);
         }
     }
 

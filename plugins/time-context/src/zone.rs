@@ -6,6 +6,21 @@
 
 use std::path::{Path, PathBuf};
 
+/// Why a zone cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ZoneError {
+    #[error("`{0}` is not a time zone name")]
+    BadName(String),
+    #[error("time zone `{name}`: no zone file {path}: {error}")]
+    Unreadable {
+        name: String,
+        path: String,
+        error: std::io::Error,
+    },
+    #[error("time zone `{0}`: not a zone file")]
+    NotAZoneFile(String),
+}
+
 /// A zone: its name and its transitions (`(from, offset)`, seconds), sorted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Zone {
@@ -25,19 +40,23 @@ impl Zone {
     }
 
     /// The zone named `name` (an IANA name such as `Europe/Berlin`), from `root`.
-    pub(crate) fn named(root: &Path, name: &str) -> Result<Self, String> {
+    pub(crate) fn named(root: &Path, name: &str) -> Result<Self, ZoneError> {
         let safe = !name.is_empty()
             && !name.starts_with('/')
             && name
                 .split('/')
                 .all(|part| !part.is_empty() && part != "." && part != "..");
         if !safe {
-            return Err(format!("`{name}` is not a time zone name"));
+            return Err(ZoneError::BadName(name.to_owned()));
         }
-        let bytes = std::fs::read(root.join(name))
-            .map_err(|error| format!("time zone `{name}`: {error}"))?;
+        let path = root.join(name);
+        let bytes = std::fs::read(&path).map_err(|error| ZoneError::Unreadable {
+            name: name.to_owned(),
+            path: path.display().to_string(),
+            error,
+        })?;
         let (initial, transitions) =
-            parse(&bytes).ok_or_else(|| format!("time zone `{name}`: not a zone file"))?;
+            parse(&bytes).ok_or_else(|| ZoneError::NotAZoneFile(name.to_owned()))?;
         Ok(Self {
             name: name.to_owned(),
             initial,
