@@ -2,7 +2,8 @@
 //! changed, removed, re-moded, a directory tree made and one removed, a link) are put back
 //! exactly by `/undo` while `.git` is left as it is; `session.rewind` reverts every turn from
 //! a given one; a file changed since by someone else stops the undo naming it, and so does a
-//! missing snapshot, with nothing touched; each change and each undo is a session event.
+//! missing snapshot, with nothing touched; each change and each undo is a session event, so a
+//! session reopened by another host can still undo.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -400,5 +401,24 @@ fn costs() {
     println!(
         "undo cost: /undo of a turn that changed 1,000 files took {took:.0} ms (the command's round trip)"
     );
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_reopened_session_can_still_undo_its_last_turn() {
+    let dir = TestDir::new("undo-reopen");
+    let work = dir.join("work");
+    dir.write("work/kept.txt", "first\n");
+    let server = FakeDeepSeek::start(turn(&[bash("echo second > kept.txt && echo n > new.txt")]));
+    let mut web = start_in_workspace(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    run_turn(&web, &mut socket, &session, "Change it.");
+    assert_eq!(web.host.stop(), Some(0));
+    // Another host on the same home: the log alone says what the turn changed.
+    let mut web = start_in_workspace(&server, &dir);
+    let (kind, said) = command(&web, &session, "/undo");
+    assert_eq!(kind, "success", "{said}");
+    assert_eq!(text(&work.join("kept.txt")).as_deref(), Some("first\n"));
+    assert!(!work.join("new.txt").exists());
     assert_eq!(web.host.stop(), Some(0));
 }
