@@ -1,7 +1,8 @@
 // The pasted-image scenario of the browser app (merged into scenarios.mjs): an image pasted
 // into the prompt waits in the tray as a thumbnail, opens large in the lightbox and closes on
-// Escape, and is sent with the prompt (the tray empties; the host checks what the model got).
-// Screenshots: the tray, the lightbox.
+// Escape, and is sent with the prompt (the tray empties; the host checks what the model got);
+// the sent prompt shows it, read back from the store, after a reload too.
+// Screenshots: the tray, the lightbox, the sent prompt.
 
 const RED_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
@@ -37,7 +38,14 @@ export function imageScenarios({ authUrl, expect, shoot, themes }) {
         [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes("A red pixel")),
       );
       await page.waitForSelector("#image-tray", { state: "hidden" });
+      // The sent prompt shows its image, read back from the store, through a reload too.
+      await page.waitForSelector('.message.user .sent-images img.thumb[src^="data:image/png"]');
       await shoot(page, "sent");
+      await page.reload();
+      await page.waitForSelector('.message.user .sent-images img.thumb[src^="data:image/png"]');
+      await page.click(".message.user .sent-images img.thumb");
+      await page.waitForSelector(".lightbox img");
+      await page.keyboard.press("Escape");
     },
   };
 }

@@ -5,6 +5,21 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// `attachment.read`'s payload: a stored image's reference (as a chat item carries it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadAttachment {
+    pub attachment: dsh_protocol::ImageAttachment,
+}
+
+/// `attachment.read`'s value: the image's type and its bytes, base64.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentData {
+    pub media_type: String,
+    pub data: String,
+}
+
 /// `session.attachment`'s payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

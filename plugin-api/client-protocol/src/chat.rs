@@ -19,8 +19,15 @@ use dsh_protocol::{ToolStatus, ToolView, TurnEndReason};
     rename_all_fields = "camelCase"
 )]
 pub enum ChatItem {
-    /// A person's message.
-    User { id: String, seq: u64, text: String },
+    /// A person's message, with the images it carries (references; `attachment.read` gives
+    /// their bytes).
+    User {
+        id: String,
+        seq: u64,
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<dsh_protocol::ImageAttachment>,
+    },
     /// One model step's answer; `streaming` while its chunks arrive.
     Assistant {
         id: String,

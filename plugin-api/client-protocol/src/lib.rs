@@ -22,7 +22,7 @@ mod schema;
 mod stats;
 mod trajectory;
 
-pub use attachments::UploadImage;
+pub use attachments::{AttachmentData, ReadAttachment, UploadImage};
 pub use chat::{
     AppendField, ChatItem, ItemOp, NoticeLevel, SessionHistory, SessionUpdate, WIRE_TEXT_LIMIT,
 };

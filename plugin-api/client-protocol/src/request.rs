@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::goals::{GoalCreate, GoalEdit, GoalState, GoalTarget};
 use crate::handshake::{Initialize, Initialized, SubscribeRequest};
 use crate::payloads::*;
-use crate::{ChatItem, SessionHistory, Trajectory, UploadImage};
+use crate::{AttachmentData, ChatItem, ReadAttachment, SessionHistory, Trajectory, UploadImage};
 
 /// The params of a method that takes none (`{}`; absent or `null` reads the same).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -87,6 +87,8 @@ methods! {
     "session.prompt" => SessionPrompt(SendPrompt) -> PromptAccepted;
     /// An image stored for a later prompt (`images` of `session.prompt`): its reference.
     "session.attachment" => SessionAttachment(UploadImage) -> dsh_protocol::ImageAttachment;
+    /// A stored image's bytes (to show a sent prompt's images), verified against its digest.
+    "attachment.read" => AttachmentRead(ReadAttachment) -> AttachmentData;
     /// Cancels the running turn.
     "session.cancel" => SessionCancel(SessionRef) -> Done;
     /// Drops, edits or steers one waiting message.

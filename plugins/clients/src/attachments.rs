@@ -7,9 +7,9 @@
 use abi_stable::std_types::{RString, RVec};
 use dsh_attachments_seam::{
     ATTACHMENTS_SERVICE, AttachmentFailure, AttachmentsService, NewImage, accepts_images,
-    decode_base64, decode_failure, session_route,
+    decode_base64, decode_failure, encode_base64, session_route,
 };
-use dsh_client_protocol::{RpcErrorCode, UploadImage};
+use dsh_client_protocol::{AttachmentData, ReadAttachment, RpcErrorCode, UploadImage};
 use dsh_plugin_api::Json;
 use dsh_protocol::ImageAttachment;
 
@@ -79,6 +79,24 @@ impl Api {
         refs.into_iter()
             .next()
             .ok_or_else(|| Failure::internal("the attachment store answered no reference"))
+    }
+
+    /// `attachment.read`: a stored image's bytes, base64 (the page shows a prompt's images).
+    pub(crate) async fn read_attachment(
+        &self,
+        request: ReadAttachment,
+    ) -> Result<AttachmentData, Failure> {
+        let store = self.attachments()?;
+        let reading = store.read(Json::encode(&request.attachment));
+        drop(store);
+        let bytes = reading
+            .await
+            .into_result()
+            .map_err(|failure| rejected(&decode_failure(&failure)))?;
+        Ok(AttachmentData {
+            media_type: request.attachment.media_type,
+            data: encode_base64(&bytes),
+        })
     }
 
     /// Checks a prompt's images: the session's model takes them and each is in the store as

@@ -5,6 +5,7 @@
 // images) and a refusal comes back as a toast naming the limit, with the tray kept.
 
 import { element } from "./dom.js";
+import { call } from "./core.js";
 
 const TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif"];
 const pending = [];
@@ -56,6 +57,35 @@ function render() {
         render();
       });
       return element("figure", { class: "attached" }, thumb, remove);
+    }),
+  );
+}
+
+// A sent prompt's images in its bubble: thumbnails whose bytes are fetched once each
+// (`attachment.read`, by the image's sha256 id), opened in the lightbox on a click.
+const loaded = new Map();
+export function sentImages(images) {
+  return element(
+    "div",
+    { class: "sent-images" },
+    ...images.map((attachment) => {
+      const name = attachment.name || `${attachment.width}x${attachment.height} ${attachment.mediaType}`;
+      const thumb = element("img", { class: "thumb", alt: name, title: name });
+      const id = attachment.attachmentId;
+      if (!loaded.has(id)) {
+        loaded.set(
+          id,
+          call("attachment.read", { attachment }).then((read) => `data:${read.mediaType};base64,${read.data}`),
+        );
+      }
+      loaded
+        .get(id)
+        .then((dataUrl) => {
+          thumb.src = dataUrl;
+          thumb.addEventListener("click", () => openLightbox({ name, dataUrl }));
+        })
+        .catch(() => thumb.replaceWith(element("span", { class: "missing-image" }, `[${name}: not available]`)));
+      return thumb;
     }),
   );
 }

@@ -6,6 +6,7 @@
 import { element, seconds, tokens } from "./dom.js";
 import { questionCard, toolCard } from "./cards.js";
 import { planCard } from "./plan.js";
+import { sentImages } from "./attachments.js";
 
 export { element, seconds, tokens } from "./dom.js";
 export { inspection } from "./cards.js";
@@ -185,7 +186,12 @@ export function renderItem(item) {
   let node;
   switch (item.kind) {
     case "user":
-      node = element("div", { class: "message user" }, element("div", { class: "bubble" }, item.text));
+      node = element(
+        "div",
+        { class: "message user" },
+        element("div", { class: "bubble" }, item.text),
+        item.images?.length ? sentImages(item.images) : null,
+      );
       break;
     case "assistant":
       node = element(

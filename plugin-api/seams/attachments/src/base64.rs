@@ -21,6 +21,25 @@ fn refused() -> AttachmentFailure {
     )
 }
 
+/// `bytes` as canonical base64 (standard alphabet, padded).
+pub fn encode_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            out.push(match i <= group.len() {
+                true => char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]),
+                false => '=',
+            });
+        }
+    }
+    out
+}
+
 /// The bytes `text` encodes, refusing empty, unpadded, non-alphabet or non-canonical text
 /// (`INVALID_IMAGE_BASE64`).
 pub fn decode_base64(text: &str) -> Result<Vec<u8>, AttachmentFailure> {
@@ -63,6 +82,12 @@ mod tests {
         assert_eq!(decode_base64("YWFh").unwrap(), b"aaa");
         assert_eq!(decode_base64("YQ==").unwrap(), b"a");
         assert_eq!(decode_base64("YWE=").unwrap(), b"aa");
+        for bytes in [&b""[..], b"a", b"aa", b"aaa", b"\xff\x00\x10\x80"] {
+            if !bytes.is_empty() {
+                assert_eq!(decode_base64(&encode_base64(bytes)).unwrap(), bytes);
+            }
+        }
+        assert_eq!(encode_base64(b"aaa"), "YWFh");
         for bad in ["", "YQ", "YR==", "Y===", "YQ==YWFh", "YW h", "YWF\n"] {
             let error = decode_base64(bad).unwrap_err();
             assert_eq!(error.code, AttachmentCode::InvalidImageBase64, "{bad:?}");

@@ -20,7 +20,7 @@
 mod base64;
 mod route;
 
-pub use base64::decode_base64;
+pub use base64::{decode_base64, encode_base64};
 pub use route::{ROUTE_SERVICES, Route, accepts_images, session_route};
 
 use abi_stable::sabi_trait;

@@ -197,7 +197,23 @@ impl Fold {
                         false => message.id.clone(),
                     };
                     let text = message.text();
-                    self.upsert(ChatItem::User { id, seq, text }, &mut change);
+                    let images = message
+                        .content
+                        .iter()
+                        .filter_map(|block| match block {
+                            dsh_protocol::ContentBlock::Image { attachment } => {
+                                Some(attachment.clone())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let item = ChatItem::User {
+                        id,
+                        seq,
+                        text,
+                        images,
+                    };
+                    self.upsert(item, &mut change);
                 }
             }
             kinds::ASSISTANT_CHUNK => {
