@@ -81,6 +81,8 @@ pub(crate) struct Manifest {
     /// after that may have changed again within the same timestamp tick without its `lstat`
     /// fields showing it (git's "racily clean" entries), so it is read again.
     trusted_before: (i64, i64),
+    /// How many entries each directory held when it was last listed (`""`: the root).
+    children: HashMap<String, usize>,
 }
 
 impl Manifest {
@@ -301,6 +303,7 @@ pub(crate) fn scan(
         std::mem::replace(&mut manifest.trusted_before, crate::clock::now_less_slack());
     let mut changes = Vec::new();
     let mut listed = Vec::new();
+    let mut shrank = false;
     let mut count = 0usize;
     let mut relative = String::new();
     let prefix_of = |dir: &str| match dir.is_empty() {
@@ -321,7 +324,10 @@ pub(crate) fn scan(
             Err(_) if dir != scope.root => continue,
             Err(error) => return Err(io(&dir)(error)),
         };
-        listed.push(prefix.trim_end_matches('/').to_owned());
+        let listed_dir = prefix.trim_end_matches('/').to_owned();
+        // How many entries it holds now, and how many of those it held before: fewer known
+        // than it held means something under it went away (and the sweep must look).
+        let (mut present, mut known_present) = (0usize, 0usize);
         for item in listing.flatten() {
             let name = item.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -347,11 +353,13 @@ pub(crate) fn scan(
             let was_dir = known
                 .as_ref()
                 .is_some_and(|known| known.snap.kind == Kind::Dir);
+            let was_known = known.is_some();
             if let Some(known) = known
                 && known.stat == stat
                 && known.stat.ctime < trusted_before
             {
                 known.seen = generation;
+                (present, known_present) = (present + 1, known_present + 1);
                 if was_dir && recursive {
                     pending.push((item.path(), format!("{relative}/"), true));
                 }
@@ -372,9 +380,18 @@ pub(crate) fn scan(
                 seen: generation,
             };
             changes.extend(manifest.put(&relative, entry));
+            present += 1;
+            known_present += usize::from(was_known);
         }
+        let held = manifest.children.insert(listed_dir.clone(), present);
+        shrank |= held.is_some_and(|held| known_present < held);
+        listed.push(listed_dir);
     }
-    changes.extend(manifest.sweep(generation, only.map(|_| listed.as_slice())));
+    // A partial scan in which no listed directory lost an entry has nothing to sweep (and
+    // skips a pass over every entry of the workspace).
+    if only.is_none() || shrank {
+        changes.extend(manifest.sweep(generation, only.map(|_| listed.as_slice())));
+    }
     changes.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Scanned { changes, listed })
 }
