@@ -286,6 +286,24 @@ fn parent_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(parent, _)| parent)
 }
 
+/// Where a scan starts: the root and all under it, or each of `only` alone, as
+/// `(directory, its prefix, whether to go down)`.
+fn starts(scope: &Scope, only: Option<&HashSet<String>>) -> Vec<(PathBuf, String, bool)> {
+    match only {
+        None => vec![(scope.root.clone(), String::new(), true)],
+        Some(dirs) => dirs
+            .iter()
+            .map(|dir| {
+                let prefix = match dir.is_empty() {
+                    true => String::new(),
+                    false => format!("{dir}/"),
+                };
+                (scope.root.join(dir), prefix, false)
+            })
+            .collect(),
+    }
+}
+
 /// Scans `scope` into `manifest` in place: an entry whose `lstat` fields did not change is
 /// only marked seen (no allocation, no read); every other is read, its content stored, and
 /// answered as a change, as is every entry no longer there. With `only`, just those
@@ -306,17 +324,7 @@ pub(crate) fn scan(
     let mut shrank = false;
     let mut count = 0usize;
     let mut relative = String::new();
-    let prefix_of = |dir: &str| match dir.is_empty() {
-        true => String::new(),
-        false => format!("{dir}/"),
-    };
-    let mut pending: Vec<(PathBuf, String, bool)> = match only {
-        None => vec![(scope.root.clone(), String::new(), true)],
-        Some(dirs) => dirs
-            .iter()
-            .map(|dir| (scope.root.join(dir), prefix_of(dir), false))
-            .collect(),
-    };
+    let mut pending = starts(scope, only);
     while let Some((dir, prefix, recursive)) = pending.pop() {
         let listing = match fs::read_dir(&dir) {
             Ok(listing) => listing,
