@@ -341,45 +341,6 @@ fn bad_goal_input_is_refused_by_name() {
             .contains("needs the new objective"),
         "{edit}"
     );
-    // A goal whose revision moved on refuses the old one, naming both.
-    let created = web.call(
-        "goal.create",
-        &json!({"sessionId": session, "objective": "Tidy", "maxGoalRounds": 2}),
-    )["goal"]
-        .clone();
-    // In round 1 the model may not report it blocked yet (3 rounds first).
-    let mut blocked_early = update(&created, 1, "blocked");
-    blocked_early["blocked_reason"] = json!("the linter is missing");
-    server.push(vec![
-        Reply::tool_call("call_block", "update_goal", blocked_early),
-        Reply::text("Round 1."),
-        Reply::text("Round 2."),
-    ]);
-    let blocked = goal_frame(&mut socket, "blocked");
-    assert_eq!(blocked["blockedReason"]["code"], "round-limit", "{blocked}");
-    let (code, message) = refused(
-        &web,
-        "goal.complete",
-        &json!({"sessionId": session, "goalId": created["id"], "revision": 1}),
-    );
-    assert_eq!(code, "session-conflict", "{message}");
-    assert!(
-        message.contains("GOAL_STALE_REVISION")
-            && message.contains(&format!("the current revision is {}", blocked["revision"])),
-        "{message}"
-    );
-    let threshold = server.requests()[4].tool_texts().pop().unwrap();
-    assert!(
-        threshold.contains("GOAL_TOOL_BLOCK_THRESHOLD")
-            && threshold.contains("at least 3 consecutive goal rounds; current round is 1"),
-        "{threshold}"
-    );
-    let again = refused(
-        &web,
-        "goal.create",
-        &json!({"sessionId": session, "objective": "Another"}),
-    );
-    assert!(again.1.contains("GOAL_ALREADY_EXISTS"), "{again:?}");
     assert_eq!(web.host.stop(), Some(0));
 }
 
@@ -417,5 +378,53 @@ fn a_persons_prompt_comes_before_the_next_round() {
         "{second}"
     );
     assert!(said(2).contains("Round: 2/256"), "{}", said(2));
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_stale_revision_and_an_early_blocked_report_are_refused_by_name() {
+    let server = FakeDeepSeek::start(Vec::new());
+    let dir = TestDir::new("goals-stale");
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    // A goal whose revision moved on refuses the old one, naming both.
+    let created = web.call(
+        "goal.create",
+        &json!({"sessionId": session, "objective": "Tidy", "maxGoalRounds": 2}),
+    )["goal"]
+        .clone();
+    // In round 1 the model may not report it blocked yet (3 rounds first).
+    let mut blocked_early = update(&created, 1, "blocked");
+    blocked_early["blocked_reason"] = json!("the linter is missing");
+    server.push(vec![
+        Reply::tool_call("call_block", "update_goal", blocked_early),
+        Reply::text("Round 1."),
+        Reply::text("Round 2."),
+    ]);
+    let blocked = goal_frame(&mut socket, "blocked");
+    assert_eq!(blocked["blockedReason"]["code"], "round-limit", "{blocked}");
+    let (code, message) = refused(
+        &web,
+        "goal.complete",
+        &json!({"sessionId": session, "goalId": created["id"], "revision": 1}),
+    );
+    assert_eq!(code, "session-conflict", "{message}");
+    assert!(
+        message.contains("GOAL_STALE_REVISION")
+            && message.contains(&format!("the current revision is {}", blocked["revision"])),
+        "{message}"
+    );
+    let threshold = server.requests()[1].tool_texts().pop().unwrap();
+    assert!(
+        threshold.contains("GOAL_TOOL_BLOCK_THRESHOLD")
+            && threshold.contains("at least 3 consecutive goal rounds; current round is 1"),
+        "{threshold}"
+    );
+    let again = refused(
+        &web,
+        "goal.create",
+        &json!({"sessionId": session, "objective": "Another"}),
+    );
+    assert!(again.1.contains("GOAL_ALREADY_EXISTS"), "{again:?}");
     assert_eq!(web.host.stop(), Some(0));
 }
