@@ -174,7 +174,9 @@ export function frameScenarios({ authUrl, expect, shoot, themes, problems }) {
       await shoot(page, "row-menu");
       await page.keyboard.press("ArrowDown");
       await page.keyboard.press("ArrowDown");
-      expect((await page.evaluate(() => document.activeElement.textContent)) === "Archive", "the third item is not Archive");
+      expect((await page.evaluate(() => document.activeElement.textContent)) === "Export", "the third item is not Export");
+      await page.keyboard.press("ArrowDown");
+      expect((await page.evaluate(() => document.activeElement.textContent)) === "Archive", "the fourth item is not Archive");
       await page.keyboard.press("Enter");
       await page.waitForFunction(() => document.querySelectorAll("#sessions .session").length === 1);
       await page.click(".archived-toggle");
