@@ -63,3 +63,4 @@ mod web_chat;
 mod web_live;
 mod web_queue;
 mod web_tools;
+mod web_undo;

@@ -11,6 +11,7 @@ import { frameScenarios } from "./layout.mjs";
 import { goalScenarios } from "./goal.mjs";
 import { planScenarios } from "./plan.mjs";
 import { imageScenarios } from "./images.mjs";
+import { undoScenarios } from "./undo.mjs";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
 const executablePath = process.env.DSH_CHROMIUM || "/usr/bin/chromium";
@@ -813,6 +814,7 @@ Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, effortScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, planScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
+Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
 const run = scenarios[scenario];
 if (!run) {

@@ -12,6 +12,7 @@ import { applyTheme, wireSettings } from "./settings.js";
 import { refreshSessions, renderSessions } from "./sidebar.js";
 import { refreshTrust, renderHero } from "./start-page.js";
 import { showPlanChip } from "./plan.js";
+import "./undo.js";
 
 // ---- the conversation --------------------------------------------------------------------
 
