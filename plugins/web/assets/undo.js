@@ -18,6 +18,9 @@ const STYLE = `
    out as it would without it. */
 .rewind-here { order: -1; flex: none; width: 1px; direction: rtl; white-space: nowrap; align-self: center; margin-right: 0.5rem; font-size: 0.75rem; color: var(--muted); background: none; border: none; padding: 0.1rem 0; opacity: 0; }
 .message.user { flex-wrap: wrap; }
+/* A prompt with images is a column (attachments.css): the action goes under them, at the right. */
+.message.user:has(.sent-images) .rewind-here { order: 0; width: auto; direction: ltr; align-self: flex-end; margin: 0.2rem 0 0; }
+.message.user:has(.sent-images) .rewind-confirm { flex-basis: auto; }
 /* Faded out, not hidden: the keyboard still reaches it. */
 .message.user:hover .rewind-here, .rewind-here:focus-visible, .message.user.rewinding .rewind-here { opacity: 1; }
 .rewind-confirm { flex-basis: 100%; display: flex; flex-direction: column; align-items: flex-end; gap: 0.4rem; margin-top: 0.4rem; font-size: 0.85rem; }
