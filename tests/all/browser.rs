@@ -585,8 +585,10 @@ fn the_goal_bar_shows_the_goal_and_pauses_resumes_completes_and_clears_it() {
     let Some(server) = scenario(
         "goal",
         vec![
-            slow(": round 1 drafted the outline.", 2500),
-            slow(": round 2 filled it in.", 4000),
+            // Long enough that Pause and Complete land while their round runs, screenshots
+            // and all, on a loaded machine (a round that ended first would start another).
+            slow(": round 1 drafted the outline.", 8000),
+            slow(": round 2 filled it in.", 10000),
         ],
         "",
     ) else {
