@@ -126,34 +126,9 @@ impl Shared {
         let Some(policy) = policy else {
             return base.with_mode(self.mode).with_temp_roots();
         };
-        let mode = policy.mode;
         // A refusal says the call may ask for a wider mode (`sandbox_permissions`).
-        let base = base
-            .with_mode(mode)
-            .with_escalation_available(mode != SandboxMode::DangerFullAccess);
-        let workspace = policy
-            .writable_roots
-            .into_iter()
-            .skip(1)
-            .fold(base, Workspace::with_writable_root);
-        let workspace = policy
-            .protected
-            .into_iter()
-            .fold(workspace, Workspace::with_protected);
-        let workspace = policy
-            .hidden
-            .into_iter()
-            .fold(workspace, Workspace::with_hidden);
-        let workspace = policy
-            .exposed
-            .into_iter()
-            .fold(workspace, Workspace::with_exposed);
-        match policy.readable_roots {
-            Some(roots) => {
-                workspace.with_readable_roots(roots.into_iter().map(Into::into).collect())
-            }
-            None => workspace,
-        }
+        base.with_escalation_available(policy.mode != SandboxMode::DangerFullAccess)
+            .with_policy(policy)
     }
 
     fn observations(&self, session: &str) -> Arc<Observations> {

@@ -27,21 +27,5 @@ pub(crate) fn workspace(ctx: &Context, fs: Arc<dyn FileSystem>, call: &CallView)
             .unwrap_or(SandboxMode::WorkspaceWrite);
         return base.with_mode(mode).with_temp_roots();
     };
-    let workspace = policy
-        .writable_roots
-        .into_iter()
-        .skip(1)
-        .fold(base.with_mode(policy.mode), Workspace::with_writable_root);
-    let workspace = policy
-        .hidden
-        .into_iter()
-        .fold(workspace, Workspace::with_hidden);
-    let workspace = policy
-        .exposed
-        .into_iter()
-        .fold(workspace, Workspace::with_exposed);
-    match policy.readable_roots {
-        Some(roots) => workspace.with_readable_roots(roots.into_iter().map(Into::into).collect()),
-        None => workspace,
-    }
+    base.with_policy(policy)
 }

@@ -120,6 +120,36 @@ impl Workspace {
         self
     }
 
+    /// The session's sandbox policy over this workspace: its mode, its writable roots after
+    /// the working directory (which is this workspace's own), its protected, hidden and
+    /// exposed paths and, when reads are fenced, its readable roots; so the file tools obey
+    /// the policy the shell does.
+    pub fn with_policy(self, policy: dsh_protocol::SandboxPolicy) -> Self {
+        let workspace = policy
+            .writable_roots
+            .into_iter()
+            .skip(1)
+            .fold(self.with_mode(policy.mode), Workspace::with_writable_root);
+        let workspace = policy
+            .protected
+            .into_iter()
+            .fold(workspace, Workspace::with_protected);
+        let workspace = policy
+            .hidden
+            .into_iter()
+            .fold(workspace, Workspace::with_hidden);
+        let workspace = policy
+            .exposed
+            .into_iter()
+            .fold(workspace, Workspace::with_exposed);
+        match policy.readable_roots {
+            Some(roots) => {
+                workspace.with_readable_roots(roots.into_iter().map(Into::into).collect())
+            }
+            None => workspace,
+        }
+    }
+
     /// Whether `path` (symlinks resolved) may be read: not in `/proc`, `/sys` or `/dev`, not
     /// hidden, and under a readable root when reads are fenced.
     pub fn may_read(&self, path: &Path) -> bool {
