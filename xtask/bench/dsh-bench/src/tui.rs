@@ -30,9 +30,11 @@ const WORKING: &str = "working (Esc cancels)";
 const IDLE: &str = "idle";
 /// Steps of the recorded session reopened (about 7 events each: 10,000 and more).
 const HISTORY_STEPS: usize = 1_500;
-/// The streamed answer: this many deltas of two words, one a millisecond.
-const STREAM_DELTAS: usize = 5_000;
-const WORDS_PER_DELTA: usize = 2;
+/// The streamed answer: this many deltas of four words, one every two milliseconds (2,000
+/// words a second; a pace of one millisecond is more than the timer keeps to).
+const STREAM_DELTAS: usize = 2_500;
+const WORDS_PER_DELTA: usize = 4;
+const PACE_MS: u64 = 2;
 const STARTS: usize = 5;
 const KEYSTROKES: usize = 40;
 const WAIT: Duration = Duration::from_secs(120);
@@ -163,7 +165,7 @@ fn ours(dir: &Path) -> anyhow::Result<()> {
     std::fs::write(
         home.join("cordis.patch.yml"),
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n        textDeltas: {STREAM_DELTAS}\n        wordsPerDelta: {WORDS_PER_DELTA}\n        paceMs: 1\n"
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 0\n        textDeltas: {STREAM_DELTAS}\n        wordsPerDelta: {WORDS_PER_DELTA}\n        paceMs: {PACE_MS}\n"
         ),
     )?;
     let tmux = Tmux::start(dir, &work, &[("DSH_HOME", home.display().to_string())])?;
