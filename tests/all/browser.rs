@@ -384,7 +384,11 @@ fn the_effort_picker_sets_the_sessions_reasoning_effort() {
     };
     let sent = server.requests();
     assert_eq!(sent.len(), 2);
-    assert!(sent[0].body.get("reasoning_effort").is_none(), "{}", sent[0].body);
+    assert!(
+        sent[0].body.get("reasoning_effort").is_none(),
+        "{}",
+        sent[0].body
+    );
     assert_eq!(sent[1].body["reasoning_effort"], "max", "{}", sent[1].body);
     server.assert_no_violations();
 }

@@ -279,10 +279,7 @@ pub(crate) struct PromptRequest {
 )]
 pub(crate) enum ContentBlock {
     Text { text: String },
-    Image {
-        data: String,
-        mime_type: String,
-    },
+    Image { data: String, mime_type: String },
     Audio {},
     ResourceLink { name: String, uri: String },
     Resource {},

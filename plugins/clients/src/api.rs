@@ -136,7 +136,9 @@ impl Api {
             ClientRequest::SessionDemo(_) => to_value(self.demo().await?),
             ClientRequest::SessionPrompt(request) => to_value(self.prompt(request).await?),
             ClientRequest::SessionAttachment(request) => to_value(self.attachment(request).await?),
-            ClientRequest::AttachmentRead(request) => to_value(self.read_attachment(request).await?),
+            ClientRequest::AttachmentRead(request) => {
+                to_value(self.read_attachment(request).await?)
+            }
             ClientRequest::SessionCancel(request) => to_value(self.cancel(request)?),
             ClientRequest::SessionUpdateQueue(request) => to_value(self.update_queue(request)?),
             ClientRequest::SessionRename(request) => to_value(self.rename(request).await?),

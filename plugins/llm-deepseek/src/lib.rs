@@ -14,13 +14,13 @@
 //! plugin registration on the `llm` service belong to the code that wires this crate to the
 //! host's HTTP service; the message and chunk vocabulary belongs to `dsh-llm-api`.
 
-mod images;
 mod base64;
 mod budget;
 mod catalog;
 mod config;
 mod discovery;
 mod errors;
+mod images;
 mod live_catalog;
 mod plugin;
 mod request;

@@ -17,11 +17,11 @@
 //! socket: every process, request and timer is the host's. With no server configured it
 //! starts nothing.
 
-mod images;
 mod client;
 mod config;
 mod error;
 mod http;
+mod images;
 mod manager;
 mod protocol;
 mod reload;
