@@ -34,7 +34,7 @@ use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
 use crate::address::AllowList;
 use crate::fetch::{Fetcher, Limits};
 use crate::search::Provider;
-use crate::tools::{FetchHandle, FetchTool, SearchHandle, SearchTool};
+use crate::tools::{FetchTool, SearchTool, WebHandle};
 
 /// The reference's default `User-Agent`: a product, never a browser disguise.
 const USER_AGENT: &str = "dsh/0.1 (web_fetch)";
@@ -257,7 +257,7 @@ impl Plugin for ToolWebPlugin {
                     .register(
                         owner.clone(),
                         RString::new(),
-                        Tool_TO::from_value(SearchHandle(tool), TD_Opaque),
+                        Tool_TO::from_value(WebHandle::Search(tool), TD_Opaque),
                     )
                     .into_result()
                     .map_err(|error| PluginError::plugin(error.to_string()))?,
@@ -285,7 +285,7 @@ impl Plugin for ToolWebPlugin {
                     .register(
                         owner,
                         RString::new(),
-                        Tool_TO::from_value(FetchHandle(tool), TD_Opaque),
+                        Tool_TO::from_value(WebHandle::Fetch(tool), TD_Opaque),
                     )
                     .into_result()
                     .map_err(|error| PluginError::plugin(error.to_string()))?,

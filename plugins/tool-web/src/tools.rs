@@ -160,28 +160,6 @@ impl FetchTool {
     }
 }
 
-/// The registered handle.
-pub(crate) struct FetchHandle(pub(crate) Arc<FetchTool>);
-
-impl Tool for FetchHandle {
-    fn spec(&self) -> Json<ToolDecl> {
-        Json::encode(&self.0.decl())
-    }
-
-    fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
-        let tool = self.0.clone();
-        async move { Json::encode(&tool.run(call.arguments.as_str(), &cancel).await) }.into_ffi()
-    }
-
-    fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
-        RNone
-    }
-
-    fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
-        RNone
-    }
-}
-
 pub(crate) struct SearchTool {
     pub(crate) ctx: Context,
     pub(crate) http: Service<HttpService>,
@@ -318,17 +296,32 @@ async fn futures_join(futures: Vec<search::SearchFuture<'_>>) -> Vec<Result<Foun
     .await
 }
 
-/// The registered handle.
-pub(crate) struct SearchHandle(pub(crate) Arc<SearchTool>);
+/// The registered handle of either tool.
+#[derive(Clone)]
+pub(crate) enum WebHandle {
+    Fetch(Arc<FetchTool>),
+    Search(Arc<SearchTool>),
+}
 
-impl Tool for SearchHandle {
+impl Tool for WebHandle {
     fn spec(&self) -> Json<ToolDecl> {
-        Json::encode(&self.0.decl())
+        Json::encode(&match self {
+            Self::Fetch(tool) => tool.decl(),
+            Self::Search(tool) => tool.decl(),
+        })
     }
 
     fn execute(&self, call: CallView, cancel: CancelBox) -> FfiFuture<Json<ToolReply>> {
-        let tool = self.0.clone();
-        async move { Json::encode(&tool.run(call.arguments.as_str(), &cancel).await) }.into_ffi()
+        let handle = self.clone();
+        async move {
+            let arguments = call.arguments.as_str();
+            let reply = match handle {
+                Self::Fetch(tool) => tool.run(arguments, &cancel).await,
+                Self::Search(tool) => tool.run(arguments, &cancel).await,
+            };
+            Json::encode(&reply)
+        }
+        .into_ffi()
     }
 
     fn parallel_safe(&self, _arguments: RString) -> ROption<bool> {
