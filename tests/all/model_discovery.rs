@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, OFFICIAL_MODELS, Reply};
-use dsh_tests::http::{envelope, send};
 use dsh_tests::web::{Web, WebHost, fake_model_layer, start, turn_ended};
 use dsh_tests::{TestDir, WAIT};
 use serde_json::{Value, json};
@@ -39,21 +38,6 @@ fn wait_listed(web: &Web, route: &str) -> Value {
         assert!(Instant::now() < deadline, "{route} never listed: {listed}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The whole answer of a call that may fail: `{ok, value | error}`.
-fn try_call(web: &Web, method: &str, payload: &Value) -> Value {
-    let response = send(
-        &web.address,
-        "POST",
-        &format!("/api/{method}"),
-        &[
-            ("Authorization", &web.bearer),
-            ("Content-Type", "application/json"),
-        ],
-        &envelope(method, payload),
-    );
-    response.json()["result"].clone()
 }
 
 #[test]
@@ -107,8 +91,7 @@ fn discovered_models_are_listed_and_any_id_of_a_served_provider_can_be_chosen() 
     assert_eq!(requests[0].body["model"], "qwen3:32b-instruct");
 
     // A provider no adapter serves is refused, naming it; so is a route without a model.
-    let refused = try_call(
-        &web,
+    let refused = web.try_call(
         "session.selectModel",
         &json!({"sessionId": session, "model": "nowhere/qwen2.5-coder:7b"}),
     );
@@ -116,8 +99,7 @@ fn discovered_models_are_listed_and_any_id_of_a_served_provider_can_be_chosen() 
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("`nowhere`"), "{message}");
     assert!(message.contains("deepseek-official"), "{message}");
-    let blank = try_call(
-        &web,
+    let blank = web.try_call(
         "session.selectModel",
         &json!({"sessionId": session, "model": "deepseek-official/ "}),
     );

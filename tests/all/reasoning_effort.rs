@@ -6,27 +6,11 @@
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::http::{envelope, send};
-use dsh_tests::web::{Web, start, turn_ended};
-use serde_json::{Value, json};
+use dsh_tests::web::{start, turn_ended};
+use serde_json::json;
 
 const FLASH: &str = "deepseek-official/deepseek-v4-flash";
 const PRO: &str = "deepseek-official/deepseek-v4-pro";
-
-/// The whole answer of a call that may fail: `{ok, value | error}`.
-fn try_call(web: &Web, method: &str, payload: &Value) -> Value {
-    let response = send(
-        &web.address,
-        "POST",
-        &format!("/api/{method}"),
-        &[
-            ("Authorization", &web.bearer),
-            ("Content-Type", "application/json"),
-        ],
-        &envelope(method, payload),
-    );
-    response.json()["result"].clone()
-}
 
 #[test]
 fn a_session_chooses_its_models_reasoning_effort() {
@@ -95,8 +79,7 @@ fn a_session_chooses_its_models_reasoning_effort() {
     );
 
     // An effort the model does not offer is refused, naming what it offers.
-    let refused = try_call(
-        &web,
+    let refused = web.try_call(
         "session.selectModel",
         &json!({"sessionId": session, "model": FLASH, "effort": "extreme"}),
     );

@@ -142,7 +142,20 @@ pub fn start_in_workspace(server: &FakeDeepSeek, dir: &TestDir) -> Web {
 impl Web {
     /// Calls `method` with `payload`; it must succeed, and its value is answered.
     pub fn call(&self, method: &str, payload: &Value) -> Value {
-        let response = send(
+        let response = self.post(method, payload);
+        assert_eq!(response.status, 200, "{response:?}");
+        let body = response.json();
+        assert_eq!(body["result"]["ok"], true, "{method}: {body}");
+        body["result"]["value"].clone()
+    }
+
+    /// The whole answer of a call that may fail: `{ok, value | error}`.
+    pub fn try_call(&self, method: &str, payload: &Value) -> Value {
+        self.post(method, payload).json()["result"].clone()
+    }
+
+    fn post(&self, method: &str, payload: &Value) -> crate::http::Response {
+        send(
             &self.address,
             "POST",
             &format!("/api/{method}"),
@@ -151,11 +164,7 @@ impl Web {
                 ("Content-Type", "application/json"),
             ],
             &envelope(method, payload),
-        );
-        assert_eq!(response.status, 200, "{response:?}");
-        let body = response.json();
-        assert_eq!(body["result"]["ok"], true, "{method}: {body}");
-        body["result"]["value"].clone()
+        )
     }
 
     /// Prompts `session` with `text`: the call's value.
