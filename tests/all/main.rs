@@ -33,6 +33,7 @@ mod llm;
 mod mcp;
 mod model_discovery;
 mod plan_mode;
+mod presets;
 mod products;
 mod products_real;
 mod products_recorded;

@@ -36,6 +36,10 @@ pub struct AgentOptions {
     /// Seeds a new session with the first events of a live one (a forked child).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<AgentSeed>,
+    /// The agent preset a new session runs (written in its header); absent: the session runs
+    /// the plain agent, or, on resume, the preset its log names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
 }
 
 /// The events a new agent's session starts from.
@@ -65,6 +69,12 @@ pub struct AgentSummary {
     pub cwd: String,
     pub provider: String,
     pub model: String,
+    /// The agent preset it runs (absent: the plain agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
+    /// Why it does not run the preset its log names (a preset renamed or removed since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset_note: Option<String>,
 }
 
 /// What a session's inbox holds, in order.

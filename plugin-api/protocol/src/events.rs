@@ -330,6 +330,15 @@ pub struct PlanModeEvent {
 }
 event_data!(PlanModeEvent, crate::kinds::PLAN_MODE);
 
+/// `agent-preset/selected`: a session that has had no turn switched to another agent preset;
+/// the last one wins over the header's `agentPreset`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPresetSelectedEvent {
+    pub agent_preset: String,
+}
+event_data!(AgentPresetSelectedEvent, crate::kinds::AGENT_PRESET_SELECTED);
+
 /// The state of one todo item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

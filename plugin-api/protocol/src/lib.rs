@@ -60,7 +60,7 @@ pub use content::{
 pub use envelope::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
 pub use events::{
     ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy, ApprovalPolicyEvent, ApprovalScope,
-    ApprovalVerdict, AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData,
+    AgentPresetSelectedEvent, ApprovalVerdict, AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData,
     HeaderReason, InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent,
     PermissionPresetEvent, PlanModeEvent, RequestContextEvent, RequestHeader, RequestHeaderEvent,
     SandboxModeEvent, SessionTitleEvent, SessionTitleLlmRequestEvent, SpliceOutcome, StepEndEvent,

@@ -43,6 +43,10 @@ pub(crate) enum AgentError {
     Gone(String),
     #[error("agent `{agent}`: closing its session: {error}")]
     Close { agent: String, error: SessionError },
+    #[error("agent preset `{id}`: {problem}")]
+    Preset { id: String, problem: String },
+    #[error("agent `{0}` has had a turn: its preset is chosen before the first one")]
+    PresetAfterTurn(String),
 }
 
 impl AgentError {
@@ -56,7 +60,9 @@ impl AgentError {
             | Self::Action(_)
             | Self::Target(_)
             | Self::EmptyMessage
-            | Self::EmptyEdit => AgentsErrorKind::Invalid,
+            | Self::EmptyEdit
+            | Self::Preset { .. }
+            | Self::PresetAfterTurn(_) => AgentsErrorKind::Invalid,
             Self::Exists(_) | Self::Pending(_) => AgentsErrorKind::Exists,
             Self::Unknown(_) | Self::NoAgentToWake(_) => AgentsErrorKind::NotFound,
             // A session that is not live (or not there) is as unknown as a missing agent.

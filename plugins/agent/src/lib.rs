@@ -12,11 +12,14 @@
 //! `inbox/claimed`, `inbox/discarded`, `disposed`) follow the reference; `agent/error` comes
 //! from the loop, which knows the step.
 //!
-//! Not built yet: the agent tree (subagents with owners and `roots`), presets.
+//! A session runs an agent preset when it is made with one (`agentPreset` in its options,
+//! written in its header) or switched to one before its first turn: the preset's tool scope
+//! joins its chain (see `preset`).
 
 mod driver;
 mod error;
 mod inbox;
+mod preset;
 mod queue;
 mod registry;
 mod service;
@@ -38,7 +41,11 @@ pub struct AgentPlugin;
 impl Plugin for AgentPlugin {
     const NAME: &'static str = "agent";
     // Reached when used; declared so that a shutdown disposes agents before them.
-    const OPTIONAL: &'static [&'static str] = &[SESSIONS_SERVICE, AGENT_LOOP_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        SESSIONS_SERVICE,
+        AGENT_LOOP_SERVICE,
+        dsh_agents_seam::presets::AGENT_PRESETS_SERVICE,
+    ];
     const PROVIDES: &'static [&'static str] = &[AGENTS_SERVICE];
     type Config = NoConfig;
 

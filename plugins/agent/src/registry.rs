@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::error::AgentError;
 use crate::inbox::Inbox;
+use crate::preset::ActivePreset;
 
 /// What an agent's turns run with.
 #[derive(Debug, Clone)]
@@ -27,6 +28,10 @@ pub(crate) struct Route {
     pub(crate) model: String,
     pub(crate) cwd: String,
     pub(crate) scope: Vec<String>,
+    /// The agent preset it runs (its scope is in `scope`).
+    pub(crate) preset: Option<ActivePreset>,
+    /// Why it does not run the preset its log names.
+    pub(crate) preset_note: Option<String>,
 }
 
 /// Whether the driver runs, and what a cancel left for it.

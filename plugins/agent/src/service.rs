@@ -8,14 +8,18 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_agents_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents, AgentsError};
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{
-    AbortCause, AgentNoticeData, AgentOptions, AgentStatus, AgentSummary, InboxListing,
-    InboxTarget, Message, QueueAction, SessionStartSource, SpliceOutcome, TurnOutcome,
+    AbortCause, AgentNoticeData, AgentOptions, AgentPresetSelectedEvent, AgentStatus, AgentSummary,
+    InboxListing, InboxTarget, Message, QueueAction, SessionStartSource, SpliceOutcome,
+    TurnOutcome,
 };
-use dsh_sessions_seam::{CreateSession, SESSIONS_SERVICE, SessionSeed, SessionsService};
+use dsh_sessions_seam::{
+    CreateSession, SESSIONS_SERVICE, SessionExt, SessionSeed, SessionsService,
+};
 use tokio::sync::oneshot;
 
 use crate::driver::wake;
 use crate::error::AgentError;
+use crate::preset::{self, with_preset};
 use crate::registry::{Agent, Phase, Registry, Route};
 
 pub(crate) struct Service(pub(crate) Arc<Registry>);
@@ -50,6 +54,21 @@ impl Service {
         if options.cwd.is_empty() || !std::path::Path::new(&options.cwd).is_absolute() {
             return Err(AgentError::Cwd(options.cwd));
         }
+        // A new session's preset must run before the session exists: a refused preset leaves
+        // no empty session behind.
+        let wanted = match (&options.resume, &options.agent_preset) {
+            (None, Some(id)) => Some(id.clone()),
+            // A top-level session runs the configured default; the standard one is the
+            // plain agent and is not written down (logs stay as the reference writes them).
+            (None, None) if options.delegation_depth == 0 && options.seed.is_none() => {
+                preset::default_preset(&registry.ctx).filter(|id| id != preset::STANDARD)
+            }
+            _ => None,
+        };
+        let chosen = match wanted {
+            Some(id) => Some(preset::activate(&registry.ctx, &id).await?),
+            None => None,
+        };
         let (opened, source) = match &options.resume {
             Some(id) => (
                 sessions.open(RString::from(id.as_str())).await,
@@ -72,6 +91,10 @@ impl Service {
                             prefix_len: seed.prefix_len,
                         })
                         .into(),
+                    agent_preset: chosen
+                        .as_ref()
+                        .map(|preset| RString::from(preset.id.as_str()))
+                        .into(),
                 };
                 (sessions.create(request).await, SessionStartSource::Startup)
             }
@@ -81,13 +104,28 @@ impl Service {
             error,
         })?;
         let id = session.id().to_string();
+        let resolved = match (chosen, session.agent_preset().into_option()) {
+            (Some(preset), _) => preset::Resolved {
+                preset: Some(preset),
+                note: None,
+            },
+            (None, Some(logged)) => preset::resume(&registry.ctx, &id, &logged).await,
+            (None, None) => preset::Resolved::default(),
+        };
+        let scope = with_preset(
+            with_workspace(options.scope, &options.cwd),
+            None,
+            resolved.preset.as_ref(),
+        );
         let agent = Arc::new(Agent {
             id: id.clone(),
             route: Mutex::new(Route {
                 provider: options.provider,
                 model: options.model,
-                scope: with_workspace(options.scope, &options.cwd),
+                scope,
                 cwd: options.cwd,
+                preset: resolved.preset,
+                preset_note: resolved.note,
             }),
             session: Arc::new(session),
             phase: Mutex::new(Phase::default()),
@@ -234,6 +272,58 @@ impl Service {
     }
 }
 
+impl Service {
+    /// Switches a session that has had no turn to preset `id`, logged before it applies.
+    async fn set_preset(&self, agent: &str, id: &str) -> Result<(), AgentError> {
+        let registry = &self.0;
+        let known = registry
+            .agent(agent)
+            .ok_or_else(|| AgentError::Unknown(agent.to_owned()))?;
+        if has_had_turn(&known) {
+            return Err(AgentError::PresetAfterTurn(agent.to_owned()));
+        }
+        let active = preset::activate(&registry.ctx, id).await?;
+        // A turn may have started while the preset's rows mounted.
+        if has_had_turn(&known) {
+            return Err(AgentError::PresetAfterTurn(agent.to_owned()));
+        }
+        known
+            .session
+            .log(&AgentPresetSelectedEvent {
+                agent_preset: active.id.clone(),
+            })
+            .map_err(|error| AgentError::Session {
+                id: agent.to_owned(),
+                error,
+            })?;
+        let mut route = lock(&known.route);
+        route.scope = with_preset(
+            std::mem::take(&mut route.scope),
+            route.preset.as_ref(),
+            Some(&active),
+        );
+        route.preset = Some(active);
+        route.preset_note = None;
+        Ok(())
+    }
+}
+
+/// Whether agent `agent`'s session has opened a turn (now, before, or in an earlier run).
+fn has_had_turn(agent: &Agent) -> bool {
+    {
+        let phase = lock(&agent.phase);
+        if phase.running || phase.last.is_some() {
+            return true;
+        }
+    }
+    let count = agent.session.event_count();
+    agent
+        .session
+        .events(0, count)
+        .iter()
+        .any(|record| record.kind.as_str() == dsh_protocol::kinds::TURN_START)
+}
+
 impl Agents for Service {
     fn create(&self, options: Json<AgentOptions>) -> FfiFuture<RResult<RString, AgentsError>> {
         let service = Service(self.0.clone());
@@ -303,10 +393,17 @@ impl Agents for Service {
                     cwd: route.cwd,
                     provider: route.provider,
                     model: route.model,
+                    agent_preset: route.preset.map(|preset| preset.id),
+                    preset_note: route.preset_note,
                 }
             })
             .collect();
         Json::encode(&agents)
+    }
+
+    fn set_preset(&self, agent: RString, preset: RString) -> FfiFuture<RResult<(), AgentsError>> {
+        let service = Service(self.0.clone());
+        async move { done(service.set_preset(&agent, &preset).await) }.into_ffi()
     }
 
     fn set_route(

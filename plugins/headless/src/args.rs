@@ -11,6 +11,9 @@ options:
   --resume ID                continue session ID with a new task
   --cwd DIR                  working directory of the tools (default: the current one)
   --model PROVIDER/MODEL     the model route (split at the first '/')
+  --preset ID                the agent preset of a new session (standard, code, minimal,
+                             plugin-author or one of $DSH_HOME/agent-presets; default: the
+                             configured default)
   --replay FILE              answer every model request from a recorded session log
   --then TASK                another task, run once the one before completed and everything
                              it delegated settled (repeatable)
@@ -31,6 +34,8 @@ pub(crate) struct Args {
     pub(crate) resume: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) model: Option<(String, String)>,
+    /// The agent preset of a new session.
+    pub(crate) preset: Option<String>,
     pub(crate) replay: Option<PathBuf>,
     /// Tasks run after `task`, in order.
     pub(crate) then: Vec<String>,
@@ -66,6 +71,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut task = Vec::new();
     let mut output = Output::Text;
     let (mut resume, mut cwd, mut model, mut replay) = (None, None, None, None);
+    let mut preset = None;
     let mut then = Vec::new();
     let mut trust_project = false;
     let mut rest = args.iter();
@@ -97,11 +103,17 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
             "--resume" => resume = Some(value("--resume")?),
             "--cwd" => cwd = Some(PathBuf::from(value("--cwd")?)),
             "--model" => model = Some(split_route(&value("--model")?)?),
+            "--preset" => preset = Some(value("--preset")?),
             "--replay" => replay = Some(PathBuf::from(value("--replay")?)),
             "--then" => then.push(value("--then")?),
             "--trust-project" => trust_project = true,
             other => return Err(UsageError(format!("unknown option `{other}`"))),
         }
+    }
+    if preset.is_some() && resume.is_some() {
+        return Err(UsageError(
+            "--preset chooses a new session's preset; a resumed session keeps its own".to_owned(),
+        ));
     }
     let task = task.join(" ");
     if task.trim().is_empty() {
@@ -115,6 +127,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, UsageError> {
         resume,
         cwd,
         model,
+        preset,
         replay,
         then,
         trust_project,

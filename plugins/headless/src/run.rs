@@ -14,7 +14,8 @@ use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::control::HostControlService;
 use dsh_plugin_api::{Context, Json, Service, lock};
 use dsh_protocol::{
-    AbortCause, AgentOptions, ContentBlock, Message, MessageSource, TurnEndReason, TurnOutcome,
+    AbortCause, AgentOptions, AgentSummary, ContentBlock, Message, MessageSource, TurnEndReason,
+    TurnOutcome,
 };
 use dsh_sessions_seam::{CreateSession, SessionsService};
 use dsh_trust_seam::{TRUST_SERVICE, TrustService};
@@ -128,14 +129,25 @@ impl Runner {
             provider: route.provider.clone(),
             model: route.model.clone(),
             scope: Vec::new(),
+            agent_preset: args.preset.clone(),
             ..AgentOptions::default()
         };
-        agents
+        let id = agents
             .create(Json::encode(&options))
             .await
             .into_result()
             .map(RString::into_string)
-            .map_err(|error| RunError::Start(error.to_string()))
+            .map_err(|error| RunError::Start(error.to_string()))?;
+        // A resumed session whose preset is gone runs on another: say which and why.
+        let listed: Vec<AgentSummary> = agents.list().decode().unwrap_or_default();
+        if let Some(note) = listed
+            .iter()
+            .find(|agent| agent.id == id)
+            .and_then(|agent| agent.preset_note.as_deref())
+        {
+            err(&format!("note: {note}"));
+        }
+        Ok(id)
     }
 
     /// A session without an agent registry; answers its id.

@@ -26,13 +26,31 @@ pub(crate) struct Wiring {
     pub(crate) store: Option<Service<SessionStoreService>>,
 }
 
+/// What a live session keeps of its header.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeaderFacts {
+    /// The working directory it names.
+    pub(crate) cwd: Option<String>,
+    /// The agent preset it was made with.
+    pub(crate) agent_preset: Option<String>,
+}
+
 pub(crate) struct LiveSession {
     id: String,
     /// The working directory its header names, so a fork's header can name it too.
     pub(crate) cwd: Option<String>,
     log: Mutex<SessionLog>,
     records: Mutex<Vec<RArc<EventRecord>>>,
+    /// The agent preset it runs: the header's, then the last `agent-preset/selected`.
+    preset: Mutex<Option<String>>,
     wiring: Arc<Wiring>,
+}
+
+/// The preset an `agent-preset/selected` event switches to.
+fn selected_preset(event: &SessionEvent) -> Option<String> {
+    (event.kind == dsh_protocol::kinds::AGENT_PRESET_SELECTED)
+        .then(|| event.data.get("agentPreset")?.as_str().map(str::to_owned))
+        .flatten()
 }
 
 fn rejected(message: impl Into<String>) -> SessionError {
@@ -82,7 +100,7 @@ fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionE
 impl LiveSession {
     pub(crate) fn new(
         id: String,
-        cwd: Option<String>,
+        header: HeaderFacts,
         log: SessionLog,
         wiring: Arc<Wiring>,
     ) -> Result<Arc<Self>, SessionError> {
@@ -91,13 +109,25 @@ impl LiveSession {
             .iter()
             .map(|event| record_of(&id, event))
             .collect::<Result<Vec<_>, _>>()?;
+        let preset = log
+            .events()
+            .iter()
+            .rev()
+            .find_map(|event| selected_preset(event))
+            .or(header.agent_preset);
         Ok(Arc::new(Self {
             id,
-            cwd,
+            cwd: header.cwd,
             log: Mutex::new(log),
             records: Mutex::new(records),
+            preset: Mutex::new(preset),
             wiring,
         }))
+    }
+
+    /// The agent preset the session runs.
+    pub(crate) fn agent_preset(&self) -> Option<String> {
+        lock(&self.preset).clone()
     }
 
     pub(crate) fn id(&self) -> &str {
@@ -183,6 +213,9 @@ impl LiveSession {
             .iter()
             .map(|event| record_of(&self.id, event))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(preset) = events.iter().rev().find_map(|event| selected_preset(event)) {
+            *lock(&self.preset) = Some(preset);
+        }
         lock(&self.records).extend(records.iter().cloned());
         self.announce(&records)?;
         Ok(records)
@@ -237,6 +270,10 @@ impl Session for Handle {
     fn derive_messages(&self) -> DerivedViewBox {
         let derived = lock(&self.0.log).derive_messages();
         DerivedView_TO::from_value(View(derived), TD_Opaque)
+    }
+
+    fn agent_preset(&self) -> ROption<RString> {
+        self.0.agent_preset().map(RString::from).into()
     }
 
     fn flush(&self) -> FfiFuture<RResult<(), SessionError>> {

@@ -17,7 +17,7 @@ use dsh_sessions_seam::{
 };
 
 use crate::ids::{new_session_id, now_ms};
-use crate::live::{Handle, LiveSession, Wiring};
+use crate::live::{Handle, HeaderFacts, LiveSession, Wiring};
 
 pub(crate) struct Registry {
     inner: Arc<Inner>,
@@ -155,21 +155,30 @@ impl Inner {
         if header.delegation_depth > 0 {
             header.origin = Some("subagent".to_owned());
         }
+        // A fork runs its source's preset unless the request names another.
+        header.agent_preset = request
+            .agent_preset
+            .into_option()
+            .map(RString::into_string)
+            .or_else(|| seed.as_ref().and_then(|(parent, _)| parent.agent_preset()));
         if let Some(store) = &wiring.store {
             store
                 .create(RString::from(header.to_line()))
                 .await
                 .into_result()?;
         }
-        let cwd = header.cwd.clone();
+        let facts = HeaderFacts {
+            cwd: header.cwd.clone(),
+            agent_preset: header.agent_preset.clone(),
+        };
         match seed {
             Some((_, log)) => {
-                let live = LiveSession::new(id, cwd, log, wiring)?;
+                let live = LiveSession::new(id, facts, log, wiring)?;
                 live.announce_existing()?;
                 self.register(live)
             }
             None => {
-                let live = LiveSession::new(id, cwd, SessionLog::new(self.types()), wiring)?;
+                let live = LiveSession::new(id, facts, SessionLog::new(self.types()), wiring)?;
                 self.register(live)
             }
         }
@@ -208,11 +217,16 @@ impl Inner {
             ));
         };
         let stored = store.load(RString::from(id.as_str())).await.into_result()?;
-        // The header names the working directory; a header that does not parse names none.
-        let cwd = SessionHeader::parse(&id, &stored.header)
+        // The header names the working directory and the preset; a header that does not parse
+        // names neither.
+        let facts = SessionHeader::parse(&id, &stored.header)
             .ok()
-            .and_then(|header| header.cwd);
-        let opened = self.adopt(&id, cwd, &stored.events, wiring.clone());
+            .map(|header| HeaderFacts {
+                cwd: header.cwd,
+                agent_preset: header.agent_preset,
+            })
+            .unwrap_or_default();
+        let opened = self.adopt(&id, facts, &stored.events, wiring.clone());
         if opened.is_err() {
             // Refused after loading: the store lets go of the session without writing to it.
             let _ = store.close(RString::from(id.as_str())).await;
@@ -224,7 +238,7 @@ impl Inner {
     fn adopt(
         &self,
         id: &str,
-        cwd: Option<String>,
+        header: HeaderFacts,
         lines: &[RString],
         wiring: Arc<Wiring>,
     ) -> Result<SessionBox, SessionError> {
@@ -241,7 +255,7 @@ impl Inner {
             .map_err(|problem| unreadable(problem.to_string()))?;
         let log = SessionLog::from_events(events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
-        let live = LiveSession::new(id.to_owned(), cwd, log, wiring)?;
+        let live = LiveSession::new(id.to_owned(), header, log, wiring)?;
         live.seal_seed()?;
         self.register(live)
     }

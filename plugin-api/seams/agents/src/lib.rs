@@ -20,6 +20,8 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
+pub mod presets;
+
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
@@ -180,6 +182,14 @@ pub trait Agents: Send + Sync {
         provider: RString,
         model: RString,
     ) -> RResult<(), AgentsError>;
+    /// Switches agent `agent` to preset `preset` (logged as `agent-preset/selected`): only
+    /// while its session has had no turn (`Invalid` after), and only to a preset the
+    /// `agent_presets` service activates.
+    fn set_preset(
+        &self,
+        agent: RString,
+        preset: RString,
+    ) -> FfiFuture<RResult<(), AgentsError>>;
     /// What the inbox of live session `session` holds, unclaimed.
     fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, AgentsError>;
     /// Changes the waiting message `message` of live session `session`: dropped unrun, edited

@@ -245,6 +245,8 @@ pub struct CreateSession {
     /// Seeds the new session with the first events of a live one (a forked child), its cwd
     /// taken from the source when `cwd` is absent.
     pub seed: ROption<SessionSeed>,
+    /// The agent preset the session is made with (the header's `agentPreset`).
+    pub agent_preset: ROption<RString>,
 }
 
 /// The events a new session starts from: the first `prefix_len` of live session `source`.
@@ -279,6 +281,9 @@ pub trait Session: Send + Sync {
     fn derive_messages(&self) -> DerivedViewBox;
     /// Awaits a durability checkpoint (`session/flush`) for this session.
     fn flush(&self) -> FfiFuture<RResult<(), SessionError>>;
+    /// The agent preset the session runs: the header's `agentPreset`, replaced by the last
+    /// `agent-preset/selected` event (`None`: the plain agent).
+    fn agent_preset(&self) -> ROption<RString>;
 }
 pub type SessionBox = Session_TO<'static, RBox<()>>;
 

@@ -90,6 +90,10 @@ impl Session for Shared {
         self.0.id.as_str().into()
     }
 
+    fn agent_preset(&self) -> ROption<RString> {
+        ROption::RNone
+    }
+
     fn event_count(&self) -> u64 {
         lock(&self.0.log).len() as u64
     }
@@ -417,6 +421,8 @@ impl Tools for FakeTools {
                 is_error: false,
                 seq,
                 logged: seq > 0,
+                content: Vec::new(),
+                value: None,
             });
         }
         let report = StepReport {

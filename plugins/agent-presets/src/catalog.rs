@@ -1,0 +1,380 @@
+//! The presets there are: the shipped ones (compiled in, read-only) and the user's folders
+//! under the preset root, each `preset.yml` (name, description, order, the tools it inherits,
+//! an optional fixed prompt file) and `agent.yml` (the rows mounted for it). A preset that
+//! does not read is listed with its problem, naming the file and the field; the others work.
+
+use std::path::{Path, PathBuf};
+
+use dsh_agents_seam::presets::{PresetFiles, PresetSource, PresetSummary};
+use dsh_protocol::Restriction;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One shipped preset's files.
+struct Shipped {
+    id: &'static str,
+    preset: &'static str,
+    agent: &'static str,
+    prompt: Option<&'static str>,
+}
+
+const SHIPPED: &[Shipped] = &[
+    Shipped {
+        id: "standard",
+        preset: include_str!("../presets/standard/preset.yml"),
+        agent: include_str!("../presets/standard/agent.yml"),
+        prompt: None,
+    },
+    Shipped {
+        id: "code",
+        preset: include_str!("../presets/code/preset.yml"),
+        agent: include_str!("../presets/code/agent.yml"),
+        prompt: None,
+    },
+    Shipped {
+        id: "minimal",
+        preset: include_str!("../presets/minimal/preset.yml"),
+        agent: include_str!("../presets/minimal/agent.yml"),
+        prompt: Some(include_str!("../presets/minimal/prompt.md")),
+    },
+    Shipped {
+        id: "plugin-author",
+        preset: include_str!("../presets/plugin-author/preset.yml"),
+        agent: include_str!("../presets/plugin-author/agent.yml"),
+        prompt: None,
+    },
+];
+
+/// `preset.yml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct PresetFile {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(default)]
+    pub(crate) order: i64,
+    /// What its sessions inherit of the tools outside it (absent: all of them).
+    #[serde(default)]
+    pub(crate) tools: Option<Restriction>,
+    /// A file beside `preset.yml` whose text replaces the assembled system prompt.
+    #[serde(default)]
+    pub(crate) prompt: Option<String>,
+}
+
+/// One row of `agent.yml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RowFile {
+    pub(crate) id: String,
+    /// The plugin: `library` or `library/export`.
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) config: Option<Value>,
+    #[serde(default)]
+    pub(crate) disabled: bool,
+}
+
+/// A preset that reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Preset {
+    pub(crate) id: String,
+    pub(crate) source: PresetSource,
+    pub(crate) file: PresetFile,
+    pub(crate) rows: Vec<RowFile>,
+    /// The fixed prompt's text.
+    pub(crate) prompt: Option<String>,
+    pub(crate) texts: Texts,
+}
+
+/// The files as written.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Texts {
+    pub(crate) preset: String,
+    pub(crate) agent: String,
+    pub(crate) prompt: Option<String>,
+}
+
+/// What a lookup finds.
+#[derive(Debug)]
+pub(crate) enum Found {
+    Preset(Box<Preset>),
+    /// It exists and does not read: why, naming the file and the field.
+    Broken {
+        source: PresetSource,
+        problem: String,
+    },
+    Missing,
+}
+
+/// Whether `id` may name a preset (and so a folder).
+pub(crate) fn valid_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase() || first.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && id.len() <= 64
+}
+
+/// Parses YAML `text` of `file` into `T`, naming the field that does not read.
+fn parse<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, String> {
+    let deserializer = serde_norway::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        match path.as_str() {
+            "." | "" => format!("{file}: {inner}"),
+            field => format!("{file}: {field}: {inner}"),
+        }
+    })
+}
+
+/// Reads one preset from its texts; `label` is how its files are named in problems.
+fn read(id: &str, source: PresetSource, label: &str, texts: Texts) -> Result<Preset, String> {
+    let file: PresetFile = parse(&format!("{label}/preset.yml"), &texts.preset)?;
+    if file.name.trim().is_empty() {
+        return Err(format!("{label}/preset.yml: name: empty"));
+    }
+    let rows: Vec<RowFile> = if texts.agent.trim().is_empty() {
+        Vec::new()
+    } else {
+        parse::<Option<Vec<RowFile>>>(&format!("{label}/agent.yml"), &texts.agent)?
+            .unwrap_or_default()
+    };
+    let mut ids = std::collections::HashSet::new();
+    for (index, row) in rows.iter().enumerate() {
+        if row.id.trim().is_empty() || !ids.insert(row.id.as_str()) {
+            return Err(format!(
+                "{label}/agent.yml: [{index}].id: `{}` is empty or named twice",
+                row.id
+            ));
+        }
+        if let Some(config) = &row.config
+            && !(config.is_object() || config.is_null())
+        {
+            return Err(format!(
+                "{label}/agent.yml: [{index}].config: a map is expected (row `{}`)",
+                row.id
+            ));
+        }
+    }
+    let prompt = match (&file.prompt, &texts.prompt) {
+        (None, _) => None,
+        (Some(_), Some(text)) => Some(text.clone()),
+        (Some(name), None) => {
+            return Err(format!(
+                "{label}/preset.yml: prompt: `{name}` is not beside it"
+            ));
+        }
+    };
+    Ok(Preset {
+        id: id.to_owned(),
+        source,
+        file,
+        rows,
+        prompt,
+        texts,
+    })
+}
+
+fn shipped(id: &str) -> Option<&'static Shipped> {
+    SHIPPED.iter().find(|shipped| shipped.id == id)
+}
+
+fn shipped_preset(shipped: &Shipped) -> Result<Preset, String> {
+    let texts = Texts {
+        preset: shipped.preset.to_owned(),
+        agent: shipped.agent.to_owned(),
+        prompt: shipped.prompt.map(str::to_owned),
+    };
+    read(
+        shipped.id,
+        PresetSource::Shipped,
+        &format!("shipped preset {}", shipped.id),
+        texts,
+    )
+}
+
+/// The presets: shipped ones and the user's folders under `root`.
+#[derive(Debug, Clone)]
+pub(crate) struct Catalog {
+    pub(crate) root: Option<PathBuf>,
+}
+
+impl Catalog {
+    /// The folder of user preset `id`.
+    pub(crate) fn folder(&self, id: &str) -> Option<PathBuf> {
+        self.root.as_ref().map(|root| root.join(id))
+    }
+
+    fn user_texts(folder: &Path, label: &str) -> Result<Texts, String> {
+        let preset = std::fs::read_to_string(folder.join("preset.yml"))
+            .map_err(|error| format!("{label}/preset.yml: {error}"))?;
+        let agent = match std::fs::read_to_string(folder.join("agent.yml")) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => return Err(format!("{label}/agent.yml: {error}")),
+        };
+        // The prompt file's name comes from preset.yml; read it if it names one.
+        let named = parse::<PresetFile>(&format!("{label}/preset.yml"), &preset)
+            .ok()
+            .and_then(|file| file.prompt);
+        let prompt = match named {
+            Some(name) if !name.contains('/') && !name.starts_with('.') => {
+                std::fs::read_to_string(folder.join(&name)).ok()
+            }
+            _ => None,
+        };
+        Ok(Texts {
+            preset,
+            agent,
+            prompt,
+        })
+    }
+
+    /// Preset `id`: the shipped one of that id, else the user's folder (a shipped id is never
+    /// a user folder's: copies cannot take one, and one made by hand is not listed).
+    pub(crate) fn find(&self, id: &str) -> Found {
+        if !valid_id(id) {
+            return Found::Missing;
+        }
+        if let Some(shipped) = shipped(id) {
+            return match shipped_preset(shipped) {
+                Ok(preset) => Found::Preset(Box::new(preset)),
+                Err(problem) => Found::Broken {
+                    source: PresetSource::Shipped,
+                    problem,
+                },
+            };
+        }
+        let Some(folder) = self.folder(id) else {
+            return Found::Missing;
+        };
+        if !folder.join("preset.yml").is_file() {
+            return Found::Missing;
+        }
+        let label = format!("agent-presets/{id}");
+        let read = Self::user_texts(&folder, &label)
+            .and_then(|texts| read(id, PresetSource::User, &label, texts));
+        match read {
+            Ok(preset) => Found::Preset(Box::new(preset)),
+            Err(problem) => Found::Broken {
+                source: PresetSource::User,
+                problem,
+            },
+        }
+    }
+
+    /// Every preset id: shipped ones, then the user's folders holding a `preset.yml`.
+    fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = SHIPPED.iter().map(|s| s.id.to_owned()).collect();
+        if let Some(root) = &self.root
+            && let Ok(entries) = std::fs::read_dir(root)
+        {
+            let mut user: Vec<String> = entries
+                .filter_map(Result::ok)
+                .filter(|entry| entry.path().join("preset.yml").is_file())
+                .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+                .filter(|id| valid_id(id) && shipped(id).is_none())
+                .collect();
+            user.sort();
+            ids.extend(user);
+        }
+        ids
+    }
+
+    /// Every preset's summary, by order then id.
+    pub(crate) fn list(&self, default: &str) -> Vec<PresetSummary> {
+        let mut list: Vec<PresetSummary> = self
+            .ids()
+            .into_iter()
+            .filter_map(|id| match self.find(&id) {
+                Found::Preset(preset) => Some(preset.summary(default)),
+                Found::Broken { source, problem } => Some(PresetSummary {
+                    name: id.clone(),
+                    default: id == default,
+                    id,
+                    description: String::new(),
+                    order: i64::MAX,
+                    source,
+                    problem: Some(problem),
+                }),
+                Found::Missing => None,
+            })
+            .collect();
+        list.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.id.cmp(&b.id)));
+        list
+    }
+}
+
+impl Preset {
+    pub(crate) fn summary(&self, default: &str) -> PresetSummary {
+        PresetSummary {
+            id: self.id.clone(),
+            name: self.file.name.clone(),
+            description: self.file.description.clone(),
+            order: self.file.order,
+            source: self.source,
+            problem: None,
+            default: self.id == default,
+        }
+    }
+
+    pub(crate) fn files(&self, default: &str) -> PresetFiles {
+        PresetFiles {
+            summary: self.summary(default),
+            preset: self.texts.preset.clone(),
+            agent: self.texts.agent.clone(),
+            prompt: self.texts.prompt.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_preset_reads() {
+        for shipped in SHIPPED {
+            let preset = shipped_preset(shipped).expect(shipped.id);
+            assert!(!preset.file.name.is_empty(), "{}", shipped.id);
+        }
+    }
+
+    #[test]
+    fn a_broken_preset_names_its_file_and_field() {
+        let texts = Texts {
+            preset: "name: X\norder: first\n".to_owned(),
+            ..Texts::default()
+        };
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts).unwrap_err();
+        assert!(
+            problem.starts_with("agent-presets/x/preset.yml: order:"),
+            "{problem}"
+        );
+        let texts = Texts {
+            preset: "name: X\n".to_owned(),
+            agent: "- id: a\n  name: tool-x\n  config: 3\n".to_owned(),
+            prompt: None,
+        };
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts).unwrap_err();
+        assert!(problem.contains("agent.yml: [0].config"), "{problem}");
+        let texts = Texts {
+            preset: "name: X\nprompt: prompt.md\n".to_owned(),
+            ..Texts::default()
+        };
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts).unwrap_err();
+        assert!(problem.contains("preset.yml: prompt:"), "{problem}");
+    }
+
+    #[test]
+    fn ids_are_folder_safe() {
+        assert!(valid_id("my-preset2"));
+        assert!(!valid_id(""));
+        assert!(!valid_id("../x"));
+        assert!(!valid_id("-x"));
+        assert!(!valid_id("Big"));
+    }
+}

@@ -1,0 +1,173 @@
+//! Agent presets through the real headless host: a user preset under `$DSH_HOME/agent-presets`
+//! limits what its sessions are offered and replaces the system prompt; the choice is written
+//! in the session's header and a resumed session runs it again; a session whose preset is
+//! gone resumes on the default with a note naming it; an unknown or broken preset is refused
+//! before any session is made, naming the file and the field.
+
+use dsh_tests::TestDir;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::headless::{against_patched, stream_json};
+use dsh_tests::sessions::{PLAIN_STORE, read_log, session_logs};
+use serde_json::Value;
+
+fn write_preset(dir: &TestDir, id: &str, preset: &str, agent: &str, prompt: Option<&str>) {
+    let folder = dir.home().join("agent-presets").join(id);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("preset.yml"), preset).unwrap();
+    std::fs::write(folder.join("agent.yml"), agent).unwrap();
+    if let Some(prompt) = prompt {
+        std::fs::write(folder.join("prompt.md"), prompt).unwrap();
+    }
+}
+
+/// The headless host against `server`, its sessions stored as plain JSONL.
+fn run(server: &FakeDeepSeek, dir: &TestDir, args: &[&str]) -> dsh_tests::Output {
+    against_patched(server, dir, PLAIN_STORE, args, &[])
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    let mut names: Vec<String> = request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn system_prompt(request: &Value) -> String {
+    request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_user_preset_limits_the_tools_fixes_the_prompt_and_survives_a_resume() {
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+    ]);
+    let dir = TestDir::new("presets-user");
+    write_preset(
+        &dir,
+        "reader",
+        "name: Reader\ndescription: reads only\norder: 5\ntools:\n  allow: [read]\nprompt: prompt.md\n",
+        "[]\n",
+        Some("You only read files, in {{cwd}}."),
+    );
+    let out = run(
+        &server,
+        &dir,
+        &["--preset", "reader", "--output", "stream-json", "look"],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (_, result) = stream_json(&out.stdout);
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    let requests = server.requests();
+    assert_eq!(tool_names(&requests[0].body), ["read"]);
+    let work = dir.join("work");
+    assert_eq!(
+        system_prompt(&requests[0].body),
+        format!("You only read files, in {}.", work.display())
+    );
+    let logs = session_logs(&dir.home());
+    let log = logs
+        .iter()
+        .find(|path| path.to_string_lossy().contains(&session))
+        .expect("the session's log");
+    let (header, _) = read_log(log);
+    assert_eq!(header["agentPreset"], "reader", "{header}");
+
+    // Resumed, it runs the preset its header names.
+    let out = run(&server, &dir, &["--resume", &session, "again"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(tool_names(&server.requests()[1].body), ["read"]);
+
+    // Its preset renamed away: it resumes on the default, and says so.
+    std::fs::rename(
+        dir.home().join("agent-presets/reader"),
+        dir.home().join("agent-presets/reader-old"),
+    )
+    .unwrap();
+    let out = run(&server, &dir, &["--resume", &session, "once more"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("was made with agent preset `reader`, which cannot run here (agent preset `reader`: no agent preset `reader`)"),
+        "{}",
+        out.stderr
+    );
+    let third = tool_names(&server.requests()[2].body);
+    assert!(
+        third.contains(&"bash".to_owned()) && third.contains(&"read".to_owned()),
+        "{third:?}"
+    );
+    assert!(!system_prompt(&server.requests()[2].body).starts_with("You only read"));
+    server.assert_no_violations();
+}
+
+#[test]
+fn an_unknown_or_broken_preset_is_refused_naming_what_is_wrong() {
+    let server = FakeDeepSeek::start(vec![Reply::text("unused")]);
+    let dir = TestDir::new("presets-bad");
+    let out = run(&server, &dir, &["--preset", "nope", "go"]);
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains("no agent preset `nope`"),
+        "{}",
+        out.stderr
+    );
+    write_preset(&dir, "bad", "name: Bad\norder: first\n", "[]\n", None);
+    write_preset(
+        &dir,
+        "gone-row",
+        "name: Gone row\n",
+        "- id: ghost\n  name: no-such-plugin\n",
+        None,
+    );
+    let out = run(&server, &dir, &["--preset", "bad", "go"]);
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains("agent-presets/bad/preset.yml: order:"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&server, &dir, &["--preset", "gone-row", "go"]);
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains("agent.yml row `ghost`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        server.requests().is_empty(),
+        "no model request for a refused preset"
+    );
+    assert!(
+        session_logs(&dir.home()).is_empty(),
+        "no session is made for a refused preset"
+    );
+}
+
+#[test]
+fn a_shipped_preset_runs_from_the_command_line() {
+    let server = FakeDeepSeek::start(vec![Reply::text("fine")]);
+    let dir = TestDir::new("presets-standard");
+    let out = run(
+        &server,
+        &dir,
+        &["--preset", "standard", "--output", "stream-json", "hi"],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert!(tool_names(&requests[0].body).contains(&"bash".to_owned()));
+    let logs = session_logs(&dir.home());
+    let (header, _) = read_log(&logs[0]);
+    assert_eq!(header["agentPreset"], "standard", "{header}");
+}
