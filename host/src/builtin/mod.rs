@@ -8,6 +8,7 @@ mod fs_watch;
 mod http;
 mod http_server;
 pub(crate) mod secret_values;
+mod pty;
 mod subprocess;
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `dsh-host/subprocess`: the `subprocess` service, tokio processes on the host runtime, each in
 //! a process group of its own so that terminating a tool call ends everything it started. The
 //! same row provides `subprocess_piped` (processes whose stdin stays open, see
-//! `dsh_plugin_api::io::piped`).
+//! `dsh_plugin_api::io::piped`) and `subprocess_pty` (processes on a terminal, see `pty`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use dsh_plugin_api::io::piped::{
     PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocess, PipedSubprocess_TO, ProcessStdin,
     ProcessStdin_TO,
 };
+use dsh_plugin_api::io::pty::PTY_SUBPROCESS_SERVICE;
 use dsh_plugin_api::io::subprocess::{
     ExitStatus, OutputChunk, OutputStream, Process, Process_TO, ProcessBox, SUBPROCESS_SERVICE,
     SpawnRequest, Subprocess, Subprocess_TO, SubprocessError, SubprocessErrorKind,
@@ -25,7 +26,11 @@ pub(crate) struct SubprocessPlugin;
 
 impl Plugin for SubprocessPlugin {
     const NAME: &'static str = "subprocess";
-    const PROVIDES: &'static [&'static str] = &[SUBPROCESS_SERVICE, PIPED_SUBPROCESS_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[
+        SUBPROCESS_SERVICE,
+        PIPED_SUBPROCESS_SERVICE,
+        PTY_SUBPROCESS_SERVICE,
+    ];
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
@@ -36,18 +41,22 @@ impl Plugin for SubprocessPlugin {
         ctx.provide(
             PIPED_SUBPROCESS_SERVICE,
             PipedSubprocess_TO::from_value(Launcher, TD_Opaque),
-        )
+        )?;
+        ctx.provide(PTY_SUBPROCESS_SERVICE, super::pty::service())
     }
 }
 
 struct Launcher;
 
-fn failure(kind: SubprocessErrorKind, message: impl std::fmt::Display) -> SubprocessError {
+pub(super) fn failure(
+    kind: SubprocessErrorKind,
+    message: impl std::fmt::Display,
+) -> SubprocessError {
     SubprocessError::new(kind, message.to_string())
 }
 
 /// The class of an operating system's refusal to start or feed a process.
-fn kind_of(error: &std::io::Error) -> SubprocessErrorKind {
+pub(super) fn kind_of(error: &std::io::Error) -> SubprocessErrorKind {
     match error.kind() {
         std::io::ErrorKind::NotFound => SubprocessErrorKind::NotFound,
         std::io::ErrorKind::PermissionDenied => SubprocessErrorKind::PermissionDenied,
@@ -66,7 +75,7 @@ fn removed(name: &str, patterns: &RVec<RString>) -> bool {
 }
 
 /// Sends `signal` to every process of the group led by `pgid`.
-fn signal_group(pgid: u32, signal: libc::c_int) {
+pub(super) fn signal_group(pgid: u32, signal: libc::c_int) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };
@@ -103,6 +112,23 @@ fn start(
     request: SpawnRequest,
     keep_stdin: bool,
 ) -> RResult<(Running, Option<Pipe>), SubprocessError> {
+    let mut command = command_of(&request);
+    command
+        .stdin(if keep_stdin || request.stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let spawned = command.spawn();
+    started(request, keep_stdin, spawned)
+}
+
+/// The command of `request`: program, arguments, directory and environment (the caller
+/// chooses its stdio).
+pub(super) fn command_of(request: &SpawnRequest) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(request.program.as_str());
     command.args(request.args.iter().map(RString::as_str));
     if let RSome(cwd) = &request.cwd {
@@ -119,15 +145,15 @@ fn start(
         command.env(var.name.as_str(), var.value.as_str());
     }
     command
-        .stdin(if keep_stdin || request.stdin.is_some() {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
-    let mut child = match command.spawn() {
+}
+
+/// The rest of `start`, once its command is spawned.
+fn started(
+    request: SpawnRequest,
+    keep_stdin: bool,
+    spawned: std::io::Result<tokio::process::Child>,
+) -> RResult<(Running, Option<Pipe>), SubprocessError> {
+    let mut child = match spawned {
         Ok(child) => child,
         Err(error) => {
             return RErr(failure(
@@ -248,11 +274,11 @@ async fn pump(
     }
 }
 
-struct Running {
-    pid: u32,
-    child: Arc<Mutex<tokio::process::Child>>,
-    output: Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>,
-    exited: Arc<std::sync::OnceLock<ExitStatus>>,
+pub(super) struct Running {
+    pub(super) pid: u32,
+    pub(super) child: Arc<Mutex<tokio::process::Child>>,
+    pub(super) output: Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>,
+    pub(super) exited: Arc<std::sync::OnceLock<ExitStatus>>,
 }
 
 fn status_of(status: std::process::ExitStatus) -> ExitStatus {

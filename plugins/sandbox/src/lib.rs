@@ -35,8 +35,8 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{LogLevel, Service};
 use dsh_protocol::SandboxMode;
 use dsh_sandbox_seam::{
-    SANDBOX_PIPED_SERVICE, SANDBOX_ROOTS_SERVICE, SANDBOX_SERVICE, Sandbox_TO, SandboxPiped_TO,
-    SandboxRoots_TO,
+    SANDBOX_PIPED_SERVICE, SANDBOX_PTY_SERVICE, SANDBOX_ROOTS_SERVICE, SANDBOX_SERVICE, Sandbox_TO,
+    SandboxPiped_TO, SandboxPty_TO, SandboxRoots_TO,
 };
 
 use crate::service::{Backend, Handle, SandboxImpl, Settings};
@@ -277,12 +277,14 @@ impl Plugin for SandboxPlugin {
         dsh_plugin_api::io::secrets::SECRET_VALUES_SERVICE,
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_plugin_api::io::piped::PIPED_SUBPROCESS_SERVICE,
+        dsh_plugin_api::io::pty::PTY_SUBPROCESS_SERVICE,
         dsh_approval_seam::APPROVAL_SERVICE,
     ];
     const PROVIDES: &'static [&'static str] = &[
         SANDBOX_SERVICE,
         SANDBOX_PIPED_SERVICE,
         SANDBOX_ROOTS_SERVICE,
+        SANDBOX_PTY_SERVICE,
     ];
     type Config = SandboxConfig;
 
@@ -369,7 +371,12 @@ impl Plugin for SandboxPlugin {
         // Long-lived stdio peers (MCP servers): the same policy, stdin kept open.
         ctx.provide(
             SANDBOX_PIPED_SERVICE,
-            SandboxPiped_TO::from_value(Handle(service), TD_Opaque),
+            SandboxPiped_TO::from_value(Handle(service.clone()), TD_Opaque),
+        )?;
+        // Persistent shells: the same policy, on a terminal.
+        ctx.provide(
+            SANDBOX_PTY_SERVICE,
+            SandboxPty_TO::from_value(Handle(service), TD_Opaque),
         )
     }
 }

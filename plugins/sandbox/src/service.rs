@@ -9,13 +9,14 @@ use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RString, RVec};
 use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocessService};
+use dsh_plugin_api::io::pty::{PTY_SUBPROCESS_SERVICE, PtyProcess, PtySize, PtySubprocessService};
 use dsh_plugin_api::io::secrets::{SECRET_VALUES_SERVICE, SecretValuesService};
 use dsh_plugin_api::io::subprocess::{
     ProcessBox, SpawnRequest, SubprocessError, SubprocessErrorKind, SubprocessService,
 };
 use dsh_plugin_api::{Context, Json, SeamError, SeamErrorKind, Service, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
-use dsh_sandbox_seam::{Sandbox, SandboxPiped};
+use dsh_sandbox_seam::{Sandbox, SandboxPiped, SandboxPty};
 use dsh_sessions_seam::{LatestOf, open_live};
 
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
@@ -97,6 +98,10 @@ pub(crate) enum SandboxError {
         "could not start the process: no `{PIPED_SUBPROCESS_SERVICE}` service (the host's subprocess row provides it)"
     )]
     NoLauncher,
+    #[error(
+        "could not start the process: no `{PTY_SUBPROCESS_SERVICE}` service (the host's subprocess row provides it)"
+    )]
+    NoTerminals,
     #[error("could not start the process: {0}")]
     Spawn(SubprocessError),
 }
@@ -104,7 +109,9 @@ pub(crate) enum SandboxError {
 impl From<SandboxError> for SeamError {
     fn from(error: SandboxError) -> Self {
         let kind = match error {
-            SandboxError::NoBackend { .. } | SandboxError::NoLauncher => SeamErrorKind::Unavailable,
+            SandboxError::NoBackend { .. }
+            | SandboxError::NoLauncher
+            | SandboxError::NoTerminals => SeamErrorKind::Unavailable,
             SandboxError::Mode(_) => SeamErrorKind::Invalid,
             SandboxError::Spawn(SubprocessError { kind, .. }) => match kind {
                 SubprocessErrorKind::NotFound => SeamErrorKind::NotFound,
@@ -274,6 +281,29 @@ impl SandboxImpl {
             .ok_or(SandboxError::NoLauncher)?;
         launcher
             .spawn_piped(request)
+            .into_result()
+            .map_err(SandboxError::Spawn)
+    }
+
+    /// Starts `request` on a terminal of its own under the policy of the call.
+    pub(crate) fn start_pty(
+        &self,
+        session: &str,
+        cwd: &str,
+        call_id: &str,
+        request: SpawnRequest,
+        size: PtySize,
+    ) -> Result<PtyProcess, SandboxError> {
+        let policy = self.policy_of(session, cwd, call_id);
+        let request = self.confine(&policy, cwd, request)?;
+        let launcher = self
+            .ctx
+            .get::<PtySubprocessService>(PTY_SUBPROCESS_SERVICE)
+            .ok()
+            .flatten()
+            .ok_or(SandboxError::NoTerminals)?;
+        launcher
+            .spawn_pty(request, size)
             .into_result()
             .map_err(SandboxError::Spawn)
     }
@@ -476,6 +506,22 @@ impl SandboxPiped for Handle {
     ) -> RResult<PipedProcess, SeamError> {
         self.0
             .start_piped(&session, &cwd, &call_id, &mode, request)
+            .map_err(SeamError::from)
+            .into()
+    }
+}
+
+impl SandboxPty for Handle {
+    fn spawn_pty(
+        &self,
+        session: RString,
+        cwd: RString,
+        call_id: RString,
+        request: SpawnRequest,
+        size: PtySize,
+    ) -> RResult<PtyProcess, SeamError> {
+        self.0
+            .start_pty(&session, &cwd, &call_id, request, size)
             .map_err(SeamError::from)
             .into()
     }

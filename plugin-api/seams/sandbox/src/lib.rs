@@ -13,7 +13,8 @@
 //! objects. A long-lived process that talks over stdio (an MCP server) starts through
 //! [`SANDBOX_PIPED_SERVICE`], a second service of the same provider, so the `sandbox` object's layout
 //! stays what plugins built against the earlier seam expect; a session's extra writable roots are
-//! set through [`SANDBOX_ROOTS_SERVICE`], a third.
+//! set through [`SANDBOX_ROOTS_SERVICE`], a third; a process on a terminal of its own (a
+//! persistent shell) starts through [`SANDBOX_PTY_SERVICE`], a fourth.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -27,6 +28,7 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString, RVec};
 use dsh_plugin_api::io::piped::PipedProcess;
+use dsh_plugin_api::io::pty::{PtyProcess, PtySize};
 use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest};
 use dsh_plugin_api::{Json, SeamError};
 use dsh_protocol::SandboxPolicy;
@@ -88,3 +90,23 @@ pub trait SandboxRoots: Send + Sync {
     fn set_roots(&self, session: RString, roots: RVec<RString>) -> RResult<(), SeamError>;
 }
 pub type SandboxRootsService = SandboxRoots_TO<'static, RBox<()>>;
+
+/// Service key of the launcher of processes on a terminal (provided by the `sandbox` row too).
+pub const SANDBOX_PTY_SERVICE: &str = "sandbox_pty";
+
+/// Confined processes on a pseudo-terminal of their own (the host's `subprocess_pty`).
+#[sabi_trait]
+pub trait SandboxPty: Send + Sync {
+    /// Starts `request` as [`Sandbox::spawn`] does (the policy of call `call_id` of `session`,
+    /// the same refusals), on a new terminal of `size`. Everything the process starts later
+    /// (a shell's commands) stays inside the confinement it started in.
+    fn spawn_pty(
+        &self,
+        session: RString,
+        cwd: RString,
+        call_id: RString,
+        request: SpawnRequest,
+        size: PtySize,
+    ) -> RResult<PtyProcess, SeamError>;
+}
+pub type SandboxPtyService = SandboxPty_TO<'static, RBox<()>>;
