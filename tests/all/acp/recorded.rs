@@ -46,7 +46,6 @@ const SKIPPED: &[(&str, &str)] = &[
     ("lsp-definition", "LSP"),
     ("pwsh-tool-turn", "pwsh"),
     ("persistent-pwsh-tool-turn", "pwsh"),
-    ("pty-tools", "PTY tools"),
     ("workflow-run", "workflows"),
     (
         "partial-landlock-child-failure",
@@ -140,6 +139,12 @@ const PATCHES: &[(&str, &str)] = &[
     (
         "web-fetch",
         "- id: tool-web\n  config:\n    allowPrivate: [127.0.0.1]\n",
+    ),
+    // The six terminal tools of `tool-pty`, results cut as the reference's scenario cuts
+    // them (its `maxResultBytes: 64`).
+    (
+        "pty-tools",
+        "- insert:\n    - id: tool-pty\n      name: tool-pty\n      config:\n        tools: [terminal]\n        maxResultBytes: 64\n",
     ),
     ("read-image", VISION_CATALOG),
     ("read-image-dimension", VISION_CATALOG),
