@@ -171,3 +171,140 @@ fn a_shipped_preset_runs_from_the_command_line() {
     let (header, _) = read_log(&logs[0]);
     assert_eq!(header["agentPreset"], "standard", "{header}");
 }
+
+/// A preset folder that reads (`reader`: only `read`, a fixed prompt) and one that does not.
+fn reader_and_broken(dir: &TestDir) {
+    write_preset(
+        dir,
+        "reader",
+        "name: Reader\norder: 5\ntools:\n  allow: [read]\nprompt: prompt.md\n",
+        "[]\n",
+        Some("You only read files."),
+    );
+    write_preset(dir, "broken", "name: Broken\ntools: everything\n", "[]\n", None);
+}
+
+#[test]
+fn the_client_protocol_lists_copies_selects_and_removes_presets() {
+    let server = FakeDeepSeek::start(vec![Reply::text("read only"), Reply::text("standard")]);
+    let dir = TestDir::new("presets-api");
+    reader_and_broken(&dir);
+    let web = dsh_tests::web::start(&server, &dir);
+    let list = web.call("agentPreset.list", &serde_json::json!({}));
+    assert_eq!(list["default"], "standard");
+    let ids: Vec<&str> = list["presets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|preset| preset["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &ids[..4],
+        ["standard", "code", "minimal", "plugin-author"],
+        "{list}"
+    );
+    assert!(ids.contains(&"reader") && ids.contains(&"broken"), "{ids:?}");
+    let broken = list["presets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|preset| preset["id"] == "broken")
+        .unwrap();
+    assert!(
+        broken["problem"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent-presets/broken/preset.yml: tools:"),
+        "{broken}"
+    );
+
+    // A copy of a shipped preset is a user preset, readable and removable; the shipped one
+    // cannot be removed.
+    let copied = web.call(
+        "agentPreset.copy",
+        &serde_json::json!({"from": "minimal", "to": "my-minimal", "name": "Mine"}),
+    );
+    assert_eq!(copied["source"], "user", "{copied}");
+    assert_eq!(copied["name"], "Mine");
+    let files = web.call("agentPreset.read", &serde_json::json!({"presetId": "my-minimal"}));
+    assert!(files["agent"].as_str().unwrap().contains("tool-str-replace-editor"));
+    assert!(files["prompt"].as_str().unwrap().contains("{{cwd}}"));
+    let again = web.try_call(
+        "agentPreset.copy",
+        &serde_json::json!({"from": "minimal", "to": "my-minimal"}),
+    );
+    assert_eq!(again["error"]["code"], "agent-preset-conflict", "{again}");
+    let shipped = web.try_call("agentPreset.remove", &serde_json::json!({"presetId": "code"}));
+    assert_eq!(shipped["error"]["code"], "agent-preset-read-only", "{shipped}");
+    web.call("agentPreset.remove", &serde_json::json!({"presetId": "my-minimal"}));
+    assert!(!dir.home().join("agent-presets/my-minimal").exists());
+
+    // A session made with a preset runs it; a blank session switches before its first turn,
+    // and not after.
+    let made = web.call(
+        "session.create",
+        &serde_json::json!({"agentPreset": "reader"}),
+    );
+    let session = made["sessionId"].as_str().unwrap().to_owned();
+    web.prompt(&session, "look");
+    server.wait_requests(1, std::time::Duration::from_secs(20));
+    assert_eq!(tool_names(&server.requests()[0].body), ["read"]);
+    let late = web.try_call(
+        "agentPreset.select",
+        &serde_json::json!({"sessionId": session, "presetId": "standard"}),
+    );
+    assert_eq!(late["error"]["code"], "bad-request", "{late}");
+    let blank = web.new_session();
+    web.call(
+        "agentPreset.select",
+        &serde_json::json!({"sessionId": blank, "presetId": "reader"}),
+    );
+    let bad = web.try_call(
+        "agentPreset.select",
+        &serde_json::json!({"sessionId": blank, "presetId": "broken"}),
+    );
+    assert_eq!(bad["error"]["code"], "agent-preset-invalid", "{bad}");
+    let unknown = web.try_call(
+        "session.create",
+        &serde_json::json!({"agentPreset": "nope"}),
+    );
+    assert_eq!(unknown["error"]["code"], "agent-preset-invalid", "{unknown}");
+    web.prompt(&blank, "look again");
+    server.wait_requests(2, std::time::Duration::from_secs(20));
+    assert_eq!(tool_names(&server.requests()[1].body), ["read"]);
+}
+
+#[test]
+fn the_new_session_screen_offers_the_presets_and_the_chosen_one_runs() {
+    let preset = |file: &str, text: &str| (format!("../home/agent-presets/{file}"), text.to_owned());
+    let files = [
+        preset(
+            "reader/preset.yml",
+            "name: Reader\norder: 5\ntools:\n  allow: [read]\nprompt: prompt.md\n",
+        ),
+        preset("reader/agent.yml", "[]\n"),
+        preset("reader/prompt.md", "You only read files."),
+        preset("broken/preset.yml", "name: Broken\ntools: everything\n"),
+    ];
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    let Some((server, _dir)) = crate::browser::scenario_in(
+        "presets",
+        vec![Reply::text("I am only reading.")],
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[],
+        &files,
+    ) else {
+        return;
+    };
+    let requests = server.requests();
+    let turn = requests
+        .iter()
+        .find(|request| request.path.ends_with("/chat/completions"))
+        .expect("the turn's request");
+    assert_eq!(tool_names(&turn.body), ["read"]);
+    assert_eq!(system_prompt(&turn.body), "You only read files.");
+}

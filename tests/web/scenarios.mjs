@@ -10,6 +10,7 @@ import { exportScenarios } from "./export.mjs";
 import { frameScenarios } from "./layout.mjs";
 import { goalScenarios } from "./goal.mjs";
 import { planScenarios } from "./plan.mjs";
+import { presetScenarios } from "./presets.mjs";
 import { imageScenarios } from "./images.mjs";
 import { undoScenarios } from "./undo.mjs";
 
@@ -813,6 +814,7 @@ Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, proble
 Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, effortScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, planScenarios({ authUrl, expect, shoot, themes }));
+Object.assign(scenarios, presetScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));

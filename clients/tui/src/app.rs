@@ -323,6 +323,7 @@ impl App {
         let request = CreateRequest {
             cwd: Some(self.cwd.clone()),
             model: self.model.clone(),
+            ..CreateRequest::default()
         };
         self.send(ClientRequest::SessionCreate(request), Reply::Created);
     }

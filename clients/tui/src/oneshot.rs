@@ -82,6 +82,7 @@ fn open(
             let request = CreateRequest {
                 cwd: Some(cwd),
                 model,
+                ..CreateRequest::default()
             };
             let created: Created = value(conn.call(&ClientRequest::SessionCreate(request))?)?;
             Ok((created.session_id, None))

@@ -123,6 +123,14 @@ pub enum RpcErrorCode {
     /// An image was refused (not an image, too large, an unsupported type, a model that
     /// takes none); the message starts with the store's code (`IMAGE_TOO_LARGE: ...`).
     AttachmentRejected,
+    /// No agent preset by that id.
+    AgentPresetNotFound,
+    /// The preset does not read (the file and the field are named) or cannot run.
+    AgentPresetInvalid,
+    /// A shipped preset cannot be changed or removed.
+    AgentPresetReadOnly,
+    /// A preset by that id exists already.
+    AgentPresetConflict,
     /// The server failed; the message says where.
     Internal,
 }
@@ -151,6 +159,10 @@ impl RpcErrorCode {
             Self::TitleInvalid => -32018,
             Self::ForkUnavailable => -32019,
             Self::AttachmentRejected => -32020,
+            Self::AgentPresetNotFound => -32021,
+            Self::AgentPresetInvalid => -32022,
+            Self::AgentPresetReadOnly => -32023,
+            Self::AgentPresetConflict => -32024,
         }
     }
 

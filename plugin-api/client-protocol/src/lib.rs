@@ -17,6 +17,7 @@ mod frames;
 mod goals;
 mod handshake;
 mod payloads;
+mod presets;
 mod request;
 mod schema;
 mod stats;
@@ -35,6 +36,7 @@ pub use handshake::{
     ClientInfo, HOST_FEATURES, Initialize, Initialized, PROTOCOL_VERSION, SubscribeRequest,
 };
 pub use payloads::*;
+pub use presets::{CopyPreset, PresetList, PresetRef, SelectPreset};
 pub use request::{ClientRequest, METHODS, NoParams, RequestError};
 pub use schema::schema_document;
 pub use stats::{SessionStats, TurnStats};

@@ -106,6 +106,9 @@ pub struct CreateRequest {
     pub cwd: Option<String>,
     /// `PROVIDER/MODEL`.
     pub model: Option<String>,
+    /// The agent preset it runs (default: the configured default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
 }
 
 /// `session.create`'s value.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::goals::{GoalCreate, GoalEdit, GoalState, GoalTarget};
 use crate::handshake::{Initialize, Initialized, SubscribeRequest};
 use crate::payloads::*;
+use crate::presets::{CopyPreset, PresetList, PresetRef, SelectPreset};
 use crate::{AttachmentData, ChatItem, ReadAttachment, SessionHistory, Trajectory, UploadImage};
 
 /// The params of a method that takes none (`{}`; absent or `null` reads the same).
@@ -139,6 +140,16 @@ methods! {
     "goal.resume" => GoalResume(GoalTarget) -> GoalState;
     "goal.complete" => GoalComplete(GoalTarget) -> GoalState;
     "goal.clear" => GoalClear(GoalTarget) -> GoalState;
+    /// The agent presets (shipped and the user's) and the default.
+    "agentPreset.list" => AgentPresetList(NoParams) -> PresetList;
+    /// A preset's files (preset.yml, agent.yml, its prompt).
+    "agentPreset.read" => AgentPresetRead(PresetRef) -> dsh_protocol::PresetFiles;
+    /// A new user preset copied from another, to edit (loopback clients only).
+    "agentPreset.copy" => AgentPresetCopy(CopyPreset) -> dsh_protocol::PresetSummary;
+    /// Removes a user preset (loopback clients only; shipped ones are read-only).
+    "agentPreset.remove" => AgentPresetRemove(PresetRef) -> Done;
+    /// Switches a session that has had no turn to another preset.
+    "agentPreset.select" => AgentPresetSelect(SelectPreset) -> Done;
     /// A person's answer to an approval; the first answer of any client wins.
     "approval.respond" => ApprovalRespond(ApprovalAnswer) -> AnswerReceipt;
     /// A person's answers to a question; the first answer of any client wins.
@@ -190,7 +201,8 @@ impl ClientRequest {
             | Self::SessionKillJob(JobRef { session_id, .. })
             | Self::SessionRewind(RewindRequest { session_id, .. })
             | Self::SessionSubscribe(SubscribeRequest { session_id, .. })
-            | Self::FilesComplete(CompleteFiles { session_id, .. }) => Some(session_id),
+            | Self::FilesComplete(CompleteFiles { session_id, .. })
+            | Self::AgentPresetSelect(SelectPreset { session_id, .. }) => Some(session_id),
             Self::SessionTrajectory(SessionRef { session_id })
             | Self::SessionCancel(SessionRef { session_id })
             | Self::SessionDelete(SessionRef { session_id })

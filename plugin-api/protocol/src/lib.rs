@@ -30,6 +30,7 @@ mod jobs;
 pub mod kinds;
 mod listing;
 mod model;
+mod presets;
 mod prompt;
 mod questions;
 mod sandbox;
@@ -81,6 +82,7 @@ pub use model::{
     ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,
     ResolvedModelInfo, ToolSchema,
 };
+pub use presets::{PresetFiles, PresetRuntime, PresetSource, PresetSummary, preset_scope};
 pub use prompt::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
 pub use questions::{
     QuestionAnswer, QuestionAnsweredEvent, QuestionAskedEvent, QuestionOption, QuestionRequest,

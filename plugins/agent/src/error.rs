@@ -61,8 +61,8 @@ impl AgentError {
             | Self::Target(_)
             | Self::EmptyMessage
             | Self::EmptyEdit
-            | Self::Preset { .. }
             | Self::PresetAfterTurn(_) => AgentsErrorKind::Invalid,
+            Self::Preset { .. } => AgentsErrorKind::Preset,
             Self::Exists(_) | Self::Pending(_) => AgentsErrorKind::Exists,
             Self::Unknown(_) | Self::NoAgentToWake(_) => AgentsErrorKind::NotFound,
             // A session that is not live (or not there) is as unknown as a missing agent.

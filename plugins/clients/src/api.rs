@@ -60,6 +60,7 @@ impl From<AgentsError> for Failure {
     fn from(error: AgentsError) -> Self {
         let code = match error.kind {
             AgentsErrorKind::Invalid => RpcErrorCode::BadRequest,
+            AgentsErrorKind::Preset => RpcErrorCode::AgentPresetInvalid,
             AgentsErrorKind::NotFound => RpcErrorCode::SessionNotFound,
             AgentsErrorKind::Exists | AgentsErrorKind::Disposing => RpcErrorCode::SessionConflict,
             AgentsErrorKind::NotQueued => RpcErrorCode::QueueItemNotFound,
@@ -190,6 +191,21 @@ impl Api {
             ClientRequest::ProjectDescribe(_) => to_value(self.describe_trust(caller)?),
             ClientRequest::ProjectTrust(_) => to_value(self.trust_project(caller).await?),
             ClientRequest::ApprovalRespond(answer) => to_value(self.respond(answer).await?),
+            ClientRequest::AgentPresetList(_) => to_value(self.presets()?),
+            ClientRequest::AgentPresetRead(request) => to_value(self.read_preset(&request)?),
+            ClientRequest::AgentPresetCopy(request) => {
+                self.writable(writable, method)?;
+                to_value(self.copy_preset(request).await?)
+            }
+            ClientRequest::AgentPresetRemove(request) => {
+                self.writable(writable, method)?;
+                self.remove_preset(&request).await?;
+                to_value(Done {})
+            }
+            ClientRequest::AgentPresetSelect(request) => {
+                self.select_preset(request).await?;
+                to_value(Done {})
+            }
             request @ (ClientRequest::GoalGet(_)
             | ClientRequest::GoalCreate(_)
             | ClientRequest::GoalEdit(_)

@@ -24,6 +24,7 @@ mod jobs;
 mod live;
 mod manage;
 mod models;
+mod presets;
 mod questions;
 mod rewind;
 mod sessions;
@@ -82,6 +83,7 @@ impl Plugin for ClientsPlugin {
     const PROVIDES: &'static [&'static str] = &[CLIENTS_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[
         dsh_agents_seam::AGENTS_SERVICE,
+        dsh_agents_seam::presets::AGENT_PRESETS_SERVICE,
         dsh_attachments_seam::ATTACHMENTS_SERVICE,
         dsh_commands_seam::COMMANDS_SERVICE,
         dsh_credentials_seam::CREDENTIALS_SERVICE,

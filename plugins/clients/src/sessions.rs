@@ -224,6 +224,7 @@ impl Api {
             provider,
             model,
             scope: Vec::new(),
+            agent_preset: request.agent_preset,
             ..AgentOptions::default()
         };
         let id = self.start(options).await?;
@@ -236,7 +237,14 @@ impl Api {
             .await
             .into_result()
             .map(|id| id.into_string())
-            .map_err(|error| Failure::internal(format!("the agent could not start: {error}")))
+            .map_err(|error| match error.kind {
+                // A preset that cannot run is the caller's to fix, named as such.
+                AgentsErrorKind::Preset => Failure(
+                    RpcErrorCode::AgentPresetInvalid,
+                    error.message.into_string(),
+                ),
+                _ => Failure::internal(format!("the agent could not start: {error}")),
+            })
     }
 
     /// The agent of `session`: the live one, or the stored session resumed.

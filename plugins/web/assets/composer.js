@@ -104,7 +104,8 @@ export function showControls({ model, preset, plan }) {
 async function newSession({ chosen = false } = {}) {
   const model = chosen ? $("model").value || undefined : undefined;
   const preset = chosen ? $("preset").value : "workspace-write";
-  const { sessionId } = await call("session.create", model ? { model } : {});
+  const agentPreset = chosen ? state.agentPreset : undefined;
+  const { sessionId } = await call("session.create", { ...(model ? { model } : {}), ...(agentPreset ? { agentPreset } : {}) });
   if (preset !== "workspace-write") await call("session.setPermission", { sessionId, preset });
   if (chosen) await applyPlanChoice(sessionId);
   await refreshSessions();

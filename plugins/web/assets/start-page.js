@@ -16,7 +16,61 @@ export function renderHero(host) {
   const next = host.defaultModel
     ? element("p", { class: "muted", id: "ready" }, "Type a task below to start a session, or pick one on the left.")
     : onboarding();
-  $("hero").replaceChildren(element("h1", {}, "What should the agent do?"), facts, next);
+  $("hero").replaceChildren(element("h1", {}, "What should the agent do?"), facts, presetPicker(), next);
+  loadPresets();
+}
+
+// The agent preset a new session runs: one chip per preset (shipped ones, then the user's from
+// $DSH_HOME/agent-presets), the default chosen. A broken preset is shown disabled, its problem
+// (file and field) as its title. Arrow keys move the choice, as in any radio group.
+function presetPicker() {
+  return element("div", { class: "presets", id: "presets", role: "radiogroup", "aria-label": "Agent preset", hidden: true });
+}
+
+function choosePreset(id) {
+  state.agentPreset = id;
+  for (const chip of $("presets").children) {
+    const chosen = chip.dataset.preset === id;
+    chip.setAttribute("aria-checked", String(chosen));
+    chip.tabIndex = chosen ? 0 : -1;
+  }
+}
+
+async function loadPresets() {
+  let list;
+  try {
+    list = await call("agentPreset.list");
+  } catch {
+    return; // No presets row: sessions run the plain agent and nothing is offered.
+  }
+  const group = $("presets");
+  if (!group) return;
+  const usable = list.presets.filter((preset) => !preset.problem);
+  if (!usable.some((preset) => preset.id === state.agentPreset)) state.agentPreset = list.default;
+  group.replaceChildren(...list.presets.map((preset) => element(
+    "button",
+    {
+      type: "button",
+      class: "chip preset-chip",
+      role: "radio",
+      "data-preset": preset.id,
+      title: preset.problem || preset.description,
+      disabled: Boolean(preset.problem),
+      onclick: () => choosePreset(preset.id),
+    },
+    preset.name,
+  )));
+  group.onkeydown = (event) => {
+    const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[event.key];
+    if (!step) return;
+    event.preventDefault();
+    const at = usable.findIndex((preset) => preset.id === state.agentPreset);
+    const next = usable[(at + step + usable.length) % usable.length];
+    choosePreset(next.id);
+    group.querySelector(`[data-preset="${next.id}"]`)?.focus();
+  };
+  choosePreset(state.agentPreset);
+  group.hidden = false;
 }
 
 // No usable model: a DeepSeek key entered here is stored by the host (readable by its owner

@@ -185,11 +185,7 @@ pub trait Agents: Send + Sync {
     /// Switches agent `agent` to preset `preset` (logged as `agent-preset/selected`): only
     /// while its session has had no turn (`Invalid` after), and only to a preset the
     /// `agent_presets` service activates.
-    fn set_preset(
-        &self,
-        agent: RString,
-        preset: RString,
-    ) -> FfiFuture<RResult<(), AgentsError>>;
+    fn set_preset(&self, agent: RString, preset: RString) -> FfiFuture<RResult<(), AgentsError>>;
     /// What the inbox of live session `session` holds, unclaimed.
     fn inbox(&self, session: RString) -> RResult<Json<InboxListing>, AgentsError>;
     /// Changes the waiting message `message` of live session `session`: dropped unrun, edited
@@ -229,6 +225,8 @@ pub enum AgentsErrorKind {
     Session,
     /// The registry went away (its row unloaded) before the call could finish.
     Gone,
+    /// The agent preset named cannot run: unknown, broken, or its rows failed to start.
+    Preset,
 }
 
 /// A refusal of the `agents` service: its kind and a message for a person.

@@ -1,0 +1,35 @@
+// The agent-preset scenario of the browser app (merged into scenarios.mjs): the new-session
+// screen offers the presets as chips (the shipped ones and the user's "Reader", a broken one
+// shown disabled), the default chosen; arrow keys move the choice; the first prompt makes a
+// session of the chosen preset (the test checks what the model was offered and told).
+
+export function presetScenarios({ authUrl, expect, shoot }) {
+  return {
+    async presets(page) {
+      await page.goto(authUrl);
+      await page.waitForSelector("#presets .preset-chip");
+      const names = await page.locator("#presets .preset-chip").allTextContents();
+      for (const name of ["Standard", "Code", "Minimal", "Plugin author", "Reader"]) {
+        expect(names.includes(name), `the chips offer ${name}: ${JSON.stringify(names)}`);
+      }
+      const chosen = await page.getAttribute('#presets [aria-checked="true"]', "data-preset");
+      expect(chosen === "standard", `the default is chosen first, not ${chosen}`);
+      const broken = page.locator('#presets [data-preset="broken"]');
+      expect(await broken.isDisabled(), "a broken preset cannot be chosen");
+      const why = await broken.getAttribute("title");
+      expect(why.includes("agent-presets/broken/preset.yml"), `the broken chip says why: ${why}`);
+      // Arrow keys walk the usable presets; a click chooses one.
+      await page.focus('#presets [data-preset="standard"]');
+      await page.keyboard.press("ArrowRight");
+      const moved = await page.getAttribute('#presets [aria-checked="true"]', "data-preset");
+      expect(moved === "code", `ArrowRight moves to code, not ${moved}`);
+      await page.click('#presets [data-preset="reader"]');
+      await shoot(page, "chosen");
+      await page.fill("#prompt", "what is here?");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector(".turn-end", { state: "attached" });
+      const answer = await page.textContent(".message.assistant");
+      expect(answer.includes("only reading"), `the answer arrived: ${answer}`);
+    },
+  };
+}
