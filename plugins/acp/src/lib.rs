@@ -106,6 +106,7 @@ impl Plugin for AcpPlugin {
     const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HOST_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[
         AGENTS_SERVICE,
+        dsh_agents_seam::presets::AGENT_PRESETS_SERVICE,
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
         dsh_subagents_seam::SUBAGENTS_SERVICE,

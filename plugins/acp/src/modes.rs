@@ -1,13 +1,15 @@
 //! A session's modes are the permission presets (`session/set_mode` logs the chosen one, as
 //! `/permission` does, and the change comes back as `current_mode_update`); its model is a
-//! config option (`session/set_config_option` sets the route of its next turns).
+//! config option (`session/set_config_option` sets the route of its next turns), and so is its
+//! agent preset where presets are mounted (chosen before the session's first turn).
 
 use std::sync::Arc;
 
 use abi_stable::std_types::RVec;
+use dsh_agents_seam::presets::{AGENT_PRESETS_SERVICE, AgentPresetsService};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_protocol::kinds::{PERMISSION_PRESET, SANDBOX_MODE};
-use dsh_protocol::{PermissionPreset, PermissionPresetEvent, SandboxModeEvent};
+use dsh_protocol::{PermissionPreset, PermissionPresetEvent, PresetSummary, SandboxModeEvent};
 use dsh_sessions_seam::{NewEventRecord, open_live};
 use serde_json::value::RawValue;
 
@@ -20,6 +22,9 @@ use crate::wire::{Id, RpcError, params};
 
 /// The id of the model option.
 const MODEL_OPTION: &str = "model";
+
+/// The id of the agent-preset option (a custom category, as ACP asks of one it does not name).
+const PRESET_OPTION: &str = "agent_preset";
 
 fn describe(preset: PermissionPreset) -> (&'static str, &'static str) {
     match preset {
@@ -122,8 +127,50 @@ fn route_of(server: &Server, session: &str) -> (String, String) {
         .unwrap_or_else(|| dsh_plugin_api::lock(&server.route).clone())
 }
 
-/// The model option: every model the registered providers list, and the current route.
+/// The agent-preset option: every preset that reads, and the session's (`standard`, the plain
+/// agent, when it names none). None where no presets are mounted.
+fn preset_option(server: &Server, session: &str) -> Option<ConfigOption> {
+    let presets = server
+        .ctx
+        .get::<AgentPresetsService>(AGENT_PRESETS_SERVICE)
+        .ok()
+        .flatten()?;
+    let listed: Vec<PresetSummary> = presets.list().decode().ok()?;
+    let current = server
+        .agents()
+        .ok()
+        .and_then(|agents| agents.list().decode().ok())
+        .and_then(|agents: Vec<dsh_protocol::AgentSummary>| {
+            agents.into_iter().find(|agent| agent.id == session)
+        })
+        .and_then(|agent| agent.agent_preset)
+        .unwrap_or_else(|| "standard".to_owned());
+    Some(ConfigOption {
+        id: PRESET_OPTION.to_owned(),
+        name: "Agent preset".to_owned(),
+        category: "_agent_preset",
+        kind: "select",
+        current_value: current,
+        options: listed
+            .into_iter()
+            .filter(|preset| preset.problem.is_none())
+            .map(|preset| ConfigValue {
+                value: preset.id,
+                name: preset.name,
+            })
+            .collect(),
+    })
+}
+
+/// The model option: every model the registered providers list, and the current route; then
+/// the agent preset.
 pub(crate) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption> {
+    let mut options = vec![model_option(server, session)];
+    options.extend(preset_option(server, session));
+    options
+}
+
+fn model_option(server: &Server, session: &str) -> ConfigOption {
     let (provider, model) = route_of(server, session);
     let current = format!("{provider}/{model}");
     let mut options: Vec<ConfigValue> = Vec::new();
@@ -151,25 +198,63 @@ pub(crate) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption
             },
         );
     }
-    vec![ConfigOption {
+    ConfigOption {
         id: MODEL_OPTION.to_owned(),
         name: "Model".to_owned(),
         category: "model",
         kind: "select",
         current_value: current,
         options,
-    }]
+    }
+}
+
+/// Switches a session that has had no turn to another preset (the registry logs it), then
+/// answers the options as they stand.
+fn set_preset(server: &Arc<Server>, id: Id, session: String, preset: String) {
+    let task = server.clone();
+    let spawned = server.ctx.spawn(async move {
+        let result = match task.agents() {
+            Ok(agents) => agents
+                .set_preset(session.as_str().into(), preset.as_str().into())
+                .await
+                .into_result()
+                .map_err(|error| {
+                    RpcError::invalid_params(format!("value: agent preset `{preset}`: {error}"))
+                })
+                .map(|()| SetConfigOptionResponse {
+                    config_options: config_options(&task, &session),
+                }),
+            Err(error) => Err(error),
+        };
+        task.answer(&id, result);
+    });
+    if let Err(error) = spawned {
+        server.ctx.log(
+            dsh_plugin_api::LogLevel::Error,
+            &format!("session/set_config_option: {error}"),
+        );
+    }
 }
 
 pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
-    let result = (|| {
-        let request: SetConfigOptionRequest = params(raw)?;
+    let request = match params::<SetConfigOptionRequest>(raw).and_then(|request| {
         let session = server.session(&request.session_id).ok_or_else(|| {
             RpcError::invalid_params(format!("unknown session: {}", request.session_id))
         })?;
+        Ok((request, session.id.clone()))
+    }) {
+        Ok(found) => found,
+        Err(error) => return server.answer::<Empty>(&id, Err(error)),
+    };
+    let (request, session) = request;
+    // The preset is switched off this call: its rows may have to mount first.
+    if request.config_id == PRESET_OPTION && preset_option(server, &session).is_some() {
+        return set_preset(server, id, session, request.value);
+    }
+    let result = (|| {
         if request.config_id != MODEL_OPTION {
             return Err(RpcError::invalid_params(format!(
-                "configId: `{}` is not an option of this agent (model)",
+                "configId: `{}` is not an option of this agent (model, agent_preset)",
                 request.config_id
             )));
         }
@@ -177,11 +262,11 @@ pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawVa
             .map_err(|error| RpcError::invalid_params(format!("value: {error}")))?;
         server
             .agents()?
-            .set_route(session.id.as_str().into(), provider.into(), model.into())
+            .set_route(session.as_str().into(), provider.into(), model.into())
             .into_result()
             .map_err(|error| RpcError::internal(format!("session/set_config_option: {error}")))?;
         Ok(SetConfigOptionResponse {
-            config_options: config_options(server, &session.id),
+            config_options: config_options(server, &session),
         })
     })();
     server.answer(&id, result);

@@ -470,3 +470,83 @@ fn stored_sessions_are_listed_loaded_and_resumed() {
     third.close();
     assert_eq!(third.wait_exit(WAIT), Some(0));
 }
+
+#[test]
+fn the_agent_preset_is_a_config_option_chosen_before_the_first_turn() {
+    let dir = TestDir::new("acp-editor-preset");
+    let folder = dir.home().join("agent-presets/reader");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("preset.yml"),
+        "name: Reader\ntools:\n  allow: [read]\n",
+    )
+    .unwrap();
+    std::fs::write(folder.join("agent.yml"), "[]\n").unwrap();
+    let server = FakeDeepSeek::start(vec![Reply::text("reading")]);
+    let mut agent = editor_agent(&server, &dir, "", &[]);
+    let (session, opened) = agent.open(&dir.join("work"));
+    let options = opened["result"]["configOptions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let preset = options
+        .iter()
+        .find(|option| option["id"] == "agent_preset")
+        .expect("the preset option");
+    assert_eq!(preset["currentValue"], "standard", "{preset}");
+    let offered: Vec<&str> = preset["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| option["value"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"minimal") && offered.contains(&"reader"),
+        "{offered:?}"
+    );
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "agent_preset", "value": "reader"}),
+    );
+    let chosen = set["result"]["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["id"] == "agent_preset")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(chosen["currentValue"], "reader", "{set}");
+    let unknown = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "agent_preset", "value": "nope"}),
+    );
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no agent preset `nope`"),
+        "{unknown}"
+    );
+    agent.prompt(&session, "look");
+    let sent = server.requests();
+    let tools: Vec<&str> = sent[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read"], "{}", sent[0].body);
+    let late = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "agent_preset", "value": "standard"}),
+    );
+    assert!(
+        late["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("before the first one"),
+        "{late}"
+    );
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
