@@ -178,6 +178,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         "\n[output truncated: the start was dropped]",
     );
     let mut keep = true;
+    let mut next_note = None;
     let tail = match waited.reason {
         WaitReason::StdinRead => {
             let code: i32 = waited
@@ -197,9 +198,12 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         }
         WaitReason::SessionExit => {
             keep = false;
+            let how = describe_exit(terminal.exited().flatten());
+            next_note = Some(format!(
+                "[the previous shell {how}; this command ran in a new shell: working directory and variables were reset]"
+            ));
             Some(format!(
-                "[shell {}: the next call starts a new shell (working directory and variables reset)]",
-                describe_exit(terminal.exited().flatten())
+                "[shell {how}: the next call starts a new shell (working directory and variables reset)]"
             ))
         }
         WaitReason::Cancelled | WaitReason::InferredIdle => {
@@ -227,6 +231,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
             slot.prompts = prompts + 1;
         } else {
             slot.terminal = None;
+            slot.note = next_note;
         }
     }
     if output.is_empty() {

@@ -22,8 +22,10 @@ use crate::screen::{PROMPT_MARKER, Screen};
 /// The prompt a shell shows (after its invisible marker).
 pub(crate) const PROMPT: &str = "dsh> ";
 
-/// How often a waiting call looks at the screen.
-const POLL: Duration = Duration::from_millis(10);
+/// How often a waiting call looks at the screen: at first every millisecond (most commands
+/// are done in a few), then less often, down to every [`POLL`].
+const FIRST_POLL: Duration = Duration::from_millis(1);
+const POLL: Duration = Duration::from_millis(20);
 
 /// How long a closed shell gets between the hangup and `SIGKILL`.
 const CLOSE_GRACE_MS: u64 = 500;
@@ -169,7 +171,7 @@ impl Terminal {
     async fn read_all(self: Arc<Self>, ctx: &Context) {
         let closing = async {
             while !self.closing.load(Ordering::Acquire) {
-                ctx.sleep(POLL * 5).await;
+                ctx.sleep(POLL * 3).await;
             }
         };
         let reading = async {
@@ -228,6 +230,7 @@ impl Terminal {
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Waited {
         let started = Instant::now();
+        let mut poll = FIRST_POLL;
         loop {
             {
                 let state = lock(&self.state);
@@ -268,7 +271,8 @@ impl Terminal {
                     return done(WaitReason::Timeout);
                 }
             }
-            ctx.sleep(POLL).await;
+            ctx.sleep(poll).await;
+            poll = (poll * 2).min(POLL);
         }
     }
 
