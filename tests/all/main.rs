@@ -37,6 +37,7 @@ mod presets;
 mod products;
 mod products_real;
 mod products_recorded;
+mod pty_tools;
 mod questions;
 mod reasoning_effort;
 mod reload;
