@@ -7,8 +7,8 @@ mod fs;
 mod fs_watch;
 mod http;
 mod http_server;
-pub(crate) mod secret_values;
 mod pty;
+pub(crate) mod secret_values;
 mod subprocess;
 
 use std::path::PathBuf;
