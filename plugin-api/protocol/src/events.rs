@@ -114,6 +114,40 @@ pub struct ToolCallEvent {
 }
 event_data!(ToolCallEvent, crate::kinds::TOOL_CALL);
 
+/// `tool/code-dispatch-start`: a call a Code Mode program made (`tools.<name>(args)` inside the
+/// `run_code` call `parentCallId`) is starting, under the id `<parent>:code:<n>`. Log-only:
+/// sub-calls never enter the model's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeDispatchStartEvent {
+    /// The model's call the program runs under (the same as the parent: programs do not nest).
+    pub root_call_id: String,
+    pub parent_call_id: String,
+    pub sub_call_id: String,
+    pub name: String,
+    /// The arguments the program passed, as JSON.
+    pub arguments: serde_json::Value,
+}
+event_data!(
+    CodeDispatchStartEvent,
+    crate::kinds::TOOL_CODE_DISPATCH_START
+);
+
+/// `tool/code-dispatch`: a Code Mode sub-call settled: the start's fields and its outcome in
+/// `tool/result`'s vocabulary. Log-only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeDispatchEvent {
+    pub root_call_id: String,
+    pub parent_call_id: String,
+    pub sub_call_id: String,
+    pub name: String,
+    pub arguments: serde_json::Value,
+    pub is_error: bool,
+    pub content: Vec<crate::content::ContentBlock>,
+}
+event_data!(CodeDispatchEvent, crate::kinds::TOOL_CODE_DISPATCH);
+
 /// `tool/result`: the model-facing result of one call, with its structured error and the
 /// tool-private `meta` (a diff, say) when there are any.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -337,7 +371,10 @@ event_data!(PlanModeEvent, crate::kinds::PLAN_MODE);
 pub struct AgentPresetSelectedEvent {
     pub agent_preset: String,
 }
-event_data!(AgentPresetSelectedEvent, crate::kinds::AGENT_PRESET_SELECTED);
+event_data!(
+    AgentPresetSelectedEvent,
+    crate::kinds::AGENT_PRESET_SELECTED
+);
 
 /// The state of one todo item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -60,8 +60,9 @@ pub use content::{
 };
 pub use envelope::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
 pub use events::{
-    ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy, ApprovalPolicyEvent, ApprovalScope,
-    AgentPresetSelectedEvent, ApprovalVerdict, AssistantChunkEvent, AssistantMessageEvent, EndSeedEvent, EventData,
+    AgentPresetSelectedEvent, ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalPolicy,
+    ApprovalPolicyEvent, ApprovalScope, ApprovalVerdict, AssistantChunkEvent,
+    AssistantMessageEvent, CodeDispatchEvent, CodeDispatchStartEvent, EndSeedEvent, EventData,
     HeaderReason, InboxSplicedEvent, InboxTarget, LlmRetryEvent, LlmRetryStartedEvent,
     PermissionPresetEvent, PlanModeEvent, RequestContextEvent, RequestHeader, RequestHeaderEvent,
     SandboxModeEvent, SessionTitleEvent, SessionTitleLlmRequestEvent, SpliceOutcome, StepEndEvent,

@@ -295,7 +295,7 @@ pub struct ToolGuidance {
 }
 
 /// What became of one call of a step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallReport {
     pub call_id: String,
@@ -304,6 +304,13 @@ pub struct CallReport {
     pub seq: u64,
     /// Whether its result reached the session log (always true outside a session).
     pub logged: bool,
+    /// Its model-facing content, for a Code Mode sub-call only (the program reads it; a
+    /// model step's results are in the log).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<ContentBlock>,
+    /// Its canonical value, for a successful Code Mode sub-call only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
 }
 
 /// What a step's calls came to.

@@ -104,13 +104,27 @@ struct Arguments {
     run_in_background: Option<bool>,
 }
 
-/// The canonical value of a run, which `render` turns back into content.
+/// The canonical value of a run, which `render` turns back into content. `stdout` and
+/// `stderr` are what a Code Mode program reads (`(await tools.bash(..)).stdout.text`), shaped
+/// as the reference's bash value.
 #[derive(Serialize, Deserialize)]
 #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
 struct RunValue {
     exit_code: Option<i32>,
     timed_out: bool,
     output: String,
+    #[serde(default)]
+    stdout: Stream,
+    #[serde(default)]
+    stderr: Stream,
+}
+
+/// One output stream of a run: its kept text and whether the cap cut it.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct Stream {
+    text: String,
+    truncated: bool,
 }
 
 /// Why a call produced no run, in words for the model.
@@ -353,6 +367,14 @@ async fn run(
         },
         timed_out: run.timed_out,
         output: text.clone(),
+        stdout: Stream {
+            text: run.stdout.text.clone(),
+            truncated: run.stdout.truncated,
+        },
+        stderr: Stream {
+            text: run.stderr.text.clone(),
+            truncated: run.stderr.truncated,
+        },
     };
     Ok(ToolReply::Ok(ToolSuccess {
         value: serde_json::to_value(&value).unwrap_or_default(),

@@ -34,9 +34,9 @@ use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
 use dsh_sessions_seam::NewEventRecord;
 use dsh_sessions_seam::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
-    EditArgs, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
-    TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, glob, grep, parse_args, read, todo_write,
-    write,
+    EditArgs, FileLine, GlobArgs, GrepArgs, Observations, ReadArgs, SandboxMode, SearchOptions,
+    TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, format_read_output, glob, grep,
+    parse_args, read, todo_write, write,
 };
 use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
 use serde_json::Value;
@@ -169,6 +169,30 @@ struct TextValue {
     text: String,
 }
 
+/// The value of a `read`: its structured window (the `meta`, as the reference's read value),
+/// which a Code Mode program reads and `render` turns back into the text.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
+struct ReadValue {
+    path: String,
+    offset: usize,
+    lines: Vec<FileLine>,
+    total_lines: usize,
+}
+
+impl ReadValue {
+    fn text(&self) -> String {
+        let shown = self.lines.len();
+        format_read_output(
+            &self.path,
+            self.offset,
+            shown,
+            &self.lines,
+            self.total_lines,
+        )
+    }
+}
+
 fn ok_reply(text: String, meta: Option<Value>) -> ToolReply {
     ToolReply::Ok(ToolSuccess {
         value: serde_json::to_value(TextValue { text: text.clone() }).unwrap_or_default(),
@@ -201,7 +225,13 @@ fn run(
                 workspace,
                 Some(observations),
             )?;
-            (ok_reply(output.text, Some(output.meta)), None)
+            let reply = ToolReply::Ok(ToolSuccess {
+                value: output.meta.clone(),
+                content: vec![ContentBlock::text(output.text)],
+                meta: Some(output.meta),
+                concludes_turn: false,
+            });
+            (reply, None)
         }
         Kind::Write => {
             let output = write(
@@ -306,14 +336,18 @@ impl Tool for FsTool {
         RNone
     }
 
-    /// A result's value is `{"text"}`: the content is that text.
+    /// A result's value is `{"text"}` (a read's, its window): the content is that text.
     fn render(&self, value: Json<Value>) -> ROption<Json<Vec<ContentBlock>>> {
-        let value = value
-            .decode()
-            .ok()
-            .and_then(|value| serde_json::from_value::<TextValue>(value).ok());
-        match value {
-            Some(value) => RSome(Json::encode(&vec![ContentBlock::text(value.text)])),
+        let text = value.decode().ok().and_then(|value| match self.kind {
+            Kind::Read => serde_json::from_value::<ReadValue>(value)
+                .ok()
+                .map(|read| read.text()),
+            _ => serde_json::from_value::<TextValue>(value)
+                .ok()
+                .map(|value| value.text),
+        });
+        match text {
+            Some(text) => RSome(Json::encode(&vec![ContentBlock::text(text)])),
             None => RNone,
         }
     }

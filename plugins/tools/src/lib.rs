@@ -6,6 +6,7 @@
 
 mod body;
 mod cancel;
+mod code_dispatch;
 mod pipeline;
 mod reply;
 mod service;

@@ -27,6 +27,7 @@ use dsh_tools_seam::{CallView, PostView, ResultView, StepCalls};
 use serde_json::Value;
 
 use crate::body::{ask_approval, run_body};
+use crate::code_dispatch;
 use crate::reply::{outcome_from_reply, outcome_summary};
 use crate::service::{Shared, scope_of};
 
@@ -59,6 +60,9 @@ struct Settled {
 struct Committed {
     call_id: String,
     is_error: bool,
+    /// For a Code Mode sub-call: what the program gets back.
+    content: Vec<ContentBlock>,
+    value: Option<Value>,
     seq: u64,
     /// Whether its result reached the session log (always true outside a session).
     logged: bool,
@@ -67,16 +71,20 @@ struct Committed {
 
 struct Stages {
     shared: Arc<Shared>,
+    /// The `run_code` call these calls run inside (`None`: a model step).
+    parent: Option<Arc<str>>,
     session: Option<Arc<SessionBox>>,
     cancel: Arc<CancelBox>,
     contexts: Arc<Mutex<Vec<Message>>>,
 }
 
-/// Runs the calls of `step`; answers what they came to.
+/// Runs the calls of `step` (Code Mode sub-calls of `parent` when given); answers what they
+/// came to.
 pub(crate) async fn run_step(
     shared: Arc<Shared>,
     step: StepCalls,
     cancel: CancelBox,
+    parent: Option<Arc<str>>,
 ) -> StepReport {
     let session = open_session(&shared, &step.session).await;
     let contexts = Arc::new(Mutex::new(Vec::new()));
@@ -101,6 +109,7 @@ pub(crate) async fn run_step(
     let limit = shared.max_parallel;
     let stages = Stages {
         shared,
+        parent,
         session,
         cancel: Arc::new(cancel),
         contexts: contexts.clone(),
@@ -115,6 +124,8 @@ pub(crate) async fn run_step(
                 is_error: entry.is_error,
                 seq: entry.seq,
                 logged: entry.logged,
+                content: entry.content.clone(),
+                value: entry.value.clone(),
             })
             .collect(),
         additional_contexts: additional
@@ -225,15 +236,19 @@ impl CallStages<Call> for Stages {
         let shared = self.shared.clone();
         let session = self.session.clone();
         let cancel = self.cancel.clone();
+        let parent = self.parent.clone();
         Box::pin(async move {
-            let data = ToolCallEvent {
-                turn: call.view.turn,
-                step: call.view.step,
-                call_id: call.view.call_id.to_string(),
-                name: call.view.name.to_string(),
-                arguments: call.view.arguments.to_string(),
+            let record = match &parent {
+                Some(parent) => code_dispatch::start_record(parent, &call.view, &call.arguments),
+                None => NewEventRecord::of(&ToolCallEvent {
+                    turn: call.view.turn,
+                    step: call.view.step,
+                    call_id: call.view.call_id.to_string(),
+                    name: call.view.name.to_string(),
+                    arguments: call.view.arguments.to_string(),
+                }),
             };
-            call.seq = append(&shared, session.as_ref(), NewEventRecord::of(&data));
+            call.seq = append(&shared, session.as_ref(), record);
             let seal = seal_for(&shared, &call.view);
             if session.is_some() && call.seq == 0 {
                 // No durable record of the call: running it would be a side effect the log
@@ -355,6 +370,7 @@ impl CallStages<Call> for Stages {
         let shared = self.shared.clone();
         let session = self.session.clone();
         let contexts = self.contexts.clone();
+        let parent = self.parent.clone();
         Box::pin(async move {
             let Settled {
                 call,
@@ -377,7 +393,27 @@ impl CallStages<Call> for Stages {
             let cites: &[u64] = if call.seq > 0 { &[call.seq] } else { &[] };
             let record = NewEventRecord::of(&data).citing(cites);
             let result = Json::from_text(record.data.clone());
-            let seq = append(&shared, session.as_ref(), record);
+            // A sub-call's outcome goes to the program, and into the log as
+            // `tool/code-dispatch`; the `tool/result` record is only what `tools/result`
+            // listeners (instruction discovery, hooks) read.
+            let (seq, content, value) = match &parent {
+                Some(parent) => {
+                    let record = code_dispatch::settled_record(
+                        &shared,
+                        parent,
+                        &call.view,
+                        &call.arguments,
+                        &finished,
+                    )
+                    .await;
+                    (
+                        append(&shared, session.as_ref(), record),
+                        finished.content().to_vec(),
+                        finished.outcome().value().cloned(),
+                    )
+                }
+                None => (append(&shared, session.as_ref(), record), Vec::new(), None),
+            };
             let view = ResultView {
                 call: call.view.clone(),
                 result,
@@ -393,6 +429,8 @@ impl CallStages<Call> for Stages {
             Committed {
                 call_id: call.view.call_id.to_string(),
                 is_error: finished.is_error(),
+                content,
+                value,
                 seq,
                 logged: session.is_none() || seq > 0,
                 concludes_turn: finished.concludes_turn(),

@@ -12,16 +12,16 @@ use dsh_plugin_api::cancel::CancelBox;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent, SeamError, SeamErrorKind, lock};
 use dsh_protocol::{
-    Concurrency as DeclaredConcurrency, PostDecision, PreDecision, Restriction, StepReport,
-    ToolDecl, ToolGuidance, ToolReply, ToolSchema,
+    Concurrency as DeclaredConcurrency, ContentBlock, PostDecision, PreDecision, Restriction,
+    StepReport, ToolDecl, ToolGuidance, ToolReply, ToolSchema,
 };
 use dsh_tools_core::{
     Concurrency, ConcurrencyClass, Layer, RegistrationId, RegistryError, Scope, ScopeKey,
     ToolFailure, ToolOrder, ToolRegistry, ToolSpec,
 };
 use dsh_tools_seam::{
-    CallView, GuardBox, PostView, Registration, Registration_TO, RegistrationBox, ResultView,
-    StepCalls, ToolBox, Tools,
+    CallView, CodeDispatchView, GuardBox, PostView, Registration, Registration_TO, RegistrationBox,
+    ResultView, StepCalls, ToolBox, Tools,
 };
 use serde_json::Value;
 
@@ -72,6 +72,8 @@ pub(crate) struct Shared {
     pub(crate) execute: Channel<WaterfallEvent<CallView, Json<ToolReply>>>,
     pub(crate) post_execute: Channel<WaterfallEvent<PostView, Json<PostDecision>>>,
     pub(crate) result: Channel<EmitEvent<ResultView>>,
+    pub(crate) code_dispatch_log:
+        Channel<WaterfallEvent<CodeDispatchView, Json<Vec<ContentBlock>>>>,
     change: Channel<EmitEvent<RString>>,
 }
 
@@ -95,6 +97,7 @@ impl Shared {
             execute: ctx.channel(&dsh_tools_seam::TOOLS_EXECUTE)?,
             post_execute: ctx.channel(&dsh_tools_seam::TOOLS_POST_EXECUTE)?,
             result: ctx.channel(&dsh_tools_seam::TOOLS_RESULT)?,
+            code_dispatch_log: ctx.channel(&dsh_tools_seam::TOOLS_CODE_DISPATCH_LOG)?,
             change: ctx.channel(&dsh_tools_seam::TOOLS_CHANGE)?,
             ctx,
         })
@@ -380,7 +383,21 @@ impl Tools for Service {
 
     fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<Json<StepReport>> {
         let shared = self.0.clone();
-        async move { Json::encode(&crate::pipeline::run_step(shared, step, cancel).await) }
+        async move { Json::encode(&crate::pipeline::run_step(shared, step, cancel, None).await) }
             .into_ffi()
+    }
+
+    fn run_code_calls(
+        &self,
+        parent: RString,
+        step: StepCalls,
+        cancel: CancelBox,
+    ) -> FfiFuture<Json<StepReport>> {
+        let shared = self.0.clone();
+        let parent: Arc<str> = Arc::from(parent.as_str());
+        async move {
+            Json::encode(&crate::pipeline::run_step(shared, step, cancel, Some(parent)).await)
+        }
+        .into_ffi()
     }
 }

@@ -39,10 +39,7 @@ const SKIPPED: &[(&str, &str)] = &[
         "cordis-inspect-jsdoc",
         "Code Mode and the Cordis package tools",
     ),
-    ("code-mode-turn", "Code Mode"),
     ("code-mode-read-image", "Code Mode and images"),
-    ("code-mode-workspace-context", "Code Mode"),
-    ("both-mode-turn", "Code Mode"),
     ("lsp-definition", "LSP"),
     ("pwsh-tool-turn", "pwsh"),
     ("persistent-pwsh-tool-turn", "pwsh"),
@@ -122,6 +119,10 @@ const ENV: &[(&str, &str, &str)] = &[
         "DSH_PERMISSION_MODE",
         "workspace-write",
     ),
+    // The reference's Code Mode compositions (`tools.mode`), as our bundle takes it.
+    ("code-mode-turn", "DSH_TOOLS_MODE", "code"),
+    ("code-mode-workspace-context", "DSH_TOOLS_MODE", "code"),
+    ("both-mode-turn", "DSH_TOOLS_MODE", "both"),
 ];
 
 /// Config overlays: the SCENARIOS table's `configPath` where it changes what we compare.
@@ -227,6 +228,61 @@ pub(super) fn run_all() -> Tally {
     tally
 }
 
+/// The Code Mode sub-calls a case logged (`tool/code-dispatch-start` and `tool/code-dispatch`,
+/// which the durable comparison leaves out) against the recorded ones, in order.
+fn compare_code_dispatches(
+    problems: &mut Vec<String>,
+    recorded: &[Value],
+    dir: &TestDir,
+    volatile: &Volatile,
+) {
+    let dispatches = |events: &[Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|event| {
+                matches!(
+                    event["type"].as_str(),
+                    Some("tool/code-dispatch-start" | "tool/code-dispatch")
+                )
+            })
+            .map(|event| format!("{} {}", event["type"], event["data"]))
+            .collect()
+    };
+    let theirs = dispatches(recorded);
+    if theirs.is_empty() {
+        return;
+    }
+    let ours: Vec<String> = dsh_tests::acp::harvest(&dir.home())
+        .first()
+        .map(|(_, events)| dispatches(events))
+        .unwrap_or_default()
+        .iter()
+        .map(|line| dsh_tests::acp::scrub_line(line, volatile))
+        .collect();
+    if ours != theirs {
+        problems.push(format!(
+            "Code Mode sub-calls differ:\n  ours     {ours:?}\n  recorded {theirs:?}"
+        ));
+    }
+}
+
+/// The `code-mode-workspace-context` workspace as the reference's scenario declares it (the
+/// shared corpus keeps only its task file): a root instruction, one under `nested` that a
+/// read there brings in, and the `.git` root marker that ends the discovery at the workspace.
+fn prepare_code_mode_instructions(work: &Path) {
+    std::fs::create_dir_all(work.join(".git")).unwrap();
+    std::fs::write(
+        work.join("AGENTS.md"),
+        "Workspace snapshot root instruction.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("nested/AGENTS.md"),
+        "When asked for the Code Mode workspace handshake, answer exactly `CODE_MODE_CONTEXT_OK` and nothing else.\n",
+    )
+    .unwrap();
+}
+
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
@@ -256,6 +312,9 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
     if name == "agent-instructions" {
         prepare_instructions(&work);
     }
+    if name == "code-mode-workspace-context" {
+        prepare_code_mode_instructions(&work);
+    }
     prepare_images(name, &work);
     let replay = dir.join("replay");
     std::fs::create_dir_all(&replay).unwrap();
@@ -274,10 +333,13 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
             own_rows.as_deref().unwrap_or_default()
         ),
     );
-    let mode = ENV
-        .iter()
-        .find(|(case, _, _)| *case == name)
-        .map_or("danger-full-access", |(_, _, value)| value);
+    let overlay = |variable: &str, default: &'static str| {
+        ENV.iter()
+            .find(|(case, key, _)| *case == name && *key == variable)
+            .map_or(default, |(_, _, value)| *value)
+    };
+    let mode = overlay("DSH_PERMISSION_MODE", "danger-full-access");
+    let tools_mode = overlay("DSH_TOOLS_MODE", "native");
     let agents_home = dir.join("agents");
     let log = replay.join("session.jsonl");
     let mut args = vec!["--profile", "acp", "--"];
@@ -291,6 +353,7 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
         &[
             ("DEEPSEEK_API_KEY", ""),
             ("DSH_PERMISSION_MODE", mode),
+            ("DSH_TOOLS_MODE", tools_mode),
             ("DSH_AGENTS_HOME", agents_home.to_str().unwrap()),
         ],
     );
@@ -340,6 +403,7 @@ fn run_case(folder: &Path, name: &str) -> Result<(), String> {
     }
     if recorded.iter().any(|event| event["type"] == "turn/start") {
         compare_logs(&mut problems, folder, &dir, &volatile, name);
+        compare_code_dispatches(&mut problems, &recorded, &dir, &volatile);
     }
     match problems.is_empty() {
         true => Ok(()),

@@ -23,7 +23,7 @@ pub mod mcp;
 
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
-use async_ffi::FfiFuture;
+use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::cancel::CancelBox;
 use dsh_plugin_api::{EmitEvent, Json, SeamError, WaterfallEvent};
 use dsh_protocol::{
@@ -52,6 +52,24 @@ pub const TOOLS_POST_EXECUTE: WaterfallEvent<PostView, Json<PostDecision>> =
 
 /// `tools/result`: one call's frozen result, as it was logged.
 pub const TOOLS_RESULT: EmitEvent<ResultView> = EmitEvent::new("tools/result");
+
+/// `tools/code-dispatch-log`: the content of a Code Mode sub-call on its way into the log's
+/// `tool/code-dispatch` (a listener may answer a shorter or redacted copy); the program and
+/// the model's result are untouched. The innermost default keeps the content.
+pub const TOOLS_CODE_DISPATCH_LOG: WaterfallEvent<CodeDispatchView, Json<Vec<ContentBlock>>> =
+    WaterfallEvent::new("tools/code-dispatch-log");
+
+/// A settled Code Mode sub-call, for `tools/code-dispatch-log`.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct CodeDispatchView {
+    /// The sub-call (its `call_id` is `<parent>:code:<n>`).
+    pub call: CallView,
+    /// The `run_code` call it ran inside.
+    pub parent_call_id: RString,
+    pub is_error: bool,
+    pub content: Json<Vec<ContentBlock>>,
+}
 
 /// `tools/change`: a tool, guard or restriction was registered or removed (payload: what, as
 /// the registration describes itself).
@@ -177,5 +195,39 @@ pub trait Tools: Send + Sync {
     fn guidance(&self, scope: RVec<RString>) -> Json<Vec<ToolGuidance>>;
     /// Runs one step's calls; never fails: every failure is an error result.
     fn run_step(&self, step: StepCalls, cancel: CancelBox) -> FfiFuture<Json<StepReport>>;
+    /// Runs calls a Code Mode program made inside the model's call `parent` (its `run_code`
+    /// call) through the same pipeline as [`Tools::run_step`] (policy, approval, guards,
+    /// execute, post-execute, `tools/result`), except that each is logged as
+    /// `tool/code-dispatch-start` and `tool/code-dispatch` (through `tools/code-dispatch-log`)
+    /// instead of `tool/call` and `tool/result`, and its report carries its content and value
+    /// for the program. The caller names each call `<parent>:code:<n>`.
+    fn run_code_calls(
+        &self,
+        parent: RString,
+        step: StepCalls,
+        cancel: CancelBox,
+    ) -> FfiFuture<Json<StepReport>> {
+        let _ = (parent, cancel);
+        // A registry too old for Code Mode answers every call as an error.
+        let results = step
+            .calls
+            .iter()
+            .map(|call| dsh_protocol::CallReport {
+                call_id: call.call_id.to_string(),
+                is_error: true,
+                seq: 0,
+                logged: false,
+                content: vec![ContentBlock::text(
+                    "this tools service cannot run Code Mode sub-calls",
+                )],
+                value: None,
+            })
+            .collect();
+        let report = StepReport {
+            results,
+            ..StepReport::default()
+        };
+        async move { Json::encode(&report) }.into_ffi()
+    }
 }
 pub type ToolsService = Tools_TO<'static, RBox<()>>;

@@ -44,7 +44,7 @@ impl ReadWindow {
 }
 
 /// One returned line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FileLine {
     /// 1-based line number in the file.
     pub number: usize,

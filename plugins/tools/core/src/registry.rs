@@ -15,8 +15,9 @@ use crate::scope::{Layer, Scope, ScopeKey};
 use crate::spec::ToolSpec;
 use crate::view::ToolView;
 
-/// The name reserved for the Code Mode transport: it lives outside the filterable layers, so no
-/// plugin may register or shadow it and no restriction may name it.
+/// The name of the Code Mode transport. The `tool-run-code` plugin registers it like any tool,
+/// but it lives outside the filterable layers: no restriction may name it, and none masks it
+/// (a scope that hides every inherited tool in Code Mode still offers it, to its children too).
 pub const RUN_CODE_NAME: &str = "run_code";
 
 /// The handle of one registration (tool, restriction or guard); pass it to
@@ -187,7 +188,6 @@ impl<T> ToolRegistry<T> {
     ) -> Result<RegistrationId, RegistryError> {
         let name = spec.name().to_owned();
         let purpose = match name.as_str() {
-            RUN_CODE_NAME => Some("the Code Mode presentation transport"),
             TOOL_ORDER_REST => Some("toolOrder's rest entry"),
             _ => None,
         };

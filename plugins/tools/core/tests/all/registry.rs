@@ -112,14 +112,6 @@ fn a_duplicate_in_one_layer_is_refused_naming_both_owners() {
 #[test]
 fn reserved_names_bad_schemas_and_bad_timeouts_are_refused() {
     let mut registry = ToolRegistry::new();
-    let error = registry
-        .register(Layer::Global, "p", spec(RUN_CODE_NAME), ())
-        .unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .contains("reserved for the Code Mode presentation transport")
-    );
     assert!(
         registry
             .register(Layer::Global, "p", spec("<unlisted-tools>"), ())
@@ -358,4 +350,25 @@ fn guards_run_global_first_then_the_chain_and_only_deny() {
     assert!(matches!(registry.remove(global), Some(Removed::Guard)));
     // Guards never change what a scope sees.
     assert_eq!(registry.generation(), generation);
+}
+
+/// The Code Mode transport registers like any tool, but no restriction masks it: a scope that
+/// hides everything it inherits still offers `run_code`, to its children too.
+#[test]
+fn run_code_is_registered_and_never_masked() {
+    let mut registry = registry(&["bash", "read"]);
+    registry
+        .register(Layer::Global, "code", spec(RUN_CODE_NAME), "run_code")
+        .unwrap();
+    let preset = Scope::root("preset");
+    registry.restrict(&preset, "code", allow(&[])).unwrap();
+    let names = |scope: &Scope| -> Vec<String> {
+        registry.view(scope).names().map(str::to_owned).collect()
+    };
+    assert_eq!(names(&preset), vec![RUN_CODE_NAME.to_owned()]);
+    assert_eq!(
+        names(&preset.child("child")),
+        vec![RUN_CODE_NAME.to_owned()]
+    );
+    assert_eq!(names(&Scope::global()), vec!["bash", "read", RUN_CODE_NAME]);
 }
