@@ -52,10 +52,16 @@ pub(crate) fn restrict(fence: &Fence) -> Result<RulesetStatus, landlock::Ruleset
 
 /// The best-effort second layer: signals and abstract Unix sockets stay in the domain.
 fn scope_signals_and_sockets() -> Result<(), landlock::RulesetError> {
+    // Every ruleset handles `Refer` implicitly (Landlock ABI 2 on), so a layer that grants it
+    // nowhere turns each rename or link between two directories into EXDEV, inside the
+    // writable roots too (rustc's, git's); this layer grants it everywhere and leaves the
+    // fence to the first one.
     Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::Refer)?
         .scope(Scope::Signal | Scope::AbstractUnixSocket)?
         .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::Refer))?
         .restrict_self()?;
     Ok(())
 }
