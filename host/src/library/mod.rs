@@ -201,7 +201,21 @@ impl Libraries {
             Ok(path) => path,
             Err(missing) => return Source::Missing(missing.to_string()),
         };
-        let library = match self.get_or_load(&path) {
+        // A file replaced since it was loaded (a plugin installed again from a session) is
+        // loaded afresh, from a unique copy as a reload is: a mount gets the file as it is now.
+        // When the new file does not load, the copy loaded before is used, as a reload keeps
+        // the running version.
+        let replaced = self
+            .loaded(&path)
+            .is_some_and(|loaded| FileIdentity::of(&path).is_ok_and(|now| now != loaded.identity));
+        let library = match replaced {
+            true => self.reload(&path).or_else(|error| {
+                tracing::error!("keeping the loaded version: {error}");
+                self.get_or_load(&path)
+            }),
+            false => self.get_or_load(&path),
+        };
+        let library = match library {
             Ok(library) => library,
             Err(error) => return Source::Broken(error.to_string()),
         };
