@@ -33,6 +33,7 @@ mod llm;
 mod mcp;
 mod model_discovery;
 mod plan_mode;
+mod plugin_author;
 mod presets;
 mod products;
 mod products_real;

@@ -1,0 +1,238 @@
+//! `plugin_install {path, config?}`: the library of the crate's last build, checked by the
+//! host's own loader in a separate, confined `dsh-host check` (the ABI layout, the plugin-api
+//! version, the plugin header; a library that fails never reaches the plugins folder, and what
+//! runs keeps running), then copied into the plugins folder (a rename, so the watcher never
+//! sees half a file) and mounted as a child of this row. The result names the tools that
+//! appeared, or why the plugin did not start.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::{RString, RVec};
+use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
+use dsh_plugin_api::{Deserialize, lock};
+use dsh_tools_seam::CallView;
+use serde_json::{Map, Value};
+
+use crate::State;
+use crate::build::{self, Built};
+use crate::run::{Command, run as run_confined};
+use crate::tools::capped;
+
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
+struct Arguments {
+    path: String,
+    #[serde(default)]
+    config: Option<Map<String, Value>>,
+}
+
+pub(crate) async fn run(
+    state: &State,
+    call: &CallView,
+    cancel: CancelBox,
+) -> Result<String, String> {
+    let arguments: Arguments = serde_json::from_str(&call.arguments)
+        .map_err(|error| format!("plugin_install: arguments are not valid: {error}"))?;
+    let dir = State::resolve(call, &arguments.path);
+    let built = lock(&state.built).get(&dir).cloned().ok_or_else(|| {
+        format!(
+            "plugin_install: {} has no successful build in this session; run plugin_build {{\"path\": \"{}\"}} first",
+            dir.display(),
+            arguments.path
+        )
+    })?;
+    if build::stamp(&built.library) != built.stamp {
+        return Err(format!(
+            "plugin_install: {} changed since {} was built (another crate of the same name builds into the shared target directory); run plugin_build {{\"path\": \"{}\"}} again",
+            built.library.display(),
+            dir.display(),
+            arguments.path
+        ));
+    }
+    let file = format!("lib{}.so", built.name);
+    // A name the host ships would be shadowed by the plugins folder at the next start.
+    if let Some(shipped) = state.host_program.parent().map(|dir| dir.join(&file))
+        && shipped.is_file()
+    {
+        return Err(format!(
+            "plugin_install: `{}` is the name of a plugin the host ships ({}); rename the crate",
+            built.name,
+            shipped.display()
+        ));
+    }
+    let started = Instant::now();
+    check(state, call, &built, cancel).await?;
+    let checked = started.elapsed().as_secs_f64();
+    let previous = lock(&state.mounted).get(&built.name).copied();
+    if let Some(fiber) = previous
+        && still_running(state, fiber).await
+    {
+        return Err(format!(
+            "plugin_install: the library passed the check, but `{}` is already running in this host (installed earlier, fiber {fiber}); a running plugin is not replaced in place, so the running version stays. Give the new version another crate name, or restart the host to load it.",
+            built.name
+        ));
+    }
+    let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
+    let before = tool_names(state);
+    let mut config = arguments.config.unwrap_or_default();
+    if !state.scope.is_empty() && !config.contains_key("scope") {
+        config.insert("scope".to_owned(), Value::String(state.scope.clone()));
+    }
+    let mounting = Instant::now();
+    let fiber = state
+        .ctx
+        .mount(&built.name, &Value::Object(config))
+        .map_err(|error| {
+            format!(
+                "plugin_install: copied to {} but the host did not mount it: {error}",
+                installed.display()
+            )
+        })?;
+    lock(&state.mounted).insert(built.name.clone(), fiber);
+    let settle = Duration::from_millis(state.settle_timeout_ms);
+    let outcome = first_of(state.ctx.settled(fiber), state.ctx.sleep(settle)).await;
+    let mounted = mounting.elapsed().as_secs_f64();
+    let header = format!(
+        "Installed {} (checked in {checked:.1} s) and mounted it as fiber {fiber} of row `{}`",
+        installed.display(),
+        state.ctx.row_id()
+    );
+    match outcome {
+        Either::Left(Ok(())) => {
+            let added: Vec<String> = tool_names(state).difference(&before).cloned().collect();
+            let tools = match added.is_empty() {
+                true => "it registered no tool".to_owned(),
+                false => format!(
+                    "its tools, offered from the next step on: {}",
+                    added.join(", ")
+                ),
+            };
+            Ok(format!("{header}; ACTIVE in {mounted:.1} s; {tools}."))
+        }
+        Either::Left(Err(error)) => Err(format!(
+            "plugin_install: {header}, but it FAILED: {error}. Fix it, build and install it again."
+        )),
+        Either::Right(()) => Ok(format!(
+            "{header}; it is not active after {} s (it waits for a service no row provides, or its apply has not finished).",
+            settle.as_secs()
+        )),
+    }
+}
+
+/// `dsh-host check` on a copy of the library in a folder of its own, under the sandbox like
+/// any command of the session: the plugin's code is the model's.
+async fn check(
+    state: &State,
+    call: &CallView,
+    built: &Built,
+    cancel: CancelBox,
+) -> Result<(), String> {
+    let Some(build_dir) = built.library.parent() else {
+        return Err(format!(
+            "plugin_install: {} has no folder",
+            built.library.display()
+        ));
+    };
+    let stage = build_dir.join(".dsh-install-check");
+    let _ = std::fs::remove_dir_all(&stage);
+    let home = stage.join("home");
+    let file = format!("lib{}.so", built.name);
+    let tree = stage.join("check.yml");
+    let prepared = std::fs::create_dir_all(&home)
+        .and_then(|()| std::fs::copy(&built.library, stage.join(&file)).map(|_| ()))
+        .and_then(|()| std::fs::write(&tree, format!("- id: candidate\n  name: {}\n", built.name)));
+    prepared.map_err(|error| {
+        format!(
+            "plugin_install: preparing the check in {}: {error}",
+            stage.display()
+        )
+    })?;
+    let program = state.host_program.display().to_string();
+    let stage_text = stage.display().to_string();
+    let finished = run_confined(
+        &state.ctx,
+        &state.sandbox,
+        call,
+        Command {
+            program: &program,
+            args: vec![
+                "check".to_owned(),
+                "--config".to_owned(),
+                tree.display().to_string(),
+                "--plugin-dir".to_owned(),
+                stage_text.clone(),
+            ],
+            cwd: &stage_text,
+            env: vec![("DSH_HOME", home.display().to_string())],
+            timeout: Duration::from_millis(state.check_timeout_ms),
+        },
+        cancel,
+        64 << 10,
+    )
+    .await
+    .map_err(|error| format!("plugin_install: checking the library: {error}"))?;
+    let _ = std::fs::remove_dir_all(&stage);
+    // 0: active; 2: waiting for a service the check's one-row tree does not provide (a tool
+    // plugin waits for `tools`). Both mean the host loaded the library.
+    match finished.code {
+        Some(0 | 2) => Ok(()),
+        _ => Err(format!(
+            "plugin_install: refused: {} failed the host's library check, so nothing was installed and what runs keeps running:\n{}",
+            built.library.display(),
+            capped(
+                format!("{}\n{}", finished.stdout.trim(), finished.stderr.trim()).trim(),
+                state.max_message_bytes
+            )
+        )),
+    }
+}
+
+/// Whether the child `fiber` is still active (not FAILED): a failed one holds nothing and a
+/// new version may take its place.
+async fn still_running(state: &State, fiber: u64) -> bool {
+    match first_of(
+        state.ctx.settled(fiber),
+        state.ctx.sleep(Duration::from_millis(200)),
+    )
+    .await
+    {
+        Either::Left(result) => result.is_ok(),
+        Either::Right(()) => true,
+    }
+}
+
+/// Copies `library` into `dir` as `file` through a temporary name and a rename.
+fn copy_in(library: &Path, dir: &Path, file: &str) -> Result<PathBuf, String> {
+    let target = dir.join(file);
+    let partial = dir.join(format!(".{file}.partial"));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::copy(library, &partial).map(|_| ()))
+        .and_then(|()| std::fs::rename(&partial, &target))
+        .map_err(|error| {
+            let _ = std::fs::remove_file(&partial);
+            format!(
+                "plugin_install: copying {} to {}: {error}",
+                library.display(),
+                target.display()
+            )
+        })?;
+    Ok(target)
+}
+
+/// The tools this row's scope sees.
+fn tool_names(state: &State) -> BTreeSet<String> {
+    let scope: RVec<RString> = match state.scope.is_empty() {
+        true => RVec::new(),
+        false => RVec::from(vec![RString::from(state.scope.as_str())]),
+    };
+    state
+        .tools
+        .schemas(scope)
+        .into_result()
+        .ok()
+        .and_then(|schemas| schemas.decode().ok())
+        .map(|schemas| schemas.into_iter().map(|schema| schema.name).collect())
+        .unwrap_or_default()
+}
