@@ -276,6 +276,9 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
     let first_build = seconds_after(&results[5].0, ", ");
     let check = seconds_after(installed, "checked in ");
     let mount = seconds_after(installed, "ACTIVE in ");
+    for index in [5, 8, 14, 21] {
+        eprintln!("--- {}", show(index));
+    }
     let tool = |index: usize| call_seconds(&events, index);
     eprintln!(
         "plugin-author loop (s): scaffold {:.2}; failing build {:.1} (cargo {first_build:?}); build {:.1} (cargo {build:?}); install {:.2} (host check {check:?}, mount to ACTIVE {mount:?}); first call {:.3}; v2 build {:.1}, refused install {:.2}; panicky build {:.1}, failed install {:.2}; whole run {wall:.1}",

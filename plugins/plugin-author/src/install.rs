@@ -135,7 +135,16 @@ async fn check(
             built.library.display()
         ));
     };
-    let stage = build_dir.join(".dsh-install-check");
+    // One folder per call: two sessions may install at once from the shared target directory.
+    let call_id: String = call
+        .call_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    let stage = build_dir.join(format!(
+        ".dsh-install-check-{}-{call_id}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&stage);
     let home = stage.join("home");
     let file = format!("lib{}.so", built.name);
