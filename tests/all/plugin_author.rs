@@ -293,3 +293,97 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         tool(21),
     );
 }
+
+/// The tool names a request offered.
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_plugin_author_preset_offers_the_tools_in_its_scope_and_installs_into_it() {
+    let dir = TestDir::new("plugin-author-preset");
+    let root = workspace_root();
+    let home = dir.home();
+    // The preset's row builds into `$DSH_HOME/plugin-target`; here that is the directory the
+    // first test shares, so the dependencies are compiled once.
+    let shared = root.join("target/plugin-author-builds");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink(&shared, home.join("plugin-target")).unwrap();
+    let toml = EXAMPLE_TOML.replace("DSH_SOURCE", &root.display().to_string());
+    let calls = [
+        call("plugin_new", json!({"name": "word-count"})),
+        call("read", json!({"file_path": "word-count/Cargo.toml"})),
+        call(
+            "write",
+            json!({"file_path": "word-count/Cargo.toml", "content": toml}),
+        ),
+        call("read", json!({"file_path": "word-count/src/lib.rs"})),
+        call(
+            "write",
+            json!({"file_path": "word-count/src/lib.rs", "content": EXAMPLE_RS}),
+        ),
+        call("plugin_build", json!({"path": "word-count"})),
+        call("plugin_install", json!({"path": "word-count"})),
+        call("word_count", json!({"text": "in scope"})),
+    ];
+    let mut script = Reply::one_call_per_step(
+        calls
+            .iter()
+            .map(|(tool, arguments)| (tool.as_str(), arguments)),
+        "Done.",
+    );
+    // A standard session after it, in the same home.
+    script.push(Reply::text("Standard."));
+    let server = FakeDeepSeek::start(script);
+    let rows = format!(
+        "- id: sandbox\n  config:\n    hidden: [{home}]\n    exposed: [{home}/spill, {home}/skills]\n    writableRoots: [{home}/plugin-target]\n",
+        home = home.display(),
+    );
+    let run = |preset: &str, prompt: &str| {
+        let mut args = patched_args(&server, &dir, &rows);
+        args.extend(["--preset", preset, "--output", "stream-json", prompt].map(str::to_owned));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut host =
+            HostProcess::start_with_env(&home, &args, &[("DEEPSEEK_API_KEY", "sk-test")]);
+        let code = host.wait_exit(Duration::from_secs(900));
+        let stdout = host.stdout().join("\n");
+        assert_eq!(code, Some(0), "{stdout}\n{}", host.stderr().join("\n"));
+        stream_json(&stdout).0
+    };
+    let events = run("plugin-author", "Write a word_count tool and use it.");
+    let requests = server.requests();
+    let tools = offered(&requests[0].body);
+    for name in ["plugin_new", "plugin_build", "plugin_install", "bash"] {
+        assert!(tools.contains(&name.to_owned()), "{name} not in {tools:?}");
+    }
+    let results: Vec<(String, bool)> = (0..calls.len())
+        .map(|index| result(&events, index))
+        .collect();
+    assert!(!results[5].1, "{:?}", results[5]);
+    assert!(
+        !results[6].1 && results[6].0.contains("word_count"),
+        "the installed plugin's tool is in the preset's scope: {:?}",
+        results[6]
+    );
+    assert_eq!(results[7], ("2 words".to_owned(), false));
+    // The step after the install offered the new tool; the first did not.
+    assert!(!tools.contains(&"word_count".to_owned()));
+    assert!(offered(&requests[7].body).contains(&"word_count".to_owned()));
+
+    let _ = run("standard", "Hello.");
+    let standard = offered(&server.requests().last().unwrap().body);
+    assert!(standard.contains(&"bash".to_owned()), "{standard:?}");
+    assert!(
+        !standard.contains(&"plugin_new".to_owned()),
+        "the standard preset is offered the plugin-author tools: {standard:?}"
+    );
+}
