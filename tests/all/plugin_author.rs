@@ -216,6 +216,13 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         show(0)
     );
     assert!(dir.join("work/word-count/src/lib.rs").is_file());
+    // It names the example to start from, readable where the skill is not listed.
+    let example = root.join("plugins/plugin-author/skills/plugin-author/tool-plugin.rs");
+    assert!(
+        results[0].0.contains(&example.display().to_string()),
+        "{}",
+        show(0)
+    );
     // The mistake comes back as the compiler's message.
     let (failed, is_error) = &results[5];
     assert!(*is_error, "{}", show(5));
@@ -318,21 +325,26 @@ fn the_plugin_author_preset_offers_the_tools_in_its_scope_and_installs_into_it()
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::create_dir_all(&home).unwrap();
     std::os::unix::fs::symlink(&shared, home.join("plugin-target")).unwrap();
-    let toml = EXAMPLE_TOML.replace("DSH_SOURCE", &root.display().to_string());
+    // A crate name of its own: the first test builds `word-count` into the same directory at
+    // the same time, and an install refuses a library rebuilt since its crate's build.
+    let toml = EXAMPLE_TOML
+        .replace("DSH_SOURCE", &root.display().to_string())
+        .replace("name = \"word-count\"", "name = \"scoped-count\"");
+    assert!(toml.contains("scoped-count"));
     let calls = [
-        call("plugin_new", json!({"name": "word-count"})),
-        call("read", json!({"file_path": "word-count/Cargo.toml"})),
+        call("plugin_new", json!({"name": "scoped-count"})),
+        call("read", json!({"file_path": "scoped-count/Cargo.toml"})),
         call(
             "write",
-            json!({"file_path": "word-count/Cargo.toml", "content": toml}),
+            json!({"file_path": "scoped-count/Cargo.toml", "content": toml}),
         ),
-        call("read", json!({"file_path": "word-count/src/lib.rs"})),
+        call("read", json!({"file_path": "scoped-count/src/lib.rs"})),
         call(
             "write",
-            json!({"file_path": "word-count/src/lib.rs", "content": EXAMPLE_RS}),
+            json!({"file_path": "scoped-count/src/lib.rs", "content": EXAMPLE_RS}),
         ),
-        call("plugin_build", json!({"path": "word-count"})),
-        call("plugin_install", json!({"path": "word-count"})),
+        call("plugin_build", json!({"path": "scoped-count"})),
+        call("plugin_install", json!({"path": "scoped-count"})),
         call("word_count", json!({"text": "in scope"})),
     ];
     let mut script = Reply::one_call_per_step(

@@ -1,4 +1,4 @@
-//! `plugin_build {path}`: `cargo build` of one plugin crate, confined by the session's sandbox,
+//! `plugin_build {path}`: `cargo rustc --lib` (a build) of one plugin crate, confined by the session's sandbox,
 //! offline (a confined command has no network; the dependencies come from cargo's cache).
 //! Cargo's JSON stream names the library it produced; the diagnostics it renders are what the
 //! model reads when the build fails.
@@ -78,7 +78,9 @@ pub(crate) async fn run(
     }
     let (target_dir, note) = target_dir(state, call, &dir);
     let args = vec![
-        "build".to_owned(),
+        // `cargo rustc` to pass the crate, and it alone, the cfg below.
+        "rustc".to_owned(),
+        "--lib".to_owned(),
         "--quiet".to_owned(),
         "--offline".to_owned(),
         "--message-format=json-render-diagnostics".to_owned(),
@@ -86,6 +88,16 @@ pub(crate) async fn run(
         manifest.display().to_string(),
         "--target-dir".to_owned(),
         target_dir.display().to_string(),
+        "--".to_owned(),
+        // Cargo hashes a crate's path relative to its workspace root, and each plugin crate is
+        // a workspace of its own: two crates of the same name in the shared target directory
+        // would take each other's build for their own. A cfg naming the crate's folder makes
+        // their fingerprints differ; the dependencies stay shared.
+        "--cfg".to_owned(),
+        format!(
+            "dsh_plugin_source=\"{:016x}\"",
+            fnv1a(dir.display().to_string().as_bytes())
+        ),
     ];
     let scratch = target_dir.join("tmp");
     std::fs::create_dir_all(&scratch)
@@ -142,6 +154,13 @@ pub(crate) async fn run(
         text.push_str(&capped(messages, state.max_message_bytes));
     }
     Ok(text)
+}
+
+/// The 64-bit FNV-1a hash of `bytes`: stable across runs and builds, unlike `DefaultHasher`.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The shared target directory where the session's commands may write it, else the crate's

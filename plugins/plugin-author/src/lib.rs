@@ -95,6 +95,8 @@ pub(crate) struct State {
     pub plugins_dir: PathBuf,
     pub target_dir: PathBuf,
     pub api_path: PathBuf,
+    /// The skill's folder: its guide and the example tool plugin.
+    pub guide: PathBuf,
     pub cargo: String,
     pub host_program: PathBuf,
     pub build_timeout_ms: u64,
@@ -189,6 +191,10 @@ impl Plugin for PluginAuthor {
                 &format!("{} holds no Cargo.toml", api_path.display()),
             ));
         }
+        // Named in plugin_new's result, so a session whose skills row does not list the
+        // skill's folder still finds the example.
+        let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/plugin-author");
+        let guide = std::fs::canonicalize(&guide).unwrap_or(guide);
         let host_program = match config.host_program {
             Some(program) => PathBuf::from(program),
             None => std::env::current_exe()
@@ -202,6 +208,7 @@ impl Plugin for PluginAuthor {
             plugins_dir,
             target_dir,
             api_path,
+            guide,
             cargo: config.cargo,
             host_program,
             build_timeout_ms: config.build_timeout_ms,

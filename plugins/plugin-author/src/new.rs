@@ -49,12 +49,14 @@ pub(crate) fn run(state: &State, call: &CallView) -> Result<String, String> {
          dsh-protocol = {{ path = \"{root}/plugin-api/protocol\" }}\n\
          dsh-tools-seam = {{ path = \"{root}/plugin-api/seams/tools\" }}\n\
          (abi_stable, async_ffi and serde_json come re-exported from dsh_plugin_api.) \
-         The `plugin-author` skill shows a complete tool plugin. Then: plugin_build {{\"path\": \"{arg}\"}}, \
-         plugin_install {{\"path\": \"{arg}\"}}.",
+         A complete tool plugin to start from: {guide}/tool-plugin.rs and {guide}/tool-plugin.Cargo.toml; \
+         the guide to the plugin API: {guide}/SKILL.md (the `plugin-author` skill). \
+         Then: plugin_build {{\"path\": \"{arg}\"}}, plugin_install {{\"path\": \"{arg}\"}}.",
         name = arguments.name,
         dir = dir.display(),
         files = listed.join(", "),
         api = state.api_path.display(),
+        guide = state.guide.display(),
         arg = arguments.dir.as_deref().unwrap_or(&arguments.name),
     ))
 }
