@@ -20,7 +20,9 @@ use tokio::sync::oneshot;
 use crate::registry::{Agent, Registry};
 
 /// Wakes `agent`: starts its driver when idle; while a cancel settles, a wake that was sent
-/// for after it (`after_abort`) is latched unless the cause is `disposed`.
+/// for after it (`after_abort`) is latched unless the cause is `disposed`. A wake that finds
+/// the driver running marks the agent steered, so what it sent is not left behind if the turn
+/// ends before claiming it.
 pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bool) {
     {
         let mut phase = lock(&agent.phase);
@@ -28,6 +30,7 @@ pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bo
             return;
         }
         if phase.running {
+            phase.steered = true;
             if after_abort && !matches!(phase.aborting, Some(dsh_protocol::AbortCause::Disposed)) {
                 phase.wake_latched = true;
             }
@@ -36,6 +39,7 @@ pub(crate) fn wake(registry: &Arc<Registry>, agent: &Arc<Agent>, after_abort: bo
         phase.running = true;
         phase.aborting = None;
         phase.wake_latched = false;
+        phase.steered = false;
     }
     registry.notify(
         &AGENT_STATUS,
@@ -75,6 +79,9 @@ impl TurnInbox for Claims {
                 "the agents registry was unloaded",
             ));
         };
+        // Cleared before the claim, never after: a steer that lands meanwhile is either taken
+        // by this claim or marks the agent again.
+        lock(&self.agent.phase).steered = false;
         match registry.claim(&self.agent.session, turn, turn_boundary) {
             Ok(claimed) => ROk(Json::encode(&claimed)),
             Err(error) => RErr(error.into()),
@@ -130,9 +137,13 @@ async fn one_turn(registry: &Arc<Registry>, agent: &Arc<Agent>) -> TurnOutcome {
     })
 }
 
-/// Runs turns while work is owed: after a completed (or max-tokens) turn, while the inbox holds
-/// anything; after a cancelled one, only when a wake was latched meanwhile; never after
-/// `blocked` or `error` (queued work waits for the next wake).
+/// Runs turns while work is owed: after a completed (or max-tokens) turn, while next-turn holds a
+/// message or a steer came after the turn's last claim; after a cancelled one, only when a wake
+/// was latched meanwhile; never after `blocked` or `error` (queued work waits for the next
+/// wake). A message only injected (next-step without a wake) never starts a turn of its own, as
+/// in the reference: it is read by the next turn something else starts. Were it to start one,
+/// a child's report landing just after its parent's last claim would cost the parent a turn it
+/// does not have when the report lands a moment earlier or later.
 async fn drive(registry: &Arc<Registry>, agent: &Arc<Agent>) {
     loop {
         let outcome = one_turn(registry, agent).await;
@@ -141,15 +152,19 @@ async fn drive(registry: &Arc<Registry>, agent: &Arc<Agent>) {
         let waiters = {
             let mut phase = lock(&agent.phase);
             let pending = registry.has_pending(&agent.session);
+            let next_turn =
+                registry.with_inbox(&agent.session, |inbox| !inbox.next_turn.is_empty());
+            let owed = next_turn || (pending && phase.steered);
             let again = match &outcome.reason {
                 TurnEndReason::Blocked { .. } | TurnEndReason::Error { .. } => false,
                 TurnEndReason::Aborted { .. } => phase.wake_latched && pending,
                 TurnEndReason::Other(_) => false,
-                _ => pending,
+                _ => owed,
             };
             phase.last = Some(outcome.clone());
             phase.aborting = None;
             phase.wake_latched = false;
+            phase.steered = false;
             if again {
                 continue;
             }
@@ -168,6 +183,7 @@ fn settle(registry: &Registry, agent: &Agent, last: TurnOutcome) {
         phase.running = false;
         phase.aborting = None;
         phase.wake_latched = false;
+        phase.steered = false;
         phase.last = Some(last.clone());
         std::mem::take(&mut phase.waiters)
     };

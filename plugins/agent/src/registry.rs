@@ -42,6 +42,10 @@ pub(crate) struct Phase {
     pub(crate) aborting: Option<AbortCause>,
     /// A waking send arrived while a cancel settled: run again once the turn closed.
     pub(crate) wake_latched: bool,
+    /// A waking send (a steer) reached the running driver since the turn last claimed its
+    /// inbox: a next-step message left when the turn ends is owed a turn. One only injected
+    /// is not: it waits for whatever wakes the agent next.
+    pub(crate) steered: bool,
     /// The outcome of the last turn (`None` before the first).
     pub(crate) last: Option<TurnOutcome>,
     /// Being disposed: no driver starts any more.
