@@ -1,7 +1,8 @@
 //! The agent tree's behaviour through the real `dsh-host`: ten children at once against the
 //! fake DeepSeek server, a fork that inherits the completed turns of a resumed session, a
-//! parent's cancel that stops the child it waits for, and a background child that reports, is
-//! sent more work, is listed and is interrupted (scripted replays whose later calls name the
+//! parent's cancel that stops the child it waits for, a background child that reports, is
+//! sent more work, is listed and is interrupted, and one that settles while its parent's turn
+//! still runs and is read in the parent's next turn (scripted replays whose later calls name the
 //! child the run created, through the replay adapter's `{{fromRequest:…}}`).
 
 use std::time::Duration;
@@ -296,6 +297,61 @@ fn a_background_child_reports_is_sent_more_work_and_is_listed() {
         2,
         "the child ran the message as a second turn"
     );
+}
+
+/// A background child that settles while its parent's turn is still working is read in a turn
+/// of its own, after that one: never steered into the turn it happened to overlap, so what the
+/// parent's turns hold does not depend on which step the parent was in.
+#[test]
+fn a_child_settling_during_its_parents_turn_is_read_in_the_next_turn() {
+    let dir = TestDir::new("subagents-settle-mid-turn");
+    let parent = [
+        call_entry(
+            "c1",
+            "subagent",
+            &json!({"description": "Answer at once", "prompt": "Say CHILD_DONE."}),
+        ),
+        // The parent is still in its first turn, in this call, when the child settles.
+        call_entry(
+            "c2",
+            "bash",
+            &json!({"command": "sleep 2", "description": "wait"}),
+        ),
+        text_entry("DONE"),
+        text_entry("NOTED"),
+    ];
+    let child = [text_entry("CHILD_DONE")];
+    let out = replayed(&dir, &parent, &child, "Start a child, then wait.");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let logs = stored_logs(&dir.home());
+    let (parent_log, children) = logs.split_first().unwrap();
+    // The child was done long before the parent's wait was.
+    let child_end = of_type(&children[0].1, "turn/end")[0]["time"]
+        .as_u64()
+        .unwrap();
+    let wait_end = of_type(&parent_log.1, "tool/result")[1]["time"]
+        .as_u64()
+        .unwrap();
+    assert!(child_end < wait_end, "the child settled after the wait");
+    let events = &parent_log.1;
+    let turn_of = |kind: &str| {
+        let at = events
+            .iter()
+            .position(|event| {
+                event["type"] == "user/message" && event["data"]["source"]["kind"] == kind
+            })
+            .unwrap_or_else(|| panic!("no {kind} message"));
+        of_type(&events[..at], "turn/start").len()
+    };
+    assert_eq!(turn_of("subagent-settled"), 2, "the notice joined turn 1");
+    let ends = of_type(events, "turn/end");
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    // Turn 1 kept its three steps: the subagent call, the wait, the answer.
+    let first_turn_steps = of_type(events, "step/start")
+        .iter()
+        .filter(|event| event["data"]["turn"] == 1)
+        .count();
+    assert_eq!(first_turn_steps, 3);
 }
 
 #[test]

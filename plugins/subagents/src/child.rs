@@ -308,7 +308,8 @@ impl Delegation {
         }
     }
 
-    /// The settled notice in the parent's inbox: into its running turn, or as its next turn.
+    /// The settled notice in the parent's inbox, as its next turn: after the turn it runs, or
+    /// at once when it is idle.
     fn notify_parent(&self, node: &Node, outcome: Option<&TurnOutcome>) {
         let Ok(agents) = agents(&self.ctx) else {
             return;
@@ -319,7 +320,6 @@ impl Delegation {
             content,
             MessageSource::subagent_settled(&summary, &node.id),
         );
-        let parent_running = agents.is_running(&node.parent);
         // A child stopped because its parent's own turn was cancelled (or its run stopped)
         // must not wake the parent again: its notice waits for the parent's next turn. One
         // the parent interrupted itself is news the parent asked for.
@@ -330,10 +330,14 @@ impl Delegation {
                     reason: AbortCause::Parent
                 })
             );
-        let sent = match (stopped_by_parent, parent_running) {
-            (true, _) => agents.inject(&node.parent, &notice),
-            (false, true) => agents.steer(&node.parent, &notice),
-            (false, false) => agents.followup(&node.parent, &notice),
+        // Never steered into a running turn: whether the notice joined the parent's turn or
+        // opened the next one would then depend on which step the parent was in when the
+        // child settled, and so would the parent's transcript. As its own turn it is read the
+        // same way however the two ran (the way every recorded case reads it). What the child
+        // reported before settling is already staged in next-step, and that turn claims both.
+        let sent = match stopped_by_parent {
+            true => agents.inject(&node.parent, &notice),
+            false => agents.followup(&node.parent, &notice),
         };
         if let Err(error) = sent {
             self.ctx.log(
