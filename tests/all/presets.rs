@@ -181,7 +181,13 @@ fn reader_and_broken(dir: &TestDir) {
         "[]\n",
         Some("You only read files."),
     );
-    write_preset(dir, "broken", "name: Broken\ntools: everything\n", "[]\n", None);
+    write_preset(
+        dir,
+        "broken",
+        "name: Broken\ntools: everything\n",
+        "[]\n",
+        None,
+    );
 }
 
 #[test]
@@ -203,7 +209,10 @@ fn the_client_protocol_lists_copies_selects_and_removes_presets() {
         ["standard", "code", "minimal", "plugin-author"],
         "{list}"
     );
-    assert!(ids.contains(&"reader") && ids.contains(&"broken"), "{ids:?}");
+    assert!(
+        ids.contains(&"reader") && ids.contains(&"broken"),
+        "{ids:?}"
+    );
     let broken = list["presets"]
         .as_array()
         .unwrap()
@@ -226,17 +235,34 @@ fn the_client_protocol_lists_copies_selects_and_removes_presets() {
     );
     assert_eq!(copied["source"], "user", "{copied}");
     assert_eq!(copied["name"], "Mine");
-    let files = web.call("agentPreset.read", &serde_json::json!({"presetId": "my-minimal"}));
-    assert!(files["agent"].as_str().unwrap().contains("tool-str-replace-editor"));
+    let files = web.call(
+        "agentPreset.read",
+        &serde_json::json!({"presetId": "my-minimal"}),
+    );
+    assert!(
+        files["agent"]
+            .as_str()
+            .unwrap()
+            .contains("tool-str-replace-editor")
+    );
     assert!(files["prompt"].as_str().unwrap().contains("{{cwd}}"));
     let again = web.try_call(
         "agentPreset.copy",
         &serde_json::json!({"from": "minimal", "to": "my-minimal"}),
     );
     assert_eq!(again["error"]["code"], "agent-preset-conflict", "{again}");
-    let shipped = web.try_call("agentPreset.remove", &serde_json::json!({"presetId": "code"}));
-    assert_eq!(shipped["error"]["code"], "agent-preset-read-only", "{shipped}");
-    web.call("agentPreset.remove", &serde_json::json!({"presetId": "my-minimal"}));
+    let shipped = web.try_call(
+        "agentPreset.remove",
+        &serde_json::json!({"presetId": "code"}),
+    );
+    assert_eq!(
+        shipped["error"]["code"], "agent-preset-read-only",
+        "{shipped}"
+    );
+    web.call(
+        "agentPreset.remove",
+        &serde_json::json!({"presetId": "my-minimal"}),
+    );
     assert!(!dir.home().join("agent-presets/my-minimal").exists());
 
     // A session made with a preset runs it; a blank session switches before its first turn,
@@ -268,7 +294,10 @@ fn the_client_protocol_lists_copies_selects_and_removes_presets() {
         "session.create",
         &serde_json::json!({"agentPreset": "nope"}),
     );
-    assert_eq!(unknown["error"]["code"], "agent-preset-invalid", "{unknown}");
+    assert_eq!(
+        unknown["error"]["code"], "agent-preset-invalid",
+        "{unknown}"
+    );
     web.prompt(&blank, "look again");
     server.wait_requests(2, std::time::Duration::from_secs(20));
     assert_eq!(tool_names(&server.requests()[1].body), ["read"]);
@@ -276,7 +305,8 @@ fn the_client_protocol_lists_copies_selects_and_removes_presets() {
 
 #[test]
 fn the_new_session_screen_offers_the_presets_and_the_chosen_one_runs() {
-    let preset = |file: &str, text: &str| (format!("../home/agent-presets/{file}"), text.to_owned());
+    let preset =
+        |file: &str, text: &str| (format!("../home/agent-presets/{file}"), text.to_owned());
     let files = [
         preset(
             "reader/preset.yml",
@@ -307,4 +337,37 @@ fn the_new_session_screen_offers_the_presets_and_the_chosen_one_runs() {
         .expect("the turn's request");
     assert_eq!(tool_names(&turn.body), ["read"]);
     assert_eq!(system_prompt(&turn.body), "You only read files.");
+}
+
+#[test]
+fn dump_config_shows_a_presets_rows_as_they_are_mounted() {
+    let dir = TestDir::new("presets-dump");
+    let out = dsh_tests::run_host_with_env(
+        &dir.home(),
+        &["--profile", "headless", "--dump-config", "--preset", "minimal"],
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let preset = out
+        .stdout
+        .split("# == agent preset `minimal`")
+        .nth(1)
+        .expect("the preset's part");
+    assert!(preset.contains("scope `preset:minimal`"), "{preset}");
+    assert!(preset.contains("of the profile's none"), "{preset}");
+    assert!(
+        preset.contains("name: tool-pty\n  config:\n    scope: preset:minimal"),
+        "{preset}"
+    );
+    let out = dsh_tests::run_host_with_env(
+        &dir.home(),
+        &["--profile", "headless", "--dump-config", "--preset", "nope"],
+        &[],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("--preset: no agent preset `nope`"),
+        "{}",
+        out.stderr
+    );
 }

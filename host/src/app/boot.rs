@@ -77,6 +77,9 @@ pub enum BootError {
     Compose(#[from] ComposeError),
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// `--dump-config --preset ID` names a preset that is not there or does not read.
+    #[error("--preset: {0}")]
+    Preset(String),
 }
 
 /// `$DSH_HOME`, default `~/.dsh-host`.
@@ -262,6 +265,15 @@ impl Boot {
         };
         let ctx = dsh_loader::TagContext::new(&env_lookup, &self.home);
         Ok(composed.dump_annotated(&ctx, &annotate))
+    }
+
+    /// Agent preset `id`'s rows as the presets row mounts them when a session chooses it
+    /// (the user's presets read from `$DSH_HOME/agent-presets`, the row's default root).
+    pub fn dump_preset(&self, id: &str) -> Result<String, BootError> {
+        let catalog = dsh_preset_catalog::Catalog {
+            root: Some(self.home.join("agent-presets")),
+        };
+        catalog.dump(id).map_err(BootError::Preset)
     }
 }
 

@@ -19,6 +19,8 @@ pub struct RunOptions {
     pub tree: TreeSpec,
     /// Print the composed rows with the layer that last changed each, and exit.
     pub dump_config: bool,
+    /// With `dump_config`: the agent preset whose rows are printed too.
+    pub dump_preset: Option<String>,
     /// Do not watch plugin directories and config files for changes.
     pub no_watch: bool,
 }
@@ -65,7 +67,11 @@ pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
             );
             return 2;
         }
-        return match boot.dump() {
+        let dumped = boot.dump().and_then(|text| match &host.dump_preset {
+            None => Ok(text),
+            Some(id) => boot.dump_preset(id).map(|preset| format!("{text}{preset}")),
+        });
+        return match dumped {
             Ok(text) => {
                 if text.ends_with('\n') {
                     print!("{text}")

@@ -29,6 +29,7 @@ impl From<HostArgs> for crate::app::run::RunOptions {
         Self {
             tree: host.tree.into(),
             dump_config: host.dump_config,
+            dump_preset: host.preset,
             no_watch: host.no_watch,
         }
     }
@@ -119,6 +120,10 @@ pub struct HostArgs {
     /// Print the composed rows with the layer that last changed each, and exit.
     #[arg(long)]
     pub dump_config: bool,
+    /// With --dump-config: also print agent preset ID's rows as they are mounted when a
+    /// session chooses it (shipped, or $DSH_HOME/agent-presets/ID).
+    #[arg(long, value_name = "ID", requires = "dump_config")]
+    pub preset: Option<String>,
     /// Do not watch plugin directories and config files for changes.
     #[arg(long)]
     pub no_watch: bool,
@@ -277,7 +282,10 @@ fn split_host_args(args: &[String]) -> (Vec<String>, Vec<String>) {
             return (host, args[index + 1..].to_vec());
         }
         let option = arg.split_once('=').map(|(name, _)| name).unwrap_or(arg);
-        if VALUE_OPTIONS.contains(&option) {
+        // `--preset` is the host's only beside `--dump-config` (a runner such as headless
+        // takes its own `--preset` as an app argument).
+        let dumped_preset = option == "--preset" && host.iter().any(|seen| seen == "--dump-config");
+        if VALUE_OPTIONS.contains(&option) || dumped_preset {
             host.push(arg.clone());
             if !arg.contains('=')
                 && let Some(value) = args.get(index + 1)
@@ -304,6 +312,34 @@ mod tests {
             .chain(items.iter().copied())
             .map(OsString::from)
             .collect()
+    }
+
+    #[test]
+    fn preset_is_a_host_option_only_after_dump_config() {
+        let Invocation::Run { host, app_args } = parse(argv(&[
+            "--profile",
+            "headless",
+            "--dump-config",
+            "--preset",
+            "minimal",
+        ]))
+        .unwrap() else {
+            panic!("a run");
+        };
+        assert_eq!(host.preset.as_deref(), Some("minimal"));
+        assert!(app_args.is_empty());
+        let Invocation::Run { host, app_args } = parse(argv(&[
+            "--profile",
+            "headless",
+            "--preset",
+            "minimal",
+            "task",
+        ]))
+        .unwrap() else {
+            panic!("a run");
+        };
+        assert_eq!(host.preset, None);
+        assert_eq!(app_args, ["--preset", "minimal", "task"]);
     }
 
     #[test]

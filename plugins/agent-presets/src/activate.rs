@@ -13,9 +13,8 @@ use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{SeamError, lock};
 use dsh_tools_seam::{RegistrationBox, TOOLS_SERVICE, ToolsService};
-use serde_json::Value;
 
-use crate::catalog::{Catalog, Found, Preset};
+use dsh_preset_catalog::{Catalog, Found, Preset, scoped_config};
 
 /// How long a preset's row may take to start.
 const ROW_START: Duration = Duration::from_secs(20);
@@ -36,18 +35,6 @@ pub(crate) struct Activator {
     active: std::sync::Mutex<HashMap<String, Arc<Active>>>,
     /// One activation at a time.
     turn: tokio::sync::Mutex<()>,
-}
-
-/// Config `config` of a preset's row, with the preset's tool scope unless it names its own.
-fn scoped_config(config: Option<&Value>, scope: &str) -> Value {
-    let mut config = match config {
-        Some(Value::Object(map)) => map.clone(),
-        _ => serde_json::Map::new(),
-    };
-    config
-        .entry("scope")
-        .or_insert_with(|| Value::String(scope.to_owned()));
-    Value::Object(config)
 }
 
 impl Activator {
@@ -154,25 +141,5 @@ impl Activator {
             )
             .into_result()
             .map_err(|error| SeamError::invalid(format!("{label}: preset.yml: tools: {error}")))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_row_is_told_the_preset_scope_unless_it_names_one() {
-        let given = serde_json::json!({"mode": "code"});
-        assert_eq!(
-            scoped_config(Some(&given), "preset:code"),
-            serde_json::json!({"mode": "code", "scope": "preset:code"})
-        );
-        let own = serde_json::json!({"scope": ""});
-        assert_eq!(scoped_config(Some(&own), "preset:code"), own);
-        assert_eq!(
-            scoped_config(None, "preset:x"),
-            serde_json::json!({"scope": "preset:x"})
-        );
     }
 }

@@ -15,7 +15,6 @@
 //! subagents, the token meter) stays shared.
 
 mod activate;
-mod catalog;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,7 +32,7 @@ use dsh_protocol::PromptRequest;
 use dsh_system_prompt_seam::SYSTEM_PROMPT_ASSEMBLE;
 
 use crate::activate::Activator;
-use crate::catalog::{Catalog, Found, valid_id};
+use dsh_preset_catalog::{Catalog, Found, valid_id};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "dsh_plugin_api::serde", default, deny_unknown_fields)]

@@ -1,12 +1,12 @@
-//! The presets there are: the shipped ones (compiled in, read-only) and the user's folders
-//! under the preset root, each `preset.yml` (name, description, order, the tools it inherits,
+//! `dsh-preset-catalog`: the agent presets there are, the shipped ones (compiled in from the
+//! repository's `presets/`, read-only) and the user's folders under the preset root, each `preset.yml` (name, description, order, the tools it inherits,
 //! an optional fixed prompt file) and `agent.yml` (the rows mounted for it). A preset that
 //! does not read is listed with its problem, naming the file and the field; the others work.
 
 use std::path::{Path, PathBuf};
 
-use dsh_agents_seam::presets::{PresetFiles, PresetSource, PresetSummary};
 use dsh_protocol::Restriction;
+use dsh_protocol::{PresetFiles, PresetSource, PresetSummary};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,26 +21,26 @@ struct Shipped {
 const SHIPPED: &[Shipped] = &[
     Shipped {
         id: "standard",
-        preset: include_str!("../presets/standard/preset.yml"),
-        agent: include_str!("../presets/standard/agent.yml"),
+        preset: include_str!("../../../../presets/standard/preset.yml"),
+        agent: include_str!("../../../../presets/standard/agent.yml"),
         prompt: None,
     },
     Shipped {
         id: "code",
-        preset: include_str!("../presets/code/preset.yml"),
-        agent: include_str!("../presets/code/agent.yml"),
+        preset: include_str!("../../../../presets/code/preset.yml"),
+        agent: include_str!("../../../../presets/code/agent.yml"),
         prompt: None,
     },
     Shipped {
         id: "minimal",
-        preset: include_str!("../presets/minimal/preset.yml"),
-        agent: include_str!("../presets/minimal/agent.yml"),
-        prompt: Some(include_str!("../presets/minimal/prompt.md")),
+        preset: include_str!("../../../../presets/minimal/preset.yml"),
+        agent: include_str!("../../../../presets/minimal/agent.yml"),
+        prompt: Some(include_str!("../../../../presets/minimal/prompt.md")),
     },
     Shipped {
         id: "plugin-author",
-        preset: include_str!("../presets/plugin-author/preset.yml"),
-        agent: include_str!("../presets/plugin-author/agent.yml"),
+        preset: include_str!("../../../../presets/plugin-author/preset.yml"),
+        agent: include_str!("../../../../presets/plugin-author/agent.yml"),
         prompt: None,
     },
 ];
@@ -48,56 +48,56 @@ const SHIPPED: &[Shipped] = &[
 /// `preset.yml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct PresetFile {
-    pub(crate) name: String,
+pub struct PresetFile {
+    pub name: String,
     #[serde(default)]
-    pub(crate) description: String,
+    pub description: String,
     #[serde(default)]
-    pub(crate) order: i64,
+    pub order: i64,
     /// What its sessions inherit of the tools outside it (absent: all of them).
     #[serde(default)]
-    pub(crate) tools: Option<Restriction>,
+    pub tools: Option<Restriction>,
     /// A file beside `preset.yml` whose text replaces the assembled system prompt.
     #[serde(default)]
-    pub(crate) prompt: Option<String>,
+    pub prompt: Option<String>,
 }
 
 /// One row of `agent.yml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RowFile {
-    pub(crate) id: String,
+pub struct RowFile {
+    pub id: String,
     /// The plugin: `library` or `library/export`.
-    pub(crate) name: String,
+    pub name: String,
     #[serde(default)]
-    pub(crate) config: Option<Value>,
+    pub config: Option<Value>,
     #[serde(default)]
-    pub(crate) disabled: bool,
+    pub disabled: bool,
 }
 
 /// A preset that reads.
 #[derive(Debug, Clone)]
-pub(crate) struct Preset {
-    pub(crate) id: String,
-    pub(crate) source: PresetSource,
-    pub(crate) file: PresetFile,
-    pub(crate) rows: Vec<RowFile>,
+pub struct Preset {
+    pub id: String,
+    pub source: PresetSource,
+    pub file: PresetFile,
+    pub rows: Vec<RowFile>,
     /// The fixed prompt's text.
-    pub(crate) prompt: Option<String>,
-    pub(crate) texts: Texts,
+    pub prompt: Option<String>,
+    pub texts: Texts,
 }
 
 /// The files as written.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Texts {
-    pub(crate) preset: String,
-    pub(crate) agent: String,
-    pub(crate) prompt: Option<String>,
+pub struct Texts {
+    pub preset: String,
+    pub agent: String,
+    pub prompt: Option<String>,
 }
 
 /// What a lookup finds.
 #[derive(Debug)]
-pub(crate) enum Found {
+pub enum Found {
     Preset(Box<Preset>),
     /// It exists and does not read: why, naming the file and the field.
     Broken {
@@ -108,7 +108,7 @@ pub(crate) enum Found {
 }
 
 /// Whether `id` may name a preset (and so a folder).
-pub(crate) fn valid_id(id: &str) -> bool {
+pub fn valid_id(id: &str) -> bool {
     let mut chars = id.chars();
     chars
         .next()
@@ -198,13 +198,13 @@ fn shipped_preset(shipped: &Shipped) -> Result<Preset, String> {
 
 /// The presets: shipped ones and the user's folders under `root`.
 #[derive(Debug, Clone)]
-pub(crate) struct Catalog {
-    pub(crate) root: Option<PathBuf>,
+pub struct Catalog {
+    pub root: Option<PathBuf>,
 }
 
 impl Catalog {
     /// The folder of user preset `id`.
-    pub(crate) fn folder(&self, id: &str) -> Option<PathBuf> {
+    pub fn folder(&self, id: &str) -> Option<PathBuf> {
         self.root.as_ref().map(|root| root.join(id))
     }
 
@@ -235,7 +235,7 @@ impl Catalog {
 
     /// Preset `id`: the shipped one of that id, else the user's folder (a shipped id is never
     /// a user folder's: copies cannot take one, and one made by hand is not listed).
-    pub(crate) fn find(&self, id: &str) -> Found {
+    pub fn find(&self, id: &str) -> Found {
         if !valid_id(id) {
             return Found::Missing;
         }
@@ -285,7 +285,7 @@ impl Catalog {
     }
 
     /// Every preset's summary, by order then id.
-    pub(crate) fn list(&self, default: &str) -> Vec<PresetSummary> {
+    pub fn list(&self, default: &str) -> Vec<PresetSummary> {
         let mut list: Vec<PresetSummary> = self
             .ids()
             .into_iter()
@@ -308,8 +308,88 @@ impl Catalog {
     }
 }
 
+/// Config `config` of a preset's row as it is mounted: with the preset's tool scope, unless
+/// it names its own.
+pub fn scoped_config(config: Option<&Value>, scope: &str) -> Value {
+    let mut config = match config {
+        Some(Value::Object(map)) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    config
+        .entry("scope")
+        .or_insert_with(|| Value::String(scope.to_owned()));
+    Value::Object(config)
+}
+
+/// A row as `dump` writes it.
+#[derive(serde::Serialize)]
+struct DumpedRow<'a> {
+    id: &'a str,
+    name: &'a str,
+    config: Value,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    disabled: bool,
+}
+
+impl Catalog {
+    /// Preset `id` as `dsh-host --dump-config --preset ID` shows it: what it is, what its
+    /// sessions inherit of the profile's tools and whether a prompt of its own replaces the
+    /// assembled one, then its rows as they are mounted (each with the preset's scope).
+    pub fn dump(&self, id: &str) -> Result<String, String> {
+        let preset = match self.find(id) {
+            Found::Preset(preset) => preset,
+            Found::Broken { problem, .. } => return Err(problem),
+            Found::Missing => return Err(format!("no agent preset `{id}`")),
+        };
+        let scope = dsh_protocol::preset_scope(id);
+        let source = match preset.source {
+            PresetSource::Shipped => "shipped",
+            PresetSource::User => "the user's",
+        };
+        let mut out = format!(
+            "# == agent preset `{id}` ({}, {source}): mounted under row `agent-presets` when a session chooses it, its tools in scope `{scope}`\n",
+            preset.file.name
+        );
+        out.push_str(&match &preset.file.tools {
+            None => "# tools: the profile's, and its rows'\n".to_owned(),
+            Some(restriction) => format!(
+                "# tools: its rows', and of the profile's {}\n",
+                match (&restriction.allow, &restriction.deny) {
+                    (Some(allow), _) if allow.is_empty() => "none".to_owned(),
+                    (Some(allow), _) => format!("only {}", allow.join(", ")),
+                    (None, Some(deny)) => format!("all but {}", deny.join(", ")),
+                    (None, None) => "all".to_owned(),
+                }
+            ),
+        });
+        if let Some(file) = &preset.file.prompt {
+            out.push_str(&format!(
+                "# prompt: {file} replaces the assembled system prompt\n"
+            ));
+        }
+        let rows: Vec<DumpedRow<'_>> = preset
+            .rows
+            .iter()
+            .map(|row| DumpedRow {
+                id: &row.id,
+                name: &row.name,
+                config: scoped_config(row.config.as_ref(), &scope),
+                disabled: row.disabled,
+            })
+            .collect();
+        if rows.is_empty() {
+            out.push_str("# (no rows of its own)\n");
+        } else {
+            let text = serde_norway::to_string(&rows)
+                .map_err(|error| format!("agent preset `{id}`: {error}"))?;
+            out.push_str(&text);
+        }
+        Ok(out)
+    }
+}
+
 impl Preset {
-    pub(crate) fn summary(&self, default: &str) -> PresetSummary {
+    pub fn summary(&self, default: &str) -> PresetSummary {
         PresetSummary {
             id: self.id.clone(),
             name: self.file.name.clone(),
@@ -321,7 +401,7 @@ impl Preset {
         }
     }
 
-    pub(crate) fn files(&self, default: &str) -> PresetFiles {
+    pub fn files(&self, default: &str) -> PresetFiles {
         PresetFiles {
             summary: self.summary(default),
             preset: self.texts.preset.clone(),
@@ -376,5 +456,39 @@ mod tests {
         assert!(!valid_id("../x"));
         assert!(!valid_id("-x"));
         assert!(!valid_id("Big"));
+    }
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_told_the_preset_scope_unless_it_names_one() {
+        let given = serde_json::json!({"mode": "code"});
+        assert_eq!(
+            scoped_config(Some(&given), "preset:code"),
+            serde_json::json!({"mode": "code", "scope": "preset:code"})
+        );
+        let own = serde_json::json!({"scope": ""});
+        assert_eq!(scoped_config(Some(&own), "preset:code"), own);
+        assert_eq!(
+            scoped_config(None, "preset:x"),
+            serde_json::json!({"scope": "preset:x"})
+        );
+    }
+
+    #[test]
+    fn a_dump_shows_the_rows_with_the_preset_scope() {
+        let catalog = Catalog { root: None };
+        let text = catalog.dump("minimal").unwrap();
+        assert!(text.contains("scope `preset:minimal`"), "{text}");
+        assert!(
+            text.contains("# tools: its rows', and of the profile's none"),
+            "{text}"
+        );
+        assert!(text.contains("# prompt: prompt.md"), "{text}");
+        assert!(text.contains("scope: preset:minimal"), "{text}");
+        assert_eq!(catalog.dump("nope").unwrap_err(), "no agent preset `nope`");
     }
 }
