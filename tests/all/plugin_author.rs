@@ -3,9 +3,13 @@
 //! scaffolds a `word-count` plugin, writes it from the skill's example with a mistake, reads
 //! the compiler's message in the build's result, fixes it, builds, installs and calls the new
 //! `word_count` tool; then a library that is no plugin is refused at install while the running
-//! `word_count` keeps answering, and a plugin that panics in `apply` is reported FAILED with
-//! its message. Builds share a target directory under the workspace's `target/`, so a second
-//! run finds the dependencies compiled; the times are printed, not asserted.
+//! `word_count` keeps answering, a library rebuilt since its crate's build is refused, a new
+//! version of the running plugin is kept for the next start, and a plugin that panics in
+//! `apply` is reported FAILED with its message and its fixed version takes its place. The
+//! second test runs the `plugin-author` preset: its tools in its scope only, and what it
+//! installed mounted again at the next start. Builds share a target directory under the
+//! workspace's `target/`, so a second run finds the dependencies compiled; the times are
+//! printed, not asserted.
 
 use std::path::Path;
 use std::time::Duration;
@@ -143,6 +147,9 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         call("word_count", json!({"text": "still here"})),
         // The shared target directory now holds v2's library under the same name.
         call("plugin_install", json!({"path": "word-count"})),
+        // v1 again, while it runs: kept for the next start, not swapped in.
+        call("plugin_build", json!({"path": "word-count"})),
+        call("plugin_install", json!({"path": "word-count"})),
         // A plugin that panics in `apply`.
         call("plugin_new", json!({"name": "panicky"})),
         call("read", json!({"file_path": "panicky/src/lib.rs"})),
@@ -262,28 +269,37 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         "{}",
         show(16)
     );
+    assert!(!results[17].1, "{}", show(17));
+    let (running, is_error) = &results[18];
+    assert!(
+        *is_error && running.contains("already running") && running.contains("next start"),
+        "{}",
+        show(18)
+    );
+    let listed = std::fs::read_to_string(home.join("plugin-author/installed.json")).unwrap();
+    assert!(listed.contains("\"word_count\""), "{listed}");
     // A panic in `apply` is reported with its message.
-    assert!(!results[20].1, "{}", show(20));
-    let (panicked, is_error) = &results[21];
+    assert!(!results[22].1, "{}", show(22));
+    let (panicked, is_error) = &results[23];
     assert!(
         *is_error && panicked.contains("FAILED") && panicked.contains("the word list is missing"),
         "{}",
-        show(21)
+        show(23)
     );
     assert!(Path::new(&home.join("plugins/libpanicky.so")).is_file());
-    assert!(!results[23].1, "{}", show(23));
-    let (replaced, is_error) = &results[24];
+    assert!(!results[25].1, "{}", show(25));
+    let (replaced, is_error) = &results[26];
     assert!(
         !is_error && replaced.contains("ACTIVE") && replaced.contains("registered no tool"),
         "{}",
-        show(24)
+        show(26)
     );
 
     let build = seconds_after(&results[7].0, " in ");
     let first_build = seconds_after(&results[5].0, ", ");
     let check = seconds_after(installed, "checked in ");
     let mount = seconds_after(installed, "ACTIVE in ");
-    for index in [5, 8, 14, 21] {
+    for index in [5, 8, 14, 18, 23] {
         eprintln!("--- {}", show(index));
     }
     let tool = |index: usize| call_seconds(&events, index);
@@ -296,8 +312,8 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         tool(9),
         tool(13),
         tool(14),
-        tool(20),
-        tool(21),
+        tool(22),
+        tool(23),
     );
 }
 
@@ -353,8 +369,14 @@ fn the_plugin_author_preset_offers_the_tools_in_its_scope_and_installs_into_it()
             .map(|(tool, arguments)| (tool.as_str(), arguments)),
         "Done.",
     );
-    // A standard session after it, in the same home.
+    // A standard session after it, in the same home; then the preset again, after a restart.
     script.push(Reply::text("Standard."));
+    script.push(Reply::tool_call(
+        "call_restart",
+        "word_count",
+        json!({"text": "after a restart"}),
+    ));
+    script.push(Reply::text("Again."));
     let server = FakeDeepSeek::start(script);
     let rows = format!(
         "- id: sandbox\n  config:\n    hidden: [{home}]\n    exposed: [{home}/spill, {home}/skills]\n    writableRoots: [{home}/plugin-target]\n",
@@ -398,4 +420,20 @@ fn the_plugin_author_preset_offers_the_tools_in_its_scope_and_installs_into_it()
         !standard.contains(&"plugin_new".to_owned()),
         "the standard preset is offered the plugin-author tools: {standard:?}"
     );
+    assert!(!standard.contains(&"word_count".to_owned()), "{standard:?}");
+
+    // The next start of the preset mounts what it installed again.
+    let count = server.requests().len();
+    let events = run("plugin-author", "Count again.");
+    let again = &server.requests()[count];
+    assert!(
+        offered(&again.body).contains(&"word_count".to_owned()),
+        "not offered after a restart: {:?}",
+        offered(&again.body)
+    );
+    let result = events
+        .iter()
+        .find(|event| event["type"] == "tool/result")
+        .map(|event| event["data"]["message"]["content"][0]["content"][0]["text"].clone());
+    assert_eq!(result, Some(json!("3 words")));
 }

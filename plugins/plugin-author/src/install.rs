@@ -15,10 +15,10 @@ use dsh_plugin_api::{Deserialize, lock};
 use dsh_tools_seam::CallView;
 use serde_json::{Map, Value};
 
-use crate::State;
 use crate::build::{self, Built};
 use crate::run::{Command, run as run_confined};
 use crate::tools::capped;
+use crate::{State, installed};
 
 #[derive(Deserialize)]
 #[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
@@ -65,25 +65,35 @@ pub(crate) async fn run(
     let started = Instant::now();
     check(state, call, &built, cancel).await?;
     let checked = started.elapsed().as_secs_f64();
-    let previous = lock(&state.mounted).get(&built.name).copied();
-    if let Some(fiber) = previous
-        && still_running(state, fiber).await
-    {
-        return Err(format!(
-            "plugin_install: the library passed the check, but `{}` is already running in this host (installed earlier, fiber {fiber}); a running plugin is not replaced in place, so the running version stays. Give the new version another crate name, or restart the host to load it.",
-            built.name
-        ));
-    }
-    let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
-    let before = tool_names(state);
     let mut config = arguments.config.unwrap_or_default();
     if !state.scope.is_empty() && !config.contains_key("scope") {
         config.insert("scope".to_owned(), Value::String(state.scope.clone()));
     }
+    let previous = lock(&state.mounted).get(&built.name).copied();
+    if let Some(fiber) = previous
+        && still_running(state, fiber).await
+    {
+        // The host does not unmount a child: the new version waits for the next start.
+        let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
+        let entry = installed::Entry {
+            name: built.name.clone(),
+            scope: state.scope.clone(),
+            config,
+        };
+        installed::record(&state.installed_file, entry)
+            .map_err(|error| format!("plugin_install: {error}"))?;
+        return Err(format!(
+            "plugin_install: `{}` is already running in this host (installed earlier, fiber {fiber}) and a running plugin is not replaced in place: the running version stays until the host starts again. The new version passed the check and was copied to {}, so the next start loads it. To use new code now, give it another crate name (and its tools other names).",
+            built.name,
+            installed.display()
+        ));
+    }
+    let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
+    let before = tool_names(state);
     let mounting = Instant::now();
     let fiber = state
         .ctx
-        .mount(&built.name, &Value::Object(config))
+        .mount(&built.name, &Value::Object(config.clone()))
         .map_err(|error| {
             format!(
                 "plugin_install: copied to {} but the host did not mount it: {error}",
@@ -99,6 +109,22 @@ pub(crate) async fn run(
         installed.display(),
         state.ctx.row_id()
     );
+    // Kept for the next start unless it failed (a failed one is fixed and installed again).
+    let kept = match outcome {
+        Either::Left(Err(_)) => Ok(()),
+        _ => installed::record(
+            &state.installed_file,
+            installed::Entry {
+                name: built.name.clone(),
+                scope: state.scope.clone(),
+                config,
+            },
+        ),
+    };
+    let header = match kept {
+        Ok(()) => header,
+        Err(error) => format!("{header} (not listed for the next start: {error})"),
+    };
     match outcome {
         Either::Left(Ok(())) => {
             let added: Vec<String> = tool_names(state).difference(&before).cloned().collect();

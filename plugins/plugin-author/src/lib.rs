@@ -11,10 +11,13 @@
 //! second plugin links against the dependencies the first one compiled; where the session's
 //! sandbox does not let commands write there, the crate's own `target` is used and the result
 //! says so. The tools register into `scope` (an agent preset's layer, or the global one).
-//! The skill under `skills/plugin-author` teaches the plugin API; a skills row lists the folder.
+//! What a row installed is listed in `installedFile` and mounted again when the row next
+//! applies. The skill under `skills/plugin-author` teaches the plugin API; a skills row lists
+//! the folder.
 
 mod build;
 mod install;
+mod installed;
 mod new;
 mod run;
 mod tools;
@@ -53,6 +56,9 @@ pub struct AuthorConfig {
     /// The `plugin-api` crate new plugins depend on (default: the one this plugin was built
     /// from).
     pub api_path: Option<String>,
+    /// Where the plugins this row installed are listed, to be mounted again at the next start
+    /// (default `$DSH_HOME/plugin-author/installed.json`).
+    pub installed_file: Option<String>,
     /// The cargo program.
     pub cargo: String,
     /// The `dsh-host` program that checks a library before it is installed (default: this
@@ -76,6 +82,7 @@ impl Default for AuthorConfig {
             plugins_dir: None,
             target_dir: None,
             api_path: None,
+            installed_file: None,
             cargo: "cargo".to_owned(),
             host_program: None,
             build_timeout_ms: 600_000,
@@ -93,6 +100,7 @@ pub(crate) struct State {
     pub tools: Service<ToolsService>,
     pub scope: String,
     pub plugins_dir: PathBuf,
+    pub installed_file: PathBuf,
     pub target_dir: PathBuf,
     pub api_path: PathBuf,
     /// The skill's folder: its guide and the example tool plugin.
@@ -174,7 +182,16 @@ impl Plugin for PluginAuthor {
         };
         let plugins_dir = under_home("pluginsDir", config.plugins_dir, "plugins")?;
         let target_dir = under_home("targetDir", config.target_dir, "plugin-target")?;
-        for (field, path) in [("pluginsDir", &plugins_dir), ("targetDir", &target_dir)] {
+        let installed_file = under_home(
+            "installedFile",
+            config.installed_file,
+            "plugin-author/installed.json",
+        )?;
+        for (field, path) in [
+            ("pluginsDir", &plugins_dir),
+            ("targetDir", &target_dir),
+            ("installedFile", &installed_file),
+        ] {
             if !path.is_absolute() {
                 return Err(config_error(field, "must be an absolute path"));
             }
@@ -206,6 +223,7 @@ impl Plugin for PluginAuthor {
             tools: tools.clone(),
             scope: config.scope.clone(),
             plugins_dir,
+            installed_file,
             target_dir,
             api_path,
             guide,
@@ -235,7 +253,47 @@ impl Plugin for PluginAuthor {
                     .map_err(|error| PluginError::plugin(error.to_string()))?,
             );
         }
+        remount(&state);
         ctx.on_dispose(move || drop(registrations))
+    }
+}
+
+/// Mounts again what this row's scope installed before (a child lives only as long as the
+/// host). A plugin whose library is gone is left out; one that fails says so in the log and
+/// in the host's fiber table, like any row.
+fn remount(state: &State) {
+    let entries = match installed::load(&state.installed_file) {
+        Ok(entries) => entries,
+        Err(error) => {
+            dsh_plugin_api::tracing::warn!(
+                "plugin-author: not mounting installed plugins: {error}"
+            );
+            return;
+        }
+    };
+    for entry in entries
+        .into_iter()
+        .filter(|entry| entry.scope == state.scope)
+    {
+        if !state
+            .plugins_dir
+            .join(format!("lib{}.so", entry.name))
+            .is_file()
+        {
+            continue;
+        }
+        match state
+            .ctx
+            .mount(&entry.name, &serde_json::Value::Object(entry.config))
+        {
+            Ok(fiber) => {
+                dsh_plugin_api::lock(&state.mounted).insert(entry.name, fiber);
+            }
+            Err(error) => dsh_plugin_api::tracing::warn!(
+                "plugin-author: installed plugin `{}` not mounted: {error}",
+                entry.name
+            ),
+        }
     }
 }
 
