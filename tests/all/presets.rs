@@ -344,7 +344,13 @@ fn dump_config_shows_a_presets_rows_as_they_are_mounted() {
     let dir = TestDir::new("presets-dump");
     let out = dsh_tests::run_host_with_env(
         &dir.home(),
-        &["--profile", "headless", "--dump-config", "--preset", "minimal"],
+        &[
+            "--profile",
+            "headless",
+            "--dump-config",
+            "--preset",
+            "minimal",
+        ],
         &[],
     );
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -369,5 +375,44 @@ fn dump_config_shows_a_presets_rows_as_they_are_mounted() {
         out.stderr.contains("--preset: no agent preset `nope`"),
         "{}",
         out.stderr
+    );
+}
+
+#[test]
+fn the_terminal_ui_makes_its_session_with_the_preset_named() {
+    let server = FakeDeepSeek::start(vec![Reply::text("Only reading.")]);
+    let dir = TestDir::new("presets-tui");
+    reader_and_broken(&dir);
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!(
+            "- id: llm-deepseek\n  config:\n    baseURL: {}\n",
+            server.url()
+        ),
+    );
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let output = std::process::Command::new(dsh_tests::tui::dsh_bin())
+        .args(["--preset", "reader", "-p", "look"])
+        .current_dir(dir.join("work"))
+        .env("DSH_HOME", dir.home())
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Only reading.\n");
+    assert_eq!(tool_names(&server.requests()[0].body), ["read"]);
+    let output = std::process::Command::new(dsh_tests::tui::dsh_bin())
+        .args(["--preset", "broken", "-p", "look"])
+        .current_dir(dir.join("work"))
+        .env("DSH_HOME", dir.home())
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("agent-presets/broken/preset.yml: tools:"),
+        "{stderr}"
     );
 }

@@ -42,7 +42,8 @@ pub(crate) struct App {
     pub(crate) composer: Composer,
     pub(crate) session: Option<String>,
     pub(crate) start: Start,
-    pub(crate) model: Option<String>,
+    /// What a new session is made with.
+    pub(crate) new_session: CreateRequest,
     pub(crate) cwd: String,
     /// The session's waiting messages (from its `session/queue` frames).
     pub(crate) queue: Vec<String>,
@@ -72,7 +73,7 @@ impl App {
         tx: Sender<AppEvent>,
         screen: Screen,
         start: Start,
-        model: Option<String>,
+        new_session: CreateRequest,
     ) -> Self {
         let cwd = std::env::current_dir()
             .map(|dir| dir.to_string_lossy().into_owned())
@@ -91,7 +92,7 @@ impl App {
             composer: Composer::default(),
             session: None,
             start,
-            model,
+            new_session,
             cwd,
             queue: Vec::new(),
             pending: Vec::new(),
@@ -322,8 +323,7 @@ impl App {
     pub(crate) fn create(&mut self) {
         let request = CreateRequest {
             cwd: Some(self.cwd.clone()),
-            model: self.model.clone(),
-            ..CreateRequest::default()
+            ..self.new_session.clone()
         };
         self.send(ClientRequest::SessionCreate(request), Reply::Created);
     }

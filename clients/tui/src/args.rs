@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use dsh_client_protocol::CreateRequest;
 
 const KEYS: &str = "Keys: Enter sends (queued while a turn runs) · Shift-Enter or Ctrl-J a new line · \
 Tab steers into the running turn · Esc cancels the turn · / commands · @ files · \
@@ -31,6 +32,10 @@ pub(crate) struct Args {
     /// The model of a new session, `PROVIDER/MODEL`.
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub(crate) model: Option<String>,
+    /// The agent preset of a new session (standard, code, minimal, plugin-author or one of
+    /// $DSH_HOME/agent-presets; default: the host's default).
+    #[arg(long, value_name = "ID")]
+    pub(crate) preset: Option<String>,
     /// No colours (as NO_COLOR does).
     #[arg(long)]
     pub(crate) no_color: bool,
@@ -40,13 +45,19 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// The model of a new session: `--model`, else the recorded log's when the child host
-    /// replays one (`-- --replay FILE` answers as the `replay` provider), else the host's.
-    pub(crate) fn new_session_model(&self) -> Option<String> {
+    /// What a new session is made with (its directory filled in where it is made): the model
+    /// `--model`, else the recorded log's when the child host replays one (`-- --replay FILE`
+    /// answers as the `replay` provider), else the host's; the preset `--preset`.
+    pub(crate) fn new_session(&self) -> CreateRequest {
         let replaying = self.attach.is_none() && self.host_args.iter().any(|arg| arg == "--replay");
-        self.model
-            .clone()
-            .or_else(|| replaying.then(|| "replay/replay".to_owned()))
+        CreateRequest {
+            cwd: None,
+            model: self
+                .model
+                .clone()
+                .or_else(|| replaying.then(|| "replay/replay".to_owned())),
+            agent_preset: self.preset.clone(),
+        }
     }
 
     /// The socket path `--attach` named, `Some(None)` for the newest one.

@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Err(error) => return fail(&error.to_string()),
     };
     if let Some(task) = &args.print {
-        return match oneshot::run(&transport, task, &args.start(), args.new_session_model()) {
+        return match oneshot::run(&transport, task, &args.start(), args.new_session()) {
             Ok(code) => exit(code),
             Err(error) => fail(&error.to_string()),
         };
@@ -98,13 +98,7 @@ fn interactive(args: Args, transport: Transport) -> std::io::Result<i32> {
     let (tx, rx) = channel();
     read_terminal(tx.clone());
     watch_signals(tx.clone());
-    let app = App::new(
-        transport,
-        tx,
-        screen,
-        args.start(),
-        args.new_session_model(),
-    );
+    let app = App::new(transport, tx, screen, args.start(), args.new_session());
     let code = app.run(&rx);
     term::restore();
     code

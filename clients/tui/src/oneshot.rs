@@ -51,7 +51,7 @@ fn value<T: serde::de::DeserializeOwned>(answer: serde_json::Value) -> Result<T,
 fn open(
     conn: &Conn,
     start: &Start,
-    model: Option<String>,
+    new_session: CreateRequest,
 ) -> Result<(String, Option<u64>), OneShotError> {
     let cwd = std::env::current_dir()
         .map(|dir| dir.to_string_lossy().into_owned())
@@ -81,8 +81,7 @@ fn open(
         None => {
             let request = CreateRequest {
                 cwd: Some(cwd),
-                model,
-                ..CreateRequest::default()
+                ..new_session
             };
             let created: Created = value(conn.call(&ClientRequest::SessionCreate(request))?)?;
             Ok((created.session_id, None))
@@ -95,7 +94,7 @@ pub(crate) fn run(
     transport: &Transport,
     task: &str,
     start: &Start,
-    model: Option<String>,
+    new_session: CreateRequest,
 ) -> Result<i32, OneShotError> {
     let (tx, rx) = channel();
     let conn = Conn::open(transport, tx)?;
@@ -109,7 +108,7 @@ pub(crate) fn run(
     };
     // The SDK runtime owns `initialize` with params of its own; the rest still works.
     let _ = conn.call(&ClientRequest::Initialize(hello));
-    let (session, after_seq) = open(&conn, start, model)?;
+    let (session, after_seq) = open(&conn, start, new_session)?;
     let subscribe = SubscribeRequest {
         session_id: session.clone(),
         after_seq,
