@@ -297,3 +297,71 @@ fn measure_a_persistent_shell_call_against_a_fresh_bash() {
         fresh.len()
     );
 }
+
+/// Whether a process whose command line is `sleep <seconds>` runs on this machine.
+fn sleeping(seconds: &str) -> bool {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .any(|cmdline| cmdline == wanted.as_bytes())
+}
+
+#[test]
+fn a_sessions_shell_and_what_it_started_end_with_the_session() {
+    use dsh_tests::web::{Web, WebHost, turn_ended};
+    let dir = TestDir::new("pty-session-end");
+    // A duration no other process uses, so the sleep is known by its command line.
+    let seconds = format!("86399.{}", std::process::id());
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call(
+            "call_1",
+            "bash",
+            json!({"command": format!("sleep {seconds} & echo started")}),
+        ),
+        Reply::text("done"),
+    ]);
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n\
+         - id: tool-bash\n  disabled: true\n\
+         - insert:\n    - id: tool-pty\n      name: tool-pty\n",
+        server.url()
+    );
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let web = Web::from(WebHost::start(
+        &dir,
+        &layer,
+        &[],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ));
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.prompt",
+        &json!({"sessionId": session, "text": "start a sleeper"}),
+    );
+    socket.until(300, turn_ended);
+    let texts = server.last_tool_texts();
+    assert!(texts[0].ends_with("started"), "{texts:?}");
+    assert!(
+        sleeping(&seconds),
+        "the shell's job runs while the session lives"
+    );
+    // Idle once its driver went quiet (after the turn's end): then it may be deleted.
+    socket.until(100, |frame| {
+        frame["type"] == "host/session-status"
+            && frame["sessionId"] == session
+            && frame["running"] == false
+    });
+    web.call("session.delete", &json!({"sessionId": session}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sleeping(&seconds) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !sleeping(&seconds),
+        "the shell's job outlived its deleted session"
+    );
+    let mut host = web.host;
+    assert_eq!(host.stop(), Some(0));
+}

@@ -2,9 +2,12 @@
 //! pseudo-terminal of its own. The host opens the terminal pair, starts the program as the
 //! leader of a new session whose controlling terminal is the pair's far side, and reads the
 //! near side on its runtime (`AsyncFd`), so that plugins, which own no threads, get its output
-//! as chunks like any process's. Waiting and the final kill are `subprocess`'s; terminating
-//! hangs the terminal up first, because an interactive shell ignores `SIGTERM` and keeps its
-//! jobs in process groups of their own: on `SIGHUP` it passes the hangup on to them and exits.
+//! as chunks like any process's. Waiting is `subprocess`'s; terminating hangs the terminal up
+//! first, because an interactive shell ignores `SIGTERM`, and ends by killing every process
+//! left in the terminal's session: a shell keeps its jobs in process groups of their own, and
+//! a background job still holding the terminal would otherwise outlive it (and keep the
+//! terminal open). A process that left the session on purpose (`setsid`) is not followed;
+//! under the sandbox's pid namespace it ends with the namespace anyway.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -296,6 +299,40 @@ struct OnTerminal {
     near: Arc<AsyncFd<OwnedFd>>,
 }
 
+/// Sends `signal` to every process of the session led by `leader` (a scan of `/proc`).
+fn signal_session(leader: u32, signal: libc::c_int) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp session ...`: the name may hold spaces and parentheses.
+        let session = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+            .and_then(|session| session.parse::<u32>().ok());
+        if session == Some(leader) {
+            #[allow(
+                unsafe_code,
+                reason = "kill(2) on a process of a session this host started"
+            )]
+            // SAFETY: plain syscall; a process gone since the scan yields ESRCH.
+            unsafe {
+                libc::kill(pid, signal);
+            }
+        }
+    }
+}
+
 impl OnTerminal {
     fn hang_up(&self) {
         if let Some(group) = foreground(&self.near) {
@@ -320,13 +357,21 @@ impl Process for OnTerminal {
 
     fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
         self.hang_up();
-        self.running.terminate(grace_ms)
+        let (ending, leader) = (self.running.terminate(grace_ms), self.running.pid);
+        async move {
+            let status = ending.await;
+            signal_session(leader, libc::SIGKILL);
+            status
+        }
+        .into_ffi()
     }
 }
 
 impl Drop for OnTerminal {
     fn drop(&mut self) {
-        // The jobs of a shell live in groups of their own: the hangup reaches them through it.
+        // The jobs of a shell live in groups of their own: whatever is left of the session
+        // goes with it (the leader's group gets SIGKILL from `Running`'s drop).
         self.hang_up();
+        signal_session(self.running.pid, libc::SIGKILL);
     }
 }
