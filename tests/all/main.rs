@@ -14,6 +14,7 @@ mod browser;
 mod browser_restart;
 mod cli;
 mod client_socket;
+mod code_mode;
 mod commands;
 mod compaction;
 mod conformance;

@@ -76,6 +76,15 @@ struct Stop {
     memory_bytes: usize,
 }
 
+/// Sets the interrupt flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Runs `code`; never fails: every failure is an outcome.
 pub(crate) async fn run(
     ctx: &Context,
@@ -90,6 +99,9 @@ pub(crate) async fn run(
         time_limit: setup.time_limit,
         memory_bytes: setup.limits.memory_bytes,
     };
+    // Dropped with this future (the pipeline drops a cancelled body after a grace), the flag
+    // still stops the engine at its next check.
+    let _stop_on_drop = StopOnDrop(stop.flag.clone());
     let (flag, deadline, limits) = (stop.flag.clone(), stop.deadline, setup.limits);
     let names = setup.names.clone();
     let started = slice(ctx, cancel, &stop, move || {
