@@ -30,6 +30,11 @@ export function presetScenarios({ authUrl, expect, shoot }) {
       await page.waitForSelector(".turn-end", { state: "attached" });
       const answer = await page.textContent(".message.assistant");
       expect(answer.includes("only reading"), `the answer arrived: ${answer}`);
+      // The header names the preset the session runs.
+      await page.waitForSelector("#title .preset-mark");
+      const mark = await page.textContent("#title .preset-mark");
+      expect(mark === "reader", `the header names the preset: ${mark}`);
+      await shoot(page, "header");
     },
   };
 }

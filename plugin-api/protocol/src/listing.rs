@@ -42,6 +42,9 @@ pub struct SessionSummary {
     /// beside the others so one bad file hides nothing. Its `id` is then its folder's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broken: Option<String>,
+    /// The agent preset it runs (absent: the plain agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
 }
 
 /// A session whose conversation holds the text searched for: its latest message that does,

@@ -186,6 +186,7 @@ pub(crate) fn session_added(id: String, live: bool) -> ServerFrame {
             subagent_of: None,
             fork_of: None,
             broken: None,
+            agent_preset: None,
         },
     }
 }

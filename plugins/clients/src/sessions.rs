@@ -74,6 +74,12 @@ impl Api {
             .ok()
             .and_then(|agents| agents.list().decode().ok())
             .unwrap_or_default();
+        // A live session's preset is its agent's (switched, or fallen back on resume).
+        for summary in &mut sessions {
+            if let Some(agent) = agents.iter().find(|agent| agent.id == summary.id) {
+                summary.agent_preset = agent.agent_preset.clone();
+            }
+        }
         let now = crate::now_ms();
         let unwritten: Vec<SessionSummary> = live
             .iter()
@@ -93,6 +99,10 @@ impl Api {
                     subagent_of: None,
                     fork_of: None,
                     broken: None,
+                    agent_preset: agents
+                        .iter()
+                        .find(|a| &a.id == id)
+                        .and_then(|a| a.agent_preset.clone()),
                 }
             })
             .collect();

@@ -63,6 +63,7 @@ pub(crate) fn summaries(
             subagent_of: None,
             fork_of: None,
             broken: Some(broken.reason),
+            agent_preset: None,
         }
     });
     let mut summaries: Vec<SessionSummary> = listing
@@ -96,6 +97,7 @@ pub(crate) fn summaries(
                 subagent_of,
                 fork_of,
                 broken: None,
+                agent_preset: listed.header.agent_preset,
             }
         })
         .chain(broken)

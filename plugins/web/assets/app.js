@@ -291,7 +291,12 @@ function renderJobs(jobs) {
 
 function renderHeader() {
   const open = state.open;
-  $("title").textContent = open ? open.title || `Session ${open.id.slice(0, 8)}` : "";
+  const title = $("title");
+  title.textContent = open ? open.title || `Session ${open.id.slice(0, 8)}` : "";
+  // The preset is named unless it is the plain agent.
+  if (open?.agentPreset && open.agentPreset !== "standard") {
+    title.append(" ", element("span", { class: "fork-mark preset-mark", title: "Agent preset" }, open.agentPreset));
+  }
 }
 
 function closeSession() {
@@ -315,7 +320,8 @@ const FIRST_PAGE = 60;
 // `prefetched`: the history when it was already asked for (the first paint).
 export async function openSession(id, prefetched = null) {
   const history = prefetched || (await call("session.history", { sessionId: id, limit: FIRST_PAGE }));
-  state.open = { id, items: new Map(), order: [], lastSeq: history.lastSeq, running: history.running, title: history.title };
+  const listed = state.sessions.find((session) => session.id === id);
+  state.open = { id, items: new Map(), order: [], lastSeq: history.lastSeq, running: history.running, title: history.title, agentPreset: listed?.agentPreset };
   for (const item of history.items) {
     state.open.items.set(item.id, item);
     state.open.order.push(item.id);
