@@ -308,12 +308,19 @@ fn sleeping(seconds: &str) -> bool {
         .any(|cmdline| cmdline == wanted.as_bytes())
 }
 
-#[test]
-fn a_sessions_shell_and_what_it_started_end_with_the_session() {
+/// A web host whose persistent shell started `sleep <seconds>` as a background job in a
+/// session: the host, the session and its event socket, and the patch layer's text.
+fn sleeper(
+    dir: &TestDir,
+    seconds: &str,
+) -> (
+    dsh_tests::web::Web,
+    FakeDeepSeek,
+    String,
+    dsh_tests::http::Socket,
+    String,
+) {
     use dsh_tests::web::{Web, WebHost, turn_ended};
-    let dir = TestDir::new("pty-session-end");
-    // A duration no other process uses, so the sleep is known by its command line.
-    let seconds = format!("86399.{}", std::process::id());
     let server = FakeDeepSeek::start(vec![
         Reply::tool_call(
             "call_1",
@@ -330,7 +337,7 @@ fn a_sessions_shell_and_what_it_started_end_with_the_session() {
     );
     std::fs::create_dir_all(dir.join("work")).unwrap();
     let web = Web::from(WebHost::start(
-        &dir,
+        dir,
         &layer,
         &[],
         &[("DEEPSEEK_API_KEY", "sk-test")],
@@ -344,9 +351,27 @@ fn a_sessions_shell_and_what_it_started_end_with_the_session() {
     let texts = server.last_tool_texts();
     assert!(texts[0].ends_with("started"), "{texts:?}");
     assert!(
-        sleeping(&seconds),
+        sleeping(seconds),
         "the shell's job runs while the session lives"
     );
+    (web, server, session, socket, layer)
+}
+
+/// Waits up to 10 s for the sleeper to be gone; whether it is.
+fn sleeper_gone(seconds: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sleeping(seconds) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    !sleeping(seconds)
+}
+
+#[test]
+fn a_sessions_shell_and_what_it_started_end_with_the_session() {
+    let dir = TestDir::new("pty-session-end");
+    // A duration no other process uses, so the sleep is known by its command line.
+    let seconds = format!("86399.{}1", std::process::id());
+    let (web, _server, session, mut socket, _) = sleeper(&dir, &seconds);
     // Idle once its driver went quiet (after the turn's end): then it may be deleted.
     socket.until(100, |frame| {
         frame["type"] == "host/session-status"
@@ -354,13 +379,27 @@ fn a_sessions_shell_and_what_it_started_end_with_the_session() {
             && frame["running"] == false
     });
     web.call("session.delete", &json!({"sessionId": session}));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while sleeping(&seconds) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     assert!(
-        !sleeping(&seconds),
+        sleeper_gone(&seconds),
         "the shell's job outlived its deleted session"
+    );
+    let mut host = web.host;
+    assert_eq!(host.stop(), Some(0));
+}
+
+#[test]
+fn the_shells_end_when_the_row_unloads() {
+    let dir = TestDir::new("pty-unload");
+    let seconds = format!("86399.{}2", std::process::id());
+    let (web, _server, _session, _socket, layer) = sleeper(&dir, &seconds);
+    // The patch layer is watched: without the row, the host unmounts it.
+    let without = layer
+        .replace("- id: tool-bash\n  disabled: true\n", "")
+        .replace("- insert:\n    - id: tool-pty\n      name: tool-pty\n", "");
+    dir.write("web.patch.yml", &without);
+    assert!(
+        sleeper_gone(&seconds),
+        "the shell's job outlived the unloaded row"
     );
     let mut host = web.host;
     assert_eq!(host.stop(), Some(0));
