@@ -157,6 +157,33 @@ fn a_program_offered_alone_calls_the_tools_through_the_pipeline() {
     assert_eq!(meta["calls"], 15);
 }
 
+/// The `code` preset registers `run_code` in its own scope and hides what the scope inherits:
+/// its session is offered `run_code` alone while the process stays in native mode, and its
+/// program still reaches the profile's tools.
+#[test]
+fn the_code_preset_offers_run_code_alone_and_its_programs_reach_the_tools() {
+    let dir = TestDir::new("code-mode-preset");
+    ten_files(&dir);
+    let code = "const read = await tools.read({ file_path: 'f3.txt' });\n\
+        const echo = await tools.bash({ command: 'echo PRESET_OK', description: 'echo' });\n\
+        return `${read.lines[0].text} ${echo.stdout.text.trim()}`;";
+    let server = FakeDeepSeek::start(vec![program("call_code", code), Reply::text("done")]);
+    let out = headless::against_patched(
+        &server,
+        &dir,
+        "",
+        &["--preset", "code", "--output", "stream-json", "read a file"],
+        &[
+            ("DSH_TOOLS_MODE", "native"),
+            ("DSH_PERMISSION_MODE", "danger-full-access"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(offered(&requests[0]), ["run_code"]);
+    assert_eq!(requests[1].tool_texts()[0], "line 3 PRESET_OK");
+}
+
 #[test]
 fn both_mode_offers_run_code_beside_the_native_tools() {
     let dir = TestDir::new("code-mode-both");
