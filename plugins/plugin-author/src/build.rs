@@ -11,6 +11,7 @@ use dsh_plugin_api::{Deserialize, lock};
 use dsh_tools_seam::CallView;
 
 use crate::State;
+use crate::error::AuthorError;
 use crate::run::{Command, run as run_confined};
 use crate::tools::capped;
 
@@ -65,16 +66,12 @@ pub(crate) async fn run(
     state: &State,
     call: &CallView,
     cancel: CancelBox,
-) -> Result<String, String> {
-    let arguments: Arguments = serde_json::from_str(&call.arguments)
-        .map_err(|error| format!("plugin_build: arguments are not valid: {error}"))?;
+) -> Result<String, AuthorError> {
+    let arguments: Arguments = serde_json::from_str(&call.arguments)?;
     let dir = State::resolve(call, &arguments.path);
     let manifest = dir.join("Cargo.toml");
     if !manifest.is_file() {
-        return Err(format!(
-            "plugin_build: {} holds no Cargo.toml",
-            dir.display()
-        ));
+        return Err(AuthorError::NoManifest(dir));
     }
     let (target_dir, note) = target_dir(state, call, &dir);
     let args = vec![
@@ -100,8 +97,9 @@ pub(crate) async fn run(
         ),
     ];
     let scratch = target_dir.join("tmp");
-    std::fs::create_dir_all(&scratch)
-        .map_err(|error| format!("plugin_build: cannot create {}: {error}", scratch.display()))?;
+    std::fs::create_dir_all(&scratch).map_err(|source| {
+        AuthorError::io(format!("cannot create {}", scratch.display()), source)
+    })?;
     let dir_text = dir.display().to_string();
     let finished = run_confined(
         &state.ctx,
@@ -124,25 +122,22 @@ pub(crate) async fn run(
         // The JSON stream is long (a line per artefact); the diagnostics are capped below.
         4 << 20,
     )
-    .await
-    .map_err(|error| format!("plugin_build: {error}"))?;
+    .await?;
     let seconds = finished.elapsed.as_secs_f64();
     let messages = finished.stderr.trim();
     if finished.code != Some(0) {
         let exit = finished
             .code
             .map_or_else(|| "a signal".to_owned(), |code| format!("exit code {code}"));
-        return Err(format!(
-            "plugin_build: cargo build failed ({exit}, {seconds:.1} s){note}:\n{}",
-            capped(messages, state.max_message_bytes)
-        ));
+        return Err(AuthorError::BuildFailed {
+            exit,
+            seconds,
+            note,
+            messages: capped(messages, state.max_message_bytes),
+        });
     }
-    let built = artefact(&finished.stdout, &manifest).ok_or_else(|| {
-        format!(
-            "plugin_build: cargo built {} but no cdylib: its Cargo.toml needs `crate-type = [\"cdylib\", \"rlib\"]` under [lib]",
-            dir.display()
-        )
-    })?;
+    let built =
+        artefact(&finished.stdout, &manifest).ok_or_else(|| AuthorError::NoCdylib(dir.clone()))?;
     lock(&state.built).insert(dir.clone(), built.clone());
     let mut text = format!(
         "Built {} in {seconds:.1} s (cargo){note}. Install it with plugin_install {{\"path\": \"{}\"}}.",

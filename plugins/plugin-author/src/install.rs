@@ -16,6 +16,7 @@ use dsh_tools_seam::CallView;
 use serde_json::{Map, Value};
 
 use crate::build::{self, Built};
+use crate::error::AuthorError;
 use crate::run::{Command, run as run_confined};
 use crate::tools::capped;
 use crate::{State, installed};
@@ -32,35 +33,32 @@ pub(crate) async fn run(
     state: &State,
     call: &CallView,
     cancel: CancelBox,
-) -> Result<String, String> {
-    let arguments: Arguments = serde_json::from_str(&call.arguments)
-        .map_err(|error| format!("plugin_install: arguments are not valid: {error}"))?;
+) -> Result<String, AuthorError> {
+    let arguments: Arguments = serde_json::from_str(&call.arguments)?;
     let dir = State::resolve(call, &arguments.path);
-    let built = lock(&state.built).get(&dir).cloned().ok_or_else(|| {
-        format!(
-            "plugin_install: {} has no successful build in this session; run plugin_build {{\"path\": \"{}\"}} first",
-            dir.display(),
-            arguments.path
-        )
-    })?;
+    let built = lock(&state.built)
+        .get(&dir)
+        .cloned()
+        .ok_or_else(|| AuthorError::NotBuilt {
+            dir: dir.clone(),
+            path: arguments.path.clone(),
+        })?;
     if build::stamp(&built.library) != built.stamp {
-        return Err(format!(
-            "plugin_install: {} changed since {} was built (another crate of the same name builds into the shared target directory); run plugin_build {{\"path\": \"{}\"}} again",
-            built.library.display(),
-            dir.display(),
-            arguments.path
-        ));
+        return Err(AuthorError::Stale {
+            library: built.library,
+            dir,
+            path: arguments.path,
+        });
     }
     let file = format!("lib{}.so", built.name);
     // A name the host ships would be shadowed by the plugins folder at the next start.
     if let Some(shipped) = state.host_program.parent().map(|dir| dir.join(&file))
         && shipped.is_file()
     {
-        return Err(format!(
-            "plugin_install: `{}` is the name of a plugin the host ships ({}); rename the crate",
-            built.name,
-            shipped.display()
-        ));
+        return Err(AuthorError::Shipped {
+            name: built.name,
+            shipped,
+        });
     }
     let started = Instant::now();
     check(state, call, &built, cancel).await?;
@@ -80,13 +78,12 @@ pub(crate) async fn run(
             scope: state.scope.clone(),
             config,
         };
-        installed::record(&state.installed_file, entry)
-            .map_err(|error| format!("plugin_install: {error}"))?;
-        return Err(format!(
-            "plugin_install: `{}` is already running in this host (installed earlier, fiber {fiber}) and a running plugin is not replaced in place: the running version stays until the host starts again. The new version passed the check and was copied to {}, so the next start loads it. To use new code now, give it another crate name (and its tools other names).",
-            built.name,
-            installed.display()
-        ));
+        installed::record(&state.installed_file, entry)?;
+        return Err(AuthorError::AlreadyRunning {
+            name: built.name,
+            fiber,
+            installed,
+        });
     }
     let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
     let before = tool_names(state);
@@ -94,11 +91,9 @@ pub(crate) async fn run(
     let fiber = state
         .ctx
         .mount(&built.name, &Value::Object(config.clone()))
-        .map_err(|error| {
-            format!(
-                "plugin_install: copied to {} but the host did not mount it: {error}",
-                installed.display()
-            )
+        .map_err(|error| AuthorError::Mount {
+            installed: installed.clone(),
+            message: error.to_string(),
         })?;
     lock(&state.mounted).insert(built.name.clone(), fiber);
     let settle = Duration::from_millis(state.settle_timeout_ms);
@@ -137,9 +132,10 @@ pub(crate) async fn run(
             };
             Ok(format!("{header}; ACTIVE in {mounted:.1} s; {tools}."))
         }
-        Either::Left(Err(error)) => Err(format!(
-            "plugin_install: {header}, but it FAILED: {error}. Fix it, build and install it again."
-        )),
+        Either::Left(Err(error)) => Err(AuthorError::Failed {
+            header,
+            message: error.to_string(),
+        }),
         Either::Right(()) => Ok(format!(
             "{header}; it is not active after {} s (it waits for a service no row provides, or its apply has not finished).",
             settle.as_secs()
@@ -154,13 +150,9 @@ async fn check(
     call: &CallView,
     built: &Built,
     cancel: CancelBox,
-) -> Result<(), String> {
-    let Some(build_dir) = built.library.parent() else {
-        return Err(format!(
-            "plugin_install: {} has no folder",
-            built.library.display()
-        ));
-    };
+) -> Result<(), AuthorError> {
+    // A cargo artefact always lies in a folder of the target directory.
+    let build_dir = built.library.parent().unwrap_or(Path::new("/"));
     // One folder per call: two sessions may install at once from the shared target directory.
     let call_id: String = call
         .call_id
@@ -178,10 +170,10 @@ async fn check(
     let prepared = std::fs::create_dir_all(&home)
         .and_then(|()| std::fs::copy(&built.library, stage.join(&file)).map(|_| ()))
         .and_then(|()| std::fs::write(&tree, format!("- id: candidate\n  name: {}\n", built.name)));
-    prepared.map_err(|error| {
-        format!(
-            "plugin_install: preparing the check in {}: {error}",
-            stage.display()
+    prepared.map_err(|source| {
+        AuthorError::io(
+            format!("preparing the check in {}", stage.display()),
+            source,
         )
     })?;
     let program = state.host_program.display().to_string();
@@ -206,21 +198,19 @@ async fn check(
         cancel,
         64 << 10,
     )
-    .await
-    .map_err(|error| format!("plugin_install: checking the library: {error}"))?;
+    .await?;
     let _ = std::fs::remove_dir_all(&stage);
     // 0: active; 2: waiting for a service the check's one-row tree does not provide (a tool
     // plugin waits for `tools`). Both mean the host loaded the library.
     match finished.code {
         Some(0 | 2) => Ok(()),
-        _ => Err(format!(
-            "plugin_install: refused: {} failed the host's library check, so nothing was installed and what runs keeps running:\n{}",
-            built.library.display(),
-            capped(
+        _ => Err(AuthorError::Refused {
+            library: built.library.clone(),
+            report: capped(
                 format!("{}\n{}", finished.stdout.trim(), finished.stderr.trim()).trim(),
-                state.max_message_bytes
-            )
-        )),
+                state.max_message_bytes,
+            ),
+        }),
     }
 }
 
@@ -239,19 +229,16 @@ async fn still_running(state: &State, fiber: u64) -> bool {
 }
 
 /// Copies `library` into `dir` as `file` through a temporary name and a rename.
-fn copy_in(library: &Path, dir: &Path, file: &str) -> Result<PathBuf, String> {
+fn copy_in(library: &Path, dir: &Path, file: &str) -> Result<PathBuf, AuthorError> {
     let target = dir.join(file);
     let partial = dir.join(format!(".{file}.partial"));
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::copy(library, &partial).map(|_| ()))
         .and_then(|()| std::fs::rename(&partial, &target))
-        .map_err(|error| {
+        .map_err(|source| {
             let _ = std::fs::remove_file(&partial);
-            format!(
-                "plugin_install: copying {} to {}: {error}",
-                library.display(),
-                target.display()
-            )
+            let doing = format!("copying {} to {}", library.display(), target.display());
+            AuthorError::io(doing, source)
         })?;
     Ok(target)
 }

@@ -3,7 +3,7 @@
 //! should not be lost with it. Entries are per `scope`, so a preset's plugins come back in
 //! that preset only.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use dsh_plugin_api::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -23,31 +23,62 @@ struct File {
     plugins: Vec<Entry>,
 }
 
+/// The list of installed plugins could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InstalledError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// The entries in `path`; none when the file does not exist.
-pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
+pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, InstalledError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(format!("{}: {error}", path.display())),
+        Err(source) => {
+            return Err(InstalledError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
     };
     serde_json::from_str::<File>(&text)
         .map(|file| file.plugins)
-        .map_err(|error| format!("{}: {error}", path.display()))
+        .map_err(|source| InstalledError::Json {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// Adds `entry` to `path`, replacing an entry of the same name and scope.
-pub(crate) fn record(path: &Path, entry: Entry) -> Result<(), String> {
+pub(crate) fn record(path: &Path, entry: Entry) -> Result<(), InstalledError> {
     let mut plugins = load(path)?;
     plugins.retain(|old| !(old.name == entry.name && old.scope == entry.scope));
     plugins.push(entry);
-    let text = serde_json::to_string_pretty(&File { plugins })
-        .map_err(|error| format!("{}: {error}", path.display()))?;
+    let text =
+        serde_json::to_string_pretty(&File { plugins }).map_err(|source| InstalledError::Json {
+            path: path.to_owned(),
+            source,
+        })?;
     let partial = path.with_extension("json.partial");
     path.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| std::fs::write(&partial, text))
         .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|error| format!("{}: {error}", path.display()))
+        .map_err(|source| InstalledError::Io {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 #[cfg(test)]
@@ -80,7 +111,7 @@ mod tests {
             ]
         );
         std::fs::write(&path, "not json").unwrap_or_default();
-        assert!(load(&path).is_err_and(|error| error.contains("installed.json")));
+        assert!(load(&path).is_err_and(|error| error.to_string().contains("installed.json")));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -16,6 +16,7 @@
 //! the folder.
 
 mod build;
+mod error;
 mod install;
 mod installed;
 mod new;

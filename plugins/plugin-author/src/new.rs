@@ -4,6 +4,7 @@ use dsh_plugin_api::Deserialize;
 use dsh_tools_seam::CallView;
 
 use crate::State;
+use crate::error::AuthorError;
 
 #[derive(Deserialize)]
 #[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
@@ -13,20 +14,15 @@ struct Arguments {
     dir: Option<String>,
 }
 
-pub(crate) fn run(state: &State, call: &CallView) -> Result<String, String> {
-    let arguments: Arguments = serde_json::from_str(&call.arguments)
-        .map_err(|error| format!("plugin_new: arguments are not valid: {error}"))?;
+pub(crate) fn run(state: &State, call: &CallView) -> Result<String, AuthorError> {
+    let arguments: Arguments = serde_json::from_str(&call.arguments)?;
     let dir = State::resolve(call, arguments.dir.as_deref().unwrap_or(&arguments.name));
     // The crate is written by the host, not by a confined command: it goes only where the
     // session's commands could write it themselves.
     if !state.writable(call, &dir) {
-        return Err(format!(
-            "plugin_new: {} is outside the directories this session may write",
-            dir.display()
-        ));
+        return Err(AuthorError::NotWritable(dir));
     }
-    let files = dsh_plugin_template::create(&state.api_path, &arguments.name, &dir)
-        .map_err(|error| format!("plugin_new: {error}"))?;
+    let files = dsh_plugin_template::create(&state.api_path, &arguments.name, &dir)?;
     let listed: Vec<String> = files
         .iter()
         .map(|file| {

@@ -69,12 +69,23 @@ fn parameters(kind: Kind) -> Value {
     }
 }
 
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::New => "plugin_new",
+            Kind::Build => "plugin_build",
+            Kind::Install => "plugin_install",
+        }
+    }
+}
+
 impl AuthorTool {
     fn decl(&self) -> ToolDecl {
-        let (name, description) = match self.kind {
-            Kind::New => ("plugin_new", NEW),
-            Kind::Build => ("plugin_build", BUILD),
-            Kind::Install => ("plugin_install", INSTALL),
+        let name = self.kind.name();
+        let description = match self.kind {
+            Kind::New => NEW,
+            Kind::Build => BUILD,
+            Kind::Install => INSTALL,
         };
         let mut decl = ToolDecl::new(name, description, parameters(self.kind));
         decl.timeout_ms = Some(match self.kind {
@@ -108,7 +119,7 @@ impl Tool for AuthorTool {
             };
             let reply = match outcome {
                 Ok(text) => ToolReply::text(text),
-                Err(text) => ToolReply::error(text),
+                Err(error) => ToolReply::error(format!("{}: {error}", kind.name())),
             };
             Json::encode(&reply)
         }
