@@ -416,3 +416,44 @@ fn the_terminal_ui_makes_its_session_with_the_preset_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_reload_of_the_presets_row_keeps_a_live_sessions_preset() {
+    let server = FakeDeepSeek::start(vec![Reply::text("one"), Reply::text("two")]);
+    let dir = TestDir::new("presets-reload");
+    reader_and_broken(&dir);
+    let web = dsh_tests::web::start(&server, &dir);
+    let made = web.call(
+        "session.create",
+        &serde_json::json!({"agentPreset": "reader"}),
+    );
+    let session = made["sessionId"].as_str().unwrap().to_owned();
+    web.prompt(&session, "one");
+    server.wait_requests(1, std::time::Duration::from_secs(20));
+    assert_eq!(tool_names(&server.requests()[0].body), ["read"]);
+    // A config edit reloads the presets row: its presets' rows and restrictions go with it.
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!(
+            "- id: agent-presets\n  config:\n    default: reader\n    userRoot: {}\n",
+            dir.home().join("agent-presets").display()
+        ),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while web.call("agentPreset.list", &serde_json::json!({}))["default"] != "reader" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the row never reloaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Wait for the previous turn to end before the next prompt (a queued prompt would do too).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    web.prompt(&session, "two");
+    server.wait_requests(2, std::time::Duration::from_secs(20));
+    assert_eq!(
+        tool_names(&server.requests()[1].body),
+        ["read"],
+        "the next turn mounted the preset again"
+    );
+}

@@ -104,6 +104,16 @@ async fn one_turn(registry: &Arc<Registry>, agent: &Arc<Agent>) -> TurnOutcome {
         );
     };
     let route = lock(&agent.route).clone();
+    // A preset's rows go when the presets row reloads: the turn mounts them again first (a
+    // lookup when they are there), or ends unopened saying why.
+    if let Some(preset) = &route.preset
+        && let Err(error) = crate::preset::activate(&registry.ctx, &preset.id).await
+    {
+        return TurnOutcome::unopened(
+            agent.id.as_str(),
+            TurnEndReason::error("PRESET_UNAVAILABLE", error.to_string()),
+        );
+    }
     let inbox = TurnInbox_TO::from_value(
         Claims {
             registry: Arc::downgrade(registry),
