@@ -476,3 +476,40 @@ fn a_terminal_runs_a_command_is_interrupted_and_stays_its_sessions() {
     assert_eq!(texts[7], "closed terminal session pty-1");
     assert_eq!(texts[8], "Error: unknown PTY session pty-1");
 }
+
+#[test]
+fn the_minimal_presets_bash_keeps_state_and_the_standard_ones_does_not() {
+    // Each `bash` as its schema has it: the persistent one takes `command` alone.
+    let call = |preset: &str, command: &str| -> Value {
+        match preset {
+            "minimal" => json!({"command": command}),
+            _ => json!({"command": command, "description": "a step"}),
+        }
+    };
+    let mut answers = Vec::new();
+    for preset in ["minimal", "standard"] {
+        let dir = TestDir::new(&format!("pty-preset-{preset}"));
+        let calls = [call(preset, "cd /tmp"), call(preset, "pwd")];
+        let server = FakeDeepSeek::start(Reply::one_call_per_step(
+            calls.iter().map(|arguments| ("bash", arguments)),
+            "done",
+        ));
+        let out = against_patched(
+            &server,
+            &dir,
+            "",
+            &["--preset", preset, "--output", "stream-json", "go"],
+            &[("DSH_PERMISSION_MODE", "workspace-write")],
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let texts = server.last_tool_texts();
+        answers.push((texts[1].trim().to_owned(), dir.join("work")));
+    }
+    // The preset's scoped `bash` shadows the global one for its sessions alone.
+    assert_eq!(answers[0].0, "/tmp", "{answers:?}");
+    assert_eq!(
+        std::path::Path::new(&answers[1].0),
+        answers[1].1.as_path(),
+        "{answers:?}"
+    );
+}
