@@ -457,3 +457,27 @@ fn a_reload_of_the_presets_row_keeps_a_live_sessions_preset() {
         "the next turn mounted the preset again"
     );
 }
+
+#[test]
+fn the_shipped_code_and_minimal_presets_offer_their_tools() {
+    let server = FakeDeepSeek::start(vec![Reply::text("code"), Reply::text("minimal")]);
+    let dir = TestDir::new("presets-shipped");
+    let out = run(&server, &dir, &["--preset", "code", "go"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = run(&server, &dir, &["--preset", "minimal", "go"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(tool_names(&requests[0].body), ["run_code"]);
+    assert_eq!(
+        tool_names(&requests[1].body),
+        ["bash", "str_replace_editor"]
+    );
+    let prompt = system_prompt(&requests[1].body);
+    assert!(
+        prompt.starts_with(&format!(
+            "You are a coding agent working in {}.",
+            dir.join("work").display()
+        )),
+        "{prompt}"
+    );
+}
