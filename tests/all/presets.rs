@@ -391,26 +391,24 @@ fn the_terminal_ui_makes_its_session_with_the_preset_named() {
         ),
     );
     std::fs::create_dir_all(dir.join("work")).unwrap();
-    let output = std::process::Command::new(dsh_tests::tui::dsh_bin())
-        .args(["--preset", "reader", "-p", "look"])
-        .current_dir(dir.join("work"))
-        .env("DSH_HOME", dir.home())
-        .env("DEEPSEEK_API_KEY", "sk-test")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "Only reading.\n");
+    let dsh = |preset: &str| {
+        let output = std::process::Command::new(dsh_tests::tui::dsh_bin())
+            .args(["--preset", preset, "-p", "look"])
+            .current_dir(dir.join("work"))
+            .env("DSH_HOME", dir.home())
+            .env("DEEPSEEK_API_KEY", "sk-test")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stdout, stderr)
+    };
+    let (code, stdout, stderr) = dsh("reader");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "Only reading.\n");
     assert_eq!(tool_names(&server.requests()[0].body), ["read"]);
-    let output = std::process::Command::new(dsh_tests::tui::dsh_bin())
-        .args(["--preset", "broken", "-p", "look"])
-        .current_dir(dir.join("work"))
-        .env("DSH_HOME", dir.home())
-        .env("DEEPSEEK_API_KEY", "sk-test")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let (code, _, stderr) = dsh("broken");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("agent-presets/broken/preset.yml: tools:"),
         "{stderr}"
