@@ -513,3 +513,42 @@ fn the_minimal_presets_bash_keeps_state_and_the_standard_ones_does_not() {
         "{answers:?}"
     );
 }
+
+#[test]
+fn a_terminal_send_in_the_background_is_a_job() {
+    let dir = TestDir::new("pty-terminal-job");
+    let server = FakeDeepSeek::start(Reply::one_call_per_step(
+        [
+            ("terminal_open", &json!({"type": "shell"})),
+            (
+                "terminal_send",
+                &json!({"sessionId": "pty-1", "text": "sleep 0.5; echo bg-done", "run_in_background": true}),
+            ),
+            ("job_output", &json!({"job_id": "terminal-1", "wait": true})),
+            (
+                "terminal_send",
+                &json!({"sessionId": "pty-1", "text": "echo after"}),
+            ),
+        ],
+        "done",
+    ));
+    let out = against_patched(
+        &server,
+        &dir,
+        "- insert:\n    - id: tool-pty\n      name: tool-pty\n      config:\n        tools: [terminal]\n",
+        &["--output", "stream-json", "go"],
+        &[("DSH_PERMISSION_MODE", "workspace-write")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let texts = server.last_tool_texts();
+    assert_eq!(texts[1], "started background job terminal-1", "{texts:?}");
+    assert!(
+        texts[2].contains("bg-done") && texts[2].contains("completed"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[3].contains("\nafter\n")
+            && texts[3].ends_with("[wait: stdin_read]\n[session: running]"),
+        "{texts:?}"
+    );
+}

@@ -2,7 +2,8 @@
 //! preset's, the reference's `dsh-tool-bash-persistent`) runs each command in one
 //! interactive shell per session whose working directory, variables and virtualenv last
 //! between calls; the six `terminal_*` tools (the reference's `dsh-tool-terminal`) let the
-//! model open, type into, read, signal, list and close terminals of its own. `tools` chooses
+//! model open, type into, read, signal, list and close terminals of its own (a send in the
+//! background is a job of the `jobs` registry, see `background`). `tools` chooses
 //! which (default: `bash` alone), `scope` the tool layer they register in (default the global
 //! one; a preset's rows mount it with `preset:<id>`, where its `bash` shadows `tool-bash`'s for
 //! that preset's sessions only). Every shell starts through the sandbox's `sandbox_pty` on the
@@ -10,6 +11,7 @@
 //! a task on the host runtime reads each terminal. A session's shells end with the session
 //! (`session/disposed`), all of them with the row.
 
+mod background;
 mod screen;
 mod shell;
 mod terminal;
@@ -153,6 +155,7 @@ pub struct PtyPlugin;
 impl Plugin for PtyPlugin {
     const NAME: &'static str = "tool-pty";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_PTY_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_jobs_seam::JOBS_SERVICE];
     type Config = PtyConfig;
 
     async fn apply(ctx: Context, config: PtyConfig) -> Result<(), PluginError> {

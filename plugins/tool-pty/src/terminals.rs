@@ -95,7 +95,7 @@ struct Arguments {
     text: Option<String>,
     #[serde(default)]
     submit: Option<bool>,
-    #[serde(default)]
+    #[serde(default, rename = "run_in_background")]
     run_in_background: Option<bool>,
     #[serde(default)]
     offset: Option<f64>,
@@ -136,6 +136,16 @@ pub(crate) async fn run(
         return ToolReply::error(format!("unknown PTY session {id}"));
     };
     match tool {
+        "terminal_send" if arguments.run_in_background == Some(true) => {
+            let mut input = arguments.text.clone().unwrap_or_default();
+            if arguments.submit.unwrap_or(true) {
+                input.push('\r');
+            }
+            match crate::background::send(shared, &call.session, &id, terminal, &input).await {
+                Ok(job) => text(format!("started background job {job}")),
+                Err(message) => ToolReply::error(message),
+            }
+        }
         "terminal_send" => send(shared, &terminal, &arguments, cancel).await,
         "terminal_read" => read(&terminal, &arguments),
         "terminal_signal" => signal(&terminal, &arguments),
@@ -227,11 +237,6 @@ async fn send(
     arguments: &Arguments,
     cancel: CancelBox,
 ) -> ToolReply {
-    if arguments.run_in_background == Some(true) {
-        return ToolReply::error(
-            "run_in_background is not available for terminal_send here; send in the foreground and read later output with terminal_read",
-        );
-    }
     let mut input = arguments.text.clone().unwrap_or_default();
     if arguments.submit.unwrap_or(true) {
         input.push('\r');
