@@ -107,6 +107,22 @@ fn a_program_offered_alone_calls_the_tools_through_the_pipeline() {
         ["run_code"],
         "code mode offers run_code alone"
     );
+    // The prompt declares what a program can call.
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(system.contains("declare const tools: {"), "{system}");
+    assert!(
+        system.contains("  read(args: { file_path: string;"),
+        "{system}"
+    );
+    assert!(
+        system.contains("  bash(args: { command: string;"),
+        "{system}"
+    );
+    assert!(!system.contains("run_code(args"), "{system}");
+    let declared = system.len() - system.find("# Code Mode tools").unwrap_or(system.len());
+    println!("code mode: the tool declarations add {declared} bytes to the system prompt");
     let answer = &requests[1].tool_texts()[0];
     let lines: Vec<String> = (1..=10).map(|n| format!("line {n}")).collect();
     assert!(answer.starts_with(&lines.join(",")), "{answer}");
@@ -200,6 +216,8 @@ fn both_mode_offers_run_code_beside_the_native_tools() {
     assert_eq!(out.code, Some(0), "{out:?}");
     let tools = offered(&server.requests()[0]);
     assert!(!tools.iter().any(|tool| tool == "run_code"), "{tools:?}");
+    let system = &server.requests()[0].body["messages"][0]["content"];
+    assert!(!system.to_string().contains("Code Mode tools"), "{system}");
     assert!(tools.iter().any(|tool| tool == "bash"), "{tools:?}");
 }
 

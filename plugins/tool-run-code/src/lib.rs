@@ -20,11 +20,13 @@
 //! preset's `preset:<id>`), or, with the global `scope` `""`, from the sessions of each working
 //! directory as its first agent appears, while the programs' calls are resolved in the scope
 //! chain without the hiding scopes, where the native tools are still there. The registry never
-//! masks `run_code` itself, so a child agent keeps it too.
+//! masks `run_code` itself, so a child agent keeps it too. Wherever `run_code` is offered, the
+//! system prompt declares the tools its programs reach (`sdk`).
 
 mod engine;
 mod hide;
 mod run;
+mod sdk;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -338,6 +340,7 @@ impl Plugin for RunCodePlugin {
         if config.mode == Mode::Code {
             hide::install(&ctx, &tools, &hidden, &config.scope)?;
         }
+        sdk::install(&ctx, &tools, &hidden)?;
         let tool = RunCode {
             ctx: ctx.clone(),
             tools: tools.clone(),
