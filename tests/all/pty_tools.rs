@@ -524,6 +524,10 @@ fn a_terminal_send_in_the_background_is_a_job() {
                 "terminal_send",
                 &json!({"sessionId": "pty-1", "text": "sleep 0.5; echo bg-done", "run_in_background": true}),
             ),
+            (
+                "terminal_send",
+                &json!({"sessionId": "pty-1", "text": "echo clash"}),
+            ),
             ("job_output", &json!({"job_id": "terminal-1", "wait": true})),
             (
                 "terminal_send",
@@ -543,12 +547,16 @@ fn a_terminal_send_in_the_background_is_a_job() {
     let texts = server.last_tool_texts();
     assert_eq!(texts[1], "started background job terminal-1", "{texts:?}");
     assert!(
-        texts[2].contains("bg-done") && texts[2].contains("completed"),
+        texts[2].starts_with("Error: terminal pty-1 is busy with another send"),
         "{texts:?}"
     );
     assert!(
-        texts[3].contains("\nafter\n")
-            && texts[3].ends_with("[wait: stdin_read]\n[session: running]"),
+        texts[3].contains("bg-done") && texts[3].contains("completed"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[4].contains("\nafter\n")
+            && texts[4].ends_with("[wait: stdin_read]\n[session: running]"),
         "{texts:?}"
     );
 }

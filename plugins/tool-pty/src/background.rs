@@ -15,7 +15,7 @@ use dsh_plugin_api::{Json, Service};
 use dsh_protocol::{JobEnd, JobOutputMode, JobStart, JobStatus};
 
 use crate::Shared;
-use crate::terminal::{Terminal, describe_exit};
+use crate::terminal::{Sending, Terminal, describe_exit};
 
 /// How often the job looks at the terminal.
 const POLL: Duration = Duration::from_millis(20);
@@ -39,6 +39,7 @@ pub(crate) async fn send(
     id: &str,
     terminal: Arc<Terminal>,
     input: &str,
+    sending: Sending,
 ) -> Result<String, String> {
     let jobs: Service<JobsService> = shared
         .ctx
@@ -73,6 +74,8 @@ pub(crate) async fn send(
         .map_err(|error| error.message.to_string())?;
     let (ctx, name) = (shared.ctx.clone(), job.clone());
     let spawned = shared.ctx.spawn(async move {
+        // The terminal is this job's until it settles.
+        let _sending = sending;
         let mut shown = from;
         let end = loop {
             ctx.sleep(POLL).await;

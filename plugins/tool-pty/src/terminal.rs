@@ -86,6 +86,18 @@ pub(crate) struct Terminal {
     closing: AtomicBool,
     /// Prompts seen when input was last typed.
     typed_at: std::sync::atomic::AtomicU64,
+    /// Set while a send (in the foreground or as a job) waits on the terminal: one at a time,
+    /// or each would take the other's output and prompt for its own.
+    sending: AtomicBool,
+}
+
+/// The right to send to a terminal, given back when dropped.
+pub(crate) struct Sending(Arc<Terminal>);
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.0.sending.store(false, Ordering::Release);
+    }
 }
 
 /// Where and how a shell starts.
@@ -159,6 +171,7 @@ impl Terminal {
             }),
             closing: AtomicBool::new(false),
             typed_at: std::sync::atomic::AtomicU64::new(0),
+            sending: AtomicBool::new(false),
         });
         let reader = terminal.clone();
         let poll = ctx.clone();
@@ -187,6 +200,14 @@ impl Terminal {
             state.exit = status.into_result().ok();
             state.ended = true;
         }
+    }
+
+    /// The right to send, unless another send holds it.
+    pub(crate) fn try_send(self: &Arc<Self>) -> Option<Sending> {
+        self.sending
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| Sending(self.clone()))
     }
 
     /// The screen's position now.

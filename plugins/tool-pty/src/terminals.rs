@@ -136,17 +136,26 @@ pub(crate) async fn run(
         return ToolReply::error(format!("unknown PTY session {id}"));
     };
     match tool {
-        "terminal_send" if arguments.run_in_background == Some(true) => {
+        "terminal_send" => {
+            let Some(sending) = terminal.try_send() else {
+                return ToolReply::error(format!(
+                    "terminal {id} is busy with another send (a background one ends at its prompt; job_kill stops it)"
+                ));
+            };
+            if arguments.run_in_background != Some(true) {
+                return send(shared, &terminal, &arguments, cancel).await;
+            }
             let mut input = arguments.text.clone().unwrap_or_default();
             if arguments.submit.unwrap_or(true) {
                 input.push('\r');
             }
-            match crate::background::send(shared, &call.session, &id, terminal, &input).await {
+            let started =
+                crate::background::send(shared, &call.session, &id, terminal, &input, sending);
+            match started.await {
                 Ok(job) => text(format!("started background job {job}")),
                 Err(message) => ToolReply::error(message),
             }
         }
-        "terminal_send" => send(shared, &terminal, &arguments, cancel).await,
         "terminal_read" => read(&terminal, &arguments),
         "terminal_signal" => signal(&terminal, &arguments),
         _ => {
