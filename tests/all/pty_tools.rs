@@ -560,3 +560,22 @@ fn a_terminal_send_in_the_background_is_a_job() {
         "{texts:?}"
     );
 }
+
+#[test]
+fn an_unknown_tool_family_in_the_rows_config_is_refused_naming_it() {
+    let dir = TestDir::new("pty-bad-config");
+    let out = dsh_tests::tree::check(
+        &dir,
+        "- id: subprocess\n  name: dsh-host/subprocess\n- id: session\n  name: session\n\
+         - id: tools\n  name: tools\n- id: sandbox\n  name: sandbox\n\
+         - id: pty\n  name: tool-pty\n  config:\n    tools: [bash, shells]\n",
+        &[],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("invalid config: tool `shells` (expected bash or terminal)")
+            && out.stdout.contains("$.tools[1]"),
+        "{out:?}"
+    );
+}
