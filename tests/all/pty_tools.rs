@@ -61,6 +61,14 @@ fn the_shell_keeps_its_directory_and_variables_between_calls() {
             bash("pwd; echo $X"),
             bash("greet() { echo \"hi $1\"; }; false"),
             bash("greet there"),
+            // A virtualenv's `activate`, in miniature: sourced, it changes PATH for later calls.
+            bash(
+                "cd \"$OLDPWD\" && mkdir -p venv/bin \
+                 && printf 'export VIRTUAL_ENV=\"$PWD/venv\"\\nexport PATH=\"$VIRTUAL_ENV/bin:$PATH\"\\n' > venv/bin/activate \
+                 && printf '#!/bin/sh\\necho from-venv\\n' > venv/bin/venv-tool && chmod +x venv/bin/venv-tool \
+                 && . venv/bin/activate",
+            ),
+            bash("venv-tool; basename \"$VIRTUAL_ENV\""),
         ],
         "",
     );
@@ -68,6 +76,8 @@ fn the_shell_keeps_its_directory_and_variables_between_calls() {
     assert_eq!(texts[1], "/tmp\n1", "{texts:?}");
     assert_eq!(texts[2], "[exit code: 1]", "{texts:?}");
     assert_eq!(texts[3], "hi there", "{texts:?}");
+    assert_eq!(texts[4], "(no output)", "{texts:?}");
+    assert_eq!(texts[5], "from-venv\nvenv", "{texts:?}");
 }
 
 #[test]
