@@ -589,3 +589,60 @@ fn an_unknown_tool_family_in_the_rows_config_is_refused_naming_it() {
         "{out:?}"
     );
 }
+
+#[test]
+fn a_new_sandbox_mode_takes_a_new_shell() {
+    use dsh_tests::web::{Web, WebHost, turn_ended};
+    let dir = TestDir::new("pty-mode-change");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call(
+            "call_1",
+            "bash",
+            json!({"command": "export KEPT=yes; echo made > made.txt"}),
+        ),
+        Reply::text("made"),
+        Reply::tool_call(
+            "call_2",
+            "bash",
+            json!({"command": "echo ${KEPT:-reset}; echo again > again.txt"}),
+        ),
+        Reply::text("tried"),
+    ]);
+    let layer = format!(
+        "- id: llm-deepseek\n  config:\n    baseURL: {}\n\
+         - id: tool-bash\n  disabled: true\n\
+         - insert:\n    - id: tool-pty\n      name: tool-pty\n",
+        server.url()
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let web = Web::from(WebHost::start(
+        &dir,
+        &layer,
+        &["--cwd", work.to_str().unwrap()],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ));
+    let (session, mut socket) = web.followed_session();
+    for (text, preset) in [("make it", "workspace-write"), ("again", "read-only")] {
+        web.call(
+            "session.setPermission",
+            &json!({"sessionId": session, "preset": preset}),
+        );
+        web.call(
+            "session.prompt",
+            &json!({"sessionId": session, "text": text}),
+        );
+        socket.until(300, turn_ended);
+    }
+    let texts = server.last_tool_texts();
+    assert!(work.join("made.txt").exists(), "{texts:?}");
+    assert!(!work.join("again.txt").exists(), "{texts:?}");
+    assert!(
+        texts[1].starts_with(
+            "[the session's sandbox mode changed to read-only; this command ran in a new shell"
+        ) && texts[1].contains("\nreset\n"),
+        "{texts:?}"
+    );
+    let mut host = web.host;
+    assert_eq!(host.stop(), Some(0));
+}

@@ -28,7 +28,7 @@ use dsh_plugin_api::cancel::CancelBox;
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Service, lock};
 use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
-use dsh_sandbox_seam::{SANDBOX_PTY_SERVICE, SandboxPtyService};
+use dsh_sandbox_seam::{SANDBOX_PTY_SERVICE, SANDBOX_SERVICE, SandboxPtyService, SandboxService};
 use dsh_sessions_seam::SESSION_DISPOSED;
 use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
 
@@ -83,6 +83,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The sandbox mode of `call`'s session now (`None` without the `sandbox` service).
+    pub(crate) fn mode_of(&self, call: &CallView) -> Option<String> {
+        let sandbox = self
+            .ctx
+            .get::<SandboxService>(SANDBOX_SERVICE)
+            .ok()
+            .flatten()?;
+        let policy = sandbox
+            .policy(call.session.clone(), call.cwd.clone(), RString::new())
+            .decode()
+            .ok()?;
+        Some(policy.mode.as_str().to_owned())
+    }
+
     /// Ends the shells and terminals of `session` (all when `None`). Each shell's last owner
     /// drops it once its reader stops, which hangs its terminal up and kills its group.
     fn end(&self, session: Option<&str>) {
@@ -140,6 +154,19 @@ impl Tool for PtyTool {
     fn finalize_content(&self, _outcome: Json<OutcomeSummary>) -> ROption<Json<Vec<ContentBlock>>> {
         RNone
     }
+
+    /// A `bash` value is `{"output"}`: the content is that text.
+    fn render(&self, value: Json<serde_json::Value>) -> ROption<Json<Vec<ContentBlock>>> {
+        let output = value
+            .decode()
+            .ok()
+            .filter(|_| self.decl.name == "bash")
+            .and_then(|value| value["output"].as_str().map(str::to_owned));
+        match output {
+            Some(output) => ROption::RSome(Json::encode(&vec![ContentBlock::text(output)])),
+            None => RNone,
+        }
+    }
 }
 
 fn config_error(message: String, path: String) -> PluginError {
@@ -155,7 +182,7 @@ pub struct PtyPlugin;
 impl Plugin for PtyPlugin {
     const NAME: &'static str = "tool-pty";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_PTY_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[dsh_jobs_seam::JOBS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[dsh_jobs_seam::JOBS_SERVICE, SANDBOX_SERVICE];
     type Config = PtyConfig;
 
     async fn apply(ctx: Context, config: PtyConfig) -> Result<(), PluginError> {

@@ -45,6 +45,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Default)]
 pub(crate) struct Slot {
     terminal: Option<Arc<Terminal>>,
+    /// The sandbox mode the shell was started under (it keeps that confinement for life).
+    mode: Option<String>,
     /// Prompts the shell shows once back from the last call.
     prompts: u64,
     /// Said at the head of the next call's result (the last shell died).
@@ -104,6 +106,22 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         slot.busy = true;
         (slot.terminal.clone(), slot.prompts, slot.note.take())
     };
+    // A shell keeps the confinement it started in: when the session's mode changed since,
+    // this command runs in a new shell under the new one.
+    let mode = shared.mode_of(call);
+    let started_in = lock(&shared.shells)
+        .get(&session)
+        .and_then(|slot| slot.mode.clone());
+    let (terminal, note) = match (terminal, &mode, started_in) {
+        (Some(old), Some(now), Some(then)) if *now != then => {
+            old.close().await;
+            let note = format!(
+                "[the session's sandbox mode changed to {now}; this command ran in a new shell: working directory and variables were reset]"
+            );
+            (None, Some(note))
+        }
+        (terminal, _, _) => (terminal, note),
+    };
     let _busy = Busy {
         shared,
         session: session.clone(),
@@ -132,7 +150,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
             (terminal, note)
         }
         stale => {
-            let note = match stale {
+            let note = match stale.filter(|_| note.is_none()) {
                 Some(dead) => Some(format!(
                     "[the previous shell {}; this command ran in a new shell: working directory and variables were reset]",
                     describe_exit(dead.exited().flatten())
@@ -229,6 +247,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         if keep {
             slot.terminal = Some(terminal);
             slot.prompts = prompts + 1;
+            slot.mode = mode;
         } else {
             slot.terminal = None;
             slot.note = next_note;
