@@ -7,7 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use rquickjs::atom::PredefinedAtom;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Runtime};
+
+/// The prelude's function that answers a call (`__dsh_settle(id, ok, payload)`).
+const SETTLE: &str = "__dsh_settle";
 
 /// The globals the program sees, built once per run before the program is evaluated.
 const PRELUDE: &str = include_str!("prelude.js");
@@ -32,6 +36,15 @@ pub(crate) struct Request {
     pub(crate) name: String,
     /// The arguments as JSON text (`JSON.stringify` of an object).
     pub(crate) arguments: String,
+}
+
+/// A tool call's answer for the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// The call's value, as JSON text.
+    Value(String),
+    /// Why it failed: the message its promise rejects with.
+    Failed(String),
 }
 
 /// How the program ended.
@@ -125,21 +138,16 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Answers call `id`: its value as JSON text, or the error the program's promise rejects
-    /// with; then runs what that wakes.
-    pub(crate) fn settle(
-        &mut self,
-        id: u32,
-        outcome: Result<String, String>,
-    ) -> Result<(), EngineError> {
+    /// Answers call `id`, then runs what that wakes.
+    pub(crate) fn settle(&mut self, id: u32, answer: Answer) -> Result<(), EngineError> {
         self.context.with(|ctx| {
             let settle: Function = ctx
                 .globals()
-                .get("__dsh_settle")
+                .get(SETTLE)
                 .map_err(|error| EngineError::Engine(error.to_string()))?;
-            let (ok, payload) = match outcome {
-                Ok(value) => (true, value),
-                Err(message) => (false, message),
+            let (ok, payload) = match answer {
+                Answer::Value(value) => (true, value),
+                Answer::Failed(message) => (false, message),
             };
             settle
                 .call::<_, ()>((id, ok, payload))
@@ -193,9 +201,8 @@ fn classify(caught: CaughtError<'_>, parsing: bool) -> EngineError {
     match caught {
         CaughtError::Exception(exception) => {
             let message = exception.message().unwrap_or_default();
-            let name: String = exception
-                .get::<_, String>("name")
-                .unwrap_or_else(|_| "Error".to_owned());
+            let name: rquickjs::Result<String> = exception.get(PredefinedAtom::Name);
+            let name = name.unwrap_or_else(|_| "Error".to_owned());
             if message.contains("interrupted") && name == "InternalError" {
                 EngineError::Interrupted
             } else if message.contains("out of memory") {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use super::{Engine, EngineError, Finish, Limits};
+use super::{Answer, Engine, EngineError, Finish, Limits};
 
 const LIMITS: Limits = Limits {
     memory_bytes: 16 << 20,
@@ -54,15 +54,15 @@ fn tool_calls_wait_for_their_answers_and_run_together() {
     assert_eq!(first[0].arguments, "{\"file_path\":\"a\"}");
     assert_eq!(engine.finished(), None);
     engine
-        .settle(first[1].id, Ok("{\"t\":\"B\"}".to_owned()))
+        .settle(first[1].id, Answer::Value("{\"t\":\"B\"}".to_owned()))
         .unwrap();
     engine
-        .settle(first[0].id, Ok("{\"t\":\"A\"}".to_owned()))
+        .settle(first[0].id, Answer::Value("{\"t\":\"A\"}".to_owned()))
         .unwrap();
     let second = engine.take_requests();
     assert_eq!(second.len(), 1);
     engine
-        .settle(second[0].id, Err("denied by a rule".to_owned()))
+        .settle(second[0].id, Answer::Failed("denied by a rule".to_owned()))
         .unwrap();
     assert_eq!(
         engine.finished(),

@@ -17,6 +17,14 @@ use dsh_plugin_api::prelude::*;
 use dsh_protocol::Restriction;
 use dsh_tools_seam::{RegistrationBox, ToolsService};
 
+/// A scope whose tools could not be hidden (the registry refused the restriction).
+#[derive(Debug, thiserror::Error)]
+#[error("run_code: the tools of scope `{scope}` cannot be hidden: {error}")]
+pub(crate) struct HideError {
+    scope: String,
+    error: dsh_plugin_api::SeamError,
+}
+
 /// The scopes hidden so far and the restrictions that hide them.
 #[derive(Default)]
 pub(crate) struct Hidden {
@@ -40,7 +48,7 @@ impl Hidden {
     }
 
     /// Hides everything `scope` inherits (once).
-    fn hide(&self, tools: &ToolsService, owner: &str, scope: &str) -> Result<(), String> {
+    fn hide(&self, tools: &ToolsService, owner: &str, scope: &str) -> Result<(), HideError> {
         if !lock(&self.scopes).insert(scope.to_owned()) {
             return Ok(());
         }
@@ -62,9 +70,10 @@ impl Hidden {
             }
             Err(error) => {
                 lock(&self.scopes).remove(scope);
-                Err(format!(
-                    "run_code: the tools of scope `{scope}` cannot be hidden: {error}"
-                ))
+                Err(HideError {
+                    scope: scope.to_owned(),
+                    error,
+                })
             }
         }
     }
@@ -89,7 +98,7 @@ pub(crate) fn install(
     if !scope.is_empty() {
         return hidden
             .hide(tools, &owner, scope)
-            .map_err(PluginError::plugin);
+            .map_err(|error| PluginError::plugin(error.to_string()));
     }
     let hide_cwd_of = {
         let (ctx, tools, hidden) = (ctx.clone(), tools.clone(), hidden.clone());
@@ -109,7 +118,7 @@ pub(crate) fn install(
                 .filter(|summary| agent.is_none_or(|id| id == summary.id))
             {
                 if let Err(problem) = hidden.hide(&tools, &owner, &workspace_scope(&summary.cwd)) {
-                    ctx.log(LogLevel::Error, &problem);
+                    ctx.log(LogLevel::Error, &problem.to_string());
                 }
             }
         }

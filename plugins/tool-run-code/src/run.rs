@@ -14,7 +14,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_protocol::{CallReport, ContentBlock, StepReport, text_of};
 use dsh_tools_seam::{CallView, StepCall, StepCalls, ToolsService};
 
-use crate::engine::{Engine, EngineError, Finish, Limits, Request};
+use crate::engine::{Answer, Engine, EngineError, Finish, Limits, Request};
 
 /// What one run needs besides its program.
 pub(crate) struct Setup {
@@ -292,7 +292,7 @@ async fn dispatch(
 }
 
 /// Each call's answer for the program: its value as JSON text, or its error's text.
-fn answers(batch: &[Request], report: &StepReport) -> Vec<(u32, Result<String, String>)> {
+fn answers(batch: &[Request], report: &StepReport) -> Vec<(u32, Answer)> {
     batch
         .iter()
         .enumerate()
@@ -302,11 +302,13 @@ fn answers(batch: &[Request], report: &StepReport) -> Vec<(u32, Result<String, S
                     is_error: false,
                     value,
                     ..
-                }) => Ok(value
-                    .as_ref()
-                    .map_or_else(|| "null".to_owned(), ToString::to_string)),
-                Some(result) => Err(error_text(&result.content)),
-                None => Err("the call was never answered".to_owned()),
+                }) => Answer::Value(
+                    value
+                        .as_ref()
+                        .map_or_else(|| "null".to_owned(), ToString::to_string),
+                ),
+                Some(result) => Answer::Failed(error_text(&result.content)),
+                None => Answer::Failed("the call was never answered".to_owned()),
             };
             (request.id, answer)
         })

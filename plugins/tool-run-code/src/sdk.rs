@@ -105,59 +105,79 @@ fn summary(description: &str) -> String {
     sentence[..cut].replace("*/", "* /")
 }
 
-/// A JSON Schema as a TypeScript type.
+/// The part of a JSON Schema a declaration shows.
+#[derive(Debug, Default, Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", default)]
+struct Schema {
+    #[serde(rename = "type")]
+    kind: Option<Kinds>,
+    /// In the tool's order (the workspace's `serde_json` keeps it).
+    properties: Option<serde_json::Map<String, Value>>,
+    required: Vec<String>,
+    items: Option<Box<Schema>>,
+    #[serde(rename = "enum")]
+    values: Option<Vec<Value>>,
+    #[serde(rename = "anyOf")]
+    any_of: Option<Vec<Schema>>,
+    #[serde(rename = "oneOf")]
+    one_of: Option<Vec<Schema>>,
+}
+
+/// `type`: one name or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde", untagged)]
+enum Kinds {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// A JSON Schema as a TypeScript type (anything it does not read is `unknown`).
 fn ts_type(schema: &Value, depth: usize) -> String {
-    if let Some(options) = schema
-        .get("anyOf")
-        .or_else(|| schema.get("oneOf"))
-        .and_then(Value::as_array)
-    {
-        return union(options.iter().map(|option| ts_type(option, depth)));
+    let schema: Schema = serde_json::from_value(schema.clone()).unwrap_or_default();
+    typed(&schema, depth)
+}
+
+fn typed(schema: &Schema, depth: usize) -> String {
+    if let Some(options) = schema.any_of.as_ref().or(schema.one_of.as_ref()) {
+        return union(options.iter().map(|option| typed(option, depth)));
     }
-    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+    if let Some(values) = &schema.values {
         return union(values.iter().map(Value::to_string));
     }
-    match schema.get("type") {
-        Some(Value::Array(types)) => union(types.iter().map(|kind| {
-            let mut single = schema.clone();
-            if let Some(object) = single.as_object_mut() {
-                object.insert("type".to_owned(), kind.clone());
-            }
-            ts_type(&single, depth)
-        })),
-        Some(Value::String(kind)) => match kind.as_str() {
-            "string" => "string".to_owned(),
-            "number" | "integer" => "number".to_owned(),
-            "boolean" => "boolean".to_owned(),
-            "null" => "null".to_owned(),
-            "array" => match schema.get("items") {
-                Some(items) => format!("Array<{}>", ts_type(items, depth + 1)),
-                None => "unknown[]".to_owned(),
-            },
-            "object" => object_type(schema, depth),
-            _ => "unknown".to_owned(),
+    match &schema.kind {
+        Some(Kinds::Many(kinds)) => union(kinds.iter().map(|kind| of_kind(schema, kind, depth))),
+        Some(Kinds::One(kind)) => of_kind(schema, kind, depth),
+        None if schema.properties.is_some() => object_type(schema, depth),
+        None => "unknown".to_owned(),
+    }
+}
+
+fn of_kind(schema: &Schema, kind: &str, depth: usize) -> String {
+    match kind {
+        "string" => "string".to_owned(),
+        "number" | "integer" => "number".to_owned(),
+        "boolean" => "boolean".to_owned(),
+        "null" => "null".to_owned(),
+        "array" => match &schema.items {
+            Some(items) => format!("Array<{}>", typed(items, depth + 1)),
+            None => "unknown[]".to_owned(),
         },
-        _ if schema.get("properties").is_some() => object_type(schema, depth),
+        "object" => object_type(schema, depth),
         _ => "unknown".to_owned(),
     }
 }
 
-fn object_type(schema: &Value, depth: usize) -> String {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+fn object_type(schema: &Schema, depth: usize) -> String {
+    let Some(properties) = &schema.properties else {
         return "object".to_owned();
     };
     if depth > MAX_DEPTH {
         return "object".to_owned();
     }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
     let fields: Vec<String> = properties
         .iter()
         .map(|(name, property)| {
-            let optional = if required.contains(&name.as_str()) {
+            let optional = if schema.required.contains(name) {
                 ""
             } else {
                 "?"
