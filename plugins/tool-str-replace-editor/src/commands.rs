@@ -332,15 +332,7 @@ fn insert(
                 lines.len()
             ))
         })?;
-    let mut text: String = lines[..at].concat();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(new);
-    if !new.ends_with('\n') && at < lines.len() {
-        text.push('\n');
-    }
-    text.push_str(&lines[at..].concat());
+    let text = inserted(&lines, at, new);
     let output = publish(
         &arguments.path,
         text,
@@ -410,4 +402,38 @@ fn undo(
         ),
         Some(output.meta),
     ))
+}
+
+/// `lines` (each with its line ending) with `new` as whole lines after the first `at`.
+fn inserted(lines: &[&str], at: usize, new: &str) -> String {
+    let mut text: String = lines[..at].concat();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(new);
+    if !new.ends_with('\n') && at < lines.len() {
+        text.push('\n');
+    }
+    text.push_str(&lines[at..].concat());
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inserted;
+
+    fn insert(before: &str, at: usize, new: &str) -> String {
+        let lines: Vec<&str> = before.split_inclusive('\n').collect();
+        inserted(&lines, at, new)
+    }
+
+    #[test]
+    fn text_goes_in_as_whole_lines() {
+        assert_eq!(insert("a\nb\n", 0, "top"), "top\na\nb\n");
+        assert_eq!(insert("a\nb\n", 1, "mid\n"), "a\nmid\nb\n");
+        assert_eq!(insert("a\nb\n", 2, "end\n"), "a\nb\nend\n");
+        // A last line without its newline gets one before the insertion.
+        assert_eq!(insert("a\nb", 2, "end"), "a\nb\nend");
+        assert_eq!(insert("", 0, "only"), "only");
+    }
 }
