@@ -110,13 +110,13 @@ impl Shared {
             ids.iter().filter_map(|id| slots.remove(id)).collect()
         };
         for slot in shells {
-            slot.abandon();
+            slot.abandon(&self.ctx);
         }
         let mut terminals = lock(&self.terminals);
         terminals.retain(|_, owned| {
             let ends = session.is_none_or(|session| session == owned.session);
             if ends {
-                owned.terminal.abandon();
+                owned.terminal.abandon(&self.ctx);
             }
             !ends
         });

@@ -316,9 +316,9 @@ async fn start(
 
 impl Slot {
     /// Lets the shell go: its reader stops and the last owner's drop ends it.
-    pub(crate) fn abandon(self) {
+    pub(crate) fn abandon(self, ctx: &dsh_plugin_api::Context) {
         if let Some(terminal) = self.terminal {
-            terminal.abandon();
+            terminal.abandon(ctx);
         }
     }
 }

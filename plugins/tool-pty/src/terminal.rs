@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
-use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::io::piped::ProcessStdinBox;
 use dsh_plugin_api::io::pty::{PtyControlBox, PtySize};
 use dsh_plugin_api::io::subprocess::{EnvVar, ExitStatus, ProcessBox, SpawnRequest};
@@ -83,7 +82,6 @@ pub(crate) struct Terminal {
     input: ProcessStdinBox,
     control: PtyControlBox,
     state: Mutex<State>,
-    closing: AtomicBool,
     /// Prompts seen when input was last typed.
     typed_at: std::sync::atomic::AtomicU64,
     /// Set while a send (in the foreground or as a job) waits on the terminal: one at a time,
@@ -169,37 +167,27 @@ impl Terminal {
                 exit: None,
                 ended: false,
             }),
-            closing: AtomicBool::new(false),
             typed_at: std::sync::atomic::AtomicU64::new(0),
             sending: AtomicBool::new(false),
         });
         let reader = terminal.clone();
-        let poll = ctx.clone();
-        ctx.spawn(async move { reader.read_all(&poll).await })
+        ctx.spawn(async move { reader.read_all().await })
             .map_err(|error| SeamError::failed(error.to_string()))?;
         Ok(terminal)
     }
 
-    /// Reads the terminal until the shell is gone or the terminal is closed.
-    async fn read_all(self: Arc<Self>, ctx: &Context) {
-        let closing = async {
-            while !self.closing.load(Ordering::Acquire) {
-                ctx.sleep(POLL * 3).await;
-            }
-        };
-        let reading = async {
-            while let RSome(chunk) = self.process.next_output().await {
-                let mut state = lock(&self.state);
-                state.screen.push(&chunk.bytes);
-                state.last_output = Instant::now();
-            }
-            self.process.wait().await
-        };
-        if let Either::Left(status) = first_of(reading, closing).await {
+    /// Reads the terminal until every process holding it is gone: the shell exited, or was
+    /// closed (which ends its whole session). Until then this task owns the terminal too.
+    async fn read_all(self: Arc<Self>) {
+        while let RSome(chunk) = self.process.next_output().await {
             let mut state = lock(&self.state);
-            state.exit = status.into_result().ok();
-            state.ended = true;
+            state.screen.push(&chunk.bytes);
+            state.last_output = Instant::now();
         }
+        let status = self.process.wait().await;
+        let mut state = lock(&self.state);
+        state.exit = status.into_result().ok();
+        state.ended = true;
     }
 
     /// The right to send, unless another send holds it.
@@ -313,15 +301,17 @@ impl Terminal {
         self.prompts() > self.typed_at.load(Ordering::Acquire)
     }
 
-    /// Ends the shell and everything it started, and stops the reader.
+    /// Ends the shell and everything it started (so the reader stops too).
     pub(crate) async fn close(&self) {
-        self.closing.store(true, Ordering::Release);
         let _ = self.process.terminate(CLOSE_GRACE_MS).await;
     }
 
-    /// Stops the reader without waiting; the last owner's drop ends the shell.
-    pub(crate) fn abandon(&self) {
-        self.closing.store(true, Ordering::Release);
+    /// Closes the shell in a task of its own (for a caller that cannot wait). When the row is
+    /// going away its tasks are dropped instead, the reader's with them, and the last owner's
+    /// drop ends the shell's session.
+    pub(crate) fn abandon(self: &Arc<Self>, ctx: &Context) {
+        let terminal = self.clone();
+        let _ = ctx.spawn(async move { terminal.close().await });
     }
 }
 
