@@ -21,10 +21,12 @@
 //! directory as its first agent appears, while the programs' calls are resolved in the scope
 //! chain without the hiding scopes, where the native tools are still there. The registry never
 //! masks `run_code` itself, so a child agent keeps it too. Wherever `run_code` is offered, the
-//! system prompt declares the tools its programs reach (`sdk`).
+//! system prompt declares the tools its programs reach (`sdk`), and the images its calls read
+//! reach the model after the run (`images`).
 
 mod engine;
 mod hide;
+mod images;
 mod run;
 mod sdk;
 
@@ -181,6 +183,7 @@ struct RunCode {
     tools: Arc<Service<ToolsService>>,
     config: RunCodeConfig,
     hidden: Arc<hide::Hidden>,
+    images: Arc<images::Pending>,
 }
 
 impl RunCode {
@@ -223,6 +226,7 @@ impl RunCode {
             },
             time_limit: Duration::from_millis(config.time_limit_ms),
             max_parallel: config.max_parallel_calls,
+            images: self.images.clone(),
         };
         let outcome = run::run(&self.ctx, &self.tools, args.code, setup, &cancel).await;
         let meta = json!({
@@ -291,6 +295,7 @@ impl Tool for RunCode {
             tools: self.tools.clone(),
             config: self.config.clone(),
             hidden: self.hidden.clone(),
+            images: self.images.clone(),
         };
         async move { Json::encode(&tool.run(call, cancel).await) }.into_ffi()
     }
@@ -341,11 +346,14 @@ impl Plugin for RunCodePlugin {
             hide::install(&ctx, &tools, &hidden, &config.scope)?;
         }
         sdk::install(&ctx, &tools, &hidden)?;
+        let images = Arc::new(images::Pending::default());
+        images::install(&ctx, &images)?;
         let tool = RunCode {
             ctx: ctx.clone(),
             tools: tools.clone(),
             config: config.clone(),
             hidden: hidden.clone(),
+            images,
         };
         let registration = tools
             .register(

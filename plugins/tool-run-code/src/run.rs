@@ -26,6 +26,8 @@ pub(crate) struct Setup {
     pub(crate) limits: Limits,
     pub(crate) time_limit: Duration,
     pub(crate) max_parallel: usize,
+    /// Where image-bearing results wait for the model (see `images`).
+    pub(crate) images: Arc<crate::images::Pending>,
 }
 
 /// How a run ended.
@@ -146,6 +148,14 @@ pub(crate) async fn run(
         let first = calls;
         calls += u32::try_from(batch.len()).unwrap_or(u32::MAX);
         let report = dispatch(ctx, tools, &setup, &batch, first, cancel, &stop).await;
+        for result in &report.results {
+            let call = &setup.call;
+            setup.images.keep(
+                call.session.as_str(),
+                call.call_id.as_str(),
+                &result.content,
+            );
+        }
         if let Some(failure) = stopped(cancel, &stop) {
             break Ended::Failed(failure);
         }

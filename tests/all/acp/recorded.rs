@@ -39,7 +39,6 @@ const SKIPPED: &[(&str, &str)] = &[
         "cordis-inspect-jsdoc",
         "Code Mode and the Cordis package tools",
     ),
-    ("code-mode-read-image", "Code Mode and images"),
     ("lsp-definition", "LSP"),
     ("pwsh-tool-turn", "pwsh"),
     ("persistent-pwsh-tool-turn", "pwsh"),
@@ -123,6 +122,7 @@ const ENV: &[(&str, &str, &str)] = &[
     ("code-mode-turn", "DSH_TOOLS_MODE", "code"),
     ("code-mode-workspace-context", "DSH_TOOLS_MODE", "code"),
     ("both-mode-turn", "DSH_TOOLS_MODE", "both"),
+    ("code-mode-read-image", "DSH_TOOLS_MODE", "code"),
 ];
 
 /// Config overlays: the SCENARIOS table's `configPath` where it changes what we compare.
@@ -151,6 +151,7 @@ const PATCHES: &[(&str, &str)] = &[
     ("read-image-dimension", VISION_CATALOG),
     ("inline-image-prompt", VISION_CATALOG),
     ("read-image-text-route", VISION_CATALOG),
+    ("code-mode-read-image", VISION_CATALOG),
 ];
 
 /// The reference's image scenarios' replay catalog: Flash and Pro text-only, its vision model
@@ -174,10 +175,14 @@ const MODELS: &[(&str, &str)] = &[
         "inline-image-prompt",
         "deepseek-official/deepseek-v4-flash-vision-exp",
     ),
+    (
+        "code-mode-read-image",
+        "deepseek-official/deepseek-v4-flash-vision-exp",
+    ),
 ];
 
 /// Programs a case's recorded commands run; without them the case is skipped, saying so.
-const REQUIRES: &[(&str, &str)] = &[("bash-spill", "node")];
+const REQUIRES: &[(&str, &str)] = &[("bash-spill", "node"), ("code-mode-read-image", "node")];
 
 /// The outcome of the whole table.
 #[derive(Default)]
