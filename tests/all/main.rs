@@ -43,6 +43,7 @@ mod pty_tools;
 mod questions;
 mod reasoning_effort;
 mod reload;
+mod reload_load;
 mod replay;
 mod retry;
 mod runtime;

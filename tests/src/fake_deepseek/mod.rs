@@ -2,7 +2,8 @@
 //! with SSE bodies (chunked, or delimited by closing the connection), scripted per request, and
 //! recording every request for assertions.
 //!
-//! Each `POST .../chat/completions` takes the next [`Reply`] of the script; `GET .../models`
+//! Each `POST .../chat/completions` takes the next [`Reply`] of the script (or the one a router
+//! picks from the request, see [`FakeDeepSeek::route`]); `GET .../models`
 //! lists the models a test chose (`models.rs`; by default the two official ones); other
 //! requests get a 404, and requests past the end of the script a 500. Every loop is bounded:
 //! the accept loop polls with a timeout and stops at a connection cap, after a quiet spell, or

@@ -42,7 +42,12 @@ struct Shared {
     titles: Mutex<Titles>,
     /// The session-title requests, kept apart from the conversation's.
     title_requests: Mutex<Vec<RecordedRequest>>,
+    /// Answers chosen from the request itself, ahead of the script (see [`FakeDeepSeek::route`]).
+    router: Mutex<Option<Arc<Router>>>,
 }
+
+/// Picks the reply of one chat request from its body; `None` falls back to the script.
+type Router = dyn Fn(&serde_json::Value) -> Option<Reply> + Send + Sync;
 
 /// How the server meets a session-title request (recognized by the title instruction).
 #[derive(Clone)]
@@ -85,6 +90,7 @@ impl FakeDeepSeek {
             models: ModelList::default(),
             titles: Mutex::new(Titles::Refused),
             title_requests: Mutex::new(Vec::new()),
+            router: Mutex::new(None),
         });
         let accepting = shared.clone();
         let acceptor = std::thread::spawn(move || accept_loop(&listener, &accepting));
@@ -157,6 +163,17 @@ impl FakeDeepSeek {
     /// The session-title requests met outside the script, in arrival order.
     pub fn title_requests(&self) -> Vec<RecordedRequest> {
         self.shared.title_requests.lock().unwrap().clone()
+    }
+
+    /// Answers each chat request by `router` (given the request's body) before the script: for
+    /// many sessions at once, whose requests arrive in no fixed order, each answered by what it
+    /// carries (its prompt, how many tool results it holds). `None` takes the script's next.
+    pub fn route(
+        self,
+        router: impl Fn(&serde_json::Value) -> Option<Reply> + Send + Sync + 'static,
+    ) -> Self {
+        *self.shared.router.lock().unwrap() = Some(Arc::new(router));
+        self
     }
 
     /// Adds replies at the end of the script, for a test that learns what to answer as it
@@ -321,7 +338,12 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             shared.violations.lock().unwrap().extend(violations);
             Some(refusal)
         } else if is_chat {
-            let reply = shared.script.lock().unwrap().pop_front();
+            let router = shared.router.lock().unwrap().clone();
+            let routed = router.and_then(|router| {
+                let requests = shared.requests.lock().unwrap();
+                router(&requests[index].body)
+            });
+            let reply = routed.or_else(|| shared.script.lock().unwrap().pop_front());
             if let Some(turn) = reply.as_ref().and_then(invariants::streamed_turn) {
                 shared.streamed.lock().unwrap().push(turn);
             }
