@@ -479,3 +479,68 @@ fn the_shipped_code_and_minimal_presets_offer_their_tools() {
         "{prompt}"
     );
 }
+
+/// What each shipped preset offers the model, by surface: the tool names (sorted) a session of
+/// it is offered, and a tool the standard agent offers that it must not.
+const SHIPPED: &[(&str, &[&str])] = &[
+    ("code", &["run_code"]),
+    ("minimal", &["bash", "str_replace_editor"]),
+];
+
+#[test]
+fn every_shipped_preset_runs_from_the_web_api() {
+    let replies = (0..4)
+        .map(|n| Reply::text(&format!("answer {n}")))
+        .collect();
+    let server = FakeDeepSeek::start(replies);
+    let dir = TestDir::new("presets-web-shipped");
+    let web = dsh_tests::web::start(&server, &dir);
+    let mut expected: Vec<(&str, Option<&[&str]>)> = SHIPPED
+        .iter()
+        .map(|(id, tools)| (*id, Some(*tools)))
+        .collect();
+    expected.push(("plugin-author", None));
+    expected.push(("standard", None));
+    for (index, (preset, tools)) in expected.iter().enumerate() {
+        let made = web.call(
+            "session.create",
+            &serde_json::json!({"agentPreset": preset}),
+        );
+        let session = made["sessionId"].as_str().unwrap().to_owned();
+        web.prompt(&session, "go");
+        server.wait_requests(index + 1, std::time::Duration::from_secs(30));
+        let offered = tool_names(&server.requests()[index].body);
+        match (preset, tools) {
+            (_, Some(tools)) => assert_eq!(&offered, tools, "{preset}"),
+            (&"plugin-author", None) => {
+                for tool in ["plugin_new", "plugin_build", "plugin_install", "bash"] {
+                    assert!(offered.contains(&tool.to_owned()), "{preset}: {offered:?}");
+                }
+            }
+            _ => {
+                assert!(offered.contains(&"bash".to_owned()), "{offered:?}");
+                assert!(!offered.contains(&"plugin_new".to_owned()), "{offered:?}");
+                assert!(!offered.contains(&"run_code".to_owned()), "{offered:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_shipped_preset_chosen_over_acp_runs_its_tools() {
+    let server = FakeDeepSeek::start(vec![Reply::text("minimal here")]);
+    let dir = TestDir::new("presets-acp-shipped");
+    let mut agent = dsh_tests::acp::editor_agent(&server, &dir, "", &[]);
+    let (session, _) = agent.open(&dir.join("work"));
+    let set = agent.call(
+        "session/set_config_option",
+        serde_json::json!({"sessionId": session, "configId": "agent_preset", "value": "minimal"}),
+    );
+    assert!(set["result"].is_object(), "{set}");
+    agent.prompt(&session, "go");
+    assert_eq!(
+        tool_names(&server.requests()[0].body),
+        ["bash", "str_replace_editor"]
+    );
+    agent.close();
+}
