@@ -2,8 +2,8 @@
 //! with `llm-replay`, the recording's task and workspace files, and must reproduce the recorded
 //! durable sequence: the same turn, step, message, tool call and tool result events in order,
 //! the same tool names and arguments, the same turn ending, and byte-equal result texts for
-//! `bash` and `todo_write` once the workspace path reads `{{cwd}}`, and the same skill catalogs
-//! and loaded skill instructions.
+//! `bash`, `todo_write` and the `terminal_*` tools once the workspace path reads `{{cwd}}`, and
+//! the same skill catalogs and loaded skill instructions.
 
 use std::path::Path;
 
@@ -51,13 +51,21 @@ const CASES: &[&str] = &[
     "acp/snapshots/hook-codex-promptsubmit-context",
     "acp/snapshots/hook-codex-stop-continue",
     "acp/snapshots/skill-load",
+    "headless/snapshots/pty-tools",
 ];
 
 /// Per-case patch layers: the recording's own configuration where it differs from ours.
-const PATCHES: &[(&str, &str)] = &[(
-    "acp/snapshots/bash-spill",
-    "- id: spill\n  config:\n    maxInlineBytes: 800\n",
-)];
+const PATCHES: &[(&str, &str)] = &[
+    (
+        "acp/snapshots/bash-spill",
+        "- id: spill\n  config:\n    maxInlineBytes: 800\n",
+    ),
+    // The six terminal tools of `tool-pty`, results cut as the reference's scenario cuts them.
+    (
+        "headless/snapshots/pty-tools",
+        "- insert:\n    - id: tool-pty\n      name: tool-pty\n      config:\n        tools: [terminal]\n        maxResultBytes: 64\n",
+    ),
+];
 
 /// Writes a case's workspace files from its recording (its events, the workspace).
 type Setup = fn(&[Value], &Path);
@@ -106,7 +114,7 @@ fn calls(events: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `(tool name, result text)` of bash and todo_write results, in order.
+/// `(tool name, result text)` of bash, todo_write and terminal results, in order.
 fn compared_results(events: &[Value], cwd: &str) -> Vec<(String, String)> {
     let names: std::collections::HashMap<String, String> = events
         .iter()
@@ -130,7 +138,7 @@ fn compared_results(events: &[Value], cwd: &str) -> Vec<(String, String)> {
         .filter_map(|event| {
             let block = &event["data"]["message"]["content"][0];
             let name = names.get(block["toolCallId"].as_str()?)?.clone();
-            if name != "bash" && name != "todo_write" {
+            if name != "bash" && name != "todo_write" && !name.starts_with("terminal_") {
                 return None;
             }
             let text: String = block["content"]
@@ -309,7 +317,7 @@ fn run_case(case: &str) -> Result<(), String> {
     let recorded_results = compared_results(&recorded, "{{cwd}}");
     if ours_results != recorded_results {
         problems.push(format!(
-            "bash/todo result texts differ:\n  ours     {ours_results:?}\n  recorded {recorded_results:?}"
+            "result texts (bash, todo_write, terminal_*) differ:\n  ours     {ours_results:?}\n  recorded {recorded_results:?}"
         ));
     }
     let (ours_skills, recorded_skills) = (skills_seen(&ours), skills_seen(&recorded));
