@@ -226,7 +226,7 @@ fn both_mode_offers_run_code_beside_the_native_tools() {
 #[test]
 fn bad_programs_are_results_naming_the_problem_and_the_session_goes_on() {
     let dir = TestDir::new("code-mode-bad");
-    let cases: [(&str, &str); 7] = [
+    let cases: [(&str, &str); 8] = [
         (
             "return (;",
             "code run failed (syntax): the program does not parse: SyntaxError",
@@ -242,6 +242,11 @@ fn bad_programs_are_results_naming_the_problem_and_the_session_goes_on() {
         (
             "console.log('before'); throw new Error('boom');",
             "code run failed (thrown): Error: boom",
+        ),
+        // Deep recursion stops at the engine's stack limit, inside the host's thread's stack.
+        (
+            "const f = (n) => f(n + 1) + 1; f(0);",
+            "code run failed (thrown): RangeError: Maximum call stack size exceeded",
         ),
         (
             "await tools.nope({});",
@@ -278,7 +283,7 @@ fn bad_programs_are_results_naming_the_problem_and_the_session_goes_on() {
         results[3].0
     );
     // The schema's complaint names the missing argument.
-    assert!(results[5].0.contains("file_path"), "{}", results[5].0);
+    assert!(results[6].0.contains("file_path"), "{}", results[6].0);
     assert_eq!(result["output"], "still here", "{result}");
 }
 

@@ -92,6 +92,12 @@ fn bad_programs_are_named() {
             engine.finished()
         ),
     }
+    let deep = start("const f = (n) => f(n + 1) + 1; f(0);").unwrap();
+    assert!(
+        matches!(deep.finished(), Some(Finish::Threw(text)) if text.contains("stack")),
+        "{:?}",
+        deep.finished()
+    );
     let thrown = start("throw new Error('boom')").unwrap();
     assert!(
         matches!(thrown.finished(), Some(Finish::Threw(text)) if text.starts_with("Error: boom"))
