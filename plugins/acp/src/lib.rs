@@ -22,6 +22,8 @@
 mod args;
 mod editor;
 mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 mod images;
 mod live;
 mod mcp;

@@ -13,26 +13,30 @@ use crate::wire::RpcError;
 const MAX_LINE: u64 = 64 * 1024 * 1024;
 
 /// What one read came to.
-enum Read1 {
+pub(crate) enum Read1 {
     Line(String),
     TooLong,
     End,
 }
 
 fn read_line() -> Read1 {
-    let stdin = std::io::stdin();
-    let mut stdin = stdin.lock();
+    read_from(&mut std::io::stdin().lock(), MAX_LINE)
+}
+
+/// One line of `input`, at most `max_line` bytes (the rest of a longer line is skipped). Takes
+/// any reader so the fuzz targets drive the very code that reads stdin.
+pub(crate) fn read_from(input: &mut impl BufRead, max_line: u64) -> Read1 {
     let mut bytes = Vec::new();
-    match (&mut stdin).take(MAX_LINE).read_until(b'\n', &mut bytes) {
+    match (&mut *input).take(max_line).read_until(b'\n', &mut bytes) {
         Ok(0) | Err(_) => return Read1::End,
         Ok(_) => {}
     }
-    if bytes.last() != Some(&b'\n') && bytes.len() as u64 == MAX_LINE {
+    if bytes.last() != Some(&b'\n') && bytes.len() as u64 == max_line {
         // Skip the rest of the line.
         let mut rest = Vec::new();
         loop {
             rest.clear();
-            match (&mut stdin).take(MAX_LINE).read_until(b'\n', &mut rest) {
+            match (&mut *input).take(max_line).read_until(b'\n', &mut rest) {
                 Ok(0) | Err(_) => return Read1::TooLong,
                 Ok(_) if rest.last() == Some(&b'\n') => return Read1::TooLong,
                 Ok(_) => {}

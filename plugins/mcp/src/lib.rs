@@ -20,6 +20,8 @@
 mod client;
 mod config;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod images;
 mod manager;

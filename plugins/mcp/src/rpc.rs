@@ -193,13 +193,7 @@ pub(crate) async fn run(
             Event::Message(text) => text,
             Event::Closed(why) => break why,
         };
-        // A batch is a JSON array of messages.
-        let messages: Vec<Incoming> = match text.trim_start().starts_with('[') {
-            true => serde_json::from_str(&text).unwrap_or_default(),
-            false => serde_json::from_str(&text)
-                .map(|one| vec![one])
-                .unwrap_or_default(),
-        };
+        let messages = messages(&text);
         if messages.is_empty() {
             ctx.log(
                 dsh_plugin_api::LogLevel::Debug,
@@ -211,6 +205,17 @@ pub(crate) async fn run(
         }
     };
     connection.shut(why);
+}
+
+/// The messages of one transport message: a batch is a JSON array of them; none when it does
+/// not read.
+pub(crate) fn messages(text: &str) -> Vec<Incoming> {
+    match text.trim_start().starts_with('[') {
+        true => serde_json::from_str(text).unwrap_or_default(),
+        false => serde_json::from_str(text)
+            .map(|one| vec![one])
+            .unwrap_or_default(),
+    }
 }
 
 async fn handle(

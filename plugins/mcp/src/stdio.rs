@@ -81,6 +81,24 @@ pub(crate) fn start(
     Ok((Stdio { process }, pid))
 }
 
+/// Adds `bytes` to the `line` being read; answers the lines they complete (lossy UTF-8, trimmed,
+/// blank ones dropped).
+pub(crate) fn split_lines(line: &mut Vec<u8>, bytes: &[u8]) -> Vec<String> {
+    let mut complete = Vec::new();
+    for byte in bytes.iter().copied() {
+        if byte != b'\n' {
+            line.push(byte);
+            continue;
+        }
+        let text = String::from_utf8_lossy(line).trim().to_owned();
+        line.clear();
+        if !text.is_empty() {
+            complete.push(text);
+        }
+    }
+    complete
+}
+
 /// Splits stdout into lines for the inbox until the process's output ends, then says how it
 /// ended.
 async fn read(ctx: Context, server: String, process: Arc<PipedProcess>, inbox: Inbox) {
@@ -89,14 +107,8 @@ async fn read(ctx: Context, server: String, process: Arc<PipedProcess>, inbox: I
     while let RSome(chunk) = process.process.next_output().await {
         match chunk.stream {
             OutputStream::Stdout => {
-                for byte in chunk.bytes.iter().copied() {
-                    if byte != b'\n' {
-                        line.push(byte);
-                        continue;
-                    }
-                    let text = String::from_utf8_lossy(&line).trim().to_owned();
-                    line.clear();
-                    if !text.is_empty() && inbox.send(Event::Message(text)).is_err() {
+                for text in split_lines(&mut line, &chunk.bytes) {
+                    if inbox.send(Event::Message(text)).is_err() {
                         return;
                     }
                 }

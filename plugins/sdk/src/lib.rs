@@ -16,6 +16,8 @@
 mod args;
 mod door;
 mod follow;
+#[doc(hidden)]
+pub mod fuzzing;
 mod methods;
 mod server;
 
