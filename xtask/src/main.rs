@@ -8,6 +8,7 @@ mod bench;
 mod browser;
 mod clients;
 mod fixtures;
+mod fuzz;
 mod lint;
 mod mcp;
 mod plugin_template;
@@ -36,6 +37,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   lint                     count json!, [\"key\"] lookups, unsafe blocks, long files and functions
   test [CARGO TEST ARGS..] lint, build everything once, then run every test
   bench [runtime]          measure ours against the peer and write BENCHMARKS.md
+  fuzz TARGET|all SECONDS  run fuzz targets (optimized; --debug for the debug build)
   new-plugin NAME [--dir DIR]  create a plugin crate that builds and loads";
 
 fn run(args: Vec<String>) -> Result<()> {
@@ -55,6 +57,7 @@ fn run(args: Vec<String>) -> Result<()> {
         "lint" => lint::run(&root),
         "test" => test(&root, rest),
         "bench" => bench::run(&root, rest),
+        "fuzz" => fuzz::run(&root, rest),
         "new-plugin" => {
             let Some(name) = rest.first() else {
                 bail!("new-plugin needs a NAME\n{USAGE}")
@@ -175,6 +178,8 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         apt::ensure_bubblewrap();
         Ok(())
     })?;
+    // Every fuzz target for a few seconds; what it finds fails the command after the tests.
+    let fuzzed = timed("fuzz targets (bounded)", || Ok(fuzz::smoke(root)));
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;
     let skip_mcp = timed("MCP reference servers", || Ok(mcp::prepare(root)))?;
     let skip_products = timed("agent products", || Ok(products::prepare(root)))?;
@@ -247,8 +252,12 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     if let Some(reason) = skip_acp {
         println!("xtask: the ACP client tests were skipped: {reason}");
     }
+    if let Ok(Err(error)) = &fuzzed {
+        println!("xtask: {error:#}");
+    }
     if !success || totals.failed > 0 {
         bail!("tests failed");
     }
+    fuzzed??;
     Ok(())
 }
