@@ -1,7 +1,8 @@
 // The agent-preset scenario of the browser app (merged into scenarios.mjs): the new-session
 // screen offers the presets as chips (the shipped ones and the user's "Reader", a broken one
 // shown disabled), the default chosen; arrow keys move the choice; the first prompt makes a
-// session of the chosen preset (the test checks what the model was offered and told).
+// session of the chosen preset (the test checks what the model was offered and told); the
+// header names it; in the settings a copy of minimal is made the default.
 
 export function presetScenarios({ authUrl, expect, shoot }) {
   return {
@@ -35,6 +36,18 @@ export function presetScenarios({ authUrl, expect, shoot }) {
       const mark = await page.textContent("#title .preset-mark");
       expect(mark === "reader", `the header names the preset: ${mark}`);
       await shoot(page, "header");
+      // Settings › Presets: a copy of minimal made the default, shown as such.
+      await page.click("#open-settings");
+      await page.click("#tab-presets");
+      await page.waitForSelector('#preset-list [data-preset="reader"]');
+      page.once("dialog", (dialog) => dialog.accept("my-minimal"));
+      await page.click('#preset-list [data-preset="minimal"] button.copy');
+      await page.waitForSelector('#preset-list [data-preset="my-minimal"]');
+      await page.click('#preset-list [data-preset="my-minimal"] button.make-default');
+      await page.waitForFunction(() => document.querySelector('#preset-list [data-preset="my-minimal"]')?.textContent.includes("default"));
+      const brokenRow = await page.textContent('#preset-list [data-preset="broken"]');
+      expect(brokenRow.includes("agent-presets/broken/preset.yml"), `the broken preset says why: ${brokenRow}`);
+      await shoot(page, "settings");
     },
   };
 }

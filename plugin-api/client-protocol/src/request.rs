@@ -148,6 +148,9 @@ methods! {
     "agentPreset.copy" => AgentPresetCopy(CopyPreset) -> dsh_protocol::PresetSummary;
     /// Removes a user preset (loopback clients only; shipped ones are read-only).
     "agentPreset.remove" => AgentPresetRemove(PresetRef) -> Done;
+    /// Makes a preset the one new sessions run (written in the settings document; loopback
+    /// clients only).
+    "agentPreset.setDefault" => AgentPresetSetDefault(PresetRef) -> Done;
     /// Switches a session that has had no turn to another preset.
     "agentPreset.select" => AgentPresetSelect(SelectPreset) -> Done;
     /// A person's answer to an approval; the first answer of any client wins.

@@ -202,6 +202,11 @@ impl Api {
                 self.remove_preset(&request).await?;
                 to_value(Done {})
             }
+            ClientRequest::AgentPresetSetDefault(request) => {
+                self.writable(writable, method)?;
+                self.set_default_preset(&request).await?;
+                to_value(Done {})
+            }
             ClientRequest::AgentPresetSelect(request) => {
                 self.select_preset(request).await?;
                 to_value(Done {})

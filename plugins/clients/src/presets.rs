@@ -10,6 +10,9 @@ use dsh_protocol::{PresetFiles, PresetSummary};
 
 use crate::api::{Api, Failure};
 
+/// The namespace of the presets row in the settings document (its row id).
+const PRESETS_ROW: &str = "agent-presets";
+
 /// A refusal of the presets service, coded for the client.
 fn failure(error: SeamError) -> Failure {
     let message = error.message.into_string();
@@ -78,6 +81,14 @@ impl Api {
             .await
             .into_result()
             .map_err(failure)
+    }
+
+    /// Makes preset `request` the default (a preset that reads), in the settings document's
+    /// `agent-presets` namespace; the host reloads the presets row with it.
+    pub(crate) async fn set_default_preset(&self, request: &PresetRef) -> Result<(), Failure> {
+        self.read_preset(request)?;
+        self.write_setting(PRESETS_ROW, "default", Some(request.preset_id.clone()))
+            .await
     }
 
     pub(crate) async fn select_preset(&self, request: SelectPreset) -> Result<(), Failure> {

@@ -212,27 +212,39 @@ impl Api {
                 )));
             }
         }
+        let url = update.base_url.as_deref().map(str::trim).map(str::to_owned);
+        self.write_setting(ADAPTER_ROW, "baseURL", url).await
+    }
+
+    /// Sets (or with `None` removes) `field` of namespace `namespace` (a row id) in the
+    /// settings document; the host lays it over that row's config and reloads the row.
+    pub(crate) async fn write_setting(
+        &self,
+        namespace: &'static str,
+        field: &'static str,
+        value: Option<String>,
+    ) -> Result<(), Failure> {
         let path = self.settings_file()?;
         let written = self
             .ctx
             .blocking(move || -> Result<(), DocumentError> {
                 let mut document = read_document(&path)?;
-                let key = serde_norway::Value::String(ADAPTER_ROW.to_owned());
-                let mut adapter = match document.remove(&key) {
-                    Some(serde_norway::Value::Mapping(adapter)) => adapter,
+                let key = serde_norway::Value::String(namespace.to_owned());
+                let mut row = match document.remove(&key) {
+                    Some(serde_norway::Value::Mapping(row)) => row,
                     _ => serde_norway::Mapping::new(),
                 };
-                let field = serde_norway::Value::String("baseURL".to_owned());
-                match update.base_url.as_deref().map(str::trim) {
-                    Some(url) => {
-                        adapter.insert(field, serde_norway::Value::String(url.to_owned()));
+                let field = serde_norway::Value::String(field.to_owned());
+                match value {
+                    Some(value) => {
+                        row.insert(field, serde_norway::Value::String(value));
                     }
                     None => {
-                        adapter.remove(&field);
+                        row.remove(&field);
                     }
                 }
-                if !adapter.is_empty() {
-                    document.insert(key, serde_norway::Value::Mapping(adapter));
+                if !row.is_empty() {
+                    document.insert(key, serde_norway::Value::Mapping(row));
                 }
                 write_document(&path, &document)
             })

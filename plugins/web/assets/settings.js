@@ -1,9 +1,11 @@
-// The settings dialog (General, Models, About, in tabs the arrows move through) and the theme.
+// The settings dialog (General, Models, Presets, Plugins, About, in tabs the arrows move
+// through) and the theme.
 
 import { element, tokens } from "./render.js";
 import { renderHero } from "./start-page.js";
 import { loadModels } from "./composer.js";
 import { $, call, fail, state, toast } from "./core.js";
+import { renderPresetSettings } from "./presets.js";
 
 // ---- theme -------------------------------------------------------------------------------
 
@@ -105,6 +107,7 @@ export async function openSettings() {
   $("key-state").textContent = key?.stored ? "(stored)" : key?.inEnvironment ? "(from the environment)" : "(not set)";
   $("settings-url").value = settings.baseUrl || "";
   const writable = credentials.writable && settings.writable;
+  await renderPresetSettings(writable);
   for (const id of ["settings-key", "save-key", "remove-key", "settings-url", "save-url"]) $(id).disabled = !writable;
   $("settings-note").textContent = writable
     ? "A stored key wins over the environment. An endpoint change reloads the model adapter; running turns keep theirs."

@@ -21,6 +21,7 @@ const COMPOSER_JS: &str = include_str!("../assets/composer.js");
 const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
 const GOAL_JS: &str = include_str!("../assets/goal.js");
 const UNDO_JS: &str = include_str!("../assets/undo.js");
+const PRESETS_JS: &str = include_str!("../assets/presets.js");
 const PLAN_JS: &str = include_str!("../assets/plan.js");
 const ATTACHMENTS_JS: &str = include_str!("../assets/attachments.js");
 const ATTACHMENTS_CSS: &str = include_str!("../assets/attachments.css");
@@ -108,6 +109,7 @@ assets! {
     "/assets/trajectory.js" => (JS, TRAJECTORY_JS),
     "/assets/goal.js" => (JS, GOAL_JS),
     "/assets/undo.js" => (JS, UNDO_JS),
+    "/assets/presets.js" => (JS, PRESETS_JS),
     "/assets/plan.js" => (JS, PLAN_JS),
     "/assets/attachments.js" => (JS, ATTACHMENTS_JS),
     "/assets/attachments.css" => ("text/css; charset=utf-8", ATTACHMENTS_CSS),
