@@ -44,7 +44,9 @@ export function presetScenarios({ authUrl, expect, shoot }) {
       await page.click('#preset-list [data-preset="minimal"] button.copy');
       await page.waitForSelector('#preset-list [data-preset="my-minimal"]');
       await page.click('#preset-list [data-preset="my-minimal"] button.make-default');
-      await page.waitForFunction(() => document.querySelector('#preset-list [data-preset="my-minimal"]')?.textContent.includes("default"));
+      await page.waitForFunction(() => [...document.querySelectorAll('#preset-list [data-preset="my-minimal"] .fork-mark')].some((mark) => mark.textContent === "default"));
+      const marks = await page.locator('#preset-list [data-preset="standard"] .fork-mark').allTextContents();
+      expect(!marks.includes("default"), `standard is no longer the default: ${marks}`);
       const brokenRow = await page.textContent('#preset-list [data-preset="broken"]');
       expect(brokenRow.includes("agent-presets/broken/preset.yml"), `the broken preset says why: ${brokenRow}`);
       await shoot(page, "settings");
