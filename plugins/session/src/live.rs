@@ -48,9 +48,12 @@ pub(crate) struct LiveSession {
 
 /// The preset an `agent-preset/selected` event switches to.
 fn selected_preset(event: &SessionEvent) -> Option<String> {
-    (event.kind == dsh_protocol::kinds::AGENT_PRESET_SELECTED)
-        .then(|| event.data.get("agentPreset")?.as_str().map(str::to_owned))
-        .flatten()
+    if event.kind != dsh_protocol::kinds::AGENT_PRESET_SELECTED {
+        return None;
+    }
+    serde_json::from_value::<dsh_protocol::AgentPresetSelectedEvent>(event.data.clone())
+        .ok()
+        .map(|selected| selected.agent_preset)
 }
 
 fn rejected(message: impl Into<String>) -> SessionError {

@@ -161,12 +161,20 @@ impl Tool for PtyTool {
             .decode()
             .ok()
             .filter(|_| self.decl.name == "bash")
-            .and_then(|value| value["output"].as_str().map(str::to_owned));
+            .and_then(|value| serde_json::from_value::<BashValue>(value).ok())
+            .map(|value| value.output);
         match output {
             Some(output) => ROption::RSome(Json::encode(&vec![ContentBlock::text(output)])),
             None => RNone,
         }
     }
+}
+
+/// A `bash` call's value.
+#[derive(Deserialize)]
+#[serde(crate = "dsh_plugin_api::serde")]
+struct BashValue {
+    output: String,
 }
 
 fn config_error(message: String, path: String) -> PluginError {
