@@ -170,6 +170,17 @@ fn a_program_offered_alone_calls_the_tools_through_the_pipeline() {
         "code mode: engine start {} us, peak engine memory {} bytes, {} calls",
         meta["engineStartMicros"], meta["enginePeakBytes"], meta["calls"]
     );
+    let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
+    dsh_tests::figure(
+        "run_code_engine_start",
+        number(&meta["engineStartMicros"]) / 1000.0,
+        "ms",
+    );
+    dsh_tests::figure(
+        "run_code_engine_peak",
+        number(&meta["enginePeakBytes"]) / 1024.0,
+        "KiB",
+    );
     assert_eq!(meta["calls"], 15);
 }
 
@@ -413,6 +424,13 @@ fn ten_reads_in_one_program_against_ten_native_calls() {
         "ten reads: code mode {code_time:?}, {} requests, {} bytes sent; native {native_time:?}, {} requests, {} bytes sent",
         code.0, code.1, native.0, native.1
     );
+    let ms = |time: Duration| time.as_secs_f64() * 1000.0;
+    dsh_tests::figure("ten_reads_code_wall", ms(code_time), "ms");
+    dsh_tests::figure("ten_reads_native_wall", ms(native_time), "ms");
+    dsh_tests::figure("ten_reads_code_requests", code.0 as f64, "requests");
+    dsh_tests::figure("ten_reads_native_requests", native.0 as f64, "requests");
+    dsh_tests::figure("ten_reads_code_sent", code.1 as f64 / 1024.0, "KiB");
+    dsh_tests::figure("ten_reads_native_sent", native.1 as f64 / 1024.0, "KiB");
 }
 
 fn sent_bytes(requests: &[RecordedRequest]) -> usize {

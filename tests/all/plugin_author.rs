@@ -303,6 +303,17 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         eprintln!("--- {}", show(index));
     }
     let tool = |index: usize| call_seconds(&events, index);
+    dsh_tests::figure("plugin_author_scaffold", tool(0), "s");
+    dsh_tests::figure("plugin_author_first_build", tool(5), "s");
+    dsh_tests::figure(
+        "plugin_author_first_build_cargo",
+        first_build.unwrap_or(f64::NAN),
+        "s",
+    );
+    dsh_tests::figure("plugin_author_build", tool(7), "s");
+    dsh_tests::figure("plugin_author_build_cargo", build.unwrap_or(f64::NAN), "s");
+    dsh_tests::figure("plugin_author_install", tool(8), "s");
+    dsh_tests::figure("plugin_author_first_call", tool(9), "s");
     eprintln!(
         "plugin-author loop (s): scaffold {:.2}; failing build {:.1} (cargo {first_build:?}); build {:.1} (cargo {build:?}); install {:.2} (host check {check:?}, mount to ACTIVE {mount:?}); first call {:.3}; v2 build {:.1}, refused install {:.2}; panicky build {:.1}, failed install {:.2}; whole run {wall:.1}",
         tool(0),

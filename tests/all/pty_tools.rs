@@ -300,6 +300,13 @@ fn measure_a_persistent_shell_call_against_a_fresh_bash() {
     let fresh = call_times(&events);
     let texts = server.last_tool_texts();
     assert!(texts.iter().all(|text| text.trim() == "42"), "{texts:?}");
+    dsh_tests::figure("persistent_bash_first_call", persistent[0] as f64, "ms");
+    dsh_tests::figure(
+        "persistent_bash_call",
+        median(persistent[1..].to_vec()) as f64,
+        "ms",
+    );
+    dsh_tests::figure("fresh_bash_call", median(fresh.clone()) as f64, "ms");
     println!(
         "persistent bash: first call (shell start) {} ms, then median {} ms over {} calls; \
          fresh bash -c (tool-bash): median {} ms over {} calls",

@@ -497,3 +497,9 @@ pub use skips::{CORPUS_ABSENT, bubblewrap, corpus, corpus_dir, needs_corpus, ski
 
 /// A generous bound for things that normally take milliseconds.
 pub const WAIT: Duration = Duration::from_secs(30);
+
+/// Prints a measured figure as `cargo xtask bench` reads it from a test's output
+/// (`bench.figure NAME VALUE UNIT`): measured, never asserted.
+pub fn figure(name: &str, value: f64, unit: &str) {
+    println!("bench.figure {name} {value} {unit}");
+}

@@ -5,11 +5,13 @@
 //! peer's median and the ratio; then the whole-agent table of `../shared/peers/agents-bench`
 //! (ours against the peer agents installed here), the ACP agents side by side (`acp.rs`;
 //! `cargo xtask bench acp` runs that section alone) and the terminal UIs, ours and Codex's
-//! (`tui.rs`; `cargo xtask bench tui` runs that section alone and puts it into BENCHMARKS.md).
+//! (`tui.rs`; `cargo xtask bench tui` runs that section alone and puts it into BENCHMARKS.md),
+//! and the agent presets' figures (`presets.rs`; `cargo xtask bench presets`, likewise).
 
 mod acp;
 mod agents;
 mod figures;
+mod presets;
 mod tui;
 
 use std::collections::BTreeMap;
@@ -32,7 +34,10 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
         None | Some("runtime") => {}
         Some("acp") => return acp::alone(root),
         Some("tui") => return tui::alone(root),
-        Some(group) => bail!("unknown benchmark group `{group}` (known: runtime, acp, tui)"),
+        Some("presets") => return presets::alone(root),
+        Some(group) => {
+            bail!("unknown benchmark group `{group}` (known: runtime, acp, tui, presets)")
+        }
     }
     crate::timed("build release", || {
         cargo(
@@ -76,6 +81,9 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
     })?);
     text.push_str(&crate::timed("run the terminal UIs", || {
         Ok(tui::section(root))
+    })?);
+    text.push_str(&crate::timed("run the preset figures", || {
+        Ok(presets::section(root))
     })?);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");
@@ -369,4 +377,22 @@ mod tests {
         );
         assert!(!text.contains("appends to the in-memory log"), "{text}");
     }
+}
+
+/// `text` with its section under `heading` replaced by `section` (appended where it has none).
+pub(super) fn splice(text: &str, heading: &str, section: &str) -> String {
+    let Some(start) = text.find(heading) else {
+        return format!("{}\n{}", text.trim_end(), section);
+    };
+    let after = &text[start + heading.len()..];
+    let end = after
+        .find("\n## ")
+        .map_or(text.len(), |at| start + heading.len() + at + 1);
+    let gap = if end < text.len() { "\n" } else { "" };
+    format!(
+        "{}{}{gap}{}",
+        &text[..start],
+        section.trim_start(),
+        &text[end..]
+    )
 }

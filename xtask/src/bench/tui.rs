@@ -79,27 +79,9 @@ pub(super) fn alone(root: &Path) -> Result<()> {
     let section = crate::timed("run the terminal UIs", || Ok(section(root)))?;
     let file = root.join("BENCHMARKS.md");
     let text = std::fs::read_to_string(&file).unwrap_or_default();
-    std::fs::write(&file, splice(&text, &section))?;
+    std::fs::write(&file, super::splice(&text, HEADING, &section))?;
     println!("{section}");
     Ok(())
-}
-
-/// `text` with its terminal UI section replaced by `section` (appended where it has none).
-fn splice(text: &str, section: &str) -> String {
-    let Some(start) = text.find(HEADING) else {
-        return format!("{}\n{}", text.trim_end(), section);
-    };
-    let after = &text[start + HEADING.len()..];
-    let end = after
-        .find("\n## ")
-        .map_or(text.len(), |at| start + HEADING.len() + at + 1);
-    let gap = if end < text.len() { "\n" } else { "" };
-    format!(
-        "{}{}{gap}{}",
-        &text[..start],
-        section.trim_start(),
-        &text[end..]
-    )
 }
 
 /// The markdown section: the table, or why there is none.
@@ -205,12 +187,12 @@ mod tests {
     fn the_section_replaces_its_old_self_and_nothing_else() {
         let old = format!("# B\n\n## A\n\na\n\n{HEADING}\n\nold\n\n## C\n\nc\n");
         let new = format!("\n{HEADING}\n\nnew\n");
-        let spliced = splice(&old, &new);
+        let spliced = super::super::splice(&old, HEADING, &new);
         assert_eq!(
             spliced,
             format!("# B\n\n## A\n\na\n\n{HEADING}\n\nnew\n\n## C\n\nc\n")
         );
-        let appended = splice("# B\n\n## A\n\na\n", &new);
+        let appended = super::super::splice("# B\n\n## A\n\na\n", HEADING, &new);
         assert_eq!(appended, format!("# B\n\n## A\n\na\n\n{HEADING}\n\nnew\n"));
     }
 
