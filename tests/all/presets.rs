@@ -338,7 +338,11 @@ fn the_new_session_screen_offers_the_presets_and_the_chosen_one_runs() {
     assert_eq!(tool_names(&turn.body), ["read"]);
     assert_eq!(system_prompt(&turn.body), "You only read files.");
     // The copy the page made, and the default it chose, in the settings document.
-    assert!(dir.home().join("agent-presets/my-minimal/preset.yml").is_file());
+    assert!(
+        dir.home()
+            .join("agent-presets/my-minimal/preset.yml")
+            .is_file()
+    );
     let settings = std::fs::read_to_string(dir.home().join("settings.yaml")).unwrap();
     assert!(
         settings.contains("agent-presets:\n  default: my-minimal"),
