@@ -135,51 +135,7 @@ fn edit(
             let token = *u.choose(dict)?;
             insert(data, at, token);
         }
-        15 | 16 => {
-            let at = position(u, data)?;
-            let number = match u.arbitrary::<bool>()? {
-                true => (*u.choose(NUMBERS)?).to_owned(),
-                false => format!("1{}", "0".repeat(u.int_in_range(20..=400usize)?)),
-            };
-            insert(data, at, number.as_bytes());
-        }
-        17 => {
-            let at = position(u, data)?;
-            let depth = match u.ratio(1, 8)? {
-                true => u.int_in_range(200..=3000usize)?,
-                false => u.int_in_range(1..=200usize)?,
-            };
-            let (open, close): (&[u8], &[u8]) = *u.choose(&[
-                (&b"["[..], &b"]"[..]),
-                (b"{\"a\":", b"}"),
-                (b"{", b"}"),
-                (b"- ", b""),
-                (b"[{\"x\":[", b"]}]"),
-            ])?;
-            let mut nested = open.repeat(depth);
-            if u.arbitrary::<bool>()? {
-                nested.extend(close.repeat(depth));
-            }
-            insert(data, at, &nested);
-        }
-        18 | 19 => {
-            let at = position(u, data)?;
-            let bytes = *u.choose(NOT_UTF8)?;
-            insert(data, at, bytes);
-        }
-        20 => {
-            let at = position(u, data)?;
-            let byte = match u.arbitrary::<bool>()? {
-                true => *u.choose(b"a \"\\[{:0\xff\r")?,
-                false => u.arbitrary()?,
-            };
-            let length = match u.ratio(1, 8)? {
-                true => u.int_in_range(4096..=300_000usize)?,
-                false => u.int_in_range(100..=4096usize)?,
-            };
-            let run = vec![byte; length];
-            insert(data, at, &run);
-        }
+        op @ 15..=20 => insert_hostile(u, data, op)?,
         21 | 22 if !data.is_empty() => {
             let start = u.choose_index(data.len())?;
             let end = u.int_in_range(start..=data.len().min(start + 4096))?;
@@ -222,6 +178,59 @@ fn edit(
             let value = json_value(u, dict, 0)?;
             let text = serde_json::to_string(&value).unwrap_or_default();
             data.splice(at..end, text.into_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The inserts that make a reader work hardest: huge numbers, deep nesting, invalid UTF-8
+/// and long runs of one byte.
+fn insert_hostile(u: &mut Unstructured<'_>, data: &mut Vec<u8>, op: u8) -> Result<()> {
+    match op {
+        15 | 16 => {
+            let at = position(u, data)?;
+            let number = match u.arbitrary::<bool>()? {
+                true => (*u.choose(NUMBERS)?).to_owned(),
+                false => format!("1{}", "0".repeat(u.int_in_range(20..=400usize)?)),
+            };
+            insert(data, at, number.as_bytes());
+        }
+        17 => {
+            let at = position(u, data)?;
+            let depth = match u.ratio(1, 8)? {
+                true => u.int_in_range(200..=3000usize)?,
+                false => u.int_in_range(1..=200usize)?,
+            };
+            let (open, close): (&[u8], &[u8]) = *u.choose(&[
+                (&b"["[..], &b"]"[..]),
+                (b"{\"a\":", b"}"),
+                (b"{", b"}"),
+                (b"- ", b""),
+                (b"[{\"x\":[", b"]}]"),
+            ])?;
+            let mut nested = open.repeat(depth);
+            if u.arbitrary::<bool>()? {
+                nested.extend(close.repeat(depth));
+            }
+            insert(data, at, &nested);
+        }
+        18 | 19 => {
+            let at = position(u, data)?;
+            let bytes = *u.choose(NOT_UTF8)?;
+            insert(data, at, bytes);
+        }
+        _ => {
+            let at = position(u, data)?;
+            let byte = match u.arbitrary::<bool>()? {
+                true => *u.choose(b"a \"\\[{:0\xff\r")?,
+                false => u.arbitrary()?,
+            };
+            let length = match u.ratio(1, 8)? {
+                true => u.int_in_range(4096..=300_000usize)?,
+                false => u.int_in_range(100..=4096usize)?,
+            };
+            let run = vec![byte; length];
+            insert(data, at, &run);
         }
     }
     Ok(())
