@@ -53,35 +53,75 @@ fn step_of(body: &Value) -> Option<(usize, usize, usize)> {
     Some((session, turn, results))
 }
 
-/// The answer to one step: `bash` first, then `read` of `notes`, then a streamed closing text
-/// slow enough that the reloads land while it streams.
-fn reply_for(body: &Value, notes: &Path) -> Option<Reply> {
+/// The answer to one step: `bash` first, then `read` of `work/notes.txt`, then a streamed
+/// closing text. The test holds each turn where it wants it with two gates (files under
+/// `work/gates`, which the test creates): the `bash` call marks itself started and waits for
+/// `bash-t<turn>`, the answer streams its first piece and waits for `answer-t<turn>`.
+fn reply_for(body: &Value, work: &Path) -> Option<Reply> {
     let (session, turn, done) = step_of(body)?;
     let id = |tool: &str| format!("s{session}_t{turn}_{tool}");
+    let (gates, started) = (work.join("gates"), work.join("started"));
     Some(match done {
-        0 => Reply::tool_call(
-            &id("bash"),
-            "bash",
-            json!({"command": format!("sleep 1; echo bash s{session}-t{turn}"), "description": "wait a little"}),
-        ),
+        0 => {
+            let command = format!(
+                "touch {started}/s{session}-t{turn}; for i in $(seq 600); do [ -e {gate} ] && break; sleep 0.05; done; echo bash s{session}-t{turn}",
+                started = started.display(),
+                gate = gates.join(format!("bash-t{turn}")).display(),
+            );
+            Reply::tool_call(
+                &id("bash"),
+                "bash",
+                json!({"command": command, "description": "wait for the test"}),
+            )
+        }
         1 => Reply::tool_call(
             &id("read"),
             "read",
-            json!({"file_path": notes.display().to_string()}),
+            json!({"file_path": work.join("notes.txt").display().to_string()}),
         ),
         _ => {
             let mut events = vec![first_chunk()];
-            for piece in 0..20 {
+            for piece in 0..6 {
                 events.push(SseEvent::content(&format!(
                     "answer s{session}-t{turn} part {piece}. "
                 )));
-                events.push(SseEvent::Pause(Duration::from_millis(80)));
+                if piece == 0 {
+                    events.push(SseEvent::Gate(gates.join(format!("answer-t{turn}"))));
+                }
+                events.push(SseEvent::Pause(Duration::from_millis(20)));
             }
             events.push(SseEvent::finish_with_usage("stop", &usage(40, 12, 0, None)));
             events.push(SseEvent::Done);
             Reply::Sse(events)
         }
     })
+}
+
+/// Lets every session past gate `name` of [`reply_for`].
+fn open_gate(work: &Path, name: &str) {
+    std::fs::write(work.join("gates").join(name), "").unwrap();
+}
+
+/// Waits until every session's `bash` call of turn `turn` runs (each marked itself started).
+fn wait_bash_started(work: &Path, sessions: usize, turn: usize) {
+    let suffix = format!("-t{turn}");
+    let deadline = Instant::now() + dsh_tests::WAIT;
+    loop {
+        let started = std::fs::read_dir(work.join("started"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(&suffix))
+            .count();
+        if started == sessions {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "turn {turn}: {started} of {sessions} bash calls started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn status_json(home: &Path) -> Value {
@@ -111,7 +151,7 @@ fn turn_end(events: &[Value], turn: u64) -> Option<&Value> {
 
 /// Waits until every session's log holds the end of turn `turn`; panics naming the sessions
 /// still running after [`TURNS_WITHIN`].
-fn wait_turn_ends(home: &Path, sessions: &[String], turn: u64) {
+fn wait_turn_ends(web: &Web, home: &Path, sessions: &[String], turn: u64) {
     let deadline = Instant::now() + TURNS_WITHIN;
     loop {
         let logs = logs_by_session(home);
@@ -125,11 +165,40 @@ fn wait_turn_ends(home: &Path, sessions: &[String], turn: u64) {
         if open.is_empty() {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "turn {turn} never ended in {} session(s): {open:?}",
-            open.len()
-        );
+        if Instant::now() >= deadline {
+            let tails: Vec<String> = open
+                .iter()
+                .map(|id| {
+                    let events = logs
+                        .get(*id)
+                        .map(|(_, events)| events.as_slice())
+                        .unwrap_or_default();
+                    let tail: Vec<String> = events
+                        .iter()
+                        .skip(events.len().saturating_sub(12))
+                        .map(|event| {
+                            format!("{} {}", event["type"], event["data"])
+                                .chars()
+                                .take(300)
+                                .collect()
+                        })
+                        .collect();
+                    format!("{id}:\n    {}", tail.join("\n    "))
+                })
+                .collect();
+            let noted: Vec<String> = web
+                .host
+                .stderr()
+                .into_iter()
+                .filter(|line| !line.contains(" INFO ") && !line.contains("session-title"))
+                .collect();
+            panic!(
+                "turn {turn} never ended in {} session(s): {open:?}\n{}\nhost:\n{}",
+                open.len(),
+                tails.join("\n"),
+                noted.join("\n")
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -245,8 +314,8 @@ fn wait_step(server: &FakeDeepSeek, sessions: usize, turn: usize, step: usize) {
 
 /// How every session's turn `turn` ended, counted by reason (`completed`, or the kind and its
 /// named cause, such as `aborted/disposed`); panics on an end that names no reason.
-fn turn_reasons(home: &Path, sessions: &[String], turn: u64) -> BTreeMap<String, usize> {
-    wait_turn_ends(home, sessions, turn);
+fn turn_reasons(web: &Web, home: &Path, sessions: &[String], turn: u64) -> BTreeMap<String, usize> {
+    wait_turn_ends(web, home, sessions, turn);
     let logs = logs_by_session(home);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for session in sessions {
@@ -307,6 +376,7 @@ fn replace(web: &Web, home: &Path, sessions: &[String], turn: u64, libraries: &[
         let file = format!("lib{}.so", library.replace('-', "_"));
         install_library(&plugin_lib(library), &plugins.join(file));
     }
+    let installed = Instant::now();
     let deadline = Instant::now() + dsh_tests::WAIT;
     while needles
         .iter()
@@ -320,6 +390,10 @@ fn replace(web: &Web, home: &Path, sessions: &[String], turn: u64, libraries: &[
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    eprintln!(
+        "reload-load: {libraries:?} remounted {:?} after the drop",
+        installed.elapsed()
+    );
 }
 
 /// The fiber of each row in a status answer.
@@ -335,11 +409,13 @@ fn fibers_by_row(status: &Value) -> BTreeMap<String, u64> {
 #[test]
 fn twenty_sessions_mid_turn_survive_replaced_libraries() {
     let dir = TestDir::new("reload-load");
-    let notes = dir.write("work/notes.txt", "notes the model reads\n");
-    let reader = notes.clone();
-    let server = FakeDeepSeek::start(Vec::new()).route(move |body| reply_for(body, &reader));
-    dir.write("home/cordis.patch.yml", PLAIN_STORE);
     let work = dir.join("work");
+    dir.write("work/notes.txt", "notes the model reads\n");
+    std::fs::create_dir_all(work.join("gates")).unwrap();
+    std::fs::create_dir_all(work.join("started")).unwrap();
+    let served = work.clone();
+    let server = FakeDeepSeek::start(Vec::new()).route(move |body| reply_for(body, &served));
+    dir.write("home/cordis.patch.yml", PLAIN_STORE);
     let mut web = Web::from(WebHost::start(
         &dir,
         &fake_model_layer(&server.url(), ""),
@@ -354,8 +430,9 @@ fn twenty_sessions_mid_turn_survive_replaced_libraries() {
 
     // Turn 1: `tool-bash` is replaced while every session's `bash` call runs, first by a
     // half-written library, which is refused (the running version stays).
+    open_gate(&work, "answer-t1");
     prompt_all(&web, &sessions, 1);
-    wait_step(&server, SESSIONS, 1, 0);
+    wait_bash_started(&work, SESSIONS, 1);
     let bash = std::fs::read(plugin_lib("tool-bash")).unwrap();
     let truncated = dir.join("libtool_bash.truncated");
     std::fs::write(&truncated, &bash[..bash.len() / 3]).unwrap();
@@ -365,26 +442,29 @@ fn twenty_sessions_mid_turn_survive_replaced_libraries() {
         .wait_stderr("keeping the running version", dsh_tests::WAIT);
     assert!(refused.contains("libtool_bash.so"), "{refused}");
     replace(&web, &home, &sessions, 1, &["tool-bash"]);
-    let mut ends = vec![turn_reasons(&home, &sessions, 1)];
+    open_gate(&work, "bash-t1");
+    let mut ends = vec![turn_reasons(&web, &home, &sessions, 1)];
 
-    // Turn 2: the model adapter is replaced while every session's answer streams.
+    // Turn 2: the model adapter is replaced while every session's answer is held mid-stream.
+    open_gate(&work, "bash-t2");
     prompt_all(&web, &sessions, 2);
     wait_step(&server, SESSIONS, 2, 2);
     replace(&web, &home, &sessions, 2, &["llm-deepseek"]);
-    ends.push(turn_reasons(&home, &sessions, 2));
+    open_gate(&work, "answer-t2");
+    ends.push(turn_reasons(&web, &home, &sessions, 2));
+    let settled = status_json(&home);
 
-    // Turn 3: the tool registry; turn 4: the driver itself.
-    for (turn, library) in [(3_u64, "tools"), (4, "agent-loop")] {
-        prompt_all(&web, &sessions, turn as usize);
-        wait_step(&server, SESSIONS, turn as usize, 0);
-        replace(&web, &home, &sessions, turn, &[library]);
-        ends.push(turn_reasons(&home, &sessions, turn));
+    // Turn 3: the tool registry; turn 4: the driver itself; turn 5: all four at once, in one
+    // burst of file events. Each while every session's `bash` call runs.
+    let rounds: [(usize, &[&str]); 3] = [(3, &["tools"]), (4, &["agent-loop"]), (5, &LIBRARIES)];
+    for (turn, libraries) in rounds {
+        open_gate(&work, &format!("answer-t{turn}"));
+        prompt_all(&web, &sessions, turn);
+        wait_bash_started(&work, SESSIONS, turn);
+        replace(&web, &home, &sessions, turn as u64, libraries);
+        open_gate(&work, &format!("bash-t{turn}"));
+        ends.push(turn_reasons(&web, &home, &sessions, turn as u64));
     }
-    // Turn 5: all four at once, in one burst of file events.
-    prompt_all(&web, &sessions, 5);
-    wait_step(&server, SESSIONS, 5, 1);
-    replace(&web, &home, &sessions, 5, &LIBRARIES);
-    ends.push(turn_reasons(&home, &sessions, 5));
     eprintln!("reload-load: how turns 1-5 ended: {ends:?}");
     // A leaf plugin replaced mid-call lets the call it runs finish (the old version is disposed
     // to quiescence) and the turn goes on: nothing there may end a turn.
@@ -399,8 +479,10 @@ fn twenty_sessions_mid_turn_survive_replaced_libraries() {
     }
 
     // The last turn runs on the new code, all three steps, in every session.
+    open_gate(&work, &format!("answer-t{LAST}"));
+    open_gate(&work, &format!("bash-t{LAST}"));
     prompt_all(&web, &sessions, LAST);
-    let last = turn_reasons(&home, &sessions, LAST as u64);
+    let last = turn_reasons(&web, &home, &sessions, LAST as u64);
     assert_eq!(last.get("completed"), Some(&SESSIONS), "{last:?}");
     let logs = logs_by_session(&home);
     for (n, session) in sessions.iter().enumerate() {
@@ -421,6 +503,41 @@ fn twenty_sessions_mid_turn_survive_replaced_libraries() {
         );
     }
     let after = status_json(&home);
+    // Five rounds of disposal later, nothing of the old copies still listens or runs.
+    assert_eq!(
+        after["listeners"], settled["listeners"],
+        "{settled}\n{after}"
+    );
+    // A task that ends a moment after its turn (a connection closing) may still count.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut tasks = after["live_tasks"].as_u64();
+    while tasks > settled["live_tasks"].as_u64() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        tasks = status_json(&home)["live_tasks"].as_u64();
+    }
+    assert!(
+        tasks <= settled["live_tasks"].as_u64(),
+        "tasks left behind: {tasks:?} now\n{settled}\n{after}"
+    );
+    // The model was asked each step of a completed turn exactly once: no request was lost
+    // to a reload and then sent again.
+    let mut asked: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
+    for request in server.requests() {
+        if let Some(step) = step_of(&request.body) {
+            *asked.entry(step).or_default() += 1;
+        }
+    }
+    for turn in [1, 2, LAST] {
+        for session in 0..SESSIONS {
+            for step in 0..3 {
+                assert_eq!(
+                    asked.get(&(session, turn, step)),
+                    Some(&1),
+                    "session {session} turn {turn} step {step}"
+                );
+            }
+        }
+    }
     let copies = |status: &Value| status["library_copies"].as_u64().unwrap();
     // Each library loaded anew twice; the truncated file never became a copy.
     assert_eq!(

@@ -18,7 +18,13 @@ pub enum SseEvent {
     Pause(Duration),
     /// Bytes written as they are (for framing tests: split events, CRLF, partial lines).
     Raw(String),
+    /// Wait until this file exists (at most [`GATE_LIMIT`]) before the next step: a stream held
+    /// open mid-body until the test says, with no timing to guess.
+    Gate(std::path::PathBuf),
 }
+
+/// The longest a [`SseEvent::Gate`] waits for its file.
+pub(super) const GATE_LIMIT: Duration = Duration::from_secs(60);
 
 /// How the server answers one chat-completions request.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::invariants::{self, StreamedTurn, Violation};
 use super::models::ModelList;
 use super::request::read_request;
-use super::script::{RecordedRequest, Reply, SseEvent};
+use super::script::{GATE_LIMIT, RecordedRequest, Reply, SseEvent};
 
 /// Longest the accept loop waits for a next connection before it stops on its own.
 const QUIET_LIMIT: Duration = Duration::from_secs(300);
@@ -399,7 +399,7 @@ fn event_bytes(event: &SseEvent) -> Option<String> {
         SseEvent::Comment(text) => Some(format!(": {text}\n\n")),
         SseEvent::Done => Some("data: [DONE]\n\n".to_owned()),
         SseEvent::Raw(bytes) => Some(bytes.clone()),
-        SseEvent::Pause(_) => None,
+        SseEvent::Pause(_) | SseEvent::Gate(_) => None,
     }
 }
 
@@ -433,6 +433,15 @@ fn write_events(
         if let SseEvent::Pause(duration) = event {
             if !pause(shared, *duration) {
                 return Ok(false);
+            }
+            continue;
+        }
+        if let SseEvent::Gate(file) = event {
+            let deadline = Instant::now() + GATE_LIMIT;
+            while !file.exists() && Instant::now() < deadline {
+                if !pause(shared, Duration::from_millis(10)) {
+                    return Ok(false);
+                }
             }
             continue;
         }
