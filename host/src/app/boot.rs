@@ -273,7 +273,9 @@ impl Boot {
         let catalog = dsh_preset_catalog::Catalog {
             root: Some(self.home.join("agent-presets")),
         };
-        catalog.dump(id).map_err(BootError::Preset)
+        catalog
+            .dump(id)
+            .map_err(|problem| BootError::Preset(problem.0))
     }
 }
 

@@ -14,8 +14,8 @@ use dsh_jobs_seam::{JOBS_SERVICE, JobControl, JobControl_TO, JobsService};
 use dsh_plugin_api::{Json, Service};
 use dsh_protocol::{JobEnd, JobOutputMode, JobStart, JobStatus};
 
-use crate::Shared;
 use crate::terminal::{Sending, Terminal, describe_exit};
+use crate::{Refusal, Shared};
 
 /// How often the job looks at the terminal.
 const POLL: Duration = Duration::from_millis(20);
@@ -40,13 +40,13 @@ pub(crate) async fn send(
     terminal: Arc<Terminal>,
     input: &str,
     sending: Sending,
-) -> Result<String, String> {
+) -> Result<String, Refusal> {
     let jobs: Service<JobsService> = shared
         .ctx
         .get::<JobsService>(JOBS_SERVICE)
         .ok()
         .flatten()
-        .ok_or("run_in_background needs the background job registry (a `jobs` row), and none is loaded; send in the foreground")?;
+        .ok_or_else(|| Refusal("run_in_background needs the background job registry (a `jobs` row), and none is loaded; send in the foreground".to_owned()))?;
     let from = terminal.position();
     let prompts = terminal.prompts();
     let killed = Arc::new(AtomicBool::new(false));
@@ -66,12 +66,12 @@ pub(crate) async fn send(
             JobControl_TO::from_value(control, TD_Opaque),
         )
         .into_result()
-        .map_err(|error| format!("the background job did not start: {error}"))?
+        .map_err(|error| Refusal(format!("the background job did not start: {error}")))?
         .into_string();
     terminal
         .type_text(input)
         .await
-        .map_err(|error| error.message.to_string())?;
+        .map_err(|error| Refusal(error.message.to_string()))?;
     let (ctx, name) = (shared.ctx.clone(), job.clone());
     let spawned = shared.ctx.spawn(async move {
         // The terminal is this job's until it settles.
@@ -102,6 +102,6 @@ pub(crate) async fn send(
         };
         jobs.settle(RString::from(name.as_str()), Json::encode(&end));
     });
-    spawned.map_err(|error| error.to_string())?;
+    spawned.map_err(|error| Refusal(error.to_string()))?;
     Ok(job)
 }

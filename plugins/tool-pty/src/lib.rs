@@ -170,6 +170,11 @@ impl Tool for PtyTool {
     }
 }
 
+/// Why a call cannot go on: the tool error's text, for the model.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Refusal(pub(crate) String);
+
 /// A `bash` call's value.
 #[derive(Deserialize)]
 #[serde(crate = "dsh_plugin_api::serde")]

@@ -17,9 +17,9 @@ use dsh_protocol::{ContentBlock, ToolReply, ToolSuccess};
 use dsh_tools_seam::CallView;
 use serde_json::{Value, json};
 
-use crate::Shared;
 use crate::screen::keep_tail;
 use crate::terminal::{Start, Terminal, Until, WaitReason, describe_exit};
+use crate::{Refusal, Shared};
 
 pub(crate) const DESCRIPTION: &str = "Run a command in a persistent bash shell (one per session, on a terminal). \
 State persists between calls: the working directory (`cd`), exported variables, an activated virtualenv, functions and aliases. \
@@ -159,7 +159,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
             };
             match start(shared, call, &cancelled).await {
                 Ok(terminal) => (terminal, note),
-                Err(message) => return ToolReply::error(message),
+                Err(refusal) => return ToolReply::error(refusal.0),
             }
         }
     };
@@ -275,7 +275,7 @@ async fn start(
     shared: &Shared,
     call: &CallView,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Arc<Terminal>, String> {
+) -> Result<Arc<Terminal>, Refusal> {
     let terminal = Terminal::start(
         &shared.ctx,
         &shared.sandbox,
@@ -286,7 +286,7 @@ async fn start(
             call_id: &call.call_id,
         },
     )
-    .map_err(|error| error.message.to_string())?;
+    .map_err(|error| Refusal(error.message.to_string()))?;
     let until = Until::Prompt {
         silence: START_TIMEOUT,
     };
@@ -296,7 +296,7 @@ async fn start(
             terminal
                 .type_text(line)
                 .await
-                .map_err(|error| error.message.to_string())?;
+                .map_err(|error| Refusal(error.message.to_string()))?;
         }
         let waited = terminal
             .wait(&shared.ctx, 0, prompts, &until, START_TIMEOUT, cancelled)
@@ -304,11 +304,11 @@ async fn start(
         if waited.reason != WaitReason::StdinRead {
             let shown = terminal.with_screen(|screen| screen.since(0, None).0);
             terminal.close().await;
-            return Err(format!(
+            return Err(Refusal(format!(
                 "the shell did not start ({}): {}",
                 waited.reason.as_str(),
                 shown.trim()
-            ));
+            )));
         }
     }
     Ok(terminal)

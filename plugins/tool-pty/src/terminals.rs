@@ -153,7 +153,7 @@ pub(crate) async fn run(
                 crate::background::send(shared, &call.session, &id, terminal, &input, sending);
             match started.await {
                 Ok(job) => text(format!("started background job {job}")),
-                Err(message) => ToolReply::error(message),
+                Err(refusal) => ToolReply::error(refusal.0),
             }
         }
         "terminal_read" => read(&terminal, &arguments),

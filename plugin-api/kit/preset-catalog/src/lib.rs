@@ -75,6 +75,11 @@ pub struct RowFile {
     pub disabled: bool,
 }
 
+/// Why a preset cannot be used: a sentence naming the file and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Problem(pub String);
+
 /// A preset that reads.
 #[derive(Debug, Clone)]
 pub struct Preset {
@@ -118,23 +123,23 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// Parses YAML `text` of `file` into `T`, naming the field that does not read.
-fn parse<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, String> {
+fn parse<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, Problem> {
     let deserializer = serde_norway::Deserializer::from_str(text);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         match path.as_str() {
-            "." | "" => format!("{file}: {inner}"),
-            field => format!("{file}: {field}: {inner}"),
+            "." | "" => Problem(format!("{file}: {inner}")),
+            field => Problem(format!("{file}: {field}: {inner}")),
         }
     })
 }
 
 /// Reads one preset from its texts; `label` is how its files are named in problems.
-fn read(id: &str, source: PresetSource, label: &str, texts: Texts) -> Result<Preset, String> {
+fn read(id: &str, source: PresetSource, label: &str, texts: Texts) -> Result<Preset, Problem> {
     let file: PresetFile = parse(&format!("{label}/preset.yml"), &texts.preset)?;
     if file.name.trim().is_empty() {
-        return Err(format!("{label}/preset.yml: name: empty"));
+        return Err(Problem(format!("{label}/preset.yml: name: empty")));
     }
     let rows: Vec<RowFile> = if texts.agent.trim().is_empty() {
         Vec::new()
@@ -145,27 +150,27 @@ fn read(id: &str, source: PresetSource, label: &str, texts: Texts) -> Result<Pre
     let mut ids = std::collections::HashSet::new();
     for (index, row) in rows.iter().enumerate() {
         if row.id.trim().is_empty() || !ids.insert(row.id.as_str()) {
-            return Err(format!(
+            return Err(Problem(format!(
                 "{label}/agent.yml: [{index}].id: `{}` is empty or named twice",
                 row.id
-            ));
+            )));
         }
         if let Some(config) = &row.config
             && !(config.is_object() || config.is_null())
         {
-            return Err(format!(
+            return Err(Problem(format!(
                 "{label}/agent.yml: [{index}].config: a map is expected (row `{}`)",
                 row.id
-            ));
+            )));
         }
     }
     let prompt = match (&file.prompt, &texts.prompt) {
         (None, _) => None,
         (Some(_), Some(text)) => Some(text.clone()),
         (Some(name), None) => {
-            return Err(format!(
+            return Err(Problem(format!(
                 "{label}/preset.yml: prompt: `{name}` is not beside it"
-            ));
+            )));
         }
     };
     Ok(Preset {
@@ -182,7 +187,7 @@ fn shipped(id: &str) -> Option<&'static Shipped> {
     SHIPPED.iter().find(|shipped| shipped.id == id)
 }
 
-fn shipped_preset(shipped: &Shipped) -> Result<Preset, String> {
+fn shipped_preset(shipped: &Shipped) -> Result<Preset, Problem> {
     let texts = Texts {
         preset: shipped.preset.to_owned(),
         agent: shipped.agent.to_owned(),
@@ -208,13 +213,13 @@ impl Catalog {
         self.root.as_ref().map(|root| root.join(id))
     }
 
-    fn user_texts(folder: &Path, label: &str) -> Result<Texts, String> {
+    fn user_texts(folder: &Path, label: &str) -> Result<Texts, Problem> {
         let preset = std::fs::read_to_string(folder.join("preset.yml"))
-            .map_err(|error| format!("{label}/preset.yml: {error}"))?;
+            .map_err(|error| Problem(format!("{label}/preset.yml: {error}")))?;
         let agent = match std::fs::read_to_string(folder.join("agent.yml")) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(error) => return Err(format!("{label}/agent.yml: {error}")),
+            Err(error) => return Err(Problem(format!("{label}/agent.yml: {error}"))),
         };
         // The prompt file's name comes from preset.yml; read it if it names one.
         let named = parse::<PresetFile>(&format!("{label}/preset.yml"), &preset)
@@ -244,7 +249,7 @@ impl Catalog {
                 Ok(preset) => Found::Preset(Box::new(preset)),
                 Err(problem) => Found::Broken {
                     source: PresetSource::Shipped,
-                    problem,
+                    problem: problem.0,
                 },
             };
         }
@@ -261,7 +266,7 @@ impl Catalog {
             Ok(preset) => Found::Preset(Box::new(preset)),
             Err(problem) => Found::Broken {
                 source: PresetSource::User,
-                problem,
+                problem: problem.0,
             },
         }
     }
@@ -335,11 +340,11 @@ impl Catalog {
     /// Preset `id` as `dsh-host --dump-config --preset ID` shows it: what it is, what its
     /// sessions inherit of the profile's tools and whether a prompt of its own replaces the
     /// assembled one, then its rows as they are mounted (each with the preset's scope).
-    pub fn dump(&self, id: &str) -> Result<String, String> {
+    pub fn dump(&self, id: &str) -> Result<String, Problem> {
         let preset = match self.find(id) {
             Found::Preset(preset) => preset,
-            Found::Broken { problem, .. } => return Err(problem),
-            Found::Missing => return Err(format!("no agent preset `{id}`")),
+            Found::Broken { problem, .. } => return Err(Problem(problem)),
+            Found::Missing => return Err(Problem(format!("no agent preset `{id}`"))),
         };
         let scope = dsh_protocol::preset_scope(id);
         let source = match preset.source {
@@ -381,7 +386,7 @@ impl Catalog {
             out.push_str("# (no rows of its own)\n");
         } else {
             let text = serde_norway::to_string(&rows)
-                .map_err(|error| format!("agent preset `{id}`: {error}"))?;
+                .map_err(|error| Problem(format!("agent preset `{id}`: {error}")))?;
             out.push_str(&text);
         }
         Ok(out)
@@ -429,7 +434,9 @@ mod tests {
             preset: "name: X\norder: first\n".to_owned(),
             ..Texts::default()
         };
-        let problem = read("x", PresetSource::User, "agent-presets/x", texts).unwrap_err();
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts)
+            .unwrap_err()
+            .0;
         assert!(
             problem.starts_with("agent-presets/x/preset.yml: order:"),
             "{problem}"
@@ -439,13 +446,17 @@ mod tests {
             agent: "- id: a\n  name: tool-x\n  config: 3\n".to_owned(),
             prompt: None,
         };
-        let problem = read("x", PresetSource::User, "agent-presets/x", texts).unwrap_err();
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts)
+            .unwrap_err()
+            .0;
         assert!(problem.contains("agent.yml: [0].config"), "{problem}");
         let texts = Texts {
             preset: "name: X\nprompt: prompt.md\n".to_owned(),
             ..Texts::default()
         };
-        let problem = read("x", PresetSource::User, "agent-presets/x", texts).unwrap_err();
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts)
+            .unwrap_err()
+            .0;
         assert!(problem.contains("preset.yml: prompt:"), "{problem}");
     }
 
@@ -489,6 +500,9 @@ mod dump_tests {
         );
         assert!(text.contains("# prompt: prompt.md"), "{text}");
         assert!(text.contains("scope: preset:minimal"), "{text}");
-        assert_eq!(catalog.dump("nope").unwrap_err(), "no agent preset `nope`");
+        assert_eq!(
+            catalog.dump("nope").unwrap_err().0,
+            "no agent preset `nope`"
+        );
     }
 }
