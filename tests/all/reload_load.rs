@@ -20,7 +20,7 @@ const SESSIONS: usize = 20;
 /// The libraries replaced under load (each also the name of its row in the agent bundle).
 const LIBRARIES: [&str; 4] = ["tools", "tool-bash", "agent-loop", "llm-deepseek"];
 /// The turn after every reload, which must complete everywhere.
-const LAST: usize = 6;
+const LAST: usize = 8;
 /// How long a whole round of turns may take before the test calls one stuck.
 const TURNS_WITHIN: Duration = Duration::from_secs(40);
 
@@ -465,7 +465,17 @@ fn twenty_sessions_mid_turn_survive_replaced_libraries() {
         open_gate(&work, &format!("bash-t{turn}"));
         ends.push(turn_reasons(&web, &home, &sessions, turn as u64));
     }
-    eprintln!("reload-load: how turns 1-5 ended: {ends:?}");
+    // Turns 6 and 7: the driver, then all four, while every answer is held mid-stream.
+    let streaming: [(usize, &[&str]); 2] = [(6, &["agent-loop"]), (7, &LIBRARIES)];
+    for (turn, libraries) in streaming {
+        open_gate(&work, &format!("bash-t{turn}"));
+        prompt_all(&web, &sessions, turn);
+        wait_step(&server, SESSIONS, turn, 2);
+        replace(&web, &home, &sessions, turn as u64, libraries);
+        open_gate(&work, &format!("answer-t{turn}"));
+        ends.push(turn_reasons(&web, &home, &sessions, turn as u64));
+    }
+    eprintln!("reload-load: how turns 1-7 ended: {ends:?}");
     // A leaf plugin replaced mid-call lets the call it runs finish (the old version is disposed
     // to quiescence) and the turn goes on: nothing there may end a turn.
     for (turn, library) in [(0, "tool-bash"), (1, "llm-deepseek")] {
@@ -539,10 +549,11 @@ fn twenty_sessions_mid_turn_survive_replaced_libraries() {
         }
     }
     let copies = |status: &Value| status["library_copies"].as_u64().unwrap();
-    // Each library loaded anew twice; the truncated file never became a copy.
+    // Thirteen copies loaded anew (agent-loop four times, llm-deepseek, tools and tool-bash
+    // three); the truncated file never became one.
     assert_eq!(
         copies(&after),
-        copies(&before) + 8,
+        copies(&before) + 13,
         "before {before}\nafter {after}"
     );
     let (old, new) = (fibers_by_row(&before), fibers_by_row(&after));
