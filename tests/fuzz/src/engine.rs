@@ -40,6 +40,8 @@ pub struct Report {
     pub elapsed: Duration,
     pub slowest: Duration,
     pub slowest_len: usize,
+    /// The slowest case's input, to time it again apart from the run (`dsh-fuzz time`).
+    pub slowest_input: Vec<u8>,
     /// The panics: the message and the file the input was saved to (if saved).
     pub crashers: Vec<(String, Option<PathBuf>)>,
     /// The process's peak resident set, in KiB (Linux: `VmHWM`).
@@ -167,6 +169,7 @@ pub fn run(target: &Target, settings: &Settings) -> Result<Report, CorpusError> 
         elapsed: Duration::ZERO,
         slowest: Duration::ZERO,
         slowest_len: 0,
+        slowest_input: Vec::new(),
         crashers: Vec::new(),
         peak_rss_kib: None,
     };
@@ -224,6 +227,7 @@ fn run_case(
     if took > report.slowest {
         report.slowest = took;
         report.slowest_len = input.len();
+        report.slowest_input = input.to_vec();
     }
     if let Err(message) = outcome {
         // One file per distinct panic: a bug found once is found thousands of times.

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use dsh_fuzz::{Settings, TARGETS, Target, corpus, find, run};
 
-const USAGE: &str = "usage: dsh-fuzz list | dsh-fuzz TARGET|all SECONDS [--seed N] [--hang-ms MS] [--max-rss-mib MIB] [--no-save]";
+const USAGE: &str = "usage: dsh-fuzz list | dsh-fuzz time TARGET FILE | dsh-fuzz TARGET|all SECONDS [--seed N] [--hang-ms MS] [--max-rss-mib MIB] [--no-save] [--slowest-to DIR]";
 
 struct Args {
     targets: Vec<&'static Target>,
     settings: Settings,
     max_rss_mib: u64,
+    /// Where to write each target's slowest input (`<dir>/<target>.bin`).
+    slowest_to: Option<std::path::PathBuf>,
 }
 
 fn value<T: std::str::FromStr>(args: &[String], flag: &str) -> Result<Option<T>, String> {
@@ -60,11 +62,44 @@ fn parse(args: &[String]) -> Result<Args, String> {
             corpus: save.then(corpus::default_dir),
         },
         max_rss_mib: value(args, "--max-rss-mib")?.unwrap_or(1024),
+        slowest_to: value(args, "--slowest-to")?,
     })
+}
+
+/// `time TARGET FILE`: the input of FILE through TARGET ten times, each run's time printed, to
+/// tell a slow input from a run that was only descheduled.
+fn time(args: &[String]) -> ExitCode {
+    let (Some(name), Some(file)) = (args.first(), args.get(1)) else {
+        eprintln!("dsh-fuzz: {USAGE}");
+        return ExitCode::from(2);
+    };
+    let Some(target) = find(name) else {
+        eprintln!("dsh-fuzz: no target `{name}`");
+        return ExitCode::from(2);
+    };
+    let input = match std::fs::read(file) {
+        Ok(input) => input,
+        Err(error) => {
+            eprintln!("dsh-fuzz: cannot read {file}: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let runs: Vec<String> = (0..10)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            (target.run)(&input);
+            format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0)
+        })
+        .collect();
+    println!("{name} {} bytes: {} ms", input.len(), runs.join(" "));
+    ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|arg| arg == "time") {
+        return time(&args[1..]);
+    }
     if args.first().is_some_and(|arg| arg == "list") {
         TARGETS
             .iter()
@@ -110,6 +145,14 @@ fn main() -> ExitCode {
                 .map(|path| format!(" (input saved to {})", path.display()))
                 .unwrap_or_default();
             println!("  PANIC: {message}{saved}");
+        }
+        if let Some(dir) = &args.slowest_to {
+            let path = dir.join(format!("{}.bin", report.target));
+            if let Err(error) = std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::write(&path, &report.slowest_input))
+            {
+                eprintln!("dsh-fuzz: cannot write {}: {error}", path.display());
+            }
         }
         if rss_mib.is_some_and(|mib| mib > args.max_rss_mib) {
             failed = true;
