@@ -39,6 +39,16 @@ fn bind(argv: &mut Vec<String>, kind: &str, path: &str) {
     argv.extend([kind.to_owned(), path.to_owned(), path.to_owned()]);
 }
 
+/// Where `path` really is: `bwrap` resolves an absolute symbolic link met in a destination
+/// against its own setup root, not the sandbox's, so a writable root that is a link (a shared
+/// build directory linked into the home) is bound where it leads.
+fn real(path: &str) -> String {
+    std::fs::canonicalize(path).map_or_else(
+        |_| path.to_owned(),
+        |real| real.to_string_lossy().into_owned(),
+    )
+}
+
 fn inside(path: &str, dir: &str) -> bool {
     Path::new(path).starts_with(dir)
 }
@@ -97,7 +107,7 @@ pub(crate) fn arguments(
         _ => Vec::new(),
     };
     for root in &writable {
-        bind(&mut argv, "--bind", root);
+        bind(&mut argv, "--bind", &real(root));
     }
     // Read-only still sees its workspace, which the private /tmp may have covered.
     if policy.mode == SandboxMode::ReadOnly && private_tmp {
@@ -189,9 +199,10 @@ fn hide(argv: &mut Vec<String>, policy: &SandboxPolicy, writable: &[&String]) {
             {
                 bind(argv, "--ro-bind", exposed);
             }
-            // Mount points are made in the tmpfs while it is still writable.
+            // Mount points are made in the tmpfs while it is still writable; a root that is a
+            // link there becomes a directory of what it leads to.
             for root in writable.iter().filter(|root| inside(root, hidden)) {
-                bind(argv, "--bind", root);
+                argv.extend(["--bind".to_owned(), real(root), (*root).clone()]);
             }
             argv.extend(["--remount-ro".to_owned(), hidden.clone()]);
         } else if path.exists() {
