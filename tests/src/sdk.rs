@@ -245,16 +245,14 @@ pub fn normalize_notifications(notifications: &[Value], scrub: &Scrub) -> Vec<Va
         .collect()
 }
 
-/// The kinds a step logs while it opens its first request, among which the first-words title
-/// may land.
-const STEP_OPENING: [&str; 2] = ["request/header", "request/context"];
-
 /// Puts each first-words title where the reference logs it, right after the message it names,
-/// when it landed later within that step's opening (`request/header`, `request/context`), and
-/// numbers the moved events' `seq` as the reference's log does; answers how many it moved.
-/// `session-title` appends that title on the runtime's next turn, racing the loop's own
-/// appends, so its place among those two is not fixed (the reference's lands first). Anything
-/// else stays where it is, so every other difference still shows.
+/// when it landed later within that message's first step, before any tool ran (among the
+/// step's `request/header`, `request/context`, streamed chunks, message and calls, with nothing
+/// of another session or method between), and numbers the moved events' `seq` as the
+/// reference's log does; answers how many it moved. `session-title` appends that title on the
+/// runtime's next turn, racing the loop's own appends, so its place among them is not fixed
+/// (the reference's lands first; on a loaded machine ours can land as late as the step's
+/// calls). Anything else stays where it is, so every other difference still shows.
 pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
     let mut moved = 0;
     for at in 0..notifications.len() {
@@ -276,9 +274,7 @@ pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
         let opening = between.iter().all(|n| {
             n["method"] == "session.event"
                 && n["params"]["sessionId"] == session
-                && STEP_OPENING
-                    .iter()
-                    .any(|kind| n["params"]["event"]["type"] == *kind)
+                && n["params"]["event"]["type"] != "tool/result"
         });
         if between.is_empty() || !opening {
             continue;
