@@ -396,3 +396,25 @@ pub(super) fn splice(text: &str, heading: &str, section: &str) -> String {
         &text[end..]
     )
 }
+
+/// One section alone (`cargo xtask bench tui`, `presets`): the release build it needs, then the
+/// section, printed and put into BENCHMARKS.md in place of the one under `heading`.
+pub(super) fn alone_section(
+    root: &Path,
+    label: &str,
+    heading: &str,
+    section: fn(&Path) -> String,
+) -> Result<()> {
+    crate::timed("build release", || {
+        cargo(
+            root,
+            &["build", "--release", "--workspace", "--bins", "--lib"],
+        )
+    })?;
+    let text = crate::timed(label, || Ok(section(root)))?;
+    let file = root.join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&file).unwrap_or_default();
+    std::fs::write(&file, splice(&old, heading, &text))?;
+    println!("{text}");
+    Ok(())
+}

@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::process::cargo;
 
 const RUNS: usize = 3;
 
@@ -92,18 +91,7 @@ const SINGLES: &[(&str, &str)] = &[
 
 /// `cargo xtask bench presets`: the release build, then the section, spliced into BENCHMARKS.md.
 pub(super) fn alone(root: &Path) -> Result<()> {
-    crate::timed("build release", || {
-        cargo(
-            root,
-            &["build", "--release", "--workspace", "--bins", "--lib"],
-        )
-    })?;
-    let section = crate::timed("run the preset figures", || Ok(section(root)))?;
-    let file = root.join("BENCHMARKS.md");
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    std::fs::write(&file, super::splice(&text, HEADING, &section))?;
-    println!("{section}");
-    Ok(())
+    super::alone_section(root, "run the preset figures", HEADING, section)
 }
 
 /// The markdown section: the tables, or why there are none.

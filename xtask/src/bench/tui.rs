@@ -12,7 +12,6 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::process::cargo;
 
 const RUNS: usize = 3;
 
@@ -70,18 +69,7 @@ const FIGURES: &[(&str, Option<&str>, &str)] = &[
 /// `cargo xtask bench tui`: the release build, then the section, printed and put into
 /// BENCHMARKS.md.
 pub(super) fn alone(root: &Path) -> Result<()> {
-    crate::timed("build release", || {
-        cargo(
-            root,
-            &["build", "--release", "--workspace", "--bins", "--lib"],
-        )
-    })?;
-    let section = crate::timed("run the terminal UIs", || Ok(section(root)))?;
-    let file = root.join("BENCHMARKS.md");
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    std::fs::write(&file, super::splice(&text, HEADING, &section))?;
-    println!("{section}");
-    Ok(())
+    super::alone_section(root, "run the terminal UIs", HEADING, section)
 }
 
 /// The markdown section: the table, or why there is none.
