@@ -245,6 +245,10 @@ pub fn normalize_notifications(notifications: &[Value], scrub: &Scrub) -> Vec<Va
         .collect()
 }
 
+/// The kinds past which a first-words title is no longer put back: a tool ran, or the step or
+/// turn ended.
+const STEP_CLOSING: [&str; 3] = ["tool/result", "step/end", "turn/end"];
+
 /// Puts each first-words title where the reference logs it, right after the message it names,
 /// when it landed later within that message's first step, before any tool ran (among the
 /// step's `request/header`, `request/context`, streamed chunks, message and calls, with nothing
@@ -274,7 +278,9 @@ pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
         let opening = between.iter().all(|n| {
             n["method"] == "session.event"
                 && n["params"]["sessionId"] == session
-                && n["params"]["event"]["type"] != "tool/result"
+                && !STEP_CLOSING
+                    .iter()
+                    .any(|kind| n["params"]["event"]["type"] == *kind)
         });
         if between.is_empty() || !opening {
             continue;
@@ -443,6 +449,14 @@ mod tests {
                 (json!("request/context"), json!(7)),
             ]
         );
+        let mut after_call = vec![
+            event("user/message", 4, json!({})),
+            event("request/header", 5, json!({})),
+            event("tool/call", 6, json!({})),
+            event("session/title", 7, title()),
+        ];
+        assert_eq!(settle_fallback_titles(&mut after_call), 1);
+        assert_eq!(after_call[1]["params"]["event"]["type"], "session/title");
         let mut elsewhere = vec![
             event("user/message", 4, json!({})),
             event("step/end", 5, json!({})),
