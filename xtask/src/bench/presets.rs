@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-
 const RUNS: usize = 3;
 
 pub(super) const HEADING: &str =

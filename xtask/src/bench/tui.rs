@@ -12,7 +12,6 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-
 const RUNS: usize = 3;
 
 pub(super) const HEADING: &str = "## Terminal UI in tmux (issue 23)";
