@@ -81,13 +81,25 @@ pub(crate) fn start(
     Ok((Stdio { process }, pid))
 }
 
+/// The longest line a server's stdout may send (as the ACP and SDK readers cap theirs): the rest
+/// of a longer line is dropped, so the line fails to read as JSON and is reported, and a
+/// server that never ends a line cannot grow the host's memory without bound.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
 /// Adds `bytes` to the `line` being read; answers the lines they complete (lossy UTF-8, trimmed,
 /// blank ones dropped).
 pub(crate) fn split_lines(line: &mut Vec<u8>, bytes: &[u8]) -> Vec<String> {
+    split_lines_capped(line, bytes, MAX_LINE)
+}
+
+/// [`split_lines`] with lines cut at `max` bytes.
+fn split_lines_capped(line: &mut Vec<u8>, bytes: &[u8], max: usize) -> Vec<String> {
     let mut complete = Vec::new();
     for byte in bytes.iter().copied() {
         if byte != b'\n' {
-            line.push(byte);
+            if line.len() < max {
+                line.push(byte);
+            }
             continue;
         }
         let text = String::from_utf8_lossy(line).trim().to_owned();
@@ -168,5 +180,20 @@ impl Transport for Stdio {
             self.process.stdin.close().await;
             let _ = self.process.process.terminate(KILL_GRACE_MS).await;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_past_the_cap_is_cut_and_the_next_one_reads_whole() {
+        let mut line = Vec::new();
+        assert!(split_lines_capped(&mut line, b"0123456789", 8).is_empty());
+        assert_eq!(line.len(), 8, "nothing past the cap is kept");
+        let lines = split_lines_capped(&mut line, b"abc\n{\"a\":1}\n", 8);
+        assert_eq!(lines, ["01234567", "{\"a\":1}"]);
+        assert!(line.is_empty());
     }
 }
