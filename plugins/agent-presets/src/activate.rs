@@ -47,6 +47,13 @@ impl Activator {
         }
     }
 
+    /// Whether a live preset has a fixed prompt.
+    pub(crate) fn any_prompt(&self) -> bool {
+        lock(&self.active)
+            .values()
+            .any(|active| active.prompt.is_some())
+    }
+
     /// The live preset whose scope is `scope`.
     pub(crate) fn by_scope(&self, scope: &str) -> Option<Arc<Active>> {
         lock(&self.active)

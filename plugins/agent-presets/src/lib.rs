@@ -243,7 +243,11 @@ impl Plugin for AgentPresetsPlugin {
         let prompts = activator.clone();
         // A preset with a fixed prompt answers it in place of the assembled one.
         ctx.on_waterfall(&SYSTEM_PROMPT_ASSEMBLE, move |next| {
-            let request: Option<PromptRequest> = next.payload().decode().ok();
+            // Most requests run no preset with a prompt of its own: they are not decoded.
+            let request: Option<PromptRequest> = match prompts.any_prompt() {
+                true => next.payload().decode().ok(),
+                false => None,
+            };
             let fixed = request.as_ref().and_then(|request| {
                 request.scope.iter().find_map(|scope| {
                     let active = prompts.by_scope(scope)?;
