@@ -135,8 +135,15 @@ fn parse<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, Prob
     })
 }
 
-/// Reads one preset from its texts; `label` is how its files are named in problems.
-fn read(id: &str, source: PresetSource, label: &str, texts: Texts) -> Result<Preset, Problem> {
+/// Reads one preset from its texts; `label` is how its files are named in problems. A prompt
+/// file preset.yml names and `texts` lacks is asked of `load_prompt` (the user's folder).
+fn read(
+    id: &str,
+    source: PresetSource,
+    label: &str,
+    mut texts: Texts,
+    load_prompt: impl FnOnce(&str) -> Option<String>,
+) -> Result<Preset, Problem> {
     let file: PresetFile = parse(&format!("{label}/preset.yml"), &texts.preset)?;
     if file.name.trim().is_empty() {
         return Err(Problem(format!("{label}/preset.yml: name: empty")));
@@ -163,6 +170,9 @@ fn read(id: &str, source: PresetSource, label: &str, texts: Texts) -> Result<Pre
                 row.id
             )));
         }
+    }
+    if texts.prompt.is_none() {
+        texts.prompt = file.prompt.as_deref().and_then(load_prompt);
     }
     let prompt = match (&file.prompt, &texts.prompt) {
         (None, _) => None,
@@ -198,6 +208,7 @@ fn shipped_preset(shipped: &Shipped) -> Result<Preset, Problem> {
         PresetSource::Shipped,
         &format!("shipped preset {}", shipped.id),
         texts,
+        |_| None,
     )
 }
 
@@ -221,21 +232,18 @@ impl Catalog {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(error) => return Err(Problem(format!("{label}/agent.yml: {error}"))),
         };
-        // The prompt file's name comes from preset.yml; read it if it names one.
-        let named = parse::<PresetFile>(&format!("{label}/preset.yml"), &preset)
-            .ok()
-            .and_then(|file| file.prompt);
-        let prompt = match named {
-            Some(name) if !name.contains('/') && !name.starts_with('.') => {
-                std::fs::read_to_string(folder.join(&name)).ok()
-            }
-            _ => None,
-        };
         Ok(Texts {
             preset,
             agent,
-            prompt,
+            prompt: None,
         })
+    }
+
+    /// The prompt file `name` beside a user preset's preset.yml (a plain file name only).
+    fn user_prompt(folder: &Path, name: &str) -> Option<String> {
+        (!name.contains('/') && !name.starts_with('.'))
+            .then(|| std::fs::read_to_string(folder.join(name)).ok())
+            .flatten()
     }
 
     /// Preset `id`: the shipped one of that id, else the user's folder (a shipped id is never
@@ -260,8 +268,11 @@ impl Catalog {
             return Found::Missing;
         }
         let label = format!("agent-presets/{id}");
-        let read = Self::user_texts(&folder, &label)
-            .and_then(|texts| read(id, PresetSource::User, &label, texts));
+        let read = Self::user_texts(&folder, &label).and_then(|texts| {
+            read(id, PresetSource::User, &label, texts, |name| {
+                Self::user_prompt(&folder, name)
+            })
+        });
         match read {
             Ok(preset) => Found::Preset(Box::new(preset)),
             Err(problem) => Found::Broken {
@@ -434,7 +445,7 @@ mod tests {
             preset: "name: X\norder: first\n".to_owned(),
             ..Texts::default()
         };
-        let problem = read("x", PresetSource::User, "agent-presets/x", texts)
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts, |_| None)
             .unwrap_err()
             .0;
         assert!(
@@ -446,7 +457,7 @@ mod tests {
             agent: "- id: a\n  name: tool-x\n  config: 3\n".to_owned(),
             prompt: None,
         };
-        let problem = read("x", PresetSource::User, "agent-presets/x", texts)
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts, |_| None)
             .unwrap_err()
             .0;
         assert!(problem.contains("agent.yml: [0].config"), "{problem}");
@@ -454,7 +465,7 @@ mod tests {
             preset: "name: X\nprompt: prompt.md\n".to_owned(),
             ..Texts::default()
         };
-        let problem = read("x", PresetSource::User, "agent-presets/x", texts)
+        let problem = read("x", PresetSource::User, "agent-presets/x", texts, |_| None)
             .unwrap_err()
             .0;
         assert!(problem.contains("preset.yml: prompt:"), "{problem}");
