@@ -4,7 +4,7 @@
 // session of the chosen preset (the test checks what the model was offered and told); the
 // header names it; in the settings a copy of minimal is made the default.
 
-export function presetScenarios({ authUrl, expect, shoot }) {
+export function presetScenarios({ authUrl, expect, shoot, themes }) {
   return {
     async presets(page) {
       await page.goto(authUrl);
@@ -25,7 +25,13 @@ export function presetScenarios({ authUrl, expect, shoot }) {
       const moved = await page.getAttribute('#presets [aria-checked="true"]', "data-preset");
       expect(moved === "code", `ArrowRight moves to code, not ${moved}`);
       await page.click('#presets [data-preset="reader"]');
-      await shoot(page, "chosen");
+      await themes(page, "chosen");
+      // At 390 px the chips wrap inside the page.
+      await page.setViewportSize({ width: 390, height: 844 });
+      const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth);
+      expect(overflow <= 0, `the new-session screen overflows sideways by ${overflow}px at 390 px`);
+      await themes(page, "chosen-390");
+      await page.setViewportSize({ width: 1280, height: 800 });
       await page.fill("#prompt", "what is here?");
       await page.keyboard.press("Enter");
       await page.waitForSelector(".turn-end", { state: "attached" });
@@ -49,7 +55,9 @@ export function presetScenarios({ authUrl, expect, shoot }) {
       expect(!marks.includes("default"), `standard is no longer the default: ${marks}`);
       const brokenRow = await page.textContent('#preset-list [data-preset="broken"]');
       expect(brokenRow.includes("agent-presets/broken/preset.yml"), `the broken preset says why: ${brokenRow}`);
-      await shoot(page, "settings");
+      await themes(page, "settings");
+      await page.setViewportSize({ width: 390, height: 844 });
+      await themes(page, "settings-390");
     },
   };
 }

@@ -814,7 +814,7 @@ Object.assign(scenarios, frameScenarios({ authUrl, expect, shoot, themes, proble
 Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, effortScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, planScenarios({ authUrl, expect, shoot, themes }));
-Object.assign(scenarios, presetScenarios({ authUrl, expect, shoot }));
+Object.assign(scenarios, presetScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
