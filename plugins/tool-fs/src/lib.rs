@@ -30,7 +30,7 @@ use dsh_protocol::{
     ContentBlock, OutcomeSummary, TodoWriteEvent, ToolDecl, ToolError as ToolFailureReply,
     ToolReply, ToolSuccess,
 };
-use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, call_policy};
 use dsh_sessions_seam::NewEventRecord;
 use dsh_sessions_seam::{SESSION_DISPOSED, append_or_report};
 use dsh_tool_fs_core::{
@@ -116,13 +116,7 @@ impl Shared {
     /// `DSH_PERMISSION_MODE` over the working directory and the temp dirs.
     fn workspace(&self, call: &CallView) -> Workspace {
         let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
-        let policy = match self.ctx.get::<SandboxService>(SANDBOX_SERVICE) {
-            Ok(Some(sandbox)) => sandbox
-                .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
-                .decode()
-                .ok(),
-            _ => None,
-        };
+        let policy = call_policy(&self.ctx, &call.session, &call.cwd, &call.call_id);
         let Some(policy) = policy else {
             return base.with_mode(self.mode).with_temp_roots();
         };

@@ -7,25 +7,13 @@ use std::sync::Arc;
 
 use dsh_fs_local::FileSystem;
 use dsh_plugin_api::Context;
-use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
-use dsh_tool_fs_core::{SandboxMode, Workspace};
+use dsh_sandbox_seam::call_policy;
+use dsh_tool_fs_core::Workspace;
 use dsh_tools_seam::CallView;
 
 pub(crate) fn workspace(ctx: &Context, fs: Arc<dyn FileSystem>, call: &CallView) -> Workspace {
-    let base = Workspace::new(call.cwd.as_str()).with_fs(fs);
-    let policy = match ctx.get::<SandboxService>(SANDBOX_SERVICE) {
-        Ok(Some(sandbox)) => sandbox
-            .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
-            .decode()
-            .ok(),
-        _ => None,
-    };
-    let Some(policy) = policy else {
-        let mode = std::env::var("DSH_PERMISSION_MODE")
-            .ok()
-            .and_then(|name| SandboxMode::parse(&name))
-            .unwrap_or(SandboxMode::WorkspaceWrite);
-        return base.with_mode(mode).with_temp_roots();
-    };
-    base.with_policy(policy)
+    let policy = call_policy(ctx, &call.session, &call.cwd, &call.call_id);
+    Workspace::new(call.cwd.as_str())
+        .with_fs(fs)
+        .with_policy_or_env(policy)
 }

@@ -22,9 +22,9 @@ use dsh_plugin_api::io::fs::{FS_SERVICE, FS_STRICT_SERVICE, FsService, FsStrictS
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
-use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
+use dsh_sandbox_seam::{SANDBOX_SERVICE, call_policy};
 use dsh_sessions_seam::SESSION_DISPOSED;
-use dsh_tool_fs_core::{Observations, SandboxMode, Workspace};
+use dsh_tool_fs_core::{Observations, Workspace};
 use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
 
 use crate::commands::History;
@@ -52,22 +52,10 @@ pub(crate) struct Shared {
 impl Shared {
     /// The workspace of `call` under the session's sandbox policy, as `tool-fs` makes it.
     fn workspace(&self, call: &CallView) -> Workspace {
-        let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
-        let policy = match self.ctx.get::<SandboxService>(SANDBOX_SERVICE) {
-            Ok(Some(sandbox)) => sandbox
-                .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
-                .decode()
-                .ok(),
-            _ => None,
-        };
-        let Some(policy) = policy else {
-            let mode = std::env::var("DSH_PERMISSION_MODE")
-                .ok()
-                .and_then(|name| SandboxMode::parse(&name))
-                .unwrap_or(SandboxMode::WorkspaceWrite);
-            return base.with_mode(mode).with_temp_roots();
-        };
-        base.with_policy(policy)
+        let policy = call_policy(&self.ctx, &call.session, &call.cwd, &call.call_id);
+        Workspace::new(call.cwd.as_str())
+            .with_fs(self.fs.clone())
+            .with_policy_or_env(policy)
     }
 
     fn of<T: Default>(map: &Mutex<HashMap<String, Arc<T>>>, session: &str) -> Arc<T> {

@@ -110,3 +110,22 @@ pub trait SandboxPty: Send + Sync {
     ) -> RResult<PtyProcess, SeamError>;
 }
 pub type SandboxPtyService = SandboxPty_TO<'static, RBox<()>>;
+
+/// The sandbox policy of call `call_id` of `session` working in `cwd`, as the `sandbox` service
+/// answers it; `None` without that service (or an answer that does not read).
+pub fn call_policy(
+    ctx: &dsh_plugin_api::Context,
+    session: &str,
+    cwd: &str,
+    call_id: &str,
+) -> Option<SandboxPolicy> {
+    let sandbox = ctx.get::<SandboxService>(SANDBOX_SERVICE).ok().flatten()?;
+    sandbox
+        .policy(
+            RString::from(session),
+            RString::from(cwd),
+            RString::from(call_id),
+        )
+        .decode()
+        .ok()
+}

@@ -204,6 +204,21 @@ impl Workspace {
             .with_writable_root(std::env::temp_dir())
     }
 
+    /// Under the session's sandbox `policy`; without one (no `sandbox` service), under
+    /// `DSH_PERMISSION_MODE` (default `workspace-write`) over the root and the temp areas.
+    pub fn with_policy_or_env(self, policy: Option<dsh_protocol::SandboxPolicy>) -> Self {
+        match policy {
+            Some(policy) => self.with_policy(policy),
+            None => {
+                let mode = std::env::var("DSH_PERMISSION_MODE")
+                    .ok()
+                    .and_then(|name| SandboxMode::parse(&name))
+                    .unwrap_or(SandboxMode::WorkspaceWrite);
+                self.with_mode(mode).with_temp_roots()
+            }
+        }
+    }
+
     /// Whether the tool advertises `sandbox_permissions`; a denial then carries the hint.
     pub fn with_escalation_available(mut self, available: bool) -> Self {
         self.escalation_available = available;
