@@ -213,6 +213,10 @@ pub fn build_request_with_images(
                 },
             })
             .collect(),
+        // A summary is text: the tools are kept for the provider's prefix cache, and calling one
+        // is forbidden, so a model cannot end the compaction with a call nobody would run.
+        tool_choice: (request.purpose == Some(Purpose::Compaction) && !request.tools.is_empty())
+            .then(|| "none".to_owned()),
         temperature: request.config.temperature,
         max_tokens,
         stop: request.config.stop.clone(),

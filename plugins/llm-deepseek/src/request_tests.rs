@@ -182,6 +182,25 @@ fn headers_carry_key_identity_and_attribution() {
     assert!(bytes.starts_with(b"{\"model\":\"deepseek-v4-flash\",\"messages\":"));
 }
 
+/// A compaction's summary request keeps the conversation's tools (the cached prefix) and
+/// forbids calling them; every other request leaves the choice to the provider.
+#[test]
+fn a_compaction_request_keeps_its_tools_and_forbids_calls() {
+    let tool = ToolSchema::new("bash", "run", &json!({"type": "object"}));
+    let mut call = request(vec![message(Role::User, vec![ContentBlock::text("x")])]);
+    call.tools = vec![tool];
+    let config = AdapterConfig::deepseek(None);
+    let plain = body(&config, &call);
+    assert!(plain.get("tool_choice").is_none(), "{plain}");
+    call.purpose = Some(Purpose::Compaction);
+    let summary = body(&config, &call);
+    assert_eq!(summary["tool_choice"], "none");
+    assert_eq!(summary["tools"][0]["function"]["name"], "bash");
+    // Without tools there is nothing to forbid (the API refuses a choice without tools).
+    call.tools.clear();
+    assert!(body(&config, &call).get("tool_choice").is_none());
+}
+
 fn thinking_fields(
     config: &AdapterConfig,
     effort: Option<&str>,

@@ -20,6 +20,10 @@ pub struct ChatRequest {
     pub reasoning_effort: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<WireTool>,
+    /// `none` on a compaction's summary request: its tools stay (the cached prefix holds them)
+    /// but the model may not call one. Absent otherwise (the provider's `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
