@@ -19,7 +19,6 @@ use dsh_tests::headless::{patched_args, stream_json};
 use dsh_tests::{HostProcess, TestDir, workspace_root};
 use serde_json::{Value, json};
 
-const SKILL: &str = "plugins/plugin-author/skills";
 const EXAMPLE_TOML: &str =
     include_str!("../../plugins/plugin-author/skills/plugin-author/tool-plugin.Cargo.toml");
 const EXAMPLE_RS: &str =
@@ -177,11 +176,9 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
     let home = dir.home();
     let rows = format!(
         "- insert:\n  - id: plugin-author\n    name: plugin-author\n    config:\n      targetDir: {target}\n\
-         - id: sandbox\n  config:\n    hidden: [{home}]\n    exposed: [{home}/spill, {home}/skills]\n    writableRoots: [{target}]\n\
-         - id: skills\n  config:\n    dshHome: {home}\n    customSkillDirs: [{skills}]\n",
+         - id: sandbox\n  config:\n    hidden: [{home}]\n    exposed: [{home}/spill, {home}/skills]\n    writableRoots: [{target}]\n",
         target = target.display(),
         home = home.display(),
-        skills = root.join(SKILL).display(),
     );
     let mut args = patched_args(&server, &dir, &rows);
     args.extend(
@@ -207,13 +204,10 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         .collect();
     let show = |index: usize| format!("call_{index}: {:?}", results[index]);
 
-    // The skill reached the model's catalog.
-    let first = &server.requests()[0];
+    // The skill reached the model's catalog: the row offers its folder (`skills/roots`), no
+    // skills row lists it.
     assert!(
-        first
-            .user_texts()
-            .iter()
-            .any(|text| text.contains("`plugin-author`")),
+        lists_the_skill(&server.requests()[0]),
         "the skill is not in the catalog"
     );
     // Scaffolded from the template.
@@ -329,6 +323,14 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
 }
 
 /// The tool names a request offered.
+/// Whether `request` carries a skills catalog naming the plugin-author skill.
+fn lists_the_skill(request: &dsh_tests::fake_deepseek::RecordedRequest) -> bool {
+    request
+        .user_texts()
+        .iter()
+        .any(|text| text.contains("<available_skills>") && text.contains("`plugin-author`"))
+}
+
 fn offered(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
@@ -410,6 +412,10 @@ fn the_plugin_author_preset_offers_the_tools_in_its_scope_and_installs_into_it()
     for name in ["plugin_new", "plugin_build", "plugin_install", "bash"] {
         assert!(tools.contains(&name.to_owned()), "{name} not in {tools:?}");
     }
+    assert!(
+        lists_the_skill(&requests[0]),
+        "the preset's sessions are not told of the plugin-author skill"
+    );
     let results: Vec<(String, bool)> = (0..calls.len())
         .map(|index| result(&events, index))
         .collect();
@@ -432,6 +438,10 @@ fn the_plugin_author_preset_offers_the_tools_in_its_scope_and_installs_into_it()
         "the standard preset is offered the plugin-author tools: {standard:?}"
     );
     assert!(!standard.contains(&"word_count".to_owned()), "{standard:?}");
+    assert!(
+        !lists_the_skill(server.requests().last().unwrap()),
+        "a standard session is told of the plugin-author skill"
+    );
 
     // The next start of the preset mounts what it installed again.
     let count = server.requests().len();

@@ -12,8 +12,9 @@
 //! sandbox does not let commands write there, the crate's own `target` is used and the result
 //! says so. The tools register into `scope` (an agent preset's layer, or the global one).
 //! What a row installed is listed in `installedFile` and mounted again when the row next
-//! applies. The skill under `skills/plugin-author` teaches the plugin API; a skills row lists
-//! the folder.
+//! applies. The skill under `skills/plugin-author` teaches the plugin API; this row answers
+//! `skills/roots` with its folder for the sessions of its scope, so the skill is in their
+//! catalog (and no one else's).
 
 mod build;
 mod error;
@@ -32,6 +33,7 @@ use abi_stable::std_types::RString;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{SandboxMode, SandboxPolicy};
 use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
+use dsh_skills_seam::SKILLS_ROOTS;
 use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool_TO, ToolsService};
 
 use crate::tools::{AuthorTool, Kind};
@@ -254,9 +256,39 @@ impl Plugin for PluginAuthor {
                     .map_err(|error| PluginError::plugin(error.to_string()))?,
             );
         }
+        offer_skill(&ctx, &config.scope, &state.guide)?;
         remount(&state);
         ctx.on_dispose(move || drop(registrations))
     }
+}
+
+/// Adds the folder holding skill `guide` to the skills of the sessions that see this row's
+/// tools: those whose tool scope chain holds `scope` (every session when it is global).
+fn offer_skill(ctx: &Context, scope: &str, guide: &Path) -> Result<(), PluginError> {
+    let Some(root) = guide
+        .parent()
+        .map(|root| root.to_string_lossy().into_owned())
+    else {
+        return Ok(());
+    };
+    let scope = scope.to_owned();
+    ctx.on_waterfall(&SKILLS_ROOTS, move |next| {
+        let chain = next.payload().decode();
+        let root = root.clone();
+        let scope = scope.clone();
+        async move {
+            let mut roots = next.run().await?;
+            let serves = chain.is_ok_and(|chain: Vec<String>| {
+                scope.is_empty() || chain.iter().any(|key| *key == scope)
+            });
+            if serves {
+                let mut folders: Vec<String> = roots.decode().unwrap_or_default();
+                folders.push(root);
+                roots = Json::encode(&folders);
+            }
+            Ok(roots)
+        }
+    })
 }
 
 /// Mounts again what this row's scope installed before (a child lives only as long as the

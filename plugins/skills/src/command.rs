@@ -15,7 +15,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, lock};
 use dsh_protocol::{
     AgentStatus, AgentSummary, CommandInvocation, CommandOutcome, CommandSpec, ContentBlock,
-    Message, MessageSource, PluginSource,
+    Message, MessageSource, PluginSource, preset_scope,
 };
 
 use crate::library::Library;
@@ -43,15 +43,19 @@ impl Runner {
 
     /// The user-invocable skills of the workspaces in use, as command specs.
     async fn specs(&self) -> Vec<CommandSpec> {
-        let mut cwds: Vec<String> = self.agents().into_iter().map(|agent| agent.cwd).collect();
+        let mut places: Vec<(String, Vec<String>)> = self
+            .agents()
+            .iter()
+            .map(|agent| (agent.cwd.clone(), agent_scope(agent)))
+            .collect();
         if let Ok(dir) = std::env::current_dir() {
-            cwds.push(dir.to_string_lossy().into_owned());
+            places.push((dir.to_string_lossy().into_owned(), Vec::new()));
         }
-        cwds.sort();
-        cwds.dedup();
+        places.sort();
+        places.dedup();
         let mut specs: Vec<CommandSpec> = Vec::new();
-        for cwd in cwds {
-            let Ok(found) = self.library.for_cwd(&cwd).await else {
+        for (cwd, scope) in places {
+            let Ok(found) = self.library.for_session(&cwd, &scope).await else {
                 continue;
             };
             for skill in found.skills.iter().filter(|skill| skill.user_invocable) {
@@ -83,7 +87,11 @@ impl Runner {
             .agents()
             .into_iter()
             .find(|agent| agent.id == call.session)?;
-        let found = self.library.for_cwd(&agent.cwd).await.ok()?;
+        let found = self
+            .library
+            .for_session(&agent.cwd, &agent_scope(&agent))
+            .await
+            .ok()?;
         found.get(&call.name).filter(|skill| skill.user_invocable)?;
         // Refreshes what the other plugins declare (this plugin's listener records it).
         let _ = self
@@ -108,7 +116,15 @@ impl Runner {
         let Ok(Some(agents)) = self.ctx.get::<AgentsService>(AGENTS_SERVICE) else {
             return CommandOutcome::error("no agents service to run the skill in");
         };
-        let text = match content(&self.library, &agent.cwd, &call.name, false).await {
+        let text = match content(
+            &self.library,
+            &agent.cwd,
+            &agent_scope(agent),
+            &call.name,
+            false,
+        )
+        .await
+        {
             Ok(text) => text,
             Err(error) => return CommandOutcome::error(error.to_string()),
         };
@@ -138,6 +154,16 @@ impl Runner {
             Err(error) => CommandOutcome::error(format!("the skill could not be sent: {error}")),
         }
     }
+}
+
+/// The tool scope a plugin serving `agent`'s preset registers in (what `skills/roots`
+/// listeners look for; the workspace's scope adds no skill folders).
+fn agent_scope(agent: &AgentSummary) -> Vec<String> {
+    agent
+        .agent_preset
+        .iter()
+        .map(|id| preset_scope(id))
+        .collect()
 }
 
 /// Answers the skills' names on `commands/run` and declares them on `commands/list`; both

@@ -42,12 +42,22 @@ pub(crate) struct SharedRoots {
 }
 
 impl SharedRoots {
-    /// Every root of `project`, in the order a name is looked up.
-    pub(crate) fn of_project(&self, project: &Path) -> Vec<Root> {
+    /// Every root of `project` for a session whose tool scope adds `scoped`, in the order a
+    /// name is looked up: the project's own first (a project can override anything), then
+    /// the scope's.
+    pub(crate) fn of_project(&self, project: &Path, scoped: &[PathBuf]) -> Vec<Root> {
         let mut roots = vec![
             Root::new(project.join(".dsh").join("skills")),
             Root::new(project.join(".agents").join("skills")),
         ];
+        roots.extend(self.scoped_and_shared(scoped));
+        roots
+    }
+
+    /// The roots of a workspace not trusted (its own roots do not count): the scope's, then
+    /// those every workspace shares.
+    pub(crate) fn scoped_and_shared(&self, scoped: &[PathBuf]) -> Vec<Root> {
+        let mut roots: Vec<Root> = scoped.iter().cloned().map(Root::new).collect();
         roots.extend(self.shared());
         roots
     }
@@ -231,7 +241,7 @@ mod tests {
             home: Some(dir.join("home/skills")),
             agents: Some(dir.join("agents/skills")),
         };
-        let found = discover(&roots.of_project(&project_of(&cwd)));
+        let found = discover(&roots.of_project(&project_of(&cwd), &[]));
         let names: Vec<(&str, &str)> = found
             .skills
             .iter()

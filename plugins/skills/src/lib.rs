@@ -1,8 +1,9 @@
 //! Plugin `skills`: skills as the reference has them (REFERENCE §1.11). A skill is a folder
 //! with a `SKILL.md` (front matter: `name`, `description`, and the `disable-model-invocation`
 //! and `user-invocable` flags; then the instructions) in one of the roots: the workspace's
-//! `.dsh/skills` and `.agents/skills`, the configured ones, `$DSH_HOME/skills` and
-//! `~/.agents/skills` (see `discover`). The model is told which skills it may load by a catalog
+//! `.dsh/skills` and `.agents/skills`, the folders other plugins add for the session's tool
+//! scope (`skills/roots`: a preset's plugin brings its own skills to that preset's sessions
+//! only), the configured ones, `$DSH_HOME/skills` and `~/.agents/skills` (see `discover`). The model is told which skills it may load by a catalog
 //! message appended to the session (`catalog`: logged, so what the model saw can be rebuilt
 //! from the log, and appended, so the cached request prefix stays the same); it loads one with
 //! the `skill` tool (`tool`); a person runs one as `/name` (`command`). The roots are followed
@@ -129,7 +130,7 @@ impl Sources {
         // The catalog is for a model that can load: without the tool in its view, it lists none.
         let current = match self.view.sees_skill(&self.tools, &request.scope) {
             false => Some(Vec::new()),
-            true => match self.library.for_cwd(&request.cwd).await {
+            true => match self.library.for_session(&request.cwd, &request.scope).await {
                 Ok(found) if found.complete => Some(entries(&found, self.max)),
                 // An incomplete look keeps the last catalog rather than retire what it missed.
                 _ => None,
@@ -166,7 +167,7 @@ impl Plugin for SkillsPlugin {
                 ctx.get::<dsh_plugin_api::io::watch::FsWatchService>(FS_WATCH_SERVICE),
                 Ok(Some(_))
             );
-        let library = Library::new(ctx.clone(), config.roots(), followed);
+        let library = Library::new(ctx.clone(), config.roots(), followed)?;
         if followed {
             library.follow(&library.shared_roots());
         }

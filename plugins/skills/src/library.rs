@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dsh_plugin_api::{Context, LogLevel, lock};
+use dsh_plugin_api::{Channel, Context, Json, LogLevel, PluginError, RArc, WaterfallEvent, lock};
+use dsh_skills_seam::SKILLS_ROOTS;
 use dsh_trust_seam::is_trusted;
 
 use crate::discover::{Discovery, Root, SharedRoots, discover, project_of};
@@ -24,6 +25,8 @@ struct Cached {
 pub(crate) struct Library {
     ctx: Context,
     roots: SharedRoots,
+    /// Asks the other plugins for the roots of a tool scope chain (`skills/roots`).
+    scoped: Channel<WaterfallEvent<Json<Vec<String>>, Json<Vec<String>>>>,
     generation: AtomicU64,
     /// A watch follows the roots, so a cached discovery stays true until the generation moves.
     followed: AtomicBool,
@@ -37,15 +40,20 @@ pub(crate) struct Library {
 const MAX_WORKSPACES: usize = 64;
 
 impl Library {
-    pub(crate) fn new(ctx: Context, roots: SharedRoots, followed: bool) -> Arc<Self> {
-        Arc::new(Self {
+    pub(crate) fn new(
+        ctx: Context,
+        roots: SharedRoots,
+        followed: bool,
+    ) -> Result<Arc<Self>, PluginError> {
+        Ok(Arc::new(Self {
+            scoped: ctx.channel(&SKILLS_ROOTS)?,
             ctx,
             roots,
             generation: AtomicU64::new(0),
             followed: AtomicBool::new(followed),
             cache: Mutex::new(HashMap::new()),
             watched: Mutex::new(HashSet::new()),
-        })
+        }))
     }
 
     /// Something under a root changed: the next call looks again.
@@ -83,12 +91,61 @@ impl Library {
         self.roots.shared()
     }
 
-    /// The skills `cwd` sees.
-    pub(crate) async fn for_cwd(self: &Arc<Self>, cwd: &str) -> Result<Arc<Discovery>, LoadError> {
+    /// The folders the plugins serving tool scope chain `scope` add (`skills/roots`): absolute
+    /// ones, each once; a relative one is logged and left out (it has no base to resolve on).
+    async fn scope_roots(&self, scope: &[String]) -> Vec<PathBuf> {
+        let asked = self
+            .scoped
+            .waterfall(RArc::new(Json::encode(&scope.to_vec())), |_| async {
+                Ok(Json::encode(&Vec::<String>::new()))
+            })
+            .await
+            .map(|answer| answer.decode());
+        let folders = match asked {
+            Ok(Ok(folders)) => folders,
+            Ok(Err(error)) => {
+                self.ctx
+                    .log(LogLevel::Warn, &format!("skills/roots: {error}"));
+                Vec::new()
+            }
+            Err(error) => {
+                self.ctx
+                    .log(LogLevel::Warn, &format!("skills/roots: {error}"));
+                Vec::new()
+            }
+        };
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for folder in folders.into_iter().map(PathBuf::from) {
+            if !folder.is_absolute() {
+                let shown = folder.display();
+                self.ctx.log(
+                    LogLevel::Warn,
+                    &format!("skills/roots: {shown} is not an absolute path; left out"),
+                );
+            } else if !roots.contains(&folder) {
+                roots.push(folder);
+            }
+        }
+        roots
+    }
+
+    /// The skills a session working in `cwd` with tool scope chain `scope` sees.
+    pub(crate) async fn for_session(
+        self: &Arc<Self>,
+        cwd: &str,
+        scope: &[String],
+    ) -> Result<Arc<Discovery>, LoadError> {
+        let scoped = self.scope_roots(scope).await;
+        // The scope's folders are part of what a discovery was made from.
+        let key = scoped.iter().fold(cwd.to_owned(), |mut key, root| {
+            key.push('\0');
+            key.push_str(&root.to_string_lossy());
+            key
+        });
         let generation = self.generation.load(Ordering::Acquire);
         let followed = self.followed.load(Ordering::Acquire);
         if followed
-            && let Some(cached) = lock(&self.cache).get(cwd)
+            && let Some(cached) = lock(&self.cache).get(&key)
             && cached.generation == generation
         {
             return Ok(cached.discovery.clone());
@@ -102,8 +159,8 @@ impl Library {
             .ctx
             .blocking(move || {
                 let roots = match trusted {
-                    true => roots.of_project(&project_of(&dir)),
-                    false => roots.shared(),
+                    true => roots.of_project(&project_of(&dir), &scoped),
+                    false => roots.scoped_and_shared(&scoped),
                 };
                 let found = discover(&roots);
                 (roots, found)
@@ -113,11 +170,11 @@ impl Library {
         let found = Arc::new(found);
         let previous = {
             let mut cache = lock(&self.cache);
-            if cache.len() >= MAX_WORKSPACES && !cache.contains_key(cwd) {
+            if cache.len() >= MAX_WORKSPACES && !cache.contains_key(&key) {
                 cache.clear();
             }
             cache.insert(
-                cwd.to_owned(),
+                key,
                 Cached {
                     generation,
                     discovery: found.clone(),

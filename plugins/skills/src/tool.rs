@@ -87,17 +87,19 @@ pub(crate) fn render(skill: &Skill, body: &str) -> String {
     )
 }
 
-/// The block of skill `name` as `cwd` sees it, for the model (`for_model`) or a person.
+/// The block of skill `name` as a session in `cwd` with tool scope chain `scope` sees it, for
+/// the model (`for_model`) or a person.
 pub(crate) async fn content(
     library: &Arc<Library>,
     cwd: &str,
+    scope: &[String],
     name: &str,
     for_model: bool,
 ) -> Result<String, LoadError> {
     if !is_skill_name(name) {
         return Err(LoadError::BadName(name.to_owned()));
     }
-    let found = library.for_cwd(cwd).await?;
+    let found = library.for_session(cwd, scope).await?;
     let skill = found
         .get(name)
         .cloned()
@@ -132,10 +134,13 @@ impl Tool for SkillTool {
                 Err(error) => {
                     ToolReply::error(format!("skill: the arguments do not read: {error}"))
                 }
-                Ok(args) => match content(&library, &call.cwd, args.name.trim(), true).await {
-                    Ok(text) => ToolReply::text(text),
-                    Err(error) => ToolReply::error(error.to_string()),
-                },
+                Ok(args) => {
+                    let scope: Vec<String> = call.scope.iter().map(|key| key.to_string()).collect();
+                    match content(&library, &call.cwd, &scope, args.name.trim(), true).await {
+                        Ok(text) => ToolReply::text(text),
+                        Err(error) => ToolReply::error(error.to_string()),
+                    }
+                }
             };
             Json::encode(&reply)
         }
