@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::failure::ToolFailure;
+use crate::schema::Schema;
 use crate::schema_value::validate_value;
 
 /// Parse the raw argument string as the reference's loop does: the empty string means `{}`
@@ -20,7 +21,7 @@ pub fn parse_arguments(raw: &str) -> Value {
 /// Validate parsed arguments against a checked parameter schema. The failure message lists
 /// every violation with its path: `invalid arguments: missing required property "path"; "limit"
 /// must be a number`.
-pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), ToolFailure> {
+pub fn validate_arguments(schema: &Schema, arguments: &Value) -> Result<(), ToolFailure> {
     let violations = validate_value(schema, arguments, "");
     if violations.is_empty() {
         Ok(())
@@ -31,7 +32,7 @@ pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), ToolF
 
 /// [`parse_arguments`] then [`validate_arguments`]: the parsed arguments, or the
 /// `INVALID_ARGS` failure the model will read.
-pub fn parse_and_validate_arguments(schema: &Value, raw: &str) -> Result<Value, ToolFailure> {
+pub fn parse_and_validate_arguments(schema: &Schema, raw: &str) -> Result<Value, ToolFailure> {
     let arguments = parse_arguments(raw);
     validate_arguments(schema, &arguments)?;
     Ok(arguments)

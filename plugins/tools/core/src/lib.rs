@@ -33,6 +33,7 @@ mod outcome;
 mod registry;
 mod registry_error;
 mod scheduler;
+mod schema;
 mod schema_check;
 mod schema_value;
 mod scope;
@@ -55,6 +56,7 @@ pub use registry_error::RegistryError;
 pub use scheduler::{
     CallStages, Concurrency, DEFAULT_MAX_PARALLEL_TOOL_CALLS, Prepared, run_calls, run_staged,
 };
+pub use schema::Schema;
 pub use schema_check::{MAX_SCHEMA_DEPTH, SchemaError, check_object_schema, check_schema};
 pub use schema_value::validate_value;
 pub use scope::{Layer, Scope, ScopeKey};
@@ -70,7 +72,7 @@ pub use view::ToolView;
 /// and every violation (`"value.path" must be a string`), or `Ok`.
 pub fn validate_tool_output(
     tool: &str,
-    schema: &serde_json::Value,
+    schema: &Schema,
     value: &serde_json::Value,
 ) -> Result<(), ToolFailure> {
     let violations = validate_value(schema, value, "value");

@@ -10,7 +10,6 @@ use serde_json::Value;
 use crate::failure::ToolFailure;
 use crate::order::{TOOL_ORDER_REST, compare_code_units};
 use crate::registry_error::RegistryError;
-use crate::schema_check::check_object_schema;
 use crate::scope::{Layer, Scope, ScopeKey};
 use crate::spec::ToolSpec;
 use crate::view::ToolView;
@@ -195,12 +194,11 @@ impl<T> ToolRegistry<T> {
             return Err(RegistryError::ReservedName { name, purpose });
         }
         if spec.is_enforced() {
-            check_object_schema(spec.parameters()).map_err(|error| {
-                RegistryError::InvalidParameters {
+            spec.checked_parameters()
+                .map_err(|error| RegistryError::InvalidParameters {
                     name: name.clone(),
-                    error,
-                }
-            })?;
+                    error: error.clone(),
+                })?;
         }
         if spec.timeout_ms() == Some(0) {
             return Err(RegistryError::InvalidTimeout { name });

@@ -7,7 +7,10 @@
 //! rather than accepted and silently not enforced: a schema the model reads must be a schema the
 //! registry enforces. Violation texts are the reference's, so diagnostics read the same.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::schema::{Keywords, Node, Scalar, Schema};
 
 /// The keywords the validator enforces.
 const CONSTRAINT_KEYWORDS: [&str; 8] = [
@@ -23,16 +26,6 @@ const CONSTRAINT_KEYWORDS: [&str; 8] = [
 
 /// Keywords that carry no validation meaning.
 const ANNOTATION_KEYWORDS: [&str; 4] = ["description", "title", "default", "examples"];
-
-/// Keywords that make no sense beside `oneOf` or without a `type`.
-const TYPED_KEYWORDS: [&str; 6] = [
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "const",
-];
 
 /// The single-type vocabulary, in the reference's order (it appears in a diagnostic).
 pub(crate) const SCHEMA_TYPES: [&str; 7] = [
@@ -60,13 +53,13 @@ impl SchemaError {
     pub const CODE: &'static str = "UNSUPPORTED_SCHEMA";
 }
 
-/// Check that `schema` uses only the enforced subset. Any JSON root is allowed, including the
-/// annotation-only schema `{}` meaning "any JSON value".
-pub fn check_schema(schema: &Value) -> Result<(), SchemaError> {
+/// Check that `schema` uses only the enforced subset and read it into a [`Schema`]. Any JSON
+/// root is allowed, including the annotation-only schema `{}` meaning "any JSON value".
+pub fn check_schema(schema: &Value) -> Result<Schema, SchemaError> {
     let mut violations = Vec::new();
-    check_node(schema, "schema", 0, &mut violations);
+    let root = check_node(schema.clone(), "schema", 0, &mut violations);
     if violations.is_empty() {
-        Ok(())
+        Ok(Schema(root))
     } else {
         Err(SchemaError { violations })
     }
@@ -74,10 +67,10 @@ pub fn check_schema(schema: &Value) -> Result<(), SchemaError> {
 
 /// [`check_schema`] plus the object root tool arguments need: the model always sends an
 /// argument object, so a tool whose parameters are not an object schema could never be called.
-pub fn check_object_schema(schema: &Value) -> Result<(), SchemaError> {
-    check_schema(schema)?;
-    if schema.get("type").and_then(Value::as_str) == Some("object") {
-        Ok(())
+pub fn check_object_schema(schema: &Value) -> Result<Schema, SchemaError> {
+    let checked = check_schema(schema)?;
+    if checked.is_object() {
+        Ok(checked)
     } else {
         Err(SchemaError {
             violations: vec![
@@ -136,16 +129,16 @@ pub(crate) fn scalar_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn check_node(node: &Value, path: &str, depth: usize, violations: &mut Vec<String>) {
+fn check_node(node: Value, path: &str, depth: usize, violations: &mut Vec<String>) -> Node {
     let Value::Object(node) = node else {
         violations.push(format!("{path} must be a schema object"));
-        return;
+        return Node::Any;
     };
     if depth >= MAX_SCHEMA_DEPTH {
         violations.push(format!(
             "{path} nests deeper than {MAX_SCHEMA_DEPTH} schema levels"
         ));
-        return;
+        return Node::Any;
     }
     for key in node.keys() {
         let key = key.as_str();
@@ -156,171 +149,234 @@ fn check_node(node: &Value, path: &str, depth: usize, violations: &mut Vec<Strin
             "{path}.{key} is not a supported keyword (subset: type/oneOf/properties/required/additionalProperties/items/enum/const + annotations)"
         ));
     }
-    for annotation in ["description", "title"] {
-        if node.get(annotation).is_some_and(|value| !value.is_string()) {
+    // Every field takes any JSON value, so reading cannot fail; the arm only avoids a panic.
+    let mut keywords = match Keywords::deserialize(Value::Object(node)) {
+        Ok(keywords) => keywords,
+        Err(error) => {
+            violations.push(format!("{path} cannot be read: {error}"));
+            return Node::Any;
+        }
+    };
+    for (annotation, value) in [
+        ("description", &keywords.description),
+        ("title", &keywords.title),
+    ] {
+        if value.as_ref().is_some_and(|value| !value.is_string()) {
             violations.push(format!("{path}.{annotation} must be a string"));
         }
     }
 
-    let has_type = node.contains_key("type");
-    let one_of = node.get("oneOf");
-    if has_type && one_of.is_some() {
+    let has_type = keywords.kind.is_some();
+    if has_type && keywords.one_of.is_some() {
         violations.push(format!("{path} cannot declare both type and oneOf"));
-        return;
+        return Node::Any;
     }
-    if let Some(one_of) = one_of {
-        check_one_of(node, one_of, path, depth, violations);
-        return;
+    if let Some(one_of) = keywords.one_of.take() {
+        return check_one_of(&keywords, one_of, path, depth, violations);
     }
     if !has_type {
-        for key in TYPED_KEYWORDS {
-            if node.contains_key(key) {
+        for (key, declared) in keywords.typed() {
+            if declared {
                 violations.push(format!("{path}.{key} requires type or oneOf"));
             }
         }
-        return;
+        return Node::Any;
     }
-    check_typed(node, path, depth, violations);
+    check_typed(keywords, path, depth, violations)
 }
 
 fn check_one_of(
-    node: &Map<String, Value>,
-    one_of: &Value,
+    keywords: &Keywords,
+    one_of: Value,
     path: &str,
     depth: usize,
     violations: &mut Vec<String>,
-) {
-    match one_of {
-        Value::Array(branches) if branches.len() >= 2 => {
-            for (index, branch) in branches.iter().enumerate() {
+) -> Node {
+    let branches = match one_of {
+        Value::Array(branches) if branches.len() >= 2 => branches
+            .into_iter()
+            .enumerate()
+            .map(|(index, branch)| {
                 check_node(
                     branch,
                     &format!("{path}.oneOf[{index}]"),
                     depth + 1,
                     violations,
-                );
-            }
+                )
+            })
+            .collect(),
+        _ => {
+            violations.push(format!(
+                "{path}.oneOf must be an array of at least two schemas"
+            ));
+            Vec::new()
         }
-        _ => violations.push(format!(
-            "{path}.oneOf must be an array of at least two schemas"
-        )),
-    }
-    for key in TYPED_KEYWORDS {
-        if node.contains_key(key) {
+    };
+    for (key, declared) in keywords.typed() {
+        if declared {
             violations.push(format!("{path}.{key} is not supported beside oneOf"));
         }
     }
+    Node::OneOf(branches)
 }
 
-fn check_typed(node: &Map<String, Value>, path: &str, depth: usize, violations: &mut Vec<String>) {
-    let schema_type = match node.get("type") {
-        Some(Value::String(name)) if SCHEMA_TYPES.contains(&name.as_str()) => name.as_str(),
+fn check_typed(
+    mut keywords: Keywords,
+    path: &str,
+    depth: usize,
+    violations: &mut Vec<String>,
+) -> Node {
+    let schema_type = match &keywords.kind {
+        Some(Value::String(name)) if SCHEMA_TYPES.contains(&name.as_str()) => name.clone(),
         Some(Value::Array(_)) => {
             violations.push(format!(
                 "{path}.type must be a single type string (type arrays are not supported)"
             ));
-            return;
+            return Node::Any;
         }
         _ => {
             violations.push(format!(
                 "{path}.type must be one of {}",
                 SCHEMA_TYPES.join("/")
             ));
-            return;
+            return Node::Any;
         }
     };
-    let scalar = !matches!(schema_type, "object" | "array");
-    for key in TYPED_KEYWORDS {
+    let scalar = Scalar::of(&schema_type);
+    for (key, declared) in keywords.typed() {
         let allowed = match key {
             "properties" | "required" | "additionalProperties" => schema_type == "object",
             "items" => schema_type == "array",
-            _ => scalar,
+            _ => scalar.is_some(),
         };
-        if node.contains_key(key) && !allowed {
+        if declared && !allowed {
             violations.push(format!(
                 "{path}.{key} is not supported on type \"{schema_type}\""
             ));
         }
     }
-    match schema_type {
-        "object" => check_object(node, path, depth, violations),
-        "array" => {
-            if let Some(items) = node.get("items") {
-                check_node(items, &format!("{path}.items"), depth + 1, violations);
-            }
-        }
-        _ => check_literals(node, schema_type, path, violations),
+    match scalar {
+        Some(kind) => check_literals(&keywords, kind, path, violations),
+        None if schema_type == "object" => check_object(keywords, path, depth, violations),
+        None => Node::Array {
+            items: keywords.items.take().map(|items| {
+                Box::new(check_node(
+                    items,
+                    &format!("{path}.items"),
+                    depth + 1,
+                    violations,
+                ))
+            }),
+        },
     }
 }
 
-fn check_object(node: &Map<String, Value>, path: &str, depth: usize, violations: &mut Vec<String>) {
-    let properties = node.get("properties");
-    match properties {
-        None => {}
-        Some(Value::Object(properties)) => {
-            for (key, child) in properties {
-                check_node(
-                    child,
-                    &format!("{path}.properties.{key}"),
-                    depth + 1,
-                    violations,
-                );
-            }
+fn check_object(
+    keywords: Keywords,
+    path: &str,
+    depth: usize,
+    violations: &mut Vec<String>,
+) -> Node {
+    let declared: Option<Vec<(String, Node)>> = match keywords.properties {
+        None => Some(Vec::new()),
+        Some(Value::Object(properties)) => Some(
+            properties
+                .into_iter()
+                .map(|(key, child)| {
+                    let node = check_node(
+                        child,
+                        &format!("{path}.properties.{key}"),
+                        depth + 1,
+                        violations,
+                    );
+                    (key, node)
+                })
+                .collect(),
+        ),
+        Some(_) => {
+            violations.push(format!("{path}.properties must be an object of schemas"));
+            None
         }
-        Some(_) => violations.push(format!("{path}.properties must be an object of schemas")),
-    }
-    if let Some(required) = node.get("required") {
-        match required.as_array() {
-            Some(names) if names.iter().all(Value::is_string) => {
-                let declared = properties.and_then(Value::as_object);
-                for name in names.iter().filter_map(Value::as_str) {
-                    if !declared.is_some_and(|declared| declared.contains_key(name)) {
+    };
+    // A required name must be declared; with no `properties` at all, none is.
+    let named = |name: &str| {
+        declared
+            .as_ref()
+            .is_some_and(|declared| declared.iter().any(|(key, _)| key == name))
+    };
+    let mut required = Vec::new();
+    if let Some(names) = keywords.required {
+        match names {
+            Value::Array(names) if names.iter().all(Value::is_string) => {
+                for name in names.into_iter().filter_map(|name| match name {
+                    Value::String(name) => Some(name),
+                    _ => None,
+                }) {
+                    if !named(&name) {
                         violations.push(format!(
                             "{path}.required names \"{name}\" which is not in properties"
                         ));
                     }
+                    required.push(name);
                 }
             }
             _ => violations.push(format!("{path}.required must be an array of strings")),
         }
     }
-    if node
-        .get("additionalProperties")
-        .is_some_and(|value| !value.is_boolean())
-    {
-        violations.push(format!("{path}.additionalProperties must be a boolean"));
+    let closed = match keywords.additional_properties {
+        None => false,
+        Some(Value::Bool(open)) => !open,
+        Some(_) => {
+            violations.push(format!("{path}.additionalProperties must be a boolean"));
+            false
+        }
+    };
+    Node::Object {
+        properties: declared.unwrap_or_default(),
+        required,
+        closed,
     }
 }
 
 fn check_literals(
-    node: &Map<String, Value>,
-    schema_type: &str,
+    keywords: &Keywords,
+    kind: Scalar,
     path: &str,
     violations: &mut Vec<String>,
-) {
-    let allowed = node
-        .get("enum")
-        .and_then(Value::as_array)
-        .filter(|allowed| {
-            !allowed.is_empty()
+) -> Node {
+    let schema_type = kind.name();
+    let allowed = match &keywords.allowed {
+        Some(Value::Array(allowed))
+            if !allowed.is_empty()
                 && allowed
                     .iter()
-                    .all(|entry| scalar_matches(schema_type, entry))
-        });
-    if node.contains_key("enum") && allowed.is_none() {
-        violations.push(format!(
-            "{path}.enum must be a non-empty array of {schema_type} values"
-        ));
-    }
-    if let Some(constant) = node.get("const") {
+                    .all(|entry| scalar_matches(schema_type, entry)) =>
+        {
+            Some(allowed.clone())
+        }
+        Some(_) => {
+            violations.push(format!(
+                "{path}.enum must be a non-empty array of {schema_type} values"
+            ));
+            None
+        }
+        None => None,
+    };
+    if let Some(constant) = &keywords.constant {
         if !scalar_matches(schema_type, constant) {
             violations.push(format!("{path}.const must be a {schema_type} value"));
         } else if allowed
+            .as_ref()
             .is_some_and(|allowed| !allowed.iter().any(|entry| scalar_eq(entry, constant)))
         {
             violations.push(format!(
                 "{path}.const must be one of {path}.enum when both are declared"
             ));
         }
+    }
+    Node::Scalar {
+        kind,
+        allowed,
+        constant: keywords.constant.clone(),
     }
 }

@@ -1,4 +1,4 @@
-//! Validation of a JSON value against a schema already accepted by [`check_schema`].
+//! Validation of a JSON value against a schema already read by [`check_schema`].
 //!
 //! Diagnostics are the reference's: a quoted path (`"file_path"`, `"todos[0].status"`, or
 //! `"arguments"` for the root of a tool's arguments) followed by the broken rule. Every
@@ -8,17 +8,17 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema_check::{SCHEMA_TYPES, is_json_integer, is_json_number, scalar_eq};
+use crate::schema::{Node, Scalar, Schema};
+use crate::schema_check::{is_json_integer, is_json_number, scalar_eq};
 
 /// Validate `value` against a checked `schema`. `root` labels the root in diagnostics (the
 /// reference uses `value` for outputs); the empty string means "tool arguments": properties are
 /// then named bare (`"file_path"`) and the root itself reads `"arguments"`.
 ///
-/// Returns every violation; empty means valid. The schema must have passed
-/// [`check_schema`](crate::check_schema): unknown keywords here are ignored, not refused.
-pub fn validate_value(schema: &Value, value: &Value, root: &str) -> Vec<String> {
+/// Returns every violation; empty means valid.
+pub fn validate_value(schema: &Schema, value: &Value, root: &str) -> Vec<String> {
     let mut violations = Vec::new();
-    validate_node(schema, value, root, &mut violations);
+    validate_node(&schema.0, value, root, &mut violations);
     violations
 }
 
@@ -36,39 +36,40 @@ fn property_path(path: &str, key: &str) -> String {
     }
 }
 
-fn validate_node(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
-    let Value::Object(schema) = schema else {
-        return;
-    };
-    if let Some(Value::Array(branches)) = schema.get("oneOf") {
-        let matches = branches
-            .iter()
-            .filter(|branch| validate_value(branch, value, path).is_empty())
-            .count();
-        if matches != 1 {
-            out.push(format!(
-                "\"{}\" must match exactly one oneOf branch (matched {matches})",
-                shown(path)
-            ));
+fn validate_node(node: &Node, value: &Value, path: &str, out: &mut Vec<String>) {
+    let (schema_type, type_ok) = match node {
+        // A parsed `serde_json::Value` is always lossless JSON, so the reference's lossless
+        // check has nothing left to reject.
+        Node::Any => return,
+        Node::OneOf(branches) => {
+            let matches = branches
+                .iter()
+                .filter(|branch| {
+                    let mut found = Vec::new();
+                    validate_node(branch, value, path, &mut found);
+                    found.is_empty()
+                })
+                .count();
+            if matches != 1 {
+                out.push(format!(
+                    "\"{}\" must match exactly one oneOf branch (matched {matches})",
+                    shown(path)
+                ));
+            }
+            return;
         }
-        return;
-    }
-    let Some(schema_type) = schema.get("type").and_then(Value::as_str) else {
-        // Annotation-only: any JSON value. A parsed `serde_json::Value` is always lossless
-        // JSON, so the reference's lossless check has nothing left to reject.
-        return;
-    };
-    if !SCHEMA_TYPES.contains(&schema_type) {
-        return;
-    }
-    let type_ok = match schema_type {
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "string" => value.is_string(),
-        "number" => value.is_number(),
-        "integer" => is_json_integer(value),
-        "boolean" => value.is_boolean(),
-        _ => value.is_null(),
+        Node::Object { .. } => ("object", value.is_object()),
+        Node::Array { .. } => ("array", value.is_array()),
+        Node::Scalar { kind, .. } => (
+            kind.name(),
+            match kind {
+                Scalar::String => value.is_string(),
+                Scalar::Number => value.is_number(),
+                Scalar::Integer => is_json_integer(value),
+                Scalar::Boolean => value.is_boolean(),
+                Scalar::Null => value.is_null(),
+            },
+        ),
     };
     if !type_ok {
         let article = match schema_type {
@@ -82,35 +83,48 @@ fn validate_node(schema: &Value, value: &Value, path: &str, out: &mut Vec<String
         ));
         return;
     }
-    match (schema_type, value) {
-        ("object", Value::Object(object)) => validate_object(schema, object, path, out),
-        ("array", Value::Array(items)) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (index, item) in items.iter().enumerate() {
-                    validate_node(item_schema, item, &format!("{path}[{index}]"), out);
-                }
+    match (node, value) {
+        (
+            Node::Object {
+                properties,
+                required,
+                closed,
+            },
+            Value::Object(object),
+        ) => validate_object(properties, required, *closed, object, path, out),
+        (Node::Array { items: Some(item) }, Value::Array(values)) => {
+            for (index, member) in values.iter().enumerate() {
+                validate_node(item, member, &format!("{path}[{index}]"), out);
             }
         }
-        ("number", _) if !is_json_number(value) => {
+        (
+            Node::Scalar {
+                kind: Scalar::Number,
+                ..
+            },
+            _,
+        ) if !is_json_number(value) => {
             out.push(format!("\"{}\" must be a finite JSON number", shown(path)));
         }
-        _ => validate_literals(schema, value, path, out),
+        (
+            Node::Scalar {
+                allowed, constant, ..
+            },
+            _,
+        ) => validate_literals(allowed.as_deref(), constant.as_ref(), value, path, out),
+        _ => {}
     }
 }
 
 fn validate_object(
-    schema: &Map<String, Value>,
+    properties: &[(String, Node)],
+    required: &[String],
+    closed: bool,
     object: &Map<String, Value>,
     path: &str,
     out: &mut Vec<String>,
 ) {
-    let empty = Map::new();
-    let properties = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let required = schema.get("required").and_then(Value::as_array);
-    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+    for name in required {
         if !object.contains_key(name) {
             out.push(format!(
                 "missing required property \"{}\"",
@@ -123,8 +137,9 @@ fn validate_object(
             validate_node(child, member, &property_path(path, key), out);
         }
     }
-    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-        for key in object.keys().filter(|key| !properties.contains_key(*key)) {
+    if closed {
+        let declared = |key: &str| properties.iter().any(|(name, _)| name == key);
+        for key in object.keys().filter(|key| !declared(key)) {
             out.push(format!(
                 "\"{}\" is not a declared property (additionalProperties: false)",
                 property_path(path, key)
@@ -134,22 +149,23 @@ fn validate_object(
 }
 
 fn validate_literals(
-    schema: &Map<String, Value>,
+    allowed: Option<&[Value]>,
+    constant: Option<&Value>,
     value: &Value,
     path: &str,
     out: &mut Vec<String>,
 ) {
-    if let Some(Value::Array(allowed)) = schema.get("enum")
+    if let Some(allowed) = allowed
         && !allowed.iter().any(|entry| scalar_eq(entry, value))
     {
         out.push(format!(
             "\"{}\" must be one of {}",
             shown(path),
-            js_json(&Value::Array(allowed.clone()))
+            js_json(&Value::Array(allowed.to_vec()))
         ));
         return;
     }
-    if let Some(constant) = schema.get("const")
+    if let Some(constant) = constant
         && !scalar_eq(constant, value)
     {
         out.push(format!("\"{}\" must be {}", shown(path), js_json(constant)));

@@ -1,7 +1,7 @@
 //! What a tool declares: the model-facing schema and the registry-only metadata beside it.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use dsh_protocol::ToolSchema;
 use serde_json::Value;
@@ -9,6 +9,8 @@ use serde_json::Value;
 use crate::args::validate_arguments;
 use crate::failure::ToolFailure;
 use crate::scheduler::Concurrency;
+use crate::schema::Schema;
+use crate::schema_check::{SchemaError, check_object_schema};
 
 /// A per-call concurrency classifier over the parsed arguments. It must be pure and total; it is
 /// only consulted for arguments that already passed the parameter schema.
@@ -44,6 +46,8 @@ pub struct ToolSpec {
     name: String,
     description: String,
     parameters: Value,
+    /// `parameters` read into a [`Schema`], once (at registration), for every call after.
+    checked: OnceLock<Result<Schema, SchemaError>>,
     enforced: bool,
     concurrency: ConcurrencyClass,
     timeout_ms: Option<u64>,
@@ -66,6 +70,7 @@ impl ToolSpec {
             name: name.into(),
             description: description.into(),
             parameters,
+            checked: OnceLock::new(),
             enforced: true,
             concurrency: ConcurrencyClass::Exclusive,
             timeout_ms: None,
@@ -128,6 +133,14 @@ impl ToolSpec {
         &self.parameters
     }
 
+    /// The parameter schema read once and kept: what registration checks (and refuses the tool
+    /// on) and what every call's arguments are validated against.
+    pub fn checked_parameters(&self) -> Result<&Schema, &SchemaError> {
+        self.checked
+            .get_or_init(|| check_object_schema(&self.parameters))
+            .as_ref()
+    }
+
     /// Whether the registry enforces the parameter schema.
     pub fn is_enforced(&self) -> bool {
         self.enforced
@@ -148,11 +161,15 @@ impl ToolSpec {
     }
 
     /// Validate parsed arguments against the enforced schema; always `Ok` for a passthrough tool.
+    /// A schema outside the subset (never registered) fails every call with its violations.
     pub fn validate_arguments(&self, arguments: &Value) -> Result<(), ToolFailure> {
-        if self.enforced {
-            validate_arguments(&self.parameters, arguments)
-        } else {
-            Ok(())
+        if !self.enforced {
+            return Ok(());
+        }
+        match self.checked_parameters() {
+            Ok(schema) => validate_arguments(schema, arguments),
+            // Only a spec the registry refused gets here: no argument can satisfy its schema.
+            Err(error) => Err(ToolFailure::invalid_args(&error.violations)),
         }
     }
 
