@@ -7,10 +7,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::Violation;
 use crate::log::SessionLog;
+use crate::probe::{Member, Obj};
 use crate::repair::closers_for;
 use crate::types::TypeRegistry;
 use dsh_protocol::{MessageSource, SessionEvent, ToolResultEvent};
@@ -181,6 +181,19 @@ fn describe_closer(closer: &crate::NewEvent) -> String {
     }
 }
 
+/// What the bracketing rule reads of a `turn/end`: `reason.kind`, which must be a string.
+#[derive(Debug, Default, Deserialize)]
+struct TurnEnd<'a> {
+    #[serde(default, borrow)]
+    reason: Obj<Reason<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Reason<'a> {
+    #[serde(default, borrow)]
+    kind: Member<'a>,
+}
+
 #[derive(Debug)]
 struct Open {
     number: u64,
@@ -255,12 +268,13 @@ impl Brackets {
                         ),
                     ));
                 }
-                if event
-                    .data
-                    .pointer("/reason/kind")
-                    .and_then(Value::as_str)
-                    .is_none()
-                {
+                let data = Obj::<TurnEnd<'_>>::deserialize(&event.data).ok();
+                let kind = data
+                    .as_ref()
+                    .and_then(Obj::found)
+                    .and_then(|data| data.reason.found())
+                    .and_then(|reason| reason.kind.as_str());
+                if kind.is_none() {
                     return Err((Rule::TurnBracketing, "turn/end needs reason.kind".into()));
                 }
             }

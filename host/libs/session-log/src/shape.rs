@@ -3,21 +3,53 @@
 //! event was refused.
 
 use dsh_protocol::kinds;
-use serde_json::Value;
+use serde::Deserialize;
 
 use crate::error::Violation;
+use crate::probe::{List, Member, Obj};
 use dsh_protocol::SessionEvent;
 
-/// Where the message sits inside `data`, per type: `user/message` data *is* the message; the other
-/// two wrap it as `data.message`. `None` for non-message types.
-fn message_of<'a>(kind: &str, data: &'a Value) -> Option<(&'static str, Option<&'a Value>)> {
-    match kind {
-        kinds::USER_MESSAGE => Some(("$.data", Some(data))),
-        kinds::ASSISTANT_MESSAGE | kinds::TOOL_RESULT => {
-            Some(("$.data.message", data.get("message")))
-        }
-        _ => None,
-    }
+/// The members of a logged message the check reads, borrowed from the event.
+#[derive(Debug, Default, Deserialize)]
+struct Message<'a> {
+    #[serde(default, borrow)]
+    id: Member<'a>,
+    #[serde(default, borrow)]
+    role: Member<'a>,
+    #[serde(default, borrow)]
+    source: Obj<Source<'a>>,
+    #[serde(default, borrow)]
+    content: List<Obj<Block<'a>>>,
+}
+
+/// `assistant/message` and `tool/result` data: the message sits in `message`.
+#[derive(Debug, Default, Deserialize)]
+struct Wrapped<'a> {
+    #[serde(default, borrow)]
+    message: Obj<Message<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Source<'a> {
+    #[serde(default, borrow)]
+    kind: Member<'a>,
+    #[serde(default, borrow)]
+    provider: Member<'a>,
+    #[serde(default, borrow)]
+    model: Member<'a>,
+    #[serde(rename = "callId", default, borrow)]
+    call_id: Member<'a>,
+}
+
+/// A content block, as far as the tool-result rule looks into it.
+#[derive(Debug, Default, Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Member<'a>,
+    #[serde(rename = "toolCallId", default, borrow)]
+    tool_call_id: Member<'a>,
+    #[serde(default, borrow)]
+    content: Member<'a>,
 }
 
 fn shape(path: impl Into<String>, problem: &'static str) -> Violation {
@@ -27,18 +59,32 @@ fn shape(path: impl Into<String>, problem: &'static str) -> Violation {
     }
 }
 
-fn non_empty_str(v: Option<&Value>) -> bool {
-    v.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+/// Where the message sits inside `data`, per type, read: `user/message` data *is* the message;
+/// the other two wrap it as `data.message`. `None` for non-message types.
+fn message_of(event: &SessionEvent) -> Option<(&'static str, Obj<Message<'_>>)> {
+    // Reading cannot fail on any JSON (see `probe`); a failure reads as "not a message".
+    let read = match event.kind.as_str() {
+        kinds::USER_MESSAGE => ("$.data", Obj::deserialize(&event.data)),
+        kinds::ASSISTANT_MESSAGE | kinds::TOOL_RESULT => (
+            "$.data.message",
+            Obj::<Wrapped<'_>>::deserialize(&event.data).map(|data| match data {
+                Obj::Found(data) => data.message,
+                _ => Obj::Absent,
+            }),
+        ),
+        _ => return None,
+    };
+    Some((read.0, read.1.unwrap_or(Obj::Other)))
 }
 
 pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation> {
-    let Some((path, message)) = message_of(&event.kind, &event.data) else {
+    let Some((path, message)) = message_of(event) else {
         return Ok(());
     };
-    let Some(message) = message.filter(|m| m.is_object()) else {
+    let Obj::Found(message) = message else {
         return Err(shape(path, "must be a message object"));
     };
-    if !non_empty_str(message.get("id")) {
+    if !message.id.is_non_empty_str() {
         return Err(shape(format!("{path}.id"), "must be a non-empty string"));
     }
     let role = if event.kind == kinds::ASSISTANT_MESSAGE {
@@ -46,7 +92,7 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
     } else {
         "user"
     };
-    if message.get("role").and_then(Value::as_str) != Some(role) {
+    if message.role.as_str() != Some(role) {
         return Err(shape(
             format!("{path}.role"),
             if role == "user" {
@@ -56,21 +102,20 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
             },
         ));
     }
-    let source = message.get("source").filter(|s| s.is_object());
-    let Some(source) = source.filter(|s| non_empty_str(s.get("kind"))) else {
+    let Some(source) = message.source.found().filter(|s| s.kind.is_non_empty_str()) else {
         return Err(shape(
             format!("{path}.source"),
             "must be an object with a non-empty kind",
         ));
     };
-    let Some(content) = message.get("content").and_then(Value::as_array) else {
+    let Some(content) = message.content.found() else {
         return Err(shape(format!("{path}.content"), "must be an array"));
     };
     match event.kind.as_str() {
         kinds::ASSISTANT_MESSAGE => {
-            let model_source = source.get("kind").and_then(Value::as_str) == Some("model")
-                && non_empty_str(source.get("provider"))
-                && non_empty_str(source.get("model"));
+            let model_source = source.kind.as_str() == Some("model")
+                && source.provider.is_non_empty_str()
+                && source.model.is_non_empty_str();
             if !model_source {
                 return Err(shape(
                     format!("{path}.source"),
@@ -80,18 +125,17 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
         }
         kinds::TOOL_RESULT => {
             let call_id = source
-                .get("callId")
-                .filter(|_| source.get("kind").and_then(Value::as_str) == Some("tool"));
-            if !non_empty_str(call_id) {
+                .call_id
+                .as_str()
+                .filter(|id| !id.is_empty() && source.kind.as_str() == Some("tool"));
+            let Some(call_id) = call_id else {
                 return Err(shape(
                     format!("{path}.source"),
                     "must be a tool source with a callId",
                 ));
-            }
-            let block = match content.as_slice() {
-                [block] if block.get("type").and_then(Value::as_str) == Some("tool-result") => {
-                    block
-                }
+            };
+            let block = match content {
+                [Obj::Found(block)] if block.kind.as_str() == Some("tool-result") => block,
                 _ => {
                     return Err(shape(
                         format!("{path}.content"),
@@ -99,13 +143,13 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
                     ));
                 }
             };
-            if !block.get("content").is_some_and(Value::is_array) {
+            if !block.content.is_array() {
                 return Err(shape(
                     format!("{path}.content[0].content"),
                     "must be an array",
                 ));
             }
-            if block.get("toolCallId") != call_id {
+            if block.tool_call_id != Member::Str(call_id) {
                 return Err(shape(
                     format!("{path}.content[0].toolCallId"),
                     "must equal the source callId",
@@ -120,7 +164,7 @@ pub(crate) fn check_message_event(event: &SessionEvent) -> Result<(), Violation>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn ev(kind: &str, data: Value) -> SessionEvent {
         SessionEvent {

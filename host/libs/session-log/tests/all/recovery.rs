@@ -244,6 +244,22 @@ fn check_reports_bracketing_problems_naming_seq_and_rule() {
     let mut events = balanced();
     events[4].data["step"] = json!(2);
     assert_eq!(rules_of(&events), [(4, Rule::Placement)]);
+
+    // A turn/end's reason must carry a string kind; anything else is named, not skipped.
+    for reason in [json!(null), json!("completed"), json!({"kind": 1}), json!({})] {
+        let mut events = balanced();
+        events[6].data["reason"] = reason.clone();
+        let problems = check_log(&events, &dsh_session_log::TypeRegistry::new());
+        let found: Vec<(u64, Rule, &str)> = problems
+            .iter()
+            .map(|p| (p.seq, p.rule, p.detail.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [(6, Rule::TurnBracketing, "turn/end needs reason.kind")],
+            "{reason}"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,234 @@
+//! Borrowed, lenient typed reads of an event's `data`, for the checks that must say which member
+//! is wrong rather than fail as a whole.
+//!
+//! A check declares the members it cares about as a `#[derive(Deserialize)]` struct of these
+//! types and reads it from the event's `&Value` in place: strings are borrowed, members it does
+//! not name are skipped without a copy, and a member of the wrong JSON kind still reads (as
+//! [`Member::Other`], [`Obj::Other`], [`List::Other`]) so the check can name it. Nothing here
+//! fails on data; an error only means a deserializer that cannot lend its strings.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserialize, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// A leaf member: a string is kept, anything else only says what kind it was.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Member<'a> {
+    #[default]
+    Absent,
+    Str(&'a str),
+    Array,
+    Object,
+    /// `null`, a boolean or a number.
+    Other,
+}
+
+impl<'a> Member<'a> {
+    pub(crate) fn as_str(self) -> Option<&'a str> {
+        match self {
+            Self::Str(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_non_empty_str(self) -> bool {
+        self.as_str().is_some_and(|text| !text.is_empty())
+    }
+
+    pub(crate) fn is_array(self) -> bool {
+        self == Self::Array
+    }
+}
+
+/// A member that is read further when it is an object.
+#[derive(Debug, Default)]
+pub(crate) enum Obj<T> {
+    #[default]
+    Absent,
+    Found(T),
+    /// Present but not an object.
+    Other,
+}
+
+impl<T> Obj<T> {
+    pub(crate) fn found(&self) -> Option<&T> {
+        match self {
+            Self::Found(inner) => Some(inner),
+            _ => None,
+        }
+    }
+}
+
+/// A member that is read further, element by element, when it is an array.
+#[derive(Debug, Default)]
+pub(crate) enum List<T> {
+    #[default]
+    Absent,
+    Found(Vec<T>),
+    /// Present but not an array.
+    Other,
+}
+
+impl<T> List<T> {
+    pub(crate) fn found(&self) -> Option<&[T]> {
+        match self {
+            Self::Found(items) => Some(items),
+            _ => None,
+        }
+    }
+}
+
+/// Every JSON kind a visitor does not read further becomes `$other`; arrays and objects are
+/// drained (a borrowed deserializer insists every element is visited), which costs nothing per
+/// element for a `&Value`.
+macro_rules! other_kinds {
+    (@str $other:expr) => {
+        fn visit_borrowed_str<E: Error>(self, _: &'de str) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+    };
+    (@seq $other:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+    };
+    (@map $other:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+    };
+    ($other:expr, $($skip:ident),*) => {
+        fn visit_bool<E: Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_i64<E: Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_u64<E: Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E: Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        $(other_kinds!(@$skip $other);)*
+    };
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Leaf<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Leaf<'a> {
+            type Value = Member<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value with borrowed strings")
+            }
+            fn visit_borrowed_str<E: Error>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Member::Str(text))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Member::Array)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Member::Object)
+            }
+            other_kinds!(Member::Other,);
+        }
+        deserializer.deserialize_any(Leaf(PhantomData))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Obj::Found)
+            }
+            other_kinds!(Obj::Other, str, seq);
+        }
+        deserializer.deserialize_any(Fields(PhantomData))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Items<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(List::Found(items))
+            }
+            other_kinds!(List::Other, str, map);
+        }
+        deserializer.deserialize_any(Items(PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Debug, Default, Deserialize)]
+    struct Probe<'a> {
+        #[serde(default, borrow)]
+        name: Member<'a>,
+        #[serde(default, borrow)]
+        inner: Obj<Inner<'a>>,
+        #[serde(default, borrow)]
+        items: List<Obj<Inner<'a>>>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    struct Inner<'a> {
+        #[serde(default, borrow)]
+        kind: Member<'a>,
+    }
+
+    #[test]
+    fn members_of_any_kind_read_and_say_what_they_are() {
+        let value = json!({"name": "n", "inner": {"kind": 1, "x": [1]}, "items": [{"kind": "k"}, 3], "z": {}});
+        let probe = Obj::<Probe<'_>>::deserialize(&value).unwrap();
+        let probe = probe.found().unwrap();
+        assert_eq!(probe.name, Member::Str("n"));
+        assert_eq!(probe.inner.found().unwrap().kind, Member::Other);
+        let items = probe.items.found().unwrap();
+        assert_eq!(items[0].found().unwrap().kind, Member::Str("k"));
+        assert!(matches!(items[1], Obj::Other));
+
+        let value = json!({"name": null, "inner": "s", "items": {"a": 1}});
+        let probe = Obj::<Probe<'_>>::deserialize(&value).unwrap();
+        let probe = probe.found().unwrap();
+        assert_eq!(probe.name, Member::Other);
+        assert!(matches!(probe.inner, Obj::Other));
+        assert!(matches!(probe.items, List::Other));
+        let empty = json!({});
+        let probe = Obj::<Probe<'_>>::deserialize(&empty).unwrap();
+        assert!(matches!(probe.found().unwrap().inner, Obj::Absent));
+        assert!(matches!(
+            Obj::<Probe<'_>>::deserialize(&json!([1])),
+            Ok(Obj::Other)
+        ));
+    }
+}
