@@ -1,14 +1,15 @@
 //! The header line (line 0 of every log, alone in zstd frame 1).
 //!
-//! Parsing is by hand rather than by serde derive so that the checks are exactly the reference's
-//! (plus type checks it leaves implicit), `null` never silently becomes "absent", and a foreign
-//! version is refused from the raw value before any of today's shape rules run: a future format
-//! need not look like v0, and its user must read "upgrade", not "corrupt".
+//! The line is read into [`HeaderLine`], whose fields keep each member as written (`null` apart
+//! from absent), and checked field by field, so the checks are exactly the reference's (plus type
+//! checks it leaves implicit), each with its own message, `null` never silently becomes
+//! "absent", and a foreign version is refused before any of today's shape rules run: a future
+//! format need not look like v0, and its user must read "upgrade", not "corrupt".
 
 use std::path::Path;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 use crate::error::{ReadError, VersionDirection};
 
@@ -122,17 +123,62 @@ impl SessionHeader {
     }
 }
 
+/// The members of a header line as written. Each is raw JSON because a wrong kind is a problem
+/// to name, not a parse failure; members a header never has are skipped.
+#[derive(Debug, Default, Deserialize)]
+struct HeaderLine {
+    #[serde(rename = "type", default, deserialize_with = "present")]
+    kind: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    version: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(rename = "createdAt", default, deserialize_with = "present")]
+    created_at: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cwd: Option<Value>,
+    #[serde(rename = "parentSession", default, deserialize_with = "present")]
+    parent_session: Option<Value>,
+    #[serde(rename = "seedLength", default, deserialize_with = "present")]
+    seed_length: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    origin: Option<Value>,
+    #[serde(rename = "delegationDepth", default, deserialize_with = "present")]
+    delegation_depth: Option<Value>,
+    #[serde(rename = "agentPreset", default, deserialize_with = "present")]
+    agent_preset: Option<Value>,
+    /// Only in pre-v0 headers (refused as legacy).
+    #[serde(rename = "sandboxMode", default, deserialize_with = "present")]
+    sandbox_mode: Option<Value>,
+    /// Only in pre-v0 headers (refused as legacy).
+    #[serde(rename = "approvalPolicy", default, deserialize_with = "present")]
+    approval_policy: Option<Value>,
+}
+
+/// A member that is there, whatever its value (`null` included).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+impl HeaderLine {
+    /// The members of a JSON object; `None` for any other value (no header of any version).
+    fn of(value: Value) -> Option<Self> {
+        match value {
+            // Every field takes any JSON value, so reading an object cannot fail.
+            Value::Object(members) => Self::deserialize(Value::Object(members)).ok(),
+            _ => None,
+        }
+    }
+}
+
 fn safe_non_negative(value: &Value) -> Option<u64> {
     value.as_u64().filter(|n| *n <= MAX_SAFE_INTEGER)
 }
 
 /// Refuse a numeric version other than ours; a missing or non-numeric one is left to the shape
 /// check (it is not a header of any version).
-fn refuse_foreign_version(path: &Path, value: &Value) -> Result<(), ReadError> {
-    let Some(obj) = value.as_object() else {
-        return Ok(());
-    };
-    let Some(Value::Number(version)) = obj.get("version") else {
+fn refuse_foreign_version(path: &Path, line: &HeaderLine) -> Result<(), ReadError> {
+    let Some(Value::Number(version)) = &line.version else {
         return Ok(());
     };
     let ours = f64::from(SESSION_FORMAT_VERSION);
@@ -142,7 +188,7 @@ fn refuse_foreign_version(path: &Path, value: &Value) -> Result<(), ReadError> {
     if found == ours {
         return Ok(());
     }
-    let id = match obj.get("id") {
+    let id = match &line.id {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
         None => "undefined".to_owned(),
@@ -163,13 +209,13 @@ fn refuse_foreign_version(path: &Path, value: &Value) -> Result<(), ReadError> {
 /// A header field that must be a string when present is something else.
 #[derive(Debug, thiserror::Error)]
 #[error("{0} must be a string when present")]
-struct NotAString(String);
+struct NotAString(&'static str);
 
-fn optional_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, NotAString> {
-    match obj.get(key) {
+fn optional_string(value: Option<Value>, key: &'static str) -> Result<Option<String>, NotAString> {
+    match value {
         None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(NotAString(key.to_owned())),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(NotAString(key)),
     }
 }
 
@@ -186,22 +232,22 @@ pub(crate) fn parse_header_line(
     };
     let value: Value = serde_json::from_slice(line)
         .map_err(|e| bad(format!("header line is not valid JSON: {e}")))?;
-    if !allow_foreign {
-        refuse_foreign_version(path, &value)?;
+    let fields = HeaderLine::of(value);
+    if !allow_foreign && let Some(fields) = &fields {
+        refuse_foreign_version(path, fields)?;
     }
-    let obj = value
-        .as_object()
-        .filter(|o| o.get("type").and_then(Value::as_str) == Some("session"))
+    let line = fields
+        .filter(|line| line.kind.as_ref().and_then(Value::as_str) == Some("session"))
         .ok_or_else(|| ReadError::MissingHeader {
             path: path.to_owned(),
             reason: "first record is not a session header",
         })?;
-    if obj.contains_key("sandboxMode") || obj.contains_key("approvalPolicy") {
+    if line.sandbox_mode.is_some() || line.approval_policy.is_some() {
         return Err(ReadError::LegacyHeader {
             path: path.to_owned(),
         });
     }
-    let version = match obj.get("version") {
+    let version = match &line.version {
         Some(v) if v.as_f64() == Some(f64::from(SESSION_FORMAT_VERSION)) => SESSION_FORMAT_VERSION,
         Some(v) if allow_foreign => v
             .as_u64()
@@ -209,24 +255,26 @@ pub(crate) fn parse_header_line(
             .ok_or_else(|| bad("version must be a small non-negative integer".to_owned()))?,
         _ => return Err(bad("version must be a number".to_owned())),
     };
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => s.clone(),
+    let id = match line.id {
+        Some(Value::String(s)) => s,
         _ => return Err(bad("id must be a string".to_owned())),
     };
-    let created_at = obj
-        .get("createdAt")
+    let created_at = line
+        .created_at
+        .as_ref()
         .and_then(safe_non_negative)
         .and_then(|n| i64::try_from(n).ok())
         .ok_or_else(|| bad("createdAt must be a non-negative safe integer".to_owned()))?;
-    let delegation_depth = obj
-        .get("delegationDepth")
+    let delegation_depth = line
+        .delegation_depth
+        .as_ref()
         .and_then(safe_non_negative)
         .ok_or_else(|| bad("delegationDepth must be a non-negative safe integer".to_owned()))?;
-    let origin = optional_string(obj, "origin").map_err(|e| bad(e.to_string()))?;
+    let origin = optional_string(line.origin, "origin").map_err(|e| bad(e.to_string()))?;
     if origin.as_deref().is_some_and(|o| o != "subagent") {
         return Err(bad("origin must be \"subagent\" when present".to_owned()));
     }
-    let seed_length = match obj.get("seedLength") {
+    let seed_length = match &line.seed_length {
         None => None,
         Some(v) => Some(
             safe_non_negative(v)
@@ -237,12 +285,14 @@ pub(crate) fn parse_header_line(
         version,
         id,
         created_at,
-        cwd: optional_string(obj, "cwd").map_err(|e| bad(e.to_string()))?,
-        parent_session: optional_string(obj, "parentSession").map_err(|e| bad(e.to_string()))?,
+        cwd: optional_string(line.cwd, "cwd").map_err(|e| bad(e.to_string()))?,
+        parent_session: optional_string(line.parent_session, "parentSession")
+            .map_err(|e| bad(e.to_string()))?,
         seed_length,
         origin,
         delegation_depth,
-        agent_preset: optional_string(obj, "agentPreset").map_err(|e| bad(e.to_string()))?,
+        agent_preset: optional_string(line.agent_preset, "agentPreset")
+            .map_err(|e| bad(e.to_string()))?,
     })
 }
 
@@ -329,6 +379,22 @@ mod tests {
                 "{bad}"
             );
         }
+        // `null` is not "absent": the member is named.
+        let e = parse(
+            r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"agentPreset":null}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("agentPreset must be a string when present"),
+            "{e}"
+        );
+        let e = parse(r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"seedLength":null}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("seedLength must be a non-negative integer"),
+            "{e}"
+        );
         let event = r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#;
         assert!(matches!(parse(event), Err(ReadError::MissingHeader { .. })));
     }
