@@ -308,6 +308,9 @@ pub trait HostContext: Send + Sync {
     /// Resolves when fiber `fiber` (a child from `mount`) is ACTIVE, or with its error once
     /// it FAILED or is gone. A PENDING fiber keeps it waiting: callers race it with a timeout.
     fn settled(&self, fiber: u64) -> FfiFuture<RResult<(), PluginError>>;
+    /// Disposes fiber `fiber`, a child this fiber mounted, and resolves once it is unloaded;
+    /// refuses a fiber that is not one of its children.
+    fn unmount(&self, fiber: u64) -> FfiFuture<RResult<(), PluginError>>;
 }
 pub type HostCtx = HostContext_TO<'static, RBox<()>>;
 

@@ -498,6 +498,13 @@ impl Context {
                 .mount(RStr::from_str(plugin), RString::from(config)),
         )
     }
+
+    /// Disposes child fiber `fiber` (from [`mount`](Self::mount)) and resolves once it is
+    /// unloaded: its registrations are gone, so a new version may take its names. Refused for
+    /// a fiber this one did not mount.
+    pub async fn unmount(&self, fiber: u64) -> Result<(), PluginError> {
+        into_result(self.host.unmount(fiber).await)
+    }
 }
 
 struct AsyncDisposer<F> {

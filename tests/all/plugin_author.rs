@@ -4,7 +4,9 @@
 //! the compiler's message in the build's result, fixes it, builds, installs and calls the new
 //! `word_count` tool; then a library that is no plugin is refused at install while the running
 //! `word_count` keeps answering, a library rebuilt since its crate's build is refused, a new
-//! version of the running plugin is kept for the next start, and a plugin that panics in
+//! version of the running plugin takes its place at once (its answer changes in the next
+//! step), a version that fails in `apply` is rolled back to the one that ran, and a plugin that
+//! panics in
 //! `apply` is reported FAILED with its message and its fixed version takes its place. The
 //! second test runs the `plugin-author` preset: its tools in its scope only, and what it
 //! installed mounted again at the next start. Builds share a target directory under the
@@ -111,6 +113,13 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         "dsh_plugin_api::tracing::info!(\"panicky fixed\");\n        Ok(())",
     );
     assert_ne!(fixed_panicky, PANICKY_RS);
+    let upgraded = EXAMPLE_RS.replace("\"{words} words\"", "\"{words} words (v2)\"");
+    assert_ne!(upgraded, EXAMPLE_RS);
+    let failing = EXAMPLE_RS.replace(
+        "        let tools = ctx.inject",
+        "        if !config.scope.contains('\\u{0}') {\n            panic!(\"v3 does not start\");\n        }\n        let tools = ctx.inject",
+    );
+    assert_ne!(failing, EXAMPLE_RS);
     let calls = vec![
         call("plugin_new", json!({"name": "word-count"})),
         call("read", json!({"file_path": "word-count/Cargo.toml"})),
@@ -146,9 +155,22 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         call("word_count", json!({"text": "still here"})),
         // The shared target directory now holds v2's library under the same name.
         call("plugin_install", json!({"path": "word-count"})),
-        // v1 again, while it runs: kept for the next start, not swapped in.
+        // v2 of the running plugin: it takes v1's place at once.
+        call(
+            "write",
+            json!({"file_path": "word-count/src/lib.rs", "content": upgraded}),
+        ),
         call("plugin_build", json!({"path": "word-count"})),
         call("plugin_install", json!({"path": "word-count"})),
+        call("word_count", json!({"text": "a b c"})),
+        // v3 fails in `apply`: v2 is put back and answers on.
+        call(
+            "write",
+            json!({"file_path": "word-count/src/lib.rs", "content": failing}),
+        ),
+        call("plugin_build", json!({"path": "word-count"})),
+        call("plugin_install", json!({"path": "word-count"})),
+        call("word_count", json!({"text": "d e"})),
         // A plugin that panics in `apply`.
         call("plugin_new", json!({"name": "panicky"})),
         call("read", json!({"file_path": "panicky/src/lib.rs"})),
@@ -263,37 +285,59 @@ fn a_model_writes_builds_installs_and_calls_a_tool_plugin_in_one_turn() {
         "{}",
         show(16)
     );
-    assert!(!results[17].1, "{}", show(17));
-    let (running, is_error) = &results[18];
+    assert!(!results[18].1, "{}", show(18));
+    let (replaced, is_error) = &results[19];
     assert!(
-        *is_error && running.contains("already running") && running.contains("next start"),
+        !is_error && replaced.contains("in place of fiber") && replaced.contains("ACTIVE"),
         "{}",
-        show(18)
+        show(19)
     );
-    let listed = std::fs::read_to_string(home.join("plugin-author/installed.json")).unwrap();
-    assert!(listed.contains("\"word_count\""), "{listed}");
-    // A panic in `apply` is reported with its message.
+    assert_eq!(
+        results[20],
+        ("3 words (v2)".to_owned(), false),
+        "{}",
+        show(20)
+    );
     assert!(!results[22].1, "{}", show(22));
-    let (panicked, is_error) = &results[23];
+    let (rolled_back, is_error) = &results[23];
     assert!(
-        *is_error && panicked.contains("FAILED") && panicked.contains("the word list is missing"),
+        *is_error
+            && rolled_back.contains("v3 does not start")
+            && rolled_back.contains("previous version runs again"),
         "{}",
         show(23)
     );
-    assert!(Path::new(&home.join("plugins/libpanicky.so")).is_file());
-    assert!(!results[25].1, "{}", show(25));
-    let (replaced, is_error) = &results[26];
-    assert!(
-        !is_error && replaced.contains("ACTIVE") && replaced.contains("registered no tool"),
+    assert_eq!(
+        results[24],
+        ("2 words (v2)".to_owned(), false),
         "{}",
-        show(26)
+        show(24)
+    );
+    assert!(!home.join("plugins/.libword_count.so.previous").exists());
+    let listed = std::fs::read_to_string(home.join("plugin-author/installed.json")).unwrap();
+    assert!(listed.contains("\"word_count\""), "{listed}");
+    // A panic in `apply` is reported with its message.
+    assert!(!results[28].1, "{}", show(28));
+    let (panicked, is_error) = &results[29];
+    assert!(
+        *is_error && panicked.contains("FAILED") && panicked.contains("the word list is missing"),
+        "{}",
+        show(29)
+    );
+    assert!(Path::new(&home.join("plugins/libpanicky.so")).is_file());
+    assert!(!results[31].1, "{}", show(31));
+    let (fixed, is_error) = &results[32];
+    assert!(
+        !is_error && fixed.contains("ACTIVE") && fixed.contains("registered no tool"),
+        "{}",
+        show(32)
     );
 
     let build = seconds_after(&results[7].0, " in ");
     let first_build = seconds_after(&results[5].0, ", ");
     let check = seconds_after(installed, "checked in ");
     let mount = seconds_after(installed, "ACTIVE in ");
-    for index in [5, 8, 14, 18, 23] {
+    for index in [5, 8, 14, 19, 23, 29] {
         eprintln!("--- {}", show(index));
     }
     let tool = |index: usize| call_seconds(&events, index);

@@ -305,6 +305,30 @@ impl HostContext for FiberContext {
         async move { runtime.settled(fiber).await.into() }.into_ffi()
     }
 
+    fn unmount(&self, fiber: u64) -> FfiFuture<RResult<(), PluginError>> {
+        // The child entry stays among the effects (disposing a gone fiber again is nothing),
+        // so the next child's row id is still a new one.
+        let owned = self
+            .fiber
+            .inner()
+            .effects
+            .iter()
+            .any(|effect| matches!(effect, Effect::Child(child) if *child == fiber));
+        let runtime = self.runtime.clone();
+        let owner = self.owner();
+        async move {
+            if !owned {
+                return RErr(PluginError::new(
+                    ErrorKind::Plugin,
+                    format!("{owner} cannot unmount fiber {fiber}: it is not a child it mounted"),
+                ));
+            }
+            runtime.dispose(fiber).await;
+            ROk(())
+        }
+        .into_ffi()
+    }
+
     fn mount(&self, plugin: RStr<'_>, config_json: RString) -> RResult<u64, PluginError> {
         if let Err(error) = self.check_active() {
             return RErr(error);

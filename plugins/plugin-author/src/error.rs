@@ -59,19 +59,15 @@ pub(crate) enum AuthorError {
         .library.display()
     )]
     Refused { library: PathBuf, report: String },
-    #[error(
-        "`{name}` is already running in this host (installed earlier, fiber {fiber}) and a running plugin is not replaced in place: the running version stays until the host starts again. The new version passed the check and was copied to {}, so the next start loads it. To use new code now, give it another crate name (and its tools other names).",
-        .installed.display()
-    )]
-    AlreadyRunning {
-        name: String,
-        fiber: u64,
-        installed: PathBuf,
-    },
     #[error("copied to {} but the host did not mount it: {message}", .installed.display())]
     Mount { installed: PathBuf, message: String },
-    #[error("{header}, but it FAILED: {message}. Fix it, build and install it again.")]
-    Failed { header: String, message: String },
+    #[error("{header}, but it FAILED: {message}.{restored} Fix it, build and install it again.")]
+    Failed {
+        header: String,
+        message: String,
+        /// What became of the version it replaced (empty when it replaced none).
+        restored: String,
+    },
     #[error(transparent)]
     Installed(#[from] InstalledError),
 }

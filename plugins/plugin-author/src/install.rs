@@ -2,8 +2,9 @@
 //! host's own loader in a separate, confined `dsh-host check` (the ABI layout, the plugin-api
 //! version, the plugin header; a library that fails never reaches the plugins folder, and what
 //! runs keeps running), then copied into the plugins folder (a rename, so the watcher never
-//! sees half a file) and mounted as a child of this row. The result names the tools that
-//! appeared, or why the plugin did not start.
+//! sees half a file) and mounted as a child of this row; a new version of a plugin the row runs
+//! takes the running one's place (`replace`). The result names the tools that appeared, or why
+//! the plugin did not start.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use crate::build::{self, Built};
 use crate::error::AuthorError;
 use crate::run::{Command, run as run_confined};
 use crate::tools::capped;
-use crate::{State, installed};
+use crate::{State, installed, replace};
 
 #[derive(Deserialize)]
 #[serde(crate = "dsh_plugin_api::serde", deny_unknown_fields)]
@@ -67,40 +68,47 @@ pub(crate) async fn run(
     if !state.scope.is_empty() && !config.contains_key("scope") {
         config.insert("scope".to_owned(), Value::String(state.scope.clone()));
     }
+    // A new version of a plugin this row runs replaces it: the running version's file is set
+    // aside until the new one is ACTIVE, to come back to if it fails.
     let previous = lock(&state.mounted).get(&built.name).copied();
-    if let Some(fiber) = previous
-        && still_running(state, fiber).await
-    {
-        // The host does not unmount a child: the new version waits for the next start.
-        let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
-        let entry = installed::Entry {
-            name: built.name.clone(),
-            scope: state.scope.clone(),
-            config,
-        };
-        installed::record(&state.installed_file, entry)?;
-        return Err(AuthorError::AlreadyRunning {
-            name: built.name,
-            fiber,
-            installed,
-        });
-    }
+    let aside = match previous {
+        Some(_) => replace::set_aside(&state.plugins_dir, &file)?,
+        None => None,
+    };
     let installed = copy_in(&built.library, &state.plugins_dir, &file)?;
+    if let Some(fiber) = previous {
+        state
+            .ctx
+            .unmount(fiber)
+            .await
+            .map_err(|error| AuthorError::Mount {
+                installed: installed.clone(),
+                message: error.to_string(),
+            })?;
+        lock(&state.mounted).remove(&built.name);
+    }
     let before = tool_names(state);
     let mounting = Instant::now();
-    let fiber = state
-        .ctx
-        .mount(&built.name, &Value::Object(config.clone()))
-        .map_err(|error| AuthorError::Mount {
-            installed: installed.clone(),
-            message: error.to_string(),
-        })?;
+    let fiber = match state.ctx.mount(&built.name, &Value::Object(config.clone())) {
+        Ok(fiber) => fiber,
+        Err(error) => {
+            let restored = replace::restore(state, &built.name, &file, None, aside).await;
+            return Err(AuthorError::Mount {
+                installed: installed.clone(),
+                message: format!("{error}{restored}"),
+            });
+        }
+    };
     lock(&state.mounted).insert(built.name.clone(), fiber);
     let settle = Duration::from_millis(state.settle_timeout_ms);
     let outcome = first_of(state.ctx.settled(fiber), state.ctx.sleep(settle)).await;
     let mounted = mounting.elapsed().as_secs_f64();
+    let replacing = match previous {
+        Some(old) => format!(" in place of fiber {old}, the version that ran until now"),
+        None => String::new(),
+    };
     let header = format!(
-        "Installed {} (checked in {checked:.1} s) and mounted it as fiber {fiber} of row `{}`",
+        "Installed {} (checked in {checked:.1} s) and mounted it as fiber {fiber} of row `{}`{replacing}",
         installed.display(),
         state.ctx.row_id()
     );
@@ -120,6 +128,15 @@ pub(crate) async fn run(
         Ok(()) => header,
         Err(error) => format!("{header} (not listed for the next start: {error})"),
     };
+    if let Either::Left(Err(error)) = outcome {
+        let restored = replace::restore(state, &built.name, &file, Some(fiber), aside).await;
+        return Err(AuthorError::Failed {
+            header,
+            message: error.to_string(),
+            restored,
+        });
+    }
+    replace::discard(aside);
     match outcome {
         Either::Left(Ok(())) => {
             let added: Vec<String> = tool_names(state).difference(&before).cloned().collect();
@@ -132,9 +149,11 @@ pub(crate) async fn run(
             };
             Ok(format!("{header}; ACTIVE in {mounted:.1} s; {tools}."))
         }
+        // Answered above.
         Either::Left(Err(error)) => Err(AuthorError::Failed {
             header,
             message: error.to_string(),
+            restored: String::new(),
         }),
         Either::Right(()) => Ok(format!(
             "{header}; it is not active after {} s (it waits for a service no row provides, or its apply has not finished).",
@@ -211,20 +230,6 @@ async fn check(
                 state.max_message_bytes,
             ),
         }),
-    }
-}
-
-/// Whether the child `fiber` is still active (not FAILED): a failed one holds nothing and a
-/// new version may take its place.
-async fn still_running(state: &State, fiber: u64) -> bool {
-    match first_of(
-        state.ctx.settled(fiber),
-        state.ctx.sleep(Duration::from_millis(200)),
-    )
-    .await
-    {
-        Either::Left(result) => result.is_ok(),
-        Either::Right(()) => true,
     }
 }
 

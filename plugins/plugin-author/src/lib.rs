@@ -21,6 +21,7 @@ mod error;
 mod install;
 mod installed;
 mod new;
+mod replace;
 mod run;
 mod tools;
 

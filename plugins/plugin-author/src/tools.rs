@@ -36,8 +36,9 @@ names the library; on failure the result is the compiler's messages: fix them an
 const INSTALL: &str = "Install a plugin crate built with plugin_build: the host checks the library \
 (ABI and plugin header), copies it into the plugins folder and mounts it, so the tools it \
 registers can be called from the next step on, and again after a restart. A library that fails \
-the check is refused and the running version stays; a new version of a running plugin waits for \
-the next start. `config` is the plugin's row config (a JSON object).";
+the check is refused and the running version stays; a new version of a running plugin takes its \
+place at once (and if it fails to start, the previous version is put back). `config` is the \
+plugin's row config (a JSON object).";
 
 fn parameters(kind: Kind) -> Value {
     let path = json!({"type": "string", "description": "The crate's directory, relative to the working directory."});
