@@ -23,6 +23,7 @@ mod errors;
 mod images;
 mod live_catalog;
 mod plugin;
+mod providers;
 mod request;
 mod response;
 mod serialize;

@@ -41,14 +41,14 @@ pub(crate) struct Config(
 );
 
 #[derive(Clone)]
-struct DeepSeek {
-    config: Arc<AdapterConfig>,
-    http: Service<HttpService>,
+pub(crate) struct DeepSeek {
+    pub(crate) config: Arc<AdapterConfig>,
+    pub(crate) http: Service<HttpService>,
     /// For the stored key, looked up per request (so a key set in the web settings is used at
     /// once, and a credentials row that goes away only leaves the environment).
-    ctx: Context,
+    pub(crate) ctx: Context,
     /// The configured models and the discovered ones.
-    catalog: Arc<LiveCatalog>,
+    pub(crate) catalog: Arc<LiveCatalog>,
 }
 
 /// Reads a whole error body, within the request's bounds and a size cap.
@@ -83,7 +83,7 @@ impl DeepSeek {
     /// Starts discovering the endpoint's models unless it was done with the current key.
     /// Without a usable key there is nothing to do: no chat request could be sent either, and
     /// asking anyway would only earn a 401 warning on every keyless start.
-    fn discover(&self) {
+    pub(crate) fn discover(&self) {
         if let Ok(key) = self.api_key() {
             Discoverer {
                 config: self.config.clone(),
@@ -338,4 +338,6 @@ impl Plugin for DeepSeekPlugin {
     }
 }
 
-dsh_plugin_api::export_plugins!(DeepSeekPlugin);
+// The first is the library's own (a row naming `llm-deepseek`); the second a row names as
+// `llm-deepseek/llm-providers`.
+dsh_plugin_api::export_plugins!(DeepSeekPlugin, crate::providers::ProvidersPlugin);
