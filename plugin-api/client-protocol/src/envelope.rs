@@ -131,6 +131,14 @@ pub enum RpcErrorCode {
     AgentPresetReadOnly,
     /// A preset by that id exists already.
     AgentPresetConflict,
+    /// A provider's id, URL or key cannot be used (the field is named).
+    ProviderRejected,
+    /// A provider's id is a route another adapter serves already.
+    ProviderConflict,
+    /// No provider by that id was added in the settings.
+    ProviderNotFound,
+    /// The endpoint's `GET /models` failed; the message names the URL and its status.
+    ProviderDiscoveryFailed,
     /// The server failed; the message says where.
     Internal,
 }
@@ -163,6 +171,10 @@ impl RpcErrorCode {
             Self::AgentPresetInvalid => -32022,
             Self::AgentPresetReadOnly => -32023,
             Self::AgentPresetConflict => -32024,
+            Self::ProviderRejected => -32025,
+            Self::ProviderConflict => -32026,
+            Self::ProviderNotFound => -32027,
+            Self::ProviderDiscoveryFailed => -32028,
         }
     }
 

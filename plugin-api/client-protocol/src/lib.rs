@@ -18,6 +18,7 @@ mod goals;
 mod handshake;
 mod payloads;
 mod presets;
+mod providers;
 mod request;
 mod schema;
 mod stats;
@@ -37,6 +38,9 @@ pub use handshake::{
 };
 pub use payloads::*;
 pub use presets::{CopyPreset, PresetList, PresetRef, SelectPreset};
+pub use providers::{
+    DiscoverModels, DiscoveredModels, ProviderList, ProviderRef, ProviderState, SaveProvider,
+};
 pub use request::{ClientRequest, METHODS, NoParams, RequestError};
 pub use schema::schema_document;
 pub use stats::{SessionStats, TurnStats};

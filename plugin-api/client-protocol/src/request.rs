@@ -10,6 +10,7 @@ use crate::goals::{GoalCreate, GoalEdit, GoalState, GoalTarget};
 use crate::handshake::{Initialize, Initialized, SubscribeRequest};
 use crate::payloads::*;
 use crate::presets::{CopyPreset, PresetList, PresetRef, SelectPreset};
+use crate::providers::{DiscoverModels, DiscoveredModels, ProviderList, ProviderRef, SaveProvider};
 use crate::{AttachmentData, ChatItem, ReadAttachment, SessionHistory, Trajectory, UploadImage};
 
 /// The params of a method that takes none (`{}`; absent or `null` reads the same).
@@ -127,6 +128,15 @@ methods! {
     "credentials.describe" => CredentialsDescribe(NoParams) -> CredentialsDescription;
     "credentials.set" => CredentialsSet(SetCredential) -> Done;
     "credentials.unset" => CredentialsUnset(CredentialName) -> Removed;
+    /// The OpenAI-compatible providers added in the settings, their keys masked.
+    "provider.list" => ProviderList(NoParams) -> ProviderList;
+    /// The model ids an endpoint lists at `GET {baseUrl}/models` (nothing is saved).
+    "provider.discover" => ProviderDiscover(DiscoverModels) -> DiscoveredModels;
+    /// Adds a provider or changes one (its models discovered first; loopback clients only):
+    /// its models are offered by `session.models` once the host has loaded it.
+    "provider.save" => ProviderSave(SaveProvider) -> DiscoveredModels;
+    /// Removes a provider added in the settings and its stored key (loopback clients only).
+    "provider.remove" => ProviderRemove(ProviderRef) -> Done;
     /// Whether the host's project is trusted (its hooks, MCP servers and settings apply).
     "project.describe" => ProjectDescribe(NoParams) -> dsh_protocol::ProjectTrust;
     "project.trust" => ProjectTrust(NoParams) -> dsh_protocol::ProjectTrust;

@@ -188,6 +188,21 @@ impl Api {
                     removed: self.unset_credential(request).await?,
                 })
             }
+            ClientRequest::ProviderList(_) => to_value(self.list_providers(writable).await?),
+            ClientRequest::ProviderDiscover(request) => {
+                // It sends a key to an address the caller names: only where settings may change.
+                self.writable(writable, method)?;
+                to_value(self.discover_models(request).await?)
+            }
+            ClientRequest::ProviderSave(request) => {
+                self.writable(writable, method)?;
+                to_value(self.save_provider(request).await?)
+            }
+            ClientRequest::ProviderRemove(request) => {
+                self.writable(writable, method)?;
+                self.remove_provider(request).await?;
+                to_value(Done {})
+            }
             ClientRequest::ProjectDescribe(_) => to_value(self.describe_trust(caller)?),
             ClientRequest::ProjectTrust(_) => to_value(self.trust_project(caller).await?),
             ClientRequest::ApprovalRespond(answer) => to_value(self.respond(answer).await?),

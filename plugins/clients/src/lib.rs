@@ -25,6 +25,7 @@ mod live;
 mod manage;
 mod models;
 mod presets;
+mod providers;
 mod questions;
 mod rewind;
 mod sessions;
@@ -88,6 +89,8 @@ impl Plugin for ClientsPlugin {
         dsh_commands_seam::COMMANDS_SERVICE,
         dsh_credentials_seam::CREDENTIALS_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
+        // `provider.discover` and `provider.save` ask an endpoint for its models.
+        dsh_plugin_api::io::http::HTTP_SERVICE,
         dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_trust_seam::TRUST_SERVICE,

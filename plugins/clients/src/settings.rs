@@ -114,7 +114,7 @@ const ADAPTER_ROW: &str = "llm-deepseek";
 
 /// Why the settings document cannot be read or written, naming the file.
 #[derive(Debug, thiserror::Error)]
-enum DocumentError {
+pub(crate) enum DocumentError {
     #[error("{file}: {error}")]
     Io { file: String, error: std::io::Error },
     #[error("{0}")]
@@ -145,7 +145,7 @@ impl DocumentError {
 }
 
 /// The settings document, refused (before parsing) over the size or nesting of a config file.
-fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, DocumentError> {
+pub(crate) fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, DocumentError> {
     let shown = path.display().to_string();
     let limits = dsh_doc_limits::Limits::DOCUMENT;
     let text = match dsh_doc_limits::read_capped(path, limits.max_bytes) {
@@ -173,7 +173,7 @@ fn base_url_of(document: &serde_norway::Mapping) -> Option<String> {
 }
 
 impl Api {
-    fn settings_file(&self) -> Result<std::path::PathBuf, Failure> {
+    pub(crate) fn settings_file(&self) -> Result<std::path::PathBuf, Failure> {
         self.settings_file
             .clone()
             .ok_or_else(|| Failure::internal("this server has no settingsFile configured"))
@@ -224,6 +224,17 @@ impl Api {
         field: &'static str,
         value: Option<String>,
     ) -> Result<(), Failure> {
+        self.write_setting_value(namespace, field, value.map(serde_norway::Value::String))
+            .await
+    }
+
+    /// [`Api::write_setting`] with any YAML value (a list of providers).
+    pub(crate) async fn write_setting_value(
+        &self,
+        namespace: &'static str,
+        field: &'static str,
+        value: Option<serde_norway::Value>,
+    ) -> Result<(), Failure> {
         let path = self.settings_file()?;
         let written = self
             .ctx
@@ -237,7 +248,7 @@ impl Api {
                 let field = serde_norway::Value::String(field.to_owned());
                 match value {
                     Some(value) => {
-                        row.insert(field, serde_norway::Value::String(value));
+                        row.insert(field, value);
                     }
                     None => {
                         row.remove(&field);
