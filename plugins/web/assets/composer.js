@@ -19,8 +19,16 @@ export async function loadModels(sessionId) {
   state.models = models;
   showEfforts(current, effort);
   const select = $("model");
+  const option = (model) => element("option", { value: model.route, selected: model.route === current }, model.label);
+  // With more than one provider (one added in Settings › Models), each has its group, so two
+  // providers' models of one name are told apart.
+  const providers = [...new Set(models.map((model) => model.route.split("/")[0]))];
   select.replaceChildren(
-    ...models.map((model) => element("option", { value: model.route, selected: model.route === current }, model.label)),
+    ...(providers.length > 1
+      ? providers.map((provider) =>
+          element("optgroup", { label: provider }, ...models.filter((model) => model.route.startsWith(`${provider}/`)).map(option)),
+        )
+      : models.map(option)),
   );
   if (current && !models.some((model) => model.route === current)) {
     select.prepend(element("option", { value: current, selected: true }, current));

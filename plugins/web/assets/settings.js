@@ -6,6 +6,7 @@ import { renderHero } from "./start-page.js";
 import { loadModels } from "./composer.js";
 import { $, call, fail, state, toast } from "./core.js";
 import { renderPresetSettings } from "./presets.js";
+import { renderProviderSettings, wireProviders } from "./providers.js";
 
 // ---- theme -------------------------------------------------------------------------------
 
@@ -89,6 +90,22 @@ export async function openSettings() {
     ),
   );
   $("about").replaceChildren(...facts.flatMap(([name, value]) => [element("dt", {}, name), element("dd", {}, value)]));
+  await renderModelList();
+  const [credentials, settings] = await Promise.all([call("credentials.describe"), call("settings.describe")]);
+  const key = credentials.credentials.find((credential) => credential.name === "DEEPSEEK_API_KEY");
+  $("key-state").textContent = key?.stored ? "(stored)" : key?.inEnvironment ? "(from the environment)" : "(not set)";
+  $("settings-url").value = settings.baseUrl || "";
+  const writable = credentials.writable && settings.writable;
+  await Promise.all([renderPresetSettings(writable), renderProviderSettings()]);
+  for (const id of ["settings-key", "save-key", "remove-key", "settings-url", "save-url"]) $(id).disabled = !writable;
+  $("settings-note").textContent = writable
+    ? "A stored key wins over the environment. An endpoint change reloads the model adapter; running turns keep theirs."
+    : "This server listens beyond this machine: settings cannot be changed from here.";
+  $("settings").showModal();
+}
+
+// The models every adapter offers now (a provider added here among them).
+async function renderModelList() {
   const models = await call("session.models", state.open ? { sessionId: state.open.id } : {}).catch(() => null);
   $("model-list").replaceChildren(
     ...(models?.models || []).map((model) =>
@@ -102,17 +119,6 @@ export async function openSettings() {
     ),
   );
   if (!$("model-list").children.length) $("model-list").append(element("li", { class: "muted" }, "No model is usable yet: add a key or an endpoint above."));
-  const [credentials, settings] = await Promise.all([call("credentials.describe"), call("settings.describe")]);
-  const key = credentials.credentials.find((credential) => credential.name === "DEEPSEEK_API_KEY");
-  $("key-state").textContent = key?.stored ? "(stored)" : key?.inEnvironment ? "(from the environment)" : "(not set)";
-  $("settings-url").value = settings.baseUrl || "";
-  const writable = credentials.writable && settings.writable;
-  await renderPresetSettings(writable);
-  for (const id of ["settings-key", "save-key", "remove-key", "settings-url", "save-url"]) $(id).disabled = !writable;
-  $("settings-note").textContent = writable
-    ? "A stored key wins over the environment. An endpoint change reloads the model adapter; running turns keep theirs."
-    : "This server listens beyond this machine: settings cannot be changed from here.";
-  $("settings").showModal();
 }
 
 async function afterSettings(message) {
@@ -125,6 +131,8 @@ async function afterSettings(message) {
 
 export function wireSettings() {
   wireTabs();
+  wireProviders();
+  document.addEventListener("dsh-models-changed", () => renderModelList().catch((e) => fail(e)));
   $("open-settings").addEventListener("click", () => openSettings().catch((e) => fail(e)));
   $("save-key").addEventListener("click", async () => {
     try {

@@ -22,6 +22,7 @@ const TRAJECTORY_JS: &str = include_str!("../assets/trajectory.js");
 const GOAL_JS: &str = include_str!("../assets/goal.js");
 const UNDO_JS: &str = include_str!("../assets/undo.js");
 const PRESETS_JS: &str = include_str!("../assets/presets.js");
+const PROVIDERS_JS: &str = include_str!("../assets/providers.js");
 const PLAN_JS: &str = include_str!("../assets/plan.js");
 const ATTACHMENTS_JS: &str = include_str!("../assets/attachments.js");
 const ATTACHMENTS_CSS: &str = include_str!("../assets/attachments.css");
@@ -110,6 +111,7 @@ assets! {
     "/assets/goal.js" => (JS, GOAL_JS),
     "/assets/undo.js" => (JS, UNDO_JS),
     "/assets/presets.js" => (JS, PRESETS_JS),
+    "/assets/providers.js" => (JS, PROVIDERS_JS),
     "/assets/plan.js" => (JS, PLAN_JS),
     "/assets/attachments.js" => (JS, ATTACHMENTS_JS),
     "/assets/attachments.css" => ("text/css; charset=utf-8", ATTACHMENTS_CSS),
