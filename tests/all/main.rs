@@ -39,6 +39,7 @@ mod presets;
 mod products;
 mod products_real;
 mod products_recorded;
+mod providers;
 mod pty_tools;
 mod questions;
 mod reasoning_effort;

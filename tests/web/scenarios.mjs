@@ -11,6 +11,7 @@ import { frameScenarios } from "./layout.mjs";
 import { goalScenarios } from "./goal.mjs";
 import { planScenarios } from "./plan.mjs";
 import { presetScenarios } from "./presets.mjs";
+import { providerScenarios } from "./providers.mjs";
 import { imageScenarios } from "./images.mjs";
 import { undoScenarios } from "./undo.mjs";
 
@@ -815,6 +816,7 @@ Object.assign(scenarios, goalScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, effortScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, planScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, presetScenarios({ authUrl, expect, shoot, themes }));
+Object.assign(scenarios, providerScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
