@@ -555,3 +555,46 @@ fn a_shipped_preset_chosen_over_acp_runs_its_tools() {
     );
     agent.close();
 }
+
+/// A preset's fixed prompt stands in for the sections only: plan mode's policy still follows it
+/// (`system-prompt/base`, under the assemble waterfall), whichever order the rows' listeners
+/// were registered in: before and after the plan-mode row is reloaded (its listener then comes
+/// after the presets row's).
+#[test]
+fn plan_mode_keeps_its_policy_under_a_presets_fixed_prompt() {
+    let server = FakeDeepSeek::start(vec![Reply::text("a plan"), Reply::text("another plan")]);
+    let dir = TestDir::new("presets-plan");
+    let web = dsh_tests::web::start(&server, &dir);
+    let made = web.call(
+        "session.create",
+        &serde_json::json!({"agentPreset": "minimal"}),
+    );
+    let session = made["sessionId"].as_str().unwrap().to_owned();
+    let check = |request: usize, policy_end: &str| {
+        server.wait_requests(request + 1, std::time::Duration::from_secs(30));
+        let system = system_prompt(&server.requests()[request].body);
+        assert!(
+            system.starts_with("You are a coding agent working in "),
+            "not the minimal preset's prompt: {system}"
+        );
+        assert!(
+            system.contains("# Plan mode") && system.ends_with(policy_end),
+            "plan mode's policy is lost under the preset's prompt: {system}"
+        );
+    };
+    let accepted = web.prompt(&session, "/plan look around");
+    assert_eq!(accepted["command"]["kind"], "success", "{accepted}");
+    check(0, "give the plan in your answer.");
+
+    dir.write(
+        "home/cordis.patch.yml",
+        "- id: plan-mode\n  config:\n    section: \"# Plan mode\\n\\nReloaded: plan only.\"\n",
+    );
+    web.host
+        .wait_stderr("config reloaded", std::time::Duration::from_secs(30));
+    // Wait for the first turn to end before the next prompt.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let accepted = web.prompt(&session, "/plan look again");
+    assert_eq!(accepted["command"]["kind"], "success", "{accepted}");
+    check(1, "Reloaded: plan only.");
+}

@@ -1,7 +1,8 @@
 //! Plugin `agent-presets`: provides `agent_presets`, the named compositions of the agent a
 //! session chooses when it is made (REFERENCE §1, "Agent presets"). A preset is a folder:
 //! `preset.yml` (name, description, order; `tools`, what its sessions inherit of the tools
-//! outside it; `prompt`, a file whose text replaces the assembled system prompt) and
+//! outside it; `prompt`, a file whose text stands in for the system prompt's sections, with
+//! what plugins add around them, plan mode's policy, kept) and
 //! `agent.yml` (rows of its own). Four are shipped, compiled in and read-only: `standard`
 //! (today's agent), `code` (Code Mode), `minimal` (a persistent shell and an editor under a
 //! short fixed prompt) and `plugin-author` (the standard tools and the plugin tools). The
@@ -29,7 +30,7 @@ use dsh_agents_seam::presets::{
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{ErrorKind, SeamError};
 use dsh_protocol::PromptRequest;
-use dsh_system_prompt_seam::SYSTEM_PROMPT_ASSEMBLE;
+use dsh_system_prompt_seam::SYSTEM_PROMPT_BASE;
 
 use crate::activate::Activator;
 use dsh_preset_catalog::{Catalog, Found, valid_id};
@@ -241,25 +242,21 @@ impl Plugin for AgentPresetsPlugin {
         };
         let activator = Arc::new(Activator::new(ctx.clone(), catalog.clone()));
         let prompts = activator.clone();
-        // A preset with a fixed prompt answers it in place of the assembled one.
-        ctx.on_waterfall(&SYSTEM_PROMPT_ASSEMBLE, move |next| {
+        // A preset with a fixed prompt answers it in place of the sections; what the assemble
+        // waterfall adds around them (plan mode's policy) is kept.
+        ctx.on_bail(&SYSTEM_PROMPT_BASE, move |request: &Json<PromptRequest>| {
             // Most requests run no preset with a prompt of its own: they are not decoded.
-            let request: Option<PromptRequest> = match prompts.any_prompt() {
-                true => next.payload().decode().ok(),
-                false => None,
-            };
-            let fixed = request.as_ref().and_then(|request| {
-                request.scope.iter().find_map(|scope| {
-                    let active = prompts.by_scope(scope)?;
-                    active.prompt.as_ref().map(|text| fill(text, request))
-                })
-            });
-            async move {
-                match fixed {
-                    Some(text) => Ok(RString::from(text)),
-                    None => next.run().await,
-                }
+            if !prompts.any_prompt() {
+                return None;
             }
+            let request: PromptRequest = request.decode().ok()?;
+            request.scope.iter().find_map(|scope| {
+                let active = prompts.by_scope(scope)?;
+                active
+                    .prompt
+                    .as_ref()
+                    .map(|text| RString::from(fill(text, &request)))
+            })
         })?;
         let presets = Presets {
             catalog,

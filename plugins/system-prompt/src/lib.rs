@@ -33,14 +33,14 @@ use abi_stable::std_types::{RArc, RErr, ROk, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agents_seam::{AGENT_PRE_STEP, AGENTS_SERVICE, AgentsExt, AgentsService};
 use dsh_plugin_api::prelude::*;
-use dsh_plugin_api::{Channel, LogLevel, SeamError, lock};
+use dsh_plugin_api::{BailEvent, Channel, LogLevel, SeamError, lock};
 use dsh_protocol::{
     AssembledPrompt, PromptContext, PromptRequest, PromptSection, StepProposal, ToolGuidance,
 };
 use dsh_sessions_seam::SESSION_DISPOSED;
 use dsh_system_prompt_seam::{
-    SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CONTEXTS, SYSTEM_PROMPT_SERVICE, SectionHandle,
-    SectionHandle_TO, SectionHandleBox, SystemPrompt, SystemPrompt_TO,
+    SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_BASE, SYSTEM_PROMPT_CONTEXTS, SYSTEM_PROMPT_SERVICE,
+    SectionHandle, SectionHandle_TO, SectionHandleBox, SystemPrompt, SystemPrompt_TO,
 };
 use dsh_tools_seam::{ResultView, TOOLS_RESULT, TOOLS_SERVICE, ToolsService};
 
@@ -114,6 +114,8 @@ struct Prompt {
     /// The last render and what it was rendered from: a loop assembles every step and the
     /// inputs rarely change.
     rendered: Mutex<Option<(RenderKey, String)>>,
+    /// Asks for a text in place of the sections (`system-prompt/base`).
+    base: Channel<BailEvent<Json<PromptRequest>, RString>>,
     assemble: Channel<WaterfallEvent<Json<PromptRequest>, RString>>,
     /// Other plugins' snapshots, after this one's.
     contexts: Channel<WaterfallEvent<Json<PromptRequest>, Json<Vec<PromptContext>>>>,
@@ -354,16 +356,28 @@ impl SystemPrompt for Service {
                 Ok(decoded) => decoded,
                 Err(error) => return RErr(SeamError::invalid(error.to_string())),
             };
-            let joined = match prompt.render(&decoded) {
-                Ok(joined) => joined,
-                Err(error) => return RErr(SeamError::invalid(error.to_string())),
+            let fixed = match prompt.base.bail(&request) {
+                Ok(fixed) => fixed,
+                Err(error) => {
+                    // A failed stand-in costs its own text: the sections are used.
+                    prompt.ctx.log(
+                        LogLevel::Warn,
+                        &format!("system-prompt/base: {error}; the sections are used"),
+                    );
+                    None
+                }
+            };
+            let joined = match fixed {
+                Some(text) => text,
+                None => match prompt.render(&decoded) {
+                    Ok(joined) => RString::from(joined),
+                    Err(error) => return RErr(SeamError::invalid(error.to_string())),
+                },
             };
             let request = RArc::new(request);
             let assembled = prompt
                 .assemble
-                .waterfall(request.clone(), move |_| async move {
-                    Ok(RString::from(joined))
-                })
+                .waterfall(request.clone(), move |_| async move { Ok(joined) })
                 .await;
             let system = match assembled {
                 Ok(system) => system.into_string(),
@@ -458,6 +472,7 @@ impl Plugin for SystemPromptPlugin {
             variables: Mutex::new(BTreeMap::new()),
             version: AtomicU64::new(0),
             rendered: Mutex::new(None),
+            base: ctx.channel(&SYSTEM_PROMPT_BASE)?,
             assemble: ctx.channel(&SYSTEM_PROMPT_ASSEMBLE)?,
             contexts: ctx.channel(&SYSTEM_PROMPT_CONTEXTS)?,
             instructions,

@@ -1,6 +1,7 @@
 //! `dsh-system-prompt-seam`: prompt assembly across the plugin ABI. The `system_prompt` service keeps
 //! the sections and variables plugins contribute and assembles, for one request, the system
 //! prompt and the context snapshots the loop appends to the history when they change; the
+//! `system-prompt/base` bail lets a listener put a text of its own in place of the sections, the
 //! `system-prompt/assemble` waterfall lets a listener rewrite the assembled text, and the
 //! `system-prompt/contexts` waterfall lets other plugins add snapshots of their own.
 //!
@@ -18,11 +19,18 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, RResult, RString};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{Json, SeamError, WaterfallEvent};
+use dsh_plugin_api::{BailEvent, Json, SeamError, WaterfallEvent};
 use dsh_protocol::{AssembledPrompt, PromptContext, PromptRequest, PromptSection};
 
 /// Service key of prompt assembly.
 pub const SYSTEM_PROMPT_SERVICE: &str = "system_prompt";
+
+/// `system-prompt/base`: a text that stands in for the sections of a request (an agent preset
+/// with a prompt of its own answers it for its sessions). The first answer wins; without one
+/// the sections are joined. Either way the `system-prompt/assemble` waterfall runs around the
+/// result, so what its listeners add (plan mode's policy) is kept under a fixed prompt too.
+pub const SYSTEM_PROMPT_BASE: BailEvent<Json<PromptRequest>, RString> =
+    BailEvent::new("system-prompt/base");
 
 /// `system-prompt/assemble`: the assembled system prompt text on its way to the request; a
 /// listener may answer another text (or call `next` and change what it returns).
