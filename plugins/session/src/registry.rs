@@ -28,6 +28,8 @@ struct Inner {
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     /// Replaced (never mutated) when a plugin registers a type, and handed to every live log.
     types: Mutex<Arc<TypeRegistry>>,
+    /// The row's `store: required`: no session is created while no store is mounted.
+    store_required: bool,
 }
 
 fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
@@ -39,12 +41,13 @@ fn handle(live: &Arc<LiveSession>) -> SessionBox {
 }
 
 impl Registry {
-    pub(crate) fn new(ctx: Context) -> Self {
+    pub(crate) fn new(ctx: Context, store_required: bool) -> Self {
         Self {
             inner: Arc::new(Inner {
                 ctx,
                 live: Mutex::new(HashMap::new()),
                 types: Mutex::new(Arc::new(TypeRegistry::new())),
+                store_required,
             }),
         }
     }
@@ -140,6 +143,19 @@ impl Inner {
             None => None,
         };
         let wiring = self.wiring()?;
+        if wiring.store.is_none() && self.store_required {
+            // Checked before anything runs: a turn whose events reach no store would look done
+            // and exist nowhere afterwards.
+            return Err(error(
+                SessionErrorKind::Storage,
+                format!(
+                    "session `{id}` refused: no session store is mounted (row `session` says \
+                     `store: required`); see why the profile's `session-persistence-*` row is \
+                     not active (`dsh-host check`), or set `store: optional` on `session` to keep \
+                     sessions in memory"
+                ),
+            ));
+        }
         let mut header = SessionHeader::new(id.as_str(), now_ms());
         header.cwd = match request.cwd.into_option() {
             Some(cwd) => Some(cwd.into_string()),
