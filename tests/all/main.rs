@@ -24,6 +24,7 @@ mod escapes;
 mod examples;
 mod export;
 mod fakellm;
+mod faults;
 mod goals;
 mod headless;
 mod headless_hooks;

@@ -1,0 +1,411 @@
+//! Faults of the disk, the home and the session store: the store's disk full mid-turn (a small
+//! tmpfs), a home mounted read-only, a store that is configured but did not mount (refused,
+//! unless the profile keeps its sessions in memory), a stored log torn mid-line, the host
+//! killed or stopped mid-answer and the session resumed; EIO and a clock that jumps back are
+//! rows this machine cannot build (said as skips).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
+use dsh_tests::sessions::{PLAIN_STORE, session_logs};
+use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
+
+use super::kit::{
+    QUICK_RETRY, args, checkpointed, headless, read_run, run_in, sound, stored, tail,
+};
+use super::{Fault, Seen};
+
+pub(crate) fn faults() -> Vec<Fault> {
+    vec![
+        Fault {
+            name: "storage: disk full on append",
+            expected: "named storage error, exit != 0, log sound",
+            run: disk_full,
+        },
+        Fault {
+            name: "storage: the home not writable",
+            expected: "a named error, exit != 0, no crash",
+            run: home_read_only,
+        },
+        Fault {
+            name: "storage: session store not mounted",
+            expected: "run refused: named error, exit 1, no request",
+            run: store_not_mounted,
+        },
+        Fault {
+            name: "storage: sessions root is a file",
+            expected: "first write fails, named with the path; exit 1",
+            run: root_is_a_file,
+        },
+        Fault {
+            name: "storage: profile keeps sessions in memory",
+            expected: "no store, `store: optional`: runs, exit 0",
+            run: sessions_in_memory,
+        },
+        Fault {
+            name: "storage: stored log torn mid-line, resumed",
+            expected: "torn tail repaired, resumed turn completes",
+            run: torn_log,
+        },
+        Fault {
+            name: "storage: host SIGKILLed mid-answer, resumed",
+            expected: "checkpointed events stored; resumed, sound",
+            run: killed_mid_answer,
+        },
+        Fault {
+            name: "storage: host SIGTERMed mid-answer",
+            expected: "exit 143, turn closed aborted, log sound",
+            run: terminated_mid_answer,
+        },
+        Fault {
+            name: "storage: EIO on append",
+            expected: "named storage error",
+            run: eio,
+        },
+        Fault {
+            name: "storage: clock jumps back mid-session",
+            expected: "times kept in range, log sound",
+            run: clock_back,
+        },
+    ]
+}
+
+/// A tmpfs mounted at a path, unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(at: &Path, size: &str) -> Result<Self, String> {
+        std::fs::create_dir_all(at).map_err(|error| error.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|error| format!("no `mount`: {error}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "cannot mount a tmpfs here: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(Self(at.to_path_buf()))
+    }
+
+    /// `at` bound onto itself read-only.
+    fn read_only(at: &Path) -> Result<Self, String> {
+        let bind = Command::new("mount")
+            .args(["--bind"])
+            .arg(at)
+            .arg(at)
+            .output();
+        if !bind.as_ref().is_ok_and(|out| out.status.success()) {
+            return Err(format!("cannot bind-mount here: {bind:?}"));
+        }
+        let mounted = Self(at.to_path_buf());
+        let ro = Command::new("mount")
+            .args(["-o", "remount,ro,bind"])
+            .arg(at)
+            .output();
+        if !ro.as_ref().is_ok_and(|out| out.status.success()) {
+            return Err(format!("cannot remount read-only: {ro:?}"));
+        }
+        Ok(mounted)
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn disk_full() -> Seen {
+    let dir = TestDir::new("fault-disk-full");
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
+    );
+    // The store's root alone is small: the host's own files (logs, profile) still fit.
+    let _mount = match Mount::tmpfs(&dir.home().join("sessions"), "64k") {
+        Ok(mount) => mount,
+        Err(reason) => return Seen::Skipped(reason),
+    };
+    // An answer far larger than the disk left.
+    let mut events = vec![first_chunk()];
+    events.extend((0..64).map(|_| SseEvent::content(&"lorem ipsum ".repeat(400))));
+    events.extend([SseEvent::finish("stop"), SseEvent::Done]);
+    let server = FakeDeepSeek::start(vec![Reply::Sse(events)]);
+    let run = run_in(dir, &server.url(), "", "fill the disk", &[]);
+    assert_ne!(run.out.code, Some(0), "the run claimed success");
+    let said = run
+        .out
+        .stderr
+        .lines()
+        .find(|line| {
+            line.contains("No space left") || line.contains("ENOSPC") || line.contains("storage")
+        })
+        .unwrap_or_else(|| panic!("no named storage error: {}", tail(&run.out.stderr)))
+        .to_owned();
+    // What reached the disk reads back sound. The events shown after the write failed are
+    // not on the disk: the run says so (the error, the exit code) rather than claim them.
+    let (checked, missing) = stored(&run.dir.home(), &run.shown);
+    let (kind, code) = run.end();
+    Seen::Held(format!(
+        "exit {:?}, turn/end {kind} {code}, `{}`; {checked}; {} shown past the failure",
+        run.out.code,
+        super::cell(said.trim(), 70),
+        missing.len()
+    ))
+}
+
+fn home_read_only() -> Seen {
+    let dir = TestDir::new("fault-home-ro");
+    std::fs::create_dir_all(dir.home()).unwrap();
+    let _mount = match Mount::read_only(&dir.home()) {
+        Ok(mount) => mount,
+        Err(reason) => return Seen::Skipped(reason),
+    };
+    let server = FakeDeepSeek::start(vec![Reply::text("never")]);
+    let run = run_in(dir, &server.url(), "", "hello", &[]);
+    assert!(
+        matches!(run.out.code, Some(code) if code != 0),
+        "exit {:?}: {}",
+        run.out.code,
+        tail(&run.out.stderr)
+    );
+    assert!(
+        !run.out.stderr.contains("panicked"),
+        "{}",
+        tail(&run.out.stderr)
+    );
+    let said = run
+        .out
+        .stderr
+        .lines()
+        .find(|line| {
+            line.contains("Read-only")
+                || line.contains("read-only")
+                || line.contains("not writable")
+        })
+        .unwrap_or_else(|| panic!("no named error: {}", tail(&run.out.stderr)))
+        .to_owned();
+    Seen::Held(format!(
+        "exit {:?}, `{}`",
+        run.out.code,
+        super::cell(said.trim(), 90)
+    ))
+}
+
+/// A run whose store row fails to start (`store_rows`): refused before any request, named.
+fn refused(name: &str, store_rows: &str) -> Seen {
+    let server = FakeDeepSeek::start(vec![Reply::text("never")]);
+    let run = headless(name, &server, store_rows, "", "hello", &[]);
+    assert_eq!(
+        run.out.code,
+        Some(1),
+        "exit {:?}: {}",
+        run.out.code,
+        tail(&run.out.stderr)
+    );
+    let said = run
+        .out
+        .stderr
+        .lines()
+        .find(|line| line.contains("no session store is mounted"))
+        .unwrap_or_else(|| panic!("not named: {}", tail(&run.out.stderr)))
+        .to_owned();
+    assert_eq!(server.requests().len(), 0, "a turn ran");
+    assert!(run.of_type("turn/start").is_empty(), "a turn started");
+    Seen::Held(format!("exit 1, `{}`", super::cell(said.trim(), 90)))
+}
+
+fn store_not_mounted() -> Seen {
+    refused(
+        "store-unmounted",
+        "- id: session-persistence-jsonl\n  config:\n    compression: lzma-please\n",
+    )
+}
+
+/// The store mounts (its root is only made when a session is written), then its first write
+/// fails: named with the path, and the run ends non-zero instead of claiming the turn.
+fn root_is_a_file() -> Seen {
+    let file = std::env::temp_dir().join(format!("dsh-fault-root-file-{}", std::process::id()));
+    std::fs::write(&file, "not a folder").unwrap();
+    let server = FakeDeepSeek::start(vec![Reply::text("never stored")]);
+    let run = headless(
+        "root-file",
+        &server,
+        &format!(
+            "- id: session-persistence-jsonl\n  config:\n    root: {}\n",
+            file.display()
+        ),
+        "",
+        "hello",
+        &[],
+    );
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(
+        run.out.code,
+        Some(1),
+        "exit {:?}: {}",
+        run.out.code,
+        tail(&run.out.stderr)
+    );
+    let said = run
+        .out
+        .stderr
+        .lines()
+        .find(|line| line.contains(file.to_str().unwrap()) && line.contains("Not a directory"))
+        .unwrap_or_else(|| panic!("the path is not named: {}", tail(&run.out.stderr)))
+        .to_owned();
+    let (kind, code) = run.end();
+    Seen::Held(format!(
+        "exit 1, turn/end {kind} {code}, `{}`",
+        super::cell(said.trim(), 90)
+    ))
+}
+
+fn sessions_in_memory() -> Seen {
+    let server = FakeDeepSeek::start(vec![Reply::text("IN MEMORY")]);
+    let run = headless(
+        "in-memory",
+        &server,
+        "- id: session-persistence-jsonl\n  disabled: true\n- id: session\n  config:\n    store: optional\n",
+        "",
+        "hello",
+        &[],
+    );
+    let ended = run.ended(0, "completed", None);
+    assert!(
+        session_logs(&run.dir.home().join("sessions")).is_empty(),
+        "a log was stored"
+    );
+    Seen::Held(format!("{ended}, nothing stored (as the profile says)"))
+}
+
+/// The first session stored under `home`, its log path.
+fn only_log(home: &Path) -> PathBuf {
+    let logs = session_logs(&home.join("sessions"));
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs[0].clone()
+}
+
+/// `--resume ID` with `task` in the run's home, the model at `url`.
+fn resume(dir: TestDir, url: &str, id: &str, task: &str) -> super::kit::Run {
+    let mut all = args(&dir, url, "", task);
+    let at = all.len() - 1;
+    all.insert(at, id.to_owned());
+    all.insert(at, "--resume".to_owned());
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = run_host_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    read_run(dir, out)
+}
+
+fn torn_log() -> Seen {
+    let server = FakeDeepSeek::start(vec![Reply::text("FIRST"), Reply::text("SECOND")]);
+    let first = headless("torn", &server, "", "", "hello", &[]);
+    first.ended(0, "completed", None);
+    let id = first.shown[0].0.clone();
+    let log = only_log(&first.dir.home());
+    let bytes = std::fs::read(&log).unwrap();
+    // Half of the last line: a write cut by a crash.
+    let last = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|byte| *byte == b'\n')
+        .unwrap();
+    let cut = last + (bytes.len() - last) / 2;
+    std::fs::write(&log, &bytes[..cut]).unwrap();
+    let url = server.url();
+    let second = resume(first.dir, &url, &id, "go on");
+    let ended = second.ended(0, "completed", None);
+    Seen::Held(format!("{ended}; {}", second.sound()))
+}
+
+/// A run held mid-answer (the model's stream waits at a gate), for a signal.
+fn held_run(name: &str) -> (TestDir, FakeDeepSeek, HostProcess, PathBuf) {
+    let dir = TestDir::new(&format!("fault-{name}"));
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
+    );
+    let gate = dir.join("gate");
+    let server = FakeDeepSeek::start(vec![
+        Reply::Sse(vec![
+            first_chunk(),
+            SseEvent::content("PARTIAL_ONE "),
+            SseEvent::content("PARTIAL_TWO "),
+            SseEvent::Gate(gate.clone()),
+            SseEvent::content("never"),
+            SseEvent::Done,
+        ]),
+        Reply::text("RESUMED"),
+    ]);
+    let all = args(&dir, &server.url(), "", "hello");
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let host = HostProcess::start_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    host.wait_stdout("PARTIAL_TWO", WAIT);
+    (dir, server, host, gate)
+}
+
+fn killed_mid_answer() -> Seen {
+    let (dir, server, mut host, gate) = held_run("sigkill");
+    // At once: the answer's chunks may still be in the store's write-behind window.
+    host.signal(libc::SIGKILL);
+    host.wait_exit(WAIT);
+    std::fs::write(&gate, "").unwrap();
+    let stdout = host.stdout().join("\n");
+    let killed = read_run(
+        dir,
+        dsh_tests::Output {
+            code: None,
+            stdout,
+            stderr: String::new(),
+        },
+    );
+    let (shown, lost) = stored(&killed.dir.home(), &killed.shown);
+    let kept = checkpointed(&killed.shown);
+    let checked = sound(&killed.dir.home(), &kept);
+    let id = killed.shown[0].0.clone();
+    let url = server.url();
+    let resumed = resume(killed.dir, &url, &id, "go on");
+    let ended = resumed.ended(0, "completed", None);
+    let after = resumed.sound();
+    Seen::Held(format!(
+        "{checked} before the request, {shown}: {} streamed chunk(s) died with it; resumed {ended}; {after}",
+        lost.len()
+    ))
+}
+
+fn terminated_mid_answer() -> Seen {
+    let (dir, _server, mut host, gate) = held_run("sigterm");
+    host.signal(libc::SIGTERM);
+    let code = host.wait_exit(WAIT);
+    std::fs::write(&gate, "").unwrap();
+    let stdout = host.stdout().join("\n");
+    let run = read_run(
+        dir,
+        dsh_tests::Output {
+            code,
+            stdout,
+            stderr: host.stderr().join("\n"),
+        },
+    );
+    let ended = run.ended(143, "aborted", None);
+    Seen::Held(format!("{ended}; {}", run.sound()))
+}
+
+fn eio() -> Seen {
+    Seen::Skipped(
+        "no EIO source here: making writes fail with EIO needs a device-mapper `error` target \
+         or a fault-injecting FUSE file system, neither available in this container"
+            .to_owned(),
+    )
+}
+
+fn clock_back() -> Seen {
+    Seen::Skipped(
+        "no injectable clock: the host reads the system clock (no override), changing it would \
+         move the whole machine's, and libfaketime is not installed"
+            .to_owned(),
+    )
+}
