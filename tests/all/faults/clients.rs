@@ -27,6 +27,11 @@ pub(crate) fn faults() -> Vec<Fault> {
             run: stops_reading,
         },
         Fault {
+            name: "client: follows a 1 MiB answer live",
+            expected: "frame bytes linear in the answer (at most 4x)",
+            run: follows_a_long_answer,
+        },
+        Fault {
             name: "client: lines that are not JSON-RPC",
             expected: "named parse errors, connection lives",
             run: garbage_lines,
@@ -225,4 +230,43 @@ fn leaves_mid_turn() -> Seen {
     Seen::Held(format!(
         "turn ended after the client left ({frames} frames); {summary}"
     ))
+}
+
+/// A client following a 1 MiB answer streamed in 128 deltas: what the frames carry should
+/// grow with the answer, not with the answer times its deltas.
+fn follows_a_long_answer() -> Seen {
+    const PIECES: usize = 128;
+    let answer = PIECES * (8 << 10);
+    let server = FakeDeepSeek::start(vec![long_answer(PIECES)]);
+    let dir = plain_dir("fault-client-long");
+    let mut web = start(&server, &dir);
+    let path = client_socket(&dir.home(), web.host.pid());
+    let mut client = LineClient::connect(&path);
+    hello(&mut client, "reader");
+    let session = client.call("session.create", json!({}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut follower = follower(&path, &session);
+    client.call(
+        "session.prompt",
+        json!({"sessionId": session, "text": "talk long"}),
+    );
+    let frames = follower.until(100_000, turn_ended);
+    let bytes: usize = frames.iter().map(|frame| frame.to_string().len()).sum();
+    let summary = up_and_sound(&dir.home(), web.host.pid(), 1);
+    assert_eq!(web.host.stop(), Some(0));
+    let seen = format!(
+        "{} MiB of frames ({} frames) for a {} MiB answer; {summary}",
+        bytes >> 20,
+        frames.len(),
+        answer >> 20
+    );
+    if bytes > 4 * answer {
+        return Seen::Known(format!(
+            "each session/update of the streaming answer carries the whole message so far \
+             (quadratic traffic: a 2 MiB answer takes a client 13 s to follow, 4 MiB over 30 s): {seen}"
+        ));
+    }
+    Seen::Held(seen)
 }
