@@ -284,8 +284,11 @@ fn a_provider_added_in_the_page_offers_its_models_in_the_picker_and_answers() {
     );
     assert!(deepseek.requests().is_empty(), "DeepSeek was not asked");
     let settings = std::fs::read_to_string(dir.home().join("settings.yaml")).unwrap();
+    // Removed at the end of the scenario: neither the entry nor its key is left.
     assert!(
-        settings.contains("provider: local") && !settings.contains(KEY),
+        !settings.contains("provider: local") && !settings.contains(KEY),
         "{settings}"
     );
+    let credentials = std::fs::read_to_string(dir.home().join("credentials.json")).unwrap();
+    assert!(!credentials.contains(KEY), "{credentials}");
 }

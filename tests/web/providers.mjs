@@ -2,7 +2,7 @@
 // person adds an OpenAI-compatible provider (a second fake server, DSH_PROVIDER_URL), asks it
 // for its models, is told by name what is wrong with a bad address, saves it and sees its key
 // masked; the model picker then offers the provider's models in a group of their own, and a
-// first prompt with one chosen is answered by that endpoint.
+// first prompt with one chosen is answered by that endpoint; removed, the picker drops them.
 
 export function providerScenarios({ authUrl, expect, shoot, themes }) {
   return {
@@ -73,6 +73,19 @@ export function providerScenarios({ authUrl, expect, shoot, themes }) {
       await themes(page, "answered");
       await page.setViewportSize({ width: 390, height: 844 });
       await themes(page, "answered-390");
+      // Removed in the settings: gone from the list and from the picker.
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await page.click("#open-settings");
+      await page.click("#tab-models");
+      page.once("dialog", (dialog) => dialog.accept());
+      await page.click('#provider-list [data-provider="local"] button.remove');
+      await page.waitForSelector('#provider-list [data-provider="local"]', { state: "detached" });
+      await page.click("#settings .row.end button");
+      // The open session still names its model (shown as it is, alone), but the provider's
+      // group is gone.
+      const groups = await page.locator('#model optgroup[label="local"]').count();
+      const left = await page.locator('#model option[value^="local/"]').evaluateAll((options) => options.map((option) => option.value));
+      expect(groups === 0 && left.length === 1 && left[0] === "local/qwen-local", `the picker no longer offers the provider's models: ${groups} group(s), ${left}`);
     },
   };
 }
