@@ -20,8 +20,13 @@ pub(crate) fn faults() -> Vec<Fault> {
     vec![
         Fault {
             name: "storage: disk full on append",
-            expected: "named storage error, exit != 0, log sound",
+            expected: "named error, exit != 0; the turn stops there",
             run: disk_full,
+        },
+        Fault {
+            name: "storage: disk full before a checkpoint",
+            expected: "the next checkpoint fails: turn ends error, named",
+            run: disk_full_checkpoint,
         },
         Fault {
             name: "storage: the home not writable",
@@ -126,7 +131,7 @@ fn disk_full() -> Seen {
         &format!("{PLAIN_STORE}{QUICK_RETRY}"),
     );
     // The store's root alone is small: the host's own files (logs, profile) still fit.
-    let _mount = match Mount::tmpfs(&dir.home().join("sessions"), "64k") {
+    let mount = match Mount::tmpfs(&dir.home().join("sessions"), "64k") {
         Ok(mount) => mount,
         Err(reason) => return Seen::Skipped(reason),
     };
@@ -150,18 +155,72 @@ fn disk_full() -> Seen {
     // not on the disk: the run says so (the error, the exit code) rather than claim them.
     let (checked, missing) = stored(&run.dir.home(), &run.shown);
     let (kind, code) = run.end();
-    Seen::Held(format!(
+    let seen = format!(
         "exit {:?}, turn/end {kind} {code}, `{}`; {checked}; {} shown past the failure",
         run.out.code,
         super::cell(said.trim(), 70),
         missing.len()
-    ))
+    );
+    let went_on = kind == "completed" && !missing.is_empty();
+    // Unmounted before the scratch dir is removed.
+    drop(mount);
+    drop(run);
+    if went_on {
+        return Seen::Known(format!(
+            "the write failed after the step's last durability checkpoint (its model \
+             request) and no checkpoint guards the turn's end: the turn was shown completed, \
+             its events in memory only, and the failure surfaced at exit (exit 1): {seen}"
+        ));
+    }
+    Seen::Held(seen)
+}
+
+/// The disk fills with a tool's result; the flush before the next model request meets it.
+fn disk_full_checkpoint() -> Seen {
+    let dir = TestDir::new("fault-disk-full-checkpoint");
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
+    );
+    let mount = match Mount::tmpfs(&dir.home().join("sessions"), "64k") {
+        Ok(mount) => mount,
+        Err(reason) => return Seen::Skipped(reason),
+    };
+    let command = "head -c 200000 /dev/zero | tr '\\0' a";
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call(
+            "call_1",
+            "bash",
+            serde_json::json!({"command": command, "description": "fill"}),
+        ),
+        Reply::text("never stored"),
+    ]);
+    let run = run_in(dir, &server.url(), "", "fill the disk", &[]);
+    let ended = run.ended(1, "error", None);
+    let said = run
+        .out
+        .stderr
+        .lines()
+        .find(|line| line.contains("flush") && line.contains("failed"))
+        .unwrap_or_else(|| panic!("no failed checkpoint named: {}", tail(&run.out.stderr)))
+        .to_owned();
+    let (checked, missing) = stored(&run.dir.home(), &run.shown);
+    let requests = server.requests().len();
+    let seen = format!(
+        "{ended}, {requests} request(s), `{}`; {checked}; {} shown past the failure",
+        super::cell(said.trim(), 70),
+        missing.len()
+    );
+    // Unmounted before the scratch dir is removed.
+    drop(mount);
+    drop(run);
+    Seen::Held(seen)
 }
 
 fn home_read_only() -> Seen {
     let dir = TestDir::new("fault-home-ro");
     std::fs::create_dir_all(dir.home()).unwrap();
-    let _mount = match Mount::read_only(&dir.home()) {
+    let mount = match Mount::read_only(&dir.home()) {
         Ok(mount) => mount,
         Err(reason) => return Seen::Skipped(reason),
     };
@@ -189,11 +248,15 @@ fn home_read_only() -> Seen {
         })
         .unwrap_or_else(|| panic!("no named error: {}", tail(&run.out.stderr)))
         .to_owned();
-    Seen::Held(format!(
+    let seen = format!(
         "exit {:?}, `{}`",
         run.out.code,
         super::cell(said.trim(), 90)
-    ))
+    );
+    // Unmounted before the scratch dir is removed.
+    drop(mount);
+    drop(run);
+    Seen::Held(seen)
 }
 
 /// A run whose store row fails to start (`store_rows`): refused before any request, named.
