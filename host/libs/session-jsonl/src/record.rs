@@ -6,9 +6,11 @@
 //! line is refused with the reason instead ("unknown envelope shape").
 
 use dsh_protocol::kinds;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use dsh_session_log::SessionEvent;
+use dsh_session_log::probe::Member;
 
 use crate::chunks::{RowKind, has_exact_keys};
 use crate::error::RecordError;
@@ -25,13 +27,42 @@ const ENVELOPE_KEYS: [&str; 7] = [
     "ignorable",
 ];
 
-/// The row kind a parsed value is tagged as, if any.
-pub(crate) fn row_kind(obj: &Map<String, Value>) -> Option<RowKind> {
-    match obj.get("type")?.as_str()? {
-        "text-chunks" => Some(RowKind::Text),
-        "reasoning-chunks" => Some(RowKind::Reasoning),
-        "tool-call-chunks" => Some(RowKind::ToolCall),
-        _ => None,
+/// What every record is asked first, whatever its layout: its type tag and its seq, borrowed
+/// from the parsed record. The rest of the record is skipped, not copied.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Head<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Member<'a>,
+    #[serde(default, borrow)]
+    seq: Member<'a>,
+}
+
+impl<'a> Head<'a> {
+    /// The head of a parsed record; empty for a value that is not an object.
+    pub(crate) fn of(value: &'a Value) -> Self {
+        match value {
+            // Both members read any JSON value, so reading an object cannot fail.
+            Value::Object(_) => Self::deserialize(value).unwrap_or_default(),
+            _ => Self::default(),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Option<&'a str> {
+        self.kind.as_str()
+    }
+
+    pub(crate) fn seq(&self) -> Option<u64> {
+        self.seq.as_u64()
+    }
+
+    /// The row kind the record is tagged as, if any.
+    pub(crate) fn row_kind(&self) -> Option<RowKind> {
+        match self.kind()? {
+            "text-chunks" => Some(RowKind::Text),
+            "reasoning-chunks" => Some(RowKind::Reasoning),
+            "tool-call-chunks" => Some(RowKind::ToolCall),
+            _ => None,
+        }
     }
 }
 
@@ -191,12 +222,13 @@ pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEv
 
 /// Decode one parsed line into the events it stores, whatever the layout (row or event).
 pub fn decode_record(value: Value) -> Result<Vec<SessionEvent>, RecordError> {
+    let row_kind = Head::of(&value).row_kind();
     let Value::Object(obj) = value else {
         return Err(RecordError::Envelope(
             "a record must be a JSON object".to_owned(),
         ));
     };
-    match row_kind(&obj) {
+    match row_kind {
         Some(kind) => expand_row(kind, &obj),
         None => Ok(vec![event_from_object(obj)?]),
     }

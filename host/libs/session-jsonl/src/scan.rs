@@ -15,7 +15,7 @@ use serde_json::Value;
 use dsh_session_log::SessionEvent;
 
 use crate::error::{ReadError, RecordError};
-use crate::record::{event_from_object, expand_row, row_kind};
+use crate::record::{Head, event_from_object, expand_row};
 
 /// What a scan kept.
 pub(crate) struct ScanResult {
@@ -50,7 +50,7 @@ enum Defect {
 fn mentions_turn_end(line: &[u8]) -> bool {
     serde_json::from_slice::<Value>(line)
         .ok()
-        .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some(kinds::TURN_END))
+        .is_some_and(|value| Head::of(&value).kind() == Some(kinds::TURN_END))
 }
 
 impl<'p> Scanner<'p> {
@@ -167,11 +167,13 @@ impl<'p> Scanner<'p> {
         let expected = self.events.len() as u64;
         let value: Value = serde_json::from_slice(line)
             .map_err(|e| Defect::Damage(self.record_error(RecordError::Json(e))))?;
+        let head = Head::of(&value);
+        let (row_kind, seq) = (head.row_kind(), head.seq());
         // A non-object has no seq, which is how the reference sees it: a gap.
         let Value::Object(obj) = value else {
             return Err(self.seq_gap(None));
         };
-        if let Some(kind) = row_kind(&obj) {
+        if let Some(kind) = row_kind {
             let events =
                 expand_row(kind, &obj).map_err(|e| Defect::Damage(self.record_error(e)))?;
             return match events.first() {
@@ -180,7 +182,6 @@ impl<'p> Scanner<'p> {
             };
         }
         // Seq first: a record out of place is damage whatever its shape.
-        let seq = obj.get("seq").and_then(Value::as_u64);
         if seq != Some(expected) {
             return Err(self.seq_gap(seq));
         }
@@ -261,6 +262,28 @@ mod tests {
         );
         let gap = format!("{}{}", line(0, "a"), line(2, "turn/end"));
         assert!(matches!(scan(&gap), Err(ReadError::SeqGap { .. })));
+    }
+
+    #[test]
+    fn a_malformed_row_names_file_line_and_member() {
+        let row = r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0.5],"texts":["a","b"]}}"#;
+        let body = format!("{}{row}\n{}", line(0, "a"), line(3, "turn/end"));
+        let e = scan(&body).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{P}: corrupt session log at line 3 (expected seq 1): malformed text-chunks storage row: dt must be an array of safe integers"
+            )
+        );
+        let row = r#"{"type":"tool-call-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":"1","index":0,"id":"c","dt":[],"args":["{}"]}}"#;
+        let body = format!("{}{row}\n{}", line(0, "a"), line(2, "turn/end"));
+        let e = scan(&body).err().unwrap();
+        assert!(
+            e.to_string().ends_with(
+                "malformed tool-call-chunks storage row: turn/step/index must be numbers"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod frozen;
 mod hash;
 mod log;
 mod lossless;
-mod probe;
+pub mod probe;
 mod repair;
 mod shape;
 mod summary;

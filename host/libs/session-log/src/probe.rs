@@ -6,6 +6,9 @@
 //! not name are skipped without a copy, and a member of the wrong JSON kind still reads (as
 //! [`Member::Other`], [`Obj::Other`], [`List::Other`]) so the check can name it. Nothing here
 //! fails on data; an error only means a deserializer that cannot lend its strings.
+//!
+//! Public because the session file reader asks every record the same kind of question (its
+//! type tag and seq) on the load path, where a copy per record would show.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -15,36 +18,45 @@ use serde::de::{Deserialize, Deserializer, Error, IgnoredAny, MapAccess, SeqAcce
 
 /// A leaf member: a string is kept, anything else only says what kind it was.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Member<'a> {
+pub enum Member<'a> {
     #[default]
     Absent,
     Str(&'a str),
+    /// A non-negative integer (what `Value::as_u64` reads).
+    Uint(u64),
     Array,
     Object,
-    /// `null`, a boolean or a number.
+    /// `null`, a boolean or any other number.
     Other,
 }
 
 impl<'a> Member<'a> {
-    pub(crate) fn as_str(self) -> Option<&'a str> {
+    pub fn as_str(self) -> Option<&'a str> {
         match self {
             Self::Str(text) => Some(text),
             _ => None,
         }
     }
 
-    pub(crate) fn is_non_empty_str(self) -> bool {
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            Self::Uint(number) => Some(number),
+            _ => None,
+        }
+    }
+
+    pub fn is_non_empty_str(self) -> bool {
         self.as_str().is_some_and(|text| !text.is_empty())
     }
 
-    pub(crate) fn is_array(self) -> bool {
+    pub fn is_array(self) -> bool {
         self == Self::Array
     }
 }
 
 /// A member that is read further when it is an object.
 #[derive(Debug, Default)]
-pub(crate) enum Obj<T> {
+pub enum Obj<T> {
     #[default]
     Absent,
     Found(T),
@@ -53,7 +65,7 @@ pub(crate) enum Obj<T> {
 }
 
 impl<T> Obj<T> {
-    pub(crate) fn found(&self) -> Option<&T> {
+    pub fn found(&self) -> Option<&T> {
         match self {
             Self::Found(inner) => Some(inner),
             _ => None,
@@ -63,7 +75,7 @@ impl<T> Obj<T> {
 
 /// A member that is read further, element by element, when it is an array.
 #[derive(Debug, Default)]
-pub(crate) enum List<T> {
+pub enum List<T> {
     #[default]
     Absent,
     Found(Vec<T>),
@@ -72,7 +84,7 @@ pub(crate) enum List<T> {
 }
 
 impl<T> List<T> {
-    pub(crate) fn found(&self) -> Option<&[T]> {
+    pub fn found(&self) -> Option<&[T]> {
         match self {
             Self::Found(items) => Some(items),
             _ => None,
@@ -84,6 +96,11 @@ impl<T> List<T> {
 /// drained (a borrowed deserializer insists every element is visited), which costs nothing per
 /// element for a `&Value`.
 macro_rules! other_kinds {
+    (@u64 $other:expr) => {
+        fn visit_u64<E: Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+    };
     (@str $other:expr) => {
         fn visit_borrowed_str<E: Error>(self, _: &'de str) -> Result<Self::Value, E> {
             Ok($other)
@@ -108,9 +125,6 @@ macro_rules! other_kinds {
         fn visit_i64<E: Error>(self, _: i64) -> Result<Self::Value, E> {
             Ok($other)
         }
-        fn visit_u64<E: Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($other)
-        }
         fn visit_f64<E: Error>(self, _: f64) -> Result<Self::Value, E> {
             Ok($other)
         }
@@ -131,6 +145,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
             }
             fn visit_borrowed_str<E: Error>(self, text: &'de str) -> Result<Self::Value, E> {
                 Ok(Member::Str(text))
+            }
+            fn visit_u64<E: Error>(self, number: u64) -> Result<Self::Value, E> {
+                Ok(Member::Uint(number))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -157,7 +174,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 T::deserialize(MapAccessDeserializer::new(map)).map(Obj::Found)
             }
-            other_kinds!(Obj::Other, str, seq);
+            other_kinds!(Obj::Other, u64, str, seq);
         }
         deserializer.deserialize_any(Fields(PhantomData))
     }
@@ -178,7 +195,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 }
                 Ok(List::Found(items))
             }
-            other_kinds!(List::Other, str, map);
+            other_kinds!(List::Other, u64, str, map);
         }
         deserializer.deserialize_any(Items(PhantomData))
     }
@@ -212,12 +229,20 @@ mod tests {
         let probe = Obj::<Probe<'_>>::deserialize(&value).unwrap();
         let probe = probe.found().unwrap();
         assert_eq!(probe.name, Member::Str("n"));
-        assert_eq!(probe.inner.found().unwrap().kind, Member::Other);
+        assert_eq!(probe.inner.found().unwrap().kind, Member::Uint(1));
         let items = probe.items.found().unwrap();
         assert_eq!(items[0].found().unwrap().kind, Member::Str("k"));
         assert!(matches!(items[1], Obj::Other));
 
         let value = json!({"name": null, "inner": "s", "items": {"a": 1}});
+        for (other, read) in [
+            (json!(-1), Member::Other),
+            (json!(1.5), Member::Other),
+            (json!(true), Member::Other),
+            (json!([1]), Member::Array),
+        ] {
+            assert_eq!(Member::deserialize(&other).unwrap(), read, "{other}");
+        }
         let probe = Obj::<Probe<'_>>::deserialize(&value).unwrap();
         let probe = probe.found().unwrap();
         assert_eq!(probe.name, Member::Other);
