@@ -336,7 +336,7 @@ fn seam_panic(seam: &str, says: &str, calls: bool) -> Seen {
         super::kit::sound(&run.dir.home(), &super::kit::checkpointed(&run.shown));
         return Seen::Known(format!(
             "the panic crossed the plugin boundary uncaught and aborted the host (exit {:?}, \
-             no turn/end); checkpointed events stored, {stored} ({} streamed lost)",
+             no turn/end); checkpointed events stored, {stored} ({} of the running step lost)",
             run.out.code,
             lost.len()
         ));

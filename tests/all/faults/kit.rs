@@ -237,18 +237,15 @@ pub(crate) fn stored(home: &Path, shown: &[(String, Value)]) -> (String, Vec<Str
     (summary, missing)
 }
 
-/// The events of `shown` a crash may not take back: everything before the streaming of the
-/// step that was running. The store writes behind (a 200 ms window) and is flushed at the
-/// durability checkpoints, the last of which before a crash mid-answer is the model request of
-/// that step; the answer's chunks streamed after it may die with the process.
+/// The events of `shown` a crash may not take back: everything before the running step
+/// opened. The store writes behind (a 200 ms window) and is flushed at the durability
+/// checkpoints; the first of the running step is its pre-step, before `step/start`. What came
+/// after (the request's own checkpoint races with events other plugins add meanwhile, a title
+/// say, and the answer's chunks stream after it) may die with the process.
 pub(crate) fn checkpointed(shown: &[(String, Value)]) -> Vec<(String, Value)> {
     let step = shown
         .iter()
         .rposition(|(_, event)| event["type"] == "step/start")
         .unwrap_or(0);
-    let streaming = shown[step..]
-        .iter()
-        .position(|(_, event)| event["type"] == "assistant/chunk")
-        .map_or(shown.len(), |at| step + at);
-    shown[..streaming].to_vec()
+    shown[..step].to_vec()
 }

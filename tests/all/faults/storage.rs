@@ -434,7 +434,7 @@ fn killed_mid_answer() -> Seen {
     let ended = resumed.ended(0, "completed", None);
     let after = resumed.sound();
     Seen::Held(format!(
-        "{checked} before the request, {shown}: {} streamed chunk(s) died with it; resumed {ended}; {after}",
+        "{checked} before the step, {shown}: {} event(s) of the step died with it; resumed {ended}; {after}",
         lost.len()
     ))
 }
