@@ -1,8 +1,9 @@
 //! The `minimal` preset's tools through the real host, headless, against the fake DeepSeek
 //! server: `tool-pty`'s persistent `bash` (in place of `tool-bash`'s, whose row the patch
 //! disables) and `tool-str-replace-editor`. The shell keeps its state between calls, runs
-//! confined by the session's sandbox, comes back (saying so) after it died or timed out; the
-//! editor's five commands work and a file is changed only after it was viewed. Also measured
+//! confined by the session's sandbox, comes back after it exited or timed out (each reported
+//! in the reference's words); the editor's five commands work and a file is changed only
+//! after it was viewed. Also measured
 //! (printed): a persistent-shell call against a fresh `bash -c` call of `tool-bash`.
 
 use dsh_tests::TestDir;
@@ -106,8 +107,11 @@ fn the_shell_is_confined_by_the_sessions_sandbox() {
     assert_eq!(texts[1], "yes", "{texts:?}");
 }
 
+/// The line that ends a result whose shell is gone (the reference's words).
+const RESET: &str = "The persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment.";
+
 #[test]
-fn a_shell_that_dies_is_replaced_and_the_next_call_says_so() {
+fn a_shell_that_exits_is_reported_in_the_references_words_and_replaced() {
     let dir = TestDir::new("pty-dies");
     let (texts, _) = run(
         &dir,
@@ -122,15 +126,11 @@ fn a_shell_that_dies_is_replaced_and_the_next_call_says_so() {
     assert_eq!(texts[0], "yes", "{texts:?}");
     assert!(
         texts[1].starts_with("bye\n")
-            && texts[1].ends_with("[shell exited (code 3): the next call starts a new shell (working directory and variables reset)]"),
+            && texts[1].ends_with(&format!("[shell exited: code 3]\n{RESET}")),
         "{texts:?}"
     );
-    assert!(
-        texts[2]
-            .starts_with("[the previous shell exited (code 3); this command ran in a new shell")
-            && texts[2].ends_with("\ngone"),
-        "{texts:?}"
-    );
+    // The exit was reported with the call that ended the shell: the new one says nothing more.
+    assert_eq!(texts[2], "gone", "{texts:?}");
     assert_eq!(texts[3], "still gone", "{texts:?}");
 }
 
@@ -149,8 +149,8 @@ fn a_command_past_the_timeout_is_stopped_with_its_shell() {
     );
     assert!(
         texts[1].starts_with(
-            "started\n[timed out after 1500 ms: the command and its shell were stopped"
-        ),
+            "Your command timed out after 2 seconds or experienced an OOM error. Below is partial output:\nstarted"
+        ) && texts[1].ends_with(RESET),
         "{texts:?}"
     );
     assert_eq!(texts[2], "reset", "{texts:?}");
@@ -184,7 +184,7 @@ fn the_editor_views_creates_replaces_inserts_and_undoes() {
     );
     assert_eq!(
         texts[0],
-        format!("File created successfully at: {path}"),
+        format!("New file created successfully at: {path}"),
         "{texts:?}"
     );
     assert!(
@@ -193,14 +193,21 @@ fn the_editor_views_creates_replaces_inserts_and_undoes() {
     );
     assert_eq!(
         texts[2],
-        format!("The file {path} has been edited."),
+        format!("The file {path} has been edited successfully."),
         "{texts:?}"
     );
-    assert!(texts[3].contains("inserted after line 1"), "{texts:?}");
+    assert_eq!(
+        texts[3],
+        format!("The file {path} has been edited successfully."),
+        "{texts:?}"
+    );
     assert!(texts[4].starts_with("Last edit to"), "{texts:?}");
     assert!(texts[5].contains(path), "{texts:?}");
     assert!(
-        texts[6].starts_with("Error:") && texts[6].contains("old_str"),
+        texts[6].starts_with("Error:")
+            && texts[6].contains(&format!(
+                "No replacement was performed, old_str `missing` did not appear verbatim in {path}."
+            )),
         "{texts:?}"
     );
     // The undo took the insertion back; the replacement stays.
@@ -243,7 +250,7 @@ fn the_editor_changes_a_file_only_after_viewing_it() {
     assert!(texts[6].starts_with("Error:"), "{texts:?}");
     assert_eq!(
         texts[8],
-        format!("The file {path} has been edited."),
+        format!("The file {path} has been edited successfully."),
         "{texts:?}"
     );
     assert_eq!(

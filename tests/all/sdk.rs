@@ -19,19 +19,68 @@ use dsh_tests::{TestDir, WAIT};
 use serde_json::{Value, json};
 
 /// Cases we cannot run yet, and the feature each needs.
-const SKIPPED: &[(&str, &str)] = &[(
-    "persistent-tools",
-    "it runs the reference's minimal composition, whose persistent `bash` (one shell kept across calls, reset by `exit`) and `str_replace_editor` tools we do not have",
-)];
+const SKIPPED: &[(&str, &str)] = &[];
 
-/// Cases that reproduce but for what other plugins log differently, and what that is. Both
-/// differences are set aside on both sides (a child's turn opening: its events before its
-/// first model answer; the `meta` our subagent tool adds to its result); every other
-/// notification is compared exactly, and so is the order of the subagent notifications.
-const IN_PART: &[(&str, &str)] = &[(
-    "subagent-spawn-in-process",
-    "the subagents plugin logs the delegation's approval policy and the descriptor before the child's task (the reference logs the descriptor inside the first turn and tells the child of its delegation in a runtime-context message instead), and its tool result carries `meta.subagentId`",
-)];
+/// What a case reproduced in part sets aside on both sides before comparing.
+enum SetAside {
+    /// A child's turn opening (its events before its first model answer) and the `meta` our
+    /// subagent tool adds to its result; the order of the subagent notifications is still
+    /// compared.
+    ChildOpenings,
+    /// The `meta.diffs` our `str_replace_editor` adds to its results.
+    EditorDiffs,
+}
+
+/// Cases that reproduce but for what our plugins log differently, what that is, and what is set
+/// aside for it; every other notification is compared exactly.
+const IN_PART: &[(&str, &str, SetAside)] = &[
+    (
+        "subagent-spawn-in-process",
+        "the subagents plugin logs the delegation's approval policy and the descriptor before the child's task (the reference logs the descriptor inside the first turn and tells the child of its delegation in a runtime-context message instead), and its tool result carries `meta.subagentId`",
+        SetAside::ChildOpenings,
+    ),
+    (
+        "persistent-tools",
+        "our str_replace_editor's results carry `meta.diffs` (the change, which an ACP editor shows as a diff; the reference's editor records none)",
+        SetAside::EditorDiffs,
+    ),
+];
+
+/// The `meta` our `str_replace_editor` adds to a `tool/result` (the reference's has none).
+fn without_editor_meta(notification: &mut Value, editor_calls: &[String]) {
+    let Some(event) = notification
+        .get_mut("params")
+        .and_then(|params| params.get_mut("event"))
+        .filter(|event| event["type"] == "tool/result")
+    else {
+        return;
+    };
+    let call = event["data"]["message"]["source"]["callId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if editor_calls.contains(&call)
+        && let Some(data) = event.get_mut("data").and_then(Value::as_object_mut)
+        && data
+            .get("meta")
+            .and_then(Value::as_object)
+            .is_some_and(|meta| meta.keys().all(|key| key == "diffs"))
+    {
+        data.remove("meta");
+    }
+}
+
+/// The ids of the `str_replace_editor` calls among `notifications`.
+fn editor_calls(notifications: &[Value]) -> Vec<String> {
+    notifications
+        .iter()
+        .map(|notification| &notification["params"]["event"])
+        .filter(|event| {
+            event["type"] == "tool/call" && event["data"]["name"] == "str_replace_editor"
+        })
+        .filter_map(|event| event["data"]["callId"].as_str().map(str::to_owned))
+        .collect()
+}
 
 /// The `meta` our subagent tool adds to a `tool/result` (the reference's has none).
 fn without_subagent_meta(notification: &mut Value) {
@@ -58,7 +107,10 @@ fn run_case(case: &Case) -> Result<(), String> {
         .join("jsonrpc/snapshots")
         .join(case.name);
     let dir = TestDir::new(&format!("sdk-{}", case.name));
-    dir.write("home/cordis.patch.yml", REPLAY_PATCH);
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{REPLAY_PATCH}{}", case.patch),
+    );
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let cwd = work.canonicalize().unwrap();
@@ -115,7 +167,16 @@ fn run_case(case: &Case) -> Result<(), String> {
     let mut ours = normalize_notifications(&raw, &scrub);
     let mut expected = json_lines(&folder.join("notifications.expected.jsonl"));
     problems.extend(ordering_problems(&raw));
-    if IN_PART.iter().any(|(name, _)| *name == case.name) {
+    let set_aside = IN_PART
+        .iter()
+        .find(|(name, _, _)| *name == case.name)
+        .map(|(_, _, set_aside)| set_aside);
+    if let Some(SetAside::EditorDiffs) = set_aside {
+        let calls = editor_calls(&ours);
+        ours.iter_mut()
+            .for_each(|notification| without_editor_meta(notification, &calls));
+    }
+    if let Some(SetAside::ChildOpenings) = set_aside {
         ours.iter_mut().for_each(without_subagent_meta);
         let (ours_opening, expected_opening) = (child_openings(&raw), child_openings(&expected));
         // What is set aside is the child's own, and it is there on both sides.
@@ -169,10 +230,10 @@ fn jsonrpc_recorded_cases_reproduce() {
             skipped.push(case.name);
             continue;
         }
-        let opening = IN_PART.iter().find(|(name, _)| *name == case.name);
+        let opening = IN_PART.iter().find(|(name, _, _)| *name == case.name);
         match (run_case(case), opening) {
             (Ok(()), None) => reproduced += 1,
-            (Ok(()), Some((_, reason))) => {
+            (Ok(()), Some((_, reason, _))) => {
                 eprintln!("jsonrpc: {} reproduced in part: {reason}", case.name);
                 in_part.push(case.name);
             }

@@ -59,6 +59,8 @@ pub struct Case {
     pub session_id: &'static str,
     /// How many child logs lie beside `session.jsonl`.
     pub children: usize,
+    /// Rows the case's composition adds to [`REPLAY_PATCH`] (YAML, empty for none).
+    pub patch: &'static str,
 }
 
 pub const CASES: [Case; 4] = [
@@ -67,24 +69,31 @@ pub const CASES: [Case; 4] = [
         prompt: "Reply with exactly: SDK snapshot OK",
         session_id: "sdk-snapshot-text",
         children: 0,
+        patch: "",
     },
     Case {
         name: "bash-tool",
         prompt: "Run this exact command with your bash tool, then reply with its stdout only: echo dsh-sdk-proof-7391",
         session_id: "sdk-snapshot-bash",
         children: 0,
+        patch: "",
     },
     Case {
         name: "subagent-spawn-in-process",
         prompt: "Use the subagent tool exactly once with description 'echo probe' and prompt: Reply with exactly: child answer 42. Then reply with the subagent's final answer verbatim.",
         session_id: "sdk-snapshot-subagent",
         children: 1,
+        patch: "",
     },
     Case {
         name: "persistent-tools",
         prompt: "Prove that bash state persists. Then create {{cwd}}/note.txt with a tab-indented line, view it, replace that literal tab-indented line, and make the persistent shell exit with code 9.",
         session_id: "persistent-tools-snapshot",
         children: 0,
+        // The reference recorded it with its minimal composition: our `minimal` preset, made
+        // the default, so the SDK's session runs it; and without our undo recorder, whose
+        // `undo/change` events (ignorable, an extension) the reference does not log.
+        patch: "- id: agent-presets\n  config:\n    default: minimal\n- id: undo\n  disabled: true\n",
     },
 ];
 
@@ -289,8 +298,32 @@ pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
             continue;
         };
         notifications[message + 1..=at].rotate_right(1);
+        let mut renumbered = std::collections::HashMap::new();
         for (offset, n) in notifications[message + 1..=at].iter_mut().enumerate() {
-            n["params"]["event"]["seq"] = json!(first + 1 + offset as u64);
+            let seq = first + 1 + offset as u64;
+            if let Some(old) = n["params"]["event"]["seq"].as_u64() {
+                renumbered.insert(old, seq);
+            }
+            n["params"]["event"]["seq"] = json!(seq);
+        }
+        // What names a moved event by its seq (a message's chunks) names it by the new one.
+        for n in notifications[message + 1..].iter_mut() {
+            if n["params"]["sessionId"] != session {
+                continue;
+            }
+            // Looked up, not indexed: indexing a missing key would add it as null.
+            let sources = n
+                .get_mut("params")
+                .and_then(|params| params.get_mut("event"))
+                .and_then(|event| event.get_mut("sourceEventSeqs"))
+                .and_then(Value::as_array_mut);
+            if let Some(sources) = sources {
+                for source in sources {
+                    if let Some(seq) = source.as_u64().and_then(|old| renumbered.get(&old)) {
+                        *source = json!(seq);
+                    }
+                }
+            }
         }
         moved += 1;
     }
@@ -457,6 +490,21 @@ mod tests {
         ];
         assert_eq!(settle_fallback_titles(&mut after_call), 1);
         assert_eq!(after_call[1]["params"]["event"]["type"], "session/title");
+        // A message made of chunks the title landed among names them by their new seqs.
+        let mut among_chunks = vec![
+            event("user/message", 4, json!({})),
+            event("assistant/chunk", 5, json!({})),
+            event("session/title", 6, title()),
+            event("assistant/chunk", 7, json!({})),
+            event("assistant/message", 8, json!({})),
+        ];
+        among_chunks[4]["params"]["event"]["sourceEventSeqs"] = json!([5, 7]);
+        assert_eq!(settle_fallback_titles(&mut among_chunks), 1);
+        assert_eq!(among_chunks[1]["params"]["event"]["type"], "session/title");
+        assert_eq!(
+            among_chunks[4]["params"]["event"]["sourceEventSeqs"],
+            json!([6, 7])
+        );
         let mut elsewhere = vec![
             event("user/message", 4, json!({})),
             event("step/end", 5, json!({})),

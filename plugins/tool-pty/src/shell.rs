@@ -5,27 +5,32 @@
 //! one command of the current shell) followed by a `printf` of an invisible marker carrying a
 //! per-call nonce and `$?`. The call's output is what the terminal showed up to that marker.
 //! A timeout or a cancellation stops the shell (its state is uncertain), and a shell that died
-//! is replaced on the next call, which says so.
+//! is replaced on the next call. A shell that ends during a call is reported in that call's
+//! result in the reference's words (`[shell exited: code N]` and its reset line, a timeout's
+//! intro), so models tuned on it read them; one found dead between calls is named at the head
+//! of the next call's result.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use abi_stable::std_types::ROption;
 use dsh_plugin_api::cancel::CancelBox;
+use dsh_plugin_api::io::subprocess::ExitStatus;
 use dsh_plugin_api::{Deserialize, lock};
 use dsh_protocol::{ContentBlock, ToolReply, ToolSuccess};
 use dsh_tools_seam::CallView;
 use serde_json::{Value, json};
 
 use crate::screen::keep_tail;
-use crate::terminal::{Start, Terminal, Until, WaitReason, describe_exit};
+use crate::terminal::{Start, Terminal, Until, WaitReason, describe_exit, signal_name};
 use crate::{Refusal, Shared};
 
 pub(crate) const DESCRIPTION: &str = "Run a command in a persistent bash shell (one per session, on a terminal). \
 State persists between calls: the working directory (`cd`), exported variables, an activated virtualenv, functions and aliases. \
 Output is stdout and stderr together as the terminal shows them; a non-zero exit is reported as [exit code: N]. \
-A command that runs past the timeout is stopped together with the shell, and the next call starts a new shell (state reset); \
-so does a shell that exits. Commands run under the session's sandbox like every command. Do not start interactive programs that wait for input.";
+A command that runs past the timeout is stopped together with the shell, and the next call starts a new shell from the workspace (state reset); \
+so does a shell that exits (`exit` resets it). Commands run under the session's sandbox like every command. Do not start interactive programs that wait for input.";
 
 pub(crate) fn parameters() -> Value {
     json!({
@@ -36,6 +41,20 @@ pub(crate) fn parameters() -> Value {
         "required": ["command"],
         "additionalProperties": false
     })
+}
+
+/// Ends a result whose shell is gone (exited, or stopped at a timeout): the reference's line.
+const RESET: &str = "The persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment.";
+
+/// How a shell that ended while a command ran ended, as the reference reports it.
+fn exit_report(status: Option<ExitStatus>) -> String {
+    match status.map(|status| (status.code, status.signal)) {
+        Some((ROption::RSome(code), _)) => format!("[shell exited: code {code}]"),
+        Some((ROption::RNone, ROption::RSome(signal))) => {
+            format!("[shell killed by signal: {}]", signal_name(signal))
+        }
+        _ => "[shell exited]".to_owned(),
+    }
 }
 
 /// How long a new shell may take to show its first prompt.
@@ -49,8 +68,6 @@ pub(crate) struct Slot {
     mode: Option<String>,
     /// Prompts the shell shows once back from the last call.
     prompts: u64,
-    /// Said at the head of the next call's result (the last shell died).
-    note: Option<String>,
     busy: bool,
 }
 
@@ -95,7 +112,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         Err(error) => return ToolReply::error(format!("arguments are not valid: {error}")),
     };
     let session = call.session.to_string();
-    let (terminal, prompts, note) = {
+    let (terminal, prompts) = {
         let mut shells = lock(&shared.shells);
         let slot = shells.entry(session.clone()).or_default();
         if slot.busy {
@@ -104,7 +121,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
             );
         }
         slot.busy = true;
-        (slot.terminal.clone(), slot.prompts, slot.note.take())
+        (slot.terminal.clone(), slot.prompts)
     };
     // A shell keeps the confinement it started in: when the session's mode changed since,
     // this command runs in a new shell under the new one.
@@ -120,7 +137,7 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
             );
             (None, Some(note))
         }
-        (terminal, _, _) => (terminal, note),
+        (terminal, _, _) => (terminal, None),
     };
     let _busy = Busy {
         shared,
@@ -196,7 +213,6 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         "\n[output truncated: the start was dropped]",
     );
     let mut keep = true;
-    let mut next_note = None;
     let tail = match waited.reason {
         WaitReason::StdinRead => {
             let code: i32 = waited
@@ -209,19 +225,19 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
         WaitReason::Timeout => {
             keep = false;
             terminal.close().await;
-            Some(format!(
-                "[timed out after {} ms: the command and its shell were stopped; the next call starts a new shell (working directory and variables reset)]",
-                shared.config.timeout_ms
-            ))
+            // The reference's words: the intro at the head, the reset line at the end.
+            let seconds = shared.config.timeout_ms.div_ceil(1000);
+            output = format!(
+                "Your command timed out after {seconds} seconds or experienced an OOM error. Below is partial output:\n{output}"
+            );
+            Some(RESET.to_owned())
         }
         WaitReason::SessionExit => {
+            // Said here, so the next call's new shell needs no note of its own.
             keep = false;
-            let how = describe_exit(terminal.exited().flatten());
-            next_note = Some(format!(
-                "[the previous shell {how}; this command ran in a new shell: working directory and variables were reset]"
-            ));
             Some(format!(
-                "[shell {how}: the next call starts a new shell (working directory and variables reset)]"
+                "{}\n{RESET}",
+                exit_report(terminal.exited().flatten())
             ))
         }
         WaitReason::Cancelled | WaitReason::InferredIdle => {
@@ -250,7 +266,6 @@ pub(crate) async fn run(shared: &Shared, call: &CallView, cancel: CancelBox) -> 
             slot.mode = mode;
         } else {
             slot.terminal = None;
-            slot.note = next_note;
         }
     }
     if output.is_empty() {

@@ -1,7 +1,10 @@
 //! The five commands of `str_replace_editor`, on `dsh-tool-fs-core`'s bodies: `view` is its
 //! `read` (which records the observation read-before-write needs), `create` its `write`,
 //! `str_replace` its `edit`, and `insert` and `undo_edit` compute the new text and publish it
-//! through `write`, so the same observation and policy checks stop them.
+//! through `write`, so the same observation and policy checks stop them. What they answer is
+//! the reference's wording (`New file created successfully at: ...`, `The file ... has been
+//! edited successfully.`, a `create` over an existing file refused), so a model tuned on it
+//! reads ours the same; `undo_edit` is ours.
 
 use std::path::Path;
 
@@ -9,7 +12,7 @@ use dsh_fs_local::{WalkRequest, Walked, read_all};
 use dsh_plugin_api::{Deserialize, lock};
 use dsh_protocol::{ContentBlock, ToolError as ToolFailureReply, ToolReply, ToolSuccess};
 use dsh_tool_fs_core::{
-    EditArgs, Observations, ReadArgs, ToolError, Workspace, WriteArgs, edit, read, write,
+    EditArgs, ErrorCode, Observations, ReadArgs, ToolError, Workspace, WriteArgs, edit, read, write,
 };
 use serde_json::{Value, json};
 
@@ -84,6 +87,20 @@ fn core_error(error: &ToolError) -> ToolReply {
     })
 }
 
+/// The lines (from 1) where `needle` starts in `content`, comma-separated.
+fn lines_of(content: &str, needle: &str) -> String {
+    let starts = content.match_indices(needle).map(|(at, _)| {
+        let line = content[..at].matches('\n').count() + 1;
+        line.to_string()
+    });
+    starts.collect::<Vec<_>>().join(", ")
+}
+
+/// What `str_replace` and `insert` answer (the reference's words).
+fn edited(display: &str) -> String {
+    format!("The file {display} has been edited successfully.")
+}
+
 fn done(text: String, meta: Option<Value>) -> ToolReply {
     ToolReply::Ok(ToolSuccess {
         value: json!({"text": text}),
@@ -105,7 +122,7 @@ pub(crate) fn run(
     };
     if !Path::new(&arguments.path).is_absolute() {
         return fail(format!(
-            "path `{}` is not absolute: give the whole path (the workspace is {})",
+            "The path {0} is not an absolute path, it should start with `/`. Maybe you meant /{0}? (The workspace is {1}.)",
             arguments.path,
             workspace.root().display()
         ));
@@ -133,9 +150,11 @@ fn required<'a>(
     name: &str,
     command: &str,
 ) -> Result<&'a str, ToolError> {
-    value
-        .as_deref()
-        .ok_or_else(|| ToolError::plain(format!("`{command}` needs `{name}`")))
+    value.as_deref().ok_or_else(|| {
+        ToolError::plain(format!(
+            "Parameter `{name}` is required for command: {command}"
+        ))
+    })
 }
 
 /// The file's current text, as the workspace lets this session read it (`None`: absent).
@@ -169,25 +188,23 @@ fn view(
     if is_dir {
         return list(workspace, &target.key, &target.display);
     }
-    let (offset, limit) = match arguments.view_range.as_deref() {
-        None => (None, None),
-        Some([start, end]) if *start >= 1 && (*end == -1 || end >= start) => (
-            Some(*start as f64),
-            (*end != -1).then(|| (end - start + 1) as f64),
-        ),
-        Some(range) => {
-            return Err(ToolError::plain(format!(
-                "view_range {range:?} is not [start, end] with 1 <= start <= end (or end -1)"
-            )));
-        }
-    };
-    let args = ReadArgs {
+    // The core's read checks the read policy and records the observation read-before-write
+    // needs; what the model sees is the whole text, rendered as the reference renders it.
+    let probe = ReadArgs {
         file_path: arguments.path.clone(),
-        offset,
-        limit,
+        offset: None,
+        limit: Some(1.0),
     };
-    let output = read(&args, workspace, Some(observations))?;
-    Ok(done(output.text, Some(output.meta)))
+    read(&probe, workspace, Some(observations))?;
+    let Some(content) = current(workspace, &arguments.path)? else {
+        return Err(ToolError::plain(format!(
+            "The path {} does not exist. Please provide a valid path.",
+            arguments.path
+        )));
+    };
+    let text = crate::view::render(&target.display, &content, arguments.view_range.as_deref())
+        .map_err(ToolError::plain)?;
+    Ok(done(text, None))
 }
 
 fn list(workspace: &Workspace, root: &Path, display: &str) -> Result<ToolReply, ToolError> {
@@ -258,7 +275,12 @@ fn create(
 ) -> Result<ToolReply, ToolError> {
     let text = required(&arguments.file_text, "file_text", "create")?;
     let before = current(workspace, &arguments.path)?;
-    let existed = before.is_some();
+    if before.is_some() {
+        return Err(ToolError::plain(format!(
+            "File already exists at: {}. Cannot overwrite files using command `create`.",
+            arguments.path
+        )));
+    }
     let output = publish(
         &arguments.path,
         text.to_owned(),
@@ -267,9 +289,11 @@ fn create(
         observations,
         Some(history),
     )?;
-    let verb = if existed { "overwritten" } else { "created" };
     Ok(done(
-        format!("File {verb} successfully at: {}", output.target.display),
+        format!(
+            "New file created successfully at: {}",
+            output.target.display
+        ),
         Some(output.meta),
     ))
 }
@@ -289,21 +313,29 @@ fn replace(
         replace_all: Some(false),
     };
     let output = edit(&args, workspace, Some(observations)).map_err(|error| {
-        // The core names its own parameters; this tool's are `old_str` and `new_str`.
-        let message = error
-            .message()
-            .replace("old_string", "old_str")
-            .replace("new_string", "new_str");
+        let path = &arguments.path;
+        // The reference's words where its checks are the same; otherwise the core's, with
+        // this tool's parameter names.
+        let message = match (error.code(), &before) {
+            (ErrorCode::FsEditNotFound, _) if !old.is_empty() => format!(
+                "No replacement was performed, old_str `{old}` did not appear verbatim in {path}."
+            ),
+            (ErrorCode::FsAmbiguousEdit, Some(content)) => format!(
+                "No replacement was performed. Multiple occurrences of old_str `{old}` in lines [{}]. Please ensure it is unique",
+                lines_of(content, old)
+            ),
+            _ => error
+                .message()
+                .replace("old_string", "old_str")
+                .replace("new_string", "new_str"),
+        };
         ToolError::new(error.code(), message)
     })?;
     lock(&history.before)
         .entry(output.target.display.clone())
         .or_default()
         .push(before);
-    Ok(done(
-        format!("The file {} has been edited.", output.target.display),
-        Some(output.meta),
-    ))
+    Ok(done(edited(&output.target.display), Some(output.meta)))
 }
 
 fn insert(
@@ -328,7 +360,7 @@ fn insert(
         .filter(|at| *at <= lines.len())
         .ok_or_else(|| {
             ToolError::plain(format!(
-                "insert_line {line} is outside the file (0 to {})",
+                "Invalid `insert_line` parameter: {line}. It should be within the range of lines of the file: [0, {}]",
                 lines.len()
             ))
         })?;
@@ -341,13 +373,7 @@ fn insert(
         observations,
         Some(history),
     )?;
-    Ok(done(
-        format!(
-            "The file {} has been edited: the text was inserted after line {at}.",
-            output.target.display
-        ),
-        Some(output.meta),
-    ))
+    Ok(done(edited(&output.target.display), Some(output.meta)))
 }
 
 fn undo(

@@ -9,6 +9,7 @@
 //! it registers in ("" the global one, `preset:<id>` a preset's).
 
 mod commands;
+mod view;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
