@@ -2,7 +2,7 @@
 //! `plugins/`, `plugin-api/` and `host/`): service look-ups no declaration names (`services`),
 //! import circles between modules of different folders (`circles`) and event types compared as
 //! strings outside the vocabulary crate, all gated at 0, and JSON members read by key, reported
-//! per crate under a ceiling that only comes down.
+//! per crate, the named places apart, under a ceiling on the total that only comes down.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -26,29 +26,18 @@ pub(super) struct House {
     by_key_open: BTreeMap<String, usize>,
 }
 
-/// JSON read by key outside the places below; the count may only go down.
-const BY_KEY_CEILING: usize = 12;
+/// JSON read by key in product code in all, the places below included; the count may only go
+/// down.
+const BY_KEY_CEILING: usize = 30;
 
 /// Where JSON is read by key because the data is open by nature, or because this is the
 /// boundary where outside data is checked member by member (each with its own message) before
 /// anything typed exists. Counted apart, and named, so the list stays short and argued.
-const OPEN_BY_NATURE: [(&str, &str); 5] = [
+const OPEN_BY_NATURE: [(&str, &str); 2] = [
     ("host/loader/", "config rows"),
     (
-        "plugins/tools/core/src/schema_",
-        "tool arguments as the model wrote them, against JSON Schemas",
-    ),
-    (
         "host/libs/session-jsonl/src/",
-        "the session file reader: header and packed rows checked member by member",
-    ),
-    (
-        "host/libs/session-log/src/shape.rs",
-        "the message shape check at the append site",
-    ),
-    (
-        "host/libs/session-log/src/check.rs",
-        "the log's rules, reporting which member breaks one",
+        "the session file's packed rows: expanded and packed from members kept by reference",
     ),
 ];
 
@@ -181,6 +170,11 @@ impl House {
         }
     }
 
+    /// JSON read by key in product code, the named places included: what the ceiling bounds.
+    fn by_key_total(&self) -> usize {
+        self.by_key.values().chain(self.by_key_open.values()).sum()
+    }
+
     pub(super) fn render(&self) -> String {
         let mut out = String::new();
         let undeclared: usize = self.undeclared.values().map(BTreeSet::len).sum();
@@ -206,10 +200,11 @@ impl House {
             out,
             "lint: event types compared as strings outside the vocabulary crate: {total} ({crates})"
         );
-        let (total, crates) = per_crate(&self.by_key);
+        let (outside, crates) = per_crate(&self.by_key);
+        let total = self.by_key_total();
         let _ = writeln!(
             out,
-            "lint: JSON read by key in product code: {total} (ceiling {BY_KEY_CEILING}; {crates})"
+            "lint: JSON read by key in product code: {total} in all (ceiling {BY_KEY_CEILING}); {outside} outside the named places ({crates})"
         );
         let (open, crates) = per_crate(&self.by_key_open);
         let _ = writeln!(
@@ -228,10 +223,12 @@ impl House {
                 "event types compared as strings outside the vocabulary crate: {compared} ({crates}); compare against dsh_protocol::kinds"
             );
         }
-        let (by_key, crates) = per_crate(&self.by_key);
+        let by_key = self.by_key_total();
         if by_key > BY_KEY_CEILING {
+            let (_, outside) = per_crate(&self.by_key);
+            let (_, open) = per_crate(&self.by_key_open);
             bail!(
-                "JSON read by key in product code: {by_key}, past the ceiling of {BY_KEY_CEILING} ({crates}); read the vocabulary's types instead"
+                "JSON read by key in product code: {by_key} in all, past the ceiling of {BY_KEY_CEILING} (outside the named places: {outside}; in them: {open}); read the vocabulary's types instead"
             );
         }
         if !self.undeclared.is_empty() {
@@ -296,5 +293,25 @@ let path = "src/lib.rs"; let url = "a/b"; log("turn/end");"#;
 map.get(&key); v[0]; format!("[\"{x}\"]"); s.get("not a key"); vec!["a"]; &["b"];
 f()["c"]; "required": ["d"]"#;
         assert_eq!(by_key_reads(text), 5);
+    }
+
+    #[test]
+    fn the_ceiling_bounds_the_total_named_places_included() {
+        let mut house = House::default();
+        house.by_key.insert("plugins/a/src/lib.rs".into(), 1);
+        house
+            .by_key_open
+            .insert("host/loader/src/rows.rs".into(), BY_KEY_CEILING);
+        let error = house.gate().unwrap_err().to_string();
+        assert!(
+            error.contains(&format!("{} in all", BY_KEY_CEILING + 1)),
+            "{error}"
+        );
+        assert!(error.contains("in them: host/loader"), "{error}");
+        house.by_key.clear();
+        assert!(house.gate().is_ok());
+        assert!(house.render().contains(&format!(
+            "JSON read by key in product code: {BY_KEY_CEILING} in all (ceiling {BY_KEY_CEILING}); 0 outside"
+        )));
     }
 }
