@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use dsh_session_log::SessionEvent;
-use dsh_session_log::probe::Member;
+use dsh_session_log::probe::{Counted, List, Member, Obj};
 
 use crate::chunks::{RowKind, has_exact_keys};
 use crate::error::RecordError;
@@ -66,67 +66,134 @@ impl<'a> Head<'a> {
     }
 }
 
-fn safe_i64(value: &Value) -> Option<i64> {
-    value
+/// A packed row's envelope, read in place (its exact key set is checked on the object first).
+#[derive(Debug, Default, Deserialize)]
+struct RowLine<'a> {
+    #[serde(default, borrow)]
+    seq0: Member<'a>,
+    #[serde(default, borrow)]
+    time0: Member<'a>,
+    #[serde(default, borrow)]
+    data: Obj<Counted<RowData<'a>>>,
+}
+
+/// A packed row's data: text rows carry `texts`, tool-call rows `id`, `name?` and `args`.
+#[derive(Debug, Default, Deserialize)]
+struct RowData<'a> {
+    #[serde(default, borrow)]
+    turn: Member<'a>,
+    #[serde(default, borrow)]
+    step: Member<'a>,
+    #[serde(default, borrow)]
+    index: Member<'a>,
+    #[serde(default, borrow)]
+    id: Member<'a>,
+    #[serde(default, borrow)]
+    name: Member<'a>,
+    #[serde(default, borrow)]
+    dt: List<Member<'a>>,
+    #[serde(default, borrow)]
+    args: List<Member<'a>>,
+    #[serde(default, borrow)]
+    texts: List<Member<'a>>,
+}
+
+impl RowData<'_> {
+    /// Whether the data has exactly the members a `kind` row carries (`members` is how many the
+    /// object has, so any member outside the fields fails too).
+    fn is_exact(&self, kind: RowKind, members: usize) -> bool {
+        let here = |member: Member<'_>| member != Member::Absent;
+        let listed = |list: &List<Member<'_>>| !matches!(list, List::Absent);
+        let common = here(self.turn) && here(self.step) && here(self.index) && listed(&self.dt);
+        let (payload, other) = if kind == RowKind::ToolCall {
+            (here(self.id) && listed(&self.args), listed(&self.texts))
+        } else {
+            (
+                listed(&self.texts),
+                here(self.id) || here(self.name) || listed(&self.args),
+            )
+        };
+        let known = [self.turn, self.step, self.index, self.id, self.name]
+            .into_iter()
+            .filter(|member| here(*member))
+            .count()
+            + [&self.dt, &self.args, &self.texts]
+                .into_iter()
+                .filter(|list| listed(list))
+                .count();
+        common && payload && !other && known == members
+    }
+}
+
+fn safe_i64(member: &Member<'_>) -> Option<i64> {
+    member
         .as_i64()
         .filter(|n| n.unsigned_abs() <= MAX_SAFE_INTEGER)
 }
 
-/// Validate a row and expand it to its member events, in order.
-pub(crate) fn expand_row(
-    kind: RowKind,
-    obj: &Map<String, Value>,
-) -> Result<Vec<SessionEvent>, RecordError> {
+/// Validate a row (`record`, a parsed line tagged as a row of `kind`) and expand it to its
+/// member events, in order.
+pub(crate) fn expand_row(kind: RowKind, record: &Value) -> Result<Vec<SessionEvent>, RecordError> {
     let tag = kind.tag();
     let bad = |reason: &str| RecordError::MalformedRow {
         tag,
         reason: reason.to_owned(),
     };
-    if !has_exact_keys(obj, &["type", "seq0", "time0", "data"]) {
+    if !record
+        .as_object()
+        .is_some_and(|obj| has_exact_keys(obj, &["type", "seq0", "time0", "data"]))
+    {
         return Err(bad("envelope must be exactly {type, seq0, time0, data}"));
     }
-    let seq0 = obj
-        .get("seq0")
-        .and_then(Value::as_u64)
+    // Every member reads whatever its JSON kind, so reading an object cannot fail.
+    let row = RowLine::deserialize(record).map_err(|e| bad(&e.to_string()))?;
+    let seq0 = row
+        .seq0
+        .as_u64()
         .filter(|n| *n <= MAX_SAFE_INTEGER)
         .ok_or_else(|| bad("seq0 must be a non-negative safe integer"))?;
-    let time0 = obj
-        .get("time0")
-        .and_then(safe_i64)
-        .ok_or_else(|| bad("time0 must be a safe integer"))?;
-    let data = obj
-        .get("data")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad("data must be an object"))?;
-    let (payload_key, call) = if kind == RowKind::ToolCall {
-        let with_name =
-            has_exact_keys(data, &["turn", "step", "index", "id", "name", "dt", "args"]);
-        if !with_name && !has_exact_keys(data, &["turn", "step", "index", "id", "dt", "args"]) {
+    let time0 = safe_i64(&row.time0).ok_or_else(|| bad("time0 must be a safe integer"))?;
+    let Obj::Found(Counted {
+        value: data,
+        members,
+    }) = row.data
+    else {
+        return Err(bad("data must be an object"));
+    };
+    let (payload_key, payload, call) = if kind == RowKind::ToolCall {
+        if !data.is_exact(kind, members) {
             return Err(bad(
                 "data must be exactly {turn, step, index, id, name?, dt, args}",
             ));
         }
-        let id = data.get("id").filter(|v| v.is_string());
-        let name = data.get("name");
-        if id.is_none() || name.is_some_and(|n| !n.is_string()) {
+        let id = data.id.as_str();
+        let name = match data.name {
+            Member::Absent => Ok(None),
+            Member::Str(name) => Ok(Some(name)),
+            _ => Err(()),
+        };
+        let (Some(id), Ok(name)) = (id, name) else {
             return Err(bad("id (and name when present) must be strings"));
-        }
-        ("args", id.map(|id| (id, name)))
+        };
+        ("args", &data.args, Some((id, name)))
     } else {
-        if !has_exact_keys(data, &["turn", "step", "index", "dt", "texts"]) {
+        if !data.is_exact(kind, members) {
             return Err(bad("data must be exactly {turn, step, index, dt, texts}"));
         }
-        ("texts", None)
+        ("texts", &data.texts, None)
     };
-    let number = |key: &str| data.get(key).filter(|v| v.is_number());
-    let (Some(turn), Some(step), Some(index)) = (number("turn"), number("step"), number("index"))
+    let number = |member: Member<'_>| member.is_number().then(|| member.to_value()).flatten();
+    let (Some(turn), Some(step), Some(index)) =
+        (number(data.turn), number(data.step), number(data.index))
     else {
         return Err(bad("turn/step/index must be numbers"));
     };
-    let payload: Vec<&Value> = match data.get(payload_key).and_then(Value::as_array) {
-        Some(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
-            items.iter().collect()
-        }
+    let payload: Vec<&str> = match payload.found() {
+        Some(items) if !items.is_empty() => items
+            .iter()
+            .map(|item| item.as_str())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad(&format!("{payload_key} must be a non-empty string array")))?,
         _ => {
             return Err(bad(&format!(
                 "{payload_key} must be a non-empty string array"
@@ -134,8 +201,8 @@ pub(crate) fn expand_row(
         }
     };
     let dt: Vec<i64> = data
-        .get("dt")
-        .and_then(Value::as_array)
+        .dt
+        .found()
         .and_then(|gaps| gaps.iter().map(safe_i64).collect::<Option<Vec<_>>>())
         .ok_or_else(|| bad("dt must be an array of safe integers"))?;
     if dt.len() + 1 != payload.len() {
@@ -167,14 +234,14 @@ pub(crate) fn expand_row(
         chunk.insert("index".into(), index.clone());
         match call {
             Some((id, name)) => {
-                chunk.insert("id".into(), id.clone());
+                chunk.insert("id".into(), Value::from(id));
                 if let Some(name) = name {
-                    chunk.insert("name".into(), name.clone());
+                    chunk.insert("name".into(), Value::from(name));
                 }
-                chunk.insert("argumentsDelta".into(), member.clone());
+                chunk.insert("argumentsDelta".into(), Value::from(member));
             }
             None => {
-                chunk.insert("text".into(), member.clone());
+                chunk.insert("text".into(), Value::from(member));
             }
         }
         let mut event_data = Map::new();
@@ -222,16 +289,15 @@ pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEv
 
 /// Decode one parsed line into the events it stores, whatever the layout (row or event).
 pub fn decode_record(value: Value) -> Result<Vec<SessionEvent>, RecordError> {
-    let row_kind = Head::of(&value).row_kind();
+    if let Some(kind) = Head::of(&value).row_kind() {
+        return expand_row(kind, &value);
+    }
     let Value::Object(obj) = value else {
         return Err(RecordError::Envelope(
             "a record must be a JSON object".to_owned(),
         ));
     };
-    match row_kind {
-        Some(kind) => expand_row(kind, &obj),
-        None => Ok(vec![event_from_object(obj)?]),
-    }
+    Ok(vec![event_from_object(obj)?])
 }
 
 #[cfg(test)]

@@ -168,19 +168,19 @@ impl<'p> Scanner<'p> {
         let value: Value = serde_json::from_slice(line)
             .map_err(|e| Defect::Damage(self.record_error(RecordError::Json(e))))?;
         let head = Head::of(&value);
-        let (row_kind, seq) = (head.row_kind(), head.seq());
-        // A non-object has no seq, which is how the reference sees it: a gap.
-        let Value::Object(obj) = value else {
-            return Err(self.seq_gap(None));
-        };
-        if let Some(kind) = row_kind {
+        if let Some(kind) = head.row_kind() {
             let events =
-                expand_row(kind, &obj).map_err(|e| Defect::Damage(self.record_error(e)))?;
+                expand_row(kind, &value).map_err(|e| Defect::Damage(self.record_error(e)))?;
             return match events.first() {
                 Some(first) if first.seq == expected => Ok(events),
                 first => Err(self.seq_gap(first.map(|e| e.seq))),
             };
         }
+        let seq = head.seq();
+        // A non-object has no seq, which is how the reference sees it: a gap.
+        let Value::Object(obj) = value else {
+            return Err(self.seq_gap(None));
+        };
         // Seq first: a record out of place is damage whatever its shape.
         if seq != Some(expected) {
             return Err(self.seq_gap(seq));

@@ -14,19 +14,25 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserialize, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
+use serde_json::{Number, Value};
 
-/// A leaf member: a string is kept, anything else only says what kind it was.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// A leaf member: a string or a number is kept, anything else only says what kind it was.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub enum Member<'a> {
     #[default]
     Absent,
     Str(&'a str),
     /// A non-negative integer (what `Value::as_u64` reads).
     Uint(u64),
+    /// A negative integer.
+    Int(i64),
+    Float(f64),
     Array,
     Object,
-    /// `null`, a boolean or any other number.
+    /// `null` or a boolean.
     Other,
 }
 
@@ -41,6 +47,31 @@ impl<'a> Member<'a> {
     pub fn as_u64(self) -> Option<u64> {
         match self {
             Self::Uint(number) => Some(number),
+            _ => None,
+        }
+    }
+
+    /// An integer that fits an `i64` (what `Value::as_i64` reads).
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            Self::Uint(number) => i64::try_from(number).ok(),
+            Self::Int(number) => Some(number),
+            _ => None,
+        }
+    }
+
+    pub fn is_number(self) -> bool {
+        matches!(self, Self::Uint(_) | Self::Int(_) | Self::Float(_))
+    }
+
+    /// A string or a number as the JSON value it was read from (same representation: `1` and
+    /// `1.0` stay apart); `None` for any other kind.
+    pub fn to_value(self) -> Option<Value> {
+        match self {
+            Self::Str(text) => Some(Value::String(text.to_owned())),
+            Self::Uint(number) => Some(Value::from(number)),
+            Self::Int(number) => Some(Value::from(number)),
+            Self::Float(number) => Number::from_f64(number).map(Value::Number),
             _ => None,
         }
     }
@@ -73,6 +104,65 @@ impl<T> Obj<T> {
     }
 }
 
+/// An object's fields and how many members it has, so a check can tell "exactly these keys"
+/// (every member is a known field) without a second look at the object.
+#[derive(Debug, Default)]
+pub struct Counted<T> {
+    pub value: T,
+    pub members: usize,
+}
+
+/// A map that counts the keys it hands out.
+struct Counting<A> {
+    inner: A,
+    keys: usize,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Counting<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        let key = self.inner.next_key_seed(seed)?;
+        self.keys += usize::from(key.is_some());
+        Ok(key)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.inner.next_value_seed(seed)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.inner.size_hint()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Counted<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
+            type Value = Counted<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let mut counting = Counting {
+                    inner: map,
+                    keys: 0,
+                };
+                let value = T::deserialize(MapAccessDeserializer::new(&mut counting))?;
+                Ok(Counted {
+                    value,
+                    members: counting.keys,
+                })
+            }
+        }
+        deserializer.deserialize_map(Members(PhantomData))
+    }
+}
+
 /// A member that is read further, element by element, when it is an array.
 #[derive(Debug, Default)]
 pub enum List<T> {
@@ -96,8 +186,14 @@ impl<T> List<T> {
 /// drained (a borrowed deserializer insists every element is visited), which costs nothing per
 /// element for a `&Value`.
 macro_rules! other_kinds {
-    (@u64 $other:expr) => {
+    (@num $other:expr) => {
         fn visit_u64<E: Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_i64<E: Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E: Error>(self, _: f64) -> Result<Self::Value, E> {
             Ok($other)
         }
     };
@@ -122,12 +218,6 @@ macro_rules! other_kinds {
         fn visit_bool<E: Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok($other)
         }
-        fn visit_i64<E: Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($other)
-        }
-        fn visit_f64<E: Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($other)
-        }
         fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
             Ok($other)
         }
@@ -148,6 +238,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
             }
             fn visit_u64<E: Error>(self, number: u64) -> Result<Self::Value, E> {
                 Ok(Member::Uint(number))
+            }
+            fn visit_i64<E: Error>(self, number: i64) -> Result<Self::Value, E> {
+                // Only negative integers arrive here from a `Value`; another deserializer's
+                // non-negative one reads as `Value::as_u64` would.
+                Ok(u64::try_from(number).map_or(Member::Int(number), Member::Uint))
+            }
+            fn visit_f64<E: Error>(self, number: f64) -> Result<Self::Value, E> {
+                Ok(Member::Float(number))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -174,7 +272,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 T::deserialize(MapAccessDeserializer::new(map)).map(Obj::Found)
             }
-            other_kinds!(Obj::Other, u64, str, seq);
+            other_kinds!(Obj::Other, num, str, seq);
         }
         deserializer.deserialize_any(Fields(PhantomData))
     }
@@ -195,7 +293,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 }
                 Ok(List::Found(items))
             }
-            other_kinds!(List::Other, u64, str, map);
+            other_kinds!(List::Other, num, str, map);
         }
         deserializer.deserialize_any(Items(PhantomData))
     }
@@ -236,13 +334,26 @@ mod tests {
 
         let value = json!({"name": null, "inner": "s", "items": {"a": 1}});
         for (other, read) in [
-            (json!(-1), Member::Other),
-            (json!(1.5), Member::Other),
+            (json!(-1), Member::Int(-1)),
+            (json!(1.5), Member::Float(1.5)),
             (json!(true), Member::Other),
             (json!([1]), Member::Array),
         ] {
             assert_eq!(Member::deserialize(&other).unwrap(), read, "{other}");
         }
+        for number in [json!(1.0), json!(-3), json!(7), json!(0.1)] {
+            let read = Member::deserialize(&number).unwrap();
+            assert_eq!(read.to_value(), Some(number.clone()), "{number}");
+            assert_eq!(
+                read.to_value().map(|v| v.to_string()),
+                Some(number.to_string())
+            );
+        }
+        let object = json!({"kind": "k", "x": 1});
+        let Ok(Obj::Found(counted)) = Obj::<Counted<Inner<'_>>>::deserialize(&object) else {
+            panic!("an object reads");
+        };
+        assert_eq!((counted.value.kind, counted.members), (Member::Str("k"), 2));
         let probe = Obj::<Probe<'_>>::deserialize(&value).unwrap();
         let probe = probe.found().unwrap();
         assert_eq!(probe.name, Member::Other);
