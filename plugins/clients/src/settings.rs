@@ -145,7 +145,9 @@ impl DocumentError {
 }
 
 /// The settings document, refused (before parsing) over the size or nesting of a config file.
-pub(crate) fn read_document(path: &std::path::Path) -> Result<serde_norway::Mapping, DocumentError> {
+pub(crate) fn read_document(
+    path: &std::path::Path,
+) -> Result<serde_norway::Mapping, DocumentError> {
     let shown = path.display().to_string();
     let limits = dsh_doc_limits::Limits::DOCUMENT;
     let text = match dsh_doc_limits::read_capped(path, limits.max_bytes) {

@@ -31,7 +31,7 @@ use dsh_protocol::{
     AgentNoticeData, AgentStatus, EventData, GoalAction, GoalChangeEvent, GoalRef, GoalView,
 };
 use dsh_sessions_seam::{LatestOf, SESSION_EVENT, SESSIONS_SERVICE, SessionsService};
-use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::driver::Driver;
 use crate::store::{Mutation, Store};
@@ -177,7 +177,7 @@ impl Plugin for GoalsPlugin {
                     .register(
                         RString::from(ctx.row_id()),
                         RString::new(),
-                        Tool_TO::from_value(GoalTool(shared.clone(), which), TD_Opaque),
+                        tool_box(GoalTool(shared.clone(), which)),
                     )
                     .into_result()
                     .map_err(|error| PluginError::new(ErrorKind::Plugin, error.to_string()))?;

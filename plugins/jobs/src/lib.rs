@@ -17,14 +17,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RBox, RResult, RString};
+use abi_stable::std_types::{RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_agents_seam::{AGENT_DISPOSED, AGENT_PROMPT_SUBMIT, AgentNotice};
 use dsh_jobs_seam::{JOBS_SERVICE, JobControlBox, Jobs, Jobs_TO};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{ErrorKind, SeamError};
 use dsh_protocol::{JobEnd, JobStart, JobStatus, JobSummary, MessageSource, PromptDecision};
-use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::error::JobsError;
 use crate::registry::Registry;
@@ -191,7 +191,7 @@ impl Plugin for JobsPlugin {
                 registry: registry.clone(),
                 waits,
             };
-            let tool: Tool_TO<'static, RBox<()>> = Tool_TO::from_value(tool, TD_Opaque);
+            let tool = tool_box(tool);
             let registration = tools
                 .register(RString::from(ctx.row_id()), RString::new(), tool)
                 .into_result()

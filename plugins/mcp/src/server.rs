@@ -8,13 +8,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
 use dsh_plugin_api::io::http::{HTTP_SERVICE, HttpService};
 use dsh_plugin_api::{Context, LogLevel, Service, lock};
 use dsh_sandbox_seam::SandboxPipedService;
-use dsh_tools_seam::{RegistrationBox, Tool_TO, ToolsService};
+use dsh_tools_seam::{RegistrationBox, ToolsService, tool_box};
 use tokio::sync::mpsc;
 
 use crate::client::{self, Catalog};
@@ -170,7 +169,7 @@ impl Server {
             let registration = shared.tools.register(
                 RString::from(shared.ctx.row_id()),
                 RString::from(shared.scope.as_str()),
-                Tool_TO::from_value(tool, TD_Opaque),
+                tool_box(tool),
             );
             match registration.into_result() {
                 Ok(registration) => {

@@ -18,7 +18,6 @@
 
 use std::sync::Arc;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
@@ -29,7 +28,7 @@ use dsh_protocol::{
     OutcomeSummary, ToolDecl, ToolError, ToolErrorInfo, ToolReply,
 };
 use dsh_sessions_seam::open_live;
-use dsh_tools_seam::{CallView, Tool, Tool_TO, ToolBox};
+use dsh_tools_seam::{CallView, Tool, ToolBox, tool_box};
 use serde_json::json;
 
 use crate::state::{self, Modes};
@@ -222,7 +221,7 @@ pub(crate) fn tool(ctx: &Context, modes: Arc<Modes>) -> ToolBox {
         ctx: ctx.clone(),
         modes,
     };
-    Tool_TO::from_value(Handle(Arc::new(tool)), TD_Opaque)
+    tool_box(Handle(Arc::new(tool)))
 }
 
 #[cfg(test)]

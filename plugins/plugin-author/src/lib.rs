@@ -29,13 +29,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{SandboxMode, SandboxPolicy};
 use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
 use dsh_skills_seam::SKILLS_ROOTS;
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::tools::{AuthorTool, Kind};
 
@@ -251,7 +250,7 @@ impl Plugin for PluginAuthor {
                     .register(
                         RString::from(ctx.row_id()),
                         RString::from(config.scope.as_str()),
-                        Tool_TO::from_value(tool, TD_Opaque),
+                        tool_box(tool),
                     )
                     .into_result()
                     .map_err(|error| PluginError::plugin(error.to_string()))?,

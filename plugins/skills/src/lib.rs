@@ -26,13 +26,12 @@ mod view;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use dsh_plugin_api::io::watch::FS_WATCH_SERVICE;
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{PromptContext, PromptRequest};
 use dsh_sessions_seam::{SESSION_DISPOSED, open_live};
 use dsh_system_prompt_seam::SYSTEM_PROMPT_CONTEXTS;
-use dsh_tools_seam::{ResultView, TOOLS_RESULT, TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{ResultView, TOOLS_RESULT, TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::catalog::{Catalogs, entries};
 use crate::discover::SharedRoots;
@@ -224,7 +223,7 @@ impl Plugin for SkillsPlugin {
             .register(
                 RString::from(ctx.row_id()),
                 RString::new(),
-                Tool_TO::from_value(tool::SkillTool { library }, TD_Opaque),
+                tool_box(tool::SkillTool { library }),
             )
             .into_result()
             .map_err(|error| PluginError::plugin(error.to_string()))?;

@@ -30,12 +30,11 @@ mod wire;
 
 use std::sync::Arc;
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RBox, RString};
+use abi_stable::std_types::RString;
 use dsh_plugin_api::ErrorKind;
 use dsh_plugin_api::io::piped::{PIPED_SUBPROCESS_SERVICE, PipedSubprocessService};
 use dsh_plugin_api::prelude::*;
-use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::config::Permissions;
 pub use crate::config::{Product, ProductConfig};
@@ -71,7 +70,7 @@ impl Plugin for SubagentProductPlugin {
             permissions,
             launcher,
         });
-        let tool: Tool_TO<'static, RBox<()>> = Tool_TO::from_value(ProductTool(runner), TD_Opaque);
+        let tool = tool_box(ProductTool(runner));
         let registration = tools
             .register(RString::from(ctx.row_id()), RString::new(), tool)
             .into_result()

@@ -29,7 +29,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_protocol::{AbortCause, ChildStatus, ChildSummary};
 use dsh_sessions_seam::SESSION_EVENT;
 use dsh_subagents_seam::{SUBAGENTS_SERVICE, Subagents, Subagents_TO};
-use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::child::{CHILD_SCOPE, Delegation, agents};
 use crate::tools::{DelegationTool, Kind};
@@ -107,7 +107,7 @@ impl Plugin for SubagentsPlugin {
                 .register(
                     RString::from(ctx.row_id()),
                     RString::from(scope),
-                    Tool_TO::from_value(tool, TD_Opaque),
+                    tool_box(tool),
                 )
                 .into_result()
                 .map_err(|error| PluginError::plugin(error.to_string()))?;

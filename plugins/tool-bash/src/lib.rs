@@ -17,7 +17,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_jobs_seam::{JOBS_SERVICE, JobsService};
@@ -34,7 +33,7 @@ use dsh_tools_core::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SHELL_TIMEOUT_MS, ExitStatus, MAX_SHELL_TIMEOUT_MS, ShellRun,
     clamp_timeout_ms, limit_reached, render_shell_result,
 };
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 use serde_json::{Value, json};
 
 use crate::output::Tail;
@@ -413,13 +412,13 @@ impl Plugin for BashPlugin {
             sandbox,
             config: Arc::new(config),
         };
-        let register = |tool: Tool_TO<'static, abi_stable::std_types::RBox<()>>| {
+        let register = |tool: dsh_tools_seam::ToolBox| {
             tools
                 .register(RString::from(ctx.row_id()), RString::new(), tool)
                 .into_result()
                 .map_err(|error| PluginError::plugin(error.to_string()))
         };
-        let registration = register(Tool_TO::from_value(bash, TD_Opaque))?;
+        let registration = register(tool_box(bash))?;
         ctx.on_dispose(move || {
             background::kill_all(&jobs);
             drop(registration);

@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_fs_local::{FileSystem, Remote, WithStrict};
@@ -38,7 +37,7 @@ use dsh_tool_fs_core::{
     TodoWriteArgs, ToolError, Workspace, WriteArgs, edit, format_read_output, glob, grep,
     parse_args, read, todo_write, write,
 };
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 use serde_json::Value;
 
 /// Which tool an object is.
@@ -412,11 +411,7 @@ impl Plugin for FsPlugin {
                 shared: shared.clone(),
             };
             let registration = tools
-                .register(
-                    RString::from(ctx.row_id()),
-                    RString::new(),
-                    Tool_TO::from_value(tool, TD_Opaque),
-                )
+                .register(RString::from(ctx.row_id()), RString::new(), tool_box(tool))
                 .into_result()
                 .map_err(|error| PluginError::plugin(error.to_string()))?;
             held.push(registration);

@@ -21,8 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RBox, RNone, ROption, RString};
+use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::cancel::CancelBox;
 use dsh_plugin_api::prelude::*;
@@ -30,7 +29,7 @@ use dsh_plugin_api::{Service, lock};
 use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
 use dsh_sandbox_seam::{SANDBOX_PTY_SERVICE, SANDBOX_SERVICE, SandboxPtyService, SandboxService};
 use dsh_sessions_seam::SESSION_DISPOSED;
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 
 use crate::terminals::Owned;
 
@@ -242,11 +241,7 @@ impl Plugin for PtyPlugin {
                 decl,
             };
             let registration = tools
-                .register(
-                    RString::from(ctx.row_id()),
-                    scope.clone(),
-                    Tool_TO::<'static, RBox<()>>::from_value(tool, TD_Opaque),
-                )
+                .register(RString::from(ctx.row_id()), scope.clone(), tool_box(tool))
                 .into_result()
                 .map_err(|error| PluginError::plugin(error.to_string()))?;
             registrations.push(registration);

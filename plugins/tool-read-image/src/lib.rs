@@ -13,7 +13,6 @@ mod workspace;
 
 use std::sync::Arc;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_attachments_seam::{
@@ -29,7 +28,7 @@ use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, ImageAttachment, OutcomeSummary, ToolDecl, ToolReply,
     ToolSuccess,
 };
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 use serde_json::{Value, json};
 
 const NAME: &str = "read_image";
@@ -291,11 +290,7 @@ impl Plugin for ReadImagePlugin {
             fs,
         };
         let registration = tools
-            .register(
-                RString::from(ctx.row_id()),
-                RString::new(),
-                Tool_TO::from_value(tool, TD_Opaque),
-            )
+            .register(RString::from(ctx.row_id()), RString::new(), tool_box(tool))
             .into_result()
             .map_err(|error: SeamError| PluginError::plugin(error.to_string()))?;
         ctx.on_dispose(move || drop(registration))

@@ -33,7 +33,6 @@ mod sdk;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Serialize;
@@ -43,7 +42,7 @@ use dsh_protocol::{
     Concurrency, ContentBlock, Guidance, OutcomeSummary, ToolDecl, ToolError, ToolReply,
     ToolSuccess,
 };
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 use serde_json::{Value, json};
 
 use crate::engine::Limits;
@@ -359,7 +358,7 @@ impl Plugin for RunCodePlugin {
             .register(
                 RString::from(ctx.row_id()),
                 RString::from(config.scope.as_str()),
-                Tool_TO::from_value(tool, TD_Opaque),
+                tool_box(tool),
             )
             .into_result()
             .map_err(|error| PluginError::plugin(format!("run_code: {error}")))?;

@@ -14,7 +14,6 @@ mod view;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_fs_local::{FileSystem, Remote, WithStrict};
@@ -26,7 +25,7 @@ use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
 use dsh_sandbox_seam::{SANDBOX_SERVICE, call_policy};
 use dsh_sessions_seam::SESSION_DISPOSED;
 use dsh_tool_fs_core::{Observations, Workspace};
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 
 use crate::commands::History;
 
@@ -139,7 +138,7 @@ impl Plugin for EditorPlugin {
             .register(
                 RString::from(ctx.row_id()),
                 RString::from(config.scope.as_str()),
-                Tool_TO::from_value(Editor { shared }, TD_Opaque),
+                tool_box(Editor { shared }),
             )
             .into_result()
             .map_err(|error| PluginError::plugin(error.to_string()))?;

@@ -24,12 +24,11 @@ mod tools;
 
 use std::sync::Arc;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 use dsh_plugin_api::io::http::{HTTP_SERVICE, HttpService};
 use dsh_plugin_api::prelude::*;
-use dsh_tools_seam::{TOOLS_SERVICE, Tool_TO, ToolsService};
+use dsh_tools_seam::{TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::address::AllowList;
 use crate::fetch::{Fetcher, Limits};
@@ -257,7 +256,7 @@ impl Plugin for ToolWebPlugin {
                     .register(
                         owner.clone(),
                         RString::new(),
-                        Tool_TO::from_value(WebHandle::Search(tool), TD_Opaque),
+                        tool_box(WebHandle::Search(tool)),
                     )
                     .into_result()
                     .map_err(|error| PluginError::plugin(error.to_string()))?,
@@ -282,11 +281,7 @@ impl Plugin for ToolWebPlugin {
             });
             registrations.push(
                 tools
-                    .register(
-                        owner,
-                        RString::new(),
-                        Tool_TO::from_value(WebHandle::Fetch(tool), TD_Opaque),
-                    )
+                    .register(owner, RString::new(), tool_box(WebHandle::Fetch(tool)))
                     .into_result()
                     .map_err(|error| PluginError::plugin(error.to_string()))?,
             );

@@ -29,7 +29,7 @@ use dsh_protocol::{
 use dsh_sessions_seam::{
     LatestOf, NewEventRecord, SESSIONS_SERVICE, SessionsService, append_or_report, open_live,
 };
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 use dsh_user_questions_seam::{
     QUESTIONS_REQUEST, USER_QUESTIONS_SERVICE, UserQuestions, UserQuestions_TO,
 };
@@ -194,7 +194,7 @@ impl Plugin for UserQuestionsPlugin {
             .register(
                 RString::from(ctx.row_id()),
                 RString::new(),
-                Tool_TO::from_value(AskTool(service), TD_Opaque),
+                tool_box(AskTool(service)),
             )
             .into_result()
             .map_err(|error| PluginError::plugin(error.to_string()))?;

@@ -8,7 +8,8 @@
 //! optional fields without breaking a tool built against an older seam. A call's identity
 //! ([`CallView`]) is a plain ABI struct, and its arguments stay the model's raw string, never
 //! re-encoded. Cancellation is `dsh_plugin_api::cancel`'s. The servers a client brings for one
-//! session are [`mcp`]'s (`mcp_scopes`).
+//! session are [`mcp`]'s (`mcp_scopes`). A plugin boxes its tools and guards with [`tool_box`]
+//! and [`guard_box`], so a panic in them fails the call instead of ending the host.
 #![allow(
     unsafe_code,
     reason = "StableAbi derives and sabi_trait emit unsafe impls"
@@ -19,7 +20,10 @@
     reason = "sabi_trait expands impls inside consts"
 )]
 
+mod contained;
 pub mod mcp;
+
+pub use contained::{guard_box, tool_box};
 
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
@@ -131,14 +135,37 @@ pub trait Tool: Send + Sync {
         ROption::RNone
     }
 }
-pub type ToolBox = Tool_TO<'static, RBox<()>>;
+/// A registered tool's box: made only by [`tool_box`], so every tool the registry holds runs
+/// with its panics contained.
+#[repr(transparent)]
+#[derive(StableAbi)]
+pub struct ToolBox(Tool_TO<'static, RBox<()>>);
+
+impl std::ops::Deref for ToolBox {
+    type Target = Tool_TO<'static, RBox<()>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 /// A monotonic guard: `Some(reason)` denies, `None` abstains; it can never allow.
 #[sabi_trait]
 pub trait Guard: Send + Sync {
     fn check(&self, call: &CallView) -> ROption<RString>;
 }
-pub type GuardBox = Guard_TO<'static, RBox<()>>;
+/// A registered guard's box: made only by [`guard_box`] (a guard that panics denies).
+#[repr(transparent)]
+#[derive(StableAbi)]
+pub struct GuardBox(Guard_TO<'static, RBox<()>>);
+
+impl std::ops::Deref for GuardBox {
+    type Target = Guard_TO<'static, RBox<()>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 /// Keeps a registration alive; dropping it removes exactly that registration (hold it until
 /// your plugin unloads, for example with `ctx.effect`).

@@ -7,7 +7,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::serde_json::{self, json};
 use dsh_plugin_api::{RBox, ROption};
 use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, tool_box, ToolsService};
 
 /// The row's `config`. `scope` is the tool layer to register into ("" is the global one);
 /// plugin_install passes the layer of the agent that installs the plugin.
@@ -72,7 +72,7 @@ impl Plugin for WordCountPlugin {
 
     async fn apply(ctx: Context, config: Config) -> Result<(), PluginError> {
         let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
-        let tool: Tool_TO<'static, RBox<()>> = Tool_TO::from_value(WordCount, TD_Opaque);
+        let tool = tool_box(WordCount);
         let registration = tools
             .register(ctx.row_id().into(), config.scope.into(), tool)
             .into_result()

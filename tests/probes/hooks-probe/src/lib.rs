@@ -6,7 +6,6 @@
 //! queues a steering message on the session's `next-step` list after the first tool call;
 //! `continueWith` keeps the first completed turn going once with that message.
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +20,7 @@ use dsh_protocol::{
     PreStepDecision,
 };
 use dsh_tools_seam::{
-    CallView, Guard, Guard_TO, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_SERVICE, ToolsService,
+    CallView, Guard, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_SERVICE, ToolsService, guard_box,
 };
 
 /// Row config of `hooks-probe`.
@@ -133,10 +132,7 @@ impl Plugin for HooksProbe {
         }
         if let Some(text) = config.guard {
             let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
-            let held = tools.guard(
-                RString::from(ctx.row_id()),
-                Guard_TO::from_value(Contains(text), TD_Opaque),
-            );
+            let held = tools.guard(RString::from(ctx.row_id()), guard_box(Contains(text)));
             ctx.on_dispose(move || drop(held))?;
         }
         Ok(())

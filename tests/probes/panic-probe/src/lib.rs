@@ -6,14 +6,13 @@
 //! `turn-stopping` (`agent/turn-stopping`) and `session-event` (a listener of every committed
 //! event, which panics on `turn/start`).
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RString};
 
 use dsh_agents_seam::{AGENT_PRE_STEP, AGENT_REQUEST, AGENT_TURN_STOPPING};
 use dsh_plugin_api::prelude::*;
 use dsh_sessions_seam::SESSION_EVENT;
 use dsh_tools_seam::{
-    CallView, Guard, Guard_TO, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_SERVICE, ToolsService,
+    CallView, Guard, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_SERVICE, ToolsService, guard_box,
 };
 
 /// The seams a row can name.
@@ -118,10 +117,7 @@ impl Plugin for PanicProbe {
                 let Ok(Some(tools)) = ctx.get::<ToolsService>(TOOLS_SERVICE) else {
                     return Err(PluginError::plugin("no tools service to guard"));
                 };
-                let held = tools.guard(
-                    RString::from(ctx.row_id()),
-                    Guard_TO::from_value(Panicking, TD_Opaque),
-                );
+                let held = tools.guard(RString::from(ctx.row_id()), guard_box(Panicking));
                 ctx.on_dispose(move || drop(held))?;
             }
         }

@@ -10,7 +10,6 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::cancel::{CancelBox, CancelFlag, first_of};
@@ -23,8 +22,8 @@ use dsh_protocol::{
 };
 use dsh_sessions_seam::{CreateSession, SessionBox, SessionExt, SessionsService};
 use dsh_tools_seam::{
-    CallView, Guard, Guard_TO, StepCall, StepCalls, TOOLS_CHANGE, TOOLS_POST_EXECUTE,
-    TOOLS_SERVICE, Tool, Tool_TO, ToolsService,
+    CallView, Guard, StepCall, StepCalls, TOOLS_CHANGE, TOOLS_POST_EXECUTE, TOOLS_SERVICE, Tool,
+    ToolsService, guard_box, tool_box,
 };
 
 /// One call as the model would write it.
@@ -256,7 +255,7 @@ impl Plugin for ToolsProbe {
         let _guard = config.guard.as_ref().map(|text| {
             tools.guard(
                 RString::from(ctx.row_id()),
-                Guard_TO::from_value(ContainsGuard(text.clone()), TD_Opaque),
+                guard_box(ContainsGuard(text.clone())),
             )
         });
         if let Some(blocked) = config.block.clone() {
@@ -281,11 +280,7 @@ impl Plugin for ToolsProbe {
         say(&format!("schemas {}", schemas.text()));
         if let Some(calls) = config.bench_calls {
             let registration = tools
-                .register(
-                    RString::from(ctx.row_id()),
-                    RString::new(),
-                    Tool_TO::from_value(Noop, TD_Opaque),
-                )
+                .register(RString::from(ctx.row_id()), RString::new(), tool_box(Noop))
                 .into_result()
                 .map_err(fail)?;
             let signal = CancelFlag::new();

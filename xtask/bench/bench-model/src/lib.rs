@@ -29,7 +29,7 @@ use dsh_protocol::{
     OutcomeSummary, StreamChunk, ToolDecl, ToolReply,
 };
 use dsh_sessions_seam::{CreateSession, SESSIONS_SERVICE, SessionsService};
-use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, Tool_TO, ToolsService};
+use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 
 /// Config of `bench-model`.
 #[derive(Deserialize, JsonSchema)]
@@ -498,11 +498,7 @@ impl Plugin for BenchModel {
             .into_result()
             .map_err(|error| PluginError::plugin(error.text().to_owned()))?;
         let tool = tools
-            .register(
-                RString::from(ctx.row_id()),
-                RString::new(),
-                Tool_TO::from_value(Noop, TD_Opaque),
-            )
+            .register(RString::from(ctx.row_id()), RString::new(), tool_box(Noop))
             .into_result()
             .map_err(|error| PluginError::plugin(error.to_string()))?;
         ctx.on_dispose(move || drop((adapter, tool)))?;
