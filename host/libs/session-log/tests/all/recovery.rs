@@ -246,7 +246,12 @@ fn check_reports_bracketing_problems_naming_seq_and_rule() {
     assert_eq!(rules_of(&events), [(4, Rule::Placement)]);
 
     // A turn/end's reason must carry a string kind; anything else is named, not skipped.
-    for reason in [json!(null), json!("completed"), json!({"kind": 1}), json!({})] {
+    for reason in [
+        json!(null),
+        json!("completed"),
+        json!({"kind": 1}),
+        json!({}),
+    ] {
         let mut events = balanced();
         events[6].data["reason"] = reason.clone();
         let problems = check_log(&events, &dsh_session_log::TypeRegistry::new());
