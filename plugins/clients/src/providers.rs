@@ -108,17 +108,37 @@ pub(crate) fn mask(key: &str) -> String {
     }
 }
 
+/// Why a provider's answer to `GET /models` is not a model list.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ModelListError {
+    #[error("not JSON ({0})")]
+    NotJson(serde_json::Error),
+    #[error("not an OpenAI model list (no `data` array)")]
+    NoData,
+}
+
+/// An OpenAI model list, as far as it is read: entries whose `id` is no string are skipped.
+#[derive(serde::Deserialize)]
+struct ModelList {
+    data: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ModelEntry {
+    id: String,
+}
+
 /// Reads an OpenAI model list (`{data: [{id}]}`): the ids, trimmed, once each, in order.
-pub(crate) fn parse_models(body: &[u8]) -> Result<Vec<String>, String> {
-    let list: serde_json::Value =
-        serde_json::from_slice(body).map_err(|error| format!("not JSON ({error})"))?;
-    let data = list
-        .get("data")
-        .and_then(serde_json::Value::as_array)
-        .ok_or("not an OpenAI model list (no `data` array)")?;
+pub(crate) fn parse_models(body: &[u8]) -> Result<Vec<String>, ModelListError> {
+    let list: ModelList = serde_json::from_slice(body).map_err(|error| match error.is_data() {
+        // JSON, but `data` is not a list.
+        true => ModelListError::NoData,
+        false => ModelListError::NotJson(error),
+    })?;
+    let data = list.data.ok_or(ModelListError::NoData)?;
     let mut ids: Vec<String> = Vec::new();
     for entry in data {
-        let Some(id) = entry.get("id").and_then(serde_json::Value::as_str) else {
+        let Ok(ModelEntry { id }) = serde_json::from_value::<ModelEntry>(entry) else {
             continue;
         };
         let id = id.trim();

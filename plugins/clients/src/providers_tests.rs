@@ -46,10 +46,16 @@ fn a_model_list_reads_its_ids_once_each() {
     let body =
         br#"{"object":"list","data":[{"id":"a"},{"id":" b "},{"id":"a"},{"x":1},{"id":""}]}"#;
     assert_eq!(parse_models(body).unwrap(), ["a", "b"]);
-    assert!(parse_models(b"<html>").unwrap_err().contains("not JSON"));
+    assert!(
+        parse_models(b"<html>")
+            .unwrap_err()
+            .to_string()
+            .contains("not JSON")
+    );
     assert!(
         parse_models(b"{\"models\":[]}")
             .unwrap_err()
+            .to_string()
             .contains("data")
     );
 }

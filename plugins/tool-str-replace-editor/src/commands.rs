@@ -202,8 +202,7 @@ fn view(
             arguments.path
         )));
     };
-    let text = crate::view::render(&target.display, &content, arguments.view_range.as_deref())
-        .map_err(ToolError::plain)?;
+    let text = crate::view::render(&target.display, &content, arguments.view_range.as_deref())?;
     Ok(done(text, None))
 }
 

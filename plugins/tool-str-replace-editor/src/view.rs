@@ -4,6 +4,8 @@
 //! under a heading naming the path, the total and the range; past `MAX_CHARS` characters the
 //! rest is cut and a note says how to find what was cut.
 
+use dsh_tool_fs_core::ToolError;
+
 /// Characters of a view kept before it is clipped (the reference's default).
 pub(crate) const MAX_CHARS: usize = 16_000;
 
@@ -12,7 +14,11 @@ const CLIPPED: &str = "<response clipped><NOTE>To save on context only part of t
 
 /// `content` of the file shown as `path`, within `range` (`[first, last]`, from 1; `last`
 /// -1 for the end), or why the range does not fit it.
-pub(crate) fn render(path: &str, content: &str, range: Option<&[i64]>) -> Result<String, String> {
+pub(crate) fn render(
+    path: &str,
+    content: &str,
+    range: Option<&[i64]>,
+) -> Result<String, ToolError> {
     let lines: Vec<&str> = content.split('\n').collect();
     let total = lines.len();
     let mut heading = format!(
@@ -40,26 +46,28 @@ pub(crate) fn render(path: &str, content: &str, range: Option<&[i64]>) -> Result
 
 /// The range's first line and last (-1: the end), checked against `total` lines with the
 /// reference's messages.
-fn checked(range: &[i64], total: usize) -> Result<(usize, i64), String> {
+fn checked(range: &[i64], total: usize) -> Result<(usize, i64), ToolError> {
     let [first, last] = range else {
-        return Err("Invalid `view_range`. It should be a list of two integers.".to_owned());
+        return Err(ToolError::plain(
+            "Invalid `view_range`. It should be a list of two integers.",
+        ));
     };
     let shown = format!("[{first}, {last}]");
     let (first, last) = (*first, *last);
     if first < 1 || first > total as i64 {
-        return Err(format!(
+        return Err(ToolError::plain(format!(
             "Invalid `view_range`: {shown}. Its first element `{first}` should be within the range of lines of the file: [1, {total}]"
-        ));
+        )));
     }
     if last > total as i64 {
-        return Err(format!(
+        return Err(ToolError::plain(format!(
             "Invalid `view_range`: {shown}. Its second element `{last}` should be smaller than the number of lines in the file: `{total}`"
-        ));
+        )));
     }
     if last != -1 && last < first {
-        return Err(format!(
+        return Err(ToolError::plain(format!(
             "Invalid `view_range`: {shown}. Its second element `{last}` should be larger or equal than its first `{first}`"
-        ));
+        )));
     }
     Ok((first as usize, last))
 }
@@ -90,7 +98,12 @@ mod tests {
 
     #[test]
     fn a_range_outside_the_file_is_refused_naming_it() {
-        let refused = |range: &[i64]| render("/a", "a\nb", Some(range)).unwrap_err();
+        let refused = |range: &[i64]| {
+            render("/a", "a\nb", Some(range))
+                .unwrap_err()
+                .message()
+                .to_owned()
+        };
         assert!(refused(&[0, 1]).contains("first element `0`"));
         assert!(refused(&[1, 5]).contains("second element `5`"));
         assert!(refused(&[2, 1]).contains("larger or equal"));

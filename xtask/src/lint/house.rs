@@ -28,7 +28,7 @@ pub(super) struct House {
 
 /// JSON read by key in product code in all, the places below included; the count may only go
 /// down.
-const BY_KEY_CEILING: usize = 24;
+const BY_KEY_CEILING: usize = 22;
 
 /// Where JSON is read by key because the data is open by nature, or because this is the
 /// boundary where outside data is checked member by member (each with its own message) before
