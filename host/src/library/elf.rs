@@ -5,6 +5,8 @@
 //! of the file kills the process with SIGBUS. Checking that every header and loadable segment
 //! lies inside the file turns that into an ordinary error.
 
+use std::io::Read;
+
 const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
 const CLASS_64: u8 = 2;
 const LITTLE_ENDIAN: u8 = 1;
@@ -57,9 +59,43 @@ impl std::fmt::Display for ElfPart {
     }
 }
 
+/// How much of a file the check reads at most: an ELF header and a program header table are
+/// a few hundred bytes; anything claiming more is refused as truncated by its length.
+const MAX_PREFIX: u64 = 1 << 20;
+
+/// Reads what [`check_prefix`] needs of `file`, a file of `len` bytes: its ELF header and its
+/// program header table, not the whole library (tens of megabytes, at every start).
+pub(crate) fn read_prefix(file: &mut impl Read, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(1024);
+    file.by_ref().take(64).read_to_end(&mut prefix)?;
+    let table_end = match (
+        read_u64(&prefix, 0x20),
+        read_u16(&prefix, 0x36),
+        read_u16(&prefix, 0x38),
+    ) {
+        (Some(phoff), Some(phentsize), Some(phnum)) => {
+            phoff.saturating_add(phentsize.saturating_mul(phnum))
+        }
+        _ => 64,
+    };
+    let end = table_end.min(len).min(MAX_PREFIX);
+    let have = prefix.len() as u64;
+    if end > have {
+        file.take(end - have).read_to_end(&mut prefix)?;
+    }
+    Ok(prefix)
+}
+
 /// Checks that `bytes` is a complete 64-bit little-endian ELF file.
+#[cfg(test)]
 pub(crate) fn check(bytes: &[u8]) -> Result<(), ElfError> {
-    let len = bytes.len() as u64;
+    check_prefix(bytes, bytes.len() as u64)
+}
+
+/// Checks that a file of `len` bytes starting with `prefix` (at least its ELF header and
+/// program header table, see [`read_prefix`]) is a complete 64-bit little-endian ELF file: every
+/// table and loadable segment its headers claim lies inside those `len` bytes.
+pub(crate) fn check_prefix(bytes: &[u8], len: u64) -> Result<(), ElfError> {
     if bytes.get(..4) != Some(&ELF_MAGIC[..]) {
         return Err(ElfError::NotElf);
     }
@@ -117,5 +153,27 @@ mod tests {
         assert!(error.to_string().starts_with("truncated file"), "{error}");
         assert_eq!(check(b"hello world, not elf"), Err(ElfError::NotElf));
         assert_eq!(ElfError::NotElf.to_string(), "not an ELF shared library");
+    }
+
+    #[test]
+    fn the_headers_alone_tell_a_complete_file_from_a_truncated_one() {
+        let exe = std::env::current_exe().unwrap();
+        let bytes = std::fs::read(exe).unwrap();
+        let len = bytes.len() as u64;
+        let prefix = read_prefix(&mut &bytes[..], len).unwrap();
+        assert!(prefix.len() < 4096, "read {} bytes", prefix.len());
+        assert_eq!(check_prefix(&prefix, len), Ok(()));
+        // The same headers in a file cut in half: its segments run past its end.
+        let half = len / 2;
+        let cut = read_prefix(&mut &bytes[..half as usize], half).unwrap();
+        assert!(matches!(
+            check_prefix(&cut, half),
+            Err(ElfError::Truncated { .. })
+        ));
+        let short = read_prefix(&mut &b"\x7fELF"[..], 4).unwrap();
+        assert!(matches!(
+            check_prefix(&short, 4),
+            Err(ElfError::UnsupportedClass | ElfError::Truncated { .. })
+        ));
     }
 }

@@ -75,15 +75,18 @@ pub fn load_library(
     identity: FileIdentity,
     debug_dir: &Path,
 ) -> Result<LoadedLibrary, LoadError> {
-    let bytes = std::fs::read(load_from).map_err(|source| LoadError::Io {
+    let io = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = std::fs::File::open(load_from).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let prefix = super::elf::read_prefix(&mut file, len).map_err(io)?;
+    super::elf::check_prefix(&prefix, len).map_err(|source| LoadError::Malformed {
         path: path.to_owned(),
         source,
     })?;
-    super::elf::check(&bytes).map_err(|source| LoadError::Malformed {
-        path: path.to_owned(),
-        source,
-    })?;
-    drop(bytes);
+    drop(file);
     let header = lib_header_from_path(load_from).map_err(|error| match error {
         LibraryError::GetSymbolError { err, .. } => {
             let message = err.to_string();
