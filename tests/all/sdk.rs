@@ -46,8 +46,9 @@ const IN_PART: &[(&str, &str, SetAside)] = &[
     ),
 ];
 
-/// The `meta` our `str_replace_editor` adds to a `tool/result` (the reference's has none).
-fn without_editor_meta(notification: &mut Value, editor_calls: &[String]) {
+/// Removes the `meta` of a `tool/result` that holds only `key` (what our tool adds; the
+/// reference's result has none), for the calls `calls` names (`None`: any call).
+fn without_meta(notification: &mut Value, key: &str, calls: Option<&[String]>) {
     let Some(event) = notification
         .get_mut("params")
         .and_then(|params| params.get_mut("event"))
@@ -59,12 +60,12 @@ fn without_editor_meta(notification: &mut Value, editor_calls: &[String]) {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    if editor_calls.contains(&call)
+    if calls.is_none_or(|calls| calls.contains(&call))
         && let Some(data) = event.get_mut("data").and_then(Value::as_object_mut)
         && data
             .get("meta")
             .and_then(Value::as_object)
-            .is_some_and(|meta| meta.keys().all(|key| key == "diffs"))
+            .is_some_and(|meta| meta.keys().all(|found| found == key))
     {
         data.remove("meta");
     }
@@ -80,25 +81,6 @@ fn editor_calls(notifications: &[Value]) -> Vec<String> {
         })
         .filter_map(|event| event["data"]["callId"].as_str().map(str::to_owned))
         .collect()
-}
-
-/// The `meta` our subagent tool adds to a `tool/result` (the reference's has none).
-fn without_subagent_meta(notification: &mut Value) {
-    let Some(event) = notification
-        .get_mut("params")
-        .and_then(|params| params.get_mut("event"))
-        .filter(|event| event["type"] == "tool/result")
-    else {
-        return;
-    };
-    if let Some(data) = event.get_mut("data").and_then(Value::as_object_mut)
-        && data
-            .get("meta")
-            .and_then(Value::as_object)
-            .is_some_and(|meta| meta.keys().all(|key| key == "subagentId"))
-    {
-        data.remove("meta");
-    }
 }
 
 /// Runs one recorded case; `Err` says what differs.
@@ -174,10 +156,11 @@ fn run_case(case: &Case) -> Result<(), String> {
     if let Some(SetAside::EditorDiffs) = set_aside {
         let calls = editor_calls(&ours);
         ours.iter_mut()
-            .for_each(|notification| without_editor_meta(notification, &calls));
+            .for_each(|notification| without_meta(notification, "diffs", Some(&calls)));
     }
     if let Some(SetAside::ChildOpenings) = set_aside {
-        ours.iter_mut().for_each(without_subagent_meta);
+        ours.iter_mut()
+            .for_each(|notification| without_meta(notification, "subagentId", None));
         let (ours_opening, expected_opening) = (child_openings(&raw), child_openings(&expected));
         // What is set aside is the child's own, and it is there on both sides.
         let strays: Vec<&Value> = ours_opening

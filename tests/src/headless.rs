@@ -101,12 +101,14 @@ pub fn against_args(server: &FakeDeepSeek, dir: &TestDir) -> Vec<String> {
 /// [`against_args`] with `rows` after the fake server's endpoint in the patch layer: more patch
 /// entries, or more lines of `llm-deepseek`'s config (at four spaces) followed by entries.
 pub fn patched_args(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Vec<String> {
+    patched_args_at(&server.url(), dir, rows)
+}
+
+/// [`patched_args`] against the model server at `url` (a fake of the test's own).
+pub fn patched_args_at(url: &str, dir: &TestDir, rows: &str) -> Vec<String> {
     let patch = dir.write(
         "fake.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n{rows}",
-            server.url()
-        ),
+        &format!("- id: llm-deepseek\n  config:\n    baseURL: {url}\n{rows}"),
     );
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();

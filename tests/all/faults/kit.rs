@@ -121,28 +121,9 @@ pub(crate) fn run_in(
 /// `url`, with `rows` in its patch layer (more patch entries, or more lines of
 /// `llm-deepseek`'s config at four spaces followed by entries).
 pub(crate) fn args(dir: &TestDir, url: &str, rows: &str, task: &str) -> Vec<String> {
-    let patch = dir.write(
-        "fault.patch.yml",
-        &format!("- id: llm-deepseek\n  config:\n    baseURL: {url}\n{rows}"),
-    );
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    [
-        "--patch",
-        patch.to_str().unwrap(),
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work.to_str().unwrap(),
-        "--model",
-        "deepseek-official/deepseek-v4-flash",
-        "--output",
-        "stream-json",
-        task,
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    let mut args = dsh_tests::headless::patched_args_at(url, dir, rows);
+    args.extend(["--output", "stream-json", task].map(str::to_owned));
+    args
 }
 
 /// A run's stdout read as shown events and its result line.
