@@ -21,7 +21,6 @@ use dsh_plugin_api::io::http::{HTTP_SERVICE, HttpHeader, HttpRequest, HttpServic
 use serde_norway::Value;
 
 use crate::api::{Api, Failure};
-use crate::settings::read_document;
 
 /// The row that serves the providers, and its field, in the settings document.
 const PROVIDERS_ROW: &str = "llm-providers";
@@ -212,13 +211,7 @@ impl Api {
 
     /// The row's entries as the settings document holds them now.
     async fn stored_providers(&self) -> Result<Vec<Value>, Failure> {
-        let path = self.settings_file()?;
-        let document = self
-            .ctx
-            .blocking(move || read_document(&path))
-            .await
-            .map_err(|error| Failure::internal(error.to_string()))?
-            .map_err(|error| Failure::internal(error.to_string()))?;
+        let document = self.settings_document().await?;
         Ok(document
             .get(PROVIDERS_ROW)
             .and_then(|row| row.get(PROVIDERS_FIELD))

@@ -181,17 +181,21 @@ impl Api {
             .ok_or_else(|| Failure::internal("this server has no settingsFile configured"))
     }
 
+    /// The settings document as it is now, read on the blocking pool.
+    pub(crate) async fn settings_document(&self) -> Result<serde_norway::Mapping, Failure> {
+        let path = self.settings_file()?;
+        self.ctx
+            .blocking(move || read_document(&path))
+            .await
+            .map_err(|error| Failure::internal(error.to_string()))?
+            .map_err(|error| Failure::internal(error.to_string()))
+    }
+
     pub(crate) async fn describe_settings(
         &self,
         writable: bool,
     ) -> Result<dsh_client_protocol::SettingsDescription, Failure> {
-        let path = self.settings_file()?;
-        let document = self
-            .ctx
-            .blocking(move || read_document(&path))
-            .await
-            .map_err(|error| Failure::internal(error.to_string()))?
-            .map_err(|error| Failure::internal(error.to_string()))?;
+        let document = self.settings_document().await?;
         Ok(dsh_client_protocol::SettingsDescription {
             base_url: base_url_of(&document),
             writable,
