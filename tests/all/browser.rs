@@ -272,6 +272,30 @@ fn an_answer_in_markdown_is_rendered_highlighted_and_sanitized_while_it_streams(
 }
 
 #[test]
+fn a_code_fence_longer_than_the_tail_limit_streams_into_the_page_as_appends() {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk, usage};
+    let gate_dir = TestDir::new("browser-longtail-gate");
+    let gate = gate_dir.join("go");
+    // Twelve pieces of about 2 KiB: the open fence passes the 16 KiB limit part way.
+    let mut events = vec![first_chunk(), SseEvent::content("The file:\n\n```rust\n")];
+    for n in 0..12 {
+        let piece = format!("// piece {n}\n{}", "let x = 1;\n".repeat(180));
+        events.push(SseEvent::content(&piece));
+    }
+    events.push(SseEvent::Gate(gate.clone()));
+    events.push(SseEvent::content("// the end\n```\n\nDone."));
+    events.push(SseEvent::finish_with_usage("stop", &usage(10, 5, 0, None)));
+    events.push(SseEvent::Done);
+    scenario_with(
+        "longtail",
+        vec![Reply::Sse(events)],
+        "",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[("DSH_GATE", gate.to_str().unwrap())],
+    );
+}
+
+#[test]
 fn the_settings_store_a_key_used_at_once_and_save_the_endpoint() {
     let Some(server) = scenario_with(
         "settings",

@@ -569,6 +569,36 @@ const scenarios = {
     expect((await page.locator(`${answer} .code .hl-keyword`).count()) > 0, "the reloaded code is highlighted");
   },
 
+  // An answer whose code fence runs past the host's tail limit: the host stops sending the
+  // open tail rendered, and the page shows each appended piece inside the code as it comes (the
+  // stream is held open at a gate to look); once it ends the code is rendered whole, once.
+  async longtail(page) {
+    await page.goto(authUrl);
+    await page.waitForSelector(".hero h1");
+    await page.fill("#prompt", "write the long file");
+    await page.keyboard.press("Enter");
+    const code = ".message.assistant.streaming .markdown pre code";
+    await page.waitForFunction((selector) => document.querySelector(selector)?.textContent.includes("// piece 11\n"), code, { timeout: 30000 });
+    const shown = await page.evaluate((selector) => {
+      const node = document.querySelector(selector);
+      return { text: node.textContent, raw: node.querySelectorAll(":scope > .raw-tail").length };
+    }, code);
+    expect(shown.raw === 1, `the appended text is not inside the code: ${shown.raw} raw tail(s)`);
+    const places = [...Array(12).keys()].map((n) => shown.text.indexOf(`// piece ${n}\n`));
+    expect(places.every((at, n) => at >= 0 && (n === 0 || at > places[n - 1])), `the pieces show out of order: ${places}`);
+    await shoot(page, "long-tail-streaming");
+    writeFileSync(process.env.DSH_GATE, "go");
+    await page.waitForSelector(".message.assistant:not(.streaming) .markdown p", { timeout: 30000 });
+    const done = await page.evaluate(() => ({
+      code: document.querySelector(".message.assistant .markdown pre code").textContent,
+      raw: document.querySelectorAll(".message.assistant .raw-tail").length,
+      after: document.querySelector(".message.assistant .markdown").textContent.includes("Done."),
+    }));
+    expect(done.raw === 0, "the raw tail stayed after the answer ended");
+    expect(done.after, "the text after the code is shown");
+    expect(done.code.includes("// piece 0\n") && done.code.includes("// the end") && !done.code.includes("```"), `the code reads ${done.code.slice(-200)}`);
+  },
+
   // A delegation: the subagent's card names its task and result, and opens the child's own
   // conversation (its prompt and answer) read-only beneath it.
   async delegate(page) {

@@ -192,14 +192,20 @@ impl ChatItem {
 pub enum ItemOp {
     /// The item as it now is (new, or replacing the one with its id).
     Upsert { item: ChatItem },
-    /// Text appended to a streaming assistant item.
+    /// Text appended to a streaming assistant item. While an answer only grows, this is all a
+    /// frame carries of its text (never the text so far), so following an answer costs its
+    /// length once; a whole item comes again when it changes otherwise (its end, a failed
+    /// attempt starting over) and on a subscribe's replay.
     Append {
         item_id: String,
         field: AppendField,
         text: String,
     },
     /// A streaming assistant item's rendered blocks from `from` on are now `blocks` (the ones
-    /// that settled, then the open tail).
+    /// that settled, then the open tail), covering all its text so far. An open tail longer
+    /// than 16 KiB is not sent again per append (that would be quadratic in its length): until
+    /// a block settles or the item ends, a page shows the text appended since its last `blocks`
+    /// as text where the last block ends.
     Blocks {
         item_id: String,
         from: u64,

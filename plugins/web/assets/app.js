@@ -166,11 +166,15 @@ function applyOps(ops) {
       const item = open.items.get(op.itemId);
       if (!item) continue;
       item[op.field] = (item[op.field] || "") + op.text;
+      // Shown after the blocks until a blocks op renders it (none comes while a long tail
+      // stays open).
+      if (op.field === "text") item.rawTail = (item.rawTail || "") + op.text;
       markDirty(op.itemId);
     } else if (op.op === "blocks") {
       const item = open.items.get(op.itemId);
       if (!item) continue;
       item.blocks = [...(item.blocks || []).slice(0, op.from), ...op.blocks];
+      item.rawTail = "";
       markDirty(op.itemId);
     }
   }

@@ -26,7 +26,32 @@ function answerBody(item) {
   const body = element("div", { class: "markdown" });
   if (item.blocks?.length) body.append(...item.blocks.map(block));
   else if (item.text) body.append(element("p", { class: "plain" }, item.text));
+  showRawTail(body, item);
   return body;
+}
+
+// Text appended to a streaming answer that its blocks do not render yet: the host stops
+// re-rendering an open tail once it is long (it would send the whole tail per chunk), so the
+// appended text is shown as text where the last block ends (inside its last paragraph, list
+// item or code, never in a button), until a block settles or the answer ends.
+function showRawTail(body, item) {
+  body.querySelector(".raw-tail")?.remove();
+  if (!item.rawTail || !item.blocks?.length || !body.lastElementChild) return;
+  lastPlace(body.lastElementChild).append(element("span", { class: "raw-tail" }, item.rawTail));
+}
+
+const CONTAINERS = new Set(["DIV", "PRE", "BLOCKQUOTE", "UL", "OL", "LI", "P", "TABLE", "THEAD", "TBODY", "TR", "TD", "TH", "H1", "H2", "H3", "H4", "H5", "H6"]);
+
+// The element where a block's text ends: down its last child (blank text aside) while that is
+// a block-level container, or the code of a <pre>; not into inline markup or a button.
+function lastPlace(node) {
+  for (;;) {
+    let child = node.lastChild;
+    while (child && child.nodeType === Node.TEXT_NODE && !child.textContent.trim()) child = child.previousSibling;
+    const inside = child?.nodeType === Node.ELEMENT_NODE && (CONTAINERS.has(child.tagName) || (child.tagName === "CODE" && node.tagName === "PRE"));
+    if (!inside) return node;
+    node = child;
+  }
 }
 
 // The last line of a streaming thought, shown while the model has not started its answer.
@@ -56,6 +81,7 @@ export function updateAnswer(node, item) {
   while (same < shown.length && same < item.blocks.length && shown[same].mdSource === item.blocks[same]) same++;
   while (shown.length > same) body.lastElementChild.remove();
   body.append(...item.blocks.slice(same).map(block));
+  showRawTail(body, item);
   if (details) {
     const thought = details.querySelector(".thought");
     if (thought.shownLength !== item.reasoning.length) {

@@ -344,8 +344,10 @@ impl Fold {
                     if self.quiet {
                         return;
                     }
+                    // A long open tail is not sent again per chunk (`grow`): the page shows
+                    // the appended text after the blocks it has until a block settles.
                     let rendered = match field {
-                        AppendField::Text => self.streams.get_mut(&id).map(|s| s.update(whole)),
+                        AppendField::Text => self.streams.get_mut(&id).and_then(|s| s.grow(whole)),
                         AppendField::Reasoning => None,
                     };
                     change.ops.push(ItemOp::Append {

@@ -110,6 +110,29 @@ fn deltas_append_to_one_item_and_a_failed_attempt_starts_it_over() {
 }
 
 #[test]
+fn a_long_paragraph_streams_as_appends_alone_until_a_block_settles() {
+    let mut fold = Fold::default();
+    fold.apply(&record(0, "turn/start", serde_json::json!({"turn": 1})));
+    fold.apply(&delta(1, "start"));
+    let long = "z".repeat(dsh_web_core::TAIL_LIMIT);
+    // Past the limit the tail is not rendered again: each frame carries its own text only.
+    for seq in 2..5 {
+        let change = fold.apply(&delta(seq, &long));
+        assert!(
+            matches!(&change.ops[..], [ItemOp::Append { text, .. }] if text.len() == long.len()),
+            "{change:?}"
+        );
+    }
+    // A blank line settles the paragraph (rendered once) and the short tail is rendered.
+    let settled = fold.apply(&delta(5, "\n\nnext"));
+    assert!(matches!(
+        &settled.ops[..],
+        [ItemOp::Append { .. }, ItemOp::Blocks { from: 0, blocks, .. }]
+            if blocks.len() == 2 && blocks[1] == "<p>next</p>\n"
+    ));
+}
+
+#[test]
 fn the_retries_of_one_step_fold_into_one_line_in_words() {
     let mut fold = Fold::default();
     for (seq, retry) in [(1, 1), (2, 2)] {

@@ -10,6 +10,11 @@
 //! a stream re-renders one block, not the message. Blocks rendered apart can differ from the
 //! whole text rendered at once: a loose list restarts its `<ol>` (numbered on from where it
 //! was), and a reference link defined in a later block stays text, which models rarely write.
+//!
+//! An open tail longer than [`TAIL_LIMIT`] is not rendered again for each chunk (a paragraph or a
+//! code fence that runs on for a megabyte would cost its whole length per chunk, quadratic in
+//! the answer): [`StreamedMarkdown::grow`] then says nothing changed, and a reader shows the
+//! appended text after the tail it last got until a block settles or the answer ends.
 
 use crate::markdown::render;
 
@@ -19,6 +24,9 @@ pub struct BlocksUpdate {
     pub from: usize,
     pub blocks: Vec<String>,
 }
+
+/// The longest open tail [`StreamedMarkdown::grow`] renders again as it grows.
+pub const TAIL_LIMIT: usize = 16 * 1024;
 
 /// How far one streaming text has been split.
 #[derive(Debug, Default, Clone)]
@@ -51,6 +59,21 @@ impl StreamedMarkdown {
     /// Scans what `text` gained since the last call and renders the blocks that settled and
     /// the tail. `text` must extend the text of the previous call.
     pub fn update(&mut self, text: &str) -> BlocksUpdate {
+        self.split(text, usize::MAX)
+    }
+
+    /// As [`Self::update`], but `None` when no block settled and the open tail is longer than
+    /// [`TAIL_LIMIT`]: the reader keeps the blocks it has. When a block settles the tail is
+    /// rendered whatever its length, since it lies wholly in the text added since the last call
+    /// (its line break was found in it), so each byte of the text is sent at most once that way.
+    pub fn grow(&mut self, text: &str) -> Option<BlocksUpdate> {
+        let update = self.split(text, TAIL_LIMIT);
+        (!update.blocks.is_empty() || text[self.settled_to..].len() <= TAIL_LIMIT).then_some(update)
+    }
+
+    /// Scans for settled blocks and renders them, and the tail when a block settled or it is at
+    /// most `tail_limit` long.
+    fn split(&mut self, text: &str, tail_limit: usize) -> BlocksUpdate {
         let from = self.settled;
         let mut blocks = Vec::new();
         while let Some(end) = text[self.scanned_to..].find('\n') {
@@ -81,7 +104,8 @@ impl StreamedMarkdown {
             }
         }
         let tail = &text[self.settled_to..];
-        if !tail.trim().is_empty() {
+        let render_tail = self.settled > from || tail.len() <= tail_limit;
+        if render_tail && !tail.trim().is_empty() {
             blocks.push(render(tail, false));
         }
         BlocksUpdate { from, blocks }
@@ -159,6 +183,29 @@ mod tests {
         assert_eq!(streamed[0], finished[0]);
         assert!(!streamed[1].contains("hl-"), "{streamed:?}");
         assert!(finished[1].contains("hl-keyword"), "{finished:?}");
+    }
+
+    #[test]
+    fn a_long_open_tail_is_not_rendered_per_chunk_until_a_block_settles() {
+        let mut stream = StreamedMarkdown::default();
+        let mut text = "Intro.\n\n```\n".to_owned();
+        let first = stream.grow(&text).unwrap();
+        assert_eq!((first.from, first.blocks.len()), (0, 2), "{first:?}");
+        // The fence runs past the limit: nothing to send while it stays open.
+        text.push_str(&"line\n".repeat(TAIL_LIMIT / 5 + 1));
+        assert_eq!(stream.grow(&text), None);
+        text.push_str("more\n");
+        assert_eq!(stream.grow(&text), None);
+        // It closes: the fence settles (rendered once, whole) and the short tail comes.
+        text.push_str("```\nAfter.");
+        let closed = stream.grow(&text).unwrap();
+        assert_eq!(closed.from, 1);
+        assert_eq!(closed.blocks.len(), 2, "{closed:?}");
+        assert!(closed.blocks[0].contains("more"), "{closed:?}");
+        assert!(closed.blocks[1].contains("After."), "{closed:?}");
+        // The blocks are those of the text read whole.
+        let whole = StreamedMarkdown::of(&text);
+        assert_eq!(whole[1..], closed.blocks[..]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod diff;
 mod highlight;
 mod markdown;
 
-pub use blocks::{BlocksUpdate, StreamedMarkdown};
+pub use blocks::{BlocksUpdate, StreamedMarkdown, TAIL_LIMIT};
 pub use diff::{DiffSide, LineKind, hunks, inserted};
 pub use highlight::code_block;
 pub use markdown::render;
