@@ -166,6 +166,7 @@ pub(crate) async fn run_turn(
     )
     .await
     .unwrap_or_else(|error| error.reason());
+    let end = open.checkpoint(end).await;
     if let Some(failure) = end.failure() {
         // After the last `step/end`, before `turn/end`, as the reference reports it.
         deps.hooks.error(&id, turn, tally.last_step, failure);

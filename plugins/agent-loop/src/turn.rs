@@ -15,7 +15,7 @@ use dsh_protocol::{
     TurnStartEvent, TurnStopping,
 };
 use dsh_protocol::{Message, Role};
-use dsh_sessions_seam::SessionBox;
+use dsh_sessions_seam::{SessionBox, SessionError};
 
 use crate::Deps;
 use crate::error::LoopError;
@@ -273,8 +273,22 @@ pub(crate) struct OpenTurn<'s> {
 }
 
 impl OpenTurn<'_> {
-    /// Closes the turn with `reason`; answers the reason the turn ends with (a refused close
-    /// is an error of its own).
+    /// The durability checkpoint before the turn's end: `turn/end` is shown to every client
+    /// the moment it is appended, so the turn's events must be on disk before it says how the
+    /// turn went. A store that cannot write them ends the turn with [`STORE_WRITE_FAILED`]
+    /// instead of `reason`: a client is never told `completed` about a turn that is in memory
+    /// only. (A turn dropped while this runs is still closed by `Drop`.)
+    pub(crate) async fn checkpoint(&self, reason: TurnEndReason) -> TurnEndReason {
+        match self.log.session.flush().await.into_result() {
+            Ok(()) => reason,
+            Err(error) => unstored(&reason, &error),
+        }
+    }
+
+    /// Closes the turn with `reason` (after [`Self::checkpoint`]); answers the reason the turn
+    /// ends with (a refused close is an error of its own). The flush after `turn/end` makes
+    /// the end itself durable before the outcome is answered: with the checkpoint, two
+    /// flushes a turn, none more a step.
     pub(crate) async fn close(mut self, reason: TurnEndReason) -> TurnEndReason {
         self.closed = true;
         let closed = self.log.append(&TurnEndEvent {
@@ -285,9 +299,38 @@ impl OpenTurn<'_> {
         match (closed, flushed) {
             (Ok(_), Ok(())) => reason,
             (Err(error), _) => error.reason(),
-            (_, Err(error)) => TurnEndReason::error("LOG_REFUSED", error.to_string()),
+            // Already the storage failure, said once.
+            (_, Err(_)) if is_unstored(&reason) => reason,
+            // The events were stored but `turn/end` was not (the disk filled in between):
+            // shown with `reason`, so only the outcome can still say it.
+            (_, Err(error)) => unstored(&reason, &error),
         }
     }
+}
+
+/// The code of a turn whose events the session store could not write.
+pub(crate) const STORE_WRITE_FAILED: &str = "STORE_WRITE_FAILED";
+
+/// The end of a turn whose log could not be made durable: the store's failure (naming the
+/// file and the error), and the end the turn would have had.
+fn unstored(reason: &TurnEndReason, error: &SessionError) -> TurnEndReason {
+    let would = match reason.failure() {
+        Some(failure) => format!("error {}: {}", failure.code, failure.message),
+        None => reason.kind().to_owned(),
+    };
+    TurnEndReason::error(
+        STORE_WRITE_FAILED,
+        format!(
+            "the session store could not write the turn's events, so they are not stored: \
+             {error} (the turn would have ended {would})"
+        ),
+    )
+}
+
+fn is_unstored(reason: &TurnEndReason) -> bool {
+    reason
+        .failure()
+        .is_some_and(|failure| failure.code.as_str() == STORE_WRITE_FAILED)
 }
 
 impl Drop for OpenTurn<'_> {

@@ -39,6 +39,10 @@ use crate::hooks::{BoxFuture, Hooks, Prompt};
 pub(crate) struct FakeSession {
     id: String,
     log: Mutex<SessionLog>,
+    /// Flushes fail as a full disk makes the store's fail.
+    pub(crate) unwritable: std::sync::atomic::AtomicBool,
+    /// The log's length at each flush, in order.
+    pub(crate) flushed_at: Mutex<Vec<usize>>,
 }
 
 impl FakeSession {
@@ -46,6 +50,8 @@ impl FakeSession {
         Arc::new(Self {
             id: id.to_owned(),
             log: Mutex::new(SessionLog::new(Arc::new(TypeRegistry::new()))),
+            unwritable: std::sync::atomic::AtomicBool::new(false),
+            flushed_at: Mutex::new(Vec::new()),
         })
     }
 
@@ -142,7 +148,16 @@ impl Session for Shared {
     }
 
     fn flush(&self) -> FfiFuture<RResult<(), SessionError>> {
-        std::future::ready(ROk(())).into_ffi()
+        lock(&self.0.flushed_at).push(lock(&self.0.log).len());
+        let flushed = if self.0.unwritable.load(Ordering::Relaxed) {
+            RErr(SessionError::new(
+                SessionErrorKind::Storage,
+                "session flush failed: append to s1/session.jsonl: No space left on device",
+            ))
+        } else {
+            ROk(())
+        };
+        std::future::ready(flushed).into_ffi()
     }
 }
 

@@ -107,6 +107,61 @@ fn a_turn_that_gets_an_answer_logs_every_step_and_completes() {
 }
 
 #[test]
+fn the_turns_events_are_flushed_before_its_end_is_shown() {
+    let (outcome, session, _model) = turn(vec![text("hello")], FakeHooks::default());
+    assert_eq!(outcome.reason, TurnEndReason::Completed);
+    let logged = session.kinds().len();
+    // The checkpoint saw every event but `turn/end`; the last flush saw `turn/end` too.
+    assert_eq!(
+        lock(&session.flushed_at).as_slice(),
+        [logged - 1, logged],
+        "{:?}",
+        session.kinds()
+    );
+}
+
+#[test]
+fn a_store_that_cannot_write_ends_the_turn_with_its_error_not_completed() {
+    let session = FakeSession::new(SESSION);
+    session
+        .unwritable
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let model = FakeModel::new(vec![text("hello")]);
+    let hooks = Arc::new(FakeHooks::default());
+    let deps = Arc::new(Deps {
+        sessions: fakes::sessions(&session),
+        llm: fakes::llm(&model),
+        tools: Some(fakes::tools(&session)),
+        hooks: hooks.clone(),
+        system: String::new(),
+        max_steps: 5,
+    });
+    let outcome = runtime().block_on(crate::run_turn(
+        deps,
+        Running::default(),
+        request(vec![task("do it")]),
+    ));
+    let failure = outcome.reason.failure().expect("an error end");
+    assert_eq!(failure.code.as_str(), crate::turn::STORE_WRITE_FAILED);
+    // Reported to `agent/error` as any failed turn is.
+    assert_eq!(
+        lock(&hooks.errors).as_slice(),
+        std::slice::from_ref(failure)
+    );
+    assert!(
+        failure.message.contains("No space left on device")
+            && failure.message.contains("would have ended completed"),
+        "{}",
+        failure.message
+    );
+    // What clients were shown as the turn's end is that error, never `completed`.
+    let ends = session.data_of("turn/end");
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["reason"]["kind"], "error");
+    assert_eq!(ends[0]["reason"]["error"]["code"], "STORE_WRITE_FAILED");
+}
+
+#[test]
 fn tool_calls_owe_the_model_another_step() {
     let (outcome, session, model) =
         turn(vec![call("c1", "noop"), text("done")], FakeHooks::default());
