@@ -196,7 +196,8 @@ fn disk_full_checkpoint() -> Seen {
         Reply::text("never stored"),
     ]);
     let run = run_in(dir, &server.url(), "", "fill the disk", &[]);
-    let ended = run.ended(1, "error", None);
+    // Named as the store's failure, not as the checkpoint hook that met it first.
+    let ended = run.ended(1, "error", Some("STORE_WRITE_FAILED"));
     let said = run
         .out
         .stderr
