@@ -62,6 +62,8 @@ pub(crate) struct App {
     pub(crate) reprint: bool,
     /// Whether the session is followed (frames arrive).
     pub(crate) ready: bool,
+    /// Items an append named that the transcript did not hold, each re-read once.
+    pub(crate) reread: Vec<String>,
     due: Option<Instant>,
     last_draw: Instant,
     started: Instant,
@@ -106,6 +108,7 @@ impl App {
             quit: None,
             reprint: false,
             ready: false,
+            reread: Vec::new(),
             due: None,
             last_draw: Instant::now(),
             started: Instant::now(),

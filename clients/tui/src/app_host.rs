@@ -57,8 +57,20 @@ impl App {
         let ours = |id: &str| self.session.as_deref() == Some(id);
         match frame {
             ServerFrame::Update(update) if ours(&update.session_id) => {
+                let mut missing = None;
                 for op in update.ops {
-                    self.transcript.apply(op);
+                    missing = self.transcript.apply(op).or(missing);
+                }
+                // Text appended to an item this client never got: what it shows would be
+                // wrong, so the session is read again (once per item).
+                if let Some(id) = missing
+                    && !self.reread.contains(&id)
+                {
+                    self.reread.push(id);
+                    let session = update.session_id;
+                    self.status.hint("re-reading the session");
+                    self.resume(&session);
+                    return;
                 }
                 if let Some(running) = update.running {
                     self.status.running = running;

@@ -60,7 +60,9 @@ impl Transcript {
         }
     }
 
-    pub(crate) fn apply(&mut self, op: ItemOp) {
+    /// Applies one op; answers the id of an answer an append named that this transcript does
+    /// not hold (the text so far is missing: the caller reads the session again).
+    pub(crate) fn apply(&mut self, op: ItemOp) -> Option<String> {
         match op {
             ItemOp::Upsert { item } => self.upsert(item),
             ItemOp::Append {
@@ -68,20 +70,24 @@ impl Transcript {
                 field,
                 text: more,
             } => {
-                if let Some(&at) = self.index.get(&item_id)
-                    && let Some(ChatItem::Assistant {
-                        text, reasoning, ..
-                    }) = self.items.get_mut(at)
-                {
-                    match field {
-                        AppendField::Text => text.push_str(&more),
-                        AppendField::Reasoning => reasoning.push_str(&more),
-                    }
+                let Some(ChatItem::Assistant {
+                    text, reasoning, ..
+                }) = self
+                    .index
+                    .get(&item_id)
+                    .and_then(|&at| self.items.get_mut(at))
+                else {
+                    return Some(item_id);
+                };
+                match field {
+                    AppendField::Text => text.push_str(&more),
+                    AppendField::Reasoning => reasoning.push_str(&more),
                 }
             }
             // Rendered HTML for pages; this client renders the Markdown itself.
             ItemOp::Blocks { .. } => {}
         }
+        None
     }
 
     /// The lines that can go to the scrollback now, marked as gone there.

@@ -152,3 +152,21 @@ fn an_undecided_approval_is_the_modals_and_rewinding_prints_all_again() {
     transcript.rewind();
     assert_eq!(texts(&transcript.take_settled()), first);
 }
+
+#[test]
+fn an_append_to_an_answer_not_held_is_named_for_a_reread() {
+    let mut transcript = Transcript::default();
+    assert_eq!(
+        transcript.apply(append("a1", "lost")),
+        Some("a1".to_owned())
+    );
+    assert!(transcript.items().is_empty());
+    transcript.apply(ItemOp::Upsert {
+        item: answer("a1", "held ", true),
+    });
+    assert_eq!(transcript.apply(append("a1", "on")), None);
+    assert!(matches!(
+        transcript.find("a1"),
+        Some(ChatItem::Assistant { text, .. }) if text == "held on"
+    ));
+}

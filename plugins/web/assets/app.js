@@ -155,8 +155,14 @@ export function markDirty(id) {
   }
 }
 
+// Items an append or blocks op named that this page did not hold, each re-read once.
+const reread = new Set();
+
+// Applies an update's ops; answers the id of an item an op named that the page does not hold
+// (its text so far is missing here, so the session is read again rather than shown wrong).
 function applyOps(ops) {
   const open = state.open;
+  let missing = null;
   for (const op of ops) {
     if (op.op === "upsert") {
       if (!open.items.has(op.item.id)) open.order.push(op.item.id);
@@ -164,7 +170,10 @@ function applyOps(ops) {
       markDirty(op.item.id);
     } else if (op.op === "append") {
       const item = open.items.get(op.itemId);
-      if (!item) continue;
+      if (!item) {
+        missing = op.itemId;
+        continue;
+      }
       item[op.field] = (item[op.field] || "") + op.text;
       // Shown after the blocks until a blocks op renders it (none comes while a long tail
       // stays open).
@@ -172,12 +181,16 @@ function applyOps(ops) {
       markDirty(op.itemId);
     } else if (op.op === "blocks") {
       const item = open.items.get(op.itemId);
-      if (!item) continue;
+      if (!item) {
+        missing = op.itemId;
+        continue;
+      }
       item.blocks = [...(item.blocks || []).slice(0, op.from), ...op.blocks];
       item.rawTail = "";
       markDirty(op.itemId);
     }
   }
+  return missing;
 }
 
 // Messages waiting for the agent: queued turns, and steering for the running turn. A queued
@@ -394,7 +407,14 @@ function onFrame(frame) {
       if (!state.open || frame.sessionId !== state.open.id) return;
       if (state.open.lastSeq !== null && state.open.lastSeq !== undefined && frame.seq <= state.open.lastSeq) return;
       state.open.lastSeq = frame.seq;
-      applyOps(frame.ops);
+      {
+        const missing = applyOps(frame.ops);
+        if (missing && !reread.has(missing)) {
+          reread.add(missing);
+          openSession(state.open.id).catch((e) => fail(e));
+          return;
+        }
+      }
       if (frame.running !== undefined) setRunning(frame.running);
       if (frame.stats) {
         renderStats(frame.stats);
