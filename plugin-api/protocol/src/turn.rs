@@ -22,7 +22,8 @@ pub enum TurnEndReason {
         reason: Option<String>,
     },
     /// A model call failed for good, or the loop could not go on (non-model errors carry their
-    /// own code: `NO_MODEL`, `LOG_REFUSED`, `HOOK_FAILED`, `MAX_STEPS`...).
+    /// own code: `NO_MODEL`, `LOG_REFUSED`, `STORE_WRITE_FAILED` (the store could not make the
+    /// turn durable), `HOOK_FAILED`, `MAX_STEPS`...).
     Error { error: LlmFailure },
     /// A step hit the output cap.
     MaxTokens,
