@@ -65,6 +65,18 @@ export function toast(message, code, action, millis = 8000) {
   const area = $("toasts");
   const note = element("div", { class: "toast", role: "alert", title: code || null }, message, action || null);
   area.append(note);
-  setTimeout(() => note.remove(), millis);
+  raise(area);
+  setTimeout(() => {
+    note.remove();
+    if (!area.childElementCount && area.matches(":popover-open")) area.hidePopover();
+  }, millis);
   return note;
+}
+
+// The toasts are a popover, so they show above an open modal dialog (Settings), which the top
+// layer puts above everything else; shown again, they go above a dialog opened since.
+function raise(area) {
+  if (!area.showPopover) return;
+  if (area.matches(":popover-open")) area.hidePopover();
+  area.showPopover();
 }
