@@ -651,10 +651,13 @@ const scenarios = {
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.getElementById("jobs-summary").textContent === "1 of 2 jobs running");
     await page.click("#jobs-summary");
-    const running = page.locator('.jobs-list li[data-job="bash-1"]');
+    // The two calls of one step start side by side, so which gets `bash-1` is not fixed: the
+    // jobs are told apart by their state.
+    const running = page.locator(".jobs-list li.job-running");
+    const runningId = await running.getAttribute("data-job");
     expect((await running.locator(".job-label").textContent()) === "sleep 30", "the running job is named by its command");
     expect(
-      (await page.locator('.jobs-list li[data-job="bash-2"] .job-status').textContent()) === "completed, exit code: 0",
+      (await page.locator(".jobs-list li.job-completed .job-status").textContent()) === "completed, exit code: 0",
       "the finished job says how it ended",
     );
     await themes(page, "jobs");
@@ -664,7 +667,7 @@ const scenarios = {
     expect(!overflow, "the page scrolls sideways at 390 px with the jobs open");
     await running.locator(".stop-job").click();
     await page.waitForFunction(() => document.getElementById("jobs-summary").textContent === "2 jobs done");
-    const status = await page.locator('.jobs-list li[data-job="bash-1"] .job-status').textContent();
+    const status = await page.locator(`.jobs-list li[data-job="${runningId}"] .job-status`).textContent();
     expect(status === "killed", `the stopped job reads "${status}"`);
   },
 
