@@ -36,6 +36,7 @@ mod mcp;
 mod model_discovery;
 mod plan_mode;
 mod plugin_author;
+mod postgres;
 mod presets;
 mod products;
 mod products_real;

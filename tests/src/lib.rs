@@ -26,6 +26,7 @@ pub mod fake_deepseek;
 pub mod headless;
 pub mod http;
 pub mod line_client;
+pub mod postgres;
 pub mod products;
 pub mod recorded;
 pub mod sdk;

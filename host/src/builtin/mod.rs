@@ -1,5 +1,5 @@
 //! Plugins compiled into the host binary: the I/O services (`http`, `http_server`,
-//! `subprocess`, `fs`, `fs_watch`) and `secret_values`; all but `fs` must run on the host's own runtime. They are exported as the library `dsh-host`
+//! `subprocess`, `fs`, `fs_watch`, `postgres`) and `secret_values`; all but `fs` must run on the host's own runtime. They are exported as the library `dsh-host`
 //! (rows name `dsh-host/http`, `dsh-host/subprocess`, `dsh-host/fs`), mounted by rows and
 //! replaceable like any other plugin.
 
@@ -7,6 +7,7 @@ mod fs;
 mod fs_watch;
 mod http;
 mod http_server;
+mod postgres;
 mod pty;
 pub(crate) mod secret_values;
 mod subprocess;
@@ -39,6 +40,7 @@ pub fn library() -> LoadedLibrary {
             declare::<subprocess::SubprocessPlugin>(),
             declare::<fs::FsPlugin>(),
             declare::<fs_watch::FsWatchPlugin>(),
+            declare::<postgres::PostgresPlugin>(),
             declare::<secret_values::SecretValuesPlugin>(),
         ],
     }

@@ -7,6 +7,7 @@ pub mod fs;
 pub mod http;
 pub mod http_server;
 pub mod piped;
+pub mod postgres;
 pub mod pty;
 pub mod secrets;
 pub mod subprocess;

@@ -9,30 +9,7 @@ use dsh_protocol::{
     AssistantMessageEvent, SearchHit, SessionTitleEvent, UserMessageEvent, text_of,
 };
 use dsh_session_jsonl::{Encoding, list_sessions, read_session};
-use dsh_sessions_seam::{SessionError, SessionErrorKind};
-
-/// Characters kept on each side of a match.
-const AROUND: usize = 60;
-
-/// `text` around its first match of `needle` (both already lowercase in `lower`), on one line.
-fn snippet(text: &str, lower: &str, needle: &str) -> Option<String> {
-    let at = lower.find(needle)?;
-    // `lower` and `text` can differ in length (a few letters lowercase to more bytes): count
-    // characters, not bytes.
-    let chars_before = lower[..at].chars().count();
-    let chars: Vec<char> = text.chars().collect();
-    let start = chars_before.saturating_sub(AROUND);
-    let end = (chars_before + needle.chars().count() + AROUND).min(chars.len());
-    let mut shown: String = chars[start.min(chars.len())..end].iter().collect();
-    shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
-    if start > 0 {
-        shown.insert(0, '…');
-    }
-    if end < chars.len() {
-        shown.push('…');
-    }
-    Some(shown)
-}
+use dsh_sessions_seam::{SessionError, SessionErrorKind, search_snippet};
 
 /// Where the log at `path` holds `needle`: its title (the latest one) when that does, else its
 /// latest message that does; the event's seq and a snippet.
@@ -44,7 +21,7 @@ fn latest_match(path: &Path, needle: &str) -> Option<(u64, String)> {
             .map(|title| (event.seq, title.title))
     });
     if let Some((seq, title)) = title
-        && let Some(shown) = snippet(&title, &title.to_lowercase(), needle)
+        && let Some(shown) = search_snippet(&title, needle)
     {
         return Some((seq, shown));
     }
@@ -57,9 +34,7 @@ fn latest_match(path: &Path, needle: &str) -> Option<(u64, String)> {
             (_, Some(answer)) => answer.message.content,
             _ => return None,
         };
-        let text = text_of(&content);
-        let lower = text.to_lowercase();
-        snippet(&text, &lower, needle).map(|shown| (event.seq, shown))
+        search_snippet(&text_of(&content), needle).map(|shown| (event.seq, shown))
     })
 }
 
@@ -93,26 +68,4 @@ pub(crate) fn search(
         }
     }
     Ok(hits)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::snippet;
-
-    #[test]
-    fn a_snippet_is_cut_around_the_match_on_one_line() {
-        let text = format!("{}needle in\nthe {}", "a ".repeat(50), "b ".repeat(50));
-        let shown = snippet(&text, &text.to_lowercase(), "needle").unwrap();
-        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
-        assert!(shown.contains("needle in the"), "{shown}");
-        assert!(!shown.contains('\n'));
-    }
-
-    #[test]
-    fn case_and_wide_letters_do_not_shift_the_snippet() {
-        let text = "İİİ Straße and the Needle";
-        let shown = snippet(text, &text.to_lowercase(), "needle").unwrap();
-        assert!(shown.ends_with("Needle"), "{shown}");
-        assert_eq!(snippet(text, &text.to_lowercase(), "haystack"), None);
-    }
 }

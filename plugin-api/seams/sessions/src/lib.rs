@@ -28,7 +28,9 @@ pub use archive::{
     SessionArchiveService,
 };
 pub use latest::LatestOf;
-pub use listing::{last_activity, listed_title, shown_title, waiting_for_a_person};
+pub use listing::{
+    last_activity, listed_title, search_snippet, shown_title, waiting_for_a_person,
+};
 
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};

@@ -63,3 +63,50 @@ pub fn last_activity(records: &[RArc<EventRecord>]) -> Option<i64> {
         })
         .map(|record| record.time)
 }
+
+/// Characters a search snippet keeps on each side of its match.
+const AROUND: usize = 60;
+
+/// `text` around its first match of `needle` (lowercase), ignoring case, on one line: what a
+/// search shows of a message or title that holds it.
+pub fn search_snippet(text: &str, needle: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let at = lower.find(needle)?;
+    // `lower` and `text` can differ in length (a few letters lowercase to more bytes): count
+    // characters, not bytes.
+    let chars_before = lower[..at].chars().count();
+    let chars: Vec<char> = text.chars().collect();
+    let start = chars_before.saturating_sub(AROUND);
+    let end = (chars_before + needle.chars().count() + AROUND).min(chars.len());
+    let mut shown: String = chars[start.min(chars.len())..end].iter().collect();
+    shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    if start > 0 {
+        shown.insert(0, '…');
+    }
+    if end < chars.len() {
+        shown.push('…');
+    }
+    Some(shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_snippet;
+
+    #[test]
+    fn a_snippet_is_cut_around_the_match_on_one_line() {
+        let text = format!("{}needle in\nthe {}", "a ".repeat(50), "b ".repeat(50));
+        let shown = search_snippet(&text, "needle").unwrap();
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert!(shown.contains("needle in the"), "{shown}");
+        assert!(!shown.contains('\n'));
+    }
+
+    #[test]
+    fn case_and_wide_letters_do_not_shift_the_snippet() {
+        let text = "İİİ Straße and the Needle";
+        let shown = search_snippet(text, "needle").unwrap();
+        assert!(shown.ends_with("Needle"), "{shown}");
+        assert_eq!(search_snippet(text, "haystack"), None);
+    }
+}
