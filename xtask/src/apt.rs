@@ -71,3 +71,24 @@ pub(crate) fn ensure_bubblewrap() {
         eprintln!("xtask: warning: {reason}; the sandbox will refuse shell commands");
     }
 }
+
+/// Whether a PostgreSQL server is installed (Debian keeps it under
+/// `/usr/lib/postgresql/<version>/bin`, off the `PATH`).
+pub(crate) fn postgres_installed() -> bool {
+    std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|versions| {
+        versions
+            .flatten()
+            .any(|version| version.path().join("bin/postgres").is_file())
+    })
+}
+
+/// Debian's PostgreSQL server, for the session store's tests (each starts a throwaway cluster
+/// of its own); a warning when it cannot be had (those tests then skip, saying so).
+pub(crate) fn ensure_postgres() {
+    if postgres_installed() {
+        return;
+    }
+    if let Err(reason) = ensure("/usr/lib/postgresql", "postgresql") {
+        eprintln!("xtask: warning: {reason}; the PostgreSQL session store's tests will skip");
+    }
+}

@@ -178,6 +178,10 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
         apt::ensure_bubblewrap();
         Ok(())
     })?;
+    timed("PostgreSQL server", || {
+        apt::ensure_postgres();
+        Ok(())
+    })?;
     // Every fuzz target for a few seconds; what it finds fails the command after the tests.
     let fuzzed = timed("fuzz targets (bounded)", || Ok(fuzz::smoke(root)));
     let skip_browser = timed("browser tests' tools", || Ok(browser::prepare(root)))?;

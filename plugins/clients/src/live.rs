@@ -7,13 +7,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use abi_stable::std_types::RString;
+use abi_stable::std_types::{RArc, RString};
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
 use dsh_client_protocol::{ServerFrame, SessionUpdate};
 use dsh_clients_seam::FrameSinkBox;
 use dsh_plugin_api::{Context, lock};
 use dsh_protocol::InboxListing;
-use dsh_sessions_seam::{EventRecord, SESSIONS_SERVICE, SessionBox, SessionError, SessionsService};
+use dsh_sessions_seam::{
+    EventRecord, SESSIONS_SERVICE, SessionBox, SessionError, SessionErrorKind, SessionsService,
+};
 
 use crate::fold::{Change, Fold};
 
@@ -82,6 +84,9 @@ struct Follower {
 struct Followed {
     fold: Fold,
     followers: Vec<Follower>,
+    /// Another host's commits that came while this host read its copy of the session (see
+    /// [`Hub::remote`]): `Some` until the copy is folded.
+    pending: Option<Vec<RArc<EventRecord>>>,
 }
 
 /// Why a session cannot be followed; the page is told in a `resync` frame.
@@ -197,7 +202,7 @@ impl Hub {
         session_id: &str,
         after_seq: Option<u64>,
     ) -> Result<(), NotFollowed> {
-        let session = self.open(session_id).await?;
+        let session = self.open_or_view(session_id).await?;
         let mut followed = lock(&self.followed);
         let entry = followed
             .entry(session_id.to_owned())
@@ -206,9 +211,16 @@ impl Hub {
                 // speaks for the live events.
                 fold: Fold::quiet(),
                 followers: Vec::new(),
+                pending: None,
             });
         entry.followers.retain(|f| f.outbox.id != outbox.id);
-        let records = session.events(0, session.event_count());
+        let mut records = session.events(0, session.event_count()).into_vec();
+        // Another host's commits that came while its copy was read continue it, in order.
+        for record in entry.pending.take().unwrap_or_default() {
+            if record.seq == records.len() as u64 {
+                records.push(record);
+            }
+        }
         // The shared fold catches up on what it has not seen; the replay is a fold of its own,
         // quiet through what the follower has seen (`after_seq`: nothing is rendered for it),
         // so this follower gets exactly the updates after that.
@@ -326,6 +338,74 @@ impl Hub {
             .ok()?
             .decode()
             .ok()
+    }
+
+    /// The session, opened here; or, when another host holds it, a copy of it, with the
+    /// commits that come while the copy is read kept for [`subscribe`](Self::subscribe).
+    async fn open_or_view(&self, session_id: &str) -> Result<SessionBox, NotFollowed> {
+        match self.open(session_id).await {
+            Err(NotFollowed::Open(problem)) if problem.kind == SessionErrorKind::Locked => {}
+            opened => return opened,
+        }
+        let sessions = match self.ctx.get::<SessionsService>(SESSIONS_SERVICE) {
+            Ok(Some(sessions)) => sessions,
+            _ => return Err(NotFollowed::NoSessions),
+        };
+        lock(&self.followed)
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Followed {
+                fold: Fold::quiet(),
+                followers: Vec::new(),
+                pending: None,
+            })
+            .pending
+            .get_or_insert_with(Vec::new);
+        let viewed = sessions
+            .view(RString::from(session_id))
+            .await
+            .into_result()
+            .map_err(NotFollowed::Open);
+        if viewed.is_err() {
+            let mut followed = lock(&self.followed);
+            if followed
+                .get(session_id)
+                .is_some_and(|entry| entry.followers.is_empty())
+            {
+                followed.remove(session_id);
+            }
+        }
+        viewed
+    }
+
+    /// `session/remote-event`: a commit of another host to a session followed here. Kept while
+    /// the copy is read; folded and sent like a local commit after; a gap (a commit this host
+    /// never got) sends the followers back to the history.
+    pub(crate) fn remote(&self, record: &EventRecord) {
+        let mut followed = lock(&self.followed);
+        let Some(entry) = followed.get_mut(record.session.as_str()) else {
+            return;
+        };
+        if let Some(pending) = &mut entry.pending {
+            pending.push(RArc::new(record.clone()));
+            return;
+        }
+        let expected = entry.fold.last_seq.map_or(0, |last| last + 1);
+        if record.seq > expected {
+            let frame = ServerFrame::Resync {
+                session_id: record.session.to_string(),
+                reason: format!(
+                    "events {expected} to {} of another host did not arrive: fetch the history",
+                    record.seq - 1
+                ),
+            };
+            for follower in &entry.followers {
+                let _ = follower.outbox.push(&frame);
+            }
+            followed.remove(record.session.as_str());
+            return;
+        }
+        drop(followed);
+        self.committed(record);
     }
 
     async fn open(&self, session_id: &str) -> Result<SessionBox, NotFollowed> {

@@ -148,14 +148,18 @@ impl Api {
         let Ok(Some(sessions)) = self.ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
             return Err(Failure::internal("no `sessions` service is running"));
         };
-        sessions
-            .open(RString::from(id))
-            .await
-            .into_result()
-            .map_err(|error| match error.kind {
-                SessionErrorKind::NotFound => not_found(id),
-                _ => Failure::internal(error.to_string()),
-            })
+        let opened = sessions.open(RString::from(id)).await.into_result();
+        // Held by another host: read a copy of it (its history shows; a prompt is refused).
+        let opened = match opened {
+            Err(problem) if problem.kind == SessionErrorKind::Locked => {
+                sessions.view(RString::from(id)).await.into_result()
+            }
+            other => other,
+        };
+        opened.map_err(|error| match error.kind {
+            SessionErrorKind::NotFound => not_found(id),
+            _ => Failure::internal(error.to_string()),
+        })
     }
 
     pub(crate) async fn history(&self, request: HistoryRequest) -> Result<SessionHistory, Failure> {

@@ -469,6 +469,34 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The stored log as it is, read without its lock; a torn tail is left out, not repaired.
+    async fn view(&self, id: String) -> Result<StoredSession, SessionError> {
+        let root = self.inner.root.clone();
+        let encoding = self.inner.options.encoding;
+        self.inner
+            .ctx
+            .blocking(move || -> Result<StoredSession, SessionError> {
+                let path = crate::trash::stored_log(&root, encoding, &id)?;
+                let read = read_session(&path)
+                    .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
+                let lines = read
+                    .events
+                    .iter()
+                    .map(|event| serde_json::to_string(event).map(RString::from))
+                    .collect::<Result<RVec<_>, _>>()
+                    .map_err(storage)?;
+                Ok(StoredSession {
+                    header: RString::from(read.header.to_line()),
+                    events: lines,
+                    repaired: RNone,
+                })
+            })
+            .await
+            .map_err(|problem| storage(problem.to_string()))?
+    }
+}
+
 /// What loading a stored session yields, handed back from the blocking pool.
 struct Loaded {
     header: SessionHeader,
@@ -558,6 +586,11 @@ impl SessionStore for Store {
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
         let store = self.clone();
         async move { done(store.load(id.into_string()).await) }.into_ffi()
+    }
+
+    fn view(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
+        let store = self.clone();
+        async move { done(store.view(id.into_string()).await) }.into_ffi()
     }
 
     fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {

@@ -8,6 +8,7 @@
 //! follow a session they do not own. The database is reached through the host's `postgres`
 //! service (plugins own no runtime).
 
+mod follow;
 mod listing;
 mod schema;
 mod store;
@@ -97,7 +98,7 @@ impl Plugin for PostgresPersistencePlugin {
             PluginError::plugin(format!("cannot prepare the session tables: {error}"))
         })?;
         let owner = config.owner.clone().unwrap_or_else(default_owner);
-        let store = Store::new(ctx.clone(), db, owner, &config);
+        let store = Store::new(ctx.clone(), db, owner, &config)?;
         let on_flush = store.clone();
         ctx.on_parallel_fallible(&SESSION_FLUSH, move |request| {
             let store = on_flush.clone();
@@ -114,6 +115,7 @@ impl Plugin for PostgresPersistencePlugin {
             }
         })?;
         ctx.spawn(store.clone().renew_leases())?;
+        ctx.spawn(follow::listen(store.clone()))?;
         let on_dispose = store.clone();
         // Registered last, so it runs first on unload: everything queued is written and the
         // leases are given back before the fiber is gone.

@@ -11,12 +11,12 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::io::postgres::{
     PgDatabaseBox, PgError, PgErrorKind, PgRows, PgStatement, PgValue,
 };
-use dsh_plugin_api::{Context, Json, lock};
+use dsh_plugin_api::{Channel, Context, EmitEvent, Json, PluginError, lock};
 use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::SessionHeader;
 use dsh_sessions_seam::{
-    EventRecord, SessionError, SessionErrorKind, SessionStore, StoredSession, last_activity,
-    listed_title,
+    EventRecord, SESSION_REMOTE_EVENT, SessionError, SessionErrorKind, SessionStore, StoredSession,
+    last_activity, listed_title,
 };
 
 use crate::Config;
@@ -78,12 +78,16 @@ fn is_human_message(record: &EventRecord) -> bool {
 }
 
 pub(crate) struct Inner {
-    ctx: Context,
+    pub(crate) ctx: Context,
     pub(crate) db: PgDatabaseBox,
     owner: String,
     lease_ms: i64,
     batch: Duration,
     sessions: Mutex<HashMap<String, Arc<Stored>>>,
+    /// Sessions followed without being held (`view`).
+    pub(crate) watches: crate::follow::Watches,
+    /// Where the commits of followed sessions go.
+    pub(crate) remote: Channel<EmitEvent<EventRecord>>,
 }
 
 #[derive(Clone)]
@@ -103,9 +107,17 @@ fn hold(session: &str, owner: &str, lease_ms: i64) -> PgStatement {
 }
 
 impl Store {
-    pub(crate) fn new(ctx: Context, db: PgDatabaseBox, owner: String, config: &Config) -> Self {
-        Self {
+    pub(crate) fn new(
+        ctx: Context,
+        db: PgDatabaseBox,
+        owner: String,
+        config: &Config,
+    ) -> Result<Self, PluginError> {
+        let remote = ctx.channel(&SESSION_REMOTE_EVENT)?;
+        Ok(Self {
             inner: Arc::new(Inner {
+                remote,
+                watches: crate::follow::Watches::default(),
                 ctx,
                 db,
                 owner,
@@ -113,7 +125,7 @@ impl Store {
                 batch: Duration::from_millis(config.batch_ms),
                 sessions: Mutex::new(HashMap::new()),
             }),
-        }
+        })
     }
 
     fn stored(&self, id: &str) -> Result<Arc<Stored>, SessionError> {
@@ -451,6 +463,23 @@ impl SessionStore for Store {
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
         let store = self.clone();
         async move { done(store.load(id.into_string()).await) }.into_ffi()
+    }
+
+    fn view(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>> {
+        let store = self.clone();
+        async move {
+            let viewed = crate::follow::view(&store, id.as_str()).await;
+            if viewed.is_ok() {
+                // What was committed between the read and the watch (its notification found
+                // no watch yet) is read now rather than at the next commit.
+                let catching = store.clone();
+                let _ = store.inner.ctx.spawn(async move {
+                    crate::follow::catch_up(&catching, id.as_str()).await;
+                });
+            }
+            done(viewed)
+        }
+        .into_ffi()
     }
 
     fn delete(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {

@@ -13,6 +13,7 @@
 mod ids;
 mod live;
 mod registry;
+mod snapshot;
 
 use dsh_plugin_api::prelude::*;
 use dsh_sessions_seam::{SESSION_PERSISTENCE_SERVICE, SESSIONS_SERVICE, Sessions_TO};

@@ -47,7 +47,7 @@ pub(crate) struct LiveSession {
 }
 
 /// The preset an `agent-preset/selected` event switches to.
-fn selected_preset(event: &SessionEvent) -> Option<String> {
+pub(crate) fn selected_preset(event: &SessionEvent) -> Option<String> {
     if event.kind != dsh_protocol::kinds::AGENT_PRESET_SELECTED {
         return None;
     }
@@ -298,7 +298,7 @@ impl Session for Handle {
     }
 }
 
-struct View(DerivedMessages);
+pub(crate) struct View(pub(crate) DerivedMessages);
 
 impl DerivedView for View {
     fn message_count(&self) -> u64 {

@@ -250,6 +250,43 @@ impl Inner {
         opened
     }
 
+    /// A read-only copy of stored session `id`, taken without holding it.
+    async fn view(&self, id: String) -> Result<SessionBox, SessionError> {
+        let wiring = self.wiring()?;
+        let Some(store) = &wiring.store else {
+            return Err(error(
+                SessionErrorKind::NotFound,
+                format!("session `{id}` is not live and no store is mounted"),
+            ));
+        };
+        let stored = store.view(RString::from(id.as_str())).await.into_result()?;
+        let preset = SessionHeader::parse(&id, &stored.header)
+            .ok()
+            .and_then(|header| header.agent_preset);
+        let events = stored
+            .events
+            .iter()
+            .map(|line| serde_json::from_str::<SessionEvent>(line))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|problem| {
+                error(
+                    SessionErrorKind::Unreadable,
+                    format!("session `{id}`: {problem}"),
+                )
+            })?;
+        let log = SessionLog::from_events(events, self.types()).map_err(|problem| {
+            error(
+                SessionErrorKind::Unreadable,
+                format!("session `{id}`: {problem}"),
+            )
+        })?;
+        let snapshot = crate::snapshot::Snapshot::new(id, preset, log)?;
+        Ok(dsh_sessions_seam::Session_TO::from_value(
+            snapshot,
+            abi_stable::sabi_trait::TD_Opaque,
+        ))
+    }
+
     /// Makes a loaded log live: checks it, closes an interrupted turn, marks the seed's end.
     fn adopt(
         &self,
@@ -337,5 +374,10 @@ impl Sessions for Registry {
     fn close(&self, id: RString) -> FfiFuture<RResult<(), SessionError>> {
         let inner = self.inner.clone();
         async move { inner.close(&id).await.into() }.into_ffi()
+    }
+
+    fn view(&self, id: RString) -> FfiFuture<RResult<SessionBox, SessionError>> {
+        let inner = self.inner.clone();
+        async move { finish(inner.view(id.into_string()).await) }.into_ffi()
     }
 }

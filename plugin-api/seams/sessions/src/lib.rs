@@ -28,9 +28,7 @@ pub use archive::{
     SessionArchiveService,
 };
 pub use latest::LatestOf;
-pub use listing::{
-    last_activity, listed_title, search_snippet, shown_title, waiting_for_a_person,
-};
+pub use listing::{last_activity, listed_title, search_snippet, shown_title, waiting_for_a_person};
 
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
@@ -54,6 +52,11 @@ pub const SESSION_FLUSH: ParallelEvent<FlushRequest> = ParallelEvent::new("sessi
 pub const SESSION_CREATED: EmitEvent<RString> = EmitEvent::new("session/created");
 /// `session/disposed`: a session left the registry (emit).
 pub const SESSION_DISPOSED: EmitEvent<RString> = EmitEvent::new("session/disposed");
+
+/// `session/remote-event`: an event another process committed to a session this process
+/// follows without holding it (see [`SessionStore::view`]), once per event, in seq order per
+/// session (emit). Only the followers of a session listen: it is not this process's to act on.
+pub const SESSION_REMOTE_EVENT: EmitEvent<EventRecord> = EmitEvent::new("session/remote-event");
 
 /// `session/store-changed`: a session folder appeared in the store or left it, written by
 /// another process (or deleted there); the payload is the folder's path. Readers list the
@@ -309,6 +312,10 @@ pub trait Sessions: Send + Sync {
     fn register_type(&self, kind: RString, required: bool) -> RResult<(), SessionError>;
     /// Flushes a live session, releases it from this process and announces `session/disposed`.
     fn close(&self, id: RString) -> FfiFuture<RResult<(), SessionError>>;
+    /// A read-only copy of a stored session another process holds, as it is now: its events
+    /// can be read and derived, an append is refused (`Locked`), nothing is repaired. The store
+    /// then announces what the holder commits as `session/remote-event`, where it can.
+    fn view(&self, id: RString) -> FfiFuture<RResult<SessionBox, SessionError>>;
 }
 pub type SessionsService = Sessions_TO<'static, RBox<()>>;
 
@@ -338,6 +345,10 @@ pub trait SessionStore: Send + Sync {
     /// Writes everything queued for `session` (or all) and syncs it.
     fn flush(&self, session: ROption<RString>) -> FfiFuture<RResult<(), SessionError>>;
     fn load(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>>;
+    /// A stored session as it is now, without taking it (no lock, no lease, nothing repaired),
+    /// for following a session another process writes. A store that can tell when the holder
+    /// commits (PostgreSQL's `NOTIFY`) then emits those events as `session/remote-event`.
+    fn view(&self, id: RString) -> FfiFuture<RResult<StoredSession, SessionError>>;
     /// Writes what is queued for `session`, then forgets it and releases its lock.
     fn close(&self, session: RString) -> FfiFuture<RResult<(), SessionError>>;
     /// Every stored session (its header and when its log last changed), newest first; `live`

@@ -227,6 +227,14 @@ impl Sessions for OneSession {
     fn close(&self, _id: RString) -> FfiFuture<RResult<(), SessionError>> {
         std::future::ready(ROk(())).into_ffi()
     }
+
+    fn view(&self, _id: RString) -> FfiFuture<RResult<SessionBox, SessionError>> {
+        std::future::ready(RErr(SessionError::new(
+            SessionErrorKind::NotFound,
+            "no stored sessions",
+        )))
+        .into_ffi()
+    }
 }
 
 pub(crate) fn sessions(session: &Arc<FakeSession>) -> Service<SessionsService> {
