@@ -39,7 +39,9 @@ pub struct Cluster {
 
 impl Cluster {
     /// A running cluster with database `dsh`, or why there can be none here. `durable`: the
-    /// server syncs its writes (for measurements); tests run without.
+    /// server syncs its writes to the disk (for measurements); tests run without, which a
+    /// crash of the server survives still (a commit is written to the OS before it is
+    /// acknowledged, `synchronous_commit` on), only a crash of the machine would not.
     pub fn start(name: &str, durable: bool) -> Result<Self, String> {
         let bin = bin_dir().ok_or_else(|| {
             "PostgreSQL is not installed (Debian's `postgresql`; `cargo xtask test` installs it)"
@@ -73,11 +75,13 @@ impl Cluster {
             ],
         )?;
         let fsync = if durable { "on" } else { "off" };
+        // Never off: with it off a commit is acknowledged before its WAL is written, and an
+        // immediate stop loses acknowledged rows.
         std::fs::write(
             Path::new(&data).join("postgresql.auto.conf"),
             format!(
                 "listen_addresses = ''\nunix_socket_directories = '{}'\nfsync = {fsync}\n\
-                 synchronous_commit = {fsync}\nmax_connections = 200\n",
+                 synchronous_commit = on\nmax_connections = 200\n",
                 cluster.path_str()
             ),
         )

@@ -8,13 +8,15 @@
 //! counted apart, never passed.
 //!
 //! The rows by where the fault comes from: the model server (`model`), the tools and their
-//! sandbox (`tools`), the disk, the home and the session store (`storage`), the YAML, the
+//! sandbox (`tools`), the disk, the home and the session store (`storage`), the PostgreSQL
+//! store and its server (`postgres`), the YAML, the
 //! libraries and the environment (`config`), and the clients of a running host (`clients`).
 
 mod clients;
 mod config;
 mod kit;
 mod model;
+mod postgres;
 mod storage;
 mod tools;
 
@@ -81,6 +83,7 @@ fn the_fault_catalogue() {
         model::faults(),
         tools::faults(),
         storage::faults(),
+        postgres::faults(),
         config::faults(),
         clients::faults(),
     ]
