@@ -44,7 +44,7 @@ pub(crate) async fn view(store: &Store, id: &str) -> Result<StoredSession, Sessi
         .db
         .transaction(RVec::from(vec![
             PgStatement::new(
-                "SELECT header FROM dsh_sessions WHERE id = $1 AND trashed_at IS NULL",
+                dsh_session_pg::SELECT_HEADER,
                 vec![PgValue::text(id)],
             ),
             PgStatement::new(

@@ -203,8 +203,7 @@ impl Store {
         let mut statements = RVec::new();
         if let Some(header) = unwritten {
             statements.push(PgStatement::new(
-                "INSERT INTO dsh_sessions (id, header, cwd, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, dsh_now_ms())",
+                dsh_session_pg::INSERT_SESSION,
                 vec![
                     PgValue::text(id),
                     PgValue::text(header.to_line()),
@@ -215,8 +214,7 @@ impl Store {
         }
         statements.push(hold(id, &self.inner.owner, self.inner.lease_ms));
         statements.push(PgStatement::new(
-            "INSERT INTO dsh_events (session, seq, kind, time, line)
-             SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[])",
+            dsh_session_pg::INSERT_EVENTS,
             vec![
                 PgValue::text(id),
                 PgValue::Ints(
@@ -326,7 +324,7 @@ impl Store {
         let db = &self.inner.db;
         let header = db
             .query(PgStatement::new(
-                "SELECT header FROM dsh_sessions WHERE id = $1 AND trashed_at IS NULL",
+                dsh_session_pg::SELECT_HEADER,
                 vec![PgValue::text(&id)],
             ))
             .await
@@ -342,7 +340,7 @@ impl Store {
             .transaction(RVec::from(vec![
                 hold(&id, &self.inner.owner, self.inner.lease_ms),
                 PgStatement::new(
-                    "SELECT seq, line FROM dsh_events WHERE session = $1 ORDER BY seq",
+                    dsh_session_pg::SELECT_LINES,
                     vec![PgValue::text(&id)],
                 ),
             ]))

@@ -1,0 +1,90 @@
+//! The PostgreSQL schema of stored sessions, as SQL text: the statements that make the tables
+//! and functions when missing, the notification channel, the SQLSTATE of a held lease, and the
+//! statements that write and read a session whole. Two programs speak it, the
+//! `session-persistence-postgres` plugin (through the host's postgres service) and
+//! `dsh-host session migrate` (with the driver directly), so the text lives here once and the
+//! two cannot drift apart. Only constants: each side binds the parameters its own way.
+//!
+//! Every time in the schema is the database's clock (`dsh_now_ms()`), so hosts whose clocks
+//! disagree still agree on when a lease ends.
+
+/// The channel committed events are announced on; the payload is `<session> <first> <last>`.
+pub const EVENTS_CHANNEL: &str = "dsh_events";
+
+/// The SQLSTATE `dsh_hold_lease` raises when another owner holds the lease.
+pub const LEASE_HELD: &str = "55P03";
+
+/// Makes the schema when missing. Run in one transaction: the advisory lock first, so two
+/// hosts starting at once do not race on `CREATE ... IF NOT EXISTS`.
+pub const STATEMENTS: &[&str] = &[
+    "SELECT 1 FROM pg_advisory_xact_lock(7351200)",
+    "CREATE OR REPLACE FUNCTION dsh_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS
+     $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
+    "CREATE TABLE IF NOT EXISTS dsh_sessions (
+        id text PRIMARY KEY,
+        header text NOT NULL,
+        cwd text,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        active_at bigint,
+        title text,
+        archived boolean NOT NULL DEFAULT false,
+        trashed_at bigint
+    )",
+    // A second writer of the same seq fails on the key: one log, one writer per seq.
+    "CREATE TABLE IF NOT EXISTS dsh_events (
+        session text NOT NULL REFERENCES dsh_sessions (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        kind text NOT NULL,
+        time bigint NOT NULL,
+        line text NOT NULL,
+        PRIMARY KEY (session, seq)
+    )",
+    "CREATE TABLE IF NOT EXISTS dsh_leases (
+        session text PRIMARY KEY,
+        owner text NOT NULL,
+        expires_at bigint NOT NULL
+    )",
+    // Takes the lease of `session` for `owner` for `ms` more, when it is free, expired or
+    // already `owner`'s; otherwise raises 55P03 naming who holds it and for how long.
+    "CREATE OR REPLACE FUNCTION dsh_hold_lease(s text, who text, ms bigint) RETURNS int
+     LANGUAGE plpgsql AS $$
+     DECLARE holder text; left_ms bigint;
+     BEGIN
+        INSERT INTO dsh_leases (session, owner, expires_at) VALUES (s, who, dsh_now_ms() + ms)
+        ON CONFLICT (session) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+        WHERE dsh_leases.owner = EXCLUDED.owner OR dsh_leases.expires_at < dsh_now_ms();
+        IF NOT FOUND THEN
+            SELECT owner, expires_at - dsh_now_ms() INTO holder, left_ms
+            FROM dsh_leases WHERE session = s;
+            RAISE EXCEPTION 'session `%` is held by host `%` (its lease ends in % ms unless renewed)',
+                s, holder, left_ms USING ERRCODE = 'lock_not_available';
+        END IF;
+        RETURN 1;
+     END $$",
+];
+
+/// A new session's row, written with its first batch: `$1` id, `$2` header line, `$3` cwd (or
+/// null), `$4` created_at; updated now. A second session of the same id fails on the key.
+pub const INSERT_SESSION: &str =
+    "INSERT INTO dsh_sessions (id, header, cwd, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, dsh_now_ms())";
+
+/// A session's row written whole, with the listing columns another store kept (a migration):
+/// `$1` id, `$2` header line, `$3` cwd, `$4` created_at, `$5` updated_at, `$6` active_at,
+/// `$7` title, `$8` archived.
+pub const INSERT_SESSION_LISTED: &str = "INSERT INTO dsh_sessions
+        (id, header, cwd, created_at, updated_at, active_at, title, archived)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// A batch of events of session `$1` in one statement: `$2` seqs, `$3` kinds, `$4` times
+/// (epoch ms), `$5` the JSON lines, as arrays of one length.
+pub const INSERT_EVENTS: &str = "INSERT INTO dsh_events (session, seq, kind, time, line)
+             SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[])";
+
+/// The header line of session `$1`, when it is stored and not in the trash.
+pub const SELECT_HEADER: &str =
+    "SELECT header FROM dsh_sessions WHERE id = $1 AND trashed_at IS NULL";
+
+/// Session `$1`'s events in order: seq, then the JSON line.
+pub const SELECT_LINES: &str = "SELECT seq, line FROM dsh_events WHERE session = $1 ORDER BY seq";
