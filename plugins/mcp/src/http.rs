@@ -141,7 +141,9 @@ impl Shared {
             .map_err(|error| TransportError(format!("the answer broke off: {error}")))?
             .into_option()
         {
-            body.extend_from_slice(&bytes);
+            // Capped as an event is: a longer answer fails to read as JSON and is reported.
+            let room = crate::sse::MAX_EVENT.saturating_sub(body.len());
+            body.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
         Ok(String::from_utf8_lossy(&body).into_owned())
     }

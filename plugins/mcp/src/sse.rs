@@ -1,17 +1,45 @@
 //! Server-sent events, read incrementally: bytes in, the data of each complete event out.
 //! Only `data:` lines matter to MCP (an event's lines joined with newlines); `id:`, `event:`,
-//! `retry:` and comments are read past.
+//! `retry:` and comments are read past. An event is capped at [`MAX_EVENT`] bytes (as the stdio
+//! reader caps a line): the rest of a longer one is dropped, so it fails to read as JSON and is
+//! reported, and a server that never ends an event cannot grow the host's memory without bound.
+
+/// The most bytes of one event kept (its lines and its data together).
+pub(crate) const MAX_EVENT: usize = 64 * 1024 * 1024;
 
 /// The part of a stream read so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Events {
     line: Vec<u8>,
     data: Vec<String>,
+    /// Bytes of the current event kept so far (its data and the line being read).
+    kept: usize,
+    /// The line being read has bytes (kept or not): a cut line is no blank line.
+    in_line: bool,
+    max: usize,
     /// The previous byte was a CR (a CRLF's LF then ends nothing more).
     after_cr: bool,
 }
 
+impl Default for Events {
+    fn default() -> Self {
+        Self::capped(MAX_EVENT)
+    }
+}
+
 impl Events {
+    /// A reader keeping at most `max` bytes of an event.
+    pub(crate) fn capped(max: usize) -> Self {
+        Self {
+            line: Vec::new(),
+            data: Vec::new(),
+            kept: 0,
+            in_line: false,
+            max,
+            after_cr: false,
+        }
+    }
+
     /// Feeds `bytes`; answers the data of every event they complete.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         let mut complete = Vec::new();
@@ -24,7 +52,11 @@ impl Events {
                 }
                 _ => {
                     self.after_cr = false;
-                    self.line.push(byte);
+                    self.in_line = true;
+                    if self.kept < self.max {
+                        self.line.push(byte);
+                        self.kept += 1;
+                    }
                 }
             }
         }
@@ -34,11 +66,13 @@ impl Events {
     fn end_line(&mut self, complete: &mut Vec<String>) {
         let line = String::from_utf8_lossy(&self.line).into_owned();
         self.line.clear();
-        if line.is_empty() {
+        let blank = !std::mem::take(&mut self.in_line);
+        if blank {
             if !self.data.is_empty() {
                 complete.push(self.data.join("\n"));
                 self.data.clear();
             }
+            self.kept = 0;
             return;
         }
         if let Some(value) = line.strip_prefix("data:") {
@@ -63,5 +97,21 @@ mod tests {
         let out = events.push(b":1}\r\n\r\n: comment\n\ndata: x\ndata: y\n\n");
         assert_eq!(out, ["{\"a\":1}", "x\ny"]);
         assert!(events.push(b"id: 2\n\n").is_empty());
+    }
+
+    #[test]
+    fn an_event_past_the_cap_is_cut_and_the_next_one_reads_whole() {
+        let mut events = Events::capped(16);
+        let long = format!("data: {}\n", "x".repeat(1000));
+        assert!(events.push(long.as_bytes()).is_empty());
+        assert!(
+            events
+                .push(format!("data: {}\n", "y".repeat(1000)).as_bytes())
+                .is_empty()
+        );
+        let out = events.push(b"\ndata: {\"ok\":1}\n\n");
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(out[0].len() <= 16, "kept {} bytes", out[0].len());
+        assert_eq!(out[1], "{\"ok\":1}");
     }
 }
