@@ -6,6 +6,7 @@
 //! archive checked.
 
 mod archive;
+mod migrate;
 
 use dsh_protocol::{SessionTitleEvent, kinds};
 use std::io::Write;
@@ -69,6 +70,22 @@ pub enum SessionCommand {
         #[arg(long, value_name = "zstd|none")]
         compression: Option<String>,
     },
+    /// Copies every session into the other store: `--to postgres URL` the logs under
+    /// `$DSH_HOME/sessions` into the database, `--to jsonl URL` the database's sessions (not
+    /// in its trash) into logs there. Each copy is read back and its history derived and
+    /// compared; a session the destination already holds is refused by name. Exit 0 only when
+    /// every session migrated.
+    Migrate {
+        /// The destination: `postgres` or `jsonl`.
+        #[arg(long, value_name = "postgres|jsonl")]
+        to: String,
+        /// The database's connection string (`postgresql://...` or `host=... dbname=...`).
+        url: String,
+        /// With `--to jsonl`: write the logs as `zstd` or `none`; default: what the sessions
+        /// root already holds, zstd for an empty one.
+        #[arg(long, value_name = "zstd|none")]
+        compression: Option<String>,
+    },
 }
 
 /// Why a session command failed: `error: ...` on stderr and exit 1, or `corrupt: ...` on stdout
@@ -109,6 +126,8 @@ enum SessionCliError {
     },
     #[error("--compression is `zstd` or `none`, not `{0}`")]
     Compression(String),
+    #[error(transparent)]
+    Migrate(#[from] migrate::MigrateError),
 }
 
 fn sessions_root(home: &Path) -> PathBuf {
@@ -172,6 +191,11 @@ pub fn run(home: &Path, command: SessionCommand) -> i32 {
             new_ids,
             compression,
         } => archive::import(home, &file, new_ids, compression.as_deref()),
+        SessionCommand::Migrate {
+            to,
+            url,
+            compression,
+        } => migrate::migrate(home, &to, &url, compression.as_deref()),
     };
     match result {
         Ok(()) => 0,

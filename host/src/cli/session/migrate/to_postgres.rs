@@ -1,0 +1,169 @@
+//! `--to postgres`: every log under the sessions root inserted, one transaction a session (its
+//! row with the listing columns the JSONL store kept, then its events), read back inside the
+//! transaction and committed only when the history it derives is the log's.
+
+use std::path::Path;
+
+use dsh_session_jsonl::{ListedSession, list_sessions_any, read_session};
+use dsh_session_log::SessionEvent;
+use tokio_postgres::Client;
+
+use super::{
+    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, TITLE_FILE, db, driver_message, report,
+    stored_events, unreadable, verify,
+};
+use crate::cli::session::{SessionCliError, title_of};
+
+/// When `path` last changed, in milliseconds since the epoch.
+fn modified_ms(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_millis()).ok()
+}
+
+/// The listing columns of a JSONL session: its title and last activity from the files beside
+/// the log (else from the events), archived when marked.
+struct Listed {
+    updated_at: i64,
+    active_at: Option<i64>,
+    title: Option<String>,
+    archived: bool,
+}
+
+fn listed_of(listed: &ListedSession, events: &[SessionEvent]) -> Listed {
+    let dir = listed
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let title = std::fs::read_to_string(dir.join(TITLE_FILE))
+        .ok()
+        .filter(|title| !title.is_empty())
+        .or_else(|| title_of(events));
+    let active_at = match std::fs::read_to_string(dir.join(ACTIVITY_FILE)) {
+        Ok(text) => text.trim().parse().ok(),
+        Err(_) => events
+            .iter()
+            .rev()
+            .find(|event| {
+                event.kind == dsh_protocol::kinds::USER_MESSAGE
+                    || event.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE
+            })
+            .map(|event| event.time),
+    };
+    Listed {
+        updated_at: modified_ms(&listed.path).unwrap_or(listed.header.created_at),
+        active_at,
+        title,
+        archived: dir.join(ARCHIVED_FILE).exists(),
+    }
+}
+
+pub(super) async fn migrate(
+    client: &mut Client,
+    url: &str,
+    root: &Path,
+) -> Result<(), SessionCliError> {
+    let schema = async {
+        let transaction = client.transaction().await?;
+        for statement in dsh_session_pg::STATEMENTS {
+            transaction.batch_execute(statement).await?;
+        }
+        transaction.commit().await
+    };
+    schema.await.map_err(|error| MigrateError::Schema {
+        url: url.to_owned(),
+        message: driver_message(&error),
+    })?;
+    let listing = list_sessions_any(root)?;
+    let mut outcomes = Vec::new();
+    // A log whose header does not read is named with why, and the others go on.
+    for broken in listing.broken {
+        let error = unreadable(
+            &broken.id,
+            format!("{}: {}", broken.path.display(), broken.reason),
+        );
+        outcomes.push((broken.id, Err(error)));
+    }
+    for listed in &listing.sessions {
+        let id = listed.header.id.clone();
+        let outcome = session_to_postgres(client, listed).await;
+        outcomes.push((id, outcome));
+    }
+    report("PostgreSQL", outcomes)
+}
+
+/// One session in one transaction: the row, the events, then the events read back and
+/// verified; committed only when they verify (dropped uncommitted, it rolls back).
+async fn session_to_postgres(
+    client: &mut Client,
+    listed: &ListedSession,
+) -> Result<usize, MigrateError> {
+    let id = listed.header.id.as_str();
+    let read = read_session(&listed.path).map_err(|error| unreadable(id, error))?;
+    // Each event's line as the store writes it (`EventRecord::json`).
+    let lines = read
+        .events
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| unreadable(id, error))?;
+    let row = listed_of(listed, &read.events);
+    let header = read.header.to_line();
+    let transaction = client.transaction().await.map_err(db(id))?;
+    // Any row of that id, trashed or not: the key would refuse it anyway, this names it.
+    let present = transaction
+        .query_opt("SELECT 1 FROM dsh_sessions WHERE id = $1", &[&id])
+        .await
+        .map_err(db(id))?;
+    if present.is_some() {
+        return Err(MigrateError::AlreadyThere {
+            id: id.to_owned(),
+            place: "the database".to_owned(),
+        });
+    }
+    transaction
+        .execute(
+            dsh_session_pg::INSERT_SESSION_LISTED,
+            &[
+                &id,
+                &header,
+                &read.header.cwd,
+                &read.header.created_at,
+                &row.updated_at,
+                &row.active_at,
+                &row.title,
+                &row.archived,
+            ],
+        )
+        .await
+        .map_err(db(id))?;
+    let seqs: Vec<i64> = read
+        .events
+        .iter()
+        .map(|event| i64::try_from(event.seq).unwrap_or(i64::MAX))
+        .collect();
+    let kinds: Vec<&str> = read
+        .events
+        .iter()
+        .map(|event| event.kind.as_str())
+        .collect();
+    let times: Vec<i64> = read.events.iter().map(|event| event.time).collect();
+    transaction
+        .execute(
+            dsh_session_pg::INSERT_EVENTS,
+            &[&id, &seqs, &kinds, &times, &lines],
+        )
+        .await
+        .map_err(db(id))?;
+    let copy = stored_events(&transaction, id).await?;
+    verify(
+        id,
+        &read.events,
+        copy.into_iter().map(|(_, event)| event).collect(),
+    )?;
+    transaction.commit().await.map_err(db(id))?;
+    Ok(read.events.len())
+}
