@@ -63,10 +63,9 @@ fn event_count(home: &std::path::Path, id: &str) -> u64 {
     shown["summary"]["events"].as_u64().unwrap()
 }
 
-/// A plain log beside session `beside`'s whose header reads but whose second line is no JSON
-/// with a `turn/end` after it (damage inside committed history, not a torn tail); answers its
-/// id.
-fn plant_unreadable_log(home: &std::path::Path, beside: &str) -> String {
+/// A plain log of session `id` beside session `beside`'s, its header `beside`'s with the id
+/// changed, then `body`.
+fn plant_log(home: &std::path::Path, beside: &str, id: &str, body: &str) {
     let shown = session(home, &["show", beside, "--json"], 0);
     let shown: Value = serde_json::from_str(shown.stdout.trim()).unwrap();
     let project = std::path::Path::new(shown["path"].as_str().unwrap())
@@ -74,17 +73,11 @@ fn plant_unreadable_log(home: &std::path::Path, beside: &str) -> String {
         .and_then(std::path::Path::parent)
         .unwrap()
         .to_path_buf();
-    let id = "0badf00d-0000-4000-8000-000000000001";
     let mut header = shown["header"].clone();
     header["id"] = Value::from(id);
     let dir = project.join(id);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("session.jsonl"),
-        format!("{header}\n{{not json\n{{\"type\":\"turn/end\",\"seq\":1}}\n"),
-    )
-    .unwrap();
-    id.to_owned()
+    std::fs::write(dir.join("session.jsonl"), format!("{header}\n{body}")).unwrap();
 }
 
 #[test]
@@ -137,7 +130,27 @@ fn sessions_migrate_to_postgres_resume_there_and_migrate_back_with_the_same_hist
 
     // A second migration writes nothing over the rows: each session is refused by name, and
     // a log that does not read is named and skipped.
-    let broken = plant_unreadable_log(&home, &marmots);
+    // A line that is no JSON with a `turn/end` after it: damage inside committed history.
+    let broken = "0badf00d-0000-4000-8000-000000000001";
+    plant_log(
+        &home,
+        &marmots,
+        broken,
+        "{not json\n{\"type\":\"turn/end\",\"seq\":1}\n",
+    );
+    // The otters' events as the rows hold them, then half a line: a torn tail, left behind.
+    let torn = "70e70e70-0000-4000-8000-000000000002";
+    let rows = cluster
+        .psql(&format!(
+            "SELECT line FROM dsh_events WHERE session = '{otters}' ORDER BY seq"
+        ))
+        .unwrap();
+    plant_log(
+        &home,
+        &marmots,
+        torn,
+        &format!("{rows}\n{{\"type\":\"assis"),
+    );
     let again = session(&home, &["migrate", "--to", "postgres", &url], 1);
     assert!(
         again
@@ -154,6 +167,14 @@ fn sessions_migrate_to_postgres_resume_there_and_migrate_back_with_the_same_hist
             .unwrap(),
         "0"
     );
+    assert!(
+        again.stdout.contains(&format!(
+            "migrated {torn}: {} events, history verified (the log's torn tail was left behind",
+            counts[1]
+        )),
+        "{}",
+        again.stdout
+    );
     for id in ids {
         assert!(
             again
@@ -164,7 +185,7 @@ fn sessions_migrate_to_postgres_resume_there_and_migrate_back_with_the_same_hist
         );
     }
     assert!(
-        again.stdout.contains("0 of 3 session(s) migrated"),
+        again.stdout.contains("1 of 4 session(s) migrated"),
         "{}",
         again.stdout
     );
@@ -194,7 +215,7 @@ fn sessions_migrate_to_postgres_resume_there_and_migrate_back_with_the_same_hist
     let fresh = back.home();
     let written = session(&fresh, &["migrate", "--to", "jsonl", &url], 0);
     assert!(
-        written.stdout.contains("2 of 2 session(s) migrated"),
+        written.stdout.contains("3 of 3 session(s) migrated"),
         "{}",
         written.stdout
     );

@@ -168,16 +168,28 @@ async fn run_on(
     }
 }
 
+/// One session copied.
+struct Migrated {
+    events: usize,
+    /// Why the source log ended in a torn tail: its committed events were copied, the tail
+    /// (what a load of the log would truncate) was not.
+    torn: Option<String>,
+}
+
 /// Prints each session's line and the summary; an error when any session failed.
 fn report(
     destination: &str,
-    outcomes: Vec<(String, Result<usize, MigrateError>)>,
+    outcomes: Vec<(String, Result<Migrated, MigrateError>)>,
 ) -> Result<(), SessionCliError> {
     let total = outcomes.len();
     let mut ids = Vec::new();
     for (id, outcome) in outcomes {
         match outcome {
-            Ok(events) => println!("migrated {id}: {events} events, history verified"),
+            Ok(Migrated { events, torn }) => println!(
+                "migrated {id}: {events} events, history verified{}",
+                torn.map(|reason| format!(" (the log's torn tail was left behind: {reason})"))
+                    .unwrap_or_default()
+            ),
             Err(error) => {
                 eprintln!("not migrated: {error}");
                 ids.push(id);
@@ -207,11 +219,7 @@ fn history(id: &str, what: &str, events: Vec<SessionEvent>) -> Result<u64, Migra
 }
 
 /// The source's history against the copy's: the same number of events, the same history.
-fn verify(
-    id: &str,
-    source: &[SessionEvent],
-    copy: Vec<SessionEvent>,
-) -> Result<(), MigrateError> {
+fn verify(id: &str, source: &[SessionEvent], copy: Vec<SessionEvent>) -> Result<(), MigrateError> {
     if source.len() != copy.len() {
         return Err(MigrateError::Unverified {
             id: id.to_owned(),

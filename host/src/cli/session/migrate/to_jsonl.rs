@@ -12,8 +12,8 @@ use dsh_session_log::SessionEvent;
 use tokio_postgres::Client;
 
 use super::{
-    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, TITLE_FILE, db, report, stored_events, unreadable,
-    verify, write_failed,
+    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, Migrated, TITLE_FILE, db, report, stored_events,
+    unreadable, verify, write_failed,
 };
 use crate::cli::session::SessionCliError;
 
@@ -85,7 +85,7 @@ async fn session_to_jsonl(
     root: &Path,
     encoding: Encoding,
     row: &Row,
-) -> Result<usize, MigrateError> {
+) -> Result<Migrated, MigrateError> {
     let id = row.id.as_str();
     let header = SessionHeader::parse(id, &row.header).map_err(|error| unreadable(id, error))?;
     if header.id != id {
@@ -146,5 +146,8 @@ async fn session_to_jsonl(
             }
         }
     }
-    Ok(events.len())
+    Ok(Migrated {
+        events: events.len(),
+        torn: None,
+    })
 }

@@ -9,7 +9,7 @@ use dsh_session_log::SessionEvent;
 use tokio_postgres::Client;
 
 use super::{
-    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, TITLE_FILE, db, driver_message, report,
+    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, Migrated, TITLE_FILE, db, driver_message, report,
     stored_events, unreadable, verify,
 };
 use crate::cli::session::{SessionCliError, title_of};
@@ -100,7 +100,7 @@ pub(super) async fn migrate(
 async fn session_to_postgres(
     client: &mut Client,
     listed: &ListedSession,
-) -> Result<usize, MigrateError> {
+) -> Result<Migrated, MigrateError> {
     let id = listed.header.id.as_str();
     let read = read_session(&listed.path).map_err(|error| unreadable(id, error))?;
     // Each event's line as the store writes it (`EventRecord::json`).
@@ -165,5 +165,8 @@ async fn session_to_postgres(
         copy.into_iter().map(|(_, event)| event).collect(),
     )?;
     transaction.commit().await.map_err(db(id))?;
-    Ok(read.events.len())
+    Ok(Migrated {
+        events: read.events.len(),
+        torn: read.repair.map(|repair| repair.reason),
+    })
 }
