@@ -255,6 +255,46 @@ fn sessions_migrate_to_postgres_resume_there_and_migrate_back_with_the_same_hist
             twice.stderr
         );
     }
+
+    // A session open elsewhere is refused by name: one a host holds a lease of...
+    cluster
+        .psql(&format!(
+            "INSERT INTO dsh_leases (session, owner, expires_at) \
+             VALUES ('{otters}', 'host-x', dsh_now_ms() + 600000)"
+        ))
+        .unwrap();
+    let third = TestDir::new("pg-migrate-leased").home();
+    let leased = session(&third, &["migrate", "--to", "jsonl", &url], 1);
+    assert!(
+        leased
+            .stderr
+            .contains(&format!("session `{otters}` is open in host `host-x`")),
+        "{}",
+        leased.stderr
+    );
+    assert!(
+        leased.stdout.contains("2 of 3 session(s) migrated"),
+        "{}",
+        leased.stdout
+    );
+    // ...and a log whose lock a process holds (this one, as the JSONL store takes it).
+    let shown = session(&third, &["show", &marmots, "--json"], 0);
+    let shown: Value = serde_json::from_str(shown.stdout.trim()).unwrap();
+    let lock_path =
+        std::path::Path::new(shown["path"].as_str().unwrap()).with_file_name("session.lock");
+    std::fs::write(&lock_path, std::process::id().to_string()).unwrap();
+    let lock = std::fs::File::open(&lock_path).unwrap();
+    lock.try_lock().unwrap();
+    let locked = session(&third, &["migrate", "--to", "postgres", &url], 1);
+    assert!(
+        locked.stderr.contains(&format!(
+            "session `{marmots}` is open in process {}",
+            std::process::id()
+        )),
+        "{}",
+        locked.stderr
+    );
+    drop(lock);
 }
 
 #[test]

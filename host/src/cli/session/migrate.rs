@@ -38,6 +38,8 @@ pub(super) enum MigrateError {
     Runtime(#[source] std::io::Error),
     #[error("session `{id}`: {message}")]
     Database { id: String, message: String },
+    #[error("session `{id}` is open in {holder}: close it there first")]
+    Open { id: String, holder: String },
     #[error("session `{id}` is already stored in {place}: not overwritten")]
     AlreadyThere { id: String, place: String },
     #[error("session `{id}`: {message}")]

@@ -100,6 +100,21 @@ async fn session_to_jsonl(
             place: path.display().to_string(),
         });
     }
+    // A session a running host holds is mid-write: refused like the store refuses deleting it.
+    let leased = client
+        .query_opt(
+            "SELECT owner FROM dsh_leases WHERE session = $1 AND expires_at > dsh_now_ms()",
+            &[&id],
+        )
+        .await
+        .map_err(db(id))?;
+    if let Some(lease) = leased {
+        let owner: String = lease.try_get(0).map_err(db(id))?;
+        return Err(MigrateError::Open {
+            id: id.to_owned(),
+            holder: format!("host `{owner}`"),
+        });
+    }
     let stored = stored_events(client, id).await?;
     if stored.is_empty() {
         // The store writes a row with its first events; a log without events is never written.

@@ -95,6 +95,34 @@ pub(super) async fn migrate(
     report("PostgreSQL", outcomes)
 }
 
+/// The JSONL store's lock of the session whose log is `path` (an exclusive `flock` on
+/// `session.lock` beside it, holding its owner's pid), taken; refused while a process holds it.
+/// A log without a lock file was never opened for writing since it was made: nothing to take.
+fn lock_log(id: &str, path: &Path) -> Result<Option<std::fs::File>, MigrateError> {
+    let Some(lock) = path.parent().map(|dir| dir.join("session.lock")) else {
+        return Ok(None);
+    };
+    let mut file = match std::fs::File::open(&lock) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(unreadable(id, format!("{}: {error}", lock.display()))),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut owner = String::new();
+            let _ = std::io::Read::read_to_string(&mut file, &mut owner);
+            Err(MigrateError::Open {
+                id: id.to_owned(),
+                holder: format!("process {}", owner.trim()),
+            })
+        }
+        Err(std::fs::TryLockError::Error(error)) => {
+            Err(unreadable(id, format!("{}: {error}", lock.display())))
+        }
+    }
+}
+
 /// One session in one transaction: the row, the events, then the events read back and
 /// verified; committed only when they verify (dropped uncommitted, it rolls back).
 async fn session_to_postgres(
@@ -102,6 +130,8 @@ async fn session_to_postgres(
     listed: &ListedSession,
 ) -> Result<Migrated, MigrateError> {
     let id = listed.header.id.as_str();
+    // Held until the copy is committed, so no process appends to the log meanwhile.
+    let _lock = lock_log(id, &listed.path)?;
     let read = read_session(&listed.path).map_err(|error| unreadable(id, error))?;
     // Each event's line as the store writes it (`EventRecord::json`).
     let lines = read
