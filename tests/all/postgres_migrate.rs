@@ -326,6 +326,25 @@ fn a_bad_destination_url_or_server_is_named() {
         "{}",
         bad_url.stderr
     );
+    let compressed_rows = session(
+        &home,
+        &[
+            "migrate",
+            "--to",
+            "postgres",
+            "postgresql:///dsh",
+            "--compression",
+            "none",
+        ],
+        1,
+    );
+    assert!(
+        compressed_rows
+            .stderr
+            .contains("--compression is for `--to jsonl`"),
+        "{}",
+        compressed_rows.stderr
+    );
     // A socket folder where no server listens.
     let nowhere = format!(
         "postgresql:///dsh?host={}&user=postgres",

@@ -28,6 +28,8 @@ const ARCHIVED_FILE: &str = "archived";
 pub(super) enum MigrateError {
     #[error("--to is `postgres` or `jsonl`, not `{0}`")]
     Target(String),
+    #[error("--compression is for `--to jsonl` (the logs it writes), not `--to postgres`")]
+    CompressionToPostgres,
     #[error("connection string `{url}`: {message}")]
     Url { url: String, message: String },
     #[error("the database `{url}` cannot be reached: {message}")]
@@ -111,6 +113,10 @@ pub(super) fn migrate(
     };
     let encoding = match compression {
         None => None,
+        // Rows have no encoding: an option that would do nothing is refused.
+        Some(_) if matches!(target, Target::Postgres) => {
+            return Err(MigrateError::CompressionToPostgres.into());
+        }
         Some("zstd") => Some(Encoding::Zstd),
         Some("none") => Some(Encoding::Raw),
         Some(other) => return Err(SessionCliError::Compression(other.to_owned())),
@@ -149,25 +155,23 @@ async fn run_on(
     root: &Path,
     encoding: Option<Encoding>,
 ) -> Result<(), SessionCliError> {
-    {
-        let (mut client, connection) =
-            config
-                .connect(NoTls)
-                .await
-                .map_err(|error| MigrateError::Unreachable {
-                    url: url.to_owned(),
-                    message: driver_message(&error),
-                })?;
-        // The connection's own task; it ends when the client is dropped.
-        let driver = tokio::spawn(connection);
-        let done = match target {
-            Target::Postgres => to_postgres::migrate(&mut client, url, root).await,
-            Target::Jsonl => to_jsonl::migrate(&client, root, encoding).await,
-        };
-        drop(client);
-        let _ = driver.await;
-        done
-    }
+    let (mut client, connection) =
+        config
+            .connect(NoTls)
+            .await
+            .map_err(|error| MigrateError::Unreachable {
+                url: url.to_owned(),
+                message: driver_message(&error),
+            })?;
+    // The connection's own task; it ends when the client is dropped.
+    let driver = tokio::spawn(connection);
+    let done = match target {
+        Target::Postgres => to_postgres::migrate(&mut client, url, root).await,
+        Target::Jsonl => to_jsonl::migrate(&client, root, encoding).await,
+    };
+    drop(client);
+    let _ = driver.await;
+    done
 }
 
 /// One session copied.
