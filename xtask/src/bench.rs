@@ -6,11 +6,13 @@
 //! (ours against the peer agents installed here), the ACP agents side by side (`acp.rs`;
 //! `cargo xtask bench acp` runs that section alone) and the terminal UIs, ours and Codex's
 //! (`tui.rs`; `cargo xtask bench tui` runs that section alone and puts it into BENCHMARKS.md),
-//! and the agent presets' figures (`presets.rs`; `cargo xtask bench presets`, likewise).
+//! the agent presets' figures (`presets.rs`; `cargo xtask bench presets`, likewise) and the
+//! PostgreSQL session store against JSONL (`postgres.rs`; `cargo xtask bench postgres`).
 
 mod acp;
 mod agents;
 mod figures;
+mod postgres;
 mod presets;
 mod tui;
 
@@ -35,8 +37,11 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
         Some("acp") => return acp::alone(root),
         Some("tui") => return tui::alone(root),
         Some("presets") => return presets::alone(root),
+        Some("postgres") => return postgres::alone(root),
         Some(group) => {
-            bail!("unknown benchmark group `{group}` (known: runtime, acp, tui, presets)")
+            bail!(
+                "unknown benchmark group `{group}` (known: runtime, acp, tui, presets, postgres)"
+            )
         }
     }
     crate::timed("build release", || {
@@ -84,6 +89,9 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
     })?);
     text.push_str(&crate::timed("run the preset figures", || {
         Ok(presets::section(root))
+    })?);
+    text.push_str(&crate::timed("run the session-store figures", || {
+        Ok(postgres::section(root))
     })?);
     std::fs::write(root.join("BENCHMARKS.md"), &text)?;
     println!("{text}");

@@ -40,6 +40,9 @@ pub const STATEMENTS: &[&str] = &[
         line text NOT NULL,
         PRIMARY KEY (session, seq)
     )",
+    // When the row was committed (the database's clock): against `time`, the log's commit,
+    // it tells how long an event waits for its row (batching, the round trip).
+    "ALTER TABLE dsh_events ADD COLUMN IF NOT EXISTS stored_at bigint DEFAULT dsh_now_ms()",
     "CREATE TABLE IF NOT EXISTS dsh_leases (
         session text PRIMARY KEY,
         owner text NOT NULL,

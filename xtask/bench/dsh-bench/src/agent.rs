@@ -48,11 +48,28 @@ pub(crate) fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The JSONL store's rows for a step figure: plain logs under the home.
+pub(crate) const JSONL_STORE: &str =
+    "- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n";
+
 /// Median step gap around step 10 and around step 10,000 of three headless turns, with or
 /// without the `session-checkpoints` row.
 fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> anyhow::Result<(f64, f64)> {
+    step_gaps_on(dir, work, STEPS, JSONL_STORE, checkpoints)
+}
+
+/// Median step gap around step 10 and around the last of `steps` steps of three headless
+/// turns, the session stored by `store_rows` (patch entries), with or without the
+/// `session-checkpoints` row.
+pub(crate) fn step_gaps_on(
+    dir: &Path,
+    work: &Path,
+    steps: usize,
+    store_rows: &str,
+    checkpoints: bool,
+) -> anyhow::Result<(f64, f64)> {
     let early: Vec<usize> = (11..=20).collect();
-    let late: Vec<usize> = (STEPS - 9..=STEPS).collect();
+    let late: Vec<usize> = (steps - 9..=steps).collect();
     let wanted: Vec<String> = early.iter().chain(&late).map(ToString::to_string).collect();
     let patch = dir.join("bench.patch.yml");
     let without = match checkpoints {
@@ -62,9 +79,9 @@ fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> anyhow::Result<(f64,
     std::fs::write(
         &patch,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        report: [{}]\n- id: session-persistence-jsonl\n  config:\n    root: !home sessions\n    compression: none\n- id: agent-loop\n  config:\n    maxSteps: {}\n{without}",
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {steps}\n        report: [{}]\n{store_rows}- id: agent-loop\n  config:\n    maxSteps: {}\n{without}",
             wanted.join(", "),
-            STEPS + 10
+            steps + 10
         ),
     )?;
     let (mut at_early, mut at_late) = (Vec::new(), Vec::new());

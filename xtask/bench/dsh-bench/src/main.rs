@@ -13,6 +13,7 @@ mod dispatch;
 mod fs;
 mod lifecycle;
 mod mcp;
+mod postgres;
 mod process;
 mod sandbox;
 mod session;
@@ -51,9 +52,12 @@ fn exe_dir() -> PathBuf {
 
 fn main() {
     let only: Vec<String> = std::env::args().skip(1).collect();
-    // `tui` runs only when named: `cargo xtask bench` runs it on its own, beside Codex's TUI.
-    let wants =
-        |group: &str| (only.is_empty() && group != "tui") || only.iter().any(|arg| arg == group);
+    // `tui` and `postgres` run only when named: `cargo xtask bench` runs the one beside Codex's
+    // TUI and the other as a section of its own (it starts a database server).
+    let wants = |group: &str| {
+        (only.is_empty() && group != "tui" && group != "postgres")
+            || only.iter().any(|arg| arg == group)
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -129,6 +133,13 @@ fn main() {
                 .map(PathBuf::from)
                 .filter(|path| path.is_dir());
             session::run(fixtures.as_deref())
+        } else {
+            Ok(())
+        }
+    });
+    let result = result.and_then(|()| {
+        if wants("postgres") {
+            postgres::run()
         } else {
             Ok(())
         }

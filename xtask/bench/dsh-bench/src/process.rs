@@ -138,6 +138,13 @@ impl Host {
         status_kib(self.child.id(), field)
     }
 
+    /// Ends the host at once (SIGKILL), as a crash would.
+    pub(crate) fn kill(mut self) -> anyhow::Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+
     pub(crate) fn stop(mut self) {
         if let Ok(pid) = i32::try_from(self.child.id()) {
             #[allow(unsafe_code, reason = "signalling the child we started")]

@@ -111,7 +111,7 @@ fn scratch() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-fn write_session(
+pub(crate) fn write_session(
     root: &Path,
     id: &str,
     events: &[SessionEvent],
