@@ -53,8 +53,14 @@ const SINGLES: &[(&str, &str)] = &[
         "pg_two_hosts_p99_commit_to_row",
         "the same run: p99 from an event's commit in the log to its row committed (ms; the batch window is 50 ms)",
     ),
-    ("pg_two_hosts_sessions_stored", "the same run: sessions stored"),
-    ("pg_two_hosts_turns_ended", "the same run: turns ended in the database"),
+    (
+        "pg_two_hosts_sessions_stored",
+        "the same run: sessions stored",
+    ),
+    (
+        "pg_two_hosts_turns_ended",
+        "the same run: turns ended in the database",
+    ),
     (
         "pg_two_hosts_sessions_with_gaps_or_doubles",
         "the same run: sessions with an event lost or doubled",

@@ -61,9 +61,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
 }
 
 /// A client of `cluster` on a runtime of its own, with the store's tables.
-fn connect(
-    cluster: &Cluster,
-) -> anyhow::Result<(tokio::runtime::Runtime, tokio_postgres::Client)> {
+fn connect(cluster: &Cluster) -> anyhow::Result<(tokio::runtime::Runtime, tokio_postgres::Client)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -133,7 +131,10 @@ fn pg_appends(
                 .collect();
             let transaction = client.transaction().await?;
             transaction
-                .query("SELECT dsh_hold_lease($1, $2, $3)", &[&id, &"bench", &10_000_i64])
+                .query(
+                    "SELECT dsh_hold_lease($1, $2, $3)",
+                    &[&id, &"bench", &10_000_i64],
+                )
                 .await?;
             transaction
                 .execute(
@@ -218,7 +219,9 @@ fn two_hosts(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
     }
     let steps = (SESSIONS * SESSION_STEPS) as f64;
     report("pg_two_hosts_steps_per_s", steps / wall, "steps/s");
-    let sessions = cluster.psql("SELECT count(*) FROM dsh_sessions WHERE id NOT LIKE 'append-%' AND id <> 'load'").map_err(anyhow::Error::msg)?;
+    let sessions = cluster
+        .psql("SELECT count(*) FROM dsh_sessions WHERE id NOT LIKE 'append-%' AND id <> 'load'")
+        .map_err(anyhow::Error::msg)?;
     let unsound = cluster
         .psql(
             "SELECT count(*) FROM (SELECT session, count(*) AS n, max(seq) AS last \
@@ -228,7 +231,11 @@ fn two_hosts(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
     let ended = cluster
         .psql("SELECT count(*) FROM dsh_events WHERE kind = 'turn/end'")
         .map_err(anyhow::Error::msg)?;
-    report("pg_two_hosts_sessions_stored", sessions.parse()?, "sessions");
+    report(
+        "pg_two_hosts_sessions_stored",
+        sessions.parse()?,
+        "sessions",
+    );
     report("pg_two_hosts_turns_ended", ended.parse()?, "turns");
     report(
         "pg_two_hosts_sessions_with_gaps_or_doubles",
@@ -280,7 +287,10 @@ fn takeover(cluster: &Cluster, dir: &Path, work: &Path) -> anyhow::Result<()> {
             if taken.is_ok() {
                 break;
             }
-            anyhow::ensure!(killed.elapsed() < Duration::from_secs(60), "never taken over");
+            anyhow::ensure!(
+                killed.elapsed() < Duration::from_secs(60),
+                "never taken over"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         samples.push(killed.elapsed().as_secs_f64() * 1e3);
