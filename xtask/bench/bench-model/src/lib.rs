@@ -44,6 +44,10 @@ pub struct Config {
     /// Sessions to run at once (each one turn of `steps` steps), driven by this plugin.
     #[serde(default)]
     pub concurrent: Option<usize>,
+    /// The ids of those sessions: `<sessionPrefix>-<n>` (two hosts on one store each need
+    /// their own).
+    #[serde(default = "bench_prefix", rename = "sessionPrefix")]
+    pub session_prefix: String,
     /// The closing text streamed as this many deltas (`"w1 w2 …"`), one every `paceMs`: a
     /// live feed at a known rate, for the page's commit-to-paint figure.
     #[serde(default, rename = "textDeltas")]
@@ -81,6 +85,10 @@ pub struct Config {
     pub delegate: Option<usize>,
     #[serde(default, rename = "holdMs")]
     pub hold_ms: u64,
+}
+
+fn bench_prefix() -> String {
+    "bench".to_owned()
 }
 
 struct Clock {
@@ -406,13 +414,14 @@ impl Tool for Noop {
 }
 
 /// Runs `count` sessions at once, one turn of `steps` steps each, and prints the throughput.
-fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
+fn drive(ctx: &Context, count: usize, steps: usize, prefix: &str) -> Result<(), PluginError> {
     let sessions = ctx.inject::<SessionsService>(SESSIONS_SERVICE)?;
     let agent = ctx.inject::<AgentLoopService>(AGENT_LOOP_SERVICE)?;
     let left = Arc::new(AtomicUsize::new(count));
     let all_done = CancelFlag::new();
     let started = Instant::now();
     for index in 0..count {
+        let id = format!("{prefix}-{index}");
         let (sessions, agent, left, all_done) = (
             sessions.clone(),
             agent.clone(),
@@ -422,7 +431,7 @@ fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
         ctx.spawn(async move {
             let created = sessions
                 .create(CreateSession {
-                    id: RSome(format!("bench-{index}").as_str().into()),
+                    id: RSome(id.as_str().into()),
                     cwd: RSome(".".into()),
                     ..CreateSession::default()
                 })
@@ -430,7 +439,7 @@ fn drive(ctx: &Context, count: usize, steps: usize) -> Result<(), PluginError> {
             if created.is_ok() {
                 agent
                     .run_turn(TurnRequest {
-                        session: format!("bench-{index}").as_str().into(),
+                        session: id.as_str().into(),
                         input: Json::encode(&vec![Message::user(
                             "",
                             vec![ContentBlock::text("go")],
@@ -503,7 +512,7 @@ impl Plugin for BenchModel {
             .map_err(|error| PluginError::plugin(error.to_string()))?;
         ctx.on_dispose(move || drop((adapter, tool)))?;
         if let Some(count) = config.concurrent {
-            drive(&ctx, count, config.steps)?;
+            drive(&ctx, count, config.steps, &config.session_prefix)?;
         }
         Ok(())
     }

@@ -188,22 +188,30 @@ fn loads(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
 
 /// `SESSIONS` sessions of the instant model, half in each of two hosts on one database.
 fn two_hosts(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
-    let patch = dir.join("two-hosts.patch.yml");
-    std::fs::write(
-        &patch,
-        format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      inject: [agent_loop, sessions]\n      config:\n        steps: {SESSION_STEPS}\n        concurrent: {}\n{}- id: headless\n  disabled: true\n",
-            SESSIONS / 2,
-            store_rows(&cluster.url(), 10_000).replace("- insert:\n", "")
-        ),
-    )?;
+    // One patch a host: the same store, sessions of their own.
+    let patch_of = |name: &str| -> anyhow::Result<String> {
+        let patch = dir.join(format!("{name}.patch.yml"));
+        std::fs::write(
+            &patch,
+            format!(
+                "- insert:\n    - id: bench-model\n      name: bench-model\n      inject: [agent_loop, sessions, session_persistence]\n      config:\n        steps: {SESSION_STEPS}\n        concurrent: {}\n        sessionPrefix: {name}\n{}- id: headless\n  disabled: true\n",
+                SESSIONS / 2,
+                store_rows(&cluster.url(), 10_000)
+            ),
+        )?;
+        Ok(patch.display().to_string())
+    };
+    // What the run stores is told apart from the rows before it by when it was stored.
+    let before = cluster
+        .psql("SELECT coalesce(max(stored_at), 0) FROM dsh_events")
+        .map_err(anyhow::Error::msg)?;
     let started = Instant::now();
     let hosts = ["host-a", "host-b"]
         .iter()
         .map(|name| {
             let home = dir.join(name);
             std::fs::create_dir_all(&home)?;
-            let patch = patch.display().to_string();
+            let patch = patch_of(name)?;
             Host::start(
                 &home,
                 &["--patch", &patch, "--profile", "headless", "--no-watch"],
@@ -219,18 +227,16 @@ fn two_hosts(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
     }
     let steps = (SESSIONS * SESSION_STEPS) as f64;
     report("pg_two_hosts_steps_per_s", steps / wall, "steps/s");
-    let sessions = cluster
-        .psql("SELECT count(*) FROM dsh_sessions WHERE id NOT LIKE 'append-%' AND id <> 'load'")
-        .map_err(anyhow::Error::msg)?;
-    let unsound = cluster
-        .psql(
-            "SELECT count(*) FROM (SELECT session, count(*) AS n, max(seq) AS last \
-             FROM dsh_events GROUP BY session) s WHERE n <> last + 1",
-        )
-        .map_err(anyhow::Error::msg)?;
-    let ended = cluster
-        .psql("SELECT count(*) FROM dsh_events WHERE kind = 'turn/end'")
-        .map_err(anyhow::Error::msg)?;
+    let run = format!("SELECT DISTINCT session FROM dsh_events WHERE stored_at > {before}");
+    let query = |sql: String| cluster.psql(&sql).map_err(anyhow::Error::msg);
+    let sessions = query(format!("SELECT count(*) FROM ({run}) r"))?;
+    let unsound = query(format!(
+        "SELECT count(*) FROM (SELECT session, count(*) AS n, max(seq) AS last \
+         FROM dsh_events WHERE session IN ({run}) GROUP BY session) s WHERE n <> last + 1"
+    ))?;
+    let ended = query(format!(
+        "SELECT count(*) FROM dsh_events WHERE kind = 'turn/end' AND session IN ({run})"
+    ))?;
     report(
         "pg_two_hosts_sessions_stored",
         sessions.parse()?,
@@ -242,12 +248,10 @@ fn two_hosts(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
         unsound.parse()?,
         "sessions",
     );
-    let p99 = cluster
-        .psql(
-            "SELECT percentile_disc(0.99) WITHIN GROUP (ORDER BY stored_at - time) \
-             FROM dsh_events WHERE stored_at IS NOT NULL AND kind <> 'bench'",
-        )
-        .map_err(anyhow::Error::msg)?;
+    let p99 = query(format!(
+        "SELECT percentile_disc(0.99) WITHIN GROUP (ORDER BY stored_at - time) \
+         FROM dsh_events WHERE stored_at > {before}"
+    ))?;
     report("pg_two_hosts_p99_commit_to_row", p99.parse()?, "ms");
     Ok(())
 }
@@ -261,7 +265,7 @@ fn takeover(cluster: &Cluster, dir: &Path, work: &Path) -> anyhow::Result<()> {
         &patch,
         format!(
             "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: 1000000\n{}- id: agent-loop\n  config:\n    maxSteps: 1000010\n",
-            store_rows(&cluster.url(), LEASE_MS).replace("- insert:\n", "")
+            store_rows(&cluster.url(), LEASE_MS)
         ),
     )?;
     let mut samples = Vec::new();

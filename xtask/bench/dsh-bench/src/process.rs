@@ -26,8 +26,11 @@ pub(crate) struct Host {
 
 impl Host {
     pub(crate) fn start(home: &Path, args: &[&str]) -> anyhow::Result<Self> {
+        // In the scratch home: a session made without `--cwd` works in the host's directory,
+        // which the undo recorder then copies whole (the repository, its build folder too).
         let mut child = Command::new(exe_dir().join("dsh-host"))
             .args(args)
+            .current_dir(home)
             .env("DSH_HOME", home)
             .env("DSH_LOG", "warn")
             .stdout(Stdio::piped())
