@@ -28,7 +28,10 @@
 //! Limits, said plainly:
 //! - Only the call's working directory is recorded (not `/tmp`, not extra writable roots);
 //!   directories named `.git` are never entered nor touched; the excluded paths (the dsh
-//!   home) neither; names that are not UTF-8 are skipped.
+//!   home) neither; names that are not UTF-8 are skipped. What the workspace's own `.gitignore`
+//!   ignores (a build folder, `node_modules`) is not recorded unless `recordIgnored` (the first
+//!   call would copy a whole `target/` into the store); the `.gitignore` files of subfolders
+//!   are not read.
 //! - A file over `maxFileBytes` has no snapshot: a turn that changed it cannot be undone (the
 //!   undo says so, naming it). A workspace over `maxEntries` is not recorded at all: its calls
 //!   log `undo/change` with the reason, and their turns cannot be undone.
@@ -93,6 +96,11 @@ pub struct UndoConfig {
     pub max_file_bytes: Option<u64>,
     /// A workspace with more entries is not recorded (default 200,000).
     pub max_entries: Option<usize>,
+    /// Record the paths the workspace's `.gitignore` ignores too (default false: a build
+    /// folder or `node_modules` is neither copied nor watched, and a change in it cannot be
+    /// undone).
+    #[serde(default)]
+    pub record_ignored: bool,
     /// Tools whose calls are not scanned (default: read, glob, grep, todo_write, job_output,
     /// job_list, ask_user_question, list_agents).
     pub read_only_tools: Option<Vec<String>>,
@@ -199,6 +207,7 @@ impl Plugin for UndoPlugin {
         let store = config.store.map_or_else(default_store, PathBuf::from);
         let limits = Limits {
             exclude,
+            record_ignored: config.record_ignored,
             max_file_bytes: config.max_file_bytes.unwrap_or(16 << 20),
             max_entries: config.max_entries.unwrap_or(200_000),
         };

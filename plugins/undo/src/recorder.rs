@@ -45,6 +45,8 @@ struct Workspace {
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
     pub(crate) exclude: Vec<PathBuf>,
+    /// Record what the workspace's `.gitignore` ignores too.
+    pub(crate) record_ignored: bool,
     pub(crate) max_file_bytes: u64,
     pub(crate) max_entries: usize,
 }
@@ -74,6 +76,18 @@ impl Drop for Recording {
     }
 }
 
+/// The rules of `root/.gitignore`, when it has one that reads (a broken line is skipped, as
+/// git skips it).
+fn gitignore_of(root: &Path) -> Option<Arc<ignore::gitignore::Gitignore>> {
+    let file = root.join(".gitignore");
+    if !file.is_file() {
+        return None;
+    }
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    let _ = builder.add(&file);
+    builder.build().ok().map(Arc::new)
+}
+
 impl Recorder {
     pub(crate) fn new(store: Store, limits: Limits) -> Self {
         Self {
@@ -89,6 +103,10 @@ impl Recorder {
         Scope {
             root: root.to_path_buf(),
             exclude,
+            ignored: match self.limits.record_ignored {
+                true => None,
+                false => gitignore_of(root),
+            },
             max_file_bytes: self.limits.max_file_bytes,
             max_entries: self.limits.max_entries,
         }

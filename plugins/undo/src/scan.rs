@@ -179,6 +179,17 @@ fn excluded(scope: &Scope, item: &fs::DirEntry) -> bool {
         .any(|excluded| path.starts_with(excluded))
 }
 
+/// Whether the workspace's `.gitignore` ignores `item` (under `prefix`, relative to the root).
+/// An ignored folder is not entered, so what is under it is never read.
+fn ignored(scope: &Scope, prefix: &str, item: &fs::DirEntry) -> bool {
+    let Some(rules) = &scope.ignored else {
+        return false;
+    };
+    let is_dir = item.file_type().is_ok_and(|kind| kind.is_dir());
+    let relative = Path::new(prefix).join(item.file_name());
+    rules.matched(&relative, is_dir).is_ignore()
+}
+
 /// Why a scan could not be made.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ScanError {
@@ -200,6 +211,9 @@ pub(crate) enum ScanError {
 pub(crate) struct Scope {
     pub(crate) root: PathBuf,
     pub(crate) exclude: Vec<PathBuf>,
+    /// What the workspace's own `.gitignore` ignores (a build folder, `node_modules`): not
+    /// recorded, as git would not keep it either.
+    pub(crate) ignored: Option<std::sync::Arc<ignore::gitignore::Gitignore>>,
     pub(crate) max_file_bytes: u64,
     pub(crate) max_entries: usize,
 }
@@ -339,7 +353,7 @@ pub(crate) fn scan(
         for item in listing.flatten() {
             let name = item.file_name();
             let Some(name) = name.to_str() else { continue };
-            if name == ".git" || excluded(scope, &item) {
+            if name == ".git" || excluded(scope, &item) || ignored(scope, &prefix, &item) {
                 continue;
             }
             // From the open directory (`fstatat`), not resolving the whole path again.

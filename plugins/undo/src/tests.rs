@@ -25,6 +25,7 @@ fn recorder(dir: &Path) -> Recorder {
         Store::new(dir.join("store")),
         Limits {
             exclude: Vec::new(),
+            record_ignored: false,
             max_file_bytes: 1 << 20,
             max_entries: 100_000,
         },
@@ -227,4 +228,45 @@ fn renames_deep_edits_and_removed_trees_come_back_exactly() {
     revert(&[&event, &later], &recorder.store, 1 << 20).unwrap();
     assert_eq!(tree(&work), before);
     let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn what_the_gitignore_ignores_is_neither_copied_nor_recorded() {
+    let dir = scratch("ignored");
+    let work = dir.join("work");
+    fs::write(work.join(".gitignore"), "target/\n*.log\n").unwrap();
+    fs::create_dir_all(work.join("target/debug")).unwrap();
+    fs::write(work.join("target/debug/big"), "build output").unwrap();
+    fs::write(work.join("kept.rs"), "fn main() {}").unwrap();
+    let recorder = recorder(&dir);
+    let event = call(&recorder, &work, 1, || {
+        fs::write(work.join("target/debug/big"), "rebuilt").unwrap();
+        fs::write(work.join("run.log"), "noise").unwrap();
+        fs::write(work.join("kept.rs"), "fn main() { go() }").unwrap();
+    });
+    let paths: Vec<&str> = event.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["kept.rs"], "{paths:?}");
+    // Nothing of the build folder reached the store: only the two versions of kept.rs and
+    // the .gitignore.
+    let objects = walk_files(&dir.join("store"));
+    assert!(
+        objects.len() <= 3,
+        "{} objects stored: {objects:?}",
+        objects.len()
+    );
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match path.is_dir() {
+                true => pending.push(path),
+                false => found.push(path),
+            }
+        }
+    }
+    found
 }
