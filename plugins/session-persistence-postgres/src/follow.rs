@@ -43,10 +43,7 @@ pub(crate) async fn view(store: &Store, id: &str) -> Result<StoredSession, Sessi
         .inner
         .db
         .transaction(RVec::from(vec![
-            PgStatement::new(
-                dsh_session_pg::SELECT_HEADER,
-                vec![PgValue::text(id)],
-            ),
+            PgStatement::new(dsh_session_pg::SELECT_HEADER, vec![PgValue::text(id)]),
             PgStatement::new(
                 "SELECT line FROM dsh_events WHERE session = $1 ORDER BY seq",
                 vec![PgValue::text(id)],

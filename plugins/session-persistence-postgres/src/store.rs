@@ -20,7 +20,7 @@ use dsh_sessions_seam::{
 };
 
 use crate::Config;
-use crate::schema::{EVENTS_CHANNEL, LEASE_HELD};
+use crate::schema::LEASE_HELD;
 
 pub(crate) fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
     SessionError::new(kind, message)
@@ -167,8 +167,8 @@ impl Store {
             return Ok(());
         }
         let unwritten = lock(&stored.unwritten).clone();
-        let statements = self.batch_statements(stored, unwritten.as_ref(), &batch);
-        let committed = self.inner.db.transaction(statements).await.into_result();
+        let statement = self.batch_statement(stored, unwritten.as_ref(), &batch);
+        let committed = self.inner.db.query(statement).await.into_result();
         match committed {
             Ok(_) => {
                 lock(&stored.unwritten).take();
@@ -191,43 +191,15 @@ impl Store {
         }
     }
 
-    /// One batch as one transaction: the session's row (first batch), the lease renewed (or
-    /// refused), the events, the listing columns, the announcement.
-    fn batch_statements(
+    /// One batch as one statement (`dsh_append`: one round trip, atomic): the session's row
+    /// (first batch), the lease renewed (or refused), the events, the listing columns, the
+    /// announcement.
+    fn batch_statement(
         &self,
         stored: &Stored,
         unwritten: Option<&SessionHeader>,
         batch: &[RArc<EventRecord>],
-    ) -> RVec<PgStatement> {
-        let id = stored.id.as_str();
-        let mut statements = RVec::new();
-        if let Some(header) = unwritten {
-            statements.push(PgStatement::new(
-                dsh_session_pg::INSERT_SESSION,
-                vec![
-                    PgValue::text(id),
-                    PgValue::text(header.to_line()),
-                    header.cwd.clone().map_or(PgValue::Null, PgValue::text),
-                    PgValue::Int(header.created_at),
-                ],
-            ));
-        }
-        statements.push(hold(id, &self.inner.owner, self.inner.lease_ms));
-        statements.push(PgStatement::new(
-            dsh_session_pg::INSERT_EVENTS,
-            vec![
-                PgValue::text(id),
-                PgValue::Ints(
-                    batch
-                        .iter()
-                        .map(|r| i64::try_from(r.seq).unwrap_or(i64::MAX))
-                        .collect(),
-                ),
-                PgValue::Texts(batch.iter().map(|r| r.kind.clone()).collect()),
-                PgValue::Ints(batch.iter().map(|r| r.time).collect()),
-                PgValue::Texts(batch.iter().map(|r| r.json.clone()).collect()),
-            ],
-        ));
+    ) -> PgStatement {
         let mut listed = batch.to_vec();
         {
             let mut first = lock(&stored.first_message);
@@ -240,28 +212,29 @@ impl Store {
                 listed.insert(0, message.clone());
             }
         }
-        statements.push(PgStatement::new(
-            "UPDATE dsh_sessions SET updated_at = dsh_now_ms(),
-                title = coalesce($2, title), active_at = coalesce($3, active_at)
-             WHERE id = $1",
+        let text_or_null = |value: Option<String>| value.map_or(PgValue::Null, PgValue::text);
+        PgStatement::new(
+            dsh_session_pg::APPEND_BATCH,
             vec![
-                PgValue::text(id),
-                listed_title(&listed).map_or(PgValue::Null, PgValue::text),
+                PgValue::text(&stored.id),
+                PgValue::text(&self.inner.owner),
+                PgValue::Int(self.inner.lease_ms),
+                PgValue::Ints(
+                    batch
+                        .iter()
+                        .map(|r| i64::try_from(r.seq).unwrap_or(i64::MAX))
+                        .collect(),
+                ),
+                PgValue::Texts(batch.iter().map(|r| r.kind.clone()).collect()),
+                PgValue::Ints(batch.iter().map(|r| r.time).collect()),
+                PgValue::Texts(batch.iter().map(|r| r.json.clone()).collect()),
+                text_or_null(listed_title(&listed)),
                 last_activity(batch).map_or(PgValue::Null, PgValue::Int),
+                text_or_null(unwritten.map(SessionHeader::to_line)),
+                text_or_null(unwritten.and_then(|header| header.cwd.clone())),
+                unwritten.map_or(PgValue::Null, |header| PgValue::Int(header.created_at)),
             ],
-        ));
-        let (first, last) = (
-            batch.first().map_or(0, |r| r.seq),
-            batch.last().map_or(0, |r| r.seq),
-        );
-        statements.push(PgStatement::new(
-            "SELECT 1 FROM pg_notify($1, $2)",
-            vec![
-                PgValue::text(EVENTS_CHANNEL),
-                PgValue::text(format!("{id} {first} {last}")),
-            ],
-        ));
-        statements
+        )
     }
 
     /// Renews the leases of the sessions open here, a third of a lease apart, for as long as
@@ -339,10 +312,7 @@ impl Store {
         let answers = db
             .transaction(RVec::from(vec![
                 hold(&id, &self.inner.owner, self.inner.lease_ms),
-                PgStatement::new(
-                    dsh_session_pg::SELECT_LINES,
-                    vec![PgValue::text(&id)],
-                ),
+                PgStatement::new(dsh_session_pg::SELECT_LINES, vec![PgValue::text(&id)]),
             ]))
             .await
             .into_result()

@@ -65,6 +65,27 @@ pub const STATEMENTS: &[&str] = &[
         END IF;
         RETURN 1;
      END $$",
+    // One batch of a session in one statement (so one round trip, and atomic as any single
+    // statement is): its row first if `hdr` is given, the lease held (or 55P03), the events,
+    // the listing columns, the announcement `<session> <first> <last>` on `dsh_events`.
+    "CREATE OR REPLACE FUNCTION dsh_append(s text, who text, ms bigint, seqs bigint[],
+        kinds text[], times bigint[], lines text[], new_title text, active bigint,
+        hdr text, dir text, created bigint) RETURNS int LANGUAGE plpgsql AS $$
+     BEGIN
+        IF hdr IS NOT NULL THEN
+            INSERT INTO dsh_sessions (id, header, cwd, created_at, updated_at)
+            VALUES (s, hdr, dir, created, dsh_now_ms());
+        END IF;
+        PERFORM dsh_hold_lease(s, who, ms);
+        INSERT INTO dsh_events (session, seq, kind, time, line)
+        SELECT s, * FROM unnest(seqs, kinds, times, lines);
+        UPDATE dsh_sessions SET updated_at = dsh_now_ms(),
+            title = coalesce(new_title, title), active_at = coalesce(active, active_at)
+        WHERE id = s;
+        PERFORM pg_notify('dsh_events',
+            s || ' ' || seqs[1] || ' ' || seqs[array_length(seqs, 1)]);
+        RETURN array_length(seqs, 1);
+     END $$",
 ];
 
 /// A new session's row, written with its first batch: `$1` id, `$2` header line, `$3` cwd (or
@@ -91,3 +112,10 @@ pub const SELECT_HEADER: &str =
 
 /// Session `$1`'s events in order: seq, then the JSON line.
 pub const SELECT_LINES: &str = "SELECT seq, line FROM dsh_events WHERE session = $1 ORDER BY seq";
+
+/// One batch of session `$1` (see `dsh_append` in [`STATEMENTS`]): `$2` the owner, `$3` the
+/// lease in ms, `$4`..`$7` seqs, kinds, times and lines, `$8` the listed title (or null), `$9`
+/// the last activity (or null), and for a session's first batch `$10` its header line, `$11`
+/// its cwd, `$12` its creation time (nulls otherwise).
+pub const APPEND_BATCH: &str = "SELECT dsh_append($1, $2, $3, $4::bigint[], $5::text[], \
+     $6::bigint[], $7::text[], $8, $9, $10, $11, $12)";

@@ -2,7 +2,7 @@
 //! only when named: it starts a throwaway cluster, with fsync on, under the temp dir, on the
 //! same disk as the JSONL logs it is compared with):
 //! - appends per second in batches of 1 and of 1,000, each batch durable before the next (a
-//!   synced JSONL write; a PostgreSQL transaction of the store's statements);
+//!   synced JSONL write; the store's one statement a batch, `dsh_append`);
 //! - loading a 100,000-event session (read and parsed into the log, history derived);
 //! - a step's overhead with the checkpoints, a real headless turn of the instant model;
 //! - 1,000 sessions of the instant model across two hosts on one database: steps per second,
@@ -98,23 +98,17 @@ fn appends(cluster: &Cluster, dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Events per second written to session `id` in transactions of `batch` events, each as the
-/// store commits a batch: the lease held, the rows, the announcement.
+/// Events per second written to session `id` in batches of `batch` events, each committed as
+/// the store commits one: `dsh_append` (the lease held, the rows, the announcement).
 fn pg_appends(
     cluster: &Cluster,
     id: &str,
     events: &[SessionEvent],
     batch: usize,
 ) -> anyhow::Result<f64> {
-    let (runtime, mut client) = connect(cluster)?;
+    let (runtime, client) = connect(cluster)?;
     runtime.block_on(async {
         let header = SessionHeader::new(id, 1).to_line();
-        client
-            .execute(
-                dsh_session_pg::INSERT_SESSION,
-                &[&id, &header, &None::<String>, &1_i64],
-            )
-            .await?;
         let lines: Vec<String> = events
             .iter()
             .map(serde_json::to_string)
@@ -129,27 +123,31 @@ fn pg_appends(
                 .iter()
                 .map(String::as_str)
                 .collect();
-            let transaction = client.transaction().await?;
-            transaction
+            // The session's row with its first batch, as the store writes it.
+            let first = index == 0;
+            let (hdr, created) = match first {
+                true => (Some(header.as_str()), Some(1_i64)),
+                false => (None, None),
+            };
+            client
                 .query(
-                    "SELECT dsh_hold_lease($1, $2, $3)",
-                    &[&id, &"bench", &10_000_i64],
+                    dsh_session_pg::APPEND_BATCH,
+                    &[
+                        &id,
+                        &"bench",
+                        &10_000_i64,
+                        &seqs,
+                        &kinds,
+                        &times,
+                        &texts,
+                        &None::<&str>,
+                        &None::<i64>,
+                        &hdr,
+                        &None::<&str>,
+                        &created,
+                    ],
                 )
                 .await?;
-            transaction
-                .execute(
-                    dsh_session_pg::INSERT_EVENTS,
-                    &[&id, &seqs, &kinds, &times, &texts],
-                )
-                .await?;
-            let payload = format!("{id} {} {}", seqs[0], seqs[seqs.len() - 1]);
-            transaction
-                .query(
-                    "SELECT 1 FROM pg_notify($1, $2)",
-                    &[&dsh_session_pg::EVENTS_CHANNEL, &payload],
-                )
-                .await?;
-            transaction.commit().await?;
         }
         anyhow::Ok(events.len() as f64 / started.elapsed().as_secs_f64())
     })
