@@ -250,6 +250,24 @@ fn a_turn_is_stored_as_rows_and_resumes_lists_searches_and_trashes() {
         listed(&web).iter().any(|row| row["id"] == id.as_str()),
         "restored but not listed"
     );
+    // The page's download: the archive made from the rows loads into a home on JSONL.
+    let (head, body) = crate::export::web::get_bytes(
+        &web.address,
+        &format!("/export?session={id}"),
+        &[("Authorization", &web.bearer)],
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let inside = crate::export::entries(&body);
+    let manifest: Value = serde_json::from_slice(&inside[0].1).unwrap();
+    assert_eq!(manifest["session"], id.as_str());
+    assert!(String::from_utf8_lossy(&inside[1].1).contains("marmot answer"));
+    let file = dir.join("downloaded.tar.zst");
+    std::fs::write(&file, &body).unwrap();
+    let imported = crate::export::host(
+        &dir.join("other-home"),
+        &["session", "import", file.to_str().unwrap()],
+    );
+    assert_eq!(imported.code, Some(0), "{imported:?}");
     assert_eq!(web.host.stop(), Some(0));
 }
 
@@ -491,5 +509,63 @@ fn a_page_on_a_second_host_follows_a_turn_the_first_host_runs() {
     let after = web.call("session.history", &json!({"sessionId": id}));
     assert!(after["lastSeq"].as_u64().unwrap() >= stored_last.parse::<u64>().unwrap());
     assert_eq!(after["running"], false, "{after}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn a_session_another_host_only_showed_is_free_again_after_a_lease() {
+    let Some(cluster) = cluster("postgres::a_session_another_host_only_showed") else {
+        return;
+    };
+    let lease_ms = 1_500;
+    let dir_a = home_on("pg-shown-a", &cluster, lease_ms);
+    let dir_b = home_on("pg-shown-b", &cluster, lease_ms);
+    let server = FakeDeepSeek::start(vec![Reply::text("first"), Reply::text("second")]);
+    let ran = run(&dir_a, &server.url(), &[], "hello");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let id = ran.session;
+    // Host B's page shows the session: B opens it (and so holds its lease), writes nothing.
+    let mut web = dsh_tests::web::start(&server, &dir_b);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let answer = web.try_call("session.history", &json!({"sessionId": id}));
+        if answer["ok"] == true {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no history: {answer}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let holder = cluster
+        .psql(&format!(
+            "SELECT owner FROM dsh_leases WHERE session = '{id}'"
+        ))
+        .unwrap();
+    assert!(!holder.is_empty(), "host B holds the session it opened");
+    // Host A goes on with it once B's idle lease lapses (B runs no turn in it).
+    let shown_at = Instant::now();
+    let resumed = loop {
+        let resumed = run(&dir_a, &server.url(), &["--resume", &id], "go on");
+        if resumed.code == Some(0) {
+            break resumed;
+        }
+        assert!(
+            resumed.stderr.contains("is held by host"),
+            "{}",
+            resumed.stderr
+        );
+        assert!(
+            shown_at.elapsed() < Duration::from_millis(lease_ms * 8),
+            "host B kept the session it only showed"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        resumed
+            .events
+            .iter()
+            .any(|event| event["type"] == "turn/end"),
+        "the resumed turn ran"
+    );
+    check_stored(&cluster, &dir_a, &id);
     assert_eq!(web.host.stop(), Some(0));
 }

@@ -8,6 +8,7 @@
 //! follow a session they do not own. The database is reached through the host's `postgres`
 //! service (plugins own no runtime).
 
+mod export;
 mod follow;
 mod listing;
 mod schema;
@@ -15,7 +16,10 @@ mod store;
 
 use dsh_plugin_api::io::postgres::{POSTGRES_SERVICE, PostgresService};
 use dsh_plugin_api::prelude::*;
-use dsh_sessions_seam::{SESSION_FLUSH, SESSION_PERSISTENCE_SERVICE, SessionStore_TO};
+use dsh_sessions_seam::{
+    SESSION_ARCHIVE_SERVICE, SESSION_FLUSH, SESSION_PERSISTENCE_SERVICE, SessionArchive_TO,
+    SessionStore_TO,
+};
 
 use crate::store::Store;
 
@@ -42,6 +46,24 @@ pub struct Config {
     /// The name this host holds leases under (default: hostname, pid and start time).
     #[serde(default)]
     pub owner: Option<String>,
+    /// The attachment store whose images an export carries (default `$DSH_HOME/attachments`);
+    /// exports without a path go to `exports/` beside it.
+    #[serde(default)]
+    pub attachments: Option<String>,
+}
+
+/// `$DSH_HOME/attachments`, where the base bundle keeps the images.
+fn default_attachments() -> std::path::PathBuf {
+    let home = std::env::var_os("DSH_HOME").map_or_else(
+        || {
+            std::env::var_os("HOME")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir)
+                .join(".dsh-host")
+        },
+        std::path::PathBuf::from,
+    );
+    home.join("attachments")
 }
 
 fn default_pool() -> u32 {
@@ -71,7 +93,8 @@ pub struct PostgresPersistencePlugin;
 
 impl Plugin for PostgresPersistencePlugin {
     const NAME: &'static str = "session-persistence-postgres";
-    const PROVIDES: &'static [&'static str] = &[SESSION_PERSISTENCE_SERVICE];
+    const PROVIDES: &'static [&'static str] =
+        &[SESSION_PERSISTENCE_SERVICE, SESSION_ARCHIVE_SERVICE];
     const INJECT: &'static [&'static str] = &[POSTGRES_SERVICE];
     type Config = Config;
 
@@ -127,6 +150,18 @@ impl Plugin for PostgresPersistencePlugin {
             }
             on_dispose.release_all().await;
         })?;
+        let exporter = export::Exporter {
+            ctx: ctx.clone(),
+            store: store.clone(),
+            attachments: config
+                .attachments
+                .as_ref()
+                .map_or_else(default_attachments, std::path::PathBuf::from),
+        };
+        ctx.provide(
+            SESSION_ARCHIVE_SERVICE,
+            SessionArchive_TO::from_value(exporter, abi_stable::sabi_trait::TD_Opaque),
+        )?;
         ctx.provide(
             SESSION_PERSISTENCE_SERVICE,
             SessionStore_TO::from_value(store, abi_stable::sabi_trait::TD_Opaque),

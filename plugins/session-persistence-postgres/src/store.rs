@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RArc, RErr, RNone, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
@@ -12,7 +12,7 @@ use dsh_plugin_api::io::postgres::{
     PgDatabaseBox, PgError, PgErrorKind, PgRows, PgStatement, PgValue,
 };
 use dsh_plugin_api::{Channel, Context, EmitEvent, Json, PluginError, lock};
-use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
+use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent, kinds};
 use dsh_session_jsonl::SessionHeader;
 use dsh_sessions_seam::{
     EventRecord, SESSION_REMOTE_EVENT, SessionError, SessionErrorKind, SessionStore, StoredSession,
@@ -68,6 +68,21 @@ struct Stored {
     /// The session's first human message: a fallback title is made of its first words and may
     /// land in a later batch than the message.
     first_message: Mutex<Option<RArc<EventRecord>>>,
+    /// A turn of it runs (its last `turn/start` has no `turn/end` yet).
+    turn_open: AtomicBool,
+    /// When it last had events to write.
+    last_append: Mutex<Instant>,
+}
+
+impl Stored {
+    /// Whether its lease is renewed: while a turn runs (a wait for a person appends nothing
+    /// for minutes), and for one lease after its last events. An idle session's lease lapses,
+    /// so another host can take a session this one only opened to show; should this host
+    /// write it again, its next batch takes the lease back, or is refused naming the host
+    /// that took it.
+    fn keeps_its_lease(&self, lease: Duration) -> bool {
+        self.turn_open.load(Ordering::Acquire) || lock(&self.last_append).elapsed() < lease
+    }
 }
 
 fn is_human_message(record: &EventRecord) -> bool {
@@ -237,16 +252,18 @@ impl Store {
         )
     }
 
-    /// Renews the leases of the sessions open here, a third of a lease apart, for as long as
-    /// the plugin runs. A lease that cannot be renewed is reported; the next batch of that
+    /// Renews the leases of the sessions open here that keep them (see
+    /// [`Stored::keeps_its_lease`]), a third of a lease apart, for as long as the plugin runs. A lease that cannot be renewed is reported; the next batch of that
     /// session is then refused, so nothing is written over another host's work.
     pub(crate) async fn renew_leases(self) {
         let every = Duration::from_millis(u64::try_from(self.inner.lease_ms / 3).unwrap_or(100));
         loop {
             self.inner.ctx.sleep(every).await;
+            let lease = Duration::from_millis(u64::try_from(self.inner.lease_ms).unwrap_or(0));
             let held: Vec<String> = lock(&self.inner.sessions)
                 .values()
                 .filter(|stored| lock(&stored.unwritten).is_none())
+                .filter(|stored| stored.keeps_its_lease(lease))
                 .map(|stored| stored.id.clone())
                 .collect();
             for id in held {
@@ -289,6 +306,8 @@ impl Store {
             armed: AtomicBool::new(false),
             draining: tokio::sync::Mutex::new(()),
             first_message: Mutex::new(None),
+            turn_open: AtomicBool::new(false),
+            last_append: Mutex::new(Instant::now()),
         });
         lock(&self.inner.sessions).insert(id.to_owned(), stored);
     }
@@ -374,6 +393,14 @@ impl SessionStore for Store {
             Ok(stored) => stored,
             Err(problem) => return RErr(problem),
         };
+        for record in events.iter() {
+            match record.kind.as_str() {
+                kinds::TURN_START => stored.turn_open.store(true, Ordering::Release),
+                kinds::TURN_END => stored.turn_open.store(false, Ordering::Release),
+                _ => {}
+            }
+        }
+        *lock(&stored.last_append) = Instant::now();
         lock(&stored.queue).extend(events);
         if !stored.armed.swap(true, Ordering::AcqRel) {
             let store = self.clone();

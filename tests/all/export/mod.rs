@@ -7,7 +7,7 @@
 //! web session writes the archive where it says, the page's download route sends it, and in
 //! Chromium the session menu's Export downloads it (`web`).
 
-mod web;
+pub(crate) mod web;
 
 use std::path::{Path, PathBuf};
 
@@ -49,12 +49,12 @@ fn session_with_a_child(dir: &TestDir) -> (String, String) {
     (parent, child)
 }
 
-fn host(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn host(home: &Path, args: &[&str]) -> Output {
     run_host(home, args)
 }
 
 /// The entries of an archive, in order.
-fn entries(archive: &[u8]) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn entries(archive: &[u8]) -> Vec<(String, Vec<u8>)> {
     let tar_bytes = zstd::decode_all(archive).unwrap();
     let mut reader = tar::Archive::new(tar_bytes.as_slice());
     reader

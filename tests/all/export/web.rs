@@ -48,7 +48,7 @@ fn export_in_a_web_session_writes_the_archive() {
 }
 
 /// `GET path` with `headers`, the response's head as text and its body as bytes.
-fn get_bytes(address: &str, path: &str, headers: &[(&str, &str)]) -> (String, Vec<u8>) {
+pub(crate) fn get_bytes(address: &str, path: &str, headers: &[(&str, &str)]) -> (String, Vec<u8>) {
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(20)))

@@ -8,9 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dsh_session_jsonl::{
-    Encoding, ListedSession, encode_lines, encode_session_id, find_session, list_sessions_any,
+    Encoding, SessionHeader, encode_lines, encode_session_id, find_session, list_sessions_any,
     read_session,
 };
+use dsh_session_log::SessionEvent;
 
 use crate::Stores;
 use crate::attachments::{attachment_file, attachment_hex, attachment_ids};
@@ -61,78 +62,109 @@ fn find(root: &Path, id: &str) -> Result<PathBuf, ArchiveError> {
     })
 }
 
-/// `id` and its subagents' sessions, a child after its parent (depth first, each level in
-/// creation order).
-fn tree(root: &Path, id: &str) -> Result<Vec<(String, Option<String>)>, ArchiveError> {
-    let listing = list_sessions_any(root)?;
-    let mut children: HashMap<String, Vec<&ListedSession>> = HashMap::new();
-    for listed in &listing.sessions {
-        if listed.header.origin.as_deref() == Some("subagent")
-            && let Some(parent) = &listed.header.parent_session
+/// `id` and its subagents' sessions among `headers`, a child after its parent (depth first,
+/// each level in creation order), each with its parent in the archive.
+pub fn subagent_tree(id: &str, headers: &[SessionHeader]) -> Vec<(String, Option<String>)> {
+    let mut children: HashMap<&str, Vec<&SessionHeader>> = HashMap::new();
+    for header in headers {
+        if header.origin.as_deref() == Some("subagent")
+            && let Some(parent) = &header.parent_session
         {
-            children.entry(parent.clone()).or_default().push(listed);
+            children.entry(parent.as_str()).or_default().push(header);
         }
     }
     for list in children.values_mut() {
-        list.sort_by(|a, b| {
-            (a.header.created_at, &a.header.id).cmp(&(b.header.created_at, &b.header.id))
-        });
+        list.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     }
-    let mut order = Vec::new();
+    let mut order: Vec<(String, Option<String>)> = Vec::new();
     let mut stack = vec![(id.to_owned(), None)];
     while let Some((next, parent)) = stack.pop() {
         // A header naming an ancestor as its child cannot loop the walk.
         if order.iter().any(|(seen, _)| *seen == next) {
             continue;
         }
-        if let Some(list) = children.get(&next) {
+        if let Some(list) = children.get(next.as_str()) {
             stack.extend(
                 list.iter()
                     .rev()
-                    .map(|child| (child.header.id.clone(), Some(next.clone()))),
+                    .map(|child| (child.id.clone(), Some(next.clone()))),
             );
         }
         order.push((next, parent));
     }
-    Ok(order)
+    order
+}
+
+/// `id` and its subagents' sessions under `root`.
+fn tree(root: &Path, id: &str) -> Result<Vec<(String, Option<String>)>, ArchiveError> {
+    let listing = list_sessions_any(root)?;
+    let headers: Vec<SessionHeader> = listing.sessions.into_iter().map(|l| l.header).collect();
+    Ok(subagent_tree(id, &headers))
+}
+
+/// One log an archive carries: its id, its parent in the archive (a subagent's), its header
+/// and its events, from whichever store keeps it.
+#[derive(Debug)]
+pub struct ArchivedLog {
+    pub id: String,
+    pub parent: Option<String>,
+    pub header: SessionHeader,
+    pub events: Vec<SessionEvent>,
 }
 
 /// Builds the archive of stored session `id` (`now` stamps the manifest, epoch milliseconds).
 pub fn export_session(stores: &Stores, id: &str, now: i64) -> Result<Exported, ArchiveError> {
     // The session itself first: an unknown id is "not found", not an empty tree.
     find(&stores.sessions, id)?;
+    let mut logs = Vec::new();
+    for (session, parent) in tree(&stores.sessions, id)? {
+        let read = read_session(&find(&stores.sessions, &session)?)?;
+        logs.push(ArchivedLog {
+            id: session,
+            parent,
+            header: read.header,
+            events: read.events,
+        });
+    }
+    export_logs(id, &logs, &stores.attachments, now)
+}
+
+/// Builds the archive of session `id` from `logs` (it first, its subagents' after) and the
+/// images they refer to, read from the attachment store `attachments`.
+pub fn export_logs(
+    id: &str,
+    logs: &[ArchivedLog],
+    attachments_dir: &Path,
+    now: i64,
+) -> Result<Exported, ArchiveError> {
     let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
     let mut sessions = Vec::new();
     let mut referenced = std::collections::BTreeSet::new();
-    for (session, parent) in tree(&stores.sessions, id)? {
-        let path = find(&stores.sessions, &session)?;
-        let read = read_session(&path)?;
-        let data: Vec<&serde_json::Value> = read.events.iter().map(|event| &event.data).collect();
+    for log in logs {
+        let data: Vec<&serde_json::Value> = log.events.iter().map(|event| &event.data).collect();
         referenced.extend(attachment_ids(data));
-        let mut text = read.header.to_line();
+        let mut text = log.header.to_line();
         text.push('\n');
-        text.push_str(&encode_lines(&read.events, true).map_err(|source| {
-            ArchiveError::Encode {
-                id: session.clone(),
+        text.push_str(
+            &encode_lines(&log.events, true).map_err(|source| ArchiveError::Encode {
+                id: log.id.clone(),
                 source,
-            }
-        })?);
-        let entry = format!("sessions/{}.jsonl", encode_session_id(&session)?);
+            })?,
+        );
+        let entry = format!("sessions/{}.jsonl", encode_session_id(&log.id)?);
         sessions.push(ManifestSession {
-            id: session,
-            parent,
+            id: log.id.clone(),
+            parent: log.parent.clone(),
             path: entry.clone(),
-            events: read.events.len() as u64,
+            events: log.events.len() as u64,
         });
         entries.push((entry, text.into_bytes()));
     }
     let mut attachments = Vec::new();
     let mut missing = Vec::new();
     for id in referenced {
-        let (Some(file), Some(hex)) = (
-            attachment_file(&stores.attachments, &id),
-            attachment_hex(&id),
-        ) else {
+        let (Some(file), Some(hex)) = (attachment_file(attachments_dir, &id), attachment_hex(&id))
+        else {
             missing.push(id);
             continue;
         };

@@ -37,7 +37,7 @@ pub use unpack::MAX_UNPACKED;
 
 pub use attachments::{attachment_file, attachment_ids};
 pub use error::ArchiveError;
-pub use export::{Exported, export_session, write_file};
+pub use export::{ArchivedLog, Exported, export_logs, export_session, subagent_tree, write_file};
 pub use import::{ImportOptions, Imported, ImportedSession, import_archive, root_encoding};
 pub use manifest::{
     FORMAT, FORMAT_VERSION, MANIFEST_PATH, Manifest, ManifestAttachment, ManifestEntry,
