@@ -381,11 +381,11 @@ fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
             .ok_or_else(|| anyhow::anyhow!("short /proc/{pid}/stat"))?
             .parse::<f64>()?)
     };
-    // SAFETY: sysconf has no preconditions.
     #[allow(
         unsafe_code,
         reason = "sysconf(_SC_CLK_TCK), the unit of /proc/PID/stat times"
     )]
+    // SAFETY: sysconf has no preconditions.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     Ok((ticks(11)? + ticks(12)?) / per_second)
 }
