@@ -39,9 +39,7 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
         Some("presets") => return presets::alone(root),
         Some("postgres") => return postgres::alone(root),
         Some(group) => {
-            bail!(
-                "unknown benchmark group `{group}` (known: runtime, acp, tui, presets, postgres)"
-            )
+            bail!("unknown benchmark group `{group}` (known: runtime, acp, tui, presets, postgres)")
         }
     }
     crate::timed("build release", || {
@@ -131,6 +129,16 @@ fn parse_lines(text: &str) -> Figures {
             Some((name.to_owned(), value))
         })
         .collect()
+}
+
+/// A figure in a table cell: whole above 100, two decimals above 1, three below; `-` for none.
+fn shown(value: Option<f64>) -> String {
+    match value {
+        Some(value) if value >= 100.0 => format!("{value:.0}"),
+        Some(value) if value >= 1.0 => format!("{value:.2}"),
+        Some(value) => format!("{value:.3}"),
+        None => "-".to_owned(),
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

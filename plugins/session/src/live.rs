@@ -47,7 +47,7 @@ pub(crate) struct LiveSession {
 }
 
 /// The preset an `agent-preset/selected` event switches to.
-pub(crate) fn selected_preset(event: &SessionEvent) -> Option<String> {
+fn selected_preset(event: &SessionEvent) -> Option<String> {
     if event.kind != dsh_protocol::kinds::AGENT_PRESET_SELECTED {
         return None;
     }
@@ -100,6 +100,27 @@ fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionE
     Ok(event)
 }
 
+/// The records readers share of a loaded `log`, and the preset it runs: the last
+/// `agent-preset/selected`, else the header's.
+pub(crate) fn records_and_preset(
+    id: &str,
+    log: &SessionLog,
+    header_preset: Option<String>,
+) -> Result<(Vec<RArc<EventRecord>>, Option<String>), SessionError> {
+    let records = log
+        .events()
+        .iter()
+        .map(|event| record_of(id, event))
+        .collect::<Result<Vec<_>, _>>()?;
+    let preset = log
+        .events()
+        .iter()
+        .rev()
+        .find_map(|event| selected_preset(event))
+        .or(header_preset);
+    Ok((records, preset))
+}
+
 impl LiveSession {
     pub(crate) fn new(
         id: String,
@@ -107,17 +128,7 @@ impl LiveSession {
         log: SessionLog,
         wiring: Arc<Wiring>,
     ) -> Result<Arc<Self>, SessionError> {
-        let records = log
-            .events()
-            .iter()
-            .map(|event| record_of(&id, event))
-            .collect::<Result<Vec<_>, _>>()?;
-        let preset = log
-            .events()
-            .iter()
-            .rev()
-            .find_map(|event| selected_preset(event))
-            .or(header.agent_preset);
+        let (records, preset) = records_and_preset(&id, &log, header.agent_preset)?;
         Ok(Arc::new(Self {
             id,
             cwd: header.cwd,

@@ -11,7 +11,7 @@ use dsh_sessions_seam::{
     SessionErrorKind,
 };
 
-use crate::live::{View, record_of, selected_preset};
+use crate::live::{View, records_and_preset};
 
 pub(crate) struct Snapshot {
     id: String,
@@ -26,17 +26,7 @@ impl Snapshot {
         header_preset: Option<String>,
         log: SessionLog,
     ) -> Result<Self, SessionError> {
-        let records = log
-            .events()
-            .iter()
-            .map(|event| record_of(&id, event))
-            .collect::<Result<Vec<_>, _>>()?;
-        let preset = log
-            .events()
-            .iter()
-            .rev()
-            .find_map(|event| selected_preset(event))
-            .or(header_preset);
+        let (records, preset) = records_and_preset(&id, &log, header_preset)?;
         Ok(Self {
             id,
             log,

@@ -10,6 +10,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use super::shown;
+
 const RUNS: usize = 3;
 
 pub(super) const HEADING: &str = "## Sessions on PostgreSQL against JSONL (issue 26)";
@@ -104,15 +106,6 @@ fn measure(root: &Path) -> Result<BTreeMap<String, Vec<f64>>> {
         }
     }
     Ok(figures)
-}
-
-fn shown(value: Option<f64>) -> String {
-    match value {
-        Some(value) if value >= 100.0 => format!("{value:.0}"),
-        Some(value) if value >= 1.0 => format!("{value:.2}"),
-        Some(value) => format!("{value:.3}"),
-        None => "-".to_owned(),
-    }
 }
 
 fn render(figures: &BTreeMap<String, Vec<f64>>) -> String {

@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use super::shown;
+
 const RUNS: usize = 3;
 
 pub(super) const HEADING: &str =
@@ -157,15 +159,6 @@ fn median(values: &[f64]) -> Option<f64> {
     let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     sorted.sort_by(f64::total_cmp);
     sorted.get(sorted.len() / 2).copied()
-}
-
-fn shown(value: Option<f64>) -> String {
-    match value {
-        Some(value) if value >= 100.0 => format!("{value:.0}"),
-        Some(value) if value >= 1.0 => format!("{value:.2}"),
-        Some(value) => format!("{value:.3}"),
-        None => "-".to_owned(),
-    }
 }
 
 fn render(figures: &BTreeMap<String, Vec<f64>>) -> String {
