@@ -161,6 +161,35 @@ fn unusable_libraries_fail_their_row_only() {
         "{}",
         out.stdout
     );
+    // The builds that passed the layout check are recorded in the home (the next start skips
+    // the check for them); a failed one never is, so a second start refuses it the same way.
+    let record = dir.home().join(".loaded/abi-checked");
+    let passed = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(passed.lines().count() >= 2, "{passed:?}");
+    assert!(
+        passed
+            .lines()
+            .all(|line| line.split(' ').count() == 2 && line.len() > 40),
+        "{passed:?}"
+    );
+    let again = check(&dir, yaml, &["--plugin-dir", plugins.to_str().unwrap()]);
+    let layout_again = again
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("layout "))
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        layout_again.contains("too many fields (expected 6, found 7)"),
+        "{}",
+        again.stdout
+    );
+    assert!(again.stdout.contains("consumer says: Hello, world!"));
+    assert_eq!(
+        std::fs::read_to_string(&record).unwrap_or_default(),
+        passed,
+        "a pair is recorded once"
+    );
 }
 
 #[test]

@@ -5,12 +5,16 @@
 //! of the file kills the process with SIGBUS. Checking that every header and loadable segment
 //! lies inside the file turns that into an ordinary error.
 
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 
 const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
 const CLASS_64: u8 = 2;
 const LITTLE_ENDIAN: u8 = 1;
 const PT_LOAD: u64 = 1;
+const PT_NOTE: u64 = 4;
+const NT_GNU_BUILD_ID: u64 = 3;
+/// The largest note segment read for a build id (they are a few dozen bytes).
+const MAX_NOTES: u64 = 64 << 10;
 
 fn read_u16(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from(u16::from_le_bytes(
@@ -139,6 +143,57 @@ pub(crate) fn check_prefix(bytes: &[u8], len: u64) -> Result<(), ElfError> {
     Ok(())
 }
 
+/// The GNU build id of the file whose headers are `prefix` (see [`read_prefix`]): the linker's
+/// hash of the linked output, read from its note segments. `None` for a file without one.
+pub(crate) fn build_id(file: &mut (impl Read + Seek), prefix: &[u8]) -> Option<Vec<u8>> {
+    let (phoff, phentsize, phnum) = (
+        read_u64(prefix, 0x20)?,
+        read_u16(prefix, 0x36)?,
+        read_u16(prefix, 0x38)?,
+    );
+    for index in 0..phnum {
+        let header = usize::try_from(phoff + index * phentsize).ok()?;
+        if read_u32(prefix, header)? != PT_NOTE {
+            continue;
+        }
+        let (offset, size) = (
+            read_u64(prefix, header + 8)?,
+            read_u64(prefix, header + 32)?,
+        );
+        if size > MAX_NOTES {
+            continue;
+        }
+        file.seek(SeekFrom::Start(offset)).ok()?;
+        let mut notes = Vec::new();
+        file.by_ref().take(size).read_to_end(&mut notes).ok()?;
+        if let Some(id) = gnu_build_id(&notes) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// The `NT_GNU_BUILD_ID` note among `notes` (4-byte aligned name and description).
+fn gnu_build_id(notes: &[u8]) -> Option<Vec<u8>> {
+    let aligned = |n: u64| n.div_ceil(4) * 4;
+    let mut at = 0usize;
+    while at + 12 <= notes.len() {
+        let (name_size, desc_size, kind) = (
+            read_u32(notes, at)?,
+            read_u32(notes, at + 4)?,
+            read_u32(notes, at + 8)?,
+        );
+        let name_at = at + 12;
+        let desc_at = name_at + usize::try_from(aligned(name_size)).ok()?;
+        let desc_end = desc_at + usize::try_from(desc_size).ok()?;
+        if kind == NT_GNU_BUILD_ID && notes.get(name_at..name_at + 4) == Some(b"GNU\0") {
+            return notes.get(desc_at..desc_end).map(<[u8]>::to_vec);
+        }
+        at = desc_at + usize::try_from(aligned(desc_size)).ok()?;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +208,19 @@ mod tests {
         assert!(error.to_string().starts_with("truncated file"), "{error}");
         assert_eq!(check(b"hello world, not elf"), Err(ElfError::NotElf));
         assert_eq!(ElfError::NotElf.to_string(), "not an ELF shared library");
+    }
+
+    #[test]
+    fn the_build_id_is_read_from_the_note_segment() {
+        let exe = std::env::current_exe().unwrap();
+        let bytes = std::fs::read(&exe).unwrap();
+        let prefix = read_prefix(&mut &bytes[..], bytes.len() as u64).unwrap();
+        let id = build_id(&mut std::io::Cursor::new(&bytes), &prefix).expect("a build id");
+        assert!(id.len() >= 8, "{id:?}");
+        // The same bytes give the same id; a file without notes has none.
+        let again = build_id(&mut std::io::Cursor::new(&bytes), &prefix);
+        assert_eq!(again, Some(id));
+        assert_eq!(gnu_build_id(b"short"), None);
     }
 
     #[test]

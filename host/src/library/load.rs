@@ -8,6 +8,7 @@ use abi_stable::std_types::RStr;
 use dsh_plugin_api::abi::{LogSink, LogSink_TO};
 use dsh_plugin_api::{LogLevel, PluginLibRef};
 
+use super::abi_checks::AbiChecks;
 use super::elf::ElfError;
 use super::{FileIdentity, LoadedLibrary};
 
@@ -69,11 +70,12 @@ impl LogSink for HostLogSink {
 
 /// Loads the library file `load_from` as the library found at `path`, whose file had
 /// `identity` when `load_from` was taken from it.
-pub fn load_library(
+pub(crate) fn load_library(
     path: &Path,
     load_from: &Path,
     identity: FileIdentity,
     debug_dir: &Path,
+    checks: &AbiChecks,
 ) -> Result<LoadedLibrary, LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_owned(),
@@ -86,6 +88,7 @@ pub fn load_library(
         path: path.to_owned(),
         source,
     })?;
+    let checked_before = checks.key(super::elf::build_id(&mut file, &prefix).as_deref());
     drop(file);
     let header = lib_header_from_path(load_from).map_err(|error| match error {
         LibraryError::GetSymbolError { err, .. } => {
@@ -112,34 +115,50 @@ pub fn load_library(
             found,
         });
     }
-    let module = header
-        .init_root_module::<PluginLibRef>()
-        .map_err(|error| match error {
-            LibraryError::IncompatibleVersionNumber {
-                expected_version,
-                actual_version,
-                ..
-            } => LoadError::IncompatibleVersion {
-                path: path.to_owned(),
-                expected: expected_version.to_string(),
-                found: actual_version.to_string(),
-            },
-            LibraryError::AbiInstability(report) => {
-                let text = report.to_string();
-                let dump = write_dump(debug_dir, path, &text);
-                LoadError::AbiMismatch {
-                    path: path.to_owned(),
-                    expected: expected.clone(),
-                    found: found.clone(),
-                    mismatch: summarize_abi_report(&text),
-                    dump,
-                }
+    let module = match &checked_before {
+        Some(key) if checks.passed(key) => {
+            #[allow(
+                unsafe_code,
+                reason = "the layout check this pair of builds passed before (see abi_checks)"
+            )]
+            // SAFETY: the layouts compared are data inside the two files, which the two build
+            // ids name; this host build checked this library build and found them compatible,
+            // so the check would answer the same. The version is still checked.
+            unsafe {
+                header.init_root_module_with_unchecked_layout::<PluginLibRef>()
             }
-            other => LoadError::Init {
+        }
+        _ => header.init_root_module::<PluginLibRef>(),
+    };
+    let module = module.map_err(|error| match error {
+        LibraryError::IncompatibleVersionNumber {
+            expected_version,
+            actual_version,
+            ..
+        } => LoadError::IncompatibleVersion {
+            path: path.to_owned(),
+            expected: expected_version.to_string(),
+            found: actual_version.to_string(),
+        },
+        LibraryError::AbiInstability(report) => {
+            let text = report.to_string();
+            let dump = write_dump(debug_dir, path, &text);
+            LoadError::AbiMismatch {
                 path: path.to_owned(),
-                message: other.to_string(),
-            },
-        })?;
+                expected: expected.clone(),
+                found: found.clone(),
+                mismatch: summarize_abi_report(&text),
+                dump,
+            }
+        }
+        other => LoadError::Init {
+            path: path.to_owned(),
+            message: other.to_string(),
+        },
+    })?;
+    if let Some(key) = checked_before {
+        checks.remember(key);
+    }
     let name = library_name(path);
     (module.init())(LogSink_TO::from_value(
         HostLogSink {

@@ -5,6 +5,7 @@
 //! into the library. A changed library is copied to a unique path and loaded from there, because
 //! `dlopen` caches by path; the old copy stays mapped and is counted in diagnostics.
 
+mod abi_checks;
 mod elf;
 mod load;
 
@@ -15,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use elf::{ElfError, ElfPart};
-pub use load::{LoadError, load_library};
+pub use load::LoadError;
+use load::load_library;
 
 pub use crate::runtime::{FileIdentity, LoadedLibrary, PluginRef};
 use crate::runtime::{Resolver, Source};
@@ -58,6 +60,8 @@ pub struct Libraries {
     copies_held: AtomicUsize,
     copy_counter: AtomicUsize,
     debug_dir: PathBuf,
+    /// Library builds that passed the layout check against this host build.
+    checks: abi_checks::AbiChecks,
     /// Where each library name was found; misses are not cached, so a PENDING row finds its
     /// library as soon as it appears. Cleared whenever a plugin directory changes.
     found: Mutex<HashMap<String, PathBuf>>,
@@ -74,8 +78,10 @@ impl Libraries {
         debug_dir: PathBuf,
         builtin: LoadedLibrary,
     ) -> Self {
+        let checks = abi_checks::AbiChecks::open(copies_dir.join("abi-checked"));
         Self {
             dirs,
+            checks,
             copies_dir,
             loaded: Mutex::new(HashMap::new()),
             copies_held: AtomicUsize::new(0),
@@ -142,7 +148,13 @@ impl Libraries {
             path: path.to_owned(),
             source,
         })?;
-        let library = Arc::new(load_library(path, path, identity, &self.debug_dir)?);
+        let library = Arc::new(load_library(
+            path,
+            path,
+            identity,
+            &self.debug_dir,
+            &self.checks,
+        )?);
         self.copies_held.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(path.to_owned(), library.clone());
         Ok(library)
@@ -178,7 +190,7 @@ impl Libraries {
             path: path.to_owned(),
             source,
         })?;
-        let loaded = load_library(path, &copy, identity, &self.debug_dir);
+        let loaded = load_library(path, &copy, identity, &self.debug_dir, &self.checks);
         let library = match loaded {
             Ok(library) => Arc::new(library),
             Err(error) => {
