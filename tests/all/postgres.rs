@@ -271,6 +271,19 @@ fn a_turn_is_stored_as_rows_and_resumes_lists_searches_and_trashes() {
     assert_eq!(web.host.stop(), Some(0));
 }
 
+/// The model's answer held at `gate` after two deltas (`PARTIAL_TWO` tells it arrived), then
+/// `after` once the gate opens.
+pub(crate) fn held_answer(gate: &std::path::Path, after: &str) -> Reply {
+    Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("PARTIAL_ONE "),
+        SseEvent::content("PARTIAL_TWO "),
+        SseEvent::Gate(gate.to_path_buf()),
+        SseEvent::content(after),
+        SseEvent::Done,
+    ])
+}
+
 /// A run held mid-answer at a gate, on the database.
 fn held(dir: &TestDir, server: &FakeDeepSeek) -> HostProcess {
     let all = args(dir, &server.url(), &[], "hello");
@@ -288,17 +301,7 @@ fn a_held_session_is_refused_elsewhere_and_taken_over_after_its_host_is_killed()
     let lease_ms = 1_500;
     let dir = home_on("pg-lease", &cluster, lease_ms);
     let gate = dir.join("gate");
-    let server = FakeDeepSeek::start(vec![
-        Reply::Sse(vec![
-            first_chunk(),
-            SseEvent::content("PARTIAL_ONE "),
-            SseEvent::content("PARTIAL_TWO "),
-            SseEvent::Gate(gate.clone()),
-            SseEvent::content("never"),
-            SseEvent::Done,
-        ]),
-        Reply::text("RESUMED"),
-    ]);
+    let server = FakeDeepSeek::start(vec![held_answer(&gate, "never"), Reply::text("RESUMED")]);
     let mut host_a = held(&dir, &server);
     let id = session_of(&host_a.stdout());
     // Host B (another process on the same database) may not write the session A holds.
@@ -356,14 +359,7 @@ fn a_second_writer_of_a_seq_is_refused_and_reported() {
     };
     let dir = home_on("pg-seq", &cluster, 10_000);
     let gate = dir.join("gate");
-    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
-        first_chunk(),
-        SseEvent::content("PARTIAL_ONE "),
-        SseEvent::content("PARTIAL_TWO "),
-        SseEvent::Gate(gate.clone()),
-        SseEvent::content("after the gate"),
-        SseEvent::Done,
-    ])]);
+    let server = FakeDeepSeek::start(vec![held_answer(&gate, "after the gate")]);
     let mut host = held(&dir, &server);
     let id = session_of(&host.stdout());
     // Another writer takes the next seq while the host's turn is held.

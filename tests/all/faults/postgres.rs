@@ -6,14 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::postgres::Cluster;
 use dsh_tests::{HostProcess, TestDir, WAIT};
 use serde_json::Value;
 
 use super::kit::{QUICK_RETRY, args, tail};
 use super::{Fault, Seen};
-use crate::postgres::{check_stored, postgres_patch};
+use crate::postgres::{check_stored, held_answer, postgres_patch};
 
 pub(crate) fn faults() -> Vec<Fault> {
     vec![
@@ -56,14 +56,7 @@ fn held_on(
         &format!("{QUICK_RETRY}{}", postgres_patch(&cluster.url(), 10_000)),
     );
     let gate = dir.join("gate");
-    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
-        first_chunk(),
-        SseEvent::content("PARTIAL_ONE "),
-        SseEvent::content("PARTIAL_TWO "),
-        SseEvent::Gate(gate.clone()),
-        SseEvent::content("AFTER"),
-        SseEvent::Done,
-    ])]);
+    let server = FakeDeepSeek::start(vec![held_answer(&gate, "AFTER")]);
     let all = args(&dir, &server.url(), "", "hello");
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
     let host = HostProcess::start_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
