@@ -461,7 +461,8 @@ const scenarios = {
     const numbers = await page.locator(".tool >> nth=0 >> .diff .added .dn").allTextContents();
     expect(numbers.join(",") === ",1,,2", `the new file's lines are numbered ${JSON.stringify(numbers)}`);
     // The edit that follows: one unified hunk, numbered where it landed, the changed word marked.
-    await page.waitForSelector(".tool >> nth=1 >> .diff .removed");
+    // Wait for the edit's result, not its card: a card may show while the call still runs.
+    await page.waitForSelector(".tool.tool-ok >> nth=1 >> .diff .removed");
     const rows = await page.locator(".tool >> nth=1 >> .diff .dl").evaluateAll((rows) =>
       rows.map((row) => [...row.children].map((cell) => cell.textContent).join("|")),
     );
