@@ -50,7 +50,9 @@ fn boot_app(
         args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
     };
     runtime.provide_host(dsh_plugin_api::CMDLINE_SERVICE, ErasedService::new(cmdline))?;
-    let app = Arc::new(App::new(runtime, Arc::new(boot.libraries())));
+    let libraries = Arc::new(boot.libraries());
+    runtime.bus().set_layout_record(libraries.layout_record());
+    let app = Arc::new(App::new(runtime, libraries));
     app.mount_tree(rows);
     Ok((app, exits))
 }

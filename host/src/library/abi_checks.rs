@@ -1,5 +1,7 @@
 //! Which library builds passed abi_stable's layout check against this host build, kept across
-//! starts (`$DSH_HOME/.loaded/abi-checked`, one `host-id library-id` line each).
+//! starts (`$DSH_HOME/.loaded/abi-checked`, one `host-id library-id` line each), and which
+//! pairs of type layouts passed the check a service look-up or an event declaration makes
+//! (`layout <id>+<offset> <id>+<offset>` lines, see `layout_record`).
 //!
 //! Why: the check walks the whole layout of the plugin root module and everything it reaches,
 //! the same types for every library, and took about 14 ms of a headless start's 50 ms to its
@@ -13,7 +15,7 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use dsh_plugin_api::lock;
@@ -30,16 +32,19 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+/// The build id of the file at `path`, in hex; `None` when it has none or cannot be read.
+pub(crate) fn file_build_id(path: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let prefix = super::elf::read_prefix(&mut file, len).ok()?;
+    super::elf::build_id(&mut file, &prefix).map(|id| hex(&id))
+}
+
 /// This host's own build id, read once.
 fn host_id() -> Option<&'static str> {
     static ID: OnceLock<Option<String>> = OnceLock::new();
-    ID.get_or_init(|| {
-        let mut file = std::fs::File::open("/proc/self/exe").ok()?;
-        let len = file.metadata().ok()?.len();
-        let prefix = super::elf::read_prefix(&mut file, len).ok()?;
-        super::elf::build_id(&mut file, &prefix).map(|id| hex(&id))
-    })
-    .as_deref()
+    ID.get_or_init(|| file_build_id(Path::new("/proc/self/exe")))
+        .as_deref()
 }
 
 impl AbiChecks {
@@ -60,7 +65,7 @@ impl AbiChecks {
 
     /// The record of a library whose build id is `library`; `None` when either id is unknown
     /// (the library is then checked every time).
-    pub(crate) fn key(&self, library: Option<&[u8]>) -> Option<String> {
+    pub(crate) fn library_key(&self, library: Option<&[u8]>) -> Option<String> {
         Some(format!("{} {}", host_id()?, hex(library?)))
     }
 

@@ -88,7 +88,7 @@ pub(crate) fn load_library(
         path: path.to_owned(),
         source,
     })?;
-    let checked_before = checks.key(super::elf::build_id(&mut file, &prefix).as_deref());
+    let checked_before = checks.library_key(super::elf::build_id(&mut file, &prefix).as_deref());
     drop(file);
     let header = lib_header_from_path(load_from).map_err(|error| match error {
         LibraryError::GetSymbolError { err, .. } => {

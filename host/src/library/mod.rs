@@ -7,6 +7,7 @@
 
 mod abi_checks;
 mod elf;
+mod layout_record;
 mod load;
 
 use dsh_plugin_api::lock;
@@ -61,7 +62,7 @@ pub struct Libraries {
     copy_counter: AtomicUsize,
     debug_dir: PathBuf,
     /// Library builds that passed the layout check against this host build.
-    checks: abi_checks::AbiChecks,
+    checks: Arc<abi_checks::AbiChecks>,
     /// Where each library name was found; misses are not cached, so a PENDING row finds its
     /// library as soon as it appears. Cleared whenever a plugin directory changes.
     found: Mutex<HashMap<String, PathBuf>>,
@@ -78,7 +79,7 @@ impl Libraries {
         debug_dir: PathBuf,
         builtin: LoadedLibrary,
     ) -> Self {
-        let checks = abi_checks::AbiChecks::open(copies_dir.join("abi-checked"));
+        let checks = Arc::new(abi_checks::AbiChecks::open(copies_dir.join("abi-checked")));
         Self {
             dirs,
             checks,
@@ -90,6 +91,12 @@ impl Libraries {
             found: Mutex::new(HashMap::new()),
             builtin: Arc::new(builtin),
         }
+    }
+
+    /// The record the bus consults before checking two type layouts (kept beside the record
+    /// of checked libraries).
+    pub fn layout_record(&self) -> Arc<dyn crate::runtime::LayoutRecord> {
+        Arc::new(layout_record::LayoutNames::new(self.checks.clone()))
     }
 
     pub fn dirs(&self) -> &[PathBuf] {

@@ -29,7 +29,7 @@ use std::time::Duration;
 use dsh_plugin_api::abi::ErasedService;
 use dsh_plugin_api::{EventDecl, PluginError};
 
-pub use bus::{Bus, BusError, IncompatibleLayout, LayoutMismatch, first_error_line};
+pub use bus::{Bus, BusError, IncompatibleLayout, LayoutMismatch, LayoutRecord, first_error_line};
 pub use dispatch::Channel;
 pub use fiber::{FiberId, FiberState, MountSpec, Source};
 pub use plugin::{FileIdentity, LoadedLibrary, PluginRef, Services};

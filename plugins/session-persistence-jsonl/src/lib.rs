@@ -8,7 +8,7 @@
 //! to a session another process owns; a lock left by a killed process is free again. Encoding,
 //! syncing and file walks run on the host's blocking pool. Sessions another process writes
 //! under the same root are announced as `session/store-changed` (through the host's
-//! `fs_watch`).
+//! `fs_watch`), from the first listing on.
 
 mod export;
 mod listing;
@@ -93,7 +93,6 @@ impl Plugin for PersistencePlugin {
                     .map_err(|error| PluginError::plugin(format!("session flush failed: {error}")))
             }
         })?;
-        ctx.spawn(watch::follow(ctx.clone(), store.clone(), store.root()))?;
         let on_dispose = store.clone();
         // Registered last, so it runs first on unload: everything queued is written and the
         // locks are released before the fiber is gone.

@@ -107,6 +107,8 @@ struct Inner {
     options: WriterOptions,
     batch: Duration,
     sessions: Mutex<HashMap<String, Arc<Stored>>>,
+    /// Whether the sessions other processes write are followed yet (from the first listing).
+    following: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -146,6 +148,24 @@ fn trash_beside(root: &Path) -> PathBuf {
 }
 
 impl Store {
+    /// Starts following the sessions other processes write, once, at the first listing: only
+    /// a listing is told of them, and following costs a scan of every session folder and a
+    /// watch on each, which a run that never lists (a headless task) need not pay before its
+    /// first request.
+    fn follow_others(&self) {
+        if self.inner.following.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let ctx = self.inner.ctx.clone();
+        let follow = crate::watch::follow(ctx.clone(), self.clone(), self.root());
+        if let Err(error) = ctx.spawn(follow) {
+            ctx.log(
+                dsh_plugin_api::LogLevel::Warn,
+                &format!("not following the session store: {error}"),
+            );
+        }
+    }
+
     pub(crate) fn new(ctx: Context, config: &Config) -> Result<Self, PluginError> {
         let encoding = match config.compression.as_str() {
             "zstd" => Encoding::Zstd,
@@ -175,6 +195,7 @@ impl Store {
                 },
                 batch: Duration::from_millis(config.batch_ms),
                 sessions: Mutex::new(HashMap::new()),
+                following: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -335,6 +356,7 @@ impl Store {
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>, SessionError> {
+        self.follow_others();
         let root = self.inner.root.clone();
         let encoding = self.inner.options.encoding;
         self.inner
