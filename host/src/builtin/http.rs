@@ -1,7 +1,7 @@
 //! `dsh-host/http`: the `http` service, reqwest on the host runtime. Redirects are not followed:
 //! a 3xx comes back to the caller as it is.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -21,23 +21,63 @@ impl Plugin for HttpPlugin {
     type Config = NoConfig;
 
     async fn apply(ctx: Context, _config: NoConfig) -> Result<(), PluginError> {
-        // Redirects go back to the caller, which follows them if it wants: `web_fetch` judges
-        // every hop's destination, which a client following them on its own would skip.
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|error| {
-                PluginError::plugin(format!("cannot build the HTTP client: {error}"))
-            })?;
-        ctx.provide(
-            HTTP_SERVICE,
-            HttpClient_TO::from_value(Client { client }, TD_Opaque),
-        )
+        let client = Client {
+            client: prewarm().clone(),
+        };
+        ctx.provide(HTTP_SERVICE, HttpClient_TO::from_value(client, TD_Opaque))
     }
 }
 
+/// The client as its builder thread left it: `None` while it is being built.
+type Built = tokio::sync::watch::Receiver<Option<Result<reqwest::Client, String>>>;
+
+/// Starts building the one HTTP client on a thread of its own, once; the host calls it first
+/// thing, so the build overlaps the loading of the plugin libraries (one thread drives the
+/// plugins; the second core is free then). Building reads and parses the system trust store
+/// (some 150 PEM files, twice on Debian: the bundle and the directory).
+pub fn prewarm() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let (ready, built) = tokio::sync::watch::channel(None);
+        let builder = std::thread::Builder::new().name("http-client".into());
+        let spawned = builder.spawn(move || {
+            let _ = ready.send(Some(build_client()));
+        });
+        if let Err(problem) = spawned {
+            // No thread: the receiver's sender is gone, and every request says so.
+            tracing::error!("cannot start building the HTTP client: {problem}");
+        }
+        built
+    })
+}
+
+/// The one client every request goes through.
+fn build_client() -> Result<reqwest::Client, String> {
+    // Redirects go back to the caller, which follows them if it wants: `web_fetch` judges
+    // every hop's destination, which a client following them on its own would skip.
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| format!("cannot build the HTTP client: {error}"))
+}
+
 struct Client {
-    client: reqwest::Client,
+    client: Built,
+}
+
+impl Client {
+    /// The client, once built.
+    async fn ready(mut built: Built) -> Result<reqwest::Client, HttpError> {
+        let built = built.wait_for(Option::is_some).await;
+        match built.as_deref() {
+            Ok(Some(Ok(client))) => Ok(client.clone()),
+            Ok(Some(Err(problem))) => Err(error(HttpErrorKind::Transport, problem)),
+            Ok(None) | Err(_) => Err(error(
+                HttpErrorKind::Transport,
+                "the HTTP client was not built (its builder thread stopped)",
+            )),
+        }
+    }
 }
 
 fn error(kind: HttpErrorKind, message: impl std::fmt::Display) -> HttpError {
@@ -68,6 +108,10 @@ impl HttpClient for Client {
     fn send(&self, request: HttpRequest) -> FfiFuture<RResult<HttpResponse, HttpError>> {
         let client = self.client.clone();
         async move {
+            let client = match Client::ready(client).await {
+                Ok(client) => client,
+                Err(problem) => return RErr(problem),
+            };
             let method = match reqwest::Method::from_bytes(request.method.as_bytes()) {
                 Ok(method) => method,
                 Err(problem) => return RErr(error(HttpErrorKind::InvalidRequest, problem)),

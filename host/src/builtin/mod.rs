@@ -46,6 +46,8 @@ pub fn library() -> LoadedLibrary {
     }
 }
 
+pub use http::prewarm as prewarm_http;
+
 /// Installs the process-wide TLS crypto provider (ring), once, before any HTTPS use.
 pub fn init_tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();

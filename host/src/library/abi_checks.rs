@@ -13,7 +13,7 @@
 //! another's id could skip the check, but such a file runs its own code in the host anyway: the
 //! check guards against accidents (a stale build), not against a hostile plugin.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -26,6 +26,9 @@ const MAX_RECORD: u64 = 1 << 20;
 pub(crate) struct AbiChecks {
     file: PathBuf,
     passed: Mutex<HashSet<String>>,
+    /// The build id of every library file loaded, by its canonical path (as
+    /// `/proc/self/maps` names it), so naming a layout does not read the file again.
+    loaded: Mutex<HashMap<PathBuf, String>>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -60,7 +63,27 @@ impl AbiChecks {
         Self {
             file,
             passed: Mutex::new(passed),
+            loaded: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Notes the build id of the library file `file`, just loaded.
+    pub(crate) fn note_loaded(&self, file: &Path, id: &[u8]) {
+        if let Ok(file) = std::fs::canonicalize(file) {
+            lock(&self.loaded).insert(file, hex(id));
+        }
+    }
+
+    /// The build id of `file` (a canonical path) when it is a library noted as loaded or this
+    /// host's own executable.
+    pub(crate) fn known_build_id(&self, file: &Path) -> Option<String> {
+        if let Some(id) = lock(&self.loaded).get(file) {
+            return Some(id.clone());
+        }
+        let exe = std::env::current_exe().ok()?;
+        (exe == file)
+            .then(|| host_id().map(str::to_owned))
+            .flatten()
     }
 
     /// The record of a library whose build id is `library`; `None` when either id is unknown

@@ -84,7 +84,7 @@ impl Places {
     }
 
     /// `<build id>+<offset in its file>` of `address`.
-    fn name(&mut self, address: usize) -> Option<String> {
+    fn name(&mut self, address: usize, checks: &AbiChecks) -> Option<String> {
         if self.find(address).is_none() {
             self.mappings = read_mappings();
         }
@@ -94,7 +94,9 @@ impl Places {
         let id = self
             .ids
             .entry(file)
-            .or_insert_with_key(|file| mapped_build_id(file, inode))
+            .or_insert_with_key(|file| {
+                (checks.known_build_id(file)).or_else(|| mapped_build_id(file, inode))
+            })
             .as_ref()?;
         Some(format!("{id}+{offset:x}"))
     }
@@ -112,8 +114,8 @@ impl LayoutNames {
 impl LayoutRecord for LayoutNames {
     fn key(&self, expected: &'static TypeLayout, found: &'static TypeLayout) -> Option<String> {
         let mut places = lock(&self.places);
-        let expected = places.name(expected as *const TypeLayout as usize)?;
-        let found = places.name(found as *const TypeLayout as usize)?;
+        let expected = places.name(expected as *const TypeLayout as usize, &self.checks)?;
+        let found = places.name(found as *const TypeLayout as usize, &self.checks)?;
         Some(format!("layout {expected} {found}"))
     }
 

@@ -88,7 +88,8 @@ pub(crate) fn load_library(
         path: path.to_owned(),
         source,
     })?;
-    let checked_before = checks.library_key(super::elf::build_id(&mut file, &prefix).as_deref());
+    let library_id = super::elf::build_id(&mut file, &prefix);
+    let checked_before = checks.library_key(library_id.as_deref());
     drop(file);
     let header = lib_header_from_path(load_from).map_err(|error| match error {
         LibraryError::GetSymbolError { err, .. } => {
@@ -172,6 +173,9 @@ pub(crate) fn load_library(
             path: path.to_owned(),
             message: error.to_string(),
         })?;
+    if let Some(id) = &library_id {
+        checks.note_loaded(load_from, id);
+    }
     Ok(LoadedLibrary {
         name,
         path: path.to_owned(),
