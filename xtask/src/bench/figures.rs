@@ -262,6 +262,18 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: WEB,
+        ours: "web_idle_rss",
+        peer: None,
+        what: "the web profile serving, idle: resident set of a fresh host 2 s after its sign-in URL, median of 3 (MiB)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_idle_peak_rss",
+        peer: None,
+        what: "the same host's peak RSS by then (MiB)",
+    },
+    Figure {
+        section: WEB,
         ours: "web_history_events",
         peer: None,
         what: "events in the session whose history is paged (a real headless session of the instant model)",

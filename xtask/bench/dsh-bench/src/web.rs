@@ -132,10 +132,30 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let work = dir.join("work");
     std::fs::create_dir_all(&work)?;
     history(&dir, &work)?;
+    idle(&dir)?;
     live(&dir)?;
     page_live(&dir)?;
     page_stream(&dir)?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The web profile's memory once it serves and nobody uses it: a fresh host (no session
+/// opened), its resident set two seconds after it printed its sign-in URL, median of 3 starts.
+fn idle(dir: &Path) -> anyhow::Result<()> {
+    let patch = patch(dir, 1)?;
+    let mut resident = Vec::new();
+    let mut peaks = Vec::new();
+    for run in 0..3 {
+        let home = dir.join(format!("idle-{run}"));
+        std::fs::create_dir_all(&home)?;
+        let web = Web::start(&home, &patch)?;
+        std::thread::sleep(Duration::from_secs(2));
+        resident.push(web.host.status_kib("VmRSS")? / 1024.0);
+        peaks.push(web.host.status_kib("VmHWM")? / 1024.0);
+    }
+    report("web_idle_rss", percentile(resident, 0.5), "MiB");
+    report("web_idle_peak_rss", percentile(peaks, 0.5), "MiB");
     Ok(())
 }
 
