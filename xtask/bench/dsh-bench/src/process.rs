@@ -28,6 +28,8 @@ impl Host {
     pub(crate) fn start(home: &Path, args: &[&str]) -> anyhow::Result<Self> {
         // In the scratch home: a session made without `--cwd` works in the host's directory,
         // which the undo recorder then copies whole (the repository, its build folder too).
+        // The host makes its home on first use, but a directory to start in must be there.
+        std::fs::create_dir_all(home)?;
         let mut child = Command::new(exe_dir().join("dsh-host"))
             .args(args)
             .current_dir(home)

@@ -153,6 +153,7 @@ fn idle(dir: &Path) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_secs(2));
         resident.push(web.host.status_kib("VmRSS")? / 1024.0);
         peaks.push(web.host.status_kib("VmHWM")? / 1024.0);
+        web.host.stop();
     }
     report("web_idle_rss", percentile(resident, 0.5), "MiB");
     report("web_idle_peak_rss", percentile(peaks, 0.5), "MiB");
