@@ -141,18 +141,30 @@ fn record(
                 return next.run().await;
             }
             let root = PathBuf::from(call.cwd.as_str());
-            let worker = recorder.clone();
-            let began = ctx.blocking(move || worker.begin(&root)).await;
+            // A workspace scanned before needs no reading to begin, and a call after which
+            // nothing moved (the kernel says so) none to end: two trips to the blocking pool
+            // saved on most calls (a no-op step of the instant model: 3,000 steps 2.07 s with
+            // the recorder, 1.31 s without, before this).
+            let began = match recorder.begin_known(&root) {
+                Some(recording) => Ok(Ok(recording)),
+                None => {
+                    let worker = recorder.clone();
+                    ctx.blocking(move || worker.begin(&root)).await
+                }
+            };
             let reply = next.run().await;
             let (changes, unrecorded) = match began {
-                Ok(Ok(recording)) => {
-                    let worker = recorder.clone();
-                    match ctx.blocking(move || worker.end(recording)).await {
-                        Ok(Ok(changes)) => (changes, None),
-                        Ok(Err(error)) => (Vec::new(), Some(error.to_string())),
-                        Err(error) => (Vec::new(), Some(error.to_string())),
+                Ok(Ok(recording)) => match recorder.end_if_quiet(recording) {
+                    Ok(changes) => (changes, None),
+                    Err(recording) => {
+                        let worker = recorder.clone();
+                        match ctx.blocking(move || worker.end(recording)).await {
+                            Ok(Ok(changes)) => (changes, None),
+                            Ok(Err(error)) => (Vec::new(), Some(error.to_string())),
+                            Err(error) => (Vec::new(), Some(error.to_string())),
+                        }
                     }
-                }
+                },
                 Ok(Err(error)) => (Vec::new(), Some(error.to_string())),
                 Err(error) => (Vec::new(), Some(error.to_string())),
             };

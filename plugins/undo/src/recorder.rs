@@ -37,6 +37,9 @@ struct Workspace {
     active: usize,
     /// What changed since the last scan, where the kernel can say it.
     watch: Option<Watch>,
+    /// What a quiet-end check read from `watch` and found not quiet, for the closing scan
+    /// (`None` inside: the kernel could not say, scan everything).
+    drained: Option<Option<HashSet<String>>>,
     /// When the running calls started (the first of them), less the slack.
     since: (i64, i64),
 }
@@ -63,7 +66,7 @@ pub(crate) struct Recorder {
 #[derive(Debug)]
 pub(crate) struct Recording {
     workspace: Arc<Mutex<Workspace>>,
-    scope: Scope,
+    root: PathBuf,
     open: bool,
 }
 
@@ -112,17 +115,42 @@ impl Recorder {
         }
     }
 
-    /// A call starts in `root` (blocking: the first call in a workspace scans it).
-    pub(crate) fn begin(&self, root: &Path) -> Result<Recording, ScanError> {
-        let workspace = lock(&self.workspaces)
+    fn workspace(&self, root: &Path) -> Arc<Mutex<Workspace>> {
+        lock(&self.workspaces)
             .entry(root.to_path_buf())
             .or_default()
-            .clone();
-        let scope = self.scope(root);
+            .clone()
+    }
+
+    /// A call starts in `root`, a workspace scanned before: nothing to read, so no trip to the
+    /// blocking pool (`None` when it was never scanned: then [`Self::begin`]).
+    pub(crate) fn begin_known(&self, root: &Path) -> Option<Recording> {
+        let workspace = self.workspace(root);
+        {
+            let mut state = lock(&workspace);
+            if !state.scanned {
+                return None;
+            }
+            if state.active == 0 {
+                state.since = now_less_slack();
+            }
+            state.active += 1;
+        }
+        Some(Recording {
+            workspace,
+            root: root.to_path_buf(),
+            open: true,
+        })
+    }
+
+    /// A call starts in `root` (blocking: the first call in a workspace scans it).
+    pub(crate) fn begin(&self, root: &Path) -> Result<Recording, ScanError> {
+        let workspace = self.workspace(root);
         {
             let mut state = lock(&workspace);
             if state.active == 0 {
                 if !state.scanned {
+                    let scope = self.scope(root);
                     // Everything is new to a first scan: none of it is a change of a call's.
                     // The watch starts before the walk, so nothing falls between them.
                     let mut watch = Watch::new(root, &[String::new()]);
@@ -141,9 +169,41 @@ impl Recorder {
         }
         Ok(Recording {
             workspace,
-            scope,
+            root: root.to_path_buf(),
             open: true,
         })
+    }
+
+    /// The call ends and change notification says nothing moved in the workspace since the
+    /// last scan (or other recorded calls are still running in it): nothing changed, and no
+    /// trip to the blocking pool. Otherwise the recording comes back for [`Self::end`]. Most
+    /// calls (a read, a command that changes nothing) end here.
+    pub(crate) fn end_if_quiet(&self, mut recording: Recording) -> Result<Vec<Change>, Recording> {
+        let quiet = {
+            let mut state = lock(&recording.workspace);
+            let state = &mut *state;
+            let quiet = state.active > 1 || {
+                let fresh = state.watch.as_mut().and_then(Watch::drain);
+                let dirty = match state.drained.take() {
+                    Some(before) => union(before, fresh),
+                    None => fresh,
+                };
+                let quiet = dirty.as_ref().is_some_and(HashSet::is_empty);
+                if !quiet {
+                    state.drained = Some(dirty);
+                }
+                quiet
+            };
+            if quiet {
+                state.active = state.active.saturating_sub(1);
+            }
+            quiet
+        };
+        if !quiet {
+            return Err(recording);
+        }
+        recording.open = false;
+        Ok(Vec::new())
     }
 
     /// The call ends: what it changed since it started (blocking: scans).
@@ -157,15 +217,15 @@ impl Recorder {
             return Ok(Vec::new());
         }
         let state = &mut *state;
-        let only = state.watch.as_mut().and_then(Watch::drain);
-        let found = match scan(
-            &recording.scope,
-            &mut state.baseline,
-            &self.store,
-            only.as_ref(),
-        ) {
+        let fresh = state.watch.as_mut().and_then(Watch::drain);
+        let only = match state.drained.take() {
+            Some(before) => union(before, fresh),
+            None => fresh,
+        };
+        let scope = self.scope(&recording.root);
+        let found = match scan(&scope, &mut state.baseline, &self.store, only.as_ref()) {
             Ok(found) => {
-                let root = &recording.scope.root;
+                let root = &scope.root;
                 if let Some(live) = &mut state.watch
                     && !live.add(root, &found.listed)
                 {
@@ -181,7 +241,7 @@ impl Recorder {
             }
         };
         let since = state.since;
-        let root = &recording.scope.root;
+        let root = &scope.root;
         let after = &state.baseline;
         // A path that appeared counts by its topmost ancestor that appeared with it: a
         // directory moved in is stamped by the rename, what it holds keeps older times.
@@ -215,6 +275,16 @@ impl Recorder {
             .collect();
         Ok(changes)
     }
+}
+
+/// Two reads of change notification as one (`None`, "could not say", wins).
+fn union(
+    before: Option<HashSet<String>>,
+    fresh: Option<HashSet<String>>,
+) -> Option<HashSet<String>> {
+    let (mut before, fresh) = (before?, fresh?);
+    before.extend(fresh);
+    Some(before)
 }
 
 /// Whether the removal of `path` happened since `since`: its nearest surviving directory (the

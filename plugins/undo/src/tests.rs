@@ -32,18 +32,55 @@ fn recorder(dir: &Path) -> Recorder {
     )
 }
 
-/// Runs `change` as one recorded call in `work`: its event.
+/// Runs `change` as one recorded call in `work`, the way the plugin does (no scan to begin a
+/// workspace scanned before, none to end a quiet call): its event.
 fn call(recorder: &Recorder, work: &Path, turn: u64, change: impl FnOnce()) -> ChangeEvent {
-    let recording = recorder.begin(work).unwrap();
+    let recording = match recorder.begin_known(work) {
+        Some(recording) => recording,
+        None => recorder.begin(work).unwrap(),
+    };
     change();
+    let changes = match recorder.end_if_quiet(recording) {
+        Ok(changes) => changes,
+        Err(recording) => recorder.end(recording).unwrap(),
+    };
     ChangeEvent {
         turn,
         call_id: format!("call-{turn}"),
         tool: "bash".to_owned(),
         root: work.display().to_string(),
-        changes: recorder.end(recording).unwrap(),
+        changes,
         unrecorded: None,
     }
+}
+
+#[test]
+fn a_call_that_changes_nothing_ends_without_a_scan_and_the_next_change_is_still_caught() {
+    let dir = scratch("quiet");
+    let work = dir.join("work");
+    fs::create_dir_all(work.join("src")).unwrap();
+    fs::write(work.join("src/a"), "a0").unwrap();
+    let recorder = recorder(&dir);
+    let first = call(&recorder, &work, 1, || {});
+    assert!(first.changes.is_empty(), "{:?}", first.changes);
+    // Scanned once: the next call begins and, changing nothing, ends without the pool.
+    let quiet = recorder.begin_known(&work).expect("a known workspace");
+    let _ = fs::read(work.join("src/a")).unwrap();
+    assert!(
+        recorder
+            .end_if_quiet(quiet)
+            .is_ok_and(|changes| changes.is_empty())
+    );
+    // A change deep in it is seen by the kernel, so that call's end scans and records it.
+    let recording = recorder.begin_known(&work).expect("a known workspace");
+    fs::write(work.join("src/a"), "a1").unwrap();
+    let recording = recorder
+        .end_if_quiet(recording)
+        .expect_err("a change: scan");
+    let changes = recorder.end(recording).unwrap();
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["src/a"]);
+    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
