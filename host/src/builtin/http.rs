@@ -29,7 +29,7 @@ impl Plugin for HttpPlugin {
 }
 
 /// The client as its builder thread left it: `None` while it is being built.
-type Built = tokio::sync::watch::Receiver<Option<Result<reqwest::Client, String>>>;
+type Built = tokio::sync::watch::Receiver<Option<Result<reqwest::Client, reqwest::Error>>>;
 
 /// Starts building the one HTTP client on a thread of its own, once; the host calls it first
 /// thing, so the build overlaps the loading of the plugin libraries (one thread drives the
@@ -52,13 +52,12 @@ pub fn prewarm() -> &'static Built {
 }
 
 /// The one client every request goes through.
-fn build_client() -> Result<reqwest::Client, String> {
+fn build_client() -> Result<reqwest::Client, reqwest::Error> {
     // Redirects go back to the caller, which follows them if it wants: `web_fetch` judges
     // every hop's destination, which a client following them on its own would skip.
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|error| format!("cannot build the HTTP client: {error}"))
 }
 
 struct Client {
@@ -71,7 +70,10 @@ impl Client {
         let built = built.wait_for(Option::is_some).await;
         match built.as_deref() {
             Ok(Some(Ok(client))) => Ok(client.clone()),
-            Ok(Some(Err(problem))) => Err(error(HttpErrorKind::Transport, problem)),
+            Ok(Some(Err(problem))) => Err(error(
+                HttpErrorKind::Transport,
+                format!("cannot build the HTTP client: {problem}"),
+            )),
             Ok(None) | Err(_) => Err(error(
                 HttpErrorKind::Transport,
                 "the HTTP client was not built (its builder thread stopped)",
