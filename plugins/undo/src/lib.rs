@@ -28,10 +28,11 @@
 //! Limits, said plainly:
 //! - Only the call's working directory is recorded (not `/tmp`, not extra writable roots);
 //!   directories named `.git` are never entered nor touched; the excluded paths (the dsh
-//!   home) neither; names that are not UTF-8 are skipped. What the workspace's own `.gitignore`
-//!   ignores (a build folder, `node_modules`) is not recorded unless `recordIgnored` (the first
+//!   home) neither; names that are not UTF-8 are skipped. What git ignores there (a build
+//!   folder, `node_modules`: `.git/info/exclude` and the `.gitignore` files from the
+//!   repository's top down to the workspace) is not recorded unless `recordIgnored` (the first
 //!   call would copy a whole `target/` into the store); the `.gitignore` files of subfolders
-//!   are not read.
+//!   of the workspace are not read.
 //! - A file over `maxFileBytes` has no snapshot: a turn that changed it cannot be undone (the
 //!   undo says so, naming it). A workspace over `maxEntries` is not recorded at all: its calls
 //!   log `undo/change` with the reason, and their turns cannot be undone.
@@ -96,7 +97,7 @@ pub struct UndoConfig {
     pub max_file_bytes: Option<u64>,
     /// A workspace with more entries is not recorded (default 200,000).
     pub max_entries: Option<usize>,
-    /// Record the paths the workspace's `.gitignore` ignores too (default false: a build
+    /// Record the paths git ignores in the workspace too (default false: a build
     /// folder or `node_modules` is neither copied nor watched, and a change in it cannot be
     /// undone).
     #[serde(default)]

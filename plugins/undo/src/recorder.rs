@@ -79,16 +79,40 @@ impl Drop for Recording {
     }
 }
 
-/// The rules of `root/.gitignore`, when it has one that reads (a broken line is skipped, as
-/// git skips it).
-fn gitignore_of(root: &Path) -> Option<Arc<ignore::gitignore::Gitignore>> {
-    let file = root.join(".gitignore");
-    if !file.is_file() {
-        return None;
+/// The ignore rules git applies in `root`: `.git/info/exclude` and every `.gitignore` from the
+/// repository's top down to `root`, shallowest first (just `root/.gitignore` outside a
+/// repository); a broken line is skipped, as git skips it. A session working in a folder of a
+/// checkout (`tests/` beside an ignored `node_modules` of 800 MB) copied all of it on its first
+/// call when only the folder's own file counted.
+fn gitignore_of(root: &Path) -> Option<Arc<Vec<ignore::gitignore::Gitignore>>> {
+    // The repository's top: the nearest folder at or above the workspace holding `.git`.
+    let top = root
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
+    let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if let Some(top) = top {
+        files.push((top.to_path_buf(), top.join(".git/info/exclude")));
     }
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    let _ = builder.add(&file);
-    builder.build().ok().map(Arc::new)
+    let dirs: Vec<&Path> = match top {
+        Some(top) => root
+            .ancestors()
+            .take_while(|dir| dir.starts_with(top))
+            .collect(),
+        None => vec![root],
+    };
+    for dir in dirs.into_iter().rev() {
+        files.push((dir.to_path_buf(), dir.join(".gitignore")));
+    }
+    let rules: Vec<ignore::gitignore::Gitignore> = files
+        .into_iter()
+        .filter(|(_, file)| file.is_file())
+        .filter_map(|(dir, file)| {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(dir);
+            let _ = builder.add(&file);
+            builder.build().ok().filter(|rules| !rules.is_empty())
+        })
+        .collect();
+    (!rules.is_empty()).then(|| Arc::new(rules))
 }
 
 impl Recorder {

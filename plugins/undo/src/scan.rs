@@ -186,8 +186,15 @@ fn ignored(scope: &Scope, prefix: &str, item: &fs::DirEntry) -> bool {
         return false;
     };
     let is_dir = item.file_type().is_ok_and(|kind| kind.is_dir());
-    let relative = Path::new(prefix).join(item.file_name());
-    rules.matched(&relative, is_dir).is_ignore()
+    let path = scope.root.join(prefix).join(item.file_name());
+    // The deepest file with a rule for the path decides, as in git (a `!` there keeps it).
+    for file in rules.iter().rev() {
+        match file.matched(&path, is_dir) {
+            ignore::Match::None => continue,
+            decided => return decided.is_ignore(),
+        }
+    }
+    false
 }
 
 /// Why a scan could not be made.
@@ -211,9 +218,10 @@ pub(crate) enum ScanError {
 pub(crate) struct Scope {
     pub(crate) root: PathBuf,
     pub(crate) exclude: Vec<PathBuf>,
-    /// What the workspace's own `.gitignore` ignores (a build folder, `node_modules`): not
-    /// recorded, as git would not keep it either.
-    pub(crate) ignored: Option<std::sync::Arc<ignore::gitignore::Gitignore>>,
+    /// What git ignores in the workspace (a build folder, `node_modules`): not recorded, as
+    /// git would not keep it either. The rules of each `.gitignore` from the repository's top
+    /// down to the workspace, and `.git/info/exclude`, shallowest first.
+    pub(crate) ignored: Option<std::sync::Arc<Vec<ignore::gitignore::Gitignore>>>,
     pub(crate) max_file_bytes: u64,
     pub(crate) max_entries: usize,
 }

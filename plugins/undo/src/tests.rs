@@ -293,6 +293,32 @@ fn what_the_gitignore_ignores_is_neither_copied_nor_recorded() {
     );
 }
 
+#[test]
+fn a_folder_of_a_checkout_takes_the_repositorys_ignore_rules_and_the_deepest_decides() {
+    let dir = scratch("repo-ignored");
+    // The checkout is `dir/repo`; the session works in its `tests` folder.
+    let repo = dir.join("repo");
+    let work = repo.join("tests");
+    fs::create_dir_all(repo.join(".git/info")).unwrap();
+    fs::write(repo.join(".gitignore"), "node_modules/\n*.log\n").unwrap();
+    fs::write(repo.join(".git/info/exclude"), "scratch.txt\n").unwrap();
+    fs::create_dir_all(work.join("node_modules/pkg")).unwrap();
+    fs::write(work.join("node_modules/pkg/index.js"), "old").unwrap();
+    fs::write(work.join(".gitignore"), "!keep.log\n").unwrap();
+    let recorder = recorder(&dir);
+    let _ = call(&recorder, &work, 1, || {});
+    let event = call(&recorder, &work, 2, || {
+        fs::write(work.join("node_modules/pkg/index.js"), "new").unwrap();
+        fs::write(work.join("run.log"), "noise").unwrap();
+        fs::write(work.join("keep.log"), "wanted").unwrap();
+        fs::write(work.join("scratch.txt"), "mine").unwrap();
+        fs::write(work.join("case.rs"), "fn case() {}").unwrap();
+    });
+    let paths: Vec<&str> = event.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["case.rs", "keep.log"], "{paths:?}");
+    let _ = fs::remove_dir_all(dir);
+}
+
 fn walk_files(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
