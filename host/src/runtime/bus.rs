@@ -10,7 +10,7 @@
 use dsh_plugin_api::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
 use abi_stable::type_layout::TypeLayout;
@@ -143,7 +143,7 @@ pub struct Bus {
     /// Layout pairs already found compatible (by address), so the full check runs once.
     compatible: Mutex<Vec<(usize, usize)>>,
     /// The pairs earlier starts found compatible; none until the host sets it.
-    record: RwLock<Option<Arc<dyn LayoutRecord>>>,
+    record: OnceLock<Arc<dyn LayoutRecord>>,
 }
 
 impl Bus {
@@ -233,9 +233,9 @@ impl Bus {
         if key.0 == key.1 || lock(&self.compatible).contains(&key) {
             return Ok(());
         }
-        let record = self.record.read().ok().and_then(|record| record.clone());
-        let named = record
-            .as_ref()
+        let named = self
+            .record
+            .get()
             .and_then(|record| Some((record, record.key(expected, found)?)));
         if let Some((record, name)) = &named
             && record.passed(name)
@@ -253,11 +253,10 @@ impl Bus {
         Ok(())
     }
 
-    /// Sets the record of pairs earlier starts found compatible.
+    /// Sets the record of pairs earlier starts found compatible (once: a later call is
+    /// ignored).
     pub fn set_layout_record(&self, record: Arc<dyn LayoutRecord>) {
-        if let Ok(mut slot) = self.record.write() {
-            *slot = Some(record);
-        }
+        let _ = self.record.set(record);
     }
 
     /// Adds a listener, first or last.

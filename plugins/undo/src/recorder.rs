@@ -44,6 +44,26 @@ struct Workspace {
     since: (i64, i64),
 }
 
+impl Workspace {
+    /// One more recorded call runs here; the first of them sets when they started.
+    fn enter(&mut self) {
+        if self.active == 0 {
+            self.since = now_less_slack();
+        }
+        self.active += 1;
+    }
+
+    /// The directories change notification says moved since the last scan, with what a
+    /// quiet-end check read before (`None`: the kernel could not say, scan everything).
+    fn dirty(&mut self) -> Option<HashSet<String>> {
+        let fresh = self.watch.as_mut().and_then(Watch::drain);
+        match self.drained.take() {
+            Some(before) => union(before, fresh),
+            None => fresh,
+        }
+    }
+}
+
 /// Limits every scan obeys.
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
@@ -68,6 +88,16 @@ pub(crate) struct Recording {
     workspace: Arc<Mutex<Workspace>>,
     root: PathBuf,
     open: bool,
+}
+
+impl Recording {
+    fn new(workspace: Arc<Mutex<Workspace>>, root: &Path) -> Self {
+        Self {
+            workspace,
+            root: root.to_path_buf(),
+            open: true,
+        }
+    }
 }
 
 impl Drop for Recording {
@@ -155,16 +185,9 @@ impl Recorder {
             if !state.scanned {
                 return None;
             }
-            if state.active == 0 {
-                state.since = now_less_slack();
-            }
-            state.active += 1;
+            state.enter();
         }
-        Some(Recording {
-            workspace,
-            root: root.to_path_buf(),
-            open: true,
-        })
+        Some(Recording::new(workspace, root))
     }
 
     /// A call starts in `root` (blocking: the first call in a workspace scans it).
@@ -172,30 +195,23 @@ impl Recorder {
         let workspace = self.workspace(root);
         {
             let mut state = lock(&workspace);
-            if state.active == 0 {
-                if !state.scanned {
-                    let scope = self.scope(root);
-                    // Everything is new to a first scan: none of it is a change of a call's.
-                    // The watch starts before the walk, so nothing falls between them.
-                    let mut watch = Watch::new(root, &[String::new()]);
-                    let scanned = scan(&scope, &mut state.baseline, &self.store, None)?;
-                    if let Some(live) = &mut watch
-                        && !live.add(root, &scanned.listed)
-                    {
-                        watch = None;
-                    }
-                    state.watch = watch;
-                    state.scanned = true;
+            if state.active == 0 && !state.scanned {
+                let scope = self.scope(root);
+                // Everything is new to a first scan: none of it is a change of a call's.
+                // The watch starts before the walk, so nothing falls between them.
+                let mut watch = Watch::new(root, &[String::new()]);
+                let scanned = scan(&scope, &mut state.baseline, &self.store, None)?;
+                if let Some(live) = &mut watch
+                    && !live.add(root, &scanned.listed)
+                {
+                    watch = None;
                 }
-                state.since = now_less_slack();
+                state.watch = watch;
+                state.scanned = true;
             }
-            state.active += 1;
+            state.enter();
         }
-        Ok(Recording {
-            workspace,
-            root: root.to_path_buf(),
-            open: true,
-        })
+        Ok(Recording::new(workspace, root))
     }
 
     /// The call ends and change notification says nothing moved in the workspace since the
@@ -207,11 +223,7 @@ impl Recorder {
             let mut state = lock(&recording.workspace);
             let state = &mut *state;
             let quiet = state.active > 1 || {
-                let fresh = state.watch.as_mut().and_then(Watch::drain);
-                let dirty = match state.drained.take() {
-                    Some(before) => union(before, fresh),
-                    None => fresh,
-                };
+                let dirty = state.dirty();
                 let quiet = dirty.as_ref().is_some_and(HashSet::is_empty);
                 if !quiet {
                     state.drained = Some(dirty);
@@ -241,11 +253,7 @@ impl Recorder {
             return Ok(Vec::new());
         }
         let state = &mut *state;
-        let fresh = state.watch.as_mut().and_then(Watch::drain);
-        let only = match state.drained.take() {
-            Some(before) => union(before, fresh),
-            None => fresh,
-        };
+        let only = state.dirty();
         let scope = self.scope(&recording.root);
         let found = match scan(&scope, &mut state.baseline, &self.store, only.as_ref()) {
             Ok(found) => {
