@@ -38,7 +38,7 @@ mod transcript;
 mod view;
 mod wrap;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::mpsc::{Sender, channel};
 
@@ -80,7 +80,9 @@ fn main() -> ExitCode {
 }
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("dsh: {message}");
+    // Not `eprintln!`: when the terminal hung up, stderr is that terminal too, and a failed
+    // write there would turn a clean exit into a panic.
+    let _ = writeln!(std::io::stderr(), "dsh: {message}");
     ExitCode::from(1)
 }
 

@@ -260,7 +260,11 @@ impl Api {
         session_id: &str,
         after_seq: Option<u64>,
     ) {
-        if let Err(error) = self.hub.subscribe(outbox, session_id, after_seq).await {
+        if let Err(error) = self
+            .hub
+            .subscribe(outbox, session_id, after_seq, &self.folds)
+            .await
+        {
             let _ = outbox.push(&ServerFrame::Resync {
                 session_id: session_id.to_owned(),
                 reason: error.to_string(),

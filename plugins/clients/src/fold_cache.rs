@@ -49,4 +49,15 @@ impl FoldCache {
         kept.truncate(KEPT);
         answer
     }
+
+    /// A copy of `session`'s kept fold (quiet, as every kept one is), if one is kept and the
+    /// log still holds everything it folded: a new follower of the session starts from it
+    /// instead of folding the whole log again.
+    pub(crate) fn copy(&self, session: &SessionBox) -> Option<Fold> {
+        let id = session.id().to_string();
+        let count = session.event_count();
+        let kept = lock(&self.kept);
+        let (_, fold) = kept.iter().find(|(kept_id, _)| *kept_id == id)?;
+        (fold.last_seq.map_or(0, |seq| seq + 1) <= count).then(|| fold.clone())
+    }
 }

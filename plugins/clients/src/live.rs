@@ -18,6 +18,7 @@ use dsh_sessions_seam::{
 };
 
 use crate::fold::{Change, Fold};
+use crate::fold_cache::FoldCache;
 
 /// How long an ask waits for a client that answers to come back after the last one left.
 pub(crate) const ANSWERER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
@@ -201,6 +202,7 @@ impl Hub {
         outbox: &Outbox,
         session_id: &str,
         after_seq: Option<u64>,
+        folds: &FoldCache,
     ) -> Result<(), NotFollowed> {
         let session = self.open_or_view(session_id).await?;
         let mut followed = lock(&self.followed);
@@ -208,13 +210,28 @@ impl Hub {
             .entry(session_id.to_owned())
             .or_insert_with(|| Followed {
                 // Caught up quietly below (what it would say now goes nowhere), then it
-                // speaks for the live events.
-                fold: Fold::quiet(),
+                // speaks for the live events. A history read just before (as a client does
+                // to open a session) left a fold to start from.
+                fold: folds.copy(&session).unwrap_or_else(Fold::quiet),
                 followers: Vec::new(),
                 pending: None,
             });
         entry.followers.retain(|f| f.outbox.id != outbox.id);
-        let mut records = session.events(0, session.event_count()).into_vec();
+        let count = session.event_count();
+        // A follower that has seen the whole log (a client that just read the history) needs
+        // no replay: only the shared fold catches up, on what it has not folded yet.
+        if entry.pending.is_none()
+            && after_seq.is_some_and(|after| after.saturating_add(1) >= count)
+        {
+            let from = entry.fold.last_seq.map_or(0, |last| last + 1).min(count);
+            for record in session.events(from, count).iter() {
+                entry.fold.apply(record);
+            }
+            entry.fold.speak();
+            self.subscribed(entry, outbox, session_id, count.checked_sub(1));
+            return Ok(());
+        }
+        let mut records = session.events(0, count).into_vec();
         // Another host's commits that came while its copy was read continue it, in order.
         for record in entry.pending.take().unwrap_or_default() {
             if record.seq == records.len() as u64 {
@@ -251,7 +268,20 @@ impl Hub {
             });
             return Ok(());
         }
-        let last_seq = replay.last_seq;
+        self.subscribed(entry, outbox, session_id, replay.last_seq);
+        Ok(())
+    }
+
+    /// Tells `outbox` it follows `session_id` from after `last_seq` (with the session's queue
+    /// and jobs), then adds it to the followers. Called with the followed sessions locked, so
+    /// no live event passes between the catch-up and the follower's joining.
+    fn subscribed(
+        &self,
+        entry: &mut Followed,
+        outbox: &Outbox,
+        session_id: &str,
+        last_seq: Option<u64>,
+    ) {
         let _ = outbox.push(&ServerFrame::Subscribed {
             session_id: session_id.to_owned(),
             last_seq,
@@ -269,7 +299,6 @@ impl Hub {
             outbox: outbox.clone(),
             sent_through: last_seq,
         });
-        Ok(())
     }
 
     /// Whether a page follows `session_id`.

@@ -166,13 +166,6 @@ impl Api {
         let session = self.open_session(&request.session_id).await?;
         let limit = usize::try_from(request.limit.unwrap_or(PAGE).max(1)).unwrap_or(usize::MAX);
         let preset = self.presets.of(&session).map(|event| event.preset);
-        // The latest `plan/mode` (none: not planning), for the composer's plan chip.
-        let plan_mode = session
-            .events(0, session.event_count())
-            .iter()
-            .rev()
-            .find_map(|record| record.decode::<dsh_protocol::PlanModeEvent>()?.ok())
-            .is_some_and(|mode| mode.active);
         let history = self.folds.read(&session, |fold| {
             let items = fold.items();
             let start = items.len().saturating_sub(limit);
@@ -185,7 +178,7 @@ impl Api {
                 title: fold.title.clone(),
                 stats: fold.tally.session.clone(),
                 preset,
-                plan_mode,
+                plan_mode: fold.plan_mode,
             }
         });
         Ok(history)

@@ -321,8 +321,9 @@ impl DerivedView for View {
             return RNone;
         };
         match self.0.get(index) {
-            // The log's message as its JSON, not re-read as a typed value on the way.
-            Some(message) => match serde_json::to_string(&message.to_value()) {
+            // The log's message written straight from its event as JSON: neither copied into a
+            // `Value` nor re-read as a typed value on the way.
+            Some(message) => match serde_json::to_string(message) {
                 Ok(json) => RSome(Json::from_text(json)),
                 Err(_) => RNone,
             },

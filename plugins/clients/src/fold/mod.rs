@@ -31,7 +31,7 @@ pub(crate) struct Change {
 }
 
 /// The items of one session, and what the fold needs to place the next event.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Fold {
     items: Vec<ChatItem>,
     index: HashMap<String, usize>,
@@ -48,6 +48,9 @@ pub(crate) struct Fold {
     /// nothing is rendered for them.
     quiet: bool,
     pub(crate) running: bool,
+    /// Whether the latest `plan/mode` turned planning on (none: not planning), for the
+    /// composer's plan chip: kept here so a history read need not scan the log for it.
+    pub(crate) plan_mode: bool,
     pub(crate) title: Option<String>,
     pub(crate) last_seq: Option<u64>,
     /// What the session cost so far.
@@ -167,6 +170,11 @@ impl Fold {
         self.last_seq = Some(seq);
         change.stats = self.tally.observe(record);
         match record.kind.as_str() {
+            kinds::PLAN_MODE => {
+                if let Some(Ok(mode)) = record.decode::<dsh_protocol::PlanModeEvent>() {
+                    self.plan_mode = mode.active;
+                }
+            }
             kinds::TURN_START => {
                 self.running = true;
                 self.produced.clear();

@@ -8,7 +8,7 @@ use dsh_client_protocol::{SessionStats, TurnStats};
 use dsh_protocol::{AssistantMessageEvent, ToolResultEvent, kinds};
 use dsh_sessions_seam::EventRecord;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Tally {
     pub(crate) session: SessionStats,
     turn_started: Option<i64>,
