@@ -102,16 +102,36 @@ fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionE
 
 /// The records readers share of a loaded `log`, and the preset it runs: the last
 /// `agent-preset/selected`, else the header's.
+/// `log`'s records, and the preset it runs. `texts` are the lines the log was loaded from, one
+/// per event in order: they are the records' JSON as they are, instead of every event written
+/// again (reading a long log paid that for nothing).
 pub(crate) fn records_and_preset(
     id: &str,
     log: &SessionLog,
     header_preset: Option<String>,
+    texts: Option<RVec<RString>>,
 ) -> Result<(Vec<RArc<EventRecord>>, Option<String>), SessionError> {
-    let records = log
-        .events()
-        .iter()
-        .map(|event| record_of(id, event))
-        .collect::<Result<Vec<_>, _>>()?;
+    let records = match texts {
+        Some(texts) if texts.len() == log.events().len() => log
+            .events()
+            .iter()
+            .zip(texts)
+            .map(|(event, json)| {
+                RArc::new(EventRecord {
+                    session: RString::from(id),
+                    seq: event.seq,
+                    kind: RString::from(event.kind.as_str()),
+                    time: event.time,
+                    json,
+                })
+            })
+            .collect(),
+        _ => log
+            .events()
+            .iter()
+            .map(|event| record_of(id, event))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let preset = log
         .events()
         .iter()
@@ -122,13 +142,15 @@ pub(crate) fn records_and_preset(
 }
 
 impl LiveSession {
+    /// A live session of `log`; `texts`, when given, are the lines `log` was loaded from.
     pub(crate) fn new(
         id: String,
         header: HeaderFacts,
         log: SessionLog,
+        texts: Option<RVec<RString>>,
         wiring: Arc<Wiring>,
     ) -> Result<Arc<Self>, SessionError> {
-        let (records, preset) = records_and_preset(&id, &log, header.agent_preset)?;
+        let (records, preset) = records_and_preset(&id, &log, header.agent_preset, texts)?;
         Ok(Arc::new(Self {
             id,
             cwd: header.cwd,

@@ -189,12 +189,13 @@ impl Inner {
         };
         match seed {
             Some((_, log)) => {
-                let live = LiveSession::new(id, facts, log, wiring)?;
+                let live = LiveSession::new(id, facts, log, None, wiring)?;
                 live.announce_existing()?;
                 self.register(live)
             }
             None => {
-                let live = LiveSession::new(id, facts, SessionLog::new(self.types()), wiring)?;
+                let live =
+                    LiveSession::new(id, facts, SessionLog::new(self.types()), None, wiring)?;
                 self.register(live)
             }
         }
@@ -242,7 +243,7 @@ impl Inner {
                 agent_preset: header.agent_preset,
             })
             .unwrap_or_default();
-        let opened = self.adopt(&id, facts, &stored.events, wiring.clone());
+        let opened = self.adopt(&id, facts, stored.events, wiring.clone());
         if opened.is_err() {
             // Refused after loading: the store lets go of the session without writing to it.
             let _ = store.close(RString::from(id.as_str())).await;
@@ -280,7 +281,7 @@ impl Inner {
                 format!("session `{id}`: {problem}"),
             )
         })?;
-        let snapshot = crate::snapshot::Snapshot::new(id, preset, log)?;
+        let snapshot = crate::snapshot::Snapshot::new(id, preset, log, Some(stored.events))?;
         Ok(dsh_sessions_seam::Session_TO::from_value(
             snapshot,
             abi_stable::sabi_trait::TD_Opaque,
@@ -292,7 +293,7 @@ impl Inner {
         &self,
         id: &str,
         header: HeaderFacts,
-        lines: &[RString],
+        lines: RVec<RString>,
         wiring: Arc<Wiring>,
     ) -> Result<SessionBox, SessionError> {
         let unreadable = |problem: String| {
@@ -308,7 +309,7 @@ impl Inner {
             .map_err(|problem| unreadable(problem.to_string()))?;
         let log = SessionLog::from_events(events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
-        let live = LiveSession::new(id.to_owned(), header, log, wiring)?;
+        let live = LiveSession::new(id.to_owned(), header, log, Some(lines), wiring)?;
         live.seal_seed()?;
         self.register(live)
     }
