@@ -51,9 +51,9 @@ fn bash_then_text(command: &str, answer: &str) -> Vec<Reply> {
     ]
 }
 
-/// `dsh` with a host of its own (`dsh-host --profile sdk` found beside it) in `dir`'s home,
-/// the fake model set by a home patch.
-fn own_host(server: &FakeDeepSeek, dir: &TestDir, size: (u16, u16), args: &[&str]) -> Pane {
+/// The environment of `dsh` with a host of its own (`dsh-host --profile sdk` found beside it)
+/// in `dir`'s home, the fake model set by a home patch.
+fn own_host_env(server: &FakeDeepSeek, dir: &TestDir) -> Vec<(&'static str, String)> {
     dir.write(
         "home/cordis.patch.yml",
         &format!(
@@ -62,20 +62,21 @@ fn own_host(server: &FakeDeepSeek, dir: &TestDir, size: (u16, u16), args: &[&str
         ),
     );
     std::fs::create_dir_all(dir.join("work")).unwrap();
-    let home = dir.home().to_string_lossy().into_owned();
-    let agents = dir.join("agents").to_string_lossy().into_owned();
-    let pane = Pane::start(
-        dir,
-        &dir.join("work"),
-        size,
-        &dsh_bin(),
-        args,
-        &[
-            ("DSH_HOME", &home),
-            ("DSH_AGENTS_HOME", &agents),
-            ("DEEPSEEK_API_KEY", "sk-test"),
-        ],
-    );
+    vec![
+        ("DSH_HOME", dir.home().to_string_lossy().into_owned()),
+        (
+            "DSH_AGENTS_HOME",
+            dir.join("agents").to_string_lossy().into_owned(),
+        ),
+        ("DEEPSEEK_API_KEY", "sk-test".to_owned()),
+    ]
+}
+
+/// `dsh` with a host of its own in `dir`, started as the pane's program.
+fn own_host(server: &FakeDeepSeek, dir: &TestDir, size: (u16, u16), args: &[&str]) -> Pane {
+    let envs = own_host_env(server, dir);
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let pane = Pane::start(dir, &dir.join("work"), size, &dsh_bin(), args, &envs);
     pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
     pane
 }

@@ -457,6 +457,20 @@ impl App {
     }
 
     /// Ctrl-R: a new connection (a new child host), the session opened again.
+    /// Ctrl-Z: the screen left as a shell expects it, the process stopped until the shell
+    /// continues it, then the viewport drawn again. A turn the host runs goes on meanwhile; what
+    /// it did is drawn when the screen is back.
+    pub(crate) fn suspend(&mut self) {
+        if let Err(error) = self.screen.leave() {
+            self.note_error(&format!("leaving the screen: {error}"));
+        }
+        if let Err(error) = crate::term::suspend() {
+            self.note_error(&format!("suspending: {error}"));
+        }
+        self.screen.resumed();
+        self.request_now();
+    }
+
     pub(crate) fn restart(&mut self) {
         if self.conn.is_some() {
             self.status.hint("connected");

@@ -1,7 +1,8 @@
 //! What a key does: a modal takes the keys first (the approval's letters, the question's
 //! answers), then a picker, then the app's own keys (Esc cancels the turn, Ctrl-C twice quits,
 //! Ctrl-O the sessions, Ctrl-T the reasoning, Shift-Tab the permission preset, Ctrl-R a new
-//! host after one died, Tab steers into the running turn), then the composer. Enter sends,
+//! host after one died, Ctrl-Z suspends to the shell, Tab steers into the running turn), then
+//! the composer. Enter sends,
 //! queued while a turn runs; in the `/` list Enter runs the command and Tab completes it (for
 //! its arguments); a few commands are the terminal's own (`/sessions`, `/new`, `/fork`,
 //! `/rename TITLE`, `/model` and `/permission` without arguments, `/reasoning`, `/quit`);
@@ -33,6 +34,9 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
+        }
+        if ctrl && key.code == KeyCode::Char('z') {
+            return self.suspend();
         }
         if ctrl && key.code == KeyCode::Char('d') && self.composer.is_empty() {
             self.quit = Some(0);

@@ -169,6 +169,16 @@ impl Screen {
         self.write_out()
     }
 
+    /// After the process was stopped and continued: what the shell printed meanwhile (its
+    /// job lines, the `fg` typed) moved the cursor somewhere this screen cannot know without
+    /// asking the terminal (whose answer the input thread would take for keys), so the viewport
+    /// starts again at the bottom row and is drawn whole, scrolling the shell's lines up.
+    pub(crate) fn resumed(&mut self) {
+        self.top = self.height.saturating_sub(1);
+        self.rows = 0;
+        self.shown = None;
+    }
+
     /// Prints `lines` (already wrapped) from the viewport's top down, scrolling the screen
     /// where they pass its bottom; the viewport then starts below them.
     fn print_history(&mut self, lines: &[Line<'static>]) -> io::Result<()> {

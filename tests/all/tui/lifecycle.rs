@@ -1,12 +1,13 @@
 //! `dsh`'s own host and its life: a turn on a child `dsh-host --profile sdk` and the session
 //! continued in a new terminal, a host that dies reported and restarted, SIGTERM restoring the
-//! terminal, `dsh -p`, and command lines refused before the screen is taken.
+//! terminal, Ctrl-Z to the shell and `fg` back, `dsh -p`, and command lines refused before the
+//! screen is taken.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::tui::{assert_in_order, dsh_bin};
+use dsh_tests::tui::{Pane, assert_in_order, dsh_bin};
 use dsh_tests::{TestDir, needs_tmux};
 
-use super::{bash_then_text, own_host};
+use super::{bash_then_text, own_host, own_host_env};
 
 #[test]
 fn with_a_host_of_its_own_a_turn_runs_and_the_session_resumes_with_its_history() {
@@ -177,4 +178,58 @@ fn bad_command_lines_are_refused_before_the_screen_is_taken() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("dsh -p"), "{stderr}");
+}
+
+#[test]
+fn ctrl_z_stops_dsh_in_an_interactive_shell_and_fg_brings_the_screen_back() {
+    needs_tmux!(
+        "tui::lifecycle::ctrl_z_stops_dsh_in_an_interactive_shell_and_fg_brings_the_screen_back"
+    );
+    let server = FakeDeepSeek::start(vec![Reply::text("Back from the shell.")]);
+    let dir = TestDir::new("tui-suspend");
+    let envs = own_host_env(&server, &dir);
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // An interactive shell with job control, as a person has; dsh started from its prompt.
+    let pane = Pane::start(
+        &dir,
+        &dir.join("work"),
+        (90, 24),
+        std::path::Path::new("bash"),
+        &["--norc", "--noprofile", "-i"],
+        &envs,
+    );
+    pane.type_text(&format!("{} ", dsh_bin().display()));
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    pane.keys(&["C-z"]);
+    let screen = pane.wait_screen("the shell's job line", |screen| screen.contains("Stopped"));
+    assert!(
+        !screen.contains("Ask anything"),
+        "the composer is cleared before the shell takes the terminal:\n{screen}"
+    );
+    // The pane's program is the shell; its child, dsh, is stopped (state T).
+    let (shell, children) = pane.program_pids();
+    let dsh = *children.first().expect("the shell runs dsh");
+    let stat = std::fs::read_to_string(format!("/proc/{dsh}/stat")).unwrap();
+    let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
+    assert_eq!(
+        state,
+        Some("T"),
+        "dsh (pid {dsh}, shell {shell}) is stopped: {stat}"
+    );
+    pane.type_text("fg");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the composer back", |screen| {
+        screen.contains("Ask anything")
+    });
+    // Keys reach the composer again (raw mode is back), and a turn runs.
+    pane.type_text("still there?");
+    pane.keys(&["Enter"]);
+    let text = pane.wait_everything("the answer", |text| {
+        text.contains("Back from the shell.") && text.contains("idle")
+    });
+    assert_in_order(
+        &text,
+        &["Stopped", "fg", "› still there?", "Back from the shell."],
+    );
 }
