@@ -103,7 +103,11 @@ impl App {
             } if ours(&session_id) => match key.as_str() {
                 "context" => self.status.set_context(&value),
                 "controls" => self.status.set_controls(&value),
-                "jobs" => self.status.jobs = value.as_array().map_or(0, Vec::len),
+                "jobs" => {
+                    self.status.jobs = serde_json::from_value(value).unwrap_or_default();
+                    let items = self.job_items();
+                    self.fill_picker(PickerKind::Jobs, items);
+                }
                 _ => {}
             },
             ServerFrame::SessionStatus {

@@ -5,15 +5,16 @@
 //! the composer. Enter sends,
 //! queued while a turn runs; in the `/` list Enter runs the command and Tab completes it (for
 //! its arguments); a few commands are the terminal's own (`/sessions`, `/new`, `/fork`,
-//! `/rename TITLE`, `/model` and `/permission` without arguments, `/reasoning`, `/quit`);
+//! `/rename TITLE`, `/model` and `/permission` without arguments, `/reasoning`, `/jobs`,
+//! `/quit`);
 //! every other `/` line is the host's.
 
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use dsh_client_protocol::{
-    ApprovalAnswer, ClientRequest, CompleteFiles, ForkRequest, ModelsRequest, NoParams, PromptMode,
-    RenameRequest, SelectModel, SendPrompt, SessionRef, SetPermission,
+    ApprovalAnswer, ClientRequest, CompleteFiles, ForkRequest, JobRef, ModelsRequest, NoParams,
+    PromptMode, RenameRequest, SelectModel, SendPrompt, SessionRef, SetPermission,
 };
 
 use crate::app::App;
@@ -241,6 +242,7 @@ impl App {
                 );
             }
             PickerKind::Presets => self.set_preset(&chosen.value),
+            PickerKind::Jobs => self.stop_job(session, &chosen.value),
             PickerKind::Commands | PickerKind::Files => {}
         }
     }
@@ -367,6 +369,7 @@ impl App {
                 self.create();
             }
             ("/reasoning", None) => self.toggle_reasoning(),
+            ("/jobs", None) => self.open_jobs(),
             ("/fork", None) => {
                 if let Some(session) = self.session.clone() {
                     let request = ForkRequest {
@@ -429,6 +432,52 @@ impl App {
         }
     }
 
+    /// `/jobs`: the session's background jobs in a picker.
+    fn open_jobs(&mut self) {
+        if self.status.jobs.is_empty() {
+            self.status.hint("no background jobs in this session");
+            return;
+        }
+        self.popup = Some(Picker::new(PickerKind::Jobs, self.job_items()));
+    }
+
+    /// The jobs as picker items: the id and what runs, then its state.
+    pub(crate) fn job_items(&self) -> Vec<PickItem> {
+        self.status
+            .jobs
+            .iter()
+            .map(|job| PickItem {
+                label: format!("{} {}", job.id, job.label),
+                detail: match &job.detail {
+                    Some(detail) => format!("{} · {detail}", job.status.word()),
+                    None => job.status.word().to_owned(),
+                },
+                value: job.id.clone(),
+            })
+            .collect()
+    }
+
+    /// Stops job `id` as `job_kill` would; one that ended already is left as it is.
+    fn stop_job(&mut self, session: String, id: &str) {
+        let Some(job) = self.status.jobs.iter().find(|job| job.id == id) else {
+            return;
+        };
+        if !matches!(job.status, dsh_protocol::JobStatus::Running) {
+            let word = job.status.word();
+            self.status.hint(format!("{id} is not running ({word})"));
+            return;
+        }
+        let request = JobRef {
+            session_id: session,
+            job_id: id.to_owned(),
+        };
+        self.send(
+            ClientRequest::SessionKillJob(request),
+            Reply::Action("session.killJob"),
+        );
+        self.status.hint(format!("stopping {id}"));
+    }
+
     pub(crate) fn open_sessions(&mut self) {
         self.popup = Some(Picker::new(PickerKind::Sessions, Vec::new()));
         self.send(ClientRequest::SessionList(NoParams {}), Reply::Sessions);
@@ -441,6 +490,7 @@ fn local_commands() -> Vec<PickItem> {
         ("sessions", "open another session"),
         ("new", "start a new session"),
         ("reasoning", "show or hide the model's reasoning (Ctrl-T)"),
+        ("jobs", "the background jobs; Enter stops one"),
         ("fork", "a new session with this conversation"),
         ("rename", "rename this session: /rename TITLE"),
         ("quit", "leave dsh"),

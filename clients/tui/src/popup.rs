@@ -23,6 +23,8 @@ pub(crate) enum PickerKind {
     Sessions,
     Models,
     Presets,
+    /// The session's background jobs; Enter stops the chosen one.
+    Jobs,
 }
 
 impl PickerKind {
@@ -33,6 +35,7 @@ impl PickerKind {
             Self::Sessions => "sessions",
             Self::Models => "model",
             Self::Presets => "permission preset",
+            Self::Jobs => "background jobs",
         }
     }
 
@@ -43,12 +46,13 @@ impl PickerKind {
             Self::Files => "Tab adds",
             Self::Sessions => "Enter open · Ctrl-F fork · Ctrl-X delete · Esc",
             Self::Models | Self::Presets => "Enter choose · Esc",
+            Self::Jobs => "Enter stops · Esc",
         }
     }
 
     /// Whether typing goes to the picker's own query (not the composer).
     pub(crate) fn owns_input(self) -> bool {
-        matches!(self, Self::Sessions | Self::Models | Self::Presets)
+        matches!(self, Self::Sessions | Self::Models | Self::Presets | Self::Jobs)
     }
 }
 

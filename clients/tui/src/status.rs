@@ -25,8 +25,8 @@ pub(crate) struct Status {
     pub(crate) connection: String,
     pub(crate) session: Option<String>,
     pub(crate) hint: Option<(String, Instant)>,
-    /// Background jobs of the session.
-    pub(crate) jobs: usize,
+    /// Background jobs of the session, oldest first (`/jobs` lists them).
+    pub(crate) jobs: Vec<dsh_protocol::JobSummary>,
     pub(crate) queued: usize,
     /// The session is not followed yet (connecting, opening it).
     pub(crate) opening: bool,
@@ -116,8 +116,8 @@ impl Status {
                 tokens(self.output_tokens)
             ));
         }
-        if self.jobs > 0 {
-            parts.push(format!("{} jobs", self.jobs));
+        if !self.jobs.is_empty() {
+            parts.push(format!("{} jobs", self.jobs.len()));
         }
         parts.push(self.connection.clone());
         for part in parts {

@@ -1,6 +1,6 @@
 //! What a person types in `dsh`: `/` commands (`/compact` runs), `@` files, a message queued
 //! while a turn runs, a paste and a steer, the session and model pickers with rename and
-//! fork, and Ctrl-T for the reasoning.
+//! fork, `/jobs` stopping a background job, and Ctrl-T for the reasoning.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::tui::{assert_in_order, lines};
@@ -294,4 +294,47 @@ fn ctrl_t_shows_the_reasoning_and_hides_it_again() {
         text.contains("Thought (6 words") && !text.contains("weigh the options")
     });
     assert_eq!(web.host.stop(), Some(0));
+}
+
+#[test]
+fn slash_jobs_lists_the_background_jobs_and_enter_stops_one() {
+    needs_tmux!("tui::controls::slash_jobs_lists_the_background_jobs_and_enter_stops_one");
+    let arguments =
+        json!({"command": "sleep 60", "description": "a long wait", "run_in_background": true})
+            .to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_1", "bash", &arguments)]),
+        Reply::text("It waits in the background."),
+    ]);
+    let dir = TestDir::new("tui-jobs");
+    let (_web, pane) = attached(&server, &dir, "", (100, 30), &[]);
+    pane.type_text("/jobs");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the hint that there are none", |screen| {
+        screen.contains("no background jobs")
+    });
+    pane.type_text("wait in the background");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the answer and the job on the status line", |screen| {
+        screen.contains("It waits in the background.") && screen.contains("1 jobs")
+    });
+    pane.type_text("/jobs");
+    pane.keys(&["Enter"]);
+    let picker = pane.wait_screen("the jobs picker", |screen| {
+        screen.contains("─ background jobs")
+    });
+    assert!(
+        picker.contains("bash-1") && picker.contains("sleep 60") && picker.contains("running"),
+        "the job, what it runs and its state:\n{picker}"
+    );
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the picker closed", |screen| {
+        !screen.contains("─ background jobs")
+    });
+    // Stopped: the registry says so, and the list shows it.
+    pane.type_text("/jobs");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the job killed", |screen| {
+        screen.contains("─ background jobs") && screen.contains("killed")
+    });
 }
