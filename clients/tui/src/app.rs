@@ -45,8 +45,11 @@ pub(crate) struct App {
     /// What a new session is made with.
     pub(crate) new_session: CreateRequest,
     pub(crate) cwd: String,
-    /// The session's waiting messages (from its `session/queue` frames).
+    /// The session's waiting messages (from its `session/queue` frames), and their ids.
     pub(crate) queue: Vec<String>,
+    pub(crate) queue_ids: Vec<String>,
+    /// The id of the waiting message the composer edits (Alt-Up).
+    pub(crate) editing: Option<String>,
     /// Messages typed before the session was open; sent once it is.
     pub(crate) pending: Vec<String>,
     pub(crate) popup: Option<Picker>,
@@ -97,6 +100,8 @@ impl App {
             new_session,
             cwd,
             queue: Vec::new(),
+            queue_ids: Vec::new(),
+            editing: None,
             pending: Vec::new(),
             popup: None,
             approval: None,
@@ -358,6 +363,9 @@ impl App {
         self.reprint |= self.transcript.printed_any();
         self.transcript.clear();
         self.queue.clear();
+        self.queue_ids.clear();
+        self.editing = None;
+        self.status.editing_queued = false;
         self.approval = None;
         self.question = None;
         self.status.running = false;

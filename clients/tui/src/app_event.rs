@@ -40,6 +40,10 @@ pub(crate) enum Reply {
     Context,
     /// A change whose answer only matters when it failed.
     Action(&'static str),
+    /// A queued message edited or removed; `text` comes back to the composer if refused.
+    QueueEdit {
+        text: String,
+    },
 }
 
 #[derive(Debug)]

@@ -95,6 +95,12 @@ impl App {
                     .chain(&next_turn)
                     .map(message_text)
                     .collect();
+                self.queue_ids = next_step
+                    .iter()
+                    .chain(&next_turn)
+                    .map(|message| message.id.clone())
+                    .collect();
+                self.queue_changed();
             }
             ServerFrame::Projection {
                 session_id,
@@ -144,6 +150,7 @@ impl App {
                 }
             }
             Reply::Files { .. } | Reply::Commands => {}
+            Reply::QueueEdit { text } => self.edit_refused(&text, error),
             _ => self.note_error(error),
         }
     }
@@ -202,7 +209,7 @@ impl App {
                     self.note(&format!("allow rule written: {rule}"), theme::dim());
                 }
             }
-            Reply::Question | Reply::Action(_) => {}
+            Reply::Question | Reply::Action(_) | Reply::QueueEdit { .. } => {}
             Reply::Deleted => self.send(
                 dsh_client_protocol::ClientRequest::SessionList(dsh_client_protocol::NoParams {}),
                 Reply::Sessions,

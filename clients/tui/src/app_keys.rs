@@ -1,8 +1,8 @@
 //! What a key does: a modal takes the keys first (the approval's letters, the question's
 //! answers), then a picker, then the app's own keys (Esc cancels the turn, Ctrl-C twice quits,
 //! Ctrl-O the sessions, Ctrl-T the reasoning, Shift-Tab the permission preset, Ctrl-R a new
-//! host after one died, Ctrl-Z suspends to the shell, Tab steers into the running turn), then
-//! the composer. Enter sends,
+//! host after one died, Ctrl-Z suspends to the shell, Alt-Up edits the newest queued message
+//! (see `app_queue`), Tab steers into the running turn), then the composer. Enter sends,
 //! queued while a turn runs; in the `/` list Enter runs the command and Tab completes it (for
 //! its arguments); a few commands are the terminal's own (`/sessions`, `/new`, `/fork`,
 //! `/rename TITLE`, `/model` and `/permission` without arguments, `/reasoning`, `/jobs`,
@@ -56,7 +56,20 @@ impl App {
         if self.popup.as_ref().is_some_and(|p| p.kind.owns_input()) {
             return self.picker_key(key);
         }
+        if self.editing.is_some() {
+            match key.code {
+                KeyCode::Esc => return self.cancel_edit(),
+                KeyCode::Enter if self.composer.is_empty() => {
+                    self.save_edit("");
+                    return;
+                }
+                _ => {}
+            }
+        }
         match key.code {
+            KeyCode::Up if key.modifiers.contains(KeyModifiers::ALT) => {
+                return self.edit_queued();
+            }
             KeyCode::Esc => return self.escape(),
             KeyCode::Char('t') if ctrl => return self.toggle_reasoning(),
             KeyCode::Char('o') if ctrl => return self.open_sessions(),
@@ -359,6 +372,9 @@ impl App {
         self.composer.remember(&text);
         self.composer.clear();
         self.popup = None;
+        if self.save_edit(&text) {
+            return;
+        }
         let mut words = text.split_whitespace();
         let (first, rest) = (words.next().unwrap_or_default(), words.next());
         match (first, rest) {

@@ -19,6 +19,7 @@ mod app;
 mod app_event;
 mod app_host;
 mod app_keys;
+mod app_queue;
 mod args;
 mod cells;
 mod composer;

@@ -52,7 +52,10 @@ impl PickerKind {
 
     /// Whether typing goes to the picker's own query (not the composer).
     pub(crate) fn owns_input(self) -> bool {
-        matches!(self, Self::Sessions | Self::Models | Self::Presets | Self::Jobs)
+        matches!(
+            self,
+            Self::Sessions | Self::Models | Self::Presets | Self::Jobs
+        )
     }
 }
 

@@ -28,6 +28,8 @@ pub(crate) struct Status {
     /// Background jobs of the session, oldest first (`/jobs` lists them).
     pub(crate) jobs: Vec<dsh_protocol::JobSummary>,
     pub(crate) queued: usize,
+    /// The composer edits a queued message (Alt-Up).
+    pub(crate) editing_queued: bool,
     /// The session is not followed yet (connecting, opening it).
     pub(crate) opening: bool,
     /// The host confirmed the subscription: the session's frames arrive.
@@ -69,6 +71,12 @@ impl Status {
         let mut spans = Vec::new();
         if let Some((hint, _)) = &self.hint {
             spans.push(Span::styled(format!("{hint} · "), theme::warn()));
+        }
+        if self.editing_queued {
+            spans.push(Span::styled(
+                "editing a queued message (Enter saves, empty removes, Esc keeps it) · ",
+                theme::accent(),
+            ));
         }
         if self.running {
             let frame = (now.duration_since(started).as_millis() / 100) as usize % SPINNER.len();

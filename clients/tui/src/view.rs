@@ -74,12 +74,17 @@ impl View<'_> {
             buf.set_line(area.x, y, line, area.width);
             y += 1;
         }
-        for text in self.queue.iter().take(QUEUE_ROWS) {
+        let shown = self.queue.len().min(QUEUE_ROWS);
+        for (index, text) in self.queue.iter().take(QUEUE_ROWS).enumerate() {
             let first = text.lines().next().unwrap_or_default();
-            let line = Line::from(vec![
+            let mut spans = vec![
                 Span::styled("↳ queued: ", theme::dim()),
                 Span::styled(crate::wrap::sanitize(first), theme::italic()),
-            ]);
+            ];
+            if index + 1 == shown {
+                spans.push(Span::styled("  (Alt-↑ edits)", theme::dim()));
+            }
+            let line = Line::from(spans);
             buf.set_line(area.x, y, &line, area.width);
             y += 1;
         }

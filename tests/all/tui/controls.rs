@@ -1,6 +1,7 @@
 //! What a person types in `dsh`: `/` commands (`/compact` runs), `@` files, a message queued
 //! while a turn runs, a paste and a steer, the session and model pickers with rename and
-//! fork, `/jobs` stopping a background job, and Ctrl-T for the reasoning.
+//! fork, `/jobs` stopping a background job, Alt-Up editing and removing a queued message, and
+//! Ctrl-T for the reasoning.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::tui::{assert_in_order, lines};
@@ -337,4 +338,69 @@ fn slash_jobs_lists_the_background_jobs_and_enter_stops_one() {
     pane.wait_screen("the job killed", |screen| {
         screen.contains("─ background jobs") && screen.contains("killed")
     });
+}
+
+#[test]
+fn alt_up_edits_a_queued_message_in_place_and_an_emptied_one_leaves_the_queue() {
+    needs_tmux!(
+        "tui::controls::alt_up_edits_a_queued_message_in_place_and_an_emptied_one_leaves_the_queue"
+    );
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    let slow = Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("Slow first "),
+        // Longer than the edits take (a cancel would drop the queue with the turn).
+        SseEvent::Pause(std::time::Duration::from_secs(10)),
+        SseEvent::content("answer."),
+        SseEvent::finish("stop"),
+        SseEvent::Done,
+    ]);
+    let server = FakeDeepSeek::start(vec![slow, Reply::text("Answer to the edited one.")]);
+    let dir = TestDir::new("tui-queue-edit");
+    let (_web, pane) = attached(&server, &dir, "", (100, 30), &[]);
+    pane.type_text("first");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the first turn", |screen| screen.contains("Slow first"));
+    pane.type_text("draft with a typo");
+    pane.keys(&["Enter"]);
+    pane.type_text("never mind this one");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("both queued", |screen| {
+        screen.contains("↳ queued: draft with a typo") && screen.contains("↳ queued: never mind")
+    });
+    // The newest is taken out for editing; emptied and sent, it leaves the queue.
+    pane.keys(&["M-Up"]);
+    pane.wait_screen("the edit mode", |screen| {
+        screen.contains("editing a queued message") && screen.contains("› never mind this one")
+    });
+    pane.keys(&["C-u", "Enter"]);
+    pane.wait_screen("the removed one gone", |screen| {
+        !screen.contains("never mind") && screen.contains("↳ queued: draft with a typo")
+    });
+    // The other one is edited in place and keeps its turn.
+    pane.keys(&["M-Up"]);
+    pane.wait_screen("the edit mode again", |screen| {
+        screen.contains("› draft with a typo")
+    });
+    pane.keys(&["C-u"]);
+    pane.type_text("the corrected message");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the edited text queued", |screen| {
+        screen.contains("↳ queued: the corrected message")
+    });
+    // The slow turn ends, then the queued one runs with its new text.
+    let text = pane.wait_everything("the queued turn", |text| {
+        text.contains("Answer to the edited one.")
+    });
+    assert_in_order(
+        &text,
+        &[
+            "› first",
+            "Slow first answer.",
+            "› the corrected message",
+            "Answer to the edited one.",
+        ],
+    );
+    assert!(!text.contains("› draft with a typo"), "{text}");
+    assert!(!text.contains("› never mind"), "{text}");
 }
