@@ -366,6 +366,8 @@ impl App {
         self.queue_ids.clear();
         self.editing = None;
         self.status.editing_queued = false;
+        self.status.goal = None;
+        self.status.jobs.clear();
         self.approval = None;
         self.question = None;
         self.status.running = false;

@@ -3,8 +3,8 @@
 //! handshake, the session opened or created, the pickers' lists, a command's output, errors).
 
 use dsh_client_protocol::{
-    AnswerReceipt, CommandList, Created, FileCompletions, ModelList, PromptAccepted, ServerFrame,
-    SessionHistory, SessionList,
+    AnswerReceipt, CommandList, Created, FileCompletions, GoalState, ModelList, PromptAccepted,
+    ServerFrame, SessionHistory, SessionList,
 };
 use dsh_protocol::{InboxListing, SessionSummary};
 use serde::de::DeserializeOwned;
@@ -109,6 +109,11 @@ impl App {
             } if ours(&session_id) => match key.as_str() {
                 "context" => self.status.set_context(&value),
                 "controls" => self.status.set_controls(&value),
+                "goal" => {
+                    self.status.goal = serde_json::from_value::<GoalState>(value)
+                        .ok()
+                        .and_then(|state| state.goal);
+                }
                 "jobs" => {
                     self.status.jobs = serde_json::from_value(value).unwrap_or_default();
                     let items = self.job_items();

@@ -25,6 +25,8 @@ pub(crate) struct Status {
     pub(crate) connection: String,
     pub(crate) session: Option<String>,
     pub(crate) hint: Option<(String, Instant)>,
+    /// The session's goal (the `goal` projection), shown while it has one.
+    pub(crate) goal: Option<dsh_protocol::GoalView>,
     /// Background jobs of the session, oldest first (`/jobs` lists them).
     pub(crate) jobs: Vec<dsh_protocol::JobSummary>,
     pub(crate) queued: usize,
@@ -94,6 +96,9 @@ impl Status {
         if self.queued > 0 {
             parts.push(format!("{} queued", self.queued));
         }
+        if let Some(goal) = &self.goal {
+            parts.push(goal_part(goal));
+        }
         if let Some((used, window)) = self.context {
             parts.push(match window {
                 Some(window) if window > 0 => format!(
@@ -133,4 +138,23 @@ impl Status {
         }
         Line::from(spans)
     }
+}
+
+/// `goal active 2/256: the objective` (cut to a few words: `/goal` prints it whole).
+fn goal_part(view: &dsh_protocol::GoalView) -> String {
+    const SHOWN: usize = 32;
+    let goal = &view.goal;
+    let objective = goal.objective.lines().next().unwrap_or_default();
+    let cut: String = objective.chars().take(SHOWN).collect();
+    let more = if objective.chars().count() > SHOWN {
+        "…"
+    } else {
+        ""
+    };
+    format!(
+        "goal {} {}/{}: {cut}{more}",
+        goal.phase.as_str(),
+        view.rounds_started,
+        goal.max_goal_rounds
+    )
 }

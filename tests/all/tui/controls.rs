@@ -1,7 +1,7 @@
 //! What a person types in `dsh`: `/` commands (`/compact` runs), `@` files, a message queued
 //! while a turn runs, a paste and a steer, the session and model pickers with rename and
-//! fork, `/jobs` stopping a background job, Alt-Up editing and removing a queued message, and
-//! Ctrl-T for the reasoning.
+//! fork, `/jobs` stopping a background job, Alt-Up editing and removing a queued message, a goal
+//! on the status line from `/goal` to its completion, and Ctrl-T for the reasoning.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::tui::{assert_in_order, lines};
@@ -403,4 +403,37 @@ fn alt_up_edits_a_queued_message_in_place_and_an_emptied_one_leaves_the_queue() 
     );
     assert!(!text.contains("› draft with a typo"), "{text}");
     assert!(!text.contains("› never mind"), "{text}");
+}
+
+#[test]
+fn a_goal_set_with_slash_goal_shows_on_the_status_line_until_it_is_complete() {
+    needs_tmux!(
+        "tui::controls::a_goal_set_with_slash_goal_shows_on_the_status_line_until_it_is_complete"
+    );
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call("call_get", "get_goal", json!({})),
+        Reply::text("Round 1: two tests still fail."),
+    ]);
+    let dir = TestDir::new("tui-goal");
+    let (web, pane) = attached(&server, &dir, "", (120, 30), &[]);
+    pane.type_text("/goal Make the build green");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the goal on the status line", |screen| {
+        screen.contains("goal active") && screen.contains("/256: Make the build green")
+    });
+    // The model completes it in its second round, naming the revision it read.
+    let listed = web.call("session.list", &json!({}));
+    let session = listed["sessions"][0]["id"]
+        .as_str()
+        .expect("one session")
+        .to_owned();
+    let goal = web.call("goal.get", &json!({"sessionId": session}))["goal"].clone();
+    server.push(vec![Reply::tool_call(
+        "call_done",
+        "update_goal",
+        json!({"goal_id": goal["id"], "revision": 1, "action": "complete"}),
+    )]);
+    pane.wait_screen("the goal complete", |screen| {
+        screen.contains("goal complete 2/256: Make the build green") && screen.contains("idle")
+    });
 }
