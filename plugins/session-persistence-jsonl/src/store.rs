@@ -12,8 +12,8 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions, read_session,
-    session_dir,
+    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions,
+    read_session_lines, session_dir,
 };
 use dsh_session_log::SessionEvent;
 use dsh_sessions_seam::{
@@ -433,16 +433,22 @@ impl Store {
                     ),
                     LockError::Io(message) => storage(message),
                 })?;
-                let read = read_session(&path)
+                // Kept as lines: the session service parses each one, once.
+                let read = read_session_lines(&path)
                     .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
                 let (writer, repaired) = match &read.repair {
                     Some(repair) => {
+                        let recovered = read.lines[repair.recovered_from..]
+                            .iter()
+                            .map(|line| serde_json::from_str(line))
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(storage)?;
                         let plan = RepairPlan {
                             path: path.clone(),
                             truncate_to: repair.truncate_to,
                             pack_chunks: options.pack_chunks,
                             recovered_from: repair.recovered_from as u64,
-                            recovered: read.events[repair.recovered_from..].to_vec(),
+                            recovered,
                         };
                         (Writer::Repair(plan), Some(repair.reason.clone()))
                     }
@@ -450,21 +456,15 @@ impl Store {
                         let writer = SessionWriter::open(
                             &path,
                             options.pack_chunks,
-                            read.events.len() as u64,
+                            read.lines.len() as u64,
                         )
                         .map_err(storage)?;
                         (Writer::Ready(writer), None)
                     }
                 };
-                let lines = read
-                    .events
-                    .iter()
-                    .map(serde_json::to_string)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(storage)?;
                 Ok(Loaded {
                     header: read.header,
-                    lines,
+                    lines: read.lines,
                     repaired,
                     writer,
                     held,
@@ -500,17 +500,11 @@ impl Store {
             .ctx
             .blocking(move || -> Result<StoredSession, SessionError> {
                 let path = crate::trash::stored_log(&root, encoding, &id)?;
-                let read = read_session(&path)
+                let read = read_session_lines(&path)
                     .map_err(|problem| error(SessionErrorKind::Unreadable, problem.to_string()))?;
-                let lines = read
-                    .events
-                    .iter()
-                    .map(|event| serde_json::to_string(event).map(RString::from))
-                    .collect::<Result<RVec<_>, _>>()
-                    .map_err(storage)?;
                 Ok(StoredSession {
                     header: RString::from(read.header.to_line()),
-                    events: lines,
+                    events: read.lines.into_iter().map(RString::from).collect(),
                     repaired: RNone,
                 })
             })

@@ -33,7 +33,9 @@ pub use layout::{
     Encoding, NO_CWD_DIR, check_session_id, decode_session_id, encode_session_id, log_path,
     project_dir, project_key, session_dir,
 };
-pub use read::{ReadSession, Repair, decode_session, read_header, read_session};
+pub use read::{
+    ReadLines, ReadSession, Repair, decode_session, read_header, read_session, read_session_lines,
+};
 pub use record::decode_record;
 pub use root::{
     BrokenSession, ListedSession, Listing, check_root_encoding, find_session, list_sessions,

@@ -10,7 +10,7 @@ use crate::error::ReadError;
 use crate::frames::{FrameDefect, decompress_frame, decompress_prefix, scan_frames};
 use crate::header::{SessionHeader, parse_header_line};
 use crate::layout::Encoding;
-use crate::scan::Scanner;
+use crate::scan::{Keep, ScanResult, Scanner};
 
 /// A decoded session file.
 #[derive(Debug)]
@@ -21,6 +21,19 @@ pub struct ReadSession {
     pub events: Vec<SessionEvent>,
     pub encoding: Encoding,
     /// File length when read.
+    pub file_len: u64,
+    pub repair: Option<Repair>,
+}
+
+/// A decoded session file whose events are kept as their JSON lines (see
+/// [`read_session_lines`]).
+#[derive(Debug)]
+pub struct ReadLines {
+    pub header: SessionHeader,
+    /// Each committed event's JSON line, `lines[i]` the event of seq `i`; with a repair note,
+    /// this already includes the events recovered from a torn zstd frame.
+    pub lines: Vec<String>,
+    pub encoding: Encoding,
     pub file_len: u64,
     pub repair: Option<Repair>,
 }
@@ -51,15 +64,53 @@ pub fn read_session(path: &Path) -> Result<ReadSession, ReadError> {
     decode_session(path, &bytes, Encoding::of_path(path))
 }
 
+/// Read a session file as [`read_session`] does, keeping each event as its JSON line instead
+/// of decoding it: for a reader that parses the lines itself (the session service, which gets
+/// them across the plugin boundary as text), so a long log is parsed once, not twice. A plain
+/// envelope's line is checked in place and kept byte for byte (trailing whitespace trimmed);
+/// a packed row is expanded and its events written out. Accepts and refuses exactly what
+/// [`read_session`] does.
+pub fn read_session_lines(path: &Path) -> Result<ReadLines, ReadError> {
+    let bytes = std::fs::read(path).map_err(io_error(path, "read session log"))?;
+    let decoded = decode(path, &bytes, Encoding::of_path(path), Keep::Lines)?;
+    Ok(ReadLines {
+        header: decoded.header,
+        lines: decoded.scan.lines,
+        encoding: decoded.encoding,
+        file_len: decoded.file_len,
+        repair: decoded.repair,
+    })
+}
+
 /// Decode a session file's bytes (`path` only names it in errors).
 pub fn decode_session(
     path: &Path,
     bytes: &[u8],
     encoding: Encoding,
 ) -> Result<ReadSession, ReadError> {
+    let decoded = decode(path, bytes, encoding, Keep::Events)?;
+    Ok(ReadSession {
+        header: decoded.header,
+        events: decoded.scan.events,
+        encoding: decoded.encoding,
+        file_len: decoded.file_len,
+        repair: decoded.repair,
+    })
+}
+
+/// A decoded file, whichever way its records were kept.
+struct Decoded {
+    header: SessionHeader,
+    scan: ScanResult,
+    encoding: Encoding,
+    file_len: u64,
+    repair: Option<Repair>,
+}
+
+fn decode(path: &Path, bytes: &[u8], encoding: Encoding, keep: Keep) -> Result<Decoded, ReadError> {
     match encoding {
-        Encoding::Raw => decode_raw(path, bytes),
-        Encoding::Zstd => decode_zstd(path, bytes),
+        Encoding::Raw => decode_raw(path, bytes, keep),
+        Encoding::Zstd => decode_zstd(path, bytes, keep),
     }
 }
 
@@ -70,27 +121,28 @@ fn missing(path: &Path, reason: &'static str) -> ReadError {
     }
 }
 
-fn decode_raw(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
+fn decode_raw(path: &Path, bytes: &[u8], keep: Keep) -> Result<Decoded, ReadError> {
     let Some(header_end) = bytes.iter().position(|b| *b == b'\n') else {
         return Err(missing(path, "empty or header-less session log"));
     };
     let header = parse_header_line(path, &bytes[..header_end], false)?;
-    let mut scanner = Scanner::new(path, header_end as u64 + 1, None);
+    let mut scanner = Scanner::keeping(keep, path, header_end as u64 + 1, None);
     scanner.write(&bytes[header_end + 1..])?;
+    let committed = scanner.event_count();
     let scan = scanner.finish();
     let file_len = bytes.len() as u64;
     let repair = (scan.committed_bytes < file_len).then(|| Repair {
         truncate_to: scan.committed_bytes,
         file_len,
-        recovered_from: scan.events.len(),
-        reason: scan.issue.map_or_else(
+        recovered_from: committed,
+        reason: scan.issue.as_ref().map_or_else(
             || "last line has no newline".to_owned(),
             |issue| issue.to_string(),
         ),
     });
-    Ok(ReadSession {
+    Ok(Decoded {
         header,
-        events: scan.events,
+        scan,
         encoding: Encoding::Raw,
         file_len,
         repair,
@@ -106,7 +158,7 @@ fn header_of_frame(path: &Path, plain: &[u8]) -> Result<usize, ReadError> {
     }
 }
 
-fn decode_zstd(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
+fn decode_zstd(path: &Path, bytes: &[u8], keep: Keep) -> Result<Decoded, ReadError> {
     let frame_error = |frame: usize, offset: usize, reason: String| ReadError::Frame {
         path: path.to_owned(),
         frame,
@@ -127,7 +179,7 @@ fn decode_zstd(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
     let header_end = header_of_frame(path, &plain)?;
     let header = parse_header_line(path, &plain[..header_end], false)?;
     let scan = scan_frames(bytes, first.end, 2, usize::MAX).map_err(defect)?;
-    let mut scanner = Scanner::new(path, plain.len() as u64, Some(1));
+    let mut scanner = Scanner::keeping(keep, path, plain.len() as u64, Some(1));
     for (i, range) in scan.frames.iter().enumerate() {
         let frame = i + 2;
         let plain = decompress_frame(&bytes[range.clone()])
@@ -162,9 +214,9 @@ fn decode_zstd(path: &Path, bytes: &[u8]) -> Result<ReadSession, ReadError> {
         });
     }
     let scan = scanner.finish();
-    Ok(ReadSession {
+    Ok(Decoded {
         header,
-        events: scan.events,
+        scan,
         encoding: Encoding::Zstd,
         file_len,
         repair,

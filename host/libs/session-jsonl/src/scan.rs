@@ -17,9 +17,23 @@ use dsh_session_log::SessionEvent;
 use crate::error::{ReadError, RecordError};
 use crate::record::{Head, event_from_object, expand_row};
 
+/// What a scan keeps of each committed record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The events, decoded.
+    Events,
+    /// Each event's JSON line: a plain envelope's bytes as they are (checked in place, not
+    /// decoded), a packed row's events written out. For a reader that decodes them itself
+    /// (the session service, across the plugin boundary), which then parses each line once.
+    Lines,
+}
+
 /// What a scan kept.
 pub(crate) struct ScanResult {
+    /// With [`Keep::Events`].
     pub(crate) events: Vec<SessionEvent>,
+    /// With [`Keep::Lines`].
+    pub(crate) lines: Vec<String>,
     /// Plaintext bytes (header included) up to the end of the last committed record.
     pub(crate) committed_bytes: u64,
     /// The first defect, when the prefix ends before the input does for a reason other than a
@@ -29,7 +43,9 @@ pub(crate) struct ScanResult {
 
 pub(crate) struct Scanner<'p> {
     path: &'p Path,
+    keep: Keep,
     events: Vec<SessionEvent>,
+    lines: Vec<String>,
     /// An incomplete record carried over to the next `write`.
     fragment: Vec<u8>,
     input_bytes: u64,
@@ -39,6 +55,22 @@ pub(crate) struct Scanner<'p> {
     /// 1-based zstd frame the current input came from; `None` for raw files.
     frame: Option<usize>,
     issue: Option<ReadError>,
+}
+
+/// The plain envelope, read in place: exactly these four members (no other, none twice), a
+/// string type, a `u64` seq, an `i64` time and any JSON as data. It is what the decoding way
+/// takes without its round trip (`record::plain_event`), so a line that reads as this one is
+/// an event that line decodes to, and its text can stand for it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainLine<'a> {
+    #[serde(rename = "type", borrow)]
+    _kind: std::borrow::Cow<'a, str>,
+    seq: u64,
+    #[serde(rename = "time")]
+    _time: i64,
+    #[serde(rename = "data", borrow)]
+    _data: &'a serde_json::value::RawValue,
 }
 
 /// A defect that ends the committed prefix, or a line this crate must refuse outright.
@@ -55,10 +87,23 @@ fn mentions_turn_end(line: &[u8]) -> bool {
 
 impl<'p> Scanner<'p> {
     /// A scanner positioned after a header record of `header_bytes` bytes (newline included).
+    #[cfg(test)]
     pub(crate) fn new(path: &'p Path, header_bytes: u64, frame: Option<usize>) -> Self {
-        Scanner {
+        Self::keeping(Keep::Events, path, header_bytes, frame)
+    }
+
+    /// A scanner that keeps `keep` of each record.
+    pub(crate) fn keeping(
+        keep: Keep,
+        path: &'p Path,
+        header_bytes: u64,
+        frame: Option<usize>,
+    ) -> Self {
+        Self {
             path,
+            keep,
             events: Vec::new(),
+            lines: Vec::new(),
             fragment: Vec::new(),
             input_bytes: header_bytes,
             committed_bytes: header_bytes,
@@ -73,7 +118,7 @@ impl<'p> Scanner<'p> {
     }
 
     pub(crate) fn event_count(&self) -> usize {
-        self.events.len()
+        self.events.len() + self.lines.len()
     }
 
     /// Whether every fed byte belongs to a committed record.
@@ -111,6 +156,7 @@ impl<'p> Scanner<'p> {
     pub(crate) fn finish(self) -> ScanResult {
         ScanResult {
             events: self.events,
+            lines: self.lines,
             committed_bytes: self.committed_bytes,
             issue: self.issue,
         }
@@ -126,9 +172,14 @@ impl<'p> Scanner<'p> {
             self.issue = Some(issue);
             return Ok(());
         }
-        match self.decode(line) {
-            Ok(decoded) => {
-                self.events.extend(decoded);
+        let decoded = match self.keep {
+            Keep::Events => self.decode(line).map(|events| self.events.extend(events)),
+            Keep::Lines => self
+                .decode_lines(line)
+                .map(|lines| self.lines.extend(lines)),
+        };
+        match decoded {
+            Ok(()) => {
                 self.committed_bytes = end;
                 Ok(())
             }
@@ -148,7 +199,7 @@ impl<'p> Scanner<'p> {
             path: self.path.to_owned(),
             line: self.line,
             frame: self.frame,
-            expected_seq: self.events.len() as u64,
+            expected_seq: self.event_count() as u64,
             source,
         }
     }
@@ -158,13 +209,38 @@ impl<'p> Scanner<'p> {
             path: self.path.to_owned(),
             line: self.line,
             frame: self.frame,
-            expected: self.events.len() as u64,
+            expected: self.event_count() as u64,
             found,
         })
     }
 
+    /// [`Keep::Lines`]: a plain envelope (`{type, seq, time, data}`, exactly) is checked in
+    /// place and kept as it is; anything else goes the decoding way and its events are
+    /// written as lines. Both accept exactly what [`decode`](Self::decode) accepts: the
+    /// in-place check takes only what the decoding way's plain case takes, and hands the rest
+    /// to it.
+    fn decode_lines(&self, line: &[u8]) -> Result<Vec<String>, Defect> {
+        if let Ok(plain) = serde_json::from_slice::<PlainLine<'_>>(line)
+            && let Ok(text) = std::str::from_utf8(line)
+        {
+            let expected = self.event_count() as u64;
+            if plain.seq != expected {
+                return Err(self.seq_gap(Some(plain.seq)));
+            }
+            return Ok(vec![text.trim_end().to_owned()]);
+        }
+        self.decode(line)?
+            .iter()
+            .map(|event| {
+                serde_json::to_string(event).map_err(|error| {
+                    Defect::Refuse(self.record_error(RecordError::Envelope(error.to_string())))
+                })
+            })
+            .collect()
+    }
+
     fn decode(&self, line: &[u8]) -> Result<Vec<SessionEvent>, Defect> {
-        let expected = self.events.len() as u64;
+        let expected = self.event_count() as u64;
         let value: Value = serde_json::from_slice(line)
             .map_err(|e| Defect::Damage(self.record_error(RecordError::Json(e))))?;
         let head = Head::of(&value);
@@ -204,6 +280,60 @@ mod tests {
         let mut s = Scanner::new(Path::new(P), 10, None);
         s.write(body.as_bytes())?;
         Ok(s.finish())
+    }
+
+    /// Both ways of keeping records over `body`: the lines decode to the events, or both fail
+    /// alike.
+    fn both_ways(body: &str) {
+        let run = |keep: Keep| {
+            let mut s = Scanner::keeping(keep, Path::new(P), 0, None);
+            s.write(body.as_bytes()).map(|()| s.finish())
+        };
+        match (run(Keep::Events), run(Keep::Lines)) {
+            (Ok(events), Ok(lines)) => {
+                let decoded: Vec<SessionEvent> = lines
+                    .lines
+                    .iter()
+                    .map(|line| serde_json::from_str(line).unwrap())
+                    .collect();
+                assert_eq!(decoded, events.events, "{body}");
+                assert_eq!(events.committed_bytes, lines.committed_bytes, "{body}");
+                assert_eq!(
+                    events.issue.map(|e| e.to_string()),
+                    lines.issue.map(|e| e.to_string()),
+                    "{body}"
+                );
+            }
+            (Err(events), Err(lines)) => assert_eq!(events.to_string(), lines.to_string()),
+            (events, lines) => panic!(
+                "{body}: {:?} against {:?}",
+                events.map(|r| r.events.len()),
+                lines.map(|r| r.lines.len())
+            ),
+        }
+    }
+
+    #[test]
+    fn lines_and_events_read_alike() {
+        for body in [
+            // Plain, with escapes and nested data.
+            "{\"type\":\"a\\u0041\",\"seq\":0,\"time\":-5,\"data\":{\"x\":[1,2.5,\"\\n\"]}}\n",
+            // A duplicate member: the last one counts on both ways.
+            "{\"type\":\"a\",\"seq\":7,\"seq\":0,\"time\":0,\"data\":{}}\n",
+            // A packed row, then a plain event after it.
+            "{\"type\":\"text-chunks\",\"seq0\":0,\"time0\":1,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[0,1],\"texts\":[\"a\",\"b\"]}}\n{\"type\":\"b\",\"seq\":2,\"time\":0,\"data\":null}\n",
+            // Out of place, then a float time, an extra member, a null optional: refused or torn.
+            "{\"type\":\"a\",\"seq\":1,\"time\":0,\"data\":{}}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0.5,\"data\":{}}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"extra\":1}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":null}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"ignorable\":true}\n",
+            "not json\n{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{}}\n",
+            // Trailing white space after a plain record.
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{}}  \r\n",
+        ] {
+            both_ways(body);
+        }
     }
 
     #[test]

@@ -107,3 +107,36 @@ pub(crate) fn sample_turn(start: u64, turn: u64) -> Vec<SessionEvent> {
     );
     out
 }
+
+/// `read_session(path)`, after checking that `read_session_lines` reads the file the same way:
+/// both succeed with the same header and repair note and the lines decode to the same events,
+/// or both fail with the same error.
+pub(crate) fn read_both(
+    path: &Path,
+) -> Result<dsh_session_jsonl::ReadSession, dsh_session_jsonl::ReadError> {
+    let events = dsh_session_jsonl::read_session(path);
+    let lines = dsh_session_jsonl::read_session_lines(path);
+    match (&events, &lines) {
+        (Ok(events), Ok(lines)) => {
+            assert_eq!(events.header, lines.header, "{}", path.display());
+            assert_eq!(events.repair, lines.repair, "{}", path.display());
+            assert_eq!(events.file_len, lines.file_len, "{}", path.display());
+            let decoded: Vec<SessionEvent> = lines
+                .lines
+                .iter()
+                .map(|line| serde_json::from_str(line).expect("each kept line decodes"))
+                .collect();
+            assert_eq!(decoded, events.events, "{}", path.display());
+        }
+        (Err(events), Err(lines)) => {
+            assert_eq!(events.to_string(), lines.to_string(), "{}", path.display());
+        }
+        _ => panic!(
+            "{}: the two readings differ: {:?} against {:?}",
+            path.display(),
+            events.as_ref().map(|read| read.events.len()),
+            lines.as_ref().map(|read| read.lines.len())
+        ),
+    }
+    events
+}

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use dsh_session_jsonl::{
     Encoding, ReadError, RecordError, SessionHeader, SessionWriter, VersionDirection,
-    WriterOptions, encode_raw_log, read_session, truncate_to,
+    WriterOptions, encode_raw_log, truncate_to,
 };
 use dsh_session_log::SessionEvent;
 
-use crate::common::{sample_turn, scratch};
+use crate::common::{read_both, sample_turn, scratch};
 
 fn header() -> SessionHeader {
     let mut h = SessionHeader::new("s1", 1_000);
@@ -73,7 +73,7 @@ fn torn_last_raw_line_is_repaired() {
     let root = scratch("torn-raw");
     let (path, all, lens) = write_turns(&root, Encoding::Raw, 2);
     append_bytes(&path, br#"{"type":"turn/start","seq":32,"ti"#);
-    let read = read_session(&path).unwrap();
+    let read = read_both(&path).unwrap();
     assert_eq!(read.events, all);
     let repair = read.repair.unwrap();
     assert_eq!(repair.truncate_to, lens[1]);
@@ -82,13 +82,13 @@ fn torn_last_raw_line_is_repaired() {
     assert!(repair.reason.contains("no newline"), "{}", repair.reason);
 
     truncate_to(&path, repair.truncate_to).unwrap();
-    let read = read_session(&path).unwrap();
+    let read = read_both(&path).unwrap();
     assert!(read.repair.is_none());
     let mut writer = SessionWriter::open(&path, true, all.len() as u64).unwrap();
     let more = sample_turn(all.len() as u64, 3);
     writer.append(&more).unwrap();
     assert_eq!(
-        read_session(&path).unwrap().events.len(),
+        read_both(&path).unwrap().events.len(),
         all.len() + more.len()
     );
     let _ = fs::remove_dir_all(&root);
@@ -103,7 +103,7 @@ fn bad_line_after_the_last_turn_end_is_a_torn_tail() {
         all.len() + 1
     );
     append_bytes(&path, format!("\0\0garbage\n{next}").as_bytes());
-    let read = read_session(&path).unwrap();
+    let read = read_both(&path).unwrap();
     assert_eq!(read.events, all);
     let repair = read.repair.unwrap();
     assert_eq!(repair.truncate_to, lens[0]);
@@ -123,7 +123,7 @@ fn bad_line_before_a_turn_end_is_corruption_naming_line_and_seq() {
     lines[4] = "{not json".to_owned(); // line 5 holds seq 3
     let path = root.join("session.jsonl");
     write_lines(&path, &lines);
-    let err = read_session(&path).unwrap_err();
+    let err = read_both(&path).unwrap_err();
     assert!(
         matches!(
             err,
@@ -155,7 +155,7 @@ fn seq_gap_before_a_turn_end_is_corruption() {
     lines.remove(3); // drop seq 2
     let path = root.join("session.jsonl");
     write_lines(&path, &lines);
-    let err = read_session(&path).unwrap_err();
+    let err = read_both(&path).unwrap_err();
     assert!(
         matches!(
             err,
@@ -181,7 +181,7 @@ fn unknown_envelope_shape_is_refused_naming_the_line() {
     lines[last] = lines[last].replacen("{\"type\"", "{\"futureField\":1,\"type\"", 1);
     let path = root.join("session.jsonl");
     write_lines(&path, &lines);
-    let err = read_session(&path).unwrap_err();
+    let err = read_both(&path).unwrap_err();
     assert!(
         matches!(
             err,
@@ -205,7 +205,7 @@ fn unknown_envelope_shape_is_refused_naming_the_line() {
         all.len()
     );
     append_bytes(&zpath, &zstd::bulk::compress(line.as_bytes(), 3).unwrap());
-    let err = read_session(&zpath).unwrap_err();
+    let err = read_both(&zpath).unwrap_err();
     assert!(
         matches!(err, ReadError::Record { frame: Some(3), .. }),
         "{err:?}"
@@ -225,7 +225,7 @@ fn torn_last_zstd_frame_is_repaired_at_every_cut() {
     for cut in start + 1..end {
         let copy = root.join(format!("cut-{cut}.jsonl.zstd"));
         fs::write(&copy, &full[..cut]).unwrap();
-        let read = read_session(&copy).unwrap();
+        let read = read_both(&copy).unwrap();
         let repair = read
             .repair
             .clone()
@@ -243,14 +243,14 @@ fn torn_last_zstd_frame_is_repaired_at_every_cut() {
 
     // Apply a repair: truncate, then re-append what the torn frame held.
     fs::write(&path, &full[..end - 2]).unwrap();
-    let read = read_session(&path).unwrap();
+    let read = read_both(&path).unwrap();
     let repair = read.repair.unwrap();
     truncate_to(&path, repair.truncate_to).unwrap();
     let mut writer = SessionWriter::open(&path, true, repair.recovered_from as u64).unwrap();
     writer
         .append(&read.events[repair.recovered_from..])
         .unwrap();
-    let again = read_session(&path).unwrap();
+    let again = read_both(&path).unwrap();
     assert!(again.repair.is_none());
     assert_eq!(again.events, read.events);
     let _ = fs::remove_dir_all(&root);
@@ -273,7 +273,7 @@ fn flipped_byte_in_a_complete_zstd_frame_is_corruption_naming_the_frame() {
         let mut bytes = full.clone();
         bytes[at] ^= 0x20;
         fs::write(&path, &bytes).unwrap();
-        let err = read_session(&path).unwrap_err();
+        let err = read_both(&path).unwrap_err();
         match &err {
             ReadError::Frame {
                 frame: 2, offset, ..
@@ -291,7 +291,7 @@ fn complete_frame_ending_inside_a_record_is_corruption() {
     let (path, all, _) = write_turns(&root, Encoding::Zstd, 1);
     let partial = format!("{{\"type\":\"turn/start\",\"seq\":{}", all.len());
     append_bytes(&path, &zstd::bulk::compress(partial.as_bytes(), 3).unwrap());
-    let err = read_session(&path).unwrap_err();
+    let err = read_both(&path).unwrap_err();
     assert!(matches!(err, ReadError::Frame { frame: 3, .. }), "{err:?}");
     let _ = fs::remove_dir_all(&root);
 }
@@ -306,7 +306,7 @@ fn foreign_version_is_refused_first_with_the_upgrade_direction() {
         "{\"type\":\"session\",\"version\":1,\"id\":\"s\",\"createdAt\":0}\n\0\0 not a log\n",
     )
     .unwrap();
-    let err = read_session(&raw).unwrap_err();
+    let err = read_both(&raw).unwrap_err();
     assert!(
         matches!(
             err,
@@ -327,7 +327,7 @@ fn foreign_version_is_refused_first_with_the_upgrade_direction() {
     let mut bytes = zstd::bulk::compress(header, 3).unwrap();
     bytes.extend_from_slice(b"garbage that is not a frame");
     fs::write(&zst, &bytes).unwrap();
-    let err = read_session(&zst).unwrap_err();
+    let err = read_both(&zst).unwrap_err();
     assert!(
         matches!(
             err,
@@ -368,7 +368,7 @@ fn missing_header_is_corruption() {
     ];
     for (i, (path, bytes)) in cases.into_iter().enumerate() {
         fs::write(path, bytes).unwrap();
-        let err = read_session(path).unwrap_err();
+        let err = read_both(path).unwrap_err();
         assert!(
             matches!(err, ReadError::MissingHeader { .. }),
             "case {i}: {err:?}"

@@ -3,18 +3,18 @@
 
 use dsh_session_jsonl::{
     Encoding, ReadError, ReadSession, SessionWriter, WriterOptions, check_session_id,
-    decode_session, encode_lines, encode_raw_log, list_sessions, read_session, size_report,
+    decode_session, encode_lines, encode_raw_log, list_sessions, size_report,
 };
 use serde_json::Value;
 
-use crate::common::{fixture_logs, is_replay_script, scratch};
+use crate::common::{fixture_logs, is_replay_script, read_both, scratch};
 
 /// The durable logs, reading each once; replay scripts are skipped with the reason printed, after
 /// checking they really are refused as durable logs.
 fn durable_logs() -> Vec<(std::path::PathBuf, ReadSession)> {
     let mut out = Vec::new();
     for path in fixture_logs() {
-        let read = read_session(&path);
+        let read = read_both(&path);
         if is_replay_script(&path) {
             match read {
                 Err(e @ ReadError::BadHeader { .. }) => {
@@ -188,7 +188,7 @@ fn fixtures_round_trip_through_the_writer() {
                 continue;
             }
             total += std::fs::metadata(writer.path()).unwrap().len();
-            let back = read_session(writer.path()).unwrap();
+            let back = read_both(writer.path()).unwrap();
             assert_eq!(back.header, header, "{}", path.display());
             assert_eq!(
                 back.events,

@@ -1,11 +1,11 @@
 //! Property test: random valid event sequences survive the store (write in random batches,
 //! either encoding, packing on) and come back unchanged. Fixed seeds, so a failure reproduces.
 
-use dsh_session_jsonl::{Encoding, SessionHeader, SessionWriter, WriterOptions, read_session};
+use dsh_session_jsonl::{Encoding, SessionHeader, SessionWriter, WriterOptions};
 use dsh_session_log::{SessionEvent, SurfaceOp};
 use serde_json::{Value, json};
 
-use crate::common::scratch;
+use crate::common::{read_both, scratch};
 
 /// xorshift64*: small, deterministic, no dependency.
 struct Rng(u64);
@@ -178,7 +178,7 @@ fn random_logs_survive_store_and_load_unchanged() {
             writer.append(&rest[..take]).unwrap();
             rest = &rest[take..];
         }
-        let read = read_session(writer.path()).unwrap();
+        let read = read_both(writer.path()).unwrap();
         assert!(read.repair.is_none(), "seed {seed}");
         assert_eq!(
             read.events, events,
