@@ -317,6 +317,30 @@ fn the_settings_store_a_key_used_at_once_and_save_the_endpoint() {
 }
 
 #[test]
+fn settings_plugins_turn_a_row_on_and_another_off_without_a_restart() {
+    let Some((_server, dir)) = scenario_in("plugins", Vec::new(), "", &[], &[], &[]) else {
+        return;
+    };
+    // What the page wrote: the rows' switches in the settings document, the layers untouched.
+    let settings = std::fs::read_to_string(dir.home().join("settings.yaml")).unwrap();
+    let namespace = |id: &str| -> Vec<String> {
+        settings
+            .lines()
+            .skip_while(|line| *line != format!("{id}:"))
+            .skip(1)
+            .take_while(|line| line.starts_with(' '))
+            .map(|line| line.trim().replace(['\'', '"'], ""))
+            .collect()
+    };
+    assert_eq!(namespace("time-context"), ["$enabled: true"], "{settings}");
+    assert_eq!(
+        namespace("session-title"),
+        ["$enabled: false"],
+        "{settings}"
+    );
+}
+
+#[test]
 fn a_rejected_approval_does_not_run_and_the_model_is_told() {
     dsh_tests::plugin_lib("hooks_probe");
     let command = json!({"command": "touch rejected-ran", "description": "mark"}).to_string();

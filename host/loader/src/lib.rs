@@ -47,5 +47,5 @@ pub use patch::{Composed, Layer, LayerSource, apply_layer, compose, compose_row_
 pub use profile::{Home, PATCH_FILE, PROFILE_FILE};
 pub use resolve::{ResolvedRow, find_resolved};
 pub use row::{ComposedRow, IsolateTarget, ROW_FIELDS};
-pub use settings::{SETTINGS_FILE, apply_settings};
+pub use settings::{ENABLED_KEY, SETTINGS_FILE, apply_settings};
 pub use tags::{TagContext, current_platform, resolve_config, resolve_disabled};

@@ -3,6 +3,8 @@
 //! that row's `config` (a shallow merge: a key replaces the config's key of that name, `null`
 //! removes it). It is what a person changes from the web settings; the layers stay what
 //! integrators write. A namespace no row of the tree has is kept for a profile that has it.
+//! The key [`ENABLED_KEY`] (`$enabled: false` or `true`) is not config: it turns the row off or
+//! on over what the layers say (the page's Settings › Plugins writes it).
 
 use std::path::Path;
 
@@ -15,6 +17,12 @@ use crate::source::parse_yaml;
 
 /// The file name under the home.
 pub const SETTINGS_FILE: &str = "settings.yaml";
+
+/// The key of a namespace that turns its row off (`false`) or on (`true`) instead of tuning
+/// its config; `$` keeps it apart from any config key. The page writes it under the name
+/// `dsh_protocol::ROW_ENABLED_KEY` (the same text: the settings test turns a row off and on
+/// through the page and the host).
+pub const ENABLED_KEY: &str = "$enabled";
 
 fn find_mut<'a>(rows: &'a mut [ComposedRow], id: &str) -> Option<&'a mut ComposedRow> {
     for row in rows {
@@ -70,6 +78,24 @@ pub fn apply_settings(
         let Some(row) = find_mut(&mut composed.rows, &id) else {
             continue;
         };
+        let mut values = values;
+        match values.remove(ENABLED_KEY) {
+            None => {}
+            Some(Value::Bool(enabled)) => row.disabled = Some(Value::Bool(!enabled)),
+            Some(_) => {
+                return Err(ComposeError::Invalid {
+                    at: SourcePos::file(&file),
+                    message: format!("settings `{id}`: `{ENABLED_KEY}` is true or false"),
+                });
+            }
+        }
+        if values.is_empty() {
+            // Only turned on or off: its config stays as the layers made it.
+            row.layer = "settings".to_owned();
+            row.file = file.clone();
+            changed.push(id);
+            continue;
+        }
         let mut config = match row.config.take() {
             Some(Value::Mapping(config)) => config,
             None | Some(Value::Null) => Mapping::new(),
@@ -133,8 +159,27 @@ mod tests {
     }
 
     #[test]
+    fn enabled_turns_a_row_off_and_on_without_touching_its_config() {
+        let mut composed = tree();
+        apply_settings(
+            &mut composed,
+            "other:\n  $enabled: false\nllm-deepseek:\n  $enabled: true\n  baseURL: x\n",
+            Path::new("/h/settings.yaml"),
+        )
+        .unwrap();
+        let other = composed.find("other").unwrap();
+        assert_eq!(other.disabled, Some(Value::Bool(true)));
+        assert!(other.config.is_none(), "{:?}", other.config);
+        let llm = composed.find("llm-deepseek").unwrap();
+        assert_eq!(llm.disabled, Some(Value::Bool(false)));
+        let config = serde_norway::to_string(llm.config.as_ref().unwrap()).unwrap();
+        assert!(!config.contains("$enabled"), "{config}");
+    }
+
+    #[test]
     fn a_malformed_document_names_the_file_and_the_namespace() {
         for (text, needle) in [
+            ("other:\n  $enabled: maybe\n", "`$enabled` is true or false"),
             ("- a\n- b\n", "mapping of namespaces"),
             ("llm-deepseek: 3\n", "settings `llm-deepseek`"),
             ("llm-deepseek: [\n", "malformed YAML"),

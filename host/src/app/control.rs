@@ -1,5 +1,7 @@
-//! The `host` service (`exit`) and the `host/stopping` announcement that precedes disposal.
+//! The `host` service (`exit`, `rows`) and the `host/stopping` announcement that precedes
+//! disposal.
 
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -12,9 +14,13 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use dsh_protocol::PluginRow;
 
+use crate::app::App;
 use crate::runtime::{ReportHandle, Runtime};
 
-struct ExitRequests(UnboundedSender<i32>, ReportHandle);
+/// The app, once it is built (the service is provided before it is), for the disabled rows.
+pub type AppSlot = Arc<OnceLock<Weak<App>>>;
+
+struct ExitRequests(UnboundedSender<i32>, ReportHandle, AppSlot);
 
 impl HostControl for ExitRequests {
     fn exit(&self, code: i32) {
@@ -37,17 +43,36 @@ impl HostControl for ExitRequests {
                 error: fiber.error,
             })
             .collect();
+        // The rows the tree has but does not run, so a page can turn them on.
+        let disabled = self
+            .2
+            .get()
+            .and_then(Weak::upgrade)
+            .map(|app| app.disabled_row_names())
+            .unwrap_or_default();
+        let mut rows = rows;
+        rows.extend(disabled.into_iter().map(|(row, plugin)| PluginRow {
+            row,
+            plugin,
+            state: dsh_protocol::ROW_DISABLED_STATE.to_owned(),
+            waiting_for: Vec::new(),
+            error: None,
+        }));
         RString::from(serde_json::to_string(&rows).unwrap_or_else(|_| "[]".to_owned()))
     }
 }
 
-/// Registers the `host` service; the receiver yields every exit code asked for.
-pub fn provide(runtime: &Runtime) -> Result<UnboundedReceiver<i32>, PluginError> {
+/// Registers the `host` service; the receiver yields every exit code asked for, and the slot
+/// takes the app once it is built.
+pub fn provide(runtime: &Runtime) -> Result<(UnboundedReceiver<i32>, AppSlot), PluginError> {
     let (sender, receiver) = unbounded_channel();
-    let service =
-        HostControl_TO::from_value(ExitRequests(sender, runtime.report_handle()), TD_Opaque);
+    let slot = AppSlot::default();
+    let service = HostControl_TO::from_value(
+        ExitRequests(sender, runtime.report_handle(), slot.clone()),
+        TD_Opaque,
+    );
     runtime.provide_host(HOST_SERVICE, ErasedService::new(service))?;
-    Ok(receiver)
+    Ok((receiver, slot))
 }
 
 /// Emits `host/stopping` and waits for its listeners (at most `grace`); answers the exit code

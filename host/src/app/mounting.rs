@@ -310,6 +310,14 @@ impl App {
 
     /// Rows that are disabled in the current tree (not mounted).
     pub fn disabled_rows(&self) -> Vec<String> {
+        self.disabled_row_names()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// The disabled rows' ids and plugin names (a disabled group's own, not its rows').
+    pub fn disabled_row_names(&self) -> Vec<(String, String)> {
         let tree = lock(&self.tree);
         let mut out = Vec::new();
         collect_disabled(&tree, &mut out);
@@ -329,10 +337,10 @@ fn descendants<'a>(row: &'a ResolvedRow, out: &mut std::collections::HashSet<&'a
     }
 }
 
-fn collect_disabled(rows: &[ResolvedRow], out: &mut Vec<String>) {
+fn collect_disabled(rows: &[ResolvedRow], out: &mut Vec<(String, String)>) {
     for row in rows {
         if row.disabled {
-            out.push(row.id.clone());
+            out.push((row.id.clone(), row.name.clone()));
         } else if let Some(children) = &row.children {
             collect_disabled(children, out);
         }

@@ -45,7 +45,7 @@ fn boot_app(
 ) -> Result<(Arc<App>, tokio::sync::mpsc::UnboundedReceiver<i32>), StartError> {
     let rows = boot.load()?;
     let runtime = Runtime::new();
-    let exits = crate::app::control::provide(&runtime)?;
+    let (exits, slot) = crate::app::control::provide(&runtime)?;
     let cmdline = CmdlineArgs {
         args: app_args.into_iter().map(RString::from).collect::<RVec<_>>(),
     };
@@ -53,6 +53,7 @@ fn boot_app(
     let libraries = Arc::new(boot.libraries());
     runtime.bus().set_layout_record(libraries.layout_record());
     let app = Arc::new(App::new(runtime, libraries));
+    let _ = slot.set(Arc::downgrade(&app));
     app.mount_tree(rows);
     Ok((app, exits))
 }

@@ -247,6 +247,15 @@ pub struct SettingsUpdate {
     pub base_url: Option<String>,
 }
 
+/// `host.setRowEnabled`'s payload: the row (its id, as `host.plugins` lists it) and whether
+/// it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RowEnabled {
+    pub row: String,
+    pub enabled: bool,
+}
+
 /// `session.models`'s payload: the routes, and the route of `session_id` when given.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]

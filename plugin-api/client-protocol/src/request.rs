@@ -70,6 +70,8 @@ methods! {
     "host.describe" => HostDescribe(NoParams) -> HostDescription;
     /// The rows of the running tree and how each is doing.
     "host.plugins" => HostPlugins(NoParams) -> PluginList;
+    /// Turns a row of the tree off or on from the settings document (the host reloads it).
+    "host.setRowEnabled" => HostSetRowEnabled(RowEnabled) -> Done;
     /// The stored and live sessions, most recently active first.
     "session.list" => SessionList(NoParams) -> SessionList;
     /// Sessions whose title or messages hold a text.

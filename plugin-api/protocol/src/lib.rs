@@ -77,7 +77,7 @@ pub use goal::{
 pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan, cut_hunks};
 pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, fresh_uuid, uuid_v4_layout};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
-pub use listing::{PluginRow, SearchHit, SessionSummary};
+pub use listing::{PluginRow, ROW_DISABLED_STATE, ROW_ENABLED_KEY, SearchHit, SessionSummary};
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
     ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,

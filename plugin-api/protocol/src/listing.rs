@@ -59,13 +59,21 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
+/// The settings document's key that turns a row off (`false`) or on (`true`), in the row's
+/// namespace (`tool-web: {$enabled: false}`); the host's loader reads it.
+pub const ROW_ENABLED_KEY: &str = "$enabled";
+
+/// `host.plugins`' state of a row the tree has but does not run (its `disabled` is set).
+pub const ROW_DISABLED_STATE: &str = "DISABLED";
+
 /// One row of the running tree, as `host.plugins` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginRow {
     pub row: String,
     pub plugin: String,
-    /// PENDING, LOADING, ACTIVE, FAILED, UNLOADING or DISPOSED.
+    /// PENDING, LOADING, ACTIVE, FAILED, UNLOADING or DISPOSED; DISABLED for a row the tree
+    /// has but does not run.
     pub state: String,
     /// For a pending row: the services it waits for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

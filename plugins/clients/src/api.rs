@@ -128,6 +128,11 @@ impl Api {
             )),
             ClientRequest::HostDescribe(_) => to_value(self.describe(caller)),
             ClientRequest::HostPlugins(_) => to_value(self.plugins()?),
+            ClientRequest::HostSetRowEnabled(request) => {
+                self.writable(writable, method)?;
+                self.set_row_enabled(request).await?;
+                to_value(Done {})
+            }
             ClientRequest::SessionList(_) => to_value(self.list().await?),
             ClientRequest::SessionSearch(request) => to_value(self.search(request).await?),
             ClientRequest::SessionHistory(request) => to_value(self.history(request).await?),
@@ -296,6 +301,33 @@ impl Api {
 }
 
 impl Api {
+    /// `host.setRowEnabled`: `$enabled` in the row's namespace of the settings document,
+    /// which the host lays over the layers and reloads. A row the tree does not have is
+    /// refused, and so are the rows this page itself runs on.
+    async fn set_row_enabled(
+        &self,
+        request: dsh_client_protocol::RowEnabled,
+    ) -> Result<(), Failure> {
+        let rejected = |message: String| Failure(RpcErrorCode::SettingsRejected, message);
+        let listed = self.plugins()?;
+        let Some(row) = listed.plugins.iter().find(|row| row.row == request.row) else {
+            return Err(rejected(format!(
+                "no row `{}` in the tree (host.plugins lists them)",
+                request.row
+            )));
+        };
+        let library = row.plugin.split('/').next().unwrap_or_default();
+        if PAGE_LIBRARIES.contains(&library) {
+            return Err(rejected(format!(
+                "row `{}` ({}) serves this page and stays on; turn it off in a patch",
+                row.row, row.plugin
+            )));
+        }
+        let value = serde_norway::Value::Bool(request.enabled);
+        self.write_setting_value(&request.row, dsh_protocol::ROW_ENABLED_KEY, Some(value))
+            .await
+    }
+
     /// `host.plugins`: the rows of the running tree and how each is doing.
     fn plugins(&self) -> Result<dsh_client_protocol::PluginList, Failure> {
         let host = self
@@ -311,6 +343,9 @@ impl Api {
         Ok(dsh_client_protocol::PluginList { plugins })
     }
 }
+
+/// The libraries a page runs on: turning their rows off from it would end the page itself.
+const PAGE_LIBRARIES: [&str; 3] = ["web", "clients", "dsh-host"];
 
 fn to_value<T: serde::Serialize>(value: T) -> Result<serde_json::Value, Failure> {
     serde_json::to_value(value).map_err(|error| Failure::internal(error.to_string()))

@@ -226,8 +226,8 @@ impl Api {
     /// settings document; the host lays it over that row's config and reloads the row.
     pub(crate) async fn write_setting(
         &self,
-        namespace: &'static str,
-        field: &'static str,
+        namespace: &str,
+        field: &str,
         value: Option<String>,
     ) -> Result<(), Failure> {
         self.write_setting_value(namespace, field, value.map(serde_norway::Value::String))
@@ -237,21 +237,22 @@ impl Api {
     /// [`Api::write_setting`] with any YAML value (a list of providers).
     pub(crate) async fn write_setting_value(
         &self,
-        namespace: &'static str,
-        field: &'static str,
+        namespace: &str,
+        field: &str,
         value: Option<serde_norway::Value>,
     ) -> Result<(), Failure> {
         let path = self.settings_file()?;
+        let (namespace, field) = (namespace.to_owned(), field.to_owned());
         let written = self
             .ctx
             .blocking(move || -> Result<(), DocumentError> {
                 let mut document = read_document(&path)?;
-                let key = serde_norway::Value::String(namespace.to_owned());
+                let key = serde_norway::Value::String(namespace);
                 let mut row = match document.remove(&key) {
                     Some(serde_norway::Value::Mapping(row)) => row,
                     _ => serde_norway::Mapping::new(),
                 };
-                let field = serde_norway::Value::String(field.to_owned());
+                let field = serde_norway::Value::String(field);
                 match value {
                     Some(value) => {
                         row.insert(field, value);

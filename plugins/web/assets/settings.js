@@ -75,20 +75,6 @@ export async function openSettings() {
     ["Default model", host.defaultModel || "none usable"],
     ["Listening", host.remote ? "beyond this machine" : "on this machine only"],
   ];
-  const { plugins } = await call("host.plugins").catch(() => ({ plugins: [] }));
-  $("plugin-list").replaceChildren(
-    ...plugins.map((row) =>
-      element(
-        "li",
-        { class: `plugin state-${row.state.toLowerCase()}` },
-        element("span", { class: "plugin-state" }, row.state),
-        element("code", {}, row.row),
-        row.plugin !== row.row ? element("span", { class: "muted" }, ` ${row.plugin}`) : null,
-        row.waitingFor?.length ? element("div", { class: "muted small" }, `waits for ${row.waitingFor.join(", ")}`) : null,
-        row.error ? element("div", { class: "plugin-error" }, row.error) : null,
-      ),
-    ),
-  );
   $("about").replaceChildren(...facts.flatMap(([name, value]) => [element("dt", {}, name), element("dd", {}, value)]));
   await renderModelList();
   const [credentials, settings] = await Promise.all([call("credentials.describe"), call("settings.describe")]);
@@ -96,12 +82,69 @@ export async function openSettings() {
   $("key-state").textContent = key?.stored ? "(stored)" : key?.inEnvironment ? "(from the environment)" : "(not set)";
   $("settings-url").value = settings.baseUrl || "";
   const writable = credentials.writable && settings.writable;
-  await Promise.all([renderPresetSettings(writable), renderProviderSettings()]);
+  await Promise.all([renderPresetSettings(writable), renderProviderSettings(), renderPlugins(writable)]);
   for (const id of ["settings-key", "save-key", "remove-key", "settings-url", "save-url"]) $(id).disabled = !writable;
   $("settings-note").textContent = writable
     ? "A stored key wins over the environment. An endpoint change reloads the model adapter; running turns keep theirs."
     : "This server listens beyond this machine: settings cannot be changed from here.";
   $("settings").showModal();
+}
+
+// ---- plugins -------------------------------------------------------------------------------
+
+// The libraries this page runs on: their rows keep no switch (turning one off would end the page).
+const PAGE_LIBRARIES = ["web", "clients", "dsh-host"];
+
+// The rows of the tree with their state, and a switch that turns a row off or on: written to the
+// settings document (`$enabled` in the row's namespace), which the host lays over the profile and
+// reloads, so the row stops or starts without a restart.
+async function renderPlugins(writable) {
+  const { plugins } = await call("host.plugins").catch(() => ({ plugins: [] }));
+  $("plugin-list").replaceChildren(...plugins.map((row) => pluginItem(row, writable)));
+}
+
+function pluginItem(row, writable) {
+  const off = row.state === "DISABLED";
+  const fixed = PAGE_LIBRARIES.includes(row.plugin.split("/")[0]);
+  return element(
+    "li",
+    { class: `plugin state-${row.state.toLowerCase()}`, "data-row": row.row },
+    element("span", { class: "plugin-state" }, row.state),
+    element("code", {}, row.row),
+    row.plugin !== row.row ? element("span", { class: "muted" }, ` ${row.plugin}`) : null,
+    fixed
+      ? null
+      : element(
+          "button",
+          {
+            type: "button",
+            class: "secondary plugin-toggle",
+            disabled: !writable,
+            title: fixed ? null : `${off ? "Start" : "Stop"} ${row.row} (kept in settings.yaml)`,
+            onclick: () => setRowEnabled(row.row, off, writable),
+          },
+          off ? "Turn on" : "Turn off",
+        ),
+    row.waitingFor?.length ? element("div", { class: "muted small" }, `waits for ${row.waitingFor.join(", ")}`) : null,
+    row.error ? element("div", { class: "plugin-error" }, row.error) : null,
+  );
+}
+
+async function setRowEnabled(row, enabled, writable) {
+  try {
+    await call("host.setRowEnabled", { row, enabled });
+  } catch (error) {
+    return fail(error);
+  }
+  // The host reloads the row when it sees the file change: list again until the row shows it.
+  for (let attempt = 0; attempt < 25; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { plugins } = await call("host.plugins").catch(() => ({ plugins: [] }));
+    const now = plugins.find((listed) => listed.row === row);
+    if (now && (now.state === "DISABLED") !== enabled && now.state !== "LOADING" && now.state !== "UNLOADING") break;
+  }
+  toast(`${row} is ${enabled ? "on" : "off"}.`);
+  await renderPlugins(writable);
 }
 
 // The models every adapter offers now (a provider added here among them).
