@@ -4,7 +4,8 @@
 //! the settings document (the key in the owner-only credentials store, shown masked), and
 //! offered by `session.models` as soon as the save answers, without a restart; a session
 //! chooses one and runs a turn against that endpoint. Bad input is refused by name, nothing
-//! written; an edit and a removal take effect the same way.
+//! written; an edit and a removal take effect the same way. A row is not switched off from the
+//! page when the page runs on it or the tree lacks it.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -291,4 +292,35 @@ fn a_provider_added_in_the_page_offers_its_models_in_the_picker_and_answers() {
     );
     let credentials = std::fs::read_to_string(dir.home().join("credentials.json")).unwrap();
     assert!(!credentials.contains(KEY), "{credentials}");
+}
+
+#[test]
+fn a_row_the_page_runs_on_or_one_the_tree_lacks_is_not_switched_from_the_page() {
+    let server = FakeDeepSeek::start(Vec::new());
+    let dir = TestDir::new("row-switch-refused");
+    let web = start(&server, &dir);
+    for (row, needle) in [
+        ("web", "serves this page"),
+        ("clients", "serves this page"),
+        ("http", "serves this page"),
+        ("no-such-row", "no row `no-such-row` in the tree"),
+    ] {
+        let refused = web.try_call("host.setRowEnabled", &json!({"row": row, "enabled": false}));
+        assert_eq!(
+            refused["error"]["code"], "settings-rejected",
+            "{row}: {refused}"
+        );
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{row}: {message}");
+    }
+    // Nothing was written, and every row still runs.
+    assert!(!dir.home().join("settings.yaml").exists());
+    let listed = web.call("host.plugins", &json!({}));
+    let web_row = listed["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["row"] == "web")
+        .unwrap();
+    assert_eq!(web_row["state"], "ACTIVE", "{listed}");
 }
