@@ -384,6 +384,28 @@ fn loopback_is_refused_unless_allowed_and_a_domain_rule_holds() {
     assert!(texts[1].starts_with("Fetched "), "{}", texts[1]);
     let paths: Vec<String> = site.seen().into_iter().map(|seen| seen.path).collect();
     assert_eq!(paths, ["/page.html?allowed"]);
+
+    // Allowed by range, not by name: the name is resolved and judged, and the request goes to
+    // the addresses judged (pinned: not resolved again), still naming the host.
+    let site = Fixture::start();
+    let port = site.port;
+    let dir = TestDir::new("web-fetch-pinned");
+    let call = fetch(&format!("http://localhost:{port}/page.html?pinned"));
+    let server = FakeDeepSeek::start(Reply::one_call_per_step([("web_fetch", &call)], "done"));
+    let rows = row("    allowPrivate: [127.0.0.0/8, \"::1/128\"]\n");
+    let out = against_patched(&server, &dir, &rows, &["read it"], &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let texts = server.last_tool_texts();
+    assert!(texts[0].starts_with("Fetched "), "{}", texts[0]);
+    let seen = site.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/page.html?pinned");
+    let host = seen[0]
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("host"))
+        .map(|(_, value)| value.clone());
+    assert_eq!(host, Some(format!("localhost:{port}")));
 }
 
 #[test]

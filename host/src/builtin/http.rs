@@ -1,5 +1,7 @@
 //! `dsh-host/http`: the `http` service, reqwest on the host runtime. Redirects are not followed:
-//! a 3xx comes back to the caller as it is.
+//! a 3xx comes back to the caller as it is. A pinned request (`send_pinned`) goes through a
+//! client of its own whose only answer for the URL's host is the caller's addresses, so it
+//! never asks DNS.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -53,11 +55,50 @@ pub fn prewarm() -> &'static Built {
 
 /// The one client every request goes through.
 fn build_client() -> Result<reqwest::Client, reqwest::Error> {
+    client_builder().build()
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
     // Redirects go back to the caller, which follows them if it wants: `web_fetch` judges
     // every hop's destination, which a client following them on its own would skip.
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none())
+}
+
+/// A client that reaches `url`'s host at `addresses` only. Built per request (it reads the
+/// trust store again, some milliseconds): pinned requests are a page fetch, not a hot path.
+fn pinned_client(url: &str, addresses: &[RString]) -> Result<reqwest::Client, HttpError> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|problem| error(HttpErrorKind::InvalidRequest, format!("`{url}`: {problem}")))?;
+    let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
+        return Err(error(
+            HttpErrorKind::InvalidRequest,
+            format!("`{url}` names no host to pin"),
+        ));
+    };
+    let targets = addresses
+        .iter()
+        .map(|address| {
+            address
+                .parse::<std::net::IpAddr>()
+                .map(|ip| std::net::SocketAddr::new(ip, port))
+                .map_err(|_| {
+                    error(
+                        HttpErrorKind::InvalidRequest,
+                        format!("pinned address `{address}` is not an IP address"),
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if targets.is_empty() {
+        return Err(error(
+            HttpErrorKind::InvalidRequest,
+            format!("no address to pin `{host}` to"),
+        ));
+    }
+    client_builder()
+        .resolve_to_addrs(host, &targets)
         .build()
+        .map_err(|problem| transport(&problem))
 }
 
 struct Client {
@@ -110,64 +151,83 @@ impl HttpClient for Client {
     fn send(&self, request: HttpRequest) -> FfiFuture<RResult<HttpResponse, HttpError>> {
         let client = self.client.clone();
         async move {
-            let client = match Client::ready(client).await {
-                Ok(client) => client,
-                Err(problem) => return RErr(problem),
-            };
-            let method = match reqwest::Method::from_bytes(request.method.as_bytes()) {
-                Ok(method) => method,
-                Err(problem) => return RErr(error(HttpErrorKind::InvalidRequest, problem)),
-            };
-            let mut builder = client
-                .request(method, request.url.as_str())
-                .body(request.body.into_vec());
-            for header in request.headers.iter() {
-                builder = builder.header(header.name.as_str(), header.value.as_str());
+            match Client::ready(client).await {
+                Ok(client) => exchange(client, request).await,
+                Err(problem) => RErr(problem),
             }
-            let sending = builder.send();
-            let response = if request.head_timeout_ms > 0 {
-                match tokio::time::timeout(Duration::from_millis(request.head_timeout_ms), sending)
-                    .await
-                {
-                    Ok(result) => result,
-                    Err(_) => {
-                        return RErr(error(
-                            HttpErrorKind::Timeout,
-                            "no response head within the timeout",
-                        ));
-                    }
-                }
-            } else {
-                sending.await
-            };
-            let response = match response {
-                Ok(response) => response,
-                Err(problem) if problem.is_builder() => {
-                    return RErr(error(HttpErrorKind::InvalidRequest, problem));
-                }
-                Err(problem) => return RErr(transport(&problem)),
-            };
-            let headers: RVec<HttpHeader> = response
-                .headers()
-                .iter()
-                .map(|(name, value)| HttpHeader {
-                    name: RString::from(name.as_str()),
-                    value: RString::from(String::from_utf8_lossy(value.as_bytes()).into_owned()),
-                })
-                .collect();
-            ROk(HttpResponse {
-                status: response.status().as_u16(),
-                headers,
-                body: HttpBody_TO::from_value(
-                    Body {
-                        response: Arc::new(tokio::sync::Mutex::new(response)),
-                    },
-                    TD_Opaque,
-                ),
-            })
         }
         .into_ffi()
     }
+
+    fn send_pinned(
+        &self,
+        request: HttpRequest,
+        addresses: RVec<RString>,
+    ) -> FfiFuture<RResult<HttpResponse, HttpError>> {
+        async move {
+            match pinned_client(request.url.as_str(), &addresses) {
+                Ok(client) => exchange(client, request).await,
+                Err(problem) => RErr(problem),
+            }
+        }
+        .into_ffi()
+    }
+}
+
+/// One request through `client`, up to the response head.
+async fn exchange(
+    client: reqwest::Client,
+    request: HttpRequest,
+) -> RResult<HttpResponse, HttpError> {
+    let method = match reqwest::Method::from_bytes(request.method.as_bytes()) {
+        Ok(method) => method,
+        Err(problem) => return RErr(error(HttpErrorKind::InvalidRequest, problem)),
+    };
+    let mut builder = client
+        .request(method, request.url.as_str())
+        .body(request.body.into_vec());
+    for header in request.headers.iter() {
+        builder = builder.header(header.name.as_str(), header.value.as_str());
+    }
+    let sending = builder.send();
+    let response = if request.head_timeout_ms > 0 {
+        match tokio::time::timeout(Duration::from_millis(request.head_timeout_ms), sending).await {
+            Ok(result) => result,
+            Err(_) => {
+                return RErr(error(
+                    HttpErrorKind::Timeout,
+                    "no response head within the timeout",
+                ));
+            }
+        }
+    } else {
+        sending.await
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(problem) if problem.is_builder() => {
+            return RErr(error(HttpErrorKind::InvalidRequest, problem));
+        }
+        Err(problem) => return RErr(transport(&problem)),
+    };
+    let headers: RVec<HttpHeader> = response
+        .headers()
+        .iter()
+        .map(|(name, value)| HttpHeader {
+            name: RString::from(name.as_str()),
+            value: RString::from(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+        })
+        .collect();
+    ROk(HttpResponse {
+        status: response.status().as_u16(),
+        headers,
+        body: HttpBody_TO::from_value(
+            Body {
+                response: Arc::new(tokio::sync::Mutex::new(response)),
+            },
+            TD_Opaque,
+        ),
+    })
 }
 
 struct Body {
@@ -200,5 +260,78 @@ impl HttpBody for Body {
             }
         }
         .into_ffi()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    fn get(url: &str) -> HttpRequest {
+        HttpRequest {
+            method: "GET".into(),
+            url: url.into(),
+            headers: RVec::new(),
+            body: RVec::new(),
+            head_timeout_ms: 10_000,
+        }
+    }
+
+    /// One exchange on loopback: answers `ok`, and hands back the request head it read.
+    fn one_answer() -> (u16, std::thread::JoinHandle<String>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let served = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut head = [0u8; 4096];
+            let read = stream.read(&mut head).unwrap();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+                .unwrap();
+            String::from_utf8_lossy(&head[..read]).into_owned()
+        });
+        (port, served)
+    }
+
+    #[test]
+    fn a_pinned_request_reaches_the_given_address_and_never_asks_dns() {
+        crate::builtin::init_tls();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = Client {
+            client: prewarm().clone(),
+        };
+        // `.invalid` names resolve nowhere: only the pin can lead this request anywhere.
+        let (port, served) = one_answer();
+        let url = format!("http://pinned.invalid:{port}/page");
+        let pinned = RVec::from(vec![RString::from("127.0.0.1")]);
+        let response = runtime
+            .block_on(client.send_pinned(get(&url), pinned))
+            .unwrap();
+        assert_eq!(response.status, 200);
+        let head = served.join().unwrap().to_ascii_lowercase();
+        assert!(
+            head.contains(&format!("host: pinned.invalid:{port}")),
+            "{head}"
+        );
+        // An address that does not read is refused before anything is sent.
+        let bad = RVec::from(vec![RString::from("not-an-ip")]);
+        match runtime.block_on(client.send_pinned(get(&url), bad)) {
+            RErr(problem) => {
+                assert_eq!(problem.kind, HttpErrorKind::InvalidRequest);
+                assert!(
+                    problem.message.contains("`not-an-ip`"),
+                    "{}",
+                    problem.message
+                );
+            }
+            ROk(response) => panic!("sent anyway: {}", response.status),
+        }
     }
 }

@@ -91,6 +91,17 @@ impl HttpResponse {
 #[sabi_trait]
 pub trait HttpClient: Send + Sync {
     fn send(&self, request: HttpRequest) -> FfiFuture<RResult<HttpResponse, HttpError>>;
+    /// [`send`](HttpClient::send), connecting to one of `addresses` (IP addresses, as text)
+    /// for the URL's host instead of resolving the name again. A caller that judged where a
+    /// name leads (`web_fetch` refuses private addresses) talks to what it judged: a name
+    /// whose answers change in between (DNS rebinding) cannot lead elsewhere. The name still
+    /// goes in the `Host` header and the TLS handshake. An address that does not read is
+    /// refused (`InvalidRequest`) before anything is sent.
+    fn send_pinned(
+        &self,
+        request: HttpRequest,
+        addresses: RVec<RString>,
+    ) -> FfiFuture<RResult<HttpResponse, HttpError>>;
 }
 
 /// The value registered under [`HTTP_SERVICE`].

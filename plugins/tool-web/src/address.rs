@@ -4,9 +4,9 @@
 //! the host or a range (CIDR) holding the address. A host name is resolved first and every
 //! address it resolves to is judged, so a public name pointing at 127.0.0.1 is refused too.
 //!
-//! Limit, written down: the address is judged here and the host's `http` service resolves the
-//! name again when it connects, so a name whose answers change between the two (DNS
-//! rebinding) is not caught; a literal IP address in the URL always is.
+//! The request then goes to the addresses judged and no other (the `http` service's
+//! `send_pinned`: it does not resolve the name again), so a name whose answers change between
+//! the judging and the connecting (DNS rebinding) cannot lead to a private address.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -8,7 +8,7 @@
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use abi_stable::std_types::{RErr, ROk, RSome, RVec};
+use abi_stable::std_types::{RErr, ROk, RSome, RString, RVec};
 use dsh_plugin_api::io::http::{HttpErrorKind, HttpHeader, HttpRequest, HttpResponse, HttpService};
 use dsh_plugin_api::{Context, Service};
 use url::{Host, Url};
@@ -93,8 +93,8 @@ impl Fetcher {
         let mut url = self.validate(raw)?;
         let mut hops = 0;
         loop {
-            self.check_destination(&url).await?;
-            let response = self.send(&url, deadline).await?;
+            let pin = self.check_destination(&url).await?;
+            let response = self.send(&url, deadline, pin).await?;
             if !matches!(response.status, 301 | 302 | 303 | 307 | 308) {
                 return self.read(response, url, deadline).await;
             }
@@ -159,12 +159,15 @@ impl Fetcher {
         Ok(url)
     }
 
-    /// Refuses a destination that is not public, unless `allowPrivate` lets it through.
-    async fn check_destination(&self, url: &Url) -> Result<(), FetchError> {
+    /// Refuses a destination that is not public, unless `allowPrivate` lets it through;
+    /// answers the addresses a host name was judged by, which the request is then pinned to
+    /// (`None`: nothing to pin, an address in the URL or a host `allowPrivate` names).
+    async fn check_destination(&self, url: &Url) -> Result<Option<Vec<IpAddr>>, FetchError> {
         let host_text = url.host_str().unwrap_or_default().to_owned();
         if self.allow.allows_host(&host_text) {
-            return Ok(());
+            return Ok(None);
         }
+        let named = matches!(url.host(), Some(Host::Domain(_)));
         let addresses: Vec<IpAddr> = match url.host() {
             Some(Host::Ipv4(v4)) => vec![IpAddr::V4(v4)],
             Some(Host::Ipv6(v6)) => vec![IpAddr::V6(v6)],
@@ -194,19 +197,25 @@ impl Fetcher {
             }
             None => Vec::new(),
         };
-        for address in addresses {
-            if let Some(kind) = non_public(address)
-                && !self.allow.allows_address(address)
+        for address in &addresses {
+            if let Some(kind) = non_public(*address)
+                && !self.allow.allows_address(*address)
             {
                 return Err(FetchError::Blocked(format!(
                     "refused: {host_text} is {address}, a {kind} address; web_fetch reaches public addresses only (an `allowPrivate` entry in the tool-web row lets a host or range through)"
                 )));
             }
         }
-        Ok(())
+        Ok(named.then_some(addresses))
     }
 
-    async fn send(&self, url: &Url, deadline: Instant) -> Result<HttpResponse, FetchError> {
+    /// Sends the GET; with `pin`, to those addresses only (what the destination was judged by).
+    async fn send(
+        &self,
+        url: &Url,
+        deadline: Instant,
+        pin: Option<Vec<IpAddr>>,
+    ) -> Result<HttpResponse, FetchError> {
         let header = |name: &str, value: &str| HttpHeader {
             name: name.into(),
             value: value.into(),
@@ -224,7 +233,17 @@ impl Fetcher {
             body: RVec::new(),
             head_timeout_ms: remaining(deadline).max(1),
         };
-        match self.http.send(request).await {
+        let sent = match pin {
+            Some(addresses) => {
+                let addresses = addresses
+                    .iter()
+                    .map(|address| RString::from(address.to_string()))
+                    .collect();
+                self.http.send_pinned(request, addresses).await
+            }
+            None => self.http.send(request).await,
+        };
+        match sent {
             ROk(response) => Ok(response),
             RErr(error) if error.kind == HttpErrorKind::Timeout => Err(self.timeout(url)),
             RErr(error) => Err(FetchError::Transport {
