@@ -263,9 +263,6 @@ pub(crate) fn expand_row(kind: RowKind, record: &Value) -> Result<Vec<SessionEve
 
 /// Decode an event envelope exactly, or say why it cannot be represented.
 pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEvent, RecordError> {
-    if let Some(event) = plain_event(&mut obj) {
-        return Ok(event);
-    }
     let shape = |why: String| RecordError::Envelope(why);
     if let Some(key) = obj.keys().find(|k| !ENVELOPE_KEYS.contains(&k.as_str())) {
         return Err(shape(format!("unknown envelope field {key:?}")));
@@ -288,30 +285,6 @@ pub(crate) fn event_from_object(mut obj: Map<String, Value>) -> Result<SessionEv
     }
     event.data = data;
     Ok(event)
-}
-
-/// The envelope nearly every event has, `{type, seq, time, data}` with a string type, a `u64`
-/// seq and an `i64` time, taken without the round trip of [`event_from_object`]: such an
-/// envelope decodes and re-encodes to itself by construction, and the round trip (two copies
-/// and a comparison) was the larger part of reading a long log. `None` (and `obj` untouched)
-/// for anything else.
-fn plain_event(obj: &mut Map<String, Value>) -> Option<SessionEvent> {
-    if obj.len() != 4 || !obj.contains_key("data") {
-        return None;
-    }
-    let kind = obj.get("type")?.as_str()?.to_owned();
-    let seq = obj.get("seq")?.as_u64()?;
-    let time = obj.get("time")?.as_i64()?;
-    let data = obj.remove("data")?;
-    Some(SessionEvent {
-        kind,
-        seq,
-        time,
-        data,
-        surface_op: None,
-        source_event_seqs: None,
-        ignorable: None,
-    })
 }
 
 /// Decode one parsed line into the events it stores, whatever the layout (row or event).
@@ -393,12 +366,12 @@ mod tests {
         let ok = json!({"type":"tool/result","seq":3,"time":5,"data":{"x":null},"surfaceOp":{"op":"replace","start":1,"end":2},"sourceEventSeqs":[],"ignorable":true});
         let e = decode(ok.clone()).unwrap();
         assert_eq!(serde_json::to_value(&e[0]).unwrap(), ok);
-        // The plain envelope (read without the round trip) passes exactly too.
+        // A plain envelope passes exactly too.
         let plain = json!({"type":"turn/end","seq":7,"time":-3,"data":{"a":[1.5,"b"]}});
         let e = decode(plain.clone()).unwrap();
         assert_eq!(serde_json::to_value(&e[0]).unwrap(), plain);
         for bad in [
-            // Four keys like the plain envelope, each one off.
+            // Four members like a plain envelope, each one off.
             json!({"type":1,"seq":0,"time":0,"data":{}}),
             json!({"type":"x","seq":-1,"time":0,"data":{}}),
             json!({"type":"x","seq":0,"time":18446744073709551615u64,"data":{}}),
