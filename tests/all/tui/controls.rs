@@ -10,6 +10,19 @@ use serde_json::json;
 
 use super::attached;
 
+/// "Slow first answer.", its second half after `pause`: a turn that runs while keys are sent.
+fn slow_answer(pause: std::time::Duration) -> Reply {
+    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
+    Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("Slow first "),
+        SseEvent::Pause(pause),
+        SseEvent::content("answer."),
+        SseEvent::finish("stop"),
+        SseEvent::Done,
+    ])
+}
+
 #[test]
 fn slash_opens_the_commands_and_compact_runs() {
     needs_tmux!("tui::controls::slash_opens_the_commands_and_compact_runs");
@@ -79,15 +92,7 @@ fn at_completes_a_file_of_the_workspace() {
 #[test]
 fn a_message_sent_while_a_turn_runs_is_queued_and_runs_next() {
     needs_tmux!("tui::controls::a_message_sent_while_a_turn_runs_is_queued_and_runs_next");
-    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
-    let slow = Reply::Sse(vec![
-        first_chunk(),
-        SseEvent::content("Slow first "),
-        SseEvent::Pause(std::time::Duration::from_millis(1500)),
-        SseEvent::content("answer."),
-        SseEvent::finish("stop"),
-        SseEvent::Done,
-    ]);
+    let slow = slow_answer(std::time::Duration::from_millis(1500));
     let server = FakeDeepSeek::start(vec![slow, Reply::text("Second answer.")]);
     let dir = TestDir::new("tui-queue");
     let (mut web, pane) = attached(&server, &dir, "", (100, 30), &[]);
@@ -345,16 +350,8 @@ fn alt_up_edits_a_queued_message_in_place_and_an_emptied_one_leaves_the_queue() 
     needs_tmux!(
         "tui::controls::alt_up_edits_a_queued_message_in_place_and_an_emptied_one_leaves_the_queue"
     );
-    use dsh_tests::fake_deepseek::{SseEvent, first_chunk};
-    let slow = Reply::Sse(vec![
-        first_chunk(),
-        SseEvent::content("Slow first "),
-        // Longer than the edits take (a cancel would drop the queue with the turn).
-        SseEvent::Pause(std::time::Duration::from_secs(10)),
-        SseEvent::content("answer."),
-        SseEvent::finish("stop"),
-        SseEvent::Done,
-    ]);
+    // Longer than the edits take (a cancel would drop the queue with the turn).
+    let slow = slow_answer(std::time::Duration::from_secs(10));
     let server = FakeDeepSeek::start(vec![slow, Reply::text("Answer to the edited one.")]);
     let dir = TestDir::new("tui-queue-edit");
     let (_web, pane) = attached(&server, &dir, "", (100, 30), &[]);
