@@ -309,7 +309,26 @@ fn codex(dir: &Path) -> anyhow::Result<()> {
     })();
     let _ = server.kill();
     let _ = server.wait();
+    end_started_under(&home);
     measured
+}
+
+/// Ends what this run started from `home` and left behind: Codex's TUI starts an app-server
+/// daemon from its home's packages that outlives the pane (found by its executable's path).
+fn end_started_under(home: &Path) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let started_here = std::fs::read_link(entry.path().join("exe"))
+            .is_ok_and(|exe| exe.starts_with(home));
+        if started_here {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
 }
 
 /// The placeholder of Codex's empty composer.
