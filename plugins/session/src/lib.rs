@@ -12,6 +12,7 @@
 
 mod ids;
 mod live;
+mod parse;
 mod registry;
 mod snapshot;
 

@@ -243,7 +243,13 @@ impl Inner {
                 agent_preset: header.agent_preset,
             })
             .unwrap_or_default();
-        let opened = self.adopt(&id, facts, stored.events, wiring.clone());
+        let opened = match crate::parse::parse_stored(&self.ctx, stored.events).await {
+            Ok((events, lines)) => self.adopt(&id, facts, events, lines, wiring.clone()),
+            Err(problem) => Err(error(
+                SessionErrorKind::Unreadable,
+                format!("session `{id}`: {problem}"),
+            )),
+        };
         if opened.is_err() {
             // Refused after loading: the store lets go of the session without writing to it.
             let _ = store.close(RString::from(id.as_str())).await;
@@ -293,6 +299,7 @@ impl Inner {
         &self,
         id: &str,
         header: HeaderFacts,
+        events: Vec<SessionEvent>,
         lines: RVec<RString>,
         wiring: Arc<Wiring>,
     ) -> Result<SessionBox, SessionError> {
@@ -302,11 +309,6 @@ impl Inner {
                 format!("session `{id}`: {problem}"),
             )
         };
-        let events = lines
-            .iter()
-            .map(|line| serde_json::from_str::<SessionEvent>(line))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|problem| unreadable(problem.to_string()))?;
         let log = SessionLog::from_events(events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
         let live = LiveSession::new(id.to_owned(), header, log, Some(lines), wiring)?;

@@ -323,8 +323,8 @@ fn end_started_under(home: &Path) {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let started_here = std::fs::read_link(entry.path().join("exe"))
-            .is_ok_and(|exe| exe.starts_with(home));
+        let started_here =
+            std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe.starts_with(home));
         if started_here {
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
