@@ -3,18 +3,28 @@
 //! thread keeps serving other sessions meanwhile and the open takes half the parsing time.
 
 use abi_stable::std_types::{RString, RVec};
-use dsh_plugin_api::Context;
+use dsh_plugin_api::{Context, PluginError};
 use dsh_protocol::SessionEvent;
+
+/// Why the lines were not parsed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ParseError {
+    /// A line that is not an event.
+    #[error("{0}")]
+    Line(#[from] serde_json::Error),
+    /// The blocking pool did not run the job.
+    #[error("{0}")]
+    Pool(#[from] PluginError),
+}
 
 /// Below this many lines one job parses them all (a second would cost more than it saves).
 const SPLIT_AT: usize = 2_048;
 
-fn parse(lines: &[RString]) -> Result<Vec<SessionEvent>, String> {
+fn parse(lines: &[RString]) -> Result<Vec<SessionEvent>, serde_json::Error> {
     lines
         .iter()
         .map(|line| serde_json::from_str::<SessionEvent>(line))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|problem| problem.to_string())
+        .collect()
 }
 
 /// `lines` as events, in order, and `lines` given back; the first line that does not parse
@@ -22,7 +32,7 @@ fn parse(lines: &[RString]) -> Result<Vec<SessionEvent>, String> {
 pub(crate) async fn parse_stored(
     ctx: &Context,
     lines: RVec<RString>,
-) -> Result<(Vec<SessionEvent>, RVec<RString>), String> {
+) -> Result<(Vec<SessionEvent>, RVec<RString>), ParseError> {
     let mut first = lines.into_vec();
     let second = match first.len() >= SPLIT_AT {
         true => first.split_off(first.len() / 2),
@@ -31,10 +41,7 @@ pub(crate) async fn parse_stored(
     let earlier = ctx.blocking(move || (parse(&first), first));
     let later = ctx.blocking(move || (parse(&second), second));
     let (earlier, later) = futures_util::future::join(earlier, later).await;
-    let ((first_events, mut lines), (second_events, second)) = (
-        earlier.map_err(|problem| problem.to_string())?,
-        later.map_err(|problem| problem.to_string())?,
-    );
+    let ((first_events, mut lines), (second_events, second)) = (earlier?, later?);
     let mut events = first_events?;
     events.extend(second_events?);
     lines.extend(second);
