@@ -638,8 +638,7 @@ fn the_goal_bar_shows_the_goal_and_pauses_resumes_completes_and_clears_it() {
         "goal",
         vec![
             // Long enough that Pause and Complete land while their round runs, screenshots
-            // and all, on a loaded machine (a round that ended first would start another: 8 s
-            // was once too short while the whole suite ran).
+            // and all, on a loaded machine (a round that ended first would start another).
             slow(": round 1 drafted the outline.", 20000),
             slow(": round 2 filled it in.", 10000),
         ],

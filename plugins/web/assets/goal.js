@@ -64,10 +64,20 @@ function button(label, action, title) {
   return element("button", { type: "button", class: "secondary", "data-goal-action": action, title, onclick: () => act(action) }, label);
 }
 
-// Draws `value` (`{goal}` as the projection carries it) when it is the open session's.
+// Whether goal view `a` is older than `b` of the same goal: an earlier revision, or the same
+// one with fewer rounds started (a round's start is no revision of its own).
+function older(a, b) {
+  return a.revision < b.revision || (a.revision === b.revision && a.roundsStarted < b.roundsStarted);
+}
+
+// Draws `value` (`{goal}` as the projection carries it) when it is the open session's, unless
+// the bar already shows a newer view of that goal: an action's answer can arrive after the
+// projection that followed it (a round started at once), and must not draw the bar back.
 export function renderGoal(sessionId, value) {
   if (!state.open || state.open.id !== sessionId) return;
   const goal = value?.goal ?? null;
+  const before = shown.sessionId === sessionId ? shown.goal : null;
+  if (goal && before && goal.id === before.id && older(goal, before)) return;
   shown = { sessionId, goal };
   const node = bar();
   node.hidden = !goal;
