@@ -65,7 +65,7 @@ pub fn apply_settings(
                 message: "a settings namespace is a row id (a string)".to_owned(),
             });
         };
-        let values = match values {
+        let mut values = match values {
             Value::Mapping(values) => values,
             Value::Null => continue,
             _ => {
@@ -78,7 +78,6 @@ pub fn apply_settings(
         let Some(row) = find_mut(&mut composed.rows, &id) else {
             continue;
         };
-        let mut values = values;
         match values.remove(ENABLED_KEY) {
             None => {}
             Some(Value::Bool(enabled)) => row.disabled = Some(Value::Bool(!enabled)),

@@ -221,16 +221,13 @@ impl<'p> Scanner<'p> {
     /// in-place check takes only what the decoding way's plain case takes, and hands the rest
     /// to it.
     fn decode_lines(&self, line: &[u8]) -> Result<Vec<String>, Defect> {
-        if let Ok(plain) = serde_json::from_slice::<PlainLine<'_>>(line)
+        if let Some(placed) = self.plain(line)
             && let Ok(text) = std::str::from_utf8(line)
         {
-            let expected = self.event_count() as u64;
-            if plain.seq != expected {
-                return Err(self.seq_gap(Some(plain.seq)));
-            }
+            placed?;
             return Ok(vec![text.trim_end().to_owned()]);
         }
-        self.decode(line)?
+        self.decode_record(line)?
             .iter()
             .map(|event| {
                 serde_json::to_string(event).map_err(|error| {
@@ -240,19 +237,33 @@ impl<'p> Scanner<'p> {
             .collect()
     }
 
+    /// `None` when `line` is not a plain envelope; else whether it is in its place (its seq
+    /// the next one), or the gap.
+    fn plain(&self, line: &[u8]) -> Option<Result<(), Defect>> {
+        let plain = serde_json::from_slice::<PlainLine<'_>>(line).ok()?;
+        Some(match plain.seq == self.event_count() as u64 {
+            true => Ok(()),
+            false => Err(self.seq_gap(Some(plain.seq))),
+        })
+    }
+
     fn decode(&self, line: &[u8]) -> Result<Vec<SessionEvent>, Defect> {
-        let expected = self.event_count() as u64;
         // The plain envelope nearly every event has: read as the vocabulary's type at once,
-        // without the round trip below (it decodes and re-encodes to itself by construction;
-        // the round trip was the larger part of reading a long log).
-        if let Ok(plain) = serde_json::from_slice::<PlainLine<'_>>(line)
+        // without the round trip of `decode_record` (it decodes and re-encodes to itself by
+        // construction; the round trip was the larger part of reading a long log).
+        if let Some(placed) = self.plain(line)
             && let Ok(event) = serde_json::from_slice::<SessionEvent>(line)
         {
-            if plain.seq != expected {
-                return Err(self.seq_gap(Some(plain.seq)));
-            }
+            placed?;
             return Ok(vec![event]);
         }
+        self.decode_record(line)
+    }
+
+    /// Any record the decoding way: parsed whole, a packed row expanded, an envelope checked
+    /// to survive its round trip.
+    fn decode_record(&self, line: &[u8]) -> Result<Vec<SessionEvent>, Defect> {
+        let expected = self.event_count() as u64;
         let value: Value = serde_json::from_slice(line)
             .map_err(|e| Defect::Damage(self.record_error(RecordError::Json(e))))?;
         let head = Head::of(&value);
