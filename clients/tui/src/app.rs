@@ -242,6 +242,7 @@ impl App {
         let mut queue = self.queue.clone();
         queue.extend(self.pending.iter().cloned());
         self.status.queued = queue.len();
+        self.status.editing_queued = self.editing.is_some();
         self.status.opening = !self.status.following;
         let view = View {
             live,
@@ -365,7 +366,6 @@ impl App {
         self.queue.clear();
         self.queue_ids.clear();
         self.editing = None;
-        self.status.editing_queued = false;
         self.status.goal = None;
         self.status.jobs.clear();
         self.approval = None;

@@ -22,14 +22,12 @@ impl App {
             return;
         };
         self.editing = Some(id.clone());
-        self.composer.insert(&text.clone());
-        self.status.editing_queued = true;
+        self.composer.insert(text);
     }
 
     /// Esc while editing: the waiting message stays as it was.
     pub(crate) fn cancel_edit(&mut self) {
         self.editing = None;
-        self.status.editing_queued = false;
         self.composer.clear();
         self.status.hint("the queued message is unchanged");
     }
@@ -40,7 +38,6 @@ impl App {
         let Some(id) = self.editing.take() else {
             return false;
         };
-        self.status.editing_queued = false;
         let Some(session) = self.session.clone() else {
             return true;
         };
@@ -72,7 +69,6 @@ impl App {
             && !self.queue_ids.contains(id)
         {
             self.editing = None;
-            self.status.editing_queued = false;
             self.status
                 .hint("that message started running: Enter sends your text as a new one");
         }

@@ -30,7 +30,7 @@ pub(crate) struct Status {
     /// Background jobs of the session, oldest first (`/jobs` lists them).
     pub(crate) jobs: Vec<dsh_protocol::JobSummary>,
     pub(crate) queued: usize,
-    /// The composer edits a queued message (Alt-Up).
+    /// The composer edits a queued message (Alt-Up); set from the app's state at each frame.
     pub(crate) editing_queued: bool,
     /// The session is not followed yet (connecting, opening it).
     pub(crate) opening: bool,
