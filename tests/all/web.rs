@@ -102,6 +102,34 @@ fn the_launch_prints_one_url_and_nothing_is_served_before_sign_in() {
     let other = web.get("/assets/core.js", &[("If-None-Match", &etag)]);
     assert_eq!(other.status, 200, "another file's tag does not match");
     assert_eq!(page.header("cache-control"), Some("no-store"));
+    // The signed-in page names its files under its build's version, which are kept for good:
+    // a page opened again asks nothing for its modules. Another build's version (a tab opened
+    // before a reload) gets the current file, revalidated.
+    let (cookie, _) = web.sign_in();
+    let app = web.get("/", &[("Cookie", &cookie)]);
+    let versioned = app
+        .body
+        .split('"')
+        .find(|part| part.starts_with("/assets/") && part.ends_with("/app.js"))
+        .unwrap_or_else(|| panic!("no versioned app.js in {}", app.body))
+        .to_owned();
+    assert_ne!(versioned, "/assets/app.js");
+    let kept = web.get(&versioned, &[]);
+    assert_eq!(
+        (kept.status, kept.body.as_str()),
+        (200, script.body.as_str())
+    );
+    assert_eq!(
+        kept.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    let core = versioned.replace("/app.js", "/core.js");
+    assert_eq!(web.get(&core, &[]).status, 200, "{core}");
+    let stale = web.get("/assets/00000000000000ff/app.js", &[]);
+    assert_eq!(
+        (stale.status, stale.header("cache-control")),
+        (200, Some("no-cache"))
+    );
     assert_eq!(web.host.stop(), Some(0));
     let logged = web.host.stderr().join("\n");
     assert!(!logged.contains(&web.token), "the token reached a log");

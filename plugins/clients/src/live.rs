@@ -260,6 +260,20 @@ impl Hub {
             }
         }
         entry.fold.speak();
+        // A tally the replay's last events held back: this follower joins the live feed after
+        // them, where nothing else would bring it.
+        if let (Some(stats), Some(record)) = (replay.take_held_stats(), records.last())
+            && !overflowed
+            && after_seq.is_none_or(|after| record.seq > after)
+        {
+            let change = Change {
+                stats: Some(stats),
+                ..Change::default()
+            };
+            if let Some(frame) = update(session_id, record, change) {
+                overflowed = !outbox.push(&frame);
+            }
+        }
         if overflowed {
             drop(followed);
             let _ = outbox.push(&ServerFrame::Resync {

@@ -41,17 +41,40 @@ pub(crate) struct Boot<'a> {
 }
 
 /// The app page with `boot` in a JSON data block (not a script: the CSP allows no inline
-/// code, and `<` is escaped so the data cannot close its element).
+/// code, and `<` is escaped so the data cannot close its element). Its files are named under
+/// this build's version (`/assets/<version>/app.js`), and the modules' relative imports resolve
+/// under the same prefix, so a browser keeps them all without asking again.
 pub(crate) fn index(boot: &Boot<'_>) -> String {
+    static VERSIONED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let page =
+        VERSIONED.get_or_init(|| INDEX.replace("\"/assets/", &format!("\"/assets/{}/", version())));
     let data = serde_json::to_string(boot)
         .unwrap_or_else(|_| "{}".to_owned())
         .replace('<', "\\u003c");
-    INDEX.replace("{{boot}}", &data)
+    page.replace("{{boot}}", &data)
 }
 
 /// The page a browser without the cookie gets.
 pub(crate) fn sign_in() -> &'static str {
     SIGN_IN
+}
+
+/// This build of the app's files as one name: a hash over all of them, so a new library (any
+/// file changed) names its files anew and a browser never runs a module of another build.
+pub(crate) fn version() -> String {
+    format!("{VERSION:016x}")
+}
+
+const VERSION: u64 = fnv_all(ALL);
+
+/// How the browser may keep an asset it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Freshness {
+    /// Asked under this build's version: the same path always holds the same bytes.
+    Immutable,
+    /// Asked by its plain name, or under another build's version (a tab opened before a
+    /// reload): revalidated on every use.
+    Revalidate,
 }
 
 /// A static asset: its content type, its bytes and its entity tag.
@@ -77,21 +100,58 @@ const fn fnv(text: &str) -> u64 {
     hash
 }
 
+/// FNV-1a over every text in turn.
+const fn fnv_all(texts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut index = 0;
+    while index < texts.len() {
+        hash ^= fnv(texts[index]);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        index += 1;
+    }
+    hash
+}
+
 const JS: &str = "text/javascript; charset=utf-8";
 
 macro_rules! assets {
     ($($path:literal => ($kind:expr, $text:ident)),* $(,)?) => {
-        /// The asset at `path`.
-        pub(crate) fn asset(path: &str) -> Option<Asset> {
-            match path {
+        /// Every asset's bytes, for the build's version.
+        const ALL: &[&str] = &[$($text),*];
+        #[cfg(test)]
+        const ALL_PATHS: &[&str] = &[$($path),*];
+
+        /// The asset at `path` (`/assets/NAME` or `/assets/VERSION/NAME`), and how it may be
+        /// kept.
+        pub(crate) fn asset(path: &str) -> Option<(Asset, Freshness)> {
+            let (plain, freshness) = unversioned(path);
+            let found = match plain.as_str() {
                 $($path => {
                     const ETAG: u64 = fnv($text);
-                    Some(Asset { kind: $kind, text: $text, etag: ETAG })
+                    Asset { kind: $kind, text: $text, etag: ETAG }
                 })*
-                _ => None,
-            }
+                _ => return None,
+            };
+            Some((found, freshness))
         }
     };
+}
+
+/// `path` without its version segment, and whether that segment named this build.
+fn unversioned(path: &str) -> (String, Freshness) {
+    let rest = path.strip_prefix("/assets/").unwrap_or(path);
+    match rest.split_once('/') {
+        Some((segment, name))
+            if segment.len() == 16 && segment.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            let freshness = match u64::from_str_radix(segment, 16) == Ok(VERSION) {
+                true => Freshness::Immutable,
+                false => Freshness::Revalidate,
+            };
+            (format!("/assets/{name}"), freshness)
+        }
+        _ => (path.to_owned(), Freshness::Revalidate),
+    }
 }
 
 assets! {
@@ -133,5 +193,46 @@ mod tests {
         });
         assert!(!page.contains("</script><script>alert"), "{page}");
         assert!(page.contains("\\u003c/script>"));
+    }
+
+    /// A module not named for preloading is found only when its importer has loaded, one
+    /// round trip later, on a cold open.
+    #[test]
+    fn every_module_but_the_entry_is_preloaded() {
+        let modules = ALL_PATHS.iter().filter(|path| path.ends_with(".js"));
+        for path in modules.filter(|path| **path != "/assets/app.js") {
+            let preload = format!("<link rel=\"modulepreload\" href=\"{path}\">");
+            assert!(
+                INDEX.contains(&preload),
+                "index.html does not preload {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_page_names_its_files_under_the_builds_version() {
+        let page = index(&Boot {
+            csrf: "c",
+            boot_id: "b",
+            version: "0",
+            host: None,
+        });
+        let prefix = format!("/assets/{}/", version());
+        assert!(page.contains(&format!("src=\"{prefix}app.js\"")), "{page}");
+        assert!(
+            page.contains(&format!("href=\"{prefix}app.css\"")),
+            "{page}"
+        );
+        assert!(!page.contains("\"/assets/app.js"), "{page}");
+        let (found, freshness) = asset(&format!("{prefix}core.js")).expect("core.js");
+        assert_eq!((found.text, freshness), (CORE_JS, Freshness::Immutable));
+        let (found, freshness) = asset("/assets/0123456789abcdef/core.js").expect("stale tab");
+        assert_eq!((found.text, freshness), (CORE_JS, Freshness::Revalidate));
+        assert_eq!(
+            asset("/assets/core.js").map(|(_, f)| f),
+            Some(Freshness::Revalidate)
+        );
+        assert!(asset(&format!("{prefix}nothing.js")).is_none());
+        assert!(asset(&format!("{prefix}../index.html")).is_none());
     }
 }

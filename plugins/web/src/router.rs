@@ -64,17 +64,26 @@ fn guarded(response: ServerResponse) -> ServerResponse {
         .with_header("referrer-policy", "no-referrer")
 }
 
-/// An asset, kept by the browser but revalidated on every use (`no-cache` with its entity
-/// tag): a page opened again gets 304s and reuses its compiled modules, and a new library's
-/// assets are never served stale.
-fn asset_response(request: &ServerRequest, asset: page::Asset) -> ServerResponse {
+/// An asset. Under this build's version it is kept for good (a page opened again runs its
+/// modules without a single request: the 20 revalidations cost some 60 ms on every open);
+/// by its plain name, or under another build's version, it is revalidated on every use
+/// (`no-cache` with its entity tag), so a new library's assets are never served stale.
+fn asset_response(
+    request: &ServerRequest,
+    asset: page::Asset,
+    freshness: page::Freshness,
+) -> ServerResponse {
     let etag = format!("\"{:016x}\"", asset.etag);
     let response = match request.header("if-none-match") == Some(etag.as_str()) {
         true => ServerResponse::new(304, asset.kind, ""),
         false => ServerResponse::new(200, asset.kind, asset.text),
     };
+    let keep = match freshness {
+        page::Freshness::Immutable => "public, max-age=31536000, immutable",
+        page::Freshness::Revalidate => "no-cache",
+    };
     guarded(response)
-        .with_header("cache-control", "no-cache")
+        .with_header("cache-control", keep)
         .with_header("etag", &etag)
 }
 
@@ -164,7 +173,7 @@ impl Router {
                 Err(refusal) => refused(&refusal),
             },
             ("GET", asset) if asset.starts_with("/assets/") => match page::asset(asset) {
-                Some(found) => asset_response(&request, found),
+                Some((found, freshness)) => asset_response(&request, found, freshness),
                 None => not_found(),
             },
             (method, api) if api.starts_with("/api/") => {

@@ -55,6 +55,10 @@ pub(crate) struct Fold {
     pub(crate) last_seq: Option<u64>,
     /// What the session cost so far.
     pub(crate) tally: tally::Tally,
+    /// The tally as of an event that changed nothing else (a step's start, a message whose
+    /// items come with events of their own), held until a frame goes anyway: sent alone, they
+    /// were half of a turn's frames.
+    held_stats: Option<dsh_client_protocol::SessionStats>,
 }
 
 fn assistant_id(turn: u64, step: u64) -> String {
@@ -163,8 +167,27 @@ impl Fold {
         }
     }
 
-    /// Folds one committed event in.
+    /// Folds one committed event in. Its tally rides with the next change that says anything
+    /// else (a turn's end always does), the newest tally winning.
     pub(crate) fn apply(&mut self, record: &EventRecord) -> Change {
+        let mut change = self.fold_event(record);
+        let speaks = !change.ops.is_empty() || change.running.is_some() || change.title.is_some();
+        match (speaks, change.stats.is_some()) {
+            (true, true) => self.held_stats = None,
+            (true, false) => change.stats = self.held_stats.take(),
+            (false, true) => self.held_stats = change.stats.take(),
+            (false, false) => {}
+        }
+        change
+    }
+
+    /// The tally held back by [`Fold::apply`], for a replay that ends before anything else
+    /// would carry it.
+    pub(crate) fn take_held_stats(&mut self) -> Option<dsh_client_protocol::SessionStats> {
+        self.held_stats.take()
+    }
+
+    fn fold_event(&mut self, record: &EventRecord) -> Change {
         let mut change = Change::default();
         let seq = record.seq;
         self.last_seq = Some(seq);

@@ -203,3 +203,42 @@ fn a_failed_call_keeps_its_reason_and_no_exit_code_it_never_had() {
         "{view:?}"
     );
 }
+
+/// A step's start and a message whose items come with their own events change only the tally:
+/// it rides with the next change that says anything else, so no frame carries a tally alone.
+#[test]
+fn a_tally_alone_waits_for_the_next_change_that_says_something() {
+    let mut fold = Fold::default();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../demo/session.jsonl");
+    let (mut steps, mut carried) = (0, Vec::new());
+    for record in records(path) {
+        steps += u64::from(record.kind.as_str() == kinds::STEP_START);
+        let change = fold.apply(&record);
+        let speaks = !change.ops.is_empty() || change.running.is_some() || change.title.is_some();
+        if let Some(stats) = change.stats {
+            assert!(speaks, "a tally alone at seq {}", record.seq);
+            carried.push(stats.steps);
+        }
+    }
+    assert!(steps >= 2, "the demo has a tool step and an answer step");
+    assert_eq!(
+        carried.last(),
+        Some(&steps),
+        "the turn's end carries every step"
+    );
+    assert!(
+        fold.take_held_stats().is_none(),
+        "nothing is left held after the end"
+    );
+    // Held, then taken by the next change that speaks.
+    let mut fold = Fold::default();
+    fold.apply(&record(0, "turn/start", serde_json::json!({"turn": 1})));
+    let started = fold.apply(&record(
+        1,
+        "step/start",
+        serde_json::json!({"turn": 1, "step": 1}),
+    ));
+    assert_eq!(started, Change::default());
+    let first = fold.apply(&delta(2, "hi"));
+    assert_eq!(first.stats.map(|stats| stats.steps), Some(1));
+}
