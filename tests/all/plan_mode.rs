@@ -10,6 +10,8 @@ use dsh_tests::sessions::{PLAIN_STORE, read_log, session_logs};
 use dsh_tests::web::{Web, WebHost, turn_ended, undecided_card};
 use serde_json::{Value, json};
 
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 const PLAN: &str = "# Add a.txt\n\n1. Write `a.txt` with `hello`.\n2. Check it reads back.";
 
 /// The web profile against `server`, working in `dir/work`, its logs stored as plain JSONL.
@@ -323,6 +325,16 @@ fn an_acp_client_reviews_the_plan_as_a_permission_request() {
     assert_eq!(kinds, ["allow_once", "reject_once"]);
     let kept = server.requests()[1].tool_texts();
     assert!(kept[0].contains("keep planning"), "{kept:?}");
+    // The editor's mode followed: plan mode from `/plan`, the preset again once approved.
+    let modes: Vec<Value> = agent
+        .updates(&session)
+        .into_iter()
+        .filter(|update| update["sessionUpdate"] == "current_mode_update")
+        .map(|update| update["currentModeId"].clone())
+        .collect();
+    assert_eq!(modes.len(), 2, "{modes:?}");
+    assert_eq!(modes[0], "plan");
+    assert_ne!(modes[1], "plan");
     assert_eq!(
         std::fs::read_to_string(dir.join("work/a.txt"))
             .ok()
@@ -331,6 +343,79 @@ fn an_acp_client_reviews_the_plan_as_a_permission_request() {
         "{:?}",
         server.last_tool_texts()
     );
+}
+
+/// In an editor, plan mode is one of the session's modes (where its row is mounted):
+/// `session/set_mode plan` turns it on as `/plan` would (the next request carries the
+/// policy, the mode update comes back), and a chosen preset leaves it.
+#[test]
+fn an_editor_chooses_plan_mode_among_the_modes() {
+    let dir = TestDir::new("plan-mode-acp-modes");
+    let server = FakeDeepSeek::start(vec![Reply::text("a plan"), Reply::text("changed")]);
+    let mut agent = dsh_tests::acp::editor_agent(&server, &dir, "", &[]);
+    let (session, opened) = agent.open(&dir.join("work"));
+    let modes: Vec<&str> = opened["result"]["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|mode| mode["id"].as_str())
+        .collect();
+    assert_eq!(modes.last(), Some(&"plan"), "{opened}");
+    let mode_update =
+        |id: &str| json!({"sessionUpdate": "current_mode_update", "currentModeId": id});
+    let set = agent.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    assert_eq!(set["result"], json!({}), "{set}");
+    agent.wait_frame("plan mode's update", WAIT, |frame| {
+        frame["params"]["update"] == mode_update("plan")
+    });
+    agent.prompt(&session, "add a.txt");
+    let asked = &server.requests()[0].body;
+    assert!(asked.to_string().contains("# Plan mode"), "{asked}");
+    // Chosen again while on, nothing changes; a preset leaves plan mode, then applies.
+    let again = agent.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    assert_eq!(again["result"], json!({}), "{again}");
+    let set = agent.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "read-only"}),
+    );
+    assert_eq!(set["result"], json!({}), "{set}");
+    agent.wait_frame("the preset's update", WAIT, |frame| {
+        frame["params"]["update"] == mode_update("read-only")
+    });
+    let updates: Vec<Value> = agent
+        .updates(&session)
+        .into_iter()
+        .filter(|update| update["sessionUpdate"] == "current_mode_update")
+        .collect();
+    assert_eq!(
+        updates.last().map(|update| update["currentModeId"].clone()),
+        Some(json!("read-only")),
+        "{updates:?}"
+    );
+    agent.prompt(&session, "go on");
+    let asked = &server.requests()[1].body;
+    assert!(!asked.to_string().contains("# Plan mode"), "{asked}");
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+    // Without the plan-mode row there is no plan mode to choose.
+    let mut agent =
+        dsh_tests::acp::editor_agent(&server, &dir, "- id: plan-mode\n  disabled: true\n", &[]);
+    let (session, opened) = agent.open(&dir.join("work"));
+    let modes = opened["result"]["modes"]["availableModes"].to_string();
+    assert!(!modes.contains("\"plan\""), "{modes}");
+    let refused = agent.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
 /// Headless has no one to review a plan. A session put in plan mode in the page and resumed

@@ -39,18 +39,22 @@ pub(crate) fn request(server: &Arc<Server>, id: Id, method: &str, raw: Option<&R
         methods::SESSION_LOAD => crate::stored::open(server, id, raw, true),
         methods::SESSION_RESUME => crate::stored::open(server, id, raw, false),
         methods::SESSION_LIST => crate::stored::list(server, id, raw),
-        methods::SESSION_SET_MODE => server.answer(&id, crate::modes::set_mode(server, raw)),
+        methods::SESSION_SET_MODE => crate::modes::set_mode(server, id, raw),
         _ => crate::modes::set_config_option(server, id, raw),
     }
 }
 
 /// A session's modes and config options, for the answer that opens it (none in automation
 /// mode).
-pub(crate) fn session_state(server: &Server, session: &AcpSession) -> SessionState {
+pub(crate) async fn session_state(server: &Server, session: &AcpSession) -> SessionState {
     match server.mode {
         Mode::Automation => SessionState::default(),
         Mode::Editor => SessionState {
-            modes: Some(crate::modes::mode_state(server, &session.id)),
+            modes: Some(crate::modes::mode_state(
+                server,
+                &session.id,
+                crate::modes::plan_offered(server).await,
+            )),
             config_options: Some(crate::modes::config_options(server, &session.id)),
         },
     }

@@ -1,7 +1,7 @@
 //! A session's events as an editor shows them. Live: text and thoughts chunk by chunk as the
 //! model streams, each tool call when it is logged, in progress when its body starts and closed
 //! with its output or diff, the plan when the todo list changes, the context meter after each
-//! answer, the mode when the permission preset changes. Replayed (`session/load`): the same
+//! answer, the mode when the permission preset or plan mode changes. Replayed (`session/load`): the same
 //! from the stored events, with the person's messages and whole assistant messages instead of
 //! chunks.
 
@@ -10,13 +10,12 @@ use std::sync::Arc;
 use dsh_compaction_seam::{COMPACTION_SERVICE, CompactionService};
 use dsh_plugin_api::{Json, Next, PluginError};
 use dsh_protocol::kinds::{
-    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, PERMISSION_PRESET, TODO_WRITE, TOOL_CALL, TOOL_RESULT,
-    USER_MESSAGE,
+    ASSISTANT_CHUNK, ASSISTANT_MESSAGE, PERMISSION_PRESET, PLAN_MODE, TODO_WRITE, TOOL_CALL,
+    TOOL_RESULT, USER_MESSAGE,
 };
 use dsh_protocol::{
-    AssistantChunkEvent, AssistantMessageEvent, ContentBlock, MessageSource, PermissionPresetEvent,
-    StreamChunk, TodoStatus, TodoWriteEvent, ToolCallEvent, ToolReply, ToolResultEvent,
-    UserMessageEvent,
+    AssistantChunkEvent, AssistantMessageEvent, ContentBlock, MessageSource, StreamChunk,
+    TodoStatus, TodoWriteEvent, ToolCallEvent, ToolReply, ToolResultEvent, UserMessageEvent,
 };
 use dsh_sessions_seam::EventRecord;
 use dsh_tools_seam::{CallView, TOOLS_EXECUTE};
@@ -28,6 +27,16 @@ use crate::updates::{Content, PlanEntry, SessionUpdate, ToolCallStatus, ToolCall
 pub(crate) fn committed(server: &Arc<Server>, session: &Arc<AcpSession>, record: &EventRecord) {
     for update in updates(session, record, false) {
         server.update(&session.id, update);
+    }
+    // The mode: plan mode while planning (a preset changed meanwhile does not show), else the
+    // preset.
+    if matches!(record.kind.as_str(), PERMISSION_PRESET | PLAN_MODE) {
+        server.update(
+            &session.id,
+            SessionUpdate::CurrentModeUpdate {
+                current_mode_id: crate::modes::current_mode_id(server, &session.id),
+            },
+        );
     }
     if record.kind.as_str() == ASSISTANT_MESSAGE
         && let Some(update) = usage(server, &session.id)
@@ -82,12 +91,6 @@ pub(crate) fn updates(
         },
         TODO_WRITE => match record.decode::<TodoWriteEvent>() {
             Some(Ok(todos)) => vec![plan(todos)],
-            _ => Vec::new(),
-        },
-        PERMISSION_PRESET if !replay => match record.decode::<PermissionPresetEvent>() {
-            Some(Ok(preset)) => vec![SessionUpdate::CurrentModeUpdate {
-                current_mode_id: preset.preset,
-            }],
             _ => Vec::new(),
         },
         _ => Vec::new(),

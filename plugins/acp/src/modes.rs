@@ -1,5 +1,7 @@
 //! A session's modes are the permission presets (`session/set_mode` logs the chosen one, as
-//! `/permission` does, and the change comes back as `current_mode_update`); its model is a
+//! `/permission` does, and the change comes back as `current_mode_update`), and plan mode
+//! where its row is mounted (`plan`: turned on and off through `/plan` and `/plan off`, as a
+//! person would, so the model hears of the change; choosing a preset leaves it); its model is a
 //! config option (`session/set_config_option` sets the route of its next turns), and so is its
 //! agent preset where presets are mounted (chosen before the session's first turn).
 
@@ -7,9 +9,13 @@ use std::sync::Arc;
 
 use abi_stable::std_types::RVec;
 use dsh_agents_seam::presets::{AGENT_PRESETS_SERVICE, AgentPresetsService};
+use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
-use dsh_protocol::kinds::{PERMISSION_PRESET, SANDBOX_MODE};
-use dsh_protocol::{PermissionPreset, PermissionPresetEvent, PresetSummary, SandboxModeEvent};
+use dsh_protocol::kinds::{PERMISSION_PRESET, PLAN_MODE, SANDBOX_MODE};
+use dsh_protocol::{
+    CommandKind, CommandSpec, PermissionPreset, PermissionPresetEvent, PlanModeEvent,
+    PresetSummary, SandboxModeEvent,
+};
 use dsh_sessions_seam::{NewEventRecord, open_live};
 use serde_json::value::RawValue;
 
@@ -19,6 +25,9 @@ use crate::schema::{
 };
 use crate::server::Server;
 use crate::wire::{Id, RpcError, params};
+
+/// The id of plan mode among the modes (and the command that turns it on).
+const PLAN: &str = "plan";
 
 /// The id of the model option.
 const MODEL_OPTION: &str = "model";
@@ -75,34 +84,110 @@ fn current_preset(server: &Server, session: &str) -> PermissionPreset {
         .unwrap_or(PermissionPreset::WorkspaceWrite)
 }
 
-pub(crate) fn mode_state(server: &Server, session: &str) -> SessionModeState {
-    SessionModeState {
-        current_mode_id: current_preset(server, session).as_str().to_owned(),
-        available_modes: PermissionPreset::ALL
-            .iter()
-            .map(|preset| {
-                let (name, description) = describe(*preset);
-                SessionMode {
-                    id: preset.as_str().to_owned(),
-                    name: name.to_owned(),
-                    description: description.to_owned(),
-                }
-            })
-            .collect(),
+/// Whether `session` is planning: its latest `plan/mode` turned it on.
+fn planning(server: &Server, session: &str) -> bool {
+    open_live(&server.ctx, session)
+        .ok()
+        .and_then(|live| {
+            live.events(0, live.event_count())
+                .iter()
+                .rev()
+                .find_map(|record| match record.kind.as_str() {
+                    PLAN_MODE => record.decode::<PlanModeEvent>()?.ok(),
+                    _ => None,
+                })
+        })
+        .is_some_and(|mode| mode.active)
+}
+
+/// The mode `session` is in: `plan` while planning, else its permission preset.
+pub(crate) fn current_mode_id(server: &Server, session: &str) -> String {
+    match planning(server, session) {
+        true => PLAN.to_owned(),
+        false => current_preset(server, session).as_str().to_owned(),
     }
 }
 
-pub(crate) fn set_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty, RpcError> {
+/// Whether plan mode is offered: the `/plan` command runs here (its row is mounted).
+pub(crate) async fn plan_offered(server: &Server) -> bool {
+    let Ok(Some(commands)) = server.ctx.get::<CommandsService>(COMMANDS_SERVICE) else {
+        return false;
+    };
+    let listing = commands.list();
+    drop(commands);
+    listing
+        .await
+        .decode()
+        .is_ok_and(|specs: Vec<CommandSpec>| specs.iter().any(|spec| spec.name == PLAN))
+}
+
+pub(crate) fn mode_state(server: &Server, session: &str, plan: bool) -> SessionModeState {
+    let presets = PermissionPreset::ALL.iter().map(|preset| {
+        let (name, description) = describe(*preset);
+        SessionMode {
+            id: preset.as_str().to_owned(),
+            name: name.to_owned(),
+            description: description.to_owned(),
+        }
+    });
+    let plan = plan.then(|| SessionMode {
+        id: PLAN.to_owned(),
+        name: "Plan".to_owned(),
+        description:
+            "Explore with read-only tools and propose a plan; nothing changes until you approve it"
+                .to_owned(),
+    });
+    SessionModeState {
+        current_mode_id: current_mode_id(server, session),
+        available_modes: presets.chain(plan).collect(),
+    }
+}
+
+/// `session/set_mode`: answered once the mode is logged (plan mode's command may take a
+/// moment: it tells a model that was already asked something).
+pub(crate) fn set_mode(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
+    let task = server.clone();
+    let raw = raw.map(|raw| raw.get().to_owned());
+    let spawned = server.ctx.spawn(async move {
+        let raw = raw.and_then(|text| RawValue::from_string(text).ok());
+        let result = switch_mode(&task, raw.as_deref()).await;
+        task.answer(&id, result);
+    });
+    if let Err(error) = spawned {
+        server.ctx.log(
+            dsh_plugin_api::LogLevel::Error,
+            &format!("session/set_mode: {error}"),
+        );
+    }
+}
+
+async fn switch_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty, RpcError> {
     let request: SetModeRequest = params(raw)?;
     let session = server.session(&request.session_id).ok_or_else(|| {
         RpcError::invalid_params(format!("unknown session: {}", request.session_id))
     })?;
-    let preset = PermissionPreset::parse(&request.mode_id).ok_or_else(|| {
+    let plan = plan_offered(server).await;
+    let not_a_mode = || {
         RpcError::invalid_params(format!(
-            "modeId: `{}` is not a mode of this agent (read-only, workspace-write, danger-full-access, ask-every-command)",
-            request.mode_id
+            "modeId: `{}` is not a mode of this agent (read-only, workspace-write, danger-full-access, ask-every-command{})",
+            request.mode_id,
+            if plan { ", plan" } else { "" }
         ))
-    })?;
+    };
+    if request.mode_id == PLAN {
+        if !plan {
+            return Err(not_a_mode());
+        }
+        if !planning(server, &session.id) {
+            run_plan_command(server, &session.id, "/plan").await?;
+        }
+        return Ok(Empty {});
+    }
+    let preset = PermissionPreset::parse(&request.mode_id).ok_or_else(not_a_mode)?;
+    // A preset chosen while planning leaves plan mode first, as `/plan off` would.
+    if planning(server, &session.id) {
+        run_plan_command(server, &session.id, "/plan off").await?;
+    }
     let live = open_live(&server.ctx, &session.id)
         .map_err(|error| RpcError::internal(format!("session/set_mode: {error}")))?;
     let (chosen, mode, policy) = preset.events();
@@ -114,6 +199,28 @@ pub(crate) fn set_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty,
     .into_result()
     .map_err(|error| RpcError::internal(format!("session/set_mode: {error}")))?;
     Ok(Empty {})
+}
+
+/// Runs plan mode's command `line` in `session`; its error outcome is the call's error.
+async fn run_plan_command(server: &Server, session: &str, line: &str) -> Result<(), RpcError> {
+    let commands = server
+        .ctx
+        .get::<CommandsService>(COMMANDS_SERVICE)
+        .ok()
+        .flatten()
+        .ok_or_else(|| RpcError::internal("session/set_mode: no `commands` service is mounted"))?;
+    let running = commands.run(session.into(), line.into());
+    drop(commands);
+    match running.await.decode() {
+        Ok(outcome) if outcome.kind == CommandKind::Error => Err(RpcError::internal(format!(
+            "session/set_mode: {line}: {}",
+            outcome.text
+        ))),
+        Ok(_) => Ok(()),
+        Err(error) => Err(RpcError::internal(format!(
+            "session/set_mode: {line}: the outcome does not read: {error}"
+        ))),
+    }
 }
 
 /// The route of `session`'s next turns.

@@ -355,7 +355,7 @@ impl Server {
         if self.is_closed() {
             return Err(RpcError::internal("connection closed during session/new"));
         }
-        let state = crate::editor::session_state(&self, &session);
+        let state = crate::editor::session_state(&self, &session).await;
         crate::editor::announce(&self, &session);
         let note = note.map(|text| Note {
             session: id.clone(),

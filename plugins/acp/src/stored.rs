@@ -81,7 +81,7 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
                 }
             }
         }
-        let state: SessionState = crate::editor::session_state(&server, &session);
+        let state: SessionState = crate::editor::session_state(&server, &session).await;
         crate::editor::announce(&server, &session);
         let note = note.map(|text| Note {
             session: agent.clone(),

@@ -52,7 +52,8 @@ fn opened_as_an_editor_sees_it(agent: &mut dsh_tests::acp::AcpClient, opened: &V
             "read-only",
             "workspace-write",
             "danger-full-access",
-            "ask-every-command"
+            "ask-every-command",
+            "plan"
         ]
     );
     let model = &result["configOptions"][0];

@@ -256,6 +256,11 @@ fn page_figures(web: &Web, session: &str) -> anyhow::Result<()> {
         "ms",
     );
     report(
+        "web_page_history_wall",
+        figures["wallMs"].as_f64().unwrap_or(f64::NAN),
+        "ms",
+    );
+    report(
         "web_page_js_heap",
         figures["heapBytes"].as_f64().unwrap_or(f64::NAN) / 1_048_576.0,
         "MiB",
