@@ -2,7 +2,7 @@
 //! catalog lists each model's efforts and its default, a session chooses one with its model
 //! (`session.selectModel`), `session.models` says which, and the session's next requests carry
 //! it on the wire (`off`: thinking disabled); an effort the model does not offer is refused,
-//! naming what it offers; another model drops the choice.
+//! naming what it offers; another model drops the choice; a choice outlives a restart.
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
@@ -113,5 +113,39 @@ fn a_session_chooses_its_models_reasoning_effort() {
         sent[2].body
     );
     server.assert_no_violations();
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+/// The choice is logged (`model/effort`): after a restart the resumed session's requests
+/// still carry it, and `session.models` says so.
+#[test]
+fn a_chosen_effort_outlives_a_restart() {
+    let server = FakeDeepSeek::start(vec![Reply::text("low effort"), Reply::text("still low")]);
+    let dir = TestDir::new("reasoning-effort-restart");
+    let mut web = start(&server, &dir);
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.selectModel",
+        &json!({"sessionId": session, "model": FLASH, "effort": "low"}),
+    );
+    web.prompt(&session, "first");
+    socket.until(300, turn_ended);
+    assert_eq!(server.requests()[0].body["reasoning_effort"], "low");
+    assert_eq!(web.host.stop(), Some(0));
+
+    let mut web = start(&server, &dir);
+    let mut socket = web.events();
+    socket.send(&json!({"type": "subscribe", "sessionId": session}));
+    socket.until(50, |frame| frame["type"] == "session/subscribed");
+    web.prompt(&session, "second");
+    socket.until(300, turn_ended);
+    let sent = server.requests();
+    assert_eq!(sent[1].body["reasoning_effort"], "low", "{}", sent[1].body);
+    let now = web.call("session.models", &json!({"sessionId": session}));
+    assert_eq!(
+        (now["current"].as_str(), now["effort"].as_str()),
+        (Some(FLASH), Some("low")),
+        "{now}"
+    );
     assert_eq!(web.host.stop(), Some(0));
 }

@@ -74,7 +74,7 @@ impl Api {
                 let current = current_route(&self.ctx, &id);
                 let effort = current
                     .as_deref()
-                    .and_then(|route| self.efforts.of(&id, route));
+                    .and_then(|route| self.efforts.of(&self.ctx, &id, route));
                 (current, effort)
             }
             None => (self.default_model(), None),
@@ -150,6 +150,14 @@ impl Api {
             }
         }
         let agent = self.agent_of(&request.session_id).await?;
+        self.efforts
+            .choose(
+                &self.ctx,
+                &request.session_id,
+                &request.model,
+                request.effort.clone(),
+            )
+            .map_err(|error| Failure::internal(format!("the model was not changed: {error}")))?;
         self.agents()?
             .set_route(
                 RString::from(agent.id.as_str()),
@@ -158,8 +166,6 @@ impl Api {
             )
             .into_result()
             .map_err(Failure::from)?;
-        self.efforts
-            .choose(&request.session_id, &request.model, request.effort.clone());
         // Other pages on this session show the new model too.
         self.hub.to_followers(
             &request.session_id,
