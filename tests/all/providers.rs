@@ -193,13 +193,18 @@ fn bad_provider_input_is_refused_by_name_and_nothing_is_written() {
     );
     assert_eq!(code, "provider-rejected");
     assert!(message.contains("apiKey"), "{message}");
+    // Without a key, an endpoint that wants one says so by its status.
+    local.models_need_a_key();
     let (code, message) = refused(
         &web,
         "provider.save",
         &json!({"id": "local", "baseUrl": base}),
     );
     assert_eq!(code, "provider-rejected");
-    assert!(message.contains("needs a key"), "{message}");
+    assert!(
+        message.contains("apiKey") && message.contains("401") && message.contains("needs one"),
+        "{message}"
+    );
     // A route another adapter serves is a duplicate.
     let (code, message) = refused(&web, "provider.save", &save("deepseek-official", &base));
     assert_eq!(code, "provider-conflict");
@@ -255,6 +260,52 @@ fn bad_provider_input_is_refused_by_name_and_nothing_is_written() {
     let (code, message) = refused(&web, "provider.save", &json!({"id": "x"}));
     assert_eq!(code, "bad-request");
     assert!(message.contains("baseUrl"), "{message}");
+    assert_eq!(web.host.stop(), Some(0));
+}
+
+/// An endpoint that takes no key (a local Ollama or vLLM) is added without one: its models
+/// are asked for with no authorization header, the entry says `keyRequired: false`, and a
+/// turn goes to it with no authorization header either.
+#[test]
+fn a_provider_that_takes_no_key_is_added_without_one() {
+    let deepseek = FakeDeepSeek::start(Vec::new());
+    let local = FakeDeepSeek::start(vec![Reply::text("no key needed")]);
+    local.serve_models(&["llama-open"]);
+    let dir = TestDir::new("providers-keyless");
+    let mut web = start(&deepseek, &dir);
+    let base = format!("{}/v1", local.url());
+    let found = web.call("provider.discover", &json!({"baseUrl": base}));
+    assert_eq!(found["models"], json!(["llama-open"]));
+    let saved = web.call("provider.save", &json!({"id": "open", "baseUrl": base}));
+    assert_eq!(saved["models"], json!(["llama-open"]));
+    let asked = local.model_list_requests();
+    assert!(
+        !asked.is_empty()
+            && asked
+                .iter()
+                .all(|request| request.header("authorization").is_none()),
+        "{asked:?}"
+    );
+    let settings = std::fs::read_to_string(dir.home().join("settings.yaml")).unwrap();
+    assert!(settings.contains("keyRequired: false"), "{settings}");
+    let list = web.call("provider.list", &json!({}));
+    assert!(list["providers"][0]["apiKey"].is_null(), "{list}");
+    let (session, mut socket) = web.followed_session();
+    web.call(
+        "session.selectModel",
+        &json!({"sessionId": session, "model": "open/llama-open"}),
+    );
+    web.prompt(&session, "hello");
+    let frames = socket.until(300, turn_ended);
+    assert!(
+        frames
+            .iter()
+            .any(|frame| frame.to_string().contains("no key needed")),
+        "the answer streamed"
+    );
+    let sent = local.requests();
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].header("authorization").is_none(), "{:?}", sent[0]);
     assert_eq!(web.host.stop(), Some(0));
 }
 

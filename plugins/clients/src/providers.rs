@@ -159,18 +159,23 @@ fn entry_string<'a>(entry: &'a Value, field: &str) -> Option<&'a str> {
 
 /// The entry a save writes: the route, its endpoint, where its key is, OpenAI's protocol
 /// without DeepSeek's fields, and the models the endpoint listed.
-fn entry(id: &str, base_url: &str, models: &[String]) -> Value {
+/// A provider saved without a key (a local Ollama or vLLM) is written `keyRequired: false`:
+/// its requests go without an authorization header until a key is stored.
+fn entry(id: &str, base_url: &str, models: &[String], keyed: bool) -> Value {
     let models: Vec<serde_json::Value> = models
         .iter()
         .map(|model| serde_json::json!({"id": model}))
         .collect();
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "provider": id,
         "baseURL": base_url,
         "apiKeyEnv": key_name(id),
         "compat": "openai",
         "models": models,
     });
+    if !keyed {
+        json["keyRequired"] = serde_json::Value::Bool(false);
+    }
     serde_norway::to_value(json).unwrap_or(Value::Null)
 }
 
@@ -255,8 +260,9 @@ impl Api {
         })
     }
 
-    /// `GET {base}/models` with `key`: the ids, or why not with the endpoint's status.
-    async fn ask_models(&self, base_url: &str, key: &str) -> Result<Vec<String>, Failure> {
+    /// `GET {base}/models` with `key` (none: no authorization header): the ids, or why not
+    /// with the endpoint's status.
+    async fn ask_models(&self, base_url: &str, key: Option<&str>) -> Result<Vec<String>, Failure> {
         let failed = |message: String| Failure(RpcErrorCode::ProviderDiscoveryFailed, message);
         let http = self
             .ctx
@@ -272,10 +278,11 @@ impl Api {
         let request = HttpRequest {
             method: "GET".into(),
             url: url.as_str().into(),
-            headers: RVec::from(vec![
-                header("authorization", format!("Bearer {key}")),
-                header("accept", "application/json".to_owned()),
-            ]),
+            headers: key
+                .map(|key| header("authorization", format!("Bearer {key}")))
+                .into_iter()
+                .chain([header("accept", "application/json".to_owned())])
+                .collect(),
             body: RVec::new(),
             head_timeout_ms: millis(DISCOVERY_TIMEOUT),
         };
@@ -295,6 +302,12 @@ impl Api {
                 ROk(RNone) => break,
                 RErr(error) => return Err(failed(format!("GET {url}: {error}"))),
             }
+        }
+        if key.is_none() && matches!(response.status, 401 | 403) {
+            return Err(rejected(format!(
+                "apiKey: GET {url} answered {} without a key: this endpoint needs one",
+                response.status
+            )));
         }
         if !(200..300).contains(&response.status) {
             let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
@@ -317,17 +330,15 @@ impl Api {
         request: DiscoverModels,
     ) -> Result<DiscoveredModels, Failure> {
         let base_url = check_base_url(&request.base_url)?;
+        // No key given: the stored one of the provider edited, else none (an endpoint that
+        // takes none answers; one that wants a key says so with its status).
         let key = match (&request.api_key, &request.id) {
-            (Some(key), _) => check_key(key)?,
-            (None, Some(id)) => self.stored_key(id).ok_or_else(|| {
-                rejected(format!(
-                    "apiKey: none given and provider `{id}` has none stored"
-                ))
-            })?,
-            (None, None) => return Err(rejected("apiKey: none given".to_owned())),
+            (Some(key), _) => Some(check_key(key)?),
+            (None, Some(id)) => self.stored_key(id),
+            (None, None) => None,
         };
         Ok(DiscoveredModels {
-            models: self.ask_models(&base_url, &key).await?,
+            models: self.ask_models(&base_url, key.as_deref()).await?,
         })
     }
 
@@ -363,16 +374,12 @@ impl Api {
             _ => {}
         }
         let key = match &request.api_key {
-            Some(key) => check_key(key)?,
-            None => self.stored_key(&id).ok_or_else(|| {
-                rejected(format!(
-                    "apiKey: provider `{id}` needs a key (any value for an endpoint that takes none)"
-                ))
-            })?,
+            Some(key) => Some(check_key(key)?),
+            None => self.stored_key(&id),
         };
         // Asked before anything is written: a wrong URL or key changes nothing.
-        let models = self.ask_models(&base_url, &key).await?;
-        if request.api_key.is_some() {
+        let models = self.ask_models(&base_url, key.as_deref()).await?;
+        if let (Some(key), Some(_)) = (&key, &request.api_key) {
             let store = self
                 .ctx
                 .get::<CredentialsService>(CREDENTIALS_SERVICE)
@@ -385,7 +392,7 @@ impl Api {
                 .into_result()
                 .map_err(|error| Failure::internal(error.message.into_string()))?;
         }
-        let written = entry(&id, &base_url, &models);
+        let written = entry(&id, &base_url, &models, key.is_some());
         match existing {
             Some(index) => stored[index] = written,
             None => stored.push(written),

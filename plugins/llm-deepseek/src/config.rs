@@ -155,6 +155,8 @@ pub struct AdapterConfig {
     /// Endpoint base without a trailing slash; `/chat/completions` is appended.
     pub base_url: String,
     pub api_key_env: String,
+    /// Whether a request without a key found fails (`false`: it goes without authorization).
+    pub key_required: bool,
     pub thinking: Option<Thinking>,
     pub reasoning_effort: Option<ReasoningEffort>,
     /// Default output cap; a catalog entry's own cap and explicit request values win.
@@ -205,6 +207,7 @@ impl AdapterConfig {
             provider: DEFAULT_PROVIDER.into(),
             base_url: base_url(None, env_base_url),
             api_key_env: DEFAULT_API_KEY_ENV.into(),
+            key_required: true,
             thinking: None,
             reasoning_effort: None,
             max_tokens: DEFAULT_MAX_TOKENS,

@@ -43,11 +43,20 @@ pub fn models_url(config: &AdapterConfig) -> String {
 /// The headers of a discovery request: the chat requests' authorization and identity, none of
 /// the per-session attribution headers (a listing belongs to no session).
 pub fn discovery_headers(config: &AdapterConfig, key: &str) -> Vec<(String, String)> {
-    vec![
-        ("authorization".to_owned(), format!("Bearer {key}")),
+    let mut headers = authorization(key);
+    headers.extend([
         ("accept".to_owned(), "application/json".to_owned()),
         ("user-agent".to_owned(), config.identity.user_agent()),
-    ]
+    ]);
+    headers
+}
+
+/// The authorization header of `key`; none for the empty key (an endpoint that takes none).
+pub(crate) fn authorization(key: &str) -> Vec<(String, String)> {
+    match key.is_empty() {
+        true => Vec::new(),
+        false => vec![("authorization".to_owned(), format!("Bearer {key}"))],
+    }
 }
 
 #[derive(Deserialize)]

@@ -48,9 +48,13 @@ impl WireRequest {
 /// Judges a key as resolved from the credentials service or the environment (`None` when
 /// nothing was found). Surrounding whitespace is trimmed silently; anything a header cannot
 /// carry verbatim (only printable ASCII without spaces can) is refused here, with a message that
-/// names where to fix it and never echoes the key.
+/// names where to fix it and never echoes the key. For an endpoint that takes none
+/// (`keyRequired: false`), no key found is the empty key: no authorization header is sent.
 pub fn check_api_key(config: &AdapterConfig, raw: Option<&str>) -> Result<String, LlmFailure> {
     let env = &config.api_key_env;
+    if !config.key_required && raw.is_none_or(|raw| raw.trim().is_empty()) {
+        return Ok(String::new());
+    }
     let Some(raw) = raw.filter(|raw| !raw.is_empty()) else {
         return Err(LlmFailure::new(
             FailureCode::MissingCredential,
@@ -222,12 +226,12 @@ pub fn build_request_with_images(
         stop: request.config.stop.clone(),
     };
 
-    let mut headers = vec![
-        ("authorization".to_owned(), format!("Bearer {key}")),
+    let mut headers = crate::discovery::authorization(&key);
+    headers.extend([
         ("content-type".to_owned(), "application/json".to_owned()),
         ("accept".to_owned(), "text/event-stream".to_owned()),
         ("user-agent".to_owned(), config.identity.user_agent()),
-    ];
+    ]);
     if config.compat.harness_headers {
         if !ids.user_id.is_empty() {
             headers.push(("x-deepseek-harness-user-id".into(), ids.user_id.clone()));

@@ -39,6 +39,9 @@ pub struct AdapterSettings {
     pub provider: Option<String>,
     /// Where the key is looked up (credentials, then environment); a literal key is never config.
     pub api_key_env: Option<String>,
+    /// `false` for an endpoint that takes no key (a local Ollama or vLLM): without one found,
+    /// requests go with no authorization header instead of failing (default `true`).
+    pub key_required: Option<bool>,
     #[serde(rename = "baseURL")]
     pub base_url: Option<String>,
     pub thinking: Option<Thinking>,
@@ -160,6 +163,7 @@ impl AdapterConfig {
                 .to_owned(),
             base_url: base_url(settings.base_url.as_deref(), env_base_url),
             api_key_env,
+            key_required: settings.key_required.unwrap_or(true),
             thinking: settings.thinking,
             reasoning_effort: settings.reasoning_effort,
             max_tokens: positive(

@@ -19,6 +19,8 @@ pub const OFFICIAL_MODELS: [&str; 2] = ["deepseek-v4-flash", "deepseek-v4-pro"];
 pub(crate) struct ModelList {
     /// `None`: the route does not exist (404).
     ids: Mutex<Option<Vec<String>>>,
+    /// Whether a request without an authorization header is answered 401.
+    keyed: Mutex<bool>,
     requests: Mutex<Vec<RecordedRequest>>,
 }
 
@@ -26,6 +28,7 @@ impl Default for ModelList {
     fn default() -> Self {
         Self {
             ids: Mutex::new(Some(OFFICIAL_MODELS.map(str::to_owned).to_vec())),
+            keyed: Mutex::new(false),
             requests: Mutex::new(Vec::new()),
         }
     }
@@ -39,7 +42,11 @@ impl ModelList {
 
     /// Records `request` and answers it.
     pub(crate) fn answer(&self, request: RecordedRequest) -> Reply {
+        let anonymous = request.header("authorization").is_none();
         self.requests.lock().unwrap().push(request);
+        if anonymous && *self.keyed.lock().unwrap() {
+            return Reply::error(401, "authentication_error", "fake DeepSeek: no key given");
+        }
         match &*self.ids.lock().unwrap() {
             Some(ids) => {
                 let data: Vec<_> = ids
@@ -62,6 +69,12 @@ impl FakeDeepSeek {
     pub fn serve_models(&self, ids: &[&str]) {
         *self.model_list().ids.lock().unwrap() =
             Some(ids.iter().map(|id| (*id).to_owned()).collect());
+    }
+
+    /// `GET .../models` without an authorization header answers 401 from now on, as an
+    /// endpoint that needs a key does.
+    pub fn models_need_a_key(&self) {
+        *self.model_list().keyed.lock().unwrap() = true;
     }
 
     /// `GET .../models` answers 404 from now on, as an endpoint without the route does.
