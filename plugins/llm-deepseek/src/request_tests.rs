@@ -449,3 +449,19 @@ fn images_need_a_capable_model_a_reader_and_a_user_message() {
         "The DeepSeek chat-completions adapter cannot represent image content in a assistant message."
     );
 }
+
+/// An endpoint that takes no key: none found is the empty key, and a request goes without an
+/// authorization header; one that takes a key still refuses to go without it.
+#[test]
+fn a_keyless_endpoint_sends_no_authorization() {
+    let mut config = AdapterConfig::openai_compatible("ollama", "http://127.0.0.1:11434/v1", "K");
+    assert!(crate::request::check_api_key(&config, None).is_err());
+    config.key_required = false;
+    let key = crate::request::check_api_key(&config, None).unwrap();
+    assert_eq!(key, "");
+    let wire = build_request(&config, &request(Vec::new()), &key, &ids()).unwrap();
+    assert!(wire.header("authorization").is_none(), "{:?}", wire.headers);
+    let keyed = crate::request::check_api_key(&config, Some("sk-1")).unwrap();
+    let wire = build_request(&config, &request(Vec::new()), &keyed, &ids()).unwrap();
+    assert_eq!(wire.header("authorization"), Some("Bearer sk-1"));
+}
