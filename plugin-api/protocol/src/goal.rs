@@ -189,3 +189,47 @@ pub struct GoalChanged {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal: Option<GoalView>,
 }
+
+/// The source of a goal round's `user/message`: which goal, at which revision, which round
+/// (written as `{kind: "goal", goalId, revision, round}`, a source kind of its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoalRoundSource {
+    pub goal_id: String,
+    pub revision: u64,
+    pub round: u64,
+}
+
+/// The `goal` source kind as the log writes it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoggedGoalSource {
+    kind: String,
+    goal_id: String,
+    revision: u64,
+    round: u64,
+}
+
+impl GoalRoundSource {
+    /// As a message's source.
+    pub fn to_source(&self) -> crate::MessageSource {
+        crate::MessageSource::Other(serde_json::json!({
+            "kind": "goal",
+            "goalId": self.goal_id,
+            "revision": self.revision,
+            "round": self.round,
+        }))
+    }
+
+    /// The goal round `message` opens, when its source is one.
+    pub fn of(message: &crate::Message) -> Option<Self> {
+        let crate::MessageSource::Other(value) = &message.source else {
+            return None;
+        };
+        let source = LoggedGoalSource::deserialize(value).ok()?;
+        (source.kind == "goal").then_some(Self {
+            goal_id: source.goal_id,
+            revision: source.revision,
+            round: source.round,
+        })
+    }
+}

@@ -72,7 +72,7 @@ pub use events::{
 pub use failure::{FailureCode, LlmFailure};
 pub use goal::{
     GOAL_CHANGE_VERSION, GoalAction, GoalActivation, GoalBlockReason, GoalChangeEvent, GoalChanged,
-    GoalOperation, GoalPhase, GoalRef, GoalSnapshot, GoalView,
+    GoalOperation, GoalPhase, GoalRef, GoalRoundSource, GoalSnapshot, GoalView,
 };
 pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan, cut_hunks};
 pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, fresh_uuid, uuid_v4_layout};

@@ -6,52 +6,14 @@
 
 use std::collections::HashSet;
 
-use dsh_plugin_api::serde::Deserialize;
-
-use dsh_protocol::{
-    GoalChangeEvent, GoalOperation, GoalPhase, GoalRef, GoalSnapshot, Message, MessageSource,
-};
+use dsh_protocol::{GoalChangeEvent, GoalOperation, GoalPhase, GoalRef, GoalSnapshot, Message};
 
 /// The source of a goal round: which goal, at which revision, which round.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RoundSource {
-    pub(crate) goal_id: String,
-    pub(crate) revision: u64,
-    pub(crate) round: u64,
-}
-
-impl RoundSource {
-    pub(crate) fn to_source(&self) -> MessageSource {
-        MessageSource::Other(serde_json::json!({
-            "kind": "goal",
-            "goalId": self.goal_id,
-            "revision": self.revision,
-            "round": self.round,
-        }))
-    }
-}
-
-/// The `goal` source kind as the log writes it.
-#[derive(Deserialize)]
-#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
-struct GoalSource {
-    kind: String,
-    goal_id: String,
-    revision: u64,
-    round: u64,
-}
+pub(crate) use dsh_protocol::GoalRoundSource as RoundSource;
 
 /// The goal source of `message`, when it has one.
 pub(crate) fn round_source(message: &Message) -> Option<RoundSource> {
-    let MessageSource::Other(value) = &message.source else {
-        return None;
-    };
-    let source = GoalSource::deserialize(value).ok()?;
-    (source.kind == "goal").then_some(RoundSource {
-        goal_id: source.goal_id,
-        revision: source.revision,
-        round: source.round,
-    })
+    RoundSource::of(message)
 }
 
 /// Why a goal record does not follow from the state before it.

@@ -1,4 +1,5 @@
 use super::*;
+use dsh_protocol::MessageSource;
 use dsh_protocol::{ContentBlock, GOAL_CHANGE_VERSION, GoalBlockReason};
 
 fn goal(revision: u64, phase: GoalPhase) -> GoalSnapshot {

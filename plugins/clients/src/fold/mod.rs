@@ -220,31 +220,8 @@ impl Fold {
                 }
             }
             kinds::USER_MESSAGE => {
-                if let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>()
-                    && matches!(message.source, MessageSource::User { .. })
-                {
-                    let id = match message.id.is_empty() {
-                        true => format!("user-{seq}"),
-                        false => message.id.clone(),
-                    };
-                    let text = message.text();
-                    let images = message
-                        .content
-                        .iter()
-                        .filter_map(|block| match block {
-                            dsh_protocol::ContentBlock::Image { attachment } => {
-                                Some(attachment.clone())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    let item = ChatItem::User {
-                        id,
-                        seq,
-                        text,
-                        images,
-                    };
-                    self.upsert(item, &mut change);
+                if let Some(Ok(UserMessageEvent(message))) = record.decode::<UserMessageEvent>() {
+                    self.user_message(seq, message, &mut change);
                 }
             }
             kinds::ASSISTANT_CHUNK => {
@@ -330,6 +307,44 @@ impl Fold {
     }
 
     /// A title as the page shows it, as the session list does ([`shown_title`]).
+    /// A person's message as theirs; a goal round as a line saying why the agent goes on (its
+    /// prompt is the model's instruction, not the person's); other injected context not at all.
+    fn user_message(&mut self, seq: u64, message: dsh_protocol::Message, change: &mut Change) {
+        let item = match &message.source {
+            MessageSource::User { .. } => {
+                let images = message
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        dsh_protocol::ContentBlock::Image { attachment } => {
+                            Some(attachment.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                ChatItem::User {
+                    id: match message.id.is_empty() {
+                        true => format!("user-{seq}"),
+                        false => message.id.clone(),
+                    },
+                    seq,
+                    text: message.text(),
+                    images,
+                }
+            }
+            _ => match dsh_protocol::GoalRoundSource::of(&message) {
+                Some(round) => ChatItem::Notice {
+                    id: format!("goal-round-{seq}"),
+                    seq,
+                    level: dsh_client_protocol::NoticeLevel::Info,
+                    text: format!("Goal round {}: working towards the goal", round.round),
+                },
+                None => return,
+            },
+        };
+        self.upsert(item, change);
+    }
+
     fn shown_title(&self, title: SessionTitleEvent) -> String {
         let said = self.items.iter().find_map(|item| match item {
             ChatItem::User { seq, text, .. } if title.message_seqs.contains(seq) => Some(text),

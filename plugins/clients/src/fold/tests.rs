@@ -242,3 +242,40 @@ fn a_tally_alone_waits_for_the_next_change_that_says_something() {
     let first = fold.apply(&delta(2, "hi"));
     assert_eq!(first.stats.map(|stats| stats.steps), Some(1));
 }
+
+/// A goal round's message is the goal's, not the person's: it shows as a line naming the round;
+/// other injected context shows nothing.
+#[test]
+fn a_goal_round_shows_as_a_line_and_injected_context_not_at_all() {
+    let round = dsh_protocol::GoalRoundSource {
+        goal_id: "g".to_owned(),
+        revision: 1,
+        round: 3,
+    };
+    let message = |source| {
+        dsh_protocol::Message::user(
+            "",
+            vec![dsh_protocol::ContentBlock::text("<goal_round>...</goal_round>")],
+            source,
+        )
+    };
+    let mut fold = Fold::default();
+    let change = fold.apply(&record(
+        0,
+        "user/message",
+        serde_json::to_value(message(round.to_source())).unwrap(),
+    ));
+    let [ItemOp::Upsert { item }] = &change.ops[..] else {
+        panic!("{change:?}");
+    };
+    let ChatItem::Notice { text, .. } = item else {
+        panic!("a notice: {item:?}");
+    };
+    assert_eq!(text, "Goal round 3: working towards the goal");
+    let injected = fold.apply(&record(
+        1,
+        "user/message",
+        serde_json::to_value(message(MessageSource::Plugin(Default::default()))).unwrap(),
+    ));
+    assert!(injected.ops.is_empty(), "{injected:?}");
+}
