@@ -351,6 +351,43 @@ fn modes_and_the_model_are_set_by_the_client() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
+/// `/undo` is a command the agent runs for the person: the last turn's write is taken back and
+/// the outcome is the answer's text; the model is not asked.
+#[test]
+fn slash_undo_takes_the_last_turns_write_back() {
+    let dir = TestDir::new("acp-editor-undo");
+    let write = json!({"file_path": "notes.txt", "content": "draft\n"}).to_string();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[("call_w", "write", &write)]),
+        Reply::text("Wrote the notes."),
+    ]);
+    let mut agent = editor_agent(&server, &dir, "", &[]);
+    let (session, _) = agent.open(&dir.join("work"));
+    let done = agent.prompt(&session, "write the notes");
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let notes = dir.join("work/notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(&notes).ok().as_deref(),
+        Some("draft\n")
+    );
+    let undone = agent.prompt(&session, "/undo");
+    assert_eq!(undone["result"]["stopReason"], "end_turn", "{undone}");
+    let said = agent
+        .updates(&session)
+        .into_iter()
+        .rev()
+        .find(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .unwrap();
+    assert_eq!(
+        said["content"]["text"], "Undid turn 1: 1 path(s) put back: notes.txt.",
+        "{said}"
+    );
+    assert!(!notes.exists(), "the written file is gone again");
+    assert_eq!(server.requests().len(), 2, "/undo did not reach the model");
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
+
 #[test]
 fn stored_sessions_are_listed_loaded_and_resumed() {
     let dir = TestDir::new("acp-editor-load");

@@ -1,7 +1,8 @@
 //! What a person types in `dsh`: `/` commands (`/compact` runs), `@` files, a message queued
 //! while a turn runs, a paste and a steer, the session and model pickers with rename and
 //! fork, `/jobs` stopping a background job, Alt-Up editing and removing a queued message, a goal
-//! on the status line from `/goal` to its completion, and Ctrl-T for the reasoning.
+//! on the status line from `/goal` to its completion, `/undo` taking a turn's write back, and
+//! Ctrl-T for the reasoning.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::tui::{assert_in_order, lines};
@@ -433,4 +434,36 @@ fn a_goal_set_with_slash_goal_shows_on_the_status_line_until_it_is_complete() {
     pane.wait_screen("the goal complete", |screen| {
         screen.contains("goal complete 2/256: Make the build green") && screen.contains("idle")
     });
+}
+
+#[test]
+fn slash_undo_takes_the_last_turns_write_back() {
+    needs_tmux!("tui::controls::slash_undo_takes_the_last_turns_write_back");
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call(
+            "call_w",
+            "write",
+            json!({"file_path": "notes.txt", "content": "draft\n"}),
+        ),
+        Reply::text("Wrote the notes."),
+    ]);
+    let dir = TestDir::new("tui-undo");
+    let (_web, pane) = attached(&server, &dir, "", (120, 30), &[]);
+    pane.type_text("write the notes");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the turn's answer", |screen| {
+        screen.contains("Wrote the notes.") && screen.contains("idle")
+    });
+    let notes = dir.join("work/notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(&notes).ok().as_deref(),
+        Some("draft\n")
+    );
+    pane.type_text("/undo");
+    pane.keys(&["Enter"]);
+    pane.wait_screen("the undo's outcome", |screen| {
+        screen.contains("Undid turn 1: 1 path(s) put back: notes.txt.")
+    });
+    assert!(!notes.exists(), "the written file is gone again");
+    assert_eq!(server.requests().len(), 2, "/undo did not reach the model");
 }

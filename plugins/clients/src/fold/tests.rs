@@ -255,7 +255,9 @@ fn a_goal_round_shows_as_a_line_and_injected_context_not_at_all() {
     let message = |source| {
         dsh_protocol::Message::user(
             "",
-            vec![dsh_protocol::ContentBlock::text("<goal_round>...</goal_round>")],
+            vec![dsh_protocol::ContentBlock::text(
+                "<goal_round>...</goal_round>",
+            )],
             source,
         )
     };
