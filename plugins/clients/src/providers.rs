@@ -158,25 +158,35 @@ fn entry_string<'a>(entry: &'a Value, field: &str) -> Option<&'a str> {
 }
 
 /// The entry a save writes: the route, its endpoint, where its key is, OpenAI's protocol
-/// without DeepSeek's fields, and the models the endpoint listed.
-/// A provider saved without a key (a local Ollama or vLLM) is written `keyRequired: false`:
-/// its requests go without an authorization header until a key is stored.
+/// without DeepSeek's fields, and the models the endpoint listed. A provider saved without a
+/// key (a local Ollama or vLLM) is written `keyRequired: false`: its requests go without an
+/// authorization header until a key is stored.
 fn entry(id: &str, base_url: &str, models: &[String], keyed: bool) -> Value {
-    let models: Vec<serde_json::Value> = models
-        .iter()
-        .map(|model| serde_json::json!({"id": model}))
-        .collect();
-    let mut json = serde_json::json!({
-        "provider": id,
-        "baseURL": base_url,
-        "apiKeyEnv": key_name(id),
-        "compat": "openai",
-        "models": models,
-    });
-    if !keyed {
-        json["keyRequired"] = serde_json::Value::Bool(false);
+    #[derive(serde::Serialize)]
+    struct ModelId<'a> {
+        id: &'a str,
     }
-    serde_norway::to_value(json).unwrap_or(Value::Null)
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Entry<'a> {
+        provider: &'a str,
+        #[serde(rename = "baseURL")]
+        base_url: &'a str,
+        api_key_env: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        key_required: Option<bool>,
+        compat: &'static str,
+        models: Vec<ModelId<'a>>,
+    }
+    let written = Entry {
+        provider: id,
+        base_url,
+        api_key_env: key_name(id),
+        key_required: (!keyed).then_some(false),
+        compat: "openai",
+        models: models.iter().map(|id| ModelId { id }).collect(),
+    };
+    serde_norway::to_value(written).unwrap_or(Value::Null)
 }
 
 impl Api {

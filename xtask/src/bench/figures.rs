@@ -27,7 +27,7 @@ const MCP: &str = "MCP (issue 14; ours only)";
 
 const SUBAGENTS: &str = "Subagents (issue 14; ours only)";
 
-const ARCHIVE: &str = "Session export and import (issue 24; ours only)";
+const ARCHIVE: &str = "Undo, session export and import (issue 24; ours only)";
 
 pub(super) const ACP: &str = "ACP agents against one instant fake model (issue 22)";
 
@@ -607,6 +607,30 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "subagents_rss_per_child",
         peer: None,
         what: "the host's peak RSS with ten live children minus with one, per child (KiB)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "undo_step_recorded",
+        peer: None,
+        what: "a headless step running `bash true` under workspace-write in a workspace of 1,000 files, every call recorded for undo, median (µs)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "undo_step_unrecorded",
+        peer: None,
+        what: "the same with the `undo` row disabled, runs interleaved with the recorded ones (µs)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "undo_step_overhead",
+        peer: None,
+        what: "what recording adds to that step (%; target under 10; a negative figure is noise larger than the cost)",
+    },
+    Figure {
+        section: ARCHIVE,
+        ours: "undo_turn_of_1000_files",
+        peer: None,
+        what: "`/undo` of a turn whose one command wrote 1,000 files, through the client protocol: the command line sent to its outcome answered, every file gone, median of 3 (ms)",
     },
     Figure {
         section: ARCHIVE,

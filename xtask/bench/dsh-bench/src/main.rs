@@ -21,6 +21,7 @@ mod socket;
 mod subagents;
 mod tools;
 mod tui;
+mod undo;
 mod web;
 
 use std::path::PathBuf;
@@ -119,6 +120,7 @@ fn main() {
             Ok(())
         }
     });
+    let result = result.and_then(|()| if wants("undo") { undo::run() } else { Ok(()) });
     let result = result.and_then(|()| {
         if wants("archive") {
             archive::run()

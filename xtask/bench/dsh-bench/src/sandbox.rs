@@ -72,12 +72,23 @@ fn tool_step_gap(dir: &Path, work: &Path, tool: &str, arguments: &str) -> anyhow
 /// The median step gap (steps 3 to 20) of [`RUNS`] headless tasks whose model's config holds
 /// `call` (its step's call), in `mode`.
 fn gap_of(dir: &Path, work: &Path, call: &str, mode: &str) -> anyhow::Result<f64> {
+    gap_with_rows(dir, work, call, mode, "")
+}
+
+/// [`gap_of`] with patch rows of its own (`rows`, YAML list items) after the bench's.
+pub(crate) fn gap_with_rows(
+    dir: &Path,
+    work: &Path,
+    call: &str,
+    mode: &str,
+    rows: &str,
+) -> anyhow::Result<f64> {
     let wanted: Vec<String> = (3..=STEPS).map(|n| n.to_string()).collect();
     let patch = dir.join("sandbox.patch.yml");
     std::fs::write(
         &patch,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        {call}\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n- id: agent-loop\n  config:\n    maxSteps: {}\n",
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        {call}\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n- id: agent-loop\n  config:\n    maxSteps: {}\n{rows}",
             wanted.join(", "),
             STEPS + 5
         ),

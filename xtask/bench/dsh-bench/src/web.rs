@@ -99,7 +99,7 @@ impl Web {
         Ok((value["result"]["value"].clone(), body.len()))
     }
 
-    fn socket(&self) -> anyhow::Result<WebSocket<TcpStream>> {
+    pub(crate) fn socket(&self) -> anyhow::Result<WebSocket<TcpStream>> {
         let mut request = format!("ws://{}/api/events", self.address).into_client_request()?;
         request
             .headers_mut()
@@ -416,7 +416,7 @@ pub(crate) fn summarize(
     })
 }
 
-fn follow(mut socket: WebSocket<TcpStream>, session: &str) -> anyhow::Result<Seen> {
+pub(crate) fn follow(mut socket: WebSocket<TcpStream>, session: &str) -> anyhow::Result<Seen> {
     socket.send(Message::text(
         json!({"type": "subscribe", "sessionId": session}).to_string(),
     ))?;
