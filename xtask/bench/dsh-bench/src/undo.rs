@@ -82,6 +82,14 @@ fn undo_time(dir: &Path, workspaces: &Path) -> anyhow::Result<f64> {
         ),
     )?;
     let web = Web::start(dir, &patch)?;
+    // The host is stopped whatever the runs did: a failed one must not leave it running.
+    let times = undo_runs(&web, workspaces);
+    web.host.stop();
+    Ok(median(times?))
+}
+
+/// [`UNDO_RUNS`] turns, each undone: the time of each undo (ms).
+fn undo_runs(web: &Web, workspaces: &Path) -> anyhow::Result<Vec<f64>> {
     let mut times = Vec::new();
     for run in 0..UNDO_RUNS {
         let work = workspaces.join(format!("turn-{run}"));
@@ -136,6 +144,5 @@ fn undo_time(dir: &Path, workspaces: &Path) -> anyhow::Result<f64> {
         let left = std::fs::read_dir(&work)?.count();
         anyhow::ensure!(left == 0, "/undo left {left} files: {undone}");
     }
-    web.host.stop();
-    Ok(median(times))
+    Ok(times)
 }
