@@ -141,7 +141,13 @@ fn record(
             if call.session.is_empty() || call.cwd.is_empty() || read_only.contains(&name) {
                 return next.run().await;
             }
-            let root = PathBuf::from(call.cwd.as_str());
+            // Absolute, as the excluded paths are: an agent's calls always carry an absolute
+            // one, but a caller driving the loop directly (`bench-model` gives `.`) would
+            // otherwise never match the dsh home's path, and the home's own files, the session
+            // logs being written, would be scanned and recorded at every call.
+            let root = std::path::absolute(call.cwd.as_str())
+                .unwrap_or_else(|_| PathBuf::from(call.cwd.as_str()));
+            let root_text = root.display().to_string();
             // A workspace scanned before needs no reading to begin, and a call after which
             // nothing moved (the kernel says so) none to end: two trips to the blocking pool
             // saved on most calls (a no-op step of the instant model: 3,000 steps 2.07 s with
@@ -180,7 +186,7 @@ fn record(
                     turn: call.turn,
                     call_id: call.call_id.to_string(),
                     tool: name,
-                    root: call.cwd.to_string(),
+                    root: root_text,
                     changes,
                     unrecorded,
                 };
