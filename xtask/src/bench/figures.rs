@@ -624,7 +624,7 @@ pub(super) const FIGURES: &[Figure] = &[
         section: ARCHIVE,
         ours: "undo_step_overhead",
         peer: None,
-        what: "what recording adds to that step (%; target under 10; a negative figure is noise larger than the cost)",
+        what: "what recording adds to that step, each run's difference, median of the runs (%; target under 10; a negative figure is noise larger than the cost)",
     },
     Figure {
         section: ARCHIVE,
