@@ -8,9 +8,8 @@ use std::collections::HashMap;
 
 use dsh_client_protocol::{AppendField, ChatItem, ItemOp};
 use dsh_protocol::{
-    AssistantChunkEvent, AssistantMessageEvent, FinishReason, MessageSource, SessionTitleEvent,
-    StreamChunk, ToolCallEvent, ToolResultEvent, ToolStatus, ToolView, TurnEndEvent,
-    UserMessageEvent, text_of,
+    AssistantChunkEvent, AssistantMessageEvent, FinishReason, SessionTitleEvent, StreamChunk,
+    ToolCallEvent, ToolResultEvent, ToolStatus, ToolView, TurnEndEvent, UserMessageEvent, text_of,
 };
 use dsh_sessions_seam::{EventRecord, shown_title};
 
@@ -20,6 +19,7 @@ use crate::views::{view, with_recorded_hunks};
 
 mod asks;
 mod tally;
+mod user;
 
 /// What one event changed.
 #[derive(Debug, Default, PartialEq)]
@@ -307,44 +307,6 @@ impl Fold {
     }
 
     /// A title as the page shows it, as the session list does ([`shown_title`]).
-    /// A person's message as theirs; a goal round as a line saying why the agent goes on (its
-    /// prompt is the model's instruction, not the person's); other injected context not at all.
-    fn user_message(&mut self, seq: u64, message: dsh_protocol::Message, change: &mut Change) {
-        let item = match &message.source {
-            MessageSource::User { .. } => {
-                let images = message
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        dsh_protocol::ContentBlock::Image { attachment } => {
-                            Some(attachment.clone())
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                ChatItem::User {
-                    id: match message.id.is_empty() {
-                        true => format!("user-{seq}"),
-                        false => message.id.clone(),
-                    },
-                    seq,
-                    text: message.text(),
-                    images,
-                }
-            }
-            _ => match dsh_protocol::GoalRoundSource::of(&message) {
-                Some(round) => ChatItem::Notice {
-                    id: format!("goal-round-{seq}"),
-                    seq,
-                    level: dsh_client_protocol::NoticeLevel::Info,
-                    text: format!("Goal round {}: working towards the goal", round.round),
-                },
-                None => return,
-            },
-        };
-        self.upsert(item, change);
-    }
-
     fn shown_title(&self, title: SessionTitleEvent) -> String {
         let said = self.items.iter().find_map(|item| match item {
             ChatItem::User { seq, text, .. } if title.message_seqs.contains(seq) => Some(text),

@@ -277,7 +277,10 @@ fn a_goal_round_shows_as_a_line_and_injected_context_not_at_all() {
     let injected = fold.apply(&record(
         1,
         "user/message",
-        serde_json::to_value(message(MessageSource::Plugin(Default::default()))).unwrap(),
+        serde_json::to_value(message(dsh_protocol::MessageSource::Plugin(
+            Default::default(),
+        )))
+        .unwrap(),
     ));
     assert!(injected.ops.is_empty(), "{injected:?}");
 }
