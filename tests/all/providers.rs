@@ -374,4 +374,16 @@ fn a_row_the_page_runs_on_or_one_the_tree_lacks_is_not_switched_from_the_page() 
         .find(|row| row["row"] == "web")
         .unwrap();
     assert_eq!(web_row["state"], "ACTIVE", "{listed}");
+    // The listing says which rows a client may switch: not those its door runs on.
+    let switchable = |name: &str| {
+        listed["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["row"] == name)
+            .map(|row| row["switchable"].clone())
+    };
+    assert_eq!(switchable("web"), Some(json!(false)), "{listed}");
+    assert_eq!(switchable("clients"), Some(json!(false)), "{listed}");
+    assert_eq!(switchable("session-title"), Some(json!(true)), "{listed}");
 }

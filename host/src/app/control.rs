@@ -41,6 +41,7 @@ impl HostControl for ExitRequests {
                 state: fiber.state.to_string(),
                 waiting_for: fiber.waiting_for,
                 error: fiber.error,
+                switchable: true,
             })
             .collect();
         // The rows the tree has but does not run, so a page can turn them on.
@@ -57,6 +58,7 @@ impl HostControl for ExitRequests {
             state: dsh_protocol::ROW_DISABLED_STATE.to_owned(),
             waiting_for: Vec::new(),
             error: None,
+            switchable: true,
         }));
         RString::from(serde_json::to_string(&rows).unwrap_or_else(|_| "[]".to_owned()))
     }

@@ -80,4 +80,13 @@ pub struct PluginRow {
     pub waiting_for: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Whether a client may turn the row off and on (`false` for the rows the client's own
+    /// door runs on: turning one off would end the client itself). The door that lists the
+    /// rows says so; the host lists every row switchable.
+    #[serde(default = "switchable")]
+    pub switchable: bool,
+}
+
+fn switchable() -> bool {
+    true
 }

@@ -316,8 +316,7 @@ impl Api {
                 request.row
             )));
         };
-        let library = row.plugin.split('/').next().unwrap_or_default();
-        if PAGE_LIBRARIES.contains(&library) {
+        if !row.switchable {
             return Err(rejected(format!(
                 "row `{}` ({}) serves this page and stays on; turn it off in a patch",
                 row.row, row.plugin
@@ -338,13 +337,18 @@ impl Api {
             .ok()
             .flatten()
             .ok_or_else(|| Failure::internal("no `host` service"))?;
-        let plugins = serde_json::from_str(host.rows().as_str())
+        let mut plugins: Vec<dsh_protocol::PluginRow> = serde_json::from_str(host.rows().as_str())
             .map_err(|error| Failure::internal(format!("the host's rows: {error}")))?;
+        for row in &mut plugins {
+            let library = row.plugin.split('/').next().unwrap_or_default();
+            row.switchable &= !PAGE_LIBRARIES.contains(&library);
+        }
         Ok(dsh_client_protocol::PluginList { plugins })
     }
 }
 
-/// The libraries a page runs on: turning their rows off from it would end the page itself.
+/// The libraries a client's door runs on: turning their rows off from it would end the client
+/// itself, so `host.plugins` lists them not switchable and `host.setRowEnabled` refuses them.
 const PAGE_LIBRARIES: [&str; 3] = ["web", "clients", "dsh-host"];
 
 fn to_value<T: serde::Serialize>(value: T) -> Result<serde_json::Value, Failure> {

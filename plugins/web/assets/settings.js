@@ -92,9 +92,6 @@ export async function openSettings() {
 
 // ---- plugins -------------------------------------------------------------------------------
 
-// The libraries this page runs on: their rows keep no switch (turning one off would end the page).
-const PAGE_LIBRARIES = ["web", "clients", "dsh-host"];
-
 // The rows of the tree with their state, and a switch that turns a row off or on: written to the
 // settings document (`$enabled` in the row's namespace), which the host lays over the profile and
 // reloads, so the row stops or starts without a restart.
@@ -105,7 +102,8 @@ async function renderPlugins(writable) {
 
 function pluginItem(row, writable) {
   const off = row.state === "DISABLED";
-  const fixed = PAGE_LIBRARIES.includes(row.plugin.split("/")[0]);
+  // The rows this page runs on are listed not switchable: turning one off would end the page.
+  const fixed = row.switchable === false;
   return element(
     "li",
     { class: `plugin state-${row.state.toLowerCase()}`, "data-row": row.row },
