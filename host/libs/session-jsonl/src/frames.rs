@@ -129,28 +129,35 @@ fn frame_end(buf: &[u8], start: usize) -> Result<Option<usize>, (usize, &'static
     Ok(Some(offset))
 }
 
-thread_local! {
-    /// The compressor of this thread, kept between frames: making one costs about 13 µs a
-    /// frame (its tables), several times what compressing a step's events costs, and a step
-    /// writes a frame at each durability checkpoint.
-    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
-}
+/// Compressors kept between frames: making one costs about 13 µs a frame (its tables), several
+/// times what compressing a step's events costs, and a step writes a frame at each durability
+/// checkpoint. Kept in one pool rather than one per thread: each holds some 300 KiB, and the
+/// blocking pool's threads grow with the sessions writing at once (ten subagents kept 13 of
+/// them), while compressing a frame takes microseconds, so a few serve them all.
+static COMPRESSORS: std::sync::Mutex<Vec<zstd::bulk::Compressor<'static>>> =
+    std::sync::Mutex::new(Vec::new());
 
 /// One independent frame with a content checksum, at zstd's default level (as the reference's
 /// Node zstd writes them).
 pub(crate) fn compress_frame(data: &[u8]) -> io::Result<Vec<u8>> {
-    COMPRESSOR.with(|cell| {
-        let mut kept = cell.borrow_mut();
-        let compressor = match kept.as_mut() {
-            Some(compressor) => compressor,
-            None => {
-                let mut made = zstd::bulk::Compressor::new(zstd::DEFAULT_COMPRESSION_LEVEL)?;
-                made.set_parameter(CParameter::ChecksumFlag(true))?;
-                kept.insert(made)
-            }
-        };
-        compressor.compress(data)
-    })
+    let kept = COMPRESSORS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .pop();
+    let mut compressor = match kept {
+        Some(compressor) => compressor,
+        None => {
+            let mut made = zstd::bulk::Compressor::new(zstd::DEFAULT_COMPRESSION_LEVEL)?;
+            made.set_parameter(CParameter::ChecksumFlag(true))?;
+            made
+        }
+    };
+    let frame = compressor.compress(data);
+    COMPRESSORS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(compressor);
+    frame
 }
 
 thread_local! {
