@@ -482,8 +482,12 @@ fn loader_variables_probe(dir: &TestDir, sandbox: &str) -> (String, String, Vec<
     std::fs::create_dir_all(dir.home()).unwrap();
     let witness = dir.home().join("loader-debug");
     let preload = dir.join("work/missing-preload.so").display().to_string();
-    // Killed by itself, so no exit-time loader output follows its line on stderr.
-    let script = "echo \"inner preload=[$LD_PRELOAD] probe=[$MCP_PROBE]\" >&2; kill -9 $$";
+    // Killed by itself, so no exit-time loader output follows its line on stderr; alive a
+    // moment first, so the host's `initialize` is written and its failure is the exit, which
+    // names the stderr's last line (a server gone before the write fails it with a broken pipe,
+    // which names nothing). The line is said again after `sleep`, whose own loader complains.
+    let script = "line=\"inner preload=[$LD_PRELOAD] probe=[$MCP_PROBE]\"; echo \"$line\" >&2; \
+                  sleep 0.3; echo \"$line\" >&2; kill -9 $$";
     let project = json!({"mcpServers": {"probe": {
         "command": "sh",
         "args": ["-c", script],
