@@ -146,23 +146,15 @@ pub(crate) fn mode_state(server: &Server, session: &str, plan: bool) -> SessionM
 /// `session/set_mode`: answered once the mode is logged (plan mode's command may take a
 /// moment: it tells a model that was already asked something).
 pub(crate) fn set_mode(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
-    let task = server.clone();
-    let raw = raw.map(|raw| raw.get().to_owned());
-    let spawned = server.ctx.spawn(async move {
-        let raw = raw.and_then(|text| RawValue::from_string(text).ok());
-        let result = switch_mode(&task, raw.as_deref()).await;
-        task.answer(&id, result);
-    });
-    if let Err(error) = spawned {
-        server.ctx.log(
-            dsh_plugin_api::LogLevel::Error,
-            &format!("session/set_mode: {error}"),
-        );
+    match params::<SetModeRequest>(raw) {
+        Ok(request) => server.later(id, move |server| async move {
+            switch_mode(&server, request).await
+        }),
+        Err(error) => server.answer::<Empty>(&id, Err(error)),
     }
 }
 
-async fn switch_mode(server: &Server, raw: Option<&RawValue>) -> Result<Empty, RpcError> {
-    let request: SetModeRequest = params(raw)?;
+async fn switch_mode(server: &Server, request: SetModeRequest) -> Result<Empty, RpcError> {
     let session = server.session(&request.session_id).ok_or_else(|| {
         RpcError::invalid_params(format!("unknown session: {}", request.session_id))
     })?;
@@ -318,29 +310,18 @@ fn model_option(server: &Server, session: &str) -> ConfigOption {
 /// Switches a session that has had no turn to another preset (the registry logs it), then
 /// answers the options as they stand.
 fn set_preset(server: &Arc<Server>, id: Id, session: String, preset: String) {
-    let task = server.clone();
-    let spawned = server.ctx.spawn(async move {
-        let result = match task.agents() {
-            Ok(agents) => agents
-                .set_preset(session.as_str().into(), preset.as_str().into())
-                .await
-                .into_result()
-                .map_err(|error| {
-                    RpcError::invalid_params(format!("value: agent preset `{preset}`: {error}"))
-                })
-                .map(|()| SetConfigOptionResponse {
-                    config_options: config_options(&task, &session),
-                }),
-            Err(error) => Err(error),
-        };
-        task.answer(&id, result);
+    server.later(id, move |task| async move {
+        task.agents()?
+            .set_preset(session.as_str().into(), preset.as_str().into())
+            .await
+            .into_result()
+            .map_err(|error| {
+                RpcError::invalid_params(format!("value: agent preset `{preset}`: {error}"))
+            })
+            .map(|()| SetConfigOptionResponse {
+                config_options: config_options(&task, &session),
+            })
     });
-    if let Err(error) = spawned {
-        server.ctx.log(
-            dsh_plugin_api::LogLevel::Error,
-            &format!("session/set_config_option: {error}"),
-        );
-    }
 }
 
 pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
