@@ -110,16 +110,16 @@ pub(crate) fn shape_requests(ctx: &Context, efforts: Arc<Efforts>) -> Result<(),
         async move {
             let session = next.payload().session.to_string();
             let shaped = next.run().await?;
-            if efforts.standing(&ctx, &session).is_none() {
+            let Some((chosen_for, effort)) = efforts.standing(&ctx, &session) else {
                 return Ok(shaped);
-            }
+            };
             let mut request: GenerateRequest = shaped
                 .decode()
                 .map_err(|error| PluginError::plugin(format!("agent/request: {error}")))?;
             let route = format!("{}/{}", request.config.provider, request.config.model);
-            let Some(effort) = efforts.of(&ctx, &session, &route) else {
+            if route != chosen_for {
                 return Ok(Json::encode(&request));
-            };
+            }
             request.config.reasoning_effort = Some(effort);
             Ok(Json::encode(&request))
         }
