@@ -57,11 +57,14 @@ pub(crate) struct Scanner<'p> {
     issue: Option<ReadError>,
 }
 
-/// The plain envelope, read in place: exactly these four members (no other, none twice), a
-/// string type, a `u64` seq, an `i64` time and any JSON as data. Such an envelope needs no
-/// lossless round trip (`record::event_from_object`): it decodes and re-encodes to itself, so
-/// a line that reads as this one is the event that line decodes to, and its text can stand
-/// for it.
+/// The plain envelope, read in place: these members only (none twice), a string type, a `u64`
+/// seq, an `i64` time, any JSON as data, and the optional members only in the one form each
+/// writes back (a surface op exactly as the vocabulary spells it, seqs as an array of `u64`,
+/// a boolean; never `null`). Such an envelope needs no lossless round trip
+/// (`record::event_from_object`): it decodes and re-encodes to itself, so a line that reads as
+/// this one is the event that line decodes to, and its text can stand for it. Every surface
+/// event carries a surface op, a quarter of a long log's lines; the round trip made them the
+/// larger part of reading one.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlainLine<'a> {
@@ -72,6 +75,48 @@ struct PlainLine<'a> {
     _time: i64,
     #[serde(rename = "data", borrow)]
     _data: &'a serde_json::value::RawValue,
+    #[serde(rename = "surfaceOp", default)]
+    _surface_op: Present<PlainSurfaceOp>,
+    #[serde(rename = "sourceEventSeqs", default)]
+    _source_event_seqs: Present<Vec<u64>>,
+    #[serde(rename = "ignorable", default)]
+    _ignorable: Present<bool>,
+}
+
+/// An optional envelope member that, when present, must read as `T` (so `null` does not: an
+/// absent member and a `null` one decode alike but only one of them is written back).
+struct Present<T>(std::marker::PhantomData<T>);
+
+impl<T> Default for Present<T> {
+    fn default() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Present<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(|_| Self(std::marker::PhantomData))
+    }
+}
+
+/// A surface op in the form the vocabulary writes: `"append"`, or the replacement object with
+/// exactly its three members.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum PlainSurfaceOp {
+    Append(#[allow(dead_code, reason = "read to be checked")] dsh_protocol::AppendTag),
+    Replace(#[allow(dead_code, reason = "read to be checked")] PlainReplace),
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainReplace {
+    #[serde(rename = "op")]
+    _op: dsh_protocol::ReplaceTag,
+    #[serde(rename = "start")]
+    _start: u64,
+    #[serde(rename = "end")]
+    _end: u64,
 }
 
 /// A defect that ends the committed prefix, or a line this crate must refuse outright.
@@ -354,6 +399,16 @@ mod tests {
             "not json\n{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{}}\n",
             // Trailing white space after a plain record.
             "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{}}  \r\n",
+            // The optional members in the forms written back, and in forms that are not.
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":\"append\",\"sourceEventSeqs\":[],\"ignorable\":true}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":{\"end\":3,\"op\":\"replace\",\"start\":1},\"sourceEventSeqs\":[1,2]}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":{\"op\":\"replace\",\"start\":1,\"end\":3,\"x\":0}}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":{\"op\":\"replace\",\"start\":1.0,\"end\":3}}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":\"prepend\"}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"surfaceOp\":\"append\",\"surfaceOp\":\"append\"}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"sourceEventSeqs\":null}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"sourceEventSeqs\":[-1]}\n",
+            "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{},\"ignorable\":false}\n",
         ] {
             both_ways(body);
         }
