@@ -1,10 +1,12 @@
 //! Parsing a stored session's lines into events, the larger part of opening a long log: done on
 //! the blocking pool, a long log in two halves side by side (one per core), so the plugins'
-//! thread keeps serving other sessions meanwhile and the open takes half the parsing time.
+//! thread keeps serving other sessions meanwhile and the open takes half the parsing time. Each
+//! event's lossless check is made there too, beside its parse (the load then reads verdicts).
 
 use abi_stable::std_types::{RString, RVec};
 use dsh_plugin_api::{Context, PluginError};
 use dsh_protocol::SessionEvent;
+use dsh_session_log::Prechecked;
 
 /// Why the lines were not parsed.
 #[derive(Debug, thiserror::Error)]
@@ -20,10 +22,10 @@ pub(crate) enum ParseError {
 /// Below this many lines one job parses them all (a second would cost more than it saves).
 const SPLIT_AT: usize = 2_048;
 
-fn parse(lines: &[RString]) -> Result<Vec<SessionEvent>, serde_json::Error> {
+fn parse(lines: &[RString]) -> Result<Vec<Prechecked>, serde_json::Error> {
     lines
         .iter()
-        .map(|line| serde_json::from_str::<SessionEvent>(line))
+        .map(|line| serde_json::from_str::<SessionEvent>(line).map(Prechecked::new))
         .collect()
 }
 
@@ -32,7 +34,7 @@ fn parse(lines: &[RString]) -> Result<Vec<SessionEvent>, serde_json::Error> {
 pub(crate) async fn parse_stored(
     ctx: &Context,
     lines: RVec<RString>,
-) -> Result<(Vec<SessionEvent>, RVec<RString>), ParseError> {
+) -> Result<(Vec<Prechecked>, RVec<RString>), ParseError> {
     let mut first = lines.into_vec();
     let second = match first.len() >= SPLIT_AT {
         true => first.split_off(first.len() / 2),

@@ -9,7 +9,7 @@ use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
 use dsh_session_jsonl::SessionHeader;
-use dsh_session_log::{SessionEvent, SessionLog, TypeRegistry, TypeRequirement, fork};
+use dsh_session_log::{Prechecked, SessionLog, TypeRegistry, TypeRequirement, fork};
 use dsh_sessions_seam::{
     CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
     SESSION_PERSISTENCE_SERVICE, Session_TO, SessionBox, SessionError, SessionErrorKind,
@@ -270,24 +270,18 @@ impl Inner {
         let preset = SessionHeader::parse(&id, &stored.header)
             .ok()
             .and_then(|header| header.agent_preset);
-        let events = stored
-            .events
-            .iter()
-            .map(|line| serde_json::from_str::<SessionEvent>(line))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|problem| {
-                error(
-                    SessionErrorKind::Unreadable,
-                    format!("session `{id}`: {problem}"),
-                )
-            })?;
-        let log = SessionLog::from_events(events, self.types()).map_err(|problem| {
+        let unreadable = |problem: String| {
             error(
                 SessionErrorKind::Unreadable,
                 format!("session `{id}`: {problem}"),
             )
-        })?;
-        let snapshot = crate::snapshot::Snapshot::new(id, preset, log, Some(stored.events))?;
+        };
+        let (events, lines) = crate::parse::parse_stored(&self.ctx, stored.events)
+            .await
+            .map_err(|problem| unreadable(problem.to_string()))?;
+        let log = SessionLog::from_prechecked(events, self.types())
+            .map_err(|problem| unreadable(problem.to_string()))?;
+        let snapshot = crate::snapshot::Snapshot::new(id, preset, log, Some(lines))?;
         Ok(dsh_sessions_seam::Session_TO::from_value(
             snapshot,
             abi_stable::sabi_trait::TD_Opaque,
@@ -299,7 +293,7 @@ impl Inner {
         &self,
         id: &str,
         header: HeaderFacts,
-        events: Vec<SessionEvent>,
+        events: Vec<Prechecked>,
         lines: RVec<RString>,
         wiring: Arc<Wiring>,
     ) -> Result<SessionBox, SessionError> {
@@ -309,7 +303,7 @@ impl Inner {
                 format!("session `{id}`: {problem}"),
             )
         };
-        let log = SessionLog::from_events(events, self.types())
+        let log = SessionLog::from_prechecked(events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
         let live = LiveSession::new(id.to_owned(), header, log, Some(lines), wiring)?;
         live.seal_seed()?;

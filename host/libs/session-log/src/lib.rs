@@ -42,7 +42,7 @@ pub use error::{AppendError, LoadError, Violation};
 pub use dsh_protocol::{AppendTag, ReplaceTag, SessionEvent, SurfaceOp};
 pub use fork::{ForkError, SeedError, fork};
 pub use hash::{message_hash, messages_hash};
-pub use log::{NewEvent, SessionLog};
+pub use log::{NewEvent, Prechecked, SessionLog};
 pub use lossless::{LosslessError, MAX_SAFE_INTEGER, check_lossless, parse_lossless};
 pub use repair::{
     NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, closers_for,

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::derive::DerivedMessages;
 use crate::error::{AppendError, LoadError, Violation};
-use crate::lossless::{MAX_SAFE_INTEGER, check_lossless_at};
+use crate::lossless::{LosslessError, MAX_SAFE_INTEGER, check_lossless_at};
 use crate::shape::check_message_event;
 use crate::surface::{DeriveStats, Plan, Projection};
 use crate::types::TypeRegistry;
@@ -78,6 +78,29 @@ impl NewEvent {
     }
 }
 
+/// An event whose data was checked to be lossless JSON where it was parsed, for
+/// [`SessionLog::from_prechecked`]. Opening a long log parses it on several threads; the check
+/// walks every value of every event, and done there, beside the parse and while the value is
+/// still in cache, it leaves the load (one thread) only the verdict to read.
+#[derive(Debug)]
+pub struct Prechecked {
+    event: Arc<SessionEvent>,
+    lossless: Result<(), LosslessError>,
+}
+
+impl Prechecked {
+    /// Checks `event`'s data; the verdict is kept, and the load reports it in its place among
+    /// the rules (a load that fails earlier for another reason says that reason, as it would
+    /// have without the precheck).
+    pub fn new(event: SessionEvent) -> Self {
+        let lossless = check_lossless_at(&event.data, "$.data");
+        Self {
+            event: Arc::new(event),
+            lossless,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Append,
@@ -122,7 +145,25 @@ impl SessionLog {
         I: IntoIterator<Item = E>,
         E: Into<Arc<SessionEvent>>,
     {
-        Self::load(events, registry, Mode::Load)
+        Self::load(
+            events.into_iter().map(|event| (event.into(), None)),
+            registry,
+            Mode::Load,
+        )
+    }
+
+    /// [`SessionLog::from_events`] over events whose lossless check was made beforehand.
+    pub fn from_prechecked(
+        events: Vec<Prechecked>,
+        registry: Arc<TypeRegistry>,
+    ) -> Result<Self, LoadError> {
+        Self::load(
+            events
+                .into_iter()
+                .map(|checked| (checked.event, Some(checked.lossless))),
+            registry,
+            Mode::Load,
+        )
     }
 
     /// Takes a prefix of a log that was already validated (a fork): payload checks are not
@@ -131,18 +172,21 @@ impl SessionLog {
         prefix: &[Arc<SessionEvent>],
         registry: Arc<TypeRegistry>,
     ) -> Result<Self, LoadError> {
-        Self::load(prefix.iter().cloned(), registry, Mode::Adopt)
+        Self::load(
+            prefix.iter().map(|event| (Arc::clone(event), None)),
+            registry,
+            Mode::Adopt,
+        )
     }
 
-    fn load<I, E>(events: I, registry: Arc<TypeRegistry>, mode: Mode) -> Result<Self, LoadError>
+    /// Each event with the verdict of its lossless check when it was made beforehand.
+    fn load<I>(events: I, registry: Arc<TypeRegistry>, mode: Mode) -> Result<Self, LoadError>
     where
-        I: IntoIterator<Item = E>,
-        E: Into<Arc<SessionEvent>>,
+        I: Iterator<Item = (Arc<SessionEvent>, Option<Result<(), LosslessError>>)>,
     {
         let mut log = Self::new(registry);
-        for (position, event) in events.into_iter().enumerate() {
-            let event: Arc<SessionEvent> = event.into();
-            match log.validate(&event, mode) {
+        for (position, (event, lossless)) in events.enumerate() {
+            match log.validate(&event, mode, lossless) {
                 Ok(plan) => log.commit(event, plan),
                 Err(violation) => {
                     return Err(LoadError {
@@ -163,7 +207,7 @@ impl SessionLog {
         let ignorable = self.registry.ignorable_marker(&new.kind);
         let event = Arc::new(new.into_event(seq, ignorable));
         let plan = self
-            .validate(&event, Mode::Append)
+            .validate(&event, Mode::Append, None)
             .map_err(|violation| AppendError {
                 seq,
                 kind: event.kind.clone(),
@@ -173,8 +217,14 @@ impl SessionLog {
         Ok(event)
     }
 
-    /// Every rule an event must pass to enter at the end of this log.
-    fn validate(&self, event: &SessionEvent, mode: Mode) -> Result<Plan, Violation> {
+    /// Every rule an event must pass to enter at the end of this log; `lossless` is the
+    /// verdict of the data's lossless check when it was made beforehand.
+    fn validate(
+        &self,
+        event: &SessionEvent,
+        mode: Mode,
+        lossless: Option<Result<(), LosslessError>>,
+    ) -> Result<Plan, Violation> {
         let expected = self.next_seq();
         if event.seq != expected {
             return Err(Violation::SeqMismatch { expected });
@@ -195,7 +245,9 @@ impl SessionLog {
                 kind: event.kind.clone(),
             });
         }
-        check_lossless_at(&event.data, "$.data").map_err(Violation::Lossless)?;
+        lossless
+            .unwrap_or_else(|| check_lossless_at(&event.data, "$.data"))
+            .map_err(Violation::Lossless)?;
         let plan = self.projection.plan(event, &self.events)?;
         check_message_event(event)?;
         Ok(plan)
@@ -204,7 +256,7 @@ impl SessionLog {
     /// For `check_log`: validates like a load and commits a valid event; a refused one is still
     /// kept (outside the surface) so the positions of later events stay aligned.
     pub(crate) fn push_checked(&mut self, event: Arc<SessionEvent>) -> Result<(), Violation> {
-        let result = self.validate(&event, Mode::Load);
+        let result = self.validate(&event, Mode::Load, None);
         match result {
             Ok(plan) => self.commit(event, plan),
             Err(_) => self.events.push(event),

@@ -54,8 +54,37 @@ pub fn check_lossless(value: &Value) -> Result<(), LosslessError> {
 
 /// [`check_lossless`] with errors naming paths under `root` (e.g. `$.data`).
 pub(crate) fn check_lossless_at(value: &Value, root: &str) -> Result<(), LosslessError> {
-    // Iterative: a value built in memory may nest deeper than the stack allows. Paths are built
-    // only on failure, from parent links.
+    // Nearly every value passes (a load checks every event of a long log): a walk that keeps
+    // no path runs first, and only a value that fails is walked again to name where.
+    match first_bad_number(value) {
+        None => Ok(()),
+        Some(()) => check_with_paths(value, root),
+    }
+}
+
+/// Whether some number in `value` fails [`check_number`], found without keeping any path.
+fn first_bad_number(value: &Value) -> Option<()> {
+    // Iterative: a value built in memory may nest deeper than the stack allows.
+    let mut stack: Vec<&Value> = vec![value];
+    while let Some(current) = stack.pop() {
+        match current {
+            Value::Number(n) => {
+                if check_number(n).is_err() {
+                    return Some(());
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter()),
+            Value::Object(map) => stack.extend(map.values()),
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+    None
+}
+
+/// [`check_lossless_at`]'s second walk: the first failing number in document order, named by
+/// its path.
+fn check_with_paths(value: &Value, root: &str) -> Result<(), LosslessError> {
+    // Iterative, as above. Paths are built only on failure, from parent links.
     let mut links: Vec<(Option<usize>, Segment<'_>)> = Vec::new();
     let mut stack: Vec<(&Value, Option<usize>)> = vec![(value, None)];
     while let Some((current, link)) = stack.pop() {

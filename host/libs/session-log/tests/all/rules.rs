@@ -281,6 +281,58 @@ fn data_must_be_lossless_and_errors_name_the_path() {
 }
 
 #[test]
+fn a_prechecked_load_reports_what_a_plain_load_reports() {
+    let event = |seq: u64, kind: &str, data: serde_json::Value| SessionEvent {
+        kind: kind.to_owned(),
+        seq,
+        time: 0,
+        data,
+        surface_op: None,
+        source_event_seqs: None,
+        ignorable: None,
+    };
+    let huge = json!({"n": 9_007_199_254_740_993_u64});
+    let cases = [
+        // Sound.
+        (
+            vec![event(0, "todo/write", json!({"a": [1, 2.5]}))],
+            "loaded",
+        ),
+        // The lossless violation, found in its place.
+        (
+            vec![
+                event(0, "todo/write", json!({})),
+                event(1, "todo/write", huge.clone()),
+            ],
+            "$.data.n",
+        ),
+        // An earlier rule fails first on the same event: that one is said.
+        (vec![event(0, "no/such-type", huge.clone())], "no/such-type"),
+        // A seq out of place before the bad data.
+        (vec![event(5, "todo/write", huge)], "expected 0"),
+    ];
+    for (events, says) in cases {
+        let outcome = |loaded: Result<SessionLog, LoadError>| match loaded {
+            Ok(_) => "loaded".to_owned(),
+            Err(error) => error.to_string(),
+        };
+        let plain = outcome(SessionLog::from_events(
+            events.clone(),
+            Arc::new(TypeRegistry::new()),
+        ));
+        let prechecked = outcome(SessionLog::from_prechecked(
+            events
+                .into_iter()
+                .map(dsh_session_log::Prechecked::new)
+                .collect(),
+            Arc::new(TypeRegistry::new()),
+        ));
+        assert_eq!(plain, prechecked);
+        assert!(plain.contains(says), "{plain} should say {says}");
+    }
+}
+
+#[test]
 fn unknown_types_are_refused_on_append_naming_the_type() {
     let mut log = SessionLog::default();
     let err = log
