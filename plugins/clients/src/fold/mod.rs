@@ -231,6 +231,7 @@ impl Fold {
             }
             kinds::ASSISTANT_MESSAGE => {
                 if let Some(Ok(done)) = record.decode::<AssistantMessageEvent>() {
+                    change.stats = self.tally.message(record.time, &done);
                     let reasoning: String = done
                         .message
                         .content
@@ -262,6 +263,7 @@ impl Fold {
             }
             kinds::TOOL_CALL => {
                 if let Some(Ok(call)) = record.decode::<ToolCallEvent>() {
+                    self.tally.call(record.time, &call);
                     self.calls.insert(
                         call.call_id.clone(),
                         (call.name.clone(), call.arguments.clone(), record.time),
@@ -282,6 +284,7 @@ impl Fold {
             }
             kinds::TOOL_RESULT => {
                 if let Some(Ok(result)) = record.decode::<ToolResultEvent>() {
+                    change.stats = self.tally.result(record.time, &result);
                     self.result(seq, record.time, &result, &mut change);
                 }
             }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use dsh_client_protocol::{SessionStats, TurnStats};
-use dsh_protocol::{AssistantMessageEvent, ToolResultEvent, kinds};
+use dsh_protocol::{AssistantMessageEvent, ToolCallEvent, ToolResultEvent, kinds};
 use dsh_sessions_seam::EventRecord;
 
 #[derive(Debug, Default, Clone)]
@@ -26,8 +26,10 @@ fn millis(span: i64) -> u64 {
 }
 
 impl Tally {
-    /// Reads one event; `Some` when it changed the session's tally (sent to the page then, not
-    /// on every chunk).
+    /// Reads one event that needs no decoding (a model message, a tool call and a tool result
+    /// come decoded, through [`Tally::message`], [`Tally::call`] and [`Tally::result`]: the fold
+    /// decodes each once for both); `Some` when it changed the session's tally (sent to the
+    /// page then, not on every chunk).
     pub(crate) fn observe(&mut self, record: &EventRecord) -> Option<SessionStats> {
         let time = record.time;
         match record.kind.as_str() {
@@ -55,52 +57,56 @@ impl Tally {
                 }
                 None
             }
-            kinds::ASSISTANT_MESSAGE => {
-                let message = record.decode::<AssistantMessageEvent>()?.ok()?;
-                if let Some(started) = self.step_started.take() {
-                    self.session.model_ms += millis(time - started);
-                }
-                if let Some(first) = self.step_first_token.take() {
-                    self.turn_streaming_ms += time - first;
-                }
-                if let Some(usage) = message.usage {
-                    self.session.input_tokens += usage.input_tokens;
-                    self.session.output_tokens += usage.output_tokens;
-                    self.session.cache_read_tokens += usage.cache_read_tokens.unwrap_or(0);
-                    self.turn_output += usage.output_tokens;
-                }
-                Some(self.session.clone())
-            }
-            kinds::TOOL_CALL => {
-                let call = record.decode::<dsh_protocol::ToolCallEvent>()?.ok()?;
-                self.calls_started.insert(call.call_id, time);
-                None
-            }
-            kinds::TOOL_RESULT => {
-                let result = record.decode::<ToolResultEvent>()?.ok()?;
-                let ids = result
-                    .message
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        dsh_protocol::ContentBlock::ToolResult { tool_call_id, .. } => {
-                            Some(tool_call_id)
-                        }
-                        _ => None,
-                    });
-                for id in ids {
-                    if let Some(started) = self.calls_started.remove(id) {
-                        self.session.tool_ms += millis(time - started);
-                    }
-                }
-                Some(self.session.clone())
-            }
             kinds::TURN_END => {
                 self.session.turns += 1;
                 Some(self.session.clone())
             }
             _ => None,
         }
+    }
+
+    /// A model message committed at `time`.
+    pub(crate) fn message(
+        &mut self,
+        time: i64,
+        message: &AssistantMessageEvent,
+    ) -> Option<SessionStats> {
+        if let Some(started) = self.step_started.take() {
+            self.session.model_ms += millis(time - started);
+        }
+        if let Some(first) = self.step_first_token.take() {
+            self.turn_streaming_ms += time - first;
+        }
+        if let Some(usage) = &message.usage {
+            self.session.input_tokens += usage.input_tokens;
+            self.session.output_tokens += usage.output_tokens;
+            self.session.cache_read_tokens += usage.cache_read_tokens.unwrap_or(0);
+            self.turn_output += usage.output_tokens;
+        }
+        Some(self.session.clone())
+    }
+
+    /// A tool call committed at `time`: its duration runs until its result.
+    pub(crate) fn call(&mut self, time: i64, call: &ToolCallEvent) {
+        self.calls_started.insert(call.call_id.clone(), time);
+    }
+
+    /// A tool result committed at `time`.
+    pub(crate) fn result(&mut self, time: i64, result: &ToolResultEvent) -> Option<SessionStats> {
+        let ids = result
+            .message
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                dsh_protocol::ContentBlock::ToolResult { tool_call_id, .. } => Some(tool_call_id),
+                _ => None,
+            });
+        for id in ids {
+            if let Some(started) = self.calls_started.remove(id) {
+                self.session.tool_ms += millis(time - started);
+            }
+        }
+        Some(self.session.clone())
     }
 
     /// The turn that just ended (after [`Tally::observe`] read its `turn/end` at `time`).
