@@ -101,31 +101,17 @@ fn new_event(index: usize, record: &NewEventRecord) -> Result<NewEvent, SessionE
 }
 
 /// The records readers share of a loaded `log`, and the preset it runs: the last
-/// `agent-preset/selected`, else the header's.
-/// `log`'s records, and the preset it runs. `texts` are the lines the log was loaded from, one
-/// per event in order: they are the records' JSON as they are, instead of every event written
-/// again (reading a long log paid that for nothing).
+/// `agent-preset/selected`, else the header's. `loaded` are the records made where the log was
+/// parsed, one per event in order, each keeping its line as it is (writing every event again
+/// cost a long log's open for nothing); without them, they are made from `log`.
 pub(crate) fn records_and_preset(
     id: &str,
     log: &SessionLog,
     header_preset: Option<String>,
-    texts: Option<RVec<RString>>,
+    loaded: Option<Vec<RArc<EventRecord>>>,
 ) -> Result<(Vec<RArc<EventRecord>>, Option<String>), SessionError> {
-    let records = match texts {
-        Some(texts) if texts.len() == log.events().len() => log
-            .events()
-            .iter()
-            .zip(texts)
-            .map(|(event, json)| {
-                RArc::new(EventRecord {
-                    session: RString::from(id),
-                    seq: event.seq,
-                    kind: RString::from(event.kind.as_str()),
-                    time: event.time,
-                    json,
-                })
-            })
-            .collect(),
+    let records = match loaded {
+        Some(loaded) if loaded.len() == log.events().len() => loaded,
         _ => log
             .events()
             .iter()
@@ -142,15 +128,16 @@ pub(crate) fn records_and_preset(
 }
 
 impl LiveSession {
-    /// A live session of `log`; `texts`, when given, are the lines `log` was loaded from.
+    /// A live session of `log`; `loaded`, when given, are the records made where `log` was
+    /// parsed.
     pub(crate) fn new(
         id: String,
         header: HeaderFacts,
         log: SessionLog,
-        texts: Option<RVec<RString>>,
+        loaded: Option<Vec<RArc<EventRecord>>>,
         wiring: Arc<Wiring>,
     ) -> Result<Arc<Self>, SessionError> {
-        let (records, preset) = records_and_preset(&id, &log, header.agent_preset, texts)?;
+        let (records, preset) = records_and_preset(&id, &log, header.agent_preset, loaded)?;
         Ok(Arc::new(Self {
             id,
             cwd: header.cwd,

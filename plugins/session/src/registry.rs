@@ -9,7 +9,7 @@ use abi_stable::std_types::{RErr, ROk, ROption, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::Context;
 use dsh_session_jsonl::SessionHeader;
-use dsh_session_log::{Prechecked, SessionLog, TypeRegistry, TypeRequirement, fork};
+use dsh_session_log::{SessionLog, TypeRegistry, TypeRequirement, fork};
 use dsh_sessions_seam::{
     CreateSession, SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT, SESSION_FLUSH,
     SESSION_PERSISTENCE_SERVICE, Session_TO, SessionBox, SessionError, SessionErrorKind,
@@ -243,8 +243,8 @@ impl Inner {
                 agent_preset: header.agent_preset,
             })
             .unwrap_or_default();
-        let opened = match crate::parse::parse_stored(&self.ctx, stored.events).await {
-            Ok((events, lines)) => self.adopt(&id, facts, events, lines, wiring.clone()),
+        let opened = match crate::parse::parse_stored(&self.ctx, &id, stored.events).await {
+            Ok(parsed) => self.adopt(&id, facts, parsed, wiring.clone()),
             Err(problem) => Err(error(
                 SessionErrorKind::Unreadable,
                 format!("session `{id}`: {problem}"),
@@ -276,12 +276,12 @@ impl Inner {
                 format!("session `{id}`: {problem}"),
             )
         };
-        let (events, lines) = crate::parse::parse_stored(&self.ctx, stored.events)
+        let parsed = crate::parse::parse_stored(&self.ctx, &id, stored.events)
             .await
             .map_err(|problem| unreadable(problem.to_string()))?;
-        let log = SessionLog::from_prechecked(events, self.types())
+        let log = SessionLog::from_prechecked(parsed.events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
-        let snapshot = crate::snapshot::Snapshot::new(id, preset, log, Some(lines))?;
+        let snapshot = crate::snapshot::Snapshot::new(id, preset, log, Some(parsed.records))?;
         Ok(dsh_sessions_seam::Session_TO::from_value(
             snapshot,
             abi_stable::sabi_trait::TD_Opaque,
@@ -293,8 +293,7 @@ impl Inner {
         &self,
         id: &str,
         header: HeaderFacts,
-        events: Vec<Prechecked>,
-        lines: RVec<RString>,
+        parsed: crate::parse::Parsed,
         wiring: Arc<Wiring>,
     ) -> Result<SessionBox, SessionError> {
         let unreadable = |problem: String| {
@@ -303,9 +302,9 @@ impl Inner {
                 format!("session `{id}`: {problem}"),
             )
         };
-        let log = SessionLog::from_prechecked(events, self.types())
+        let log = SessionLog::from_prechecked(parsed.events, self.types())
             .map_err(|problem| unreadable(problem.to_string()))?;
-        let live = LiveSession::new(id.to_owned(), header, log, Some(lines), wiring)?;
+        let live = LiveSession::new(id.to_owned(), header, log, Some(parsed.records), wiring)?;
         live.seal_seed()?;
         self.register(live)
     }

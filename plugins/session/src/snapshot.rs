@@ -25,9 +25,9 @@ impl Snapshot {
         id: String,
         header_preset: Option<String>,
         log: SessionLog,
-        texts: Option<abi_stable::std_types::RVec<abi_stable::std_types::RString>>,
+        loaded: Option<Vec<RArc<EventRecord>>>,
     ) -> Result<Self, SessionError> {
-        let (records, preset) = records_and_preset(&id, &log, header_preset, texts)?;
+        let (records, preset) = records_and_preset(&id, &log, header_preset, loaded)?;
         Ok(Self {
             id,
             log,

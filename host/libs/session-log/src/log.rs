@@ -78,25 +78,42 @@ impl NewEvent {
     }
 }
 
-/// An event whose data was checked to be lossless JSON where it was parsed, for
-/// [`SessionLog::from_prechecked`]. Opening a long log parses it on several threads; the check
-/// walks every value of every event, and done there, beside the parse and while the value is
-/// still in cache, it leaves the load (one thread) only the verdict to read.
+/// An event whose own rules (its data lossless JSON, a message event's shape) were checked
+/// where it was parsed, for [`SessionLog::from_prechecked`]. Opening a long log parses it on
+/// several threads; these checks walk every value of every event, and done there, beside the
+/// parse and while the value is still in cache, they leave the load (one thread) only the
+/// verdicts to read. The rules that depend on the log so far (seq, surface) stay in the load.
 #[derive(Debug)]
 pub struct Prechecked {
     event: Arc<SessionEvent>,
+    verdicts: Verdicts,
+}
+
+/// The outcomes of an event's checks that need nothing but the event.
+#[derive(Debug)]
+struct Verdicts {
     lossless: Result<(), LosslessError>,
+    shape: Result<(), Violation>,
+}
+
+impl Verdicts {
+    fn of(event: &SessionEvent) -> Self {
+        Self {
+            lossless: check_lossless_at(&event.data, "$.data"),
+            shape: check_message_event(event),
+        }
+    }
 }
 
 impl Prechecked {
-    /// Checks `event`'s data; the verdict is kept, and the load reports it in its place among
-    /// the rules (a load that fails earlier for another reason says that reason, as it would
-    /// have without the precheck).
+    /// Checks `event`; the verdicts are kept, and the load reports each in its place among the
+    /// rules (a load that fails earlier for another reason says that reason, as it would have
+    /// without the precheck).
     pub fn new(event: SessionEvent) -> Self {
-        let lossless = check_lossless_at(&event.data, "$.data");
+        let verdicts = Verdicts::of(&event);
         Self {
             event: Arc::new(event),
-            lossless,
+            verdicts,
         }
     }
 }
@@ -160,7 +177,7 @@ impl SessionLog {
         Self::load(
             events
                 .into_iter()
-                .map(|checked| (checked.event, Some(checked.lossless))),
+                .map(|checked| (checked.event, Some(checked.verdicts))),
             registry,
             Mode::Load,
         )
@@ -179,14 +196,14 @@ impl SessionLog {
         )
     }
 
-    /// Each event with the verdict of its lossless check when it was made beforehand.
+    /// Each event with the verdicts of its own checks when they were made beforehand.
     fn load<I>(events: I, registry: Arc<TypeRegistry>, mode: Mode) -> Result<Self, LoadError>
     where
-        I: Iterator<Item = (Arc<SessionEvent>, Option<Result<(), LosslessError>>)>,
+        I: Iterator<Item = (Arc<SessionEvent>, Option<Verdicts>)>,
     {
         let mut log = Self::new(registry);
-        for (position, (event, lossless)) in events.enumerate() {
-            match log.validate(&event, mode, lossless) {
+        for (position, (event, verdicts)) in events.enumerate() {
+            match log.validate(&event, mode, verdicts) {
                 Ok(plan) => log.commit(event, plan),
                 Err(violation) => {
                     return Err(LoadError {
@@ -217,13 +234,13 @@ impl SessionLog {
         Ok(event)
     }
 
-    /// Every rule an event must pass to enter at the end of this log; `lossless` is the
-    /// verdict of the data's lossless check when it was made beforehand.
+    /// Every rule an event must pass to enter at the end of this log; `verdicts`, the event's
+    /// own checks when they were made beforehand.
     fn validate(
         &self,
         event: &SessionEvent,
         mode: Mode,
-        lossless: Option<Result<(), LosslessError>>,
+        verdicts: Option<Verdicts>,
     ) -> Result<Plan, Violation> {
         let expected = self.next_seq();
         if event.seq != expected {
@@ -245,11 +262,10 @@ impl SessionLog {
                 kind: event.kind.clone(),
             });
         }
-        lossless
-            .unwrap_or_else(|| check_lossless_at(&event.data, "$.data"))
-            .map_err(Violation::Lossless)?;
+        let verdicts = verdicts.unwrap_or_else(|| Verdicts::of(event));
+        verdicts.lossless.map_err(Violation::Lossless)?;
         let plan = self.projection.plan(event, &self.events)?;
-        check_message_event(event)?;
+        verdicts.shape?;
         Ok(plan)
     }
 

@@ -310,6 +310,14 @@ fn a_prechecked_load_reports_what_a_plain_load_reports() {
         (vec![event(0, "no/such-type", huge.clone())], "no/such-type"),
         // A seq out of place before the bad data.
         (vec![event(5, "todo/write", huge)], "expected 0"),
+        // A message event of the wrong shape.
+        (
+            vec![SessionEvent {
+                surface_op: Some(SurfaceOp::append()),
+                ..event(0, "user/message", json!({"role": 5}))
+            }],
+            "$.data.id must be",
+        ),
     ];
     for (events, says) in cases {
         let outcome = |loaded: Result<SessionLog, LoadError>| match loaded {
