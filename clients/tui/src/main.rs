@@ -100,6 +100,7 @@ fn interactive(args: Args, transport: Transport) -> std::io::Result<i32> {
     let screen = Screen::new(Box::new(std::io::stdout()), width, height, row);
     let (tx, rx) = channel();
     read_terminal(tx.clone());
+    watch_hang_up(tx.clone());
     watch_signals(tx.clone());
     let app = App::new(transport, tx, screen, args.start(), args.new_session());
     let code = app.run(&rx);
@@ -112,9 +113,31 @@ fn read_terminal(tx: Sender<AppEvent>) {
     std::thread::spawn(move || {
         while let Ok(event) = crossterm::event::read() {
             if tx.send(AppEvent::Term(event)).is_err() {
-                break;
+                return;
             }
         }
+        let _ = tx.send(AppEvent::Signal(signal_hook::consts::SIGHUP));
+    });
+}
+
+/// A terminal that hung up ends the app as the hang-up signal does. The signal does not always
+/// come (a wrapper that takes it, a tracer), and crossterm reads a hung-up terminal's end of
+/// input as "nothing yet", again and again at full speed, so its reader never says so. A poll
+/// that asks for no event still reports a hang-up, and waits for nothing else.
+fn watch_hang_up(tx: Sender<AppEvent>) {
+    std::thread::spawn(move || {
+        use rustix::event::{PollFd, PollFlags, poll};
+        let stdin = std::io::stdin();
+        loop {
+            let mut fds = [PollFd::new(&stdin, PollFlags::empty())];
+            match poll(&mut fds, None) {
+                Ok(_) if fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR) => break,
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                // Not a terminal that can be polled: nothing to watch.
+                Err(_) => return,
+            }
+        }
+        let _ = tx.send(AppEvent::Signal(signal_hook::consts::SIGHUP));
     });
 }
 

@@ -187,12 +187,14 @@ impl Screen {
         let mut row = self.top;
         let area = Rect::new(0, 0, self.width, 1);
         let blank = Buffer::empty(area);
+        // One row's buffer, blanked for each line (a reopened session prints thousands).
+        let mut cells = Buffer::empty(area);
         for line in lines {
             if row >= self.height {
                 queue!(self.backend, MoveTo(0, self.height - 1), Print("\n"))?;
                 row = self.height - 1;
             }
-            let mut cells = Buffer::empty(area);
+            cells.reset();
             cells.set_line(0, 0, line, self.width);
             // Against a blank row: only what is not blank is written, and the cell behind a
             // wide character is skipped (writing it would erase the character's right half).

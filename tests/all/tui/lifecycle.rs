@@ -1,7 +1,7 @@
 //! `dsh`'s own host and its life: a turn on a child `dsh-host --profile sdk` and the session
 //! continued in a new terminal, a host that dies reported and restarted, SIGTERM restoring the
-//! terminal, Ctrl-Z to the shell and `fg` back, `dsh -p`, and command lines refused before the
-//! screen is taken.
+//! terminal, a terminal that hangs up without a signal ending it, Ctrl-Z to the shell and `fg`
+//! back, `dsh -p`, and command lines refused before the screen is taken.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::tui::{Pane, assert_in_order, dsh_bin};
@@ -115,6 +115,60 @@ fn a_host_that_dies_is_reported_restarted_with_ctrl_r_and_sigterm_restores_the_t
     let end = pane.wait_screen("dsh to exit", |screen| screen.contains("icanon"));
     assert!(end.contains("[exited 143]"), "{end}");
     assert!(end.contains("icanon echo"), "{end}");
+}
+
+#[test]
+fn a_terminal_that_hangs_up_without_a_signal_ends_dsh_and_its_host() {
+    needs_tmux!("tui::lifecycle::a_terminal_that_hangs_up_without_a_signal_ends_dsh_and_its_host");
+    let server = FakeDeepSeek::start(Vec::new());
+    let dir = TestDir::new("tui-hang-up");
+    let envs = own_host_env(&server, &dir);
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Under `setsid` dsh has no controlling terminal: the hang-up sends it no signal, and it
+    // must see for itself that its terminal is gone (crossterm alone reads on, at full speed).
+    let dsh_path = dsh_bin();
+    let pane = Pane::start(
+        &dir,
+        &dir.join("work"),
+        (80, 24),
+        std::path::Path::new("setsid"),
+        &[dsh_path.to_str().unwrap()],
+        &envs,
+    );
+    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    let (dsh, hosts) = pane.program_pids();
+    assert_eq!(hosts.len(), 1, "dsh and its host: {dsh} {hosts:?}");
+    // Idle first: a draw after the hang-up would fail and end dsh anyway; an idle one draws
+    // nothing and has only its input to notice with.
+    pane.wait_screen("an idle status line", |screen| screen.contains("idle"));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    drop(pane);
+    let running = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while (running(dsh) || running(hosts[0])) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (dsh_ran_on, host_ran_on) = (running(dsh), running(hosts[0]));
+    // Still ours only while running (an ended one's pid may be another's by now).
+    for pid in [(dsh, dsh_ran_on), (hosts[0], host_ran_on)]
+        .into_iter()
+        .filter_map(|(pid, on)| on.then_some(pid))
+    {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .output();
+    }
+    assert!(
+        !dsh_ran_on,
+        "dsh ({dsh}) still ran 15 s after its terminal hung up"
+    );
+    assert!(!host_ran_on, "its host ({}) still ran", hosts[0]);
 }
 
 #[test]
