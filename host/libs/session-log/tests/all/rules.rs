@@ -282,14 +282,8 @@ fn data_must_be_lossless_and_errors_name_the_path() {
 
 #[test]
 fn a_prechecked_load_reports_what_a_plain_load_reports() {
-    let event = |seq: u64, kind: &str, data: serde_json::Value| SessionEvent {
-        kind: kind.to_owned(),
-        seq,
-        time: 0,
-        data,
-        surface_op: None,
-        source_event_seqs: None,
-        ignorable: None,
+    let event = |seq: u64, kind: &str, data: serde_json::Value| {
+        NewEvent::new(kind, data, 0).into_event(seq, None)
     };
     let huge = json!({"n": 9_007_199_254_740_993_u64});
     let cases = [
