@@ -367,22 +367,17 @@ fn a_row_the_page_runs_on_or_one_the_tree_lacks_is_not_switched_from_the_page() 
     // Nothing was written, and every row still runs.
     assert!(!dir.home().join("settings.yaml").exists());
     let listed = web.call("host.plugins", &json!({}));
-    let web_row = listed["plugins"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["row"] == "web")
-        .unwrap();
-    assert_eq!(web_row["state"], "ACTIVE", "{listed}");
-    // The listing says which rows a client may switch: not those its door runs on.
-    let switchable = |name: &str| {
+    let row_named = |name: &str| {
         listed["plugins"]
             .as_array()
             .unwrap()
             .iter()
             .find(|row| row["row"] == name)
-            .map(|row| row["switchable"].clone())
+            .cloned()
     };
+    assert_eq!(row_named("web").unwrap()["state"], "ACTIVE", "{listed}");
+    // The listing says which rows a client may switch: not those its door runs on.
+    let switchable = |name: &str| row_named(name).map(|row| row["switchable"].clone());
     assert_eq!(switchable("web"), Some(json!(false)), "{listed}");
     assert_eq!(switchable("clients"), Some(json!(false)), "{listed}");
     assert_eq!(switchable("session-title"), Some(json!(true)), "{listed}");
