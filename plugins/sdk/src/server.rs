@@ -70,6 +70,13 @@ pub(crate) struct Server {
 }
 
 impl Server {
+    /// Waits (a bounded while) until every row that can start has started: the host reads
+    /// stdin from the moment this row is up, and a client writing at once must not meet the
+    /// client protocol's row, or a tool's, not yet mounted.
+    pub(crate) async fn started(&self) {
+        let _ = first_of(self.ctx.tree_settled(), self.ctx.sleep(TREE_START)).await;
+    }
+
     /// Mounts `llm-replay` on `log` (its children's logs beside it) and waits until it listens.
     pub(crate) async fn replay(&self, log: &Path) -> Result<(), dsh_llm_seam::ReplayError> {
         dsh_llm_seam::mount_replay(&self.ctx, log).await?;
@@ -186,8 +193,8 @@ impl Server {
         if let Some(max_tokens) = params.max_tokens {
             lock(&self.follow.book).max_tokens = Some(max_tokens);
         }
-        // Every row that can start has started: the first request offers every tool.
-        let _ = first_of(self.ctx.tree_settled(), self.ctx.sleep(TREE_START)).await;
+        // The first request offers every tool.
+        self.started().await;
         self.check_provider(&params.provider)?;
         lock(&self.state).route = Some(Route {
             cwd: cwd.to_string_lossy().into_owned(),
