@@ -37,6 +37,7 @@ mod model_discovery;
 mod plan_mode;
 mod plugin_author;
 mod postgres;
+mod postgres_follow;
 mod postgres_migrate;
 mod presets;
 mod products;

@@ -3,7 +3,8 @@
 //! listing, search, archive and trash; a session held by a running host refused to another
 //! with the holder named, then taken over after the holder is killed (its lease expired) with
 //! the crash closers applied; a second writer of a seq refused; every stored log sound by
-//! `dsh-host session check` on its rows written out as a log.
+//! `dsh-host session check` on its rows written out as a log. Following across hosts is in
+//! `postgres_follow`.
 
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,7 @@ pub(crate) fn cluster(test: &str) -> Option<Cluster> {
 }
 
 /// A home whose patch layer stores sessions in `cluster`.
-fn home_on(name: &str, cluster: &Cluster, lease_ms: u64) -> TestDir {
+pub(crate) fn home_on(name: &str, cluster: &Cluster, lease_ms: u64) -> TestDir {
     let dir = TestDir::new(name);
     dir.write(
         "home/cordis.patch.yml",
@@ -79,7 +80,7 @@ fn run(dir: &TestDir, url: &str, extra: &[&str], task: &str) -> Ran {
 }
 
 /// The session a run's stream-json lines are of.
-fn session_of(lines: &[String]) -> String {
+pub(crate) fn session_of(lines: &[String]) -> String {
     lines
         .iter()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -285,7 +286,7 @@ pub(crate) fn held_answer(gate: &std::path::Path, after: &str) -> Reply {
 }
 
 /// A run held mid-answer at a gate, on the database.
-fn held(dir: &TestDir, server: &FakeDeepSeek) -> HostProcess {
+pub(crate) fn held(dir: &TestDir, server: &FakeDeepSeek) -> HostProcess {
     let all = args(dir, &server.url(), &[], "hello");
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
     let host = HostProcess::start_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
@@ -407,105 +408,6 @@ fn a_second_writer_of_a_seq_is_refused_and_reported() {
             .unwrap(),
         "intruder/event"
     );
-}
-
-#[test]
-fn a_page_on_a_second_host_follows_a_turn_the_first_host_runs() {
-    let Some(cluster) = cluster("postgres::a_page_on_a_second_host") else {
-        return;
-    };
-    // Two hosts: two homes, one database.
-    let dir_a = home_on("pg-host-a", &cluster, 10_000);
-    let dir_b = home_on("pg-host-b", &cluster, 10_000);
-    let gate = dir_a.join("gate");
-    let mut tail: Vec<SseEvent> = (0..30)
-        .map(|n| SseEvent::content(&format!("after{n} ")))
-        .collect();
-    tail.push(SseEvent::Done);
-    let mut script = vec![
-        first_chunk(),
-        SseEvent::content("PARTIAL_ONE "),
-        SseEvent::content("PARTIAL_TWO "),
-        SseEvent::Gate(gate.clone()),
-    ];
-    script.extend(tail);
-    let server = FakeDeepSeek::start(vec![Reply::Sse(script)]);
-    let mut host_a = held(&dir_a, &server);
-    let id = session_of(&host_a.stdout());
-
-    let mut web = dsh_tests::web::start(&server, &dir_b);
-    // The page's way in: the history, then a subscription after its last seq.
-    let deadline = Instant::now() + WAIT;
-    let history = loop {
-        let answer = web.try_call("session.history", &json!({"sessionId": id}));
-        if answer["ok"] == true {
-            break answer["value"].clone();
-        }
-        // The store mounts beside the web server.
-        assert!(Instant::now() < deadline, "no history: {answer}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(history["running"], true, "host A's turn runs: {history}");
-    let last_seq = history["lastSeq"].as_u64().unwrap();
-    let mut socket = web.events();
-    socket.send(&json!({"type": "subscribe", "sessionId": id, "afterSeq": last_seq}));
-    let subscribed = socket.until(50, |frame| frame["type"] == "session/subscribed");
-    assert_eq!(
-        subscribed.last().unwrap()["lastSeq"].as_u64(),
-        Some(last_seq),
-        "{subscribed:?}"
-    );
-    // A prompt on host B is refused: host A holds the session.
-    let refused = web.try_call(
-        "session.prompt",
-        &json!({"sessionId": id, "text": "me too"}),
-    );
-    assert_eq!(refused["ok"], false, "{refused}");
-
-    std::fs::write(&gate, "").unwrap();
-    let frames = socket.until(2_000, dsh_tests::web::turn_ended);
-    assert!(
-        frames.last().is_some_and(dsh_tests::web::turn_ended),
-        "host B's page did not see the turn end: {:?}",
-        frames.iter().rev().take(3).collect::<Vec<_>>()
-    );
-    assert_eq!(host_a.wait_exit(WAIT), Some(0));
-    let seqs: Vec<u64> = frames
-        .iter()
-        .filter(|frame| frame["type"] == "session/update")
-        .filter_map(|frame| frame["seq"].as_u64())
-        .collect();
-    assert!(
-        seqs.first().is_some_and(|first| *first > last_seq),
-        "an update the page had: {seqs:?} after {last_seq}"
-    );
-    assert!(
-        seqs.windows(2).all(|pair| pair[0] < pair[1]),
-        "an update doubled or out of order: {seqs:?}"
-    );
-    let stored_last = cluster
-        .psql(&format!(
-            "SELECT max(seq) FROM dsh_events WHERE session = '{id}'"
-        ))
-        .unwrap();
-    assert_eq!(
-        seqs.last().unwrap().to_string(),
-        stored_last,
-        "the last update is the last event"
-    );
-    let text = frames
-        .iter()
-        .map(|frame| frame.to_string())
-        .collect::<Vec<_>>()
-        .join("");
-    for n in 0..30 {
-        assert!(text.contains(&format!("after{n}")), "delta after{n} missed");
-    }
-    // Host A gave the session back: host B opens it now (and may log its opening).
-    let after = web.call("session.history", &json!({"sessionId": id}));
-    assert!(after["lastSeq"].as_u64().unwrap() >= stored_last.parse::<u64>().unwrap());
-    assert_eq!(after["running"], false, "{after}");
-    assert_eq!(web.host.stop(), Some(0));
 }
 
 #[test]

@@ -50,7 +50,7 @@ use dsh_clients_seam::{CLIENTS_SERVICE, Clients_TO};
 use dsh_compaction_seam::{COMPACTION_SERVICE, CompactionService};
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::{AgentNoticeData, AgentStatus, PermissionPresetEvent, SessionSummary, kinds};
-use dsh_sessions_seam::{SESSION_CREATED, SESSION_EVENT, SESSION_REMOTE_EVENT};
+use dsh_sessions_seam::{SESSION_CREATED, SESSION_EVENT, SESSION_FOLLOWED, SESSION_REMOTE_EVENT};
 
 use crate::live::Hub;
 
@@ -259,6 +259,12 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
     // Another host's commits to a session followed here read-only.
     let remote = hub.clone();
     ctx.on_emit(&SESSION_REMOTE_EVENT, move |record| remote.remote(record))?;
+    let following = hub.clone();
+    ctx.on_bail(&SESSION_FOLLOWED, move |id: &RString| {
+        following
+            .is_followed_or_opening(id.as_str())
+            .then_some(true)
+    })?;
     let created = hub.clone();
     ctx.on_emit(&SESSION_CREATED, move |id| {
         created.broadcast(&session_added(id.to_string(), true));

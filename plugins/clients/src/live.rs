@@ -322,6 +322,12 @@ impl Hub {
             .is_some_and(|session| !session.followers.is_empty())
     }
 
+    /// Whether `session_id` is followed here, or its view for a first follower is being read
+    /// (what a store that watches it asks before reading its new events).
+    pub(crate) fn is_followed_or_opening(&self, session_id: &str) -> bool {
+        lock(&self.followed).contains_key(session_id)
+    }
+
     /// A frame for every follower of `session_id`.
     pub(crate) fn to_followers(&self, session_id: &str, frame: &ServerFrame) {
         if let Some(session) = lock(&self.followed).get(session_id) {

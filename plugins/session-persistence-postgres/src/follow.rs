@@ -3,7 +3,8 @@
 //! does not hold the new rows are read from the last seq it has and emitted as
 //! `session/remote-event`, in order. A notification that is missed (the listening connection
 //! broke, or it came while the view was read) costs nothing: the next read starts from the seq
-//! the watch has, and a reconnect reads every watch up to date.
+//! the watch has, and a reconnect reads every watch up to date. A watch lasts while a reader
+//! here follows the session (`session/followed`); the first commit after that ends it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +13,9 @@ use std::time::Duration;
 use abi_stable::std_types::{RNone, RString, RVec};
 use dsh_plugin_api::io::postgres::{PgStatement, PgValue};
 use dsh_plugin_api::lock;
-use dsh_sessions_seam::{EventRecord, SessionError, SessionErrorKind, StoredSession};
+use dsh_sessions_seam::{
+    EventRecord, SESSION_FOLLOWED, SessionError, SessionErrorKind, StoredSession,
+};
 
 use crate::schema::EVENTS_CHANNEL;
 use crate::store::{Store, error, first_text, from_db};
@@ -33,6 +36,14 @@ impl Watches {
 
     fn all(&self) -> Vec<String> {
         lock(&self.sessions).keys().cloned().collect()
+    }
+
+    /// Ends `watch` of `id`, unless a later view replaced it (that one watches on).
+    fn forget(&self, id: &str, watch: &Watch) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.get(id).is_some_and(|now| Arc::ptr_eq(now, watch)) {
+            sessions.remove(id);
+        }
     }
 }
 
@@ -87,6 +98,23 @@ pub(crate) async fn catch_up(store: &Store, id: &str) {
     };
     if store.holds(id) {
         // This host writes it now: its own events reach its readers as `session/event`.
+        return;
+    }
+    let followed = store
+        .inner
+        .ctx
+        .bail(&SESSION_FOLLOWED, &RString::from(id))
+        .is_ok_and(|answer| answer == Some(true));
+    if !followed {
+        // Viewed only to be read, or its last follower left: no more reads for it. A later
+        // view watches it again from what that view reads.
+        store.inner.watches.forget(id, &watch);
+        store.inner.ctx.log(
+            dsh_plugin_api::LogLevel::Info,
+            &format!(
+                "session `{id}`: nobody here follows it any more; its commits are no longer read"
+            ),
+        );
         return;
     }
     let mut next = watch.lock().await;

@@ -33,7 +33,7 @@ pub use listing::{last_activity, listed_title, search_snippet, shown_title, wait
 use abi_stable::std_types::{RArc, RBox, ROption, RResult, RString, RVec};
 use abi_stable::{StableAbi, sabi_trait};
 use async_ffi::FfiFuture;
-use dsh_plugin_api::{DecodeError, EmitEvent, Json, ParallelEvent};
+use dsh_plugin_api::{BailEvent, DecodeError, EmitEvent, Json, ParallelEvent};
 use dsh_protocol::{
     EventData, Message, SearchHit, SessionEvent, SessionSummary, StreamChunk, SurfaceOp,
 };
@@ -57,6 +57,14 @@ pub const SESSION_DISPOSED: EmitEvent<RString> = EmitEvent::new("session/dispose
 /// follows without holding it (see [`SessionStore::view`]), once per event, in seq order per
 /// session (emit). Only the followers of a session listen: it is not this process's to act on.
 pub const SESSION_REMOTE_EVENT: EmitEvent<EventRecord> = EmitEvent::new("session/remote-event");
+
+/// `session/followed`: whether a reader in this process still follows the commits another
+/// process makes to session `id` (bail: the first `true` answers). A store that watches sessions
+/// it does not hold asks before it reads their new events, and stops watching a session nobody
+/// follows (a view taken only to read the history, or one whose last follower left). A reader
+/// of [`SESSION_REMOTE_EVENT`] answers it for the sessions it follows, from before it asks for
+/// their [`SessionStore::view`] until its last follower leaves.
+pub const SESSION_FOLLOWED: BailEvent<RString, bool> = BailEvent::new("session/followed");
 
 /// `session/store-changed`: a session folder appeared in the store or left it, written by
 /// another process (or deleted there); the payload is the folder's path. Readers list the
