@@ -359,3 +359,81 @@ fn a_bad_destination_url_or_server_is_named() {
         unreachable.stderr
     );
 }
+
+#[test]
+fn a_trashed_session_migrates_to_postgres_and_back_still_in_the_trash() {
+    let Some(cluster) = cluster("postgres_migrate::a_trashed_session") else {
+        return;
+    };
+    let url = cluster.url();
+    let dir = TestDir::new("pg-migrate-trash");
+    let server = FakeDeepSeek::start(vec![
+        Reply::text("The kept answer."),
+        Reply::text("The deleted answer."),
+    ]);
+    let (_, _, kept) = run(&dir, &server, &[], "Keep this one");
+    let (_, _, gone) = run(&dir, &server, &[], "Delete this one");
+    let home = dir.home();
+    let count = event_count(&home, &gone);
+    let derived = session(&home, &["derive", &gone], 0).stdout;
+    // Deleted as the page deletes it: into the store's trash.
+    let mut web = dsh_tests::web::start(&server, &dir);
+    web.call("session.delete", &serde_json::json!({"sessionId": gone}));
+    assert_eq!(web.host.stop(), Some(0));
+    let entry = std::fs::read_dir(home.join("trash"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .find(|name| name.starts_with(&format!("{gone}-")))
+        .expect("the deleted session is in the trash");
+
+    let migrated = session(&home, &["migrate", "--to", "postgres", &url], 0);
+    assert!(
+        migrated.stdout.contains(&format!(
+            "migrated {gone} (in the trash): {count} events, history verified"
+        )),
+        "{}",
+        migrated.stdout
+    );
+    assert!(
+        migrated.stdout.contains("2 of 2 session(s) migrated"),
+        "{}",
+        migrated.stdout
+    );
+    let trashed = |id: &str| {
+        cluster
+            .psql(&format!(
+                "SELECT trashed_at FROM dsh_sessions WHERE id = '{id}'"
+            ))
+            .unwrap()
+    };
+    assert_eq!(
+        format!("{gone}-{}", trashed(&gone)),
+        entry,
+        "trashed when it was"
+    );
+    assert_eq!(trashed(&kept), "", "the kept session is listed");
+
+    // Back as logs into a fresh home: the trashed one lands in the trash, not the listing.
+    let back = TestDir::new("pg-migrate-trash-back");
+    let fresh = back.home();
+    let written = session(&fresh, &["migrate", "--to", "jsonl", &url], 0);
+    assert!(
+        written.stdout.contains("2 of 2 session(s) migrated"),
+        "{}",
+        written.stdout
+    );
+    let listed = session(&fresh, &["list"], 0).stdout;
+    assert!(
+        listed.contains(&kept) && !listed.contains(&gone),
+        "{listed}"
+    );
+    let returned = fresh.join("trash").join(&entry);
+    let log = ["session.jsonl.zstd", "session.jsonl"]
+        .map(|name| returned.join(name))
+        .into_iter()
+        .find(|path| path.is_file())
+        .expect("a log in the trash entry");
+    let again = session(&fresh, &["derive", log.to_str().unwrap()], 0).stdout;
+    assert_eq!(again, derived, "the trashed session derives as before");
+}

@@ -3,7 +3,8 @@
 //! destination reads back. A session the destination already holds is refused by name, never
 //! overwritten; one that does not read or does not verify is named and the others go on. The
 //! database side speaks `dsh-session-pg`'s statements, the same text the PostgreSQL store runs,
-//! and the JSONL side writes with the store's own `SessionWriter`.
+//! and the JSONL side writes with the store's own `SessionWriter`. The trash goes too: the newest
+//! trashed copy of each session becomes a row marked trashed, and such a row a trash entry.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -17,6 +18,7 @@ use super::{SessionCliError, sessions_root};
 
 mod to_jsonl;
 mod to_postgres;
+mod trash;
 
 /// The listing files the JSONL store keeps beside a log (see its listing).
 const TITLE_FILE: &str = "title";
@@ -126,6 +128,7 @@ pub(super) fn migrate(
         message: error.to_string(),
     })?;
     let root = sessions_root(home);
+    let trash = trash::trash_root(home);
     // The command is called from inside the host's runtime, which a `block_on` may not nest
     // in: the migration runs on a thread of its own, one session at a time on one connection,
     // so a current-thread runtime there is enough.
@@ -136,7 +139,7 @@ pub(super) fn migrate(
                     .enable_all()
                     .build()
                     .map_err(MigrateError::Runtime)?;
-                runtime.block_on(run_on(&config, url, target, &root, encoding))
+                runtime.block_on(run_on(&config, url, target, (&root, &trash), encoding))
             })
             .join()
             .unwrap_or_else(|_| {
@@ -152,7 +155,7 @@ async fn run_on(
     config: &tokio_postgres::Config,
     url: &str,
     target: Target,
-    root: &Path,
+    (root, trash): (&Path, &Path),
     encoding: Option<Encoding>,
 ) -> Result<(), SessionCliError> {
     let (mut client, connection) =
@@ -166,8 +169,8 @@ async fn run_on(
     // The connection's own task; it ends when the client is dropped.
     let driver = tokio::spawn(connection);
     let done = match target {
-        Target::Postgres => to_postgres::migrate(&mut client, url, root).await,
-        Target::Jsonl => to_jsonl::migrate(&client, root, encoding).await,
+        Target::Postgres => to_postgres::migrate(&mut client, url, root, trash).await,
+        Target::Jsonl => to_jsonl::migrate(&client, (root, trash), encoding).await,
     };
     drop(client);
     let _ = driver.await;

@@ -1,4 +1,5 @@
-//! `--to jsonl`: every session row not in the trash written as a log under the sessions root
+//! `--to jsonl`: every session row written as a log under the sessions root (a trashed one then
+//! moved into the trash as `<id>-<trashed_at>`)
 //! with the JSONL store's writer (its lines as stored, in one append), read back and verified;
 //! the listing's files (title, activity, archived) beside it as the store keeps them.
 
@@ -24,6 +25,8 @@ struct Row {
     active_at: Option<i64>,
     title: Option<String>,
     archived: bool,
+    /// When it was put in the trash; `None` for a listed session.
+    trashed_at: Option<i64>,
 }
 
 fn row_of(id: String, row: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
@@ -33,12 +36,13 @@ fn row_of(id: String, row: &tokio_postgres::Row) -> Result<Row, tokio_postgres::
         active_at: row.try_get(2)?,
         title: row.try_get(3)?,
         archived: row.try_get(4)?,
+        trashed_at: row.try_get(5)?,
     })
 }
 
 pub(super) async fn migrate(
     client: &Client,
-    root: &Path,
+    (root, trash): (&Path, &Path),
     encoding: Option<Encoding>,
 ) -> Result<(), SessionCliError> {
     // The encoding asked for, else the one the root holds, else the store's default.
@@ -48,8 +52,8 @@ pub(super) async fn migrate(
     };
     let rows = client
         .query(
-            "SELECT id, header, active_at, title, archived FROM dsh_sessions
-             WHERE trashed_at IS NULL ORDER BY created_at, id",
+            "SELECT id, header, active_at, title, archived, trashed_at FROM dsh_sessions
+             ORDER BY trashed_at IS NOT NULL, created_at, id",
             &[],
         )
         .await
@@ -57,11 +61,17 @@ pub(super) async fn migrate(
     let mut outcomes = Vec::new();
     for row in rows {
         let id: String = row.try_get(0).map_err(db("*"))?;
-        let outcome = match row_of(id.clone(), &row) {
-            Ok(row) => session_to_jsonl(client, root, encoding, &row).await,
-            Err(error) => Err(db(&id)(error)),
+        let (label, outcome) = match row_of(id.clone(), &row) {
+            Ok(row) => (
+                match row.trashed_at {
+                    Some(_) => super::trash::in_trash(&id),
+                    None => id,
+                },
+                session_to_jsonl(client, (root, trash), encoding, &row).await,
+            ),
+            Err(error) => (id.clone(), Err(db(&id)(error))),
         };
-        outcomes.push((id, outcome));
+        outcomes.push((label, outcome));
     }
     report("JSONL", outcomes)
 }
@@ -79,10 +89,10 @@ fn existing(root: &Path, encoding: Encoding, id: &str) -> Result<Option<PathBuf>
 }
 
 /// One session written as a log (in one append, so one frame), read back and verified; a log
-/// that does not verify is removed again.
+/// that does not verify is removed again. A trashed one is written, then moved into the trash.
 async fn session_to_jsonl(
     client: &Client,
-    root: &Path,
+    (root, trash): (&Path, &Path),
     encoding: Encoding,
     row: &Row,
 ) -> Result<Migrated, MigrateError> {
@@ -100,6 +110,10 @@ async fn session_to_jsonl(
             place: path.display().to_string(),
         });
     }
+    let trash_entry = row
+        .trashed_at
+        .map(|at| super::trash::free_entry(trash, id, at))
+        .transpose()?;
     // A session a running host holds is mid-write: refused like the store refuses deleting it.
     let leased = client
         .query_opt(
@@ -160,6 +174,9 @@ async fn session_to_jsonl(
                     .map_err(|error| write_failed(id, format!("{}: {error}", file.display())))?;
             }
         }
+    }
+    if let (Some(target), Some(dir)) = (trash_entry, path.parent()) {
+        super::trash::move_in(dir, &target, id)?;
     }
     Ok(Migrated {
         events: events.len(),

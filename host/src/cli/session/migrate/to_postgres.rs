@@ -1,6 +1,7 @@
 //! `--to postgres`: every log under the sessions root inserted, one transaction a session (its
 //! row with the listing columns the JSONL store kept, then its events), read back inside the
-//! transaction and committed only when the history it derives is the log's.
+//! transaction and committed only when the history it derives is the log's; then the newest
+//! trashed copy of each session not migrated already, as a row marked trashed.
 
 use std::path::Path;
 
@@ -65,6 +66,7 @@ pub(super) async fn migrate(
     client: &mut Client,
     url: &str,
     root: &Path,
+    trash: &Path,
 ) -> Result<(), SessionCliError> {
     let schema = async {
         let transaction = client.transaction().await?;
@@ -89,8 +91,23 @@ pub(super) async fn migrate(
     }
     for listed in &listing.sessions {
         let id = listed.header.id.clone();
-        let outcome = session_to_postgres(client, listed).await;
+        let outcome = session_to_postgres(client, listed, None).await;
         outcomes.push((id, outcome));
+    }
+    let (trashed, broken) = super::trash::newest_entries(trash);
+    outcomes.extend(
+        broken
+            .into_iter()
+            .map(|(id, error)| (super::trash::in_trash(&id), Err(error))),
+    );
+    for (id, trashed) in trashed {
+        if listing.sessions.iter().any(|listed| listed.header.id == id) {
+            // An older copy of a session deleted and restored: the session itself went over.
+            println!("kept in the trash: an older copy of {id}");
+            continue;
+        }
+        let outcome = session_to_postgres(client, &trashed.listed, Some(trashed.trashed_at)).await;
+        outcomes.push((super::trash::in_trash(&id), outcome));
     }
     report("PostgreSQL", outcomes)
 }
@@ -123,11 +140,13 @@ fn lock_log(id: &str, path: &Path) -> Result<Option<std::fs::File>, MigrateError
     }
 }
 
-/// One session in one transaction: the row, the events, then the events read back and
-/// verified; committed only when they verify (dropped uncommitted, it rolls back).
+/// One session in one transaction: the row (marked trashed at `trashed_at` when given), the
+/// events, then the events read back and verified; committed only when they verify (dropped
+/// uncommitted, it rolls back).
 async fn session_to_postgres(
     client: &mut Client,
     listed: &ListedSession,
+    trashed_at: Option<i64>,
 ) -> Result<Migrated, MigrateError> {
     let id = listed.header.id.as_str();
     // Held until the copy is committed, so no process appends to the log meanwhile.
@@ -170,6 +189,15 @@ async fn session_to_postgres(
         )
         .await
         .map_err(db(id))?;
+    if let Some(trashed_at) = trashed_at {
+        transaction
+            .execute(
+                "UPDATE dsh_sessions SET trashed_at = $2 WHERE id = $1",
+                &[&id, &trashed_at],
+            )
+            .await
+            .map_err(db(id))?;
+    }
     let seqs: Vec<i64> = read
         .events
         .iter()
