@@ -128,3 +128,32 @@ fn the_client_protocol_runs_on_stdio_beside_the_reference_methods() {
         client.stray_lines()
     );
 }
+
+#[test]
+fn the_client_protocol_answers_while_an_mcp_server_is_still_starting() {
+    // A server that never answers its handshake: the `mcp` row waits up to its start bound
+    // (30 s and more) for it, so the tree does not settle meanwhile.
+    let dir = TestDir::new("sdk-clients-mcp");
+    dir.write(
+        "home/mcp.json",
+        r#"{"mcpServers": {"mute": {"command": "sleep", "args": ["60"], "sandbox": "danger-full-access"}}}"#,
+    );
+    let started = Instant::now();
+    let client = start(&dir, &[], &[]);
+    let hello = client
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientInfo": {"name": "test"}, "features": []}),
+            WAIT,
+        )
+        .unwrap();
+    let waited = started.elapsed();
+    assert_eq!(hello["protocolVersion"], 1, "{hello}");
+    // The SDK runtime gives a tree up to 5 s to start; the handshake must not wait for it.
+    assert!(
+        waited < std::time::Duration::from_secs(4),
+        "the handshake waited {waited:?} for the MCP server's start"
+    );
+    let listed = client.request("session.list", json!({}), WAIT).unwrap();
+    assert!(listed["sessions"].is_array(), "{listed}");
+}

@@ -144,7 +144,7 @@ async fn serve(server: &Server) -> i32 {
         err(&format!("dsh: {error}"));
         return 2;
     }
-    server.started().await;
+    server.door_open().await;
     loop {
         // One line at a time off the runtime's threads; stdin's own buffer keeps what follows.
         let read = server

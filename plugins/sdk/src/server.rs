@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
+use dsh_clients_seam::{CLIENTS_SERVICE, ClientsService};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_plugin_api::cancel::first_of;
 use dsh_plugin_api::io::control::HostControlService;
@@ -26,8 +27,11 @@ use dsh_json_rpc::wire::{
     AGENT_BUSY, Incoming, Line, NOT_INITIALIZED, PARSE_ERROR, RpcError, SHUTTING_DOWN, classify,
 };
 
-/// How long `initialize` waits for the rest of the tree to start.
+/// How long `initialize` waits for the rest of the tree to start, and the start for the
+/// client protocol's row.
 const TREE_START: Duration = Duration::from_secs(5);
+/// How often the start looks for the client protocol's row.
+const DOOR_LOOK: Duration = Duration::from_millis(2);
 /// How long cancelled turns are given to close their logs before the host exits.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How long `shutdown` waits for the SDK's agents to be disposed.
@@ -70,11 +74,23 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Waits (a bounded while) until every row that can start has started: the host reads
-    /// stdin from the moment this row is up, and a client writing at once must not meet the
-    /// client protocol's row, or a tool's, not yet mounted.
+    /// Waits (a bounded while) until every row that can start has started.
     pub(crate) async fn started(&self) {
         let _ = first_of(self.ctx.tree_settled(), self.ctx.sleep(TREE_START)).await;
+    }
+
+    /// Waits (a bounded while) for the client protocol's row: the host reads stdin from the
+    /// moment this row is up, and that row may start a moment later (a client writing at once
+    /// met "unknown method"). A tree without one is waited for until it settles; a row slow to
+    /// start (an MCP server's first attempt) is not waited for.
+    pub(crate) async fn door_open(&self) {
+        let mounted = async {
+            while !matches!(self.ctx.get::<ClientsService>(CLIENTS_SERVICE), Ok(Some(_))) {
+                self.ctx.sleep(DOOR_LOOK).await;
+            }
+        };
+        let either = first_of(mounted, self.ctx.tree_settled());
+        let _ = first_of(either, self.ctx.sleep(TREE_START)).await;
     }
 
     /// Mounts `llm-replay` on `log` (its children's logs beside it) and waits until it listens.
