@@ -358,7 +358,7 @@ fn an_ask_with_no_page_connected_fails_closed() {
 /// Rename, fork from an item, and delete (refused while a turn runs; afterwards the folder
 /// moves to the trash and the list drops it).
 #[test]
-fn a_session_is_renamed_forked_from_an_item_and_deleted_into_the_trash() {
+fn a_session_is_renamed_forked_from_an_item_deleted_into_the_trash_and_restored() {
     let server = FakeDeepSeek::start(vec![
         Reply::text("the first answer"),
         Reply::Stall { ms: 20_000 },
@@ -464,6 +464,17 @@ fn a_session_is_renamed_forked_from_an_item_and_deleted_into_the_trash() {
     assert!(
         trash.iter().any(|name| name.starts_with(&session)),
         "{trash:?}"
+    );
+    // Back out of the trash, where it was.
+    web.call("session.restore", &json!({"sessionId": session}));
+    let listed = web.call("session.list", &json!({}));
+    assert!(
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == session),
+        "restored but not listed: {listed}"
     );
     assert_eq!(web.host.stop(), Some(0));
 }

@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_session_jsonl::{Encoding, check_session_id, find_session, read_header, session_dir};
+use dsh_session_jsonl::{
+    Encoding, check_session_id, find_session, parse_trash_entry, read_header, session_dir,
+    trash_entry_name,
+};
 use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
 use crate::store::{error, lookup, storage};
@@ -67,10 +70,12 @@ pub(crate) fn move_to_trash(
     let dir = stored_dir(root, encoding, id)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis());
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
     // `find_session` refused any id that is not a plain name, so this stays one entry of the
     // trash.
-    let target = trash.join(format!("{id}-{stamp}"));
+    let target = trash.join(trash_entry_name(id, stamp));
     std::fs::create_dir_all(trash)
         .and_then(|()| std::fs::rename(&dir, &target))
         .map_err(|problem| {
@@ -137,13 +142,12 @@ fn newest_entry(trash: &Path, id: &str) -> Result<Option<PathBuf>, SessionError>
             )));
         }
     };
-    let prefix = format!("{id}-");
     let newest = entries
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().into_string().ok()?;
-            let stamp: u128 = name.strip_prefix(&prefix)?.parse().ok()?;
-            Some((stamp, entry.path()))
+            let (of, stamp) = parse_trash_entry(&name)?;
+            (of == id).then(|| (stamp, entry.path()))
         })
         .max_by_key(|(stamp, _)| *stamp)
         .map(|(_, path)| path);

@@ -192,9 +192,35 @@ pub fn log_path(
     Ok(session_dir(root, cwd, id)?.join(encoding.file_name()))
 }
 
+/// A deleted session's directory in a store's trash: `<id>-<milliseconds>`, when it was
+/// deleted, so a session deleted, restored and deleted again has one entry per deletion.
+pub fn trash_entry_name(id: &str, deleted_at_ms: u64) -> String {
+    format!("{id}-{deleted_at_ms}")
+}
+
+/// The session id and deletion time a trash entry's name holds; `None` for another name.
+pub fn parse_trash_entry(name: &str) -> Option<(&str, u64)> {
+    let (id, stamp) = name.rsplit_once('-')?;
+    Some((id, stamp.parse().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trash_entries_name_their_session_and_time() {
+        let id = "0650a582-7113-4f51-9477-b77a42c1996b";
+        let name = trash_entry_name(id, 1_764_800_000_123);
+        assert_eq!(name, format!("{id}-1764800000123"));
+        assert_eq!(parse_trash_entry(&name), Some((id, 1_764_800_000_123)));
+        assert_eq!(
+            parse_trash_entry(id),
+            None,
+            "an id alone ends in hex, not a time"
+        );
+        assert_eq!(parse_trash_entry("notes.txt"), None);
+    }
 
     fn key(cwd: &str) -> String {
         project_key(cwd).unwrap()

@@ -31,7 +31,7 @@ pub use error::{LayoutError, ReadError, RecordError, RootError, VersionDirection
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader};
 pub use layout::{
     Encoding, NO_CWD_DIR, check_session_id, decode_session_id, encode_session_id, log_path,
-    project_dir, project_key, session_dir,
+    parse_trash_entry, project_dir, project_key, session_dir, trash_entry_name,
 };
 pub use read::{
     ReadLines, ReadSession, Repair, decode_session, read_header, read_session, read_session_lines,

@@ -1,12 +1,15 @@
-//! The JSONL store's trash as a migration sees it: entries `<id>-<milliseconds>`, each a
-//! deleted session's directory moved aside whole (see the store's trash). Going to PostgreSQL
+//! The JSONL store's trash as a migration sees it: entries named as the store names them
+//! (`dsh_session_jsonl::trash_entry_name`), each a deleted session's directory moved aside
+//! whole. Going to PostgreSQL
 //! the newest entry of each id becomes a row marked trashed at that time; coming back, a row
 //! marked trashed becomes such an entry.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use dsh_session_jsonl::{Encoding, ListedSession, read_header};
+use dsh_session_jsonl::{
+    Encoding, ListedSession, parse_trash_entry, read_header, trash_entry_name,
+};
 
 use super::{MigrateError, unreadable, write_failed};
 
@@ -26,31 +29,27 @@ pub(super) struct Trashed {
     pub(super) trashed_at: i64,
 }
 
-/// The newest entry of each id in `trash`, by id; an entry whose log does not read is named
-/// among the failures. No trash: nothing.
+/// The newest entry of each id in `trash` (the stamps compared first, so only that entry is
+/// read), by id; one whose log does not read is named among the failures. No trash: nothing.
 pub(super) fn newest_entries(
     trash: &Path,
 ) -> (BTreeMap<String, Trashed>, Vec<(String, MigrateError)>) {
-    let mut newest: BTreeMap<String, Trashed> = BTreeMap::new();
-    let mut broken = Vec::new();
-    let Ok(entries) = std::fs::read_dir(trash) else {
-        return (newest, broken);
-    };
-    for entry in entries.flatten() {
+    let mut newest: BTreeMap<String, (i64, PathBuf)> = BTreeMap::new();
+    for entry in std::fs::read_dir(trash).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some((id, stamp)) = name.rsplit_once('-') else {
+        let Some((id, stamp)) = parse_trash_entry(&name) else {
             continue;
         };
-        let Ok(trashed_at) = stamp.parse::<i64>() else {
+        let Ok(trashed_at) = i64::try_from(stamp) else {
             continue;
         };
-        if newest
-            .get(id)
-            .is_some_and(|kept| kept.trashed_at >= trashed_at)
-        {
-            continue;
+        if newest.get(id).is_none_or(|(kept, _)| *kept < trashed_at) {
+            newest.insert(id.to_owned(), (trashed_at, entry.path()));
         }
-        let dir = entry.path();
+    }
+    let mut read = BTreeMap::new();
+    let mut broken = Vec::new();
+    for (id, (trashed_at, dir)) in newest {
         let Some(path) = [Encoding::Zstd, Encoding::Raw]
             .map(|encoding| dir.join(encoding.file_name()))
             .into_iter()
@@ -61,27 +60,25 @@ pub(super) fn newest_entries(
         match read_header(&path) {
             Ok(header) if header.id == id => {
                 let listed = ListedSession { path, header };
-                newest.insert(id.to_owned(), Trashed { listed, trashed_at });
+                read.insert(id, Trashed { listed, trashed_at });
             }
-            Ok(header) => broken.push((
-                id.to_owned(),
-                unreadable(
-                    id,
-                    format!("{}: its header names `{}`", path.display(), header.id),
-                ),
-            )),
-            Err(error) => broken.push((
-                id.to_owned(),
-                unreadable(id, format!("{}: {error}", path.display())),
-            )),
+            Ok(header) => {
+                let problem = format!("{}: its header names `{}`", path.display(), header.id);
+                broken.push((id.clone(), unreadable(&id, problem)));
+            }
+            Err(error) => {
+                let problem = format!("{}: {error}", path.display());
+                broken.push((id.clone(), unreadable(&id, problem)));
+            }
         }
     }
-    (newest, broken)
+    (read, broken)
 }
 
 /// Where session `id` deleted at `trashed_at` goes in `trash`; refused when it is there.
 pub(super) fn free_entry(trash: &Path, id: &str, trashed_at: i64) -> Result<PathBuf, MigrateError> {
-    let target = trash.join(format!("{id}-{trashed_at}"));
+    let stamp = u64::try_from(trashed_at).unwrap_or_default();
+    let target = trash.join(trash_entry_name(id, stamp));
     match target.exists() {
         true => Err(MigrateError::AlreadyThere {
             id: id.to_owned(),
