@@ -18,6 +18,7 @@ mod code_mode;
 mod commands;
 mod compaction;
 mod conformance;
+mod enclaves;
 mod env_files;
 mod escalation;
 mod escapes;

@@ -14,6 +14,16 @@ pub(crate) struct Fence {
     pub(crate) network: bool,
 }
 
+/// The enclave a command runs in (`--enclave PID:START:N`): its bubblewrap's pid and start
+/// time, and how many of the last arguments are the program and its arguments (the ones
+/// before them are bubblewrap's, used when the enclave cannot be).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EnclaveRef {
+    pub(crate) pid: u32,
+    pub(crate) start: u64,
+    pub(crate) program_len: usize,
+}
+
 /// Everything one run is asked to do.
 #[derive(Debug, Default)]
 pub(crate) struct Request {
@@ -29,6 +39,10 @@ pub(crate) struct Request {
     /// Become this bubblewrap, with the seccomp filter handed to it (`--add-seccomp-fd`),
     /// instead of the program: `command` is then bubblewrap's arguments.
     pub(crate) bwrap: Option<String>,
+    /// With `bwrap`: run in this enclave when it can be used (see `enclave`).
+    pub(crate) enclave: Option<EnclaveRef>,
+    /// The program's working directory in the enclave.
+    pub(crate) chdir: Option<String>,
     pub(crate) probe: bool,
     pub(crate) command: Vec<String>,
 }
@@ -55,8 +69,14 @@ pub(crate) enum UsageError {
     FenceAlone,
     #[error("--deny-socket needs --seccomp")]
     SocketAlone,
-    #[error("--bwrap goes without --landlock and --env (bubblewrap's own --setenv sets them)")]
+    #[error(
+        "--bwrap goes without --landlock, and without --env unless --enclave (bubblewrap's own --setenv sets them)"
+    )]
     BwrapWith,
+    #[error("--enclave `{0}`: expected PID:START:N")]
+    EnclaveShape(String),
+    #[error("--enclave and --chdir need --bwrap, and N at most the arguments after `--`")]
+    EnclaveAlone,
     #[error("no program after `--`")]
     NoProgram,
 }
@@ -97,6 +117,11 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, UsageError> {
             }
             "--landlock" => landlock = true,
             "--bwrap" => request.bwrap = Some(value(&mut rest, "--bwrap needs bubblewrap's path")?),
+            "--enclave" => {
+                let text = value(&mut rest, "--enclave needs PID:START:N")?;
+                request.enclave = Some(parse_enclave(&text)?);
+            }
+            "--chdir" => request.chdir = Some(value(&mut rest, "--chdir needs a directory")?),
             "--join-cgroup" => request
                 .cgroups
                 .push(value(&mut rest, "--join-cgroup needs a directory")?),
@@ -124,13 +149,39 @@ pub(crate) fn parse(args: &[String]) -> Result<Request, UsageError> {
     if !request.denied_sockets.is_empty() && !request.seccomp {
         return Err(UsageError::SocketAlone);
     }
-    if request.bwrap.is_some() && (request.landlock.is_some() || !request.env.is_empty()) {
+    if request.bwrap.is_some()
+        && (request.landlock.is_some() || (!request.env.is_empty() && request.enclave.is_none()))
+    {
         return Err(UsageError::BwrapWith);
+    }
+    let enclave_fits = request.enclave.as_ref().is_none_or(|enclave| {
+        enclave.program_len > 0 && enclave.program_len <= request.command.len()
+    });
+    if ((request.enclave.is_some() || request.chdir.is_some()) && request.bwrap.is_none())
+        || (request.chdir.is_some() && request.enclave.is_none())
+        || !enclave_fits
+    {
+        return Err(UsageError::EnclaveAlone);
     }
     if !request.probe && request.command.is_empty() {
         return Err(UsageError::NoProgram);
     }
     Ok(request)
+}
+
+fn parse_enclave(text: &str) -> Result<EnclaveRef, UsageError> {
+    let shape = || UsageError::EnclaveShape(text.to_owned());
+    let mut parts = text.split(':');
+    let (Some(pid), Some(start), Some(program_len), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(shape());
+    };
+    Ok(EnclaveRef {
+        pid: pid.parse().map_err(|_| shape())?,
+        start: start.parse().map_err(|_| shape())?,
+        program_len: program_len.parse().map_err(|_| shape())?,
+    })
 }
 
 fn parse_limit(text: &str) -> Result<Limit, UsageError> {
@@ -176,6 +227,39 @@ mod tests {
         assert_eq!(request.command, ["true"]);
         assert!(parse(&strings(&["--env", "A"])).is_err());
         assert!(parse(&strings(&["--env", "A=B", "1", "--", "true"])).is_err());
+    }
+
+    #[test]
+    fn an_enclave_is_read_with_its_directory_and_variables() {
+        let request = parse(&strings(&[
+            "--bwrap",
+            "bwrap",
+            "--enclave",
+            "41:9000:2",
+            "--chdir",
+            "/w",
+            "--env",
+            "A",
+            "1",
+            "--",
+            "--ro-bind",
+            "/",
+            "/",
+            "--",
+            "bash",
+            "-c",
+        ]))
+        .unwrap();
+        assert_eq!(
+            request.enclave,
+            Some(EnclaveRef {
+                pid: 41,
+                start: 9000,
+                program_len: 2
+            })
+        );
+        assert_eq!(request.chdir.as_deref(), Some("/w"));
+        assert_eq!(request.env, [("A".to_owned(), "1".to_owned())]);
     }
 
     #[test]
@@ -225,6 +309,23 @@ mod tests {
             (
                 &["--bwrap", "bwrap", "--landlock", "--", "true"][..],
                 "goes without --landlock",
+            ),
+            (
+                &["--bwrap", "bwrap", "--env", "A", "1", "--", "true"][..],
+                "goes without --landlock",
+            ),
+            (
+                &["--bwrap", "b", "--enclave", "12:34", "--", "true"][..],
+                "PID:START:N",
+            ),
+            (
+                &["--bwrap", "b", "--enclave", "12:34:2", "--", "true"][..],
+                "N at most",
+            ),
+            (&["--enclave", "12:34:1", "--", "true"][..], "need --bwrap"),
+            (
+                &["--bwrap", "b", "--chdir", "/w", "--", "true"][..],
+                "need --bwrap",
             ),
         ] {
             let problem = parse(&strings(args)).unwrap_err().to_string();

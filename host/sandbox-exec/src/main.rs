@@ -9,6 +9,10 @@
 //! The `--env` variables are set for the program only then, so a requested `LD_PRELOAD`
 //! never acts on anything before it is confined.
 //!
+//! With `--enclave`, the program (the last N arguments) runs in the namespaces of a session's
+//! running bubblewrap instead, when they can be used (see `enclave`); otherwise bubblewrap
+//! runs as without it.
+//!
 //! It is a binary of its own, not a subcommand of `dsh-host`, because it runs once per
 //! command: a small program starts in a fraction of the host's start-up time. Anything it
 //! cannot enforce ends it with exit 126 and the reason on stderr; it never runs the program
@@ -20,10 +24,13 @@
 //!                  [--landlock [--read DIR].. [--write DIR].. [--network]]
 //!                  (--probe | -- PROGRAM [ARGS..])
 //! dsh-sandbox-exec --bwrap BWRAP [--join-cgroup DIR].. [--limit NAME=VALUE]..
-//!                  [--seccomp [--deny-socket FAMILY]..] -- BWRAP-ARGS.. -- PROGRAM [ARGS..]
+//!                  [--seccomp [--deny-socket FAMILY]..]
+//!                  [--enclave PID:START:N --chdir DIR [--env NAME VALUE]..]
+//!                  -- BWRAP-ARGS.. -- PROGRAM [ARGS..]
 //! ```
 
 mod args;
+mod enclave;
 mod fence;
 mod front;
 mod limits;
@@ -95,7 +102,7 @@ fn confine(request: &Request) -> Result<(), Refusal> {
 
 /// No program this process runs can gain privileges (setuid bits, file capabilities).
 #[allow(unsafe_code, reason = "prctl has no safe wrapper in std")]
-fn set_no_new_privs() -> std::io::Result<()> {
+pub(crate) fn set_no_new_privs() -> std::io::Result<()> {
     // SAFETY: prctl with PR_SET_NO_NEW_PRIVS takes plain integers and touches no memory.
     let done = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
     match done {
@@ -120,6 +127,24 @@ fn run(args: &[String]) -> i32 {
         return 0;
     }
     if let Some(bwrap) = &request.bwrap {
+        if let Some(enclave) = &request.enclave {
+            let split = request.command.len() - enclave.program_len;
+            let program = &request.command[split..];
+            match enclave::run(enclave, &request, program) {
+                enclave::Outcome::Exited(code) => return code,
+                enclave::Outcome::Broken(why) => {
+                    eprintln!("dsh-sandbox-exec: {why}");
+                    return 126;
+                }
+                // Bubblewrap builds the same sandbox from scratch (the program is already
+                // the end of its arguments).
+                enclave::Outcome::Unusable(why) => {
+                    if std::env::var_os("DSH_SANDBOX_TRACE").is_some() {
+                        eprintln!("dsh-sandbox-exec: not in the enclave: {why}");
+                    }
+                }
+            }
+        }
         let why = front::exec_bwrap(
             bwrap,
             &request.command,

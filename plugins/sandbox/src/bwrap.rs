@@ -53,12 +53,37 @@ fn inside(path: &str, dir: &str) -> bool {
     Path::new(path).starts_with(dir)
 }
 
-/// The `bwrap` arguments that run `command` under `policy`.
+/// The `bwrap` arguments that run `command` under `policy`: the [`layout`], then the
+/// command's own (as the service joins them).
+#[cfg(test)]
 pub(crate) fn arguments(
     policy: &SandboxPolicy,
     mounts: &Mounts,
     command: &Command<'_>,
 ) -> Vec<String> {
+    let mut argv = layout(policy, mounts);
+    argv.extend(command_arguments(command));
+    argv
+}
+
+/// What the command itself adds: its variables, its directory, then the program.
+pub(crate) fn command_arguments(command: &Command<'_>) -> Vec<String> {
+    let mut argv = Vec::new();
+    for (name, value) in command.env {
+        argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
+    }
+    argv.extend([
+        "--chdir".to_owned(),
+        command.cwd.to_owned(),
+        "--".to_owned(),
+    ]);
+    argv.extend(command.argv.iter().cloned());
+    argv
+}
+
+/// The namespaces and mounts of `policy` as the filesystem stands now (which protected paths
+/// exist decides what is bound): everything of the `bwrap` arguments but the command's own.
+pub(crate) fn layout(policy: &SandboxPolicy, mounts: &Mounts) -> Vec<String> {
     let mut argv: Vec<String> = [
         "--die-with-parent",
         "--unshare-pid",
@@ -125,15 +150,6 @@ pub(crate) fn arguments(
     if !policy.network {
         argv.push("--unshare-net".to_owned());
     }
-    for (name, value) in command.env {
-        argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
-    }
-    argv.extend([
-        "--chdir".to_owned(),
-        command.cwd.to_owned(),
-        "--".to_owned(),
-    ]);
-    argv.extend(command.argv.iter().cloned());
     argv
 }
 

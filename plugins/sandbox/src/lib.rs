@@ -15,6 +15,7 @@
 
 mod bwrap;
 mod cgroup;
+mod enclaves;
 mod env;
 mod escalation;
 mod landlock;
@@ -76,6 +77,11 @@ pub struct SandboxConfig {
     pub unix_sockets: bool,
     /// A fresh, private `/tmp` per command instead of the host's.
     pub fresh_tmp: bool,
+    /// Whether a session's confined commands enter a bubblewrap sandbox kept for the session
+    /// (each still in pid, mount and IPC namespaces of its own, with its own `/proc`) instead of
+    /// starting bubblewrap each (default true; off: one bubblewrap per command, as before).
+    /// Commands under `read-only` or `freshTmp` always start their own.
+    pub enclaves: Option<bool>,
     /// Whether `/tmp` and the temp dir are writable in `workspace-write` (default true).
     pub temp_writable: Option<bool>,
     /// The bubblewrap program (default `bwrap`, looked up on `PATH`).
@@ -317,6 +323,7 @@ impl Plugin for SandboxPlugin {
             protected: config.protected,
             hidden: config.hidden,
             fresh_tmp: config.fresh_tmp,
+            enclaves: config.enclaves.unwrap_or(true),
             temp_writable: config.temp_writable.unwrap_or(true),
             readable_roots: config.readable_roots,
             exposed: config.exposed,
@@ -359,6 +366,8 @@ impl Plugin for SandboxPlugin {
             subprocess,
             cgroups,
         ));
+        let kept = service.clone();
+        ctx.on_dispose(move || kept.enclaves.clear())?;
         escalation::listen(&ctx, service.clone())?;
         ctx.provide(
             SANDBOX_SERVICE,

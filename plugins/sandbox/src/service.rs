@@ -52,6 +52,8 @@ pub(crate) struct Settings {
     pub(crate) protected: Vec<String>,
     pub(crate) hidden: Vec<String>,
     pub(crate) fresh_tmp: bool,
+    /// Whether confined commands run in their session's enclave where they can.
+    pub(crate) enclaves: bool,
     pub(crate) temp_writable: bool,
     /// When set, what commands and file tools may read besides the writable roots.
     pub(crate) readable_roots: Option<Vec<String>>,
@@ -63,6 +65,9 @@ pub(crate) struct Settings {
     /// Whether confined commands may create Unix sockets.
     pub(crate) unix_sockets: bool,
 }
+
+/// Where an enclave's holder program is looked for.
+const HOLDER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Grants remembered at once; the oldest goes first (a grant is used by the call it was
 /// approved for, right after the approval).
@@ -81,6 +86,8 @@ pub(crate) struct SandboxImpl {
     pub(crate) roots: crate::roots::Roots,
     /// The control groups every confined command joins (root only; see `cgroup`).
     pub(crate) cgroups: Vec<std::path::PathBuf>,
+    /// The sessions' enclaves (see `enclaves`).
+    pub(crate) enclaves: crate::enclaves::Enclaves,
 }
 
 /// Why a process was not started.
@@ -139,6 +146,7 @@ impl SandboxImpl {
             grants: Mutex::default(),
             roots: crate::roots::Roots::default(),
             cgroups,
+            enclaves: crate::enclaves::Enclaves::default(),
         }
     }
 
@@ -249,11 +257,16 @@ impl SandboxImpl {
         request: SpawnRequest,
     ) -> Result<ProcessBox, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
-        let request = self.confine(&policy, cwd, request)?;
-        self.subprocess
+        let (request, ticket) = self.confine(&policy, cwd, request, Some(session))?;
+        let process = self
+            .subprocess
             .spawn(request)
             .into_result()
-            .map_err(SandboxError::Spawn)
+            .map_err(SandboxError::Spawn)?;
+        Ok(match ticket {
+            Some(ticket) => ticket.hold(process),
+            None => process,
+        })
     }
 
     /// Starts `request` with its stdin kept open, under the policy of the call, or under
@@ -272,7 +285,7 @@ impl SandboxImpl {
                 SandboxMode::parse(mode).ok_or_else(|| SandboxError::Mode(mode.to_owned()))?;
             policy = self.policy_in(chosen, session, cwd);
         }
-        let request = self.confine(&policy, cwd, request)?;
+        let (request, _) = self.confine(&policy, cwd, request, None)?;
         let launcher = self
             .ctx
             .get::<PipedSubprocessService>(PIPED_SUBPROCESS_SERVICE)
@@ -295,7 +308,7 @@ impl SandboxImpl {
         size: PtySize,
     ) -> Result<PtyProcess, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
-        let request = self.confine(&policy, cwd, request)?;
+        let (request, _) = self.confine(&policy, cwd, request, None)?;
         let launcher = self
             .ctx
             .get::<PtySubprocessService>(PTY_SUBPROCESS_SERVICE)
@@ -330,13 +343,17 @@ impl SandboxImpl {
     /// `request` rewritten to run under `policy`: secrets removed from its environment, and
     /// wrapped in the backend unless the policy is full access. The wrappers start without the
     /// loader's variables, which are set for the program alone once everything is in place:
-    /// otherwise an entry's `LD_PRELOAD` would run code before the sandbox is complete.
+    /// otherwise an entry's `LD_PRELOAD` would run code before the sandbox is complete. Given
+    /// the `session`, the command runs in the session's enclave where one can serve it, and
+    /// the ticket that keeps the enclave while it runs comes back with the request.
     fn confine(
         &self,
         policy: &SandboxPolicy,
         cwd: &str,
         mut request: SpawnRequest,
-    ) -> Result<SpawnRequest, SandboxError> {
+        session: Option<&str>,
+    ) -> Result<(SpawnRequest, Option<crate::enclaves::Ticket>), SandboxError> {
+        let mut ticket = None;
         let host: Vec<(String, String)> = std::env::vars_os()
             .map(|(name, value)| {
                 (
@@ -395,8 +412,27 @@ impl SandboxImpl {
                         env: &inner_env,
                         argv: &inside,
                     };
-                    let bwrap_args = bwrap::arguments(policy, &mounts, &command);
-                    let argv = crate::landlock::front_arguments(bwrap, &inner, &joins, bwrap_args);
+                    let layout = bwrap::layout(policy, &mounts);
+                    ticket = session
+                        .filter(|_| self.enclave_serves(policy))
+                        .and_then(|session| self.enclave_ticket(session, policy, &layout));
+                    let mut bwrap_args = layout;
+                    bwrap_args.extend(bwrap::command_arguments(&command));
+                    let mut argv =
+                        crate::landlock::front_arguments(bwrap, &inner, &joins, bwrap_args);
+                    if let Some(ticket) = &ticket {
+                        let mut entering = vec![
+                            "--enclave".to_owned(),
+                            format!("{}:{}:{}", ticket.pid, ticket.start, inside.len()),
+                            "--chdir".to_owned(),
+                            run_in.clone(),
+                        ];
+                        for (name, value) in &inner_env {
+                            entering.extend(["--env".to_owned(), name.clone(), value.clone()]);
+                        }
+                        // After `--bwrap BWRAP`.
+                        argv.splice(2..2, entering);
+                    }
                     (exec.clone(), argv)
                 }
                 Backend::Landlock(exec) => {
@@ -417,7 +453,84 @@ impl SandboxImpl {
             request.args = argv.into_iter().map(RString::from).collect();
         }
         request.remove_env = RVec::from(remove);
-        Ok(request)
+        Ok((request, ticket))
+    }
+
+    /// Whether a command under `policy` may run in an enclave: not where each command gets a
+    /// private `/tmp` of its own.
+    fn enclave_serves(&self, policy: &SandboxPolicy) -> bool {
+        self.settings.enclaves
+            && !self.settings.fresh_tmp
+            && policy.mode == SandboxMode::WorkspaceWrite
+    }
+
+    /// A ticket into `session`'s enclave of `layout`, starting it (its holder under the same
+    /// wrappers as any command) when there is none.
+    fn enclave_ticket(
+        &self,
+        session: &str,
+        policy: &SandboxPolicy,
+        layout: &[String],
+    ) -> Option<crate::enclaves::Ticket> {
+        let Backend::Bwrap { bwrap, exec, .. } = &self.backend else {
+            return None;
+        };
+        let key = layout.join("\0");
+        self.enclaves.ticket(session, &key, || {
+            let holder: Vec<String> = crate::enclaves::HOLDER
+                .iter()
+                .map(|arg| (*arg).to_owned())
+                .collect();
+            let command = bwrap::Command {
+                cwd: "/",
+                env: &[],
+                argv: &holder,
+            };
+            let mut bwrap_args = layout.to_vec();
+            bwrap_args.extend(bwrap::command_arguments(&command));
+            let inner = Inner {
+                policy,
+                limits: &self.settings.limits,
+                env: &[],
+                program: crate::enclaves::HOLDER[0],
+                args: &holder[1..],
+            };
+            let argv = crate::landlock::front_arguments(
+                bwrap,
+                &inner,
+                &self.join_arguments(),
+                bwrap_args,
+            );
+            // The holder needs no variable of the host's (no secret lingers in it), only where
+            // its program is.
+            let request = SpawnRequest {
+                program: RString::from(exec.as_str()),
+                args: argv.into_iter().map(RString::from).collect(),
+                cwd: abi_stable::std_types::RSome(RString::from("/")),
+                env: RVec::from(vec![dsh_plugin_api::io::subprocess::EnvVar {
+                    name: RString::from("PATH"),
+                    value: RString::from(HOLDER_PATH),
+                }]),
+                remove_env: RVec::from(vec![RString::from("*")]),
+                ..SpawnRequest::default()
+            };
+            match self.subprocess.spawn(request).into_result() {
+                Ok(holder) => {
+                    self.ctx.log(
+                        dsh_plugin_api::LogLevel::Debug,
+                        &format!("session {session}: enclave started (pid {})", holder.pid()),
+                    );
+                    Some(holder)
+                }
+                Err(error) => {
+                    self.ctx.log(
+                        dsh_plugin_api::LogLevel::Warn,
+                        &format!("session {session}: no enclave ({error}); its commands start bubblewrap each"),
+                    );
+                    None
+                }
+            }
+        })
     }
 }
 

@@ -1,0 +1,207 @@
+//! Enclaves: one bubblewrap sandbox kept running per session and mount layout, which the
+//! session's confined commands enter (`dsh-sandbox-exec --enclave`) instead of starting
+//! bubblewrap each time. Starting bubblewrap (a user namespace, every bind mount, `/dev` and
+//! `/proc`) is most of what confining a command costs; entering its namespaces and making the
+//! command's own pid, mount and IPC namespaces under them is a fraction of it (see
+//! `dsh-sandbox-exec`'s `enclave`).
+//!
+//! An enclave is named by its mount layout: the bubblewrap arguments the policy gives at the
+//! moment of the call, so a protected path that appears, a root granted or a mode changed makes
+//! the next command start (and use) a new one; nothing a command sees is decided by an older
+//! policy. Enclaves are kept while a command runs in them; an idle one goes when its session's
+//! layout changes, after [`IDLE`], or when more than [`KEPT`] are kept. Its holder (`sleep`)
+//! dies with the host, and the enclave with it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::{ROption, RResult};
+use async_ffi::FfiFuture;
+use dsh_plugin_api::io::subprocess::{
+    ExitStatus, OutputChunk, Process, Process_TO, ProcessBox, SubprocessError,
+};
+use dsh_plugin_api::lock;
+
+/// The program an enclave holds open (found by its name by `dsh-sandbox-exec`).
+pub(crate) const HOLDER: [&str; 2] = ["sleep", "infinity"];
+
+/// Enclaves kept at once, for all sessions.
+const KEPT: usize = 8;
+
+/// How long an enclave nobody uses is kept.
+const IDLE: Duration = Duration::from_secs(600);
+
+/// One running enclave.
+struct Enclave {
+    session: String,
+    /// Its mount layout (the bubblewrap arguments before the command's own).
+    layout: String,
+    /// Held for its drop, which ends the holder's process group and so the enclave.
+    _holder: ProcessBox,
+    pid: u32,
+    start: u64,
+    /// Commands running in it.
+    running: Arc<AtomicUsize>,
+    last_used: Instant,
+}
+
+impl Enclave {
+    fn idle(&self) -> bool {
+        self.running.load(Ordering::SeqCst) == 0
+    }
+
+    /// Whether its bubblewrap still runs (and is still the process of that pid).
+    fn alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start)
+    }
+}
+
+/// Where a command may run: the enclave's bubblewrap pid and start time, and a claim that keeps
+/// the enclave while the command runs.
+pub(crate) struct Ticket {
+    pub(crate) pid: u32,
+    pub(crate) start: u64,
+    claim: Claim,
+}
+
+struct Claim(Arc<AtomicUsize>);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Ticket {
+    /// `process` (the command started with this ticket), holding the enclave until it is
+    /// dropped.
+    pub(crate) fn hold(self, process: ProcessBox) -> ProcessBox {
+        Process_TO::from_value(
+            Claimed {
+                process,
+                _claim: self.claim,
+            },
+            abi_stable::sabi_trait::TD_Opaque,
+        )
+    }
+}
+
+/// A command's process and its claim on the enclave it runs in.
+struct Claimed {
+    process: ProcessBox,
+    _claim: Claim,
+}
+
+impl Process for Claimed {
+    fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+    fn next_output(&self) -> FfiFuture<ROption<OutputChunk>> {
+        self.process.next_output()
+    }
+    fn wait(&self) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
+        self.process.wait()
+    }
+    fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
+        self.process.terminate(grace_ms)
+    }
+}
+
+/// The start time of process `pid` (field 22 of its `stat`), which tells it from a later
+/// process given the same pid.
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The enclaves of this sandbox row.
+#[derive(Default)]
+pub(crate) struct Enclaves {
+    kept: std::sync::Mutex<Vec<Enclave>>,
+}
+
+impl Enclaves {
+    /// A ticket into `session`'s enclave of `layout`, started with `start` (which answers its
+    /// holder's process) when there is none; `None` when none can be kept (every kept enclave
+    /// busy) or started, and the command should start bubblewrap itself.
+    pub(crate) fn ticket(
+        &self,
+        session: &str,
+        layout: &str,
+        start: impl FnOnce() -> Option<ProcessBox>,
+    ) -> Option<Ticket> {
+        // Dropped after the lock is let go: dropping a holder ends its process group.
+        let mut gone = Vec::new();
+        let ticket = {
+            let mut kept = lock(&self.kept);
+            let now = Instant::now();
+            let (stale, live): (Vec<Enclave>, Vec<Enclave>) =
+                std::mem::take(&mut *kept).into_iter().partition(|enclave| {
+                    !enclave.alive()
+                        || (enclave.idle()
+                            && (now.duration_since(enclave.last_used) > IDLE
+                                || (enclave.session == session && enclave.layout != layout)))
+                });
+            *kept = live;
+            gone.extend(stale);
+            let found = kept
+                .iter()
+                .position(|enclave| enclave.session == session && enclave.layout == layout);
+            let at = match found {
+                Some(at) => Some(at),
+                None => {
+                    if kept.len() >= KEPT {
+                        let oldest = kept
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, enclave)| enclave.idle())
+                            .min_by_key(|(_, enclave)| enclave.last_used)
+                            .map(|(at, _)| at);
+                        if let Some(oldest) = oldest {
+                            gone.push(kept.remove(oldest));
+                        }
+                    }
+                    if kept.len() < KEPT {
+                        start().and_then(|holder| {
+                            let pid = holder.pid();
+                            let start = start_time(pid)?;
+                            kept.push(Enclave {
+                                session: session.to_owned(),
+                                layout: layout.to_owned(),
+                                _holder: holder,
+                                pid,
+                                start,
+                                running: Arc::new(AtomicUsize::new(0)),
+                                last_used: now,
+                            });
+                            Some(kept.len() - 1)
+                        })
+                    } else {
+                        None
+                    }
+                }
+            };
+            at.map(|at| {
+                let enclave = &mut kept[at];
+                enclave.last_used = now;
+                enclave.running.fetch_add(1, Ordering::SeqCst);
+                Ticket {
+                    pid: enclave.pid,
+                    start: enclave.start,
+                    claim: Claim(enclave.running.clone()),
+                }
+            })
+        };
+        drop(gone);
+        ticket
+    }
+
+    /// Ends every enclave (the row is disposed): a holder's process group ends when its
+    /// handle is dropped.
+    pub(crate) fn clear(&self) {
+        let all = std::mem::take(&mut *lock(&self.kept));
+        drop(all);
+    }
+}
