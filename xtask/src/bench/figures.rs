@@ -462,13 +462,19 @@ pub(super) const FIGURES: &[Figure] = &[
         section: SANDBOX,
         ours: "sandbox_step_workspace_write",
         peer: None,
-        what: "the same step in workspace-write, the command under bubblewrap (µs)",
+        what: "the same step in workspace-write, the command in the session's enclave (one bubblewrap sandbox kept per session) (µs)",
+    },
+    Figure {
+        section: SANDBOX,
+        ours: "sandbox_step_workspace_write_no_enclave",
+        peer: None,
+        what: "the same step with `enclaves: false`: bubblewrap started for every command, as before the enclaves (µs)",
     },
     Figure {
         section: SANDBOX,
         ours: "sandbox_step_read_only",
         peer: None,
-        what: "the same step in read-only (µs)",
+        what: "the same step in read-only (bubblewrap per command: each gets a private /tmp) (µs)",
     },
     Figure {
         section: SANDBOX,

@@ -2,8 +2,8 @@
 //! through the real sandbox, in each mode. The gap between consecutive model requests is one
 //! whole step (the harness, the pipeline, spawning the command, waiting for it); the
 //! difference between a confined mode and `danger-full-access` is the cost of confining one
-//! command (bubblewrap's user namespace and mounts, `dsh-sandbox-exec`'s limits and seccomp
-//! filter). The same task with a `read` or a `write` of 4 KiB at every step gives what the file
+//! command (entering the session's enclave, or bubblewrap's user namespace and mounts where
+//! there is none; `dsh-sandbox-exec`'s limits and seccomp filter). The same task with a `read` or a `write` of 4 KiB at every step gives what the file
 //! tools' race-free reads and writes cost a step; `fs` measures the two operations alone,
 //! against the path-based ones they replaced, in the same run.
 
@@ -30,6 +30,16 @@ pub(crate) fn run() -> anyhow::Result<()> {
         );
         figures.push(gap);
     }
+    // The same confined step with bubblewrap started for every command (no enclave).
+    let every_command = gap_in(
+        &dir,
+        &work,
+        "shell: \"true\"",
+        "workspace-write",
+        "    enclaves: false\n",
+        "",
+    )?;
+    report("sandbox_step_workspace_write_no_enclave", every_command, "us");
     report(
         "sandbox_confinement_per_command",
         figures[1] - figures[0],
@@ -83,12 +93,25 @@ pub(crate) fn gap_with_rows(
     mode: &str,
     rows: &str,
 ) -> anyhow::Result<f64> {
+    gap_in(dir, work, call, mode, "", rows)
+}
+
+/// [`gap_with_rows`] with more config lines of the sandbox row (`sandbox`, YAML indented
+/// four spaces).
+fn gap_in(
+    dir: &Path,
+    work: &Path,
+    call: &str,
+    mode: &str,
+    sandbox: &str,
+    rows: &str,
+) -> anyhow::Result<f64> {
     let wanted: Vec<String> = (3..=STEPS).map(|n| n.to_string()).collect();
     let patch = dir.join("sandbox.patch.yml");
     std::fs::write(
         &patch,
         format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        {call}\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n- id: agent-loop\n  config:\n    maxSteps: {}\n{rows}",
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {STEPS}\n        {call}\n        report: [{}]\n- id: sandbox\n  config:\n    mode: {mode}\n{sandbox}- id: agent-loop\n  config:\n    maxSteps: {}\n{rows}",
             wanted.join(", "),
             STEPS + 5
         ),
