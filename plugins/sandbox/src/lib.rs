@@ -5,7 +5,9 @@
 //! `workspace-write`. Confined processes run under bubblewrap (`bwrap`): `/` read-only, the
 //! working directory, the configured roots and the temp dir writable, the dsh home read-only
 //! over them, the credentials masked, no network unless the row allows it, in fresh pid and
-//! network namespaces that die with the call. At start the backend is probed once; when it
+//! mount namespaces that die with the call. A session's commands under `workspace-write` enter
+//! one bubblewrap sandbox kept for the session and its mount layout (see `enclaves`) instead of
+//! starting bubblewrap each. At start the backend is probed once; when it
 //! does not work, every command that needs confinement is refused with the reason and how to
 //! install bubblewrap, never run unconfined. Where bubblewrap does not work, Landlock (through
 //! the host's `sandbox-exec`) confines files and TCP, reported as `partial` enforcement. Secrets are removed from every process's
