@@ -62,6 +62,7 @@ mod session_store;
 mod session_titles;
 mod skills;
 mod snapshots;
+mod subagent_reports;
 mod subagent_tree;
 mod subagents;
 mod time_context;

@@ -84,13 +84,30 @@ impl Input {
         let Some(inbox) = &self.inbox else {
             return Ok(Vec::new());
         };
-        inbox
-            .claim(turn, turn_boundary)
-            .into_result()
-            .map_err(|error| LoopError::Inbox(error.to_string()))?
-            .decode()
-            .map_err(|error| LoopError::Inbox(error.to_string()))
+        decode_claim(inbox.claim(turn, turn_boundary))
     }
+
+    /// After a step that would end the turn: what was steered into it (an injected message
+    /// waits for the agent's next turn instead).
+    fn claim_steered(&self, turn: u64) -> Result<Vec<Message>, LoopError> {
+        let Some(inbox) = &self.inbox else {
+            return Ok(Vec::new());
+        };
+        decode_claim(inbox.claim_steered(turn))
+    }
+}
+
+fn decode_claim(
+    claimed: abi_stable::std_types::RResult<
+        dsh_plugin_api::Json<Vec<Message>>,
+        dsh_agents_seam::AgentsError,
+    >,
+) -> Result<Vec<Message>, LoopError> {
+    claimed
+        .into_result()
+        .map_err(|error| LoopError::Inbox(error.to_string()))?
+        .decode()
+        .map_err(|error| LoopError::Inbox(error.to_string()))
 }
 
 const NO_MODEL: &str = "no model is configured: pass --model PROVIDER/MODEL, configure a model row, or export DEEPSEEK_API_KEY for DeepSeek";
@@ -192,17 +209,17 @@ pub(crate) async fn steps(
         let end = ran?;
         closed?;
         match end {
-            // Input that arrived for the next step while this one ran owes the model another
-            // step, even though nothing else does.
+            // Input steered in while this step ran owes the model another step, even though
+            // nothing else does (an injected one waits for the next turn).
             Some(TurnEndReason::Completed) => {
-                let mut more = input.claim(turn, false)?;
+                let mut more = input.claim_steered(turn)?;
                 if more.is_empty() {
                     more.extend(keep_going(deps, session, turn).await?);
                 }
                 if more.is_empty() {
                     // A turn-stopping listener may steer instead of answering (the reference's
                     // hooks do): what it queued keeps the turn going, claimed as steering is.
-                    more = input.claim(turn, false)?;
+                    more = input.claim_steered(turn)?;
                 }
                 if more.is_empty() {
                     return Ok(TurnEndReason::Completed);

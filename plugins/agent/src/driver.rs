@@ -81,11 +81,23 @@ impl TurnInbox for Claims {
         };
         // Cleared before the claim, never after: a steer that lands meanwhile is either taken
         // by this claim or marks the agent again.
-        lock(&self.agent.phase).steered = false;
+        {
+            let mut phase = lock(&self.agent.phase);
+            phase.steered = false;
+            phase.steps_owed = false;
+        }
         match registry.claim(&self.agent.session, turn, turn_boundary) {
             Ok(claimed) => ROk(Json::encode(&claimed)),
             Err(error) => RErr(error.into()),
         }
+    }
+
+    fn claim_steered(&self, turn: u64) -> RResult<Json<Vec<Message>>, AgentsError> {
+        let owed = std::mem::take(&mut lock(&self.agent.phase).steps_owed);
+        if !owed {
+            return ROk(Json::encode(&Vec::<Message>::new()));
+        }
+        self.claim(turn, false)
     }
 }
 

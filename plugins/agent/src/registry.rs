@@ -46,6 +46,9 @@ pub(crate) struct Phase {
     /// inbox: a next-step message left when the turn ends is owed a turn. One only injected
     /// is not: it waits for whatever wakes the agent next.
     pub(crate) steered: bool,
+    /// A message was steered into the running turn (a waking send to next-step) since the
+    /// turn last claimed: a step that would end the turn claims it instead (`claim_steered`).
+    pub(crate) steps_owed: bool,
     /// The outcome of the last turn (`None` before the first).
     pub(crate) last: Option<TurnOutcome>,
     /// Being disposed: no driver starts any more.

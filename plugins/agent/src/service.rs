@@ -177,6 +177,10 @@ impl Service {
         let session = registry.session(agent)?;
         let id = registry.insert(&session, target, message)?;
         if let Some(known) = known.filter(|_| wakeup) {
+            if target == InboxTarget::NextStep {
+                let mut phase = lock(&known.phase);
+                phase.steps_owed |= phase.running;
+            }
             wake(registry, &known, after_abort);
         }
         Ok(RString::from(id))

@@ -82,6 +82,11 @@ pub trait TurnInbox: Send + Sync {
     /// Takes every `next-step` message and, when `turn_boundary`, one `next-turn` message, in
     /// that order, logging the removals and announcing each as claimed by `turn`.
     fn claim(&self, turn: u64, turn_boundary: bool) -> RResult<Json<Vec<Message>>, AgentsError>;
+    /// After a step that would end the turn: takes every `next-step` message (as `claim`
+    /// does) when a message was steered into the running turn since it last claimed, and
+    /// nothing otherwise. A message only injected (a child's report) does not keep a finished
+    /// turn going: it waits in the inbox for whatever runs the agent next.
+    fn claim_steered(&self, turn: u64) -> RResult<Json<Vec<Message>>, AgentsError>;
 }
 pub type TurnInboxBox = TurnInbox_TO<'static, RBox<()>>;
 

@@ -353,7 +353,8 @@ fn a_turn_without_a_model_ends_no_model_without_a_step() {
 /// An inbox that hands out its messages and records the claims.
 struct Inbox {
     next_turn: Mutex<Vec<Message>>,
-    claims: Arc<Mutex<Vec<(u64, bool)>>>,
+    /// Each claim: its turn and which (`boundary`, `step` or `steered`).
+    claims: Arc<Mutex<Vec<(u64, &'static str)>>>,
 }
 
 impl TurnInbox for Inbox {
@@ -362,12 +363,21 @@ impl TurnInbox for Inbox {
         turn: u64,
         turn_boundary: bool,
     ) -> RResult<Json<Vec<Message>>, dsh_agents_seam::AgentsError> {
-        lock(&self.claims).push((turn, turn_boundary));
+        let which = if turn_boundary { "boundary" } else { "step" };
+        lock(&self.claims).push((turn, which));
         let claimed = match turn_boundary {
             true => std::mem::take(&mut *lock(&self.next_turn)),
             false => Vec::new(),
         };
         ROk(Json::encode(&claimed))
+    }
+
+    fn claim_steered(
+        &self,
+        turn: u64,
+    ) -> RResult<Json<Vec<Message>>, dsh_agents_seam::AgentsError> {
+        lock(&self.claims).push((turn, "steered"));
+        ROk(Json::encode(&Vec::<Message>::new()))
     }
 }
 
@@ -389,11 +399,11 @@ fn the_turn_claims_its_inbox_once_open_and_at_every_step_boundary() {
     request.inbox = RSome(TurnInbox_TO::from_value(inbox, TD_Opaque));
     let outcome = runtime().block_on(crate::run_turn(deps, Running::default(), request));
     assert_eq!(outcome.reason, TurnEndReason::Completed);
-    // Once open (with the next-turn message), before step 2, after the last step, and after
-    // `agent/turn-stopping` (whose listeners may steer).
+    // Once open (with the next-turn message), before step 2; after the last step and after
+    // `agent/turn-stopping` (whose listeners may steer) only what was steered in.
     assert_eq!(
         *lock(&claims),
-        [(1, true), (1, false), (1, false), (1, false)]
+        [(1, "boundary"), (1, "step"), (1, "steered"), (1, "steered")]
     );
     let inputs = session.data_of("user/message");
     assert_eq!(inputs[0]["content"][0]["text"], "from the inbox");

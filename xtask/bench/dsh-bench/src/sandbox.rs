@@ -39,7 +39,11 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "    enclaves: false\n",
         "",
     )?;
-    report("sandbox_step_workspace_write_no_enclave", every_command, "us");
+    report(
+        "sandbox_step_workspace_write_no_enclave",
+        every_command,
+        "us",
+    );
     report(
         "sandbox_confinement_per_command",
         figures[1] - figures[0],
