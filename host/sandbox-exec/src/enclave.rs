@@ -42,6 +42,34 @@ const NS_GET_USERNS: libc::c_ulong = 0xb701;
 /// What the pseudo-files under a fresh `/proc` that bubblewrap makes read-only.
 const COVERED_PROC: [&str; 4] = ["sys", "sysrq-trigger", "irq", "bus"];
 
+/// Why an enclave cannot be used, or entering it failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EnclaveError {
+    #[error("enclave {0} is gone")]
+    Gone(u32),
+    #[error("enclave {0} did not start its holder")]
+    NoHolder(u32),
+    #[error("namespace {name} of {pid}: {error}")]
+    Namespace {
+        name: &'static str,
+        pid: String,
+        error: std::io::Error,
+    },
+    #[error("the holder shares this process's mount namespace")]
+    NotASandbox,
+    #[error("seccomp: {0}")]
+    Seccomp(#[from] crate::seccomp::SeccompError),
+    #[error("{what}: {error}")]
+    Step { what: String, error: std::io::Error },
+}
+
+impl EnclaveError {
+    fn step(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let what = what.into();
+        move |error| Self::Step { what, error }
+    }
+}
+
 /// How entering went.
 #[derive(Debug)]
 pub(crate) enum Outcome {
@@ -79,11 +107,15 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 /// The holder of `enclave`, once its bubblewrap has started it.
-fn holder(enclave: &EnclaveRef) -> Result<u32, String> {
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a process of its own (no plugin thread to block), waiting before it starts"
+)]
+fn holder(enclave: &EnclaveRef) -> Result<u32, EnclaveError> {
     let deadline = Instant::now() + READY_WITHIN;
     loop {
         if start_time(enclave.pid) != Some(enclave.start) {
-            return Err(format!("enclave {} is gone", enclave.pid));
+            return Err(EnclaveError::Gone(enclave.pid));
         }
         let found = children(enclave.pid).into_iter().find_map(|init| {
             children(init).into_iter().find(|holder| {
@@ -95,7 +127,7 @@ fn holder(enclave: &EnclaveRef) -> Result<u32, String> {
             return Ok(holder);
         }
         if Instant::now() > deadline {
-            return Err(format!("enclave {} did not start its holder", enclave.pid));
+            return Err(EnclaveError::NoHolder(enclave.pid));
         }
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -124,24 +156,28 @@ struct Namespaces {
 
 /// The holder's namespaces; its mount namespace must differ from this process's (otherwise
 /// it is not a sandbox).
-fn namespaces(holder: u32) -> Result<Namespaces, String> {
+fn namespaces(holder: u32) -> Result<Namespaces, EnclaveError> {
     let pid = holder.to_string();
-    let open = |pid: &str, name: &str| {
-        namespace(pid, name).map_err(|error| format!("namespace {name} of {pid}: {error}"))
+    let open = |pid: &str, name: &'static str| {
+        namespace(pid, name).map_err(|error| EnclaveError::Namespace {
+            name,
+            pid: pid.to_owned(),
+            error,
+        })
     };
     let mut joined = Vec::new();
     for (name, kind) in JOINED {
         let theirs = open(&pid, name)?;
         let differs = inode(&theirs) != inode(&open("self", name)?);
         if name == "mnt" && !differs {
-            return Err("the holder shares this process's mount namespace".to_owned());
+            return Err(EnclaveError::NotASandbox);
         }
         if differs {
             joined.push((theirs, kind));
         }
     }
     let owner = owning_user_namespace(&joined[0].0)
-        .map_err(|error| format!("the owner of the enclave's mounts: {error}"))?;
+        .map_err(EnclaveError::step("the owner of the enclave's mounts"))?;
     let own_user = inode(&open("self", "user")?);
     let holder_user = open(&pid, "user")?;
     let inner = (inode(&holder_user) != inode(&owner)).then_some(holder_user);
@@ -169,7 +205,7 @@ fn owning_user_namespace(namespace: &File) -> std::io::Result<File> {
 pub(crate) fn run(enclave: &EnclaveRef, request: &Request, program: &[String]) -> Outcome {
     let namespaces = match holder(enclave).and_then(namespaces) {
         Ok(namespaces) => namespaces,
-        Err(why) => return Outcome::Unusable(why),
+        Err(why) => return Outcome::Unusable(why.to_string()),
     };
     let owner = namespaces
         .owner
@@ -197,26 +233,7 @@ pub(crate) fn run(enclave: &EnclaveRef, request: &Request, program: &[String]) -
 /// the holder's user namespace, no capabilities, the filter), starts the program, and ends
 /// with it (which ends everything it left running).
 fn init(request: &Request, program: &[String], inner_user: Option<&File>) -> i32 {
-    let confined = die_with_parent()
-        .map_err(|error| format!("parent death signal: {error}"))
-        .and_then(|()| fresh_proc())
-        .and_then(|()| match inner_user {
-            Some(user) => set_namespace(user, libc::CLONE_NEWUSER)
-                .map_err(|error| format!("the holder's user namespace: {error}")),
-            None => Ok(()),
-        })
-        .and_then(|()| {
-            let dir = request.chdir.as_deref().unwrap_or("/");
-            std::env::set_current_dir(dir).map_err(|error| format!("cannot enter {dir}: {error}"))
-        })
-        .and_then(|()| drop_capabilities().map_err(|error| format!("capabilities: {error}")))
-        .and_then(|()| crate::set_no_new_privs().map_err(|error| format!("no_new_privs: {error}")))
-        .and_then(|()| match request.seccomp {
-            true => crate::seccomp::install(&request.denied_sockets)
-                .map_err(|error| format!("seccomp: {error}")),
-            false => Ok(()),
-        });
-    if let Err(why) = confined {
+    if let Err(why) = confine(request, inner_user) {
         eprintln!("dsh-sandbox-exec: {why}");
         return 126;
     }
@@ -236,6 +253,24 @@ fn init(request: &Request, program: &[String], inner_user: Option<&File>) -> i32
     }
 }
 
+/// Everything between the fork and the program: the confinement `init` finishes.
+fn confine(request: &Request, inner_user: Option<&File>) -> Result<(), EnclaveError> {
+    die_with_parent().map_err(EnclaveError::step("parent death signal"))?;
+    fresh_proc()?;
+    if let Some(user) = inner_user {
+        set_namespace(user, libc::CLONE_NEWUSER)
+            .map_err(EnclaveError::step("the holder's user namespace"))?;
+    }
+    let dir = request.chdir.as_deref().unwrap_or("/");
+    std::env::set_current_dir(dir).map_err(EnclaveError::step(format!("cannot enter {dir}")))?;
+    drop_capabilities().map_err(EnclaveError::step("capabilities"))?;
+    crate::set_no_new_privs().map_err(EnclaveError::step("no_new_privs"))?;
+    if request.seccomp {
+        crate::seccomp::install(&request.denied_sockets)?;
+    }
+    Ok(())
+}
+
 /// The code a shell would give `status`: its exit code, or 128 plus the signal that ended it.
 fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
@@ -247,10 +282,10 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Mounts a `/proc` of the new pid namespace over the enclave's, with the parts bubblewrap
 /// covers bound read-only.
-fn fresh_proc() -> Result<(), String> {
+fn fresh_proc() -> Result<(), EnclaveError> {
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     mount(Some(c"proc"), c"/proc", Some(c"proc"), flags)
-        .map_err(|error| format!("mounting /proc: {error}"))?;
+        .map_err(EnclaveError::step("mounting /proc"))?;
     for covered in COVERED_PROC {
         let path = format!("/proc/{covered}");
         let Ok(path_c) = std::ffi::CString::new(path.clone()) else {
@@ -268,7 +303,7 @@ fn fresh_proc() -> Result<(), String> {
                     libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
                 )
             })
-            .map_err(|error| format!("covering {path}: {error}"))?;
+            .map_err(EnclaveError::step(format!("covering {path}")))?;
     }
     Ok(())
 }
@@ -438,13 +473,13 @@ mod tests {
             start,
             program_len: 1,
         });
-        assert!(refused.unwrap_err().contains("did not start its holder"));
+        assert!(matches!(refused, Err(EnclaveError::NoHolder(_))));
         // A start time that is not this process's: the enclave is gone.
         let gone = holder(&EnclaveRef {
             pid: me,
             start: start + 1,
             program_len: 1,
         });
-        assert!(gone.unwrap_err().contains("is gone"));
+        assert!(matches!(gone, Err(EnclaveError::Gone(_))));
     }
 }
