@@ -17,11 +17,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{ROption, RResult};
+use abi_stable::std_types::{RString, RVec};
 use async_ffi::FfiFuture;
+use dsh_plugin_api::io::subprocess::{EnvVar, SpawnRequest};
 use dsh_plugin_api::io::subprocess::{
     ExitStatus, OutputChunk, Process, Process_TO, ProcessBox, SubprocessError,
 };
 use dsh_plugin_api::lock;
+use dsh_protocol::{SandboxMode, SandboxPolicy};
+
+use crate::bwrap;
+use crate::landlock::Inner;
+use crate::service::{Backend, SandboxImpl};
+
+/// Where an enclave's holder program is looked for.
+const HOLDER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The program an enclave holds open (found by its name by `dsh-sandbox-exec`).
 pub(crate) const HOLDER: [&str; 2] = ["sleep", "infinity"];
@@ -203,5 +213,84 @@ impl Enclaves {
     pub(crate) fn clear(&self) {
         let all = std::mem::take(&mut *lock(&self.kept));
         drop(all);
+    }
+}
+
+impl SandboxImpl {
+    /// Whether a command under `policy` may run in an enclave: not where each command gets a
+    /// private `/tmp` of its own.
+    pub(crate) fn enclave_serves(&self, policy: &SandboxPolicy) -> bool {
+        self.settings.enclaves
+            && !self.settings.fresh_tmp
+            && policy.mode == SandboxMode::WorkspaceWrite
+    }
+
+    /// A ticket into `session`'s enclave of `layout`, starting it (its holder under the same
+    /// wrappers as any command) when there is none.
+    pub(crate) fn enclave_ticket(
+        &self,
+        session: &str,
+        policy: &SandboxPolicy,
+        layout: &[String],
+    ) -> Option<Ticket> {
+        let Backend::Bwrap { bwrap, exec, .. } = &self.backend else {
+            return None;
+        };
+        let key = layout.join("\0");
+        self.enclaves.ticket(session, &key, || {
+            let holder: Vec<String> = HOLDER
+                .iter()
+                .map(|arg| (*arg).to_owned())
+                .collect();
+            let command = bwrap::Command {
+                cwd: "/",
+                env: &[],
+                argv: &holder,
+            };
+            let mut bwrap_args = layout.to_vec();
+            bwrap_args.extend(bwrap::command_arguments(&command));
+            let inner = Inner {
+                policy,
+                limits: &self.settings.limits,
+                env: &[],
+                program: HOLDER[0],
+                args: &holder[1..],
+            };
+            let argv = crate::landlock::front_arguments(
+                bwrap,
+                &inner,
+                &self.join_arguments(),
+                bwrap_args,
+            );
+            // The holder needs no variable of the host's (no secret lingers in it), only where
+            // its program is.
+            let request = SpawnRequest {
+                program: RString::from(exec.as_str()),
+                args: argv.into_iter().map(RString::from).collect(),
+                cwd: abi_stable::std_types::RSome(RString::from("/")),
+                env: RVec::from(vec![EnvVar {
+                    name: RString::from("PATH"),
+                    value: RString::from(HOLDER_PATH),
+                }]),
+                remove_env: RVec::from(vec![RString::from("*")]),
+                ..SpawnRequest::default()
+            };
+            match self.subprocess.spawn(request).into_result() {
+                Ok(holder) => {
+                    self.ctx.log(
+                        dsh_plugin_api::LogLevel::Debug,
+                        &format!("session {session}: enclave started (pid {})", holder.pid()),
+                    );
+                    Some(holder)
+                }
+                Err(error) => {
+                    self.ctx.log(
+                        dsh_plugin_api::LogLevel::Warn,
+                        &format!("session {session}: no enclave ({error}); its commands start bubblewrap each"),
+                    );
+                    None
+                }
+            }
+        })
     }
 }

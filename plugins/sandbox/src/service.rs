@@ -66,9 +66,6 @@ pub(crate) struct Settings {
     pub(crate) unix_sockets: bool,
 }
 
-/// Where an enclave's holder program is looked for.
-const HOLDER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
 /// Grants remembered at once; the oldest goes first (a grant is used by the call it was
 /// approved for, right after the approval).
 const GRANTS: usize = 256;
@@ -151,7 +148,7 @@ impl SandboxImpl {
     }
 
     /// `--join-cgroup DIR` for each of this host's control groups.
-    fn join_arguments(&self) -> Vec<String> {
+    pub(crate) fn join_arguments(&self) -> Vec<String> {
         self.cgroups
             .iter()
             .flat_map(|group| ["--join-cgroup".to_owned(), group.display().to_string()])
@@ -454,83 +451,6 @@ impl SandboxImpl {
         }
         request.remove_env = RVec::from(remove);
         Ok((request, ticket))
-    }
-
-    /// Whether a command under `policy` may run in an enclave: not where each command gets a
-    /// private `/tmp` of its own.
-    fn enclave_serves(&self, policy: &SandboxPolicy) -> bool {
-        self.settings.enclaves
-            && !self.settings.fresh_tmp
-            && policy.mode == SandboxMode::WorkspaceWrite
-    }
-
-    /// A ticket into `session`'s enclave of `layout`, starting it (its holder under the same
-    /// wrappers as any command) when there is none.
-    fn enclave_ticket(
-        &self,
-        session: &str,
-        policy: &SandboxPolicy,
-        layout: &[String],
-    ) -> Option<crate::enclaves::Ticket> {
-        let Backend::Bwrap { bwrap, exec, .. } = &self.backend else {
-            return None;
-        };
-        let key = layout.join("\0");
-        self.enclaves.ticket(session, &key, || {
-            let holder: Vec<String> = crate::enclaves::HOLDER
-                .iter()
-                .map(|arg| (*arg).to_owned())
-                .collect();
-            let command = bwrap::Command {
-                cwd: "/",
-                env: &[],
-                argv: &holder,
-            };
-            let mut bwrap_args = layout.to_vec();
-            bwrap_args.extend(bwrap::command_arguments(&command));
-            let inner = Inner {
-                policy,
-                limits: &self.settings.limits,
-                env: &[],
-                program: crate::enclaves::HOLDER[0],
-                args: &holder[1..],
-            };
-            let argv = crate::landlock::front_arguments(
-                bwrap,
-                &inner,
-                &self.join_arguments(),
-                bwrap_args,
-            );
-            // The holder needs no variable of the host's (no secret lingers in it), only where
-            // its program is.
-            let request = SpawnRequest {
-                program: RString::from(exec.as_str()),
-                args: argv.into_iter().map(RString::from).collect(),
-                cwd: abi_stable::std_types::RSome(RString::from("/")),
-                env: RVec::from(vec![dsh_plugin_api::io::subprocess::EnvVar {
-                    name: RString::from("PATH"),
-                    value: RString::from(HOLDER_PATH),
-                }]),
-                remove_env: RVec::from(vec![RString::from("*")]),
-                ..SpawnRequest::default()
-            };
-            match self.subprocess.spawn(request).into_result() {
-                Ok(holder) => {
-                    self.ctx.log(
-                        dsh_plugin_api::LogLevel::Debug,
-                        &format!("session {session}: enclave started (pid {})", holder.pid()),
-                    );
-                    Some(holder)
-                }
-                Err(error) => {
-                    self.ctx.log(
-                        dsh_plugin_api::LogLevel::Warn,
-                        &format!("session {session}: no enclave ({error}); its commands start bubblewrap each"),
-                    );
-                    None
-                }
-            }
-        })
     }
 }
 
