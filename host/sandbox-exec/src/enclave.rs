@@ -39,7 +39,7 @@ const JOINED: [(&str, libc::c_int); 3] = [
 /// `NS_GET_USERNS` (`_IO(0xb7, 0x1)`): the user namespace that owns a namespace.
 const NS_GET_USERNS: libc::c_ulong = 0xb701;
 
-/// What the pseudo-files under a fresh `/proc` that bubblewrap makes read-only.
+/// The parts of a fresh `/proc` that bubblewrap makes read-only (where they are writable).
 const COVERED_PROC: [&str; 4] = ["sys", "sysrq-trigger", "irq", "bus"];
 
 /// Why an enclave cannot be used, or entering it failed.
