@@ -38,6 +38,7 @@ mod model_discovery;
 mod plan_mode;
 mod plugin_author;
 mod postgres;
+mod postgres_attachments;
 mod postgres_follow;
 mod postgres_migrate;
 mod presets;

@@ -3,8 +3,11 @@
 //! row's limits (the reference's defaults: 3.5 MiB an image, 20 images and 100 MiB a message,
 //! 40 megapixels, 2000 px a side), and kept under `<root>/v1/objects/<aa>/<sha256>` (`store`)
 //! for as long as the home is kept: sessions refer to them by id, so nothing here deletes
-//! one. Every disk operation runs on the host's blocking pool.
+//! one. Every disk operation runs on the host's blocking pool. With `url`, the images are kept
+//! in a PostgreSQL database instead (`database`), so that hosts sharing their sessions there
+//! share the images those sessions refer to.
 
+mod database;
 mod sniff;
 mod store;
 
@@ -20,6 +23,7 @@ use dsh_attachments_seam::{
     ATTACHMENTS_SERVICE, AttachmentCode, AttachmentFailure, Attachments, Attachments_TO,
     IMAGE_MEDIA_TYPES, ImageLimits, NewImage, Saved,
 };
+use dsh_plugin_api::io::postgres::{POSTGRES_SERVICE, PostgresService};
 use dsh_plugin_api::prelude::*;
 use dsh_protocol::ImageAttachment;
 
@@ -32,8 +36,16 @@ use dsh_protocol::ImageAttachment;
 )]
 #[schemars(crate = "dsh_plugin_api::schemars")]
 pub struct AttachmentsConfig {
-    /// The store's directory (`!home attachments` in the base bundle).
-    pub root: String,
+    /// The store's directory (`!home attachments` in the base bundle); unused with `url`.
+    #[serde(default)]
+    pub root: Option<String>,
+    /// A libpq connection string (e.g. `postgresql:///dsh?host=/run/pg`): the images are kept
+    /// in that database's `dsh_attachments` table instead of `root`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Connections to `url` (default 2).
+    #[serde(default = "defaults::pool")]
+    pub pool: u32,
     /// Encoded bytes of one image (default 3.5 MiB).
     #[serde(default = "defaults::image_bytes")]
     pub max_image_bytes: u64,
@@ -54,6 +66,9 @@ pub struct AttachmentsConfig {
 }
 
 mod defaults {
+    pub(super) fn pool() -> u32 {
+        2
+    }
     pub(super) fn image_bytes() -> u64 {
         7 * 1024 * 1024 / 2
     }
@@ -71,9 +86,16 @@ mod defaults {
     }
 }
 
+/// Where the images are kept.
+#[derive(Clone)]
+enum Backend {
+    Disk(Arc<Store>),
+    Database(Arc<database::Database>),
+}
+
 struct Service {
     ctx: Context,
-    store: Arc<Store>,
+    backend: Backend,
     limits: Arc<ImageLimits>,
 }
 
@@ -90,7 +112,7 @@ impl Attachments for Service {
     }
 
     fn save(&self, images: RVec<NewImage>) -> FfiFuture<Saved> {
-        let (ctx, store, limits) = (self.ctx.clone(), self.store.clone(), self.limits.clone());
+        let (ctx, backend, limits) = (self.ctx.clone(), self.backend.clone(), self.limits.clone());
         let uploads: Vec<Upload> = images
             .into_iter()
             .map(|image| Upload {
@@ -100,20 +122,24 @@ impl Attachments for Service {
             })
             .collect();
         async move {
-            let saved = ctx
-                .blocking(move || {
-                    let sniffed = admit_batch(&uploads, &limits)?;
-                    uploads
-                        .iter()
-                        .zip(sniffed)
-                        .map(|(upload, image)| store.write(upload, image))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .await;
+            let saved = match backend {
+                Backend::Disk(store) => ctx
+                    .blocking(move || {
+                        let sniffed = admit_batch(&uploads, &limits)?;
+                        uploads
+                            .iter()
+                            .zip(sniffed)
+                            .map(|(upload, image)| store.write(upload, image))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .await
+                    .map_err(|error| pool_gone(&error)),
+                Backend::Database(db) => Ok(save_in(&db, &uploads, &limits).await),
+            };
             match saved {
                 Ok(Ok(refs)) => ROk(Json::encode(&refs)),
                 Ok(Err(failure)) => RErr(Json::encode(&failure)),
-                Err(error) => RErr(pool_gone(&error)),
+                Err(failure) => RErr(failure),
             }
         }
         .into_ffi()
@@ -123,7 +149,7 @@ impl Attachments for Service {
         &self,
         attachment: Json<ImageAttachment>,
     ) -> FfiFuture<RResult<RVec<u8>, Json<AttachmentFailure>>> {
-        let (ctx, store) = (self.ctx.clone(), self.store.clone());
+        let (ctx, backend) = (self.ctx.clone(), self.backend.clone());
         async move {
             let attachment = match attachment.decode() {
                 Ok(attachment) => attachment,
@@ -134,14 +160,35 @@ impl Attachments for Service {
                     )));
                 }
             };
-            match ctx.blocking(move || store.read(&attachment)).await {
+            let read = match backend {
+                Backend::Disk(store) => ctx
+                    .blocking(move || store.read(&attachment))
+                    .await
+                    .map_err(|error| pool_gone(&error)),
+                Backend::Database(db) => Ok(db.read(&attachment).await),
+            };
+            match read {
                 Ok(Ok(data)) => ROk(RVec::from(data)),
                 Ok(Err(failure)) => RErr(Json::encode(&failure)),
-                Err(error) => RErr(pool_gone(&error)),
+                Err(failure) => RErr(failure),
             }
         }
         .into_ffi()
     }
+}
+
+/// Admits a message's images, then writes each to the database.
+async fn save_in(
+    db: &database::Database,
+    uploads: &[Upload],
+    limits: &ImageLimits,
+) -> Result<Vec<ImageAttachment>, AttachmentFailure> {
+    let sniffed = admit_batch(uploads, limits)?;
+    let mut refs = Vec::with_capacity(uploads.len());
+    for (upload, image) in uploads.iter().zip(sniffed) {
+        refs.push(db.write(upload, image).await?);
+    }
+    Ok(refs)
 }
 
 pub struct AttachmentsPlugin;
@@ -149,6 +196,7 @@ pub struct AttachmentsPlugin;
 impl Plugin for AttachmentsPlugin {
     const NAME: &'static str = "attachments";
     const PROVIDES: &'static [&'static str] = &[ATTACHMENTS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[POSTGRES_SERVICE];
     type Config = AttachmentsConfig;
 
     async fn apply(ctx: Context, config: AttachmentsConfig) -> Result<(), PluginError> {
@@ -175,9 +223,39 @@ impl Plugin for AttachmentsPlugin {
             max_image_dimension: config.max_image_dimension,
             media_types: IMAGE_MEDIA_TYPES.iter().map(|t| (*t).to_owned()).collect(),
         };
+        let backend = match (&config.url, &config.root) {
+            (None, Some(root)) => Backend::Disk(Arc::new(Store::new(root))),
+            (None, None) => {
+                return Err(PluginError {
+                    kind: dsh_plugin_api::ErrorKind::Config,
+                    message: "invalid config: root: the store's directory is needed unless url names a database".into(),
+                    path: abi_stable::std_types::RSome("$.root".into()),
+                });
+            }
+            (Some(url), _) => {
+                let postgres = ctx
+                    .get::<PostgresService>(POSTGRES_SERVICE)?
+                    .ok_or_else(|| PluginError {
+                        kind: dsh_plugin_api::ErrorKind::Config,
+                        message: format!(
+                            "url: no `{POSTGRES_SERVICE}` service to reach the database (the host's postgres row provides it)"
+                        )
+                        .into(),
+                        path: abi_stable::std_types::RSome("$.url".into()),
+                    })?;
+                let db = database::Database::connect(&postgres, url, config.pool.max(1))
+                    .await
+                    .map_err(|error| {
+                        PluginError::plugin(format!(
+                            "cannot keep images in the database `{url}`: {error}"
+                        ))
+                    })?;
+                Backend::Database(Arc::new(db))
+            }
+        };
         let service = Service {
             ctx: ctx.clone(),
-            store: Arc::new(Store::new(&config.root)),
+            backend,
             limits: Arc::new(limits),
         };
         ctx.provide(

@@ -25,7 +25,7 @@ fn fail(code: AttachmentCode, message: impl Into<String>) -> AttachmentFailure {
     AttachmentFailure::new(code, message)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -220,40 +220,17 @@ impl Store {
             Err(error) => return Err(failed(error)),
         }
         sync_dir(&bucket).map_err(failed)?;
-        Ok(ImageAttachment {
-            attachment_id: format!("sha256:{digest}"),
-            media_type: image.media_type.to_owned(),
-            bytes: upload.data.len() as u64,
-            width: image.width,
-            height: image.height,
-            name: display_name(&upload.name),
-        })
+        Ok(reference(upload, image, &digest))
     }
 
     /// The bytes of `attachment`, verified against its digest and its metadata.
     pub fn read(&self, attachment: &ImageAttachment) -> Result<Vec<u8>, AttachmentFailure> {
         let id = attachment.attachment_id.as_str();
-        let digest = id
-            .strip_prefix("sha256:")
-            .filter(|hex| {
-                hex.len() == 64
-                    && hex
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            })
-            .ok_or_else(|| {
-                fail(
-                    AttachmentCode::InvalidAttachmentRef,
-                    format!("`{id}` is not an attachment id (sha256:<64 lowercase hex digits>)"),
-                )
-            })?;
+        let digest = digest_of(id)?;
         let data = match std::fs::read(self.object(digest)) {
             Ok(data) => data,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(fail(
-                    AttachmentCode::AttachmentNotFound,
-                    format!("the image {id} is not in the store"),
-                ));
+                return Err(not_found(id));
             }
             Err(error) => {
                 return Err(fail(
@@ -262,23 +239,70 @@ impl Store {
                 ));
             }
         };
-        let corrupt = || {
+        verified(attachment, data)
+    }
+}
+
+/// The failure of an id no store holds.
+pub(crate) fn not_found(id: &str) -> AttachmentFailure {
+    fail(
+        AttachmentCode::AttachmentNotFound,
+        format!("the image {id} is not in the store"),
+    )
+}
+
+/// The hex digest an attachment id names (`sha256:<64 lowercase hex digits>`).
+pub(crate) fn digest_of(id: &str) -> Result<&str, AttachmentFailure> {
+    id.strip_prefix("sha256:")
+        .filter(|hex| {
+            hex.len() == 64
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+        .ok_or_else(|| {
             fail(
-                AttachmentCode::AttachmentCorrupt,
-                format!("the stored image {id} does not match its reference"),
+                AttachmentCode::InvalidAttachmentRef,
+                format!("`{id}` is not an attachment id (sha256:<64 lowercase hex digits>)"),
             )
-        };
-        if hex(&Sha256::digest(&data)) != digest {
-            return Err(corrupt());
-        }
-        let image = sniff(&data).ok_or_else(corrupt)?;
-        if image.media_type != attachment.media_type
-            || data.len() as u64 != attachment.bytes
-            || image.width != attachment.width
-            || image.height != attachment.height
-        {
-            return Err(corrupt());
-        }
-        Ok(data)
+        })
+}
+
+/// `data` as read for `attachment`, if it is what the reference says: its digest, its type,
+/// its size and its dimensions.
+pub(crate) fn verified(
+    attachment: &ImageAttachment,
+    data: Vec<u8>,
+) -> Result<Vec<u8>, AttachmentFailure> {
+    let id = attachment.attachment_id.as_str();
+    let corrupt = || {
+        fail(
+            AttachmentCode::AttachmentCorrupt,
+            format!("the stored image {id} does not match its reference"),
+        )
+    };
+    if Some(hex(&Sha256::digest(&data)).as_str()) != id.strip_prefix("sha256:") {
+        return Err(corrupt());
+    }
+    let image = sniff(&data).ok_or_else(corrupt)?;
+    if image.media_type != attachment.media_type
+        || data.len() as u64 != attachment.bytes
+        || image.width != attachment.width
+        || image.height != attachment.height
+    {
+        return Err(corrupt());
+    }
+    Ok(data)
+}
+
+/// The reference of an admitted image stored under `digest`.
+pub(crate) fn reference(upload: &Upload, image: Sniffed, digest: &str) -> ImageAttachment {
+    ImageAttachment {
+        attachment_id: format!("sha256:{digest}"),
+        media_type: image.media_type.to_owned(),
+        bytes: upload.data.len() as u64,
+        width: image.width,
+        height: image.height,
+        name: display_name(&upload.name),
     }
 }
