@@ -112,3 +112,93 @@ fn an_image_stored_on_one_host_is_sent_to_the_model_by_another() {
     assert_eq!(images(resumed), shown, "the resumed request lost the image");
     assert!(!second.home().join("attachments").exists());
 }
+
+/// The files of the image store of `dir`'s home: (hex name, bytes).
+fn objects(dir: &TestDir) -> Vec<(String, Vec<u8>)> {
+    let root = dir.home().join("attachments/v1/objects");
+    let mut found = Vec::new();
+    for bucket in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for object in std::fs::read_dir(bucket.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = object.file_name().to_string_lossy().into_owned();
+            found.push((name, std::fs::read(object.path()).unwrap()));
+        }
+    }
+    found
+}
+
+fn migrate(dir: &TestDir, to: &str, url: &str) -> String {
+    let out = dsh_tests::run_host(&dir.home(), &["session", "migrate", "--to", to, url]);
+    assert_eq!(out.code, Some(0), "{}{}", out.stdout, out.stderr);
+    out.stdout
+}
+
+/// `session migrate` takes a home's images along: into the table with the sessions, and out
+/// again into another home's store, where the session resumes with its image.
+#[test]
+fn a_homes_images_migrate_to_postgres_and_back() {
+    let Some(cluster) = cluster("postgres_attachments::a_homes_images_migrate") else {
+        return;
+    };
+    let url = cluster.url();
+    // A home on the default stores: the session's log and its image in files.
+    let first = TestDir::new("pg-images-migrate-a");
+    std::fs::create_dir_all(first.join("work")).unwrap();
+    std::fs::write(first.join("work/shot.png"), png(3, 2)).unwrap();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call("call_img", "read_image", json!({"file_path": "shot.png"})),
+        Reply::text("It is red."),
+        Reply::text("Still red."),
+    ]);
+    let id = session_of(&run(&first, &server, &[], "What colour is shot.png?"));
+    let stored = objects(&first);
+    assert_eq!(stored.len(), 1, "the image is in the home's store");
+    let (digest, bytes) = &stored[0];
+
+    let out = migrate(&first, "postgres", &url);
+    assert!(
+        out.contains("images: 1 copied to the database, 0 already there, 0 not copied"),
+        "{out}"
+    );
+    assert_eq!(
+        cluster
+            .psql(&format!(
+                "SELECT encode(bytes, 'hex') FROM dsh_attachments WHERE id = 'sha256:{digest}'"
+            ))
+            .unwrap(),
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    // Again: the session is refused (already stored), the image is already there.
+    let again = dsh_tests::run_host(
+        &first.home(),
+        &["session", "migrate", "--to", "postgres", &url],
+    );
+    assert!(
+        again
+            .stdout
+            .contains("images: 0 copied to the database, 1 already there"),
+        "{}{}",
+        again.stdout,
+        again.stderr
+    );
+
+    // Another home takes the sessions and the images out of the database.
+    let second = TestDir::new("pg-images-migrate-b");
+    std::fs::create_dir_all(second.join("work")).unwrap();
+    let out = migrate(&second, "jsonl", &url);
+    assert!(
+        out.contains("images: 1 copied to the attachments folder"),
+        "{out}"
+    );
+    assert_eq!(objects(&second), stored);
+    run(&second, &server, &["--resume", &id], "And now?");
+    let requests = server.requests();
+    assert_eq!(
+        images(&requests[2]),
+        images(&requests[1]),
+        "the resumed request lost the image"
+    );
+}

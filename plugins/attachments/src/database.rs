@@ -11,17 +11,6 @@ use sha2::{Digest, Sha256};
 use crate::sniff::Sniffed;
 use crate::store::{Upload, digest_of, hex, not_found, reference, verified};
 
-/// Makes the table when missing, in one transaction behind an advisory lock of its own (two
-/// hosts starting at once do not race on `CREATE ... IF NOT EXISTS`).
-const SCHEMA: [&str; 2] = [
-    "SELECT 1 FROM pg_advisory_xact_lock(7351201)",
-    "CREATE TABLE IF NOT EXISTS dsh_attachments (
-        id text PRIMARY KEY,
-        bytes bytea NOT NULL,
-        created_at bigint NOT NULL
-    )",
-];
-
 /// The store in a database.
 pub(crate) struct Database {
     db: PgDatabaseBox,
@@ -39,7 +28,7 @@ impl Database {
         pool: u32,
     ) -> Result<Self, PgError> {
         let db = postgres.connect(url.into(), pool).await.into_result()?;
-        let statements = SCHEMA
+        let statements = dsh_session_pg::ATTACHMENTS_STATEMENTS
             .iter()
             .map(|sql| PgStatement::new(sql, Vec::new()))
             .collect();
@@ -51,7 +40,7 @@ impl Database {
         let rows = self
             .db
             .query(PgStatement::new(
-                "SELECT bytes FROM dsh_attachments WHERE id = $1",
+                dsh_session_pg::GET_ATTACHMENT,
                 vec![PgValue::text(id)],
             ))
             .await
@@ -81,8 +70,7 @@ impl Database {
         let inserted = self
             .db
             .query(PgStatement::new(
-                "INSERT INTO dsh_attachments (id, bytes, created_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (id) DO NOTHING",
+                dsh_session_pg::PUT_ATTACHMENT,
                 vec![
                     PgValue::text(id.as_str()),
                     PgValue::Bytes(upload.data.clone().into()),

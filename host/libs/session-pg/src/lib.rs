@@ -11,6 +11,25 @@
 /// The channel committed events are announced on; the payload is `<session> <first> <last>`.
 pub const EVENTS_CHANNEL: &str = "dsh_events";
 
+/// Makes the table of images when missing (the `attachments` row's store with `url`, and
+/// `session migrate`): an image per id (`sha256:<hex>`), written once. Run in one transaction,
+/// behind an advisory lock of its own.
+pub const ATTACHMENTS_STATEMENTS: &[&str] = &[
+    "SELECT 1 FROM pg_advisory_xact_lock(7351201)",
+    "CREATE TABLE IF NOT EXISTS dsh_attachments (
+        id text PRIMARY KEY,
+        bytes bytea NOT NULL,
+        created_at bigint NOT NULL
+    )",
+];
+
+/// Stores one image unless its id is there: `$1` the id, `$2` the bytes, `$3` the time (ms).
+pub const PUT_ATTACHMENT: &str = "INSERT INTO dsh_attachments (id, bytes, created_at) \
+     VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING";
+
+/// The bytes of image `$1`.
+pub const GET_ATTACHMENT: &str = "SELECT bytes FROM dsh_attachments WHERE id = $1";
+
 /// The SQLSTATE `dsh_hold_lease` raises when another owner holds the lease.
 pub const LEASE_HELD: &str = "55P03";
 

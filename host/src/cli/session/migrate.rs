@@ -16,6 +16,7 @@ use tokio_postgres::{GenericClient, NoTls};
 
 use super::{SessionCliError, sessions_root};
 
+mod images;
 mod to_jsonl;
 mod to_postgres;
 mod trash;
@@ -52,6 +53,8 @@ pub(super) enum MigrateError {
     Write { id: String, message: String },
     #[error("session `{id}`: the written copy does not re-derive the history: {detail}")]
     Unverified { id: String, detail: String },
+    #[error("{} image(s) not migrated: {}", ids.len(), ids.join(", "))]
+    Images { ids: Vec<String> },
     #[error("{failed} of {total} session(s) not migrated: {}", ids.join(", "))]
     NotAll {
         failed: usize,
@@ -129,6 +132,7 @@ pub(super) fn migrate(
     })?;
     let root = sessions_root(home);
     let trash = trash::trash_root(home);
+    let images = images::images_root(home);
     // The command is called from inside the host's runtime, which a `block_on` may not nest
     // in: the migration runs on a thread of its own, one session at a time on one connection,
     // so a current-thread runtime there is enough.
@@ -139,7 +143,13 @@ pub(super) fn migrate(
                     .enable_all()
                     .build()
                     .map_err(MigrateError::Runtime)?;
-                runtime.block_on(run_on(&config, url, target, (&root, &trash), encoding))
+                runtime.block_on(run_on(
+                    &config,
+                    url,
+                    target,
+                    (&root, &trash, &images),
+                    encoding,
+                ))
             })
             .join()
             .unwrap_or_else(|_| {
@@ -155,7 +165,7 @@ async fn run_on(
     config: &tokio_postgres::Config,
     url: &str,
     target: Target,
-    (root, trash): (&Path, &Path),
+    (root, trash, images): (&Path, &Path, &Path),
     encoding: Option<Encoding>,
 ) -> Result<(), SessionCliError> {
     let (mut client, connection) =
@@ -168,10 +178,21 @@ async fn run_on(
             })?;
     // The connection's own task; it ends when the client is dropped.
     let driver = tokio::spawn(connection);
-    let done = match target {
+    let sessions = match target {
         Target::Postgres => to_postgres::migrate(&mut client, url, root, trash).await,
         Target::Jsonl => to_jsonl::migrate(&client, (root, trash), encoding).await,
     };
+    // The images whatever became of the sessions: a session copied refers to them.
+    let copied = match target {
+        Target::Postgres => images::to_postgres(&mut client, images).await,
+        Target::Jsonl => images::to_folder(&client, images).await,
+    };
+    let destination = match target {
+        Target::Postgres => "the database",
+        Target::Jsonl => "the attachments folder",
+    };
+    let images = copied.and_then(|copied| copied.report(destination));
+    let done = sessions.and(images.map_err(SessionCliError::from));
     drop(client);
     let _ = driver.await;
     done
