@@ -111,6 +111,40 @@ fn an_image_stored_on_one_host_is_sent_to_the_model_by_another() {
     let resumed = &server.requests()[2];
     assert_eq!(images(resumed), shown, "the resumed request lost the image");
     assert!(!second.home().join("attachments").exists());
+
+    // The archive a page downloads from the second host carries the image from the table.
+    let mut web = dsh_tests::web::start(&server, &second);
+    let deadline = std::time::Instant::now() + dsh_tests::WAIT;
+    let body = loop {
+        let (head, body) = crate::export::web::get_bytes(
+            &web.address,
+            &format!("/export?session={id}"),
+            &[("Authorization", &web.bearer)],
+        );
+        // The store mounts beside the web server (it connects first).
+        if head.starts_with("HTTP/1.1 200") || std::time::Instant::now() > deadline {
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            break body;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let inside = crate::export::entries(&body);
+    let manifest: serde_json::Value = serde_json::from_slice(&inside[0].1).unwrap();
+    // Nothing missing (the field is left out then), the image listed.
+    assert!(manifest["missingAttachments"].is_null(), "{manifest}");
+    assert_eq!(
+        manifest["attachments"].as_array().unwrap().len(),
+        1,
+        "{manifest}"
+    );
+    assert!(
+        inside
+            .iter()
+            .any(|(path, bytes)| path.starts_with("attachments/") && *bytes == shot),
+        "{:?}",
+        inside.iter().map(|(path, _)| path).collect::<Vec<_>>()
+    );
+    assert_eq!(web.host.stop(), Some(0));
 }
 
 /// The files of the image store of `dir`'s home: (hex name, bytes).

@@ -2,7 +2,8 @@
 //! first, then its log and its subagents' logs are read from the rows and packed with the
 //! images they refer to (`dsh-session-archive`, the same archive the JSONL store makes);
 //! `export_to` writes it where it was asked, a relative path taken from the session's cwd, or
-//! under `exports/` beside the attachment store.
+//! under `exports/` beside the attachment store. An image not in the attachment store's folder
+//! is looked for in the database's `dsh_attachments` (the `attachments` row with `url`).
 
 use std::path::PathBuf;
 
@@ -11,8 +12,8 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::io::postgres::{PgStatement, PgValue};
 use dsh_plugin_api::{Context, Json};
 use dsh_session_archive::{
-    ArchiveError, ArchivedLog, Exported, export_logs, subagent_tree, suggested_file_name,
-    write_file,
+    ArchiveError, ArchivedLog, Exported, attachment_file, attachment_ids, export_logs,
+    subagent_tree, suggested_file_name, write_file,
 };
 use dsh_session_jsonl::SessionHeader;
 use dsh_session_log::SessionEvent;
@@ -21,6 +22,55 @@ use dsh_sessions_seam::{
 };
 
 use crate::store::{Store, error, from_db};
+
+/// A store folder beside `attachments` holding every image `logs` refer to: the folder's
+/// (linked) and `from_database` (written).
+fn staging_store(
+    attachments: &std::path::Path,
+    logs: &[ArchivedLog],
+    from_database: &[(String, Vec<u8>)],
+) -> Result<PathBuf, SessionError> {
+    let staging = attachments.with_file_name(format!("export-staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let filled = fill_staging(&staging, attachments, logs, from_database);
+    if filled.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    filled.map(|()| staging)
+}
+
+fn fill_staging(
+    staging: &std::path::Path,
+    attachments: &std::path::Path,
+    logs: &[ArchivedLog],
+    from_database: &[(String, Vec<u8>)],
+) -> Result<(), SessionError> {
+    let ids = attachment_ids(
+        logs.iter()
+            .flat_map(|log| log.events.iter().map(|event| &event.data)),
+    );
+    for id in ids {
+        let (Some(from), Some(to)) = (
+            attachment_file(attachments, &id),
+            attachment_file(staging, &id),
+        ) else {
+            continue;
+        };
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).map_err(storage)?;
+        }
+        match from_database.iter().find(|(found, _)| *found == id) {
+            Some((_, bytes)) => std::fs::write(&to, bytes).map_err(storage)?,
+            None if from.exists() => {
+                std::fs::hard_link(&from, &to)
+                    .or_else(|_| std::fs::copy(&from, &to).map(|_| ()))
+                    .map_err(storage)?;
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
 
 #[derive(Clone)]
 pub(crate) struct Exporter {
@@ -124,15 +174,58 @@ impl Exporter {
         Ok(logs)
     }
 
+    /// The images `logs` refer to that the folder does not hold but the database does:
+    /// (id, bytes). No table (images kept in folders only): none.
+    async fn images_in_database(&self, logs: &[ArchivedLog]) -> Vec<(String, Vec<u8>)> {
+        let ids = attachment_ids(
+            logs.iter()
+                .flat_map(|log| log.events.iter().map(|event| &event.data)),
+        );
+        let mut found = Vec::new();
+        for id in ids {
+            if attachment_file(&self.attachments, &id).is_none_or(|file| file.exists()) {
+                continue;
+            }
+            let statement = PgStatement::new(
+                dsh_session_pg::GET_ATTACHMENT,
+                vec![PgValue::text(id.as_str())],
+            );
+            let Ok(rows) = self.store.inner.db.query(statement).await.into_result() else {
+                continue;
+            };
+            let bytes = rows.rows.into_iter().next().and_then(|row| {
+                row.into_iter().next().and_then(|value| match value {
+                    PgValue::Bytes(bytes) => Some(bytes.into_vec()),
+                    _ => None,
+                })
+            });
+            if let Some(bytes) = bytes {
+                found.push((id, bytes));
+            }
+        }
+        found
+    }
+
     async fn build(&self, id: String) -> Result<(Exported, Option<String>), SessionError> {
         // What is queued for the session is committed first, so the archive holds all of it.
         self.store.drain(Some(&id)).await?;
         let logs = self.logs(&id).await?;
         let cwd = logs.first().and_then(|log| log.header.cwd.clone());
+        let from_database = self.images_in_database(&logs).await;
         let attachments = self.attachments.clone();
         let exported = self
             .ctx
-            .blocking(move || export_logs(&id, &logs, &attachments, now_ms()).map_err(refused))
+            .blocking(move || {
+                if from_database.is_empty() {
+                    return export_logs(&id, &logs, &attachments, now_ms()).map_err(refused);
+                }
+                // The archive reads images from one store's folder: a staging one holds the
+                // folder's images and the database's together.
+                let staging = staging_store(&attachments, &logs, &from_database)?;
+                let exported = export_logs(&id, &logs, &staging, now_ms()).map_err(refused);
+                let _ = std::fs::remove_dir_all(&staging);
+                exported
+            })
             .await
             .map_err(storage)??;
         Ok((exported, cwd))
