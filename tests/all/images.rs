@@ -160,21 +160,30 @@ fn image_block(data: &[u8], mime_type: &str) -> Value {
     json!({"type": "image", "data": base64(data), "mimeType": mime_type})
 }
 
-/// The stored objects under the home's attachment store.
-fn stored(dir: &TestDir) -> Vec<String> {
+/// The stored objects under the home's attachment store: (hex name, bytes), by name.
+pub(crate) fn stored_objects(dir: &TestDir) -> Vec<(String, Vec<u8>)> {
     let objects = dir.home().join("attachments/v1/objects");
-    let mut names = Vec::new();
+    let mut found = Vec::new();
     for bucket in std::fs::read_dir(objects).into_iter().flatten().flatten() {
         for object in std::fs::read_dir(bucket.path())
             .into_iter()
             .flatten()
             .flatten()
         {
-            names.push(object.file_name().to_string_lossy().into_owned());
+            let name = object.file_name().to_string_lossy().into_owned();
+            found.push((name, std::fs::read(object.path()).unwrap()));
         }
     }
-    names.sort();
-    names
+    found.sort();
+    found
+}
+
+/// The names of the stored objects, sorted.
+fn stored(dir: &TestDir) -> Vec<String> {
+    stored_objects(dir)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// The `image_url` parts of a request's messages, in order, with the role of each message.

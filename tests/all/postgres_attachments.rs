@@ -6,7 +6,7 @@ use dsh_tests::fake_deepseek::{FakeDeepSeek, RecordedRequest, Reply};
 use dsh_tests::{TestDir, run_host_with_env};
 use serde_json::json;
 
-use crate::images::png;
+use crate::images::{png, stored_objects as objects};
 use crate::postgres::{cluster, postgres_patch, session_of};
 
 const VISION: &str = "deepseek-v4-flash-vision-exp";
@@ -27,31 +27,17 @@ fn home(name: &str, url: &str) -> TestDir {
 
 /// A headless run in `dir` on the vision model of `server`: its stdout lines.
 fn run(dir: &TestDir, server: &FakeDeepSeek, extra: &[&str], task: &str) -> Vec<String> {
-    let patch = dir.write(
-        "vision.patch.yml",
-        &format!(
-            "- id: llm-deepseek\n  config:\n    baseURL: {}\n    models:\n\
-             \x20     - {{id: {VISION}, inputModalities: [text, image]}}\n",
-            server.url()
-        ),
+    let models = format!("    models:\n      - {{id: {VISION}, inputModalities: [text, image]}}\n");
+    let mut args = dsh_tests::headless::patched_args_on(
+        &server.url(),
+        dir,
+        &models,
+        &format!("deepseek-official/{VISION}"),
     );
-    let work = dir.join("work");
-    let model = format!("deepseek-official/{VISION}");
-    let mut args = vec![
-        "--patch",
-        patch.to_str().unwrap(),
-        "--profile",
-        "headless",
-        "--",
-        "--cwd",
-        work.to_str().unwrap(),
-        "--model",
-        &model,
-        "--output",
-        "stream-json",
-    ];
-    args.extend(extra);
-    args.push(task);
+    args.extend(["--output", "stream-json"].map(str::to_owned));
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    args.push(task.to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_host_with_env(
         &dir.home(),
         &args,
@@ -145,23 +131,6 @@ fn an_image_stored_on_one_host_is_sent_to_the_model_by_another() {
         inside.iter().map(|(path, _)| path).collect::<Vec<_>>()
     );
     assert_eq!(web.host.stop(), Some(0));
-}
-
-/// The files of the image store of `dir`'s home: (hex name, bytes).
-fn objects(dir: &TestDir) -> Vec<(String, Vec<u8>)> {
-    let root = dir.home().join("attachments/v1/objects");
-    let mut found = Vec::new();
-    for bucket in std::fs::read_dir(root).into_iter().flatten().flatten() {
-        for object in std::fs::read_dir(bucket.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = object.file_name().to_string_lossy().into_owned();
-            found.push((name, std::fs::read(object.path()).unwrap()));
-        }
-    }
-    found
 }
 
 fn migrate(dir: &TestDir, to: &str, url: &str) -> String {

@@ -106,6 +106,12 @@ pub fn patched_args(server: &FakeDeepSeek, dir: &TestDir, rows: &str) -> Vec<Str
 
 /// [`patched_args`] against the model server at `url` (a fake of the test's own).
 pub fn patched_args_at(url: &str, dir: &TestDir, rows: &str) -> Vec<String> {
+    patched_args_on(url, dir, rows, "deepseek-official/deepseek-v4-flash")
+}
+
+/// [`patched_args_at`] on `model` (`PROVIDER/MODEL`); `rows` may go on the adapter's config
+/// (`    models: ...`) as they follow its `baseURL`.
+pub fn patched_args_on(url: &str, dir: &TestDir, rows: &str, model: &str) -> Vec<String> {
     let patch = dir.write(
         "fake.patch.yml",
         &format!("- id: llm-deepseek\n  config:\n    baseURL: {url}\n{rows}"),
@@ -121,7 +127,7 @@ pub fn patched_args_at(url: &str, dir: &TestDir, rows: &str) -> Vec<String> {
         "--cwd",
         work.to_str().unwrap(),
         "--model",
-        "deepseek-official/deepseek-v4-flash",
+        model,
     ]
     .map(str::to_owned)
     .to_vec()
