@@ -39,10 +39,14 @@ enum StartError {
 }
 
 /// Builds the app for `tree` and mounts it. Errors name the file, row or field.
-fn boot_app(
-    boot: &Boot,
-    app_args: Vec<String>,
-) -> Result<(Arc<App>, tokio::sync::mpsc::UnboundedReceiver<i32>), StartError> {
+/// The app made, its exit channel, and the rows it is to mount.
+type Booted = (
+    Arc<App>,
+    tokio::sync::mpsc::UnboundedReceiver<i32>,
+    Vec<dsh_loader::ResolvedRow>,
+);
+
+fn boot_app(boot: &Boot, app_args: Vec<String>) -> Result<Booted, StartError> {
     let rows = boot.load()?;
     let runtime = Runtime::new();
     let (exits, slot) = crate::app::control::provide(&runtime)?;
@@ -54,8 +58,7 @@ fn boot_app(
     runtime.bus().set_layout_record(libraries.layout_record());
     let app = Arc::new(App::new(runtime, libraries));
     let _ = slot.set(Arc::downgrade(&app));
-    app.mount_tree(rows);
-    Ok((app, exits))
+    Ok((app, exits, rows))
 }
 
 /// `dsh-host [--config FILE | --profile NAME] ...`: runs until SIGTERM (exit 0) or SIGINT
@@ -89,14 +92,17 @@ pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
             }
         };
     }
-    let (app, mut exits) = match boot_app(&boot, app_args) {
+    let (app, mut exits, rows) = match boot_app(&boot, app_args) {
         Ok(booted) => booted,
         Err(error) => {
             eprintln!("error: {error}");
             return 1;
         }
     };
+    // Answering before the first row mounts: whatever a row says while it starts, the host is
+    // already there for `dsh-host status` to ask.
     let status = crate::app::status::serve(&boot.home, app.clone());
+    app.mount_tree(rows);
     let watcher = if host.no_watch {
         None
     } else {
@@ -134,7 +140,10 @@ pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
 pub async fn check(tree: TreeSpec, json: bool) -> i32 {
     let boot = Boot::new(tree);
     let app = match boot_app(&boot, Vec::new()) {
-        Ok((app, _exits)) => app,
+        Ok((app, _exits, rows)) => {
+            app.mount_tree(rows);
+            app
+        }
         Err(error) => {
             eprintln!("error: {error}");
             return 1;
