@@ -8,21 +8,15 @@
 //! An enclave is named by its mount layout: the bubblewrap arguments the policy gives at the
 //! moment of the call, so a protected path that appears, a root granted or a mode changed makes
 //! the next command start (and use) a new one; nothing a command sees is decided by an older
-//! policy. Enclaves are kept while a command runs in them; an idle one goes when its session's
-//! layout changes, after [`IDLE`], or when more than [`KEPT`] are kept. Its holder (`sleep`)
-//! dies with the host, and the enclave with it.
+//! policy. An enclave goes when its session's layout changes, after [`IDLE`] without a new
+//! command, or (the least recently used first) when more than [`KEPT`] are kept. A command
+//! already running in it goes on: it holds the namespaces it entered, and its pid namespace is
+//! its own, not the enclave's. Its holder (`sleep`) dies with the host, and the enclave with it.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use abi_stable::std_types::{ROption, RResult};
 use abi_stable::std_types::{RString, RVec};
-use async_ffi::FfiFuture;
-use dsh_plugin_api::io::subprocess::{EnvVar, SpawnRequest};
-use dsh_plugin_api::io::subprocess::{
-    ExitStatus, OutputChunk, Process, Process_TO, ProcessBox, SubprocessError,
-};
+use dsh_plugin_api::io::subprocess::{EnvVar, ProcessBox, SpawnRequest};
 use dsh_plugin_api::lock;
 use dsh_protocol::{SandboxMode, SandboxPolicy};
 
@@ -39,7 +33,7 @@ pub(crate) const HOLDER: [&str; 2] = ["sleep", "infinity"];
 /// Enclaves kept at once, for all sessions.
 const KEPT: usize = 8;
 
-/// How long an enclave nobody uses is kept.
+/// How long an enclave no new command entered is kept.
 const IDLE: Duration = Duration::from_secs(600);
 
 /// One running enclave.
@@ -51,71 +45,20 @@ struct Enclave {
     _holder: ProcessBox,
     pid: u32,
     start: u64,
-    /// Commands running in it.
-    running: Arc<AtomicUsize>,
     last_used: Instant,
 }
 
 impl Enclave {
-    fn idle(&self) -> bool {
-        self.running.load(Ordering::SeqCst) == 0
-    }
-
     /// Whether its bubblewrap still runs (and is still the process of that pid).
     fn alive(&self) -> bool {
         start_time(self.pid) == Some(self.start)
     }
 }
 
-/// Where a command may run: the enclave's bubblewrap pid and start time, and a claim that keeps
-/// the enclave while the command runs.
+/// Where a command may run: the enclave's bubblewrap pid and start time.
 pub(crate) struct Ticket {
     pub(crate) pid: u32,
     pub(crate) start: u64,
-    claim: Claim,
-}
-
-struct Claim(Arc<AtomicUsize>);
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl Ticket {
-    /// `process` (the command started with this ticket), holding the enclave until it is
-    /// dropped.
-    pub(crate) fn hold(self, process: ProcessBox) -> ProcessBox {
-        Process_TO::from_value(
-            Claimed {
-                process,
-                _claim: self.claim,
-            },
-            abi_stable::sabi_trait::TD_Opaque,
-        )
-    }
-}
-
-/// A command's process and its claim on the enclave it runs in.
-struct Claimed {
-    process: ProcessBox,
-    _claim: Claim,
-}
-
-impl Process for Claimed {
-    fn pid(&self) -> u32 {
-        self.process.pid()
-    }
-    fn next_output(&self) -> FfiFuture<ROption<OutputChunk>> {
-        self.process.next_output()
-    }
-    fn wait(&self) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
-        self.process.wait()
-    }
-    fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
-        self.process.terminate(grace_ms)
-    }
 }
 
 /// The start time of process `pid` (field 22 of its `stat`), which tells it from a later
@@ -134,8 +77,8 @@ pub(crate) struct Enclaves {
 
 impl Enclaves {
     /// A ticket into `session`'s enclave of `layout`, started with `start` (which answers its
-    /// holder's process) when there is none; `None` when none can be kept (every kept enclave
-    /// busy) or started, and the command should start bubblewrap itself.
+    /// holder's process) when there is none; `None` when it cannot be started, and the command
+    /// should start bubblewrap itself.
     pub(crate) fn ticket(
         &self,
         session: &str,
@@ -150,9 +93,8 @@ impl Enclaves {
             let (stale, live): (Vec<Enclave>, Vec<Enclave>) =
                 std::mem::take(&mut *kept).into_iter().partition(|enclave| {
                     !enclave.alive()
-                        || (enclave.idle()
-                            && (now.duration_since(enclave.last_used) > IDLE
-                                || (enclave.session == session && enclave.layout != layout)))
+                        || now.duration_since(enclave.last_used) > IDLE
+                        || (enclave.session == session && enclave.layout != layout)
                 });
             *kept = live;
             gone.extend(stale);
@@ -163,44 +105,30 @@ impl Enclaves {
                 Some(at) => Some(at),
                 None => {
                     if kept.len() >= KEPT {
-                        let oldest = kept
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, enclave)| enclave.idle())
-                            .min_by_key(|(_, enclave)| enclave.last_used)
-                            .map(|(at, _)| at);
-                        if let Some(oldest) = oldest {
-                            gone.push(kept.remove(oldest));
-                        }
+                        let oldest = (0..kept.len()).min_by_key(|&at| kept[at].last_used);
+                        gone.extend(oldest.map(|at| kept.remove(at)));
                     }
-                    if kept.len() < KEPT {
-                        start().and_then(|holder| {
-                            let pid = holder.pid();
-                            let start = start_time(pid)?;
-                            kept.push(Enclave {
-                                session: session.to_owned(),
-                                layout: layout.to_owned(),
-                                _holder: holder,
-                                pid,
-                                start,
-                                running: Arc::new(AtomicUsize::new(0)),
-                                last_used: now,
-                            });
-                            Some(kept.len() - 1)
-                        })
-                    } else {
-                        None
-                    }
+                    start().and_then(|holder| {
+                        let pid = holder.pid();
+                        let start = start_time(pid)?;
+                        kept.push(Enclave {
+                            session: session.to_owned(),
+                            layout: layout.to_owned(),
+                            _holder: holder,
+                            pid,
+                            start,
+                            last_used: now,
+                        });
+                        Some(kept.len() - 1)
+                    })
                 }
             };
             at.map(|at| {
                 let enclave = &mut kept[at];
                 enclave.last_used = now;
-                enclave.running.fetch_add(1, Ordering::SeqCst);
                 Ticket {
                     pid: enclave.pid,
                     start: enclave.start,
-                    claim: Claim(enclave.running.clone()),
                 }
             })
         };

@@ -82,15 +82,16 @@ pub(crate) fn arguments(inner: &Inner<'_>, cgroups: &[String]) -> Vec<String> {
 }
 
 /// The arguments of `dsh-sandbox-exec` that front `bwrap` (run with `bwrap_args`, which end
-/// with the program) for `inner`, after joining `cgroups`.
+/// with the program) for `inner`, with `front`'s options of its own first (the control groups
+/// it joins, the enclave it enters).
 pub(crate) fn front_arguments(
     bwrap: &str,
     inner: &Inner<'_>,
-    cgroups: &[String],
+    front: &[String],
     bwrap_args: Vec<String>,
 ) -> Vec<String> {
     let mut argv = vec!["--bwrap".to_owned(), bwrap.to_owned()];
-    argv.extend(cgroups.iter().cloned());
+    argv.extend(front.iter().cloned());
     argv.extend(confinement(inner, false));
     argv.push("--".to_owned());
     argv.extend(bwrap_args);

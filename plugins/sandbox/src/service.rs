@@ -254,16 +254,11 @@ impl SandboxImpl {
         request: SpawnRequest,
     ) -> Result<ProcessBox, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
-        let (request, ticket) = self.confine(&policy, cwd, request, Some(session))?;
-        let process = self
-            .subprocess
+        let request = self.confine(&policy, cwd, request, Some(session))?;
+        self.subprocess
             .spawn(request)
             .into_result()
-            .map_err(SandboxError::Spawn)?;
-        Ok(match ticket {
-            Some(ticket) => ticket.hold(process),
-            None => process,
-        })
+            .map_err(SandboxError::Spawn)
     }
 
     /// Starts `request` with its stdin kept open, under the policy of the call, or under
@@ -282,7 +277,7 @@ impl SandboxImpl {
                 SandboxMode::parse(mode).ok_or_else(|| SandboxError::Mode(mode.to_owned()))?;
             policy = self.policy_in(chosen, session, cwd);
         }
-        let (request, _) = self.confine(&policy, cwd, request, None)?;
+        let request = self.confine(&policy, cwd, request, None)?;
         let launcher = self
             .ctx
             .get::<PipedSubprocessService>(PIPED_SUBPROCESS_SERVICE)
@@ -305,7 +300,7 @@ impl SandboxImpl {
         size: PtySize,
     ) -> Result<PtyProcess, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
-        let (request, _) = self.confine(&policy, cwd, request, None)?;
+        let request = self.confine(&policy, cwd, request, None)?;
         let launcher = self
             .ctx
             .get::<PtySubprocessService>(PTY_SUBPROCESS_SERVICE)
@@ -341,16 +336,14 @@ impl SandboxImpl {
     /// wrapped in the backend unless the policy is full access. The wrappers start without the
     /// loader's variables, which are set for the program alone once everything is in place:
     /// otherwise an entry's `LD_PRELOAD` would run code before the sandbox is complete. Given
-    /// the `session`, the command runs in the session's enclave where one can serve it, and
-    /// the ticket that keeps the enclave while it runs comes back with the request.
+    /// the `session`, the command runs in the session's enclave where one can serve it.
     fn confine(
         &self,
         policy: &SandboxPolicy,
         cwd: &str,
         mut request: SpawnRequest,
         session: Option<&str>,
-    ) -> Result<(SpawnRequest, Option<crate::enclaves::Ticket>), SandboxError> {
-        let mut ticket = None;
+    ) -> Result<SpawnRequest, SandboxError> {
         let host: Vec<(String, String)> = std::env::vars_os()
             .map(|(name, value)| {
                 (
@@ -410,26 +403,24 @@ impl SandboxImpl {
                         argv: &inside,
                     };
                     let layout = bwrap::layout(policy, &mounts);
-                    ticket = session
+                    let ticket = session
                         .filter(|_| self.enclave_serves(policy))
                         .and_then(|session| self.enclave_ticket(session, policy, &layout));
-                    let mut bwrap_args = layout;
-                    bwrap_args.extend(bwrap::command_arguments(&command));
-                    let mut argv =
-                        crate::landlock::front_arguments(bwrap, &inner, &joins, bwrap_args);
+                    let mut front = joins;
                     if let Some(ticket) = &ticket {
-                        let mut entering = vec![
+                        front.extend([
                             "--enclave".to_owned(),
                             format!("{}:{}:{}", ticket.pid, ticket.start, inside.len()),
                             "--chdir".to_owned(),
                             run_in.clone(),
-                        ];
+                        ]);
                         for (name, value) in &inner_env {
-                            entering.extend(["--env".to_owned(), name.clone(), value.clone()]);
+                            front.extend(["--env".to_owned(), name.clone(), value.clone()]);
                         }
-                        // After `--bwrap BWRAP`.
-                        argv.splice(2..2, entering);
                     }
+                    let mut bwrap_args = layout;
+                    bwrap_args.extend(bwrap::command_arguments(&command));
+                    let argv = crate::landlock::front_arguments(bwrap, &inner, &front, bwrap_args);
                     (exec.clone(), argv)
                 }
                 Backend::Landlock(exec) => {
@@ -450,7 +441,7 @@ impl SandboxImpl {
             request.args = argv.into_iter().map(RString::from).collect();
         }
         request.remove_env = RVec::from(remove);
-        Ok((request, ticket))
+        Ok(request)
     }
 }
 
