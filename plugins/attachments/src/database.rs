@@ -45,12 +45,12 @@ impl Database {
             ))
             .await
             .into_result()?;
-        Ok(rows.rows.into_iter().next().and_then(|row| {
-            row.into_iter().next().and_then(|value| match value {
-                PgValue::Bytes(bytes) => Some(bytes.into_vec()),
-                _ => None,
-            })
-        }))
+        Ok(rows
+            .rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(PgValue::as_bytes)
+            .map(<[u8]>::to_vec))
     }
 
     /// Writes an admitted image (idempotent: a row already there is verified, not rewritten);

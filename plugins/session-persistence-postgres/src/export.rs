@@ -5,6 +5,7 @@
 //! under `exports/` beside the attachment store. An image not in the attachment store's folder
 //! is looked for in the database's `dsh_attachments` (the `attachments` row with `url`).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use abi_stable::std_types::{ROption, RResult, RString};
@@ -23,16 +24,24 @@ use dsh_sessions_seam::{
 
 use crate::store::{Store, error, from_db};
 
-/// A store folder beside `attachments` holding every image `logs` refer to: the folder's
-/// (linked) and `from_database` (written).
+/// The images `logs` refer to, each once.
+fn referenced(logs: &[ArchivedLog]) -> BTreeSet<String> {
+    attachment_ids(
+        logs.iter()
+            .flat_map(|log| log.events.iter().map(|event| &event.data)),
+    )
+}
+
+/// A store folder beside `attachments` holding every image of `ids`: the folder's (linked)
+/// and `from_database` (written).
 fn staging_store(
     attachments: &std::path::Path,
-    logs: &[ArchivedLog],
+    ids: &BTreeSet<String>,
     from_database: &[(String, Vec<u8>)],
 ) -> Result<PathBuf, SessionError> {
     let staging = attachments.with_file_name(format!("export-staging-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let filled = fill_staging(&staging, attachments, logs, from_database);
+    let filled = fill_staging(&staging, attachments, ids, from_database);
     if filled.is_err() {
         let _ = std::fs::remove_dir_all(&staging);
     }
@@ -42,24 +51,20 @@ fn staging_store(
 fn fill_staging(
     staging: &std::path::Path,
     attachments: &std::path::Path,
-    logs: &[ArchivedLog],
+    ids: &BTreeSet<String>,
     from_database: &[(String, Vec<u8>)],
 ) -> Result<(), SessionError> {
-    let ids = attachment_ids(
-        logs.iter()
-            .flat_map(|log| log.events.iter().map(|event| &event.data)),
-    );
     for id in ids {
         let (Some(from), Some(to)) = (
-            attachment_file(attachments, &id),
-            attachment_file(staging, &id),
+            attachment_file(attachments, id),
+            attachment_file(staging, id),
         ) else {
             continue;
         };
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir).map_err(storage)?;
         }
-        match from_database.iter().find(|(found, _)| *found == id) {
+        match from_database.iter().find(|(found, _)| found == id) {
             Some((_, bytes)) => std::fs::write(&to, bytes).map_err(storage)?,
             None if from.exists() => {
                 std::fs::hard_link(&from, &to)
@@ -174,16 +179,12 @@ impl Exporter {
         Ok(logs)
     }
 
-    /// The images `logs` refer to that the folder does not hold but the database does:
-    /// (id, bytes). No table (images kept in folders only): none.
-    async fn images_in_database(&self, logs: &[ArchivedLog]) -> Vec<(String, Vec<u8>)> {
-        let ids = attachment_ids(
-            logs.iter()
-                .flat_map(|log| log.events.iter().map(|event| &event.data)),
-        );
+    /// The images of `ids` that the folder does not hold but the database does: (id,
+    /// bytes). No table (images kept in folders only): none.
+    async fn images_in_database(&self, ids: &BTreeSet<String>) -> Vec<(String, Vec<u8>)> {
         let mut found = Vec::new();
         for id in ids {
-            if attachment_file(&self.attachments, &id).is_none_or(|file| file.exists()) {
+            if attachment_file(&self.attachments, id).is_none_or(|file| file.exists()) {
                 continue;
             }
             let statement = PgStatement::new(
@@ -193,14 +194,14 @@ impl Exporter {
             let Ok(rows) = self.store.inner.db.query(statement).await.into_result() else {
                 continue;
             };
-            let bytes = rows.rows.into_iter().next().and_then(|row| {
-                row.into_iter().next().and_then(|value| match value {
-                    PgValue::Bytes(bytes) => Some(bytes.into_vec()),
-                    _ => None,
-                })
-            });
+            let bytes = rows
+                .rows
+                .first()
+                .and_then(|row| row.first())
+                .and_then(PgValue::as_bytes)
+                .map(<[u8]>::to_vec);
             if let Some(bytes) = bytes {
-                found.push((id, bytes));
+                found.push((id.clone(), bytes));
             }
         }
         found
@@ -211,7 +212,8 @@ impl Exporter {
         self.store.drain(Some(&id)).await?;
         let logs = self.logs(&id).await?;
         let cwd = logs.first().and_then(|log| log.header.cwd.clone());
-        let from_database = self.images_in_database(&logs).await;
+        let ids = referenced(&logs);
+        let from_database = self.images_in_database(&ids).await;
         let attachments = self.attachments.clone();
         let exported = self
             .ctx
@@ -221,7 +223,7 @@ impl Exporter {
                 }
                 // The archive reads images from one store's folder: a staging one holds the
                 // folder's images and the database's together.
-                let staging = staging_store(&attachments, &logs, &from_database)?;
+                let staging = staging_store(&attachments, &ids, &from_database)?;
                 let exported = export_logs(&id, &logs, &staging, now_ms()).map_err(refused);
                 let _ = std::fs::remove_dir_all(&staging);
                 exported

@@ -178,18 +178,18 @@ async fn run_on(
             })?;
     // The connection's own task; it ends when the client is dropped.
     let driver = tokio::spawn(connection);
-    let sessions = match target {
-        Target::Postgres => to_postgres::migrate(&mut client, url, root, trash).await,
-        Target::Jsonl => to_jsonl::migrate(&client, (root, trash), encoding).await,
-    };
-    // The images whatever became of the sessions: a session copied refers to them.
-    let copied = match target {
-        Target::Postgres => images::to_postgres(&mut client, images).await,
-        Target::Jsonl => images::to_folder(&client, images).await,
-    };
-    let destination = match target {
-        Target::Postgres => "the database",
-        Target::Jsonl => "the attachments folder",
+    // The images go whatever became of the sessions: a session copied refers to them.
+    let (sessions, copied, destination) = match target {
+        Target::Postgres => (
+            to_postgres::migrate(&mut client, url, root, trash).await,
+            images::to_postgres(&mut client, images).await,
+            "the database",
+        ),
+        Target::Jsonl => (
+            to_jsonl::migrate(&client, (root, trash), encoding).await,
+            images::to_folder(&client, images).await,
+            "the attachments folder",
+        ),
     };
     let images = copied.and_then(|copied| copied.report(destination));
     let done = sessions.and(images.map_err(SessionCliError::from));
