@@ -56,8 +56,9 @@ impl RootModule for PluginLibRef {
 pub struct PluginDecl {
     /// Export name, unique within the library.
     pub name: RString,
-    /// JSON Schema of the config, as JSON text.
-    pub config_schema: RString,
+    /// JSON Schema of the config, as JSON text, built when asked: building it at every load
+    /// ran each library's schema code for nothing the host needed to start the row.
+    pub config_schema: extern "C" fn() -> RString,
     /// Services that must be present before `apply` runs.
     pub inject: RVec<RString>,
     /// Services the plugin probes with `get` but can live without.

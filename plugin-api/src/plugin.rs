@@ -82,15 +82,26 @@ fn strings(items: &[&str]) -> RVec<RString> {
 
 /// The declaration of plugin `P` as the host sees it.
 pub fn declare<P: Plugin>() -> PluginDecl {
-    let schema = schemars::schema_for!(P::Config);
     PluginDecl {
         name: RString::from(P::NAME),
-        config_schema: RString::from(serde_json::to_string(&schema).unwrap_or_default()),
+        config_schema: config_schema_shim::<P>,
         inject: strings(P::INJECT),
         optional: strings(P::OPTIONAL),
         provides: strings(P::PROVIDES),
         apply: apply_shim::<P>,
     }
+}
+
+extern "C" fn config_schema_shim<P: Plugin>() -> RString {
+    let schema = contain(|| {
+        serde_json::to_string(&schemars::schema_for!(P::Config)).map_err(|error| PluginError {
+            kind: ErrorKind::Plugin,
+            message: RString::from(format!("config schema: {error}")),
+            path: abi_stable::std_types::RNone,
+        })
+    });
+    // A schema that cannot be built reads as none; the row's config is still validated.
+    RString::from(schema.unwrap_or_default())
 }
 
 extern "C" fn apply_shim<P: Plugin>(
