@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use dsh_client::{Client, ClientError, RpcError};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::sdk::{
-    CASES, Case, MODEL, PROVIDER, REPLAY_PATCH, RUN, Scrub, as_value, child_openings,
-    first_difference, hydrate, json_lines, normalize_notifications, ordering_problems,
-    settle_fallback_titles, start, stderr_of, without,
+    CASES, Case, MODEL, PROVIDER, REPLAY_PATCH, RUN, Scrub, as_value, first_difference, hydrate,
+    json_lines, normalize_notifications, ordering_problems, settle_fallback_titles, start,
+    stderr_of,
 };
 use dsh_tests::sessions::{PLAIN_STORE, stored_logs};
 use dsh_tests::{TestDir, WAIT};
@@ -23,10 +23,10 @@ const SKIPPED: &[(&str, &str)] = &[];
 
 /// What a case reproduced in part sets aside on both sides before comparing.
 enum SetAside {
-    /// A child's turn opening (its events before its first model answer) and the `meta` our
-    /// subagent tool adds to its result; the order of the subagent notifications is still
-    /// compared.
-    ChildOpenings,
+    /// The words of a child's delegation notice (the runtime-context message whose sections
+    /// include `subagent:delegation`: its text and its source, once the section names are
+    /// found equal) and the `meta` our subagent tool adds to its result.
+    DelegationWording,
     /// The `meta.diffs` our `str_replace_editor` adds to its results.
     EditorDiffs,
 }
@@ -36,8 +36,8 @@ enum SetAside {
 const IN_PART: &[(&str, &str, SetAside)] = &[
     (
         "subagent-spawn-in-process",
-        "the subagents plugin logs the delegation's approval policy and the descriptor before the child's task (the reference logs the descriptor inside the first turn and tells the child of its delegation in a runtime-context message instead), and its tool result carries `meta.subagentId`",
-        SetAside::ChildOpenings,
+        "the child's delegation notice is in our words and logged under our snapshot source (the same event at the same place, with the same section names), and our subagent tool's result carries `meta.subagentId`",
+        SetAside::DelegationWording,
     ),
     (
         "persistent-tools",
@@ -45,6 +45,35 @@ const IN_PART: &[(&str, &str, SetAside)] = &[
         SetAside::EditorDiffs,
     ),
 ];
+
+/// The section names of a delegation notice (a `user/message` whose source's sections include
+/// `subagent:delegation`), or `None` for any other notification.
+fn delegation_sections(notification: &Value) -> Option<Vec<String>> {
+    let event = &notification["params"]["event"];
+    let names: Vec<String> = event["data"]["source"]["sections"]
+        .as_array()?
+        .iter()
+        .filter_map(|section| section["name"].as_str().map(str::to_owned))
+        .collect();
+    (event["type"] == "user/message" && names.iter().any(|name| name == "subagent:delegation"))
+        .then_some(names)
+}
+
+/// Puts a placeholder in place of the words and source of every delegation notice in
+/// `notifications`; answers the section names of each, in order.
+fn without_delegation_wording(notifications: &mut [Value]) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for notification in notifications.iter_mut() {
+        let Some(names) = delegation_sections(notification) else {
+            continue;
+        };
+        let data = &mut notification["params"]["event"]["data"];
+        data["content"] = json!("{{delegation notice}}");
+        data["source"] = json!("{{delegation notice source}}");
+        found.push(names);
+    }
+    found
+}
 
 /// Removes the `meta` of a `tool/result` that holds only `key` (what our tool adds; the
 /// reference's result has none), for the calls `calls` names (`None`: any call).
@@ -139,10 +168,10 @@ fn run_case(case: &Case) -> Result<(), String> {
         .collect();
     let scrub = Scrub::new(ids, &cwd);
     let mut raw: Vec<Value> = run.notifications.iter().map(as_value).collect();
-    let late_titles = settle_fallback_titles(&mut raw);
-    if late_titles > 0 {
+    let moved_titles = settle_fallback_titles(&mut raw);
+    if moved_titles > 0 {
         eprintln!(
-            "jsonrpc: {}: {late_titles} first-words title(s) landed after the request header and were put back (session-title appends them on the runtime's next turn)",
+            "jsonrpc: {}: {moved_titles} first-words title(s) landed elsewhere in their step and were put back (session-title appends them on the runtime's next turn, racing the loop)",
             case.name
         );
     }
@@ -158,28 +187,18 @@ fn run_case(case: &Case) -> Result<(), String> {
         ours.iter_mut()
             .for_each(|notification| without_meta(notification, "diffs", Some(&calls)));
     }
-    if let Some(SetAside::ChildOpenings) = set_aside {
+    if let Some(SetAside::DelegationWording) = set_aside {
         ours.iter_mut()
             .for_each(|notification| without_meta(notification, "subagentId", None));
-        let (ours_opening, expected_opening) = (child_openings(&raw), child_openings(&expected));
-        // What is set aside is the child's own, and it is there on both sides.
-        let strays: Vec<&Value> = ours_opening
-            .iter()
-            .map(|at| &raw[*at])
-            .filter(|n| {
-                !run.notifications.iter().any(|started| {
-                    started.method == "subagent.started"
-                        && started.params["childSessionId"] == n["params"]["sessionId"]
-                })
-            })
-            .collect();
-        if !strays.is_empty() || ours_opening.is_empty() || expected_opening.is_empty() {
+        let (ours_notices, expected_notices) = (
+            without_delegation_wording(&mut ours),
+            without_delegation_wording(&mut expected),
+        );
+        if ours_notices.is_empty() || ours_notices != expected_notices {
             problems.push(format!(
-                "the child openings set aside are not the children's: ours {ours_opening:?} (not a child's: {strays:?}), expected {expected_opening:?}"
+                "the delegation notices' sections differ: ours {ours_notices:?}, expected {expected_notices:?}"
             ));
         }
-        ours = without(&ours, &ours_opening);
-        expected = without(&expected, &expected_opening);
     }
     if let Some(difference) = first_difference(&ours, &expected) {
         problems.push(format!("notifications differ: {difference}"));

@@ -28,9 +28,11 @@ const CASES: &[&str] = &[
 ];
 
 /// Per-case patch layers: the recording's own configuration where it differs from ours.
+/// The SDK recording's composition has no approval service and no runtime context of its own
+/// (a child's delegation notice is its only section).
 const PATCHES: &[(&str, &str)] = &[(
     "jsonrpc/snapshots/subagent-spawn-in-process",
-    "- id: subagents\n  config:\n    backgroundByDefault: false\n",
+    "- id: subagents\n  config:\n    backgroundByDefault: false\n- id: approval\n  disabled: true\n- id: system-prompt\n  config:\n    runtimeContext: false\n",
 )];
 
 /// Recorded cases not replayed, and why. (The `product-subagent-*` cases are in `products`.)
@@ -102,6 +104,43 @@ fn compare(
             "{what}: calls and results differ:\n  ours     {mine:?}\n  recorded {theirs:?}"
         ));
     }
+}
+
+/// A child's opening: the types of its events from its own first turn (after a forked child's
+/// seed) to its first `request/header` (its delegation's policy, its task's turn and splices,
+/// its descriptor, its messages; a snapshot message with the names of its sections), without
+/// the first-words title, whose place races the loop's appends, and without the preset events
+/// the explicit `DSH_PERMISSION_MODE` of these runs causes (the recordings ran without one): the
+/// startup preset, mode and approval policy, and the parent's preset and mode a child inherits.
+fn opening(events: &[Value]) -> Vec<String> {
+    let own = events
+        .iter()
+        .rposition(|event| event["type"] == "session/end-seed")
+        .map_or(0, |seed_end| seed_end + 1);
+    events[own..]
+        .iter()
+        .take_while(|event| event["type"] != "request/header")
+        .filter(|event| {
+            let kind = &event["type"];
+            kind != "session/title"
+                && kind != "permission/preset"
+                && kind != "sandbox/mode"
+                && (kind != "approval/policy" || event["data"]["source"] == "delegation")
+        })
+        .map(|event| {
+            let kind = event["type"].as_str().unwrap_or_default();
+            match event["data"]["source"]["sections"].as_array() {
+                Some(sections) => {
+                    let names: Vec<&str> = sections
+                        .iter()
+                        .filter_map(|section| section["name"].as_str())
+                        .collect();
+                    format!("{kind}[{}]", names.join(","))
+                }
+                None => kind.to_owned(),
+            }
+        })
+        .collect()
 }
 
 fn run_case(case: &str) -> Result<(), String> {
@@ -194,6 +233,14 @@ fn run_case(case: &str) -> Result<(), String> {
             recorded_events,
             ordered,
         );
+        if ordered && opening(events) != opening(recorded_events) {
+            problems.push(format!(
+                "child {}: the opening differs:\n  ours     {:?}\n  recorded {:?}",
+                index + 1,
+                opening(events),
+                opening(recorded_events)
+            ));
+        }
         for field in ["origin", "delegationDepth"] {
             if header[field] != recorded_header[field] {
                 problems.push(format!(

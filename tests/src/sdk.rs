@@ -83,7 +83,9 @@ pub const CASES: [Case; 4] = [
         prompt: "Use the subagent tool exactly once with description 'echo probe' and prompt: Reply with exactly: child answer 42. Then reply with the subagent's final answer verbatim.",
         session_id: "sdk-snapshot-subagent",
         children: 1,
-        patch: "",
+        // The reference's SDK composition runs no approval service, so its child's log has no
+        // `approval/policy` (ours logs one wherever approvals are asked at all).
+        patch: "- id: approval\n  disabled: true\n",
     },
     Case {
         name: "persistent-tools",
@@ -258,14 +260,16 @@ pub fn normalize_notifications(notifications: &[Value], scrub: &Scrub) -> Vec<Va
 /// turn ended.
 const STEP_CLOSING: [&str; 3] = ["tool/result", "step/end", "turn/end"];
 
-/// Puts each first-words title where the reference logs it, right after the message it names,
-/// when it landed later within that message's first step, before any tool ran (among the
-/// step's `request/header`, `request/context`, streamed chunks, message and calls, with nothing
-/// of another session or method between), and numbers the moved events' `seq` as the
-/// reference's log does; answers how many it moved. `session-title` appends that title on the
-/// runtime's next turn, racing the loop's own appends, so its place among them is not fixed
-/// (the reference's lands first; on a loaded machine ours can land as late as the step's
-/// calls). Anything else stays where it is, so every other difference still shows.
+/// Puts each first-words title where the reference logs it: after the message it names and the
+/// user messages appended with it (the step's context snapshots), when it landed elsewhere
+/// within that message's first step, before any tool ran (among the step's snapshots,
+/// `request/header`, `request/context`, streamed chunks, message and calls, with nothing of
+/// another session or method between), and numbers the moved events' `seq` as the reference's
+/// log does; answers how many it moved. `session-title` appends that title on the runtime's
+/// next turn, racing the loop's own appends on another thread, so its place among them is not
+/// fixed (the reference's lands after the step's synchronous appends; ours can land before a
+/// snapshot or, on a loaded machine, as late as the step's calls). Anything else stays where it
+/// is, so every other difference still shows.
 pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
     let mut moved = 0;
     for at in 0..notifications.len() {
@@ -283,23 +287,38 @@ pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
         }) else {
             continue;
         };
-        let between = &notifications[message + 1..at];
-        let opening = between.iter().all(|n| {
-            n["method"] == "session.event"
-                && n["params"]["sessionId"] == session
-                && !STEP_CLOSING
-                    .iter()
-                    .any(|kind| n["params"]["event"]["type"] == *kind)
-        });
-        if between.is_empty() || !opening {
+        let of_session =
+            |n: &Value| n["method"] == "session.event" && n["params"]["sessionId"] == session;
+        // The user messages appended right after the named one (the title not counted).
+        let appended_with = (message + 1..notifications.len())
+            .filter(|index| *index != at)
+            .take_while(|index| {
+                let n = &notifications[*index];
+                of_session(n) && n["params"]["event"]["type"] == "user/message"
+            })
+            .count();
+        let place = message + 1 + appended_with;
+        let last = at.max(place);
+        let opening = notifications[message + 1..=last.min(notifications.len() - 1)]
+            .iter()
+            .all(|n| {
+                of_session(n)
+                    && !STEP_CLOSING
+                        .iter()
+                        .any(|kind| n["params"]["event"]["type"] == *kind)
+            });
+        if place == at || last >= notifications.len() || !opening {
             continue;
         }
         let Some(first) = named.as_u64() else {
             continue;
         };
-        notifications[message + 1..=at].rotate_right(1);
+        match at > place {
+            true => notifications[place..=at].rotate_right(1),
+            false => notifications[at..=place].rotate_left(1),
+        }
         let mut renumbered = std::collections::HashMap::new();
-        for (offset, n) in notifications[message + 1..=at].iter_mut().enumerate() {
+        for (offset, n) in notifications[message + 1..=last].iter_mut().enumerate() {
             let seq = first + 1 + offset as u64;
             if let Some(old) = n["params"]["event"]["seq"].as_u64() {
                 renumbered.insert(old, seq);
@@ -328,36 +347,6 @@ pub fn settle_fallback_titles(notifications: &mut [Value]) -> usize {
         moved += 1;
     }
     moved
-}
-
-/// The positions of the `session.event` notifications between each `subagent.started` and
-/// the next `assistant/chunk` event: a child's turn opening (its parent waits in the tool call
-/// meanwhile, logging nothing). Works on raw and normalized notifications alike.
-pub fn child_openings(notifications: &[Value]) -> Vec<usize> {
-    let mut inside = false;
-    let mut found = Vec::new();
-    for (at, notification) in notifications.iter().enumerate() {
-        let event = &notification["params"]["event"];
-        match notification["method"].as_str() {
-            Some("subagent.started") => inside = true,
-            Some("session.event") if inside && event["type"] == "assistant/chunk" => {
-                inside = false;
-            }
-            Some("session.event") if inside => found.push(at),
-            _ => {}
-        }
-    }
-    found
-}
-
-/// `notifications` without the positions `drop`.
-pub fn without(notifications: &[Value], drop: &[usize]) -> Vec<Value> {
-    notifications
-        .iter()
-        .enumerate()
-        .filter(|(at, _)| !drop.contains(at))
-        .map(|(_, notification)| notification.clone())
-        .collect()
 }
 
 /// A notification as a `{method, params}` value.

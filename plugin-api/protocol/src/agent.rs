@@ -120,8 +120,14 @@ pub enum AgentNoticeData {
     /// `agent/status`: `running` before its first `turn/start`, `idle` after its last
     /// `turn/end`.
     Status { status: AgentStatus },
-    /// `agent/session-start`: once, right after `agent/created`.
-    SessionStart { source: SessionStartSource },
+    /// `agent/session-start`: once, right after `agent/created`. `delegated`: the session is a
+    /// child another agent started (its policies come from the delegation, not the host's
+    /// defaults).
+    SessionStart {
+        source: SessionStartSource,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        delegated: bool,
+    },
     /// `agent/inbox/inserted`: a message was queued (after its splice was logged).
     InboxInserted { message: Message },
     /// `agent/inbox/claimed`: a queued message entered turn `turn`.

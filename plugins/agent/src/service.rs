@@ -141,7 +141,10 @@ impl Service {
         registry.notify(
             &AGENT_SESSION_START,
             &id,
-            AgentNoticeData::SessionStart { source },
+            AgentNoticeData::SessionStart {
+                source,
+                delegated: options.delegation_depth > 0,
+            },
         );
         Ok(RString::from(id))
     }

@@ -183,8 +183,9 @@ impl Plugin for ApprovalPlugin {
     }
 }
 
-/// With an explicit preset, each new agent's log starts with it, as the reference's does:
-/// `permission/preset`, `sandbox/mode`, `approval/policy`, before anything is queued.
+/// With an explicit preset, each new top-level agent's log starts with it, as the reference's
+/// does: `permission/preset`, `sandbox/mode`, `approval/policy`, before anything is queued. A
+/// delegated child's policies are the delegation's (the subagents plugin logs them).
 fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(), PluginError> {
     if PermissionPreset::parse(&preset).is_none() {
         ctx.log(
@@ -205,7 +206,8 @@ fn log_preset_at_start(ctx: &Context, preset: String, never: bool) -> Result<(),
         if !matches!(
             notice.data.decode(),
             Ok(AgentNoticeData::SessionStart {
-                source: SessionStartSource::Startup
+                source: SessionStartSource::Startup,
+                delegated: false,
             })
         ) {
             return;

@@ -69,7 +69,7 @@ impl Bridge {
     }
 
     pub(crate) fn session_start(self: &Arc<Self>, notice: &AgentNotice) {
-        let Ok(AgentNoticeData::SessionStart { source }) = notice.data.decode() else {
+        let Ok(AgentNoticeData::SessionStart { source, .. }) = notice.data.decode() else {
             return;
         };
         let session = notice.agent.to_string();

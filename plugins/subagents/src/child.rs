@@ -1,7 +1,8 @@
 //! Starting a child and seeing it through: the child's agent (its own session, linked to its
 //! parent, one level deeper, the parent's route and working directory, the parent's scope
 //! plus the children's own layer), what the child's log says about it (`approval/policy` fixed
-//! by delegation, `subagent/descriptor`), its task as its first turn, and then either the
+//! by delegation; its `subagent/descriptor` waits for its first step, see [`crate::opening`]),
+//! its task as its first turn, and then either the
 //! parent's tool call waiting for the result (one-shot) or a watcher that tells the parent
 //! when the child's run settles (continuable).
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsExt, AgentsService};
+use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::{Context, Json, LogLevel, Service};
 use dsh_protocol::{
@@ -21,6 +23,7 @@ use dsh_sessions_seam::{LatestOf, NewEventRecord, open_live};
 use dsh_subagents_seam::{SUBAGENT_END, SUBAGENT_START};
 
 use crate::error::DelegationError;
+use crate::opening::Openings;
 use crate::text;
 use crate::tree::{Node, Tree};
 
@@ -66,6 +69,8 @@ pub(crate) struct Delegation {
     /// Each parent's latest preset and sandbox mode, read from its log incrementally.
     pub(crate) presets: LatestOf<PermissionPresetEvent>,
     pub(crate) modes: LatestOf<SandboxModeEvent>,
+    /// The descriptors waiting for their child's first step.
+    pub(crate) openings: Arc<Openings>,
 }
 
 pub(crate) fn agents(ctx: &Context) -> Result<Service<AgentsService>, DelegationError> {
@@ -178,10 +183,10 @@ impl Delegation {
         Ok(child)
     }
 
-    /// Logs in the child's session what it is and what it may do: the parent's permission
-    /// preset and sandbox mode (a child is never wider than the agent that started it), its
-    /// approvals refused (its scope was fixed when it started: nobody is there to ask), and its
-    /// descriptor.
+    /// Logs in the child's session what it may do: the parent's permission preset and sandbox
+    /// mode (a child is never wider than the agent that started it) and, where approvals are
+    /// asked at all (an `approval` service runs), its approvals refused (its scope was fixed when
+    /// it started: nobody is there to ask). Its descriptor is held for its first step.
     fn prepare(
         &self,
         child: &str,
@@ -190,16 +195,23 @@ impl Delegation {
     ) -> Result<(), DelegationError> {
         let session = open_live(&self.ctx, child).map_err(DelegationError::Session)?;
         let mut batch = self.inherited_policy(&start.parent);
-        batch.push(NewEventRecord::of(&ApprovalPolicyEvent {
-            policy: ApprovalPolicy::Never,
-            source: Some("delegation".to_owned()),
-        }));
-        batch.push(NewEventRecord::of(descriptor));
-        session
-            .append(batch.into())
-            .into_result()
-            .map(|_| ())
-            .map_err(DelegationError::Descriptor)
+        if matches!(
+            self.ctx.get::<ApprovalService>(APPROVAL_SERVICE),
+            Ok(Some(_))
+        ) {
+            batch.push(NewEventRecord::of(&ApprovalPolicyEvent {
+                policy: ApprovalPolicy::Never,
+                source: Some("delegation".to_owned()),
+            }));
+        }
+        if !batch.is_empty() {
+            session
+                .append(batch.into())
+                .into_result()
+                .map_err(DelegationError::Policy)?;
+        }
+        self.openings.hold(child, descriptor.clone());
+        Ok(())
     }
 
     /// The parent's latest permission preset and sandbox mode, as events for its child's log

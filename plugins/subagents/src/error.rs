@@ -18,8 +18,8 @@ pub(crate) enum DelegationError {
     Session(SessionError),
     #[error("the child agent did not start: {0}")]
     Create(AgentsError),
-    #[error("the child's session refused its descriptor: {0}")]
-    Descriptor(SessionError),
+    #[error("the child's session refused its policies: {0}")]
+    Policy(SessionError),
     #[error("the child's task was not queued: {0}")]
     Task(AgentsError),
     #[error("subagent \"{0}\" is unavailable")]

@@ -8,12 +8,13 @@
 //! child with the parent's completed turns. `interrupt_agent`, `list_agents` and `report`
 //! complete the set. Children run concurrently when the model asks for several; their depth
 //! is capped (`maxDepth`); a child's approvals are refused (its scope was fixed when it
-//! started); cancelling a parent's turn cancels the children it is running. The service
+//! started), and its runtime context says so (`subagent:delegation`); cancelling a parent's turn cancels the children it is running. The service
 //! `subagents` lists a session's children and says when a whole tree has settled (the headless
 //! runner waits for it before it exits).
 
 mod child;
 mod error;
+mod opening;
 mod text;
 mod tools;
 mod tree;
@@ -32,6 +33,7 @@ use dsh_subagents_seam::{SUBAGENTS_SERVICE, Subagents, Subagents_TO};
 use dsh_tools_seam::{TOOLS_SERVICE, ToolsService, tool_box};
 
 use crate::child::{CHILD_SCOPE, Delegation, agents};
+use crate::opening::Openings;
 use crate::tools::{DelegationTool, Kind};
 use crate::tree::Tree;
 
@@ -78,6 +80,7 @@ impl Plugin for SubagentsPlugin {
     const OPTIONAL: &'static [&'static str] = &[
         dsh_agents_seam::AGENTS_SERVICE,
         dsh_sessions_seam::SESSIONS_SERVICE,
+        dsh_approval_seam::APPROVAL_SERVICE,
     ];
     const PROVIDES: &'static [&'static str] = &[SUBAGENTS_SERVICE];
     type Config = SubagentsConfig;
@@ -85,6 +88,7 @@ impl Plugin for SubagentsPlugin {
     async fn apply(ctx: Context, config: SubagentsConfig) -> Result<(), PluginError> {
         let tools = ctx.inject::<ToolsService>(TOOLS_SERVICE)?;
         let tree = Arc::new(Tree::default());
+        let openings = Arc::new(Openings::default());
         let delegation = Arc::new(Delegation {
             ctx: ctx.clone(),
             tree: tree.clone(),
@@ -92,6 +96,7 @@ impl Plugin for SubagentsPlugin {
             background_by_default: config.background_by_default,
             presets: dsh_sessions_seam::LatestOf::default(),
             modes: dsh_sessions_seam::LatestOf::default(),
+            openings: openings.clone(),
         });
         let mut registrations = Vec::new();
         for kind in Kind::ALL {
@@ -114,6 +119,7 @@ impl Plugin for SubagentsPlugin {
             registrations.push(registration);
         }
         follow_parents(&ctx, &tree)?;
+        opening::listen(&ctx, &openings)?;
         ctx.provide(
             SUBAGENTS_SERVICE,
             Subagents_TO::from_value(Handle(tree), TD_Opaque),

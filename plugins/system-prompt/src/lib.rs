@@ -74,7 +74,9 @@ pub struct PromptConfig {
     /// The user-wide instructions (default: `AGENTS.md` in `$DSH_HOME`, else in `~/.dsh-host`,
     /// the host's home).
     pub user_instructions: Option<String>,
-    /// Tell the model its file and approval policies, as a snapshot logged when they change.
+    /// Tell the model its file and approval policies, as a snapshot logged when they change
+    /// (what other plugins add to the runtime context, a subagent's delegation, is told either
+    /// way).
     pub runtime_context: bool,
 }
 
@@ -393,13 +395,13 @@ impl SystemPrompt for Service {
                 .map_err(|error| error.to_string())
                 .and_then(|contexts| contexts.decode().map_err(|error| error.to_string()));
             // A contributor that fails costs its own snapshot, not the step.
-            let contexts = added.unwrap_or_else(|error| {
+            let contexts = runtime::merge(added.unwrap_or_else(|error| {
                 prompt.ctx.log(
                     LogLevel::Warn,
                     &format!("system-prompt/contexts: {error}; only the system prompt's own snapshots this step"),
                 );
                 own
-            });
+            }));
             ROk(Json::encode(&AssembledPrompt { system, contexts }))
         }
         .into_ffi()

@@ -1,7 +1,8 @@
 //! The runtime context: what the model should know of the session's standing permissions,
 //! one snapshot with a section each for the sandbox (`sandbox:policy`, the session's policy
 //! from the `sandbox` service, as the shell and the file tools apply it) and the approval policy
-//! (`approval:policy`, from the `approval` service). It changes rarely, so the loop logs it
+//! (`approval:policy`, from the `approval` service), followed by what other plugins add under
+//! the same key (the subagents' `subagent:delegation`). It changes rarely, so the loop logs it
 //! again only when it does.
 
 use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
@@ -10,6 +11,7 @@ use dsh_protocol::{
     ApprovalPolicy, Enforcement, PromptContext, SandboxMode, SandboxPolicy, SnapshotSection,
 };
 use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
+use dsh_system_prompt_seam::RUNTIME_CONTEXT;
 
 /// The sandbox's text for `policy`.
 fn sandbox_text(policy: &SandboxPolicy) -> String {
@@ -111,7 +113,7 @@ fn approval_text(policy: ApprovalPolicy) -> &'static str {
     }
 }
 
-/// The snapshot as a context, with its named sections.
+/// The system prompt's own sections of the runtime context (sandbox, then approvals).
 pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext {
     let mut sections = vec![("sandbox:policy", sandbox_text(&policy(ctx, session, cwd)))];
     if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL_SERVICE) {
@@ -122,25 +124,55 @@ pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext 
             .unwrap_or(ApprovalPolicy::Never);
         sections.push(("approval:policy", approval_text(policy).to_owned()));
     }
+    render(
+        sections
+            .into_iter()
+            .map(|(name, text)| SnapshotSection {
+                name: name.to_owned(),
+                text,
+            })
+            .collect(),
+    )
+}
+
+/// The runtime context as one snapshot of `sections`.
+fn render(sections: Vec<SnapshotSection>) -> PromptContext {
     let mut text = String::from("Runtime context (it replaces any earlier runtime context):");
-    for (_, section) in &sections {
+    for section in &sections {
         text.push_str("\n\n");
-        text.push_str(section);
+        text.push_str(&section.text);
     }
     PromptContext {
         source: None,
-        key: "runtime-context".to_owned(),
+        key: RUNTIME_CONTEXT.to_owned(),
         text,
-        sections: Some(
-            sections
-                .into_iter()
-                .map(|(name, text)| SnapshotSection {
-                    name: name.to_owned(),
-                    text,
-                })
-                .collect(),
-        ),
+        sections: Some(sections),
     }
+}
+
+/// `contexts` with every runtime-context snapshot among them (the system prompt's own and the
+/// contributions of other plugins, see [`RUNTIME_CONTEXT`]) made one, where the first of them
+/// was: the sections in the order they came, the text rendered again from them.
+pub(crate) fn merge(contexts: Vec<PromptContext>) -> Vec<PromptContext> {
+    let is_runtime =
+        |context: &PromptContext| context.key == RUNTIME_CONTEXT && context.source.is_none();
+    let mut sections = Vec::new();
+    let mut at = None;
+    let mut kept = Vec::with_capacity(contexts.len());
+    for context in contexts {
+        if is_runtime(&context) {
+            at.get_or_insert(kept.len());
+            sections.extend(context.sections.unwrap_or_default());
+        } else {
+            kept.push(context);
+        }
+    }
+    if let Some(at) = at
+        && !sections.is_empty()
+    {
+        kept.insert(at, render(sections));
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -178,5 +210,71 @@ mod tests {
                 .contains("not restricted")
         );
         assert!(approval_text(ApprovalPolicy::Never).contains("without asking"));
+    }
+
+    fn section(name: &str, text: &str) -> SnapshotSection {
+        SnapshotSection {
+            name: name.to_owned(),
+            text: text.to_owned(),
+        }
+    }
+
+    fn contribution(sections: Vec<SnapshotSection>) -> PromptContext {
+        PromptContext {
+            key: RUNTIME_CONTEXT.to_owned(),
+            text: "not read".to_owned(),
+            sections: Some(sections),
+            source: None,
+        }
+    }
+
+    fn other(key: &str) -> PromptContext {
+        PromptContext {
+            key: key.to_owned(),
+            text: format!("{key} text"),
+            sections: None,
+            source: None,
+        }
+    }
+
+    #[test]
+    fn contributed_sections_join_the_runtime_context_where_it_was() {
+        let own = render(vec![section("sandbox:policy", "Sandbox: s.")]);
+        let merged = merge(vec![
+            other("agents-md"),
+            own,
+            other("time"),
+            contribution(vec![section("subagent:delegation", "Delegated.")]),
+        ]);
+        let keys: Vec<&str> = merged.iter().map(|context| context.key.as_str()).collect();
+        assert_eq!(keys, ["agents-md", RUNTIME_CONTEXT, "time"]);
+        let runtime = &merged[1];
+        let names: Vec<&str> = runtime
+            .sections
+            .iter()
+            .flatten()
+            .map(|section| section.name.as_str())
+            .collect();
+        assert_eq!(names, ["sandbox:policy", "subagent:delegation"]);
+        assert!(
+            runtime.text.ends_with("Sandbox: s.\n\nDelegated."),
+            "{}",
+            runtime.text
+        );
+        assert!(!runtime.text.contains("not read"));
+    }
+
+    #[test]
+    fn a_contribution_alone_is_a_runtime_context_and_none_leaves_the_list_alone() {
+        let merged = merge(vec![contribution(vec![section(
+            "subagent:delegation",
+            "D.",
+        )])]);
+        assert_eq!(merged.len(), 1);
+        assert!(merged[0].text.ends_with("\n\nD."), "{}", merged[0].text);
+        let untouched = vec![other("agents-md"), other("time")];
+        assert_eq!(merge(untouched.clone()), untouched);
+        // A contribution with nothing in it adds no snapshot.
+        assert!(merge(vec![contribution(Vec::new())]).is_empty());
     }
 }

@@ -43,6 +43,13 @@ pub const SYSTEM_PROMPT_ASSEMBLE: WaterfallEvent<Json<PromptRequest>, RString> =
 pub const SYSTEM_PROMPT_CONTEXTS: WaterfallEvent<Json<PromptRequest>, Json<Vec<PromptContext>>> =
     WaterfallEvent::new("system-prompt/contexts");
 
+/// The key of the runtime context: what the model should know of the session's standing (its
+/// sandbox, its approvals, its delegation). A `system-prompt/contexts` contribution under this
+/// key and without a source of its own adds its `sections` (its `text` is not read) to that one
+/// snapshot, after the system prompt's own sections: the `system_prompt` service renders them
+/// into one message, so the model reads one runtime context, not one per contributor.
+pub const RUNTIME_CONTEXT: &str = "runtime-context";
+
 /// Keeps a section or a variable registered; dropping it removes it.
 #[sabi_trait]
 pub trait SectionHandle: Send + Sync {
