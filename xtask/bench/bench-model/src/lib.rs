@@ -48,8 +48,9 @@ pub struct Config {
     /// their own).
     #[serde(default = "bench_prefix", rename = "sessionPrefix")]
     pub session_prefix: String,
-    /// The closing text streamed as this many deltas (`"w1 w2 …"`), one every `paceMs`: a
-    /// live feed at a known rate, for the page's commit-to-paint figure.
+    /// The closing text streamed as this many deltas (`"w1 w2 …"`), one every `paceMs` (on a
+    /// schedule from the first, so the rate holds though the timer is coarse): a live feed at a
+    /// known rate, for the page's commit-to-paint figure.
     #[serde(default, rename = "textDeltas")]
     pub text_deltas: usize,
     #[serde(default, rename = "paceMs")]
@@ -138,11 +139,7 @@ impl Delegation {
             *lock(&self.delegated_at) = Some(Instant::now());
             calls(self.children)
         };
-        Chunks {
-            chunks,
-            next: AtomicUsize::new(0),
-            pace,
-        }
+        Chunks::new(chunks, pace)
     }
 }
 
@@ -173,19 +170,39 @@ struct Instantly(Arc<Clock>);
 struct Chunks {
     chunks: Vec<Json<StreamChunk>>,
     next: AtomicUsize,
-    /// Slept before each chunk after the first, on the host's timer (with its context).
+    /// The interval between chunks, kept on the host's timer (with its context) against a
+    /// schedule from the first chunk: chunk `n` is due `n` intervals after it, and one late for
+    /// its time goes at once. Sleeping the interval before each chunk instead ran slower than
+    /// asked by the timer's millisecond rounding (a 2 ms pace streamed at about 3 ms).
     pace: Option<(Context, std::time::Duration)>,
+    started: std::sync::OnceLock<Instant>,
+}
+
+impl Chunks {
+    fn new(chunks: Vec<Json<StreamChunk>>, pace: Option<(Context, std::time::Duration)>) -> Self {
+        Self {
+            chunks,
+            next: AtomicUsize::new(0),
+            pace,
+            started: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 impl ChunkStream for Chunks {
     fn next(&self) -> FfiFuture<NextChunk> {
         let index = self.next.fetch_add(1, Ordering::Relaxed);
         let chunk = self.chunks.get(index).cloned();
+        let started = *self.started.get_or_init(Instant::now);
         let pause = self
             .pace
             .as_ref()
             .filter(|_| index > 0 && chunk.is_some())
-            .map(|(ctx, pace)| ctx.sleep(*pace));
+            .and_then(|(ctx, pace)| {
+                let due = started + pace.saturating_mul(u32::try_from(index).unwrap_or(u32::MAX));
+                let wait = due.saturating_duration_since(Instant::now());
+                (wait >= std::time::Duration::from_millis(1)).then(|| ctx.sleep(wait))
+            });
         async move {
             if let Some(pause) = pause {
                 pause.await;
@@ -296,14 +313,13 @@ impl Adapter for Instantly {
         // part of the step it measures): is it a summary request, and whose is it.
         let text = request.text();
         if text.contains("\"purpose\":\"compaction\"") {
-            let stream = Chunks {
-                chunks: answer(
+            let stream = Chunks::new(
+                answer(
                     ContentBlock::text("A summary of the work so far."),
                     FinishReason::Stop,
                 ),
-                next: AtomicUsize::new(0),
-                pace: None,
-            };
+                None,
+            );
             return async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi();
         }
         let clock = &self.0;
@@ -364,11 +380,10 @@ impl Adapter for Instantly {
         } else {
             answer(ContentBlock::text("done"), FinishReason::Stop)
         };
-        let stream = Chunks {
+        let stream = Chunks::new(
             chunks,
-            next: AtomicUsize::new(0),
-            pace: (!clock.pace.is_zero()).then(|| (clock.ctx.clone(), clock.pace)),
-        };
+            (!clock.pace.is_zero()).then(|| (clock.ctx.clone(), clock.pace)),
+        );
         async move { ROk(ChunkStream_TO::from_value(stream, TD_Opaque)) }.into_ffi()
     }
 }
