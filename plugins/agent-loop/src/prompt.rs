@@ -58,17 +58,15 @@ pub(crate) enum System {
     Unrenderable(String),
 }
 
-/// The step's prompt as assembled, before anything of it is logged.
-pub(crate) struct Assembled(Prompt);
-
-/// Assembles the step's prompt (the `system_prompt` service's, else the row's). Done before the
-/// step's input is logged: the input and the snapshots that follow it are then appended with
-/// nothing awaited between them, so no other plugin's append (a title) lands in between.
-pub(crate) async fn assemble(
+/// The system prompt of this step (the `system_prompt` service's, else the row's), after
+/// appending every context snapshot that changed since it was last logged.
+pub(crate) async fn system_prompt(
     deps: &Deps,
     log: &Log<'_>,
     route: &Route,
-) -> Result<Assembled, LoopError> {
+    at: (u64, u64),
+    memory: &mut Memory,
+) -> Result<System, LoopError> {
     let request = PromptRequest {
         session: log.session.id().into_string(),
         cwd: route.cwd.clone(),
@@ -76,19 +74,7 @@ pub(crate) async fn assemble(
         provider: route.provider.clone(),
         model: route.model.clone(),
     };
-    Ok(Assembled(deps.hooks.prompt(request).await?))
-}
-
-/// The system prompt of this step, after appending every context snapshot of `assembled` that
-/// changed since it was last logged.
-pub(crate) fn system_prompt(
-    deps: &Deps,
-    log: &Log<'_>,
-    assembled: Assembled,
-    at: (u64, u64),
-    memory: &mut Memory,
-) -> Result<System, LoopError> {
-    let assembled = match assembled.0 {
+    let assembled = match deps.hooks.prompt(request).await? {
         Prompt::Missing => return Ok(System::Ready(deps.system.clone())),
         Prompt::Unrenderable(problem) => {
             return Ok(System::Unrenderable(format!("system prompt: {problem}")));

@@ -37,12 +37,10 @@ pub(crate) async fn run(
 ) -> Result<Option<TurnEndReason>, LoopError> {
     let log = Log { session };
     let (turn, step) = at;
-    // The input is logged whatever the assembly answered: a failed one must not lose it.
-    let assembled = prompt::assemble(deps, &log, route).await;
     for message in input {
         log.append(&UserMessageEvent(message))?;
     }
-    let system = match prompt::system_prompt(deps, &log, assembled?, at, memory)? {
+    let system = match prompt::system_prompt(deps, &log, route, at, memory).await? {
         System::Ready(system) => system,
         System::Unrenderable(problem) => {
             return Ok(Some(TurnEndReason::error("UNKNOWN", problem)));

@@ -36,6 +36,10 @@ impl Openings {
         lock(&self.pending).insert(child.to_owned(), descriptor);
     }
 
+    fn waiting(&self, child: &str) -> bool {
+        lock(&self.pending).contains_key(child)
+    }
+
     fn take(&self, child: &str) -> Option<SubagentDescriptorEvent> {
         lock(&self.pending).remove(child)
     }
@@ -49,8 +53,12 @@ pub(crate) fn listen(ctx: &Context, openings: &Arc<Openings>) -> Result<(), Plug
         let proposal = next.payload().decode();
         async move {
             let answer = next.run().await?;
-            let entered = matches!(answer.decode(), Ok(PreStepDecision::Enter));
-            if let (true, Ok(proposal)) = (entered, proposal)
+            // Most steps are not a child's first: the answer is read only for one that is.
+            let Ok(proposal) = proposal else {
+                return Ok(answer);
+            };
+            if openings.waiting(&proposal.session)
+                && matches!(answer.decode(), Ok(PreStepDecision::Enter))
                 && let Some(descriptor) = openings.take(&proposal.session)
             {
                 log_descriptor(&ctx, &proposal.session, &descriptor);
