@@ -27,24 +27,15 @@ enum SetAside {
     /// include `subagent:delegation`: its text and its source, once the section names are
     /// found equal) and the `meta` our subagent tool adds to its result.
     DelegationWording,
-    /// The `meta.diffs` our `str_replace_editor` adds to its results.
-    EditorDiffs,
 }
 
 /// Cases that reproduce but for what our plugins log differently, what that is, and what is set
 /// aside for it; every other notification is compared exactly.
-const IN_PART: &[(&str, &str, SetAside)] = &[
-    (
-        "subagent-spawn-in-process",
-        "the child's delegation notice is in our words and logged under our snapshot source (the same event at the same place, with the same section names), and our subagent tool's result carries `meta.subagentId`",
-        SetAside::DelegationWording,
-    ),
-    (
-        "persistent-tools",
-        "our str_replace_editor's results carry `meta.diffs` (the change, which an ACP editor shows as a diff; the reference's editor records none)",
-        SetAside::EditorDiffs,
-    ),
-];
+const IN_PART: &[(&str, &str, SetAside)] = &[(
+    "subagent-spawn-in-process",
+    "the child's delegation notice is in our words and logged under our snapshot source (the same event at the same place, with the same section names), and our subagent tool's result carries `meta.subagentId`",
+    SetAside::DelegationWording,
+)];
 
 /// The section names of a delegation notice (a `user/message` whose source's sections include
 /// `subagent:delegation`), or `None` for any other notification.
@@ -76,8 +67,8 @@ fn without_delegation_wording(notifications: &mut [Value]) -> Vec<Vec<String>> {
 }
 
 /// Removes the `meta` of a `tool/result` that holds only `key` (what our tool adds; the
-/// reference's result has none), for the calls `calls` names (`None`: any call).
-fn without_meta(notification: &mut Value, key: &str, calls: Option<&[String]>) {
+/// reference's result has none).
+fn without_meta(notification: &mut Value, key: &str) {
     let Some(event) = notification
         .get_mut("params")
         .and_then(|params| params.get_mut("event"))
@@ -85,12 +76,7 @@ fn without_meta(notification: &mut Value, key: &str, calls: Option<&[String]>) {
     else {
         return;
     };
-    let call = event["data"]["message"]["source"]["callId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    if calls.is_none_or(|calls| calls.contains(&call))
-        && let Some(data) = event.get_mut("data").and_then(Value::as_object_mut)
+    if let Some(data) = event.get_mut("data").and_then(Value::as_object_mut)
         && data
             .get("meta")
             .and_then(Value::as_object)
@@ -98,18 +84,6 @@ fn without_meta(notification: &mut Value, key: &str, calls: Option<&[String]>) {
     {
         data.remove("meta");
     }
-}
-
-/// The ids of the `str_replace_editor` calls among `notifications`.
-fn editor_calls(notifications: &[Value]) -> Vec<String> {
-    notifications
-        .iter()
-        .map(|notification| &notification["params"]["event"])
-        .filter(|event| {
-            event["type"] == "tool/call" && event["data"]["name"] == "str_replace_editor"
-        })
-        .filter_map(|event| event["data"]["callId"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// Runs one recorded case; `Err` says what differs.
@@ -182,14 +156,9 @@ fn run_case(case: &Case) -> Result<(), String> {
         .iter()
         .find(|(name, _, _)| *name == case.name)
         .map(|(_, _, set_aside)| set_aside);
-    if let Some(SetAside::EditorDiffs) = set_aside {
-        let calls = editor_calls(&ours);
-        ours.iter_mut()
-            .for_each(|notification| without_meta(notification, "diffs", Some(&calls)));
-    }
     if let Some(SetAside::DelegationWording) = set_aside {
         ours.iter_mut()
-            .for_each(|notification| without_meta(notification, "subagentId", None));
+            .for_each(|notification| without_meta(notification, "subagentId"));
         let (ours_notices, expected_notices) = (
             without_delegation_wording(&mut ours),
             without_delegation_wording(&mut expected),

@@ -17,7 +17,8 @@ use serde_json::value::RawValue;
 use crate::schema::{SessionState, methods};
 use crate::server::{AcpSession, Inflight, Mode, Server};
 use crate::updates::{
-    AvailableCommand, CommandInput, Content, SessionUpdate, ToolCall, ToolCallUpdate,
+    AvailableCommand, CommandInput, Content, SessionUpdate, ToolCall, ToolCallContent,
+    ToolCallUpdate,
 };
 use crate::wire::Id;
 
@@ -141,6 +142,8 @@ struct Inner {
     calls: HashMap<String, ToolCall>,
     /// Answers given "always", by subject.
     rules: HashMap<String, ApprovalOutcome>,
+    /// The changes announced calls were asked to make, until their result.
+    asked: HashMap<String, Vec<ToolCallContent>>,
 }
 
 /// The arguments a rule's subject is read from.
@@ -153,8 +156,8 @@ struct Subject {
 }
 
 impl EditorState {
-    /// What an "always" answer about call `call_id` covers: the tool on the same command,
-    /// file or path (the tool alone when it names none).
+    /// What an "always" answer about call `call_id` covers: the tool on the same file, path
+    /// or command (the tool alone when it names none).
     pub(crate) fn subject_of(&self, call_id: &str, tool: &str) -> String {
         let inner = lock(&self.inner);
         let subject: Subject = inner
@@ -163,7 +166,8 @@ impl EditorState {
             .and_then(|call| call.raw_input.clone())
             .and_then(|input| serde_json::from_value(input).ok())
             .unwrap_or_default();
-        match subject.command.or(subject.file_path).or(subject.path) {
+        // A file or path first: `str_replace_editor`'s `command` is its verb, not a subject.
+        match subject.file_path.or(subject.path).or(subject.command) {
             Some(what) => format!("{tool}({what})"),
             None => tool.to_owned(),
         }
@@ -193,10 +197,18 @@ impl EditorState {
         }
     }
 
-    pub(crate) fn remember(&self, call: &ToolCall) {
-        lock(&self.inner)
-            .calls
-            .insert(call.tool_call_id.clone(), call.clone());
+    /// Keeps an announced call, and the changes it was asked to make (if any).
+    pub(crate) fn remember(&self, call: &ToolCall, asked: Vec<ToolCallContent>) {
+        let mut inner = lock(&self.inner);
+        inner.calls.insert(call.tool_call_id.clone(), call.clone());
+        if !asked.is_empty() {
+            inner.asked.insert(call.tool_call_id.clone(), asked);
+        }
+    }
+
+    /// The changes call `call_id` was asked to make, once (its result came).
+    pub(crate) fn asked_changes(&self, call_id: &str) -> Vec<ToolCallContent> {
+        lock(&self.inner).asked.remove(call_id).unwrap_or_default()
     }
 
     pub(crate) fn streamed(&self, turn: u64, step: u64) {

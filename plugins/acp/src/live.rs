@@ -77,16 +77,21 @@ pub(crate) fn updates(
                     &call.name,
                     &call.arguments,
                 );
-                session.editor.remember(&announced);
+                session.editor.remember(
+                    &announced,
+                    crate::tool_calls::asked_changes(&session.cwd, &call.name, &call.arguments),
+                );
                 vec![SessionUpdate::ToolCall(announced)]
             }
             _ => Vec::new(),
         },
         TOOL_RESULT => match record.decode::<ToolResultEvent>() {
-            Some(Ok(result)) => crate::tool_calls::finished(&session.cwd, &result)
-                .map(SessionUpdate::ToolCallUpdate)
-                .into_iter()
-                .collect(),
+            Some(Ok(result)) => crate::tool_calls::finished(&session.cwd, &result, |call| {
+                session.editor.asked_changes(call)
+            })
+            .map(SessionUpdate::ToolCallUpdate)
+            .into_iter()
+            .collect(),
             _ => Vec::new(),
         },
         TODO_WRITE => match record.decode::<TodoWriteEvent>() {

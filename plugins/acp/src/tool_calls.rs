@@ -1,7 +1,8 @@
 //! How a tool call looks in an editor: its kind (the client's icon), a title a person reads,
 //! the files it touches (for the client to follow), the model's arguments as raw input, and,
 //! once it ended, what it produced: the output text, or a diff for each change `write` and
-//! `edit` made (from the result's `meta`).
+//! `edit` made (from the result's `meta`) or `str_replace_editor` was asked to make (from its
+//! arguments: like the reference's, it records no hunks).
 
 use std::path::Path;
 
@@ -25,6 +26,18 @@ struct Arguments {
     offset: Option<u64>,
     url: Option<String>,
     name: Option<String>,
+    insert_line: Option<u64>,
+    view_range: Option<Vec<i64>>,
+}
+
+/// The arguments of a `str_replace_editor` change.
+#[derive(Debug, Deserialize)]
+struct EditorArguments {
+    command: String,
+    path: String,
+    file_text: Option<String>,
+    old_str: Option<String>,
+    new_str: Option<String>,
 }
 
 /// The `meta` of a `write` or `edit` result: one hunk per change.
@@ -117,6 +130,7 @@ pub(crate) fn announce(cwd: &str, call_id: &str, name: &str, arguments: &str) ->
                 })
                 .collect(),
         ),
+        "str_replace_editor" => editor_call(cwd, &args),
         "todo_write" => (ToolKind::Think, "Update the plan".to_owned(), Vec::new()),
         "web_fetch" => (
             ToolKind::Fetch,
@@ -140,6 +154,62 @@ pub(crate) fn announce(cwd: &str, call_id: &str, name: &str, arguments: &str) ->
     }
 }
 
+/// A `str_replace_editor` call: a view reads, every other command edits; the file, at the
+/// line a view starts or an insert goes.
+fn editor_call(cwd: &str, args: &Arguments) -> (ToolKind, String, Vec<Location>) {
+    let path = args.path.as_deref().unwrap_or("a file");
+    let (kind, verb, line) = match args.command.as_deref() {
+        Some("view") => (
+            ToolKind::Read,
+            "View",
+            args.view_range
+                .as_ref()
+                .and_then(|range| range.first())
+                .and_then(|first| u64::try_from(*first).ok()),
+        ),
+        Some("create") => (ToolKind::Edit, "Create", None),
+        Some("insert") => (
+            ToolKind::Edit,
+            "Insert into",
+            args.insert_line.map(|at| at + 1),
+        ),
+        Some("undo_edit") => (ToolKind::Edit, "Undo the last edit of", None),
+        _ => (ToolKind::Edit, "Edit", None),
+    };
+    let locations = args
+        .path
+        .iter()
+        .map(|path| Location {
+            path: absolute(cwd, path),
+            line,
+        })
+        .collect();
+    (kind, format!("{verb} {path}"), locations)
+}
+
+/// The change call `name` was asked to make, shown when its result records none: a
+/// `str_replace_editor` file created, string replaced or lines inserted. Empty for any other
+/// call.
+pub(crate) fn asked_changes(cwd: &str, name: &str, arguments: &str) -> Vec<ToolCallContent> {
+    if name != "str_replace_editor" {
+        return Vec::new();
+    }
+    let Ok(args) = serde_json::from_str::<EditorArguments>(arguments) else {
+        return Vec::new();
+    };
+    let (old_text, new_text) = match (args.command.as_str(), args.file_text, args.old_str) {
+        ("create", Some(text), _) => (None, text),
+        ("str_replace", _, Some(old)) => (Some(old), args.new_str.unwrap_or_default()),
+        ("insert", _, _) => (Some(String::new()), args.new_str.unwrap_or_default()),
+        _ => return Vec::new(),
+    };
+    vec![ToolCallContent::Diff {
+        path: absolute(cwd, &args.path),
+        old_text,
+        new_text,
+    }]
+}
+
 /// An MCP tool reads `server: tool`; any other its name and what it says it does.
 fn title_of(name: &str, args: &Arguments) -> String {
     if let Some(rest) = name.strip_prefix("mcp__")
@@ -157,8 +227,13 @@ fn title_of(name: &str, args: &Arguments) -> String {
     }
 }
 
-/// The update closing a call: its status and what it produced.
-pub(crate) fn finished(cwd: &str, result: &ToolResultEvent) -> Option<ToolCallUpdate> {
+/// The update closing a call: its status and what it produced; `asked` gives the changes a
+/// call was asked to make (see [`asked_changes`]), shown when its result records none.
+pub(crate) fn finished(
+    cwd: &str,
+    result: &ToolResultEvent,
+    asked: impl FnOnce(&str) -> Vec<ToolCallContent>,
+) -> Option<ToolCallUpdate> {
     let (call_id, content, is_error) =
         result
             .message
@@ -187,6 +262,10 @@ pub(crate) fn finished(cwd: &str, result: &ToolResultEvent) -> Option<ToolCallUp
             new_text: hunk.new_text,
         })
         .collect();
+    let diffs = match diffs.is_empty() {
+        true => asked(&call_id),
+        false => diffs,
+    };
     let shown = match (diffs.is_empty() || is_error, output.is_empty()) {
         (false, _) => diffs,
         (true, true) => Vec::new(),
@@ -241,12 +320,59 @@ mod tests {
             "meta":{"diffs":[{"path":"a.txt","oldText":"x\n","newText":"y\n","oldStart":1,"newStart":1}]}}"#,
         )
         .unwrap();
-        let update = finished("/w", &result).unwrap();
+        let update = finished("/w", &result, |_| Vec::new()).unwrap();
         assert_eq!(update.status, Some(ToolCallStatus::Completed));
         let shown = serde_json::to_string(&update.content).unwrap();
         assert_eq!(
             shown,
             r#"[{"type":"diff","path":"/w/a.txt","oldText":"x\n","newText":"y\n"}]"#
+        );
+    }
+
+    #[test]
+    fn an_editor_change_shows_what_it_was_asked_to_make() {
+        let asked = r#"{"command":"str_replace","path":"a.txt","old_str":"x","new_str":"y"}"#;
+        let call = announce("/w", "c1", "str_replace_editor", asked);
+        assert_eq!(
+            (call.kind, call.title.as_str()),
+            (ToolKind::Edit, "Edit a.txt")
+        );
+        let changes = asked_changes("/w", "str_replace_editor", asked);
+        let result: ToolResultEvent = serde_json::from_str(
+            r#"{"turn":1,"step":1,"message":{"id":"m","role":"user","source":{"kind":"tool","callId":"c1"},
+            "content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"The file a.txt has been edited successfully."}]}]}}"#,
+        )
+        .unwrap();
+        let update = finished("/w", &result, |id| {
+            assert_eq!(id, "c1");
+            changes.clone()
+        })
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&update.content).unwrap(),
+            r#"[{"type":"diff","path":"/w/a.txt","oldText":"x","newText":"y"}]"#
+        );
+        let view = announce(
+            "/w",
+            "c2",
+            "str_replace_editor",
+            r#"{"command":"view","path":"/w/b.txt","view_range":[3,9]}"#,
+        );
+        assert_eq!(view.kind, ToolKind::Read);
+        assert_eq!(view.locations[0].line, Some(3));
+        let create = r#"{"command":"create","path":"/w/c.txt","file_text":"new"}"#;
+        assert!(matches!(
+            asked_changes("/w", "str_replace_editor", create).as_slice(),
+            [ToolCallContent::Diff { old_text: None, new_text, .. }] if new_text == "new"
+        ));
+        assert!(asked_changes("/w", "edit", asked).is_empty());
+        assert!(
+            asked_changes(
+                "/w",
+                "str_replace_editor",
+                r#"{"command":"view","path":"x"}"#
+            )
+            .is_empty()
         );
     }
 }

@@ -45,6 +45,11 @@ fn read_window(result: &str) -> Option<(u64, String)> {
 
 /// The card of a call to `name` with `arguments`, and `result` once it came.
 pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolView {
+    if name == "str_replace_editor"
+        && let Some(card) = editor_view(arguments)
+    {
+        return card;
+    }
     let parsed = serde_json::from_str::<Arguments>(arguments).ok();
     let result_text = result.unwrap_or_default();
     match (name, parsed) {
@@ -104,6 +109,57 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
             result: result_text.to_owned(),
         },
     }
+}
+
+/// The arguments of `str_replace_editor` a card is made from.
+#[derive(Deserialize)]
+struct EditorArguments {
+    command: String,
+    path: String,
+    #[serde(default)]
+    file_text: String,
+    #[serde(default)]
+    old_str: String,
+    #[serde(default)]
+    new_str: String,
+    #[serde(default)]
+    insert_line: Option<u64>,
+}
+
+/// The card of a `str_replace_editor` change, from what it was asked: its `create`,
+/// `str_replace` and `insert` record no hunks (as the reference's do not), so the text written,
+/// the two strings (unnumbered) or the lines inserted, numbered from where they go. `None` for
+/// `view`, `undo_edit` and arguments of another shape.
+fn editor_view(arguments: &str) -> Option<ToolView> {
+    let args: EditorArguments = serde_json::from_str(arguments).ok()?;
+    let change = match args.command.as_str() {
+        "create" => vec![inserted(&args.file_text)],
+        "str_replace" => hunks([(
+            DiffSide {
+                text: &args.old_str,
+                start: None,
+            },
+            DiffSide {
+                text: &args.new_str,
+                start: None,
+            },
+        )]),
+        "insert" => {
+            let start = args.insert_line? + 1;
+            hunks([(
+                DiffSide {
+                    text: "",
+                    start: Some(start),
+                },
+                DiffSide {
+                    text: &args.new_str,
+                    start: Some(start),
+                },
+            )])
+        }
+        _ => return None,
+    };
+    Some(diff_view(args.path, change))
 }
 
 /// A change's card, with how many lines it added and removed.
@@ -273,6 +329,47 @@ mod tests {
         assert!(matches!(
             view("read", &read, Some(refused)),
             ToolView::Read { first_line: 3, ref text, .. } if text == refused
+        ));
+    }
+
+    #[test]
+    fn the_editors_changes_are_diffs_of_what_it_was_asked() {
+        let asked = |arguments: serde_json::Value| {
+            view("str_replace_editor", &arguments.to_string(), Some("ok"))
+        };
+        let replaced = asked(
+            json!({"command": "str_replace", "path": "/w/a.rs", "old_str": "x", "new_str": "y"}),
+        );
+        assert!(matches!(
+            replaced,
+            ToolView::Diff { ref path, added: 1, removed: 1, ref hunks } if path == "/w/a.rs" && hunks[0].lines[1].text == "y"
+        ));
+        let created =
+            asked(json!({"command": "create", "path": "/w/b.rs", "file_text": "one\ntwo"}));
+        assert!(matches!(
+            created,
+            ToolView::Diff {
+                added: 2,
+                removed: 0,
+                ..
+            }
+        ));
+        let ToolView::Diff {
+            hunks, added: 1, ..
+        } = asked(
+            json!({"command": "insert", "path": "/w/a.rs", "insert_line": 4, "new_str": "five"}),
+        )
+        else {
+            panic!("an insert is a diff");
+        };
+        assert_eq!(hunks[0].lines[0].new, Some(5));
+        assert!(matches!(
+            asked(json!({"command": "view", "path": "/w/a.rs"})),
+            ToolView::Generic { .. }
+        ));
+        assert!(matches!(
+            asked(json!({"command": "insert", "path": "/w/a.rs", "new_str": "no line"})),
+            ToolView::Generic { .. }
         ));
     }
 

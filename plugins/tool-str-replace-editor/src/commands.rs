@@ -4,7 +4,9 @@
 //! through `write`, so the same observation and policy checks stop them. What they answer is
 //! the reference's wording (`New file created successfully at: ...`, `The file ... has been
 //! edited successfully.`, a `create` over an existing file refused), so a model tuned on it
-//! reads ours the same; `undo_edit` is ours.
+//! reads ours the same, and like the reference's their results record no `meta` (a client
+//! shows their change from the call's arguments); `undo_edit` is ours and records the hunks it
+//! reverted in `meta.diffs`, as `write` and `edit` do, since its arguments name no text.
 
 use std::path::Path;
 
@@ -293,7 +295,7 @@ fn create(
             "New file created successfully at: {}",
             output.target.display
         ),
-        Some(output.meta),
+        None,
     ))
 }
 
@@ -334,7 +336,7 @@ fn replace(
         .entry(output.target.display.clone())
         .or_default()
         .push(before);
-    Ok(done(edited(&output.target.display), Some(output.meta)))
+    Ok(done(edited(&output.target.display), None))
 }
 
 fn insert(
@@ -372,7 +374,7 @@ fn insert(
         observations,
         Some(history),
     )?;
-    Ok(done(edited(&output.target.display), Some(output.meta)))
+    Ok(done(edited(&output.target.display), None))
 }
 
 fn undo(
