@@ -14,7 +14,6 @@ use dsh_protocol::{
 };
 use dsh_sessions_seam::SessionBox;
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use crate::Deps;
 use crate::error::LoopError;
@@ -189,20 +188,21 @@ pub(crate) fn log_header(
     Ok(())
 }
 
-/// A request as it is sent: a `GenerateRequest` whose history goes by reference (the count and
-/// rolling hash of the log's snapshot, so the request stays the same size however long the
-/// session is) and whose tool list is the registry's text, embedded as it is.
+/// A request as it is sent, but for its tools: a `GenerateRequest` whose history goes by
+/// reference (the count and rolling hash of the log's snapshot, so the request stays the same
+/// size however long the session is).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Outgoing<'a> {
     config: &'a LlmCallConfig,
     system: &'a str,
     history: &'a HistoryRef,
-    tools: &'a RawValue,
     session_id: &'a str,
 }
 
 /// The request of this attempt, rebuilt from the log: what the model sees is what was logged.
+/// The tool list is the registry's text, put in as it is: it is JSON the registry wrote, read
+/// whole by the model seam, so it is not parsed here a step at a time to be checked again.
 pub(crate) fn request(
     session: &SessionBox,
     route: &Route,
@@ -214,18 +214,25 @@ pub(crate) fn request(
         count: view.message_count(),
         hash: format!("{:016x}", view.hash()),
     };
-    let tools = RawValue::from_string(tools.text().to_owned())
-        .map_err(|error| LoopError::Tools(error.to_string()))?;
     let config = LlmCallConfig::new(route.provider.as_str(), route.model.as_str());
     let id = session.id();
     let outgoing = Outgoing {
         config: &config,
         system,
         history: &history,
-        tools: &tools,
         session_id: id.as_str(),
     };
-    serde_json::to_string(&outgoing)
-        .map(Json::from_text)
-        .map_err(|error| LoopError::Tools(error.to_string()))
+    let mut text =
+        serde_json::to_string(&outgoing).map_err(|error| LoopError::Tools(error.to_string()))?;
+    // `{...}` becomes `{...,"tools":[...]}`.
+    if text.pop() != Some('}') {
+        return Err(LoopError::Tools(format!(
+            "the request is not an object: {text}"
+        )));
+    }
+    text.reserve(tools.text().len() + 10);
+    text.push_str(",\"tools\":");
+    text.push_str(tools.text());
+    text.push('}');
+    Ok(Json::from_text(text))
 }

@@ -103,9 +103,10 @@ impl Llm for Service {
     fn stream(&self, request: Json<GenerateRequest>) -> FfiFuture<StreamOutcome> {
         let registry = self.0.clone();
         async move {
-            // Only the route is read here; the request is read whole once, innermost.
-            let parsed = match serde_json::from_str::<RouteOnly>(request.text()) {
-                Ok(parsed) => parsed,
+            // The request is read whole once, here: its route picks the adapter, and the
+            // innermost step takes it as read unless a listener passed another call on.
+            let decoded = match request.decode() {
+                Ok(decoded) => decoded,
                 Err(error) => {
                     return RErr(failure(
                         FailureCode::InvalidRequest,
@@ -114,16 +115,22 @@ impl Llm for Service {
                 }
             };
             let call = RArc::new(StreamCall {
-                provider: RString::from(parsed.config.provider.as_str()),
+                provider: RString::from(decoded.config.provider.as_str()),
                 request,
             });
+            let sent = Mutex::new(Some((call.clone(), decoded)));
             let inner_registry = registry.clone();
             let outcome = registry
                 .stream
                 .waterfall(call, move |call: RArc<StreamCall>| async move {
-                    // The innermost step: a listener may have answered another request, so
-                    // the one that leaves is read from the call.
-                    let mut request = match call.request.decode() {
+                    // A listener may have answered another request (or runs this one again,
+                    // as a retry does): the one that leaves is the call's, read again unless
+                    // it is the very call read above, the first time.
+                    let read = lock(&sent)
+                        .take()
+                        .filter(|(first, _)| std::ptr::eq::<StreamCall>(&**first, &*call))
+                        .map(|(_, decoded)| decoded);
+                    let mut request = match read.map_or_else(|| call.request.decode(), Ok) {
                         Ok(request) => request,
                         Err(error) => {
                             return Ok(RErr(failure(
@@ -179,19 +186,6 @@ impl Llm for Service {
             None => RNone,
         }
     }
-}
-
-/// The part of a request the waterfall needs: whose provider it goes to.
-#[derive(dsh_plugin_api::Deserialize)]
-#[serde(crate = "dsh_plugin_api::serde")]
-struct RouteOnly {
-    config: ProviderOnly,
-}
-
-#[derive(dsh_plugin_api::Deserialize)]
-#[serde(crate = "dsh_plugin_api::serde")]
-struct ProviderOnly {
-    provider: String,
 }
 
 /// The history the adapter sends, taken out of the checked request: the session's derived
