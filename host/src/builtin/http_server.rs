@@ -27,7 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Mutex, watch};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
 pub(crate) struct HttpServerPlugin;
 
@@ -312,6 +312,12 @@ fn plain(status: u16, text: &'static str) -> Response<Full<Bytes>> {
 
 type Stream = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
+/// What a socket starts its read buffer with. The library's default (128 KiB, allocated at
+/// once) is sized for sockets that read a lot; a page's socket reads a few small frames (a
+/// subscription, an answer) and is written to, so every open tab paid some 130 KiB of host
+/// memory for a buffer it barely used. The buffer still grows to whatever a frame needs.
+const READ_BUFFER: usize = 4 * 1024;
+
 async fn run_websocket(
     upgrade: hyper::upgrade::OnUpgrade,
     session: WebSocketSessionBox,
@@ -320,7 +326,9 @@ async fn run_websocket(
     let Ok(upgraded) = upgrade.await else {
         return;
     };
-    let stream = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
+    let stream =
+        WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
     let (sink, frames) = stream.split();
     let socket = Socket {
         sink: Arc::new(Mutex::new(sink)),
