@@ -1,8 +1,9 @@
 //! `dsh`, the terminal UI, in a real terminal (tmux) against the real `dsh-host` and the fake
 //! DeepSeek server, attached to a web host's socket or with a host of its own: a turn as a
-//! person sees it (`turns`), what a person types (`controls`), and the host's and the
-//! terminal's life (`lifecycle`). What the pane shows (`capture-pane`) is compared, line by
-//! line; without tmux the tests are skipped, saying so. The helpers here start the two setups.
+//! person sees it (`turns`), what a person types (`controls`), the host's and the terminal's
+//! life (`lifecycle`), and the browser page beside it on one session (`page`). What the pane
+//! shows (`capture-pane`) is compared, line by line; without tmux the tests are skipped, saying
+//! so. The helpers here start the two setups.
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
@@ -13,6 +14,7 @@ use serde_json::json;
 
 mod controls;
 mod lifecycle;
+mod page;
 mod plan;
 mod turns;
 

@@ -14,6 +14,7 @@ import { pluginScenarios } from "./plugins.mjs";
 import { presetScenarios } from "./presets.mjs";
 import { providerScenarios } from "./providers.mjs";
 import { imageScenarios } from "./images.mjs";
+import { terminalScenarios } from "./terminal.mjs";
 import { undoScenarios } from "./undo.mjs";
 
 const [scenario, authUrl, outDir] = process.argv.slice(2);
@@ -870,6 +871,7 @@ Object.assign(scenarios, providerScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
+Object.assign(scenarios, terminalScenarios({ authUrl, expect, shoot }));
 const run = scenarios[scenario];
 if (!run) {
   console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);
