@@ -3,7 +3,8 @@
 //! disables) and `tool-str-replace-editor`. The shell keeps its state between calls, runs
 //! confined by the session's sandbox, comes back after it exited or timed out (each reported
 //! in the reference's words); the editor's five commands work and a file is changed only
-//! after it was viewed. Also measured
+//! after it was viewed, and the page shows its changes as diffs made from the calls' arguments.
+//! Also measured
 //! (printed): a persistent-shell call against a fresh `bash -c` call of `tool-bash`.
 
 use dsh_tests::TestDir;
@@ -379,4 +380,41 @@ fn an_unknown_tool_family_in_the_rows_config_is_refused_naming_it() {
             && out.stdout.contains("$.tools[1]"),
         "{out:?}"
     );
+}
+
+#[test]
+fn the_editors_changes_show_as_diffs_in_the_page() {
+    // The editor takes absolute paths only; the file goes in a folder of its own under the temp
+    // dir (writable under workspace-write), whose path the page's script is told.
+    let target = TestDir::new("editor-notes");
+    let path = target.join("notes.txt").to_string_lossy().into_owned();
+    let calls = [
+        editor(json!({"command": "create", "path": path, "file_text": "one\ntwo"})),
+        editor(json!({"command": "view", "path": path})),
+        editor(json!({"command": "str_replace", "path": path, "old_str": "two", "new_str": "TWO"})),
+        editor(json!({"command": "insert", "path": path, "insert_line": 2, "new_str": "three"})),
+    ];
+    let replies = Reply::one_call_per_step(
+        calls.iter().map(|(tool, arguments)| (*tool, arguments)),
+        "done",
+    );
+    let Some((server, _)) = crate::browser::scenario_in(
+        "editor",
+        replies,
+        "    - id: editor\n      name: tool-str-replace-editor\n",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+        &[("DSH_EDITOR_PATH", path.as_str())],
+        &[],
+    ) else {
+        return;
+    };
+    let results = server.last_tool_texts();
+    assert!(
+        results[0].starts_with("New file created successfully at:")
+            && results[2].contains("has been edited successfully")
+            && results[3].contains("has been edited successfully"),
+        "{results:?}"
+    );
+    let written = std::fs::read_to_string(&path).expect("the edited file");
+    assert_eq!(written, "one\nTWO\nthree");
 }

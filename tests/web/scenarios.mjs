@@ -5,6 +5,7 @@
 
 import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
+import { editorScenarios } from "./editor.mjs";
 import { effortScenarios } from "./effort.mjs";
 import { exportScenarios } from "./export.mjs";
 import { frameScenarios } from "./layout.mjs";
@@ -872,6 +873,7 @@ Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
 Object.assign(scenarios, terminalScenarios({ authUrl, expect, shoot }));
+Object.assign(scenarios, editorScenarios({ authUrl, expect, themes }));
 const run = scenarios[scenario];
 if (!run) {
   console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);
