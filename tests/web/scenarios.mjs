@@ -38,16 +38,20 @@ async function themes(page, name) {
   await page.emulateMedia({ colorScheme: "light" });
 }
 
-// For the benchmarks: the page opens the session DSH_BENCH_SESSION names by its address and
-// prompts it.
-async function promptBenchSession(page) {
+// Signs in, then opens session `id` by its address.
+async function openSession(page, id) {
   await page.goto(authUrl);
   await page.waitForSelector(".hero h1");
   const target = new URL(page.url());
-  target.hash = process.env.DSH_BENCH_SESSION;
+  target.hash = id;
   await page.goto("about:blank");
   await page.goto(target.toString());
   await page.waitForSelector("#chat:not([hidden])");
+}
+
+// For the benchmarks: the page opens the session DSH_BENCH_SESSION names and prompts it.
+async function promptBenchSession(page) {
+  await openSession(page, process.env.DSH_BENCH_SESSION);
   await page.waitForTimeout(300);
   await page.fill("#prompt", "go");
   await page.keyboard.press("Enter");
@@ -872,7 +876,7 @@ Object.assign(scenarios, providerScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, imageScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, undoScenarios({ authUrl, expect, shoot, themes }));
 Object.assign(scenarios, exportScenarios({ authUrl, expect, shoot }));
-Object.assign(scenarios, terminalScenarios({ authUrl, expect, shoot }));
+Object.assign(scenarios, terminalScenarios({ expect, shoot, openSession }));
 Object.assign(scenarios, editorScenarios({ authUrl, expect, themes }));
 const run = scenarios[scenario];
 if (!run) {

@@ -3,7 +3,7 @@
 // sees the terminal's first turn ask and answers it itself, then sees the second turn's ask
 // answered from the terminal's modal, and both answers arrive.
 
-export function terminalScenarios({ authUrl, expect, shoot }) {
+export function terminalScenarios({ expect, shoot, openSession }) {
   const answered = (page, text) =>
     page.waitForFunction(
       (wanted) => [...document.querySelectorAll(".message.assistant")].some((node) => node.textContent.includes(wanted)),
@@ -12,13 +12,7 @@ export function terminalScenarios({ authUrl, expect, shoot }) {
     );
   return {
     async terminal(page) {
-      await page.goto(authUrl);
-      await page.waitForSelector(".hero h1");
-      const target = new URL(page.url());
-      target.hash = process.env.DSH_SHARED_SESSION;
-      await page.goto("about:blank");
-      await page.goto(target.toString());
-      await page.waitForSelector("#chat:not([hidden])");
+      await openSession(page, process.env.DSH_SHARED_SESSION);
       console.log("page: ready");
       // Turn 1, typed in the terminal: the page answers its ask.
       await page.waitForSelector(".approval.pending button.allow", { timeout: 60000 });
