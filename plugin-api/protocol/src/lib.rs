@@ -17,6 +17,7 @@
 //! reads what a newer one writes.
 
 mod agent;
+mod asked_change;
 mod commands;
 mod compaction;
 mod content;
@@ -46,6 +47,7 @@ pub use agent::{
     AgentNoticeData, AgentOptions, AgentSeed, AgentStatus, AgentSummary, InboxListing, QueueAction,
     SessionStartSource,
 };
+pub use asked_change::AskedChange;
 pub use commands::{
     CommandDoneEvent, CommandInvocation, CommandKind, CommandOutcome, CommandRunEvent, CommandSpec,
     command_line,

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use dsh_protocol::{ContentBlock, ToolResultEvent, text_of};
+use dsh_protocol::{AskedChange, ContentBlock, ToolResultEvent, text_of};
 use serde::Deserialize;
 
 use crate::updates::{
@@ -28,16 +28,6 @@ struct Arguments {
     name: Option<String>,
     insert_line: Option<u64>,
     view_range: Option<Vec<i64>>,
-}
-
-/// The arguments of a `str_replace_editor` change.
-#[derive(Debug, Deserialize)]
-struct EditorArguments {
-    command: String,
-    path: String,
-    file_text: Option<String>,
-    old_str: Option<String>,
-    new_str: Option<String>,
 }
 
 /// The `meta` of a `write` or `edit` result: one hunk per change.
@@ -188,26 +178,20 @@ fn editor_call(cwd: &str, args: &Arguments) -> (ToolKind, String, Vec<Location>)
 }
 
 /// The change call `name` was asked to make, shown when its result records none: a
-/// `str_replace_editor` file created, string replaced or lines inserted. Empty for any other
-/// call.
+/// `str_replace_editor` file created, string replaced or lines inserted (see
+/// [`AskedChange`]). Empty for any other call.
 pub(crate) fn asked_changes(cwd: &str, name: &str, arguments: &str) -> Vec<ToolCallContent> {
     if name != "str_replace_editor" {
         return Vec::new();
     }
-    let Ok(args) = serde_json::from_str::<EditorArguments>(arguments) else {
-        return Vec::new();
-    };
-    let (old_text, new_text) = match (args.command.as_str(), args.file_text, args.old_str) {
-        ("create", Some(text), _) => (None, text),
-        ("str_replace", _, Some(old)) => (Some(old), args.new_str.unwrap_or_default()),
-        ("insert", _, _) => (Some(String::new()), args.new_str.unwrap_or_default()),
-        _ => return Vec::new(),
-    };
-    vec![ToolCallContent::Diff {
-        path: absolute(cwd, &args.path),
-        old_text,
-        new_text,
-    }]
+    AskedChange::of_editor_call(arguments)
+        .map(|change| ToolCallContent::Diff {
+            path: absolute(cwd, &change.path),
+            old_text: change.before,
+            new_text: change.after,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// An MCP tool reads `server: tool`; any other its name and what it says it does.

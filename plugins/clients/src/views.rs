@@ -2,7 +2,7 @@
 //! wrote them) and its result text. A tool this module does not know, or arguments that do not
 //! parse, get the generic card: nothing is hidden because a view could not be made.
 
-use dsh_protocol::{DiffHunk, DiffLineKind, TodoItem, ToolView};
+use dsh_protocol::{AskedChange, DiffHunk, DiffLineKind, TodoItem, ToolView};
 use dsh_web_core::{DiffSide, hunks, inserted};
 use serde::Deserialize;
 
@@ -111,55 +111,25 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
     }
 }
 
-/// The arguments of `str_replace_editor` a card is made from.
-#[derive(Deserialize)]
-struct EditorArguments {
-    command: String,
-    path: String,
-    #[serde(default)]
-    file_text: String,
-    #[serde(default)]
-    old_str: String,
-    #[serde(default)]
-    new_str: String,
-    #[serde(default)]
-    insert_line: Option<u64>,
-}
-
-/// The card of a `str_replace_editor` change, from what it was asked: its `create`,
-/// `str_replace` and `insert` record no hunks (as the reference's do not), so the text written,
-/// the two strings (unnumbered) or the lines inserted, numbered from where they go. `None` for
-/// `view`, `undo_edit` and arguments of another shape.
+/// The card of a `str_replace_editor` change, from what it asked (see [`AskedChange`]): the
+/// text written, the two strings (unnumbered) or the lines inserted, numbered from where they
+/// go.
 fn editor_view(arguments: &str) -> Option<ToolView> {
-    let args: EditorArguments = serde_json::from_str(arguments).ok()?;
-    let change = match args.command.as_str() {
-        "create" => vec![inserted(&args.file_text)],
-        "str_replace" => hunks([(
+    let change = AskedChange::of_editor_call(arguments)?;
+    let hunks = match &change.before {
+        None => vec![inserted(&change.after)],
+        Some(before) => hunks([(
             DiffSide {
-                text: &args.old_str,
-                start: None,
+                text: before,
+                start: change.line,
             },
             DiffSide {
-                text: &args.new_str,
-                start: None,
+                text: &change.after,
+                start: change.line,
             },
         )]),
-        "insert" => {
-            let start = args.insert_line? + 1;
-            hunks([(
-                DiffSide {
-                    text: "",
-                    start: Some(start),
-                },
-                DiffSide {
-                    text: &args.new_str,
-                    start: Some(start),
-                },
-            )])
-        }
-        _ => return None,
     };
-    Some(diff_view(args.path, change))
+    Some(diff_view(change.path, hunks))
 }
 
 /// A change's card, with how many lines it added and removed.
