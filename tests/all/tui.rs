@@ -46,9 +46,14 @@ fn attached(
 }
 
 fn bash_then_text(command: &str, answer: &str) -> Vec<Reply> {
+    call_then_text("call_1", command, answer)
+}
+
+/// A bash call `id` running `command`, then `answer` (a turn after another needs its own id).
+fn call_then_text(id: &str, command: &str, answer: &str) -> Vec<Reply> {
     let arguments = json!({"command": command, "description": "run it"}).to_string();
     vec![
-        Reply::tool_calls(&[("call_1", "bash", &arguments)]),
+        Reply::tool_calls(&[(id, "bash", &arguments)]),
         Reply::text(answer),
     ]
 }

@@ -140,6 +140,12 @@ pub fn start_in_workspace(server: &FakeDeepSeek, dir: &TestDir) -> Web {
 }
 
 impl Web {
+    /// The launch's sign-in URL (as [`WebHost::url`]), for a browser the test drives.
+    pub fn sign_in_url(&self) -> String {
+        let token = self.bearer.trim_start_matches("Bearer ");
+        format!("http://{}/auth?token={token}", self.address)
+    }
+
     /// Calls `method` with `payload`; it must succeed, and its value is answered.
     pub fn call(&self, method: &str, payload: &Value) -> Value {
         let response = self.post(method, payload);

@@ -8,23 +8,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::tui::{assert_in_order, dsh_bin};
+use dsh_tests::fake_deepseek::FakeDeepSeek;
+use dsh_tests::line_client::client_socket;
+use dsh_tests::tui::{Pane, assert_in_order, dsh_bin};
 use dsh_tests::web::{ASKING_POLICY, browser, start_with};
 use dsh_tests::{TestDir, WAIT, needs_tmux, workspace_root};
-use serde_json::json;
 
-use dsh_tests::line_client::client_socket;
-use dsh_tests::tui::Pane;
-
-/// A bash call `id` running `command`, then `answer`.
-fn call_then_text(id: &str, command: &str, answer: &str) -> Vec<Reply> {
-    let arguments = json!({"command": command, "description": "run it"}).to_string();
-    vec![
-        Reply::tool_calls(&[(id, "bash", &arguments)]),
-        Reply::text(answer),
-    ]
-}
+use super::call_then_text;
 
 /// Waits for the line `wanted` among the lines the page's script prints.
 fn page_says(lines: &mpsc::Receiver<String>, wanted: &str) {
@@ -74,8 +64,7 @@ fn a_browser_page_and_the_terminal_share_turns_and_either_answers_an_approval() 
     pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
     let shots = workspace_root().join("target/screenshots");
     std::fs::create_dir_all(&shots).unwrap();
-    let token = web.bearer.trim_start_matches("Bearer ").to_owned();
-    let url = format!("http://{}/auth?token={token}", web.address);
+    let url = web.sign_in_url();
     let mut page = Command::new("node")
         .arg(scripts.join("scenarios.mjs"))
         .args(["terminal", url.as_str(), shots.to_str().unwrap()])
