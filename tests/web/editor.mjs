@@ -37,6 +37,10 @@ export function editorScenarios({ authUrl, expect, themes }) {
         `the insert reads ${JSON.stringify(inserted)}`,
       );
       await themes(page, "diffs");
+      await page.setViewportSize({ width: 390, height: 844 });
+      const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth);
+      expect(overflow <= 0, `the page overflows sideways by ${overflow}px at 390 px`);
+      await themes(page, "diffs-390");
     },
   };
 }
