@@ -13,6 +13,11 @@
 //! running bubblewrap instead, when they can be used (see `enclave`); otherwise bubblewrap
 //! runs as without it.
 //!
+//! With `--serve`, it is the sandbox's launcher (`dsh-launcher`): started once by the host with
+//! its request socket on descriptor 3, it joins the control groups once and then runs each
+//! request in a fork of itself as it would run the same arguments given on its command line,
+//! minus the exec (see `serve`).
+//!
 //! It is a binary of its own, not a subcommand of `dsh-host`, because it runs once per
 //! command: a small program starts in a fraction of the host's start-up time. Anything it
 //! cannot enforce ends it with exit 126 and the reason on stderr; it never runs the program
@@ -27,6 +32,7 @@
 //!                  [--seccomp [--deny-socket FAMILY]..]
 //!                  [--enclave PID:START:N --chdir DIR [--env NAME VALUE]..]
 //!                  -- BWRAP-ARGS.. -- PROGRAM [ARGS..]
+//! dsh-sandbox-exec --serve [--join-cgroup DIR]..      (requests on descriptor 3)
 //! ```
 
 mod args;
@@ -35,6 +41,7 @@ mod fence;
 mod front;
 mod limits;
 mod seccomp;
+mod serve;
 
 use std::os::unix::process::CommandExt;
 
@@ -112,13 +119,16 @@ pub(crate) fn set_no_new_privs() -> std::io::Result<()> {
 }
 
 fn run(args: &[String]) -> i32 {
-    let request = match args::parse(args) {
-        Ok(request) => request,
+    match args::parse(args) {
+        Ok(request) => run_request(request),
         Err(problem) => {
             eprintln!("dsh-sandbox-exec: {}", Refusal::Usage(problem));
-            return 2;
+            2
         }
-    };
+    }
+}
+
+fn run_request(request: Request) -> i32 {
     if let Err(refusal) = confine(&request) {
         eprintln!("dsh-sandbox-exec: {refusal}");
         return 126;
@@ -168,5 +178,9 @@ fn run(args: &[String]) -> i32 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    std::process::exit(run(&args));
+    let code = match args.split_first() {
+        Some((first, rest)) if first == "--serve" => serve::run(rest),
+        _ => run(&args),
+    };
+    std::process::exit(code);
 }

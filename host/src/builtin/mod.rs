@@ -7,6 +7,7 @@ mod fs;
 mod fs_watch;
 mod http;
 mod http_server;
+mod launcher;
 mod postgres;
 mod pty;
 pub(crate) mod secret_values;

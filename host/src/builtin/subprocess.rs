@@ -1,7 +1,8 @@
 //! `dsh-host/subprocess`: the `subprocess` service, tokio processes on the host runtime, each in
 //! a process group of its own so that terminating a tool call ends everything it started. The
 //! same row provides `subprocess_piped` (processes whose stdin stays open, see
-//! `dsh_plugin_api::io::piped`) and `subprocess_pty` (processes on a terminal, see `pty`).
+//! `dsh_plugin_api::io::piped`), `subprocess_pty` (processes on a terminal, see `pty`) and
+//! `subprocess_launcher` (processes a launcher forks, see `launcher`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::io::launcher::{LAUNCHER_SERVICE, Launchers_TO};
 use dsh_plugin_api::io::piped::{
     PIPED_SUBPROCESS_SERVICE, PipedProcess, PipedSubprocess, PipedSubprocess_TO, ProcessStdin,
     ProcessStdin_TO,
@@ -30,6 +32,7 @@ impl Plugin for SubprocessPlugin {
         SUBPROCESS_SERVICE,
         PIPED_SUBPROCESS_SERVICE,
         PTY_SUBPROCESS_SERVICE,
+        LAUNCHER_SERVICE,
     ];
     type Config = NoConfig;
 
@@ -41,6 +44,10 @@ impl Plugin for SubprocessPlugin {
         ctx.provide(
             PIPED_SUBPROCESS_SERVICE,
             PipedSubprocess_TO::from_value(Launcher, TD_Opaque),
+        )?;
+        ctx.provide(
+            LAUNCHER_SERVICE,
+            Launchers_TO::from_value(super::launcher::Opener, TD_Opaque),
         )?;
         ctx.provide(PTY_SUBPROCESS_SERVICE, super::pty::service())
     }
@@ -145,6 +152,22 @@ pub(super) fn command_of(request: &SpawnRequest) -> tokio::process::Command {
         command.env(var.name.as_str(), var.value.as_str());
     }
     command
+}
+
+/// The whole environment of `request`'s process: the host's (less `remove_env`), then the
+/// request's own variables (a later one wins). A variable that is not UTF-8 is left out.
+pub(super) fn environment_of(request: &SpawnRequest) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| !removed(name, &request.remove_env))
+        .collect();
+    for var in request.env.iter() {
+        match env.iter_mut().find(|(name, _)| name == var.name.as_str()) {
+            Some((_, value)) => *value = var.value.to_string(),
+            None => env.push((var.name.to_string(), var.value.to_string())),
+        }
+    }
+    env
 }
 
 /// The rest of `start`, once its command is spawned.
@@ -252,7 +275,7 @@ impl ProcessStdin for Stdin {
 }
 
 /// Forwards one output stream until it closes.
-async fn pump(
+pub(super) async fn pump(
     mut stream: impl tokio::io::AsyncRead + Unpin,
     which: OutputStream,
     sender: mpsc::UnboundedSender<OutputChunk>,

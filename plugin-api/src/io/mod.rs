@@ -6,6 +6,7 @@ pub mod control;
 pub mod fs;
 pub mod http;
 pub mod http_server;
+pub mod launcher;
 pub mod piped;
 pub mod postgres;
 pub mod pty;

@@ -18,6 +18,7 @@
 mod bwrap;
 mod cgroup;
 mod enclaves;
+mod launcher;
 mod env;
 mod escalation;
 mod landlock;
@@ -84,6 +85,10 @@ pub struct SandboxConfig {
     /// starting bubblewrap each (default true; off: one bubblewrap per command, as before).
     /// Commands under `read-only` or `freshTmp` always start their own.
     pub enclaves: Option<bool>,
+    /// Whether confined commands are started by a launcher the row keeps (a fork of
+    /// `dsh-sandbox-exec --serve` instead of an exec of `dsh-sandbox-exec` per command; default
+    /// true). Either way a command is confined the same; off, each pays one more exec.
+    pub launcher: Option<bool>,
     /// Whether `/tmp` and the temp dir are writable in `workspace-write` (default true).
     pub temp_writable: Option<bool>,
     /// The bubblewrap program (default `bwrap`, looked up on `PATH`).
@@ -286,6 +291,7 @@ impl Plugin for SandboxPlugin {
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_plugin_api::io::piped::PIPED_SUBPROCESS_SERVICE,
         dsh_plugin_api::io::pty::PTY_SUBPROCESS_SERVICE,
+        dsh_plugin_api::io::launcher::LAUNCHER_SERVICE,
         dsh_approval_seam::APPROVAL_SERVICE,
     ];
     const PROVIDES: &'static [&'static str] = &[
@@ -326,6 +332,7 @@ impl Plugin for SandboxPlugin {
             hidden: config.hidden,
             fresh_tmp: config.fresh_tmp,
             enclaves: config.enclaves.unwrap_or(true),
+            launcher: config.launcher.unwrap_or(true),
             temp_writable: config.temp_writable.unwrap_or(true),
             readable_roots: config.readable_roots,
             exposed: config.exposed,
@@ -369,7 +376,10 @@ impl Plugin for SandboxPlugin {
             cgroups,
         ));
         let kept = service.clone();
-        ctx.on_dispose(move || kept.enclaves.clear())?;
+        ctx.on_dispose(move || {
+            kept.enclaves.clear();
+            kept.launcher.clear();
+        })?;
         escalation::listen(&ctx, service.clone())?;
         ctx.provide(
             SANDBOX_SERVICE,

@@ -54,6 +54,8 @@ pub(crate) struct Settings {
     pub(crate) fresh_tmp: bool,
     /// Whether confined commands run in their session's enclave where they can.
     pub(crate) enclaves: bool,
+    /// Whether confined commands start through the row's launcher (see `launcher`).
+    pub(crate) launcher: bool,
     pub(crate) temp_writable: bool,
     /// When set, what commands and file tools may read besides the writable roots.
     pub(crate) readable_roots: Option<Vec<String>>,
@@ -85,6 +87,8 @@ pub(crate) struct SandboxImpl {
     pub(crate) cgroups: Vec<std::path::PathBuf>,
     /// The sessions' enclaves (see `enclaves`).
     pub(crate) enclaves: crate::enclaves::Enclaves,
+    /// The launcher of confined commands (see `launcher`).
+    pub(crate) launcher: crate::launcher::Launcher,
 }
 
 /// Why a process was not started.
@@ -144,6 +148,7 @@ impl SandboxImpl {
             roots: crate::roots::Roots::default(),
             cgroups,
             enclaves: crate::enclaves::Enclaves::default(),
+            launcher: crate::launcher::Launcher::default(),
         }
     }
 
@@ -255,6 +260,9 @@ impl SandboxImpl {
     ) -> Result<ProcessBox, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
         let request = self.confine(&policy, cwd, request, Some(session))?;
+        if let Some(process) = self.launched(&request) {
+            return Ok(process);
+        }
         self.subprocess
             .spawn(request)
             .into_result()
