@@ -81,18 +81,20 @@ pub(crate) enum Outcome {
     Broken(String),
 }
 
-/// The fields of `/proc/PID/stat` after the command name (which may hold spaces).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, after) = stat.rsplit_once(')')?;
-    Some(after.split_whitespace().map(str::to_owned).collect())
-}
-
 /// The start time of process `pid` (clock ticks after boot), which tells a process from a
 /// later one given the same pid.
 pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    // Field 22 of the line; the slice starts at field 3.
-    stat_fields(pid)?.get(19)?.parse().ok()
+    use std::io::Read;
+    // One read: `/proc` says its files are empty, so reading to the end would grow a small
+    // buffer read by read (six calls for one line).
+    let mut line = [0_u8; 1024];
+    let read = File::open(format!("/proc/{pid}/stat"))
+        .and_then(|mut file| file.read(&mut line))
+        .ok()?;
+    let stat = std::str::from_utf8(&line[..read]).ok()?;
+    let (_, after) = stat.rsplit_once(')')?;
+    // Field 22 of the line; what follows the command name starts at field 3.
+    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The children of `pid` (its main thread's).
@@ -142,7 +144,7 @@ fn inode(file: &File) -> Option<u64> {
 }
 
 /// The enclave's namespaces, in the order they are joined.
-struct Namespaces {
+pub(crate) struct Namespaces {
     /// The user namespace that owns its mount namespace (where its mounts were made), unless
     /// it is this process's own (a host without user namespaces).
     owner: Option<File>,
@@ -201,12 +203,21 @@ fn owning_user_namespace(namespace: &File) -> std::io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
+/// The namespaces of `enclave`, opened (they stay usable while the descriptors are open).
+pub(crate) fn open(enclave: &EnclaveRef) -> Result<Namespaces, EnclaveError> {
+    holder(enclave).and_then(namespaces)
+}
+
 /// Runs `program` of `request` in `enclave`.
 pub(crate) fn run(enclave: &EnclaveRef, request: &Request, program: &[String]) -> Outcome {
-    let namespaces = match holder(enclave).and_then(namespaces) {
-        Ok(namespaces) => namespaces,
-        Err(why) => return Outcome::Unusable(why.to_string()),
-    };
+    match open(enclave) {
+        Ok(namespaces) => enter(&namespaces, request, program),
+        Err(why) => Outcome::Unusable(why.to_string()),
+    }
+}
+
+/// Runs `program` of `request` in the enclave whose namespaces are `namespaces`.
+pub(crate) fn enter(namespaces: &Namespaces, request: &Request, program: &[String]) -> Outcome {
     let owner = namespaces
         .owner
         .as_ref()

@@ -41,6 +41,7 @@ mod fence;
 mod front;
 mod limits;
 mod seccomp;
+mod seccomp_prefix;
 mod serve;
 
 use std::os::unix::process::CommandExt;
@@ -120,7 +121,7 @@ pub(crate) fn set_no_new_privs() -> std::io::Result<()> {
 
 fn run(args: &[String]) -> i32 {
     match args::parse(args) {
-        Ok(request) => run_request(request),
+        Ok(request) => run_request(request, None),
         Err(problem) => {
             eprintln!("dsh-sandbox-exec: {}", Refusal::Usage(problem));
             2
@@ -128,7 +129,8 @@ fn run(args: &[String]) -> i32 {
     }
 }
 
-fn run_request(request: Request) -> i32 {
+/// Runs `request`; `opened`, the namespaces of its enclave where the launcher has them open.
+fn run_request(request: Request, opened: Option<&enclave::Namespaces>) -> i32 {
     if let Err(refusal) = confine(&request) {
         eprintln!("dsh-sandbox-exec: {refusal}");
         return 126;
@@ -140,7 +142,11 @@ fn run_request(request: Request) -> i32 {
         if let Some(enclave) = &request.enclave {
             let split = request.command.len() - enclave.program_len;
             let program = &request.command[split..];
-            match enclave::run(enclave, &request, program) {
+            let outcome = match opened {
+                Some(namespaces) => enclave::enter(namespaces, &request, program),
+                None => enclave::run(enclave, &request, program),
+            };
+            match outcome {
                 enclave::Outcome::Exited(code) => return code,
                 enclave::Outcome::Broken(why) => {
                     eprintln!("dsh-sandbox-exec: {why}");

@@ -60,9 +60,9 @@ impl SocketFamily {
 }
 
 #[cfg(target_arch = "x86_64")]
-const ARCH: TargetArch = TargetArch::x86_64;
+pub(crate) const ARCH: TargetArch = TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
-const ARCH: TargetArch = TargetArch::aarch64;
+pub(crate) const ARCH: TargetArch = TargetArch::aarch64;
 
 /// Calls refused whatever their arguments.
 fn refused_calls() -> Vec<i64> {
@@ -134,7 +134,7 @@ fn equals(arg: u8, value: u64) -> Result<SeccompRule, seccompiler::BackendError>
 }
 
 /// The filter that answers `EPERM`.
-fn refusals(denied_sockets: &[SocketFamily]) -> Result<BpfProgram, seccompiler::BackendError> {
+pub(crate) fn refusals(denied_sockets: &[SocketFamily]) -> Result<BpfProgram, seccompiler::BackendError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = refused_calls()
         .into_iter()
         .map(|call| (call, Vec::new()))
@@ -173,15 +173,18 @@ fn refusals(denied_sockets: &[SocketFamily]) -> Result<BpfProgram, seccompiler::
     .try_into()
 }
 
+/// The calls answered `ENOSYS`.
+const ABSENT_CALLS: [i64; 4] = [
+    libc::SYS_clone3,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+];
+
 /// The filter that answers `ENOSYS`, so callers fall back to what the first filter can see.
-fn absent() -> Result<BpfProgram, seccompiler::BackendError> {
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = [
-        libc::SYS_clone3,
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-    ]
-    .into_iter()
+pub(crate) fn absent() -> Result<BpfProgram, seccompiler::BackendError> {
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = ABSENT_CALLS
+        .into_iter()
     .map(|call| (call, Vec::new()))
     .collect();
     SeccompFilter::new(
@@ -196,7 +199,7 @@ fn absent() -> Result<BpfProgram, seccompiler::BackendError> {
 /// x32 system calls carry this bit in their number on x86_64: numbers the other filters never
 /// name, so they are refused as a range.
 #[cfg(target_arch = "x86_64")]
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+pub(crate) const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// `ENOSYS` for every x32 call: load the number, compare it with the x32 bit, answer.
 #[cfg(target_arch = "x86_64")]
@@ -243,11 +246,20 @@ pub(crate) enum SeccompError {
 }
 
 /// The filters, in the order they are installed.
-fn programs(denied_sockets: &[SocketFamily]) -> Result<Vec<BpfProgram>, SeccompError> {
+pub(crate) fn programs(denied_sockets: &[SocketFamily]) -> Result<Vec<BpfProgram>, SeccompError> {
+    let mut refused = refused_calls();
+    refused.extend([libc::SYS_clone, libc::SYS_ioctl]);
+    if !denied_sockets.is_empty() {
+        refused.push(libc::SYS_socket);
+    }
+    let absent_calls = ABSENT_CALLS.to_vec();
     #[allow(unused_mut, reason = "the x32 filter exists on x86_64 only")]
     let mut programs = vec![
-        refusals(denied_sockets).map_err(SeccompError::Build)?,
-        absent().map_err(SeccompError::Build)?,
+        crate::seccomp_prefix::fast_allow(
+            &refused,
+            refusals(denied_sockets).map_err(SeccompError::Build)?,
+        ),
+        crate::seccomp_prefix::fast_allow(&absent_calls, absent().map_err(SeccompError::Build)?),
     ];
     #[cfg(target_arch = "x86_64")]
     programs.push(no_x32());

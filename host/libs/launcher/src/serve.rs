@@ -66,10 +66,16 @@ fn reap(children: &mut HashMap<libc::pid_t, OwnedFd>) {
     }
 }
 
-/// Serves requests on `socket` until the host closes it, running each in a child with
-/// `run(args)` (whose answer is the child's exit code). Answers the launcher's own exit code.
+/// Serves requests on `socket` until the host closes it: `prepare(args)` in the launcher
+/// (where what it keeps, such as descriptors it opened once, lasts from one request to the
+/// next), then `run` of what it answered in the child (whose answer is the child's exit code).
+/// Answers the launcher's own exit code.
 #[allow(unsafe_code, reason = "prctl, poll and fork have no safe wrapper in std")]
-pub fn serve(socket: OwnedFd, run: impl Fn(Vec<String>) -> i32) -> i32 {
+pub fn serve<T>(
+    socket: OwnedFd,
+    mut prepare: impl FnMut(Vec<String>) -> T,
+    run: impl Fn(T) -> i32,
+) -> i32 {
     // SAFETY: plain integers; the launcher ends with the host that started it.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     let signals = match child_signals() {
@@ -124,6 +130,8 @@ pub fn serve(socket: OwnedFd, run: impl Fn(Vec<String>) -> i32) -> i32 {
                 continue;
             }
         };
+        let Request { cwd, args, env } = request;
+        let prepared = prepare(args);
         // SAFETY: this process has one thread, so the child's copy of every lock is free.
         match unsafe { libc::fork() } {
             -1 => {
@@ -137,7 +145,7 @@ pub fn serve(socket: OwnedFd, run: impl Fn(Vec<String>) -> i32) -> i32 {
                     .into_iter()
                     .chain(children.values().map(AsRawFd::as_raw_fd))
                     .collect();
-                std::process::exit(child(request, &fds, &own, &run));
+                std::process::exit(child(&cwd, &env, &fds, &own, || run(prepared)));
             }
             pid => {
                 let [_, _, _, status] = fds;
@@ -156,10 +164,11 @@ pub fn serve(socket: OwnedFd, run: impl Fn(Vec<String>) -> i32) -> i32 {
     reason = "the steps between fork and run are raw syscalls on descriptors this child owns"
 )]
 fn child(
-    request: Request,
+    cwd: &str,
+    env: &[(String, String)],
     fds: &[OwnedFd; DESCRIPTORS],
     own: &[RawFd],
-    run: &impl Fn(Vec<String>) -> i32,
+    run: impl FnOnce() -> i32,
 ) -> i32 {
     // SAFETY: every call below takes plain integers or live, NUL-terminated data, and each
     // descriptor named is open in this process.
@@ -185,18 +194,18 @@ fn child(
             libc::close(fds[from].as_raw_fd());
         }
     }
-    if !request.cwd.is_empty()
-        && let Err(error) = std::env::set_current_dir(&request.cwd)
+    if !cwd.is_empty()
+        && let Err(error) = std::env::set_current_dir(cwd)
     {
-        eprintln!("dsh-launcher: cannot enter {}: {error}", request.cwd);
+        eprintln!("dsh-launcher: cannot enter {cwd}: {error}");
         return 127;
     }
     // SAFETY: this child has one thread; nothing reads the environment while it changes.
     unsafe {
         libc::clearenv();
-        for (name, value) in &request.env {
+        for (name, value) in env {
             std::env::set_var(name, value);
         }
     }
-    run(request.args)
+    run()
 }

@@ -1,0 +1,306 @@
+//! `subprocess_launcher`: processes a launcher forks for the host (the protocol of
+//! `dsh-launcher`). The host makes each process's pipes (stdin, stdout, stderr and the status
+//! pipe), hands their far ends over with the request, and follows the near ends on its runtime,
+//! so a launched process is read, waited for and terminated (its process group) as a spawned
+//! one is; only its exit comes from the status pipe, since the launcher, not the host, is its
+//! parent.
+
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, RNone, ROk, ROption, RResult, RSome, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_launcher::{STATUS_LEN, Status};
+use dsh_plugin_api::io::launcher::{Launcher, Launcher_TO, LauncherBox, Launchers};
+use dsh_plugin_api::io::subprocess::{
+    ExitStatus, OutputChunk, OutputStream, Process, Process_TO, ProcessBox, SpawnRequest,
+    SubprocessError, SubprocessErrorKind,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::{Mutex, mpsc, watch};
+
+use super::subprocess::{command_of, environment_of, failure, pump, signal_group};
+
+/// How long a request waits for the launcher to report its child started.
+const STARTED_WITHIN: Duration = Duration::from_secs(2);
+
+pub(super) struct Opener;
+
+#[allow(unsafe_code, reason = "socketpair has no safe wrapper for SOCK_SEQPACKET")]
+fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors the call writes.
+    let done = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+impl Launchers for Opener {
+    fn open(&self, request: SpawnRequest) -> RResult<LauncherBox, SubprocessError> {
+        let (ours, theirs) = match socket_pair() {
+            Ok(pair) => pair,
+            Err(error) => return RErr(failure(SubprocessErrorKind::Failed, error)),
+        };
+        let mut command = command_of(&request);
+        let theirs_fd = theirs.as_raw_fd();
+        #[allow(unsafe_code, reason = "pre_exec: one dup2 between fork and exec")]
+        // SAFETY: dup2 is async-signal-safe and touches no memory; it leaves the socket at
+        // descriptor 3 without close-on-exec (the original, close-on-exec, goes at exec).
+        unsafe {
+            command.pre_exec(move || match libc::dup2(theirs_fd, dsh_launcher::SOCKET_FD) {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            });
+        }
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                return RErr(failure(
+                    super::subprocess::kind_of(&error),
+                    format!("cannot start the launcher `{}`: {error}", request.program),
+                ));
+            }
+        };
+        drop(theirs);
+        let pid = child.id().unwrap_or(0);
+        ROk(Launcher_TO::from_value(
+            Open {
+                pid,
+                socket: std::sync::Mutex::new(ours),
+                alive: AtomicBool::new(true),
+                _child: child,
+            },
+            TD_Opaque,
+        ))
+    }
+}
+
+/// A running launcher; dropped, it is killed (and reaped by the runtime).
+struct Open {
+    pid: u32,
+    socket: std::sync::Mutex<OwnedFd>,
+    alive: AtomicBool,
+    _child: tokio::process::Child,
+}
+
+fn pipe_pair() -> Result<(OwnedFd, OwnedFd), SubprocessError> {
+    let (reader, writer) =
+        std::io::pipe().map_err(|error| failure(SubprocessErrorKind::Failed, error))?;
+    Ok((OwnedFd::from(reader), OwnedFd::from(writer)))
+}
+
+/// Waits (with [`STARTED_WITHIN`]) for the first message of a status pipe.
+#[allow(unsafe_code, reason = "poll(2) on one descriptor")]
+fn first_status(reader: &OwnedFd) -> Result<Status, String> {
+    let mut polled = libc::pollfd {
+        fd: reader.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = STARTED_WITHIN.as_millis() as libc::c_int;
+    // SAFETY: one live pollfd, as counted.
+    let ready = unsafe { libc::poll(&mut polled, 1, timeout) };
+    if ready <= 0 {
+        return Err("the launcher did not start it in time".to_owned());
+    }
+    let mut bytes = [0_u8; STATUS_LEN];
+    let mut file = std::fs::File::from(reader.try_clone().map_err(|error| error.to_string())?);
+    file.read_exact(&mut bytes)
+        .map_err(|_| "the launcher ended".to_owned())?;
+    Status::decode(bytes).ok_or_else(|| "the launcher answered nonsense".to_owned())
+}
+
+impl Open {
+    fn refused(&self, message: impl std::fmt::Display) -> SubprocessError {
+        self.alive.store(false, Ordering::Relaxed);
+        failure(SubprocessErrorKind::Failed, format!("launcher: {message}"))
+    }
+}
+
+impl Launcher for Open {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
+    }
+
+    fn spawn(&self, request: SpawnRequest) -> RResult<ProcessBox, SubprocessError> {
+        match self.launch(request) {
+            Ok(process) => ROk(Process_TO::from_value(process, TD_Opaque)),
+            Err(error) => RErr(error),
+        }
+    }
+}
+
+impl Open {
+    fn launch(&self, request: SpawnRequest) -> Result<Launched, SubprocessError> {
+        let wire = dsh_launcher::Request {
+            cwd: match &request.cwd {
+                RSome(cwd) => cwd.to_string(),
+                RNone => String::new(),
+            },
+            args: request.args.iter().map(RString::to_string).collect(),
+            env: environment_of(&request),
+        };
+        let bytes = wire
+            .encode()
+            .map_err(|error| failure(SubprocessErrorKind::Failed, error))?;
+        let (stdin_read, stdin_write) = pipe_pair()?;
+        let (stdout_read, stdout_write) = pipe_pair()?;
+        let (stderr_read, stderr_write) = pipe_pair()?;
+        let (status_read, status_write) = pipe_pair()?;
+        {
+            let socket = dsh_plugin_api::lock(&self.socket);
+            let fds = [
+                stdin_read.as_fd(),
+                stdout_write.as_fd(),
+                stderr_write.as_fd(),
+                status_write.as_fd(),
+            ];
+            dsh_launcher::send(socket.as_fd(), &bytes, &fds).map_err(|error| self.refused(error))?;
+        }
+        drop((stdin_read, stdout_write, stderr_write, status_write));
+        let pid = match first_status(&status_read).map_err(|error| self.refused(error))? {
+            Status::Started(pid) => pid,
+            Status::Failed(errno) => {
+                let error = std::io::Error::from_raw_os_error(errno);
+                return Err(failure(
+                    super::subprocess::kind_of(&error),
+                    format!("the launcher could not start it: {error}"),
+                ));
+            }
+            other => return Err(self.refused(format!("it answered {other:?} first"))),
+        };
+        let stream = |fd: OwnedFd| {
+            pipe::Receiver::from_owned_fd(fd).map_err(|error| self.refused(error))
+        };
+        let (stdout, stderr, status) =
+            (stream(stdout_read)?, stream(stderr_read)?, stream(status_read)?);
+        match request.stdin {
+            RSome(input) => {
+                let mut writer = pipe::Sender::from_owned_fd(stdin_write)
+                    .map_err(|error| self.refused(error))?;
+                tokio::spawn(async move {
+                    let _ = writer.write_all(&input).await;
+                });
+            }
+            RNone => drop(stdin_write),
+        }
+        let (sender, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(pump(stdout, OutputStream::Stdout, sender.clone()));
+        tokio::spawn(pump(stderr, OutputStream::Stderr, sender));
+        let (ended, exit) = watch::channel(None);
+        tokio::spawn(follow_exit(status, ended));
+        Ok(Launched {
+            pid,
+            output: Arc::new(Mutex::new(receiver)),
+            exit,
+        })
+    }
+}
+
+/// What the launcher reports when it reaps the child; `Err` when it ended first.
+type Ended = Result<ExitStatus, String>;
+
+async fn follow_exit(mut status: pipe::Receiver, ended: watch::Sender<Option<Ended>>) {
+    let mut bytes = [0_u8; STATUS_LEN];
+    let result = match status.read_exact(&mut bytes).await {
+        Ok(_) => match Status::decode(bytes) {
+            Some(Status::Exited(code)) => Ok(ExitStatus {
+                code: RSome(code),
+                signal: RNone,
+            }),
+            Some(Status::Signaled(signal)) => Ok(ExitStatus {
+                code: RNone,
+                signal: RSome(signal),
+            }),
+            other => Err(format!("the launcher answered {other:?} at the end")),
+        },
+        Err(_) => Err("the launcher ended before the process did".to_owned()),
+    };
+    let _ = ended.send(Some(result));
+}
+
+struct Launched {
+    pid: u32,
+    output: Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>,
+    exit: watch::Receiver<Option<Ended>>,
+}
+
+async fn wait_for(mut exit: watch::Receiver<Option<Ended>>) -> RResult<ExitStatus, SubprocessError> {
+    let ended = exit.wait_for(Option::is_some).await.map(|ended| ended.clone());
+    match ended {
+        Ok(Some(Ok(status))) => ROk(status),
+        Ok(Some(Err(message))) => RErr(failure(SubprocessErrorKind::Failed, message)),
+        _ => RErr(failure(
+            SubprocessErrorKind::Failed,
+            "the process's status is gone",
+        )),
+    }
+}
+
+impl Process for Launched {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn next_output(&self) -> FfiFuture<ROption<OutputChunk>> {
+        let output = self.output.clone();
+        async move {
+            match output.lock().await.recv().await {
+                Some(chunk) => RSome(chunk),
+                None => RNone,
+            }
+        }
+        .into_ffi()
+    }
+
+    fn wait(&self) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
+        wait_for(self.exit.clone()).into_ffi()
+    }
+
+    fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
+        let (pid, exit) = (self.pid, self.exit.clone());
+        async move {
+            signal_group(pid, libc::SIGTERM);
+            let waited =
+                tokio::time::timeout(Duration::from_millis(grace_ms), wait_for(exit.clone()))
+                    .await;
+            // The leader may be gone while others of its group live on: they get SIGKILL too.
+            signal_group(pid, libc::SIGKILL);
+            match waited {
+                Ok(status) => status,
+                Err(_) => wait_for(exit).await,
+            }
+        }
+        .into_ffi()
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        // Whatever the caller did, nothing it started outlives its handle.
+        signal_group(self.pid, libc::SIGKILL);
+    }
+}
