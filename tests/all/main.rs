@@ -32,6 +32,7 @@ mod headless_hooks;
 mod hook_scripts;
 mod images;
 mod jobs;
+mod launcher;
 mod llm;
 mod mcp;
 mod model_discovery;

@@ -2,9 +2,9 @@
 //! `subprocess_launcher`), which forks each confined command's front instead of the host
 //! executing `dsh-sandbox-exec` for each. What the front does is the same either way (the
 //! request's arguments are its command line); the launcher saves the `exec` of the front and
-//! the control group joins, which it made once. Where the launcher cannot serve (no service,
-//! it died, a request it refused), the command starts as before, and a launcher that keeps
-//! failing is given up for the row's life.
+//! the control group joins, which it made once. A launcher found dead is replaced (once per
+//! command); where none can serve (no service, a request it refused, one that keeps dying),
+//! the command starts as before, and after a few launchers the row stops opening more.
 
 use abi_stable::std_types::{RString, RVec};
 use dsh_plugin_api::LogLevel;
@@ -56,26 +56,30 @@ impl SandboxImpl {
             return None;
         }
         let mut state = lock(&self.launcher.state);
-        if let State::Closed = &*state {
-            *state = self.open(front).map_or(State::Closed, State::Open);
-        }
-        let State::Open(launcher) = &*state else {
-            return None;
-        };
-        match launcher.spawn(request.clone()).into_result() {
-            Ok(process) => Some(process),
-            Err(error) => {
-                let gone = !launcher.alive();
-                self.ctx.log(
-                    LogLevel::Warn,
-                    &format!("the sandbox's launcher did not start a command ({error}); it starts as before"),
-                );
-                if gone {
+        // A launcher found dead is replaced once, for this command.
+        for _ in 0..2 {
+            if let State::Closed = &*state {
+                *state = self.open(front).map_or(State::Closed, State::Open);
+            }
+            let State::Open(launcher) = &*state else {
+                return None;
+            };
+            match launcher.spawn(request.clone()).into_result() {
+                Ok(process) => return Some(process),
+                Err(error) => {
+                    let gone = !launcher.alive();
+                    self.ctx.log(
+                        LogLevel::Warn,
+                        &format!("the sandbox's launcher did not start a command ({error})"),
+                    );
+                    if !gone {
+                        return None;
+                    }
                     *state = State::Closed;
                 }
-                None
             }
         }
+        None
     }
 
     fn open(&self, front: &str) -> Option<LauncherBox> {
