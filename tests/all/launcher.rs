@@ -34,7 +34,10 @@ fn launchers_of(host: u32) -> Vec<u32> {
 /// A turn calling `bash` with `command` once (call id `id`), then answering "done".
 fn turn(id: &str, command: &str) -> Vec<Reply> {
     let arguments = json!({"command": command, "description": "try"}).to_string();
-    vec![Reply::tool_calls(&[(id, "bash", &arguments)]), Reply::text("done")]
+    vec![
+        Reply::tool_calls(&[(id, "bash", &arguments)]),
+        Reply::text("done"),
+    ]
 }
 
 /// The sdk runtime against `server` with the sandbox row patched with `config` (YAML lines).
@@ -81,7 +84,11 @@ fn confined_commands_start_through_the_rows_launcher_and_a_dead_one_is_replaced(
     assert!(text.contains("to-stderr"), "{text}");
     assert!(text.contains(dir.join("work").to_str().unwrap()), "{text}");
     let launchers = launchers_of(host);
-    assert_eq!(launchers.len(), 1, "one launcher for the row: {launchers:?}");
+    assert_eq!(
+        launchers.len(),
+        1,
+        "one launcher for the row: {launchers:?}"
+    );
     let old = launchers[0];
 
     // The launcher dies between two commands (as the memory cgroup's OOM killer might end it).
@@ -92,7 +99,10 @@ fn confined_commands_start_through_the_rows_launcher_and_a_dead_one_is_replaced(
     assert!(killed.success());
     let deadline = Instant::now() + Duration::from_secs(5);
     while launchers_of(host).contains(&old) {
-        assert!(Instant::now() < deadline, "the killed launcher is still there");
+        assert!(
+            Instant::now() < deadline,
+            "the killed launcher is still there"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 

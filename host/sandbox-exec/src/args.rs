@@ -5,7 +5,7 @@ use crate::limits::{Limit, LimitKind};
 use crate::seccomp::SocketFamily;
 
 /// The Landlock fence of the fallback backend.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Fence {
     /// Readable directories; empty: everything is readable.
     pub(crate) readable: Vec<String>,
@@ -25,7 +25,7 @@ pub(crate) struct EnclaveRef {
 }
 
 /// Everything one run is asked to do.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Request {
     /// Set for the program after confinement, in order (a later one wins).
     pub(crate) env: Vec<(String, String)>,

@@ -17,7 +17,7 @@
 //! usual instead; a failure after that ends the run (exit 126), never a less confined program.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
@@ -208,16 +208,37 @@ pub(crate) fn open(enclave: &EnclaveRef) -> Result<Namespaces, EnclaveError> {
     holder(enclave).and_then(namespaces)
 }
 
+/// What the command's init runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Task<'a> {
+    /// The program and its arguments (with `request.env` and `request.chdir`).
+    Given(&'a [String]),
+    /// Whatever request a launcher sends on this socket once the init is ready (a spare; see
+    /// `spare`): confined first, the program after.
+    Awaited(&'a std::os::fd::OwnedFd),
+}
+
 /// Runs `program` of `request` in `enclave`.
-pub(crate) fn run(enclave: &EnclaveRef, request: &Request, program: &[String]) -> Outcome {
+pub(crate) fn run(
+    enclave: &EnclaveRef,
+    request: &Request,
+    program: &[String],
+    status_pipe: Option<BorrowedFd<'_>>,
+) -> Outcome {
     match open(enclave) {
-        Ok(namespaces) => enter(&namespaces, request, program),
+        Ok(namespaces) => enter(&namespaces, request, Task::Given(program), status_pipe),
         Err(why) => Outcome::Unusable(why.to_string()),
     }
 }
 
-/// Runs `program` of `request` in the enclave whose namespaces are `namespaces`.
-pub(crate) fn enter(namespaces: &Namespaces, request: &Request, program: &[String]) -> Outcome {
+/// Runs `task` of `request` in the enclave whose namespaces are `namespaces`; the init
+/// reports the program's end on `status_pipe` (see `dsh_launcher::report_end`) before its own.
+pub(crate) fn enter(
+    namespaces: &Namespaces,
+    request: &Request,
+    task: Task<'_>,
+    status_pipe: Option<BorrowedFd<'_>>,
+) -> Outcome {
     let owner = namespaces
         .owner
         .as_ref()
@@ -235,28 +256,84 @@ pub(crate) fn enter(namespaces: &Namespaces, request: &Request, program: &[Strin
     }
     match fork() {
         Err(error) => Outcome::Broken(format!("fork: {error}")),
-        Ok(0) => std::process::exit(init(request, program, namespaces.inner.as_ref())),
-        Ok(child) => Outcome::Exited(wait_for(child)),
+        Ok(0) => std::process::exit(init(request, task, namespaces.inner.as_ref(), status_pipe)),
+        Ok(child) => {
+            release_streams();
+            Outcome::Exited(wait_for(child))
+        }
+    }
+}
+
+/// Puts `/dev/null` in place of this process's stdin, stdout and stderr, once the program has
+/// its own copies: a reader of the program's output sees its end when the program's last
+/// process ends, not after the init, this process and their namespaces are torn down.
+#[allow(
+    unsafe_code,
+    reason = "dup2(2) over this process's standard descriptors"
+)]
+fn release_streams() {
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    for fd in 0..3 {
+        // SAFETY: both descriptors are open in this process; dup2 closes the old `fd` first.
+        unsafe { libc::dup2(null.as_raw_fd(), fd) };
     }
 }
 
 /// The first process of the command's pid namespace: finishes the confinement (its `/proc`,
 /// the holder's user namespace, no capabilities, the filter), starts the program, and ends
 /// with it (which ends everything it left running).
-fn init(request: &Request, program: &[String], inner_user: Option<&File>) -> i32 {
-    if let Err(why) = confine(request, inner_user) {
+fn init(
+    request: &Request,
+    task: Task<'_>,
+    inner_user: Option<&File>,
+    status_pipe: Option<BorrowedFd<'_>>,
+) -> i32 {
+    let dir = match task {
+        Task::Given(_) => request.chdir.as_deref().unwrap_or("/"),
+        // A spare's directory comes with its request.
+        Task::Awaited(_) => "/",
+    };
+    if let Err(why) = confine(request, dir, inner_user) {
         eprintln!("dsh-sandbox-exec: {why}");
         return 126;
     }
-    let Some((name, args)) = program.split_first() else {
-        return 2;
+    let mut awaited_pipe = None;
+    let mut command = match task {
+        Task::Given(program) => {
+            let Some((name, args)) = program.split_first() else {
+                return 2;
+            };
+            let mut command = std::process::Command::new(name);
+            command
+                .args(args)
+                .envs(request.env.iter().map(|(name, value)| (name, value)));
+            command
+        }
+        Task::Awaited(socket) => match crate::spare::awaited(socket) {
+            Ok((command, handed_pipe)) => {
+                awaited_pipe = handed_pipe;
+                command
+            }
+            Err(code) => return code,
+        },
     };
-    let child = std::process::Command::new(name)
-        .args(args)
-        .envs(request.env.iter().map(|(name, value)| (name, value)))
-        .spawn();
+    let status_pipe = status_pipe.or(awaited_pipe.as_ref().map(AsFd::as_fd));
+    let name = command.get_program().to_string_lossy().into_owned();
+    let child = command.spawn().inspect(|_| release_streams());
     match child.and_then(|mut child| child.wait()) {
-        Ok(status) => exit_code(status),
+        Ok(status) => {
+            // Told now, not after this process and its namespaces are torn down.
+            if let Some(pipe) = status_pipe {
+                dsh_launcher::report_end(pipe, status);
+            }
+            exit_code(status)
+        }
         Err(error) => {
             eprintln!("dsh-sandbox-exec: cannot run `{name}`: {error}");
             127
@@ -265,14 +342,13 @@ fn init(request: &Request, program: &[String], inner_user: Option<&File>) -> i32
 }
 
 /// Everything between the fork and the program: the confinement `init` finishes.
-fn confine(request: &Request, inner_user: Option<&File>) -> Result<(), EnclaveError> {
+fn confine(request: &Request, dir: &str, inner_user: Option<&File>) -> Result<(), EnclaveError> {
     die_with_parent().map_err(EnclaveError::step("parent death signal"))?;
     fresh_proc()?;
     if let Some(user) = inner_user {
         set_namespace(user, libc::CLONE_NEWUSER)
             .map_err(EnclaveError::step("the holder's user namespace"))?;
     }
-    let dir = request.chdir.as_deref().unwrap_or("/");
     std::env::set_current_dir(dir).map_err(EnclaveError::step(format!("cannot enter {dir}")))?;
     drop_capabilities().map_err(EnclaveError::step("capabilities"))?;
     crate::set_no_new_privs().map_err(EnclaveError::step("no_new_privs"))?;

@@ -43,6 +43,7 @@ mod limits;
 mod seccomp;
 mod seccomp_prefix;
 mod serve;
+mod spare;
 
 use std::os::unix::process::CommandExt;
 
@@ -121,7 +122,7 @@ pub(crate) fn set_no_new_privs() -> std::io::Result<()> {
 
 fn run(args: &[String]) -> i32 {
     match args::parse(args) {
-        Ok(request) => run_request(request, None),
+        Ok(request) => run_request(&request, None, None),
         Err(problem) => {
             eprintln!("dsh-sandbox-exec: {}", Refusal::Usage(problem));
             2
@@ -129,9 +130,14 @@ fn run(args: &[String]) -> i32 {
     }
 }
 
-/// Runs `request`; `opened`, the namespaces of its enclave where the launcher has them open.
-fn run_request(request: Request, opened: Option<&enclave::Namespaces>) -> i32 {
-    if let Err(refusal) = confine(&request) {
+/// Runs `request`; `opened`, the namespaces of its enclave where the launcher has them open;
+/// `status_pipe`, where the launcher's child reports the program's end as soon as it knows.
+fn run_request(
+    request: &Request,
+    opened: Option<&enclave::Namespaces>,
+    status_pipe: Option<std::os::fd::BorrowedFd<'_>>,
+) -> i32 {
+    if let Err(refusal) = confine(request) {
         eprintln!("dsh-sandbox-exec: {refusal}");
         return 126;
     }
@@ -143,8 +149,13 @@ fn run_request(request: Request, opened: Option<&enclave::Namespaces>) -> i32 {
             let split = request.command.len() - enclave.program_len;
             let program = &request.command[split..];
             let outcome = match opened {
-                Some(namespaces) => enclave::enter(namespaces, &request, program),
-                None => enclave::run(enclave, &request, program),
+                Some(namespaces) => enclave::enter(
+                    namespaces,
+                    request,
+                    enclave::Task::Given(program),
+                    status_pipe,
+                ),
+                None => enclave::run(enclave, request, program, status_pipe),
             };
             match outcome {
                 enclave::Outcome::Exited(code) => return code,

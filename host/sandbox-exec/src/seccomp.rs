@@ -134,7 +134,9 @@ fn equals(arg: u8, value: u64) -> Result<SeccompRule, seccompiler::BackendError>
 }
 
 /// The filter that answers `EPERM`.
-pub(crate) fn refusals(denied_sockets: &[SocketFamily]) -> Result<BpfProgram, seccompiler::BackendError> {
+pub(crate) fn refusals(
+    denied_sockets: &[SocketFamily],
+) -> Result<BpfProgram, seccompiler::BackendError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = refused_calls()
         .into_iter()
         .map(|call| (call, Vec::new()))
@@ -185,8 +187,8 @@ const ABSENT_CALLS: [i64; 4] = [
 pub(crate) fn absent() -> Result<BpfProgram, seccompiler::BackendError> {
     let rules: BTreeMap<i64, Vec<SeccompRule>> = ABSENT_CALLS
         .into_iter()
-    .map(|call| (call, Vec::new()))
-    .collect();
+        .map(|call| (call, Vec::new()))
+        .collect();
     SeccompFilter::new(
         rules,
         SeccompAction::Allow,

@@ -4,15 +4,17 @@
 //! per command), and runs each request's arguments exactly as a command line of its own
 //! (`run_request`). A child takes everything else (limits, enclave, bubblewrap, Landlock,
 //! seccomp) from its request, as the program started per command does; only the enclave's
-//! namespaces come opened from the launcher (see [`Opened`]).
+//! namespaces come opened from the launcher (see [`Opened`]), and the next command of an
+//! enclave finds its front made ahead (see `spare`).
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
 
 use dsh_launcher::SOCKET_FD;
 
-use crate::args::EnclaveRef;
+use crate::args::{EnclaveRef, Request, UsageError};
 use crate::enclave::Namespaces;
+use crate::spare::{self, Spare};
 
 /// The launcher's command line after `--serve`: `--join-cgroup DIR` pairs.
 fn groups(args: &[String]) -> Result<Vec<String>, String> {
@@ -39,7 +41,10 @@ fn socket_given() -> bool {
 }
 
 /// Runs the launcher; answers its exit code.
-#[allow(unsafe_code, reason = "taking descriptor 3, which the host opened for this process")]
+#[allow(
+    unsafe_code,
+    reason = "taking descriptor 3, which the host opened for this process"
+)]
 pub(crate) fn run(args: &[String]) -> i32 {
     let joined = match groups(args) {
         Ok(groups) => groups,
@@ -61,23 +66,111 @@ pub(crate) fn run(args: &[String]) -> i32 {
     }
     // SAFETY: descriptor 3 is the socket checked above, owned by nothing else in this process.
     let socket = unsafe { OwnedFd::from_raw_fd(SOCKET_FD) };
-    let mut opened = Opened::default();
     dsh_launcher::serve(
         socket,
-        |args| {
-            let mut request = crate::args::parse(&args)?;
-            request.cgroups.retain(|dir| !joined.contains(dir));
-            let namespaces = request.enclave.as_ref().and_then(|enclave| opened.get(enclave));
-            Ok((request, namespaces))
+        Served {
+            joined,
+            opened: Opened::default(),
+            spare: None,
+            next: None,
         },
-        |prepared: Result<_, crate::args::UsageError>| match prepared {
-            Ok((request, namespaces)) => crate::run_request(request, namespaces.as_deref()),
+    )
+}
+
+/// A request read in the launcher: the command line, and its enclave's namespaces where
+/// the launcher has them open.
+type Prepared = Result<(Request, Option<Rc<Namespaces>>), UsageError>;
+
+/// The launcher's program: each request's arguments run as `dsh-sandbox-exec`'s own command
+/// line would, its enclave's namespaces kept open, the next command's front made ahead.
+struct Served {
+    /// The control groups the launcher joined (its children are members).
+    joined: Vec<String>,
+    opened: Opened,
+    spare: Option<Spare>,
+    /// What the spare for the next command is to be made for, once no command runs.
+    next: Option<(String, Request, Rc<Namespaces>)>,
+}
+
+impl dsh_launcher::Program for Served {
+    type Prepared = Prepared;
+
+    fn prepare(&mut self, args: Vec<String>) -> Prepared {
+        let mut request = crate::args::parse(&args)?;
+        request.cgroups.retain(|dir| !self.joined.contains(dir));
+        let namespaces = request
+            .enclave
+            .as_ref()
+            .and_then(|enclave| self.opened.get(enclave));
+        Ok((request, namespaces))
+    }
+
+    fn hand_over(
+        &mut self,
+        prepared: &Prepared,
+        _cwd: &str,
+        env: &[(String, String)],
+        stdio: [OwnedFd; 3],
+        status_pipe: BorrowedFd<'_>,
+        announce: &mut dyn FnMut(libc::pid_t),
+    ) -> Result<libc::pid_t, [OwnedFd; 3]> {
+        let Some(spare) = self.spare.take() else {
+            return Err(stdio);
+        };
+        match prepared {
+            Ok((request, Some(_))) => match spare::key(request) {
+                Some(key) => spare.hand_over(&key, request, env, stdio, status_pipe, announce),
+                None => {
+                    spare.end();
+                    Err(stdio)
+                }
+            },
+            _ => {
+                spare.end();
+                Err(stdio)
+            }
+        }
+    }
+
+    fn run(&self, prepared: &Prepared, status_pipe: BorrowedFd<'_>) -> i32 {
+        match prepared {
+            Ok((request, namespaces)) => {
+                crate::run_request(request, namespaces.as_deref(), Some(status_pipe))
+            }
             Err(problem) => {
                 eprintln!("dsh-sandbox-exec: {problem}");
                 2
             }
-        },
-    )
+        }
+    }
+
+    fn started(&mut self, prepared: &Prepared) {
+        self.next = match prepared {
+            Ok((request, Some(namespaces))) => {
+                spare::key(request).map(|key| (key, request.clone(), namespaces.clone()))
+            }
+            _ => None,
+        };
+    }
+
+    fn settled(&mut self, forker: &mut dsh_launcher::Forker<'_>) {
+        if self.spare.is_some() {
+            return;
+        }
+        if let Some((key, request, namespaces)) = self.next.take() {
+            self.spare = Spare::start(key, &request, &namespaces, forker);
+        }
+    }
+
+    fn ended(&mut self, pid: libc::pid_t) {
+        if self.spare.as_ref().is_some_and(|spare| spare.pid() == pid) {
+            self.spare = None;
+        }
+    }
+
+    fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
+        self.spare.iter().map(Spare::socket_fd).collect()
+    }
 }
 
 /// Enclaves kept open at once; the least recently used goes first.

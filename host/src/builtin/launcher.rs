@@ -31,7 +31,10 @@ const STARTED_WITHIN: Duration = Duration::from_secs(2);
 
 pub(super) struct Opener;
 
-#[allow(unsafe_code, reason = "socketpair has no safe wrapper for SOCK_SEQPACKET")]
+#[allow(
+    unsafe_code,
+    reason = "socketpair has no safe wrapper for SOCK_SEQPACKET"
+)]
 fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors the call writes.
@@ -62,10 +65,12 @@ impl Launchers for Opener {
         // SAFETY: dup2 is async-signal-safe and touches no memory; it leaves the socket at
         // descriptor 3 without close-on-exec (the original, close-on-exec, goes at exec).
         unsafe {
-            command.pre_exec(move || match libc::dup2(theirs_fd, dsh_launcher::SOCKET_FD) {
-                -1 => Err(std::io::Error::last_os_error()),
-                _ => Ok(()),
-            });
+            command.pre_exec(
+                move || match libc::dup2(theirs_fd, dsh_launcher::SOCKET_FD) {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    _ => Ok(()),
+                },
+            );
         }
         command
             .stdin(std::process::Stdio::null())
@@ -178,7 +183,8 @@ impl Open {
                 stderr_write.as_fd(),
                 status_write.as_fd(),
             ];
-            dsh_launcher::send(socket.as_fd(), &bytes, &fds).map_err(|error| self.refused(error))?;
+            dsh_launcher::send(socket.as_fd(), &bytes, &fds)
+                .map_err(|error| self.refused(error))?;
         }
         drop((stdin_read, stdout_write, stderr_write, status_write));
         let pid = match first_status(&status_read).map_err(|error| self.refused(error))? {
@@ -192,11 +198,13 @@ impl Open {
             }
             other => return Err(self.refused(format!("it answered {other:?} first"))),
         };
-        let stream = |fd: OwnedFd| {
-            pipe::Receiver::from_owned_fd(fd).map_err(|error| self.refused(error))
-        };
-        let (stdout, stderr, status) =
-            (stream(stdout_read)?, stream(stderr_read)?, stream(status_read)?);
+        let stream =
+            |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|error| self.refused(error));
+        let (stdout, stderr, status) = (
+            stream(stdout_read)?,
+            stream(stderr_read)?,
+            stream(status_read)?,
+        );
         match request.stdin {
             RSome(input) => {
                 let mut writer = pipe::Sender::from_owned_fd(stdin_write)
@@ -248,8 +256,13 @@ struct Launched {
     exit: watch::Receiver<Option<Ended>>,
 }
 
-async fn wait_for(mut exit: watch::Receiver<Option<Ended>>) -> RResult<ExitStatus, SubprocessError> {
-    let ended = exit.wait_for(Option::is_some).await.map(|ended| ended.clone());
+async fn wait_for(
+    mut exit: watch::Receiver<Option<Ended>>,
+) -> RResult<ExitStatus, SubprocessError> {
+    let ended = exit
+        .wait_for(Option::is_some)
+        .await
+        .map(|ended| ended.clone());
     match ended {
         Ok(Some(Ok(status))) => ROk(status),
         Ok(Some(Err(message))) => RErr(failure(SubprocessErrorKind::Failed, message)),
@@ -285,8 +298,7 @@ impl Process for Launched {
         async move {
             signal_group(pid, libc::SIGTERM);
             let waited =
-                tokio::time::timeout(Duration::from_millis(grace_ms), wait_for(exit.clone()))
-                    .await;
+                tokio::time::timeout(Duration::from_millis(grace_ms), wait_for(exit.clone())).await;
             // The leader may be gone while others of its group live on: they get SIGKILL too.
             signal_group(pid, libc::SIGKILL);
             match waited {

@@ -18,10 +18,10 @@
 mod bwrap;
 mod cgroup;
 mod enclaves;
-mod launcher;
 mod env;
 mod escalation;
 mod landlock;
+mod launcher;
 mod limits;
 mod roots;
 mod service;

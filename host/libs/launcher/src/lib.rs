@@ -21,7 +21,7 @@ mod socket;
 mod status;
 mod wire;
 
-pub use serve::serve;
+pub use serve::{Forker, Program, report_end, serve};
 pub use socket::{SocketError, receive, send};
 pub use status::{STATUS_LEN, Status};
 pub use wire::{Request, WireError};

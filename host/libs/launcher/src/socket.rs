@@ -4,8 +4,6 @@
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-use crate::DESCRIPTORS;
-
 /// Why a request could not be sent or received.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -13,36 +11,51 @@ pub enum SocketError {
     Send(std::io::Error),
     #[error("receiving a request: {0}")]
     Receive(std::io::Error),
-    #[error("a request came with {0} descriptors, not {DESCRIPTORS}")]
-    Descriptors(usize),
+    #[error("a message came with {found} descriptors, not {expected}")]
+    Descriptors { found: usize, expected: usize },
+    #[error("a message can carry at most {MOST} descriptors")]
+    TooMany,
 }
 
-/// Room for the control message of [`DESCRIPTORS`] descriptors, aligned as `cmsghdr` is.
+/// Descriptors one message may carry.
+const MOST: usize = 8;
+
+/// Room for the control message of [`MOST`] descriptors, aligned as `cmsghdr` is.
 #[repr(C)]
 struct ControlRoom {
     _align: [libc::cmsghdr; 0],
     bytes: [u8; 64],
 }
 
-#[allow(unsafe_code, reason = "CMSG_SPACE is a const computation libc exposes as unsafe")]
-fn control_len() -> usize {
-    let fds = std::mem::size_of::<RawFd>() * DESCRIPTORS;
+#[allow(
+    unsafe_code,
+    reason = "CMSG_SPACE is a const computation libc exposes as unsafe"
+)]
+fn control_len(count: usize) -> usize {
+    let fds = std::mem::size_of::<RawFd>() * count;
     // SAFETY: CMSG_SPACE only computes a size from its argument.
     unsafe { libc::CMSG_SPACE(fds as u32) as usize }
 }
 
-/// Sends `bytes` with `fds` as one message on `socket` (a blocking socket: it waits for room).
-#[allow(unsafe_code, reason = "sendmsg with SCM_RIGHTS has no safe wrapper in std")]
+/// Sends `bytes` with `fds` (one to [`MOST`]) as one message on `socket` (a blocking socket:
+/// it waits for room).
+#[allow(
+    unsafe_code,
+    reason = "sendmsg with SCM_RIGHTS has no safe wrapper in std"
+)]
 pub fn send(
     socket: BorrowedFd<'_>,
     bytes: &[u8],
-    fds: &[BorrowedFd<'_>; DESCRIPTORS],
+    fds: &[BorrowedFd<'_>],
 ) -> Result<(), SocketError> {
+    if fds.is_empty() || fds.len() > MOST {
+        return Err(SocketError::TooMany);
+    }
     let mut room = ControlRoom {
         _align: [],
         bytes: [0; 64],
     };
-    let len = control_len();
+    let len = control_len(fds.len());
     let mut iov = libc::iovec {
         iov_base: bytes.as_ptr() as *mut libc::c_void,
         iov_len: bytes.len(),
@@ -59,7 +72,8 @@ pub fn send(
         let control = libc::CMSG_FIRSTHDR(&header);
         (*control).cmsg_level = libc::SOL_SOCKET;
         (*control).cmsg_type = libc::SCM_RIGHTS;
-        (*control).cmsg_len = libc::CMSG_LEN((std::mem::size_of::<RawFd>() * DESCRIPTORS) as u32) as _;
+        (*control).cmsg_len =
+            libc::CMSG_LEN((std::mem::size_of::<RawFd>() * fds.len()) as u32) as _;
         let data = libc::CMSG_DATA(control).cast::<RawFd>();
         for (at, fd) in fds.iter().enumerate() {
             data.add(at).write_unaligned(fd.as_raw_fd());
@@ -78,10 +92,16 @@ pub fn send(
     }
 }
 
-/// The next message on `socket` and its descriptors (closed on exec); `None` once the other
-/// end is closed.
-#[allow(unsafe_code, reason = "recvmsg with SCM_RIGHTS has no safe wrapper in std")]
-pub fn receive(socket: BorrowedFd<'_>) -> Result<Option<(Vec<u8>, Vec<OwnedFd>)>, SocketError> {
+/// The next message on `socket` and its descriptors (closed on exec), which must be
+/// `expected` of them; `None` once the other end is closed.
+#[allow(
+    unsafe_code,
+    reason = "recvmsg with SCM_RIGHTS has no safe wrapper in std"
+)]
+pub fn receive(
+    socket: BorrowedFd<'_>,
+    expected: usize,
+) -> Result<Option<(Vec<u8>, Vec<OwnedFd>)>, SocketError> {
     let fd = socket.as_raw_fd();
     let size = loop {
         // SAFETY: a zero-length peek writes nothing; MSG_TRUNC answers the message's length.
@@ -148,8 +168,11 @@ pub fn receive(socket: BorrowedFd<'_>) -> Result<Option<(Vec<u8>, Vec<OwnedFd>)>
             control = libc::CMSG_NXTHDR(&header, control);
         }
     }
-    if header.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() != DESCRIPTORS {
-        return Err(SocketError::Descriptors(fds.len()));
+    if header.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() != expected {
+        return Err(SocketError::Descriptors {
+            found: fds.len(),
+            expected,
+        });
     }
     Ok(Some((bytes, fds)))
 }
@@ -161,8 +184,12 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     use super::*;
+    use crate::DESCRIPTORS;
 
-    #[allow(unsafe_code, reason = "socketpair has no safe wrapper for SOCK_SEQPACKET")]
+    #[allow(
+        unsafe_code,
+        reason = "socketpair has no safe wrapper for SOCK_SEQPACKET"
+    )]
     fn pair() -> (OwnedFd, OwnedFd) {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors written.
@@ -182,8 +209,9 @@ mod tests {
     #[test]
     fn a_message_and_its_descriptors_arrive_whole_and_a_closed_end_is_none() {
         let (host, launcher) = pair();
-        let streams: Vec<(UnixStream, UnixStream)> =
-            (0..DESCRIPTORS).map(|_| UnixStream::pair().unwrap()).collect();
+        let streams: Vec<(UnixStream, UnixStream)> = (0..DESCRIPTORS)
+            .map(|_| UnixStream::pair().unwrap())
+            .collect();
         let fds = [
             streams[0].0.as_fd(),
             streams[1].0.as_fd(),
@@ -192,7 +220,7 @@ mod tests {
         ];
         let big = vec![7_u8; 100_000];
         send(host.as_fd(), &big, &fds).unwrap();
-        let (bytes, received) = receive(launcher.as_fd()).unwrap().unwrap();
+        let (bytes, received) = receive(launcher.as_fd(), DESCRIPTORS).unwrap().unwrap();
         assert_eq!(bytes, big);
         assert_eq!(received.len(), DESCRIPTORS);
         // The third descriptor received is the third sent: what is written to it arrives.
@@ -202,6 +230,6 @@ mod tests {
         (&streams[2].1).read_exact(&mut seen).unwrap();
         assert_eq!(&seen, b"hi");
         drop(host);
-        assert!(receive(launcher.as_fd()).unwrap().is_none());
+        assert!(receive(launcher.as_fd(), DESCRIPTORS).unwrap().is_none());
     }
 }

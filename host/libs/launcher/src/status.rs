@@ -1,6 +1,7 @@
 //! What a status pipe carries: fixed-size messages, a tag byte and a little-endian number.
-//! A launched child writes [`Status::Started`] first; the launcher writes one of the others
-//! once it has reaped the child (or could not start it), then closes the pipe.
+//! The launcher writes [`Status::Started`] once the child runs, and one of the others once it
+//! has reaped the child (or [`Status::Failed`] alone when it could not start it), then closes
+//! the pipe.
 
 /// Bytes of one message.
 pub const STATUS_LEN: usize = 5;

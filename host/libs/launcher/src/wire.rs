@@ -51,7 +51,10 @@ struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
     fn number(&mut self) -> Result<usize, WireError> {
-        let (head, rest) = self.0.split_first_chunk::<4>().ok_or(WireError::Truncated)?;
+        let (head, rest) = self
+            .0
+            .split_first_chunk::<4>()
+            .ok_or(WireError::Truncated)?;
         self.0 = rest;
         usize::try_from(u32::from_le_bytes(*head)).map_err(|_| WireError::TooLong)
     }
@@ -127,7 +130,11 @@ mod tests {
     fn sample() -> Request {
         Request {
             cwd: "/work".to_owned(),
-            args: vec!["--enclave".to_owned(), String::new(), "é ünïcode".to_owned()],
+            args: vec![
+                "--enclave".to_owned(),
+                String::new(),
+                "é ünïcode".to_owned(),
+            ],
             env: vec![
                 ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
                 ("EMPTY".to_owned(), String::new()),
