@@ -16,15 +16,24 @@ use crate::args::{EnclaveRef, Request, UsageError};
 use crate::enclave::Namespaces;
 use crate::spare::{self, Spare};
 
+/// A `--serve` command line this program does not take.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum ServeUsage {
+    #[error("--join-cgroup needs a directory")]
+    NoDirectory,
+    #[error("--serve takes only --join-cgroup, not `{0}`")]
+    Unknown(String),
+}
+
 /// The launcher's command line after `--serve`: `--join-cgroup DIR` pairs.
-fn groups(args: &[String]) -> Result<Vec<String>, String> {
+fn groups(args: &[String]) -> Result<Vec<String>, ServeUsage> {
     let mut groups = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match (arg.as_str(), rest.next()) {
             ("--join-cgroup", Some(dir)) => groups.push(dir.clone()),
-            ("--join-cgroup", None) => return Err("--join-cgroup needs a directory".to_owned()),
-            (other, _) => return Err(format!("--serve takes only --join-cgroup, not `{other}`")),
+            ("--join-cgroup", None) => return Err(ServeUsage::NoDirectory),
+            (other, _) => return Err(ServeUsage::Unknown(other.to_owned())),
         }
     }
     Ok(groups)

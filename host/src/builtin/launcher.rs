@@ -113,9 +113,22 @@ fn pipe_pair() -> Result<(OwnedFd, OwnedFd), SubprocessError> {
     Ok((OwnedFd::from(reader), OwnedFd::from(writer)))
 }
 
+/// Why a launcher did not start or follow a process.
+#[derive(Debug, Clone, thiserror::Error)]
+enum LauncherTrouble {
+    #[error("the launcher did not start it in time")]
+    NotInTime,
+    #[error("the launcher ended before the process did")]
+    Ended,
+    #[error("the launcher answered {0:?}, out of turn")]
+    OutOfTurn(Option<Status>),
+    #[error("the status pipe: {0}")]
+    Pipe(String),
+}
+
 /// Waits (with [`STARTED_WITHIN`]) for the first message of a status pipe.
 #[allow(unsafe_code, reason = "poll(2) on one descriptor")]
-fn first_status(reader: &OwnedFd) -> Result<Status, String> {
+fn first_status(reader: &OwnedFd) -> Result<Status, LauncherTrouble> {
     let mut polled = libc::pollfd {
         fd: reader.as_raw_fd(),
         events: libc::POLLIN,
@@ -125,13 +138,16 @@ fn first_status(reader: &OwnedFd) -> Result<Status, String> {
     // SAFETY: one live pollfd, as counted.
     let ready = unsafe { libc::poll(&mut polled, 1, timeout) };
     if ready <= 0 {
-        return Err("the launcher did not start it in time".to_owned());
+        return Err(LauncherTrouble::NotInTime);
     }
     let mut bytes = [0_u8; STATUS_LEN];
-    let mut file = std::fs::File::from(reader.try_clone().map_err(|error| error.to_string())?);
-    file.read_exact(&mut bytes)
-        .map_err(|_| "the launcher ended".to_owned())?;
-    Status::decode(bytes).ok_or_else(|| "the launcher answered nonsense".to_owned())
+    let copy = reader
+        .try_clone()
+        .map_err(|error| LauncherTrouble::Pipe(error.to_string()))?;
+    std::fs::File::from(copy)
+        .read_exact(&mut bytes)
+        .map_err(|_| LauncherTrouble::Ended)?;
+    Status::decode(bytes).ok_or(LauncherTrouble::OutOfTurn(None))
 }
 
 impl Open {
@@ -196,7 +212,7 @@ impl Open {
                     format!("the launcher could not start it: {error}"),
                 ));
             }
-            other => return Err(self.refused(format!("it answered {other:?} first"))),
+            other => return Err(self.refused(LauncherTrouble::OutOfTurn(Some(other)))),
         };
         let stream =
             |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|error| self.refused(error));
@@ -229,7 +245,7 @@ impl Open {
 }
 
 /// What the launcher reports when it reaps the child; `Err` when it ended first.
-type Ended = Result<ExitStatus, String>;
+type Ended = Result<ExitStatus, LauncherTrouble>;
 
 async fn follow_exit(mut status: pipe::Receiver, ended: watch::Sender<Option<Ended>>) {
     let mut bytes = [0_u8; STATUS_LEN];
@@ -243,9 +259,9 @@ async fn follow_exit(mut status: pipe::Receiver, ended: watch::Sender<Option<End
                 code: RNone,
                 signal: RSome(signal),
             }),
-            other => Err(format!("the launcher answered {other:?} at the end")),
+            other => Err(LauncherTrouble::OutOfTurn(other)),
         },
-        Err(_) => Err("the launcher ended before the process did".to_owned()),
+        Err(_) => Err(LauncherTrouble::Ended),
     };
     let _ = ended.send(Some(result));
 }
@@ -265,7 +281,7 @@ async fn wait_for(
         .map(|ended| ended.clone());
     match ended {
         Ok(Some(Ok(status))) => ROk(status),
-        Ok(Some(Err(message))) => RErr(failure(SubprocessErrorKind::Failed, message)),
+        Ok(Some(Err(trouble))) => RErr(failure(SubprocessErrorKind::Failed, trouble)),
         _ => RErr(failure(
             SubprocessErrorKind::Failed,
             "the process's status is gone",
