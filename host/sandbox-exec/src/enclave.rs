@@ -113,8 +113,8 @@ fn children(pid: u32) -> Vec<u32> {
     clippy::disallowed_methods,
     reason = "a process of its own (no plugin thread to block), waiting before it starts"
 )]
-fn holder(enclave: &EnclaveRef) -> Result<u32, EnclaveError> {
-    let deadline = Instant::now() + READY_WITHIN;
+fn holder(enclave: &EnclaveRef, wait: Duration) -> Result<u32, EnclaveError> {
+    let deadline = Instant::now() + wait;
     loop {
         if start_time(enclave.pid) != Some(enclave.start) {
             return Err(EnclaveError::Gone(enclave.pid));
@@ -128,7 +128,7 @@ fn holder(enclave: &EnclaveRef) -> Result<u32, EnclaveError> {
         if let Some(holder) = found {
             return Ok(holder);
         }
-        if Instant::now() > deadline {
+        if Instant::now() >= deadline {
             return Err(EnclaveError::NoHolder(enclave.pid));
         }
         std::thread::sleep(Duration::from_micros(200));
@@ -203,9 +203,16 @@ fn owning_user_namespace(namespace: &File) -> std::io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
-/// The namespaces of `enclave`, opened (they stay usable while the descriptors are open).
+/// The namespaces of `enclave`, opened (they stay usable while the descriptors are open),
+/// waiting for a new enclave's holder to start.
 pub(crate) fn open(enclave: &EnclaveRef) -> Result<Namespaces, EnclaveError> {
-    holder(enclave).and_then(namespaces)
+    holder(enclave, READY_WITHIN).and_then(namespaces)
+}
+
+/// [`open`] without waiting: a new enclave whose holder has not started yet is an error (the
+/// launcher, which serves every command, must not wait for one session's enclave).
+pub(crate) fn open_ready(enclave: &EnclaveRef) -> Result<Namespaces, EnclaveError> {
+    holder(enclave, Duration::ZERO).and_then(namespaces)
 }
 
 /// What the command's init runs.
@@ -555,18 +562,24 @@ mod tests {
         let me = std::process::id();
         let start = start_time(me).unwrap();
         // The right start time but no holder under it: refused within the wait.
-        let refused = holder(&EnclaveRef {
-            pid: me,
-            start,
-            program_len: 1,
-        });
+        let refused = holder(
+            &EnclaveRef {
+                pid: me,
+                start,
+                program_len: 1,
+            },
+            READY_WITHIN,
+        );
         assert!(matches!(refused, Err(EnclaveError::NoHolder(_))));
         // A start time that is not this process's: the enclave is gone.
-        let gone = holder(&EnclaveRef {
-            pid: me,
-            start: start + 1,
-            program_len: 1,
-        });
+        let gone = holder(
+            &EnclaveRef {
+                pid: me,
+                start: start + 1,
+                program_len: 1,
+            },
+            READY_WITHIN,
+        );
         assert!(matches!(gone, Err(EnclaveError::Gone(_))));
     }
 }

@@ -195,8 +195,9 @@ struct Opened {
 }
 
 impl Opened {
-    /// `enclave`'s namespaces; `None` when they cannot be opened (the command then finds
-    /// that out itself, and starts bubblewrap).
+    /// `enclave`'s namespaces; `None` when they cannot be opened now (the command then opens
+    /// them itself, waiting for a new enclave's holder in its own process, or finds it cannot
+    /// and starts bubblewrap).
     fn get(&mut self, enclave: &EnclaveRef) -> Option<Rc<Namespaces>> {
         let key = (enclave.pid, enclave.start);
         let alive = |(pid, start): (u32, u64)| crate::enclave::start_time(pid) == Some(start);
@@ -208,7 +209,7 @@ impl Opened {
                 return Some(namespaces);
             }
         }
-        let namespaces = Rc::new(crate::enclave::open(enclave).ok()?);
+        let namespaces = Rc::new(crate::enclave::open_ready(enclave).ok()?);
         self.kept.retain(|(kept, _)| alive(*kept));
         if self.kept.len() >= KEPT_OPEN {
             self.kept.remove(0);

@@ -27,7 +27,7 @@ use tokio::sync::{Mutex, mpsc, watch};
 use super::subprocess::{command_of, environment_of, failure, pump, signal_group};
 
 /// How long a request waits for the launcher to report its child started.
-const STARTED_WITHIN: Duration = Duration::from_secs(2);
+const STARTED_WITHIN: Duration = Duration::from_secs(10);
 
 pub(super) struct Opener;
 
@@ -129,16 +129,26 @@ enum LauncherTrouble {
 /// Waits (with [`STARTED_WITHIN`]) for the first message of a status pipe.
 #[allow(unsafe_code, reason = "poll(2) on one descriptor")]
 fn first_status(reader: &OwnedFd) -> Result<Status, LauncherTrouble> {
-    let mut polled = libc::pollfd {
-        fd: reader.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let timeout = STARTED_WITHIN.as_millis() as libc::c_int;
-    // SAFETY: one live pollfd, as counted.
-    let ready = unsafe { libc::poll(&mut polled, 1, timeout) };
-    if ready <= 0 {
-        return Err(LauncherTrouble::NotInTime);
+    let deadline = std::time::Instant::now() + STARTED_WITHIN;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut polled = libc::pollfd {
+            fd: reader.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let timeout = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one live pollfd, as counted.
+        let ready = unsafe { libc::poll(&mut polled, 1, timeout) };
+        if ready > 0 {
+            break;
+        }
+        // A signal to the host (a child's end, say) interrupts the wait; it goes on.
+        let interrupted =
+            ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
+        if !interrupted || left.is_zero() {
+            return Err(LauncherTrouble::NotInTime);
+        }
     }
     let mut bytes = [0_u8; STATUS_LEN];
     let copy = reader
@@ -151,7 +161,16 @@ fn first_status(reader: &OwnedFd) -> Result<Status, LauncherTrouble> {
 }
 
 impl Open {
+    /// The launcher cannot serve, and this request did not start: `Closed`, so the caller may
+    /// start it another way.
     fn refused(&self, message: impl std::fmt::Display) -> SubprocessError {
+        self.alive.store(false, Ordering::Relaxed);
+        failure(SubprocessErrorKind::Closed, format!("launcher: {message}"))
+    }
+
+    /// The launcher cannot serve, and this request may have started: `Failed`, so the caller
+    /// does not start it again (dropping the launcher ends whatever it started).
+    fn lost(&self, message: impl std::fmt::Display) -> SubprocessError {
         self.alive.store(false, Ordering::Relaxed);
         failure(SubprocessErrorKind::Failed, format!("launcher: {message}"))
     }
@@ -203,7 +222,12 @@ impl Open {
                 .map_err(|error| self.refused(error))?;
         }
         drop((stdin_read, stdout_write, stderr_write, status_write));
-        let pid = match first_status(&status_read).map_err(|error| self.refused(error))? {
+        let first = first_status(&status_read).map_err(|trouble| match trouble {
+            // It ended before its child told its pid: its children end with it.
+            LauncherTrouble::Ended => self.refused(trouble),
+            other => self.lost(other),
+        })?;
+        let pid = match first {
             Status::Started(pid) => pid,
             Status::Failed(errno) => {
                 let error = std::io::Error::from_raw_os_error(errno);
@@ -212,10 +236,14 @@ impl Open {
                     format!("the launcher could not start it: {error}"),
                 ));
             }
-            other => return Err(self.refused(LauncherTrouble::OutOfTurn(Some(other)))),
+            other => return Err(self.lost(LauncherTrouble::OutOfTurn(Some(other)))),
         };
-        let stream =
-            |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|error| self.refused(error));
+        // It runs: a failure from here on ends its group before it is reported.
+        let running = |error: std::io::Error| {
+            signal_group(pid, libc::SIGKILL);
+            self.lost(error)
+        };
+        let stream = |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(running);
         let (stdout, stderr, status) = (
             stream(stdout_read)?,
             stream(stderr_read)?,
@@ -223,8 +251,7 @@ impl Open {
         );
         match request.stdin {
             RSome(input) => {
-                let mut writer = pipe::Sender::from_owned_fd(stdin_write)
-                    .map_err(|error| self.refused(error))?;
+                let mut writer = pipe::Sender::from_owned_fd(stdin_write).map_err(running)?;
                 tokio::spawn(async move {
                     let _ = writer.write_all(&input).await;
                 });

@@ -28,10 +28,12 @@ pub trait Launcher: Send + Sync {
     /// The launcher's pid.
     fn pid(&self) -> u32;
     /// Starts `request` through the launcher: its `args`, `cwd` and environment (the host's,
-    /// less `remove_env`, plus `env`) go in the request; `program` is not used. An error
-    /// means nothing was started: the caller may spawn it another way.
+    /// less `remove_env`, plus `env`) go in the request; `program` is not used. An error of
+    /// kind `Closed` means nothing was started (the caller may spawn it another way); any
+    /// other, that it may have started, and the launcher should be dropped (which ends what
+    /// it started) rather than the request started again.
     fn spawn(&self, request: SpawnRequest) -> RResult<ProcessBox, SubprocessError>;
-    /// Whether the launcher still serves (it has not died or been refused a request).
+    /// Whether the launcher still serves (it has not died or lost a request).
     fn alive(&self) -> bool;
 }
 pub type LauncherBox = Launcher_TO<'static, RBox<()>>;

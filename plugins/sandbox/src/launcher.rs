@@ -9,7 +9,9 @@
 use abi_stable::std_types::{RString, RVec};
 use dsh_plugin_api::LogLevel;
 use dsh_plugin_api::io::launcher::{LAUNCHER_SERVICE, LauncherBox, LaunchersService};
-use dsh_plugin_api::io::subprocess::{ProcessBox, SpawnRequest};
+use dsh_plugin_api::io::subprocess::{
+    ProcessBox, SpawnRequest, SubprocessError, SubprocessErrorKind,
+};
 use dsh_plugin_api::lock;
 
 use crate::service::{Backend, SandboxImpl};
@@ -49,11 +51,18 @@ impl SandboxImpl {
     }
 
     /// Starts `request`, a confined command whose program is the front, through the
-    /// launcher; `None`: start it as before.
-    pub(crate) fn launched(&self, request: &SpawnRequest) -> Option<ProcessBox> {
-        let front = self.front()?;
+    /// launcher: `Ok(None)` when it was not started (start it as before), `Err` when it may
+    /// have started and failed (the launcher it went to is dropped, which ends it; it is not
+    /// started again).
+    pub(crate) fn launched(
+        &self,
+        request: &SpawnRequest,
+    ) -> Result<Option<ProcessBox>, SubprocessError> {
+        let Some(front) = self.front() else {
+            return Ok(None);
+        };
         if !self.settings.launcher || request.program.as_str() != front {
-            return None;
+            return Ok(None);
         }
         let mut state = lock(&self.launcher.state);
         // A launcher found dead is replaced once, for this command.
@@ -62,24 +71,29 @@ impl SandboxImpl {
                 *state = self.open(front).map_or(State::Closed, State::Open);
             }
             let State::Open(launcher) = &*state else {
-                return None;
+                return Ok(None);
             };
             match launcher.spawn(request.clone()).into_result() {
-                Ok(process) => return Some(process),
+                Ok(process) => return Ok(Some(process)),
                 Err(error) => {
                     let gone = !launcher.alive();
                     self.ctx.log(
                         LogLevel::Warn,
                         &format!("the sandbox's launcher did not start a command ({error})"),
                     );
-                    if !gone {
-                        return None;
+                    if gone {
+                        *state = State::Closed;
                     }
-                    *state = State::Closed;
+                    if error.kind != SubprocessErrorKind::Closed {
+                        return Err(error);
+                    }
+                    if !gone {
+                        return Ok(None);
+                    }
                 }
             }
         }
-        None
+        Ok(None)
     }
 
     fn open(&self, front: &str) -> Option<LauncherBox> {

@@ -260,7 +260,7 @@ impl SandboxImpl {
     ) -> Result<ProcessBox, SandboxError> {
         let policy = self.policy_of(session, cwd, call_id);
         let request = self.confine(&policy, cwd, request, Some(session))?;
-        if let Some(process) = self.launched(&request) {
+        if let Some(process) = self.launched(&request).map_err(SandboxError::Spawn)? {
             return Ok(process);
         }
         self.subprocess

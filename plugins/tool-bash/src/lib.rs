@@ -388,8 +388,13 @@ fn signal_name(signal: i32) -> String {
         1 => "SIGHUP".to_owned(),
         2 => "SIGINT".to_owned(),
         9 => "SIGKILL".to_owned(),
+        6 => "SIGABRT".to_owned(),
+        11 => "SIGSEGV".to_owned(),
         13 => "SIGPIPE".to_owned(),
         15 => "SIGTERM".to_owned(),
+        // The sandbox's CPU and file size limits (see `limit_reached`).
+        24 => "SIGXCPU".to_owned(),
+        25 => "SIGXFSZ".to_owned(),
         other => format!("signal {other}"),
     }
 }

@@ -83,8 +83,9 @@ pub(super) fn section(root: &Path) -> String {
                 false => "",
             };
             format!(
-                "{heading}Written by `../shared/peers/agents-bench/bench.py` in this run ({ROUNDS} rounds; agents: {}{left_out}).\n{body}",
-                agents.join(", ")
+                "{heading}Written by `../shared/peers/agents-bench/bench.py` in this run ({ROUNDS} rounds; agents: {}{left_out}).\n{body}{}",
+                agents.join(", "),
+                confined(root, &script)
             )
         }
         (Ok(status), _) => {
@@ -93,5 +94,66 @@ pub(super) fn section(root: &Path) -> String {
         (Err(error), _) => {
             format!("{heading}Not measured in this run: python3 did not start: {error}.\n")
         }
+    }
+}
+
+/// The script runs ours in `danger-full-access`; this runs it once more for ours alone with
+/// the sandbox row in `workspace-write` (through a wrapper that adds the patch), so the table
+/// of the same run shows what a confined step costs there: a paragraph with its row.
+fn confined(root: &Path, script: &Path) -> String {
+    let dir = root.join("target/agents-bench/confined");
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&dir);
+    let patch = dir.join("confined.patch.yml");
+    let wrapper = dir.join("dsh-host-confined");
+    let host = root.join("target/release/dsh-host");
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| {
+            std::fs::write(
+                &patch,
+                "- id: sandbox\n  config:\n    mode: workspace-write\n",
+            )
+        })
+        .and_then(|()| {
+            std::fs::write(
+                &wrapper,
+                format!(
+                    "#!/bin/sh\ncase \"$1\" in --version) exec '{host}' \"$@\";; esac\nexec '{host}' --patch '{patch}' \"$@\"\n",
+                    host = host.display(),
+                    patch = patch.display()
+                ),
+            )
+        })
+        .and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        });
+    if let Err(error) = written {
+        return format!("\nThe confined run was not made: {error}.\n");
+    }
+    let ran = Command::new("python3")
+        .arg(script)
+        .current_dir(root)
+        .env("BENCH_AGENTS", "ours")
+        .env("BENCH_RUNS", ROUNDS)
+        .env("BENCH_OUT", &out)
+        .env("DSH_HOST", &wrapper)
+        .stdout(std::process::Stdio::null())
+        .status();
+    let row = std::fs::read_to_string(out.join("table.md"))
+        .ok()
+        .and_then(|table| {
+            table
+                .lines()
+                .find(|line| line.starts_with("| dsh-host (ours) | ") && line.contains("/"))
+                .map(str::to_owned)
+        });
+    match (ran, row) {
+        (Ok(status), Some(row)) if status.success() => format!(
+            "\nThe same script run again in this run for ours alone, its sandbox row in `workspace-write` (each `true` confined: the session's enclave, the row's launcher, a spare made ahead), same columns:\n\n| agent | ok | (a) first request ms | (a') first tool-offering request ms | (b) 1-step wall ms | (c) 20-step wall ms | per-step ms (c-b)/19 | per-step ms, server-side | (d) max RSS MiB (time %M) | tree RSS peak MiB (sampled) | procs | (e) body bytes at step 1 / step 20 | requests in 20-step run |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{}\n",
+            row.replacen("dsh-host (ours)", "dsh-host (ours), workspace-write", 1)
+        ),
+        (Ok(status), _) => format!("\nThe confined run failed ({status}).\n"),
+        (Err(error), _) => format!("\nThe confined run did not start: {error}.\n"),
     }
 }

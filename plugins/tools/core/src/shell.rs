@@ -121,14 +121,17 @@ pub struct ShellRun {
     pub limit_reached: Option<&'static str>,
 }
 
-/// The resource limit of the sandbox that a confined command's end shows it ran into: its
-/// shell's exit code for a process killed by `SIGXCPU` (152) or `SIGXFSZ` (153), the C
-/// library's and runtimes' words for a refused fork or allocation, or a `SIGKILL` (137) that
-/// no timeout sent (the memory ceiling of the commands' control group).
+/// The resource limit of the sandbox that a confined command's end shows it ran into: a
+/// process killed by `SIGXCPU` or `SIGXFSZ` (or its shell's exit code for one, 152 or 153),
+/// the C library's and runtimes' words for a refused fork or allocation, or a `SIGKILL` (or
+/// 137) that no timeout sent (the memory ceiling of the commands' control group).
 pub fn limit_reached(exit: &ExitStatus, stderr: &str, timed_out: bool) -> Option<&'static str> {
     match exit {
         ExitStatus::Code(152) => return Some("CPU time"),
         ExitStatus::Code(153) => return Some("file size"),
+        ExitStatus::Signal(signal) if signal == "SIGXCPU" => return Some("CPU time"),
+        ExitStatus::Signal(signal) if signal == "SIGXFSZ" => return Some("file size"),
+        ExitStatus::Signal(signal) if signal == "SIGKILL" && !timed_out => return Some("memory"),
         _ => {}
     }
     if stderr.contains("fork: retry: Resource temporarily unavailable")
@@ -230,4 +233,35 @@ fn js_number(value: f64) -> impl fmt::Display {
         }
     }
     Js(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_is_read_from_the_signal_or_from_the_shells_code_for_it() {
+        let signal = |name: &str| ExitStatus::Signal(name.to_owned());
+        assert_eq!(
+            limit_reached(&signal("SIGXCPU"), "", false),
+            Some("CPU time")
+        );
+        assert_eq!(
+            limit_reached(&ExitStatus::Code(152), "", false),
+            Some("CPU time")
+        );
+        assert_eq!(
+            limit_reached(&signal("SIGXFSZ"), "", false),
+            Some("file size")
+        );
+        assert_eq!(
+            limit_reached(&ExitStatus::Code(153), "", false),
+            Some("file size")
+        );
+        assert_eq!(limit_reached(&signal("SIGKILL"), "", false), Some("memory"));
+        // A kill the deadline sent is no limit; nor is a plain failure or SIGTERM.
+        assert_eq!(limit_reached(&signal("SIGKILL"), "", true), None);
+        assert_eq!(limit_reached(&signal("SIGTERM"), "", false), None);
+        assert_eq!(limit_reached(&ExitStatus::Code(1), "", false), None);
+    }
 }
