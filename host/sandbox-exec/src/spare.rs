@@ -9,7 +9,7 @@
 //! needed. A request the spare does not fit ends the spare; so does the end of its enclave or
 //! of the launcher.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::rc::Rc;
 
 use crate::args::Request;
@@ -46,28 +46,6 @@ pub(crate) fn key(request: &Request) -> Option<String> {
     ))
 }
 
-#[allow(
-    unsafe_code,
-    reason = "socketpair has no safe wrapper for SOCK_SEQPACKET"
-)]
-fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors the call writes.
-    let done = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if done != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both were just opened and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 impl Spare {
     /// Starts a spare for requests like `request` in the enclave of `namespaces`.
     pub(crate) fn start(
@@ -76,7 +54,7 @@ impl Spare {
         namespaces: &Rc<Namespaces>,
         forker: &mut dsh_launcher::Forker<'_>,
     ) -> Option<Self> {
-        let (ours, theirs) = socket_pair().ok()?;
+        let (ours, theirs) = dsh_launcher::socket_pair().ok()?;
         let ours_fd = ours.as_raw_fd();
         let pid = forker
             .fork(|| {

@@ -6,7 +6,7 @@
 //! parent.
 
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -24,38 +24,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc, watch};
 
-use super::subprocess::{command_of, environment_of, failure, pump, signal_group};
+use super::subprocess::{
+    Output, command_of, environment_of, failure, next_chunk, pump, signal_group, terminate_group,
+};
 
 /// How long a request waits for the launcher to report its child started.
 const STARTED_WITHIN: Duration = Duration::from_secs(10);
 
 pub(super) struct Opener;
 
-#[allow(
-    unsafe_code,
-    reason = "socketpair has no safe wrapper for SOCK_SEQPACKET"
-)]
-fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors the call writes.
-    let done = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if done != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both were just opened and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 impl Launchers for Opener {
     fn open(&self, request: SpawnRequest) -> RResult<LauncherBox, SubprocessError> {
-        let (ours, theirs) = match socket_pair() {
+        let (ours, theirs) = match dsh_launcher::socket_pair() {
             Ok(pair) => pair,
             Err(error) => return RErr(failure(SubprocessErrorKind::Failed, error)),
         };
@@ -295,7 +275,7 @@ async fn follow_exit(mut status: pipe::Receiver, ended: watch::Sender<Option<End
 
 struct Launched {
     pid: u32,
-    output: Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>,
+    output: Output,
     exit: watch::Receiver<Option<Ended>>,
 }
 
@@ -322,14 +302,7 @@ impl Process for Launched {
     }
 
     fn next_output(&self) -> FfiFuture<ROption<OutputChunk>> {
-        let output = self.output.clone();
-        async move {
-            match output.lock().await.recv().await {
-                Some(chunk) => RSome(chunk),
-                None => RNone,
-            }
-        }
-        .into_ffi()
+        next_chunk(self.output.clone())
     }
 
     fn wait(&self) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
@@ -338,18 +311,7 @@ impl Process for Launched {
 
     fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
         let (pid, exit) = (self.pid, self.exit.clone());
-        async move {
-            signal_group(pid, libc::SIGTERM);
-            let waited =
-                tokio::time::timeout(Duration::from_millis(grace_ms), wait_for(exit.clone())).await;
-            // The leader may be gone while others of its group live on: they get SIGKILL too.
-            signal_group(pid, libc::SIGKILL);
-            match waited {
-                Ok(status) => status,
-                Err(_) => wait_for(exit).await,
-            }
-        }
-        .into_ffi()
+        async move { terminate_group(pid, grace_ms, || wait_for(exit.clone())).await }.into_ffi()
     }
 }
 

@@ -300,7 +300,7 @@ pub(super) async fn pump(
 pub(super) struct Running {
     pub(super) pid: u32,
     pub(super) child: Arc<Mutex<tokio::process::Child>>,
-    pub(super) output: Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>,
+    pub(super) output: Output,
     pub(super) exited: Arc<std::sync::OnceLock<ExitStatus>>,
 }
 
@@ -337,14 +337,7 @@ impl Process for Running {
     }
 
     fn next_output(&self) -> FfiFuture<ROption<OutputChunk>> {
-        let output = self.output.clone();
-        async move {
-            match output.lock().await.recv().await {
-                Some(chunk) => RSome(chunk),
-                None => RNone,
-            }
-        }
-        .into_ffi()
+        next_chunk(self.output.clone())
     }
 
     fn wait(&self) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
@@ -354,19 +347,42 @@ impl Process for Running {
 
     fn terminate(&self, grace_ms: u64) -> FfiFuture<RResult<ExitStatus, SubprocessError>> {
         let (pid, child, exited) = (self.pid, self.child.clone(), self.exited.clone());
-        async move {
-            signal_group(pid, libc::SIGTERM);
-            let waited =
-                tokio::time::timeout(Duration::from_millis(grace_ms), wait_for(&child, &exited))
-                    .await;
-            // The leader may be gone while others of its group live on: they get SIGKILL too.
-            signal_group(pid, libc::SIGKILL);
-            match waited {
-                Ok(status) => status,
-                Err(_) => wait_for(&child, &exited).await,
-            }
+        async move { terminate_group(pid, grace_ms, || wait_for(&child, &exited)).await }.into_ffi()
+    }
+}
+
+/// The next chunk of a process's output (both streams, in arrival order); `RNone` once both
+/// closed.
+pub(super) fn next_chunk(output: Output) -> FfiFuture<ROption<OutputChunk>> {
+    async move {
+        match output.lock().await.recv().await {
+            Some(chunk) => RSome(chunk),
+            None => RNone,
         }
-        .into_ffi()
+    }
+    .into_ffi()
+}
+
+/// What a process's output pumps send to.
+pub(super) type Output = Arc<Mutex<mpsc::UnboundedReceiver<OutputChunk>>>;
+
+/// SIGTERM to the process group led by `pid`, `wait` for up to `grace_ms`, then SIGKILL to
+/// whatever of the group is left; the end `wait` reports.
+pub(super) async fn terminate_group<F>(
+    pid: u32,
+    grace_ms: u64,
+    wait: impl Fn() -> F,
+) -> RResult<ExitStatus, SubprocessError>
+where
+    F: std::future::Future<Output = RResult<ExitStatus, SubprocessError>>,
+{
+    signal_group(pid, libc::SIGTERM);
+    let waited = tokio::time::timeout(Duration::from_millis(grace_ms), wait()).await;
+    // The leader may be gone while others of its group live on: they get SIGKILL too.
+    signal_group(pid, libc::SIGKILL);
+    match waited {
+        Ok(status) => status,
+        Err(_) => wait().await,
     }
 }
 

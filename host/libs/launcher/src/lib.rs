@@ -22,7 +22,7 @@ mod status;
 mod wire;
 
 pub use serve::{Forker, Program, report_end, serve};
-pub use socket::{SocketError, receive, send};
+pub use socket::{Message, SocketError, receive, send, socket_pair};
 pub use status::{STATUS_LEN, Status};
 pub use wire::{Request, WireError};
 

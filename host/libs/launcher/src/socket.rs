@@ -17,6 +17,33 @@ pub enum SocketError {
     TooMany,
 }
 
+/// A connected pair of `SOCK_SEQPACKET` sockets, both closed on exec: the host's end and the
+/// launcher's, or the launcher's and a spare's.
+#[allow(
+    unsafe_code,
+    reason = "socketpair has no safe wrapper for SOCK_SEQPACKET"
+)]
+pub fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors the call writes.
+    let done = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A message's bytes and the descriptors that came with it.
+pub type Message = (Vec<u8>, Vec<OwnedFd>);
+
 /// Descriptors one message may carry.
 const MOST: usize = 8;
 
@@ -98,10 +125,7 @@ pub fn send(
     unsafe_code,
     reason = "recvmsg with SCM_RIGHTS has no safe wrapper in std"
 )]
-pub fn receive(
-    socket: BorrowedFd<'_>,
-    expected: usize,
-) -> Result<Option<(Vec<u8>, Vec<OwnedFd>)>, SocketError> {
+pub fn receive(socket: BorrowedFd<'_>, expected: usize) -> Result<Option<Message>, SocketError> {
     let fd = socket.as_raw_fd();
     let size = loop {
         // SAFETY: a zero-length peek writes nothing; MSG_TRUNC answers the message's length.
@@ -186,29 +210,9 @@ mod tests {
     use super::*;
     use crate::DESCRIPTORS;
 
-    #[allow(
-        unsafe_code,
-        reason = "socketpair has no safe wrapper for SOCK_SEQPACKET"
-    )]
-    fn pair() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors written.
-        let done = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        assert_eq!(done, 0);
-        // SAFETY: both were just opened and are owned by nobody else.
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-    }
-
     #[test]
     fn a_message_and_its_descriptors_arrive_whole_and_a_closed_end_is_none() {
-        let (host, launcher) = pair();
+        let (host, launcher) = socket_pair().unwrap();
         let streams: Vec<(UnixStream, UnixStream)> = (0..DESCRIPTORS)
             .map(|_| UnixStream::pair().unwrap())
             .collect();
