@@ -86,9 +86,16 @@ pub(crate) fn run(args: &[String]) -> i32 {
     )
 }
 
-/// A request read in the launcher: the command line, and its enclave's namespaces where
-/// the launcher has them open.
-type Prepared = Result<(Request, Option<Rc<Namespaces>>), UsageError>;
+/// A request read in the launcher.
+struct Read {
+    request: Request,
+    /// Its enclave's namespaces, where the launcher has them open.
+    namespaces: Option<Rc<Namespaces>>,
+    /// What a spare that serves it is made for (see `spare::key`), where one can.
+    spare_key: Option<String>,
+}
+
+type Prepared = Result<Read, UsageError>;
 
 /// The launcher's program: each request's arguments run as `dsh-sandbox-exec`'s own command
 /// line would, its enclave's namespaces kept open, the next command's front made ahead.
@@ -111,7 +118,12 @@ impl dsh_launcher::Program for Served {
             .enclave
             .as_ref()
             .and_then(|enclave| self.opened.get(enclave));
-        Ok((request, namespaces))
+        let spare_key = namespaces.as_ref().and_then(|_| spare::key(&request));
+        Ok(Read {
+            request,
+            namespaces,
+            spare_key,
+        })
     }
 
     fn hand_over(
@@ -127,13 +139,11 @@ impl dsh_launcher::Program for Served {
             return Err(stdio);
         };
         match prepared {
-            Ok((request, Some(_))) => match spare::key(request) {
-                Some(key) => spare.hand_over(&key, request, env, stdio, status_pipe, announce),
-                None => {
-                    spare.end();
-                    Err(stdio)
-                }
-            },
+            Ok(Read {
+                request,
+                spare_key: Some(key),
+                ..
+            }) => spare.hand_over(key, request, env, stdio, status_pipe, announce),
             _ => {
                 spare.end();
                 Err(stdio)
@@ -143,8 +153,8 @@ impl dsh_launcher::Program for Served {
 
     fn run(&self, prepared: &Prepared, status_pipe: BorrowedFd<'_>) -> i32 {
         match prepared {
-            Ok((request, namespaces)) => {
-                crate::run_request(request, namespaces.as_deref(), Some(status_pipe))
+            Ok(read) => {
+                crate::run_request(&read.request, read.namespaces.as_deref(), Some(status_pipe))
             }
             Err(problem) => {
                 eprintln!("dsh-sandbox-exec: {problem}");
@@ -154,12 +164,13 @@ impl dsh_launcher::Program for Served {
     }
 
     fn started(&mut self, prepared: &Prepared) {
-        self.next = match prepared {
-            Ok((request, Some(namespaces))) => {
-                spare::key(request).map(|key| (key, request.clone(), namespaces.clone()))
-            }
-            _ => None,
-        };
+        self.next = prepared.as_ref().ok().and_then(|read| {
+            Some((
+                read.spare_key.clone()?,
+                read.request.clone(),
+                read.namespaces.clone()?,
+            ))
+        });
     }
 
     fn settled(&mut self, forker: &mut dsh_launcher::Forker<'_>) {

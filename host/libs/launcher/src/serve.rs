@@ -178,6 +178,21 @@ fn clean_child(own: &[RawFd]) {
     }
 }
 
+/// The launcher's descriptors, which no child keeps: its socket, its signal descriptor, the
+/// children's status pipes and the program's own.
+fn launcher_fds(
+    socket: &OwnedFd,
+    signals: &OwnedFd,
+    children: &HashMap<libc::pid_t, OwnedFd>,
+    program: &impl Program,
+) -> Vec<RawFd> {
+    [socket.as_raw_fd(), signals.as_raw_fd()]
+        .into_iter()
+        .chain(children.values().map(AsRawFd::as_raw_fd))
+        .chain(program.descriptors())
+        .collect()
+}
+
 /// Serves requests on `socket` until the host closes it, with `program` (see [`Program`]).
 /// Answers the launcher's own exit code.
 #[allow(unsafe_code, reason = "prctl and poll have no safe wrapper in std")]
@@ -213,10 +228,7 @@ pub fn serve(socket: OwnedFd, mut program: impl Program) -> i32 {
             drain(&signals);
             reap(&mut children, &mut program);
             if children.is_empty() {
-                let own: Vec<RawFd> = [socket.as_raw_fd(), signals.as_raw_fd()]
-                    .into_iter()
-                    .chain(program.descriptors())
-                    .collect();
+                let own = launcher_fds(&socket, &signals, &children, &program);
                 program.settled(&mut Forker { own: &own });
             }
         }
@@ -244,13 +256,7 @@ pub fn serve(socket: OwnedFd, mut program: impl Program) -> i32 {
             }
         };
         let prepared = program.prepare(args);
-        // Nothing of the launcher's (its socket, the children's status pipes, the program's
-        // own) stays open in a child.
-        let own: Vec<RawFd> = [socket.as_raw_fd(), signals.as_raw_fd()]
-            .into_iter()
-            .chain(children.values().map(AsRawFd::as_raw_fd))
-            .chain(program.descriptors())
-            .collect();
+        let own = launcher_fds(&socket, &signals, &children, &program);
         let status_fd = status.as_raw_fd();
         let mut announce = |pid: libc::pid_t| report(status_fd, Status::Started(pid as u32));
         let handed = program.hand_over(
