@@ -12,7 +12,21 @@ pub const PLAIN_STORE: &str = "- id: session-persistence-jsonl\n  config:\n    r
 
 /// A session log: its header line and its events.
 pub fn read_log(path: &Path) -> (Value, Vec<Value>) {
+    parse_lines(&std::fs::read_to_string(path).unwrap())
+}
+
+/// A session log a running host may be appending to: its header and the events whose lines
+/// are complete. A line is an event once its newline is written; a read that lands in the
+/// middle of an append sees the start of a line without it, which is left for the next read
+/// (as the store's own reader leaves a torn tail). Every complete line must still parse.
+/// `None` while not even the header is complete (a log just created).
+pub fn read_live_log(path: &Path) -> Option<(Value, Vec<Value>)> {
     let text = std::fs::read_to_string(path).unwrap();
+    let end = text.rfind('\n')?;
+    Some(parse_lines(&text[..=end]))
+}
+
+fn parse_lines(text: &str) -> (Value, Vec<Value>) {
     let mut lines = text
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap());

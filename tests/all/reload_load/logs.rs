@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use dsh_tests::sessions::{read_log, session_logs};
+use dsh_tests::sessions::{read_live_log, session_logs};
 use dsh_tests::web::Web;
 use serde_json::Value;
 
@@ -14,13 +14,14 @@ use super::LAST;
 /// How long a whole round of turns may take before the test calls one stuck.
 const TURNS_WITHIN: Duration = Duration::from_secs(40);
 
-/// The stored log of every session, by session id (the folder holding `session.jsonl`).
+/// The stored log of every session, by session id (the folder holding `session.jsonl`): its
+/// complete lines, since the running host may be appending to it.
 pub(super) fn logs_by_session(home: &Path) -> BTreeMap<String, (PathBuf, Vec<Value>)> {
     session_logs(&home.join("sessions"))
         .into_iter()
         .filter_map(|path| {
             let id = path.parent()?.file_name()?.to_string_lossy().into_owned();
-            let (_, events) = read_log(&path);
+            let (_, events) = read_live_log(&path)?;
             Some((id, (path, events)))
         })
         .collect()
