@@ -473,6 +473,34 @@ impl Context {
         value.ok_or_else(|| PluginError::new(ErrorKind::Plugin, "blocking job produced no value"))
     }
 
+    /// Starts `work` on the host's blocking pool now and returns without waiting for it: for work
+    /// whose end nobody awaits (it answers through a channel of its own, or has nothing to
+    /// answer). A panic in it is contained and logged. A host shutting down may drop `work`
+    /// unrun: whoever waits on its channel sees the sender dropped.
+    pub fn start_blocking<F>(&self, work: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let job = BlockingJob_TO::from_value(
+            Job {
+                work: Some(work),
+                slot: Arc::new(std::sync::Mutex::new(None)),
+            },
+            TD_Opaque,
+        );
+        // The host hands the job to its pool when asked, not when the answer is first polled:
+        // the answer can be dropped and the job still runs to its end.
+        let running = self.host.spawn_blocking(job);
+        let log = self.clone();
+        // Without a task to hear the answer (a host shutting down), the job still runs; only
+        // a panic in it would go unlogged.
+        let _ = self.spawn(async move {
+            if let RErr(error) = running.await {
+                log.log(LogLevel::Error, &format!("blocking job failed: {error}"));
+            }
+        });
+    }
+
     /// Resolves when the child fiber `fiber` (from [`mount`](Self::mount)) is active, or with
     /// its error once it failed. A child that waits for a service keeps this waiting: race it
     /// with [`sleep`](Self::sleep) for a bound.

@@ -48,8 +48,9 @@ struct Stored {
     queue: Mutex<Vec<RArc<EventRecord>>>,
     /// A batch timer is pending.
     armed: AtomicBool,
-    /// Serializes drains, so batches reach the file in order.
-    draining: tokio::sync::Mutex<()>,
+    /// Serializes drains, so batches reach the file in order. A write holds it until the
+    /// listing files beside the log are written too, after its batch was acknowledged.
+    draining: Arc<tokio::sync::Mutex<()>>,
     /// Moved onto the blocking pool for each write and back.
     writer: Arc<Mutex<Writer>>,
     held: Arc<Mutex<Option<SessionLock>>>,
@@ -135,6 +136,51 @@ pub(crate) fn write_listing_file(dir: &Path, name: &str, text: &str) {
     ));
     if std::fs::write(&aside, text).is_err() || std::fs::rename(&aside, dir.join(name)).is_err() {
         let _ = std::fs::remove_file(&aside);
+    }
+}
+
+/// Appends `records` to the session's log and syncs it, taking the session's lock file first
+/// if this store does not hold it yet. Runs on the blocking pool.
+fn append_batch(
+    records: &[RArc<EventRecord>],
+    held: &Mutex<Option<SessionLock>>,
+    writer: &Mutex<Writer>,
+    dir: &Path,
+    id: &str,
+) -> Result<(), SessionError> {
+    // The log's own JSON lines are written as they are; only chunk runs that pack are parsed.
+    let lines: Vec<CommittedLine<'_>> = records
+        .iter()
+        .map(|record| CommittedLine {
+            seq: record.seq,
+            kind: &record.kind,
+            json: &record.json,
+        })
+        .collect();
+    let mut held = lock(held);
+    if held.is_none() {
+        *held = Some(acquire(dir).map_err(|problem| match problem {
+            LockError::Held { .. } => error(
+                SessionErrorKind::Locked,
+                format!("session `{id}`: {problem}"),
+            ),
+            LockError::Io(message) => storage(message),
+        })?);
+    }
+    lock(writer)
+        .ready()?
+        .append_committed(&lines)
+        .map_err(|problem| storage(format!("session `{id}`: {problem}")))
+}
+
+/// The latest title and activity beside the log, so a listing need not read whole logs. One
+/// that cannot be written costs only the listing's line.
+fn write_listing_files(dir: &Path, listed: &[RArc<EventRecord>], records: &[RArc<EventRecord>]) {
+    if let Some(title) = listed_title(listed) {
+        write_listing_file(dir, TITLE_FILE, &title);
+    }
+    if let Some(active) = last_activity(records) {
+        write_listing_file(dir, ACTIVITY_FILE, &active.to_string());
     }
 }
 
@@ -242,7 +288,7 @@ impl Store {
     }
 
     async fn drain_one(&self, stored: &Arc<Stored>) -> Result<(), SessionError> {
-        let _turn = stored.draining.lock().await;
+        let turn = stored.draining.clone().lock_owned().await;
         stored.armed.store(false, Ordering::Release);
         let batch = std::mem::take(&mut *lock(&stored.queue));
         if batch.is_empty() {
@@ -272,58 +318,41 @@ impl Store {
                 listed.insert(0, message.clone());
             }
         }
-        let written = self
-            .inner
-            .ctx
-            .blocking(move || -> Result<(), SessionError> {
-                // The log's own JSON lines are written as they are; only chunk runs that pack
-                // are parsed.
-                let lines: Vec<CommittedLine<'_>> = records
-                    .iter()
-                    .map(|record| CommittedLine {
-                        seq: record.seq,
-                        kind: &record.kind,
-                        json: &record.json,
-                    })
-                    .collect();
-                let mut held = lock(&held);
-                if held.is_none() {
-                    *held = Some(acquire(&dir).map_err(|problem| match problem {
-                        LockError::Held { .. } => error(
-                            SessionErrorKind::Locked,
-                            format!("session `{id}`: {problem}"),
-                        ),
-                        LockError::Io(message) => storage(message),
-                    })?);
-                }
-                let mut writer = lock(&writer);
-                writer
-                    .ready()?
-                    .append_committed(&lines)
-                    .map_err(|problem| storage(format!("session `{id}`: {problem}")))?;
-                // The latest title and activity beside the log, so a listing need not read
-                // whole logs. One that cannot be written costs only the listing's line.
-                if let Some(title) = listed_title(&listed) {
-                    write_listing_file(&dir, TITLE_FILE, &title);
-                }
-                if let Some(active) = last_activity(&records) {
-                    write_listing_file(&dir, ACTIVITY_FILE, &active.to_string());
-                }
-                Ok(())
-            })
-            .await
-            .map_err(|problem| storage(problem.to_string()))
-            .and_then(|result| result);
-        if let Err(problem) = &written {
-            // A failed write keeps its events, ahead of anything queued since; no automatic
-            // retry until the next flush asks for one.
-            let mut queue = lock(&stored.queue);
-            let later = std::mem::take(&mut *queue);
-            *queue = batch;
-            queue.extend(later);
-            dsh_plugin_api::tracing::error!("writing session `{}` failed: {problem}", stored.id);
-        }
-        written
+        // The batch is acknowledged once it is synced; the listing files follow on the same
+        // thread, off the caller's path (a rename costs about as much as the fsync here),
+        // while this session's next drain, its close and the shutdown wait for them.
+        let (acknowledge, acknowledged) = tokio::sync::oneshot::channel();
+        self.inner.ctx.start_blocking(move || {
+            let written = append_batch(&records, &held, &writer, &dir, &id);
+            if let Err(problem) = written {
+                // The failed batch goes back to the queue before the next drain may start.
+                let _ = acknowledge.send(Err((problem, turn)));
+                return;
+            }
+            let _ = acknowledge.send(Ok(()));
+            write_listing_files(&dir, &listed, &records);
+            drop(turn);
+        });
+        // The drain's turn comes back with a failure: it is held while the batch is requeued.
+        let (problem, _turn) = match acknowledged.await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err((problem, turn))) => (problem, Some(turn)),
+            Err(_) => (
+                storage(format!(
+                    "session `{}`: the write ended without an answer",
+                    stored.id
+                )),
+                None,
+            ),
+        };
+        // A failed write keeps its events, ahead of anything queued since; no automatic
+        // retry until the next flush asks for one.
+        let mut queue = lock(&stored.queue);
+        let later = std::mem::take(&mut *queue);
+        *queue = batch;
+        queue.extend(later);
+        dsh_plugin_api::tracing::error!("writing session `{}` failed: {problem}", stored.id);
+        Err(problem)
     }
 
     /// Drops every lock (shutdown, after the last drain).
@@ -347,7 +376,7 @@ impl Store {
             queue: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
             first_message: Mutex::new(None),
-            draining: tokio::sync::Mutex::new(()),
+            draining: Arc::new(tokio::sync::Mutex::new(())),
             writer: Arc::new(Mutex::new(writer)),
             held: Arc::new(Mutex::new(held)),
         });
