@@ -12,6 +12,7 @@ mod bounds;
 mod broken_sessions;
 mod browser;
 mod browser_restart;
+mod checkpoints;
 mod cli;
 mod client_socket;
 mod code_mode;
