@@ -316,11 +316,7 @@ fn init(
             let Some((name, args)) = program.split_first() else {
                 return 2;
             };
-            let mut command = std::process::Command::new(name);
-            command
-                .args(args)
-                .envs(request.env.iter().map(|(name, value)| (name, value)));
-            command
+            crate::program::command(name, args, &request.env, crate::program::Base::Inherited)
         }
         Task::Awaited(socket) => match crate::spare::awaited(socket) {
             Ok((command, handed_pipe)) => {

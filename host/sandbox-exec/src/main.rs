@@ -40,6 +40,7 @@ mod enclave;
 mod fence;
 mod front;
 mod limits;
+mod program;
 mod seccomp;
 mod seccomp_prefix;
 mod serve;
@@ -185,10 +186,7 @@ fn run_request(
         eprintln!("dsh-sandbox-exec: no program after `--`");
         return 2;
     };
-    let error = std::process::Command::new(program)
-        .args(rest)
-        .envs(request.env.iter().map(|(name, value)| (name, value)))
-        .exec();
+    let error = program::command(program, rest, &request.env, program::Base::Inherited).exec();
     eprintln!("dsh-sandbox-exec: cannot run `{program}`: {error}");
     127
 }

@@ -185,8 +185,7 @@ pub(crate) fn awaited(socket: &OwnedFd) -> Result<(std::process::Command, Option
     let Some((name, args)) = request.args.split_first() else {
         return Err(2);
     };
-    let mut command = std::process::Command::new(name);
-    command.args(args).env_clear().envs(request.env);
+    let command = crate::program::command(name, args, &request.env, crate::program::Base::Cleared);
     let status_pipe = match dsh_launcher::receive(socket.as_fd(), 1) {
         Ok(Some((_, mut fds))) => fds.pop(),
         _ => None,

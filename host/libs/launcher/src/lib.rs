@@ -16,11 +16,13 @@
 //!
 //! The host side (sending a request) is [`send`]; the launcher side is [`serve`].
 
+mod program_path;
 mod serve;
 mod socket;
 mod status;
 mod wire;
 
+pub use program_path::resolve as resolve_program;
 pub use serve::{Forker, Program, report_end, serve};
 pub use socket::{Message, SocketError, receive, send, socket_pair};
 pub use status::{STATUS_LEN, Status};

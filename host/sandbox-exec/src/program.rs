@@ -1,0 +1,45 @@
+//! The command that runs a confined program, its file found here (inside the sandbox's view of
+//! the file system, after confinement) rather than by `execvp` in the child, which tries one
+//! `execve` per `PATH` entry (see `dsh_launcher::resolve_program`).
+
+use std::ffi::OsString;
+use std::process::Command;
+
+/// Where the environment of the new process comes from besides `env`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Base {
+    /// This process's own environment, `env` on top.
+    Inherited,
+    /// Nothing but `env`.
+    Cleared,
+}
+
+/// `name` with `args`, its environment `env` over `base`; `argv[0]` stays `name`.
+pub(crate) fn command(
+    name: &str,
+    args: &[String],
+    env: &[(String, String)],
+    base: Base,
+) -> Command {
+    let search: Option<OsString> = env
+        .iter()
+        .rev()
+        .find(|(key, _)| key == "PATH")
+        .map(|(_, value)| value.into())
+        .or_else(|| match base {
+            Base::Inherited => std::env::var_os("PATH"),
+            Base::Cleared => None,
+        });
+    let mut command = match dsh_launcher::resolve_program(name, search.as_deref()) {
+        Some(found) => Command::new(found),
+        None => Command::new(name),
+    };
+    std::os::unix::process::CommandExt::arg0(&mut command, name);
+    if base == Base::Cleared {
+        command.env_clear();
+    }
+    command
+        .args(args)
+        .envs(env.iter().map(|(key, value)| (key, value)));
+    command
+}
