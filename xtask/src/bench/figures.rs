@@ -210,7 +210,7 @@ pub(super) const FIGURES: &[Figure] = &[
         section: TOOLS,
         ours: "agent_step_with_checkpoints_at_step_10",
         peer: None,
-        what: "the same step as shipped, with the `session-checkpoints` row (three flushes per step: pre-step, request, tool body), around step 10 (µs)",
+        what: "the same step as shipped, with the `session-checkpoints` row (a flush at the pre-step and one before the tool body; the one before the request is skipped when the step added only its `step/start` marker), around step 10 (µs)",
     },
     Figure {
         section: TOOLS,
@@ -222,7 +222,7 @@ pub(super) const FIGURES: &[Figure] = &[
         section: TOOLS,
         ours: "agent_step_checkpoints_cost",
         peer: None,
-        what: "so the three durability checkpoints cost, per step (µs; each is a hop to the blocking pool and back, a write and an fsync, which tmpfs makes nearly free: on a disk the fsync adds the figure of the store section)",
+        what: "so the durability checkpoints cost, per step (µs; each is a hop to the blocking pool and back, a write and an fsync, which tmpfs makes nearly free: on a disk the fsync adds the figure of the store section)",
     },
     Figure {
         section: TOOLS,

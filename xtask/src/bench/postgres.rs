@@ -36,7 +36,7 @@ const PAIRS: &[(&str, &str, &str)] = &[
     (
         "jsonl_step_with_checkpoints_at_step_10",
         "pg_step_with_checkpoints_at_step_10",
-        "a step's overhead with the checkpoints (three durable flushes a step), at step 10 of a headless turn of the instant model (µs)",
+        "a step's overhead with the checkpoints (two durable flushes a step: pre-step and tool body), at step 10 of a headless turn of the instant model (µs)",
     ),
     (
         "jsonl_step_with_checkpoints_at_step_1000",

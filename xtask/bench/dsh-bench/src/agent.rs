@@ -4,7 +4,7 @@
 //! model-visible check, the request crossing the llm seam and the tool pipeline. The gap between
 //! consecutive model requests is one step; it is taken early in the turn and after 10,000 steps,
 //! once without the `session-checkpoints` row (the harness alone) and once with it (as shipped:
-//! three flushes per step, each a hop to the blocking pool, a write and an fsync).
+//! two flushes per tool step, each a hop to the blocking pool, a write and an fsync).
 
 use std::path::{Path, PathBuf};
 
