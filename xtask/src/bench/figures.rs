@@ -19,6 +19,7 @@ const WEB: &str =
     "Web profile (issue 11; ours only: the reference needs Node 22, which cannot run here)";
 
 const CLIENTS: &str = "Clients (issue 22; ours only)";
+const MEMORY: &str = "Where a headless run's memory goes (issue 26; ours only)";
 const SANDBOX: &str = "Sandbox (issues 12 and 19; ours only)";
 
 const CONTEXT: &str = "Context (issue 13; ours only)";
@@ -259,6 +260,54 @@ pub(super) const FIGURES: &[Figure] = &[
         ours: "visible_check_request_hash_step_10000",
         peer: None,
         what: "the same at step 10,000 (µs; linear in the history)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_peak_rss",
+        peer: None,
+        what: "a headless turn of the instant model, every step `bash true`: peak RSS (`VmHWM`) by its 20th step (MiB; goal 30)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_rss_file_pages",
+        peer: None,
+        what: "of its resident set then: pages of mapped files (the host binary, the plugin libraries, the system's), the written copies among them (MiB; code is mapped 64 KiB around each page the process touches, the kernel's fault-around)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_rss_file_pages_written",
+        peer: None,
+        what: "of those, pages the loader wrote when it relocated each library's data (MiB; private to the process, the rest is shared page cache)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_rss_anonymous",
+        peer: None,
+        what: "memory of no file: heap and stacks (MiB)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_rss_host_binary",
+        peer: None,
+        what: "pages of the `dsh-host` binary (MiB)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_rss_plugin_libraries",
+        peer: None,
+        what: "pages of the plugin libraries (MiB)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_plugin_libraries",
+        peer: None,
+        what: "plugin libraries mapped (the headless profile's rows)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_rss_per_plugin_library",
+        peer: None,
+        what: "pages per plugin library (KiB; each carries its own copy of the standard library, serde and abi_stable)",
     },
     Figure {
         section: WEB,

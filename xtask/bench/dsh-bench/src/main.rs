@@ -13,6 +13,7 @@ mod dispatch;
 mod fs;
 mod lifecycle;
 mod mcp;
+mod memory;
 mod postgres;
 mod process;
 mod sandbox;
@@ -88,6 +89,13 @@ fn main() {
     });
     let result = result.and_then(|()| if wants("tools") { tools::run() } else { Ok(()) });
     let result = result.and_then(|()| if wants("agent") { agent::run() } else { Ok(()) });
+    let result = result.and_then(|()| {
+        if wants("memory") {
+            memory::run()
+        } else {
+            Ok(())
+        }
+    });
     let result = result.and_then(|()| {
         if wants("sandbox") {
             sandbox::run()
