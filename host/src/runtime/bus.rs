@@ -8,7 +8,7 @@
 //! on (`alive`), so a disposed plugin's code is never called after its unload.
 
 use dsh_plugin_api::lock;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -141,7 +141,7 @@ pub struct Bus {
     slots: RwLock<HashMap<String, Arc<Slot>>>,
     next_listener: AtomicU64,
     /// Layout pairs already found compatible (by address), so the full check runs once.
-    compatible: Mutex<Vec<(usize, usize)>>,
+    compatible: Mutex<HashSet<(usize, usize)>>,
     /// The pairs earlier starts found compatible; none until the host sets it.
     record: OnceLock<Arc<dyn LayoutRecord>>,
 }
@@ -240,13 +240,13 @@ impl Bus {
         if let Some((record, name)) = &named
             && record.passed(name)
         {
-            lock(&self.compatible).push(key);
+            lock(&self.compatible).insert(key);
             return Ok(());
         }
         check_layout_compatibility(expected, found).map_err(|errors| IncompatibleLayout {
             detail: first_error_line(&errors.to_string()),
         })?;
-        lock(&self.compatible).push(key);
+        lock(&self.compatible).insert(key);
         if let Some((record, name)) = named {
             record.remember(name);
         }
