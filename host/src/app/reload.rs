@@ -11,18 +11,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::RecursiveMode;
-use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 use tokio::sync::mpsc;
 
 use crate::app::App;
 use crate::app::boot::Boot;
+use crate::builtin::batched_watch::BatchedWatch;
 
 /// How long a burst of file events is collected before the reload task acts on it.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
 /// Keeps the watcher and the reload task alive; dropping it stops both.
 pub struct Watcher {
-    _debouncer: Box<dyn Send>,
+    _watch: BatchedWatch,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -35,31 +35,22 @@ impl Drop for Watcher {
 /// Starts watching; `None` (with a warning) when no watcher can be made.
 pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-    let mut debouncer =
-        match new_debouncer(
-            DEBOUNCE,
-            None,
-            move |result: DebounceEventResult| match result {
-                Ok(events) => {
-                    let paths: Vec<PathBuf> = events
-                        .into_iter()
-                        .flat_map(|event| event.event.paths)
-                        .collect();
-                    let _ = sender.send(paths);
-                }
-                Err(errors) => {
-                    for error in errors {
-                        tracing::warn!("file watcher: {error}");
-                    }
-                }
-            },
-        ) {
-            Ok(debouncer) => debouncer,
-            Err(error) => {
-                tracing::warn!("hot reload disabled: cannot watch files: {error}");
-                return None;
+    let mut watch = match BatchedWatch::new(DEBOUNCE, move |batch| match batch {
+        Ok(paths) => {
+            let _ = sender.send(paths);
+        }
+        Err(errors) => {
+            for error in errors {
+                tracing::warn!("file watcher: {error}");
             }
-        };
+        }
+    }) {
+        Ok(watch) => watch,
+        Err(error) => {
+            tracing::warn!("hot reload disabled: cannot watch files: {error}");
+            return None;
+        }
+    };
     let plugin_dirs = app.plugin_dirs();
     let config_files = boot.config_files();
     let mut watched = BTreeSet::new();
@@ -71,7 +62,7 @@ pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
             .iter(),
     ) {
         if watched.insert(dir.clone())
-            && let Err(error) = debouncer.watch(dir, RecursiveMode::NonRecursive)
+            && let Err(error) = watch.watch(dir, RecursiveMode::NonRecursive)
         {
             tracing::debug!("not watching {}: {error}", dir.display());
         }
@@ -92,7 +83,7 @@ pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
         }
     });
     Some(Watcher {
-        _debouncer: Box::new(debouncer),
+        _watch: watch,
         task,
     })
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::batched_watch::BatchedWatch;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RString, RVec};
 use async_ffi::{FfiFuture, FutureExt};
@@ -15,7 +16,6 @@ use dsh_plugin_api::io::watch::{
 };
 use dsh_plugin_api::{Context, NoConfig, Plugin, PluginError};
 use notify::RecursiveMode;
-use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 use tokio::sync::{Mutex, mpsc};
 
 /// How long events are gathered into one batch.
@@ -35,28 +35,22 @@ impl Plugin for FsWatchPlugin {
 
 struct Watches;
 
-/// One watch: the debouncer (dropped with it, which stops the OS watch) and its batches.
+/// One watch: the OS watch (dropped with it) and its batches.
 struct Watch {
-    _debouncer: Box<dyn Send + Sync>,
+    _watch: BatchedWatch,
     batches: Arc<Mutex<mpsc::UnboundedReceiver<Vec<PathBuf>>>>,
 }
 
 impl FsWatch for Watches {
     fn watch(&self, path: RString, recursive: bool) -> RResult<FsWatcherBox, FsError> {
         let (sender, receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-        let debouncer = new_debouncer(BATCH, None, move |result: DebounceEventResult| {
-            if let Ok(events) = result {
-                let paths: Vec<PathBuf> = events
-                    .into_iter()
-                    .flat_map(|event| event.event.paths)
-                    .collect();
-                if !paths.is_empty() {
-                    let _ = sender.send(paths);
-                }
+        let watch = BatchedWatch::new(BATCH, move |batch| {
+            if let Ok(paths) = batch {
+                let _ = sender.send(paths);
             }
         });
-        let mut debouncer = match debouncer {
-            Ok(debouncer) => debouncer,
+        let mut watch = match watch {
+            Ok(watch) => watch,
             Err(error) => {
                 return RErr(FsError {
                     kind: kind_of(&error),
@@ -68,7 +62,7 @@ impl FsWatch for Watches {
             true => RecursiveMode::Recursive,
             false => RecursiveMode::NonRecursive,
         };
-        if let Err(error) = debouncer.watch(path.as_str(), mode) {
+        if let Err(error) = watch.watch(std::path::Path::new(path.as_str()), mode) {
             return RErr(FsError {
                 kind: kind_of(&error),
                 message: RString::from(format!("cannot watch {path}: {error}")),
@@ -76,7 +70,7 @@ impl FsWatch for Watches {
         }
         ROk(FsWatcher_TO::from_value(
             Watch {
-                _debouncer: Box::new(debouncer),
+                _watch: watch,
                 batches: Arc::new(Mutex::new(receiver)),
             },
             TD_Opaque,

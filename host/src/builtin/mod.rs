@@ -3,6 +3,7 @@
 //! (rows name `dsh-host/http`, `dsh-host/subprocess`, `dsh-host/fs`), mounted by rows and
 //! replaceable like any other plugin.
 
+pub(crate) mod batched_watch;
 mod fs;
 mod fs_watch;
 mod http;
