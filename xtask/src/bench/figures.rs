@@ -323,6 +323,12 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: WEB,
+        ours: "web_idle_wakeups",
+        peer: None,
+        what: "the same host left alone for three more seconds: its threads' wakeups (per second, summed; an idle host should sleep)",
+    },
+    Figure {
+        section: WEB,
         ours: "web_history_events",
         peer: None,
         what: "events in the session whose history is paged (a real headless session of the instant model)",

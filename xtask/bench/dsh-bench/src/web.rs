@@ -141,11 +141,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
 }
 
 /// The web profile's memory once it serves and nobody uses it: a fresh host (no session
-/// opened), its resident set two seconds after it printed its sign-in URL, median of 3 starts.
+/// opened), its resident set two seconds after it printed its sign-in URL, then how often its
+/// threads wake in the three seconds after, median of 3 starts.
 fn idle(dir: &Path) -> anyhow::Result<()> {
     let patch = patch(dir, 1)?;
     let mut resident = Vec::new();
     let mut peaks = Vec::new();
+    let mut wakes = Vec::new();
     for run in 0..3 {
         let home = dir.join(format!("idle-{run}"));
         std::fs::create_dir_all(&home)?;
@@ -153,11 +155,31 @@ fn idle(dir: &Path) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_secs(2));
         resident.push(web.host.status_kib("VmRSS")? / 1024.0);
         peaks.push(web.host.status_kib("VmHWM")? / 1024.0);
+        // Then three seconds of nothing: how often its threads wake meanwhile.
+        let before = wakeups(web.host.pid())?;
+        std::thread::sleep(Duration::from_secs(3));
+        wakes.push((wakeups(web.host.pid())? - before) / 3.0);
         web.host.stop();
     }
     report("web_idle_rss", percentile(resident, 0.5), "MiB");
     report("web_idle_peak_rss", percentile(peaks, 0.5), "MiB");
+    report("web_idle_wakeups", percentile(wakes, 0.5), "per s");
     Ok(())
+}
+
+/// The times the threads of process `pid` gave up the processor so far (each a sleep it woke
+/// from), summed over its threads.
+fn wakeups(pid: u32) -> anyhow::Result<f64> {
+    let mut total = 0.0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let status = std::fs::read_to_string(task?.path().join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+    }
+    Ok(total)
 }
 
 /// A long session recorded headless, then paged from the tail through `session.history`.
