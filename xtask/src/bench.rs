@@ -301,6 +301,46 @@ fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline) -> String
     text
 }
 
+/// `text` with its section under `heading` replaced by `section` (appended where it has none).
+pub(super) fn splice(text: &str, heading: &str, section: &str) -> String {
+    let Some(start) = text.find(heading) else {
+        return format!("{}\n{}", text.trim_end(), section);
+    };
+    let after = &text[start + heading.len()..];
+    let end = after
+        .find("\n## ")
+        .map_or(text.len(), |at| start + heading.len() + at + 1);
+    let gap = if end < text.len() { "\n" } else { "" };
+    format!(
+        "{}{}{gap}{}",
+        &text[..start],
+        section.trim_start(),
+        &text[end..]
+    )
+}
+
+/// One section alone (`cargo xtask bench tui`, `presets`): the release build it needs, then the
+/// section, printed and put into BENCHMARKS.md in place of the one under `heading`.
+pub(super) fn alone_section(
+    root: &Path,
+    label: &str,
+    heading: &str,
+    section: fn(&Path) -> String,
+) -> Result<()> {
+    crate::timed("build release", || {
+        cargo(
+            root,
+            &["build", "--release", "--workspace", "--bins", "--lib"],
+        )
+    })?;
+    let text = crate::timed(label, || Ok(section(root)))?;
+    let file = root.join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&file).unwrap_or_default();
+    std::fs::write(&file, splice(&old, heading, &text))?;
+    println!("{text}");
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,44 +433,4 @@ mod tests {
         );
         assert!(!text.contains("appends to the in-memory log"), "{text}");
     }
-}
-
-/// `text` with its section under `heading` replaced by `section` (appended where it has none).
-pub(super) fn splice(text: &str, heading: &str, section: &str) -> String {
-    let Some(start) = text.find(heading) else {
-        return format!("{}\n{}", text.trim_end(), section);
-    };
-    let after = &text[start + heading.len()..];
-    let end = after
-        .find("\n## ")
-        .map_or(text.len(), |at| start + heading.len() + at + 1);
-    let gap = if end < text.len() { "\n" } else { "" };
-    format!(
-        "{}{}{gap}{}",
-        &text[..start],
-        section.trim_start(),
-        &text[end..]
-    )
-}
-
-/// One section alone (`cargo xtask bench tui`, `presets`): the release build it needs, then the
-/// section, printed and put into BENCHMARKS.md in place of the one under `heading`.
-pub(super) fn alone_section(
-    root: &Path,
-    label: &str,
-    heading: &str,
-    section: fn(&Path) -> String,
-) -> Result<()> {
-    crate::timed("build release", || {
-        cargo(
-            root,
-            &["build", "--release", "--workspace", "--bins", "--lib"],
-        )
-    })?;
-    let text = crate::timed(label, || Ok(section(root)))?;
-    let file = root.join("BENCHMARKS.md");
-    let old = std::fs::read_to_string(&file).unwrap_or_default();
-    std::fs::write(&file, splice(&old, heading, &text))?;
-    println!("{text}");
-    Ok(())
 }

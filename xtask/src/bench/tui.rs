@@ -135,14 +135,13 @@ fn measure(root: &Path) -> Result<(Figures, Option<String>)> {
 /// launcher is a Node script that would add Node's start and memory to Codex's figures).
 fn codex_binary(root: &Path) -> Option<PathBuf> {
     let vendor = root.join("tests/products/node_modules/@openai/codex-linux-x64/vendor");
-    let found = std::fs::read_dir(&vendor)
+    std::fs::read_dir(&vendor)
         .ok()?
         .flatten()
         .find_map(|triple| {
             let binary = triple.path().join("bin/codex");
             binary.is_file().then_some(binary)
-        });
-    found
+        })
 }
 
 fn render(figures: &Figures, codex_note: Option<&str>) -> String {
