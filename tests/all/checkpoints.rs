@@ -1,6 +1,7 @@
 //! The durability checkpoints of the shipped headless profile, seen through a crash: the host is
-//! killed (`kill -9`) while the model is asked, and the log on disk must already hold everything
-//! that request carried; a resumed session then goes on from it with nothing lost.
+//! killed (`kill -9`) while the model is asked or a tool runs, and the log on disk must already
+//! hold everything the request carried, or the call that started; a resumed session then goes on
+//! from it with nothing lost.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, RecordedRequest, Reply};
 use dsh_tests::sessions::{PLAIN_STORE, stored_logs, stored_session_ids};
@@ -61,18 +62,28 @@ impl Crash {
         args
     }
 
-    /// Runs `task` until the server has seen `requests` requests, then kills the host (the
-    /// last of them hangs): answers what the server saw and the one session's log on disk.
-    fn kill_when_asked(&self, task: &str, requests: usize) -> (Vec<RecordedRequest>, Vec<Value>) {
+    /// Starts a headless run of `task`.
+    fn start(&self, task: &str) -> HostProcess {
         let args = self.args(task, None);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut host = HostProcess::start_with_env(&self.dir.home(), &args, &KEY);
-        let asked = self.server.wait_requests(requests, WAIT);
+        HostProcess::start_with_env(&self.dir.home(), &args, &KEY)
+    }
+
+    /// Kills `host` (`kill -9`); answers the one session's log on disk.
+    fn kill(&self, mut host: HostProcess) -> Vec<Value> {
         host.signal(9);
         host.wait_exit(WAIT);
         let mut logs = stored_logs(&self.dir.home());
         assert_eq!(logs.len(), 1, "{logs:?}");
-        (asked, logs.remove(0).1)
+        logs.remove(0).1
+    }
+
+    /// Runs `task` until the server has seen `requests` requests (the last of them hangs),
+    /// then kills the host: answers what the server saw and the log on disk.
+    fn kill_when_asked(&self, task: &str, requests: usize) -> (Vec<RecordedRequest>, Vec<Value>) {
+        let host = self.start(task);
+        let asked = self.server.wait_requests(requests, WAIT);
+        (asked, self.kill(host))
     }
 
     /// Resumes the session with `task`; answers the body of the request that resumed it.
@@ -168,6 +179,46 @@ fn a_crash_during_the_first_request_keeps_the_prompt() {
     let resumed = crash.resume("and now?", "back again").to_string();
     assert!(
         resumed.contains("zebra") && resumed.contains("and now?"),
+        "{resumed}"
+    );
+}
+
+/// Killed while a tool runs: the log was flushed before the body started, so the closers tell
+/// the model the outcome is unknown, and the new turn runs.
+#[test]
+fn a_crash_mid_tool_resumes_with_the_outcome_marked_unknown() {
+    let arguments =
+        json!({"command": "touch started; sleep 30", "description": "start and hang"}).to_string();
+    let crash = Crash::new(
+        "checkpoints-mid-tool",
+        vec![
+            Reply::tool_calls(&[("call_crash", "bash", &arguments)]),
+            Reply::text("resumed fine"),
+        ],
+    );
+    let host = crash.start("start the long job");
+    let started = std::path::Path::new(&crash.work).join("started");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !started.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(started.exists(), "{:?}", host.stderr());
+    let events = crash.kill(host);
+    assert!(
+        events.iter().any(|event| event["type"] == "tool/call"),
+        "{events:?}"
+    );
+
+    let resumed = crash.resume("what happened?", "resumed fine");
+    assert_eq!(crash.server.requests().len(), 2);
+    let resumed = resumed["messages"].to_string();
+    assert!(
+        resumed.contains("call_crash") && resumed.contains("what happened?"),
+        "{resumed}"
+    );
+    // The model reads the reference's closer text for a call that started: outcome unknown.
+    assert!(
+        resumed.contains("Its outcome is unknown") && !resumed.contains("never ran"),
         "{resumed}"
     );
 }
