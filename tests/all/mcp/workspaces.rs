@@ -70,10 +70,16 @@ fn session_in(web: &Web, cwd: &Path) -> (String, Socket) {
     (session, socket)
 }
 
-/// Prompts `session` and waits for its turn to end.
+/// Prompts `session` and waits for its turn to end and its agent to be idle again (a moment
+/// after the end is logged; a delete before it is refused as busy).
 fn turn(web: &Web, socket: &mut Socket, session: &str, text: &str) {
     web.prompt(session, text);
     socket.until(300, turn_ended);
+    socket.until(300, |frame| {
+        frame["type"] == "host/session-status"
+            && frame["sessionId"] == session
+            && frame["running"] == false
+    });
 }
 
 /// The tool names of the first model request with a user message `text`.
