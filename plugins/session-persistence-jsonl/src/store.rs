@@ -300,7 +300,7 @@ impl Store {
             stored.dir.clone(),
             stored.id.clone(),
         );
-        let records = batch.clone();
+        let records: Vec<RArc<EventRecord>> = batch.clone();
         // What the listing files are read from: the batch, and the first message its title
         // may be made of.
         let mut listed = batch.clone();
@@ -322,37 +322,43 @@ impl Store {
         // thread, off the caller's path (a rename costs about as much as the fsync here),
         // while this session's next drain, its close and the shutdown wait for them.
         let (acknowledge, acknowledged) = tokio::sync::oneshot::channel();
+        let session = stored.clone();
+        let unanswered = batch.clone();
         self.inner.ctx.start_blocking(move || {
             let written = append_batch(&records, &held, &writer, &dir, &id);
-            if let Err(problem) = written {
-                // The failed batch goes back to the queue before the next drain may start.
-                let _ = acknowledge.send(Err((problem, turn)));
-                return;
+            if let Err(problem) = &written {
+                // A failed write keeps its events, ahead of anything queued since, before the
+                // next drain may start (whether or not the caller still waits); no automatic
+                // retry until the next flush asks for one.
+                let mut queue = lock(&session.queue);
+                let later = std::mem::take(&mut *queue);
+                *queue = batch;
+                queue.extend(later);
+                drop(queue);
+                dsh_plugin_api::tracing::error!("writing session `{id}` failed: {problem}");
             }
-            let _ = acknowledge.send(Ok(()));
-            write_listing_files(&dir, &listed, &records);
+            let failed = written.is_err();
+            let _ = acknowledge.send(written);
+            if !failed {
+                write_listing_files(&dir, &listed, &records);
+            }
             drop(turn);
         });
-        // The drain's turn comes back with a failure: it is held while the batch is requeued.
-        let (problem, _turn) = match acknowledged.await {
-            Ok(Ok(())) => return Ok(()),
-            Ok(Err((problem, turn))) => (problem, Some(turn)),
-            Err(_) => (
-                storage(format!(
+        match acknowledged.await {
+            Ok(written) => written,
+            Err(_) => {
+                // The job never answered (it panicked, or a host shutting down dropped it
+                // unrun): its events go back to the queue as after a failed write.
+                let mut queue = lock(&stored.queue);
+                let later = std::mem::take(&mut *queue);
+                *queue = unanswered;
+                queue.extend(later);
+                Err(storage(format!(
                     "session `{}`: the write ended without an answer",
                     stored.id
-                )),
-                None,
-            ),
-        };
-        // A failed write keeps its events, ahead of anything queued since; no automatic
-        // retry until the next flush asks for one.
-        let mut queue = lock(&stored.queue);
-        let later = std::mem::take(&mut *queue);
-        *queue = batch;
-        queue.extend(later);
-        dsh_plugin_api::tracing::error!("writing session `{}` failed: {problem}", stored.id);
-        Err(problem)
+                )))
+            }
+        }
     }
 
     /// Drops every lock (shutdown, after the last drain).
