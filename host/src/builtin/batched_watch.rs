@@ -1,11 +1,15 @@
 //! File watches whose changes come in batches: every path a burst of events named, once the
 //! burst has been quiet for a while. Each watch has a thread that sleeps until an event comes
 //! (the debouncer crate used before woke every watch's thread each quarter of its delay, changes
-//! or not: some 190 wakeups a second for an idle web host with its five watches).
+//! or not: some 190 wakeups a second for an idle web host with its five watches). Every watch
+//! shares one OS watcher: an inotify instance costs a grace period of about 13 ms when it is
+//! closed, which a process pays for each one at its exit (eight of them made a headless run's
+//! exit some 30 ms longer).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
@@ -18,9 +22,87 @@ const LONGEST: Duration = Duration::from_secs(2);
 /// watcher met meanwhile.
 pub(crate) type Batch = Result<Vec<PathBuf>, Vec<notify::Error>>;
 
-/// A watch; dropping it stops the OS watch, and its thread ends after the last batch.
+type Events = Sender<notify::Result<notify::Event>>;
+
+/// Where the shared watcher's events go: each watch's paths and the channel of its thread.
+#[derive(Default)]
+struct Routes {
+    next: u64,
+    routes: HashMap<u64, Route>,
+    /// How many routes watch each path, and whether one of them watches it recursively.
+    watched: HashMap<PathBuf, (usize, bool)>,
+}
+
+struct Route {
+    path: PathBuf,
+    recursive: bool,
+    events: Events,
+}
+
+impl Route {
+    /// Whether a change of `path` is this route's: the watched path itself, a direct entry of
+    /// it, or anything below it when recursive.
+    fn covers(&self, path: &Path) -> bool {
+        path == self.path
+            || path.parent() == Some(self.path.as_path())
+            || (self.recursive && path.starts_with(&self.path))
+    }
+}
+
+/// The one OS watcher, made at the first watch.
+struct Shared {
+    watcher: Mutex<Option<RecommendedWatcher>>,
+    routes: Mutex<Routes>,
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| Shared {
+        watcher: Mutex::new(None),
+        routes: Mutex::new(Routes::default()),
+    })
+}
+
+/// Sends each event of the shared watcher to the routes it concerns, with their paths only.
+fn route(event: notify::Result<notify::Event>) {
+    let routes = shared()
+        .routes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    match event {
+        Ok(event) => {
+            for route in routes.routes.values() {
+                let paths: Vec<PathBuf> = event
+                    .paths
+                    .iter()
+                    .filter(|path| route.covers(path))
+                    .cloned()
+                    .collect();
+                if !paths.is_empty() {
+                    let mut mine = event.clone();
+                    mine.paths = paths;
+                    let _ = route.events.send(Ok(mine));
+                }
+            }
+        }
+        Err(error) => {
+            for route in routes.routes.values() {
+                if error.paths.is_empty() || error.paths.iter().any(|path| route.covers(path)) {
+                    let copy =
+                        notify::Error::generic(&error.to_string()).set_paths(error.paths.clone());
+                    let _ = route.events.send(Err(copy));
+                }
+            }
+        }
+    }
+}
+
+/// A watch; dropping it ends its share of the OS watch, and its thread ends after the last
+/// batch.
 pub(crate) struct BatchedWatch {
-    watcher: RecommendedWatcher,
+    /// The channel its routes send on, until a path is watched.
+    events: Events,
+    routes: Vec<u64>,
 }
 
 impl BatchedWatch {
@@ -31,18 +113,88 @@ impl BatchedWatch {
         deliver: impl FnMut(Batch) + Send + 'static,
     ) -> notify::Result<Self> {
         let (events, received) = channel();
-        let watcher = notify::recommended_watcher(events)?;
         let spawned = std::thread::Builder::new()
             .name("dsh-watch".into())
             .spawn(move || gather(&received, quiet, deliver));
         if let Err(error) = spawned {
             return Err(notify::Error::io(error));
         }
-        Ok(Self { watcher })
+        Ok(Self {
+            events,
+            routes: Vec::new(),
+        })
     }
 
     pub(crate) fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
-        self.watcher.watch(path, mode)
+        // One spelling per place: the watcher names changes by the path it was given.
+        let path = std::fs::canonicalize(path)
+            .map_err(|error| notify::Error::io(error).add_path(path.to_path_buf()))?;
+        let recursive = mode == RecursiveMode::Recursive;
+        let shared = shared();
+        let mut watcher = shared
+            .watcher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if watcher.is_none() {
+            *watcher = Some(notify::recommended_watcher(route)?);
+        }
+        let Some(os) = watcher.as_mut() else {
+            return Err(notify::Error::generic("no file watcher"));
+        };
+        let mut routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        let (count, deep) = routes.watched.get(&path).copied().unwrap_or((0, false));
+        if count == 0 || (recursive && !deep) {
+            // The routes lock is let go while the OS watch is added: the watcher's thread may be
+            // routing an event meanwhile.
+            drop(routes);
+            os.watch(&path, mode)?;
+            routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        }
+        routes
+            .watched
+            .insert(path.clone(), (count + 1, deep || recursive));
+        let id = routes.next;
+        routes.next += 1;
+        routes.routes.insert(
+            id,
+            Route {
+                path,
+                recursive,
+                events: self.events.clone(),
+            },
+        );
+        self.routes.push(id);
+        Ok(())
+    }
+}
+
+impl Drop for BatchedWatch {
+    fn drop(&mut self) {
+        let shared = shared();
+        let mut watcher = shared
+            .watcher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut unwatched = HashSet::new();
+        for id in self.routes.drain(..) {
+            let Some(route) = routes.routes.remove(&id) else {
+                continue;
+            };
+            if let Some((count, _)) = routes.watched.get_mut(&route.path) {
+                *count -= 1;
+                if *count == 0 {
+                    routes.watched.remove(&route.path);
+                    unwatched.insert(route.path);
+                }
+            }
+        }
+        drop(routes);
+        if let Some(os) = watcher.as_mut() {
+            for path in unwatched {
+                let _ = os.unwatch(&path);
+            }
+        }
     }
 }
 
