@@ -59,6 +59,16 @@ struct Stored {
     first_message: Mutex<Option<RArc<EventRecord>>>,
 }
 
+impl Stored {
+    /// Puts `batch`, which could not be written, back ahead of anything queued since.
+    fn put_back(&self, batch: Vec<RArc<EventRecord>>) {
+        let mut queue = lock(&self.queue);
+        let later = std::mem::take(&mut *queue);
+        *queue = batch;
+        queue.extend(later);
+    }
+}
+
 /// Whether `record` is a person's message.
 fn is_human_message(record: &EventRecord) -> bool {
     matches!(
@@ -330,11 +340,7 @@ impl Store {
                 // A failed write keeps its events, ahead of anything queued since, before the
                 // next drain may start (whether or not the caller still waits); no automatic
                 // retry until the next flush asks for one.
-                let mut queue = lock(&session.queue);
-                let later = std::mem::take(&mut *queue);
-                *queue = batch;
-                queue.extend(later);
-                drop(queue);
+                session.put_back(batch);
                 dsh_plugin_api::tracing::error!("writing session `{id}` failed: {problem}");
             }
             let failed = written.is_err();
@@ -349,10 +355,7 @@ impl Store {
             Err(_) => {
                 // The job never answered (it panicked, or a host shutting down dropped it
                 // unrun): its events go back to the queue as after a failed write.
-                let mut queue = lock(&stored.queue);
-                let later = std::mem::take(&mut *queue);
-                *queue = unanswered;
-                queue.extend(later);
+                stored.put_back(unanswered);
                 Err(storage(format!(
                     "session `{}`: the write ended without an answer",
                     stored.id
