@@ -2,7 +2,6 @@
 //! the file system, after confinement) rather than by `execvp` in the child, which tries one
 //! `execve` per `PATH` entry (see `dsh_launcher::resolve_program`).
 
-use std::ffi::OsString;
 use std::process::Command;
 
 /// Where the environment of the new process comes from besides `env`.
@@ -21,15 +20,11 @@ pub(crate) fn command(
     env: &[(String, String)],
     base: Base,
 ) -> Command {
-    let search: Option<OsString> = env
-        .iter()
-        .rev()
-        .find(|(key, _)| key == "PATH")
-        .map(|(_, value)| value.into())
-        .or_else(|| match base {
-            Base::Inherited => std::env::var_os("PATH"),
-            Base::Cleared => None,
-        });
+    let search = dsh_launcher::search_path(
+        env.iter()
+            .map(|(key, value)| (key.as_str(), value.as_str())),
+        base == Base::Inherited,
+    );
     let mut command = match dsh_launcher::resolve_program(name, search.as_deref()) {
         Some(found) => Command::new(found),
         None => Command::new(name),

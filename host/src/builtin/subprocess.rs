@@ -136,7 +136,13 @@ fn start(
 /// The command of `request`: program, arguments, directory and environment (the caller
 /// chooses its stdio).
 pub(super) fn command_of(request: &SpawnRequest) -> tokio::process::Command {
-    let search = path_of(request);
+    let search = dsh_launcher::search_path(
+        request
+            .env
+            .iter()
+            .map(|var| (var.name.as_str(), var.value.as_str())),
+        !removed("PATH", &request.remove_env),
+    );
     let mut command = match dsh_launcher::resolve_program(&request.program, search.as_deref()) {
         Some(found) => tokio::process::Command::new(found),
         None => tokio::process::Command::new(request.program.as_str()),
@@ -158,23 +164,6 @@ pub(super) fn command_of(request: &SpawnRequest) -> tokio::process::Command {
         command.env(var.name.as_str(), var.value.as_str());
     }
     command
-}
-
-/// The `PATH` `request`'s process will have: its own (the last one wins), else the host's
-/// unless removed.
-fn path_of(request: &SpawnRequest) -> Option<std::ffi::OsString> {
-    if let Some(var) = request
-        .env
-        .iter()
-        .rev()
-        .find(|var| var.name.as_str() == "PATH")
-    {
-        return Some(var.value.as_str().into());
-    }
-    if removed("PATH", &request.remove_env) {
-        return None;
-    }
-    std::env::var_os("PATH")
 }
 
 /// The whole environment of `request`'s process: the host's (less `remove_env`), then the

@@ -22,7 +22,7 @@ mod socket;
 mod status;
 mod wire;
 
-pub use program_path::resolve as resolve_program;
+pub use program_path::{resolve as resolve_program, search_path};
 pub use serve::{Forker, Program, report_end, serve};
 pub use socket::{Message, SocketError, receive, send, socket_pair};
 pub use status::{STATUS_LEN, Status};

@@ -5,7 +5,7 @@
 //! for the file): with the usual eight entries ahead of `/usr/bin`, a sixth of a millisecond
 //! per `bash` call. Here each entry costs one `access`, and the child execs once.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{Access, access};
@@ -29,6 +29,18 @@ pub fn resolve(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The `PATH` a new process searches: the last `PATH` among its own variables `env` (a later one
+/// wins), else the parent's own where the process inherits it.
+pub fn search_path<'a>(
+    env: impl DoubleEndedIterator<Item = (&'a str, &'a str)>,
+    inherits_parents: bool,
+) -> Option<OsString> {
+    env.rev()
+        .find(|(name, _)| *name == "PATH")
+        .map(|(_, value)| value.into())
+        .or_else(|| inherits_parents.then(|| std::env::var_os("PATH")).flatten())
 }
 
 /// Whether `path` is a regular file this process may execute.
@@ -91,5 +103,19 @@ mod tests {
         let relative = std::env::join_paths([Path::new("rel"), root.as_path()]).unwrap();
         assert_eq!(resolve("tool", Some(&relative)), None);
         let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn the_processs_own_path_wins_and_the_parents_only_when_inherited() {
+        let env = [("PATH", "/first"), ("HOME", "/h"), ("PATH", "/last")];
+        assert_eq!(
+            search_path(env.iter().copied(), false),
+            Some(OsString::from("/last"))
+        );
+        assert_eq!(search_path([("HOME", "/h")].into_iter(), false), None);
+        assert_eq!(
+            search_path([("HOME", "/h")].into_iter(), true),
+            std::env::var_os("PATH")
+        );
     }
 }
