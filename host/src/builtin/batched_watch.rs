@@ -29,8 +29,18 @@ type Events = Sender<notify::Result<notify::Event>>;
 struct Routes {
     next: u64,
     routes: HashMap<u64, Route>,
-    /// How many routes watch each path, and whether one of them watches it recursively.
-    watched: HashMap<PathBuf, (usize, bool)>,
+}
+
+impl Routes {
+    /// How many routes watch `path`, and whether one of them watches it recursively.
+    fn of(&self, path: &Path) -> (usize, bool) {
+        self.routes
+            .values()
+            .filter(|route| route.path == path)
+            .fold((0, false), |(count, deep), route| {
+                (count + 1, deep || route.recursive)
+            })
+    }
 }
 
 struct Route {
@@ -142,7 +152,7 @@ impl BatchedWatch {
             return Err(notify::Error::generic("no file watcher"));
         };
         let mut routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
-        let (count, deep) = routes.watched.get(&path).copied().unwrap_or((0, false));
+        let (count, deep) = routes.of(&path);
         if count == 0 || (recursive && !deep) {
             // The routes lock is let go while the OS watch is added: the watcher's thread may be
             // routing an event meanwhile.
@@ -150,9 +160,6 @@ impl BatchedWatch {
             os.watch(&path, mode)?;
             routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
         }
-        routes
-            .watched
-            .insert(path.clone(), (count + 1, deep || recursive));
         let id = routes.next;
         routes.next += 1;
         routes.routes.insert(
@@ -176,19 +183,17 @@ impl Drop for BatchedWatch {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut unwatched = HashSet::new();
-        for id in self.routes.drain(..) {
-            let Some(route) = routes.routes.remove(&id) else {
-                continue;
-            };
-            if let Some((count, _)) = routes.watched.get_mut(&route.path) {
-                *count -= 1;
-                if *count == 0 {
-                    routes.watched.remove(&route.path);
-                    unwatched.insert(route.path);
-                }
-            }
-        }
+        let gone: HashSet<PathBuf> = self
+            .routes
+            .drain(..)
+            .filter_map(|id| routes.routes.remove(&id))
+            .map(|route| route.path)
+            .collect();
+        // A path is unwatched with its last route.
+        let unwatched: Vec<PathBuf> = gone
+            .into_iter()
+            .filter(|path| routes.of(path).0 == 0)
+            .collect();
         drop(routes);
         if let Some(os) = watcher.as_mut() {
             for path in unwatched {
@@ -199,8 +204,8 @@ impl Drop for BatchedWatch {
 }
 
 /// The watch's thread: waits for an event, then gathers until `quiet` passes without one (or
-/// [`LONGEST`] since the first), hands the batch over, and waits again. Ends when the watcher,
-/// and with it the channel's sender, is dropped.
+/// [`LONGEST`] since the first), hands the batch over, and waits again. Ends when its watch is
+/// dropped, and with it the channel's last sender (its own and its routes').
 fn gather(
     received: &Receiver<notify::Result<notify::Event>>,
     quiet: Duration,
