@@ -70,13 +70,51 @@ impl App {
         &self.libraries
     }
 
-    /// Mounts every row of `rows` (the first tree).
-    pub fn mount_tree(&self, rows: Vec<ResolvedRow>) {
+    /// Mounts every row of `rows` (the first tree). The libraries are loaded on a blocking
+    /// thread, in row order, while the rows whose library is already loaded start on this
+    /// one: a row's start (a sandbox probe, a store read) overlaps the loading of the rows
+    /// after it instead of waiting for the last library. The tree is not settled before
+    /// every row is mounted.
+    pub async fn mount_tree(&self, rows: Vec<ResolvedRow>) {
+        let _mounting = self.runtime.mounting();
+        let mut loaded = self.preload(&rows);
         let root = Scope::root();
         for row in &rows {
+            // One message per top-level row once its libraries (and its children's) are
+            // loaded; a closed channel (the thread gone) leaves the loading to `mount_row`.
+            let _ = loaded.recv().await;
             self.mount_row(row, None, &root);
+            // The rows just mounted start before the next library is awaited.
+            tokio::task::yield_now().await;
         }
         *lock(&self.tree) = rows;
+    }
+
+    /// Loads the libraries of `rows` on a blocking thread, telling after each top-level row.
+    /// Resolving a row's library again afterwards finds it loaded; what fails to load is
+    /// reported by the mount, which tries it once more.
+    fn preload(&self, rows: &[ResolvedRow]) -> tokio::sync::mpsc::UnboundedReceiver<()> {
+        let names: Vec<Vec<String>> = rows
+            .iter()
+            .map(|row| {
+                let mut names = Vec::new();
+                plugin_names(row, &mut names);
+                names
+            })
+            .collect();
+        let (done, loaded) = tokio::sync::mpsc::unbounded_channel();
+        let libraries = self.libraries.clone();
+        tokio::task::spawn_blocking(move || {
+            for row in names {
+                for name in row {
+                    let _ = libraries.resolve_spec(&name);
+                }
+                if done.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        loaded
     }
 
     fn mount_row(&self, row: &ResolvedRow, parent: Option<FiberId>, scope: &Arc<Scope>) {
@@ -358,6 +396,18 @@ fn preorder(rows: &[ResolvedRow]) -> Vec<&ResolvedRow> {
         }
     }
     out
+}
+
+/// The plugins `row` mounts: its own, or its group's enabled rows' (a disabled row mounts
+/// nothing, a disabled group none of its rows).
+fn plugin_names(row: &ResolvedRow, out: &mut Vec<String>) {
+    if row.disabled {
+        return;
+    }
+    match &row.children {
+        Some(children) => children.iter().for_each(|child| plugin_names(child, out)),
+        None => out.push(row.name.clone()),
+    }
 }
 
 /// Every row of the tree by id, with the id of the group holding it.

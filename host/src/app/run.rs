@@ -102,7 +102,7 @@ pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
     // Answering before the first row mounts: whatever a row says while it starts, the host is
     // already there for `dsh-host status` to ask.
     let status = crate::app::status::serve(&boot.home, app.clone());
-    app.mount_tree(rows);
+    app.mount_tree(rows).await;
     let watcher = if host.no_watch {
         None
     } else {
@@ -141,7 +141,7 @@ pub async fn check(tree: TreeSpec, json: bool) -> i32 {
     let boot = Boot::new(tree);
     let app = match boot_app(&boot, Vec::new()) {
         Ok((app, _exits, rows)) => {
-            app.mount_tree(rows);
+            app.mount_tree(rows).await;
             app
         }
         Err(error) => {

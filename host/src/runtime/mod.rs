@@ -100,6 +100,12 @@ impl Runtime {
         *lock(&self.inner.resolver) = Some(resolver);
     }
 
+    /// Holds the tree unsettled until the guard drops: a tree being mounted row by row, with
+    /// the rows mounted first already starting, is not settled between two rows.
+    pub fn mounting(&self) -> impl Drop + use<> {
+        lifecycle::InFlight::enter(&self.inner)
+    }
+
     /// Mounts a fiber and starts its lifecycle; returns its id at once.
     pub fn mount(&self, parent: Option<FiberId>, scope: Arc<Scope>, spec: MountSpec) -> FiberId {
         self.inner.mount(parent, scope, spec)
