@@ -150,11 +150,13 @@ fn status_reports_the_running_host_and_fails_without_one() {
     assert!(none.stderr.contains("no running dsh-host"), "{none:?}");
     let config = dir.write("tree.yml", "- id: consumer\n  name: consumer\n");
     let mut host = HostProcess::start(&dir.home(), &["--config", config.to_str().unwrap()]);
-    // The socket exists once the tree is mounted; poll (bounded) until the host answers.
+    // The host answers from before its rows mount (it loads their libraries meanwhile); poll
+    // (bounded) until it answers with the row mounted.
     let deadline = std::time::Instant::now() + WAIT;
     let out = loop {
         let out = run_host(&dir.home(), &["status"]);
-        if out.code == Some(0) || std::time::Instant::now() > deadline {
+        let mounted = out.code == Some(0) && out.stdout.contains("consumer");
+        if mounted || std::time::Instant::now() > deadline {
             break out;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

@@ -33,7 +33,11 @@ impl Drop for Watcher {
 }
 
 /// Starts watching; `None` (with a warning) when no watcher can be made.
-pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
+pub fn watch(
+    boot: &Boot,
+    app: Arc<App>,
+    tree_mounted: tokio::sync::oneshot::Receiver<()>,
+) -> Option<Watcher> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Vec<PathBuf>>();
     let mut watch = match BatchedWatch::new(DEBOUNCE, move |batch| match batch {
         Ok(paths) => {
@@ -74,6 +78,9 @@ pub fn watch(boot: &Boot, app: Arc<App>) -> Option<Watcher> {
         config_files,
     };
     let task = tokio::spawn(async move {
+        // Files are watched from before the first tree mounts (an edit made while its rows
+        // start is not missed), and handled once every row of it is mounted.
+        let _ = tree_mounted.await;
         while let Some(mut paths) = receiver.recv().await {
             // Take everything that queued up meanwhile: one pass per burst.
             while let Ok(more) = receiver.try_recv() {

@@ -102,14 +102,17 @@ pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
     // Answering before the first row mounts: whatever a row says while it starts, the host is
     // already there for `dsh-host status` to ask.
     let status = crate::app::status::serve(&boot.home, app.clone());
-    app.mount_tree(rows).await;
+    let mut shutdown = crate::app::signals::Shutdown::listen();
+    let (mounted, tree_mounted) = tokio::sync::oneshot::channel();
     let watcher = if host.no_watch {
         None
     } else {
-        crate::app::reload::watch(&boot, app.clone())
+        crate::app::reload::watch(&boot, app.clone(), tree_mounted)
     };
+    app.mount_tree(rows).await;
+    let _ = mounted.send(());
     let (code, signal) = tokio::select! {
-        code = crate::app::signals::wait_for_shutdown() => (code, Some(if code == 130 { 2 } else { 15 })),
+        code = shutdown.next() => (code, Some(if code == 130 { 2 } else { 15 })),
         Some(code) = exits.recv() => (code, None),
     };
     tracing::info!("shutting down");
@@ -119,15 +122,15 @@ pub async fn run(host: RunOptions, app_args: Vec<String>) -> i32 {
         crate::app::control::announce_stop(app.runtime(), &mut exits, code, signal, DISPOSE_GRACE);
     let code = tokio::select! {
         code = announce => code,
-        second = crate::app::signals::wait_for_shutdown() => {
+        second = shutdown.next() => {
             tracing::warn!("second signal: exiting at once");
             return second;
         }
     };
-    let shutdown = app.runtime().dispose_all(DISPOSE_GRACE);
+    let disposing = app.runtime().dispose_all(DISPOSE_GRACE);
     tokio::select! {
-        () = shutdown => {}
-        second = crate::app::signals::wait_for_shutdown() => {
+        () = disposing => {}
+        second = shutdown.next() => {
             tracing::warn!("second signal: exiting at once");
             return second;
         }

@@ -38,6 +38,11 @@ pub async fn mount_replay(ctx: &Context, log: &Path) -> Result<(), ReplayError> 
     if !log.is_file() {
         return Err(ReplayError::Missing(log.display().to_string()));
     }
+    // Mounted once the profile's own rows have started: its `llm/stream` listeners then sit
+    // before the replay, as they sit before a real provider (a listener registered after a
+    // provider's would never be reached). The host starts rows while it still loads the later
+    // rows' libraries, so a caller's task may get here before the last row is mounted.
+    let _ = first_of(ctx.tree_settled(), ctx.sleep(REPLAY_START)).await;
     let log = log.canonicalize().unwrap_or_else(|_| log.to_path_buf());
     let child_files: Vec<PathBuf> = (1..)
         .map(|n| log.with_file_name(format!("session.{n}.jsonl")))
