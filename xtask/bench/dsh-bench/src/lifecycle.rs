@@ -67,7 +67,7 @@ pub(crate) async fn run() -> anyhow::Result<()> {
     for round in 0..23 {
         let app = App::new(runtime.clone(), libraries.clone());
         let started = Instant::now();
-        app.mount_tree(hundred_rows(false));
+        app.mount_tree(hundred_rows(false)).await;
         runtime.wait_until(|runtime| runtime.in_flight() == 0).await;
         let mounted = started.elapsed();
         let report_rows = runtime.report();
