@@ -77,8 +77,21 @@ impl App {
     /// every row is mounted.
     pub async fn mount_tree(&self, rows: Vec<ResolvedRow>) {
         let _mounting = self.runtime.mounting();
-        let mut loaded = self.preload(&rows);
         let root = Scope::root();
+        let names = plugin_names_by_row(&rows);
+        if names
+            .iter()
+            .flatten()
+            .all(|name| self.libraries.is_loaded(name))
+        {
+            // Nothing to load (a tree mounted again in this process): no thread, no waits.
+            for row in &rows {
+                self.mount_row(row, None, &root);
+            }
+            *lock(&self.tree) = rows;
+            return;
+        }
+        let mut loaded = self.preload(names);
         for row in &rows {
             // One message per top-level row once its libraries (and its children's) are
             // loaded; a closed channel (the thread gone) leaves the loading to `mount_row`.
@@ -90,18 +103,10 @@ impl App {
         *lock(&self.tree) = rows;
     }
 
-    /// Loads the libraries of `rows` on a blocking thread, telling after each top-level row.
-    /// Resolving a row's library again afterwards finds it loaded; what fails to load is
+    /// Loads the libraries `names` lists (by top-level row) on a blocking thread, telling
+    /// after each top-level row. Resolving a row's library again afterwards finds it loaded; what fails to load is
     /// reported by the mount, which tries it once more.
-    fn preload(&self, rows: &[ResolvedRow]) -> tokio::sync::mpsc::UnboundedReceiver<()> {
-        let names: Vec<Vec<String>> = rows
-            .iter()
-            .map(|row| {
-                let mut names = Vec::new();
-                plugin_names(row, &mut names);
-                names
-            })
-            .collect();
+    fn preload(&self, names: Vec<Vec<String>>) -> tokio::sync::mpsc::UnboundedReceiver<()> {
         let (done, loaded) = tokio::sync::mpsc::unbounded_channel();
         let libraries = self.libraries.clone();
         tokio::task::spawn_blocking(move || {
@@ -396,6 +401,17 @@ fn preorder(rows: &[ResolvedRow]) -> Vec<&ResolvedRow> {
         }
     }
     out
+}
+
+/// The plugins each top-level row of `rows` mounts.
+fn plugin_names_by_row(rows: &[ResolvedRow]) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|row| {
+            let mut names = Vec::new();
+            plugin_names(row, &mut names);
+            names
+        })
+        .collect()
 }
 
 /// The plugins `row` mounts: its own, or its group's enabled rows' (a disabled row mounts

@@ -210,6 +210,15 @@ impl Libraries {
         Ok(library)
     }
 
+    /// Whether the library of plugin spec `spec` is loaded already (the host's own always is).
+    pub fn is_loaded(&self, spec: &str) -> bool {
+        let (name, _) = split_spec(spec);
+        name == self.builtin.name
+            || self
+                .find(name)
+                .is_ok_and(|path| self.loaded(&path).is_some())
+    }
+
     /// Resolves a row's plugin spec against the directories and loaded libraries.
     pub fn resolve_spec(&self, spec: &str) -> Source {
         let (name, export) = split_spec(spec);
