@@ -78,12 +78,16 @@ impl App {
     pub async fn mount_tree(&self, rows: Vec<ResolvedRow>) {
         let _mounting = self.runtime.mounting();
         let root = Scope::root();
-        let names = plugin_names_by_row(&rows);
-        if names
-            .iter()
-            .flatten()
-            .all(|name| self.libraries.is_loaded(name))
-        {
+        // Each library asked once: a tree names few libraries in many rows.
+        let mut distinct: Vec<&str> = Vec::new();
+        for row in &rows {
+            each_plugin(row, &mut |name| {
+                if !distinct.contains(&name) {
+                    distinct.push(name);
+                }
+            });
+        }
+        if distinct.iter().all(|name| self.libraries.is_loaded(name)) {
             // Nothing to load (a tree mounted again in this process): no thread, no waits.
             for row in &rows {
                 self.mount_row(row, None, &root);
@@ -91,7 +95,7 @@ impl App {
             *lock(&self.tree) = rows;
             return;
         }
-        let mut loaded = self.preload(names);
+        let mut loaded = self.preload(plugin_names_by_row(&rows));
         for row in &rows {
             // One message per top-level row once its libraries (and its children's) are
             // loaded; a closed channel (the thread gone) leaves the loading to `mount_row`.
@@ -408,21 +412,21 @@ fn plugin_names_by_row(rows: &[ResolvedRow]) -> Vec<Vec<String>> {
     rows.iter()
         .map(|row| {
             let mut names = Vec::new();
-            plugin_names(row, &mut names);
+            each_plugin(row, &mut |name| names.push(name.to_owned()));
             names
         })
         .collect()
 }
 
-/// The plugins `row` mounts: its own, or its group's enabled rows' (a disabled row mounts
-/// nothing, a disabled group none of its rows).
-fn plugin_names(row: &ResolvedRow, out: &mut Vec<String>) {
+/// Calls `found` with each plugin `row` mounts: its own, or its group's enabled rows' (a
+/// disabled row mounts nothing, a disabled group none of its rows).
+fn each_plugin<'a>(row: &'a ResolvedRow, found: &mut impl FnMut(&'a str)) {
     if row.disabled {
         return;
     }
     match &row.children {
-        Some(children) => children.iter().for_each(|child| plugin_names(child, out)),
-        None => out.push(row.name.clone()),
+        Some(children) => children.iter().for_each(|child| each_plugin(child, found)),
+        None => found(&row.name),
     }
 }
 
