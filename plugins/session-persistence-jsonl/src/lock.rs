@@ -30,8 +30,9 @@ pub(crate) fn acquire(dir: &Path) -> Result<SessionLock, LockError> {
         Ok(()) => {
             file.set_len(0).map_err(io)?;
             file.seek(SeekFrom::Start(0)).map_err(io)?;
+            // Not synced: the pid is read only while the lock is held (it is in the page cache
+            // for every reader then), and after a machine crash no lock is held at all.
             write!(file, "{}", std::process::id()).map_err(io)?;
-            file.sync_all().map_err(io)?;
             Ok(SessionLock { _file: file })
         }
         Err(TryLockError::WouldBlock) => {
