@@ -299,6 +299,18 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: MEMORY,
+        ours: "headless_rss_plugin_code",
+        peer: None,
+        what: "of those, the libraries' code (MiB; shared page cache, in the resident set because it is mapped)",
+    },
+    Figure {
+        section: MEMORY,
+        ours: "headless_plugin_code_mapped",
+        peer: None,
+        what: "the libraries' code mapped in all (MiB; resident against mapped: the share of 64 KiB windows the start and the steps touch)",
+    },
+    Figure {
+        section: MEMORY,
         ours: "headless_plugin_libraries",
         peer: None,
         what: "plugin libraries mapped (the headless profile's rows)",
