@@ -108,8 +108,8 @@ impl App {
     }
 
     /// Loads the libraries `names` lists (by top-level row) on a blocking thread, telling
-    /// after each top-level row. Resolving a row's library again afterwards finds it loaded; what fails to load is
-    /// reported by the mount, which tries it once more.
+    /// after each top-level row. Resolving a row's library again afterwards finds it loaded;
+    /// what fails to load is reported by the mount, which tries it once more.
     fn preload(&self, names: Vec<Vec<String>>) -> tokio::sync::mpsc::UnboundedReceiver<()> {
         let (done, loaded) = tokio::sync::mpsc::unbounded_channel();
         let libraries = self.libraries.clone();
