@@ -310,7 +310,7 @@ impl Store {
             stored.dir.clone(),
             stored.id.clone(),
         );
-        let records: Vec<RArc<EventRecord>> = batch.clone();
+        let records = batch.clone();
         // What the listing files are read from: the batch, and the first message its title
         // may be made of.
         let mut listed = batch.clone();
@@ -333,20 +333,20 @@ impl Store {
         // while this session's next drain, its close and the shutdown wait for them.
         let (acknowledge, acknowledged) = tokio::sync::oneshot::channel();
         let session = stored.clone();
-        let unanswered = batch.clone();
         self.inner.ctx.start_blocking(move || {
-            let written = append_batch(&records, &held, &writer, &dir, &id);
-            if let Err(problem) = &written {
-                // A failed write keeps its events, ahead of anything queued since, before the
-                // next drain may start (whether or not the caller still waits); no automatic
-                // retry until the next flush asks for one.
-                session.put_back(batch);
-                dsh_plugin_api::tracing::error!("writing session `{id}` failed: {problem}");
-            }
-            let failed = written.is_err();
-            let _ = acknowledge.send(written);
-            if !failed {
-                write_listing_files(&dir, &listed, &records);
+            match append_batch(&records, &held, &writer, &dir, &id) {
+                Ok(()) => {
+                    let _ = acknowledge.send(Ok(()));
+                    write_listing_files(&dir, &listed, &records);
+                }
+                Err(problem) => {
+                    // A failed write keeps its events, ahead of anything queued since, before
+                    // the next drain may start (whether or not the caller still waits); no
+                    // automatic retry until the next flush asks for one.
+                    dsh_plugin_api::tracing::error!("writing session `{id}` failed: {problem}");
+                    session.put_back(records);
+                    let _ = acknowledge.send(Err(problem));
+                }
             }
             drop(turn);
         });
@@ -355,7 +355,7 @@ impl Store {
             Err(_) => {
                 // The job never answered (it panicked, or a host shutting down dropped it
                 // unrun): its events go back to the queue as after a failed write.
-                stored.put_back(unanswered);
+                stored.put_back(batch);
                 Err(storage(format!(
                     "session `{}`: the write ended without an answer",
                     stored.id
