@@ -87,16 +87,14 @@ impl App {
                 }
             });
         }
-        if distinct.iter().all(|name| self.libraries.is_loaded(name)) {
-            // Nothing to load (a tree mounted again in this process): no thread, no waits.
-            for row in &rows {
-                self.mount_row(row, None, &root);
-            }
-            *lock(&self.tree) = rows;
-            return;
-        }
-        let mut loaded = self.preload(plugin_names_by_row(&rows));
+        // Nothing to load (a tree mounted again in this process): no thread, no waits.
+        let mut loading = (!distinct.iter().all(|name| self.libraries.is_loaded(name)))
+            .then(|| self.preload(plugin_names_by_row(&rows)));
         for row in &rows {
+            let Some(loaded) = &mut loading else {
+                self.mount_row(row, None, &root);
+                continue;
+            };
             // One message per top-level row once its libraries (and its children's) are
             // loaded; a closed channel (the thread gone) leaves the loading to `mount_row`.
             let _ = loaded.recv().await;
