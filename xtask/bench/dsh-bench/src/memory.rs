@@ -36,7 +36,8 @@ impl Reading {
         let mut reading = Self::default();
         let mut plugins = std::collections::HashSet::new();
         let mut path: Option<String> = None;
-        let mut executable = false;
+        // Whether the mapping read is a plugin library's, and its code.
+        let (mut plugin, mut executable) = (false, false);
         for line in text.lines() {
             let Some((key, value)) = line
                 .split_once(':')
@@ -46,6 +47,11 @@ impl Reading {
                 let mut fields = line.split_whitespace();
                 executable = fields.nth(1).is_some_and(|mode| mode.contains('x'));
                 path = fields.nth(3).map(str::to_owned);
+                plugin = path.as_deref().is_some_and(|file| {
+                    let file = Path::new(file);
+                    file.parent() == Some(plugin_dir)
+                        && file.extension().is_some_and(|ext| ext == "so")
+                });
                 continue;
             };
             let kib: f64 = value
@@ -55,10 +61,6 @@ impl Reading {
                 .parse()
                 .unwrap_or(0.0);
             let file = path.as_deref().filter(|path| path.starts_with('/'));
-            let plugin = file.is_some_and(|file| {
-                let file = Path::new(file);
-                file.parent() == Some(plugin_dir) && file.extension().is_some_and(|ext| ext == "so")
-            });
             if plugin && executable {
                 match key {
                     "Rss" => reading.plugin_code += kib,
@@ -75,9 +77,7 @@ impl Reading {
                     let file = Path::new(file);
                     if file == host {
                         reading.host_binary += kib;
-                    } else if file.parent() == Some(plugin_dir)
-                        && file.extension().is_some_and(|ext| ext == "so")
-                    {
+                    } else if plugin {
                         reading.plugin_libraries += kib;
                         plugins.insert(file.to_path_buf());
                     }
