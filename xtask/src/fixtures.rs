@@ -10,8 +10,11 @@
 //! - `libseam_compat.so`: a tool plugin built against the tool seam of an earlier version
 //!   (see the `seam` module).
 //!
-//! They share the workspace's target directory so their dependencies are not compiled twice;
-//! their libraries are moved out of `target/debug`, which `dsh-host` searches for plugins.
+//! They are built as a third party builds them: with cargo's default flags (none of the
+//! workspace's `.cargo/config.toml`, so each links its own standard library and its own copy of
+//! `plugin-api`), in a target directory of their own, `target/fixtures/target`. Sharing the
+//! workspace's would not work: `plugin-api` is also a `dylib`, whose file name carries no hash,
+//! so a fixture's build of it would replace the workspace's.
 
 use std::path::{Path, PathBuf};
 
@@ -20,9 +23,9 @@ use anyhow::{Context, Result, bail};
 mod seam;
 
 use crate::plugin_template;
-use crate::process::cargo;
+use crate::process::cargo_with_env;
 
-/// The profile settings of the workspace, so fixture builds reuse its compiled dependencies.
+/// The profile settings of the workspace, so the fixtures are built as the workspace is.
 const PROFILE_FLAGS: [&str; 4] = [
     "--config",
     "profile.dev.debug=\"line-tables-only\"",
@@ -211,7 +214,12 @@ fn standalone_manifest(
                 .with_context(|| format!("workspace dependency `{dep}` not found"))?;
             out.push_str(spec);
             out.push('\n');
-        } else if trimmed == "[lints]" || trimmed == "workspace = true" {
+        } else if trimmed == "[lints]"
+            || trimmed == "workspace = true"
+            || trimmed.starts_with("crate-type = [\"dylib\"")
+        {
+            // A copy is not shared as a `dylib`: that output's file name has no hash, and the
+            // copies of `plugin-api` would replace the real one's in the fixtures' target.
             continue;
         } else {
             out.push_str(line);
@@ -229,7 +237,8 @@ fn build_crate(root: &Path, dir: &Path, lib: &str, out: &Path) -> Result<()> {
         std::fs::copy(&lock, dir.join("Cargo.lock"))?;
     }
     let manifest = dir.join("Cargo.toml").display().to_string();
-    let target = root.join("target").display().to_string();
+    let target_dir = root.join("target/fixtures/target");
+    let target = target_dir.display().to_string();
     let mut args = vec![
         "build",
         "--quiet",
@@ -239,13 +248,12 @@ fn build_crate(root: &Path, dir: &Path, lib: &str, out: &Path) -> Result<()> {
         target.as_str(),
     ];
     args.extend(PROFILE_FLAGS);
-    cargo(root, &args)?;
+    // An empty RUSTFLAGS replaces the workspace configuration's flags.
+    cargo_with_env(root, &args, &[("RUSTFLAGS", "")])?;
     let file = format!("lib{lib}.so");
-    let built = root.join("target/debug").join(&file);
+    let built = target_dir.join("debug").join(&file);
     std::fs::copy(&built, out.join(&file))
         .with_context(|| format!("cannot copy {}", built.display()))?;
-    // dsh-host searches its own directory for plugins: fixtures must not be found there.
-    std::fs::remove_file(&built)?;
     Ok(())
 }
 

@@ -16,6 +16,7 @@
 //! usual trailing `mod tests {`, the rest of the file).
 
 mod circles;
+mod dylib;
 mod house;
 mod layers;
 mod scan;
@@ -68,6 +69,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     print!("{}", house.render());
     house.gate()?;
     layers::check(root)?;
+    dylib::check(root)?;
     report.gate()
 }
 

@@ -7,9 +7,15 @@ use anyhow::{Context, Result, bail};
 
 /// Runs `cargo ARGS` in `dir`; fails when cargo does.
 pub(crate) fn cargo(dir: &Path, args: &[&str]) -> Result<()> {
+    cargo_with_env(dir, args, &[])
+}
+
+/// [`cargo`] with `envs` set for it.
+pub(crate) fn cargo_with_env(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(&cargo)
         .args(args)
+        .envs(envs.iter().copied())
         .current_dir(dir)
         .status()
         .with_context(|| format!("cannot run {cargo}"))?;
