@@ -37,6 +37,7 @@ pub const KEEP_LOG_FILES: usize = 20;
 /// Installs the subscriber. `verbose` is `-v`; `log_dir` is `$DSH_HOME/logs` when this process
 /// mounts a tree (otherwise no file is written and INFO and DEBUG are dropped).
 pub fn init(verbose: bool, log_dir: Option<&Path>) {
+    install_panic_hook();
     let spec = env_filter_spec();
     if verbose || spec.is_some() {
         let (filter, bad_spec) = match spec {
@@ -89,6 +90,27 @@ pub fn init(verbose: bool, log_dir: Option<&Path>) {
             dir.display()
         );
     }
+}
+
+/// Sends panics to the log as errors, with where they happened. The host and the plugin
+/// libraries built with it share one standard library (`prefer-dynamic`), hence one hook for
+/// every panic of the process; a plugin's file names its crate. A plugin that links its own
+/// standard library installs its own hook (`dsh_plugin_api`'s logging). With `RUST_BACKTRACE`
+/// set, the standard hook's report, backtrace included, follows on stderr.
+fn install_panic_hook() {
+    let standard = std::panic::take_hook();
+    let backtrace = std::env::var_os("RUST_BACKTRACE").is_some_and(|value| value != "0");
+    std::panic::set_hook(Box::new(move |info| {
+        let location = info
+            .location()
+            .map(|at| format!(" at {}:{}", at.file(), at.line()))
+            .unwrap_or_default();
+        let message = dsh_plugin_api::panic_message(info.payload());
+        tracing::error!("panicked{location}: {message}");
+        if backtrace {
+            standard(info);
+        }
+    }));
 }
 
 /// `DSH_LOG`, else `RUST_LOG`, when set to something.
@@ -202,6 +224,13 @@ where
             write!(writer, "{label}: ")?;
         }
         ctx.field_format().format_fields(writer.by_ref(), event)?;
+        // A plugin library that shares the host's `tracing` logs here directly: its crate
+        // says where the record came from (one with a `tracing` of its own is forwarded
+        // through `plugin_record`, which names its library).
+        let source = event.metadata().target().split("::").next().unwrap_or("");
+        if !source.is_empty() && source != "dsh_host" {
+            write!(writer, " plugin={source}")?;
+        }
         writeln!(writer)
     }
 }

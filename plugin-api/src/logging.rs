@@ -1,9 +1,13 @@
 //! Log forwarding: a plugin library's `tracing` macros and panic messages reach the host's log.
 //!
-//! Each library copy statically links its own `tracing` dispatcher and its own `std` panic hook,
-//! so the host's subscriber never sees them. `init` installs, once per copy, a subscriber that
-//! forwards every event to the host's [`LogSink`] and a panic hook that does the same (without
-//! capturing a backtrace: each copy would otherwise build a large symbolization cache).
+//! Each library copy statically links its own `tracing` dispatcher, so the host's subscriber
+//! never sees its events: `init` installs, once per copy, a subscriber that forwards every
+//! event to the host's [`LogSink`]. A library that links its own standard library (the default
+//! for a plugin built outside this workspace) also has its own panic hook, and `init` installs
+//! one that forwards the same way (without capturing a backtrace: each copy would otherwise
+//! build a large symbolization cache). A library that shares the host's standard library
+//! shares its hook too, which the host installs: setting it from a plugin would replace the
+//! host's for every thread.
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;
@@ -23,6 +27,9 @@ pub(crate) fn init(sink: LogSinkBox) {
         return;
     }
     let _ = tracing::subscriber::set_global_default(Forwarder);
+    if std_is_shared() {
+        return;
+    }
     #[allow(
         clippy::disallowed_methods,
         reason = "this is the SDK's own hook, installed once per library copy"
@@ -39,6 +46,24 @@ pub(crate) fn init(sink: LogSinkBox) {
             &format!("plugin panicked{location}: {message}"),
         );
     }));
+}
+
+/// Whether the standard library this copy calls lives in another shared object than this
+/// copy's own code (linked with `-C prefer-dynamic`), so that its panic hook is process-wide.
+fn std_is_shared() -> bool {
+    let std_function = std::process::id as *const libc::c_void;
+    let own_function = std_is_shared as *const libc::c_void;
+    let object_of = |address: *const libc::c_void| {
+        let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+        #[allow(unsafe_code, reason = "dladdr is the loader's only answer")]
+        // SAFETY: `dladdr` only reads the loader's tables for `address` and writes `info`,
+        // which is valid for writes; `info` is read only after a successful call wrote it.
+        unsafe {
+            (libc::dladdr(address, info.as_mut_ptr()) != 0)
+                .then(|| info.assume_init().dli_fbase as usize)
+        }
+    };
+    object_of(std_function) != object_of(own_function)
 }
 
 /// Sends one record to the host, or to stderr when the library was never initialised (unit

@@ -228,6 +228,17 @@ fn panics_in_apply_listener_and_disposer_are_contained() {
     host.wait_stdout("consumer says: Hello, world!", WAIT);
     host.wait_stdout("second listener got ping", WAIT);
     host.wait_stderr("panicked: apply exploded on purpose", WAIT);
+    // The panic hook (the host's, which a plugin sharing its standard library shares) logs
+    // where the plugin panicked and why, on one line of the log (the standard hook's report
+    // would put the message on a line of its own).
+    let logged = host.wait_stderr("panicked at tests/probes/lifecycle-probe/src/", WAIT);
+    assert!(
+        (logged.starts_with("error:") || logged.contains(" ERROR "))
+            && logged.ends_with(": apply exploded on purpose")
+            // The host's hook: a plugin sharing its standard library installs none of its own.
+            && !logged.contains("plugin panicked"),
+        "{logged}"
+    );
     host.wait_stderr(
         "listener failed: panicked: listener exploded on purpose",
         WAIT,
