@@ -293,6 +293,12 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: MEMORY,
+        ours: "headless_rss_shared_libraries",
+        peer: None,
+        what: "pages of the libraries the host and the plugin libraries share: the standard library and `plugin-api` (MiB)",
+    },
+    Figure {
+        section: MEMORY,
         ours: "headless_rss_plugin_libraries",
         peer: None,
         what: "pages of the plugin libraries (MiB)",
@@ -319,7 +325,7 @@ pub(super) const FIGURES: &[Figure] = &[
         section: MEMORY,
         ours: "headless_rss_per_plugin_library",
         peer: None,
-        what: "pages per plugin library (KiB; each carries its own copy of the standard library, serde and abi_stable)",
+        what: "pages per plugin library (KiB; the standard library and plugin-api are shared, the serde code generated for its own types is its own)",
     },
     Figure {
         section: WEB,

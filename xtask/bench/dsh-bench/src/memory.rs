@@ -23,6 +23,9 @@ struct Reading {
     /// Pages of mapped files this process wrote (relocations): copies of its own.
     file_written: f64,
     host_binary: f64,
+    /// What the host and the plugin libraries share: the standard library (`libstd-*.so`) and
+    /// `plugin-api` (`libdsh_plugin_api.so`).
+    shared_libraries: f64,
     plugin_libraries: f64,
     /// The plugin libraries' code: resident, and mapped in all.
     plugin_code: f64,
@@ -51,6 +54,7 @@ impl Reading {
                     let file = Path::new(file);
                     file.parent() == Some(plugin_dir)
                         && file.extension().is_some_and(|ext| ext == "so")
+                        && !is_shared_library(file)
                 });
                 continue;
             };
@@ -77,6 +81,8 @@ impl Reading {
                     let file = Path::new(file);
                     if file == host {
                         reading.host_binary += kib;
+                    } else if is_shared_library(file) {
+                        reading.shared_libraries += kib;
                     } else if plugin {
                         reading.plugin_libraries += kib;
                         plugins.insert(file.to_path_buf());
@@ -88,6 +94,16 @@ impl Reading {
         reading.plugin_count = plugins.len();
         Ok(reading)
     }
+}
+
+/// A library the host and the plugin libraries share, beside them: the standard library and
+/// `plugin-api`.
+fn is_shared_library(file: &Path) -> bool {
+    file.file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| {
+            (name.starts_with("libstd-") && name.ends_with(".so")) || name == "libdsh_plugin_api.so"
+        })
 }
 
 pub(crate) fn run() -> anyhow::Result<()> {
@@ -124,6 +140,11 @@ pub(crate) fn run() -> anyhow::Result<()> {
     );
     report("headless_rss_anonymous", mib(|r| r.anonymous), "MiB");
     report("headless_rss_host_binary", mib(|r| r.host_binary), "MiB");
+    report(
+        "headless_rss_shared_libraries",
+        mib(|r| r.shared_libraries),
+        "MiB",
+    );
     report(
         "headless_rss_plugin_libraries",
         mib(|r| r.plugin_libraries),
