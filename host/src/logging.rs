@@ -101,12 +101,7 @@ fn install_panic_hook() {
     let standard = std::panic::take_hook();
     let backtrace = std::env::var_os("RUST_BACKTRACE").is_some_and(|value| value != "0");
     std::panic::set_hook(Box::new(move |info| {
-        let location = info
-            .location()
-            .map(|at| format!(" at {}:{}", at.file(), at.line()))
-            .unwrap_or_default();
-        let message = dsh_plugin_api::panic_message(info.payload());
-        tracing::error!("panicked{location}: {message}");
+        tracing::error!("{}", dsh_plugin_api::panic_report(info));
         if backtrace {
             standard(info);
         }

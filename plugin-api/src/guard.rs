@@ -55,6 +55,17 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// What a panic hook logs: where it happened and why, on one line (`panicked at FILE:LINE:
+/// MESSAGE`). The host's hook and the one a plugin with a standard library of its own installs
+/// both log this.
+pub fn panic_report(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let location = info
+        .location()
+        .map(|at| format!(" at {}:{}", at.file(), at.line()))
+        .unwrap_or_default();
+    format!("panicked{location}: {}", panic_message(info.payload()))
+}
+
 /// Runs `body`, turning a panic into a `Panic` error.
 pub fn contain<T>(body: impl FnOnce() -> Result<T, PluginError>) -> Result<T, PluginError> {
     match catch_unwind(AssertUnwindSafe(body)) {

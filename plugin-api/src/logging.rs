@@ -35,16 +35,8 @@ pub(crate) fn init(sink: LogSinkBox) {
         reason = "this is the SDK's own hook, installed once per library copy"
     )]
     std::panic::set_hook(Box::new(|info| {
-        let location = info
-            .location()
-            .map(|at| format!(" at {}:{}", at.file(), at.line()))
-            .unwrap_or_default();
-        let message = crate::guard::panic_message(info.payload());
-        forward(
-            LogLevel::Error,
-            "panic",
-            &format!("plugin panicked{location}: {message}"),
-        );
+        let report = crate::guard::panic_report(info);
+        forward(LogLevel::Error, "panic", &format!("plugin {report}"));
     }));
 }
 

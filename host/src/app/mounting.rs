@@ -6,7 +6,7 @@
 //! appears activates the rows that were waiting for it.
 
 use dsh_plugin_api::lock;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -78,18 +78,15 @@ impl App {
     pub async fn mount_tree(&self, rows: Vec<ResolvedRow>) {
         let _mounting = self.runtime.mounting();
         let root = Scope::root();
-        // Each library asked once: a tree names few libraries in many rows.
-        let mut distinct: Vec<&str> = Vec::new();
-        for row in &rows {
-            each_plugin(row, &mut |name| {
-                if !distinct.contains(&name) {
-                    distinct.push(name);
-                }
-            });
-        }
+        let names = plugin_names_by_row(&rows);
+        // Each library asked once (finding one looks at the plugin folders): a tree names
+        // few libraries in many rows.
+        let all_loaded = {
+            let distinct: HashSet<&str> = names.iter().flatten().map(String::as_str).collect();
+            distinct.iter().all(|name| self.libraries.is_loaded(name))
+        };
         // Nothing to load (a tree mounted again in this process): no thread, no waits.
-        let mut loading = (!distinct.iter().all(|name| self.libraries.is_loaded(name)))
-            .then(|| self.preload(plugin_names_by_row(&rows)));
+        let mut loading = (!all_loaded).then(|| self.preload(names));
         for row in &rows {
             let Some(loaded) = &mut loading else {
                 self.mount_row(row, None, &root);
