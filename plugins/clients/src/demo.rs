@@ -5,22 +5,12 @@
 
 use dsh_agents_seam::AgentsExt;
 use dsh_client_protocol::Created;
-use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_protocol::{AgentOptions, ContentBlock, Message, MessageSource};
 
 use crate::api::{Api, Failure};
 
 const DEMO_LOG: &str = include_str!("../../../demo/session.jsonl");
 const DEMO_TASK: &str = "What is 6 times 7? Check it with the shell.";
-const REPLAY_START: std::time::Duration = std::time::Duration::from_secs(5);
-
-#[derive(dsh_plugin_api::Serialize)]
-#[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
-struct ReplayConfig {
-    log: String,
-    provider: &'static str,
-    repeat: bool,
-}
 
 impl Api {
     pub(crate) async fn demo(&self) -> Result<Created, Failure> {
@@ -75,26 +65,14 @@ impl Api {
         if *mounted {
             return Ok(());
         }
-        let config = ReplayConfig {
-            log: log.display().to_string(),
-            provider: "replay",
+        let options = dsh_llm_seam::ReplayOptions {
+            provider: Some("replay"),
             repeat: true,
         };
-        let fiber = self
-            .ctx
-            .mount("llm-replay", &config)
+        dsh_llm_seam::mount_replay_with(&self.ctx, log, options)
+            .await
             .map_err(|error| Failure::internal(format!("the demo's replay: {error}")))?;
-        match first_of(self.ctx.settled(fiber), self.ctx.sleep(REPLAY_START)).await {
-            Either::Left(Ok(())) => {
-                *mounted = true;
-                Ok(())
-            }
-            Either::Left(Err(error)) => {
-                Err(Failure::internal(format!("the demo's replay: {error}")))
-            }
-            Either::Right(()) => Err(Failure::internal(
-                "the demo's replay did not start within 5 s",
-            )),
-        }
+        *mounted = true;
+        Ok(())
     }
 }

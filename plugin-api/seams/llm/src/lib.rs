@@ -24,7 +24,7 @@
 
 mod replay;
 
-pub use replay::{REPLAY_PLUGIN, ReplayError, mount_replay};
+pub use replay::{REPLAY_PLUGIN, ReplayError, ReplayOptions, mount_replay, mount_replay_with};
 
 use abi_stable::std_types::RArc;
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec};

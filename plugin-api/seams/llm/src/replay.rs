@@ -26,15 +26,37 @@ pub enum ReplayError {
     Slow,
 }
 
+/// How a replay answers besides its log (the runners' `--replay` takes the defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayOptions<'a> {
+    /// Answer only requests naming this provider, passing the others on (a replay beside real
+    /// sessions, as the web's offline demo); `None` answers every request.
+    pub provider: Option<&'a str>,
+    /// Start the log over once it is played out (a demo run again and again).
+    pub repeat: bool,
+}
+
 #[derive(dsh_plugin_api::Serialize)]
 #[serde(crate = "dsh_plugin_api::serde", rename_all = "camelCase")]
-struct ReplayConfig {
+struct ReplayConfig<'a> {
     log: PathBuf,
     child_files: Vec<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<&'a str>,
+    repeat: bool,
 }
 
 /// Mounts `llm-replay` on `log` (its child logs beside it) and waits until it listens.
 pub async fn mount_replay(ctx: &Context, log: &Path) -> Result<(), ReplayError> {
+    mount_replay_with(ctx, log, ReplayOptions::default()).await
+}
+
+/// [`mount_replay`] with `options`.
+pub async fn mount_replay_with(
+    ctx: &Context,
+    log: &Path,
+    options: ReplayOptions<'_>,
+) -> Result<(), ReplayError> {
     if !log.is_file() {
         return Err(ReplayError::Missing(log.display().to_string()));
     }
@@ -49,7 +71,15 @@ pub async fn mount_replay(ctx: &Context, log: &Path) -> Result<(), ReplayError> 
         .take_while(|child| child.is_file())
         .collect();
     let fiber = ctx
-        .mount(REPLAY_PLUGIN, &ReplayConfig { log, child_files })
+        .mount(
+            REPLAY_PLUGIN,
+            &ReplayConfig {
+                log,
+                child_files,
+                provider: options.provider,
+                repeat: options.repeat,
+            },
+        )
         .map_err(ReplayError::Mount)?;
     match first_of(ctx.settled(fiber), ctx.sleep(REPLAY_START)).await {
         Either::Left(Ok(())) => Ok(()),
