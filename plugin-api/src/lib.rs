@@ -34,7 +34,7 @@ pub use abi::{
 };
 pub use context::{Channel, Context, Descriptor, Service, typed_channel};
 pub use events::{BailEvent, EmitEvent, ParallelEvent, SerialEvent, WaterfallEvent};
-pub use guard::{catching, contain, contained, panic_message};
+pub use guard::{catching, contain, contained, panic_message, panic_report};
 pub use json::{DecodeError, Json};
 pub use plugin::{NoConfig, Plugin, ROOT_MODULE_SYMBOL, declare, parse_config};
 pub use seam_error::{SeamError, SeamErrorKind};
