@@ -248,7 +248,16 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 }
                 let connection = shared.clone();
                 let worker = std::thread::spawn(move || {
+                    let closer = stream.try_clone();
                     let _ = serve(stream, &connection);
+                    // The handle kept for the server's stop would hold the socket open after
+                    // its worker gave up on it (the socket timeout, between two requests a
+                    // long tool call apart): a real server closes a connection it stops
+                    // reading, so the client sends its next request on a new one instead of
+                    // waiting for an answer from nobody.
+                    if let Ok(closer) = closer {
+                        let _ = closer.shutdown(std::net::Shutdown::Both);
+                    }
                 });
                 shared.workers.lock().unwrap().push(worker);
             }
