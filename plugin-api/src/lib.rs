@@ -15,6 +15,19 @@
 /// The fiber id [`Context::tree_settled`] waits on: the whole tree rather than one fiber.
 pub const WHOLE_TREE: u64 = u64::MAX;
 
+/// The crates the `workspace-shared` feature carries, linked into the shared library so that
+/// the workspace's host and plugins use one copy (see the manifest); named here because a
+/// dependency no code names is not linked at all.
+#[cfg(feature = "workspace-shared")]
+mod workspace_shared {
+    extern crate globset as _;
+    extern crate ignore as _;
+    extern crate regex_automata as _;
+    extern crate serde_norway as _;
+    extern crate sha2 as _;
+    extern crate tokio as _;
+}
+
 pub mod abi;
 pub mod cancel;
 mod context;

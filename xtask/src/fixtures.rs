@@ -217,9 +217,11 @@ fn standalone_manifest(
         } else if trimmed == "[lints]"
             || trimmed == "workspace = true"
             || trimmed.starts_with("crate-type = [\"dylib\"")
+            || trimmed == "default = [\"workspace-shared\"]"
         {
             // A copy is not shared as a `dylib`: that output's file name has no hash, and the
-            // copies of `plugin-api` would replace the real one's in the fixtures' target.
+            // copies of `plugin-api` would replace the real one's in the fixtures' target; so
+            // it carries none of the workspace's shared crates either.
             continue;
         } else {
             out.push_str(line);
