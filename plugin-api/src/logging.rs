@@ -1,13 +1,15 @@
 //! Log forwarding: a plugin library's `tracing` macros and panic messages reach the host's log.
 //!
-//! Each library copy statically links its own `tracing` dispatcher, so the host's subscriber
-//! never sees its events: `init` installs, once per copy, a subscriber that forwards every
-//! event to the host's [`LogSink`]. A library that links its own standard library (the default
-//! for a plugin built outside this workspace) also has its own panic hook, and `init` installs
-//! one that forwards the same way (without capturing a backtrace: each copy would otherwise
-//! build a large symbolization cache). A library that shares the host's standard library
-//! shares its hook too, which the host installs: setting it from a plugin would replace the
-//! host's for every thread.
+//! A plugin library that links `plugin-api` statically (one built outside this workspace, with
+//! cargo's defaults) carries its own `tracing` dispatcher and its own standard library, so
+//! neither the host's subscriber nor its panic hook sees what happens in it: `init` installs,
+//! once per copy, a subscriber that forwards every event to the host's [`LogSink`] and a panic
+//! hook that does the same (without capturing a backtrace: each copy would otherwise build a
+//! large symbolization cache). The workspace's own plugins share `plugin-api`, `tracing` and the
+//! standard library with the host as shared libraries: their events reach the host's subscriber
+//! directly (the global default is already the host's, so setting this one fails and is
+//! ignored), and their panics the host's hook (a hook set from a plugin would replace the
+//! host's for every thread).
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;
