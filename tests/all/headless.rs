@@ -456,7 +456,7 @@ fn resuming_an_unknown_session_names_it_and_exits_1() {
 }
 
 /// The log-only companions of a request: `session/title` (the fallback from the first human
-/// message, once per session, kept across a resume) and `request/context` (the route, logged
+/// message, right after it, once per session, kept across a resume) and `request/context` (the route, logged
 /// after the header and again only when it changes).
 #[test]
 fn a_session_is_titled_once_and_its_route_logged_once() {
@@ -487,6 +487,15 @@ fn a_session_is_titled_once_and_its_route_logged_once() {
         .clone();
     assert_eq!(title["data"]["messageSeqs"], json!([task_seq]));
     let header = types.iter().position(|t| *t == "request/header").unwrap();
+    // Right after the step's opening messages (the task and its context snapshot), before its
+    // request, as the reference logs it: the title is appended while that batch is announced,
+    // never racing the loop's next appends.
+    assert_eq!(types[header - 1], "session/title", "{types:?}");
+    assert_eq!(types[header - 2], "user/message", "{types:?}");
+    assert_eq!(
+        events[header - 1]["seq"].as_u64(),
+        events[header - 2]["seq"].as_u64().map(|seq| seq + 1)
+    );
     assert_eq!(types[header + 1], "request/context", "{types:?}");
     let context = &events[header + 1]["data"];
     assert_eq!(

@@ -11,8 +11,7 @@ use dsh_client::{Client, ClientError, RpcError};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::sdk::{
     CASES, Case, MODEL, PROVIDER, REPLAY_PATCH, RUN, Scrub, as_value, first_difference, hydrate,
-    json_lines, normalize_notifications, ordering_problems, settle_fallback_titles, start,
-    stderr_of,
+    json_lines, normalize_notifications, ordering_problems, start, stderr_of,
 };
 use dsh_tests::sessions::{PLAIN_STORE, stored_logs};
 use dsh_tests::{TestDir, WAIT};
@@ -141,14 +140,7 @@ fn run_case(case: &Case) -> Result<(), String> {
         .chain([case.session_id.to_owned()])
         .collect();
     let scrub = Scrub::new(ids, &cwd);
-    let mut raw: Vec<Value> = run.notifications.iter().map(as_value).collect();
-    let moved_titles = settle_fallback_titles(&mut raw);
-    if moved_titles > 0 {
-        eprintln!(
-            "jsonrpc: {}: {moved_titles} first-words title(s) landed elsewhere in their step and were put back (session-title appends them on the runtime's next turn, racing the loop)",
-            case.name
-        );
-    }
+    let raw: Vec<Value> = run.notifications.iter().map(as_value).collect();
     let mut ours = normalize_notifications(&raw, &scrub);
     let mut expected = json_lines(&folder.join("notifications.expected.jsonl"));
     problems.extend(ordering_problems(&raw));

@@ -2,10 +2,11 @@
 
 use std::collections::HashMap;
 
+use abi_stable::std_types::RVec;
 use dsh_plugin_api::Json;
 use dsh_protocol::{
-    EventData, MessageSource, RequestContextEvent, RequestHeader, RequestHeaderEvent, StreamChunk,
-    TurnStartEvent, UserMessageEvent,
+    EventData, Message, MessageSource, RequestContextEvent, RequestHeader, RequestHeaderEvent,
+    StreamChunk, TurnStartEvent, UserMessageEvent,
 };
 use dsh_sessions_seam::{NewEventRecord, SessionBox, SessionExt};
 
@@ -29,6 +30,25 @@ impl Log<'_> {
         sources: &[u64],
     ) -> Result<u64, LoopError> {
         self.record(NewEventRecord::of(data).citing(sources))
+    }
+
+    /// Appends `messages` as `user/message` events in one batch (nothing when empty).
+    pub(crate) fn append_messages(&self, messages: Vec<Message>) -> Result<(), LoopError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let batch: RVec<NewEventRecord> = messages
+            .into_iter()
+            .map(|message| NewEventRecord::of(&UserMessageEvent(message)))
+            .collect();
+        self.session
+            .append(batch)
+            .into_result()
+            .map(|_| ())
+            .map_err(|error| LoopError::LogRefused {
+                kind: UserMessageEvent::KIND.to_owned(),
+                error,
+            })
     }
 
     /// Appends an `assistant/chunk` whose chunk is the adapter's text, as it is.

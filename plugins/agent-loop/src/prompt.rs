@@ -10,7 +10,7 @@ use dsh_llm_seam::LlmService;
 use dsh_plugin_api::Json;
 use dsh_protocol::{
     HeaderReason, HistoryRef, LlmCallConfig, Message, MessageSource, PromptRequest,
-    RequestContextEvent, RequestHeader, RequestHeaderEvent, ToolSchema, UserMessageEvent,
+    RequestContextEvent, RequestHeader, RequestHeaderEvent, ToolSchema,
 };
 use dsh_sessions_seam::SessionBox;
 use serde::Serialize;
@@ -58,14 +58,19 @@ pub(crate) enum System {
 }
 
 /// The system prompt of this step (the `system_prompt` service's, else the row's), after
-/// appending every context snapshot that changed since it was last logged.
+/// appending the step's `input` messages and every context snapshot that changed since it was
+/// last logged, in one batch: what a step adds before its request is one commit, so what
+/// listeners append on seeing it (a first-words title) lands after all of it, as the
+/// reference's does.
 pub(crate) async fn system_prompt(
     deps: &Deps,
     log: &Log<'_>,
     route: &Route,
     at: (u64, u64),
     memory: &mut Memory,
+    input: Vec<Message>,
 ) -> Result<System, LoopError> {
+    let mut batch: Vec<Message> = input;
     let request = PromptRequest {
         session: log.session.id().into_string(),
         cwd: route.cwd.clone(),
@@ -73,12 +78,20 @@ pub(crate) async fn system_prompt(
         provider: route.provider.clone(),
         model: route.model.clone(),
     };
-    let assembled = match deps.hooks.prompt(request).await? {
-        Prompt::Missing => return Ok(System::Ready(deps.system.clone())),
-        Prompt::Unrenderable(problem) => {
+    let assembled = match deps.hooks.prompt(request).await {
+        Ok(Prompt::Assembled(assembled)) => assembled,
+        Ok(Prompt::Missing) => {
+            log.append_messages(batch)?;
+            return Ok(System::Ready(deps.system.clone()));
+        }
+        Ok(Prompt::Unrenderable(problem)) => {
+            log.append_messages(batch)?;
             return Ok(System::Unrenderable(format!("system prompt: {problem}")));
         }
-        Prompt::Assembled(assembled) => assembled,
+        Err(error) => {
+            log.append_messages(batch)?;
+            return Err(error);
+        }
     };
     let (turn, step) = at;
     // A compaction since the last step may have summarized a snapshot away: log them all again.
@@ -94,6 +107,7 @@ pub(crate) async fn system_prompt(
         memory.snapshots.clear();
     }
     memory.seen = Some(count);
+    let mut logged = Vec::new();
     for context in assembled.contexts {
         if memory.snapshots.get(&context.key) == Some(&context.text) {
             continue;
@@ -114,9 +128,11 @@ pub(crate) async fn system_prompt(
             vec![dsh_protocol::ContentBlock::text(context.text.as_str())],
             source,
         );
-        log.append(&UserMessageEvent(message))?;
-        memory.snapshots.insert(context.key, context.text);
+        batch.push(message);
+        logged.push((context.key, context.text));
     }
+    log.append_messages(batch)?;
+    memory.snapshots.extend(logged);
     Ok(System::Ready(assembled.system))
 }
 

@@ -37,10 +37,7 @@ pub(crate) async fn run(
 ) -> Result<Option<TurnEndReason>, LoopError> {
     let log = Log { session };
     let (turn, step) = at;
-    for message in input {
-        log.append(&UserMessageEvent(message))?;
-    }
-    let system = match prompt::system_prompt(deps, &log, route, at, memory).await? {
+    let system = match prompt::system_prompt(deps, &log, route, at, memory, input).await? {
         System::Ready(system) => system,
         System::Unrenderable(problem) => {
             return Ok(Some(TurnEndReason::error("UNKNOWN", problem)));

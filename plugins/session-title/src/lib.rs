@@ -4,9 +4,8 @@
 //! The fallback: when the first human message (a `user/message` whose source is `user`, with
 //! visible text) of a session without a title is logged, it appends the message's first
 //! `fallbackMaxWords` words within `fallbackMaxBytes` UTF-8 bytes, cleaned of escapes and
-//! controls, with `messageSeqs` naming that message and `source: {"kind":"fallback"}`, on the
-//! next turn of the runtime, after the appends that triggered it (as the reference's
-//! asynchronous fallback lands).
+//! controls, with `messageSeqs` naming that message and `source: {"kind":"fallback"}`, right
+//! after the batch that carried the message (where the reference's fallback lands).
 //!
 //! The model title (row config `llm`, off unless `enabled`): a fresh top-level session's first
 //! human message is also titled once by a model, as the reference's

@@ -3,7 +3,8 @@
 //! of its last request; and the title appends, each checked against the log in the same step
 //! as it is made, so two titles never race each other or a person's rename.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::RVec;
 use dsh_plugin_api::{Context, RArc, lock};
@@ -83,10 +84,12 @@ pub(crate) enum AppendError {
     Refused(#[from] SessionError),
 }
 
-/// The appends of titles, one at a time (the check and the append of each are one step).
+/// The appends of titles, one at a time per session (the check and the append of each are one
+/// step). Per session, because a fallback is appended from inside its session's publication:
+/// a lock shared with other sessions could be held by a thread waiting to publish in this one.
 #[derive(Default)]
 pub(crate) struct Titles {
-    appending: Mutex<()>,
+    appending: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl Titles {
@@ -99,7 +102,8 @@ impl Titles {
         seq: u64,
         title: &str,
     ) -> Result<bool, AppendError> {
-        let _one_at_a_time = lock(&self.appending);
+        let turn = self.turn_of(session);
+        let _one_at_a_time = lock(&turn);
         let live = live(ctx, session).ok_or(AppendError::Closed)?;
         if latest_title(&live).is_some() {
             return Ok(false);
@@ -119,7 +123,8 @@ impl Titles {
         session: &str,
         request: &SessionTitleLlmRequestEvent,
     ) -> Result<(), AppendError> {
-        let _one_at_a_time = lock(&self.appending);
+        let turn = self.turn_of(session);
+        let _one_at_a_time = lock(&turn);
         let live = self.unpinned(ctx, session)?;
         live.log(request)?;
         Ok(())
@@ -136,7 +141,8 @@ impl Titles {
         route: &TitleRoute,
         provider: &str,
     ) -> Result<(), AppendError> {
-        let _one_at_a_time = lock(&self.appending);
+        let turn = self.turn_of(session);
+        let _one_at_a_time = lock(&turn);
         let live = self.unpinned(ctx, session)?;
         live.log(&SessionTitleEvent {
             title,
@@ -147,6 +153,19 @@ impl Titles {
             },
         })?;
         Ok(())
+    }
+
+    /// The lock of `session`'s title appends.
+    fn turn_of(&self, session: &str) -> Arc<Mutex<()>> {
+        lock(&self.appending)
+            .entry(session.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// The session left this process.
+    pub(crate) fn forget(&self, session: &str) {
+        lock(&self.appending).remove(session);
     }
 
     /// The live session, unless its title is a person's.

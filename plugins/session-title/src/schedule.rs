@@ -1,6 +1,6 @@
 //! When titles are made, from the events of every session as they commit. The first human
-//! message of an untitled session gets the fallback at once (on the next turn of the runtime,
-//! after the appends that carried the message). With the model title on, a fresh top-level
+//! message of an untitled session gets the fallback at once, appended while the message is
+//! announced (the session publishes it right after the batch that carried the message). With the model title on, a fresh top-level
 //! session's message also waits for the session's first request: when its `request/header`
 //! is logged (or its turn ends without one), the title request starts beside the turn's own,
 //! on the route that header names unless the row sets one. Nothing here waits on the model:
@@ -65,6 +65,7 @@ impl Titler {
     pub(crate) fn forget(&self, session: &str) {
         lock(&self.titled).remove(session);
         lock(&self.pending).remove(session);
+        self.titles.forget(session);
     }
 
     fn on_title(&self, record: &EventRecord) {
@@ -103,17 +104,16 @@ impl Titler {
             };
             lock(&self.pending).insert(session.clone(), pending);
         }
-        let titler = self.clone();
-        let task_ctx = ctx.clone();
-        spawn(ctx, async move {
-            match titler.titles.fallback(&task_ctx, &session, seq, &fallback) {
-                Ok(_) | Err(AppendError::Closed | AppendError::Renamed) => {}
-                Err(error) => task_ctx.log(
-                    LogLevel::Error,
-                    &format!("session-title: no fallback title in `{session}`: {error}"),
-                ),
-            }
-        });
+        // Appended from inside the message's own announcement: the session publishes it
+        // right after the message's batch, before the commit that carried the message returns,
+        // so it always lands next to it (as the reference's does), never after a step's events.
+        match self.titles.fallback(ctx, &session, seq, &fallback) {
+            Ok(_) | Err(AppendError::Closed | AppendError::Renamed) => {}
+            Err(error) => ctx.log(
+                LogLevel::Error,
+                &format!("session-title: no fallback title in `{session}`: {error}"),
+            ),
+        }
     }
 
     /// A request header or a turn's end: the moment a waiting model title starts.

@@ -13,6 +13,7 @@
 mod ids;
 mod live;
 mod parse;
+mod publish_order;
 mod registry;
 mod snapshot;
 

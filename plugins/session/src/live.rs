@@ -18,6 +18,7 @@ use dsh_sessions_seam::{
 };
 
 use crate::ids::now_ms;
+use crate::publish_order::{Entry, PublishOrder};
 
 /// Channels and services a live session dispatches to.
 pub(crate) struct Wiring {
@@ -44,6 +45,8 @@ pub(crate) struct LiveSession {
     /// The agent preset it runs: the header's, then the last `agent-preset/selected`.
     preset: Mutex<Option<String>>,
     wiring: Arc<Wiring>,
+    /// Publishes commits in sequence order.
+    order: PublishOrder,
 }
 
 /// The preset an `agent-preset/selected` event switches to.
@@ -145,6 +148,7 @@ impl LiveSession {
             records: Mutex::new(records),
             preset: Mutex::new(preset),
             wiring,
+            order: PublishOrder::default(),
         }))
     }
 
@@ -177,8 +181,7 @@ impl LiveSession {
             .enumerate()
             .map(|(index, record)| new_event(index, record))
             .collect::<Result<Vec<_>, _>>()?;
-        let committed = {
-            let mut log = lock(&self.log);
+        self.in_order(|log| {
             // One event commits or fails on its own; a longer batch is tried on a copy so a
             // refused event leaves nothing of the batch behind.
             let mut staged = if events.len() > 1 {
@@ -186,7 +189,7 @@ impl LiveSession {
             } else {
                 None
             };
-            let target = staged.as_mut().unwrap_or(&mut log);
+            let target = staged.as_mut().unwrap_or(&mut *log);
             let mut committed = Vec::with_capacity(events.len());
             for (index, event) in events.into_iter().enumerate() {
                 let appended = target
@@ -197,16 +200,14 @@ impl LiveSession {
             if let Some(staged) = staged {
                 *log = staged;
             }
-            committed
-        };
-        self.publish(&committed)
+            Ok(committed)
+        })
     }
 
     /// Closes an interrupted turn (crash repair) and marks the end of the seed, then publishes
     /// what that appended: the first thing done with a log loaded from the store.
     pub(crate) fn seal_seed(&self) -> Result<(), SessionError> {
-        let added = {
-            let mut log = lock(&self.log);
+        self.in_order(|log| {
             let mut added = log
                 .repair_interrupted()
                 .map_err(|error| rejected(format!("crash repair: {error}")))?;
@@ -216,9 +217,35 @@ impl LiveSession {
             {
                 added.push(marker);
             }
-            added
+            Ok(added)
+        })
+        .map(|_| ())
+    }
+
+    /// Appends what `append` adds to the log and publishes it in sequence order (see
+    /// `publish_order`): on the publishing thread itself (a listener appending), the
+    /// announcement waits for the batch being announced.
+    fn in_order(
+        &self,
+        append: impl FnOnce(&mut SessionLog) -> Result<Vec<Arc<SessionEvent>>, SessionError>,
+    ) -> Result<Vec<RArc<EventRecord>>, SessionError> {
+        let entry = self.order.enter();
+        let added = append(&mut lock(&self.log))?;
+        let records = self.share(&added)?;
+        let Entry::Owner(turn) = entry else {
+            self.order.defer(records.clone());
+            return Ok(records);
         };
-        self.publish(&added).map(|_| ())
+        let mut announced = self.announce(&records);
+        while let Some(deferred) = turn.next_deferred() {
+            // The outer commit answers for what its listeners appended: a store that refused
+            // one of theirs is reported with it rather than lost.
+            let outcome = self.announce(&deferred);
+            if announced.is_ok() {
+                announced = outcome;
+            }
+        }
+        announced.map(|()| records)
     }
 
     /// Announces and stores the records of events already held (a fork's seed).
@@ -227,11 +254,8 @@ impl LiveSession {
         self.announce(&records)
     }
 
-    /// Shares, announces and hands to the store events just added to the log.
-    pub(crate) fn publish(
-        &self,
-        events: &[Arc<SessionEvent>],
-    ) -> Result<Vec<RArc<EventRecord>>, SessionError> {
+    /// Makes the records readers share of events just added to the log (not yet announced).
+    fn share(&self, events: &[Arc<SessionEvent>]) -> Result<Vec<RArc<EventRecord>>, SessionError> {
         let records = events
             .iter()
             .map(|event| record_of(&self.id, event))
@@ -240,7 +264,6 @@ impl LiveSession {
             *lock(&self.preset) = Some(preset);
         }
         lock(&self.records).extend(records.iter().cloned());
-        self.announce(&records)?;
         Ok(records)
     }
 
