@@ -168,8 +168,9 @@ fn stdio_servers_tools_are_listed_and_called_through_the_pipeline() {
     server.assert_no_violations();
 }
 
-/// A reference server the test starts itself: server-everything's Streamable HTTP mode,
-/// bound to loopback on a port the system chose. Killed (by its pid) when dropped.
+/// A reference server the test starts itself: server-everything's Streamable HTTP mode (or
+/// its legacy HTTP+SSE one), bound to loopback on a port the system chose. Killed (by its pid)
+/// when dropped.
 struct HttpServer {
     child: Child,
     url: String,
@@ -182,11 +183,20 @@ impl HttpServer {
 
     /// On `port` (0: one the system chooses).
     fn start_on(found: &Servers, port: u16) -> Self {
+        Self::launch(found, "streamableHttp", port)
+    }
+
+    /// The legacy HTTP+SSE mode: a GET stream at `/sse` that names its POST endpoint.
+    fn start_legacy_sse(found: &Servers) -> Self {
+        Self::launch(found, "sse", 0)
+    }
+
+    fn launch(found: &Servers, mode: &str, port: u16) -> Self {
         let mut child = Command::new("node")
             .arg("--require")
             .arg(&found.loopback)
             .arg(&found.everything)
-            .arg("streamableHttp")
+            .arg(mode)
             .env("PORT", port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -210,9 +220,10 @@ impl HttpServer {
         let port = receiver
             .recv_timeout(WAIT)
             .expect("server-everything did not say its port");
+        let path = if mode == "sse" { "sse" } else { "mcp" };
         Self {
             child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
+            url: format!("http://127.0.0.1:{port}/{path}"),
         }
     }
 }
@@ -257,6 +268,44 @@ fn a_streamable_http_server_is_listed_and_called() {
     assert!(texts[1].contains("temperature"), "{texts:?}");
     assert!(
         out.stderr.contains("mcp `remote`: connected") && out.stderr.contains("(MCP 2025-11-25)"),
+        "{}",
+        out.stderr
+    );
+    server.assert_no_violations();
+}
+
+/// A server that speaks only the legacy HTTP+SSE transport (MCP 2024-11-05: a GET event
+/// stream whose first event names the endpoint messages are POSTed to, every answer coming
+/// back on the stream) is listed and called like any other.
+#[test]
+fn a_legacy_sse_server_is_listed_and_called() {
+    let found = needs_servers!("a_legacy_sse_server_is_listed_and_called");
+    let sse = HttpServer::start_legacy_sse(&found);
+    let dir = TestDir::new("mcp-sse");
+    let config = json!({"mcpServers": {"legacy": {"type": "sse", "url": sse.url}}});
+    dir.write("home/mcp.json", &config.to_string());
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_calls(&[
+            ("c1", "mcp__legacy__echo", r#"{"message": "over sse"}"#),
+            ("c2", "mcp__legacy__get-sum", r#"{"a": 20, "b": 22}"#),
+        ]),
+        Reply::text("done"),
+    ]);
+    let out = against_patched(
+        &server,
+        &dir,
+        &mcp_row(&dir, ""),
+        &["use the legacy server"],
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__legacy__echo"), "{tools}");
+    let texts = server.last_tool_texts();
+    assert!(texts[0].contains("Echo: over sse"), "{texts:?}");
+    assert!(texts[1].contains("42"), "{texts:?}");
+    assert!(
+        out.stderr.contains("mcp `legacy`: connected"),
         "{}",
         out.stderr
     );

@@ -12,12 +12,11 @@
 //! and no key. Stdin closed ends the connection and the host (exit 0); a signal stops the work
 //! first.
 //!
-//! In editor mode a session's own `mcpServers` (stdio and HTTP) run for that session alone
+//! In editor mode a session's own `mcpServers` (stdio, HTTP and SSE) run for that session alone
 //! (`mcp`), and its `additionalDirectories` are writable roots of its calls besides its
 //! working directory (the sandbox's `sandbox_roots`). Images in prompts are taken when an
 //! attachment store is mounted and the model takes them (`images`). Not built: audio in
-//! prompts and SSE MCP servers (refused with -32602), and the client's `fs/*` and
-//! `terminal/*` methods (the agent's own tools are used).
+//! prompts, and the client's `fs/*` and `terminal/*` methods (the agent's own tools are used).
 
 mod args;
 mod editor;

@@ -1,6 +1,7 @@
 //! A session's own MCP servers (`mcpServers` of `session/new`, `session/load` and
 //! `session/resume`, editor mode): read into the `mcp` plugin's shapes, refused with -32602
-//! naming the server when one cannot be (an `sse` server, a stdio one without `command`),
+//! naming the server when one cannot be (a stdio one without `command`, an http or sse one
+//! without `url`, an unknown type),
 //! and mounted through the `mcp_scopes` service in a tool scope of their own, which the
 //! session's agent has in its scope chain, so only that session is offered their tools. The
 //! `mcp` row stops them when the agent is disposed. A server that does not start leaves the
@@ -66,9 +67,15 @@ fn one(at: usize, server: &McpServer) -> Result<ScopedServer, RpcError> {
                 .ok_or_else(|| named("an http server needs a `url`"))?,
             headers: pairs(&server.headers),
         }),
-        Some("sse") => Err(named(
-            "the SSE transport is not supported (mcpCapabilities.sse is false): give the server's Streamable HTTP endpoint as type `http`",
-        )),
+        Some("sse") => Ok(ScopedServer::Sse {
+            name: server.name.clone(),
+            url: server
+                .url
+                .clone()
+                .filter(|url| !url.is_empty())
+                .ok_or_else(|| named("an sse server needs a `url`"))?,
+            headers: pairs(&server.headers),
+        }),
         Some(other) => Err(named(&format!(
             "unknown type `{other}` (expected http, sse, or none for stdio)"
         ))),

@@ -240,7 +240,7 @@ impl Server {
                 },
                 mcp_capabilities: editor.then_some(McpCapabilities {
                     http: true,
-                    sse: false,
+                    sse: true,
                 }),
                 session_capabilities: editor.then_some(SessionCapabilities {
                     list: Served {},

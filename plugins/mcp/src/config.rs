@@ -53,9 +53,11 @@ pub(crate) enum Transport {
         /// Empty: the sandbox's default mode.
         sandbox: String,
     },
+    /// Streamable HTTP, or with `sse` the legacy HTTP+SSE transport (MCP 2024-11-05).
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        sse: bool,
     },
 }
 
@@ -278,15 +280,11 @@ impl Loaded {
 enum EntryError {
     #[error("a server name must be letters, digits, `_`, `-` or `.`")]
     Name,
-    #[error(
-        "the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint (`type: http`)"
-    )]
-    Sse,
     #[error("`url` must be an http:// or https:// URL, not `{0}`")]
     Url(String),
     #[error("give either `command` or `url`, not both")]
     Both,
-    #[error("unknown `type` `{0}` (expected stdio or http)")]
+    #[error("unknown `type` `{0}` (expected stdio, http or sse)")]
     Kind(String),
     #[error("a stdio server needs a `command`")]
     NoCommand,
@@ -312,7 +310,6 @@ fn spec(
     }
     let kind = entry.kind.as_deref().map(str::to_ascii_lowercase);
     let transport = match (kind.as_deref(), entry.command, entry.url) {
-        (Some("sse"), _, _) => return Err(EntryError::Sse),
         (Some("stdio") | None, Some(command), None) if !command.trim().is_empty() => {
             Transport::Stdio {
                 command,
@@ -325,20 +322,21 @@ fn spec(
                 },
             }
         }
-        (Some("http" | "streamable-http" | "streamablehttp") | None, None, Some(url)) => {
+        (Some("http" | "streamable-http" | "streamablehttp" | "sse") | None, None, Some(url)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(EntryError::Url(url));
             }
             Transport::Http {
                 url,
                 headers: entry.headers.into_iter().collect(),
+                sse: kind.as_deref() == Some("sse"),
             }
         }
         (_, Some(_), Some(_)) => return Err(EntryError::Both),
         (Some(other), _, _)
             if !matches!(
                 other,
-                "stdio" | "http" | "streamable-http" | "streamablehttp"
+                "stdio" | "http" | "streamable-http" | "streamablehttp" | "sse"
             ) =>
         {
             return Err(EntryError::Kind(other.to_owned()));
@@ -382,21 +380,35 @@ mod tests {
                 "fs": {"command": "node", "args": ["x.js"], "env": {"A": "1"}, "alwaysAllow": []},
                 "web": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"X": "y"}},
                 "broken": {"args": ["no command"]},
-                "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"}
+                "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+                "odd": {"type": "websocket", "url": "ws://127.0.0.1:1/"}
             }}"#,
         );
         assert_eq!(
             loaded.servers.keys().collect::<Vec<_>>(),
-            ["fs", "web"],
+            ["fs", "legacy", "web"],
             "{loaded:?}"
         );
+        assert!(matches!(
+            loaded.servers["legacy"].transport,
+            Transport::Http { sse: true, .. }
+        ));
+        assert!(matches!(
+            loaded.servers["web"].transport,
+            Transport::Http { sse: false, .. }
+        ));
         assert_eq!(loaded.errors.len(), 2, "{loaded:?}");
         let text = loaded.errors[0].to_string();
         assert!(
             text.contains("server `broken`") && text.contains(".json"),
             "{text}"
         );
-        assert!(loaded.errors[1].to_string().contains("legacy HTTP+SSE"));
+        assert!(
+            loaded.errors[1]
+                .to_string()
+                .contains("unknown `type` `websocket`"),
+            "{loaded:?}"
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! the `tools` service as `mcp__<server>__<tool>`, so they go through the guarded pipeline like
 //! any tool (rules, approval, hooks). Stdio servers are processes started through the
 //! sandbox's piped launcher, confined by its default mode unless the user's own entry chooses
-//! one; Streamable HTTP servers are reached through the host's `http` service. Protocol
+//! one; Streamable HTTP servers, and those that speak only the legacy HTTP+SSE transport
+//! (`type: sse`), are reached through the host's `http` service. Protocol
 //! revision 2025-11-25, down to 2024-11-05 when a server speaks an older one.
 //!
 //! A server that dies is restarted with a growing delay, its tools answering why meanwhile;
@@ -24,6 +25,7 @@ mod error;
 pub mod fuzzing;
 mod http;
 mod images;
+mod legacy_sse;
 mod manager;
 mod protocol;
 mod reload;

@@ -72,6 +72,10 @@ impl From<MountError> for SeamError {
 
 /// An entry of the `mcpServers` shape for `server`.
 fn entry(server: ScopedServer) -> (String, ServerEntry) {
+    let kind = match &server {
+        ScopedServer::Sse { .. } => "sse",
+        _ => "http",
+    };
     match server {
         ScopedServer::Stdio {
             name,
@@ -88,10 +92,10 @@ fn entry(server: ScopedServer) -> (String, ServerEntry) {
                 ..ServerEntry::default()
             },
         ),
-        ScopedServer::Http { name, url, headers } => (
+        ScopedServer::Http { name, url, headers } | ScopedServer::Sse { name, url, headers } => (
             name,
             ServerEntry {
-                kind: Some("http".to_owned()),
+                kind: Some(kind.to_owned()),
                 url: Some(url),
                 headers: headers.into_iter().collect(),
                 ..ServerEntry::default()

@@ -23,7 +23,7 @@ use crate::protocol::{PromptInfo, ResourceInfo, Root, ToolInfo};
 use crate::rpc::{self, Answers, Changed, Connection};
 use crate::tool::{McpTool, tool_names};
 use crate::transport::{Inbox, Transport};
-use crate::{http, stdio};
+use crate::{http, legacy_sse, stdio};
 
 /// A connection that lasted this long resets the restart delay.
 const STABLE: Duration = Duration::from_secs(60);
@@ -296,13 +296,17 @@ fn open(
             );
             Box::new(stdio)
         }
-        Reach::Http { url, headers } => {
+        Reach::Http { url, headers, sse } => {
             let client = ctx
                 .get::<HttpService>(HTTP_SERVICE)
                 .ok()
                 .flatten()
                 .ok_or(ConnectError::NoHttp)?;
-            Box::new(http::start(ctx, client, url, headers, inbox))
+            if *sse {
+                Box::new(legacy_sse::start(ctx, client, url, headers, inbox))
+            } else {
+                Box::new(http::start(ctx, client, url, headers, inbox))
+            }
         }
     })
 }

@@ -1,17 +1,28 @@
-//! Server-sent events, read incrementally: bytes in, the data of each complete event out.
-//! Only `data:` lines matter to MCP (an event's lines joined with newlines); `id:`, `event:`,
-//! `retry:` and comments are read past. An event is capped at [`MAX_EVENT`] bytes (as the stdio
+//! Server-sent events, read incrementally: bytes in, each complete event out. What matters to
+//! MCP is an event's `data:` lines (joined with newlines) and, for the legacy HTTP+SSE
+//! transport, its `event:` name (`endpoint` or `message`); `id:`, `retry:` and comments are
+//! read past. An event is capped at [`MAX_EVENT`] bytes (as the stdio
 //! reader caps a line): the rest of a longer one is dropped, so it fails to read as JSON and is
 //! reported, and a server that never ends an event cannot grow the host's memory without bound.
 
 /// The most bytes of one event kept (its lines and its data together).
 pub(crate) const MAX_EVENT: usize = 64 * 1024 * 1024;
 
+/// One complete event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Event {
+    /// Its `event:` name (`None`: the default, `message`).
+    pub(crate) name: Option<String>,
+    pub(crate) data: String,
+}
+
 /// The part of a stream read so far.
 #[derive(Debug)]
 pub(crate) struct Events {
     line: Vec<u8>,
     data: Vec<String>,
+    /// The current event's `event:` name, if it gave one.
+    name: Option<String>,
     /// Bytes of the current event kept so far (its data and the line being read).
     kept: usize,
     /// The line being read has bytes (kept or not): a cut line is no blank line.
@@ -33,6 +44,7 @@ impl Events {
         Self {
             line: Vec::new(),
             data: Vec::new(),
+            name: None,
             kept: 0,
             in_line: false,
             max,
@@ -42,6 +54,14 @@ impl Events {
 
     /// Feeds `bytes`; answers the data of every event they complete.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.push_named(bytes)
+            .into_iter()
+            .map(|event| event.data)
+            .collect()
+    }
+
+    /// Feeds `bytes`; answers every event they complete, with its name.
+    pub(crate) fn push_named(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut complete = Vec::new();
         for &byte in bytes {
             match byte {
@@ -63,21 +83,30 @@ impl Events {
         complete
     }
 
-    fn end_line(&mut self, complete: &mut Vec<String>) {
+    fn end_line(&mut self, complete: &mut Vec<Event>) {
         let line = String::from_utf8_lossy(&self.line).into_owned();
         self.line.clear();
         let blank = !std::mem::take(&mut self.in_line);
         if blank {
+            let name = self.name.take();
             if !self.data.is_empty() {
-                complete.push(self.data.join("\n"));
+                complete.push(Event {
+                    name,
+                    data: self.data.join("\n"),
+                });
                 self.data.clear();
             }
             self.kept = 0;
             return;
         }
-        if let Some(value) = line.strip_prefix("data:") {
-            self.data
-                .push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+        let field = |prefix: &str| {
+            line.strip_prefix(prefix)
+                .map(|value| value.strip_prefix(' ').unwrap_or(value).to_owned())
+        };
+        if let Some(value) = field("data:") {
+            self.data.push(value);
+        } else if let Some(name) = field("event:") {
+            self.name = Some(name);
         }
     }
 }
@@ -97,6 +126,24 @@ mod tests {
         let out = events.push(b":1}\r\n\r\n: comment\n\ndata: x\ndata: y\n\n");
         assert_eq!(out, ["{\"a\":1}", "x\ny"]);
         assert!(events.push(b"id: 2\n\n").is_empty());
+    }
+
+    #[test]
+    fn an_events_name_comes_with_it_and_does_not_outlive_it() {
+        let mut events = Events::default();
+        let out = events.push_named(b"event: endpoint\ndata: /message?sessionId=1\n\ndata: {}\n\n");
+        assert_eq!(out[0].name.as_deref(), Some("endpoint"));
+        assert_eq!(out[0].data, "/message?sessionId=1");
+        assert_eq!(out[1].name, None);
+        // A named event without data is no event, and its name goes with it.
+        let out = events.push_named(b"event: ping\n\ndata: x\n\n");
+        assert_eq!(
+            out,
+            [super::Event {
+                name: None,
+                data: "x".into()
+            }]
+        );
     }
 
     #[test]

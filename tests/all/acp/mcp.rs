@@ -79,12 +79,18 @@ fn a_clients_mcp_server_serves_its_session_only() {
         init["result"]["agentCapabilities"]["mcpCapabilities"]["http"], true,
         "{init}"
     );
+    assert_eq!(
+        init["result"]["agentCapabilities"]["mcpCapabilities"]["sse"], true,
+        "{init}"
+    );
     let missing = dir.join("no-such-server").display().to_string();
     let opened = agent.call(
         "session/new",
         json!({"cwd": work, "mcpServers": [
             calc("calc"),
             {"name": "broken", "command": missing, "args": [], "env": []},
+            // A legacy HTTP+SSE server nobody listens for (the discard port of loopback).
+            {"type": "sse", "name": "legacy", "url": "http://127.0.0.1:9/sse", "headers": []},
         ]}),
     );
     let with = opened["result"]["sessionId"]
@@ -101,6 +107,11 @@ fn a_clients_mcp_server_serves_its_session_only() {
         .unwrap_or_default();
     assert!(
         note.contains("MCP server `broken` did not start") && !note.contains("`calc`"),
+        "{note}"
+    );
+    assert!(
+        note.contains("MCP server `legacy` did not start")
+            && note.contains("GET http://127.0.0.1:9/sse"),
         "{note}"
     );
     let other = agent.call("session/new", json!({"cwd": work, "mcpServers": []}));
@@ -157,8 +168,12 @@ fn an_mcp_server_that_cannot_be_run_is_refused_by_name() {
     );
     for (entry, says) in [
         (
-            json!({"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}),
-            "mcpServers[0] (`old`): the SSE transport is not supported",
+            json!({"type": "sse", "name": "old", "headers": []}),
+            "mcpServers[0] (`old`): an sse server needs a `url`",
+        ),
+        (
+            json!({"type": "websocket", "name": "odd", "url": "ws://127.0.0.1:9/", "headers": []}),
+            "mcpServers[0] (`odd`): unknown type `websocket`",
         ),
         (
             json!({"name": "bare", "args": [], "env": []}),

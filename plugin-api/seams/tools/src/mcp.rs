@@ -12,7 +12,8 @@ use dsh_plugin_api::{Json, SeamError};
 /// Service key of the per-session MCP servers (provided by the `mcp` row).
 pub const MCP_SCOPES_SERVICE: &str = "mcp_scopes";
 
-/// One server a client asks for: a process over stdio, or a Streamable HTTP endpoint.
+/// One server a client asks for: a process over stdio, a Streamable HTTP endpoint, or the
+/// event stream of a legacy HTTP+SSE one (MCP 2024-11-05).
 #[derive(Debug, Clone, PartialEq, Eq, dsh_plugin_api::Serialize, dsh_plugin_api::Deserialize)]
 #[serde(
     crate = "dsh_plugin_api::serde",
@@ -38,12 +39,19 @@ pub enum ScopedServer {
         #[serde(default)]
         headers: Vec<(String, String)>,
     },
+    #[serde(rename = "sse")]
+    Sse {
+        name: String,
+        url: String,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+    },
 }
 
 impl ScopedServer {
     pub fn name(&self) -> &str {
         match self {
-            Self::Stdio { name, .. } | Self::Http { name, .. } => name,
+            Self::Stdio { name, .. } | Self::Http { name, .. } | Self::Sse { name, .. } => name,
         }
     }
 }
