@@ -83,6 +83,10 @@ impl Drop for OwnerGuard<'_> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a unit test's own thread, in the test binary, not a loaded library"
+)]
 mod tests {
     use super::*;
     use std::sync::Arc;
