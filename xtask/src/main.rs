@@ -1,7 +1,7 @@
 //! `cargo xtask`: the project's tasks. It owns how the workspace is built and tested (one
 //! workspace build, then the fixture crates that must live outside the workspace, then the
-//! tests), the source counts (`lint`), the plugin template (`new-plugin`) and the benchmark
-//! runner (`bench`).
+//! tests), the source counts (`lint`), the plugin template (`new-plugin`), the benchmark
+//! runner (`bench`) and the start's function order (`link-order`).
 
 mod apt;
 mod bench;
@@ -9,6 +9,7 @@ mod browser;
 mod clients;
 mod fixtures;
 mod fuzz;
+mod link_order;
 mod lint;
 mod mcp;
 mod plugin_template;
@@ -38,6 +39,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   test [CARGO TEST ARGS..] lint, build everything once, then run every test
   bench [runtime]          measure ours against the peer and write BENCHMARKS.md
   fuzz TARGET|all SECONDS  run fuzz targets (optimized; --debug for the debug build)
+  link-order               profile a start under callgrind; write xtask/link/start-order.txt
   new-plugin NAME [--dir DIR]  create a plugin crate that builds and loads";
 
 fn run(args: Vec<String>) -> Result<()> {
@@ -58,6 +60,7 @@ fn run(args: Vec<String>) -> Result<()> {
         "test" => test(&root, rest),
         "bench" => bench::run(&root, rest),
         "fuzz" => fuzz::run(&root, rest),
+        "link-order" => link_order::run(&root),
         "new-plugin" => {
             let Some(name) = rest.first() else {
                 bail!("new-plugin needs a NAME\n{USAGE}")

@@ -1,0 +1,57 @@
+//! `cargo xtask link-order`: writes `xtask/link/start-order.txt`, the order in which the linker
+//! lays out the functions a start and a turn execute (see `xtask/link/cc`). It builds the
+//! release binaries, installs valgrind where it is missing, and runs
+//! `xtask/link/profile_start.py` against the agents bench's fake model. Run it again after large
+//! changes: a stale list never breaks a build, it only packs less. Cargo does not know the file,
+//! so a new list takes effect in a build that links again: this command cleans and rebuilds the
+//! release build (the names are the release build's; a debug build's differ and are ignored).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::{apt, process::cargo, timed};
+
+pub(crate) fn run(root: &Path) -> Result<()> {
+    let server = root.join("../shared/peers/agents-bench/fake_server.py");
+    if !server.is_file() {
+        bail!(
+            "the fake model the profile runs against (`../shared/peers/agents-bench/fake_server.py`) is not beside the project"
+        );
+    }
+    apt::ensure("/usr/bin/valgrind", "valgrind").map_err(anyhow::Error::msg)?;
+    timed("build release", || {
+        cargo(
+            root,
+            &["build", "--release", "--workspace", "--bins", "--lib"],
+        )
+    })?;
+    let out = root.join("xtask/link/start-order.txt");
+    timed("profile a start under callgrind", || {
+        let status = Command::new("python3")
+            .arg(root.join("xtask/link/profile_start.py"))
+            .arg("--bin")
+            .arg(root.join("target/release"))
+            .arg("--server")
+            .arg(&server)
+            .arg("--out")
+            .arg(&out)
+            .current_dir(root)
+            .status()
+            .context("cannot run python3")?;
+        if !status.success() {
+            bail!("profile_start.py failed ({status})");
+        }
+        Ok(())
+    })?;
+    timed("link the release build again with it", || {
+        cargo(root, &["clean", "--release"])?;
+        cargo(
+            root,
+            &["build", "--release", "--workspace", "--bins", "--lib"],
+        )
+    })?;
+    println!("xtask: `cargo xtask bench` measures the new layout");
+    Ok(())
+}
