@@ -29,7 +29,7 @@ const HEAD_TIMEOUT_MS: u64 = 30_000;
 const FAILURES_BEFORE_CLOSE: u32 = 3;
 
 /// The POST endpoint as the stream named it: not yet, the URL, or why there is none.
-type Endpoint = Option<Result<String, String>>;
+type Endpoint = Option<Result<String, TransportError>>;
 
 pub(crate) struct LegacySse {
     shared: Arc<Shared>,
@@ -95,9 +95,10 @@ fn origin(url: &str) -> Option<&str> {
 
 /// The POST URL the stream at `base` named as `endpoint`: absolute, or resolved against
 /// `base` (a path from the root, or relative to its directory); another origin is refused.
-fn resolve(base: &str, endpoint: &str) -> Result<String, String> {
+fn resolve(base: &str, endpoint: &str) -> Result<String, TransportError> {
     let endpoint = endpoint.trim();
-    let base_origin = origin(base).ok_or_else(|| format!("`{base}` is no http(s) URL"))?;
+    let base_origin =
+        origin(base).ok_or_else(|| TransportError(format!("`{base}` is no http(s) URL")))?;
     let resolved = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
         endpoint.to_owned()
     } else if endpoint.starts_with("//") {
@@ -116,10 +117,10 @@ fn resolve(base: &str, endpoint: &str) -> Result<String, String> {
     };
     match origin(&resolved) {
         Some(named) if named.eq_ignore_ascii_case(base_origin) => Ok(resolved),
-        _ => Err(format!(
+        _ => Err(TransportError(format!(
             "the server named an endpoint on another origin (`{endpoint}`), where the entry's \
              headers would follow; refused"
-        )),
+        ))),
     }
 }
 
@@ -150,7 +151,7 @@ impl Shared {
             if endpoint.is_some() {
                 return false;
             }
-            *endpoint = Some(Err(why.clone()));
+            *endpoint = Some(Err(TransportError(why.clone())));
             true
         });
         let _ = self.inbox.send(Event::Closed(why));
@@ -186,7 +187,7 @@ impl Shared {
                         Ok(url) => {
                             self.endpoint.send_replace(Some(Ok(url)));
                         }
-                        Err(why) => return self.ended(why),
+                        Err(why) => return self.ended(why.0),
                     },
                     None | Some("message") => {
                         if self.inbox.send(Event::Message(event.data)).is_err() {
@@ -211,7 +212,7 @@ impl Shared {
         match waited {
             Either::Left(Ok(endpoint)) => match endpoint.as_ref() {
                 Some(Ok(url)) => Ok(url.clone()),
-                Some(Err(why)) => Err(TransportError(why.clone())),
+                Some(Err(why)) => Err(why.clone()),
                 None => Err(TransportError("no endpoint".to_owned())),
             },
             Either::Left(Err(_)) => Err(TransportError("the connection closed".to_owned())),
