@@ -21,7 +21,7 @@ pub(crate) enum Event {
 pub(crate) type Inbox = mpsc::UnboundedSender<Event>;
 
 /// Why a message could not be sent.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct TransportError(pub(crate) String);
 
