@@ -19,7 +19,7 @@ use crate::sse::Events;
 use crate::transport::{BoxFuture, Event, Inbox, Transport, TransportError};
 
 /// Time allowed for a response head.
-const HEAD_TIMEOUT_MS: u64 = 30_000;
+pub(crate) const HEAD_TIMEOUT_MS: u64 = 30_000;
 
 /// How many times the GET stream is opened again after it ended.
 const STREAM_REOPENS: u32 = 5;
@@ -41,8 +41,42 @@ struct Shared {
     inbox: Inbox,
     /// Fired when the connection closes: the GET stream stops with it.
     stop: Arc<CancelFlag>,
-    /// Transport failures since the last answer.
-    failures: AtomicU32,
+    failures: Failures,
+}
+
+/// Transport failures since the last answer: the last one allowed closes the connection (the
+/// server went down, and only a new connection, with the supervisor's backoff, finds it again).
+#[derive(Default)]
+pub(crate) struct Failures(AtomicU32);
+
+impl Failures {
+    /// Counts one, saying `why` to `inbox` when it is the last allowed.
+    pub(crate) fn failed(&self, inbox: &Inbox, why: &str) {
+        let count = self.0.fetch_add(1, Ordering::Relaxed) + 1;
+        if count == FAILURES_BEFORE_CLOSE {
+            let _ = inbox.send(Event::Closed(format!(
+                "{count} requests in a row failed, the last: {why}"
+            )));
+        }
+    }
+
+    /// The server answered.
+    pub(crate) fn answered(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The headers of a request: the entry's own, then what it accepts and, with a body, its type.
+pub(crate) fn headers(entry: &[(String, String)], accept: &str, body: bool) -> Vec<HttpHeader> {
+    let mut headers: Vec<HttpHeader> = entry
+        .iter()
+        .map(|(name, value)| header(name, value))
+        .collect();
+    headers.push(header("accept", accept));
+    if body {
+        headers.push(header("content-type", "application/json"));
+    }
+    headers
 }
 
 pub(crate) fn start(
@@ -62,7 +96,7 @@ pub(crate) fn start(
             version: Mutex::default(),
             inbox,
             stop: CancelFlag::new(),
-            failures: AtomicU32::new(0),
+            failures: Failures::default(),
         }),
     }
 }
@@ -75,26 +109,12 @@ fn header(name: &str, value: &str) -> HttpHeader {
 }
 
 impl Shared {
-    /// Counts a transport failure; the last one allowed closes the connection, saying `why`.
     fn failed(&self, why: &str) {
-        let count = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if count == FAILURES_BEFORE_CLOSE {
-            let _ = self.inbox.send(Event::Closed(format!(
-                "{count} requests in a row failed, the last: {why}"
-            )));
-        }
+        self.failures.failed(&self.inbox, why);
     }
 
     fn request(&self, method: &str, accept: &str, body: Vec<u8>) -> HttpRequest {
-        let mut headers: Vec<HttpHeader> = self
-            .headers
-            .iter()
-            .map(|(name, value)| header(name, value))
-            .collect();
-        headers.push(header("accept", accept));
-        if !body.is_empty() {
-            headers.push(header("content-type", "application/json"));
-        }
+        let mut headers = headers(&self.headers, accept, !body.is_empty());
         if let Some(session) = lock(&self.session).as_deref() {
             headers.push(header("mcp-session-id", session));
         }
@@ -166,7 +186,7 @@ impl Shared {
             lock(&self.session).get_or_insert_with(|| session.to_owned());
         }
         match response.status {
-            200..=299 => self.failures.store(0, Ordering::Relaxed),
+            200..=299 => self.failures.answered(),
             404 if lock(&self.session).is_some() => {
                 let why = "the server ended the session (404)".to_owned();
                 let _ = self.inbox.send(Event::Closed(why.clone()));

@@ -10,23 +10,17 @@
 //! so the supervisor starts a new one, as it does for a dead process.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use abi_stable::std_types::{RString, RVec};
 use dsh_plugin_api::cancel::{CancelFlag, Either, first_of};
-use dsh_plugin_api::io::http::{HttpHeader, HttpRequest, HttpResponse, HttpService};
+use dsh_plugin_api::io::http::{HttpRequest, HttpResponse, HttpService};
 use dsh_plugin_api::{Context, Service};
 use tokio::sync::watch;
 
+use crate::http::{Failures, HEAD_TIMEOUT_MS, headers};
 use crate::sse::Events;
 use crate::transport::{BoxFuture, Event, Inbox, Transport, TransportError};
-
-/// Time allowed for a response head, and for the stream to name its endpoint.
-const HEAD_TIMEOUT_MS: u64 = 30_000;
-
-/// Transport failures in a row (no answer, or a 5xx) after which the connection is closed.
-const FAILURES_BEFORE_CLOSE: u32 = 3;
 
 /// The POST endpoint as the stream named it: not yet, the URL, or why there is none.
 type Endpoint = Option<Result<String, TransportError>>;
@@ -44,8 +38,7 @@ struct Shared {
     endpoint: watch::Sender<Endpoint>,
     /// Fired when the connection closes: the stream stops with it.
     stop: Arc<CancelFlag>,
-    /// Transport failures since the last accepted POST.
-    failures: AtomicU32,
+    failures: Failures,
 }
 
 /// Opens the event stream of the server at `url` at once (the handshake's first POST waits
@@ -65,7 +58,7 @@ pub(crate) fn start(
         inbox,
         endpoint: watch::Sender::new(None),
         stop: CancelFlag::new(),
-        failures: AtomicU32::new(0),
+        failures: Failures::default(),
     });
     let listener = shared.clone();
     let stop = shared.stop.clone();
@@ -75,13 +68,6 @@ pub(crate) fn start(
         shared.ended(format!("the event stream could not be started: {error}"));
     }
     LegacySse { shared }
-}
-
-fn header(name: &str, value: &str) -> HttpHeader {
-    HttpHeader {
-        name: RString::from(name),
-        value: RString::from(value),
-    }
 }
 
 /// `scheme://authority` of an http(s) URL.
@@ -126,19 +112,10 @@ fn resolve(base: &str, endpoint: &str) -> Result<String, TransportError> {
 
 impl Shared {
     fn request(&self, method: &str, url: &str, accept: &str, body: Vec<u8>) -> HttpRequest {
-        let mut headers: Vec<HttpHeader> = self
-            .headers
-            .iter()
-            .map(|(name, value)| header(name, value))
-            .collect();
-        headers.push(header("accept", accept));
-        if !body.is_empty() {
-            headers.push(header("content-type", "application/json"));
-        }
         HttpRequest {
             method: RString::from(method),
             url: RString::from(url),
-            headers: RVec::from(headers),
+            headers: RVec::from(headers(&self.headers, accept, !body.is_empty())),
             body: RVec::from(body),
             head_timeout_ms: HEAD_TIMEOUT_MS,
         }
@@ -225,12 +202,7 @@ impl Shared {
     }
 
     fn failed(&self, why: &str) {
-        let count = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if count == FAILURES_BEFORE_CLOSE {
-            let _ = self.inbox.send(Event::Closed(format!(
-                "{count} requests in a row failed, the last: {why}"
-            )));
-        }
+        self.failures.failed(&self.inbox, why);
     }
 
     async fn post(&self, message: String) -> Result<(), TransportError> {
@@ -254,7 +226,7 @@ impl Shared {
         // its end so the connection can be reused.
         let body = read_some(&response).await;
         if (200..300).contains(&status) {
-            self.failures.store(0, Ordering::Relaxed);
+            self.failures.answered();
             return Ok(());
         }
         let why = format!("POST {endpoint} answered {status}: {}", body.trim());
