@@ -193,8 +193,19 @@ fn standalone_manifest(
 ) -> Result<String> {
     let workspace = std::fs::read_to_string(root.join("Cargo.toml"))?;
     let mut out = String::new();
+    let mut in_shared_feature = false;
     for line in manifest.lines() {
         let trimmed = line.trim();
+        // The `workspace-shared` feature and its optional dependencies: a copy carries none of
+        // the workspace's shared crates (see below), and an optional dependency nobody enables
+        // needs no version of its own.
+        if in_shared_feature || trimmed.starts_with("workspace-shared = [") {
+            in_shared_feature = !trimmed.ends_with(']');
+            continue;
+        }
+        if trimmed.contains("workspace = true") && trimmed.contains("optional = true") {
+            continue;
+        }
         if let Some(dep) = trimmed.strip_suffix(".workspace = true") {
             if ["version", "edition", "license", "rust-version"].contains(&dep) {
                 match dep {
