@@ -183,6 +183,7 @@ fn test(root: &Path, extra: Vec<String>) -> Result<()> {
     })?;
     timed("PostgreSQL server", || {
         apt::ensure_postgres();
+        apt::ensure_faketime();
         Ok(())
     })?;
     // Every fuzz target for a few seconds; what it finds fails the command after the tests.

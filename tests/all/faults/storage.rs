@@ -1,8 +1,9 @@
 //! Faults of the disk, the home and the session store: the store's disk full mid-turn (a small
 //! tmpfs), a home mounted read-only, a store that is configured but did not mount (refused,
 //! unless the profile keeps its sessions in memory), a stored log torn mid-line, the host
-//! killed or stopped mid-answer and the session resumed; EIO and a clock that jumps back are
-//! rows this machine cannot build (said as skips).
+//! killed or stopped mid-answer and the session resumed, the store's disk answering EIO (an
+//! ext4 image on a loop device whose backing file turns immutable), the clock jumping back an
+//! hour mid-answer (libfaketime preloaded into that one host).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -65,12 +66,12 @@ pub(crate) fn faults() -> Vec<Fault> {
         },
         Fault {
             name: "storage: EIO on append",
-            expected: "named storage error",
+            expected: "named I/O error, exit != 0",
             run: eio,
         },
         Fault {
             name: "storage: clock jumps back mid-session",
-            expected: "times kept in range, log sound",
+            expected: "turn completes, later times earlier, log sound",
             run: clock_back,
         },
     ]
@@ -458,18 +459,195 @@ fn terminated_mid_answer() -> Seen {
     Seen::Held(format!("{ended}; {}", run.sound()))
 }
 
-fn eio() -> Seen {
-    Seen::Skipped(
-        "no EIO source here: making writes fail with EIO needs a device-mapper `error` target \
-         or a fault-injecting FUSE file system, neither available in this container"
-            .to_owned(),
-    )
+/// A disk whose writes start failing: an ext4 image mounted through a loop device, its backing
+/// file then made immutable, so the loop device's writes fail and the file system answers the
+/// next `fsync` with EIO.
+struct FailingDisk {
+    image: PathBuf,
+    mount: Option<Mount>,
 }
 
+impl FailingDisk {
+    fn at(at: &Path, image: &Path) -> Result<Self, String> {
+        let file = std::fs::File::create(image).map_err(|error| error.to_string())?;
+        file.set_len(32 << 20).map_err(|error| error.to_string())?;
+        // The file system under the image must take the immutable flag (and give it back).
+        for flag in ["+i", "-i"] {
+            let set = Command::new("chattr").arg(flag).arg(image).output();
+            if !set.as_ref().is_ok_and(|out| out.status.success()) {
+                return Err(format!("cannot chattr {flag} the image here: {set:?}"));
+            }
+        }
+        let made = Command::new("mkfs.ext4").arg("-q").arg(image).output();
+        if !made.as_ref().is_ok_and(|out| out.status.success()) {
+            return Err(format!(
+                "cannot make an ext4 image here (mkfs.ext4): {made:?}"
+            ));
+        }
+        std::fs::create_dir_all(at).map_err(|error| error.to_string())?;
+        let mounted = Command::new("mount")
+            .args(["-o", "loop,errors=continue"])
+            .arg(image)
+            .arg(at)
+            .output()
+            .map_err(|error| format!("no `mount`: {error}"))?;
+        if !mounted.status.success() {
+            return Err(format!(
+                "cannot mount an image through a loop device here: {}",
+                String::from_utf8_lossy(&mounted.stderr).trim()
+            ));
+        }
+        Ok(Self {
+            image: image.to_path_buf(),
+            mount: Some(Mount(at.to_path_buf())),
+        })
+    }
+
+    /// From now on the disk fails every write.
+    fn fail(&self) {
+        let status = Command::new("chattr").arg("+i").arg(&self.image).status();
+        assert!(
+            status.is_ok_and(|status| status.success()),
+            "chattr +i on the image failed"
+        );
+    }
+}
+
+impl Drop for FailingDisk {
+    fn drop(&mut self) {
+        // Writable again before it is unmounted and its directory removed.
+        let _ = Command::new("chattr").arg("-i").arg(&self.image).status();
+        drop(self.mount.take());
+    }
+}
+
+/// The store's disk starts answering EIO while the model's answer streams (after the prompt's
+/// checkpoint): the next sync fails, and the run says so by name and exits non-zero, without
+/// claiming what did not reach the disk; what did reads back sound.
+fn eio() -> Seen {
+    let dir = TestDir::new("fault-eio");
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
+    );
+    let disk = match FailingDisk::at(&dir.home().join("sessions"), &dir.join("disk.img")) {
+        Ok(disk) => disk,
+        Err(reason) => return Seen::Skipped(reason),
+    };
+    let gate = dir.join("gate");
+    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("BEFORE "),
+        SseEvent::Gate(gate.clone()),
+        SseEvent::content("AFTER"),
+        SseEvent::Done,
+    ])]);
+    let all = args(&dir, &server.url(), "", "hello");
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let mut host =
+        HostProcess::start_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    host.wait_stdout("BEFORE", WAIT);
+    disk.fail();
+    std::fs::write(&gate, "").unwrap();
+    let code = host.wait_exit(WAIT);
+    let stderr = host.stderr().join("\n");
+    let run = read_run(
+        dir,
+        dsh_tests::Output {
+            code,
+            stdout: host.stdout().join("\n"),
+            stderr: stderr.clone(),
+        },
+    );
+    assert_ne!(run.out.code, Some(0), "the run claimed success");
+    let said = stderr
+        .lines()
+        .find(|line| line.contains("Input/output error") || line.contains("os error 5"))
+        .unwrap_or_else(|| panic!("no named I/O error: {}", tail(&stderr)))
+        .to_owned();
+    // Read back with the disk writable again (what the kernel kept is what is on it).
+    let _ = Command::new("chattr").arg("-i").arg(&disk.image).status();
+    let (checked, missing) = stored(&run.dir.home(), &run.shown);
+    let (kind, end) = run.end();
+    let seen = format!(
+        "exit {:?}, turn/end {kind} {end}, `{}`; {checked}; {} shown past the failure",
+        run.out.code,
+        super::cell(said.trim(), 70),
+        missing.len()
+    );
+    drop(disk);
+    drop(run);
+    Seen::Held(seen)
+}
+
+/// Debian's libfaketime (`cargo xtask test` installs it where it is missing).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// The host's wall clock (only its own: libfaketime preloaded, the monotonic clock left alone)
+/// jumps back an hour while the model's answer streams: the turn completes, the events after
+/// the jump carry the earlier times the clock gives (no rule refuses them, and nothing waits on
+/// the wall clock), and the stored log checks sound with every shown event in it.
 fn clock_back() -> Seen {
-    Seen::Skipped(
-        "no injectable clock: the host reads the system clock (no override), changing it would \
-         move the whole machine's, and libfaketime is not installed"
-            .to_owned(),
-    )
+    if !Path::new(LIBFAKETIME).is_file() {
+        return Seen::Skipped(format!(
+            "libfaketime is not installed ({LIBFAKETIME}; `cargo xtask test` installs it)"
+        ));
+    }
+    let dir = TestDir::new("fault-clock-back");
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
+    );
+    let clock = dir.join("faketime");
+    std::fs::write(&clock, "+0\n").unwrap();
+    let gate = dir.join("gate");
+    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("BEFORE "),
+        SseEvent::Gate(gate.clone()),
+        SseEvent::content("AFTER"),
+        SseEvent::Done,
+    ])]);
+    let all = args(&dir, &server.url(), "", "hello");
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let clock_file = clock.display().to_string();
+    let mut host = HostProcess::start_with_env(
+        &dir.home(),
+        &all,
+        &[
+            ("DEEPSEEK_API_KEY", "sk-test"),
+            ("LD_PRELOAD", LIBFAKETIME),
+            ("FAKETIME_TIMESTAMP_FILE", clock_file.as_str()),
+            ("FAKETIME_NO_CACHE", "1"),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+        ],
+    );
+    host.wait_stdout("BEFORE", WAIT);
+    std::fs::write(&clock, "-1h\n").unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let code = host.wait_exit(WAIT);
+    let run = read_run(
+        dir,
+        dsh_tests::Output {
+            code,
+            stdout: host.stdout().join("\n"),
+            stderr: host.stderr().join("\n"),
+        },
+    );
+    let ended = run.ended(0, "completed", None);
+    let times: Vec<i64> = run
+        .events()
+        .iter()
+        .filter_map(|event| event["time"].as_i64())
+        .collect();
+    let (first, last) = (times.first().copied(), times.last().copied());
+    assert!(
+        matches!((first, last), (Some(first), Some(last)) if last < first - 30 * 60 * 1000),
+        "the clock did not jump back in the host: times {times:?}"
+    );
+    Seen::Held(format!(
+        "{ended}; the last event {} min before the first; {}",
+        (first.unwrap_or(0) - last.unwrap_or(0)) / 60_000,
+        run.sound()
+    ))
 }
