@@ -388,11 +388,7 @@ fn torn_log() -> Seen {
 
 /// A run held mid-answer (the model's stream waits at a gate), for a signal.
 fn held_run(name: &str) -> (TestDir, FakeDeepSeek, HostProcess, PathBuf) {
-    let dir = TestDir::new(&format!("fault-{name}"));
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = store_dir(name);
     let gate = dir.join("gate");
     let server = FakeDeepSeek::start(vec![
         Reply::Sse(vec![
@@ -457,6 +453,50 @@ fn terminated_mid_answer() -> Seen {
     );
     let ended = run.ended(143, "aborted", None);
     Seen::Held(format!("{ended}; {}", run.sound()))
+}
+
+/// A fault's scratch directory, its store plain JSONL with quick retries.
+fn store_dir(name: &str) -> TestDir {
+    let dir = TestDir::new(&format!("fault-{name}"));
+    dir.write(
+        "home/cordis.patch.yml",
+        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
+    );
+    dir
+}
+
+/// A host whose model answers `BEFORE `, then waits for the returned gate file before `AFTER`:
+/// answered once `BEFORE` is shown, so a fault can be injected mid-answer. `envs` go to the
+/// host besides the API key.
+fn gated_run(dir: &TestDir, envs: &[(&str, &str)]) -> (FakeDeepSeek, HostProcess, PathBuf) {
+    let gate = dir.join("gate");
+    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
+        first_chunk(),
+        SseEvent::content("BEFORE "),
+        SseEvent::Gate(gate.clone()),
+        SseEvent::content("AFTER"),
+        SseEvent::Done,
+    ])]);
+    let all = args(dir, &server.url(), "", "hello");
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let mut with_key = vec![("DEEPSEEK_API_KEY", "sk-test")];
+    with_key.extend_from_slice(envs);
+    let host = HostProcess::start_with_env(&dir.home(), &all, &with_key);
+    host.wait_stdout("BEFORE", WAIT);
+    (server, host, gate)
+}
+
+/// The run of `host` once it exits.
+fn finished(dir: TestDir, mut host: HostProcess) -> super::kit::Run {
+    let code = host.wait_exit(WAIT);
+    read_run(
+        dir,
+        dsh_tests::Output {
+            code,
+            stdout: host.stdout().join("\n"),
+            stderr: host.stderr().join("\n"),
+        },
+    )
 }
 
 /// A disk whose writes start failing: an ext4 image mounted through a loop device, its backing
@@ -525,40 +565,16 @@ impl Drop for FailingDisk {
 /// checkpoint): the next sync fails, and the run says so by name and exits non-zero, without
 /// claiming what did not reach the disk; what did reads back sound.
 fn eio() -> Seen {
-    let dir = TestDir::new("fault-eio");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = store_dir("eio");
     let disk = match FailingDisk::at(&dir.home().join("sessions"), &dir.join("disk.img")) {
         Ok(disk) => disk,
         Err(reason) => return Seen::Skipped(reason),
     };
-    let gate = dir.join("gate");
-    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
-        first_chunk(),
-        SseEvent::content("BEFORE "),
-        SseEvent::Gate(gate.clone()),
-        SseEvent::content("AFTER"),
-        SseEvent::Done,
-    ])]);
-    let all = args(&dir, &server.url(), "", "hello");
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let mut host =
-        HostProcess::start_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
-    host.wait_stdout("BEFORE", WAIT);
+    let (_server, host, gate) = gated_run(&dir, &[]);
     disk.fail();
     std::fs::write(&gate, "").unwrap();
-    let code = host.wait_exit(WAIT);
-    let stderr = host.stderr().join("\n");
-    let run = read_run(
-        dir,
-        dsh_tests::Output {
-            code,
-            stdout: host.stdout().join("\n"),
-            stderr: stderr.clone(),
-        },
-    );
+    let run = finished(dir, host);
+    let stderr = run.out.stderr.clone();
     assert_ne!(run.out.code, Some(0), "the run claimed success");
     let said = stderr
         .lines()
@@ -593,47 +609,22 @@ fn clock_back() -> Seen {
             "libfaketime is not installed ({LIBFAKETIME}; `cargo xtask test` installs it)"
         ));
     }
-    let dir = TestDir::new("fault-clock-back");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = store_dir("clock-back");
     let clock = dir.join("faketime");
     std::fs::write(&clock, "+0\n").unwrap();
-    let gate = dir.join("gate");
-    let server = FakeDeepSeek::start(vec![Reply::Sse(vec![
-        first_chunk(),
-        SseEvent::content("BEFORE "),
-        SseEvent::Gate(gate.clone()),
-        SseEvent::content("AFTER"),
-        SseEvent::Done,
-    ])]);
-    let all = args(&dir, &server.url(), "", "hello");
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
     let clock_file = clock.display().to_string();
-    let mut host = HostProcess::start_with_env(
-        &dir.home(),
-        &all,
+    let (_server, host, gate) = gated_run(
+        &dir,
         &[
-            ("DEEPSEEK_API_KEY", "sk-test"),
             ("LD_PRELOAD", LIBFAKETIME),
             ("FAKETIME_TIMESTAMP_FILE", clock_file.as_str()),
             ("FAKETIME_NO_CACHE", "1"),
             ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
         ],
     );
-    host.wait_stdout("BEFORE", WAIT);
     std::fs::write(&clock, "-1h\n").unwrap();
     std::fs::write(&gate, "").unwrap();
-    let code = host.wait_exit(WAIT);
-    let run = read_run(
-        dir,
-        dsh_tests::Output {
-            code,
-            stdout: host.stdout().join("\n"),
-            stderr: host.stderr().join("\n"),
-        },
-    );
+    let run = finished(dir, host);
     let ended = run.ended(0, "completed", None);
     let times: Vec<i64> = run
         .events()
