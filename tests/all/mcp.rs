@@ -235,42 +235,70 @@ impl Drop for HttpServer {
     }
 }
 
+/// One headless turn with `entry` as the user's only MCP server `name`: the model calls
+/// `calls` (`(tool, arguments)`, each `mcp__<name>__<tool>`), then answers. Checks the run
+/// ended 0, the tools were offered and the server connected; answers the run's stderr, the
+/// tools' texts and the fake model, for the caller's own checks.
+fn one_remote_turn(
+    dir: &TestDir,
+    name: &str,
+    entry: Value,
+    calls: &[(&str, &str)],
+) -> (String, Vec<String>, FakeDeepSeek) {
+    let config = json!({"mcpServers": {name: entry}});
+    dir.write("home/mcp.json", &config.to_string());
+    let named: Vec<(String, String, &str)> = calls
+        .iter()
+        .enumerate()
+        .map(|(at, (tool, arguments))| {
+            (
+                format!("c{}", at + 1),
+                format!("mcp__{name}__{tool}"),
+                *arguments,
+            )
+        })
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = named
+        .iter()
+        .map(|(id, tool, arguments)| (id.as_str(), tool.as_str(), *arguments))
+        .collect();
+    let server = FakeDeepSeek::start(vec![Reply::tool_calls(&calls), Reply::text("done")]);
+    let out = against_patched(
+        &server,
+        dir,
+        &mcp_row(dir, ""),
+        &[&format!("use the {name} server")],
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(tools.contains(&format!("mcp__{name}__echo")), "{tools}");
+    assert!(
+        out.stderr.contains(&format!("mcp `{name}`: connected")),
+        "{}",
+        out.stderr
+    );
+    let texts = server.last_tool_texts();
+    (out.stderr, texts, server)
+}
+
 #[test]
 fn a_streamable_http_server_is_listed_and_called() {
     let found = needs_servers!("a_streamable_http_server_is_listed_and_called");
     let http = HttpServer::start(&found);
     let dir = TestDir::new("mcp-http");
-    let config = json!({"mcpServers": {"remote": {"type": "http", "url": http.url}}});
-    dir.write("home/mcp.json", &config.to_string());
-    let server = FakeDeepSeek::start(vec![
-        Reply::tool_calls(&[
-            ("c1", "mcp__remote__echo", r#"{"message": "over http"}"#),
-            (
-                "c2",
-                "mcp__remote__get-structured-content",
-                r#"{"location": "New York"}"#,
-            ),
-        ]),
-        Reply::text("done"),
-    ]);
-    let out = against_patched(
-        &server,
+    let (stderr, texts, server) = one_remote_turn(
         &dir,
-        &mcp_row(&dir, ""),
-        &["use the remote server"],
-        &[],
+        "remote",
+        json!({"type": "http", "url": http.url}),
+        &[
+            ("echo", r#"{"message": "over http"}"#),
+            ("get-structured-content", r#"{"location": "New York"}"#),
+        ],
     );
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let tools = server.requests()[0].body["tools"].to_string();
-    assert!(tools.contains("mcp__remote__echo"), "{tools}");
-    let texts = server.last_tool_texts();
     assert!(texts[0].contains("Echo: over http"), "{texts:?}");
     assert!(texts[1].contains("temperature"), "{texts:?}");
-    assert!(
-        out.stderr.contains("mcp `remote`: connected") && out.stderr.contains("(MCP 2025-11-25)"),
-        "{}",
-        out.stderr
-    );
+    assert!(stderr.contains("(MCP 2025-11-25)"), "{stderr}");
     server.assert_no_violations();
 }
 
@@ -282,33 +310,17 @@ fn a_legacy_sse_server_is_listed_and_called() {
     let found = needs_servers!("a_legacy_sse_server_is_listed_and_called");
     let sse = HttpServer::start_legacy_sse(&found);
     let dir = TestDir::new("mcp-sse");
-    let config = json!({"mcpServers": {"legacy": {"type": "sse", "url": sse.url}}});
-    dir.write("home/mcp.json", &config.to_string());
-    let server = FakeDeepSeek::start(vec![
-        Reply::tool_calls(&[
-            ("c1", "mcp__legacy__echo", r#"{"message": "over sse"}"#),
-            ("c2", "mcp__legacy__get-sum", r#"{"a": 20, "b": 22}"#),
-        ]),
-        Reply::text("done"),
-    ]);
-    let out = against_patched(
-        &server,
+    let (_, texts, server) = one_remote_turn(
         &dir,
-        &mcp_row(&dir, ""),
-        &["use the legacy server"],
-        &[],
+        "legacy",
+        json!({"type": "sse", "url": sse.url}),
+        &[
+            ("echo", r#"{"message": "over sse"}"#),
+            ("get-sum", r#"{"a": 20, "b": 22}"#),
+        ],
     );
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let tools = server.requests()[0].body["tools"].to_string();
-    assert!(tools.contains("mcp__legacy__echo"), "{tools}");
-    let texts = server.last_tool_texts();
     assert!(texts[0].contains("Echo: over sse"), "{texts:?}");
     assert!(texts[1].contains("42"), "{texts:?}");
-    assert!(
-        out.stderr.contains("mcp `legacy`: connected"),
-        "{}",
-        out.stderr
-    );
     server.assert_no_violations();
 }
 

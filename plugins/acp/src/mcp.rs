@@ -58,24 +58,18 @@ fn one(at: usize, server: &McpServer) -> Result<ScopedServer, RpcError> {
             args: server.args.clone(),
             env: pairs(&server.env),
         }),
-        Some("http") => Ok(ScopedServer::Http {
-            name: server.name.clone(),
-            url: server
+        Some(kind @ ("http" | "sse")) => {
+            let url = server
                 .url
                 .clone()
                 .filter(|url| !url.is_empty())
-                .ok_or_else(|| named("an http server needs a `url`"))?,
-            headers: pairs(&server.headers),
-        }),
-        Some("sse") => Ok(ScopedServer::Sse {
-            name: server.name.clone(),
-            url: server
-                .url
-                .clone()
-                .filter(|url| !url.is_empty())
-                .ok_or_else(|| named("an sse server needs a `url`"))?,
-            headers: pairs(&server.headers),
-        }),
+                .ok_or_else(|| named(&format!("an {kind} server needs a `url`")))?;
+            let (name, headers) = (server.name.clone(), pairs(&server.headers));
+            Ok(match kind {
+                "sse" => ScopedServer::Sse { name, url, headers },
+                _ => ScopedServer::Http { name, url, headers },
+            })
+        }
         Some(other) => Err(named(&format!(
             "unknown type `{other}` (expected http, sse, or none for stdio)"
         ))),

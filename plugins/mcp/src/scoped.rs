@@ -72,10 +72,6 @@ impl From<MountError> for SeamError {
 
 /// An entry of the `mcpServers` shape for `server`.
 fn entry(server: ScopedServer) -> (String, ServerEntry) {
-    let kind = match &server {
-        ScopedServer::Sse { .. } => "sse",
-        _ => "http",
-    };
     match server {
         ScopedServer::Stdio {
             name,
@@ -92,15 +88,18 @@ fn entry(server: ScopedServer) -> (String, ServerEntry) {
                 ..ServerEntry::default()
             },
         ),
-        ScopedServer::Http { name, url, headers } | ScopedServer::Sse { name, url, headers } => (
-            name,
-            ServerEntry {
-                kind: Some(kind.to_owned()),
-                url: Some(url),
-                headers: headers.into_iter().collect(),
-                ..ServerEntry::default()
-            },
-        ),
+        ScopedServer::Http { name, url, headers } => (name, remote("http", url, headers)),
+        ScopedServer::Sse { name, url, headers } => (name, remote("sse", url, headers)),
+    }
+}
+
+/// The entry of a server reached at `url` over transport `kind`.
+fn remote(kind: &str, url: String, headers: Vec<(String, String)>) -> ServerEntry {
+    ServerEntry {
+        kind: Some(kind.to_owned()),
+        url: Some(url),
+        headers: headers.into_iter().collect(),
+        ..ServerEntry::default()
     }
 }
 

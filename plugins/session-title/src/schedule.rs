@@ -1,10 +1,10 @@
 //! When titles are made, from the events of every session as they commit. The first human
 //! message of an untitled session gets the fallback at once, appended while the message is
-//! announced (the session publishes it right after the batch that carried the message). With the model title on, a fresh top-level
-//! session's message also waits for the session's first request: when its `request/header`
-//! is logged (or its turn ends without one), the title request starts beside the turn's own,
-//! on the route that header names unless the row sets one. Nothing here waits on the model:
-//! the turn goes on whatever the title request does.
+//! announced (the session publishes it right after the batch that carried the message). With
+//! the model title on, a fresh top-level session's message also waits for the session's first
+//! request: when its `request/header` is logged (or its turn ends without one), the title
+//! request starts beside the turn's own, on the route that header names unless the row sets
+//! one. Nothing here waits on the model: the turn goes on whatever the title request does.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -7,10 +7,9 @@
 //! without is named and the run goes on.
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
-use dsh_tests::sessions::PLAIN_STORE;
 use dsh_tests::{TestDir, install_library, plugin_lib};
 
-use super::kit::{QUICK_RETRY, Run, headless, run_in, tail};
+use super::kit::{Run, fault_dir, headless, run_in, tail};
 use super::{Fault, Seen};
 
 pub(crate) fn faults() -> Vec<Fault> {
@@ -221,11 +220,7 @@ fn missing_library() -> Seen {
 }
 
 fn truncated_library() -> Seen {
-    let dir = TestDir::new("fault-truncated-lib");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = fault_dir("truncated-lib", "");
     // A row the run can do without, its library cut in half where the home's plugins are
     // looked up before the host's own.
     let whole = std::fs::read(plugin_lib("repeat_tool_reminder")).unwrap();
@@ -280,11 +275,7 @@ fn unset_env_tag() -> Seen {
 }
 
 fn env_file_sets_protected() -> Seen {
-    let dir = TestDir::new("fault-env-file");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = fault_dir("env-file", "");
     dir.write("home/.env", "DSH_HOME=/elsewhere\n");
     let server = answer();
     let run = run_in(dir, &server.url(), "", "hello", &[]);

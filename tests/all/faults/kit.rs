@@ -92,12 +92,18 @@ pub(crate) fn headless(
     task: &str,
     envs: &[(&str, &str)],
 ) -> Run {
+    run_in(fault_dir(name, home_patch), &server.url(), rows, task, envs)
+}
+
+/// A fault's scratch directory `fault-NAME`, its home's patch layer the plain store, quick
+/// retries and `home_patch`.
+pub(crate) fn fault_dir(name: &str, home_patch: &str) -> TestDir {
     let dir = TestDir::new(&format!("fault-{name}"));
     dir.write(
         "home/cordis.patch.yml",
         &format!("{PLAIN_STORE}{QUICK_RETRY}{home_patch}"),
     );
-    run_in(dir, &server.url(), rows, task, envs)
+    dir
 }
 
 /// [`headless`] in a prepared `dir` (its home's patch layer written by the caller), the model

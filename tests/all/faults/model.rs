@@ -325,15 +325,7 @@ fn refused() -> Seen {
         .local_addr()
         .unwrap()
         .port();
-    let dir = dsh_tests::TestDir::new("fault-refused");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!(
-            "{}{}",
-            dsh_tests::sessions::PLAIN_STORE,
-            super::kit::QUICK_RETRY
-        ),
-    );
+    let dir = super::kit::fault_dir("refused", "");
     let run = super::kit::run_in(dir, &format!("http://127.0.0.1:{port}"), "", "hello", &[]);
     let ended = run.ended(1, "error", Some("TRANSPORT"));
     Seen::Held(format!("{ended}; {}", run.sound()))

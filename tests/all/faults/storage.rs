@@ -9,12 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
-use dsh_tests::sessions::{PLAIN_STORE, session_logs};
+use dsh_tests::sessions::session_logs;
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
 
-use super::kit::{
-    QUICK_RETRY, args, checkpointed, headless, read_run, run_in, sound, stored, tail,
-};
+use super::kit::{args, checkpointed, fault_dir, headless, read_run, run_in, sound, stored, tail};
 use super::{Fault, Seen};
 
 pub(crate) fn faults() -> Vec<Fault> {
@@ -77,20 +75,32 @@ pub(crate) fn faults() -> Vec<Fault> {
     ]
 }
 
-/// A tmpfs mounted at a path, unmounted on drop.
+/// A file system mounted at a path, unmounted on drop.
 struct Mount(PathBuf);
 
 impl Mount {
     fn tmpfs(at: &Path, size: &str) -> Result<Self, String> {
+        let size = format!("size={size}");
+        Self::of(
+            at,
+            &["-t", "tmpfs", "-o", &size],
+            Path::new("tmpfs"),
+            "a tmpfs",
+        )
+    }
+
+    /// `source` mounted at `at` with `mount`'s `options`; `what` names it in the refusal.
+    fn of(at: &Path, options: &[&str], source: &Path, what: &str) -> Result<Self, String> {
         std::fs::create_dir_all(at).map_err(|error| error.to_string())?;
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(options)
+            .arg(source)
             .arg(at)
             .output()
             .map_err(|error| format!("no `mount`: {error}"))?;
         if !out.status.success() {
             return Err(format!(
-                "cannot mount a tmpfs here: {}",
+                "cannot mount {what} here: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
@@ -126,11 +136,7 @@ impl Drop for Mount {
 }
 
 fn disk_full() -> Seen {
-    let dir = TestDir::new("fault-disk-full");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = fault_dir("disk-full", "");
     // The store's root alone is small: the host's own files (logs, profile) still fit.
     let mount = match Mount::tmpfs(&dir.home().join("sessions"), "64k") {
         Ok(mount) => mount,
@@ -178,11 +184,7 @@ fn disk_full() -> Seen {
 
 /// The disk fills with a tool's result; the flush before the next model request meets it.
 fn disk_full_checkpoint() -> Seen {
-    let dir = TestDir::new("fault-disk-full-checkpoint");
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
+    let dir = fault_dir("disk-full-checkpoint", "");
     let mount = match Mount::tmpfs(&dir.home().join("sessions"), "64k") {
         Ok(mount) => mount,
         Err(reason) => return Seen::Skipped(reason),
@@ -388,7 +390,7 @@ fn torn_log() -> Seen {
 
 /// A run held mid-answer (the model's stream waits at a gate), for a signal.
 fn held_run(name: &str) -> (TestDir, FakeDeepSeek, HostProcess, PathBuf) {
-    let dir = store_dir(name);
+    let dir = fault_dir(name, "");
     let gate = dir.join("gate");
     let server = FakeDeepSeek::start(vec![
         Reply::Sse(vec![
@@ -455,16 +457,6 @@ fn terminated_mid_answer() -> Seen {
     Seen::Held(format!("{ended}; {}", run.sound()))
 }
 
-/// A fault's scratch directory, its store plain JSONL with quick retries.
-fn store_dir(name: &str) -> TestDir {
-    let dir = TestDir::new(&format!("fault-{name}"));
-    dir.write(
-        "home/cordis.patch.yml",
-        &format!("{PLAIN_STORE}{QUICK_RETRY}"),
-    );
-    dir
-}
-
 /// A host whose model answers `BEFORE `, then waits for the returned gate file before `AFTER`:
 /// answered once `BEFORE` is shown, so a fault can be injected mid-answer. `envs` go to the
 /// host besides the API key.
@@ -512,11 +504,8 @@ impl FailingDisk {
         let file = std::fs::File::create(image).map_err(|error| error.to_string())?;
         file.set_len(32 << 20).map_err(|error| error.to_string())?;
         // The file system under the image must take the immutable flag (and give it back).
-        for flag in ["+i", "-i"] {
-            let set = Command::new("chattr").arg(flag).arg(image).output();
-            if !set.as_ref().is_ok_and(|out| out.status.success()) {
-                return Err(format!("cannot chattr {flag} the image here: {set:?}"));
-            }
+        for immutable in [true, false] {
+            immutable_flag(image, immutable)?;
         }
         let made = Command::new("mkfs.ext4").arg("-q").arg(image).output();
         if !made.as_ref().is_ok_and(|out| out.status.success()) {
@@ -524,39 +513,45 @@ impl FailingDisk {
                 "cannot make an ext4 image here (mkfs.ext4): {made:?}"
             ));
         }
-        std::fs::create_dir_all(at).map_err(|error| error.to_string())?;
-        let mounted = Command::new("mount")
-            .args(["-o", "loop,errors=continue"])
-            .arg(image)
-            .arg(at)
-            .output()
-            .map_err(|error| format!("no `mount`: {error}"))?;
-        if !mounted.status.success() {
-            return Err(format!(
-                "cannot mount an image through a loop device here: {}",
-                String::from_utf8_lossy(&mounted.stderr).trim()
-            ));
-        }
+        let mount = Mount::of(
+            at,
+            &["-o", "loop,errors=continue"],
+            image,
+            "an image through a loop device",
+        )?;
         Ok(Self {
             image: image.to_path_buf(),
-            mount: Some(Mount(at.to_path_buf())),
+            mount: Some(mount),
         })
     }
 
     /// From now on the disk fails every write.
     fn fail(&self) {
-        let status = Command::new("chattr").arg("+i").arg(&self.image).status();
-        assert!(
-            status.is_ok_and(|status| status.success()),
-            "chattr +i on the image failed"
-        );
+        if let Err(error) = immutable_flag(&self.image, true) {
+            panic!("{error}");
+        }
     }
+
+    /// Its writes go through again.
+    fn mend(&self) {
+        let _ = immutable_flag(&self.image, false);
+    }
+}
+
+/// Sets or clears the immutable flag of `file`.
+fn immutable_flag(file: &Path, immutable: bool) -> Result<(), String> {
+    let flag = if immutable { "+i" } else { "-i" };
+    let set = Command::new("chattr").arg(flag).arg(file).output();
+    if set.as_ref().is_ok_and(|out| out.status.success()) {
+        return Ok(());
+    }
+    Err(format!("cannot chattr {flag} the image here: {set:?}"))
 }
 
 impl Drop for FailingDisk {
     fn drop(&mut self) {
         // Writable again before it is unmounted and its directory removed.
-        let _ = Command::new("chattr").arg("-i").arg(&self.image).status();
+        self.mend();
         drop(self.mount.take());
     }
 }
@@ -565,7 +560,7 @@ impl Drop for FailingDisk {
 /// checkpoint): the next sync fails, and the run says so by name and exits non-zero, without
 /// claiming what did not reach the disk; what did reads back sound.
 fn eio() -> Seen {
-    let dir = store_dir("eio");
+    let dir = fault_dir("eio", "");
     let disk = match FailingDisk::at(&dir.home().join("sessions"), &dir.join("disk.img")) {
         Ok(disk) => disk,
         Err(reason) => return Seen::Skipped(reason),
@@ -582,7 +577,7 @@ fn eio() -> Seen {
         .unwrap_or_else(|| panic!("no named I/O error: {}", tail(&stderr)))
         .to_owned();
     // Read back with the disk writable again (what the kernel kept is what is on it).
-    let _ = Command::new("chattr").arg("-i").arg(&disk.image).status();
+    disk.mend();
     let (checked, missing) = stored(&run.dir.home(), &run.shown);
     let (kind, end) = run.end();
     let seen = format!(
@@ -609,7 +604,7 @@ fn clock_back() -> Seen {
             "libfaketime is not installed ({LIBFAKETIME}; `cargo xtask test` installs it)"
         ));
     }
-    let dir = store_dir("clock-back");
+    let dir = fault_dir("clock-back", "");
     let clock = dir.join("faketime");
     std::fs::write(&clock, "+0\n").unwrap();
     let clock_file = clock.display().to_string();
