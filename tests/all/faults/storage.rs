@@ -12,7 +12,9 @@ use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
 use dsh_tests::sessions::session_logs;
 use dsh_tests::{HostProcess, TestDir, WAIT, run_host_with_env};
 
-use super::kit::{args, checkpointed, fault_dir, headless, read_run, run_in, sound, stored, tail};
+use super::kit::{
+    Run, args, checkpointed, fault_dir, headless, read_run, run_in, sound, stored, tail,
+};
 use super::{Fault, Seen};
 
 pub(crate) fn faults() -> Vec<Fault> {
@@ -73,6 +75,30 @@ pub(crate) fn faults() -> Vec<Fault> {
             run: clock_back,
         },
     ]
+}
+
+/// A run whose store stopped taking writes: it exited non-zero and named the failure (the
+/// stderr line `names` picks out; else a panic saying no `what` error was named). What reached
+/// the disk reads back sound; the events shown after the write failed are not on it, and the
+/// run says so (the error, the exit code) rather than claim them. Answers the row's
+/// observation, the turn's end kind and how many shown events are not stored.
+fn write_failed(run: &Run, what: &str, names: impl Fn(&str) -> bool) -> (String, String, usize) {
+    assert_ne!(run.out.code, Some(0), "the run claimed success");
+    let said = run
+        .out
+        .stderr
+        .lines()
+        .find(|line| names(line))
+        .unwrap_or_else(|| panic!("no named {what} error: {}", tail(&run.out.stderr)));
+    let (checked, missing) = stored(&run.dir.home(), &run.shown);
+    let (kind, code) = run.end();
+    let seen = format!(
+        "exit {:?}, turn/end {kind} {code}, `{}`; {checked}; {} shown past the failure",
+        run.out.code,
+        super::cell(said.trim(), 70),
+        missing.len()
+    );
+    (seen, kind, missing.len())
 }
 
 /// A file system mounted at a path, unmounted on drop.
@@ -148,27 +174,10 @@ fn disk_full() -> Seen {
     events.extend([SseEvent::finish("stop"), SseEvent::Done]);
     let server = FakeDeepSeek::start(vec![Reply::Sse(events)]);
     let run = run_in(dir, &server.url(), "", "fill the disk", &[]);
-    assert_ne!(run.out.code, Some(0), "the run claimed success");
-    let said = run
-        .out
-        .stderr
-        .lines()
-        .find(|line| {
-            line.contains("No space left") || line.contains("ENOSPC") || line.contains("storage")
-        })
-        .unwrap_or_else(|| panic!("no named storage error: {}", tail(&run.out.stderr)))
-        .to_owned();
-    // What reached the disk reads back sound. The events shown after the write failed are
-    // not on the disk: the run says so (the error, the exit code) rather than claim them.
-    let (checked, missing) = stored(&run.dir.home(), &run.shown);
-    let (kind, code) = run.end();
-    let seen = format!(
-        "exit {:?}, turn/end {kind} {code}, `{}`; {checked}; {} shown past the failure",
-        run.out.code,
-        super::cell(said.trim(), 70),
-        missing.len()
-    );
-    let went_on = kind == "completed" && !missing.is_empty();
+    let (seen, kind, missing) = write_failed(&run, "storage", |line| {
+        line.contains("No space left") || line.contains("ENOSPC") || line.contains("storage")
+    });
+    let went_on = kind == "completed" && missing > 0;
     // Unmounted before the scratch dir is removed.
     drop(mount);
     drop(run);
@@ -358,7 +367,7 @@ fn only_log(home: &Path) -> PathBuf {
 }
 
 /// `--resume ID` with `task` in the run's home, the model at `url`.
-fn resume(dir: TestDir, url: &str, id: &str, task: &str) -> super::kit::Run {
+fn resume(dir: TestDir, url: &str, id: &str, task: &str) -> Run {
     let mut all = args(&dir, url, "", task);
     let at = all.len() - 1;
     all.insert(at, id.to_owned());
@@ -479,7 +488,7 @@ fn gated_run(dir: &TestDir, envs: &[(&str, &str)]) -> (FakeDeepSeek, HostProcess
 }
 
 /// The run of `host` once it exits.
-fn finished(dir: TestDir, mut host: HostProcess) -> super::kit::Run {
+fn finished(dir: TestDir, mut host: HostProcess) -> Run {
     let code = host.wait_exit(WAIT);
     read_run(
         dir,
@@ -569,23 +578,11 @@ fn eio() -> Seen {
     disk.fail();
     std::fs::write(&gate, "").unwrap();
     let run = finished(dir, host);
-    let stderr = run.out.stderr.clone();
-    assert_ne!(run.out.code, Some(0), "the run claimed success");
-    let said = stderr
-        .lines()
-        .find(|line| line.contains("Input/output error") || line.contains("os error 5"))
-        .unwrap_or_else(|| panic!("no named I/O error: {}", tail(&stderr)))
-        .to_owned();
     // Read back with the disk writable again (what the kernel kept is what is on it).
     disk.mend();
-    let (checked, missing) = stored(&run.dir.home(), &run.shown);
-    let (kind, end) = run.end();
-    let seen = format!(
-        "exit {:?}, turn/end {kind} {end}, `{}`; {checked}; {} shown past the failure",
-        run.out.code,
-        super::cell(said.trim(), 70),
-        missing.len()
-    );
+    let (seen, _, _) = write_failed(&run, "I/O", |line| {
+        line.contains("Input/output error") || line.contains("os error 5")
+    });
     drop(disk);
     drop(run);
     Seen::Held(seen)
