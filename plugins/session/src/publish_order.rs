@@ -26,6 +26,10 @@ pub(crate) struct PublishOrder {
 #[derive(Default)]
 struct Publisher {
     owner: Option<ThreadId>,
+    /// Threads waiting for the owner to finish. Why counted: a notify is a system call even
+    /// when nobody waits, and nearly every commit finds nobody waiting (one futex wake per
+    /// commit made an instant model's step about 40 us slower).
+    waiting: usize,
     /// Records a listener committed while the owner announced, in sequence order.
     deferred: VecDeque<Vec<RArc<EventRecord>>>,
 }
@@ -47,10 +51,12 @@ impl PublishOrder {
             return Entry::Nested;
         }
         while state.owner.is_some() {
+            state.waiting += 1;
             state = self
                 .free
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+            state.waiting -= 1;
         }
         state.owner = Some(me);
         Entry::Owner(OwnerGuard { order: self })
@@ -78,7 +84,11 @@ impl Drop for OwnerGuard<'_> {
     fn drop(&mut self) {
         let mut state = lock(&self.order.state);
         state.owner = None;
-        self.order.free.notify_one();
+        let anyone_waits = state.waiting > 0;
+        drop(state);
+        if anyone_waits {
+            self.order.free.notify_one();
+        }
     }
 }
 
