@@ -35,7 +35,10 @@ Ours-headless runs k=1 and k=N the same way, timed from spawn to exit. CPU per s
 same difference of the CPU time (user + system, from wait4) of the agent and the children it
 reaped: steadier than wall time on a loaded machine, and left out for an agent that does not
 exit when its stdin closes (it is signalled, and what its children used may be lost with
-them). The peak RSS of the
+them). Instructions per step, ours only and where valgrind is installed: after the rounds,
+ours and ours-headless each run an N-step and a 5N-step task under callgrind (the agent
+process, not its children), and the difference of their counts over 4N steps is the figure
+that does not depend on what else the machine is doing. The peak RSS of the
 agent's process tree (its own process and every descendant, sampled every 20 ms, an address
 space shared with a vfork child counted once) is the largest of the round's runs. A
 `session/request_permission` is answered with the first allow option (and counted); none
@@ -49,7 +52,8 @@ usage: acp_bench.py --server FAKE_SERVER_PY --dsh-host DSH_HOST [--peers DIR]
                     [--agents LIST] [--runs 5] [--steps 20] [--tmp DIR] [--timeout 120]
 
 stdout, for `cargo xtask bench`: `acp.AGENT.FIGURE VALUE UNIT` lines (medians over the
-successful runs), `runs AGENT OK TOTAL`, `skip AGENT REASON...`, `version AGENT TEXT...`;
+successful runs), `runs AGENT OK TOTAL`, `skip AGENT REASON...` (`skip instructions
+REASON...` where they cannot be counted), `version AGENT TEXT...`;
 progress and diagnostics go to stderr. The ACP client itself (frames, permissions, the
 process tree's RSS, the reaping) is `acp_client.py` beside this file.
 """
@@ -224,9 +228,28 @@ def is_answer_chunk(frame):
     return isinstance(content, dict) and "DONE" in str(content.get("text", ""))
 
 
-def acp_run(agent, opts, home, work, server, steps, errors, frames):
+def counted(argv, out):
+    """`argv` under callgrind, which writes the instructions the process itself ran (its
+    children are not followed) to `out`."""
+    if out is None:
+        return argv
+    return ["valgrind", "-q", "--tool=callgrind", "--callgrind-out-file=" + out,
+            "--trace-children=no"] + argv
+
+
+def instructions(out):
+    """The instruction count callgrind wrote to `out`."""
+    with open(out) as f:
+        for line in f:
+            if line.startswith("summary:"):
+                return int(line.split()[1])
+    raise Failed("callgrind wrote no summary to %s" % out)
+
+
+def acp_run(agent, opts, home, work, server, steps, errors, frames, count=None):
     """One process: initialize, session/new, one prompt of `steps` steps. Its figures."""
     argv, extra = agent_command(agent, opts, home, work, server.port, steps)
+    argv = counted(argv, count)
     env = base_env(home)
     env.update(extra)
     conn = Connection(argv, env, work, errors)
@@ -270,9 +293,10 @@ def acp_run(agent, opts, home, work, server, steps, errors, frames):
     return figures
 
 
-def headless_run(opts, home, work, server, steps, errors):
+def headless_run(opts, home, work, server, steps, errors, count=None):
     """Ours without ACP: spawn to exit of `dsh-host --profile headless`."""
     argv, extra = agent_command("ours-headless", opts, home, work, server.port, steps)
+    argv = counted(argv, count)
     env = base_env(home)
     env.update(extra)
     t0 = time.monotonic()
@@ -291,18 +315,19 @@ def headless_run(opts, home, work, server, steps, errors):
 
 
 # -------------------------------------------------------------------- runner ---
-def one(agent, opts, server, steps, label, homes):
-    """A run in a fresh work dir, checked against the server's record. Figures or Failed."""
+def one(agent, opts, server, steps, label, homes, count=None):
+    """A run in a fresh work dir, checked against the server's record. Figures or Failed.
+    With `count`, the agent runs under callgrind, which writes its instructions there."""
     server.get("/_bench/reset?run=%s" % label)
     work = tempfile.mkdtemp(prefix="work-", dir=opts.tmp)
     errors_path = os.path.join(opts.out, "%s.err" % label)
     try:
         with open(errors_path, "w") as errors:
             if agent == "ours-headless":
-                figures = headless_run(opts, homes[agent], work, server, steps, errors)
+                figures = headless_run(opts, homes[agent], work, server, steps, errors, count)
             else:
                 figures = acp_run(agent, opts, homes[agent], work, server, steps, errors,
-                                  os.path.join(opts.out, "%s.frames.jsonl" % label))
+                                  os.path.join(opts.out, "%s.frames.jsonl" % label), count)
     except Failed as failure:
         raise Failed("%s (stderr: %s)" % (failure, tail(errors_path))) from None
     except (OSError, LookupError, TypeError, AttributeError) as error:
@@ -389,6 +414,34 @@ def run_all(opts, server, homes):
                                                 "%d failed" % len(failures)))
     for agent in live:
         report(agent, samples[agent], opts.steps)
+    count_instructions(opts, server, homes, [a for a in live if a.startswith("ours")])
+
+
+def count_instructions(opts, server, homes, agents):
+    """Our instructions per step, ACP and headless: steadier than CPU time on shared cores,
+    where one run's start alone varies by milliseconds. Each agent runs a `--steps` task and
+    one five times as long under callgrind (the agent process only); the start cancels out
+    of the difference, and the long interval keeps what little of it varies small."""
+    if not agents:
+        return
+    if shutil.which("valgrind") is None:
+        print("skip instructions valgrind is not installed", flush=True)
+        return
+    long_task = opts.steps * 5
+    for agent in agents:
+        counts = {}
+        try:
+            for steps in (opts.steps, long_task):
+                label = "count-%s-%d" % (agent, steps)
+                out = os.path.join(opts.out, "%s.callgrind" % label)
+                one(agent, opts, server, steps, label, homes, count=out)
+                counts[steps] = instructions(out)
+                log("acp-bench: %s: %d instructions" % (label, counts[steps]))
+        except Failed as failure:
+            log("acp-bench: counting %s failed: %s" % (agent, failure))
+            continue
+        emit(agent, "instr_step", (counts[long_task] - counts[opts.steps])
+             / (long_task - opts.steps) / 1e6, "Minstr")
 
 
 def report(agent, rounds, steps):

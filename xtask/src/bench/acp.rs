@@ -59,6 +59,10 @@ pub(super) fn section(root: &Path) -> String {
     }
     let peers = root.join("target/acp-bench");
     let install = install_peers(root, &peers);
+    // The driver counts our instructions per step under callgrind; without it, it says so.
+    if let Err(error) = crate::apt::ensure("/usr/bin/valgrind", "valgrind") {
+        eprintln!("xtask: valgrind could not be installed ({error}): instructions not counted");
+    }
     // -B: no `__pycache__` of the driver's client module in the source tree.
     let output = Command::new("python3")
         .arg("-B")
@@ -197,12 +201,14 @@ fn cell(report: &Report, agent: &str, figure: &str) -> String {
 /// Our step through ACP against our headless step, in one sentence per way of timing it.
 fn headless_check(report: &Report) -> String {
     let mut lines = String::new();
-    for (figure, how) in [
-        ("step_ms", "per step, client side"),
-        ("server_step_ms", "per step, seen by the model"),
+    for (figure, how, unit) in [
+        ("step_ms", "per step, client side", "ms"),
+        ("server_step_ms", "per step, seen by the model", "ms"),
+        ("cpu_step_ms", "CPU per step", "ms"),
         (
-            "cpu_step_ms",
-            "CPU per step (the steadiest of the three here)",
+            "instr_step",
+            "instructions per step of the agent process, steps 20 to 100 under callgrind (the steadiest: no other load moves it)",
+            "million",
         ),
     ] {
         let (Some(acp), Some(headless)) = (
@@ -222,7 +228,7 @@ fn headless_check(report: &Report) -> String {
         };
         let _ = writeln!(
             lines,
-            "- {how}: {acp:.2} ms through ACP against {headless:.2} ms headless, {ratio:.2}x: {verdict} the 10% target."
+            "- {how}: {acp:.2} {unit} through ACP against {headless:.2} {unit} headless, {ratio:.2}x: {verdict} the 10% target."
         );
     }
     lines
@@ -292,6 +298,8 @@ runs ours-headless 5 5
 acp.ours-headless.step_ms 5.000 ms
 acp.ours-headless.server_step_ms 4.800 ms
 acp.ours-headless.cpu_step_ms 3.000 ms
+acp.ours-headless.instr_step 6.000 Minstr
+acp.ours.instr_step 6.200 Minstr
 runs claude-code-acp 4 5
 acp.claude-code-acp.ready_ms 1250.000 ms
 acp.claude-code-acp.step_ms 42.000 ms
@@ -323,7 +331,7 @@ acp.broken nope ms
                 "no executable at x (not installed)".to_owned()
             )]
         );
-        assert_eq!(report.figures.len(), 10, "{:?}", report.figures);
+        assert_eq!(report.figures.len(), 12, "{:?}", report.figures);
         assert!(report.all_skipped.is_none());
         assert_eq!(
             Report::parse("skip all the fake model did not start").all_skipped,
@@ -367,7 +375,11 @@ acp.broken nope ms
             "{text}"
         );
         assert!(
-            text.contains("- CPU per step (the steadiest of the three here): 3.10 ms through ACP against 3.00 ms headless, 1.03x: within the 10% target."),
+            text.contains("- CPU per step: 3.10 ms through ACP against 3.00 ms headless, 1.03x: within the 10% target."),
+            "{text}"
+        );
+        assert!(
+            text.contains("(the steadiest: no other load moves it): 6.20 million through ACP against 6.00 million headless, 1.03x: within the 10% target."),
             "{text}"
         );
         let alone = render(&Report::parse("runs ours 0 5\n"), Some("npm did not start"));
