@@ -1,6 +1,9 @@
 //! Benchmark plugin `bench-model`: registers the model route `instant`, which answers at once
 //! (a `noop` tool call until `steps` requests were made, then a short text), and the `noop`
-//! tool. Every request is timed against the previous one, so the gap is one whole step of the
+//! tool. Its calls alternate between two arguments (`{}` and `{"n":1}`), as a model's calls
+//! differ from step to step: one call repeated would have the repeat-tool reminder splice its
+//! reminders into the history at the third, fifth and eighth step, which a real session does
+//! not see (and which the baseline's figures, measured before that plugin, did not carry). Every request is timed against the previous one, so the gap is one whole step of the
 //! harness: logging, derive, the model-visible check, request serialization, the tool pipeline.
 //! It prints `bench step_gap_us <request number> <µs>` for the requests listed in `report`.
 //! With `concurrent`, it also drives that many sessions itself, one turn each, all at once,
@@ -366,7 +369,11 @@ impl Adapter for Instantly {
                         tool,
                         arguments.replace("{n}", &number.to_string()),
                     ),
-                    None => ContentBlock::tool_call(format!("n{number}"), "noop", "{}"),
+                    None => ContentBlock::tool_call(
+                        format!("n{number}"),
+                        "noop",
+                        if number % 2 == 0 { "{\"n\":1}" } else { "{}" },
+                    ),
                 },
             };
             *lock(&clock.steps_done).entry(session).or_default() += 1;
@@ -409,7 +416,7 @@ impl Tool for Noop {
     fn spec(&self) -> Json<ToolDecl> {
         let parameters = dsh_plugin_api::serde_json::json!({
             "type": "object",
-            "properties": {},
+            "properties": {"n": {"type": "integer"}},
             "additionalProperties": false
         });
         Json::encode(&ToolDecl::new("noop", "Does nothing.", parameters))
