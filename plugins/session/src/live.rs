@@ -182,25 +182,8 @@ impl LiveSession {
             .map(|(index, record)| new_event(index, record))
             .collect::<Result<Vec<_>, _>>()?;
         self.in_order(|log| {
-            // One event commits or fails on its own; a longer batch is tried on a copy so a
-            // refused event leaves nothing of the batch behind.
-            let mut staged = if events.len() > 1 {
-                Some(log.clone())
-            } else {
-                None
-            };
-            let target = staged.as_mut().unwrap_or(&mut *log);
-            let mut committed = Vec::with_capacity(events.len());
-            for (index, event) in events.into_iter().enumerate() {
-                let appended = target
-                    .append(event)
-                    .map_err(|error| rejected(format!("event {index} of the batch: {error}")))?;
-                committed.push(appended);
-            }
-            if let Some(staged) = staged {
-                *log = staged;
-            }
-            Ok(committed)
+            log.append_batch(events)
+                .map_err(|(index, error)| rejected(format!("event {index} of the batch: {error}")))
         })
     }
 

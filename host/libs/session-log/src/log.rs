@@ -234,6 +234,71 @@ impl SessionLog {
         Ok(event)
     }
 
+    /// Appends `batch` whole, or refuses it at its first bad event (its index in the batch and
+    /// why) and leaves the log unchanged.
+    ///
+    /// Why not try the batch on a copy of the log: the copy costs an `Arc` count per event of
+    /// the whole log, so each batch of a long session would cost more than the one before. An
+    /// event that adds to the surface (or stays off it) is checked the same wherever the batch
+    /// puts it, its seq aside, so such a batch is checked whole and then committed. One that
+    /// replaces part of the surface is checked against the surface the events before it left,
+    /// so a batch holding one is still tried on a copy.
+    pub fn append_batch(
+        &mut self,
+        mut batch: Vec<NewEvent>,
+    ) -> Result<Vec<Arc<SessionEvent>>, (usize, AppendError)> {
+        let replaces = |new: &NewEvent| {
+            new.surface_op
+                .as_ref()
+                .is_some_and(|op| op.replace_span().is_some())
+        };
+        // One event commits or fails on its own.
+        if batch.len() == 1
+            && let Some(new) = batch.pop()
+        {
+            return self
+                .append(new)
+                .map(|event| vec![event])
+                .map_err(|error| (0, error));
+        }
+        if batch.iter().any(replaces) {
+            let mut staged = self.clone();
+            let mut committed = Vec::with_capacity(batch.len());
+            for (index, new) in batch.into_iter().enumerate() {
+                committed.push(staged.append(new).map_err(|error| (index, error))?);
+            }
+            *self = staged;
+            return Ok(committed);
+        }
+        let first = self.next_seq();
+        let mut checked = Vec::with_capacity(batch.len());
+        for (index, new) in batch.into_iter().enumerate() {
+            let expected = first + index as u64;
+            let seq = new.expected_seq.unwrap_or(expected);
+            let ignorable = self.registry.ignorable_marker(&new.kind);
+            let event = Arc::new(new.into_event(seq, ignorable));
+            let plan = self
+                .validate_at(&event, Mode::Append, None, expected)
+                .map_err(|violation| {
+                    let kind = event.kind.clone();
+                    let error = AppendError {
+                        seq,
+                        kind,
+                        violation,
+                    };
+                    (index, error)
+                })?;
+            checked.push((event, plan));
+        }
+        Ok(checked
+            .into_iter()
+            .map(|(event, plan)| {
+                self.commit(Arc::clone(&event), plan);
+                event
+            })
+            .collect())
+    }
+
     /// Every rule an event must pass to enter at the end of this log; `verdicts`, the event's
     /// own checks when they were made beforehand.
     fn validate(
@@ -242,7 +307,17 @@ impl SessionLog {
         mode: Mode,
         verdicts: Option<Verdicts>,
     ) -> Result<Plan, Violation> {
-        let expected = self.next_seq();
+        self.validate_at(event, mode, verdicts, self.next_seq())
+    }
+
+    /// [`Self::validate`] for an event that will enter at seq `expected`.
+    fn validate_at(
+        &self,
+        event: &SessionEvent,
+        mode: Mode,
+        verdicts: Option<Verdicts>,
+        expected: u64,
+    ) -> Result<Plan, Violation> {
         if event.seq != expected {
             return Err(Violation::SeqMismatch { expected });
         }

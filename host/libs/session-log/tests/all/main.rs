@@ -7,6 +7,7 @@
     reason = "test helpers outside #[test] functions"
 )]
 
+mod batches;
 mod common;
 mod derive;
 mod fixtures;
