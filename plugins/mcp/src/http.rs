@@ -21,6 +21,31 @@ use crate::transport::{BoxFuture, Event, Inbox, Transport, TransportError};
 /// Time allowed for a response head.
 pub(crate) const HEAD_TIMEOUT_MS: u64 = 30_000;
 
+/// A response's body read to its end, keeping at most `cap` bytes of it, and why it broke off
+/// when it did (what came before the break is kept: an error's first words still say
+/// something).
+pub(crate) async fn read_capped(response: &HttpResponse, cap: usize) -> (String, Option<String>) {
+    let mut body = Vec::new();
+    let broke = loop {
+        match response
+            .body
+            .next_chunk(HEAD_TIMEOUT_MS)
+            .await
+            .into_result()
+        {
+            Ok(chunk) => match chunk.into_option() {
+                Some(bytes) => {
+                    let room = cap.saturating_sub(body.len());
+                    body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                }
+                None => break None,
+            },
+            Err(error) => break Some(error.to_string()),
+        }
+    };
+    (String::from_utf8_lossy(&body).into_owned(), broke)
+}
+
 /// How many times the GET stream is opened again after it ended.
 const STREAM_REOPENS: u32 = 5;
 
@@ -152,20 +177,12 @@ impl Shared {
     }
 
     async fn read_body(&self, response: &HttpResponse) -> Result<String, TransportError> {
-        let mut body = Vec::new();
-        while let Some(bytes) = response
-            .body
-            .next_chunk(HEAD_TIMEOUT_MS)
-            .await
-            .into_result()
-            .map_err(|error| TransportError(format!("the answer broke off: {error}")))?
-            .into_option()
-        {
-            // Capped as an event is: a longer answer fails to read as JSON and is reported.
-            let room = crate::sse::MAX_EVENT.saturating_sub(body.len());
-            body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        // Capped as an event is: a longer answer fails to read as JSON and is reported.
+        let (body, broke) = read_capped(response, crate::sse::MAX_EVENT).await;
+        match broke {
+            Some(error) => Err(TransportError(format!("the answer broke off: {error}"))),
+            None => Ok(body),
         }
-        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     async fn post(&self, message: String) -> Result<(), TransportError> {

@@ -18,7 +18,7 @@ use dsh_plugin_api::io::http::{HttpRequest, HttpResponse, HttpService};
 use dsh_plugin_api::{Context, Service};
 use tokio::sync::watch;
 
-use crate::http::{Failures, HEAD_TIMEOUT_MS, headers};
+use crate::http::{Failures, HEAD_TIMEOUT_MS, headers, read_capped};
 use crate::sse::Events;
 use crate::transport::{BoxFuture, Event, Inbox, Transport, TransportError};
 
@@ -237,21 +237,9 @@ impl Shared {
     }
 }
 
-/// The first bytes of a response's body (at most 4 KiB kept), read to its end.
+/// The first bytes of a response's body (at most 4 KiB kept), read to its end or its break.
 async fn read_some(response: &HttpResponse) -> String {
-    const KEPT: usize = 4096;
-    let mut body = Vec::new();
-    while let Ok(Some(bytes)) = response
-        .body
-        .next_chunk(HEAD_TIMEOUT_MS)
-        .await
-        .into_result()
-        .map(|chunk| chunk.into_option())
-    {
-        let room = KEPT.saturating_sub(body.len());
-        body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
-    String::from_utf8_lossy(&body).into_owned()
+    read_capped(response, 4096).await.0
 }
 
 impl Transport for LegacySse {

@@ -372,7 +372,11 @@ impl Adapter for Instantly {
                     None => ContentBlock::tool_call(
                         format!("n{number}"),
                         "noop",
-                        if number % 2 == 0 { "{\"n\":1}" } else { "{}" },
+                        if number.is_multiple_of(2) {
+                            "{\"n\":1}"
+                        } else {
+                            "{}"
+                        },
                     ),
                 },
             };
