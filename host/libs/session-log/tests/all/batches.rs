@@ -72,15 +72,6 @@ fn a_batch_that_replaces_what_it_appended_is_checked_in_order() {
     let mut b = B::new();
     let first = b.user("u0", "a");
     let before = state(&b.log);
-    let summary = |start, end, sources: Vec<u64>| {
-        NewEvent::surface(
-            "user/message",
-            user_data("s", "summary"),
-            SurfaceOp::replace(start, end),
-            0,
-        )
-        .with_sources(sources)
-    };
     // The replace names a node the batch appended just before it.
     let bad = b
         .log

@@ -36,6 +36,17 @@ pub(crate) fn tool_result_data(turn: u64, step: u64, call_id: &str, out: &str) -
         "role": "user", "id": format!("r-{call_id}")}})
 }
 
+/// A summary message replacing the surface from `start` to `end`, citing `sources`.
+pub(crate) fn summary(start: u64, end: u64, sources: Vec<u64>) -> NewEvent {
+    NewEvent::surface(
+        "user/message",
+        user_data("s", "summary"),
+        SurfaceOp::replace(start, end),
+        0,
+    )
+    .with_sources(sources)
+}
+
 /// Appends with terse calls; panics on a refused append (tests of refusals call `append`).
 pub(crate) struct B {
     pub(crate) log: SessionLog,

@@ -97,15 +97,7 @@ fn replace_must_name_nodes_currently_on_the_surface_in_order() {
     let u0 = b.user("u0", "a");
     let u1 = b.user("u1", "b");
     let u2 = b.user("u2", "c");
-    let replace = |s, e, sources: Vec<u64>| {
-        NewEvent::surface(
-            "user/message",
-            user_data("s", "summary"),
-            SurfaceOp::replace(s, e),
-            0,
-        )
-        .with_sources(sources)
-    };
+    let replace = summary;
     assert_eq!(
         violation(&mut b.log, replace(99, u1, vec![u1])),
         Violation::ReplaceNotOnSurface {
