@@ -96,8 +96,9 @@ pub(crate) fn ensure_postgres() {
 /// Where Debian's libfaketime keeps the library the fault catalogue preloads.
 pub(crate) const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
-/// libfaketime (its thread-safe variant), for the fault catalogue's clock that jumps back (preloaded into one host, so the
-/// machine's own clock is never touched); a warning when it cannot be had (that row then skips).
+/// libfaketime (its thread-safe variant), for the fault catalogue's clock that jumps back
+/// (preloaded into one host, so the machine's own clock is never touched); a warning when it
+/// cannot be had (that row then skips).
 pub(crate) fn ensure_faketime() {
     if let Err(reason) = ensure(LIBFAKETIME, "libfaketime") {
         eprintln!("xtask: warning: {reason}; the fault catalogue's clock row will skip");

@@ -412,11 +412,25 @@ fn held_run(name: &str) -> (TestDir, FakeDeepSeek, HostProcess, PathBuf) {
         ]),
         Reply::text("RESUMED"),
     ]);
-    let all = args(&dir, &server.url(), "", "hello");
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let host = HostProcess::start_with_env(&dir.home(), &all, &[("DEEPSEEK_API_KEY", "sk-test")]);
-    host.wait_stdout("PARTIAL_TWO", WAIT);
+    let host = started(&dir, &server, &[], "PARTIAL_TWO");
     (dir, server, host, gate)
+}
+
+/// The headless run of `dir` against `server` started (the API key and `envs` set), once it
+/// shows `shown`.
+fn started(
+    dir: &TestDir,
+    server: &FakeDeepSeek,
+    envs: &[(&str, &str)],
+    shown: &str,
+) -> HostProcess {
+    let all = args(dir, &server.url(), "", "hello");
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let mut with_key = vec![("DEEPSEEK_API_KEY", "sk-test")];
+    with_key.extend_from_slice(envs);
+    let host = HostProcess::start_with_env(&dir.home(), &all, &with_key);
+    host.wait_stdout(shown, WAIT);
+    host
 }
 
 fn killed_mid_answer() -> Seen {
@@ -478,12 +492,7 @@ fn gated_run(dir: &TestDir, envs: &[(&str, &str)]) -> (FakeDeepSeek, HostProcess
         SseEvent::content("AFTER"),
         SseEvent::Done,
     ])]);
-    let all = args(dir, &server.url(), "", "hello");
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let mut with_key = vec![("DEEPSEEK_API_KEY", "sk-test")];
-    with_key.extend_from_slice(envs);
-    let host = HostProcess::start_with_env(&dir.home(), &all, &with_key);
-    host.wait_stdout("BEFORE", WAIT);
+    let host = started(dir, &server, envs, "BEFORE");
     (server, host, gate)
 }
 

@@ -220,18 +220,28 @@ impl SessionLog {
 
     /// Appends one event, or refuses it and leaves the log unchanged.
     pub fn append(&mut self, new: NewEvent) -> Result<Arc<SessionEvent>, AppendError> {
-        let seq = new.expected_seq.unwrap_or(self.next_seq());
+        let (event, plan) = self.checked(new, self.next_seq())?;
+        self.commit(Arc::clone(&event), plan);
+        Ok(event)
+    }
+
+    /// `new` made the event it would be at seq `expected` and checked there, not committed.
+    fn checked(
+        &self,
+        new: NewEvent,
+        expected: u64,
+    ) -> Result<(Arc<SessionEvent>, Plan), AppendError> {
+        let seq = new.expected_seq.unwrap_or(expected);
         let ignorable = self.registry.ignorable_marker(&new.kind);
         let event = Arc::new(new.into_event(seq, ignorable));
         let plan = self
-            .validate(&event, Mode::Append, None)
+            .validate_at(&event, Mode::Append, None, expected)
             .map_err(|violation| AppendError {
                 seq,
                 kind: event.kind.clone(),
                 violation,
             })?;
-        self.commit(Arc::clone(&event), plan);
-        Ok(event)
+        Ok((event, plan))
     }
 
     /// Appends `batch` whole, or refuses it at its first bad event (its index in the batch and
@@ -271,25 +281,14 @@ impl SessionLog {
             return Ok(committed);
         }
         let first = self.next_seq();
-        let mut checked = Vec::with_capacity(batch.len());
-        for (index, new) in batch.into_iter().enumerate() {
-            let expected = first + index as u64;
-            let seq = new.expected_seq.unwrap_or(expected);
-            let ignorable = self.registry.ignorable_marker(&new.kind);
-            let event = Arc::new(new.into_event(seq, ignorable));
-            let plan = self
-                .validate_at(&event, Mode::Append, None, expected)
-                .map_err(|violation| {
-                    let kind = event.kind.clone();
-                    let error = AppendError {
-                        seq,
-                        kind,
-                        violation,
-                    };
-                    (index, error)
-                })?;
-            checked.push((event, plan));
-        }
+        let checked = batch
+            .into_iter()
+            .enumerate()
+            .map(|(index, new)| {
+                self.checked(new, first + index as u64)
+                    .map_err(|error| (index, error))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(checked
             .into_iter()
             .map(|(event, plan)| {

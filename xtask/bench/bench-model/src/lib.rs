@@ -3,7 +3,8 @@
 //! tool. Its calls alternate between two arguments (`{}` and `{"n":1}`), as a model's calls
 //! differ from step to step: one call repeated would have the repeat-tool reminder splice its
 //! reminders into the history at the third, fifth and eighth step, which a real session does
-//! not see (and which the baseline's figures, measured before that plugin, did not carry). Every request is timed against the previous one, so the gap is one whole step of the
+//! not see (and which the baseline's figures, measured before that plugin, did not carry).
+//! Every request is timed against the previous one, so the gap is one whole step of the
 //! harness: logging, derive, the model-visible check, request serialization, the tool pipeline.
 //! It prints `bench step_gap_us <request number> <µs>` for the requests listed in `report`.
 //! With `concurrent`, it also drives that many sessions itself, one turn each, all at once,
