@@ -14,6 +14,7 @@
 pub mod app;
 pub mod builtin;
 pub mod cli;
+pub mod fast_map;
 pub mod library;
 pub mod logging;
 pub mod runtime;

@@ -6,7 +6,9 @@
 //! appears activates the rows that were waiting for it.
 
 use dsh_plugin_api::lock;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+
+use crate::fast_map::FastMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +20,6 @@ use crate::library::{
 use crate::runtime::{FiberId, MountSpec, Runtime, Scope, Source};
 
 /// A row that has a fiber.
-#[derive(Clone)]
 struct Mounted {
     fiber: FiberId,
     parent: Option<FiberId>,
@@ -26,7 +27,17 @@ struct Mounted {
     scope: Arc<Scope>,
     /// The scope its children see (the group's isolation applied).
     children_scope: Arc<Scope>,
-    row: ResolvedRow,
+    kept: Kept,
+}
+
+/// What a mounted row keeps of its row.
+enum Kept {
+    /// A plugin row, whole: a changed library mounts it again from it.
+    Plugin(ResolvedRow),
+    /// A group: the ids of the rows below it, which go with it. Not the rows themselves: each
+    /// is kept by its own entry, and copying a group's subtree for every group was a sixth of
+    /// a mount's allocations.
+    Group { below: Vec<String> },
 }
 
 /// Why a changed library was not taken up; the rows running it keep their version.
@@ -48,7 +59,7 @@ pub struct App {
     libraries: Arc<Libraries>,
     /// The last tree that was mounted (the "last good" one).
     tree: Mutex<Vec<ResolvedRow>>,
-    mounted: Mutex<HashMap<String, Mounted>>,
+    mounted: Mutex<FastMap<String, Mounted>>,
 }
 
 impl App {
@@ -58,7 +69,7 @@ impl App {
             runtime,
             libraries,
             tree: Mutex::new(Vec::new()),
-            mounted: Mutex::new(HashMap::new()),
+            mounted: Mutex::default(),
         }
     }
 
@@ -190,7 +201,14 @@ impl App {
                 parent,
                 scope: scope.clone(),
                 children_scope: row_scope.clone(),
-                row: row.clone(),
+                kept: match &row.children {
+                    Some(_) => {
+                        let mut below = Vec::new();
+                        ids_below(row, &mut below);
+                        Kept::Group { below }
+                    }
+                    None => Kept::Plugin(row.clone()),
+                },
             },
         );
         if let Some(children) = &row.children {
@@ -202,16 +220,16 @@ impl App {
 
     /// Disposes the fiber of row `id` (and, for a group, its children).
     async fn unmount_row(&self, id: &str) -> Option<Mounted> {
-        let mounted = lock(&self.mounted).remove(id)?;
-        if let Some(children) = &mounted.row.children {
-            let mut stack: Vec<&ResolvedRow> = children.iter().collect();
-            while let Some(child) = stack.pop() {
-                lock(&self.mounted).remove(&child.id);
-                if let Some(grand) = &child.children {
-                    stack.extend(grand.iter());
+        let mounted = {
+            let mut table = lock(&self.mounted);
+            let mounted = table.remove(id)?;
+            if let Kept::Group { below } = &mounted.kept {
+                for id in below {
+                    table.remove(id);
                 }
             }
-        }
+            mounted
+        };
         self.runtime.dispose(mounted.fiber).await;
         Some(mounted)
     }
@@ -261,7 +279,7 @@ impl App {
         &self,
         id: &str,
         row: &ResolvedRow,
-        by_id: &HashMap<&str, (&ResolvedRow, Option<&str>)>,
+        by_id: &FastMap<&str, (&ResolvedRow, Option<&str>)>,
     ) {
         let parent_group = by_id.get(id).and_then(|(_, parent)| *parent);
         let placement = match parent_group {
@@ -334,9 +352,12 @@ impl App {
         let mounted = lock(&self.mounted);
         let mut rows: Vec<(String, ResolvedRow)> = mounted
             .iter()
-            .filter(|(_, mounted)| mounted.row.children.is_none())
-            .filter(|(_, mounted)| library_file_name(split_spec(&mounted.row.name).0) == file)
-            .map(|(id, mounted)| (id.clone(), mounted.row.clone()))
+            .filter_map(|(id, mounted)| match &mounted.kept {
+                Kept::Plugin(row) if library_file_name(split_spec(&row.name).0) == file => {
+                    Some((id.clone(), row.clone()))
+                }
+                _ => None,
+            })
             .collect();
         rows.sort_by_key(|(_, row)| row.id.clone());
         rows
@@ -369,6 +390,14 @@ impl App {
     /// The plugin directories the host watches, in lookup order.
     pub fn plugin_dirs(&self) -> Vec<PathBuf> {
         self.libraries.dirs().to_vec()
+    }
+}
+
+/// The ids of every row below `row`, in no particular order.
+fn ids_below(row: &ResolvedRow, out: &mut Vec<String>) {
+    for child in row.children.iter().flatten() {
+        out.push(child.id.clone());
+        ids_below(child, out);
     }
 }
 
@@ -426,8 +455,8 @@ fn each_plugin<'a>(row: &'a ResolvedRow, found: &mut impl FnMut(&'a str)) {
 }
 
 /// Every row of the tree by id, with the id of the group holding it.
-fn index(rows: &[ResolvedRow]) -> HashMap<&str, (&ResolvedRow, Option<&str>)> {
-    let mut out = HashMap::new();
+fn index(rows: &[ResolvedRow]) -> FastMap<&str, (&ResolvedRow, Option<&str>)> {
+    let mut out = FastMap::default();
     let mut stack: Vec<(&ResolvedRow, Option<&str>)> = rows.iter().map(|row| (row, None)).collect();
     while let Some((row, parent)) = stack.pop() {
         out.insert(row.id.as_str(), (row, parent));

@@ -7,8 +7,8 @@
 //! a lock while calling plugin code. A listener removed during a dispatch is skipped from then
 //! on (`alive`), so a disposed plugin's code is never called after its unload.
 
+use crate::fast_map::{FastMap, FastSet};
 use dsh_plugin_api::lock;
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -138,10 +138,10 @@ pub trait LayoutRecord: Send + Sync {
 
 #[derive(Default)]
 pub struct Bus {
-    slots: RwLock<HashMap<String, Arc<Slot>>>,
+    slots: RwLock<FastMap<String, Arc<Slot>>>,
     next_listener: AtomicU64,
     /// Layout pairs already found compatible (by address), so the full check runs once.
-    compatible: Mutex<HashSet<(usize, usize)>>,
+    compatible: Mutex<FastSet<(usize, usize)>>,
     /// The pairs earlier starts found compatible; none until the host sets it.
     record: OnceLock<Arc<dyn LayoutRecord>>,
 }
@@ -178,7 +178,7 @@ impl Bus {
         Ok(slot)
     }
 
-    fn read_slots(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Slot>>> {
+    fn read_slots(&self) -> std::sync::RwLockReadGuard<'_, FastMap<String, Arc<Slot>>> {
         match self.slots.read() {
             Ok(slots) => slots,
             Err(poisoned) => poisoned.into_inner(),

@@ -21,7 +21,9 @@ mod shutdown;
 mod waterfall;
 
 use dsh_plugin_api::lock;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::fast_map::FastMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -51,8 +53,8 @@ struct State {
     services: ServiceTable,
     /// Fibers by the realm and name of each service they inject, so a service change wakes
     /// only its dependents.
-    dependents: HashMap<RealmId, HashMap<String, Vec<FiberId>>>,
-    named_realms: HashMap<String, RealmId>,
+    dependents: FastMap<RealmId, FastMap<String, Vec<FiberId>>>,
+    named_realms: FastMap<String, RealmId>,
     next_realm: RealmId,
 }
 

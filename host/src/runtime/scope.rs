@@ -4,7 +4,7 @@
 //! group row that isolates a name gives its subtree a realm of its own for that name (private, or
 //! shared with other groups using the same label), so two groups can each have their own `shell`.
 
-use std::collections::HashMap;
+use crate::fast_map::FastMap;
 use std::sync::Arc;
 
 pub type RealmId = u64;
@@ -15,7 +15,7 @@ pub const ROOT_REALM: RealmId = 0;
 #[derive(Debug, Default)]
 pub struct Scope {
     parent: Option<Arc<Scope>>,
-    isolated: HashMap<String, RealmId>,
+    isolated: FastMap<String, RealmId>,
 }
 
 impl Scope {
@@ -24,7 +24,7 @@ impl Scope {
     }
 
     /// A child scope in which each of `isolated` names resolves to the given realm.
-    pub fn isolate(parent: &Arc<Scope>, isolated: HashMap<String, RealmId>) -> Arc<Self> {
+    pub fn isolate(parent: &Arc<Scope>, isolated: FastMap<String, RealmId>) -> Arc<Self> {
         if isolated.is_empty() {
             return parent.clone();
         }
@@ -55,8 +55,8 @@ mod tests {
     #[test]
     fn isolated_names_resolve_to_their_realm_and_others_fall_through() {
         let root = Scope::root();
-        let group = Scope::isolate(&root, HashMap::from([("shell".to_owned(), 7)]));
-        let nested = Scope::isolate(&group, HashMap::from([("fs".to_owned(), 9)]));
+        let group = Scope::isolate(&root, FastMap::from_iter([("shell".to_owned(), 7)]));
+        let nested = Scope::isolate(&group, FastMap::from_iter([("fs".to_owned(), 9)]));
         assert_eq!(root.realm_of("shell"), ROOT_REALM);
         assert_eq!(group.realm_of("shell"), 7);
         assert_eq!(group.realm_of("tools"), ROOT_REALM);

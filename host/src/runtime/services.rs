@@ -1,6 +1,6 @@
 //! The service tables: one flat namespace per realm, looked up by `&str` without allocating.
 
-use std::collections::HashMap;
+use crate::fast_map::FastMap;
 
 use dsh_plugin_api::abi::ErasedService;
 
@@ -18,7 +18,7 @@ pub(super) struct ServiceEntry {
 
 #[derive(Default)]
 pub(super) struct ServiceTable {
-    realms: HashMap<RealmId, HashMap<String, ServiceEntry>>,
+    realms: FastMap<RealmId, FastMap<String, ServiceEntry>>,
 }
 
 impl ServiceTable {

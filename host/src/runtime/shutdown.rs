@@ -3,7 +3,7 @@
 //! needs. Rows are disposed in waves: a wave is every remaining root whose services no other
 //! remaining root requires or may probe; rows that depend on each other in a cycle go together.
 
-use std::collections::{HashMap, HashSet};
+use crate::fast_map::{FastMap, FastSet};
 use std::sync::Arc;
 
 use super::Inner;
@@ -13,16 +13,16 @@ use super::fiber::{Fiber, FiberId, Source};
 /// What a root fiber and everything mounted below it provide and use.
 struct Needs {
     fiber: Arc<Fiber>,
-    provides: HashSet<String>,
-    uses: HashSet<String>,
+    provides: FastSet<String>,
+    uses: FastSet<String>,
 }
 
 impl Inner {
     fn needs_of(&self, root: &Arc<Fiber>) -> Needs {
         let mut needs = Needs {
             fiber: root.clone(),
-            provides: HashSet::new(),
-            uses: HashSet::new(),
+            provides: FastSet::default(),
+            uses: FastSet::default(),
         };
         let mut stack: Vec<FiberId> = vec![root.id];
         while let Some(id) = stack.pop() {
@@ -54,7 +54,7 @@ impl Inner {
         while !remaining.is_empty() {
             // How many remaining roots use each service: a root is blocked when one other than
             // itself does.
-            let mut users: HashMap<&str, usize> = HashMap::new();
+            let mut users: FastMap<&str, usize> = FastMap::default();
             for row in &remaining {
                 for name in &row.uses {
                     *users.entry(name.as_str()).or_default() += 1;

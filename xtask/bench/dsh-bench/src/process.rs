@@ -188,6 +188,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     }
     report("startup_spawn_to_100_active_wall", median(walls), "ms");
     report("startup_rss_100_active", median(peaks), "MiB");
+    let _ = std::fs::remove_dir_all(&dir);
 
     let dir = scratch("reload")?;
     let plugins = dir.join("plugins");
