@@ -1,7 +1,8 @@
 //! `cargo xtask bench [runtime]`: builds in release, runs our `dsh-bench` and the Cordis peer
 //! script (`../shared/peers/cordis-bench`) three times each, one after the other (never at once:
-//! two cores), and writes BENCHMARKS.md with our median beside the committed baseline
-//! (`xtask/bench-baseline.tsv`: "before", this run: "now", and the change in percent), the
+//! two cores), and writes BENCHMARKS.md with our median beside the baseline ("before": the
+//! commit `xtask/bench-baseline.tsv` names, built and run in this invocation, its runs
+//! interleaved with ours, see `baseline.rs`; this run: "now", and the change in percent), the
 //! peer's median and the ratio; then the whole-agent table of `../shared/peers/agents-bench`
 //! (ours against the peer agents installed here), the ACP agents side by side (`acp.rs`;
 //! `cargo xtask bench acp` runs that section alone) and the terminal UIs, ours and Codex's
@@ -11,6 +12,7 @@
 
 mod acp;
 mod agents;
+mod baseline;
 mod figures;
 mod postgres;
 mod presets;
@@ -59,20 +61,21 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
             ],
         )
     })?;
-    let ours = crate::timed("run dsh-bench", || median_of_runs(RUNS, || run_ours(root)))?;
+    let committed = match std::fs::read_to_string(root.join(BASELINE)) {
+        Ok(text) => Baseline::parse(&text),
+        Err(error) => {
+            eprintln!("xtask: no baseline ({BASELINE}: {error}): the before column shows -");
+            Baseline::default()
+        }
+    };
+    let fixtures = root.join("../shared/fixtures/dsh");
+    let (ours, baseline) = baseline::measure(root, &fixtures, committed)?;
     let peer = crate::timed("run the Cordis peer", || peer_figures(root));
     let peer = match peer {
         Ok(figures) => Some(figures),
         Err(error) => {
             eprintln!("xtask: the Cordis peer could not run: {error:#}");
             None
-        }
-    };
-    let baseline = match std::fs::read_to_string(root.join(BASELINE)) {
-        Ok(text) => Baseline::parse(&text),
-        Err(error) => {
-            eprintln!("xtask: no baseline ({BASELINE}: {error}): the before column shows -");
-            Baseline::default()
         }
     };
     let mut text = render(&ours, peer.as_ref(), &baseline);
@@ -104,6 +107,8 @@ type Figures = BTreeMap<String, f64>;
 struct Baseline {
     measured: Option<String>,
     figures: Figures,
+    /// Measured in this invocation (else read from the committed file).
+    in_run: bool,
 }
 
 impl Baseline {
@@ -115,6 +120,7 @@ impl Baseline {
         Self {
             measured,
             figures: parse_lines(text),
+            in_run: false,
         }
     }
 }
@@ -153,22 +159,31 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn median_of_runs(runs: usize, mut once: impl FnMut() -> Result<Figures>) -> Result<Figures> {
     let samples: Vec<Figures> = (0..runs).map(|_| once()).collect::<Result<_>>()?;
+    Ok(medians(samples))
+}
+
+/// Each figure's median over `samples` (the figures of the first run name them).
+fn medians(samples: Vec<Figures>) -> Figures {
+    let Some(first) = samples.first() else {
+        return Figures::new();
+    };
     let mut out = Figures::new();
-    for name in samples[0].keys() {
+    for name in first.keys() {
         let values: Vec<f64> = samples
             .iter()
             .filter_map(|run| run.get(name).copied())
             .collect();
         out.insert(name.clone(), median(values));
     }
-    Ok(out)
+    out
 }
 
-fn run_ours(root: &Path) -> Result<Figures> {
+/// One run of the `dsh-bench` built under `root` (ours or the baseline's worktree).
+fn run_dsh_bench(root: &Path, fixtures: &Path) -> Result<Figures> {
     let output = Command::new(root.join("target/release/dsh-bench"))
-        .env("DSH_FIXTURES", root.join("../shared/fixtures/dsh"))
+        .env("DSH_FIXTURES", fixtures)
         .output()
-        .context("cannot run target/release/dsh-bench")?;
+        .with_context(|| format!("cannot run {}/target/release/dsh-bench", root.display()))?;
     if !output.status.success() {
         bail!(
             "dsh-bench failed: {}",
@@ -240,9 +255,13 @@ fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline) -> String
         Some(measured) => format!(" ({measured})"),
         None => String::new(),
     };
+    let source = match baseline.in_run {
+        true => format!("the baseline{measured}"),
+        false => format!("the committed baseline `{BASELINE}`{measured}"),
+    };
     let _ = write!(
         text,
-        "\n`before` is our figure from the committed baseline `{BASELINE}`{measured}, `now` is ours from this run, and `change` is now against before in percent (for times and sizes lower is better, for rates such as events/s and steps/s higher is). Both runs are medians on this noisy machine, so a change of a few percent is noise. A figure the baseline lacks shows - for before and change. To move the baseline, copy this run's figures into `{BASELINE}` and say in its first line which commit and date they were measured at.\n",
+        "\n`before` is our figure from {source}, `now` is ours from this run, and `change` is now against before in percent (for times and sizes lower is better, for rates such as events/s and steps/s higher is). Both are medians on this noisy machine, so a change of a few percent is noise. A figure the baseline lacks shows - for before and change. The baseline is the commit named in the first line of `{BASELINE}`; `cargo xtask bench` builds and runs it beside ours and rewrites that file with what it measured (the file stands in only where the commit cannot be built). To move the baseline, name another commit there.\n",
     );
     let mut section = "";
     let mut missed = Vec::new();

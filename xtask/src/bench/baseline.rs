@@ -1,0 +1,198 @@
+//! The `before` column: the commit the committed baseline (`xtask/bench-baseline.tsv`) names,
+//! built in a worktree of its own (`target/bench-baseline/<commit>`, kept between runs) and run
+//! in this same invocation, its runs interleaved with ours.
+//!
+//! Why: figures measured on another day drift with this shared machine's state. The agent
+//! step of one and the same commit was 267 µs on the day its figures were committed and
+//! 186 µs four days later, while ours moved less, so a committed `before` can hide or invent a
+//! change of a third. A `before` measured in the same minutes as the `now` is the only fair
+//! one. Where the commit cannot be built (a clone without that history, a failed build) the
+//! committed figures stand in, and the page says which it shows.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::process::cargo;
+
+use super::{BASELINE, Baseline, Figures, RUNS, median_of_runs, medians, run_dsh_bench};
+
+/// Our figures and the baseline's: the baseline's commit built and run here, its runs
+/// interleaved with ours (ours, then it; then it, then ours; ...), so both see the machine in
+/// the same state. Where it cannot be built or run, `committed` stands in.
+pub(super) fn measure(
+    root: &Path,
+    fixtures: &Path,
+    committed: Baseline,
+) -> Result<(Figures, Baseline)> {
+    let commit = committed
+        .measured
+        .as_deref()
+        .and_then(commit_named);
+    let built = match &commit {
+        Some(commit) => crate::timed(&format!("build the baseline commit {commit}"), || {
+            build(root, commit)
+        })
+        .map_err(|error| format!("{error:#}")),
+        None => Err(format!("{BASELINE} names no commit")),
+    };
+    let (Some(commit), Ok(base_root)) = (commit, built.as_ref()) else {
+        if let Err(reason) = &built {
+            eprintln!(
+                "xtask: the baseline is not measured in this run ({reason}); the committed figures stand in"
+            );
+        }
+        let ours = crate::timed("run dsh-bench", || {
+            median_of_runs(RUNS, || run_dsh_bench(root, fixtures))
+        })?;
+        return Ok((ours, committed));
+    };
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let interleaved = crate::timed("run dsh-bench, ours and the baseline's in turn", || {
+        for run in 0..RUNS {
+            // Alternate who goes first, so neither always runs on the warmer machine.
+            let baseline_first = run % 2 == 1;
+            for is_baseline in [baseline_first, !baseline_first] {
+                match is_baseline {
+                    true => theirs.push(run_dsh_bench(base_root, fixtures)?),
+                    false => ours.push(run_dsh_bench(root, fixtures)?),
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Err(error) = interleaved {
+        eprintln!("xtask: the baseline's run failed ({error:#}); the committed figures stand in");
+        let ours = crate::timed("run dsh-bench", || {
+            median_of_runs(RUNS, || run_dsh_bench(root, fixtures))
+        })?;
+        return Ok((ours, committed));
+    }
+    let figures = medians(theirs);
+    let date = today();
+    std::fs::write(root.join(BASELINE), tsv(&commit, &date, RUNS, &figures))?;
+    let measured = Some(format!(
+        "commit {commit}, built and run in this invocation, its {RUNS} runs interleaved with ours"
+    ));
+    Ok((
+        medians(ours),
+        Baseline {
+            measured,
+            figures,
+            in_run: true,
+        },
+    ))
+}
+
+fn today() -> String {
+    Command::new("date")
+        .arg("+%F")
+        .output()
+        .ok()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .filter(|date| !date.is_empty())
+        .unwrap_or_else(|| "an unknown date".to_owned())
+}
+
+/// The commit a baseline's first comment names: `measured at commit <hash> ...`.
+pub(super) fn commit_named(measured: &str) -> Option<String> {
+    let rest = measured.split("commit ").nth(1)?;
+    let commit: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+    (commit.len() >= 7).then_some(commit)
+}
+
+/// Checks out `commit` into its worktree (once) and builds what `dsh-bench` runs, in release.
+/// Returns the worktree's root.
+pub(super) fn build(root: &Path, commit: &str) -> Result<PathBuf> {
+    let dir = root.join("target/bench-baseline").join(commit);
+    if !dir.join("Cargo.toml").is_file() {
+        // A folder left half made by an interrupted run is made again.
+        let _ = std::fs::remove_dir_all(&dir);
+        git(root, &["worktree", "prune"])?;
+        let target = dir.display().to_string();
+        git(
+            root,
+            &["worktree", "add", "--detach", "--force", &target, commit],
+        )?;
+    }
+    // The web and MCP figures drive Node packages the tests install; the baseline uses ours.
+    for packages in ["tests/web/node_modules", "tests/mcp/node_modules"] {
+        let ours = root.join(packages);
+        let theirs = dir.join(packages);
+        if ours.is_dir() && !theirs.exists() {
+            std::os::unix::fs::symlink(&ours, &theirs)
+                .with_context(|| format!("link {}", theirs.display()))?;
+        }
+    }
+    cargo(
+        &dir,
+        &["build", "--release", "--workspace", "--bins", "--lib"],
+    )?;
+    cargo(
+        &dir,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "llm-deepseek",
+            "--example",
+            "serialize_bench",
+        ],
+    )?;
+    Ok(dir)
+}
+
+fn git(root: &Path, args: &[&str]) -> Result<()> {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .output()
+        .context("cannot run git")?;
+    if !output.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The committed baseline file, rewritten from figures measured in this run.
+pub(super) fn tsv(commit: &str, date: &str, runs: usize, figures: &Figures) -> String {
+    let mut text = format!(
+        "# measured at commit {commit} on {date}, by `cargo xtask bench`: medians of {runs} runs of\n# that commit's dsh-bench (release build, in a worktree of its own), interleaved with {runs} runs\n# of the commit BENCHMARKS.md was written at, in the units of BENCHMARKS.md, as name<TAB>value.\n# `cargo xtask bench` measures this commit again in every run; these figures stand in only\n# where it cannot be built.\n"
+    );
+    for (name, value) in figures {
+        text.push_str(&format!("{name}\t{value:.3}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commit_is_read_from_the_first_comment() {
+        assert_eq!(
+            commit_named("measured at commit 4aa1a61 (before issue 20) on 2026-12-06").as_deref(),
+            Some("4aa1a61")
+        );
+        assert_eq!(commit_named("measured on 2026-12-06"), None);
+        assert_eq!(commit_named("measured at commit xyz"), None);
+    }
+
+    #[test]
+    fn a_rewritten_baseline_names_its_commit_for_the_next_run() {
+        let figures = super::super::Figures::from([("emit_1_listeners".to_owned(), 21.5)]);
+        let text = tsv("4aa1a61", "2026-12-06", 3, &figures);
+        let parsed = super::super::Baseline::parse(&text);
+        assert_eq!(
+            parsed.measured.as_deref().and_then(commit_named).as_deref(),
+            Some("4aa1a61")
+        );
+        assert_eq!(parsed.figures.get("emit_1_listeners"), Some(&21.5));
+    }
+}
