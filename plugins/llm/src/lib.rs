@@ -21,6 +21,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Channel, EmitEvent};
 use dsh_protocol::{CatalogModel, FailureCode, GenerateRequest, LlmFailure, Message};
 use dsh_sessions_seam::{DerivedViewBox, SessionBox};
+use dsh_visible_check::RequestParts;
 
 /// A failure as it crosses the seam.
 fn failure(code: FailureCode, message: impl Into<String>) -> Json<LlmFailure> {
@@ -103,10 +104,11 @@ impl Llm for Service {
     fn stream(&self, request: Json<GenerateRequest>) -> FfiFuture<StreamOutcome> {
         let registry = self.0.clone();
         async move {
-            // The request is read whole once, here: its route picks the adapter, and the
-            // innermost step takes it as read unless a listener passed another call on.
-            let decoded = match request.decode() {
-                Ok(decoded) => decoded,
+            // The request is read once, here, without building its text: its route picks the
+            // adapter, and the innermost step checks these parts unless a listener passed
+            // another call on.
+            let parts = match RequestParts::read(request.text()) {
+                Ok(parts) => parts,
                 Err(error) => {
                     return RErr(failure(
                         FailureCode::InvalidRequest,
@@ -115,52 +117,20 @@ impl Llm for Service {
                 }
             };
             let call = RArc::new(StreamCall {
-                provider: RString::from(decoded.config.provider.as_str()),
+                provider: RString::from(parts.config.provider.as_str()),
                 request,
             });
-            let sent = Mutex::new(Some((call.clone(), decoded)));
+            let read = Mutex::new(Some((call.clone(), parts)));
             let inner_registry = registry.clone();
             let outcome = registry
                 .stream
                 .waterfall(call, move |call: RArc<StreamCall>| async move {
-                    // A listener may have answered another request (or runs this one again,
-                    // as a retry does): the one that leaves is the call's, read again unless
-                    // it is the very call read above, the first time.
-                    let read = lock(&sent)
+                    // The parts read above, if this is still that call (the first time).
+                    let parts = lock(&read)
                         .take()
                         .filter(|(first, _)| std::ptr::eq::<StreamCall>(&**first, &*call))
-                        .map(|(_, decoded)| decoded);
-                    let mut request = match read.map_or_else(|| call.request.decode(), Ok) {
-                        Ok(request) => request,
-                        Err(error) => {
-                            return Ok(RErr(failure(
-                                FailureCode::InvalidRequest,
-                                format!("llm: bad request: {error}"),
-                            )));
-                        }
-                    };
-                    let session =
-                        match dsh_visible_check::check_request(&inner_registry.ctx, &request).await
-                        {
-                            Ok(session) => session,
-                            Err(refusal) => {
-                                return Ok(RErr(failure(
-                                    FailureCode::InvalidRequest,
-                                    refusal.to_string(),
-                                )));
-                            }
-                        };
-                    let history = history_of(&mut request, session);
-                    Ok(match inner_registry.adapter(&call.provider) {
-                        Some(adapter) => adapter.stream(Json::encode(&request), history).await,
-                        None => RErr(failure(
-                            FailureCode::InvalidRequest,
-                            format!(
-                                "llm: no adapter is registered for provider route `{}`",
-                                call.provider
-                            ),
-                        )),
-                    })
+                        .map(|(_, parts)| parts);
+                    Ok(send(&inner_registry, &call, parts).await)
                 })
                 .await;
             match outcome {
@@ -186,6 +156,62 @@ impl Llm for Service {
             None => RNone,
         }
     }
+}
+
+/// The innermost step of `llm/stream`: the call's request (a listener may have answered
+/// another, or runs this one again, as a retry does) checked against its session's log, then
+/// handed with its history to the adapter of its route.
+async fn send(
+    registry: &Registry,
+    call: &StreamCall,
+    parts: Option<RequestParts>,
+) -> StreamOutcome {
+    // A request that refers to its session's history and matches its logged header text for
+    // text leaves as its text: read whole, written out again and read by the adapter once more,
+    // its system prompt and tool schemas were a sixth of a step against an instant model.
+    let parts = parts.map_or_else(|| RequestParts::read(call.request.text()), Ok);
+    if let Ok(parts) = parts
+        && let Some(count) = parts.history.as_ref().map(|history| history.count)
+        && let Some(session) =
+            dsh_visible_check::check_unchanged(&registry.ctx, &parts, call.request.text()).await
+    {
+        let history = History_TO::from_ptr(
+            RArc::new(SessionHistory {
+                view: session.derive_messages(),
+                count,
+            }),
+            TD_Opaque,
+        );
+        return match registry.adapter(&call.provider) {
+            Some(adapter) => adapter.stream(call.request.clone(), history).await,
+            None => no_adapter(&call.provider),
+        };
+    }
+    let mut request = match call.request.decode() {
+        Ok(request) => request,
+        Err(error) => {
+            return RErr(failure(
+                FailureCode::InvalidRequest,
+                format!("llm: bad request: {error}"),
+            ));
+        }
+    };
+    let session = match dsh_visible_check::check_request(&registry.ctx, &request).await {
+        Ok(session) => session,
+        Err(refusal) => return RErr(failure(FailureCode::InvalidRequest, refusal.to_string())),
+    };
+    let history = history_of(&mut request, session);
+    match registry.adapter(&call.provider) {
+        Some(adapter) => adapter.stream(Json::encode(&request), history).await,
+        None => no_adapter(&call.provider),
+    }
+}
+
+fn no_adapter(provider: &str) -> StreamOutcome {
+    RErr(failure(
+        FailureCode::InvalidRequest,
+        format!("llm: no adapter is registered for provider route `{provider}`"),
+    ))
 }
 
 /// The history the adapter sends, taken out of the checked request: the session's derived

@@ -26,10 +26,7 @@ pub(super) fn measure(
     fixtures: &Path,
     committed: Baseline,
 ) -> Result<(Figures, Baseline)> {
-    let commit = committed
-        .measured
-        .as_deref()
-        .and_then(commit_named);
+    let commit = committed.measured.as_deref().and_then(commit_named);
     let built = match &commit {
         Some(commit) => crate::timed(&format!("build the baseline commit {commit}"), || {
             build(root, commit)

@@ -10,6 +10,8 @@
 //! A checked request's session is handed back, so the step that checks a request is the one
 //! that gives the adapter its history, and no adapter touches a session.
 
+mod unchanged;
+
 use std::sync::OnceLock;
 
 use abi_stable::std_types::RString;
@@ -19,6 +21,8 @@ use dsh_protocol::{
 };
 use dsh_sessions_seam::{LatestOf, SESSIONS_SERVICE, SessionBox, SessionsService};
 use serde::Serialize;
+
+pub use unchanged::{RequestParts, check_unchanged};
 
 /// Why a request may not leave.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

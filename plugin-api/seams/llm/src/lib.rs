@@ -96,8 +96,9 @@ pub trait Adapter: Send + Sync {
     fn provider(&self) -> RString;
     /// The model catalog.
     fn models(&self) -> Json<Vec<CatalogModel>>;
-    /// Streams `request`, whose history is `history` (the request's own `messages` are empty
-    /// and it refers to no history).
+    /// Streams `request`, whose history is `history`: read the messages from `history` alone
+    /// (the request's own `messages` are empty; a request of a session still names the history
+    /// reference `history` was checked against, which an adapter has no use for).
     fn stream(
         &self,
         request: Json<GenerateRequest>,

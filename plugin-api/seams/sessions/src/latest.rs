@@ -5,6 +5,7 @@
 //! every session it ever saw.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::Mutex;
 
 use dsh_plugin_api::lock;
@@ -15,15 +16,18 @@ use crate::SessionBox;
 /// Sessions remembered at once.
 const KEPT_SESSIONS: usize = 256;
 
-/// Per session: how far its log was read, and the latest `E` found so far.
-pub struct LatestOf<E> {
-    seen: Mutex<HashMap<String, (u64, Option<E>)>>,
+/// Per session: how far its log was read, and the latest `E` found so far (as `T`: the event
+/// itself, or what [`LatestOf::of_derived`] makes of it).
+pub struct LatestOf<E, T = E> {
+    seen: Mutex<HashMap<String, (u64, Option<T>)>>,
+    event: PhantomData<fn() -> E>,
 }
 
-impl<E> Default for LatestOf<E> {
+impl<E, T> Default for LatestOf<E, T> {
     fn default() -> Self {
         Self {
             seen: Mutex::new(HashMap::new()),
+            event: PhantomData,
         }
     }
 }
@@ -31,6 +35,15 @@ impl<E> Default for LatestOf<E> {
 impl<E: EventData + Clone> LatestOf<E> {
     /// The latest `E` of `session` (an event that does not read is skipped).
     pub fn of(&self, session: &SessionBox) -> Option<E> {
+        self.of_derived(session, |event| event)
+    }
+}
+
+impl<E: EventData, T: Clone> LatestOf<E, T> {
+    /// The latest `E` of `session` as `derive` makes it. `derive` runs once per new latest
+    /// event, not at every ask: what is made of an event that repeats at every step (its text
+    /// written out, say) is made once.
+    pub fn of_derived(&self, session: &SessionBox, derive: impl FnOnce(E) -> T) -> Option<T> {
         let id = session.id().to_string();
         let count = session.event_count();
         let mut seen = lock(&self.seen);
@@ -48,8 +61,8 @@ impl<E: EventData + Clone> LatestOf<E> {
                 .iter()
                 .rev()
                 .find_map(|record| record.decode::<E>()?.ok());
-            if newest.is_some() {
-                entry.1 = newest;
+            if let Some(newest) = newest {
+                entry.1 = Some(derive(newest));
             }
             entry.0 = count;
         }
