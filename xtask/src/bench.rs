@@ -44,23 +44,7 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
             bail!("unknown benchmark group `{group}` (known: runtime, acp, tui, presets, postgres)")
         }
     }
-    crate::timed("build release", || {
-        cargo(
-            root,
-            &["build", "--release", "--workspace", "--bins", "--lib"],
-        )?;
-        cargo(
-            root,
-            &[
-                "build",
-                "--release",
-                "-p",
-                "llm-deepseek",
-                "--example",
-                "serialize_bench",
-            ],
-        )
-    })?;
+    crate::timed("build release", || build_release(root))?;
     let committed = match std::fs::read_to_string(root.join(BASELINE)) {
         Ok(text) => Baseline::parse(&text),
         Err(error) => {
@@ -100,6 +84,26 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
 }
 
 type Figures = BTreeMap<String, f64>;
+
+/// What a `dsh-bench` run needs, built in release under `root` (ours, or the baseline's
+/// worktree).
+fn build_release(root: &Path) -> Result<()> {
+    cargo(
+        root,
+        &["build", "--release", "--workspace", "--bins", "--lib"],
+    )?;
+    cargo(
+        root,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "llm-deepseek",
+            "--example",
+            "serialize_bench",
+        ],
+    )
+}
 
 /// The baseline: `name<TAB>value` lines; `#` lines are comments, the first of which says
 /// where (commit) and when the figures were measured.

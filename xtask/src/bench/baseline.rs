@@ -14,9 +14,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::process::cargo;
-
-use super::{BASELINE, Baseline, Figures, RUNS, median_of_runs, medians, run_dsh_bench};
+use super::{
+    BASELINE, Baseline, Figures, RUNS, build_release, median_of_runs, medians, run_dsh_bench,
+};
 
 /// Our figures and the baseline's: the baseline's commit built and run here, its runs
 /// interleaved with ours (ours, then it; then it, then ours; ...), so both see the machine in
@@ -122,21 +122,7 @@ pub(super) fn build(root: &Path, commit: &str) -> Result<PathBuf> {
                 .with_context(|| format!("link {}", theirs.display()))?;
         }
     }
-    cargo(
-        &dir,
-        &["build", "--release", "--workspace", "--bins", "--lib"],
-    )?;
-    cargo(
-        &dir,
-        &[
-            "build",
-            "--release",
-            "-p",
-            "llm-deepseek",
-            "--example",
-            "serialize_bench",
-        ],
-    )?;
+    build_release(&dir)?;
     Ok(dir)
 }
 
