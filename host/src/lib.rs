@@ -47,9 +47,6 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         .then(|| app::boot::home_dir().join("logs"));
     logging::init(invocation.verbose(), log_dir.as_deref());
     builtin::init_tls();
-    if invocation.mounts_a_tree() {
-        builtin::prewarm_http();
-    }
     // One thread drives every plugin: transitions and dispatches interleave only at await
     // points, as in Cordis; blocking work goes to the blocking pool.
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -90,6 +90,16 @@ impl App {
         let _mounting = self.runtime.mounting();
         let root = Scope::root();
         let names = plugin_names_by_row(&rows);
+        // The HTTP client reads the system's trust store (some 300 files) on a thread of its
+        // own; a tree without the `http` row does not pay for it (a quarter of starting 100
+        // rows, on two cores).
+        if names
+            .iter()
+            .flatten()
+            .any(|name| name == crate::builtin::HTTP_ROW)
+        {
+            crate::builtin::prewarm_http();
+        }
         // Each library asked once (finding one looks at the plugin folders): a tree names
         // few libraries in many rows.
         let all_loaded = {

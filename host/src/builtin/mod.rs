@@ -50,6 +50,9 @@ pub fn library() -> LoadedLibrary {
 
 pub use http::prewarm as prewarm_http;
 
+/// The row name of the host's `http` service.
+pub const HTTP_ROW: &str = "dsh-host/http";
+
 /// Installs the process-wide TLS crypto provider (ring), once, before any HTTPS use.
 pub fn init_tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();
