@@ -209,5 +209,6 @@ mod tests {
         let error = read(&path).unwrap_err().to_string();
         assert!(error.contains("credentials.json"), "{error}");
         assert!(read(&dir.join("absent.json")).unwrap().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
