@@ -35,9 +35,9 @@ type Built = tokio::sync::watch::Receiver<Option<Result<reqwest::Client, reqwest
 
 /// Starts building the one HTTP client on a thread of its own, once; the host calls it when a
 /// tree it mounts names the `http` row, before the rows start, so the build overlaps the
-/// loading of the plugin libraries. (It shares the two cores
-/// with the loading thread and the rows starting; a second client for plain `http://` URLs
-/// that skips the trust store was tried and moved the first request by nothing measurable.)
+/// loading of the plugin libraries. (It shares the two cores with the loading thread and the
+/// rows starting; a second client for plain `http://` URLs that skips the trust store was
+/// tried and moved the first request by nothing measurable.)
 /// Building reads and parses the system trust store (some 150 PEM files, twice on Debian: the
 /// bundle and the directory).
 pub fn prewarm() -> &'static Built {

@@ -175,15 +175,11 @@ async fn send(
         && let Some(session) =
             dsh_visible_check::check_unchanged(&registry.ctx, &parts, call.request.text()).await
     {
-        let history = History_TO::from_ptr(
-            RArc::new(SessionHistory {
-                view: session.derive_messages(),
-                count,
-            }),
-            TD_Opaque,
-        );
         return match registry.adapter(&call.provider) {
-            Some(adapter) => adapter.stream(call.request.clone(), history).await,
+            Some(adapter) => {
+                let history = SessionHistory::of(&session, count);
+                adapter.stream(call.request.clone(), history).await
+            }
             None => no_adapter(&call.provider),
         };
     }
@@ -220,13 +216,7 @@ fn no_adapter(provider: &str) -> StreamOutcome {
 fn history_of(request: &mut GenerateRequest, session: Option<SessionBox>) -> HistoryBox {
     let reference = request.history.take();
     match (reference, session) {
-        (Some(reference), Some(session)) => History_TO::from_ptr(
-            RArc::new(SessionHistory {
-                view: session.derive_messages(),
-                count: reference.count,
-            }),
-            TD_Opaque,
-        ),
+        (Some(reference), Some(session)) => SessionHistory::of(&session, reference.count),
         _ => {
             let messages = std::mem::take(&mut request.messages);
             History_TO::from_ptr(
@@ -241,6 +231,19 @@ fn history_of(request: &mut GenerateRequest, session: Option<SessionBox>) -> His
 struct SessionHistory {
     view: DerivedViewBox,
     count: u64,
+}
+
+impl SessionHistory {
+    /// The first `count` derived messages of `session`, as the adapter reads them.
+    fn of(session: &SessionBox, count: u64) -> HistoryBox {
+        History_TO::from_ptr(
+            RArc::new(SessionHistory {
+                view: session.derive_messages(),
+                count,
+            }),
+            TD_Opaque,
+        )
+    }
 }
 
 impl History for SessionHistory {

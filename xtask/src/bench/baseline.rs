@@ -2,12 +2,12 @@
 //! built in a worktree of its own (`target/bench-baseline/<commit>`, kept between runs) and run
 //! in this same invocation, its runs interleaved with ours.
 //!
-//! Why: figures measured on another day drift with this shared machine's state. The agent
-//! step of one and the same commit was 267 µs on the day its figures were committed and
-//! 186 µs four days later, while ours moved less, so a committed `before` can hide or invent a
-//! change of a third. A `before` measured in the same minutes as the `now` is the only fair
-//! one. Where the commit cannot be built (a clone without that history, a failed build) the
-//! committed figures stand in, and the page says which it shows.
+//! Why: figures measured at another time drift with this shared machine's state. The agent
+//! step of one and the same commit was 267 µs in the figures committed one morning and 186 µs
+//! when run again hours later, so a committed `before` can hide or invent a change of a
+//! third. A `before` measured in the same minutes as the `now` is the only fair one. Where the
+//! commit cannot be built (a clone without that history, a failed build) the committed
+//! figures stand in, and the page says which it shows.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,49 +26,47 @@ pub(super) fn measure(
     fixtures: &Path,
     committed: Baseline,
 ) -> Result<(Figures, Baseline)> {
-    let commit = committed.measured.as_deref().and_then(commit_named);
-    let built = match &commit {
-        Some(commit) => crate::timed(&format!("build the baseline commit {commit}"), || {
-            build(root, commit)
-        })
-        .map_err(|error| format!("{error:#}")),
-        None => Err(format!("{BASELINE} names no commit")),
-    };
-    let (Some(commit), Ok(base_root)) = (commit, built.as_ref()) else {
-        if let Err(reason) = &built {
+    match interleaved(root, fixtures, &committed) {
+        Ok(measured) => Ok(measured),
+        Err(reason) => {
             eprintln!(
-                "xtask: the baseline is not measured in this run ({reason}); the committed figures stand in"
+                "xtask: the baseline is not measured in this run ({reason:#}); the committed figures stand in"
             );
+            let ours = crate::timed("run dsh-bench", || {
+                median_of_runs(RUNS, || run_dsh_bench(root, fixtures))
+            })?;
+            Ok((ours, committed))
         }
-        let ours = crate::timed("run dsh-bench", || {
-            median_of_runs(RUNS, || run_dsh_bench(root, fixtures))
-        })?;
-        return Ok((ours, committed));
-    };
+    }
+}
+
+/// [`measure`] when the commit `committed` names builds and runs; the file is rewritten with
+/// what it measured.
+fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Figures, Baseline)> {
+    let commit = committed
+        .measured
+        .as_deref()
+        .and_then(commit_named)
+        .ok_or_else(|| anyhow::anyhow!("{BASELINE} names no commit"))?;
+    let base_root = crate::timed(&format!("build the baseline commit {commit}"), || {
+        build(root, &commit)
+    })?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    let interleaved = crate::timed("run dsh-bench, ours and the baseline's in turn", || {
+    crate::timed("run dsh-bench, ours and the baseline's in turn", || {
         for run in 0..RUNS {
             // Alternate who goes first, so neither always runs on the warmer machine.
             let baseline_first = run % 2 == 1;
             for is_baseline in [baseline_first, !baseline_first] {
                 match is_baseline {
-                    true => theirs.push(run_dsh_bench(base_root, fixtures)?),
+                    true => theirs.push(run_dsh_bench(&base_root, fixtures)?),
                     false => ours.push(run_dsh_bench(root, fixtures)?),
                 }
             }
         }
         Ok(())
-    });
-    if let Err(error) = interleaved {
-        eprintln!("xtask: the baseline's run failed ({error:#}); the committed figures stand in");
-        let ours = crate::timed("run dsh-bench", || {
-            median_of_runs(RUNS, || run_dsh_bench(root, fixtures))
-        })?;
-        return Ok((ours, committed));
-    }
+    })?;
     let figures = medians(theirs);
-    let date = today();
-    std::fs::write(root.join(BASELINE), tsv(&commit, &date, RUNS, &figures))?;
+    std::fs::write(root.join(BASELINE), tsv(&commit, &today(), RUNS, &figures))?;
     let measured = Some(format!(
         "commit {commit}, built and run in this invocation, its {RUNS} runs interleaved with ours"
     ));

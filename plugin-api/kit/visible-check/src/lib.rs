@@ -17,9 +17,10 @@ use std::sync::OnceLock;
 use abi_stable::std_types::RString;
 use dsh_plugin_api::Context;
 use dsh_protocol::{
-    ContentBlock, GenerateRequest, MessageSource, RequestHeader, RequestHeaderEvent, Role,
+    ContentBlock, GenerateRequest, HistoryRef, MessageSource, RequestHeader, RequestHeaderEvent,
+    Role,
 };
-use dsh_sessions_seam::{LatestOf, SESSIONS_SERVICE, SessionBox, SessionsService};
+use dsh_sessions_seam::{DerivedViewBox, LatestOf, SESSIONS_SERVICE, SessionBox, SessionsService};
 use serde::Serialize;
 
 pub use unchanged::{RequestParts, check_unchanged};
@@ -125,8 +126,7 @@ pub fn check(session: &SessionBox, request: &GenerateRequest) -> Result<(), Refu
                 extra: request.messages.len(),
             });
         }
-        let sent = u64::from_str_radix(&history.hash, 16).ok();
-        if history.count != view.message_count() || sent != Some(logged) {
+        if !reference_holds(&view, history) {
             return Err(Refusal::ReferenceMismatch {
                 session: id,
                 sent_count: history.count,
@@ -185,24 +185,27 @@ fn check_header(session: &SessionBox, id: &str, request: &GenerateRequest) -> Re
     })
 }
 
-/// The session of a request, opened through `ctx`; `None` for a request without a session.
-async fn session_of(
-    ctx: &Context,
-    request: &GenerateRequest,
-) -> Result<Option<SessionBox>, Refusal> {
-    let Some(id) = &request.session_id else {
+/// Whether `history` names the derived history of `view`: its count and its rolling hash.
+fn reference_holds(view: &DerivedViewBox, history: &HistoryRef) -> bool {
+    let sent = u64::from_str_radix(&history.hash, 16).ok();
+    history.count == view.message_count() && sent == Some(view.hash())
+}
+
+/// The session a request names (`id`), opened through `ctx`; `None` for a request without one.
+async fn session_of(ctx: &Context, id: Option<&str>) -> Result<Option<SessionBox>, Refusal> {
+    let Some(id) = id else {
         return Ok(None);
     };
     let Ok(Some(sessions)) = ctx.get::<SessionsService>(SESSIONS_SERVICE) else {
-        return Err(Refusal::NoSessions(id.clone()));
+        return Err(Refusal::NoSessions(id.to_owned()));
     };
     sessions
-        .open(RString::from(id.as_str()))
+        .open(RString::from(id))
         .await
         .into_result()
         .map(Some)
         .map_err(|error| Refusal::Session {
-            session: id.clone(),
+            session: id.to_owned(),
             message: error.to_string(),
         })
 }
@@ -214,7 +217,7 @@ pub async fn check_request(
     ctx: &Context,
     request: &GenerateRequest,
 ) -> Result<Option<SessionBox>, Refusal> {
-    let checked = match session_of(ctx, request).await {
+    let checked = match session_of(ctx, request.session_id.as_deref()).await {
         Ok(Some(session)) => check(&session, request).map(|()| Some(session)),
         Ok(None) if request.history.is_some() => Err(Refusal::ReferenceWithoutSession),
         Ok(None) => Ok(None),

@@ -12,10 +12,9 @@
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use abi_stable::std_types::RString;
 use dsh_plugin_api::Context;
-use dsh_protocol::{HistoryRef, LlmCallConfig, Purpose, RequestHeaderEvent};
-use dsh_sessions_seam::{LatestOf, SESSIONS_SERVICE, SessionBox, SessionsService};
+use dsh_protocol::{HistoryRef, LlmCallConfig, RequestHeaderEvent};
+use dsh_sessions_seam::{LatestOf, SessionBox};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -26,7 +25,6 @@ pub struct RequestParts {
     pub config: LlmCallConfig,
     pub history: Option<HistoryRef>,
     pub session_id: Option<String>,
-    pub purpose: Option<Purpose>,
     /// Whether it carries messages of its own.
     pub has_messages: bool,
     system: Option<Range<usize>>,
@@ -47,8 +45,6 @@ struct Borrowed<'a> {
     tools: Option<&'a RawValue>,
     #[serde(default)]
     session_id: Option<String>,
-    #[serde(default)]
-    purpose: Option<Purpose>,
 }
 
 impl RequestParts {
@@ -64,7 +60,6 @@ impl RequestParts {
             config: parts.config,
             history: parts.history,
             session_id: parts.session_id,
-            purpose: parts.purpose,
             has_messages: parts
                 .messages
                 .is_some_and(|messages| messages.get() != "[]"),
@@ -100,33 +95,23 @@ fn header_text(event: RequestHeaderEvent) -> Option<Arc<HeaderText>> {
     }))
 }
 
-/// The session of a request that refers to its logged history and matches its logged header
-/// text for text; `None` when that is not so or cannot be told this way (the whole check
-/// decides then).
-/// `text` is the request's text `parts` were read from.
+/// The session of a request (`parts` read from `text`) that refers to its logged history and
+/// matches its logged header text for text; `None` when that is not so or cannot be told this
+/// way (the whole check decides then).
 pub async fn check_unchanged(
     ctx: &Context,
     parts: &RequestParts,
     text: &str,
 ) -> Option<SessionBox> {
-    let (Some(history), Some(id)) = (&parts.history, &parts.session_id) else {
-        return None;
-    };
+    let history = parts.history.as_ref()?;
     if parts.has_messages {
         return None;
     }
-    let sessions = ctx
-        .get::<SessionsService>(SESSIONS_SERVICE)
+    let session = crate::session_of(ctx, parts.session_id.as_deref())
+        .await
         .ok()
         .flatten()?;
-    let session = sessions
-        .open(RString::from(id.as_str()))
-        .await
-        .into_result()
-        .ok()?;
-    let view = session.derive_messages();
-    let sent = u64::from_str_radix(&history.hash, 16).ok();
-    if history.count != view.message_count() || sent != Some(view.hash()) {
+    if !crate::reference_holds(&session.derive_messages(), history) {
         return None;
     }
     static TEXTS: OnceLock<LatestOf<RequestHeaderEvent, Option<Arc<HeaderText>>>> = OnceLock::new();
