@@ -18,6 +18,7 @@
 mod bwrap;
 mod cgroup;
 mod enclaves;
+mod encoded;
 mod env;
 mod escalation;
 mod landlock;

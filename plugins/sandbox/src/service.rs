@@ -22,6 +22,7 @@ use dsh_sessions_seam::{LatestOf, open_live};
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 
 use crate::bwrap::{self, Mounts};
+use crate::encoded::{EncodedPolicies, PolicyInputs};
 use crate::env::{LOADER_VARS, is_loader_var, matches, secret_names};
 use crate::landlock::Inner;
 use crate::limits::Limits;
@@ -89,6 +90,8 @@ pub(crate) struct SandboxImpl {
     pub(crate) enclaves: crate::enclaves::Enclaves,
     /// The launcher of confined commands (see `launcher`).
     pub(crate) launcher: crate::launcher::Launcher,
+    /// The policies answered through the service, encoded (see `encoded`).
+    encoded: EncodedPolicies,
 }
 
 /// Why a process was not started.
@@ -149,6 +152,7 @@ impl SandboxImpl {
             cgroups,
             enclaves: crate::enclaves::Enclaves::default(),
             launcher: crate::launcher::Launcher::default(),
+            encoded: EncodedPolicies::default(),
         }
     }
 
@@ -204,14 +208,67 @@ impl SandboxImpl {
     pub(crate) fn protected_by_name(&self, cwd: &str) -> Vec<String> {
         std::iter::once(cwd)
             .chain(self.settings.writable_roots.iter().map(String::as_str))
-            .flat_map(|root| protected_paths(Path::new(root), &self.settings.protected_names))
+            .flat_map(|root| {
+                let root = Path::new(root);
+                protected_paths(root, &self.settings.protected_names, git_is_file(root))
+            })
             .collect()
     }
 
     /// The policy of `mode` for a process of `session` working in `cwd`.
     fn policy_in(&self, mode: SandboxMode, session: &str, cwd: &str) -> SandboxPolicy {
+        self.policy_from(&self.inputs(mode, session, cwd))
+    }
+
+    /// The policy of `session` in `cwd` as the `sandbox` service answers it, encoded once per
+    /// distinct inputs: the system prompt asks for it every step, and it rarely changes.
+    pub(crate) fn encoded_policy(
+        &self,
+        session: &str,
+        cwd: &str,
+        call_id: &str,
+    ) -> Json<SandboxPolicy> {
+        let mode = self
+            .granted(session, call_id)
+            .unwrap_or_else(|| self.mode_of(session));
+        let inputs = self.inputs(mode, session, cwd);
+        self.encoded
+            .get_or_encode(inputs, |inputs| self.policy_from(inputs))
+    }
+
+    /// What a policy is built from besides the row's settings.
+    fn inputs(&self, mode: SandboxMode, session: &str, cwd: &str) -> PolicyInputs {
         let extra = self.roots.of(session);
-        let mut writable_roots = vec![cwd.to_owned()];
+        let git_files = match self
+            .settings
+            .protected_names
+            .iter()
+            .any(|name| name == ".git")
+        {
+            true => std::iter::once(cwd)
+                .chain(self.settings.writable_roots.iter().map(String::as_str))
+                .chain(extra.iter().map(String::as_str))
+                .map(|root| git_is_file(Path::new(root)))
+                .collect(),
+            false => Vec::new(),
+        };
+        PolicyInputs {
+            mode,
+            cwd: cwd.to_owned(),
+            extra,
+            git_files,
+        }
+    }
+
+    fn policy_from(&self, inputs: &PolicyInputs) -> SandboxPolicy {
+        let PolicyInputs {
+            mode,
+            cwd,
+            extra,
+            git_files,
+        } = inputs;
+        let mode = *mode;
+        let mut writable_roots = vec![cwd.clone()];
         writable_roots.extend(self.settings.writable_roots.iter().cloned());
         writable_roots.extend(extra.iter().cloned());
         let temps = [
@@ -230,11 +287,17 @@ impl SandboxImpl {
             (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
         };
         let mut protected = self.settings.protected.clone();
-        protected.extend(self.protected_by_name(cwd));
-        for root in &extra {
+        // The project roots: the working directory, the configured writable roots, then the
+        // session's own, as `inputs` looked at them.
+        let roots = std::iter::once(cwd)
+            .chain(&self.settings.writable_roots)
+            .chain(extra);
+        for (index, root) in roots.enumerate() {
+            let git_file = git_files.get(index).copied().unwrap_or(false);
             protected.extend(protected_paths(
                 Path::new(root),
                 &self.settings.protected_names,
+                git_file,
             ));
         }
         SandboxPolicy {
@@ -453,14 +516,19 @@ impl SandboxImpl {
     }
 }
 
+/// Whether `root/.git` is a file (a worktree's or a submodule's pointer to its repository).
+fn git_is_file(root: &Path) -> bool {
+    root.join(".git").is_file()
+}
+
 /// The protected paths of one project root: each of `names` under it, where `.git` stands for
 /// the two places git runs code from (its `hooks` directory and its `config`), or for itself
 /// when it is a file (a worktree's pointer to its repository).
-pub(crate) fn protected_paths(root: &Path, names: &[String]) -> Vec<String> {
+pub(crate) fn protected_paths(root: &Path, names: &[String], git_is_file: bool) -> Vec<String> {
     let mut paths = Vec::new();
     for name in names {
         let path = root.join(name);
-        if name == ".git" && !path.is_file() {
+        if name == ".git" && !git_is_file {
             paths.push(path.join("hooks").display().to_string());
             paths.push(path.join("config").display().to_string());
         } else {
@@ -510,7 +578,7 @@ pub(crate) struct Handle(pub(crate) std::sync::Arc<SandboxImpl>);
 
 impl Sandbox for Handle {
     fn policy(&self, session: RString, cwd: RString, call_id: RString) -> Json<SandboxPolicy> {
-        Json::encode(&self.0.policy_of(&session, &cwd, &call_id))
+        self.0.encoded_policy(&session, &cwd, &call_id)
     }
 
     fn spawn(

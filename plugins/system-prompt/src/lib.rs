@@ -127,6 +127,8 @@ struct Prompt {
     runtime_context: bool,
     /// Instruction files below the working directory the agent reached.
     nested: Nested,
+    /// Each session's runtime-context snapshot, written again only when it changed.
+    runtime_contexts: runtime::RuntimeContexts,
 }
 
 /// What a held registration undoes.
@@ -434,7 +436,10 @@ impl Prompt {
             }
         }
         if self.runtime_context {
-            contexts.push(runtime::context(&self.ctx, &request.session, &request.cwd));
+            contexts.push(
+                self.runtime_contexts
+                    .of(&self.ctx, &request.session, &request.cwd),
+            );
         }
         contexts
     }
@@ -480,6 +485,7 @@ impl Plugin for SystemPromptPlugin {
             instructions,
             runtime_context: config.runtime_context,
             nested: Nested::default(),
+            runtime_contexts: runtime::RuntimeContexts::default(),
         };
         let prompt = Arc::new(prompt);
         // A file the agent read or changed under a subdirectory brings that directory's
@@ -494,6 +500,7 @@ impl Plugin for SystemPromptPlugin {
         ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
             if let Some(prompt) = forget.upgrade() {
                 prompt.nested.forget(id.as_str());
+                prompt.runtime_contexts.forget(id.as_str());
             }
         })?;
         let reached = Arc::downgrade(&prompt);

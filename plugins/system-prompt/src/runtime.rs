@@ -6,7 +6,10 @@
 //! again only when it does.
 
 use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
-use dsh_plugin_api::Context;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use dsh_plugin_api::{Context, Json, lock};
 use dsh_protocol::{
     ApprovalPolicy, Enforcement, PromptContext, SandboxMode, SandboxPolicy, SnapshotSection,
 };
@@ -72,14 +75,16 @@ fn sandbox_text(policy: &SandboxPolicy) -> String {
     }
 }
 
-/// The policy of `session` from the `sandbox` service, or the one `DSH_PERMISSION_MODE`
-/// names when no sandbox runs (its file fence is then `write`'s and `edit`'s own).
-fn policy(ctx: &Context, session: &str, cwd: &str) -> SandboxPolicy {
-    if let Ok(Some(sandbox)) = ctx.get::<SandboxService>(SANDBOX_SERVICE)
-        && let Ok(policy) = sandbox
-            .policy(session.into(), cwd.into(), "".into())
-            .decode()
-    {
+/// The policy of `session` as the `sandbox` service answers it (its JSON text), if one runs.
+fn sandbox_policy(ctx: &Context, session: &str, cwd: &str) -> Option<Json<SandboxPolicy>> {
+    let sandbox = ctx.get::<SandboxService>(SANDBOX_SERVICE).ok()??;
+    Some(sandbox.policy(session.into(), cwd.into(), "".into()))
+}
+
+/// The policy `answered` holds, or, when no sandbox runs or its answer does not read, the one
+/// `DSH_PERMISSION_MODE` names (its file fence is then `write`'s and `edit`'s own).
+fn policy(answered: Option<&Json<SandboxPolicy>>, cwd: &str) -> SandboxPolicy {
+    if let Some(Ok(policy)) = answered.map(Json::decode) {
         return policy;
     }
     let mode = std::env::var("DSH_PERMISSION_MODE")
@@ -113,26 +118,75 @@ fn approval_text(policy: ApprovalPolicy) -> &'static str {
     }
 }
 
-/// The system prompt's own sections of the runtime context (sandbox, then approvals).
-pub(crate) fn context(ctx: &Context, session: &str, cwd: &str) -> PromptContext {
-    let mut sections = vec![("sandbox:policy", sandbox_text(&policy(ctx, session, cwd)))];
-    if let Ok(Some(approval)) = ctx.get::<ApprovalService>(APPROVAL_SERVICE) {
-        // A policy that does not read is the stricter one.
-        let policy = approval
-            .session_policy(session.into())
-            .decode()
-            .unwrap_or(ApprovalPolicy::Never);
-        sections.push(("approval:policy", approval_text(policy).to_owned()));
+/// What the runtime context of a session is written from: the answers of the `sandbox` and
+/// `approval` services as they came (their JSON texts), and the working directory.
+#[derive(PartialEq, Eq)]
+struct Answers {
+    cwd: String,
+    sandbox: Option<Json<SandboxPolicy>>,
+    approval: Option<Json<ApprovalPolicy>>,
+}
+
+impl Answers {
+    fn of(ctx: &Context, session: &str, cwd: &str) -> Self {
+        Self {
+            cwd: cwd.to_owned(),
+            sandbox: sandbox_policy(ctx, session, cwd),
+            approval: ctx
+                .get::<ApprovalService>(APPROVAL_SERVICE)
+                .ok()
+                .flatten()
+                .map(|approval| approval.session_policy(session.into())),
+        }
     }
-    render(
-        sections
-            .into_iter()
-            .map(|(name, text)| SnapshotSection {
-                name: name.to_owned(),
-                text,
-            })
-            .collect(),
-    )
+
+    /// The system prompt's own sections of the runtime context (sandbox, then approvals).
+    fn render(&self) -> PromptContext {
+        let mut sections = vec![(
+            "sandbox:policy",
+            sandbox_text(&policy(self.sandbox.as_ref(), &self.cwd)),
+        )];
+        if let Some(answer) = &self.approval {
+            // A policy that does not read is the stricter one.
+            let policy = answer.decode().unwrap_or(ApprovalPolicy::Never);
+            sections.push(("approval:policy", approval_text(policy).to_owned()));
+        }
+        render(
+            sections
+                .into_iter()
+                .map(|(name, text)| SnapshotSection {
+                    name: name.to_owned(),
+                    text,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Each session's runtime context and the answers it was written from: the services are asked
+/// every step (a mode or a root can change between any two), the text is written again only
+/// when an answer changed.
+#[derive(Default)]
+pub(crate) struct RuntimeContexts(Mutex<HashMap<String, (Answers, PromptContext)>>);
+
+impl RuntimeContexts {
+    /// The runtime context of `session` working in `cwd`.
+    pub(crate) fn of(&self, ctx: &Context, session: &str, cwd: &str) -> PromptContext {
+        let answers = Answers::of(ctx, session, cwd);
+        if let Some((seen, context)) = lock(&self.0).get(session)
+            && *seen == answers
+        {
+            return context.clone();
+        }
+        let context = answers.render();
+        lock(&self.0).insert(session.to_owned(), (answers, context.clone()));
+        context
+    }
+
+    /// Forgets a disposed session.
+    pub(crate) fn forget(&self, session: &str) {
+        lock(&self.0).remove(session);
+    }
 }
 
 /// The runtime context as one snapshot of `sections`.
