@@ -25,7 +25,9 @@ pub(crate) enum Prompt {
     /// A section cannot be rendered (an unknown variable, say); the turn ends before anything
     /// is asked.
     Unrenderable(String),
-    Assembled(AssembledPrompt),
+    /// As the service wrote it: the loop reads it only when it differs from the last step's
+    /// (see `prompt::Memory`).
+    Assembled(Json<AssembledPrompt>),
 }
 
 /// What the loop asks around its steps.
@@ -158,14 +160,12 @@ impl Hooks for Events {
             else {
                 return Ok(Prompt::Missing);
             };
-            let assembled = match prompt.assemble(Json::encode(&request)).await.into_result() {
-                Ok(assembled) => assembled,
-                Err(problem) => return Ok(Prompt::Unrenderable(problem.to_string())),
-            };
-            assembled
-                .decode()
-                .map(Prompt::Assembled)
-                .map_err(|error| LoopError::decode("system prompt", error))
+            Ok(
+                match prompt.assemble(Json::encode(&request)).await.into_result() {
+                    Ok(assembled) => Prompt::Assembled(assembled),
+                    Err(problem) => Prompt::Unrenderable(problem.to_string()),
+                },
+            )
         })
     }
 

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use dsh_llm_seam::LlmService;
 use dsh_plugin_api::Json;
 use dsh_protocol::{
-    HeaderReason, HistoryRef, LlmCallConfig, Message, MessageSource, PromptRequest,
-    RequestContextEvent, RequestHeader, RequestHeaderEvent, ToolSchema,
+    AssembledPrompt, HeaderReason, HistoryRef, LlmCallConfig, Message, MessageSource,
+    PromptRequest, RequestContextEvent, RequestHeader, RequestHeaderEvent, ToolSchema,
 };
 use dsh_sessions_seam::SessionBox;
 use serde::Serialize;
@@ -35,6 +35,9 @@ pub(crate) struct Memory {
     snapshots: HashMap<String, String>,
     /// How far the log was looked at for compactions (a compaction can shadow a snapshot).
     seen: Option<u64>,
+    /// The last assembled prompt as the service wrote it and as read: from one step to the
+    /// next it rarely changes, and reading it again was a twentieth of an instant step.
+    last_assembled: Option<(Json<AssembledPrompt>, AssembledPrompt)>,
 }
 
 impl Memory {
@@ -45,7 +48,25 @@ impl Memory {
             last_context: past.last_context,
             snapshots: past.snapshots,
             seen: None,
+            last_assembled: None,
         }
+    }
+
+    /// `written` read, or the last one read when it is the same text.
+    fn read_assembled(
+        &mut self,
+        written: Json<AssembledPrompt>,
+    ) -> Result<AssembledPrompt, LoopError> {
+        if let Some((text, read)) = &self.last_assembled
+            && *text == written
+        {
+            return Ok(read.clone());
+        }
+        let read = written
+            .decode()
+            .map_err(|error| LoopError::decode("system prompt", error))?;
+        self.last_assembled = Some((written, read.clone()));
+        Ok(read)
     }
 }
 
@@ -79,7 +100,13 @@ pub(crate) async fn system_prompt(
         model: route.model.clone(),
     };
     let assembled = match deps.hooks.prompt(request).await {
-        Ok(Prompt::Assembled(assembled)) => assembled,
+        Ok(Prompt::Assembled(written)) => match memory.read_assembled(written) {
+            Ok(assembled) => assembled,
+            Err(error) => {
+                log.append_messages(batch)?;
+                return Err(error);
+            }
+        },
         Ok(Prompt::Missing) => {
             log.append_messages(batch)?;
             return Ok(System::Ready(deps.system.clone()));

@@ -18,6 +18,7 @@
 //! step (see [`nested`]).
 
 mod instructions;
+mod memo;
 mod nested;
 mod render;
 mod runtime;
@@ -129,6 +130,8 @@ struct Prompt {
     nested: Nested,
     /// Each session's runtime-context snapshot, written again only when it changed.
     runtime_contexts: runtime::RuntimeContexts,
+    /// Each session's last answer, written out again only when it changed.
+    answers: memo::SessionMemo<AssembledPrompt, Json<AssembledPrompt>>,
 }
 
 /// What a held registration undoes.
@@ -390,21 +393,35 @@ impl SystemPrompt for Service {
             };
             let own = prompt.contexts(&decoded);
             let encoded = Json::encode(&own);
+            let sent = encoded.clone();
             let added = prompt
                 .contexts
                 .waterfall(request, move |_| async move { Ok(encoded) })
                 .await
-                .map_err(|error| error.to_string())
-                .and_then(|contexts| contexts.decode().map_err(|error| error.to_string()));
-            // A contributor that fails costs its own snapshot, not the step.
-            let contexts = runtime::merge(added.unwrap_or_else(|error| {
-                prompt.ctx.log(
-                    LogLevel::Warn,
-                    &format!("system-prompt/contexts: {error}; only the system prompt's own snapshots this step"),
-                );
-                own
-            }));
-            ROk(Json::encode(&AssembledPrompt { system, contexts }))
+                .map_err(|error| error.to_string());
+            let read = match added {
+                // Nobody added a snapshot (most steps): the system prompt's own, unread.
+                Ok(answer) if answer == sent => None,
+                Ok(answer) => Some(answer.decode().map_err(|error| error.to_string())),
+                Err(error) => Some(Err(error)),
+            };
+            let contexts = match read {
+                None => own,
+                Some(Ok(all)) => runtime::merge(all),
+                // A contributor that fails costs its own snapshot, not the step.
+                Some(Err(error)) => {
+                    prompt.ctx.log(
+                        LogLevel::Warn,
+                        &format!("system-prompt/contexts: {error}; only the system prompt's own snapshots this step"),
+                    );
+                    own
+                }
+            };
+            ROk(prompt.answers.get_or_make(
+                &decoded.session,
+                AssembledPrompt { system, contexts },
+                Json::encode,
+            ))
         }
         .into_ffi()
     }
@@ -486,6 +503,7 @@ impl Plugin for SystemPromptPlugin {
             runtime_context: config.runtime_context,
             nested: Nested::default(),
             runtime_contexts: runtime::RuntimeContexts::default(),
+            answers: memo::SessionMemo::default(),
         };
         let prompt = Arc::new(prompt);
         // A file the agent read or changed under a subdirectory brings that directory's
@@ -501,6 +519,7 @@ impl Plugin for SystemPromptPlugin {
             if let Some(prompt) = forget.upgrade() {
                 prompt.nested.forget(id.as_str());
                 prompt.runtime_contexts.forget(id.as_str());
+                prompt.answers.forget(id.as_str());
             }
         })?;
         let reached = Arc::downgrade(&prompt);

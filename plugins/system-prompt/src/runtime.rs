@@ -6,15 +6,14 @@
 //! again only when it does.
 
 use dsh_approval_seam::{APPROVAL_SERVICE, ApprovalService};
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use dsh_plugin_api::{Context, Json, lock};
+use dsh_plugin_api::{Context, Json};
 use dsh_protocol::{
     ApprovalPolicy, Enforcement, PromptContext, SandboxMode, SandboxPolicy, SnapshotSection,
 };
 use dsh_sandbox_seam::{SANDBOX_SERVICE, SandboxService};
 use dsh_system_prompt_seam::RUNTIME_CONTEXT;
+
+use crate::memo::SessionMemo;
 
 /// The sandbox's text for `policy`.
 fn sandbox_text(policy: &SandboxPolicy) -> String {
@@ -167,25 +166,18 @@ impl Answers {
 /// every step (a mode or a root can change between any two), the text is written again only
 /// when an answer changed.
 #[derive(Default)]
-pub(crate) struct RuntimeContexts(Mutex<HashMap<String, (Answers, PromptContext)>>);
+pub(crate) struct RuntimeContexts(SessionMemo<Answers, PromptContext>);
 
 impl RuntimeContexts {
     /// The runtime context of `session` working in `cwd`.
     pub(crate) fn of(&self, ctx: &Context, session: &str, cwd: &str) -> PromptContext {
-        let answers = Answers::of(ctx, session, cwd);
-        if let Some((seen, context)) = lock(&self.0).get(session)
-            && *seen == answers
-        {
-            return context.clone();
-        }
-        let context = answers.render();
-        lock(&self.0).insert(session.to_owned(), (answers, context.clone()));
-        context
+        self.0
+            .get_or_make(session, Answers::of(ctx, session, cwd), Answers::render)
     }
 
     /// Forgets a disposed session.
     pub(crate) fn forget(&self, session: &str) {
-        lock(&self.0).remove(session);
+        self.0.forget(session);
     }
 }
 

@@ -538,10 +538,10 @@ impl Hooks for FakeHooks {
         _request: PromptRequest,
     ) -> BoxFuture<'_, Result<Prompt, crate::error::LoopError>> {
         let prompt = match &self.system {
-            Some(system) => Prompt::Assembled(AssembledPrompt {
+            Some(system) => Prompt::Assembled(Json::encode(&AssembledPrompt {
                 system: system.clone(),
                 contexts: Vec::new(),
-            }),
+            })),
             None => Prompt::Missing,
         };
         Box::pin(std::future::ready(Ok(prompt)))
