@@ -10,12 +10,15 @@
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use dsh_plugin_api::PluginError;
+
+use crate::files::FileCache;
 use sha2::{Digest, Sha256};
 
 /// Where and what to look for.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Discovery {
     /// The user-wide file, and how the model is shown its path.
     pub(crate) user_file: Option<(PathBuf, String)>,
@@ -23,6 +26,8 @@ pub(crate) struct Discovery {
     pub(crate) candidates: Vec<String>,
     pub(crate) local_candidates: Vec<String>,
     pub(crate) max_source_bytes: usize,
+    /// The files as last read (see [`crate::files`]).
+    pub(crate) files: Arc<FileCache>,
 }
 
 /// One instruction file read whole.
@@ -30,7 +35,7 @@ pub(crate) struct Discovery {
 pub(crate) struct Loaded {
     /// Its path relative to the project root (or the user-wide file's shown path).
     pub(crate) display: String,
-    pub(crate) content: String,
+    pub(crate) content: Arc<str>,
 }
 
 impl Loaded {
@@ -89,11 +94,11 @@ impl Discovery {
     pub(crate) fn baseline(&self, cwd: &Path) -> Vec<Loaded> {
         let mut files = Vec::new();
         if let Some((path, shown)) = &self.user_file
-            && let Some(content) = self.read(path)
+            && let Some(text) = self.files.read(path, self.max_source_bytes)
         {
             files.push(Loaded {
                 display: shown.clone(),
-                content,
+                content: text.content,
             });
         }
         let root = self.project_root(cwd);
@@ -112,38 +117,21 @@ impl Discovery {
         let mut found = Vec::new();
         for name in self.candidates.iter().chain(&self.local_candidates) {
             let path = dir.join(name);
-            let Some(content) = self.read(&path) else {
+            let Some(text) = self.files.read(&path, self.max_source_bytes) else {
                 continue;
             };
-            if !seen.insert(digest(content.trim())) {
+            if !seen.insert(text.trimmed_digest) {
                 continue;
             }
             let display = path
                 .strip_prefix(root)
                 .map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
-            found.push(Loaded { display, content });
+            found.push(Loaded {
+                display,
+                content: text.content,
+            });
         }
         found
-    }
-
-    /// The text of a regular file (a symlink followed) of at most `max_source_bytes`; `None`
-    /// for anything else. A FIFO or a device by that name must not hang or flood the host.
-    fn read(&self, path: &Path) -> Option<String> {
-        use std::io::Read;
-        let metadata = std::fs::metadata(path).ok()?;
-        if !metadata.is_file() || metadata.len() > self.max_source_bytes as u64 {
-            return None;
-        }
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .ok()?
-            .take(self.max_source_bytes as u64 + 1)
-            .read_to_end(&mut bytes)
-            .ok()?;
-        if bytes.len() > self.max_source_bytes {
-            return None;
-        }
-        Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 
@@ -200,6 +188,7 @@ pub(crate) fn discovery(config: &crate::PromptConfig) -> Result<Discovery, Plugi
         candidates: config.instruction_files.clone(),
         local_candidates: config.local_instruction_files.clone(),
         max_source_bytes: config.max_source_bytes,
+        files: Arc::default(),
     })
 }
 
@@ -244,6 +233,7 @@ mod tests {
             candidates: vec!["AGENTS.md".to_owned(), "CLAUDE.md".to_owned()],
             local_candidates: vec!["AGENTS.local.md".to_owned()],
             max_source_bytes: 1 << 20,
+            files: Arc::default(),
         }
     }
 

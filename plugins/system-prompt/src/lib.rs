@@ -17,6 +17,7 @@
 //! `read`, `write` or `edit` of a file there) are queued in the session's inbox before its next
 //! step (see [`nested`]).
 
+mod files;
 mod instructions;
 mod memo;
 mod nested;
@@ -128,10 +129,8 @@ struct Prompt {
     runtime_context: bool,
     /// Instruction files below the working directory the agent reached.
     nested: Nested,
-    /// Each session's runtime-context snapshot, written again only when it changed.
-    runtime_contexts: runtime::RuntimeContexts,
-    /// Each session's last answer, written out again only when it changed.
-    answers: memo::SessionMemo<AssembledPrompt, Json<AssembledPrompt>>,
+    /// What each session was last answered, made again only when its inputs changed.
+    memos: memo::Memos,
 }
 
 /// What a held registration undoes.
@@ -392,7 +391,10 @@ impl SystemPrompt for Service {
                 Err(error) => return RErr(SeamError::failed(error.to_string())),
             };
             let own = prompt.contexts(&decoded);
-            let encoded = Json::encode(&own);
+            let encoded = prompt
+                .memos
+                .own
+                .get_or_make(&decoded.session, &own, Json::encode);
             let sent = encoded.clone();
             let added = prompt
                 .contexts
@@ -417,9 +419,9 @@ impl SystemPrompt for Service {
                     own
                 }
             };
-            ROk(prompt.answers.get_or_make(
+            ROk(prompt.memos.answers.get_or_make(
                 &decoded.session,
-                AssembledPrompt { system, contexts },
+                &AssembledPrompt { system, contexts },
                 Json::encode,
             ))
         }
@@ -434,15 +436,20 @@ impl Prompt {
         let mut contexts = Vec::new();
         if let Some((discovery, max)) = &self.instructions {
             let files = discovery.baseline(Path::new(&request.cwd));
-            let items: Vec<render::Item<'_>> = files
-                .iter()
-                .map(|file| render::Item {
-                    file,
-                    action: render::Action::Set,
-                    scope: file.scope(discovery),
-                })
-                .collect();
-            let text = render::render(render::Style::Baseline, &items, *max).text;
+            let text = self
+                .memos
+                .instructions
+                .get_or_make(&request.session, &files, |files| {
+                    let items: Vec<render::Item<'_>> = files
+                        .iter()
+                        .map(|file| render::Item {
+                            file,
+                            action: render::Action::Set,
+                            scope: file.scope(discovery),
+                        })
+                        .collect();
+                    render::render(render::Style::Baseline, &items, *max).text
+                });
             if !text.is_empty() {
                 contexts.push(PromptContext {
                     source: None,
@@ -454,7 +461,8 @@ impl Prompt {
         }
         if self.runtime_context {
             contexts.push(
-                self.runtime_contexts
+                self.memos
+                    .runtime
                     .of(&self.ctx, &request.session, &request.cwd),
             );
         }
@@ -502,8 +510,7 @@ impl Plugin for SystemPromptPlugin {
             instructions,
             runtime_context: config.runtime_context,
             nested: Nested::default(),
-            runtime_contexts: runtime::RuntimeContexts::default(),
-            answers: memo::SessionMemo::default(),
+            memos: memo::Memos::default(),
         };
         let prompt = Arc::new(prompt);
         // A file the agent read or changed under a subdirectory brings that directory's
@@ -518,8 +525,7 @@ impl Plugin for SystemPromptPlugin {
         ctx.on_emit(&SESSION_DISPOSED, move |id: &RString| {
             if let Some(prompt) = forget.upgrade() {
                 prompt.nested.forget(id.as_str());
-                prompt.runtime_contexts.forget(id.as_str());
-                prompt.answers.forget(id.as_str());
+                prompt.memos.forget(id.as_str());
             }
         })?;
         let reached = Arc::downgrade(&prompt);

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use dsh_plugin_api::lock;
 use dsh_protocol::{ContentBlock, Message, MessageSource};
@@ -129,7 +129,7 @@ impl Nested {
             if !present.contains(key) {
                 let file = Loaded {
                     display: shown.display.clone(),
-                    content: String::new(),
+                    content: Arc::from(""),
                 };
                 found.push((key.clone(), file, Action::Remove, shown.dir.clone()));
             }
@@ -201,6 +201,7 @@ mod tests {
             candidates: vec!["AGENTS.md".to_owned()],
             local_candidates: Vec::new(),
             max_source_bytes: 1 << 20,
+            files: Arc::default(),
         };
         let nested = Nested::default();
         let cwd = root.to_str().unwrap();

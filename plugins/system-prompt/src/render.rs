@@ -135,7 +135,7 @@ impl Build<'_, '_> {
                 Some(kept) if index == last => {
                     &item.file.content[..item.file.content.floor_char_boundary(kept)]
                 }
-                _ => item.file.content.as_str(),
+                _ => &item.file.content,
             };
             blocks.push(section(self.style, item, content));
         }
@@ -201,11 +201,12 @@ pub(crate) fn render(style: Style, items: &[Item<'_>], max: usize) -> Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn loaded(display: &str, content: &str) -> Loaded {
         Loaded {
             display: display.to_owned(),
-            content: content.to_owned(),
+            content: Arc::from(content),
         }
     }
 

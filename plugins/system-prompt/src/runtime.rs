@@ -119,7 +119,7 @@ fn approval_text(policy: ApprovalPolicy) -> &'static str {
 
 /// What the runtime context of a session is written from: the answers of the `sandbox` and
 /// `approval` services as they came (their JSON texts), and the working directory.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 struct Answers {
     cwd: String,
     sandbox: Option<Json<SandboxPolicy>>,
@@ -172,7 +172,7 @@ impl RuntimeContexts {
     /// The runtime context of `session` working in `cwd`.
     pub(crate) fn of(&self, ctx: &Context, session: &str, cwd: &str) -> PromptContext {
         self.0
-            .get_or_make(session, Answers::of(ctx, session, cwd), Answers::render)
+            .get_or_make(session, &Answers::of(ctx, session, cwd), Answers::render)
     }
 
     /// Forgets a disposed session.
