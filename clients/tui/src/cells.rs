@@ -44,12 +44,20 @@ pub(crate) fn render(item: &ChatItem, options: CellOptions) -> Vec<Line<'static>
         }
         ChatItem::Tool {
             name,
+            arguments,
             status,
             view,
             error,
             duration_ms,
             ..
-        } => tool(name, *status, view, error.as_deref(), *duration_ms),
+        } => tool(
+            name,
+            arguments,
+            *status,
+            view,
+            error.as_deref(),
+            *duration_ms,
+        ),
         ChatItem::TurnEnd { reason, stats, .. } => turn_end(reason, stats.as_ref()),
         ChatItem::Approval {
             tool_name,
@@ -213,6 +221,7 @@ fn duration(ms: Option<u64>) -> String {
 /// A tool card.
 pub(crate) fn tool(
     name: &str,
+    arguments: &str,
     status: ToolStatus,
     view: &ToolView,
     error: Option<&str>,
@@ -349,7 +358,7 @@ pub(crate) fn tool(
             ));
             lines.extend(body(result, Style::default(), Keep::Head(6)));
         }
-        ToolView::Generic { arguments, result } => {
+        ToolView::Generic { result } => {
             let arguments = first_line(arguments);
             let cut: String = arguments.chars().take(80).collect();
             lines.push(header(name, cut));

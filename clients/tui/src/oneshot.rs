@@ -150,12 +150,16 @@ pub(crate) fn run(
                     if let dsh_client_protocol::ItemOp::Upsert {
                         item:
                             ChatItem::Tool {
-                                name, status, view, ..
+                                name,
+                                arguments,
+                                status,
+                                view,
+                                ..
                             },
                     } = &op
                         && *status != ToolStatus::Running
                     {
-                        let lines = crate::cells::tool(name, *status, view, None, None);
+                        let lines = crate::cells::tool(name, arguments, *status, view, None, None);
                         if let Some(head) = lines.get(1) {
                             let _ = writeln!(stderr, "{head}");
                         }

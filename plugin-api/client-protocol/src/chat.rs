@@ -175,10 +175,7 @@ impl ChatItem {
                     any |= cut(prompt);
                     any |= cut(result);
                 }
-                ToolView::Generic { arguments, result } => {
-                    any |= cut(arguments);
-                    any |= cut(result);
-                }
+                ToolView::Generic { result } => any |= cut(result),
             }
             *truncated = any;
         }

@@ -57,6 +57,8 @@ pub enum ToolView {
         child: Option<String>,
         result: String,
     },
-    /// Any other tool: its arguments and result as text.
-    Generic { arguments: String, result: String },
+    /// Any other tool: its result as text (its arguments are the call's own, which every item
+    /// and event of a call carries beside its view; a view repeating them doubled what a page
+    /// of such calls weighs).
+    Generic { result: String },
 }

@@ -39,7 +39,7 @@ fn summary(name: &str, arguments: &str) -> String {
         ToolView::Subagent { label, prompt, .. } if label.is_empty() => line(&prompt),
         ToolView::Subagent { label, .. } => label,
         ToolView::Todo { items } => format!("{} items", items.len()),
-        ToolView::Generic { arguments, .. } => line(&arguments),
+        ToolView::Generic { .. } => line(arguments),
     }
 }
 

@@ -105,7 +105,6 @@ pub(crate) fn view(name: &str, arguments: &str, result: Option<&str>) -> ToolVie
             }
         }
         _ => ToolView::Generic {
-            arguments: arguments.to_owned(),
             result: result_text.to_owned(),
         },
     }

@@ -112,7 +112,7 @@ function toolBody(item) {
       return element(
         "div",
         {},
-        element("pre", { class: "output" }, view.arguments || item.arguments),
+        element("pre", { class: "output" }, item.arguments),
         view.result ? element("pre", { class: "output" }, view.result) : null,
       );
   }
@@ -132,7 +132,7 @@ function toolLine(item) {
     todo: () => `${(view.items || []).filter((todo) => todo.status === "completed").length} of ${(view.items || []).length} done`,
   }[view.kind]?.() ||
     (item.name === "ask_user_question" ? `${askedQuestions(item).length} questions for you` : null) ||
-    firstLine(view.arguments || item.arguments);
+    firstLine(item.arguments);
   const exit = view.kind === "terminal" ? view.exitCode : undefined;
   const badExit = exit !== undefined && exit !== null && exit !== 0;
   const failed = item.status === "error" || badExit;
