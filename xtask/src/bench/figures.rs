@@ -599,13 +599,13 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: CONTEXT,
-        ours: "compaction_request_bytes_at_10",
+        ours: "compaction_request_bytes_to_10",
         peer: None,
         what: "the history that request carries, compaction on (bytes; must stop growing once compaction holds it)",
     },
     Figure {
         section: CONTEXT,
-        ours: "uncompacted_request_bytes_at_10",
+        ours: "uncompacted_request_bytes_to_10",
         peer: None,
         what: "the same request with compaction off (bytes)",
     },
@@ -617,15 +617,15 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: CONTEXT,
-        ours: "compaction_request_bytes_at_1000",
+        ours: "compaction_request_bytes_to_1000",
         peer: None,
-        what: "the history that request carries, compaction on (bytes; must stop growing once compaction holds it)",
+        what: "the history a request carries, mean over every 20th of the 1,000 up to it, compaction on (bytes; must stop growing once compaction holds it)",
     },
     Figure {
         section: CONTEXT,
-        ours: "uncompacted_request_bytes_at_1000",
+        ours: "uncompacted_request_bytes_to_1000",
         peer: None,
-        what: "the same request with compaction off (bytes)",
+        what: "the same requests with compaction off (bytes)",
     },
     Figure {
         section: CONTEXT,
@@ -635,15 +635,15 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: CONTEXT,
-        ours: "compaction_request_bytes_at_10000",
+        ours: "compaction_request_bytes_to_10000",
         peer: None,
-        what: "the history that request carries, compaction on (bytes; must stop growing once compaction holds it)",
+        what: "the history a request carries, mean over every 20th of the 1,000 up to it, compaction on (bytes; must stop growing once compaction holds it)",
     },
     Figure {
         section: CONTEXT,
-        ours: "uncompacted_request_bytes_at_10000",
+        ours: "uncompacted_request_bytes_to_10000",
         peer: None,
-        what: "the same request with compaction off (bytes)",
+        what: "the same requests with compaction off (bytes)",
     },
     Figure {
         section: MCP,

@@ -19,6 +19,15 @@ pub(crate) fn scratch(name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// The `dsh-host` the process figures start: `DSH_BENCH_HOST` when set (`cargo xtask bench`
+/// points it at the baseline commit's, to measure that host with this harness), else the one
+/// built beside this binary.
+fn host_exe() -> std::path::PathBuf {
+    std::env::var_os("DSH_BENCH_HOST")
+        .filter(|host| !host.is_empty())
+        .map_or_else(|| exe_dir().join("dsh-host"), std::path::PathBuf::from)
+}
+
 pub(crate) struct Host {
     child: Child,
     lines: Receiver<String>,
@@ -30,7 +39,7 @@ impl Host {
         // which the undo recorder then copies whole (the repository, its build folder too).
         // The host makes its home on first use, but a directory to start in must be there.
         std::fs::create_dir_all(home)?;
-        let mut child = Command::new(exe_dir().join("dsh-host"))
+        let mut child = Command::new(host_exe())
             .args(args)
             .current_dir(home)
             .env("DSH_HOME", home)
