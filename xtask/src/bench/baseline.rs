@@ -59,7 +59,7 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
             for is_baseline in [baseline_first, !baseline_first] {
                 match is_baseline {
                     true => theirs.push(baseline_run(root, &base_root, fixtures)?),
-                    false => ours.push(run_dsh_bench(root, fixtures)?),
+                    false => ours.push(our_run(root, fixtures)?),
                 }
             }
         }
@@ -81,31 +81,60 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
 }
 
 /// The `dsh-bench` groups that only start `dsh-host` processes and read what they print, which
-/// our harness also runs against the baseline's host: a figure whose measure changed since the
-/// baseline commit (its history bytes, a mean over a window where it was one request's) is then
-/// measured alike on both sides, and overrides what the baseline's own harness printed.
-const HARNESS_ON_BASELINE: &[&str] = &["compaction"];
+/// our harness runs on their own, in a fresh process, against each side's host: a figure whose
+/// measure changed since the baseline commit (its history bytes, a mean over a window where it
+/// was one request's) is then measured alike on both sides, and in the same conditions (inside
+/// a whole run, the steps right after the file-system group's fsyncs ran slower on one side than
+/// the other). What it prints overrides what the side's whole run printed.
+const HARNESS_ON_BOTH: &[&str] = &["compaction"];
 
-/// One run of the baseline: its own `dsh-bench`, then ours over [`HARNESS_ON_BASELINE`] against
-/// its `dsh-host` (when that fails, its own figures alone, said on stderr).
+/// One run of the baseline: its own `dsh-bench`, then ours over [`HARNESS_ON_BOTH`].
 fn baseline_run(root: &Path, base_root: &Path, fixtures: &Path) -> Result<Figures> {
     let mut figures = run_dsh_bench(base_root, fixtures)?;
-    let host = base_root.join("target/release/dsh-host");
-    let output = Command::new(root.join("target/release/dsh-bench"))
-        .args(HARNESS_ON_BASELINE)
-        .env("DSH_BENCH_HOST", &host)
-        .env("DSH_FIXTURES", fixtures)
-        .output()
-        .context("cannot run target/release/dsh-bench")?;
-    match output.status.success() {
-        true => figures.extend(super::parse_lines(&String::from_utf8_lossy(&output.stdout))),
-        false => eprintln!(
-            "xtask: our {} figures of the baseline's host are missing: {}",
-            HARNESS_ON_BASELINE.join(", "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
-    }
+    figures.extend(harness_run(
+        root,
+        Some(&base_root.join("target/release/dsh-host")),
+        fixtures,
+    ));
     Ok(figures)
+}
+
+/// One run of ours: the whole `dsh-bench`, then [`HARNESS_ON_BOTH`] again on its own.
+fn our_run(root: &Path, fixtures: &Path) -> Result<Figures> {
+    let mut figures = run_dsh_bench(root, fixtures)?;
+    figures.extend(harness_run(root, None, fixtures));
+    Ok(figures)
+}
+
+/// Our harness over [`HARNESS_ON_BOTH`] against `host` (ours when `None`); nothing, said on
+/// stderr, when it fails (the whole run's figures then stand).
+fn harness_run(root: &Path, host: Option<&Path>, fixtures: &Path) -> Figures {
+    let mut command = Command::new(root.join("target/release/dsh-bench"));
+    command.args(HARNESS_ON_BOTH).env("DSH_FIXTURES", fixtures);
+    if let Some(host) = host {
+        command.env("DSH_BENCH_HOST", host);
+    }
+    match command.output() {
+        Ok(output) if output.status.success() => {
+            super::parse_lines(&String::from_utf8_lossy(&output.stdout))
+        }
+        failed => {
+            let why = match failed {
+                Ok(output) => String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+                Err(error) => error.to_string(),
+            };
+            eprintln!(
+                "xtask: the {} figures of {} host, run on their own, are missing: {why}",
+                HARNESS_ON_BOTH.join(", "),
+                if host.is_some() {
+                    "the baseline's"
+                } else {
+                    "our"
+                },
+            );
+            Figures::new()
+        }
+    }
 }
 
 fn today() -> String {
