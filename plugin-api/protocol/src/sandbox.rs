@@ -173,6 +173,26 @@ pub struct SandboxPolicy {
     pub backend: String,
 }
 
+impl SandboxPolicy {
+    /// `mode` over `writable_roots` with nothing enforcing it: no lists, no network (unless
+    /// `danger-full-access`), no Unix sockets, backend `none`. What applies where no sandbox
+    /// runs; a sandbox fills in the rest.
+    pub fn unenforced(mode: SandboxMode, writable_roots: Vec<String>) -> Self {
+        Self {
+            mode,
+            writable_roots,
+            protected: Vec::new(),
+            hidden: Vec::new(),
+            exposed: Vec::new(),
+            readable_roots: None,
+            network: mode == SandboxMode::DangerFullAccess,
+            unix_sockets: false,
+            enforcement: Enforcement::None,
+            backend: "none".to_owned(),
+        }
+    }
+}
+
 /// Name fragments that mark an environment variable as a secret (matched case-insensitively).
 const SECRET_MARKS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
 

@@ -268,16 +268,10 @@ mod tests {
 
     fn policy(mode: SandboxMode, roots: &[&str]) -> SandboxPolicy {
         SandboxPolicy {
-            mode,
-            writable_roots: roots.iter().map(|root| (*root).to_owned()).collect(),
-            protected: Vec::new(),
-            hidden: Vec::new(),
-            exposed: Vec::new(),
-            readable_roots: None,
             network: false,
-            unix_sockets: false,
             enforcement: Enforcement::Full,
             backend: "bwrap".to_owned(),
+            ..SandboxPolicy::unenforced(mode, roots.iter().map(|root| (*root).to_owned()).collect())
         }
     }
 

@@ -64,18 +64,7 @@ mod tests {
     }
 
     fn policy(root: &str) -> SandboxPolicy {
-        SandboxPolicy {
-            mode: SandboxMode::WorkspaceWrite,
-            writable_roots: vec![root.to_owned()],
-            protected: Vec::new(),
-            hidden: Vec::new(),
-            exposed: Vec::new(),
-            readable_roots: None,
-            network: false,
-            unix_sockets: false,
-            enforcement: dsh_protocol::Enforcement::None,
-            backend: "none".to_owned(),
-        }
+        SandboxPolicy::unenforced(SandboxMode::WorkspaceWrite, vec![root.to_owned()])
     }
 
     #[test]

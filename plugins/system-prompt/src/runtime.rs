@@ -90,18 +90,7 @@ fn policy(answered: Option<&Json<SandboxPolicy>>, cwd: &str) -> SandboxPolicy {
         .ok()
         .and_then(|name| SandboxMode::parse(&name))
         .unwrap_or(SandboxMode::WorkspaceWrite);
-    SandboxPolicy {
-        mode,
-        writable_roots: vec![cwd.to_owned(), "/tmp".to_owned()],
-        protected: Vec::new(),
-        hidden: Vec::new(),
-        exposed: Vec::new(),
-        readable_roots: None,
-        network: mode == SandboxMode::DangerFullAccess,
-        unix_sockets: false,
-        enforcement: Enforcement::None,
-        backend: "none".to_owned(),
-    }
+    SandboxPolicy::unenforced(mode, vec![cwd.to_owned(), "/tmp".to_owned()])
 }
 
 fn approval_text(policy: ApprovalPolicy) -> &'static str {
@@ -228,16 +217,10 @@ mod tests {
     #[test]
     fn each_mode_says_what_it_allows() {
         let policy = |mode, enforcement| SandboxPolicy {
-            mode,
-            writable_roots: vec!["/w".to_owned(), "/tmp".to_owned()],
-            protected: Vec::new(),
-            hidden: Vec::new(),
-            exposed: Vec::new(),
-            readable_roots: None,
             network: false,
-            unix_sockets: false,
             enforcement,
             backend: "bwrap".to_owned(),
+            ..SandboxPolicy::unenforced(mode, vec!["/w".to_owned(), "/tmp".to_owned()])
         };
         let write = sandbox_text(&policy(SandboxMode::WorkspaceWrite, Enforcement::Full));
         assert!(
