@@ -2,13 +2,18 @@
 //! system prompt asks for its session's policy before every step to tell the model its
 //! runtime context; building it (a path string per protected name and root) and writing it
 //! out as JSON was a twentieth of an instant step, for an answer that changes only with the
-//! session's mode, its roots or a repository's `.git` turning into a file.
+//! session's mode, its roots or a repository's `.git` turning into a file. The policy is built
+//! here too, from those inputs and the row's settings.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use std::path::Path;
+
 use dsh_plugin_api::{Json, lock};
-use dsh_protocol::{SandboxMode, SandboxPolicy};
+use dsh_protocol::{Enforcement, SandboxMode, SandboxPolicy};
+
+use crate::service::{Backend, SandboxImpl, git_is_file, protected_paths};
 
 /// Inputs kept at once; past this many the memo starts over (one entry per working directory
 /// and mode in use, so a long-lived host with many sessions stays small).
@@ -47,6 +52,86 @@ impl EncodedPolicies {
         }
         kept.insert(inputs, encoded.clone());
         encoded
+    }
+}
+
+impl SandboxImpl {
+    /// What a policy is built from besides the row's settings.
+    pub(crate) fn inputs(&self, mode: SandboxMode, session: &str, cwd: &str) -> PolicyInputs {
+        let extra = self.roots.of(session);
+        let git_files = match self
+            .settings
+            .protected_names
+            .iter()
+            .any(|name| name == ".git")
+        {
+            true => std::iter::once(cwd)
+                .chain(self.settings.writable_roots.iter().map(String::as_str))
+                .chain(extra.iter().map(String::as_str))
+                .map(|root| git_is_file(Path::new(root)))
+                .collect(),
+            false => Vec::new(),
+        };
+        PolicyInputs {
+            mode,
+            cwd: cwd.to_owned(),
+            extra,
+            git_files,
+        }
+    }
+
+    pub(crate) fn policy_from(&self, inputs: &PolicyInputs) -> SandboxPolicy {
+        let PolicyInputs {
+            mode,
+            cwd,
+            extra,
+            git_files,
+        } = inputs;
+        let mode = *mode;
+        let mut writable_roots = vec![cwd.clone()];
+        writable_roots.extend(self.settings.writable_roots.iter().cloned());
+        writable_roots.extend(extra.iter().cloned());
+        let temps = [
+            "/tmp".to_owned(),
+            std::env::temp_dir().display().to_string(),
+        ];
+        for temp in temps.into_iter().filter(|_| self.settings.temp_writable) {
+            if !writable_roots.contains(&temp) {
+                writable_roots.push(temp);
+            }
+        }
+        let (enforcement, backend) = match (&self.backend, mode) {
+            (_, SandboxMode::DangerFullAccess) => (Enforcement::None, "none".to_owned()),
+            (Backend::Bwrap { .. }, _) => (Enforcement::Full, "bwrap".to_owned()),
+            (Backend::Landlock(_), _) => (Enforcement::Partial, "landlock".to_owned()),
+            (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
+        };
+        let mut protected = self.settings.protected.clone();
+        // The project roots: the working directory, the configured writable roots, then the
+        // session's own, as `inputs` looked at them.
+        let roots = std::iter::once(cwd)
+            .chain(&self.settings.writable_roots)
+            .chain(extra);
+        for (index, root) in roots.enumerate() {
+            let git_file = git_files.get(index).copied().unwrap_or(false);
+            protected.extend(protected_paths(
+                Path::new(root),
+                &self.settings.protected_names,
+                git_file,
+            ));
+        }
+        SandboxPolicy {
+            mode,
+            writable_roots,
+            protected,
+            readable_roots: self.settings.readable_roots.clone(),
+            hidden: self.settings.hidden.clone(),
+            exposed: self.settings.exposed.clone(),
+            network: self.settings.network || mode == SandboxMode::DangerFullAccess,
+            unix_sockets: self.settings.unix_sockets || mode == SandboxMode::DangerFullAccess,
+            enforcement,
+            backend,
+        }
     }
 }
 

@@ -15,14 +15,14 @@ use dsh_plugin_api::io::subprocess::{
     ProcessBox, SpawnRequest, SubprocessError, SubprocessErrorKind, SubprocessService,
 };
 use dsh_plugin_api::{Context, Json, SeamError, SeamErrorKind, Service, lock};
-use dsh_protocol::{Enforcement, SandboxMode, SandboxModeEvent, SandboxPolicy};
+use dsh_protocol::{SandboxMode, SandboxModeEvent, SandboxPolicy};
 use dsh_sandbox_seam::{Sandbox, SandboxPiped, SandboxPty};
 use dsh_sessions_seam::{LatestOf, open_live};
 
 use dsh_credentials_seam::{CREDENTIALS_SERVICE, CredentialsService};
 
 use crate::bwrap::{self, Mounts};
-use crate::encoded::{EncodedPolicies, PolicyInputs};
+use crate::encoded::EncodedPolicies;
 use crate::env::{LOADER_VARS, is_loader_var, matches, secret_names};
 use crate::landlock::Inner;
 use crate::limits::Limits;
@@ -236,84 +236,6 @@ impl SandboxImpl {
             .get_or_encode(inputs, |inputs| self.policy_from(inputs))
     }
 
-    /// What a policy is built from besides the row's settings.
-    fn inputs(&self, mode: SandboxMode, session: &str, cwd: &str) -> PolicyInputs {
-        let extra = self.roots.of(session);
-        let git_files = match self
-            .settings
-            .protected_names
-            .iter()
-            .any(|name| name == ".git")
-        {
-            true => std::iter::once(cwd)
-                .chain(self.settings.writable_roots.iter().map(String::as_str))
-                .chain(extra.iter().map(String::as_str))
-                .map(|root| git_is_file(Path::new(root)))
-                .collect(),
-            false => Vec::new(),
-        };
-        PolicyInputs {
-            mode,
-            cwd: cwd.to_owned(),
-            extra,
-            git_files,
-        }
-    }
-
-    fn policy_from(&self, inputs: &PolicyInputs) -> SandboxPolicy {
-        let PolicyInputs {
-            mode,
-            cwd,
-            extra,
-            git_files,
-        } = inputs;
-        let mode = *mode;
-        let mut writable_roots = vec![cwd.clone()];
-        writable_roots.extend(self.settings.writable_roots.iter().cloned());
-        writable_roots.extend(extra.iter().cloned());
-        let temps = [
-            "/tmp".to_owned(),
-            std::env::temp_dir().display().to_string(),
-        ];
-        for temp in temps.into_iter().filter(|_| self.settings.temp_writable) {
-            if !writable_roots.contains(&temp) {
-                writable_roots.push(temp);
-            }
-        }
-        let (enforcement, backend) = match (&self.backend, mode) {
-            (_, SandboxMode::DangerFullAccess) => (Enforcement::None, "none".to_owned()),
-            (Backend::Bwrap { .. }, _) => (Enforcement::Full, "bwrap".to_owned()),
-            (Backend::Landlock(_), _) => (Enforcement::Partial, "landlock".to_owned()),
-            (Backend::Unavailable(reason), _) => (Enforcement::None, reason.clone()),
-        };
-        let mut protected = self.settings.protected.clone();
-        // The project roots: the working directory, the configured writable roots, then the
-        // session's own, as `inputs` looked at them.
-        let roots = std::iter::once(cwd)
-            .chain(&self.settings.writable_roots)
-            .chain(extra);
-        for (index, root) in roots.enumerate() {
-            let git_file = git_files.get(index).copied().unwrap_or(false);
-            protected.extend(protected_paths(
-                Path::new(root),
-                &self.settings.protected_names,
-                git_file,
-            ));
-        }
-        SandboxPolicy {
-            mode,
-            writable_roots,
-            protected,
-            readable_roots: self.settings.readable_roots.clone(),
-            hidden: self.settings.hidden.clone(),
-            exposed: self.settings.exposed.clone(),
-            network: self.settings.network || mode == SandboxMode::DangerFullAccess,
-            unix_sockets: self.settings.unix_sockets || mode == SandboxMode::DangerFullAccess,
-            enforcement,
-            backend,
-        }
-    }
-
     pub(crate) fn start(
         &self,
         session: &str,
@@ -517,7 +439,7 @@ impl SandboxImpl {
 }
 
 /// Whether `root/.git` is a file (a worktree's or a submodule's pointer to its repository).
-fn git_is_file(root: &Path) -> bool {
+pub(crate) fn git_is_file(root: &Path) -> bool {
     root.join(".git").is_file()
 }
 
