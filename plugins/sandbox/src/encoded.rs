@@ -6,9 +6,8 @@
 //! here too, from those inputs and the row's settings.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-
 use std::path::Path;
+use std::sync::Mutex;
 
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{Enforcement, SandboxMode, SandboxPolicy};

@@ -197,10 +197,13 @@ impl SandboxImpl {
     }
 
     pub(crate) fn policy_of(&self, session: &str, cwd: &str, call_id: &str) -> SandboxPolicy {
-        let mode = self
-            .granted(session, call_id)
-            .unwrap_or_else(|| self.mode_of(session));
-        self.policy_in(mode, session, cwd)
+        self.policy_in(self.call_mode(session, call_id), session, cwd)
+    }
+
+    /// The mode call `call_id` of `session` runs in: the one granted to it, else the session's.
+    fn call_mode(&self, session: &str, call_id: &str) -> SandboxMode {
+        self.granted(session, call_id)
+            .unwrap_or_else(|| self.mode_of(session))
     }
 
     /// The protected names' paths in the project roots of a session working in `cwd`: the
@@ -228,10 +231,7 @@ impl SandboxImpl {
         cwd: &str,
         call_id: &str,
     ) -> Json<SandboxPolicy> {
-        let mode = self
-            .granted(session, call_id)
-            .unwrap_or_else(|| self.mode_of(session));
-        let inputs = self.inputs(mode, session, cwd);
+        let inputs = self.inputs(self.call_mode(session, call_id), session, cwd);
         self.encoded
             .get_or_encode(inputs, |inputs| self.policy_from(inputs))
     }

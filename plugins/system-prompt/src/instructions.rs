@@ -13,9 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_plugin_api::PluginError;
+use sha2::{Digest, Sha256};
 
 use crate::files::FileCache;
-use sha2::{Digest, Sha256};
 
 /// Where and what to look for.
 #[derive(Clone)]

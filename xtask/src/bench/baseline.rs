@@ -58,8 +58,8 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
             let baseline_first = run % 2 == 1;
             for is_baseline in [baseline_first, !baseline_first] {
                 match is_baseline {
-                    true => theirs.push(baseline_run(root, &base_root, fixtures)?),
-                    false => ours.push(our_run(root, fixtures)?),
+                    true => theirs.push(side_run(root, &base_root, fixtures)?),
+                    false => ours.push(side_run(root, root, fixtures)?),
                 }
             }
         }
@@ -88,21 +88,12 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
 /// the other). What it prints overrides what the side's whole run printed.
 const HARNESS_ON_BOTH: &[&str] = &["compaction"];
 
-/// One run of the baseline: its own `dsh-bench`, then ours over [`HARNESS_ON_BOTH`].
-fn baseline_run(root: &Path, base_root: &Path, fixtures: &Path) -> Result<Figures> {
-    let mut figures = run_dsh_bench(base_root, fixtures)?;
-    figures.extend(harness_run(
-        root,
-        Some(&base_root.join("target/release/dsh-host")),
-        fixtures,
-    ));
-    Ok(figures)
-}
-
-/// One run of ours: the whole `dsh-bench`, then [`HARNESS_ON_BOTH`] again on its own.
-fn our_run(root: &Path, fixtures: &Path) -> Result<Figures> {
-    let mut figures = run_dsh_bench(root, fixtures)?;
-    figures.extend(harness_run(root, None, fixtures));
+/// One run of a side: the whole `dsh-bench` of `side` (our root, or the baseline's worktree),
+/// then our harness over [`HARNESS_ON_BOTH`] against that side's host.
+fn side_run(root: &Path, side: &Path, fixtures: &Path) -> Result<Figures> {
+    let mut figures = run_dsh_bench(side, fixtures)?;
+    let host = (side != root).then(|| side.join("target/release/dsh-host"));
+    figures.extend(harness_run(root, host.as_deref(), fixtures));
     Ok(figures)
 }
 
