@@ -3,6 +3,7 @@
 //! (`editor`), what a client can get wrong and how the connection ends (`bad_input`), and ACP
 //! clients from npm, the official SDK's and acpx (`clients`).
 
+mod attached;
 mod bad_input;
 mod clients;
 mod editor;

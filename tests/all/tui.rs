@@ -13,6 +13,7 @@ use dsh_tests::web::{Web, start_with};
 use serde_json::json;
 
 mod controls;
+mod editor;
 mod lifecycle;
 mod page;
 mod plan;

@@ -162,7 +162,11 @@ impl App {
 
     fn answered(&mut self, reply: Reply, value: Value) -> Result<(), Unreadable> {
         match reply {
-            Reply::Initialize => self.open_session(),
+            Reply::Initialize => {
+                let initialized: dsh_client_protocol::Initialized = parse(value)?;
+                self.answering = crate::app::Answering::of(&initialized);
+                self.open_session();
+            }
             Reply::Created => {
                 let created: Created = parse(value)?;
                 self.leave_session();

@@ -68,7 +68,12 @@ pub(crate) fn updates(
     match record.kind.as_str() {
         ASSISTANT_CHUNK if !replay => chunk(session, record).into_iter().collect(),
         ASSISTANT_MESSAGE => message(session, record, replay),
-        USER_MESSAGE if replay => said(record).into_iter().collect(),
+        USER_MESSAGE if replay => said(record, None).into_iter().collect(),
+        // Live, the editor shows its own prompt already; a message someone else sent (a
+        // client attached through the socket) is shown as the editor would replay it.
+        USER_MESSAGE => said(record, own_prompt(session).as_deref())
+            .into_iter()
+            .collect(),
         TOOL_CALL => match record.decode::<ToolCallEvent>() {
             Some(Ok(call)) => {
                 let announced = crate::tool_calls::announce(
@@ -100,6 +105,13 @@ pub(crate) fn updates(
         },
         _ => Vec::new(),
     }
+}
+
+/// The id of the message of the prompt in flight on `session`.
+fn own_prompt(session: &AcpSession) -> Option<String> {
+    dsh_plugin_api::lock(&session.inflight)
+        .as_ref()
+        .map(|inflight| inflight.message_id.clone())
 }
 
 fn chunk(session: &AcpSession, record: &EventRecord) -> Option<SessionUpdate> {
@@ -150,9 +162,11 @@ fn message(session: &AcpSession, record: &EventRecord, replay: bool) -> Vec<Sess
 }
 
 /// A person's message, replayed.
-fn said(record: &EventRecord) -> Option<SessionUpdate> {
+/// A person's message as the editor shows it, unless it is `own` (the id of the prompt this
+/// connection has in flight).
+fn said(record: &EventRecord, own: Option<&str>) -> Option<SessionUpdate> {
     let UserMessageEvent(message) = record.decode::<UserMessageEvent>()?.ok()?;
-    if !matches!(message.source, MessageSource::User { .. }) {
+    if !matches!(message.source, MessageSource::User { .. }) || own == Some(message.id.as_str()) {
         return None;
     }
     let text = message.text();

@@ -22,6 +22,9 @@ use crate::live::Outbox;
 
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
+/// The features that make a client one of the host's answerers.
+const ANSWERING: [&str; 2] = ["approvals", "questions"];
+
 /// A boot id for this run of the service: clients that see a new one resynchronize.
 pub(crate) fn boot_id() -> Result<String, PluginError> {
     let mut bytes = [0u8; 12];
@@ -77,7 +80,8 @@ impl Clients for Door {
         sink: FrameSinkBox,
     ) -> dsh_clients_seam::ConnectionBox {
         let options = options.decode().unwrap_or_default();
-        let outbox = self.api.hub.connect(sink, options.answers);
+        let answers = options.answers && self.api.answered_by.is_none();
+        let outbox = self.api.hub.connect(sink, answers);
         let cwd = options
             .cwd
             .clone()
@@ -154,16 +158,18 @@ impl Connection {
                 "initialize: protocolVersion starts at 1".to_owned(),
             ));
         }
+        let answering = self.api.answered_by.is_none();
         let features: Vec<String> = HOST_FEATURES
             .iter()
             .filter(|feature| hello.features.iter().any(|asked| asked == *feature))
+            .filter(|feature| answering || !ANSWERING.contains(*feature))
             .map(|feature| (*feature).to_owned())
             .collect();
         let answers = features
             .iter()
-            .any(|feature| feature == "approvals" || feature == "questions");
+            .any(|feature| ANSWERING.contains(&feature.as_str()));
         self.outbox
-            .set_answers(answers || self.caller.options.answers);
+            .set_answers(answering && (answers || self.caller.options.answers));
         *lock(&self.client) = hello.client_info;
         Ok(Initialized {
             protocol_version: hello.protocol_version.min(PROTOCOL_VERSION),

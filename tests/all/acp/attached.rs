@@ -1,0 +1,135 @@
+//! A second client on an editor's live session, through the real `dsh-host --profile acp`: a
+//! process attached to the host's client socket finds the editor's session, follows its turn
+//! (the ask and its answer included), and prompts it, and the editor sees that turn as it
+//! happens (the attached client's message included). The editor alone answers the asks of its
+//! sessions: the socket's clients are not granted `approvals`, and an answer from one is
+//! refused naming the row that answers.
+
+use std::time::{Duration, Instant};
+
+use dsh_tests::acp::editor_agent;
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::line_client::{LineClient, client_socket};
+use dsh_tests::web::{turn_ended, undecided_card};
+use dsh_tests::{TestDir, WAIT};
+use serde_json::{Value, json};
+
+/// The last card of `kind` among `frames`, as it stands after them.
+fn last_card(frames: &[Value], kind: &str) -> Option<Value> {
+    frames
+        .iter()
+        .flat_map(|frame| frame["ops"].as_array().cloned().unwrap_or_default())
+        .map(|op| op["item"].clone())
+        .rfind(|item| item["kind"] == kind)
+}
+
+#[test]
+fn a_socket_client_follows_and_prompts_an_editors_live_session() {
+    let dir = TestDir::new("acp-attached");
+    let command = json!({"command": "echo attached", "description": "Say it"});
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call("call_1", "bash", command),
+        Reply::text("first done"),
+        Reply::text("second done"),
+    ]);
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        "",
+        &[("DSH_PERMISSION_MODE", "ask-every-command")],
+    );
+    agent
+        .answers
+        .lock()
+        .unwrap()
+        .push_back("allow_once".to_owned());
+    let (session, _) = agent.open(&dir.join("work"));
+
+    let path = client_socket(&dir.home(), agent.pid());
+    let mut attached = LineClient::connect(&path);
+    let hello = attached.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "second", "version": "0"},
+               "features": ["approvals", "questions"]}),
+    );
+    assert_eq!(hello["host"]["profile"], "acp", "{hello}");
+    assert_eq!(
+        hello["features"],
+        json!([]),
+        "the editor answers this host's asks: {hello}"
+    );
+    let listed = attached.call("session.list", json!({}));
+    assert!(
+        listed.to_string().contains(&session),
+        "the editor's session is listed: {listed}"
+    );
+    attached.call("session.subscribe", json!({"sessionId": session}));
+    attached.until(50, |frame| frame["type"] == "session/subscribed");
+
+    // The editor's turn, with an ask the editor answers; the attached client follows it.
+    let answer = agent.prompt(&session, "run it");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let asked = agent
+        .frames()
+        .into_iter()
+        .filter(|frame| frame["method"] == "session/request_permission")
+        .count();
+    assert_eq!(asked, 1, "the editor was asked once");
+    let mut seen = attached.until(300, |frame| {
+        undecided_card(std::slice::from_ref(frame), "approval").is_some()
+    });
+    let ask = undecided_card(&seen, "approval").expect("the attached client sees the ask");
+    let refused = attached.send(
+        "approval.respond",
+        json!({"approvalId": ask["id"], "outcome": "rejected"}),
+    );
+    let refused = attached.answer(refused);
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`acp`"),
+        "an attached client's answer is refused, naming who answers: {refused}"
+    );
+    seen.extend(attached.until(300, turn_ended));
+    let decided = last_card(&seen, "approval").expect("the ask's card");
+    assert_eq!(decided["outcome"], "allowed-once", "{decided}");
+    let tool = last_card(&seen, "tool").expect("the call's card");
+    assert_eq!(tool["status"], "ok", "{tool}");
+
+    // The attached client prompts; the editor sees its message and the answer stream in.
+    let before = agent.updates(&session).len();
+    attached.call(
+        "session.prompt",
+        json!({"sessionId": session, "text": "and again"}),
+    );
+    attached.until(300, turn_ended);
+    let deadline = Instant::now() + WAIT;
+    let (said, answered) = loop {
+        let updates = agent.updates(&session);
+        let texts = |kind: &str| -> String {
+            updates[before..]
+                .iter()
+                .filter(|update| update["sessionUpdate"] == kind)
+                .filter_map(|update| update["content"]["text"].as_str())
+                .collect()
+        };
+        let (said, answered) = (texts("user_message_chunk"), texts("agent_message_chunk"));
+        if answered == "second done" || Instant::now() > deadline {
+            break (said, answered);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        (said.as_str(), answered.as_str()),
+        ("and again", "second done"),
+        "the editor sees the attached client's turn"
+    );
+    // Its own prompts are not echoed back to it.
+    let echoed = agent
+        .updates(&session)
+        .iter()
+        .any(|update| update["content"]["text"] == "run it");
+    assert!(!echoed, "the editor's own prompt is not sent back to it");
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+    assert!(!path.exists(), "the socket goes with the host");
+}
