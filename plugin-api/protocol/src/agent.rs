@@ -134,6 +134,9 @@ pub enum AgentNoticeData {
     InboxClaimed { message: Message, turn: u64 },
     /// `agent/inbox/discarded`: a cancel removed a message unrun.
     InboxDiscarded { message: Message },
+    /// `agent/route`: the route of its next turns was set (a model chosen in a client, by a
+    /// command, by an editor), whoever set it.
+    Route { provider: String, model: String },
     /// `agent/error`: a turn ends `error` (after its last `step/end`, before its `turn/end`).
     Error {
         turn: u64,

@@ -6,6 +6,7 @@
 //! line runs that command for the person instead of reaching the model.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
@@ -101,6 +102,8 @@ pub(crate) async fn run_command(
 ) {
     let text = match server.ctx.get::<CommandsService>(COMMANDS_SERVICE) {
         Ok(Some(commands)) => {
+            // A model the command sets is announced below, with the outcome.
+            let _choosing = session.editor.choosing_route();
             let running = commands.run(session.id.as_str().into(), line.into());
             drop(commands);
             match running.await.decode() {
@@ -128,10 +131,21 @@ pub(crate) async fn run_command(
     lock(&inflight.state).end = Some(TurnEndReason::Completed);
 }
 
+/// While it lives, the editor is setting its session's model.
+pub(crate) struct ChoosingRoute<'a>(&'a AtomicBool);
+
+impl Drop for ChoosingRoute<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// What editor mode keeps per session.
 #[derive(Default)]
 pub(crate) struct EditorState {
     inner: Mutex<Inner>,
+    /// The editor is setting this session's model itself (its answer says so).
+    choosing_route: AtomicBool,
 }
 
 #[derive(Default)]
@@ -156,6 +170,19 @@ struct Subject {
 }
 
 impl EditorState {
+    /// Marks the editor as setting the session's model itself until the guard drops: the
+    /// `agent/route` notice that causes is left unsent, the editor's answer (or the command's
+    /// outcome) carrying the options already.
+    pub(crate) fn choosing_route(&self) -> ChoosingRoute<'_> {
+        self.choosing_route.store(true, Ordering::Release);
+        ChoosingRoute(&self.choosing_route)
+    }
+
+    /// Whether the editor is setting the session's model itself.
+    pub(crate) fn is_choosing_route(&self) -> bool {
+        self.choosing_route.load(Ordering::Acquire)
+    }
+
     /// What an "always" answer about call `call_id` covers: the tool on the same file, path
     /// or command (the tool alone when it names none).
     pub(crate) fn subject_of(&self, call_id: &str, tool: &str) -> String {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use dsh_agents_seam::{AGENT_ERROR, AGENT_INBOX_CLAIMED, AgentNotice};
+use dsh_agents_seam::{AGENT_ERROR, AGENT_INBOX_CLAIMED, AGENT_ROUTE, AgentNotice};
 use dsh_plugin_api::{PluginError, lock};
 use dsh_protocol::kinds::{ASSISTANT_MESSAGE, TURN_END};
 use dsh_protocol::{AgentNoticeData, AssistantMessageEvent, ContentBlock, TurnEndEvent};
@@ -51,6 +51,25 @@ pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
             && inflight.message_id == message.id
         {
             lock(&inflight.state).turn = Some(turn);
+        }
+    })?;
+    // A model someone else chose for the session (an attached client, a command): editor
+    // mode shows the options again.
+    let routes = server.clone();
+    server.ctx.on_emit(&AGENT_ROUTE, move |notice| {
+        if routes.mode != Mode::Editor {
+            return;
+        }
+        let Some(session) = routes.session(notice.agent.as_str()) else {
+            return;
+        };
+        if !session.editor.is_choosing_route() {
+            routes.update(
+                &session.id,
+                SessionUpdate::ConfigOptionUpdate {
+                    config_options: crate::modes::config_options(&routes, &session.id),
+                },
+            );
         }
     })?;
     let errors = server.clone();

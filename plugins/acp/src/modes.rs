@@ -348,6 +348,8 @@ pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawVa
         }
         let (provider, model) = crate::args::split_route(&request.value)
             .map_err(|error| RpcError::invalid_params(format!("value: {error}")))?;
+        let open = server.session(&session);
+        let _choosing = open.as_ref().map(|open| open.editor.choosing_route());
         server
             .agents()?
             .set_route(session.as_str().into(), provider.into(), model.into())

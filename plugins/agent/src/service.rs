@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{ROk, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_agents_seam::{AGENT_CREATED, AGENT_SESSION_START, Agents, AgentsError};
+use dsh_agents_seam::{AGENT_CREATED, AGENT_ROUTE, AGENT_SESSION_START, Agents, AgentsError};
 use dsh_plugin_api::{Json, lock};
 use dsh_protocol::{
     AbortCause, AgentNoticeData, AgentOptions, AgentPresetSelectedEvent, AgentStatus, AgentSummary,
@@ -419,13 +419,22 @@ impl Agents for Service {
         provider: RString,
         model: RString,
     ) -> RResult<(), AgentsError> {
-        let agents = lock(&self.0.agents);
-        let Some(found) = agents.iter().find(|known| known.id == agent.as_str()) else {
-            return done(Err(AgentError::Unknown(agent.into_string())));
-        };
-        let mut route = lock(&found.route);
-        route.provider = provider.into_string();
-        route.model = model.into_string();
+        let (provider, model) = (provider.into_string(), model.into_string());
+        {
+            let agents = lock(&self.0.agents);
+            let Some(found) = agents.iter().find(|known| known.id == agent.as_str()) else {
+                return done(Err(AgentError::Unknown(agent.into_string())));
+            };
+            let mut route = lock(&found.route);
+            route.provider.clone_from(&provider);
+            route.model.clone_from(&model);
+        }
+        // Told with no lock held: a listener may ask the registry back.
+        self.0.notify(
+            &AGENT_ROUTE,
+            agent.as_str(),
+            AgentNoticeData::Route { provider, model },
+        );
         ROk(())
     }
 

@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use dsh_agents_seam::{
-    AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_STATUS, AGENTS_SERVICE,
-    AgentsService,
+    AGENT_INBOX_CLAIMED, AGENT_INBOX_DISCARDED, AGENT_INBOX_INSERTED, AGENT_ROUTE, AGENT_STATUS,
+    AGENTS_SERVICE, AgentsService,
 };
 use dsh_client_protocol::ServerFrame;
 use dsh_clients_seam::{CLIENTS_SERVICE, Clients_TO};
@@ -243,7 +243,7 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
             push_meter(&meters, &events, record.session.as_str());
         }
         // The page's controls follow the session, whoever changed it (a command, another tab,
-        // the API): a preset as it is logged, the model once a command has run.
+        // the API): a preset as it is logged.
         if let Some(Ok(preset)) = record.decode::<PermissionPresetEvent>() {
             events.to_followers(
                 record.session.as_str(),
@@ -257,13 +257,18 @@ fn follow_the_host(ctx: &Context, hub: &Arc<Hub>) -> Result<(), PluginError> {
                 &controls(record.session.as_str(), "plan", value),
             );
         }
-        if record.kind.as_str() == kinds::COMMAND_DONE
-            && events.is_followed(record.session.as_str())
-            && let Some(route) = models::current_route(&meters, record.session.as_str())
-        {
-            events.to_followers(
-                record.session.as_str(),
-                &controls(record.session.as_str(), "model", &route),
+    })?;
+    // The model, whoever chose it (a client, a command, an editor on an ACP host).
+    let routes = hub.clone();
+    ctx.on_emit(&AGENT_ROUTE, move |notice| {
+        let session = notice.agent.as_str();
+        if !routes.is_followed(session) {
+            return;
+        }
+        if let Ok(AgentNoticeData::Route { provider, model }) = notice.data.decode() {
+            routes.to_followers(
+                session,
+                &controls(session, "model", &format!("{provider}/{model}")),
             );
         }
     })?;

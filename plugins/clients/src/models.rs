@@ -166,11 +166,7 @@ impl Api {
             )
             .into_result()
             .map_err(Failure::from)?;
-        // Other pages on this session show the new model too.
-        self.hub.to_followers(
-            &request.session_id,
-            &crate::controls(&request.session_id, "model", &request.model),
-        );
+        // Every page on this session is told by the agent's `agent/route` notice.
         Ok(serde_json::json!({}))
     }
 }

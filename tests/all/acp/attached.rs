@@ -1,9 +1,9 @@
 //! A second client on an editor's live session, through the real `dsh-host --profile acp`: a
 //! process attached to the host's client socket finds the editor's session, follows its turn
 //! (the ask and its answer included), and prompts it, and the editor sees that turn as it
-//! happens (the attached client's message included). The editor alone answers the asks of its
-//! sessions: the socket's clients are not granted `approvals`, and an answer from one is
-//! refused naming the row that answers.
+//! happens (the attached client's message included); a model chosen on either side shows on
+//! the other. The editor alone answers the asks of its sessions: the socket's clients are not
+//! granted `approvals`, and an answer from one is refused naming the row that answers.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,9 @@ use dsh_tests::line_client::{LineClient, client_socket};
 use dsh_tests::web::{turn_ended, undecided_card};
 use dsh_tests::{TestDir, WAIT};
 use serde_json::{Value, json};
+
+const PRO: &str = "deepseek-official/deepseek-v4-pro";
+const FLASH: &str = "deepseek-official/deepseek-v4-flash";
 
 /// The last card of `kind` among `frames`, as it stands after them.
 fn last_card(frames: &[Value], kind: &str) -> Option<Value> {
@@ -94,6 +97,42 @@ fn a_socket_client_follows_and_prompts_an_editors_live_session() {
     assert_eq!(decided["outcome"], "allowed-once", "{decided}");
     let tool = last_card(&seen, "tool").expect("the call's card");
     assert_eq!(tool["status"], "ok", "{tool}");
+
+    // A model chosen on either side shows on the other.
+    attached.call(
+        "session.selectModel",
+        json!({"sessionId": session, "model": PRO}),
+    );
+    let options = agent.wait_frame("the model the attached client chose", WAIT, |frame| {
+        frame["params"]["update"]["sessionUpdate"] == "config_option_update"
+    });
+    let model = &options["params"]["update"]["configOptions"][0];
+    assert_eq!(
+        (&model["id"], &model["currentValue"]),
+        (&json!("model"), &json!(PRO)),
+        "{options}"
+    );
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": FLASH}),
+    );
+    assert_eq!(
+        set["result"]["configOptions"][0]["currentValue"], FLASH,
+        "{set}"
+    );
+    let shown = attached.until(50, |frame| {
+        frame["type"] == "session/projection" && frame["value"]["model"] == FLASH
+    });
+    assert_eq!(shown.last().unwrap()["sessionId"], session.as_str());
+    let announced = agent
+        .frames()
+        .iter()
+        .filter(|frame| frame["params"]["update"]["sessionUpdate"] == "config_option_update")
+        .count();
+    assert_eq!(
+        announced, 1,
+        "the editor's own choice is answered, not announced"
+    );
 
     // The attached client prompts; the editor sees its message and the answer stream in.
     let before = agent.updates(&session).len();

@@ -335,6 +335,9 @@ pub const AGENT_INBOX_INSERTED: EmitEvent<AgentNotice> = EmitEvent::new("agent/i
 pub const AGENT_INBOX_CLAIMED: EmitEvent<AgentNotice> = EmitEvent::new("agent/inbox/claimed");
 /// `agent/inbox/discarded`: per message a cancel removed unrun.
 pub const AGENT_INBOX_DISCARDED: EmitEvent<AgentNotice> = EmitEvent::new("agent/inbox/discarded");
+/// `agent/route`: the route of an agent's next turns was set, whoever set it (so every client
+/// following its session shows the model it now uses).
+pub const AGENT_ROUTE: EmitEvent<AgentNotice> = EmitEvent::new("agent/route");
 /// `agent/error`: a turn ends `error`, after its last `step/end` and before its `turn/end`.
 /// Never for a cancellation.
 pub const AGENT_ERROR: EmitEvent<AgentNotice> = EmitEvent::new("agent/error");
