@@ -103,7 +103,7 @@ pub(crate) async fn run_command(
     let text = match server.ctx.get::<CommandsService>(COMMANDS_SERVICE) {
         Ok(Some(commands)) => {
             // A model the command sets is announced below, with the outcome.
-            let _choosing = session.editor.choosing_route();
+            let _choosing = session.editor.choosing_options();
             let running = commands.run(session.id.as_str().into(), line.into());
             drop(commands);
             match running.await.decode() {
@@ -131,10 +131,10 @@ pub(crate) async fn run_command(
     lock(&inflight.state).end = Some(TurnEndReason::Completed);
 }
 
-/// While it lives, the editor is setting its session's model.
-pub(crate) struct ChoosingRoute<'a>(&'a AtomicBool);
+/// While it lives, the editor is setting one of its session's options (model, agent preset).
+pub(crate) struct ChoosingOptions<'a>(&'a AtomicBool);
 
-impl Drop for ChoosingRoute<'_> {
+impl Drop for ChoosingOptions<'_> {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Release);
     }
@@ -144,8 +144,8 @@ impl Drop for ChoosingRoute<'_> {
 #[derive(Default)]
 pub(crate) struct EditorState {
     inner: Mutex<Inner>,
-    /// The editor is setting this session's model itself (its answer says so).
-    choosing_route: AtomicBool,
+    /// The editor is setting one of this session's options itself (its answer says so).
+    choosing_options: AtomicBool,
 }
 
 #[derive(Default)]
@@ -170,17 +170,17 @@ struct Subject {
 }
 
 impl EditorState {
-    /// Marks the editor as setting the session's model itself until the guard drops: the
-    /// `agent/route` notice that causes is left unsent, the editor's answer (or the command's
-    /// outcome) carrying the options already.
-    pub(crate) fn choosing_route(&self) -> ChoosingRoute<'_> {
-        self.choosing_route.store(true, Ordering::Release);
-        ChoosingRoute(&self.choosing_route)
+    /// Marks the editor as setting one of the session's options itself until the guard drops:
+    /// the change that causes (an `agent/route` notice, a logged preset) is not announced, the
+    /// editor's answer (or the command's outcome) carrying the options already.
+    pub(crate) fn choosing_options(&self) -> ChoosingOptions<'_> {
+        self.choosing_options.store(true, Ordering::Release);
+        ChoosingOptions(&self.choosing_options)
     }
 
-    /// Whether the editor is setting the session's model itself.
-    pub(crate) fn is_choosing_route(&self) -> bool {
-        self.choosing_route.load(Ordering::Acquire)
+    /// Whether the editor is setting one of the session's options itself.
+    pub(crate) fn is_choosing_options(&self) -> bool {
+        self.choosing_options.load(Ordering::Acquire)
     }
 
     /// What an "always" answer about call `call_id` covers: the tool on the same file, path

@@ -63,7 +63,7 @@ pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
         let Some(session) = routes.session(notice.agent.as_str()) else {
             return;
         };
-        if !session.editor.is_choosing_route() {
+        if !session.editor.is_choosing_options() {
             routes.update(
                 &session.id,
                 SessionUpdate::ConfigOptionUpdate {

@@ -14,8 +14,9 @@ use dsh_protocol::kinds::{
     TOOL_RESULT, USER_MESSAGE,
 };
 use dsh_protocol::{
-    AssistantChunkEvent, AssistantMessageEvent, ContentBlock, MessageSource, StreamChunk,
-    TodoStatus, TodoWriteEvent, ToolCallEvent, ToolReply, ToolResultEvent, UserMessageEvent,
+    AgentPresetSelectedEvent, AssistantChunkEvent, AssistantMessageEvent, ContentBlock,
+    MessageSource, StreamChunk, TodoStatus, TodoWriteEvent, ToolCallEvent, ToolReply,
+    ToolResultEvent, UserMessageEvent,
 };
 use dsh_sessions_seam::EventRecord;
 use dsh_tools_seam::{CallView, TOOLS_EXECUTE};
@@ -27,6 +28,22 @@ use crate::updates::{Content, PlanEntry, SessionUpdate, ToolCallStatus, ToolCall
 pub(crate) fn committed(server: &Arc<Server>, session: &Arc<AcpSession>, record: &EventRecord) {
     for update in updates(session, record, false) {
         server.update(&session.id, update);
+    }
+    // An agent preset someone else chose (an attached client): the options again, with the
+    // preset as logged (the agent takes it up right after logging it).
+    if !session.editor.is_choosing_options()
+        && let Some(Ok(chosen)) = record.decode::<AgentPresetSelectedEvent>()
+    {
+        let mut config_options = crate::modes::config_options(server, &session.id);
+        for option in &mut config_options {
+            if option.id == crate::modes::PRESET_OPTION {
+                option.current_value.clone_from(&chosen.agent_preset);
+            }
+        }
+        server.update(
+            &session.id,
+            SessionUpdate::ConfigOptionUpdate { config_options },
+        );
     }
     // The mode: plan mode while planning (a preset changed meanwhile does not show), else the
     // preset.

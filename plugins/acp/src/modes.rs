@@ -33,7 +33,7 @@ const PLAN: &str = "plan";
 const MODEL_OPTION: &str = "model";
 
 /// The id of the agent-preset option (a custom category, as ACP asks of one it does not name).
-const PRESET_OPTION: &str = "agent_preset";
+pub(crate) const PRESET_OPTION: &str = "agent_preset";
 
 fn describe(preset: PermissionPreset) -> (&'static str, &'static str) {
     match preset {
@@ -311,6 +311,8 @@ fn model_option(server: &Server, session: &str) -> ConfigOption {
 /// answers the options as they stand.
 fn set_preset(server: &Arc<Server>, id: Id, session: String, preset: String) {
     server.later(id, move |task| async move {
+        let open = task.session(&session);
+        let _choosing = open.as_ref().map(|open| open.editor.choosing_options());
         task.agents()?
             .set_preset(session.as_str().into(), preset.as_str().into())
             .await
@@ -349,7 +351,7 @@ pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawVa
         let (provider, model) = crate::args::split_route(&request.value)
             .map_err(|error| RpcError::invalid_params(format!("value: {error}")))?;
         let open = server.session(&session);
-        let _choosing = open.as_ref().map(|open| open.editor.choosing_route());
+        let _choosing = open.as_ref().map(|open| open.editor.choosing_options());
         server
             .agents()?
             .set_route(session.as_str().into(), provider.into(), model.into())

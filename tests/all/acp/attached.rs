@@ -172,3 +172,55 @@ fn a_socket_client_follows_and_prompts_an_editors_live_session() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
     assert!(!path.exists(), "the socket goes with the host");
 }
+
+/// The option `id` among a `configOptions` list.
+fn option<'a>(options: &'a Value, id: &str) -> &'a Value {
+    options
+        .as_array()
+        .and_then(|options| options.iter().find(|option| option["id"] == id))
+        .unwrap_or(&Value::Null)
+}
+
+#[test]
+fn an_agent_preset_an_attached_client_chooses_shows_in_the_editor() {
+    let dir = TestDir::new("acp-attached-preset");
+    let server = FakeDeepSeek::start(Vec::new());
+    let mut agent = editor_agent(&server, &dir, "", &[]);
+    let (session, _) = agent.open(&dir.join("work"));
+    let mut attached = LineClient::connect(&client_socket(&dir.home(), agent.pid()));
+    attached.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "second", "version": "0"}}),
+    );
+    attached.call(
+        "agentPreset.select",
+        json!({"sessionId": session, "presetId": "minimal"}),
+    );
+    let update = agent.wait_frame("the preset the attached client chose", WAIT, |frame| {
+        frame["params"]["update"]["sessionUpdate"] == "config_option_update"
+    });
+    let options = &update["params"]["update"]["configOptions"];
+    assert_eq!(
+        option(options, "agent_preset")["currentValue"],
+        "minimal",
+        "{update}"
+    );
+    // The editor's own choice is answered, not announced as well.
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "agent_preset", "value": "code"}),
+    );
+    assert_eq!(
+        option(&set["result"]["configOptions"], "agent_preset")["currentValue"],
+        "code",
+        "{set}"
+    );
+    let announced = agent
+        .frames()
+        .iter()
+        .filter(|frame| frame["params"]["update"]["sessionUpdate"] == "config_option_update")
+        .count();
+    assert_eq!(announced, 1, "{:#?}", agent.frames());
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
