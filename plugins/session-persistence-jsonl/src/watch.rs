@@ -52,8 +52,9 @@ struct Watched {
 
 impl Watched {
     /// Watches `dir` (not below it), its batches forwarded until `stop` fires or the watch
-    /// ends. `false` when it cannot be watched (said in the log).
-    fn watch(&self, ctx: &Context, dir: &Path, stop: Arc<CancelFlag>) -> bool {
+    /// ends; the end of a watch that `ends_follow` is forwarded as an empty batch. `false`
+    /// when it cannot be watched (said in the log).
+    fn watch(&self, ctx: &Context, dir: &Path, stop: Arc<CancelFlag>, ends_follow: bool) -> bool {
         let watcher = match self
             .watches
             .watch(RString::from(dir.to_string_lossy().as_ref()), false)
@@ -71,7 +72,14 @@ impl Watched {
         let batches = self.batches.clone();
         let forwarding = async move {
             while let Some(changed) = stop.until(watcher.changed()).await {
-                if changed.is_empty() || batches.send(changed.into_iter().collect()).is_err() {
+                if changed.is_empty() {
+                    // The host's watch ended (it is stopping).
+                    if ends_follow {
+                        let _ = batches.send(Vec::new());
+                    }
+                    return;
+                }
+                if batches.send(changed.into_iter().collect()).is_err() {
                     return;
                 }
             }
@@ -92,7 +100,7 @@ impl Watched {
             return Vec::new();
         }
         let stop = CancelFlag::new();
-        if self.watch(ctx, dir, stop.clone()) {
+        if self.watch(ctx, dir, stop.clone(), false) {
             self.projects.insert(dir.to_path_buf(), stop);
         }
         subdirectories(dir)
@@ -133,7 +141,7 @@ pub(crate) async fn follow(ctx: Context, store: Store, root: PathBuf) {
     }
     let ends_with_follow = CancelFlag::new();
     let _ending = Fire(ends_with_follow.clone());
-    if !watched.watch(&ctx, &root, ends_with_follow) {
+    if !watched.watch(&ctx, &root, ends_with_follow, true) {
         return;
     }
     // The folders there once the root is watched are known, not news.
@@ -146,6 +154,9 @@ pub(crate) async fn follow(ctx: Context, store: Store, root: PathBuf) {
         .flat_map(|project| watched.project(&ctx, project))
         .collect();
     while let Some(changed) = received.recv().await {
+        if changed.is_empty() {
+            return;
+        }
         let mut touched: Vec<PathBuf> = Vec::new();
         for path in changed.iter().map(|path| Path::new(path.as_str())) {
             if path.parent() == Some(root.as_path()) {
