@@ -46,6 +46,23 @@ fn attached(
     (web, pane)
 }
 
+/// `dsh --attach SOCKET --resume SESSION` in a 100x30 pane working in `dir/work`, once its
+/// composer shows.
+fn attach_pane(dir: &TestDir, socket: &std::path::Path, session: &str) -> Pane {
+    let socket = socket.to_string_lossy().into_owned();
+    let home = dir.home().to_string_lossy().into_owned();
+    let pane = Pane::start(
+        dir,
+        &dir.join("work"),
+        (100, 30),
+        &dsh_bin(),
+        &["--attach", &socket, "--resume", session],
+        &[("DSH_HOME", &home)],
+    );
+    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    pane
+}
+
 fn bash_then_text(command: &str, answer: &str) -> Vec<Reply> {
     call_then_text("call_1", command, answer)
 }

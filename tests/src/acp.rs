@@ -326,6 +326,23 @@ pub fn editor_agent(
     AcpClient::start(&dir.home(), &work, &args, &all)
 }
 
+/// An editor-mode agent whose sessions ask before every command (`ask-every-command`), its
+/// client answering the first ask with `answer` (an option kind, or `ignore`: never).
+pub fn asking_editor(
+    server: &crate::fake_deepseek::FakeDeepSeek,
+    dir: &crate::TestDir,
+    answer: &str,
+) -> AcpClient {
+    let agent = editor_agent(
+        server,
+        dir,
+        "",
+        &[("DSH_PERMISSION_MODE", "ask-every-command")],
+    );
+    agent.answers.lock().unwrap().push_back(answer.to_owned());
+    agent
+}
+
 /// The environment variables of the developer's shell a test's host must not inherit.
 pub const UNINHERITED: [&str; 5] = [
     "DEEPSEEK_API_KEY",

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use dsh_tests::acp::editor_agent;
+use dsh_tests::acp::{asking_editor, editor_agent};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::line_client::{LineClient, client_socket};
 use dsh_tests::web::{turn_ended, undecided_card};
@@ -35,17 +35,7 @@ fn a_socket_client_follows_and_prompts_an_editors_live_session() {
         Reply::text("first done"),
         Reply::text("second done"),
     ]);
-    let mut agent = editor_agent(
-        &server,
-        &dir,
-        "",
-        &[("DSH_PERMISSION_MODE", "ask-every-command")],
-    );
-    agent
-        .answers
-        .lock()
-        .unwrap()
-        .push_back("allow_once".to_owned());
+    let mut agent = asking_editor(&server, &dir, "allow_once");
     let (session, _) = agent.open(&dir.join("work"));
 
     let path = client_socket(&dir.home(), agent.pid());

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use dsh_tests::acp::{
-    AcpClient, Volatile, editor_agent, normalize_stdout, stored_events, wait_stored,
+    AcpClient, Volatile, asking_editor, editor_agent, normalize_stdout, stored_events, wait_stored,
 };
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::{TestDir, WAIT};
@@ -141,13 +141,7 @@ fn a_cancel_withdraws_the_question_the_client_left_unanswered() {
         "bash",
         json!({"command": "echo never", "description": "Ask first"}),
     )]);
-    let mut agent = editor_agent(
-        &server,
-        &dir,
-        "",
-        &[("DSH_PERMISSION_MODE", "ask-every-command")],
-    );
-    agent.answers.lock().unwrap().push_back("ignore".to_owned());
+    let mut agent = asking_editor(&server, &dir, "ignore");
     let (session, _) = agent.open(&dir.join("work"));
     let prompt = agent.request(
         "session/prompt",

@@ -5,12 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use dsh_tests::acp::editor_agent;
+use dsh_tests::acp::asking_editor;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::line_client::client_socket;
-use dsh_tests::tui::{Pane, assert_in_order, dsh_bin};
+use dsh_tests::tui::assert_in_order;
 use dsh_tests::{TestDir, WAIT, needs_tmux};
 use serde_json::json;
+
+use super::attach_pane;
 
 #[test]
 fn the_terminal_follows_and_prompts_an_editors_session_and_leaves_its_asks_to_the_editor() {
@@ -23,27 +25,10 @@ fn the_terminal_follows_and_prompts_an_editors_session_and_leaves_its_asks_to_th
         Reply::text("Answered for the terminal."),
     ]);
     let dir = TestDir::new("tui-editor");
-    let mut agent = editor_agent(
-        &server,
-        &dir,
-        "",
-        &[("DSH_PERMISSION_MODE", "ask-every-command")],
-    );
     // The editor leaves its ask open until it cancels the turn.
-    agent.answers.lock().unwrap().push_back("ignore".to_owned());
+    let mut agent = asking_editor(&server, &dir, "ignore");
     let (session, _) = agent.open(&dir.join("work"));
-    let socket = client_socket(&dir.home(), agent.pid());
-    let socket = socket.to_string_lossy().into_owned();
-    let home = dir.home().to_string_lossy().into_owned();
-    let pane = Pane::start(
-        &dir,
-        &dir.join("work"),
-        (100, 30),
-        &dsh_bin(),
-        &["--attach", &socket, "--resume", &session],
-        &[("DSH_HOME", &home)],
-    );
-    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    let pane = attach_pane(&dir, &client_socket(&dir.home(), agent.pid()), &session);
 
     // The editor's turn: its ask shows in the terminal as waiting, with no modal to answer.
     let prompt = agent.request(

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use dsh_tests::fake_deepseek::FakeDeepSeek;
 use dsh_tests::line_client::client_socket;
-use dsh_tests::tui::{Pane, assert_in_order, dsh_bin};
+use dsh_tests::tui::assert_in_order;
 use dsh_tests::web::{ASKING_POLICY, browser, start_with};
 use dsh_tests::{TestDir, WAIT, needs_tmux, workspace_root};
 
-use super::call_then_text;
+use super::{attach_pane, call_then_text};
 
 /// Waits for the line `wanted` among the lines the page's script prints.
 fn page_says(lines: &mpsc::Receiver<String>, wanted: &str) {
@@ -50,18 +50,7 @@ fn a_browser_page_and_the_terminal_share_turns_and_either_answers_an_approval() 
     let dir = TestDir::new("tui-page");
     let mut web = start_with(&server, &dir, ASKING_POLICY);
     let session = web.new_session();
-    let socket = client_socket(&dir.home(), web.host.pid());
-    let socket = socket.to_string_lossy().into_owned();
-    let home = dir.home().to_string_lossy().into_owned();
-    let pane = Pane::start(
-        &dir,
-        &dir.join("work"),
-        (100, 30),
-        &dsh_bin(),
-        &["--attach", &socket, "--resume", &session],
-        &[("DSH_HOME", &home)],
-    );
-    pane.wait_screen("the composer", |screen| screen.contains("Ask anything"));
+    let pane = attach_pane(&dir, &client_socket(&dir.home(), web.host.pid()), &session);
     let shots = workspace_root().join("target/screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let url = web.sign_in_url();

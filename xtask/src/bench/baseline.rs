@@ -83,10 +83,11 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
 /// The `dsh-bench` groups that only start `dsh-host` processes and read what they print, which
 /// our harness runs on their own, in a fresh process, against each side's host: a figure whose
 /// measure changed since the baseline commit (its history bytes, a mean over a window where it
-/// was one request's) is then measured alike on both sides, and in the same conditions (inside
-/// a whole run, the steps right after the file-system group's fsyncs ran slower on one side than
-/// the other). What it prints overrides what the side's whole run printed.
-const HARNESS_ON_BOTH: &[&str] = &["compaction"];
+/// was one request's, a delegation measured after a warm-up run) is then measured alike on both
+/// sides, and in the same conditions (inside a whole run, the steps right after the file-system
+/// group's fsyncs ran slower on one side than the other). What it prints overrides what the
+/// side's whole run printed.
+const HARNESS_ON_BOTH: &[&str] = &["compaction", "subagents"];
 
 /// One run of a side: the whole `dsh-bench` of `side` (our root, or the baseline's worktree),
 /// then our harness over [`HARNESS_ON_BOTH`] against that side's host.
