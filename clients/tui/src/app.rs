@@ -54,9 +54,8 @@ pub(crate) struct App {
     pub(crate) pending: Vec<String>,
     pub(crate) popup: Option<Picker>,
     pub(crate) approval: Option<ApprovalModal>,
-    /// What the host let this client answer (`initialize`'s features): on a host whose asks
-    /// another client answers (an editor's ACP host) an ask is shown, not put as a modal.
-    pub(crate) answering: Answering,
+    /// The asks the host let this client answer (`initialize`'s features).
+    pub(crate) answering: crate::answering::Answering,
     pub(crate) question: Option<QuestionModal>,
     pub(crate) status: Status,
     /// Lines for the scrollback that are not the conversation's (notices, command output).
@@ -108,7 +107,7 @@ impl App {
             pending: Vec::new(),
             popup: None,
             approval: None,
-            answering: Answering::default(),
+            answering: crate::answering::Answering::default(),
             question: None,
             status,
             notes: Vec::new(),
@@ -414,23 +413,8 @@ impl App {
     pub(crate) fn sync_modals(&mut self) {
         let approval = self.transcript.pending_approval();
         let question = self.transcript.pending_question();
-        let elsewhere = (approval.is_some() && !self.answering.approvals)
-            || (question.is_some() && !self.answering.questions);
-        let hint = format!(
-            "waiting for an answer: the {} host's own client answers its asks",
-            self.answering.profile
-        );
-        if elsewhere {
-            self.status.hint(hint);
-        } else if self
-            .status
-            .hint
-            .as_ref()
-            .is_some_and(|(shown, _)| *shown == hint)
-        {
-            // Answered where it was asked: the wait is over.
-            self.status.hint = None;
-        }
+        self.answering
+            .show_wait(&mut self.status, approval.is_some(), question.is_some());
         match approval.filter(|_| self.answering.approvals) {
             Some(item)
                 if self.approval.as_ref().map(|m| m.approval_id.as_str()) != Some(item.id()) =>
@@ -518,34 +502,5 @@ impl App {
         let options = &mut self.transcript.options;
         options.show_reasoning = !options.show_reasoning;
         self.reprint = true;
-    }
-}
-
-/// The asks this client answers, as `initialize` granted them, and the host's profile.
-pub(crate) struct Answering {
-    pub(crate) approvals: bool,
-    pub(crate) questions: bool,
-    pub(crate) profile: String,
-}
-
-impl Default for Answering {
-    /// Until the host answers `initialize`, as asked.
-    fn default() -> Self {
-        Self {
-            approvals: true,
-            questions: true,
-            profile: String::new(),
-        }
-    }
-}
-
-impl Answering {
-    pub(crate) fn of(initialized: &dsh_client_protocol::Initialized) -> Self {
-        let granted = |feature: &str| initialized.features.iter().any(|f| f == feature);
-        Self {
-            approvals: granted("approvals"),
-            questions: granted("questions"),
-            profile: initialized.host.profile.clone(),
-        }
     }
 }

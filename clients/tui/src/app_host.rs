@@ -164,7 +164,7 @@ impl App {
         match reply {
             Reply::Initialize => {
                 let initialized: dsh_client_protocol::Initialized = parse(value)?;
-                self.answering = crate::app::Answering::of(&initialized);
+                self.answering = crate::answering::Answering::of(&initialized);
                 self.open_session();
             }
             Reply::Created => {

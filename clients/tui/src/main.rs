@@ -15,6 +15,7 @@
     reason = "a program of its own, not a plugin: its threads, sleeps and panic hook are its own"
 )]
 
+mod answering;
 mod app;
 mod app_event;
 mod app_host;

@@ -243,12 +243,14 @@ impl Api {
             | ClientRequest::GoalResume(_)
             | ClientRequest::GoalComplete(_)
             | ClientRequest::GoalClear(_)) => to_value(self.goal(request).await?),
-            ClientRequest::QuestionRespond(answer) => to_value(
-                self.answerable(method)
-                    .map(|()| &self.questions)?
-                    .answer(answer)
-                    .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
-            ),
+            ClientRequest::QuestionRespond(answer) => {
+                self.answerable(method)?;
+                to_value(
+                    self.questions
+                        .answer(answer)
+                        .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
+                )
+            }
         }
     }
 
