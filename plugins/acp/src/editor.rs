@@ -122,12 +122,7 @@ pub(crate) async fn run_command(
             content: Content::text(text),
         },
     );
-    server.update(
-        &session.id,
-        SessionUpdate::ConfigOptionUpdate {
-            config_options: crate::modes::config_options(server, &session.id),
-        },
-    );
+    crate::modes::announce_options(server, &session.id, None);
     lock(&inflight.state).end = Some(TurnEndReason::Completed);
 }
 

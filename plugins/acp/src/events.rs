@@ -28,7 +28,7 @@ impl Server {
 }
 
 /// The prompt in flight on `session`, if any.
-fn inflight(session: &AcpSession) -> Option<Arc<Inflight>> {
+pub(crate) fn inflight(session: &AcpSession) -> Option<Arc<Inflight>> {
     lock(&session.inflight).clone()
 }
 
@@ -64,12 +64,7 @@ pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
             return;
         };
         if !session.editor.is_choosing_options() {
-            routes.update(
-                &session.id,
-                SessionUpdate::ConfigOptionUpdate {
-                    config_options: crate::modes::config_options(&routes, &session.id),
-                },
-            );
+            crate::modes::announce_options(&routes, &session.id, None);
         }
     })?;
     let errors = server.clone();

@@ -34,16 +34,7 @@ pub(crate) fn committed(server: &Arc<Server>, session: &Arc<AcpSession>, record:
     if !session.editor.is_choosing_options()
         && let Some(Ok(chosen)) = record.decode::<AgentPresetSelectedEvent>()
     {
-        let mut config_options = crate::modes::config_options(server, &session.id);
-        for option in &mut config_options {
-            if option.id == crate::modes::PRESET_OPTION {
-                option.current_value.clone_from(&chosen.agent_preset);
-            }
-        }
-        server.update(
-            &session.id,
-            SessionUpdate::ConfigOptionUpdate { config_options },
-        );
+        crate::modes::announce_options(server, &session.id, Some(&chosen.agent_preset));
     }
     // The mode: plan mode while planning (a preset changed meanwhile does not show), else the
     // preset.
@@ -126,9 +117,7 @@ pub(crate) fn updates(
 
 /// The id of the message of the prompt in flight on `session`.
 fn own_prompt(session: &AcpSession) -> Option<String> {
-    dsh_plugin_api::lock(&session.inflight)
-        .as_ref()
-        .map(|inflight| inflight.message_id.clone())
+    crate::events::inflight(session).map(|inflight| inflight.message_id.clone())
 }
 
 fn chunk(session: &AcpSession, record: &EventRecord) -> Option<SessionUpdate> {
@@ -178,7 +167,6 @@ fn message(session: &AcpSession, record: &EventRecord, replay: bool) -> Vec<Sess
         .collect()
 }
 
-/// A person's message, replayed.
 /// A person's message as the editor shows it, unless it is `own` (the id of the prompt this
 /// connection has in flight).
 fn said(record: &EventRecord, own: Option<&str>) -> Option<SessionUpdate> {

@@ -33,7 +33,7 @@ const PLAN: &str = "plan";
 const MODEL_OPTION: &str = "model";
 
 /// The id of the agent-preset option (a custom category, as ACP asks of one it does not name).
-pub(crate) const PRESET_OPTION: &str = "agent_preset";
+const PRESET_OPTION: &str = "agent_preset";
 
 fn describe(preset: PermissionPreset) -> (&'static str, &'static str) {
     match preset {
@@ -267,6 +267,21 @@ pub(crate) fn config_options(server: &Server, session: &str) -> Vec<ConfigOption
     let mut options = vec![model_option(server, session)];
     options.extend(preset_option(server, session));
     options
+}
+
+/// Sends `session`'s options again (`config_option_update`), its agent preset as `preset` when
+/// given: one just logged, which the agent takes up only after logging it.
+pub(crate) fn announce_options(server: &Server, session: &str, preset: Option<&str>) {
+    let mut config_options = config_options(server, session);
+    if let Some(preset) = preset {
+        for option in config_options.iter_mut().filter(|o| o.id == PRESET_OPTION) {
+            preset.clone_into(&mut option.current_value);
+        }
+    }
+    server.update(
+        session,
+        crate::updates::SessionUpdate::ConfigOptionUpdate { config_options },
+    );
 }
 
 fn model_option(server: &Server, session: &str) -> ConfigOption {
