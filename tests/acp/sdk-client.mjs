@@ -2,7 +2,8 @@
 // through the methods it serves, in three connections to the same agent command: the first
 // opens a session and uses it (modes, the model option, a prompt with a tool call the client
 // approves, a prompt it cancels once its answer started, the list); the second loads that session (its conversation
-// replayed as updates); the third resumes it and prompts again. Every answer went through the
+// replayed as updates); the third, which reads and writes files for the agent, resumes it and
+// prompts again. Every answer went through the
 // SDK's own parsing of the protocol's types. What each step saw is printed as one JSON line on
 // stdout for the Rust test to judge; a step that throws is recorded with its error.
 //
@@ -21,12 +22,25 @@ async function connection(work) {
   const child = spawn(agent[0], agent.slice(1), { cwd, stdio: ['pipe', 'pipe', 'inherit'] })
   const exited = new Promise(resolve => child.on('exit', code => resolve(code)))
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout))
-  const seen = { updates: [], permissions: [] }
+  const seen = { updates: [], permissions: [], files: [] }
+  // The editor's buffers: what its reads answer before the disk, and where its writes go.
+  const buffers = new Map()
   const app = acp.client({ name: 'dsh-acp-tests' })
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       seen.permissions.push(params)
       const allow = params.options.find(option => option.kind === 'allow_once')
       return { outcome: { outcome: 'selected', optionId: allow.optionId } }
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
+      seen.files.push({ read: params.path })
+      if (buffers.has(params.path)) return { content: buffers.get(params.path) }
+      const { readFile } = await import('node:fs/promises')
+      return { content: await readFile(params.path, 'utf8') }
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+      seen.files.push({ write: params.path, content: params.content })
+      buffers.set(params.path, params.content)
+      return {}
     })
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       seen.updates.push(params.update)
@@ -34,7 +48,13 @@ async function connection(work) {
   const result = await app.connectWith(stream, ctx => work(ctx, seen))
   child.stdin.end()
   const code = await exited
-  return { ...result, updates: seen.updates, permissions: seen.permissions, exitCode: code }
+  return {
+    ...result,
+    updates: seen.updates,
+    permissions: seen.permissions,
+    files: seen.files,
+    exitCode: code,
+  }
 }
 
 /** `promise`'s value, or its error as `{error: {code, message}}`. */
@@ -46,9 +66,9 @@ async function settled(promise) {
   }
 }
 
-const init = ctx => ctx.request(acp.methods.agent.initialize, {
+const init = (ctx, clientCapabilities = {}) => ctx.request(acp.methods.agent.initialize, {
   protocolVersion: acp.PROTOCOL_VERSION,
-  clientCapabilities: {},
+  clientCapabilities,
 })
 
 const first = await connection(async (ctx, seen) => {
@@ -99,8 +119,9 @@ const second = await connection(async (ctx, seen) => {
   return { loaded, beforeAnswer: seen.updates.length }
 })
 
+// The third client keeps the files: the agent's write lands in its buffer.
 const third = await connection(async ctx => {
-  await init(ctx)
+  await init(ctx, { fs: { readTextFile: true, writeTextFile: true } })
   const sessionId = first.opened.sessionId
   const resumed = await ctx.request(acp.methods.agent.session.resume, { sessionId, cwd })
   const prompted = await ctx.request(acp.methods.agent.session.prompt, {

@@ -5,6 +5,7 @@
 
 mod attached;
 mod bad_input;
+mod client_fs;
 mod clients;
 mod editor;
 mod mcp;

@@ -1,6 +1,7 @@
 //! Driving `dsh-host --profile acp` as an ACP client does: the real host with stdin and stdout
 //! piped, frames sent and awaited by id, and the agent's permission questions answered from a
-//! script (option kinds, first in first out; `cancelled` once it is empty); an editor-mode
+//! script (option kinds, first in first out; `cancelled` once it is empty), its `fs/*` requests
+//! from the editor's buffers or the disk; an editor-mode
 //! agent against the fake DeepSeek server; where the Node ACP clients are. The transcript's
 //! normalization as the reference's snapshot suite does it is in `normalize`, the logs a run
 //! stored in `stored`.
@@ -33,6 +34,9 @@ pub struct AcpClient {
     next_id: i64,
     /// Answers to `session/request_permission`, by option kind (`ignore`: none is sent).
     pub answers: Arc<Mutex<VecDeque<String>>>,
+    /// The editor's open buffers by path, as `fs/*` reads and writes them (see
+    /// [`answer_files`]).
+    pub buffers: Buffers,
     exit: Option<Option<i32>>,
 }
 
@@ -77,7 +81,13 @@ impl AcpClient {
         let stdout = lines_of(child.stdout.take().unwrap());
         let stderr = lines_of(child.stderr.take().unwrap());
         let answers: Arc<Mutex<VecDeque<String>>> = Arc::default();
-        answer_permissions(stdout.clone(), stdin.clone(), answers.clone());
+        let buffers = Buffers::default();
+        answer_client(
+            stdout.clone(),
+            stdin.clone(),
+            answers.clone(),
+            buffers.clone(),
+        );
         Self {
             child,
             stdin,
@@ -85,6 +95,7 @@ impl AcpClient {
             stderr,
             next_id: 0,
             answers,
+            buffers,
             exit: None,
         }
     }
@@ -224,11 +235,12 @@ impl Drop for AcpClient {
 
 /// Answers each `session/request_permission` as it arrives: the next scripted kind mapped to
 /// the offered option of that kind; `cancelled` when the script is empty or offers no such
-/// kind.
-fn answer_permissions(
+/// kind. Answers each `fs/*` request as [`answer_files`] does.
+fn answer_client(
     stdout: Shared<Vec<String>>,
     stdin: Arc<Mutex<Option<ChildStdin>>>,
     answers: Arc<Mutex<VecDeque<String>>>,
+    buffers: Buffers,
 ) {
     std::thread::spawn(move || {
         let mut seen = 0;
@@ -253,6 +265,10 @@ fn answer_permissions(
                 let Ok(frame) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
+                if let Some(answer) = answer_files(&frame, &buffers) {
+                    write_line(&stdin, &answer.to_string());
+                    continue;
+                }
                 if frame["method"] != "session/request_permission" {
                     continue;
                 }
@@ -278,6 +294,41 @@ fn answer_permissions(
             }
         }
     });
+}
+
+/// An editor's open buffers by absolute path: what `fs/read_text_file` answers before the
+/// disk, and where `fs/write_text_file` writes (the disk is left as it was, as an editor's
+/// unsaved buffer leaves it).
+pub type Buffers = Arc<Mutex<std::collections::HashMap<String, String>>>;
+
+/// The answer to an `fs/*` request of the agent: a buffer's text or the file's, a write kept
+/// in the buffers; a path with `forbidden` in it is refused as an editor refuses a file outside
+/// its project, and a file that is nowhere is ACP's "resource not found".
+fn answer_files(frame: &Value, buffers: &Buffers) -> Option<Value> {
+    let method = frame["method"].as_str()?;
+    let path = frame["params"]["path"].as_str().unwrap_or_default();
+    let outcome = if path.contains("forbidden") {
+        Err(json!({"code": -32603, "message": "not in this project"}))
+    } else if method == "fs/read_text_file" {
+        let held = buffers.lock().unwrap().get(path).cloned();
+        match held.or_else(|| std::fs::read_to_string(path).ok()) {
+            Some(content) => Ok(json!({"content": content})),
+            None => Err(json!({"code": -32002, "message": format!("no file {path}")})),
+        }
+    } else if method == "fs/write_text_file" {
+        let content = frame["params"]["content"].as_str().unwrap_or_default();
+        buffers
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), content.to_owned());
+        Ok(Value::Null)
+    } else {
+        return None;
+    };
+    Some(match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": frame["id"], "result": result}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": frame["id"], "error": error}),
+    })
 }
 
 /// The arguments of an editor-mode agent (the profile's default) whose model is `server`:
@@ -375,9 +426,14 @@ pub fn node_clients() -> Result<std::path::PathBuf, String> {
 impl AcpClient {
     /// `initialize` then `session/new` in `cwd`: the new session's id and the whole answer.
     pub fn open(&mut self, cwd: &Path) -> (String, Value) {
+        self.open_with(cwd, json!({}))
+    }
+
+    /// [`open`](Self::open) by a client that says it can do `capabilities`.
+    pub fn open_with(&mut self, cwd: &Path, capabilities: Value) -> (String, Value) {
         let init = self.call(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
         );
         assert!(init.get("result").is_some(), "{init}");
         let answer = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));

@@ -2,6 +2,7 @@
 //! through these services, whose futures run on the host's runtime: a plugin's own copy of
 //! tokio has no reactor (ARCHITECTURE §4).
 
+pub mod client_files;
 pub mod control;
 pub mod fs;
 pub mod http;

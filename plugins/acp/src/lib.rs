@@ -15,10 +15,12 @@
 //! In editor mode a session's own `mcpServers` (stdio, HTTP and SSE) run for that session alone
 //! (`mcp`), and its `additionalDirectories` are writable roots of its calls besides its
 //! working directory (the sandbox's `sandbox_roots`). Images in prompts are taken when an
-//! attachment store is mounted and the model takes them (`images`). Not built: audio in
-//! prompts, and the client's `fs/*` and `terminal/*` methods (the agent's own tools are used).
+//! attachment store is mounted and the model takes them (`images`). With the row's `clientFs`,
+//! the file tools read and write a session's text through the client's `fs/*` (`client_fs`).
+//! Not built: audio in prompts, and the client's `terminal/*` (the agent's shell is used).
 
 mod args;
+mod client_fs;
 mod editor;
 mod events;
 #[doc(hidden)]
@@ -71,6 +73,10 @@ pub struct AcpConfig {
     pub mode: Mode,
     /// The model route of new sessions (`PROVIDER/MODEL`) when `--model` is not given.
     pub model: Option<String>,
+    /// Whether the file tools of the client's sessions read and write text through the
+    /// client's `fs/read_text_file` and `fs/write_text_file`, where it offers them (editor mode):
+    /// an editor answers with its buffers, saved or not, and shows the writes in them.
+    pub client_fs: bool,
 }
 
 pub struct AcpPlugin;
@@ -118,6 +124,8 @@ impl Plugin for AcpPlugin {
         dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
         dsh_sandbox_seam::SANDBOX_ROOTS_SERVICE,
     ];
+    const PROVIDES: &'static [&'static str] =
+        &[dsh_plugin_api::io::client_files::CLIENT_FILES_SERVICE];
     type Config = AcpConfig;
 
     async fn apply(ctx: Context, config: AcpConfig) -> Result<(), PluginError> {
@@ -149,6 +157,9 @@ impl Plugin for AcpPlugin {
         events::listen(&server)?;
         permission::listen(&server)?;
         live::listen(&server)?;
+        if config.client_fs {
+            client_fs::provide(&server)?;
+        }
         shutdown::on_signal(&server)?;
         // Unloaded while the connection is open (a service it needs went away, its row was
         // edited): the client cannot be handed over, so the host ends with it.

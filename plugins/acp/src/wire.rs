@@ -286,6 +286,27 @@ impl Wire {
         method: &str,
         params: P,
     ) -> Result<R, CallError> {
+        let receiver = self.send(subject, method, params)?;
+        self.decode(method, receiver.await.ok())
+    }
+
+    /// [`request`](Self::request) for a thread of the host's blocking pool, which may wait.
+    pub(crate) fn request_blocking<P: Serialize, R: DeserializeOwned>(
+        &self,
+        subject: &str,
+        method: &str,
+        params: P,
+    ) -> Result<R, CallError> {
+        let receiver = self.send(subject, method, params)?;
+        self.decode(method, receiver.blocking_recv().ok())
+    }
+
+    fn send<P: Serialize>(
+        &self,
+        subject: &str,
+        method: &str,
+        params: P,
+    ) -> Result<oneshot::Receiver<Answer>, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = oneshot::channel();
         if self.closed.load(Ordering::Acquire) {
@@ -302,7 +323,16 @@ impl Wire {
             method,
             params,
         });
-        let Ok(answer) = receiver.await else {
+        Ok(receiver)
+    }
+
+    /// The answer read as `R`; `None` when the wait ended without one.
+    fn decode<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        answer: Option<Answer>,
+    ) -> Result<R, CallError> {
+        let Some(answer) = answer else {
             return Err(match self.closed.load(Ordering::Acquire) {
                 true => CallError::Closed,
                 false => CallError::Withdrawn,

@@ -2,6 +2,8 @@
 //! the `tools` service. Bodies are `dsh-tool-fs-core`'s; every file operation of `read`,
 //! `write` and `edit` goes through the host's `fs` service (so a sandbox that replaces that row
 //! confines them), and each body runs on the host's blocking pool, walks and searches too.
+//! Where a `client_files` row serves a session (an editor over ACP), the text of its files is
+//! read and written through its client, every check of a path staying with `fs`.
 //! Paths resolve against the call's working directory. `write` and `edit` obey the session's
 //! sandbox policy (the `sandbox` service's mode and writable roots, the ones the shell runs
 //! under; without that service, `DSH_PERMISSION_MODE` over the working directory and the temp
@@ -20,8 +22,9 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RNone, ROption, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_fs_local::{FileSystem, Remote, WithStrict};
+use dsh_fs_local::{FileSystem, Remote, WithStrict, session_files};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
+use dsh_plugin_api::io::client_files::CLIENT_FILES_SERVICE;
 use dsh_plugin_api::io::fs::{FS_SERVICE, FS_STRICT_SERVICE, FsService, FsStrictService};
 use dsh_plugin_api::prelude::*;
 use dsh_plugin_api::{Serialize, lock};
@@ -114,7 +117,11 @@ impl Shared {
     /// when the `sandbox` service runs, so the file tools and the shell obey one policy; else
     /// `DSH_PERMISSION_MODE` over the working directory and the temp dirs.
     fn workspace(&self, call: &CallView) -> Workspace {
-        let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
+        let base = Workspace::new(call.cwd.as_str()).with_fs(session_files(
+            &self.ctx,
+            &self.fs,
+            &call.session,
+        ));
         let policy = call_policy(&self.ctx, &call.session, &call.cwd, &call.call_id);
         let Some(policy) = policy else {
             return base.with_mode(self.mode).with_temp_roots();
@@ -355,6 +362,7 @@ impl Plugin for FsPlugin {
         SANDBOX_SERVICE,
         dsh_plugin_api::io::fs::FS_STRICT_SERVICE,
         dsh_sessions_seam::SESSIONS_SERVICE,
+        CLIENT_FILES_SERVICE,
     ];
     type Config = FsConfig;
 

@@ -4,7 +4,8 @@
 //! `str_replace` (one exact, unique match), `insert` (after a line) and `undo_edit` (the last
 //! change this tool made to a file). Its bodies are `dsh-tool-fs-core`'s, so it obeys what
 //! `write` and `edit` obey: the session's sandbox policy, every file operation through the
-//! host's `fs` service, and read-before-write: a file is changed only after a `view` of it (or
+//! host's `fs` service (the text through a session's client where a `client_files` row serves
+//! it), and read-before-write: a file is changed only after a `view` of it (or
 //! this tool's own last change) and only if it did not change since. `scope` is the tool layer
 //! it registers in ("" the global one, `preset:<id>` a preset's).
 
@@ -16,8 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RNone, ROption, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use dsh_fs_local::{FileSystem, Remote, WithStrict};
+use dsh_fs_local::{FileSystem, Remote, WithStrict, session_files};
 use dsh_plugin_api::cancel::CancelBox;
+use dsh_plugin_api::io::client_files::CLIENT_FILES_SERVICE;
 use dsh_plugin_api::io::fs::{FS_SERVICE, FS_STRICT_SERVICE, FsService, FsStrictService};
 use dsh_plugin_api::lock;
 use dsh_plugin_api::prelude::*;
@@ -54,7 +56,7 @@ impl Shared {
     fn workspace(&self, call: &CallView) -> Workspace {
         let policy = call_policy(&self.ctx, &call.session, &call.cwd, &call.call_id);
         Workspace::new(call.cwd.as_str())
-            .with_fs(self.fs.clone())
+            .with_fs(session_files(&self.ctx, &self.fs, &call.session))
             .with_policy_or_env(policy)
     }
 
@@ -111,7 +113,8 @@ pub struct EditorPlugin;
 impl Plugin for EditorPlugin {
     const NAME: &'static str = "tool-str-replace-editor";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, FS_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[SANDBOX_SERVICE, FS_STRICT_SERVICE];
+    const OPTIONAL: &'static [&'static str] =
+        &[SANDBOX_SERVICE, FS_STRICT_SERVICE, CLIENT_FILES_SERVICE];
     type Config = EditorConfig;
 
     async fn apply(ctx: Context, config: EditorConfig) -> Result<(), PluginError> {

@@ -80,6 +80,11 @@ fn the_official_sdk_client_drives_every_method() {
             SseEvent::finish("stop"),
             SseEvent::Done,
         ]),
+        Reply::tool_call(
+            "call_fs",
+            "write",
+            json!({"file_path": "sdk.txt", "content": "from the sdk\n"}),
+        ),
         Reply::text("Resumed and answering."),
     ]);
     let dir = TestDir::new("acp-sdk-client");
@@ -192,6 +197,15 @@ fn the_official_sdk_client_drives_every_method() {
     assert!(third["resumed"]["configOptions"].is_array(), "{third}");
     assert_eq!(third["prompted"]["stopReason"], "end_turn");
     assert_eq!(agent_messages(&third["updates"]), "Resumed and answering.");
+    // Its client keeps the files: the write went to its buffer, not to the disk.
+    let written = work.join("sdk.txt").display().to_string();
+    assert_eq!(
+        third["files"],
+        json!([{"write": written, "content": "from the sdk\n"}]),
+        "{third}"
+    );
+    assert!(!work.join("sdk.txt").exists());
+    assert!(first["files"].as_array().unwrap().is_empty(), "{first}");
     assert_eq!(third["exitCode"], 0);
     let events = stored_events(&home, session);
     let aborted = events

@@ -8,6 +8,7 @@
 //!
 //! Everything here blocks: callers run it on the host's blocking pool.
 
+mod client;
 mod publish;
 mod service;
 #[cfg(unix)]
@@ -19,6 +20,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+pub use client::{ThroughClient, session_files};
 pub use publish::PublishError;
 pub use service::{Remote, Served};
 pub use strict_service::WithStrict;

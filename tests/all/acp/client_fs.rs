@@ -1,0 +1,171 @@
+//! The client's files in editor mode: with the row's `clientFs` (the bundle's) and a client that says it reads
+//! and writes text files, the file tools of its sessions read the editor's buffers (unsaved text
+//! included) and write into them through `fs/read_text_file` and `fs/write_text_file`, leaving
+//! the disk to the editor; a refusal of the editor reaches the model as the tool's error. Without
+//! either the row's ask or the client's offer the files are the disk's, and no `fs/*` request is
+//! sent.
+
+use dsh_tests::acp::{AcpClient, editor_agent};
+use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
+use dsh_tests::{TestDir, WAIT};
+use serde_json::{Value, json};
+
+const READS_AND_WRITES: &str = r#"{"fs": {"readTextFile": true, "writeTextFile": true}}"#;
+
+/// The paths the agent asked the client about with `method`, in order.
+fn asked(agent: &AcpClient, method: &str) -> Vec<String> {
+    agent
+        .frames()
+        .iter()
+        .filter(|frame| frame["method"] == method)
+        .filter_map(|frame| frame["params"]["path"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A turn that reads `notes.txt`, edits a line of it that only the buffer has, writes a new
+/// file and reads a file the editor refuses.
+fn script() -> Vec<Reply> {
+    vec![
+        Reply::tool_call("call_read", "read", json!({"file_path": "notes.txt"})),
+        Reply::tool_call(
+            "call_edit",
+            "edit",
+            json!({"file_path": "notes.txt", "old_string": "unsaved three", "new_string": "four"}),
+        ),
+        Reply::tool_call(
+            "call_write",
+            "write",
+            json!({"file_path": "fresh.txt", "content": "fresh\n"}),
+        ),
+        Reply::tool_call(
+            "call_refused",
+            "read",
+            json!({"file_path": "forbidden.txt"}),
+        ),
+        Reply::text("Done."),
+    ]
+}
+
+fn prepared(name: &str) -> (TestDir, std::path::PathBuf) {
+    let dir = TestDir::new(name);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(work.join("forbidden.txt"), "secret\n").unwrap();
+    (dir, work)
+}
+
+#[test]
+fn the_file_tools_read_and_write_the_editors_buffers() {
+    let (dir, work) = prepared("acp-client-fs");
+    let server = FakeDeepSeek::start(script());
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        "",
+        &[("DSH_PERMISSION_MODE", "workspace-write")],
+    );
+    let notes = work.join("notes.txt").display().to_string();
+    let fresh = work.join("fresh.txt").display().to_string();
+    agent
+        .buffers
+        .lock()
+        .unwrap()
+        .insert(notes.clone(), "one\ntwo\nunsaved three\n".to_owned());
+    let capabilities: Value = serde_json::from_str(READS_AND_WRITES).unwrap();
+    let (session, _) = agent.open_with(&work, capabilities);
+    let answer = agent.prompt(&session, "Tidy the notes");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let sent = server.requests().last().unwrap().tool_texts();
+    assert!(sent[0].contains("unsaved three"), "the read: {}", sent[0]);
+    assert!(!sent[1].contains("rror"), "the edit: {}", sent[1]);
+    assert!(!sent[2].contains("rror"), "the write: {}", sent[2]);
+    assert!(
+        sent[3].contains("through the editor: the editor answered: not in this project"),
+        "the refused read: {}",
+        sent[3]
+    );
+    // The edit and the new file are in the editor's buffers; the disk is as it was.
+    let buffers = agent.buffers.lock().unwrap().clone();
+    assert_eq!(buffers[&notes], "one\ntwo\nfour\n");
+    assert_eq!(buffers[&fresh], "fresh\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(!work.join("fresh.txt").exists());
+    assert!(asked(&agent, "fs/read_text_file").contains(&notes));
+    assert_eq!(asked(&agent, "fs/write_text_file"), [notes.clone(), fresh]);
+    // The editor shows the edit as a diff of the buffer's text.
+    let updates = agent.updates(&session);
+    let closed = updates
+        .iter()
+        .rfind(|update| update["toolCallId"] == "call_edit")
+        .unwrap();
+    let diff = &closed["content"][0];
+    assert_eq!(
+        (&diff["type"], &diff["path"]),
+        (&json!("diff"), &json!(notes)),
+        "{closed}"
+    );
+    assert!(
+        diff["oldText"].as_str().unwrap().contains("unsaved three")
+            && diff["newText"].as_str().unwrap().contains("four"),
+        "{diff}"
+    );
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
+
+/// Runs the script on an agent with `rows` whose client says it can do `capabilities`, and
+/// answers what it asked through `fs/*`.
+fn disk_run(
+    name: &str,
+    rows: &str,
+    capabilities: &str,
+) -> (AcpClient, TestDir, std::path::PathBuf) {
+    let (dir, work) = prepared(name);
+    let server = FakeDeepSeek::start(script());
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        rows,
+        &[("DSH_PERMISSION_MODE", "workspace-write")],
+    );
+    let (session, _) = agent.open_with(&work, serde_json::from_str(capabilities).unwrap());
+    let answer = agent.prompt(&session, "Tidy the notes");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let sent = server.requests().last().unwrap().tool_texts();
+    // The disk's notes have no unsaved line: the edit fails, the write and the read land.
+    assert!(
+        sent[1].contains("old_string was not found"),
+        "the edit: {}",
+        sent[1]
+    );
+    assert!(sent[3].contains("secret"), "the read: {}", sent[3]);
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+    (agent, dir, work)
+}
+
+#[test]
+fn without_the_rows_ask_or_the_clients_offer_the_files_are_the_disks() {
+    for (name, rows, capabilities) in [
+        (
+            "acp-client-fs-no-row",
+            "- id: acp\n  config:\n    clientFs: false\n",
+            READS_AND_WRITES,
+        ),
+        ("acp-client-fs-no-offer", "", "{}"),
+    ] {
+        let (agent, _dir, work) = disk_run(name, rows, capabilities);
+        assert_eq!(
+            std::fs::read_to_string(work.join("fresh.txt")).unwrap(),
+            "fresh\n",
+            "{name}"
+        );
+        assert!(asked(&agent, "fs/read_text_file").is_empty(), "{name}");
+        assert!(asked(&agent, "fs/write_text_file").is_empty(), "{name}");
+    }
+}
