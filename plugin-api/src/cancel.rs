@@ -28,6 +28,11 @@ pub trait Cancel: Send + Sync {
 }
 pub type CancelBox = Cancel_TO<'static, RArc<()>>;
 
+/// Another handle on the same signal, for work handed on to another service.
+pub fn share(cancel: &CancelBox) -> CancelBox {
+    Cancel_TO::from_sabi(cancel.obj.shallow_clone())
+}
+
 /// A ready-made cancellation signal: a one-shot flag with wakers, for callers of `run_step`
 /// and for anything else that needs a [`CancelBox`].
 #[derive(Default)]

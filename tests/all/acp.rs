@@ -6,6 +6,7 @@
 mod attached;
 mod bad_input;
 mod client_fs;
+mod client_terminal;
 mod clients;
 mod editor;
 mod mcp;

@@ -17,9 +17,11 @@ use serde_json::{Value, json};
 
 use crate::{WAIT, host_bin};
 
+mod editor_side;
 mod normalize;
 mod stored;
 
+pub use editor_side::{Buffers, Terminals};
 pub use normalize::{Volatile, normalize_stdout, scrub_line};
 pub use stored::{harvest, stored_children, stored_events, wait_stored};
 
@@ -34,9 +36,10 @@ pub struct AcpClient {
     next_id: i64,
     /// Answers to `session/request_permission`, by option kind (`ignore`: none is sent).
     pub answers: Arc<Mutex<VecDeque<String>>>,
-    /// The editor's open buffers by path, as `fs/*` reads and writes them (see
-    /// [`answer_files`]).
+    /// The editor's open buffers by path, as `fs/*` reads and writes them.
     pub buffers: Buffers,
+    /// The terminals `terminal/*` created, by id.
+    pub terminals: Terminals,
     exit: Option<Option<i32>>,
 }
 
@@ -81,13 +84,9 @@ impl AcpClient {
         let stdout = lines_of(child.stdout.take().unwrap());
         let stderr = lines_of(child.stderr.take().unwrap());
         let answers: Arc<Mutex<VecDeque<String>>> = Arc::default();
-        let buffers = Buffers::default();
-        answer_client(
-            stdout.clone(),
-            stdin.clone(),
-            answers.clone(),
-            buffers.clone(),
-        );
+        let side = editor_side::EditorSide::default();
+        let (buffers, terminals) = (side.buffers.clone(), side.terminals.clone());
+        answer_client(stdout.clone(), stdin.clone(), answers.clone(), side);
         Self {
             child,
             stdin,
@@ -96,6 +95,7 @@ impl AcpClient {
             next_id: 0,
             answers,
             buffers,
+            terminals,
             exit: None,
         }
     }
@@ -235,12 +235,13 @@ impl Drop for AcpClient {
 
 /// Answers each `session/request_permission` as it arrives: the next scripted kind mapped to
 /// the offered option of that kind; `cancelled` when the script is empty or offers no such
-/// kind. Answers each `fs/*` request as [`answer_files`] does.
+/// kind. Answers each `fs/*` and `terminal/*` request as an editor does
+/// ([`editor_side::EditorSide`]).
 fn answer_client(
     stdout: Shared<Vec<String>>,
     stdin: Arc<Mutex<Option<ChildStdin>>>,
     answers: Arc<Mutex<VecDeque<String>>>,
-    buffers: Buffers,
+    side: editor_side::EditorSide,
 ) {
     std::thread::spawn(move || {
         let mut seen = 0;
@@ -265,8 +266,11 @@ fn answer_client(
                 let Ok(frame) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
-                if let Some(answer) = answer_files(&frame, &buffers) {
-                    write_line(&stdin, &answer.to_string());
+                let reply = stdin.clone();
+                let answered = side.answer(&frame, move |answer: Value| {
+                    write_line(&reply, &answer.to_string());
+                });
+                if answered {
                     continue;
                 }
                 if frame["method"] != "session/request_permission" {
@@ -294,41 +298,6 @@ fn answer_client(
             }
         }
     });
-}
-
-/// An editor's open buffers by absolute path: what `fs/read_text_file` answers before the
-/// disk, and where `fs/write_text_file` writes (the disk is left as it was, as an editor's
-/// unsaved buffer leaves it).
-pub type Buffers = Arc<Mutex<std::collections::HashMap<String, String>>>;
-
-/// The answer to an `fs/*` request of the agent: a buffer's text or the file's, a write kept
-/// in the buffers; a path with `forbidden` in it is refused as an editor refuses a file outside
-/// its project, and a file that is nowhere is ACP's "resource not found".
-fn answer_files(frame: &Value, buffers: &Buffers) -> Option<Value> {
-    let method = frame["method"].as_str()?;
-    let path = frame["params"]["path"].as_str().unwrap_or_default();
-    let outcome = if path.contains("forbidden") {
-        Err(json!({"code": -32603, "message": "not in this project"}))
-    } else if method == "fs/read_text_file" {
-        let held = buffers.lock().unwrap().get(path).cloned();
-        match held.or_else(|| std::fs::read_to_string(path).ok()) {
-            Some(content) => Ok(json!({"content": content})),
-            None => Err(json!({"code": -32002, "message": format!("no file {path}")})),
-        }
-    } else if method == "fs/write_text_file" {
-        let content = frame["params"]["content"].as_str().unwrap_or_default();
-        buffers
-            .lock()
-            .unwrap()
-            .insert(path.to_owned(), content.to_owned());
-        Ok(Value::Null)
-    } else {
-        return None;
-    };
-    Some(match outcome {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": frame["id"], "result": result}),
-        Err(error) => json!({"jsonrpc": "2.0", "id": frame["id"], "error": error}),
-    })
 }
 
 /// The arguments of an editor-mode agent (the profile's default) whose model is `server`:

@@ -3,6 +3,7 @@
 //! tokio has no reactor (ARCHITECTURE §4).
 
 pub mod client_files;
+pub mod client_terminal;
 pub mod control;
 pub mod fs;
 pub mod http;

@@ -153,6 +153,8 @@ struct Inner {
     rules: HashMap<String, ApprovalOutcome>,
     /// The changes announced calls were asked to make, until their result.
     asked: HashMap<String, Vec<ToolCallContent>>,
+    /// The client's terminal each call's command ran in, until its result.
+    terminals: HashMap<String, String>,
 }
 
 /// The arguments a rule's subject is read from.
@@ -231,6 +233,19 @@ impl EditorState {
     /// The changes call `call_id` was asked to make, once (its result came).
     pub(crate) fn asked_changes(&self, call_id: &str) -> Vec<ToolCallContent> {
         lock(&self.inner).asked.remove(call_id).unwrap_or_default()
+    }
+
+    /// Call `call_id`'s command runs in the client's terminal `terminal_id`.
+    pub(crate) fn ran_in(&self, call_id: &str, terminal_id: &str) {
+        let mut inner = lock(&self.inner);
+        inner
+            .terminals
+            .insert(call_id.to_owned(), terminal_id.to_owned());
+    }
+
+    /// The client's terminal call `call_id` ran in, once (its result came).
+    pub(crate) fn terminal_of(&self, call_id: &str) -> Option<String> {
+        lock(&self.inner).terminals.remove(call_id)
     }
 
     pub(crate) fn streamed(&self, turn: u64, step: u64) {

@@ -16,11 +16,13 @@
 //! (`mcp`), and its `additionalDirectories` are writable roots of its calls besides its
 //! working directory (the sandbox's `sandbox_roots`). Images in prompts are taken when an
 //! attachment store is mounted and the model takes them (`images`). With the row's `clientFs`,
-//! the file tools read and write a session's text through the client's `fs/*` (`client_fs`).
-//! Not built: audio in prompts, and the client's `terminal/*` (the agent's shell is used).
+//! the file tools read and write a session's text through the client's `fs/*` (`client_fs`);
+//! with its `clientTerminal`, the shell commands of full-access sessions run in the client's
+//! terminals (`client_terminal`). Not built: audio in prompts.
 
 mod args;
 mod client_fs;
+mod client_terminal;
 mod editor;
 mod events;
 #[doc(hidden)]
@@ -77,6 +79,10 @@ pub struct AcpConfig {
     /// client's `fs/read_text_file` and `fs/write_text_file`, where it offers them (editor mode):
     /// an editor answers with its buffers, saved or not, and shows the writes in them.
     pub client_fs: bool,
+    /// Whether the shell commands of the client's full-access sessions run in the client's
+    /// terminal (`terminal/*`), where it has terminals (editor mode): the editor shows the
+    /// command live in its tool call. Commands under a sandbox never go there.
+    pub client_terminal: bool,
 }
 
 pub struct AcpPlugin;
@@ -124,8 +130,10 @@ impl Plugin for AcpPlugin {
         dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
         dsh_sandbox_seam::SANDBOX_ROOTS_SERVICE,
     ];
-    const PROVIDES: &'static [&'static str] =
-        &[dsh_plugin_api::io::client_files::CLIENT_FILES_SERVICE];
+    const PROVIDES: &'static [&'static str] = &[
+        dsh_plugin_api::io::client_files::CLIENT_FILES_SERVICE,
+        dsh_plugin_api::io::client_terminal::CLIENT_TERMINAL_SERVICE,
+    ];
     type Config = AcpConfig;
 
     async fn apply(ctx: Context, config: AcpConfig) -> Result<(), PluginError> {
@@ -159,6 +167,9 @@ impl Plugin for AcpPlugin {
         live::listen(&server)?;
         if config.client_fs {
             client_fs::provide(&server)?;
+        }
+        if config.client_terminal {
+            client_terminal::provide(&server)?;
         }
         shutdown::on_signal(&server)?;
         // Unloaded while the connection is open (a service it needs went away, its row was

@@ -22,7 +22,9 @@ use dsh_sessions_seam::EventRecord;
 use dsh_tools_seam::{CallView, TOOLS_EXECUTE};
 
 use crate::server::{AcpSession, Mode, Server};
-use crate::updates::{Content, PlanEntry, SessionUpdate, ToolCallStatus, ToolCallUpdate};
+use crate::updates::{
+    Content, PlanEntry, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+};
 
 /// A committed event of one of this connection's sessions, live.
 pub(crate) fn committed(server: &Arc<Server>, session: &Arc<AcpSession>, record: &EventRecord) {
@@ -101,6 +103,13 @@ pub(crate) fn updates(
         TOOL_RESULT => match record.decode::<ToolResultEvent>() {
             Some(Ok(result)) => crate::tool_calls::finished(&session.cwd, &result, |call| {
                 session.editor.asked_changes(call)
+            })
+            .map(|mut update| {
+                // A command that ran in the client's terminal shows that terminal.
+                if let Some(terminal_id) = session.editor.terminal_of(&update.tool_call_id) {
+                    update.content = Some(vec![ToolCallContent::Terminal { terminal_id }]);
+                }
+                update
             })
             .map(SessionUpdate::ToolCallUpdate)
             .into_iter()

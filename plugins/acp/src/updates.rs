@@ -129,7 +129,8 @@ pub(crate) struct RawOutput {
     pub(crate) is_error: bool,
 }
 
-/// What a tool call shows: text, or a diff of a file it changed.
+/// What a tool call shows: text, a diff of a file it changed, or the client's terminal its
+/// command ran in.
 #[derive(Debug, Clone, Serialize)]
 #[serde(
     tag = "type",
@@ -145,6 +146,10 @@ pub(crate) enum ToolCallContent {
         #[serde(skip_serializing_if = "Option::is_none")]
         old_text: Option<String>,
         new_text: String,
+    },
+    /// A terminal of the client's, which it shows live (and after its release).
+    Terminal {
+        terminal_id: String,
     },
 }
 

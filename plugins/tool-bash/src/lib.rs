@@ -8,9 +8,12 @@
 //! (or refused when it cannot be): the tool waits for that service and is not offered without
 //! it. Running commands as the user is the sandbox's `danger-full-access` mode, not a bypass.
 //! With `run_in_background` the command becomes a job of the `jobs` registry (see
-//! `background`) and the call answers at once; without that registry the call says so.
+//! `background`) and the call answers at once; without that registry the call says so. A
+//! foreground command of a full-access session whose client runs its commands runs in the
+//! client's terminal instead (`client_terminal`).
 
 mod background;
+mod client_terminal;
 mod output;
 
 use std::path::Path;
@@ -252,6 +255,17 @@ async fn run(
             value: home.into(),
         });
     }
+    if arguments.run_in_background != Some(true) {
+        let asked = client_terminal::Command {
+            command: &command,
+            cwd: &cwd,
+            env: &env,
+            timeout_ms,
+        };
+        if let Some(run) = client_terminal::run(ctx, sandbox, config, call, asked, &cancel).await {
+            return run.map(|run| reply(&run));
+        }
+    }
     let request = SpawnRequest {
         program: "bash".into(),
         args: RVec::from(vec![RString::from("-c"), RString::from(command.as_str())]),
@@ -358,9 +372,14 @@ async fn run(
         escalation_available: sandbox_denied.is_some(),
         sandbox_denied,
     };
-    let text = render_shell_result(&run);
+    Ok(reply(&run))
+}
+
+/// The call's answer: the shell rendering for the model, the streams for the page.
+fn reply(run: &ShellRun) -> ToolReply {
+    let text = render_shell_result(run);
     let value = RunValue {
-        exit_code: match exit {
+        exit_code: match run.exit {
             ExitStatus::Code(code) => Some(code),
             ExitStatus::Signal(_) => None,
         },
@@ -375,12 +394,12 @@ async fn run(
             truncated: run.stderr.truncated,
         },
     };
-    Ok(ToolReply::Ok(ToolSuccess {
+    ToolReply::Ok(ToolSuccess {
         value: serde_json::to_value(&value).unwrap_or_default(),
         content: vec![ContentBlock::text(text)],
         meta: None,
         concludes_turn: false,
-    }))
+    })
 }
 
 fn signal_name(signal: i32) -> String {
@@ -404,7 +423,10 @@ pub struct BashPlugin;
 impl Plugin for BashPlugin {
     const NAME: &'static str = "tool-bash";
     const INJECT: &'static [&'static str] = &[TOOLS_SERVICE, SANDBOX_SERVICE];
-    const OPTIONAL: &'static [&'static str] = &[dsh_jobs_seam::JOBS_SERVICE];
+    const OPTIONAL: &'static [&'static str] = &[
+        dsh_jobs_seam::JOBS_SERVICE,
+        dsh_plugin_api::io::client_terminal::CLIENT_TERMINAL_SERVICE,
+    ];
     type Config = BashConfig;
 
     async fn apply(ctx: Context, config: BashConfig) -> Result<(), PluginError> {

@@ -214,27 +214,20 @@ fn the_official_sdk_client_drives_every_method() {
     assert!(aborted, "the cancelled turn is logged aborted");
 }
 
-#[test]
-fn acpx_runs_a_prompt_with_a_tool_call_and_an_approval() {
-    dsh_tests::needs_bubblewrap!("acpx's approved shell command");
-    let clients = match node_clients() {
-        Ok(dir) => dir,
-        Err(reason) => return dsh_tests::skip("acpx", &reason),
-    };
-    let server = FakeDeepSeek::start(vec![
-        Reply::tool_call(
-            "call_acpx",
-            "bash",
-            json!({"command": "echo ACPX_OK", "description": "Run the check"}),
-        ),
-        Reply::text("The check printed ACPX_OK."),
-    ]);
-    let dir = TestDir::new("acp-acpx");
+/// `acpx exec PROMPT` against our agent on `server` with sessions under `mode`, approving
+/// everything it is asked: the frames it printed (`--format json`), and its stdout and stderr.
+fn acpx_exec(
+    clients: &std::path::Path,
+    server: &FakeDeepSeek,
+    dir: &TestDir,
+    mode: &str,
+    prompt: &str,
+) -> (Vec<Value>, String) {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let home = dir.home();
     let mut agent = vec![host_bin().display().to_string()];
-    agent.extend(editor_args(&server, &dir, ""));
+    agent.extend(editor_args(server, dir, ""));
     let agent = agent.join(" ");
     let acpx = clients.join("node_modules/acpx/dist/cli.js");
     let acpx_home = dir.join("acpx-home");
@@ -253,13 +246,12 @@ fn acpx_runs_a_prompt_with_a_tool_call_and_an_approval() {
             "--timeout",
             "60",
             "exec",
-            "Run the check",
+            prompt,
         ],
         &[
             ("DSH_HOME", home.to_str().unwrap()),
             ("DEEPSEEK_API_KEY", "sk-test"),
-            // Every shell command is put to the client, which approves it.
-            ("DSH_PERMISSION_MODE", "ask-every-command"),
+            ("DSH_PERMISSION_MODE", mode),
             ("HOME", acpx_home.to_str().unwrap()),
         ],
     );
@@ -277,16 +269,53 @@ fn acpx_runs_a_prompt_with_a_tool_call_and_an_approval() {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
-    let said: String = frames
+    (frames, format!("{stdout}\n{stderr}"))
+}
+
+/// What the agent said in `frames`.
+fn said(frames: &[Value]) -> String {
+    frames
         .iter()
         .filter(|frame| frame["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
         .filter_map(|frame| frame["params"]["update"]["content"]["text"].as_str())
-        .collect();
-    assert_eq!(said, "The check printed ACPX_OK.", "{stdout}\n{stderr}");
+        .collect()
+}
+
+#[test]
+fn acpx_runs_a_prompt_with_a_tool_call_and_an_approval() {
+    dsh_tests::needs_bubblewrap!("acpx's approved shell command");
+    let clients = match node_clients() {
+        Ok(dir) => dir,
+        Err(reason) => return dsh_tests::skip("acpx", &reason),
+    };
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call(
+            "call_acpx",
+            "bash",
+            json!({"command": "echo ACPX_OK", "description": "Run the check"}),
+        ),
+        Reply::text("The check printed ACPX_OK."),
+    ]);
+    let dir = TestDir::new("acp-acpx");
+    // Every shell command is put to the client, which approves it.
+    let (frames, output) = acpx_exec(
+        &clients,
+        &server,
+        &dir,
+        "ask-every-command",
+        "Run the check",
+    );
+    assert_eq!(said(&frames), "The check printed ACPX_OK.", "{output}");
+    // The session is sandboxed: the command ran in our sandbox, not in acpx's terminal.
+    assert!(
+        !frames
+            .iter()
+            .any(|frame| frame["method"] == "terminal/create")
+    );
     let answered = frames
         .iter()
         .any(|frame| frame["result"]["outcome"]["optionId"] == "allow-once");
-    assert!(answered, "acpx approved the call: {stdout}");
+    assert!(answered, "acpx approved the call: {output}");
     assert!(
         server
             .last_tool_texts()
@@ -295,7 +324,7 @@ fn acpx_runs_a_prompt_with_a_tool_call_and_an_approval() {
         "{:?}",
         server.last_tool_texts()
     );
-    let logs = dsh_tests::sessions::stored_logs(&home);
+    let logs = dsh_tests::sessions::stored_logs(&dir.home());
     let decided: Vec<&Value> = logs
         .iter()
         .flat_map(|(_, events)| events)
@@ -303,4 +332,40 @@ fn acpx_runs_a_prompt_with_a_tool_call_and_an_approval() {
         .collect();
     assert_eq!(decided.len(), 1, "{decided:?}");
     assert_eq!(decided[0]["data"]["outcome"], "allowed-once");
+}
+
+/// acpx has terminals and files: a full-access session's command runs in its terminal, and a
+/// write goes through its `fs/write_text_file`.
+#[test]
+fn acpx_runs_a_full_access_command_in_its_terminal_and_keeps_the_files() {
+    let clients = match node_clients() {
+        Ok(dir) => dir,
+        Err(reason) => return dsh_tests::skip("acpx", &reason),
+    };
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call(
+            "call_term",
+            "bash",
+            json!({"command": "echo FROM_ACPX_TERMINAL", "description": "Say"}),
+        ),
+        Reply::tool_call(
+            "call_file",
+            "write",
+            json!({"file_path": "acpx.txt", "content": "written by acpx\n"}),
+        ),
+        Reply::text("Both done."),
+    ]);
+    let dir = TestDir::new("acp-acpx-terminal");
+    let (frames, output) = acpx_exec(&clients, &server, &dir, "danger-full-access", "Do both");
+    assert_eq!(said(&frames), "Both done.", "{output}");
+    let asked = |method: &str| frames.iter().filter(|f| f["method"] == method).count();
+    assert_eq!(asked("terminal/create"), 1, "{output}");
+    assert_eq!(asked("terminal/release"), 1, "{output}");
+    assert_eq!(asked("fs/write_text_file"), 1, "{output}");
+    let sent = server.last_tool_texts();
+    assert!(sent[0].contains("FROM_ACPX_TERMINAL"), "{sent:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work/acpx.txt")).unwrap(),
+        "written by acpx\n"
+    );
 }

@@ -1,0 +1,240 @@
+//! The client's terminal for the shell commands of this connection's sessions (the
+//! `client_terminal` service), in editor mode where the row's `clientTerminal` asks for it and
+//! the client said at `initialize` that it has terminals. The shell tool hands over only the
+//! commands of full-access sessions (see the service's docs). A command is `terminal/create`d,
+//! shown in its tool call at once (`{type: terminal}` content, so the editor embeds it live),
+//! waited for (`terminal/wait_for_exit`) against the call's timeout and cancellation, killed
+//! when either fires, and its output read (`terminal/output`) before the terminal is released;
+//! the finished call keeps showing it.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
+use dsh_plugin_api::io::client_terminal::{
+    CLIENT_TERMINAL_SERVICE, ClientTerminal, ClientTerminal_TO, TerminalCommand, TerminalOutcome,
+};
+use dsh_plugin_api::{PluginError, SeamError, lock};
+use serde::{Deserialize, Serialize};
+
+use crate::server::{AcpSession, Mode, Server};
+use crate::updates::{SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate};
+use crate::wire::CallError;
+
+const CREATE: &str = "terminal/create";
+const WAIT_FOR_EXIT: &str = "terminal/wait_for_exit";
+const KILL: &str = "terminal/kill";
+const OUTPUT: &str = "terminal/output";
+const RELEASE: &str = "terminal/release";
+
+/// How long the requests after a command's end wait for the client (a client that does not
+/// answer them must not hold the call).
+const AFTERWARDS: Duration = Duration::from_secs(5);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Create<'a> {
+    session_id: &'a str,
+    command: &'a str,
+    args: [&'a str; 2],
+    env: Vec<Variable<'a>>,
+    cwd: &'a str,
+    output_byte_limit: u64,
+}
+
+#[derive(Serialize)]
+struct Variable<'a> {
+    name: &'a str,
+    value: &'a str,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Created {
+    terminal_id: String,
+}
+
+/// The params of the requests about one terminal.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Terminal<'a> {
+    session_id: &'a str,
+    terminal_id: &'a str,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Exit {
+    exit_code: Option<u32>,
+    signal: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Output {
+    output: String,
+    #[serde(default)]
+    truncated: bool,
+    #[serde(default)]
+    exit_status: Option<Exit>,
+}
+
+/// Offers the client's terminal as the `client_terminal` service, for as long as the row runs.
+pub(crate) fn provide(server: &Arc<Server>) -> Result<(), PluginError> {
+    let terminal = EditorTerminal {
+        server: Arc::downgrade(server),
+    };
+    server.ctx.provide(
+        CLIENT_TERMINAL_SERVICE,
+        ClientTerminal_TO::from_value(terminal, TD_Opaque),
+    )
+}
+
+struct EditorTerminal {
+    server: Weak<Server>,
+}
+
+impl EditorTerminal {
+    /// The connection and the session, while the session is the connection's, it is open
+    /// and its client has terminals.
+    fn held(&self, session: &str) -> Option<(Arc<Server>, Arc<AcpSession>)> {
+        let server = self.server.upgrade()?;
+        if server.mode != Mode::Editor || server.is_closed() || !lock(&server.client).terminal {
+            return None;
+        }
+        let session = server.session(session)?;
+        Some((server, session))
+    }
+}
+
+impl ClientTerminal for EditorTerminal {
+    fn serves(&self, session: RStr<'_>) -> bool {
+        self.held(session.as_str()).is_some()
+    }
+
+    fn run(
+        &self,
+        command: TerminalCommand,
+        cancel: CancelBox,
+    ) -> FfiFuture<RResult<TerminalOutcome, SeamError>> {
+        let held = self.held(command.session.as_str());
+        async move {
+            let Some((server, session)) = held else {
+                return RErr(SeamError::unavailable(format!(
+                    "session {} has no client terminal",
+                    command.session
+                )));
+            };
+            match run(&server, &session, &command, &cancel).await {
+                Ok(outcome) => ROk(outcome),
+                Err(error) => RErr(error),
+            }
+        }
+        .into_ffi()
+    }
+}
+
+/// How the wait for the command's end ended.
+enum Ended {
+    Exited(Exit),
+    TimedOut,
+    Cancelled,
+    /// The client answered the wait with an error.
+    Unknown,
+}
+
+async fn run(
+    server: &Arc<Server>,
+    session: &Arc<AcpSession>,
+    command: &TerminalCommand,
+    cancel: &CancelBox,
+) -> Result<TerminalOutcome, SeamError> {
+    let id = session.id.as_str();
+    let create = Create {
+        session_id: id,
+        command: "bash",
+        args: ["-c", command.command.as_str()],
+        env: command
+            .env
+            .iter()
+            .map(|var| Variable {
+                name: var.name.as_str(),
+                value: var.value.as_str(),
+            })
+            .collect(),
+        cwd: command.cwd.as_str(),
+        output_byte_limit: command.output_limit,
+    };
+    let created: Created = server
+        .wire
+        .request(id, CREATE, create)
+        .await
+        .map_err(|error| SeamError::failed(format!("the editor made no terminal: {error}")))?;
+    let terminal = created.terminal_id;
+    session.editor.ran_in(&command.call_id, &terminal);
+    server.update(
+        id,
+        SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: command.call_id.to_string(),
+            status: Some(ToolCallStatus::InProgress),
+            content: Some(vec![ToolCallContent::Terminal {
+                terminal_id: terminal.clone(),
+            }]),
+            ..ToolCallUpdate::default()
+        }),
+    );
+    let about = Terminal {
+        session_id: id,
+        terminal_id: &terminal,
+    };
+    let waited = server.wire.request::<_, Exit>(id, WAIT_FOR_EXIT, &about);
+    let deadline = server.ctx.sleep(Duration::from_millis(command.timeout_ms));
+    let ended = match first_of(waited, first_of(cancel.cancelled(), deadline)).await {
+        Either::Left(Ok(exit)) => Ended::Exited(exit),
+        Either::Left(Err(CallError::Answered(_))) => Ended::Unknown,
+        Either::Left(Err(_)) | Either::Right(Either::Left(())) => Ended::Cancelled,
+        Either::Right(Either::Right(())) => Ended::TimedOut,
+    };
+    if matches!(ended, Ended::TimedOut | Ended::Cancelled) {
+        let _ = afterwards::<serde::de::IgnoredAny>(server, id, KILL, &about).await;
+    }
+    let output = afterwards::<Output>(server, id, OUTPUT, &about).await;
+    let _ = afterwards::<serde::de::IgnoredAny>(server, id, RELEASE, &about).await;
+    let (text, truncated, reported) = match output {
+        Some(output) => (output.output, output.truncated, output.exit_status),
+        None => (String::new(), false, None),
+    };
+    let (timed_out, cancelled) = (
+        matches!(ended, Ended::TimedOut),
+        matches!(ended, Ended::Cancelled),
+    );
+    let exit = match ended {
+        Ended::Exited(exit) => exit,
+        _ => reported.unwrap_or_default(),
+    };
+    Ok(TerminalOutcome {
+        output: RString::from(text),
+        truncated,
+        exit_code: exit.exit_code.into(),
+        signal: exit.signal.map(RString::from).into(),
+        timed_out,
+        cancelled,
+    })
+}
+
+/// A request after the command's end, answered within [`AFTERWARDS`] or given up.
+async fn afterwards<R: serde::de::DeserializeOwned>(
+    server: &Arc<Server>,
+    session: &str,
+    method: &str,
+    about: &Terminal<'_>,
+) -> Option<R> {
+    let asked = server.wire.request::<_, R>(session, method, about);
+    match first_of(asked, server.ctx.sleep(AFTERWARDS)).await {
+        Either::Left(Ok(answer)) => Some(answer),
+        _ => None,
+    }
+}
