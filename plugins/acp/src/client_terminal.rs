@@ -5,7 +5,8 @@
 //! shown in its tool call at once (`{type: terminal}` content, so the editor embeds it live),
 //! waited for (`terminal/wait_for_exit`) against the call's timeout and cancellation, killed
 //! when either fires, and its output read (`terminal/output`) before the terminal is released;
-//! the finished call keeps showing it.
+//! the finished call keeps showing it. A run dropped half-way (its turn cancelled) still kills
+//! and releases its terminal.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -168,12 +169,22 @@ async fn run(
         cwd: command.cwd.as_str(),
         output_byte_limit: command.output_limit,
     };
+    // Its requests are about the terminal, not withdrawn with the session's questions when
+    // its prompt is cancelled: the cancel is watched here, and a terminal the client made
+    // must be known to be killed.
+    let subject = format!("terminal of {id}");
     let created: Created = server
         .wire
-        .request(id, CREATE, create)
+        .request(&subject, CREATE, create)
         .await
         .map_err(|error| SeamError::failed(format!("the editor made no terminal: {error}")))?;
     let terminal = created.terminal_id;
+    let mut left = Left {
+        server: server.clone(),
+        session: id.to_owned(),
+        subject: subject.clone(),
+        terminal: Some(terminal.clone()),
+    };
     session.editor.ran_in(&command.call_id, &terminal);
     server.update(
         id,
@@ -190,7 +201,9 @@ async fn run(
         session_id: id,
         terminal_id: &terminal,
     };
-    let waited = server.wire.request::<_, Exit>(id, WAIT_FOR_EXIT, &about);
+    let waited = server
+        .wire
+        .request::<_, Exit>(&subject, WAIT_FOR_EXIT, &about);
     let deadline = server.ctx.sleep(Duration::from_millis(command.timeout_ms));
     let ended = match first_of(waited, first_of(cancel.cancelled(), deadline)).await {
         Either::Left(Ok(exit)) => Ended::Exited(exit),
@@ -199,10 +212,11 @@ async fn run(
         Either::Right(Either::Right(())) => Ended::TimedOut,
     };
     if matches!(ended, Ended::TimedOut | Ended::Cancelled) {
-        let _ = afterwards::<serde::de::IgnoredAny>(server, id, KILL, &about).await;
+        let _ = afterwards::<serde::de::IgnoredAny>(server, &subject, KILL, &about).await;
     }
-    let output = afterwards::<Output>(server, id, OUTPUT, &about).await;
-    let _ = afterwards::<serde::de::IgnoredAny>(server, id, RELEASE, &about).await;
+    let output = afterwards::<Output>(server, &subject, OUTPUT, &about).await;
+    let _ = afterwards::<serde::de::IgnoredAny>(server, &subject, RELEASE, &about).await;
+    left.terminal = None;
     let (text, truncated, reported) = match output {
         Some(output) => (output.output, output.truncated, output.exit_status),
         None => (String::new(), false, None),
@@ -225,14 +239,43 @@ async fn run(
     })
 }
 
+/// A terminal whose run was dropped before it released it (the turn was cancelled and its
+/// call with it): killed and released all the same, so the command does not go on in the
+/// editor.
+struct Left {
+    server: Arc<Server>,
+    session: String,
+    subject: String,
+    terminal: Option<String>,
+}
+
+impl Drop for Left {
+    fn drop(&mut self) {
+        let Some(terminal) = self.terminal.take() else {
+            return;
+        };
+        let (server, session) = (self.server.clone(), std::mem::take(&mut self.session));
+        let _ = self.server.ctx.spawn(async move {
+            let about = Terminal {
+                session_id: &session,
+                terminal_id: &terminal,
+            };
+            for method in [KILL, RELEASE] {
+                let _ =
+                    afterwards::<serde::de::IgnoredAny>(&server, &session, method, &about).await;
+            }
+        });
+    }
+}
+
 /// A request after the command's end, answered within [`AFTERWARDS`] or given up.
 async fn afterwards<R: serde::de::DeserializeOwned>(
     server: &Arc<Server>,
-    session: &str,
+    subject: &str,
     method: &str,
     about: &Terminal<'_>,
 ) -> Option<R> {
-    let asked = server.wire.request::<_, R>(session, method, about);
+    let asked = server.wire.request::<_, R>(subject, method, about);
     match first_of(asked, server.ctx.sleep(AFTERWARDS)).await {
         Either::Left(Ok(answer)) => Some(answer),
         _ => None,

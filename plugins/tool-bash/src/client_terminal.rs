@@ -54,6 +54,7 @@ pub(crate) async fn run(
     };
     let outcome = match client.run(request, share(cancel)).await.into_result() {
         Ok(outcome) => outcome,
+        Err(_) if cancel.is_cancelled() => return Some(Err(BashError::Cancelled)),
         Err(error) => {
             dsh_plugin_api::tracing::warn!(
                 "the client's terminal did not start, the sandbox runs the command: {}",

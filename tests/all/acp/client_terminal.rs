@@ -106,3 +106,34 @@ fn a_sandboxed_session_keeps_its_sandbox() {
     agent.close();
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
+
+#[test]
+fn a_cancelled_prompt_kills_the_command_in_the_editors_terminal() {
+    let dir = TestDir::new("acp-client-terminal-cancel");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let server = FakeDeepSeek::start(vec![Reply::tool_call(
+        "call_long",
+        "bash",
+        json!({"command": "sleep 30", "description": "Wait long"}),
+    )]);
+    let (mut agent, session) = agent_with_terminals(&server, &dir, "danger-full-access");
+    let started = std::time::Instant::now();
+    let prompt = agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "Wait"}]}),
+    );
+    agent.wait_frame("the terminal", WAIT, |frame| {
+        frame["method"] == "terminal/create"
+    });
+    agent.notify("session/cancel", json!({"sessionId": session}));
+    let answer = agent.response(prompt, WAIT);
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    agent.wait_frame("the release", WAIT, |frame| {
+        frame["method"] == "terminal/release"
+    });
+    let frames = agent.frames();
+    assert_eq!(requests(&frames, "terminal/kill").len(), 1);
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
