@@ -254,7 +254,9 @@ impl Drop for Left {
         let Some(terminal) = self.terminal.take() else {
             return;
         };
-        let (server, session) = (self.server.clone(), std::mem::take(&mut self.session));
+        let server = self.server.clone();
+        let session = std::mem::take(&mut self.session);
+        let subject = std::mem::take(&mut self.subject);
         let _ = self.server.ctx.spawn(async move {
             let about = Terminal {
                 session_id: &session,
@@ -262,7 +264,7 @@ impl Drop for Left {
             };
             for method in [KILL, RELEASE] {
                 let _ =
-                    afterwards::<serde::de::IgnoredAny>(&server, &session, method, &about).await;
+                    afterwards::<serde::de::IgnoredAny>(&server, &subject, method, &about).await;
             }
         });
     }

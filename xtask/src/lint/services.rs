@@ -30,10 +30,14 @@ fn declared(text: &str) -> Vec<String> {
     for constant in ["const INJECT", "const OPTIONAL", "const PROVIDES"] {
         for (at, _) in text.match_indices(constant) {
             let rest = &text[at..];
-            let Some(open) = rest.find("= &[") else {
+            // `= &[` on the line, or `=` ending it and `&[` on the next (as rustfmt breaks a
+            // long one).
+            let Some(equals) = rest.find('=') else {
                 continue;
             };
-            let body = &rest[open + 4..];
+            let Some(body) = rest[equals + 1..].trim_start().strip_prefix("&[") else {
+                continue;
+            };
             if let Some(close) = body.find(']') {
                 keys.extend(keys_in(&body[..close]));
             }
@@ -116,7 +120,7 @@ mod tests {
             (
                 "plugins/web/src/lib.rs".to_owned(),
                 "const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, io::HOST_SERVICE];\n\
-                 const OPTIONAL: &'static [&'static str] = &[dsh_x::AGENTS_SERVICE];"
+                 const OPTIONAL: &'static [&'static str] =\n        &[dsh_x::AGENTS_SERVICE];"
                     .to_owned(),
             ),
             (
