@@ -4,6 +4,7 @@
 //! clients from npm, the official SDK's and acpx (`clients`).
 
 mod attached;
+mod attached_context;
 mod bad_input;
 mod client_fs;
 mod client_terminal;

@@ -16,7 +16,7 @@ use dsh_protocol::{
 };
 use serde_json::value::RawValue;
 
-use crate::schema::{ContentBlock, PromptRequest, PromptResponse, StopReason};
+use crate::schema::{ContentBlock, EmbeddedResource, PromptRequest, PromptResponse, StopReason};
 use crate::server::{AcpSession, Inflight, Mode, Server};
 use crate::wire::{Id, RpcError, params};
 
@@ -96,7 +96,7 @@ fn admit(
             "a prompt is already in flight for this session",
         ));
     }
-    let content = content(&request.prompt, images)?;
+    let content = content(&request.prompt, images, server.mode == Mode::Editor)?;
     let inflight = Arc::new(Inflight {
         message_id: dsh_protocol::fresh_uuid(),
         ..Inflight::default()
@@ -116,12 +116,15 @@ fn admit(
     Ok((session, inflight, Work::Turn))
 }
 
-/// The prompt's blocks as one user message's content: text and resource links joined into
-/// text, in order, and the prompt's images (already stored: `images`, in order) between them.
-/// Audio and embedded resources are refused, as the capabilities this agent advertised say.
+/// The prompt's blocks as one user message's content: text, resource links and (where
+/// `embedded`, editor mode) embedded text resources joined into text, in order, and the
+/// prompt's images (already stored: `images`, in order) between them. Audio, embedded bytes
+/// and, in automation mode, embedded resources are refused, as the capabilities this agent
+/// advertised say.
 pub(crate) fn content(
     prompt: &[ContentBlock],
     images: &[ImageAttachment],
+    embedded: bool,
 ) -> Result<Vec<Block>, RpcError> {
     let mut text = String::new();
     let mut out = Vec::new();
@@ -155,7 +158,10 @@ pub(crate) fn content(
                     "audio prompt content is not supported",
                 ));
             }
-            ContentBlock::Resource {} => {
+            ContentBlock::Resource { resource } if embedded => {
+                text.push_str(&attached(resource)?);
+            }
+            ContentBlock::Resource { .. } => {
                 return Err(RpcError::invalid_params(
                     "embedded resource prompt content is not supported",
                 ));
@@ -171,6 +177,27 @@ pub(crate) fn content(
         return Err(RpcError::invalid_params("empty prompt"));
     }
     Ok(out)
+}
+
+/// An embedded text resource as the model reads it: its text between lines naming where it
+/// came from, so it stands apart from what the person typed around it.
+fn attached(resource: &EmbeddedResource) -> Result<String, RpcError> {
+    let Some(body) = &resource.text else {
+        return Err(RpcError::invalid_params(format!(
+            "embedded resource {}: only text contents are taken (this one is bytes{})",
+            resource.uri,
+            resource
+                .mime_type
+                .as_deref()
+                .map(|mime| format!(", {mime}"))
+                .unwrap_or_default()
+        )));
+    };
+    let newline = if body.ends_with('\n') { "" } else { "\n" };
+    Ok(format!(
+        "\n<attached uri={}>\n{body}{newline}</attached>\n",
+        quoted(&resource.uri)
+    ))
 }
 
 /// A string as JSON writes it.
@@ -242,7 +269,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            content(&blocks, &[]).unwrap(),
+            content(&blocks, &[], true).unwrap(),
             vec![Block::text(
                 "read \n[resource_link name=\"a.rs\" uri=\"file:///a.rs\"]\n"
             )]
@@ -250,14 +277,38 @@ mod tests {
         let audio: Vec<ContentBlock> =
             serde_json::from_str(r#"[{"type":"audio","data":"AA==","mimeType":"audio/wav"}]"#)
                 .unwrap();
-        assert_eq!(content(&audio, &[]).unwrap_err().code, -32602);
+        assert_eq!(content(&audio, &[], true).unwrap_err().code, -32602);
         let empty: Vec<ContentBlock> =
             serde_json::from_str(r#"[{"type":"text","text":"  "}]"#).unwrap();
         assert!(
-            content(&empty, &[])
+            content(&empty, &[], true)
                 .unwrap_err()
                 .message
                 .contains("empty prompt")
         );
+    }
+
+    #[test]
+    fn embedded_text_is_attached_in_editor_mode_and_refused_in_automation() {
+        let blocks: Vec<ContentBlock> = serde_json::from_str(
+            r#"[{"type":"text","text":"explain"},
+                {"type":"resource","resource":{"uri":"file:///w/a.rs#L2:3","text":"fn a() {}","mimeType":"text/x-rust"}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            content(&blocks, &[], true).unwrap(),
+            vec![Block::text(
+                "explain\n<attached uri=\"file:///w/a.rs#L2:3\">\nfn a() {}\n</attached>\n"
+            )]
+        );
+        let refused = content(&blocks, &[], false).unwrap_err();
+        assert!(refused.message.contains("embedded resource"), "{refused:?}");
+        let bytes: Vec<ContentBlock> = serde_json::from_str(
+            r#"[{"type":"resource","resource":{"uri":"file:///w/a.bin","blob":"AA==","mimeType":"application/octet-stream"}}]"#,
+        )
+        .unwrap();
+        let refused = content(&bytes, &[], true).unwrap_err();
+        assert_eq!(refused.code, -32602);
+        assert!(refused.message.contains("file:///w/a.bin"), "{refused:?}");
     }
 }

@@ -282,7 +282,19 @@ pub(crate) enum ContentBlock {
     Image { data: String, mime_type: String },
     Audio {},
     ResourceLink { name: String, uri: String },
-    Resource {},
+    Resource { resource: EmbeddedResource },
+}
+
+/// An embedded resource's contents: text (a file or a selection an editor attached), or
+/// bytes (`blob`, base64).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EmbeddedResource {
+    pub(crate) uri: String,
+    #[serde(default)]
+    pub(crate) text: Option<String>,
+    #[serde(default)]
+    pub(crate) mime_type: Option<String>,
 }
 
 /// `session/prompt` result.

@@ -236,7 +236,8 @@ impl Server {
                 prompt_capabilities: PromptCapabilities {
                     image: crate::images::advertised(self),
                     audio: false,
-                    embedded_context: false,
+                    // An editor's attached files and selections, as text.
+                    embedded_context: editor,
                 },
                 mcp_capabilities: editor.then_some(McpCapabilities {
                     http: true,
