@@ -119,11 +119,13 @@ const second = await connection(async (ctx, seen) => {
   return { loaded, beforeAnswer: seen.updates.length }
 })
 
-// The third client keeps the files: the agent's write lands in its buffer.
+// The third client keeps the files: in full access, the agent's write lands in its buffer.
 const third = await connection(async ctx => {
   await init(ctx, { fs: { readTextFile: true, writeTextFile: true } })
   const sessionId = first.opened.sessionId
   const resumed = await ctx.request(acp.methods.agent.session.resume, { sessionId, cwd })
+  // Full access: the session's files are the client's (a sandboxed one keeps the disk).
+  await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'danger-full-access' })
   const prompted = await ctx.request(acp.methods.agent.session.prompt, {
     sessionId,
     prompt: [{ type: 'text', text: 'And now?' }],

@@ -1,9 +1,11 @@
 //! The `client_files` service: the files a session's client holds, for a client that keeps
 //! its own view of them (an editor over ACP, whose `fs/read_text_file` answers with a buffer's
 //! unsaved text and whose `fs/write_text_file` lands in the buffer the person is looking at).
-//! The file tools ask it per call, before the `fs` row: a session it serves reads and writes
-//! its text files through the client, and stats, resolves and walks through `fs` as before, so
-//! the sandbox's checks of a path are the same either way.
+//! The file tools ask it per call, for sessions whose calls run unconfined (a sandbox's checks
+//! promise that a write lands where it was checked, which a client writing in the person's own
+//! process cannot): a session it serves for reading and writing reads and writes the text of
+//! its files through the client, and stats, resolves and walks through `fs`. A refusal of kind
+//! `Denied` (a file outside the client's project) sends the tools to `fs` for that file.
 //!
 //! `read_text` and `write_text` block until the client answers: call them from a blocking job
 //! (`Context::blocking`), never on the runtime.

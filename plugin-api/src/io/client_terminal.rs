@@ -61,8 +61,9 @@ pub struct TerminalOutcome {
 pub trait ClientTerminal: Send + Sync {
     /// Whether the client runs `session`'s commands.
     fn serves(&self, session: RStr<'_>) -> bool;
-    /// Runs `command` to its end, its timeout or `cancel`. An error means no terminal was
-    /// created (the command did not start): the caller may run it itself.
+    /// Runs `command` to its end, its timeout or `cancel`. An error of kind `Unavailable`
+    /// means the client made no terminal (the caller may run the command itself); any other,
+    /// that whether the command started is unknown.
     fn run(
         &self,
         command: TerminalCommand,

@@ -1,14 +1,17 @@
 //! The client's files for the file tools of this connection's sessions (the `client_files`
 //! service), in editor mode where the row's `clientFs` asks for it: a session's text reads are
-//! `fs/read_text_file` and its writes `fs/write_text_file`, each as far as the client said at
+//! `fs/read_text_file` and its writes `fs/write_text_file`, where the client said at
 //! `initialize` that it does them. An editor answers with its buffers, saved or not, and shows
 //! the agent's writes in them. A session's children (subagents) and every other session keep the
-//! host's files.
+//! host's files, and the file tools ask only for sessions whose calls run unconfined, from a
+//! client that does both (`dsh_fs_local::session_files`).
 //!
-//! A request waits for the client's answer as a permission question does: until it answers,
-//! the session's prompt is cancelled (the request is withdrawn) or stdin closes.
+//! A request waits for the client's answer until it comes, the session's prompt is cancelled
+//! by the client (the request is withdrawn), stdin closes or [`ANSWER_BOUND`] passes. A refusal
+//! of the client sends the tools to the disk for that file.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RSlice, RStr, RString};
@@ -25,8 +28,9 @@ use crate::wire::CallError;
 pub(crate) const READ_TEXT_FILE: &str = "fs/read_text_file";
 pub(crate) const WRITE_TEXT_FILE: &str = "fs/write_text_file";
 
-/// ACP's "resource not found", which a client answers for a file it does not have.
-const RESOURCE_NOT_FOUND: i64 = -32002;
+/// How long a request waits for the client's answer: an editor answers from memory at once,
+/// and an answer too long to read (over the line limit) never comes.
+const ANSWER_BOUND: Duration = Duration::from_secs(30);
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -92,16 +96,21 @@ fn path_text<'a>(path: &'a RSlice<'_, u8>, verb: &str) -> Result<&'a str, FsErro
     })
 }
 
-/// The client's refusal, or the wait that ended without an answer, as the tool reports it.
+/// The client's refusal (`Denied`: the file tools then use the disk, as for a file outside
+/// the editor's project), or the wait that ended without an answer, as the tool reports it.
 fn call_failure(error: CallError, verb: &str, path: &str) -> FsError {
-    let kind = match &error {
-        CallError::Answered(rpc) if rpc.code == RESOURCE_NOT_FOUND => FsErrorKind::NotFound,
-        _ => FsErrorKind::Other,
-    };
-    let why = match error {
-        CallError::Answered(rpc) => format!("the editor answered: {}", rpc.message),
-        CallError::Withdrawn => "the prompt was cancelled".to_owned(),
-        CallError::Closed => "the editor closed the connection".to_owned(),
+    let (kind, why) = match error {
+        CallError::Answered(rpc) => (
+            FsErrorKind::Denied,
+            format!("the editor answered: {}", rpc.message),
+        ),
+        CallError::Unreadable(rpc) => (FsErrorKind::Other, rpc.message),
+        CallError::TimedOut(_) => (FsErrorKind::Other, error.to_string()),
+        CallError::Withdrawn => (FsErrorKind::Other, "the prompt was cancelled".to_owned()),
+        CallError::Closed => (
+            FsErrorKind::Other,
+            "the editor closed the connection".to_owned(),
+        ),
     };
     failure(
         kind,
@@ -144,6 +153,7 @@ impl ClientFiles for EditorFiles {
             session.as_str(),
             READ_TEXT_FILE,
             params,
+            ANSWER_BOUND,
         ) {
             Ok(read) => ROk(RString::from(read.content)),
             Err(error) => RErr(call_failure(error, "read", path)),
@@ -173,6 +183,7 @@ impl ClientFiles for EditorFiles {
             session.as_str(),
             WRITE_TEXT_FILE,
             params,
+            ANSWER_BOUND,
         ) {
             Ok(_) => ROk(()),
             Err(error) => RErr(call_failure(error, "write", path)),

@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
+use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::cancel::{CancelBox, Either, first_of};
 use dsh_plugin_api::io::client_terminal::{
@@ -37,19 +37,19 @@ const AFTERWARDS: Duration = Duration::from_secs(5);
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Create<'a> {
-    session_id: &'a str,
-    command: &'a str,
-    args: [&'a str; 2],
-    env: Vec<Variable<'a>>,
-    cwd: &'a str,
+struct Create {
+    session_id: String,
+    command: &'static str,
+    args: [String; 2],
+    env: Vec<Variable>,
+    cwd: String,
     output_byte_limit: u64,
 }
 
 #[derive(Serialize)]
-struct Variable<'a> {
-    name: &'a str,
-    value: &'a str,
+struct Variable {
+    name: String,
+    value: String,
 }
 
 #[derive(Deserialize)]
@@ -155,29 +155,55 @@ async fn run(
 ) -> Result<TerminalOutcome, SeamError> {
     let id = session.id.as_str();
     let create = Create {
-        session_id: id,
+        session_id: id.to_owned(),
         command: "bash",
-        args: ["-c", command.command.as_str()],
+        args: ["-c".to_owned(), command.command.to_string()],
         env: command
             .env
             .iter()
             .map(|var| Variable {
-                name: var.name.as_str(),
-                value: var.value.as_str(),
+                name: var.name.to_string(),
+                value: var.value.to_string(),
             })
             .collect(),
-        cwd: command.cwd.as_str(),
+        cwd: command.cwd.to_string(),
         output_byte_limit: command.output_limit,
     };
     // Its requests are about the terminal, not withdrawn with the session's questions when
     // its prompt is cancelled: the cancel is watched here, and a terminal the client made
     // must be known to be killed.
     let subject = format!("terminal of {id}");
-    let created: Created = server
-        .wire
-        .request(&subject, CREATE, create)
-        .await
-        .map_err(|error| SeamError::failed(format!("the editor made no terminal: {error}")))?;
+    // The call's timeout counts from here, the terminal's creation included.
+    let mut deadline = std::pin::pin!(server.ctx.sleep(Duration::from_millis(command.timeout_ms)));
+    let mut creating = {
+        let (server, subject) = (server.clone(), subject.clone());
+        Box::pin(async move {
+            server
+                .wire
+                .request::<_, Created>(&subject, CREATE, create)
+                .await
+        })
+    };
+    let stop = first_of(cancel.cancelled(), deadline.as_mut());
+    let created = match first_of(creating.as_mut(), stop).await {
+        Either::Left(created) => created.map_err(no_terminal)?,
+        Either::Right(stopped) => {
+            // The client may still make it: it is killed and released once it says so.
+            let left = Left {
+                server: server.clone(),
+                session: id.to_owned(),
+                subject: subject.clone(),
+                terminal: None,
+            };
+            let _ = server.ctx.spawn(async move {
+                let mut left = left;
+                if let Ok(created) = creating.await {
+                    left.terminal = Some(created.terminal_id);
+                }
+            });
+            return Ok(unstarted(matches!(stopped, Either::Right(()))));
+        }
+    };
     let terminal = created.terminal_id;
     let mut left = Left {
         server: server.clone(),
@@ -204,7 +230,6 @@ async fn run(
     let waited = server
         .wire
         .request::<_, Exit>(&subject, WAIT_FOR_EXIT, &about);
-    let deadline = server.ctx.sleep(Duration::from_millis(command.timeout_ms));
     let ended = match first_of(waited, first_of(cancel.cancelled(), deadline)).await {
         Either::Left(Ok(exit)) => Ended::Exited(exit),
         Either::Left(Err(CallError::Answered(_))) => Ended::Unknown,
@@ -239,9 +264,34 @@ async fn run(
     })
 }
 
-/// A terminal whose run was dropped before it released it (the turn was cancelled and its
-/// call with it): killed and released all the same, so the command does not go on in the
-/// editor.
+/// Why the client made no terminal: [`SeamError::unavailable`] when it said so (the caller may
+/// run the command itself), failed when what it did is unknown.
+fn no_terminal(error: CallError) -> SeamError {
+    match error {
+        CallError::Answered(refused) => {
+            SeamError::unavailable(format!("the editor made no terminal: {}", refused.message))
+        }
+        other => SeamError::failed(format!(
+            "the editor's terminal did not start as asked: {other}"
+        )),
+    }
+}
+
+/// The outcome of a command whose terminal was not made before it was cancelled or timed out.
+fn unstarted(timed_out: bool) -> TerminalOutcome {
+    TerminalOutcome {
+        output: RString::new(),
+        truncated: false,
+        exit_code: ROption::RNone,
+        signal: ROption::RNone,
+        timed_out,
+        cancelled: !timed_out,
+    }
+}
+
+/// A terminal nobody releases otherwise (its run was dropped half-way, its turn cancelled and
+/// the call with it; or the client made it after its call stopped): killed and released when
+/// this goes, so the command does not go on in the editor.
 struct Left {
     server: Arc<Server>,
     session: String,

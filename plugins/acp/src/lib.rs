@@ -16,8 +16,8 @@
 //! (`mcp`), and its `additionalDirectories` are writable roots of its calls besides its
 //! working directory (the sandbox's `sandbox_roots`). Images in prompts are taken when an
 //! attachment store is mounted and the model takes them (`images`). With the row's `clientFs`,
-//! the file tools read and write a session's text through the client's `fs/*` (`client_fs`);
-//! with its `clientTerminal`, the shell commands of full-access sessions run in the client's
+//! the file tools of full-access sessions read and write text through the client's `fs/*`
+//! (`client_fs`); with its `clientTerminal`, their shell commands run in the client's
 //! terminals (`client_terminal`). Not built: audio in prompts.
 
 mod args;
@@ -75,9 +75,10 @@ pub struct AcpConfig {
     pub mode: Mode,
     /// The model route of new sessions (`PROVIDER/MODEL`) when `--model` is not given.
     pub model: Option<String>,
-    /// Whether the file tools of the client's sessions read and write text through the
-    /// client's `fs/read_text_file` and `fs/write_text_file`, where it offers them (editor mode):
-    /// an editor answers with its buffers, saved or not, and shows the writes in them.
+    /// Whether the file tools of the client's full-access sessions read and write text
+    /// through the client's `fs/read_text_file` and `fs/write_text_file`, where it offers both
+    /// (editor mode): an editor answers with its buffers, saved or not, and shows the writes in
+    /// them.
     pub client_fs: bool,
     /// Whether the shell commands of the client's full-access sessions run in the client's
     /// terminal (`terminal/*`), where it has terminals (editor mode): the editor shows the

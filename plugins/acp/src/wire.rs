@@ -6,8 +6,9 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
 
 use dsh_plugin_api::lock;
 use serde::de::DeserializeOwned;
@@ -223,12 +224,37 @@ pub(crate) enum CallError {
     /// Stdin closed: no answer will come.
     #[error("the client closed the connection")]
     Closed,
+    /// The client answered, but not with what the method returns: what it did is unknown.
+    #[error(transparent)]
+    Unreadable(RpcError),
+    /// No answer within the bound a blocking caller set.
+    #[error("no answer within {} s", .0.as_secs())]
+    TimedOut(Duration),
+}
+
+/// Where an answer goes: to a task, or to a thread of the blocking pool.
+enum Reply {
+    Async(oneshot::Sender<Answer>),
+    Blocking(mpsc::SyncSender<Answer>),
+}
+
+impl Reply {
+    fn send(self, answer: Answer) {
+        match self {
+            Self::Async(sender) => {
+                let _ = sender.send(answer);
+            }
+            Self::Blocking(sender) => {
+                let _ = sender.try_send(answer);
+            }
+        }
+    }
 }
 
 /// A request waiting for its answer, and what it is about (a session).
 struct Waiting {
     subject: String,
-    answer: oneshot::Sender<Answer>,
+    answer: Reply,
 }
 
 /// The agent's side of the connection: stdout, and the requests it waits on.
@@ -286,44 +312,62 @@ impl Wire {
         method: &str,
         params: P,
     ) -> Result<R, CallError> {
-        let receiver = self.send(subject, method, params)?;
+        let (sender, receiver) = oneshot::channel();
+        self.send(subject, method, params, Reply::Async(sender))?;
         self.decode(method, receiver.await.ok())
     }
 
-    /// [`request`](Self::request) for a thread of the host's blocking pool, which may wait.
+    /// [`request`](Self::request) for a thread of the host's blocking pool, which may wait,
+    /// but not past `bound` (an answer too long to read never comes, and the thread must not
+    /// be held by it).
     pub(crate) fn request_blocking<P: Serialize, R: DeserializeOwned>(
         &self,
         subject: &str,
         method: &str,
         params: P,
+        bound: Duration,
     ) -> Result<R, CallError> {
-        let receiver = self.send(subject, method, params)?;
-        self.decode(method, receiver.blocking_recv().ok())
+        let (sender, receiver) = mpsc::sync_channel(1);
+        let id = self.send(subject, method, params, Reply::Blocking(sender))?;
+        let answer = match receiver.recv_timeout(bound) {
+            Ok(answer) => Some(answer),
+            Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                lock(&self.pending).remove(&id);
+                return Err(CallError::TimedOut(bound));
+            }
+        };
+        self.decode(method, answer)
     }
 
+    /// Writes the request, its waiter registered first; fails at once after stdin closed.
     fn send<P: Serialize>(
         &self,
         subject: &str,
         method: &str,
         params: P,
-    ) -> Result<oneshot::Receiver<Answer>, CallError> {
+        answer: Reply,
+    ) -> Result<u64, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (sender, receiver) = oneshot::channel();
-        if self.closed.load(Ordering::Acquire) {
-            return Err(CallError::Closed);
+        {
+            // Checked under the lock `close` clears under, so no waiter is left behind.
+            let mut pending = lock(&self.pending);
+            if self.closed.load(Ordering::Acquire) {
+                return Err(CallError::Closed);
+            }
+            let waiting = Waiting {
+                subject: subject.to_owned(),
+                answer,
+            };
+            pending.insert(id, waiting);
         }
-        let waiting = Waiting {
-            subject: subject.to_owned(),
-            answer: sender,
-        };
-        lock(&self.pending).insert(id, waiting);
         self.write(&Call {
             jsonrpc: "2.0",
             id,
             method,
             params,
         });
-        Ok(receiver)
+        Ok(id)
     }
 
     /// The answer read as `R`; `None` when the wait ended without one.
@@ -339,7 +383,7 @@ impl Wire {
             });
         };
         serde_json::from_str(answer?.get()).map_err(|error| {
-            CallError::Answered(RpcError::invalid_params(format!(
+            CallError::Unreadable(RpcError::invalid_params(format!(
                 "the client's answer to {method}: {error}"
             )))
         })
@@ -354,7 +398,7 @@ impl Wire {
             return;
         };
         if let Some(waiting) = lock(&self.pending).remove(&number) {
-            let _ = waiting.answer.send(outcome);
+            waiting.answer.send(outcome);
         }
     }
 
@@ -366,8 +410,9 @@ impl Wire {
 
     /// Stdin closed: every request still waiting fails, and later ones fail at once.
     pub(crate) fn close(&self) {
+        let mut pending = lock(&self.pending);
         self.closed.store(true, Ordering::Release);
-        lock(&self.pending).clear();
+        pending.clear();
     }
 }
 

@@ -2,22 +2,26 @@
 //! service: an editor over ACP showing a live terminal in the tool call). Only a command that
 //! would run unconfined goes there: the client's terminal is the person's own shell, so a
 //! session under a sandbox keeps the sandbox. A client that could not start the terminal
-//! leaves the command to the sandbox's spawn, as if it had not been asked.
+//! leaves the command to the sandbox's spawn, as if it had not been asked; one whose answer
+//! leaves it unknown whether the command started fails the call instead (it must not run
+//! twice).
 
 use std::path::Path;
 
 use abi_stable::std_types::{RStr, RString, RVec};
+use dsh_plugin_api::SeamErrorKind;
 use dsh_plugin_api::cancel::{CancelBox, share};
 use dsh_plugin_api::io::client_terminal::{
     CLIENT_TERMINAL_SERVICE, ClientTerminalService, TerminalCommand,
 };
 use dsh_plugin_api::io::subprocess::EnvVar;
 use dsh_plugin_api::prelude::*;
+use dsh_protocol::SandboxMode;
 use dsh_sandbox_seam::SandboxService;
 use dsh_tools_core::{CollectedOutput, ExitStatus, ShellRun};
 use dsh_tools_seam::CallView;
 
-use crate::{BashConfig, BashError, confined};
+use crate::{BashConfig, BashError};
 
 /// What a run through the client needs besides the call.
 pub(crate) struct Command<'a> {
@@ -40,7 +44,7 @@ pub(crate) async fn run(
         .get::<ClientTerminalService>(CLIENT_TERMINAL_SERVICE)
         .ok()
         .flatten()?;
-    if !client.serves(RStr::from_str(&call.session)) || confined(sandbox, call) {
+    if !client.serves(RStr::from_str(&call.session)) || !unconfined(sandbox, call) {
         return None;
     }
     let request = TerminalCommand {
@@ -55,6 +59,10 @@ pub(crate) async fn run(
     let outcome = match client.run(request, share(cancel)).await.into_result() {
         Ok(outcome) => outcome,
         Err(_) if cancel.is_cancelled() => return Some(Err(BashError::Cancelled)),
+        // What the client did is unknown: running the command here could run it twice.
+        Err(error) if error.kind != SeamErrorKind::Unavailable => {
+            return Some(Err(BashError::Refused(error)));
+        }
         Err(error) => {
             dsh_plugin_api::tracing::warn!(
                 "the client's terminal did not start, the sandbox runs the command: {}",
@@ -88,4 +96,13 @@ pub(crate) async fn run(
         escalation_available: false,
         limit_reached: None,
     }))
+}
+
+/// Whether `call`'s commands run unconfined: its policy reads, and is full access (a policy
+/// that does not read keeps the command in the sandbox).
+fn unconfined(sandbox: &SandboxService, call: &CallView) -> bool {
+    sandbox
+        .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
+        .decode()
+        .is_ok_and(|policy| policy.mode == SandboxMode::DangerFullAccess)
 }

@@ -2,8 +2,9 @@
 //! the `tools` service. Bodies are `dsh-tool-fs-core`'s; every file operation of `read`,
 //! `write` and `edit` goes through the host's `fs` service (so a sandbox that replaces that row
 //! confines them), and each body runs on the host's blocking pool, walks and searches too.
-//! Where a `client_files` row serves a session (an editor over ACP), the text of its files is
-//! read and written through its client, every check of a path staying with `fs`.
+//! Where a `client_files` row serves a full-access session (an editor over ACP), `read`,
+//! `write` and `edit` read and write the text of its files through its client
+//! (`dsh_fs_local::session_files`); a sandboxed session's files are always `fs`'s.
 //! Paths resolve against the call's working directory. `write` and `edit` obey the session's
 //! sandbox policy (the `sandbox` service's mode and writable roots, the ones the shell runs
 //! under; without that service, `DSH_PERMISSION_MODE` over the working directory and the temp
@@ -116,19 +117,24 @@ impl Shared {
     /// The workspace of `call`: the session's sandbox policy (its mode and writable roots)
     /// when the `sandbox` service runs, so the file tools and the shell obey one policy; else
     /// `DSH_PERMISSION_MODE` over the working directory and the temp dirs.
-    fn workspace(&self, call: &CallView) -> Workspace {
-        let base = Workspace::new(call.cwd.as_str()).with_fs(session_files(
-            &self.ctx,
-            &self.fs,
-            &call.session,
-        ));
+    fn workspace(&self, call: &CallView, kind: Kind) -> Workspace {
+        let base = Workspace::new(call.cwd.as_str()).with_fs(self.fs.clone());
         let policy = call_policy(&self.ctx, &call.session, &call.cwd, &call.call_id);
-        let Some(policy) = policy else {
-            return base.with_mode(self.mode).with_temp_roots();
+        let workspace = match policy {
+            None => base.with_mode(self.mode).with_temp_roots(),
+            // A refusal says the call may ask for a wider mode (`sandbox_permissions`).
+            Some(policy) => base
+                .with_escalation_available(policy.mode != SandboxMode::DangerFullAccess)
+                .with_policy(policy),
         };
-        // A refusal says the call may ask for a wider mode (`sandbox_permissions`).
-        base.with_escalation_available(policy.mode != SandboxMode::DangerFullAccess)
-            .with_policy(policy)
+        // The text of the files it reads and changes through the session's client, where one
+        // serves it; searches walk the disk.
+        if matches!(kind, Kind::Glob | Kind::Grep) {
+            return workspace;
+        }
+        let unconfined = workspace.mode() == SandboxMode::DangerFullAccess;
+        let files = session_files(&self.ctx, &self.fs, &call.session, unconfined);
+        workspace.with_fs(files)
     }
 
     fn observations(&self, session: &str) -> Arc<Observations> {
@@ -276,7 +282,7 @@ impl Tool for FsTool {
         let (kind, shared) = (self.kind, self.shared.clone());
         async move {
             let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-            let workspace = shared.workspace(&call);
+            let workspace = shared.workspace(&call, kind);
             let observations = shared.observations(&call.session);
             let stop = Arc::new(AtomicBool::new(false));
             let job_stop = stop.clone();

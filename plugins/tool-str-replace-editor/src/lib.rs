@@ -4,8 +4,8 @@
 //! `str_replace` (one exact, unique match), `insert` (after a line) and `undo_edit` (the last
 //! change this tool made to a file). Its bodies are `dsh-tool-fs-core`'s, so it obeys what
 //! `write` and `edit` obey: the session's sandbox policy, every file operation through the
-//! host's `fs` service (the text through a session's client where a `client_files` row serves
-//! it), and read-before-write: a file is changed only after a `view` of it (or
+//! host's `fs` service (the text through the client of a full-access session where a
+//! `client_files` row serves it), and read-before-write: a file is changed only after a `view` of it (or
 //! this tool's own last change) and only if it did not change since. `scope` is the tool layer
 //! it registers in ("" the global one, `preset:<id>` a preset's).
 
@@ -26,7 +26,7 @@ use dsh_plugin_api::prelude::*;
 use dsh_protocol::{ContentBlock, OutcomeSummary, ToolDecl, ToolReply};
 use dsh_sandbox_seam::{SANDBOX_SERVICE, call_policy};
 use dsh_sessions_seam::SESSION_DISPOSED;
-use dsh_tool_fs_core::{Observations, Workspace};
+use dsh_tool_fs_core::{Observations, SandboxMode, Workspace};
 use dsh_tools_seam::{CallView, TOOLS_SERVICE, Tool, ToolsService, tool_box};
 
 use crate::commands::History;
@@ -55,9 +55,13 @@ impl Shared {
     /// The workspace of `call` under the session's sandbox policy, as `tool-fs` makes it.
     fn workspace(&self, call: &CallView) -> Workspace {
         let policy = call_policy(&self.ctx, &call.session, &call.cwd, &call.call_id);
-        Workspace::new(call.cwd.as_str())
-            .with_fs(session_files(&self.ctx, &self.fs, &call.session))
-            .with_policy_or_env(policy)
+        let workspace = Workspace::new(call.cwd.as_str())
+            .with_fs(self.fs.clone())
+            .with_policy_or_env(policy);
+        // The text of its files through the session's client, where one serves it.
+        let unconfined = workspace.mode() == SandboxMode::DangerFullAccess;
+        let files = session_files(&self.ctx, &self.fs, &call.session, unconfined);
+        workspace.with_fs(files)
     }
 
     fn of<T: Default>(map: &Mutex<HashMap<String, Arc<T>>>, session: &str) -> Arc<T> {

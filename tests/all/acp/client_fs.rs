@@ -1,9 +1,10 @@
-//! The client's files in editor mode: with the row's `clientFs` (the bundle's) and a client that says it reads
-//! and writes text files, the file tools of its sessions read the editor's buffers (unsaved text
-//! included) and write into them through `fs/read_text_file` and `fs/write_text_file`, leaving
-//! the disk to the editor; a refusal of the editor reaches the model as the tool's error. Without
-//! either the row's ask or the client's offer the files are the disk's, and no `fs/*` request is
-//! sent.
+//! The client's files in editor mode: with the row's `clientFs` (the bundle's), a client that
+//! says it reads and writes text files, and a full-access session, the file tools read the
+//! editor's buffers (unsaved text included) and write into them through `fs/read_text_file`
+//! and `fs/write_text_file`, leaving the disk to the editor; a file the editor refuses, and a
+//! file that is not UTF-8 text, are the disk's. Without the row's ask, without both of the
+//! client's offers, or in a sandboxed session, the files are the disk's and no `fs/*` request
+//! is sent.
 
 use dsh_tests::acp::{AcpClient, editor_agent};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
@@ -23,7 +24,7 @@ fn asked(agent: &AcpClient, method: &str) -> Vec<String> {
 }
 
 /// A turn that reads `notes.txt`, edits a line of it that only the buffer has, writes a new
-/// file and reads a file the editor refuses.
+/// file, reads a file the editor refuses and one that is not UTF-8.
 fn script() -> Vec<Reply> {
     vec![
         Reply::tool_call("call_read", "read", json!({"file_path": "notes.txt"})),
@@ -42,6 +43,7 @@ fn script() -> Vec<Reply> {
             "read",
             json!({"file_path": "forbidden.txt"}),
         ),
+        Reply::tool_call("call_latin", "read", json!({"file_path": "latin.txt"})),
         Reply::text("Done."),
     ]
 }
@@ -52,6 +54,7 @@ fn prepared(name: &str) -> (TestDir, std::path::PathBuf) {
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(work.join("notes.txt"), "one\ntwo\n").unwrap();
     std::fs::write(work.join("forbidden.txt"), "secret\n").unwrap();
+    std::fs::write(work.join("latin.txt"), b"caf\xe9\n").unwrap();
     (dir, work)
 }
 
@@ -63,10 +66,11 @@ fn the_file_tools_read_and_write_the_editors_buffers() {
         &server,
         &dir,
         "",
-        &[("DSH_PERMISSION_MODE", "workspace-write")],
+        &[("DSH_PERMISSION_MODE", "danger-full-access")],
     );
     let notes = work.join("notes.txt").display().to_string();
     let fresh = work.join("fresh.txt").display().to_string();
+    let latin = work.join("latin.txt").display().to_string();
     agent
         .buffers
         .lock()
@@ -81,11 +85,10 @@ fn the_file_tools_read_and_write_the_editors_buffers() {
     assert!(sent[0].contains("unsaved three"), "the read: {}", sent[0]);
     assert!(!sent[1].contains("rror"), "the edit: {}", sent[1]);
     assert!(!sent[2].contains("rror"), "the write: {}", sent[2]);
-    assert!(
-        sent[3].contains("through the editor: the editor answered: not in this project"),
-        "the refused read: {}",
-        sent[3]
-    );
+    // The editor refused it (outside its project): the disk's file.
+    assert!(sent[3].contains("secret"), "the refused read: {}", sent[3]);
+    // Not UTF-8 on disk: read there, and refused as the read tool refuses such a file.
+    assert!(sent[4].contains("invalid UTF-8"), "{}", sent[4]);
     // The edit and the new file are in the editor's buffers; the disk is as it was.
     let buffers = agent.buffers.lock().unwrap().clone();
     assert_eq!(buffers[&notes], "one\ntwo\nfour\n");
@@ -95,7 +98,9 @@ fn the_file_tools_read_and_write_the_editors_buffers() {
         "one\ntwo\n"
     );
     assert!(!work.join("fresh.txt").exists());
-    assert!(asked(&agent, "fs/read_text_file").contains(&notes));
+    let reads = asked(&agent, "fs/read_text_file");
+    assert!(reads.contains(&notes), "{reads:?}");
+    assert!(!reads.contains(&latin), "{reads:?}");
     assert_eq!(asked(&agent, "fs/write_text_file"), [notes.clone(), fresh]);
     // The editor shows the edit as a diff of the buffer's text.
     let updates = agent.updates(&session);
@@ -118,21 +123,12 @@ fn the_file_tools_read_and_write_the_editors_buffers() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
-/// Runs the script on an agent with `rows` whose client says it can do `capabilities`, and
-/// answers what it asked through `fs/*`.
-fn disk_run(
-    name: &str,
-    rows: &str,
-    capabilities: &str,
-) -> (AcpClient, TestDir, std::path::PathBuf) {
+/// Runs the script on an agent with `rows` whose sessions run under `mode` and whose client
+/// says it can do `capabilities`, and checks that the files were the disk's.
+fn disk_run(name: &str, rows: &str, mode: &str, capabilities: &str) {
     let (dir, work) = prepared(name);
     let server = FakeDeepSeek::start(script());
-    let mut agent = editor_agent(
-        &server,
-        &dir,
-        rows,
-        &[("DSH_PERMISSION_MODE", "workspace-write")],
-    );
+    let mut agent = editor_agent(&server, &dir, rows, &[("DSH_PERMISSION_MODE", mode)]);
     let (session, _) = agent.open_with(&work, serde_json::from_str(capabilities).unwrap());
     let answer = agent.prompt(&session, "Tidy the notes");
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
@@ -140,32 +136,47 @@ fn disk_run(
     // The disk's notes have no unsaved line: the edit fails, the write and the read land.
     assert!(
         sent[1].contains("old_string was not found"),
-        "the edit: {}",
+        "{name}: the edit: {}",
         sent[1]
     );
-    assert!(sent[3].contains("secret"), "the read: {}", sent[3]);
+    assert!(sent[3].contains("secret"), "{name}: the read: {}", sent[3]);
+    assert_eq!(
+        std::fs::read_to_string(work.join("fresh.txt")).unwrap(),
+        "fresh\n",
+        "{name}"
+    );
+    assert!(asked(&agent, "fs/read_text_file").is_empty(), "{name}");
+    assert!(asked(&agent, "fs/write_text_file").is_empty(), "{name}");
     agent.close();
     assert_eq!(agent.wait_exit(WAIT), Some(0));
-    (agent, dir, work)
 }
 
 #[test]
-fn without_the_rows_ask_or_the_clients_offer_the_files_are_the_disks() {
-    for (name, rows, capabilities) in [
-        (
-            "acp-client-fs-no-row",
-            "- id: acp\n  config:\n    clientFs: false\n",
-            READS_AND_WRITES,
-        ),
-        ("acp-client-fs-no-offer", "", "{}"),
-    ] {
-        let (agent, _dir, work) = disk_run(name, rows, capabilities);
-        assert_eq!(
-            std::fs::read_to_string(work.join("fresh.txt")).unwrap(),
-            "fresh\n",
-            "{name}"
-        );
-        assert!(asked(&agent, "fs/read_text_file").is_empty(), "{name}");
-        assert!(asked(&agent, "fs/write_text_file").is_empty(), "{name}");
-    }
+fn without_the_rows_ask_both_offers_or_full_access_the_files_are_the_disks() {
+    let full = "danger-full-access";
+    disk_run(
+        "acp-client-fs-no-row",
+        "- id: acp\n  config:\n    clientFs: false\n",
+        full,
+        READS_AND_WRITES,
+    );
+    disk_run("acp-client-fs-no-offer", "", full, "{}");
+    disk_run(
+        "acp-client-fs-reads-only",
+        "",
+        full,
+        r#"{"fs": {"readTextFile": true}}"#,
+    );
+}
+
+/// A sandboxed session's writes must land where the sandbox checked them, which an editor
+/// writing in the person's own process cannot promise: its files stay on the disk.
+#[test]
+fn a_sandboxed_session_keeps_the_disk() {
+    disk_run(
+        "acp-client-fs-sandboxed",
+        "",
+        "workspace-write",
+        READS_AND_WRITES,
+    );
 }

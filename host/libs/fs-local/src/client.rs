@@ -1,8 +1,17 @@
-//! A session's text files through its client ([`ThroughClient`]): an editor that keeps buffers
-//! answers reads with their text, saved or not, and takes writes into them, so the person sees
-//! the agent's change where they are looking and the agent never reads a file older than the
-//! buffer on screen. Only the text goes through the client: stats, real paths and walks stay
-//! with the wrapped file system, so every check the tools make of a path is made as before.
+//! A full-access session's text files through its client ([`ThroughClient`]): an editor that
+//! keeps buffers answers reads with their text, saved or not, and takes writes into them, so
+//! the person sees the agent's change where they are looking and the agent never reads a file
+//! older than the buffer on screen.
+//!
+//! Only for a session whose calls run unconfined ([`session_files`]): the sandbox's checks of
+//! a path promise that what is written lands where it was checked, which an editor writing in
+//! the person's own process (following symbolic links) cannot, so a sandboxed session keeps the
+//! disk. Only for a client that both reads and writes, so what is read and what is replaced are
+//! one text. What stays on the wrapped file system: stats (with no modification time for a
+//! file read through the client: a buffer has none, and saving it must not make the file look
+//! changed), real paths, walks, and every file that is not UTF-8 text on disk (bytes an editor
+//! would decode and write back changed), larger than [`MAX_TEXT`], or that the client refuses
+//! (one outside its project).
 
 use std::collections::HashMap;
 use std::io;
@@ -10,111 +19,149 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RSlice, RStr};
-use dsh_plugin_api::io::client_files::{CLIENT_FILES_SERVICE, ClientFileOps, ClientFilesService};
+use dsh_plugin_api::io::client_files::{CLIENT_FILES_SERVICE, ClientFilesService};
+use dsh_plugin_api::io::fs::FsErrorKind;
 use dsh_plugin_api::{Context, lock};
 
 use crate::service::{from_abi_error, path_bytes};
 use crate::{FileStat, FileSystem, PublishError, WalkRequest, Walked};
 
-/// `fs` with the text of `session`'s files read and written by its client, as `ops` says.
-/// Each text read is asked once per instance (one tool call): the chunked reads of a file and
-/// the stats around them then agree.
+/// The largest file read through the client; a larger one is no editor's buffer.
+pub(crate) const MAX_TEXT: u64 = 16 << 20;
+
+/// Where one path's text comes from, decided at its first use in a call.
+#[derive(Clone)]
+enum Held {
+    /// The client's text.
+    Text(Arc<str>),
+    /// The wrapped file system's bytes.
+    Disk,
+}
+
+/// `fs` with the text of `session`'s files read and written by its client (see the module
+/// docs). Each path is asked once per instance (one tool call): the chunked reads of a file
+/// and the stats around them then agree.
 pub struct ThroughClient<S> {
-    pub fs: Arc<dyn FileSystem>,
-    pub client: S,
-    pub session: String,
-    pub ops: ClientFileOps,
-    texts: Mutex<HashMap<PathBuf, Arc<str>>>,
+    fs: Arc<dyn FileSystem>,
+    client: S,
+    session: String,
+    held: Mutex<HashMap<PathBuf, Held>>,
+}
+
+/// The files of `session` for one tool call: `fs`, with their text through the session's
+/// client where a `client_files` row serves it for reading and writing and the call runs
+/// `unconfined` (its sandbox mode is full access). A plugin that uses this lists
+/// [`CLIENT_FILES_SERVICE`] among its optional services.
+pub fn session_files(
+    ctx: &Context,
+    fs: &Arc<dyn FileSystem>,
+    session: &str,
+    unconfined: bool,
+) -> Arc<dyn FileSystem> {
+    if !unconfined {
+        return fs.clone();
+    }
+    let Ok(Some(client)) = ctx.get::<ClientFilesService>(CLIENT_FILES_SERVICE) else {
+        return fs.clone();
+    };
+    let ops = client.serves(RStr::from_str(session));
+    if !(ops.read && ops.write) {
+        return fs.clone();
+    }
+    Arc::new(ThroughClient::new(fs.clone(), client, session.to_owned()))
 }
 
 impl<S> ThroughClient<S>
 where
     S: std::ops::Deref<Target = ClientFilesService> + Send + Sync,
 {
-    pub fn new(fs: Arc<dyn FileSystem>, client: S, session: String, ops: ClientFileOps) -> Self {
+    pub fn new(fs: Arc<dyn FileSystem>, client: S, session: String) -> Self {
         Self {
             fs,
             client,
             session,
-            ops,
-            texts: Mutex::default(),
+            held: Mutex::default(),
         }
     }
 
-    /// The client's text of `path`, asked once.
-    fn text(&self, path: &Path) -> io::Result<Arc<str>> {
-        if let Some(text) = lock(&self.texts).get(path) {
-            return Ok(text.clone());
+    /// Where `path`'s text comes from: the client, unless the disk's file is no text for it
+    /// or the client refuses it.
+    fn held(&self, path: &Path) -> io::Result<Held> {
+        if let Some(held) = lock(&self.held).get(path) {
+            return Ok(held.clone());
         }
-        let text: Arc<str> = self
-            .client
-            .read_text(
-                RStr::from_str(&self.session),
-                RSlice::from_slice(&path_bytes(path)),
-            )
-            .into_result()
-            .map_err(from_abi_error)?
-            .as_str()
-            .into();
-        lock(&self.texts).insert(path.to_path_buf(), text.clone());
-        Ok(text)
+        let held = match self.fs.stat(path)? {
+            Some(meta)
+                if meta.is_file() && meta.len <= MAX_TEXT && self.text_on_disk(path, &meta)? =>
+            {
+                self.ask(path)?
+            }
+            _ => Held::Disk,
+        };
+        lock(&self.held).insert(path.to_path_buf(), held.clone());
+        Ok(held)
+    }
+
+    /// Whether the file at `path` is UTF-8 text without NUL bytes.
+    fn text_on_disk(&self, path: &Path, meta: &FileStat) -> io::Result<bool> {
+        let len = usize::try_from(meta.len).unwrap_or(usize::MAX);
+        let bytes = self.fs.read_at(path, 0, len)?;
+        Ok(!bytes.contains(&0) && std::str::from_utf8(&bytes).is_ok())
+    }
+
+    /// The client's text of `path`; [`Held::Disk`] when it refuses the path.
+    fn ask(&self, path: &Path) -> io::Result<Held> {
+        let read = self.client.read_text(
+            RStr::from_str(&self.session),
+            RSlice::from_slice(&path_bytes(path)),
+        );
+        match read.into_result() {
+            Ok(text) => Ok(Held::Text(text.as_str().into())),
+            Err(refused) if refused.kind == FsErrorKind::Denied => Ok(Held::Disk),
+            Err(error) => Err(from_abi_error(error)),
+        }
     }
 
     /// Writes `content` through the client when it is text; `None` when the wrapped file
-    /// system must (bytes that are not UTF-8 cannot cross `fs/write_text_file`).
+    /// system must (bytes that are not UTF-8 cannot cross `fs/write_text_file`, and a path the
+    /// client refuses).
     fn write(
         &self,
         path: &Path,
         content: &[u8],
         create_only: bool,
     ) -> Option<Result<(), PublishError>> {
-        if !self.ops.write {
-            return None;
-        }
         let text = std::str::from_utf8(content).ok()?;
-        Some(self.write_text(path, text, create_only))
-    }
-
-    fn write_text(&self, path: &Path, text: &str, create_only: bool) -> Result<(), PublishError> {
-        match self.fs.stat(path).map_err(PublishError::Io)? {
-            Some(meta) if !meta.is_file() => return Err(PublishError::NotRegularFile),
-            Some(_) if create_only => return Err(PublishError::Exists),
-            _ => {}
+        match self.fs.stat(path) {
+            Err(error) => return Some(Err(PublishError::Io(error))),
+            Ok(Some(meta)) if !meta.is_file() => return Some(Err(PublishError::NotRegularFile)),
+            Ok(Some(_)) if create_only => return Some(Err(PublishError::Exists)),
+            Ok(_) => {}
         }
-        self.client
-            .write_text(
-                RStr::from_str(&self.session),
-                RSlice::from_slice(&path_bytes(path)),
-                RStr::from_str(text),
-            )
-            .into_result()
-            .map_err(|error| PublishError::Io(from_abi_error(error)))?;
-        lock(&self.texts).insert(path.to_path_buf(), text.into());
-        Ok(())
+        let written = self.client.write_text(
+            RStr::from_str(&self.session),
+            RSlice::from_slice(&path_bytes(path)),
+            RStr::from_str(text),
+        );
+        match written.into_result() {
+            Ok(()) => {
+                lock(&self.held).insert(path.to_path_buf(), Held::Text(text.into()));
+                Some(Ok(()))
+            }
+            Err(refused) if refused.kind == FsErrorKind::Denied => None,
+            Err(error) => Some(Err(PublishError::Io(from_abi_error(error)))),
+        }
     }
-}
 
-/// The files of `session` for one tool call: `fs`, with their text through the session's
-/// client where a `client_files` row serves it. A plugin that uses this lists
-/// [`CLIENT_FILES_SERVICE`] among its optional services.
-pub fn session_files(
-    ctx: &Context,
-    fs: &Arc<dyn FileSystem>,
-    session: &str,
-) -> Arc<dyn FileSystem> {
-    let Ok(Some(client)) = ctx.get::<ClientFilesService>(CLIENT_FILES_SERVICE) else {
-        return fs.clone();
-    };
-    let ops = client.serves(RStr::from_str(session));
-    if !ops.any() {
-        return fs.clone();
+    /// A publication by the wrapped file system: the path's text is read from it again.
+    fn on_disk(
+        &self,
+        path: &Path,
+        published: Result<(), PublishError>,
+    ) -> Result<(), PublishError> {
+        lock(&self.held).remove(path);
+        published
     }
-    Arc::new(ThroughClient::new(
-        fs.clone(),
-        client,
-        session.to_owned(),
-        ops,
-    ))
 }
 
 fn slice(text: &str, offset: u64, len: usize) -> Vec<u8> {
@@ -128,13 +175,16 @@ impl<S> FileSystem for ThroughClient<S>
 where
     S: std::ops::Deref<Target = ClientFilesService> + Send + Sync,
 {
-    /// The wrapped stat, with a file's length the client's text's: a buffer longer than the
-    /// saved file is read whole.
+    /// The wrapped stat; for a file read through the client, the text's length (a buffer
+    /// longer than the saved file is read whole) and no modification time.
     fn stat(&self, path: &Path) -> io::Result<Option<FileStat>> {
         let meta = self.fs.stat(path)?;
         match meta {
-            Some(mut meta) if self.ops.read && meta.is_file() => {
-                meta.len = self.text(path)?.len() as u64;
+            Some(mut meta) if meta.is_file() => {
+                if let Held::Text(text) = self.held(path)? {
+                    meta.len = text.len() as u64;
+                    meta.mtime = None;
+                }
                 Ok(Some(meta))
             }
             other => Ok(other),
@@ -142,10 +192,10 @@ where
     }
 
     fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-        if !self.ops.read {
-            return self.fs.read_at(path, offset, len);
+        match self.held(path)? {
+            Held::Text(text) => Ok(slice(&text, offset, len)),
+            Held::Disk => self.fs.read_at(path, offset, len),
         }
-        Ok(slice(&self.text(path)?, offset, len))
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
@@ -161,7 +211,7 @@ where
     ) -> Result<(), PublishError> {
         match self.write(path, content, create_only) {
             Some(written) => written,
-            None => self.fs.publish(path, content, mode, create_only),
+            None => self.on_disk(path, self.fs.publish(path, content, mode, create_only)),
         }
     }
 
@@ -179,16 +229,15 @@ where
         offset: u64,
         len: usize,
     ) -> io::Result<(Vec<u8>, PathBuf)> {
-        if !self.ops.read {
-            return self.fs.read_at_resolved(path, offset, len);
+        match self.held(path)? {
+            Held::Text(text) => Ok((slice(&text, offset, len), self.fs.canonicalize(path)?)),
+            Held::Disk => self.fs.read_at_resolved(path, offset, len),
         }
-        let bytes = slice(&self.text(path)?, offset, len);
-        Ok((bytes, self.fs.canonicalize(path)?))
     }
 
-    /// Through the client, the path the tools checked is the one named to it (the client
-    /// resolves it as the person's editor does); the permission bits of a file it creates are
-    /// the client's.
+    /// Through the client the path is named to it as the tools resolved it (the session is
+    /// unconfined: nothing it may not write lies behind a link); the permission bits of a file
+    /// it creates are the client's.
     fn publish_no_symlinks(
         &self,
         path: &Path,
@@ -198,9 +247,11 @@ where
     ) -> Result<(), PublishError> {
         match self.write(path, content, create_only) {
             Some(written) => written,
-            None => self
-                .fs
-                .publish_no_symlinks(path, content, mode, create_only),
+            None => self.on_disk(
+                path,
+                self.fs
+                    .publish_no_symlinks(path, content, mode, create_only),
+            ),
         }
     }
 }

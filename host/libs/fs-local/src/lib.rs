@@ -4,7 +4,8 @@
 //! `grep`) never touch the filesystem any other way, so whoever provides the trait decides what
 //! they can reach: the host's `fs` service implements it with [`LocalFs`] ([`Served`]), the file
 //! tools reach it through the service ([`Remote`]), and a sandbox can put a confined
-//! implementation in the service's place.
+//! implementation in the service's place. A full-access session whose client holds its files
+//! (an editor) reads and writes their text through it ([`ThroughClient`]).
 //!
 //! Everything here blocks: callers run it on the host's blocking pool.
 

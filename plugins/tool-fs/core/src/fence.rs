@@ -6,7 +6,8 @@
 //! [`FileSystem::read_at_resolved`] and judges the real path of the file the bytes came from
 //! (the bytes of anything the policy does not allow are dropped, never returned), and writes
 //! through [`FileSystem::publish_no_symlinks`], which lands exactly at the real path that was
-//! checked or nowhere.
+//! checked or nowhere. (A full-access session whose files an editor holds reads and writes
+//! their text through it, `dsh_fs_local::ThroughClient`: nothing there is fenced.)
 
 use std::io;
 use std::path::{Path, PathBuf};
