@@ -179,7 +179,7 @@ impl Plugin for AcpPlugin {
         ctx.effect(move || async move {
             if !unloaded.is_closed() {
                 err("dsh: the ACP agent was unloaded while its connection was open");
-                shutdown::quiesce(&unloaded).await;
+                shutdown::quiesce(&unloaded, true).await;
                 exits.exit(1);
             }
         })?;

@@ -19,12 +19,16 @@ use crate::server::Server;
 /// How long cancelled work is given to close its logs.
 const SETTLE: Duration = Duration::from_secs(10);
 
-/// Stops everything the connection started, within bounds.
-pub(crate) async fn quiesce(server: &Arc<Server>) {
+/// Stops everything the connection started, within bounds. With the client still `listening`
+/// (a signal, an unload) the wire closes last, so the cancelled work can still tell it what
+/// stopped (a command in its terminal is killed and released); after stdin closed, first.
+pub(crate) async fn quiesce(server: &Arc<Server>, listening: bool) {
     if server.closed.swap(true, Ordering::AcqRel) {
         return;
     }
-    server.wire.close();
+    if !listening {
+        server.wire.close();
+    }
     let sessions: Vec<_> = lock(&server.sessions).values().cloned().collect();
     for session in &sessions {
         server.cancel(&session.id);
@@ -56,6 +60,7 @@ pub(crate) async fn quiesce(server: &Arc<Server>) {
         }
     };
     let _ = first_of(dispose, server.ctx.sleep(SETTLE)).await;
+    server.wire.close();
 }
 
 /// Children still running under the connection's sessions (a background subagent) are
@@ -104,7 +109,7 @@ pub(crate) fn on_signal(server: &Arc<Server>) -> Result<(), PluginError> {
         let server = stopping.clone();
         async move {
             if request.signal.is_some() {
-                quiesce(&server).await;
+                quiesce(&server, true).await;
             }
         }
     })
@@ -112,6 +117,6 @@ pub(crate) fn on_signal(server: &Arc<Server>) -> Result<(), PluginError> {
 
 /// Stdin closed: the connection ends and so does the host.
 pub(crate) async fn stdin_closed(server: &Arc<Server>, host: &Service<HostControlService>) {
-    quiesce(server).await;
+    quiesce(server, false).await;
     host.exit(0);
 }

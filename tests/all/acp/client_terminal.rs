@@ -137,3 +137,33 @@ fn a_cancelled_prompt_kills_the_command_in_the_editors_terminal() {
     agent.close();
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
+
+/// A signal to the agent while a command runs in the editor's terminal: the editor is still
+/// there, so it is told to kill and release it before the agent exits.
+#[test]
+fn a_signal_kills_the_command_in_the_editors_terminal_before_the_agent_exits() {
+    let dir = TestDir::new("acp-client-terminal-signal");
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let server = FakeDeepSeek::start(vec![Reply::tool_call(
+        "call_long",
+        "bash",
+        json!({"command": "sleep 30", "description": "Wait long"}),
+    )]);
+    let (mut agent, session) = agent_with_terminals(&server, &dir, "danger-full-access");
+    agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "Wait"}]}),
+    );
+    agent.wait_frame("the terminal", WAIT, |frame| {
+        frame["method"] == "terminal/create"
+    });
+    // SAFETY: a signal to the child this test started.
+    #[allow(unsafe_code, reason = "libc::kill on our own child")]
+    let sent = unsafe { libc::kill(agent.pid(), libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let code = agent.wait_exit(WAIT);
+    assert_eq!(code, Some(0), "{:?}", agent.stderr());
+    let frames = agent.frames();
+    assert_eq!(requests(&frames, "terminal/kill").len(), 1, "{frames:?}");
+    assert_eq!(requests(&frames, "terminal/release").len(), 1);
+}
