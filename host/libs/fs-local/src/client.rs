@@ -258,7 +258,140 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::slice;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use abi_stable::sabi_trait::TD_Opaque;
+    use abi_stable::std_types::{RErr, ROk, RResult, RString};
+    use dsh_plugin_api::io::client_files::{ClientFileOps, ClientFiles, ClientFiles_TO};
+    use dsh_plugin_api::io::fs::FsError;
+
+    use super::*;
+    use crate::LocalFs;
+
+    /// An editor: its buffers by path, paths it refuses, and how often it was asked.
+    #[derive(Default)]
+    struct Editor {
+        buffers: Mutex<HashMap<String, String>>,
+        refused: Vec<String>,
+        asked: AtomicUsize,
+    }
+
+    struct Shared(Arc<Editor>);
+
+    fn path_of(path: RSlice<'_, u8>) -> String {
+        String::from_utf8_lossy(path.as_slice()).into_owned()
+    }
+
+    fn refusal(path: &str) -> FsError {
+        FsError {
+            kind: FsErrorKind::Denied,
+            message: RString::from(format!("{path} is not in this project")),
+        }
+    }
+
+    impl ClientFiles for Shared {
+        fn serves(&self, _session: RStr<'_>) -> ClientFileOps {
+            ClientFileOps {
+                read: true,
+                write: true,
+            }
+        }
+
+        fn read_text(&self, _session: RStr<'_>, path: RSlice<'_, u8>) -> RResult<RString, FsError> {
+            self.0.asked.fetch_add(1, Ordering::Relaxed);
+            let path = path_of(path);
+            if self.0.refused.contains(&path) {
+                return RErr(refusal(&path));
+            }
+            let held = lock(&self.0.buffers).get(&path).cloned();
+            match held.or_else(|| std::fs::read_to_string(&path).ok()) {
+                Some(text) => ROk(RString::from(text)),
+                None => RErr(refusal(&path)),
+            }
+        }
+
+        fn write_text(
+            &self,
+            _session: RStr<'_>,
+            path: RSlice<'_, u8>,
+            text: RStr<'_>,
+        ) -> RResult<(), FsError> {
+            let path = path_of(path);
+            if self.0.refused.contains(&path) {
+                return RErr(refusal(&path));
+            }
+            lock(&self.0.buffers).insert(path, text.to_string());
+            ROk(())
+        }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("dsh-fs-client-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn through(editor: &Arc<Editor>) -> ThroughClient<Box<ClientFilesService>> {
+        let client = ClientFiles_TO::from_value(Shared(editor.clone()), TD_Opaque);
+        ThroughClient::new(Arc::new(LocalFs), Box::new(client), "s1".to_owned())
+    }
+
+    #[test]
+    fn a_buffer_is_read_whole_and_written_into_and_the_disk_is_left_alone() {
+        let dir = scratch("buffer");
+        let notes = dir.join("notes.txt");
+        std::fs::write(&notes, "saved\n").unwrap();
+        let editor = Arc::new(Editor::default());
+        let key = notes.display().to_string();
+        lock(&editor.buffers).insert(key.clone(), "saved\nand unsaved\n".to_owned());
+        let files = through(&editor);
+        let meta = files.stat(&notes).unwrap().unwrap();
+        assert_eq!((meta.len, meta.mtime), (18, None));
+        assert_eq!(files.read_at(&notes, 6, 100).unwrap(), b"and unsaved\n");
+        // Asked once per call, whatever the reads.
+        assert_eq!(editor.asked.load(Ordering::Relaxed), 1);
+        files.publish(&notes, b"changed\n", None, false).unwrap();
+        assert_eq!(lock(&editor.buffers)[&key], "changed\n");
+        assert_eq!(files.read_at(&notes, 0, 100).unwrap(), b"changed\n");
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "saved\n");
+        // A new file is the editor's too; a create-only write of an existing one is refused.
+        let fresh = dir.join("fresh.txt");
+        files.publish(&fresh, b"new\n", None, true).unwrap();
+        assert!(!fresh.exists());
+        assert!(matches!(
+            files.publish(&notes, b"x", None, true),
+            Err(PublishError::Exists)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_and_refused_paths_stay_on_the_disk() {
+        let dir = scratch("disk");
+        let latin = dir.join("latin.txt");
+        std::fs::write(&latin, b"caf\xe9\n").unwrap();
+        let outside = dir.join("outside.txt");
+        std::fs::write(&outside, "mine\n").unwrap();
+        let editor = Arc::new(Editor {
+            refused: vec![outside.display().to_string()],
+            ..Editor::default()
+        });
+        let files = through(&editor);
+        assert_eq!(files.read_at(&latin, 0, 100).unwrap(), b"caf\xe9\n");
+        assert!(files.stat(&latin).unwrap().unwrap().mtime.is_some());
+        assert_eq!(editor.asked.load(Ordering::Relaxed), 0);
+        assert_eq!(files.read_at(&outside, 0, 100).unwrap(), b"mine\n");
+        // Refused for writing too: written on the disk, and read from there again.
+        files.publish(&outside, b"ours\n", None, false).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "ours\n");
+        assert_eq!(files.read_at(&outside, 0, 100).unwrap(), b"ours\n");
+        // Bytes that are not UTF-8 cannot cross: the disk takes them.
+        files.publish(&latin, b"\xff\n", None, false).unwrap();
+        assert_eq!(std::fs::read(&latin).unwrap(), b"\xff\n");
+        assert_eq!(files.read_at(&latin, 0, 100).unwrap(), b"\xff\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn slices_stay_inside_the_text() {
