@@ -31,6 +31,28 @@ fn activity(path: &Path) -> Option<i64> {
     found
 }
 
+/// Records in `dir` that the conversation last had a message at `ms`. The first time the file
+/// is written aside and renamed in (a listing never sees it empty); after that it is rewritten
+/// in place when the value keeps its width (13 digits until the year 2286): a new file per
+/// message, and the inode each rename frees, cost every session's turn a file creation that
+/// the file system's allocator makes slower the more of them it has just freed. A listing
+/// reading during the one write reads the old or the new value (both a moment apart).
+pub(crate) fn write_activity(dir: &Path, ms: i64) {
+    use std::os::unix::fs::FileExt;
+    let text = ms.to_string();
+    let path = dir.join(ACTIVITY_FILE);
+    let rewritten = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|file| match file.metadata()?.len() == text.len() as u64 {
+            true => file.write_all_at(text.as_bytes(), 0),
+            false => Err(std::io::ErrorKind::InvalidData.into()),
+        });
+    if rewritten.is_err() {
+        crate::store::write_listing_file(dir, ACTIVITY_FILE, &text);
+    }
+}
+
 /// When `path` last changed, in milliseconds since the epoch.
 fn modified_ms(path: &Path) -> Option<i64> {
     let modified = std::fs::metadata(path)
@@ -105,4 +127,29 @@ pub(crate) fn summaries(
     summaries
         .sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
     Ok(summaries)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn activity_is_rewritten_in_place_while_its_width_holds() {
+        let dir = std::env::temp_dir().join(format!("dsh-activity-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(ACTIVITY_FILE);
+        write_activity(&dir, 1_796_571_831_423);
+        let first = std::fs::metadata(&file).unwrap().ino();
+        write_activity(&dir, 1_796_571_839_999);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "1796571839999");
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), first);
+        // Another width: written aside and renamed in, whole.
+        write_activity(&dir, 42);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "42");
+        assert_eq!(activity(&dir.join("session.jsonl")), Some(42));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -190,7 +190,7 @@ fn write_listing_files(dir: &Path, listed: &[RArc<EventRecord>], records: &[RArc
         write_listing_file(dir, TITLE_FILE, &title);
     }
     if let Some(active) = last_activity(records) {
-        write_listing_file(dir, ACTIVITY_FILE, &active.to_string());
+        crate::listing::write_activity(dir, active);
     }
 }
 
