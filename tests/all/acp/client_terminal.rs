@@ -107,17 +107,16 @@ fn a_sandboxed_session_keeps_its_sandbox() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
-#[test]
-fn a_cancelled_prompt_kills_the_command_in_the_editors_terminal() {
-    let dir = TestDir::new("acp-client-terminal-cancel");
+/// A full-access agent in `dir` whose prompt's one call, `sleep 30`, was just handed to the
+/// editor's terminal: the fake model (kept alive), the agent, its session and the prompt's id.
+fn waiting_in_the_terminal(dir: &TestDir) -> (FakeDeepSeek, AcpClient, String, i64) {
     std::fs::create_dir_all(dir.join("work")).unwrap();
     let server = FakeDeepSeek::start(vec![Reply::tool_call(
         "call_long",
         "bash",
         json!({"command": "sleep 30", "description": "Wait long"}),
     )]);
-    let (mut agent, session) = agent_with_terminals(&server, &dir, "danger-full-access");
-    let started = std::time::Instant::now();
+    let (mut agent, session) = agent_with_terminals(&server, dir, "danger-full-access");
     let prompt = agent.request(
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "Wait"}]}),
@@ -125,6 +124,14 @@ fn a_cancelled_prompt_kills_the_command_in_the_editors_terminal() {
     agent.wait_frame("the terminal", WAIT, |frame| {
         frame["method"] == "terminal/create"
     });
+    (server, agent, session, prompt)
+}
+
+#[test]
+fn a_cancelled_prompt_kills_the_command_in_the_editors_terminal() {
+    let dir = TestDir::new("acp-client-terminal-cancel");
+    let started = std::time::Instant::now();
+    let (_server, mut agent, session, prompt) = waiting_in_the_terminal(&dir);
     agent.notify("session/cancel", json!({"sessionId": session}));
     let answer = agent.response(prompt, WAIT);
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
@@ -143,20 +150,7 @@ fn a_cancelled_prompt_kills_the_command_in_the_editors_terminal() {
 #[test]
 fn a_signal_kills_the_command_in_the_editors_terminal_before_the_agent_exits() {
     let dir = TestDir::new("acp-client-terminal-signal");
-    std::fs::create_dir_all(dir.join("work")).unwrap();
-    let server = FakeDeepSeek::start(vec![Reply::tool_call(
-        "call_long",
-        "bash",
-        json!({"command": "sleep 30", "description": "Wait long"}),
-    )]);
-    let (mut agent, session) = agent_with_terminals(&server, &dir, "danger-full-access");
-    agent.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "Wait"}]}),
-    );
-    agent.wait_frame("the terminal", WAIT, |frame| {
-        frame["method"] == "terminal/create"
-    });
+    let (_server, mut agent, _session, _prompt) = waiting_in_the_terminal(&dir);
     // SAFETY: a signal to the child this test started.
     #[allow(unsafe_code, reason = "libc::kill on our own child")]
     let sent = unsafe { libc::kill(agent.pid(), libc::SIGTERM) };
