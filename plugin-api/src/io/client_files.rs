@@ -37,13 +37,6 @@ pub struct ClientFileOps {
     pub write: bool,
 }
 
-impl ClientFileOps {
-    /// Neither: the session's files are the `fs` row's.
-    pub fn any(self) -> bool {
-        self.read || self.write
-    }
-}
-
 /// A session's files as its client holds them (see the module docs). Paths are absolute and
 /// cross as their raw bytes.
 #[sabi_trait]

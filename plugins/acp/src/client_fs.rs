@@ -22,7 +22,7 @@ use dsh_plugin_api::io::fs::{FsError, FsErrorKind};
 use dsh_plugin_api::{PluginError, lock};
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Mode, Server};
+use crate::server::Server;
 use crate::wire::CallError;
 
 pub(crate) const READ_TEXT_FILE: &str = "fs/read_text_file";
@@ -71,8 +71,8 @@ impl EditorFiles {
     /// The connection, while `session` is one of its sessions and it is open.
     fn server_of(&self, session: &str) -> Option<Arc<Server>> {
         let server = self.server.upgrade()?;
-        let held = server.mode == Mode::Editor && server.session(session).is_some();
-        (held && !server.is_closed()).then_some(server)
+        server.editor_session(session)?;
+        Some(server)
     }
 }
 

@@ -21,7 +21,7 @@ use dsh_plugin_api::io::client_terminal::{
 use dsh_plugin_api::{PluginError, SeamError, lock};
 use serde::{Deserialize, Serialize};
 
-use crate::server::{AcpSession, Mode, Server};
+use crate::server::{AcpSession, Server};
 use crate::updates::{SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate};
 use crate::wire::CallError;
 
@@ -103,10 +103,10 @@ impl EditorTerminal {
     /// and its client has terminals.
     fn held(&self, session: &str) -> Option<(Arc<Server>, Arc<AcpSession>)> {
         let server = self.server.upgrade()?;
-        if server.mode != Mode::Editor || server.is_closed() || !lock(&server.client).terminal {
+        if !lock(&server.client).terminal {
             return None;
         }
-        let session = server.session(session)?;
+        let session = server.editor_session(session)?;
         Some((server, session))
     }
 }

@@ -106,6 +106,15 @@ impl Server {
         lock(&self.sessions).get(id).cloned()
     }
 
+    /// Session `id`, while this is an open connection in editor mode holding it: what the
+    /// client's files and terminal serve.
+    pub(crate) fn editor_session(&self, id: &str) -> Option<Arc<AcpSession>> {
+        if self.mode != Mode::Editor || self.is_closed() {
+            return None;
+        }
+        self.session(id)
+    }
+
     pub(crate) fn agents(&self) -> Result<Service<AgentsService>, RpcError> {
         match self.ctx.get::<AgentsService>(AGENTS_SERVICE) {
             Ok(Some(agents)) => Ok(agents),

@@ -60,7 +60,9 @@ pub(crate) async fn quiesce(server: &Arc<Server>, listening: bool) {
         }
     };
     let _ = first_of(dispose, server.ctx.sleep(SETTLE)).await;
-    server.wire.close();
+    if listening {
+        server.wire.close();
+    }
 }
 
 /// Children still running under the connection's sessions (a background subagent) are

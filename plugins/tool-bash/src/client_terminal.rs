@@ -21,7 +21,7 @@ use dsh_sandbox_seam::SandboxService;
 use dsh_tools_core::{CollectedOutput, ExitStatus, ShellRun};
 use dsh_tools_seam::CallView;
 
-use crate::{BashConfig, BashError};
+use crate::{BashConfig, BashError, policy_mode};
 
 /// What a run through the client needs besides the call.
 pub(crate) struct Command<'a> {
@@ -44,7 +44,9 @@ pub(crate) async fn run(
         .get::<ClientTerminalService>(CLIENT_TERMINAL_SERVICE)
         .ok()
         .flatten()?;
-    if !client.serves(RStr::from_str(&call.session)) || !unconfined(sandbox, call) {
+    // A policy that does not read keeps the command in the sandbox.
+    let unconfined = policy_mode(sandbox, call) == Some(SandboxMode::DangerFullAccess);
+    if !client.serves(RStr::from_str(&call.session)) || !unconfined {
         return None;
     }
     let request = TerminalCommand {
@@ -96,13 +98,4 @@ pub(crate) async fn run(
         escalation_available: false,
         limit_reached: None,
     }))
-}
-
-/// Whether `call`'s commands run unconfined: its policy reads, and is full access (a policy
-/// that does not read keeps the command in the sandbox).
-fn unconfined(sandbox: &SandboxService, call: &CallView) -> bool {
-    sandbox
-        .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
-        .decode()
-        .is_ok_and(|policy| policy.mode == SandboxMode::DangerFullAccess)
 }

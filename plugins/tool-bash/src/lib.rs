@@ -350,14 +350,8 @@ async fn run(
     let sandbox_denied = stderr
         .rendered()
         .contains("Read-only file system")
-        .then(|| {
-            sandbox
-                .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
-                .decode()
-                .ok()
-        })
+        .then(|| policy_mode(sandbox, call))
         .flatten()
-        .map(|policy| policy.mode)
         .filter(|mode| *mode != SandboxMode::DangerFullAccess)
         .map(|mode| mode.as_str().to_owned());
     // Only a confined command runs into the sandbox's limits.
@@ -453,12 +447,18 @@ impl Plugin for BashPlugin {
     }
 }
 
-/// Whether `call`'s commands run confined (its policy is not full access).
-fn confined(sandbox: &SandboxService, call: &CallView) -> bool {
+/// The sandbox mode `call`'s commands run under; `None` when its policy does not read.
+fn policy_mode(sandbox: &SandboxService, call: &CallView) -> Option<SandboxMode> {
     sandbox
         .policy(call.session.clone(), call.cwd.clone(), call.call_id.clone())
         .decode()
-        .is_ok_and(|policy| policy.mode != SandboxMode::DangerFullAccess)
+        .ok()
+        .map(|policy| policy.mode)
+}
+
+/// Whether `call`'s commands run confined (its policy is not full access).
+fn confined(sandbox: &SandboxService, call: &CallView) -> bool {
+    policy_mode(sandbox, call).is_some_and(|mode| mode != SandboxMode::DangerFullAccess)
 }
 
 dsh_plugin_api::export_plugins!(BashPlugin);

@@ -87,12 +87,21 @@ where
     /// Where `path`'s text comes from: the client, unless the disk's file is no text for it
     /// or the client refuses it.
     fn held(&self, path: &Path) -> io::Result<Held> {
-        if let Some(held) = lock(&self.held).get(path) {
-            return Ok(held.clone());
+        match self.cached(path) {
+            Some(held) => Ok(held),
+            None => self.decide(path, self.fs.stat(path)?.as_ref()),
         }
-        let held = match self.fs.stat(path)? {
+    }
+
+    fn cached(&self, path: &Path) -> Option<Held> {
+        lock(&self.held).get(path).cloned()
+    }
+
+    /// Decides where `path`'s text comes from, given the disk's `meta` of it, and keeps that.
+    fn decide(&self, path: &Path, meta: Option<&FileStat>) -> io::Result<Held> {
+        let held = match meta {
             Some(meta)
-                if meta.is_file() && meta.len <= MAX_TEXT && self.text_on_disk(path, &meta)? =>
+                if meta.is_file() && meta.len <= MAX_TEXT && self.text_on_disk(path, meta)? =>
             {
                 self.ask(path)?
             }
@@ -181,7 +190,11 @@ where
         let meta = self.fs.stat(path)?;
         match meta {
             Some(mut meta) if meta.is_file() => {
-                if let Held::Text(text) = self.held(path)? {
+                let held = match self.cached(path) {
+                    Some(held) => held,
+                    None => self.decide(path, Some(&meta))?,
+                };
+                if let Held::Text(text) = held {
                     meta.len = text.len() as u64;
                     meta.mtime = None;
                 }
