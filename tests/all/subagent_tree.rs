@@ -10,7 +10,7 @@ use std::time::Duration;
 use dsh_tests::events::{of_type, tool_result_texts};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply, SseEvent, first_chunk};
 use dsh_tests::headless::{against, against_args, replayed_run, stream_json};
-use dsh_tests::sessions::{PLAIN_STORE, stored_logs};
+use dsh_tests::sessions::{PLAIN_STORE, read_log, session_logs, stored_logs};
 use dsh_tests::web::{start_in_workspace, turn_ended};
 use dsh_tests::{HostProcess, TestDir};
 use serde_json::{Value, json};
@@ -80,6 +80,41 @@ fn ten_children_run_at_once_and_each_answers_its_own_call() {
         assert_eq!(descriptor[0]["data"]["mode"], "one-shot");
         let policy = of_type(events, "approval/policy");
         assert_eq!(policy.last().unwrap()["data"]["source"], "delegation");
+    }
+    // A child's listing is kept while it runs and written beside its log when it closes: each
+    // of the eleven sessions has its activity (its last message's time) and, where it was
+    // titled, its title.
+    for path in session_logs(&dir.home().join("sessions")) {
+        let (header, events) = read_log(&path);
+        let folder = path.parent().unwrap();
+        let last_message = events
+            .iter()
+            .rev()
+            .find(|event| {
+                ["user/message", "assistant/message"].contains(&event["type"].as_str().unwrap())
+            })
+            .and_then(|event| event["time"].as_i64());
+        let activity = std::fs::read_to_string(folder.join("activity")).ok();
+        assert_eq!(
+            activity
+                .as_deref()
+                .and_then(|text| text.parse::<i64>().ok()),
+            last_message,
+            "the activity of {} ({:?})",
+            header["id"],
+            header["origin"]
+        );
+        let titled = of_type(&events, "session/title");
+        let title = std::fs::read_to_string(folder.join("title")).ok();
+        match titled.last() {
+            Some(event) => assert!(
+                title.as_deref().is_some_and(|title| title
+                    .trim_end_matches('…')
+                    .starts_with(event["data"]["title"].as_str().unwrap().trim_end())),
+                "{title:?} against {event}"
+            ),
+            None => assert_eq!(title, None, "an untitled session's title file"),
+        }
     }
     server.assert_no_violations();
 }

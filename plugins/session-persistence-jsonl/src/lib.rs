@@ -102,7 +102,7 @@ impl Plugin for PersistencePlugin {
                     "writing queued session events at shutdown failed: {error}"
                 );
             }
-            on_dispose.release_all();
+            on_dispose.release_all().await;
         })?;
         let exporter = export::Exporter {
             ctx: ctx.clone(),
