@@ -2,7 +2,9 @@
 //! calls of its own sessions, put to the client as `session/request_permission`. Automation
 //! mode offers the reference's one-shot choices (allow once, reject); editor mode adds allow
 //! always and reject always, which hold for the rest of the session for the same tool on the
-//! same subject (the command, the file, the search path). A cancelled question is
+//! same subject (the command, the file, the search path). The rest of the chain runs beside
+//! the question: a client attached to the host's socket that answers asks may answer first,
+//! and the editor's question is then withdrawn (`first_answer`). A cancelled question is
 //! `cancelled`, and so is one still out when its session's prompt is cancelled; a client that answers with an error or something unreadable, or a connection
 //! already closing, leaves the ask to the rest of the chain, whose default is `unavailable`:
 //! nothing is approved for want of an answer. A plan review (`exit_plan_mode`) is put with
@@ -11,6 +13,7 @@
 use std::sync::Arc;
 
 use dsh_approval_seam::APPROVAL_REQUEST;
+use dsh_plugin_api::cancel::{Either, first_of};
 use dsh_plugin_api::{Json, Next, PluginError};
 use dsh_protocol::{ApprovalOutcome, ApprovalRequest, ApprovalScope, ApprovalVerdict};
 
@@ -40,10 +43,12 @@ const REJECT_ALWAYS: PermissionOption = PermissionOption {
     kind: "reject_always",
 };
 
-/// Registers the answerer; it goes with the fiber.
+/// Registers the answerer; it goes with the fiber. It goes first on the chain, so the rest of
+/// it (the host's other clients, then the default) runs beside the editor's question rather
+/// than before it.
 pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
     let answering = server.clone();
-    server.ctx.on_waterfall(
+    server.ctx.prepend().on_waterfall(
         &APPROVAL_REQUEST,
         move |next: Next<Json<ApprovalRequest>, Json<ApprovalVerdict>>| {
             let server = answering.clone();
@@ -60,13 +65,64 @@ pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
                 if server.is_closed() {
                     return next.run().await;
                 }
-                match ask_client(&server, &session, &ask, call_id).await {
-                    Some(verdict) => Ok(Json::encode(&verdict)),
-                    None => next.run().await,
-                }
+                first_answer(&server, &session, &ask, call_id, next).await
             }
         },
     )
+}
+
+type Verdict = Result<Json<ApprovalVerdict>, PluginError>;
+
+/// Whether the rest of the chain answered: anything but `unavailable`, which is what it says
+/// when nobody there answers.
+fn answered(verdict: &Verdict) -> bool {
+    verdict
+        .as_ref()
+        .ok()
+        .and_then(|verdict| verdict.decode().ok())
+        .is_some_and(|verdict| verdict.outcome != ApprovalOutcome::Unavailable)
+}
+
+/// The output of `future` if it is ready at its first poll.
+async fn poll_once<F: Future + Unpin>(mut future: F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut future).poll(cx) {
+            std::task::Poll::Ready(output) => Some(output),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+/// The first answer to `ask`, from the editor or from a client attached to the host's socket
+/// (the rest of the chain, run beside the editor's question). What the rest settles at once (a
+/// call a client allowed for the session, or nobody there who answers) is known before the
+/// editor is asked; an answer from there withdraws the editor's question; an editor that gives
+/// no usable answer leaves the ask to the rest.
+async fn first_answer(
+    server: &Arc<Server>,
+    session: &Arc<AcpSession>,
+    ask: &ApprovalRequest,
+    call_id: String,
+    next: Next<Json<ApprovalRequest>, Json<ApprovalVerdict>>,
+) -> Verdict {
+    let mut others = std::pin::pin!(next.run());
+    let mut editor = std::pin::pin!(ask_client(server, session, ask, call_id));
+    let others_said = match poll_once(others.as_mut()).await {
+        Some(verdict) if answered(&verdict) => return verdict,
+        Some(verdict) => verdict,
+        None => match first_of(editor.as_mut(), others.as_mut()).await {
+            Either::Left(Some(verdict)) => return Ok(Json::encode(&verdict)),
+            Either::Left(None) => return others.await,
+            // Returning drops the editor's question, which withdraws it.
+            Either::Right(verdict) if answered(&verdict) => return verdict,
+            Either::Right(verdict) => verdict,
+        },
+    };
+    match editor.await {
+        Some(verdict) => Ok(Json::encode(&verdict)),
+        None => others_said,
+    }
 }
 
 /// What the client answered, or `None` when it gave no usable answer.

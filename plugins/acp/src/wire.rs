@@ -251,6 +251,29 @@ impl Reply {
     }
 }
 
+/// The ACP notification that withdraws a request the peer has not answered yet.
+const CANCEL_REQUEST: &str = "$/cancel_request";
+
+/// A request of [`Wire::request`] whose wait was dropped before it ended: still pending, it is
+/// forgotten and the client told.
+struct Unanswered<'a> {
+    wire: &'a Wire,
+    id: Option<u64>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id else {
+            return;
+        };
+        // Answered, withdrawn or closed meanwhile: nothing is left to cancel.
+        if lock(&self.wire.pending).remove(&id).is_some() {
+            self.wire
+                .notify(CANCEL_REQUEST, serde_json::json!({ "requestId": id }));
+        }
+    }
+}
+
 /// A request waiting for its answer, and what it is about (a session).
 struct Waiting {
     subject: String,
@@ -305,7 +328,10 @@ impl Wire {
     }
 
     /// Sends a request about `subject` (a session) to the client and waits for its answer.
-    /// After stdin closed it fails at once; [`withdraw`](Self::withdraw) ends the wait.
+    /// After stdin closed it fails at once; [`withdraw`](Self::withdraw) ends the wait. Dropped
+    /// before its answer came (another client answered the same ask first), the request is
+    /// withdrawn from the client too, with `$/cancel_request`, so an editor closes the
+    /// question it shows; its late answer is then dropped.
     pub(crate) async fn request<P: Serialize, R: DeserializeOwned>(
         &self,
         subject: &str,
@@ -313,8 +339,14 @@ impl Wire {
         params: P,
     ) -> Result<R, CallError> {
         let (sender, receiver) = oneshot::channel();
-        self.send(subject, method, params, Reply::Async(sender))?;
-        self.decode(method, receiver.await.ok())
+        let id = self.send(subject, method, params, Reply::Async(sender))?;
+        let mut unanswered = Unanswered {
+            wire: self,
+            id: Some(id),
+        };
+        let answer = receiver.await.ok();
+        unanswered.id = None;
+        self.decode(method, answer)
     }
 
     /// [`request`](Self::request) for a thread of the host's blocking pool, which may wait,

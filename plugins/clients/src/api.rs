@@ -44,8 +44,6 @@ pub(crate) struct Api {
     pub(crate) presets: dsh_sessions_seam::LatestOf<dsh_protocol::PermissionPresetEvent>,
     /// The reasoning effort chosen for each session's model.
     pub(crate) efforts: std::sync::Arc<crate::efforts::Efforts>,
-    /// The row that answers approvals and questions instead of the clients, when one does.
-    pub(crate) answered_by: Option<String>,
 }
 
 /// A method's failure, coded.
@@ -212,10 +210,7 @@ impl Api {
             }
             ClientRequest::ProjectDescribe(_) => to_value(self.describe_trust(caller)?),
             ClientRequest::ProjectTrust(_) => to_value(self.trust_project(caller).await?),
-            ClientRequest::ApprovalRespond(answer) => {
-                self.answerable(method)?;
-                to_value(self.respond(answer).await?)
-            }
+            ClientRequest::ApprovalRespond(answer) => to_value(self.respond(answer).await?),
             ClientRequest::AgentPresetList(_) => to_value(self.presets()?),
             ClientRequest::AgentPresetRead(request) => to_value(self.read_preset(&request)?),
             ClientRequest::AgentPresetCopy(request) => {
@@ -243,27 +238,11 @@ impl Api {
             | ClientRequest::GoalResume(_)
             | ClientRequest::GoalComplete(_)
             | ClientRequest::GoalClear(_)) => to_value(self.goal(request).await?),
-            ClientRequest::QuestionRespond(answer) => {
-                self.answerable(method)?;
-                to_value(
-                    self.questions
-                        .answer(answer)
-                        .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
-                )
-            }
-        }
-    }
-
-    /// An answer to an ask on a host where another row answers them.
-    fn answerable(&self, method: &str) -> Result<(), Failure> {
-        match &self.answered_by {
-            Some(row) => Err(Failure(
-                RpcErrorCode::BadRequest,
-                format!(
-                    "{method}: on this host the asks are answered by the `{row}` row, not by its clients"
-                ),
-            )),
-            None => Ok(()),
+            ClientRequest::QuestionRespond(answer) => to_value(
+                self.questions
+                    .answer(answer)
+                    .map_err(|error| Failure(RpcErrorCode::BadRequest, error.to_string()))?,
+            ),
         }
     }
 

@@ -80,7 +80,7 @@ impl Clients for Door {
         sink: FrameSinkBox,
     ) -> dsh_clients_seam::ConnectionBox {
         let options = options.decode().unwrap_or_default();
-        let answers = options.answers && self.api.answered_by.is_none();
+        let answers = options.answers;
         let outbox = self.api.hub.connect(sink, answers);
         let cwd = options
             .cwd
@@ -158,18 +158,16 @@ impl Connection {
                 "initialize: protocolVersion starts at 1".to_owned(),
             ));
         }
-        let answering = self.api.answered_by.is_none();
         let features: Vec<String> = HOST_FEATURES
             .iter()
             .filter(|feature| hello.features.iter().any(|asked| asked == *feature))
-            .filter(|feature| answering || !ANSWERING.contains(*feature))
             .map(|feature| (*feature).to_owned())
             .collect();
         let answers = features
             .iter()
             .any(|feature| ANSWERING.contains(&feature.as_str()));
         self.outbox
-            .set_answers(answering && (answers || self.caller.options.answers));
+            .set_answers(answers || self.caller.options.answers);
         *lock(&self.client) = hello.client_info;
         Ok(Initialized {
             protocol_version: hello.protocol_version.min(PROTOCOL_VERSION),

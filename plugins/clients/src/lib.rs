@@ -75,12 +75,6 @@ pub struct ClientsConfig {
     /// The settings document clients write (`!home settings.yaml` in the bundles), which the
     /// host lays over the profile and watches.
     pub settings_file: Option<String>,
-    /// The row that answers approvals and questions on this host instead of its clients
-    /// (`acp`: an editor answers the asks of its sessions). With it, no client becomes an
-    /// answerer: `initialize` grants neither the `approvals` nor the `questions` feature, and
-    /// `approval.respond` and `question.respond` are refused naming the row. Clients still
-    /// see every ask and its answer in the session's frames.
-    pub answered_by: Option<String>,
 }
 
 pub struct ClientsPlugin;
@@ -113,12 +107,8 @@ impl Plugin for ClientsPlugin {
         store_follow::follow_the_store(&ctx, &hub)?;
         let pending = Arc::new(approvals::Pending::default());
         let questions = Arc::new(questions::Pending::default());
-        // Where another row answers, this one must not stand in its way on the chains: a
-        // client that waited on an ask would keep it from the row that owns it.
-        if config.answered_by.is_none() {
-            approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
-            questions::answer_questions(&ctx, hub.clone(), questions.clone())?;
-        }
+        approvals::answer_asks(&ctx, hub.clone(), pending.clone())?;
+        questions::answer_questions(&ctx, hub.clone(), questions.clone())?;
         let efforts = Arc::new(efforts::Efforts::default());
         efforts::shape_requests(&ctx, efforts.clone())?;
         let api = Arc::new(api::Api {
@@ -141,7 +131,6 @@ impl Plugin for ClientsPlugin {
             folds: fold_cache::FoldCache::default(),
             presets: dsh_sessions_seam::LatestOf::default(),
             efforts: efforts.clone(),
-            answered_by: config.answered_by,
         });
         ctx.provide(
             CLIENTS_SERVICE,

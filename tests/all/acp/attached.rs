@@ -2,8 +2,9 @@
 //! process attached to the host's client socket finds the editor's session, follows its turn
 //! (the ask and its answer included), and prompts it, and the editor sees that turn as it
 //! happens (the attached client's message included); a model chosen on either side shows on
-//! the other. The editor alone answers the asks of its sessions: the socket's clients are not
-//! granted `approvals`, and an answer from one is refused naming the row that answers.
+//! the other. An ask of the editor's session goes to the editor and to the attached clients
+//! that answer asks: the first answer wins, a later one is not accepted, and when an attached
+//! client answers first the editor's question is withdrawn with `$/cancel_request`.
 
 use std::time::{Duration, Instant};
 
@@ -48,8 +49,8 @@ fn a_socket_client_follows_and_prompts_an_editors_live_session() {
     assert_eq!(hello["host"]["profile"], "acp", "{hello}");
     assert_eq!(
         hello["features"],
-        json!([]),
-        "the editor answers this host's asks: {hello}"
+        json!(["approvals", "questions"]),
+        "an attached client may answer this host's asks: {hello}"
     );
     let listed = attached.call("session.list", json!({}));
     assert!(
@@ -72,21 +73,17 @@ fn a_socket_client_follows_and_prompts_an_editors_live_session() {
         undecided_card(std::slice::from_ref(frame), "approval").is_some()
     });
     let ask = undecided_card(&seen, "approval").expect("the attached client sees the ask");
-    let refused = attached.send(
-        "approval.respond",
-        json!({"approvalId": ask["id"], "outcome": "rejected"}),
-    );
-    let refused = attached.answer(refused);
-    let message = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("`acp`"),
-        "an attached client's answer is refused, naming who answers: {refused}"
-    );
     seen.extend(attached.until(300, turn_ended));
     let decided = last_card(&seen, "approval").expect("the ask's card");
     assert_eq!(decided["outcome"], "allowed-once", "{decided}");
     let tool = last_card(&seen, "tool").expect("the call's card");
     assert_eq!(tool["status"], "ok", "{tool}");
+    // The editor answered first: a later answer is not taken.
+    let late = attached.call(
+        "approval.respond",
+        json!({"approvalId": ask["id"], "outcome": "rejected"}),
+    );
+    assert_eq!(late["accepted"], false, "{late}");
 
     // A model chosen on either side shows on the other.
     attached.call(
@@ -211,6 +208,61 @@ fn an_agent_preset_an_attached_client_chooses_shows_in_the_editor() {
         .filter(|frame| frame["params"]["update"]["sessionUpdate"] == "config_option_update")
         .count();
     assert_eq!(announced, 1, "{:#?}", agent.frames());
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
+
+#[test]
+fn an_attached_client_answers_first_and_the_editors_question_is_withdrawn() {
+    let dir = TestDir::new("acp-attached-answers");
+    let command = json!({"command": "echo answered elsewhere", "description": "Say it"});
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call("call_1", "bash", command),
+        Reply::text("done"),
+    ]);
+    // An editor that shows the question and leaves it open.
+    let mut agent = asking_editor(&server, &dir, "ignore");
+    let (session, _) = agent.open(&dir.join("work"));
+    let mut attached = LineClient::connect(&client_socket(&dir.home(), agent.pid()));
+    attached.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "second", "version": "0"},
+               "features": ["approvals"]}),
+    );
+    attached.call("session.subscribe", json!({"sessionId": session}));
+    attached.until(50, |frame| frame["type"] == "session/subscribed");
+
+    let prompt = agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}),
+    );
+    let mut seen = attached.until(300, |frame| {
+        undecided_card(std::slice::from_ref(frame), "approval").is_some()
+    });
+    let ask = undecided_card(&seen, "approval").expect("the attached client sees the ask");
+    let question = agent.wait_frame("the editor's question", WAIT, |frame| {
+        frame["method"] == "session/request_permission"
+    });
+    let taken = attached.call(
+        "approval.respond",
+        json!({"approvalId": ask["id"], "outcome": "allowed-once"}),
+    );
+    assert_eq!(taken["accepted"], true, "{taken}");
+    let answer = agent.response(prompt, WAIT);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    seen.extend(attached.until(300, turn_ended));
+    let decided = last_card(&seen, "approval").expect("the ask's card");
+    assert_eq!(decided["outcome"], "allowed-once", "{decided}");
+    let tool = last_card(&seen, "tool").expect("the call's card");
+    assert_eq!(tool["status"], "ok", "{tool}");
+    // The editor's question is withdrawn, by its id.
+    let withdrawn = agent.wait_frame("the question withdrawn", WAIT, |frame| {
+        frame["method"] == "$/cancel_request"
+    });
+    assert_eq!(
+        withdrawn["params"]["requestId"], question["id"],
+        "{withdrawn}"
+    );
     agent.close();
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
