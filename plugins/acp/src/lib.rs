@@ -23,6 +23,7 @@
 mod args;
 mod client_fs;
 mod client_terminal;
+mod door;
 mod editor;
 mod events;
 #[doc(hidden)]
@@ -125,6 +126,7 @@ impl Plugin for AcpPlugin {
         dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
         dsh_subagents_seam::SUBAGENTS_SERVICE,
         dsh_commands_seam::COMMANDS_SERVICE,
+        dsh_clients_seam::CLIENTS_SERVICE,
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
         dsh_attachments_seam::ATTACHMENTS_SERVICE,

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use abi_stable::std_types::RVec;
 use dsh_agents_seam::presets::{AGENT_PRESETS_SERVICE, AgentPresetsService};
+use dsh_client_protocol::{ClientRequest, Done, SelectModel, SelectPreset, SetPermission};
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_protocol::kinds::{PERMISSION_PRESET, PLAN_MODE, SANDBOX_MODE};
@@ -16,7 +16,7 @@ use dsh_protocol::{
     CommandKind, CommandSpec, PermissionPreset, PermissionPresetEvent, PlanModeEvent,
     PresetSummary, SandboxModeEvent,
 };
-use dsh_sessions_seam::{NewEventRecord, open_live};
+use dsh_sessions_seam::open_live;
 use serde_json::value::RawValue;
 
 use crate::schema::{
@@ -180,16 +180,17 @@ async fn switch_mode(server: &Server, request: SetModeRequest) -> Result<Empty, 
     if planning(server, &session.id) {
         run_plan_command(server, &session.id, "/plan off").await?;
     }
-    let live = open_live(&server.ctx, &session.id)
-        .map_err(|error| RpcError::internal(format!("session/set_mode: {error}")))?;
-    let (chosen, mode, policy) = preset.events();
-    live.append(RVec::from(vec![
-        NewEventRecord::of(&chosen),
-        NewEventRecord::of(&mode),
-        NewEventRecord::of(&policy),
-    ]))
-    .into_result()
-    .map_err(|error| RpcError::internal(format!("session/set_mode: {error}")))?;
+    let _: Done = server
+        .door
+        .call(
+            &server.ctx,
+            ClientRequest::SessionSetPermission(SetPermission {
+                session_id: session.id.clone(),
+                preset: preset.as_str().to_owned(),
+            }),
+        )
+        .await
+        .map_err(|refused| refused.to_acp("session/set_mode", "modeId"))?;
     Ok(Empty {})
 }
 
@@ -322,22 +323,38 @@ fn model_option(server: &Server, session: &str) -> ConfigOption {
     }
 }
 
-/// Switches a session that has had no turn to another preset (the registry logs it), then
-/// answers the options as they stand.
-fn set_preset(server: &Arc<Server>, id: Id, session: String, preset: String) {
+/// Sets option `request` of `session` through the clients service (a model route, or an agent
+/// preset for a session that has had no turn), then answers the options as they stand. The
+/// editor is not sent the change as well: the answer carries it.
+fn set_option(server: &Arc<Server>, id: Id, session: String, request: SetConfigOptionRequest) {
     server.later(id, move |task| async move {
         let open = task.session(&session);
         let _choosing = open.as_ref().map(|open| open.editor.choosing_options());
-        task.agents()?
-            .set_preset(session.as_str().into(), preset.as_str().into())
+        let (change, field) = match request.config_id.as_str() {
+            PRESET_OPTION => (
+                ClientRequest::AgentPresetSelect(SelectPreset {
+                    session_id: session.clone(),
+                    preset_id: request.value.clone(),
+                }),
+                format!("value: agent preset `{}`", request.value),
+            ),
+            _ => (
+                ClientRequest::SessionSelectModel(SelectModel {
+                    session_id: session.clone(),
+                    model: request.value.clone(),
+                    effort: None,
+                }),
+                "value".to_owned(),
+            ),
+        };
+        let _: Done = task
+            .door
+            .call(&task.ctx, change)
             .await
-            .into_result()
-            .map_err(|error| {
-                RpcError::invalid_params(format!("value: agent preset `{preset}`: {error}"))
-            })
-            .map(|()| SetConfigOptionResponse {
-                config_options: config_options(&task, &session),
-            })
+            .map_err(|refused| refused.to_acp("session/set_config_option", &field))?;
+        Ok(SetConfigOptionResponse {
+            config_options: config_options(&task, &session),
+        })
     });
 }
 
@@ -352,29 +369,18 @@ pub(crate) fn set_config_option(server: &Arc<Server>, id: Id, raw: Option<&RawVa
         Err(error) => return server.answer::<Empty>(&id, Err(error)),
     };
     let (request, session) = request;
-    // The preset is switched off this call: its rows may have to mount first.
-    if request.config_id == PRESET_OPTION && preset_option(server, &session).is_some() {
-        return set_preset(server, id, session, request.value);
+    let offered = match request.config_id.as_str() {
+        MODEL_OPTION => crate::args::split_route(&request.value)
+            .map(|_| ())
+            .map_err(|error| RpcError::invalid_params(format!("value: {error}"))),
+        PRESET_OPTION if preset_option(server, &session).is_some() => Ok(()),
+        _ => Err(RpcError::invalid_params(format!(
+            "configId: `{}` is not an option of this agent (model, agent_preset)",
+            request.config_id
+        ))),
+    };
+    match offered {
+        Ok(()) => set_option(server, id, session, request),
+        Err(error) => server.answer::<Empty>(&id, Err(error)),
     }
-    let result = (|| {
-        if request.config_id != MODEL_OPTION {
-            return Err(RpcError::invalid_params(format!(
-                "configId: `{}` is not an option of this agent (model, agent_preset)",
-                request.config_id
-            )));
-        }
-        let (provider, model) = crate::args::split_route(&request.value)
-            .map_err(|error| RpcError::invalid_params(format!("value: {error}")))?;
-        let open = server.session(&session);
-        let _choosing = open.as_ref().map(|open| open.editor.choosing_options());
-        server
-            .agents()?
-            .set_route(session.as_str().into(), provider.into(), model.into())
-            .into_result()
-            .map_err(|error| RpcError::internal(format!("session/set_config_option: {error}")))?;
-        Ok(SetConfigOptionResponse {
-            config_options: config_options(server, &session),
-        })
-    })();
-    server.answer(&id, result);
 }

@@ -87,6 +87,9 @@ pub(crate) struct Server {
     /// Stdin closed or the host is stopping: no new work is taken.
     pub(crate) closed: AtomicBool,
     pub(crate) client: Mutex<ClientCapabilities>,
+    /// The agent's connection to the `clients` service, through which the editor's changes to
+    /// a session go.
+    pub(crate) door: crate::door::Door,
 }
 
 impl Server {
@@ -99,6 +102,7 @@ impl Server {
             sessions: Mutex::default(),
             closed: AtomicBool::new(false),
             client: Mutex::default(),
+            door: crate::door::Door::default(),
         }
     }
 
