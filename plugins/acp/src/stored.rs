@@ -1,14 +1,15 @@
-//! Stored sessions for an editor: `session/list` (the store's listing, conversations only,
-//! newest first, in pages), `session/load` (the session opened as an agent again and its
+//! Stored sessions for an editor: `session/list` (the clients service's listing, the live
+//! sessions' titles as they stand included, conversations only, newest first, in pages), `session/load` (the session opened as an agent again and its
 //! conversation replayed as updates before the answer) and `session/resume` (opened, nothing
 //! replayed).
 
 use std::sync::Arc;
 
 use dsh_agents_seam::AgentsErrorKind;
+use dsh_client_protocol::{ClientRequest, NoParams, SessionList};
 use dsh_plugin_api::Json;
 use dsh_protocol::{AgentOptions, check_session_id};
-use dsh_sessions_seam::{SESSION_PERSISTENCE_SERVICE, SessionStoreService, open_live};
+use dsh_sessions_seam::open_live;
 use serde_json::value::RawValue;
 
 use crate::schema::{
@@ -109,22 +110,13 @@ pub(crate) fn list(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
         }
     };
     server.later(id, move |server| async move {
-        let store = match server
-            .ctx
-            .get::<SessionStoreService>(SESSION_PERSISTENCE_SERVICE)
-        {
-            Ok(Some(store)) => store,
-            _ => return Err(RpcError::internal("no session store is mounted")),
-        };
-        let listing = store.list();
-        drop(store);
-        let summaries = listing
+        let summaries: SessionList = server
+            .door
+            .call(&server.ctx, ClientRequest::SessionList(NoParams {}))
             .await
-            .into_result()
-            .map_err(|error| RpcError::internal(format!("session/list: {error}")))?
-            .decode()
-            .map_err(|error| RpcError::internal(format!("session/list: {error}")))?;
+            .map_err(|refused| refused.to_acp("session/list", "cwd"))?;
         let listed: Vec<SessionInfo> = summaries
+            .sessions
             .into_iter()
             .filter(|summary| summary.subagent_of.is_none() && !summary.archived)
             .filter(|summary| {
