@@ -2,7 +2,7 @@
 //! instead of reaching the model; `command/run` and `command/done` are logged and never sent
 //! to it; `/help` lists every command the running plugins declare, `/permission` switches the
 //! session's preset, `/model` its route, and `/compact` summarizes an idle session below the
-//! compaction threshold.
+//! compaction threshold; `commands.run` runs a line only as a command.
 
 use dsh_tests::TestDir;
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
@@ -44,6 +44,30 @@ fn commands_run_instead_of_reaching_the_model() {
     assert_eq!(history["preset"], "read-only", "{history}");
     let bad_model = web.prompt(&session, "/model nowhere/no-such-model");
     assert_eq!(bad_model["command"]["kind"], "error", "{bad_model}");
+    // `commands.run` runs a line as a command and nothing else: a line that is not one is
+    // refused rather than sent to the model.
+    let ran = web.call(
+        "commands.run",
+        &json!({"sessionId": session, "line": "/permission workspace-write"}),
+    );
+    assert_eq!(ran["kind"], "success", "{ran}");
+    let history = web.call("session.history", &json!({"sessionId": session}));
+    assert_eq!(history["preset"], "workspace-write", "{history}");
+    let not_a_command = web.try_call(
+        "commands.run",
+        &json!({"sessionId": session, "line": "hello there"}),
+    );
+    assert_eq!(
+        not_a_command["error"]["code"], "bad-request",
+        "{not_a_command}"
+    );
+    assert!(
+        not_a_command["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not a command line"),
+        "{not_a_command}"
+    );
     // Nothing so far reached the model.
     assert!(server.requests().is_empty());
     web.prompt(&session, "Remember the codeword PELICAN.");

@@ -375,6 +375,14 @@ pub struct CommandList {
     pub commands: Vec<dsh_protocol::CommandSpec>,
 }
 
+/// `commands.run`'s payload: a command line (`/name args`) to run in a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCommand {
+    pub session_id: String,
+    pub line: String,
+}
+
 /// `session.killJob`'s result: what `job_kill` would have told the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JobKilled {

@@ -123,6 +123,10 @@ methods! {
     "session.unsubscribe" => SessionUnsubscribe(SessionRef) -> Done;
     /// The commands a prompt can run.
     "commands.list" => CommandsList(NoParams) -> CommandList;
+    /// Runs a command line in a session, never as a message to the model (`session.prompt`
+    /// sends a line no command answers to the model): its outcome, an unknown command's
+    /// included.
+    "commands.run" => CommandsRun(RunCommand) -> dsh_protocol::CommandOutcome;
     /// Paths under the session's directory that start with what a person typed after `@`.
     "files.complete" => FilesComplete(CompleteFiles) -> FileCompletions;
     "settings.describe" => SettingsDescribe(NoParams) -> SettingsDescription;

@@ -9,9 +9,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
+use dsh_client_protocol::{ClientRequest, CommandList, NoParams, RunCommand};
 use dsh_plugin_api::lock;
-use dsh_protocol::{ApprovalOutcome, CommandKind, TurnEndReason};
+use dsh_protocol::{ApprovalOutcome, CommandKind, CommandOutcome, TurnEndReason};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -67,15 +67,15 @@ pub(crate) fn announce(server: &Arc<Server>, session: &Arc<AcpSession>) {
     if server.mode != Mode::Editor {
         return;
     }
-    let Ok(Some(commands)) = server.ctx.get::<CommandsService>(COMMANDS_SERVICE) else {
-        return;
-    };
-    let listing = commands.list();
-    drop(commands);
     let (server, session) = (server.clone(), session.clone());
     let _ = server.ctx.clone().spawn(async move {
-        let Ok(specs) = listing.await.decode() else {
-            return;
+        let listed: Result<CommandList, _> = server
+            .door
+            .call(&server.ctx, ClientRequest::CommandsList(NoParams {}))
+            .await;
+        let specs = match listed {
+            Ok(listed) if !listed.commands.is_empty() => listed.commands,
+            _ => return,
         };
         let available_commands = specs
             .into_iter()
@@ -100,21 +100,15 @@ pub(crate) async fn run_command(
     inflight: &Arc<Inflight>,
     line: &str,
 ) {
-    let text = match server.ctx.get::<CommandsService>(COMMANDS_SERVICE) {
-        Ok(Some(commands)) => {
-            // A model the command sets is announced below, with the outcome.
-            let _choosing = session.editor.choosing_options();
-            let running = commands.run(session.id.as_str().into(), line.into());
-            drop(commands);
-            match running.await.decode() {
-                Ok(outcome) if outcome.kind == CommandKind::Error => {
-                    format!("Error: {}", outcome.text)
-                }
-                Ok(outcome) => outcome.text,
-                Err(error) => format!("Error: the command's outcome does not read: {error}"),
-            }
-        }
-        _ => "Error: no `commands` service is mounted, so commands cannot run".to_owned(),
+    let ran = {
+        // A model the command sets is announced below, with the outcome.
+        let _choosing = session.editor.choosing_options();
+        run_line(server, &session.id, line).await
+    };
+    let text = match ran {
+        Ok(outcome) if outcome.kind == CommandKind::Error => format!("Error: {}", outcome.text),
+        Ok(outcome) => outcome.text,
+        Err(refused) => format!("Error: {}", refused.message),
     };
     server.update(
         &session.id,
@@ -255,4 +249,22 @@ impl EditorState {
     pub(crate) fn was_streamed(&self, turn: u64, step: u64) -> bool {
         lock(&self.inner).streamed.contains(&(turn, step))
     }
+}
+
+/// Runs command line `line` in `session` through the clients service (`commands.run`).
+pub(crate) async fn run_line(
+    server: &Server,
+    session: &str,
+    line: &str,
+) -> Result<CommandOutcome, crate::door::Refused> {
+    server
+        .door
+        .call(
+            &server.ctx,
+            ClientRequest::CommandsRun(RunCommand {
+                session_id: session.to_owned(),
+                line: line.to_owned(),
+            }),
+        )
+        .await
 }

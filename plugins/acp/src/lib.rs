@@ -125,7 +125,6 @@ impl Plugin for AcpPlugin {
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
         dsh_subagents_seam::SUBAGENTS_SERVICE,
-        dsh_commands_seam::COMMANDS_SERVICE,
         dsh_clients_seam::CLIENTS_SERVICE,
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_llm_seam::LLM_SERVICE,

@@ -8,13 +8,14 @@
 use std::sync::Arc;
 
 use dsh_agents_seam::presets::{AGENT_PRESETS_SERVICE, AgentPresetsService};
-use dsh_client_protocol::{ClientRequest, Done, SelectModel, SelectPreset, SetPermission};
-use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
+use dsh_client_protocol::{
+    ClientRequest, CommandList, Done, NoParams, SelectModel, SelectPreset, SetPermission,
+};
 use dsh_llm_seam::{LLM_SERVICE, LlmService};
 use dsh_protocol::kinds::{PERMISSION_PRESET, PLAN_MODE, SANDBOX_MODE};
 use dsh_protocol::{
-    CommandKind, CommandSpec, PermissionPreset, PermissionPresetEvent, PlanModeEvent,
-    PresetSummary, SandboxModeEvent,
+    CommandKind, PermissionPreset, PermissionPresetEvent, PlanModeEvent, PresetSummary,
+    SandboxModeEvent,
 };
 use dsh_sessions_seam::open_live;
 use serde_json::value::RawValue;
@@ -110,15 +111,11 @@ pub(crate) fn current_mode_id(server: &Server, session: &str) -> String {
 
 /// Whether plan mode is offered: the `/plan` command runs here (its row is mounted).
 pub(crate) async fn plan_offered(server: &Server) -> bool {
-    let Ok(Some(commands)) = server.ctx.get::<CommandsService>(COMMANDS_SERVICE) else {
-        return false;
-    };
-    let listing = commands.list();
-    drop(commands);
-    listing
-        .await
-        .decode()
-        .is_ok_and(|specs: Vec<CommandSpec>| specs.iter().any(|spec| spec.name == PLAN))
+    let listed: Result<CommandList, _> = server
+        .door
+        .call(&server.ctx, ClientRequest::CommandsList(NoParams {}))
+        .await;
+    listed.is_ok_and(|listed| listed.commands.iter().any(|spec| spec.name == PLAN))
 }
 
 pub(crate) fn mode_state(server: &Server, session: &str, plan: bool) -> SessionModeState {
@@ -196,23 +193,13 @@ async fn switch_mode(server: &Server, request: SetModeRequest) -> Result<Empty, 
 
 /// Runs plan mode's command `line` in `session`; its error outcome is the call's error.
 async fn run_plan_command(server: &Server, session: &str, line: &str) -> Result<(), RpcError> {
-    let commands = server
-        .ctx
-        .get::<CommandsService>(COMMANDS_SERVICE)
-        .ok()
-        .flatten()
-        .ok_or_else(|| RpcError::internal("session/set_mode: no `commands` service is mounted"))?;
-    let running = commands.run(session.into(), line.into());
-    drop(commands);
-    match running.await.decode() {
+    match crate::editor::run_line(server, session, line).await {
         Ok(outcome) if outcome.kind == CommandKind::Error => Err(RpcError::internal(format!(
             "session/set_mode: {line}: {}",
             outcome.text
         ))),
         Ok(_) => Ok(()),
-        Err(error) => Err(RpcError::internal(format!(
-            "session/set_mode: {line}: the outcome does not read: {error}"
-        ))),
+        Err(refused) => Err(refused.to_acp("session/set_mode", "modeId")),
     }
 }
 

@@ -172,6 +172,7 @@ impl Api {
                 to_value(Done {})
             }
             ClientRequest::CommandsList(_) => to_value(self.commands().await?),
+            ClientRequest::CommandsRun(request) => to_value(self.run_command(request).await?),
             ClientRequest::FilesComplete(request) => {
                 to_value(self.complete_files(caller, request).await?)
             }

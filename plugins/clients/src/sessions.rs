@@ -5,7 +5,7 @@ use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsErrorKind, AgentsExt, AgentsService};
 use dsh_client_protocol::{
     ChatItem, CreateRequest, Created, HistoryRequest, ItemRequest, PromptAccepted, PromptMode,
-    RpcErrorCode, SendPrompt, SessionHistory, SessionList, SessionRef, UpdateQueue,
+    RpcErrorCode, RunCommand, SendPrompt, SessionHistory, SessionList, SessionRef, UpdateQueue,
 };
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
@@ -390,6 +390,38 @@ impl Api {
             _ => Vec::new(),
         };
         Ok(serde_json::json!({ "commands": specs }))
+    }
+
+    /// `commands.run`: the line run as a command in the session's agent (live, or the stored
+    /// session resumed).
+    pub(crate) async fn run_command(
+        &self,
+        request: RunCommand,
+    ) -> Result<dsh_protocol::CommandOutcome, Failure> {
+        if dsh_protocol::command_line(&request.line).is_none() {
+            return Err(Failure(
+                RpcErrorCode::BadRequest,
+                format!(
+                    "line: `{}` is not a command line (`/name args`)",
+                    request.line
+                ),
+            ));
+        }
+        let agent = self.agent_of(&request.session_id).await?;
+        let Ok(Some(commands)) = self.ctx.get::<CommandsService>(COMMANDS_SERVICE) else {
+            return Err(Failure::internal(format!(
+                "no `{COMMANDS_SERVICE}` row is running on this host, so commands cannot run"
+            )));
+        };
+        let running = commands.run(
+            RString::from(agent.id.as_str()),
+            RString::from(request.line.as_str()),
+        );
+        drop(commands);
+        running
+            .await
+            .decode()
+            .map_err(|error| Failure::internal(format!("the command's outcome: {error}")))
     }
 
     pub(crate) fn cancel(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
