@@ -42,7 +42,7 @@ pub(crate) fn request(server: &Arc<Server>, id: Id, method: &str, raw: Option<&R
         methods::SESSION_RESUME => crate::stored::open(server, id, raw, false),
         methods::SESSION_LIST => crate::stored::list(server, id, raw),
         methods::SESSION_SET_MODE => crate::modes::set_mode(server, id, raw),
-        _ => crate::modes::set_config_option(server, id, raw),
+        _ => crate::options::set_config_option(server, id, raw),
     }
 }
 
@@ -57,7 +57,7 @@ pub(crate) async fn session_state(server: &Server, session: &AcpSession) -> Sess
                 &session.id,
                 crate::modes::plan_offered(server).await,
             )),
-            config_options: Some(crate::modes::config_options(server, &session.id)),
+            config_options: Some(crate::options::config_options(server, &session.id).await),
         },
     }
 }
@@ -116,7 +116,7 @@ pub(crate) async fn run_command(
             content: Content::text(text),
         },
     );
-    crate::modes::announce_options(server, &session.id, None);
+    crate::options::announce_options(server, &session.id, None);
     lock(&inflight.state).end = Some(TurnEndReason::Completed);
 }
 

@@ -64,7 +64,7 @@ pub(crate) fn listen(server: &Arc<Server>) -> Result<(), PluginError> {
             return;
         };
         if !session.editor.is_choosing_options() {
-            crate::modes::announce_options(&routes, &session.id, None);
+            crate::options::announce_options(&routes, &session.id, None);
         }
     })?;
     let errors = server.clone();

@@ -32,6 +32,7 @@ mod images;
 mod live;
 mod mcp;
 mod modes;
+mod options;
 mod permission;
 mod plan_review;
 mod prompt;
@@ -121,7 +122,6 @@ impl Plugin for AcpPlugin {
     const INJECT: &'static [&'static str] = &[CMDLINE_SERVICE, HOST_SERVICE];
     const OPTIONAL: &'static [&'static str] = &[
         AGENTS_SERVICE,
-        dsh_agents_seam::presets::AGENT_PRESETS_SERVICE,
         dsh_sessions_seam::SESSIONS_SERVICE,
         dsh_sessions_seam::SESSION_PERSISTENCE_SERVICE,
         dsh_subagents_seam::SUBAGENTS_SERVICE,

@@ -36,7 +36,7 @@ pub(crate) fn committed(server: &Arc<Server>, session: &Arc<AcpSession>, record:
     if !session.editor.is_choosing_options()
         && let Some(Ok(chosen)) = record.decode::<AgentPresetSelectedEvent>()
     {
-        crate::modes::announce_options(server, &session.id, Some(&chosen.agent_preset));
+        crate::options::announce_options(server, &session.id, Some(&chosen.agent_preset));
     }
     // The mode: plan mode while planning (a preset changed meanwhile does not show), else the
     // preset.

@@ -279,6 +279,58 @@ fn permission_answers_hold_once_or_for_the_session() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
+/// The option `id` of a `configOptions` list.
+fn config_option<'a>(options: &'a Value, id: &str) -> &'a Value {
+    options
+        .as_array()
+        .and_then(|options| options.iter().find(|option| option["id"] == id))
+        .unwrap_or(&Value::Null)
+}
+
+#[test]
+fn the_reasoning_effort_is_an_option_the_client_sets() {
+    let dir = TestDir::new("acp-editor-effort");
+    let server = FakeDeepSeek::start(vec![Reply::text("thought a little")]);
+    let mut agent = editor_agent(&server, &dir, "", &[]);
+    let (session, opened) = agent.open(&dir.join("work"));
+    let options = &opened["result"]["configOptions"];
+    let effort = config_option(options, "effort");
+    assert_eq!(effort["category"], "thought_level", "{opened}");
+    let offered: Vec<&str> = effort["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| option["value"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"low") && offered.contains(&"max"),
+        "{offered:?}"
+    );
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "effort", "value": "low"}),
+    );
+    let chosen = config_option(&set["result"]["configOptions"], "effort");
+    assert_eq!(chosen["currentValue"], "low", "{set}");
+    let refused = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "effort", "value": "extreme"}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("offers"),
+        "the refusal says what the model offers: {refused}"
+    );
+    agent.prompt(&session, "think a little");
+    let sent = server.requests();
+    assert_eq!(sent[0].body["reasoning_effort"], "low", "{}", sent[0].body);
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
+
 #[test]
 fn modes_and_the_model_are_set_by_the_client() {
     let dir = TestDir::new("acp-editor-modes");
