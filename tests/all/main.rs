@@ -61,6 +61,7 @@ mod sdk;
 mod sdk_clients;
 mod seam_compat;
 mod session;
+mod session_extras;
 mod session_store;
 mod session_titles;
 mod skills;

@@ -57,6 +57,7 @@ impl Args {
                 .clone()
                 .or_else(|| replaying.then(|| "replay/replay".to_owned())),
             agent_preset: self.preset.clone(),
+            ..CreateRequest::default()
         }
     }
 

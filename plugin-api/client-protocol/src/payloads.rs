@@ -109,13 +109,78 @@ pub struct CreateRequest {
     /// The agent preset it runs (default: the configured default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_preset: Option<String>,
+    /// Directories its calls may write besides its working directory (absolute paths; the
+    /// host's `sandbox` row must provide writable roots per session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
+    /// MCP servers of this session alone: their tools are offered to it and to no other
+    /// session, and they stop with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerSpec>,
 }
 
-/// `session.create`'s value.
+/// `session.open`'s payload: a stored session opened again as a live one, working in `cwd`
+/// (its recorded directory when absent), with what a new one may have besides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenRequest {
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// `PROVIDER/MODEL` of its next turns (its own when absent).
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerSpec>,
+}
+
+/// One MCP server a client asks a session to have: a process over stdio, a Streamable HTTP
+/// endpoint, or a legacy HTTP+SSE one (MCP 2024-11-05).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum McpServerSpec {
+    Stdio {
+        name: String,
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        /// Variables set for the process, in order.
+        #[serde(default)]
+        env: Vec<(String, String)>,
+    },
+    Http {
+        name: String,
+        url: String,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+    },
+    Sse {
+        name: String,
+        url: String,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl McpServerSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Stdio { name, .. } | Self::Http { name, .. } | Self::Sse { name, .. } => name,
+        }
+    }
+}
+
+/// `session.create`'s and `session.open`'s value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Created {
     pub session_id: String,
+    /// What the person should be told of it: the MCP servers it asked for that did not start,
+    /// and why (the session works without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// How a prompt joins a session: after the running turn (`queue`, a turn of its own) or into

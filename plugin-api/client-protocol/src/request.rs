@@ -84,6 +84,9 @@ methods! {
     "session.trajectory" => SessionTrajectory(SessionRef) -> Trajectory;
     /// A new session with its agent.
     "session.create" => SessionCreate(CreateRequest) -> Created;
+    /// A stored session opened again as a live one (its directory, roots and MCP servers as
+    /// asked); refused while it is live already.
+    "session.open" => SessionOpen(OpenRequest) -> Created;
     /// The offline demo: a recorded session replayed.
     "session.demo" => SessionDemo(NoParams) -> Created;
     /// A person's message, queued as a turn of its own or steered into the running one; a

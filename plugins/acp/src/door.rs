@@ -46,12 +46,14 @@ impl Refused {
         )
     }
 
-    /// The ACP error of `method`: `-32602` with `field` and the reason where the value was
-    /// refused, `-32603` naming the method otherwise.
+    /// The ACP error of `method`: `-32602` with `field` (none when empty: the service's
+    /// words name it) and the reason where the value was refused, `-32603` naming the method
+    /// otherwise.
     pub(crate) fn to_acp(&self, method: &str, field: &str) -> RpcError {
-        match self.callers() {
-            true => RpcError::invalid_params(format!("{field}: {}", self.message)),
-            false => RpcError::internal(format!("{method}: {}", self.message)),
+        match (self.callers(), field.is_empty()) {
+            (true, true) => RpcError::invalid_params(&self.message),
+            (true, false) => RpcError::invalid_params(format!("{field}: {}", self.message)),
+            (false, _) => RpcError::internal(format!("{method}: {}", self.message)),
         }
     }
 }

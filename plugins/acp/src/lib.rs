@@ -129,8 +129,6 @@ impl Plugin for AcpPlugin {
         dsh_compaction_seam::COMPACTION_SERVICE,
         dsh_llm_seam::LLM_SERVICE,
         dsh_attachments_seam::ATTACHMENTS_SERVICE,
-        dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
-        dsh_sandbox_seam::SANDBOX_ROOTS_SERVICE,
     ];
     const PROVIDES: &'static [&'static str] = &[
         dsh_plugin_api::io::client_files::CLIENT_FILES_SERVICE,

@@ -8,11 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsService};
+use dsh_client_protocol::{ClientRequest, CreateRequest, Created, McpServerSpec};
 use dsh_plugin_api::cancel::CancelFlag;
 use dsh_plugin_api::{Context, Json, Service, lock};
-use dsh_protocol::{AbortCause, AgentOptions, TurnEndReason};
-use dsh_sandbox_seam::{SANDBOX_ROOTS_SERVICE, SandboxRootsService};
-use dsh_tools_seam::mcp::ScopedServer;
+use dsh_protocol::{AbortCause, TurnEndReason};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -65,6 +64,16 @@ pub(crate) struct InflightState {
 pub(crate) struct Note {
     pub(crate) session: String,
     pub(crate) text: String,
+}
+
+impl Note {
+    /// The note of session `session` made of `notes`, if there are any.
+    pub(crate) fn of(session: &str, notes: &[String]) -> Option<Self> {
+        (!notes.is_empty()).then(|| Self {
+            session: session.to_owned(),
+            text: notes.join("\n"),
+        })
+    }
 }
 
 /// One session the client created, loaded or resumed.
@@ -272,37 +281,18 @@ impl Server {
         cwd: &str,
         additional: &[String],
         mcp_servers: &[crate::schema::McpServer],
-    ) -> Result<Vec<ScopedServer>, RpcError> {
+    ) -> Result<Vec<McpServerSpec>, RpcError> {
         if !std::path::Path::new(cwd).is_absolute() {
             return Err(RpcError::invalid_params(format!(
                 "cwd must be an absolute path: {cwd}"
             )));
         }
-        match (self.mode, additional.first()) {
-            (_, None) => {}
-            (Mode::Automation, Some(_)) => {
-                return Err(RpcError::invalid_params(
-                    "additionalDirectories is not supported",
-                ));
-            }
-            (Mode::Editor, Some(_)) => {
-                if let Some(dir) = additional
-                    .iter()
-                    .find(|dir| !std::path::Path::new(dir).is_absolute())
-                {
-                    return Err(RpcError::invalid_params(format!(
-                        "additionalDirectories: must be absolute paths: {dir}"
-                    )));
-                }
-                if !matches!(
-                    self.ctx.get::<SandboxRootsService>(SANDBOX_ROOTS_SERVICE),
-                    Ok(Some(_))
-                ) {
-                    return Err(RpcError::invalid_params(
-                        "additionalDirectories: no `sandbox` row provides writable roots per session here",
-                    ));
-                }
-            }
+        // Editor mode's are checked by the clients service (absolute, a sandbox that gives
+        // roots per session) when it makes the session.
+        if self.mode == Mode::Automation && !additional.is_empty() {
+            return Err(RpcError::invalid_params(
+                "additionalDirectories is not supported",
+            ));
         }
         match (self.mode, mcp_servers.first()) {
             (_, None) => Ok(Vec::new()),
@@ -315,24 +305,6 @@ impl Server {
         }
     }
 
-    /// Makes `additional` the extra writable roots of agent `agent` (none: clears them).
-    pub(crate) fn set_roots(&self, agent: &str, additional: &[String]) -> Result<(), RpcError> {
-        let Ok(Some(roots)) = self.ctx.get::<SandboxRootsService>(SANDBOX_ROOTS_SERVICE) else {
-            return Ok(());
-        };
-        let list = additional.iter().map(|dir| dir.as_str().into()).collect();
-        roots
-            .set_roots(agent.into(), list)
-            .into_result()
-            .map_err(|error| RpcError::invalid_params(format!("additionalDirectories: {error}")))
-    }
-
-    /// The scope chain of a session whose own servers are `servers` (none: the default), and
-    /// the scope they go in.
-    pub(crate) fn scope_for(servers: &[ScopedServer]) -> Option<String> {
-        (!servers.is_empty()).then(crate::mcp::new_scope)
-    }
-
     async fn new_session(
         self: Arc<Self>,
         request: NewSessionRequest,
@@ -343,38 +315,26 @@ impl Server {
             &request.additional_directories,
             &request.mcp_servers,
         )?;
-        let scope = Self::scope_for(&servers);
-        let (provider, model) = lock(&self.route).clone();
-        let options = AgentOptions {
-            cwd: request.cwd.clone(),
-            provider,
-            model,
-            scope: scope.iter().cloned().collect(),
-            ..AgentOptions::default()
+        let create = CreateRequest {
+            cwd: Some(request.cwd.clone()),
+            model: self.route_asked(),
+            additional_directories: request.additional_directories.clone(),
+            mcp_servers: servers,
+            ..CreateRequest::default()
         };
-        let agents = self.agents()?;
-        let created = agents.create(Json::encode(&options));
-        drop(agents);
-        let id = created
+        let created: Created = self
+            .door
+            .call(&self.ctx, ClientRequest::SessionCreate(create))
             .await
-            .into_result()
-            .map(abi_stable::std_types::RString::into_string)
-            .map_err(|error| RpcError::internal(format!("session/new: {error}")))?;
-        self.set_roots(&id, &request.additional_directories)?;
-        let note = match scope {
-            Some(scope) => crate::mcp::mount(&self, &scope, &id, &request.cwd, servers).await,
-            None => None,
-        };
+            .map_err(|refused| refused.to_acp("session/new", ""))?;
+        let id = created.session_id;
         let session = self.adopt(&id, &request.cwd);
         if self.is_closed() {
             return Err(RpcError::internal("connection closed during session/new"));
         }
         let state = crate::editor::session_state(&self, &session).await;
         crate::editor::announce(&self, &session);
-        let note = note.map(|text| Note {
-            session: id.clone(),
-            text,
-        });
+        let note = Note::of(&id, &created.notes);
         Ok((
             NewSessionResponse {
                 session_id: id,
@@ -382,6 +342,12 @@ impl Server {
             },
             note,
         ))
+    }
+
+    /// The route the agent was told to give its sessions (`--model`, the row's `model`), if any.
+    pub(crate) fn route_asked(&self) -> Option<String> {
+        let (provider, model) = lock(&self.route).clone();
+        (!provider.is_empty()).then(|| format!("{provider}/{model}"))
     }
 
     /// Makes agent `id` one of this connection's sessions.

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use dsh_agents_seam::AgentsErrorKind;
-use dsh_client_protocol::{ClientRequest, NoParams, SessionList};
-use dsh_plugin_api::Json;
-use dsh_protocol::{AgentOptions, check_session_id};
+use dsh_client_protocol::{
+    ClientRequest, Created, NoParams, OpenRequest, RpcErrorCode, SessionList,
+};
+use dsh_protocol::check_session_id;
 use dsh_sessions_seam::open_live;
 use serde_json::value::RawValue;
 
@@ -44,34 +44,24 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
                 request.session_id
             )));
         }
-        let scope = Server::scope_for(&servers);
-        let (provider, model) = dsh_plugin_api::lock(&server.route).clone();
-        let options = AgentOptions {
-            cwd: request.cwd.clone(),
-            resume: Some(request.session_id.clone()),
-            provider,
-            model,
-            scope: scope.iter().cloned().collect(),
-            ..AgentOptions::default()
+        let open = OpenRequest {
+            session_id: request.session_id.clone(),
+            cwd: Some(request.cwd.clone()),
+            model: server.route_asked(),
+            additional_directories: request.additional_directories.clone(),
+            mcp_servers: servers,
         };
-        let agents = server.agents()?;
-        let created = agents.create(Json::encode(&options));
-        drop(agents);
-        let agent = created
+        let created: Created = server
+            .door
+            .call(&server.ctx, ClientRequest::SessionOpen(open))
             .await
-            .into_result()
-            .map_err(|error| match error.kind {
-                AgentsErrorKind::NotFound | AgentsErrorKind::Invalid => {
-                    RpcError::invalid_params(format!("sessionId: {error}"))
+            .map_err(|refused| match refused.code {
+                RpcErrorCode::SessionNotFound => {
+                    RpcError::invalid_params(format!("sessionId: {}", refused.message))
                 }
-                _ => RpcError::internal(format!("cannot open the session: {error}")),
-            })?
-            .into_string();
-        server.set_roots(&agent, &request.additional_directories)?;
-        let note = match scope {
-            Some(scope) => crate::mcp::mount(&server, &scope, &agent, &request.cwd, servers).await,
-            None => None,
-        };
+                _ => refused.to_acp("cannot open the session", ""),
+            })?;
+        let agent = created.session_id;
         let session = server.adopt(&agent, &request.cwd);
         if replay {
             let live = open_live(&server.ctx, &agent)
@@ -84,11 +74,7 @@ pub(crate) fn open(server: &Arc<Server>, id: Id, raw: Option<&RawValue>, replay:
         }
         let state: SessionState = crate::editor::session_state(&server, &session).await;
         crate::editor::announce(&server, &session);
-        let note = note.map(|text| Note {
-            session: agent.clone(),
-            text,
-        });
-        Ok((state, note))
+        Ok((state, Note::of(&agent, &created.notes)))
     });
 }
 

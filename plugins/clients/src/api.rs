@@ -139,6 +139,7 @@ impl Api {
             ClientRequest::SessionItem(request) => to_value(self.item(request).await?),
             ClientRequest::SessionTrajectory(request) => to_value(self.trajectory(request).await?),
             ClientRequest::SessionCreate(request) => to_value(self.create(caller, request).await?),
+            ClientRequest::SessionOpen(request) => to_value(self.open_stored(request).await?),
             ClientRequest::SessionDemo(_) => to_value(self.demo().await?),
             ClientRequest::SessionPrompt(request) => to_value(self.prompt(request).await?),
             ClientRequest::SessionAttachment(request) => to_value(self.attachment(request).await?),

@@ -56,7 +56,10 @@ impl Api {
         self.agents()?
             .followup(&session_id, &task)
             .map_err(|error| Failure::internal(error.to_string()))?;
-        Ok(Created { session_id })
+        Ok(Created {
+            session_id,
+            notes: Vec::new(),
+        })
     }
 
     /// Mounts the replay once per life of this row.

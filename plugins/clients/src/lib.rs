@@ -24,6 +24,7 @@ mod jobs;
 mod live;
 mod manage;
 mod models;
+mod opened;
 mod presets;
 mod providers;
 mod questions;
@@ -98,6 +99,8 @@ impl Plugin for ClientsPlugin {
         dsh_jobs_seam::JOBS_SERVICE,
         dsh_goals_seam::GOALS_SERVICE,
         dsh_plugin_api::io::control::HOST_SERVICE,
+        dsh_sandbox_seam::SANDBOX_ROOTS_SERVICE,
+        dsh_tools_seam::mcp::MCP_SCOPES_SERVICE,
     ];
     type Config = ClientsConfig;
 

@@ -137,6 +137,7 @@ impl Api {
             .map_err(|error| Failure::internal(error.to_string()))?;
         Ok(Created {
             session_id: child.id().into_string(),
+            notes: Vec::new(),
         })
     }
 

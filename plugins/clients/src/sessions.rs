@@ -4,8 +4,8 @@
 use abi_stable::std_types::RString;
 use dsh_agents_seam::{AGENTS_SERVICE, AgentsErrorKind, AgentsExt, AgentsService};
 use dsh_client_protocol::{
-    ChatItem, CreateRequest, Created, HistoryRequest, ItemRequest, PromptAccepted, PromptMode,
-    RpcErrorCode, RunCommand, SendPrompt, SessionHistory, SessionList, SessionRef, UpdateQueue,
+    ChatItem, HistoryRequest, ItemRequest, PromptAccepted, PromptMode, RpcErrorCode, RunCommand,
+    SendPrompt, SessionHistory, SessionList, SessionRef, UpdateQueue,
 };
 use dsh_commands_seam::{COMMANDS_SERVICE, CommandsService};
 use dsh_plugin_api::{Json, Service, lock};
@@ -204,40 +204,6 @@ impl Api {
         })
     }
 
-    pub(crate) async fn create(
-        &self,
-        caller: &crate::connection::Caller,
-        request: CreateRequest,
-    ) -> Result<Created, Failure> {
-        let route = request.model.or_else(|| self.default_model());
-        let (provider, model) = match route.as_deref() {
-            Some(route) => match route.split_once('/') {
-                Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
-                    (provider.to_owned(), model.to_owned())
-                }
-                _ => {
-                    return Err(Failure(
-                        RpcErrorCode::BadRequest,
-                        format!("model `{route}` is not PROVIDER/MODEL"),
-                    ));
-                }
-            },
-            None => (String::new(), String::new()),
-        };
-        let options = AgentOptions {
-            cwd: request.cwd.unwrap_or_else(|| caller.cwd.clone()),
-            resume: None,
-            session_id: None,
-            provider,
-            model,
-            scope: Vec::new(),
-            agent_preset: request.agent_preset,
-            ..AgentOptions::default()
-        };
-        let id = self.start(options).await?;
-        Ok(Created { session_id: id })
-    }
-
     pub(crate) async fn start(&self, options: AgentOptions) -> Result<String, Failure> {
         self.agents()?
             .create(Json::encode(&options))
@@ -294,7 +260,7 @@ impl Api {
     }
 
     /// The route of a stored session's last model request.
-    async fn last_route(&self, session: &str) -> Option<String> {
+    pub(crate) async fn last_route(&self, session: &str) -> Option<String> {
         let sessions = self
             .ctx
             .get::<SessionsService>(SESSIONS_SERVICE)

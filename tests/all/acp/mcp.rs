@@ -19,21 +19,6 @@ fn python() -> Result<(), String> {
     }
 }
 
-/// The tool names of the first model request with a user message `text`.
-fn tools_of_request(server: &FakeDeepSeek, text: &str) -> Vec<String> {
-    let request = server
-        .requests()
-        .into_iter()
-        .find(|request| request.user_texts().iter().any(|said| said == text))
-        .unwrap_or_else(|| panic!("no request for `{text}`"));
-    request.body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// The stdio entry of ACP's `McpServer` for a revision-server named `name`.
 fn calc(name: &str) -> Value {
     let script = workspace_root().join("tests/fixtures/mcp/revision-server");
@@ -128,13 +113,13 @@ fn a_clients_mcp_server_serves_its_session_only() {
     let answer = agent.prompt(&without, "Add again");
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
-    let offered = tools_of_request(&server, "Add two and three");
+    let offered = server.tools_offered_with("Add two and three");
     assert!(
         offered.iter().any(|tool| tool == "mcp__calc__add"),
         "{offered:?}"
     );
     assert!(!offered.iter().any(|tool| tool.starts_with("mcp__broken__")));
-    let elsewhere = tools_of_request(&server, "Add again");
+    let elsewhere = server.tools_offered_with("Add again");
     assert!(
         !elsewhere.iter().any(|tool| tool.starts_with("mcp__")),
         "{elsewhere:?}"

@@ -52,9 +52,39 @@ impl RecordedRequest {
             .map(content_text)
             .collect()
     }
+
+    /// The names of the tools offered, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    }
 }
 
 impl FakeDeepSeek {
+    /// The tools offered in the first request with a user message `text`, waiting for it at
+    /// most [`crate::WAIT`].
+    pub fn tools_offered_with(&self, text: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + crate::WAIT;
+        loop {
+            if let Some(request) = self
+                .requests()
+                .into_iter()
+                .find(|request| request.user_texts().iter().any(|said| said == text))
+            {
+                return request.tool_names();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no request for `{text}`"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// The tool messages of the model's last request (none before the first), by call id.
     pub fn last_tool_messages(&self) -> Vec<(String, String)> {
         self.requests()
