@@ -207,6 +207,18 @@ impl ClientRequest {
         })
     }
 
+    /// The request's params as JSON text, as the clients seam's `ClientConnection::call`
+    /// takes them beside the method (`{}` for none).
+    pub fn params_text(&self) -> Result<String, serde_json::Error> {
+        #[derive(Deserialize)]
+        struct Envelope {
+            params: Box<serde_json::value::RawValue>,
+        }
+        let whole = serde_json::to_string(self)?;
+        let envelope: Envelope = serde_json::from_str(&whole)?;
+        Ok(envelope.params.get().to_owned())
+    }
+
     /// The session the request names, if it names one (checked before any service sees it).
     pub fn session_id(&self) -> Option<&str> {
         match self {
@@ -224,7 +236,9 @@ impl ClientRequest {
             | Self::SessionRewind(RewindRequest { session_id, .. })
             | Self::SessionSubscribe(SubscribeRequest { session_id, .. })
             | Self::FilesComplete(CompleteFiles { session_id, .. })
-            | Self::AgentPresetSelect(SelectPreset { session_id, .. }) => Some(session_id),
+            | Self::AgentPresetSelect(SelectPreset { session_id, .. })
+            | Self::SessionOpen(OpenRequest { session_id, .. })
+            | Self::CommandsRun(RunCommand { session_id, .. }) => Some(session_id),
             Self::SessionTrajectory(SessionRef { session_id })
             | Self::SessionCancel(SessionRef { session_id })
             | Self::SessionDelete(SessionRef { session_id })

@@ -59,3 +59,24 @@ fn every_method_is_listed_once() {
     names.dedup();
     assert_eq!(names.len(), METHODS.len());
 }
+
+#[test]
+fn params_text_is_what_parse_reads_back() {
+    let request = ClientRequest::CommandsRun(RunCommand {
+        session_id: "s".to_owned(),
+        line: "/help".to_owned(),
+    });
+    let text = request.params_text().unwrap();
+    let params: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(params, json!({"sessionId": "s", "line": "/help"}));
+    assert_eq!(
+        ClientRequest::parse(request.method(), params),
+        Ok(request.clone())
+    );
+    assert_eq!(
+        ClientRequest::CommandsList(NoParams {})
+            .params_text()
+            .unwrap(),
+        "{}"
+    );
+}

@@ -108,10 +108,9 @@ impl Door {
         request: ClientRequest,
     ) -> Result<R, Refused> {
         let connection = self.connection(ctx)?;
-        let params = match serde_json::to_value(&request) {
-            Ok(mut envelope) => envelope["params"].take().to_string(),
-            Err(error) => return Err(Refused::internal(error.to_string())),
-        };
+        let params = request
+            .params_text()
+            .map_err(|error| Refused::internal(error.to_string()))?;
         let answer = connection
             .call(RString::from(request.method()), RString::from(params))
             .await;
