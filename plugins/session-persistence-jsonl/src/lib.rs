@@ -102,7 +102,7 @@ impl Plugin for PersistencePlugin {
                     "writing queued session events at shutdown failed: {error}"
                 );
             }
-            on_dispose.release_all().await;
+            on_dispose.release_all();
         })?;
         let exporter = export::Exporter {
             ctx: ctx.clone(),

@@ -57,20 +57,9 @@ struct Stored {
     /// The session's first human message, once appended: a fallback title is made of its first
     /// words, and may land in a later batch than the message (see `listed_title`).
     first_message: Mutex<Option<RArc<EventRecord>>>,
-    /// A subagent child's listing, kept until its session closes instead of written after
-    /// each batch (`None` for every other session): see [`Listing`].
-    kept_listing: Option<Arc<Mutex<Listing>>>,
 }
 
 impl Stored {
-    /// Writes a child's kept listing beside its log (see [`Listing`]).
-    fn write_kept_listing(&self) {
-        if let Some(kept) = &self.kept_listing {
-            let listing = lock(kept).clone();
-            listing.write(&self.dir);
-        }
-    }
-
     /// Puts `batch`, which could not be written, back ahead of anything queued since.
     fn put_back(&self, batch: Vec<RArc<EventRecord>>) {
         let mut queue = lock(&self.queue);
@@ -194,49 +183,14 @@ fn append_batch(
         .map_err(|problem| storage(format!("session `{id}`: {problem}")))
 }
 
-/// The latest title and activity of a session, which the files beside its log hold so a
-/// listing need not read whole logs.
-///
-/// A subagent child's are kept in memory while it runs and written once when it closes: its
-/// session lives for one delegated task, a live one is listed from memory, and writing both
-/// files after its first batch made every delegation create two files (and rename two) on the
-/// path a waiting parent measures. A child whose host died before it closed is listed without
-/// a title, its activity read from its log.
-#[derive(Debug, Default, Clone, PartialEq)]
-struct Listing {
-    title: Option<String>,
-    active: Option<i64>,
-}
-
-impl Listing {
-    /// What a batch changes: its latest title (made with the first message, in `listed`) and
-    /// its last message's time (from `records`).
-    fn of(listed: &[RArc<EventRecord>], records: &[RArc<EventRecord>]) -> Self {
-        Self {
-            title: listed_title(listed),
-            active: last_activity(records),
-        }
+/// The latest title and activity beside the log, so a listing need not read whole logs. One
+/// that cannot be written costs only the listing's line.
+fn write_listing_files(dir: &Path, listed: &[RArc<EventRecord>], records: &[RArc<EventRecord>]) {
+    if let Some(title) = listed_title(listed) {
+        write_listing_file(dir, TITLE_FILE, &title);
     }
-
-    /// This listing after `later`'s changes.
-    fn update(&mut self, later: Self) {
-        if later.title.is_some() {
-            self.title = later.title;
-        }
-        if later.active.is_some() {
-            self.active = later.active;
-        }
-    }
-
-    /// Writes what is known into `dir`. One that cannot be written costs only the listing's
-    /// line.
-    fn write(&self, dir: &Path) {
-        if let Some(title) = &self.title {
-            write_listing_file(dir, TITLE_FILE, title);
-        }
-        if let Some(active) = self.active {
-            crate::listing::write_activity(dir, active);
-        }
+    if let Some(active) = last_activity(records) {
+        crate::listing::write_activity(dir, active);
     }
 }
 
@@ -379,16 +333,11 @@ impl Store {
         // while this session's next drain, its close and the shutdown wait for them.
         let (acknowledge, acknowledged) = tokio::sync::oneshot::channel();
         let session = stored.clone();
-        let kept_listing = stored.kept_listing.clone();
         self.inner.ctx.start_blocking(move || {
             match append_batch(&records, &held, &writer, &dir, &id) {
                 Ok(()) => {
                     let _ = acknowledge.send(Ok(()));
-                    let listing = Listing::of(&listed, &records);
-                    match kept_listing {
-                        Some(kept) => lock(&kept).update(listing),
-                        None => listing.write(&dir),
-                    }
+                    write_listing_files(&dir, &listed, &records);
                 }
                 Err(problem) => {
                     // A failed write keeps its events, ahead of anything queued since, before
@@ -416,26 +365,8 @@ impl Store {
     }
 
     /// Drops every lock (shutdown, after the last drain).
-    /// Writes the kept listings of the children still open and releases every session's lock:
-    /// the last thing the store does before it is unloaded.
-    pub(crate) async fn release_all(&self) {
-        let open: Vec<Arc<Stored>> = lock(&self.inner.sessions).values().cloned().collect();
-        let kept: Vec<Arc<Stored>> = open
-            .iter()
-            .filter(|stored| stored.kept_listing.is_some())
-            .cloned()
-            .collect();
-        let mut turns = Vec::with_capacity(kept.len());
-        for stored in &kept {
-            turns.push(stored.draining.clone().lock_owned().await);
-        }
-        let _ = self
-            .inner
-            .ctx
-            .blocking(move || kept.iter().for_each(|stored| stored.write_kept_listing()))
-            .await;
-        drop(turns);
-        for stored in open {
+    pub(crate) fn release_all(&self) {
+        for stored in lock(&self.inner.sessions).values() {
             lock(&stored.held).take();
         }
     }
@@ -454,8 +385,6 @@ impl Store {
             queue: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
             first_message: Mutex::new(None),
-            kept_listing: (header.origin.as_deref() == Some("subagent"))
-                .then(|| Arc::new(Mutex::new(Listing::default()))),
             draining: Arc::new(tokio::sync::Mutex::new(())),
             writer: Arc::new(Mutex::new(writer)),
             held: Arc::new(Mutex::new(held)),
@@ -698,23 +627,9 @@ impl SessionStore for Store {
             let drained = store.drain(Some(session.as_str())).await;
             // A session whose events could not be written stays open (and locked), so a later
             // flush can still write them; closing it would drop them.
-            let closed = match drained {
-                Ok(()) => lock(&store.inner.sessions).remove(session.as_str()),
-                Err(_) => None,
-            };
-            if let Some(stored) = closed {
-                if stored.kept_listing.is_some() {
-                    // The last batch's listing is kept after its acknowledgement, under the
-                    // drain's turn: taking the turn waits for it.
-                    let turn = stored.draining.clone().lock_owned().await;
-                    let writing = stored.clone();
-                    let _ = store
-                        .inner
-                        .ctx
-                        .blocking(move || writing.write_kept_listing())
-                        .await;
-                    drop(turn);
-                }
+            if drained.is_ok()
+                && let Some(stored) = lock(&store.inner.sessions).remove(session.as_str())
+            {
                 lock(&stored.held).take();
             }
             done(drained)
