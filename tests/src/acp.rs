@@ -422,3 +422,21 @@ impl AcpClient {
         self.response(id, Duration::from_secs(60))
     }
 }
+
+/// The option `id` of a `configOptions` list (`null` when it has none).
+pub fn config_option<'a>(options: &'a Value, id: &str) -> &'a Value {
+    options
+        .as_array()
+        .and_then(|options| options.iter().find(|option| option["id"] == id))
+        .unwrap_or(&Value::Null)
+}
+
+/// The values an option offers, in order.
+pub fn offered_values(option: &Value) -> Vec<&str> {
+    option["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|value| value["value"].as_str())
+        .collect()
+}

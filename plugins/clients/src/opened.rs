@@ -188,16 +188,37 @@ impl Api {
             directories: request.additional_directories,
             servers: request.mcp_servers,
         };
-        let scope = extras.check(self)?;
         let options = AgentOptions {
-            cwd: cwd.clone(),
+            cwd,
             provider,
             model,
-            scope: scope.iter().cloned().collect(),
             agent_preset: request.agent_preset,
             ..AgentOptions::default()
         };
-        let id = self.start(options).await?;
+        self.make_live(options, extras).await
+    }
+
+    /// Starts the agent `options` describe (a new session, or a stored one when it resumes
+    /// one) with `extras`, checked first.
+    async fn make_live(
+        &self,
+        mut options: AgentOptions,
+        extras: Extras,
+    ) -> Result<Created, Failure> {
+        let scope = extras.check(self)?;
+        options.scope = scope.iter().cloned().collect();
+        let cwd = options.cwd.clone();
+        let id = match options.resume.is_some() {
+            // Opening names a session: one not stored, or live already, is the caller's.
+            true => self
+                .agents()?
+                .create(Json::encode(&options))
+                .await
+                .into_result()
+                .map(RString::into_string)
+                .map_err(Failure::from)?,
+            false => self.start(options).await?,
+        };
         let notes = extras.apply(self, &id, &cwd, scope).await?;
         Ok(Created {
             session_id: id,
@@ -232,26 +253,13 @@ impl Api {
             directories: request.additional_directories,
             servers: request.mcp_servers,
         };
-        let scope = extras.check(self)?;
         let options = AgentOptions {
-            cwd: cwd.clone(),
-            resume: Some(request.session_id.clone()),
+            cwd,
+            resume: Some(request.session_id),
             provider,
             model,
-            scope: scope.iter().cloned().collect(),
             ..AgentOptions::default()
         };
-        let id = self
-            .agents()?
-            .create(Json::encode(&options))
-            .await
-            .into_result()
-            .map(RString::into_string)
-            .map_err(Failure::from)?;
-        let notes = extras.apply(self, &id, &cwd, scope).await?;
-        Ok(Created {
-            session_id: id,
-            notes,
-        })
+        self.make_live(options, extras).await
     }
 }

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use dsh_tests::acp::{asking_editor, editor_agent};
+use dsh_tests::acp::{asking_editor, config_option, editor_agent};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::line_client::{LineClient, client_socket};
 use dsh_tests::web::{turn_ended, undecided_card};
@@ -160,14 +160,6 @@ fn a_socket_client_follows_and_prompts_an_editors_live_session() {
     assert!(!path.exists(), "the socket goes with the host");
 }
 
-/// The option `id` among a `configOptions` list.
-fn option<'a>(options: &'a Value, id: &str) -> &'a Value {
-    options
-        .as_array()
-        .and_then(|options| options.iter().find(|option| option["id"] == id))
-        .unwrap_or(&Value::Null)
-}
-
 #[test]
 fn an_agent_preset_an_attached_client_chooses_shows_in_the_editor() {
     let dir = TestDir::new("acp-attached-preset");
@@ -188,7 +180,7 @@ fn an_agent_preset_an_attached_client_chooses_shows_in_the_editor() {
     });
     let options = &update["params"]["update"]["configOptions"];
     assert_eq!(
-        option(options, "agent_preset")["currentValue"],
+        config_option(options, "agent_preset")["currentValue"],
         "minimal",
         "{update}"
     );
@@ -198,7 +190,7 @@ fn an_agent_preset_an_attached_client_chooses_shows_in_the_editor() {
         json!({"sessionId": session, "configId": "agent_preset", "value": "code"}),
     );
     assert_eq!(
-        option(&set["result"]["configOptions"], "agent_preset")["currentValue"],
+        config_option(&set["result"]["configOptions"], "agent_preset")["currentValue"],
         "code",
         "{set}"
     );

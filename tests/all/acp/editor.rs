@@ -4,7 +4,7 @@
 //! the session's modes and model option, the four permission answers, and stored sessions
 //! listed, loaded (replayed as updates before the answer) and resumed.
 
-use dsh_tests::acp::editor_agent;
+use dsh_tests::acp::{config_option, editor_agent, offered_values};
 use dsh_tests::fake_deepseek::{FakeDeepSeek, Reply};
 use dsh_tests::{TestDir, WAIT};
 use serde_json::{Value, json};
@@ -279,14 +279,6 @@ fn permission_answers_hold_once_or_for_the_session() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
-/// The option `id` of a `configOptions` list.
-fn config_option<'a>(options: &'a Value, id: &str) -> &'a Value {
-    options
-        .as_array()
-        .and_then(|options| options.iter().find(|option| option["id"] == id))
-        .unwrap_or(&Value::Null)
-}
-
 #[test]
 fn the_reasoning_effort_is_an_option_the_client_sets() {
     let dir = TestDir::new("acp-editor-effort");
@@ -296,12 +288,7 @@ fn the_reasoning_effort_is_an_option_the_client_sets() {
     let options = &opened["result"]["configOptions"];
     let effort = config_option(options, "effort");
     assert_eq!(effort["category"], "thought_level", "{opened}");
-    let offered: Vec<&str> = effort["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|option| option["value"].as_str().unwrap())
-        .collect();
+    let offered = offered_values(effort);
     assert!(
         offered.contains(&"low") && offered.contains(&"max"),
         "{offered:?}"
@@ -575,21 +562,9 @@ fn the_agent_preset_is_a_config_option_chosen_before_the_first_turn() {
     let server = FakeDeepSeek::start(vec![Reply::text("reading")]);
     let mut agent = editor_agent(&server, &dir, "", &[]);
     let (session, opened) = agent.open(&dir.join("work"));
-    let options = opened["result"]["configOptions"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let preset = options
-        .iter()
-        .find(|option| option["id"] == "agent_preset")
-        .expect("the preset option");
+    let preset = config_option(&opened["result"]["configOptions"], "agent_preset");
     assert_eq!(preset["currentValue"], "standard", "{preset}");
-    let offered: Vec<&str> = preset["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|option| option["value"].as_str().unwrap())
-        .collect();
+    let offered = offered_values(preset);
     assert!(
         offered.contains(&"minimal") && offered.contains(&"reader"),
         "{offered:?}"
@@ -598,13 +573,7 @@ fn the_agent_preset_is_a_config_option_chosen_before_the_first_turn() {
         "session/set_config_option",
         json!({"sessionId": session, "configId": "agent_preset", "value": "reader"}),
     );
-    let chosen = set["result"]["configOptions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|option| option["id"] == "agent_preset")
-        .cloned()
-        .unwrap_or_default();
+    let chosen = config_option(&set["result"]["configOptions"], "agent_preset");
     assert_eq!(chosen["currentValue"], "reader", "{set}");
     let unknown = agent.call(
         "session/set_config_option",
