@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use dsh_protocol::McpServerSpec;
 use dsh_protocol::{PluginRow, SearchHit, SessionSummary};
 
 /// `host.describe`: what the page needs before anything else.
@@ -134,42 +135,6 @@ pub struct OpenRequest {
     pub additional_directories: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpServerSpec>,
-}
-
-/// One MCP server a client asks a session to have: a process over stdio, a Streamable HTTP
-/// endpoint, or a legacy HTTP+SSE one (MCP 2024-11-05).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum McpServerSpec {
-    Stdio {
-        name: String,
-        command: String,
-        #[serde(default)]
-        args: Vec<String>,
-        /// Variables set for the process, in order.
-        #[serde(default)]
-        env: Vec<(String, String)>,
-    },
-    Http {
-        name: String,
-        url: String,
-        #[serde(default)]
-        headers: Vec<(String, String)>,
-    },
-    Sse {
-        name: String,
-        url: String,
-        #[serde(default)]
-        headers: Vec<(String, String)>,
-    },
-}
-
-impl McpServerSpec {
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Stdio { name, .. } | Self::Http { name, .. } | Self::Sse { name, .. } => name,
-        }
-    }
 }
 
 /// `session.create`'s and `session.open`'s value.

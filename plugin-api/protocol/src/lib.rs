@@ -30,6 +30,7 @@ mod ids;
 mod jobs;
 pub mod kinds;
 mod listing;
+mod mcp_server;
 mod model;
 mod presets;
 mod prompt;
@@ -80,6 +81,7 @@ pub use hunks::{DiffHunk, DiffLine, DiffLineKind, DiffSpan, cut_hunks};
 pub use ids::{BadSessionId, MAX_SESSION_ID_LEN, check_session_id, fresh_uuid, uuid_v4_layout};
 pub use jobs::{JobEnd, JobOutputMode, JobStart, JobStatus, JobSummary, job_status_line};
 pub use listing::{PluginRow, ROW_DISABLED_STATE, ROW_ENABLED_KEY, SearchHit, SessionSummary};
+pub use mcp_server::McpServerSpec;
 pub use model::{
     CallConfigAdapterDefaults, CatalogModel, GenerateRequest, HistoryRef, LlmCallConfig, Modality,
     ModelContext, ModelInfo, ModelReasoning, Purpose, RawJson, ReasoningEffortInfo,

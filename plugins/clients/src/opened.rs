@@ -13,7 +13,7 @@ use dsh_client_protocol::{CreateRequest, Created, McpServerSpec, OpenRequest, Rp
 use dsh_plugin_api::Json;
 use dsh_protocol::{AgentOptions, check_session_id};
 use dsh_sandbox_seam::{SANDBOX_ROOTS_SERVICE, SandboxRootsService};
-use dsh_tools_seam::mcp::{MCP_SCOPES_SERVICE, McpScopesService, ScopedServer, ServerStatus};
+use dsh_tools_seam::mcp::{MCP_SCOPES_SERVICE, McpScopesService, ServerStatus};
 
 use crate::api::{Api, Failure};
 
@@ -109,24 +109,6 @@ impl Extras {
     }
 }
 
-fn scoped(server: McpServerSpec) -> ScopedServer {
-    match server {
-        McpServerSpec::Stdio {
-            name,
-            command,
-            args,
-            env,
-        } => ScopedServer::Stdio {
-            name,
-            command,
-            args,
-            env,
-        },
-        McpServerSpec::Http { name, url, headers } => ScopedServer::Http { name, url, headers },
-        McpServerSpec::Sse { name, url, headers } => ScopedServer::Sse { name, url, headers },
-    }
-}
-
 /// Mounts `servers` in `scope` for agent `agent` working in `cwd`; answers what the person is
 /// told about those that did not start (nothing when all did).
 async fn mount(
@@ -146,7 +128,6 @@ async fn mount(
             )];
         }
     };
-    let servers: Vec<ScopedServer> = servers.into_iter().map(scoped).collect();
     let mounting = scopes.mount(
         scope.into(),
         agent.into(),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use abi_stable::std_types::{RResult, RString};
 use async_ffi::FutureExt;
 use dsh_plugin_api::{Json, LogLevel, SeamError, SeamErrorKind, lock};
-use dsh_tools_seam::mcp::{McpScopes, Mounted, ScopedServer, ServerStatus};
+use dsh_tools_seam::mcp::{McpScopes, McpServerSpec, Mounted, ServerStatus};
 
 use crate::ServerEntry;
 use crate::config::Sources;
@@ -71,9 +71,9 @@ impl From<MountError> for SeamError {
 }
 
 /// An entry of the `mcpServers` shape for `server`.
-fn entry(server: ScopedServer) -> (String, ServerEntry) {
+fn entry(server: McpServerSpec) -> (String, ServerEntry) {
     match server {
-        ScopedServer::Stdio {
+        McpServerSpec::Stdio {
             name,
             command,
             args,
@@ -88,8 +88,8 @@ fn entry(server: ScopedServer) -> (String, ServerEntry) {
                 ..ServerEntry::default()
             },
         ),
-        ScopedServer::Http { name, url, headers } => (name, remote("http", url, headers)),
-        ScopedServer::Sse { name, url, headers } => (name, remote("sse", url, headers)),
+        McpServerSpec::Http { name, url, headers } => (name, remote("http", url, headers)),
+        McpServerSpec::Sse { name, url, headers } => (name, remote("sse", url, headers)),
     }
 }
 
@@ -118,7 +118,7 @@ impl Scoped {
         scope: &str,
         owner: &str,
         cwd: &str,
-        servers: Vec<ScopedServer>,
+        servers: Vec<McpServerSpec>,
     ) -> Result<Started, MountError> {
         if scope.is_empty() {
             return Err(MountError::NoScope);
@@ -182,7 +182,7 @@ impl Scoped {
         scope: String,
         owner: String,
         cwd: String,
-        servers: Vec<ScopedServer>,
+        servers: Vec<McpServerSpec>,
     ) -> Result<Vec<ServerStatus>, SeamError> {
         let Started {
             manager,
@@ -266,7 +266,7 @@ impl McpScopes for Handle {
         scope: RString,
         owner: RString,
         cwd: RString,
-        servers: Json<Vec<ScopedServer>>,
+        servers: Json<Vec<McpServerSpec>>,
     ) -> Mounted {
         let scoped = self.0.clone();
         let servers = servers.decode();

@@ -12,49 +12,8 @@ use dsh_plugin_api::{Json, SeamError};
 /// Service key of the per-session MCP servers (provided by the `mcp` row).
 pub const MCP_SCOPES_SERVICE: &str = "mcp_scopes";
 
-/// One server a client asks for: a process over stdio, a Streamable HTTP endpoint, or the
-/// event stream of a legacy HTTP+SSE one (MCP 2024-11-05).
-#[derive(Debug, Clone, PartialEq, Eq, dsh_plugin_api::Serialize, dsh_plugin_api::Deserialize)]
-#[serde(
-    crate = "dsh_plugin_api::serde",
-    rename_all = "camelCase",
-    tag = "type"
-)]
-pub enum ScopedServer {
-    #[serde(rename = "stdio")]
-    Stdio {
-        name: String,
-        command: String,
-        #[serde(default)]
-        args: Vec<String>,
-        /// Variables set for the process, in order (the sandbox still removes secret-looking
-        /// ones it inherits, not these).
-        #[serde(default)]
-        env: Vec<(String, String)>,
-    },
-    #[serde(rename = "http")]
-    Http {
-        name: String,
-        url: String,
-        #[serde(default)]
-        headers: Vec<(String, String)>,
-    },
-    #[serde(rename = "sse")]
-    Sse {
-        name: String,
-        url: String,
-        #[serde(default)]
-        headers: Vec<(String, String)>,
-    },
-}
-
-impl ScopedServer {
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Stdio { name, .. } | Self::Http { name, .. } | Self::Sse { name, .. } => name,
-        }
-    }
-}
+/// One server a client asks for (the vocabulary's shape, which the client protocol takes).
+pub use dsh_protocol::McpServerSpec;
 
 /// How one server of a mounted set came up on its first attempt.
 #[derive(Debug, Clone, PartialEq, Eq, dsh_plugin_api::Serialize, dsh_plugin_api::Deserialize)]
@@ -84,7 +43,7 @@ pub trait McpScopes: Send + Sync {
         scope: RString,
         owner: RString,
         cwd: RString,
-        servers: Json<Vec<ScopedServer>>,
+        servers: Json<Vec<McpServerSpec>>,
     ) -> Mounted;
     /// Stops the set of `scope` (its tools go at once). `NotFound` when it has none.
     fn unmount(&self, scope: RString) -> RResult<(), SeamError>;
