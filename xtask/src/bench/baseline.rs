@@ -170,7 +170,30 @@ pub(super) fn build(root: &Path, commit: &str) -> Result<PathBuf> {
         }
     }
     build_release(&dir)?;
+    put_std_beside(root, &dir)?;
     Ok(dir)
+}
+
+/// Copies our standard library (the same toolchain built both sides) beside the baseline's
+/// binaries. The baseline commit predates the copy our build scripts make (`dsh-std-beside`),
+/// so its binaries found the library only through the loader path `cargo` sets, which the
+/// sandbox takes out of a command's environment: its `dsh-sandbox-exec` then exited 127
+/// before it started bubblewrap, and its confined steps timed a refusal, not confinement.
+fn put_std_beside(root: &Path, base_root: &Path) -> Result<()> {
+    let ours = root.join("target/release");
+    let theirs = base_root.join("target/release");
+    for entry in std::fs::read_dir(&ours).with_context(|| format!("list {}", ours.display()))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let is_std = name
+            .to_str()
+            .is_some_and(|name| name.starts_with("libstd-") && name.ends_with(".so"));
+        if is_std && !theirs.join(&name).exists() {
+            std::fs::copy(entry.path(), theirs.join(&name))
+                .with_context(|| format!("copy {} beside the baseline", name.to_string_lossy()))?;
+        }
+    }
+    Ok(())
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<()> {
