@@ -1,6 +1,7 @@
-//! Which asks this client answers, as the host granted them in `initialize`: on a host whose
-//! asks another client answers (an editor's ACP host) an ask is shown as waiting in the status
-//! line, not put as a modal the host would refuse the answer of.
+//! Which asks this client answers, as the host granted them in `initialize`: on a host that
+//! does not grant `approvals` or `questions` (an ACP host before its socket's clients could
+//! answer, where the editor alone did) an ask is shown as waiting in the status line, not put
+//! as a modal the host would refuse the answer of. Current hosts grant both everywhere.
 
 use crate::status::Status;
 
