@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RString;
-use dsh_client_protocol::{ClientRequest, RpcErrorCode, RpcResult};
+use dsh_client_protocol::{ClientRequest, RpcErrorCode};
 use dsh_clients_seam::{
     CLIENTS_SERVICE, ClientsService, ConnectOptions, ConnectionBox, FrameSink, FrameSink_TO,
 };
@@ -24,6 +24,15 @@ use crate::wire::RpcError;
 pub(crate) struct Refused {
     pub(crate) code: RpcErrorCode,
     pub(crate) message: String,
+}
+
+impl From<dsh_client_protocol::RpcError> for Refused {
+    fn from(error: dsh_client_protocol::RpcError) -> Self {
+        Self {
+            code: error.code,
+            message: error.message,
+        }
+    }
 }
 
 impl Refused {
@@ -111,21 +120,9 @@ impl Door {
         let params = request
             .params_text()
             .map_err(|error| Refused::internal(error.to_string()))?;
-        let answer = connection
-            .call(RString::from(request.method()), RString::from(params))
-            .await;
-        let result: RpcResult = serde_json::from_str(&answer).map_err(|error| {
-            Refused::internal(format!("the service's answer does not read: {error}"))
-        })?;
-        match (result.value, result.error) {
-            (_, Some(error)) => Err(Refused {
-                code: error.code,
-                message: error.message,
-            }),
-            (value, None) => serde_json::from_value(value.unwrap_or(serde_json::Value::Null))
-                .map_err(|error| {
-                    Refused::internal(format!("the service's result does not read: {error}"))
-                }),
-        }
+        let value = dsh_json_rpc::call_coded(&connection, request.method(), params).await?;
+        serde_json::from_value(value).map_err(|error| {
+            Refused::internal(format!("the service's result does not read: {error}"))
+        })
     }
 }

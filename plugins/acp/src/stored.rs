@@ -1,7 +1,7 @@
 //! Stored sessions for an editor: `session/list` (the clients service's listing, the live
-//! sessions' titles as they stand included, conversations only, newest first, in pages), `session/load` (the session opened as an agent again and its
-//! conversation replayed as updates before the answer) and `session/resume` (opened, nothing
-//! replayed).
+//! sessions' titles as they stand included, conversations only, newest first, in pages),
+//! `session/load` (the session opened as an agent again and its conversation replayed as
+//! updates before the answer) and `session/resume` (opened, nothing replayed).
 
 use std::sync::Arc;
 
@@ -100,7 +100,7 @@ pub(crate) fn list(server: &Arc<Server>, id: Id, raw: Option<&RawValue>) {
             .door
             .call(&server.ctx, ClientRequest::SessionList(NoParams {}))
             .await
-            .map_err(|refused| refused.to_acp("session/list", "cwd"))?;
+            .map_err(|refused| refused.to_acp("session/list", ""))?;
         let listed: Vec<SessionInfo> = summaries
             .sessions
             .into_iter()

@@ -208,18 +208,14 @@ impl Api {
     }
 
     /// `session.open`: the stored session resumed by its agent, with the route asked for, else
-    /// the one it last asked, else the default.
+    /// the one it resumes with as any client's first request would resume it.
     pub(crate) async fn open_stored(&self, request: OpenRequest) -> Result<Created, Failure> {
         check_session_id(&request.session_id)
             .map_err(|error| bad(format!("sessionId: {error}")))?;
-        let route = match request.model {
-            Some(route) => Some(route),
-            None => self
-                .last_route(&request.session_id)
-                .await
-                .or_else(|| self.default_model()),
+        let (provider, model) = match request.model {
+            Some(route) => route_parts(Some(&route))?,
+            None => self.resume_route(&request.session_id).await,
         };
-        let (provider, model) = route_parts(route.as_deref())?;
         let cwd = match request.cwd {
             Some(cwd) => cwd,
             None => self

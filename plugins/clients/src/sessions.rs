@@ -238,19 +238,13 @@ impl Api {
             .into_iter()
             .find(|summary| summary.id == session)
             .ok_or_else(|| not_found(session))?;
-        // The route it last asked (its last request/context), else the default one.
-        let route = self
-            .last_route(session)
-            .await
-            .or_else(|| self.default_model())
-            .unwrap_or_default();
-        let (provider, model) = crate::models::split_route(&route).unwrap_or(("", ""));
+        let (provider, model) = self.resume_route(session).await;
         let options = AgentOptions {
             cwd: summary.cwd.unwrap_or_else(|| self.host_cwd.clone()),
             resume: Some(session.to_owned()),
             session_id: None,
-            provider: provider.to_owned(),
-            model: model.to_owned(),
+            provider,
+            model,
             scope: Vec::new(),
             ..AgentOptions::default()
         };
@@ -259,8 +253,20 @@ impl Api {
             .ok_or_else(|| Failure::internal(format!("session `{session}` did not resume")))
     }
 
+    /// The route stored session `session` resumes with: the one it last asked (its last
+    /// request/context), else the default one; empty parts for none.
+    pub(crate) async fn resume_route(&self, session: &str) -> (String, String) {
+        let route = self
+            .last_route(session)
+            .await
+            .or_else(|| self.default_model())
+            .unwrap_or_default();
+        let (provider, model) = crate::models::split_route(&route).unwrap_or(("", ""));
+        (provider.to_owned(), model.to_owned())
+    }
+
     /// The route of a stored session's last model request.
-    pub(crate) async fn last_route(&self, session: &str) -> Option<String> {
+    async fn last_route(&self, session: &str) -> Option<String> {
         let sessions = self
             .ctx
             .get::<SessionsService>(SESSIONS_SERVICE)
@@ -300,14 +306,7 @@ impl Api {
             && dsh_protocol::command_line(&request.text).is_some()
             && let Ok(Some(commands)) = self.ctx.get::<CommandsService>(COMMANDS_SERVICE)
         {
-            let outcome = commands
-                .run(
-                    RString::from(agent.id.as_str()),
-                    RString::from(request.text.as_str()),
-                )
-                .await
-                .decode()
-                .map_err(|error| Failure::internal(format!("the command's outcome: {error}")))?;
+            let outcome = run_line(commands, &agent.id, &request.text).await?;
             return Ok(PromptAccepted {
                 message_id: String::new(),
                 command: Some(outcome),
@@ -379,15 +378,7 @@ impl Api {
                 "no `{COMMANDS_SERVICE}` row is running on this host, so commands cannot run"
             )));
         };
-        let running = commands.run(
-            RString::from(agent.id.as_str()),
-            RString::from(request.line.as_str()),
-        );
-        drop(commands);
-        running
-            .await
-            .decode()
-            .map_err(|error| Failure::internal(format!("the command's outcome: {error}")))
+        run_line(commands, &agent.id, &request.line).await
     }
 
     pub(crate) fn cancel(&self, request: SessionRef) -> Result<serde_json::Value, Failure> {
@@ -475,4 +466,19 @@ impl Api {
         }
         Ok(serde_json::json!({ "tokens": tokens, "window": window }))
     }
+}
+
+/// Runs command line `line` in agent `agent` with the `commands` row (let go before the run is
+/// awaited, so a reload of the row does not wait for it).
+async fn run_line(
+    commands: Service<CommandsService>,
+    agent: &str,
+    line: &str,
+) -> Result<dsh_protocol::CommandOutcome, Failure> {
+    let running = commands.run(RString::from(agent), RString::from(line));
+    drop(commands);
+    running
+        .await
+        .decode()
+        .map_err(|error| Failure::internal(format!("the command's outcome: {error}")))
 }

@@ -4,7 +4,7 @@
 //! connection sends go out as `frame` notifications whose params are the frame itself.
 
 use abi_stable::std_types::RString;
-use dsh_client_protocol::{RpcErrorCode, RpcResult};
+use dsh_client_protocol::{RpcError as Coded, RpcErrorCode, RpcResult};
 use dsh_clients_seam::ConnectionBox;
 use serde_json::{Value, json};
 
@@ -13,7 +13,7 @@ use crate::wire::RpcError;
 /// The method of the notification that carries a client-protocol frame.
 pub const FRAME_METHOD: &str = "frame";
 
-/// Runs `method` with `params` on `connection`.
+/// Runs `method` with `params` on `connection`, answered as JSON-RPC.
 pub async fn call(
     connection: &ConnectionBox,
     method: &str,
@@ -23,17 +23,36 @@ pub async fn call(
         Value::Null => String::new(),
         other => other.to_string(),
     };
+    call_coded(connection, method, params)
+        .await
+        .map_err(|error| {
+            RpcError::new(error.code.json_rpc_code(), error.message)
+                .with_data(json!({"code": error.code.name()}))
+        })
+}
+
+/// Runs `method` with `params` (JSON text, empty for none) on `connection`: its value, or the
+/// service's coded failure as it gave it (an in-process caller that answers in a protocol of
+/// its own, as the ACP agent does). An answer that does not read is an `internal` failure.
+pub async fn call_coded(
+    connection: &ConnectionBox,
+    method: &str,
+    params: String,
+) -> Result<Value, Coded> {
+    let internal = |message: String| Coded {
+        code: RpcErrorCode::Internal,
+        message,
+        details: None,
+    };
     let answer = connection
         .call(RString::from(method), RString::from(params))
         .await;
-    let result: RpcResult = serde_json::from_str(&answer).map_err(|error| {
-        RpcError::internal(format!("the service's answer does not read: {error}"))
-    })?;
+    let result: RpcResult = serde_json::from_str(&answer)
+        .map_err(|error| internal(format!("the service's answer does not read: {error}")))?;
     match (result.ok, result.value, result.error) {
         (true, value, _) => Ok(value.unwrap_or(Value::Null)),
-        (false, _, Some(error)) => Err(RpcError::new(error.code.json_rpc_code(), error.message)
-            .with_data(json!({"code": error.code.name()}))),
-        (false, _, None) => Err(RpcError::internal("the service failed without a reason")),
+        (false, _, Some(error)) => Err(error),
+        (false, _, None) => Err(internal("the service failed without a reason".to_owned())),
     }
 }
 

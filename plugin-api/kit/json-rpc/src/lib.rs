@@ -8,4 +8,4 @@
 pub mod clients;
 pub mod wire;
 
-pub use clients::{call, frame_notification};
+pub use clients::{call, call_coded, frame_notification};
