@@ -94,18 +94,14 @@ fn ten_children_run_at_once_and_each_answers_its_own_call() {
                 ["user/message", "assistant/message"].contains(&event["type"].as_str().unwrap())
             })
             .and_then(|event| event["time"].as_i64());
-        let activity = std::fs::read_to_string(folder.join("activity")).ok();
+        let listing = dsh_session_jsonl::ListingFile::read(folder).unwrap_or_default();
         assert_eq!(
-            activity
-                .as_deref()
-                .and_then(|text| text.parse::<i64>().ok()),
-            last_message,
+            listing.active_at, last_message,
             "the activity of {} ({:?})",
-            header["id"],
-            header["origin"]
+            header["id"], header["origin"]
         );
         let titled = of_type(&events, "session/title");
-        let title = std::fs::read_to_string(folder.join("title")).ok();
+        let title = listing.title;
         match titled.last() {
             Some(event) => assert!(
                 title.as_deref().is_some_and(|title| title
@@ -113,7 +109,7 @@ fn ten_children_run_at_once_and_each_answers_its_own_call() {
                     .starts_with(event["data"]["title"].as_str().unwrap().trim_end())),
                 "{title:?} against {event}"
             ),
-            None => assert_eq!(title, None, "an untitled session's title file"),
+            None => assert_eq!(title, None, "an untitled session's listing"),
         }
     }
     server.assert_no_violations();

@@ -306,20 +306,20 @@ fn sessions_recorded_headless_are_listed_newest_first() {
         );
         assert_eq!(out.code, Some(0), "{out:?}");
     }
-    // Logs written before the store kept activity files: read once, then kept.
+    // Logs written before the store kept listing files: read once, then kept.
     let mut removed = 0;
     let mut folders = vec![dir.home()];
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             if entry.path().is_dir() {
                 folders.push(entry.path());
-            } else if entry.file_name() == "activity" {
+            } else if entry.file_name() == dsh_session_jsonl::LISTING_FILE {
                 std::fs::remove_file(entry.path()).unwrap();
                 removed += 1;
             }
         }
     }
-    assert_eq!(removed, 2, "the store keeps one activity file per session");
+    assert_eq!(removed, 2, "the store keeps one listing file per session");
     let mut web = start_web(&dir, &[]);
     let bearer = format!("Bearer {}", web.token);
     let listed = web.call(

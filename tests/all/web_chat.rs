@@ -713,14 +713,30 @@ fn the_list_orders_by_activity_not_by_opening_and_marks_a_title_cut_short() {
     assert_eq!(ids(&reopened), ids(&listed));
     // The store keeps both beside each log, for a listing that reads no log.
     let deadline = std::time::Instant::now() + WAIT;
-    while files_named(&dir.home(), "activity").len() < 2 && std::time::Instant::now() < deadline {
+    let listings = || {
+        files_named(&dir.home(), dsh_session_jsonl::LISTING_FILE)
+            .iter()
+            .filter_map(|path| dsh_session_jsonl::ListingFile::read(path.parent()?))
+            .collect::<Vec<_>>()
+    };
+    while listings()
+        .iter()
+        .filter(|listing| listing.active_at.is_some())
+        .count()
+        < 2
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let activity = files_named(&dir.home(), "activity");
-    assert!(activity.len() >= 2, "{activity:?}");
-    let titles: Vec<String> = files_named(&dir.home(), "title")
+    let listed = listings();
+    let active = listed
         .iter()
-        .map(|path| std::fs::read_to_string(path).unwrap())
+        .filter(|listing| listing.active_at.is_some())
+        .count();
+    assert!(active >= 2, "{listed:?}");
+    let titles: Vec<String> = listed
+        .iter()
+        .filter_map(|listing| listing.title.clone())
         .collect();
     assert!(
         titles.iter().any(|title| title.ends_with('…')),

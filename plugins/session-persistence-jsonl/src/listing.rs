@@ -3,20 +3,22 @@
 
 use std::path::Path;
 
-use dsh_protocol::SessionSummary;
-use dsh_session_jsonl::{Encoding, list_sessions};
-use dsh_sessions_seam::{SessionError, SessionErrorKind};
+use dsh_protocol::{SessionSummary, SessionTitleEvent, UserMessageEvent, text_of};
+use dsh_session_jsonl::{ARCHIVED_FILE, Encoding, ListingFile, list_sessions};
+use dsh_sessions_seam::{SessionError, SessionErrorKind, shown_title};
 
-use crate::store::{ACTIVITY_FILE, TITLE_FILE};
-
-/// When the conversation of the log at `path` last had a message, from the activity file
-/// beside it; a log written before those files existed is read once and its file written.
-fn activity(path: &Path) -> Option<i64> {
-    let dir = path.parent()?;
-    if let Ok(text) = std::fs::read_to_string(dir.join(ACTIVITY_FILE)) {
-        return text.trim().parse().ok();
+/// The listing beside the log at `path`; a log written before the listing files existed is
+/// read once and its listing written.
+fn listing_beside(path: &Path) -> ListingFile {
+    let Some(dir) = path.parent() else {
+        return ListingFile::default();
+    };
+    if let Some(listing) = ListingFile::read(dir) {
+        return listing;
     }
-    let log = dsh_session_jsonl::read_session(path).ok()?;
+    let Ok(log) = dsh_session_jsonl::read_session(path) else {
+        return ListingFile::default();
+    };
     let found = log
         .events
         .iter()
@@ -26,31 +28,26 @@ fn activity(path: &Path) -> Option<i64> {
                 || event.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE
         })
         .map(|event| event.time);
-    let written = found.map(|time| time.to_string()).unwrap_or_default();
-    crate::store::write_listing_file(dir, ACTIVITY_FILE, &written);
-    found
-}
-
-/// Records in `dir` that the conversation last had a message at `ms`. The first time the file
-/// is written aside and renamed in (a listing never sees it empty); after that it is rewritten
-/// in place when the value keeps its width (13 digits until the year 2286): a new file per
-/// message, and the inode each rename frees, cost every session's turn a file creation that
-/// the file system's allocator makes slower the more of them it has just freed. A listing
-/// reading during the one write reads the old or the new value (both a moment apart).
-pub(crate) fn write_activity(dir: &Path, ms: i64) {
-    use std::os::unix::fs::FileExt;
-    let text = ms.to_string();
-    let path = dir.join(ACTIVITY_FILE);
-    let rewritten = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .and_then(|file| match file.metadata()?.len() == text.len() as u64 {
-            true => file.write_all_at(text.as_bytes(), 0),
-            false => Err(std::io::ErrorKind::InvalidData.into()),
+    let title = log
+        .events
+        .iter()
+        .rev()
+        .find_map(|event| event.read::<SessionTitleEvent>())
+        .map(|title| {
+            let said = log
+                .events
+                .iter()
+                .filter(|event| title.message_seqs.contains(&event.seq))
+                .find_map(|event| event.read::<UserMessageEvent>())
+                .map(|UserMessageEvent(message)| text_of(&message.content));
+            shown_title(title, said.as_deref())
         });
-    if rewritten.is_err() {
-        crate::store::write_listing_file(dir, ACTIVITY_FILE, &text);
-    }
+    let listing = ListingFile {
+        active_at: found,
+        title,
+    };
+    let _ = listing.write(dir);
+    listing
 }
 
 /// When `path` last changed, in milliseconds since the epoch.
@@ -93,11 +90,7 @@ pub(crate) fn summaries(
         .into_iter()
         .map(|listed| {
             let updated_at = modified_ms(&listed.path).unwrap_or(listed.header.created_at);
-            let title = listed
-                .path
-                .parent()
-                .and_then(|dir| std::fs::read_to_string(dir.join(TITLE_FILE)).ok())
-                .filter(|title| !title.is_empty());
+            let ListingFile { active_at, title } = listing_beside(&listed.path);
             // A child's parent is a subagent's; anyone else's is the session it was forked from.
             let (subagent_of, fork_of) = match listed.header.origin.as_deref() {
                 Some("subagent") => (listed.header.parent_session, None),
@@ -108,14 +101,14 @@ pub(crate) fn summaries(
                 cwd: listed.header.cwd,
                 created_at: listed.header.created_at,
                 updated_at,
-                active_at: activity(&listed.path),
+                active_at,
                 title,
                 live: false,
                 waiting: false,
                 archived: listed
                     .path
                     .parent()
-                    .is_some_and(|dir| dir.join(crate::trash::ARCHIVED_FILE).exists()),
+                    .is_some_and(|dir| dir.join(ARCHIVED_FILE).exists()),
                 subagent_of,
                 fork_of,
                 broken: None,
@@ -127,29 +120,4 @@ pub(crate) fn summaries(
     summaries
         .sort_by_key(|summary| std::cmp::Reverse(summary.active_at.unwrap_or(summary.updated_at)));
     Ok(summaries)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::MetadataExt;
-
-    use super::*;
-
-    #[test]
-    fn activity_is_rewritten_in_place_while_its_width_holds() {
-        let dir = std::env::temp_dir().join(format!("dsh-activity-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join(ACTIVITY_FILE);
-        write_activity(&dir, 1_796_571_831_423);
-        let first = std::fs::metadata(&file).unwrap().ino();
-        write_activity(&dir, 1_796_571_839_999);
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "1796571839999");
-        assert_eq!(std::fs::metadata(&file).unwrap().ino(), first);
-        // Another width: written aside and renamed in, whole.
-        write_activity(&dir, 42);
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "42");
-        assert_eq!(activity(&dir.join("session.jsonl")), Some(42));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }

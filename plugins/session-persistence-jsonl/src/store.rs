@@ -12,7 +12,7 @@ use async_ffi::{FfiFuture, FutureExt};
 use dsh_plugin_api::{Context, Json, PluginError};
 use dsh_protocol::{MessageSource, SearchHit, SessionSummary, UserMessageEvent};
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, RootError, SessionHeader, SessionWriter, WriterOptions,
+    CommittedLine, Encoding, ListingFile, RootError, SessionHeader, SessionWriter, WriterOptions,
     read_session_lines, session_dir,
 };
 use dsh_session_log::SessionEvent;
@@ -127,28 +127,6 @@ pub(crate) struct Store {
     inner: Arc<Inner>,
 }
 
-/// The file beside a session's log holding its latest title, as a list shows it.
-pub(crate) const TITLE_FILE: &str = "title";
-
-/// The file beside a session's log holding when its conversation last had a message
-/// (milliseconds since the epoch; empty for none yet).
-pub(crate) const ACTIVITY_FILE: &str = "activity";
-
-/// Writes `text` to the listing file `name` in `dir` whole or not at all: written aside, then
-/// renamed over the old one, so a listing in another process (or thread) never reads it half
-/// written. A file that cannot be written costs only the listing's line.
-pub(crate) fn write_listing_file(dir: &Path, name: &str, text: &str) {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let aside = dir.join(format!(
-        ".{name}.{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    if std::fs::write(&aside, text).is_err() || std::fs::rename(&aside, dir.join(name)).is_err() {
-        let _ = std::fs::remove_file(&aside);
-    }
-}
-
 /// Appends `records` to the session's log and syncs it, taking the session's lock file first
 /// if this store does not hold it yet. Runs on the blocking pool.
 fn append_batch(
@@ -186,12 +164,12 @@ fn append_batch(
 /// The latest title and activity beside the log, so a listing need not read whole logs. One
 /// that cannot be written costs only the listing's line.
 fn write_listing_files(dir: &Path, listed: &[RArc<EventRecord>], records: &[RArc<EventRecord>]) {
-    if let Some(title) = listed_title(listed) {
-        write_listing_file(dir, TITLE_FILE, &title);
-    }
-    if let Some(active) = last_activity(records) {
-        crate::listing::write_activity(dir, active);
-    }
+    let active = last_activity(records);
+    let _ = match (listed_title(listed), active) {
+        (Some(title), active) => ListingFile::record_title(dir, &title, active),
+        (None, Some(ms)) => ListingFile::record_activity(dir, ms),
+        (None, None) => Ok(()),
+    };
 }
 
 /// `<root>.trash` beside the root: inside it, the trash would be listed as a project.

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use dsh_session_jsonl::{
-    Encoding, check_session_id, find_session, parse_trash_entry, read_header, session_dir,
-    trash_entry_name,
+    ARCHIVED_FILE, Encoding, check_session_id, find_session, parse_trash_entry, read_header,
+    session_dir, trash_entry_name,
 };
 use dsh_sessions_seam::{SessionError, SessionErrorKind};
 
@@ -38,9 +38,6 @@ pub(crate) fn stored_dir(
     let path = stored_log(root, encoding, id)?;
     Ok(path.parent().map_or_else(|| root.to_owned(), PathBuf::from))
 }
-
-/// The file beside a log that says a person archived the session.
-pub(crate) const ARCHIVED_FILE: &str = "archived";
 
 /// Marks session `id` under `root` archived, or not.
 pub(crate) fn set_archived(

@@ -21,11 +21,6 @@ mod to_jsonl;
 mod to_postgres;
 mod trash;
 
-/// The listing files the JSONL store keeps beside a log (see its listing).
-const TITLE_FILE: &str = "title";
-const ACTIVITY_FILE: &str = "activity";
-const ARCHIVED_FILE: &str = "archived";
-
 /// Why a migration, or one session of it, failed.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum MigrateError {

@@ -1,21 +1,18 @@
 //! `--to jsonl`: every session row written as a log under the sessions root (a trashed one then
 //! moved into the trash as `<id>-<trashed_at>`)
 //! with the JSONL store's writer (its lines as stored, in one append), read back and verified;
-//! the listing's files (title, activity, archived) beside it as the store keeps them.
+//! the listing's files (the listing, the archived marker) beside it as the store keeps them.
 
 use std::path::{Path, PathBuf};
 
 use dsh_session_jsonl::{
-    CommittedLine, Encoding, SessionHeader, SessionWriter, WriterOptions, find_session,
-    read_session,
+    ARCHIVED_FILE, CommittedLine, Encoding, ListingFile, SessionHeader, SessionWriter,
+    WriterOptions, find_session, read_session,
 };
 use dsh_session_log::SessionEvent;
 use tokio_postgres::Client;
 
-use super::{
-    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, Migrated, TITLE_FILE, db, report, stored_events,
-    unreadable, verify, write_failed,
-};
+use super::{MigrateError, Migrated, db, report, stored_events, unreadable, verify, write_failed};
 use crate::cli::session::SessionCliError;
 
 /// A stored session's row, as the JSONL side needs it.
@@ -162,18 +159,21 @@ async fn session_to_jsonl(
     }
     if let Some(dir) = path.parent() {
         // The listing's files, as the store keeps them.
-        let files = [
-            (TITLE_FILE, row.title.clone()),
-            (ACTIVITY_FILE, row.active_at.map(|at| at.to_string())),
-            (ARCHIVED_FILE, row.archived.then(String::new)),
-        ];
-        for (name, text) in files {
-            if let Some(text) = text {
-                let file = dir.join(name);
-                std::fs::write(&file, text)
-                    .map_err(|error| write_failed(id, format!("{}: {error}", file.display())))?;
-            }
-        }
+        let listing = ListingFile {
+            active_at: row.active_at,
+            title: row.title.clone(),
+        };
+        let written = match listing.active_at.is_some() || listing.title.is_some() {
+            true => listing.write(dir),
+            false => Ok(()),
+        };
+        let archived = dir.join(ARCHIVED_FILE);
+        written
+            .and_then(|()| match row.archived {
+                true => std::fs::write(&archived, ""),
+                false => Ok(()),
+            })
+            .map_err(|error| write_failed(id, format!("{}: {error}", dir.display())))?;
     }
     if let (Some(target), Some(dir)) = (trash_entry, path.parent()) {
         super::trash::move_in(dir, &target, id)?;

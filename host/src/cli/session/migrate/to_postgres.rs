@@ -5,13 +5,14 @@
 
 use std::path::Path;
 
-use dsh_session_jsonl::{ListedSession, list_sessions_any, read_session};
+use dsh_session_jsonl::{
+    ARCHIVED_FILE, ListedSession, ListingFile, list_sessions_any, read_session,
+};
 use dsh_session_log::SessionEvent;
 use tokio_postgres::Client;
 
 use super::{
-    ACTIVITY_FILE, ARCHIVED_FILE, MigrateError, Migrated, TITLE_FILE, db, driver_message, report,
-    stored_events, unreadable, verify,
+    MigrateError, Migrated, db, driver_message, report, stored_events, unreadable, verify,
 };
 use crate::cli::session::{SessionCliError, title_of};
 
@@ -39,13 +40,14 @@ fn listed_of(listed: &ListedSession, events: &[SessionEvent]) -> Listed {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let title = std::fs::read_to_string(dir.join(TITLE_FILE))
-        .ok()
-        .filter(|title| !title.is_empty())
+    let listing = ListingFile::read(&dir);
+    let title = listing
+        .as_ref()
+        .and_then(|listing| listing.title.clone())
         .or_else(|| title_of(events));
-    let active_at = match std::fs::read_to_string(dir.join(ACTIVITY_FILE)) {
-        Ok(text) => text.trim().parse().ok(),
-        Err(_) => events
+    let active_at = match listing {
+        Some(listing) => listing.active_at,
+        None => events
             .iter()
             .rev()
             .find(|event| {
