@@ -7,8 +7,10 @@
 //! client that does both (`dsh_fs_local::session_files`).
 //!
 //! A request waits for the client's answer until it comes, the session's prompt is cancelled
-//! by the client (the request is withdrawn), stdin closes or [`ANSWER_BOUND`] passes. A refusal
-//! of the client sends the tools to the disk for that file.
+//! by the client (the request is withdrawn), stdin closes or the row's bound passes
+//! ([`ANSWER_BOUND`] unless `clientFsTimeoutMs` says otherwise; the request is then withdrawn
+//! from the client with `$/cancel_request`). A refusal of the client sends the tools to the
+//! disk for that file.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -28,9 +30,9 @@ use crate::wire::CallError;
 pub(crate) const READ_TEXT_FILE: &str = "fs/read_text_file";
 pub(crate) const WRITE_TEXT_FILE: &str = "fs/write_text_file";
 
-/// How long a request waits for the client's answer: an editor answers from memory at once,
-/// and an answer too long to read (over the line limit) never comes.
-const ANSWER_BOUND: Duration = Duration::from_secs(30);
+/// How long a request waits for the client's answer by default: an editor answers from memory
+/// at once, and an answer too long to read (over the line limit) never comes.
+pub(crate) const ANSWER_BOUND: Duration = Duration::from_secs(30);
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -53,9 +55,10 @@ struct WriteTextFile<'a> {
 }
 
 /// Offers the client's files as the `client_files` service, for as long as the row runs.
-pub(crate) fn provide(server: &Arc<Server>) -> Result<(), PluginError> {
+pub(crate) fn provide(server: &Arc<Server>, bound: Duration) -> Result<(), PluginError> {
     let files = EditorFiles {
         server: Arc::downgrade(server),
+        bound,
     };
     server.ctx.provide(
         CLIENT_FILES_SERVICE,
@@ -65,6 +68,8 @@ pub(crate) fn provide(server: &Arc<Server>) -> Result<(), PluginError> {
 
 struct EditorFiles {
     server: Weak<Server>,
+    /// How long a request waits for the client's answer.
+    bound: Duration,
 }
 
 impl EditorFiles {
@@ -153,7 +158,7 @@ impl ClientFiles for EditorFiles {
             session.as_str(),
             READ_TEXT_FILE,
             params,
-            ANSWER_BOUND,
+            self.bound,
         ) {
             Ok(read) => ROk(RString::from(read.content)),
             Err(error) => RErr(call_failure(error, "read", path)),
@@ -183,7 +188,7 @@ impl ClientFiles for EditorFiles {
             session.as_str(),
             WRITE_TEXT_FILE,
             params,
-            ANSWER_BOUND,
+            self.bound,
         ) {
             Ok(_) => ROk(()),
             Err(error) => RErr(call_failure(error, "write", path)),

@@ -82,6 +82,9 @@ pub struct AcpConfig {
     /// (editor mode): an editor answers with its buffers, saved or not, and shows the writes in
     /// them.
     pub client_fs: bool,
+    /// How long a file tool waits for the client's answer to an `fs/*` request before the
+    /// request is withdrawn (`$/cancel_request`) and the tool fails (ms; 30,000 when unset).
+    pub client_fs_timeout_ms: Option<u64>,
     /// Whether the shell commands of the client's full-access sessions run in the client's
     /// terminal (`terminal/*`), where it has terminals (editor mode): the editor shows the
     /// command live in its tool call. Commands under a sandbox never go there.
@@ -166,7 +169,10 @@ impl Plugin for AcpPlugin {
         permission::listen(&server)?;
         live::listen(&server)?;
         if config.client_fs {
-            client_fs::provide(&server)?;
+            let bound = config
+                .client_fs_timeout_ms
+                .map_or(client_fs::ANSWER_BOUND, Duration::from_millis);
+            client_fs::provide(&server, bound)?;
         }
         if config.client_terminal {
             client_terminal::provide(&server)?;

@@ -228,7 +228,7 @@ pub(crate) enum CallError {
     #[error(transparent)]
     Unreadable(RpcError),
     /// No answer within the bound a blocking caller set.
-    #[error("no answer within {} s", .0.as_secs())]
+    #[error("no answer within {} ms", .0.as_millis())]
     TimedOut(Duration),
 }
 
@@ -254,7 +254,7 @@ impl Reply {
 /// The ACP notification that withdraws a request the peer has not answered yet.
 const CANCEL_REQUEST: &str = "$/cancel_request";
 
-/// A request of [`Wire::request`] whose wait was dropped before it ended: still pending, it is
+/// A request whose wait was dropped before it ended (or ran out of time): still pending, it is
 /// forgotten and the client told.
 struct Unanswered<'a> {
     wire: &'a Wire,
@@ -351,7 +351,8 @@ impl Wire {
 
     /// [`request`](Self::request) for a thread of the host's blocking pool, which may wait,
     /// but not past `bound` (an answer too long to read never comes, and the thread must not
-    /// be held by it).
+    /// be held by it); a request that times out is withdrawn from the client as a dropped one
+    /// is.
     pub(crate) fn request_blocking<P: Serialize, R: DeserializeOwned>(
         &self,
         subject: &str,
@@ -361,14 +362,17 @@ impl Wire {
     ) -> Result<R, CallError> {
         let (sender, receiver) = mpsc::sync_channel(1);
         let id = self.send(subject, method, params, Reply::Blocking(sender))?;
+        let mut unanswered = Unanswered {
+            wire: self,
+            id: Some(id),
+        };
         let answer = match receiver.recv_timeout(bound) {
             Ok(answer) => Some(answer),
             Err(mpsc::RecvTimeoutError::Disconnected) => None,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                lock(&self.pending).remove(&id);
-                return Err(CallError::TimedOut(bound));
-            }
+            // Still pending: forgotten, and withdrawn from the client as the guard drops.
+            Err(mpsc::RecvTimeoutError::Timeout) => return Err(CallError::TimedOut(bound)),
         };
+        unanswered.id = None;
         self.decode(method, answer)
     }
 

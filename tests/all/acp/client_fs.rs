@@ -123,6 +123,53 @@ fn the_file_tools_read_and_write_the_editors_buffers() {
     assert_eq!(agent.wait_exit(WAIT), Some(0));
 }
 
+/// An editor that never answers a read: past the row's bound the request is withdrawn with
+/// `$/cancel_request` (naming it), the read fails with the bound in its words, and the turn
+/// goes on.
+#[test]
+fn a_request_the_editor_leaves_unanswered_is_withdrawn_at_the_rows_bound() {
+    let (dir, work) = prepared("acp-client-fs-unanswered");
+    std::fs::write(work.join("unanswered.txt"), "on disk\n").unwrap();
+    let server = FakeDeepSeek::start(vec![
+        Reply::tool_call("call_hung", "read", json!({"file_path": "unanswered.txt"})),
+        Reply::text("Done."),
+    ]);
+    let mut agent = editor_agent(
+        &server,
+        &dir,
+        // A row's config is replaced whole by a patch: `clientFs` is said again.
+        "- id: acp\n  config:\n    clientFs: true\n    clientFsTimeoutMs: 400\n",
+        &[("DSH_PERMISSION_MODE", "danger-full-access")],
+    );
+    let capabilities: Value = serde_json::from_str(READS_AND_WRITES).unwrap();
+    let (session, _) = agent.open_with(&work, capabilities);
+    let started = std::time::Instant::now();
+    let answer = agent.prompt(&session, "Read it");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(started.elapsed() < WAIT, "{:?}", started.elapsed());
+    let frames = agent.frames();
+    let asked: Vec<&Value> = frames
+        .iter()
+        .filter(|frame| frame["method"] == "fs/read_text_file")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let withdrawn: Vec<&Value> = frames
+        .iter()
+        .filter(|frame| frame["method"] == "$/cancel_request")
+        .collect();
+    assert_eq!(withdrawn.len(), 1, "{withdrawn:?}");
+    assert_eq!(withdrawn[0]["params"]["requestId"], asked[0]["id"]);
+    let sent = server.requests().last().unwrap().tool_texts();
+    assert!(
+        sent[0].contains("no answer within"),
+        "the read: {}",
+        sent[0]
+    );
+    assert!(!sent[0].contains("on disk"), "the read: {}", sent[0]);
+    agent.close();
+    assert_eq!(agent.wait_exit(WAIT), Some(0));
+}
+
 /// Runs the script on an agent with `rows` whose sessions run under `mode` and whose client
 /// says it can do `capabilities`, and checks that the files were the disk's.
 fn disk_run(name: &str, rows: &str, mode: &str, capabilities: &str) {

@@ -67,7 +67,13 @@ impl EditorSide {
             });
         };
         if method.starts_with("fs/") {
-            send(self.file(method, params));
+            // An editor that hangs on this file: no answer at all.
+            if !params["path"]
+                .as_str()
+                .is_some_and(|path| path.contains("unanswered"))
+            {
+                send(self.file(method, params));
+            }
             return true;
         }
         if !method.starts_with("terminal/") {
@@ -105,7 +111,7 @@ impl EditorSide {
 
     /// A buffer's text or the file's, a write kept in the buffers; a path with `forbidden` in
     /// it is refused as an editor refuses a file outside its project, and a file that is
-    /// nowhere is ACP's "resource not found".
+    /// nowhere is ACP's "resource not found" (one with `unanswered` in it gets no answer).
     fn file(&self, method: &str, params: &Value) -> Outcome {
         let path = params["path"].as_str().unwrap_or_default();
         if path.contains("forbidden") {
