@@ -28,7 +28,10 @@ use anyhow::{Context, Result, bail};
 use crate::process::cargo;
 use figures::{FIGURES, HUNDREDFOLD};
 
-const RUNS: usize = 3;
+/// Runs of each side's `dsh-bench` (and of the Cordis script). Three let one slow stretch of
+/// this shared machine move a median: figures whose code had not changed since the baseline
+/// (a 4 KiB read, one fsync) read 24-30% apart between sides in a run of three each.
+const RUNS: usize = 5;
 
 /// The committed figures this run is compared with, relative to the workspace root.
 const BASELINE: &str = "xtask/bench-baseline.tsv";
@@ -252,8 +255,8 @@ fn change(before: f64, now: f64) -> String {
 
 /// ns figures of the peer are in its units already; the ratio is peer / ours (higher: we are faster).
 fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline) -> String {
-    let mut text = String::from(
-        "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of 3 runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n",
+    let mut text = format!(
+        "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of {RUNS} runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n",
     );
     let measured = match &baseline.measured {
         Some(measured) => format!(" ({measured})"),
