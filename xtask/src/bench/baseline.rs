@@ -33,7 +33,7 @@ pub(super) fn measure(
                 "xtask: the baseline is not measured in this run ({reason:#}); the committed figures stand in"
             );
             let ours = crate::timed("run dsh-bench", || {
-                median_of_runs(RUNS, || run_dsh_bench(root, fixtures))
+                median_of_runs(RUNS, || side_run(root, root, fixtures))
             })?;
             Ok((ours, committed))
         }
@@ -85,9 +85,10 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
 /// measure changed since the baseline commit (its history bytes, a mean over a window where it
 /// was one request's, a delegation measured after a warm-up run) is then measured alike on both
 /// sides, and in the same conditions (inside a whole run, the steps right after the file-system
-/// group's fsyncs ran slower on one side than the other). What it prints overrides what the
+/// group's fsyncs ran slower on one side than the other), and the instructions per step,
+/// a group the baseline's `dsh-bench` does not have. What it prints overrides what the
 /// side's whole run printed.
-const HARNESS_ON_BOTH: &[&str] = &["compaction", "subagents"];
+const HARNESS_ON_BOTH: &[&str] = &["compaction", "subagents", "instructions"];
 
 /// One run of a side: the whole `dsh-bench` of `side` (our root, or the baseline's worktree),
 /// then our harness over [`HARNESS_ON_BOTH`] against that side's host.

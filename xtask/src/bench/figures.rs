@@ -209,6 +209,12 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: TOOLS,
+        ours: "agent_instructions_per_step",
+        peer: None,
+        what: "instructions the host runs per step of that turn (checkpoints left out), counted by callgrind: a 250-step turn's count less a 50-step turn's, over the 200 steps (millions; steadier than the times above, which swing by a quarter between runs here)",
+    },
+    Figure {
+        section: TOOLS,
         ours: "agent_step_with_checkpoints_at_step_10",
         peer: None,
         what: "the same step as shipped, with the `session-checkpoints` row (a flush at the pre-step and one before the tool body; the one before the request is skipped when the step added only its `step/start` marker), around step 10 (µs)",

@@ -11,6 +11,7 @@ mod archive;
 mod compaction;
 mod dispatch;
 mod fs;
+mod instructions;
 mod lifecycle;
 mod mcp;
 mod memory;
@@ -54,11 +55,12 @@ fn exe_dir() -> PathBuf {
 
 fn main() {
     let only: Vec<String> = std::env::args().skip(1).collect();
-    // `tui` and `postgres` run only when named: `cargo xtask bench` runs the one beside Codex's
-    // TUI and the other as a section of its own (it starts a database server).
+    // `tui`, `postgres` and `instructions` run only when named: `cargo xtask bench` runs the
+    // first beside Codex's TUI, the second as a section of its own (it starts a database
+    // server) and the third against both sides' hosts.
+    let named_only = ["tui", "postgres", "instructions"];
     let wants = |group: &str| {
-        (only.is_empty() && group != "tui" && group != "postgres")
-            || only.iter().any(|arg| arg == group)
+        (only.is_empty() && !named_only.contains(&group)) || only.iter().any(|arg| arg == group)
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -143,6 +145,13 @@ fn main() {
                 .map(PathBuf::from)
                 .filter(|path| path.is_dir());
             session::run(fixtures.as_deref())
+        } else {
+            Ok(())
+        }
+    });
+    let result = result.and_then(|()| {
+        if wants("instructions") {
+            instructions::run()
         } else {
             Ok(())
         }

@@ -22,7 +22,7 @@ pub(crate) fn scratch(name: &str) -> anyhow::Result<PathBuf> {
 /// The `dsh-host` the process figures start: `DSH_BENCH_HOST` when set (`cargo xtask bench`
 /// points it at the baseline commit's, to measure that host with this harness), else the one
 /// built beside this binary.
-fn host_exe() -> std::path::PathBuf {
+pub(crate) fn host_exe() -> std::path::PathBuf {
     std::env::var_os("DSH_BENCH_HOST")
         .filter(|host| !host.is_empty())
         .map_or_else(|| exe_dir().join("dsh-host"), std::path::PathBuf::from)

@@ -1,0 +1,79 @@
+//! Instructions per step of a headless turn: the host runs a turn of the instant model under
+//! callgrind twice, [`SHORT`] steps and [`LONG`] steps, and the difference over the extra
+//! steps is what one step executes in the host's own code (its threads, not the kernel's
+//! work). The wall-time step figures of the `agent` group swing by a quarter between runs
+//! on this shared machine; an instruction count does not, so a change of a few percent in
+//! the harness shows here when it cannot show there. Run only when named (`cargo xtask
+//! bench` runs it against both sides' hosts), and skipped with its reason where valgrind is
+//! not installed.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::process::{host_exe, scratch};
+use crate::report;
+
+const SHORT: usize = 50;
+const LONG: usize = 250;
+
+pub(crate) fn run() -> anyhow::Result<()> {
+    let installed = Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !installed {
+        eprintln!("dsh-bench: instructions skipped: valgrind is not installed");
+        return Ok(());
+    }
+    let dir = scratch("instructions")?;
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work)?;
+    let short = counted_turn(&dir, &work, SHORT)?;
+    let long = counted_turn(&dir, &work, LONG)?;
+    report(
+        "agent_instructions_per_step",
+        (long - short) / (LONG - SHORT) as f64 / 1e6,
+        "Minstr",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The instructions the host ran for a headless turn of `steps` steps (start and end
+/// included), as callgrind counts them.
+fn counted_turn(dir: &Path, work: &Path, steps: usize) -> anyhow::Result<f64> {
+    let patch = dir.join(format!("steps-{steps}.patch.yml"));
+    std::fs::write(
+        &patch,
+        format!(
+            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {steps}\n{}- id: agent-loop\n  config:\n    maxSteps: {}\n- id: session-checkpoints\n  disabled: true\n",
+            crate::agent::JSONL_STORE,
+            steps + 10
+        ),
+    )?;
+    let out = dir.join(format!("steps-{steps}.callgrind"));
+    let status = Command::new("valgrind")
+        .args(["-q", "--tool=callgrind", "--trace-children=no"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(host_exe())
+        .arg("--patch")
+        .arg(&patch)
+        .args(["--profile", "headless", "--no-watch", "--", "--cwd"])
+        .arg(work)
+        .args(["--model", "instant/instant", "go"])
+        .current_dir(dir)
+        .env("DSH_HOME", dir)
+        .env("DSH_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    if !status.success() {
+        anyhow::bail!("the {steps}-step turn under callgrind ended with {status}");
+    }
+    let text = std::fs::read_to_string(&out)?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("summary:"))
+        .and_then(|count| count.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("callgrind wrote no summary to {}", out.display()))
+}
