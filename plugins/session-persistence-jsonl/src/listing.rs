@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use dsh_protocol::{SessionSummary, SessionTitleEvent, UserMessageEvent, text_of};
-use dsh_session_jsonl::{ARCHIVED_FILE, Encoding, ListingFile, list_sessions};
+use dsh_session_jsonl::{ARCHIVED_FILE, Encoding, ListingFile, last_message_time, list_sessions};
 use dsh_sessions_seam::{SessionError, SessionErrorKind, shown_title};
 
 /// The listing beside the log at `path`; a log written before the listing files existed is
@@ -19,15 +19,6 @@ fn listing_beside(path: &Path) -> ListingFile {
     let Ok(log) = dsh_session_jsonl::read_session(path) else {
         return ListingFile::default();
     };
-    let found = log
-        .events
-        .iter()
-        .rev()
-        .find(|event| {
-            event.kind == dsh_protocol::kinds::USER_MESSAGE
-                || event.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE
-        })
-        .map(|event| event.time);
     let title = log
         .events
         .iter()
@@ -43,7 +34,7 @@ fn listing_beside(path: &Path) -> ListingFile {
             shown_title(title, said.as_deref())
         });
     let listing = ListingFile {
-        active_at: found,
+        active_at: last_message_time(&log.events),
         title,
     };
     let _ = listing.write(dir);

@@ -34,7 +34,7 @@ pub use layout::{
     Encoding, NO_CWD_DIR, check_session_id, decode_session_id, encode_session_id, log_path,
     parse_trash_entry, project_dir, project_key, session_dir, trash_entry_name,
 };
-pub use listing_file::{ARCHIVED_FILE, LISTING_FILE, ListingFile};
+pub use listing_file::{ARCHIVED_FILE, LISTING_FILE, ListingFile, last_message_time};
 pub use read::{
     ReadLines, ReadSession, Repair, decode_session, read_header, read_session, read_session_lines,
 };

@@ -110,6 +110,17 @@ impl ListingFile {
     }
 }
 
+/// When the conversation of `events` (a whole log) last had a message: what the listing's
+/// first line holds, for a log written before it had one.
+pub fn last_message_time(events: &[dsh_protocol::SessionEvent]) -> Option<i64> {
+    use dsh_protocol::kinds::{ASSISTANT_MESSAGE, USER_MESSAGE};
+    events
+        .iter()
+        .rev()
+        .find(|event| event.kind == USER_MESSAGE || event.kind == ASSISTANT_MESSAGE)
+        .map(|event| event.time)
+}
+
 /// Overwrites the time on the listing's first line when `digits` has its width; `false` when
 /// the file is not there or the width differs.
 fn rewrite_time_in_place(path: &Path, digits: &str) -> std::io::Result<bool> {

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use dsh_session_jsonl::{
-    ARCHIVED_FILE, ListedSession, ListingFile, list_sessions_any, read_session,
+    ARCHIVED_FILE, ListedSession, ListingFile, last_message_time, list_sessions_any, read_session,
 };
 use dsh_session_log::SessionEvent;
 use tokio_postgres::Client;
@@ -47,14 +47,7 @@ fn listed_of(listed: &ListedSession, events: &[SessionEvent]) -> Listed {
         .or_else(|| title_of(events));
     let active_at = match listing {
         Some(listing) => listing.active_at,
-        None => events
-            .iter()
-            .rev()
-            .find(|event| {
-                event.kind == dsh_protocol::kinds::USER_MESSAGE
-                    || event.kind == dsh_protocol::kinds::ASSISTANT_MESSAGE
-            })
-            .map(|event| event.time),
+        None => last_message_time(events),
     };
     Listed {
         updated_at: modified_ms(&listed.path).unwrap_or(listed.header.created_at),
