@@ -220,8 +220,13 @@ const scenarios = {
     const kinds = await page.locator(".queue-row .queued-kind").allTextContents();
     expect(kinds.join(",") === "steering,queued,queued", `the queue rows are ${kinds}`);
     await shoot(page, "waiting");
-    await page.locator(".queue-row", { hasText: "drop me" }).getByRole("button", { name: "Remove" }).click();
+    // The edit is opened first: the removal after it renders the queue anew, and the open
+    // editor must survive that.
     await page.locator(".queue-row", { hasText: "queued later" }).getByRole("button", { name: "Edit" }).click();
+    await page.waitForSelector(".queued-editor");
+    await page.locator(".queue-row", { hasText: "drop me" }).getByRole("button", { name: "Remove" }).click();
+    await page.waitForFunction(() => document.querySelectorAll(".queue-row").length === 2);
+    expect(await page.isVisible(".queued-editor"), "the open editor vanished when the queue changed");
     await page.fill(".queued-editor", "queued, edited");
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => {

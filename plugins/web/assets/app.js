@@ -196,12 +196,23 @@ function applyOps(ops) {
 // Messages waiting for the agent: queued turns, and steering for the running turn. A queued
 // turn can be moved into the running turn, edited in place or removed; a steering message can
 // be removed until the loop takes it at its next step.
+// A row being edited stays as it is while its message is still queued: every change of the
+// queue (a removal, another client, the loop taking a steering message) renders it anew, and
+// the person's unsaved edit must not vanish with it.
 function renderQueue(queue) {
+  const editing = new Map(
+    [...$("queue").querySelectorAll(".queue-row.editing")].map((row) => [row.dataset.messageId, row]),
+  );
   const rows = [
     ...queue.nextStep.map((message) => ["steering", message]),
     ...queue.nextTurn.map((message) => ["queued", message]),
   ];
-  $("queue").replaceChildren(...rows.map(([kind, message]) => queueRow(kind, message)));
+  $("queue").replaceChildren(...rows.map(([kind, message]) => {
+    const kept = kind === "queued" ? editing.get(message.id) : undefined;
+    if (!kept) return queueRow(kind, message);
+    kept.latestMessage = message;
+    return kept;
+  }));
   $("queue").hidden = rows.length === 0;
 }
 
@@ -234,13 +245,16 @@ function editQueued(row, message) {
   save.addEventListener("click", () => {
     const text = editor.value.trim();
     if (!text) return;
+    // Saved: the queue's next frame shows the row with its new text.
+    row.classList.remove("editing");
     updateQueue(message.id, "edit", { content: [{ type: "text", text }] });
   });
-  cancel.addEventListener("click", () => row.replaceWith(queueRow("queued", message)));
+  cancel.addEventListener("click", () => row.replaceWith(queueRow("queued", row.latestMessage ?? message)));
   editor.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); save.click(); }
     if (event.key === "Escape") { event.stopPropagation(); cancel.click(); }
   });
+  row.classList.add("editing");
   row.replaceChildren(element("span", { class: "queued-kind" }, "editing"), editor, element("span", { class: "queued-actions" }, save, cancel));
   editor.focus();
 }
