@@ -58,6 +58,27 @@ fn step_gaps(dir: &Path, work: &Path, checkpoints: bool) -> anyhow::Result<(f64,
     step_gaps_on(dir, work, STEPS, JSONL_STORE, checkpoints)
 }
 
+/// The patch of a headless turn of the instant model: `steps` tool steps, the gaps before the
+/// requests numbered in `report` printed, the session stored by `store_rows` (patch entries),
+/// with or without the `session-checkpoints` row.
+pub(crate) fn turn_patch(
+    steps: usize,
+    report: &[usize],
+    store_rows: &str,
+    checkpoints: bool,
+) -> String {
+    let report: Vec<String> = report.iter().map(ToString::to_string).collect();
+    let without = match checkpoints {
+        true => "",
+        false => "- id: session-checkpoints\n  disabled: true\n",
+    };
+    format!(
+        "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {steps}\n        report: [{}]\n{store_rows}- id: agent-loop\n  config:\n    maxSteps: {}\n{without}",
+        report.join(", "),
+        steps + 10
+    )
+}
+
 /// Median step gap around step 10 and around the last of `steps` steps of three headless
 /// turns, the session stored by `store_rows` (patch entries), with or without the
 /// `session-checkpoints` row.
@@ -70,20 +91,9 @@ pub(crate) fn step_gaps_on(
 ) -> anyhow::Result<(f64, f64)> {
     let early: Vec<usize> = (11..=20).collect();
     let late: Vec<usize> = (steps - 9..=steps).collect();
-    let wanted: Vec<String> = early.iter().chain(&late).map(ToString::to_string).collect();
+    let wanted: Vec<usize> = early.iter().chain(&late).copied().collect();
     let patch = dir.join("bench.patch.yml");
-    let without = match checkpoints {
-        true => "",
-        false => "- id: session-checkpoints\n  disabled: true\n",
-    };
-    std::fs::write(
-        &patch,
-        format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {steps}\n        report: [{}]\n{store_rows}- id: agent-loop\n  config:\n    maxSteps: {}\n{without}",
-            wanted.join(", "),
-            steps + 10
-        ),
-    )?;
+    std::fs::write(&patch, turn_patch(steps, &wanted, store_rows, checkpoints))?;
     let (mut at_early, mut at_late) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let host = Host::instant_turn(dir, &patch, work)?;

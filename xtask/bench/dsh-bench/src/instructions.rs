@@ -10,7 +10,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::process::{host_exe, scratch};
+use crate::agent::{JSONL_STORE, turn_patch};
+use crate::process::{host_exe, instant_turn_args, scratch};
 use crate::report;
 
 const SHORT: usize = 50;
@@ -44,24 +45,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
 /// included), as callgrind counts them.
 fn counted_turn(dir: &Path, work: &Path, steps: usize) -> anyhow::Result<f64> {
     let patch = dir.join(format!("steps-{steps}.patch.yml"));
-    std::fs::write(
-        &patch,
-        format!(
-            "- insert:\n    - id: bench-model\n      name: bench-model\n      config:\n        steps: {steps}\n{}- id: agent-loop\n  config:\n    maxSteps: {}\n- id: session-checkpoints\n  disabled: true\n",
-            crate::agent::JSONL_STORE,
-            steps + 10
-        ),
-    )?;
+    std::fs::write(&patch, turn_patch(steps, &[], JSONL_STORE, false))?;
     let out = dir.join(format!("steps-{steps}.callgrind"));
     let status = Command::new("valgrind")
         .args(["-q", "--tool=callgrind", "--trace-children=no"])
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(host_exe())
-        .arg("--patch")
-        .arg(&patch)
-        .args(["--profile", "headless", "--no-watch", "--", "--cwd"])
-        .arg(work)
-        .args(["--model", "instant/instant", "go"])
+        .args(instant_turn_args(&patch, work))
         .current_dir(dir)
         .env("DSH_HOME", dir)
         .env("DSH_LOG", "warn")

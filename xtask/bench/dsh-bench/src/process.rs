@@ -28,6 +28,27 @@ pub(crate) fn host_exe() -> std::path::PathBuf {
         .map_or_else(|| exe_dir().join("dsh-host"), std::path::PathBuf::from)
 }
 
+/// The arguments of `dsh-host` for [`Host::instant_turn`]: one headless turn of the instant
+/// model in `work`, tuned by `patch`.
+pub(crate) fn instant_turn_args(patch: &Path, work: &Path) -> Vec<String> {
+    let (patch, work) = (patch.display().to_string(), work.display().to_string());
+    [
+        "--patch",
+        &patch,
+        "--profile",
+        "headless",
+        "--no-watch",
+        "--",
+        "--cwd",
+        &work,
+        "--model",
+        "instant/instant",
+        "go",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 pub(crate) struct Host {
     child: Child,
     lines: Receiver<String>,
@@ -71,22 +92,9 @@ impl Host {
     /// One headless turn of the instant model (`bench-model`, tuned by `patch`) in `work`,
     /// with `home` as its dsh home: the run every step figure is read from.
     pub(crate) fn instant_turn(home: &Path, patch: &Path, work: &Path) -> anyhow::Result<Self> {
-        Self::start(
-            home,
-            &[
-                "--patch",
-                &patch.display().to_string(),
-                "--profile",
-                "headless",
-                "--no-watch",
-                "--",
-                "--cwd",
-                &work.display().to_string(),
-                "--model",
-                "instant/instant",
-                "go",
-            ],
-        )
+        let args = instant_turn_args(patch, work);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Self::start(home, &args)
     }
 
     /// The next `bench <name> <number> <value>` line `bench-model` prints, as its request
