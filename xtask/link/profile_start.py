@@ -3,9 +3,10 @@
 workspace's own binaries and libraries that a start and a turn execute, found by running the
 release build under callgrind.
 
-Two runs, each in a fresh home: the headless runner doing a 5-step turn (a shell call of `true`
-per step, then DONE) against the fake model at --server, and the web profile started on a free
-loopback port and stopped once it serves its page. Every function callgrind saw run in a file under
+Three runs, each in a fresh home: the headless runner doing a 5-step turn (a shell call of `true`
+per step, then DONE) against the fake model at --server, the web profile started on a free
+loopback port and stopped once it serves its page, and a start from a `--config` file of grouped
+rows with isolated services, stopped once they are all ready. Every function callgrind saw run in a file under
 --bin is listed once, by its mangled name, sorted (so a new profile's diff shows what changed).
 
 Usage: profile_start.py --bin target/release --server fake_server.py --out start-order.txt
@@ -90,6 +91,37 @@ def web(bin_dir, scratch, out):
         process.wait(timeout=TIMEOUT)
 
 
+def composed(bin_dir, scratch, out, pairs=10):
+    """A start from a `--config` file, as an integrator composes one: groups of two rows, each
+    group isolating the service its provider gives its consumer (the runtime bench's plugins),
+    with the log filtered by DSH_LOG. Stopped once every consumer has said it is ready."""
+    rows = "".join(
+        f"- id: pair-{index}\n  group: true\n  isolate:\n    svc: true\n  config:\n"
+        f"    - id: provider-{index}\n      name: bench-plugin/provider\n"
+        f"    - id: consumer-{index}\n      name: bench-consumer\n      inject: [svc]\n"
+        f"      config:\n        announce: true\n"
+        for index in range(pairs)
+    )
+    config = os.path.join(scratch, "composed.yml")
+    with open(config, "w") as file:
+        file.write(rows)
+    home = os.path.join(scratch, "home-composed")
+    os.makedirs(home, exist_ok=True)
+    env = dict(os.environ, DSH_HOME=home, DSH_LOG="warn")
+    host = [os.path.join(bin_dir, "dsh-host"), "--config", config, "--no-watch"]
+    process = subprocess.Popen(callgrind(out) + host, cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready = 0
+        while ready < pairs:
+            line = process.stdout.readline()
+            if not line:
+                sys.exit("profile_start: the composed start ended before its consumers were ready")
+            ready += "ready" in line
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=TIMEOUT)
+
+
 def executed(profile, bin_dir):
     """The mangled names of the functions that ran in files under bin_dir."""
     objects, functions, names = {}, {}, set()
@@ -124,9 +156,10 @@ def main():
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dsh-start-order-") as scratch:
-        profiles = [os.path.join(scratch, "headless.out"), os.path.join(scratch, "web.out")]
+        profiles = [os.path.join(scratch, f"{run}.out") for run in ("headless", "web", "composed")]
         headless(args.bin, args.server, scratch, profiles[0])
         web(args.bin, scratch, profiles[1])
+        composed(args.bin, scratch, profiles[2])
         names = set()
         for profile in profiles:
             names |= executed(profile, args.bin)

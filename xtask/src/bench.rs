@@ -66,6 +66,7 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
         }
     };
     let mut text = render(&ours, peer.as_ref(), &baseline);
+    text.push_str(&link_order_line(root));
     text.push_str(&crate::timed("run agents-bench", || {
         Ok(agents::section(root))
     })?);
@@ -87,6 +88,25 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
 }
 
 type Figures = BTreeMap<String, f64>;
+
+/// What share of the link order's functions this build has (see `link_order::coverage`): a
+/// stale list packs less, which shows in every resident-memory figure above.
+fn link_order_line(root: &Path) -> String {
+    match crate::link_order::coverage(root) {
+        Ok((found, listed)) => {
+            let share = 100.0 * found as f64 / listed.max(1) as f64;
+            let verdict = if share < 90.0 {
+                "stale: `cargo xtask link-order` writes it again"
+            } else {
+                "current"
+            };
+            format!(
+                "\nLink order: this build defines {found} of the {listed} functions `xtask/link/start-order.txt` lays out first ({share:.1}%; {verdict}).\n"
+            )
+        }
+        Err(error) => format!("\nLink order: not checked ({error:#}).\n"),
+    }
+}
 
 /// What a `dsh-bench` run needs, built in release under `root` (ours, or the baseline's
 /// worktree).

@@ -55,3 +55,37 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     println!("xtask: `cargo xtask bench` measures the new layout");
     Ok(())
 }
+
+/// How much of `start-order.txt` a release build under `root` still has: the functions it
+/// lists (the part in the workspace's own binaries and libraries; `(below main)` and the like
+/// have no symbol) and how many of them the build's host and libraries define. Rust's symbol
+/// names carry a hash of the crate's build (its dependencies and features among them), so the
+/// list goes stale as the dependency graph moves; the bench prints this share so a stale list
+/// shows before its unpacked pages do.
+pub(crate) fn coverage(root: &Path) -> Result<(usize, usize)> {
+    let listed = std::fs::read_to_string(root.join("xtask/link/start-order.txt"))
+        .context("cannot read xtask/link/start-order.txt")?;
+    let release = root.join("target/release");
+    let mut objects = vec![release.join("dsh-host")];
+    for entry in std::fs::read_dir(&release).context("no release build")? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|extension| extension == "so") {
+            objects.push(path);
+        }
+    }
+    let output = Command::new("nm")
+        .args(["--defined-only", "--format=just-symbols"])
+        .args(&objects)
+        .output()
+        .context("cannot run nm")?;
+    let defined: std::collections::HashSet<&str> = std::str::from_utf8(&output.stdout)
+        .context("nm printed no text")?
+        .lines()
+        .collect();
+    let names: Vec<&str> = listed
+        .lines()
+        .filter(|name| !name.is_empty() && !name.contains(' '))
+        .collect();
+    let found = names.iter().filter(|name| defined.contains(*name)).count();
+    Ok((found, names.len()))
+}
