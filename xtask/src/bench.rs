@@ -95,7 +95,7 @@ fn link_order_line(root: &Path) -> String {
     match crate::link_order::coverage(root) {
         Ok((found, listed)) => {
             let share = 100.0 * found as f64 / listed.max(1) as f64;
-            let verdict = if share < 90.0 {
+            let verdict = if share < 95.0 {
                 "stale: `cargo xtask link-order` writes it again"
             } else {
                 "current"

@@ -56,6 +56,16 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `cargo xtask link-order check`: prints [`coverage`] of the release build as it is.
+pub(crate) fn check(root: &Path) -> Result<()> {
+    let (found, listed) = coverage(root)?;
+    println!(
+        "xtask: the release build defines {found} of the {listed} functions xtask/link/start-order.txt lists ({:.1}%)",
+        100.0 * found as f64 / listed.max(1) as f64
+    );
+    Ok(())
+}
+
 /// How much of `start-order.txt` a release build under `root` still has: the functions it
 /// lists (the part in the workspace's own binaries and libraries; `(below main)` and the like
 /// have no symbol) and how many of them the build's host and libraries define. Rust's symbol

@@ -39,7 +39,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   test [CARGO TEST ARGS..] lint, build everything once, then run every test
   bench [runtime]          measure ours against the peer and write BENCHMARKS.md
   fuzz TARGET|all SECONDS  run fuzz targets (optimized; --debug for the debug build)
-  link-order               profile a start under callgrind; write xtask/link/start-order.txt
+  link-order [check]       profile a start under callgrind; write xtask/link/start-order.txt
+                           (check: how much of it the release build defines)
   new-plugin NAME [--dir DIR]  create a plugin crate that builds and loads";
 
 fn run(args: Vec<String>) -> Result<()> {
@@ -60,7 +61,11 @@ fn run(args: Vec<String>) -> Result<()> {
         "test" => test(&root, rest),
         "bench" => bench::run(&root, rest),
         "fuzz" => fuzz::run(&root, rest),
-        "link-order" => link_order::run(&root),
+        "link-order" => match rest.first().map(String::as_str) {
+            None => link_order::run(&root),
+            Some("check") => link_order::check(&root),
+            Some(other) => bail!("link-order takes no argument or `check`, not `{other}`\n{USAGE}"),
+        },
         "new-plugin" => {
             let Some(name) = rest.first() else {
                 bail!("new-plugin needs a NAME\n{USAGE}")
