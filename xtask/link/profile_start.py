@@ -6,8 +6,9 @@ release build under callgrind.
 Three runs, each in a fresh home: the headless runner doing a 5-step turn (a shell call of `true`
 per step, then DONE) against the fake model at --server, the web profile started on a free
 loopback port and stopped once it serves its page, and a start from a `--config` file of grouped
-rows with isolated services, stopped once they are all ready. Every function callgrind saw run in a file under
---bin is listed once, by its mangled name, sorted (so a new profile's diff shows what changed).
+rows with isolated services, stopped once they are all ready. Every function callgrind saw run in
+a file under --bin is listed once, by its mangled name, sorted (so a new profile's diff shows what
+changed).
 
 Usage: profile_start.py --bin target/release --server fake_server.py --out start-order.txt
 """
