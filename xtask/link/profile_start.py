@@ -109,7 +109,8 @@ def composed(bin_dir, scratch, out, pairs=10):
     home = os.path.join(scratch, "home-composed")
     os.makedirs(home, exist_ok=True)
     env = dict(os.environ, DSH_HOME=home, DSH_LOG="warn")
-    host = [os.path.join(bin_dir, "dsh-host"), "--config", config, "--no-watch"]
+    # Absolute: the host starts in its home, where a relative --bin would not resolve.
+    host = [os.path.join(os.path.abspath(bin_dir), "dsh-host"), "--config", config, "--no-watch"]
     process = subprocess.Popen(callgrind(out) + host, cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         ready = 0
