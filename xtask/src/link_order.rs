@@ -58,12 +58,38 @@ pub(crate) fn run(root: &Path) -> Result<()> {
 
 /// `cargo xtask link-order check`: prints [`coverage`] of the release build as it is.
 pub(crate) fn check(root: &Path) -> Result<()> {
-    let (found, listed) = coverage(root)?;
-    println!(
-        "xtask: the release build defines {found} of the {listed} functions xtask/link/start-order.txt lists ({:.1}%)",
-        100.0 * found as f64 / listed.max(1) as f64
-    );
+    println!("xtask: {}", coverage(root)?);
     Ok(())
+}
+
+/// How much of the list a build defines (see [`coverage`]).
+pub(crate) struct Coverage {
+    found: usize,
+    listed: usize,
+}
+
+impl Coverage {
+    /// Below this share of the list a build defines, the list is called stale.
+    const STALE_BELOW_PERCENT: f64 = 95.0;
+
+    fn percent(&self) -> f64 {
+        100.0 * self.found as f64 / self.listed.max(1) as f64
+    }
+}
+
+impl std::fmt::Display for Coverage {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (found, listed, percent) = (self.found, self.listed, self.percent());
+        let verdict = if percent < Self::STALE_BELOW_PERCENT {
+            "stale: `cargo xtask link-order` writes it again"
+        } else {
+            "current"
+        };
+        write!(
+            formatter,
+            "the release build defines {found} of the {listed} functions `xtask/link/start-order.txt` lays out first ({percent:.1}%; {verdict})"
+        )
+    }
 }
 
 /// How much of `start-order.txt` a release build under `root` still has: the functions it
@@ -72,7 +98,7 @@ pub(crate) fn check(root: &Path) -> Result<()> {
 /// names carry a hash of the crate's build (its dependencies and features among them), so the
 /// list goes stale as the dependency graph moves; the bench prints this share so a stale list
 /// shows before its unpacked pages do.
-pub(crate) fn coverage(root: &Path) -> Result<(usize, usize)> {
+pub(crate) fn coverage(root: &Path) -> Result<Coverage> {
     let listed = std::fs::read_to_string(root.join("xtask/link/start-order.txt"))
         .context("cannot read xtask/link/start-order.txt")?;
     let release = root.join("target/release");
@@ -97,5 +123,8 @@ pub(crate) fn coverage(root: &Path) -> Result<(usize, usize)> {
         .filter(|name| !name.is_empty() && !name.contains(' '))
         .collect();
     let found = names.iter().filter(|name| defined.contains(*name)).count();
-    Ok((found, names.len()))
+    Ok(Coverage {
+        found,
+        listed: names.len(),
+    })
 }
