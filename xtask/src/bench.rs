@@ -1,5 +1,5 @@
 //! `cargo xtask bench [runtime]`: builds in release, runs our `dsh-bench` and the Cordis peer
-//! script (`../shared/peers/cordis-bench`) three times each, one after the other (never at once:
+//! script (`../shared/peers/cordis-bench`) five times each, one after the other (never at once:
 //! two cores), and writes BENCHMARKS.md with our median beside the baseline ("before": the
 //! commit `xtask/bench-baseline.tsv` names, built and run in this invocation, its runs
 //! interleaved with ours, see `baseline.rs`; this run: "now", and the change in percent), the
@@ -14,19 +14,19 @@ mod acp;
 mod agents;
 mod baseline;
 mod figures;
+mod pairs;
 mod postgres;
 mod presets;
+mod table;
 mod tui;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 use crate::process::cargo;
-use figures::{FIGURES, HUNDREDFOLD};
 
 /// Runs of each side's `dsh-bench` (and of the Cordis script). Three let one slow stretch of
 /// this shared machine move a median: figures whose code had not changed since the baseline
@@ -65,7 +65,7 @@ pub(crate) fn run(root: &Path, args: Vec<String>) -> Result<()> {
             None
         }
     };
-    let mut text = render(&ours, peer.as_ref(), &baseline);
+    let mut text = table::render(&ours, peer.as_ref(), &baseline);
     text.push_str(&link_order_line(root));
     text.push_str(&crate::timed("run agents-bench", || {
         Ok(agents::section(root))
@@ -126,6 +126,8 @@ struct Baseline {
     figures: Figures,
     /// Measured in this invocation (else read from the committed file).
     in_run: bool,
+    /// The change in each interleaved pair of runs (none for committed figures).
+    pairs: pairs::Pairs,
 }
 
 impl Baseline {
@@ -138,6 +140,7 @@ impl Baseline {
             measured,
             figures: parse_lines(text),
             in_run: false,
+            pairs: pairs::Pairs::default(),
         }
     }
 }
@@ -255,88 +258,6 @@ fn peer_figures(root: &Path) -> Result<Figures> {
     })
 }
 
-/// `now` against `before` in percent, signed.
-fn change(before: f64, now: f64) -> String {
-    if before == 0.0 {
-        return "-".to_owned();
-    }
-    format!("{:+.1}%", (now - before) / before * 100.0)
-}
-
-/// ns figures of the peer are in its units already; the ratio is peer / ours (higher: we are faster).
-fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline) -> String {
-    let mut text = format!(
-        "# Benchmarks\n\nWritten by `cargo xtask bench`: medians of {RUNS} runs each of our `dsh-bench` (release build) and of the Cordis 3.18 peer script (`../shared/peers/cordis-bench`, Node), run one after the other in the same invocation on this machine (2 cores, shared and noisy: compare ratios, not absolute times).\n",
-    );
-    let measured = match &baseline.measured {
-        Some(measured) => format!(" ({measured})"),
-        None => String::new(),
-    };
-    let source = match baseline.in_run {
-        true => format!("the baseline{measured}"),
-        false => format!("the committed baseline `{BASELINE}`{measured}"),
-    };
-    let _ = write!(
-        text,
-        "\n`before` is our figure from {source}, `now` is ours from this run, and `change` is now against before in percent (for times and sizes lower is better, for rates such as events/s and steps/s higher is). Both are medians on this noisy machine, so a change of a few percent is noise. A figure the baseline lacks shows - for before and change. The baseline is the commit named in the first line of `{BASELINE}`; `cargo xtask bench` builds and runs it beside ours and rewrites that file with what it measured (the file stands in only where the commit cannot be built). To move the baseline, name another commit there.\n",
-    );
-    let mut section = "";
-    let mut missed = Vec::new();
-    for figure in FIGURES {
-        let Some(value) = ours.get(figure.ours) else {
-            continue;
-        };
-        if figure.section != section {
-            section = figure.section;
-            let _ = write!(
-                text,
-                "\n## {section}\n\n| figure | before | now | change | Cordis | ratio (Cordis / now) |\n|---|---:|---:|---:|---:|---:|\n"
-            );
-        }
-        let peer_value = figure
-            .peer
-            .and_then(|name| peer.and_then(|peer| peer.get(name)));
-        let (peer_text, ratio) = match peer_value {
-            Some(peer_value) => {
-                let ratio = peer_value / value;
-                if HUNDREDFOLD.contains(&figure.ours) && ratio < 100.0 {
-                    missed.push(format!("{} ({ratio:.1}x)", figure.ours));
-                }
-                (format!("{peer_value:.3}"), format!("{ratio:.1}x"))
-            }
-            None if figure.peer.is_none() => ("(ours only: no peer)".to_owned(), "-".to_owned()),
-            None => ("(peer did not run)".to_owned(), "-".to_owned()),
-        };
-        let (before, change) = match baseline.figures.get(figure.ours) {
-            Some(before) => (format!("{before:.3}"), change(*before, *value)),
-            None => ("-".to_owned(), "-".to_owned()),
-        };
-        let _ = writeln!(
-            text,
-            "| {} | {before} | {value:.3} | {change} | {peer_text} | {ratio} |",
-            figure.what
-        );
-    }
-    text.push_str(
-        "\nTargets from the issue: emit, waterfall, serial, parallel, mount/dispose and reactive reload at least 100x faster than Cordis; start to 100 rows active under 60 ms and under 25 MiB; reload under 150 ms after the debounce.\n",
-    );
-    if peer.is_some() {
-        let _ = writeln!(
-            text,
-            "\nBelow the 100x target in this run: {}.",
-            if missed.is_empty() {
-                "none".to_owned()
-            } else {
-                missed.join(", ")
-            }
-        );
-    }
-    text.push_str(
-        "\nHow ours is measured: dispatches go from the host's channel to listeners living in `libbench_plugin.so`, so every listener call crosses the library boundary (a waterfall level crosses it to start the listener, to ask for its `next`, to poll and to drop its future, and to release its reference); mount/dispose use 50 isolate groups, each a provider (`libbench_plugin.so`) and a consumer (`libbench_consumer.so`); startup spawns `dsh-host --config` on 100 rows and waits for every consumer to print; reload replaces `libbench_consumer.so` in a `--plugin-dir` 20 times and waits for the new version's line; RSS figures come from `/proc/<pid>/status` (VmHWM, VmRSS).\n",
-    );
-    text
-}
-
 /// `text` with its section under `heading` replaced by `section` (appended where it has none).
 pub(super) fn splice(text: &str, heading: &str, section: &str) -> String {
     let Some(start) = text.find(heading) else {
@@ -375,98 +296,4 @@ pub(super) fn alone_section(
     std::fs::write(&file, splice(&old, heading, &text))?;
     println!("{text}");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn figures(pairs: &[(&str, f64)]) -> Figures {
-        pairs
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), *value))
-            .collect()
-    }
-
-    #[test]
-    fn the_figures_below_their_hundredfold_target_are_named() {
-        let ours = figures(&[
-            ("serial_10_async_listeners", 400.0),
-            ("waterfall_10_async_listeners", 700.0),
-        ]);
-        let peer = figures(&[
-            ("serial_10_async_listeners", 48_000.0),
-            ("next_chain_10_async_listeners", 49_000.0),
-        ]);
-        let text = render(&ours, Some(&peer), &Baseline::default());
-        assert!(text.contains("| 120.0x |"), "{text}");
-        assert!(
-            text.contains(
-                "Below the 100x target in this run: waterfall_10_async_listeners (70.0x)."
-            ),
-            "{text}"
-        );
-        let met = render(
-            &figures(&[("serial_10_async_listeners", 400.0)]),
-            Some(&peer),
-            &Baseline::default(),
-        );
-        assert!(
-            met.contains("Below the 100x target in this run: none."),
-            "{met}"
-        );
-        let alone = render(&ours, None, &Baseline::default());
-        assert!(!alone.contains("Below the 100x target"), "{alone}");
-    }
-
-    #[test]
-    fn every_figure_shows_its_baseline_beside_this_run() {
-        let baseline = Baseline::parse(
-            "# measured at commit abc1234 on 2026-01-02\n# name<TAB>value\nemit_1_listeners\t20.0\nmount_100_plugins\t0.5\nsession_fixture_bytes\t0\n",
-        );
-        assert_eq!(
-            baseline.measured.as_deref(),
-            Some("measured at commit abc1234 on 2026-01-02")
-        );
-        let ours = figures(&[
-            ("emit_1_listeners", 25.0),
-            ("mount_100_plugins", 0.4),
-            ("emit_10_listeners", 30.0),
-            ("session_fixture_bytes", 10.0),
-        ]);
-        let peer = figures(&[
-            ("emit_1_listeners", 20_000.0),
-            ("emit_10_listeners", 45_000.0),
-        ]);
-        let text = render(&ours, Some(&peer), &baseline);
-        assert!(
-            text.contains("| before | now | change | Cordis | ratio (Cordis / now) |"),
-            "{text}"
-        );
-        assert!(
-            text.contains("`xtask/bench-baseline.tsv` (measured at commit abc1234 on 2026-01-02)"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "| emit to 1 listener in a plugin library (ns/emit) | 20.000 | 25.000 | +25.0% | 20000.000 | 800.0x |"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("| 0.500 | 0.400 | -20.0% | (peer did not run) | - |"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "| emit to 10 listeners (ns/emit) | - | 30.000 | - | 45000.000 | 1500.0x |"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("| bytes of the recorded fixture logs | 0.000 | 10.000 | - | (ours only: no peer) | - |"),
-            "{text}"
-        );
-        assert!(!text.contains("appends to the in-memory log"), "{text}");
-    }
 }

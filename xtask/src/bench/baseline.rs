@@ -14,6 +14,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use super::pairs::Pairs;
 use super::{
     BASELINE, Baseline, Figures, RUNS, build_release, median_of_runs, medians, run_dsh_bench,
 };
@@ -65,6 +66,7 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
         }
         Ok(())
     })?;
+    let pairs = Pairs::of(&ours, &theirs);
     let figures = medians(theirs);
     std::fs::write(root.join(BASELINE), tsv(&commit, &today(), RUNS, &figures))?;
     let measured = Some(format!(
@@ -76,6 +78,7 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
             measured,
             figures,
             in_run: true,
+            pairs,
         },
     ))
 }

@@ -10,6 +10,17 @@ pub(super) struct Figure {
     pub(super) what: &'static str,
 }
 
+impl Figure {
+    /// A rate (its unit, the last parenthesis of `what`, is per second: events/s, steps/s) is
+    /// better higher; times, sizes and counts are better lower.
+    pub(super) fn higher_is_better(&self) -> bool {
+        self.what
+            .rsplit_once('(')
+            .and_then(|(_, unit)| unit.split([';', ')', ' ']).next())
+            .is_some_and(|unit| unit.ends_with("/s"))
+    }
+}
+
 const RUNTIME: &str = "Runtime (issue 2)";
 const TOOLS: &str =
     "Agent core (issue 4; ours only: the reference needs Node 22, which cannot run here)";
@@ -802,3 +813,27 @@ pub(super) const HUNDREDFOLD: &[&str] = &[
     "dispose_100_plugins",
     "reactive_reload_replace_provider",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_per_second_are_better_higher_and_the_rest_lower() {
+        let better_higher: Vec<&str> = FIGURES
+            .iter()
+            .filter(|figure| figure.higher_is_better())
+            .map(|figure| figure.ours)
+            .collect();
+        assert!(
+            better_higher.contains(&"session_log_append_in_memory"),
+            "{better_higher:?}"
+        );
+        // "100 events/s" inside the text is not its unit (frames).
+        assert!(
+            better_higher.iter().all(|name| !name.contains("frames")),
+            "{better_higher:?}"
+        );
+        assert!(!better_higher.contains(&"emit_1_listeners"));
+    }
+}
