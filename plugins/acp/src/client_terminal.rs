@@ -8,6 +8,7 @@
 //! the finished call keeps showing it. A run dropped half-way (its turn cancelled) still kills
 //! and releases its terminal.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -195,7 +196,9 @@ async fn run(
                 subject: subject.clone(),
                 terminal: None,
             };
+            let ending = server.endings.begin();
             let _ = server.ctx.spawn(async move {
+                let _ending = ending;
                 let mut left = left;
                 if let Ok(created) = creating.await {
                     left.terminal = Some(created.terminal_id);
@@ -205,6 +208,9 @@ async fn run(
         }
     };
     let terminal = created.terminal_id;
+    // A signal cancels the turn, then waits for this before the wire closes. Made before
+    // `left`, so it is dropped after it: a dropped run's terminal is counted throughout.
+    let _ending = server.endings.begin();
     let mut left = Left {
         server: server.clone(),
         session: id.to_owned(),
@@ -307,7 +313,9 @@ impl Drop for Left {
         let server = self.server.clone();
         let session = std::mem::take(&mut self.session);
         let subject = std::mem::take(&mut self.subject);
+        let ending = server.endings.begin();
         let _ = self.server.ctx.spawn(async move {
+            let _ending = ending;
             let about = Terminal {
                 session_id: &session,
                 terminal_id: &terminal,
@@ -317,6 +325,46 @@ impl Drop for Left {
                     afterwards::<serde::de::IgnoredAny>(&server, &subject, method, &about).await;
             }
         });
+    }
+}
+
+/// The terminals this connection is still killing or releasing. When a signal stops the host,
+/// the connection cancels its turns, which ends their commands' terminals in tasks of their
+/// own; the wire closes only once those are done (within the shutdown's bound), else the
+/// client heard the kill and never the release.
+#[derive(Default)]
+pub(crate) struct Endings {
+    pending: AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+impl Endings {
+    /// One terminal's ending, counted until the returned guard goes.
+    fn begin(self: &Arc<Self>) -> Ending {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        Ending(self.clone())
+    }
+
+    /// Resolves once no terminal is being ended.
+    pub(crate) async fn settled(&self) {
+        loop {
+            // Made before the count is read: a wakeup between the two is not lost.
+            let notified = self.done.notified();
+            if self.pending.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+struct Ending(Arc<Endings>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        if self.0.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.done.notify_waiters();
+        }
     }
 }
 

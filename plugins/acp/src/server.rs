@@ -99,6 +99,8 @@ pub(crate) struct Server {
     /// The agent's connection to the `clients` service, through which the editor's changes to
     /// a session go.
     pub(crate) door: crate::door::Door,
+    /// Editor terminals still being killed or released (see `client_terminal`).
+    pub(crate) endings: Arc<crate::client_terminal::Endings>,
 }
 
 impl Server {
@@ -112,6 +114,7 @@ impl Server {
             closed: AtomicBool::new(false),
             client: Mutex::default(),
             door: crate::door::Door::default(),
+            endings: Arc::default(),
         }
     }
 

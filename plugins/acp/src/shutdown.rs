@@ -61,6 +61,8 @@ pub(crate) async fn quiesce(server: &Arc<Server>, listening: bool) {
     };
     let _ = first_of(dispose, server.ctx.sleep(SETTLE)).await;
     if listening {
+        // The cancelled commands' terminals are killed and released before the wire closes.
+        let _ = first_of(server.endings.settled(), server.ctx.sleep(SETTLE)).await;
         server.wire.close();
     }
 }
