@@ -96,7 +96,8 @@ const HARNESS_ON_BOTH: &[&str] = &["compaction", "subagents", "instructions"];
 /// One run of a side: the whole `dsh-bench` of `side` (our root, or the baseline's worktree),
 /// then our harness over [`HARNESS_ON_BOTH`] against that side's host.
 fn side_run(root: &Path, side: &Path, fixtures: &Path) -> Result<Figures> {
-    let mut figures = run_dsh_bench(side, fixtures)?;
+    let groups = super::dsh_bench_groups(root)?;
+    let mut figures = run_dsh_bench(side, fixtures, &groups)?;
     let host = (side != root).then(|| side.join("target/release/dsh-host"));
     figures.extend(harness_run(root, host.as_deref(), fixtures));
     Ok(figures)

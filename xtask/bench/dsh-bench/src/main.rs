@@ -53,118 +53,100 @@ fn exe_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// One group of figures: `dsh-bench NAME` runs it alone. Groups that are not `by_default`
+/// run only when named: `cargo xtask bench` runs `tui` beside Codex's TUI, `postgres` as a
+/// section of its own (it starts a database server) and `instructions` against both sides'
+/// hosts.
+struct Group {
+    name: &'static str,
+    by_default: bool,
+    run: fn() -> anyhow::Result<()>,
+}
+
+const fn group(name: &'static str, run: fn() -> anyhow::Result<()>) -> Group {
+    Group {
+        name,
+        by_default: true,
+        run,
+    }
+}
+
+const fn named_only(name: &'static str, run: fn() -> anyhow::Result<()>) -> Group {
+    Group {
+        name,
+        by_default: false,
+        run,
+    }
+}
+
+/// Every group, in the order a whole run takes them.
+const GROUPS: &[Group] = &[
+    group("dispatch", || on_runtime(dispatch::run())),
+    group("lifecycle", || on_runtime(lifecycle::run())),
+    group("process", process::run),
+    group("tools", tools::run),
+    group("agent", agent::run),
+    group("memory", memory::run),
+    group("sandbox", sandbox::run),
+    group("fs", fs::run),
+    group("compaction", compaction::run),
+    group("mcp", mcp::run),
+    group("subagents", subagents::run),
+    group("web", web::run),
+    named_only("tui", tui::run),
+    group("socket", socket::run),
+    group("undo", undo::run),
+    group("archive", archive::run),
+    group("session", || {
+        // The recorded logs, when the shared folder sits beside the project.
+        let fixtures = std::env::var_os("DSH_FIXTURES")
+            .map(PathBuf::from)
+            .filter(|path| path.is_dir());
+        session::run(fixtures.as_deref())
+    }),
+    named_only("instructions", instructions::run),
+    named_only("postgres", postgres::run),
+];
+
+/// Runs an async group on a runtime of its own, a thread like the host's.
+fn on_runtime(group: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(group);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// `dsh-bench [GROUP...]`: the named groups, or every group that runs by default;
+/// `dsh-bench --groups` lists those (what `cargo xtask bench` runs, each in a process of its
+/// own).
 fn main() {
     let only: Vec<String> = std::env::args().skip(1).collect();
-    // `tui`, `postgres` and `instructions` run only when named: `cargo xtask bench` runs the
-    // first beside Codex's TUI, the second as a section of its own (it starts a database
-    // server) and the third against both sides' hosts.
-    let named_only = ["tui", "postgres", "instructions"];
-    let wants = |group: &str| {
-        (only.is_empty() && !named_only.contains(&group)) || only.iter().any(|arg| arg == group)
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    if only.iter().any(|arg| arg == "--groups") {
+        for group in GROUPS.iter().filter(|group| group.by_default) {
+            println!("{}", group.name);
+        }
+        return;
+    }
+    if let Some(unknown) = only
+        .iter()
+        .find(|arg| !GROUPS.iter().any(|group| group.name == arg.as_str()))
     {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("dsh-bench: cannot start a runtime: {error}");
+        let known: Vec<&str> = GROUPS.iter().map(|group| group.name).collect();
+        eprintln!(
+            "dsh-bench: no group `{unknown}` (known: {}; --groups lists those a whole run takes)",
+            known.join(", ")
+        );
+        std::process::exit(2);
+    }
+    let wants = |group: &Group| {
+        (only.is_empty() && group.by_default) || only.iter().any(|arg| arg == group.name)
+    };
+    for group in GROUPS.iter().filter(|group| wants(group)) {
+        if let Err(error) = (group.run)() {
+            eprintln!("dsh-bench: {}: {error}", group.name);
             std::process::exit(1);
         }
-    };
-    let result: anyhow::Result<()> = runtime.block_on(async {
-        if wants("dispatch") {
-            dispatch::run().await?;
-        }
-        if wants("lifecycle") {
-            lifecycle::run().await?;
-        }
-        Ok(())
-    });
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    let result = result.and_then(|()| {
-        if wants("process") {
-            process::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| if wants("tools") { tools::run() } else { Ok(()) });
-    let result = result.and_then(|()| if wants("agent") { agent::run() } else { Ok(()) });
-    let result = result.and_then(|()| {
-        if wants("memory") {
-            memory::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| {
-        if wants("sandbox") {
-            sandbox::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| if wants("fs") { fs::run() } else { Ok(()) });
-    let result = result.and_then(|()| {
-        if wants("compaction") {
-            compaction::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| if wants("mcp") { mcp::run() } else { Ok(()) });
-    let result = result.and_then(|()| {
-        if wants("subagents") {
-            subagents::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| if wants("web") { web::run() } else { Ok(()) });
-    let result = result.and_then(|()| if wants("tui") { tui::run() } else { Ok(()) });
-    let result = result.and_then(|()| {
-        if wants("socket") {
-            socket::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| if wants("undo") { undo::run() } else { Ok(()) });
-    let result = result.and_then(|()| {
-        if wants("archive") {
-            archive::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| {
-        if wants("session") {
-            // The recorded logs, when the shared folder sits beside the project.
-            let fixtures = std::env::var_os("DSH_FIXTURES")
-                .map(PathBuf::from)
-                .filter(|path| path.is_dir());
-            session::run(fixtures.as_deref())
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| {
-        if wants("instructions") {
-            instructions::run()
-        } else {
-            Ok(())
-        }
-    });
-    let result = result.and_then(|()| {
-        if wants("postgres") {
-            postgres::run()
-        } else {
-            Ok(())
-        }
-    });
-    if let Err(error) = result {
-        eprintln!("dsh-bench: {error}");
-        std::process::exit(1);
     }
 }
