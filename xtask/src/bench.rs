@@ -198,22 +198,33 @@ fn medians(samples: Vec<Figures>) -> Figures {
     out
 }
 
+/// What `command` printed, where it ran and succeeded; `what` names it in the error.
+fn stdout_of(command: &mut Command, what: &str) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {what}"))?;
+    if !output.status.success() {
+        bail!("{what} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// The groups a whole run of our `dsh-bench` takes, in its order (`dsh-bench --groups`).
 fn dsh_bench_groups(ours: &Path) -> Result<Vec<String>> {
-    let output = Command::new(ours.join("target/release/dsh-bench"))
-        .arg("--groups")
-        .output()
-        .context("cannot run target/release/dsh-bench --groups")?;
-    if !output.status.success() {
-        bail!(
-            "dsh-bench --groups failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect())
+    let listed = stdout_of(
+        Command::new(ours.join("target/release/dsh-bench")).arg("--groups"),
+        "dsh-bench --groups",
+    )?;
+    Ok(listed.lines().map(str::to_owned).collect())
+}
+
+/// A figure map from `(name, value)` pairs, for the bench's unit tests.
+#[cfg(test)]
+fn figures(pairs: &[(&str, f64)]) -> Figures {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), *value))
+        .collect()
 }
 
 /// One run of the `dsh-bench` built under `side` (ours or the baseline's worktree): each of
@@ -225,29 +236,19 @@ fn dsh_bench_groups(ours: &Path) -> Result<Vec<String>> {
 fn run_dsh_bench(side: &Path, fixtures: &Path, groups: &[String]) -> Result<Figures> {
     let mut figures = Figures::new();
     for group in groups {
-        let output = Command::new(side.join("target/release/dsh-bench"))
-            .arg(group)
-            .env("DSH_FIXTURES", fixtures)
-            .output()
-            .with_context(|| format!("cannot run {}/target/release/dsh-bench", side.display()))?;
-        if !output.status.success() {
-            bail!(
-                "dsh-bench {group} failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        figures.extend(parse_lines(&String::from_utf8_lossy(&output.stdout)));
+        let printed = stdout_of(
+            Command::new(side.join("target/release/dsh-bench"))
+                .arg(group)
+                .env("DSH_FIXTURES", fixtures),
+            &format!("{}/target/release/dsh-bench {group}", side.display()),
+        )?;
+        figures.extend(parse_lines(&printed));
     }
-    let serialize = Command::new(side.join("target/release/examples/serialize_bench"))
-        .output()
-        .context("cannot run target/release/examples/serialize_bench")?;
-    if !serialize.status.success() {
-        bail!(
-            "serialize_bench failed: {}",
-            String::from_utf8_lossy(&serialize.stderr)
-        );
-    }
-    figures.extend(parse_lines(&String::from_utf8_lossy(&serialize.stdout)));
+    let printed = stdout_of(
+        &mut Command::new(side.join("target/release/examples/serialize_bench")),
+        "serialize_bench",
+    )?;
+    figures.extend(parse_lines(&printed));
     Ok(figures)
 }
 
@@ -270,18 +271,11 @@ fn peer_figures(root: &Path) -> Result<Figures> {
         }
     }
     median_of_runs(RUNS, || {
-        let output = Command::new("node")
-            .arg("bench.mjs")
-            .current_dir(&dir)
-            .output()
-            .context("cannot run node")?;
-        if !output.status.success() {
-            bail!(
-                "the peer script failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        Ok(parse_lines(&String::from_utf8_lossy(&output.stdout)))
+        let printed = stdout_of(
+            Command::new("node").arg("bench.mjs").current_dir(&dir),
+            "the peer script (node bench.mjs)",
+        )?;
+        Ok(parse_lines(&printed))
     })
 }
 

@@ -27,14 +27,15 @@ pub(super) fn measure(
     fixtures: &Path,
     committed: Baseline,
 ) -> Result<(Figures, Baseline)> {
-    match interleaved(root, fixtures, &committed) {
+    let groups = side_groups(root)?;
+    match interleaved(root, fixtures, &groups, &committed) {
         Ok(measured) => Ok(measured),
         Err(reason) => {
             eprintln!(
                 "xtask: the baseline is not measured in this run ({reason:#}); the committed figures stand in"
             );
             let ours = crate::timed("run dsh-bench", || {
-                median_of_runs(RUNS, || side_run(root, root, fixtures))
+                median_of_runs(RUNS, || side_run(root, root, fixtures, &groups))
             })?;
             Ok((ours, committed))
         }
@@ -43,7 +44,12 @@ pub(super) fn measure(
 
 /// [`measure`] when the commit `committed` names builds and runs; the file is rewritten with
 /// what it measured.
-fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Figures, Baseline)> {
+fn interleaved(
+    root: &Path,
+    fixtures: &Path,
+    groups: &[String],
+    committed: &Baseline,
+) -> Result<(Figures, Baseline)> {
     let commit = committed
         .measured
         .as_deref()
@@ -59,8 +65,8 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
             let baseline_first = run % 2 == 1;
             for is_baseline in [baseline_first, !baseline_first] {
                 match is_baseline {
-                    true => theirs.push(side_run(root, &base_root, fixtures)?),
-                    false => ours.push(side_run(root, root, fixtures)?),
+                    true => theirs.push(side_run(root, &base_root, fixtures, groups)?),
+                    false => ours.push(side_run(root, root, fixtures, groups)?),
                 }
             }
         }
@@ -94,15 +100,20 @@ fn interleaved(root: &Path, fixtures: &Path, committed: &Baseline) -> Result<(Fi
 /// by hand, alone, within 5% either way), and a side's own `dsh-bench` does not run them.
 const HARNESS_ON_BOTH: &[&str] = &["compaction", "subagents", "instructions"];
 
-/// One run of a side: the groups of `side`'s `dsh-bench` (our root, or the baseline's
-/// worktree) but those of [`HARNESS_ON_BOTH`], then our harness over these against that side's
-/// host; every group in a process of its own.
-fn side_run(root: &Path, side: &Path, fixtures: &Path) -> Result<Figures> {
-    let groups: Vec<String> = super::dsh_bench_groups(root)?
+/// The groups a side's own `dsh-bench` runs: those of a whole run of ours but the ones of
+/// [`HARNESS_ON_BOTH`].
+fn side_groups(root: &Path) -> Result<Vec<String>> {
+    Ok(super::dsh_bench_groups(root)?
         .into_iter()
         .filter(|group| !HARNESS_ON_BOTH.contains(&group.as_str()))
-        .collect();
-    let mut figures = run_dsh_bench(side, fixtures, &groups)?;
+        .collect())
+}
+
+/// One run of a side: `groups` (see [`side_groups`]) of `side`'s `dsh-bench` (our root, or the
+/// baseline's worktree), then our harness over [`HARNESS_ON_BOTH`] against that side's host;
+/// every group in a process of its own.
+fn side_run(root: &Path, side: &Path, fixtures: &Path, groups: &[String]) -> Result<Figures> {
+    let mut figures = run_dsh_bench(side, fixtures, groups)?;
     let host = (side != root).then(|| side.join("target/release/dsh-host"));
     for group in HARNESS_ON_BOTH {
         figures.extend(harness_run(root, group, host.as_deref(), fixtures));

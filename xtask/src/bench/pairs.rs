@@ -34,7 +34,7 @@ impl Pairs {
                 changes
                     .entry(name.clone())
                     .or_default()
-                    .push((now - before) / before * 100.0);
+                    .push(percent_change(before, *now));
             }
         }
         Self(changes)
@@ -67,6 +67,11 @@ impl Pairs {
     }
 }
 
+/// `now` against `before`, in percent of `before` (which is not 0).
+pub(super) fn percent_change(before: f64, now: f64) -> f64 {
+    (now - before) / before * 100.0
+}
+
 fn is_worse(change: f64, higher_is_better: bool) -> bool {
     match higher_is_better {
         true => change < -WORSE_BEYOND_PERCENT,
@@ -77,13 +82,7 @@ fn is_worse(change: f64, higher_is_better: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(pairs: &[(&str, f64)]) -> Figures {
-        pairs
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), *value))
-            .collect()
-    }
+    use crate::bench::figures as run;
 
     #[test]
     fn a_change_every_pair_shows_is_told_from_one_whose_pairs_disagree() {

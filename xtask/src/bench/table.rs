@@ -13,7 +13,16 @@ fn change(before: f64, now: f64) -> String {
     if before == 0.0 {
         return "-".to_owned();
     }
-    format!("{:+.1}%", (now - before) / before * 100.0)
+    format!("{:+.1}%", pairs::percent_change(before, now))
+}
+
+/// Names for a line under the tables: joined, or `none`.
+fn listed(names: &[impl AsRef<str>]) -> String {
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    names.join(", ")
 }
 
 /// ns figures of the peer are in its units already; the ratio is peer / ours (higher: we are faster).
@@ -85,11 +94,7 @@ pub(super) fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline
             text,
             "\nWorse than the baseline by more than {}% in every interleaved pair of runs: {}.",
             pairs::WORSE_BEYOND_PERCENT,
-            if worse.is_empty() {
-                "none".to_owned()
-            } else {
-                worse.join(", ")
-            }
+            listed(&worse)
         );
     }
     text.push_str(
@@ -99,11 +104,7 @@ pub(super) fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline
         let _ = writeln!(
             text,
             "\nBelow the 100x target in this run: {}.",
-            if missed.is_empty() {
-                "none".to_owned()
-            } else {
-                missed.join(", ")
-            }
+            listed(&missed)
         );
     }
     text.push_str(
@@ -115,14 +116,7 @@ pub(super) fn render(ours: &Figures, peer: Option<&Figures>, baseline: &Baseline
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::medians;
-
-    fn figures(pairs: &[(&str, f64)]) -> Figures {
-        pairs
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), *value))
-            .collect()
-    }
+    use crate::bench::{figures, medians};
 
     #[test]
     fn the_figures_below_their_hundredfold_target_are_named() {
