@@ -209,10 +209,11 @@ fn stdout_of(command: &mut Command, what: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// The groups a whole run of our `dsh-bench` takes, in its order (`dsh-bench --groups`).
-fn dsh_bench_groups(ours: &Path) -> Result<Vec<String>> {
+/// The groups a whole run of the `dsh-bench` built under `side` takes, in its order
+/// (`dsh-bench --groups`; one older than that flag runs no group for it and lists none).
+fn dsh_bench_groups(side: &Path) -> Result<Vec<String>> {
     let listed = stdout_of(
-        Command::new(ours.join("target/release/dsh-bench")).arg("--groups"),
+        Command::new(side.join("target/release/dsh-bench")).arg("--groups"),
         "dsh-bench --groups",
     )?;
     Ok(listed.lines().map(str::to_owned).collect())
@@ -234,6 +235,17 @@ fn figures(pairs: &[(&str, f64)]) -> Figures {
 /// the two sides were within 5% either way (3 rounds). A group the side's `dsh-bench` does not
 /// have prints nothing there.
 fn run_dsh_bench(side: &Path, fixtures: &Path, groups: &[String]) -> Result<Figures> {
+    let mut figures = run_groups(side, fixtures, groups)?;
+    let printed = stdout_of(
+        &mut Command::new(side.join("target/release/examples/serialize_bench")),
+        "serialize_bench",
+    )?;
+    figures.extend(parse_lines(&printed));
+    Ok(figures)
+}
+
+/// Each of `groups` of the `dsh-bench` built under `side`, in a process of its own.
+fn run_groups(side: &Path, fixtures: &Path, groups: &[String]) -> Result<Figures> {
     let mut figures = Figures::new();
     for group in groups {
         let printed = stdout_of(
@@ -244,11 +256,6 @@ fn run_dsh_bench(side: &Path, fixtures: &Path, groups: &[String]) -> Result<Figu
         )?;
         figures.extend(parse_lines(&printed));
     }
-    let printed = stdout_of(
-        &mut Command::new(side.join("target/release/examples/serialize_bench")),
-        "serialize_bench",
-    )?;
-    figures.extend(parse_lines(&printed));
     Ok(figures)
 }
 
