@@ -14,14 +14,20 @@ use std::time::{Duration, SystemTime};
 
 use dsh_plugin_api::lock;
 
-/// How long after its last change a file is trusted to keep its text while its stamp holds.
+/// How long after its last change a file is trusted to keep its text while its stamp holds,
+/// where the file system stamps whole seconds (FAT's two), so a later change can carry the
+/// same time.
 const SETTLED: Duration = Duration::from_secs(2);
+/// The same where it stamps nanoseconds (a time with a fraction of a second): its clock moves
+/// in ticks of at most 10 ms (a 100 Hz kernel), so a change two ticks later carries a later
+/// time.
+const SETTLED_FINE: Duration = Duration::from_millis(50);
 /// Files kept at once; past this many the cache starts over.
 const KEPT: usize = 1024;
 
-/// What identifies one version of a file.
+/// What identifies one version of a file (or of a directory's list of names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
     size: u64,
@@ -30,7 +36,7 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(metadata: &std::fs::Metadata) -> Self {
+    pub(crate) fn of(metadata: &std::fs::Metadata) -> Self {
         Self {
             dev: metadata.dev(),
             ino: metadata.ino(),
@@ -70,13 +76,8 @@ impl FileCache {
             trimmed_digest: Arc::from(crate::instructions::digest(content.trim())),
             content: Arc::from(content),
         };
-        let settled = metadata
-            .modified()
-            .ok()
-            .and_then(|modified| SystemTime::now().duration_since(modified).ok())
-            .is_some_and(|age| age >= SETTLED);
         let mut kept = lock(&self.0);
-        match settled {
+        match settled(&metadata) {
             true => {
                 if kept.len() >= KEPT {
                     kept.clear();
@@ -89,6 +90,20 @@ impl FileCache {
         }
         Some(text)
     }
+}
+
+/// Whether a change made to the file (or directory) from now on is sure to change its stamp:
+/// it last changed long enough ago for the file system's clock to have moved past that time.
+pub(crate) fn settled(metadata: &std::fs::Metadata) -> bool {
+    let needed = match metadata.mtime_nsec() {
+        0 => SETTLED,
+        _ => SETTLED_FINE,
+    };
+    metadata
+        .modified()
+        .ok()
+        .and_then(|modified| SystemTime::now().duration_since(modified).ok())
+        .is_some_and(|age| age >= needed)
 }
 
 /// At most `max` bytes of `path`, as text (invalid UTF-8 replaced); `None` past `max`.
@@ -145,6 +160,10 @@ mod tests {
         let dir = scratch("fresh");
         let path = dir.join("AGENTS.md");
         std::fs::write(&path, "fresh").unwrap();
+        // Ahead of the clock rather than just now, so a slow test cannot see it settle.
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::now() + Duration::from_secs(3600))
+            .unwrap();
         let cache = FileCache::default();
         let first = cache.read(&path, 1024).unwrap();
         let second = cache.read(&path, 1024).unwrap();

@@ -16,6 +16,7 @@ use dsh_plugin_api::PluginError;
 use sha2::{Digest, Sha256};
 
 use crate::files::FileCache;
+use crate::shapes::{Shape, ShapeCache};
 
 /// Where and what to look for.
 #[derive(Clone)]
@@ -28,6 +29,8 @@ pub(crate) struct Discovery {
     pub(crate) max_source_bytes: usize,
     /// The files as last read (see [`crate::files`]).
     pub(crate) files: Arc<FileCache>,
+    /// Which files each working directory's chain has, as last found (see [`crate::shapes`]).
+    pub(crate) shapes: Arc<ShapeCache>,
 }
 
 /// One instruction file read whole.
@@ -76,8 +79,13 @@ pub(crate) fn digest(text: &str) -> String {
 impl Discovery {
     /// The nearest directory from `cwd` up holding a root marker; `cwd` when none does.
     pub(crate) fn project_root(&self, cwd: &Path) -> PathBuf {
-        let mut current = Some(cwd);
-        while let Some(dir) = current {
+        self.walk_to_root(cwd, |_| {})
+    }
+
+    /// [`Self::project_root`], calling `visit` with each directory before it is looked in.
+    fn walk_to_root(&self, cwd: &Path, mut visit: impl FnMut(&Path)) -> PathBuf {
+        for dir in cwd.ancestors() {
+            visit(dir);
             if self
                 .root_markers
                 .iter()
@@ -85,7 +93,6 @@ impl Discovery {
             {
                 return dir.to_path_buf();
             }
-            current = dir.parent();
         }
         cwd.to_path_buf()
     }
@@ -101,23 +108,74 @@ impl Discovery {
                 content: text.content,
             });
         }
-        let root = self.project_root(cwd);
-        let mut chain: Vec<&Path> = cwd.ancestors().take_while(|dir| *dir != root).collect();
-        chain.push(&root);
-        chain.reverse();
-        for dir in chain {
-            files.extend(self.in_directory(&root, dir));
+        let shape = self
+            .shapes
+            .get(cwd)
+            .unwrap_or_else(|| self.find_shape(cwd));
+        for present in &shape.present {
+            files.extend(self.loaded(&shape.root, present));
         }
         files
     }
 
+    /// Walks `cwd`'s chain name by name and keeps what it found (see [`crate::shapes`]).
+    fn find_shape(&self, cwd: &Path) -> Arc<Shape> {
+        let mut looked_in = Vec::new();
+        let root = self.walk_to_root(cwd, |dir| {
+            looked_in.push((dir.to_path_buf(), std::fs::metadata(dir).ok()));
+        });
+        let mut chain: Vec<&Path> = cwd.ancestors().take_while(|dir| *dir != root).collect();
+        chain.push(&root);
+        chain.reverse();
+        // A link's target can appear or go in a directory nobody stamped: not kept, unless
+        // it is a name in the link's own directory (`CLAUDE.md -> AGENTS.md`).
+        let mut keepable = true;
+        let present = chain
+            .into_iter()
+            .map(|dir| {
+                self.candidate_paths(dir)
+                    .filter(|path| match std::fs::symlink_metadata(path) {
+                        Ok(metadata) if metadata.is_symlink() => {
+                            keepable &= std::fs::read_link(path).is_ok_and(|target| {
+                                let mut parts = target.components();
+                                matches!(parts.next(), Some(Component::Normal(_)))
+                                    && parts.next().is_none()
+                            });
+                            true
+                        }
+                        Ok(_) => true,
+                        Err(_) => false,
+                    })
+                    .collect()
+            })
+            .collect();
+        let shape = Arc::new(Shape { root, present });
+        if keepable {
+            self.shapes.keep(cwd, looked_in, shape.clone());
+        }
+        shape
+    }
+
+    /// Every candidate file of `dir`, instruction files first, then local overlays.
+    fn candidate_paths<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
+        self.candidates
+            .iter()
+            .chain(&self.local_candidates)
+            .map(|name| dir.join(name))
+    }
+
     /// The instruction files of one directory, deduplicated by trimmed text.
     pub(crate) fn in_directory(&self, root: &Path, dir: &Path) -> Vec<Loaded> {
+        let paths: Vec<PathBuf> = self.candidate_paths(dir).collect();
+        self.loaded(root, &paths)
+    }
+
+    /// Those of `paths` (one directory's) that read, deduplicated by trimmed text.
+    fn loaded(&self, root: &Path, paths: &[PathBuf]) -> Vec<Loaded> {
         let mut seen = HashSet::new();
         let mut found = Vec::new();
-        for name in self.candidates.iter().chain(&self.local_candidates) {
-            let path = dir.join(name);
-            let Some(text) = self.files.read(&path, self.max_source_bytes) else {
+        for path in paths {
+            let Some(text) = self.files.read(path, self.max_source_bytes) else {
                 continue;
             };
             if !seen.insert(text.trimmed_digest) {
@@ -189,6 +247,7 @@ pub(crate) fn discovery(config: &crate::PromptConfig) -> Result<Discovery, Plugi
         local_candidates: config.local_instruction_files.clone(),
         max_source_bytes: config.max_source_bytes,
         files: Arc::default(),
+        shapes: Arc::default(),
     })
 }
 
@@ -234,6 +293,7 @@ mod tests {
             local_candidates: vec!["AGENTS.local.md".to_owned()],
             max_source_bytes: 1 << 20,
             files: Arc::default(),
+            shapes: Arc::default(),
         }
     }
 
@@ -275,6 +335,66 @@ mod tests {
             .map(|file| file.display)
             .collect();
         assert_eq!(alone, ["CLAUDE.md", "AGENTS.local.md"]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Sets a directory's modification time a minute back: settled, its shape kept.
+    fn settle(dir: &Path) {
+        let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::open(dir)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(minute_ago))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_kept_chain_sees_files_made_removed_and_edited_and_a_new_root() {
+        let root = std::env::temp_dir().join(format!("dsh-chain-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let nested = root.join("a");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(&nested).unwrap();
+        let discovery = discovery();
+        let shown = |discovery: &Discovery| -> Vec<(String, String)> {
+            discovery
+                .baseline(&nested)
+                .into_iter()
+                .map(|file| (file.display, file.content.to_string()))
+                .collect()
+        };
+        settle(&nested);
+        settle(&root);
+        assert!(shown(&discovery).is_empty());
+        assert!(discovery.shapes.get(&nested).is_some(), "the shape is kept");
+        std::fs::write(nested.join("AGENTS.md"), "one").unwrap();
+        assert_eq!(shown(&discovery), [("a/AGENTS.md".to_owned(), "one".to_owned())]);
+        settle(&nested);
+        assert_eq!(shown(&discovery).len(), 1);
+        std::fs::write(nested.join("AGENTS.md"), "two").unwrap();
+        assert_eq!(shown(&discovery), [("a/AGENTS.md".to_owned(), "two".to_owned())]);
+        // A link to a name beside it is followed, and what it points to is kept.
+        std::fs::remove_file(nested.join("AGENTS.md")).unwrap();
+        std::fs::write(nested.join("rules.txt"), "linked").unwrap();
+        std::os::unix::fs::symlink("rules.txt", nested.join("CLAUDE.md")).unwrap();
+        assert_eq!(shown(&discovery), [("a/CLAUDE.md".to_owned(), "linked".to_owned())]);
+        settle(&nested);
+        assert_eq!(shown(&discovery).len(), 1);
+        assert!(discovery.shapes.get(&nested).is_some(), "kept with its link");
+        std::fs::remove_file(nested.join("rules.txt")).unwrap();
+        assert!(shown(&discovery).is_empty(), "its target gone");
+        std::fs::remove_file(nested.join("CLAUDE.md")).unwrap();
+        std::fs::write(nested.join("AGENTS.md"), "two").unwrap();
+        // A root marker made in the working directory moves the root there.
+        std::fs::create_dir(nested.join(".git")).unwrap();
+        assert_eq!(shown(&discovery), [("AGENTS.md".to_owned(), "two".to_owned())]);
+        std::fs::remove_file(nested.join("AGENTS.md")).unwrap();
+        assert!(shown(&discovery).is_empty());
+        // A link out of its directory: its target's directory is not stamped, so not kept.
+        std::fs::write(root.join("outside.md"), "far").unwrap();
+        std::os::unix::fs::symlink("../outside.md", nested.join("CLAUDE.md")).unwrap();
+        settle(&nested);
+        assert_eq!(shown(&discovery), [("CLAUDE.md".to_owned(), "far".to_owned())]);
+        assert!(discovery.shapes.get(&nested).is_none());
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -23,6 +23,7 @@ mod memo;
 mod nested;
 mod render;
 mod runtime;
+mod shapes;
 mod variables;
 
 use std::collections::BTreeMap;

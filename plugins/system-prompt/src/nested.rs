@@ -202,6 +202,7 @@ mod tests {
             local_candidates: Vec::new(),
             max_source_bytes: 1 << 20,
             files: Arc::default(),
+            shapes: Arc::default(),
         };
         let nested = Nested::default();
         let cwd = root.to_str().unwrap();
