@@ -108,10 +108,7 @@ impl Discovery {
                 content: text.content,
             });
         }
-        let shape = self
-            .shapes
-            .get(cwd)
-            .unwrap_or_else(|| self.find_shape(cwd));
+        let shape = self.shapes.get(cwd).unwrap_or_else(|| self.find_shape(cwd));
         for present in &shape.present {
             files.extend(self.loaded(&shape.root, present));
         }
@@ -367,33 +364,51 @@ mod tests {
         assert!(shown(&discovery).is_empty());
         assert!(discovery.shapes.get(&nested).is_some(), "the shape is kept");
         std::fs::write(nested.join("AGENTS.md"), "one").unwrap();
-        assert_eq!(shown(&discovery), [("a/AGENTS.md".to_owned(), "one".to_owned())]);
+        assert_eq!(
+            shown(&discovery),
+            [("a/AGENTS.md".to_owned(), "one".to_owned())]
+        );
         settle(&nested);
         assert_eq!(shown(&discovery).len(), 1);
         std::fs::write(nested.join("AGENTS.md"), "two").unwrap();
-        assert_eq!(shown(&discovery), [("a/AGENTS.md".to_owned(), "two".to_owned())]);
+        assert_eq!(
+            shown(&discovery),
+            [("a/AGENTS.md".to_owned(), "two".to_owned())]
+        );
         // A link to a name beside it is followed, and what it points to is kept.
         std::fs::remove_file(nested.join("AGENTS.md")).unwrap();
         std::fs::write(nested.join("rules.txt"), "linked").unwrap();
         std::os::unix::fs::symlink("rules.txt", nested.join("CLAUDE.md")).unwrap();
-        assert_eq!(shown(&discovery), [("a/CLAUDE.md".to_owned(), "linked".to_owned())]);
+        assert_eq!(
+            shown(&discovery),
+            [("a/CLAUDE.md".to_owned(), "linked".to_owned())]
+        );
         settle(&nested);
         assert_eq!(shown(&discovery).len(), 1);
-        assert!(discovery.shapes.get(&nested).is_some(), "kept with its link");
+        assert!(
+            discovery.shapes.get(&nested).is_some(),
+            "kept with its link"
+        );
         std::fs::remove_file(nested.join("rules.txt")).unwrap();
         assert!(shown(&discovery).is_empty(), "its target gone");
         std::fs::remove_file(nested.join("CLAUDE.md")).unwrap();
         std::fs::write(nested.join("AGENTS.md"), "two").unwrap();
         // A root marker made in the working directory moves the root there.
         std::fs::create_dir(nested.join(".git")).unwrap();
-        assert_eq!(shown(&discovery), [("AGENTS.md".to_owned(), "two".to_owned())]);
+        assert_eq!(
+            shown(&discovery),
+            [("AGENTS.md".to_owned(), "two".to_owned())]
+        );
         std::fs::remove_file(nested.join("AGENTS.md")).unwrap();
         assert!(shown(&discovery).is_empty());
         // A link out of its directory: its target's directory is not stamped, so not kept.
         std::fs::write(root.join("outside.md"), "far").unwrap();
         std::os::unix::fs::symlink("../outside.md", nested.join("CLAUDE.md")).unwrap();
         settle(&nested);
-        assert_eq!(shown(&discovery), [("CLAUDE.md".to_owned(), "far".to_owned())]);
+        assert_eq!(
+            shown(&discovery),
+            [("CLAUDE.md".to_owned(), "far".to_owned())]
+        );
         assert!(discovery.shapes.get(&nested).is_none());
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -132,10 +132,11 @@ fn split_by_baseline(
     groups: &[String],
     baseline: Option<Vec<String>>,
 ) -> (Vec<String>, Vec<String>) {
-    groups
-        .iter()
-        .cloned()
-        .partition(|group| baseline.as_ref().is_none_or(|theirs| theirs.contains(group)))
+    groups.iter().cloned().partition(|group| {
+        baseline
+            .as_ref()
+            .is_none_or(|theirs| theirs.contains(group))
+    })
 }
 
 /// The groups the baseline's `dsh-bench` has: what its `--groups` lists, or, for one older than
