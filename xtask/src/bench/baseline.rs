@@ -60,20 +60,27 @@ fn interleaved(
         build(root, &commit)
     })?;
     let (shared, ours_only) = split_by_baseline(groups, baseline_groups(&base_root));
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    crate::timed("run dsh-bench, ours and the baseline's in turn", || {
-        for run in 0..RUNS {
-            // Alternate who goes first, so neither always runs on the warmer machine.
-            let baseline_first = run % 2 == 1;
-            for is_baseline in [baseline_first, !baseline_first] {
-                match is_baseline {
-                    true => theirs.push(side_run(root, &base_root, fixtures, &shared)?),
-                    false => ours.push(side_run(root, root, fixtures, &shared)?),
-                }
-            }
-        }
-        Ok(())
-    })?;
+    // Our harness first, in a phase of its own: its delegation makes files, which on this
+    // machine take longer a minute after other files went, and what the side groups before it
+    // deleted differed between the sides (see `split_by_baseline`).
+    let (mut ours, mut theirs) = in_turn(
+        root,
+        &base_root,
+        "run our harness against each side's host",
+        |side| Ok(harness_runs(root, side, fixtures)),
+    )?;
+    let (ours_own, theirs_own) = in_turn(
+        root,
+        &base_root,
+        "run dsh-bench, ours and the baseline's in turn",
+        |side| run_dsh_bench(side, fixtures, &shared),
+    )?;
+    for (run, own) in ours.iter_mut().zip(ours_own) {
+        run.extend(own);
+    }
+    for (run, own) in theirs.iter_mut().zip(theirs_own) {
+        run.extend(own);
+    }
     let pairs = Pairs::of(&ours, &theirs);
     if !ours_only.is_empty() {
         crate::timed("run the dsh-bench groups the baseline lacks", || {
@@ -107,7 +114,8 @@ fn interleaved(
 /// group's fsyncs ran slower on one side than the other), and the instructions per step,
 /// a group the baseline's `dsh-bench` does not have. Each runs in a process of its own (in one
 /// process after compaction, ten delegated children read 23% slower on our side in every pair;
-/// by hand, alone, within 5% either way), and a side's own `dsh-bench` does not run them.
+/// by hand, alone, within 5% either way), and a side's own `dsh-bench` does not run them. They
+/// run first, both sides in turn, before any side group.
 const HARNESS_ON_BOTH: &[&str] = &["compaction", "subagents", "instructions"];
 
 /// The groups a side's own `dsh-bench` runs: those of a whole run of ours but the ones of
@@ -160,16 +168,49 @@ fn groups_wanted_in(main: &str) -> Vec<String> {
         .collect()
 }
 
-/// One run of a side: `groups` (see [`side_groups`]) of `side`'s `dsh-bench` (our root, or the
-/// baseline's worktree), then our harness over [`HARNESS_ON_BOTH`] against that side's host;
-/// every group in a process of its own.
+/// [`RUNS`] runs of `run` on each side (`root`, ours, and `base_root`), interleaved: ours, then
+/// the baseline's; then the baseline's, then ours; ... Returns ours and the baseline's, in
+/// order.
+fn in_turn(
+    root: &Path,
+    base_root: &Path,
+    label: &str,
+    mut run: impl FnMut(&Path) -> Result<Figures>,
+) -> Result<(Vec<Figures>, Vec<Figures>)> {
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    crate::timed(label, || {
+        for index in 0..RUNS {
+            // Alternate who goes first, so neither always runs on the warmer machine.
+            let baseline_first = index % 2 == 1;
+            for is_baseline in [baseline_first, !baseline_first] {
+                match is_baseline {
+                    true => theirs.push(run(base_root)?),
+                    false => ours.push(run(root)?),
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok((ours, theirs))
+}
+
+/// One run of a side where no baseline is measured: `groups` (see [`side_groups`]) of `side`'s
+/// `dsh-bench`, then our harness; every group in a process of its own.
 fn side_run(root: &Path, side: &Path, fixtures: &Path, groups: &[String]) -> Result<Figures> {
     let mut figures = run_dsh_bench(side, fixtures, groups)?;
+    figures.extend(harness_runs(root, side, fixtures));
+    Ok(figures)
+}
+
+/// Our harness over [`HARNESS_ON_BOTH`] against `side`'s host (our root, or the baseline's
+/// worktree).
+fn harness_runs(root: &Path, side: &Path, fixtures: &Path) -> Figures {
     let host = (side != root).then(|| side.join("target/release/dsh-host"));
+    let mut figures = Figures::new();
     for group in HARNESS_ON_BOTH {
         figures.extend(harness_run(root, group, host.as_deref(), fixtures));
     }
-    Ok(figures)
+    figures
 }
 
 /// Our harness's `group` against `host` (ours when `None`); nothing, said on stderr, when it
