@@ -95,15 +95,16 @@ impl FileCache {
 /// Whether a change made to the file (or directory) from now on is sure to change its stamp:
 /// it last changed long enough ago for the file system's clock to have moved past that time.
 pub(crate) fn settled(metadata: &std::fs::Metadata) -> bool {
+    settled_at(metadata).is_some_and(|at| SystemTime::now() >= at)
+}
+
+/// When [`settled`] turns true for this version of the file (or directory).
+pub(crate) fn settled_at(metadata: &std::fs::Metadata) -> Option<SystemTime> {
     let needed = match metadata.mtime_nsec() {
         0 => SETTLED,
         _ => SETTLED_FINE,
     };
-    metadata
-        .modified()
-        .ok()
-        .and_then(|modified| SystemTime::now().duration_since(modified).ok())
-        .is_some_and(|age| age >= needed)
+    Some(metadata.modified().ok()? + needed)
 }
 
 /// At most `max` bytes of `path`, as text (invalid UTF-8 replaced); `None` past `max`.

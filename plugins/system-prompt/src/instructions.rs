@@ -117,9 +117,12 @@ impl Discovery {
 
     /// Walks `cwd`'s chain name by name and keeps what it found (see [`crate::shapes`]).
     fn find_shape(&self, cwd: &Path) -> Arc<Shape> {
+        let stamping = self.shapes.worth_stamping(cwd);
         let mut looked_in = Vec::new();
         let root = self.walk_to_root(cwd, |dir| {
-            looked_in.push((dir.to_path_buf(), std::fs::metadata(dir).ok()));
+            if stamping {
+                looked_in.push((dir.to_path_buf(), std::fs::metadata(dir).ok()));
+            }
         });
         let mut chain: Vec<&Path> = cwd.ancestors().take_while(|dir| *dir != root).collect();
         chain.push(&root);
@@ -147,7 +150,7 @@ impl Discovery {
             })
             .collect();
         let shape = Arc::new(Shape { root, present });
-        if keepable {
+        if keepable && stamping {
             self.shapes.keep(cwd, looked_in, shape.clone());
         }
         shape
@@ -335,13 +338,16 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// Sets a directory's modification time a minute back: settled, its shape kept.
+    /// Sets a directory's modification time a minute back: settled, its shape kept. A walk
+    /// that saw it changed waits out the settling time it read then (50 ms on a file system
+    /// that stamps nanoseconds) before it takes stamps again, so this waits too.
     fn settle(dir: &Path) {
         let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
         std::fs::File::open(dir)
             .unwrap()
             .set_times(std::fs::FileTimes::new().set_modified(minute_ago))
             .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(60));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use dsh_plugin_api::lock;
 
@@ -36,13 +37,34 @@ struct Kept {
     shape: Arc<Shape>,
 }
 
+/// What is known of a working directory's chain.
+enum Entry {
+    Kept(Arc<Kept>),
+    /// A directory it walked changed too lately to be trusted; until this time a walk takes
+    /// no stamps (they could not be kept).
+    Waiting(SystemTime),
+}
+
 #[derive(Default)]
-pub(crate) struct ShapeCache(Mutex<HashMap<PathBuf, Arc<Kept>>>);
+pub(crate) struct ShapeCache(Mutex<HashMap<PathBuf, Entry>>);
 
 impl ShapeCache {
+    /// Whether a walk of `cwd`'s chain should take the directories' stamps now: not while a
+    /// directory it walked last time is still settling. The walk of a fresh directory (the
+    /// first turn in a new home) then costs what it did before shapes were kept.
+    pub(crate) fn worth_stamping(&self, cwd: &Path) -> bool {
+        match lock(&self.0).get(cwd) {
+            Some(Entry::Waiting(until)) => SystemTime::now() >= *until,
+            _ => true,
+        }
+    }
+
     /// The shape kept for `cwd`, when every directory it was found in has its stamp still.
     pub(crate) fn get(&self, cwd: &Path) -> Option<Arc<Shape>> {
-        let kept = lock(&self.0).get(cwd).cloned()?;
+        let kept = match lock(&self.0).get(cwd)? {
+            Entry::Kept(kept) => kept.clone(),
+            Entry::Waiting(_) => return None,
+        };
         let unchanged = kept.stamps.iter().all(|(dir, stamp)| {
             std::fs::metadata(dir).is_ok_and(|metadata| Stamp::of(&metadata) == *stamp)
         });
@@ -51,36 +73,43 @@ impl ShapeCache {
 
     /// Keeps `shape` for `cwd` with `looked_in` (the directories and their metadata, taken
     /// before they were looked in), when every one of them is settled: a change made after now
-    /// is then sure to change its stamp. Otherwise whatever was kept for `cwd` is dropped.
+    /// is then sure to change its stamp. Otherwise whatever was kept for `cwd` is dropped, and
+    /// when the directories were all there, the time the last of them settles is noted.
     pub(crate) fn keep(
         &self,
         cwd: &Path,
         looked_in: Vec<(PathBuf, Option<std::fs::Metadata>)>,
         shape: Arc<Shape>,
     ) {
-        let stamps: Option<Vec<(PathBuf, Stamp)>> = looked_in
-            .into_iter()
-            .map(|(dir, metadata)| {
-                let metadata = metadata.filter(crate::files::settled)?;
-                Some((dir, Stamp::of(&metadata)))
-            })
-            .collect();
-        let mut kept = lock(&self.0);
-        let Some(stamps) = stamps else {
-            kept.remove(cwd);
-            return;
+        let mut settles = Some(SystemTime::UNIX_EPOCH);
+        let mut stamps = Vec::with_capacity(looked_in.len());
+        for (dir, metadata) in looked_in {
+            let at = metadata.as_ref().and_then(crate::files::settled_at);
+            settles = settles.zip(at).map(|(latest, at)| latest.max(at));
+            if let Some(metadata) = metadata {
+                stamps.push((dir, Stamp::of(&metadata)));
+            }
+        }
+        let entry = match settles {
+            Some(at) if SystemTime::now() >= at => Entry::Kept(Arc::new(Kept { stamps, shape })),
+            Some(at) => Entry::Waiting(at),
+            None => {
+                lock(&self.0).remove(cwd);
+                return;
+            }
         };
+        let mut kept = lock(&self.0);
         if kept.len() >= KEPT {
             kept.clear();
         }
-        kept.insert(cwd.to_path_buf(), Arc::new(Kept { stamps, shape }));
+        kept.insert(cwd.to_path_buf(), entry);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("dsh-shapes-{name}-{}", std::process::id()));
@@ -136,6 +165,7 @@ mod tests {
             shape(&dir),
         );
         assert_eq!(cache.get(&dir), None, "not settled");
+        assert!(!cache.worth_stamping(&dir), "no stamps until it settles");
         shift(&dir, -60);
         let gone = dir.join("gone");
         cache.keep(
