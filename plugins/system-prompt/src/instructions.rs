@@ -341,6 +341,10 @@ mod tests {
     /// Sets a directory's modification time a minute back: settled, its shape kept. A walk
     /// that saw it changed waits out the settling time it read then (50 ms on a file system
     /// that stamps nanoseconds) before it takes stamps again, so this waits too.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a unit test on its own thread, not the host's plugin thread"
+    )]
     fn settle(dir: &Path) {
         let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
         std::fs::File::open(dir)
