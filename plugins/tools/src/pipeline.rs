@@ -223,8 +223,7 @@ impl CallStages<Call> for Stages {
         let spec = {
             let registry = lock(&self.shared.registry);
             registry
-                .view(&scope_of(&call.view.scope))
-                .get(&call.view.name)
+                .get(&scope_of(&call.view.scope), &call.view.name)
                 .map(|tool| tool.spec().clone())
         };
         spec.map_or(Concurrency::Exclusive, |spec| {

@@ -108,8 +108,7 @@ impl Shared {
     pub(crate) fn tool(&self, scope: &[RString], name: &str) -> Option<Arc<ToolBox>> {
         let registry = lock(&self.registry);
         registry
-            .view(&scope_of(scope))
-            .get(name)
+            .get(&scope_of(scope), name)
             .map(|tool| tool.payload().clone())
     }
 
@@ -122,8 +121,7 @@ impl Shared {
         arguments: &Value,
     ) -> Result<(Arc<ToolBox>, Option<u64>), ToolFailure> {
         let registry = lock(&self.registry);
-        let tools = registry.view(&scope_of(scope));
-        let tool = tools.resolve(name)?;
+        let tool = registry.lookup(&scope_of(scope), name)?;
         tool.spec().validate_arguments(arguments)?;
         let limit = tool
             .spec()

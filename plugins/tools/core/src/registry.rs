@@ -376,8 +376,15 @@ impl<T> ToolRegistry<T> {
         ToolView::compute(self, scope)
     }
 
+    /// The tool `name` resolves to in `scope`, if visible: what [`ToolView::get`] of
+    /// [`Self::view`] gives, without building the view.
+    pub fn get(&self, scope: &Scope, name: &str) -> Option<&RegisteredTool<T>> {
+        ToolView::resolve_one(self, scope, name)
+    }
+
     /// Resolve the tool a call names, exactly as [`ToolView::resolve`] does.
     pub fn lookup(&self, scope: &Scope, name: &str) -> Result<&RegisteredTool<T>, ToolFailure> {
-        self.view(scope).resolve(name)
+        self.get(scope, name)
+            .ok_or_else(|| ToolFailure::unknown_tool(name))
     }
 }

@@ -372,3 +372,77 @@ fn run_code_is_registered_and_never_masked() {
     );
     assert_eq!(names(&Scope::global()), vec!["bash", "read", RUN_CODE_NAME]);
 }
+
+/// `get` resolves one name without building the view; it must agree with the view for every
+/// name in every scope: shadowing at each depth, restrictions along the chain, own
+/// registrations spared, the Code Mode transport never masked, unknown names.
+#[test]
+fn resolving_one_name_agrees_with_the_whole_view() {
+    let mut registry = registry(&["bash", "edit", "grep", "read", RUN_CODE_NAME]);
+    let parent = Scope::root("parent");
+    let child = parent.child("child");
+    let grandchild = child.child("grandchild");
+    registry
+        .register(Layer::scoped("parent"), "preset", spec("bash"), "parent")
+        .unwrap();
+    registry
+        .register(Layer::scoped("child"), "subagent", spec("report"), "child")
+        .unwrap();
+    registry
+        .register(
+            Layer::scoped("grandchild"),
+            "subagent",
+            spec("edit"),
+            "grandchild",
+        )
+        .unwrap();
+    registry
+        .restrict(&parent, "preset", allow(&["bash", "grep", "edit", "read"]))
+        .unwrap();
+    registry
+        .restrict(&child, "subagent", deny(&["edit", "bash"]))
+        .unwrap();
+    let scopes = [
+        Scope::global(),
+        parent.clone(),
+        child.clone(),
+        grandchild.clone(),
+        grandchild.child("deeper"),
+        Scope::root("other"),
+    ];
+    let names = [
+        "bash",
+        "edit",
+        "grep",
+        "read",
+        "report",
+        RUN_CODE_NAME,
+        "nope",
+    ];
+    let mut resolved = 0;
+    for scope in &scopes {
+        for name in names {
+            let whole = registry.view(scope).get(name).map(|tool| *tool.payload());
+            let one = registry.get(scope, name).map(|tool| *tool.payload());
+            assert_eq!(one, whole, "`{name}` in {scope:?}");
+            resolved += usize::from(one.is_some());
+        }
+    }
+    // The cases above do resolve something, and the shadowing is seen.
+    assert!(resolved > 10, "{resolved}");
+    assert_eq!(
+        registry.get(&grandchild, "edit").map(|t| *t.payload()),
+        Some("grandchild")
+    );
+    assert_eq!(registry.get(&child, "bash").map(|t| *t.payload()), None);
+    assert_eq!(
+        registry.get(&parent, "bash").map(|t| *t.payload()),
+        Some("parent")
+    );
+    assert_eq!(
+        registry
+            .get(&grandchild, RUN_CODE_NAME)
+            .map(|t| *t.payload()),
+        Some("global")
+    );
+}
