@@ -7,9 +7,16 @@ use serde_json::Value;
 
 use crate::failure::ToolFailure;
 use crate::order::{OrderError, ToolOrder, compare_code_units, order_schemas};
-use crate::registry::{RUN_CODE_NAME, RegisteredTool, ToolRegistry};
+use crate::registry::{LayerData, RUN_CODE_NAME, RegisteredTool, ToolRegistry};
 use crate::scheduler::Concurrency;
 use crate::scope::Scope;
+
+/// Whether an inherited `name` stays visible under the restrictions of the layers of a scope's
+/// chain: they intersect, so any scope on it may mask the name for everything nested inside it;
+/// the Code Mode transport is never masked.
+fn admitted<'l, T: 'l>(chain: impl IntoIterator<Item = &'l LayerData<T>>, name: &str) -> bool {
+    name == RUN_CODE_NAME || chain.into_iter().all(|layer| layer.admits(name))
+}
 
 /// Everything one scope can see, computed in a single pass over its layers.
 pub struct ToolView<'a, T> {
@@ -48,10 +55,8 @@ impl<'a, T> ToolView<'a, T> {
             known,
             restrictable,
         };
-        // Restrictions intersect across the whole chain: any scope on it may mask an inherited
-        // name for everything nested inside it.
         for (name, tool) in inherited {
-            if name == RUN_CODE_NAME || chain.iter().all(|layer| layer.admits(name)) {
+            if admitted(chain.iter().copied(), name) {
                 view.visible.insert(name, tool);
             }
         }
@@ -88,13 +93,11 @@ impl<'a, T> ToolView<'a, T> {
             .filter_map(|key| registry.scoped.get(key))
             .find_map(|layer| layer.tools.get(name))
             .or_else(|| registry.global.tools.get(name))?;
-        let admitted = name == RUN_CODE_NAME
-            || scope
-                .chain()
-                .iter()
-                .filter_map(|key| registry.scoped.get(key))
-                .all(|layer| layer.admits(name));
-        admitted.then_some(inherited)
+        let chain = scope
+            .chain()
+            .iter()
+            .filter_map(|key| registry.scoped.get(key));
+        admitted(chain, name).then_some(inherited)
     }
 
     /// The tool a name resolves to in this scope, if visible.
