@@ -508,6 +508,18 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     Figure {
         section: WEB,
+        ours: "web_live_frame_bytes",
+        peer: None,
+        what: "bytes of an update frame, mean over every socket's (bytes; each of the 50 reads and parses every one)",
+    },
+    Figure {
+        section: WEB,
+        ours: "web_live_host_cpu_per_frame",
+        peer: None,
+        what: "the host's CPU time over that turn (its steps included) per update frame sent to a socket (µs; most of it the kernel's, a write per frame and socket)",
+    },
+    Figure {
+        section: WEB,
         ours: "web_live_clients_with_lost_or_twice",
         peer: None,
         what: "sockets that missed an update, got one twice or out of order (clients; must be 0)",

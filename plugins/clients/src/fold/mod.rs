@@ -59,6 +59,11 @@ pub(crate) struct Fold {
     /// items come with events of their own), held until a frame goes anyway: sent alone, they
     /// were half of a turn's frames.
     held_stats: Option<dsh_client_protocol::SessionStats>,
+    /// The tally this fold's changes last carried: one equal to it is not sent again (clients
+    /// keep the last tally they got). A step of a tool that takes under a millisecond left the
+    /// tally as its call's frame carried it, and a third of a live frame's bytes were the
+    /// repeated tally.
+    sent_stats: Option<dsh_client_protocol::SessionStats>,
 }
 
 fn assistant_id(turn: u64, step: u64) -> String {
@@ -177,6 +182,13 @@ impl Fold {
             (true, false) => change.stats = self.held_stats.take(),
             (false, true) => self.held_stats = change.stats.take(),
             (false, false) => {}
+        }
+        if !self.quiet && change.stats.is_some() {
+            if change.stats == self.sent_stats {
+                change.stats = None;
+            } else {
+                self.sent_stats.clone_from(&change.stats);
+            }
         }
         change
     }

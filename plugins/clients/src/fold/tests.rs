@@ -243,6 +243,61 @@ fn a_tally_alone_waits_for_the_next_change_that_says_something() {
     assert_eq!(first.stats.map(|stats| stats.steps), Some(1));
 }
 
+/// A call that took no time leaves the tally as its call's frame carried it: the result's
+/// frame does not carry it again; a result that took time does, and so does a quiet fold
+/// once it speaks.
+#[test]
+fn a_tally_equal_to_the_last_one_sent_is_not_sent_again() {
+    let call = |seq, id: &str| {
+        record(
+            seq,
+            kinds::TOOL_CALL,
+            serde_json::json!({"turn": 1, "step": 1, "callId": id, "name": "noop", "arguments": "{}"}),
+        )
+    };
+    let result = |seq, id: &str, time| {
+        let mut record = record(
+            seq,
+            kinds::TOOL_RESULT,
+            serde_json::json!({"turn": 1, "step": 1, "message": {
+                "id": "m", "role": "user", "source": {"kind": "tool", "callId": id},
+                "content": [{"type": "tool-result", "toolCallId": id, "isError": false,
+                    "content": [{"type": "text", "text": "ok"}]}]}}),
+        );
+        record.time = time;
+        record
+    };
+    let mut fold = Fold::default();
+    fold.apply(&record(0, "turn/start", serde_json::json!({"turn": 1})));
+    fold.apply(&record(
+        1,
+        "step/start",
+        serde_json::json!({"turn": 1, "step": 1}),
+    ));
+    let called = fold.apply(&call(2, "c1"));
+    assert_eq!(called.stats.map(|stats| stats.steps), Some(1));
+    let instant = fold.apply(&result(3, "c1", 0));
+    assert_eq!(instant.ops.len(), 1, "the card's update still goes");
+    assert_eq!(instant.stats, None, "the same tally again");
+    fold.apply(&call(4, "c2"));
+    let timed = fold.apply(&result(5, "c2", 7));
+    assert_eq!(timed.stats.map(|stats| stats.tool_ms), Some(7));
+    // A quiet fold sends nothing, so the first tally it says once it speaks goes.
+    let records = [
+        record(0, "turn/start", serde_json::json!({"turn": 1})),
+        record(1, "step/start", serde_json::json!({"turn": 1, "step": 1})),
+        call(2, "c1"),
+        result(3, "c1", 0),
+    ];
+    let mut replay = Fold::quiet();
+    for record in &records[..3] {
+        replay.apply(record);
+    }
+    replay.speak();
+    let spoken = replay.apply(&records[3]);
+    assert_eq!(spoken.stats.map(|stats| stats.steps), Some(1));
+}
+
 /// A goal round's message is the goal's, not the person's: it shows as a line naming the round;
 /// other injected context shows nothing.
 #[test]

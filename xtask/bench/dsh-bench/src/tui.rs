@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::process::{Host, scratch, status_kib};
+use crate::process::{Host, cpu_seconds, scratch, status_kib};
 use crate::web::percentile;
 use crate::{exe_dir, median, report};
 
@@ -382,31 +382,6 @@ fn record_history(dir: &Path, home: &Path, work: &Path) -> anyhow::Result<String
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
-}
-
-/// User and system CPU time of `pid` so far, in seconds.
-fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The fields after the command's closing parenthesis: utime and stime are 14th and 15th
-    // of the whole line, 12th and 13th after it.
-    let after = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .ok_or_else(|| anyhow::anyhow!("bad /proc/{pid}/stat"))?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |index: usize| -> anyhow::Result<f64> {
-        Ok(fields
-            .get(index)
-            .ok_or_else(|| anyhow::anyhow!("short /proc/{pid}/stat"))?
-            .parse::<f64>()?)
-    };
-    #[allow(
-        unsafe_code,
-        reason = "sysconf(_SC_CLK_TCK), the unit of /proc/PID/stat times"
-    )]
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok((ticks(11)? + ticks(12)?) / per_second)
 }
 
 fn children(pid: u32) -> Vec<u32> {

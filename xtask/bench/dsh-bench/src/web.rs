@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{Message, WebSocket};
 
-use crate::process::{Host, scratch};
+use crate::process::{Host, cpu_seconds, scratch};
 use crate::report;
 
 /// Steps of the recorded session whose history is paged (about 7 events each).
@@ -381,6 +381,8 @@ fn page_stream(dir: &Path) -> anyhow::Result<()> {
 pub(crate) struct Seen {
     seqs: Vec<u64>,
     latencies: Vec<f64>,
+    /// Bytes of the update frames, as they came off the wire.
+    bytes: usize,
 }
 
 impl Seen {
@@ -406,6 +408,8 @@ pub(crate) struct Summary {
     pub(crate) worst_p99: f64,
     /// Every latency of every follower.
     pub(crate) all: Vec<f64>,
+    /// Mean bytes of an update frame, over every follower's.
+    pub(crate) frame_bytes: f64,
 }
 
 /// Waits for every follower and sums up what they saw.
@@ -430,11 +434,14 @@ pub(crate) fn summarize(
         .map(|s| percentile(s.latencies.clone(), 0.99))
         .fold(0.0, f64::max);
     let all = seen.iter().flat_map(|s| s.latencies.clone()).collect();
+    let frames: usize = seen.iter().map(|s| s.seqs.len()).sum();
+    let bytes: usize = seen.iter().map(|s| s.bytes).sum();
     Ok(Summary {
         reference,
         faulty,
         worst_p99,
         all,
+        frame_bytes: bytes as f64 / frames.max(1) as f64,
     })
 }
 
@@ -448,8 +455,11 @@ pub(crate) fn follow(mut socket: WebSocket<TcpStream>, session: &str) -> anyhow:
             continue;
         };
         let frame: Value = serde_json::from_str(text.as_str())?;
-        if frame["type"] == "session/update" && seen.update(&frame) {
-            return Ok(seen);
+        if frame["type"] == "session/update" {
+            seen.bytes += text.len();
+            if seen.update(&frame) {
+                return Ok(seen);
+            }
         }
     }
 }
@@ -481,6 +491,7 @@ fn live(dir: &Path) -> anyhow::Result<()> {
         .collect();
     // Every follower subscribes before the turn starts.
     std::thread::sleep(Duration::from_millis(500));
+    let cpu_before = cpu_seconds(web.host.pid())?;
     web.call(
         "session.prompt",
         &json!({"sessionId": session, "text": "go"}),
@@ -490,6 +501,7 @@ fn live(dir: &Path) -> anyhow::Result<()> {
         faulty,
         worst_p99,
         all,
+        frame_bytes,
     } = summarize(followers)?;
     // The socket that never read during the turn: once it reads, it must have every update in
     // order (the kernel's buffers held them) or a resync (its queue overflowed): never a gap.
@@ -535,6 +547,15 @@ fn live(dir: &Path) -> anyhow::Result<()> {
     let mean = all.iter().sum::<f64>() / all.len().max(1) as f64;
     report("web_live_latency_mean", mean, "ms");
     report("web_live_client_p99_worst", worst_p99, "ms");
+    report("web_live_frame_bytes", frame_bytes, "bytes");
+    // The host's CPU over the turn, its own steps included: what the fan-out to the sockets
+    // costs the machine, beside what each socket waits.
+    let cpu = cpu_seconds(web.host.pid())? - cpu_before;
+    report(
+        "web_live_host_cpu_per_frame",
+        cpu * 1e6 / (reference.len() * CLIENTS).max(1) as f64,
+        "us",
+    );
     report(
         "web_live_clients_with_lost_or_twice",
         faulty as f64,
