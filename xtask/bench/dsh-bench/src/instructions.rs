@@ -49,32 +49,42 @@ pub(crate) fn run() -> anyhow::Result<()> {
 
 /// One short turn outside callgrind, so the home holds what a first start records.
 fn settle_home(dir: &Path, work: &Path) -> anyhow::Result<()> {
-    let patch = dir.join("settle.patch.yml");
-    std::fs::write(&patch, turn_patch(1, &[], JSONL_STORE, false))?;
-    let status = Command::new(host_exe())
-        .args(instant_turn_args(&patch, work))
-        .current_dir(dir)
-        .env("DSH_HOME", dir)
-        .env("DSH_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()?;
-    if !status.success() {
-        anyhow::bail!("the turn that settles the home ended with {status}");
-    }
-    Ok(())
+    headless_turn(dir, work, 1, &[])
 }
 
 /// The instructions the host ran for a headless turn of `steps` steps (start and end
 /// included), as callgrind counts them.
 fn counted_turn(dir: &Path, work: &Path, steps: usize) -> anyhow::Result<f64> {
+    let out = dir.join(format!("steps-{steps}.callgrind"));
+    let callgrind = [
+        "valgrind".to_owned(),
+        "-q".to_owned(),
+        "--tool=callgrind".to_owned(),
+        "--trace-children=no".to_owned(),
+        format!("--callgrind-out-file={}", out.display()),
+    ];
+    headless_turn(dir, work, steps, &callgrind)?;
+    let text = std::fs::read_to_string(&out)?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("summary:"))
+        .and_then(|count| count.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("callgrind wrote no summary to {}", out.display()))
+}
+
+/// A headless turn of `steps` steps in the home `dir`, the host started under `wrapper` (a
+/// program and its arguments) when one is given.
+fn headless_turn(dir: &Path, work: &Path, steps: usize, wrapper: &[String]) -> anyhow::Result<()> {
     let patch = dir.join(format!("steps-{steps}.patch.yml"));
     std::fs::write(&patch, turn_patch(steps, &[], JSONL_STORE, false))?;
-    let out = dir.join(format!("steps-{steps}.callgrind"));
-    let status = Command::new("valgrind")
-        .args(["-q", "--tool=callgrind", "--trace-children=no"])
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(host_exe())
+    let mut command = match wrapper.split_first() {
+        Some((program, arguments)) => {
+            let mut command = Command::new(program);
+            command.args(arguments).arg(host_exe());
+            command
+        }
+        None => Command::new(host_exe()),
+    };
+    let status = command
         .args(instant_turn_args(&patch, work))
         .current_dir(dir)
         .env("DSH_HOME", dir)
@@ -83,11 +93,7 @@ fn counted_turn(dir: &Path, work: &Path, steps: usize) -> anyhow::Result<f64> {
         .stderr(Stdio::null())
         .status()?;
     if !status.success() {
-        anyhow::bail!("the {steps}-step turn under callgrind ended with {status}");
+        anyhow::bail!("the {steps}-step turn ended with {status}");
     }
-    let text = std::fs::read_to_string(&out)?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("summary:"))
-        .and_then(|count| count.trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("callgrind wrote no summary to {}", out.display()))
+    Ok(())
 }
