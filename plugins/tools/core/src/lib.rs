@@ -16,7 +16,7 @@
 //! [`ToolView`] resolves (none for an unknown name); run `tools/pre-execute` and turn its
 //! [`PreDecision`] into a [`Gate`] ([`Gate::resolve_ask`] for `ask`, then
 //! [`Gate::then_guards`] with [`ToolRegistry::guard_denial`]); on allow, dispatch inside
-//! `tools/execute`: resolve the tool again ([`ToolView::resolve`], `UNKNOWN_TOOL`),
+//! `tools/execute`: resolve the tool again ([`ToolRegistry::lookup`], `UNKNOWN_TOOL`),
 //! [`ToolSpec::validate_arguments`] (`INVALID_ARGS`, raised here, after policy, as the reference
 //! does), the body, [`validate_tool_output`]; run `tools/post-execute` through
 //! [`apply_post_decision`] (denials and dispatch failures reach it too, failures of the pipeline

@@ -382,7 +382,8 @@ impl<T> ToolRegistry<T> {
         ToolView::resolve_one(self, scope, name)
     }
 
-    /// Resolve the tool a call names, exactly as [`ToolView::resolve`] does.
+    /// Resolve a call's tool name, or the `UNKNOWN_TOOL` failure. A filtered tool yields the
+    /// very same failure as a name that never existed.
     pub fn lookup(&self, scope: &Scope, name: &str) -> Result<&RegisteredTool<T>, ToolFailure> {
         self.get(scope, name)
             .ok_or_else(|| ToolFailure::unknown_tool(name))

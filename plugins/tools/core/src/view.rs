@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use dsh_protocol::ToolSchema;
 use serde_json::Value;
 
-use crate::failure::ToolFailure;
 use crate::order::{OrderError, ToolOrder, compare_code_units, order_schemas};
 use crate::registry::{LayerData, RUN_CODE_NAME, RegisteredTool, ToolRegistry};
 use crate::scheduler::Concurrency;
@@ -103,13 +102,6 @@ impl<'a, T> ToolView<'a, T> {
     /// The tool a name resolves to in this scope, if visible.
     pub fn get(&self, name: &str) -> Option<&'a RegisteredTool<T>> {
         self.visible.get(name).copied()
-    }
-
-    /// Resolve a call's tool name, or the `UNKNOWN_TOOL` failure. A filtered tool yields the
-    /// very same failure as a name that never existed.
-    pub fn resolve(&self, name: &str) -> Result<&'a RegisteredTool<T>, ToolFailure> {
-        self.get(name)
-            .ok_or_else(|| ToolFailure::unknown_tool(name))
     }
 
     /// The visible tools, in code-unit order of their names.
