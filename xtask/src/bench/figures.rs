@@ -516,7 +516,7 @@ pub(super) const FIGURES: &[Figure] = &[
         section: WEB,
         ours: "web_live_host_cpu_per_frame",
         peer: None,
-        what: "the host's CPU time over that turn (its steps included) per update frame sent to a socket (µs; most of it the kernel's, a write per frame and socket)",
+        what: "the host's CPU time over that turn (its steps included) per update frame the 50 reading sockets received (µs; the frames queued for the 51st are not counted; most of it the kernel's, a write per frame and socket)",
     },
     Figure {
         section: WEB,
