@@ -65,7 +65,7 @@ fn follow(mut reader: BufReader<UnixStream>) -> anyhow::Result<Seen> {
         if value["method"] != "frame" || frame["type"] != "session/update" {
             continue;
         }
-        if seen.update(frame) {
+        if seen.update(frame, line.len()) {
             return Ok(seen);
         }
     }

@@ -386,9 +386,11 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    /// Notes a `session/update` frame as it arrives; `true` once it ended the turn.
-    pub(crate) fn update(&mut self, frame: &Value) -> bool {
+    /// Notes a `session/update` frame as it arrives, `bytes` long on the wire; `true` once it
+    /// ended the turn.
+    pub(crate) fn update(&mut self, frame: &Value, bytes: usize) -> bool {
         let arrived = now_ms();
+        self.bytes += bytes;
         self.seqs.push(frame["seq"].as_u64().unwrap_or(0));
         self.latencies
             .push((arrived - frame["time"].as_i64().unwrap_or(arrived)) as f64);
@@ -455,11 +457,8 @@ pub(crate) fn follow(mut socket: WebSocket<TcpStream>, session: &str) -> anyhow:
             continue;
         };
         let frame: Value = serde_json::from_str(text.as_str())?;
-        if frame["type"] == "session/update" {
-            seen.bytes += text.len();
-            if seen.update(&frame) {
-                return Ok(seen);
-            }
+        if frame["type"] == "session/update" && seen.update(&frame, text.len()) {
+            return Ok(seen);
         }
     }
 }
